@@ -1,0 +1,1 @@
+"""throttled_admin"""

@@ -1,0 +1,21 @@
+"""A quota-enforcing Kafka broker for tests and demos (needs the ``testing`` extra: kafka-python).
+
+It speaks the real wire protocol through kafka-python's protocol classes and enforces the controller
+mutation quota (KIP-599) with KIP-219 muting, so quota behaviour can be exercised end to end without a
+cluster. See docs/testing-broker.md.
+"""
+
+from __future__ import annotations
+
+try:
+    import kafka.protocol  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "throttled_admin.testing needs kafka-python: pip install 'throttled_admin[testing]'"
+    ) from exc
+
+from throttled_admin.testing._broker import Enforcement, QuotaBroker
+from throttled_admin.testing._quotas import QuotaEntity
+from throttled_admin.testing._server import RequestRecord
+
+__all__ = ["Enforcement", "QuotaBroker", "QuotaEntity", "RequestRecord"]

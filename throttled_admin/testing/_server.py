@@ -1,0 +1,305 @@
+"""The wire side of the test broker: one asyncio listener per node, Kafka framing, per-connection
+request ordering, KIP-219 muting, SASL gating, fault injection and the request log.
+
+Kafka serves one request per connection at a time, so each connection is a plain read-handle-write loop.
+After a throttled response to a client that throttles itself (KIP-219), the broker stops reading that
+connection until the throttle ends; an older client gets its response delayed instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from kafka.protocol.api_key import ApiKey
+
+from throttled_admin.testing._handlers import (
+    ANONYMOUS,
+    API_SPECS,
+    BrokerContext,
+    Handled,
+    RequestContext,
+    api_versions_unsupported,
+)
+
+__all__ = ["MAX_FRAME_BYTES", "Faults", "RequestRecord", "Server"]
+
+log = logging.getLogger("throttled_admin.testing")
+
+MAX_FRAME_BYTES = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
+_PRE_AUTH_APIS = (ApiKey.ApiVersions, ApiKey.SaslHandshake, ApiKey.SaslAuthenticate)
+
+
+@dataclass
+class RequestRecord:
+    """One request as the broker saw it. Times are ``time.monotonic()`` seconds; ``responded_at`` is None
+    for a request that was never answered (fault injection or a dropped connection)."""
+
+    node_id: int
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str
+    principal: str
+    received_at: float
+    responded_at: float | None = None
+    mutations: int = 0
+    throttle_time_ms: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def api_name(self) -> str:
+        return ApiKey(self.api_key).name
+
+
+class Faults:
+    """Fault injection, consumed request by request. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._failures: dict[int, deque[int]] = {}
+        self._blackholes: dict[int, int] = {}
+        self.latency_s = 0.0
+
+    def fail_next(self, api_key: int, error_code: int, count: int) -> None:
+        with self._lock:
+            self._failures.setdefault(api_key, deque()).extend([error_code] * count)
+
+    def blackhole_next(self, api_key: int, count: int) -> None:
+        with self._lock:
+            self._blackholes[api_key] = self._blackholes.get(api_key, 0) + count
+
+    def take_failure(self, api_key: int) -> int | None:
+        with self._lock:
+            queue = self._failures.get(api_key)
+            return queue.popleft() if queue else None
+
+    def take_blackhole(self, api_key: int) -> bool:
+        with self._lock:
+            if self._blackholes.get(api_key, 0) > 0:
+                self._blackholes[api_key] -= 1
+                return True
+            return False
+
+
+class _Connection:
+    def __init__(self, node_id: int, peer: str, needs_auth: bool):
+        self.node_id = node_id
+        self.peer = peer
+        self.principal = ANONYMOUS
+        self.authenticated = not needs_auth
+        self.sasl_mechanism: str | None = None
+        self.muted_until = 0.0
+
+
+class Server:
+    """Listeners for every node of one cluster, served from one background asyncio thread."""
+
+    def __init__(self, context: BrokerContext, faults: Faults):
+        self.context = context
+        self.faults = faults
+        self._records: list[RequestRecord] = []
+        self._records_lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._servers: list[asyncio.base_events.Server] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    # -- lifecycle (called from the owner's thread) ----------------------------------------------
+
+    def start(self, ports: dict[int, int]) -> dict[int, int]:
+        """Bind every node (port 0 picks a free one) and return node id -> bound port."""
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        self._thread = threading.Thread(target=loop.run_forever, name="quota-broker", daemon=True)
+        self._thread.start()
+        try:
+            return asyncio.run_coroutine_threadsafe(self._bind(ports), loop).result()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        if loop.is_running():
+            asyncio.run_coroutine_threadsafe(self._close(), loop).result()
+            loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()
+        self._loop = self._thread = None
+
+    def drop_connections(self) -> None:
+        loop = self._loop
+        if loop is not None:
+            asyncio.run_coroutine_threadsafe(self._drop(), loop).result()
+
+    def records(self) -> list[RequestRecord]:
+        with self._records_lock:
+            return list(self._records)
+
+    def clear_records(self) -> None:
+        with self._records_lock:
+            self._records.clear()
+
+    # -- on the loop -----------------------------------------------------------------------------
+
+    async def _bind(self, ports: dict[int, int]) -> dict[int, int]:
+        bound: dict[int, int] = {}
+        for node_id, port in ports.items():
+
+            async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, node: int = node_id) -> None:
+                task = asyncio.current_task()
+                assert task is not None
+                self._tasks.add(task)
+                try:
+                    await self._serve(node, reader, writer)
+                finally:
+                    self._tasks.discard(task)
+
+            server = await asyncio.start_server(serve, "127.0.0.1", port)
+            self._servers.append(server)
+            bound[node_id] = server.sockets[0].getsockname()[1]
+        return bound
+
+    async def _drop(self) -> None:
+        for writer in list(self._writers):
+            writer.transport.abort()
+
+    async def _close(self) -> None:
+        for server in self._servers:
+            server.close()
+        await self._drop()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        for server in self._servers:
+            await server.wait_closed()
+        self._servers.clear()
+
+    async def _serve(self, node_id: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peername = writer.get_extra_info("peername")
+        peer = f"{peername[0]}:{peername[1]}" if peername else "?"
+        conn = _Connection(node_id, peer, needs_auth=self.context.users is not None)
+        self._writers.add(writer)
+        try:
+            while True:
+                wait_s = conn.muted_until - time.monotonic()
+                if wait_s > 0:
+                    await asyncio.sleep(wait_s)  # KIP-219: a muted connection is not read
+                try:
+                    head = await reader.readexactly(4)
+                except asyncio.IncompleteReadError as exc:
+                    if exc.partial:
+                        self._reject(conn, f"truncated frame header ({len(exc.partial)} of 4 bytes)")
+                    return
+                (size,) = struct.unpack(">i", head)
+                if not 8 <= size <= MAX_FRAME_BYTES:
+                    self._reject(conn, f"frame length {size} outside 8..{MAX_FRAME_BYTES} bytes")
+                    return
+                try:
+                    frame = await reader.readexactly(size)
+                except asyncio.IncompleteReadError as exc:
+                    self._reject(conn, f"truncated frame ({len(exc.partial)} of {size} bytes)")
+                    return
+                if not await self._process(conn, frame, writer):
+                    return
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            self._writers.discard(writer)
+            writer.transport.abort()
+
+    def _reject(self, conn: _Connection, why: str) -> None:
+        log.warning("QuotaBroker node %d: closing connection from %s: %s", conn.node_id, conn.peer, why)
+
+    async def _process(self, conn: _Connection, frame: bytes, writer: asyncio.StreamWriter) -> bool:
+        """Handle one request; False closes the connection."""
+        received_at = time.monotonic()
+        api_key, api_version, correlation_id = struct.unpack_from(">hhi", frame)
+        spec = API_SPECS.get(api_key)
+        if spec is None:
+            self._reject(conn, f"unsupported API key {api_key}")
+            return False
+        if not spec.min_version <= api_version <= spec.max_version:
+            if api_key == ApiKey.ApiVersions:
+                await self._send(writer, api_versions_unsupported(), correlation_id)
+                return True
+            self._reject(conn, f"unsupported version {api_version} of {ApiKey(api_key).name}")
+            return False
+        try:
+            request = spec.request.decode(frame, version=api_version, header=True)
+        except Exception as exc:
+            self._reject(conn, f"cannot decode {ApiKey(api_key).name} v{api_version}: {type(exc).__name__}")
+            return False
+        if not conn.authenticated and api_key not in _PRE_AUTH_APIS:
+            self._reject(conn, f"{ApiKey(api_key).name} before SASL authentication")
+            return False
+        if api_key == ApiKey.SaslAuthenticate and conn.sasl_mechanism is None:
+            self._reject(conn, "SaslAuthenticate before SaslHandshake")
+            return False
+        context = RequestContext(
+            broker=self.context,
+            node_id=conn.node_id,
+            api_key=api_key,
+            api_version=api_version,
+            client_id=request.header.client_id or "",
+            principal=conn.principal,
+            sasl_mechanism=conn.sasl_mechanism,
+            injected_error=self.faults.take_failure(api_key),
+        )
+        try:
+            handled = spec.handler(request, context)
+        except Exception:
+            log.exception("QuotaBroker node %d: %s v%d failed", conn.node_id, ApiKey(api_key).name, api_version)
+            return False
+        record = RequestRecord(
+            node_id=conn.node_id,
+            api_key=api_key,
+            api_version=api_version,
+            correlation_id=correlation_id,
+            client_id=context.client_id,
+            principal=conn.principal,
+            received_at=received_at,
+            mutations=handled.mutations,
+            throttle_time_ms=handled.throttle_time_ms,
+            errors=handled.errors,
+        )
+        with self._records_lock:
+            self._records.append(record)
+        if self.faults.take_blackhole(api_key):
+            return True
+        if self.faults.latency_s > 0:
+            await asyncio.sleep(self.faults.latency_s)
+        throttle_s = handled.throttle_time_ms / 1000
+        client_throttles = spec.client_throttles_since is not None and api_version >= spec.client_throttles_since
+        if throttle_s > 0 and not client_throttles:
+            await asyncio.sleep(throttle_s)  # an old client does not back off: hold its response instead
+        await self._send(writer, handled.response, correlation_id)
+        record.responded_at = time.monotonic()
+        if throttle_s > 0 and client_throttles:
+            conn.muted_until = max(conn.muted_until, record.responded_at + throttle_s)
+        self._apply_session(conn, handled)
+        return not handled.close
+
+    @staticmethod
+    def _apply_session(conn: _Connection, handled: Handled) -> None:
+        if handled.handshake_mechanism is not None:
+            conn.sasl_mechanism = handled.handshake_mechanism
+        if handled.authenticated_as is not None:
+            conn.principal = handled.authenticated_as
+            conn.authenticated = True
+
+    @staticmethod
+    async def _send(writer: asyncio.StreamWriter, response: object, correlation_id: int) -> None:
+        response.with_header(correlation_id=correlation_id)  # type: ignore[attr-defined]
+        writer.write(bytes(response.encode(header=True, framed=True)))  # type: ignore[attr-defined]
+        await writer.drain()
