@@ -1,1 +1,24 @@
-"""throttled_admin"""
+"""throttled_admin: Kafka topic administration that survives broker quotas.
+
+A drop-in for confluent-kafka's ``AdminClient`` with the Java AdminClient's KIP-599 semantics (retry only
+the throttled topics, one deadline per call), KIP-219 client-side back-off, and KIP-124-style throttle
+metrics exported through OpenTelemetry. The quota-enforcing test broker is in ``throttled_admin.testing``.
+"""
+
+from confluent_kafka.cimpl import NewPartitions, NewTopic
+
+from throttled_admin._client import ThrottledAdminClient
+from throttled_admin._errors import ThrottlingQuotaExceededException
+from throttled_admin._options import CreatePartitionsOptions, CreateTopicsOptions, DeleteTopicsOptions
+from throttled_admin._version import __version__
+
+__all__ = [
+    "CreatePartitionsOptions",
+    "CreateTopicsOptions",
+    "DeleteTopicsOptions",
+    "NewPartitions",
+    "NewTopic",
+    "ThrottledAdminClient",
+    "ThrottlingQuotaExceededException",
+    "__version__",
+]

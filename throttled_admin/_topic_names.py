@@ -18,13 +18,10 @@ def topic_name_error(name: str) -> str | None:
     if name in (".", ".."):
         return 'Topic name cannot be "." or ".."'
     if len(name) > MAX_NAME_LENGTH:
-        return (
-            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, "
-            f"topic name: {name}"
-        )
+        return f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, topic name: {name}"
     if not _LEGAL.fullmatch(name):
         return (
-            f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, "
+            f'Topic name "{name}" is illegal, it contains a character other than ASCII alphanumerics, '
             "'.', '_' and '-'"
         )
     return None

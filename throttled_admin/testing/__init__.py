@@ -10,9 +10,7 @@ from __future__ import annotations
 try:
     import kafka.protocol  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "throttled_admin.testing needs kafka-python: pip install 'throttled_admin[testing]'"
-    ) from exc
+    raise ImportError("throttled_admin.testing needs kafka-python: pip install 'throttled_admin[testing]'") from exc
 
 from throttled_admin.testing._broker import Enforcement, QuotaBroker
 from throttled_admin.testing._quotas import QuotaEntity

@@ -129,8 +129,7 @@ class Cluster:
             if unknown:
                 return ApiError.of(
                     kerr.InvalidReplicationAssignmentError,
-                    f"The manual partition assignment includes broker {unknown[0]}, "
-                    "but no such broker is registered.",
+                    f"The manual partition assignment includes broker {unknown[0]}, but no such broker is registered.",
                 )
             if replication is not None and len(brokers) != replication:
                 return ApiError.of(
@@ -153,9 +152,7 @@ class Cluster:
                 return THROTTLED, 0
             if not validate_only:
                 replicas = (
-                    [list(b) for b in spec.assignments]
-                    if spec.assignments
-                    else self._place(partitions, replication)
+                    [list(b) for b in spec.assignments] if spec.assignments else self._place(partitions, replication)
                 )
                 configs = {k: v for k, v in spec.configs.items() if v is not None}
                 self.topics[spec.name] = Topic(spec.name, uuid.uuid4(), replicas, configs)
@@ -174,11 +171,15 @@ class Cluster:
                 return ApiError.of(kerr.InvalidTopicError, message), 0, 0
         if spec.assignments:
             if spec.num_partitions != -1 or spec.replication_factor != -1:
-                return ApiError.of(
-                    kerr.InvalidRequestError,
-                    "A manual partition assignment was specified, but numPartitions or replicationFactor "
-                    "was not set to -1.",
-                ), 0, 0
+                return (
+                    ApiError.of(
+                        kerr.InvalidRequestError,
+                        "A manual partition assignment was specified, but numPartitions or replicationFactor "
+                        "was not set to -1.",
+                    ),
+                    0,
+                    0,
+                )
             error = self._check_assignment(spec.assignments, None)
             if error:
                 return error, 0, 0
@@ -187,21 +188,33 @@ class Cluster:
             partitions = self.default_partitions if spec.num_partitions == -1 else spec.num_partitions
             replication = self.default_replication if spec.replication_factor == -1 else spec.replication_factor
             if partitions <= 0:
-                return ApiError.of(
-                    kerr.InvalidPartitionsError, "Number of partitions was set to an invalid non-positive value."
-                ), 0, 0
+                return (
+                    ApiError.of(
+                        kerr.InvalidPartitionsError, "Number of partitions was set to an invalid non-positive value."
+                    ),
+                    0,
+                    0,
+                )
             if replication <= 0:
-                return ApiError.of(
-                    kerr.InvalidReplicationFactorError,
-                    "Replication factor must be larger than 0, or -1 to use the default value.",
-                ), 0, 0
+                return (
+                    ApiError.of(
+                        kerr.InvalidReplicationFactorError,
+                        "Replication factor must be larger than 0, or -1 to use the default value.",
+                    ),
+                    0,
+                    0,
+                )
             if replication > len(self.node_ids):
-                return ApiError.of(
-                    kerr.InvalidReplicationFactorError,
-                    f"Unable to replicate the partition {replication} time(s): The target replication factor "
-                    f"of {replication} cannot be reached because only {len(self.node_ids)} broker(s) "
-                    "are registered.",
-                ), 0, 0
+                return (
+                    ApiError.of(
+                        kerr.InvalidReplicationFactorError,
+                        f"Unable to replicate the partition {replication} time(s): The target replication factor "
+                        f"of {replication} cannot be reached because only {len(self.node_ids)} broker(s) "
+                        "are registered.",
+                    ),
+                    0,
+                    0,
+                )
         unknown = sorted(k for k in spec.configs if k not in TOPIC_CONFIG_DEFAULTS)
         if unknown:
             return ApiError.of(kerr.InvalidConfigurationError, f"Unknown topic config name: {unknown[0]}"), 0, 0

@@ -271,7 +271,9 @@ def handle_delete_topics(request: Any, ctx: RequestContext) -> Handled:
         with cluster.lock:
             if name:
                 topic = cluster.topics.get(name)
-                missing = ApiError.of(kerr.UnknownTopicOrPartitionError, "This server does not host this topic-partition.")
+                missing = ApiError.of(
+                    kerr.UnknownTopicOrPartitionError, "This server does not host this topic-partition."
+                )
             else:
                 topic = cluster.by_id(topic_id) if topic_id is not None else None
                 missing = ApiError.of(kerr.UnknownTopicIdError, "This server does not host this topic ID.")

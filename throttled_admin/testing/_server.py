@@ -54,7 +54,7 @@ class RequestRecord:
 
     @property
     def api_name(self) -> str:
-        return ApiKey(self.api_key).name
+        return str(ApiKey(self.api_key).name)
 
 
 class Faults:

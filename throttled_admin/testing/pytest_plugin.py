@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 def quota_broker() -> Iterator[Callable[..., QuotaBroker]]:
     """Start QuotaBrokers with any constructor keywords; each is stopped when the test ends::
 
-        def test_quota(quota_broker):
-            broker = quota_broker(controller_mutation_rate=5)
+    def test_quota(quota_broker):
+        broker = quota_broker(controller_mutation_rate=5)
     """
     from throttled_admin.testing import QuotaBroker
 

@@ -1,0 +1,66 @@
+"""Exceptions raised by throttled_admin.
+
+Hierarchy::
+
+    confluent_kafka.KafkaException
+    └── ThrottlingQuotaExceededException   args[0]: KafkaError(THROTTLING_QUOTA_EXCEEDED, retriable)
+
+Other per-topic failures are confluent-kafka's own ``KafkaException(KafkaError)``: the broker's error
+unchanged, ``KafkaError._TIMED_OUT`` when the call's deadline passes, ``KafkaError._DESTROY`` when the
+client is closed with the call in flight. Bad input raises ``ValueError`` / ``TypeError`` before anything
+is sent.
+"""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaError, KafkaException
+
+__all__ = ["ThrottlingQuotaExceededException", "closed_error", "is_throttled", "timed_out_error"]
+
+DEFAULT_MESSAGE = "The throttling quota has been exceeded."
+
+
+class ThrottlingQuotaExceededException(KafkaException):
+    """A topic was throttled by the controller mutation quota (KIP-599), as Java's exception of that name.
+
+    ``throttle_time_ms`` is how long the broker asked the client to wait, measured from when the
+    exception was raised; ``topic`` the topic it is about (None for a whole call)."""
+
+    throttle_time_ms: int
+    topic: str | None
+
+    def __init__(self, throttle_time_ms: int, topic: str | None = None, message: str | None = None):
+        text = message or DEFAULT_MESSAGE
+        if throttle_time_ms > 0:
+            text = f"{text} (throttle_time_ms={throttle_time_ms})"
+        super().__init__(KafkaError(KafkaError.THROTTLING_QUOTA_EXCEEDED, text, retriable=True))
+        self.throttle_time_ms = max(0, int(throttle_time_ms))
+        self.topic = topic
+
+    def for_topic(self, topic: str, throttle_time_ms: int | None = None) -> ThrottlingQuotaExceededException:
+        """A copy about ``topic`` (each future gets its own exception object)."""
+        ms = self.throttle_time_ms if throttle_time_ms is None else throttle_time_ms
+        return ThrottlingQuotaExceededException(ms, topic)
+
+    def __reduce__(self) -> tuple[type[ThrottlingQuotaExceededException], tuple[int, str | None]]:
+        return (type(self), (self.throttle_time_ms, self.topic))
+
+
+def is_throttled(exc: BaseException | None) -> bool:
+    """True for a per-topic error 89, classified by code: librdkafka marks KafkaError(89) non-retriable."""
+    if not isinstance(exc, KafkaException) or not exc.args:
+        return False
+    error = exc.args[0]
+    return isinstance(error, KafkaError) and error.code() == KafkaError.THROTTLING_QUOTA_EXCEEDED
+
+
+def timed_out_error(operation: str, timeout_ms: int) -> KafkaException:
+    return KafkaException(
+        KafkaError(KafkaError._TIMED_OUT, f"{operation} did not complete within timeout_ms={timeout_ms}")
+    )
+
+
+def closed_error(operation: str) -> KafkaException:
+    return KafkaException(
+        KafkaError(KafkaError._DESTROY, f"ThrottledAdminClient was closed before {operation} completed")
+    )
