@@ -44,8 +44,16 @@ def tansu() -> Iterator[str]:
     port = free_port()
     url = f"tcp://127.0.0.1:{port}"
     proc = subprocess.Popen(
-        [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
-         "--storage-engine", "memory://tansu/"],
+        [
+            str(binary),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -56,8 +64,8 @@ def tansu() -> Iterator[str]:
     finally:
         proc.terminate()
         try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
+            proc.wait(2)
+        except subprocess.TimeoutExpired:  # Tansu can take seconds to drain; its storage is in memory anyway
             proc.kill()
             proc.wait()
 

@@ -44,8 +44,17 @@ def test_fixture_starts_brokers_and_stops_them_after_the_test(pytester: pytest.P
 def test_standalone_broker_cli() -> None:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "throttled_admin.testing", "--port", str(port),
-         "--controller-mutation-rate", "1", "--quota-window-num", "2"],
+        [
+            sys.executable,
+            "-m",
+            "throttled_admin.testing",
+            "--port",
+            str(port),
+            "--controller-mutation-rate",
+            "1",
+            "--quota-window-num",
+            "2",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

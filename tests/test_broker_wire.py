@@ -51,9 +51,11 @@ def test_kafka_python_strict_partial_admission_with_error_89(quota_broker: Broke
     admin = kafka_python_admin(broker)
     try:
         result = admin.create_topics(
-            {"a": {"num_partitions": 8, "replication_factor": 1},
-             "b": {"num_partitions": 8, "replication_factor": 1},
-             "c": {"num_partitions": 1, "replication_factor": 1}},
+            {
+                "a": {"num_partitions": 8, "replication_factor": 1},
+                "b": {"num_partitions": 8, "replication_factor": 1},
+                "c": {"num_partitions": 1, "replication_factor": 1},
+            },
             raise_errors=False,
         )
     finally:
@@ -195,12 +197,14 @@ def test_invalid_topics_fail_with_kafkas_errors_and_cost_nothing(quota_broker: B
         )
     errors = [(t.name, t.error_code, t.error_message) for t in response.topics]
     assert errors[0] == ("exists", 36, "Topic 'exists' already exists.")
-    assert errors[1][1] == 17 and "illegal" in errors[1][2]
+    assert errors[1][1] == 17
+    assert "illegal" in errors[1][2]
     assert errors[2] == ("a.b", 17, "Topic 'a.b' collides with existing topic: a_b")
     assert errors[3][1] == 37
     assert errors[4][1:] == (42, "Duplicate topic name.")
     assert errors[5][1] == 42
-    assert errors[6][1] == 17 and "249" in errors[6][2]
+    assert errors[6][1] == 17
+    assert "249" in errors[6][2]
     assert mutations(broker)[0].mutations == 0
 
 
@@ -244,7 +248,9 @@ def test_entity_precedence_set_over_the_wire(quota_broker: BrokerFactory) -> Non
         described = wire.request(
             DescribeClientQuotasRequest(
                 version=1,
-                components=[DescribeClientQuotasRequest.ComponentData(entity_type="client-id", match_type=2, match=None)],
+                components=[
+                    DescribeClientQuotasRequest.ComponentData(entity_type="client-id", match_type=2, match=None)
+                ],
                 strict=False,
             )
         )
@@ -279,8 +285,11 @@ def test_sasl_principals_get_their_own_buckets(quota_broker: BrokerFactory) -> N
 
     def sasl_admin(user: str, password: str) -> KafkaAdminClient:
         return kafka_python_admin(
-            broker, security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
-            sasl_plain_username=user, sasl_plain_password=password,
+            broker,
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="PLAIN",
+            sasl_plain_username=user,
+            sasl_plain_password=password,
         )
 
     alice = sasl_admin("alice", "alice-secret")
@@ -316,8 +325,13 @@ def test_sasl_required_before_any_other_request(quota_broker: BrokerFactory) -> 
 def test_confluent_kafka_authenticates_with_sasl_plain(quota_broker: BrokerFactory) -> None:
     broker = quota_broker(users={"carol": "carol-secret"})
     admin = confluent_admin(
-        broker, **{"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
-                   "sasl.username": "carol", "sasl.password": "carol-secret"}
+        broker,
+        **{
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": "carol",
+            "sasl.password": "carol-secret",
+        },
     )
     assert outcomes(admin.create_topics([NewTopic("c", 1, 1)])) == {"c": 0}
     assert mutations(broker)[0].principal == "carol"
@@ -361,7 +375,8 @@ def test_delete_by_topic_id(quota_broker: BrokerFactory) -> None:
         S = DeleteTopicsRequest.DeleteTopicState
         response = wire.request(
             DeleteTopicsRequest(
-                version=6, topics=[S(name=None, topic_id=topic_id), S(name=None, topic_id=uuid.uuid4())],
+                version=6,
+                topics=[S(name=None, topic_id=topic_id), S(name=None, topic_id=uuid.uuid4())],
                 timeout_ms=1000,
             )
         )

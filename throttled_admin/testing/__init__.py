@@ -12,8 +12,8 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("throttled_admin.testing needs kafka-python: pip install 'throttled_admin[testing]'") from exc
 
-from throttled_admin.testing._broker import Enforcement, QuotaBroker
+from throttled_admin.testing._broker import Enforcement, QuotaBroker, cluster_or_quota_broker
 from throttled_admin.testing._quotas import QuotaEntity
 from throttled_admin.testing._server import RequestRecord
 
-__all__ = ["Enforcement", "QuotaBroker", "QuotaEntity", "RequestRecord"]
+__all__ = ["Enforcement", "QuotaBroker", "QuotaEntity", "RequestRecord", "cluster_or_quota_broker"]

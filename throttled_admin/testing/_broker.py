@@ -3,8 +3,10 @@ exactly as Apache Kafka does, for tests and demos without a cluster."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import TracebackType
-from typing import Literal
+from typing import Any, Literal
 
 from kafka.protocol.api_key import ApiKey
 
@@ -13,7 +15,7 @@ from throttled_admin.testing._handlers import ANONYMOUS, BrokerContext
 from throttled_admin.testing._quotas import QuotaEntity, QuotaManager
 from throttled_admin.testing._server import Faults, RequestRecord, Server
 
-__all__ = ["Enforcement", "QuotaBroker"]
+__all__ = ["Enforcement", "QuotaBroker", "cluster_or_quota_broker"]
 
 Enforcement = Literal["by-version", "strict", "permissive"]
 _ENFORCEMENTS = ("by-version", "strict", "permissive")
@@ -187,3 +189,14 @@ class QuotaBroker:
         if seconds < 0:
             raise ValueError("latency must be >= 0")
         self._faults.latency_s = seconds
+
+
+@contextmanager
+def cluster_or_quota_broker(bootstrap_servers: str | None = None, **broker_kwargs: Any) -> Iterator[str]:
+    """Yield ``bootstrap_servers`` when given; otherwise start a QuotaBroker with ``broker_kwargs`` for the
+    duration and yield its address. Lets one script run against a real cluster or the embedded broker."""
+    if bootstrap_servers:
+        yield bootstrap_servers
+        return
+    with QuotaBroker(**broker_kwargs) as broker:
+        yield broker.bootstrap_servers

@@ -110,6 +110,7 @@ class Server:
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
+        self._closing = False
 
     # -- lifecycle (called from the owner's thread) ----------------------------------------------
 
@@ -156,6 +157,9 @@ class Server:
         for node_id, port in ports.items():
 
             async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, node: int = node_id) -> None:
+                if self._closing:  # accepted while the listeners were closing
+                    writer.transport.abort()
+                    return
                 task = asyncio.current_task()
                 assert task is not None
                 self._tasks.add(task)
@@ -174,13 +178,20 @@ class Server:
             writer.transport.abort()
 
     async def _close(self) -> None:
+        self._closing = True
         for server in self._servers:
             server.close()
-        await self._drop()
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        # Clients keep reconnecting while we close: repeat until no connection is left, yielding so that
+        # connections accepted in the meantime run (and abort themselves) and aborted sockets are closed.
+        for _ in range(100):
+            await self._drop()
+            for task in list(self._tasks):
+                task.cancel()
+            if self._tasks:
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+            await asyncio.sleep(0.01)
+            if not self._tasks and not self._writers:
+                break
         for server in self._servers:
             await server.wait_closed()
         self._servers.clear()

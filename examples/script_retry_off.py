@@ -1,0 +1,52 @@
+"""A script that behaves like kafka-topics.sh: quota retries off, fail fast, exit 1.
+
+    python examples/script_retry_off.py --topic audit.log --partitions 12
+    python examples/script_retry_off.py --bootstrap-servers host:9092 --topic audit.log --partitions 12
+
+kafka-topics.sh passes retryOnQuotaViolation(false) and prints
+"Error while executing topic command : The throttling quota has been exceeded."; so does this script, and
+it also says how long to wait before trying again (``throttle_time_ms``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from throttled_admin import NewTopic, ThrottledAdminClient, ThrottlingQuotaExceededException
+from throttled_admin.testing import cluster_or_quota_broker
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--bootstrap-servers")
+    parser.add_argument("--topic", default="audit.log")
+    parser.add_argument("--partitions", type=int, default=12)
+    parser.add_argument("--replication-factor", type=int, default=1)
+    args = parser.parse_args(argv)
+    # The embedded broker's quota (1 mutation/s, burst 11) is smaller than the default request, to show the error.
+    with (
+        cluster_or_quota_broker(args.bootstrap_servers, controller_mutation_rate=1, enforcement="strict") as bootstrap,
+        ThrottledAdminClient({"bootstrap.servers": bootstrap}, retry_on_quota_violation=False) as admin,
+    ):
+        for future in admin.create_topics([NewTopic(args.topic, args.partitions, args.replication_factor)]).values():
+            future.result()  # uses up the burst
+        topic = NewTopic(f"{args.topic}.dlq", args.partitions, args.replication_factor)
+        try:
+            admin.create_topics([topic])[topic.topic].result()
+        except ThrottlingQuotaExceededException as exc:
+            print(
+                f"Error while executing topic command : The throttling quota has been exceeded. "
+                f"(retry in {exc.throttle_time_ms} ms)",
+                file=sys.stderr,
+            )
+            return 1
+        except Exception as exc:
+            print(f"Error while executing topic command : {exc}", file=sys.stderr)
+            return 1
+    print(f"Created topic {topic.topic}.")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,93 @@
+"""A scripted stand-in for confluent-kafka's AdminClient, for unit tests of the client's branches.
+
+Each mutation call consumes one step of the script: per-topic error codes (0 = success), an optional
+throttle (delivered through the conf's throttle_cb on the next poll, as librdkafka does), or HANG to leave
+the futures pending forever."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from confluent_kafka import KafkaError, KafkaException
+
+HANG = "hang"
+
+
+@dataclass
+class Step:
+    codes: dict[str, int] | str = field(default_factory=dict)  # topic -> error code, or HANG
+    throttle_s: float = 0.0
+    node_id: int = 1
+
+
+@dataclass
+class Event:
+    broker_name: str
+    broker_id: int
+    throttle_time: float
+
+
+@dataclass
+class Sent:
+    operation: str
+    topics: list[str]
+    kwargs: dict[str, Any]
+    at: float
+
+
+class FakeAdmin:
+    instances: ClassVar[list[FakeAdmin]] = []
+
+    def __init__(self, conf: dict[str, Any]):
+        self.conf = conf
+        self.script: deque[Step] = deque()
+        self.sent: list[Sent] = []
+        self.events: deque[Event] = deque()
+        self.lock = threading.Lock()
+        self.delegated: list[str] = []
+        FakeAdmin.instances.append(self)
+
+    def _call(self, operation: str, topics: list[str], kwargs: dict[str, Any]) -> dict[str, Future[None]]:
+        with self.lock:
+            self.sent.append(Sent(operation, topics, kwargs, time.monotonic()))
+            step = self.script.popleft() if self.script else Step()
+            if step.throttle_s > 0:
+                self.events.append(Event(f"b{step.node_id}", step.node_id, step.throttle_s))
+        futures: dict[str, Future[None]] = {name: Future() for name in topics}
+        if step.codes == HANG:
+            return futures
+        for name, future in futures.items():
+            code = step.codes.get(name, 0) if isinstance(step.codes, dict) else 0
+            if code:
+                future.set_exception(KafkaException(KafkaError(code)))
+            else:
+                future.set_result(None)
+        return futures
+
+    def create_topics(self, new_topics: list[Any], **kwargs: Any) -> dict[str, Future[None]]:
+        return self._call("create_topics", [t.topic for t in new_topics], kwargs)
+
+    def create_partitions(self, new_partitions: list[Any], **kwargs: Any) -> dict[str, Future[None]]:
+        return self._call("create_partitions", [p.topic for p in new_partitions], kwargs)
+
+    def delete_topics(self, topics: list[str], **kwargs: Any) -> dict[str, Future[None]]:
+        return self._call("delete_topics", list(topics), kwargs)
+
+    def poll(self, timeout: float = -1) -> int:
+        served = 0
+        while True:
+            with self.lock:
+                if not self.events:
+                    return served
+                event = self.events.popleft()
+            self.conf["throttle_cb"](event)
+            served += 1
+
+    def list_topics(self, *args: Any, **kwargs: Any) -> str:
+        self.delegated.append("list_topics")
+        return "metadata"

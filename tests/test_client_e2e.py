@@ -1,0 +1,175 @@
+"""ThrottledAdminClient end to end against QuotaBroker over loopback, checked against the broker's request log.
+
+``strict``: error 89 whatever the version (some Kafka-compatible services; future librdkafka).
+``by-version``: Apache Kafka with librdkafka's v4 requests: admitted, throttled, and (without us) muted.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Callable, Iterator
+
+import pytest
+from confluent_kafka import KafkaError
+
+from throttled_admin import NewPartitions, NewTopic, ThrottledAdminClient, ThrottlingQuotaExceededException
+from throttled_admin.testing import QuotaBroker, RequestRecord
+
+BrokerFactory = Callable[..., QuotaBroker]
+API = {"create_topics": 19, "delete_topics": 20, "create_partitions": 37}
+SLACK_S = 0.02  # the broker stamps times around its own socket writes
+
+
+@pytest.fixture
+def client_for() -> Iterator[Callable[..., ThrottledAdminClient]]:
+    clients: list[ThrottledAdminClient] = []
+
+    def make(broker: QuotaBroker, **kwargs: object) -> ThrottledAdminClient:
+        client = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers, "client.id": "e2e"}, **kwargs)
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.close()
+
+
+def results(futures: dict[str, object], timeout_s: float = 60) -> dict[str, BaseException | None]:
+    return {name: f.exception(timeout_s) for name, f in futures.items()}  # type: ignore[attr-defined]
+
+
+def records(broker: QuotaBroker, api_key: int) -> list[RequestRecord]:
+    return [r for r in broker.request_log() if r.api_key == api_key]
+
+
+def assert_java_semantics(log: list[RequestRecord], expected_topics: set[str]) -> None:
+    """Only throttled topics are re-sent, nothing reaches a throttled broker, each topic succeeds once."""
+    for before, after in itertools.pairwise(log):
+        throttled = {t for t, code in before.errors.items() if code == KafkaError.THROTTLING_QUOTA_EXCEEDED}
+        if throttled:
+            assert set(after.errors) == throttled
+        assert before.responded_at is not None
+        assert after.received_at >= before.responded_at + before.throttle_time_ms / 1000 - SLACK_S
+    for api_key in {r.api_key for r in log}:
+        successes = Counter(t for r in log if r.api_key == api_key for t, code in r.errors.items() if code == 0)
+        assert successes == Counter(dict.fromkeys(expected_topics, 1))
+    assert not any(code == KafkaError.TOPIC_ALREADY_EXISTS for r in log for code in r.errors.values())
+
+
+# -- strict: error 89, subset retries ----------------------------------------------------------
+
+
+def test_strict_create_retries_only_throttled_topics(
+    quota_broker: BrokerFactory, client_for: Callable[..., ThrottledAdminClient]
+) -> None:
+    broker = quota_broker(controller_mutation_rate=10, quota_window_num=2, enforcement="strict")  # burst 20
+    client = client_for(broker)
+    names = [f"s{i}" for i in range(6)]
+    assert results(client.create_topics([NewTopic(n, 8, 1) for n in names])) == dict.fromkeys(names)
+    log = records(broker, API["create_topics"])
+    assert len(log) >= 3
+    assert log[0].errors == {"s0": 0, "s1": 0, "s2": 0, "s3": 89, "s4": 89, "s5": 89}
+    assert_java_semantics(log, set(names))
+    assert broker.topics() == dict.fromkeys(names, 8)
+    assert client.metrics()["retry-total"] == len(log) - 1
+
+
+def test_strict_delete_and_create_partitions(
+    quota_broker: BrokerFactory, client_for: Callable[..., ThrottledAdminClient]
+) -> None:
+    broker = quota_broker(controller_mutation_rate=10, quota_window_num=2, enforcement="strict")
+    for name in ("d0", "d1", "d2", "d3"):
+        broker.create_topic(name, 8)
+    for name in ("p0", "p1", "p2", "p3"):
+        broker.create_topic(name, 1)
+    client = client_for(broker)
+    grown = client.create_partitions([NewPartitions(n, 9) for n in ("p0", "p1", "p2", "p3")])
+    assert results(grown) == dict.fromkeys(["p0", "p1", "p2", "p3"])
+    assert_java_semantics(records(broker, API["create_partitions"]), {"p0", "p1", "p2", "p3"})
+    deleted = client.delete_topics(["d0", "d1", "d2", "d3"])
+    assert results(deleted) == dict.fromkeys(["d0", "d1", "d2", "d3"])
+    assert_java_semantics(records(broker, API["delete_topics"]), {"d0", "d1", "d2", "d3"})
+    assert broker.topics() == dict.fromkeys(["p0", "p1", "p2", "p3"], 9)
+
+
+def test_strict_retry_off_fails_the_throttled_topic_with_its_throttle(
+    quota_broker: BrokerFactory, client_for: Callable[..., ThrottledAdminClient]
+) -> None:
+    broker = quota_broker(controller_mutation_rate=10, quota_window_num=1, enforcement="strict")
+    client = client_for(broker, retry_on_quota_violation=False)
+    outcome = results(client.create_topics([NewTopic("a", 15, 1), NewTopic("b", 1, 1)]))
+    assert outcome["a"] is None
+    error = outcome["b"]
+    assert isinstance(error, ThrottlingQuotaExceededException)
+    assert error.topic == "b"
+    assert 300 <= error.throttle_time_ms <= 500
+    assert len(records(broker, API["create_topics"])) == 1
+    assert broker.topics() == {"a": 15}
+
+
+def test_deadline_shorter_than_the_throttle_fails_fast_and_sends_nothing(
+    quota_broker: BrokerFactory, client_for: Callable[..., ThrottledAdminClient]
+) -> None:
+    broker = quota_broker(controller_mutation_rate=1, quota_window_num=1, enforcement="strict")  # burst 1
+    client = client_for(broker)
+    assert results(client.create_topics([NewTopic("first", 5, 1)])) == {"first": None}  # K = -4: 4 s
+    [error] = results(client.create_topics([NewTopic("second", 1, 1)], timeout_ms=1000)).values()
+    assert isinstance(error, ThrottlingQuotaExceededException)
+    assert 3000 <= error.throttle_time_ms <= 4000
+    assert len(records(broker, API["create_topics"])) == 1
+
+
+# -- by-version: librdkafka's permissive path plus our KIP-219 back-off -------------------------
+
+
+def test_by_version_admitted_and_the_next_call_waits_instead_of_being_muted(
+    quota_broker: BrokerFactory, client_for: Callable[..., ThrottledAdminClient]
+) -> None:
+    broker = quota_broker(controller_mutation_rate=10, quota_window_num=2)  # burst 20
+    client = client_for(broker)
+    batches = [[f"b{i}a", f"b{i}b"] for i in range(3)]
+    for batch in batches:
+        assert results(client.create_topics([NewTopic(n, 8, 1) for n in batch])) == dict.fromkeys(batch)
+    log = records(broker, API["create_topics"])
+    assert [r.api_version for r in log] == [4, 4, 4]
+    assert [set(r.errors) for r in log] == [set(b) for b in batches]
+    assert log[0].throttle_time_ms == 0
+    assert log[1].throttle_time_ms > 0
+    assert log[2].throttle_time_ms > 0
+    assert_java_semantics(log, {n for b in batches for n in b})
+    metrics = client.metrics()
+    assert metrics["backoff-time-ms-total"] >= log[1].throttle_time_ms - 50
+    assert metrics["quota-violation-total"] == 0  # admitted: throttled, never rejected
+
+
+def test_by_version_all_three_operations(
+    quota_broker: BrokerFactory, client_for: Callable[..., ThrottledAdminClient]
+) -> None:
+    broker = quota_broker(controller_mutation_rate=20, quota_window_num=1)  # burst 20
+    client = client_for(broker)
+    assert results(client.create_topics([NewTopic("x", 25, 1)])) == {"x": None}  # K = -5: 250 ms
+    assert results(client.create_partitions([NewPartitions("x", 30)])) == {"x": None}
+    assert results(client.delete_topics(["x"])) == {"x": None}
+    log = [r for r in broker.request_log() if r.api_key in API.values()]
+    assert [r.api_key for r in log] == [19, 37, 20]
+    assert [r.api_version for r in log] == [4, 2, 4]
+    assert_java_semantics(log, {"x"})
+    assert broker.topics() == {}
+
+
+def test_mixed_outcomes_each_topic_gets_its_own(
+    quota_broker: BrokerFactory, client_for: Callable[..., ThrottledAdminClient]
+) -> None:
+    broker = quota_broker(controller_mutation_rate=10, quota_window_num=1, enforcement="strict")
+    broker.create_topic("exists", 1)
+    client = client_for(broker)
+    outcome = results(client.create_topics([NewTopic("new", 12, 1), NewTopic("exists", 1, 1), NewTopic("later", 1, 1)]))
+    assert outcome["new"] is None
+    assert outcome["later"] is None
+    error = outcome["exists"]
+    assert error is not None
+    assert error.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
+    log = records(broker, API["create_topics"])
+    assert log[0].errors == {"new": 0, "exists": 36, "later": 89}
+    assert set(log[1].errors) == {"later"}
