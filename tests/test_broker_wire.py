@@ -123,7 +123,9 @@ def test_confluent_kafka_is_admitted_throttled_and_then_muted(quota_broker: Brok
     assert first.responded_at is not None
     # librdkafka does not back off (KIP-219 unsupported): it sent at once, and the broker did not read
     # the muted connection until the throttle had ended.
+    assert second.arrived_at < first.responded_at + first.throttle_time_ms / 1000 - 0.2
     assert second.received_at >= first.responded_at + first.throttle_time_ms / 1000 - 0.01
+    assert second.held_s > 0.2
 
 
 def test_muting_applies_to_every_api_on_the_connection(quota_broker: BrokerFactory) -> None:

@@ -50,7 +50,10 @@ def assert_java_semantics(log: list[RequestRecord], expected_topics: set[str]) -
         if throttled:
             assert set(after.errors) == throttled
         assert before.responded_at is not None
-        assert after.received_at >= before.responded_at + before.throttle_time_ms / 1000 - SLACK_S
+        # KIP-219 on the client side: the request was not even *sent* before the throttle ended...
+        assert after.arrived_at >= before.responded_at + before.throttle_time_ms / 1000 - SLACK_S
+    # ...so no request ever sat in a muted connection.
+    assert all(r.held_s < SLACK_S for r in log)
     for api_key in {r.api_key for r in log}:
         successes = Counter(t for r in log if r.api_key == api_key for t, code in r.errors.items() if code == 0)
         assert successes == Counter(dict.fromkeys(expected_topics, 1))

@@ -37,8 +37,10 @@ _PRE_AUTH_APIS = (ApiKey.ApiVersions, ApiKey.SaslHandshake, ApiKey.SaslAuthentic
 
 @dataclass
 class RequestRecord:
-    """One request as the broker saw it. Times are ``time.monotonic()`` seconds; ``responded_at`` is None
-    for a request that was never answered (fault injection or a dropped connection)."""
+    """One request as the broker saw it. Times are ``time.monotonic()`` seconds: ``arrived_at`` when its
+    first bytes arrived, ``received_at`` when the broker read and processed it (later than ``arrived_at``
+    when it waited in a muted connection), ``responded_at`` when the response was written (None for a
+    request never answered: fault injection or a dropped connection)."""
 
     node_id: int
     api_key: int
@@ -46,11 +48,17 @@ class RequestRecord:
     correlation_id: int
     client_id: str
     principal: str
+    arrived_at: float
     received_at: float
     responded_at: float | None = None
     mutations: int = 0
     throttle_time_ms: int = 0
     errors: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def held_s(self) -> float:
+        """How long the request waited in a muted connection before the broker processed it."""
+        return self.received_at - self.arrived_at
 
     @property
     def api_name(self) -> str:
@@ -203,15 +211,18 @@ class Server:
         self._writers.add(writer)
         try:
             while True:
-                wait_s = conn.muted_until - time.monotonic()
-                if wait_s > 0:
-                    await asyncio.sleep(wait_s)  # KIP-219: a muted connection is not read
                 try:
                     head = await reader.readexactly(4)
                 except asyncio.IncompleteReadError as exc:
                     if exc.partial:
                         self._reject(conn, f"truncated frame header ({len(exc.partial)} of 4 bytes)")
                     return
+                arrived_at = time.monotonic()
+                wait_s = conn.muted_until - arrived_at
+                if wait_s > 0:
+                    # KIP-219: a muted connection's request waits, unprocessed, until the throttle ends. Only
+                    # its length prefix was taken, so the log can tell how long a request was held here.
+                    await asyncio.sleep(wait_s)
                 (size,) = struct.unpack(">i", head)
                 if not 8 <= size <= MAX_FRAME_BYTES:
                     self._reject(conn, f"frame length {size} outside 8..{MAX_FRAME_BYTES} bytes")
@@ -221,7 +232,7 @@ class Server:
                 except asyncio.IncompleteReadError as exc:
                     self._reject(conn, f"truncated frame ({len(exc.partial)} of {size} bytes)")
                     return
-                if not await self._process(conn, frame, writer):
+                if not await self._process(conn, frame, writer, arrived_at):
                     return
         except (ConnectionError, asyncio.CancelledError):
             pass
@@ -232,7 +243,9 @@ class Server:
     def _reject(self, conn: _Connection, why: str) -> None:
         log.warning("QuotaBroker node %d: closing connection from %s: %s", conn.node_id, conn.peer, why)
 
-    async def _process(self, conn: _Connection, frame: bytes, writer: asyncio.StreamWriter) -> bool:
+    async def _process(
+        self, conn: _Connection, frame: bytes, writer: asyncio.StreamWriter, arrived_at: float
+    ) -> bool:
         """Handle one request; False closes the connection."""
         received_at = time.monotonic()
         api_key, api_version, correlation_id = struct.unpack_from(">hhi", frame)
@@ -279,6 +292,7 @@ class Server:
             correlation_id=correlation_id,
             client_id=context.client_id,
             principal=conn.principal,
+            arrived_at=arrived_at,
             received_at=received_at,
             mutations=handled.mutations,
             throttle_time_ms=handled.throttle_time_ms,
