@@ -207,33 +207,63 @@ def handle_metadata(request: Any, ctx: RequestContext) -> Handled:
     return Handled(response)
 
 
-# -- CreateTopics --------------------------------------------------------------------------------
+# -- the three mutations ------------------------------------------------------------------------
+
+Apply = Callable[[int, RequestQuota], "tuple[ApiError, int]"]
+
+
+@dataclass
+class _Mutations:
+    errors: list[ApiError]
+    charged: int
+    throttle_time_ms: int
+
+
+def _mutate(ctx: RequestContext, keys: list[str], apply: Apply, duplicate: ApiError = DUPLICATE) -> _Mutations:
+    """KIP-599 per topic, in request order: duplicates and a non-controller node fail first (uncharged);
+    every other topic is validated, charged and applied by ``apply(index, quota)``."""
+    quota = _request_quota(ctx)
+    refused = _not_controller(ctx)
+    dupes = _duplicates(keys)
+    errors, charged = [], 0
+    for index, key in enumerate(keys):
+        if key in dupes:
+            error = duplicate
+        elif refused is not None:
+            error = refused
+        else:
+            error, cost = apply(index, quota)
+            charged += cost
+        errors.append(error)
+    return _Mutations(errors, charged, quota.throttle_time_ms())
+
+
+def _handled(response: Any, keys: list[str], done: _Mutations) -> Handled:
+    errors = {key: error.code for key, error in zip(keys, done.errors, strict=True)}
+    return Handled(response, mutations=done.charged, throttle_time_ms=done.throttle_time_ms, errors=errors)
 
 
 def handle_create_topics(request: Any, ctx: RequestContext) -> Handled:
     cluster = ctx.broker.cluster
-    quota = _request_quota(ctx)
     validate_only = bool(getattr(request, "validate_only", False))
-    dupes = _duplicates([t.name for t in request.topics])
-    refused = _not_controller(ctx)
-    results, errors, charged = [], {}, 0
+    topics = list(request.topics)
+
+    def apply(index: int, quota: RequestQuota) -> tuple[ApiError, int]:
+        t = topics[index]
+        spec = CreateSpec(
+            t.name,
+            t.num_partitions,
+            t.replication_factor,
+            [a.broker_ids for a in sorted(t.assignments, key=lambda a: a.partition_index)],
+            {c.name: c.value for c in t.configs},
+        )
+        return cluster.create_topic(spec, quota, validate_only=validate_only)
+
+    keys = [t.name for t in topics]
+    done = _mutate(ctx, keys, apply)
     R = CreateTopicsResponse.CreatableTopicResult
-    for t in request.topics:
-        if t.name in dupes:
-            error = DUPLICATE
-        elif refused is not None:
-            error = refused
-        else:
-            spec = CreateSpec(
-                t.name,
-                t.num_partitions,
-                t.replication_factor,
-                [a.broker_ids for a in sorted(t.assignments, key=lambda a: a.partition_index)],
-                {c.name: c.value for c in t.configs},
-            )
-            error, cost = cluster.create_topic(spec, quota, validate_only=validate_only)
-            charged += cost
-        errors[t.name] = error.code
+    results = []
+    for t, error in zip(topics, done.errors, strict=True):
         created = cluster.topics.get(t.name) if error.code == 0 else None
         results.append(
             R(
@@ -246,85 +276,66 @@ def handle_create_topics(request: Any, ctx: RequestContext) -> Handled:
                 configs=None if created is None else [],
             )
         )
-    throttle = quota.throttle_time_ms()
-    response = CreateTopicsResponse(version=ctx.api_version, throttle_time_ms=throttle, topics=results)
-    return Handled(response, mutations=charged, throttle_time_ms=throttle, errors=errors)
-
-
-# -- DeleteTopics --------------------------------------------------------------------------------
+    response = CreateTopicsResponse(version=ctx.api_version, throttle_time_ms=done.throttle_time_ms, topics=results)
+    return _handled(response, keys, done)
 
 
 def handle_delete_topics(request: Any, ctx: RequestContext) -> Handled:
     cluster = ctx.broker.cluster
-    quota = _request_quota(ctx)
-    refused = _not_controller(ctx)
-    by_id = ctx.api_version >= 6
-    if by_id:
+    if ctx.api_version >= 6:
         targets = [(t.name, t.topic_id) for t in request.topics]
     else:
         targets = [(name, None) for name in request.topic_names]
-    dupes = _duplicates([name if name else str(tid) for name, tid in targets])
-    R = DeleteTopicsResponse.DeletableTopicResult
-    results, errors, charged = [], {}, 0
-    for name, topic_id in targets:
-        key = name if name else str(topic_id)
-        with cluster.lock:
-            if name:
-                topic = cluster.topics.get(name)
-                missing = ApiError.of(
-                    kerr.UnknownTopicOrPartitionError, "This server does not host this topic-partition."
-                )
-            else:
-                topic = cluster.by_id(topic_id) if topic_id is not None else None
-                missing = ApiError.of(kerr.UnknownTopicIdError, "This server does not host this topic ID.")
-            if key in dupes:
-                error = DUPLICATE
-            elif refused is not None:
-                error = refused
-            else:
-                error, cost = cluster.delete_topic(topic, quota, missing=missing)
-                charged += cost
-        resolved_name = topic.name if topic is not None else name
-        errors[resolved_name or key] = error.code
-        results.append(
-            R(
-                name=resolved_name,
-                topic_id=topic.topic_id if topic is not None else (topic_id or uuid.UUID(int=0)),
-                error_code=error.code,
-                error_message=error.message,
-            )
+    with cluster.lock:  # resolve names and ids first; delete_topic re-checks under the lock
+        resolved = [
+            cluster.topics.get(name) if name else (cluster.by_id(topic_id) if topic_id is not None else None)
+            for name, topic_id in targets
+        ]
+
+    def apply(index: int, quota: RequestQuota) -> tuple[ApiError, int]:
+        missing = (
+            ApiError.of(kerr.UnknownTopicOrPartitionError, "This server does not host this topic-partition.")
+            if targets[index][0]
+            else ApiError.of(kerr.UnknownTopicIdError, "This server does not host this topic ID.")
         )
-    throttle = quota.throttle_time_ms()
-    response = DeleteTopicsResponse(version=ctx.api_version, throttle_time_ms=throttle, responses=results)
-    return Handled(response, mutations=charged, throttle_time_ms=throttle, errors=errors)
+        return cluster.delete_topic(resolved[index], quota, missing=missing)
 
-
-# -- CreatePartitions ----------------------------------------------------------------------------
+    done = _mutate(ctx, [name if name else str(topic_id) for name, topic_id in targets], apply)
+    R = DeleteTopicsResponse.DeletableTopicResult
+    results = [
+        R(
+            name=topic.name if topic is not None else name,
+            topic_id=topic.topic_id if topic is not None else (topic_id or uuid.UUID(int=0)),
+            error_code=error.code,
+            error_message=error.message,
+        )
+        for (name, topic_id), topic, error in zip(targets, resolved, done.errors, strict=True)
+    ]
+    keys = [r.name or str(r.topic_id) for r in results]
+    response = DeleteTopicsResponse(version=ctx.api_version, throttle_time_ms=done.throttle_time_ms, responses=results)
+    return _handled(response, keys, done)
 
 
 def handle_create_partitions(request: Any, ctx: RequestContext) -> Handled:
     cluster = ctx.broker.cluster
-    quota = _request_quota(ctx)
-    refused = _not_controller(ctx)
-    dupes = _duplicates([t.name for t in request.topics])
+    topics = list(request.topics)
+
+    def apply(index: int, quota: RequestQuota) -> tuple[ApiError, int]:
+        t = topics[index]
+        assignments = None if t.assignments is None else [a.broker_ids for a in t.assignments]
+        return cluster.create_partitions(t.name, t.count, assignments, quota, validate_only=bool(request.validate_only))
+
+    keys = [t.name for t in topics]
+    done = _mutate(ctx, keys, apply, ApiError.of(kerr.InvalidRequestError, "Duplicate topic request."))
     R = CreatePartitionsResponse.CreatePartitionsTopicResult
-    results, errors, charged = [], {}, 0
-    for t in request.topics:
-        if t.name in dupes:
-            error = ApiError.of(kerr.InvalidRequestError, "Duplicate topic request.")
-        elif refused is not None:
-            error = refused
-        else:
-            assignments = None if t.assignments is None else [a.broker_ids for a in t.assignments]
-            error, cost = cluster.create_partitions(
-                t.name, t.count, assignments, quota, validate_only=bool(request.validate_only)
-            )
-            charged += cost
-        errors[t.name] = error.code
-        results.append(R(name=t.name, error_code=error.code, error_message=error.message))
-    throttle = quota.throttle_time_ms()
-    response = CreatePartitionsResponse(version=ctx.api_version, throttle_time_ms=throttle, results=results)
-    return Handled(response, mutations=charged, throttle_time_ms=throttle, errors=errors)
+    results = [
+        R(name=name, error_code=error.code, error_message=error.message)
+        for name, error in zip(keys, done.errors, strict=True)
+    ]
+    response = CreatePartitionsResponse(
+        version=ctx.api_version, throttle_time_ms=done.throttle_time_ms, results=results
+    )
+    return _handled(response, keys, done)
 
 
 # -- DescribeConfigs -----------------------------------------------------------------------------
