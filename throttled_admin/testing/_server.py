@@ -9,12 +9,14 @@ connection until the throttle ends; an older client gets its response delayed in
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import struct
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafka.protocol.api_key import ApiKey
 
@@ -95,6 +97,26 @@ class Faults:
             return False
 
 
+class _TrackedProtocol(asyncio.StreamReaderProtocol):
+    """asyncio's stream protocol, recording its transport from ``connection_made`` on: a connection can be
+    closed even when its handler task never got to run (accepted just as the broker stops)."""
+
+    def __init__(self, callback: Any, transports: set[asyncio.BaseTransport], loop: asyncio.AbstractEventLoop):
+        super().__init__(asyncio.StreamReader(loop=loop), callback, loop=loop)
+        self._transports = transports
+        self._tracked: asyncio.BaseTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._tracked = transport
+        self._transports.add(transport)
+        super().connection_made(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._tracked is not None:
+            self._transports.discard(self._tracked)
+        super().connection_lost(exc)
+
+
 class _Connection:
     def __init__(self, node_id: int, peer: str, needs_auth: bool):
         self.node_id = node_id
@@ -116,8 +138,8 @@ class Server:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._servers: list[asyncio.base_events.Server] = []
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._writers: set[asyncio.StreamWriter] = set()
+        self._transports: set[asyncio.BaseTransport] = set()
+        self._handlers: set[asyncio.Task[Any]] = set()
         self._closing = False
 
     # -- lifecycle (called from the owner's thread) ----------------------------------------------
@@ -142,6 +164,7 @@ class Server:
             asyncio.run_coroutine_threadsafe(self._close(), loop).result()
             loop.call_soon_threadsafe(loop.stop)
         thread.join()
+        loop.run_until_complete(self._drain())  # whatever raced with the stop: no socket outlives the loop
         loop.close()
         self._loop = self._thread = None
 
@@ -161,54 +184,54 @@ class Server:
     # -- on the loop -----------------------------------------------------------------------------
 
     async def _bind(self, ports: dict[int, int]) -> dict[int, int]:
+        loop = asyncio.get_running_loop()
         bound: dict[int, int] = {}
         for node_id, port in ports.items():
-
-            async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, node: int = node_id) -> None:
-                if self._closing:  # accepted while the listeners were closing
-                    writer.transport.abort()
-                    return
-                task = asyncio.current_task()
-                assert task is not None
-                self._tasks.add(task)
-                try:
-                    await self._serve(node, reader, writer)
-                finally:
-                    self._tasks.discard(task)
-
-            server = await asyncio.start_server(serve, "127.0.0.1", port)
+            factory = functools.partial(
+                _TrackedProtocol, functools.partial(self._serve, node_id), self._transports, loop
+            )
+            server = await loop.create_server(factory, "127.0.0.1", port)
             self._servers.append(server)
             bound[node_id] = server.sockets[0].getsockname()[1]
         return bound
 
     async def _drop(self) -> None:
-        for writer in list(self._writers):
-            writer.transport.abort()
+        for transport in list(self._transports):
+            transport.abort()  # type: ignore[attr-defined]
 
     async def _close(self) -> None:
         self._closing = True
         for server in self._servers:
             server.close()
-        # Clients keep reconnecting while we close: repeat until no connection is left, yielding so that
-        # connections accepted in the meantime run (and abort themselves) and aborted sockets are closed.
-        for _ in range(100):
-            await self._drop()
-            for task in list(self._tasks):
-                task.cancel()
-            if self._tasks:
-                await asyncio.gather(*self._tasks, return_exceptions=True)
-            await asyncio.sleep(0.01)
-            if not self._tasks and not self._writers:
-                break
+        await self._drain()
         for server in self._servers:
             await server.wait_closed()
         self._servers.clear()
+
+    async def _drain(self) -> None:
+        """Abort every connection and cancel our connection handlers, repeating while clients reconnect.
+
+        asyncio's own accept tasks are left to finish: one cancelled before it starts drops its socket
+        unclosed. Finished, they hand the connection to a handler that sees ``_closing`` and aborts it."""
+        for _ in range(200):
+            await self._drop()
+            for task in list(self._handlers):
+                task.cancel()
+            await asyncio.sleep(0.01)  # accepts complete, handlers exit, aborted sockets are closed
+            others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            if not self._transports and not others:
+                return
 
     async def _serve(self, node_id: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peername = writer.get_extra_info("peername")
         peer = f"{peername[0]}:{peername[1]}" if peername else "?"
         conn = _Connection(node_id, peer, needs_auth=self.context.users is not None)
-        self._writers.add(writer)
+        if self._closing:  # accepted while the listeners were closing
+            writer.transport.abort()
+            return
+        task = asyncio.current_task()
+        assert task is not None
+        self._handlers.add(task)
         try:
             while True:
                 try:
@@ -237,15 +260,13 @@ class Server:
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:
-            self._writers.discard(writer)
+            self._handlers.discard(task)
             writer.transport.abort()
 
     def _reject(self, conn: _Connection, why: str) -> None:
         log.warning("QuotaBroker node %d: closing connection from %s: %s", conn.node_id, conn.peer, why)
 
-    async def _process(
-        self, conn: _Connection, frame: bytes, writer: asyncio.StreamWriter, arrived_at: float
-    ) -> bool:
+    async def _process(self, conn: _Connection, frame: bytes, writer: asyncio.StreamWriter, arrived_at: float) -> bool:
         """Handle one request; False closes the connection."""
         received_at = time.monotonic()
         api_key, api_version, correlation_id = struct.unpack_from(">hhi", frame)
