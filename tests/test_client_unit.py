@@ -203,6 +203,19 @@ def test_throttle_end_never_moves_backwards() -> None:
     assert admin.sent[1].at - admin.sent[0].at >= 0.49
 
 
+def test_a_throttle_reported_during_the_wait_extends_it() -> None:
+    client, admin = make_client()
+    admin.script.append(Step(throttle_s=0.3))
+    with client:
+        outcome(client.create_topics(topics("a")))
+        futures = client.create_topics(topics("b"))  # waits for the 0.3 s throttle
+        time.sleep(0.1)
+        extended_at = time.monotonic()
+        admin.conf["throttle_cb"](type("E", (), {"broker_id": 2, "throttle_time": 0.6, "broker_name": "b2"})())
+        assert outcome(futures) == {"b": None}
+    assert admin.sent[1].at >= extended_at + 0.59
+
+
 def test_users_throttle_cb_is_still_called(caplog: pytest.LogCaptureFixture) -> None:
     seen: list[float] = []
 

@@ -149,12 +149,12 @@ class MutationCall:
             self._fail_pending(lambda topic: refused)
             return
         self._await(list(inner.values()), remaining_s + _REPORT_GRACE_S)
-        # The response's throttle event is queued before its result: apply it before settling anything.
-        self._context.drain_throttle_events()
+        answered = {topic: future for topic, future in inner.items() if future.done()}
+        if answered:
+            # The response's throttle event is queued before its result: apply it before settling anything.
+            self._context.drain_throttle_events()
         throttled = []
-        for topic, future in inner.items():
-            if not future.done():
-                continue
+        for topic, future in answered.items():
             error = future.exception()
             if error is None:
                 self._settle(topic, None)
@@ -162,19 +162,18 @@ class MutationCall:
                 throttled.append(topic)
             else:
                 self._settle(topic, error)
-        if any(not f.done() for f in inner.values()):
+        if len(answered) < len(inner):
             raise _TimedOut
         if throttled:
             self._throttled(len(throttled), self._context.tracker.remaining_ms())
 
     def _wait_for_gate(self) -> None:
-        """KIP-219: do not send to a throttled cluster; fail fast when waiting cannot help."""
-        gate_s = self._context.tracker.remaining_s()
-        if gate_s <= 0:
-            return
-        if not self._retry or gate_s >= self._remaining_s():
-            self._throttled(len(self.pending), int(gate_s * 1000 + 0.5))
-        self._back_off(gate_s)
+        """KIP-219: do not send to a throttled cluster; fail fast when waiting cannot help. Re-checked
+        after each wait: a concurrent call may have been throttled meanwhile."""
+        while (gate_s := self._context.tracker.remaining_s()) > 0:
+            if not self._retry or gate_s >= self._remaining_s():
+                self._throttled(len(self.pending), int(gate_s * 1000 + 0.5))
+            self._back_off(gate_s)
 
     def _throttled(self, topics: int, throttle_ms: int) -> None:
         self._context.metrics.record_violations(self._operation.name, topics)
