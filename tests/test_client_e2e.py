@@ -7,8 +7,10 @@
 from __future__ import annotations
 
 import itertools
+import logging
 from collections import Counter
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError
@@ -176,3 +178,52 @@ def test_mixed_outcomes_each_topic_gets_its_own(
     log = records(broker, API["create_topics"])
     assert log[0].errors == {"new": 0, "exists": 36, "later": 89}
     assert set(log[1].errors) == {"later"}
+
+
+EXITS_WHILE_THROTTLED = """
+from throttled_admin import NewTopic, ThrottledAdminClient
+from throttled_admin.testing import QuotaBroker
+broker = QuotaBroker(controller_mutation_rate=1, quota_window_num=1).start()
+client = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers})
+client.create_topics([NewTopic("first", 51, 1)])["first"].result()  # throttled for about 50 s
+client.create_topics([NewTopic("second", 1, 1)], timeout_ms=55000)  # waits out the throttle...
+print("exiting", flush=True)                                            # ...as the script ends
+"""
+
+
+def test_interpreter_exit_does_not_wait_out_a_throttle() -> None:
+    import subprocess
+    import sys
+    import time
+
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-c", EXITS_WHILE_THROTTLED], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "exiting" in result.stdout
+    assert time.monotonic() - started < 30  # the throttle was ~50 s: the exit did not wait for it
+
+
+def test_sasl_secret_never_leaks(
+    quota_broker: BrokerFactory,
+    caplog: pytest.LogCaptureFixture,
+    meter_provider: Any,
+    metric_reader: Any,
+) -> None:
+    secret = "pa55-w0rd-never-shown"
+    broker = quota_broker(controller_mutation_rate=10, quota_window_num=1, enforcement="strict", users={"svc": secret})
+    conf = {
+        "bootstrap.servers": broker.bootstrap_servers,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": "svc",
+        "sasl.password": secret,
+    }
+    caplog.set_level(logging.DEBUG)
+    with ThrottledAdminClient(conf, retry_on_quota_violation=False, meter_provider=meter_provider) as client:
+        outcome = results(client.create_topics([NewTopic("ok", 12, 1), NewTopic("no", 1, 1)]))
+        text = [repr(client), str(client.metrics()), repr(metric_reader.get_metrics_data())]
+    text += [str(e) for e in outcome.values()] + [repr(e) for e in outcome.values()] + [caplog.text]
+    assert outcome["ok"] is None
+    assert isinstance(outcome["no"], ThrottlingQuotaExceededException)
+    assert [r.principal for r in records(broker, API["create_topics"])] == ["svc"]
+    assert not any(secret in t for t in text)

@@ -6,8 +6,10 @@ Calls talk to this object (the ``CallContext`` of ``_call.py``), never to the pu
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -24,6 +26,25 @@ log = logging.getLogger("throttled_admin")
 
 _MAX_CONCURRENT_CALLS = 16
 _IDLE_POLL_S = 0.2  # how often events of delegated calls (throttle, error, stats callbacks) are served
+
+
+def _close_at_exit(runtime: AdminRuntime) -> None:
+    """At interpreter exit, close the client before concurrent.futures joins its worker threads, so a
+    script that ends with a call still waiting out a throttle exits at once instead of after the wait.
+    threading's exit hooks run in reverse order of registration, so this runs before the executor's
+    (the hook is private; concurrent.futures uses it the same way, and without it exit is only slower)."""
+    register = getattr(threading, "_register_atexit", None)
+    if register is None:
+        return
+    ref = weakref.ref(runtime)
+
+    def close() -> None:
+        alive = ref()
+        if alive is not None:
+            alive.close()
+
+    with contextlib.suppress(RuntimeError):  # already shutting down
+        register(close)
 
 
 class AdminRuntime:
@@ -43,6 +64,7 @@ class AdminRuntime:
         self._executor = ThreadPoolExecutor(_MAX_CONCURRENT_CALLS, thread_name_prefix="throttled-admin")
         self._poller = threading.Thread(target=self._poll_idle, name="throttled-admin-poll", daemon=True)
         self._poller.start()
+        _close_at_exit(self)
 
     @property
     def closed(self) -> bool:
