@@ -12,7 +12,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from kafka import KafkaAdminClient
 from kafka.errors import SaslAuthenticationFailedError
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
-from kafka.protocol.admin.topics import DeleteTopicsRequest
+from kafka.protocol.admin.topics import CreatePartitionsRequest, DeleteTopicsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
@@ -197,17 +197,58 @@ def test_invalid_topics_fail_with_kafkas_errors_and_cost_nothing(quota_broker: B
                 7, ("exists", 1), ("bad name", 1), ("a.b", 1), ("zero", 0), ("dup", 1), ("dup", 1), ("x" * 250, 1)
             )
         )
-    errors = [(t.name, t.error_code, t.error_message) for t in response.topics]
-    assert errors[0] == ("exists", 36, "Topic 'exists' already exists.")
-    assert errors[1][1] == 17
-    assert "illegal" in errors[1][2]
-    assert errors[2] == ("a.b", 17, "Topic 'a.b' collides with existing topic: a_b")
-    assert errors[3][1] == 37
-    assert errors[4][1:] == (42, "Duplicate topic name.")
-    assert errors[5][1] == 42
-    assert errors[6][1] == 17
-    assert "249" in errors[6][2]
+    errors = {t.name: (t.error_code, t.error_message) for t in response.topics}
+    assert len(response.topics) == 6  # one result per distinct name, as Kafka's keyed result collection
+    assert errors["exists"] == (36, "Topic 'exists' already exists.")
+    assert errors["bad name"][0] == 17
+    assert "illegal" in errors["bad name"][1]
+    assert errors["a.b"] == (17, "Topic 'a.b' collides with existing topic: a_b")
+    assert errors["zero"][0] == 37
+    assert errors["dup"] == (42, "Duplicate topic name.")
+    assert errors["x" * 250][0] == 17
+    assert "249" in errors["x" * 250][1]
     assert mutations(broker)[0].mutations == 0
+
+
+def test_malformed_and_repeated_deletes_as_controller_apis(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker()
+    broker.create_topic("foo", 1)
+    S = DeleteTopicsRequest.DeleteTopicState
+    with WireClient(broker.bootstrap_servers) as wire:
+        metadata = wire.request(MetadataRequest(version=12, topics=[MetadataRequest.MetadataRequestTopic(name="foo")]))
+        foo_id, other_id = metadata.topics[0].topic_id, uuid.uuid4()
+        response = wire.request(
+            DeleteTopicsRequest(
+                version=6,
+                topics=[
+                    S(name=None, topic_id=uuid.UUID(int=0)),
+                    S(name="foo", topic_id=foo_id),
+                    S(name=None, topic_id=other_id),
+                    S(name=None, topic_id=other_id),
+                    S(name="quux", topic_id=uuid.UUID(int=0)),
+                    S(name="quux", topic_id=uuid.UUID(int=0)),
+                ],
+                timeout_ms=1000,
+            )
+        )
+        partitions = wire.request(
+            CreatePartitionsRequest(
+                version=3,
+                topics=[CreatePartitionsRequest.CreatePartitionsTopic(name="foo", count=3, assignments=None)] * 2,
+                timeout_ms=1000,
+                validate_only=False,
+            )
+        )
+    assert [(r.error_code, r.error_message) for r in response.responses] == [
+        (42, "Neither topic name nor id were specified."),
+        (42, "You may not specify both topic name and topic id."),
+        (42, "Duplicate topic id."),
+        (42, "Duplicate topic name."),
+    ]
+    assert [(r.name, r.error_code, r.error_message) for r in partitions.results] == [
+        ("foo", 42, "Duplicate topic name.")
+    ]
+    assert broker.topics() == {"foo": 1}
 
 
 def test_partition_errors_match_kafka(quota_broker: BrokerFactory) -> None:
@@ -221,7 +262,7 @@ def test_partition_errors_match_kafka(quota_broker: BrokerFactory) -> None:
         admin.close()
     by_name = {r.name: (r.error_code, r.error_message) for r in result.results}
     assert by_name["t"] == (37, "The topic t currently has 3 partition(s); 2 would not be an increase.")
-    assert by_name["nope"][0] == 3
+    assert by_name["nope"] == (3, None)
     assert same.results[0].error_message == "Topic already has 3 partition(s)."
 
 

@@ -245,9 +245,7 @@ class Cluster:
         with self.lock:
             topic = self.topics.get(name)
             if topic is None:
-                return ApiError.of(
-                    kerr.UnknownTopicOrPartitionError, "This server does not host this topic-partition."
-                ), 0
+                return ApiError.of(kerr.UnknownTopicOrPartitionError), 0  # KRaft sends no message here
             current = topic.partition_count
             if count < current:
                 return ApiError.of(

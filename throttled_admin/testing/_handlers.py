@@ -210,37 +210,49 @@ def handle_metadata(request: Any, ctx: RequestContext) -> Handled:
 # -- the three mutations ------------------------------------------------------------------------
 
 Apply = Callable[[int, RequestQuota], "tuple[ApiError, int]"]
+Check = Callable[[int], "ApiError | None"]
 
 
 @dataclass
 class _Mutations:
+    indices: list[int]  # the request entries answered: one per distinct topic, as Kafka's keyed results
     errors: list[ApiError]
     charged: int
     throttle_time_ms: int
 
 
-def _mutate(ctx: RequestContext, keys: list[str], apply: Apply, duplicate: ApiError = DUPLICATE) -> _Mutations:
-    """KIP-599 per topic, in request order: duplicates and a non-controller node fail first (uncharged);
-    every other topic is validated, charged and applied by ``apply(index, quota)``."""
+def _mutate(
+    ctx: RequestContext, keys: list[str], apply: Apply, *, duplicate: Check, invalid: Check | None = None
+) -> _Mutations:
+    """ControllerApis' order, per distinct topic in request order: a malformed entry, then a repeated one
+    (``duplicate``), then a non-controller node fail uncharged; every other topic is validated, charged
+    (KIP-599) and applied by ``apply(index, quota)``."""
     quota = _request_quota(ctx)
     refused = _not_controller(ctx)
     dupes = _duplicates(keys)
+    first = {key: index for index, key in reversed(list(enumerate(keys)))}
+    indices = sorted(first.values())
     errors, charged = [], 0
-    for index, key in enumerate(keys):
-        if key in dupes:
-            error = duplicate
-        elif refused is not None:
+    for index in indices:
+        error = invalid(index) if invalid is not None else None
+        if error is None and keys[index] in dupes:
+            error = duplicate(index)
+        if error is None and refused is not None:
             error = refused
-        else:
+        if error is None:
             error, cost = apply(index, quota)
             charged += cost
         errors.append(error)
-    return _Mutations(errors, charged, quota.throttle_time_ms())
+    return _Mutations(indices, errors, charged, quota.throttle_time_ms())
 
 
 def _handled(response: Any, keys: list[str], done: _Mutations) -> Handled:
     errors = {key: error.code for key, error in zip(keys, done.errors, strict=True)}
     return Handled(response, mutations=done.charged, throttle_time_ms=done.throttle_time_ms, errors=errors)
+
+
+def _duplicate_name(index: int) -> ApiError:
+    return DUPLICATE
 
 
 def handle_create_topics(request: Any, ctx: RequestContext) -> Handled:
@@ -259,11 +271,11 @@ def handle_create_topics(request: Any, ctx: RequestContext) -> Handled:
         )
         return cluster.create_topic(spec, quota, validate_only=validate_only)
 
-    keys = [t.name for t in topics]
-    done = _mutate(ctx, keys, apply)
+    done = _mutate(ctx, [t.name for t in topics], apply, duplicate=_duplicate_name)
     R = CreateTopicsResponse.CreatableTopicResult
     results = []
-    for t, error in zip(topics, done.errors, strict=True):
+    for index, error in zip(done.indices, done.errors, strict=True):
+        t = topics[index]
         created = cluster.topics.get(t.name) if error.code == 0 else None
         results.append(
             R(
@@ -277,13 +289,13 @@ def handle_create_topics(request: Any, ctx: RequestContext) -> Handled:
             )
         )
     response = CreateTopicsResponse(version=ctx.api_version, throttle_time_ms=done.throttle_time_ms, topics=results)
-    return _handled(response, keys, done)
+    return _handled(response, [r.name for r in results], done)
 
 
 def handle_delete_topics(request: Any, ctx: RequestContext) -> Handled:
     cluster = ctx.broker.cluster
     if ctx.api_version >= 6:
-        targets = [(t.name, t.topic_id) for t in request.topics]
+        targets = [(t.name, t.topic_id if t.topic_id is not None and t.topic_id.int else None) for t in request.topics]
     else:
         targets = [(name, None) for name in request.topic_names]
     with cluster.lock:  # resolve names and ids first; delete_topic re-checks under the lock
@@ -291,6 +303,18 @@ def handle_delete_topics(request: Any, ctx: RequestContext) -> Handled:
             cluster.topics.get(name) if name else (cluster.by_id(topic_id) if topic_id is not None else None)
             for name, topic_id in targets
         ]
+
+    def invalid(index: int) -> ApiError | None:
+        name, topic_id = targets[index]
+        if name and topic_id is not None:
+            return ApiError.of(kerr.InvalidRequestError, "You may not specify both topic name and topic id.")
+        if not name and topic_id is None:
+            return ApiError.of(kerr.InvalidRequestError, "Neither topic name nor id were specified.")
+        return None
+
+    def duplicate(index: int) -> ApiError:
+        by_name = bool(targets[index][0])
+        return DUPLICATE if by_name else ApiError.of(kerr.InvalidRequestError, "Duplicate topic id.")
 
     def apply(index: int, quota: RequestQuota) -> tuple[ApiError, int]:
         missing = (
@@ -300,20 +324,22 @@ def handle_delete_topics(request: Any, ctx: RequestContext) -> Handled:
         )
         return cluster.delete_topic(resolved[index], quota, missing=missing)
 
-    done = _mutate(ctx, [name if name else str(topic_id) for name, topic_id in targets], apply)
+    keys = [f"name:{name}" if name else f"id:{topic_id}" for name, topic_id in targets]
+    done = _mutate(ctx, keys, apply, duplicate=duplicate, invalid=invalid)
     R = DeleteTopicsResponse.DeletableTopicResult
-    results = [
-        R(
-            name=topic.name if topic is not None else name,
-            topic_id=topic.topic_id if topic is not None else (topic_id or uuid.UUID(int=0)),
-            error_code=error.code,
-            error_message=error.message,
+    results = []
+    for index, error in zip(done.indices, done.errors, strict=True):
+        (name, topic_id), topic = targets[index], resolved[index]
+        results.append(
+            R(
+                name=topic.name if topic is not None and error.code == 0 else name,
+                topic_id=topic.topic_id if topic is not None else (topic_id or uuid.UUID(int=0)),
+                error_code=error.code,
+                error_message=error.message,
+            )
         )
-        for (name, topic_id), topic, error in zip(targets, resolved, done.errors, strict=True)
-    ]
-    keys = [r.name or str(r.topic_id) for r in results]
     response = DeleteTopicsResponse(version=ctx.api_version, throttle_time_ms=done.throttle_time_ms, responses=results)
-    return _handled(response, keys, done)
+    return _handled(response, [r.name or str(r.topic_id) for r in results], done)
 
 
 def handle_create_partitions(request: Any, ctx: RequestContext) -> Handled:
@@ -325,17 +351,16 @@ def handle_create_partitions(request: Any, ctx: RequestContext) -> Handled:
         assignments = None if t.assignments is None else [a.broker_ids for a in t.assignments]
         return cluster.create_partitions(t.name, t.count, assignments, quota, validate_only=bool(request.validate_only))
 
-    keys = [t.name for t in topics]
-    done = _mutate(ctx, keys, apply, ApiError.of(kerr.InvalidRequestError, "Duplicate topic request."))
+    done = _mutate(ctx, [t.name for t in topics], apply, duplicate=_duplicate_name)
     R = CreatePartitionsResponse.CreatePartitionsTopicResult
     results = [
-        R(name=name, error_code=error.code, error_message=error.message)
-        for name, error in zip(keys, done.errors, strict=True)
+        R(name=topics[index].name, error_code=error.code, error_message=error.message)
+        for index, error in zip(done.indices, done.errors, strict=True)
     ]
     response = CreatePartitionsResponse(
         version=ctx.api_version, throttle_time_ms=done.throttle_time_ms, results=results
     )
-    return _handled(response, keys, done)
+    return _handled(response, [r.name for r in results], done)
 
 
 # -- DescribeConfigs -----------------------------------------------------------------------------
