@@ -133,8 +133,6 @@ class MutationCall:
             log.exception("%s failed unexpectedly", name)
             reason = f"{name} failed: {type(exc).__name__}"
             self._fail_pending(lambda topic: KafkaException(KafkaError(KafkaError._FAIL, reason)))
-        finally:
-            self._context.metrics.record_call(name, time.monotonic() - self.started_at, self._error_type)
 
     def _attempt(self) -> None:
         self._wait_for_gate()
@@ -234,13 +232,18 @@ class MutationCall:
         future = self.futures[topic]
         if future.done():
             return
-        if exc is None:
-            future.set_result(None)
-            return
-        if self._error_type is None:
+        if exc is not None and self._error_type is None:
             error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
             self._error_type = error.name() if isinstance(error, KafkaError) else type(exc).__name__
-        future.set_exception(exc)
+        if not self.pending:
+            # Record the call before its last future resolves: a caller that waits for the results and then
+            # reads the metrics always finds this call in them.
+            elapsed_s = time.monotonic() - self.started_at
+            self._context.metrics.record_call(self._operation.name, elapsed_s, self._error_type)
+        if exc is None:
+            future.set_result(None)
+        else:
+            future.set_exception(exc)
 
     def _fail_pending(self, make: Callable[[str], BaseException]) -> None:
         for topic in list(self.pending):
