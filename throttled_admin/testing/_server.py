@@ -201,10 +201,16 @@ class Server:
 
     async def _close(self) -> None:
         self._closing = True
+        # Stop accepting first and close the servers only once accepts under way have finished: in CPython
+        # 3.11 a Server closed between an accept and its transport's creation fails an assertion in
+        # Server._attach and leaks the accepted socket.
+        loop = asyncio.get_running_loop()
         for server in self._servers:
-            server.close()
+            for listener in server.sockets:
+                loop.remove_reader(listener.fileno())
         await self._drain()
         for server in self._servers:
+            server.close()
             await server.wait_closed()
         self._servers.clear()
 
@@ -223,12 +229,12 @@ class Server:
                 return
 
     async def _serve(self, node_id: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        peername = writer.get_extra_info("peername")
-        peer = f"{peername[0]}:{peername[1]}" if peername else "?"
-        conn = _Connection(node_id, peer, needs_auth=self.context.users is not None)
         if self._closing:  # accepted while the listeners were closing
             writer.transport.abort()
             return
+        peername = writer.get_extra_info("peername")
+        peer = f"{peername[0]}:{peername[1]}" if peername else "?"
+        conn = _Connection(node_id, peer, needs_auth=self.context.users is not None)
         task = asyncio.current_task()
         assert task is not None
         self._handlers.add(task)
