@@ -18,7 +18,19 @@ pytest_plugins = ["pytester"]
 
 def test_plugin_is_registered_by_entry_point() -> None:
     names = {ep.value for ep in entry_points(group="pytest11")}
-    assert "throttled_admin.testing.pytest_plugin" in names
+    assert "throttled_admin.pytest_plugin" in names
+
+
+def test_core_and_plugin_import_without_the_testing_extra() -> None:
+    # pytest loads every installed plugin at start-up: without kafka-python it must still load.
+    code = (
+        "import sys; sys.modules['kafka'] = None\n"
+        "import throttled_admin, throttled_admin.pytest_plugin\n"
+        "try:\n    import throttled_admin.testing\nexcept ImportError as e:\n    print(e)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert "pip install 'throttled_admin[testing]'" in result.stdout
 
 
 def test_fixture_starts_brokers_and_stops_them_after_the_test(pytester: pytest.Pytester) -> None:

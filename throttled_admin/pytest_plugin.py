@@ -1,7 +1,8 @@
 """pytest plugin (entry point ``pytest11``): the ``quota_broker`` fixture factory.
 
-Imports nothing heavy at load time, so installing throttled_admin without the ``testing`` extra does not
-break pytest for anyone.
+It lives outside ``throttled_admin.testing`` and imports it only when the fixture is used: pytest loads
+every installed plugin at start-up, and the test broker needs the ``testing`` extra (kafka-python), so
+installing throttled_admin without that extra must not break pytest for anyone.
 """
 
 from __future__ import annotations
