@@ -43,7 +43,9 @@ class MutationOptions:
 
 
 @dataclass(frozen=True)
-class CreateTopicsOptions(MutationOptions):
+class _ValidateOnlyOptions(MutationOptions):
+    """The calls confluent-kafka lets validate without applying (DeleteTopics has no validate_only)."""
+
     validate_only: bool = False
 
     def inner_kwargs(self, remaining_s: float) -> dict[str, Any]:
@@ -51,11 +53,13 @@ class CreateTopicsOptions(MutationOptions):
 
 
 @dataclass(frozen=True)
-class CreatePartitionsOptions(MutationOptions):
-    validate_only: bool = False
+class CreateTopicsOptions(_ValidateOnlyOptions):
+    pass
 
-    def inner_kwargs(self, remaining_s: float) -> dict[str, Any]:
-        return {**super().inner_kwargs(remaining_s), "validate_only": self.validate_only}
+
+@dataclass(frozen=True)
+class CreatePartitionsOptions(_ValidateOnlyOptions):
+    pass
 
 
 @dataclass(frozen=True)
