@@ -145,9 +145,10 @@ class Cluster:
     def create_topic(self, spec: CreateSpec, quota: RequestQuota, *, validate_only: bool) -> tuple[ApiError, int]:
         """Create one topic; returns its error and the mutations charged."""
         with self.lock:
-            error, partitions, replication = self._validate_create(spec)
-            if error is not None:
-                return error, 0
+            resolved = self._validate_create(spec)
+            if isinstance(resolved, ApiError):
+                return resolved, 0
+            partitions, replication = resolved
             if not quota.record(partitions):
                 return THROTTLED, 0
             if not validate_only:
@@ -158,67 +159,52 @@ class Cluster:
                 self.topics[spec.name] = Topic(spec.name, uuid.uuid4(), replicas, configs)
             return NONE, partitions
 
-    def _validate_create(self, spec: CreateSpec) -> tuple[ApiError | None, int, int]:
+    def _validate_create(self, spec: CreateSpec) -> ApiError | tuple[int, int]:
+        """Kafka's error for an invalid topic, else its resolved (partitions, replication factor)."""
         name_error = topic_name_error(spec.name)
         if name_error:
-            return ApiError.of(kerr.InvalidTopicError, name_error), 0, 0
+            return ApiError.of(kerr.InvalidTopicError, name_error)
         if spec.name in self.topics:
-            return ApiError.of(kerr.TopicAlreadyExistsError, f"Topic '{spec.name}' already exists."), 0, 0
+            return ApiError.of(kerr.TopicAlreadyExistsError, f"Topic '{spec.name}' already exists.")
         key = collision_key(spec.name)
         for existing in self.topics:
             if collision_key(existing) == key:
                 message = f"Topic '{spec.name}' collides with existing topic: {existing}"
-                return ApiError.of(kerr.InvalidTopicError, message), 0, 0
+                return ApiError.of(kerr.InvalidTopicError, message)
         if spec.assignments:
             if spec.num_partitions != -1 or spec.replication_factor != -1:
-                return (
-                    ApiError.of(
-                        kerr.InvalidRequestError,
-                        "A manual partition assignment was specified, but numPartitions or replicationFactor "
-                        "was not set to -1.",
-                    ),
-                    0,
-                    0,
+                return ApiError.of(
+                    kerr.InvalidRequestError,
+                    "A manual partition assignment was specified, but numPartitions or replicationFactor "
+                    "was not set to -1.",
                 )
             error = self._check_assignment(spec.assignments, None)
             if error:
-                return error, 0, 0
+                return error
             partitions, replication = len(spec.assignments), len(spec.assignments[0])
         else:
             partitions = self.default_partitions if spec.num_partitions == -1 else spec.num_partitions
             replication = self.default_replication if spec.replication_factor == -1 else spec.replication_factor
             if partitions <= 0:
-                return (
-                    ApiError.of(
-                        kerr.InvalidPartitionsError, "Number of partitions was set to an invalid non-positive value."
-                    ),
-                    0,
-                    0,
+                return ApiError.of(
+                    kerr.InvalidPartitionsError, "Number of partitions was set to an invalid non-positive value."
                 )
             if replication <= 0:
-                return (
-                    ApiError.of(
-                        kerr.InvalidReplicationFactorError,
-                        "Replication factor must be larger than 0, or -1 to use the default value.",
-                    ),
-                    0,
-                    0,
+                return ApiError.of(
+                    kerr.InvalidReplicationFactorError,
+                    "Replication factor must be larger than 0, or -1 to use the default value.",
                 )
             if replication > len(self.node_ids):
-                return (
-                    ApiError.of(
-                        kerr.InvalidReplicationFactorError,
-                        f"Unable to replicate the partition {replication} time(s): The target replication factor "
-                        f"of {replication} cannot be reached because only {len(self.node_ids)} broker(s) "
-                        "are registered.",
-                    ),
-                    0,
-                    0,
+                return ApiError.of(
+                    kerr.InvalidReplicationFactorError,
+                    f"Unable to replicate the partition {replication} time(s): The target replication factor "
+                    f"of {replication} cannot be reached because only {len(self.node_ids)} broker(s) "
+                    "are registered.",
                 )
         unknown = sorted(k for k in spec.configs if k not in TOPIC_CONFIG_DEFAULTS)
         if unknown:
-            return ApiError.of(kerr.InvalidConfigurationError, f"Unknown topic config name: {unknown[0]}"), 0, 0
-        return None, partitions, replication
+            return ApiError.of(kerr.InvalidConfigurationError, f"Unknown topic config name: {unknown[0]}")
+        return partitions, replication
 
     # -- DeleteTopics ----------------------------------------------------------------------------
 
