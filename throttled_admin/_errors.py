@@ -37,10 +37,9 @@ class ThrottlingQuotaExceededException(KafkaException):
         self.throttle_time_ms = max(0, int(throttle_time_ms))
         self.topic = topic
 
-    def for_topic(self, topic: str, throttle_time_ms: int | None = None) -> ThrottlingQuotaExceededException:
-        """A copy about ``topic`` (each future gets its own exception object)."""
-        ms = self.throttle_time_ms if throttle_time_ms is None else throttle_time_ms
-        return ThrottlingQuotaExceededException(ms, topic)
+    def for_topic(self, topic: str, throttle_time_ms: int) -> ThrottlingQuotaExceededException:
+        """A copy about ``topic`` with the throttle remaining now (each future gets its own exception)."""
+        return ThrottlingQuotaExceededException(throttle_time_ms, topic)
 
     def __reduce__(self) -> tuple[type[ThrottlingQuotaExceededException], tuple[int, str | None]]:
         return (type(self), (self.throttle_time_ms, self.topic))

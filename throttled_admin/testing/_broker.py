@@ -10,9 +10,9 @@ from typing import Any, Literal
 
 from kafka.protocol.api_key import ApiKey
 
-from throttled_admin.testing._cluster import Cluster
+from throttled_admin.testing._cluster import Cluster, CreateSpec
 from throttled_admin.testing._handlers import ANONYMOUS, BrokerContext
-from throttled_admin.testing._quotas import QuotaEntity, QuotaManager
+from throttled_admin.testing._quotas import QuotaEntity, QuotaManager, RequestQuota
 from throttled_admin.testing._server import Faults, RequestRecord, Server
 
 __all__ = ["Enforcement", "QuotaBroker", "cluster_or_quota_broker"]
@@ -133,9 +133,6 @@ class QuotaBroker:
 
     def create_topic(self, name: str, num_partitions: int = 1) -> None:
         """Create a topic directly (no request, no quota), to set up a test."""
-        from throttled_admin.testing._cluster import CreateSpec
-        from throttled_admin.testing._quotas import RequestQuota
-
         error, _ = self._cluster.create_topic(
             CreateSpec(name, num_partitions, -1), RequestQuota(self._quotas, None, strict=False), validate_only=False
         )
