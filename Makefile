@@ -10,7 +10,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[testing]'
+	$(BIN)/python -m pip install --quiet -e '.[demo]'
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python

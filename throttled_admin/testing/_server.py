@@ -2,8 +2,8 @@
 request ordering, KIP-219 muting, SASL gating, fault injection and the request log.
 
 Kafka serves one request per connection at a time, so each connection is a plain read-handle-write loop.
-After a throttled response to a client that throttles itself (KIP-219), the broker stops reading that
-connection until the throttle ends; an older client gets its response delayed instead.
+After a throttled response (sent at once, whatever the request version, as KIP-219 has Kafka do), the
+broker stops reading that connection until the throttle ends.
 """
 
 from __future__ import annotations
@@ -41,8 +41,9 @@ _PRE_AUTH_APIS = (ApiKey.ApiVersions, ApiKey.SaslHandshake, ApiKey.SaslAuthentic
 class RequestRecord:
     """One request as the broker saw it. Times are ``time.monotonic()`` seconds: ``arrived_at`` when its
     first bytes arrived, ``received_at`` when the broker read and processed it (later than ``arrived_at``
-    when it waited in a muted connection), ``responded_at`` when the response was written (None for a
-    request never answered: fault injection or a dropped connection)."""
+    when it waited in a muted connection), ``responded_at`` when it was answered (None for a
+    request never answered: fault injection or a dropped connection). ``responded_at`` is set just before
+the response's bytes are written."""
 
     node_id: int
     api_key: int
@@ -331,14 +332,15 @@ class Server:
             return True
         if self.faults.latency_s > 0:
             await asyncio.sleep(self.faults.latency_s)
-        throttle_s = handled.throttle_time_ms / 1000
-        client_throttles = spec.client_throttles_since is not None and api_version >= spec.client_throttles_since
-        if throttle_s > 0 and not client_throttles:
-            await asyncio.sleep(throttle_s)  # an old client does not back off: hold its response instead
-        await self._send(writer, handled.response, correlation_id)
+        # KIP-219, RequestHandlerHelper: "Regardless of throttling, send the response immediately", then mute
+        # the connection for the throttle, whatever the request version (the client-throttle version only
+        # tells the client whether to back off itself). The answer is logged before its bytes go out, so a
+        # reader that has already seen the response always finds ``responded_at`` set.
         record.responded_at = time.monotonic()
-        if throttle_s > 0 and client_throttles:
+        throttle_s = handled.throttle_time_ms / 1000
+        if throttle_s > 0:
             conn.muted_until = max(conn.muted_until, record.responded_at + throttle_s)
+        await self._send(writer, handled.response, correlation_id)
         self._apply_session(conn, handled)
         return not handled.close
 
