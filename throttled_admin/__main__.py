@@ -1,0 +1,5 @@
+"""``python -m throttled_admin``: the throttled-admin command line."""
+
+from throttled_admin.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,93 @@
+"""The ``throttled-admin`` command line (also ``python -m throttled_admin``).
+
+``throttled-admin topics ...`` mirrors kafka-topics.sh, with quota retry off by default and the throttle
+time reported; ``throttled-admin apply PLAN`` runs a provisioning plan paced to the quota. Exit codes:
+0 success, 1 a Kafka or plan failure, 2 bad arguments (with the usage), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from confluent_kafka import KafkaException
+
+from throttled_admin.cli._args import UsageError, build_parser, check_topics_args
+from throttled_admin.cli._conf import Redactor, build_conf
+from throttled_admin.cli._output import ErrorInfo, Output, describe_error
+from throttled_admin.cli._properties import PropertiesError, load_properties
+
+__all__ = ["EXIT_FAILURE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def _usage_error(error: UsageError, fallback: argparse.ArgumentParser) -> int:
+    parser = error.parser or fallback
+    parser.print_usage(sys.stderr)
+    print(f"{parser.prog}: error: {error}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _read_command_config(path: str | None, parser: argparse.ArgumentParser) -> dict[str, str]:
+    if path is None:
+        return {}
+    try:
+        return load_properties(path)
+    except PropertiesError as exc:
+        raise UsageError(f"--command-config {exc}", parser) from None
+
+
+def _topics(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from throttled_admin.cli._session import AdminSession, CommandTimeout
+    from throttled_admin.cli._topics import TopicsFailed, run_topics
+
+    action = check_topics_args(args, parser)
+    properties = _read_command_config(args.command_config, parser)
+    redact = Redactor([properties])
+    out = Output(redact, json_mode=args.output == "json")
+    try:
+        with AdminSession(build_conf(properties, args.bootstrap_server),
+                          retry_on_quota_violation=args.retry_on_quota_violation,
+                          timeout_ms=args.timeout_ms) as session:
+            run_topics(args, action, session, out)
+    except TopicsFailed:
+        return EXIT_FAILURE
+    except (KafkaException, ValueError, TypeError, CommandTimeout) as exc:
+        # ValueError/TypeError: the client's input checks (a bad topic name, ...), before anything is sent.
+        info = describe_error(exc) if not isinstance(exc, CommandTimeout) else ErrorInfo(None, "TIMEOUT", str(exc))
+        if out.json_mode:
+            out.record({"topic": args.topic, "operation": action, "status": "failed", **info.as_dict()})
+        else:
+            out.command_error(info)
+        return EXIT_FAILURE
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (the console script exits with it)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv) if argv is not None else None)
+        if args.command is None:
+            raise UsageError("a command is required: topics or apply", parser)
+        subparser: argparse.ArgumentParser = args.command_parser
+        try:
+            if args.command == "topics":
+                return _topics(args, subparser)
+            from throttled_admin.cli._apply import run_apply
+
+            return run_apply(args, subparser)
+        except UsageError as error:
+            return _usage_error(error, subparser)
+    except UsageError as error:
+        return _usage_error(error, parser)
+    except SystemExit as exit_:  # --help and --version
+        return exit_.code if isinstance(exit_.code, int) else EXIT_OK
+    except KeyboardInterrupt:
+        print("Interrupted.", file=sys.stderr)
+        return EXIT_INTERRUPTED

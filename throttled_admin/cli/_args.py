@@ -1,0 +1,222 @@
+"""The command line's grammar: argparse with kafka-topics.sh's option spellings, and its argument checks.
+
+kafka-topics.sh (``TopicCommand.TopicCommandOptions.checkArgs``) rejects option combinations with
+messages such as ``Option "[config]" can't be used with option "[describe]"``; the same checks and
+messages are made here, but as usage errors (exit 2, with the usage), the Unix convention scripts test for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import NoReturn
+
+from throttled_admin import __version__
+
+__all__ = ["ACTIONS", "UsageError", "build_parser", "check_topics_args", "parse_replica_assignment",
+           "parse_topic_configs", "topic_pattern"]
+
+ACTIONS = ("create", "delete", "alter", "describe", "list")
+_CONFIGS_HINT = " (To alter topic configurations, the kafka-configs tool can be used.)"
+
+
+class UsageError(Exception):
+    """Bad arguments: printed with the usage of ``parser``; exit 2."""
+
+    def __init__(self, message: str, parser: argparse.ArgumentParser | None = None) -> None:
+        super().__init__(message)
+        self.parser = parser
+
+
+class _Parser(argparse.ArgumentParser):
+    # argparse would print and sys.exit(2) itself; main() returns the code instead (testable, embeddable).
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, self)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+
+
+def _add_connection(parser: argparse.ArgumentParser, *, required_note: str) -> None:
+    parser.add_argument("--bootstrap-server", metavar="SERVER",
+                        help=f"The Kafka server(s) to connect to, host:port[,host:port]. {required_note}")
+    parser.add_argument("--command-config", metavar="FILE",
+                        help="Properties file of client settings (security.protocol, sasl.*, ...) passed to the "
+                             "client; Java's sasl.jaas.config with a Plain or Scram login module is understood.")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="throttled-admin",
+                     description="Kafka topic administration that survives broker quotas.")
+    parser.add_argument("--version", action="version", version=f"throttled-admin {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    topics = commands.add_parser(
+        "topics", help="create, delete, alter, describe or list topics, as kafka-topics.sh",
+        description="Create, delete, describe, or change a topic, as kafka-topics.sh does. Quota retry is "
+                    "off unless --retry-on-quota-violation is given.")
+    _add_connection(topics, required_note="REQUIRED.")
+    actions = topics.add_argument_group("actions (exactly one)")
+    actions.add_argument("--create", action="store_true", help="Create a new topic.")
+    actions.add_argument("--delete", action="store_true", help="Delete the topics matching --topic.")
+    actions.add_argument("--alter", action="store_true",
+                         help="Alter the number of partitions and replica assignment." + _CONFIGS_HINT)
+    actions.add_argument("--describe", action="store_true", help="List details for the given topics.")
+    actions.add_argument("--list", action="store_true", help="List all available topics.")
+    topics.add_argument("--topic", metavar="TOPIC",
+                        help="The topic to create, alter, describe or delete. It also accepts a regular "
+                             "expression, except for --create.")
+    topics.add_argument("--partitions", type=_int, metavar="N",
+                        help="The number of partitions for the topic being created or altered "
+                             "(the cluster default if not given with --create).")
+    topics.add_argument("--replication-factor", type=_int, metavar="N",
+                        help="The replication factor for each partition of the topic being created "
+                             "(the cluster default if not given).")
+    topics.add_argument("--replica-assignment", metavar="ASSIGNMENT",
+                        help="Manual partition-to-broker assignment for the topic being created or altered: "
+                             "broker_id_for_part1_replica1:broker_id_for_part1_replica2,"
+                             "broker_id_for_part2_replica1:..., e.g. 0:1,1:2.")
+    topics.add_argument("--config", action="append", metavar="NAME=VALUE",
+                        help="A topic configuration override for the topic being created (repeatable). "
+                             "Only with --create." + _CONFIGS_HINT)
+    topics.add_argument("--if-exists", action="store_true",
+                        help="With --alter, --delete or --describe: only act if the topic exists.")
+    topics.add_argument("--if-not-exists", action="store_true",
+                        help="With --create: do not fail if the topic already exists (the request is still sent).")
+    topics.add_argument("--exclude-internal", action="store_true",
+                        help="Exclude internal topics when listing or describing topics.")
+    topics.add_argument("--retry-on-quota-violation", action="store_true",
+                        help="Wait out the broker's throttle and re-send throttled topics until --timeout-ms "
+                             "(off by default, as kafka-topics.sh: a quota violation fails at once).")
+    topics.add_argument("--timeout-ms", type=_positive_int, default=60000, metavar="MS",
+                        help="Deadline of each admin call, quota retries included (default 60000, Kafka's "
+                             "default.api.timeout.ms).")
+    topics.add_argument("--output", choices=("text", "json"), default="text",
+                        help="text: kafka-topics.sh's output; json: one JSON object per topic result.")
+    topics.set_defaults(command_parser=topics)  # usage errors found after parsing print this usage
+
+    apply = commands.add_parser(
+        "apply", help="apply a provisioning plan, paced to the controller mutation quota",
+        description="Apply a plan file (.csv, .json, .yaml) of topics, paced to each cluster's quota.")
+    apply.add_argument("plan", metavar="PLAN_FILE", help="The plan: .csv, .json, .yaml or .yml.")
+    apply.add_argument("--profiles", metavar="FILE",
+                       help="Cluster profiles (.json, .yaml): {cluster: {client settings..., mutation_rate: R}}.")
+    _add_connection(apply, required_note="Used for every cluster in the plan when --profiles is not given.")
+    apply.add_argument("--dry-run", action="store_true", help="Show what would change; change nothing.")
+    apply.add_argument("--allow-delete", action="store_true", help="Carry out the plan's delete rows.")
+    apply.add_argument("--output", choices=("table", "json"), default="table",
+                       help="table: progress and a summary table; json: one JSON object per row result, "
+                            "then a summary object.")
+    apply.set_defaults(command_parser=apply)
+    return parser
+
+
+def _invalid(used: str, other: str, parser: argparse.ArgumentParser, hint: str = "") -> UsageError:
+    return UsageError(f'Option "[{used}]" can\'t be used with option "[{other}]"{hint}', parser)
+
+
+def check_topics_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
+    """kafka-topics.sh's checkArgs; returns the one action."""
+    chosen = [action for action in ACTIONS if getattr(args, action)]
+    if len(chosen) != 1:
+        raise UsageError(
+            "Command must include exactly one action: --list, --describe, --create, --alter or --delete", parser)
+    action = chosen[0]
+    if not args.bootstrap_server:
+        raise UsageError("--bootstrap-server must be specified", parser)
+    if action not in ("list", "describe") and args.topic is None:
+        raise UsageError('Missing required argument "[topic]"', parser)
+    if action == "describe" and args.if_exists and args.topic is None:
+        raise UsageError("--topic is required to describe a topic", parser)
+    if action == "alter":
+        if args.config:
+            raise _invalid("config", "alter", parser, _CONFIGS_HINT)
+        if args.partitions is None:
+            raise UsageError('Missing required argument "[partitions]"', parser)
+    allowed = {
+        "config": ("alter", "create"),
+        "partitions": ("alter", "create"),
+        "replication_factor": ("create",),
+        "replica_assignment": ("alter", "create"),
+        "if_exists": ("alter", "delete", "describe"),
+        "if_not_exists": ("create",),
+        "exclude_internal": ("list", "describe"),
+    }
+    for option, actions in allowed.items():
+        value = getattr(args, option)
+        if value not in (None, False, []) and action not in actions:
+            raise _invalid(option.replace("_", "-"), action, parser)
+    if action == "create" and args.replica_assignment is not None:
+        for other in ("partitions", "replication_factor"):
+            if getattr(args, other) is not None:
+                raise _invalid("replica-assignment", other.replace("_", "-"), parser)
+    if args.replica_assignment is not None:
+        parse_replica_assignment(args.replica_assignment, parser)  # reject a bad one before connecting
+    if args.config:
+        parse_topic_configs(args.config, parser)
+    if args.topic is not None and action != "create":
+        topic_pattern(args.topic, parser)
+    if action == "create" and args.replication_factor is not None and not 1 <= args.replication_factor <= 32767:
+        raise UsageError("The replication factor must be between 1 and 32767 inclusive", parser)
+    if action == "create" and args.partitions is not None and args.partitions < 1:
+        raise UsageError("The partitions must be greater than 0", parser)
+    return action
+
+
+def parse_replica_assignment(text: str, parser: argparse.ArgumentParser | None = None) -> list[list[int]]:
+    """kafka-topics.sh's "0:1,1:2": partition i's replica broker ids are the i-th comma-separated group."""
+    assignment: list[list[int]] = []
+    for index, group in enumerate(text.split(",")):
+        try:
+            brokers = [int(part.strip()) for part in group.split(":")]
+        except ValueError:
+            raise UsageError(f"--replica-assignment: partition {index}: broker ids must be integers, "
+                             f"got {group!r}", parser) from None
+        duplicates = sorted({b for b in brokers if brokers.count(b) > 1})
+        if duplicates:
+            raise UsageError("Partition replica lists may not contain duplicate entries: "
+                             + ",".join(map(str, duplicates)), parser)
+        if assignment and len(brokers) != len(assignment[0]):
+            raise UsageError(f"Partition {index} has different replication factor: {brokers}", parser)
+        assignment.append(brokers)
+    return assignment
+
+
+def parse_topic_configs(items: list[str], parser: argparse.ArgumentParser | None = None) -> dict[str, str]:
+    """--config name=value, split as kafka-topics.sh does (on '=' with the spaces around it)."""
+    configs: dict[str, str] = {}
+    for item in items:
+        parts = re.split(r"\s*=\s*", item)
+        while parts and not parts[-1]:
+            parts.pop()  # Java's String.split drops trailing empty strings: "retention.ms=" is invalid
+        if len(parts) != 2 or not parts[0].strip():
+            raise UsageError(f"Invalid topic config {item!r}: all configs to be added must be in the format "
+                             '"key=val".', parser)
+        configs[parts[0].strip()] = parts[1].strip()
+    return configs
+
+
+def topic_pattern(text: str, parser: argparse.ArgumentParser | None = None) -> re.Pattern[str]:
+    """--topic as kafka-topics.sh's TopicFilter.IncludeList reads it: trimmed, ',' means '|', spaces and
+    surrounding quotes dropped, matched against the whole name."""
+    regex = text.strip().replace(",", "|").replace(" ", "")
+    regex = re.sub(r"^[\"']+", "", regex)
+    regex = re.sub(r"[\"']+$", "", regex)
+    try:
+        return re.compile(regex)
+    except re.error:
+        raise UsageError(f"{regex} is an invalid regex.", parser) from None

@@ -1,0 +1,75 @@
+"""Client settings from --bootstrap-server and --command-config, and the secrets they hold.
+
+kafka-topics.sh passes its --command-config properties to the Java Admin client; here they go into the
+librdkafka conf. Java-only SASL settings are translated where librdkafka has an equivalent, so one file
+serves both tools: ``sasl.jaas.config`` with a PlainLoginModule or ScramLoginModule becomes
+``sasl.username`` / ``sasl.password``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+__all__ = ["Redactor", "build_conf", "is_secret_key"]
+
+_SECRET_KEY = re.compile(r"password|secret|token|credential|jaas", re.IGNORECASE)
+_JAAS_OPTION = re.compile(r"""(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)'|([^\s;]+))""")
+_REDACTED = "[hidden]"
+
+
+def is_secret_key(key: str) -> bool:
+    return bool(_SECRET_KEY.search(key))
+
+
+def _jaas_credentials(jaas: str) -> dict[str, str]:
+    """username/password from a JAAS line such as
+    ``org.apache.kafka.common.security.plain.PlainLoginModule required username="a" password="b";``"""
+    found: dict[str, str] = {}
+    for match in _JAAS_OPTION.finditer(jaas):
+        name = match.group(1)
+        value = next(group for group in match.groups()[1:] if group is not None)
+        if name in ("username", "password"):
+            found[name] = value.replace('\\"', '"')
+    return found
+
+
+def build_conf(properties: Mapping[str, str], bootstrap_server: str | None) -> dict[str, str]:
+    """The librdkafka conf: the properties, Java's sasl.jaas.config translated, bootstrap.servers on top
+    (kafka-topics.sh lets --bootstrap-server override the file, as here)."""
+    conf = dict(properties)
+    jaas = conf.pop("sasl.jaas.config", None)
+    if jaas is not None:
+        credentials = _jaas_credentials(jaas)
+        if "username" in credentials:
+            conf.setdefault("sasl.username", credentials["username"])
+        if "password" in credentials:
+            conf.setdefault("sasl.password", credentials["password"])
+    if bootstrap_server is not None:
+        conf["bootstrap.servers"] = bootstrap_server
+    return conf
+
+
+class Redactor:
+    """Replaces every secret value of the given settings in text that is about to be printed.
+
+    The client never prints secrets itself; this is the last line of defence for messages the CLI does
+    not control (librdkafka configuration errors echo values, broker messages could too)."""
+
+    def __init__(self, settings: Iterable[Mapping[str, str]] = ()) -> None:
+        self._secrets: set[str] = set()
+        for mapping in settings:
+            self.add(mapping)
+
+    def add(self, settings: Mapping[str, str]) -> None:
+        for key, value in settings.items():
+            if is_secret_key(key) and isinstance(value, str) and value:
+                self._secrets.add(value)
+                # The JAAS line's own password too, when it is given that way.
+                self._secrets.update(v for k, v in _jaas_credentials(value).items() if k == "password" and v)
+
+    def __call__(self, text: str) -> str:
+        # Longest first, so a secret that contains another is hidden whole.
+        for secret in sorted(self._secrets, key=len, reverse=True):
+            text = text.replace(secret, _REDACTED)
+        return text

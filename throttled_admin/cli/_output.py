@@ -1,0 +1,92 @@
+"""Where the commands print: text lines as kafka-topics.sh prints them, or one JSON object per line.
+
+Everything printed passes through the Redactor, so no mode can show a secret from --command-config or a
+profile, whatever a message happens to contain.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from confluent_kafka import KafkaError, KafkaException
+
+from throttled_admin import ThrottlingQuotaExceededException
+from throttled_admin.cli._conf import Redactor
+
+__all__ = ["ErrorInfo", "Output", "describe_error"]
+
+# Java's ThrottlingQuotaExceededException message when the broker sends none (error 89 never carries one).
+QUOTA_MESSAGE = "The throttling quota has been exceeded."
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """What the CLI reports about one failure: Kafka's code, name and message, and the throttle."""
+
+    code: int | None
+    name: str
+    message: str
+    throttle_time_ms: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "error_code": self.code,
+            "error_name": self.name,
+            "error_message": self.message,
+            "throttle_time_ms": self.throttle_time_ms,
+        }
+
+
+def describe_error(exc: BaseException) -> ErrorInfo:
+    """Kafka's view of an exception: the message kafka-topics.sh would print after "Error while executing
+    topic command : "."""
+    if isinstance(exc, ThrottlingQuotaExceededException):
+        # Our exception appends "(throttle_time_ms=N)"; kafka-topics.sh prints the bare Java message and
+        # the CLI adds the throttle on its own line.
+        return ErrorInfo(KafkaError.THROTTLING_QUOTA_EXCEEDED, "THROTTLING_QUOTA_EXCEEDED", QUOTA_MESSAGE,
+                         exc.throttle_time_ms)
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        error: KafkaError = exc.args[0]
+        if error.code() == KafkaError.THROTTLING_QUOTA_EXCEEDED:
+            return ErrorInfo(error.code(), error.name(), QUOTA_MESSAGE, None)
+        return ErrorInfo(error.code(), error.name(), error.str())
+    return ErrorInfo(None, type(exc).__name__, str(exc) or type(exc).__name__)
+
+
+class Output:
+    """Prints records (JSON mode) or lines (text mode), redacted."""
+
+    def __init__(self, redact: Redactor, *, json_mode: bool, stdout: TextIO | None = None,
+                 stderr: TextIO | None = None) -> None:
+        self.redact = redact
+        self.json_mode = json_mode
+        self._stdout = stdout or sys.stdout
+        self._stderr = stderr or sys.stderr
+
+    def line(self, text: str = "") -> None:
+        print(self.redact(text), file=self._stdout, flush=True)
+
+    def error(self, text: str) -> None:
+        print(self.redact(text), file=self._stderr, flush=True)
+
+    def record(self, value: dict[str, Any]) -> None:
+        """One JSON object on one line (JSON Lines), secrets hidden in every string."""
+        print(json.dumps(self._scrub(value), sort_keys=False), file=self._stdout, flush=True)
+
+    def _scrub(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, dict):
+            return {key: self._scrub(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self._scrub(item) for item in value]
+        return value
+
+    def command_error(self, info: ErrorInfo) -> None:
+        """kafka-topics.sh's failure report (on stdout, as TopicCommand.printException), plus the throttle."""
+        self.line(f"Error while executing topic command : {info.message}")
+        if info.throttle_time_ms is not None:
+            self.line(f"Retry after {info.throttle_time_ms} ms.")

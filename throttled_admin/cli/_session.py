@@ -1,0 +1,111 @@
+"""One admin connection for a command: the client, an authentication watch, and waiting on results.
+
+librdkafka never fails a request because authentication failed: it reports the failure through
+``error_cb`` and keeps reconnecting, so a wrong password would hang every call until its timeout. The Java
+Admin client fails calls at once with the AuthenticationException; the watch here does the same, so a
+script learns about a wrong password within seconds.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from types import TracebackType
+from typing import Any, TypeVar
+
+from confluent_kafka import KafkaError, KafkaException
+
+from throttled_admin import ThrottledAdminClient
+
+__all__ = ["AdminSession", "CommandTimeout"]
+
+T = TypeVar("T")
+K = TypeVar("K")
+
+# Errors after which no request of this command can succeed (librdkafka retries them forever).
+_FATAL_CODES = frozenset({KafkaError._AUTHENTICATION, KafkaError._SSL, KafkaError.SASL_AUTHENTICATION_FAILED})
+_POLL_S = 0.05
+
+
+class CommandTimeout(Exception):
+    """A call that took longer than the command's --timeout-ms."""
+
+
+class AdminSession:
+    """``with AdminSession(conf, ...) as session:`` a ThrottledAdminClient whose waits fail fast on
+    authentication errors."""
+
+    def __init__(self, conf: Mapping[str, Any], *, retry_on_quota_violation: bool, timeout_ms: int) -> None:
+        settings = dict(conf)
+        # Quiet by default, as kafka-topics.sh (its log4j config logs to a file); the errors that matter are
+        # reported by the command itself. "log_level" in --command-config turns librdkafka's log back on.
+        settings.setdefault("log_level", 0)
+        settings["error_cb"] = self._on_error
+        self.timeout_ms = timeout_ms
+        self._fatal: KafkaError | None = None
+        self._lock = threading.Lock()
+        self.admin = ThrottledAdminClient(
+            settings, retry_on_quota_violation=retry_on_quota_violation, default_api_timeout_ms=timeout_ms
+        )
+
+    def _on_error(self, error: KafkaError) -> None:
+        # Runs on whichever thread polls the client; only remembers the first fatal error.
+        if error.code() in _FATAL_CODES:
+            with self._lock:
+                if self._fatal is None:
+                    self._fatal = error
+
+    @property
+    def fatal_error(self) -> KafkaError | None:
+        with self._lock:
+            return self._fatal
+
+    def _check_fatal(self) -> None:
+        fatal = self.fatal_error
+        if fatal is not None:
+            raise KafkaException(fatal)
+
+    def wait(self, futures: Mapping[K, Future[T]], timeout_s: float | None = None) -> None:
+        """Until every future is done; raises KafkaException at once on an authentication failure and
+        CommandTimeout after ``timeout_s`` (default: the command's timeout plus a margin for the client's
+        own deadline to fire first)."""
+        budget = timeout_s if timeout_s is not None else self.timeout_ms / 1000 + 5.0
+        deadline = time.monotonic() + budget
+        pending = set(futures.values())
+        while pending:
+            _, pending = concurrent.futures.wait(pending, timeout=_POLL_S)
+            if not pending:
+                return
+            self._check_fatal()
+            if time.monotonic() > deadline:
+                raise CommandTimeout(f"no answer within {budget:g} s")
+
+    def call(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a blocking client call (list_topics, ...) while watching for authentication failures."""
+        future: Future[T] = Future()
+
+        def run() -> None:
+            try:
+                future.set_result(function(*args, **kwargs))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        # A daemon thread: a blocking librdkafka call cannot be interrupted, and must not hold up the exit
+        # after an authentication failure has been reported.
+        threading.Thread(target=run, name="throttled-admin-cli-call", daemon=True).start()
+        self.wait({"call": future})
+        return future.result()
+
+    def close(self) -> None:
+        self.admin.close()
+
+    def __enter__(self) -> AdminSession:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,243 @@
+"""``throttled-admin topics``: kafka-topics.sh's create, delete, alter, describe and list.
+
+Each action does what ``TopicCommand.TopicService`` does (messages, --if-exists / --if-not-exists, regex
+selection), through ThrottledAdminClient with quota retry off unless --retry-on-quota-violation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
+from confluent_kafka.admin import ConfigResource
+
+from throttled_admin import NewPartitions, NewTopic
+from throttled_admin.cli._args import parse_replica_assignment, parse_topic_configs, topic_pattern
+from throttled_admin.cli._output import ErrorInfo, Output, describe_error
+from throttled_admin.cli._session import AdminSession
+
+__all__ = ["TopicsFailed", "run_topics"]
+
+# org.apache.kafka.common.internals.Topic.INTERNAL_TOPICS
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+_PAST_TENSE = {"create": "created", "alter": "altered", "delete": "deleted"}
+
+
+class TopicsFailed(Exception):
+    """The command failed; the report has been printed already. Exit 1."""
+
+
+@dataclass(frozen=True)
+class TopicResult:
+    topic: str
+    operation: str
+    status: str  # created, exists, altered, deleted, failed
+    error: ErrorInfo | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        record: dict[str, Any] = {"topic": self.topic, "operation": self.operation, "status": self.status}
+        if self.error is not None:
+            record.update(self.error.as_dict())
+        else:
+            record.update(dict.fromkeys(("error_code", "error_name", "error_message", "throttle_time_ms")))
+        return record
+
+
+def _topic_id(uuid: Any) -> str | None:
+    """Kafka's Uuid.toString (URL-safe base64, no padding); confluent-kafka's str() uses the standard
+    alphabet, which kafka-topics.sh users would not recognise."""
+    if uuid is None:
+        return None
+    high = uuid.get_most_significant_bits() & 0xFFFFFFFFFFFFFFFF
+    low = uuid.get_least_significant_bits() & 0xFFFFFFFFFFFFFFFF
+    if high == 0 and low == 0:
+        return None
+    raw = high.to_bytes(8, "big") + low.to_bytes(8, "big")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+class TopicsCommand:
+    def __init__(self, args: argparse.Namespace, action: str, session: AdminSession, out: Output) -> None:
+        self.args = args
+        self.action = action
+        self.session = session
+        self.out = out
+        self.timeout_s = args.timeout_ms / 1000
+
+    # -- selection -------------------------------------------------------------------------------
+
+    def _cluster_topics(self) -> Mapping[str, Any]:
+        metadata = self.session.call(self.session.admin.list_topics, timeout=self.timeout_s)
+        return metadata.topics  # type: ignore[no-any-return]
+
+    def _select(self, topics: Mapping[str, Any]) -> list[str]:
+        """TopicService.getTopics: sorted names matching --topic (whole-name regex), internals optionally out."""
+        pattern = topic_pattern(self.args.topic) if self.args.topic is not None else None
+        names = sorted(topics)
+        return [
+            name for name in names
+            if (pattern is None or pattern.fullmatch(name))
+            and not (self.args.exclude_internal and name in INTERNAL_TOPICS)
+        ]
+
+    def _ensure_found(self, found: list[str]) -> None:
+        if self.args.topic and not found and not self.args.if_exists:
+            # kafka-topics.sh: IllegalArgumentException, printed bare on stderr, exit 1.
+            self.out.error(f"Topic '{self.args.topic}' does not exist as expected")
+            raise TopicsFailed
+
+    # -- mutations -------------------------------------------------------------------------------
+
+    def _mutation_kwargs(self) -> dict[str, Any]:
+        return {"retry_on_quota_violation": bool(self.args.retry_on_quota_violation),
+                "timeout_ms": self.args.timeout_ms}
+
+    def _collect(self, operation: str, futures: Mapping[str, Future[None]],
+                 tolerate: Callable[[BaseException], bool] = lambda exc: False) -> None:
+        self.session.wait(futures)
+        results: list[TopicResult] = []
+        for topic in sorted(futures):
+            exc = futures[topic].exception()
+            if exc is None:
+                results.append(TopicResult(topic, operation, _PAST_TENSE[operation]))
+            elif tolerate(exc):
+                results.append(TopicResult(topic, operation, "exists", describe_error(exc)))
+            else:
+                results.append(TopicResult(topic, operation, "failed", describe_error(exc)))
+        self._report(results)
+
+    def _report(self, results: list[TopicResult]) -> None:
+        failed = [r for r in results if r.status == "failed"]
+        if self.out.json_mode:
+            for result in results:
+                self.out.record(result.as_dict())
+        else:
+            for result in results:
+                if result.status == "created":
+                    self.out.line(f"Created topic {result.topic}.")
+            if failed and failed[0].error is not None:
+                # kafka-topics.sh reports the first failure only (all().get() throws one exception).
+                self.out.command_error(failed[0].error)
+        if failed:
+            raise TopicsFailed
+
+    def create(self) -> None:
+        name = self.args.topic
+        if not self.out.json_mode and ("." in name or "_" in name):
+            self.out.line("WARNING: Due to limitations in metric names, topics with a period ('.') or underscore "
+                          "('_') could collide. To avoid issues it is best to use either, but not both.")
+        configs = parse_topic_configs(self.args.config or [])
+        if self.args.replica_assignment:
+            topic = NewTopic(name, replica_assignment=parse_replica_assignment(self.args.replica_assignment),
+                             config=configs)
+        else:
+            partitions = self.args.partitions if self.args.partitions is not None else -1
+            replication = self.args.replication_factor if self.args.replication_factor is not None else -1
+            topic = NewTopic(name, partitions, replication, config=configs)
+        futures = self.session.admin.create_topics([topic], **self._mutation_kwargs())
+
+        def already_exists(exc: BaseException) -> bool:
+            return bool(self.args.if_not_exists) and _code(exc) == KafkaError.TOPIC_ALREADY_EXISTS
+
+        self._collect("create", futures, already_exists)
+
+    def alter(self) -> None:
+        topics = self._cluster_topics()
+        found = self._select(topics)
+        self._ensure_found(found)
+        if not found:
+            return
+        assignment = parse_replica_assignment(self.args.replica_assignment) if self.args.replica_assignment else None
+        new_partitions = []
+        for name in found:
+            if assignment is None:
+                new_partitions.append(NewPartitions(name, self.args.partitions))
+            else:
+                # The assignment lists every partition; only those past the current count are new.
+                current = len(topics[name].partitions)
+                new_partitions.append(NewPartitions(name, self.args.partitions, replica_assignment=assignment[current:]))
+        futures = self.session.admin.create_partitions(new_partitions, **self._mutation_kwargs())
+        self._collect("alter", futures)
+
+    def delete(self) -> None:
+        found = self._select(self._cluster_topics())
+        self._ensure_found(found)
+        if not found:
+            return
+        futures = self.session.admin.delete_topics(found, **self._mutation_kwargs())
+        self._collect("delete", futures)
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def list(self) -> None:
+        found = self._select(self._cluster_topics())
+        if self.out.json_mode:
+            for name in found:
+                self.out.record({"topic": name})
+        else:
+            self.out.line("\n".join(found))  # one empty line when there are none, as kafka-topics.sh
+
+    def describe(self) -> None:
+        found = self._select(self._cluster_topics())
+        self._ensure_found(found)
+        if not found:
+            return
+        admin = self.session.admin
+        descriptions = admin.describe_topics(TopicCollection(found), request_timeout=self.timeout_s)
+        configs = admin.describe_configs([ConfigResource("topic", name) for name in found],
+                                         request_timeout=self.timeout_s)
+        self.session.wait(descriptions)
+        self.session.wait(configs)
+        configs_by_topic = {resource.name: future for resource, future in configs.items()}
+        for name in found:
+            description = descriptions[name].result()
+            entries = configs_by_topic[name].result()
+            overrides = {key: entry.value for key, entry in sorted(entries.items()) if not entry.is_default}
+            partitions = sorted(description.partitions, key=lambda p: p.id)
+            replication = len(partitions[0].replicas) if partitions else 0
+            topic_id = _topic_id(description.topic_id)
+            rows = [
+                {
+                    "partition": p.id,
+                    "leader": p.leader.id if p.leader is not None and p.leader.id >= 0 else None,
+                    "replicas": [node.id for node in p.replicas],
+                    "isr": [node.id for node in p.isr],
+                }
+                for p in partitions
+            ]
+            if self.out.json_mode:
+                self.out.record({"topic": name, "topic_id": topic_id, "partition_count": len(partitions),
+                                 "replication_factor": replication, "configs": overrides, "partitions": rows})
+                continue
+            header = f"Topic: {name}"
+            if topic_id is not None:
+                header += f"\tTopicId: {topic_id}"
+            header += f"\tPartitionCount: {len(partitions)}\tReplicationFactor: {replication}"
+            header += "\tConfigs: " + ",".join(f"{key}={value}" for key, value in overrides.items())
+            self.out.line(header)
+            for row in rows:
+                leader = "none" if row["leader"] is None else row["leader"]
+                # Kafka 4 prints the ELR fields; librdkafka does not report them, hence N/A as Kafka prints
+                # for a broker that does not send them.
+                self.out.line(
+                    f"\tTopic: {name}\tPartition: {row['partition']}\tLeader: {leader}"
+                    f"\tReplicas: {','.join(map(str, row['replicas']))}\tIsr: {','.join(map(str, row['isr']))}"
+                    "\tElr: N/A\tLastKnownElr: N/A"
+                )
+
+
+def _code(exc: BaseException) -> int | None:
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        return int(exc.args[0].code())
+    return None
+
+
+def run_topics(args: argparse.Namespace, action: str, session: AdminSession, out: Output) -> None:
+    """Run the action; raises TopicsFailed (reported) or KafkaException / CommandTimeout (not yet reported)."""
+    command = TopicsCommand(args, action, session, out)
+    getattr(command, action)()
