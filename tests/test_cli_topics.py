@@ -1,0 +1,232 @@
+"""``throttled-admin topics`` end to end: subprocesses against QuotaBroker over loopback."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.cli_helpers import run_cli, topics
+from throttled_admin import NewTopic, ThrottledAdminClient
+from throttled_admin.testing import QuotaBroker
+
+QUOTA_LINE = "Error while executing topic command : The throttling quota has been exceeded."
+
+
+def _exhaust(broker: QuotaBroker, partitions: int) -> None:
+    """Spend the default user's bucket with one create (admitted while tokens >= 0, as KIP-599 strict)."""
+    with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        for future in admin.create_topics([NewTopic("exhaust", partitions, 1)]).values():
+            future.result(timeout=30)
+
+
+def _quota_rejections(broker: QuotaBroker, topic: str) -> int:
+    return sum(1 for r in broker.request_log() if r.errors.get(topic) == 89)
+
+
+def test_create_describe_list_alter_delete(quota_broker):
+    broker = quota_broker()
+    bootstrap = broker.bootstrap_servers
+
+    created = topics(bootstrap, "--create", "--topic", "orders", "--partitions", "3", "--replication-factor", "1",
+                     "--config", "retention.ms=60000", "--config", "cleanup.policy = compact")
+    assert created.returncode == 0, created.output
+    assert created.stdout == "Created topic orders.\n"
+    assert broker.topics()["orders"] == 3
+
+    dotted = topics(bootstrap, "--create", "--topic", "orders.eu", "--partitions", "1")
+    assert dotted.returncode == 0, dotted.output
+    assert dotted.stdout.startswith("WARNING: Due to limitations in metric names")
+    assert dotted.stdout.endswith("Created topic orders.eu.\n")
+    broker.create_topic("payments", 2)
+
+    listed = topics(bootstrap, "--list")
+    assert listed.returncode == 0, listed.output
+    assert listed.stdout.splitlines() == ["orders", "orders.eu", "payments"]
+    assert topics(bootstrap, "--list", "--topic", "orders.*").stdout.splitlines() == ["orders", "orders.eu"]
+
+    described = topics(bootstrap, "--describe", "--topic", "orders")
+    assert described.returncode == 0, described.output
+    lines = described.stdout.splitlines()
+    assert re.fullmatch(
+        r"Topic: orders\tTopicId: [A-Za-z0-9_-]{22}\tPartitionCount: 3\tReplicationFactor: 1\t"
+        r"Configs: cleanup.policy=compact,retention.ms=60000",
+        lines[0],
+    ), lines[0]
+    assert lines[1:] == [
+        f"\tTopic: orders\tPartition: {p}\tLeader: 0\tReplicas: 0\tIsr: 0\tElr: N/A\tLastKnownElr: N/A"
+        for p in range(3)
+    ]
+
+    altered = topics(bootstrap, "--alter", "--topic", "orders", "--partitions", "5")
+    assert altered.returncode == 0, altered.output
+    assert altered.stdout == ""  # kafka-topics.sh prints nothing on a successful alter
+    assert broker.topics()["orders"] == 5
+    as_json = topics(bootstrap, "--describe", "--topic", "orders", "--output", "json")
+    record = json.loads(as_json.stdout)
+    assert record["partition_count"] == 5
+    assert record["configs"] == {"cleanup.policy": "compact", "retention.ms": "60000"}
+    assert [p["partition"] for p in record["partitions"]] == [0, 1, 2, 3, 4]
+
+    # --topic is a regex for delete, matched against the whole name.
+    deleted = topics(bootstrap, "--delete", "--topic", "orders.*", "--output", "json")
+    assert deleted.returncode == 0, deleted.output
+    records = [json.loads(line) for line in deleted.stdout.splitlines()]
+    assert [(r["topic"], r["status"]) for r in records] == [("orders", "deleted"), ("orders.eu", "deleted")]
+    assert set(broker.topics()) == {"payments"}
+
+
+def test_missing_topic_fails_unless_if_exists(quota_broker):
+    bootstrap = quota_broker().bootstrap_servers
+    missing = topics(bootstrap, "--delete", "--topic", "nope")
+    assert missing.returncode == 1
+    assert "Topic 'nope' does not exist as expected" in missing.stderr
+    assert topics(bootstrap, "--delete", "--topic", "nope", "--if-exists").returncode == 0
+    assert topics(bootstrap, "--alter", "--topic", "nope", "--partitions", "3", "--if-exists").returncode == 0
+
+
+def test_if_not_exists_on_an_existing_topic_exits_0(quota_broker):
+    broker = quota_broker()
+    broker.create_topic("events", 1)
+    plain = topics(broker.bootstrap_servers, "--create", "--topic", "events", "--partitions", "1")
+    assert plain.returncode == 1
+    assert plain.stdout == "Error while executing topic command : Topic 'events' already exists.\n"
+    tolerant = topics(broker.bootstrap_servers, "--create", "--topic", "events", "--partitions", "1",
+                      "--if-not-exists")
+    assert tolerant.returncode == 0, tolerant.output
+    assert tolerant.stdout == ""
+    # As kafka-topics.sh: the request is still sent.
+    assert sum(1 for r in broker.request_log() if r.api_name == "CreateTopics") == 2
+
+
+def test_exhausted_quota_fails_at_once_with_the_throttle_time(quota_broker):
+    # Burst 1 x 1 s x 0.5/s = 0.5 tokens: a 3-partition create leaves -2.5, a 5000 ms throttle.
+    broker = quota_broker(enforcement="strict", controller_mutation_rate=0.5, quota_window_num=1)
+    _exhaust(broker, 3)
+    run = topics(broker.bootstrap_servers, "--create", "--topic", "late", "--partitions", "1")
+    assert run.returncode == 1, run.output
+    lines = run.stdout.splitlines()
+    assert lines[0] == QUOTA_LINE
+    retry_after = re.fullmatch(r"Retry after (\d+) ms\.", lines[1])
+    assert retry_after, lines
+    assert 0 < int(retry_after.group(1)) <= 5000
+    assert _quota_rejections(broker, "late") == 1
+    assert "late" not in broker.topics()
+
+    as_json = topics(broker.bootstrap_servers, "--create", "--topic", "late", "--partitions", "1", "--output", "json")
+    record = json.loads(as_json.stdout)
+    assert as_json.returncode == 1
+    assert record["status"] == "failed"
+    assert record["error_name"] == "THROTTLING_QUOTA_EXCEEDED"
+    assert record["error_code"] == 89
+    assert 0 < record["throttle_time_ms"] <= 5000
+
+
+def test_retry_on_quota_violation_waits_and_succeeds(quota_broker):
+    broker = quota_broker(enforcement="strict", controller_mutation_rate=0.5, quota_window_num=1)
+    _exhaust(broker, 3)
+    run = topics(broker.bootstrap_servers, "--create", "--topic", "late", "--partitions", "1",
+                 "--retry-on-quota-violation")
+    assert run.returncode == 0, run.output
+    assert run.stdout == "Created topic late.\n"
+    assert broker.topics()["late"] == 1
+    # It was rejected first and re-sent after the throttle, not lucky with a refilled bucket.
+    assert _quota_rejections(broker, "late") >= 1
+
+
+def test_retry_gives_up_at_timeout_ms_with_the_remaining_throttle(quota_broker):
+    broker = quota_broker(enforcement="strict", controller_mutation_rate=0.5, quota_window_num=1)
+    _exhaust(broker, 11)  # -10.5 tokens: a 21 s throttle, far past the 2 s deadline
+    run = topics(broker.bootstrap_servers, "--create", "--topic", "late", "--partitions", "1",
+                 "--retry-on-quota-violation", "--timeout-ms", "2000")
+    assert run.returncode == 1, run.output
+    assert run.stdout.splitlines()[0] == QUOTA_LINE
+    assert re.fullmatch(r"Retry after \d+ ms\.", run.stdout.splitlines()[1])
+    assert run.elapsed_s < 20  # it did not sleep out the 21 s throttle
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "exactly one action"),
+        (["--list", "--describe"], "exactly one action"),
+        (["--create"], 'Missing required argument "[topic]"'),
+        (["--list", "--config", "a=b"], 'Option "[config]" can\'t be used with option "[list]"'),
+        (["--alter", "--topic", "t", "--partitions", "2", "--config", "a=b"], "kafka-configs"),
+        (["--alter", "--topic", "t"], 'Missing required argument "[partitions]"'),
+        (["--create", "--topic", "t", "--partitions", "x"], "invalid int value"),
+        (["--create", "--topic", "t", "--replica-assignment", "0:1,1", "--if-not-exists"],
+         "Partition 1 has different replication factor"),
+        (["--create", "--topic", "t", "--replica-assignment", "0:1", "--partitions", "2"], "can't be used"),
+        (["--create", "--topic", "t", "--config", "retention.ms="], 'format "key=val"'),
+        (["--describe", "--topic", "a(b"], "invalid regex"),
+        (["--create", "--topic", "t", "--output", "yaml"], "invalid choice"),
+    ],
+)
+def test_bad_arguments_exit_2_with_usage(args, message):
+    # No broker: argument errors are found before anything is sent (127.0.0.1:9 would refuse).
+    run = topics("127.0.0.1:9", *args, timeout_s=60)
+    assert run.returncode == 2, run.output
+    assert run.stderr.startswith("usage: throttled-admin topics"), run.stderr
+    assert message in run.stderr
+    assert run.stdout == ""
+
+
+def test_missing_bootstrap_server_and_command_exit_2():
+    no_bootstrap = run_cli("topics", "--list")
+    assert no_bootstrap.returncode == 2
+    assert "--bootstrap-server must be specified" in no_bootstrap.stderr
+    no_command = run_cli()
+    assert no_command.returncode == 2
+    assert no_command.stderr.startswith("usage: throttled-admin")
+    unreadable = run_cli("topics", "--bootstrap-server", "127.0.0.1:9", "--list", "--command-config", "/nonexistent")
+    assert unreadable.returncode == 2
+    assert "/nonexistent: cannot read" in unreadable.stderr
+
+
+def _sasl_properties(tmp_path: Path, password: str, *, jaas: bool) -> str:
+    path = tmp_path / "client.properties"
+    if jaas:
+        body = (
+            "# kafka-topics.sh's own client config works unchanged\n"
+            "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+            "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \\\n"
+            f'    username="alice" password="{password}";\n'
+        )
+    else:
+        body = (f"! librdkafka names\nsecurity.protocol: SASL_PLAINTEXT\nsasl.mechanism PLAIN\n"
+                f"sasl.username=alice\nsasl.password={password}\n")
+    path.write_text(body)
+    return str(path)
+
+
+@pytest.mark.parametrize("jaas", [False, True], ids=["librdkafka-keys", "jaas-config"])
+def test_command_config_authenticates(quota_broker, tmp_path, jaas):
+    broker = quota_broker(users={"alice": "right"})
+    config = _sasl_properties(tmp_path, "right", jaas=jaas)
+    run = topics(broker.bootstrap_servers, "--command-config", config, "--create", "--topic", "t", "--partitions", "1")
+    assert run.returncode == 0, run.output
+    assert broker.topics() == {"t": 1}
+    assert {r.principal for r in broker.request_log() if r.api_name == "CreateTopics"} == {"alice"}
+
+
+@pytest.mark.parametrize("output", ["text", "json"])
+@pytest.mark.parametrize("jaas", [False, True], ids=["librdkafka-keys", "jaas-config"])
+def test_wrong_password_fails_within_seconds_without_the_password(quota_broker, tmp_path, jaas, output):
+    broker = quota_broker(users={"alice": "right"})
+    secret = "Wr0ng-Secret-7781"
+    config = _sasl_properties(tmp_path, secret, jaas=jaas)
+    run = topics(broker.bootstrap_servers, "--command-config", config, "--list", "--output", output)
+    assert run.returncode == 1, run.output
+    assert "Authentication failed" in run.stdout, run.output
+    assert secret not in run.output
+    # The default timeout is 60 s; the authentication failure ends the command long before.
+    assert run.elapsed_s < 30, run.elapsed_s
+    if output == "json":
+        record = json.loads(run.stdout)
+        assert record["status"] == "failed"
+        assert record["error_name"] == "_AUTHENTICATION"
+    else:
+        assert run.stdout.startswith("Error while executing topic command : ")
