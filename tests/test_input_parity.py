@@ -1,0 +1,289 @@
+"""Input parity with confluent-kafka: each row is held against the bare ``confluent_kafka.admin.AdminClient``.
+
+confluent-kafka checks its input when the call is made, before it needs a broker, so a bare client pointed at an
+unreachable address (127.0.0.1:1) shows what it accepts and refuses. Each row records that decision (checked
+live, so a confluent-kafka upgrade that changes it fails here) and how ours relates to it:
+
+- ``same``: we accept or refuse exactly as confluent-kafka does (refusals with the topic named);
+- ``stricter``: confluent-kafka accepts the call but no Kafka broker accepts the topic, so we refuse before
+  anything is sent;
+- ``laxer``: confluent-kafka refuses it through a quirk of its C binding (an explicit ``replica_assignment=None``
+  reads back exactly as no assignment), and we take it as what it means.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+from throttled_admin import ThrottledAdminClient
+from throttled_admin._validation import (
+    check_delete_topics,
+    check_new_partitions,
+    check_new_topics,
+    check_operation_timeout,
+    check_request_timeout,
+    check_validate_only,
+)
+
+UNREACHABLE = {"bootstrap.servers": "127.0.0.1:1", "log_level": 0}
+N = "parity-topic"  # every per-topic refusal must name it
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    call: str  # create_topics | create_partitions | delete_topics
+    make: Callable[[], Any]  # builds the first argument afresh for each client
+    confluent: str  # "accept" | "reject": bare confluent-kafka's decision at call time
+    ours: str = "same"  # same | stricter | laxer
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    names_topic: bool = True  # our refusal names the topic
+
+    @property
+    def expected(self) -> str:
+        if self.ours == "same":
+            return self.confluent
+        return "reject" if self.ours == "stricter" else "accept"
+
+
+class _NewTopicSub(NewTopic):
+    pass
+
+
+class _ListSub(list):  # type: ignore[type-arg]
+    pass
+
+
+class _StrSub(str):
+    pass
+
+
+def T(*args: Any, **kwargs: Any) -> Callable[[], list[NewTopic]]:
+    return lambda: [NewTopic(N, *args, **kwargs)]
+
+
+def P(*args: Any, **kwargs: Any) -> Callable[[], list[NewPartitions]]:
+    return lambda: [NewPartitions(N, *args, **kwargs)]
+
+
+CT, CP, DT = "create_topics", "create_partitions", "delete_topics"
+
+INPUT_ROWS = [
+    # -- create_topics: counts -------------------------------------------------------------------------------
+    Row("topic-1-1", CT, T(1, 1), "accept"),
+    Row("topic-defaults", CT, T(), "accept"),
+    Row("topic-default-partitions", CT, T(-1, 3), "accept"),
+    Row("partitions-bool", CT, T(True, 1), "accept"),
+    Row("partitions-max", CT, T(100000, 1), "accept"),
+    Row("partitions-over-max", CT, T(100001, 1), "reject"),
+    Row("partitions-minus-2", CT, T(-2, 1), "reject"),
+    Row("partitions-0", CT, T(0, 1), "accept", "stricter"),
+    Row("replication-max", CT, T(1, 10000), "accept"),
+    Row("replication-over-max", CT, T(1, 10001), "reject"),
+    Row("replication-minus-2", CT, T(1, -2), "reject"),
+    Row("replication-0", CT, T(1, 0), "accept", "stricter"),
+    # -- create_topics: configs ------------------------------------------------------------------------------
+    Row("config-int-value", CT, T(1, 1, config={"retention.ms": 1000}), "accept"),
+    Row("config-float-value", CT, T(1, 1, config={"min.cleanable.dirty.ratio": 0.5}), "accept"),
+    Row("config-bool-value", CT, T(1, 1, config={"preallocate": True}), "accept"),
+    Row("config-empty", CT, T(1, 1, config={}), "accept"),
+    Row("config-none-value", CT, T(1, 1, config={"retention.ms": None}), "accept", "stricter"),
+    Row("config-bytes-value", CT, T(1, 1, config={"retention.ms": b"1000"}), "accept", "stricter"),
+    Row("config-list-value", CT, T(1, 1, config={"retention.ms": [1000]}), "accept", "stricter"),
+    Row("config-nan-value", CT, T(1, 1, config={"min.cleanable.dirty.ratio": math.nan}), "accept", "stricter"),
+    Row("config-int-name", CT, T(1, 1, config={1: "x"}), "accept", "stricter"),
+    Row("config-empty-name", CT, T(1, 1, config={"": "x"}), "accept", "stricter"),
+    # -- create_topics: replica assignments ------------------------------------------------------------------
+    Row("assignment", CT, T(2, replica_assignment=[[0], [1]]), "accept"),
+    Row("assignment-bool-broker", CT, T(1, replica_assignment=[[True]]), "accept"),
+    Row("assignment-empty-default-count", CT, T(replica_assignment=[]), "accept"),
+    Row("assignment-empty", CT, T(2, replica_assignment=[]), "reject"),
+    Row("assignment-default-count", CT, T(replica_assignment=[[0], [1]]), "reject"),
+    Row("assignment-and-replication", CT, T(2, 1, replica_assignment=[[0], [1]]), "reject"),
+    Row("assignment-empty-and-replication", CT, T(-1, 1, replica_assignment=[]), "reject"),
+    Row("assignment-short", CT, T(3, replica_assignment=[[0], [1]]), "reject"),
+    Row("assignment-tuple", CT, T(1, replica_assignment=((0,),)), "reject"),
+    Row("assignment-inner-tuple", CT, T(1, replica_assignment=[(0,)]), "reject"),
+    Row("assignment-inner-empty", CT, T(1, replica_assignment=[[]]), "reject"),
+    Row("assignment-str-broker", CT, T(1, replica_assignment=[["0"]]), "reject"),
+    Row("assignment-float-broker", CT, T(1, replica_assignment=[[0.0]]), "reject"),
+    Row("assignment-str", CT, T(2, replica_assignment="ab"), "reject"),
+    Row("assignment-dict", CT, T(replica_assignment={}), "reject"),
+    Row("assignment-int", CT, T(1, replica_assignment=5), "reject"),
+    Row("assignment-broker-twice", CT, T(1, replica_assignment=[[0, 0]]), "accept", "stricter"),
+    Row("assignment-negative-broker", CT, T(1, replica_assignment=[[-1]]), "accept", "stricter"),
+    Row("assignment-broker-over-int32", CT, T(1, replica_assignment=[[2**31]]), "accept", "stricter"),
+    Row("assignment-uneven", CT, T(2, replica_assignment=[[0], [0, 1]]), "accept", "stricter"),
+    Row("assignment-explicit-none", CT, T(1, 1, replica_assignment=None), "reject", "laxer"),
+    # -- create_topics: names and containers -----------------------------------------------------------------
+    Row("name-empty", CT, lambda: [NewTopic("", 1, 1)], "accept", "stricter", names_topic=False),
+    Row("name-space", CT, lambda: [NewTopic("a b", 1, 1)], "accept", "stricter", names_topic=False),
+    Row("name-dot", CT, lambda: [NewTopic(".", 1, 1)], "accept", "stricter", names_topic=False),
+    Row("name-too-long", CT, lambda: [NewTopic("a" * 250, 1, 1)], "accept", "stricter", names_topic=False),
+    Row("duplicate", CT, lambda: [NewTopic(N, 1, 1), NewTopic(N, 1, 1)], "accept", "stricter"),
+    Row("colliding", CT, lambda: [NewTopic("a.b", 1), NewTopic("a_b", 1)], "accept", "stricter", names_topic=False),
+    Row("tuple", CT, lambda: (NewTopic(N, 1, 1),), "reject", names_topic=False),
+    Row("generator", CT, lambda: (t for t in [NewTopic(N, 1, 1)]), "reject", names_topic=False),
+    Row("empty-list", CT, list, "reject", names_topic=False),
+    Row("single-newtopic", CT, lambda: NewTopic(N, 1, 1), "reject", names_topic=False),
+    Row("list-of-str", CT, lambda: [N], "reject"),
+    Row("list-subclass", CT, lambda: _ListSub([NewTopic(N, 1, 1)]), "accept"),
+    Row("newtopic-subclass", CT, lambda: [_NewTopicSub(N, 1, 1)], "accept"),
+    # -- create_partitions -----------------------------------------------------------------------------------
+    Row("grow", CP, P(2), "accept"),
+    Row("grow-max", CP, P(100000), "accept"),
+    Row("grow-over-max", CP, P(100001), "reject"),
+    Row("grow-0", CP, P(0), "reject"),
+    Row("grow-minus-1", CP, P(-1), "reject"),
+    Row("grow-assignment", CP, P(3, [[0], [1]]), "accept"),
+    Row("grow-assignment-empty", CP, P(3, []), "reject"),
+    Row("grow-assignment-inner-empty", CP, P(3, [[]]), "reject"),
+    Row("grow-assignment-tuple", CP, P(3, ((0,), (1,))), "reject"),
+    Row("grow-assignment-inner-tuple", CP, P(3, [(0,), (1,)]), "reject"),
+    Row("grow-assignment-str-broker", CP, P(3, [["0"]]), "reject"),
+    Row("grow-assignment-too-many", CP, P(3, [[0], [1], [2], [3]]), "reject"),
+    Row("grow-assignment-as-many-as-total", CP, P(3, [[0], [1], [2]]), "accept", "stricter"),
+    Row("grow-assignment-broker-twice", CP, P(3, [[0, 0]]), "accept", "stricter"),
+    Row("grow-assignment-negative-broker", CP, P(3, [[-1]]), "accept", "stricter"),
+    Row("grow-assignment-explicit-none", CP, P(3, None), "reject", "laxer"),
+    Row("grow-duplicate", CP, lambda: [NewPartitions(N, 2), NewPartitions(N, 3)], "accept", "stricter"),
+    Row("grow-name-empty", CP, lambda: [NewPartitions("", 2)], "accept", "stricter", names_topic=False),
+    Row("grow-tuple", CP, lambda: (NewPartitions(N, 2),), "reject", names_topic=False),
+    Row("grow-empty-list", CP, list, "reject", names_topic=False),
+    # -- delete_topics ---------------------------------------------------------------------------------------
+    Row("delete", DT, lambda: [N], "accept"),
+    Row("delete-str-subclass", DT, lambda: [_StrSub(N)], "accept"),
+    Row("delete-tuple", DT, lambda: (N,), "reject", names_topic=False),
+    Row("delete-bare-str", DT, lambda: N, "reject"),
+    Row("delete-empty-list", DT, list, "reject", names_topic=False),
+    Row("delete-none", DT, lambda: [None], "reject", names_topic=False),
+    Row("delete-int", DT, lambda: [1], "accept", "stricter", names_topic=False),
+    Row("delete-bytes", DT, lambda: [N.encode()], "accept", "stricter"),
+    Row("delete-name-empty", DT, lambda: [""], "accept", "stricter", names_topic=False),
+    Row("delete-name-space", DT, lambda: ["a b"], "accept", "stricter", names_topic=False),
+    Row("delete-duplicate", DT, lambda: [N, N], "accept", "stricter"),
+]
+
+_NEEDS_OPTIONS = pytest.mark.xfail(strict=True, reason="needs _options checks")
+
+
+def _option(id: str, call: str, confluent: str, *, xfail: bool = False, **kwargs: Any) -> Any:
+    make = {CT: T(1, 1), CP: P(2), DT: lambda: [N]}[call]
+    row = Row(id, call, make, confluent, kwargs=kwargs, names_topic=False)
+    return pytest.param(row, id=id, marks=[_NEEDS_OPTIONS] if xfail else [])
+
+
+OPTION_ROWS = [
+    _option("validate-only-true", CT, "accept", validate_only=True),
+    _option("validate-only-1", CT, "reject", xfail=True, validate_only=1),
+    _option("validate-only-str", CT, "reject", xfail=True, validate_only="yes"),
+    _option("validate-only-none", CT, "reject", xfail=True, validate_only=None),
+    _option("grow-validate-only-1", CP, "reject", xfail=True, validate_only=1),
+    _option("delete-validate-only", DT, "reject", validate_only=True),
+    _option("request-timeout-30", CT, "accept", request_timeout=30),
+    _option("request-timeout-0", CT, "accept", request_timeout=0),
+    _option("request-timeout-3600", CT, "accept", request_timeout=3600),
+    _option("request-timeout-3600.0004", CT, "accept", request_timeout=3600.0004),
+    _option("request-timeout-3600.0009", CT, "reject", xfail=True, request_timeout=3600.0009),
+    _option("request-timeout-3601", CT, "reject", xfail=True, request_timeout=3601),
+    _option("request-timeout-7200", CT, "reject", xfail=True, request_timeout=7200),
+    _option("request-timeout-nan", CT, "reject", xfail=True, request_timeout=math.nan),
+    _option("request-timeout-inf", CT, "reject", xfail=True, request_timeout=math.inf),
+    _option("request-timeout-minus-1", CT, "reject", request_timeout=-1),
+    _option("request-timeout-str", CT, "reject", request_timeout="1"),
+    _option("operation-timeout-0", CT, "accept", operation_timeout=0),
+    _option("operation-timeout-3600", CT, "accept", operation_timeout=3600),
+    _option("operation-timeout-3601", CT, "reject", xfail=True, operation_timeout=3601),
+    _option("operation-timeout-nan", CT, "reject", xfail=True, operation_timeout=math.nan),
+    _option("operation-timeout-minus-1", CT, "reject", operation_timeout=-1),
+    _option("grow-request-timeout-nan", CP, "reject", xfail=True, request_timeout=math.nan),
+    _option("delete-request-timeout-3601", DT, "reject", xfail=True, request_timeout=3601),
+    _option("delete-operation-timeout-nan", DT, "reject", xfail=True, operation_timeout=math.nan),
+    _option("unknown-keyword", CT, "reject", foo=1),
+]
+
+
+def _decision(call: Callable[[], Any]) -> tuple[str, BaseException | None]:
+    try:
+        call()
+    except (TypeError, ValueError, AttributeError) as exc:
+        return "reject", exc
+    return "accept", None
+
+
+@pytest.fixture(scope="module")
+def bare() -> AdminClient:
+    return AdminClient(UNREACHABLE)
+
+
+@pytest.fixture(scope="module")
+def ours() -> Iterator[ThrottledAdminClient]:
+    with ThrottledAdminClient(UNREACHABLE, default_api_timeout_ms=60000) as admin:
+        yield admin
+
+
+def _confluent_decision(bare: AdminClient, row: Row) -> str:
+    decision, _ = _decision(lambda: getattr(bare, row.call)(row.make(), **row.kwargs))
+    return decision
+
+
+CHECKS: dict[str, Callable[[Any], list[Any]]] = {
+    CT: check_new_topics,
+    CP: check_new_partitions,
+    DT: check_delete_topics,
+}
+
+
+@pytest.mark.parametrize("row", INPUT_ROWS, ids=[r.id for r in INPUT_ROWS])
+def test_checks_decide_as_the_table_says(bare: AdminClient, row: Row) -> None:
+    assert _confluent_decision(bare, row) == row.confluent, "confluent-kafka's own decision changed"
+    decision, error = _decision(lambda: CHECKS[row.call](row.make()))
+    assert decision == row.expected, f"ours: {error!r}"
+    if error is not None:
+        assert isinstance(error, (TypeError, ValueError)), repr(error)
+        if row.names_topic:
+            assert repr(N) in str(error), f"the message does not name the topic: {error}"
+
+
+@pytest.mark.parametrize("row", [r for r in INPUT_ROWS if r.expected == "accept"], ids=lambda r: r.id)
+def test_bare_confluent_kafka_accepts_our_snapshots(bare: AdminClient, row: Row) -> None:
+    # What we pass on must never meet a call-time error of confluent-kafka's (the whole call would fail).
+    getattr(bare, row.call)(CHECKS[row.call](row.make()), **row.kwargs)
+
+
+@pytest.mark.parametrize("row", [pytest.param(r, id=r.id) for r in INPUT_ROWS] + OPTION_ROWS)
+def test_client_decides_as_the_table_says(bare: AdminClient, ours: ThrottledAdminClient, row: Row) -> None:
+    assert _confluent_decision(bare, row) == row.confluent, "confluent-kafka's own decision changed"
+    decision, error = _decision(lambda: getattr(ours, row.call)(row.make(), **row.kwargs))
+    assert decision == row.expected, f"ours: {error!r}"
+    if error is not None:
+        assert isinstance(error, (TypeError, ValueError)), repr(error)
+
+
+OPTION_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "validate_only": check_validate_only,
+    "request_timeout": check_request_timeout,
+    "operation_timeout": check_operation_timeout,
+}
+
+
+@pytest.mark.parametrize(
+    "row", [p.values[0] for p in OPTION_ROWS if set(p.values[0].kwargs) <= set(OPTION_CHECKS)], ids=lambda r: r.id
+)
+def test_option_checks_decide_as_confluent_kafka(bare: AdminClient, row: Row) -> None:
+    """The checks ``_options`` can call: the same decision as confluent-kafka's for each per-call option."""
+    expected = _confluent_decision(bare, row)
+    assert expected == row.confluent
+    ((name, value),) = row.kwargs.items()
+    if row.call == DT and name == "validate_only":
+        return  # DeleteTopics has no validate_only at all: refused as an unknown keyword
+    decision, error = _decision(lambda: OPTION_CHECKS[name](value))
+    assert decision == expected, f"ours: {error!r}"
+    if error is not None:
+        assert name in str(error)
