@@ -1,4 +1,5 @@
-"""A scripted stand-in for confluent-kafka's AdminClient, for unit tests of the client's branches.
+"""A scripted stand-in for the scheduler's transport (confluent-kafka's AdminClient), for unit tests of the
+client's branches.
 
 Each mutation call consumes one step of the script: per-topic error codes (0 = success), an optional
 throttle (delivered through the conf's throttle_cb on the next poll, as librdkafka does), or HANG to leave
@@ -50,6 +51,7 @@ class FakeAdmin:
         self.events: deque[Event] = deque()
         self.lock = threading.Lock()
         self.delegated: list[str] = []
+        self.partitions: dict[str, int] = {}
         FakeAdmin.instances.append(self)
 
     def _call(self, operation: str, topics: list[str], kwargs: dict[str, Any]) -> dict[str, Future[None]]:
@@ -77,6 +79,15 @@ class FakeAdmin:
 
     def delete_topics(self, topics: list[str], **kwargs: Any) -> dict[str, Future[None]]:
         return self._call("delete_topics", list(topics), kwargs)
+
+    # -- the scheduler's Transport -----------------------------------------------------------------
+
+    def send(self, method: str, items: list[Any], kwargs: dict[str, Any]) -> dict[str, Future[None]]:
+        result: dict[str, Future[None]] = getattr(self, method)(items, **kwargs)
+        return result
+
+    def partition_counts(self, timeout_s: float) -> dict[str, int]:
+        return dict(self.partitions)
 
     def poll(self, timeout: float = -1) -> int:
         served = 0

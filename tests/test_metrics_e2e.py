@@ -102,7 +102,7 @@ def test_closed_clients_stop_reporting_gauges(
     meter_provider: MeterProvider, metric_reader: InMemoryMetricReader
 ) -> None:
     client = ThrottledAdminClient({"bootstrap.servers": "127.0.0.1:1"}, meter_provider=meter_provider)
-    client._runtime.metrics.record_throttle(3, 250.0)
+    client._metrics.record_throttle(3, 250.0)
     assert any(p.value == 0.25 for p in points(metric_reader)["throttled_admin.throttle.time.max"])
     client.close()
     assert "throttled_admin.throttle.time.max" not in points(metric_reader)

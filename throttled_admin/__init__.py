@@ -10,12 +10,14 @@ from confluent_kafka.cimpl import NewPartitions, NewTopic
 from throttled_admin._client import ThrottledAdminClient
 from throttled_admin._errors import ThrottlingQuotaExceededException
 from throttled_admin._options import CreatePartitionsOptions, CreateTopicsOptions, DeleteTopicsOptions
+from throttled_admin._quota import MutationQuota
 from throttled_admin._version import __version__
 
 __all__ = [
     "CreatePartitionsOptions",
     "CreateTopicsOptions",
     "DeleteTopicsOptions",
+    "MutationQuota",
     "NewPartitions",
     "NewTopic",
     "ThrottledAdminClient",

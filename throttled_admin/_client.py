@@ -1,16 +1,23 @@
-"""``ThrottledAdminClient``: confluent-kafka's AdminClient with Java AdminClient quota semantics."""
+"""``ThrottledAdminClient``: confluent-kafka's AdminClient with Java AdminClient quota semantics.
+
+It *is* a ``confluent_kafka.admin.AdminClient``: the three topic mutations are overridden, everything else is
+inherited unchanged (signatures, type stubs, ``isinstance``). Calls validate their input and hand their
+topics to the client's one ``Scheduler``, which alone sends mutations (``_scheduler.py``).
+"""
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Sequence
 from concurrent.futures import Future
 from types import TracebackType
 from typing import Any
 
+from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 from opentelemetry.metrics import MeterProvider
 
-from throttled_admin._call import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, MutationCall, Operation
 from throttled_admin._metrics import ClientMetrics
 from throttled_admin._options import (
     CreatePartitionsOptions,
@@ -19,18 +26,72 @@ from throttled_admin._options import (
     MutationOptions,
     merge_options,
 )
-from throttled_admin._runtime import AdminRuntime
+from throttled_admin._quota import MutationQuota, Pacer
+from throttled_admin._scheduler import ClientGone, Scheduler
+from throttled_admin._settings import ClientSettings, install_callbacks
 from throttled_admin._validation import check_delete_topics, check_new_partitions, check_new_topics
+from throttled_admin._work import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, Call, Operation, RequestKind
 
 __all__ = ["ThrottledAdminClient"]
 
 
-class ThrottledAdminClient:
+class _Transport:
+    """The scheduler's way to the librdkafka handle, through a weak reference: the scheduler (and its thread)
+    never keeps the client alive, so dropping the last reference releases librdkafka."""
+
+    def __init__(self, client: ThrottledAdminClient) -> None:
+        self._client = weakref.ref(client)
+
+    def _get(self) -> ThrottledAdminClient:
+        client = self._client()
+        if client is None:
+            raise ClientGone
+        return client
+
+    def send(self, method: str, items: list[Any], kwargs: dict[str, Any]) -> dict[str, Future[None]]:
+        futures: dict[str, Future[None]] = getattr(AdminClient, method)(self._get(), items, **kwargs)
+        return futures
+
+    def poll(self) -> None:
+        AdminClient.poll(self._get(), 0)
+
+    def partition_counts(self, timeout_s: float) -> dict[str, int]:
+        metadata = AdminClient.list_topics(self._get(), timeout=timeout_s)
+        return {name: len(topic.partitions) for name, topic in metadata.topics.items()}
+
+
+_live: weakref.WeakSet[Scheduler] = weakref.WeakSet()
+_exit_hook_lock = threading.Lock()
+_exit_hook_registered = False
+
+
+def _close_all_at_exit() -> None:
+    for scheduler in list(_live):
+        scheduler.close()
+
+
+def _register_exit_hook() -> None:
+    """One hook for all clients: at interpreter exit, pending calls fail with _DESTROY instead of holding the
+    exit up. threading's private hook runs before non-daemon threads are joined (concurrent.futures uses it)."""
+    global _exit_hook_registered
+    with _exit_hook_lock:
+        if _exit_hook_registered:
+            return
+        register = getattr(threading, "_register_atexit", None)
+        if register is not None:
+            try:
+                register(_close_all_at_exit)
+            except RuntimeError:  # the interpreter is already shutting down
+                return
+        _exit_hook_registered = True
+
+
+class ThrottledAdminClient(AdminClient):
     """A drop-in for ``confluent_kafka.admin.AdminClient`` that survives controller mutation quotas.
 
-    ``create_topics``, ``create_partitions`` and ``delete_topics`` return ``dict[str, Future]`` as
-    confluent-kafka does, retry only the throttled topics within one deadline (KIP-599) and wait out the
-    broker's throttle before sending again (KIP-219). Every other AdminClient method is delegated unchanged.
+    ``create_topics``, ``create_partitions`` and ``delete_topics`` return ``dict[str, Future]`` at once, retry
+    only the throttled topics within one deadline (KIP-599), never send while the broker's throttle lasts
+    (KIP-219), and can pace themselves to the quota (``mutation_quota``). Every other method is AdminClient's.
     """
 
     def __init__(
@@ -39,48 +100,82 @@ class ThrottledAdminClient:
         *,
         retry_on_quota_violation: bool = True,
         default_api_timeout_ms: int = 60000,
+        mutation_quota: MutationQuota | None = None,
         meter_provider: MeterProvider | None = None,
         metrics_num_samples: int = 2,
         metrics_sample_window_ms: int = 30000,
+        **kwargs: Any,
     ) -> None:
-        if not isinstance(conf, dict):
-            raise TypeError(f"conf must be a dict of librdkafka settings, got {type(conf).__name__}")
-        if not isinstance(retry_on_quota_violation, bool):
-            raise TypeError(f"retry_on_quota_violation must be a bool, got {retry_on_quota_violation!r}")
-        MutationOptions(timeout_ms=default_api_timeout_ms)  # the same check as a per-call timeout_ms
+        settings = ClientSettings.check(
+            conf,
+            retry_on_quota_violation=retry_on_quota_violation,
+            default_api_timeout_ms=default_api_timeout_ms,
+            meter_provider=meter_provider,
+            metrics_num_samples=metrics_num_samples,
+            metrics_sample_window_ms=metrics_sample_window_ms,
+            mutation_quota=mutation_quota,
+        )
+        self._settings = settings
         self._bootstrap_servers = str(conf.get("bootstrap.servers", ""))
         self._client_id = str(conf.get("client.id", "rdkafka"))
-        self.retry_on_quota_violation = retry_on_quota_violation
-        self.default_api_timeout_ms = default_api_timeout_ms
-        metrics = ClientMetrics(
+        self._mutation_quota = mutation_quota
+        self._metrics = ClientMetrics(
             client_id=self._client_id,
             meter_provider=meter_provider,
-            num_samples=metrics_num_samples,
-            sample_window_ms=metrics_sample_window_ms,
+            num_samples=settings.metrics_num_samples,
+            sample_window_ms=settings.metrics_sample_window_ms,
         )
-        self._runtime = AdminRuntime(conf, metrics)
+        self._scheduler: Scheduler | None = None
+        self._close_lock = threading.Lock()
+        self._closed = False
+        sink: list[Scheduler] = []  # filled below; the callbacks only ever see the scheduler weakly
+        super().__init__(install_callbacks(conf, lambda: sink[0] if sink else None), **kwargs)
+        scheduler = Scheduler(
+            _Transport(self),
+            self._metrics,
+            pacer=Pacer(mutation_quota) if mutation_quota is not None else None,
+            backoff=settings.backoff,
+        )
+        self._scheduler = scheduler
+        sink.append(scheduler)
+        _live.add(scheduler)
+        _register_exit_hook()
+        weakref.finalize(self, scheduler.close)
+
+    @property
+    def retry_on_quota_violation(self) -> bool:
+        return self._settings.retry_on_quota_violation
+
+    @property
+    def default_api_timeout_ms(self) -> int:
+        return self._settings.default_api_timeout_ms
+
+    @property
+    def mutation_quota(self) -> MutationQuota | None:
+        return self._mutation_quota
 
     def __repr__(self) -> str:
         # Only non-secret settings: conf (sasl.password and the like) is never echoed.
-        state = "closed" if self._runtime.closed else "open"
+        state = "closed" if self.closed else "open"
         return (
-            f"ThrottledAdminClient(bootstrap.servers={self._bootstrap_servers!r}, "
-            f"client.id={self._client_id!r}, retry_on_quota_violation={self.retry_on_quota_violation}, {state})"
+            f"ThrottledAdminClient(bootstrap.servers={self._bootstrap_servers!r}, client.id={self._client_id!r}, "
+            f"retry_on_quota_violation={self.retry_on_quota_violation}, mutation_quota={self._mutation_quota!r}, "
+            f"{state})"
         )
 
     # -- the three quota-aware calls -------------------------------------------------------------
 
-    def create_topics(
-        self, new_topics: Sequence[NewTopic], *, options: CreateTopicsOptions | None = None, **kwargs: Any
+    def create_topics(  # type: ignore[override]
+        self, new_topics: list[NewTopic], *, options: CreateTopicsOptions | None = None, **kwargs: Any
     ) -> dict[str, Future[None]]:
         """Create topics. kwargs: validate_only, request_timeout, operation_timeout (confluent-kafka's),
         retry_on_quota_violation, timeout_ms."""
         opts = merge_options(CreateTopicsOptions, options, kwargs)
         return self._submit(CREATE_TOPICS, check_new_topics(new_topics), opts)
 
-    def create_partitions(
+    def create_partitions(  # type: ignore[override]
         self,
-        new_partitions: Sequence[NewPartitions],
+        new_partitions: list[NewPartitions],
         *,
         options: CreatePartitionsOptions | None = None,
         **kwargs: Any,
@@ -89,42 +184,64 @@ class ThrottledAdminClient:
         opts = merge_options(CreatePartitionsOptions, options, kwargs)
         return self._submit(CREATE_PARTITIONS, check_new_partitions(new_partitions), opts)
 
-    def delete_topics(
-        self, topics: Sequence[str], *, options: DeleteTopicsOptions | None = None, **kwargs: Any
+    def delete_topics(  # type: ignore[override]
+        self, topics: list[str], *, options: DeleteTopicsOptions | None = None, **kwargs: Any
     ) -> dict[str, Future[None]]:
         """Delete topics. kwargs: request_timeout, operation_timeout, retry_on_quota_violation, timeout_ms."""
         opts = merge_options(DeleteTopicsOptions, options, kwargs)
         return self._submit(DELETE_TOPICS, check_delete_topics(topics), opts)
 
-    def _submit(self, operation: Operation, items: list[Any], options: MutationOptions) -> dict[str, Future[None]]:
+    def _submit(self, operation: Operation, items: Sequence[Any], options: MutationOptions) -> dict[str, Future[None]]:
+        scheduler = self._open_scheduler()
         retry = options.retry_on_quota_violation
-        timeout_ms = options.timeout_ms
-        call = MutationCall(
-            self._runtime,
-            operation,
-            items,
-            options,
-            retry=self.retry_on_quota_violation if retry is None else retry,
-            timeout_ms=self.default_api_timeout_ms if timeout_ms is None else timeout_ms,
+        timeout_ms = self.default_api_timeout_ms if options.timeout_ms is None else options.timeout_ms
+        call = Call(
+            kind=RequestKind(operation, bool(getattr(options, "validate_only", False))),
+            deadline=0.0,
+            timeout_ms=timeout_ms,
+            retry_on_quota_violation=self.retry_on_quota_violation if retry is None else retry,
+            request_timeout_s=options.request_timeout,
+            operation_timeout_s=options.operation_timeout,
         )
-        self._runtime.submit(call)
-        return dict(call.futures)
+        call.deadline = call.started_at + timeout_ms / 1000
+        pacing = self._mutation_quota is not None
+        work = [(operation.topic_of(item), item, operation.known_cost(item) if pacing else 0) for item in items]
+        return scheduler.submit(call, work)
+
+    def _open_scheduler(self) -> Scheduler:
+        scheduler = self._scheduler
+        if scheduler is None or self._closed or scheduler.closed:
+            raise RuntimeError("ThrottledAdminClient is closed")
+        return scheduler
 
     # -- metrics and lifecycle -------------------------------------------------------------------
 
     def metrics(self) -> dict[str, float]:
-        """Throttle-time avg/max (ms; client-wide and ``node-<id>-``), ``quota-violation-total``,
-        ``retry-total`` and ``backoff-time-ms-total``."""
-        return self._runtime.metrics.snapshot()
+        """Throttle-time avg/max (ms; client-wide and ``node-<id>-``), ``quota-violation-total``, ``retry-total``,
+        ``request-total``, ``mutations-sent-total``, ``backoff-time-ms-total`` and ``mutation-rate`` (the
+        configured or learned quota in mutations/s; NaN when unknown)."""
+        out = self._metrics.snapshot()
+        rate = self._scheduler.learned_rate if self._scheduler is not None else None
+        out["mutation-rate"] = float("nan") if rate is None else rate
+        return out
 
     @property
     def closed(self) -> bool:
-        return self._runtime.closed
+        return self._closed
 
     def close(self) -> None:
-        """Fail every call still in flight (KafkaError._DESTROY) and release the client's threads.
-        Idempotent; nothing is left pending."""
-        self._runtime.close()
+        """Fail every topic still pending (KafkaError._DESTROY), stop the scheduler and release librdkafka's
+        handle. Idempotent, and safe from any thread, a done-callback included."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        scheduler = self._scheduler
+        if scheduler is not None:
+            scheduler.close()
+            _live.discard(scheduler)
+        self._metrics.close()
+        AdminClient.__exit__(self, None, None, None)  # destroys the librdkafka handle now, not at garbage collection
 
     def __enter__(self) -> ThrottledAdminClient:
         return self
@@ -133,9 +250,3 @@ class ThrottledAdminClient:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-
-    def __getattr__(self, name: str) -> Any:
-        # Every other confluent-kafka AdminClient method (describe_configs, list_topics, ...) unchanged.
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self._runtime.inner, name)

@@ -5,17 +5,31 @@ Hierarchy::
     confluent_kafka.KafkaException
     └── ThrottlingQuotaExceededException   args[0]: KafkaError(THROTTLING_QUOTA_EXCEEDED, retriable)
 
-Other per-topic failures are confluent-kafka's own ``KafkaException(KafkaError)``: the broker's error
-unchanged, ``KafkaError._TIMED_OUT`` when the call's deadline passes, ``KafkaError._DESTROY`` when the
-client is closed with the call in flight. Bad input raises ``ValueError`` / ``TypeError`` before anything
-is sent.
+Other per-topic failures are confluent-kafka's own ``KafkaException(KafkaError)``:
+- the broker's error unchanged; after an earlier attempt whose outcome was unknown, the "already done" answer
+  (TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PART, INVALID_PARTITIONS) keeps its code and says so;
+- ``KafkaError._TIMED_OUT`` "... not sent ..." when the deadline passes before the topic could be sent (it
+  was certainly not applied);
+- ``KafkaError._TIMED_OUT`` "... outcome unknown ..." when it was sent and no answer came in time: the
+  broker may or may not have applied it;
+- ``KafkaError._DESTROY`` when the client is closed with the topic pending;
+- ``KafkaError._INVALID_ARG`` when confluent-kafka itself refused the call, with its reason.
+Bad input raises ``ValueError`` / ``TypeError`` before anything is sent.
 """
 
 from __future__ import annotations
 
 from confluent_kafka import KafkaError, KafkaException
 
-__all__ = ["ThrottlingQuotaExceededException", "closed_error", "is_throttled", "timed_out_error"]
+__all__ = [
+    "ThrottlingQuotaExceededException",
+    "after_unknown_attempt",
+    "closed_error",
+    "is_throttled",
+    "not_sent_error",
+    "refused_error",
+    "unknown_outcome_error",
+]
 
 DEFAULT_MESSAGE = "The throttling quota has been exceeded."
 
@@ -53,9 +67,34 @@ def is_throttled(exc: BaseException | None) -> bool:
     return isinstance(error, KafkaError) and error.code() == KafkaError.THROTTLING_QUOTA_EXCEEDED
 
 
-def timed_out_error(operation: str, timeout_ms: int) -> KafkaException:
+def not_sent_error(operation: str, timeout_ms: int, why: str) -> KafkaException:
     return KafkaException(
-        KafkaError(KafkaError._TIMED_OUT, f"{operation} did not complete within timeout_ms={timeout_ms}")
+        KafkaError(KafkaError._TIMED_OUT, f"{operation} not sent within timeout_ms={timeout_ms}: {why}")
+    )
+
+
+def unknown_outcome_error(operation: str, why: str) -> KafkaException:
+    return KafkaException(
+        KafkaError(
+            KafkaError._TIMED_OUT,
+            f"{operation} outcome unknown: {why}; the broker may or may not have applied it (read the cluster)",
+        )
+    )
+
+
+def after_unknown_attempt(error: KafkaError, operation: str) -> KafkaException:
+    return KafkaException(
+        KafkaError(
+            error.code(),
+            f"{error.str()} An earlier attempt of this {operation}, whose outcome was unknown (its response was "
+            "lost), may have applied it.",
+        )
+    )
+
+
+def refused_error(operation: str, exc: BaseException) -> KafkaException:
+    return KafkaException(
+        KafkaError(KafkaError._INVALID_ARG, f"{operation} refused by confluent-kafka: {type(exc).__name__}: {exc}")
     )
 
 

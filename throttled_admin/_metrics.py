@@ -9,6 +9,7 @@ provider and shared by every client using it; attributes are bounded (no topic n
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -23,6 +24,8 @@ from throttled_admin._sensor import WindowedSensor
 from throttled_admin._version import __version__
 
 __all__ = ["NODE_ID_ATTRIBUTE", "ClientMetrics"]
+
+log = logging.getLogger("throttled_admin")
 
 NODE_ID_ATTRIBUTE = "throttled_admin.node.id"
 # Kafka throttles run from milliseconds to minutes (a KIP-599 burst of 11 windows can mean tens of seconds).
@@ -48,7 +51,17 @@ class _Instruments:
             description="Topics throttled by the controller mutation quota: error 89 or refused locally.",
         )
         self.retries = meter.create_counter(
-            "throttled_admin.retries", unit="{retry}", description="Requests re-sent after a quota violation."
+            "throttled_admin.retries",
+            unit="{retry}",
+            description="Responses after which topics were queued again (quota violation or transient error).",
+        )
+        self.requests = meter.create_counter(
+            "throttled_admin.requests", unit="{request}", description="Mutation requests sent to the cluster."
+        )
+        self.mutations = meter.create_counter(
+            "throttled_admin.mutations",
+            unit="{mutation}",
+            description="KIP-599 mutations (partitions) sent in mutation requests, as far as known.",
         )
         self.backoff = meter.create_counter(
             "throttled_admin.backoff.time", unit="s", description="Time spent waiting locally for throttles to end."
@@ -116,9 +129,16 @@ class ClientMetrics:
         self._lock = threading.Lock()
         self._violations = 0
         self._retries = 0
+        self._requests = 0
+        self._mutations = 0
         self._backoff_s = 0.0
+        self._export_failed = False
         self._base = {"messaging.system": "kafka", "messaging.client.id": client_id}
-        self._instruments = _instruments_for(meter_provider)
+        try:
+            self._instruments = _instruments_for(meter_provider)
+        except Exception:  # a broken meter provider must not break the client: metrics() still works
+            log.exception("the meter provider failed to create throttled_admin's instruments; exporting nothing")
+            self._instruments = _instruments_for(metrics.NoOpMeterProvider())
         self._instruments.clients.add(self)
 
     @staticmethod
@@ -148,30 +168,49 @@ class ClientMetrics:
                     sensor = self._nodes[node_id] = self._new_sensor()
             sensor.record(throttle_ms)
         if throttle_ms > 0:
-            self._instruments.throttle.record(throttle_ms / 1000, self._attributes(node_id=node_id))
+            self._export(self._instruments.throttle.record, throttle_ms / 1000, self._attributes(node_id=node_id))
 
     def record_violations(self, operation: str, topics: int) -> None:
+        """``topics`` refused by the quota: each refusal of a topic counts once (a topic refused three times
+        before it succeeds counts three), whether the broker refused it (error 89) or the client did locally."""
         with self._lock:
             self._violations += topics
-        self._instruments.violations.add(topics, self._attributes(operation))
+        self._export(self._instruments.violations.add, topics, self._attributes(operation))
 
     def record_retry(self, operation: str) -> None:
         with self._lock:
             self._retries += 1
-        self._instruments.retries.add(1, self._attributes(operation))
+        self._export(self._instruments.retries.add, 1, self._attributes(operation))
+
+    def record_request(self, operation: str, topics: int, mutations: int) -> None:
+        with self._lock:
+            self._requests += 1
+            self._mutations += mutations
+        attributes = self._attributes(operation)
+        self._export(self._instruments.requests.add, 1, attributes)
+        self._export(self._instruments.mutations.add, mutations, attributes)
 
     def record_backoff(self, operation: str, seconds: float) -> None:
         if seconds <= 0:
             return
         with self._lock:
             self._backoff_s += seconds
-        self._instruments.backoff.add(seconds, self._attributes(operation))
+        self._export(self._instruments.backoff.add, seconds, self._attributes(operation))
 
     def record_call(self, operation: str, seconds: float, error_type: str | None) -> None:
         attributes = self._attributes(operation)
         if error_type is not None:
             attributes["error.type"] = error_type
-        self._instruments.duration.record(seconds, attributes)
+        self._export(self._instruments.duration.record, seconds, attributes)
+
+    def _export(self, instrument: Any, value: float, attributes: dict[str, Any]) -> None:
+        """An exporter or meter provider that fails must never change, delay or block an outcome."""
+        try:
+            instrument(value, attributes)
+        except Exception:
+            if not self._export_failed:
+                self._export_failed = True
+                log.exception("exporting a throttled_admin metric failed; later failures are not logged")
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -190,6 +229,8 @@ class ClientMetrics:
             nodes = sorted(self._nodes.items())
             out["quota-violation-total"] = float(self._violations)
             out["retry-total"] = float(self._retries)
+            out["request-total"] = float(self._requests)
+            out["mutations-sent-total"] = float(self._mutations)
             out["backoff-time-ms-total"] = self._backoff_s * 1000
         for node, sensor in nodes:
             out[f"node-{node}-throttle-time-avg"] = sensor.avg()
@@ -198,4 +239,7 @@ class ClientMetrics:
 
     def close(self) -> None:
         """Stop reporting this client's gauges."""
-        self._instruments.clients.discard(self)
+        try:
+            self._instruments.clients.discard(self)
+        except Exception:
+            log.exception("unregistering throttled_admin's gauges failed")

@@ -2,12 +2,14 @@
 
 ``retry_on_quota_violation`` and ``timeout_ms`` default to None, meaning the client's setting
 (``retry_on_quota_violation``, ``default_api_timeout_ms``). The rest are confluent-kafka's own per-call
-settings, in its units (float seconds). Change one by copying: ``dataclasses.replace(opts, timeout_ms=5000)``.
+settings, in its units (float seconds): given, they cap what the scheduler sets for each request.
+Change one by copying: ``dataclasses.replace(opts, timeout_ms=5000)``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -30,16 +32,13 @@ class MutationOptions:
             raise ValueError(f"timeout_ms must be a positive int (milliseconds), got {self.timeout_ms!r}")
         for name in ("request_timeout", "operation_timeout"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
-                raise ValueError(f"{name} must be a non-negative number of seconds, got {value!r}")
-
-    def inner_kwargs(self, remaining_s: float) -> dict[str, Any]:
-        """confluent-kafka's kwargs for one attempt: its request never outlives the call's deadline."""
-        request_timeout = remaining_s if self.request_timeout is None else min(self.request_timeout, remaining_s)
-        kwargs: dict[str, Any] = {"request_timeout": max(request_timeout, 0.001)}
-        if self.operation_timeout is not None:
-            kwargs["operation_timeout"] = min(self.operation_timeout, remaining_s)
-        return kwargs
+            # confluent-kafka refuses these at call time (NaN, negative, not a number); checked here first, so the
+            # call fails before anything is sent instead of every topic failing later. Values above librdkafka's
+            # per-request limit of 3600 s are fine: they cap the call, and each request is capped at the limit.
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0
+            ):
+                raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -48,8 +47,10 @@ class _ValidateOnlyOptions(MutationOptions):
 
     validate_only: bool = False
 
-    def inner_kwargs(self, remaining_s: float) -> dict[str, Any]:
-        return {**super().inner_kwargs(remaining_s), "validate_only": self.validate_only}
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.validate_only, bool):
+            raise TypeError(f"validate_only must be a bool, got {self.validate_only!r}")
 
 
 @dataclass(frozen=True)

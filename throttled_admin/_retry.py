@@ -1,50 +1,40 @@
-"""The KIP-599 quota retry policy, as data: a tenacity ``Retrying`` built per call.
+"""The retry back-off, as data: Kafka's ``ExponentialBackoff`` (clients/.../utils/ExponentialBackoff.java).
 
-- Retry only ``ThrottlingQuotaExceededException`` (the throttled subset of a call).
-- Wait exactly the broker's throttle (``wait_exception``), never less than ``retry.backoff.ms``.
-- Stop *before* a sleep would pass the call's deadline (``stop_before_delay``), and re-raise the original
-  exception so the throttled topics fail with ThrottlingQuotaExceededException, as Java's do at the
-  deadline, without first sleeping for nothing.
-- With ``retry_on_quota_violation`` off: one attempt.
+Quota retries do not use it when the broker gave a throttle: Java's AdminClient waits exactly the connection
+throttle (KIP-219), and so does the scheduler's gate. It is used for what has no throttle to wait:
+- error 89 that came with throttle_time_ms = 0;
+- NOT_CONTROLLER and REQUEST_TIMED_OUT (nothing applied), and responses lost (outcome unknown).
+delay(n) = min(retry.backoff.ms x 2^n, retry.backoff.max.ms) x uniform(1 - 0.2, 1 + 0.2), as Kafka computes it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+import random
+from dataclasses import dataclass, field
 
-from tenacity import (
-    RetryCallState,
-    Retrying,
-    retry_if_exception_type,
-    stop_after_attempt,
-    stop_before_delay,
-    wait_exception,
-)
-
-from throttled_admin._errors import ThrottlingQuotaExceededException
-
-__all__ = ["quota_retry_policy"]
+__all__ = ["RetryBackoff"]
 
 
-def quota_retry_policy(
-    *,
-    enabled: bool,
-    budget_s: float,
-    min_wait_s: float,
-    sleep: Callable[[float], None],
-    before_sleep: Callable[[RetryCallState], None] | None = None,
-) -> Retrying:
-    """``budget_s``: time left until the call's deadline when the policy starts."""
+@dataclass(frozen=True)
+class RetryBackoff:
+    initial_ms: float = 100.0  # retry.backoff.ms
+    max_ms: float = 1000.0  # retry.backoff.max.ms
+    multiplier: float = 2.0
+    jitter: float = 0.2
+    _random: random.Random = field(default_factory=random.Random, repr=False, compare=False)
 
-    def throttle_s(exc: BaseException) -> float:
-        assert isinstance(exc, ThrottlingQuotaExceededException)
-        return max(exc.throttle_time_ms / 1000, min_wait_s)
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.initial_ms) and self.initial_ms >= 0):
+            raise ValueError(f"retry.backoff.ms must be a non-negative number, got {self.initial_ms!r}")
+        if not (math.isfinite(self.max_ms) and self.max_ms >= 0):
+            raise ValueError(f"retry.backoff.max.ms must be a non-negative number, got {self.max_ms!r}")
 
-    return Retrying(
-        retry=retry_if_exception_type(ThrottlingQuotaExceededException),
-        wait=wait_exception(throttle_s),
-        stop=stop_before_delay(budget_s) if enabled else stop_after_attempt(1),
-        sleep=sleep,
-        before_sleep=before_sleep,
-        reraise=True,
-    )
+    def delay_s(self, attempts: int) -> float:
+        """The wait before retry number ``attempts`` + 1 (``attempts`` = retries so far)."""
+        if self.initial_ms <= 0:
+            return 0.0
+        ceiling = max(self.initial_ms, self.max_ms)
+        term = min(self.initial_ms * self.multiplier ** min(attempts, 32), ceiling)
+        spread = self._random.uniform(1 - self.jitter, 1 + self.jitter) if self.jitter else 1.0
+        return term * spread / 1000

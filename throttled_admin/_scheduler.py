@@ -1,0 +1,635 @@
+"""One mutation scheduler per client: it alone sends CreateTopics, DeleteTopics and CreatePartitions.
+
+Calls validate their input, hand their topics to the scheduler and return futures at once; no call holds a
+thread. The scheduler's thread runs this loop:
+
+1. serve librdkafka's callbacks (``poll``): throttle events update the KIP-219 gate as they arrive;
+2. settle the request in flight once all of its results are in: classify each topic (``_classify``), resolve
+   it or queue it again, and feed the response's throttle to the metrics and the pacer;
+3. settle what cannot wait: topics whose call's deadline has passed (queued ones were never sent; in-flight ones
+   have an unknown outcome), and everything after an authentication failure;
+4. if nothing is in flight, build the next request: wait for the gate (the broker's throttle) and the pacer
+   (the quota's tokens), coalesce queued topics of compatible calls, and send it.
+
+At most one mutation request is in flight, so nothing is ever sent into a muted connection (Kafka's controller
+applies mutations one at a time anyway). Each request's controller deadline (``operation_timeout``, the
+request's ``timeout_ms``) ends before the earliest deadline of the calls in it, with a margin for the answer to
+come back: a KRaft controller refuses what it cannot handle by then (REQUEST_TIMED_OUT) and applies nothing.
+Futures are resolved on this thread, but their done-callbacks run elsewhere (``_futures``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from confluent_kafka import KafkaError, KafkaException
+
+from throttled_admin._classify import Outcome, classify, error_of
+from throttled_admin._errors import (
+    ThrottlingQuotaExceededException,
+    after_unknown_attempt,
+    closed_error,
+    not_sent_error,
+    refused_error,
+    unknown_outcome_error,
+)
+from throttled_admin._futures import CallbackRunner, TopicFuture
+from throttled_admin._metrics import ClientMetrics
+from throttled_admin._quota import Pacer
+from throttled_admin._retry import RetryBackoff
+from throttled_admin._round_trip import RoundTrip
+from throttled_admin._throttle import ThrottleTracker
+from throttled_admin._work import CREATE_PARTITIONS, DELETE_TOPICS, Call, RequestKind, Topic
+
+__all__ = ["ClientGone", "Scheduler", "Transport"]
+
+log = logging.getLogger("throttled_admin")
+
+MAX_TOPICS_PER_REQUEST = 1000  # librdkafka's cost per request grows faster than linearly with its size
+_LIBRDKAFKA_MAX_TIMEOUT_S = 3600.0  # request_timeout / operation_timeout range of librdkafka
+_MIN_MARGIN_S = 0.05  # the least time kept between the controller's deadline and the call's
+_MIN_OPERATION_TIMEOUT_S = 0.001
+_BUSY_POLL_S = 0.05  # how often librdkafka's callbacks are served while work is pending
+_IDLE_POLL_S = 0.2  # ... and while idle (throttle, error and stats callbacks of other AdminClient methods)
+_ABANDON_GRACE_S = 5.0  # a request librdkafka never completes frees the slot this long after its timeout
+_METADATA_TIMEOUT_S = 5.0
+_AUTH_ERRORS = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
+# An authentication failure fails what is pending and what is submitted this soon after it; librdkafka keeps
+# reconnecting and reports it again if it persists.
+_AUTH_ERROR_TTL_S = 5.0
+# The answer a re-sent mutation gets when an earlier attempt with an unknown outcome was applied after all.
+_ALREADY_DONE = {
+    "CreateTopics": KafkaError.TOPIC_ALREADY_EXISTS,
+    "DeleteTopics": KafkaError.UNKNOWN_TOPIC_OR_PART,
+    "CreatePartitions": KafkaError.INVALID_PARTITIONS,
+}
+
+
+class ClientGone(Exception):
+    """The client behind the transport was garbage-collected or closed."""
+
+
+class Transport(Protocol):
+    """What the scheduler needs from the librdkafka handle; the facade provides it without a strong reference."""
+
+    def send(self, method: str, items: list[Any], kwargs: dict[str, Any]) -> dict[str, Future[None]]: ...
+
+    def poll(self) -> None: ...
+
+    def partition_counts(self, timeout_s: float) -> dict[str, int]: ...
+
+
+@dataclass(eq=False)
+class _Request:
+    kind: RequestKind
+    topics: list[Topic]
+    mutations: int
+    sent_at: float
+    expires_at: float  # librdkafka's own timeout, plus a grace: the slot is freed by then at the latest
+    kwargs: dict[str, Any]  # confluent-kafka's per-request settings
+    inner: dict[str, Future[None]] = field(default_factory=dict)
+    outstanding: int = 0
+    events: list[tuple[int, float]] = field(default_factory=list)  # throttle events while in flight
+
+    @property
+    def complete(self) -> bool:
+        return self.outstanding == 0
+
+
+Settlement = tuple[TopicFuture, BaseException | None]
+
+
+class Scheduler:
+    def __init__(
+        self,
+        transport: Transport,
+        metrics: ClientMetrics,
+        *,
+        pacer: Pacer | None,
+        backoff: RetryBackoff,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._transport = transport
+        self._metrics = metrics
+        self._pacer = pacer
+        self._backoff = backoff
+        self._clock = clock
+        self.tracker = ThrottleTracker(clock)
+        self._round_trip = RoundTrip()
+        self._callbacks = CallbackRunner()
+        self._cv = threading.Condition()
+        self._calls: dict[int, Call] = {}  # in submission order
+        self._request: _Request | None = None
+        self._auth_error: tuple[KafkaError, float] | None = None  # (error, when it was reported)
+        self._partition_counts: dict[str, int] | None = None  # for costs, fetched when pacing needs them
+        self._dirty = False
+        self._closed = False
+        self._gate_wait: tuple[str, float] | None = None  # (operation, since when) work waits for a throttle
+        self._pid = os.getpid()
+        self._thread = threading.Thread(target=self._run, name="throttled-admin-scheduler", daemon=True)
+        self._thread.start()
+
+    # -- called by the facade and by librdkafka's callbacks (any thread) --------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def learned_rate(self) -> float | None:
+        with self._cv:
+            return None if self._pacer is None else self._pacer.rate
+
+    def submit(self, call: Call, items: list[tuple[str, Any, int | None]]) -> dict[str, Future[None]]:
+        """Queue a validated call's topics: (name, snapshot, cost or None). Returns one future per topic."""
+        if os.getpid() != self._pid:
+            raise RuntimeError(
+                "ThrottledAdminClient cannot be used in a process forked from the one that created it "
+                "(librdkafka's threads do not survive fork): create a new client in the child"
+            )
+        futures: dict[str, Future[None]] = {}
+        with self._cv:
+            if self._closed:
+                raise RuntimeError("ThrottledAdminClient is closed")
+            for name, item, cost in items:
+                future = TopicFuture(self._callbacks, self._withdraw)
+                call.queued[name] = Topic(name, item, call, future, cost)
+                futures[name] = future
+            call.unsettled = len(items)
+            self._calls[call.id] = call
+            self._wake()
+        return futures
+
+    def _withdraw(self, future: TopicFuture) -> bool:
+        with self._cv:
+            for call in self._calls.values():
+                for name, topic in call.queued.items():
+                    if topic.future is future:
+                        del call.queued[name]
+                        call.unsettled -= 1
+                        self._account(call)
+                        self._wake()
+                        return True
+        return False
+
+    def on_throttle(self, node_id: int, throttle_s: float) -> None:
+        """librdkafka's throttle event: one response's throttle_time_ms (sent when it changes)."""
+        self.tracker.record(node_id, throttle_s)
+        with self._cv:
+            request = self._request
+            if request is not None:
+                request.events.append((node_id, throttle_s))
+            else:  # the response of another AdminClient method
+                self._metrics.record_throttle(node_id, throttle_s * 1000)
+            self._wake()
+
+    def on_error(self, error: KafkaError) -> None:
+        """librdkafka's error_cb: an authentication failure fails the work at once instead of at its deadline."""
+        if error.code() in _AUTH_ERRORS:
+            with self._cv:
+                self._auth_error = (error, self._clock())
+                self._wake()
+
+    def close(self) -> None:
+        """Fail everything pending with _DESTROY and stop the thread (not joined from the thread itself)."""
+        with self._cv:
+            self._closed = True
+            self._wake()
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
+        self._callbacks.close()
+
+    def _wake(self) -> None:
+        self._dirty = True
+        self._cv.notify_all()
+
+    # -- the loop --------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            while not self._closed:
+                self._iterate()
+        except ClientGone:
+            with self._cv:
+                self._closed = True
+        finally:
+            self._fail_everything(lambda call: closed_error(call.kind.operation.name))
+
+    def _iterate(self) -> None:
+        try:
+            self._transport.poll()
+        except ClientGone:
+            raise
+        except Exception:
+            log.exception("serving librdkafka's callbacks failed")
+        settle: list[Settlement] = []
+        send: _Request | None = None
+        need_counts = False
+        with self._cv:
+            if self._closed:
+                return
+            now = self._clock()
+            self._dirty = False
+            request = self._request
+            if request is not None and (request.complete or now >= request.expires_at):
+                self._complete(request, now, settle)
+            if self._auth_error is not None:
+                self._fail_on_auth_error(now, settle)
+            wait_s = self._expire(now, settle)
+            if self._request is None:
+                decision = self._next_request(now, settle)
+                if isinstance(decision, _Request):
+                    send = decision
+                elif decision is None:
+                    need_counts = True
+                else:
+                    wait_s = min(wait_s, decision)
+            else:
+                wait_s = min(wait_s, self._request.expires_at - now)
+        _resolve(settle)
+        if need_counts:
+            self._fetch_partition_counts()
+        elif send is not None:
+            self._send(send)
+        else:
+            busy = bool(self._calls) or self._request is not None
+            with self._cv:
+                if not self._dirty and not self._closed:
+                    self._cv.wait(max(0.0, min(wait_s, _BUSY_POLL_S if busy else _IDLE_POLL_S)))
+
+    # -- settling --------------------------------------------------------------------------------
+
+    def _finish(self, topic: Topic, exc: BaseException | None, settle: list[Settlement]) -> None:
+        """Book a topic's outcome (under the lock); its future is resolved once the lock is released."""
+        call = topic.call
+        call.queued.pop(topic.name, None)
+        call.in_flight.pop(topic.name, None)
+        if exc is not None and call.error_type is None:
+            error = error_of(exc)
+            call.error_type = error.name() if error is not None else type(exc).__name__
+        call.unsettled -= 1
+        settle.append((topic.future, exc))
+        self._account(call)
+
+    def _account(self, call: Call) -> None:
+        if call.unsettled > 0 or self._calls.pop(call.id, None) is None:
+            return
+        # Record the call before its last future resolves: a caller that waits for the results and then reads
+        # the metrics always finds this call in them.
+        self._metrics.record_call(call.kind.operation.name, self._clock() - call.started_at, call.error_type)
+
+    def _fail_everything(self, make: Callable[[Call], BaseException]) -> None:
+        settle: list[Settlement] = []
+        with self._cv:
+            for call in list(self._calls.values()):
+                for topic in list(call.queued.values()) + list(call.in_flight.values()):
+                    self._finish(topic, make(call), settle)
+            self._calls.clear()
+        _resolve(settle)
+
+    def _fail_on_auth_error(self, now: float, settle: list[Settlement]) -> None:
+        assert self._auth_error is not None
+        error, reported_at = self._auth_error
+        if now - reported_at > _AUTH_ERROR_TTL_S:
+            self._auth_error = None
+            return
+        for call in list(self._calls.values()):
+            for topic in list(call.queued.values()) + list(call.in_flight.values()):
+                self._finish(topic, KafkaException(error), settle)
+
+    def _expire(self, now: float, settle: list[Settlement]) -> float:
+        """Settle what is past its call's deadline; returns the time until the next deadline."""
+        next_deadline_s = math.inf
+        for call in list(self._calls.values()):
+            remaining_s = call.remaining_s(now)
+            if remaining_s > 0:
+                next_deadline_s = min(next_deadline_s, remaining_s)
+                continue
+            for topic in list(call.queued.values()):
+                self._finish(topic, self._gave_up(topic, now), settle)
+            for topic in list(call.in_flight.values()):
+                # Sent, not answered by the deadline: it may or may not have been applied; say so.
+                self._finish(
+                    topic, unknown_outcome_error(call.kind.operation.name, "no response by the deadline"), settle
+                )
+        return next_deadline_s
+
+    def _gave_up(self, topic: Topic, now: float) -> BaseException:
+        """The error of a queued topic whose call's deadline passed (Java's rules: throttled topics get the
+        throttle that remains, not a timeout)."""
+        call = topic.call
+        if topic.throttled_at is not None:
+            remaining_ms = max(0, int(topic.throttle_ms - (now - topic.throttled_at) * 1000))
+            return ThrottlingQuotaExceededException(remaining_ms, topic.name)
+        if topic.outcome_unknown:
+            return unknown_outcome_error(call.kind.operation.name, "no attempt was answered by the deadline")
+        return not_sent_error(call.kind.operation.name, call.timeout_ms, "its deadline passed before it could be sent")
+
+    # -- a response ------------------------------------------------------------------------------
+
+    def _complete(self, request: _Request, now: float, settle: list[Settlement]) -> None:
+        self._request = None
+        operation = request.kind.operation
+        results = {topic.name: _result(request, topic) for topic in request.topics}
+        answered = any(_is_broker_answer(exc) for exc in results.values())
+        throttle_s = self._record_response_throttle(request, answered)
+        admitted = 0
+        retried = False
+        for topic in request.topics:
+            exc = results[topic.name]
+            outcome = classify(exc)
+            if outcome is Outcome.SUCCESS:
+                admitted += topic.cost or 0
+            call = topic.call
+            if call.in_flight.pop(topic.name, None) is None:
+                continue  # settled already (its deadline passed, or authentication failed)
+            topic.attempts += 1
+            if outcome is Outcome.SUCCESS:
+                self._finish(topic, None, settle)
+            elif outcome is Outcome.THROTTLED:
+                retried |= self._on_throttled(topic, throttle_s, now, settle)
+            elif outcome in (Outcome.NOT_APPLIED, Outcome.UNKNOWN):
+                retried |= self._on_transient(topic, exc, outcome, now, settle)
+            else:
+                self._finish(topic, self._final_error(topic, exc), settle)
+        if answered:
+            self._round_trip.observe(len(request.topics), now - request.sent_at)
+            self._auth_error = None
+            if self._pacer is not None:
+                self._pacer.on_response(admitted=admitted, throttle_s=throttle_s, now=now)
+        if retried:
+            self._metrics.record_retry(operation.name)
+
+    def _record_response_throttle(self, request: _Request, answered: bool) -> float:
+        """Each response's throttle goes to the sensor once, for the request it came from (KIP-124); a request
+        that got no response records nothing, as Kafka's NetworkClient. Returns the response's throttle."""
+        for node_id, throttle_s in request.events:  # every event stands for one response
+            self._metrics.record_throttle(node_id, throttle_s * 1000)
+        if not answered:
+            return 0.0
+        if not request.events:
+            self._metrics.record_throttle(None, 0.0)  # librdkafka sends no event for an unthrottled response
+        return max((throttle_s for _, throttle_s in request.events), default=0.0)
+
+    def _on_throttled(self, topic: Topic, throttle_s: float, now: float, settle: list[Settlement]) -> bool:
+        call = topic.call
+        self._metrics.record_violations(call.kind.operation.name, 1)
+        topic.throttled_at = now
+        topic.throttle_ms = int(throttle_s * 1000 + 0.5)
+        if not call.retry_on_quota_violation:
+            self._finish(topic, ThrottlingQuotaExceededException(topic.throttle_ms, topic.name), settle)
+            return False
+        if throttle_s <= 0:  # error 89 with no throttle to wait: exponential back-off with jitter
+            topic.not_before = now + self._backoff.delay_s(topic.quota_retries)
+            topic.quota_retries += 1
+        call.queued[topic.name] = topic
+        return True
+
+    def _on_transient(
+        self, topic: Topic, exc: BaseException | None, outcome: Outcome, now: float, settle: list[Settlement]
+    ) -> bool:
+        call = topic.call
+        if outcome is Outcome.UNKNOWN:
+            topic.outcome_unknown = True
+        delay_s = self._backoff.delay_s(topic.transient_retries)
+        if call.remaining_s(now) <= delay_s + self._round_trip.expected_s(1):
+            if outcome is Outcome.UNKNOWN:
+                self._finish(topic, unknown_outcome_error(call.kind.operation.name, _reason(exc)), settle)
+            else:
+                self._finish(topic, self._final_error(topic, exc), settle)
+            return False
+        topic.transient_retries += 1
+        topic.not_before = now + delay_s
+        call.queued[topic.name] = topic
+        return True
+
+    def _final_error(self, topic: Topic, exc: BaseException | None) -> BaseException:
+        assert exc is not None
+        error = error_of(exc)
+        operation = topic.call.kind.operation.name
+        if topic.outcome_unknown and error is not None and error.code() == _ALREADY_DONE.get(operation):
+            return after_unknown_attempt(error, operation)
+        return exc
+
+    # -- the next request ------------------------------------------------------------------------
+
+    def _next_request(self, now: float, settle: list[Settlement]) -> _Request | float | None:
+        """A request to send now, or how long to wait, or None: costs must be read from the cluster first."""
+        if not self._calls:
+            return math.inf
+        gate_s = self.tracker.remaining_s()
+        self._note_gate_wait(gate_s > 0, now)
+        if gate_s > 0:
+            # KIP-219: nothing is sent while a throttle lasts. A call that cannot wait fails at once (retry off,
+            # or the throttle outlasts its deadline: Java would sleep through it for nothing).
+            gate_ms = int(gate_s * 1000 + 0.5)
+            for call in list(self._calls.values()):
+                if call.queued and (not call.retry_on_quota_violation or gate_s >= call.remaining_s(now)):
+                    self._refuse(call, gate_ms, now, settle)
+            return gate_s
+        head = self._head(now)
+        if head is None:
+            return self._next_eligible_s(now)
+        kind = head.call.kind
+        topics = list(self._eligible(kind, now))
+        if self._pacer is not None:
+            if any(topic.cost is None for topic in topics):
+                return None
+            pending_cost = sum(topic.cost or 0 for topic in topics)
+            wait_s = self._pacer.wait_s(head.cost or 0, pending_cost, now)
+            if wait_s > 0:
+                for call in list(self._calls.values()):
+                    if call.kind == kind and call.queued and wait_s >= call.remaining_s(now):
+                        self._refuse(call, int(wait_s * 1000 + 0.5), now, settle)
+                return wait_s
+        return self._compose(kind, topics, now, settle)
+
+    def _note_gate_wait(self, waiting: bool, now: float) -> None:
+        """Local back-off time (KIP-219): how long queued work waited for the broker's throttle to end."""
+        if waiting and self._gate_wait is None:
+            head = next(iter(self._calls.values()))
+            self._gate_wait = (head.kind.operation.name, now)
+        elif not waiting and self._gate_wait is not None:
+            operation, since = self._gate_wait
+            self._gate_wait = None
+            self._metrics.record_backoff(operation, now - since)
+
+    def _refuse(self, call: Call, throttle_ms: int, now: float, settle: list[Settlement]) -> None:
+        """Fail a call's queued topics as throttled without sending them (counted as quota violations)."""
+        queued = list(call.queued.values())
+        self._metrics.record_violations(call.kind.operation.name, len(queued))
+        for topic in queued:
+            if not call.retry_on_quota_violation or topic.throttled_at is None:
+                error = ThrottlingQuotaExceededException(throttle_ms, topic.name)
+            else:
+                error = ThrottlingQuotaExceededException(max(throttle_ms, topic.throttle_ms), topic.name)
+            self._finish(topic, error, settle)
+
+    def _head(self, now: float) -> Topic | None:
+        for call in self._calls.values():
+            for topic in call.queued.values():
+                if topic.not_before <= now:
+                    return topic
+        return None
+
+    def _next_eligible_s(self, now: float) -> float:
+        waits = [t.not_before - now for c in self._calls.values() for t in c.queued.values()]
+        return max(0.0, min(waits, default=math.inf))
+
+    def _eligible(self, kind: RequestKind, now: float) -> Iterator[Topic]:
+        count = 0
+        for call in self._calls.values():
+            if call.kind != kind:
+                continue
+            for topic in call.queued.values():
+                if topic.not_before <= now:
+                    yield topic
+                    count += 1
+                    if count >= MAX_TOPICS_PER_REQUEST:
+                        return
+
+    def _compose(
+        self, kind: RequestKind, candidates: list[Topic], now: float, settle: list[Settlement]
+    ) -> _Request | float:
+        budget = self._pacer.batch_budget(now) if self._pacer is not None else math.inf
+        margin_s = max(_MIN_MARGIN_S, self._round_trip.base_s)
+        chosen: list[Topic] = []
+        mutations = 0
+        for topic in candidates:
+            cost = topic.cost or 0
+            if chosen and mutations + cost > budget:
+                break
+            call = topic.call
+            # Send nothing that cannot be answered before its deadline: it would be applied after the caller
+            # was told it failed.
+            if call.remaining_s(now) <= self._round_trip.expected_s(len(chosen) + 1) + margin_s:
+                self._finish(topic, self._gave_up_early(topic, now), settle)
+                continue
+            chosen.append(topic)
+            mutations += cost
+        if not chosen:
+            return 0.0
+        calls = {topic.call.id: topic.call for topic in chosen}.values()
+        remaining_s = min(call.remaining_s(now) for call in calls)
+        request_timeout_s = min(remaining_s, _LIBRDKAFKA_MAX_TIMEOUT_S)
+        caps = [call.request_timeout_s for call in calls if call.request_timeout_s is not None]
+        if caps:
+            request_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(request_timeout_s, *caps))
+        operation_timeout_s = min(remaining_s, request_timeout_s) - margin_s
+        caps = [call.operation_timeout_s for call in calls if call.operation_timeout_s is not None]
+        if caps:
+            operation_timeout_s = min(operation_timeout_s, *caps)
+        operation_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(operation_timeout_s, _LIBRDKAFKA_MAX_TIMEOUT_S))
+        for topic in chosen:
+            del topic.call.queued[topic.name]
+            topic.call.in_flight[topic.name] = topic
+        if self._pacer is not None:
+            self._pacer.charge(mutations, now)
+        kwargs: dict[str, Any] = {"request_timeout": request_timeout_s, "operation_timeout": operation_timeout_s}
+        if kind.operation is not DELETE_TOPICS:
+            kwargs["validate_only"] = kind.validate_only
+        request = _Request(kind, chosen, mutations, now, now + request_timeout_s + _ABANDON_GRACE_S, kwargs)
+        self._request = request
+        return request
+
+    def _gave_up_early(self, topic: Topic, now: float) -> BaseException:
+        if topic.throttled_at is not None or topic.outcome_unknown:
+            return self._gave_up(topic, now)
+        call = topic.call
+        return not_sent_error(
+            call.kind.operation.name,
+            call.timeout_ms,
+            f"less time was left ({max(0.0, call.remaining_s(now)) * 1000:.0f} ms) than a round trip takes",
+        )
+
+    # -- I/O (outside the lock) ------------------------------------------------------------------
+
+    def _send(self, request: _Request) -> None:
+        kwargs = request.kwargs
+        operation = request.kind.operation
+        items = [topic.item for topic in request.topics]
+        self._metrics.record_request(operation.name, len(items), request.mutations)
+        try:
+            inner = self._transport.send(operation.method, items, kwargs)
+        except ClientGone:
+            raise
+        except Exception as exc:  # confluent-kafka refused the call itself: final for every topic, with its reason
+            settle: list[Settlement] = []
+            with self._cv:
+                self._request = None
+                for topic in request.topics:
+                    if topic.call.in_flight.get(topic.name) is topic:
+                        self._finish(topic, refused_error(operation.name, exc), settle)
+            _resolve(settle)
+            return
+        with self._cv:
+            request.inner = inner
+            request.outstanding = len(inner)
+        for future in inner.values():
+            future.add_done_callback(lambda _f: self._on_inner_done(request))
+
+    def _on_inner_done(self, request: _Request) -> None:
+        # Runs on librdkafka's background thread: a brief lock to count and wake, never a wait.
+        with self._cv:
+            request.outstanding -= 1
+            if request.outstanding <= 0:
+                self._wake()
+
+    def _fetch_partition_counts(self) -> None:
+        """Costs of deletes and partition additions need the topics' current partition counts (KIP-599)."""
+        try:
+            counts = self._transport.partition_counts(_METADATA_TIMEOUT_S)
+        except ClientGone:
+            raise
+        except Exception as exc:
+            log.warning("could not read partition counts for pacing (%s); assuming one mutation per topic", exc)
+            counts = {}
+        with self._cv:
+            for call in self._calls.values():
+                operation = call.kind.operation
+                for topic in call.queued.values():
+                    if topic.cost is not None:
+                        continue
+                    current = counts.get(topic.name, 0)
+                    if operation is DELETE_TOPICS:
+                        topic.cost = current
+                    elif operation is CREATE_PARTITIONS:
+                        topic.cost = max(1, topic.item.new_total_count - current) if current else 1
+                    else:
+                        topic.cost = 1
+
+
+def _result(request: _Request, topic: Topic) -> BaseException | None:
+    inner = request.inner.get(topic.name)
+    if inner is None or not inner.done():  # librdkafka never completed it (its slot was abandoned)
+        return KafkaException(KafkaError(KafkaError._TIMED_OUT, "librdkafka did not complete the request"))
+    return inner.exception()
+
+
+def _is_broker_answer(exc: BaseException | None) -> bool:
+    """True when the result came from a broker response (librdkafka's local errors are negative codes)."""
+    error = error_of(exc)
+    return exc is None or (error is not None and error.code() >= 0)
+
+
+def _reason(exc: BaseException | None) -> str:
+    error = error_of(exc)
+    return error.str() if error is not None else "no response"
+
+
+def _resolve(settle: list[Settlement]) -> None:
+    for future, exc in settle:
+        if future.done():  # withdrawn meanwhile
+            continue
+        if exc is None:
+            future.set_result(None)
+        else:
+            future.set_exception(exc)

@@ -1,0 +1,156 @@
+"""The client's constructor settings, checked before librdkafka sees them, and the conf callbacks it owns.
+
+- Every keyword is checked with a message naming the setting (a bad value never surfaces later as a failed call).
+- The client owns ``throttle_cb`` and ``error_cb``: throttle events feed the scheduler's KIP-219 gate and the
+  metrics; authentication errors fail pending work at once. A callback from ``conf`` is still called, after
+  ours, and so is ``stats_cb``; whatever they raise is logged once and contained, because an exception escaping
+  a librdkafka callback surfaces from ``poll()`` and would otherwise stop the client's scheduler.
+- The callbacks reach the scheduler, never the client: librdkafka's handle keeps its callbacks alive, and a
+  path back to the client would be a cycle that keeps librdkafka's threads and sockets alive.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from confluent_kafka import KafkaError
+from opentelemetry.metrics import MeterProvider
+
+from throttled_admin._retry import RetryBackoff
+
+__all__ = ["ClientSettings", "EventSink", "install_callbacks"]
+
+log = logging.getLogger("throttled_admin")
+
+_USER_CALLBACKS = ("throttle_cb", "error_cb", "stats_cb")
+_LIBRDKAFKA_MAX_TIMEOUT_MS = 3_600_000
+
+
+def _positive_int(name: str, value: Any, *, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0 or (maximum is not None and value > maximum):
+        bound = f" and at most {maximum}" if maximum is not None else ""
+        raise ValueError(f"{name} must be a positive int{bound}, got {value!r}")
+    return value
+
+
+def _milliseconds(conf: dict[str, Any], key: str, default: float) -> float:
+    value = conf.get(key, default)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"conf[{key!r}] must be a number of milliseconds, got {value!r}") from None
+    if not math.isfinite(number) or number < 0:
+        raise ValueError(f"conf[{key!r}] must be a non-negative number of milliseconds, got {value!r}")
+    return number
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    retry_on_quota_violation: bool
+    default_api_timeout_ms: int
+    metrics_num_samples: int
+    metrics_sample_window_ms: int
+    backoff: RetryBackoff
+
+    @classmethod
+    def check(
+        cls,
+        conf: Any,
+        *,
+        retry_on_quota_violation: Any,
+        default_api_timeout_ms: Any,
+        meter_provider: Any,
+        metrics_num_samples: Any,
+        metrics_sample_window_ms: Any,
+        mutation_quota: Any,
+    ) -> ClientSettings:
+        from throttled_admin._quota import MutationQuota
+
+        if not isinstance(conf, dict):
+            raise TypeError(f"conf must be a dict of librdkafka settings, got {type(conf).__name__}")
+        if not isinstance(retry_on_quota_violation, bool):
+            raise TypeError(f"retry_on_quota_violation must be a bool, got {retry_on_quota_violation!r}")
+        if meter_provider is not None and not isinstance(meter_provider, MeterProvider):
+            kind = type(meter_provider).__name__
+            raise TypeError(f"meter_provider must be an opentelemetry.metrics.MeterProvider or None, got {kind}")
+        if mutation_quota is not None and not isinstance(mutation_quota, MutationQuota):
+            raise TypeError(f"mutation_quota must be a MutationQuota or None, got {type(mutation_quota).__name__}")
+        for key in _USER_CALLBACKS:
+            if key in conf and conf[key] is not None and not callable(conf[key]):
+                raise TypeError(f"conf[{key!r}] must be callable, got {type(conf[key]).__name__}")
+        backoff = RetryBackoff(
+            initial_ms=_milliseconds(conf, "retry.backoff.ms", 100),
+            max_ms=_milliseconds(conf, "retry.backoff.max.ms", 1000),
+        )
+        return cls(
+            retry_on_quota_violation=retry_on_quota_violation,
+            # A call's deadline may exceed librdkafka's per-request limit: requests are capped, not the call.
+            default_api_timeout_ms=_positive_int("default_api_timeout_ms", default_api_timeout_ms),
+            metrics_num_samples=_positive_int("metrics_num_samples", metrics_num_samples, maximum=1000),
+            metrics_sample_window_ms=_positive_int("metrics_sample_window_ms", metrics_sample_window_ms),
+            backoff=backoff,
+        )
+
+
+class EventSink(Protocol):
+    """Where the client's callbacks deliver: the scheduler (``on_throttle``, ``on_error``)."""
+
+    def on_throttle(self, node_id: int, throttle_s: float) -> None: ...
+
+    def on_error(self, error: KafkaError) -> None: ...
+
+
+class _Contained:
+    """Calls a user's callback; logs the first failure of each and never lets one escape into librdkafka."""
+
+    def __init__(self, name: str, callback: Callable[..., Any]) -> None:
+        self._name = name
+        self._callback = callback
+        self._failed = False
+
+    def __call__(self, *args: Any) -> None:
+        try:
+            self._callback(*args)
+        except Exception:
+            if not self._failed:
+                self._failed = True
+                log.exception("the %s from conf raised; it is contained (later failures are not logged)", self._name)
+
+
+def install_callbacks(conf: dict[str, Any], sink: Callable[[], EventSink | None]) -> dict[str, Any]:
+    """A copy of ``conf`` whose callbacks feed ``sink()`` (None until the scheduler exists) and then the user's own."""
+    conf = dict(conf)
+    user = {key: _Contained(key, conf.pop(key)) for key in _USER_CALLBACKS if conf.get(key) is not None}
+    for key in _USER_CALLBACKS:
+        conf.pop(key, None)
+    user_throttle, user_error = user.get("throttle_cb"), user.get("error_cb")
+
+    def throttle_cb(event: Any) -> None:
+        target = sink()
+        if target is not None:
+            try:
+                target.on_throttle(int(event.broker_id), float(event.throttle_time))
+            except Exception:
+                log.exception("recording a throttle event failed")
+        if user_throttle is not None:
+            user_throttle(event)
+
+    def error_cb(error: KafkaError) -> None:
+        target = sink()
+        if target is not None:
+            try:
+                target.on_error(error)
+            except Exception:
+                log.exception("handling a librdkafka error event failed")
+        if user_error is not None:
+            user_error(error)
+
+    conf["throttle_cb"] = throttle_cb
+    conf["error_cb"] = error_cb
+    if "stats_cb" in user:
+        conf["stats_cb"] = user["stats_cb"]
+    return conf

@@ -1,0 +1,82 @@
+"""What the scheduler schedules: calls, and the topics of each call with their per-topic state.
+
+A call is the caller's unit (one deadline, one retry setting, one future per topic); a topic is the unit the
+scheduler sends, retries and settles. Topics of different calls with the same ``RequestKind`` can share a
+request (coalescing). Everything here is guarded by the scheduler's lock.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from throttled_admin._futures import TopicFuture
+
+__all__ = ["CREATE_PARTITIONS", "CREATE_TOPICS", "DELETE_TOPICS", "Call", "Operation", "RequestKind", "Topic"]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One kind of topic mutation: its Kafka API name, how confluent-kafka sends it, and what it costs."""
+
+    name: str  # the Kafka API name, also messaging.operation.name
+    method: str  # confluent-kafka's AdminClient method
+    topic_of: Callable[[Any], str]
+    # KIP-599 cost when it is known from the input alone (create: the partitions); None: ask the cluster
+    known_cost: Callable[[Any], int | None]
+
+
+CREATE_TOPICS = Operation(
+    "CreateTopics", "create_topics", lambda t: t.topic, lambda t: t.num_partitions if t.num_partitions > 0 else 1
+)
+DELETE_TOPICS = Operation("DeleteTopics", "delete_topics", lambda t: t, lambda t: None)
+CREATE_PARTITIONS = Operation("CreatePartitions", "create_partitions", lambda p: p.topic, lambda p: None)
+
+
+@dataclass(frozen=True)
+class RequestKind:
+    """Topics of one kind can travel in one request."""
+
+    operation: Operation
+    validate_only: bool
+
+
+_call_ids = itertools.count(1)
+
+
+@dataclass(eq=False)
+class Call:
+    kind: RequestKind
+    deadline: float  # monotonic seconds
+    timeout_ms: int
+    retry_on_quota_violation: bool
+    request_timeout_s: float | None  # the caller's own caps, if any
+    operation_timeout_s: float | None
+    started_at: float = field(default_factory=time.monotonic)
+    id: int = field(default_factory=lambda: next(_call_ids))
+    queued: dict[str, Topic] = field(default_factory=dict)  # waiting to be sent, in order
+    in_flight: dict[str, Topic] = field(default_factory=dict)
+    unsettled: int = 0
+    error_type: str | None = None  # the first failure's type, for the call's duration metric
+
+    def remaining_s(self, now: float) -> float:
+        return self.deadline - now
+
+
+@dataclass(eq=False)
+class Topic:
+    name: str
+    item: Any  # the snapshot sent to confluent-kafka: NewTopic, NewPartitions or the name
+    call: Call
+    future: TopicFuture
+    cost: int | None  # KIP-599 mutations; None until known
+    attempts: int = 0
+    throttled_at: float | None = None  # when error 89 (or the local gate) last refused it
+    throttle_ms: int = 0  # the throttle it was refused with
+    quota_retries: int = 0  # error 89 with no throttle: exponential back-off counter
+    transient_retries: int = 0
+    outcome_unknown: bool = False  # an earlier attempt may have been applied (response lost)
+    not_before: float = 0.0  # back-off: not sent before this monotonic time
