@@ -7,7 +7,6 @@ import logging
 import pickle
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import Future
 from typing import Any
 
@@ -32,7 +31,7 @@ SECRET = "s3cr3t-pa55word"
 
 
 @pytest.fixture
-def fake(mocker: MockerFixture) -> Iterator[None]:
+def fake(mocker: MockerFixture) -> None:
     """The client as it is, with the scheduler's transport replaced by a scripted FakeAdmin that serves the
     client's own conf callbacks (throttle_cb and error_cb as ``install_callbacks`` made them)."""
     FakeAdmin.instances.clear()
@@ -44,8 +43,7 @@ def fake(mocker: MockerFixture) -> Iterator[None]:
         return confs[-1]
 
     mocker.patch("throttled_admin._client.install_callbacks", capture)
-    mocker.patch("throttled_admin._client._Transport", lambda client: FakeAdmin(confs[-1]))
-    yield
+    mocker.patch("throttled_admin._client._Transport", side_effect=lambda client: FakeAdmin(confs[-1]))
 
 
 def make_client(**kwargs: Any) -> tuple[ThrottledAdminClient, FakeAdmin]:
