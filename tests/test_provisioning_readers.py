@@ -1,0 +1,181 @@
+"""Plan and profiles readers: the three file shapes agree, and every malformed file is rejected with the
+file, the row and the field named."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from throttled_admin.provisioning import PlanError, PlanRow, Profile, read_plan, read_profiles
+
+ROWS = [
+    {
+        "cluster": "east",
+        "action": "ensure",
+        "topic": "orders",
+        "partitions": 6,
+        "replication_factor": 1,
+        "configs": {"retention.ms": "86400000", "cleanup.policy": "compact"},
+    },
+    {"cluster": "east", "action": "grow", "topic": "payments", "partitions": 12},
+    {"cluster": "west", "action": "delete", "topic": "old.events"},
+]
+CSV = (
+    "cluster,action,topic,partitions,replication_factor,configs\n"
+    "east,ensure,orders,6,1,retention.ms=86400000;cleanup.policy=compact\n"
+    "east,grow,payments,12,,\n"
+    "west,delete,old.events,,,\n"
+)
+YAML = """
+- cluster: east
+  action: ensure
+  topic: orders
+  partitions: 6
+  replication_factor: 1
+  configs: {retention.ms: 86400000, cleanup.policy: compact}
+- {cluster: east, action: grow, topic: payments, partitions: 12}
+- {cluster: west, action: delete, topic: old.events}
+"""
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def essentials(rows: list[PlanRow]) -> list[tuple[object, ...]]:
+    return [(r.cluster, r.action, r.topic, r.partitions, r.replication_factor, r.configs) for r in rows]
+
+
+def test_json_yaml_and_csv_plans_read_the_same(tmp_path: Path) -> None:
+    from_json = read_plan(write(tmp_path, "plan.json", json.dumps(ROWS)))
+    from_yaml = read_plan(write(tmp_path, "plan.yaml", YAML))
+    from_csv = read_plan(write(tmp_path, "plan.csv", CSV))
+    assert essentials(from_json) == essentials(from_yaml) == essentials(from_csv)
+    assert from_json[0] == PlanRow(
+        "east", "ensure", "orders", 6, 1, {"retention.ms": "86400000", "cleanup.policy": "compact"}, "plan.json#1"
+    )
+    assert [r.source for r in from_csv] == ["plan.csv:2", "plan.csv:3", "plan.csv:4"]
+    assert [r.source for r in from_yaml] == ["plan.yaml#1", "plan.yaml#2", "plan.yaml#3"]
+
+
+def test_yaml_scalars_become_kafka_config_strings(tmp_path: Path) -> None:
+    rows = read_plan(
+        write(
+            tmp_path,
+            "p.yml",
+            "- {cluster: a, action: create, topic: t, configs: {preallocate: false, "
+            "min.cleanable.dirty.ratio: 0.25, retention.bytes: -1}}\n",
+        )
+    )
+    assert rows[0].configs == {"preallocate": "false", "min.cleanable.dirty.ratio": "0.25", "retention.bytes": "-1"}
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        (
+            "p.json",
+            json.dumps([ROWS[0], {"cluster": "east", "action": "ensure"}]),
+            "p.json: row 2: field 'topic': missing",
+        ),
+        ("p.json", json.dumps([{**ROWS[1], "partitions": "twelve"}]), "row 1: field 'partitions': must be an integer"),
+        ("p.json", json.dumps([{**ROWS[1], "partitions": True}]), "row 1: field 'partitions': must be an integer"),
+        ("p.json", json.dumps([{**ROWS[1], "partitions": 0}]), "row 1: field 'partitions': must be an integer >= 1"),
+        ("p.json", json.dumps([{**ROWS[0], "replication_factor": -1}]), "row 1: field 'replication_factor'"),
+        ("p.json", json.dumps([{**ROWS[0], "partiton": 3}]), "row 1: field 'partiton': unknown field"),
+        ("p.json", json.dumps([{**ROWS[0], "action": "upsert"}]), "row 1: field 'action': must be one of ensure"),
+        ("p.json", json.dumps([{**ROWS[0], "topic": "bad name"}]), "row 1: field 'topic': Topic name \"bad name\" is"),
+        ("p.json", json.dumps([{**ROWS[0], "configs": ["a=b"]}]), "row 1: field 'configs': must be a map"),
+        ("p.json", json.dumps([{**ROWS[0], "configs": {"a": None}}]), "row 1: field 'configs': 'a'"),
+        ("p.json", json.dumps([{**ROWS[2], "configs": {"a": "b"}}]), "row 1: field 'configs': only ensure and create"),
+        ("p.json", json.dumps([{"cluster": "e", "action": "grow", "topic": "t"}]), "row 1: field 'partitions': a grow"),
+        (
+            "p.json",
+            json.dumps([ROWS[0], ROWS[1], ROWS[0]]),
+            "p.json#3: field 'topic': 'orders' on cluster 'east' is already planned by p.json#1",
+        ),
+        ("p.json", json.dumps({"rows": ROWS}), "p.json: a plan is a list of rows, got dict"),
+        ("p.json", json.dumps([ROWS[0], "orders"]), "p.json: row 2: expected an object"),
+        ("p.json", "[{", "p.json: not valid JSON"),
+        ("p.yaml", "- {cluster: east, action: ensure, topic: [a]}\n", "p.yaml: row 1: field 'topic': must be a string"),
+        ("p.yaml", "- cluster: [\n", "p.yaml: not valid YAML"),
+        ("p.yaml", "", "p.yaml: a plan is a list of rows, got NoneType"),
+        ("p.csv", CSV + "east,ensure,x,1,1,retention.ms\n", "p.csv: line 5: field 'configs': expected k=v;k=v"),
+        ("p.csv", CSV + "east,ensure,x,six,,\n", "p.csv: line 5: field 'partitions': must be an integer"),
+        ("p.csv", CSV + "east,ensure,x,-2,,\n", "p.csv: line 5: field 'partitions': must be an integer >= 1"),
+        ("p.csv", CSV + "east,ensure,x,1\n", "p.csv: line 5: fewer cells than the header's 6 columns"),
+        ("p.csv", CSV + "east,ensure,x,1,1,,extra\n", "p.csv: line 5: more cells than the header's 6 columns"),
+        ("p.csv", CSV + ",ensure,x,1,1,\n", "p.csv: line 5: field 'cluster': missing"),
+        ("p.csv", "cluster,action,partitions\n", "p.csv: line 1: header lacks the column 'topic'"),
+        ("p.csv", "cluster,action,topic,colour\ne,ensure,t,red\n", "p.csv: line 2: field 'colour': unknown field"),
+        ("p.toml", "", "unsupported file type '.toml'"),
+    ],
+)
+def test_malformed_plans_name_file_row_and_field(tmp_path: Path, name: str, text: str, expected: str) -> None:
+    path = write(tmp_path, name, text)
+    with pytest.raises(PlanError) as info:
+        read_plan(path)
+    assert expected in str(info.value)
+    assert str(path.parent) in str(info.value) or name.endswith(".toml")
+
+
+def test_missing_plan_file_is_a_plan_error(tmp_path: Path) -> None:
+    with pytest.raises(PlanError, match="cannot read"):
+        read_plan(tmp_path / "absent.yaml")
+
+
+PROFILES = {
+    "east": {"bootstrap.servers": "127.0.0.1:9092", "mutation_rate": 5, "request_timeout_s": 10},
+    "tenant-a": {
+        "bootstrap.servers": "127.0.0.1:9093",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": "PLAIN",
+        "sasl.username": "alice",
+        "sasl.password": "hunter2-secret-value",
+        "socket.timeout.ms": 10000,
+    },
+}
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_profiles_read_and_never_show_secrets(tmp_path: Path, suffix: str) -> None:
+    text = json.dumps(PROFILES)  # JSON is YAML too
+    profiles = read_profiles(write(tmp_path, f"profiles{suffix}", text))
+    assert profiles["east"] == Profile("east", {"bootstrap.servers": "127.0.0.1:9092"}, 5.0, 10.0)
+    tenant = profiles["tenant-a"]
+    assert tenant.mutation_rate is None
+    assert tenant.conf["socket.timeout.ms"] == "10000"
+    assert tenant.conf["sasl.password"] == "hunter2-secret-value"
+    assert tenant.group_key == ("127.0.0.1:9093", "alice")
+    for shown in (repr(tenant), str(tenant), repr(profiles), f"{tenant}"):
+        assert "hunter2" not in shown
+    assert "sasl.password" in repr(tenant)
+
+
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        ({"east": {"mutation_rate": 5}}, "profile 'east': field 'bootstrap.servers': missing"),
+        ({"east": {"bootstrap.servers": "h:1", "mutation_rate": -1}}, "field 'mutation_rate': must be a number > 0"),
+        ({"east": {"bootstrap.servers": "h:1", "mutation_rate": "fast"}}, "field 'mutation_rate'"),
+        ({"east": {"bootstrap.servers": "h:1", "request_timeout_s": 0}}, "field 'request_timeout_s'"),
+        ({"east": "h:1"}, "profile 'east': expected a map"),
+        ([], "profiles are a non-empty map"),
+        (
+            {"east": {"bootstrap.servers": "h:1", "sasl.password": ["hunter2-secret-value"]}},
+            "field 'sasl.password': must be a string",
+        ),
+    ],
+)
+def test_malformed_profiles_are_rejected_without_echoing_values(
+    tmp_path: Path, document: object, expected: str
+) -> None:
+    path = write(tmp_path, "profiles.json", json.dumps(document))
+    with pytest.raises(PlanError) as info:
+        read_profiles(path)
+    assert expected in str(info.value)
+    assert "hunter2" not in str(info.value)

@@ -1,0 +1,79 @@
+"""A whole plan: rows grouped by quota entity (cluster, principal), every group concurrently in its own
+thread, one result per row in plan order."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from throttled_admin.provisioning._executor import execute
+from throttled_admin.provisioning._plan import PlanError, PlanRow
+from throttled_admin.provisioning._profile import Profile
+from throttled_admin.provisioning._progress import Progress, ProgressCallback
+from throttled_admin.provisioning._results import RowResult
+
+__all__ = ["apply_plan", "group_rows"]
+
+
+def group_rows(
+    rows: Sequence[PlanRow], profiles: Mapping[str, Profile]
+) -> dict[tuple[str, str], tuple[Profile, list[int]]]:
+    """(bootstrap.servers, principal) -> (the profile that runs it, indexes of its rows). Profiles that
+    name the same entity share one group: two clients would each believe they own the whole quota.
+    Raises ``PlanError`` for a row naming no profile, before anything is sent."""
+    unknown = sorted({row.cluster for row in rows if row.cluster not in profiles}, key=str)
+    if unknown:
+        index = next(i for i, row in enumerate(rows) if row.cluster == unknown[0])
+        raise PlanError(
+            f"{rows[index].where(index)}: field 'cluster': no profile named {unknown[0]!r} "
+            f"(profiles: {', '.join(sorted(profiles)) or 'none'})"
+        )
+    groups: dict[tuple[str, str], tuple[Profile, list[int]]] = {}
+    for index, row in enumerate(rows):
+        profile = profiles[row.cluster]
+        groups.setdefault(profile.group_key, (profile, []))[1].append(index)
+    return groups
+
+
+def apply_plan(
+    rows: Sequence[PlanRow],
+    profiles: Mapping[str, Profile],
+    *,
+    allow_delete: bool = False,
+    dry_run: bool = False,
+    progress: ProgressCallback | None = None,
+) -> list[RowResult]:
+    """Run every group concurrently (the work is I/O: waiting on brokers and quotas) and return one
+    result per row, in plan order. ``progress`` is called from the groups' threads, one call at a time."""
+    # Rows built in code carry no source: name them by their place in the whole plan, not in their group.
+    rows = [row if row.source else dataclasses.replace(row, source=f"row {i + 1}") for i, row in enumerate(rows)]
+    groups = group_rows(rows, profiles)
+    lock = threading.Lock()
+
+    def serialized(update: Progress) -> None:
+        assert progress is not None
+        with lock:
+            progress(update)
+
+    callback = serialized if progress is not None else None
+    results: list[RowResult | None] = [None] * len(rows)
+    if not groups:
+        return []
+    with ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="provision") as pool:
+        futures = {
+            pool.submit(
+                execute,
+                [rows[i] for i in indexes],
+                profile,
+                allow_delete=allow_delete,
+                dry_run=dry_run,
+                progress=callback,
+            ): indexes
+            for profile, indexes in groups.values()
+        }
+        for future, indexes in futures.items():
+            for index, result in zip(indexes, future.result(), strict=True):
+                results[index] = result
+    return [r for r in results if r is not None]

@@ -1,0 +1,111 @@
+"""What one row needs, given what the cluster has: a pure function, so every rule is in one place and
+testable without a broker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from throttled_admin.provisioning._plan import PlanRow
+
+__all__ = ["Change", "TopicState", "decide"]
+
+
+@dataclass(frozen=True)
+class TopicState:
+    """A topic as the cluster reports it; ``configs`` None when they were not read (or could not be)."""
+
+    partitions: int
+    replication_factor: int
+    configs: dict[str, str] | None = None
+
+
+@dataclass
+class Change:
+    """``kind``: create, grow, delete, reconfigure, none (nothing to do) or fail (``reason`` says why).
+    An ``ensure`` row can grow and reconfigure at once: ``kind`` is then grow and ``alter`` is set."""
+
+    row: PlanRow
+    kind: str
+    mutations: int = 0
+    alter: dict[str, str] = field(default_factory=dict)
+    from_partitions: int = 0
+    reason: str | None = None
+
+    @property
+    def detail(self) -> str:
+        if self.kind == "fail":
+            return self.reason or "failed"
+        parts: list[str] = []
+        row = self.row
+        if self.kind == "create":
+            partitions = row.partitions if row.partitions is not None else "the broker's default"
+            rf = row.replication_factor if row.replication_factor is not None else "the broker's default"
+            parts.append(f"create with {partitions} partitions, replication factor {rf}")
+        elif self.kind == "grow":
+            parts.append(f"grow from {self.from_partitions} to {row.partitions} partitions")
+        elif self.kind == "delete":
+            parts.append(f"delete ({self.from_partitions} partitions)")
+        if self.alter:
+            parts.append("set " + ", ".join(f"{k}={v}" for k, v in sorted(self.alter.items())))
+        return "; ".join(parts) or "already as planned"
+
+
+def _differing(planned: dict[str, str] | None, current: dict[str, str] | None) -> dict[str, str]:
+    if not planned:
+        return {}
+    if current is None:  # unknown: setting a value to what it already is is harmless
+        return dict(planned)
+    return {k: v for k, v in planned.items() if current.get(k) != v}
+
+
+def decide(row: PlanRow, topic: TopicState | None, *, allow_delete: bool) -> Change:
+    """The change ``row`` needs when the cluster has ``topic`` (None: it does not exist).
+
+    Kafka cannot remove partitions or change a replication factor through these APIs, so a plan asking
+    for either fails with that reason instead of being silently ignored."""
+    action = row.action
+    if action == "delete":
+        if topic is None:
+            return Change(row, "none")  # already gone: a rerun converges
+        if not allow_delete:
+            return Change(row, "fail", reason="refused: pass allow_delete=True to delete topics")
+        return Change(row, "delete", mutations=topic.partitions, from_partitions=topic.partitions)
+    if topic is None:
+        if action == "grow":
+            return Change(row, "fail", reason=f"cannot grow {row.topic!r}: the topic does not exist")
+        # KRaft charges the resolved partition count; the broker default (num.partitions) is 1 unless set.
+        return Change(row, "create", mutations=row.partitions or 1)
+    if row.replication_factor is not None and row.replication_factor != topic.replication_factor:
+        return Change(
+            row,
+            "fail",
+            reason=(
+                f"the topic has replication factor {topic.replication_factor}, the plan says "
+                f"{row.replication_factor}: Kafka changes a replication factor only by reassigning partitions"
+            ),
+        )
+    if row.partitions is not None and row.partitions < topic.partitions:
+        return Change(
+            row,
+            "fail",
+            reason=(
+                f"the topic has {topic.partitions} partitions, the plan says {row.partitions}: "
+                "Kafka cannot remove partitions from a topic"
+            ),
+        )
+    grow = row.partitions is not None and row.partitions > topic.partitions
+    alter = _differing(row.configs, topic.configs)
+    if action == "create" and (grow or alter):
+        return Change(
+            row,
+            "fail",
+            reason=f"the topic already exists and differs from the plan ({topic.partitions} partitions); "
+            "use action ensure to change it",
+        )
+    if grow:
+        assert row.partitions is not None
+        added = row.partitions - topic.partitions
+        return Change(row, "grow", mutations=added, alter=alter, from_partitions=topic.partitions)
+    if alter:
+        return Change(row, "reconfigure", alter=alter)
+    return Change(row, "none")

@@ -1,0 +1,475 @@
+"""Apply one group's rows (one cluster, one principal: one quota entity) with one ThrottledAdminClient
+paced to the entity's quota. Never raises for a row: every row ends with a result."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+
+# The public names live in confluent_kafka.admin, which re-exports them without __all__ (mypy --strict).
+from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
+from confluent_kafka.admin._resource import ResourceType
+
+from throttled_admin import MutationQuota, NewPartitions, NewTopic, ThrottledAdminClient
+from throttled_admin._topic_names import collision_key
+from throttled_admin.provisioning._decide import Change, TopicState, decide
+from throttled_admin.provisioning._plan import PlanRow, row_problem
+from throttled_admin.provisioning._profile import Profile, redact
+from throttled_admin.provisioning._progress import Progress, ProgressCallback
+from throttled_admin.provisioning._results import RowResult
+
+__all__ = ["BURST_WINDOWS", "execute", "predicted_seconds"]
+
+log = logging.getLogger("throttled_admin.provisioning")
+
+#: Kafka's burst: controller.quota.window.num (11) one-second windows of the rate.
+BURST_WINDOWS = 11
+#: A create is sent at most this many times; between attempts the cluster is read to see what happened.
+MAX_CREATE_ATTEMPTS = 3
+_UNKNOWN_CODES = (KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError.REQUEST_TIMED_OUT)
+
+
+def predicted_seconds(mutations: int, rate: float | None, burst: float | None = None) -> float | None:
+    """When the last of ``mutations`` is admitted by a full KIP-599 bucket: T = max(0, M - B) / R."""
+    if rate is None or rate <= 0:
+        return None
+    burst = BURST_WINDOWS * rate if burst is None else burst
+    return max(0.0, mutations - burst) / rate
+
+
+def _error(exc: BaseException | None) -> tuple[int | None, str]:
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        return int(exc.args[0].code()), str(exc.args[0].str())
+    return None, f"{type(exc).__name__}: {exc}"
+
+
+def _metric(metrics: dict[str, float], name: str) -> float:
+    value = metrics.get(name, 0.0)
+    return 0.0 if value is None or math.isnan(value) else float(value)
+
+
+@dataclass
+class _Run:
+    """One row on its way: the change it needs and what has happened so far."""
+
+    index: int
+    change: Change
+    started_at: float = 0.0
+    backoff_at_start_ms: float = 0.0
+    attempts: int = 0
+    pending: int = 0
+    error: tuple[int | None, str] | None = None
+    verify: bool = False  # the create's outcome is unknown: read the cluster before deciding
+    existed: bool = False  # TOPIC_ALREADY_EXISTS with no earlier attempt of ours
+    notes: list[str] = field(default_factory=list)
+
+
+class _Group:
+    """The state of one execute() call, so the steps below stay small."""
+
+    def __init__(self, rows: Sequence[PlanRow], profile: Profile, progress: ProgressCallback | None) -> None:
+        self.rows = rows
+        self.profile = profile
+        self.secrets = profile.secrets()
+        self.progress = progress
+        self.results: dict[int, RowResult] = {}
+        self.started = time.time()
+        self.mutations_done = 0
+
+    def finish(self, index: int, status: str, **fields: Any) -> None:
+        row = self.rows[index]
+        message = fields.pop("error_message", None)
+        self.results[index] = RowResult(
+            cluster=row.cluster,
+            topic=str(row.topic),
+            action=str(row.action),
+            status=status,
+            error_message=None if message is None else redact(message, self.secrets),
+            **fields,
+        )
+
+    def fail_all(self, message: str) -> None:
+        now = time.time()
+        for index in range(len(self.rows)):
+            if index not in self.results:
+                self.finish(index, "failed", error_message=message, started_at=now, finished_at=now)
+
+    def report(self, admin: ThrottledAdminClient | None) -> None:
+        if self.progress is None:
+            return
+        metrics = admin.metrics() if admin is not None else {}
+        rate = metrics.get("mutation-rate")
+        quota = self.profile.mutation_rate if rate is None or math.isnan(rate) else float(rate)
+        elapsed = max(time.time() - self.started, 1e-6)
+        self.progress(
+            Progress(
+                cluster=self.profile.name,
+                rows_done=len(self.results),
+                rows_total=len(self.rows),
+                mutations_admitted=self.mutations_done,
+                mutations_per_s=self.mutations_done / elapsed,
+                quota_rate=quota,
+                throttle_time_ms=int(_metric(metrics, "throttle-time-max")),
+            )
+        )
+
+
+def _read_topics(admin: ThrottledAdminClient, timeout_s: float) -> dict[str, TopicState]:
+    metadata = admin.list_topics(timeout=timeout_s)
+    topics: dict[str, TopicState] = {}
+    for name, topic in metadata.topics.items():
+        partitions = topic.partitions
+        replicas = len(partitions[min(partitions)].replicas) if partitions else 0
+        topics[name] = TopicState(len(partitions), replicas)
+    return topics
+
+
+def _read_configs(admin: ThrottledAdminClient, names: Iterable[str], timeout_s: float) -> dict[str, dict[str, str]]:
+    resources = [ConfigResource(ResourceType.TOPIC, name) for name in sorted(set(names))]
+    if not resources:
+        return {}
+    configs: dict[str, dict[str, str]] = {}
+    for resource, future in admin.describe_configs(resources, request_timeout=timeout_s).items():
+        try:
+            entries = future.result()
+        except KafkaException as exc:  # unknown: the alter then sets every planned value
+            log.debug("describe_configs %s failed: %s", resource.name, _error(exc)[1])
+            continue
+        configs[resource.name] = {name: entry.value for name, entry in entries.items() if entry.value is not None}
+    return configs
+
+
+def _new_client(profile: Profile) -> ThrottledAdminClient:
+    # One client per quota entity, paced to the profile's rate (learned from throttles when None).
+    return ThrottledAdminClient(dict(profile.conf), mutation_quota=MutationQuota(rate=profile.mutation_rate))
+
+
+def execute(
+    rows: Sequence[PlanRow],
+    profile: Profile,
+    *,
+    allow_delete: bool = False,
+    dry_run: bool = False,
+    progress: ProgressCallback | None = None,
+) -> list[RowResult]:
+    """Apply ``rows`` (one group: they all use ``profile``) and return one result per row, in order.
+
+    Reads the cluster's topics (and the configs of topics whose rows set configs), decides per row, then
+    sends creates, grows, deletes and config changes through one client paced with ``MutationQuota``.
+    A create whose outcome is unknown is checked by reading the cluster again (and re-sent only if the
+    topic is missing). ``dry_run``: nothing is changed; rows that need a change are ``planned`` with
+    ``detail`` and ``predicted_s``."""
+    group = _Group(list(rows), profile, progress)
+    log.debug("group %s: %d rows (dry_run=%s, allow_delete=%s)", profile.name, len(group.rows), dry_run, allow_delete)
+    candidates = _check_rows(group)
+    if candidates:
+        try:
+            admin = _new_client(profile)
+        except Exception as exc:  # e.g. an invalid librdkafka setting: every row learns why
+            group.fail_all(f"cannot create the admin client: {_error(exc)[1]}")
+        else:
+            with admin:
+                _run_group(group, admin, candidates, allow_delete=allow_delete, dry_run=dry_run)
+    group.report(None)
+    log.debug("group %s: done", profile.name)
+    return [group.results[i] for i in range(len(group.rows))]
+
+
+def _check_rows(group: _Group) -> list[int]:
+    """Rows that can be applied; the rest fail now, before anything is sent."""
+    candidates: list[int] = []
+    seen: dict[str, int] = {}
+    keys: dict[str, str] = {}
+    now = time.time()
+    for index, row in enumerate(group.rows):
+        problem = row_problem(row)
+        if problem is None and row.topic in seen:
+            first = seen[row.topic]
+            problem = ("topic", f"{row.topic!r} is already planned by {group.rows[first].where(first)}")
+        if problem is None and keys.get(collision_key(row.topic), row.topic) != row.topic:
+            other = keys[collision_key(row.topic)]
+            problem = ("topic", f"{row.topic!r} collides with {other!r} ('.' and '_' are the same to Kafka)")
+        if problem is not None:
+            field_name, message = problem
+            group.finish(
+                index,
+                "failed",
+                error_message=f"{row.where(index)}: field {field_name!r}: {message}",
+                started_at=now,
+                finished_at=now,
+            )
+            continue
+        seen[row.topic] = index
+        keys.setdefault(collision_key(row.topic), row.topic)
+        candidates.append(index)
+    return candidates
+
+
+def _run_group(
+    group: _Group, admin: ThrottledAdminClient, candidates: list[int], *, allow_delete: bool, dry_run: bool
+) -> None:
+    timeout_s = group.profile.request_timeout_s
+    try:
+        topics = _read_topics(admin, timeout_s)
+        wanted = [group.rows[i].topic for i in candidates if group.rows[i].configs and group.rows[i].topic in topics]
+        configs = _read_configs(admin, wanted, timeout_s)
+    except Exception as exc:
+        group.fail_all(f"cannot read the cluster's topics: {_error(exc)[1]}")
+        return
+    existing_keys = {collision_key(name): name for name in topics}
+    runs: list[_Run] = []
+    for index in candidates:
+        row = group.rows[index]
+        state = topics.get(row.topic)
+        if state is not None and row.topic in configs:
+            state = TopicState(state.partitions, state.replication_factor, configs[row.topic])
+        change = decide(row, state, allow_delete=allow_delete)
+        other = existing_keys.get(collision_key(row.topic))
+        if change.kind == "create" and other is not None and other != row.topic:
+            change = Change(row, "fail", reason=f"{row.topic!r} collides with the existing topic {other!r}")
+        runs.append(_Run(index, change))
+    # Creates first, then grows, then deletes: the order the plan's new topics become usable.
+    order = {"create": 0, "grow": 1, "reconfigure": 2, "delete": 3}
+    runs.sort(key=lambda r: (order.get(r.change.kind, 9), r.index))
+    if dry_run:
+        _plan_only(group, runs)
+        return
+    now = time.time()
+    for run in runs:
+        if run.change.kind in ("none", "fail"):
+            status = "unchanged" if run.change.kind == "none" else "failed"
+            message = run.change.reason if run.change.kind == "fail" else None
+            group.finish(
+                run.index, status, error_message=message, started_at=now, finished_at=now, detail=run.change.detail
+            )
+    _apply(group, admin, [r for r in runs if r.change.kind not in ("none", "fail")])
+
+
+def _plan_only(group: _Group, runs: list[_Run]) -> None:
+    rate = group.profile.mutation_rate
+    total = 0
+    now = time.time()
+    for run in runs:
+        change = run.change
+        if change.kind in ("none", "fail"):
+            status = "unchanged" if change.kind == "none" else "failed"
+            group.finish(
+                run.index, status, error_message=change.reason, started_at=now, finished_at=now, detail=change.detail
+            )
+            continue
+        total += change.mutations
+        predicted = predicted_seconds(total, rate)
+        detail = change.detail if predicted is not None else f"{change.detail} (quota rate unknown: no prediction)"
+        group.finish(
+            run.index,
+            "planned",
+            started_at=now,
+            finished_at=now,
+            mutations=change.mutations,
+            detail=detail,
+            predicted_s=predicted,
+        )
+    log.debug(
+        "group %s: dry run, %d mutations, predicted %s s", group.profile.name, total, predicted_seconds(total, rate)
+    )
+
+
+def _deadline_ms(group: _Group, mutations: int) -> int:
+    """One deadline for the group's calls: twice the quota-bound time plus a minute, or an hour when the
+    rate is still to be learned (the call fails at the deadline and a rerun continues)."""
+    predicted = predicted_seconds(mutations, group.profile.mutation_rate)
+    return 3_600_000 if predicted is None else int((2 * predicted + 60) * 1000)
+
+
+def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None:
+    timeout_ms = _deadline_ms(group, sum(r.change.mutations for r in runs))
+    request_timeout = group.profile.request_timeout_s
+    futures: dict[Future[Any], tuple[_Run, str]] = {}
+
+    def start(run: _Run) -> None:
+        run.started_at = run.started_at or time.time()
+        run.backoff_at_start_ms = _metric(admin.metrics(), "backoff-time-ms-total")
+        run.attempts += 1
+        run.pending += 1
+
+    def submit(kind: str, batch: list[_Run], call: Any, items: list[Any], **kwargs: Any) -> None:
+        if not batch:
+            return
+        for run in batch:
+            start(run)
+        try:
+            result = call(items, **kwargs)
+        except Exception as exc:  # the client's own input check: no request was sent
+            for run in batch:
+                run.pending -= 1
+                run.error = _error(exc)
+            return
+        by_name = {_name(key): value for key, value in result.items()}
+        for run in batch:
+            futures[by_name[group.rows[run.index].topic]] = (run, kind)
+
+    creates = [r for r in runs if r.change.kind == "create"]
+    submit(
+        "create",
+        creates,
+        admin.create_topics,
+        [_new_topic(group.rows[r.index]) for r in creates],
+        request_timeout=request_timeout,
+        timeout_ms=timeout_ms,
+    )
+    grows = [r for r in runs if r.change.kind == "grow"]
+    submit(
+        "grow",
+        grows,
+        admin.create_partitions,
+        [NewPartitions(group.rows[r.index].topic, group.rows[r.index].partitions or 0) for r in grows],
+        request_timeout=request_timeout,
+        timeout_ms=timeout_ms,
+    )
+    alters = [r for r in runs if r.change.alter]
+    submit(
+        "alter",
+        alters,
+        admin.incremental_alter_configs,
+        [_alter_resource(group.rows[r.index].topic, r.change.alter) for r in alters],
+        request_timeout=request_timeout,
+    )
+    deletes = [r for r in runs if r.change.kind == "delete"]
+    submit(
+        "delete",
+        deletes,
+        admin.delete_topics,
+        [group.rows[r.index].topic for r in deletes],
+        request_timeout=request_timeout,
+        timeout_ms=timeout_ms,
+    )
+
+    while True:
+        _drain(group, admin, futures)
+        retry = _verify_unknown(group, admin, [r for r in creates if r.verify])
+        if not retry:
+            break
+        submit(
+            "create",
+            retry,
+            admin.create_topics,
+            [_new_topic(group.rows[r.index]) for r in retry],
+            request_timeout=request_timeout,
+            timeout_ms=timeout_ms,
+        )
+    for run in runs:
+        if run.index not in group.results:
+            _settle(group, admin, run)
+
+
+def _name(key: Any) -> str:
+    # create/delete/create_partitions key futures by topic name, incremental_alter_configs by ConfigResource.
+    return key.name if isinstance(key, ConfigResource) else str(key)
+
+
+def _new_topic(row: PlanRow) -> NewTopic:
+    return NewTopic(
+        row.topic,
+        num_partitions=row.partitions if row.partitions is not None else -1,
+        replication_factor=row.replication_factor if row.replication_factor is not None else -1,
+        config=dict(row.configs or {}),
+    )
+
+
+def _alter_resource(topic: str, values: dict[str, str]) -> ConfigResource:
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in sorted(values.items())]
+    return ConfigResource(ResourceType.TOPIC, topic, incremental_configs=entries)
+
+
+def _drain(group: _Group, admin: ThrottledAdminClient, futures: dict[Future[Any], tuple[_Run, str]]) -> None:
+    """Wait for every outstanding future, settling rows as their last operation completes."""
+    while futures:
+        done, _ = wait(list(futures), return_when=FIRST_COMPLETED)
+        for future in done:
+            run, kind = futures.pop(future)
+            run.pending -= 1
+            exc = future.exception()
+            if exc is None:
+                pass
+            elif kind == "create" and _outcome_unknown(exc, run):
+                run.verify = True
+            elif kind == "create" and _error(exc)[0] == KafkaError.TOPIC_ALREADY_EXISTS:
+                run.verify, run.existed = True, True
+            elif run.error is None:
+                code, message = _error(exc)
+                run.error = (code, f"{kind}: {message}" if kind == "alter" else message)
+            if run.pending == 0 and not run.verify:
+                _settle(group, admin, run)
+        group.report(admin)
+
+
+def _outcome_unknown(exc: BaseException, run: _Run) -> bool:
+    code, message = _error(exc)
+    if "outcome unknown" in message or code in _UNKNOWN_CODES:
+        return True
+    # Our own earlier attempt may have created it: the client says so, or we sent it before.
+    return code == KafkaError.TOPIC_ALREADY_EXISTS and ("earlier attempt" in message or run.attempts > 1)
+
+
+def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> list[_Run]:
+    """Read the cluster for creates whose outcome is unknown: present ends the row, missing re-sends it
+    (up to MAX_CREATE_ATTEMPTS), so a lost response never turns into a failed or duplicated topic."""
+    if not runs:
+        return []
+    try:
+        topics = _read_topics(admin, group.profile.request_timeout_s)
+    except Exception as exc:
+        topics = None
+        reason = _error(exc)[1]
+    retry: list[_Run] = []
+    for run in runs:
+        run.verify = False
+        row = group.rows[run.index]
+        if topics is not None and row.topic in topics:
+            run.notes.append("verified by reading the cluster after an unknown outcome")
+            _settle(group, admin, run, status="unchanged" if run.existed else "created")
+        elif topics is not None and run.attempts < MAX_CREATE_ATTEMPTS:
+            log.debug("group %s: %s missing after an unknown outcome: sending again", group.profile.name, row.topic)
+            retry.append(run)
+        else:
+            run.error = run.error or (
+                int(KafkaError._TIMED_OUT),
+                f"outcome unknown after {run.attempts} attempts"
+                + (f" and the cluster could not be read: {reason}" if topics is None else ""),
+            )
+            _settle(group, admin, run)
+    return retry
+
+
+_STATUS = {"create": "created", "grow": "grown", "reconfigure": "reconfigured", "delete": "deleted"}
+
+
+def _settle(group: _Group, admin: ThrottledAdminClient, run: _Run, status: str | None = None) -> None:
+    change = run.change
+    now = time.time()
+    throttle_ms = max(0, int(_metric(admin.metrics(), "backoff-time-ms-total") - run.backoff_at_start_ms))
+    detail = "; ".join([change.detail, *run.notes])
+    common: dict[str, Any] = {
+        "attempts": run.attempts,
+        "throttle_time_ms": throttle_ms,
+        "started_at": run.started_at or now,
+        "finished_at": now,
+        "mutations": change.mutations,
+        "detail": detail,
+    }
+    if run.error is not None and status is None:
+        code, message = run.error
+        group.finish(run.index, "failed", error_code=code, error_message=message, **common)
+        log.debug("group %s: %s failed", group.profile.name, group.rows[run.index].topic)
+        return
+    final = status or _STATUS[change.kind]
+    if final != "unchanged":
+        group.mutations_done += change.mutations
+    group.finish(run.index, final, **common)

@@ -1,0 +1,52 @@
+"""What became of each plan row, and the counts a report shows."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["RESULT_FIELDS", "STATUSES", "RowResult", "summarize"]
+
+#: ``planned`` only in a dry run; every other status is final.
+STATUSES = ("created", "grown", "reconfigured", "deleted", "unchanged", "failed", "planned")
+
+
+@dataclass(frozen=True)
+class RowResult:
+    """The outcome of one plan row.
+
+    ``attempts``: how many times the row's change was sent (0 when nothing was needed or it failed
+    before sending). ``throttle_time_ms``: how long the group's client waited out broker throttles while
+    this row was pending. ``started_at``/``finished_at``: epoch seconds. Beyond the required columns:
+    ``mutations`` the quota units the row costs (created partitions, added partitions, or the deleted
+    topic's partitions), ``detail`` what was (or in a dry run would be) done, and in a dry run
+    ``predicted_s``, when the row's mutations would be admitted, in seconds from the group's start."""
+
+    cluster: str
+    topic: str
+    action: str
+    status: str
+    error_code: int | None = None
+    error_message: str | None = None
+    attempts: int = 0
+    throttle_time_ms: int = 0
+    started_at: float | None = None
+    finished_at: float | None = None
+    mutations: int = 0
+    detail: str | None = None
+    predicted_s: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+RESULT_FIELDS = tuple(f.name for f in dataclasses.fields(RowResult))
+
+
+def summarize(results: Iterable[RowResult]) -> dict[str, int]:
+    """Status -> number of rows, in the order of ``STATUSES``, statuses with no rows left out."""
+    counts = Counter(r.status for r in results)
+    return {status: counts[status] for status in STATUSES if counts[status]}
