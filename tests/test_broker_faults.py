@@ -149,7 +149,7 @@ def test_constructor_rejects_bad_settings() -> None:
         QuotaBroker(enforcement="sometimes")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="num_brokers"):
         QuotaBroker(num_brokers=0)
-    with pytest.raises(ValueError, match="> 0"):
+    with pytest.raises(ValueError, match="must be greater than 0"):
         QuotaBroker(controller_mutation_rate=0)
     with pytest.raises(ValueError, match="room"):
         QuotaBroker(port=65535, num_brokers=2)

@@ -135,5 +135,5 @@ def test_entity_wire_form_round_trips() -> None:
         assert QuotaEntity.from_components(entity.components()) == entity
     with pytest.raises(ValueError, match="needs a user"):
         QuotaEntity()
-    with pytest.raises(ValueError, match="unsupported"):
+    with pytest.raises(ValueError, match="Unhandled client quota entity type: ip"):
         QuotaEntity.from_components([("ip", "1.2.3.4")])

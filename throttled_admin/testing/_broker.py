@@ -1,8 +1,10 @@
-"""``QuotaBroker``: a Kafka-compatible broker that enforces the controller mutation quota (KIP-599)
-exactly as Apache Kafka does, for tests and demos without a cluster."""
+"""``QuotaBroker``: a Kafka-compatible broker that enforces the controller mutation quota (KIP-599) and the
+request quota (KIP-124) as Apache Kafka 4 (KRaft) does, for tests and demos without a cluster."""
 
 from __future__ import annotations
 
+import math
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import TracebackType
@@ -12,8 +14,8 @@ from kafka.protocol.api_key import ApiKey
 
 from throttled_admin.testing._cluster import Cluster, CreateSpec
 from throttled_admin.testing._handlers import ANONYMOUS, BrokerContext
-from throttled_admin.testing._quotas import QuotaEntity, QuotaManager, RequestQuota
-from throttled_admin.testing._server import Faults, RequestRecord, Server
+from throttled_admin.testing._quotas import QUOTA_KEY, REQUEST_PERCENTAGE, QuotaEntity, QuotaManager, RequestQuota
+from throttled_admin.testing._server import DEFAULT_REQUEST_LOG_LIMIT, Faults, RequestRecord, Server
 
 __all__ = ["Enforcement", "QuotaBroker", "cluster_or_quota_broker"]
 
@@ -23,7 +25,19 @@ _ENFORCEMENTS = ("by-version", "strict", "permissive")
 
 def _api_key(api: int | str) -> int:
     """An API by number (19) or by Kafka's name ("CreateTopics")."""
-    return int(ApiKey[api]) if isinstance(api, str) else int(ApiKey(api))
+    try:
+        return int(ApiKey[api]) if isinstance(api, str) else int(ApiKey(api))
+    except (KeyError, ValueError):
+        raise ValueError(f"unknown Kafka API {api!r}: pass its name (e.g. 'CreateTopics') or key (19)") from None
+
+
+def _seconds(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
+_UNSET: Any = object()
 
 
 class QuotaBroker:
@@ -35,6 +49,11 @@ class QuotaBroker:
     DeleteTopics >= v5, CreatePartitions >= v3); ``"strict"`` rejects whatever the version, as some
     Kafka-compatible services do; ``"permissive"`` never rejects, only throttles.
     ``users`` (name -> password) turns on SASL/PLAIN: every client must authenticate.
+    ``request_percentage`` is the request quota (KIP-124) of the default user entity, in percent of one
+    thread's time per second over ``request_quota_window_num`` windows of ``request_quota_window_size_s``
+    (Kafka's ``quota.window.*``); ``request_time_cost_ms`` makes every request cost that fixed time instead of
+    its measured handling time (deterministic tests). ``request_log_limit`` caps the request log (the oldest
+    records are dropped).
     """
 
     def __init__(
@@ -47,6 +66,11 @@ class QuotaBroker:
         quota_window_size_s: float = 1.0,
         enforcement: Enforcement = "by-version",
         users: dict[str, str] | None = None,
+        request_percentage: float | None = None,
+        request_time_cost_ms: float | None = None,
+        request_quota_window_num: int = 11,
+        request_quota_window_size_s: float = 1.0,
+        request_log_limit: int = DEFAULT_REQUEST_LOG_LIMIT,
     ) -> None:
         if num_brokers < 1:
             raise ValueError(f"num_brokers must be >= 1, got {num_brokers}")
@@ -56,9 +80,25 @@ class QuotaBroker:
             raise ValueError("quota_window_num must be >= 1 and quota_window_size_s > 0")
         if not 0 <= port <= 65535 or (port and port + num_brokers - 1 > 65535):
             raise ValueError(f"port {port} does not leave room for {num_brokers} broker(s)")
-        self._quotas = QuotaManager(window_num=quota_window_num, window_size_s=quota_window_size_s)
+        if isinstance(request_log_limit, bool) or not isinstance(request_log_limit, int) or request_log_limit < 1:
+            raise ValueError(f"request_log_limit must be an int >= 1, got {request_log_limit!r}")
+        if request_time_cost_ms is not None:
+            _seconds("request_time_cost_ms", request_time_cost_ms)
+        if request_quota_window_num < 1 or not request_quota_window_size_s >= 0.001:
+            raise ValueError("request_quota_window_num must be >= 1 and request_quota_window_size_s >= 0.001")
+        self._quotas = QuotaManager(
+            window_num=quota_window_num,
+            window_size_s=quota_window_size_s,
+            request_window_num=request_quota_window_num,
+            request_window_size_s=request_quota_window_size_s,
+        )
+        everyone = QuotaEntity(user=QuotaEntity.DEFAULT)
         if controller_mutation_rate is not None:
-            self._quotas.set_quota(QuotaEntity(user=QuotaEntity.DEFAULT), controller_mutation_rate)
+            self._quotas.set_quota(everyone, controller_mutation_rate, QUOTA_KEY)
+        if request_percentage is not None:
+            self._quotas.set_quota(everyone, request_percentage, REQUEST_PERCENTAGE)
+        self._request_time_cost_ms = request_time_cost_ms
+        self._request_log_limit = request_log_limit
         node_ids = list(range(num_brokers))
         self._cluster = Cluster(node_ids)
         self._ports = {node: (port + node if port else 0) for node in node_ids}
@@ -71,7 +111,7 @@ class QuotaBroker:
             addresses={},
         )
         self._server: Server | None = None
-        self._records: list[RequestRecord] = []  # kept across restarts
+        self._records: deque[RequestRecord] = deque(maxlen=request_log_limit)  # kept across restarts
 
     def __repr__(self) -> str:
         state = f"bootstrap_servers={self.bootstrap_servers!r}" if self._server else "stopped"
@@ -80,16 +120,23 @@ class QuotaBroker:
     # -- lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> QuotaBroker:
+        """Start serving (also from code running inside an asyncio event loop: the broker has its own)."""
         if self._server is not None:
             raise RuntimeError("QuotaBroker is already running")
-        server = Server(self._context, self._faults)
+        server = Server(
+            self._context,
+            self._faults,
+            request_log_limit=self._request_log_limit,
+            request_time_cost_ms=self._request_time_cost_ms,
+        )
         self._ports = server.start(self._ports)  # later starts reuse the bound ports
         self._context.addresses = {node: ("127.0.0.1", port) for node, port in self._ports.items()}
         self._server = server
         return self
 
     def stop(self) -> None:
-        """Stop serving; topics, quotas and the request log are kept for a later ``start()``."""
+        """Stop serving; topics, quotas and the request log are kept for a later ``start()``. Safe to call
+        from code running inside an asyncio event loop."""
         server, self._server = self._server, None
         if server is not None:
             self._records.extend(server.records())
@@ -145,20 +192,57 @@ class QuotaBroker:
         return self._quotas.tokens(user if user is not None else ANONYMOUS, client_id or "")
 
     def set_quota(
-        self, *, user: str | None = None, client_id: str | None = None, controller_mutation_rate: float | None
+        self,
+        *,
+        user: str | None = None,
+        client_id: str | None = None,
+        controller_mutation_rate: float | None = _UNSET,
+        request_percentage: float | None = _UNSET,
+        producer_byte_rate: float | None = _UNSET,
+        consumer_byte_rate: float | None = _UNSET,
     ) -> None:
-        """Set the quota of an entity at any level of Kafka's precedence. ``user`` and ``client_id`` take
+        """Set quotas of an entity at any level of Kafka's precedence. ``user`` and ``client_id`` take
         a name or ``QuotaEntity.DEFAULT`` (``"<default>"``); leave one out for a single-part entity.
-        ``controller_mutation_rate=None`` removes the quota."""
-        self._quotas.set_quota(QuotaEntity(user=user, client_id=client_id), controller_mutation_rate)
+        Pass each quota key to change; None removes it. Values are validated as Kafka validates them
+        (> 0, whole numbers for the byte rates), and NaN or infinity is refused: ValueError, nothing changed.
+        The byte-rate quotas are stored and described only (QuotaBroker has no data plane)."""
+        entity = QuotaEntity(user=user, client_id=client_id)
+        changes = {
+            key: value
+            for key, value in (
+                (QUOTA_KEY, controller_mutation_rate),
+                (REQUEST_PERCENTAGE, request_percentage),
+                ("producer_byte_rate", producer_byte_rate),
+                ("consumer_byte_rate", consumer_byte_rate),
+            )
+            if value is not _UNSET
+        }
+        if not changes:
+            raise ValueError("set_quota needs at least one quota key, e.g. controller_mutation_rate=5")
+        probe = QuotaManager(window_num=1, window_size_s=1.0)
+        for key, value in changes.items():  # validate every key before changing any
+            probe.set_quota(entity, value, key)
+        for key, value in changes.items():
+            self._quotas.set_quota(entity, value, key)
 
-    def quotas(self) -> dict[QuotaEntity, float]:
-        return self._quotas.quotas()
+    def quotas(self, key: str = QUOTA_KEY) -> dict[QuotaEntity, float]:
+        """Entity -> quota ``key`` (default ``controller_mutation_rate``), for the entities that set it."""
+        return self._quotas.quotas(key)
+
+    def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
+        """Entity -> every quota key it sets, as DescribeClientQuotas reports them."""
+        return self._quotas.entity_quotas()
+
+    def request_rate(self, user: str | None = None, client_id: str | None = None) -> float | None:
+        """The request-time percentage (KIP-124) that ``user`` (default ANONYMOUS) with ``client_id`` has used
+        over the quota window; None when no request quota applies to them."""
+        return self._quotas.request_rate(user if user is not None else ANONYMOUS, client_id or "")
 
     def request_log(self) -> list[RequestRecord]:
-        """Every request served so far, across restarts, in the order they were received."""
+        """The requests served so far (at most ``request_log_limit``, the newest), across restarts, in the
+        order they were received."""
         current = self._server.records() if self._server else []
-        return sorted(self._records + current, key=lambda r: r.received_at)
+        return sorted([*self._records, *current], key=lambda r: r.received_at)[-self._request_log_limit :]
 
     def clear_request_log(self) -> None:
         self._records.clear()
@@ -173,19 +257,26 @@ class QuotaBroker:
             self._server.drop_connections()
 
     def fail_next(self, api: int | str, error_code: int, count: int = 1) -> None:
-        """The next ``count`` requests of ``api`` fail every topic (or resource) with ``error_code``,
-        charging nothing."""
+        """The next ``count`` (>= 1) requests of ``api`` fail every topic (or resource) with ``error_code``
+        (non-zero), charging nothing. ``fail_next("CreateTopics", 41)`` injects NOT_CONTROLLER."""
         self._faults.fail_next(_api_key(api), error_code, count)
 
     def blackhole_next(self, api: int | str, count: int = 1) -> None:
-        """The next ``count`` requests of ``api`` are processed but never answered."""
+        """The next ``count`` (>= 1) requests of ``api`` are processed but never answered."""
         self._faults.blackhole_next(_api_key(api), count)
 
     def set_latency(self, seconds: float) -> None:
-        """Delay every response by ``seconds`` (0 to stop)."""
-        if seconds < 0:
+        """Delay every response by ``seconds`` after it was handled (0 to stop)."""
+        if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds < 0:
             raise ValueError("latency must be >= 0")
-        self._faults.latency_s = seconds
+        self._faults.latency_s = _seconds("latency", seconds)
+
+    def set_controller_latency(self, seconds: float) -> None:
+        """Delay the controller's handling of every CreateTopics, DeleteTopics and CreatePartitions by
+        ``seconds`` (0 to stop): the delay comes before the deadline check and the mutation, and mutations
+        queue behind each other, as on a busy KRaft controller. A request whose ``timeout_ms`` has passed by
+        then fails with REQUEST_TIMED_OUT and changes nothing."""
+        self._faults.controller_latency_s = _seconds("controller latency", seconds)
 
 
 @contextmanager

@@ -3,6 +3,7 @@ a handler turns a decoded request into a response object plus what the request l
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,7 +16,14 @@ from kafka.protocol.admin.client_quotas import (
     DescribeClientQuotasRequest,
     DescribeClientQuotasResponse,
 )
-from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
+from kafka.protocol.admin.configs import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from kafka.protocol.admin.topics import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -33,8 +41,10 @@ from kafka.protocol.sasl import (
     SaslHandshakeResponse,
 )
 
-from throttled_admin.testing._cluster import TOPIC_CONFIG_DEFAULTS, ApiError, Cluster, CreateSpec
-from throttled_admin.testing._quotas import QUOTA_KEY, QuotaEntity, QuotaManager, RequestQuota
+from throttled_admin.testing._cluster import CLUSTER_METADATA_TOPIC, ApiError, Cluster, Created, CreateSpec
+from throttled_admin.testing._configs import ConfigSource, effective_topic_configs
+from throttled_admin.testing._configs_requests import AlterResource, alter_resources, describe_resource
+from throttled_admin.testing._quotas import QUOTA_KEYS, QuotaEntity, QuotaManager, RequestQuota, quota_value_error
 
 __all__ = ["API_SPECS", "ApiSpec", "BrokerContext", "Handled", "RequestContext", "api_versions_unsupported"]
 
@@ -62,6 +72,10 @@ class RequestContext:
     principal: str
     sasl_mechanism: str | None = None
     injected_error: int | None = None  # fault injection: every topic/resource fails with this code
+    # KRaft's controller deadline (ControllerRequestContext): received_at + the request's timeout_ms, on the
+    # time.monotonic() clock; a mutation not handled by then fails with REQUEST_TIMED_OUT and changes nothing.
+    deadline: float | None = None
+    reauthenticating: bool = False  # a SASL exchange on a connection that has already authenticated
 
 
 @dataclass
@@ -104,11 +118,20 @@ def _request_quota(ctx: RequestContext) -> RequestQuota:
 
 
 def _not_controller(ctx: RequestContext) -> ApiError | None:
+    """The injected error, if any. KRaft brokers forward mutations to the active controller, so every node
+    accepts them; NOT_CONTROLLER (41) now only comes from fault injection (``fail_next``)."""
     if ctx.injected_error is not None:
         return ApiError(ctx.injected_error, "Injected by QuotaBroker fault injection.")
-    if ctx.node_id != ctx.broker.cluster.controller_id:
-        return ApiError.of(kerr.NotControllerError, "This is not the correct controller for this cluster.")
     return None
+
+
+def _deadline_passed(ctx: RequestContext) -> bool:
+    """KafkaEventQueue times an event out when its deadline (``requestTimeoutMsToDeadlineNs``: now +
+    timeout_ms, with no special case for 0 or negative values) has passed before the controller runs it."""
+    return ctx.deadline is not None and time.monotonic() >= ctx.deadline
+
+
+TIMED_OUT = ApiError.of(kerr.RequestTimedOutError)  # a TimeoutException without a message: null in the response
 
 
 def _duplicates(names: list[str]) -> set[str]:
@@ -117,6 +140,8 @@ def _duplicates(names: list[str]) -> set[str]:
 
 
 DUPLICATE = ApiError.of(kerr.InvalidRequestError, "Duplicate topic name.")
+THROTTLING_QUOTA_EXCEEDED = int(kerr.ThrottlingQuotaExceededError.errno)
+THROTTLED_NO_MESSAGE = ApiError(THROTTLING_QUOTA_EXCEEDED)
 
 
 # -- ApiVersions ---------------------------------------------------------------------------------
@@ -149,6 +174,12 @@ def api_versions_unsupported() -> Any:
 # -- Metadata ------------------------------------------------------------------------------------
 
 
+def _auto_create_allowed(request: Any, ctx: RequestContext) -> bool:
+    """``KafkaApis.handleTopicMetadataRequest``: the broker's ``auto.create.topics.enable`` and the request's
+    flag (Metadata < v4 has none and always allows it)."""
+    return ctx.broker.cluster.auto_create_topics and bool(getattr(request, "allow_auto_topic_creation", True))
+
+
 def handle_metadata(request: Any, ctx: RequestContext) -> Handled:
     cluster = ctx.broker.cluster
     R = MetadataResponse
@@ -157,15 +188,30 @@ def handle_metadata(request: Any, ctx: RequestContext) -> Handled:
         for node, (host, port) in sorted(ctx.broker.addresses.items())
     ]
     topics = []
+    charged = 0
     with cluster.lock:
-        if request.topics is None or (ctx.api_version == 0 and not request.topics):
+        all_topics = request.topics is None or (ctx.api_version == 0 and not request.topics)
+        if all_topics:
             wanted: list[tuple[str | None, uuid.UUID | None]] = [(name, None) for name in cluster.topics]
         else:
             wanted = [(t.name, getattr(t, "topic_id", None)) for t in request.topics]
+        auto_create = not all_topics and ctx.injected_error is None and _auto_create_allowed(request, ctx)
         for name, topic_id in wanted:
             topic = cluster.topics.get(name) if name else None
             if topic is None and topic_id is not None and topic_id.int != 0:
                 topic = cluster.by_id(topic_id)
+            if topic is None and name and auto_create:
+                # AutoTopicCreationManager forwards a CreateTopics (latest version, so strict unless the
+                # broker is permissive) under the client's principal; this response still says the topic
+                # is unknown, and it exists from the next Metadata request on.
+                strict = ctx.broker.enforcement != "permissive"
+                quota = ctx.broker.quotas.request_quota(ctx.principal, ctx.client_id, strict=strict)
+                before = cluster.topics.get(name)
+                error = cluster.auto_create(name, quota)
+                created = cluster.topics.get(name)
+                charged += created.partition_count if created is not None and before is None else 0
+                topics.append(R.MetadataResponseTopic(error_code=error.code, name=name, topic_id=None, partitions=[]))
+                continue
             if topic is None or ctx.injected_error is not None:
                 code = ctx.injected_error or (
                     kerr.UnknownTopicOrPartitionError.errno if name else kerr.UnknownTopicIdError.errno
@@ -204,7 +250,7 @@ def handle_metadata(request: Any, ctx: RequestContext) -> Handled:
         authorized_operations=None,
         error_code=0,
     )
-    return Handled(response)
+    return Handled(response, mutations=charged)
 
 
 # -- the three mutations ------------------------------------------------------------------------
@@ -232,6 +278,10 @@ def _mutate(
     dupes = _duplicates(keys)
     first = {key: index for index, key in reversed(list(enumerate(keys)))}
     indices = sorted(first.values())
+    if _deadline_passed(ctx):
+        # The whole controller event failed: ControllerApis answers every topic with the timeout, charges
+        # nothing and applies nothing.
+        return _Mutations(indices, [TIMED_OUT] * len(indices), 0, 0)
     errors, charged = [], 0
     for index in indices:
         error = invalid(index) if invalid is not None else None
@@ -242,6 +292,8 @@ def _mutate(
         if error is None:
             error, cost = apply(index, quota)
             charged += cost
+            if error.code == THROTTLING_QUOTA_EXCEEDED:
+                error = THROTTLED_NO_MESSAGE  # KRaft sends error 89 with a null message
         errors.append(error)
     return _Mutations(indices, errors, charged, quota.throttle_time_ms())
 
@@ -259,33 +311,48 @@ def handle_create_topics(request: Any, ctx: RequestContext) -> Handled:
     cluster = ctx.broker.cluster
     validate_only = bool(getattr(request, "validate_only", False))
     topics = list(request.topics)
+    outcomes: dict[int, Created] = {}
 
     def apply(index: int, quota: RequestQuota) -> tuple[ApiError, int]:
         t = topics[index]
+        if t.name == CLUSTER_METADATA_TOPIC:  # ControllerApis.createTopics refuses it before the controller
+            return ApiError.of(kerr.InvalidRequestError, f"Creation of internal topic {t.name} is prohibited."), 0
         spec = CreateSpec(
             t.name,
             t.num_partitions,
             t.replication_factor,
-            [a.broker_ids for a in sorted(t.assignments, key=lambda a: a.partition_index)],
+            [(a.partition_index, a.broker_ids) for a in t.assignments],
             {c.name: c.value for c in t.configs},
         )
-        return cluster.create_topic(spec, quota, validate_only=validate_only)
+        outcomes[index] = outcome = cluster.create(spec, quota, validate_only=validate_only)
+        return outcome.error, outcome.charged
 
     done = _mutate(ctx, [t.name for t in topics], apply, duplicate=_duplicate_name)
     R = CreateTopicsResponse.CreatableTopicResult
+    C = R.CreatableTopicConfigs
     results = []
     for index, error in zip(done.indices, done.errors, strict=True):
-        t = topics[index]
-        created = cluster.topics.get(t.name) if error.code == 0 else None
+        t, outcome = topics[index], outcomes.get(index)
+        configs: list[Any] = []
+        if error.code == 0 and outcome is not None:
+            # ReplicationControlManager.createTopic: the effective configs and the resolved counts, also for
+            # a validate-only request (whose topic id is generated and then discarded, as Kafka does).
+            overrides = {c.name: c.value for c in t.configs if c.value is not None}
+            configs = [
+                C(name=e.name, value=e.value, read_only=False, config_source=int(e.source), is_sensitive=False)
+                for e in effective_topic_configs(overrides, cluster.broker_configs)
+            ]
+        ok = error.code == 0 and outcome is not None
         results.append(
             R(
                 name=t.name,
-                topic_id=created.topic_id if created else None,
+                topic_id=(outcome.topic_id or uuid.uuid4()) if ok and outcome else uuid.UUID(int=0),
                 error_code=error.code,
                 error_message=error.message,
-                num_partitions=created.partition_count if created else -1,
-                replication_factor=len(created.replicas[0]) if created else -1,
-                configs=None if created is None else [],
+                topic_config_error_code=0,
+                num_partitions=outcome.partitions if ok and outcome else -1,
+                replication_factor=outcome.replication_factor if ok and outcome else -1,
+                configs=configs,
             )
         )
     response = CreateTopicsResponse(version=ctx.api_version, throttle_time_ms=done.throttle_time_ms, topics=results)
@@ -363,52 +430,44 @@ def handle_create_partitions(request: Any, ctx: RequestContext) -> Handled:
     return _handled(response, [r.name for r in results], done)
 
 
-# -- DescribeConfigs -----------------------------------------------------------------------------
-
-TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
-SOURCE_TOPIC_CONFIG, SOURCE_DEFAULT = 1, 5
+# -- DescribeConfigs / IncrementalAlterConfigs / AlterConfigs --------------------------------------
 
 
 def handle_describe_configs(request: Any, ctx: RequestContext) -> Handled:
-    cluster = ctx.broker.cluster
+    """ConfigHelper.describeConfigs, resource by resource (``_configs_requests.describe_resource``)."""
     R = DescribeConfigsResponse.DescribeConfigsResult
     C = R.DescribeConfigsResourceResult
+    S = C.DescribeConfigsSynonym
+    include_synonyms = bool(getattr(request, "include_synonyms", False))
+    include_documentation = bool(getattr(request, "include_documentation", False))
     results = []
     for res in request.resources:
-        configs: list[Any] = []
-        error = ApiError(0)
         if ctx.injected_error is not None:
-            error = ApiError(ctx.injected_error, "Injected by QuotaBroker fault injection.")
-        elif res.resource_type == TOPIC_RESOURCE:
-            with cluster.lock:
-                topic = cluster.topics.get(res.resource_name)
-                if topic is None:
-                    error = ApiError.of(kerr.UnknownTopicOrPartitionError, f"Topic {res.resource_name} does not exist.")
-                else:
-                    keys = res.configuration_keys
-                    for name, default in sorted(TOPIC_CONFIG_DEFAULTS.items()):
-                        if keys is not None and name not in keys:
-                            continue
-                        value = topic.configs.get(name, default)
-                        source = SOURCE_TOPIC_CONFIG if name in topic.configs else SOURCE_DEFAULT
-                        configs.append(
-                            C(
-                                name=name,
-                                value=value,
-                                read_only=False,
-                                is_default=source == SOURCE_DEFAULT,
-                                config_source=source,
-                                is_sensitive=False,
-                                synonyms=[],
-                                config_type=0,
-                                documentation=None,
-                            )
-                        )
-        elif res.resource_type == BROKER_RESOURCE:
-            if not res.resource_name or int(res.resource_name) not in cluster.node_ids:
-                error = ApiError.of(kerr.InvalidRequestError, f"Unknown broker {res.resource_name!r}.")
+            error, entries = ApiError(ctx.injected_error, "Injected by QuotaBroker fault injection."), []
         else:
-            error = ApiError.of(kerr.InvalidRequestError, f"Unsupported resource type {res.resource_type}.")
+            error, entries = describe_resource(
+                ctx.broker.cluster,
+                ctx.node_id,
+                res.resource_type,
+                res.resource_name,
+                res.configuration_keys,
+                include_synonyms=include_synonyms,
+                include_documentation=include_documentation,
+            )
+        configs = [
+            C(
+                name=e.name,
+                value=e.value,
+                read_only=e.read_only,
+                is_default=e.source == ConfigSource.DEFAULT_CONFIG,
+                config_source=int(e.source),
+                is_sensitive=e.sensitive,
+                synonyms=[S(name=s.name, value=s.value, source=int(s.source)) for s in e.synonyms],
+                config_type=int(e.config_type),
+                documentation=e.documentation,
+            )
+            for e in entries
+        ]
         results.append(
             R(
                 error_code=error.code,
@@ -420,6 +479,39 @@ def handle_describe_configs(request: Any, ctx: RequestContext) -> Handled:
         )
     response = DescribeConfigsResponse(version=ctx.api_version, throttle_time_ms=0, results=results)
     return Handled(response, errors={r.resource_name: r.error_code for r in results})
+
+
+def _alter_configs(request: Any, ctx: RequestContext, response_class: Any, *, incremental: bool) -> Handled:
+    """Config changes are not KIP-599 mutations: nothing here touches the controller mutation quota."""
+    resources = [
+        AlterResource(
+            r.resource_type,
+            r.resource_name,
+            [(c.name, c.config_operation if incremental else 0, c.value) for c in r.configs],
+        )
+        for r in request.resources
+    ]
+    if ctx.injected_error is not None:
+        errors = [ApiError(ctx.injected_error, "Injected by QuotaBroker fault injection.")] * len(resources)
+    else:
+        errors = alter_resources(
+            ctx.broker.cluster, resources, incremental=incremental, validate_only=bool(request.validate_only)
+        )
+    R = response_class.AlterConfigsResourceResponse
+    results = [
+        R(error_code=e.code, error_message=e.message, resource_type=r.resource_type, resource_name=r.resource_name)
+        for r, e in zip(resources, errors, strict=True)
+    ]
+    response = response_class(version=ctx.api_version, throttle_time_ms=0, responses=results)
+    return Handled(response, errors={r.resource_name: r.error_code for r in results})
+
+
+def handle_incremental_alter_configs(request: Any, ctx: RequestContext) -> Handled:
+    return _alter_configs(request, ctx, IncrementalAlterConfigsResponse, incremental=True)
+
+
+def handle_alter_configs(request: Any, ctx: RequestContext) -> Handled:
+    return _alter_configs(request, ctx, AlterConfigsResponse, incremental=False)
 
 
 # -- DescribeClientQuotas / AlterClientQuotas ----------------------------------------------------
@@ -446,32 +538,52 @@ def handle_describe_client_quotas(request: Any, ctx: RequestContext) -> Handled:
     entries = [
         E(
             entity=[E.EntityData(entity_type=t, entity_name=n) for t, n in entity.components()],
-            values=[E.ValueData(key=QUOTA_KEY, value=rate)],
+            values=[E.ValueData(key=key, value=value) for key, value in sorted(values.items())],
         )
-        for entity, rate in ctx.broker.quotas.quotas().items()
+        for entity, values in ctx.broker.quotas.entity_quotas().items()
         if _matches(entity, list(request.components), bool(request.strict))
     ]
     response = R(version=ctx.api_version, throttle_time_ms=0, error_code=0, error_message=None, entries=entries)
     return Handled(response)
 
 
+def _alter_entity(entry: Any, ctx: RequestContext, validate_only: bool) -> ApiError:
+    """One AlterClientQuotas entry, checked in ``ClientQuotaControlManager``'s order with its messages and
+    applied all or nothing: entity, then each key and value; a removal of an unset key is a no-op."""
+    ops: dict[str, float | None] = {}
+    for op in entry.ops:
+        if op.key in ops:
+            message = f"Duplicate quota key {op.key} not updating quota for this entity"
+            return ApiError.of(kerr.InvalidRequestError, message)
+        ops[op.key] = None if op.remove else float(op.value)
+    try:
+        entity = QuotaEntity.from_components((e.entity_type, e.entity_name) for e in entry.entity)
+    except ValueError as exc:
+        return ApiError.of(kerr.InvalidRequestError, str(exc))
+    for key, value in ops.items():
+        error = quota_value_error(key, value) if value is not None else None
+        if error:
+            return ApiError.of(kerr.InvalidRequestError, error)
+    if not validate_only:
+        for key, value in ops.items():
+            if value is not None or key in QUOTA_KEYS:
+                ctx.broker.quotas.set_quota(entity, value, key)
+    return ApiError(0)
+
+
 def handle_alter_client_quotas(request: Any, ctx: RequestContext) -> Handled:
     R = AlterClientQuotasResponse
     E = R.EntryData
     out = []
+    seen: set[tuple[tuple[str, str | None], ...]] = set()
     for entry in request.entries:
         components = [(e.entity_type, e.entity_name) for e in entry.entity]
-        error = ApiError(0)
-        try:
-            entity = QuotaEntity.from_components(components)
-            unsupported = [op.key for op in entry.ops if op.key != QUOTA_KEY]
-            if unsupported:
-                raise ValueError(f"QuotaBroker models only {QUOTA_KEY}; got {unsupported[0]}")
-            if not request.validate_only:
-                for op in entry.ops:
-                    ctx.broker.quotas.set_quota(entity, None if op.remove else op.value)
-        except ValueError as exc:
-            error = ApiError.of(kerr.InvalidRequestError, str(exc))
+        key = tuple(sorted(components, key=lambda c: (c[0], c[1] or "")))
+        if key in seen:
+            error = ApiError.of(kerr.InvalidRequestError, "Ignoring duplicate entity")
+        else:
+            seen.add(key)
+            error = _alter_entity(entry, ctx, bool(request.validate_only))
         out.append(
             E(
                 error_code=error.code,
@@ -495,17 +607,36 @@ def handle_sasl_handshake(request: Any, ctx: RequestContext) -> Handled:
     return Handled(response, handshake_mechanism="PLAIN")
 
 
+def _plain_error(auth_bytes: bytes, ctx: RequestContext) -> tuple[str | None, str]:
+    """``PlainSaslServer.evaluateResponse`` and, on re-authentication, ``ensurePrincipalUnchanged``:
+    (the authenticated user, "") or (None, Kafka's message). Never echoes the password."""
+    tokens = auth_bytes.split(b"\x00")
+    if len(tokens) != 3:
+        return None, f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(tokens)}"
+    authzid, user, password = (t.decode("utf-8", "replace") for t in tokens)
+    if not user:
+        return None, "Authentication failed: username not specified"
+    if not password:
+        return None, "Authentication failed: password not specified"
+    if (ctx.broker.users or {}).get(user) != password:
+        return None, "Authentication failed: Invalid username or password"
+    if authzid and authzid != user:
+        return None, "Authentication failed: Client requested an authorization id that is different from username"
+    if ctx.reauthenticating and user != ctx.principal:
+        return None, f"Cannot change principals during re-authentication from User.{ctx.principal}: User.{user}"
+    return user, ""
+
+
 def handle_sasl_authenticate(request: Any, ctx: RequestContext) -> Handled:
-    users = ctx.broker.users or {}
-    parts = bytes(request.auth_bytes).split(b"\x00")
-    user = password = None
-    if len(parts) == 3:
-        user, password = parts[1].decode("utf-8", "replace"), parts[2].decode("utf-8", "replace")
-    if ctx.sasl_mechanism != "PLAIN" or user is None or users.get(user) != password:
+    if ctx.sasl_mechanism != "PLAIN":
+        user, message = None, "Authentication failed: Invalid username or password"
+    else:
+        user, message = _plain_error(bytes(request.auth_bytes), ctx)
+    if user is None:
         response = SaslAuthenticateResponse(
             version=ctx.api_version,
             error_code=kerr.SaslAuthenticationFailedError.errno,
-            error_message="Authentication failed: Invalid username or password",
+            error_message=message,
             auth_bytes=b"",
             session_lifetime_ms=0,
         )
@@ -525,6 +656,8 @@ API_SPECS: dict[int, ApiSpec] = {
         ApiSpec(DeleteTopicsRequest, DeleteTopicsResponse, 0, 6, handle_delete_topics, 5, 2),
         ApiSpec(CreatePartitionsRequest, CreatePartitionsResponse, 0, 3, handle_create_partitions, 3, 1),
         ApiSpec(DescribeConfigsRequest, DescribeConfigsResponse, 0, 4, handle_describe_configs),
+        ApiSpec(AlterConfigsRequest, AlterConfigsResponse, 0, 2, handle_alter_configs),
+        ApiSpec(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, 0, 1, handle_incremental_alter_configs),
         ApiSpec(DescribeClientQuotasRequest, DescribeClientQuotasResponse, 0, 1, handle_describe_client_quotas),
         ApiSpec(AlterClientQuotasRequest, AlterClientQuotasResponse, 0, 1, handle_alter_client_quotas),
         ApiSpec(SaslHandshakeRequest, SaslHandshakeResponse, 1, 1, handle_sasl_handshake),

@@ -1,27 +1,60 @@
-"""Controller mutation quotas as Kafka's ``ControllerMutationQuotaManager`` enforces them (KIP-599).
+"""Client quotas as Kafka stores and enforces them: the controller mutation quota as
+``ControllerMutationQuotaManager`` enforces it (KIP-599), the request quota as ``ClientRequestQuotaManager``
+does (KIP-124), and the byte-rate quotas stored and described only (there is no data plane).
 
-- Quotas are set on entities: a user, a client-id, or both, each specific or the default (``None``).
-- A request resolves to the most specific configured entity in Kafka's precedence order; the bucket it
-  charges is keyed the way Kafka tags the quota sensor (so a default-user quota gives every principal its
-  own bucket, shared by that principal's client-ids). Nothing configured means unbounded.
+- Quotas are set on entities: a user, a client-id, or both, each specific or the default (``None``), with
+  any of Kafka's four user/client-id keys, validated as ``ClientQuotaControlManager`` validates them.
+- A request resolves, per quota key, to the most specific entity with that key configured, in Kafka's
+  precedence order; the bucket or sensor it charges is keyed the way Kafka tags the quota sensor (so a
+  default-user quota gives every principal its own bucket, shared by that principal's client-ids).
+  Nothing configured means unbounded.
 - Each request gets its own ``RequestQuota``: strict (new clients) rejects a topic once the bucket is
   negative *before* charging it; permissive (old clients) always charges and only reports a throttle.
+- A changed quota keeps the bucket (or sensor) and its state; as in Kafka, the next refill uses the new
+  rate for the whole interval since the last update.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from throttled_admin._token_bucket import TokenBucket
+from throttled_admin.testing._rate_sensor import RateSensor
 
-__all__ = ["QUOTA_KEY", "QuotaEntity", "QuotaManager", "RequestQuota"]
+__all__ = ["QUOTA_KEY", "QUOTA_KEYS", "QuotaEntity", "QuotaManager", "RequestQuota", "quota_value_error"]
 
 QUOTA_KEY = "controller_mutation_rate"
+REQUEST_PERCENTAGE = "request_percentage"
+# Kafka's QuotaConfig user/client-id keys; the byte rates are LONG, the others DOUBLE.
+QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate", REQUEST_PERCENTAGE, QUOTA_KEY)
+_LONG_KEYS = frozenset({"producer_byte_rate", "consumer_byte_rate"})
+_LONG_MAX = 2**63 - 1
 USER = "user"
 CLIENT_ID = "client-id"
+
+
+def quota_value_error(key: str, value: float) -> str | None:
+    """Why ``value`` is not a valid quota for ``key``, or None. Kafka's messages
+    (``ClientQuotaControlManager.validateQuotaKeyValue``), plus one of ours: Kafka lets NaN and an
+    infinite DOUBLE through, and either would silently disable the quota, so they are refused too."""
+    if key not in QUOTA_KEYS:
+        return f"Invalid configuration key {key}"
+    if math.isnan(value):
+        return f"Quota {key} must be a finite number, got NaN"
+    if value <= 0.0:
+        return f"Quota {key} must be greater than 0"
+    if key in _LONG_KEYS:
+        if value > _LONG_MAX:
+            return f"Proposed value for {key} is too large for a LONG."
+        if abs(math.fmod(value, 1.0)) > 1e-6:
+            return f"{key} cannot be a fractional value."
+    elif math.isinf(value):
+        return f"Quota {key} must be a finite number, got {value}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -49,16 +82,24 @@ class QuotaEntity:
 
     @classmethod
     def from_components(cls, components: Iterable[tuple[str, str | None]]) -> QuotaEntity:
+        """The entity of an AlterClientQuotas entry; ValueError with ``ClientQuotaControlManager``'s message."""
         parts: dict[str, str] = {}
         for entity_type, name in components:
-            if entity_type not in (USER, CLIENT_ID) or entity_type in parts:
-                raise ValueError(f"unsupported or repeated quota entity type {entity_type!r}")
+            if entity_type in parts:
+                raise ValueError(f"Invalid client quota entity, duplicate entity entry {entity_type}")
+            if entity_type not in (USER, CLIENT_ID):
+                # Kafka also knows "ip" (connection_creation_rate), which QuotaBroker does not model.
+                raise ValueError(f"Unhandled client quota entity type: {entity_type}")
+            if name is not None and not name:
+                raise ValueError(f"Empty {entity_type} not supported")
             parts[entity_type] = cls.DEFAULT if name is None else name
+        if not parts:
+            raise ValueError("Invalid empty client quota entity")
         return cls(user=parts.get(USER), client_id=parts.get(CLIENT_ID))
 
 
 def _precedence(user: str, client_id: str) -> list[tuple[QuotaEntity, tuple[str, str]]]:
-    """Kafka's eight levels, most specific first, each with the bucket key it charges."""
+    """Kafka's eight levels, most specific first, each with the key of the bucket or sensor it charges."""
     d = QuotaEntity.DEFAULT
     both = (user, client_id)
     return [
@@ -74,48 +115,84 @@ def _precedence(user: str, client_id: str) -> list[tuple[QuotaEntity, tuple[str,
 
 
 class QuotaManager:
-    """All buckets of one cluster. Thread-safe: the broker thread charges, tests read."""
+    """All quotas, buckets and request sensors of one cluster. Thread-safe: the broker's threads charge,
+    tests read. ``window_num``/``window_size_s`` are the controller quota's (``controller.quota.window.*``),
+    ``request_window_num``/``request_window_size_s`` the request quota's (``quota.window.*``)."""
 
-    def __init__(self, *, window_num: int, window_size_s: float, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        *,
+        window_num: int,
+        window_size_s: float,
+        clock: Callable[[], float] = time.monotonic,
+        request_window_num: int = 11,
+        request_window_size_s: float = 1.0,
+    ):
+        if request_window_num < 1 or request_window_size_s < 0.001:
+            raise ValueError("request_window_num must be >= 1 and request_window_size_s >= 0.001")
         self.window_num = window_num
         self.window_size_s = window_size_s
+        self.request_window_num = request_window_num
+        self.request_window_ms = round(request_window_size_s * 1000)
         self.clock = clock
-        self._rates: dict[QuotaEntity, float] = {}
+        self._quotas: dict[QuotaEntity, dict[str, float]] = {}
         self._buckets: dict[tuple[str, str], TokenBucket] = {}
+        self._sensors: dict[tuple[str, str], RateSensor] = {}
         self.lock = threading.RLock()
 
-    def set_quota(self, entity: QuotaEntity, rate: float | None) -> None:
-        """Set (or with None remove) the controller mutation rate of ``entity``."""
-        if rate is not None and rate <= 0:
-            raise ValueError(f"{QUOTA_KEY} must be > 0, got {rate!r}")
+    def set_quota(self, entity: QuotaEntity, rate: float | None, key: str = QUOTA_KEY) -> None:
+        """Set (or with None remove) the quota ``key`` of ``entity``; ValueError with Kafka's message for an
+        invalid key or value."""
+        if rate is not None:
+            if isinstance(rate, bool) or not isinstance(rate, (int, float)):
+                raise ValueError(f"Quota {key} must be a number, got {rate!r}")
+            error = quota_value_error(key, float(rate))
+            if error:
+                raise ValueError(error)
+        elif key not in QUOTA_KEYS:
+            raise ValueError(f"Invalid configuration key {key}")
         with self.lock:
+            values = self._quotas.setdefault(entity, {})
             if rate is None:
-                self._rates.pop(entity, None)
+                values.pop(key, None)
             else:
-                self._rates[entity] = float(rate)
+                values[key] = float(rate)
+            if not values:
+                del self._quotas[entity]
 
-    def quotas(self) -> dict[QuotaEntity, float]:
+    def quotas(self, key: str = QUOTA_KEY) -> dict[QuotaEntity, float]:
+        """Entity -> value of quota ``key``, for the entities that set it."""
         with self.lock:
-            return dict(self._rates)
+            return {entity: values[key] for entity, values in self._quotas.items() if key in values}
+
+    def entity_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
+        """Entity -> every quota it sets (DescribeClientQuotas)."""
+        with self.lock:
+            return {entity: dict(values) for entity, values in self._quotas.items()}
+
+    def _resolve(self, user: str, client_id: str, key: str) -> tuple[float, tuple[str, str]] | None:
+        for entity, sensor_key in _precedence(user, client_id):
+            value = self._quotas.get(entity, {}).get(key)
+            if value is not None:
+                return value, sensor_key
+        return None
 
     def bucket_for(self, user: str, client_id: str) -> TokenBucket | None:
         """The bucket a request of ``user`` / ``client_id`` charges, or None when unbounded."""
         with self.lock:
-            for entity, key in _precedence(user, client_id):
-                rate = self._rates.get(entity)
-                if rate is None:
-                    continue
-                bucket = self._buckets.get(key)
-                if bucket is None:
-                    bucket = TokenBucket(rate, self.window_num, self.window_size_s)
-                    self._buckets[key] = bucket
-                elif bucket.rate != rate:
-                    # A changed quota keeps the sensor and its tokens; the new bound applies from now.
-                    bucket.measure(self.clock())
-                    bucket.rate = rate
-                    bucket.tokens = min(bucket.tokens, bucket.burst)
-                return bucket
-            return None
+            resolved = self._resolve(user, client_id, QUOTA_KEY)
+            if resolved is None:
+                return None
+            rate, key = resolved
+            bucket = self._buckets.get(key)
+            if bucket is None:
+                bucket = TokenBucket(rate, self.window_num, self.window_size_s)
+                self._buckets[key] = bucket
+            elif bucket.rate != rate:
+                # Kafka's TokenBucket reads the quota when it refills: a changed quota keeps the tokens, and
+                # the next refill uses the new rate (and burst) for the whole interval since the last update.
+                bucket.rate = rate
+            return bucket
 
     def tokens(self, user: str, client_id: str) -> float | None:
         with self.lock:
@@ -124,6 +201,37 @@ class QuotaManager:
 
     def request_quota(self, user: str, client_id: str, *, strict: bool) -> RequestQuota:
         return RequestQuota(self, self.bucket_for(user, client_id), strict=strict)
+
+    # -- the request quota (KIP-124) ---------------------------------------------------------------
+
+    def _sensor_for(self, user: str, client_id: str) -> RateSensor | None:
+        resolved = self._resolve(user, client_id, REQUEST_PERCENTAGE)
+        if resolved is None:
+            return None
+        bound, key = resolved
+        sensor = self._sensors.get(key)
+        if sensor is None:
+            sensor = RateSensor(bound, samples=self.request_window_num, window_ms=self.request_window_ms)
+            self._sensors[key] = sensor
+        sensor.bound = bound  # Kafka updates the metric's quota in place and keeps its samples
+        return sensor
+
+    def record_request_time(self, user: str, client_id: str, time_ms: float, *, check_quota: bool = True) -> int:
+        """Record request time (handler or network thread) for ``user``/``client_id`` and return the request
+        throttle in ms: ``ClientRequestQuotaManager.maybeRecordAndGetThrottleTimeMs`` (``check_quota``) and
+        ``recordNoThrottle``. The value recorded is Kafka's percentage-seconds (100 x seconds)."""
+        with self.lock:
+            sensor = self._sensor_for(user, client_id)
+            if sensor is None:
+                return 0
+            now_ms = int(self.clock() * 1000)
+            return sensor.record(time_ms / 10.0, now_ms, check_quota=check_quota)
+
+    def request_rate(self, user: str, client_id: str) -> float | None:
+        """The measured request-time percentage of ``user``/``client_id``, None without a request quota."""
+        with self.lock:
+            sensor = self._sensor_for(user, client_id)
+            return None if sensor is None else sensor.measure(int(self.clock() * 1000))
 
 
 class RequestQuota:

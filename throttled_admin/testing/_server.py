@@ -1,14 +1,21 @@
 """The wire side of the test broker: one asyncio listener per node, Kafka framing, per-connection
-request ordering, KIP-219 muting, SASL gating, fault injection and the request log.
+request ordering, KIP-219 muting, the request quota (KIP-124), SASL gating, fault injection and the
+request log.
 
 Kafka serves one request per connection at a time, so each connection is a plain read-handle-write loop.
 After a throttled response (sent at once, whatever the request version, as KIP-219 has Kafka do), the
 broker stops reading that connection until the throttle ends.
+
+Mutations (CreateTopics, DeleteTopics, CreatePartitions) are decoded, handled and encoded on one
+controller thread, off the event loop: like KRaft's single-threaded controller they are applied one at a
+time, in arrival order, while every other connection keeps being answered. Any node accepts them, as a
+KRaft broker forwards them to the active controller.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import logging
 import struct
@@ -29,21 +36,25 @@ from throttled_admin.testing._handlers import (
     api_versions_unsupported,
 )
 
-__all__ = ["MAX_FRAME_BYTES", "Faults", "RequestRecord", "Server"]
+__all__ = ["CONTROLLER_APIS", "DEFAULT_REQUEST_LOG_LIMIT", "MAX_FRAME_BYTES", "Faults", "RequestRecord", "Server"]
 
 log = logging.getLogger("throttled_admin.testing")
 
 MAX_FRAME_BYTES = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
 _PRE_AUTH_APIS = (ApiKey.ApiVersions, ApiKey.SaslHandshake, ApiKey.SaslAuthenticate)
+_SASL_APIS = (ApiKey.SaslHandshake, ApiKey.SaslAuthenticate)
+# The APIs KRaft brokers forward to the controller, which handles them one at a time.
+CONTROLLER_APIS = frozenset({int(ApiKey.CreateTopics), int(ApiKey.DeleteTopics), int(ApiKey.CreatePartitions)})
+DEFAULT_REQUEST_LOG_LIMIT = 100_000
 
 
 @dataclass
 class RequestRecord:
     """One request as the broker saw it. Times are ``time.monotonic()`` seconds: ``arrived_at`` when its
-    first bytes arrived, ``received_at`` when the broker read and processed it (later than ``arrived_at``
-    when it waited in a muted connection), ``responded_at`` when it was answered (None for a
-    request never answered: fault injection or a dropped connection). ``responded_at`` is set just before
-the response's bytes are written."""
+        first bytes arrived, ``received_at`` when the broker read and processed it (later than ``arrived_at``
+        when it waited in a muted connection), ``responded_at`` when it was answered (None for a
+        request never answered: fault injection or a dropped connection). ``responded_at`` is set just before
+    the response's bytes are written."""
 
     node_id: int
     api_key: int
@@ -68,20 +79,33 @@ the response's bytes are written."""
         return str(ApiKey(self.api_key).name)
 
 
+def _check_count(count: int) -> None:
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"count must be an int >= 1, got {count!r}")
+
+
 class Faults:
-    """Fault injection, consumed request by request. Thread-safe."""
+    """Fault injection, consumed request by request. Thread-safe. ``latency_s`` delays every response;
+    ``controller_latency_s`` delays the controller's handling of each mutation (before its deadline check)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._failures: dict[int, deque[int]] = {}
         self._blackholes: dict[int, int] = {}
         self.latency_s = 0.0
+        self.controller_latency_s = 0.0
 
     def fail_next(self, api_key: int, error_code: int, count: int) -> None:
+        _check_count(count)
+        if isinstance(error_code, bool) or not isinstance(error_code, int) or not -32768 <= error_code <= 32767:
+            raise ValueError(f"error_code must be a Kafka error code (an int16), got {error_code!r}")
+        if error_code == 0:
+            raise ValueError("error_code 0 is NONE, not an error: pass the code to inject, e.g. 41 (NOT_CONTROLLER)")
         with self._lock:
             self._failures.setdefault(api_key, deque()).extend([error_code] * count)
 
     def blackhole_next(self, api_key: int, count: int) -> None:
+        _check_count(count)
         with self._lock:
             self._blackholes[api_key] = self._blackholes.get(api_key, 0) + count
 
@@ -124,32 +148,68 @@ class _Connection:
         self.peer = peer
         self.principal = ANONYMOUS
         self.authenticated = not needs_auth
+        self.sasl_authenticated = False  # a SASL exchange succeeded: the next one is a re-authentication
         self.sasl_mechanism: str | None = None
         self.muted_until = 0.0
 
 
-class Server:
-    """Listeners for every node of one cluster, served from one background asyncio thread."""
+@dataclass
+class _Answer:
+    """A handled request, ready to send: the encoded frame and what the log and the muting need."""
 
-    def __init__(self, context: BrokerContext, faults: Faults):
+    handled: Handled
+    frame: bytes
+    throttle_time_ms: int
+
+
+class _Refused(Exception):
+    """The request cannot be served; the connection is closed after logging ``why``."""
+
+
+def _client_id(frame: bytes) -> str:
+    """The request header's client_id (a nullable int16-length string after api key, version and
+    correlation id), read without decoding the body."""
+    if len(frame) < 10:
+        return ""
+    (length,) = struct.unpack_from(">h", frame, 8)
+    return frame[10 : 10 + length].decode("utf-8", "replace") if length > 0 else ""
+
+
+class Server:
+    """Listeners for every node of one cluster, served from one background asyncio thread, with one
+    controller thread for the mutation APIs."""
+
+    def __init__(
+        self,
+        context: BrokerContext,
+        faults: Faults,
+        *,
+        request_log_limit: int = DEFAULT_REQUEST_LOG_LIMIT,
+        request_time_cost_ms: float | None = None,
+    ):
         self.context = context
         self.faults = faults
-        self._records: list[RequestRecord] = []
+        self.request_time_cost_ms = request_time_cost_ms
+        self._records: deque[RequestRecord] = deque(maxlen=request_log_limit)
         self._records_lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._controller: concurrent.futures.ThreadPoolExecutor | None = None
+        self._stopping = threading.Event()  # cuts controller latency short when the broker stops
         self._servers: list[asyncio.base_events.Server] = []
         self._transports: set[asyncio.BaseTransport] = set()
         self._handlers: set[asyncio.Task[Any]] = set()
         self._closing = False
 
-    # -- lifecycle (called from the owner's thread) ----------------------------------------------
+    # -- lifecycle (called from the owner's thread, which may itself run an event loop) -----------
 
     def start(self, ports: dict[int, int]) -> dict[int, int]:
         """Bind every node (port 0 picks a free one) and return node id -> bound port."""
         loop = asyncio.new_event_loop()
         self._loop = loop
-        self._thread = threading.Thread(target=loop.run_forever, name="quota-broker", daemon=True)
+        # One worker: the controller applies mutations one at a time, in the order they arrive.
+        self._controller = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="quota-controller")
+        self._thread = threading.Thread(target=self._run, args=(loop,), name="quota-broker", daemon=True)
         self._thread.start()
         try:
             return asyncio.run_coroutine_threadsafe(self._bind(ports), loop).result()
@@ -157,17 +217,29 @@ class Server:
             self.stop()
             raise
 
+    def _run(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The broker thread: serve until stopped, then close everything on this thread, so that stop()
+        never has to run an event loop in its caller's thread (which may be running one already)."""
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_forever()
+            loop.run_until_complete(self._drain())  # whatever raced with the stop: no socket outlives the loop
+            if self._controller is not None:
+                self._controller.shutdown(wait=True, cancel_futures=True)
+            loop.run_until_complete(asyncio.sleep(0))  # deliver the controller's last results before closing
+        finally:
+            loop.close()
+
     def stop(self) -> None:
         loop, thread = self._loop, self._thread
         if loop is None or thread is None:
             return
+        self._stopping.set()
         if loop.is_running():
             asyncio.run_coroutine_threadsafe(self._close(), loop).result()
             loop.call_soon_threadsafe(loop.stop)
         thread.join()
-        loop.run_until_complete(self._drain())  # whatever raced with the stop: no socket outlives the loop
-        loop.close()
-        self._loop = self._thread = None
+        self._loop = self._thread = self._controller = None
 
     def drop_connections(self) -> None:
         loop = self._loop
@@ -283,14 +355,10 @@ class Server:
             return False
         if not spec.min_version <= api_version <= spec.max_version:
             if api_key == ApiKey.ApiVersions:
-                await self._send(writer, api_versions_unsupported(), correlation_id)
+                writer.write(self._encode(api_versions_unsupported(), correlation_id))
+                await writer.drain()
                 return True
             self._reject(conn, f"unsupported version {api_version} of {ApiKey(api_key).name}")
-            return False
-        try:
-            request = spec.request.decode(frame, version=api_version, header=True)
-        except Exception as exc:
-            self._reject(conn, f"cannot decode {ApiKey(api_key).name} v{api_version}: {type(exc).__name__}")
             return False
         if not conn.authenticated and api_key not in _PRE_AUTH_APIS:
             self._reject(conn, f"{ApiKey(api_key).name} before SASL authentication")
@@ -303,16 +371,28 @@ class Server:
             node_id=conn.node_id,
             api_key=api_key,
             api_version=api_version,
-            client_id=request.header.client_id or "",
+            client_id=_client_id(frame),
             principal=conn.principal,
             sasl_mechanism=conn.sasl_mechanism,
-            injected_error=self.faults.take_failure(api_key),
+            reauthenticating=conn.sasl_authenticated,
         )
+        # KIP-124: SASL exchanges and anything before authentication are handled outside the request
+        # handlers (SaslServerAuthenticator), so they are neither charged nor throttled.
+        charged = conn.authenticated and api_key not in _SASL_APIS
+        job = functools.partial(self._answer, spec, frame, context, correlation_id, received_at, charged)
         try:
-            handled = spec.handler(request, context)
+            if api_key in CONTROLLER_APIS:
+                assert self._controller is not None
+                answer = await asyncio.get_running_loop().run_in_executor(self._controller, job)
+            else:
+                answer = job()
+        except _Refused as exc:
+            self._reject(conn, str(exc))
+            return False
         except Exception:
             log.exception("QuotaBroker node %d: %s v%d failed", conn.node_id, ApiKey(api_key).name, api_version)
             return False
+        handled = answer.handled
         record = RequestRecord(
             node_id=conn.node_id,
             api_key=api_key,
@@ -323,7 +403,7 @@ class Server:
             arrived_at=arrived_at,
             received_at=received_at,
             mutations=handled.mutations,
-            throttle_time_ms=handled.throttle_time_ms,
+            throttle_time_ms=answer.throttle_time_ms,
             errors=handled.errors,
         )
         with self._records_lock:
@@ -337,12 +417,69 @@ class Server:
         # tells the client whether to back off itself). The answer is logged before its bytes go out, so a
         # reader that has already seen the response always finds ``responded_at`` set.
         record.responded_at = time.monotonic()
-        throttle_s = handled.throttle_time_ms / 1000
+        throttle_s = answer.throttle_time_ms / 1000
         if throttle_s > 0:
             conn.muted_until = max(conn.muted_until, record.responded_at + throttle_s)
-        await self._send(writer, handled.response, correlation_id)
+        writer.write(answer.frame)
+        await writer.drain()
         self._apply_session(conn, handled)
         return not handled.close
+
+    # -- on the loop, or on the controller thread for mutations -------------------------------------
+
+    def _answer(
+        self,
+        spec: Any,
+        frame: bytes,
+        context: RequestContext,
+        correlation_id: int,
+        received_at: float,
+        charged: bool,
+    ) -> _Answer:
+        """Decode, handle and encode one request, charging its request time (KIP-124)."""
+        started = time.perf_counter()
+        try:
+            request = spec.request.decode(frame, version=context.api_version, header=True)
+        except Exception as exc:
+            name = ApiKey(context.api_key).name
+            raise _Refused(f"cannot decode {name} v{context.api_version}: {type(exc).__name__}") from None
+        decode_s = time.perf_counter() - started
+        context.injected_error = self.faults.take_failure(context.api_key)
+        if context.api_key in CONTROLLER_APIS:
+            # ControllerApis turns timeout_ms into the controller's deadline when the request arrives
+            # (requestTimeoutMsToDeadlineNs: now + timeout_ms); the event then waits for the controller.
+            context.deadline = received_at + int(request.timeout_ms) / 1000
+            latency_s = self.faults.controller_latency_s
+            if latency_s > 0:
+                self._stopping.wait(latency_s)
+        handling_started = time.perf_counter()
+        handled = spec.handler(request, context)
+        handler_ms = (time.perf_counter() - handling_started) * 1000
+        throttle_ms = handled.throttle_time_ms
+        quotas, principal, client_id = self.context.quotas, context.principal, context.client_id
+        if charged:
+            # ClientRequestQuotaManager: the handler (I/O thread) time is recorded with a quota check; in the
+            # deterministic mode every request costs the same fixed time instead.
+            cost_ms = handler_ms if self.request_time_cost_ms is None else self.request_time_cost_ms
+            request_throttle_ms = quotas.record_request_time(principal, client_id, cost_ms)
+            # KIP-124: the response carries max(mutation throttle, request throttle), and the connection is
+            # muted for it (RequestHandlerHelper.sendResponseMaybeThrottleWithControllerQuota).
+            throttle_ms = max(throttle_ms, request_throttle_ms)
+        if hasattr(handled.response, "throttle_time_ms"):
+            handled.response.throttle_time_ms = throttle_ms
+        encode_started = time.perf_counter()
+        encoded = self._encode(handled.response, correlation_id)
+        if charged and self.request_time_cost_ms is None:
+            # Network-thread time (here: decoding and encoding) is recorded without a check, as Kafka's
+            # recordNoThrottle: it counts against the entity's next request.
+            network_ms = (decode_s + time.perf_counter() - encode_started) * 1000
+            quotas.record_request_time(principal, client_id, network_ms, check_quota=False)
+        return _Answer(handled, encoded, throttle_ms)
+
+    @staticmethod
+    def _encode(response: Any, correlation_id: int) -> bytes:
+        response.with_header(correlation_id=correlation_id)
+        return bytes(response.encode(header=True, framed=True))
 
     @staticmethod
     def _apply_session(conn: _Connection, handled: Handled) -> None:
@@ -351,9 +488,4 @@ class Server:
         if handled.authenticated_as is not None:
             conn.principal = handled.authenticated_as
             conn.authenticated = True
-
-    @staticmethod
-    async def _send(writer: asyncio.StreamWriter, response: object, correlation_id: int) -> None:
-        response.with_header(correlation_id=correlation_id)  # type: ignore[attr-defined]
-        writer.write(bytes(response.encode(header=True, framed=True)))  # type: ignore[attr-defined]
-        await writer.drain()
+            conn.sasl_authenticated = True

@@ -1,0 +1,277 @@
+"""QuotaBroker as a Kafka 4 (KRaft) cluster: the controller's deadline, a slow controller, mutations handled
+off the event loop one at a time, and forwarding (every node accepts mutations; one quota for the cluster)."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+
+import pytest
+from kafka.protocol.admin.topics import CreatePartitionsRequest, DeleteTopicsRequest
+from kafka.protocol.metadata.metadata import MetadataRequest
+
+from tests.wire import WireClient
+from throttled_admin.testing import QuotaBroker, RequestRecord
+
+BrokerFactory = Callable[..., QuotaBroker]
+CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, METADATA = 19, 20, 37, 3
+REQUEST_TIMED_OUT, NOT_CONTROLLER = 7, 41
+
+
+def create_request(version: int, *topics: tuple[str, int], timeout_ms: int = 30000) -> object:
+    from kafka.protocol.admin.topics import CreateTopicsRequest
+
+    T = CreateTopicsRequest.CreatableTopic
+    return CreateTopicsRequest(
+        version=version,
+        topics=[T(name=n, num_partitions=p, replication_factor=1, assignments=[], configs=[]) for n, p in topics],
+        timeout_ms=timeout_ms,
+        validate_only=False,
+    )
+
+
+def log_of(broker: QuotaBroker, api_key: int) -> list[RequestRecord]:
+    return [r for r in broker.request_log() if r.api_key == api_key]
+
+
+def node(broker: QuotaBroker, node_id: int) -> str:
+    return f"127.0.0.1:{broker.ports[node_id]}"
+
+
+# -- the controller's deadline ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("timeout_ms", [0, -1])
+def test_a_deadline_already_passed_fails_every_topic_and_changes_nothing(
+    quota_broker: BrokerFactory, timeout_ms: int
+) -> None:
+    """ControllerApis turns timeout_ms into a deadline with ControllerRequestContext.requestTimeoutMsToDeadlineNs
+    (now + timeout_ms, no special case for 0 or negative values); KafkaEventQueue times the event out before
+    it runs, so every topic gets REQUEST_TIMED_OUT with a null message, nothing is created, nothing charged."""
+    broker = quota_broker(controller_mutation_rate=10, quota_window_num=1)
+    broker.create_topic("grow", 1)
+    broker.create_topic("gone", 1)
+    with WireClient(broker.bootstrap_servers) as wire:
+        created = wire.request(create_request(7, ("a", 1), ("b", 2), ("a", 1), timeout_ms=timeout_ms))
+        deleted = wire.request(DeleteTopicsRequest(version=4, topic_names=["gone"], timeout_ms=timeout_ms))
+        grown = wire.request(
+            CreatePartitionsRequest(
+                version=3,
+                topics=[CreatePartitionsRequest.CreatePartitionsTopic(name="grow", count=3, assignments=None)],
+                timeout_ms=timeout_ms,
+                validate_only=False,
+            )
+        )
+    assert {(t.name, t.error_code, t.error_message) for t in created.topics} == {
+        ("a", REQUEST_TIMED_OUT, None),
+        ("b", REQUEST_TIMED_OUT, None),
+    }
+    assert [(r.name, r.error_code) for r in deleted.responses] == [("gone", REQUEST_TIMED_OUT)]
+    assert [(r.name, r.error_code) for r in grown.results] == [("grow", REQUEST_TIMED_OUT)]
+    assert created.throttle_time_ms == 0
+    assert broker.topics() == {"grow": 1, "gone": 1}
+    assert broker.tokens() == pytest.approx(10)
+    assert all(r.mutations == 0 for r in broker.request_log())
+
+
+def test_controller_latency_delays_the_handling_before_the_deadline_check(quota_broker: BrokerFactory) -> None:
+    """QuorumController handles an event when it reaches the head of its queue; a deadline passed while it
+    waited (KafkaEventQueue's deadline map) fails it with REQUEST_TIMED_OUT and nothing is applied. The
+    same request with a longer timeout_ms is applied after the delay."""
+    broker = quota_broker()
+    broker.set_controller_latency(0.4)
+    with WireClient(broker.bootstrap_servers) as wire:
+        late = wire.request(create_request(7, ("late", 1), timeout_ms=100))
+        in_time = wire.request(create_request(7, ("in-time", 1), timeout_ms=10_000))
+    assert [(t.name, t.error_code) for t in late.topics] == [("late", REQUEST_TIMED_OUT)]
+    assert [(t.name, t.error_code) for t in in_time.topics] == [("in-time", 0)]
+    assert broker.topics() == {"in-time": 1}
+    for record in log_of(broker, CREATE_TOPICS):
+        assert record.responded_at is not None
+        assert record.responded_at - record.received_at >= 0.39
+    broker.set_controller_latency(0)
+    with pytest.raises(ValueError, match="controller latency"):
+        broker.set_controller_latency(-1)
+    with pytest.raises(ValueError, match="controller latency"):
+        broker.set_controller_latency(float("nan"))
+
+
+def test_response_latency_does_not_count_against_the_controller_deadline(quota_broker: BrokerFactory) -> None:
+    """set_latency delays the response after the controller has applied the mutation: the deadline
+    (ControllerRequestContext) only bounds when the controller starts handling it."""
+    broker = quota_broker()
+    broker.set_latency(0.3)
+    with WireClient(broker.bootstrap_servers) as wire:
+        response = wire.request(create_request(7, ("applied", 1), timeout_ms=50))
+    assert response.topics[0].error_code == 0
+    assert broker.topics() == {"applied": 1}
+
+
+def test_mutations_are_applied_one_at_a_time_in_arrival_order(quota_broker: BrokerFactory) -> None:
+    """KRaft's QuorumController is single-threaded: concurrent mutations from different connections queue
+    behind each other, so with a controller latency L two requests take about 2L, the second answered at
+    least L after the first."""
+    broker = quota_broker(num_brokers=2)
+    broker.set_controller_latency(0.3)
+    first, second = WireClient(node(broker, 0)), WireClient(node(broker, 1))
+    one_request, two_request = create_request(7, ("one", 1)), create_request(7, ("two", 1))
+    with first, second:
+        first.send(one_request)
+        time.sleep(0.05)
+        second.send(two_request)
+        assert second.receive(two_request).topics[0].error_code == 0
+        assert first.receive(one_request).topics[0].error_code == 0
+    one, two = sorted(log_of(broker, CREATE_TOPICS), key=lambda r: r.received_at)
+    assert one.errors == {"one": 0}
+    assert two.errors == {"two": 0}
+    assert one.responded_at is not None
+    assert two.responded_at is not None
+    assert two.responded_at - one.responded_at >= 0.29
+
+
+def test_other_connections_are_answered_while_a_huge_mutation_is_handled(quota_broker: BrokerFactory) -> None:
+    """Kafka handles requests on request-handler threads and the controller on its own thread, never on the
+    network threads: a 50,000-topic CreateTopics must not stall a Metadata request on another connection.
+    The request log proves the order: the Metadata request arrived after the CreateTopics and was answered
+    before it."""
+    broker = quota_broker()
+    names = [f"bulk-{i:05d}" for i in range(50_000)]
+    request = create_request(7, *[(name, 1) for name in names])
+    with WireClient(broker.bootstrap_servers, timeout_s=300) as bulk, WireClient(broker.bootstrap_servers) as probe:
+        bulk.send(request)
+        time.sleep(0.1)  # the frame (about 1 MB) is read and handed to the controller, which takes seconds
+        started = time.monotonic()
+        probe.request(MetadataRequest(version=12, topics=[], allow_auto_topic_creation=False))
+        probe_s = time.monotonic() - started
+        response = bulk.receive(request)
+    assert len(response.topics) == 50_000
+    assert all(t.error_code == 0 for t in response.topics)
+    [create] = log_of(broker, CREATE_TOPICS)
+    [metadata] = log_of(broker, METADATA)
+    assert create.responded_at is not None
+    assert metadata.responded_at is not None
+    assert metadata.arrived_at > create.arrived_at
+    assert metadata.responded_at < create.responded_at, f"Metadata waited {probe_s:.2f} s for the bulk create"
+    assert len(broker.topics()) == 50_000
+
+
+# -- KRaft forwarding -----------------------------------------------------------------------------
+
+
+def test_every_node_accepts_mutations_and_metadata_names_the_controller(quota_broker: BrokerFactory) -> None:
+    """KRaft brokers forward CreateTopics/DeleteTopics/CreatePartitions to the active controller
+    (ForwardingManager), so no node answers NOT_CONTROLLER; MetadataResponse still names the controller."""
+    broker = quota_broker(num_brokers=3)
+    for node_id in (1, 2):
+        with WireClient(node(broker, node_id)) as wire:
+            metadata = wire.request(MetadataRequest(version=12, topics=None, allow_auto_topic_creation=False))
+            assert metadata.controller_id == 0
+            assert wire.request(create_request(7, (f"via-{node_id}", 1))).topics[0].error_code == 0
+    assert set(broker.topics()) == {"via-1", "via-2"}
+    assert {r.node_id for r in log_of(broker, CREATE_TOPICS)} == {1, 2}
+
+
+def test_not_controller_is_an_injected_fault_only(quota_broker: BrokerFactory) -> None:
+    """NOT_CONTROLLER (41) is a ZooKeeper-era answer; QuotaBroker sends it only when injected."""
+    broker = quota_broker(num_brokers=3)
+    broker.fail_next("CreateTopics", NOT_CONTROLLER)
+    with WireClient(node(broker, 1)) as wire:
+        refused = wire.request(create_request(7, ("x", 1)))
+        accepted = wire.request(create_request(7, ("x", 1)))
+    assert refused.topics[0].error_code == NOT_CONTROLLER
+    assert accepted.topics[0].error_code == 0
+    assert broker.topics() == {"x": 1}
+
+
+def test_one_cluster_wide_bucket_and_the_receiving_node_mutes(quota_broker: BrokerFactory) -> None:
+    """The controller enforces the quota with one bucket per entity for the whole cluster
+    (ControllerMutationQuotaManager on the active controller); the broker that received the request mutes
+    the client's connection for the throttle (RequestHandlerHelper / ForwardingManager's
+    sendForwardedResponse)."""
+    broker = quota_broker(num_brokers=3, controller_mutation_rate=10, quota_window_num=1)  # burst 10
+    with WireClient(node(broker, 1)) as one, WireClient(node(broker, 2)) as two:
+        first = one.request(create_request(7, ("first", 15)))  # K = -5: 500 ms
+        second = two.request(create_request(7, ("second", 1)))  # same bucket, although another node
+        one.request(MetadataRequest(version=12, topics=None, allow_auto_topic_creation=False))
+    assert first.topics[0].error_code == 0
+    assert 300 <= first.throttle_time_ms <= 500
+    assert second.topics[0].error_code == 89
+    held = [r for r in log_of(broker, METADATA) if r.node_id == 1]
+    assert held[0].held_s > 0.2  # the connection to node 1 was muted
+
+
+@pytest.mark.parametrize("bootstrap_node", [1, 2])
+def test_kafka_python_admin_flow_bootstrapped_from_a_non_controller(
+    quota_broker: BrokerFactory, bootstrap_node: int
+) -> None:
+    """kafka-python 3 sends mutations to the controller id from Metadata; the cluster is bootstrapped from a
+    non-controller node."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewPartitions as KNewPartitions
+    from kafka.admin import NewTopic as KNewTopic
+
+    broker = quota_broker(num_brokers=3)
+    admin = KafkaAdminClient(bootstrap_servers=node(broker, bootstrap_node), request_timeout_ms=30000)
+    try:
+        admin.create_topics([KNewTopic("kp", 2, 3)])
+        admin.create_partitions({"kp": KNewPartitions(5)})
+        assert broker.topics() == {"kp": 5}
+        admin.delete_topics(["kp"])
+    finally:
+        admin.close()
+    assert broker.topics() == {}
+
+
+def test_confluent_kafka_admin_flow_bootstrapped_from_a_non_controller(quota_broker: BrokerFactory) -> None:
+    """librdkafka sends admin requests to the controller it learns from Metadata, or any broker."""
+    from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+    broker = quota_broker(num_brokers=3)
+    admin = AdminClient({"bootstrap.servers": node(broker, 2)})
+    assert admin.create_topics([NewTopic("ck", 2, 3)])["ck"].exception(30) is None
+    assert admin.create_partitions([NewPartitions("ck", 4)])["ck"].exception(30) is None
+    assert broker.topics() == {"ck": 4}
+    assert admin.delete_topics(["ck"])["ck"].exception(30) is None
+    assert broker.topics() == {}
+
+
+def test_throttled_admin_client_flow_on_a_three_node_cluster_under_quota(quota_broker: BrokerFactory) -> None:
+    """Our client against a 3-node KRaft-like cluster bootstrapped from node 1, under a strict quota: every
+    topic is created (retrying error 89 as Java's KafkaAdminClient does), grown and deleted."""
+    from throttled_admin import NewPartitions, NewTopic, ThrottledAdminClient
+
+    broker = quota_broker(num_brokers=3, controller_mutation_rate=20, quota_window_num=1, enforcement="strict")
+    with ThrottledAdminClient({"bootstrap.servers": node(broker, 1)}) as admin:
+        created = admin.create_topics([NewTopic(f"ours-{i}", 3, 3) for i in range(10)], timeout_ms=30000)
+        assert {name: f.exception(60) for name, f in created.items()} == {f"ours-{i}": None for i in range(10)}
+        grown = admin.create_partitions([NewPartitions("ours-0", 6)], timeout_ms=30000)
+        assert grown["ours-0"].exception(60) is None
+        deleted = admin.delete_topics([f"ours-{i}" for i in range(10)], timeout_ms=30000)
+        assert all(f.exception(60) is None for f in deleted.values())
+    assert broker.topics() == {}
+    assert any(89 in r.errors.values() for r in log_of(broker, CREATE_TOPICS))
+
+
+def test_mutations_from_many_threads_keep_every_topic(quota_broker: BrokerFactory) -> None:
+    """Concurrent connections to different nodes all reach the one controller: nothing is lost or doubled."""
+    broker = quota_broker(num_brokers=3)
+    errors: list[BaseException] = []
+
+    def worker(index: int) -> None:
+        try:
+            with WireClient(node(broker, index % 3)) as wire:
+                for round_ in range(5):
+                    name = f"t-{index}-{round_}-{uuid.uuid4().hex[:6]}"
+                    assert wire.request(create_request(7, (name, 1))).topics[0].error_code == 0
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(9)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors
+    assert len(broker.topics()) == 45
