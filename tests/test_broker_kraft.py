@@ -3,10 +3,14 @@ off the event loop one at a time, and forwarding (every node accepts mutations; 
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
 import threading
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from kafka.protocol.admin.topics import CreatePartitionsRequest, DeleteTopicsRequest
@@ -275,3 +279,75 @@ def test_mutations_from_many_threads_keep_every_topic(quota_broker: BrokerFactor
         t.join(60)
     assert not errors
     assert len(broker.topics()) == 45
+
+
+# -- KafkaJS (an independent client from npm) ----------------------------------------------------
+
+KAFKAJS_FLOW = r"""
+const { Kafka, logLevel } = require("kafkajs");
+const [bootstrap] = process.argv.slice(2);
+(async () => {
+  const kafka = new Kafka({ clientId: "kafkajs-flow", brokers: [bootstrap], logLevel: logLevel.NOTHING,
+                            retry: { retries: 3 } });
+  const admin = kafka.admin();
+  await admin.connect();
+  const out = {};
+  const cluster = await admin.describeCluster();
+  out.controller = cluster.controller;
+  out.created = await admin.createTopics({ topics: [{ topic: "kjs-a", numPartitions: 2, replicationFactor: 3 },
+                                                     { topic: "kjs-b", numPartitions: 1, replicationFactor: 1 }],
+                                           waitForLeaders: false, timeout: 20000 });
+  await admin.createPartitions({ topicPartitions: [{ topic: "kjs-a", count: 5 }], timeout: 20000 });
+  const metadata = await admin.fetchTopicMetadata({ topics: ["kjs-a"] });
+  out.partitions = metadata.topics[0].partitions.length;
+  await admin.deleteTopics({ topics: ["kjs-b"], timeout: 20000 });
+  out.topics = (await admin.listTopics()).sort();
+  await admin.disconnect();
+  console.log(JSON.stringify(out));
+})().catch((error) => { console.error(String(error && error.stack || error)); process.exit(1); });
+"""
+
+
+@pytest.fixture(scope="session")
+def kafkajs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory with KafkaJS installed from npm; skipped (with the reason) without node/npm or the package."""
+    node_bin, npm_bin = shutil.which("node"), shutil.which("npm")
+    if node_bin is None or npm_bin is None:
+        pytest.skip("KafkaJS test needs node and npm on PATH")
+    directory = tmp_path_factory.mktemp("kafkajs")
+    try:
+        result = subprocess.run(
+            [npm_bin, "install", "kafkajs@2", "--no-audit", "--no-fund", "--silent"],
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.skip("npm install kafkajs timed out")
+    if result.returncode != 0 or not (directory / "node_modules" / "kafkajs").is_dir():
+        pytest.skip(f"npm install kafkajs failed: {result.stderr.strip()[-300:]}")
+    (directory / "flow.js").write_text(KAFKAJS_FLOW)
+    return directory
+
+
+def test_kafkajs_admin_flow_bootstrapped_from_a_non_controller(quota_broker: BrokerFactory, kafkajs: Path) -> None:
+    """KafkaJS's admin client against a 3-node cluster bootstrapped from node 1: it finds the controller from
+    Metadata and sends CreateTopics, CreatePartitions and DeleteTopics there; every node accepts them anyway
+    (KRaft ForwardingManager)."""
+    broker = quota_broker(num_brokers=3)
+    result = subprocess.run(
+        ["node", str(kafkajs / "flow.js"), node(broker, 1)],
+        cwd=kafkajs,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["controller"] == 0
+    assert out["created"] is True
+    assert out["partitions"] == 5
+    assert out["topics"] == ["kjs-a"]
+    assert broker.topics() == {"kjs-a": 5}
+    assert {r.api_key for r in broker.request_log()} >= {CREATE_TOPICS, CREATE_PARTITIONS, DELETE_TOPICS}
