@@ -14,7 +14,7 @@ from kafka.protocol.metadata.metadata import MetadataRequest
 
 from tests.conftest import wait_until
 from tests.wire import WireClient, create_topics_request
-from throttled_admin.testing import QuotaBroker
+from throttled_admin.testing import QuotaBroker, QuotaEntity
 
 BrokerFactory = Callable[..., QuotaBroker]
 
@@ -168,3 +168,158 @@ def test_stopping_while_clients_connect_leaks_no_socket() -> None:
             socket.create_connection(("127.0.0.1", broker.ports[0]), timeout=5).close()
         broker.stop()
     gc.collect()
+
+
+# -- bad settings and bad quota values -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1.0, 0.0])
+def test_nan_infinite_and_non_positive_quotas_are_refused_from_the_constructor_and_set_quota(value: float) -> None:
+    """Kafka's ClientQuotaControlManager.validateQuotaKeyValue refuses values <= 0 ("Quota <key> must be
+    greater than 0"); it lets NaN and infinity through, which would silently disable the quota, so
+    QuotaBroker refuses those too."""
+    with pytest.raises(ValueError, match="controller_mutation_rate"):
+        QuotaBroker(controller_mutation_rate=value)
+    with pytest.raises(ValueError, match="request_percentage"):
+        QuotaBroker(request_percentage=value)
+    broker = QuotaBroker(controller_mutation_rate=5)
+    with pytest.raises(ValueError, match="controller_mutation_rate"):
+        broker.set_quota(user="alice", controller_mutation_rate=value)
+    with pytest.raises(ValueError, match="producer_byte_rate"):
+        broker.set_quota(user="alice", controller_mutation_rate=1, producer_byte_rate=value)
+    assert broker.client_quotas() == {QuotaEntity(user=QuotaEntity.DEFAULT): {"controller_mutation_rate": 5.0}}
+
+
+def alter(wire: WireClient, entity: list[tuple[str, str | None]], *ops: tuple[str, float | None]) -> tuple[int, str]:
+    from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest
+
+    E = AlterClientQuotasRequest.EntryData
+    request = AlterClientQuotasRequest(
+        version=1,
+        entries=[
+            E(
+                entity=[E.EntityData(entity_type=t, entity_name=n) for t, n in entity],
+                ops=[E.OpData(key=k, value=v or 0.0, remove=v is None) for k, v in ops],
+            )
+        ],
+        validate_only=False,
+    )
+    [entry] = wire.request(request).entries
+    return int(entry.error_code), entry.error_message
+
+
+def test_alter_client_quotas_validates_keys_and_values_as_kafka(quota_broker: BrokerFactory) -> None:
+    """ClientQuotaControlManager: INVALID_REQUEST (42) with Kafka's messages for an unknown key, a value
+    <= 0, a fractional byte rate (LONG keys); an entry with an error changes nothing. NaN and infinity are
+    refused as well (Kafka lets them through, disabling the quota)."""
+    broker = quota_broker()
+    user = [("user", "alice")]
+    with WireClient(broker.bootstrap_servers) as wire:
+        assert alter(wire, user, ("controller_mutation_rate", float("nan"))) == (
+            42,
+            "Quota controller_mutation_rate must be a finite number, got NaN",
+        )
+        assert alter(wire, user, ("request_percentage", float("inf")))[0] == 42
+        assert alter(wire, user, ("controller_mutation_rate", 0.0)) == (
+            42,
+            "Quota controller_mutation_rate must be greater than 0",
+        )
+        assert alter(wire, user, ("producer_byte_rate", 1.5)) == (
+            42,
+            "producer_byte_rate cannot be a fractional value.",
+        )
+        assert alter(wire, user, ("producer_byte_rate", 1e30)) == (
+            42,
+            "Proposed value for producer_byte_rate is too large for a LONG.",
+        )
+        assert alter(wire, user, ("no_such_quota", 1.0)) == (42, "Invalid configuration key no_such_quota")
+        # all or nothing: the valid key of a failing entry is not applied either
+        assert alter(wire, user, ("request_percentage", 50.0), ("consumer_byte_rate", -1.0))[0] == 42
+        assert broker.client_quotas() == {}
+        assert alter(wire, [("user", "")], ("request_percentage", 1.0)) == (42, "Empty user not supported")
+        assert alter(wire, user, *[(k, 10.0) for k in ("producer_byte_rate", "consumer_byte_rate")])[0] == 0
+        assert alter(wire, user, ("request_percentage", 25.0), ("controller_mutation_rate", 2.5))[0] == 0
+        assert alter(wire, user, ("producer_byte_rate", None), ("no_such_quota", None))[0] == 0  # removals
+    assert broker.client_quotas() == {
+        QuotaEntity(user="alice"): {
+            "consumer_byte_rate": 10.0,
+            "request_percentage": 25.0,
+            "controller_mutation_rate": 2.5,
+        }
+    }
+
+
+def test_fault_injection_arguments_are_checked(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker()
+    with pytest.raises(ValueError, match="error_code 0"):
+        broker.fail_next("CreateTopics", 0)
+    with pytest.raises(ValueError, match="count"):
+        broker.fail_next("CreateTopics", 41, count=0)
+    with pytest.raises(ValueError, match="count"):
+        broker.fail_next("CreateTopics", 41, count=-2)
+    with pytest.raises(ValueError, match="count"):
+        broker.blackhole_next("CreateTopics", -1)
+    with pytest.raises(ValueError, match="count"):
+        broker.blackhole_next(19, 0)
+    with pytest.raises(ValueError, match="unknown Kafka API"):
+        broker.fail_next("CreateTopic", 41)
+    with pytest.raises(ValueError, match="latency"):
+        broker.set_latency(float("nan"))
+    # nothing was queued by the refused calls
+    with WireClient(broker.bootstrap_servers) as wire:
+        assert wire.request(create_topics_request(7, ("fine", 1))).topics[0].error_code == 0
+
+
+def test_request_log_is_capped_and_keeps_the_newest(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker(request_log_limit=5)
+    with WireClient(broker.bootstrap_servers) as wire:
+        for i in range(4):
+            wire.request(create_topics_request(7, (f"before-{i}", 1)))
+    broker.restart()
+    with WireClient(broker.bootstrap_servers) as wire:
+        for i in range(4):
+            wire.request(create_topics_request(7, (f"after-{i}", 1)))
+    log = broker.request_log()
+    assert [list(r.errors) for r in log] == [["before-3"], ["after-0"], ["after-1"], ["after-2"], ["after-3"]]
+    with pytest.raises(ValueError, match="request_log_limit"):
+        QuotaBroker(request_log_limit=0)
+
+
+# -- SASL as Kafka's PlainSaslServer and SaslServerAuthenticator ---------------------------------
+
+
+def sasl(wire: WireClient, auth: bytes) -> tuple[int, str | None]:
+    from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
+
+    assert wire.request(SaslHandshakeRequest(version=1, mechanism="PLAIN")).error_code == 0
+    response = wire.request(SaslAuthenticateRequest(version=2, auth_bytes=auth))
+    return int(response.error_code), response.error_message
+
+
+def test_sasl_plain_authorization_id_must_be_the_user(quota_broker: BrokerFactory) -> None:
+    """PlainSaslServer.evaluateResponse: an authorization id different from the user is refused."""
+    broker = quota_broker(users={"alice": "alice-pw", "bob": "bob-pw"})
+    with WireClient(broker.bootstrap_servers) as wire:
+        code, message = sasl(wire, b"bob\x00alice\x00alice-pw")
+        assert code == 58
+        assert message == "Authentication failed: Client requested an authorization id that is different from username"
+        assert wire.is_closed_by_peer()
+    with WireClient(broker.bootstrap_servers) as wire:
+        assert sasl(wire, b"alice\x00alice\x00alice-pw") == (0, None)  # the same id is fine
+    with WireClient(broker.bootstrap_servers) as wire:
+        assert sasl(wire, b"\x00alice") == (58, "Invalid SASL/PLAIN response: expected 3 tokens, got 2")
+
+
+def test_sasl_reauthentication_cannot_change_the_principal(quota_broker: BrokerFactory) -> None:
+    """SaslServerAuthenticator.ReauthInfo.ensurePrincipalUnchanged: re-authenticating on the same connection
+    as another user fails and closes the connection; re-authenticating as the same user is allowed."""
+    broker = quota_broker(users={"alice": "alice-pw", "bob": "bob-pw"})
+    with WireClient(broker.bootstrap_servers) as wire:
+        assert sasl(wire, b"\x00alice\x00alice-pw") == (0, None)
+        assert sasl(wire, b"\x00alice\x00alice-pw") == (0, None)
+        assert wire.request(create_topics_request(7, ("by-alice", 1))).topics[0].error_code == 0
+        code, message = sasl(wire, b"\x00bob\x00bob-pw")
+        assert code == 58
+        assert message == "Cannot change principals during re-authentication from User.alice: User.bob"
+        assert wire.is_closed_by_peer()
+    assert {r.principal for r in broker.request_log() if r.api_key == 19} == {"alice"}

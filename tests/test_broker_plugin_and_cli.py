@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 from importlib.metadata import entry_points
@@ -12,6 +14,7 @@ import pytest
 
 from tests.conftest import REPO, free_port
 from tests.wire import WireClient, create_topics_request
+from throttled_admin.testing import QuotaBroker
 
 pytest_plugins = ["pytester"]
 
@@ -89,3 +92,62 @@ def test_standalone_broker_cli() -> None:
         if proc.stdout is not None:
             proc.stdout.close()
     assert code == 0
+
+
+def test_standalone_broker_reports_a_port_in_use_in_one_line() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "throttled_admin.testing", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=REPO,
+        )
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in lines[0]
+    assert "address already in use" in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_standalone_broker_refuses_bad_settings_without_echoing_secrets() -> None:
+    for args, expected in (
+        (["--controller-mutation-rate", "nan"], "controller_mutation_rate"),
+        (["--user", "no-colon-s3cret"], "expected NAME:PASSWORD"),
+    ):
+        result = subprocess.run(
+            [sys.executable, "-m", "throttled_admin.testing", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=REPO,
+        )
+        assert result.returncode == 2
+        assert expected in result.stderr
+        assert "s3cret" not in result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_stop_and_start_from_code_running_in_an_event_loop() -> None:
+    """Async test suites start and stop the broker from a coroutine; the broker runs its own loop on its own
+    thread, so neither call may touch the caller's running loop."""
+
+    async def scenario() -> tuple[int, int]:
+        broker = QuotaBroker().start()
+        try:
+            _reader, writer = await asyncio.open_connection("127.0.0.1", broker.ports[0])
+            writer.close()
+            await writer.wait_closed()
+            broker.stop()
+            broker.start()  # same ports, from inside the loop too
+            with WireClient(broker.bootstrap_servers) as wire:
+                code = wire.request(create_topics_request(7, ("async", 1))).topics[0].error_code
+            return code, len(broker.topics())
+        finally:
+            broker.stop()
+
+    assert asyncio.run(scenario()) == (0, 1)

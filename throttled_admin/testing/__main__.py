@@ -5,9 +5,17 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+import sys
 import threading
 
 from throttled_admin.testing import QuotaBroker
+
+
+def _user(value: str) -> tuple[str, str]:
+    name, sep, password = value.partition(":")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError("expected NAME:PASSWORD")  # never echo the value: it holds a password
+    return name, password
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -17,25 +25,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--controller-mutation-rate", type=float, default=None, help="mutations/s per principal")
     parser.add_argument("--quota-window-num", type=int, default=11)
     parser.add_argument("--quota-window-size-s", type=float, default=1.0)
+    parser.add_argument("--request-percentage", type=float, default=None, help="request quota per principal (KIP-124)")
+    parser.add_argument("--request-time-cost-ms", type=float, default=None, help="fixed request time per request")
     parser.add_argument("--enforcement", choices=["by-version", "strict", "permissive"], default="by-version")
-    parser.add_argument("--user", action="append", default=[], metavar="NAME:PASSWORD", help="enable SASL/PLAIN")
+    parser.add_argument(
+        "--user", action="append", type=_user, default=[], metavar="NAME:PASSWORD", help="enable SASL/PLAIN"
+    )
     args = parser.parse_args(argv)
-    users = dict(u.split(":", 1) for u in args.user) if args.user else None
+    try:
+        broker = QuotaBroker(
+            port=args.port,
+            num_brokers=args.num_brokers,
+            controller_mutation_rate=args.controller_mutation_rate,
+            quota_window_num=args.quota_window_num,
+            quota_window_size_s=args.quota_window_size_s,
+            enforcement=args.enforcement,
+            users=dict(args.user) if args.user else None,
+            request_percentage=args.request_percentage,
+            request_time_cost_ms=args.request_time_cost_ms,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with QuotaBroker(
-        port=args.port,
-        num_brokers=args.num_brokers,
-        controller_mutation_rate=args.controller_mutation_rate,
-        quota_window_num=args.quota_window_num,
-        quota_window_size_s=args.quota_window_size_s,
-        enforcement=args.enforcement,
-        users=users,
-    ) as broker:
+    try:
+        broker.start()
+    except OSError as exc:
+        # One line, no traceback: the usual cause is a port already in use.
+        print(f"{parser.prog}: error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    try:
         print(f"QuotaBroker listening on {broker.bootstrap_servers} (Ctrl-C to stop)", flush=True)
         stop.wait()
+    finally:
+        broker.stop()
     return 0
 
 
