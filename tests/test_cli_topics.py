@@ -212,18 +212,26 @@ def test_command_config_authenticates(quota_broker, tmp_path, jaas):
     assert {r.principal for r in broker.request_log() if r.api_name == "CreateTopics"} == {"alice"}
 
 
-@pytest.mark.parametrize("output", ["text", "json"])
-@pytest.mark.parametrize("jaas", [False, True], ids=["librdkafka-keys", "jaas-config"])
-def test_wrong_password_fails_within_seconds_without_the_password(quota_broker, tmp_path, jaas, output):
+@pytest.mark.parametrize(
+    ("jaas", "output", "command"),
+    [
+        (False, "text", ["--list"]),
+        (True, "text", ["--create", "--topic", "t", "--partitions", "1"]),
+        (False, "json", ["--create", "--topic", "t", "--partitions", "1"]),
+        (True, "json", ["--describe"]),
+    ],
+)
+def test_wrong_password_fails_within_seconds_without_the_password(quota_broker, tmp_path, jaas, output, command):
     broker = quota_broker(users={"alice": "right"})
     secret = "Wr0ng-Secret-7781"
     config = _sasl_properties(tmp_path, secret, jaas=jaas)
-    run = topics(broker.bootstrap_servers, "--command-config", config, "--list", "--output", output)
+    run = topics(broker.bootstrap_servers, "--command-config", config, *command, "--output", output)
     assert run.returncode == 1, run.output
     assert "Authentication failed" in run.stdout, run.output
     assert secret not in run.output
     # The default timeout is 60 s; the authentication failure ends the command long before.
     assert run.elapsed_s < 30, run.elapsed_s
+    assert broker.topics() == {}
     if output == "json":
         record = json.loads(run.stdout)
         assert record["status"] == "failed"

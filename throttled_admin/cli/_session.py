@@ -28,6 +28,7 @@ K = TypeVar("K")
 # Errors after which no request of this command can succeed (librdkafka retries them forever).
 _FATAL_CODES = frozenset({KafkaError._AUTHENTICATION, KafkaError._SSL, KafkaError.SASL_AUTHENTICATION_FAILED})
 _POLL_S = 0.05
+_SLICE_S = 1.0
 
 
 class CommandTimeout(Exception):
@@ -83,21 +84,20 @@ class AdminSession:
             if time.monotonic() > deadline:
                 raise CommandTimeout(f"no answer within {budget:g} s")
 
-    def call(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run a blocking client call (list_topics, ...) while watching for authentication failures."""
-        future: Future[T] = Future()
-
-        def run() -> None:
+    def list_topics(self) -> Any:
+        """The cluster's metadata (confluent-kafka's ClusterMetadata), asked for in short slices: a blocking
+        librdkafka call cannot be abandoned (destroying the client waits for it), so a fatal error is
+        noticed between slices instead."""
+        deadline = time.monotonic() + self.timeout_ms / 1000
+        while True:
+            remaining = deadline - time.monotonic()
             try:
-                future.set_result(function(*args, **kwargs))
-            except BaseException as exc:
-                future.set_exception(exc)
-
-        # A daemon thread: a blocking librdkafka call cannot be interrupted, and must not hold up the exit
-        # after an authentication failure has been reported.
-        threading.Thread(target=run, name="throttled-admin-cli-call", daemon=True).start()
-        self.wait({"call": future})
-        return future.result()
+                return self.admin.list_topics(timeout=max(0.05, min(_SLICE_S, remaining)))
+            except KafkaException as exc:
+                self._check_fatal()
+                code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
+                if code not in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT) or time.monotonic() >= deadline:
+                    raise
 
     def close(self) -> None:
         self.admin.close()

@@ -72,7 +72,7 @@ class TopicsCommand:
     # -- selection -------------------------------------------------------------------------------
 
     def _cluster_topics(self) -> Mapping[str, Any]:
-        metadata = self.session.call(self.session.admin.list_topics, timeout=self.timeout_s)
+        metadata = self.session.list_topics()
         return metadata.topics  # type: ignore[no-any-return]
 
     def _select(self, topics: Mapping[str, Any]) -> list[str]:
