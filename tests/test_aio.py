@@ -1,0 +1,232 @@
+"""AIOThrottledAdminClient end to end against QuotaBroker: throttling, retries, cancellation, concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from throttled_admin import ThrottledAdminClient
+from throttled_admin.admin import ClusterMetadata, NewPartitions, NewTopic
+from throttled_admin.aio import AIOThrottledAdminClient
+from throttled_admin.testing import QuotaBroker
+
+Broker = Callable[..., QuotaBroker]
+CREATE_TOPICS = 19
+
+
+def conf(broker: QuotaBroker) -> dict[str, Any]:
+    return {"bootstrap.servers": broker.bootstrap_servers}
+
+
+def sent_topics(broker: QuotaBroker) -> set[str]:
+    """Every topic a CreateTopics request named, as far as the request log shows it: created, or refused."""
+    names = set(broker.topics())
+    for record in broker.request_log():
+        if record.api_key == CREATE_TOPICS:
+            names |= set(record.errors)
+    return names
+
+
+def creates(broker: QuotaBroker) -> list[Any]:
+    return [r for r in broker.request_log() if r.api_key == CREATE_TOPICS]
+
+
+async def throttle_the_broker(admin: AIOThrottledAdminClient, broker: QuotaBroker) -> None:
+    """Burst 1 at 1 mutation/s (strict): a 3-partition topic leaves the bucket at -2, so the broker's response
+    carries a throttle of about 2 s and the client sends nothing more until it has passed (KIP-219)."""
+    futures = await admin.create_topics([NewTopic("first", 3, 1)])
+    await futures["first"]
+    assert creates(broker)[-1].throttle_time_ms > 1000
+
+
+def strict_broker(quota_broker: Broker) -> QuotaBroker:
+    return quota_broker(controller_mutation_rate=1, quota_window_num=1, enforcement="strict")
+
+
+@pytest.mark.asyncio
+async def test_create_grow_delete_and_the_other_methods(quota_broker: Broker) -> None:
+    broker = quota_broker()
+    async with AIOThrottledAdminClient(conf(broker)) as admin:
+        created = await admin.create_topics([NewTopic("a", 1, 1), NewTopic("b", 2, 1)])
+        assert set(created) == {"a", "b"}
+        assert all(isinstance(f, asyncio.Future) for f in created.values())
+        assert await asyncio.gather(*created.values()) == [None, None]
+
+        grown = await admin.create_partitions([NewPartitions("a", 3)])
+        await grown["a"]
+        metadata = await admin.list_topics(timeout=10)
+        assert isinstance(metadata, ClusterMetadata)
+        assert len(metadata.topics["a"].partitions) == 3
+
+        deleted = await admin.delete_topics(["b"])
+        await deleted["b"]
+        again = await admin.create_topics([NewTopic("a", 1, 1)])
+        with pytest.raises(KafkaException) as info:
+            await again["a"]
+        assert info.value.args[0].name() == "TOPIC_ALREADY_EXISTS"
+    assert broker.topics() == {"a": 3}
+    assert admin.closed
+
+
+def test_every_admin_client_method_is_a_coroutine() -> None:
+    for name in dir(AdminClient):
+        if name.startswith("_"):
+            continue
+        method = getattr(AIOThrottledAdminClient, name, None)
+        assert method is not None, f"AIOThrottledAdminClient has no {name}"
+        assert inspect.iscoroutinefunction(method), name
+
+
+@pytest.mark.asyncio
+async def test_throttled_topics_are_retried_without_blocking_the_loop(quota_broker: Broker) -> None:
+    broker = strict_broker(quota_broker)
+    ticks: list[float] = []
+
+    async def heartbeat() -> None:
+        while True:
+            ticks.append(time.monotonic())
+            await asyncio.sleep(0.01)
+
+    beat = asyncio.create_task(heartbeat())
+    async with AIOThrottledAdminClient(conf(broker)) as admin:
+        started = time.monotonic()
+        futures = await admin.create_topics([NewTopic(f"t{i}", 1, 1) for i in range(4)])
+        queued_in_s = time.monotonic() - started
+        await asyncio.gather(*futures.values())
+        took_s = time.monotonic() - started
+        metrics = admin.metrics()
+    beat.cancel()
+    assert broker.topics() == {f"t{i}": 1 for i in range(4)}
+    # Burst 1 at 1/s: four topics need throttle waits of about 3 s in all, spent off the loop.
+    assert took_s > 2.0
+    assert queued_in_s < took_s / 2
+    gaps = [b - a for a, b in itertools.pairwise(ticks)]
+    assert max(gaps) < 1.0, "the event loop was blocked"
+    assert len(creates(broker)) >= 2
+    assert metrics["retry-total"] >= 1 or metrics["quota-violation-total"] >= 1
+
+
+@pytest.mark.asyncio
+async def test_cancelling_the_awaiting_task_withdraws_unsent_topics(quota_broker: Broker) -> None:
+    broker = strict_broker(quota_broker)
+    async with AIOThrottledAdminClient(conf(broker)) as admin:
+        await throttle_the_broker(admin, broker)
+
+        futures = await admin.create_topics([NewTopic("w1", 1, 1), NewTopic("w2", 1, 1)])
+        waiter = asyncio.ensure_future(asyncio.gather(*futures.values()))
+        await asyncio.sleep(0.2)  # mid-throttle: nothing can have been sent
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        assert all(f.cancelled() for f in futures.values())
+
+        # A later call goes out after the throttle; the withdrawn topics would have gone before it.
+        after = await admin.create_topics([NewTopic("after", 1, 1)])
+        await after["after"]
+    assert broker.topics() == {"first": 3, "after": 1}
+    assert sent_topics(broker) == {"first", "after"}
+    assert sum(r.mutations for r in creates(broker)) == 4
+
+
+@pytest.mark.asyncio
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="asyncio.timeout and Task.cancelling are Python 3.11+")
+async def test_asyncio_timeout_withdraws_the_whole_call(quota_broker: Broker) -> None:
+    timeout = asyncio.timeout  # type: ignore[attr-defined,unused-ignore]
+    broker = strict_broker(quota_broker)
+    async with AIOThrottledAdminClient(conf(broker)) as admin:
+        await throttle_the_broker(admin, broker)
+
+        futures = await admin.create_topics([NewTopic("x1", 1, 1), NewTopic("x2", 1, 1), NewTopic("x3", 1, 1)])
+        started = time.monotonic()
+
+        async def await_one_by_one() -> None:
+            async with timeout(0.3):
+                for future in futures.values():  # awaited one by one: still the whole call is withdrawn
+                    await future
+
+        with pytest.raises(TimeoutError):
+            await await_one_by_one()
+        assert time.monotonic() - started < 1.5, "the call did not stop waiting at once"
+        assert all(f.cancelled() for f in futures.values())
+
+        after = await admin.create_topics([NewTopic("after", 1, 1)])
+        await after["after"]
+    assert sent_topics(broker) == {"first", "after"}
+
+
+@pytest.mark.asyncio
+async def test_cancelling_one_future_withdraws_that_topic_only(quota_broker: Broker) -> None:
+    broker = strict_broker(quota_broker)
+    async with AIOThrottledAdminClient(conf(broker)) as admin:
+        await throttle_the_broker(admin, broker)
+
+        futures = await admin.create_topics([NewTopic("keep", 1, 1), NewTopic("drop", 1, 1)])
+        assert futures["drop"].cancel()
+        await futures["keep"]
+    assert futures["drop"].cancelled()
+    assert broker.topics() == {"first": 3, "keep": 1}
+    assert "drop" not in sent_topics(broker)
+
+
+@pytest.mark.asyncio
+async def test_two_hundred_concurrent_tasks(quota_broker: Broker) -> None:
+    broker = quota_broker(controller_mutation_rate=100, quota_window_num=1, enforcement="strict")
+
+    async def provision(admin: AIOThrottledAdminClient, i: int) -> None:
+        futures = await admin.create_topics([NewTopic(f"task-{i}", 1, 1)])
+        await futures[f"task-{i}"]
+
+    async with AIOThrottledAdminClient(conf(broker), default_api_timeout_ms=120000) as admin:
+        results = await asyncio.gather(*(provision(admin, i) for i in range(200)), return_exceptions=True)
+        metrics = admin.metrics()
+    assert [r for r in results if r is not None] == []
+    assert broker.topics() == {f"task-{i}": 1 for i in range(200)}
+    assert sum(r.mutations for r in creates(broker)) == 200
+    assert metrics["quota-violation-total"] >= 1  # 200 mutations against a burst of 100: throttled, then retried
+
+
+@pytest.mark.asyncio
+async def test_shares_the_sync_clients_scheduler_and_metrics(quota_broker: Broker) -> None:
+    broker = quota_broker()
+    with ThrottledAdminClient(conf(broker)) as sync:
+        admin = AIOThrottledAdminClient.wrap(sync)
+        futures = await admin.create_topics([NewTopic("shared", 1, 1)])
+        await futures["shared"]
+        sync.create_topics([NewTopic("sync", 1, 1)])["sync"].result(timeout=30)
+        assert admin.metrics()["request-total"] == sync.metrics()["request-total"] >= 2
+        await admin.close()
+        assert not sync.closed  # wrap() leaves the client to whoever created it
+        with pytest.raises(RuntimeError, match="closed"):
+            await admin.create_topics([NewTopic("late", 1, 1)])
+    assert broker.topics() == {"shared": 1, "sync": 1}
+
+
+@pytest.mark.asyncio
+async def test_close_fails_pending_topics_and_coroutine_callbacks_run_on_the_loop(quota_broker: Broker) -> None:
+    broker = strict_broker(quota_broker)
+    loop = asyncio.get_running_loop()
+    throttles: list[tuple[Any, bool]] = []
+
+    async def throttle_cb(event: Any) -> None:
+        throttles.append((event, asyncio.get_running_loop() is loop))
+
+    admin = AIOThrottledAdminClient({**conf(broker), "throttle_cb": throttle_cb})
+    await throttle_the_broker(admin, broker)
+    futures = await admin.create_topics([NewTopic("pending", 1, 1)])
+    await admin.close()
+    with pytest.raises(KafkaException) as info:
+        await futures["pending"]
+    assert info.value.args[0].name() == "_DESTROY"
+    await asyncio.sleep(0.1)
+    assert throttles, "the throttle_cb coroutine never ran"
+    assert all(on_loop for _, on_loop in throttles)
+    assert "pending" not in sent_topics(broker)

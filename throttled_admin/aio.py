@@ -1,0 +1,336 @@
+"""``AIOThrottledAdminClient``: the asyncio form of ``ThrottledAdminClient``, after ``confluent_kafka.aio``.
+
+As ``AIOProducer.produce`` returns an ``asyncio.Future``, the three topic mutations return one per topic::
+
+    async with AIOThrottledAdminClient({"bootstrap.servers": "..."}) as admin:
+        futures = await admin.create_topics([NewTopic("orders", 6, 3)])
+        await asyncio.gather(*futures.values())
+
+It wraps one ``ThrottledAdminClient`` (same scheduler, retries, deadlines and metrics): the mutation calls only
+validate and queue, so they never block the event loop, and each throttle wait happens on the client's own
+thread. Each ``asyncio.Future`` is chained to its topic's future with ``asyncio.wrap_future``, so cancelling it
+cancels the topic's future, whose ``cancel()`` withdraws the topic if it has not been sent yet.
+
+A call belongs to the task that made it: when that task is cancelled (``task.cancel()``, ``asyncio.timeout()``)
+while it waits on any of the call's futures, or ends cancelled, every topic of the call not yet sent is withdrawn,
+not only the one it was waiting on. Cancelling one future yourself withdraws that topic alone.
+
+Every other AdminClient method is a coroutine that runs the synchronous method in an executor, as
+``AIOConsumer`` does; the ``concurrent.futures.Future``s it returns come back as ``asyncio.Future``s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import inspect
+import logging
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any
+
+from confluent_kafka.admin._metadata import ClusterMetadata, GroupMetadata
+from confluent_kafka.cimpl import NewPartitions, NewTopic
+
+from throttled_admin._client import ThrottledAdminClient
+from throttled_admin._options import CreatePartitionsOptions, CreateTopicsOptions, DeleteTopicsOptions
+
+__all__ = ["AIOThrottledAdminClient"]
+
+log = logging.getLogger("throttled_admin")
+
+_CALLBACKS = ("error_cb", "throttle_cb", "stats_cb")
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop, name: str, callback: Callable[..., Any]) -> Callable[..., None]:
+    """A coroutine-function callback run as a task on the event loop, never waited for: librdkafka's and the
+    scheduler's threads must not wait on the loop (the loop may itself be waiting on them)."""
+
+    def schedule(*args: Any) -> None:
+        def start() -> None:
+            task = loop.create_task(callback(*args))
+            task.add_done_callback(functools.partial(_log_failure, name))
+
+        try:
+            loop.call_soon_threadsafe(start)
+        except RuntimeError:  # the loop is closed: nobody is left to run it
+            log.debug("%s dropped: its event loop is closed", name)
+
+    return schedule
+
+
+def _log_failure(name: str, task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("%s raised", name, exc_info=task.exception())
+
+
+def _loop_conf(loop: asyncio.AbstractEventLoop, conf: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of conf whose coroutine-function callbacks run on the loop; plain callbacks are left as they are
+    (they run on the client's thread, as with the synchronous client)."""
+    out = dict(conf)
+    for name in _CALLBACKS:
+        callback = out.get(name)
+        if callback is not None and inspect.iscoroutinefunction(callback):
+            out[name] = _on_loop(loop, name, callback)
+    return out
+
+
+class _CallGroup:
+    """The asyncio futures of one call, tied to the task that made it (see the module docstring)."""
+
+    def __init__(self, task: asyncio.Task[Any] | None, futures: list[asyncio.Future[None]]) -> None:
+        self._task = task
+        self._futures = futures
+        self._pending = len(futures)
+        for future in futures:
+            future.add_done_callback(self._one_done)
+        if task is not None:
+            task.add_done_callback(self._task_done)
+
+    def _task_cancelling(self) -> bool:
+        cancelling = getattr(self._task, "cancelling", None)  # Python 3.11+
+        return cancelling is not None and cancelling() > 0
+
+    def _one_done(self, future: asyncio.Future[None]) -> None:
+        self._pending -= 1
+        if future.cancelled() and self._task_cancelling():
+            self.cancel()  # the task awaiting the call is being cancelled: withdraw all of it, not one topic
+        if self._pending == 0 and self._task is not None:
+            self._task.remove_done_callback(self._task_done)  # a long-lived task must not collect callbacks
+            self._task = None
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        if task.cancelled():
+            self.cancel()
+
+    def cancel(self) -> None:
+        for future in self._futures:
+            future.cancel()
+
+
+class AIOThrottledAdminClient:
+    """The asyncio ``ThrottledAdminClient``. ``conf`` and ``client_kwargs`` are ``ThrottledAdminClient``'s
+    (``mutation_quota``, ``retry_on_quota_violation``, ``default_api_timeout_ms``, ``meter_provider``, ...).
+
+    Create it inside a running event loop. ``error_cb``, ``throttle_cb`` and ``stats_cb`` in conf may be
+    coroutine functions: they run as tasks on this loop and are never waited for.
+    ``executor`` (or a pool of ``max_workers`` threads) runs the other AdminClient methods.
+    """
+
+    def __init__(
+        self,
+        conf: Mapping[str, Any],
+        *,
+        max_workers: int = 8,
+        executor: concurrent.futures.Executor | None = None,
+        **client_kwargs: Any,
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        client = ThrottledAdminClient(_loop_conf(loop, conf), **client_kwargs)
+        self._setup(client, owns_client=True, max_workers=max_workers, executor=executor)
+
+    @classmethod
+    def wrap(
+        cls,
+        client: ThrottledAdminClient,
+        *,
+        max_workers: int = 8,
+        executor: concurrent.futures.Executor | None = None,
+    ) -> AIOThrottledAdminClient:
+        """An asyncio face for an existing client, sharing its scheduler, quota and metrics with synchronous
+        callers. ``close()`` then leaves the client open: whoever created it closes it."""
+        if not isinstance(client, ThrottledAdminClient):
+            raise TypeError(f"client must be a ThrottledAdminClient, got {type(client).__name__}")
+        self = cls.__new__(cls)
+        self._setup(client, owns_client=False, max_workers=max_workers, executor=executor)
+        return self
+
+    def _setup(
+        self,
+        client: ThrottledAdminClient,
+        *,
+        owns_client: bool,
+        max_workers: int,
+        executor: concurrent.futures.Executor | None,
+    ) -> None:
+        if executor is None:
+            if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
+                raise ValueError(f"max_workers must be an int >= 1, got {max_workers!r}")
+            executor = concurrent.futures.ThreadPoolExecutor(max_workers, thread_name_prefix="throttled-admin-aio")
+            self._owns_executor = True
+        else:
+            self._owns_executor = False
+        self._executor = executor
+        self._client = client
+        self._owns_client = owns_client
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"AIOThrottledAdminClient({self._client!r})"
+
+    @property
+    def sync_client(self) -> ThrottledAdminClient:
+        """The ThrottledAdminClient underneath (for synchronous callers sharing the same quota and metrics)."""
+        return self._client
+
+    @property
+    def closed(self) -> bool:
+        return self._closed or self._client.closed
+
+    # -- the three quota-aware calls -------------------------------------------------------------
+
+    async def create_topics(
+        self, new_topics: list[NewTopic], *, options: CreateTopicsOptions | None = None, **kwargs: Any
+    ) -> dict[str, asyncio.Future[None]]:
+        """Create topics: one future per topic, resolved as with ``ThrottledAdminClient.create_topics``."""
+        self._check_open()
+        return self._wrap(self._client.create_topics(new_topics, options=options, **kwargs))
+
+    async def create_partitions(
+        self,
+        new_partitions: list[NewPartitions],
+        *,
+        options: CreatePartitionsOptions | None = None,
+        **kwargs: Any,
+    ) -> dict[str, asyncio.Future[None]]:
+        """Add partitions: one future per topic."""
+        self._check_open()
+        return self._wrap(self._client.create_partitions(new_partitions, options=options, **kwargs))
+
+    async def delete_topics(
+        self, topics: list[str], *, options: DeleteTopicsOptions | None = None, **kwargs: Any
+    ) -> dict[str, asyncio.Future[None]]:
+        """Delete topics: one future per topic."""
+        self._check_open()
+        return self._wrap(self._client.delete_topics(topics, options=options, **kwargs))
+
+    def _wrap(self, futures: dict[str, concurrent.futures.Future[None]]) -> dict[str, asyncio.Future[None]]:
+        loop = asyncio.get_running_loop()
+        wrapped = {name: asyncio.wrap_future(future, loop=loop) for name, future in futures.items()}
+        _CallGroup(asyncio.current_task(), list(wrapped.values()))
+        return wrapped
+
+    def metrics(self) -> dict[str, float]:
+        """The client's metrics (``ThrottledAdminClient.metrics``): a snapshot, nothing to wait for."""
+        return self._client.metrics()
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise RuntimeError("AIOThrottledAdminClient is closed")
+
+    async def close(self) -> None:
+        """Close the client (pending topics fail with KafkaError._DESTROY) and the executor, off the loop.
+        Idempotent. A client given to ``wrap()`` stays open."""
+        if self._closed:
+            return
+        self._closed = True
+        loop = asyncio.get_running_loop()
+        try:
+            if self._owns_client:
+                await loop.run_in_executor(None, self._client.close)
+        finally:
+            if self._owns_executor:
+                await loop.run_in_executor(None, functools.partial(self._executor.shutdown, wait=True))
+
+    async def __aenter__(self) -> AIOThrottledAdminClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # -- every other AdminClient method, in the executor -----------------------------------------
+
+    async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        self._check_open()
+        loop = asyncio.get_running_loop()
+        result = await loop.run_in_executor(
+            self._executor, functools.partial(getattr(self._client, method), *args, **kwargs)
+        )
+        return _asyncio_futures(result, loop)
+
+    async def list_topics(self, *args: Any, **kwargs: Any) -> ClusterMetadata:
+        result: ClusterMetadata = await self._call("list_topics", *args, **kwargs)
+        return result
+
+    async def list_groups(self, *args: Any, **kwargs: Any) -> list[GroupMetadata]:
+        result: list[GroupMetadata] = await self._call("list_groups", *args, **kwargs)
+        return result
+
+    async def cluster_id(self, *args: Any, **kwargs: Any) -> str:
+        result: str = await self._call("cluster_id", *args, **kwargs)
+        return result
+
+    async def poll(self, *args: Any, **kwargs: Any) -> int:
+        result: int = await self._call("poll", *args, **kwargs)
+        return result
+
+    async def set_sasl_credentials(self, username: str, password: str) -> None:
+        await self._call("set_sasl_credentials", username, password)
+
+    async def describe_configs(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("describe_configs", *args, **kwargs)
+
+    async def alter_configs(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("alter_configs", *args, **kwargs)
+
+    async def incremental_alter_configs(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("incremental_alter_configs", *args, **kwargs)
+
+    async def create_acls(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("create_acls", *args, **kwargs)
+
+    async def describe_acls(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("describe_acls", *args, **kwargs)
+
+    async def delete_acls(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("delete_acls", *args, **kwargs)
+
+    async def list_consumer_groups(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("list_consumer_groups", *args, **kwargs)
+
+    async def describe_consumer_groups(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("describe_consumer_groups", *args, **kwargs)
+
+    async def describe_topics(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("describe_topics", *args, **kwargs)
+
+    async def describe_cluster(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("describe_cluster", *args, **kwargs)
+
+    async def delete_consumer_groups(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("delete_consumer_groups", *args, **kwargs)
+
+    async def list_consumer_group_offsets(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("list_consumer_group_offsets", *args, **kwargs)
+
+    async def alter_consumer_group_offsets(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("alter_consumer_group_offsets", *args, **kwargs)
+
+    async def describe_user_scram_credentials(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("describe_user_scram_credentials", *args, **kwargs)
+
+    async def alter_user_scram_credentials(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("alter_user_scram_credentials", *args, **kwargs)
+
+    async def list_offsets(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("list_offsets", *args, **kwargs)
+
+    async def delete_records(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("delete_records", *args, **kwargs)
+
+    async def elect_leaders(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("elect_leaders", *args, **kwargs)
+
+
+def _asyncio_futures(result: Any, loop: asyncio.AbstractEventLoop) -> Any:
+    """confluent-kafka's futures (one, or a dict of them) as asyncio futures on ``loop``; anything else as is."""
+    if isinstance(result, concurrent.futures.Future):
+        return asyncio.wrap_future(result, loop=loop)
+    if isinstance(result, dict) and result and all(isinstance(v, concurrent.futures.Future) for v in result.values()):
+        return {key: asyncio.wrap_future(future, loop=loop) for key, future in result.items()}
+    return result
