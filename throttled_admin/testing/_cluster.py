@@ -1,9 +1,14 @@
 """The cluster the test broker models: nodes, one controller, topics with partitions, replicas and configs.
 
-Each mutation follows KRaft's ``ReplicationControlManager`` order: validate the topic, then charge the
-controller mutation quota (create: the resolved partition count; delete: the current partition count;
-create-partitions: only the added partitions), then apply unless ``validate_only``. Invalid topics fail
-before the quota and cost nothing; validate-only requests are charged, as KRaft does.
+Each mutation follows KRaft's ``ReplicationControlManager`` order: validate the topic (name, existence,
+configs, then replication factor, then partitions), then charge the controller mutation quota (create: the
+resolved partition count; delete: the current partition count; create-partitions: only the added
+partitions), then apply unless ``validate_only``. Invalid topics fail before the quota and cost nothing;
+validate-only requests are charged, as KRaft does. Config changes (IncrementalAlterConfigs/AlterConfigs) are
+not KIP-599 mutations and are never charged.
+
+Every lookup is a dict access (by name, by topic id, by '.'/'_' collision key), so a request of N topics
+costs O(N) whatever the cluster size.
 """
 
 from __future__ import annotations
@@ -11,43 +16,29 @@ from __future__ import annotations
 import itertools
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kafka import errors as kerr
 
 from throttled_admin._topic_names import collision_key, topic_name_error
+from throttled_admin.testing._configs import (
+    ConfigError,
+    OpType,
+    alter,
+    topic_defaults,
+    validate_broker_configs,
+    validate_topic_configs,
+)
 from throttled_admin.testing._quotas import RequestQuota
+from throttled_admin.testing._topic_configs import TOPIC_CONFIGS
 
-__all__ = ["TOPIC_CONFIG_DEFAULTS", "ApiError", "Cluster", "Topic"]
+__all__ = ["CLUSTER_METADATA_TOPIC", "TOPIC_CONFIG_DEFAULTS", "ApiError", "Cluster", "CreateSpec", "Created", "Topic"]
 
-# The topic configs Kafka accepts (LogConfig), with their defaults for DescribeConfigs.
-TOPIC_CONFIG_DEFAULTS: dict[str, str] = {
-    "cleanup.policy": "delete",
-    "compression.type": "producer",
-    "delete.retention.ms": "86400000",
-    "file.delete.delay.ms": "60000",
-    "flush.messages": "9223372036854775807",
-    "flush.ms": "9223372036854775807",
-    "index.interval.bytes": "4096",
-    "max.compaction.lag.ms": "9223372036854775807",
-    "max.message.bytes": "1048588",
-    "message.timestamp.after.max.ms": "9223372036854775807",
-    "message.timestamp.before.max.ms": "9223372036854775807",
-    "message.timestamp.type": "CreateTime",
-    "min.cleanable.dirty.ratio": "0.5",
-    "min.compaction.lag.ms": "0",
-    "min.insync.replicas": "1",
-    "preallocate": "false",
-    "remote.storage.enable": "false",
-    "retention.bytes": "-1",
-    "retention.ms": "604800000",
-    "segment.bytes": "1073741824",
-    "segment.index.bytes": "10485760",
-    "segment.jitter.ms": "0",
-    "segment.ms": "604800000",
-    "unclean.leader.election.enable": "false",
-}
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+
+# Kept for older imports: each topic config's default (the full definitions are in _topic_configs.py).
+TOPIC_CONFIG_DEFAULTS: dict[str, str] = {name: key.default or "" for name, key in TOPIC_CONFIGS.items()}
 
 
 @dataclass(frozen=True)
@@ -64,16 +55,24 @@ NONE = ApiError(0)
 THROTTLED = ApiError.of(kerr.ThrottlingQuotaExceededError, "The throttling quota has been exceeded.")
 
 
+def invalid_config(message: str) -> ApiError:
+    return ApiError.of(kerr.InvalidConfigurationError, message)
+
+
 @dataclass
 class Topic:
     name: str
     topic_id: uuid.UUID
     replicas: list[list[int]]  # partition index -> replica node ids, leader first
-    configs: dict[str, str] = field(default_factory=dict)
+    configs: dict[str, str] = field(default_factory=dict)  # the topic's overrides, as sent
 
     @property
     def partition_count(self) -> int:
         return len(self.replicas)
+
+    @property
+    def replication_factor(self) -> int:
+        return len(self.replicas[0])
 
 
 @dataclass(frozen=True)
@@ -81,22 +80,63 @@ class CreateSpec:
     name: str
     num_partitions: int
     replication_factor: int
-    assignments: Sequence[Sequence[int]] = ()  # manual assignment, partition order
-    configs: dict[str, str | None] = field(default_factory=dict)
+    # manual assignment: (partition index, broker ids) in request order
+    assignments: Sequence[tuple[int, Sequence[int]]] = ()
+    configs: Mapping[str, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Created:
+    """The outcome of one CreateTopics entry: its error, the mutations charged and, when valid, the
+    resolved counts (also for validate-only requests) and the id of the topic created."""
+
+    error: ApiError
+    charged: int = 0
+    partitions: int = -1
+    replication_factor: int = -1
+    topic_id: uuid.UUID | None = None
 
 
 class Cluster:
-    """Topics and nodes. All methods are thread-safe."""
+    """Topics and nodes. All methods are thread-safe.
 
-    def __init__(self, node_ids: Sequence[int], *, default_partitions: int = 1, default_replication: int = 1):
+    ``broker_configs`` are the static broker configs (server.properties) of every node: they give the
+    topic config defaults (``log.retention.ms`` for ``retention.ms``...), ``num.partitions``,
+    ``default.replication.factor`` and ``auto.create.topics.enable`` (Kafka's default: true).
+    """
+
+    def __init__(
+        self,
+        node_ids: Sequence[int],
+        *,
+        default_partitions: int = 1,
+        default_replication: int = 1,
+        broker_configs: Mapping[str, str] | None = None,
+    ):
         self.node_ids = list(node_ids)
+        self._nodes = set(self.node_ids)
         self.controller_id = self.node_ids[0]
         self.cluster_id = "throttled-admin-quota-broker"
-        self.default_partitions = default_partitions
-        self.default_replication = default_replication
+        static = dict(broker_configs or {})
+        try:
+            validate_broker_configs(static)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        self.broker_configs = static
+        self.default_partitions = int(static.get("num.partitions", default_partitions))
+        self.default_replication = int(static.get("default.replication.factor", default_replication))
+        self.auto_create_topics = static.get("auto.create.topics.enable", "true").strip().lower() == "true"
+        self.topic_defaults = topic_defaults(static)
         self.topics: dict[str, Topic] = {}
+        self._by_id: dict[uuid.UUID, Topic] = {}
+        self._by_collision_key: dict[str, str] = {}
         self.lock = threading.RLock()
         self._placement = itertools.count()
+
+    def node_configs(self, node_id: int) -> dict[str, str]:
+        """The static configs of one node: the shared ones plus its own ``node.id`` and roles."""
+        roles = "broker,controller" if node_id == self.controller_id else "broker"
+        return {"node.id": str(node_id), "process.roles": roles, **self.broker_configs}
 
     def snapshot(self) -> dict[str, int]:
         with self.lock:
@@ -104,7 +144,18 @@ class Cluster:
 
     def by_id(self, topic_id: uuid.UUID) -> Topic | None:
         with self.lock:
-            return next((t for t in self.topics.values() if t.topic_id == topic_id), None)
+            return self._by_id.get(topic_id)
+
+    def _add(self, topic: Topic) -> None:
+        self.topics[topic.name] = topic
+        self._by_id[topic.topic_id] = topic
+        self._by_collision_key[collision_key(topic.name)] = topic.name
+
+    def _remove(self, topic: Topic) -> None:
+        del self.topics[topic.name]
+        del self._by_id[topic.topic_id]
+        if self._by_collision_key.get(collision_key(topic.name)) == topic.name:
+            del self._by_collision_key[collision_key(topic.name)]
 
     # -- placement -------------------------------------------------------------------------------
 
@@ -116,95 +167,129 @@ class Cluster:
             out.append([nodes[(start + r) % len(nodes)] for r in range(replication)])
         return out
 
-    def _check_assignment(self, assignments: Sequence[Sequence[int]], replication: int | None) -> ApiError | None:
-        for index, brokers in enumerate(assignments):
-            if not brokers:
-                return ApiError.of(kerr.InvalidReplicationAssignmentError, f"Partition {index} has no replicas.")
-            if len(set(brokers)) != len(brokers):
+    def _check_assignment(self, brokers: Sequence[int], replication: int | None) -> ApiError | None:
+        """``ReplicationControlManager.validateManualPartitionAssignment``: broker ids checked in
+        ascending order, each for registration and then repetition."""
+        if not brokers:
+            return ApiError.of(
+                kerr.InvalidReplicationAssignmentError,
+                "The manual partition assignment includes an empty replica list.",
+            )
+        previous = None
+        for broker in sorted(brokers):
+            if broker not in self._nodes:
                 return ApiError.of(
                     kerr.InvalidReplicationAssignmentError,
-                    f"Duplicate brokers not allowed in replica assignment: {list(brokers)} for partition {index}.",
+                    f"The manual partition assignment includes broker {broker}, but no such broker is registered.",
                 )
-            unknown = [b for b in brokers if b not in self.node_ids]
-            if unknown:
+            if broker == previous:
                 return ApiError.of(
                     kerr.InvalidReplicationAssignmentError,
-                    f"The manual partition assignment includes broker {unknown[0]}, but no such broker is registered.",
+                    f"The manual partition assignment includes the broker {broker} more than once.",
                 )
-            if replication is not None and len(brokers) != replication:
-                return ApiError.of(
-                    kerr.InvalidReplicationAssignmentError,
-                    f"The manual partition assignment includes a partition with {len(brokers)} replica(s), "
-                    f"but this is not consistent with previous partitions, which have {replication} replica(s).",
-                )
-            replication = len(brokers)
+            previous = broker
+        if replication is not None and len(brokers) != replication:
+            return ApiError.of(
+                kerr.InvalidReplicationAssignmentError,
+                f"The manual partition assignment includes a partition with {len(brokers)} replica(s), "
+                f"but this is not consistent with previous partitions, which have {replication} replica(s).",
+            )
         return None
 
     # -- CreateTopics ----------------------------------------------------------------------------
 
     def create_topic(self, spec: CreateSpec, quota: RequestQuota, *, validate_only: bool) -> tuple[ApiError, int]:
         """Create one topic; returns its error and the mutations charged."""
+        created = self.create(spec, quota, validate_only=validate_only)
+        return created.error, created.charged
+
+    def create(self, spec: CreateSpec, quota: RequestQuota, *, validate_only: bool) -> Created:
+        """Create one topic as ``ReplicationControlManager.createTopics`` does."""
         with self.lock:
             resolved = self._validate_create(spec)
             if isinstance(resolved, ApiError):
-                return resolved, 0
-            partitions, replication = resolved
+                return Created(resolved)
+            partitions, manual = resolved
             if not quota.record(partitions):
-                return THROTTLED, 0
-            if not validate_only:
-                replicas = (
-                    [list(b) for b in spec.assignments] if spec.assignments else self._place(partitions, replication)
-                )
-                configs = {k: v for k, v in spec.configs.items() if v is not None}
-                self.topics[spec.name] = Topic(spec.name, uuid.uuid4(), replicas, configs)
-            return NONE, partitions
+                return Created(THROTTLED)
+            replication = len(manual[0]) if manual else self._resolved_replication(spec)
+            if validate_only:
+                return Created(NONE, partitions, partitions, replication)
+            configs = {k: v for k, v in spec.configs.items() if v is not None}
+            topic = Topic(spec.name, uuid.uuid4(), manual or self._place(partitions, replication), configs)
+            self._add(topic)
+            return Created(NONE, partitions, partitions, replication, topic.topic_id)
 
-    def _validate_create(self, spec: CreateSpec) -> ApiError | tuple[int, int]:
-        """Kafka's error for an invalid topic, else its resolved (partitions, replication factor)."""
+    def _resolved_replication(self, spec: CreateSpec) -> int:
+        return self.default_replication if spec.replication_factor == -1 else spec.replication_factor
+
+    def _validate_create(self, spec: CreateSpec) -> ApiError | tuple[int, list[list[int]]]:
+        """Kafka's error for an invalid topic, else its partition count and its manual replica lists
+        (empty when the cluster places the replicas)."""
         name_error = topic_name_error(spec.name)
         if name_error:
             return ApiError.of(kerr.InvalidTopicError, name_error)
         if spec.name in self.topics:
             return ApiError.of(kerr.TopicAlreadyExistsError, f"Topic '{spec.name}' already exists.")
-        key = collision_key(spec.name)
-        for existing in self.topics:
-            if collision_key(existing) == key:
-                message = f"Topic '{spec.name}' collides with existing topic: {existing}"
-                return ApiError.of(kerr.InvalidTopicError, message)
+        existing = self._by_collision_key.get(collision_key(spec.name))
+        if existing is not None:
+            message = f"Topic '{spec.name}' collides with existing topic: {existing}"
+            return ApiError.of(kerr.InvalidTopicError, message)
+        try:
+            validate_topic_configs(spec.configs, self.broker_configs)
+        except ConfigError as exc:
+            return invalid_config(str(exc))
         if spec.assignments:
-            if spec.num_partitions != -1 or spec.replication_factor != -1:
+            return self._validate_manual(spec)
+        if spec.replication_factor < -1 or spec.replication_factor == 0:
+            return ApiError.of(
+                kerr.InvalidReplicationFactorError,
+                "Replication factor must be larger than 0, or -1 to use the default value.",
+            )
+        if spec.num_partitions < -1 or spec.num_partitions == 0:
+            return ApiError.of(
+                kerr.InvalidPartitionsError, "Number of partitions was set to an invalid non-positive value."
+            )
+        partitions = self.default_partitions if spec.num_partitions == -1 else spec.num_partitions
+        replication = self._resolved_replication(spec)
+        if replication > len(self.node_ids):
+            return ApiError.of(
+                kerr.InvalidReplicationFactorError,
+                f"Unable to replicate the partition {replication} time(s): The target replication factor "
+                f"of {replication} cannot be reached because only {len(self.node_ids)} broker(s) "
+                "are registered.",
+            )
+        return partitions, []
+
+    def _validate_manual(self, spec: CreateSpec) -> ApiError | tuple[int, list[list[int]]]:
+        if spec.replication_factor != -1:
+            return ApiError.of(
+                kerr.InvalidRequestError,
+                "A manual partition assignment was specified, but replication factor was not set to -1.",
+            )
+        if spec.num_partitions != -1:
+            return ApiError.of(
+                kerr.InvalidRequestError,
+                "A manual partition assignment was specified, but numPartitions was not set to -1.",
+            )
+        by_index: dict[int, list[int]] = {}
+        replication: int | None = None
+        for index, brokers in spec.assignments:
+            if index in by_index:
                 return ApiError.of(
-                    kerr.InvalidRequestError,
-                    "A manual partition assignment was specified, but numPartitions or replicationFactor "
-                    "was not set to -1.",
+                    kerr.InvalidReplicationAssignmentError,
+                    f"Found multiple manual partition assignments for partition {index}",
                 )
-            error = self._check_assignment(spec.assignments, None)
+            error = self._check_assignment(brokers, replication)
             if error:
                 return error
-            partitions, replication = len(spec.assignments), len(spec.assignments[0])
-        else:
-            partitions = self.default_partitions if spec.num_partitions == -1 else spec.num_partitions
-            replication = self.default_replication if spec.replication_factor == -1 else spec.replication_factor
-            if partitions <= 0:
-                return ApiError.of(
-                    kerr.InvalidPartitionsError, "Number of partitions was set to an invalid non-positive value."
-                )
-            if replication <= 0:
-                return ApiError.of(
-                    kerr.InvalidReplicationFactorError,
-                    "Replication factor must be larger than 0, or -1 to use the default value.",
-                )
-            if replication > len(self.node_ids):
-                return ApiError.of(
-                    kerr.InvalidReplicationFactorError,
-                    f"Unable to replicate the partition {replication} time(s): The target replication factor "
-                    f"of {replication} cannot be reached because only {len(self.node_ids)} broker(s) "
-                    "are registered.",
-                )
-        unknown = sorted(k for k in spec.configs if k not in TOPIC_CONFIG_DEFAULTS)
-        if unknown:
-            return ApiError.of(kerr.InvalidConfigurationError, f"Unknown topic config name: {unknown[0]}")
-        return partitions, replication
+            replication = len(brokers)
+            by_index[index] = list(brokers)
+        if any(i not in by_index for i in range(len(by_index))):
+            return ApiError.of(
+                kerr.InvalidReplicationAssignmentError, "partitions should be a consecutive 0-based integer sequence"
+            )
+        return len(by_index), [by_index[i] for i in range(len(by_index))]
 
     # -- DeleteTopics ----------------------------------------------------------------------------
 
@@ -214,7 +299,7 @@ class Cluster:
                 return missing, 0
             if not quota.record(topic.partition_count):
                 return THROTTLED, 0
-            del self.topics[topic.name]
+            self._remove(topic)
             return NONE, topic.partition_count
 
     # -- CreatePartitions ------------------------------------------------------------------------
@@ -228,33 +313,87 @@ class Cluster:
         *,
         validate_only: bool,
     ) -> tuple[ApiError, int]:
+        """``ReplicationControlManager.createPartitions``: note that Kafka charges the quota before it checks
+        the brokers of a manual assignment, so an assignment naming an unknown broker is charged."""
         with self.lock:
             topic = self.topics.get(name)
             if topic is None:
                 return ApiError.of(kerr.UnknownTopicOrPartitionError), 0  # KRaft sends no message here
             current = topic.partition_count
+            if count == current:
+                return ApiError.of(kerr.InvalidPartitionsError, f"Topic already has {current} partition(s)."), 0
             if count < current:
                 return ApiError.of(
                     kerr.InvalidPartitionsError,
                     f"The topic {name} currently has {current} partition(s); {count} would not be an increase.",
                 ), 0
-            if count == current:
-                return ApiError.of(kerr.InvalidPartitionsError, f"Topic already has {current} partition(s)."), 0
             added = count - current
-            replication = len(topic.replicas[0])
-            if assignments is not None:
-                if len(assignments) != added:
-                    return ApiError.of(
-                        kerr.InvalidReplicationAssignmentError,
-                        f"Attempted to add {added} additional partition(s), but only {len(assignments)} "
-                        "assignment(s) were specified.",
-                    ), 0
-                error = self._check_assignment(assignments, replication)
-                if error:
-                    return error, 0
+            if assignments is not None and len(assignments) != added:
+                return ApiError.of(
+                    kerr.InvalidReplicationAssignmentError,
+                    f"Attempted to add {added} additional partition(s), but only {len(assignments)} "
+                    "assignment(s) were specified.",
+                ), 0
             if not quota.record(added):
                 return THROTTLED, 0
+            if assignments is not None:
+                for brokers in assignments:
+                    error = self._check_assignment(brokers, topic.replication_factor)
+                    if error:
+                        return error, added
             if not validate_only:
-                new = [list(b) for b in assignments] if assignments is not None else self._place(added, replication)
+                new = (
+                    [list(b) for b in assignments]
+                    if assignments is not None
+                    else self._place(added, topic.replication_factor)
+                )
                 topic.replicas.extend(new)
             return NONE, added
+
+    # -- configs (not KIP-599 mutations: never charged) ------------------------------------------
+
+    def alter_topic_configs(
+        self,
+        name: str,
+        ops: Iterable[tuple[str, OpType, str | None]] | None,
+        replacement: Mapping[str, str | None] | None = None,
+        *,
+        validate_only: bool,
+    ) -> ApiError:
+        """IncrementalAlterConfigs (``ops``) or AlterConfigs (``replacement``: the complete new overrides)
+        for one topic, as ``ConfigurationControlManager``: compute the new overrides (APPEND/SUBTRACT on a
+        non-list config fails here), validate the name and then the values, and only then check that the
+        topic exists; apply unless ``validate_only``."""
+        with self.lock:
+            topic = self.topics.get(name)
+            current = topic.configs if topic is not None else {}
+            try:
+                new = alter(current, ops) if ops is not None else dict(replacement or {})
+            except ConfigError as exc:
+                return invalid_config(str(exc))
+            if not name:
+                return ApiError.of(kerr.InvalidRequestError, "Default topic resources are not allowed.")
+            name_error = topic_name_error(name)
+            if name_error:
+                return ApiError.of(kerr.InvalidTopicError, name_error)
+            try:
+                validate_topic_configs({k: v for k, v in new.items() if v is not None}, self.broker_configs)
+            except ConfigError as exc:
+                return invalid_config(str(exc))
+            if topic is None:
+                return ApiError.of(kerr.UnknownTopicOrPartitionError, f"The topic '{name}' does not exist.")
+            if not validate_only:
+                topic.configs = {k: v for k, v in new.items() if v is not None}
+            return NONE
+
+    # -- Metadata auto-creation ------------------------------------------------------------------
+
+    def auto_create(self, name: str, quota: RequestQuota) -> ApiError:
+        """``AutoTopicCreationManager``: a Metadata request for a missing topic creates it with the broker
+        defaults through the controller (charged to the client's quota, strictly, as the forwarded
+        CreateTopics is the latest version); the Metadata response itself reports
+        UNKNOWN_TOPIC_OR_PARTITION (the topic appears from the next Metadata on)."""
+        if topic_name_error(name):
+            return ApiError.of(kerr.InvalidTopicError)
+        self.create(CreateSpec(name, -1, -1), quota, validate_only=False)
+        return ApiError.of(kerr.UnknownTopicOrPartitionError)

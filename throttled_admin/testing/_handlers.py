@@ -42,7 +42,7 @@ from kafka.protocol.sasl import (
 )
 
 from throttled_admin.testing._cluster import CLUSTER_METADATA_TOPIC, ApiError, Cluster, Created, CreateSpec
-from throttled_admin.testing._configs import ConfigSource, effective_topic_configs
+from throttled_admin.testing._configs import ConfigEntry, ConfigSource, effective_topic_configs
 from throttled_admin.testing._configs_requests import AlterResource, alter_resources, describe_resource
 from throttled_admin.testing._quotas import QUOTA_KEYS, QuotaEntity, QuotaManager, RequestQuota, quota_value_error
 
@@ -442,8 +442,9 @@ def handle_describe_configs(request: Any, ctx: RequestContext) -> Handled:
     include_documentation = bool(getattr(request, "include_documentation", False))
     results = []
     for res in request.resources:
+        entries: list[ConfigEntry] = []
         if ctx.injected_error is not None:
-            error, entries = ApiError(ctx.injected_error, "Injected by QuotaBroker fault injection."), []
+            error = ApiError(ctx.injected_error, "Injected by QuotaBroker fault injection.")
         else:
             error, entries = describe_resource(
                 ctx.broker.cluster,
@@ -657,7 +658,9 @@ API_SPECS: dict[int, ApiSpec] = {
         ApiSpec(CreatePartitionsRequest, CreatePartitionsResponse, 0, 3, handle_create_partitions, 3, 1),
         ApiSpec(DescribeConfigsRequest, DescribeConfigsResponse, 0, 4, handle_describe_configs),
         ApiSpec(AlterConfigsRequest, AlterConfigsResponse, 0, 2, handle_alter_configs),
-        ApiSpec(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, 0, 1, handle_incremental_alter_configs),
+        ApiSpec(
+            IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, 0, 1, handle_incremental_alter_configs
+        ),
         ApiSpec(DescribeClientQuotasRequest, DescribeClientQuotasResponse, 0, 1, handle_describe_client_quotas),
         ApiSpec(AlterClientQuotasRequest, AlterClientQuotasResponse, 0, 1, handle_alter_client_quotas),
         ApiSpec(SaslHandshakeRequest, SaslHandshakeResponse, 1, 1, handle_sasl_handshake),

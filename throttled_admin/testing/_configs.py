@@ -1,0 +1,246 @@
+"""What Kafka does with topic and broker configs, driven by the tables in ``_topic_configs.py`` and
+``_configs_broker.py``:
+
+- ``validate_topic_configs``: ``ControllerConfigurationValidator`` + ``LogConfig.validate`` (null values,
+  unknown names, each value's type and range in definition order, min <= max compaction lag, tiered
+  storage refused because the broker has it disabled), with Kafka's INVALID_CONFIG messages;
+- ``alter``: ``ConfigurationControlManager.incrementalAlterConfigResource`` (SET/DELETE/APPEND/SUBTRACT);
+- ``describe_topic`` / ``describe_broker``: ``ConfigHelper`` (values, sources, synonyms, documentation);
+- ``effective_topic_configs``: ``KafkaConfigSchema.resolveEffectiveTopicConfigs`` (CreateTopics v5+ results).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from throttled_admin.testing._configs_broker import BROKER_CONFIGS, SYNONYM_GROUPS
+from throttled_admin.testing._configs_schema import ConfigError, ConfigKey, ConfigType, canonical, parse
+from throttled_admin.testing._topic_configs import TOPIC_CONFIGS
+
+__all__ = [
+    "ConfigEntry",
+    "ConfigError",
+    "ConfigSource",
+    "OpType",
+    "alter",
+    "describe_broker",
+    "describe_topic",
+    "effective_topic_configs",
+    "validate_broker_configs",
+    "validate_topic_configs",
+]
+
+
+class ConfigSource(IntEnum):
+    """``DescribeConfigsResponse.ConfigSource`` ids."""
+
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+
+
+class OpType(IntEnum):
+    """``AlterConfigOp.OpType`` ids (IncrementalAlterConfigs)."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+@dataclass(frozen=True)
+class Synonym:
+    name: str
+    value: str | None
+    source: ConfigSource
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: ConfigSource
+    config_type: ConfigType
+    read_only: bool = False
+    sensitive: bool = False
+    synonyms: tuple[Synonym, ...] = field(default=())
+    documentation: str | None = None
+
+
+TIERED_STORAGE_DISABLED = (
+    "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage."
+)
+
+
+def validate_topic_configs(configs: Mapping[str, str | None], static_broker: Mapping[str, str] | None = None) -> None:
+    """Raise ConfigError with Kafka's message when ``configs`` (the topic's complete overrides) are not a
+    valid topic config; Kafka answers INVALID_CONFIG (40) with that message."""
+    nulls = [name for name, value in configs.items() if value is None]
+    if nulls:
+        raise ConfigError("Null value not supported for topic configs: " + ",".join(nulls))
+    unknown = [name for name in configs if name not in TOPIC_CONFIGS]
+    if unknown:
+        raise ConfigError(f"Unknown topic config name: {unknown[0]}")
+    # ConfigDef.parse walks the definitions in order over the broker's values overlaid with the topic's.
+    defaults = topic_defaults(static_broker or {})
+    parsed = {}
+    for name, key in TOPIC_CONFIGS.items():
+        raw = configs.get(name)
+        parsed[name] = parse(key, raw if raw is not None else defaults[name] or "")
+    min_lag, max_lag = parsed["min.compaction.lag.ms"], parsed["max.compaction.lag.ms"]
+    assert isinstance(min_lag, int)
+    assert isinstance(max_lag, int)
+    if min_lag > max_lag:
+        raise ConfigError(
+            f"conflict topic config setting min.compaction.lag.ms ({min_lag}) > max.compaction.lag.ms ({max_lag})"
+        )
+    if parsed["remote.storage.enable"] is True:
+        raise ConfigError(TIERED_STORAGE_DISABLED)
+
+
+def validate_broker_configs(configs: Mapping[str, str]) -> None:
+    """Check static broker configs (a QuotaBroker's server.properties) against the broker config table."""
+    for name, value in configs.items():
+        key = BROKER_CONFIGS.get(name)
+        if key is None:
+            raise ConfigError(f"QuotaBroker does not model the broker config {name!r}")
+        parse(key, value)
+
+
+def alter(current: Mapping[str, str], ops: Iterable[tuple[str, OpType, str | None]]) -> dict[str, str | None]:
+    """The topic's overrides after IncrementalAlterConfigs ``ops`` (name, op, value), unvalidated: a
+    value of None means the override is removed. ConfigError for APPEND/SUBTRACT on a non-list config."""
+    result: dict[str, str | None] = dict(current)
+    for name, op, value in ops:
+        if op is OpType.SET:
+            result[name] = value
+        elif op is OpType.DELETE:
+            result.pop(name, None)
+        else:
+            key = TOPIC_CONFIGS.get(name)
+            if key is None or key.type is not ConfigType.LIST:
+                raise ConfigError(f"Can't {op.name} to key {name} because its type is not LIST.")
+            old = result.get(name)
+            if old is None:
+                old = key.default
+            parts = [p for p in (old or "").split(",") if p]
+            for item in (value or "").split(","):
+                if op is OpType.APPEND and item not in parts:
+                    parts.append(item)
+                elif op is OpType.SUBTRACT and item in parts:
+                    parts.remove(item)
+            result[name] = ",".join(parts)
+    return result
+
+
+def topic_defaults(static_broker: Mapping[str, str]) -> dict[str, str | None]:
+    """Each topic config's value when the topic does not set it: its first synonym the broker sets
+    (converted to the topic's unit), else LogConfig's default."""
+    return {name: _resolve(key, static_broker)[0] for name, key in TOPIC_CONFIGS.items()}
+
+
+def _resolve(key: ConfigKey, static_broker: Mapping[str, str]) -> tuple[str | None, ConfigSource]:
+    for synonym in key.synonyms:
+        if synonym.name in static_broker:
+            raw = static_broker[synonym.name].strip()
+            if synonym.to_ms != 1:
+                raw = str(int(raw) * synonym.to_ms)
+            return raw, ConfigSource.STATIC_BROKER_CONFIG
+    return key.default, ConfigSource.DEFAULT_CONFIG
+
+
+def effective_topic_configs(overrides: Mapping[str, str], static_broker: Mapping[str, str]) -> list[ConfigEntry]:
+    """CreateTopics v5+ result configs: every topic config by name, overrides as sent."""
+    entries = []
+    for name in sorted(TOPIC_CONFIGS):
+        key = TOPIC_CONFIGS[name]
+        value: str | None
+        if name in overrides:
+            value, source = overrides[name], ConfigSource.DYNAMIC_TOPIC_CONFIG
+        else:
+            value, source = _resolve(key, static_broker)
+        entries.append(ConfigEntry(name, value, source, key.type))
+    return entries
+
+
+def _broker_synonyms(name: str, static_broker: Mapping[str, str]) -> list[Synonym]:
+    """``ConfigHelper.configSynonyms``: static settings, then defaults, of the config's synonym group; then
+    Kafka drops every synonym before ``name`` itself (so retention.ms shows none: log.retention.ms has no
+    default and its fallbacks are dropped)."""
+    group = SYNONYM_GROUPS.get(name, (name,))
+    found = [Synonym(n, static_broker[n], ConfigSource.STATIC_BROKER_CONFIG) for n in group if n in static_broker]
+    for n in group:
+        default = BROKER_CONFIGS[n].default if n in BROKER_CONFIGS else None
+        if default is not None:
+            found.append(Synonym(n, default, ConfigSource.DEFAULT_CONFIG))
+    while found and found[0].name != name:
+        found.pop(0)
+    return found
+
+
+def _wanted(names: Iterable[str], keys: list[str] | None) -> list[str]:
+    # ConfigHelper: a null or empty key list means every config.
+    return sorted(names) if not keys else sorted(n for n in names if n in keys)
+
+
+def describe_topic(
+    overrides: Mapping[str, str],
+    static_broker: Mapping[str, str],
+    keys: list[str] | None,
+    *,
+    include_synonyms: bool,
+    include_documentation: bool,
+) -> list[ConfigEntry]:
+    """``ConfigHelper.createTopicConfigEntry`` for each wanted topic config."""
+    entries = []
+    for name in _wanted(TOPIC_CONFIGS, keys):
+        key = TOPIC_CONFIGS[name]
+        primary = key.synonyms[0].name if key.synonyms else None
+        synonyms = _broker_synonyms(primary, static_broker) if primary else []
+        if name in overrides:
+            value: str | None = canonical(key, overrides[name])
+            synonyms.insert(0, Synonym(name, value, ConfigSource.DYNAMIC_TOPIC_CONFIG))
+        else:
+            value = _resolve(key, static_broker)[0]
+        entries.append(
+            ConfigEntry(
+                name,
+                value,
+                synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG,
+                key.type,
+                synonyms=tuple(synonyms) if include_synonyms else (),
+                documentation=key.documentation if include_documentation else None,
+            )
+        )
+    return entries
+
+
+def describe_broker(
+    static_broker: Mapping[str, str],
+    keys: list[str] | None,
+    *,
+    include_synonyms: bool,
+    include_documentation: bool,
+) -> list[ConfigEntry]:
+    """``ConfigHelper.createBrokerConfigEntry`` (per-broker resource) for each wanted broker config."""
+    entries = []
+    for name in _wanted(BROKER_CONFIGS, keys):
+        key = BROKER_CONFIGS[name]
+        synonyms = _broker_synonyms(name, static_broker)
+        entries.append(
+            ConfigEntry(
+                name,
+                static_broker.get(name, key.default),
+                synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG,
+                key.type,
+                read_only=key.read_only,
+                synonyms=tuple(synonyms) if include_synonyms else (),
+                documentation=key.documentation if include_documentation else None,
+            )
+        )
+    return entries

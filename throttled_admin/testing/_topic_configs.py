@@ -1,0 +1,412 @@
+"""Apache Kafka 4.0's topic configs, as data: ``LogConfig``'s ``ConfigDef`` (type, default, validator),
+``TopicConfig``'s documentation and ``ServerTopicConfigSynonyms`` (the broker configs each falls back to).
+
+Transcribed from Kafka's sources; 4.0 differs from 3.x in: ``message.format.version`` and
+``message.timestamp.difference.max.ms`` are gone, ``segment.bytes`` is at least 1 MiB and
+``message.timestamp.after.max.ms`` defaults to one hour (KIP-1030), ``message.downconversion.enable`` is a
+deprecated no-op kept until 5.0. Defaults are rendered as ``ConfigDef.convertToString`` does, which is
+what DescribeConfigs and CreateTopics v5+ send.
+"""
+
+from __future__ import annotations
+
+from throttled_admin.testing._configs_schema import (
+    AnyOf,
+    ConfigKey,
+    ConfigType,
+    LevelRange,
+    Range,
+    ReplicaList,
+    Synonym,
+)
+
+__all__ = ["TOPIC_CONFIGS"]
+
+LONG_MAX = str(2**63 - 1)
+HOUR_MS = 3_600_000
+MINUTE_MS = 60_000
+
+INT, LONG, DOUBLE = ConfigType.INT, ConfigType.LONG, ConfigType.DOUBLE
+BOOLEAN, STRING, LIST = ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.LIST
+
+
+def _at_least(minimum: int) -> Range:
+    return Range(min=minimum)
+
+
+def _same(name: str) -> tuple[Synonym, ...]:
+    return (Synonym(name),)
+
+
+def _log(name: str) -> tuple[Synonym, ...]:
+    return (Synonym("log." + name),)
+
+
+def _cleaner(name: str) -> tuple[Synonym, ...]:
+    return (Synonym("log.cleaner." + name),)
+
+
+_REPLICAS_DOC = (
+    "A list of replicas for which log replication should be throttled on the {side} side. The list should "
+    "describe a set of replicas in the form [PartitionId]:[BrokerId],[PartitionId]:[BrokerId]:... or "
+    "alternatively the wildcard '*' can be used to throttle all replicas for this topic."
+)
+
+_CONFIGS = (
+    ConfigKey(
+        "segment.bytes",
+        INT,
+        "1073741824",
+        "This configuration controls the segment file size for the log. Retention and cleaning is always done "
+        "a file at a time so a larger segment size means fewer files but less granular control over retention.",
+        _at_least(1024 * 1024),
+        _log("segment.bytes"),
+    ),
+    ConfigKey(
+        "segment.ms",
+        LONG,
+        "604800000",
+        "This configuration controls the period of time after which Kafka will force the log to roll even if "
+        "the segment file isn't full to ensure that retention can delete or compact old data.",
+        _at_least(1),
+        (Synonym("log.roll.ms"), Synonym("log.roll.hours", HOUR_MS)),
+    ),
+    ConfigKey(
+        "segment.jitter.ms",
+        LONG,
+        "0",
+        "The maximum random jitter subtracted from the scheduled segment roll time to avoid thundering herds "
+        "of segment rolling",
+        _at_least(0),
+        (Synonym("log.roll.jitter.ms"), Synonym("log.roll.jitter.hours", HOUR_MS)),
+    ),
+    ConfigKey(
+        "segment.index.bytes",
+        INT,
+        "10485760",
+        "This configuration controls the size of the index that maps offsets to file positions. We "
+        "preallocate this index file and shrink it only after log rolls. You generally should not need to "
+        "change this setting.",
+        _at_least(4),
+        _log("index.size.max.bytes"),
+    ),
+    ConfigKey(
+        "flush.messages",
+        LONG,
+        LONG_MAX,
+        "This setting allows specifying an interval at which we will force an fsync of data written to the "
+        "log. For example if this was set to 1 we would fsync after every message; if it were 5 we would fsync "
+        "after every five messages. In general we recommend you not set this and use replication for "
+        "durability and allow the operating system's background flush capabilities as it is more efficient. "
+        'This setting can be overridden on a per-topic basis (see <a href="#topicconfigs">the per-topic '
+        "configuration section</a>).",
+        _at_least(1),
+        _log("flush.interval.messages"),
+    ),
+    ConfigKey(
+        "flush.ms",
+        LONG,
+        LONG_MAX,
+        "This setting allows specifying a time interval at which we will force an fsync of data written to "
+        "the log. For example if this was set to 1000 we would fsync after 1000 ms had passed. In general we "
+        "recommend you not set this and use replication for durability and allow the operating system's "
+        "background flush capabilities as it is more efficient.",
+        _at_least(0),
+        (Synonym("log.flush.interval.ms"), Synonym("log.flush.scheduler.interval.ms")),
+    ),
+    ConfigKey(
+        "retention.bytes",
+        LONG,
+        "-1",
+        "This configuration controls the maximum size a partition (which consists of log segments) can grow "
+        'to before we will discard old log segments to free up space if we are using the "delete" retention '
+        "policy. By default there is no size limit only a time limit. Since this limit is enforced at the "
+        "partition level, multiply it by the number of partitions to compute the topic retention in bytes. "
+        'Additionally, retention.bytes configuration operates independently of "segment.ms" and '
+        '"segment.bytes" configurations. Moreover, it triggers the rolling of new segment if the '
+        "retention.bytes is configured to zero.",
+        None,  # may be negative (LogManager.cleanupSegmentsToMaintainSize)
+        _log("retention.bytes"),
+    ),
+    ConfigKey(
+        "retention.ms",
+        LONG,
+        "604800000",
+        "This configuration controls the maximum time we will retain a log before we will discard old log "
+        'segments to free up space if we are using the "delete" retention policy. This represents an SLA on '
+        "how soon consumers must read their data. If set to -1, no time limit is applied. Additionally, "
+        'retention.ms configuration operates independently of "segment.ms" and "segment.bytes" '
+        "configurations. Moreover, it triggers the rolling of new segment if the retention.ms condition is "
+        "satisfied.",
+        _at_least(-1),
+        (
+            Synonym("log.retention.ms"),
+            Synonym("log.retention.minutes", MINUTE_MS),
+            Synonym("log.retention.hours", HOUR_MS),
+        ),
+    ),
+    ConfigKey(
+        "max.message.bytes",
+        INT,
+        "1048588",
+        "The largest record batch size allowed by Kafka (after compression if compression is enabled). If "
+        "this is increased and there are consumers older than 0.10.2, the consumers' fetch size must also be "
+        "increased so that they can fetch record batches this large. In the latest message format version, "
+        "records are always grouped into batches for efficiency. In previous message format versions, "
+        "uncompressed records are not grouped into batches and this limit only applies to a single record in "
+        "that case.",
+        _at_least(0),
+        _same("message.max.bytes"),
+    ),
+    ConfigKey(
+        "index.interval.bytes",
+        INT,
+        "4096",
+        "This setting controls how frequently Kafka adds an index entry to its offset index. The default "
+        "setting ensures that we index a message roughly every 4096 bytes. More indexing allows reads to jump "
+        "closer to the exact position in the log but makes the index larger. You probably don't need to change "
+        "this.",
+        _at_least(0),
+        _log("index.interval.bytes"),
+    ),
+    ConfigKey(
+        "delete.retention.ms",
+        LONG,
+        "86400000",
+        'The amount of time to retain delete tombstone markers for <a href="#compaction">log compacted</a> '
+        "topics. This setting also gives a bound on the time in which a consumer must complete a read if they "
+        "begin from offset 0 to ensure that they get a valid snapshot of the final stage (otherwise delete "
+        "tombstones may be collected before they complete their scan).",
+        _at_least(0),
+        _cleaner("delete.retention.ms"),
+    ),
+    ConfigKey(
+        "min.compaction.lag.ms",
+        LONG,
+        "0",
+        "The minimum time a message will remain uncompacted in the log. Only applicable for logs that are "
+        "being compacted.",
+        _at_least(0),
+        _cleaner("min.compaction.lag.ms"),
+    ),
+    ConfigKey(
+        "max.compaction.lag.ms",
+        LONG,
+        LONG_MAX,
+        "The maximum time a message will remain ineligible for compaction in the log. Only applicable for logs "
+        "that are being compacted.",
+        _at_least(1),
+        _cleaner("max.compaction.lag.ms"),
+    ),
+    ConfigKey(
+        "file.delete.delay.ms",
+        LONG,
+        "60000",
+        "The time to wait before deleting a file from the filesystem",
+        _at_least(0),
+        _log("segment.delete.delay.ms"),
+    ),
+    ConfigKey(
+        "min.cleanable.dirty.ratio",
+        DOUBLE,
+        "0.5",
+        "This configuration controls how frequently the log compactor will attempt to clean the log (assuming "
+        '<a href="#compaction">log compaction</a> is enabled). By default we will avoid cleaning a log where '
+        "more than 50% of the log has been compacted. This ratio bounds the maximum space wasted in the log by "
+        "duplicates (at 50% at most 50% of the log could be duplicates). A higher ratio will mean fewer, more "
+        "efficient cleanings but will mean more wasted space in the log. If the max.compaction.lag.ms or the "
+        "min.compaction.lag.ms configurations are also specified, then the log compactor considers the log to "
+        "be eligible for compaction as soon as either: (i) the dirty ratio threshold has been met and the log "
+        "has had dirty (uncompacted) records for at least the min.compaction.lag.ms duration, or (ii) if the "
+        "log has had dirty (uncompacted) records for at most the max.compaction.lag.ms period.",
+        Range(0, 1),
+        _cleaner("min.cleanable.ratio"),
+    ),
+    ConfigKey(
+        "cleanup.policy",
+        LIST,
+        "delete",
+        'This config designates the retention policy to use on log segments. The "delete" policy (which is '
+        "the default) will discard old segments when their retention time or size limit has been reached. The "
+        '"compact" policy will enable <a href="#compaction">log compaction</a>, which retains the latest value '
+        "for each key. It is also possible to specify both policies in a comma-separated list (e.g. "
+        '"delete,compact"). In this case, old segments will be discarded per the retention time and size '
+        "configuration, while retained segments will be compacted.",
+        AnyOf(("compact", "delete")),
+        _log("cleanup.policy"),
+    ),
+    ConfigKey(
+        "unclean.leader.election.enable",
+        BOOLEAN,
+        "false",
+        "Indicates whether to enable replicas not in the ISR set to be elected as leader as a last resort, even "
+        "though doing so may result in data loss.<p>Note: In KRaft mode, when enabling this config "
+        "dynamically, it needs to wait for the unclean leader electionthread to trigger election periodically "
+        "(default is 5 minutes). Please run `kafka-leader-election.sh` with `unclean` option to trigger the "
+        "unclean leader election immediately if needed.</p>",
+        None,
+        _same("unclean.leader.election.enable"),
+    ),
+    ConfigKey(
+        "min.insync.replicas",
+        INT,
+        "1",
+        'When a producer sets acks to "all" (or "-1"), this configuration specifies the minimum number of '
+        "replicas that must acknowledge a write for the write to be considered successful. If this minimum "
+        "cannot be met, then the producer will raise an exception (either NotEnoughReplicas or "
+        "NotEnoughReplicasAfterAppend).<br>When used together, <code>min.insync.replicas</code> and "
+        "<code>acks</code> allow you to enforce greater durability guarantees. A typical scenario would be to "
+        "create a topic with a replication factor of 3, set <code>min.insync.replicas</code> to 2, and produce "
+        'with <code>acks</code> of "all". This will ensure that the producer raises an exception if a majority '
+        "of replicas do not receive a write.",
+        _at_least(1),
+        _same("min.insync.replicas"),
+    ),
+    ConfigKey(
+        "compression.type",
+        STRING,
+        "producer",
+        "Specify the final compression type for a given topic. This configuration accepts the standard "
+        "compression codecs ('gzip', 'snappy', 'lz4', 'zstd'). It additionally accepts 'uncompressed' which is "
+        "equivalent to no compression; and 'producer' which means retain the original compression codec set by "
+        "the producer.",
+        AnyOf(("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),  # BrokerCompressionType
+        _same("compression.type"),
+    ),
+    ConfigKey(
+        "compression.gzip.level",
+        INT,
+        "-1",
+        "The compression level to use if compression.type is set to <code>gzip</code>.",
+        LevelRange(1, 9, -1),  # Deflater.BEST_SPEED..BEST_COMPRESSION, or DEFAULT_COMPRESSION
+        _same("compression.gzip.level"),
+    ),
+    ConfigKey(
+        "compression.lz4.level",
+        INT,
+        "9",
+        "The compression level to use if compression.type is set to <code>lz4</code>.",
+        Range(1, 17),
+        _same("compression.lz4.level"),
+    ),
+    ConfigKey(
+        "compression.zstd.level",
+        INT,
+        "3",
+        "The compression level to use if compression.type is set to <code>zstd</code>.",
+        Range(-131072, 22),  # ZSTD_minCLevel .. ZSTD_MAX_CLEVEL
+        _same("compression.zstd.level"),
+    ),
+    ConfigKey(
+        "preallocate",
+        BOOLEAN,
+        "false",
+        "True if we should preallocate the file on disk when creating a new log segment.",
+        None,
+        _log("preallocate"),
+    ),
+    ConfigKey(
+        "message.timestamp.type",
+        STRING,
+        "CreateTime",
+        "Define whether the timestamp in the message is message create time or log append time.",
+        AnyOf(("CreateTime", "LogAppendTime")),
+        _log("message.timestamp.type"),
+    ),
+    ConfigKey(
+        "message.timestamp.before.max.ms",
+        LONG,
+        LONG_MAX,
+        "This configuration sets the allowable timestamp difference between the broker's timestamp and the "
+        "message timestamp. The message timestamp can be earlier than or equal to the broker's timestamp, with "
+        "the maximum allowable difference determined by the value set in this configuration. If "
+        "message.timestamp.type=CreateTime, the message will be rejected if the difference in timestamps "
+        "exceeds this specified threshold. This configuration is ignored if "
+        "message.timestamp.type=LogAppendTime.",
+        _at_least(0),
+        _log("message.timestamp.before.max.ms"),
+    ),
+    ConfigKey(
+        "message.timestamp.after.max.ms",
+        LONG,
+        "3600000",
+        "This configuration sets the allowable timestamp difference between the message timestamp and the "
+        "broker's timestamp. The message timestamp can be later than or equal to the broker's timestamp, with "
+        "the maximum allowable difference determined by the value set in this configuration. If "
+        "message.timestamp.type=CreateTime, the message will be rejected if the difference in timestamps "
+        "exceeds this specified threshold. This configuration is ignored if "
+        "message.timestamp.type=LogAppendTime.",
+        _at_least(0),
+        _log("message.timestamp.after.max.ms"),
+    ),
+    ConfigKey(
+        "leader.replication.throttled.replicas",
+        LIST,
+        "",
+        _REPLICAS_DOC.format(side="leader"),
+        ReplicaList(),
+    ),
+    ConfigKey(
+        "follower.replication.throttled.replicas",
+        LIST,
+        "",
+        _REPLICAS_DOC.format(side="follower"),
+        ReplicaList(),
+    ),
+    ConfigKey(
+        "message.downconversion.enable",
+        BOOLEAN,
+        "true",
+        "Down-conversion is not possible in Apache Kafka 4.0 and newer, hence this configuration is no-op and "
+        "it is deprecated for removal in Apache Kafka 5.0.",
+        None,
+        _log("message.downconversion.enable"),
+    ),
+    ConfigKey(
+        "remote.storage.enable",
+        BOOLEAN,
+        "false",
+        "To enable tiered storage for a topic, set this configuration as true. You can not disable this config "
+        "once it is enabled. It will be provided in future versions.",
+    ),
+    ConfigKey(
+        "local.retention.ms",
+        LONG,
+        "-2",
+        "The number of milliseconds to keep the local log segment before it gets deleted. Default value is -2, "
+        "it represents `retention.ms` value is to be used. The effective value should always be less than or "
+        "equal to `retention.ms` value.",
+        _at_least(-2),
+        _log("local.retention.ms"),
+    ),
+    ConfigKey(
+        "local.retention.bytes",
+        LONG,
+        "-2",
+        "The maximum size of local log segments that can grow for a partition before it deletes the old "
+        "segments. Default value is -2, it represents `retention.bytes` value to be used. The effective value "
+        "should always be less than or equal to `retention.bytes` value.",
+        _at_least(-2),
+        _log("local.retention.bytes"),
+    ),
+    ConfigKey(
+        "remote.log.copy.disable",
+        BOOLEAN,
+        "false",
+        "Determines whether tiered data for a topic should become read only, and no more data uploading on a "
+        "topic. Once this config is set to true, the local retention configuration (i.e. "
+        "local.retention.ms/bytes) becomes irrelevant, and all data expiration follows the topic-wide retention "
+        "configuration(i.e. retention.ms/bytes).",
+    ),
+    ConfigKey(
+        "remote.log.delete.on.disable",
+        BOOLEAN,
+        "false",
+        "Determines whether tiered data for a topic should be deleted after tiered storage is disabled on a "
+        "topic. This configuration should be enabled when trying to set `remote.storage.enable` from true to "
+        "false",
+    ),
+)
+
+# In LogConfig's definition order: ConfigDef.parse reports the first invalid value in this order.
+TOPIC_CONFIGS: dict[str, ConfigKey] = {key.name: key for key in _CONFIGS}
