@@ -1,7 +1,8 @@
 """Pacing to the controller mutation quota (KIP-599): ``MutationQuota`` (public) and the ``Pacer`` behind it.
 
 The pacer keeps a mirror of the broker's token bucket, with the same ``TokenBucket`` arithmetic the test broker
-enforces, and releases a request only when the mirror holds enough tokens for it. So the broker admits every
+enforces, and releases a request only when the mirror holds enough tokens for it (one request is in flight at a time, and
+the mirror is charged when its answer arrives). So the broker admits every
 request without a throttle: a strict broker rejects nothing and a permissive one is never pushed past
 R x W + B in any window of W seconds. Its state is corrected by every throttle the broker reports
 (throttle t means K = -t x R right after the charge).
@@ -95,28 +96,33 @@ class Pacer:
         missing = wanted - bucket.measure(now)
         return max(0.0, missing / bucket.rate)
 
-    def charge(self, mutations: float, now: float) -> None:
-        if self._bucket is not None and mutations > 0:
-            self._bucket.record(mutations, now)
-
     # -- after a response ------------------------------------------------------------------------
 
-    def on_response(self, *, admitted: float, throttle_s: float, now: float) -> None:
-        """The broker admitted ``admitted`` mutations and answered with ``throttle_s``."""
+    def on_response(self, *, admitted: float, throttle_s: float, sent_at: float, now: float) -> None:
+        """The broker admitted ``admitted`` mutations and answered with ``throttle_s``. The mirror is charged
+                now, when the answer arrives: the broker charged a little earlier, so the mirror never runs ahead of it
+                (charged at send time it would, by the request's travel time, and draw small throttles). The broker computed
+        the throttle when it charged the request, a fixed travel time after ``sent_at``: learning pairs send times,
+        which the client knows precisely, not answer times, which wait for the client's thread."""
+        if self._bucket is not None and admitted > 0:
+            self._bucket.record(admitted, now)
         if throttle_s > 0:
             previous = self._last_throttle
             if previous is not None and admitted > 0:
                 at, previous_s = previous
-                elapsed_s = now - at
+                elapsed_s = sent_at - at
                 denominator = throttle_s - previous_s + elapsed_s
                 if denominator > 0 and elapsed_s - previous_s < _MAX_REFILL_S:
                     self._learn(admitted / denominator)
-            self._last_throttle = (now, throttle_s)
+            self._last_throttle = (sent_at, throttle_s)
             bucket = self._bucket
             if bucket is not None:
                 bucket.measure(now)
                 bucket.tokens = -throttle_s * bucket.rate  # the broker's own word on its bucket
-        elif self._last_throttle is not None and now - self._last_throttle[0] - self._last_throttle[1] > _MAX_REFILL_S:
+        elif (
+            self._last_throttle is not None
+            and sent_at - self._last_throttle[0] - self._last_throttle[1] > _MAX_REFILL_S
+        ):
             self._last_throttle = None  # too long ago to pair with a later throttle
 
     def _learn(self, sample: float) -> None:

@@ -364,7 +364,7 @@ class Scheduler:
             self._round_trip.observe(len(request.topics), now - request.sent_at)
             self._auth_error = None
             if self._pacer is not None:
-                self._pacer.on_response(admitted=admitted, throttle_s=throttle_s, now=now)
+                self._pacer.on_response(admitted=admitted, throttle_s=throttle_s, sent_at=request.sent_at, now=now)
         if retried:
             self._metrics.record_retry(operation.name)
 
@@ -531,8 +531,6 @@ class Scheduler:
         for topic in chosen:
             del topic.call.queued[topic.name]
             topic.call.in_flight[topic.name] = topic
-        if self._pacer is not None:
-            self._pacer.charge(mutations, now)
         kwargs: dict[str, Any] = {"request_timeout": request_timeout_s, "operation_timeout": operation_timeout_s}
         if kind.operation is not DELETE_TOPICS:
             kwargs["validate_only"] = kind.validate_only

@@ -1,0 +1,141 @@
+"""The client's one mutation scheduler end to end against QuotaBroker over loopback (issue: overlapping calls,
+near deadlines, blocked callbacks, pacing). Timing is read from the broker's own request log."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+
+from confluent_kafka import KafkaError
+
+from throttled_admin import MutationQuota, NewTopic, ThrottledAdminClient, ThrottlingQuotaExceededException
+from throttled_admin.testing import QuotaBroker, RequestRecord
+
+BrokerFactory = Callable[..., QuotaBroker]
+CREATE_TOPICS = 19
+
+
+def client(broker: QuotaBroker, **kwargs: object) -> ThrottledAdminClient:
+    return ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers, "client.id": "sched"}, **kwargs)  # type: ignore[arg-type]
+
+
+def creates(broker: QuotaBroker) -> list[RequestRecord]:
+    return [r for r in broker.request_log() if r.api_key == CREATE_TOPICS]
+
+
+def outcomes(futures: dict[str, Future[None]], timeout_s: float = 60) -> dict[str, BaseException | None]:
+    return {name: future.exception(timeout_s) for name, future in futures.items()}
+
+
+def test_overlapping_calls_never_wait_in_a_muted_connection_and_no_created_topic_is_reported_failed(
+    quota_broker: BrokerFactory,
+) -> None:
+    broker = quota_broker(controller_mutation_rate=1, quota_window_num=1)  # burst 1: every request throttles
+    with client(broker) as admin:
+        calls = [admin.create_topics([NewTopic(f"c{i}.t{j}", 1, 1) for j in range(5)], timeout_ms=3000) for i in range(6)]
+        results = {name: exc for futures in calls for name, exc in outcomes(futures).items()}
+    held = broker.topics()
+    assert len(results) == 30
+    for name, exc in results.items():
+        if exc is None:
+            assert name in held
+        else:  # reported failed: then the broker must not hold it
+            assert name not in held, f"{name} reported {exc} but the broker created it"
+    for record in creates(broker):
+        assert record.held_s < 0.05  # nothing ever waited in a muted connection
+
+
+def test_queued_calls_are_coalesced_into_one_request(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker()
+    with client(broker) as admin:
+        calls = [admin.create_topics([NewTopic(f"q{i}", 1, 1)]) for i in range(20)]
+        for futures in calls:
+            assert set(outcomes(futures).values()) == {None}
+    log = creates(broker)
+    assert len(log) < 20  # one request carried the topics of several calls
+    assert sum(len(r.errors) for r in log) == 20
+    assert all(r.received_at >= prev.responded_at for prev, r in zip(log, log[1:]) if prev.responded_at)  # one in flight
+
+
+def test_a_retry_near_the_deadline_is_never_applied_after_the_call_reported_failure(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker(controller_mutation_rate=4, quota_window_num=1, enforcement="strict")
+    broker.set_controller_latency(0.8)
+    with client(broker) as admin:
+        results = outcomes(admin.create_topics([NewTopic(f"late{i}", 2, 1) for i in range(6)], timeout_ms=2500))
+    broker.set_controller_latency(0)
+    held = broker.topics()
+    for name, exc in results.items():
+        if exc is not None:
+            assert name not in held, f"{name} reported {exc} but was applied"
+    assert any(exc is not None for exc in results.values())  # the deadline really cut the retries short
+
+
+def test_done_callbacks_that_wait_on_follow_up_calls_do_not_starve_the_client(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker()
+    follow_ups: dict[str, BaseException | None] = {}
+    lock = threading.Lock()
+    with client(broker) as admin:
+
+        def on_done(name: str) -> Callable[[Future[None]], None]:
+            def callback(_: Future[None]) -> None:
+                futures = admin.create_topics([NewTopic(f"{name}.next", 1, 1)], timeout_ms=10000)
+                result = futures[f"{name}.next"].exception(30)  # blocks this callback until the follow-up resolves
+                with lock:
+                    follow_ups[name] = result
+
+            return callback
+
+        first = admin.create_topics([NewTopic(f"cb{i}", 1, 1) for i in range(20)])
+        for name, future in first.items():
+            future.add_done_callback(on_done(name))
+        for future in first.values():
+            future.result(30)
+        for _ in range(300):
+            with lock:
+                if len(follow_ups) == 20:
+                    break
+            threading.Event().wait(0.1)
+    assert follow_ups == {f"cb{i}": None for i in range(20)}
+
+
+def test_paced_to_a_known_quota_a_strict_broker_rejects_nothing(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker(controller_mutation_rate=40, quota_window_num=1, enforcement="strict")  # R = B = 40
+    with client(broker, mutation_quota=MutationQuota(rate=40, burst=40)) as admin:
+        results = outcomes(admin.create_topics([NewTopic(f"p{i}", 2, 1) for i in range(40)]))  # 80 mutations
+        metrics = admin.metrics()
+    assert set(results.values()) == {None}
+    log = creates(broker)
+    assert all(code != KafkaError.THROTTLING_QUOTA_EXCEEDED for r in log for code in r.errors.values())
+    assert all(r.throttle_time_ms == 0 for r in log)
+    assert metrics["mutation-rate"] == 40
+    assert metrics["quota-violation-total"] == 0
+    # The bucket never went negative: in the broker's own log, admitted mutations stay inside B + R x t.
+    start = log[0].received_at
+    admitted = 0
+    for record in log:
+        admitted += record.mutations
+        assert admitted <= 40 + 40 * (record.received_at - start) + 1e-6
+
+
+def test_the_rate_is_learned_from_throttles_within_five_percent(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker(controller_mutation_rate=100, quota_window_num=1)  # librdkafka: admitted, throttled
+    with client(broker, mutation_quota=MutationQuota()) as admin:
+        assert set(outcomes(admin.create_topics([NewTopic(f"l1.{i}", 10, 1) for i in range(30)])).values()) == {None}
+        assert set(outcomes(admin.create_topics([NewTopic(f"l2.{i}", 10, 1) for i in range(20)])).values()) == {None}
+        learned = admin.metrics()["mutation-rate"]
+        assert abs(learned - 100) <= 5, learned
+        # Paced from now on: the next call is not throttled at all.
+        before = len(creates(broker))
+        assert set(outcomes(admin.create_topics([NewTopic(f"l3.{i}", 10, 1) for i in range(10)])).values()) == {None}
+    assert all(r.throttle_time_ms == 0 for r in creates(broker)[before:])
+
+
+def test_retry_off_under_a_throttle_fails_at_once_with_the_remaining_throttle(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker(controller_mutation_rate=10, quota_window_num=1)
+    with client(broker, retry_on_quota_violation=False) as admin:
+        assert outcomes(admin.create_topics([NewTopic("big", 30, 1)])) == {"big": None}  # K = -20: 2 s throttle
+        [error] = outcomes(admin.create_topics([NewTopic("next", 1, 1)])).values()
+    assert isinstance(error, ThrottlingQuotaExceededException)
+    assert 1000 <= error.throttle_time_ms <= 2000
+    assert "next" not in broker.topics()
