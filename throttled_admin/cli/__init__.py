@@ -51,9 +51,11 @@ def _topics(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     redact = Redactor([properties])
     out = Output(redact, json_mode=args.output == "json")
     try:
-        with AdminSession(build_conf(properties, args.bootstrap_server),
-                          retry_on_quota_violation=args.retry_on_quota_violation,
-                          timeout_ms=args.timeout_ms) as session:
+        with AdminSession(
+            build_conf(properties, args.bootstrap_server),
+            retry_on_quota_violation=args.retry_on_quota_violation,
+            timeout_ms=args.timeout_ms,
+        ) as session:
             run_topics(args, action, session, out)
     except TopicsFailed:
         return EXIT_FAILURE

@@ -13,8 +13,15 @@ from typing import NoReturn
 
 from throttled_admin import __version__
 
-__all__ = ["ACTIONS", "UsageError", "build_parser", "check_topics_args", "parse_replica_assignment",
-           "parse_topic_configs", "topic_pattern"]
+__all__ = [
+    "ACTIONS",
+    "UsageError",
+    "build_parser",
+    "check_topics_args",
+    "parse_replica_assignment",
+    "parse_topic_configs",
+    "topic_pattern",
+]
 
 ACTIONS = ("create", "delete", "alter", "describe", "list")
 _CONFIGS_HINT = " (To alter topic configurations, the kafka-configs tool can be used.)"
@@ -44,6 +51,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid float value: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
 def _int(text: str) -> int:
     try:
         return int(text)
@@ -52,75 +69,131 @@ def _int(text: str) -> int:
 
 
 def _add_connection(parser: argparse.ArgumentParser, *, required_note: str) -> None:
-    parser.add_argument("--bootstrap-server", metavar="SERVER",
-                        help=f"The Kafka server(s) to connect to, host:port[,host:port]. {required_note}")
-    parser.add_argument("--command-config", metavar="FILE",
-                        help="Properties file of client settings (security.protocol, sasl.*, ...) passed to the "
-                             "client; Java's sasl.jaas.config with a Plain or Scram login module is understood.")
+    parser.add_argument(
+        "--bootstrap-server",
+        metavar="SERVER",
+        help=f"The Kafka server(s) to connect to, host:port[,host:port]. {required_note}",
+    )
+    parser.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="Properties file of client settings (security.protocol, sasl.*, ...) passed to the "
+        "client; Java's sasl.jaas.config with a Plain or Scram login module is understood.",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="throttled-admin",
-                     description="Kafka topic administration that survives broker quotas.")
+    parser = _Parser(prog="throttled-admin", description="Kafka topic administration that survives broker quotas.")
     parser.add_argument("--version", action="version", version=f"throttled-admin {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     topics = commands.add_parser(
-        "topics", help="create, delete, alter, describe or list topics, as kafka-topics.sh",
+        "topics",
+        help="create, delete, alter, describe or list topics, as kafka-topics.sh",
         description="Create, delete, describe, or change a topic, as kafka-topics.sh does. Quota retry is "
-                    "off unless --retry-on-quota-violation is given.")
+        "off unless --retry-on-quota-violation is given.",
+    )
     _add_connection(topics, required_note="REQUIRED.")
     actions = topics.add_argument_group("actions (exactly one)")
     actions.add_argument("--create", action="store_true", help="Create a new topic.")
     actions.add_argument("--delete", action="store_true", help="Delete the topics matching --topic.")
-    actions.add_argument("--alter", action="store_true",
-                         help="Alter the number of partitions and replica assignment." + _CONFIGS_HINT)
+    actions.add_argument(
+        "--alter", action="store_true", help="Alter the number of partitions and replica assignment." + _CONFIGS_HINT
+    )
     actions.add_argument("--describe", action="store_true", help="List details for the given topics.")
     actions.add_argument("--list", action="store_true", help="List all available topics.")
-    topics.add_argument("--topic", metavar="TOPIC",
-                        help="The topic to create, alter, describe or delete. It also accepts a regular "
-                             "expression, except for --create.")
-    topics.add_argument("--partitions", type=_int, metavar="N",
-                        help="The number of partitions for the topic being created or altered "
-                             "(the cluster default if not given with --create).")
-    topics.add_argument("--replication-factor", type=_int, metavar="N",
-                        help="The replication factor for each partition of the topic being created "
-                             "(the cluster default if not given).")
-    topics.add_argument("--replica-assignment", metavar="ASSIGNMENT",
-                        help="Manual partition-to-broker assignment for the topic being created or altered: "
-                             "broker_id_for_part1_replica1:broker_id_for_part1_replica2,"
-                             "broker_id_for_part2_replica1:..., e.g. 0:1,1:2.")
-    topics.add_argument("--config", action="append", metavar="NAME=VALUE",
-                        help="A topic configuration override for the topic being created (repeatable). "
-                             "Only with --create." + _CONFIGS_HINT)
-    topics.add_argument("--if-exists", action="store_true",
-                        help="With --alter, --delete or --describe: only act if the topic exists.")
-    topics.add_argument("--if-not-exists", action="store_true",
-                        help="With --create: do not fail if the topic already exists (the request is still sent).")
-    topics.add_argument("--exclude-internal", action="store_true",
-                        help="Exclude internal topics when listing or describing topics.")
-    topics.add_argument("--retry-on-quota-violation", action="store_true",
-                        help="Wait out the broker's throttle and re-send throttled topics until --timeout-ms "
-                             "(off by default, as kafka-topics.sh: a quota violation fails at once).")
-    topics.add_argument("--timeout-ms", type=_positive_int, default=60000, metavar="MS",
-                        help="Deadline of each admin call, quota retries included (default 60000, Kafka's "
-                             "default.api.timeout.ms).")
-    topics.add_argument("--output", choices=("text", "json"), default="text",
-                        help="text: kafka-topics.sh's output; json: one JSON object per topic result.")
+    topics.add_argument(
+        "--topic",
+        metavar="TOPIC",
+        help="The topic to create, alter, describe or delete. It also accepts a regular "
+        "expression, except for --create.",
+    )
+    topics.add_argument(
+        "--partitions",
+        type=_int,
+        metavar="N",
+        help="The number of partitions for the topic being created or altered "
+        "(the cluster default if not given with --create).",
+    )
+    topics.add_argument(
+        "--replication-factor",
+        type=_int,
+        metavar="N",
+        help="The replication factor for each partition of the topic being created (the cluster default if not given).",
+    )
+    topics.add_argument(
+        "--replica-assignment",
+        metavar="ASSIGNMENT",
+        help="Manual partition-to-broker assignment for the topic being created or altered: "
+        "broker_id_for_part1_replica1:broker_id_for_part1_replica2,"
+        "broker_id_for_part2_replica1:..., e.g. 0:1,1:2.",
+    )
+    topics.add_argument(
+        "--config",
+        action="append",
+        metavar="NAME=VALUE",
+        help="A topic configuration override for the topic being created (repeatable). "
+        "Only with --create." + _CONFIGS_HINT,
+    )
+    topics.add_argument(
+        "--if-exists", action="store_true", help="With --alter, --delete or --describe: only act if the topic exists."
+    )
+    topics.add_argument(
+        "--if-not-exists",
+        action="store_true",
+        help="With --create: do not fail if the topic already exists (the request is still sent).",
+    )
+    topics.add_argument(
+        "--exclude-internal", action="store_true", help="Exclude internal topics when listing or describing topics."
+    )
+    topics.add_argument(
+        "--retry-on-quota-violation",
+        action="store_true",
+        help="Wait out the broker's throttle and re-send throttled topics until --timeout-ms "
+        "(off by default, as kafka-topics.sh: a quota violation fails at once).",
+    )
+    topics.add_argument(
+        "--timeout-ms",
+        type=_positive_int,
+        default=60000,
+        metavar="MS",
+        help="Deadline of each admin call, quota retries included (default 60000, Kafka's default.api.timeout.ms).",
+    )
+    topics.add_argument(
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="text: kafka-topics.sh's output; json: one JSON object per topic result.",
+    )
     topics.set_defaults(command_parser=topics)  # usage errors found after parsing print this usage
 
     apply = commands.add_parser(
-        "apply", help="apply a provisioning plan, paced to the controller mutation quota",
-        description="Apply a plan file (.csv, .json, .yaml) of topics, paced to each cluster's quota.")
+        "apply",
+        help="apply a provisioning plan, paced to the controller mutation quota",
+        description="Apply a plan file (.csv, .json, .yaml) of topics, paced to each cluster's quota.",
+    )
     apply.add_argument("plan", metavar="PLAN_FILE", help="The plan: .csv, .json, .yaml or .yml.")
-    apply.add_argument("--profiles", metavar="FILE",
-                       help="Cluster profiles (.json, .yaml): {cluster: {client settings..., mutation_rate: R}}.")
+    apply.add_argument(
+        "--profiles",
+        metavar="FILE",
+        help="Cluster profiles (.json, .yaml): {cluster: {client settings..., mutation_rate: R}}.",
+    )
     _add_connection(apply, required_note="Used for every cluster in the plan when --profiles is not given.")
+    apply.add_argument(
+        "--mutation-rate",
+        type=_positive_float,
+        metavar="R",
+        help="Without --profiles: the principal's controller mutation quota (mutations/s) to pace "
+        "to; learned from the broker's throttling when not given.",
+    )
     apply.add_argument("--dry-run", action="store_true", help="Show what would change; change nothing.")
     apply.add_argument("--allow-delete", action="store_true", help="Carry out the plan's delete rows.")
-    apply.add_argument("--output", choices=("table", "json"), default="table",
-                       help="table: progress and a summary table; json: one JSON object per row result, "
-                            "then a summary object.")
+    apply.add_argument(
+        "--output",
+        choices=("table", "json"),
+        default="table",
+        help="table: progress and a summary table; json: one JSON object per row result, then a summary object.",
+    )
     apply.set_defaults(command_parser=apply)
     return parser
 
@@ -134,7 +207,8 @@ def check_topics_args(args: argparse.Namespace, parser: argparse.ArgumentParser)
     chosen = [action for action in ACTIONS if getattr(args, action)]
     if len(chosen) != 1:
         raise UsageError(
-            "Command must include exactly one action: --list, --describe, --create, --alter or --delete", parser)
+            "Command must include exactly one action: --list, --describe, --create, --alter or --delete", parser
+        )
     action = chosen[0]
     if not args.bootstrap_server:
         raise UsageError("--bootstrap-server must be specified", parser)
@@ -184,12 +258,14 @@ def parse_replica_assignment(text: str, parser: argparse.ArgumentParser | None =
         try:
             brokers = [int(part.strip()) for part in group.split(":")]
         except ValueError:
-            raise UsageError(f"--replica-assignment: partition {index}: broker ids must be integers, "
-                             f"got {group!r}", parser) from None
+            raise UsageError(
+                f"--replica-assignment: partition {index}: broker ids must be integers, got {group!r}", parser
+            ) from None
         duplicates = sorted({b for b in brokers if brokers.count(b) > 1})
         if duplicates:
-            raise UsageError("Partition replica lists may not contain duplicate entries: "
-                             + ",".join(map(str, duplicates)), parser)
+            raise UsageError(
+                "Partition replica lists may not contain duplicate entries: " + ",".join(map(str, duplicates)), parser
+            )
         if assignment and len(brokers) != len(assignment[0]):
             raise UsageError(f"Partition {index} has different replication factor: {brokers}", parser)
         assignment.append(brokers)
@@ -204,8 +280,9 @@ def parse_topic_configs(items: list[str], parser: argparse.ArgumentParser | None
         while parts and not parts[-1]:
             parts.pop()  # Java's String.split drops trailing empty strings: "retention.ms=" is invalid
         if len(parts) != 2 or not parts[0].strip():
-            raise UsageError(f"Invalid topic config {item!r}: all configs to be added must be in the format "
-                             '"key=val".', parser)
+            raise UsageError(
+                f'Invalid topic config {item!r}: all configs to be added must be in the format "key=val".', parser
+            )
         configs[parts[0].strip()] = parts[1].strip()
     return configs
 

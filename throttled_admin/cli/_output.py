@@ -46,8 +46,9 @@ def describe_error(exc: BaseException) -> ErrorInfo:
     if isinstance(exc, ThrottlingQuotaExceededException):
         # Our exception appends "(throttle_time_ms=N)"; kafka-topics.sh prints the bare Java message and
         # the CLI adds the throttle on its own line.
-        return ErrorInfo(KafkaError.THROTTLING_QUOTA_EXCEEDED, "THROTTLING_QUOTA_EXCEEDED", QUOTA_MESSAGE,
-                         exc.throttle_time_ms)
+        return ErrorInfo(
+            KafkaError.THROTTLING_QUOTA_EXCEEDED, "THROTTLING_QUOTA_EXCEEDED", QUOTA_MESSAGE, exc.throttle_time_ms
+        )
     if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
         error: KafkaError = exc.args[0]
         if error.code() == KafkaError.THROTTLING_QUOTA_EXCEEDED:
@@ -59,8 +60,9 @@ def describe_error(exc: BaseException) -> ErrorInfo:
 class Output:
     """Prints records (JSON mode) or lines (text mode), redacted."""
 
-    def __init__(self, redact: Redactor, *, json_mode: bool, stdout: TextIO | None = None,
-                 stderr: TextIO | None = None) -> None:
+    def __init__(
+        self, redact: Redactor, *, json_mode: bool, stdout: TextIO | None = None, stderr: TextIO | None = None
+    ) -> None:
         self.redact = redact
         self.json_mode = json_mode
         self._stdout = stdout or sys.stdout

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
-from confluent_kafka.admin import ConfigResource
+from confluent_kafka.admin._config import ConfigResource  # not re-exported under a name mypy accepts
 
 from throttled_admin import NewPartitions, NewTopic
 from throttled_admin.cli._args import parse_replica_assignment, parse_topic_configs, topic_pattern
@@ -80,7 +80,8 @@ class TopicsCommand:
         pattern = topic_pattern(self.args.topic) if self.args.topic is not None else None
         names = sorted(topics)
         return [
-            name for name in names
+            name
+            for name in names
             if (pattern is None or pattern.fullmatch(name))
             and not (self.args.exclude_internal and name in INTERNAL_TOPICS)
         ]
@@ -94,11 +95,17 @@ class TopicsCommand:
     # -- mutations -------------------------------------------------------------------------------
 
     def _mutation_kwargs(self) -> dict[str, Any]:
-        return {"retry_on_quota_violation": bool(self.args.retry_on_quota_violation),
-                "timeout_ms": self.args.timeout_ms}
+        return {
+            "retry_on_quota_violation": bool(self.args.retry_on_quota_violation),
+            "timeout_ms": self.args.timeout_ms,
+        }
 
-    def _collect(self, operation: str, futures: Mapping[str, Future[None]],
-                 tolerate: Callable[[BaseException], bool] = lambda exc: False) -> None:
+    def _collect(
+        self,
+        operation: str,
+        futures: Mapping[str, Future[None]],
+        tolerate: Callable[[BaseException], bool] = lambda exc: False,
+    ) -> None:
         self.session.wait(futures)
         results: list[TopicResult] = []
         for topic in sorted(futures):
@@ -129,12 +136,15 @@ class TopicsCommand:
     def create(self) -> None:
         name = self.args.topic
         if not self.out.json_mode and ("." in name or "_" in name):
-            self.out.line("WARNING: Due to limitations in metric names, topics with a period ('.') or underscore "
-                          "('_') could collide. To avoid issues it is best to use either, but not both.")
+            self.out.line(
+                "WARNING: Due to limitations in metric names, topics with a period ('.') or underscore "
+                "('_') could collide. To avoid issues it is best to use either, but not both."
+            )
         configs = parse_topic_configs(self.args.config or [])
         if self.args.replica_assignment:
-            topic = NewTopic(name, replica_assignment=parse_replica_assignment(self.args.replica_assignment),
-                             config=configs)
+            topic = NewTopic(
+                name, replica_assignment=parse_replica_assignment(self.args.replica_assignment), config=configs
+            )
         else:
             partitions = self.args.partitions if self.args.partitions is not None else -1
             replication = self.args.replication_factor if self.args.replication_factor is not None else -1
@@ -160,7 +170,9 @@ class TopicsCommand:
             else:
                 # The assignment lists every partition; only those past the current count are new.
                 current = len(topics[name].partitions)
-                new_partitions.append(NewPartitions(name, self.args.partitions, replica_assignment=assignment[current:]))
+                new_partitions.append(
+                    NewPartitions(name, self.args.partitions, replica_assignment=assignment[current:])
+                )
         futures = self.session.admin.create_partitions(new_partitions, **self._mutation_kwargs())
         self._collect("alter", futures)
 
@@ -189,8 +201,9 @@ class TopicsCommand:
             return
         admin = self.session.admin
         descriptions = admin.describe_topics(TopicCollection(found), request_timeout=self.timeout_s)
-        configs = admin.describe_configs([ConfigResource("topic", name) for name in found],
-                                         request_timeout=self.timeout_s)
+        configs = admin.describe_configs(
+            [ConfigResource("topic", name) for name in found], request_timeout=self.timeout_s
+        )
         self.session.wait(descriptions)
         self.session.wait(configs)
         configs_by_topic = {resource.name: future for resource, future in configs.items()}
@@ -211,8 +224,16 @@ class TopicsCommand:
                 for p in partitions
             ]
             if self.out.json_mode:
-                self.out.record({"topic": name, "topic_id": topic_id, "partition_count": len(partitions),
-                                 "replication_factor": replication, "configs": overrides, "partitions": rows})
+                self.out.record(
+                    {
+                        "topic": name,
+                        "topic_id": topic_id,
+                        "partition_count": len(partitions),
+                        "replication_factor": replication,
+                        "configs": overrides,
+                        "partitions": rows,
+                    }
+                )
                 continue
             header = f"Topic: {name}"
             if topic_id is not None:

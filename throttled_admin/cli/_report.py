@@ -1,0 +1,142 @@
+"""The end of ``apply``: rows that need attention, a summary table per cluster, and the throttle metrics.
+
+Drawn with rich when it is installed (boxes and colour on a terminal, plain boxes in a pipe), else as
+aligned text columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
+
+from throttled_admin.cli._conf import Redactor
+from throttled_admin.cli._progress import ClusterStats, format_rate
+from throttled_admin.provisioning import STATUSES, RowResult
+
+__all__ = ["Table", "render_report", "throttle_summary"]
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return text == "?"
+    return True
+
+
+class Table:
+    """Title, headers and rows of strings; printed through rich or as aligned columns."""
+
+    def __init__(self, title: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+        self.title = title
+        self.headers = list(headers)
+        self.rows = [list(row) for row in rows]
+
+    def plain(self) -> str:
+        widths = [max(len(str(cell)) for cell in column) for column in zip(self.headers, *self.rows, strict=True)]
+        lines = [self.title]
+        for cells in (self.headers, *self.rows):
+            lines.append("  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip())
+        return "\n".join(lines)
+
+    def rich(self) -> Any:
+        from rich.table import Table as RichTable
+
+        table = RichTable(title=self.title, title_justify="left")
+        for index, header in enumerate(self.headers):
+            numeric = bool(self.rows) and all(_is_number(row[index]) for row in self.rows)
+            table.add_column(header, justify="right" if numeric else "left")
+        for row in self.rows:
+            table.add_row(*row)
+        return table
+
+
+def throttle_summary(stats: Mapping[str, ClusterStats], results: Sequence[RowResult]) -> list[dict[str, Any]]:
+    """Per cluster: mutations admitted and their rate against the quota, the largest broker throttle seen,
+    and the most time a row spent waiting out throttles."""
+    summary = []
+    for name, cluster in stats.items():
+        rows = [r for r in results if r.cluster == name]
+        summary.append(
+            {
+                "cluster": name,
+                "rows": len(rows),
+                "mutations_admitted": cluster.mutations_admitted,
+                "mutations_per_s": round(cluster.mutations_per_s, 3),
+                "quota_rate": cluster.quota_rate,
+                "max_throttle_time_ms": cluster.max_throttle_time_ms,
+                "max_row_throttle_wait_ms": max((r.throttle_time_ms for r in rows), default=0),
+                "attempts": sum(r.attempts for r in rows),
+            }
+        )
+    return summary
+
+
+def _tables(results: Sequence[RowResult], throttle: list[dict[str, Any]], dry_run: bool) -> list[Table]:
+    tables: list[Table] = []
+    failed = [r for r in results if r.status == "failed"]
+    if failed:
+        tables.append(
+            Table(
+                "Failed rows",
+                ["cluster", "topic", "action", "error"],
+                [[r.cluster, r.topic, r.action, r.error_message or str(r.error_code)] for r in failed],
+            )
+        )
+    planned = [r for r in results if r.status == "planned"]
+    if dry_run and planned:
+        tables.append(
+            Table(
+                "Planned changes (dry run: nothing was changed)",
+                ["cluster", "topic", "action", "change"],
+                [[r.cluster, r.topic, r.action, r.detail or ""] for r in planned],
+            )
+        )
+    clusters = sorted({r.cluster for r in results})
+    present = [s for s in STATUSES if any(r.status == s for r in results)]
+    rows = [
+        [
+            c,
+            *[str(sum(1 for r in results if r.cluster == c and r.status == s)) for s in present],
+            str(sum(1 for r in results if r.cluster == c)),
+        ]
+        for c in clusters
+    ]
+    rows.append(["total", *[str(sum(1 for r in results if r.status == s)) for s in present], str(len(results))])
+    tables.append(Table("Summary", ["cluster", *present, "rows"], rows))
+    tables.append(
+        Table(
+            "Throttle metrics",
+            ["cluster", "mutations", "mutations/s", "quota/s", "max throttle ms", "max row wait ms", "requests"],
+            [
+                [
+                    t["cluster"],
+                    str(t["mutations_admitted"]),
+                    f"{t['mutations_per_s']:.1f}",
+                    format_rate(t["quota_rate"]),
+                    str(t["max_throttle_time_ms"]),
+                    str(t["max_row_throttle_wait_ms"]),
+                    str(t["attempts"]),
+                ]
+                for t in throttle
+            ],
+        )
+    )
+    return tables
+
+
+def render_report(
+    results: Sequence[RowResult],
+    throttle: list[dict[str, Any]],
+    *,
+    dry_run: bool,
+    stream: TextIO,
+    redact: Redactor,
+    rich_console: Any | None,
+) -> None:
+    for table in _tables(results, throttle, dry_run):
+        redacted = Table(redact(table.title), table.headers, [[redact(c) for c in row] for row in table.rows])
+        if rich_console is not None:
+            rich_console.print(redacted.rich())
+        else:
+            print(redacted.plain() + "\n", file=stream, flush=True)
