@@ -10,9 +10,24 @@ the broker's throttle, within one 60 s deadline for the whole call.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
-from throttled_admin import NewTopic, ThrottledAdminClient  # was: from confluent_kafka.admin import ...
-from throttled_admin.testing import cluster_or_quota_broker
+# The one-line port: was `from confluent_kafka.admin import AdminClient, NewTopic`.
+from throttled_admin.admin import AdminClient, NewTopic
+
+
+@contextmanager
+def cluster(bootstrap_servers: str | None, **broker_kwargs: Any) -> Iterator[str]:
+    """The cluster given, or else an embedded QuotaBroker: only then is the ``testing`` extra needed."""
+    if bootstrap_servers:
+        yield bootstrap_servers
+        return
+    from throttled_admin.testing import cluster_or_quota_broker
+
+    with cluster_or_quota_broker(None, **broker_kwargs) as bootstrap:
+        yield bootstrap
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,8 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topics", type=int, default=90)
     args = parser.parse_args(argv)
     with (
-        cluster_or_quota_broker(args.bootstrap_servers, controller_mutation_rate=20, enforcement="strict") as bootstrap,
-        ThrottledAdminClient({"bootstrap.servers": bootstrap, "client.id": "orders-service"}) as admin,
+        cluster(args.bootstrap_servers, controller_mutation_rate=20, enforcement="strict") as bootstrap,
+        AdminClient({"bootstrap.servers": bootstrap, "client.id": "orders-service"}) as admin,
     ):
         wanted = [NewTopic(f"orders.events.{i}", num_partitions=3, replication_factor=1) for i in range(args.topics)]
         futures = admin.create_topics(wanted)

@@ -6,12 +6,26 @@ python examples/metrics_console.py [--bootstrap-servers host:9092]
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, PeriodicExportingMetricReader
 
 from throttled_admin import NewTopic, ThrottledAdminClient
-from throttled_admin.testing import cluster_or_quota_broker
+
+
+@contextmanager
+def cluster(bootstrap_servers: str | None, **broker_kwargs: Any) -> Iterator[str]:
+    """The cluster given, or else an embedded QuotaBroker: only then is the ``testing`` extra needed."""
+    if bootstrap_servers:
+        yield bootstrap_servers
+        return
+    from throttled_admin.testing import cluster_or_quota_broker
+
+    with cluster_or_quota_broker(None, **broker_kwargs) as bootstrap:
+        yield bootstrap
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     reader = PeriodicExportingMetricReader(ConsoleMetricExporter(), export_interval_millis=60_000)
     provider = MeterProvider(metric_readers=[reader])
     with (
-        cluster_or_quota_broker(args.bootstrap_servers, controller_mutation_rate=10, quota_window_num=2) as bootstrap,
+        cluster(args.bootstrap_servers, controller_mutation_rate=10, quota_window_num=2) as bootstrap,
         ThrottledAdminClient(
             {"bootstrap.servers": bootstrap, "client.id": "console-demo"}, meter_provider=provider
         ) as admin,

@@ -8,13 +8,27 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry, generate_latest, start_http_server
 
 from throttled_admin import NewTopic, ThrottledAdminClient
-from throttled_admin.testing import cluster_or_quota_broker
+
+
+@contextmanager
+def cluster(bootstrap_servers: str | None, **broker_kwargs: Any) -> Iterator[str]:
+    """The cluster given, or else an embedded QuotaBroker: only then is the ``testing`` extra needed."""
+    if bootstrap_servers:
+        yield bootstrap_servers
+        return
+    from throttled_admin.testing import cluster_or_quota_broker
+
+    with cluster_or_quota_broker(None, **broker_kwargs) as bootstrap:
+        yield bootstrap
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
     conf = {"client.id": "prometheus-demo"}
     with (
-        cluster_or_quota_broker(args.bootstrap_servers, controller_mutation_rate=10, quota_window_num=2) as bootstrap,
+        cluster(args.bootstrap_servers, controller_mutation_rate=10, quota_window_num=2) as bootstrap,
         ThrottledAdminClient({**conf, "bootstrap.servers": bootstrap}, meter_provider=provider) as admin,
     ):
         for batch in range(3):

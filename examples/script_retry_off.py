@@ -12,9 +12,23 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from throttled_admin import NewTopic, ThrottledAdminClient, ThrottlingQuotaExceededException
-from throttled_admin.testing import cluster_or_quota_broker
+
+
+@contextmanager
+def cluster(bootstrap_servers: str | None, **broker_kwargs: Any) -> Iterator[str]:
+    """The cluster given, or else an embedded QuotaBroker: only then is the ``testing`` extra needed."""
+    if bootstrap_servers:
+        yield bootstrap_servers
+        return
+    from throttled_admin.testing import cluster_or_quota_broker
+
+    with cluster_or_quota_broker(None, **broker_kwargs) as bootstrap:
+        yield bootstrap
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # The embedded broker's quota (1 mutation/s, burst 11) is smaller than the default request, to show the error.
     with (
-        cluster_or_quota_broker(args.bootstrap_servers, controller_mutation_rate=1, enforcement="strict") as bootstrap,
+        cluster(args.bootstrap_servers, controller_mutation_rate=1, enforcement="strict") as bootstrap,
         ThrottledAdminClient({"bootstrap.servers": bootstrap}, retry_on_quota_violation=False) as admin,
     ):
         for future in admin.create_topics([NewTopic(args.topic, args.partitions, args.replication_factor)]).values():

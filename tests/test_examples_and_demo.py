@@ -1,4 +1,5 @@
-"""The examples and the demo job run as a user runs them, against the embedded QuotaBroker."""
+"""The examples and the demo job run as a user runs them: against the embedded QuotaBroker, and against a cluster
+given with --bootstrap-servers in an environment without the ``testing`` extra."""
 
 from __future__ import annotations
 
@@ -6,12 +7,39 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
+
+import pytest
 
 from tests.conftest import REPO, free_port, wait_until
+from throttled_admin.testing import QuotaBroker
 
 
 def run(*args: str, timeout_s: float = 180) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout_s, cwd=REPO)
+
+
+# Runs a script as ``python script.py ...`` would, in an interpreter where kafka-python (the ``testing`` extra)
+# and throttled_admin.testing cannot be imported: what a user without the extra has.
+WITHOUT_TESTING_EXTRA = """
+import importlib.abc, runpy, sys
+
+class NoTestingExtra(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "kafka" or name.startswith("kafka.") or name.startswith("throttled_admin.testing"):
+            raise ModuleNotFoundError(f"No module named {name!r} (the testing extra is not installed)", name=name)
+        return None
+
+sys.meta_path.insert(0, NoTestingExtra())
+script, *sys.argv[1:] = sys.argv[1:]
+sys.argv[0] = script
+sys.path.insert(0, script.rsplit("/", 1)[0])
+runpy.run_path(script, run_name="__main__")
+"""
+
+
+def run_without_testing_extra(*args: str, timeout_s: float = 180) -> subprocess.CompletedProcess[str]:
+    return run("-c", WITHOUT_TESTING_EXTRA, *args, timeout_s=timeout_s)
 
 
 def test_application_example_creates_every_topic_through_the_quota() -> None:
@@ -20,6 +48,24 @@ def test_application_example_creates_every_topic_through_the_quota() -> None:
     assert "created 90 of 90 topics" in result.stdout
     throttled = int(result.stdout.split("topics; ")[1].split(" throttled")[0])
     assert throttled > 0
+
+
+def test_asyncio_example_creates_every_topic_through_the_quota() -> None:
+    result = run("examples/asyncio_application.py")
+    assert result.returncode == 0, result.stderr
+    assert "created 90 of 90 topics (0 withdrawn, 0 failed)" in result.stdout
+    throttled = int(result.stdout.split("; ")[1].split(" throttled")[0])
+    assert throttled > 0
+
+
+def test_asyncio_example_deadline_withdraws_unsent_topics() -> None:
+    # 150 topics of 3 partitions against a burst of 220 mutations: about half wait out a throttle of seconds,
+    # and the 0.5 s deadline withdraws them.
+    result = run("examples/asyncio_application.py", "--topics", "150", "--deadline-s", "0.5")
+    assert result.returncode == 1, result.stderr
+    assert "deadline of 0.5 s passed" in result.stdout
+    withdrawn = int(result.stdout.split("(")[1].split(" withdrawn")[0])
+    assert withdrawn > 0
 
 
 def test_script_with_retry_off_fails_like_kafka_topics_sh() -> None:
@@ -66,6 +112,40 @@ def test_prometheus_metrics_example_prints_and_serves() -> None:
         proc.terminate()
         out, _err = proc.communicate(timeout=30)
     assert "throttled_admin_throttle_time_max_seconds" in out
+
+
+def test_the_harness_really_hides_the_testing_extra() -> None:
+    probe = REPO / "examples" / "application.py"  # any script: the harness must fail the import below
+    result = run("-c", WITHOUT_TESTING_EXTRA.replace("runpy.run_path", "import throttled_admin.testing  #"), str(probe))
+    assert result.returncode != 0
+    assert "testing extra is not installed" in result.stderr
+
+
+# (example, arguments, the embedded broker's settings, what the output must contain)
+GIVEN_CLUSTER = [
+    ("application.py", ["--topics", "10"], {}, "created 10 of 10 topics"),
+    ("asyncio_application.py", ["--topics", "10"], {}, "created 10 of 10 topics"),
+    ("metrics_console.py", [], {"controller_mutation_rate": 10, "quota_window_num": 2}, "throttle.duration"),
+    ("metrics_prometheus.py", [], {"controller_mutation_rate": 10, "quota_window_num": 2}, "throttle_time_max"),
+    ("script_retry_off.py", [], {"controller_mutation_rate": 1, "enforcement": "strict"}, "quota has been exceeded."),
+]
+
+
+@pytest.mark.parametrize(("example", "arguments", "broker_settings", "expected"), GIVEN_CLUSTER, ids=lambda v: str(v))
+def test_example_with_a_given_cluster_needs_no_testing_extra(
+    quota_broker: Callable[..., QuotaBroker],
+    example: str,
+    arguments: list[str],
+    broker_settings: dict[str, object],
+    expected: str,
+) -> None:
+    broker = quota_broker(**broker_settings)
+    result = run_without_testing_extra(
+        str(REPO / "examples" / example), "--bootstrap-servers", broker.bootstrap_servers, *arguments
+    )
+    assert "ModuleNotFoundError" not in result.stderr, result.stderr
+    assert expected in result.stdout + result.stderr
+    assert broker.topics(), "nothing reached the given cluster"
 
 
 def test_demo_provisions_every_topic() -> None:
