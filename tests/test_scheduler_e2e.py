@@ -3,6 +3,7 @@ near deadlines, blocked callbacks, pacing). Timing is read from the broker's own
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -33,7 +34,9 @@ def test_overlapping_calls_never_wait_in_a_muted_connection_and_no_created_topic
 ) -> None:
     broker = quota_broker(controller_mutation_rate=1, quota_window_num=1)  # burst 1: every request throttles
     with client(broker) as admin:
-        calls = [admin.create_topics([NewTopic(f"c{i}.t{j}", 1, 1) for j in range(5)], timeout_ms=3000) for i in range(6)]
+        calls = [
+            admin.create_topics([NewTopic(f"c{i}.t{j}", 1, 1) for j in range(5)], timeout_ms=3000) for i in range(6)
+        ]
         results = {name: exc for futures in calls for name, exc in outcomes(futures).items()}
     held = broker.topics()
     assert len(results) == 30
@@ -55,10 +58,14 @@ def test_queued_calls_are_coalesced_into_one_request(quota_broker: BrokerFactory
     log = creates(broker)
     assert len(log) < 20  # one request carried the topics of several calls
     assert sum(len(r.errors) for r in log) == 20
-    assert all(r.received_at >= prev.responded_at for prev, r in zip(log, log[1:]) if prev.responded_at)  # one in flight
+    assert all(
+        r.received_at >= prev.responded_at for prev, r in zip(log, log[1:]) if prev.responded_at
+    )  # one in flight
 
 
-def test_a_retry_near_the_deadline_is_never_applied_after_the_call_reported_failure(quota_broker: BrokerFactory) -> None:
+def test_a_retry_near_the_deadline_is_never_applied_after_the_call_reported_failure(
+    quota_broker: BrokerFactory,
+) -> None:
     broker = quota_broker(controller_mutation_rate=4, quota_window_num=1, enforcement="strict")
     broker.set_controller_latency(0.8)
     with client(broker) as admin:
