@@ -137,3 +137,51 @@ def test_entity_wire_form_round_trips() -> None:
         QuotaEntity()
     with pytest.raises(ValueError, match="Unhandled client quota entity type: ip"):
         QuotaEntity.from_components([("ip", "1.2.3.4")])
+
+
+def test_a_quota_change_refills_the_elapsed_interval_at_the_new_rate(clock: Clock) -> None:
+    """Kafka's TokenBucket reads the quota from the metric config when it refills
+    (ControllerMutationQuotaManager.updateQuotaMetricConfigs changes it in place): after a change, the
+    whole interval since the last update refills at the new rate, not the old one."""
+    quotas = manager(clock, rate=10)  # burst 100
+    quotas.request_quota("u", "c", strict=False).record(100)
+    assert quotas.tokens("u", "c") == 0
+    clock.now += 2
+    quotas.set_quota(QuotaEntity(user=D), 20)  # burst 200
+    assert quotas.tokens("u", "c") == 40  # 2 s x 20/s; the old rate would give 20
+    clock.now += 1
+    quotas.set_quota(QuotaEntity(user=D), 5)  # burst 50
+    assert quotas.tokens("u", "c") == 45  # 40 + 1 s x 5/s
+
+
+def test_all_four_client_quota_keys_are_stored_with_kafkas_validation(clock: Clock) -> None:
+    """QuotaConfig's user/client-id keys: producer_byte_rate and consumer_byte_rate (LONG),
+    request_percentage and controller_mutation_rate (DOUBLE); ClientQuotaControlManager's messages."""
+    quotas = manager(clock, rate=None)
+    alice = QuotaEntity(user="alice")
+    for key, value in (
+        ("producer_byte_rate", 1024),
+        ("consumer_byte_rate", 2048),
+        ("request_percentage", 12.5),
+        ("controller_mutation_rate", 2.5),
+    ):
+        quotas.set_quota(alice, value, key)
+    assert quotas.entity_quotas() == {
+        alice: {
+            "producer_byte_rate": 1024.0,
+            "consumer_byte_rate": 2048.0,
+            "request_percentage": 12.5,
+            "controller_mutation_rate": 2.5,
+        }
+    }
+    assert quotas.quotas() == {alice: 2.5}
+    assert quotas.quotas("request_percentage") == {alice: 12.5}
+    with pytest.raises(ValueError, match=r"^producer_byte_rate cannot be a fractional value\.$"):
+        quotas.set_quota(alice, 10.5, "producer_byte_rate")
+    with pytest.raises(ValueError, match=r"^Invalid configuration key connection_creation_rate$"):
+        quotas.set_quota(alice, 1, "connection_creation_rate")
+    with pytest.raises(ValueError, match=r"^Quota request_percentage must be greater than 0$"):
+        quotas.set_quota(alice, -3, "request_percentage")
+    for key in ("producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate"):
+        quotas.set_quota(alice, None, key)
+    assert quotas.entity_quotas() == {}

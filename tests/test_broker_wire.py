@@ -454,3 +454,24 @@ def test_describe_configs_shows_set_and_default_values(quota_broker: BrokerFacto
     assert entries["cleanup.policy"].is_default
     bad = admin.create_topics([NewTopic("bad-cfg", 1, 1, config={"no.such.config": "1"})])
     assert outcomes(bad) == {"bad-cfg": KafkaError.INVALID_CONFIG}
+
+
+def test_describe_client_quotas_reports_every_key(quota_broker: BrokerFactory) -> None:
+    """DescribeClientQuotas returns all quota keys of each matching entity (ClientQuotaControlManager)."""
+    broker = quota_broker(controller_mutation_rate=5)
+    broker.set_quota(user="alice", request_percentage=25, producer_byte_rate=1_000_000)
+    C = DescribeClientQuotasRequest.ComponentData
+    with WireClient(broker.bootstrap_servers) as wire:
+        described = wire.request(
+            DescribeClientQuotasRequest(
+                version=1, components=[C(entity_type="user", match_type=2, match=None)], strict=False
+            )
+        )
+    found = {
+        tuple((e.entity_type, e.entity_name) for e in entry.entity): {v.key: v.value for v in entry.values}
+        for entry in described.entries
+    }
+    assert found == {
+        (("user", None),): {"controller_mutation_rate": 5.0},
+        (("user", "alice"),): {"producer_byte_rate": 1_000_000.0, "request_percentage": 25.0},
+    }
