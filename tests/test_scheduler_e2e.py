@@ -3,7 +3,6 @@ near deadlines, blocked callbacks, pacing). Timing is read from the broker's own
 
 from __future__ import annotations
 
-import itertools
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
