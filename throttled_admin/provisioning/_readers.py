@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ import yaml
 from throttled_admin.provisioning._plan import PlanError, PlanRow, row_problem
 from throttled_admin.provisioning._profile import Profile
 
-__all__ = ["read_plan", "read_profiles"]
+__all__ = ["parse_configs_text", "read_plan", "read_profiles"]
 
 FIELDS = ("cluster", "action", "topic", "partitions", "replication_factor", "configs")
 REQUIRED = ("cluster", "action", "topic")
@@ -59,7 +58,9 @@ def _count(value: Any, *, from_text: bool) -> int | str | None:
     return value
 
 
-def _parse_csv_configs(text: str, fail: Callable[[str, str], PlanError]) -> dict[str, str] | None:
+def parse_configs_text(text: str) -> dict[str, str] | None:
+    """``k=v;k=v`` (the CSV spelling of a configs map) as a dict; empty text is None. ValueError says
+    what is wrong."""
     if not text.strip():
         return None
     configs: dict[str, str] = {}
@@ -68,9 +69,9 @@ def _parse_csv_configs(text: str, fail: Callable[[str, str], PlanError]) -> dict
             continue
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise fail("configs", f"expected k=v;k=v, got {item.strip()!r}")
+            raise ValueError(f"expected k=v;k=v, got {item.strip()!r}")
         if key.strip() in configs:
-            raise fail("configs", f"{key.strip()} is set twice")
+            raise ValueError(f"{key.strip()} is set twice")
         configs[key.strip()] = value.strip()
     return configs
 
@@ -97,7 +98,10 @@ def _row(raw: dict[str, Any], *, source: str, from_text: bool, file: Path, label
     raw_configs = raw.get("configs")
     configs: dict[str, str] | None
     if from_text:
-        configs = _parse_csv_configs(raw_configs or "", fail)
+        try:
+            configs = parse_configs_text(raw_configs or "")
+        except ValueError as exc:
+            raise fail("configs", str(exc)) from None
     elif raw_configs is None:
         configs = None
     elif not isinstance(raw_configs, dict):
