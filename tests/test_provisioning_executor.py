@@ -22,10 +22,8 @@ from throttled_admin.provisioning import (
     summarize,
 )
 from throttled_admin.testing import QuotaBroker
-from throttled_admin.testing._handlers import API_SPECS
 
 BrokerFactory = Callable[..., QuotaBroker]
-INCREMENTAL_ALTER_CONFIGS = 44
 
 
 def profile_for(broker: QuotaBroker, name: str = "east", rate: float | None = 50.0, **conf: str) -> Profile:
@@ -204,10 +202,6 @@ def test_apply_plan_rejects_an_unknown_cluster_before_sending(quota_broker: Brok
     assert broker.topics() == {}
 
 
-@pytest.mark.skipif(
-    INCREMENTAL_ALTER_CONFIGS not in API_SPECS,
-    reason="QuotaBroker does not answer IncrementalAlterConfigs (API 44) yet: the broker B engineer is adding it",
-)
 def test_ensure_reconfigures_differing_configs(quota_broker: BrokerFactory) -> None:
     broker = quota_broker(controller_mutation_rate=50)
     profile = profile_for(broker)

@@ -14,7 +14,6 @@ pytest.importorskip("pyarrow")
 from throttled_admin.provisioning import PlanError, Profile
 from throttled_admin.spark import apply_plan, local_session
 from throttled_admin.testing import QuotaBroker
-from throttled_admin.testing._handlers import API_SPECS
 
 BrokerFactory = Callable[..., QuotaBroker]
 PLAN_DDL = (
@@ -112,10 +111,6 @@ def test_grow_delete_and_dry_run(spark: Any, quota_broker: BrokerFactory) -> Non
     assert west.topics() == {}
 
 
-@pytest.mark.skipif(
-    44 not in API_SPECS,
-    reason="QuotaBroker does not answer IncrementalAlterConfigs (API 44) yet: the broker B engineer is adding it",
-)
 def test_reconfigure(spark: Any, quota_broker: BrokerFactory) -> None:
     east = quota_broker(controller_mutation_rate=50)
     east.create_topic("cfg", 1)
