@@ -20,15 +20,7 @@ def _profiles(args: argparse.Namespace, parser: argparse.ArgumentParser, cluster
     from throttled_admin.provisioning import Profile, read_profiles
 
     if args.profiles is not None:
-        if args.bootstrap_server is not None or args.command_config is not None or args.mutation_rate is not None:
-            raise UsageError(
-                "--profiles cannot be combined with --bootstrap-server, --command-config or "
-                "--mutation-rate (put them in the profile)",
-                parser,
-            )
         return dict(read_profiles(args.profiles))
-    if args.bootstrap_server is None:
-        raise UsageError("either --profiles or --bootstrap-server is required", parser)
     conf = build_conf(_read_command_config(args.command_config, parser), args.bootstrap_server)
     # One connection serves every cluster named in the plan.
     return {name: Profile(name=name, conf=dict(conf), mutation_rate=args.mutation_rate) for name in clusters}
@@ -57,7 +49,20 @@ def _display(args: argparse.Namespace, rows_per_cluster: dict[str, int], out: Ou
     return PlainLines(rows_per_cluster, sys.stdout), Console(file=sys.stdout, no_color=True, width=120)
 
 
+def check_apply_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    if args.profiles is not None:
+        if args.bootstrap_server is not None or args.command_config is not None or args.mutation_rate is not None:
+            raise UsageError(
+                "--profiles cannot be combined with --bootstrap-server, --command-config or "
+                "--mutation-rate (put them in the profile)",
+                parser,
+            )
+    elif args.bootstrap_server is None:
+        raise UsageError("either --profiles or --bootstrap-server is required", parser)
+
+
 def run_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    check_apply_args(args, parser)
     try:
         from throttled_admin.provisioning import PlanError, apply_plan, read_plan, summarize
     except ImportError as exc:  # pragma: no cover - the provisioning package ships with throttled_admin

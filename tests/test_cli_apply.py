@@ -1,0 +1,187 @@
+"""``throttled-admin apply`` end to end: subprocesses against QuotaBroker, and the live display in a
+terminal (tmux: the screen a person sees)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.cli_helpers import REPO, cli_env, run_cli
+
+SECRET = "S3cret-Pw-991"
+
+
+def _write_plan(path: Path, cluster: str, topics: int, partitions: int = 1) -> Path:
+    lines = ["cluster,action,topic,partitions,replication_factor,configs"]
+    lines += [f"{cluster},ensure,orders.{i:03d},{partitions},1,retention.ms=60000" for i in range(topics)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _records(stdout: str) -> tuple[list[dict], dict]:
+    records = [json.loads(line) for line in stdout.splitlines()]
+    return records[:-1], records[-1]
+
+
+def test_apply_dry_run_then_real_then_unchanged(quota_broker, tmp_path):
+    broker = quota_broker(controller_mutation_rate=50, users={"alice": SECRET})
+    plan = _write_plan(tmp_path / "plan.csv", "main", 6, partitions=2)
+    profiles = tmp_path / "profiles.yaml"
+    profiles.write_text(
+        yaml.safe_dump(
+            {
+                "main": {
+                    "bootstrap.servers": broker.bootstrap_servers,
+                    "security.protocol": "SASL_PLAINTEXT",
+                    "sasl.mechanism": "PLAIN",
+                    "sasl.username": "alice",
+                    "sasl.password": SECRET,
+                    "mutation_rate": 50,
+                }
+            }
+        )
+    )
+    base = ("apply", str(plan), "--profiles", str(profiles), "--output", "json")
+
+    dry = run_cli(*base, "--dry-run")
+    assert dry.returncode == 0, dry.output
+    rows, summary = _records(dry.stdout)
+    assert [r["status"] for r in rows] == ["planned"] * 6
+    assert summary["summary"] == {"planned": 6}
+    assert summary["dry_run"] is True
+    assert broker.topics() == {}
+
+    real = run_cli(*base)
+    assert real.returncode == 0, real.output
+    rows, summary = _records(real.stdout)
+    assert [(r["topic"], r["status"]) for r in rows] == [(f"orders.{i:03d}", "created") for i in range(6)]
+    assert summary["summary"] == {"created": 6}
+    assert summary["throttle"][0]["cluster"] == "main"
+    assert summary["throttle"][0]["mutations_admitted"] == 12
+    assert broker.topics() == {f"orders.{i:03d}": 2 for i in range(6)}
+
+    again = run_cli(*base)
+    assert again.returncode == 0, again.output
+    rows, summary = _records(again.stdout)
+    assert {r["status"] for r in rows} == {"unchanged"}
+    assert summary["summary"] == {"unchanged": 6}
+    creates = [r for r in broker.request_log() if r.api_name == "CreateTopics"]
+    assert sum(len(r.errors) for r in creates) == 6  # each topic sent once, by the real run only
+
+    for run in (dry, real, again):
+        assert SECRET not in run.output
+
+
+def test_apply_table_output_and_failed_rows_exit_1(quota_broker, tmp_path):
+    broker = quota_broker()
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        yaml.safe_dump(
+            [
+                {"cluster": "c1", "action": "create", "topic": "good", "partitions": 1, "replication_factor": 1},
+                # One broker: a replication factor of 3 cannot be met.
+                {"cluster": "c1", "action": "create", "topic": "bad", "partitions": 1, "replication_factor": 3},
+            ]
+        )
+    )
+    run = run_cli("apply", str(plan), "--bootstrap-server", broker.bootstrap_servers)
+    assert run.returncode == 1, run.output
+    # Not a terminal: plain progress lines, then the tables.
+    assert re.search(r"^\[c1\] 2/2 rows, [\d.]+ mutations/s \(quota \S+/s\), throttle \d+ ms$", run.stdout, re.M), (
+        run.stdout
+    )
+    assert "Failed rows" in run.stdout
+    assert re.search(r"bad .*[Rr]eplication", run.stdout), run.stdout
+    assert "Summary" in run.stdout
+    assert "Throttle metrics" in run.stdout
+    assert "\x1b[" not in run.stdout  # no terminal escapes in a pipe
+    assert set(broker.topics()) == {"good"}
+
+
+def test_apply_bad_plan_exits_2_naming_the_row_and_field(tmp_path):
+    plan = tmp_path / "plan.csv"
+    plan.write_text("cluster,action,topic,partitions\nmain,ensure,t1,1\nmain,ensure,t2,many\n")
+    run = run_cli("apply", str(plan), "--bootstrap-server", "127.0.0.1:9")
+    assert run.returncode == 2, run.output
+    assert "plan.csv" in run.stderr
+    assert "line 3" in run.stderr
+    assert "partitions" in run.stderr
+    no_target = run_cli("apply", str(plan))
+    assert no_target.returncode == 2
+    assert "either --profiles or --bootstrap-server is required" in no_target.stderr
+    assert no_target.stderr.startswith("usage: throttled-admin apply")
+
+
+def _tmux(socket: str, *args: str) -> str:
+    return subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux to read the terminal's screen")
+def test_apply_shows_a_live_progress_bar_in_a_terminal(quota_broker, tmp_path):
+    # 60 topics x 2 partitions = 120 mutations at 20/s with a one-second burst: about 5 s of throttling,
+    # long enough to see the bar while it runs (strict: the broker rejects what exceeds the quota, so the
+    # run cannot finish sooner however the client paces).
+    broker = quota_broker(controller_mutation_rate=20, quota_window_num=1, enforcement="strict")
+    plan = _write_plan(tmp_path / "plan.csv", "main", 60, partitions=2)
+    done_marker = tmp_path / "exit-code"
+    command = " ".join(
+        shlex.quote(part)
+        for part in [
+            sys.executable,
+            "-m",
+            "throttled_admin",
+            "apply",
+            str(plan),
+            "--bootstrap-server",
+            broker.bootstrap_servers,
+            "--mutation-rate",
+            "20",
+        ]
+    )
+    socket = f"throttled-admin-test-{uuid.uuid4().hex[:8]}"
+    env = cli_env()
+    env_prefix = " ".join(f"{k}={shlex.quote(env[k])}" for k in ("PYTHONPATH",))
+    shell = (
+        f"cd {shlex.quote(str(REPO))} && unset COLUMNS LINES && stty size > {tmp_path / 'stty'} && "
+        f"{env_prefix} TERM=xterm-256color {command}; echo $? > {done_marker}; sleep 60"
+    )
+    _tmux(socket, "new-session", "-d", "-x", "150", "-y", "45", shell)
+    try:
+        screens = []
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            screens.append(_tmux(socket, "capture-pane", "-p"))
+            if done_marker.exists() and done_marker.read_text().strip():
+                break
+            time.sleep(0.1)
+        final = _tmux(socket, "capture-pane", "-p")
+    finally:
+        subprocess.run(["tmux", "-L", socket, "kill-server"], check=False, capture_output=True)
+
+    assert done_marker.read_text().strip() == "0", final
+    assert (tmp_path / "stty").read_text().split() == ["45", "150"]
+    bar = re.compile(r"main\s+━+.*\s(\d+)/60 rows\s+([\d.]+) mutations/s \(quota 20/s\)\s+throttle \d+ ms")
+    # While it ran: the bar on screen, part done, before any summary.
+    live = [s for s in screens if bar.search(s) and "Summary" not in s]
+    assert live, screens[-1]
+    assert any(0 < int(bar.search(s).group(1)) < 60 for s in live), [bar.search(s).group(0) for s in live]
+    # At the end: the full bar stays, and the summary and throttle tables follow it.
+    finished = bar.search(final)
+    assert finished, final
+    assert finished.group(1) == "60", final
+    assert "Summary" in final
+    assert "Throttle metrics" in final
+    summary_row = re.search(r"│ main\s+│\s+(\d+) │\s+(\d+) │", final)
+    assert summary_row, final
+    assert summary_row.groups() == ("60", "60"), final
+    assert final.index("Summary") > final.index("60/60 rows")
