@@ -60,6 +60,10 @@ class _Transport:
         return {name: len(topic.partitions) for name, topic in metadata.topics.items()}
 
 
+def _or(cost: int | None, default: int | None) -> int | None:
+    return default if cost is None else cost
+
+
 _live: weakref.WeakSet[Scheduler] = weakref.WeakSet()
 _exit_hook_lock = threading.Lock()
 _exit_hook_registered = False
@@ -204,8 +208,9 @@ class ThrottledAdminClient(AdminClient):
             operation_timeout_s=options.operation_timeout,
         )
         call.deadline = call.started_at + timeout_ms / 1000
-        pacing = self._mutation_quota is not None
-        work = [(operation.topic_of(item), item, operation.known_cost(item) if pacing else 0) for item in items]
+        # Costs the input does not tell (deletes, partition additions) are read from the cluster only for pacing.
+        unknown = None if self._mutation_quota is not None else 0
+        work = [(operation.topic_of(item), item, _or(operation.known_cost(item), unknown)) for item in items]
         return scheduler.submit(call, work)
 
     def _open_scheduler(self) -> Scheduler:
