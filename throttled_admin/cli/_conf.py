@@ -22,16 +22,17 @@ def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(key))
 
 
-def _jaas_credentials(jaas: str) -> dict[str, str]:
-    """username/password from a JAAS line such as
+def _jaas_options(jaas: str) -> list[tuple[str, str]]:
+    """(name, value as written) of each option in a JAAS line such as
     ``org.apache.kafka.common.security.plain.PlainLoginModule required username="a" password="b";``"""
-    found: dict[str, str] = {}
+    options = []
     for match in _JAAS_OPTION.finditer(jaas):
-        name = match.group(1)
-        value = next(group for group in match.groups()[1:] if group is not None)
-        if name in ("username", "password"):
-            found[name] = value.replace('\\"', '"')
-    return found
+        options.append((match.group(1), next(group for group in match.groups()[1:] if group is not None)))
+    return options
+
+
+def _jaas_credentials(jaas: str) -> dict[str, str]:
+    return {name: raw.replace('\\"', '"') for name, raw in _jaas_options(jaas) if name in ("username", "password")}
 
 
 def build_conf(properties: Mapping[str, str], bootstrap_server: str | None) -> dict[str, str]:
@@ -65,8 +66,10 @@ class Redactor:
         for key, value in settings.items():
             if is_secret_key(key) and isinstance(value, str) and value:
                 self._secrets.add(value)
-                # The JAAS line's own password too, when it is given that way.
-                self._secrets.update(v for k, v in _jaas_credentials(value).items() if k == "password" and v)
+                # A JAAS line's password too, both as written (escaped) and as meant.
+                for name, raw in _jaas_options(value):
+                    if name == "password" and raw:
+                        self._secrets.update({raw, raw.replace('\\"', '"')})
 
     def __call__(self, text: str) -> str:
         # Longest first, so a secret that contains another is hidden whole.

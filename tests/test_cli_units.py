@@ -1,0 +1,132 @@
+"""The CLI's parsers in process: properties files, client settings, secrets, kafka-topics.sh's arguments."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+
+import pexpect
+import pytest
+
+from tests.cli_helpers import REPO, cli_env
+from throttled_admin.cli import main
+from throttled_admin.cli._args import UsageError, parse_replica_assignment, parse_topic_configs, topic_pattern
+from throttled_admin.cli._conf import Redactor, build_conf
+from throttled_admin.cli._properties import PropertiesError, load_properties, parse_properties
+
+
+def test_properties_as_java_reads_them():
+    text = (
+        "# comment\n"
+        "  ! another comment\n"
+        "\n"
+        "a=1\n"
+        "b : 2\n"
+        "c 3\n"
+        "d=spaces kept inside  \n"
+        "long = first \\\n"
+        "       second\\\n"
+        "  third\n"
+        "esc\\=key=tab\\there\\u0041\n"
+        "path=C:\\\\dir\n"
+        "empty=\n"
+        "a=overridden\n"
+    )
+    assert parse_properties(text) == {
+        "a": "overridden",
+        "b": "2",
+        "c": "3",
+        "d": "spaces kept inside  ",
+        "long": "first secondthird",
+        "esc=key": "tab\thereA",
+        "path": "C:\\dir",
+        "empty": "",
+    }
+
+
+def test_properties_errors_name_the_file_and_line(tmp_path):
+    bad = tmp_path / "bad.properties"
+    bad.write_text("ok=1\nx=\\u12G4\n")
+    with pytest.raises(PropertiesError, match=r"bad.properties:2: malformed"):
+        load_properties(bad)
+    with pytest.raises(PropertiesError, match="cannot read"):
+        load_properties(tmp_path / "missing.properties")
+
+
+def test_jaas_config_becomes_librdkafka_settings_and_is_hidden():
+    props = {
+        "security.protocol": "SASL_SSL",
+        "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required username="bob" '
+        'password="p@ss \\"q\\"";',
+    }
+    conf = build_conf(props, "b1:9092")
+    assert conf == {
+        "security.protocol": "SASL_SSL",
+        "sasl.username": "bob",
+        "sasl.password": 'p@ss "q"',
+        "bootstrap.servers": "b1:9092",
+    }
+    redact = Redactor([props, conf])
+    assert redact('failed for p@ss "q" and for jaas p@ss \\"q\\"') == "failed for [hidden] and for jaas [hidden]"
+    assert redact("nothing secret: bob") == "nothing secret: bob"
+
+
+def test_kafka_topics_argument_syntax():
+    assert parse_replica_assignment("0:1, 1:2 ,2:0") == [[0, 1], [1, 2], [2, 0]]
+    with pytest.raises(UsageError, match="duplicate entries: 1"):
+        parse_replica_assignment("1:1")
+    assert parse_topic_configs(["retention.ms = 1000", "cleanup.policy=compact"]) == {
+        "retention.ms": "1000",
+        "cleanup.policy": "compact",
+    }
+    with pytest.raises(UsageError, match='"key=val"'):
+        parse_topic_configs(["a=b=c"])
+    # TopicFilter.IncludeList: ',' is '|', quotes and spaces dropped, whole-name match.
+    pattern = topic_pattern("'orders.*, payments'")
+    assert [t for t in ["orders.eu", "payments", "xpayments", "orders"] if pattern.fullmatch(t)] == [
+        "orders.eu",
+        "payments",
+        "orders",
+    ]
+
+
+def test_main_returns_exit_codes_without_exiting(capsys):
+    assert main(["--version"]) == 0
+    assert re.match(r"throttled-admin \S+", capsys.readouterr().out)
+    assert main(["topics", "--help"]) == 0
+    assert "--bootstrap-server" in capsys.readouterr().out
+    assert main(["topics", "--bootstrap-server", "x:1", "--list", "--partitions", "3"]) == 2
+    assert 'Option "[partitions]" can\'t be used with option "[list]"' in capsys.readouterr().err
+
+
+def test_apply_without_rich_in_a_terminal_hints_at_the_extra(quota_broker, tmp_path):
+    """A pseudo-terminal (pexpect) with rich made unimportable: the hint, then plain progress and tables."""
+    broker = quota_broker()
+    hide_rich = tmp_path / "hide_rich" / "rich"
+    hide_rich.mkdir(parents=True)
+    (hide_rich / "__init__.py").write_text("raise ImportError('rich is hidden for this test')\n")
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps([{"cluster": "k", "action": "ensure", "topic": f"t{i}", "partitions": 1} for i in range(3)])
+    )
+    env = cli_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(hide_rich.parent), env["PYTHONPATH"]])
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "throttled_admin", "apply", str(plan), "--bootstrap-server", broker.bootstrap_servers],
+        env=env,
+        cwd=str(REPO),
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(40, 120),
+    )
+    child.expect(pexpect.EOF)
+    child.close()
+    screen = child.before.replace("\r\n", "\n")
+    assert child.exitstatus == 0, screen
+    assert "pip install 'throttled_admin[cli]'" in screen
+    assert re.search(r"^\[k\] 3/3 rows, ", screen, re.M), screen
+    assert re.search(r"^k\s+3\s+3$", screen, re.M), screen  # the plain summary table: cluster, created, rows
+    assert broker.topics() == {"t0": 1, "t1": 1, "t2": 1}
