@@ -1,0 +1,469 @@
+"""QuotaBroker's topic and broker configs against Kafka 4.0: the config set as data, CreateTopics validation,
+IncrementalAlterConfigs / AlterConfigs and DescribeConfigs, over loopback with confluent-kafka and a raw
+wire client (for the fields and versions a full client does not expose)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewTopic,
+    ResourceType,
+)
+from kafka.protocol.admin.configs import (
+    AlterConfigsRequest,
+    DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest,
+)
+from kafka.protocol.admin.topics import CreateTopicsRequest
+
+from tests.wire import WireClient
+from throttled_admin.testing import QuotaBroker
+from throttled_admin.testing._configs import describe_topic, validate_topic_configs
+from throttled_admin.testing._configs_broker import BROKER_CONFIGS, SYNONYM_GROUPS
+from throttled_admin.testing._configs_schema import ConfigError, ConfigType
+from throttled_admin.testing._topic_configs import TOPIC_CONFIGS
+
+BrokerFactory = Callable[..., QuotaBroker]
+INVALID_CONFIG, INVALID_REQUEST, INVALID_TOPIC, UNKNOWN_TOPIC = 40, 42, 17, 3
+CREATE_TOPICS, INCREMENTAL_ALTER_CONFIGS, ALTER_CONFIGS = 19, 44, 33
+TOPIC, BROKER = 2, 4
+
+
+def confluent_admin(broker: QuotaBroker) -> AdminClient:
+    return AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+
+
+def create_request(*topics: tuple[str, int, int, dict[str, str | None]], validate_only: bool = False) -> Any:
+    T = CreateTopicsRequest.CreatableTopic
+    C = T.CreatableTopicConfig
+    return CreateTopicsRequest(
+        version=7,
+        topics=[
+            T(
+                name=name,
+                num_partitions=partitions,
+                replication_factor=replication,
+                assignments=[],
+                configs=[C(name=k, value=v) for k, v in configs.items()],
+            )
+            for name, partitions, replication, configs in topics
+        ],
+        timeout_ms=30000,
+        validate_only=validate_only,
+    )
+
+
+def incremental(name: str, *ops: tuple[str, int, str | None], validate_only: bool = False) -> Any:
+    R = IncrementalAlterConfigsRequest.AlterConfigsResource
+    A = R.AlterableConfig
+    configs = [A(name=k, config_operation=op, value=v) for k, op, v in ops]
+    resource = R(resource_type=TOPIC, resource_name=name, configs=configs)
+    return IncrementalAlterConfigsRequest(version=1, resources=[resource], validate_only=validate_only)
+
+
+def describe(*resources: tuple[int, str, list[str] | None], version: int = 4, **flags: bool) -> Any:
+    R = DescribeConfigsRequest.DescribeConfigsResource
+    return DescribeConfigsRequest(
+        version=version,
+        resources=[R(resource_type=t, resource_name=n, configuration_keys=k) for t, n, k in resources],
+        include_synonyms=flags.get("include_synonyms", False),
+        include_documentation=flags.get("include_documentation", False),
+    )
+
+
+def error_of(future: Any) -> tuple[int, str]:
+    exc = future.exception(30)
+    assert isinstance(exc, KafkaException)
+    return exc.args[0].code(), exc.args[0].str()
+
+
+# -- the data -------------------------------------------------------------------------------------
+
+
+def test_kafka_4_topic_config_set_is_complete_and_typed() -> None:
+    """LogConfig's ConfigDef in Kafka 4.0 (TopicConfig names, ServerTopicConfigSynonyms): the configs the
+    issue found missing are there with their types and defaults, the ones 4.0 removed are unknown, and every
+    broker synonym is itself a described broker config."""
+    assert len(TOPIC_CONFIGS) == 34
+    assert TOPIC_CONFIGS["leader.replication.throttled.replicas"].type is ConfigType.LIST
+    assert TOPIC_CONFIGS["compression.zstd.level"].default == "3"
+    assert TOPIC_CONFIGS["local.retention.ms"].default == "-2"
+    assert TOPIC_CONFIGS["local.retention.bytes"].type is ConfigType.LONG
+    assert TOPIC_CONFIGS["remote.storage.enable"].type is ConfigType.BOOLEAN
+    assert TOPIC_CONFIGS["min.cleanable.dirty.ratio"].type is ConfigType.DOUBLE
+    assert TOPIC_CONFIGS["message.timestamp.after.max.ms"].default == "3600000"  # KIP-1030, 4.0
+    assert [s.name for s in TOPIC_CONFIGS["retention.ms"].synonyms] == [
+        "log.retention.ms",
+        "log.retention.minutes",
+        "log.retention.hours",
+    ]
+    assert "message.format.version" not in TOPIC_CONFIGS
+    assert "message.timestamp.difference.max.ms" not in TOPIC_CONFIGS
+    assert all(key.documentation for key in TOPIC_CONFIGS.values())
+    assert set(SYNONYM_GROUPS) <= set(BROKER_CONFIGS)
+    for key in TOPIC_CONFIGS.values():  # every default passes its own validator
+        validate_topic_configs({key.name: key.default or ""} if key.name != "remote.storage.enable" else {})
+
+
+@pytest.mark.parametrize(
+    ("configs", "message"),
+    [
+        (
+            {"cleanup.policy": "compact,bogus"},
+            "Invalid value bogus for configuration cleanup.policy: String must be one of: compact, delete",
+        ),
+        ({"retention.ms": "abc"}, "Invalid value abc for configuration retention.ms: Not a number of type LONG"),
+        ({"retention.ms": "1_000"}, "Invalid value 1_000 for configuration retention.ms: Not a number of type LONG"),
+        (
+            {"segment.bytes": "10"},
+            "Invalid value 10 for configuration segment.bytes: Value must be at least 1048576",
+        ),
+        (
+            {"min.insync.replicas": "0"},
+            "Invalid value 0 for configuration min.insync.replicas: Value must be at least 1",
+        ),
+        (
+            {"max.message.bytes": "2147483648"},
+            "Invalid value 2147483648 for configuration max.message.bytes: Not a number of type INT",
+        ),
+        (
+            {"min.cleanable.dirty.ratio": "1.5"},
+            "Invalid value 1.5 for configuration min.cleanable.dirty.ratio: Value must be no more than 1",
+        ),
+        (
+            {"preallocate": "yes"},
+            "Invalid value yes for configuration preallocate: Expected value to be either true or false",
+        ),
+        (
+            {"compression.gzip.level": "0"},
+            "Invalid value 0 for configuration compression.gzip.level: Value must be between 1 and 9 or equal to -1",
+        ),
+        (
+            {"compression.type": "brotli"},
+            "Invalid value brotli for configuration compression.type: String must be one of: uncompressed, zstd, "
+            "lz4, snappy, gzip, producer",
+        ),
+        (
+            {"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"},
+            "conflict topic config setting min.compaction.lag.ms (10) > max.compaction.lag.ms (5)",
+        ),
+        (
+            {"remote.storage.enable": "true"},
+            "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log "
+            "storage.",
+        ),
+        ({"a": None, "retention.ms": "1", "b": None}, "Null value not supported for topic configs: a,b"),
+        ({"message.format.version": "3.0"}, "Unknown topic config name: message.format.version"),
+    ],
+)
+def test_values_are_validated_with_kafkas_messages(configs: dict[str, str | None], message: str) -> None:
+    """LogConfig.validate through ControllerConfigurationValidator: ConfigDef.parseType and its Range,
+    ValidString, ValidList and level validators, then LogConfig.validateValues (compaction lags), then the
+    tiered-storage check (disabled on this broker); null values and unknown names first."""
+    with pytest.raises(ConfigError) as raised:
+        validate_topic_configs(configs)
+    assert str(raised.value) == message
+
+
+def test_valid_values_are_accepted_as_java_parses_them() -> None:
+    """ConfigDef.parseType trims values, reads booleans case-insensitively and splits lists on commas;
+    ThrottledReplicaListValidator accepts '*' or partition:broker pairs."""
+    validate_topic_configs(
+        {
+            "retention.ms": " -1 ",
+            "cleanup.policy": "compact, delete",
+            "preallocate": "TRUE",
+            "min.cleanable.dirty.ratio": "1e-1",
+            "compression.zstd.level": "-131072",
+            "leader.replication.throttled.replicas": "0:1,1:2",
+            "follower.replication.throttled.replicas": "*",
+            "local.retention.ms": "1000",
+        }
+    )
+
+
+# -- CreateTopics ---------------------------------------------------------------------------------
+
+
+def test_create_topics_checks_configs_then_replication_factor_then_partitions(quota_broker: BrokerFactory) -> None:
+    """ReplicationControlManager.createTopics: computeConfigChanges and the config validation run before
+    createTopic checks the replication factor, which comes before the partition count; an invalid topic is
+    not charged."""
+    broker = quota_broker(controller_mutation_rate=100)
+    with WireClient(broker.bootstrap_servers) as wire:
+        response = wire.request(
+            create_request(
+                ("all-wrong", 0, 0, {"retention.ms": "abc"}),
+                ("rf-and-partitions", 0, 0, {}),
+                ("partitions", 0, 1, {}),
+                ("null", 1, 1, {"retention.ms": None}),
+                ("fine", 2, 1, {"leader.replication.throttled.replicas": "*", "compression.zstd.level": "9"}),
+            )
+        )
+    by_name = {t.name: (t.error_code, t.error_message) for t in response.topics}
+    assert by_name["all-wrong"] == (
+        INVALID_CONFIG,
+        "Invalid value abc for configuration retention.ms: Not a number of type LONG",
+    )
+    assert by_name["rf-and-partitions"] == (
+        38,
+        "Replication factor must be larger than 0, or -1 to use the default value.",
+    )
+    assert by_name["partitions"] == (37, "Number of partitions was set to an invalid non-positive value.")
+    assert by_name["null"] == (INVALID_CONFIG, "Null value not supported for topic configs: retention.ms")
+    assert by_name["fine"] == (0, None)
+    assert broker.topics() == {"fine": 2}
+    [record] = [r for r in broker.request_log() if r.api_key == CREATE_TOPICS]
+    assert record.mutations == 2
+
+
+def test_confluent_create_topics_rejects_bad_values(quota_broker: BrokerFactory) -> None:
+    """The issue's examples through librdkafka: each is INVALID_CONFIG (40) with LogConfig's message."""
+    broker = quota_broker()
+    admin = confluent_admin(broker)
+    futures = admin.create_topics(
+        [
+            NewTopic("policy", 1, 1, config={"cleanup.policy": "bogus"}),
+            NewTopic("segment", 1, 1, config={"segment.bytes": "10"}),
+            NewTopic("lag", 1, 1, config={"min.compaction.lag.ms": "100", "max.compaction.lag.ms": "10"}),
+            NewTopic("ok", 1, 1, config={"local.retention.ms": "1000", "compression.zstd.level": "5"}),
+        ]
+    )
+    assert futures["ok"].result(30) is None
+    assert error_of(futures["policy"])[0] == KafkaError.INVALID_CONFIG
+    assert "cleanup.policy" in error_of(futures["policy"])[1]
+    assert error_of(futures["segment"])[0] == KafkaError.INVALID_CONFIG
+    assert error_of(futures["lag"])[0] == KafkaError.INVALID_CONFIG
+    assert broker.topics() == {"ok": 1}
+
+
+# -- IncrementalAlterConfigs / AlterConfigs -------------------------------------------------------
+
+
+def test_incremental_alter_configs_end_to_end_with_confluent(quota_broker: BrokerFactory) -> None:
+    """ConfigurationControlManager.incrementalAlterConfigResource: SET, DELETE, APPEND and SUBTRACT (list
+    configs only, starting from the default), validate-only changes nothing, and a config change is not a
+    KIP-599 mutation: nothing is charged against the controller mutation quota."""
+    broker = quota_broker(controller_mutation_rate=1, quota_window_num=1)
+    broker.create_topic("t", 1)
+    admin = confluent_admin(broker)
+    tokens_before = broker.tokens()
+
+    def alter(*entries: ConfigEntry, validate_only: bool = False) -> Any:
+        resource = ConfigResource(ResourceType.TOPIC, "t", incremental_configs=list(entries))
+        [future] = admin.incremental_alter_configs([resource], validate_only=validate_only).values()
+        return future
+
+    S, D, A, U = (AlterConfigOpType.SET, AlterConfigOpType.DELETE, AlterConfigOpType.APPEND, AlterConfigOpType.SUBTRACT)
+    assert alter(ConfigEntry("retention.ms", "1000", incremental_operation=S)).result(30) is None
+    assert alter(ConfigEntry("cleanup.policy", "compact", incremental_operation=A)).result(30) is None
+    assert alter(ConfigEntry("retention.ms", "5", incremental_operation=S), validate_only=True).result(30) is None
+    entries = described(admin, "t")
+    assert entries["retention.ms"].value == "1000"
+    assert entries["retention.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert entries["cleanup.policy"].value == "delete,compact"
+    assert alter(ConfigEntry("cleanup.policy", "delete", incremental_operation=U)).result(30) is None
+    assert alter(ConfigEntry("retention.ms", None, incremental_operation=D)).result(30) is None
+    entries = described(admin, "t")
+    assert entries["cleanup.policy"].value == "compact"
+    assert entries["retention.ms"].value == "604800000"
+    assert entries["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
+    code, message = error_of(alter(ConfigEntry("retention.ms", "1", incremental_operation=A)))
+    assert (code, message) == (
+        KafkaError.INVALID_CONFIG,
+        "Can't APPEND to key retention.ms because its type is not LIST.",
+    )
+    code, message = error_of(alter(ConfigEntry("min.insync.replicas", "0", incremental_operation=S)))
+    assert (code, message) == (
+        KafkaError.INVALID_CONFIG,
+        "Invalid value 0 for configuration min.insync.replicas: Value must be at least 1",
+    )
+    alters = [r for r in broker.request_log() if r.api_key == INCREMENTAL_ALTER_CONFIGS]
+    assert len(alters) == 7
+    assert all(r.mutations == 0 for r in alters)
+    assert broker.tokens() == pytest.approx(tokens_before, abs=0.5)
+
+
+def test_incremental_alter_configs_errors_as_kafka(quota_broker: BrokerFactory) -> None:
+    """ConfigAdminManager.preprocess on the receiving broker (repeated resources and keys, null values,
+    resource types), then ConfigurationControlManager: values are validated before the topic's existence is
+    checked (QuorumController.ConfigResourceExistenceChecker's message)."""
+    broker = quota_broker()
+    broker.create_topic("t", 1)
+    R = IncrementalAlterConfigsRequest.AlterConfigsResource
+    A = R.AlterableConfig
+    SET, DELETE = 0, 1
+    with WireClient(broker.bootstrap_servers) as wire:
+        missing = wire.request(incremental("nope", ("retention.ms", SET, "1")))
+        missing_bad = wire.request(incremental("nope", ("retention.ms", SET, "x")))
+        bad_name = wire.request(incremental("bad name", ("retention.ms", SET, "1")))
+        keys = wire.request(incremental("t", ("retention.ms", SET, "1"), ("retention.ms", DELETE, None)))
+        null = wire.request(incremental("t", ("retention.ms", SET, None), ("segment.ms", SET, None)))
+        repeated = wire.request(
+            IncrementalAlterConfigsRequest(
+                version=1,
+                resources=[
+                    R(resource_type=TOPIC, resource_name="t", configs=[A(name="x", config_operation=0, value="1")])
+                ]
+                * 2,
+                validate_only=False,
+            )
+        )
+    assert [(r.error_code, r.error_message) for r in missing.responses] == [
+        (UNKNOWN_TOPIC, "The topic 'nope' does not exist.")
+    ]
+    assert missing_bad.responses[0].error_code == INVALID_CONFIG
+    assert bad_name.responses[0].error_code == INVALID_TOPIC
+    assert [(r.error_code, r.error_message) for r in keys.responses] == [
+        (INVALID_REQUEST, "Error due to duplicate config keys")
+    ]
+    assert [(r.error_code, r.error_message) for r in null.responses] == [
+        (INVALID_REQUEST, "Null value not supported for : retention.ms, segment.ms")
+    ]
+    assert [(r.error_code, r.error_message) for r in repeated.responses] == [
+        (INVALID_REQUEST, "Each resource must appear at most once.")
+    ] * 2
+
+
+def test_alter_configs_replaces_every_override(quota_broker: BrokerFactory) -> None:
+    """ConfigurationControlManager.legacyAlterConfigResource: AlterConfigs sets the listed configs and
+    deletes every override not listed; validation as for IncrementalAlterConfigs."""
+    broker = quota_broker()
+    admin = confluent_admin(broker)
+    created = admin.create_topics([NewTopic("t", 1, 1, config={"retention.ms": "1000", "segment.ms": "2000"})])
+    created["t"].result(30)
+    with pytest.warns(DeprecationWarning, match="alter_configs"):  # deprecated by confluent-kafka, still sent
+        [future] = admin.alter_configs(
+            [ConfigResource("topic", "t", set_config={"cleanup.policy": "compact"})]
+        ).values()
+    assert future.result(30) is None
+    entries = described(admin, "t")
+    assert entries["cleanup.policy"].value == "compact"
+    assert entries["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert entries["segment.ms"].value == "604800000"
+    with pytest.warns(DeprecationWarning, match="alter_configs"):
+        [bad] = admin.alter_configs([ConfigResource("topic", "t", set_config={"segment.bytes": "10"})]).values()
+    assert error_of(bad)[0] == KafkaError.INVALID_CONFIG
+    assert described(admin, "t")["cleanup.policy"].value == "compact"  # a failed change changes nothing
+    with WireClient(broker.bootstrap_servers) as wire:
+        R = AlterConfigsRequest.AlterConfigsResource
+        A = R.AlterableConfig
+        response = wire.request(
+            AlterConfigsRequest(
+                version=2,
+                resources=[R(resource_type=TOPIC, resource_name="t", configs=[A(name="retention.ms", value=None)])],
+                validate_only=False,
+            )
+        )
+    assert [(r.error_code, r.error_message) for r in response.responses] == [
+        (INVALID_REQUEST, "Null value not supported for : retention.ms")
+    ]
+    assert [r.mutations for r in broker.request_log() if r.api_key == ALTER_CONFIGS] == [0, 0, 0]
+
+
+# -- DescribeConfigs ------------------------------------------------------------------------------
+
+
+def described(admin: AdminClient, topic: str) -> dict[str, Any]:
+    [future] = admin.describe_configs([ConfigResource("topic", topic)]).values()
+    return dict(future.result(30))
+
+
+def test_describe_configs_all_types_sources_synonyms_and_documentation(quota_broker: BrokerFactory) -> None:
+    """ConfigHelper.describeConfigs / createTopicConfigEntry: a null or empty key list means every config;
+    config_type from the ConfigDef type; the source is DYNAMIC_TOPIC_CONFIG for an override, else the first
+    broker synonym's (DEFAULT_CONFIG); synonyms only when asked, documentation only when asked (v3+)."""
+    broker = quota_broker()
+    broker.create_topic("t", 1)
+    with WireClient(broker.bootstrap_servers) as wire:
+        wire.request(incremental("t", ("retention.ms", 0, " 1000 "), ("cleanup.policy", 0, "compact, delete")))
+        plain = wire.request(describe((TOPIC, "t", []), (TOPIC, "t", None)))
+        rich = wire.request(
+            describe(
+                (TOPIC, "t", ["retention.ms", "segment.bytes", "cleanup.policy", "min.cleanable.dirty.ratio"]),
+                include_synonyms=True,
+                include_documentation=True,
+            )
+        )
+        v0 = wire.request(describe((TOPIC, "t", ["retention.ms", "segment.bytes"]), version=0))
+    for result in plain.results:
+        assert result.error_code == 0
+        assert sorted(c.name for c in result.configs) == sorted(TOPIC_CONFIGS)
+        assert all(c.synonyms == [] and c.documentation is None for c in result.configs)
+    by_name = {c.name: c for c in rich.results[0].configs}
+    retention = by_name["retention.ms"]
+    assert (retention.value, retention.config_source, retention.config_type) == ("1000", 1, int(ConfigType.LONG))
+    assert [(s.name, s.value, s.source) for s in retention.synonyms] == [("retention.ms", "1000", 1)]
+    assert by_name["cleanup.policy"].value == "compact,delete"
+    assert by_name["cleanup.policy"].config_type == int(ConfigType.LIST)
+    segment = by_name["segment.bytes"]
+    assert (segment.value, segment.config_source, segment.config_type) == ("1073741824", 5, int(ConfigType.INT))
+    assert [(s.name, s.value, s.source) for s in segment.synonyms] == [("log.segment.bytes", "1073741824", 5)]
+    assert segment.documentation == TOPIC_CONFIGS["segment.bytes"].documentation
+    assert by_name["min.cleanable.dirty.ratio"].config_type == int(ConfigType.DOUBLE)
+    assert {c.name: c.is_default for c in v0.results[0].configs} == {"retention.ms": False, "segment.bytes": True}
+
+
+def test_describe_configs_errors_as_kafka(quota_broker: BrokerFactory) -> None:
+    """ConfigHelper.describeConfigs: Topic.validate's message for an illegal name, UNKNOWN_TOPIC_OR_PARTITION
+    without a message for a missing topic, and a malformed broker resource ('abc') gets
+    resourceNameToBrokerId's INVALID_REQUEST instead of crashing the handler; the connection keeps working."""
+    broker = quota_broker(num_brokers=2)
+    with WireClient(broker.bootstrap_servers) as wire:
+        response = wire.request(
+            describe((TOPIC, "bad name", None), (TOPIC, "missing", None), (BROKER, "abc", None), (BROKER, "1", None))
+        )
+        after = wire.request(describe((BROKER, "0", ["num.partitions"])))
+    errors = [(r.error_code, r.error_message) for r in response.results]
+    assert errors[0][0] == INVALID_TOPIC
+    assert errors[0][1] == (
+        "Topic name \"bad name\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+    )
+    assert errors[1] == (UNKNOWN_TOPIC, None)
+    assert errors[2] == (INVALID_REQUEST, "Broker id must be an integer, but it is: abc")
+    assert errors[3] == (INVALID_REQUEST, "Unexpected broker id, expected 0 or empty string, but received 1")
+    assert [(c.name, c.value) for c in after.results[0].configs] == [("num.partitions", "1")]
+
+
+def test_broker_resources_describe_broker_configs_with_confluent(quota_broker: BrokerFactory) -> None:
+    """ConfigHelper.createBrokerConfigEntry: a broker describes itself (librdkafka sends a broker resource
+    to that broker): node.id is a static broker config, log defaults come from the ConfigDef, configs with
+    no default have a null value, and only dynamically changeable configs are writable."""
+    broker = quota_broker(num_brokers=2)
+    admin = confluent_admin(broker)
+    [future] = admin.describe_configs([ConfigResource("broker", "1")]).values()
+    entries = dict(future.result(30))
+    assert set(entries) == set(BROKER_CONFIGS)
+    assert entries["node.id"].value == "1"
+    assert entries["node.id"].source == ConfigSource.STATIC_BROKER_CONFIG.value
+    assert entries["node.id"].is_read_only
+    assert entries["log.retention.hours"].value == "168"
+    assert entries["log.retention.ms"].value is None
+    assert not entries["log.retention.ms"].is_read_only
+    assert entries["log.segment.bytes"].source == ConfigSource.DEFAULT_CONFIG.value
+
+
+def test_static_broker_configs_become_topic_defaults_with_kafkas_synonym_quirk() -> None:
+    """ConfigHelper.configSynonyms drops every synonym before the topic config's first synonym: a broker
+    with log.retention.hours=24 gives retention.ms=86400000 but no synonyms (log.retention.ms is unset),
+    while log.segment.bytes shows as STATIC_BROKER_CONFIG then DEFAULT_CONFIG
+    (KafkaConfigSchema.resolveEffectiveTopicConfig for the value)."""
+    static = {"log.retention.hours": "24", "log.segment.bytes": "2097152"}
+    entries = {
+        e.name: e
+        for e in describe_topic(
+            {}, static, ["retention.ms", "segment.bytes"], include_synonyms=True, include_documentation=False
+        )
+    }
+    assert (entries["retention.ms"].value, entries["retention.ms"].synonyms) == ("86400000", ())
+    assert entries["segment.bytes"].value == "2097152"
+    assert [(s.value, int(s.source)) for s in entries["segment.bytes"].synonyms] == [("2097152", 4), ("1073741824", 5)]

@@ -1,0 +1,275 @@
+"""QuotaBroker's topic handling against Kafka 4.0 (KRaft): CreateTopics results, the internal metadata topic,
+manual assignments, Metadata auto-creation and the topic indexes, over loopback with a raw wire client (it
+chooses versions and reads fields a full client hides) and kafka-python."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from kafka import KafkaAdminClient
+from kafka.protocol.admin.topics import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
+from kafka.protocol.metadata.metadata import MetadataRequest
+
+from tests.wire import WireClient
+from throttled_admin.testing import QuotaBroker
+from throttled_admin.testing._topic_configs import TOPIC_CONFIGS
+
+BrokerFactory = Callable[..., QuotaBroker]
+CREATE_TOPICS, CREATE_PARTITIONS, METADATA = 19, 37, 3
+INVALID_REQUEST, INVALID_REPLICA_ASSIGNMENT, UNKNOWN_TOPIC, INVALID_TOPIC = 42, 39, 3, 17
+
+
+def topic(
+    name: str,
+    partitions: int = 1,
+    replication: int = 1,
+    configs: dict[str, str] | None = None,
+    assignments: list[tuple[int, list[int]]] | None = None,
+) -> Any:
+    T = CreateTopicsRequest.CreatableTopic
+    return T(
+        name=name,
+        num_partitions=partitions,
+        replication_factor=replication,
+        assignments=[T.CreatableReplicaAssignment(partition_index=i, broker_ids=b) for i, b in assignments or []],
+        configs=[T.CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()],
+    )
+
+
+def create(*topics: Any, version: int = 7, validate_only: bool = False) -> Any:
+    return CreateTopicsRequest(version=version, topics=list(topics), timeout_ms=30000, validate_only=validate_only)
+
+
+def metadata(*names: str, allow_auto_topic_creation: bool, version: int = 12) -> Any:
+    T = MetadataRequest.MetadataRequestTopic
+    return MetadataRequest(
+        version=version,
+        topics=[T(name=n, topic_id=uuid.UUID(int=0)) for n in names],
+        allow_auto_topic_creation=allow_auto_topic_creation,
+        include_topic_authorized_operations=False,
+    )
+
+
+def charged(broker: QuotaBroker, api_key: int) -> list[int]:
+    return [r.mutations for r in broker.request_log() if r.api_key == api_key]
+
+
+# -- CreateTopics results -------------------------------------------------------------------------
+
+
+def test_create_topics_v5_results_carry_configs_and_counts(quota_broker: BrokerFactory) -> None:
+    """ReplicationControlManager.createTopic: a created topic's result carries its id, partition count,
+    replication factor and every effective config (overrides as sent, DYNAMIC_TOPIC_CONFIG; the rest
+    DEFAULT_CONFIG), sorted by name (KafkaConfigSchema.resolveEffectiveTopicConfigs)."""
+    broker = quota_broker(num_brokers=3)
+    with WireClient(broker.bootstrap_servers) as wire:
+        response = wire.request(create(topic("t", 4, 3, {"retention.ms": "1000"}), topic("bad", 0, 1)))
+    ok, bad = sorted(response.topics, key=lambda t: t.name != "t")
+    assert (ok.error_code, ok.num_partitions, ok.replication_factor) == (0, 4, 3)
+    assert ok.topic_id.int != 0
+    assert [c.name for c in ok.configs] == sorted(TOPIC_CONFIGS)
+    by_name = {c.name: c for c in ok.configs}
+    assert (by_name["retention.ms"].value, by_name["retention.ms"].config_source) == ("1000", 1)
+    assert (by_name["cleanup.policy"].value, by_name["cleanup.policy"].config_source) == ("delete", 5)
+    assert by_name["message.timestamp.after.max.ms"].value == "3600000"
+    assert (bad.error_code, bad.num_partitions, bad.replication_factor, bad.configs) == (37, -1, -1, [])
+
+
+def test_validate_only_results_report_the_real_counts(quota_broker: BrokerFactory) -> None:
+    """ReplicationControlManager.createTopics with validateOnly: the same successful results (counts from
+    the broker defaults when -1 is sent, configs) and no records, so nothing is created."""
+    broker = quota_broker(num_brokers=2)
+    with WireClient(broker.bootstrap_servers) as wire:
+        response = wire.request(
+            create(topic("v", -1, -1), topic("m", -1, -1, assignments=[(0, [1, 0]), (1, [0, 1])]), validate_only=True)
+        )
+    counts = {t.name: (t.error_code, t.num_partitions, t.replication_factor) for t in response.topics}
+    assert counts == {"v": (0, 1, 1), "m": (0, 2, 2)}
+    assert all(len(t.configs) == len(TOPIC_CONFIGS) for t in response.topics)
+    assert broker.topics() == {}
+    assert charged(broker, CREATE_TOPICS) == [3]
+
+
+# -- small departures -----------------------------------------------------------------------------
+
+
+def test_cluster_metadata_topic_cannot_be_created(quota_broker: BrokerFactory) -> None:
+    """ControllerApis.createTopics removes __cluster_metadata before the controller and answers
+    INVALID_REQUEST "Creation of internal topic __cluster_metadata is prohibited.", uncharged."""
+    broker = quota_broker(controller_mutation_rate=100)
+    with WireClient(broker.bootstrap_servers) as wire:
+        response = wire.request(create(topic("__cluster_metadata"), topic("fine")))
+    results = {t.name: (t.error_code, t.error_message) for t in response.topics}
+    assert results == {
+        "__cluster_metadata": (INVALID_REQUEST, "Creation of internal topic __cluster_metadata is prohibited."),
+        "fine": (0, None),
+    }
+    assert broker.topics() == {"fine": 1}
+    assert charged(broker, CREATE_TOPICS) == [1]
+
+
+def test_manual_assignment_errors_as_replication_control_manager(quota_broker: BrokerFactory) -> None:
+    """ReplicationControlManager.createTopic and validateManualPartitionAssignment: replication factor and
+    partition count must be -1 (checked in that order), no partition twice, brokers checked in ascending
+    order (unregistered, then repeated), consistent replica counts, consecutive partition indexes."""
+    broker = quota_broker(num_brokers=3)
+    with WireClient(broker.bootstrap_servers) as wire:
+        response = wire.request(
+            create(
+                topic("rf", 2, 2, assignments=[(0, [0, 1])]),
+                topic("np", 2, -1, assignments=[(0, [0, 1])]),
+                topic("twice", -1, -1, assignments=[(0, [0]), (0, [1])]),
+                topic("empty", -1, -1, assignments=[(0, [])]),
+                topic("unknown", -1, -1, assignments=[(0, [7, 1])]),
+                topic("repeated", -1, -1, assignments=[(0, [2, 1, 2])]),
+                topic("ragged", -1, -1, assignments=[(0, [0, 1]), (1, [2])]),
+                topic("gap", -1, -1, assignments=[(0, [0]), (2, [1])]),
+                topic("good", -1, -1, assignments=[(1, [2, 0]), (0, [1, 2])]),
+            )
+        )
+    results = {t.name: (t.error_code, t.error_message) for t in response.topics}
+    prefix = "The manual partition assignment includes"
+    assert results == {
+        "rf": (
+            INVALID_REQUEST,
+            "A manual partition assignment was specified, but replication factor was not set to -1.",
+        ),
+        "np": (INVALID_REQUEST, "A manual partition assignment was specified, but numPartitions was not set to -1."),
+        "twice": (INVALID_REPLICA_ASSIGNMENT, "Found multiple manual partition assignments for partition 0"),
+        "empty": (INVALID_REPLICA_ASSIGNMENT, f"{prefix} an empty replica list."),
+        "unknown": (INVALID_REPLICA_ASSIGNMENT, f"{prefix} broker 7, but no such broker is registered."),
+        "repeated": (INVALID_REPLICA_ASSIGNMENT, f"{prefix} the broker 2 more than once."),
+        "ragged": (
+            INVALID_REPLICA_ASSIGNMENT,
+            f"{prefix} a partition with 1 replica(s), but this is not consistent with previous partitions, "
+            "which have 2 replica(s).",
+        ),
+        "gap": (INVALID_REPLICA_ASSIGNMENT, "partitions should be a consecutive 0-based integer sequence"),
+        "good": (0, None),
+    }
+    with WireClient(broker.bootstrap_servers) as wire:
+        described = wire.request(metadata("good", allow_auto_topic_creation=False))
+    [good] = described.topics
+    assert [(p.partition_index, p.replica_nodes) for p in good.partitions] == [(0, [1, 2]), (1, [2, 0])]
+
+
+def test_create_partitions_charges_before_checking_manual_brokers(quota_broker: BrokerFactory) -> None:
+    """ReplicationControlManager.createPartitions applies the partition-change quota before
+    validateManualPartitionAssignment, so an assignment naming an unregistered broker fails but is charged;
+    a wrong number of assignments fails before the quota."""
+    broker = quota_broker(controller_mutation_rate=100)
+    broker.create_topic("t", 1)
+    P = CreatePartitionsRequest.CreatePartitionsTopic
+    A = P.CreatePartitionsAssignment
+    with WireClient(broker.bootstrap_servers) as wire:
+        unknown = wire.request(
+            CreatePartitionsRequest(
+                version=3,
+                topics=[P(name="t", count=3, assignments=[A(broker_ids=[0]), A(broker_ids=[5])])],
+                timeout_ms=1000,
+                validate_only=False,
+            )
+        )
+        short = wire.request(
+            CreatePartitionsRequest(
+                version=3,
+                topics=[P(name="t", count=3, assignments=[A(broker_ids=[0])])],
+                timeout_ms=1000,
+                validate_only=False,
+            )
+        )
+    assert [(r.error_code, r.error_message) for r in unknown.results] == [
+        (
+            INVALID_REPLICA_ASSIGNMENT,
+            "The manual partition assignment includes broker 5, but no such broker is registered.",
+        )
+    ]
+    assert [(r.error_code, r.error_message) for r in short.results] == [
+        (
+            INVALID_REPLICA_ASSIGNMENT,
+            "Attempted to add 2 additional partition(s), but only 1 assignment(s) were specified.",
+        )
+    ]
+    assert charged(broker, CREATE_PARTITIONS) == [2, 0]
+    assert broker.topics() == {"t": 1}
+
+
+def test_metadata_auto_creates_topics_when_allowed(quota_broker: BrokerFactory) -> None:
+    """KafkaApis.getTopicMetadata with auto.create.topics.enable=true (Kafka's default) and
+    AutoTopicCreationManager: a missing topic named in a Metadata request that allows auto-creation is
+    created with the broker defaults and reported UNKNOWN_TOPIC_OR_PARTITION in that response (KRaft creates
+    it through the controller); an illegal name gets INVALID_TOPIC_EXCEPTION; a request that does not allow
+    it, or asks for all topics, creates nothing. Metadata v0-v3 have no flag and always allow it."""
+    broker = quota_broker(controller_mutation_rate=100)
+    with WireClient(broker.bootstrap_servers) as wire:
+        first = wire.request(metadata("auto", "bad name", allow_auto_topic_creation=True))
+        refused = wire.request(metadata("manual", allow_auto_topic_creation=False))
+        second = wire.request(metadata("auto", allow_auto_topic_creation=True))
+        old = wire.request(MetadataRequest(version=1, topics=[MetadataRequest.MetadataRequestTopic(name="old")]))
+    assert [(t.name, t.error_code) for t in first.topics] == [("auto", UNKNOWN_TOPIC), ("bad name", INVALID_TOPIC)]
+    assert [(t.name, t.error_code) for t in refused.topics] == [("manual", UNKNOWN_TOPIC)]
+    [auto] = second.topics
+    assert (auto.error_code, len(auto.partitions)) == (0, 1)
+    assert [(t.name, t.error_code) for t in old.topics] == [("old", UNKNOWN_TOPIC)]
+    assert broker.topics() == {"auto": 1, "old": 1}
+    assert charged(broker, METADATA)[0] == 1  # the forwarded CreateTopics charges the client's quota
+
+
+def test_kafka_python_describe_topics_does_not_auto_create(quota_broker: BrokerFactory) -> None:
+    """KafkaAdminClient.describe_topics asks Metadata without auto-creation: a missing topic stays missing."""
+    broker = quota_broker()
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers, request_timeout_ms=30000)
+    try:
+        described = admin.describe_topics(["ghost"])
+    finally:
+        admin.close()
+    assert [(t["name"], t["error_code"]) for t in described] == [("ghost", UNKNOWN_TOPIC)]
+    assert broker.topics() == {}
+
+
+# -- indexes ----------------------------------------------------------------------------------------
+
+
+def test_collision_and_id_indexes_follow_deletes(quota_broker: BrokerFactory) -> None:
+    """ReplicationControlManager keeps topicsWithCollisionChars and the id map in step with deletes: once
+    'a.b' is deleted, 'a_b' no longer collides and the old topic id is unknown."""
+    broker = quota_broker()
+    with WireClient(broker.bootstrap_servers) as wire:
+        [created] = wire.request(create(topic("a.b"))).topics
+        collides = wire.request(create(topic("a_b"))).topics[0]
+        wire.request(
+            DeleteTopicsRequest(
+                version=6,
+                topics=[DeleteTopicsRequest.DeleteTopicState(name="a.b", topic_id=uuid.UUID(int=0))],
+                timeout_ms=1000,
+            )
+        )
+        recreated = wire.request(create(topic("a_b"))).topics[0]
+        by_old_id = wire.request(
+            DeleteTopicsRequest(
+                version=6,
+                topics=[DeleteTopicsRequest.DeleteTopicState(name=None, topic_id=created.topic_id)],
+                timeout_ms=1000,
+            )
+        )
+    assert (collides.error_code, collides.error_message) == (
+        INVALID_TOPIC,
+        "Topic 'a_b' collides with existing topic: a.b",
+    )
+    assert recreated.error_code == 0
+    assert [r.error_code for r in by_old_id.responses] == [100]
+    assert broker.topics() == {"a_b": 1}
+
+
+def test_a_twenty_thousand_topic_request_is_answered_in_full(quota_broker: BrokerFactory) -> None:
+    """One CreateTopics of 20,000 topics (ControllerApis answers each; no timing is asserted: the linear
+    cost is measured in the report, not here)."""
+    broker = quota_broker()
+    names = [f"bulk.{i:05d}" for i in range(20_000)]
+    with WireClient(broker.bootstrap_servers, timeout_s=120) as wire:
+        response = wire.request(create(*(topic(n) for n in names), version=5))
+    assert len(response.topics) == len(names)
+    assert all(t.error_code == 0 for t in response.topics)
+    assert len(broker.topics()) == len(names)
