@@ -107,7 +107,7 @@ def _tables(results: Sequence[RowResult], throttle: list[dict[str, Any]], dry_ru
     tables.append(
         Table(
             "Throttle metrics",
-            ["cluster", "mutations", "mutations/s", "quota/s", "max throttle ms", "max row wait ms", "requests"],
+            ["cluster", "mutations", "mutations/s", "quota/s", "max throttle ms", "max row wait ms", "attempts"],
             [
                 [
                     t["cluster"],
