@@ -102,3 +102,20 @@ class FakeAdmin:
     def list_topics(self, *args: Any, **kwargs: Any) -> str:
         self.delegated.append("list_topics")
         return "metadata"
+
+
+def install(mocker: Any) -> None:
+    """Give every ThrottledAdminClient created from now on a FakeAdmin as its scheduler's transport. The fake
+    serves the client's own conf callbacks (throttle_cb and error_cb as ``install_callbacks`` made them)."""
+    import throttled_admin._client
+
+    FakeAdmin.instances.clear()
+    confs: list[dict[str, Any]] = []
+    real = throttled_admin._client.install_callbacks
+
+    def capture(conf: dict[str, Any], sink: Any) -> dict[str, Any]:
+        confs.append(real(conf, sink))
+        return confs[-1]
+
+    mocker.patch("throttled_admin._client.install_callbacks", capture)
+    mocker.patch("throttled_admin._client._Transport", side_effect=lambda client: FakeAdmin(confs[-1]))

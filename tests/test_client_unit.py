@@ -14,8 +14,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from pytest_mock import MockerFixture
 
-import throttled_admin._client
-from tests.fake_admin import HANG, FakeAdmin, Step
+from tests.fake_admin import HANG, FakeAdmin, Step, install
 from throttled_admin import (
     CreatePartitionsOptions,
     CreateTopicsOptions,
@@ -32,18 +31,8 @@ SECRET = "s3cr3t-pa55word"
 
 @pytest.fixture
 def fake(mocker: MockerFixture) -> None:
-    """The client as it is, with the scheduler's transport replaced by a scripted FakeAdmin that serves the
-    client's own conf callbacks (throttle_cb and error_cb as ``install_callbacks`` made them)."""
-    FakeAdmin.instances.clear()
-    confs: list[dict[str, Any]] = []
-    real = throttled_admin._client.install_callbacks
-
-    def capture(conf: dict[str, Any], sink: Any) -> dict[str, Any]:
-        confs.append(real(conf, sink))
-        return confs[-1]
-
-    mocker.patch("throttled_admin._client.install_callbacks", capture)
-    mocker.patch("throttled_admin._client._Transport", side_effect=lambda client: FakeAdmin(confs[-1]))
+    """The client as it is, with the scheduler's transport replaced by a scripted FakeAdmin."""
+    install(mocker)
 
 
 def make_client(**kwargs: Any) -> tuple[ThrottledAdminClient, FakeAdmin]:
