@@ -151,7 +151,7 @@ def test_an_authentication_failure_fails_pending_work_at_once() -> None:
 
 
 def test_close_from_a_done_callback_works() -> None:
-    client, admin = make_client()
+    client, _ = make_client()
     closed = threading.Event()
 
     def close_it(_: Future[None]) -> None:

@@ -1,9 +1,8 @@
 """Pacing to the controller mutation quota (KIP-599): ``MutationQuota`` (public) and the ``Pacer`` behind it.
 
 The pacer keeps a mirror of the broker's token bucket, with the same ``TokenBucket`` arithmetic the test broker
-enforces, and releases a request only when the mirror holds enough tokens for it (one request is in flight at a time, and
-the mirror is charged when its answer arrives). So the broker admits every
-request without a throttle: a strict broker rejects nothing and a permissive one is never pushed past
+enforces, and releases a request only when the mirror holds enough tokens for it (one request is in flight at a
+time, and the mirror is charged when its answer arrives). So the broker admits every request without a throttle: a strict broker rejects nothing and a permissive one is never pushed past
 R x W + B in any window of W seconds. Its state is corrected by every throttle the broker reports
 (throttle t means K = -t x R right after the charge).
 
@@ -100,8 +99,8 @@ class Pacer:
 
     def on_response(self, *, admitted: float, throttle_s: float, sent_at: float, now: float) -> None:
         """The broker admitted ``admitted`` mutations and answered with ``throttle_s``. The mirror is charged
-                now, when the answer arrives: the broker charged a little earlier, so the mirror never runs ahead of it
-                (charged at send time it would, by the request's travel time, and draw small throttles). The broker computed
+        now, when the answer arrives: the broker charged a little earlier, so the mirror never runs ahead of it
+        (charged at send time it would, by the request's travel time, and draw small throttles). The broker computed
         the throttle when it charged the request, a fixed travel time after ``sent_at``: learning pairs send times,
         which the client knows precisely, not answer times, which wait for the client's thread."""
         if self._bucket is not None and admitted > 0:

@@ -59,7 +59,9 @@ _MIN_MARGIN_S = 0.05  # the least time kept between the controller's deadline an
 _MIN_OPERATION_TIMEOUT_S = 0.001
 _BUSY_POLL_S = 0.05  # how often librdkafka's callbacks are served while work is pending
 _IDLE_POLL_S = 0.2  # ... and while idle (throttle, error and stats callbacks of other AdminClient methods)
-_ABANDON_GRACE_S = 2.0  # a request librdkafka never completes frees the slot this long after its timeout (its timer scans once a second)
+# A request librdkafka never completes frees the slot this long after its timeout (librdkafka scans timeouts
+# once a second).
+_ABANDON_GRACE_S = 2.0
 _METADATA_TIMEOUT_S = 5.0
 _AUTH_ERRORS = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
 # An authentication failure fails what is pending and what is submitted this soon after it; librdkafka keeps
