@@ -3,8 +3,8 @@
 The pacer keeps a mirror of the broker's token bucket, with the same ``TokenBucket`` arithmetic the test broker
 enforces, and releases a request only when the mirror holds enough tokens for it (one request is in flight at a
 time, and the mirror is charged when its answer arrives). So the broker admits every request without a throttle:
-a strict broker rejects nothing and a permissive one is never pushed past R x W + B in any window of W seconds. Its state is corrected by every throttle the broker reports
-(throttle t means K = -t x R right after the charge).
+a strict broker rejects nothing and a permissive one is never pushed past R x W + B in any window of W seconds.
+Its state is corrected by every throttle the broker reports (throttle t means K = -t x R right after the charge).
 
 With no configured rate the pacer learns it. Right after a throttle t0 the bucket holds K = -t0 x R; a request
 of N mutations admitted dt seconds later, answered with throttle t1, means -t1 x R = -t0 x R + dt x R - N, so
