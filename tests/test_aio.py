@@ -178,6 +178,20 @@ async def test_cancelling_one_future_withdraws_that_topic_only(quota_broker: Bro
 
 
 @pytest.mark.asyncio
+async def test_a_throttled_topic_waiting_to_be_resent_is_withdrawn(quota_broker: Broker) -> None:
+    broker = strict_broker(quota_broker)
+    async with AIOThrottledAdminClient(conf(broker)) as admin:
+        futures = await admin.create_topics([NewTopic("big", 3, 1), NewTopic("again", 1, 1)])
+        await futures["big"]  # admitted; "again" was refused with error 89 in the same response
+        assert creates(broker)[0].errors == {"big": 0, "again": 89}
+        assert futures["again"].cancel()
+        after = await admin.create_topics([NewTopic("after", 1, 1)])
+        await after["after"]
+    assert broker.topics() == {"big": 3, "after": 1}
+    assert [r.errors for r in creates(broker)][1:] == [{"after": 0}]
+
+
+@pytest.mark.asyncio
 async def test_two_hundred_concurrent_tasks(quota_broker: Broker) -> None:
     broker = quota_broker(controller_mutation_rate=100, quota_window_num=1, enforcement="strict")
 
