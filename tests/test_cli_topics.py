@@ -264,3 +264,20 @@ def test_wrong_password_fails_within_seconds_without_the_password(quota_broker, 
         assert record["error_name"] == "_AUTHENTICATION"
     else:
         assert run.stdout.startswith("Error while executing topic command : ")
+
+
+def test_replica_assignment_on_create_and_alter(quota_broker):
+    broker = quota_broker(num_brokers=3)
+    bootstrap = broker.bootstrap_servers
+    created = topics(bootstrap, "--create", "--topic", "placed", "--replica-assignment", "0:1,1:2")
+    assert created.returncode == 0, created.output
+    # kafka-topics.sh's alter syntax lists every partition; only the new one (partition 2) is sent.
+    altered = topics(
+        bootstrap, "--alter", "--topic", "placed", "--partitions", "3", "--replica-assignment", "0:1,1:2,2:0"
+    )
+    assert altered.returncode == 0, altered.output
+    described = topics(bootstrap, "--describe", "--topic", "placed", "--output", "json")
+    record = json.loads(described.stdout)
+    assert record["replication_factor"] == 2
+    assert [p["replicas"] for p in record["partitions"]] == [[0, 1], [1, 2], [2, 0]]
+    assert [p["leader"] for p in record["partitions"]] == [0, 1, 2]

@@ -142,9 +142,8 @@ class TopicsCommand:
             )
         configs = parse_topic_configs(self.args.config or [])
         if self.args.replica_assignment:
-            topic = NewTopic(
-                name, replica_assignment=parse_replica_assignment(self.args.replica_assignment), config=configs
-            )
+            assignment = parse_replica_assignment(self.args.replica_assignment)
+            topic = NewTopic(name, len(assignment), replica_assignment=assignment, config=configs)
         else:
             partitions = self.args.partitions if self.args.partitions is not None else -1
             replication = self.args.replication_factor if self.args.replication_factor is not None else -1
