@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -10,13 +9,7 @@ import pytest
 from confluent_kafka.admin import NewPartitions, NewTopic
 
 from throttled_admin import ThrottledAdminClient
-from throttled_admin._validation import (
-    check_delete_topics,
-    check_new_partitions,
-    check_new_topics,
-    check_request_timeout,
-    librdkafka_timeout_ms,
-)
+from throttled_admin._validation import check_delete_topics, check_new_partitions, check_new_topics
 from throttled_admin.testing import QuotaBroker
 
 
@@ -99,8 +92,6 @@ def test_an_absent_assignment_and_config_stay_absent() -> None:
         (lambda: check_new_topics((NewTopic("orders", 1, 1),)), ["list", "tuple"]),
         (lambda: check_delete_topics("orders"), ["list", "['orders']"]),
         (lambda: check_new_partitions([NewPartitions("orders", 2, [[0], [1]])]), ["'orders'", "at most 1"]),
-        (lambda: check_request_timeout(7200), ["request_timeout", "3600", "timeout_ms"]),
-        (lambda: check_request_timeout(math.nan), ["request_timeout", "NaN"]),
     ],
 )
 def test_messages_say_what_and_where(make: Callable[[], Any], words: list[str]) -> None:
@@ -108,14 +99,6 @@ def test_messages_say_what_and_where(make: Callable[[], Any], words: list[str]) 
         make()
     for word in words:
         assert word in str(info.value)
-
-
-@pytest.mark.parametrize(
-    ("seconds", "ms"),
-    [(0.0, 0), (1.5, 1500), (3600.0, 3600000), (3600.0004, 3600000), (3600.0009, 3600001), (-0.0019, -1)],
-)
-def test_timeouts_are_counted_as_librdkafka_counts_them(seconds: float, ms: int) -> None:
-    assert librdkafka_timeout_ms(seconds) == ms
 
 
 def test_a_topic_changed_after_the_call_is_retried_as_it_was_given(quota_broker: Callable[..., QuotaBroker]) -> None:

@@ -5,7 +5,7 @@ Parity with confluent-kafka 2.16 (held by tests/test_input_parity.py against the
 - Everything confluent-kafka refuses when the call is made, we refuse too, before anything is sent and with the
   topic named: a container that is not a list, num_partitions or new_total_count out of librdkafka's ranges,
   replication_factor over 10000, a replica_assignment next to a replication_factor or the default partition
-  count, one whose size does not match, ``validate_only`` that is not a bool, timeouts librdkafka refuses.
+  count, one whose size does not match. (Per-call options are checked in ``_options.py``.)
 - What it accepts, we accept, converted as it converts: config values are sent as ``str(value)``.
 - Where confluent-kafka accepts the call but every Kafka broker refuses the topic (an illegal name, zero
   partitions, duplicate or colliding topics, a broker listed twice in a partition, config values such as None
@@ -19,7 +19,6 @@ keeps exactly what it was given, so a caller changing its objects afterwards can
 from __future__ import annotations
 
 import math
-import struct
 from typing import Any
 
 from confluent_kafka.cimpl import NewPartitions, NewTopic
@@ -29,20 +28,14 @@ from throttled_admin._topic_names import collision_key, topic_name_error
 __all__ = [
     "MAX_PARTITIONS",
     "MAX_REPLICATION_FACTOR",
-    "MAX_TIMEOUT_MS",
     "check_delete_topics",
     "check_new_partitions",
     "check_new_topics",
-    "check_operation_timeout",
-    "check_request_timeout",
-    "check_validate_only",
-    "librdkafka_timeout_ms",
 ]
 
-# librdkafka's limits (rd_kafka_NewTopic_new, rd_kafka_NewPartitions_new, rd_kafka_AdminOptions_set_*).
+# librdkafka's limits (rd_kafka_NewTopic_new, rd_kafka_NewPartitions_new).
 MAX_PARTITIONS = 100000
 MAX_REPLICATION_FACTOR = 10000
-MAX_TIMEOUT_MS = 3600000
 _MAX_BROKER_ID = 2**31 - 1  # an INT32 on the wire
 
 
@@ -218,50 +211,3 @@ def check_delete_topics(topics: Any) -> list[str]:
     names = [str(n) for n in _check_list(topics, "topic name (str)", str, "topics")]
     _check_names(names, collisions=False)
     return names
-
-
-# -- per-call options, as librdkafka takes them ----------------------------------------------------------
-
-
-def check_validate_only(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"validate_only must be a bool, got {type(value).__name__}: {value!r}")
-    return value
-
-
-def librdkafka_timeout_ms(value: float) -> float:
-    """The milliseconds librdkafka makes of a timeout in float seconds: confluent-kafka parses it as a C float
-    and passes ``(int)(seconds * 1000.0f)``, so range checks must use the same float32 arithmetic."""
-    try:
-        seconds32 = struct.unpack("f", struct.pack("f", value))[0]
-    except OverflowError:
-        return math.inf if value > 0 else -math.inf
-    product = struct.unpack("f", struct.pack("f", seconds32 * 1000.0))[0]
-    return float(math.trunc(product)) if math.isfinite(product) else product
-
-
-def _check_timeout(name: str, value: Any, minimum_ms: int) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}: {value!r}")
-    try:
-        seconds = float(value)
-    except OverflowError:
-        seconds = math.inf
-    if math.isnan(seconds):
-        raise ValueError(f"{name} must be a number of seconds, got NaN")
-    if not minimum_ms <= librdkafka_timeout_ms(seconds) <= MAX_TIMEOUT_MS:
-        raise ValueError(
-            f"{name} must be 0..{MAX_TIMEOUT_MS // 1000} seconds (librdkafka's limit for one request), "
-            f"got {value!r}; for a longer call use timeout_ms, the call's deadline"
-        )
-    return seconds
-
-
-def check_request_timeout(value: Any) -> float:
-    """confluent-kafka's per-request ``request_timeout`` (seconds): 0..3600 as librdkafka counts it."""
-    return _check_timeout("request_timeout", value, 0)
-
-
-def check_operation_timeout(value: Any) -> float:
-    """confluent-kafka's ``operation_timeout`` (seconds): -0.001..3600 as librdkafka counts it (0 = do not wait)."""
-    return _check_timeout("operation_timeout", value, -1)
