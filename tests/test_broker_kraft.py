@@ -334,8 +334,9 @@ def kafkajs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_kafkajs_admin_flow_bootstrapped_from_a_non_controller(quota_broker: BrokerFactory, kafkajs: Path) -> None:
     """KafkaJS's admin client against a 3-node cluster bootstrapped from node 1: it finds the controller from
     Metadata and sends CreateTopics, CreatePartitions and DeleteTopics there; every node accepts them anyway
-    (KRaft ForwardingManager)."""
-    broker = quota_broker(num_brokers=3)
+    (KRaft ForwardingManager). Under a quota that throttles every step, KafkaJS honours the throttle (it
+    backs off, KIP-219) and nothing waits in a muted connection."""
+    broker = quota_broker(num_brokers=3, controller_mutation_rate=4, quota_window_num=1)  # burst 4
     result = subprocess.run(
         ["node", str(kafkajs / "flow.js"), node(broker, 1)],
         cwd=kafkajs,
@@ -350,4 +351,7 @@ def test_kafkajs_admin_flow_bootstrapped_from_a_non_controller(quota_broker: Bro
     assert out["partitions"] == 5
     assert out["topics"] == ["kjs-a"]
     assert broker.topics() == {"kjs-a": 5}
-    assert {r.api_key for r in broker.request_log()} >= {CREATE_TOPICS, CREATE_PARTITIONS, DELETE_TOPICS}
+    mutations = [r for r in broker.request_log() if r.api_key in (CREATE_TOPICS, CREATE_PARTITIONS, DELETE_TOPICS)]
+    assert [r.api_key for r in mutations] == [CREATE_TOPICS, CREATE_PARTITIONS, DELETE_TOPICS]
+    assert mutations[1].throttle_time_ms > 0  # 3 + 3 partitions against a burst of 4: K = -2, 500 ms
+    assert all(r.held_s < 0.2 for r in broker.request_log())  # KafkaJS waited out the throttle itself
