@@ -323,3 +323,38 @@ def test_sasl_reauthentication_cannot_change_the_principal(quota_broker: BrokerF
         assert message == "Cannot change principals during re-authentication from User.alice: User.bob"
         assert wire.is_closed_by_peer()
     assert {r.principal for r in broker.request_log() if r.api_key == 19} == {"alice"}
+
+
+def test_fuzzed_frames_never_take_the_broker_down(caplog: pytest.LogCaptureFixture) -> None:
+    """Random bodies behind valid headers for every API and version: each connection is either answered or
+    closed with one warning; no handler raises, and the broker keeps serving everyone else."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from throttled_admin.testing._handlers import API_SPECS
+
+    apis = st.sampled_from(sorted(API_SPECS)).flatmap(
+        lambda key: st.tuples(
+            st.just(key), st.integers(API_SPECS[key].min_version, API_SPECS[key].max_version), st.binary(max_size=48)
+        )
+    )
+    with QuotaBroker(users=None) as broker, caplog.at_level(logging.WARNING, logger="throttled_admin.testing"):
+
+        @settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+        @given(apis)
+        def one_frame(case: tuple[int, int, bytes]) -> None:
+            api_key, version, body = case
+            frame = header(api_key, version) + body
+            with WireClient(broker.bootstrap_servers, timeout_s=10) as wire:
+                wire.send_raw(struct.pack(">i", len(frame)) + frame)
+                try:
+                    size = struct.unpack(">i", wire._read(4))[0]
+                    wire._read(size)
+                except ConnectionError:
+                    pass  # closed by the broker: a refused frame
+
+        one_frame()
+        errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+        assert errors == []
+        with WireClient(broker.bootstrap_servers) as healthy:
+            assert healthy.request(create_topics_request(7, ("still-alive", 1))).topics[0].error_code == 0
