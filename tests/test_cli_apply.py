@@ -3,6 +3,7 @@ terminal (tmux: the screen a person sees)."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shlex
@@ -13,6 +14,7 @@ import time
 import uuid
 from pathlib import Path
 
+import pexpect
 import pytest
 import yaml
 
@@ -185,3 +187,42 @@ def test_apply_shows_a_live_progress_bar_in_a_terminal(quota_broker, tmp_path):
     assert summary_row, final
     assert summary_row.groups() == ("60", "60"), final
     assert final.index("Summary") > final.index("60/60 rows")
+
+
+def test_ctrl_c_ends_apply_at_once_and_a_rerun_finishes_the_plan(quota_broker, tmp_path):
+    # 40 topics x 2 partitions at 10/s (strict, one-second burst): about 8 s of work, interrupted early.
+    broker = quota_broker(controller_mutation_rate=10, quota_window_num=1, enforcement="strict")
+    plan = _write_plan(tmp_path / "plan.csv", "main", 40, partitions=2)
+    args = ["-m", "throttled_admin", "apply", str(plan), "--bootstrap-server", broker.bootstrap_servers]
+    screen = io.StringIO()
+    child = pexpect.spawn(
+        sys.executable,
+        [*args, "--mutation-rate", "10"],
+        env=cli_env(),
+        cwd=str(REPO),
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(30, 140),
+    )
+    child.logfile_read = screen
+    child.expect("mutations/s")  # the live bar is up
+    time.sleep(1.5)  # let some rows finish
+    child.sendintr()
+    interrupted_at = time.monotonic()
+    child.expect("Interrupted: changes already sent may have been applied")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130, screen.getvalue()
+    assert time.monotonic() - interrupted_at < 10
+    # The live display hid the cursor; it is shown again before the process ends.
+    output = screen.getvalue()
+    assert output.rfind("\x1b[?25h") > output.rfind("\x1b[?25l") >= 0
+    created_before = len(broker.topics())
+    assert created_before < 40
+
+    rerun = run_cli(*args[2:], "--output", "json", timeout_s=120)
+    assert rerun.returncode == 0, rerun.output
+    _, summary = _records(rerun.stdout)
+    assert summary["summary"].get("created", 0) == 40 - created_before
+    assert summary["summary"].get("unchanged", 0) == created_before
+    assert len(broker.topics()) == 40

@@ -4,9 +4,14 @@ paced to each cluster's quota, with live progress and a closing report."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import threading
 from collections import Counter
-from typing import Any
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, NoReturn
 
 from throttled_admin.cli._args import UsageError
 from throttled_admin.cli._conf import Redactor, build_conf
@@ -49,6 +54,36 @@ def _display(args: argparse.Namespace, rows_per_cluster: dict[str, int], out: Ou
     return PlainLines(rows_per_cluster, sys.stdout), Console(file=sys.stdout, no_color=True, width=120)
 
 
+def _run_interruptibly(work: Callable[[], list[Any]]) -> list[Any]:
+    """Run the plan on a daemon thread so that Ctrl-C is heard at once (the main thread only waits)."""
+    result: Future[list[Any]] = Future()
+
+    def run() -> None:
+        try:
+            result.set_result(work())
+        except BaseException as exc:
+            result.set_exception(exc)
+
+    threading.Thread(target=run, name="throttled-admin-apply", daemon=True).start()
+    while True:
+        try:
+            return result.result(timeout=0.2)
+        except FutureTimeout:
+            continue
+
+
+def _interrupted(out: Output) -> NoReturn:
+    """The executor's groups cannot be cancelled and its worker threads would be joined at interpreter exit,
+    so an interrupt ends the process here (exit 130), after saying what that means."""
+    out.error(
+        "Interrupted: changes already sent may have been applied. Run the same plan again to finish it "
+        "(rows already done come back unchanged)."
+    )
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)
+
+
 def check_apply_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     if args.profiles is not None:
         if args.bootstrap_server is not None or args.command_config is not None or args.mutation_rate is not None:
@@ -83,8 +118,14 @@ def run_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     rows_per_cluster = dict(Counter(row.cluster for row in rows))
     display, console = _display(args, rows_per_cluster, out)
     try:
-        with display:
-            results = apply_plan(rows, profiles, allow_delete=args.allow_delete, dry_run=args.dry_run, progress=display)
+        with display:  # left (the live bar stopped, the cursor restored) before an interrupt ends the process
+            results = _run_interruptibly(
+                lambda: apply_plan(
+                    rows, profiles, allow_delete=args.allow_delete, dry_run=args.dry_run, progress=display
+                )
+            )
+    except KeyboardInterrupt:
+        _interrupted(out)
     except PlanError as exc:
         out.error(f"throttled-admin apply: error: {exc}")
         return 2
