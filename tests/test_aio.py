@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import itertools
+import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -206,6 +208,47 @@ async def test_two_hundred_concurrent_tasks(quota_broker: Broker) -> None:
     assert broker.topics() == {f"task-{i}": 1 for i in range(200)}
     assert sum(r.mutations for r in creates(broker)) == 200
     assert metrics["quota-violation-total"] >= 1  # 200 mutations against a burst of 100: throttled, then retried
+
+
+# Run in a fresh interpreter: threads other tests leave winding down would move the baseline.
+LEAK_CHECK = """
+import asyncio, gc, os, sys
+from throttled_admin.admin import NewTopic
+from throttled_admin.aio import AIOThrottledAdminClient
+
+def resources():
+    return len(os.listdir("/proc/self/task")), len(os.listdir("/proc/self/fd"))
+
+async def cycle(i):
+    async with AIOThrottledAdminClient({"bootstrap.servers": sys.argv[1]}) as admin:
+        futures = await admin.create_topics([NewTopic(f"leak-{i}", 1, 1)])
+        await futures[f"leak-{i}"]
+        await admin.list_topics(timeout=10)
+
+async def main():
+    for i in range(3):  # warm up: the loop's default executor, librdkafka's globals
+        await cycle(i)
+    before = resources()
+    for i in range(3, 33):
+        await cycle(i)
+    print(*before, *resources())
+
+gc.disable()  # no reference cycle may be needed to release a client
+asyncio.run(main())
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts OS threads through /proc")
+def test_thirty_clients_leave_no_threads_or_sockets_behind(quota_broker: Broker) -> None:
+    broker = quota_broker()
+    done = subprocess.run(
+        [sys.executable, "-c", LEAK_CHECK, broker.bootstrap_servers], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    threads_before, fds_before, threads_after, fds_after = map(int, done.stdout.split())
+    assert threads_after == threads_before, "OS threads left behind"
+    assert fds_after == fds_before, "file descriptors (sockets) left behind"
+    assert len(broker.topics()) == 33
 
 
 @pytest.mark.asyncio
