@@ -1,0 +1,253 @@
+"""User code and user objects never change, delay or block an outcome.
+
+- ``stats_cb``, ``error_cb`` and ``throttle_cb`` from conf that raise: every topic still succeeds, the client
+  keeps working, and each failure is logged once.
+- A meter provider whose instruments raise (or that cannot even make a meter): outcomes unchanged, ``close()``
+  works.
+- Objects the caller changes after the call returned (NewTopic, NewPartitions, the list of names) are not what
+  a retry sends: the call took a snapshot.
+- Constructor values that cannot work fail at once with a message naming the setting.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError
+from opentelemetry.metrics import MeterProvider, NoOpMeter, NoOpMeterProvider
+
+from tests.reliability_helpers import admin_for, assert_truthful, mutation_requests, outcomes
+from throttled_admin import MutationQuota, NewPartitions, NewTopic, ThrottledAdminClient
+from throttled_admin.testing import QuotaBroker
+
+BrokerFactory = Callable[..., QuotaBroker]
+
+
+def _raising(name: str, calls: list[str]) -> Callable[..., None]:
+    def callback(*args: Any) -> None:
+        calls.append(name)
+        raise RuntimeError(f"{name} is broken")
+
+    return callback
+
+
+def _contained_logs(caplog: pytest.LogCaptureFixture, name: str) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "throttled_admin" and name in r.getMessage()]
+
+
+# -- conf callbacks that raise -------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_raising_conf_callbacks_change_no_outcome(
+    quota_broker: BrokerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    broker = quota_broker(controller_mutation_rate=20, quota_window_num=1, enforcement="strict")  # burst 20
+    calls: list[str] = []
+    conf = {
+        "statistics.interval.ms": 100,
+        "stats_cb": _raising("stats_cb", calls),
+        "error_cb": _raising("error_cb", calls),
+        "throttle_cb": _raising("throttle_cb", calls),
+    }
+    caplog.set_level(logging.DEBUG, logger="throttled_admin")
+    names = [f"cb-{i}" for i in range(5)]
+    with admin_for(broker, conf) as admin:
+        # 5 x 8 partitions against a burst of 20: throttled (throttle_cb), retried, and slow enough for stats_cb
+        first = outcomes(admin.create_topics([NewTopic(n, 8, 1) for n in names], timeout_ms=30000))
+        assert first == dict.fromkeys(names)
+        broker.drop_connections()  # librdkafka reports the disconnect through error_cb
+        deadline = time.monotonic() + 10
+        while "error_cb" not in calls and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # the client keeps working after every callback has raised
+        later = outcomes(admin.delete_topics(names, timeout_ms=30000))
+        assert later == dict.fromkeys(names)
+        assert any(t.name == "throttled-admin-scheduler" for t in threading.enumerate())
+    assert {"stats_cb", "error_cb", "throttle_cb"} <= set(calls), set(calls)
+    assert calls.count("stats_cb") >= 2  # called again after raising: still served
+    assert broker.topics() == {}
+    for name in ("stats_cb", "error_cb", "throttle_cb"):
+        assert len(_contained_logs(caplog, name)) == 1, f"{name} failures logged once"
+
+
+# -- meter providers that raise ------------------------------------------------------------------
+
+
+class _RaisingInstrument:
+    def add(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("exporter down")
+
+    def record(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("exporter down")
+
+    def set(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("exporter down")
+
+
+class _RaisingMeter(NoOpMeter):
+    def create_counter(self, *args: Any, **kwargs: Any) -> Any:
+        return _RaisingInstrument()
+
+    def create_up_down_counter(self, *args: Any, **kwargs: Any) -> Any:
+        return _RaisingInstrument()
+
+    def create_histogram(self, *args: Any, **kwargs: Any) -> Any:
+        return _RaisingInstrument()
+
+    def create_gauge(self, *args: Any, **kwargs: Any) -> Any:
+        return _RaisingInstrument()
+
+    def create_observable_gauge(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("no gauges today")
+
+
+class RaisingInstrumentsProvider(NoOpMeterProvider):
+    def get_meter(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        return _RaisingMeter(name)
+
+
+class NoMeterProvider(MeterProvider):
+    def get_meter(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("meter provider shut down")
+
+
+class RaisingOnSecondCallProvider(NoOpMeterProvider):
+    """Creates instruments fine, raises when they record: the failure comes mid-flight, not at construction."""
+
+    def __init__(self) -> None:
+        self.recorded = 0
+
+    def get_meter(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        provider = self
+
+        class Counting(_RaisingInstrument):
+            def add(self, *args: Any, **kwargs: Any) -> None:
+                provider.recorded += 1
+                raise RuntimeError("exporter down")
+
+            record = add
+
+        class Meter(NoOpMeter):
+            def create_counter(self, *args: Any, **kwargs: Any) -> Any:
+                return Counting()
+
+            def create_histogram(self, *args: Any, **kwargs: Any) -> Any:
+                return Counting()
+
+        return Meter(name)
+
+
+@pytest.mark.parametrize("provider_type", [RaisingInstrumentsProvider, NoMeterProvider, RaisingOnSecondCallProvider])
+def test_meter_provider_that_raises_changes_no_outcome(
+    quota_broker: BrokerFactory, caplog: pytest.LogCaptureFixture, provider_type: Callable[[], MeterProvider]
+) -> None:
+    broker = quota_broker(controller_mutation_rate=20, quota_window_num=1, enforcement="strict")
+    broker.create_topic("grow", 1)
+    provider = provider_type()
+    caplog.set_level(logging.DEBUG, logger="throttled_admin")
+    names = [f"m-{i}" for i in range(4)]
+    admin = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}, meter_provider=provider)
+    try:
+        created = outcomes(admin.create_topics([NewTopic(n, 8, 1) for n in names], timeout_ms=30000), timeout_s=40)
+        grown = outcomes(admin.create_partitions([NewPartitions("grow", 3)], timeout_ms=30000), timeout_s=40)
+        assert created == dict.fromkeys(names)
+        assert grown == {"grow": None}
+        assert admin.metrics()["request-total"] == len(mutation_requests(broker))
+        pending = admin.create_topics([NewTopic("pending", 1, 1)], timeout_ms=30000)
+    finally:
+        closer = threading.Thread(target=admin.close, daemon=True)
+        closer.start()
+        closer.join(15)
+    assert not closer.is_alive(), "close() hung"
+    assert pending["pending"].done()
+    held = broker.topics()
+    assert {k: v for k, v in held.items() if k != "pending"} == {**dict.fromkeys(names, 8), "grow": 3}
+    assert_truthful("create", outcomes(pending, timeout_s=1), held)  # closed before or after it was sent
+    if isinstance(provider, RaisingOnSecondCallProvider):
+        assert provider.recorded > 0  # the instruments really were called and raised
+    failures = [r for r in caplog.records if r.name == "throttled_admin" and r.levelno >= logging.WARNING]
+    assert 1 <= len(failures) <= 2, [r.getMessage() for r in failures]  # once, not per recording
+
+
+# -- caller objects changed after the call returned ------------------------------------------------
+
+
+def test_objects_changed_after_the_call_are_not_what_a_retry_sends(quota_broker: BrokerFactory) -> None:
+    """Strict quota, burst 20: the first request admits 3 of 6 topics; the rest are re-sent after the throttle,
+    by which time the caller has changed every object it passed."""
+    broker = quota_broker(controller_mutation_rate=20, quota_window_num=1, enforcement="strict")
+    for i in range(6):
+        broker.create_topic(f"g-{i}", 1)
+        broker.create_topic(f"d-{i}", 1)
+    new_topics = [NewTopic(f"n-{i}", 8, 1, config={"cleanup.policy": "delete"}) for i in range(6)]
+    new_partitions = [NewPartitions(f"g-{i}", 8) for i in range(6)]
+    doomed = [f"d-{i}" for i in range(6)]
+    with admin_for(broker) as admin:
+        created = admin.create_topics(new_topics, timeout_ms=30000)
+        for topic in new_topics:  # the caller reuses its objects at once
+            topic.num_partitions = 1
+            topic.config["cleanup.policy"] = "not-a-policy"
+        grown = admin.create_partitions(new_partitions, timeout_ms=30000)
+        for partitions in new_partitions:
+            partitions.new_total_count = 2
+        deleted = admin.delete_topics(doomed, timeout_ms=30000)
+        doomed[:] = [f"g-{i}" for i in range(6)]  # ...and its list
+        results = {**outcomes(created), **outcomes(grown), **outcomes(deleted)}
+    assert results == dict.fromkeys(results)
+    assert len(results) == 18
+    log = mutation_requests(broker)
+    assert any(code == KafkaError.THROTTLING_QUOTA_EXCEEDED for r in log for code in r.errors.values())
+    held = broker.topics()
+    assert held == {**{f"n-{i}": 8 for i in range(6)}, **{f"g-{i}": 8 for i in range(6)}}
+
+
+# -- constructor values --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "conf", "error", "named"),
+    [
+        ({"meter_provider": "x"}, {}, TypeError, "meter_provider"),
+        ({"meter_provider": object()}, {}, TypeError, "meter_provider"),
+        ({}, {"retry.backoff.ms": "abc"}, ValueError, "retry.backoff.ms"),
+        ({}, {"retry.backoff.max.ms": float("nan")}, ValueError, "retry.backoff.max.ms"),
+        ({}, {"retry.backoff.ms": -5}, ValueError, "retry.backoff.ms"),
+        ({"metrics_num_samples": 2.5}, {}, ValueError, "metrics_num_samples"),
+        ({"metrics_num_samples": 0}, {}, ValueError, "metrics_num_samples"),
+        ({"metrics_sample_window_ms": True}, {}, ValueError, "metrics_sample_window_ms"),
+        ({"default_api_timeout_ms": 0}, {}, ValueError, "default_api_timeout_ms"),
+        ({"default_api_timeout_ms": 1.5}, {}, ValueError, "default_api_timeout_ms"),
+        ({"retry_on_quota_violation": "yes"}, {}, TypeError, "retry_on_quota_violation"),
+        ({"mutation_quota": 5}, {}, TypeError, "mutation_quota"),
+        ({}, {"throttle_cb": 5}, TypeError, "throttle_cb"),
+        ({}, {"error_cb": "log it"}, TypeError, "error_cb"),
+        ({}, {"stats_cb": object()}, TypeError, "stats_cb"),
+    ],
+)
+def test_constructor_values_fail_at_once_naming_the_setting(
+    kwargs: dict[str, Any], conf: dict[str, Any], error: type[Exception], named: str
+) -> None:
+    threads_before = threading.active_count()
+    with pytest.raises(error) as raised:
+        ThrottledAdminClient({"bootstrap.servers": "127.0.0.1:9", **conf}, **kwargs)
+    message = str(raised.value)
+    assert named in message, message
+    assert "weak reference" not in message
+    assert threading.active_count() == threads_before  # nothing was started
+
+
+def test_conf_that_is_not_a_dict_is_named() -> None:
+    with pytest.raises(TypeError, match="conf must be a dict"):
+        ThrottledAdminClient([("bootstrap.servers", "127.0.0.1:9")])  # type: ignore[arg-type]
+
+
+def test_mutation_quota_values_are_named() -> None:
+    for rate in (float("nan"), -1.0, 0.0, float("inf")):
+        with pytest.raises(ValueError, match="rate"):
+            MutationQuota(rate=rate)
