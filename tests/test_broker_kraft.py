@@ -102,6 +102,20 @@ def test_controller_latency_delays_the_handling_before_the_deadline_check(quota_
         broker.set_controller_latency(float("nan"))
 
 
+def test_stopping_during_controller_latency_applies_nothing_and_is_prompt(quota_broker: BrokerFactory) -> None:
+    """A KRaft controller shutting down rejects its queued events (KafkaEventQueue: "The event queue is
+    shutting down"): a mutation still waiting is not applied, and stop() does not wait out the latency."""
+    broker = quota_broker()
+    broker.set_controller_latency(30)
+    with WireClient(broker.bootstrap_servers) as wire:
+        wire.send(create_request(7, ("never", 1)))
+        time.sleep(0.3)
+        started = time.monotonic()
+        broker.stop()
+        assert time.monotonic() - started < 10
+    assert broker.topics() == {}
+
+
 def test_response_latency_does_not_count_against_the_controller_deadline(quota_broker: BrokerFactory) -> None:
     """set_latency delays the response after the controller has applied the mutation: the deadline
     (ControllerRequestContext) only bounds when the controller starts handling it."""

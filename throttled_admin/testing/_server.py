@@ -450,8 +450,9 @@ class Server:
             # (requestTimeoutMsToDeadlineNs: now + timeout_ms); the event then waits for the controller.
             context.deadline = received_at + int(request.timeout_ms) / 1000
             latency_s = self.faults.controller_latency_s
-            if latency_s > 0:
-                self._stopping.wait(latency_s)
+            if latency_s > 0 and self._stopping.wait(latency_s):
+                # A controller shutting down rejects the events still queued (KafkaEventQueue): not applied.
+                raise _Refused(f"{ApiKey(context.api_key).name} dropped: the broker is stopping")
         handling_started = time.perf_counter()
         handled = spec.handler(request, context)
         handler_ms = (time.perf_counter() - handling_started) * 1000
