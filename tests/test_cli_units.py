@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import sys
+from pathlib import Path
 
 import pexpect
 import pytest
@@ -130,3 +132,15 @@ def test_apply_without_rich_in_a_terminal_hints_at_the_extra(quota_broker, tmp_p
     assert re.search(r"^\[k\] 3/3 rows, ", screen, re.M), screen
     assert re.search(r"^k\s+3\s+3$", screen, re.M), screen  # the plain summary table: cluster, created, rows
     assert broker.topics() == {"t0": 1, "t1": 1, "t2": 1}
+
+
+def test_console_script_and_module_entry_points():
+    script = Path(sys.executable).parent / "throttled-admin"
+    if not script.exists():
+        pytest.skip("the package is not installed in this interpreter's environment (no console script)")
+    for command in ([str(script)], [sys.executable, "-m", "throttled_admin"]):
+        run = subprocess.run(
+            [*command, "--version"], capture_output=True, text=True, env=cli_env(), timeout=60, check=False
+        )
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.startswith("throttled-admin ")
