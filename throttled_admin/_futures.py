@@ -92,9 +92,13 @@ def _run(job: Callable[[], None]) -> None:
 class TopicFuture(Future[None]):
     """The outcome of one topic of one call: ``None`` or the topic's exception."""
 
-    def __init__(self, runner: CallbackRunner, withdraw: Callable[[TopicFuture], bool]) -> None:
+    def __init__(self, runner: CallbackRunner) -> None:
         super().__init__()
         self._runner = runner
+        self._withdraw: Callable[[], bool] = lambda: False
+
+    def bind_withdraw(self, withdraw: Callable[[], bool]) -> None:
+        """How to take this topic back from the scheduler's queue (True when it had not been sent)."""
         self._withdraw = withdraw
 
     def add_done_callback(self, fn: Callable[[Future[None]], object]) -> None:
@@ -108,7 +112,7 @@ class TopicFuture(Future[None]):
         """Withdraw the topic if it has not been sent; False once it is in flight or resolved."""
         if self.done():
             return self.cancelled()
-        return self._withdraw(self) and super().cancel()
+        return self._withdraw() and super().cancel()
 
 
 def _call(fn: Callable[[Future[None]], Any], future: Future[None]) -> None:

@@ -20,6 +20,7 @@ Futures are resolved on this thread, but their done-callbacks run elsewhere (``_
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -131,7 +132,7 @@ class Scheduler:
         self._calls: dict[int, Call] = {}  # in submission order
         self._request: _Request | None = None
         self._auth_error: tuple[KafkaError, float] | None = None  # (error, when it was reported)
-        self._partition_counts: dict[str, int] | None = None  # for costs, fetched when pacing needs them
+        self._refresh_metadata = False  # after NOT_CONTROLLER: read metadata before sending again, as Java does
         self._dirty = False
         self._closed = False
         self._gate_wait: tuple[str, float] | None = None  # (operation, since when) work waits for a throttle
@@ -162,25 +163,25 @@ class Scheduler:
             if self._closed:
                 raise RuntimeError("ThrottledAdminClient is closed")
             for name, item, cost in items:
-                future = TopicFuture(self._callbacks, self._withdraw)
-                call.queued[name] = Topic(name, item, call, future, cost)
+                future = TopicFuture(self._callbacks)
+                topic = call.queued[name] = Topic(name, item, call, future, cost)
+                future.bind_withdraw(functools.partial(self._withdraw, topic))
                 futures[name] = future
             call.unsettled = len(items)
             self._calls[call.id] = call
             self._wake()
         return futures
 
-    def _withdraw(self, future: TopicFuture) -> bool:
+    def _withdraw(self, topic: Topic) -> bool:
         with self._cv:
-            for call in self._calls.values():
-                for name, topic in call.queued.items():
-                    if topic.future is future:
-                        del call.queued[name]
-                        call.unsettled -= 1
-                        self._account(call)
-                        self._wake()
-                        return True
-        return False
+            call = topic.call
+            if call.queued.get(topic.name) is not topic:
+                return False  # in flight or settled
+            del call.queued[topic.name]
+            call.unsettled -= 1
+            self._account(call)
+            self._wake()
+            return True
 
     def on_throttle(self, node_id: int, throttle_s: float) -> None:
         """librdkafka's throttle event: one response's throttle_time_ms (sent when it changes)."""
@@ -234,7 +235,7 @@ class Scheduler:
             log.exception("serving librdkafka's callbacks failed")
         settle: list[Settlement] = []
         send: _Request | None = None
-        need_counts = False
+        need_metadata = False
         with self._cv:
             if self._closed:
                 return
@@ -251,14 +252,14 @@ class Scheduler:
                 if isinstance(decision, _Request):
                     send = decision
                 elif decision is None:
-                    need_counts = True
+                    need_metadata = True
                 else:
                     wait_s = min(wait_s, decision)
             else:
                 wait_s = min(wait_s, self._request.expires_at - now)
         _resolve(settle)
-        if need_counts:
-            self._fetch_partition_counts()
+        if need_metadata:
+            self._read_metadata()
         elif send is not None:
             self._send(send)
         else:
@@ -401,6 +402,9 @@ class Scheduler:
         call = topic.call
         if outcome is Outcome.UNKNOWN:
             topic.outcome_unknown = True
+        error = error_of(exc)
+        if error is not None and error.code() == KafkaError.NOT_CONTROLLER:
+            self._refresh_metadata = True
         delay_s = self._backoff.delay_s(topic.transient_retries)
         if call.remaining_s(now) <= delay_s + self._round_trip.expected_s(1):
             if outcome is Outcome.UNKNOWN:
@@ -424,7 +428,8 @@ class Scheduler:
     # -- the next request ------------------------------------------------------------------------
 
     def _next_request(self, now: float, settle: list[Settlement]) -> _Request | float | None:
-        """A request to send now, or how long to wait, or None: costs must be read from the cluster first."""
+        """A request to send now, or how long to wait, or None: the cluster's metadata must be read first (the
+        controller moved, or pacing needs costs)."""
         if not self._calls:
             return math.inf
         gate_s = self.tracker.remaining_s()
@@ -442,6 +447,8 @@ class Scheduler:
             return self._next_eligible_s(now)
         kind = head.call.kind
         topics = list(self._eligible(kind, now))
+        if self._refresh_metadata:
+            return None
         if self._pacer is not None:
             if any(topic.cost is None for topic in topics):
                 return None
@@ -583,14 +590,17 @@ class Scheduler:
             if request.outstanding <= 0:
                 self._wake()
 
-    def _fetch_partition_counts(self) -> None:
-        """Costs of deletes and partition additions need the topics' current partition counts (KIP-599)."""
+    def _read_metadata(self) -> None:
+        """A metadata request: librdkafka learns the current controller from it (after NOT_CONTROLLER), and the
+        costs of deletes and partition additions need the topics' current partition counts (KIP-599)."""
+        with self._cv:
+            self._refresh_metadata = False
         try:
             counts = self._transport.partition_counts(_METADATA_TIMEOUT_S)
         except ClientGone:
             raise
         except Exception as exc:
-            log.warning("could not read partition counts for pacing (%s); assuming one mutation per topic", exc)
+            log.warning("could not read the cluster's metadata (%s); costs not known are taken as 1", exc)
             counts = {}
         with self._cv:
             for call in self._calls.values():
