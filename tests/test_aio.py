@@ -17,7 +17,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from throttled_admin import ThrottledAdminClient
-from throttled_admin.admin import ClusterMetadata, NewPartitions, NewTopic
+from throttled_admin.admin import ClusterMetadata, ConfigResource, NewPartitions, NewTopic, ResourceType
 from throttled_admin.aio import AIOThrottledAdminClient
 from throttled_admin.testing import QuotaBroker
 
@@ -58,10 +58,18 @@ def strict_broker(quota_broker: Broker) -> QuotaBroker:
 async def test_create_grow_delete_and_the_other_methods(quota_broker: Broker) -> None:
     broker = quota_broker()
     async with AIOThrottledAdminClient(conf(broker)) as admin:
-        created = await admin.create_topics([NewTopic("a", 1, 1), NewTopic("b", 2, 1)])
+        # An int config value, as confluent-kafka takes it: sent as the string "1000".
+        created = await admin.create_topics([NewTopic("a", 1, 1, config={"retention.ms": 1000}), NewTopic("b", 2, 1)])
         assert set(created) == {"a", "b"}
         assert all(isinstance(f, asyncio.Future) for f in created.values())
         assert await asyncio.gather(*created.values()) == [None, None]
+
+        configs = await admin.describe_configs([ConfigResource(ResourceType.TOPIC, "a")], request_timeout=30)
+        (config_future,) = configs.values()
+        assert isinstance(config_future, asyncio.Future)
+        assert (await config_future)["retention.ms"].value == "1000"
+        cluster = await (await admin.describe_cluster(request_timeout=30))
+        assert [node.id for node in cluster.nodes] == [0]
 
         grown = await admin.create_partitions([NewPartitions("a", 3)])
         await grown["a"]

@@ -30,8 +30,13 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
 
+from confluent_kafka import ConsumerGroupTopicPartitions, ElectionType, TopicCollection
+from confluent_kafka.admin._acl import AclBinding, AclBindingFilter
+from confluent_kafka.admin._config import ConfigResource
+from confluent_kafka.admin._listoffsets import OffsetSpec
 from confluent_kafka.admin._metadata import ClusterMetadata, GroupMetadata
-from confluent_kafka.cimpl import NewPartitions, NewTopic
+from confluent_kafka.admin._scram import UserScramCredentialAlteration
+from confluent_kafka.cimpl import NewPartitions, NewTopic, TopicPartition
 
 from throttled_admin._client import ThrottledAdminClient
 from throttled_admin._options import CreatePartitionsOptions, CreateTopicsOptions, DeleteTopicsOptions
@@ -244,87 +249,140 @@ class AIOThrottledAdminClient:
         await self.close()
 
     # -- every other AdminClient method, in the executor -----------------------------------------
+    # confluent-kafka's signatures, with its concurrent futures returned as asyncio futures.
 
-    async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+    async def _run(self, method: str, *args: Any, **kwargs: Any) -> Any:
         self._check_open()
         loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(
-            self._executor, functools.partial(getattr(self._client, method), *args, **kwargs)
-        )
-        return _asyncio_futures(result, loop)
+        call = functools.partial(getattr(self._client, method), *args, **kwargs)
+        return _asyncio_futures(await loop.run_in_executor(self._executor, call), loop)
 
     async def list_topics(self, *args: Any, **kwargs: Any) -> ClusterMetadata:
-        result: ClusterMetadata = await self._call("list_topics", *args, **kwargs)
+        result: ClusterMetadata = await self._run("list_topics", *args, **kwargs)
         return result
 
     async def list_groups(self, *args: Any, **kwargs: Any) -> list[GroupMetadata]:
-        result: list[GroupMetadata] = await self._call("list_groups", *args, **kwargs)
+        result: list[GroupMetadata] = await self._run("list_groups", *args, **kwargs)
         return result
 
     async def cluster_id(self, *args: Any, **kwargs: Any) -> str:
-        result: str = await self._call("cluster_id", *args, **kwargs)
+        result: str = await self._run("cluster_id", *args, **kwargs)
         return result
 
-    async def poll(self, *args: Any, **kwargs: Any) -> int:
-        result: int = await self._call("poll", *args, **kwargs)
+    async def poll(self, timeout: float = -1) -> int:
+        result: int = await self._run("poll", timeout)
         return result
 
     async def set_sasl_credentials(self, username: str, password: str) -> None:
-        await self._call("set_sasl_credentials", username, password)
+        await self._run("set_sasl_credentials", username, password)
 
-    async def describe_configs(self, *args: Any, **kwargs: Any) -> Any:
-        return await self._call("describe_configs", *args, **kwargs)
+    async def describe_configs(
+        self, resources: list[ConfigResource], **kwargs: Any
+    ) -> dict[ConfigResource, asyncio.Future[Any]]:
+        result: dict[ConfigResource, asyncio.Future[Any]] = await self._run("describe_configs", resources, **kwargs)
+        return result
 
-    async def alter_configs(self, *args: Any, **kwargs: Any) -> Any:
-        return await self._call("alter_configs", *args, **kwargs)
+    async def alter_configs(
+        self, resources: list[ConfigResource], **kwargs: Any
+    ) -> dict[ConfigResource, asyncio.Future[Any]]:
+        result: dict[ConfigResource, asyncio.Future[Any]] = await self._run("alter_configs", resources, **kwargs)
+        return result
 
-    async def incremental_alter_configs(self, *args: Any, **kwargs: Any) -> Any:
-        return await self._call("incremental_alter_configs", *args, **kwargs)
+    async def incremental_alter_configs(
+        self, resources: list[ConfigResource], **kwargs: Any
+    ) -> dict[ConfigResource, asyncio.Future[Any]]:
+        result: dict[ConfigResource, asyncio.Future[Any]] = await self._run(
+            "incremental_alter_configs", resources, **kwargs
+        )
+        return result
 
-    async def create_acls(self, *args: Any, **kwargs: Any) -> Any:
-        return await self._call("create_acls", *args, **kwargs)
+    async def create_acls(self, acls: list[AclBinding], **kwargs: Any) -> dict[AclBinding, asyncio.Future[Any]]:
+        result: dict[AclBinding, asyncio.Future[Any]] = await self._run("create_acls", acls, **kwargs)
+        return result
 
-    async def describe_acls(self, *args: Any, **kwargs: Any) -> Any:
-        return await self._call("describe_acls", *args, **kwargs)
+    async def describe_acls(self, acl_binding_filter: AclBindingFilter, **kwargs: Any) -> asyncio.Future[Any]:
+        result: asyncio.Future[Any] = await self._run("describe_acls", acl_binding_filter, **kwargs)
+        return result
 
-    async def delete_acls(self, *args: Any, **kwargs: Any) -> Any:
-        return await self._call("delete_acls", *args, **kwargs)
+    async def delete_acls(
+        self, acl_binding_filters: list[AclBindingFilter], **kwargs: Any
+    ) -> dict[AclBindingFilter, asyncio.Future[Any]]:
+        result: dict[AclBindingFilter, asyncio.Future[Any]] = await self._run(
+            "delete_acls", acl_binding_filters, **kwargs
+        )
+        return result
 
-    async def list_consumer_groups(self, *args: Any, **kwargs: Any) -> Any:
-        return await self._call("list_consumer_groups", *args, **kwargs)
+    async def list_consumer_groups(self, **kwargs: Any) -> asyncio.Future[Any]:
+        result: asyncio.Future[Any] = await self._run("list_consumer_groups", **kwargs)
+        return result
 
-    async def describe_consumer_groups(self, *args: Any, **kwargs: Any) -> Any:
-        return await self._call("describe_consumer_groups", *args, **kwargs)
+    async def describe_consumer_groups(self, group_ids: list[str], **kwargs: Any) -> dict[str, asyncio.Future[Any]]:
+        result: dict[str, asyncio.Future[Any]] = await self._run("describe_consumer_groups", group_ids, **kwargs)
+        return result
 
-    async def describe_topics(self, *args: Any, **kwargs: Any) -> Any:
-        return await self._call("describe_topics", *args, **kwargs)
+    async def describe_topics(self, topics: TopicCollection, **kwargs: Any) -> dict[str, asyncio.Future[Any]]:
+        result: dict[str, asyncio.Future[Any]] = await self._run("describe_topics", topics, **kwargs)
+        return result
 
-    async def describe_cluster(self, *args: Any, **kwargs: Any) -> Any:
-        return await self._call("describe_cluster", *args, **kwargs)
+    async def describe_cluster(self, **kwargs: Any) -> asyncio.Future[Any]:
+        result: asyncio.Future[Any] = await self._run("describe_cluster", **kwargs)
+        return result
 
-    async def delete_consumer_groups(self, *args: Any, **kwargs: Any) -> Any:
-        return await self._call("delete_consumer_groups", *args, **kwargs)
+    async def delete_consumer_groups(self, group_ids: list[str], **kwargs: Any) -> dict[str, asyncio.Future[Any]]:
+        result: dict[str, asyncio.Future[Any]] = await self._run("delete_consumer_groups", group_ids, **kwargs)
+        return result
 
-    async def list_consumer_group_offsets(self, *args: Any, **kwargs: Any) -> Any:
-        return await self._call("list_consumer_group_offsets", *args, **kwargs)
+    async def list_consumer_group_offsets(
+        self, list_consumer_group_offsets_request: list[ConsumerGroupTopicPartitions], **kwargs: Any
+    ) -> dict[str, asyncio.Future[Any]]:
+        result: dict[str, asyncio.Future[Any]] = await self._run(
+            "list_consumer_group_offsets", list_consumer_group_offsets_request, **kwargs
+        )
+        return result
 
-    async def alter_consumer_group_offsets(self, *args: Any, **kwargs: Any) -> Any:
-        return await self._call("alter_consumer_group_offsets", *args, **kwargs)
+    async def alter_consumer_group_offsets(
+        self, alter_consumer_group_offsets_request: list[ConsumerGroupTopicPartitions], **kwargs: Any
+    ) -> dict[str, asyncio.Future[Any]]:
+        result: dict[str, asyncio.Future[Any]] = await self._run(
+            "alter_consumer_group_offsets", alter_consumer_group_offsets_request, **kwargs
+        )
+        return result
 
-    async def describe_user_scram_credentials(self, *args: Any, **kwargs: Any) -> Any:
-        return await self._call("describe_user_scram_credentials", *args, **kwargs)
+    async def describe_user_scram_credentials(
+        self, users: list[str] | None = None, **kwargs: Any
+    ) -> asyncio.Future[Any] | dict[str, asyncio.Future[Any]]:
+        result: asyncio.Future[Any] | dict[str, asyncio.Future[Any]] = await self._run(
+            "describe_user_scram_credentials", users, **kwargs
+        )
+        return result
 
-    async def alter_user_scram_credentials(self, *args: Any, **kwargs: Any) -> Any:
-        return await self._call("alter_user_scram_credentials", *args, **kwargs)
+    async def alter_user_scram_credentials(
+        self, alterations: list[UserScramCredentialAlteration], **kwargs: Any
+    ) -> dict[str, asyncio.Future[Any]]:
+        result: dict[str, asyncio.Future[Any]] = await self._run("alter_user_scram_credentials", alterations, **kwargs)
+        return result
 
-    async def list_offsets(self, *args: Any, **kwargs: Any) -> Any:
-        return await self._call("list_offsets", *args, **kwargs)
+    async def list_offsets(
+        self, topic_partition_offsets: dict[TopicPartition, OffsetSpec], **kwargs: Any
+    ) -> dict[TopicPartition, asyncio.Future[Any]]:
+        result: dict[TopicPartition, asyncio.Future[Any]] = await self._run(
+            "list_offsets", topic_partition_offsets, **kwargs
+        )
+        return result
 
-    async def delete_records(self, *args: Any, **kwargs: Any) -> Any:
-        return await self._call("delete_records", *args, **kwargs)
+    async def delete_records(
+        self, topic_partition_offsets: list[TopicPartition], **kwargs: Any
+    ) -> dict[TopicPartition, asyncio.Future[Any]]:
+        result: dict[TopicPartition, asyncio.Future[Any]] = await self._run(
+            "delete_records", topic_partition_offsets, **kwargs
+        )
+        return result
 
-    async def elect_leaders(self, *args: Any, **kwargs: Any) -> Any:
-        return await self._call("elect_leaders", *args, **kwargs)
+    async def elect_leaders(
+        self, election_type: ElectionType, partitions: list[TopicPartition] | None = None, **kwargs: Any
+    ) -> asyncio.Future[Any]:
+        result: asyncio.Future[Any] = await self._run("elect_leaders", election_type, partitions, **kwargs)
+        return result
 
 
 def _asyncio_futures(result: Any, loop: asyncio.AbstractEventLoop) -> Any:
