@@ -59,7 +59,8 @@ async def test_create_grow_delete_and_the_other_methods(quota_broker: Broker) ->
     broker = quota_broker()
     async with AIOThrottledAdminClient(conf(broker)) as admin:
         # An int config value, as confluent-kafka takes it: sent as the string "1000".
-        created = await admin.create_topics([NewTopic("a", 1, 1, config={"retention.ms": 1000}), NewTopic("b", 2, 1)])
+        config: dict[str, Any] = {"retention.ms": 1000}  # confluent-kafka's stub says str values; it takes ints
+        created = await admin.create_topics([NewTopic("a", 1, 1, config=config), NewTopic("b", 2, 1)])
         assert set(created) == {"a", "b"}
         assert all(isinstance(f, asyncio.Future) for f in created.values())
         assert await asyncio.gather(*created.values()) == [None, None]

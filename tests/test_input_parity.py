@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+from confluent_kafka.admin import AdminClient
 
 from throttled_admin import ThrottledAdminClient
 from throttled_admin._validation import check_delete_topics, check_new_partitions, check_new_topics
+from throttled_admin.admin import NewPartitions, NewTopic
 
-UNREACHABLE = {"bootstrap.servers": "127.0.0.1:1", "log_level": 0}
+UNREACHABLE: dict[str, Any] = {"bootstrap.servers": "127.0.0.1:1", "log_level": 0}
 N = "parity-topic"  # every per-topic refusal must name it
 
 

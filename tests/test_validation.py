@@ -6,10 +6,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import NewPartitions, NewTopic
 
 from throttled_admin import ThrottledAdminClient
 from throttled_admin._validation import check_delete_topics, check_new_partitions, check_new_topics
+from throttled_admin.admin import NewPartitions, NewTopic
 from throttled_admin.testing import QuotaBroker
 
 
@@ -86,7 +86,7 @@ def test_an_absent_assignment_and_config_stay_absent() -> None:
             ["'orders'", "not both"],
         ),
         (
-            lambda: check_new_topics([NewTopic("orders", 1, 1, config={"retention.ms": None})]),
+            lambda: check_new_topics([NewTopic("orders", 1, 1, config={"retention.ms": None})]),  # type: ignore[dict-item]
             ["'orders'", "'retention.ms'", "NoneType"],
         ),
         (lambda: check_new_topics((NewTopic("orders", 1, 1),)), ["list", "tuple"]),
@@ -105,7 +105,8 @@ def test_a_topic_changed_after_the_call_is_retried_as_it_was_given(quota_broker:
     # Burst 2 with a strict quota: "first" (3 partitions) drives the bucket negative, so "second" is throttled
     # and re-sent about a second later, after the caller has changed its NewTopic.
     broker = quota_broker(controller_mutation_rate=2, quota_window_num=1, enforcement="strict")
-    second = NewTopic("second", 1, 1, config={"retention.ms": 1000})
+    config: dict[str, Any] = {"retention.ms": 1000}
+    second = NewTopic("second", 1, 1, config=config)
     with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
         futures = admin.create_topics([NewTopic("first", 3, 1), second])
         second.num_partitions = 4
