@@ -14,13 +14,13 @@ How the work is laid out (docs/pipeline.md says why):
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from throttled_admin.provisioning import PlanError, PlanRow, Profile, RowResult
 from throttled_admin.provisioning import apply_plan as apply_rows
 from throttled_admin.provisioning._readers import parse_configs_text
+from throttled_admin.spark._quiet import pandas3_warning_ignored
 from throttled_admin.spark._schema import arrow_schema, result_records, spark_schema
 
 __all__ = ["apply_plan"]
@@ -145,9 +145,6 @@ def apply_plan(
     columns = [F.col(name) for name in (*_REQUIRED, *optional)]
     tagged = plan_df.select(*columns).withColumn(_GROUP, group).repartition(partitions, _GROUP).drop(_GROUP)
     task = _make_task(profiles, allow_delete, dry_run)
-    with warnings.catch_warnings():
-        # mapInArrow runs pyspark's pandas version check although the pipeline never uses pandas; PySpark 4
-        # warns about pandas 3 there. Nothing here depends on pandas, so the warning is noise for callers.
-        warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
+    with pandas3_warning_ignored():
         results = tagged.mapInArrow(task, spark_schema())
     return results.localCheckpoint(eager=True)

@@ -6,6 +6,8 @@ import os
 import sys
 from typing import Any
 
+from throttled_admin.spark._quiet import PANDAS3_WARNING
+
 __all__ = ["local_session"]
 
 
@@ -23,6 +25,8 @@ def local_session(app_name: str = "throttled-admin", master: str = "local[2]", *
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.host": "127.0.0.1",
+        # PySpark 4's workers warn about pandas 3 on import; the pipeline does not use pandas.
+        "spark.executorEnv.PYTHONWARNINGS": f"ignore:{PANDAS3_WARNING}:FutureWarning",
         **conf,
     }
     for key, value in settings.items():

@@ -1,0 +1,138 @@
+"""The provisioning pipeline on Spark: 8 quota entities (SASL users) on 2 QuotaBrokers, each with its own
+quota and enough work to need ``--target-seconds`` of quota time (T*). Reports:
+
+- Spark's fixed cost, measured on its own: the session, then one trivial mapInArrow job that starts the
+  Python workers;
+- the pipeline's wall time (``throttled_admin.spark.apply_plan``) against the slowest entity's T*
+  (target: <= 1.2 x T*);
+- the same groups run one after another without Spark (``provisioning.execute``), for comparison.
+
+T* = max(0, M - B) / R: the earliest moment a KIP-599 bucket of rate R and burst B = 11 R, starting
+full, admits the last of M mutations. Every run uses fresh brokers.
+
+    .venv/bin/python benchmarks/pipeline.py                 # the numbers in docs/pipeline.md
+    .venv/bin/python benchmarks/pipeline.py --target-seconds 5 --no-sequential
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+from throttled_admin.provisioning import PlanRow, Profile, execute, predicted_seconds, summarize
+from throttled_admin.testing import QuotaBroker
+
+RATES = (10.0, 15.0, 20.0, 25.0)  # mutations/s, cycled over the entities
+SASL = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN"}
+
+
+def entity_plan(entities: int, target_s: float, partitions: int) -> tuple[dict[str, float], list[PlanRow]]:
+    """Each entity gets the topics whose creates need ``target_s`` of its quota after its burst."""
+    rates = {f"tenant{i}": RATES[i % len(RATES)] for i in range(entities)}
+    rows = []
+    for user, rate in rates.items():
+        topics = math.ceil((11 + target_s) * rate / partitions)
+        rows += [PlanRow(user, "ensure", f"{user}.t{j:04d}", partitions) for j in range(topics)]
+    return rates, rows
+
+
+@contextmanager
+def brokers_for(rates: dict[str, float], count: int) -> Iterator[dict[str, Profile]]:
+    users = {user: f"{user}-password" for user in rates}
+    with ExitStack() as stack:
+        brokers = [stack.enter_context(QuotaBroker(users=users)) for _ in range(count)]
+        profiles = {}
+        for i, (user, rate) in enumerate(rates.items()):
+            broker = brokers[i % count]
+            broker.set_quota(user=user, controller_mutation_rate=rate)
+            conf = {
+                "bootstrap.servers": broker.bootstrap_servers,
+                **SASL,
+                "sasl.username": user,
+                "sasl.password": users[user],
+            }
+            profiles[user] = Profile(user, conf, rate)
+        yield profiles
+
+
+def t_star(rows: list[PlanRow], rates: dict[str, float]) -> dict[str, float]:
+    mutations: dict[str, int] = {}
+    for row in rows:
+        mutations[row.cluster] = mutations.get(row.cluster, 0) + (row.partitions or 1)
+    return {user: predicted_seconds(m, rates[user]) or 0.0 for user, m in mutations.items()}
+
+
+def run_spark(spark: Any, rows: list[PlanRow], rates: dict[str, float], brokers: int) -> tuple[float, dict[str, int]]:
+    from throttled_admin.spark import apply_plan, plan_dataframe
+
+    with brokers_for(rates, brokers) as profiles:
+        plan_df = plan_dataframe(spark, rows).cache()
+        plan_df.count()  # the plan is in Spark before the clock starts
+        started = time.monotonic()
+        results = apply_plan(plan_df, profiles)
+        wall = time.monotonic() - started
+        counts = {r["status"]: r["count"] for r in results.groupBy("status").count().collect()}
+    return wall, counts
+
+
+def run_sequential(rows: list[PlanRow], rates: dict[str, float], brokers: int) -> tuple[float, dict[str, int]]:
+    with brokers_for(rates, brokers) as profiles:
+        started = time.monotonic()
+        results = []
+        for user, profile in profiles.items():
+            results += execute([r for r in rows if r.cluster == user], profile)
+        return time.monotonic() - started, summarize(results)
+
+
+def warm_up(spark: Any) -> None:
+    """One trivial mapInArrow job: starts the Python workers the pipeline's tasks run in."""
+    from throttled_admin.spark._quiet import pandas3_warning_ignored
+
+    with pandas3_warning_ignored():
+        spark.range(4).repartition(2).mapInArrow(lambda batches: batches, "id long").count()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--entities", type=int, default=8)
+    parser.add_argument("--brokers", type=int, default=2)
+    parser.add_argument("--target-seconds", type=float, default=10.0, help="T* of every entity")
+    parser.add_argument("--partitions", type=int, default=5)
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--no-sequential", action="store_true")
+    args = parser.parse_args()
+    rates, rows = entity_plan(args.entities, args.target_seconds, args.partitions)
+    stars = t_star(rows, rates)
+    slowest = max(stars.values())
+    print(
+        f"{args.entities} entities on {args.brokers} brokers, {len(rows)} topics, "
+        f"{sum(r.partitions or 1 for r in rows)} mutations; rates {sorted(set(rates.values()))}/s; "
+        f"slowest entity's T* = {slowest:.1f} s"
+    )
+
+    from throttled_admin.spark import local_session
+
+    started = time.monotonic()
+    spark = local_session("throttled-admin-benchmark", args.master)
+    session_s = time.monotonic() - started
+    warm_up(spark)
+    startup_s = time.monotonic() - started
+    try:
+        wall, counts = run_spark(spark, rows, rates, args.brokers)
+    finally:
+        spark.stop()
+    print("\n| run | wall time | / slowest T* | rows |\n|---|---|---|---|")
+    print(f"| Spark fixed cost (session {session_s:.1f} s + Python workers) | {startup_s:.1f} s | - | - |")
+    print(f"| Spark pipeline, {args.master} | {wall:.1f} s | {wall / slowest:.2f} | {counts} |")
+    if not args.no_sequential:
+        seq, seq_counts = run_sequential(rows, rates, args.brokers)
+        print(f"| the same groups one after another, no Spark | {seq:.1f} s | {seq / slowest:.2f} | {seq_counts} |")
+    print(f"\nSum of the entities' T*: {sum(stars.values()):.1f} s (what running them one after another costs at best)")
+
+
+if __name__ == "__main__":
+    main()
