@@ -45,7 +45,7 @@ assignment_entries = st.one_of(
     st.lists(broker_ids, min_size=1, max_size=3).map(tuple),
     st.sampled_from([["0"], [0.0]]),
 )
-assignments = st.one_of(
+assignments: st.SearchStrategy[Any] = st.one_of(
     st.lists(assignment_entries, max_size=4),
     st.lists(assignment_entries, min_size=1, max_size=3).map(tuple),
     st.sampled_from(["ab", 5, {}]),
