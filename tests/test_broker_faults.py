@@ -358,3 +358,25 @@ def test_fuzzed_frames_never_take_the_broker_down(caplog: pytest.LogCaptureFixtu
         assert errors == []
         with WireClient(broker.bootstrap_servers) as healthy:
             assert healthy.request(create_topics_request(7, ("still-alive", 1))).topics[0].error_code == 0
+
+
+def test_a_port_in_use_fails_start_cleanly() -> None:
+    """start() on a port already in use raises OSError and leaves no thread or socket behind (a leak is a
+    ResourceWarning, an error under the suite's warning filters); the same object can start elsewhere."""
+    import gc
+    import socket
+    import threading
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        threads_before = threading.active_count()
+        broker = QuotaBroker(port=port)
+        with pytest.raises(OSError, match="address already in use"):
+            broker.start()
+        assert not broker.running
+        assert threading.active_count() == threads_before
+    with pytest.raises(ValueError, match="request_time_cost_ms must be a finite number of milliseconds"):
+        QuotaBroker(request_time_cost_ms=-5)
+    gc.collect()

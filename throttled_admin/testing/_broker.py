@@ -31,9 +31,9 @@ def _api_key(api: int | str) -> int:
         raise ValueError(f"unknown Kafka API {api!r}: pass its name (e.g. 'CreateTopics') or key (19)") from None
 
 
-def _seconds(name: str, value: float) -> float:
+def _seconds(name: str, value: float, unit: str = "seconds") -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+        raise ValueError(f"{name} must be a finite number of {unit} >= 0, got {value!r}")
     return float(value)
 
 
@@ -83,7 +83,7 @@ class QuotaBroker:
         if isinstance(request_log_limit, bool) or not isinstance(request_log_limit, int) or request_log_limit < 1:
             raise ValueError(f"request_log_limit must be an int >= 1, got {request_log_limit!r}")
         if request_time_cost_ms is not None:
-            _seconds("request_time_cost_ms", request_time_cost_ms)
+            _seconds("request_time_cost_ms", request_time_cost_ms, "milliseconds")
         if request_quota_window_num < 1 or not request_quota_window_size_s >= 0.001:
             raise ValueError("request_quota_window_num must be >= 1 and request_quota_window_size_s >= 0.001")
         self._quotas = QuotaManager(
@@ -267,8 +267,6 @@ class QuotaBroker:
 
     def set_latency(self, seconds: float) -> None:
         """Delay every response by ``seconds`` after it was handled (0 to stop)."""
-        if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds < 0:
-            raise ValueError("latency must be >= 0")
         self._faults.latency_s = _seconds("latency", seconds)
 
     def set_controller_latency(self, seconds: float) -> None:
