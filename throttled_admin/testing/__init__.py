@@ -1,8 +1,9 @@
 """A quota-enforcing Kafka broker for tests and demos (needs the ``testing`` extra: kafka-python).
 
-It speaks the real wire protocol through kafka-python's protocol classes and enforces the controller
-mutation quota (KIP-599) with KIP-219 muting, so quota behaviour can be exercised end to end without a
-cluster. See docs/testing-broker.md.
+It speaks the real wire protocol through kafka-python's protocol classes and behaves as a Kafka 4 (KRaft)
+cluster for topic administration: the controller mutation quota (KIP-599), the request quota (KIP-124),
+KIP-219 muting, forwarding (any node accepts mutations) and the controller's deadline, so quota behaviour
+can be exercised end to end without a cluster. See docs/testing-broker.md.
 """
 
 from __future__ import annotations
