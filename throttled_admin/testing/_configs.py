@@ -11,12 +11,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 
 from throttled_admin.testing._configs_broker import BROKER_CONFIGS, SYNONYM_GROUPS
-from throttled_admin.testing._configs_schema import ConfigError, ConfigKey, ConfigType, canonical, parse
+from throttled_admin.testing._configs_schema import ConfigError, ConfigKey, ConfigType, Parsed, canonical, parse
 from throttled_admin.testing._topic_configs import TOPIC_CONFIGS
 
 __all__ = [
@@ -72,6 +73,8 @@ class ConfigEntry:
     documentation: str | None = None
 
 
+_DEFINITION_ORDER = {name: index for index, name in enumerate(TOPIC_CONFIGS)}
+
 TIERED_STORAGE_DISABLED = (
     "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage."
 )
@@ -86,12 +89,11 @@ def validate_topic_configs(configs: Mapping[str, str | None], static_broker: Map
     unknown = [name for name in configs if name not in TOPIC_CONFIGS]
     if unknown:
         raise ConfigError(f"Unknown topic config name: {unknown[0]}")
-    # ConfigDef.parse walks the definitions in order over the broker's values overlaid with the topic's.
-    defaults = topic_defaults(static_broker or {})
-    parsed = {}
-    for name, key in TOPIC_CONFIGS.items():
-        raw = configs.get(name)
-        parsed[name] = parse(key, raw if raw is not None else defaults[name] or "")
+    # ConfigDef.parse walks the definitions in order over the broker's values overlaid with the topic's;
+    # the broker's values are parsed once per broker config, so a topic costs only its own overrides.
+    parsed = dict(_parsed_defaults(tuple(sorted((static_broker or {}).items()))))
+    for name in sorted(configs, key=_DEFINITION_ORDER.__getitem__):
+        parsed[name] = parse(TOPIC_CONFIGS[name], configs[name] or "")
     min_lag, max_lag = parsed["min.compaction.lag.ms"], parsed["max.compaction.lag.ms"]
     assert isinstance(min_lag, int)
     assert isinstance(max_lag, int)
@@ -138,6 +140,12 @@ def alter(current: Mapping[str, str], ops: Iterable[tuple[str, OpType, str | Non
     return result
 
 
+@functools.lru_cache(maxsize=8)
+def _parsed_defaults(static_items: tuple[tuple[str, str], ...]) -> dict[str, Parsed]:
+    defaults = topic_defaults(dict(static_items))
+    return {name: parse(key, defaults[name] or "") for name, key in TOPIC_CONFIGS.items()}
+
+
 def topic_defaults(static_broker: Mapping[str, str]) -> dict[str, str | None]:
     """Each topic config's value when the topic does not set it: its first synonym the broker sets
     (converted to the topic's unit), else LogConfig's default."""
@@ -156,16 +164,21 @@ def _resolve(key: ConfigKey, static_broker: Mapping[str, str]) -> tuple[str | No
 
 def effective_topic_configs(overrides: Mapping[str, str], static_broker: Mapping[str, str]) -> list[ConfigEntry]:
     """CreateTopics v5+ result configs: every topic config by name, overrides as sent."""
-    entries = []
-    for name in sorted(TOPIC_CONFIGS):
-        key = TOPIC_CONFIGS[name]
-        value: str | None
-        if name in overrides:
-            value, source = overrides[name], ConfigSource.DYNAMIC_TOPIC_CONFIG
-        else:
-            value, source = _resolve(key, static_broker)
-        entries.append(ConfigEntry(name, value, source, key.type))
-    return entries
+    defaults = _default_entries(tuple(sorted(static_broker.items())))
+    if not overrides:
+        return list(defaults)
+    return [
+        ConfigEntry(e.name, overrides[e.name], ConfigSource.DYNAMIC_TOPIC_CONFIG, e.config_type)
+        if e.name in overrides
+        else e
+        for e in defaults
+    ]
+
+
+@functools.lru_cache(maxsize=8)
+def _default_entries(static_items: tuple[tuple[str, str], ...]) -> tuple[ConfigEntry, ...]:
+    static = dict(static_items)
+    return tuple(ConfigEntry(name, *_resolve(key, static), key.type) for name, key in sorted(TOPIC_CONFIGS.items()))
 
 
 def _broker_synonyms(name: str, static_broker: Mapping[str, str]) -> list[Synonym]:

@@ -17,6 +17,7 @@ __all__ = [
     "ConfigKey",
     "ConfigType",
     "LevelRange",
+    "Parsed",
     "Range",
     "ReplicaList",
     "Synonym",

@@ -330,6 +330,19 @@ def handle_create_topics(request: Any, ctx: RequestContext) -> Handled:
     done = _mutate(ctx, [t.name for t in topics], apply, duplicate=_duplicate_name)
     R = CreateTopicsResponse.CreatableTopicResult
     C = R.CreatableTopicConfigs
+    shared_defaults: list[Any] = []  # one encoded list serves every topic without overrides
+
+    def result_configs(overrides: dict[str, str]) -> list[Any]:
+        if not overrides and shared_defaults:
+            return shared_defaults
+        configs = [
+            C(name=e.name, value=e.value, read_only=False, config_source=int(e.source), is_sensitive=False)
+            for e in effective_topic_configs(overrides, cluster.broker_configs)
+        ]
+        if not overrides:
+            shared_defaults.extend(configs)
+        return configs
+
     results = []
     for index, error in zip(done.indices, done.errors, strict=True):
         t, outcome = topics[index], outcomes.get(index)
@@ -337,11 +350,7 @@ def handle_create_topics(request: Any, ctx: RequestContext) -> Handled:
         if error.code == 0 and outcome is not None:
             # ReplicationControlManager.createTopic: the effective configs and the resolved counts, also for
             # a validate-only request (whose topic id is generated and then discarded, as Kafka does).
-            overrides = {c.name: c.value for c in t.configs if c.value is not None}
-            configs = [
-                C(name=e.name, value=e.value, read_only=False, config_source=int(e.source), is_sensitive=False)
-                for e in effective_topic_configs(overrides, cluster.broker_configs)
-            ]
+            configs = result_configs({c.name: c.value for c in t.configs if c.value is not None})
         ok = error.code == 0 and outcome is not None
         results.append(
             R(
