@@ -199,3 +199,20 @@ def test_our_client_metrics_see_request_throttles_on_non_mutation_calls(quota_br
         assert wait_until(lambda: admin.metrics()["throttle-time-max"] > 0, 10)
         assert admin.metrics()["throttle-time-max"] <= 1000  # one request-quota window at most
     assert any(r.api_key == METADATA and r.throttle_time_ms > 0 for r in broker.request_log())
+
+
+def test_request_quotas_are_per_broker(quota_broker: BrokerFactory) -> None:
+    """KIP-124: "As with produce/fetch quotas, request quotas will be per-broker" (each broker's
+    ClientRequestQuotaManager has its own sensors); the controller mutation quota, by contrast, is one
+    bucket for the cluster."""
+    broker = quota_broker(num_brokers=2, request_percentage=10, request_time_cost_ms=100, request_quota_window_num=2)
+    throttles = []
+    for node_id in (0, 1, 0):
+        with WireClient(f"127.0.0.1:{broker.ports[node_id]}") as wire:
+            throttles.append(
+                wire.request(MetadataRequest(version=12, topics=None, allow_auto_topic_creation=False)).throttle_time_ms
+            )
+    assert throttles[0] == 0
+    assert throttles[1] == 0  # node 1 has seen nothing of this client yet
+    assert throttles[2] > 0  # node 0's second request: 20 % of one window
+    assert broker.request_rate(node_id=1) == pytest.approx(10, rel=0.5)

@@ -233,10 +233,11 @@ class QuotaBroker:
         """Entity -> every quota key it sets, as DescribeClientQuotas reports them."""
         return self._quotas.entity_quotas()
 
-    def request_rate(self, user: str | None = None, client_id: str | None = None) -> float | None:
+    def request_rate(self, user: str | None = None, client_id: str | None = None, node_id: int = 0) -> float | None:
         """The request-time percentage (KIP-124) that ``user`` (default ANONYMOUS) with ``client_id`` has used
-        over the quota window; None when no request quota applies to them."""
-        return self._quotas.request_rate(user if user is not None else ANONYMOUS, client_id or "")
+        on broker ``node_id`` over the quota window (request quotas are per broker, as in Kafka); None when no
+        request quota applies to them."""
+        return self._quotas.request_rate(user if user is not None else ANONYMOUS, client_id or "", node_id)
 
     def request_log(self) -> list[RequestRecord]:
         """The requests served so far (at most ``request_log_limit``, the newest), across restarts, in the

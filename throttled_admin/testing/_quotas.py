@@ -137,7 +137,7 @@ class QuotaManager:
         self.clock = clock
         self._quotas: dict[QuotaEntity, dict[str, float]] = {}
         self._buckets: dict[tuple[str, str], TokenBucket] = {}
-        self._sensors: dict[tuple[str, str], RateSensor] = {}
+        self._sensors: dict[tuple[int, str, str], RateSensor] = {}  # request quotas are per broker (KIP-124)
         self.lock = threading.RLock()
 
     def set_quota(self, entity: QuotaEntity, rate: float | None, key: str = QUOTA_KEY) -> None:
@@ -204,11 +204,12 @@ class QuotaManager:
 
     # -- the request quota (KIP-124) ---------------------------------------------------------------
 
-    def _sensor_for(self, user: str, client_id: str) -> RateSensor | None:
+    def _sensor_for(self, user: str, client_id: str, node_id: int) -> RateSensor | None:
         resolved = self._resolve(user, client_id, REQUEST_PERCENTAGE)
         if resolved is None:
             return None
-        bound, key = resolved
+        bound, (sensor_user, sensor_client) = resolved
+        key = (node_id, sensor_user, sensor_client)
         sensor = self._sensors.get(key)
         if sensor is None:
             sensor = RateSensor(bound, samples=self.request_window_num, window_ms=self.request_window_ms)
@@ -216,21 +217,25 @@ class QuotaManager:
         sensor.bound = bound  # Kafka updates the metric's quota in place and keeps its samples
         return sensor
 
-    def record_request_time(self, user: str, client_id: str, time_ms: float, *, check_quota: bool = True) -> int:
-        """Record request time (handler or network thread) for ``user``/``client_id`` and return the request
-        throttle in ms: ``ClientRequestQuotaManager.maybeRecordAndGetThrottleTimeMs`` (``check_quota``) and
-        ``recordNoThrottle``. The value recorded is Kafka's percentage-seconds (100 x seconds)."""
+    def record_request_time(
+        self, user: str, client_id: str, time_ms: float, *, node_id: int = 0, check_quota: bool = True
+    ) -> int:
+        """Record request time (handler or network thread) for ``user``/``client_id`` on broker ``node_id``
+        and return the request throttle in ms: ``ClientRequestQuotaManager.maybeRecordAndGetThrottleTimeMs``
+        (``check_quota``) and ``recordNoThrottle``. The value recorded is Kafka's percentage-seconds (100 x
+        seconds). Each broker has its own request quota sensors, as in Kafka."""
         with self.lock:
-            sensor = self._sensor_for(user, client_id)
+            sensor = self._sensor_for(user, client_id, node_id)
             if sensor is None:
                 return 0
             now_ms = int(self.clock() * 1000)
             return sensor.record(time_ms / 10.0, now_ms, check_quota=check_quota)
 
-    def request_rate(self, user: str, client_id: str) -> float | None:
-        """The measured request-time percentage of ``user``/``client_id``, None without a request quota."""
+    def request_rate(self, user: str, client_id: str, node_id: int = 0) -> float | None:
+        """The measured request-time percentage of ``user``/``client_id`` on broker ``node_id``, None without
+        a request quota."""
         with self.lock:
-            sensor = self._sensor_for(user, client_id)
+            sensor = self._sensor_for(user, client_id, node_id)
             return None if sensor is None else sensor.measure(int(self.clock() * 1000))
 
 

@@ -462,7 +462,7 @@ class Server:
             # ClientRequestQuotaManager: the handler (I/O thread) time is recorded with a quota check; in the
             # deterministic mode every request costs the same fixed time instead.
             cost_ms = handler_ms if self.request_time_cost_ms is None else self.request_time_cost_ms
-            request_throttle_ms = quotas.record_request_time(principal, client_id, cost_ms)
+            request_throttle_ms = quotas.record_request_time(principal, client_id, cost_ms, node_id=context.node_id)
             # KIP-124: the response carries max(mutation throttle, request throttle), and the connection is
             # muted for it (RequestHandlerHelper.sendResponseMaybeThrottleWithControllerQuota).
             throttle_ms = max(throttle_ms, request_throttle_ms)
@@ -474,7 +474,7 @@ class Server:
             # Network-thread time (here: decoding and encoding) is recorded without a check, as Kafka's
             # recordNoThrottle: it counts against the entity's next request.
             network_ms = (decode_s + time.perf_counter() - encode_started) * 1000
-            quotas.record_request_time(principal, client_id, network_ms, check_quota=False)
+            quotas.record_request_time(principal, client_id, network_ms, node_id=context.node_id, check_quota=False)
         return _Answer(handled, encoded, throttle_ms)
 
     @staticmethod
