@@ -1,0 +1,74 @@
+"""What the benchmarks share: reading the broker's request log, futures' outcomes and markdown tables.
+
+Benchmarks run as scripts (``python benchmarks/provision.py``), so this module is imported as ``_common``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+from confluent_kafka import KafkaError
+
+from throttled_admin.testing import RequestRecord
+
+__all__ = [
+    "CREATE_TOPICS",
+    "QUOTA_EXCEEDED",
+    "failures",
+    "markdown_table",
+    "mutation_records",
+    "peak_in_window",
+    "percentile",
+]
+
+CREATE_TOPICS = 19  # Kafka API key
+QUOTA_EXCEEDED = 89  # THROTTLING_QUOTA_EXCEEDED
+
+
+def failures(futures: dict[str, Future[None]], timeout_s: float | None = None) -> dict[str, str]:
+    """Topic -> error name, for the futures that failed (confluent-kafka's KafkaException(KafkaError))."""
+    out: dict[str, str] = {}
+    for name, future in futures.items():
+        exc = future.exception(timeout_s)
+        if exc is None:
+            continue
+        error = exc.args[0] if exc.args else None
+        out[name] = str(error.name()) if isinstance(error, KafkaError) else type(exc).__name__
+    return out
+
+
+def mutation_records(records: Iterable[RequestRecord], api_key: int = CREATE_TOPICS) -> list[RequestRecord]:
+    return sorted((r for r in records if r.api_key == api_key), key=lambda r: r.received_at)
+
+
+def peak_in_window(records: Sequence[RequestRecord], window_s: float) -> float:
+    """The most mutations the broker admitted in any ``window_s`` window: a record's mutations count at its
+    ``received_at`` (when the broker charged them). The busiest window starts at some record, so only those
+    starts are tried."""
+    times = [r.received_at for r in records]
+    best = 0.0
+    end = 0
+    total = 0.0
+    for start in range(len(records)):
+        while end < len(records) and times[end] < times[start] + window_s:
+            total += records[end].mutations
+            end += 1
+        best = max(best, total)
+        total -= records[start].mutations
+    return best
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100), linear between the closest ranks (statistics' "inclusive" method)."""
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1] if q < 100 else max(values)
+
+
+def markdown_table(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)

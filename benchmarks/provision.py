@@ -1,0 +1,290 @@
+"""Provisioning N topics x P partitions under a controller mutation quota (R, B), strategy by strategy.
+
+Each strategy runs against a fresh QuotaBroker (``controller_mutation_rate=R``, bucket B = R x window,
+one window of B / R seconds) in enforcement ``strict`` (error 89 for every client) and ``by-version``
+(Apache Kafka: librdkafka's CreateTopics v4 is admitted and throttled, kafka-python's v7 gets error 89).
+Everything measured about the broker's side comes from its request log:
+
+- completion / T*: from the first create_topics call to the last topic's outcome, over the quota's floor
+  T* = max(0, N x P - B) / R (the bucket starts full at B and refills at R);
+- topics failed, and of those the ones the broker holds anyway (reported failed, but created);
+- CreateTopics requests, and topic entries rejected with error 89 (THROTTLING_QUOTA_EXCEEDED);
+- the longest ``held_s`` (a request sitting unread in a muted connection, KIP-219);
+- the most mutations admitted in any W-second window (a record's mutations at its ``received_at``),
+  against the quota's envelope R x W + B.
+
+    .venv/bin/python benchmarks/provision.py                       # 300 x 4, R = B = 400, both enforcements
+    .venv/bin/python benchmarks/provision.py --plot docs/images/provision.png
+    .venv/bin/python benchmarks/provision.py --topics 1000 --partitions 2 --rate 200 --burst 2200
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from _common import QUOTA_EXCEEDED, failures, markdown_table, mutation_records, peak_in_window
+from confluent_kafka.admin import AdminClient
+
+from throttled_admin import MutationQuota, NewTopic, ThrottledAdminClient
+from throttled_admin.testing import QuotaBroker, RequestRecord
+
+ENFORCEMENTS = ("strict", "by-version")
+
+
+@dataclass
+class Run:
+    """One strategy's run: its own clock (monotonic, the broker's too) and what each topic ended as."""
+
+    strategy: str
+    enforcement: str
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    failed: dict[str, str] = field(default_factory=dict)  # topic -> error name
+    records: list[RequestRecord] = field(default_factory=list)
+    held: set[str] = field(default_factory=set)  # topics the broker holds at the end
+
+    @property
+    def seconds(self) -> float:
+        return self.finished_at - self.started_at
+
+
+Strategy = Callable[[str, list[str], argparse.Namespace, Run], None]
+
+
+def _conf(bootstrap: str) -> dict[str, Any]:
+    return {"bootstrap.servers": bootstrap, "log_level": 0}  # librdkafka's connection chatter off
+
+
+def _batches(names: list[str], size: int) -> list[list[str]]:
+    return [names[i : i + size] for i in range(0, len(names), size)]
+
+
+def _new_topics(names: list[str], partitions: int) -> list[NewTopic]:
+    return [NewTopic(name, partitions, 1) for name in names]
+
+
+def _wait_all(futures: list[dict[str, Future[None]]], run: Run) -> None:
+    for batch in futures:
+        run.failed.update(failures(batch))
+    run.finished_at = time.monotonic()
+
+
+def _bare(batch_size: int | None) -> Strategy:
+    """confluent-kafka's AdminClient: every batch submitted before waiting on any (each returns futures)."""
+
+    def strategy(bootstrap: str, names: list[str], args: argparse.Namespace, run: Run) -> None:
+        admin = AdminClient(_conf(bootstrap))
+        admin.list_topics(timeout=10)  # connected before the clock starts, as for every strategy
+        run.started_at = time.monotonic()
+        futures = [
+            admin.create_topics(_new_topics(batch, args.partitions), request_timeout=args.timeout)
+            for batch in _batches(names, batch_size or len(names))
+        ]
+        _wait_all(futures, run)
+
+    return strategy
+
+
+def _kafka_python(bootstrap: str, names: list[str], args: argparse.Namespace, run: Run) -> None:
+    """kafka-python 3's KafkaAdminClient: CreateTopics v7 (error 89 on both enforcements), one call, no retry."""
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(args.timeout * 1000))
+    try:
+        admin.describe_cluster()
+        run.started_at = time.monotonic()
+        topics = {name: {"num_partitions": args.partitions, "replication_factor": 1} for name in names}
+        result = admin.create_topics(topics, timeout_ms=int(args.timeout * 1000), raise_errors=False)
+        run.finished_at = time.monotonic()
+        for topic in result["topics"]:
+            if topic["error_code"]:
+                run.failed[topic["name"]] = f"error {topic['error_code']}"
+    finally:
+        admin.close()
+
+
+def _ours(batch_size: int | None, quota: Callable[[argparse.Namespace], MutationQuota | None]) -> Strategy:
+    """ThrottledAdminClient; with a batch size, every batch is submitted before waiting on any."""
+
+    def strategy(bootstrap: str, names: list[str], args: argparse.Namespace, run: Run) -> None:
+        with ThrottledAdminClient(
+            _conf(bootstrap), mutation_quota=quota(args), default_api_timeout_ms=int(args.timeout * 1000)
+        ) as admin:
+            admin.list_topics(timeout=10)
+            run.started_at = time.monotonic()
+            futures = [
+                admin.create_topics(_new_topics(batch, args.partitions))
+                for batch in _batches(names, batch_size or len(names))
+            ]
+            _wait_all(futures, run)
+
+    return strategy
+
+
+def _burst(args: argparse.Namespace) -> float:
+    return float(args.burst if args.burst is not None else args.rate)
+
+
+STRATEGIES: dict[str, Strategy] = {
+    "confluent-kafka, one call": _bare(None),
+    "confluent-kafka, batches of 50": _bare(50),
+    "kafka-python 3, one call": _kafka_python,
+    "ours reactive, one call": _ours(None, lambda args: None),
+    "ours reactive, batches of 50": _ours(50, lambda args: None),
+    "ours paced, known rate": _ours(None, lambda args: MutationQuota(rate=args.rate, burst=_burst(args))),
+    "ours paced, learned rate": _ours(None, lambda args: MutationQuota()),
+}
+
+
+def run_one(name: str, enforcement: str, args: argparse.Namespace) -> Run:
+    names = [f"bench.{i:06d}" for i in range(args.topics)]
+    run = Run(name, enforcement)
+    with QuotaBroker(
+        controller_mutation_rate=args.rate,
+        quota_window_num=1,
+        quota_window_size_s=_burst(args) / args.rate,  # B = 1 x window x R
+        enforcement=enforcement,  # type: ignore[arg-type]
+    ) as broker:
+        STRATEGIES[name](broker.bootstrap_servers, names, args, run)
+        time.sleep(0.2)  # let the broker log a request the client gave up on
+        run.records = mutation_records(broker.request_log())
+        run.held = set(broker.topics())
+    return run
+
+
+def t_star(args: argparse.Namespace) -> float:
+    mutations: float = args.topics * args.partitions
+    return max(0.0, mutations - _burst(args)) / float(args.rate)
+
+
+def row(run: Run, args: argparse.Namespace) -> list[str]:
+    floor = t_star(args)
+    envelope = args.rate * args.window + _burst(args)
+    rejected = sum(code == QUOTA_EXCEEDED for r in run.records for code in r.errors.values())
+    peak = peak_in_window(run.records, args.window)
+    lied = sum(name in run.held for name in run.failed)
+    held_s = max((r.held_s for r in run.records), default=0.0)
+    ratio = f"{run.seconds / floor:.2f}" if floor > 0 else "-"
+    return [
+        run.strategy,
+        f"{run.seconds:.2f} s",
+        ratio,
+        str(len(run.failed)),
+        str(lied),
+        str(len(run.records)),
+        f"{rejected} ({100 * rejected / args.topics:.0f} %)",
+        f"{held_s:.2f} s",
+        f"{peak:.0f} ({peak / envelope:.2f}x)",
+    ]
+
+
+def trace(run: Run) -> str:
+    """The run's requests as the broker saw them, times in seconds since the first call."""
+    lines = [f"  {run.strategy}, {run.enforcement}: arrived  received  responded  topics  admitted  89s  throttle"]
+    for r in run.records:
+        rejected = sum(code == QUOTA_EXCEEDED for code in r.errors.values())
+        responded = f"{r.responded_at - run.started_at:9.3f}" if r.responded_at is not None else "        -"
+        lines.append(
+            f"  {r.arrived_at - run.started_at:8.3f} {r.received_at - run.started_at:9.3f} {responded} "
+            f"{len(r.errors):7d} {r.mutations:9d} {rejected:4d} {r.throttle_time_ms:7d} ms"
+        )
+    return "\n".join(lines)
+
+
+COLUMNS = [
+    "strategy",
+    "completion",
+    "/ T*",
+    "topics failed",
+    "failed but on broker",
+    "CreateTopics requests",
+    "entries rejected (89)",
+    "longest held_s",
+    "peak admitted in W (/ R·W+B)",
+]
+
+
+def plot(runs: list[Run], args: argparse.Namespace, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    enforcements = [e for e in ENFORCEMENTS if any(run.enforcement == e for run in runs)]
+    fig, axes = plt.subplots(1, len(enforcements), figsize=(6.5 * len(enforcements), 5.6), sharey=True, squeeze=False)
+    total = args.topics * args.partitions
+    horizon = max((run.seconds for run in runs), default=1.0)
+    horizon = min(horizon, 3 * max(t_star(args), 1.0))  # a stuck strategy must not squash the others
+    for ax, enforcement in zip(axes[0], enforcements, strict=True):
+        ts = [0.0, horizon]
+        ax.plot(ts, [_burst(args) + args.rate * t for t in ts], "k--", linewidth=1.5, label="quota envelope B + R·t")
+        for run in (r for r in runs if r.enforcement == enforcement):
+            xs, ys, admitted = [0.0], [0.0], 0
+            for record in run.records:
+                admitted += record.mutations
+                xs.append(record.received_at - run.started_at)
+                ys.append(admitted)
+            xs.append(max(xs[-1], run.seconds))
+            ys.append(admitted)
+            ax.step(xs, ys, where="post", linewidth=1.6, label=run.strategy)
+        ax.axhline(total, color="grey", linewidth=0.8, linestyle=":")
+        ax.set_xlim(0, horizon)
+        ax.set_ylim(0, total * 1.15)
+        ax.set_title(f"enforcement={enforcement}")
+        ax.set_xlabel("seconds since the first create_topics call")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("mutations admitted by the broker (cumulative)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=9, frameon=False)
+    fig.suptitle(
+        f"{args.topics} topics x {args.partitions} partitions, R = {args.rate:g}/s, B = {_burst(args):g}: "
+        f"admitted mutations against the quota envelope (the bare clients stop at ~400: the rest failed)"
+    )
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    fig.savefig(path, dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--topics", type=int, default=300)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--rate", type=float, default=400.0, help="controller_mutation_rate R (mutations/s)")
+    parser.add_argument("--burst", type=float, default=None, help="bucket size B (default: R, one 1-s window)")
+    parser.add_argument("--window", type=float, default=1.0, help="W for the peak, seconds")
+    parser.add_argument("--timeout", type=float, default=120.0, help="each client's timeout, seconds")
+    parser.add_argument("--enforcement", choices=ENFORCEMENTS, action="append", help="default: both")
+    parser.add_argument("--strategy", choices=list(STRATEGIES), action="append", help="default: all")
+    parser.add_argument("--plot", metavar="PATH", help="write a PNG of admitted mutations over time")
+    parser.add_argument("--trace", action="store_true", help="print every CreateTopics request of every run")
+    args = parser.parse_args()
+    burst = _burst(args)
+    print(
+        f"{args.topics} topics x {args.partitions} partitions = {args.topics * args.partitions} mutations; "
+        f"R = {args.rate:g}/s, B = {burst:g}; T* = {t_star(args):.2f} s; "
+        f"W = {args.window:g} s, R·W + B = {args.rate * args.window + burst:g}\n",
+        flush=True,
+    )
+    runs: list[Run] = []
+    for enforcement in args.enforcement or ENFORCEMENTS:
+        print(f"### enforcement={enforcement}\n")
+        print("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS), flush=True)
+        for name in args.strategy or STRATEGIES:
+            run = run_one(name, enforcement, args)
+            runs.append(run)
+            print(markdown_table(COLUMNS, [row(run, args)]).splitlines()[-1], flush=True)
+            if args.trace:
+                print(trace(run), flush=True)
+        print()
+    if args.plot:
+        plot(runs, args, args.plot)
+        print(f"plot: {args.plot}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
