@@ -145,14 +145,6 @@ def test_quota_change_applies_to_the_whole_interval_since_the_last_update() -> N
     assert ours.measure(4.0) == pytest.approx(4.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "core bug (_token_bucket.TokenBucket.measure): a bucket starts full at the burst of its first rate and its "
-        "first measure does not cap at the burst, so lowering the rate before the first use leaves more tokens "
-        "than the new burst; Kafka's bucket starts at 0 and its first refill caps at the current burst"
-    ),
-)
 def test_quota_lowered_before_first_use_caps_at_the_new_burst() -> None:
     kafka = KafkaTokenBucket(10.0, 11, 1000)
     ours = TokenBucket(rate=10.0, window_num=11, window_size_s=1.0)

@@ -203,14 +203,6 @@ def test_a_forked_child_gets_a_clear_error(quota_broker: BrokerFactory) -> None:
     assert broker.topics() == {}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "core bug: only the three mutations check for a fork (Scheduler.submit); inherited AdminClient methods "
-        "in a forked child run on a dead librdkafka handle: list_topics times out, describe_configs' futures "
-        "never resolve. They should raise the same RuntimeError"
-    ),
-)
 @pytest.mark.filterwarnings(_FORK_WARNING)
 def test_a_forked_child_gets_a_clear_error_from_inherited_methods(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()

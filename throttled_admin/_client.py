@@ -7,9 +7,11 @@ topics to the client's one ``Scheduler``, which alone sends mutations (``_schedu
 
 from __future__ import annotations
 
+import functools
+import os
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from types import TracebackType
 from typing import Any
@@ -132,6 +134,7 @@ class ThrottledAdminClient(AdminClient):
         self._scheduler: Scheduler | None = None
         self._close_lock = threading.Lock()
         self._closed = False
+        self._pid = os.getpid()
         sink: list[Scheduler] = []  # filled below; the callbacks only ever see the scheduler weakly
         super().__init__(install_callbacks(conf, lambda: sink[0] if sink else None), **kwargs)
         scheduler = Scheduler(
@@ -213,7 +216,15 @@ class ThrottledAdminClient(AdminClient):
         work = [(operation.topic_of(item), item, _or(operation.known_cost(item), unknown)) for item in items]
         return scheduler.submit(call, work)
 
+    def _check_process(self) -> None:
+        if os.getpid() != self._pid:
+            raise RuntimeError(
+                "ThrottledAdminClient cannot be used in a process forked from the one that created it "
+                "(librdkafka's threads do not survive fork): create a new client in the child"
+            )
+
     def _open_scheduler(self) -> Scheduler:
+        self._check_process()
         scheduler = self._scheduler
         if scheduler is None or self._closed or scheduler.closed:
             raise RuntimeError("ThrottledAdminClient is closed")
@@ -255,3 +266,22 @@ class ThrottledAdminClient(AdminClient):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def _checked_in_child(name: str) -> Callable[..., Any]:
+    """An inherited method, unchanged but for the fork check: in a forked child librdkafka's handle is dead and
+    its calls would time out or never resolve."""
+    inherited = getattr(AdminClient, name)
+
+    @functools.wraps(inherited)
+    def method(self: ThrottledAdminClient, *args: Any, **kwargs: Any) -> Any:
+        self._check_process()
+        return inherited(self, *args, **kwargs)
+
+    return method
+
+
+# Set after the class body, so type checkers still see confluent-kafka's own signatures and stubs.
+for _name in dir(AdminClient):
+    if not _name.startswith("_") and callable(getattr(AdminClient, _name)) and _name not in vars(ThrottledAdminClient):
+        setattr(ThrottledAdminClient, _name, _checked_in_child(_name))

@@ -23,7 +23,6 @@ from __future__ import annotations
 import functools
 import logging
 import math
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -136,7 +135,6 @@ class Scheduler:
         self._dirty = False
         self._closed = False
         self._gate_wait: tuple[str, float] | None = None  # (operation, since when) work waits for a throttle
-        self._pid = os.getpid()
         self._thread = threading.Thread(target=self._run, name="throttled-admin-scheduler", daemon=True)
         self._thread.start()
 
@@ -153,11 +151,6 @@ class Scheduler:
 
     def submit(self, call: Call, items: list[tuple[str, Any, int | None]]) -> dict[str, Future[None]]:
         """Queue a validated call's topics: (name, snapshot, cost or None). Returns one future per topic."""
-        if os.getpid() != self._pid:
-            raise RuntimeError(
-                "ThrottledAdminClient cannot be used in a process forked from the one that created it "
-                "(librdkafka's threads do not survive fork): create a new client in the child"
-            )
         futures: dict[str, Future[None]] = {}
         with self._cv:
             if self._closed:

@@ -45,10 +45,10 @@ class TokenBucket:
         return self.window_num * self.window_size_s * self.rate
 
     def measure(self, now_s: float) -> float:
-        """The token count at ``now_s`` after refilling (Kafka's ``TokenBucket.measure``)."""
-        if self.last_update_s is not None:
-            elapsed_s = max(0.0, now_s - self.last_update_s)
-            self.tokens = min(self.burst, self.tokens + self.rate * elapsed_s)
+        """The token count at ``now_s`` after refilling (Kafka's ``TokenBucket.measure``). The cap is the burst of
+        the rate in force now, also on the first measure: a rate lowered before first use caps a full bucket."""
+        elapsed_s = 0.0 if self.last_update_s is None else max(0.0, now_s - self.last_update_s)
+        self.tokens = min(self.burst, self.tokens + self.rate * elapsed_s)
         self.last_update_s = now_s
         return self.tokens
 
