@@ -1,0 +1,206 @@
+"""Secrets never leave conf: with ``sasl.password`` (and ``ssl.key.password``) set against a SASL QuotaBroker,
+everything a caller, an operator or a collector can see is captured and searched for them:
+
+- every log record at DEBUG, ours and the test broker's, and librdkafka's own ``debug=all`` output (forwarded by
+  confluent-kafka to the ``logger=`` passed to the client);
+- reprs and strs of the client, its futures, results, exceptions, options and metrics;
+- exception messages: authentication failures, constructor errors, librdkafka's conf errors;
+- OpenTelemetry data (every metric, attribute and description) read through ``InMemoryMetricReader``;
+- the broker's request log.
+The CLI's output and the pipeline's results have their own secret tests (tests/test_cli*.py, provisioning).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaException
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+from tests.reliability_helpers import outcomes
+from throttled_admin import (
+    CreateTopicsOptions,
+    MutationQuota,
+    NewPartitions,
+    NewTopic,
+    ThrottledAdminClient,
+)
+from throttled_admin.testing import QuotaBroker
+
+BrokerFactory = Callable[..., QuotaBroker]
+PASSWORD = "Pw-7f3a9c-s3cr3t"
+WRONG_PASSWORD = "Pw-0d41e8-wr0ng"
+KEY_PASSWORD = "Kp-51b2aa-k3y"
+SECRETS = (PASSWORD, WRONG_PASSWORD, KEY_PASSWORD)
+
+
+def _conf(broker: QuotaBroker, password: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": broker.bootstrap_servers,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": "alice",
+        "sasl.password": password,
+        "ssl.key.password": KEY_PASSWORD,  # unused on this listener, but in conf all the same
+        "client.id": "secrets-test",
+        **extra,
+    }
+
+
+def _assert_hidden(where: str, text: str) -> None:
+    for secret in SECRETS:
+        assert secret not in text, f"a secret appears in {where}"
+    # nor a recognisable part of one (a prefix cut off by a length limit, for example)
+    for secret in SECRETS:
+        assert secret[3:12] not in text, f"part of a secret appears in {where}"
+
+
+@pytest.fixture
+def librdkafka_logger() -> Iterator[logging.Logger]:
+    logger = logging.getLogger("tests.secrets.librdkafka")
+    logger.setLevel(logging.DEBUG)
+    yield logger
+    logger.setLevel(logging.NOTSET)
+
+
+@pytest.mark.slow
+def test_password_appears_nowhere(
+    quota_broker: BrokerFactory, caplog: pytest.LogCaptureFixture, librdkafka_logger: logging.Logger
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    broker = quota_broker(
+        users={"alice": PASSWORD}, controller_mutation_rate=20, quota_window_num=1, enforcement="strict"
+    )
+    broker.create_topic("grow-me", 1)
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    seen: list[str] = []
+    conf = _conf(
+        broker,
+        PASSWORD,
+        debug="all",
+        logger=librdkafka_logger,
+        error_cb=lambda error: seen.append(str(error)),
+        throttle_cb=lambda event: seen.append(str(event)),
+        stats_cb=lambda stats: seen.append(stats),
+        **{"statistics.interval.ms": 200},
+    )
+    admin = ThrottledAdminClient(conf, mutation_quota=MutationQuota(rate=20), meter_provider=provider)
+    try:
+        texts = {"client repr": repr(admin), "client str": str(admin), "client attributes": repr(vars(admin))}
+        created = admin.create_topics(
+            [NewTopic(f"s-{i}", 8, 1) for i in range(4)], options=CreateTopicsOptions(timeout_ms=30000)
+        )
+        texts["futures"] = repr(created)
+        results = {
+            **outcomes(created),
+            **outcomes(admin.create_partitions([NewPartitions("grow-me", 3)])),
+            **outcomes(admin.delete_topics(["s-0", "no-such-topic"])),
+            **outcomes(admin.create_topics([NewTopic("grow-me", 1, 1)])),  # TOPIC_ALREADY_EXISTS
+        }
+        assert results["no-such-topic"] is not None
+        assert results["grow-me"] is not None
+        texts["results"] = repr(results) + "".join(str(exc) for exc in results.values() if exc is not None)
+        texts["metrics"] = repr(admin.metrics())
+        texts["quota"] = repr(admin.mutation_quota)
+        texts["list_topics"] = repr(admin.list_topics(timeout=10).topics)
+    finally:
+        admin.close()
+    texts["closed client"] = repr(admin)
+    assert broker.topics() == {"grow-me": 3, "s-1": 8, "s-2": 8, "s-3": 8}
+
+    # librdkafka's debug=all really was forwarded (else this test would prove nothing about it)
+    rdkafka = [r for r in caplog.records if r.name == librdkafka_logger.name]
+    assert len(rdkafka) > 50
+    assert any("SASL" in r.getMessage() for r in rdkafka)
+    texts["logs"] = "\n".join(f"{r.name} {r.getMessage()} {r.exc_text or ''}" for r in caplog.records)
+    texts["log text"] = caplog.text
+    texts["callbacks"] = "\n".join(seen)
+    assert any("throttle" in s.lower() or "brokers" in s for s in seen)
+
+    data = reader.get_metrics_data()
+    assert data is not None
+    texts["OpenTelemetry"] = data.to_json()
+    assert "throttled_admin.requests" in texts["OpenTelemetry"]
+    provider.shutdown()
+
+    log = broker.request_log()
+    assert {r.principal for r in log if r.api_name == "CreateTopics"} == {"alice"}
+    texts["request log"] = repr(log)
+    texts["broker"] = repr(broker)
+    for where, text in texts.items():
+        _assert_hidden(where, text)
+
+
+@pytest.mark.parametrize("password", [WRONG_PASSWORD, PASSWORD], ids=["wrong-password", "unknown-user"])
+def test_authentication_failures_do_not_echo_the_password(
+    quota_broker: BrokerFactory, caplog: pytest.LogCaptureFixture, librdkafka_logger: logging.Logger, password: str
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    broker = quota_broker(users={"alice": PASSWORD})
+    conf = _conf(broker, password, debug="security,broker", logger=librdkafka_logger)
+    if password == PASSWORD:
+        conf["sasl.username"] = "mallory"
+    with ThrottledAdminClient(conf) as admin:
+        results = outcomes(admin.create_topics([NewTopic("refused", 1, 1)], timeout_ms=30000), timeout_s=40)
+    exc = results["refused"]
+    assert isinstance(exc, KafkaException)
+    assert "authentication" in str(exc).lower()
+    _assert_hidden("the authentication error", f"{exc!r} {exc} {exc.args!r}")
+    _assert_hidden("logs", caplog.text)
+    _assert_hidden("request log", repr(broker.request_log()))
+    assert broker.topics() == {}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "extra"),
+    [
+        ({"metrics_num_samples": 2.5}, {}),
+        ({"meter_provider": "x"}, {}),
+        ({}, {"retry.backoff.ms": "abc"}),
+        ({}, {"throttle_cb": 5}),
+        ({}, {"no.such.property": "1"}),  # librdkafka's own conf error
+        ({}, {"sasl.mechanism": "NOT-A-MECHANISM"}),
+    ],
+)
+def test_constructor_errors_do_not_echo_the_password(
+    kwargs: dict[str, Any], extra: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    conf = {
+        "bootstrap.servers": "127.0.0.1:9",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": "alice",
+        "sasl.password": PASSWORD,
+        **extra,
+    }
+    with pytest.raises((TypeError, ValueError, KafkaException)) as raised:
+        ThrottledAdminClient(conf, **kwargs)
+    _assert_hidden("the constructor's error", f"{raised.value!r} {raised.value}")
+    _assert_hidden("logs", caplog.text)
+
+
+def test_other_secret_settings_are_not_echoed(caplog: pytest.LogCaptureFixture) -> None:
+    """Any conf key that looks like a secret stays out of the client's repr and attributes."""
+    caplog.set_level(logging.DEBUG)
+    conf = {
+        "bootstrap.servers": "127.0.0.1:9",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "OAUTHBEARER",
+        "sasl.oauthbearer.method": "oidc",
+        "sasl.oauthbearer.client.id": "client",
+        "sasl.oauthbearer.client.secret": PASSWORD,
+        "sasl.oauthbearer.token.endpoint.url": "http://127.0.0.1:9/token",
+        "ssl.key.password": KEY_PASSWORD,
+    }
+    admin = ThrottledAdminClient(conf)
+    try:
+        _assert_hidden("repr", f"{admin!r} {admin} {vars(admin)!r}")
+    finally:
+        admin.close()
+    _assert_hidden("logs", caplog.text)
