@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a Spark session, and (some) a JVM of its own
+
 pytest.importorskip("pyspark")
 pq: Any = pytest.importorskip("pyarrow.parquet")
 

@@ -1,86 +1,197 @@
-"""The main job of ``make demo``: provision many topics in batches under a controller mutation quota.
+"""The main job of ``make demo``: provision a fleet's topics through the Spark pipeline, paced to each
+tenant's controller mutation quota.
 
-    python -m throttled_admin.demo                               # embedded QuotaBroker (Apache Kafka rules)
-    python -m throttled_admin.demo --bootstrap-servers host:9092 # a real cluster
+    python -m throttled_admin.demo                          # ~500 topics, 2 embedded clusters, 3 tenants
+    python -m throttled_admin.demo --profiles profiles.yaml # real clusters: one profile per cluster/tenant
 
-Every topic ends with a definite outcome: created, already present (re-runs are idempotent), or failed
-with its error. Needs the ``testing`` extra for the embedded broker.
+Embedded: two QuotaBroker clusters enforcing Apache Kafka's KIP-599 rules, three SASL tenants with small,
+different quotas (payments 5/s, search 10/s, analytics 20/s, the last learned by the client from the
+broker's throttles). The plan runs on a local Spark session (Java 17), each tenant-on-cluster in its own
+task thread. Shows progress, every row's outcome, the throttles, a rerun that changes nothing, and a PNG
+of admitted mutations against each tenant's quota envelope. Needs the ``demo`` extra.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 from collections import Counter
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import KafkaError, KafkaException
+from throttled_admin._demo_fleet import TENANTS, admitted_series, embedded_fleet, fleet_plan
+from throttled_admin.provisioning import PlanError, PlanRow, Profile, predicted_seconds, read_profiles
 
-from throttled_admin import NewTopic, ThrottledAdminClient
+if TYPE_CHECKING:
+    from throttled_admin.testing import QuotaBroker
 
 
-def provision(bootstrap_servers: str, names: list[str], partitions: int, batch_size: int, timeout_ms: int) -> int:
-    outcomes: Counter[str] = Counter()
-    failures: dict[str, str] = {}
-    started = time.monotonic()
-    conf = {"bootstrap.servers": bootstrap_servers, "client.id": "throttled-admin-demo"}
-    with ThrottledAdminClient(conf, default_api_timeout_ms=timeout_ms) as admin:
-        for first in range(0, len(names), batch_size):
-            batch = names[first : first + batch_size]
-            futures = admin.create_topics([NewTopic(name, partitions, 1) for name in batch])
-            for name, future in futures.items():
-                error = future.exception()
-                if error is None:
-                    outcomes["created"] += 1
-                elif isinstance(error, KafkaException) and error.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
-                    outcomes["already present"] += 1
-                else:
-                    outcomes["failed"] += 1
-                    failures[name] = str(error)
-            done = first + len(batch)
-            print(f"  {done:>5}/{len(names)} topics  {time.monotonic() - started:6.1f} s  {dict(outcomes)}")
-        stats = admin.metrics()
-    for name, reason in sorted(failures.items())[:20]:
-        print(f"  failed: {name}: {reason}")
+def _every(seconds: float, report: Callable[[], None]) -> Callable[[], None]:
+    """Call ``report`` every ``seconds`` on a daemon thread; returns the function that stops it."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(seconds):
+            report()
+
+    thread = threading.Thread(target=loop, name="demo-progress", daemon=True)
+    thread.start()
+
+    def halt() -> None:
+        stop.set()
+        thread.join()
+
+    return halt
+
+
+def _progress_from_brokers(brokers: dict[str, QuotaBroker], rows: list[PlanRow], origin: float) -> Callable[[], None]:
+    planned: Counter[str] = Counter()
+    for row in rows:
+        planned[row.cluster.split("-", 1)[1]] += row.partitions or 1
+
+    def report() -> None:
+        admitted: Counter[str] = Counter()
+        for entity in admitted_series(brokers, origin):
+            admitted[entity.tenant] += entity.steps[-1][1] if entity.steps else 0
+        topics = sum(len(b.topics()) for b in brokers.values())
+        tenants = "  ".join(f"{t}: {admitted[t]:>4}/{planned[t]}" for t in planned)
+        print(
+            f"  {time.monotonic() - origin:5.1f} s  topics {topics:>4}/{len(rows)}  mutations admitted  {tenants}",
+            flush=True,
+        )
+
+    return report
+
+
+def _progress_from_spark(spark: Any, origin: float) -> Callable[[], None]:
+    tracker = spark.sparkContext.statusTracker()
+
+    def report() -> None:
+        stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
+        tasks = ", ".join(f"{s.numCompletedTasks}/{s.numTasks} tasks" for s in stages if s is not None)
+        print(f"  {time.monotonic() - origin:5.1f} s  {tasks or 'waiting'}", flush=True)
+
+    return report
+
+
+def _print_summary(results: list[dict[str, Any]], rows: list[PlanRow]) -> int:
+    counts = Counter(r["status"] for r in results)
+    print(f"\nresult: {len(results)} of {len(rows)} rows reported: " + ", ".join(f"{s} {n}" for s, n in counts.items()))
+    for failed in [r for r in results if r["status"] == "failed"][:10]:
+        print(f"  failed: {failed['cluster']}/{failed['topic']}: {failed['error_message']}")
+    return counts["failed"]
+
+
+def _print_throttles(
+    results: list[dict[str, Any]], profiles: dict[str, Profile], brokers: dict[str, QuotaBroker], origin: float
+) -> None:
+    backoff: Counter[str] = Counter()
+    mutations: Counter[str] = Counter()
+    for r in results:
+        backoff[r["cluster"]] = max(backoff[r["cluster"]], r["throttle_time_ms"] or 0)
+        mutations[r["cluster"]] += r["mutations"] or 0
+    rates = {t.name: t.rate for t in TENANTS}
     print(
-        f"done in {time.monotonic() - started:.1f} s: {dict(outcomes)}\n"
-        f"  throttle time avg {stats['throttle-time-avg']:.0f} ms, max {stats['throttle-time-max']:.0f} ms; "
-        f"{stats['quota-violation-total']:.0f} quota violations, {stats['retry-total']:.0f} retries, "
-        f"{stats['backoff-time-ms-total'] / 1000:.1f} s waiting out throttles locally"
+        "\nper quota entity (broker side from the request logs; client back-off from the results):\n"
+        f"  {'entity':<16} {'quota':>7} {'mutations':>9} {'T*':>6} {'took':>6} {'rate':>7} "
+        f"{'throttled':>9} {'max throttle':>12} {'client back-off':>15}"
     )
-    return 1 if outcomes["failed"] else 0
+    for entity in admitted_series(brokers, origin):
+        name = f"{entity.cluster}-{entity.tenant}"
+        rate = rates[entity.tenant]
+        took = entity.steps[-1][0] - entity.steps[0][0] if entity.steps else 0.0
+        star = predicted_seconds(mutations[name], rate) or 0.0
+        paced = "learned" if profiles[name].mutation_rate is None else f"{rate:g}/s"
+        achieved = f"{(entity.steps[-1][1] - entity.steps[0][1]) / took:5.1f}/s" if took > 0 else "burst"
+        print(
+            f"  {name:<16} {paced:>7} {mutations[name]:>9} {star:>5.1f}s {took:>5.1f}s {achieved:>7} "
+            f"{entity.throttled_responses:>4}/{entity.requests:<4} {entity.max_throttle_ms:>9} ms "
+            f"{backoff[name] / 1000:>13.1f} s"
+        )
+
+
+def run(
+    profiles: dict[str, Profile],
+    brokers: dict[str, QuotaBroker] | None,
+    args: argparse.Namespace,
+) -> int:
+    from throttled_admin.spark import apply_plan, local_session, plan_dataframe
+
+    rows = fleet_plan(args.topics, profiles, args.prefix)
+    total = sum(r.partitions or 1 for r in rows)
+    print(f"plan: {len(rows)} topics, {total} mutations, {len(profiles)} quota entities: {', '.join(profiles)}")
+    started = time.monotonic()
+    spark = local_session("throttled-admin-demo", args.master)
+    print(f"Spark {spark.version} on {args.master} started in {time.monotonic() - started:.1f} s")
+    try:
+        plan_df = plan_dataframe(spark, rows).cache()
+        plan_df.count()
+        origin = time.monotonic()
+        report = _progress_from_brokers(brokers, rows, origin) if brokers else _progress_from_spark(spark, origin)
+        halt = _every(args.progress_interval, report)
+        try:
+            results = [r.asDict() for r in apply_plan(plan_df, profiles).collect()]
+        finally:
+            halt()
+        print(f"pipeline finished in {time.monotonic() - origin:.1f} s")
+        failed = _print_summary(results, rows)
+        if brokers:
+            _print_throttles(results, profiles, brokers, origin)
+        if not args.no_rerun:
+            rerun = Counter(r["status"] for r in apply_plan(plan_df, profiles).collect())
+            print("\nrerun of the same plan: " + ", ".join(f"{s} {n}" for s, n in rerun.items()))
+    finally:
+        spark.stop()
+    if brokers and args.plot:
+        from throttled_admin._demo_plot import plot_admitted
+
+        title = f"{len(rows)} topics through the Spark pipeline: admitted mutations vs each tenant's quota"
+        print(f"\nplot: {plot_admitted(admitted_series(brokers, origin), Path(args.plot), title)}")
+    return 1 if failed else 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m throttled_admin.demo", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--bootstrap-servers", help="a real cluster; default: an embedded QuotaBroker")
-    parser.add_argument("--topics", type=int, default=300)
-    parser.add_argument("--partitions", type=int, default=3)
-    parser.add_argument("--batch-size", type=int, default=50)
-    parser.add_argument("--prefix", default="demo.provisioned")
-    parser.add_argument("--timeout-ms", type=int, default=120_000, help="deadline of each batch")
-    parser.add_argument("--controller-mutation-rate", type=float, default=50.0, help="embedded broker's quota")
+    parser.add_argument("--profiles", help="profiles file (JSON/YAML) of real clusters; default: embedded brokers")
+    parser.add_argument("--topics", type=int, default=500, help="about how many topics to provision")
+    parser.add_argument("--prefix", default="demo", help="topic name prefix")
+    parser.add_argument("--master", default="local[2]", help="Spark master")
+    parser.add_argument("--plot", default="demo-admitted-mutations.png", help="PNG to write ('' for none)")
+    parser.add_argument("--progress-interval", type=float, default=2.0, help="seconds between progress lines")
+    parser.add_argument("--no-rerun", action="store_true", help="skip the rerun that shows nothing changes")
     args = parser.parse_args(argv)
-    names = [f"{args.prefix}.{i:05d}" for i in range(args.topics)]
-    if args.bootstrap_servers:
-        print(f"provisioning {len(names)} topics x {args.partitions} partitions on {args.bootstrap_servers}")
-        return provision(args.bootstrap_servers, names, args.partitions, args.batch_size, args.timeout_ms)
+    if args.topics < 1:
+        parser.error("--topics must be >= 1")
     try:
-        from throttled_admin.testing import QuotaBroker
-    except ImportError as exc:
-        print(f"{exc}\n(or pass --bootstrap-servers)", file=sys.stderr)
+        import pyspark  # noqa: F401
+    except ImportError:
+        print("the demo runs on Spark: pip install 'throttled_admin[demo]' (and Java 17)", file=sys.stderr)
         return 2
-    with QuotaBroker(controller_mutation_rate=args.controller_mutation_rate) as broker:
+    if args.profiles:
+        try:
+            profiles = read_profiles(args.profiles)
+        except PlanError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        return run(profiles, None, args)
+    with ExitStack() as stack:
+        try:
+            brokers, profiles = stack.enter_context(embedded_fleet())
+        except ImportError as exc:
+            print(f"{exc}\n(the embedded clusters need the testing extra, or pass --profiles)", file=sys.stderr)
+            return 2
+        quotas = ", ".join(f"{t.name} {t.rate:g}/s ({'learned' if t.pace is None else 'given'})" for t in TENANTS)
         print(
-            f"provisioning {len(names)} topics x {args.partitions} partitions on an embedded QuotaBroker "
-            f"({broker.bootstrap_servers}, controller_mutation_rate={args.controller_mutation_rate:g}/s, "
-            f"Apache Kafka enforcement: librdkafka is admitted, throttled and must back off itself)"
+            f"embedded clusters: {', '.join(f'{c} {b.bootstrap_servers}' for c, b in brokers.items())}; "
+            f"tenants (SASL users) with controller mutation quotas: {quotas}"
         )
-        code = provision(broker.bootstrap_servers, names, args.partitions, args.batch_size, args.timeout_ms)
-        print(f"broker has {len(broker.topics())} topics")
-    return code
+        return run(profiles, brokers, args)
 
 
 if __name__ == "__main__":

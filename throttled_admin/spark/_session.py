@@ -6,7 +6,7 @@ import os
 import sys
 from typing import Any
 
-from throttled_admin.spark._quiet import PANDAS3_WARNING
+from throttled_admin.spark._quiet import PANDAS3_WARNING, pandas3_warning_ignored
 
 __all__ = ["local_session"]
 
@@ -21,6 +21,7 @@ def local_session(app_name: str = "throttled-admin", master: str = "local[2]", *
     builder = SparkSession.builder.appName(app_name).master(master)
     settings = {
         "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",  # its carriage-return bars garble line-oriented output
         "spark.sql.shuffle.partitions": "4",
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.bindAddress": "127.0.0.1",
@@ -31,4 +32,5 @@ def local_session(app_name: str = "throttled-admin", master: str = "local[2]", *
     }
     for key, value in settings.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    with pandas3_warning_ignored():  # PySpark 4 checks the pandas version while starting up
+        return builder.getOrCreate()
