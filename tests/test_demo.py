@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.slow  # a Spark session, and (some) a JVM of its own
-
 pytest.importorskip("pyspark")
 pytest.importorskip("matplotlib")
 
 from tests.conftest import REPO
 from throttled_admin import demo
 from throttled_admin.testing import QuotaBroker
+
+pytestmark = pytest.mark.slow  # a Spark session, and (some) a JVM of its own
 
 
 def test_demo_provisions_every_topic_through_spark_and_plots(tmp_path: Path) -> None:

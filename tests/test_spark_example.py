@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.slow  # a Spark session, and (some) a JVM of its own
-
 pytest.importorskip("pyspark")
 pq: Any = pytest.importorskip("pyarrow.parquet")
 
 from tests.conftest import REPO  # noqa: E402
 from throttled_admin.testing import QuotaBroker  # noqa: E402
+
+pytestmark = pytest.mark.slow  # a Spark session, and (some) a JVM of its own
 
 PASSWORD = "example-pw-5be1d0"
 

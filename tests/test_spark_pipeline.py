@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.slow  # a Spark session, and (some) a JVM of its own
-
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
 from throttled_admin.provisioning import PlanError, Profile
 from throttled_admin.spark import apply_plan, local_session
 from throttled_admin.testing import QuotaBroker
+
+pytestmark = pytest.mark.slow  # a Spark session, and (some) a JVM of its own
 
 BrokerFactory = Callable[..., QuotaBroker]
 PLAN_DDL = (
