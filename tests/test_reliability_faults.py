@@ -9,6 +9,7 @@ not yet answered is in flight), not from sleeps, so they hit what they aim at on
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -38,15 +39,30 @@ def _in_flight(broker: QuotaBroker, seen: int) -> bool:
     return any(r.responded_at is None for r in log[seen:])
 
 
-def _strike_in_flight(broker: QuotaBroker, fault: Callable[[], None], times: int, hits: list[int]) -> None:
-    """Run ``fault`` ``times`` times, each while a mutation request is in flight (the broker holds its response)."""
+def _unanswered_topics(broker: QuotaBroker, struck_at: list[float]) -> set[str]:
+    """Topics of mutation requests the broker applied but whose response was lost: never sent, or held back by
+    the latency while the fault struck (the log may stamp those answered: see the xfail test below)."""
+    lost = {
+        topic
+        for r in mutation_requests(broker)
+        if r.responded_at is None or any(r.received_at <= t <= r.responded_at for t in struck_at)
+        for topic, code in r.errors.items()
+        if not code
+    }
+    assert lost, "no applied request lost its response: the fault missed"
+    return lost
+
+
+def _strike_in_flight(broker: QuotaBroker, fault: Callable[[], None], times: int, hits: list[float]) -> None:
+    """Run ``fault`` ``times`` times, each while a mutation request is in flight (the broker holds its response);
+    ``hits`` gets the time of each strike."""
     seen = 0
     deadline = time.monotonic() + 30
     while len(hits) < times and time.monotonic() < deadline:
         if _in_flight(broker, seen):
             seen = len(mutation_requests(broker))
+            hits.append(time.monotonic())
             fault()
-            hits.append(seen)
         time.sleep(0.005)
 
 
@@ -58,7 +74,7 @@ def test_bulk_create_survives_connection_faults_mid_request(quota_broker: Broker
     broker = quota_broker(controller_mutation_rate=150, quota_window_num=1, enforcement="strict")
     broker.set_latency(0.15)  # each response is held: the fault lands while a request is in flight
     names = [f"bulk-{i}" for i in range(500)]
-    hits: list[int] = []
+    hits: list[float] = []
     with admin_for(broker) as admin:
         futures = admin.create_topics([NewTopic(n, 1, 1) for n in names], timeout_ms=45000)
         striker = threading.Thread(
@@ -75,6 +91,69 @@ def test_bulk_create_survives_connection_faults_mid_request(quota_broker: Broker
     # ...and the only failures are creates whose lost attempt was applied after all (and say so).
     failed = {n: error_text(e) for n, e in results.items() if e is not None}
     assert all("earlier attempt" in text for text in failed.values()), failed
+    # Each topic whose applied request went unanswered was re-sent, and its "already done" answer says so.
+    assert _unanswered_topics(broker, hits) <= set(failed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("operation", ["grow", "delete"])
+def test_bulk_grow_and_delete_survive_dropped_connections(quota_broker: BrokerFactory, operation: str) -> None:
+    """The same for CreatePartitions and DeleteTopics, whose "already done" answers after a lost attempt are
+    INVALID_PARTITIONS and UNKNOWN_TOPIC_OR_PART: they must say so, and nothing may be lost."""
+    broker = quota_broker(controller_mutation_rate=150, quota_window_num=1, enforcement="strict")
+    names = [f"{operation}-{i}" for i in range(300)]
+    for name in names:
+        broker.create_topic(name, 1)
+    before = broker.topics()
+    broker.set_latency(0.15)
+    hits: list[float] = []
+    with admin_for(broker) as admin:
+        if operation == "grow":
+            futures = admin.create_partitions([NewPartitions(n, 2) for n in names], timeout_ms=45000)
+        else:
+            futures = admin.delete_topics(names, timeout_ms=45000)
+        striker = threading.Thread(
+            target=_strike_in_flight, args=(broker, broker.drop_connections, 3, hits), daemon=True
+        )
+        striker.start()
+        results = outcomes(futures)
+        striker.join(30)
+    assert len(hits) == 3, "the fault never hit a request in flight"
+    held = broker.topics()
+    if operation == "grow":
+        assert_truthful("grow", results, held, before=before, wanted=dict.fromkeys(names, 2))
+        assert held == dict.fromkeys(names, 2)
+    else:
+        assert_truthful("delete", results, held, before=before)
+        assert held == {}
+    failed = {n: error_text(e) for n, e in results.items() if e is not None}
+    assert all("earlier attempt" in text for text in failed.values()), failed
+    # Each topic whose applied request went unanswered was re-sent, and its "already done" answer says so.
+    assert _unanswered_topics(broker, hits) <= set(failed)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "broker bug (testing/_server.py, issue 12 part A): drop_connections() aborts the transports but not the "
+        "connection handlers, so a handler holding a response (set_latency) wakes up, stamps responded_at and "
+        "writes into the aborted transport: the request log says answered for a response nobody received"
+    ),
+)
+def test_request_log_does_not_claim_answers_lost_to_dropped_connections(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker()
+    broker.set_latency(0.5)
+    with admin_for(broker) as admin:
+        futures = admin.create_topics([NewTopic("held", 1, 1)], request_timeout=2.0, timeout_ms=20000)
+        deadline = time.monotonic() + 10
+        while not mutation_requests(broker) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        broker.drop_connections()
+        broker.set_latency(0)
+        outcomes(futures)
+    first = mutation_requests(broker)[0]
+    assert first.errors == {"held": 0}
+    assert first.responded_at is None
 
 
 def test_response_never_sent_is_reported_as_unknown_outcome(quota_broker: BrokerFactory) -> None:
@@ -84,10 +163,14 @@ def test_response_never_sent_is_reported_as_unknown_outcome(quota_broker: Broker
         started = time.monotonic()
         result = outcomes(admin.create_topics([NewTopic("swallowed", 3, 1)], timeout_ms=3000))["swallowed"]
         elapsed_s = time.monotonic() - started
+        metrics = admin.metrics()
     assert result is not None
     assert "outcome unknown" in error_text(result), error_text(result)
     assert elapsed_s < 3 + 5  # by the deadline, give or take a loaded machine
     assert broker.topics() == {"swallowed": 3}  # the broker did apply it: "unknown" was the truth
+    # No response, no throttle sample: Kafka's NetworkClient records throttle times of responses only.
+    assert math.isnan(metrics["throttle-time-avg"])
+    assert metrics["request-total"] == 1
 
 
 def test_response_never_sent_is_retried_and_the_retry_admits_the_earlier_attempt(quota_broker: BrokerFactory) -> None:
@@ -236,7 +319,7 @@ def test_broker_stops_in_the_middle_of_a_bulk_run(quota_broker: BrokerFactory) -
     broker = quota_broker(controller_mutation_rate=100, quota_window_num=1, enforcement="strict")
     broker.set_latency(0.1)
     names = [f"bulk-{i}" for i in range(300)]
-    hits: list[int] = []
+    hits: list[float] = []
     with admin_for(broker) as admin:
         started = time.monotonic()
         futures = admin.create_topics([NewTopic(n, 1, 1) for n in names], timeout_ms=5000)
