@@ -145,4 +145,3 @@ def test_example_with_a_given_cluster_needs_no_testing_extra(
     assert "ModuleNotFoundError" not in result.stderr, result.stderr
     assert expected in result.stdout + result.stderr
     assert broker.topics(), "nothing reached the given cluster"
-
