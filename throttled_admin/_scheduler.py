@@ -526,7 +526,9 @@ class Scheduler:
         if caps:
             request_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(request_timeout_s, *caps))
         operation_timeout_s = min(remaining_s, request_timeout_s) - margin_s
-        caps = [call.operation_timeout_s for call in calls if call.operation_timeout_s is not None]
+        # A caller's operation_timeout of 0 ("return at once", confluent-kafka) is no cap: KRaft answers after the
+        # commit anyway, and the controller deadline derived from the call's deadline must stay.
+        caps = [call.operation_timeout_s for call in calls if call.operation_timeout_s]
         if caps:
             operation_timeout_s = min(operation_timeout_s, *caps)
         operation_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(operation_timeout_s, _LIBRDKAFKA_MAX_TIMEOUT_S))
