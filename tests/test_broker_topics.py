@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from kafka import KafkaAdminClient
 from kafka.protocol.admin.topics import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
@@ -273,3 +274,24 @@ def test_a_twenty_thousand_topic_request_is_answered_in_full(quota_broker: Broke
     assert len(response.topics) == len(names)
     assert all(t.error_code == 0 for t in response.topics)
     assert len(broker.topics()) == len(names)
+
+
+def test_static_broker_configs_drive_defaults_and_auto_creation() -> None:
+    """KafkaConfig's num.partitions, default.replication.factor and auto.create.topics.enable (server.properties)
+    give CreateTopics its -1 defaults and gate Metadata auto-creation; a value the broker's ConfigDef refuses
+    stops the broker from starting (QuotaBroker raises ValueError)."""
+    from throttled_admin.testing._cluster import Cluster, CreateSpec
+    from throttled_admin.testing._quotas import QuotaManager
+
+    cluster = Cluster(
+        [0, 1],
+        broker_configs={"num.partitions": "3", "default.replication.factor": "2", "auto.create.topics.enable": "false"},
+    )
+    quota = QuotaManager(window_num=11, window_size_s=1.0).request_quota("ANONYMOUS", "", strict=False)
+    created = cluster.create(CreateSpec("t", -1, -1), quota, validate_only=False)
+    assert (created.error.code, created.partitions, created.replication_factor) == (0, 3, 2)
+    assert not cluster.auto_create_topics
+    with pytest.raises(ValueError, match=r"num\.partitions: Value must be at least 1"):
+        Cluster([0], broker_configs={"num.partitions": "0"})
+    with pytest.raises(ValueError, match=r"no\.such\.broker\.config"):
+        Cluster([0], broker_configs={"no.such.broker.config": "1"})

@@ -31,14 +31,10 @@ from throttled_admin.testing._configs import (
     validate_topic_configs,
 )
 from throttled_admin.testing._quotas import RequestQuota
-from throttled_admin.testing._topic_configs import TOPIC_CONFIGS
 
-__all__ = ["CLUSTER_METADATA_TOPIC", "TOPIC_CONFIG_DEFAULTS", "ApiError", "Cluster", "CreateSpec", "Created", "Topic"]
+__all__ = ["CLUSTER_METADATA_TOPIC", "ApiError", "Cluster", "CreateSpec", "Created", "Topic"]
 
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
-
-# Kept for older imports: each topic config's default (the full definitions are in _topic_configs.py).
-TOPIC_CONFIG_DEFAULTS: dict[str, str] = {name: key.default or "" for name, key in TOPIC_CONFIGS.items()}
 
 
 @dataclass(frozen=True)
