@@ -394,7 +394,7 @@ def test_describe_configs_all_types_sources_synonyms_and_documentation(quota_bro
                 include_documentation=True,
             )
         )
-        v0 = wire.request(describe((TOPIC, "t", ["retention.ms", "segment.bytes"]), version=0))
+        v1 = wire.request(describe((TOPIC, "t", ["retention.ms", "segment.bytes"]), version=1))
     for result in plain.results:
         assert result.error_code == 0
         assert sorted(c.name for c in result.configs) == sorted(TOPIC_CONFIGS)
@@ -410,7 +410,20 @@ def test_describe_configs_all_types_sources_synonyms_and_documentation(quota_bro
     assert [(s.name, s.value, s.source) for s in segment.synonyms] == [("log.segment.bytes", "1073741824", 5)]
     assert segment.documentation == TOPIC_CONFIGS["segment.bytes"].documentation
     assert by_name["min.cleanable.dirty.ratio"].config_type == int(ConfigType.DOUBLE)
-    assert {c.name: c.is_default for c in v0.results[0].configs} == {"retention.ms": False, "segment.bytes": True}
+    assert {c.name: (c.config_source, c.config_type) for c in v1.results[0].configs} == {  # no type before v3
+        "retention.ms": (1, 0),
+        "segment.bytes": (5, 0),
+    }
+
+
+def test_describe_configs_v0_is_gone_as_in_kafka_4(quota_broker: BrokerFactory) -> None:
+    """DescribeConfigsRequest.json: "Version 0 was removed in Apache Kafka 4.0": ApiVersions advertises 1-4
+    and a v0 request is not served (the broker closes the connection, as for any unsupported version)."""
+    broker = quota_broker()
+    broker.create_topic("t", 1)
+    with WireClient(broker.bootstrap_servers) as wire:
+        wire.send(describe((TOPIC, "t", None), version=0))
+        assert wire.is_closed_by_peer()
 
 
 def test_describe_configs_errors_as_kafka(quota_broker: BrokerFactory) -> None:

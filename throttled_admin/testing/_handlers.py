@@ -665,7 +665,7 @@ API_SPECS: dict[int, ApiSpec] = {
         ApiSpec(CreateTopicsRequest, CreateTopicsResponse, 0, 7, handle_create_topics, 6, 3),
         ApiSpec(DeleteTopicsRequest, DeleteTopicsResponse, 0, 6, handle_delete_topics, 5, 2),
         ApiSpec(CreatePartitionsRequest, CreatePartitionsResponse, 0, 3, handle_create_partitions, 3, 1),
-        ApiSpec(DescribeConfigsRequest, DescribeConfigsResponse, 0, 4, handle_describe_configs),
+        ApiSpec(DescribeConfigsRequest, DescribeConfigsResponse, 1, 4, handle_describe_configs),  # v0 gone in 4.0
         ApiSpec(AlterConfigsRequest, AlterConfigsResponse, 0, 2, handle_alter_configs),
         ApiSpec(
             IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, 0, 1, handle_incremental_alter_configs
