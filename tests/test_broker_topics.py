@@ -9,12 +9,16 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError, TopicCollection
+from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient
 from kafka.protocol.admin.topics import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
 from tests.wire import WireClient
 from throttled_admin.testing import QuotaBroker
+from throttled_admin.testing._cluster import Cluster, CreateSpec
+from throttled_admin.testing._quotas import QuotaManager
 from throttled_admin.testing._topic_configs import TOPIC_CONFIGS
 
 BrokerFactory = Callable[..., QuotaBroker]
@@ -280,9 +284,6 @@ def test_static_broker_configs_drive_defaults_and_auto_creation() -> None:
     """KafkaConfig's num.partitions, default.replication.factor and auto.create.topics.enable (server.properties)
     give CreateTopics its -1 defaults and gate Metadata auto-creation; a value the broker's ConfigDef refuses
     stops the broker from starting (QuotaBroker raises ValueError)."""
-    from throttled_admin.testing._cluster import Cluster, CreateSpec
-    from throttled_admin.testing._quotas import QuotaManager
-
     cluster = Cluster(
         [0, 1],
         broker_configs={"num.partitions": "3", "default.replication.factor": "2", "auto.create.topics.enable": "false"},
@@ -295,3 +296,15 @@ def test_static_broker_configs_drive_defaults_and_auto_creation() -> None:
         Cluster([0], broker_configs={"num.partitions": "0"})
     with pytest.raises(ValueError, match=r"no\.such\.broker\.config"):
         Cluster([0], broker_configs={"no.such.broker.config": "1"})
+
+
+def test_confluent_list_topics_of_a_missing_topic_creates_it_as_kafka_does(quota_broker: BrokerFactory) -> None:
+    """KafkaApis.handleTopicMetadataRequest with auto.create.topics.enable=true: librdkafka's AdminClient is a
+    producer handle (allow.auto.create.topics=true), so list_topics(topic=...) creates the topic, while
+    describe_topics asks without auto-creation and gets UNKNOWN_TOPIC_OR_PARTITION."""
+    broker = quota_broker()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.list_topics(topic="listed", timeout=30)
+    [described] = admin.describe_topics(TopicCollection(["described"])).values()
+    assert described.exception(30).args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    assert broker.topics() == {"listed": 1}
