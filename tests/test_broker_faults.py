@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import struct
+import time
 from collections.abc import Callable
 
 import pytest
@@ -380,3 +381,23 @@ def test_a_port_in_use_fails_start_cleanly() -> None:
     with pytest.raises(ValueError, match="request_time_cost_ms must be a finite number of milliseconds"):
         QuotaBroker(request_time_cost_ms=-5)
     gc.collect()
+
+
+def test_a_response_lost_to_a_dropped_connection_is_not_logged_as_answered(quota_broker: BrokerFactory) -> None:
+    """A response held by set_latency when drop_connections() closes its connection is never delivered:
+    the request log keeps responded_at None (the mutation itself was applied)."""
+    broker = quota_broker()
+    broker.set_latency(0.5)
+    wire = WireClient(broker.bootstrap_servers)
+    try:
+        wire.send(create_topics_request(7, ("held", 1)))
+        assert wait_until(lambda: bool(broker.request_log()), 10)
+        broker.drop_connections()
+        assert wire.is_closed_by_peer()
+    finally:
+        wire.close()
+    time.sleep(0.7)  # past the latency: the handler has woken up
+    [record] = broker.request_log()
+    assert record.errors == {"held": 0}
+    assert record.responded_at is None
+    assert broker.topics() == {"held": 1}

@@ -412,6 +412,10 @@ class Server:
             return True
         if self.faults.latency_s > 0:
             await asyncio.sleep(self.faults.latency_s)
+        if writer.transport.is_closing():
+            # The connection was dropped (drop_connections, or the client left) while the request was handled
+            # or held: the response is lost, so the log must not claim it was answered.
+            return False
         # KIP-219, RequestHandlerHelper: "Regardless of throttling, send the response immediately", then mute
         # the connection for the throttle, whatever the request version (the client-throttle version only
         # tells the client whether to back off itself). The answer is logged before its bytes go out, so a
