@@ -6,7 +6,7 @@ outcome is unknown ("outcome unknown") or that "an earlier attempt" whose respon
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any
@@ -20,8 +20,10 @@ __all__ = [
     "MUTATION_APIS",
     "admin_for",
     "assert_truthful",
+    "error_code",
     "error_text",
     "hedged",
+    "mutation_requests",
     "outcomes",
 ]
 
@@ -100,11 +102,3 @@ def admin_for(broker: QuotaBroker, conf: dict[str, Any] | None = None, **kwargs:
 
 def mutation_requests(broker: QuotaBroker, api_key: int | None = None) -> list[Any]:
     return [r for r in broker.request_log() if r.api_key in MUTATION_APIS and (api_key is None or r.api_key == api_key)]
-
-
-def run_in_thread(target: Callable[[], None]) -> Any:
-    import threading
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    return thread
