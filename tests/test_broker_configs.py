@@ -480,3 +480,22 @@ def test_static_broker_configs_become_topic_defaults_with_kafkas_synonym_quirk()
     assert (entries["retention.ms"].value, entries["retention.ms"].synonyms) == ("86400000", ())
     assert entries["segment.bytes"].value == "2097152"
     assert [(s.value, int(s.source)) for s in entries["segment.bytes"].synonyms] == [("2097152", 4), ("1073741824", 5)]
+
+
+def test_alter_configs_on_other_resources_is_refused_with_a_reason(quota_broker: BrokerFactory) -> None:
+    """ConfigAdminManager.preprocess: an unknown resource type gets "Unknown resource type N"; the types Kafka
+    can change but QuotaBroker does not model (dynamic broker configs, loggers, groups) are refused with a
+    message that says so, never silently accepted."""
+    broker = quota_broker()
+    R = IncrementalAlterConfigsRequest.AlterConfigsResource
+    A = R.AlterableConfig
+    resources = [
+        R(resource_type=t, resource_name=n, configs=[A(name="log.retention.ms", config_operation=0, value="1")])
+        for t, n in ((BROKER, "0"), (99, "x"))
+    ]
+    with WireClient(broker.bootstrap_servers) as wire:
+        response = wire.request(IncrementalAlterConfigsRequest(version=1, resources=resources, validate_only=False))
+    assert [(r.error_code, r.error_message) for r in response.responses] == [
+        (INVALID_REQUEST, "QuotaBroker does not model changes to BROKER configs"),
+        (INVALID_REQUEST, "Unknown resource type 99"),
+    ]

@@ -132,10 +132,12 @@ def _alter_one(cluster: Cluster, resource: AlterResource, *, incremental: bool, 
     nulls = [name for name, op, value in resource.configs if value is None and op != OpType.DELETE]
     if nulls:
         return _invalid_request("Null value not supported for : " + ", ".join(nulls))
-    if resource.resource_type == ResourceType.BROKER:
-        return _invalid_request("QuotaBroker does not model dynamic broker configs")
+    if resource.resource_type in ResourceType.NAMES and resource.resource_type != ResourceType.TOPIC:
+        # Kafka changes these too; QuotaBroker keeps no broker, logger, group or client-metrics configs.
+        kind = ResourceType.NAMES[resource.resource_type]
+        return _invalid_request(f"QuotaBroker does not model changes to {kind} configs")
     if resource.resource_type != ResourceType.TOPIC:
-        return _invalid_request(f"Unknown resource type {resource.resource_type}")
+        return _invalid_request(f"Unknown resource type {resource.resource_type}")  # ConfigAdminManager
     if not incremental:
         replacement = {name: value for name, _, value in resource.configs}
         return cluster.alter_topic_configs(resource.resource_name, None, replacement, validate_only=validate_only)
