@@ -29,7 +29,7 @@ from tests.wire import WireClient
 from throttled_admin.testing import QuotaBroker
 from throttled_admin.testing._configs import describe_topic, validate_topic_configs
 from throttled_admin.testing._configs_broker import BROKER_CONFIGS, SYNONYM_GROUPS
-from throttled_admin.testing._configs_schema import ConfigError, ConfigType
+from throttled_admin.testing._configs_schema import ConfigError, ConfigType, canonical
 from throttled_admin.testing._topic_configs import TOPIC_CONFIGS
 
 BrokerFactory = Callable[..., QuotaBroker]
@@ -499,3 +499,13 @@ def test_alter_configs_on_other_resources_is_refused_with_a_reason(quota_broker:
         (INVALID_REQUEST, "QuotaBroker does not model changes to BROKER configs"),
         (INVALID_REQUEST, "Unknown resource type 99"),
     ]
+
+
+def test_described_values_are_printed_as_java_prints_them() -> None:
+    """ConfigHelper renders a parsed value with ConfigDef.convertToString: trimmed numbers, lower-case
+    booleans, lists joined by ',' and doubles as Double.toString (0.5, 1.0, 1.0E-4)."""
+    ratio = TOPIC_CONFIGS["min.cleanable.dirty.ratio"]
+    assert [canonical(ratio, v) for v in ("0.50", "1", "1e-4", ".001")] == ["0.5", "1.0", "1.0E-4", "0.001"]
+    assert canonical(TOPIC_CONFIGS["preallocate"], " TRUE ") == "true"
+    assert canonical(TOPIC_CONFIGS["cleanup.policy"], "compact , delete") == "compact,delete"
+    assert canonical(TOPIC_CONFIGS["retention.ms"], "+1000") == "1000"

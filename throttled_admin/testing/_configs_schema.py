@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 from enum import IntEnum
 
 __all__ = [
@@ -131,8 +132,16 @@ def _java_double(value: float) -> str:
         return "NaN"
     if value in (float("inf"), float("-inf")):
         return "Infinity" if value > 0 else "-Infinity"
-    text = repr(value)
-    return text if ("." in text or "e" in text) else text + ".0"
+    if value == 0 or 1e-3 <= abs(value) < 1e7:
+        text = repr(value)  # Python's shortest repr is Java's in this range, but for the trailing ".0"
+        return text if "." in text else text + ".0"
+    # Double.toString switches to computerized scientific notation outside [1e-3, 1e7): 1.0E7, 1.25E-4
+    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    text = "".join(map(str, digits))
+    power = exponent + len(text) - 1
+    mantissa = text[0] + "." + (text[1:] or "0")
+    return ("-" if sign else "") + f"{mantissa}E{power}"
 
 
 def _parse_type(key: ConfigKey, raw: str) -> Parsed:
