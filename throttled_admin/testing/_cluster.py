@@ -26,7 +26,6 @@ from throttled_admin.testing._configs import (
     ConfigError,
     OpType,
     alter,
-    topic_defaults,
     validate_broker_configs,
     validate_topic_configs,
 )
@@ -122,7 +121,6 @@ class Cluster:
         self.default_partitions = int(static.get("num.partitions", default_partitions))
         self.default_replication = int(static.get("default.replication.factor", default_replication))
         self.auto_create_topics = static.get("auto.create.topics.enable", "true").strip().lower() == "true"
-        self.topic_defaults = topic_defaults(static)
         self.topics: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
         self._by_collision_key: dict[str, str] = {}
@@ -132,7 +130,7 @@ class Cluster:
     def node_configs(self, node_id: int) -> dict[str, str]:
         """The static configs of one node: the shared ones plus its own ``node.id`` and roles."""
         roles = "broker,controller" if node_id == self.controller_id else "broker"
-        return {"node.id": str(node_id), "process.roles": roles, **self.broker_configs}
+        return {**self.broker_configs, "node.id": str(node_id), "process.roles": roles}
 
     def snapshot(self) -> dict[str, int]:
         with self.lock:
