@@ -176,7 +176,11 @@ def execute(
             group.fail_all(f"cannot create the admin client: {_error(exc)[1]}")
         else:
             with admin:
-                _run_group(group, admin, candidates, allow_delete=allow_delete, dry_run=dry_run)
+                try:
+                    _run_group(group, admin, candidates, allow_delete=allow_delete, dry_run=dry_run)
+                except Exception as exc:  # a bug of ours must still leave every row with a result
+                    log.exception("group %s: unexpected error", profile.name)
+                    group.fail_all(f"unexpected error while applying the plan: {_error(exc)[1]}")
     group.report(None)
     log.debug("group %s: done", profile.name)
     return [group.results[i] for i in range(len(group.rows))]
