@@ -33,7 +33,9 @@ class MutationOptions:
         for name in ("request_timeout", "operation_timeout"):
             value = getattr(self, name)
             if name == "operation_timeout" and value == 0 and not isinstance(value, bool):
-                continue  # confluent-kafka's "do not wait for propagation"; see inner use in the scheduler
+                # confluent-kafka accepts 0 ("do not wait"), but a Kafka 4 controller would time out a request with
+                # timeout_ms 0 at once, applying nothing: the scheduler treats it as no cap of the caller's.
+                continue
             # confluent-kafka refuses these at call time (NaN, negative, not a number); checked here first, so the
             # call fails before anything is sent instead of every topic failing later. Values above librdkafka's
             # per-request limit of 3600 s are fine: they cap the call, and each request is capped at the limit.

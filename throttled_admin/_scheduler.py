@@ -526,8 +526,9 @@ class Scheduler:
         if caps:
             request_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(request_timeout_s, *caps))
         operation_timeout_s = min(remaining_s, request_timeout_s) - margin_s
-        # A caller's operation_timeout of 0 ("return at once", confluent-kafka) is no cap: KRaft answers after the
-        # commit anyway, and the controller deadline derived from the call's deadline must stay.
+        # A caller's operation_timeout of 0 (confluent-kafka's "do not wait") is no cap: a Kafka 4 controller refuses a
+        # request whose timeout_ms is 0 at once (REQUEST_TIMED_OUT, nothing applied), and answers after the commit
+        # whatever the timeout, so the controller deadline derived from the call's deadline stays.
         caps = [call.operation_timeout_s for call in calls if call.operation_timeout_s]
         if caps:
             operation_timeout_s = min(operation_timeout_s, *caps)
