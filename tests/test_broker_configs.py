@@ -4,6 +4,7 @@ wire client (for the fields and versions a full client does not expose)."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,8 @@ from confluent_kafka.admin import (
     NewTopic,
     ResourceType,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka.protocol.admin.configs import (
     AlterConfigsRequest,
     DescribeConfigsRequest,
@@ -509,3 +512,39 @@ def test_described_values_are_printed_as_java_prints_them() -> None:
     assert canonical(TOPIC_CONFIGS["preallocate"], " TRUE ") == "true"
     assert canonical(TOPIC_CONFIGS["cleanup.policy"], "compact , delete") == "compact,delete"
     assert canonical(TOPIC_CONFIGS["retention.ms"], "+1000") == "1000"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    name=st.sampled_from(sorted(TOPIC_CONFIGS)) | st.text(max_size=20),
+    value=st.text(max_size=30) | st.from_regex(r"[ +-]?[0-9.eE]{1,25}[dDfF]?", fullmatch=True),
+)
+def test_any_config_value_is_accepted_or_refused_with_a_config_error(name: str, value: str) -> None:
+    """Whatever a client sends, validation ends in a value or ConfigException's INVALID_CONFIG, never in
+    another error (a crashed handler would close the client's connection instead of answering)."""
+    with contextlib.suppress(ConfigError):
+        validate_topic_configs({name: value})
+    if name in TOPIC_CONFIGS:
+        with contextlib.suppress(ConfigError):
+            canonical(TOPIC_CONFIGS[name], value)
+
+
+def test_odd_resources_are_answered_not_crashed(quota_broker: BrokerFactory) -> None:
+    """ConfigHelper.describeConfigs answers every resource, whatever its type or name (a resource that fails
+    gets its own error; the others and the connection are unaffected): Integer.parseInt's rules for broker
+    ids, Topic.validate for topic names, unknown types refused."""
+    broker = quota_broker()
+    odd = [(t, n) for t in (-1, 0, TOPIC, BROKER, 8, 16, 32, 127) for n in ("", "abc", "-1", "2147483648", " 0", "0")]
+    with WireClient(broker.bootstrap_servers) as wire:
+        response = wire.request(describe(*[(t, n, None) for t, n in odd]))
+        still = wire.request(describe((BROKER, "0", ["node.id"])))
+    assert len(response.results) == len(odd)
+    by_resource = {(r.resource_type, r.resource_name): (r.error_code, len(r.configs)) for r in response.results}
+    assert by_resource[(BROKER, "0")] == (0, len(BROKER_CONFIGS))
+    assert by_resource[(BROKER, "")] == (0, 0)  # the cluster-default resource: no dynamic defaults here
+    assert by_resource[(BROKER, "2147483648")][0] == INVALID_REQUEST
+    assert by_resource[(BROKER, " 0")][0] == INVALID_REQUEST
+    assert by_resource[(TOPIC, "0")] == (UNKNOWN_TOPIC, 0)
+    assert by_resource[(TOPIC, "")][0] == INVALID_TOPIC
+    assert by_resource[(127, "abc")][0] == INVALID_REQUEST
+    assert [(c.name, c.value) for c in still.results[0].configs] == [("node.id", "0")]
