@@ -41,7 +41,7 @@ def _in_flight(broker: QuotaBroker, seen: int) -> bool:
 
 def _unanswered_topics(broker: QuotaBroker, struck_at: list[float]) -> set[str]:
     """Topics of mutation requests the broker applied but whose response was lost: never sent, or held back by
-    the latency while the fault struck (the log may stamp those answered: see the xfail test below)."""
+    the latency while the fault struck."""
     lost = {
         topic
         for r in mutation_requests(broker)
@@ -132,14 +132,6 @@ def test_bulk_grow_and_delete_survive_dropped_connections(quota_broker: BrokerFa
     assert _unanswered_topics(broker, hits) <= set(failed)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "broker bug (testing/_server.py, issue 12 part A): drop_connections() aborts the transports but not the "
-        "connection handlers, so a handler holding a response (set_latency) wakes up, stamps responded_at and "
-        "writes into the aborted transport: the request log says answered for a response nobody received"
-    ),
-)
 def test_request_log_does_not_claim_answers_lost_to_dropped_connections(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()
     broker.set_latency(0.5)
