@@ -308,3 +308,22 @@ def test_confluent_list_topics_of_a_missing_topic_creates_it_as_kafka_does(quota
     [described] = admin.describe_topics(TopicCollection(["described"])).values()
     assert described.exception(30).args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
     assert broker.topics() == {"listed": 1}
+
+
+def test_static_broker_configs_set_the_defaults_and_can_turn_auto_creation_off() -> None:
+    """KafkaConfig / ServerLogConfigs: num.partitions is the default partition count, auto.create.topics.enable
+    turns Metadata auto-creation off, and a bad value is refused with Kafka's ConfigException message."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from throttled_admin.testing import QuotaBroker
+
+    with pytest.raises(ValueError, match="Invalid value abc for configuration num.partitions"):
+        QuotaBroker(broker_configs={"num.partitions": "abc"})
+    configs = {"num.partitions": "3", "auto.create.topics.enable": "false"}
+    with QuotaBroker(broker_configs=configs) as broker:
+        broker.create_topic("set.up", 2, {"retention.ms": "1000"})
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        [future] = admin.create_topics([NewTopic("defaulted")]).values()
+        future.result(30)
+        admin.list_topics(topic="not.created", timeout=10)
+        assert broker.topics() == {"set.up": 2, "defaulted": 3}

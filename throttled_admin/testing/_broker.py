@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, Literal
@@ -53,7 +53,9 @@ class QuotaBroker:
     thread's time per second over ``request_quota_window_num`` windows of ``request_quota_window_size_s``
     (Kafka's ``quota.window.*``); ``request_time_cost_ms`` makes every request cost that fixed time instead of
     its measured handling time (deterministic tests). ``request_log_limit`` caps the request log (the oldest
-    records are dropped).
+    records are dropped). ``broker_configs`` are static broker configs, validated as Kafka does: for example
+    ``num.partitions``, ``default.replication.factor``, ``auto.create.topics.enable`` (default ``true``, as Kafka)
+    and ``log.retention.hours``, which topics then show as STATIC_BROKER_CONFIG defaults.
     """
 
     def __init__(
@@ -71,6 +73,7 @@ class QuotaBroker:
         request_quota_window_num: int = 11,
         request_quota_window_size_s: float = 1.0,
         request_log_limit: int = DEFAULT_REQUEST_LOG_LIMIT,
+        broker_configs: Mapping[str, str] | None = None,
     ) -> None:
         if num_brokers < 1:
             raise ValueError(f"num_brokers must be >= 1, got {num_brokers}")
@@ -100,7 +103,7 @@ class QuotaBroker:
         self._request_time_cost_ms = request_time_cost_ms
         self._request_log_limit = request_log_limit
         node_ids = list(range(num_brokers))
-        self._cluster = Cluster(node_ids)
+        self._cluster = Cluster(node_ids, broker_configs=broker_configs)
         self._ports = {node: (port + node if port else 0) for node in node_ids}
         self._faults = Faults()
         self._context = BrokerContext(
@@ -178,11 +181,10 @@ class QuotaBroker:
         """Topic name -> partition count."""
         return self._cluster.snapshot()
 
-    def create_topic(self, name: str, num_partitions: int = 1) -> None:
+    def create_topic(self, name: str, num_partitions: int = 1, configs: Mapping[str, str] | None = None) -> None:
         """Create a topic directly (no request, no quota), to set up a test."""
-        error, _ = self._cluster.create_topic(
-            CreateSpec(name, num_partitions, -1), RequestQuota(self._quotas, None, strict=False), validate_only=False
-        )
+        spec = CreateSpec(name, num_partitions, -1, configs=dict(configs or {}))
+        error, _ = self._cluster.create_topic(spec, RequestQuota(self._quotas, None, strict=False), validate_only=False)
         if error.code:
             raise ValueError(f"cannot create topic {name!r}: {error.message}")
 
