@@ -317,7 +317,7 @@ def test_static_broker_configs_set_the_defaults_and_can_turn_auto_creation_off()
 
     from throttled_admin.testing import QuotaBroker
 
-    with pytest.raises(ValueError, match="Invalid value abc for configuration num.partitions"):
+    with pytest.raises(ValueError, match=r"Invalid value abc for configuration num\.partitions"):
         QuotaBroker(broker_configs={"num.partitions": "abc"})
     configs = {"num.partitions": "3", "auto.create.topics.enable": "false"}
     with QuotaBroker(broker_configs=configs) as broker:
