@@ -22,34 +22,31 @@ from throttled_admin.testing import QuotaBroker
 pytestmark = pytest.mark.slow  # a Spark session, and (some) a JVM of its own
 
 
-def test_demo_provisions_every_topic_through_spark_and_plots(tmp_path: Path) -> None:
+def test_demo_provisions_every_topic_through_spark_and_plots(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # In-process (``python -m throttled_admin.demo`` only adds ``raise SystemExit(main())``): the test
+    # session's Spark JVM is then started once, not once more per subprocess.
     png = tmp_path / "admitted.png"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "throttled_admin.demo",
-            "--topics",
-            "60",
-            "--plot",
-            str(png),
-            "--progress-interval",
-            "1",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=REPO,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    out = result.stdout
+    code = demo.main(["--topics", "60", "--plot", str(png), "--progress-interval", "1"])
+    captured = capsys.readouterr()
+    out = captured.out
+    assert code == 0, out + captured.err[-3000:]
     assert "plan: 60 topics, 162 mutations, 6 quota entities" in out
     assert "result: 60 of 60 rows reported: created 60" in out
     assert "rerun of the same plan: unchanged 60" in out
     for entity in ("east-payments", "east-search", "east-analytics", "west-payments", "west-search", "west-analytics"):
         assert re.search(rf"^  {entity} +\d+/s +\d+ ", out, re.MULTILINE), entity
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "sasl.password" not in out + result.stderr
+    assert "sasl.password" not in out + captured.err
+
+
+def test_demo_module_runs_as_a_script() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "throttled_admin.demo", "--help"], capture_output=True, text=True, timeout=60, cwd=REPO
+    )
+    assert result.returncode == 0, result.stderr
+    assert "--profiles" in result.stdout
 
 
 def test_demo_against_clusters_from_a_profiles_file(
