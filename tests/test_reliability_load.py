@@ -15,11 +15,12 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError
 
-from tests.reliability_helpers import error_text, hedged, mutation_requests, outcomes
+from tests.reliability_helpers import assert_truthful, error_code, error_text, hedged, mutation_requests, outcomes
 from throttled_admin import NewPartitions, NewTopic, ThrottledAdminClient
 from throttled_admin.testing import QuotaBroker
 
@@ -145,3 +146,94 @@ def test_32_threads_x_100_mixed_calls_under_a_strict_quota(quota_broker: BrokerF
     assert metrics["retry-total"] == retried
     assert all(r.held_s < 0.5 for r in log), "a request waited in a muted connection"
     print(f"\n{THREADS * CALLS_PER_THREAD} calls, {len(log)} requests, {throttled} throttled topics, {elapsed_s:.1f} s")
+
+
+@pytest.mark.slow
+def test_cancel_under_load_withdraws_only_what_was_not_sent(quota_broker: BrokerFactory) -> None:
+    """8 threads fire creates without waiting and cancel about half of them at once, under a strict quota that
+    keeps a queue: a cancel that returned True means the topic was never sent, so the broker must not hold it;
+    every other topic resolves, truthfully."""
+    broker = quota_broker(controller_mutation_rate=200, quota_window_num=1, enforcement="strict")
+    cancelled: dict[str, bool] = {}
+    futures: dict[str, Any] = {}
+    lock = threading.Lock()
+
+    def fire(index: int) -> None:
+        rng = random.Random(index)
+        for call in range(25):
+            names = [f"c{index}-{call}-{k}" for k in range(2)]
+            submitted = admin.create_topics([NewTopic(n, 2, 1) for n in names])
+            victim = rng.choice(names) if rng.random() < 0.5 else None
+            with lock:
+                futures.update(submitted)
+                if victim is not None:
+                    cancelled[victim] = submitted[victim].cancel()
+
+    with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        threads = [threading.Thread(target=fire, args=(i,), daemon=True) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert not any(t.is_alive() for t in threads)
+        results = {
+            name: None if future.cancelled() else future.exception(HANG_GUARD_S) for name, future in futures.items()
+        }
+    held = broker.topics()
+    withdrawn = {name for name, ok in cancelled.items() if ok}
+    assert withdrawn, "nothing was still queued to withdraw: raise the load"
+    assert all(futures[name].cancelled() for name in withdrawn)
+    assert not withdrawn & set(held), "a withdrawn topic was sent"
+    sent_topics = {t for r in mutation_requests(broker) for t in r.errors}
+    assert not withdrawn & sent_topics
+    others = {name: exc for name, exc in results.items() if name not in withdrawn}
+    assert_truthful("create", others, held, wanted=dict.fromkeys(others, 2))
+    assert all(exc is None for exc in others.values()), [error_text(e) for e in others.values() if e][:5]
+
+
+@pytest.mark.slow
+def test_close_under_load(quota_broker: BrokerFactory) -> None:
+    """8 threads keep submitting while another closes the client: every future resolves at once, submissions after
+    close raise RuntimeError, and at most the one request in flight can hold topics the caller heard nothing
+    definite about."""
+    broker = quota_broker(controller_mutation_rate=200, quota_window_num=1, enforcement="strict")
+    broker.set_latency(0.05)
+    admin = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    futures: dict[str, Any] = {}
+    refused: list[str] = []
+    lock = threading.Lock()
+
+    def fire(index: int) -> None:
+        for call in range(10_000):
+            name = f"x{index}-{call}"
+            try:
+                submitted = admin.create_topics([NewTopic(name, 1, 1)])
+            except RuntimeError as exc:
+                refused.append(str(exc))
+                return
+            with lock:
+                futures.update(submitted)
+            time.sleep(0.002)
+
+    threads = [threading.Thread(target=fire, args=(i,), daemon=True) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 20
+    while len(broker.topics()) < 100 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    admin.close()
+    for thread in threads:
+        thread.join(20)
+    assert not any(t.is_alive() for t in threads)
+    assert len(refused) == 8
+    assert all("closed" in text for text in refused)
+    results = outcomes(futures, timeout_s=5)
+    time.sleep(0.3)  # a request written just before close may reach the broker a moment later
+    held = broker.topics()
+    assert all(name in held for name, exc in results.items() if exc is None)
+    destroyed = {name for name, exc in results.items() if exc is not None and error_code(exc) == KafkaError._DESTROY}
+    assert destroyed, "nothing was pending at close: raise the load"
+    assert all(exc is None or name in destroyed or hedged(exc) for name, exc in results.items())
+    # _DESTROY topics the broker holds can only come from the one request in flight at close
+    last = mutation_requests(broker)[-1]
+    assert destroyed & set(held) <= set(last.errors)
