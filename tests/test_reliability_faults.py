@@ -26,7 +26,7 @@ from tests.reliability_helpers import (
     mutation_requests,
     outcomes,
 )
-from throttled_admin import NewPartitions, NewTopic
+from throttled_admin import MutationQuota, NewPartitions, NewTopic
 from throttled_admin.testing import QuotaBroker
 
 BrokerFactory = Callable[..., QuotaBroker]
@@ -96,10 +96,14 @@ def test_bulk_create_survives_connection_faults_mid_request(quota_broker: Broker
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("operation", ["grow", "delete"])
-def test_bulk_grow_and_delete_survive_dropped_connections(quota_broker: BrokerFactory, operation: str) -> None:
+@pytest.mark.parametrize(("operation", "quota"), [("grow", None), ("delete", None), ("delete", 150.0)])
+def test_bulk_grow_and_delete_survive_dropped_connections(
+    quota_broker: BrokerFactory, operation: str, quota: float | None
+) -> None:
     """The same for CreatePartitions and DeleteTopics, whose "already done" answers after a lost attempt are
-    INVALID_PARTITIONS and UNKNOWN_TOPIC_OR_PART: they must say so, and nothing may be lost."""
+    INVALID_PARTITIONS and UNKNOWN_TOPIC_OR_PART: they must say so, and nothing may be lost. Paced with a
+    MutationQuota, the client also reads the topics' partition counts (delete costs) over the failing
+    connections."""
     broker = quota_broker(controller_mutation_rate=150, quota_window_num=1, enforcement="strict")
     names = [f"{operation}-{i}" for i in range(300)]
     for name in names:
@@ -107,7 +111,8 @@ def test_bulk_grow_and_delete_survive_dropped_connections(quota_broker: BrokerFa
     before = broker.topics()
     broker.set_latency(0.15)
     hits: list[float] = []
-    with admin_for(broker) as admin:
+    pacing = MutationQuota(rate=quota) if quota is not None else None
+    with admin_for(broker, mutation_quota=pacing) as admin:
         if operation == "grow":
             futures = admin.create_partitions([NewPartitions(n, 2) for n in names], timeout_ms=45000)
         else:
