@@ -216,3 +216,18 @@ def test_ensure_reconfigures_differing_configs(quota_broker: BrokerFactory) -> N
     assert "retention.ms=2000" in (results[0].detail or "")
     assert results[1].status == "failed"
     assert summarize(execute(rows[:1], profile)) == {"unchanged": 1}
+
+
+def test_a_learned_quota_under_strict_enforcement(quota_broker: BrokerFactory) -> None:
+    # No mutation_rate in the profile: the client learns it from the broker's error-89 throttles.
+    broker = quota_broker(controller_mutation_rate=20, enforcement="strict")
+    rows = [PlanRow("east", "ensure", f"learn.{i:02d}", 5) for i in range(60)]
+    updates: list[Progress] = []
+    results = execute(rows, profile_for(broker, rate=None), progress=updates.append)
+    assert summarize(results) == {"created": 60}
+    rejected = [r for r in broker.request_log() if r.api_name == "CreateTopics" and 89 in r.errors.values()]
+    assert rejected  # the broker did push back, and the client retried only those topics
+    assert any(r.throttle_time_ms > 0 for r in results)  # rows that waited out a throttle say so
+    learned = [u.quota_rate for u in updates if u.quota_rate is not None]
+    assert learned
+    assert learned[-1] > 0
