@@ -83,7 +83,9 @@ def test_bulk_create_survives_connection_faults_mid_request(quota_broker: Broker
         striker.start()
         results = outcomes(futures)
         striker.join(30)
+        requests_sent = admin.metrics()["request-total"]
     assert len(hits) == 3, "the fault never hit a request in flight"
+    assert requests_sent == len(mutation_requests(broker))  # nothing sent twice behind our back, nothing uncounted
     held = broker.topics()
     assert_truthful("create", results, held, wanted=dict.fromkeys(names, 1))
     # Nothing lost: with time left, a topic whose request died is sent again, so every topic is in the broker...
@@ -123,7 +125,9 @@ def test_bulk_grow_and_delete_survive_dropped_connections(
         striker.start()
         results = outcomes(futures)
         striker.join(30)
+        requests_sent = admin.metrics()["request-total"]
     assert len(hits) == 3, "the fault never hit a request in flight"
+    assert requests_sent == len(mutation_requests(broker))  # nothing sent twice behind our back, nothing uncounted
     held = broker.topics()
     if operation == "grow":
         assert_truthful("grow", results, held, before=before, wanted=dict.fromkeys(names, 2))
