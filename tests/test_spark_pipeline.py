@@ -45,12 +45,12 @@ def plain(broker: QuotaBroker, name: str, rate: float = 50.0) -> Profile:
     return Profile(name, {"bootstrap.servers": broker.bootstrap_servers}, rate, request_timeout_s=3.0)
 
 
-def tenant(broker: QuotaBroker, user: str, rate: float = 50.0) -> Profile:
+def tenant(broker: QuotaBroker, user: str, rate: float = 50.0, password: str | None = None) -> Profile:
     conf = {
         "bootstrap.servers": broker.bootstrap_servers,
         **SASL,
         "sasl.username": user,
-        "sasl.password": PASSWORDS.get(user, "x"),
+        "sasl.password": password if password is not None else PASSWORDS[user],
     }
     return Profile(user, conf, rate, request_timeout_s=3.0)
 
@@ -154,13 +154,13 @@ def test_sasl_profiles_work_and_no_credential_leaks(
 
 def test_eight_quota_entities_on_two_cores_run_in_one_wave(spark: Any, quota_broker: BrokerFactory) -> None:
     users = [f"tenant{i}" for i in range(8)]
-    PASSWORDS.update({user: f"{user}-pw" for user in users})
-    brokers = [quota_broker(users={u: PASSWORDS[u] for u in users}) for _ in range(2)]
+    passwords = {user: f"{user}-pw" for user in users}
+    brokers = [quota_broker(users=passwords) for _ in range(2)]
     profiles = {}
     for i, user in enumerate(users):
         broker = brokers[i % 2]
         broker.set_quota(user=user, controller_mutation_rate=10)
-        profiles[user] = tenant(broker, user, 10.0)
+        profiles[user] = tenant(broker, user, 10.0, passwords[user])
     # 150 mutations per entity at 10/s, burst 110: each entity needs >= 4 s of quota time.
     df = plan(spark, *[(user, "ensure", f"{user}.{i:02d}", 10) for user in users for i in range(15)])
     results = apply_plan(df, profiles)
