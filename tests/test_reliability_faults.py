@@ -67,15 +67,40 @@ def _strike_in_flight(broker: QuotaBroker, fault: Callable[[], None], times: int
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fault", ["drop_connections", "restart"])
-def test_bulk_create_survives_connection_faults_mid_request(quota_broker: BrokerFactory, fault: str) -> None:
+@pytest.mark.parametrize(
+    ("fault", "num_brokers", "sasl"),
+    [
+        pytest.param("drop_connections", 1, False, id="drop"),
+        pytest.param("restart", 1, False, id="restart"),
+        pytest.param("drop_connections", 3, False, id="drop-3-nodes"),
+        pytest.param("restart", 1, True, id="restart-sasl"),
+    ],
+)
+def test_bulk_create_survives_connection_faults_mid_request(
+    quota_broker: BrokerFactory, fault: str, num_brokers: int, sasl: bool
+) -> None:
     """500 topics under a strict quota; three times the connection dies (or the broker bounces) while a request's
-    response is held back: every topic ends up created, and any failure admits the earlier attempt."""
-    broker = quota_broker(controller_mutation_rate=150, quota_window_num=1, enforcement="strict")
+    response is held back: every topic ends up created, and any failure admits the earlier attempt. On three
+    nodes the mutations go through the controller's node; with SASL every new connection authenticates again
+    (which must not be mistaken for an authentication failure)."""
+    users = {"alice": "alice-pw"} if sasl else None
+    broker = quota_broker(
+        controller_mutation_rate=150, quota_window_num=1, enforcement="strict", num_brokers=num_brokers, users=users
+    )
     broker.set_latency(0.15)  # each response is held: the fault lands while a request is in flight
     names = [f"bulk-{i}" for i in range(500)]
     hits: list[float] = []
-    with admin_for(broker) as admin:
+    conf = (
+        {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": "alice",
+            "sasl.password": "alice-pw",
+        }
+        if sasl
+        else {}
+    )
+    with admin_for(broker, conf) as admin:
         futures = admin.create_topics([NewTopic(n, 1, 1) for n in names], timeout_ms=45000)
         striker = threading.Thread(
             target=_strike_in_flight, args=(broker, getattr(broker, fault), 3, hits), daemon=True
