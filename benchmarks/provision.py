@@ -21,6 +21,8 @@ Everything measured about the broker's side comes from its request log:
 from __future__ import annotations
 
 import argparse
+import math
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -48,6 +50,7 @@ class Run:
     failed: dict[str, str] = field(default_factory=dict)  # topic -> error name
     records: list[RequestRecord] = field(default_factory=list)
     held: set[str] = field(default_factory=set)  # topics the broker holds at the end
+    metrics: dict[str, float] = field(default_factory=dict)  # ThrottledAdminClient.metrics() at the end
 
     @property
     def seconds(self) -> float:
@@ -123,6 +126,7 @@ def _ours(batch_size: int | None, quota: Callable[[argparse.Namespace], Mutation
                 for batch in _batches(names, batch_size or len(names))
             ]
             _wait_all(futures, run)
+            run.metrics = admin.metrics()
 
     return strategy
 
@@ -163,30 +167,39 @@ def t_star(args: argparse.Namespace) -> float:
     return max(0.0, mutations - _burst(args)) / float(args.rate)
 
 
-def row(run: Run, args: argparse.Namespace) -> list[str]:
+def _spread(values: list[float], fmt: str) -> str:
+    """The median, and the range when the run was repeated."""
+    middle, low, high = (fmt.format(f(values)) for f in (statistics.median, min, max))
+    return middle if low == high else f"{middle} ({low}-{high})"
+
+
+def row(runs: list[Run], args: argparse.Namespace) -> list[str]:
+    """One strategy's repetitions: medians, with the range in parentheses when they differ."""
     floor = t_star(args)
     envelope = args.rate * args.window + _burst(args)
-    rejected = sum(code == QUOTA_EXCEEDED for r in run.records for code in r.errors.values())
-    peak = peak_in_window(run.records, args.window)
-    lied = sum(name in run.held for name in run.failed)
-    held_s = max((r.held_s for r in run.records), default=0.0)
-    ratio = f"{run.seconds / floor:.2f}" if floor > 0 else "-"
+    rejected = [float(sum(code == QUOTA_EXCEEDED for r in run.records for code in r.errors.values())) for run in runs]
+    peaks = [peak_in_window(run.records, args.window) for run in runs]
     return [
-        run.strategy,
-        f"{run.seconds:.2f} s",
-        ratio,
-        str(len(run.failed)),
-        str(lied),
-        str(len(run.records)),
-        f"{rejected} ({100 * rejected / args.topics:.0f} %)",
-        f"{held_s:.2f} s",
-        f"{peak:.0f} ({peak / envelope:.2f}x)",
+        runs[0].strategy,
+        _spread([run.seconds for run in runs], "{:.2f}") + " s",
+        _spread([run.seconds / floor for run in runs], "{:.2f}") if floor > 0 else "-",
+        _spread([float(len(run.failed)) for run in runs], "{:.0f}"),
+        _spread([float(sum(name in run.held for name in run.failed)) for run in runs], "{:.0f}"),
+        _spread([float(len(run.records)) for run in runs], "{:.0f}"),
+        _spread(rejected, "{:.0f}") + f" ({100 * statistics.median(rejected) / args.topics:.0f} %)",
+        _spread([max((r.held_s for r in run.records), default=0.0) for run in runs], "{:.2f}") + " s",
+        _spread(peaks, "{:.0f}") + f" ({statistics.median(peaks) / envelope:.2f}x)",
     ]
 
 
 def trace(run: Run) -> str:
     """The run's requests as the broker saw them, times in seconds since the first call."""
-    lines = [f"  {run.strategy}, {run.enforcement}: arrived  received  responded  topics  admitted  89s  throttle"]
+    rate = run.metrics.get("mutation-rate")
+    lines = [
+        f"  {run.strategy}, {run.enforcement}"
+        + (f" (client's mutation-rate at the end: {rate:.1f}/s)" if rate and math.isfinite(rate) else "")
+    ]
+    lines.append("   arrived  received  responded  topics  admitted  89s  throttle")
     for r in run.records:
         rejected = sum(code == QUOTA_EXCEEDED for code in r.errors.values())
         responded = f"{r.responded_at - run.started_at:9.3f}" if r.responded_at is not None else "        -"
@@ -200,7 +213,7 @@ def trace(run: Run) -> str:
 COLUMNS = [
     "strategy",
     "completion",
-    "/ T*",
+    "completion / T*",
     "topics failed",
     "failed but on broker",
     "CreateTopics requests",
@@ -234,6 +247,23 @@ def plot(runs: list[Run], args: argparse.Namespace, path: str) -> None:
             ys.append(admitted)
             ax.step(xs, ys, where="post", linewidth=1.6, label=run.strategy)
         ax.axhline(total, color="grey", linewidth=0.8, linestyle=":")
+        # Lines that rise at t = 0 and stop there overlap on the axis: name them.
+        instant = [
+            f"{run.strategy}: {sum(r.mutations for r in run.records)}"
+            for run in runs
+            if run.enforcement == enforcement
+            and run.records
+            and run.records[-1].received_at - run.started_at < 0.05 * horizon
+        ]
+        if instant:
+            ax.text(
+                0.03 * horizon,
+                total * 1.1,
+                "all at t ≈ 0 (admitted):\n" + "\n".join(instant),
+                fontsize=8,
+                verticalalignment="top",
+                bbox={"facecolor": "white", "edgecolor": "grey", "alpha": 0.9},
+            )
         ax.set_xlim(0, horizon)
         ax.set_ylim(0, total * 1.15)
         ax.set_title(f"enforcement={enforcement}")
@@ -244,7 +274,7 @@ def plot(runs: list[Run], args: argparse.Namespace, path: str) -> None:
     fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=9, frameon=False)
     fig.suptitle(
         f"{args.topics} topics x {args.partitions} partitions, R = {args.rate:g}/s, B = {_burst(args):g}: "
-        f"admitted mutations against the quota envelope (the bare clients stop at ~400: the rest failed)"
+        f"mutations admitted by the broker against the quota envelope"
     )
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     fig.savefig(path, dpi=110)
@@ -262,6 +292,7 @@ def main() -> None:
     parser.add_argument("--strategy", choices=list(STRATEGIES), action="append", help="default: all")
     parser.add_argument("--plot", metavar="PATH", help="write a PNG of admitted mutations over time")
     parser.add_argument("--trace", action="store_true", help="print every CreateTopics request of every run")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per strategy: medians (min-max); plot: median run")
     args = parser.parse_args()
     burst = _burst(args)
     print(
@@ -275,11 +306,11 @@ def main() -> None:
         print(f"### enforcement={enforcement}\n")
         print("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS), flush=True)
         for name in args.strategy or STRATEGIES:
-            run = run_one(name, enforcement, args)
-            runs.append(run)
-            print(markdown_table(COLUMNS, [row(run, args)]).splitlines()[-1], flush=True)
+            repeats = [run_one(name, enforcement, args) for _ in range(args.repeat)]
+            runs.append(sorted(repeats, key=lambda run: run.seconds)[len(repeats) // 2])  # the plot: the median one
+            print(markdown_table(COLUMNS, [row(repeats, args)]).splitlines()[-1], flush=True)
             if args.trace:
-                print(trace(run), flush=True)
+                print("\n".join(trace(run) for run in repeats), flush=True)
         print()
     if args.plot:
         plot(runs, args, args.plot)
