@@ -9,6 +9,7 @@ not yet answered is in flight), not from sleeps, so they hit what they aim at on
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 import time
@@ -26,7 +27,7 @@ from tests.reliability_helpers import (
     mutation_requests,
     outcomes,
 )
-from throttled_admin import MutationQuota, NewPartitions, NewTopic
+from throttled_admin import MutationQuota, NewPartitions, NewTopic, ThrottlingQuotaExceededException
 from throttled_admin.testing import QuotaBroker
 
 BrokerFactory = Callable[..., QuotaBroker]
@@ -261,6 +262,47 @@ def test_transient_errors_are_retried_within_the_deadline(quota_broker: BrokerFa
         codes = [set(r.errors.values()) for r in mutation_requests(broker, api_key)]
         assert codes[:2] == [{code}, {code}], codes  # refused twice, applied on the third request
         assert codes[2] == {0}
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        KafkaError.UNKNOWN,
+        KafkaError.POLICY_VIOLATION,
+        KafkaError.INVALID_REQUEST,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+    ],
+)
+def test_final_errors_are_reported_at_once_and_not_retried(quota_broker: BrokerFactory, code: int) -> None:
+    broker = quota_broker()
+    broker.fail_next("CreateTopics", code)
+    with admin_for(broker) as admin:
+        started = time.monotonic()
+        results = outcomes(admin.create_topics([NewTopic("f-1", 1, 1), NewTopic("f-2", 1, 1)], timeout_ms=30000))
+        elapsed_s = time.monotonic() - started
+    assert elapsed_s < 10  # not at the deadline
+    assert {name: error_code(exc) if exc else None for name, exc in results.items()} == {"f-1": code, "f-2": code}
+    assert len(mutation_requests(broker)) == 1
+    assert broker.topics() == {}
+
+
+def test_error_89_without_a_throttle_backs_off_and_retries(quota_broker: BrokerFactory) -> None:
+    """Error 89 with throttle_time_ms = 0 (some Kafka-compatible services): there is no throttle to wait, so the
+    client backs off exponentially (retry.backoff.ms) and re-sends; with retry off the caller gets it at once."""
+    broker = quota_broker()
+    broker.fail_next("CreateTopics", KafkaError.THROTTLING_QUOTA_EXCEEDED, count=3)
+    with admin_for(broker, {"retry.backoff.ms": 20, "retry.backoff.max.ms": 200}) as admin:
+        assert outcomes(admin.create_topics([NewTopic("q", 1, 1)], timeout_ms=30000)) == {"q": None}
+        log = mutation_requests(broker)
+        assert [r.errors for r in log] == [{"q": 89}] * 3 + [{"q": 0}]
+        gaps = [later.arrived_at - earlier.responded_at for earlier, later in itertools.pairwise(log)]
+        assert all(gap >= 0.01 for gap in gaps), gaps  # backed off (20 ms x 2^n, minus 20 % jitter)
+        broker.fail_next("CreateTopics", KafkaError.THROTTLING_QUOTA_EXCEEDED)
+        result = outcomes(admin.create_topics([NewTopic("no-retry", 1, 1)], retry_on_quota_violation=False))
+    exc = result["no-retry"]
+    assert isinstance(exc, ThrottlingQuotaExceededException)
+    assert exc.throttle_time_ms == 0
+    assert broker.topics() == {"q": 1}
 
 
 def test_transient_error_until_the_deadline_is_retried_and_truthful(quota_broker: BrokerFactory) -> None:
