@@ -15,7 +15,7 @@ Everything measured about the broker's side comes from its request log:
 
     .venv/bin/python benchmarks/provision.py                       # 300 x 4, R = B = 400, both enforcements
     .venv/bin/python benchmarks/provision.py --plot docs/images/provision.png
-    .venv/bin/python benchmarks/provision.py --topics 1000 --partitions 2 --rate 200 --burst 2200
+    .venv/bin/python benchmarks/provision.py --topics 500 --partitions 2 --rate 200 --burst 600
 """
 
 from __future__ import annotations
