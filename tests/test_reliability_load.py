@@ -237,3 +237,44 @@ def test_close_under_load(quota_broker: BrokerFactory) -> None:
     # _DESTROY topics the broker holds can only come from the one request in flight at close
     last = mutation_requests(broker)[-1]
     assert destroyed & set(held) <= set(last.errors)
+
+
+@pytest.mark.slow
+def test_clients_sharing_one_quota(quota_broker: BrokerFactory) -> None:
+    """Four clients of one principal (one token bucket) create 150 topics each at once: each is throttled by the
+    others' mutations too, and every topic still succeeds by its deadline; no request waits in a muted
+    connection."""
+    broker = quota_broker(controller_mutation_rate=300, quota_window_num=1, enforcement="strict")
+    clients = [
+        ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers, "client.id": f"tenant-{i}"})
+        for i in range(4)
+    ]
+    try:
+        futures: dict[str, Any] = {}
+        for i, admin in enumerate(clients):
+            futures.update(admin.create_topics([NewTopic(f"shared-{i}-{k}", 2, 1) for k in range(150)]))
+        results = outcomes(futures)
+        metrics = [admin.metrics() for admin in clients]
+    finally:
+        for admin in clients:
+            admin.close()
+    assert results == dict.fromkeys(futures)
+    assert broker.topics() == dict.fromkeys(futures, 2)
+    log = mutation_requests(broker)
+    assert sum(m["request-total"] for m in metrics) == len(log)
+    assert sum(m["quota-violation-total"] > 0 for m in metrics) >= 2, "the clients did not contend for the quota"
+    assert all(r.held_s < 0.5 for r in log)
+
+
+@pytest.mark.slow
+def test_one_call_of_3000_topics(quota_broker: BrokerFactory) -> None:
+    """More topics than one request carries (1000): split into requests in call order, all created."""
+    broker = quota_broker()
+    names = [f"big-{i:04d}" for i in range(3000)]
+    with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        assert outcomes(admin.create_topics([NewTopic(n, 1, 1) for n in names])) == dict.fromkeys(names)
+        assert outcomes(admin.delete_topics(names)) == dict.fromkeys(names)
+    log = mutation_requests(broker)
+    assert all(len(r.errors) <= 1000 for r in log)
+    assert [t for r in log if r.api_key == 19 for t in r.errors] == names
+    assert broker.topics() == {}
