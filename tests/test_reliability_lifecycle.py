@@ -285,3 +285,36 @@ def test_interpreter_exit_fails_pending_work_instead_of_hanging(quota_broker: Br
     assert time.monotonic() - started < 20
     assert "exiting" in proc.stdout
     assert "resolved: _DESTROY" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_concurrent_close_from_many_threads(quota_broker: BrokerFactory) -> None:
+    """Eight threads close one client with a request in flight and topics queued: none raises or hangs, and when
+    any close() returns, every future has resolved and new calls are refused."""
+    broker = quota_broker(controller_mutation_rate=50, quota_window_num=1, enforcement="strict")
+    broker.blackhole_next("CreateTopics")
+    admin = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    futures = admin.create_topics([NewTopic(f"cc-{i}", 5, 1) for i in range(50)], timeout_ms=60000)
+    deadline = time.monotonic() + 10
+    while not broker.topics():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    problems: list[str] = []
+
+    def close() -> None:
+        try:
+            admin.close()
+            if not all(f.done() for f in futures.values()):
+                problems.append("close() returned with futures pending")
+            with pytest.raises(RuntimeError):
+                admin.create_topics([NewTopic("after", 1, 1)])
+        except BaseException as exc:
+            problems.append(repr(exc))
+
+    threads = [threading.Thread(target=close) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert not any(t.is_alive() for t in threads)
+    assert problems == []
+    assert all(error_code(f.exception(0)) == KafkaError._DESTROY for f in futures.values())
