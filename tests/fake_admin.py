@@ -113,8 +113,8 @@ def install(mocker: Any) -> None:
     confs: list[dict[str, Any]] = []
     real = throttled_admin._client.install_callbacks
 
-    def capture(conf: dict[str, Any], sink: Any) -> dict[str, Any]:
-        confs.append(real(conf, sink))
+    def capture(conf: dict[str, Any], sink: Any, run_user: Any) -> dict[str, Any]:
+        confs.append(real(conf, sink, run_user))
         return confs[-1]
 
     mocker.patch("throttled_admin._client.install_callbacks", capture)

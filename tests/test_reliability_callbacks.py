@@ -76,21 +76,18 @@ def test_raising_conf_callbacks_change_no_outcome(
         assert len(_contained_logs(caplog, name)) == 1, f"{name} failures logged once"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "core bug: conf callbacks (stats_cb here; throttle_cb and error_cb alike) run inside poll() on the "
-        "scheduler's thread, so a callback that takes 1 s (a slow metrics sink) stalls the scheduler: three creates "
-        "the broker answers in milliseconds fail with 'not sent within timeout_ms=1500', resolved after the "
-        "deadline. User callbacks should run off the scheduler thread (as done-callbacks do)"
-    ),
-)
 def test_slow_conf_callback_does_not_delay_outcomes(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()
-    conf = {"statistics.interval.ms": 100, "stats_cb": lambda stats: time.sleep(1.0)}
+    flowing = threading.Event()
+
+    def slow_sink(stats: str) -> None:
+        flowing.set()
+        time.sleep(1.0)
+
+    conf = {"statistics.interval.ms": 100, "stats_cb": slow_sink}
     names = [f"slow-cb-{i}" for i in range(3)]
     with admin_for(broker, conf) as admin:
-        time.sleep(0.3)  # statistics are flowing
+        assert flowing.wait(10)  # statistics are flowing (10 a second, each taking 1 s to deliver)
         results = outcomes(admin.create_topics([NewTopic(n, 1, 1) for n in names], timeout_ms=1500))
     assert results == dict.fromkeys(names)
 
@@ -213,15 +210,6 @@ class SlowInstrumentsProvider(NoOpMeterProvider):
         return Meter(name)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "core bug: ClientMetrics records into the OpenTelemetry instruments synchronously on the scheduler "
-        "thread (record_request, record_throttle, record_violations, record_retry...), so instruments that take "
-        "0.5 s each stall it: a topic throttled for 200 ms fails with THROTTLING_QUOTA_EXCEEDED at its 3 s "
-        "deadline instead of succeeding. Exports should leave the scheduler thread (or never block it)"
-    ),
-)
 def test_slow_meter_provider_does_not_delay_outcomes(quota_broker: BrokerFactory) -> None:
     broker = quota_broker(controller_mutation_rate=10, quota_window_num=1, enforcement="strict")  # burst 10
     names = [f"slow-m-{i}" for i in range(4)]  # 4 x 4 partitions: the fourth is throttled for ~200 ms

@@ -136,15 +136,6 @@ def test_close_fails_pending_topics_with_destroy(quota_broker: BrokerFactory) ->
     assert error_code(exc) == KafkaError._DESTROY
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "core bug (_errors.closed_error via Scheduler._fail_everything): a topic whose request was in flight "
-        "when close() was called fails with _DESTROY 'ThrottledAdminClient was closed before CreateTopics "
-        "completed', although the broker may have applied it (here it did); in-flight topics should say "
-        "'outcome unknown', queued ones that they were not sent"
-    ),
-)
 def test_close_with_a_request_in_flight_is_truthful(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()
     broker.blackhole_next("CreateTopics")  # applied, never answered

@@ -31,6 +31,7 @@ from throttled_admin._options import (
 from throttled_admin._quota import MutationQuota, Pacer
 from throttled_admin._scheduler import ClientGone, Scheduler
 from throttled_admin._settings import ClientSettings, install_callbacks
+from throttled_admin._user_code import SerialRunner
 from throttled_admin._validation import check_delete_topics, check_new_partitions, check_new_topics
 from throttled_admin._work import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, Call, Operation, RequestKind
 
@@ -62,10 +63,17 @@ class _Transport:
         return {name: len(topic.partitions) for name, topic in metadata.topics.items()}
 
 
+def _release(scheduler: Scheduler, user_code: SerialRunner) -> None:
+    """A client dropped without close(): its threads end too (librdkafka's handle is freed with the object)."""
+    scheduler.close()
+    user_code.close()
+
+
 def _or(cost: int | None, default: int | None) -> int | None:
     return default if cost is None else cost
 
 
+_CLOSE_WAIT_S = 30.0
 _live: weakref.WeakSet[Scheduler] = weakref.WeakSet()
 _exit_hook_lock = threading.Lock()
 _exit_hook_registered = False
@@ -125,18 +133,22 @@ class ThrottledAdminClient(AdminClient):
         self._bootstrap_servers = str(conf.get("bootstrap.servers", ""))
         self._client_id = str(conf.get("client.id", "rdkafka"))
         self._mutation_quota = mutation_quota
+        # Callbacks from conf and metric exports run here, in order, never on the scheduler's thread.
+        self._user_code = SerialRunner("throttled-admin-user-code")
         self._metrics = ClientMetrics(
             client_id=self._client_id,
             meter_provider=meter_provider,
             num_samples=settings.metrics_num_samples,
             sample_window_ms=settings.metrics_sample_window_ms,
+            exporter=self._user_code,
         )
         self._scheduler: Scheduler | None = None
         self._close_lock = threading.Lock()
         self._closed = False
+        self._close_done = threading.Event()
         self._pid = os.getpid()
         sink: list[Scheduler] = []  # filled below; the callbacks only ever see the scheduler weakly
-        super().__init__(install_callbacks(conf, lambda: sink[0] if sink else None), **kwargs)
+        super().__init__(install_callbacks(conf, lambda: sink[0] if sink else None, self._user_code.submit), **kwargs)
         scheduler = Scheduler(
             _Transport(self),
             self._metrics,
@@ -147,7 +159,7 @@ class ThrottledAdminClient(AdminClient):
         sink.append(scheduler)
         _live.add(scheduler)
         _register_exit_hook()
-        weakref.finalize(self, scheduler.close)
+        weakref.finalize(self, _release, scheduler, self._user_code)
 
     @property
     def retry_on_quota_violation(self) -> bool:
@@ -249,15 +261,23 @@ class ThrottledAdminClient(AdminClient):
         """Fail every topic still pending (KafkaError._DESTROY), stop the scheduler and release librdkafka's
         handle. Idempotent, and safe from any thread, a done-callback included."""
         with self._close_lock:
-            if self._closed:
-                return
+            first = not self._closed
             self._closed = True
-        scheduler = self._scheduler
-        if scheduler is not None:
-            scheduler.close()
-            _live.discard(scheduler)
-        self._metrics.close()
-        AdminClient.__exit__(self, None, None, None)  # destroys the librdkafka handle now, not at garbage collection
+        if not first:
+            # Another thread is closing: return when it is done, so every close() returns with nothing pending
+            # (bounded: the closer never waits on user code for long).
+            self._close_done.wait(_CLOSE_WAIT_S)
+            return
+        try:
+            scheduler = self._scheduler
+            if scheduler is not None:
+                scheduler.close()
+                _live.discard(scheduler)
+            self._metrics.close()
+            self._user_code.close()
+            AdminClient.__exit__(self, None, None, None)  # destroys librdkafka's handle now, not at collection
+        finally:
+            self._close_done.set()
 
     def __enter__(self) -> ThrottledAdminClient:
         return self

@@ -98,7 +98,12 @@ def refused_error(operation: str, exc: BaseException) -> KafkaException:
     )
 
 
-def closed_error(operation: str) -> KafkaException:
+def closed_error(operation: str, *, sent: bool) -> KafkaException:
+    """_DESTROY for a topic pending at close(): a queued one was not sent; one in flight may have been applied."""
+    if sent:
+        what = "its request was in flight: outcome unknown, the broker may or may not have applied it"
+    else:
+        what = "it was not sent"
     return KafkaException(
-        KafkaError(KafkaError._DESTROY, f"ThrottledAdminClient was closed before {operation} completed")
+        KafkaError(KafkaError._DESTROY, f"ThrottledAdminClient was closed before {operation} completed; {what}")
     )

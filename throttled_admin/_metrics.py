@@ -21,6 +21,7 @@ from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
 from throttled_admin._sensor import WindowedSensor
+from throttled_admin._user_code import SerialRunner
 from throttled_admin._version import __version__
 
 __all__ = ["NODE_ID_ATTRIBUTE", "ClientMetrics"]
@@ -30,6 +31,7 @@ log = logging.getLogger("throttled_admin")
 NODE_ID_ATTRIBUTE = "throttled_admin.node.id"
 # Kafka throttles run from milliseconds to minutes (a KIP-599 burst of 11 windows can mean tens of seconds).
 _THROTTLE_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600]
+_CALL_EXPORT_WAIT_S = 0.05
 _DURATION_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
 
 
@@ -121,6 +123,7 @@ class ClientMetrics:
         meter_provider: MeterProvider | None = None,
         num_samples: int = 2,
         sample_window_ms: int = 30000,
+        exporter: SerialRunner | None = None,
     ):
         self._num_samples = num_samples
         self._window_ms = sample_window_ms
@@ -133,6 +136,8 @@ class ClientMetrics:
         self._mutations = 0
         self._backoff_s = 0.0
         self._export_failed = False
+        # OpenTelemetry exports leave the scheduler's thread: an exporter stuck on the network must not stall it.
+        self._exporter = exporter
         self._base = {"messaging.system": "kafka", "messaging.client.id": client_id}
         try:
             self._instruments = _instruments_for(meter_provider)
@@ -198,19 +203,30 @@ class ClientMetrics:
         self._export(self._instruments.backoff.add, seconds, self._attributes(operation))
 
     def record_call(self, operation: str, seconds: float, error_type: str | None) -> None:
+        """Called before the call's last future resolves. With a healthy exporter the point is exported by
+        then (a reader that looks after the results finds it); a slow one delays the results 50 ms at most."""
         attributes = self._attributes(operation)
         if error_type is not None:
             attributes["error.type"] = error_type
-        self._export(self._instruments.duration.record, seconds, attributes)
+        exported = self._export(self._instruments.duration.record, seconds, attributes)
+        if exported is not None:
+            exported.wait(_CALL_EXPORT_WAIT_S)
 
-    def _export(self, instrument: Any, value: float, attributes: dict[str, Any]) -> None:
-        """An exporter or meter provider that fails must never change, delay or block an outcome."""
-        try:
-            instrument(value, attributes)
-        except Exception:
-            if not self._export_failed:
-                self._export_failed = True
-                log.exception("exporting a throttled_admin metric failed; later failures are not logged")
+    def _export(self, instrument: Any, value: float, attributes: dict[str, Any]) -> threading.Event | None:
+        """An exporter or meter provider that fails or hangs must never change, delay or block an outcome."""
+
+        def export() -> None:
+            try:
+                instrument(value, attributes)
+            except Exception:
+                if not self._export_failed:
+                    self._export_failed = True
+                    log.exception("exporting a throttled_admin metric failed; later failures are not logged")
+
+        if self._exporter is None:
+            export()
+            return None
+        return self._exporter.submit(export)
 
     # -- reading ---------------------------------------------------------------------------------
 

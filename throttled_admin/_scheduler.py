@@ -41,12 +41,13 @@ from throttled_admin._errors import (
     refused_error,
     unknown_outcome_error,
 )
-from throttled_admin._futures import CallbackRunner, TopicFuture
+from throttled_admin._futures import TopicFuture
 from throttled_admin._metrics import ClientMetrics
 from throttled_admin._quota import Pacer
 from throttled_admin._retry import RetryBackoff
 from throttled_admin._round_trip import RoundTrip
 from throttled_admin._throttle import ThrottleTracker
+from throttled_admin._user_code import CallbackRunner
 from throttled_admin._work import CREATE_PARTITIONS, DELETE_TOPICS, Call, RequestKind, Topic
 
 __all__ = ["ClientGone", "Scheduler", "Transport"]
@@ -217,7 +218,7 @@ class Scheduler:
             with self._cv:
                 self._closed = True
         finally:
-            self._fail_everything(lambda call: closed_error(call.kind.operation.name))
+            self._fail_everything(closed_error)
 
     def _iterate(self) -> None:
         try:
@@ -282,12 +283,16 @@ class Scheduler:
         # the metrics always finds this call in them.
         self._metrics.record_call(call.kind.operation.name, self._clock() - call.started_at, call.error_type)
 
-    def _fail_everything(self, make: Callable[[Call], BaseException]) -> None:
+    def _fail_everything(self, make: Callable[..., BaseException]) -> None:
+        """``make(operation, sent=...)``: queued topics were not sent; in-flight ones may have been applied."""
         settle: list[Settlement] = []
         with self._cv:
             for call in list(self._calls.values()):
-                for topic in list(call.queued.values()) + list(call.in_flight.values()):
-                    self._finish(topic, make(call), settle)
+                operation = call.kind.operation.name
+                for topic in list(call.queued.values()):
+                    self._finish(topic, make(operation, sent=topic.outcome_unknown), settle)
+                for topic in list(call.in_flight.values()):
+                    self._finish(topic, make(operation, sent=True), settle)
             self._calls.clear()
         _resolve(settle)
 

@@ -3,14 +3,16 @@
 - Every keyword is checked with a message naming the setting (a bad value never surfaces later as a failed call).
 - The client owns ``throttle_cb`` and ``error_cb``: throttle events feed the scheduler's KIP-219 gate and the
   metrics; authentication errors fail pending work at once. A callback from ``conf`` is still called, after
-  ours, and so is ``stats_cb``; whatever they raise is logged once and contained, because an exception escaping
-  a librdkafka callback surfaces from ``poll()`` and would otherwise stop the client's scheduler.
+  ours, and so is ``stats_cb``, but not inside ``poll()`` on the scheduler's thread: they run in order on the
+  client's serial user-code thread, so a slow one delays nothing of the client's. Whatever they raise is logged
+  once and contained.
 - The callbacks reach the scheduler, never the client: librdkafka's handle keeps its callbacks alive, and a
   path back to the client would be a cycle that keeps librdkafka's threads and sockets alive.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Callable
@@ -121,13 +123,15 @@ class _Contained:
                 log.exception("the %s from conf raised; it is contained (later failures are not logged)", self._name)
 
 
-def install_callbacks(conf: dict[str, Any], sink: Callable[[], EventSink | None]) -> dict[str, Any]:
+def install_callbacks(
+    conf: dict[str, Any], sink: Callable[[], EventSink | None], run_user: Callable[[Callable[[], None]], object]
+) -> dict[str, Any]:
     """A copy of ``conf`` whose callbacks feed ``sink()`` (None until the scheduler exists) and then the user's own."""
     conf = dict(conf)
     user = {key: _Contained(key, conf.pop(key)) for key in _USER_CALLBACKS if conf.get(key) is not None}
     for key in _USER_CALLBACKS:
         conf.pop(key, None)
-    user_throttle, user_error = user.get("throttle_cb"), user.get("error_cb")
+    user_throttle, user_error, user_stats = user.get("throttle_cb"), user.get("error_cb"), user.get("stats_cb")
 
     def throttle_cb(event: Any) -> None:
         target = sink()
@@ -137,7 +141,7 @@ def install_callbacks(conf: dict[str, Any], sink: Callable[[], EventSink | None]
             except Exception:
                 log.exception("recording a throttle event failed")
         if user_throttle is not None:
-            user_throttle(event)
+            run_user(functools.partial(user_throttle, event))
 
     def error_cb(error: KafkaError) -> None:
         target = sink()
@@ -147,10 +151,10 @@ def install_callbacks(conf: dict[str, Any], sink: Callable[[], EventSink | None]
             except Exception:
                 log.exception("handling a librdkafka error event failed")
         if user_error is not None:
-            user_error(error)
+            run_user(functools.partial(user_error, error))
 
     conf["throttle_cb"] = throttle_cb
     conf["error_cb"] = error_cb
-    if "stats_cb" in user:
-        conf["stats_cb"] = user["stats_cb"]
+    if user_stats is not None:
+        conf["stats_cb"] = lambda stats: run_user(functools.partial(user_stats, stats))
     return conf
