@@ -12,7 +12,8 @@ Other per-topic failures are confluent-kafka's own ``KafkaException(KafkaError)`
   was certainly not applied);
 - ``KafkaError._TIMED_OUT`` "... outcome unknown ..." when it was sent and no answer came in time: the
   broker may or may not have applied it;
-- ``KafkaError._DESTROY`` when the client is closed with the topic pending;
+- ``KafkaError._DESTROY`` when the client is closed with the topic pending ("not sent", or "outcome unknown"
+  for a topic whose request was in flight);
 - ``KafkaError._INVALID_ARG`` when confluent-kafka itself refused the call, with its reason.
 Bad input raises ``ValueError`` / ``TypeError`` before anything is sent.
 """
