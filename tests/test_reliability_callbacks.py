@@ -218,6 +218,58 @@ def test_slow_meter_provider_does_not_delay_outcomes(quota_broker: BrokerFactory
     assert results == dict.fromkeys(names)
 
 
+class StuckInstrumentsProvider(NoOpMeterProvider):
+    """Instruments that block until ``release`` is set: an exporter hung on the network."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def get_meter(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        release = self.release
+
+        class Stuck:
+            def add(self, *args: Any, **kwargs: Any) -> None:
+                release.wait(120)
+
+            record = add
+
+        class Meter(NoOpMeter):
+            def create_counter(self, *args: Any, **kwargs: Any) -> Any:
+                return Stuck()
+
+            def create_histogram(self, *args: Any, **kwargs: Any) -> Any:
+                return Stuck()
+
+        return Meter(name)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "core bug (ClientMetrics.record_call, called from Scheduler._account under the scheduler's lock): each "
+        "call's completion waits up to 50 ms for its duration export; with a hung exporter, 200 one-topic calls "
+        "answered together resolve one per 50 ms, about 10 s instead of milliseconds, and every submit() waits "
+        "on the lock meanwhile. The wait should never hold the scheduler (or be one bounded wait per response)"
+    ),
+)
+def test_hung_meter_provider_does_not_delay_outcomes(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker()
+    provider = StuckInstrumentsProvider()
+    try:
+        with admin_for(broker, meter_provider=provider) as admin:
+            futures: dict[str, Any] = {}
+            started = time.monotonic()
+            for i in range(200):
+                futures.update(admin.create_topics([NewTopic(f"hung-{i}", 1, 1)], timeout_ms=60000))
+            results = outcomes(futures)
+            elapsed_s = time.monotonic() - started
+            provider.release.set()
+    finally:
+        provider.release.set()
+    assert results == dict.fromkeys(futures)
+    assert elapsed_s < 3, f"200 calls took {elapsed_s:.1f} s"
+
+
 # -- caller objects changed after the call returned ------------------------------------------------
 
 
