@@ -355,6 +355,34 @@ def test_response_latency_above_the_deadline(quota_broker: BrokerFactory) -> Non
     assert_truthful("create", {"slow": result}, broker.topics())
 
 
+@pytest.mark.parametrize("latency_s", [0.3, 0.7, 0.95, 1.2])
+def test_latency_around_the_deadline_with_retries(quota_broker: BrokerFactory, latency_s: float) -> None:
+    """A strict quota makes the client retry while each response takes a large part of the 1 s deadline: whatever
+    it manages, every topic's outcome is true, and every future resolves by the deadline (+ slack), never after
+    the broker's late answers."""
+    broker = quota_broker(controller_mutation_rate=10, quota_window_num=1, enforcement="strict")  # burst 10
+    names = [f"edge-{i}" for i in range(6)]
+    with admin_for(broker) as admin:
+        admin.list_topics(timeout=10)  # connected before the latency starts
+        broker.set_latency(latency_s)
+        started = time.monotonic()
+        futures = admin.create_topics([NewTopic(n, 3, 1) for n in names], timeout_ms=1000)
+        results = outcomes(futures)
+        elapsed_s = time.monotonic() - started
+        time.sleep(latency_s + 0.3)  # whatever was in flight has reached the broker
+    assert elapsed_s < 1 + 1.5
+    assert_truthful("create", results, broker.topics(), wanted=dict.fromkeys(names, 3))
+
+
+def test_deadline_too_short_to_send_anything(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker()
+    with admin_for(broker) as admin:
+        results = outcomes(admin.create_topics([NewTopic(f"short-{i}", 1, 1) for i in range(100)], timeout_ms=1))
+    assert all(exc is not None and "not sent" in error_text(exc) for exc in results.values())
+    assert broker.topics() == {}
+    assert mutation_requests(broker) == []
+
+
 def test_controller_latency_above_the_deadline_applies_nothing(quota_broker: BrokerFactory) -> None:
     """A busy KRaft controller: the request's timeout_ms (set before the call's deadline) passes before the
     controller gets to it, so it refuses with REQUEST_TIMED_OUT and the topic is never created."""
