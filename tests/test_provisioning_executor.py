@@ -4,12 +4,17 @@ stay out of results and logs."""
 
 from __future__ import annotations
 
+import json
 import logging
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+from tests.conftest import wait_until
 from throttled_admin.provisioning import (
     PlanError,
     PlanRow,
@@ -19,6 +24,7 @@ from throttled_admin.provisioning import (
     apply_plan,
     execute,
     predicted_seconds,
+    read_plan,
     summarize,
 )
 from throttled_admin.testing import QuotaBroker
@@ -231,3 +237,38 @@ def test_a_learned_quota_under_strict_enforcement(quota_broker: BrokerFactory) -
     learned = [u.quota_rate for u in updates if u.quota_rate is not None]
     assert learned
     assert learned[-1] > 0
+
+
+def test_a_rerun_after_a_crash_converges(quota_broker: BrokerFactory, tmp_path: Path) -> None:
+    # The first run is a real process, killed (SIGKILL) half-way through a quota-bound plan.
+    broker = quota_broker(controller_mutation_rate=10)
+    rows = [{"cluster": "east", "action": "ensure", "topic": f"crash.{i:02d}", "partitions": 5} for i in range(40)]
+    (tmp_path / "plan.json").write_text(json.dumps(rows))
+    (tmp_path / "profiles.json").write_text(
+        json.dumps({"east": {"bootstrap.servers": broker.bootstrap_servers, "mutation_rate": 10}})
+    )
+    script = (
+        "import sys; from throttled_admin.provisioning import apply_plan, read_plan, read_profiles; "
+        "apply_plan(read_plan(sys.argv[1]), read_profiles(sys.argv[2]))"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, str(tmp_path / "plan.json"), str(tmp_path / "profiles.json")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        # 200 mutations at 10/s, burst 110: the last creates need 9 s, so this kill lands mid-plan.
+        assert wait_until(lambda: len(broker.topics()) >= 24, timeout_s=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    before = set(broker.topics())
+    assert 0 < len(before) < 40
+
+    results = execute(read_plan(tmp_path / "plan.json"), profile_for(broker, rate=10.0))
+    assert {r.status for r in results} <= {"created", "unchanged"}
+    assert {r.topic for r in results if r.status == "unchanged"} >= before
+    assert broker.topics() == {f"crash.{i:02d}": 5 for i in range(40)}
+    creates = [r for r in broker.request_log() if r.api_name == "CreateTopics"]
+    created_ok = [t for r in creates for t, code in r.errors.items() if code == 0]
+    assert sorted(created_ok) == sorted(f"crash.{i:02d}" for i in range(40))  # each created exactly once
