@@ -164,14 +164,25 @@ def test_close_from_a_done_callback_works() -> None:
     assert client.closed
 
 
-def test_a_throttle_of_zero_with_error_89_backs_off_exponentially() -> None:
-    client, admin = make_client(conf={"retry.backoff.ms": 20, "retry.backoff.max.ms": 1000})
+def test_a_throttle_of_zero_with_error_89_backs_off_exponentially_from_about_a_round_trip() -> None:
+    client, admin = make_client(conf={"retry.backoff.ms": 100, "retry.backoff.max.ms": 1000})
     admin.script.extend([Step({"t": KafkaError.THROTTLING_QUOTA_EXCEEDED})] * 3 + [Step()])
     with client:
         assert errors(client.create_topics(topics("t"))) == {"t": None}
     gaps = [later.at - earlier.at for earlier, later in zip(admin.sent, admin.sent[1:], strict=False)]
-    assert gaps[0] >= 0.015  # 20 ms +- 20 %
-    assert gaps[2] >= 0.06  # 80 ms +- 20 %: doubled each time, not a fixed floor
+    assert gaps[0] >= 0.004  # starts at about one round trip (at least 5 ms, +- 20 %), not retry.backoff.ms
+    assert gaps[2] >= 0.016  # 20 ms +- 20 %: doubled each time without progress
+    assert gaps[2] > gaps[0]
+
+
+def test_progress_resets_the_back_off_of_error_89_without_a_throttle() -> None:
+    client, admin = make_client()
+    quota = KafkaError.THROTTLING_QUOTA_EXCEEDED
+    admin.script.extend([Step({"b": quota, "c": quota}), Step({"c": quota}), Step()])  # "b" made progress
+    with client:
+        assert errors(client.create_topics(topics("a", "b", "c"))) == dict.fromkeys("abc")
+    second_gap = admin.sent[2].at - admin.sent[1].at
+    assert second_gap < 0.5  # back at the start of the sequence, not doubling on
 
 
 def test_retry_off_throttled_topics_fail_with_the_responses_throttle_and_are_not_resent() -> None:

@@ -5,7 +5,9 @@
 - ``NOT_APPLIED``: the broker refused before applying anything, and a retry may succeed (NOT_CONTROLLER,
   and REQUEST_TIMED_OUT from a KRaft controller whose deadline passed), re-sent like Java's AdminClient does;
 - ``UNKNOWN``: the request may or may not have been applied (the connection died after it was written, or
-  no response came): re-sent within the deadline, and a later "already exists" says so.
+  no response came): re-sent within the deadline, and a later "already exists" says so. librdkafka's timeout
+  ("Failed while waiting for controller") is one of them whether or not the request was written: it says the
+  same for a request the controller applied and answered too late.
 librdkafka marks KafkaError(89) non-retriable, so everything is classified by code, never by ``retriable()``.
 """
 

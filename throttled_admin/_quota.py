@@ -6,9 +6,12 @@ time, and the mirror is charged when its answer arrives). So the broker admits e
 a strict broker rejects nothing and a permissive one is never pushed past R x W + B in any window of W seconds.
 Its state is corrected by every throttle the broker reports (throttle t means K = -t x R right after the charge).
 
-With no configured rate the pacer learns it. Right after a throttle t0 the bucket holds K = -t0 x R; a request
-of N mutations admitted dt seconds later, answered with throttle t1, means -t1 x R = -t0 x R + dt x R - N, so
-R = N / (t1 - t0 + dt). Until a rate is known the client sends as Java's does and waits out throttles.
+With no configured rate the pacer learns it. Right after a throttle t0 the bucket holds K = -t0 x R; if N
+mutations are admitted in the requests sent over the next dt seconds (the bucket never filling up meanwhile),
+and the last of them is answered with throttle t1, then -t1 x R = -t0 x R + dt x R - N, so
+R = N / (t1 - t0 + dt). A sample is taken over at least 0.25 s, so millisecond timing noise stays small. Until a
+rate is known, requests grow from 32 mutations, doubling after each answer without a throttle (slow start), so
+the first request never floods a permissive broker (Apache Kafka with librdkafka's old request versions).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ __all__ = ["MutationQuota", "Pacer"]
 # goes out as requests about every 100 ms instead of one topic at a time.
 _MIN_REQUEST_S = 0.1
 _LEARNED_SAMPLES = 5
+_MIN_SAMPLE_SPAN_S = 0.25
+_SLOW_START_MUTATIONS = 32.0
 # The learning formula assumes the bucket did not fill up between the two requests; Kafka's windows are >= 1 s.
 _MAX_REFILL_S = 1.0
 
@@ -59,7 +64,12 @@ class Pacer:
         self.quota = quota
         self._bucket: TokenBucket | None = None
         self._samples: deque[float] = deque(maxlen=_LEARNED_SAMPLES)
-        self._last_throttle: tuple[float, float] | None = None  # (monotonic time, throttle s) of the last throttle
+        # The anchor of a learning sample: (send time, throttle s) of a throttled request, and the mutations
+        # admitted by requests sent after it.
+        self._anchor: tuple[float, float] | None = None
+        self._admitted_since_anchor = 0.0
+        self._last_throttle_end = -math.inf  # send time + throttle of the latest throttled request
+        self._probe = _SLOW_START_MUTATIONS  # slow start while the rate is unknown
         if quota.rate is not None:
             self._set_rate(quota.rate)
 
@@ -79,9 +89,9 @@ class Pacer:
     # -- before a request ------------------------------------------------------------------------
 
     def batch_budget(self, now: float) -> float:
-        """Mutations that can be sent now without a throttle (inf while the rate is unknown)."""
+        """Mutations that can be sent now without a throttle (the slow-start size while the rate is unknown)."""
         if self._bucket is None:
-            return math.inf
+            return self._probe
         return max(0.0, self._bucket.measure(now))
 
     def wait_s(self, cost: float, pending_cost: float, now: float) -> float:
@@ -105,24 +115,26 @@ class Pacer:
         which the client knows precisely, not answer times, which wait for the client's thread."""
         if self._bucket is not None and admitted > 0:
             self._bucket.record(admitted, now)
+        if sent_at - self._last_throttle_end > _MAX_REFILL_S:
+            self._anchor = None  # the bucket may have filled up since: start a new sample
+        if self._anchor is not None:
+            self._admitted_since_anchor += admitted
         if throttle_s > 0:
-            previous = self._last_throttle
-            if previous is not None and admitted > 0:
-                at, previous_s = previous
-                elapsed_s = sent_at - at
-                denominator = throttle_s - previous_s + elapsed_s
-                if denominator > 0 and elapsed_s - previous_s < _MAX_REFILL_S:
-                    self._learn(admitted / denominator)
-            self._last_throttle = (sent_at, throttle_s)
+            self._last_throttle_end = sent_at + throttle_s
+            anchor = self._anchor
+            if anchor is None:
+                self._anchor, self._admitted_since_anchor = (sent_at, throttle_s), 0.0
+            elif sent_at - anchor[0] >= _MIN_SAMPLE_SPAN_S:
+                denominator = throttle_s - anchor[1] + (sent_at - anchor[0])
+                if denominator > 0 and self._admitted_since_anchor > 0:
+                    self._learn(self._admitted_since_anchor / denominator)
+                self._anchor, self._admitted_since_anchor = (sent_at, throttle_s), 0.0
             bucket = self._bucket
             if bucket is not None:
                 bucket.measure(now)
                 bucket.tokens = -throttle_s * bucket.rate  # the broker's own word on its bucket
-        elif (
-            self._last_throttle is not None
-            and sent_at - self._last_throttle[0] - self._last_throttle[1] > _MAX_REFILL_S
-        ):
-            self._last_throttle = None  # too long ago to pair with a later throttle
+        elif self._bucket is None:
+            self._probe *= 2  # answered without a throttle: the quota (if any) allows more
 
     def _learn(self, sample: float) -> None:
         if self.quota.rate is not None or not math.isfinite(sample) or sample <= 0:

@@ -30,11 +30,13 @@ class RetryBackoff:
         if not (math.isfinite(self.max_ms) and self.max_ms >= 0):
             raise ValueError(f"retry.backoff.max.ms must be a non-negative number, got {self.max_ms!r}")
 
-    def delay_s(self, attempts: int) -> float:
-        """The wait before retry number ``attempts`` + 1 (``attempts`` = retries so far)."""
-        if self.initial_ms <= 0:
+    def delay_s(self, attempts: int, initial_ms: float | None = None) -> float:
+        """The wait before retry number ``attempts`` + 1 (``attempts`` = retries so far); ``initial_ms`` overrides
+        where the sequence starts (error 89 without a throttle starts at about one round trip)."""
+        initial = self.initial_ms if initial_ms is None else initial_ms
+        if initial <= 0:
             return 0.0
-        ceiling = max(self.initial_ms, self.max_ms)
-        term = min(self.initial_ms * self.multiplier ** min(attempts, 32), ceiling)
+        ceiling = max(initial, self.max_ms)
+        term = min(initial * self.multiplier ** min(attempts, 32), ceiling)
         spread = self._random.uniform(1 - self.jitter, 1 + self.jitter) if self.jitter else 1.0
         return term * spread / 1000

@@ -58,6 +58,7 @@ MAX_TOPICS_PER_REQUEST = 1000  # librdkafka's cost per request grows faster than
 _LIBRDKAFKA_MAX_TIMEOUT_S = 3600.0  # request_timeout / operation_timeout range of librdkafka
 _MIN_MARGIN_S = 0.05  # the least time kept between the controller's deadline and the call's
 _MIN_OPERATION_TIMEOUT_S = 0.001
+_MIN_QUOTA_BACKOFF_S = 0.005
 _BUSY_POLL_S = 0.05  # how often librdkafka's callbacks are served while work is pending
 _IDLE_POLL_S = 0.2  # ... and while idle (throttle, error and stats callbacks of other AdminClient methods)
 # A request librdkafka never completes frees the slot this long after its timeout (librdkafka scans timeouts
@@ -332,6 +333,8 @@ class Scheduler:
             return ThrottlingQuotaExceededException(remaining_ms, topic.name)
         if topic.outcome_unknown:
             return unknown_outcome_error(call.kind.operation.name, "no attempt was answered by the deadline")
+        if topic.last_error is not None:
+            return topic.last_error  # refused before (nothing applied), and no time was left to try again
         return not_sent_error(call.kind.operation.name, call.timeout_ms, "its deadline passed before it could be sent")
 
     # -- a response ------------------------------------------------------------------------------
@@ -344,9 +347,15 @@ class Scheduler:
         throttle_s = self._record_response_throttle(request, answered)
         admitted = 0
         retried = False
+        outcomes = {topic.name: classify(results[topic.name]) for topic in request.topics}
+        for topic in request.topics:  # progress resets a call's back-offs
+            if outcomes[topic.name] is Outcome.SUCCESS:
+                topic.call.quota_backoffs = topic.call.transient_retries = 0
+        backed_off: set[int] = set()
+        delays: dict[int, float] = {}  # call id -> back-off after a transient error, one per call
         for topic in request.topics:
             exc = results[topic.name]
-            outcome = classify(exc)
+            outcome = outcomes[topic.name]
             if outcome is Outcome.SUCCESS:
                 admitted += topic.cost or 0
             call = topic.call
@@ -356,9 +365,9 @@ class Scheduler:
             if outcome is Outcome.SUCCESS:
                 self._finish(topic, None, settle)
             elif outcome is Outcome.THROTTLED:
-                retried |= self._on_throttled(topic, throttle_s, now, settle)
+                retried |= self._on_throttled(topic, throttle_s, now, settle, backed_off)
             elif outcome in (Outcome.NOT_APPLIED, Outcome.UNKNOWN):
-                retried |= self._on_transient(topic, exc, outcome, now, settle)
+                retried |= self._on_transient(topic, exc, outcome, now, settle, delays)
             else:
                 self._finish(topic, self._final_error(topic, exc), settle)
         if answered:
@@ -380,7 +389,9 @@ class Scheduler:
             self._metrics.record_throttle(None, 0.0)  # librdkafka sends no event for an unthrottled response
         return max((throttle_s for _, throttle_s in request.events), default=0.0)
 
-    def _on_throttled(self, topic: Topic, throttle_s: float, now: float, settle: list[Settlement]) -> bool:
+    def _on_throttled(
+        self, topic: Topic, throttle_s: float, now: float, settle: list[Settlement], backed_off: set[int]
+    ) -> bool:
         call = topic.call
         self._metrics.record_violations(call.kind.operation.name, 1)
         topic.throttled_at = now
@@ -388,29 +399,47 @@ class Scheduler:
         if not call.retry_on_quota_violation:
             self._finish(topic, ThrottlingQuotaExceededException(topic.throttle_ms, topic.name), settle)
             return False
-        if throttle_s <= 0:  # error 89 with no throttle to wait: exponential back-off with jitter
-            topic.not_before = now + self._backoff.delay_s(topic.quota_retries)
-            topic.quota_retries += 1
+        if throttle_s <= 0:
+            # Error 89 with no throttle to wait (the bucket was a fraction of a token short): exponential back-off
+            # with jitter per call, starting at about one round trip and reset whenever the call makes progress.
+            initial_ms = max(_MIN_QUOTA_BACKOFF_S, self._round_trip.expected_s(1)) * 1000
+            topic.not_before = now + self._backoff.delay_s(call.quota_backoffs, initial_ms)
+            if call.id not in backed_off:
+                backed_off.add(call.id)
+                call.quota_backoffs += 1
         call.queued[topic.name] = topic
         return True
 
     def _on_transient(
-        self, topic: Topic, exc: BaseException | None, outcome: Outcome, now: float, settle: list[Settlement]
+        self,
+        topic: Topic,
+        exc: BaseException | None,
+        outcome: Outcome,
+        now: float,
+        settle: list[Settlement],
+        delays: dict[int, float],
     ) -> bool:
+        """Re-queue a topic the broker did not apply (or whose answer was lost) after one back-off per call and
+        response, so the topics of one refused request go out together again, as Java re-sends a failed call."""
         call = topic.call
         if outcome is Outcome.UNKNOWN:
             topic.outcome_unknown = True
+        else:
+            topic.last_error = exc  # the broker's word, should time run out before a retry is answered
+            topic.throttled_at = None
         error = error_of(exc)
         if error is not None and error.code() == KafkaError.NOT_CONTROLLER:
             self._refresh_metadata = True
-        delay_s = self._backoff.delay_s(topic.transient_retries)
+        if call.id not in delays:
+            delays[call.id] = self._backoff.delay_s(call.transient_retries)
+            call.transient_retries += 1
+        delay_s = delays[call.id]
         if call.remaining_s(now) <= delay_s + self._round_trip.expected_s(1):
             if outcome is Outcome.UNKNOWN:
                 self._finish(topic, unknown_outcome_error(call.kind.operation.name, _reason(exc)), settle)
             else:
                 self._finish(topic, self._final_error(topic, exc), settle)
             return False
-        topic.transient_retries += 1
         topic.not_before = now + delay_s
         call.queued[topic.name] = topic
         return True
@@ -549,7 +578,7 @@ class Scheduler:
         return request
 
     def _gave_up_early(self, topic: Topic, now: float) -> BaseException:
-        if topic.throttled_at is not None or topic.outcome_unknown:
+        if topic.throttled_at is not None or topic.outcome_unknown or topic.last_error is not None:
             return self._gave_up(topic, now)
         call = topic.call
         return not_sent_error(

@@ -60,6 +60,8 @@ class Call:
     queued: dict[str, Topic] = field(default_factory=dict)  # waiting to be sent, in order
     in_flight: dict[str, Topic] = field(default_factory=dict)
     unsettled: int = 0
+    quota_backoffs: int = 0  # error 89 with no throttle, in a row without progress: exponential back-off
+    transient_retries: int = 0  # transient errors in a row without progress: exponential back-off
     error_type: str | None = None  # the first failure's type, for the call's duration metric
 
     def remaining_s(self, now: float) -> float:
@@ -76,7 +78,6 @@ class Topic:
     attempts: int = 0
     throttled_at: float | None = None  # when error 89 (or the local gate) last refused it
     throttle_ms: int = 0  # the throttle it was refused with
-    quota_retries: int = 0  # error 89 with no throttle: exponential back-off counter
-    transient_retries: int = 0
     outcome_unknown: bool = False  # an earlier attempt may have been applied (response lost)
+    last_error: BaseException | None = None  # the broker's last refusal that applied nothing (NOT_CONTROLLER, ...)
     not_before: float = 0.0  # back-off: not sent before this monotonic time
