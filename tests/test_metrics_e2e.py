@@ -10,6 +10,7 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
+from tests.conftest import wait_until
 from throttled_admin import NewTopic, ThrottledAdminClient, ThrottlingQuotaExceededException
 from throttled_admin.testing import QuotaBroker
 
@@ -17,7 +18,25 @@ BrokerFactory = Callable[..., QuotaBroker]
 SECRET = "metrics-secret-pw"
 
 
-def points(reader: InMemoryMetricReader) -> dict[str, list[Any]]:
+def _durations(reader: InMemoryMetricReader) -> int:
+    data = reader.get_metrics_data()
+    if data is None:
+        return 0
+    return sum(
+        point.count
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if metric.name == "messaging.client.operation.duration"
+        for point in metric.data.data_points
+    )
+
+
+def points(reader: InMemoryMetricReader, calls: int | None = None) -> dict[str, list[Any]]:
+    """The exported points; with ``calls``, once that many call durations are in (exports run off the client's
+    thread and follow the results by moments)."""
+    if calls is not None:
+        wait_until(lambda: _durations(reader) >= calls, timeout_s=10)
     data = reader.get_metrics_data()
     out: dict[str, list[Any]] = {}
     assert data is not None
@@ -38,7 +57,7 @@ def test_known_throttles_give_expected_avg_max_and_otel_points(
         for i in range(3):
             assert client.create_topics([NewTopic(f"m{i}", 16, 1)])[f"m{i}"].exception(60) is None
         metrics = client.metrics()
-        collected = points(metric_reader)
+        collected = points(metric_reader, calls=3)
     throttles = [r.throttle_time_ms for r in broker.request_log() if r.api_key == 19]
     assert throttles[0] == 0
     assert throttles[1] > 0
@@ -86,7 +105,7 @@ def test_violations_retries_and_error_type(
         refused = client.create_topics([NewTopic("c", 1, 1)], retry_on_quota_violation=False)["c"].exception(60)
         assert isinstance(refused, ThrottlingQuotaExceededException)
         metrics = client.metrics()
-        collected = points(metric_reader)
+        collected = points(metric_reader, calls=2)
     assert metrics["quota-violation-total"] == 2
     assert metrics["retry-total"] == 1
     [violations] = collected["throttled_admin.quota.violations"]

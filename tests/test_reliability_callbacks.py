@@ -243,15 +243,6 @@ class StuckInstrumentsProvider(NoOpMeterProvider):
         return Meter(name)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "core bug (ClientMetrics.record_call, called from Scheduler._account under the scheduler's lock): each "
-        "call's completion waits up to 50 ms for its duration export; with a hung exporter, 200 one-topic calls "
-        "answered together resolve one per 50 ms, about 10 s instead of milliseconds, and every submit() waits "
-        "on the lock meanwhile. The wait should never hold the scheduler (or be one bounded wait per response)"
-    ),
-)
 def test_hung_meter_provider_does_not_delay_outcomes(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()
     provider = StuckInstrumentsProvider()

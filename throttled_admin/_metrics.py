@@ -31,7 +31,6 @@ log = logging.getLogger("throttled_admin")
 NODE_ID_ATTRIBUTE = "throttled_admin.node.id"
 # Kafka throttles run from milliseconds to minutes (a KIP-599 burst of 11 windows can mean tens of seconds).
 _THROTTLE_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600]
-_CALL_EXPORT_WAIT_S = 0.05
 _DURATION_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
 
 
@@ -136,7 +135,8 @@ class ClientMetrics:
         self._mutations = 0
         self._backoff_s = 0.0
         self._export_failed = False
-        # OpenTelemetry exports leave the scheduler's thread: an exporter stuck on the network must not stall it.
+        # OpenTelemetry exports run on the serial user-code thread, never on the scheduler's: an exporter that is
+        # slow or hung stalls nothing of the client's. Points follow the results by moments; metrics() is exact.
         self._exporter = exporter
         self._base = {"messaging.system": "kafka", "messaging.client.id": client_id}
         try:
@@ -203,30 +203,25 @@ class ClientMetrics:
         self._export(self._instruments.backoff.add, seconds, self._attributes(operation))
 
     def record_call(self, operation: str, seconds: float, error_type: str | None) -> None:
-        """Called before the call's last future resolves. With a healthy exporter the point is exported by
-        then (a reader that looks after the results finds it); a slow one delays the results 50 ms at most."""
         attributes = self._attributes(operation)
         if error_type is not None:
             attributes["error.type"] = error_type
-        exported = self._export(self._instruments.duration.record, seconds, attributes)
-        if exported is not None:
-            exported.wait(_CALL_EXPORT_WAIT_S)
+        self._export(self._instruments.duration.record, seconds, attributes)
 
-    def _export(self, instrument: Any, value: float, attributes: dict[str, Any]) -> threading.Event | None:
+    def _export(self, instrument: Any, value: float, attributes: dict[str, Any]) -> None:
         """An exporter or meter provider that fails or hangs must never change, delay or block an outcome."""
-
-        def export() -> None:
-            try:
-                instrument(value, attributes)
-            except Exception:
-                if not self._export_failed:
-                    self._export_failed = True
-                    log.exception("exporting a throttled_admin metric failed; later failures are not logged")
-
         if self._exporter is None:
-            export()
-            return None
-        return self._exporter.submit(export)
+            self._call_instrument(instrument, value, attributes)
+        else:
+            self._exporter.submit(lambda: self._call_instrument(instrument, value, attributes))
+
+    def _call_instrument(self, instrument: Any, value: float, attributes: dict[str, Any]) -> None:
+        try:
+            instrument(value, attributes)
+        except Exception:
+            if not self._export_failed:
+                self._export_failed = True
+                log.exception("exporting a throttled_admin metric failed; later failures are not logged")
 
     # -- reading ---------------------------------------------------------------------------------
 
