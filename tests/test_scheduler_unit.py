@@ -193,3 +193,12 @@ def test_retry_off_throttled_topics_fail_with_the_responses_throttle_and_are_not
     assert isinstance(error, ThrottlingQuotaExceededException)
     assert error.throttle_time_ms == 700
     assert len(admin.sent) == 1
+
+
+def test_topics_refused_together_with_error_89_and_no_throttle_are_resent_together() -> None:
+    client, admin = make_client()
+    quota = KafkaError.THROTTLING_QUOTA_EXCEEDED
+    admin.script.extend([Step({"a": quota, "b": quota, "c": quota}), Step()])
+    with client:
+        assert errors(client.create_topics(topics("a", "b", "c"))) == dict.fromkeys("abc")
+    assert [s.topics for s in admin.sent] == [["a", "b", "c"], ["a", "b", "c"]]  # one back-off for the call

@@ -351,8 +351,10 @@ class Scheduler:
         for topic in request.topics:  # progress resets a call's back-offs
             if outcomes[topic.name] is Outcome.SUCCESS:
                 topic.call.quota_backoffs = topic.call.transient_retries = 0
-        backed_off: set[int] = set()
-        delays: dict[int, float] = {}  # call id -> back-off after a transient error, one per call
+        # call id -> the back-off its topics wait after this response, drawn once per call (with its jitter), so
+        # topics refused together are sent together again
+        quota_delays: dict[int, float] = {}
+        delays: dict[int, float] = {}
         for topic in request.topics:
             exc = results[topic.name]
             outcome = outcomes[topic.name]
@@ -365,7 +367,7 @@ class Scheduler:
             if outcome is Outcome.SUCCESS:
                 self._finish(topic, None, settle)
             elif outcome is Outcome.THROTTLED:
-                retried |= self._on_throttled(topic, throttle_s, now, settle, backed_off)
+                retried |= self._on_throttled(topic, throttle_s, now, settle, quota_delays)
             elif outcome in (Outcome.NOT_APPLIED, Outcome.UNKNOWN):
                 retried |= self._on_transient(topic, exc, outcome, now, settle, delays)
             else:
@@ -390,7 +392,7 @@ class Scheduler:
         return max((throttle_s for _, throttle_s in request.events), default=0.0)
 
     def _on_throttled(
-        self, topic: Topic, throttle_s: float, now: float, settle: list[Settlement], backed_off: set[int]
+        self, topic: Topic, throttle_s: float, now: float, settle: list[Settlement], delays: dict[int, float]
     ) -> bool:
         call = topic.call
         self._metrics.record_violations(call.kind.operation.name, 1)
@@ -402,11 +404,11 @@ class Scheduler:
         if throttle_s <= 0:
             # Error 89 with no throttle to wait (the bucket was a fraction of a token short): exponential back-off
             # with jitter per call, starting at about one round trip and reset whenever the call makes progress.
-            initial_ms = max(_MIN_QUOTA_BACKOFF_S, self._round_trip.expected_s(1)) * 1000
-            topic.not_before = now + self._backoff.delay_s(call.quota_backoffs, initial_ms)
-            if call.id not in backed_off:
-                backed_off.add(call.id)
+            if call.id not in delays:
+                initial_ms = max(_MIN_QUOTA_BACKOFF_S, self._round_trip.expected_s(1)) * 1000
+                delays[call.id] = self._backoff.delay_s(call.quota_backoffs, initial_ms)
                 call.quota_backoffs += 1
+            topic.not_before = now + delays[call.id]
         call.queued[topic.name] = topic
         return True
 
