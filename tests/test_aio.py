@@ -221,7 +221,7 @@ async def test_two_hundred_concurrent_tasks(quota_broker: Broker) -> None:
 
 # Run in a fresh interpreter: threads other tests leave winding down would move the baseline.
 LEAK_CHECK = """
-import asyncio, gc, os, sys
+import asyncio, gc, os, sys, time
 from throttled_admin.admin import NewTopic
 from throttled_admin.aio import AIOThrottledAdminClient
 
@@ -235,8 +235,12 @@ async def cycle(i):
         await admin.list_topics(timeout=10)
 
 async def main():
-    for i in range(3):  # warm up: the loop's default executor, librdkafka's globals
+    for i in range(3):  # warm up: librdkafka's globals
         await cycle(i)
+    # The loop's default executor (used by close()) grows its threads lazily, up to min(32, cpus + 4); grow it
+    # to its size first, so a thread counted afterwards is one a client left behind.
+    loop = asyncio.get_running_loop()
+    await asyncio.gather(*(loop.run_in_executor(None, time.sleep, 0.05) for _ in range(min(32, os.cpu_count() + 4))))
     before = resources()
     for i in range(3, 33):
         await cycle(i)
