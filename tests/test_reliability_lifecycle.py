@@ -311,14 +311,6 @@ def test_concurrent_close_from_many_threads(quota_broker: BrokerFactory) -> None
     assert all(error_code(f.exception(0)) == KafkaError._DESTROY for f in futures.values())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "core bug (_user_code.CallbackRunner.close / SerialRunner.close): close() joins every thread stuck in user "
-        "code for up to 5 s each, one after the other: a blocked stats_cb and two blocked done-callbacks make "
-        "close() take 15 s (four: 25 s; N: 5 x (N + 1) s). The wait should be one bounded budget in total"
-    ),
-)
 def test_close_is_not_held_up_by_blocked_user_code(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()
     release = threading.Event()

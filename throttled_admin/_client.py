@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -29,7 +30,7 @@ from throttled_admin._options import (
     merge_options,
 )
 from throttled_admin._quota import MutationQuota, Pacer
-from throttled_admin._scheduler import ClientGone, Scheduler
+from throttled_admin._scheduler import USER_CODE_WAIT_S, ClientGone, Scheduler
 from throttled_admin._settings import ClientSettings, install_callbacks
 from throttled_admin._user_code import SerialRunner
 from throttled_admin._validation import check_delete_topics, check_new_partitions, check_new_topics
@@ -65,8 +66,9 @@ class _Transport:
 
 def _release(scheduler: Scheduler, user_code: SerialRunner) -> None:
     """A client dropped without close(): its threads end too (librdkafka's handle is freed with the object)."""
-    scheduler.close()
-    user_code.close()
+    deadline = time.monotonic() + USER_CODE_WAIT_S
+    scheduler.close(deadline)
+    user_code.close(deadline)
 
 
 def _or(cost: int | None, default: int | None) -> int | None:
@@ -269,12 +271,13 @@ class ThrottledAdminClient(AdminClient):
             self._close_done.wait(_CLOSE_WAIT_S)
             return
         try:
+            deadline = time.monotonic() + USER_CODE_WAIT_S  # one budget for all user code still running
             scheduler = self._scheduler
             if scheduler is not None:
-                scheduler.close()
+                scheduler.close(deadline)
                 _live.discard(scheduler)
             self._metrics.close()
-            self._user_code.close()
+            self._user_code.close(deadline)
             AdminClient.__exit__(self, None, None, None)  # destroys librdkafka's handle now, not at collection
         finally:
             self._close_done.set()

@@ -50,7 +50,7 @@ from throttled_admin._throttle import ThrottleTracker
 from throttled_admin._user_code import CallbackRunner
 from throttled_admin._work import CREATE_PARTITIONS, DELETE_TOPICS, Call, RequestKind, Topic
 
-__all__ = ["ClientGone", "Scheduler", "Transport"]
+__all__ = ["USER_CODE_WAIT_S", "ClientGone", "Scheduler", "Transport"]
 
 log = logging.getLogger("throttled_admin")
 
@@ -65,6 +65,8 @@ _IDLE_POLL_S = 0.2  # ... and while idle (throttle, error and stats callbacks of
 # once a second).
 _ABANDON_GRACE_S = 2.0
 _METADATA_TIMEOUT_S = 5.0
+# close() waits this long in all for user code still running (done-callbacks, conf callbacks, exports).
+USER_CODE_WAIT_S = 2.0
 _AUTH_ERRORS = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
 # An authentication failure fails what is pending and what is submitted this soon after it; librdkafka keeps
 # reconnecting and reports it again if it persists.
@@ -196,14 +198,15 @@ class Scheduler:
                 self._auth_error = (error, self._clock())
                 self._wake()
 
-    def close(self) -> None:
-        """Fail everything pending with _DESTROY and stop the thread (not joined from the thread itself)."""
+    def close(self, deadline: float | None = None) -> None:
+        """Fail everything pending with _DESTROY and stop the thread (not joined from the thread itself). Waits
+        for done-callbacks still running until ``deadline`` (monotonic) at the most."""
         with self._cv:
             self._closed = True
             self._wake()
         if threading.current_thread() is not self._thread:
             self._thread.join()
-        self._callbacks.close()
+        self._callbacks.close(time.monotonic() + USER_CODE_WAIT_S if deadline is None else deadline)
 
     def _wake(self) -> None:
         self._dirty = True

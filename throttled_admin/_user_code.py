@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 
@@ -71,15 +72,14 @@ class CallbackRunner:
             with self._lock:
                 self._threads.discard(me)
 
-    def close(self, timeout_s: float = 5.0) -> None:
-        """Run what is queued, then let idle threads exit; waits (bounded) for threads not stuck in a callback
-        and never for the calling thread itself."""
+    def close(self, deadline: float) -> None:
+        """Run what is queued, then let idle threads exit; waits until ``deadline`` (monotonic) at the most, in
+        total, for threads still in a callback, and never for the calling thread itself."""
         with self._lock:
             self._closed = True
             self._lock.notify_all()
             threads = [t for t in self._threads if t is not threading.current_thread()]
-        for thread in threads:
-            thread.join(timeout_s)
+        _join(threads, deadline)
 
 
 def _run(job: Callable[[], None]) -> None:
@@ -130,10 +130,17 @@ class SerialRunner:
             finally:
                 done.set()
 
-    def close(self, timeout_s: float = 5.0) -> None:
+    def close(self, deadline: float) -> None:
+        """Run what is queued and stop; waits until ``deadline`` (monotonic) at the most."""
         with self._cv:
             self._closed = True
             self._cv.notify_all()
             thread = self._thread
         if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout_s)
+            _join([thread], deadline)
+
+
+def _join(threads: list[threading.Thread], deadline: float) -> None:
+    """One budget for all: a thread stuck in user code costs the rest of the budget once, not a timeout each."""
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
