@@ -268,15 +268,25 @@ def test_collision_and_id_indexes_follow_deletes(quota_broker: BrokerFactory) ->
     assert broker.topics() == {"a_b": 1}
 
 
-def test_a_twenty_thousand_topic_request_is_answered_in_full(quota_broker: BrokerFactory) -> None:
-    """One CreateTopics of 20,000 topics (ControllerApis answers each; no timing is asserted: the linear
-    cost is measured in the report, not here)."""
+def test_the_largest_request_kafka_takes_is_answered_in_full_and_a_larger_one_refused(
+    quota_broker: BrokerFactory,
+) -> None:
+    """QuorumController.MAX_RECORDS_PER_USER_OP: 4,999 one-partition topics make 9,998 records (a TopicRecord
+    and a PartitionRecord each) and are created, each answered (no timing is asserted: the linear cost is
+    measured in the report, not here); 5,001 more make 10,002 and the whole request fails with
+    POLICY_VIOLATION "Unable to perform excessively large batch operation.", applying and charging nothing."""
     broker = quota_broker()
-    names = [f"bulk.{i:05d}" for i in range(20_000)]
+    names = [f"bulk.{i:05d}" for i in range(4_999)]
+    more = [f"more.{i:05d}" for i in range(5_001)]
     with WireClient(broker.bootstrap_servers, timeout_s=120) as wire:
         response = wire.request(create(*(topic(n) for n in names), version=5))
+        refused = wire.request(create(*(topic(n) for n in more), version=5))
     assert len(response.topics) == len(names)
     assert all(t.error_code == 0 for t in response.topics)
+    assert len(refused.topics) == len(more)
+    assert {(t.error_code, t.error_message) for t in refused.topics} == {
+        (44, "Unable to perform excessively large batch operation.")
+    }
     assert len(broker.topics()) == len(names)
 
 

@@ -187,15 +187,6 @@ def test_two_requests_in_one_segment_are_both_answered(fuzz_target: tuple[QuotaB
         assert wire.receive(second).brokers
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "broker bug (CreateTopics handler, issue 12 part B): a CreateTopics asking for 200,000 partitions is applied "
-        "(2**31-1 keeps the controller thread busy for about an hour and exhausts memory); Kafka's controller "
-        "refuses any operation of more than MAX_RECORDS_PER_USER_OP = 10,000 metadata records with "
-        "POLICY_VIOLATION 'Unable to perform excessively large batch operation.' and applies nothing"
-    ),
-)
 def test_an_oversized_create_is_refused_as_kafka_refuses_it() -> None:
     with QuotaBroker() as broker, WireClient(broker.bootstrap_servers, timeout_s=30) as wire:
         response = wire.request(create_topics_request(5, ("huge", 200_000)))

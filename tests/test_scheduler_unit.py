@@ -202,3 +202,15 @@ def test_topics_refused_together_with_error_89_and_no_throttle_are_resent_togeth
     with client:
         assert errors(client.create_topics(topics("a", "b", "c"))) == dict.fromkeys("abc")
     assert [s.topics for s in admin.sent] == [["a", "b", "c"], ["a", "b", "c"]]  # one back-off for the call
+
+
+def test_requests_stay_under_kafkas_ten_thousand_records_per_operation() -> None:
+    """QuorumController refuses a whole CreateTopics that makes more than MAX_RECORDS_PER_USER_OP = 10,000
+    metadata records (one TopicRecord, one PartitionRecord per partition, one ConfigRecord per override)."""
+    client, admin = make_client()
+    with client:
+        futures = client.create_topics(
+            [NewTopic(f"wide{i}", 500, 1, config={"retention.ms": "1000"}) for i in range(30)]
+        )
+        assert set(errors(futures).values()) == {None}
+    assert [len(s.topics) for s in admin.sent] == [19, 11]  # 19 x 502 = 9538 records, a 20th would pass 10,000

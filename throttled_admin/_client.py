@@ -227,7 +227,10 @@ class ThrottledAdminClient(AdminClient):
         call.deadline = call.started_at + timeout_ms / 1000
         # Costs the input does not tell (deletes, partition additions) are read from the cluster only for pacing.
         unknown = None if self._mutation_quota is not None else 0
-        work = [(operation.topic_of(item), item, _or(operation.known_cost(item), unknown)) for item in items]
+        work = [
+            (operation.topic_of(item), item, _or(operation.known_cost(item), unknown), operation.records(item))
+            for item in items
+        ]
         return scheduler.submit(call, work)
 
     def _check_process(self) -> None:

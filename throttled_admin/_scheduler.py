@@ -55,6 +55,10 @@ __all__ = ["USER_CODE_WAIT_S", "ClientGone", "Scheduler", "Transport"]
 log = logging.getLogger("throttled_admin")
 
 MAX_TOPICS_PER_REQUEST = 1000  # librdkafka's cost per request grows faster than linearly with its size
+# A KRaft controller refuses a whole request that makes more than this many metadata records with
+# POLICY_VIOLATION "Unable to perform excessively large batch operation." (QuorumController's
+# MAX_RECORDS_PER_USER_OP); a single topic larger than that is sent alone, and gets the broker's answer.
+MAX_RECORDS_PER_REQUEST = 10_000
 _LIBRDKAFKA_MAX_TIMEOUT_S = 3600.0  # request_timeout / operation_timeout range of librdkafka
 _MIN_MARGIN_S = 0.05  # the least time kept between the controller's deadline and the call's
 _MIN_OPERATION_TIMEOUT_S = 0.001
@@ -153,15 +157,16 @@ class Scheduler:
         with self._cv:
             return None if self._pacer is None else self._pacer.rate
 
-    def submit(self, call: Call, items: list[tuple[str, Any, int | None]]) -> dict[str, Future[None]]:
-        """Queue a validated call's topics: (name, snapshot, cost or None). Returns one future per topic."""
+    def submit(self, call: Call, items: list[tuple[str, Any, int | None, int]]) -> dict[str, Future[None]]:
+        """Queue a validated call's topics: (name, snapshot, cost or None, metadata records). Returns one future
+        per topic."""
         futures: dict[str, Future[None]] = {}
         with self._cv:
             if self._closed:
                 raise RuntimeError("ThrottledAdminClient is closed")
-            for name, item, cost in items:
+            for name, item, cost, records in items:
                 future = TopicFuture(self._callbacks)
-                topic = call.queued[name] = Topic(name, item, call, future, cost)
+                topic = call.queued[name] = Topic(name, item, call, future, cost, records)
                 future.bind_withdraw(functools.partial(self._withdraw, topic))
                 futures[name] = future
             call.unsettled = len(items)
@@ -544,9 +549,10 @@ class Scheduler:
         margin_s = max(_MIN_MARGIN_S, self._round_trip.base_s)
         chosen: list[Topic] = []
         mutations = 0
+        records = 0
         for topic in candidates:
             cost = topic.cost or 0
-            if chosen and mutations + cost > budget:
+            if chosen and (mutations + cost > budget or records + topic.records > MAX_RECORDS_PER_REQUEST):
                 break
             call = topic.call
             # Send nothing that cannot be answered before its deadline: it would be applied after the caller
@@ -556,6 +562,7 @@ class Scheduler:
                 continue
             chosen.append(topic)
             mutations += cost
+            records += topic.records
         if not chosen:
             return 0.0
         calls = {topic.call.id: topic.call for topic in chosen}.values()

@@ -27,13 +27,28 @@ class Operation:
     topic_of: Callable[[Any], str]
     # KIP-599 cost when it is known from the input alone (create: the partitions); None: ask the cluster
     known_cost: Callable[[Any], int | None]
+    # At most the KRaft metadata records it makes: a controller refuses a whole request of more than 10,000
+    # (QuorumController's MAX_RECORDS_PER_USER_OP), so requests are sized by records too.
+    records: Callable[[Any], int]
+
+
+def _partitions(topic: Any) -> int:
+    if topic.replica_assignment:
+        return len(topic.replica_assignment)
+    return topic.num_partitions if topic.num_partitions > 0 else 1
 
 
 CREATE_TOPICS = Operation(
-    "CreateTopics", "create_topics", lambda t: t.topic, lambda t: t.num_partitions if t.num_partitions > 0 else 1
+    "CreateTopics",
+    "create_topics",
+    lambda t: t.topic,
+    _partitions,
+    lambda t: 1 + _partitions(t) + len(t.config or {}),  # TopicRecord, PartitionRecords, ConfigRecords
 )
-DELETE_TOPICS = Operation("DeleteTopics", "delete_topics", lambda t: t, lambda t: None)
-CREATE_PARTITIONS = Operation("CreatePartitions", "create_partitions", lambda p: p.topic, lambda p: None)
+DELETE_TOPICS = Operation("DeleteTopics", "delete_topics", lambda t: t, lambda t: None, lambda t: 1)
+CREATE_PARTITIONS = Operation(
+    "CreatePartitions", "create_partitions", lambda p: p.topic, lambda p: None, lambda p: max(1, p.new_total_count)
+)
 
 
 @dataclass(frozen=True)
@@ -75,6 +90,7 @@ class Topic:
     call: Call
     future: TopicFuture
     cost: int | None  # KIP-599 mutations; None until known
+    records: int = 1  # KRaft metadata records, at most
     attempts: int = 0
     throttled_at: float | None = None  # when error 89 (or the local gate) last refused it
     throttle_ms: int = 0  # the throttle it was refused with

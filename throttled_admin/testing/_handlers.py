@@ -142,6 +142,10 @@ def _duplicates(names: list[str]) -> set[str]:
 DUPLICATE = ApiError.of(kerr.InvalidRequestError, "Duplicate topic name.")
 THROTTLING_QUOTA_EXCEEDED = int(kerr.ThrottlingQuotaExceededError.errno)
 THROTTLED_NO_MESSAGE = ApiError(THROTTLING_QUOTA_EXCEEDED)
+# QuorumController.MAX_RECORDS_PER_USER_OP: one operation may make at most this many metadata records; past it
+# the whole operation fails (its BoundedList overflows) and nothing is applied or charged.
+MAX_RECORDS_PER_USER_OP = 10_000
+TOO_LARGE = ApiError.of(kerr.PolicyViolationError, "Unable to perform excessively large batch operation.")
 
 
 # -- ApiVersions ---------------------------------------------------------------------------------
@@ -268,11 +272,18 @@ class _Mutations:
 
 
 def _mutate(
-    ctx: RequestContext, keys: list[str], apply: Apply, *, duplicate: Check, invalid: Check | None = None
+    ctx: RequestContext,
+    keys: list[str],
+    apply: Apply,
+    *,
+    duplicate: Check,
+    invalid: Check | None = None,
+    records: Callable[[int], int] | None = None,
 ) -> _Mutations:
     """ControllerApis' order, per distinct topic in request order: a malformed entry, then a repeated one
     (``duplicate``), then a non-controller node fail uncharged; every other topic is validated, charged
-    (KIP-599) and applied by ``apply(index, quota)``."""
+    (KIP-599) and applied by ``apply(index, quota)``. ``records(index)``: the metadata records a topic makes;
+    over MAX_RECORDS_PER_USER_OP in all, every topic fails with POLICY_VIOLATION and nothing is applied."""
     quota = _request_quota(ctx)
     refused = _not_controller(ctx)
     dupes = _duplicates(keys)
@@ -282,6 +293,8 @@ def _mutate(
         # The whole controller event failed: ControllerApis answers every topic with the timeout, charges
         # nothing and applies nothing.
         return _Mutations(indices, [TIMED_OUT] * len(indices), 0, 0)
+    if records is not None and sum(records(index) for index in indices) > MAX_RECORDS_PER_USER_OP:
+        return _Mutations(indices, [TOO_LARGE] * len(indices), 0, 0)
     errors, charged = [], 0
     for index in indices:
         error = invalid(index) if invalid is not None else None
@@ -327,7 +340,15 @@ def handle_create_topics(request: Any, ctx: RequestContext) -> Handled:
         outcomes[index] = outcome = cluster.create(spec, quota, validate_only=validate_only)
         return outcome.error, outcome.charged
 
-    done = _mutate(ctx, [t.name for t in topics], apply, duplicate=_duplicate_name)
+    def records(index: int) -> int:
+        """ReplicationControlManager.createTopic: a TopicRecord, a PartitionRecord each, a ConfigRecord each."""
+        t = topics[index]
+        partitions = len(t.assignments) if t.assignments else t.num_partitions
+        if partitions <= 0:
+            partitions = cluster.default_partitions
+        return 1 + partitions + len(t.configs)
+
+    done = _mutate(ctx, [t.name for t in topics], apply, duplicate=_duplicate_name, records=records)
     R = CreateTopicsResponse.CreatableTopicResult
     C = R.CreatableTopicConfigs
     shared_defaults: list[Any] = []  # one encoded list serves every topic without overrides
@@ -427,7 +448,14 @@ def handle_create_partitions(request: Any, ctx: RequestContext) -> Handled:
         assignments = None if t.assignments is None else [a.broker_ids for a in t.assignments]
         return cluster.create_partitions(t.name, t.count, assignments, quota, validate_only=bool(request.validate_only))
 
-    done = _mutate(ctx, [t.name for t in topics], apply, duplicate=_duplicate_name)
+    def records(index: int) -> int:
+        """ReplicationControlManager.createPartitions: a PartitionRecord for each added partition."""
+        t = topics[index]
+        existing = cluster.topics.get(t.name)
+        current = existing.partition_count if existing is not None else 0
+        return max(0, int(t.count) - current)
+
+    done = _mutate(ctx, [t.name for t in topics], apply, duplicate=_duplicate_name, records=records)
     R = CreatePartitionsResponse.CreatePartitionsTopicResult
     results = [
         R(name=topics[index].name, error_code=error.code, error_message=error.message)
