@@ -75,10 +75,11 @@ def _strike_in_flight(broker: QuotaBroker, fault: Callable[[], None], times: int
         pytest.param("restart", 1, False, id="restart"),
         pytest.param("drop_connections", 3, False, id="drop-3-nodes"),
         pytest.param("restart", 1, True, id="restart-sasl"),
+        pytest.param("drop_connections", 1, False, id="drop-learning-the-rate"),
     ],
 )
 def test_bulk_create_survives_connection_faults_mid_request(
-    quota_broker: BrokerFactory, fault: str, num_brokers: int, sasl: bool
+    quota_broker: BrokerFactory, fault: str, num_brokers: int, sasl: bool, request: pytest.FixtureRequest
 ) -> None:
     """500 topics under a strict quota; three times the connection dies (or the broker bounces) while a request's
     response is held back: every topic ends up created, and any failure admits the earlier attempt. On three
@@ -101,7 +102,8 @@ def test_bulk_create_survives_connection_faults_mid_request(
         if sasl
         else {}
     )
-    with admin_for(broker, conf) as admin:
+    learning = "learning" in request.node.callspec.id
+    with admin_for(broker, conf, mutation_quota=MutationQuota() if learning else None) as admin:
         futures = admin.create_topics([NewTopic(n, 1, 1) for n in names], timeout_ms=45000)
         striker = threading.Thread(
             target=_strike_in_flight, args=(broker, getattr(broker, fault), 3, hits), daemon=True
@@ -109,9 +111,15 @@ def test_bulk_create_survives_connection_faults_mid_request(
         striker.start()
         results = outcomes(futures)
         striker.join(30)
-        requests_sent = admin.metrics()["request-total"]
+        metrics = admin.metrics()
     assert len(hits) == 3, "the fault never hit a request in flight"
-    assert requests_sent == len(mutation_requests(broker))  # nothing sent twice behind our back, nothing uncounted
+    # nothing sent twice behind our back, nothing uncounted
+    assert metrics["request-total"] == len(mutation_requests(broker))
+    if learning:
+        # Lost responses hide admitted mutations from the learner and may leave too few throttles to learn from:
+        # the rate may come out low or unknown, never above the quota (that would flood the broker).
+        rate = metrics["mutation-rate"]
+        assert math.isnan(rate) or rate <= 150 * 1.25, rate
     held = broker.topics()
     assert_truthful("create", results, held, wanted=dict.fromkeys(names, 1))
     # Nothing lost: with time left, a topic whose request died is sent again, so every topic is in the broker...
