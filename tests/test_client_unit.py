@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from pytest_mock import MockerFixture
 
+from tests.conftest import wait_until
 from tests.fake_admin import HANG, FakeAdmin, Step, install
 from throttled_admin import (
     CreatePartitionsOptions,
@@ -237,8 +238,7 @@ def test_close_with_calls_in_flight_fails_them_and_nothing_hangs() -> None:
     client, admin = make_client()
     admin.script.append(Step(HANG))
     futures = client.create_topics(topics("a", "b"))
-    while not admin.sent:
-        time.sleep(0.01)
+    assert wait_until(lambda: bool(admin.sent), timeout_s=10)
     started = time.monotonic()
     client.close()
     assert time.monotonic() - started < 5
@@ -255,8 +255,7 @@ def test_close_interrupts_a_throttle_wait() -> None:
     client, admin = make_client()
     admin.script.append(Step({"a": QUOTA}, throttle_s=30))
     futures = client.create_topics(topics("a"), timeout_ms=60000)
-    while not admin.sent:
-        time.sleep(0.01)
+    assert wait_until(lambda: bool(admin.sent), timeout_s=10)
     time.sleep(0.1)
     started = time.monotonic()
     client.close()

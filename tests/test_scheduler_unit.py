@@ -12,6 +12,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from pytest_mock import MockerFixture
 
+from tests.conftest import wait_until
 from tests.fake_admin import HANG, FakeAdmin, Step, install
 from throttled_admin import NewTopic, ThrottledAdminClient, ThrottlingQuotaExceededException
 
@@ -59,9 +60,8 @@ def test_concurrent_calls_of_one_kind_share_a_request_and_others_wait_their_turn
     client, admin = make_client()
     admin.script.append(Step(HANG))  # holds the slot while the other calls queue up
     with client:
-        client.create_topics(topics("first"), timeout_ms=200)
-        while not admin.sent:
-            time.sleep(0.005)
+        client.create_topics(topics("first"), timeout_ms=1500)
+        assert wait_until(lambda: bool(admin.sent), timeout_s=10)
         a = client.create_topics(topics("a1", "a2"))
         b = client.create_topics(topics("b1"))
         c = client.delete_topics(["gone"])
@@ -125,9 +125,8 @@ def test_cancel_withdraws_a_topic_not_yet_sent_and_it_is_never_sent() -> None:
     client, admin = make_client()
     admin.script.append(Step(HANG))
     with client:
-        client.create_topics(topics("first"), timeout_ms=200)
-        while not admin.sent:
-            time.sleep(0.005)
+        client.create_topics(topics("first"), timeout_ms=1500)
+        assert wait_until(lambda: bool(admin.sent), timeout_s=10)
         futures = client.create_topics(topics("keep", "drop"))
         assert futures["drop"].cancel()
         assert futures["drop"].cancelled()
@@ -141,8 +140,7 @@ def test_an_authentication_failure_fails_pending_work_at_once() -> None:
     admin.script.append(Step(HANG))
     with client:
         futures = client.create_topics(topics("a", "b"), timeout_ms=60000)
-        while not admin.sent:
-            time.sleep(0.005)
+        assert wait_until(lambda: bool(admin.sent), timeout_s=10)
         admin.conf["error_cb"](KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error: bad password"))
         started = time.monotonic()
         results = errors(futures, timeout_s=10)
