@@ -226,6 +226,10 @@ class Scheduler:
         except ClientGone:
             with self._cv:
                 self._closed = True
+        except Exception:  # a bug here must not leave calls hanging: everything pending fails, new calls are refused
+            log.exception("the mutation scheduler failed; the client refuses further mutations")
+            with self._cv:
+                self._closed = True
         finally:
             self._fail_everything(closed_error)
 
