@@ -220,16 +220,7 @@ def describe_topic(
             synonyms.insert(0, Synonym(name, value, ConfigSource.DYNAMIC_TOPIC_CONFIG))
         else:
             value = _resolve(key, static_broker)[0]
-        entries.append(
-            ConfigEntry(
-                name,
-                value,
-                synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG,
-                key.type,
-                synonyms=tuple(synonyms) if include_synonyms else (),
-                documentation=key.documentation if include_documentation else None,
-            )
-        )
+        entries.append(_entry(name, key, value, synonyms, include_synonyms, include_documentation))
     return entries
 
 
@@ -245,15 +236,26 @@ def describe_broker(
     for name in _wanted(BROKER_CONFIGS, keys):
         key = BROKER_CONFIGS[name]
         synonyms = _broker_synonyms(name, static_broker)
-        entries.append(
-            ConfigEntry(
-                name,
-                static_broker.get(name, key.default),
-                synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG,
-                key.type,
-                read_only=key.read_only,
-                synonyms=tuple(synonyms) if include_synonyms else (),
-                documentation=key.documentation if include_documentation else None,
-            )
-        )
+        value = static_broker.get(name, key.default)
+        entries.append(_entry(name, key, value, synonyms, include_synonyms, include_documentation))
     return entries
+
+
+def _entry(
+    name: str,
+    key: ConfigKey,
+    value: str | None,
+    synonyms: list[Synonym],
+    include_synonyms: bool,
+    include_documentation: bool,
+) -> ConfigEntry:
+    """One described config: its source is that of the synonym in force (the first), else the default."""
+    return ConfigEntry(
+        name,
+        value,
+        synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG,
+        key.type,
+        read_only=key.read_only,
+        synonyms=tuple(synonyms) if include_synonyms else (),
+        documentation=key.documentation if include_documentation else None,
+    )
