@@ -319,15 +319,12 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
         for run in batch:
             futures[by_name[group.rows[run.index].topic]] = (run, kind)
 
+    def submit_creates(batch: list[_Run]) -> None:
+        topics = [_new_topic(group.rows[r.index]) for r in batch]
+        submit("create", batch, admin.create_topics, topics, request_timeout=request_timeout, timeout_ms=timeout_ms)
+
     creates = [r for r in runs if r.change.kind == "create"]
-    submit(
-        "create",
-        creates,
-        admin.create_topics,
-        [_new_topic(group.rows[r.index]) for r in creates],
-        request_timeout=request_timeout,
-        timeout_ms=timeout_ms,
-    )
+    submit_creates(creates)
     grows = [r for r in runs if r.change.kind == "grow"]
     submit(
         "grow",
@@ -360,14 +357,7 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
         retry = _verify_unknown(group, admin, [r for r in creates if r.verify])
         if not retry:
             break
-        submit(
-            "create",
-            retry,
-            admin.create_topics,
-            [_new_topic(group.rows[r.index]) for r in retry],
-            request_timeout=request_timeout,
-            timeout_ms=timeout_ms,
-        )
+        submit_creates(retry)
     for run in runs:
         if run.index not in group.results:
             _settle(group, admin, run)
