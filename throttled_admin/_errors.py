@@ -26,7 +26,6 @@ __all__ = [
     "ThrottlingQuotaExceededException",
     "after_unknown_attempt",
     "closed_error",
-    "is_throttled",
     "not_sent_error",
     "refused_error",
     "unknown_outcome_error",
@@ -52,20 +51,8 @@ class ThrottlingQuotaExceededException(KafkaException):
         self.throttle_time_ms = max(0, int(throttle_time_ms))
         self.topic = topic
 
-    def for_topic(self, topic: str, throttle_time_ms: int) -> ThrottlingQuotaExceededException:
-        """A copy about ``topic`` with the throttle remaining now (each future gets its own exception)."""
-        return ThrottlingQuotaExceededException(throttle_time_ms, topic)
-
     def __reduce__(self) -> tuple[type[ThrottlingQuotaExceededException], tuple[int, str | None]]:
         return (type(self), (self.throttle_time_ms, self.topic))
-
-
-def is_throttled(exc: BaseException | None) -> bool:
-    """True for a per-topic error 89, classified by code: librdkafka marks KafkaError(89) non-retriable."""
-    if not isinstance(exc, KafkaException) or not exc.args:
-        return False
-    error = exc.args[0]
-    return isinstance(error, KafkaError) and error.code() == KafkaError.THROTTLING_QUOTA_EXCEEDED
 
 
 def not_sent_error(operation: str, timeout_ms: int, why: str) -> KafkaException:

@@ -40,6 +40,3 @@ class ThrottleTracker:
         with self._lock:
             latest = max(self._until.values(), default=0.0)
         return max(0.0, latest - now)
-
-    def remaining_ms(self) -> int:
-        return int(self.remaining_s() * 1000 + 0.5)
