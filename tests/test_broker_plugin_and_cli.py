@@ -52,7 +52,7 @@ def test_fixture_starts_brokers_and_stops_them_after_the_test(pytester: pytest.P
             assert started and not started[0].running
         """
     )
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-o", "asyncio_default_fixture_loop_scope=function")
     result.assert_outcomes(passed=2)
 
 

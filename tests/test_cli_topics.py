@@ -266,6 +266,18 @@ def test_wrong_password_fails_within_seconds_without_the_password(quota_broker, 
         assert run.stdout.startswith("Error while executing topic command : ")
 
 
+@pytest.mark.parametrize("command", [["--list"], ["--create", "--topic", "t", "--partitions", "1"]])
+def test_no_sasl_on_a_sasl_listener_fails_within_seconds_naming_security_protocol(quota_broker, command):
+    """librdkafka only logs these disconnects; the client reads its log and the command stops at once."""
+    broker = quota_broker(users={"alice": "right"})
+    run = topics(broker.bootstrap_servers, *command)
+    assert run.returncode == 1, run.output
+    assert run.stdout.startswith("Error while executing topic command : "), run.output
+    assert "check security.protocol (it is 'plaintext')" in run.stdout, run.output
+    assert run.elapsed_s < 30, run.elapsed_s
+    assert broker.topics() == {}
+
+
 def test_replica_assignment_on_create_and_alter(quota_broker):
     broker = quota_broker(num_brokers=3)
     bootstrap = broker.bootstrap_servers

@@ -490,14 +490,6 @@ def test_authentication_failure_is_reported_at_once(quota_broker: BrokerFactory,
     assert broker.topics() == {}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "core bug: a PLAINTEXT client on a SASL listener is disconnected after every ApiVersions (librdkafka "
-        "reports only _TRANSPORT/_ALL_BROKERS_DOWN to error_cb, never _AUTHENTICATION); the scheduler waits for "
-        "the call's deadline and then says 'outcome unknown' for a request the broker never received"
-    ),
-)
 def test_plaintext_client_on_sasl_listener_is_reported_within_seconds(quota_broker: BrokerFactory) -> None:
     broker = quota_broker(users={"alice": "right-pw-7c1"})
     with admin_for(broker, {"log_level": 0}) as admin:
@@ -508,3 +500,24 @@ def test_plaintext_client_on_sasl_listener_is_reported_within_seconds(quota_brok
     assert mutation_requests(broker) == []
     assert elapsed_s < 8, f"reported after {elapsed_s:.1f} s: {error_text(result)}"
     assert not hedged(result), "nothing was sent: the outcome is known"
+    assert error_code(result) == KafkaError._AUTHENTICATION, error_text(result)
+    assert "security.protocol" in error_text(result)
+
+
+def test_a_logger_from_conf_still_gets_librdkafkas_lines_that_the_client_reads(quota_broker: BrokerFactory) -> None:
+    """The client reads librdkafka's log to see the listener refusing it; the caller's logger loses nothing, and
+    the caller's error_cb hears of the failure once, as of librdkafka's own authentication errors."""
+    broker = quota_broker(users={"alice": "right-pw-7c1"})
+    lines: list[str] = []
+    reported: list[KafkaError] = []
+
+    class Logger:
+        def log(self, level: int, fmt: str, *args: object) -> None:
+            lines.append(fmt % args)
+
+    with admin_for(broker, {"logger": Logger(), "error_cb": reported.append}) as admin:
+        result = outcomes(admin.create_topics([NewTopic("p", 1, 1)], timeout_ms=12000), timeout_s=30)["p"]
+    assert result is not None
+    assert error_code(result) == KafkaError._AUTHENTICATION, error_text(result)
+    assert any(line.startswith("FAIL ") and "in state UP" in line for line in lines), lines
+    assert [e.code() for e in reported if e.code() == KafkaError._AUTHENTICATION] == [KafkaError._AUTHENTICATION]

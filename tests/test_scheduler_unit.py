@@ -148,6 +148,56 @@ def test_an_authentication_failure_fails_pending_work_at_once() -> None:
     assert {code(e) for e in results.values()} == {KafkaError._AUTHENTICATION}
 
 
+def _handshake_drop(admin: FakeAdmin) -> None:
+    """What librdkafka logs when a SASL listener closes a PLAINTEXT client's connection on its first request."""
+    line = "[thrd:b:9092/bootstrap]: b:9092/bootstrap: Disconnected: connection closed by peer (after 0ms in state UP)"
+    admin.conf["logger"].log(20, "%s [%s] %s", "FAIL", "rdkafka#producer-1", line)
+
+
+def test_a_listener_that_drops_every_connection_after_the_handshake_fails_pending_work_as_authentication() -> None:
+    client, admin = make_client()
+    admin.script.append(Step(HANG))
+    with client:
+        futures = client.create_topics(topics("a"), timeout_ms=60000)
+        assert wait_until(lambda: bool(admin.sent), timeout_s=10)
+        for _ in range(3):
+            _handshake_drop(admin)
+        [error] = errors(futures, timeout_s=10).values()
+    assert code(error) == KafkaError._AUTHENTICATION
+    assert "security.protocol (it is 'plaintext')" in str(error)
+
+
+def test_with_sasl_configured_drops_after_the_handshake_are_not_taken_for_an_authentication_failure() -> None:
+    client, admin = make_client(
+        conf={
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": "u",
+            "sasl.password": "p",
+        }
+    )
+    admin.script.append(Step(HANG))
+    with client:
+        futures = client.create_topics(topics("a"), timeout_ms=1500)
+        assert wait_until(lambda: bool(admin.sent), timeout_s=10)
+        for _ in range(5):
+            _handshake_drop(admin)
+        [error] = errors(futures, timeout_s=10).values()
+    assert code(error) == KafkaError._TIMED_OUT
+
+
+def test_an_authentication_failure_after_a_lost_response_says_an_earlier_attempt_may_have_applied_it() -> None:
+    client, admin = make_client()
+    admin.script.extend([Step({"t": KafkaError._TRANSPORT}), Step(HANG)])
+    with client:
+        futures = client.create_topics(topics("t"), timeout_ms=60000)
+        assert wait_until(lambda: len(admin.sent) == 2, timeout_s=10)
+        admin.conf["error_cb"](KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error: bad password"))
+        [error] = errors(futures, timeout_s=10).values()
+    assert code(error) == KafkaError._AUTHENTICATION
+    assert "earlier attempt" in str(error)
+
+
 def test_close_from_a_done_callback_works() -> None:
     client, _ = make_client()
     closed = threading.Event()

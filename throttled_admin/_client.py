@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 from opentelemetry.metrics import MeterProvider
 
+from throttled_admin._handshake_drops import HandshakeDrops, uses_sasl
 from throttled_admin._metrics import ClientMetrics
 from throttled_admin._options import (
     CreatePartitionsOptions,
@@ -134,6 +135,7 @@ class ThrottledAdminClient(AdminClient):
         self._settings = settings
         self._bootstrap_servers = str(conf.get("bootstrap.servers", ""))
         self._client_id = str(conf.get("client.id", "rdkafka"))
+        protocol = str(conf.get("security.protocol", "plaintext"))
         self._mutation_quota = mutation_quota
         # Callbacks from conf and metric exports run here, in order, never on the scheduler's thread.
         self._user_code = SerialRunner("throttled-admin-user-code")
@@ -156,6 +158,7 @@ class ThrottledAdminClient(AdminClient):
             self._metrics,
             pacer=Pacer(mutation_quota) if mutation_quota is not None else None,
             backoff=settings.backoff,
+            handshake_drops=None if uses_sasl(protocol) else HandshakeDrops(protocol),
         )
         self._scheduler = scheduler
         sink.append(scheduler)

@@ -42,6 +42,7 @@ from throttled_admin._errors import (
     unknown_outcome_error,
 )
 from throttled_admin._futures import TopicFuture
+from throttled_admin._handshake_drops import HandshakeDrops
 from throttled_admin._metrics import ClientMetrics
 from throttled_admin._quota import Pacer
 from throttled_admin._retry import RetryBackoff
@@ -125,9 +126,11 @@ class Scheduler:
         *,
         pacer: Pacer | None,
         backoff: RetryBackoff,
+        handshake_drops: HandshakeDrops | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._transport = transport
+        self._handshake_drops = handshake_drops
         self._metrics = metrics
         self._pacer = pacer
         self._backoff = backoff
@@ -202,6 +205,22 @@ class Scheduler:
             with self._cv:
                 self._auth_error = (error, self._clock())
                 self._wake()
+
+    def on_log(self, message: str) -> KafkaError | None:
+        """A librdkafka ``FAIL`` log line: a listener that drops every connection right after the handshake is
+        refusing a client that does not authenticate (``_handshake_drops``); that fails the work at once too.
+        Returns the error when it is newly found, for the application's error_cb."""
+        if self._handshake_drops is None:
+            return None
+        with self._cv:
+            now = self._clock()
+            error = self._handshake_drops.observe(message, now)
+            if error is None:
+                return None
+            first = self._auth_error is None
+            self._auth_error = (error, now)
+            self._wake()
+        return error if first else None
 
     def close(self, deadline: float | None = None) -> None:
         """Fail everything pending with _DESTROY and stop the thread (not joined from the thread itself). Waits
@@ -317,7 +336,10 @@ class Scheduler:
             return
         for call in list(self._calls.values()):
             for topic in list(call.queued.values()) + list(call.in_flight.values()):
-                self._finish(topic, KafkaException(error), settle)
+                if topic.outcome_unknown:  # an earlier attempt was sent and its answer lost: it may have applied
+                    self._finish(topic, after_unknown_attempt(error, call.kind.operation.name), settle)
+                else:
+                    self._finish(topic, KafkaException(error), settle)
 
     def _expire(self, now: float, settle: list[Settlement]) -> float:
         """Settle what is past its call's deadline; returns the time until the next deadline."""
@@ -356,6 +378,8 @@ class Scheduler:
         operation = request.kind.operation
         results = {topic.name: _result(request, topic) for topic in request.topics}
         answered = any(_is_broker_answer(exc) for exc in results.values())
+        if self._handshake_drops is not None and (answered or any(_was_written(exc) for exc in results.values())):
+            self._handshake_drops.answered()  # the connection carried a request past the handshake
         throttle_s = self._record_response_throttle(request, answered)
         admitted = 0
         retried = False
@@ -674,6 +698,12 @@ def _is_broker_answer(exc: BaseException | None) -> bool:
     """True when the result came from a broker response (librdkafka's local errors are negative codes)."""
     error = error_of(exc)
     return exc is None or (error is not None and error.code() >= 0)
+
+
+def _was_written(exc: BaseException | None) -> bool:
+    """True when librdkafka wrote the request and then lost the connection (it knew the controller)."""
+    error = error_of(exc)
+    return error is not None and error.code() == KafkaError._TRANSPORT
 
 
 def _reason(exc: BaseException | None) -> str:

@@ -6,6 +6,9 @@
   ours, and so is ``stats_cb``, but not inside ``poll()`` on the scheduler's thread: they run in order on the
   client's serial user-code thread, so a slow one delays nothing of the client's. Whatever they raise is logged
   once and contained.
+- The client reads librdkafka's log on its way (``_librdkafka_log``): some connection failures are told nowhere
+  else. An authentication failure inferred from it goes to the ``error_cb`` from conf (or is logged when there
+  is none), as librdkafka reports its own.
 - The callbacks reach the scheduler, never the client: librdkafka's handle keeps its callbacks alive, and a
   path back to the client would be a cycle that keeps librdkafka's threads and sockets alive.
 """
@@ -22,6 +25,7 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError
 from opentelemetry.metrics import MeterProvider
 
+from throttled_admin._librdkafka_log import tap_logs
 from throttled_admin._retry import RetryBackoff
 
 __all__ = ["ClientSettings", "EventSink", "install_callbacks"]
@@ -105,6 +109,8 @@ class EventSink(Protocol):
 
     def on_error(self, error: KafkaError) -> None: ...
 
+    def on_log(self, message: str) -> KafkaError | None: ...
+
 
 class _Contained:
     """Calls a user's callback; logs the first failure of each and never lets one escape into librdkafka."""
@@ -153,8 +159,27 @@ def install_callbacks(
         if user_error is not None:
             run_user(functools.partial(user_error, error))
 
+    def on_fail(line: str) -> None:
+        """A librdkafka FAIL log line; what the client infers from it goes where librdkafka's errors go: to the
+        error_cb from conf, or to the log when there is none."""
+        target = sink()
+        if target is None:
+            return
+        try:
+            error = target.on_log(line)
+        except Exception:
+            log.exception("handling a librdkafka log line failed")
+            return
+        if error is None:
+            return
+        if user_error is not None:
+            run_user(functools.partial(user_error, error))
+        else:
+            log.warning("%s", error.str())
+
     conf["throttle_cb"] = throttle_cb
     conf["error_cb"] = error_cb
+    tap_logs(conf, on_fail, run_user)
     if user_stats is not None:
         conf["stats_cb"] = lambda stats: run_user(functools.partial(user_stats, stats))
     return conf

@@ -1,0 +1,98 @@
+"""librdkafka's log, read by the client on its way to where it was going.
+
+Some of what librdkafka knows reaches the application only as a log line: a broker that closes every connection
+right after the handshake is reported as ``FAIL ... Disconnected ... (after 0ms in state UP)`` at level 6, never
+to ``error_cb``. The client therefore installs its own ``logger``: each ``FAIL`` line goes to the client (which
+reports what it finds to ``error_cb``, as librdkafka reports its own authentication failures), and
+every line still goes where it would have gone without the client, filtered by the caller's ``log_level``: to
+the ``logger`` from conf (called on the client's user-code thread, like the other conf callbacks), or to stderr
+in librdkafka's own format.
+
+To see level-6 lines, librdkafka's ``log_level`` is raised to 6 when it is lower (lines above the caller's level
+are dropped here). With ``log.connection.close=false`` librdkafka logs connection closes at debug level only, so
+the client does not see them either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["tap_logs"]
+
+log = logging.getLogger("throttled_admin")
+
+_INFO = 6  # syslog level of librdkafka's connection failures
+_DEBUG = 7
+# confluent-kafka hands Python logging levels to a logger; librdkafka's syslog levels 5 and 6 are both INFO.
+_SYSLOG = {50: 2, 40: 3, 30: 4, 20: 6, 10: 7}
+
+
+class _Tap:
+    """The ``logger`` librdkafka is given: confluent-kafka calls ``log(level, "%s [%s] %s", fac, name, line)``
+    from ``poll()``."""
+
+    def __init__(
+        self,
+        on_fail: Callable[[str], None],
+        user_logger: Any,
+        run_user: Callable[[Callable[[], None]], object],
+        level: int,
+    ) -> None:
+        self._on_fail = on_fail
+        self._user_logger = user_logger
+        self._run_user = run_user
+        self._level = level
+        self._failed = False
+
+    def log(self, level: int, fmt: str, *args: Any) -> None:
+        if len(args) == 3 and args[0] == "FAIL":
+            self._on_fail(str(args[2]))
+        if _SYSLOG.get(level, _DEBUG) > self._level:
+            return
+        if self._user_logger is None:
+            _to_stderr(level, fmt, args)
+        else:
+            self._run_user(functools.partial(self._to_user, level, fmt, args))
+
+    def _to_user(self, level: int, fmt: str, args: tuple[Any, ...]) -> None:
+        try:
+            self._user_logger.log(level, fmt, *args)
+        except Exception:
+            if not self._failed:
+                self._failed = True
+                log.exception("the logger from conf raised; it is contained (later failures are not logged)")
+
+
+def _to_stderr(level: int, fmt: str, args: tuple[Any, ...]) -> None:
+    """librdkafka's default log line (rd_kafka_log_print)."""
+    now = time.time()
+    if len(args) == 3:
+        facility, name, line = args
+        text = f"%{_SYSLOG.get(level, _DEBUG)}|{int(now)}.{int(now * 1000) % 1000:03d}|{facility}|{name}| {line}"
+    else:
+        text = fmt % args
+    stream = sys.stderr
+    if stream is None:
+        return  # no console (pythonw, some daemons): librdkafka's own stderr would go nowhere too
+    with contextlib.suppress(OSError, ValueError):  # closed or broken: a log line is not worth failing poll()
+        stream.write(text + "\n")
+
+
+def tap_logs(
+    conf: dict[str, Any], on_fail: Callable[[str], None], run_user: Callable[[Callable[[], None]], object]
+) -> None:
+    """Install the tap into ``conf`` (a copy the client owns); ``on_fail`` gets each FAIL line, on the thread
+    that polls."""
+    try:
+        level = _DEBUG if conf.get("debug") else int(conf.get("log_level", _INFO))
+    except (TypeError, ValueError):
+        return  # librdkafka refuses the value with its own message
+    if level < _INFO:
+        conf["log_level"] = _INFO
+    conf["logger"] = _Tap(on_fail, conf.get("logger"), run_user, level)
