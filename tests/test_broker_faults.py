@@ -297,6 +297,26 @@ def sasl(wire: WireClient, auth: bytes) -> tuple[int, str | None]:
     return int(response.error_code), response.error_message
 
 
+def test_a_listener_without_sasl_answers_sasl_requests_with_illegal_sasl_state(quota_broker: BrokerFactory) -> None:
+    """KafkaApis.handleSaslHandshakeRequest / handleSaslAuthenticateRequest: a listener without SASL answers
+    ILLEGAL_SASL_STATE (34) and keeps the connection; a SASL listener answers with its mechanisms."""
+    from kafka.protocol.metadata import MetadataRequest
+    from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
+
+    broker = quota_broker()
+    with WireClient(broker.bootstrap_servers) as wire:
+        handshake = wire.request(SaslHandshakeRequest(version=1, mechanism="PLAIN"))
+        assert (handshake.error_code, list(handshake.mechanisms)) == (34, [])
+        authenticate = wire.request(SaslAuthenticateRequest(version=2, auth_bytes=b"\x00a\x00b"))
+        assert authenticate.error_code == 34
+        assert authenticate.error_message == "SaslAuthenticate request received after successful authentication"
+        assert wire.request(MetadataRequest(version=1, topics=[])).brokers  # still open
+    sasl_broker = quota_broker(users={"alice": "alice-pw"})
+    with WireClient(sasl_broker.bootstrap_servers) as wire:
+        handshake = wire.request(SaslHandshakeRequest(version=1, mechanism="SCRAM-SHA-256"))
+        assert (handshake.error_code, list(handshake.mechanisms)) == (33, ["PLAIN"])
+
+
 def test_sasl_plain_authorization_id_must_be_the_user(quota_broker: BrokerFactory) -> None:
     """PlainSaslServer.evaluateResponse: an authorization id different from the user is refused."""
     broker = quota_broker(users={"alice": "alice-pw", "bob": "bob-pw"})

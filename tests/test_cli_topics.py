@@ -273,7 +273,8 @@ def test_no_sasl_on_a_sasl_listener_fails_within_seconds_naming_security_protoco
     run = topics(broker.bootstrap_servers, *command)
     assert run.returncode == 1, run.output
     assert run.stdout.startswith("Error while executing topic command : "), run.output
-    assert "check security.protocol (it is 'plaintext')" in run.stdout, run.output
+    assert "the listener requires SASL authentication (it offers PLAIN)" in run.stdout, run.output
+    assert "security.protocol is 'plaintext'" in run.stdout, run.output
     assert run.elapsed_s < 30, run.elapsed_s
     assert broker.topics() == {}
 

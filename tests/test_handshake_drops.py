@@ -1,35 +1,75 @@
-"""The rule that tells a listener refusing unauthenticated clients from a broker that is restarting or flaky."""
+"""Telling a client without SASL that the listener requires it: drops right after the handshake make a
+suspicion, and only the listener's own answer to a SaslHandshake makes it an authentication failure."""
 
 from __future__ import annotations
+
+import threading
+from collections.abc import Callable
 
 import pytest
 from confluent_kafka import KafkaError
 
-from throttled_admin._handshake_drops import DROPS, WINDOW_S, HandshakeDrops, uses_sasl
+from tests.conftest import wait_until
+from throttled_admin._handshake_drops import DROPS, WINDOW_S, HandshakeDrops, diagnoses
+from throttled_admin._sasl_probe import required_sasl_mechanisms
+from throttled_admin.testing import QuotaBroker
+
+BROKER = "127.0.0.1:9092/bootstrap"
 
 
-def drop(broker: str = "127.0.0.1:9092/bootstrap", up_ms: int = 0) -> str:
+def drop(broker: str = BROKER, up_ms: int = 0) -> str:
     closed = "Disconnected: connection closed by peer: receive 0 after POLLIN"
     return f"[thrd:{broker}]: {broker}: {closed} (after {up_ms}ms in state UP)"
 
 
-def refused(broker: str = "127.0.0.1:9092/bootstrap") -> str:
+def refused(broker: str = BROKER) -> str:
     failed = "Connect to ipv4#127.0.0.1:9092 failed: Connection refused"
     return f"[thrd:{broker}]: {broker}: {failed} (after 0ms in state CONNECT)"
+
+
+class Listener:
+    """A stand-in for the listener's answer, counting the questions."""
+
+    def __init__(self, mechanisms: list[str] | None) -> None:
+        self.mechanisms = mechanisms
+        self.asked: list[str] = []
+        self.found: list[KafkaError] = []
+        self.done = threading.Event()
+
+    def ask(self, address: str) -> list[str] | None:
+        self.asked.append(address)
+        self.done.set()
+        return self.mechanisms
+
+    def drops(self) -> HandshakeDrops:
+        return HandshakeDrops("plaintext", self.found.append, ask=self.ask)
 
 
 def feed(drops: HandshakeDrops, lines: list[str], step_s: float = 0.05) -> list[KafkaError | None]:
     return [drops.observe(line, i * step_s) for i, line in enumerate(lines)]
 
 
-def test_the_same_broker_dropping_right_after_the_handshake_three_times_is_an_authentication_failure() -> None:
-    results = feed(HandshakeDrops("plaintext"), [drop()] * DROPS)
-    assert results[:-1] == [None] * (DROPS - 1)
-    error = results[-1]
-    assert error is not None
+def test_a_sasl_listener_behind_three_quick_drops_is_an_authentication_failure_reported_from_then_on() -> None:
+    listener = Listener(["PLAIN", "SCRAM-SHA-512"])
+    drops = listener.drops()
+    assert feed(drops, [drop()] * DROPS) == [None] * DROPS
+    assert wait_until(lambda: bool(listener.found), timeout_s=10)
+    assert listener.asked == ["127.0.0.1:9092"]
+    [error] = listener.found
     assert error.code() == KafkaError._AUTHENTICATION
-    assert error.str().startswith("127.0.0.1:9092/bootstrap: the broker closed the connection")
-    assert "'plaintext'" in error.str()
+    assert error.str().startswith(f"{BROKER}: the listener requires SASL authentication (it offers PLAIN, SCRAM")
+    assert "security.protocol is 'plaintext'" in error.str()
+    assert drops.observe(drop(), 1.0) is error  # each further drop reports it at once, without asking again
+    assert len(listener.asked) == 1
+
+
+def test_a_listener_without_sasl_is_not_blamed_for_the_drops_and_is_asked_once_per_interval() -> None:
+    listener = Listener(None)  # a PLAINTEXT broker that drops connections
+    drops = listener.drops()
+    assert feed(drops, [drop()] * (3 * DROPS)) == [None] * (3 * DROPS)
+    assert listener.done.wait(10)
+    assert listener.asked == ["127.0.0.1:9092"]
+    assert listener.found == []
 
 
 @pytest.mark.parametrize(
@@ -40,24 +80,48 @@ def test_the_same_broker_dropping_right_after_the_handshake_three_times_is_an_au
         pytest.param([drop("a:1/1"), drop("b:1/2"), drop("c:1/3")], id="three-brokers-once-each"),
     ],
 )
-def test_a_broker_that_is_down_or_served_requests_is_not_taken_for_one_refusing_us(lines: list[str]) -> None:
-    assert feed(HandshakeDrops("plaintext"), lines) == [None] * len(lines)
+def test_drops_broken_by_a_down_broker_or_a_working_connection_raise_no_suspicion(lines: list[str]) -> None:
+    listener = Listener(["PLAIN"])
+    assert feed(listener.drops(), lines) == [None] * len(lines)
+    assert listener.asked == []
 
 
-def test_a_response_in_between_clears_the_count() -> None:
-    drops = HandshakeDrops("plaintext")
-    assert feed(drops, [drop(), drop()]) == [None, None]
+def test_a_request_that_gets_through_clears_the_count_and_what_was_found() -> None:
+    listener = Listener(["PLAIN"])
+    drops = listener.drops()
+    feed(drops, [drop(), drop()])
     drops.answered()
-    assert feed(drops, [drop(), drop()]) == [None, None]
+    feed(drops, [drop(), drop()])
+    assert listener.asked == []
+    feed(drops, [drop()])
+    assert wait_until(lambda: bool(listener.found), timeout_s=10)
+    drops.answered()
+    assert drops.observe(drop(), 5.0) is None
 
 
-def test_drops_spread_over_more_than_the_window_do_not_count() -> None:
-    assert feed(HandshakeDrops("ssl"), [drop()] * DROPS, step_s=WINDOW_S) == [None] * DROPS
+def test_drops_spread_over_more_than_the_window_raise_no_suspicion() -> None:
+    listener = Listener(["PLAIN"])
+    assert feed(listener.drops(), [drop()] * DROPS, step_s=WINDOW_S) == [None] * DROPS
+    assert listener.asked == []
 
 
 @pytest.mark.parametrize(
-    ("protocol", "sasl"),
-    [("plaintext", False), ("SSL", False), ("SASL_PLAINTEXT", True), ("sasl_ssl", True)],
+    ("protocol", "diagnosed"),
+    [("plaintext", True), ("PLAINTEXT", True), ("SSL", False), ("SASL_PLAINTEXT", False), ("sasl_ssl", False)],
 )
-def test_only_clients_without_sasl_are_diagnosed(protocol: str, sasl: bool) -> None:
-    assert uses_sasl(protocol) is sasl
+def test_only_plaintext_clients_are_diagnosed(protocol: str, diagnosed: bool) -> None:
+    assert diagnoses(protocol) is diagnosed
+
+
+def test_the_listener_is_asked_over_the_wire(quota_broker: Callable[..., QuotaBroker]) -> None:
+    """The SaslHandshake probe against real listeners: a SASL one names its mechanisms; one without SASL
+    answers ILLEGAL_SASL_STATE; a closed port cannot be asked."""
+    assert required_sasl_mechanisms(quota_broker(users={"alice": "pw"}).bootstrap_servers) == ["PLAIN"]
+    assert required_sasl_mechanisms(quota_broker().bootstrap_servers) is None
+    assert required_sasl_mechanisms("127.0.0.1:1", timeout_s=1) is None
+
+
+@pytest.mark.tansu
+def test_a_third_party_broker_with_optional_sasl_is_not_taken_for_one_that_requires_it(tansu: str) -> None:
+    """Tansu answers a SaslHandshake without SASL configured, and serves unauthenticated requests too."""
+    assert required_sasl_mechanisms(tansu) is None

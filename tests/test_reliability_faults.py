@@ -504,6 +504,47 @@ def test_plaintext_client_on_sasl_listener_is_reported_within_seconds(quota_brok
     assert "security.protocol" in error_text(result)
 
 
+@pytest.mark.parametrize("debug", [None, "broker,protocol"], ids=["quiet", "debug"])
+def test_no_sasl_on_a_sasl_listener_is_reported_with_librdkafka_debug_on_too(
+    quota_broker: BrokerFactory, debug: str | None
+) -> None:
+    broker = quota_broker(users={"alice": "right-pw-7c1"})
+    conf = {"debug": debug} if debug else {}
+    with admin_for(broker, conf, logger=_Quiet()) as admin:  # logger= as a keyword, as confluent-kafka allows
+        started = time.monotonic()
+        result = outcomes(admin.create_topics([NewTopic("p", 1, 1)], timeout_ms=12000), timeout_s=30)["p"]
+        elapsed_s = time.monotonic() - started
+    assert result is not None
+    assert error_code(result) == KafkaError._AUTHENTICATION, error_text(result)
+    assert elapsed_s < 8, elapsed_s
+
+
+class _Quiet:
+    def log(self, level: int, fmt: str, *args: object) -> None:
+        pass
+
+
+@pytest.mark.slow
+def test_connections_dropped_while_calls_wait_on_the_quota_are_not_taken_for_a_sasl_listener(
+    quota_broker: BrokerFactory,
+) -> None:
+    """A PLAINTEXT broker that drops every connection soon after the handshake, again and again, while no
+    mutation gets through (the calls wait for the broker's throttle): the listener serves requests without
+    authentication, so the client keeps retrying and every topic is created."""
+    broker = quota_broker(controller_mutation_rate=2.0)
+    reported: list[KafkaError] = []
+    with admin_for(broker, {"error_cb": reported.append}) as admin:
+        assert outcomes(admin.create_topics([NewTopic("big", 40, 1)], timeout_ms=30000))["big"] is None
+        futures = admin.create_topics([NewTopic(f"w{i}", 1, 1) for i in range(3)], timeout_ms=60000)
+        for _ in range(24):  # 6 s of drops, every 0.25 s
+            broker.drop_connections()
+            time.sleep(0.25)
+        results = outcomes(futures, timeout_s=90)
+    assert [e for e in reported if e.code() == KafkaError._AUTHENTICATION] == []
+    assert_truthful("create", results, broker.topics(), wanted=dict.fromkeys(results, 1))
+    assert all(exc is None or hedged(exc) for exc in results.values()), {n: str(e) for n, e in results.items()}
+
+
 def test_a_logger_from_conf_still_gets_librdkafkas_lines_that_the_client_reads(quota_broker: BrokerFactory) -> None:
     """The client reads librdkafka's log to see the listener refusing it; the caller's logger loses nothing, and
     the caller's error_cb hears of the failure once, as of librdkafka's own authentication errors."""

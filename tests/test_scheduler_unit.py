@@ -148,45 +148,52 @@ def test_an_authentication_failure_fails_pending_work_at_once() -> None:
     assert {code(e) for e in results.values()} == {KafkaError._AUTHENTICATION}
 
 
-def _handshake_drop(admin: FakeAdmin) -> None:
-    """What librdkafka logs when a SASL listener closes a PLAINTEXT client's connection on its first request."""
+def _error_after_handshake_drops(timeout_ms: int, **kwargs: Any) -> BaseException | None:
+    """A create in flight (never answered) while librdkafka logs, five times, what it logs when a SASL listener
+    closes a PLAINTEXT client's connection on its first request; the create's outcome."""
     line = "[thrd:b:9092/bootstrap]: b:9092/bootstrap: Disconnected: connection closed by peer (after 0ms in state UP)"
-    admin.conf["logger"].log(20, "%s [%s] %s", "FAIL", "rdkafka#producer-1", line)
-
-
-def test_a_listener_that_drops_every_connection_after_the_handshake_fails_pending_work_as_authentication() -> None:
-    client, admin = make_client()
+    client, admin = make_client(**kwargs)
     admin.script.append(Step(HANG))
     with client:
-        futures = client.create_topics(topics("a"), timeout_ms=60000)
-        assert wait_until(lambda: bool(admin.sent), timeout_s=10)
-        for _ in range(3):
-            _handshake_drop(admin)
-        [error] = errors(futures, timeout_s=10).values()
-    assert code(error) == KafkaError._AUTHENTICATION
-    assert "security.protocol (it is 'plaintext')" in str(error)
-
-
-def test_with_sasl_configured_drops_after_the_handshake_are_not_taken_for_an_authentication_failure() -> None:
-    client, admin = make_client(
-        conf={
-            "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": "PLAIN",
-            "sasl.username": "u",
-            "sasl.password": "p",
-        }
-    )
-    admin.script.append(Step(HANG))
-    with client:
-        futures = client.create_topics(topics("a"), timeout_ms=1500)
+        futures = client.create_topics(topics("a"), timeout_ms=timeout_ms)
         assert wait_until(lambda: bool(admin.sent), timeout_s=10)
         for _ in range(5):
-            _handshake_drop(admin)
+            admin.conf["logger"].log(20, "%s [%s] %s", "FAIL", "rdkafka#producer-1", line)
         [error] = errors(futures, timeout_s=10).values()
-    assert code(error) == KafkaError._TIMED_OUT
+    return error
 
 
-def test_an_authentication_failure_after_a_lost_response_says_an_earlier_attempt_may_have_applied_it() -> None:
+def test_a_sasl_listener_dropping_every_connection_after_the_handshake_fails_pending_work_at_once(
+    mocker: MockerFixture,
+) -> None:
+    mocker.patch("throttled_admin._handshake_drops.required_sasl_mechanisms", return_value=["PLAIN"])
+    error = _error_after_handshake_drops(60000)
+    assert code(error) == KafkaError._AUTHENTICATION
+    assert "requires SASL authentication (it offers PLAIN)" in str(error)
+    assert "security.protocol is 'plaintext'" in str(error)
+
+
+def test_a_listener_without_sasl_dropping_connections_is_left_to_the_deadline(mocker: MockerFixture) -> None:
+    ask = mocker.patch("throttled_admin._handshake_drops.required_sasl_mechanisms", return_value=None)
+    assert code(_error_after_handshake_drops(1500)) == KafkaError._TIMED_OUT
+    ask.assert_called_once_with("b:9092")
+
+
+def test_with_sasl_configured_drops_after_the_handshake_are_not_taken_for_an_authentication_failure(
+    mocker: MockerFixture,
+) -> None:
+    ask = mocker.patch("throttled_admin._handshake_drops.required_sasl_mechanisms", return_value=["PLAIN"])
+    sasl = {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": "u",
+        "sasl.password": "p",
+    }
+    assert code(_error_after_handshake_drops(1500, conf=sasl)) == KafkaError._TIMED_OUT
+    ask.assert_not_called()
+
+
+def test_an_authentication_failure_after_a_request_got_through_says_the_topic_in_flight_may_be_applied() -> None:
     client, admin = make_client()
     admin.script.extend([Step({"t": KafkaError._TRANSPORT}), Step(HANG)])
     with client:
@@ -195,7 +202,7 @@ def test_an_authentication_failure_after_a_lost_response_says_an_earlier_attempt
         admin.conf["error_cb"](KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error: bad password"))
         [error] = errors(futures, timeout_s=10).values()
     assert code(error) == KafkaError._AUTHENTICATION
-    assert "earlier attempt" in str(error)
+    assert "outcome unknown" in str(error)
 
 
 def test_close_from_a_done_callback_works() -> None:

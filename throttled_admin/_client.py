@@ -7,6 +7,7 @@ topics to the client's one ``Scheduler``, which alone sends mutations (``_schedu
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
@@ -21,7 +22,6 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 from opentelemetry.metrics import MeterProvider
 
-from throttled_admin._handshake_drops import HandshakeDrops, uses_sasl
 from throttled_admin._metrics import ClientMetrics
 from throttled_admin._options import (
     CreatePartitionsOptions,
@@ -32,7 +32,7 @@ from throttled_admin._options import (
 )
 from throttled_admin._quota import MutationQuota, Pacer
 from throttled_admin._scheduler import USER_CODE_WAIT_S, ClientGone, Scheduler
-from throttled_admin._settings import ClientSettings, install_callbacks
+from throttled_admin._settings import ClientSettings, error_reporter, install_callbacks
 from throttled_admin._user_code import SerialRunner
 from throttled_admin._validation import check_delete_topics, check_new_partitions, check_new_topics
 from throttled_admin._work import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, Call, Operation, RequestKind
@@ -123,6 +123,10 @@ class ThrottledAdminClient(AdminClient):
         metrics_sample_window_ms: int = 30000,
         **kwargs: Any,
     ) -> None:
+        if isinstance(conf, dict) and kwargs:
+            # confluent-kafka merges keyword settings (``logger=`` is the documented one) over conf; merged here,
+            # the client sees them too (its callbacks, the log it reads, security.protocol).
+            conf, kwargs = {**conf, **kwargs}, {}
         settings = ClientSettings.check(
             conf,
             retry_on_quota_violation=retry_on_quota_violation,
@@ -135,7 +139,6 @@ class ThrottledAdminClient(AdminClient):
         self._settings = settings
         self._bootstrap_servers = str(conf.get("bootstrap.servers", ""))
         self._client_id = str(conf.get("client.id", "rdkafka"))
-        protocol = str(conf.get("security.protocol", "plaintext"))
         self._mutation_quota = mutation_quota
         # Callbacks from conf and metric exports run here, in order, never on the scheduler's thread.
         self._user_code = SerialRunner("throttled-admin-user-code")
@@ -158,7 +161,8 @@ class ThrottledAdminClient(AdminClient):
             self._metrics,
             pacer=Pacer(mutation_quota) if mutation_quota is not None else None,
             backoff=settings.backoff,
-            handshake_drops=None if uses_sasl(protocol) else HandshakeDrops(protocol),
+            security_protocol=str(conf.get("security.protocol", "plaintext")),
+            report=error_reporter(conf, self._user_code.submit),
         )
         self._scheduler = scheduler
         sink.append(scheduler)
@@ -283,6 +287,8 @@ class ThrottledAdminClient(AdminClient):
                 scheduler.close(deadline)
                 _live.discard(scheduler)
             self._metrics.close()
+            with contextlib.suppress(Exception):
+                AdminClient.poll(self, 0)  # the last of librdkafka's log lines, while they can still be printed
             self._user_code.close(deadline)
             AdminClient.__exit__(self, None, None, None)  # destroys librdkafka's handle now, not at collection
         finally:

@@ -14,7 +14,9 @@ Other per-topic failures are confluent-kafka's own ``KafkaException(KafkaError)`
   broker may or may not have applied it;
 - ``KafkaError._DESTROY`` when the client is closed with the topic pending ("not sent", or "outcome unknown"
   for a topic whose request was in flight);
-- ``KafkaError._INVALID_ARG`` when confluent-kafka itself refused the call, with its reason.
+- ``KafkaError._INVALID_ARG`` when confluent-kafka itself refused the call, with its reason;
+- an authentication failure (``_AUTHENTICATION``, SASL_AUTHENTICATION_FAILED) on every pending topic, saying
+  "outcome unknown" for one in flight once a request of the client had got through before.
 Bad input raises ``ValueError`` / ``TypeError`` before anything is sent.
 """
 
@@ -26,6 +28,7 @@ __all__ = [
     "ThrottlingQuotaExceededException",
     "after_unknown_attempt",
     "closed_error",
+    "in_flight_error",
     "not_sent_error",
     "refused_error",
     "unknown_outcome_error",
@@ -76,6 +79,17 @@ def after_unknown_attempt(error: KafkaError, operation: str) -> KafkaException:
             error.code(),
             f"{error.str()} An earlier attempt of this {operation}, whose outcome was unknown (its response was "
             "lost), may have applied it.",
+        )
+    )
+
+
+def in_flight_error(error: KafkaError, operation: str) -> KafkaException:
+    """``error`` (an authentication failure) for a topic whose request was in flight when it came."""
+    return KafkaException(
+        KafkaError(
+            error.code(),
+            f"{error.str()} This {operation} was in flight: outcome unknown, the broker may or may not have "
+            "applied it.",
         )
     )
 

@@ -9,8 +9,12 @@ the ``logger`` from conf (called on the client's user-code thread, like the othe
 in librdkafka's own format.
 
 To see level-6 lines, librdkafka's ``log_level`` is raised to 6 when it is lower (lines above the caller's level
-are dropped here). With ``log.connection.close=false`` librdkafka logs connection closes at debug level only, so
-the client does not see them either.
+are dropped here). The client reads ``FAIL`` lines of levels 0-6 only. With ``log.connection.close=false``
+librdkafka logs connection closes at debug level only, so the client does not see them.
+
+Unlike librdkafka's own printing, lines are printed when the client polls (at least every 0.2 s, and once more
+at close()), with that time; librdkafka's levels 5 and 6 both arrive as INFO, so both print as ``%6`` and a
+``log_level`` of 5 drops both.
 """
 
 from __future__ import annotations
@@ -51,8 +55,8 @@ class _Tap:
         self._failed = False
 
     def log(self, level: int, fmt: str, *args: Any) -> None:
-        if len(args) == 3 and args[0] == "FAIL":
-            self._on_fail(str(args[2]))
+        if len(args) == 3 and args[0] == "FAIL" and level > logging.DEBUG:
+            self._on_fail(str(args[2]))  # debug also logs each failure twice, and broker teardowns
         if _SYSLOG.get(level, _DEBUG) > self._level:
             return
         if self._user_logger is None:

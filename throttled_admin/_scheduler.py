@@ -37,12 +37,13 @@ from throttled_admin._errors import (
     ThrottlingQuotaExceededException,
     after_unknown_attempt,
     closed_error,
+    in_flight_error,
     not_sent_error,
     refused_error,
     unknown_outcome_error,
 )
 from throttled_admin._futures import TopicFuture
-from throttled_admin._handshake_drops import HandshakeDrops
+from throttled_admin._handshake_drops import HandshakeDrops, diagnoses
 from throttled_admin._metrics import ClientMetrics
 from throttled_admin._quota import Pacer
 from throttled_admin._retry import RetryBackoff
@@ -126,11 +127,17 @@ class Scheduler:
         *,
         pacer: Pacer | None,
         backoff: RetryBackoff,
-        handshake_drops: HandshakeDrops | None = None,
+        security_protocol: str = "plaintext",
+        report: Callable[[KafkaError], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``report``: where an error the client finds itself goes (the application's error_cb)."""
         self._transport = transport
-        self._handshake_drops = handshake_drops
+        self._report = report
+        self._handshake_drops = (
+            HandshakeDrops(security_protocol, self._on_sasl_required) if diagnoses(security_protocol) else None
+        )
+        self._reached = False  # a request of this client got through to a broker
         self._metrics = metrics
         self._pacer = pacer
         self._backoff = backoff
@@ -206,21 +213,24 @@ class Scheduler:
                 self._auth_error = (error, self._clock())
                 self._wake()
 
-    def on_log(self, message: str) -> KafkaError | None:
-        """A librdkafka ``FAIL`` log line: a listener that drops every connection right after the handshake is
-        refusing a client that does not authenticate (``_handshake_drops``); that fails the work at once too.
-        Returns the error when it is newly found, for the application's error_cb."""
+    def on_log(self, message: str) -> None:
+        """A librdkafka ``FAIL`` log line: a listener that drops every connection right after the handshake may
+        be refusing a client that does not authenticate (``_handshake_drops`` asks it)."""
         if self._handshake_drops is None:
-            return None
+            return
         with self._cv:
-            now = self._clock()
-            error = self._handshake_drops.observe(message, now)
-            if error is None:
-                return None
+            error = self._handshake_drops.observe(message, self._clock())
+        if error is not None:
+            self._on_sasl_required(error)
+
+    def _on_sasl_required(self, error: KafkaError) -> None:
+        """The listener requires SASL and this client has none: an authentication failure, reported once."""
+        with self._cv:
             first = self._auth_error is None
-            self._auth_error = (error, now)
+            self._auth_error = (error, self._clock())
             self._wake()
-        return error if first else None
+        if first and self._report is not None:
+            self._report(error)
 
     def close(self, deadline: float | None = None) -> None:
         """Fail everything pending with _DESTROY and stop the thread (not joined from the thread itself). Waits
@@ -335,11 +345,17 @@ class Scheduler:
             self._auth_error = None
             return
         for call in list(self._calls.values()):
-            for topic in list(call.queued.values()) + list(call.in_flight.values()):
+            operation = call.kind.operation.name
+            for topic in list(call.queued.values()):
                 if topic.outcome_unknown:  # an earlier attempt was sent and its answer lost: it may have applied
-                    self._finish(topic, after_unknown_attempt(error, call.kind.operation.name), settle)
+                    self._finish(topic, after_unknown_attempt(error, operation), settle)
                 else:
                     self._finish(topic, KafkaException(error), settle)
+            for topic in list(call.in_flight.values()):
+                # Handed to librdkafka: never sent while no request of this client has ever got through (it
+                # never authenticated); otherwise it may have been written before the failure.
+                exc = in_flight_error(error, operation) if self._reached else KafkaException(error)
+                self._finish(topic, exc, settle)
 
     def _expire(self, now: float, settle: list[Settlement]) -> float:
         """Settle what is past its call's deadline; returns the time until the next deadline."""
@@ -378,8 +394,10 @@ class Scheduler:
         operation = request.kind.operation
         results = {topic.name: _result(request, topic) for topic in request.topics}
         answered = any(_is_broker_answer(exc) for exc in results.values())
-        if self._handshake_drops is not None and (answered or any(_was_written(exc) for exc in results.values())):
-            self._handshake_drops.answered()  # the connection carried a request past the handshake
+        if answered or any(_was_written(exc) for exc in results.values()):
+            self._reached = True
+            if self._handshake_drops is not None:
+                self._handshake_drops.answered()  # the connection carried a request past the handshake
         throttle_s = self._record_response_throttle(request, answered)
         admitted = 0
         retried = False

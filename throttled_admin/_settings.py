@@ -7,8 +7,8 @@
   client's serial user-code thread, so a slow one delays nothing of the client's. Whatever they raise is logged
   once and contained.
 - The client reads librdkafka's log on its way (``_librdkafka_log``): some connection failures are told nowhere
-  else. An authentication failure inferred from it goes to the ``error_cb`` from conf (or is logged when there
-  is none), as librdkafka reports its own.
+  else. An authentication failure the client finds goes to the ``error_cb`` from conf (or is logged when there
+  is none), as librdkafka reports its own (``error_reporter``).
 - The callbacks reach the scheduler, never the client: librdkafka's handle keeps its callbacks alive, and a
   path back to the client would be a cycle that keeps librdkafka's threads and sockets alive.
 """
@@ -28,7 +28,7 @@ from opentelemetry.metrics import MeterProvider
 from throttled_admin._librdkafka_log import tap_logs
 from throttled_admin._retry import RetryBackoff
 
-__all__ = ["ClientSettings", "EventSink", "install_callbacks"]
+__all__ = ["ClientSettings", "EventSink", "error_reporter", "install_callbacks"]
 
 log = logging.getLogger("throttled_admin")
 
@@ -109,7 +109,7 @@ class EventSink(Protocol):
 
     def on_error(self, error: KafkaError) -> None: ...
 
-    def on_log(self, message: str) -> KafkaError | None: ...
+    def on_log(self, message: str) -> None: ...
 
 
 class _Contained:
@@ -127,6 +127,22 @@ class _Contained:
             if not self._failed:
                 self._failed = True
                 log.exception("the %s from conf raised; it is contained (later failures are not logged)", self._name)
+
+
+def error_reporter(
+    conf: dict[str, Any], run_user: Callable[[Callable[[], None]], object]
+) -> Callable[[KafkaError], None]:
+    """Where an error the client finds itself goes: where librdkafka's own go, the error_cb from conf (on the
+    user-code thread, contained), or the log when there is none."""
+    callback = conf.get("error_cb")
+    if callback is None:
+        return lambda error: log.warning("%s", error.str())
+    user_error = _Contained("error_cb", callback)
+
+    def report(error: KafkaError) -> None:
+        run_user(functools.partial(user_error, error))
+
+    return report
 
 
 def install_callbacks(
@@ -160,22 +176,12 @@ def install_callbacks(
             run_user(functools.partial(user_error, error))
 
     def on_fail(line: str) -> None:
-        """A librdkafka FAIL log line; what the client infers from it goes where librdkafka's errors go: to the
-        error_cb from conf, or to the log when there is none."""
         target = sink()
-        if target is None:
-            return
-        try:
-            error = target.on_log(line)
-        except Exception:
-            log.exception("handling a librdkafka log line failed")
-            return
-        if error is None:
-            return
-        if user_error is not None:
-            run_user(functools.partial(user_error, error))
-        else:
-            log.warning("%s", error.str())
+        if target is not None:
+            try:
+                target.on_log(line)
+            except Exception:
+                log.exception("handling a librdkafka log line failed")
 
     conf["throttle_cb"] = throttle_cb
     conf["error_cb"] = error_cb

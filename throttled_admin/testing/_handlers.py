@@ -636,6 +636,10 @@ def handle_alter_client_quotas(request: Any, ctx: RequestContext) -> Handled:
 
 
 def handle_sasl_handshake(request: Any, ctx: RequestContext) -> Handled:
+    if ctx.broker.users is None:  # a listener without SASL: KafkaApis answers, the connection stays open
+        return Handled(
+            SaslHandshakeResponse(version=ctx.api_version, error_code=kerr.IllegalSaslStateError.errno, mechanisms=[])
+        )
     if request.mechanism != "PLAIN":
         response = SaslHandshakeResponse(
             version=ctx.api_version, error_code=kerr.UnsupportedSaslMechanismError.errno, mechanisms=["PLAIN"]
@@ -666,6 +670,16 @@ def _plain_error(auth_bytes: bytes, ctx: RequestContext) -> tuple[str | None, st
 
 
 def handle_sasl_authenticate(request: Any, ctx: RequestContext) -> Handled:
+    if ctx.broker.users is None:  # KafkaApis.handleSaslAuthenticateRequest on a listener without SASL
+        return Handled(
+            SaslAuthenticateResponse(
+                version=ctx.api_version,
+                error_code=kerr.IllegalSaslStateError.errno,
+                error_message="SaslAuthenticate request received after successful authentication",
+                auth_bytes=b"",
+                session_lifetime_ms=0,
+            )
+        )
     if ctx.sasl_mechanism != "PLAIN":
         user, message = None, "Authentication failed: Invalid username or password"
     else:

@@ -147,6 +147,7 @@ class _Connection:
         self.node_id = node_id
         self.peer = peer
         self.principal = ANONYMOUS
+        self.needs_auth = needs_auth
         self.authenticated = not needs_auth
         self.sasl_authenticated = False  # a SASL exchange succeeded: the next one is a re-authentication
         self.sasl_mechanism: str | None = None
@@ -363,7 +364,7 @@ class Server:
         if not conn.authenticated and api_key not in _PRE_AUTH_APIS:
             self._reject(conn, f"{ApiKey(api_key).name} before SASL authentication")
             return False
-        if api_key == ApiKey.SaslAuthenticate and conn.sasl_mechanism is None:
+        if api_key == ApiKey.SaslAuthenticate and conn.needs_auth and conn.sasl_mechanism is None:
             self._reject(conn, "SaslAuthenticate before SaslHandshake")
             return False
         context = RequestContext(
@@ -377,8 +378,9 @@ class Server:
             reauthenticating=conn.sasl_authenticated,
         )
         # KIP-124: SASL exchanges and anything before authentication are handled outside the request
-        # handlers (SaslServerAuthenticator), so they are neither charged nor throttled.
-        charged = conn.authenticated and api_key not in _SASL_APIS
+        # handlers (SaslServerAuthenticator), so they are neither charged nor throttled. On a listener without
+        # SASL, KafkaApis answers SaslHandshake/SaslAuthenticate (ILLEGAL_SASL_STATE) like any request.
+        charged = conn.authenticated and (api_key not in _SASL_APIS or not conn.needs_auth)
         job = functools.partial(self._answer, spec, frame, context, correlation_id, received_at, charged)
         try:
             if api_key in CONTROLLER_APIS:

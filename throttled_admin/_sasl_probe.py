@@ -1,0 +1,88 @@
+"""Asking a listener whether it requires SASL, on connections of its own, as a fact rather than a guess.
+
+1. A Metadata request (v1, no topics: cheap on any cluster) sent without authenticating: a listener that
+   serves it does not require SASL. Kafka's SaslServerAuthenticator closes the connection instead ("Unexpected
+   Kafka request of type METADATA during SASL handshake").
+2. Only then, a SaslHandshake: a SASL listener answers NONE, or UNSUPPORTED_SASL_MECHANISM, with the mechanisms
+   it has enabled; a Kafka listener without SASL answers ILLEGAL_SASL_STATE (KafkaApis). Some Kafka-compatible
+   brokers accept SASL where it is optional; step 1 keeps them from being taken for one that requires it.
+
+The requests are written here (request header v1, versions that are not flexible): the client's core has no
+Kafka codec of its own and needs only these few fields. Plaintext only: a TLS listener would need the client's
+TLS settings.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+__all__ = ["required_sasl_mechanisms"]
+
+_METADATA = 3
+_SASL_HANDSHAKE = 17
+_CORRELATION_ID = 1
+_NONE = 0
+_UNSUPPORTED_SASL_MECHANISM = 33
+_MAX_RESPONSE_BYTES = 64 * 1024
+
+
+def _string(value: str) -> bytes:
+    data = value.encode()
+    return struct.pack(">h", len(data)) + data
+
+
+def _frame(api_key: int, client_id: str, body: bytes) -> bytes:
+    header = struct.pack(">hhi", api_key, 1, _CORRELATION_ID) + _string(client_id)  # version 1 of both APIs
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+def _exchange(address: str, request: bytes, timeout_s: float) -> bytes | None:
+    """The response frame (after its size), or None when the broker closed the connection without one."""
+    host, _, port = address.rpartition(":")
+    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s) as sock:
+        sock.sendall(request)
+        try:
+            (size,) = struct.unpack(">i", _read_exactly(sock, 4))
+        except ConnectionError:
+            return None
+        if not 4 <= size <= _MAX_RESPONSE_BYTES:
+            raise ValueError(f"not a Kafka response: {size} bytes")
+        return _read_exactly(sock, size)
+
+
+def _read_exactly(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("closed by the broker")
+        data += chunk
+    return data
+
+
+def _mechanisms(frame: bytes) -> list[str] | None:
+    """The response: correlation id, error code, mechanisms. None unless it is a SASL listener's answer."""
+    correlation_id, error_code, count = struct.unpack_from(">ihi", frame)
+    if correlation_id != _CORRELATION_ID or error_code not in (_NONE, _UNSUPPORTED_SASL_MECHANISM):
+        return None
+    mechanisms, offset = [], 10
+    for _ in range(max(0, count)):
+        (size,) = struct.unpack_from(">h", frame, offset)
+        mechanisms.append(frame[offset + 2 : offset + 2 + size].decode(errors="replace"))
+        offset += 2 + size
+    return mechanisms
+
+
+def required_sasl_mechanisms(
+    address: str, *, client_id: str = "throttled-admin", timeout_s: float = 2.0
+) -> list[str] | None:
+    """The SASL mechanisms of the plaintext listener at ``address`` ("host:port", "[v6]:port") when it requires
+    SASL; None when it does not, or when that cannot be told (unreachable, timed out, not Kafka)."""
+    try:
+        if _exchange(address, _frame(_METADATA, client_id, struct.pack(">i", 0)), timeout_s) is not None:
+            return None  # served without authentication
+        answer = _exchange(address, _frame(_SASL_HANDSHAKE, client_id, _string("PLAIN")), timeout_s)
+        return None if answer is None else _mechanisms(answer)
+    except (OSError, ValueError, struct.error, UnicodeError):
+        return None
