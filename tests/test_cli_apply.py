@@ -8,6 +8,7 @@ import json
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -204,6 +205,9 @@ def test_ctrl_c_ends_apply_at_once_and_a_rerun_finishes_the_plan(quota_broker, t
         encoding="utf-8",
         timeout=60,
         dimensions=(30, 140),
+        # A test run started in the background (``make test &``, nohup, some CI runners) ignores SIGINT, and
+        # its children inherit that: give the CLI the disposition of a terminal's foreground process.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     child.logfile_read = screen
     child.expect(r"mutations/s \(quota")  # the live bar is up (the final report's header has no "(quota")

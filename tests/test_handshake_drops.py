@@ -3,7 +3,10 @@ suspicion, and only the listener's own answer to a SaslHandshake makes it an aut
 
 from __future__ import annotations
 
+import socket
+import struct
 import threading
+import time
 from collections.abc import Callable
 
 import pytest
@@ -11,7 +14,7 @@ from confluent_kafka import KafkaError
 
 from tests.conftest import wait_until
 from throttled_admin._handshake_drops import DROPS, WINDOW_S, HandshakeDrops, diagnoses
-from throttled_admin._sasl_probe import required_sasl_mechanisms
+from throttled_admin._sasl_probe import _mechanisms, required_sasl_mechanisms
 from throttled_admin.testing import QuotaBroker
 
 BROKER = "127.0.0.1:9092/bootstrap"
@@ -125,3 +128,69 @@ def test_the_listener_is_asked_over_the_wire(quota_broker: Callable[..., QuotaBr
 def test_a_third_party_broker_with_optional_sasl_is_not_taken_for_one_that_requires_it(tansu: str) -> None:
     """Tansu answers a SaslHandshake without SASL configured, and serves unauthenticated requests too."""
     assert required_sasl_mechanisms(tansu) is None
+
+
+def test_drops_librdkafka_left_out_of_its_log_count() -> None:
+    listener = Listener(["PLAIN"])
+    drops = listener.drops()
+    suppressed = drop().replace("in state UP)", "in state UP, 2 identical error(s) suppressed)")
+    assert feed(drops, [drop(), suppressed]) == [None, None]
+    assert wait_until(lambda: bool(listener.found), timeout_s=10)
+
+
+def test_an_answer_that_comes_after_a_request_got_through_is_dropped_and_one_question_runs_at_a_time() -> None:
+    release = threading.Event()
+    listener = Listener(["PLAIN"])
+
+    def slow_ask(address: str) -> list[str] | None:
+        release.wait(10)
+        return listener.ask(address)
+
+    drops = HandshakeDrops("plaintext", listener.found.append, ask=slow_ask)
+    feed(drops, [drop()] * (2 * DROPS))  # the second pattern does not start a second question
+    drops.answered()
+    release.set()
+    assert listener.done.wait(10)
+    assert len(listener.asked) == 1
+    assert not wait_until(lambda: bool(listener.found), timeout_s=0.5)
+    assert drops.found() is None
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        pytest.param(struct.pack(">ihi", 1, 0, 0), id="no-mechanisms"),
+        pytest.param(struct.pack(">ihih", 1, 0, 50_000_000, -2), id="a-huge-count-and-a-negative-length"),
+        pytest.param(struct.pack(">ihih", 1, 0, 1, 20) + b"PLAIN", id="a-truncated-name"),
+        pytest.param(struct.pack(">ihih", 2, 0, 1, 5) + b"PLAIN", id="another-correlation-id"),
+        pytest.param(struct.pack(">ihih", 1, 34, 1, 5) + b"PLAIN", id="illegal-sasl-state"),
+    ],
+)
+def test_an_answer_that_is_not_a_sasl_listeners_is_no_answer(frame: bytes) -> None:
+    assert _mechanisms(frame) is None
+
+
+def test_a_sasl_listeners_answer_names_its_mechanisms() -> None:
+    frame = struct.pack(">ihi", 1, 33, 2) + b"".join(struct.pack(">h", len(m)) + m for m in (b"PLAIN", b"SCRAM"))
+    assert _mechanisms(frame) == ["PLAIN", "SCRAM"]
+
+
+def test_a_listener_that_trickles_its_answer_is_given_up_on_in_the_time_allowed() -> None:
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def trickle() -> None:
+        connection, _ = server.accept()
+        with connection:
+            connection.sendall(struct.pack(">i", 1000))  # a response of 1000 bytes, one byte at a time
+            while not stop.wait(0.2):
+                connection.sendall(b"\x00")
+
+    threading.Thread(target=trickle, daemon=True).start()
+    try:
+        started = time.monotonic()
+        assert required_sasl_mechanisms(f"127.0.0.1:{server.getsockname()[1]}", timeout_s=1.0) is None
+        assert time.monotonic() - started < 5
+    finally:
+        stop.set()
+        server.close()

@@ -8,13 +8,13 @@ request fails with "Failed while waiting for controller" at the deadline, and Ja
 for its deadline.
 
 The pattern is only a suspicion: a broker dropping connections looks the same. So when the same broker has
-closed the connection within half a second of the handshake ``DROPS`` times in a row within ``WINDOW_S``, with
-no mutation request getting through in between, the listener is asked (``_sasl_probe``, on connections of its
-own: does it serve a request without authentication, and does it speak SASL). Only a listener that requires
-SASL makes this an authentication failure, reported through ``on_found``; from then on each further drop of that
-broker reports it again, at once, until a request gets through or the broker refuses connections (a restart
-may have changed its listeners). Plaintext clients only: asking a TLS listener would need the client's TLS
-settings.
+closed the connection within half a second of the handshake ``DROPS`` times in a row within ``WINDOW_S``
+(counting the repeats librdkafka leaves out of its log), with no mutation request getting through in between,
+the listener is asked (``_sasl_probe``, on connections of its own: does it serve a request without
+authentication, and does it speak SASL). Only a listener that requires SASL makes this an authentication
+failure, reported through ``on_found``; from then on it holds (``found``) until a request gets through or the
+broker refuses connections (a restart may have changed its listeners). Plaintext clients only: asking a TLS
+listener would need the client's TLS settings.
 """
 
 from __future__ import annotations
@@ -36,7 +36,11 @@ WINDOW_S = 30.0
 PROBE_INTERVAL_S = 10.0  # a listener is asked at most this often
 _SOON_AFTER_HANDSHAKE_MS = 500  # the first request after ApiVersions was refused within this time of UP
 _THREAD = re.compile(r"^\[thrd:[^\]]*\]: ")
-_DISCONNECTED = re.compile(r"^(?P<broker>\S+): Disconnected\b.*\(after (?P<ms>\d+)ms in state UP\b")
+# librdkafka logs a repeated identical error once per 30 s per broker, then with how many it left out.
+_DISCONNECTED = re.compile(
+    r"^(?P<broker>\S+): Disconnected\b.*\(after (?P<ms>\d+)ms in state UP"
+    r"(?:, (?P<suppressed>\d+) identical error\(s\) suppressed)?\)"
+)
 
 
 def diagnoses(security_protocol: object) -> bool:
@@ -62,7 +66,9 @@ class HandshakeDrops:
         self._drops: dict[str, deque[float]] = {}
         self._found: dict[str, KafkaError] = {}
         self._asked_at: dict[str, float] = {}
-        self._lock = threading.Lock()  # _found and _asked_at are also written by the asking thread
+        self._asking: set[str] = set()
+        self._generation = 0  # changes whenever what was found may no longer hold: a late answer is dropped
+        self._lock = threading.Lock()  # all but _drops is also used by the asking thread
 
     def observe(self, line: str, now: float) -> KafkaError | None:
         """Feed one librdkafka ``FAIL`` log line. Returns the error when the broker is known to require SASL
@@ -79,44 +85,61 @@ class HandshakeDrops:
             if broker in self._found:
                 return self._found[broker]
         drops = self._drops.setdefault(broker, deque(maxlen=DROPS))
-        drops.append(now)
+        drops.extend([now] * min(DROPS, 1 + int(match["suppressed"] or 0)))
         if len(drops) == DROPS and now - drops[0] <= WINDOW_S:
             self._ask_listener(broker)
         return None
+
+    def found(self) -> KafkaError | None:
+        """The error of a broker known to require SASL, while that still holds."""
+        with self._lock:
+            return next(iter(self._found.values()), None)
 
     def answered(self) -> None:
         """A request got through: the brokers are serving this client."""
         self._drops.clear()
         with self._lock:
             self._found.clear()
+            self._generation += 1
 
     def _forget(self, broker: str) -> None:
         self._drops.pop(broker, None)
         with self._lock:
-            self._found.pop(broker, None)
+            if self._found.pop(broker, None) is not None or broker in self._asking:
+                self._generation += 1
 
     def _ask_listener(self, broker: str) -> None:
         with self._lock:
             asked_at = self._asked_at.get(broker)
-            if asked_at is not None and time.monotonic() - asked_at < PROBE_INTERVAL_S:
+            if broker in self._asking or (asked_at is not None and time.monotonic() - asked_at < PROBE_INTERVAL_S):
                 return
             self._asked_at[broker] = time.monotonic()
-        thread = threading.Thread(target=self._ask_and_report, args=(broker,), name="throttled-admin-sasl-probe")
+            self._asking.add(broker)
+            generation = self._generation
+        thread = threading.Thread(
+            target=self._ask_and_report, args=(broker, generation), name="throttled-admin-sasl-probe"
+        )
         thread.daemon = True
         thread.start()
 
-    def _ask_and_report(self, broker: str) -> None:
-        mechanisms = self._ask(broker.rsplit("/", 1)[0])
+    def _ask_and_report(self, broker: str, generation: int) -> None:
+        try:
+            mechanisms = self._ask(broker.rsplit("/", 1)[0])
+        finally:
+            with self._lock:
+                self._asking.discard(broker)
         if mechanisms is None:
             return  # not a SASL listener, or it could not be asked: the drops are something else
         error = KafkaError(
             KafkaError._AUTHENTICATION,
-            f"{broker}: the listener requires SASL authentication (it offers {', '.join(mechanisms) or 'none'}) "
+            f"{broker}: the listener requires SASL authentication (it offers {', '.join(mechanisms)}) "
             f"and this client does not authenticate (security.protocol is {self._security_protocol!r}), so the "
             "broker closes each connection at its first request. Set security.protocol=SASL_PLAINTEXT (or "
             "SASL_SSL), sasl.mechanism and the sasl.* credentials.",
             fatal=False,
         )
         with self._lock:
+            if generation != self._generation:
+                return  # a request got through, or the broker went down, while it was being asked
             self._found[broker] = error
         self._on_found(error)

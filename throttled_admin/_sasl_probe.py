@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 
 __all__ = ["required_sasl_mechanisms"]
 
@@ -37,39 +38,51 @@ def _frame(api_key: int, client_id: str, body: bytes) -> bytes:
     return struct.pack(">i", len(header) + len(body)) + header + body
 
 
-def _exchange(address: str, request: bytes, timeout_s: float) -> bytes | None:
-    """The response frame (after its size), or None when the broker closed the connection without one."""
-    host, _, port = address.rpartition(":")
-    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s) as sock:
-        sock.sendall(request)
-        try:
-            (size,) = struct.unpack(">i", _read_exactly(sock, 4))
-        except ConnectionError:
-            return None
-        if not 4 <= size <= _MAX_RESPONSE_BYTES:
-            raise ValueError(f"not a Kafka response: {size} bytes")
-        return _read_exactly(sock, size)
-
-
-def _read_exactly(sock: socket.socket, size: int) -> bytes:
+def _read_exactly(sock: socket.socket, size: int, deadline: float) -> bytes:
     data = b""
     while len(data) < size:
-        chunk = sock.recv(size - len(data))
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("the broker did not answer in time")
+        sock.settimeout(remaining)
+        chunk = sock.recv(min(size - len(data), 65536))
         if not chunk:
             raise ConnectionError("closed by the broker")
         data += chunk
     return data
 
 
+def _exchange(address: str, request: bytes, deadline: float) -> bytes | None:
+    """The response frame (after its size), or None when the broker closed the connection without one."""
+    host, _, port = address.rpartition(":")
+    timeout_s = deadline - time.monotonic()
+    if timeout_s <= 0:
+        raise TimeoutError("no time left to ask the broker")
+    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s) as sock:
+        sock.sendall(request)
+        try:
+            (size,) = struct.unpack(">i", _read_exactly(sock, 4, deadline))
+        except ConnectionError:
+            return None
+        if not 4 <= size <= _MAX_RESPONSE_BYTES:
+            raise ValueError(f"not a Kafka response: {size} bytes")
+        return _read_exactly(sock, size, deadline)
+
+
 def _mechanisms(frame: bytes) -> list[str] | None:
-    """The response: correlation id, error code, mechanisms. None unless it is a SASL listener's answer."""
+    """The SaslHandshake response (correlation id, error code, mechanisms): the mechanisms of a SASL listener's
+    answer, None for any other answer or one that does not parse."""
     correlation_id, error_code, count = struct.unpack_from(">ihi", frame)
     if correlation_id != _CORRELATION_ID or error_code not in (_NONE, _UNSUPPORTED_SASL_MECHANISM):
         return None
+    if not 0 < count <= (len(frame) - 10) // 2:
+        return None
     mechanisms, offset = [], 10
-    for _ in range(max(0, count)):
+    for _ in range(count):
         (size,) = struct.unpack_from(">h", frame, offset)
-        mechanisms.append(frame[offset + 2 : offset + 2 + size].decode(errors="replace"))
+        if not 0 < size <= len(frame) - offset - 2:
+            return None
+        mechanisms.append(frame[offset + 2 : offset + 2 + size].decode())
         offset += 2 + size
     return mechanisms
 
@@ -78,11 +91,13 @@ def required_sasl_mechanisms(
     address: str, *, client_id: str = "throttled-admin", timeout_s: float = 2.0
 ) -> list[str] | None:
     """The SASL mechanisms of the plaintext listener at ``address`` ("host:port", "[v6]:port") when it requires
-    SASL; None when it does not, or when that cannot be told (unreachable, timed out, not Kafka)."""
+    SASL; None when it does not, or when that cannot be told within ``timeout_s`` in all (unreachable, silent,
+    not Kafka)."""
+    deadline = time.monotonic() + timeout_s
     try:
-        if _exchange(address, _frame(_METADATA, client_id, struct.pack(">i", 0)), timeout_s) is not None:
+        if _exchange(address, _frame(_METADATA, client_id, struct.pack(">i", 0)), deadline) is not None:
             return None  # served without authentication
-        answer = _exchange(address, _frame(_SASL_HANDSHAKE, client_id, _string("PLAIN")), timeout_s)
+        answer = _exchange(address, _frame(_SASL_HANDSHAKE, client_id, _string("PLAIN")), deadline)
         return None if answer is None else _mechanisms(answer)
     except (OSError, ValueError, struct.error, UnicodeError):
         return None

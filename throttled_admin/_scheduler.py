@@ -342,8 +342,13 @@ class Scheduler:
         assert self._auth_error is not None
         error, reported_at = self._auth_error
         if now - reported_at > _AUTH_ERROR_TTL_S:
-            self._auth_error = None
-            return
+            # librdkafka reports its own again while it lasts; a listener found to require SASL holds until a
+            # request gets through (librdkafka logs its repeated drops only every 30 s).
+            found = self._handshake_drops.found() if self._handshake_drops is not None else None
+            self._auth_error = None if found is None else (found, now)
+            if found is None:
+                return
+            error = found
         for call in list(self._calls.values()):
             operation = call.kind.operation.name
             for topic in list(call.queued.values()):
