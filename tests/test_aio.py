@@ -221,7 +221,7 @@ async def test_two_hundred_concurrent_tasks(quota_broker: Broker) -> None:
 
 # Run in a fresh interpreter: threads other tests leave winding down would move the baseline.
 LEAK_CHECK = """
-import asyncio, gc, os, sys, time
+import asyncio, gc, os, sys, threading
 from throttled_admin.admin import NewTopic
 from throttled_admin.aio import AIOThrottledAdminClient
 
@@ -238,9 +238,12 @@ async def main():
     for i in range(3):  # warm up: librdkafka's globals
         await cycle(i)
     # The loop's default executor (used by close()) grows its threads lazily, up to min(32, cpus + 4); grow it
-    # to its size first, so a thread counted afterwards is one a client left behind.
+    # to its size first, so a thread counted afterwards is one a client left behind. The jobs wait for each
+    # other: on a loaded machine a job that finished early would be reused and the pool would stay smaller.
     loop = asyncio.get_running_loop()
-    await asyncio.gather(*(loop.run_in_executor(None, time.sleep, 0.05) for _ in range(min(32, os.cpu_count() + 4))))
+    size = min(32, os.cpu_count() + 4)
+    barrier = threading.Barrier(size)
+    await asyncio.gather(*(loop.run_in_executor(None, barrier.wait, 60) for _ in range(size)))
     before = resources()
     for i in range(3, 33):
         await cycle(i)
