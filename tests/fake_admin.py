@@ -113,9 +113,10 @@ def install(mocker: Any) -> None:
     confs: list[dict[str, Any]] = []
     real = throttled_admin._client.install_callbacks
 
-    def capture(conf: dict[str, Any], sink: Any, run_user: Any) -> dict[str, Any]:
-        confs.append(real(conf, sink, run_user))
-        return confs[-1]
+    def capture(conf: dict[str, Any], sink: Any, run_user: Any) -> tuple[dict[str, Any], Any]:
+        owned, report = real(conf, sink, run_user)
+        confs.append(owned)
+        return owned, report
 
     mocker.patch("throttled_admin._client.install_callbacks", capture)
     mocker.patch("throttled_admin._client._Transport", side_effect=lambda client: FakeAdmin(confs[-1]))

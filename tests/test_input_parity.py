@@ -166,7 +166,6 @@ INPUT_ROWS = [
 ]
 
 
-
 def _option(id: str, call: str, confluent: str, ours: str = "same", **kwargs: Any) -> Any:
     make = {CT: T(1, 1), CP: P(2), DT: lambda: [N]}[call]
     row = Row(id, call, make, confluent, ours, kwargs=kwargs, names_topic=False)

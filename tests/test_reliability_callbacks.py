@@ -337,3 +337,37 @@ def test_mutation_quota_values_are_named() -> None:
     for rate in (float("nan"), -1.0, 0.0, float("inf")):
         with pytest.raises(ValueError, match="rate"):
             MutationQuota(rate=rate)
+
+
+def test_a_raising_error_cb_is_logged_once_for_librdkafkas_errors_and_the_clients_own(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """librdkafka's errors and those the client finds itself (an authentication failure it diagnosed) reach the
+    same conf error_cb through one containment: a raising error_cb is logged once, not once per path."""
+    from throttled_admin._settings import install_callbacks
+
+    seen: list[KafkaError] = []
+
+    def error_cb(error: KafkaError) -> None:
+        seen.append(error)
+        raise RuntimeError("boom")
+
+    conf, report = install_callbacks({"error_cb": error_cb}, lambda: None, lambda job: job())
+    error = KafkaError(KafkaError._AUTHENTICATION, "the listener requires SASL authentication")
+    with caplog.at_level(logging.ERROR, logger="throttled_admin"):
+        conf["error_cb"](error)
+        report(error)
+        report(error)
+    assert seen == [error, error, error]
+    assert [r.getMessage() for r in caplog.records if "error_cb from conf raised" in r.getMessage()] == [
+        "the error_cb from conf raised; it is contained (later failures are not logged)"
+    ]
+
+
+def test_without_an_error_cb_the_clients_own_errors_are_logged(caplog: pytest.LogCaptureFixture) -> None:
+    from throttled_admin._settings import install_callbacks
+
+    _, report = install_callbacks({}, lambda: None, lambda job: job())
+    with caplog.at_level(logging.WARNING, logger="throttled_admin"):
+        report(KafkaError(KafkaError._AUTHENTICATION, "the listener requires SASL authentication"))
+    assert [r.getMessage() for r in caplog.records] == ["the listener requires SASL authentication"]

@@ -32,7 +32,7 @@ from throttled_admin._options import (
 )
 from throttled_admin._quota import MutationQuota, Pacer
 from throttled_admin._scheduler import USER_CODE_WAIT_S, ClientGone, Scheduler
-from throttled_admin._settings import ClientSettings, error_reporter, install_callbacks
+from throttled_admin._settings import ClientSettings, install_callbacks
 from throttled_admin._user_code import SerialRunner
 from throttled_admin._validation import check_delete_topics, check_new_partitions, check_new_topics
 from throttled_admin._work import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, Call, Operation, RequestKind
@@ -155,14 +155,15 @@ class ThrottledAdminClient(AdminClient):
         self._close_done = threading.Event()
         self._pid = os.getpid()
         sink: list[Scheduler] = []  # filled below; the callbacks only ever see the scheduler weakly
-        super().__init__(install_callbacks(conf, lambda: sink[0] if sink else None, self._user_code.submit), **kwargs)
+        owned_conf, report = install_callbacks(conf, lambda: sink[0] if sink else None, self._user_code.submit)
+        super().__init__(owned_conf, **kwargs)
         scheduler = Scheduler(
             _Transport(self),
             self._metrics,
             pacer=Pacer(mutation_quota) if mutation_quota is not None else None,
             backoff=settings.backoff,
             security_protocol=str(conf.get("security.protocol", "plaintext")),
-            report=error_reporter(conf, self._user_code.submit),
+            report=report,
         )
         self._scheduler = scheduler
         sink.append(scheduler)

@@ -8,7 +8,7 @@
   once and contained.
 - The client reads librdkafka's log on its way (``_librdkafka_log``): some connection failures are told nowhere
   else. An authentication failure the client finds goes to the ``error_cb`` from conf (or is logged when there
-  is none), as librdkafka reports its own (``error_reporter``).
+  is none), as librdkafka reports its own (the reporter ``install_callbacks`` returns).
 - The callbacks reach the scheduler, never the client: librdkafka's handle keeps its callbacks alive, and a
   path back to the client would be a cycle that keeps librdkafka's threads and sockets alive.
 """
@@ -28,7 +28,7 @@ from opentelemetry.metrics import MeterProvider
 from throttled_admin._librdkafka_log import tap_logs
 from throttled_admin._retry import RetryBackoff
 
-__all__ = ["ClientSettings", "EventSink", "error_reporter", "install_callbacks"]
+__all__ = ["ClientSettings", "EventSink", "install_callbacks"]
 
 log = logging.getLogger("throttled_admin")
 
@@ -129,63 +129,52 @@ class _Contained:
                 log.exception("the %s from conf raised; it is contained (later failures are not logged)", self._name)
 
 
-def error_reporter(
-    conf: dict[str, Any], run_user: Callable[[Callable[[], None]], object]
-) -> Callable[[KafkaError], None]:
-    """Where an error the client finds itself goes: where librdkafka's own go, the error_cb from conf (on the
-    user-code thread, contained), or the log when there is none."""
-    callback = conf.get("error_cb")
-    if callback is None:
-        return lambda error: log.warning("%s", error.str())
-    user_error = _Contained("error_cb", callback)
-
-    def report(error: KafkaError) -> None:
-        run_user(functools.partial(user_error, error))
-
-    return report
+def _deliver(sink: Callable[[], EventSink | None], what: str, send: Callable[[EventSink], None]) -> None:
+    """Hands an event to the scheduler, once it exists; a failure there is logged, never raised into librdkafka."""
+    target = sink()
+    if target is None:
+        return
+    try:
+        send(target)
+    except Exception:
+        log.exception("%s failed", what)
 
 
 def install_callbacks(
     conf: dict[str, Any], sink: Callable[[], EventSink | None], run_user: Callable[[Callable[[], None]], object]
-) -> dict[str, Any]:
-    """A copy of ``conf`` whose callbacks feed ``sink()`` (None until the scheduler exists) and then the user's own."""
+) -> tuple[dict[str, Any], Callable[[KafkaError], None]]:
+    """A copy of ``conf`` whose callbacks feed ``sink()`` (None until the scheduler exists) and then the user's own,
+    and where an error the client finds itself goes: where librdkafka's own go, the ``error_cb`` from conf (on the
+    user-code thread, contained), or the log when there is none."""
     conf = dict(conf)
-    user = {key: _Contained(key, conf.pop(key)) for key in _USER_CALLBACKS if conf.get(key) is not None}
+    user = {key: _Contained(key, conf[key]) for key in _USER_CALLBACKS if conf.get(key) is not None}
     for key in _USER_CALLBACKS:
         conf.pop(key, None)
     user_throttle, user_error, user_stats = user.get("throttle_cb"), user.get("error_cb"), user.get("stats_cb")
 
     def throttle_cb(event: Any) -> None:
-        target = sink()
-        if target is not None:
-            try:
-                target.on_throttle(int(event.broker_id), float(event.throttle_time))
-            except Exception:
-                log.exception("recording a throttle event failed")
+        broker, throttle_s = int(event.broker_id), float(event.throttle_time)
+        _deliver(sink, "recording a throttle event", lambda target: target.on_throttle(broker, throttle_s))
         if user_throttle is not None:
             run_user(functools.partial(user_throttle, event))
 
+    def report(error: KafkaError) -> None:
+        if user_error is not None:
+            run_user(functools.partial(user_error, error))
+        else:
+            log.warning("%s", error.str())
+
     def error_cb(error: KafkaError) -> None:
-        target = sink()
-        if target is not None:
-            try:
-                target.on_error(error)
-            except Exception:
-                log.exception("handling a librdkafka error event failed")
+        _deliver(sink, "handling a librdkafka error event", lambda target: target.on_error(error))
         if user_error is not None:
             run_user(functools.partial(user_error, error))
 
     def on_fail(line: str) -> None:
-        target = sink()
-        if target is not None:
-            try:
-                target.on_log(line)
-            except Exception:
-                log.exception("handling a librdkafka log line failed")
+        _deliver(sink, "handling a librdkafka log line", lambda target: target.on_log(line))
 
     conf["throttle_cb"] = throttle_cb
     conf["error_cb"] = error_cb
     tap_logs(conf, on_fail, run_user)
     if user_stats is not None:
         conf["stats_cb"] = lambda stats: run_user(functools.partial(user_stats, stats))
-    return conf
+    return conf, report
