@@ -153,8 +153,11 @@ def install_callbacks(
     user_throttle, user_error, user_stats = user.get("throttle_cb"), user.get("error_cb"), user.get("stats_cb")
 
     def throttle_cb(event: Any) -> None:
-        broker, throttle_s = int(event.broker_id), float(event.throttle_time)
-        _deliver(sink, "recording a throttle event", lambda target: target.on_throttle(broker, throttle_s))
+        _deliver(
+            sink,
+            "recording a throttle event",
+            lambda target: target.on_throttle(int(event.broker_id), float(event.throttle_time)),
+        )
         if user_throttle is not None:
             run_user(functools.partial(user_throttle, event))
 
