@@ -73,24 +73,23 @@ def unknown_outcome_error(operation: str, why: str) -> KafkaException:
     )
 
 
+def _amended(error: KafkaError, sentence: str) -> KafkaException:
+    """``error`` with its code, and a sentence added to its message."""
+    return KafkaException(KafkaError(error.code(), f"{error.str()} {sentence}"))
+
+
 def after_unknown_attempt(error: KafkaError, operation: str) -> KafkaException:
-    return KafkaException(
-        KafkaError(
-            error.code(),
-            f"{error.str()} An earlier attempt of this {operation}, whose outcome was unknown (its response was "
-            "lost), may have applied it.",
-        )
+    return _amended(
+        error,
+        f"An earlier attempt of this {operation}, whose outcome was unknown (its response was lost), may have "
+        "applied it.",
     )
 
 
 def in_flight_error(error: KafkaError, operation: str) -> KafkaException:
     """``error`` (an authentication failure) for a topic whose request was in flight when it came."""
-    return KafkaException(
-        KafkaError(
-            error.code(),
-            f"{error.str()} This {operation} was in flight: outcome unknown, the broker may or may not have "
-            "applied it.",
-        )
+    return _amended(
+        error, f"This {operation} was in flight: outcome unknown, the broker may or may not have applied it."
     )
 
 

@@ -345,10 +345,11 @@ class Scheduler:
             # librdkafka reports its own again while it lasts; a listener found to require SASL holds until a
             # request gets through (librdkafka logs its repeated drops only every 30 s).
             found = self._handshake_drops.found() if self._handshake_drops is not None else None
-            self._auth_error = None if found is None else (found, now)
             if found is None:
+                self._auth_error = None
                 return
             error = found
+            self._auth_error = (error, now)
         for call in list(self._calls.values()):
             operation = call.kind.operation.name
             for topic in list(call.queued.values()):
