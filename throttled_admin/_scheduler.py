@@ -147,6 +147,10 @@ class Scheduler:
         self._callbacks = CallbackRunner()
         self._cv = threading.Condition()
         self._calls: dict[int, Call] = {}  # in submission order
+        # topic name -> the topics of every pending call that name it, in submission order: only the first is
+        # ever sent (rule a: a request never names a topic twice, and a call touching a name an earlier call
+        # still holds waits for it; Kafka 4 answers a doubled name once, which crashes librdkafka's parser)
+        self._holders: dict[str, list[Topic]] = {}
         self._request: _Request | None = None
         self._auth_error: tuple[KafkaError, float] | None = None  # (error, when it was reported)
         self._refresh_metadata = False  # after NOT_CONTROLLER: read metadata before sending again, as Java does
@@ -177,6 +181,7 @@ class Scheduler:
             for name, item, cost, records in items:
                 future = TopicFuture(self._callbacks)
                 topic = call.queued[name] = Topic(name, item, call, future, cost, records)
+                self._holders.setdefault(name, []).append(topic)
                 future.bind_withdraw(functools.partial(self._withdraw, topic))
                 futures[name] = future
             call.unsettled = len(items)
@@ -190,6 +195,7 @@ class Scheduler:
             if call.queued.get(topic.name) is not topic:
                 return False  # in flight or settled
             del call.queued[topic.name]
+            self._release(topic)
             call.unsettled -= 1
             self._account(call)
             self._wake()
@@ -311,12 +317,26 @@ class Scheduler:
         call = topic.call
         call.queued.pop(topic.name, None)
         call.in_flight.pop(topic.name, None)
+        self._release(topic)
         if exc is not None and call.error_type is None:
             error = error_of(exc)
             call.error_type = error.name() if error is not None else type(exc).__name__
         call.unsettled -= 1
         settle.append((topic.future, exc))
         self._account(call)
+
+    def _release(self, topic: Topic) -> None:
+        """The topic is settled or withdrawn: the next call waiting for its name may send it."""
+        holders = self._holders.get(topic.name)
+        if holders is None:
+            return
+        holders[:] = [held for held in holders if held is not topic]
+        if not holders:
+            del self._holders[topic.name]
+
+    def _holds(self, topic: Topic) -> bool:
+        """True when no earlier pending call holds the topic's name."""
+        return self._holders[topic.name][0] is topic
 
     def _account(self, call: Call) -> None:
         if call.unsettled > 0 or self._calls.pop(call.id, None) is None:
@@ -336,6 +356,7 @@ class Scheduler:
                 for topic in list(call.in_flight.values()):
                     self._finish(topic, make(operation, sent=True), settle)
             self._calls.clear()
+            self._holders.clear()
         _resolve(settle)
 
     def _fail_on_auth_error(self, now: float, settle: list[Settlement]) -> None:
@@ -574,12 +595,12 @@ class Scheduler:
     def _head(self, now: float) -> Topic | None:
         for call in self._calls.values():
             for topic in call.queued.values():
-                if topic.not_before <= now:
+                if topic.not_before <= now and self._holds(topic):
                     return topic
         return None
 
     def _next_eligible_s(self, now: float) -> float:
-        waits = [t.not_before - now for c in self._calls.values() for t in c.queued.values()]
+        waits = [t.not_before - now for c in self._calls.values() for t in c.queued.values() if self._holds(t)]
         return max(0.0, min(waits, default=math.inf))
 
     def _eligible(self, kind: RequestKind, now: float) -> Iterator[Topic]:
@@ -588,7 +609,7 @@ class Scheduler:
             if call.kind != kind:
                 continue
             for topic in call.queued.values():
-                if topic.not_before <= now:
+                if topic.not_before <= now and self._holds(topic):
                     yield topic
                     count += 1
                     if count >= MAX_TOPICS_PER_REQUEST:
