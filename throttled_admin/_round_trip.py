@@ -1,39 +1,44 @@
 """The observed round trip of a mutation request, by size: rtt(n) = base + per_topic x n.
 
-The scheduler sends nothing that cannot be answered before its deadline: a request sent with less time left
-than its expected round trip would only be applied after the caller was told it failed. Both terms are
-exponentially weighted moving averages of what responses took; before any response both are zero (optimistic:
-the first request of a client is always sent).
+The engine sends nothing that cannot be answered before its deadline: a request sent with less time left than
+it takes would only be applied after the caller was told it failed. So the estimate is a *floor*, the fastest
+that recent answers took, never a mean: one slow answer (a controller election, a GC pause) must not lock short
+calls out, and only answered requests count (a request that got no answer says nothing about how long one
+takes). Samples older than ``RECENT_S`` are forgotten, so an estimate that once was high recovers even while no
+call is sent; before any answer the estimate is zero (the first request of a client is always sent).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 
-__all__ = ["RoundTrip"]
+__all__ = ["RECENT_S", "RoundTrip"]
 
-_ALPHA = 0.3
+RECENT_S = 30.0
+_SAMPLES = 16
 _LARGE = 50  # requests of at least this many topics say something about the per-topic term
 
 
 @dataclass
 class RoundTrip:
-    base_s: float = 0.0
-    per_topic_s: float = 0.0
-    samples: int = 0
+    _samples: deque[tuple[float, int, float]] = field(default_factory=lambda: deque(maxlen=_SAMPLES))
 
-    def expected_s(self, topics: int) -> float:
-        return self.base_s + self.per_topic_s * topics
+    def observe(self, topics: int, seconds: float, now: float) -> None:
+        """An answered request of ``topics`` topics took ``seconds`` (sent to answered), seen at ``now``."""
+        self._samples.append((now, max(1, topics), max(0.0, seconds)))
 
-    def observe(self, topics: int, seconds: float) -> None:
-        seconds = max(0.0, seconds)
-        if topics >= _LARGE:
-            per_topic = max(0.0, seconds - self.base_s) / topics
-            self.per_topic_s = per_topic if self.samples == 0 else _ewma(self.per_topic_s, per_topic)
-        base = max(0.0, seconds - self.per_topic_s * topics)
-        self.base_s = base if self.samples == 0 else _ewma(self.base_s, base)
-        self.samples += 1
+    def _recent(self, now: float) -> list[tuple[float, int, float]]:
+        return [sample for sample in self._samples if now - sample[0] <= RECENT_S]
 
+    def per_topic_s(self, now: float) -> float:
+        large = [seconds / topics for _, topics, seconds in self._recent(now) if topics >= _LARGE]
+        return min(large, default=0.0)
 
-def _ewma(old: float, new: float) -> float:
-    return old + _ALPHA * (new - old)
+    def base_s(self, now: float) -> float:
+        per_topic = self.per_topic_s(now)
+        return min((max(0.0, seconds - per_topic * topics) for _, topics, seconds in self._recent(now)), default=0.0)
+
+    def expected_s(self, topics: int, now: float) -> float:
+        """The least a request of ``topics`` topics has recently taken (0 with no recent answer)."""
+        return self.base_s(now) + self.per_topic_s(now) * topics

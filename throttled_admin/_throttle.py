@@ -12,31 +12,23 @@ holds when the controller moves (where Java sends at once and is throttled again
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable
-
 __all__ = ["ThrottleTracker"]
 
 
 class ThrottleTracker:
-    def __init__(self, clock: Callable[[], float] = time.monotonic):
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._until: dict[int, float] = {}  # node id -> monotonic time its throttle ends
+    """Not thread-safe: the engine's own state. Times are monotonic seconds."""
 
-    def record(self, node_id: int, throttle_s: float) -> None:
+    def __init__(self) -> None:
+        self._until: dict[int, float] = {}  # node id -> when its throttle ends
+
+    def record(self, node_id: int, throttle_s: float, now: float) -> None:
         """A response from ``node_id`` carried ``throttle_s``; the end time never moves backwards."""
         if throttle_s <= 0:
             return
-        until = self._clock() + throttle_s
-        with self._lock:
-            if until > self._until.get(node_id, 0.0):
-                self._until[node_id] = until
+        until = now + throttle_s
+        if until > self._until.get(node_id, 0.0):
+            self._until[node_id] = until
 
-    def remaining_s(self) -> float:
+    def remaining_s(self, now: float) -> float:
         """Seconds until every node's throttle has ended (0 when none is throttled)."""
-        now = self._clock()
-        with self._lock:
-            latest = max(self._until.values(), default=0.0)
-        return max(0.0, latest - now)
+        return max(0.0, max(self._until.values(), default=0.0) - now)

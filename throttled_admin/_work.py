@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from throttled_admin._futures import TopicFuture
+from confluent_kafka import KafkaError
 
 __all__ = ["CREATE_PARTITIONS", "CREATE_TOPICS", "DELETE_TOPICS", "Call", "Operation", "RequestKind", "Topic"]
 
@@ -30,6 +30,14 @@ class Operation:
     # At most the KRaft metadata records it makes: a controller refuses a whole request of more than 10,000
     # (QuorumController's MAX_RECORDS_PER_USER_OP), so requests are sized by records too.
     records: Callable[[Any], int]
+    # KIP-599 cost from the topic's current partition count in the cluster's metadata (None: not there)
+    metadata_cost: Callable[[Any, int | None], int]
+    # The broker's answer to a re-sent mutation that an earlier attempt (outcome unknown) applied after all
+    already_done: int
+    validate_only: bool  # confluent-kafka's method takes validate_only
+
+    def cost_from_metadata(self, item: Any, current: int | None) -> int:
+        return self.metadata_cost(item, current)
 
 
 def _partitions(topic: Any) -> int:
@@ -38,16 +46,39 @@ def _partitions(topic: Any) -> int:
     return topic.num_partitions if topic.num_partitions > 0 else 1
 
 
+def _added(partitions: Any, current: int | None) -> int:
+    return max(1, partitions.new_total_count - current) if current else 1
+
+
 CREATE_TOPICS = Operation(
     "CreateTopics",
     "create_topics",
     lambda t: t.topic,
     _partitions,
     lambda t: 1 + _partitions(t) + len(t.config or {}),  # TopicRecord, PartitionRecords, ConfigRecords
+    lambda t, _current: _partitions(t),
+    KafkaError.TOPIC_ALREADY_EXISTS,
+    validate_only=True,
 )
-DELETE_TOPICS = Operation("DeleteTopics", "delete_topics", lambda t: t, lambda t: None, lambda t: 1)
+DELETE_TOPICS = Operation(
+    "DeleteTopics",
+    "delete_topics",
+    lambda t: t,
+    lambda t: None,
+    lambda t: 1,
+    lambda t, current: current or 0,  # an unknown topic fails first and costs nothing
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    validate_only=False,
+)
 CREATE_PARTITIONS = Operation(
-    "CreatePartitions", "create_partitions", lambda p: p.topic, lambda p: None, lambda p: max(1, p.new_total_count)
+    "CreatePartitions",
+    "create_partitions",
+    lambda p: p.topic,
+    lambda p: None,
+    lambda p: max(1, p.new_total_count),
+    _added,  # only the added partitions
+    KafkaError.INVALID_PARTITIONS,
+    validate_only=True,
 )
 
 
@@ -70,7 +101,7 @@ class Call:
     retry_on_quota_violation: bool
     request_timeout_s: float | None  # the caller's own caps, if any
     operation_timeout_s: float | None
-    started_at: float = field(default_factory=time.monotonic)
+    started_at: float = field(default_factory=time.monotonic)  # the driver's clock
     id: int = field(default_factory=lambda: next(_call_ids))
     queued: dict[str, Topic] = field(default_factory=dict)  # waiting to be sent, in order
     in_flight: dict[str, Topic] = field(default_factory=dict)
@@ -82,13 +113,18 @@ class Call:
     def remaining_s(self, now: float) -> float:
         return self.deadline - now
 
+    def budget_s(self, now: float) -> float:
+        """How long a request of this call may take: what is left, capped by the caller's request_timeout."""
+        remaining = self.remaining_s(now)
+        return remaining if self.request_timeout_s is None else min(remaining, self.request_timeout_s)
+
 
 @dataclass(eq=False)
 class Topic:
     name: str
     item: Any  # the snapshot sent to confluent-kafka: NewTopic, NewPartitions or the name
     call: Call
-    future: TopicFuture
+    future: Any  # the driver's handle (a TopicFuture): the engine only hands it back in settlements
     cost: int | None  # KIP-599 mutations; None until known
     records: int = 1  # KRaft metadata records, at most
     attempts: int = 0

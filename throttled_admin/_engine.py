@@ -1,0 +1,668 @@
+"""The mutation engine: every decision of a client's scheduler, as a deterministic state machine (sans-I/O).
+
+Events come in with the current time (monotonic seconds): a call submitted, a topic withdrawn, results of the
+request in flight, a request confluent-kafka refused, a throttle, an authentication or connection error, a
+metadata read, close; ``step(now)`` then decides. What to do comes out in the ``Outbox``: a request to send,
+futures to settle, metadata to read, metric events, and when to be woken. There are no threads, no clock and no
+I/O here: the thread driver (``_scheduler``) does the I/O, and tests drive the engine on simulated time
+(tests/test_engine_model.py checks every rule below after every step).
+
+The rules (docs/semantics.md):
+
+a. A topic name is in at most one request, and held by one call at a time: a later call naming it waits until
+   the earlier one has settled it (Kafka 4 answers a doubled name once, which crashes librdkafka's parser).
+b. At most one mutation request is in flight, and nothing is sent while the broker's throttle lasts (KIP-219):
+   nothing ever waits in a muted connection.
+c. Calls share a request only when their time budgets are within a factor of ``COALESCE_RATIO``: the request's
+   deadlines come from the shortest, so a long call never has its answer cut short by a short neighbour.
+d. Nothing is sent with less time left than the fastest recent answer took (``RoundTrip``: a floor that
+   forgets, fed by answered requests only), so a slow outlier cannot lock calls out.
+e. Every topic is settled by its call's deadline: the engine asks to be woken then.
+f. Outcomes are truthful: success when the broker says so; "not sent" only for what was never handed over;
+   "outcome unknown" when a request was handed over and no usable answer came (lost, late, garbled); the
+   broker's "already done" after such an attempt says an earlier attempt may have applied it.
+g. Metric events equal what the responses said (throttles, violations, retries).
+h. ``close`` settles every topic.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from confluent_kafka import KafkaError, KafkaException
+
+from throttled_admin._classify import Outcome, classify, error_of
+from throttled_admin._errors import (
+    ThrottlingQuotaExceededException,
+    after_unknown_attempt,
+    closed_error,
+    in_flight_error,
+    not_sent_error,
+    refused_error,
+    unknown_outcome_error,
+)
+from throttled_admin._quota import Pacer
+from throttled_admin._retry import RetryBackoff
+from throttled_admin._round_trip import RoundTrip
+from throttled_admin._throttle import ThrottleTracker
+from throttled_admin._work import Call, RequestKind, Topic
+
+__all__ = [
+    "COALESCE_RATIO",
+    "MAX_RECORDS_PER_REQUEST",
+    "MAX_TOPICS_PER_REQUEST",
+    "Engine",
+    "MetricsSink",
+    "Outbox",
+    "Request",
+]
+
+MAX_TOPICS_PER_REQUEST = 1000  # librdkafka's cost per request grows faster than linearly with its size
+# A KRaft controller refuses a whole request that makes more than this many metadata records with
+# POLICY_VIOLATION "Unable to perform excessively large batch operation." (QuorumController's
+# MAX_RECORDS_PER_USER_OP); a single topic larger than that is sent alone, and gets the broker's answer.
+MAX_RECORDS_PER_REQUEST = 10_000
+COALESCE_RATIO = 2.0  # rule c: the longest time budget in a request is at most this times the shortest
+_LIBRDKAFKA_MAX_TIMEOUT_S = 3600.0  # request_timeout / operation_timeout range of librdkafka
+_MIN_MARGIN_S = 0.05  # the least time kept between the controller's deadline and the call's
+_MIN_OPERATION_TIMEOUT_S = 0.001
+_MIN_QUOTA_BACKOFF_S = 0.005
+# A request librdkafka never completes frees the slot this long after its timeout (librdkafka scans timeouts
+# once a second).
+ABANDON_GRACE_S = 2.0
+# librdkafka completes every topic of one response together; a topic still open this long after the first
+# answer was left out of the response (a garbled answer): its outcome is unknown.
+PARTIAL_GRACE_S = 0.5
+_AUTH_ERRORS = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
+# An authentication failure fails what is pending and what is submitted this soon after it; librdkafka keeps
+# reconnecting and reports it again if it persists.
+AUTH_ERROR_TTL_S = 5.0
+
+
+class MetricsSink(Protocol):
+    """Where metric events go (``ClientMetrics`` exports them through OpenTelemetry)."""
+
+    def record_throttle(self, node_id: int | None, throttle_ms: float) -> None: ...
+
+    def record_violations(self, operation: str, topics: int) -> None: ...
+
+    def record_retry(self, operation: str) -> None: ...
+
+    def record_request(self, operation: str, topics: int, mutations: int) -> None: ...
+
+    def record_backoff(self, operation: str, seconds: float) -> None: ...
+
+    def record_call(self, operation: str, seconds: float, error_type: str | None) -> None: ...
+
+
+MetricEvent = Callable[[MetricsSink], None]
+Settlement = tuple[Topic, BaseException | None]
+
+_request_ids = itertools.count(1)
+
+
+@dataclass(eq=False)
+class Request:
+    """One mutation request: handed to confluent-kafka by the driver, answered through ``Engine.on_results``."""
+
+    kind: RequestKind
+    topics: list[Topic]
+    mutations: int
+    sent_at: float
+    expires_at: float  # librdkafka's own timeout, plus a grace: the slot is freed by then at the latest
+    kwargs: dict[str, Any]  # confluent-kafka's per-request settings
+    id: int = field(default_factory=lambda: next(_request_ids))
+    results: dict[str, BaseException | None] = field(default_factory=dict)
+    first_result_at: float | None = None
+    answered_at: float | None = None  # when the first broker answer came
+    events: list[tuple[int, float]] = field(default_factory=list)  # throttle events while in flight
+
+    @property
+    def items(self) -> list[Any]:
+        return [topic.item for topic in self.topics]
+
+
+@dataclass
+class Outbox:
+    """What the driver does next, in this order: metric events, settlements, then the send or metadata read."""
+
+    metrics: list[MetricEvent] = field(default_factory=list)
+    settle: list[Settlement] = field(default_factory=list)
+    send: Request | None = None
+    read_metadata: bool = False
+    reached: bool = False  # a request got through to a broker (the handshake-drop diagnosis resets)
+    wake_at: float = math.inf
+
+
+class Engine:
+    """Not thread-safe: the driver serializes every call (under its lock)."""
+
+    def __init__(self, *, pacer: Pacer | None, backoff: RetryBackoff) -> None:
+        self._pacer = pacer
+        self._backoff = backoff
+        self._gate = ThrottleTracker()
+        self._round_trip = RoundTrip()
+        self._calls: dict[int, Call] = {}  # in submission order
+        # topic name -> the topics of every pending call that name it, in submission order (rule a)
+        self._holders: dict[str, list[Topic]] = {}
+        self._request: Request | None = None
+        self._auth_error: tuple[KafkaError, float] | None = None  # (error, when it was reported)
+        self._reached = False  # a request of this client got through to a broker
+        self._refresh_metadata = False  # after NOT_CONTROLLER: read metadata before sending again, as Java does
+        self._reading_metadata = False
+        self._gate_wait: tuple[str, float] | None = None  # (operation, since when) work waits for a throttle
+        self._closed = False
+        self._out = Outbox()
+
+    # -- state the driver reads -------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def rate(self) -> float | None:
+        return None if self._pacer is None else self._pacer.rate
+
+    @property
+    def in_flight(self) -> Request | None:
+        return self._request
+
+    @property
+    def idle(self) -> bool:
+        return not self._calls and self._request is None
+
+    def pending(self) -> Iterator[Topic]:
+        for call in self._calls.values():
+            yield from call.queued.values()
+            yield from call.in_flight.values()
+
+    # -- events -----------------------------------------------------------------------------------
+
+    def submit(self, call: Call, topics: list[Topic]) -> None:
+        if self._closed:
+            raise RuntimeError("ThrottledAdminClient is closed")
+        for topic in topics:
+            call.queued[topic.name] = topic
+            self._holders.setdefault(topic.name, []).append(topic)
+        call.unsettled = len(topics)
+        self._calls[call.id] = call
+        if not topics:
+            self._account(call, call.started_at)
+
+    def withdraw(self, topic: Topic, now: float) -> bool:
+        """Take back a topic not yet sent (its future's cancel()); False once in flight or settled."""
+        call = topic.call
+        if call.queued.get(topic.name) is not topic:
+            return False
+        del call.queued[topic.name]
+        self._release(topic)
+        call.unsettled -= 1
+        self._account(call, now)
+        return True
+
+    def on_throttle(self, node_id: int, throttle_s: float, now: float) -> None:
+        """A response's throttle_time_ms (librdkafka sends an event when it changes)."""
+        self._gate.record(node_id, throttle_s, now)
+        request = self._request
+        if request is not None:
+            request.events.append((node_id, throttle_s))
+        else:  # the response of another AdminClient method
+            self._metric(_throttle_event(node_id, throttle_s))
+
+    def on_error(self, error: KafkaError, now: float) -> None:
+        """An authentication failure fails the work at once instead of at its deadline, and what is submitted
+        within ``AUTH_ERROR_TTL_S`` after it (librdkafka reports it again while it lasts)."""
+        if error.code() in _AUTH_ERRORS:
+            self._auth_error = (error, now)
+
+    @property
+    def auth_failing(self) -> bool:
+        return self._auth_error is not None
+
+    def on_results(self, request: Request, results: dict[str, BaseException | None], now: float) -> None:
+        """Results of topics of the request in flight, as librdkafka completed them."""
+        if request is not self._request:
+            return
+        if request.first_result_at is None:
+            request.first_result_at = now
+        if request.answered_at is None and any(_is_broker_answer(exc) for exc in results.values()):
+            request.answered_at = now
+        request.results.update(results)
+
+    def on_send_refused(self, request: Request, exc: BaseException, now: float) -> None:
+        """confluent-kafka refused the call itself: final for every topic, with its reason; nothing was sent."""
+        if request is not self._request:
+            return
+        self._request = None
+        operation = request.kind.operation.name
+        for topic in request.topics:
+            if topic.call.in_flight.get(topic.name) is topic:
+                self._finish(topic, refused_error(operation, exc), now)
+
+    def on_metadata(self, counts: dict[str, int] | None, now: float) -> None:
+        """Partition counts by topic (None: the read failed, and costs not known are taken as 1)."""
+        self._reading_metadata = False
+        for call in self._calls.values():
+            operation = call.kind.operation
+            for topic in call.queued.values():
+                if topic.cost is None:
+                    topic.cost = operation.cost_from_metadata(topic.item, (counts or {}).get(topic.name))
+
+    def close(self, now: float) -> None:
+        """Fail everything pending: queued topics were not sent; in-flight ones may have been applied."""
+        self._closed = True
+        for call in list(self._calls.values()):
+            operation = call.kind.operation.name
+            for topic in list(call.queued.values()):
+                self._finish(topic, closed_error(operation, sent=topic.outcome_unknown), now)
+            for topic in list(call.in_flight.values()):
+                self._finish(topic, closed_error(operation, sent=True), now)
+        self._request = None
+
+    # -- the decision -----------------------------------------------------------------------------
+
+    def step(self, now: float) -> Outbox:
+        """Decide what can be decided at ``now``; returns (and clears) everything to do."""
+        if not self._closed:
+            request = self._request
+            if request is not None and self._settled_in_flight(request, now):
+                self._complete(request, now)
+            if self._auth_error is not None:
+                self._fail_on_auth_error(now)
+            wake_at = self._expire(now)
+            if self._request is None:
+                wake_at = min(wake_at, self._next_request(now))
+            else:
+                wake_at = min(wake_at, self._request_wake_at(self._request))
+            self._out.wake_at = wake_at
+        out, self._out = self._out, Outbox()
+        return out
+
+    def _settled_in_flight(self, request: Request, now: float) -> bool:
+        if len(request.results) >= len(request.topics) or now >= request.expires_at:
+            return True
+        return request.first_result_at is not None and now >= request.first_result_at + PARTIAL_GRACE_S
+
+    def _request_wake_at(self, request: Request) -> float:
+        if request.first_result_at is not None:
+            return min(request.expires_at, request.first_result_at + PARTIAL_GRACE_S)
+        return request.expires_at
+
+    # -- settling ---------------------------------------------------------------------------------
+
+    def _metric(self, event: MetricEvent) -> None:
+        self._out.metrics.append(event)
+
+    def _finish(self, topic: Topic, exc: BaseException | None, now: float) -> None:
+        """Book a topic's outcome; the driver resolves its future."""
+        call = topic.call
+        call.queued.pop(topic.name, None)
+        call.in_flight.pop(topic.name, None)
+        self._release(topic)
+        if exc is not None and call.error_type is None:
+            error = error_of(exc)
+            call.error_type = error.name() if error is not None else type(exc).__name__
+        call.unsettled -= 1
+        self._out.settle.append((topic, exc))
+        self._account(call, now)
+
+    def _release(self, topic: Topic) -> None:
+        """The topic is settled or withdrawn: the next call waiting for its name may send it."""
+        holders = self._holders.get(topic.name)
+        if holders is None:
+            return
+        holders[:] = [held for held in holders if held is not topic]
+        if not holders:
+            del self._holders[topic.name]
+
+    def _holds(self, topic: Topic) -> bool:
+        """True when no earlier pending call holds the topic's name (rule a)."""
+        return self._holders[topic.name][0] is topic
+
+    def _account(self, call: Call, now: float) -> None:
+        if call.unsettled > 0 or self._calls.pop(call.id, None) is None:
+            return
+        # Recorded before the call's last future resolves (metric events go first): a caller that waits for the
+        # results and then reads the metrics always finds this call in them.
+        operation, seconds, error_type = call.kind.operation.name, now - call.started_at, call.error_type
+        self._metric(lambda m: m.record_call(operation, seconds, error_type))
+
+    def _fail_on_auth_error(self, now: float) -> None:
+        assert self._auth_error is not None
+        error, reported_at = self._auth_error
+        if now - reported_at > AUTH_ERROR_TTL_S:
+            self._auth_error = None
+            return
+        for call in list(self._calls.values()):
+            operation = call.kind.operation.name
+            for topic in list(call.queued.values()):
+                if topic.outcome_unknown:  # an earlier attempt was sent and its answer lost: it may have applied
+                    self._finish(topic, after_unknown_attempt(error, operation), now)
+                else:
+                    self._finish(topic, KafkaException(error), now)
+            for topic in list(call.in_flight.values()):
+                # Handed to librdkafka: never sent while no request of this client has ever got through (it
+                # never authenticated); otherwise it may have been written before the failure.
+                exc = in_flight_error(error, operation) if self._reached else KafkaException(error)
+                self._finish(topic, exc, now)
+
+    def _expire(self, now: float) -> float:
+        """Settle what is past its call's deadline; returns the next deadline (rule e)."""
+        next_deadline = math.inf
+        for call in list(self._calls.values()):
+            if call.deadline > now:
+                next_deadline = min(next_deadline, call.deadline)
+                continue
+            for topic in list(call.queued.values()):
+                self._finish(topic, self._gave_up(topic, now), now)
+            for topic in list(call.in_flight.values()):
+                # Sent, not answered by the deadline: it may or may not have been applied; say so.
+                self._finish(topic, unknown_outcome_error(call.kind.operation.name, "no response by the deadline"), now)
+        return next_deadline
+
+    def _gave_up(self, topic: Topic, now: float) -> BaseException:
+        """The error of a queued topic whose call's deadline passed (Java's rules: throttled topics get the
+        throttle that remains, not a timeout)."""
+        call = topic.call
+        if topic.throttled_at is not None:
+            remaining_ms = max(0, int(topic.throttle_ms - (now - topic.throttled_at) * 1000))
+            return ThrottlingQuotaExceededException(remaining_ms, topic.name)
+        if topic.outcome_unknown:
+            return unknown_outcome_error(call.kind.operation.name, "no attempt was answered by the deadline")
+        if topic.last_error is not None:
+            return topic.last_error  # refused before (nothing applied), and no time was left to try again
+        if not self._holds(topic):
+            why = "an earlier call still held the topic's name"
+        else:
+            why = "its deadline passed before it could be sent"
+        return not_sent_error(call.kind.operation.name, call.timeout_ms, why)
+
+    # -- a response -------------------------------------------------------------------------------
+
+    def _complete(self, request: Request, now: float) -> None:
+        self._request = None
+        operation = request.kind.operation
+        results = {topic.name: request.results.get(topic.name, _MISSING) for topic in request.topics}
+        answered = request.answered_at is not None
+        if answered or any(_was_written(exc) for exc in results.values()):
+            self._reached = True
+            self._out.reached = True
+        throttle_s = self._record_response_throttle(request, answered)
+        admitted = 0
+        retried = False
+        outcomes = {name: classify(exc) for name, exc in results.items()}
+        for topic in request.topics:  # progress resets a call's back-offs
+            if outcomes[topic.name] is Outcome.SUCCESS:
+                topic.call.quota_backoffs = topic.call.transient_retries = 0
+        # call id -> the back-off its topics wait after this response, drawn once per call (with its jitter), so
+        # topics refused together are sent together again
+        quota_delays: dict[int, float] = {}
+        delays: dict[int, float] = {}
+        for topic in request.topics:
+            exc = results[topic.name]
+            outcome = outcomes[topic.name]
+            if outcome is Outcome.SUCCESS:
+                admitted += topic.cost or 0
+            call = topic.call
+            if call.in_flight.pop(topic.name, None) is None:
+                continue  # settled already (its deadline passed, or authentication failed)
+            topic.attempts += 1
+            if outcome is Outcome.SUCCESS:
+                self._finish(topic, None, now)
+            elif outcome is Outcome.THROTTLED:
+                retried |= self._on_throttled(topic, throttle_s, now, quota_delays)
+            elif outcome in (Outcome.NOT_APPLIED, Outcome.UNKNOWN):
+                retried |= self._on_transient(topic, exc, outcome, now, delays)
+            else:
+                self._finish(topic, self._final_error(topic, exc), now)
+        if answered:
+            assert request.answered_at is not None
+            if all(_is_broker_answer(exc) for exc in results.values()):  # rule d: a whole answer is a round trip
+                self._round_trip.observe(len(request.topics), request.answered_at - request.sent_at, now)
+            if self._auth_error is not None:
+                self._auth_error = None
+            if self._pacer is not None:
+                self._pacer.on_response(admitted=admitted, throttle_s=throttle_s, sent_at=request.sent_at, now=now)
+        if retried:
+            name = operation.name
+            self._metric(lambda m: m.record_retry(name))
+
+    def _record_response_throttle(self, request: Request, answered: bool) -> float:
+        """Each response's throttle goes to the sensor once, for the request it came from (KIP-124); a request
+        that got no response records nothing, as Kafka's NetworkClient. Returns the response's throttle."""
+        for node_id, throttle_s in request.events:  # every event stands for one response
+            self._metric(_throttle_event(node_id, throttle_s))
+        if not answered:
+            return 0.0
+        if not request.events:
+            self._metric(_throttle_event(None, 0.0))  # librdkafka sends no event for an unthrottled response
+        return max((throttle_s for _, throttle_s in request.events), default=0.0)
+
+    def _on_throttled(self, topic: Topic, throttle_s: float, now: float, delays: dict[int, float]) -> bool:
+        call = topic.call
+        operation = call.kind.operation.name
+        self._metric(lambda m: m.record_violations(operation, 1))
+        topic.throttled_at = now
+        topic.throttle_ms = int(throttle_s * 1000 + 0.5)
+        if not call.retry_on_quota_violation:
+            self._finish(topic, ThrottlingQuotaExceededException(topic.throttle_ms, topic.name), now)
+            return False
+        if throttle_s <= 0:
+            # Error 89 with no throttle to wait (the bucket was a fraction of a token short): exponential back-off
+            # with jitter per call, starting at about one round trip and reset whenever the call makes progress.
+            if call.id not in delays:
+                initial_ms = max(_MIN_QUOTA_BACKOFF_S, self._round_trip.expected_s(1, now)) * 1000
+                delays[call.id] = self._backoff.delay_s(call.quota_backoffs, initial_ms)
+                call.quota_backoffs += 1
+            topic.not_before = now + delays[call.id]
+        call.queued[topic.name] = topic
+        return True
+
+    def _on_transient(
+        self, topic: Topic, exc: BaseException | None, outcome: Outcome, now: float, delays: dict[int, float]
+    ) -> bool:
+        """Re-queue a topic the broker did not apply (or whose answer was lost) after one back-off per call and
+        response, so the topics of one refused request go out together again, as Java re-sends a failed call."""
+        call = topic.call
+        if outcome is Outcome.UNKNOWN:
+            topic.outcome_unknown = True
+        else:
+            topic.last_error = exc  # the broker's word, should time run out before a retry is answered
+            topic.throttled_at = None
+        error = error_of(exc)
+        if error is not None and error.code() == KafkaError.NOT_CONTROLLER:
+            self._refresh_metadata = True
+        if call.id not in delays:
+            delays[call.id] = self._backoff.delay_s(call.transient_retries)
+            call.transient_retries += 1
+        delay_s = delays[call.id]
+        if call.remaining_s(now) <= delay_s + self._round_trip.expected_s(1, now):
+            if outcome is Outcome.UNKNOWN:
+                self._finish(topic, unknown_outcome_error(call.kind.operation.name, _reason(exc)), now)
+            else:
+                self._finish(topic, self._final_error(topic, exc), now)
+            return False
+        topic.not_before = now + delay_s
+        call.queued[topic.name] = topic
+        return True
+
+    def _final_error(self, topic: Topic, exc: BaseException | None) -> BaseException:
+        assert exc is not None
+        error = error_of(exc)
+        operation = topic.call.kind.operation.name
+        if topic.outcome_unknown and error is not None and error.code() == topic.call.kind.operation.already_done:
+            return after_unknown_attempt(error, operation)
+        return exc
+
+    # -- the next request -------------------------------------------------------------------------
+
+    def _next_request(self, now: float) -> float:
+        """Compose the next request into the outbox, or ask for metadata; returns when to look again."""
+        if not self._calls:
+            return math.inf
+        gate_s = self._gate.remaining_s(now)
+        self._note_gate_wait(gate_s > 0, now)
+        if gate_s > 0:
+            # KIP-219: nothing is sent while a throttle lasts. A call that cannot wait fails at once (retry off,
+            # or the throttle outlasts its deadline: Java would sleep through it for nothing).
+            gate_ms = int(gate_s * 1000 + 0.5)
+            for call in list(self._calls.values()):
+                if call.queued and (not call.retry_on_quota_violation or gate_s >= call.remaining_s(now)):
+                    self._refuse(call, gate_ms, now)
+            return now + gate_s
+        head = self._head(now)
+        if head is None:
+            return self._next_eligible(now)
+        kind = head.call.kind
+        topics = list(self._eligible(kind, now))
+        if self._refresh_metadata or (self._pacer is not None and any(topic.cost is None for topic in topics)):
+            if not self._reading_metadata:  # read off the deadline-keeping path; expiry goes on meanwhile
+                self._refresh_metadata = False
+                self._reading_metadata = True
+                self._out.read_metadata = True
+            return math.inf  # woken by the metadata read (or a deadline)
+        if self._pacer is not None:
+            pending_cost = sum(topic.cost or 0 for topic in topics)
+            wait_s = self._pacer.wait_s(head.cost or 0, pending_cost, now)
+            if wait_s > 0:
+                for call in list(self._calls.values()):
+                    if call.kind == kind and call.queued and wait_s >= call.remaining_s(now):
+                        self._refuse(call, int(wait_s * 1000 + 0.5), now)
+                return now + wait_s
+        return self._compose(kind, topics, now)
+
+    def _note_gate_wait(self, waiting: bool, now: float) -> None:
+        """Local back-off time (KIP-219): how long queued work waited for the broker's throttle to end."""
+        if waiting and self._gate_wait is None:
+            head = next(iter(self._calls.values()))
+            self._gate_wait = (head.kind.operation.name, now)
+        elif not waiting and self._gate_wait is not None:
+            operation, since = self._gate_wait
+            self._gate_wait = None
+            self._metric(lambda m: m.record_backoff(operation, now - since))
+
+    def _refuse(self, call: Call, throttle_ms: int, now: float) -> None:
+        """Fail a call's queued topics as throttled without sending them (counted as quota violations)."""
+        queued = list(call.queued.values())
+        operation = call.kind.operation.name
+        self._metric(lambda m: m.record_violations(operation, len(queued)))
+        for topic in queued:
+            if not call.retry_on_quota_violation or topic.throttled_at is None:
+                error = ThrottlingQuotaExceededException(throttle_ms, topic.name)
+            else:
+                error = ThrottlingQuotaExceededException(max(throttle_ms, topic.throttle_ms), topic.name)
+            self._finish(topic, error, now)
+
+    def _head(self, now: float) -> Topic | None:
+        for call in self._calls.values():
+            for topic in call.queued.values():
+                if topic.not_before <= now and self._holds(topic):
+                    return topic
+        return None
+
+    def _next_eligible(self, now: float) -> float:
+        """When the next queued topic becomes sendable (one waiting for a name's holder is woken by its settling)."""
+        waits = [t.not_before for c in self._calls.values() for t in c.queued.values() if self._holds(t)]
+        return max(now, min(waits, default=math.inf))
+
+    def _eligible(self, kind: RequestKind, now: float) -> Iterator[Topic]:
+        count = 0
+        for call in self._calls.values():
+            if call.kind != kind:
+                continue
+            for topic in call.queued.values():
+                if topic.not_before <= now and self._holds(topic):
+                    yield topic
+                    count += 1
+                    if count >= MAX_TOPICS_PER_REQUEST:
+                        return
+
+    def _compose(self, kind: RequestKind, candidates: list[Topic], now: float) -> float:
+        budget = self._pacer.batch_budget(now) if self._pacer is not None else math.inf
+        margin_s = max(_MIN_MARGIN_S, self._round_trip.base_s(now))
+        chosen: list[Topic] = []
+        mutations = records = 0
+        shortest = longest = 0.0  # the time budgets of the calls chosen (rule c)
+        for topic in candidates:
+            cost = topic.cost or 0
+            if chosen and (mutations + cost > budget or records + topic.records > MAX_RECORDS_PER_REQUEST):
+                break
+            call = topic.call
+            # Send nothing that cannot be answered before its deadline: it would be applied after the caller
+            # was told it failed.
+            if call.remaining_s(now) <= self._round_trip.expected_s(len(chosen) + 1, now) + margin_s:
+                self._finish(topic, self._gave_up_early(topic, now), now)
+                continue
+            time_s = call.budget_s(now)
+            if chosen and max(longest, time_s) > COALESCE_RATIO * min(shortest, time_s):
+                continue  # rule c: its budget is far from the others'; it goes in a request of its own
+            shortest = time_s if not chosen else min(shortest, time_s)
+            longest = max(longest, time_s)
+            chosen.append(topic)
+            mutations += cost
+            records += topic.records
+        if not chosen:
+            return now
+        calls = {topic.call.id: topic.call for topic in chosen}.values()
+        remaining_s = min(call.remaining_s(now) for call in calls)
+        request_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(shortest, _LIBRDKAFKA_MAX_TIMEOUT_S))
+        operation_timeout_s = min(remaining_s, request_timeout_s) - margin_s
+        # A caller's operation_timeout of 0 (confluent-kafka's "do not wait") is no cap: a Kafka 4 controller
+        # refuses a request whose timeout_ms is 0 at once (REQUEST_TIMED_OUT, nothing applied), and answers after
+        # the commit whatever the timeout, so the controller deadline derived from the call's deadline stays.
+        caps = [call.operation_timeout_s for call in calls if call.operation_timeout_s]
+        if caps:
+            operation_timeout_s = min(operation_timeout_s, *caps)
+        operation_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(operation_timeout_s, _LIBRDKAFKA_MAX_TIMEOUT_S))
+        for topic in chosen:
+            del topic.call.queued[topic.name]
+            topic.call.in_flight[topic.name] = topic
+        kwargs: dict[str, Any] = {"request_timeout": request_timeout_s, "operation_timeout": operation_timeout_s}
+        if kind.operation.validate_only:
+            kwargs["validate_only"] = kind.validate_only
+        request = Request(kind, chosen, mutations, now, now + request_timeout_s + ABANDON_GRACE_S, kwargs)
+        self._request = request
+        self._out.send = request
+        operation, count = kind.operation.name, len(chosen)
+        self._metric(lambda m: m.record_request(operation, count, mutations))
+        return self._request_wake_at(request)
+
+    def _gave_up_early(self, topic: Topic, now: float) -> BaseException:
+        if topic.throttled_at is not None or topic.outcome_unknown or topic.last_error is not None:
+            return self._gave_up(topic, now)
+        call = topic.call
+        return not_sent_error(
+            call.kind.operation.name,
+            call.timeout_ms,
+            f"less time was left ({max(0.0, call.remaining_s(now)) * 1000:.0f} ms) than a round trip takes",
+        )
+
+
+def _throttle_event(node_id: int | None, throttle_s: float) -> MetricEvent:
+    return lambda sink: sink.record_throttle(node_id, throttle_s * 1000)
+
+
+# No result for the topic: the response left it out, or librdkafka never completed the request.
+_MISSING = KafkaException(KafkaError(KafkaError._TIMED_OUT, "no result for the topic in the response"))
+
+
+def _is_broker_answer(exc: BaseException | None) -> bool:
+    """True when the result came from a broker response (librdkafka's local errors are negative codes)."""
+    error = error_of(exc)
+    return exc is None or (error is not None and error.code() >= 0)
+
+
+def _was_written(exc: BaseException | None) -> bool:
+    """True when librdkafka wrote the request and then lost the connection (it knew the controller)."""
+    error = error_of(exc)
+    return error is not None and error.code() == KafkaError._TRANSPORT
+
+
+def _reason(exc: BaseException | None) -> str:
+    error = error_of(exc)
+    return error.str() if error is not None else "no response"
