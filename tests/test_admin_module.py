@@ -19,6 +19,11 @@ ADDITIONS = {
     "CreatePartitionsOptions",
     "DeleteTopicsOptions",
     "ThrottlingQuotaExceededException",
+    "NotSentError",
+    "CannotConnectError",
+    "OutcomeUnknownError",
+    "PossiblyAppliedError",
+    "ClientClosedError",
 }
 
 

@@ -13,8 +13,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from tests.conftest import wait_until
+from throttled_admin._errors import (
+    after_unknown_attempt,
+    cannot_connect_error,
+    closed_error,
+    in_flight_error,
+    not_sent_error,
+    refused_error,
+    unknown_outcome_error,
+)
 from throttled_admin.provisioning import (
     PlanError,
     PlanRow,
@@ -27,6 +37,8 @@ from throttled_admin.provisioning import (
     read_plan,
     summarize,
 )
+from throttled_admin.provisioning._decide import Change
+from throttled_admin.provisioning._executor import _outcome_unknown, _Run
 from throttled_admin.testing import QuotaBroker
 
 BrokerFactory = Callable[..., QuotaBroker]
@@ -272,3 +284,37 @@ def test_a_rerun_after_a_crash_converges(quota_broker: BrokerFactory, tmp_path: 
     creates = [r for r in broker.request_log() if r.api_name == "CreateTopics"]
     created_ok = [t for r in creates for t, code in r.errors.items() if code == 0]
     assert sorted(created_ok) == sorted(f"crash.{i:02d}" for i in range(40))  # each created exactly once
+
+
+AUTH = KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error")
+ALREADY = KafkaError(KafkaError.TOPIC_ALREADY_EXISTS, "Topic 't' already exists.")
+
+
+@pytest.mark.parametrize(
+    ("exc", "attempts", "verify"),
+    [
+        (unknown_outcome_error("create_topics", "no response by the deadline"), 1, True),
+        (in_flight_error(AUTH, "create_topics"), 1, True),
+        (closed_error("create_topics", sent=True), 1, True),
+        (after_unknown_attempt(ALREADY, "create_topics"), 1, True),  # our earlier attempt may have created it
+        (KafkaException(ALREADY), 2, True),  # we sent it before
+        (KafkaException(ALREADY), 1, False),  # someone else's topic: "existed"
+        (not_sent_error("create_topics", 1000, "deadline"), 1, True),  # _TIMED_OUT: read, re-sent if missing
+        (cannot_connect_error("create_topics", "h:1", "refused"), 1, True),  # _TRANSPORT: likewise
+        (closed_error("create_topics", sent=False), 1, False),
+        (refused_error("create_topics", TypeError("x")), 1, False),
+        (after_unknown_attempt(AUTH, "create_topics"), 1, False),  # the auth failure, reported as it is
+        (KafkaException(AUTH), 1, False),
+        (KafkaException(KafkaError(KafkaError.POLICY_VIOLATION, "no")), 1, False),
+        (ValueError("x"), 1, False),
+    ],
+)
+def test_which_create_errors_are_verified_by_reading_the_cluster(
+    exc: BaseException, attempts: int, verify: bool
+) -> None:
+    # By the error's type and code, never its message: the same errors with other text decide the same.
+    run = _Run(0, Change(PlanRow("east", "create", "t", 1), "create", 1), attempts=attempts)
+    assert _outcome_unknown(exc, run) is verify
+    if isinstance(exc, KafkaException):
+        reworded = type(exc)(KafkaError(exc.args[0].code(), "reworded"))
+        assert _outcome_unknown(reworded, run) is verify

@@ -8,18 +8,30 @@ metrics exported through OpenTelemetry. The quota-enforcing test broker is in ``
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
 from throttled_admin._client import ThrottledAdminClient
-from throttled_admin._errors import ThrottlingQuotaExceededException
+from throttled_admin._errors import (
+    CannotConnectError,
+    ClientClosedError,
+    NotSentError,
+    OutcomeUnknownError,
+    PossiblyAppliedError,
+    ThrottlingQuotaExceededException,
+)
 from throttled_admin._options import CreatePartitionsOptions, CreateTopicsOptions, DeleteTopicsOptions
 from throttled_admin._quota import MutationQuota
 from throttled_admin._version import __version__
 
 __all__ = [
+    "CannotConnectError",
+    "ClientClosedError",
     "CreatePartitionsOptions",
     "CreateTopicsOptions",
     "DeleteTopicsOptions",
     "MutationQuota",
     "NewPartitions",
     "NewTopic",
+    "NotSentError",
+    "OutcomeUnknownError",
+    "PossiblyAppliedError",
     "ThrottledAdminClient",
     "ThrottlingQuotaExceededException",
     "__version__",

@@ -1,32 +1,55 @@
 """Exceptions raised by throttled_admin.
 
-Hierarchy::
+Every per-topic failure is a ``confluent_kafka.KafkaException`` whose ``args[0]`` is a ``KafkaError`` (its code
+and message), so a handler written for confluent-kafka keeps working. What the caller can conclude about the
+topic is the exception's type::
 
     confluent_kafka.KafkaException
-    └── ThrottlingQuotaExceededException   args[0]: KafkaError(THROTTLING_QUOTA_EXCEEDED, retriable)
+    ├── ThrottlingQuotaExceededException   throttled by the controller mutation quota (KIP-599); not applied
+    ├── NotSentError                       certainly not applied: never written to a broker
+    │   └── CannotConnectError             ... because no broker could be reached
+    ├── OutcomeUnknownError                sent, and no usable answer: the broker may or may not have applied it
+    │   └── PossiblyAppliedError           "already done" after an earlier attempt with an unknown outcome
+    └── ClientClosedError                  the client was closed with the topic pending (``.sent``)
 
-Other per-topic failures are confluent-kafka's own ``KafkaException(KafkaError)``:
-- the broker's error unchanged; after an earlier attempt whose outcome was unknown, the "already done" answer
-  (TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PART, INVALID_PARTITIONS) keeps its code and says so;
-- ``KafkaError._TIMED_OUT`` "... not sent ..." when the deadline passes before the topic could be sent (it
-  was certainly not applied);
-- ``KafkaError._TIMED_OUT`` "... outcome unknown ..." when it was sent and no answer came in time: the
-  broker may or may not have applied it;
-- ``KafkaError._DESTROY`` when the client is closed with the topic pending ("not sent", or "outcome unknown"
-  for a topic whose request was in flight);
-- ``KafkaError._INVALID_ARG`` when confluent-kafka itself refused the call, with its reason;
-- an authentication failure (``_AUTHENTICATION``, SASL_AUTHENTICATION_FAILED) on every pending topic, saying
-  "outcome unknown" for one in flight once a request of the client had got through before.
-Bad input raises ``ValueError`` / ``TypeError`` before anything is sent.
+- ``ThrottlingQuotaExceededException``: ``THROTTLING_QUOTA_EXCEEDED`` (retriable), with ``throttle_time_ms``.
+- ``NotSentError``: ``_TIMED_OUT`` "... not sent within timeout_ms=...: ..." when the call's deadline passed
+  before the topic could be sent; ``_INVALID_ARG`` "... refused by confluent-kafka: ..." when confluent-kafka
+  refused the call itself.
+- ``CannotConnectError``: ``_TRANSPORT`` "... not sent: cannot connect to ADDRESS (REASON)".
+- ``OutcomeUnknownError``: ``_TIMED_OUT`` "... outcome unknown: ..." when the topic was sent and no answer came
+  by the deadline; an authentication failure (``_AUTHENTICATION``, SASL_AUTHENTICATION_FAILED, its code kept)
+  for a topic in flight once a request of the client had got through before ("... outcome unknown ...").
+- ``PossiblyAppliedError``: the broker's "already done" answer (TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PART,
+  INVALID_PARTITIONS), code kept, "... An earlier attempt of this ..., whose outcome was unknown ..., may have
+  applied it."; also an authentication failure that ends a call after such an attempt.
+- ``ClientClosedError``: ``_DESTROY`` "ThrottledAdminClient was closed before ... completed; ...". ``.sent`` is
+  False for a queued topic (the exception is then also a ``NotSentError``) and True for one whose request was in
+  flight (also an ``OutcomeUnknownError``).
+
+Other failures are confluent-kafka's own ``KafkaException`` with the broker's error unchanged (e.g.
+POLICY_VIOLATION, INVALID_REPLICATION_FACTOR), or an authentication failure for a topic never sent. Bad input
+raises ``ValueError`` / ``TypeError`` before anything is sent.
+
+Each exception pickles to its own class with the same code and message (Spark ships exceptions between
+processes; confluent-kafka's ``KafkaException`` itself does not pickle).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from confluent_kafka import KafkaError, KafkaException
 
 __all__ = [
+    "CannotConnectError",
+    "ClientClosedError",
+    "NotSentError",
+    "OutcomeUnknownError",
+    "PossiblyAppliedError",
     "ThrottlingQuotaExceededException",
     "after_unknown_attempt",
+    "cannot_connect_error",
     "closed_error",
     "in_flight_error",
     "not_sent_error",
@@ -58,14 +81,76 @@ class ThrottlingQuotaExceededException(KafkaException):
         return (type(self), (self.throttle_time_ms, self.topic))
 
 
-def not_sent_error(operation: str, timeout_ms: int, why: str) -> KafkaException:
-    return KafkaException(
+class NotSentError(KafkaException):
+    """The topic was certainly not applied: its request was never written to a broker."""
+
+    def __init__(self, error: KafkaError) -> None:
+        super().__init__(error)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.args[0],))
+
+
+class CannotConnectError(NotSentError):
+    """The topic was certainly not applied: no broker could be reached (the message names the address and why)."""
+
+
+class OutcomeUnknownError(KafkaException):
+    """The topic's request was sent and no usable answer came: the broker may or may not have applied it."""
+
+    def __init__(self, error: KafkaError) -> None:
+        super().__init__(error)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.args[0],))
+
+
+class PossiblyAppliedError(OutcomeUnknownError):
+    """An earlier attempt of this call, whose outcome was unknown, may have applied it: hence "already done" now."""
+
+
+class ClientClosedError(KafkaException):
+    """Closed with the topic pending: certainly not applied if not ``sent``; if ``sent``, perhaps applied."""
+
+    sent: bool
+
+    def __init__(self, error: KafkaError, sent: bool) -> None:
+        super().__init__(error)
+        self.sent = bool(sent)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.args[0], self.sent))
+
+
+class _ClosedNotSentError(ClientClosedError, NotSentError):
+    """The client was closed with the topic queued: it was certainly not applied."""
+
+    def __init__(self, error: KafkaError, sent: bool = False) -> None:
+        super().__init__(error, sent)
+
+
+class _ClosedInFlightError(ClientClosedError, OutcomeUnknownError):
+    """The client was closed with the topic's request in flight: the broker may or may not have applied it."""
+
+    def __init__(self, error: KafkaError, sent: bool = True) -> None:
+        super().__init__(error, sent)
+
+
+def not_sent_error(operation: str, timeout_ms: int, why: str) -> NotSentError:
+    return NotSentError(
         KafkaError(KafkaError._TIMED_OUT, f"{operation} not sent within timeout_ms={timeout_ms}: {why}")
     )
 
 
-def unknown_outcome_error(operation: str, why: str) -> KafkaException:
-    return KafkaException(
+def cannot_connect_error(operation: str, address: str, reason: str) -> CannotConnectError:
+    """_TRANSPORT for a topic never sent because no broker could be reached (librdkafka's ``reason``)."""
+    return CannotConnectError(
+        KafkaError(KafkaError._TRANSPORT, f"{operation} not sent: cannot connect to {address} ({reason})")
+    )
+
+
+def unknown_outcome_error(operation: str, why: str) -> OutcomeUnknownError:
+    return OutcomeUnknownError(
         KafkaError(
             KafkaError._TIMED_OUT,
             f"{operation} outcome unknown: {why}; the broker may or may not have applied it (read the cluster)",
@@ -73,38 +158,40 @@ def unknown_outcome_error(operation: str, why: str) -> KafkaException:
     )
 
 
-def _amended(error: KafkaError, sentence: str) -> KafkaException:
+def _amended(error: KafkaError, sentence: str) -> KafkaError:
     """``error`` with its code, and a sentence added to its message."""
-    return KafkaException(KafkaError(error.code(), f"{error.str()} {sentence}"))
+    return KafkaError(error.code(), f"{error.str()} {sentence}")
 
 
-def after_unknown_attempt(error: KafkaError, operation: str) -> KafkaException:
-    return _amended(
-        error,
-        f"An earlier attempt of this {operation}, whose outcome was unknown (its response was lost), may have "
-        "applied it.",
+def after_unknown_attempt(error: KafkaError, operation: str) -> PossiblyAppliedError:
+    return PossiblyAppliedError(
+        _amended(
+            error,
+            f"An earlier attempt of this {operation}, whose outcome was unknown (its response was lost), may have "
+            "applied it.",
+        )
     )
 
 
-def in_flight_error(error: KafkaError, operation: str) -> KafkaException:
+def in_flight_error(error: KafkaError, operation: str) -> OutcomeUnknownError:
     """``error`` (an authentication failure) for a topic whose request was in flight when it came."""
-    return _amended(
-        error, f"This {operation} was in flight: outcome unknown, the broker may or may not have applied it."
+    return OutcomeUnknownError(
+        _amended(error, f"This {operation} was in flight: outcome unknown, the broker may or may not have applied it.")
     )
 
 
-def refused_error(operation: str, exc: BaseException) -> KafkaException:
-    return KafkaException(
+def refused_error(operation: str, exc: BaseException) -> NotSentError:
+    return NotSentError(
         KafkaError(KafkaError._INVALID_ARG, f"{operation} refused by confluent-kafka: {type(exc).__name__}: {exc}")
     )
 
 
-def closed_error(operation: str, *, sent: bool) -> KafkaException:
-    """_DESTROY for a topic pending at close(): a queued one was not sent; one in flight may have been applied."""
+def closed_error(operation: str, *, sent: bool) -> ClientClosedError:
+    """_DESTROY for a topic pending at close(): a queued one was not sent (also a NotSentError); one in flight may
+    have been applied (also an OutcomeUnknownError)."""
     if sent:
         what = "its request was in flight: outcome unknown, the broker may or may not have applied it"
     else:
         what = "it was not sent"
-    return KafkaException(
-        KafkaError(KafkaError._DESTROY, f"ThrottledAdminClient was closed before {operation} completed; {what}")
-    )
+    error = KafkaError(KafkaError._DESTROY, f"ThrottledAdminClient was closed before {operation} completed; {what}")
+    return _ClosedInFlightError(error) if sent else _ClosedNotSentError(error)

@@ -5,7 +5,8 @@
 
 Every public name of ``confluent_kafka.admin`` is here and is the very same object, except ``AdminClient``;
 tests/test_admin_module.py holds the two modules' names together. Added: ``ThrottledAdminClient``,
-``MutationQuota``, the per-call options and ``ThrottlingQuotaExceededException``.
+``MutationQuota``, the per-call options, ``ThrottlingQuotaExceededException`` and the error kinds
+(``NotSentError``, ``CannotConnectError``, ``OutcomeUnknownError``, ``PossiblyAppliedError``, ``ClientClosedError``).
 """
 
 # No ``from __future__ import annotations``: it would add a public name, ``annotations``.
@@ -65,10 +66,15 @@ from confluent_kafka.cimpl import (
 )
 
 from throttled_admin import (
+    CannotConnectError,
+    ClientClosedError,
     CreatePartitionsOptions,
     CreateTopicsOptions,
     DeleteTopicsOptions,
     MutationQuota,
+    NotSentError,
+    OutcomeUnknownError,
+    PossiblyAppliedError,
     ThrottledAdminClient,
     ThrottlingQuotaExceededException,
 )
@@ -99,6 +105,8 @@ __all__ = [
     "AdminClient",
     "AlterConfigOpType",
     "BrokerMetadata",
+    "CannotConnectError",
+    "ClientClosedError",
     "ClusterMetadata",
     "ConfigEntry",
     "ConfigResource",
@@ -121,8 +129,11 @@ __all__ = [
     "MutationQuota",
     "NewPartitions",
     "NewTopic",
+    "NotSentError",
     "OffsetSpec",
+    "OutcomeUnknownError",
     "PartitionMetadata",
+    "PossiblyAppliedError",
     "ResourcePatternType",
     "ResourceType",
     "ScramCredentialInfo",

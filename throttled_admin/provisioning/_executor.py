@@ -17,7 +17,14 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
 from confluent_kafka.admin._resource import ResourceType
 
-from throttled_admin import MutationQuota, NewPartitions, NewTopic, ThrottledAdminClient
+from throttled_admin import (
+    MutationQuota,
+    NewPartitions,
+    NewTopic,
+    OutcomeUnknownError,
+    PossiblyAppliedError,
+    ThrottledAdminClient,
+)
 from throttled_admin._topic_names import collision_key
 from throttled_admin.provisioning._decide import Change, TopicState, decide
 from throttled_admin.provisioning._plan import PlanRow, row_problem
@@ -405,11 +412,14 @@ def _drain(group: _Group, admin: ThrottledAdminClient, futures: dict[Future[Any]
 
 
 def _outcome_unknown(exc: BaseException, run: _Run) -> bool:
-    code, message = _error(exc)
-    if "outcome unknown" in message or code in _UNKNOWN_CODES:
-        return True
-    # Our own earlier attempt may have created it: the client says so, or we sent it before.
-    return code == KafkaError.TOPIC_ALREADY_EXISTS and ("earlier attempt" in message or run.attempts > 1)
+    code = _error(exc)[0]
+    if code == KafkaError.TOPIC_ALREADY_EXISTS:
+        # Our own earlier attempt may have created it: the client says so, or we sent it before.
+        return isinstance(exc, PossiblyAppliedError) or run.attempts > 1
+    # Sent and not answered (a PossiblyAppliedError with another code is the authentication failure that ended
+    # the call after such an attempt: reported as it is).
+    unanswered = isinstance(exc, OutcomeUnknownError) and not isinstance(exc, PossiblyAppliedError)
+    return unanswered or code in _UNKNOWN_CODES
 
 
 def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> list[_Run]:

@@ -1,0 +1,183 @@
+"""The error kinds are types: each factory's class, code and message (the messages as they were when the kinds
+existed only as text), the isinstance relations callers branch on, and pickling (Spark ships exceptions)."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+import throttled_admin
+import throttled_admin.admin
+from throttled_admin import (
+    CannotConnectError,
+    ClientClosedError,
+    NotSentError,
+    OutcomeUnknownError,
+    PossiblyAppliedError,
+    ThrottlingQuotaExceededException,
+)
+from throttled_admin._errors import (
+    after_unknown_attempt,
+    cannot_connect_error,
+    closed_error,
+    in_flight_error,
+    not_sent_error,
+    refused_error,
+    unknown_outcome_error,
+)
+
+KINDS = (NotSentError, CannotConnectError, OutcomeUnknownError, PossiblyAppliedError, ClientClosedError)
+ALREADY = KafkaError(KafkaError.TOPIC_ALREADY_EXISTS, "Topic 't' already exists.")
+AUTH = KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error: bad credentials")
+
+# (factory's result, its class, code, message): the messages are byte for byte those of before the types.
+CASES = [
+    (
+        not_sent_error("create_topics", 5000, "its deadline passed before it could be sent"),
+        NotSentError,
+        KafkaError._TIMED_OUT,
+        "create_topics not sent within timeout_ms=5000: its deadline passed before it could be sent",
+    ),
+    (
+        refused_error("create_topics", TypeError("bad")),
+        NotSentError,
+        KafkaError._INVALID_ARG,
+        "create_topics refused by confluent-kafka: TypeError: bad",
+    ),
+    (
+        cannot_connect_error("delete_topics", "broker:9092", "Connection refused"),
+        CannotConnectError,
+        KafkaError._TRANSPORT,
+        "delete_topics not sent: cannot connect to broker:9092 (Connection refused)",
+    ),
+    (
+        unknown_outcome_error("create_topics", "no response by the deadline"),
+        OutcomeUnknownError,
+        KafkaError._TIMED_OUT,
+        "create_topics outcome unknown: no response by the deadline; the broker may or may not have applied it "
+        "(read the cluster)",
+    ),
+    (
+        in_flight_error(AUTH, "create_topics"),
+        OutcomeUnknownError,
+        KafkaError._AUTHENTICATION,
+        "SASL authentication error: bad credentials This create_topics was in flight: outcome unknown, the broker "
+        "may or may not have applied it.",
+    ),
+    (
+        after_unknown_attempt(ALREADY, "create_topics"),
+        PossiblyAppliedError,
+        KafkaError.TOPIC_ALREADY_EXISTS,
+        "Topic 't' already exists. An earlier attempt of this create_topics, whose outcome was unknown (its "
+        "response was lost), may have applied it.",
+    ),
+    (
+        closed_error("create_partitions", sent=False),
+        ClientClosedError,
+        KafkaError._DESTROY,
+        "ThrottledAdminClient was closed before create_partitions completed; it was not sent",
+    ),
+    (
+        closed_error("create_partitions", sent=True),
+        ClientClosedError,
+        KafkaError._DESTROY,
+        "ThrottledAdminClient was closed before create_partitions completed; its request was in flight: outcome "
+        "unknown, the broker may or may not have applied it",
+    ),
+]
+
+
+@pytest.mark.parametrize(("exc", "kind", "code", "message"), CASES)
+def test_each_factory_gives_its_kind_with_the_same_code_and_message(
+    exc: KafkaException, kind: type[KafkaException], code: int, message: str
+) -> None:
+    assert isinstance(exc, kind)
+    assert isinstance(exc, KafkaException)  # handlers written for confluent-kafka still catch it
+    error = exc.args[0]
+    assert isinstance(error, KafkaError)
+    assert (error.code(), error.str()) == (code, message)
+    assert str(exc) == str(KafkaException(error))
+
+
+@pytest.mark.parametrize(("exc", "kind", "code", "message"), CASES)
+def test_each_kind_pickles_to_its_own_class_code_and_message(
+    exc: KafkaException, kind: type[KafkaException], code: int, message: str
+) -> None:
+    copy = pickle.loads(pickle.dumps(exc))
+    assert type(copy) is type(exc)
+    assert (copy.args[0].code(), copy.args[0].str()) == (code, message)
+    assert getattr(copy, "sent", None) == getattr(exc, "sent", None)
+
+
+def test_a_pickled_kind_loads_in_another_process() -> None:
+    data = pickle.dumps([closed_error("delete_topics", sent=True), cannot_connect_error("x", "h:1", "why")])
+    program = (
+        "import pickle, sys\n"
+        "from throttled_admin import CannotConnectError, ClientClosedError, NotSentError, OutcomeUnknownError\n"
+        "closed, connect = pickle.loads(sys.stdin.buffer.read())\n"
+        "assert isinstance(closed, ClientClosedError) and isinstance(closed, OutcomeUnknownError) and closed.sent\n"
+        "assert isinstance(connect, CannotConnectError) and isinstance(connect, NotSentError)\n"
+        "print(closed.args[0].code(), connect.args[0].str())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], input=data, capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().split(None, 1) == [
+        str(KafkaError._DESTROY),
+        "x not sent: cannot connect to h:1 (why)\n",
+    ]
+
+
+def test_the_tree() -> None:
+    assert issubclass(CannotConnectError, NotSentError)
+    assert issubclass(PossiblyAppliedError, OutcomeUnknownError)
+    for kind in (NotSentError, OutcomeUnknownError, ClientClosedError, ThrottlingQuotaExceededException):
+        assert kind.__bases__ == (KafkaException,), kind
+    # Certainly not applied and perhaps applied never hold together; a throttled topic is neither kind.
+    assert not issubclass(NotSentError, OutcomeUnknownError)
+    assert not issubclass(OutcomeUnknownError, NotSentError)
+    assert not issubclass(ThrottlingQuotaExceededException, (NotSentError, OutcomeUnknownError))
+    for kind in KINDS:
+        assert kind.__doc__, kind
+        assert "\n" not in kind.__doc__.strip(), kind
+
+
+def test_a_closed_error_is_also_what_its_topic_was() -> None:
+    queued = closed_error("create_topics", sent=False)
+    assert isinstance(queued, ClientClosedError)
+    assert isinstance(queued, NotSentError)
+    assert not isinstance(queued, OutcomeUnknownError)
+    assert queued.sent is False
+    in_flight = closed_error("create_topics", sent=True)
+    assert isinstance(in_flight, ClientClosedError)
+    assert isinstance(in_flight, OutcomeUnknownError)
+    assert not isinstance(in_flight, NotSentError)
+    assert in_flight.sent is True
+
+
+def test_the_factories_keep_their_operands() -> None:
+    # after_unknown_attempt and in_flight_error amend the error they are given and leave it as it was.
+    assert after_unknown_attempt(AUTH, "delete_topics").args[0].code() == KafkaError._AUTHENTICATION
+    assert AUTH.str() == "SASL authentication error: bad credentials"
+    grown = KafkaError(KafkaError.INVALID_PARTITIONS, "Topic already has 4 partitions.")
+    assert isinstance(after_unknown_attempt(grown, "create_partitions"), PossiblyAppliedError)
+
+
+def test_the_kinds_are_exported_from_both_public_modules() -> None:
+    for kind in (*KINDS, ThrottlingQuotaExceededException):
+        assert getattr(throttled_admin, kind.__name__) is kind
+        assert getattr(throttled_admin.admin, kind.__name__) is kind
+        assert kind.__name__ in throttled_admin.__all__
+        assert kind.__name__ in throttled_admin.admin.__all__
+
+
+def test_a_kind_can_be_raised_and_caught_as_confluent_kafkas() -> None:
+    with pytest.raises(KafkaException) as caught:
+        raise NotSentError(KafkaError(KafkaError._TIMED_OUT, "mine"))
+    assert caught.value.args[0].str() == "mine"
+    closed = ClientClosedError(KafkaError(KafkaError._DESTROY, "closed"), sent=True)
+    assert closed.sent is True
+    assert type(pickle.loads(pickle.dumps(closed))) is ClientClosedError
