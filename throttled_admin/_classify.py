@@ -4,10 +4,13 @@
 - ``THROTTLED``: error 89 (KIP-599), re-sent after the broker's throttle when retry is on;
 - ``NOT_APPLIED``: the broker refused before applying anything, and a retry may succeed (NOT_CONTROLLER,
   and REQUEST_TIMED_OUT from a KRaft controller whose deadline passed), re-sent like Java's AdminClient does;
-- ``UNKNOWN``: the request may or may not have been applied (the connection died after it was written, or
-  no response came): re-sent within the deadline, and a later "already exists" says so. librdkafka's timeout
-  ("Failed while waiting for controller") is one of them whether or not the request was written: it says the
-  same for a request the controller applied and answered too late.
+- ``NOT_SENT``: librdkafka gave up before it built the request ("Failed while waiting for controller" or "...
+  for broker": ``rd_kafka_admin_worker`` builds a request only once the controller is up, and a timed-out
+  operation is freed, so it can never be sent later);
+- ``UNKNOWN``: the request may or may not have been applied: the connection died after it was written, no
+  response came ("Failed while waiting for response from broker"), or the response could not be read
+  (``_BAD_MSG``: a garbled answer to a request the broker may have applied). Re-sent within the deadline, and
+  a later "already exists" says so.
 librdkafka marks KafkaError(89) non-retriable, so everything is classified by code, never by ``retriable()``.
 """
 
@@ -25,11 +28,14 @@ class Outcome(enum.Enum):
     FINAL = "final"
     THROTTLED = "throttled"
     NOT_APPLIED = "not applied"
+    NOT_SENT = "not sent"
     UNKNOWN = "unknown"
 
 
 _NOT_APPLIED = {KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT}
-_UNKNOWN = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._MSG_TIMED_OUT}
+_UNKNOWN = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._MSG_TIMED_OUT, KafkaError._BAD_MSG}
+# librdkafka's admin states before a request exists (rd_kafka_admin_state_desc): a timeout in them sent nothing
+_BEFORE_A_REQUEST = ("waiting for controller", "waiting for broker")
 
 
 def error_of(exc: BaseException | None) -> KafkaError | None:
@@ -49,6 +55,8 @@ def classify(exc: BaseException | None) -> Outcome:
         return Outcome.THROTTLED
     if code in _NOT_APPLIED:
         return Outcome.NOT_APPLIED
+    if code == KafkaError._TIMED_OUT and any(state in error.str() for state in _BEFORE_A_REQUEST):
+        return Outcome.NOT_SENT
     if code in _UNKNOWN:
         return Outcome.UNKNOWN
     return Outcome.FINAL

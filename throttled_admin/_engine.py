@@ -39,6 +39,7 @@ from throttled_admin._classify import Outcome, classify, error_of
 from throttled_admin._errors import (
     ThrottlingQuotaExceededException,
     after_unknown_attempt,
+    cannot_connect_error,
     closed_error,
     in_flight_error,
     not_sent_error,
@@ -78,6 +79,11 @@ ABANDON_GRACE_S = 2.0
 # answer was left out of the response (a garbled answer): its outcome is unknown.
 PARTIAL_GRACE_S = 0.5
 _AUTH_ERRORS = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
+# Until a request of the client has reached a broker, a request's whole operation in librdkafka lasts at most
+# this long (its request_timeout): if no broker can be reached, librdkafka gives up "waiting for controller",
+# having sent nothing, and the caller learns why within seconds instead of at its deadline (finding 8).
+FIRST_CONTACT_TIMEOUT_S = 5.0
+_CONNECT_ERRORS = {KafkaError._TRANSPORT, KafkaError._RESOLVE}
 # An authentication failure fails what is pending and what is submitted this soon after it; librdkafka keeps
 # reconnecting and reports it again if it persists.
 AUTH_ERROR_TTL_S = 5.0
@@ -152,6 +158,7 @@ class Engine:
         self._request: Request | None = None
         self._auth_error: tuple[KafkaError, float] | None = None  # (error, when it was reported)
         self._reached = False  # a request of this client got through to a broker
+        self._connect_error: tuple[str, str] | None = None  # (address, librdkafka's reason) while never reached
         self._refresh_metadata = False  # after NOT_CONTROLLER: read metadata before sending again, as Java does
         self._reading_metadata = False
         self._gate_wait: tuple[str, float] | None = None  # (operation, since when) work waits for a throttle
@@ -219,6 +226,8 @@ class Engine:
         within ``AUTH_ERROR_TTL_S`` after it (librdkafka reports it again while it lasts)."""
         if error.code() in _AUTH_ERRORS:
             self._auth_error = (error, now)
+        elif not self._reached and error.code() in _CONNECT_ERRORS:
+            self._connect_error = _connect_failure(error.str()) or self._connect_error
 
     @property
     def auth_failing(self) -> bool:
@@ -391,6 +400,7 @@ class Engine:
         answered = request.answered_at is not None
         if answered or any(_was_written(exc) for exc in results.values()):
             self._reached = True
+            self._connect_error = None
             self._out.reached = True
         throttle_s = self._record_response_throttle(request, answered)
         admitted = 0
@@ -416,7 +426,10 @@ class Engine:
                 self._finish(topic, None, now)
             elif outcome is Outcome.THROTTLED:
                 retried |= self._on_throttled(topic, throttle_s, now, quota_delays)
-            elif outcome in (Outcome.NOT_APPLIED, Outcome.UNKNOWN):
+            elif outcome is Outcome.NOT_SENT and self._connect_error is not None and not topic.outcome_unknown:
+                address, reason = self._connect_error  # no broker was ever reached: say so now, not at the deadline
+                self._finish(topic, cannot_connect_error(operation.name, address, reason), now)
+            elif outcome in (Outcome.NOT_APPLIED, Outcome.NOT_SENT, Outcome.UNKNOWN):
                 retried |= self._on_transient(topic, exc, outcome, now, delays)
             else:
                 self._finish(topic, self._final_error(topic, exc), now)
@@ -471,7 +484,7 @@ class Engine:
         call = topic.call
         if outcome is Outcome.UNKNOWN:
             topic.outcome_unknown = True
-        else:
+        elif outcome is Outcome.NOT_APPLIED:
             topic.last_error = exc  # the broker's word, should time run out before a retry is answered
             topic.throttled_at = None
         error = error_of(exc)
@@ -484,6 +497,8 @@ class Engine:
         if call.remaining_s(now) <= delay_s + self._round_trip.expected_s(1, now):
             if outcome is Outcome.UNKNOWN:
                 self._finish(topic, unknown_outcome_error(call.kind.operation.name, _reason(exc)), now)
+            elif outcome is Outcome.NOT_SENT:
+                self._finish(topic, self._gave_up(topic, now), now)
             else:
                 self._finish(topic, self._final_error(topic, exc), now)
             return False
@@ -611,6 +626,8 @@ class Engine:
         calls = {topic.call.id: topic.call for topic in chosen}.values()
         remaining_s = min(call.remaining_s(now) for call in calls)
         request_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(shortest, _LIBRDKAFKA_MAX_TIMEOUT_S))
+        if not self._reached:
+            request_timeout_s = min(request_timeout_s, FIRST_CONTACT_TIMEOUT_S)
         operation_timeout_s = min(remaining_s, request_timeout_s) - margin_s
         # A caller's operation_timeout of 0 (confluent-kafka's "do not wait") is no cap: a Kafka 4 controller
         # refuses a request whose timeout_ms is 0 at once (REQUEST_TIMED_OUT, nothing applied), and answers after
@@ -649,6 +666,17 @@ def _throttle_event(node_id: int | None, throttle_s: float) -> MetricEvent:
 
 # No result for the topic: the response left it out, or librdkafka never completed the request.
 _MISSING = KafkaException(KafkaError(KafkaError._TIMED_OUT, "no result for the topic in the response"))
+
+
+def _connect_failure(message: str) -> tuple[str, str] | None:
+    """(address, reason) of librdkafka's "HOST:PORT/NAME: Connect to ... failed: ... (after 0ms in state CONNECT)"
+    or "...: Failed to resolve '...': ..." (a connection that never came up), else None."""
+    if "in state CONNECT" not in message and "Failed to resolve" not in message:
+        return None
+    broker, _, reason = message.partition(": ")
+    if not reason:
+        return None
+    return broker.split("/", 1)[0], reason.split(" (after ", 1)[0]
 
 
 def _is_broker_answer(exc: BaseException | None) -> bool:
