@@ -421,3 +421,166 @@ def test_a_response_lost_to_a_dropped_connection_is_not_logged_as_answered(quota
     assert record.errors == {"held": 0}
     assert record.responded_at is None
     assert broker.topics() == {"held": 1}
+
+
+# -- garbled and late answers (garble_next, delay_next) --------------------------------------------
+
+
+def mutation_request(api: str, *names: str) -> object:
+    """A two-topic (or more) mutation of each kind, in the versions librdkafka sends."""
+    from kafka.protocol.admin.topics import CreatePartitionsRequest, DeleteTopicsRequest
+
+    if api == "CreateTopics":
+        return create_topics_request(4, *[(name, 2) for name in names])
+    if api == "DeleteTopics":
+        return DeleteTopicsRequest(version=4, topic_names=list(names), timeout_ms=30000)
+    P = CreatePartitionsRequest.CreatePartitionsTopic
+    topics = [P(name=name, count=3, assignments=None) for name in names]
+    return CreatePartitionsRequest(version=2, topics=topics, timeout_ms=30000, validate_only=False)
+
+
+def result_names(api: str, response: object) -> list[tuple[str, int]]:
+    field = {"CreateTopics": "topics", "DeleteTopics": "responses", "CreatePartitions": "results"}[api]
+    return [(r.name, r.error_code) for r in getattr(response, field)]
+
+
+GARBLED_RESULTS = {
+    "drop-last": [("a", 0)],
+    "add": [("a", 0), ("b", 0), ("garbled-unrequested", 0)],
+    "double": [("a", 0), ("b", 0), ("b", 0)],
+}
+TOPICS_AFTER = {
+    "CreateTopics": {"a": 2, "b": 2},
+    "DeleteTopics": {"c": 2},
+    "CreatePartitions": {"a": 3, "b": 3, "c": 2},
+}
+
+
+@pytest.mark.parametrize("how", sorted(GARBLED_RESULTS))
+@pytest.mark.parametrize("api", ["CreateTopics", "DeleteTopics", "CreatePartitions"])
+def test_garble_next_alters_only_the_response(quota_broker: BrokerFactory, api: str, how: str) -> None:
+    """The request is applied and charged as usual (the log's ``errors`` and ``mutations`` say what the broker
+    did); only the response's per-topic results are altered, for ``count`` requests, and the log says how."""
+    broker = quota_broker(controller_mutation_rate=100)
+    if api != "CreateTopics":
+        for name in ("a", "b", "c"):
+            broker.create_topic(name, 2)
+    tokens_before = broker.tokens()
+    assert tokens_before is not None
+    broker.garble_next(api, how)
+    with WireClient(broker.bootstrap_servers) as wire:
+        garbled = wire.request(mutation_request(api, "a", "b"))
+        assert result_names(api, garbled) == GARBLED_RESULTS[how]
+        assert broker.topics() == TOPICS_AFTER[api]
+        # consumed: the next request of that API gets a true answer
+        assert result_names(api, wire.request(mutation_request(api, "c"))) == [("c", 0)]
+    first, second = [r for r in broker.request_log() if r.api_name == api]
+    assert (first.garbled, second.garbled) == (how, None)
+    assert first.errors == {"a": 0, "b": 0}  # what the broker did, not what it answered
+    assert first.mutations == {"CreateTopics": 4, "DeleteTopics": 4, "CreatePartitions": 2}[api]
+    assert first.responded_at is not None
+    assert broker.tokens() == pytest.approx(tokens_before - first.mutations - second.mutations, abs=2)
+
+
+def test_garble_next_count_and_apis_are_counted_apart(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker()
+    broker.garble_next(19, "double", count=2)
+    broker.garble_next("DeleteTopics", "add")
+    with WireClient(broker.bootstrap_servers) as wire:
+        for name in ("x", "y", "z"):
+            wire.request(create_topics_request(7, (name, 1)))
+    assert [r.garbled for r in broker.request_log()] == ["double", "double", None]
+
+
+def test_an_unrequested_result_never_takes_a_requested_name(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker()
+    broker.garble_next("CreateTopics", "add")
+    with WireClient(broker.bootstrap_servers) as wire:
+        response = wire.request(create_topics_request(7, ("garbled-unrequested", 1)))
+    assert result_names("CreateTopics", response) == [("garbled-unrequested", 0), ("garbled-unrequested-1", 0)]
+    assert broker.topics() == {"garbled-unrequested": 1}
+
+
+def test_librdkafka_fails_every_topic_of_a_garbled_answer_though_the_broker_applied_them(
+    quota_broker: BrokerFactory,
+) -> None:
+    """What confluent-kafka 2.16 makes of each garble (the behaviour a client on top of it must handle): an
+    extra or doubled result fails every topic with _BAD_MSG; a missing last result leaves that topic's future
+    unresolved (the others resolve)."""
+    broker = quota_broker()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    for how in ("add", "double"):
+        broker.garble_next("CreateTopics", how)
+        futures = admin.create_topics([NewTopic(f"{how}-1", 1, 1), NewTopic(f"{how}-2", 1, 1)])
+        for future in futures.values():
+            error = future.exception(30)
+            assert error is not None
+            assert error.args[0].code() == KafkaError._BAD_MSG
+    broker.garble_next("CreateTopics", "drop-last")
+    futures = admin.create_topics([NewTopic("kept-1", 1, 1), NewTopic("kept-2", 1, 1)], request_timeout=1.0)
+    assert futures["kept-1"].exception(30) is None
+    with pytest.raises(TimeoutError):
+        futures["kept-2"].exception(2.5)  # past librdkafka's request timeout: it never completes it
+    assert broker.topics() == dict.fromkeys(("add-1", "add-2", "double-1", "double-2", "kept-1", "kept-2"), 1)
+
+
+def test_delay_next_applies_at_once_and_answers_late(quota_broker: BrokerFactory) -> None:
+    """The mutation is applied when the request arrives; its answer waits ``seconds`` on top of set_latency.
+    Other connections are answered meanwhile, and the next request of that API is not delayed."""
+    import select
+
+    broker = quota_broker()
+    broker.set_latency(0.1)
+    broker.delay_next("CreateTopics", 0.6)
+    with WireClient(broker.bootstrap_servers) as wire, WireClient(broker.bootstrap_servers) as other:
+        request = create_topics_request(7, ("late", 1))
+        wire.send(request)
+        assert wait_until(lambda: "late" in broker.topics(), 10)
+        readable, _, _ = select.select([wire.sock], [], [], 0)
+        assert readable == []  # applied, not yet answered
+        assert other.request(MetadataRequest(version=12, topics=None)).brokers  # answered meanwhile
+        assert wire.receive(request).topics[0].error_code == 0
+        wire.request(create_topics_request(7, ("prompt", 1)))
+    late, metadata, prompt = broker.request_log()
+    assert (late.delay_s, metadata.delay_s, prompt.delay_s) == (0.6, 0.0, 0.0)
+    assert late.responded_at is not None
+    assert prompt.responded_at is not None
+    assert late.responded_at - late.received_at >= 0.69
+    assert prompt.responded_at - prompt.received_at < 0.6
+    assert [r.api_name for r in (late, metadata, prompt)] == ["CreateTopics", "Metadata", "CreateTopics"]
+
+
+def test_a_delayed_answer_lost_to_a_dropped_connection_is_not_logged_as_answered(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker()
+    broker.delay_next(20, 30)
+    broker.create_topic("doomed")
+    with WireClient(broker.bootstrap_servers) as wire:
+        wire.send(mutation_request("DeleteTopics", "doomed"))
+        assert wait_until(lambda: broker.topics() == {}, 10)
+        broker.drop_connections()
+        assert wire.is_closed_by_peer()
+    [record] = broker.request_log()
+    assert record.responded_at is None
+    assert record.delay_s == 30
+
+
+def test_garble_and_delay_arguments_are_checked(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker()
+    with pytest.raises(ValueError, match="how must be one of"):
+        broker.garble_next("CreateTopics", "drop-first")
+    with pytest.raises(ValueError, match="not 3"):
+        broker.garble_next("Metadata", "add")
+    with pytest.raises(ValueError, match="count"):
+        broker.garble_next(19, "add", count=0)
+    with pytest.raises(ValueError, match="unknown Kafka API"):
+        broker.garble_next("CreateTopic", "add")
+    for bad in (-1, float("nan"), float("inf"), True, "1"):
+        with pytest.raises(ValueError, match="delay"):
+            broker.delay_next("CreateTopics", bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="count"):
+        broker.delay_next("CreateTopics", 1, count=-1)
+    # nothing was queued by the refused calls
+    with WireClient(broker.bootstrap_servers) as wire:
+        assert result_names("CreateTopics", wire.request(create_topics_request(7, ("fine", 1)))) == [("fine", 0)]
+    [record] = broker.request_log()
+    assert (record.garbled, record.delay_s) == (None, 0.0)

@@ -268,6 +268,20 @@ class QuotaBroker:
         """The next ``count`` (>= 1) requests of ``api`` are processed but never answered."""
         self._faults.blackhole_next(_api_key(api), count)
 
+    def garble_next(self, api: int | str, how: str, count: int = 1) -> None:
+        """The responses to the next ``count`` (>= 1) requests of ``api`` (CreateTopics, DeleteTopics or
+        CreatePartitions) are garbled; the requests themselves are applied and charged as usual. ``how``:
+        ``"drop-last"`` omits the last topic's result, ``"add"`` adds a success for a topic the request did not
+        name (``"garbled-unrequested"``), ``"double"`` repeats the last topic's result. (Omitting the first
+        result is not offered: it crashes librdkafka's parser in confluent-kafka 2.16.)"""
+        self._faults.garble_next(_api_key(api), how, count)
+
+    def delay_next(self, api: int | str, seconds: float, count: int = 1) -> None:
+        """The responses to the next ``count`` (>= 1) requests of ``api`` are sent ``seconds`` late (on top of
+        ``set_latency``); the requests are handled, and mutations applied, at once. Later requests on the same
+        connection wait behind the late answer, as Kafka serves one request per connection at a time."""
+        self._faults.delay_next(_api_key(api), seconds, count)
+
     def set_latency(self, seconds: float) -> None:
         """Delay every response by ``seconds`` after it was handled (0 to stop)."""
         self._faults.latency_s = _seconds("latency", seconds)

@@ -18,9 +18,11 @@ import asyncio
 import concurrent.futures
 import functools
 import logging
+import math
 import struct
 import threading
 import time
+import uuid
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +38,16 @@ from throttled_admin.testing._handlers import (
     api_versions_unsupported,
 )
 
-__all__ = ["CONTROLLER_APIS", "DEFAULT_REQUEST_LOG_LIMIT", "MAX_FRAME_BYTES", "Faults", "RequestRecord", "Server"]
+__all__ = [
+    "CONTROLLER_APIS",
+    "DEFAULT_REQUEST_LOG_LIMIT",
+    "GARBLES",
+    "MAX_FRAME_BYTES",
+    "UNREQUESTED_TOPIC",
+    "Faults",
+    "RequestRecord",
+    "Server",
+]
 
 log = logging.getLogger("throttled_admin.testing")
 
@@ -46,6 +57,16 @@ _SASL_APIS = (ApiKey.SaslHandshake, ApiKey.SaslAuthenticate)
 # The APIs KRaft brokers forward to the controller, which handles them one at a time.
 CONTROLLER_APIS = frozenset({int(ApiKey.CreateTopics), int(ApiKey.DeleteTopics), int(ApiKey.CreatePartitions)})
 DEFAULT_REQUEST_LOG_LIMIT = 100_000
+# How garble_next alters a mutation's response (the request itself is applied as usual). Omitting the *first*
+# result is not offered: it crashes librdkafka's response parser (confluent-kafka 2.16).
+GARBLES = ("drop-last", "add", "double")
+UNREQUESTED_TOPIC = "garbled-unrequested"  # the name an "add" garble answers for (suffixed if the request has it)
+# The list of per-topic results in each mutation response.
+_RESULTS_FIELD = {
+    int(ApiKey.CreateTopics): "topics",
+    int(ApiKey.DeleteTopics): "responses",
+    int(ApiKey.CreatePartitions): "results",
+}
 
 
 @dataclass
@@ -68,6 +89,8 @@ class RequestRecord:
     mutations: int = 0
     throttle_time_ms: int = 0
     errors: dict[str, int] = field(default_factory=dict)
+    garbled: str | None = None  # how garble_next altered the response ("drop-last", "add", "double")
+    delay_s: float = 0.0  # how long delay_next held the response back (on top of set_latency)
 
     @property
     def held_s(self) -> float:
@@ -86,12 +109,15 @@ def _check_count(count: int) -> None:
 
 class Faults:
     """Fault injection, consumed request by request. Thread-safe. ``latency_s`` delays every response;
-    ``controller_latency_s`` delays the controller's handling of each mutation (before its deadline check)."""
+    ``controller_latency_s`` delays the controller's handling of each mutation (before its deadline check).
+    Each kind of fault counts the requests of its API on its own: a request may take one of each."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._failures: dict[int, deque[int]] = {}
         self._blackholes: dict[int, int] = {}
+        self._garbles: dict[int, deque[str]] = {}
+        self._delays: dict[int, deque[float]] = {}
         self.latency_s = 0.0
         self.controller_latency_s = 0.0
 
@@ -109,6 +135,35 @@ class Faults:
         with self._lock:
             self._blackholes[api_key] = self._blackholes.get(api_key, 0) + count
 
+    def garble_next(self, api_key: int, how: str, count: int) -> None:
+        _check_count(count)
+        if api_key not in CONTROLLER_APIS:
+            raise ValueError(
+                f"garble_next applies to CreateTopics (19), DeleteTopics (20) and CreatePartitions (37), not {api_key}"
+            )
+        if how not in GARBLES:
+            raise ValueError(f"how must be one of {GARBLES}, got {how!r}")
+        with self._lock:
+            self._garbles.setdefault(api_key, deque()).extend([how] * count)
+
+    def delay_next(self, api_key: int, seconds: float, count: int) -> None:
+        _check_count(count)
+        number = not isinstance(seconds, bool) and isinstance(seconds, (int, float))
+        if not number or not math.isfinite(seconds) or seconds < 0:
+            raise ValueError(f"delay must be a finite number of seconds >= 0, got {seconds!r}")
+        with self._lock:
+            self._delays.setdefault(api_key, deque()).extend([float(seconds)] * count)
+
+    def take_garble(self, api_key: int) -> str | None:
+        with self._lock:
+            queue = self._garbles.get(api_key)
+            return queue.popleft() if queue else None
+
+    def take_delay(self, api_key: int) -> float:
+        with self._lock:
+            queue = self._delays.get(api_key)
+            return queue.popleft() if queue else 0.0
+
     def take_failure(self, api_key: int) -> int | None:
         with self._lock:
             queue = self._failures.get(api_key)
@@ -120,6 +175,43 @@ class Faults:
                 self._blackholes[api_key] -= 1
                 return True
             return False
+
+
+def _garble(response: Any, api_key: int, how: str) -> None:
+    """Alter a mutation response's per-topic results in place (see ``GARBLES``)."""
+    results: list[Any] = getattr(response, _RESULTS_FIELD[api_key])
+    if how == "drop-last":
+        if results:
+            results.pop()
+    elif how == "double":
+        if results:
+            results.append(results[-1])
+    else:  # "add": a success for a topic the request did not name
+        names = {r.name for r in results}
+        name = UNREQUESTED_TOPIC
+        suffix = 0
+        while name in names:
+            suffix += 1
+            name = f"{UNREQUESTED_TOPIC}-{suffix}"
+        results.append(_success_result(response, api_key, name))
+
+
+def _success_result(response: Any, api_key: int, name: str) -> Any:
+    """A result with error NONE for ``name``, of the response's own result type."""
+    if api_key == ApiKey.CreateTopics:
+        return type(response).CreatableTopicResult(
+            name=name,
+            topic_id=uuid.uuid4(),
+            error_code=0,
+            error_message=None,
+            topic_config_error_code=0,
+            num_partitions=1,
+            replication_factor=1,
+            configs=[],
+        )
+    if api_key == ApiKey.DeleteTopics:
+        return type(response).DeletableTopicResult(name=name, topic_id=uuid.uuid4(), error_code=0, error_message=None)
+    return type(response).CreatePartitionsTopicResult(name=name, error_code=0, error_message=None)
 
 
 class _TrackedProtocol(asyncio.StreamReaderProtocol):
@@ -161,6 +253,8 @@ class _Answer:
     handled: Handled
     frame: bytes
     throttle_time_ms: int
+    garbled: str | None = None
+    delay_s: float = 0.0
 
 
 class _Refused(Exception):
@@ -407,13 +501,16 @@ class Server:
             mutations=handled.mutations,
             throttle_time_ms=answer.throttle_time_ms,
             errors=handled.errors,
+            garbled=answer.garbled,
+            delay_s=answer.delay_s,
         )
         with self._records_lock:
             self._records.append(record)
         if self.faults.take_blackhole(api_key):
             return True
-        if self.faults.latency_s > 0:
-            await asyncio.sleep(self.faults.latency_s)
+        wait_s = self.faults.latency_s + answer.delay_s
+        if wait_s > 0:
+            await asyncio.sleep(wait_s)
         if writer.transport.is_closing():
             # The connection was dropped (drop_connections, or the client left) while the request was handled
             # or held: the response is lost, so the log must not claim it was answered.
@@ -474,6 +571,12 @@ class Server:
             throttle_ms = max(throttle_ms, request_throttle_ms)
         if hasattr(handled.response, "throttle_time_ms"):
             handled.response.throttle_time_ms = throttle_ms
+        # Faults on the answer only: the request was handled (and charged) as usual. Taken here, on the
+        # controller thread for mutations, so they are consumed in the order requests are handled.
+        garbled = self.faults.take_garble(context.api_key) if context.api_key in CONTROLLER_APIS else None
+        if garbled is not None:
+            _garble(handled.response, context.api_key, garbled)
+        delay_s = self.faults.take_delay(context.api_key)
         encode_started = time.perf_counter()
         encoded = self._encode(handled.response, correlation_id)
         if charged and self.request_time_cost_ms is None:
@@ -481,7 +584,7 @@ class Server:
             # recordNoThrottle: it counts against the entity's next request.
             network_ms = (decode_s + time.perf_counter() - encode_started) * 1000
             quotas.record_request_time(principal, client_id, network_ms, node_id=context.node_id, check_quota=False)
-        return _Answer(handled, encoded, throttle_ms)
+        return _Answer(handled, encoded, throttle_ms, garbled, delay_s)
 
     @staticmethod
     def _encode(response: Any, correlation_id: int) -> bytes:
