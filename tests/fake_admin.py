@@ -89,6 +89,12 @@ class FakeAdmin:
     def partition_counts(self, timeout_s: float) -> dict[str, int]:
         return dict(self.partitions)
 
+    def probe(self, timeout_s: float) -> Future[None]:
+        """The contact probe: answered at once (the scripted cluster is always reachable)."""
+        future: Future[None] = Future()
+        future.set_result(None)
+        return future
+
     def poll(self, timeout: float = -1) -> int:
         served = 0
         while True:

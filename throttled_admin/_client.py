@@ -60,6 +60,10 @@ class _Transport:
     def poll(self) -> None:
         AdminClient.poll(self._get(), 0)
 
+    def probe(self, timeout_s: float) -> Future[Any]:
+        future: Future[Any] = AdminClient.describe_cluster(self._get(), request_timeout=timeout_s)
+        return future
+
     def partition_counts(self, timeout_s: float) -> dict[str, int]:
         metadata = AdminClient.list_topics(self._get(), timeout=timeout_s)
         return {name: len(topic.partitions) for name, topic in metadata.topics.items()}

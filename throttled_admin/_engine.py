@@ -79,9 +79,11 @@ ABANDON_GRACE_S = 2.0
 # answer was left out of the response (a garbled answer): its outcome is unknown.
 PARTIAL_GRACE_S = 0.5
 _AUTH_ERRORS = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
-# Until a request of the client has reached a broker, a request's whole operation in librdkafka lasts at most
-# this long (its request_timeout): if no broker can be reached, librdkafka gives up "waiting for controller",
-# having sent nothing, and the caller learns why within seconds instead of at its deadline (finding 8).
+# Before its first mutation a client asks the cluster something light (the driver's contact probe, answered
+# within this long). Until a broker has answered it, a request's whole operation in librdkafka lasts at most
+# this long too (its request_timeout): if no broker can be reached, librdkafka gives up "waiting for controller",
+# having sent nothing, and the caller learns why within seconds instead of at its deadline (finding 8). A
+# client that has been answered sends with its calls' own timeouts (a first answer may take longer).
 FIRST_CONTACT_TIMEOUT_S = 5.0
 _CONNECT_ERRORS = {KafkaError._TRANSPORT, KafkaError._RESOLVE}
 # An authentication failure fails what is pending and what is submitted this soon after it; librdkafka keeps
@@ -140,6 +142,7 @@ class Outbox:
     settle: list[Settlement] = field(default_factory=list)
     send: Request | None = None
     read_metadata: bool = False
+    probe: bool = False  # ask the cluster something light: has any broker answered this client?
     reached: bool = False  # a request got through to a broker (the handshake-drop diagnosis resets)
     wake_at: float = math.inf
 
@@ -159,6 +162,7 @@ class Engine:
         self._auth_error: tuple[KafkaError, float] | None = None  # (error, when it was reported)
         self._reached = False  # a request of this client got through to a broker
         self._connect_error: tuple[str, str] | None = None  # (address, librdkafka's reason) while never reached
+        self._probe: str | None = None  # the contact probe: None (not asked), "asked", "unanswered"
         self._refresh_metadata = False  # after NOT_CONTROLLER: read metadata before sending again, as Java does
         self._reading_metadata = False
         self._gate_wait: tuple[str, float] | None = None  # (operation, since when) work waits for a throttle
@@ -252,6 +256,14 @@ class Engine:
         for topic in request.topics:
             if topic.call.in_flight.get(topic.name) is topic:
                 self._finish(topic, refused_error(operation, exc), now)
+
+    def on_probe(self, answered: bool, now: float) -> None:
+        """The contact probe's outcome: a broker answered it (even with an error), or not."""
+        if answered:
+            self._reached = True
+            self._connect_error = None
+        else:
+            self._probe = "unanswered"
 
     def on_metadata(self, counts: dict[str, int] | None, now: float) -> None:
         """Partition counts by topic (None: the read failed, and costs not known are taken as 1)."""
@@ -533,6 +545,11 @@ class Engine:
         head = self._head(now)
         if head is None:
             return self._next_eligible(now)
+        if not self._reached and self._connect_error is None and self._probe != "unanswered":
+            if self._probe is None:  # has any broker answered this client? (finding 8: FIRST_CONTACT_TIMEOUT_S)
+                self._probe = "asked"
+                self._out.probe = True
+            return math.inf  # woken by the probe's outcome, a connection error, or a deadline
         kind = head.call.kind
         topics = list(self._eligible(kind, now))
         if self._refresh_metadata or (self._pacer is not None and any(topic.cost is None for topic in topics)):

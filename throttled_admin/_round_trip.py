@@ -5,7 +5,8 @@ it takes would only be applied after the caller was told it failed. So the estim
 that recent answers took, never a mean: one slow answer (a controller election, a GC pause) must not lock short
 calls out, and only answered requests count (a request that got no answer says nothing about how long one
 takes). Samples older than ``RECENT_S`` are forgotten, so an estimate that once was high recovers even while no
-call is sent; before any answer the estimate is zero (the first request of a client is always sent).
+call is sent. An estimate needs ``MIN_SAMPLES`` recent answers; with fewer it is zero, and the engine tries
+(the first requests of a client are always sent, and a lone slow answer is answered by trying again).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-__all__ = ["RECENT_S", "RoundTrip"]
+__all__ = ["MIN_SAMPLES", "RECENT_S", "RoundTrip"]
 
 RECENT_S = 30.0
+MIN_SAMPLES = 3
 _SAMPLES = 16
 _LARGE = 50  # requests of at least this many topics say something about the per-topic term
 
@@ -29,7 +31,8 @@ class RoundTrip:
         self._samples.append((now, max(1, topics), max(0.0, seconds)))
 
     def _recent(self, now: float) -> list[tuple[float, int, float]]:
-        return [sample for sample in self._samples if now - sample[0] <= RECENT_S]
+        recent = [sample for sample in self._samples if now - sample[0] <= RECENT_S]
+        return recent if len(recent) >= MIN_SAMPLES else []
 
     def per_topic_s(self, now: float) -> float:
         large = [seconds / topics for _, topics, seconds in self._recent(now) if topics >= _LARGE]
@@ -40,5 +43,5 @@ class RoundTrip:
         return min((max(0.0, seconds - per_topic * topics) for _, topics, seconds in self._recent(now)), default=0.0)
 
     def expected_s(self, topics: int, now: float) -> float:
-        """The least a request of ``topics`` topics has recently taken (0 with no recent answer)."""
+        """The least a request of ``topics`` topics has recently taken (0 with too few recent answers)."""
         return self.base_s(now) + self.per_topic_s(now) * topics

@@ -29,7 +29,8 @@ from typing import Any, Protocol
 
 from confluent_kafka import KafkaError
 
-from throttled_admin._engine import Engine, MetricsSink, Outbox, Request
+from throttled_admin._classify import error_of
+from throttled_admin._engine import FIRST_CONTACT_TIMEOUT_S, Engine, MetricsSink, Outbox, Request
 from throttled_admin._futures import TopicFuture
 from throttled_admin._handshake_drops import HandshakeDrops, diagnoses
 from throttled_admin._quota import Pacer
@@ -60,6 +61,8 @@ class Transport(Protocol):
     def poll(self) -> None: ...
 
     def partition_counts(self, timeout_s: float) -> dict[str, int]: ...
+
+    def probe(self, timeout_s: float) -> Future[Any]: ...
 
 
 class Scheduler:
@@ -226,6 +229,8 @@ class Scheduler:
             return
         if out.read_metadata:
             self._start_metadata_read()
+        if out.probe:
+            self._send_probe()
         with self._cv:
             if not self._dirty and not self._closed:
                 poll_s = _BUSY_POLL_S if busy else _IDLE_POLL_S
@@ -266,6 +271,27 @@ class Scheduler:
         exc = future.exception()
         with self._cv:
             self._arrived.append((request, name, exc))
+            self._wake()
+
+    def _send_probe(self) -> None:
+        """Ask the cluster to describe itself (no quota, answered by any broker): an answer, even an error, says
+        a broker has served this client; librdkafka's local failure says none could be reached."""
+        try:
+            future = self._transport.probe(FIRST_CONTACT_TIMEOUT_S)
+        except ClientGone:
+            raise
+        except Exception:
+            log.debug("the contact probe could not be sent", exc_info=True)
+            self._on_probe_done(None)
+            return
+        future.add_done_callback(self._on_probe_done)
+
+    def _on_probe_done(self, future: Future[Any] | None) -> None:
+        exc = future.exception() if future is not None else None
+        error = error_of(exc)
+        answered = future is not None and (exc is None or (error is not None and error.code() >= 0))
+        with self._cv:
+            self._engine.on_probe(answered, self._clock())
             self._wake()
 
     def _start_metadata_read(self) -> None:
