@@ -321,11 +321,50 @@ def test_it_is_an_admin_client_and_inherits_every_other_method_unchanged() -> No
         assert isinstance(client, AdminClient)
         for name in ("list_topics", "describe_configs", "incremental_alter_configs", "describe_topics"):
             ours = getattr(ThrottledAdminClient, name)
-            assert ours.__wrapped__ is getattr(AdminClient, name)  # only a fork check in front
+            assert ours.__wrapped__ is getattr(AdminClient, name)  # a fork check in front, its futures tracked
             assert inspect.signature(ours) == inspect.signature(getattr(AdminClient, name))
         assert "describe_cluster" in dir(client)
     with pytest.raises(RuntimeError, match="closed"):
         client.list_topics(timeout=1)  # librdkafka's handle is released by close()
+
+
+def test_inherited_futures_resolve_once_whichever_of_librdkafka_and_close_comes_first() -> None:
+    """The futures of inherited methods are chained to librdkafka's: its outcome passes through unchanged until
+    close(), which fails those still pending; librdkafka completing one later changes nothing and raises
+    nowhere (its callback runs on librdkafka's thread)."""
+    from throttled_admin._client import _fail_inherited, _InheritedFutures
+
+    inherited = _InheritedFutures()
+    theirs: dict[str, Future[Any]] = {name: Future() for name in ("ok", "failed", "late")}
+    for future in theirs.values():
+        future.set_running_or_notify_cancel()
+    ours = inherited.chain("describe_configs", theirs)
+    assert type(ours) is dict
+    assert list(ours) == list(theirs)
+    assert all(type(f) is Future and f.running() and not f.cancel() for f in ours.values())
+    single = inherited.chain("describe_cluster", Future())
+    assert type(single) is Future
+    assert inherited.chain("list_topics", "metadata") == "metadata"  # anything else as it is
+    assert inherited.chain("poll", {}) == {}
+
+    theirs["ok"].set_result({"retention.ms": "1"})
+    theirs["failed"].set_exception(KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)))
+    assert ours["ok"].result(0) == {"retention.ms": "1"}
+    assert ours["failed"].exception(0).args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+    failing = _fail_inherited(inherited)
+    assert failing is not None
+    failing.join(5)
+    for name, future in (("describe_configs", ours["late"]), ("describe_cluster", single)):
+        error = future.exception(0).args[0]
+        assert error.code() == KafkaError._DESTROY
+        assert f"before {name} completed" in error.str()
+    theirs["late"].set_result({"retention.ms": "2"})  # librdkafka, after close(): no InvalidStateError
+    assert ours["late"].exception(0).args[0].code() == KafkaError._DESTROY
+
+    late_call = inherited.chain("describe_topics", {"t": Future()})  # a call that raced close()
+    assert late_call["t"].exception(0).args[0].code() == KafkaError._DESTROY
+    assert _fail_inherited(inherited) is None  # nothing left to fail, no thread
 
 
 # -- bad input: a clear error before anything is sent ----------------------------------------------

@@ -261,6 +261,68 @@ def test_hung_meter_provider_does_not_delay_outcomes(quota_broker: BrokerFactory
     assert elapsed_s < 3, f"200 calls took {elapsed_s:.1f} s"
 
 
+class HangingMeterProvider(NoOpMeterProvider):
+    """``get_meter`` blocks until ``release`` is set: a provider stuck on its own lock or the network."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def get_meter(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        self.entered.set()
+        self.release.wait(120)
+        return super().get_meter(name, *args, **kwargs)
+
+
+def _construct_in_thread(make: Callable[[], ThrottledAdminClient]) -> tuple[threading.Thread, list[Any]]:
+    made: list[Any] = []
+
+    def run() -> None:
+        try:
+            made.append(make())
+        except BaseException as exc:
+            made.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, made
+
+
+def test_a_hanging_meter_provider_blocks_no_other_client(
+    quota_broker: BrokerFactory, meter_provider: MeterProvider
+) -> None:
+    """One client's meter provider hangs in get_meter: that client may be stuck, but clients with another
+    provider (or the global one) are still constructed and work; no lock shared between clients is held
+    while user code runs."""
+    broker = quota_broker()
+    hanging = HangingMeterProvider()
+    conf = {"bootstrap.servers": broker.bootstrap_servers}
+    stuck = _construct_in_thread(lambda: ThrottledAdminClient(conf, meter_provider=hanging))
+    started = [stuck]
+    try:
+        assert hanging.entered.wait(10)
+        for i, provider in enumerate((meter_provider, None)):
+            thread, made = _construct_in_thread(lambda p=provider: ThrottledAdminClient(conf, meter_provider=p))
+            started.append((thread, made))
+            thread.join(10)
+            assert not thread.is_alive(), f"constructing a client with {provider!r} waited on the hanging provider"
+            [admin] = made
+            assert isinstance(admin, ThrottledAdminClient), admin
+            name = f"other-{i}"
+            assert outcomes(admin.create_topics([NewTopic(name, 1, 1)], timeout_ms=20000), timeout_s=30) == {name: None}
+        assert stuck[0].is_alive()  # the client given the hanging provider is still in get_meter
+    finally:
+        hanging.release.set()
+        for thread, made in started:
+            thread.join(30)
+            for admin in made:
+                if isinstance(admin, ThrottledAdminClient):
+                    admin.close()
+    assert not stuck[0].is_alive()
+    assert isinstance(stuck[1][0], ThrottledAdminClient)  # released, it was constructed after all
+    assert set(broker.topics()) == {"other-0", "other-1"}
+
+
 # -- caller objects changed after the call returned ------------------------------------------------
 
 

@@ -5,7 +5,9 @@ one exit hook that fails pending work instead of holding the interpreter's exit 
 
 from __future__ import annotations
 
+import asyncio
 import atexit
+import concurrent.futures
 import contextlib
 import gc
 import os
@@ -18,11 +20,12 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 
 import pytest
-from confluent_kafka import KafkaError
-from confluent_kafka.admin import ConfigResource
+from confluent_kafka import KafkaError, TopicCollection
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from tests.reliability_helpers import admin_for, assert_truthful, error_code, outcomes
 from throttled_admin import NewPartitions, NewTopic, ThrottledAdminClient
+from throttled_admin.aio import AIOThrottledAdminClient
 from throttled_admin.testing import QuotaBroker
 
 BrokerFactory = Callable[..., QuotaBroker]
@@ -169,6 +172,120 @@ def test_every_method_raises_after_close(quota_broker: BrokerFactory, method: Ca
     with pytest.raises(RuntimeError, match="closed"):
         method(admin)
     assert broker.topics() == {}
+
+
+_ROUNDS = 20
+_LATENCY_S = 3.0  # every response held this long: the inherited calls below are in flight at close()
+
+
+def _retention(value: str) -> ConfigResource:
+    entry = ConfigEntry("retention.ms", value, incremental_operation=AlterConfigOpType.SET)
+    return ConfigResource("topic", "t", incremental_configs=[entry])
+
+
+def _assert_closed_error(name: str, future: concurrent.futures.Future[object] | asyncio.Future[object]) -> None:
+    exc = future.exception()
+    assert exc is not None, f"{name}: resolved with a result, not the closed error"
+    assert error_code(exc) == KafkaError._DESTROY, f"{name}: {exc!r}"
+
+
+def test_close_fails_inherited_calls_in_flight(quota_broker: BrokerFactory) -> None:
+    """Futures of inherited AdminClient methods (describe_configs, describe_cluster, describe_topics,
+    incremental_alter_configs) in flight at close() resolve with _DESTROY within seconds, round after round; librdkafka,
+    whose handle close() destroys, would never resolve them."""
+    broker = quota_broker()
+    broker.create_topic("t", 1)
+    conf = {"bootstrap.servers": broker.bootstrap_servers}
+    for round_ in range(_ROUNDS):
+        broker.set_latency(0)
+        admin = ThrottledAdminClient(conf)
+        try:
+            # unchanged while open: confluent-kafka's shapes, classes and results
+            [warm] = admin.describe_configs([ConfigResource("topic", "t")]).values()
+            assert type(warm) is concurrent.futures.Future
+            assert "retention.ms" in warm.result(20)
+            broker.set_latency(_LATENCY_S)
+            futures: dict[str, concurrent.futures.Future[object]] = {}
+            futures.update(
+                (f"describe_configs {resource}", future)
+                for resource, future in admin.describe_configs([ConfigResource("topic", "t")]).items()
+            )
+            cluster = admin.describe_cluster()
+            assert type(cluster) is concurrent.futures.Future
+            futures["describe_cluster"] = cluster
+            futures.update(
+                (f"describe_topics {name}", future)
+                for name, future in admin.describe_topics(TopicCollection(["t"])).items()
+            )
+            futures.update(
+                (f"incremental_alter_configs {resource}", future)
+                for resource, future in admin.incremental_alter_configs([_retention("1000")]).items()
+            )
+            assert not any(f.done() for f in futures.values()), f"round {round_}: answered despite the latency"
+        finally:
+            started = time.monotonic()
+            admin.close()
+        assert time.monotonic() - started < 5
+        concurrent.futures.wait(futures.values(), timeout=2)
+        pending = sorted(name for name, future in futures.items() if not future.done())
+        assert pending == [], f"round {round_}: still pending 2 s after close(): {pending}"
+        for name, future in futures.items():
+            _assert_closed_error(name, future)
+            assert future.cancel() is False  # as confluent-kafka's: running, never cancelled
+    broker.set_latency(0)
+
+
+def test_close_is_not_held_up_by_a_blocked_callback_of_an_inherited_call(quota_broker: BrokerFactory) -> None:
+    """Before the fix close() took 60 s here: librdkafka failed the call itself while its handle was destroyed,
+    running the blocked callback on its own thread, which the destroy waits for. Now close() fails the future
+    first, on a thread of its own, within its budget."""
+    broker = quota_broker()
+    release = threading.Event()
+    admin = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    try:
+        admin.list_topics(timeout=20)
+        broker.set_latency(_LATENCY_S)
+        cluster = admin.describe_cluster()
+        cluster.add_done_callback(lambda _f: release.wait(60))  # user code that blocks when close() fails it
+        started = time.monotonic()
+        admin.close()
+        elapsed_s = time.monotonic() - started
+    finally:
+        release.set()
+        broker.set_latency(0)
+    assert elapsed_s < 5, f"close() took {elapsed_s:.1f} s"
+    concurrent.futures.wait([cluster], timeout=2)
+    assert cluster.done(), "still pending 2 s after close()"
+    _assert_closed_error("describe_cluster", cluster)
+
+
+@pytest.mark.asyncio
+async def test_aio_close_fails_inherited_calls_in_flight(quota_broker: BrokerFactory) -> None:
+    """The same through AIOThrottledAdminClient: the asyncio futures of inherited calls resolve at close()."""
+    broker = quota_broker()
+    broker.create_topic("t", 1)
+    conf = {"bootstrap.servers": broker.bootstrap_servers}
+    for round_ in range(_ROUNDS):
+        broker.set_latency(0)
+        admin = AIOThrottledAdminClient(conf)
+        try:
+            assert "t" in (await admin.list_topics(timeout=20)).topics
+            broker.set_latency(_LATENCY_S)
+            futures: dict[str, asyncio.Future[object]] = {}
+            futures.update(
+                (f"describe_configs {resource}", future)
+                for resource, future in (await admin.describe_configs([ConfigResource("topic", "t")])).items()
+            )
+            futures["describe_cluster"] = await admin.describe_cluster()
+            assert not any(f.done() for f in futures.values()), f"round {round_}: answered despite the latency"
+        finally:
+            await admin.close()
+        _, still = await asyncio.wait(futures.values(), timeout=2)
+        pending = sorted(name for name, future in futures.items() if future in still)
+        assert pending == [], f"round {round_}: still pending 2 s after close(): {pending}"
+        for name, future in futures.items():
+            _assert_closed_error(name, future)
+    broker.set_latency(0)
 
 
 _FORK_WARNING = "ignore:This process .* is multi-threaded, use of fork:DeprecationWarning"

@@ -101,8 +101,9 @@ def test_isinstance_and_dir() -> None:
         assert isinstance(client, PortedAdminClient)
         for name in ("list_topics", "describe_configs", "incremental_alter_configs", "describe_topics"):
             assert name in dir(client)
-            # Inherited: confluent-kafka's own method and signature, behind nothing but a fork check (in a forked
-            # child librdkafka's handle is dead; the check raises instead of letting the call hang).
+            # Inherited: confluent-kafka's own method and signature, behind a fork check (in a forked child
+            # librdkafka's handle is dead; the check raises instead of letting the call hang) and the tracking of
+            # its futures, which close() fails if still pending.
             ours, theirs = getattr(ThrottledAdminClient, name), getattr(AdminClient, name)
             assert ours.__wrapped__ is theirs
             assert inspect.signature(ours) == inspect.signature(theirs)

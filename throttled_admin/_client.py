@@ -14,7 +14,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future, InvalidStateError
 from types import TracebackType
 from typing import Any
 
@@ -22,6 +22,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 from opentelemetry.metrics import MeterProvider
 
+from throttled_admin._errors import closed_error
 from throttled_admin._metrics import ClientMetrics
 from throttled_admin._options import (
     CreatePartitionsOptions,
@@ -69,11 +70,89 @@ class _Transport:
         return {name: len(topic.partitions) for name, topic in metadata.topics.items()}
 
 
-def _release(scheduler: Scheduler, user_code: SerialRunner) -> None:
+class _InheritedFutures:
+    """The futures of the inherited AdminClient methods, held weakly until close() fails those still pending
+    (librdkafka never resolves a request in flight once its handle is destroyed).
+
+    Each future returned is our own, of confluent-kafka's class and running as confluent-kafka's are, chained to
+    librdkafka's: whichever of librdkafka and close() comes first resolves it, once. No thread per call."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._futures: weakref.WeakKeyDictionary[Future[Any], str] = weakref.WeakKeyDictionary()
+        self._closed = False
+
+    def chain(self, operation: str, result: Any) -> Any:
+        """``result`` of an inherited method, with each of its futures (one, or a dict of them) replaced."""
+        if isinstance(result, Future):
+            return self._chain(operation, [result])[0]
+        if isinstance(result, dict) and result and all(isinstance(v, Future) for v in result.values()):
+            return dict(zip(result, self._chain(operation, list(result.values())), strict=True))
+        return result
+
+    def _chain(self, operation: str, theirs: list[Future[Any]]) -> list[Future[Any]]:
+        ours: list[Future[Any]] = [Future() for _ in theirs]
+        for future in ours:
+            future.set_running_or_notify_cancel()  # as confluent-kafka's: cancel() returns False
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                self._futures.update(dict.fromkeys(ours, operation))
+        for their, our in zip(theirs, ours, strict=True):
+            their.add_done_callback(functools.partial(_settle, our))
+        if closed:  # close() has taken its list already: a call that raced it fails here
+            _fail_all([(future, operation) for future in ours])
+        return ours
+
+    def close(self) -> list[tuple[Future[Any], str]]:
+        """Stop tracking; the futures still pending, each with its method's name."""
+        with self._lock:
+            self._closed = True
+            pending = [(future, operation) for future, operation in self._futures.items() if not future.done()]
+            self._futures.clear()
+        return pending
+
+
+def _settle(ours: Future[Any], theirs: Future[Any]) -> None:
+    """librdkafka's outcome, unless close() failed ours first."""
+    with contextlib.suppress(InvalidStateError):
+        if theirs.cancelled():
+            ours.set_exception(CancelledError())
+        elif (exc := theirs.exception()) is not None:
+            ours.set_exception(exc)
+        else:
+            ours.set_result(theirs.result())
+
+
+def _fail_all(pending: list[tuple[Future[Any], str]]) -> None:
+    for future, operation in pending:
+        with contextlib.suppress(InvalidStateError):  # librdkafka got there first
+            future.set_exception(closed_error(operation, sent=True))
+
+
+def _fail_inherited(inherited: _InheritedFutures) -> threading.Thread | None:
+    """Fail the inherited calls still pending with _DESTROY, on a thread of their own: their done-callbacks
+    (user code) run as each is failed and must not hold close() up past its budget."""
+    pending = inherited.close()
+    if not pending:
+        return None
+    thread = threading.Thread(target=_fail_all, args=(pending,), name="throttled-admin-close", daemon=True)
+    try:
+        thread.start()
+    except RuntimeError:  # interpreter shutdown: no new threads
+        _fail_all(pending)
+        return None
+    return thread
+
+
+def _release(scheduler: Scheduler, user_code: SerialRunner, inherited: _InheritedFutures) -> None:
     """A client dropped without close(): its threads end too (librdkafka's handle is freed with the object)."""
     deadline = time.monotonic() + USER_CODE_WAIT_S
+    failing = _fail_inherited(inherited)
     scheduler.close(deadline)
     user_code.close(deadline)
+    if failing is not None:
+        failing.join(max(0.0, deadline - time.monotonic()))
 
 
 def _or(cost: int | None, default: int | None) -> int | None:
@@ -158,6 +237,7 @@ class ThrottledAdminClient(AdminClient):
         self._closed = False
         self._close_done = threading.Event()
         self._pid = os.getpid()
+        self._inherited = _InheritedFutures()
         sink: list[Scheduler] = []  # filled below; the callbacks only ever see the scheduler weakly
         owned_conf, report = install_callbacks(conf, lambda: sink[0] if sink else None, self._user_code.submit)
         super().__init__(owned_conf, **kwargs)
@@ -173,7 +253,7 @@ class ThrottledAdminClient(AdminClient):
         sink.append(scheduler)
         _live.add(scheduler)
         _register_exit_hook()
-        weakref.finalize(self, _release, scheduler, self._user_code)
+        weakref.finalize(self, _release, scheduler, self._user_code, self._inherited)
 
     @property
     def retry_on_quota_violation(self) -> bool:
@@ -275,8 +355,9 @@ class ThrottledAdminClient(AdminClient):
         return self._closed
 
     def close(self) -> None:
-        """Fail every topic still pending (KafkaError._DESTROY), stop the scheduler and release librdkafka's
-        handle. Idempotent, and safe from any thread, a done-callback included."""
+        """Fail every topic still pending, and every future of an inherited method (describe_configs, ...) still
+        pending, with KafkaError._DESTROY; stop the scheduler and release librdkafka's handle. Idempotent, and
+        safe from any thread, a done-callback included."""
         with self._close_lock:
             first = not self._closed
             self._closed = True
@@ -287,6 +368,7 @@ class ThrottledAdminClient(AdminClient):
             return
         try:
             deadline = time.monotonic() + USER_CODE_WAIT_S  # one budget for all user code still running
+            failing = _fail_inherited(self._inherited)
             scheduler = self._scheduler
             if scheduler is not None:
                 scheduler.close(deadline)
@@ -295,6 +377,8 @@ class ThrottledAdminClient(AdminClient):
             with contextlib.suppress(Exception):
                 AdminClient.poll(self, 0)  # the last of librdkafka's log lines, while they can still be printed
             self._user_code.close(deadline)
+            if failing is not None:
+                failing.join(max(0.0, deadline - time.monotonic()))
             AdminClient.__exit__(self, None, None, None)  # destroys librdkafka's handle now, not at collection
         finally:
             self._close_done.set()
@@ -309,14 +393,14 @@ class ThrottledAdminClient(AdminClient):
 
 
 def _checked_in_child(name: str) -> Callable[..., Any]:
-    """An inherited method, unchanged but for the fork check: in a forked child librdkafka's handle is dead and
-    its calls would time out or never resolve."""
+    """An inherited method, unchanged but for the fork check (in a forked child librdkafka's handle is dead and
+    its calls would time out or never resolve) and its futures, which close() fails if still pending."""
     inherited = getattr(AdminClient, name)
 
     @functools.wraps(inherited)
     def method(self: ThrottledAdminClient, *args: Any, **kwargs: Any) -> Any:
         self._check_process()
-        return inherited(self, *args, **kwargs)
+        return self._inherited.chain(name, inherited(self, *args, **kwargs))
 
     return method
 

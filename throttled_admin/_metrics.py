@@ -99,17 +99,44 @@ class _Instruments:
         return list(self._observe("max"))
 
 
+class _Slot:
+    """The instruments of one meter provider, made by the first client that needed them."""
+
+    def __init__(self) -> None:
+        self.ready = threading.Event()
+        self.instruments: _Instruments | None = None
+        self.error: BaseException | None = None
+
+
+# Guards the registry only: never held while the meter provider (user code) runs, so a provider that hangs in
+# get_meter or in making an instrument holds up the clients using that provider, never the others.
 _registry_lock = threading.Lock()
-_registry: weakref.WeakKeyDictionary[Any, _Instruments] = weakref.WeakKeyDictionary()
+_registry: weakref.WeakKeyDictionary[Any, _Slot] = weakref.WeakKeyDictionary()
 
 
 def _instruments_for(provider: MeterProvider | None) -> _Instruments:
     key = provider if provider is not None else metrics.get_meter_provider()
     with _registry_lock:
-        instruments = _registry.get(key)
-        if instruments is None:
-            instruments = _registry[key] = _Instruments(provider)
-        return instruments
+        slot = _registry.get(key)
+        making = slot is None
+        if slot is None:
+            slot = _registry[key] = _Slot()
+    if not making:
+        slot.ready.wait()  # another client is making this provider's instruments: the same provider, the same wait
+        if slot.instruments is None:
+            raise RuntimeError("the meter provider failed to create throttled_admin's instruments") from slot.error
+        return slot.instruments
+    try:
+        slot.instruments = _Instruments(provider)
+    except BaseException as exc:
+        slot.error = exc
+        with _registry_lock:  # not cached: the next client asks the provider again
+            if _registry.get(key) is slot:
+                del _registry[key]
+        raise
+    finally:
+        slot.ready.set()
+    return slot.instruments
 
 
 class ClientMetrics:
