@@ -16,7 +16,8 @@ b. At most one mutation request is in flight, and nothing is sent while the brok
 c. Calls share a request only when their time budgets are within a factor of ``COALESCE_RATIO``: the request's
    deadlines come from the shortest, so a long call never has its answer cut short by a short neighbour.
 d. Nothing is sent with less time left than the fastest recent answer took (``RoundTrip``: a floor that
-   forgets, fed by answered requests only), so a slow outlier cannot lock calls out.
+   forgets, fed by whole answers only), so a slow outlier cannot lock calls out: a first attempt is refused
+   only when ``MIN_SAMPLES`` recent answers agree, a retry when any recent answer says it cannot fit.
 e. Every topic is settled by its call's deadline: the engine asks to be woken then.
 f. Outcomes are truthful: success when the broker says so; "not sent" only for what was never handed over;
    "outcome unknown" when a request was handed over and no usable answer came (lost, late, garbled); the
@@ -48,7 +49,7 @@ from throttled_admin._errors import (
 )
 from throttled_admin._quota import Pacer
 from throttled_admin._retry import RetryBackoff
-from throttled_admin._round_trip import RoundTrip
+from throttled_admin._round_trip import MIN_SAMPLES, RoundTrip
 from throttled_admin._throttle import ThrottleTracker
 from throttled_admin._work import Call, RequestKind, Topic
 
@@ -252,6 +253,7 @@ class Engine:
         if request is not self._request:
             return
         self._request = None
+        self._record_response_throttle(request, answered=False)
         operation = request.kind.operation.name
         for topic in request.topics:
             if topic.call.in_flight.get(topic.name) is topic:
@@ -277,10 +279,12 @@ class Engine:
     def close(self, now: float) -> None:
         """Fail everything pending: queued topics were not sent; in-flight ones may have been applied."""
         self._closed = True
+        if self._request is not None:  # its responses' throttles still count (KIP-124), answered or not
+            self._record_response_throttle(self._request, answered=False)
         for call in list(self._calls.values()):
             operation = call.kind.operation.name
             for topic in list(call.queued.values()):
-                self._finish(topic, closed_error(operation, sent=topic.outcome_unknown), now)
+                self._finish(topic, closed_error(operation, sent=topic.outcome_unknown, refused=_refusal(topic)), now)
             for topic in list(call.in_flight.values()):
                 self._finish(topic, closed_error(operation, sent=True), now)
         self._request = None
@@ -289,6 +293,9 @@ class Engine:
 
     def step(self, now: float) -> Outbox:
         """Decide what can be decided at ``now``; returns (and clears) everything to do."""
+        if self._probe is None and not self._reached and not self._closed:
+            self._probe = "asked"  # at the start: a client has its answer before its first mutation, mostly
+            self._out.probe = True
         if not self._closed:
             request = self._request
             if request is not None and self._settled_in_flight(request, now):
@@ -481,7 +488,7 @@ class Engine:
             # Error 89 with no throttle to wait (the bucket was a fraction of a token short): exponential back-off
             # with jitter per call, starting at about one round trip and reset whenever the call makes progress.
             if call.id not in delays:
-                initial_ms = max(_MIN_QUOTA_BACKOFF_S, self._round_trip.expected_s(1, now)) * 1000
+                initial_ms = max(_MIN_QUOTA_BACKOFF_S, self._round_trip.expected_s(1, now, min_samples=1)) * 1000
                 delays[call.id] = self._backoff.delay_s(call.quota_backoffs, initial_ms)
                 call.quota_backoffs += 1
             topic.not_before = now + delays[call.id]
@@ -506,7 +513,7 @@ class Engine:
             delays[call.id] = self._backoff.delay_s(call.transient_retries)
             call.transient_retries += 1
         delay_s = delays[call.id]
-        if call.remaining_s(now) <= delay_s + self._round_trip.expected_s(1, now):
+        if call.remaining_s(now) <= delay_s + self._round_trip.expected_s(1, now, min_samples=1):
             if outcome is Outcome.UNKNOWN:
                 self._finish(topic, unknown_outcome_error(call.kind.operation.name, _reason(exc)), now)
             elif outcome is Outcome.NOT_SENT:
@@ -545,10 +552,8 @@ class Engine:
         head = self._head(now)
         if head is None:
             return self._next_eligible(now)
-        if not self._reached and self._connect_error is None and self._probe != "unanswered":
-            if self._probe is None:  # has any broker answered this client? (finding 8: FIRST_CONTACT_TIMEOUT_S)
-                self._probe = "asked"
-                self._out.probe = True
+        if not self._reached and self._connect_error is None and self._probe == "asked":
+            # Has any broker answered this client? (finding 8: FIRST_CONTACT_TIMEOUT_S)
             return math.inf  # woken by the probe's outcome, a connection error, or a deadline
         kind = head.call.kind
         topics = list(self._eligible(kind, now))
@@ -584,6 +589,10 @@ class Engine:
         operation = call.kind.operation.name
         self._metric(lambda m: m.record_violations(operation, len(queued)))
         for topic in queued:
+            if topic.outcome_unknown:  # its earlier attempt may have been applied: not a plain "throttled"
+                why = f"an earlier attempt was not answered, and the broker's throttle ({throttle_ms} ms) kept it from "
+                self._finish(topic, unknown_outcome_error(operation, why + "being sent again"), now)
+                continue
             if not call.retry_on_quota_violation or topic.throttled_at is None:
                 error = ThrottlingQuotaExceededException(throttle_ms, topic.name)
             else:
@@ -616,7 +625,7 @@ class Engine:
 
     def _compose(self, kind: RequestKind, candidates: list[Topic], now: float) -> float:
         budget = self._pacer.batch_budget(now) if self._pacer is not None else math.inf
-        margin_s = max(_MIN_MARGIN_S, self._round_trip.base_s(now))
+        margin_s = max(_MIN_MARGIN_S, self._round_trip.base_s(now))  # the controller's deadline ends this early
         chosen: list[Topic] = []
         mutations = records = 0
         shortest = longest = 0.0  # the time budgets of the calls chosen (rule c)
@@ -627,8 +636,13 @@ class Engine:
             call = topic.call
             # Send nothing that cannot be answered before its deadline: it would be applied after the caller
             # was told it failed.
-            if call.remaining_s(now) <= self._round_trip.expected_s(len(chosen) + 1, now) + margin_s:
-                self._finish(topic, self._gave_up_early(topic, now), now)
+            # A first attempt is refused only on a robust estimate (rule d: no lockout); a retry is not sent when
+            # any recent answer says it cannot come back in time (the caller gets the broker's last word instead).
+            samples = 1 if topic.attempts else MIN_SAMPLES
+            expected_s = self._round_trip.expected_s(len(chosen) + 1, now, min_samples=samples)
+            kept_s = max(_MIN_MARGIN_S, self._round_trip.base_s(now, min_samples=samples))
+            if call.remaining_s(now) <= expected_s + kept_s:
+                self._finish(topic, self._gave_up_early(topic, expected_s, kept_s, now), now)
                 continue
             time_s = call.budget_s(now)
             if chosen and max(longest, time_s) > COALESCE_RATIO * min(shortest, time_s):
@@ -666,15 +680,16 @@ class Engine:
         self._metric(lambda m: m.record_request(operation, count, mutations))
         return self._request_wake_at(request)
 
-    def _gave_up_early(self, topic: Topic, now: float) -> BaseException:
+    def _gave_up_early(self, topic: Topic, expected_s: float, margin_s: float, now: float) -> BaseException:
         if topic.throttled_at is not None or topic.outcome_unknown or topic.last_error is not None:
             return self._gave_up(topic, now)
         call = topic.call
-        return not_sent_error(
-            call.kind.operation.name,
-            call.timeout_ms,
-            f"less time was left ({max(0.0, call.remaining_s(now)) * 1000:.0f} ms) than a round trip takes",
-        )
+        left_ms = max(0.0, call.remaining_s(now)) * 1000
+        if expected_s > 0:
+            why = f"less time was left ({left_ms:.0f} ms) than a round trip takes ({expected_s * 1000:.0f} ms recently)"
+        else:
+            why = f"less time was left ({left_ms:.0f} ms) than the {margin_s * 1000:.0f} ms kept for the answer"
+        return not_sent_error(call.kind.operation.name, call.timeout_ms, why)
 
 
 def _throttle_event(node_id: int | None, throttle_s: float) -> MetricEvent:
@@ -683,6 +698,14 @@ def _throttle_event(node_id: int | None, throttle_s: float) -> MetricEvent:
 
 # No result for the topic: the response left it out, or librdkafka never completed the request.
 _MISSING = KafkaException(KafkaError(KafkaError._TIMED_OUT, "no result for the topic in the response"))
+
+
+def _refusal(topic: Topic) -> str | None:
+    """The broker's reason when it refused the topic's last attempt without applying it, else None."""
+    if topic.throttled_at is not None:
+        return KafkaError(KafkaError.THROTTLING_QUOTA_EXCEEDED).str()
+    error = error_of(topic.last_error)
+    return error.str() if error is not None else None
 
 
 def _connect_failure(message: str) -> tuple[str, str] | None:

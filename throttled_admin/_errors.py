@@ -186,12 +186,17 @@ def refused_error(operation: str, exc: BaseException) -> NotSentError:
     )
 
 
-def closed_error(operation: str, *, sent: bool) -> ClientClosedError:
+def closed_error(operation: str, *, sent: bool, refused: str | None = None) -> ClientClosedError:
     """_DESTROY for a topic pending at close(): a queued one was not sent (also a NotSentError); one in flight may
-    have been applied (also an OutcomeUnknownError)."""
+    have been applied (also an OutcomeUnknownError). ``refused``: a queued topic whose last attempt the broker
+    refused without applying it (the broker's reason): sent before, so not a NotSentError, but not applied."""
     if sent:
         what = "its request was in flight: outcome unknown, the broker may or may not have applied it"
+    elif refused is not None:
+        what = f"the broker refused its last attempt ({refused}), applying nothing, and it was not sent again"
     else:
         what = "it was not sent"
     error = KafkaError(KafkaError._DESTROY, f"ThrottledAdminClient was closed before {operation} completed; {what}")
+    if refused is not None and not sent:
+        return ClientClosedError(error, sent=False)
     return _ClosedInFlightError(error) if sent else _ClosedNotSentError(error)

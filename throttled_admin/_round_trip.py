@@ -30,18 +30,22 @@ class RoundTrip:
         """An answered request of ``topics`` topics took ``seconds`` (sent to answered), seen at ``now``."""
         self._samples.append((now, max(1, topics), max(0.0, seconds)))
 
-    def _recent(self, now: float) -> list[tuple[float, int, float]]:
+    def _recent(self, now: float, min_samples: int) -> list[tuple[float, int, float]]:
         recent = [sample for sample in self._samples if now - sample[0] <= RECENT_S]
-        return recent if len(recent) >= MIN_SAMPLES else []
+        return recent if len(recent) >= min_samples else []
 
-    def per_topic_s(self, now: float) -> float:
-        large = [seconds / topics for _, topics, seconds in self._recent(now) if topics >= _LARGE]
+    def per_topic_s(self, now: float, min_samples: int = MIN_SAMPLES) -> float:
+        large = [seconds / topics for _, topics, seconds in self._recent(now, min_samples) if topics >= _LARGE]
         return min(large, default=0.0)
 
-    def base_s(self, now: float) -> float:
-        per_topic = self.per_topic_s(now)
-        return min((max(0.0, seconds - per_topic * topics) for _, topics, seconds in self._recent(now)), default=0.0)
+    def base_s(self, now: float, min_samples: int = MIN_SAMPLES) -> float:
+        per_topic = self.per_topic_s(now, min_samples)
+        recent = self._recent(now, min_samples)
+        return min((max(0.0, seconds - per_topic * topics) for _, topics, seconds in recent), default=0.0)
 
-    def expected_s(self, topics: int, now: float) -> float:
-        """The least a request of ``topics`` topics has recently taken (0 with too few recent answers)."""
-        return self.base_s(now) + self.per_topic_s(now) * topics
+    def expected_s(self, topics: int, now: float, min_samples: int = MIN_SAMPLES) -> float:
+        """The least a request of ``topics`` topics has recently taken (0 with fewer than ``min_samples`` recent
+        answers). Refusing to send asks for ``MIN_SAMPLES``; whether a retry still fits, and how much of a call's
+        time to keep for the answer, take any recent answer (``min_samples=1``): a wrong guess there costs a retry,
+        never a lockout."""
+        return self.base_s(now, min_samples) + self.per_topic_s(now, min_samples) * topics

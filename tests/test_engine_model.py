@@ -1,0 +1,540 @@
+"""The mutation engine against a model of the cluster, on simulated time (hypothesis's stateful testing).
+
+Random calls of all three operations over four shared names (tiny and long deadlines, retry on and off,
+validate_only, cancellation, close) meet a simulated broker: KIP-599 strict and permissive with its throttles,
+slow, lost, garbled and partial answers, NOT_CONTROLLER, REQUEST_TIMED_OUT, connections that die after the write,
+and a cluster librdkafka never reaches. A simulated driver does what the engine's outbox says, waking it when it
+asks. Rules a-h of ``throttled_admin/_engine.py`` are checked after every step (and at every send and
+settlement), against what the model knows happened in the cluster."""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import NewPartitions, NewTopic
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from throttled_admin import (
+    ClientClosedError,
+    MutationQuota,
+    NotSentError,
+    OutcomeUnknownError,
+    ThrottlingQuotaExceededException,
+)
+from throttled_admin._engine import COALESCE_RATIO, Engine, Outbox, Request
+from throttled_admin._quota import Pacer
+from throttled_admin._retry import RetryBackoff
+from throttled_admin._round_trip import MIN_SAMPLES, RECENT_S
+from throttled_admin._token_bucket import TokenBucket
+from throttled_admin._work import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, Call, RequestKind, Topic
+
+NAMES = ("a", "b", "c", "d")
+OPERATIONS = {"create": CREATE_TOPICS, "delete": DELETE_TOPICS, "grow": CREATE_PARTITIONS}
+EPSILON = 1e-9
+RATE = 10.0  # the quota of the simulated broker, mutations/s
+
+
+def _error(code: int, text: str = "") -> KafkaException:
+    return KafkaException(KafkaError(code, text) if text else KafkaError(code))
+
+
+class Sink:
+    """The metric events, as the engine emitted them."""
+
+    def __init__(self) -> None:
+        self.throttles: list[float] = []
+        self.violations = 0
+        self.retries = 0
+        self.calls = 0
+
+    def record_throttle(self, node_id: int | None, throttle_ms: float) -> None:
+        self.throttles.append(throttle_ms)
+
+    def record_violations(self, operation: str, topics: int) -> None:
+        self.violations += topics
+
+    def record_retry(self, operation: str) -> None:
+        self.retries += 1
+
+    def record_request(self, operation: str, topics: int, mutations: int) -> None:
+        pass
+
+    def record_backoff(self, operation: str, seconds: float) -> None:
+        assert seconds >= 0
+
+    def record_call(self, operation: str, seconds: float, error_type: str | None) -> None:
+        self.calls += 1
+
+
+@dataclass(eq=False)
+class Track:
+    """What the model knows of one topic of one call."""
+
+    topic: Topic
+    order: int  # submission order
+    handed: int = 0  # requests it was handed to librdkafka in
+    written: int = 0  # requests a broker received
+    accepted: bool = False  # a broker accepted an attempt (applied it, or validated it under validate_only)
+    answered_ok: bool = False
+    settled: tuple[float, BaseException | None] | None = None
+    withdrawn: bool = False
+    answered_89_at: float | None = None
+
+
+@dataclass(eq=False)
+class Flight:
+    """The request in flight, as the model sees it."""
+
+    request: Request
+    tracks: list[Track]
+    timeout_s: float
+    fate: str | None = None  # decided by the ``answer`` rule; "lost": librdkafka times it out
+    applied_if_lost: bool = False
+    budgets: list[float] = field(default_factory=list)
+    retryable: bool = False  # a result of it is one the engine may retry
+
+
+class EngineModel(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = 1000.0
+        self.sink = Sink()
+        self.tracks: list[Track] = []
+        self.by_topic: dict[int, Track] = {}
+        self.flight: Flight | None = None
+        self.cluster: dict[str, int] = {}
+        self.bucket: TokenBucket | None = None
+        self.mode = "none"
+        self.gate_until = 0.0
+        self.round_trips: list[tuple[float, float]] = []  # (answered at, seconds) of whole answers
+        self.throttle_events: list[float] = []  # ms, every event delivered to the engine
+        self.answers_89 = 0
+        self.local_refusals = 0
+        self.retries_at_least = 0
+        self.retries_at_most = 0
+        self.metadata_wanted = False
+        self.probe_wanted = False
+        self.closed = False
+        self.reached = False  # a broker has answered this client
+        self.wake_at = math.inf
+        self.engine: Engine
+
+    @initialize(
+        mode=st.sampled_from(["none", "strict", "permissive"]),
+        paced=st.booleans(),
+        seed=st.integers(0, 2**16),
+        existing=st.dictionaries(st.sampled_from(NAMES), st.integers(1, 3), max_size=4),
+    )
+    def start(self, mode: str, paced: bool, seed: int, existing: dict[str, int]) -> None:
+        self.mode = mode
+        self.cluster = dict(existing)
+        if mode != "none":
+            self.bucket = TokenBucket(RATE, window_num=2, window_size_s=1.0)
+        pacer = Pacer(MutationQuota(rate=RATE, burst=2 * RATE)) if paced and mode != "none" else None
+        backoff = RetryBackoff(initial_ms=100, max_ms=1000, _random=random.Random(seed))
+        self.engine = Engine(pacer=pacer, backoff=backoff)
+        self.paced = pacer is not None
+
+    # -- the simulated driver ----------------------------------------------------------------------
+
+    def step(self) -> None:
+        out = self.engine.step(self.now)
+        self.apply(out)
+
+    def apply(self, out: Outbox) -> None:
+        for event in out.metrics:
+            event(self.sink)
+        for topic, exc in out.settle:
+            self.settle(self.by_topic[id(topic)], exc)
+        flight = self.flight
+        if flight is not None and self.engine.in_flight is not flight.request:
+            # The request was completed. A retry is counted when a topic of it is queued again: certainly when one
+            # is still pending now; perhaps when one had a result that is retried (queued again, it may have been
+            # settled in the same step, refused by a throttle or out of time).
+            self.flight = None
+            if not self.closed:
+                if any(t.settled is None and not t.withdrawn for t in flight.tracks):
+                    self.retries_at_least += 1
+                if flight.retryable:
+                    self.retries_at_most += 1
+        if out.send is not None:
+            self.sent(out.send)
+        self.metadata_wanted |= out.read_metadata
+        self.probe_wanted |= out.probe
+        self.wake_at = out.wake_at
+
+    def sent(self, request: Request) -> None:
+        # rule b: one request in flight, nothing sent while a throttle lasts
+        assert self.flight is None, "a second request while one is in flight"
+        assert self.now >= self.gate_until - EPSILON, "sent while the broker's throttle lasts"
+        tracks = [self.by_topic[id(topic)] for topic in request.topics]
+        names = [t.topic.name for t in tracks]
+        # rule a: a name once per request, sent only by the earliest pending call naming it
+        assert len(names) == len(set(names)), f"a name twice in one request: {names}"
+        for track in tracks:
+            earlier = [
+                t
+                for t in self.tracks
+                if t.topic.name == track.topic.name and t.order < track.order and t.settled is None and not t.withdrawn
+            ]
+            assert not earlier, f"{track.topic.name} sent while an earlier call still holds it"
+        # rule c: the time budgets of the calls sharing a request are within COALESCE_RATIO
+        budgets = [t.topic.call.budget_s(self.now) for t in tracks]
+        assert max(budgets) <= COALESCE_RATIO * min(budgets) + EPSILON, f"budgets {budgets} share a request"
+        assert request.kwargs["request_timeout"] <= min(budgets) + EPSILON
+        for track in tracks:
+            track.handed += 1
+        self.flight = Flight(request, tracks, request.kwargs["request_timeout"], budgets=budgets)
+
+    def settle(self, track: Track, exc: BaseException | None) -> None:
+        assert track.settled is None, f"{track.topic.name} settled twice"
+        assert not track.withdrawn, f"{track.topic.name} settled after it was withdrawn"
+        call = track.topic.call
+        # rule e: by its deadline
+        assert self.now <= call.deadline + EPSILON, "settled after its deadline"
+        track.settled = (self.now, exc)
+        # rule f: truthful outcomes
+        if exc is None:
+            assert track.answered_ok, "success without a broker saying so"
+        elif isinstance(exc, OutcomeUnknownError):
+            assert track.handed > 0, f"outcome unknown for a topic never handed over: {exc}"
+        elif isinstance(exc, NotSentError):
+            assert track.written == 0, f"'not sent' for a topic a broker received: {exc}"
+        else:
+            assert not track.accepted, f"a plain failure for a topic the broker accepted: {exc!r}"
+        if isinstance(exc, ThrottlingQuotaExceededException):
+            assert exc.throttle_time_ms >= 0
+            if track.answered_89_at != self.now and self.now < call.deadline - EPSILON:
+                self.local_refusals += 1  # refused without sending (counted as a violation)
+        if isinstance(exc, OutcomeUnknownError) and "kept it from being sent again" in str(exc):
+            self.local_refusals += 1  # refused by a throttle after an attempt with no answer
+        if isinstance(exc, KafkaException) and "than a round trip takes" in str(exc):
+            # rule d: only from a recent estimate resting on enough whole answers, and only when hopeless
+            recent = [s for at, s in self.round_trips if self.now - at <= RECENT_S + EPSILON]
+            # a first attempt only on a robust estimate; a retry on any recent answer
+            assert len(recent) >= (MIN_SAMPLES if track.handed == 0 else 1), "refused with no recent estimate"
+            floor = min(recent)
+            assert call.remaining_s(self.now) <= floor + max(0.05, floor) + EPSILON
+        if isinstance(exc, KafkaException) and "kept for the answer" in str(exc):
+            assert call.remaining_s(self.now) <= 0.05 + EPSILON
+
+    # -- rules: calls --------------------------------------------------------------------------------
+
+    @precondition(lambda self: not self.closed)
+    @rule(
+        operation=st.sampled_from(sorted(OPERATIONS)),
+        names=st.lists(st.sampled_from(NAMES), min_size=1, max_size=3, unique=True),
+        timeout_s=st.sampled_from([0.02, 0.3, 1.0, 5.0, 30.0]),
+        retry=st.booleans(),
+        validate_only=st.booleans(),
+        size=st.integers(1, 4),
+    )
+    def submit(
+        self, operation: str, names: list[str], timeout_s: float, retry: bool, validate_only: bool, size: int
+    ) -> None:
+        op = OPERATIONS[operation]
+        call = Call(
+            kind=RequestKind(op, validate_only and op.validate_only),
+            deadline=self.now + timeout_s,
+            timeout_ms=int(timeout_s * 1000),
+            retry_on_quota_violation=retry,
+            request_timeout_s=None,
+            operation_timeout_s=None,
+            started_at=self.now,
+        )
+        topics = []
+        for name in names:
+            item: Any
+            if op is CREATE_TOPICS:
+                item = NewTopic(name, size, 1)
+            elif op is CREATE_PARTITIONS:
+                item = NewPartitions(name, size + 1)
+            else:
+                item = name
+            known = op.known_cost(item)
+            cost = known if known is not None else (None if self.paced else 0)
+            topic = Topic(name, item, call, None, cost, op.records(item))
+            track = Track(topic, len(self.tracks))
+            self.tracks.append(track)
+            self.by_topic[id(topic)] = track
+            topics.append(topic)
+        self.engine.submit(call, topics)
+        self.step()
+
+    @precondition(lambda self: not self.closed and any(t.settled is None and not t.withdrawn for t in self.tracks))
+    @rule(pick=st.integers(0, 1000))
+    def withdraw(self, pick: int) -> None:
+        pending = [t for t in self.tracks if t.settled is None and not t.withdrawn]
+        track = pending[pick % len(pending)]
+        queued = track.topic.call.queued.get(track.topic.name) is track.topic
+        withdrawn = self.engine.withdraw(track.topic, self.now)
+        assert withdrawn == queued  # only what has not been handed over can be taken back
+        track.withdrawn = withdrawn
+        self.step()
+
+    @rule(dt=st.sampled_from([0.001, 0.01, 0.05, 0.2, 1.0, 3.0, 10.0, 40.0]))
+    def advance(self, dt: float) -> None:
+        """Time passes; the driver wakes the engine whenever it asked to be woken, and librdkafka times out a
+        request that got no answer (its request_timeout)."""
+        target = self.now + dt
+        while True:
+            flight = self.flight
+            lost_at = flight.request.sent_at + flight.timeout_s if flight and flight.fate == "lost" else math.inf
+            if flight is not None and flight.fate is None:
+                lost_at = flight.request.sent_at + flight.timeout_s  # librdkafka gives up waiting too
+            next_at = min(target, self.wake_at, lost_at)
+            self.now = max(self.now, next_at)
+            if flight is not None and self.now >= lost_at and flight.fate in (None, "lost"):
+                self.time_out(flight)
+            self.step()
+            if self.now >= target:
+                return
+
+    def time_out(self, flight: Flight) -> None:
+        """librdkafka's request_timeout: "Failed while waiting for response from broker" (it was written; the
+        broker may have applied it) for every topic not yet completed."""
+        flight.fate = "timed out"
+        if flight.applied_if_lost:
+            self.cluster_apply(flight, answered=False)
+        text = "Failed while waiting for response from broker: Local: Timed out"
+        results = {t.topic.name: _error(KafkaError._TIMED_OUT, text) for t in flight.tracks}
+        for track in flight.tracks:
+            track.written += 1
+        flight.retryable = True
+        self.engine.on_results(flight.request, results, self.now)
+
+    # -- rules: the broker -------------------------------------------------------------------------
+
+    @precondition(lambda self: not self.closed and self.flight is not None and self.flight.fate is None)
+    @rule(
+        fate=st.sampled_from(
+            [*("ok",) * 4, "bad msg", "drop last", "transport", "not controller", "timed out", "no controller"]
+        ),
+        applied=st.booleans(),
+        delay=st.sampled_from([0.0, 0.001, 0.05, 0.5, 3.0]),
+    )
+    def answer(self, fate: str, applied: bool, delay: float) -> None:
+        flight = self.flight
+        assert flight is not None
+        if self.now + delay >= flight.request.sent_at + flight.timeout_s:
+            return  # too late: librdkafka times it out first (``advance``)
+        self.advance(delay)  # the engine is woken on the way, as the driver wakes it
+        if self.flight is not flight or flight.fate is not None:
+            return  # settled meanwhile (abandoned, or the client closed)
+        flight.fate = fate
+        request, tracks = flight.request, flight.tracks
+        names = [t.topic.name for t in tracks]
+        results: dict[str, BaseException | None]
+        if fate in ("ok", "bad msg", "drop last"):
+            dropped_answered_before = tracks[-1].answered_ok
+            results, throttle_s = self.cluster_apply(flight, answered=fate != "bad msg")
+            if fate == "drop last":
+                tracks[-1].answered_ok = dropped_answered_before  # its answer never reaches the client
+            for track in tracks:
+                track.written += 1
+            if throttle_s > 0:
+                self.throttle(1, throttle_s)
+            if fate == "bad msg":
+                results = {n: _error(KafkaError._BAD_MSG, "Local: Bad message format") for n in names}
+            elif fate == "drop last":
+                results.pop(names[-1])
+            elif all(_broker_answer(exc) for exc in results.values()):
+                self.round_trips.append((self.now, self.now - request.sent_at))
+        elif fate == "transport":
+            if applied:
+                self.cluster_apply(flight, answered=False)
+            for track in tracks:
+                track.written += 1
+            results = {n: _error(KafkaError._TRANSPORT, "Local: Broker transport failure") for n in names}
+        elif fate == "no controller":
+            text = "Failed while waiting for controller: Local: Timed out"
+            results = {n: _error(KafkaError._TIMED_OUT, text) for n in names}
+        else:
+            code = KafkaError.NOT_CONTROLLER if fate == "not controller" else KafkaError.REQUEST_TIMED_OUT
+            for track in tracks:
+                track.written += 1
+            results = {n: _error(code) for n in names}
+            self.round_trips.append((self.now, self.now - request.sent_at))
+        flight.retryable = any(_retryable(results.get(t.topic.name), t) for t in tracks if t.topic.name in results)
+        flight.retryable |= len(results) < len(tracks)  # a topic left out of the answer: unknown, retried
+        if fate == "ok" or fate in ("not controller", "timed out"):
+            self.reached = True
+        if results:  # the driver hands over what librdkafka completed
+            self.engine.on_results(request, results, self.now)
+        self.step()
+
+    @precondition(lambda self: not self.closed and self.flight is not None and self.flight.fate is None)
+    @rule(applied=st.booleans())
+    def lose(self, applied: bool) -> None:
+        """No answer comes: librdkafka times the request out at its request_timeout."""
+        assert self.flight is not None
+        self.flight.fate = "lost"
+        self.flight.applied_if_lost = applied
+
+    def cluster_apply(self, flight: Flight, *, answered: bool) -> tuple[dict[str, BaseException | None], float]:
+        """The broker handles the request as KRaft does (KIP-599 strict or permissive); returns its results and
+        throttle."""
+        request = flight.request
+        operation = request.kind.operation
+        strict = self.mode == "strict"
+        results: dict[str, BaseException | None] = {}
+        for track in flight.tracks:
+            topic = track.topic
+            name = topic.name
+            current = self.cluster.get(name)
+            if operation is CREATE_TOPICS and current is not None:
+                results[name] = _error(KafkaError.TOPIC_ALREADY_EXISTS)
+                continue
+            if operation is not CREATE_TOPICS and current is None:
+                results[name] = _error(KafkaError.UNKNOWN_TOPIC_OR_PART)
+                continue
+            if operation is CREATE_PARTITIONS and topic.item.new_total_count <= (current or 0):
+                results[name] = _error(KafkaError.INVALID_PARTITIONS)
+                continue
+            if self.bucket is not None and strict and self.bucket.violated(self.now):
+                results[name] = _error(KafkaError.THROTTLING_QUOTA_EXCEEDED)
+                if answered and track.settled is None:
+                    self.answers_89 += 1
+                    track.answered_89_at = self.now
+                continue
+            cost = operation.cost_from_metadata(topic.item, current)
+            if self.bucket is not None:
+                self.bucket.record(cost, self.now)
+            results[name] = None
+            track.accepted = True
+            track.answered_ok |= answered
+            if request.kind.validate_only:
+                continue
+            if operation is CREATE_TOPICS:
+                self.cluster[name] = topic.item.num_partitions
+            elif operation is DELETE_TOPICS:
+                del self.cluster[name]
+            else:
+                self.cluster[name] = topic.item.new_total_count
+        throttle_s = self.bucket.throttle_time_ms(self.now) / 1000 if self.bucket is not None else 0.0
+        return results, throttle_s
+
+    def throttle(self, node_id: int, throttle_s: float) -> None:
+        self.gate_until = max(self.gate_until, self.now + throttle_s)
+        self.throttle_events.append(throttle_s * 1000)
+        self.engine.on_throttle(node_id, throttle_s, self.now)
+
+    @precondition(lambda self: not self.closed)
+    @rule(throttle_s=st.sampled_from([0.01, 0.5, 4.0]))
+    def throttle_of_another_method(self, throttle_s: float) -> None:
+        """A throttle in the response to another AdminClient method (describe_configs, ...)."""
+        self.throttle(2, throttle_s)
+        self.step()
+
+    @precondition(lambda self: not self.closed and self.metadata_wanted)
+    @rule(fails=st.booleans())
+    def metadata(self, fails: bool) -> None:
+        self.metadata_wanted = False
+        self.engine.on_metadata(None if fails else dict(self.cluster), self.now)
+        self.step()
+
+    @precondition(lambda self: not self.closed and self.probe_wanted)
+    @rule(answered=st.booleans())
+    def probe(self, answered: bool) -> None:
+        self.probe_wanted = False
+        self.reached |= answered
+        self.engine.on_probe(answered, self.now)
+        self.step()
+
+    @precondition(lambda self: not self.closed)
+    @rule()
+    def connection_refused(self) -> None:
+        text = (
+            "127.0.0.1:9/bootstrap: Connect to ipv4#127.0.0.1:9 failed: Connection refused (after 0ms in state CONNECT)"  # noqa: E501
+        )
+        self.engine.on_error(KafkaError(KafkaError._TRANSPORT, text), self.now)
+        self.step()
+
+    # A client that never authenticated has had no request accepted: authentication fails with nothing in flight,
+    # or after a broker has answered this client.
+    @precondition(lambda self: not self.closed and (self.flight is None or self.reached))
+    @rule()
+    def authentication_fails(self) -> None:
+        self.engine.on_error(KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error"), self.now)
+        self.step()
+
+    @precondition(lambda self: not self.closed)
+    @rule()
+    def close(self) -> None:
+        self.closed = True
+        self.engine.close(self.now)
+        self.step()
+
+    # -- invariants --------------------------------------------------------------------------------
+
+    @invariant()
+    def every_topic_is_settled_by_its_deadline(self) -> None:  # rule e (and h after close)
+        for track in self.tracks:
+            if track.withdrawn:
+                continue
+            if self.closed or track.topic.call.deadline <= self.now:
+                assert track.settled is not None, f"{track.topic.name} pending past its deadline"
+
+    @invariant()
+    def metrics_equal_what_the_responses_said(self) -> None:  # rule g
+        if not hasattr(self, "engine"):
+            return
+        assert [t for t in self.sink.throttles if t > 0] == self.throttle_events_recorded()
+        assert self.sink.violations == self.answers_89 + self.local_refusals
+        assert self.retries_at_least <= self.sink.retries <= self.retries_at_most
+
+    def throttle_events_recorded(self) -> list[float]:
+        """Events of a request still in flight are recorded when it completes."""
+        pending = len(self.flight.request.events) if self.flight is not None else 0
+        return self.throttle_events[: len(self.throttle_events) - pending]
+
+
+def _retryable(exc: BaseException | None, track: Track) -> bool:
+    if not isinstance(exc, KafkaException):
+        return False
+    code = exc.args[0].code()
+    if code == KafkaError.THROTTLING_QUOTA_EXCEEDED:
+        return track.topic.call.retry_on_quota_violation
+    return code in (KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT) or code < 0
+
+
+def _broker_answer(exc: BaseException | None) -> bool:
+    return exc is None or (isinstance(exc, KafkaException) and exc.args[0].code() >= 0)
+
+
+EngineModel.TestCase.settings = settings(
+    max_examples=int(os.environ.get("ENGINE_MODEL_EXAMPLES", "100")),
+    stateful_step_count=30,
+    deadline=None,
+    derandomize=os.environ.get("ENGINE_MODEL_RANDOM") is None,  # CI: the same steps every run; set it to explore
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    database=None,
+)
+test_engine_model = EngineModel.TestCase
+
+
+def test_closed_errors_in_flight_are_outcome_unknown_and_queued_are_not_sent() -> None:
+    """close() (rule h) as the model checks it, by type."""
+    engine = Engine(pacer=None, backoff=RetryBackoff())
+    engine.on_probe(True, 0.0)
+    call = Call(RequestKind(CREATE_TOPICS, False), 10.0, 10000, True, None, None, started_at=0.0)
+    first = Topic("x", NewTopic("x", 1, 1), call, None, 1, 2)
+    engine.submit(call, [first])
+    out = engine.step(0.0)
+    assert out.send is not None
+    later = Call(RequestKind(CREATE_TOPICS, False), 10.0, 10000, True, None, None, started_at=0.0)
+    second = Topic("x", NewTopic("x", 1, 1), later, None, 1, 2)
+    engine.submit(later, [second])
+    engine.close(0.1)
+    settled = {topic.call.id: exc for topic, exc in engine.step(0.1).settle}
+    assert isinstance(settled[call.id], ClientClosedError)
+    assert isinstance(settled[call.id], OutcomeUnknownError)
+    assert isinstance(settled[later.id], ClientClosedError)
+    assert isinstance(settled[later.id], NotSentError)
