@@ -457,7 +457,7 @@ class EngineModel(RuleBasedStateMachine):
     @rule()
     def connection_refused(self) -> None:
         text = (
-            "127.0.0.1:9/bootstrap: Connect to ipv4#127.0.0.1:9 failed: Connection refused (after 0ms in state CONNECT)"  # noqa: E501
+            "127.0.0.1:9/bootstrap: Connect to ipv4#127.0.0.1:9 failed: Connection refused (after 0ms in state CONNECT)"
         )
         self.engine.on_error(KafkaError(KafkaError._TRANSPORT, text), self.now)
         self.step()
