@@ -10,7 +10,7 @@ I/O here: the thread driver (``_scheduler``) does the I/O, and tests drive the e
 The rules (docs/semantics.md):
 
 a. A topic name is in at most one request, and held by one call at a time: a later call naming it waits until
-   the earlier one has settled it (Kafka 4 answers a doubled name once, which crashes librdkafka's parser).
+   the earlier one has settled it (Kafka 4 answers a doubled name once; confluent-kafka 2.16 then crashes).
 b. At most one mutation request is in flight, and nothing is sent while the broker's throttle lasts (KIP-219):
    nothing ever waits in a muted connection.
 c. Calls share a request only when their time budgets are within a factor of ``COALESCE_RATIO``: the request's
@@ -284,7 +284,8 @@ class Engine:
         for call in list(self._calls.values()):
             operation = call.kind.operation.name
             for topic in list(call.queued.values()):
-                self._finish(topic, closed_error(operation, sent=topic.outcome_unknown, refused=_refusal(topic)), now)
+                error = closed_error(operation, sent=topic.outcome_unknown, refused=_refusal(topic), in_flight=False)
+                self._finish(topic, error, now)
             for topic in list(call.in_flight.values()):
                 self._finish(topic, closed_error(operation, sent=True), now)
         self._request = None

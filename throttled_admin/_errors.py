@@ -24,8 +24,10 @@ topic is the exception's type::
   INVALID_PARTITIONS), code kept, "... An earlier attempt of this ..., whose outcome was unknown ..., may have
   applied it."; also an authentication failure that ends a call after such an attempt.
 - ``ClientClosedError``: ``_DESTROY`` "ThrottledAdminClient was closed before ... completed; ...". ``.sent`` is
-  False for a queued topic (the exception is then also a ``NotSentError``) and True for one whose request was in
-  flight (also an ``OutcomeUnknownError``).
+  True when an attempt may have been applied: its request was in flight, or an earlier attempt's answer was lost
+  (the exception is then also an ``OutcomeUnknownError``). For a queued topic it is False, and the exception is
+  also a ``NotSentError``, except for one whose last attempt the broker refused (nothing applied, but it was
+  sent): a plain ``ClientClosedError``.
 
 Other failures are confluent-kafka's own ``KafkaException`` with the broker's error unchanged (e.g.
 POLICY_VIOLATION, INVALID_REPLICATION_FACTOR), or an authentication failure for a topic never sent. Bad input
@@ -186,12 +188,17 @@ def refused_error(operation: str, exc: BaseException) -> NotSentError:
     )
 
 
-def closed_error(operation: str, *, sent: bool, refused: str | None = None) -> ClientClosedError:
-    """_DESTROY for a topic pending at close(): a queued one was not sent (also a NotSentError); one in flight may
-    have been applied (also an OutcomeUnknownError). ``refused``: a queued topic whose last attempt the broker
-    refused without applying it (the broker's reason): sent before, so not a NotSentError, but not applied."""
-    if sent:
+def closed_error(
+    operation: str, *, sent: bool, refused: str | None = None, in_flight: bool = True
+) -> ClientClosedError:
+    """_DESTROY for a topic pending at close(): a queued one was not sent (also a NotSentError); one that may have
+    been applied (also an OutcomeUnknownError) was in flight, or (``in_flight=False``) queued again after an
+    attempt whose answer was lost. ``refused``: a queued topic whose last attempt the broker refused without
+    applying it (the broker's reason): sent before, so not a NotSentError, but not applied."""
+    if sent and in_flight:
         what = "its request was in flight: outcome unknown, the broker may or may not have applied it"
+    elif sent:
+        what = "an earlier attempt was not answered: outcome unknown, the broker may or may not have applied it"
     elif refused is not None:
         what = f"the broker refused its last attempt ({refused}), applying nothing, and it was not sent again"
     else:

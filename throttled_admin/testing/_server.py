@@ -58,7 +58,7 @@ _SASL_APIS = (ApiKey.SaslHandshake, ApiKey.SaslAuthenticate)
 CONTROLLER_APIS = frozenset({int(ApiKey.CreateTopics), int(ApiKey.DeleteTopics), int(ApiKey.CreatePartitions)})
 DEFAULT_REQUEST_LOG_LIMIT = 100_000
 # How garble_next alters a mutation's response (the request itself is applied as usual). Omitting the *first*
-# result is not offered: it crashes librdkafka's response parser (confluent-kafka 2.16).
+# result is not offered: it crashes confluent-kafka 2.16 (SIGSEGV reading the missing result slot).
 GARBLES = ("drop-last", "add", "double")
 UNREQUESTED_TOPIC = "garbled-unrequested"  # the name an "add" garble answers for (suffixed if the request has it)
 # The list of per-topic results in each mutation response.
