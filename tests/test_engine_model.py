@@ -4,7 +4,7 @@ Random calls of all three operations over four shared names (tiny and long deadl
 validate_only, cancellation, close) meet a simulated broker: KIP-599 strict and permissive with its throttles,
 slow, lost, garbled and partial answers, NOT_CONTROLLER, REQUEST_TIMED_OUT, connections that die after the write,
 and a cluster librdkafka never reaches. A simulated driver does what the engine's outbox says, waking it when it
-asks. Rules a-h of ``throttled_admin/_engine.py`` are checked after every step (and at every send and
+asks. Rules a-h of ``throttled_admin/_engine/machine.py`` are checked after every step (and at every send and
 settlement), against what the model knows happened in the cluster."""
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from throttled_admin import (
     OutcomeUnknownError,
     ThrottlingQuotaExceededException,
 )
-from throttled_admin._engine import Engine, Outbox, Request
-from throttled_admin._quota import Pacer
-from throttled_admin._retry import RetryBackoff
-from throttled_admin._token_bucket import TokenBucket
-from throttled_admin._work import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, Call, RequestKind, Topic
+from throttled_admin._engine.machine import Engine, Outbox, Request
+from throttled_admin._engine.pacer import Pacer
+from throttled_admin._engine.retry import RetryBackoff
+from throttled_admin._engine.work import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, Call, RequestKind, Topic
+from throttled_admin._kafka.token_bucket import TokenBucket
 
 NAMES = ("a", "b", "c", "d")
 OPERATIONS = {"create": CREATE_TOPICS, "delete": DELETE_TOPICS, "grow": CREATE_PARTITIONS}

@@ -13,8 +13,8 @@ import pytest
 from confluent_kafka import KafkaError
 
 from tests.conftest import wait_until
-from throttled_admin._handshake_drops import DROPS, WINDOW_S, HandshakeDrops, diagnoses
-from throttled_admin._sasl_probe import _mechanisms, required_sasl_mechanisms
+from throttled_admin._driver.handshake_drops import DROPS, WINDOW_S, HandshakeDrops, diagnoses
+from throttled_admin._driver.sasl_probe import _mechanisms, required_sasl_mechanisms
 from throttled_admin.testing import QuotaBroker
 
 BROKER = "127.0.0.1:9092/bootstrap"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from throttled_admin._librdkafka_log import tap_logs
+from throttled_admin._driver.librdkafka_log import tap_logs
 
 LINE = "[thrd:b:1/bootstrap]: b:1/bootstrap: Disconnected (after 0ms in state UP)"
 

@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from throttled_admin._token_bucket import TokenBucket
+from throttled_admin._kafka.token_bucket import TokenBucket
 from throttled_admin._validation import check_delete_topics, check_new_partitions, check_new_topics
 
 PROPERTY_SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

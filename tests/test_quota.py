@@ -8,8 +8,8 @@ import math
 import pytest
 
 from throttled_admin import MutationQuota
-from throttled_admin._quota import Pacer
-from throttled_admin._token_bucket import TokenBucket, throttle_time_ms
+from throttled_admin._engine.pacer import Pacer
+from throttled_admin._kafka.token_bucket import TokenBucket, throttle_time_ms
 
 
 @pytest.mark.parametrize(

@@ -406,7 +406,7 @@ def test_a_raising_error_cb_is_logged_once_for_librdkafkas_errors_and_the_client
 ) -> None:
     """librdkafka's errors and those the client finds itself (an authentication failure it diagnosed) reach the
     same conf error_cb through one containment: a raising error_cb is logged once, not once per path."""
-    from throttled_admin._settings import install_callbacks
+    from throttled_admin._driver.settings import install_callbacks
 
     seen: list[KafkaError] = []
 
@@ -427,7 +427,7 @@ def test_a_raising_error_cb_is_logged_once_for_librdkafkas_errors_and_the_client
 
 
 def test_without_an_error_cb_the_clients_own_errors_are_logged(caplog: pytest.LogCaptureFixture) -> None:
-    from throttled_admin._settings import install_callbacks
+    from throttled_admin._driver.settings import install_callbacks
 
     _, report = install_callbacks({}, lambda: None, lambda job: job())
     with caplog.at_level(logging.WARNING, logger="throttled_admin"):

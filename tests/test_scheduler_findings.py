@@ -1,6 +1,6 @@
 """End-to-end reproductions of scheduler findings: QuotaBroker over loopback, the public ThrottledAdminClient.
 
-Each test asserts the correct behaviour; each failed before the engine (``_engine.py``) and passes with it. What
+Each test asserts the correct behaviour; each failed before the engine (``_engine/machine.py``) and passes with it. What
 the code did before is said above each test, as observed."""
 
 from __future__ import annotations

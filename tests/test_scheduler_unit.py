@@ -166,7 +166,7 @@ def _error_after_handshake_drops(timeout_ms: int, **kwargs: Any) -> BaseExceptio
 def test_a_sasl_listener_dropping_every_connection_after_the_handshake_fails_pending_work_at_once(
     mocker: MockerFixture,
 ) -> None:
-    mocker.patch("throttled_admin._handshake_drops.required_sasl_mechanisms", return_value=["PLAIN"])
+    mocker.patch("throttled_admin._driver.handshake_drops.required_sasl_mechanisms", return_value=["PLAIN"])
     error = _error_after_handshake_drops(60000)
     assert code(error) == KafkaError._AUTHENTICATION
     assert "requires SASL authentication (it offers PLAIN)" in str(error)
@@ -174,7 +174,7 @@ def test_a_sasl_listener_dropping_every_connection_after_the_handshake_fails_pen
 
 
 def test_a_listener_without_sasl_dropping_connections_is_left_to_the_deadline(mocker: MockerFixture) -> None:
-    ask = mocker.patch("throttled_admin._handshake_drops.required_sasl_mechanisms", return_value=None)
+    ask = mocker.patch("throttled_admin._driver.handshake_drops.required_sasl_mechanisms", return_value=None)
     assert code(_error_after_handshake_drops(1500)) == KafkaError._TIMED_OUT
     ask.assert_called_once_with("b:9092")
 
@@ -182,7 +182,7 @@ def test_a_listener_without_sasl_dropping_connections_is_left_to_the_deadline(mo
 def test_with_sasl_configured_drops_after_the_handshake_are_not_taken_for_an_authentication_failure(
     mocker: MockerFixture,
 ) -> None:
-    ask = mocker.patch("throttled_admin._handshake_drops.required_sasl_mechanisms", return_value=["PLAIN"])
+    ask = mocker.patch("throttled_admin._driver.handshake_drops.required_sasl_mechanisms", return_value=["PLAIN"])
     sasl = {
         "security.protocol": "SASL_PLAINTEXT",
         "sasl.mechanism": "PLAIN",

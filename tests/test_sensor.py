@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from throttled_admin._sensor import WindowedSensor
+from throttled_admin._telemetry.sensor import WindowedSensor
 
 
 class Clock:

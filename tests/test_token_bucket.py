@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from throttled_admin._token_bucket import TokenBucket, throttle_time_ms
+from throttled_admin._kafka.token_bucket import TokenBucket, throttle_time_ms
 
 
 def test_kip_example_560_mutations_at_rate_5_burst_500() -> None:

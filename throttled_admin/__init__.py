@@ -8,6 +8,7 @@ metrics exported through OpenTelemetry. The quota-enforcing test broker is in ``
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
 from throttled_admin._client import ThrottledAdminClient
+from throttled_admin._engine import MutationQuota
 from throttled_admin._errors import (
     CannotConnectError,
     ClientClosedError,
@@ -17,7 +18,6 @@ from throttled_admin._errors import (
     ThrottlingQuotaExceededException,
 )
 from throttled_admin._options import CreatePartitionsOptions, CreateTopicsOptions, DeleteTopicsOptions
-from throttled_admin._quota import MutationQuota
 from throttled_admin._version import __version__
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 It *is* a ``confluent_kafka.admin.AdminClient``: the three topic mutations are overridden, everything else is
 inherited unchanged (signatures, type stubs, ``isinstance``). Calls validate their input and hand their
-topics to the client's one ``Scheduler``, which alone sends mutations (``_scheduler.py``).
+topics to the client's one ``Scheduler``, which alone sends mutations (``_driver/scheduler.py``).
 """
 
 from __future__ import annotations
@@ -22,8 +22,20 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 from opentelemetry.metrics import MeterProvider
 
+from throttled_admin._driver.scheduler import USER_CODE_WAIT_S, ClientGone, Scheduler
+from throttled_admin._driver.settings import ClientSettings, install_callbacks
+from throttled_admin._driver.user_code import SerialRunner
+from throttled_admin._engine import (
+    CREATE_PARTITIONS,
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    Call,
+    MutationQuota,
+    Operation,
+    Pacer,
+    RequestKind,
+)
 from throttled_admin._errors import closed_error
-from throttled_admin._metrics import ClientMetrics
 from throttled_admin._options import (
     CreatePartitionsOptions,
     CreateTopicsOptions,
@@ -31,12 +43,8 @@ from throttled_admin._options import (
     MutationOptions,
     merge_options,
 )
-from throttled_admin._quota import MutationQuota, Pacer
-from throttled_admin._scheduler import USER_CODE_WAIT_S, ClientGone, Scheduler
-from throttled_admin._settings import ClientSettings, install_callbacks
-from throttled_admin._user_code import SerialRunner
+from throttled_admin._telemetry.metrics import ClientMetrics
 from throttled_admin._validation import check_delete_topics, check_new_partitions, check_new_topics
-from throttled_admin._work import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, Call, Operation, RequestKind
 
 __all__ = ["ThrottledAdminClient"]
 
@@ -315,6 +323,7 @@ class ThrottledAdminClient(AdminClient):
             retry_on_quota_violation=self.retry_on_quota_violation if retry is None else retry,
             request_timeout_s=options.request_timeout,
             operation_timeout_s=options.operation_timeout,
+            started_at=time.monotonic(),
         )
         call.deadline = call.started_at + timeout_ms / 1000
         # Costs the input does not tell (deletes, partition additions) are read from the cluster only for pacing.

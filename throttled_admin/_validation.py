@@ -23,7 +23,7 @@ from typing import Any
 
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
-from throttled_admin._topic_names import collision_key, topic_name_error
+from throttled_admin._kafka.topic_names import collision_key, topic_name_error
 
 __all__ = [
     "MAX_PARTITIONS",

@@ -25,7 +25,7 @@ from throttled_admin import (
     PossiblyAppliedError,
     ThrottledAdminClient,
 )
-from throttled_admin._topic_names import collision_key
+from throttled_admin._kafka.topic_names import collision_key
 from throttled_admin.provisioning._decide import Change, TopicState, decide
 from throttled_admin.provisioning._plan import PlanRow, row_problem
 from throttled_admin.provisioning._profile import Profile, redact

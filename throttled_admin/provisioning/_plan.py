@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from throttled_admin._topic_names import topic_name_error
+from throttled_admin._kafka.topic_names import topic_name_error
 
 __all__ = ["ACTIONS", "PlanError", "PlanRow", "row_problem"]
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from kafka import errors as kerr
 
-from throttled_admin._topic_names import collision_key, topic_name_error
+from throttled_admin._kafka.topic_names import collision_key, topic_name_error
 from throttled_admin.testing._configs import (
     ConfigError,
     OpType,

@@ -17,7 +17,7 @@ from typing import ClassVar
 
 from kafka import errors as kerr
 
-from throttled_admin._topic_names import topic_name_error
+from throttled_admin._kafka.topic_names import topic_name_error
 from throttled_admin.testing._cluster import ApiError, Cluster
 from throttled_admin.testing._configs import ConfigEntry, OpType, describe_broker, describe_topic
 

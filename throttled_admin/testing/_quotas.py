@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from throttled_admin._token_bucket import TokenBucket
+from throttled_admin._kafka.token_bucket import TokenBucket
 from throttled_admin.testing._rate_sensor import RateSensor
 
 __all__ = ["QUOTA_KEY", "QUOTA_KEYS", "QuotaEntity", "QuotaManager", "RequestQuota", "quota_value_error"]

@@ -4,7 +4,7 @@ Events come in with the current time (monotonic seconds): a call submitted, a to
 request in flight, a request confluent-kafka refused, a throttle, an authentication or connection error, a
 metadata read, close; ``step(now)`` then decides. What to do comes out in the ``Outbox``: a request to send,
 futures to settle, metadata to read, metric events, and when to be woken. There are no threads, no clock and no
-I/O here: the thread driver (``_scheduler``) does the I/O, and tests drive the engine on simulated time
+I/O here: the thread driver (``_driver.scheduler``) does the I/O, and tests drive the engine on simulated time
 (tests/test_engine_model.py checks every rule below after every step).
 
 The rules (docs/semantics.md):
@@ -36,7 +36,12 @@ from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException
 
-from throttled_admin._classify import Outcome, classify, error_of
+from throttled_admin._engine.classify import Outcome, classify, error_of
+from throttled_admin._engine.pacer import Pacer
+from throttled_admin._engine.retry import RetryBackoff
+from throttled_admin._engine.round_trip import MIN_SAMPLES, RoundTrip
+from throttled_admin._engine.throttle import ThrottleTracker
+from throttled_admin._engine.work import Call, RequestKind, Topic
 from throttled_admin._errors import (
     ThrottlingQuotaExceededException,
     after_unknown_attempt,
@@ -47,11 +52,6 @@ from throttled_admin._errors import (
     refused_error,
     unknown_outcome_error,
 )
-from throttled_admin._quota import Pacer
-from throttled_admin._retry import RetryBackoff
-from throttled_admin._round_trip import MIN_SAMPLES, RoundTrip
-from throttled_admin._throttle import ThrottleTracker
-from throttled_admin._work import Call, RequestKind, Topic
 
 __all__ = [
     "COALESCE_RATIO",

@@ -6,7 +6,7 @@
   ours, and so is ``stats_cb``, but not inside ``poll()`` on the scheduler's thread: they run in order on the
   client's serial user-code thread, so a slow one delays nothing of the client's. Whatever they raise is logged
   once and contained.
-- The client reads librdkafka's log on its way (``_librdkafka_log``): some connection failures are told nowhere
+- The client reads librdkafka's log on its way (``_driver.librdkafka_log``): some connection failures are told nowhere
   else. An authentication failure the client finds goes to the ``error_cb`` from conf (or is logged when there
   is none), as librdkafka reports its own (the reporter ``install_callbacks`` returns).
 - The callbacks reach the scheduler, never the client: librdkafka's handle keeps its callbacks alive, and a
@@ -25,8 +25,8 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError
 from opentelemetry.metrics import MeterProvider
 
-from throttled_admin._librdkafka_log import tap_logs
-from throttled_admin._retry import RetryBackoff
+from throttled_admin._driver.librdkafka_log import tap_logs
+from throttled_admin._engine import RetryBackoff
 
 __all__ = ["ClientSettings", "EventSink", "install_callbacks"]
 
@@ -74,7 +74,7 @@ class ClientSettings:
         metrics_sample_window_ms: Any,
         mutation_quota: Any,
     ) -> ClientSettings:
-        from throttled_admin._quota import MutationQuota
+        from throttled_admin._engine import MutationQuota
 
         if not isinstance(conf, dict):
             raise TypeError(f"conf must be a dict of librdkafka settings, got {type(conf).__name__}")

@@ -2,7 +2,7 @@
 
 The scheduler resolves futures itself (no thread hop on the fast path), but a caller's done-callback may
 block, for example waiting on a follow-up call. Run on the scheduler thread, it would stop every call of the
-client, the follow-up included. So each callback is handed to ``CallbackRunner`` (``_user_code``).
+client, the follow-up included. So each callback is handed to ``CallbackRunner`` (``_driver.user_code``).
 
 ``TopicFuture.cancel()`` withdraws a topic that has not been sent yet (confluent-kafka's futures cannot be
 cancelled at all); once its request is in flight, ``cancel()`` returns False as usual.
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from throttled_admin._user_code import CallbackRunner
+from throttled_admin._driver.user_code import CallbackRunner
 
 __all__ = ["TopicFuture"]
 

@@ -22,7 +22,7 @@ import statistics
 from collections import deque
 from dataclasses import dataclass
 
-from throttled_admin._token_bucket import TokenBucket
+from throttled_admin._kafka.token_bucket import TokenBucket
 
 __all__ = ["MutationQuota", "Pacer"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from throttled_admin._demo_fleet import CLUSTERS, TENANTS, Admitted
+from throttled_admin.demo._fleet import CLUSTERS, TENANTS, Admitted
 
 __all__ = ["plot_admitted"]
 

@@ -20,8 +20,8 @@ from typing import Any
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
-from throttled_admin._sensor import WindowedSensor
-from throttled_admin._user_code import SerialRunner
+from throttled_admin._driver.user_code import SerialRunner
+from throttled_admin._telemetry.sensor import WindowedSensor
 from throttled_admin._version import __version__
 
 __all__ = ["NODE_ID_ATTRIBUTE", "ClientMetrics"]

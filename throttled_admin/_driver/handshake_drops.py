@@ -10,7 +10,7 @@ for its deadline.
 The pattern is only a suspicion: a broker dropping connections looks the same. So when the same broker has
 closed the connection within half a second of the handshake ``DROPS`` times in a row within ``WINDOW_S``
 (counting the repeats librdkafka leaves out of its log), with no mutation request getting through in between,
-the listener is asked (``_sasl_probe``, on connections of its own: does it serve a request without
+the listener is asked (``_driver.sasl_probe``, on connections of its own: does it serve a request without
 authentication, and does it speak SASL). Only a listener that requires SASL makes this an authentication
 failure, reported through ``on_found``; from then on it holds (``found``) until a request gets through or the
 broker refuses connections (a restart may have changed its listeners). Plaintext clients only: asking a TLS
@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from confluent_kafka import KafkaError
 
-from throttled_admin._sasl_probe import required_sasl_mechanisms
+from throttled_admin._driver.sasl_probe import required_sasl_mechanisms
 
 __all__ = ["DROPS", "WINDOW_S", "HandshakeDrops", "diagnoses"]
 

@@ -14,7 +14,7 @@ engine cannot: threads, the clock and I/O. Its thread loops:
 4. sleep until the engine's wake time, an event, or the next poll of librdkafka's callbacks.
 
 Nothing here blocks where deadlines are kept: metadata reads run on a thread of their own, futures' done-callbacks
-and the application's code run elsewhere (``_user_code``), and librdkafka's calls that send return at once.
+and the application's code run elsewhere (``_driver.user_code``), and librdkafka's calls that send return at once.
 """
 
 from __future__ import annotations
@@ -29,14 +29,21 @@ from typing import Any, Protocol
 
 from confluent_kafka import KafkaError
 
-from throttled_admin._classify import error_of
-from throttled_admin._engine import FIRST_CONTACT_TIMEOUT_S, Engine, MetricsSink, Outbox, Request
-from throttled_admin._futures import TopicFuture
-from throttled_admin._handshake_drops import HandshakeDrops, diagnoses
-from throttled_admin._quota import Pacer
-from throttled_admin._retry import RetryBackoff
-from throttled_admin._user_code import CallbackRunner
-from throttled_admin._work import Call, Topic
+from throttled_admin._driver.futures import TopicFuture
+from throttled_admin._driver.handshake_drops import HandshakeDrops, diagnoses
+from throttled_admin._driver.user_code import CallbackRunner
+from throttled_admin._engine import (
+    FIRST_CONTACT_TIMEOUT_S,
+    Call,
+    Engine,
+    MetricsSink,
+    Outbox,
+    Pacer,
+    Request,
+    RetryBackoff,
+    Topic,
+    error_of,
+)
 
 __all__ = ["USER_CODE_WAIT_S", "ClientGone", "Scheduler", "Transport"]
 
@@ -145,7 +152,7 @@ class Scheduler:
 
     def on_log(self, message: str) -> None:
         """A librdkafka ``FAIL`` log line: a listener that drops every connection right after the handshake may
-        be refusing a client that does not authenticate (``_handshake_drops`` asks it)."""
+        be refusing a client that does not authenticate (``_driver.handshake_drops`` asks it)."""
         if self._handshake_drops is None:
             return
         with self._cv:

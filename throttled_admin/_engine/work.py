@@ -8,7 +8,6 @@ request (coalescing). Everything here is guarded by the scheduler's lock.
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,7 +100,7 @@ class Call:
     retry_on_quota_violation: bool
     request_timeout_s: float | None  # the caller's own caps, if any
     operation_timeout_s: float | None
-    started_at: float = field(default_factory=time.monotonic)  # the driver's clock
+    started_at: float  # monotonic seconds, from the driver's clock (the engine reads no clock)
     id: int = field(default_factory=lambda: next(_call_ids))
     queued: dict[str, Topic] = field(default_factory=dict)  # waiting to be sent, in order
     in_flight: dict[str, Topic] = field(default_factory=dict)

@@ -23,7 +23,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from throttled_admin._demo_fleet import TENANTS, admitted_series, embedded_fleet, fleet_plan
+from throttled_admin.demo._fleet import TENANTS, admitted_series, embedded_fleet, fleet_plan
 from throttled_admin.provisioning import PlanError, PlanRow, Profile, predicted_seconds, read_profiles
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ def run(
     finally:
         spark.stop()
     if brokers and args.plot:
-        from throttled_admin._demo_plot import plot_admitted
+        from throttled_admin.demo._plot import plot_admitted
 
         title = f"{len(rows)} topics through the Spark pipeline: admitted mutations vs each tenant's quota"
         print(f"\nplot: {plot_admitted(admitted_series(brokers, origin), Path(args.plot), title)}")
@@ -192,7 +192,3 @@ def main(argv: list[str] | None = None) -> int:
             f"tenants (SASL users) with controller mutation quotas: {quotas}"
         )
         return run(profiles, brokers, args)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,0 +1,43 @@
+"""The client's core: every decision of the scheduler as a pure state machine (``machine.Engine``) and its pure
+parts: calls and topics (``work``), what a result means (``classify``), the round-trip floor (``round_trip``),
+the KIP-219 gate (``throttle``), pacing to the mutation quota (``pacer``) and the retry back-off (``retry``).
+
+No threads, no clock, no sockets: the driver (``throttled_admin._driver``) feeds it events and the time, and
+does what its ``Outbox`` says. It depends only on ``throttled_admin._kafka`` (Kafka's own rules) and the error
+kinds (``throttled_admin._errors``); tests/test_layout.py checks that.
+"""
+
+from __future__ import annotations
+
+from throttled_admin._engine.classify import error_of
+from throttled_admin._engine.machine import FIRST_CONTACT_TIMEOUT_S, Engine, MetricsSink, Outbox, Request
+from throttled_admin._engine.pacer import MutationQuota, Pacer
+from throttled_admin._engine.retry import RetryBackoff
+from throttled_admin._engine.work import (
+    CREATE_PARTITIONS,
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    Call,
+    Operation,
+    RequestKind,
+    Topic,
+)
+
+__all__ = [
+    "CREATE_PARTITIONS",
+    "CREATE_TOPICS",
+    "DELETE_TOPICS",
+    "FIRST_CONTACT_TIMEOUT_S",
+    "Call",
+    "Engine",
+    "MetricsSink",
+    "MutationQuota",
+    "Operation",
+    "Outbox",
+    "Pacer",
+    "Request",
+    "RequestKind",
+    "RetryBackoff",
+    "Topic",
+    "error_of",
+]
