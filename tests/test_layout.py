@@ -1,0 +1,165 @@
+"""The package's import direction (docs/api.md, "Layout"), read from the source with ``ast``:
+
+    feature packages -> facade -> _driver / _telemetry -> _engine -> _kafka
+
+- ``_engine/`` (the pure state machine) and ``_kafka/`` (Kafka's own rules) import nothing above them: no
+  driver, telemetry, facade or feature package;
+- ``_kafka/`` imports nothing of the project at all;
+- ``_engine/`` and ``_kafka/`` read no clock and start no thread: no threading, time, socket (and no other I/O
+  module), and of confluent-kafka only the ``KafkaError``/``KafkaException`` values;
+- ``_driver/`` and ``_telemetry/`` do not import the facade;
+- no core module (everything outside the feature packages) imports a feature package.
+
+Every import counts, also those inside functions and under ``TYPE_CHECKING``.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+import throttled_admin
+
+PACKAGE = Path(throttled_admin.__file__).resolve().parent
+ROOT = "throttled_admin"
+
+# Above the core: nothing in the core may import these. ``__main__`` is ``python -m throttled_admin``, the CLI's.
+FEATURES = ("cli", "provisioning", "spark", "testing", "demo", "aio", "pytest_plugin", "__main__")
+# The facade: the package itself, the client and the drop-in module.
+FACADE = ("_client", "admin")
+# What the pure core (_engine, _kafka) must not import.
+ABOVE_THE_ENGINE = ("_driver", "_telemetry", *FACADE, *FEATURES)
+# Clocks, threads and I/O: none of them in the pure core.
+IMPURE = ("threading", "time", "socket", "selectors", "asyncio", "concurrent", "multiprocessing", "subprocess")
+# The only confluent-kafka names the engine needs: the error values its results carry.
+KAFKA_VALUES = {"KafkaError", "KafkaException"}
+
+
+def module_name(path: Path) -> str:
+    parts = [ROOT, *path.relative_to(PACKAGE).with_suffix("").parts]
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules(under: str = "") -> dict[str, Path]:
+    """Every module of the package (or of one subpackage), by dotted name."""
+    base = PACKAGE / under if under else PACKAGE
+    return {module_name(path): path for path in sorted(base.rglob("*.py"))}
+
+
+def imports(name: str, path: Path) -> Iterator[tuple[int, str, tuple[str, ...]]]:
+    """(line, imported module, names taken from it) for every import statement of a module."""
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name, ()
+        elif isinstance(node, ast.ImportFrom):
+            target = node.module or ""
+            if node.level:  # relative: resolved against the importing module's package
+                package = name.split(".") if is_package else name.split(".")[:-1]
+                base = package[: len(package) - (node.level - 1)]
+                target = ".".join([*base, target] if target else base)
+            yield node.lineno, target, tuple(alias.name for alias in node.names)
+
+
+def imported(name: str, path: Path) -> Iterator[tuple[int, str]]:
+    """(line, module) for every module an import may bring in: ``from throttled_admin import _driver`` imports
+    ``throttled_admin._driver`` as well as ``throttled_admin``."""
+    for line, target, taken in imports(name, path):
+        yield line, target
+        for alias in taken:
+            yield line, f"{target}.{alias}"
+
+
+def within(target: str, part: str) -> bool:
+    """Whether an imported module is ``throttled_admin.<part>`` or inside it."""
+    prefix = f"{ROOT}.{part}"
+    return target == prefix or target.startswith(prefix + ".")
+
+
+def is_facade(target: str) -> bool:
+    return target == ROOT or any(within(target, part) for part in FACADE)
+
+
+def top(target: str) -> str:
+    return target.split(".")[0]
+
+
+def location(path: Path, line: int) -> str:
+    return f"{path.relative_to(PACKAGE.parent)}:{line}"
+
+
+ALL = modules()
+ENGINE = modules("_engine")
+KAFKA = modules("_kafka")
+PURE = {**ENGINE, **KAFKA}
+CORE = {name: path for name, path in ALL.items() if not any(within(name, part) for part in FEATURES)}
+
+
+def test_the_layers_are_where_the_layout_says() -> None:
+    for package in ("_engine", "_kafka", "_driver", "_telemetry", "demo"):
+        assert (PACKAGE / package / "__init__.py").is_file(), package
+    assert f"{ROOT}._engine.machine" in ENGINE
+    assert f"{ROOT}._kafka.token_bucket" in KAFKA
+    assert f"{ROOT}._client" in CORE
+    assert f"{ROOT}.provisioning" not in CORE
+    assert f"{ROOT}.__main__" not in CORE
+
+
+def check(name: str, forbidden: Callable[[str], bool], why: str) -> None:
+    """Fail, naming each line, if the module imports a module ``forbidden`` refuses."""
+    path = ALL[name]
+    wrong = [f"{location(path, line)} imports {target}" for line, target in imported(name, path) if forbidden(target)]
+    assert not wrong, why + ":\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize("name", sorted(PURE))
+def test_engine_and_kafka_rules_import_nothing_above_them(name: str) -> None:
+    check(
+        name,
+        lambda target: target == ROOT or any(within(target, part) for part in ABOVE_THE_ENGINE),
+        "the engine and Kafka's rules sit below the driver, the facade and the features",
+    )
+
+
+@pytest.mark.parametrize("name", sorted(KAFKA))
+def test_kafka_rules_import_nothing_of_the_project(name: str) -> None:
+    check(
+        name,
+        lambda target: top(target) == ROOT and not within(target, "_kafka"),
+        "_kafka is the bottom layer (the test broker shares it)",
+    )
+
+
+@pytest.mark.parametrize("name", sorted(PURE))
+def test_engine_and_kafka_rules_read_no_clock_and_start_no_thread(name: str) -> None:
+    path = PURE[name]
+    wrong = []
+    for line, target, taken in imports(name, path):
+        if top(target) in IMPURE:
+            wrong.append(f"{location(path, line)} imports {target}")
+        elif top(target) == "confluent_kafka" and (target != "confluent_kafka" or not set(taken) <= KAFKA_VALUES):
+            wrong.append(f"{location(path, line)} imports {target} {list(taken)}")
+    assert not wrong, (
+        "the engine is sans-I/O: the driver passes the time in and does the I/O "
+        "(confluent-kafka: only KafkaError/KafkaException):\n" + "\n".join(wrong)
+    )
+
+
+@pytest.mark.parametrize("name", sorted({**modules("_driver"), **modules("_telemetry")}))
+def test_driver_and_telemetry_do_not_import_the_facade(name: str) -> None:
+    check(name, is_facade, "the facade sits above the driver and telemetry")
+
+
+@pytest.mark.parametrize("name", sorted(CORE))
+def test_core_imports_no_feature_package(name: str) -> None:
+    check(
+        name,
+        lambda target: any(within(target, part) for part in FEATURES),
+        "feature packages sit above the core; nothing points back up",
+    )
