@@ -173,10 +173,6 @@ class Engine:
     # -- state the driver reads -------------------------------------------------------------------
 
     @property
-    def closed(self) -> bool:
-        return self._closed
-
-    @property
     def rate(self) -> float | None:
         return None if self._pacer is None else self._pacer.rate
 
@@ -187,11 +183,6 @@ class Engine:
     @property
     def idle(self) -> bool:
         return not self._calls and self._request is None
-
-    def pending(self) -> Iterator[Topic]:
-        for call in self._calls.values():
-            yield from call.queued.values()
-            yield from call.in_flight.values()
 
     # -- events -----------------------------------------------------------------------------------
 
