@@ -331,10 +331,12 @@ def test_it_is_an_admin_client_and_inherits_every_other_method_unchanged() -> No
 def test_inherited_futures_resolve_once_whichever_of_librdkafka_and_close_comes_first() -> None:
     """The futures of inherited methods are chained to librdkafka's: its outcome passes through unchanged until
     close(), which fails those still pending; librdkafka completing one later changes nothing and raises
-    nowhere (its callback runs on librdkafka's thread)."""
+    nowhere. Ours are settled on the client's callback pool, never on librdkafka's thread."""
     from throttled_admin._client import _fail_inherited, _InheritedFutures
+    from throttled_admin._driver.user_code import CallbackRunner
 
-    inherited = _InheritedFutures()
+    runner = CallbackRunner()
+    inherited = _InheritedFutures(runner)
     theirs: dict[str, Future[Any]] = {name: Future() for name in ("ok", "failed", "late")}
     for future in theirs.values():
         future.set_running_or_notify_cancel()
@@ -349,8 +351,8 @@ def test_inherited_futures_resolve_once_whichever_of_librdkafka_and_close_comes_
 
     theirs["ok"].set_result({"retention.ms": "1"})
     theirs["failed"].set_exception(KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)))
-    assert ours["ok"].result(0) == {"retention.ms": "1"}
-    assert ours["failed"].exception(0).args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    assert ours["ok"].result(5) == {"retention.ms": "1"}
+    assert ours["failed"].exception(5).args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
 
     failing = _fail_inherited(inherited)
     assert failing is not None
@@ -365,6 +367,7 @@ def test_inherited_futures_resolve_once_whichever_of_librdkafka_and_close_comes_
     late_call = inherited.chain("describe_topics", {"t": Future()})  # a call that raced close()
     assert late_call["t"].exception(0).args[0].code() == KafkaError._DESTROY
     assert _fail_inherited(inherited) is None  # nothing left to fail, no thread
+    runner.close(time.monotonic() + 5)
 
 
 # -- bad input: a clear error before anything is sent ----------------------------------------------

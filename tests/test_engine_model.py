@@ -91,6 +91,7 @@ class Track:
     settled: tuple[float, BaseException | None] | None = None
     withdrawn: bool = False
     answered_89_at: float | None = None
+    unanswered: int = 0  # attempts handed over whose outcome the client never learned (may have been applied)
 
 
 @dataclass(eq=False)
@@ -104,6 +105,7 @@ class Flight:
     applied_if_lost: bool = False
     budgets: list[float] = field(default_factory=list)
     retryable: bool = False  # a result of it is one the engine may retry
+    quota_first: bool = False  # the broker checks the quota first (a 89 can follow an applied attempt)
 
 
 class EngineModel(RuleBasedStateMachine):
@@ -208,6 +210,8 @@ class EngineModel(RuleBasedStateMachine):
         # rule f: truthful outcomes
         if exc is None:
             assert track.answered_ok, "success without a broker saying so"
+        elif track.unanswered and not isinstance(exc, OutcomeUnknownError):
+            raise AssertionError(f"an attempt may have been applied, but the topic was told: {exc!r}")
         elif isinstance(exc, OutcomeUnknownError):
             assert track.handed > 0, f"outcome unknown for a topic never handed over: {exc}"
         elif isinstance(exc, NotSentError):
@@ -240,9 +244,19 @@ class EngineModel(RuleBasedStateMachine):
         retry=st.booleans(),
         validate_only=st.booleans(),
         size=st.integers(1, 4),
+        request_timeout_s=st.sampled_from([None, None, 0.2, 2.0, 10.0]),
+        operation_timeout_s=st.sampled_from([None, None, 0.0, 0.1, 3.0]),
     )
     def submit(
-        self, operation: str, names: list[str], timeout_s: float, retry: bool, validate_only: bool, size: int
+        self,
+        operation: str,
+        names: list[str],
+        timeout_s: float,
+        retry: bool,
+        validate_only: bool,
+        size: int,
+        request_timeout_s: float | None,
+        operation_timeout_s: float | None,
     ) -> None:
         op = OPERATIONS[operation]
         call = Call(
@@ -250,8 +264,8 @@ class EngineModel(RuleBasedStateMachine):
             deadline=self.now + timeout_s,
             timeout_ms=int(timeout_s * 1000),
             retry_on_quota_violation=retry,
-            request_timeout_s=None,
-            operation_timeout_s=None,
+            request_timeout_s=request_timeout_s,
+            operation_timeout_s=operation_timeout_s,
             started_at=self.now,
         )
         topics = []
@@ -312,6 +326,7 @@ class EngineModel(RuleBasedStateMachine):
         results = {t.topic.name: _error(KafkaError._TIMED_OUT, text) for t in flight.tracks}
         for track in flight.tracks:
             track.written += 1
+            track.unanswered += 1
         flight.retryable = True
         self.engine.on_results(flight.request, results, self.now)
 
@@ -324,10 +339,12 @@ class EngineModel(RuleBasedStateMachine):
         ),
         applied=st.booleans(),
         delay=st.sampled_from([0.0, 0.001, 0.05, 0.5, 3.0]),
+        quota_first=st.booleans(),
     )
-    def answer(self, fate: str, applied: bool, delay: float) -> None:
+    def answer(self, fate: str, applied: bool, delay: float, quota_first: bool) -> None:
         flight = self.flight
         assert flight is not None
+        flight.quota_first = quota_first
         if self.now + delay >= flight.request.sent_at + flight.timeout_s:
             return  # too late: librdkafka times it out first (``advance``)
         self.advance(delay)  # the engine is woken on the way, as the driver wakes it
@@ -348,8 +365,11 @@ class EngineModel(RuleBasedStateMachine):
                 self.throttle(1, throttle_s)
             if fate == "bad msg":
                 results = {n: _error(KafkaError._BAD_MSG, "Local: Bad message format") for n in names}
+                for track in tracks:
+                    track.unanswered += 1
             elif fate == "drop last":
                 results.pop(names[-1])
+                tracks[-1].unanswered += 1
             elif all(_broker_answer(exc) for exc in results.values()):
                 self.round_trips.append((self.now, self.now - request.sent_at))
         elif fate == "transport":
@@ -357,6 +377,7 @@ class EngineModel(RuleBasedStateMachine):
                 self.cluster_apply(flight, answered=False)
             for track in tracks:
                 track.written += 1
+                track.unanswered += 1
             results = {n: _error(KafkaError._TRANSPORT, "Local: Broker transport failure") for n in names}
         elif fate == "no controller":
             text = "Failed while waiting for controller: Local: Timed out"
@@ -383,6 +404,30 @@ class EngineModel(RuleBasedStateMachine):
         self.flight.fate = "lost"
         self.flight.applied_if_lost = applied
 
+    @precondition(lambda self: not self.closed and self.flight is not None and self.flight.fate is None)
+    @rule(applied=st.booleans())
+    def never_completed(self, applied: bool) -> None:
+        """librdkafka never completes the request (the engine abandons it after its timeout and a grace)."""
+        flight = self.flight
+        assert flight is not None
+        flight.fate = "silent"
+        if applied:
+            self.cluster_apply(flight, answered=False)
+        for track in flight.tracks:
+            track.written += 1
+            track.unanswered += 1
+        flight.retryable = True
+
+    @precondition(lambda self: not self.closed and self.flight is not None and self.flight.fate is None)
+    @rule()
+    def confluent_kafka_refuses(self) -> None:
+        """confluent-kafka refused the call itself (nothing sent)."""
+        flight = self.flight
+        assert flight is not None
+        flight.fate = "refused"
+        self.engine.on_send_refused(flight.request, ValueError("refused"), self.now)
+        self.step()
+
     def cluster_apply(self, flight: Flight, *, answered: bool) -> tuple[dict[str, BaseException | None], float]:
         """The broker handles the request as KRaft does (KIP-599 strict or permissive); returns its results and
         throttle."""
@@ -394,6 +439,12 @@ class EngineModel(RuleBasedStateMachine):
             topic = track.topic
             name = topic.name
             current = self.cluster.get(name)
+            if flight.quota_first and self.bucket is not None and strict and self.bucket.violated(self.now):
+                results[name] = _error(KafkaError.THROTTLING_QUOTA_EXCEEDED)  # checked before the topic's state
+                if answered and track.settled is None:
+                    self.answers_89 += 1
+                    track.answered_89_at = self.now
+                continue
             if operation is CREATE_TOPICS and current is not None:
                 results[name] = _error(KafkaError.TOPIC_ALREADY_EXISTS)
                 continue
@@ -462,9 +513,7 @@ class EngineModel(RuleBasedStateMachine):
         self.engine.on_error(KafkaError(KafkaError._TRANSPORT, text), self.now)
         self.step()
 
-    # A client that never authenticated has had no request accepted: authentication fails with nothing in flight,
-    # or after a broker has answered this client.
-    @precondition(lambda self: not self.closed and (self.flight is None or self.reached))
+    @precondition(lambda self: not self.closed)
     @rule()
     def authentication_fails(self) -> None:
         self.engine.on_error(KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error"), self.now)

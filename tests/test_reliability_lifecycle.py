@@ -445,3 +445,28 @@ def test_close_is_not_held_up_by_blocked_user_code(quota_broker: BrokerFactory) 
     finally:
         release.set()
     assert elapsed_s < 10, f"close() took {elapsed_s:.1f} s"
+
+
+def test_close_from_the_done_callback_of_an_inherited_call_does_not_crash_the_process() -> None:
+    """An inherited future's done-callbacks ran on librdkafka's background thread; close() there destroyed the
+    handle from its own thread and the process aborted (SIGABRT). They now run on the client's callback pool."""
+    script = textwrap.dedent(
+        """
+        import threading
+        from throttled_admin import ThrottledAdminClient
+        from throttled_admin.testing import QuotaBroker
+        with QuotaBroker() as broker:
+            admin = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers})
+            done = threading.Event()
+            def close_it(future):
+                admin.close()
+                done.set()
+            admin.describe_cluster(request_timeout=30).add_done_callback(close_it)
+            assert done.wait(30)
+            assert admin.closed
+        print("ok")
+        """
+    )
+    run = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, f"exit {run.returncode}: {run.stderr[-1500:]}"
+    assert run.stdout.strip().endswith("ok")

@@ -24,7 +24,7 @@ from opentelemetry.metrics import MeterProvider
 
 from throttled_admin._driver.scheduler import USER_CODE_WAIT_S, ClientGone, Scheduler
 from throttled_admin._driver.settings import ClientSettings, install_callbacks
-from throttled_admin._driver.user_code import SerialRunner
+from throttled_admin._driver.user_code import CallbackRunner, SerialRunner
 from throttled_admin._engine import (
     CREATE_PARTITIONS,
     CREATE_TOPICS,
@@ -85,7 +85,8 @@ class _InheritedFutures:
     Each future returned is our own, of confluent-kafka's class and running as confluent-kafka's are, chained to
     librdkafka's: whichever of librdkafka and close() comes first resolves it, once. No thread per call."""
 
-    def __init__(self) -> None:
+    def __init__(self, callbacks: CallbackRunner) -> None:
+        self._callbacks = callbacks  # settles ours off librdkafka's thread: a done-callback may call close()
         self._lock = threading.Lock()
         self._futures: weakref.WeakKeyDictionary[Future[Any], str] = weakref.WeakKeyDictionary()
         self._closed = False
@@ -107,7 +108,7 @@ class _InheritedFutures:
             if not closed:
                 self._futures.update(dict.fromkeys(ours, operation))
         for their, our in zip(theirs, ours, strict=True):
-            their.add_done_callback(functools.partial(_settle, our))
+            their.add_done_callback(functools.partial(_hand_over, self._callbacks, our))
         if closed:  # close() has taken its list already: a call that raced it fails here
             _fail_all([(future, operation) for future in ours])
         return ours
@@ -119,6 +120,12 @@ class _InheritedFutures:
             pending = [(future, operation) for future, operation in self._futures.items() if not future.done()]
             self._futures.clear()
         return pending
+
+
+def _hand_over(callbacks: CallbackRunner, ours: Future[Any], theirs: Future[Any]) -> None:
+    """On librdkafka's thread: ours is settled, and its done-callbacks run, on the client's callback pool (one of
+    them calling close() there would destroy librdkafka's handle from its own thread, which aborts)."""
+    callbacks.submit(functools.partial(_settle, ours, theirs))
 
 
 def _settle(ours: Future[Any], theirs: Future[Any]) -> None:
@@ -245,7 +252,8 @@ class ThrottledAdminClient(AdminClient):
         self._closed = False
         self._close_done = threading.Event()
         self._pid = os.getpid()
-        self._inherited = _InheritedFutures()
+        self._callbacks = CallbackRunner()  # done-callbacks of every future this client returns
+        self._inherited = _InheritedFutures(self._callbacks)
         sink: list[Scheduler] = []  # filled below; the callbacks only ever see the scheduler weakly
         owned_conf, report = install_callbacks(conf, lambda: sink[0] if sink else None, self._user_code.submit)
         super().__init__(owned_conf, **kwargs)
@@ -256,6 +264,7 @@ class ThrottledAdminClient(AdminClient):
             backoff=settings.backoff,
             security_protocol=str(conf.get("security.protocol", "plaintext")),
             report=report,
+            callbacks=self._callbacks,
         )
         self._scheduler = scheduler
         sink.append(scheduler)

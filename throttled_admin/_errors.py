@@ -9,7 +9,7 @@ topic is the exception's type::
     ├── NotSentError                       certainly not applied: never written to a broker
     │   └── CannotConnectError             ... because no broker could be reached
     ├── OutcomeUnknownError                sent, and no usable answer: the broker may or may not have applied it
-    │   └── PossiblyAppliedError           "already done" after an earlier attempt with an unknown outcome
+    │   └── PossiblyAppliedError           the broker's answer to a retry after an attempt with an unknown outcome
     └── ClientClosedError                  the client was closed with the topic pending (``.sent``)
 
 - ``ThrottlingQuotaExceededException``: ``THROTTLING_QUOTA_EXCEEDED`` (retriable), with ``throttle_time_ms``.
@@ -19,10 +19,13 @@ topic is the exception's type::
 - ``CannotConnectError``: ``_TRANSPORT`` "... not sent: cannot connect to ADDRESS (REASON)".
 - ``OutcomeUnknownError``: ``_TIMED_OUT`` "... outcome unknown: ..." when the topic was sent and no answer came
   by the deadline; an authentication failure (``_AUTHENTICATION``, SASL_AUTHENTICATION_FAILED, its code kept)
-  for a topic in flight once a request of the client had got through before ("... outcome unknown ...").
-- ``PossiblyAppliedError``: the broker's "already done" answer (TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PART,
-  INVALID_PARTITIONS), code kept, "... An earlier attempt of this ..., whose outcome was unknown ..., may have
-  applied it."; also an authentication failure that ends a call after such an attempt.
+  for a topic in flight ("... outcome unknown ...": librdkafka keeps the request and sends it once a connection
+  authenticates).
+- ``PossiblyAppliedError``: whatever ends a call after an attempt whose outcome was unknown, code kept, "... An
+  earlier attempt of this ..., whose outcome was unknown ..., may have applied it.": the broker's "already done"
+  (TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PART, INVALID_PARTITIONS), a refusal that applied nothing this time
+  (REQUEST_TIMED_OUT, NOT_CONTROLLER, error 89 with retry off, ...), confluent-kafka refusing the retry, or an
+  authentication failure.
 - ``ClientClosedError``: ``_DESTROY`` "ThrottledAdminClient was closed before ... completed; ...". ``.sent`` is
   True when an attempt may have been applied: its request was in flight, or an earlier attempt's answer was lost
   (the exception is then also an ``OutcomeUnknownError``). For a queued topic it is False, and the exception is
@@ -108,7 +111,7 @@ class OutcomeUnknownError(KafkaException):
 
 
 class PossiblyAppliedError(OutcomeUnknownError):
-    """An earlier attempt of this call, whose outcome was unknown, may have applied it: hence "already done" now."""
+    """An earlier attempt of this call, whose outcome was unknown, may have applied it, whatever a later one got."""
 
 
 class ClientClosedError(KafkaException):

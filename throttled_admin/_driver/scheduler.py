@@ -82,9 +82,11 @@ class Scheduler:
         backoff: RetryBackoff,
         security_protocol: str = "plaintext",
         report: Callable[[KafkaError], None] | None = None,
+        callbacks: CallbackRunner | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """``report``: where an error the client finds itself goes (the application's error_cb)."""
+        """``report``: where an error the client finds itself goes (the application's error_cb); ``callbacks``:
+        where the done-callbacks of the client's futures run (closed with the scheduler)."""
         self._transport = transport
         self._report = report
         self._handshake_drops = (
@@ -93,7 +95,7 @@ class Scheduler:
         self._metrics = metrics
         self._clock = clock
         self._engine = Engine(pacer=pacer, backoff=backoff)
-        self._callbacks = CallbackRunner()
+        self._callbacks = callbacks if callbacks is not None else CallbackRunner()
         self._cv = threading.Condition()
         self._arrived: list[tuple[Request, str, BaseException | None]] = []  # librdkafka's completed results
         self._dirty = False
@@ -212,6 +214,7 @@ class Scheduler:
     def _iterate(self) -> None:
         with self._cv:
             arrived, self._arrived = self._arrived, []
+            self._dirty = False  # what arrives from now on wakes the next turn
         try:
             self._transport.poll()  # after taking the results: their throttle events are served first
         except ClientGone:
@@ -224,7 +227,6 @@ class Scheduler:
             if self._closed:
                 return
             now = self._clock()
-            self._dirty = False
             if found is not None:
                 self._engine.on_error(found, now)
             _deliver(self._engine, arrived, now)
@@ -317,6 +319,9 @@ class Scheduler:
             while True:
                 with self._cv:
                     if not self._metadata_wanted or self._closed:
+                        # Cleared in the same critical section: a read asked for from now on starts a new reader.
+                        self._metadata_reading = False
+                        self._cv.notify_all()
                         return
                     self._metadata_wanted = False
                 counts: dict[str, int] | None

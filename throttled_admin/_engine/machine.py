@@ -248,7 +248,7 @@ class Engine:
         operation = request.kind.operation.name
         for topic in request.topics:
             if topic.call.in_flight.get(topic.name) is topic:
-                self._finish(topic, refused_error(operation, exc), now)
+                self._finish(topic, self._final_error(topic, refused_error(operation, exc)), now)
 
     def on_probe(self, answered: bool, now: float) -> None:
         """The contact probe's outcome: a broker answered it (even with an error), or not."""
@@ -264,8 +264,10 @@ class Engine:
         for call in self._calls.values():
             operation = call.kind.operation
             for topic in call.queued.values():
-                if topic.cost is None:
-                    topic.cost = operation.cost_from_metadata(topic.item, (counts or {}).get(topic.name))
+                if topic.cost is not None:
+                    continue
+                current = None if counts is None else counts.get(topic.name)
+                topic.cost = 1 if counts is None else operation.cost_from_metadata(topic.item, current)
 
     def close(self, now: float) -> None:
         """Fail everything pending: queued topics were not sent; in-flight ones may have been applied."""
@@ -366,10 +368,9 @@ class Engine:
                 else:
                     self._finish(topic, KafkaException(error), now)
             for topic in list(call.in_flight.values()):
-                # Handed to librdkafka: never sent while no request of this client has ever got through (it
-                # never authenticated); otherwise it may have been written before the failure.
-                exc = in_flight_error(error, operation) if self._reached else KafkaException(error)
-                self._finish(topic, exc, now)
+                # Handed to librdkafka, which keeps it and sends it once a connection authenticates (a transient
+                # failure, credentials still propagating): its outcome is unknown.
+                self._finish(topic, in_flight_error(error, operation), now)
 
     def _expire(self, now: float) -> float:
         """Settle what is past its call's deadline; returns the next deadline (rule e)."""
@@ -389,11 +390,11 @@ class Engine:
         """The error of a queued topic whose call's deadline passed (Java's rules: throttled topics get the
         throttle that remains, not a timeout)."""
         call = topic.call
+        if topic.outcome_unknown:  # truth before Java's form: an earlier attempt may have applied it
+            return unknown_outcome_error(call.kind.operation.name, "no attempt was answered by the deadline")
         if topic.throttled_at is not None:
             remaining_ms = max(0, int(topic.throttle_ms - (now - topic.throttled_at) * 1000))
             return ThrottlingQuotaExceededException(remaining_ms, topic.name)
-        if topic.outcome_unknown:
-            return unknown_outcome_error(call.kind.operation.name, "no attempt was answered by the deadline")
         if topic.last_error is not None:
             return topic.last_error  # refused before (nothing applied), and no time was left to try again
         if not self._holds(topic):
@@ -474,7 +475,12 @@ class Engine:
         topic.throttled_at = now
         topic.throttle_ms = int(throttle_s * 1000 + 0.5)
         if not call.retry_on_quota_violation:
-            self._finish(topic, ThrottlingQuotaExceededException(topic.throttle_ms, topic.name), now)
+            if topic.outcome_unknown:  # an earlier attempt had no answer and may have applied it
+                error = error_of(ThrottlingQuotaExceededException(topic.throttle_ms))
+                assert error is not None
+                self._finish(topic, after_unknown_attempt(error, operation), now)
+            else:
+                self._finish(topic, ThrottlingQuotaExceededException(topic.throttle_ms, topic.name), now)
             return False
         if throttle_s <= 0:
             # Error 89 with no throttle to wait (the bucket was a fraction of a token short): exponential back-off
@@ -521,7 +527,9 @@ class Engine:
         assert exc is not None
         error = error_of(exc)
         operation = topic.call.kind.operation.name
-        if topic.outcome_unknown and error is not None and error.code() == topic.call.kind.operation.already_done:
+        if topic.outcome_unknown and error is not None:
+            # An earlier attempt of this call had no usable answer and may have applied the change: whatever the
+            # broker says of this one ("already done", or a refusal that applied nothing), the outcome is unknown.
             return after_unknown_attempt(error, operation)
         return exc
 
@@ -718,9 +726,14 @@ def _is_broker_answer(exc: BaseException | None) -> bool:
 
 
 def _was_written(exc: BaseException | None) -> bool:
-    """True when librdkafka wrote the request and then lost the connection (it knew the controller)."""
+    """True when librdkafka built and wrote the request (it had reached the controller): the connection was lost
+    after the write, or the answer did not come in time ("Failed while waiting for response from broker")."""
     error = error_of(exc)
-    return error is not None and error.code() == KafkaError._TRANSPORT
+    if error is None:
+        return False
+    return error.code() == KafkaError._TRANSPORT or (
+        error.code() == KafkaError._TIMED_OUT and "waiting for response" in error.str()
+    )
 
 
 def _reason(exc: BaseException | None) -> str:
