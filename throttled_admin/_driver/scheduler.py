@@ -42,7 +42,7 @@ from throttled_admin._engine import (
     Request,
     RetryBackoff,
     Topic,
-    error_of,
+    is_broker_answer,
 )
 
 __all__ = ["USER_CODE_WAIT_S", "ClientGone", "Scheduler", "Transport"]
@@ -296,9 +296,7 @@ class Scheduler:
         future.add_done_callback(self._on_probe_done)
 
     def _on_probe_done(self, future: Future[Any] | None) -> None:
-        exc = future.exception() if future is not None else None
-        error = error_of(exc)
-        answered = future is not None and (exc is None or (error is not None and error.code() >= 0))
+        answered = future is not None and is_broker_answer(future.exception())
         with self._cv:
             self._engine.on_probe(answered, self._clock())
             self._wake()
@@ -315,11 +313,13 @@ class Scheduler:
         """Metadata requests, off the driver's thread: librdkafka learns the current controller from them (after
         NOT_CONTROLLER), and the costs of deletes and partition additions need the topics' current partition
         counts (KIP-599). A slow or absent broker delays only the sends that wait for them, never a deadline."""
+        stop = False
         try:
             while True:
                 with self._cv:
-                    if not self._metadata_wanted or self._closed:
-                        # Cleared in the same critical section: a read asked for from now on starts a new reader.
+                    if stop or not self._metadata_wanted or self._closed:
+                        # Cleared in the same critical section as the decision to stop, and only here: a read asked
+                        # for from now on starts a new reader, and close() never sees a reader as gone too early.
                         self._metadata_reading = False
                         self._cv.notify_all()
                         return
@@ -328,7 +328,8 @@ class Scheduler:
                 try:
                     counts = self._transport.partition_counts(_METADATA_TIMEOUT_S)
                 except ClientGone:
-                    return
+                    stop = True
+                    continue
                 except Exception as exc:
                     log.warning("could not read the cluster's metadata (%s); costs not known are taken as 1", exc)
                     counts = None
@@ -336,10 +337,11 @@ class Scheduler:
                     if not self._closed:
                         self._engine.on_metadata(counts, self._clock())
                     self._wake()
-        finally:
+        except BaseException:  # a bug: the reader is gone all the same
             with self._cv:
                 self._metadata_reading = False
                 self._cv.notify_all()
+            raise
 
 
 def _deliver(engine: Engine, arrived: list[tuple[Request, str, BaseException | None]], now: float) -> None:

@@ -9,7 +9,7 @@ kinds (``throttled_admin._errors``); tests/test_layout.py checks that.
 
 from __future__ import annotations
 
-from throttled_admin._engine.classify import error_of
+from throttled_admin._engine.classify import error_of, is_broker_answer
 from throttled_admin._engine.machine import FIRST_CONTACT_TIMEOUT_S, Engine, MetricsSink, Outbox, Request
 from throttled_admin._engine.pacer import MutationQuota, Pacer
 from throttled_admin._engine.retry import RetryBackoff
@@ -40,4 +40,5 @@ __all__ = [
     "RetryBackoff",
     "Topic",
     "error_of",
+    "is_broker_answer",
 ]

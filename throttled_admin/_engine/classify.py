@@ -20,7 +20,7 @@ import enum
 
 from confluent_kafka import KafkaError, KafkaException
 
-__all__ = ["Outcome", "classify", "error_of"]
+__all__ = ["Outcome", "classify", "error_of", "is_broker_answer", "was_written"]
 
 
 class Outcome(enum.Enum):
@@ -60,3 +60,20 @@ def classify(exc: BaseException | None) -> Outcome:
     if code in _UNKNOWN:
         return Outcome.UNKNOWN
     return Outcome.FINAL
+
+
+def is_broker_answer(exc: BaseException | None) -> bool:
+    """True when the result came from a broker's response (librdkafka's local errors are negative codes)."""
+    error = error_of(exc)
+    return exc is None or (error is not None and error.code() >= 0)
+
+
+def was_written(exc: BaseException | None) -> bool:
+    """True when librdkafka built and wrote the request (it had reached the controller): the connection was lost
+    after the write, or the answer did not come in time ("Failed while waiting for response from broker")."""
+    error = error_of(exc)
+    if error is None:
+        return False
+    return error.code() == KafkaError._TRANSPORT or (
+        error.code() == KafkaError._TIMED_OUT and "waiting for response" in error.str()
+    )

@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException
 
-from throttled_admin._engine.classify import Outcome, classify, error_of
+from throttled_admin._engine.classify import Outcome, classify, error_of, is_broker_answer, was_written
 from throttled_admin._engine.pacer import Pacer
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.round_trip import MIN_SAMPLES, RoundTrip
@@ -235,7 +235,7 @@ class Engine:
             return
         if request.first_result_at is None:
             request.first_result_at = now
-        if request.answered_at is None and any(_is_broker_answer(exc) for exc in results.values()):
+        if request.answered_at is None and any(is_broker_answer(exc) for exc in results.values()):
             request.answered_at = now
         request.results.update(results)
 
@@ -253,8 +253,7 @@ class Engine:
     def on_probe(self, answered: bool, now: float) -> None:
         """The contact probe's outcome: a broker answered it (even with an error), or not."""
         if answered:
-            self._reached = True
-            self._connect_error = None
+            self._contact()
         else:
             self._probe = "unanswered"
 
@@ -266,8 +265,10 @@ class Engine:
             for topic in call.queued.values():
                 if topic.cost is not None:
                     continue
-                current = None if counts is None else counts.get(topic.name)
-                topic.cost = 1 if counts is None else operation.cost_from_metadata(topic.item, current)
+                if counts is None:
+                    topic.cost = 1
+                else:
+                    topic.cost = operation.cost_from_metadata(topic.item, counts.get(topic.name))
 
     def close(self, now: float) -> None:
         """Fail everything pending: queued topics were not sent; in-flight ones may have been applied."""
@@ -306,16 +307,20 @@ class Engine:
         return out
 
     def _settled_in_flight(self, request: Request, now: float) -> bool:
-        if len(request.results) >= len(request.topics) or now >= request.expires_at:
-            return True
-        return request.first_result_at is not None and now >= request.first_result_at + PARTIAL_GRACE_S
+        return len(request.results) >= len(request.topics) or now >= self._request_wake_at(request)
 
     def _request_wake_at(self, request: Request) -> float:
+        """When the request in flight settles without more results: abandoned, or partly answered."""
         if request.first_result_at is not None:
             return min(request.expires_at, request.first_result_at + PARTIAL_GRACE_S)
         return request.expires_at
 
     # -- settling ---------------------------------------------------------------------------------
+
+    def _contact(self) -> None:
+        """A broker has served this client: no first-contact cap, no 'cannot connect' from now on."""
+        self._reached = True
+        self._connect_error = None
 
     def _metric(self, event: MetricEvent) -> None:
         self._out.metrics.append(event)
@@ -410,9 +415,8 @@ class Engine:
         operation = request.kind.operation
         results = {topic.name: request.results.get(topic.name, _MISSING) for topic in request.topics}
         answered = request.answered_at is not None
-        if answered or any(_was_written(exc) for exc in results.values()):
-            self._reached = True
-            self._connect_error = None
+        if answered or any(was_written(exc) for exc in results.values()):
+            self._contact()
             self._out.reached = True
         throttle_s = self._record_response_throttle(request, answered)
         admitted = 0
@@ -447,7 +451,7 @@ class Engine:
                 self._finish(topic, self._final_error(topic, exc), now)
         if answered:
             assert request.answered_at is not None
-            if all(_is_broker_answer(exc) for exc in results.values()):  # rule d: a whole answer is a round trip
+            if all(is_broker_answer(exc) for exc in results.values()):  # rule d: a whole answer is a round trip
                 self._round_trip.observe(len(request.topics), request.answered_at - request.sent_at, now)
             if self._auth_error is not None:
                 self._auth_error = None
@@ -474,13 +478,9 @@ class Engine:
         self._metric(lambda m: m.record_violations(operation, 1))
         topic.throttled_at = now
         topic.throttle_ms = int(throttle_s * 1000 + 0.5)
-        if not call.retry_on_quota_violation:
-            if topic.outcome_unknown:  # an earlier attempt had no answer and may have applied it
-                error = error_of(ThrottlingQuotaExceededException(topic.throttle_ms))
-                assert error is not None
-                self._finish(topic, after_unknown_attempt(error, operation), now)
-            else:
-                self._finish(topic, ThrottlingQuotaExceededException(topic.throttle_ms, topic.name), now)
+        if not call.retry_on_quota_violation:  # after an attempt with no answer, _final_error says it may be applied
+            exc = ThrottlingQuotaExceededException(topic.throttle_ms, topic.name)
+            self._finish(topic, self._final_error(topic, exc), now)
             return False
         if throttle_s <= 0:
             # Error 89 with no throttle to wait (the bucket was a fraction of a token short): exponential back-off
@@ -717,23 +717,6 @@ def _connect_failure(message: str) -> tuple[str, str] | None:
     if not reason:
         return None
     return broker.split("/", 1)[0], reason.split(" (after ", 1)[0]
-
-
-def _is_broker_answer(exc: BaseException | None) -> bool:
-    """True when the result came from a broker response (librdkafka's local errors are negative codes)."""
-    error = error_of(exc)
-    return exc is None or (error is not None and error.code() >= 0)
-
-
-def _was_written(exc: BaseException | None) -> bool:
-    """True when librdkafka built and wrote the request (it had reached the controller): the connection was lost
-    after the write, or the answer did not come in time ("Failed while waiting for response from broker")."""
-    error = error_of(exc)
-    if error is None:
-        return False
-    return error.code() == KafkaError._TRANSPORT or (
-        error.code() == KafkaError._TIMED_OUT and "waiting for response" in error.str()
-    )
 
 
 def _reason(exc: BaseException | None) -> str:
