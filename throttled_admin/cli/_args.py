@@ -8,6 +8,7 @@ messages are made here, but as usage errors (exit 2, with the usage), the Unix c
 from __future__ import annotations
 
 import argparse
+import difflib
 import re
 from typing import NoReturn
 
@@ -17,10 +18,12 @@ __all__ = [
     "ACTIONS",
     "UsageError",
     "build_parser",
+    "check_bootstrap",
     "check_topics_args",
     "parse_replica_assignment",
     "parse_topic_configs",
     "topic_pattern",
+    "unrecognized",
 ]
 
 ACTIONS = ("create", "delete", "alter", "describe", "list")
@@ -198,6 +201,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def unrecognized(extras: list[str], parser: argparse.ArgumentParser) -> str:
+    """argparse's "unrecognized arguments" message, with the closest option of ``parser`` for a typo."""
+    message = f"unrecognized arguments: {' '.join(extras)}"
+    options = [option for action in parser._actions for option in action.option_strings]
+    for extra in extras:
+        if extra.startswith("--"):
+            close = difflib.get_close_matches(extra.split("=", 1)[0], options, n=1)
+            if close:
+                return f"{message} (did you mean {close[0]}?)"
+    return message
+
+
 def _invalid(used: str, other: str, parser: argparse.ArgumentParser, hint: str = "") -> UsageError:
     return UsageError(f'Option "[{used}]" can\'t be used with option "[{other}]"{hint}', parser)
 
@@ -212,6 +227,7 @@ def check_topics_args(args: argparse.Namespace, parser: argparse.ArgumentParser)
     action = chosen[0]
     if not args.bootstrap_server:
         raise UsageError("--bootstrap-server must be specified", parser)
+    check_bootstrap(args.bootstrap_server, parser)
     if action not in ("list", "describe") and args.topic is None:
         raise UsageError('Missing required argument "[topic]"', parser)
     if action == "describe" and args.if_exists and args.topic is None:
@@ -246,9 +262,24 @@ def check_topics_args(args: argparse.Namespace, parser: argparse.ArgumentParser)
         topic_pattern(args.topic, parser)
     if action == "create" and args.replication_factor is not None and not 1 <= args.replication_factor <= 32767:
         raise UsageError("The replication factor must be between 1 and 32767 inclusive", parser)
-    if action == "create" and args.partitions is not None and args.partitions < 1:
+    if args.partitions is not None and args.partitions < 1:
         raise UsageError("The partitions must be greater than 0", parser)
     return action
+
+
+_ADDRESS = re.compile(r"^(?:[A-Za-z_]+://)?(?:\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):(\d+)$")
+
+
+def check_bootstrap(text: str, parser: argparse.ArgumentParser | None = None) -> None:
+    """Each comma-separated entry is HOST:PORT, as Java's ClientUtils.parseAndValidateAddresses requires
+    (librdkafka would quietly add :9092 to "localhost9092" and try to resolve it)."""
+    for entry in text.split(","):
+        entry = entry.strip()
+        match = _ADDRESS.match(entry)
+        if match is None or not 0 < int(match.group(1)) <= 65535:
+            raise UsageError(
+                f"--bootstrap-server: Invalid url in bootstrap.servers: {entry} (expected HOST:PORT)", parser
+            )
 
 
 def parse_replica_assignment(text: str, parser: argparse.ArgumentParser | None = None) -> list[list[int]]:
