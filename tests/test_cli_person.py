@@ -374,3 +374,15 @@ def test_the_bar_rate_decays_and_the_throttle_counts_down():
     assert stats.recent_rate(12.5) == pytest.approx(8 / 11)  # the first 32 left the 11 s window
     assert stats.recent_rate(13.5) == 0.0  # nothing admitted for 11 s
     assert stats.throttle_text(18.5) == "last throttle 16000 ms"
+
+
+def test_the_plain_progress_lines_count_the_throttle_down(quota_broker, tmp_path):
+    # Windows of 0.1 s: a burst of 22 mutations at 20/s, so a 60-mutation plan is throttled for about 2 s.
+    broker = quota_broker(controller_mutation_rate=20, quota_window_size_s=0.1, enforcement="by-version")
+    rows = [{"cluster": "dev", "action": "create", "topic": f"w{i}", "partitions": 5} for i in range(12)]
+    run = run_cli("apply", str(_plan(tmp_path / "plan.json", rows)), "--bootstrap-server", broker.bootstrap_servers)
+    assert run.returncode == 0, run.output
+    lines = [line for line in run.stdout.splitlines() if line.startswith("[dev] ")]
+    waiting = [line for line in lines if re.search(r"waiting out throttle: \d+ s left$", line)]
+    assert waiting, lines
+    assert all(not line.startswith("[dev] 12/12 ") for line in waiting), lines  # done: nothing waits

@@ -153,7 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--retry-on-quota-violation",
         action="store_true",
         help="Wait out the broker's throttle and re-send throttled topics until --timeout-ms "
-        "(off by default, as kafka-topics.sh: a quota violation fails at once).",
+        "(off by default, as kafka-topics.sh: a quota violation fails at once). A throttle longer than "
+        "--timeout-ms fails at once, saying so.",
     )
     topics.add_argument(
         "--timeout-ms",
@@ -166,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--output",
         choices=("text", "json"),
         default="text",
-        help="text: kafka-topics.sh's output; json: one JSON object per topic result.",
+        help="text: kafka-topics.sh's output; json: one JSON object per line for every outcome, errors included.",
     )
     topics.set_defaults(command_parser=topics)  # usage errors found after parsing print this usage
 
@@ -179,7 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     apply.add_argument(
         "--profiles",
         metavar="FILE",
-        help="Cluster profiles (.json, .yaml): {cluster: {client settings..., mutation_rate: R}}.",
+        help="Cluster profiles (.json, .yaml): {cluster: {librdkafka settings..., mutation_rate: R, "
+        "request_timeout_s: S}}; any other key is an error.",
     )
     _add_connection(apply, required_note="Used for every cluster in the plan when --profiles is not given.")
     apply.add_argument(
@@ -189,13 +191,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="Without --profiles: the principal's controller mutation quota (mutations/s) to pace "
         "to; learned from the broker's throttling when not given.",
     )
-    apply.add_argument("--dry-run", action="store_true", help="Show what would change; change nothing.")
-    apply.add_argument("--allow-delete", action="store_true", help="Carry out the plan's delete rows.")
+    apply.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="Show what would change and the predicted duration per cluster; change nothing.",
+    )
+    apply.add_argument(
+        "--allow-delete", action="store_true", help="Carry out the plan's delete rows (without it they fail)."
+    )
     apply.add_argument(
         "--output",
         choices=("table", "json"),
         default="table",
-        help="table: progress and a summary table; json: one JSON object per row result, then a summary object.",
+        help="table: progress and a summary table; json: one JSON object per row result, then a summary object "
+        "(errors in the plan or profiles: one object).",
     )
     apply.set_defaults(command_parser=apply)
     return parser

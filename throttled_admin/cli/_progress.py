@@ -37,7 +37,7 @@ def load_rich() -> Any | None:
 def format_rate(rate: float | None) -> str:
     if rate is None or math.isnan(rate):
         return "?"
-    return f"{rate:g}"
+    return f"{rate:.3g}"  # a learned rate: 19.98, not 19.9804
 
 
 @dataclass
@@ -88,7 +88,7 @@ class ClusterStats:
         return f"{self.recent_rate(now):.1f} mutations/s (quota {format_rate(self.quota_rate)}/s)"
 
     def throttle_text(self, now: float | None = None) -> str:
-        left = self.throttle_left_s(now)
+        left = self.throttle_left_s(now) if self.rows_done < self.rows_total else 0.0  # done: nothing waits
         if left > 0:
             return f"waiting out throttle: {math.ceil(left)} s left"
         return f"last throttle {self.throttle_time_ms} ms" if self.throttle_time_ms else "no throttle"
