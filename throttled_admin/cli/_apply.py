@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 from throttled_admin.cli._args import UsageError, check_bootstrap
 from throttled_admin.cli._conf import Redactor, build_conf
 from throttled_admin.cli._output import Output
+from throttled_admin.cli._reach import Problem
 
 __all__ = ["run_apply"]
 
@@ -49,7 +50,7 @@ def _in_cli_terms(result: Any) -> Any:
     return dataclasses.replace(result, **fields) if fields else result
 
 
-def _unreachable_results(rows: list[Any], problems: Mapping[str, str]) -> dict[int, Any]:
+def _unreachable_results(rows: list[Any], problems: Mapping[str, Problem]) -> dict[int, Any]:
     """Plan index -> a failed result for each row of a cluster that cannot be used: nothing was sent."""
     from throttled_admin.provisioning import RowResult
 
@@ -60,7 +61,8 @@ def _unreachable_results(rows: list[Any], problems: Mapping[str, str]) -> dict[i
             topic=row.topic,
             action=row.action,
             status="failed",
-            error_message=f"not sent: {problems[row.cluster]}",
+            error_code=problems[row.cluster].code,
+            error_message=f"not sent: {problems[row.cluster].message}",
             started_at=now,
             finished_at=now,
         )
@@ -69,11 +71,11 @@ def _unreachable_results(rows: list[Any], problems: Mapping[str, str]) -> dict[i
     }
 
 
-def connection_summary(problems: Mapping[str, str], rows: list[Any]) -> str:
+def connection_summary(problems: Mapping[str, Problem], rows: list[Any]) -> str:
     """One line for every cluster that could not be used."""
     parts = []
-    for problem in dict.fromkeys(problems.values()):
-        names = [name for name, p in problems.items() if p == problem]
+    for problem in dict.fromkeys(p.message for p in problems.values()):
+        names = [name for name, p in problems.items() if p.message == problem]
         count = sum(1 for row in rows if row.cluster in names)
         parts.append(f"{', '.join(names)}: {problem} ({count} row{'s' if count != 1 else ''} not sent)")
     return "throttled-admin apply: connection problems: " + "; ".join(parts)
@@ -203,7 +205,7 @@ def run_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         if args.dry_run:
             summary["predicted_s"] = predicted_durations(results)
         if problems:
-            summary["connection_problems"] = dict(problems)
+            summary["connection_problems"] = {name: p.message for name, p in problems.items()}
         out.record(summary)
     else:
         render_report(results, throttle, dry_run=args.dry_run, stream=sys.stdout, redact=redact, rich_console=console)
