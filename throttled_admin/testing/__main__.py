@@ -27,7 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quota-window-size-s", type=float, default=1.0)
     parser.add_argument("--request-percentage", type=float, default=None, help="request quota per principal (KIP-124)")
     parser.add_argument("--request-time-cost-ms", type=float, default=None, help="fixed request time per request")
-    parser.add_argument("--enforcement", choices=["by-version", "strict", "permissive"], default="by-version")
+    parser.add_argument(
+        "--enforcement", choices=["by-version", "strict", "permissive", "redpanda"], default="by-version"
+    )
     parser.add_argument(
         "--user", action="append", type=_user, default=[], metavar="NAME:PASSWORD", help="enable SASL/PLAIN"
     )

@@ -19,8 +19,8 @@ from throttled_admin.testing._server import DEFAULT_REQUEST_LOG_LIMIT, Faults, R
 
 __all__ = ["Enforcement", "QuotaBroker", "cluster_or_quota_broker"]
 
-Enforcement = Literal["by-version", "strict", "permissive"]
-_ENFORCEMENTS = ("by-version", "strict", "permissive")
+Enforcement = Literal["by-version", "strict", "permissive", "redpanda"]
+_ENFORCEMENTS = ("by-version", "strict", "permissive", "redpanda")
 
 
 def _api_key(api: int | str) -> int:
@@ -47,7 +47,10 @@ class QuotaBroker:
     bucket of that rate, shared by all its client-ids (without SASL every client is ``ANONYMOUS``).
     ``enforcement``: ``"by-version"`` is Apache Kafka (error 89 only for CreateTopics >= v6,
     DeleteTopics >= v5, CreatePartitions >= v3); ``"strict"`` rejects whatever the version, as some
-    Kafka-compatible services do; ``"permissive"`` never rejects, only throttles.
+    Kafka-compatible services do; ``"permissive"`` never rejects, only throttles; ``"redpanda"`` answers as
+    Redpanda does (UNKNOWN_SERVER_ERROR "Too many partition mutations requested" below those versions, 89 with
+    that message from them on; a burst of one second of the rate whatever ``quota_window_*`` say; refused
+    topics charged; the connection not muted; see docs/testing-broker.md).
     ``users`` (name -> password) turns on SASL/PLAIN: every client must authenticate.
     ``request_percentage`` is the request quota (KIP-124) of the default user entity, in percent of one
     thread's time per second over ``request_quota_window_num`` windows of ``request_quota_window_size_s``
@@ -89,9 +92,10 @@ class QuotaBroker:
             _seconds("request_time_cost_ms", request_time_cost_ms, "milliseconds")
         if request_quota_window_num < 1 or not request_quota_window_size_s >= 0.001:
             raise ValueError("request_quota_window_num must be >= 1 and request_quota_window_size_s >= 0.001")
+        redpanda = enforcement == "redpanda"  # Redpanda's bucket holds one second of the rate
         self._quotas = QuotaManager(
-            window_num=quota_window_num,
-            window_size_s=quota_window_size_s,
+            window_num=1 if redpanda else quota_window_num,
+            window_size_s=1.0 if redpanda else quota_window_size_s,
             request_window_num=request_quota_window_num,
             request_window_size_s=request_quota_window_size_s,
         )

@@ -41,10 +41,18 @@ from kafka.protocol.sasl import (
     SaslHandshakeResponse,
 )
 
-from throttled_admin.testing._cluster import CLUSTER_METADATA_TOPIC, ApiError, Cluster, Created, CreateSpec
+from throttled_admin.testing._cluster import (
+    CLUSTER_METADATA_TOPIC,
+    THROTTLED,
+    ApiError,
+    Cluster,
+    Created,
+    CreateSpec,
+)
 from throttled_admin.testing._configs import ConfigEntry, ConfigSource, effective_topic_configs
 from throttled_admin.testing._configs_requests import AlterResource, alter_resources, describe_resource
 from throttled_admin.testing._quotas import QUOTA_KEYS, QuotaEntity, QuotaManager, RequestQuota, quota_value_error
+from throttled_admin.testing._redpanda import RedpandaQuota, redpanda_error
 
 __all__ = ["API_SPECS", "ApiSpec", "BrokerContext", "Handled", "RequestContext", "api_versions_unsupported"]
 
@@ -57,7 +65,7 @@ class BrokerContext:
 
     cluster: Cluster
     quotas: QuotaManager
-    enforcement: str  # "by-version" | "strict" | "permissive"
+    enforcement: str  # "by-version" | "strict" | "permissive" | "redpanda"
     users: dict[str, str] | None
     addresses: dict[int, tuple[str, int]]  # node id -> (host, port)
 
@@ -87,6 +95,7 @@ class Handled:
     authenticated_as: str | None = None  # a successful SaslAuthenticate
     handshake_mechanism: str | None = None
     close: bool = False  # close the connection once the response is sent
+    mutes: bool = True  # the connection is muted for ``throttle_time_ms`` (KIP-219); Redpanda's mutations do not
 
 
 Handler = Callable[[Any, RequestContext], Handled]
@@ -105,16 +114,28 @@ class ApiSpec:
 
 def _is_strict(ctx: RequestContext, spec: ApiSpec) -> bool:
     mode = ctx.broker.enforcement
-    if mode == "strict":
+    if mode in ("strict", "redpanda"):
         return True
     if mode == "permissive" or spec.strict_since is None:
         return False
     return ctx.api_version >= spec.strict_since
 
 
-def _request_quota(ctx: RequestContext) -> RequestQuota:
+def _redpanda(ctx: RequestContext) -> bool:
+    return ctx.broker.enforcement == "redpanda"
+
+
+def _request_quota(ctx: RequestContext, *, validate_only: bool = False) -> RequestQuota:
+    quotas = ctx.broker.quotas
+    if _redpanda(ctx):
+        # Redpanda answers validate_only before its quota: not charged.
+        return (
+            RequestQuota(quotas, None, strict=True)
+            if validate_only
+            else RedpandaQuota(quotas, quotas.bucket_for(ctx.principal, ctx.client_id))
+        )
     strict = _is_strict(ctx, API_SPECS[ctx.api_key])
-    return ctx.broker.quotas.request_quota(ctx.principal, ctx.client_id, strict=strict)
+    return quotas.request_quota(ctx.principal, ctx.client_id, strict=strict)
 
 
 def _not_controller(ctx: RequestContext) -> ApiError | None:
@@ -279,13 +300,16 @@ def _mutate(
     duplicate: Check,
     invalid: Check | None = None,
     records: Callable[[int], int] | None = None,
+    validate_only: bool = False,
 ) -> _Mutations:
     """ControllerApis' order, per distinct topic in request order: a malformed entry, then a repeated one
     (``duplicate``), then a non-controller node fail uncharged; every other topic is validated, charged
     (KIP-599) and applied by ``apply(index, quota)``. ``records(index)``: the metadata records a topic makes;
     over MAX_RECORDS_PER_USER_OP in all, every topic fails with POLICY_VIOLATION and nothing is applied."""
-    quota = _request_quota(ctx)
+    quota = _request_quota(ctx, validate_only=validate_only)
     refused = _not_controller(ctx)
+    spec = API_SPECS[ctx.api_key]
+    throttled = redpanda_error(ctx.api_version, spec.strict_since or 0) if _redpanda(ctx) else THROTTLED_NO_MESSAGE
     dupes = _duplicates(keys)
     first = {key: index for index, key in reversed(list(enumerate(keys)))}
     indices = sorted(first.values())
@@ -306,14 +330,20 @@ def _mutate(
             error, cost = apply(index, quota)
             charged += cost
             if error.code == THROTTLING_QUOTA_EXCEEDED:
-                error = THROTTLED_NO_MESSAGE  # KRaft sends error 89 with a null message
+                error = throttled  # KRaft: error 89 with a null message; Redpanda: 89 or -1 by version
         errors.append(error)
     return _Mutations(indices, errors, charged, quota.throttle_time_ms())
 
 
-def _handled(response: Any, keys: list[str], done: _Mutations) -> Handled:
+def _handled(response: Any, keys: list[str], done: _Mutations, ctx: RequestContext) -> Handled:
     errors = {key: error.code for key, error in zip(keys, done.errors, strict=True)}
-    return Handled(response, mutations=done.charged, throttle_time_ms=done.throttle_time_ms, errors=errors)
+    return Handled(
+        response,
+        mutations=done.charged,
+        throttle_time_ms=done.throttle_time_ms,
+        errors=errors,
+        mutes=not _redpanda(ctx),
+    )
 
 
 def _duplicate_name(index: int) -> ApiError:
@@ -348,7 +378,9 @@ def handle_create_topics(request: Any, ctx: RequestContext) -> Handled:
             partitions = cluster.default_partitions
         return 1 + partitions + len(t.configs)
 
-    done = _mutate(ctx, [t.name for t in topics], apply, duplicate=_duplicate_name, records=records)
+    done = _mutate(
+        ctx, [t.name for t in topics], apply, duplicate=_duplicate_name, records=records, validate_only=validate_only
+    )
     R = CreateTopicsResponse.CreatableTopicResult
     C = R.CreatableTopicConfigs
     shared_defaults: list[Any] = []  # one encoded list serves every topic without overrides
@@ -386,7 +418,7 @@ def handle_create_topics(request: Any, ctx: RequestContext) -> Handled:
             )
         )
     response = CreateTopicsResponse(version=ctx.api_version, throttle_time_ms=done.throttle_time_ms, topics=results)
-    return _handled(response, [r.name for r in results], done)
+    return _handled(response, [r.name for r in results], done, ctx)
 
 
 def handle_delete_topics(request: Any, ctx: RequestContext) -> Handled:
@@ -414,6 +446,8 @@ def handle_delete_topics(request: Any, ctx: RequestContext) -> Handled:
         return DUPLICATE if by_name else ApiError.of(kerr.InvalidRequestError, "Duplicate topic id.")
 
     def apply(index: int, quota: RequestQuota) -> tuple[ApiError, int]:
+        if resolved[index] is None and _redpanda(ctx) and not quota.record(0):
+            return THROTTLED, 0  # Redpanda checks the quota (an unknown topic costs 0) before the controller
         missing = (
             ApiError.of(kerr.UnknownTopicOrPartitionError, "This server does not host this topic-partition.")
             if targets[index][0]
@@ -436,7 +470,7 @@ def handle_delete_topics(request: Any, ctx: RequestContext) -> Handled:
             )
         )
     response = DeleteTopicsResponse(version=ctx.api_version, throttle_time_ms=done.throttle_time_ms, responses=results)
-    return _handled(response, [r.name or str(r.topic_id) for r in results], done)
+    return _handled(response, [r.name or str(r.topic_id) for r in results], done, ctx)
 
 
 def handle_create_partitions(request: Any, ctx: RequestContext) -> Handled:
@@ -455,7 +489,14 @@ def handle_create_partitions(request: Any, ctx: RequestContext) -> Handled:
         current = existing.partition_count if existing is not None else 0
         return max(0, int(t.count) - current)
 
-    done = _mutate(ctx, [t.name for t in topics], apply, duplicate=_duplicate_name, records=records)
+    done = _mutate(
+        ctx,
+        [t.name for t in topics],
+        apply,
+        duplicate=_duplicate_name,
+        records=records,
+        validate_only=bool(request.validate_only),
+    )
     R = CreatePartitionsResponse.CreatePartitionsTopicResult
     results = [
         R(name=topics[index].name, error_code=error.code, error_message=error.message)
@@ -464,7 +505,7 @@ def handle_create_partitions(request: Any, ctx: RequestContext) -> Handled:
     response = CreatePartitionsResponse(
         version=ctx.api_version, throttle_time_ms=done.throttle_time_ms, results=results
     )
-    return _handled(response, [r.name for r in results], done)
+    return _handled(response, [r.name for r in results], done, ctx)
 
 
 # -- DescribeConfigs / IncrementalAlterConfigs / AlterConfigs --------------------------------------
