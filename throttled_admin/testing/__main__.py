@@ -31,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
         "--enforcement", choices=["by-version", "strict", "permissive", "redpanda"], default="by-version"
     )
     parser.add_argument(
+        "--max-records-per-op", type=int, default=10_000, help="KRaft's cap on one operation's records and partitions"
+    )
+    parser.add_argument(
         "--user", action="append", type=_user, default=[], metavar="NAME:PASSWORD", help="enable SASL/PLAIN"
     )
     args = parser.parse_args(argv)
@@ -45,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
             users=dict(args.user) if args.user else None,
             request_percentage=args.request_percentage,
             request_time_cost_ms=args.request_time_cost_ms,
+            max_records_per_op=args.max_records_per_op,
         )
     except ValueError as exc:
         parser.error(str(exc))

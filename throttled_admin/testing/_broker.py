@@ -13,7 +13,7 @@ from typing import Any, Literal
 from kafka.protocol.api_key import ApiKey
 
 from throttled_admin.testing._cluster import Cluster, CreateSpec
-from throttled_admin.testing._handlers import ANONYMOUS, BrokerContext
+from throttled_admin.testing._handlers import ANONYMOUS, MAX_RECORDS_PER_USER_OP, BrokerContext
 from throttled_admin.testing._quotas import QUOTA_KEY, REQUEST_PERCENTAGE, QuotaEntity, QuotaManager, RequestQuota
 from throttled_admin.testing._server import DEFAULT_REQUEST_LOG_LIMIT, Faults, RequestRecord, Server
 
@@ -59,6 +59,10 @@ class QuotaBroker:
     records are dropped). ``broker_configs`` are static broker configs, validated as Kafka does: for example
     ``num.partitions``, ``default.replication.factor``, ``auto.create.topics.enable`` (default ``true``, as Kafka)
     and ``log.retention.hours``, which topics then show as STATIC_BROKER_CONFIG defaults.
+    ``max_records_per_op`` is KRaft's cap (Kafka's 10,000, a controller setting since KAFKA-20976): a CreateTopics
+    whose partitions add up to more is refused whole with POLICY_VIOLATION "Excessively large number of
+    partitions per request."; a CreateTopics or CreatePartitions making more metadata records with
+    "Unable to perform excessively large batch operation.".
     """
 
     def __init__(
@@ -77,6 +81,7 @@ class QuotaBroker:
         request_quota_window_size_s: float = 1.0,
         request_log_limit: int = DEFAULT_REQUEST_LOG_LIMIT,
         broker_configs: Mapping[str, str] | None = None,
+        max_records_per_op: int = MAX_RECORDS_PER_USER_OP,
     ) -> None:
         if num_brokers < 1:
             raise ValueError(f"num_brokers must be >= 1, got {num_brokers}")
@@ -88,6 +93,8 @@ class QuotaBroker:
             raise ValueError(f"port {port} does not leave room for {num_brokers} broker(s)")
         if isinstance(request_log_limit, bool) or not isinstance(request_log_limit, int) or request_log_limit < 1:
             raise ValueError(f"request_log_limit must be an int >= 1, got {request_log_limit!r}")
+        if isinstance(max_records_per_op, bool) or not isinstance(max_records_per_op, int) or max_records_per_op < 1:
+            raise ValueError(f"max_records_per_op must be an int >= 1, got {max_records_per_op!r}")
         if request_time_cost_ms is not None:
             _seconds("request_time_cost_ms", request_time_cost_ms, "milliseconds")
         if request_quota_window_num < 1 or not request_quota_window_size_s >= 0.001:
@@ -116,6 +123,7 @@ class QuotaBroker:
             enforcement=enforcement,
             users=dict(users) if users is not None else None,
             addresses={},
+            max_records_per_op=max_records_per_op,
         )
         self._server: Server | None = None
         self._records: deque[RequestRecord] = deque(maxlen=request_log_limit)  # kept across restarts

@@ -41,6 +41,7 @@ from kafka.protocol.sasl import (
     SaslHandshakeResponse,
 )
 
+from throttled_admin._kafka.topic_names import topic_name_error
 from throttled_admin.testing._cluster import (
     CLUSTER_METADATA_TOPIC,
     THROTTLED,
@@ -54,9 +55,24 @@ from throttled_admin.testing._configs_requests import AlterResource, alter_resou
 from throttled_admin.testing._quotas import QUOTA_KEYS, QuotaEntity, QuotaManager, RequestQuota, quota_value_error
 from throttled_admin.testing._redpanda import RedpandaQuota, redpanda_error
 
-__all__ = ["API_SPECS", "ApiSpec", "BrokerContext", "Handled", "RequestContext", "api_versions_unsupported"]
+__all__ = [
+    "API_SPECS",
+    "MAX_RECORDS_PER_USER_OP",
+    "ApiSpec",
+    "BrokerContext",
+    "Handled",
+    "RequestContext",
+    "api_versions_unsupported",
+]
 
 ANONYMOUS = "ANONYMOUS"
+# QuorumController.MAX_RECORDS_PER_USER_OP: by default one operation may make at most this many metadata
+# records; past it the whole operation fails (its BoundedList overflows) and nothing is applied or charged.
+# ReplicationControlManager's MAX_PARTITIONS_PER_BATCH is the same number; QuotaBroker(max_records_per_op=...)
+# sets both, as KAFKA-20976 made the cap a controller setting.
+MAX_RECORDS_PER_USER_OP = 10_000
+TOO_LARGE = ApiError.of(kerr.PolicyViolationError, "Unable to perform excessively large batch operation.")
+TOO_MANY_PARTITIONS = ApiError.of(kerr.PolicyViolationError, "Excessively large number of partitions per request.")
 
 
 @dataclass
@@ -68,6 +84,7 @@ class BrokerContext:
     enforcement: str  # "by-version" | "strict" | "permissive" | "redpanda"
     users: dict[str, str] | None
     addresses: dict[int, tuple[str, int]]  # node id -> (host, port)
+    max_records_per_op: int = MAX_RECORDS_PER_USER_OP  # KRaft's cap on one operation's records and partitions
 
 
 @dataclass
@@ -163,10 +180,6 @@ def _duplicates(names: list[str]) -> set[str]:
 DUPLICATE = ApiError.of(kerr.InvalidRequestError, "Duplicate topic name.")
 THROTTLING_QUOTA_EXCEEDED = int(kerr.ThrottlingQuotaExceededError.errno)
 THROTTLED_NO_MESSAGE = ApiError(THROTTLING_QUOTA_EXCEEDED)
-# QuorumController.MAX_RECORDS_PER_USER_OP: one operation may make at most this many metadata records; past it
-# the whole operation fails (its BoundedList overflows) and nothing is applied or charged.
-MAX_RECORDS_PER_USER_OP = 10_000
-TOO_LARGE = ApiError.of(kerr.PolicyViolationError, "Unable to perform excessively large batch operation.")
 
 
 # -- ApiVersions ---------------------------------------------------------------------------------
@@ -300,12 +313,15 @@ def _mutate(
     duplicate: Check,
     invalid: Check | None = None,
     records: Callable[[int], int] | None = None,
+    whole: Callable[[list[int]], ApiError | None] | None = None,
     validate_only: bool = False,
 ) -> _Mutations:
     """ControllerApis' order, per distinct topic in request order: a malformed entry, then a repeated one
     (``duplicate``), then a non-controller node fail uncharged; every other topic is validated, charged
-    (KIP-599) and applied by ``apply(index, quota)``. ``records(index)``: the metadata records a topic makes;
-    over MAX_RECORDS_PER_USER_OP in all, every topic fails with POLICY_VIOLATION and nothing is applied."""
+    (KIP-599) and applied by ``apply(index, quota)``. Before any of that the controller may refuse the whole
+    operation, every topic it was given failing with the same error and nothing applied or charged:
+    ``whole(indices)`` (CreateTopics' partitions per request), then ``records(index)``, the metadata records a
+    topic makes, over ``max_records_per_op`` in all (QuorumController's bounded record list)."""
     quota = _request_quota(ctx, validate_only=validate_only)
     refused = _not_controller(ctx)
     spec = API_SPECS[ctx.api_key]
@@ -317,15 +333,26 @@ def _mutate(
         # The whole controller event failed: ControllerApis answers every topic with the timeout, charges
         # nothing and applies nothing.
         return _Mutations(indices, [TIMED_OUT] * len(indices), 0, 0)
-    if records is not None and sum(records(index) for index in indices) > MAX_RECORDS_PER_USER_OP:
-        return _Mutations(indices, [TOO_LARGE] * len(indices), 0, 0)
-    errors, charged = [], 0
+    early: dict[int, ApiError] = {}
     for index in indices:
         error = invalid(index) if invalid is not None else None
         if error is None and keys[index] in dupes:
             error = duplicate(index)
         if error is None and refused is not None:
             error = refused
+        if error is not None:
+            early[index] = error
+    to_controller = [index for index in indices if index not in early]
+    if to_controller and refused is None:
+        refusal = whole(to_controller) if whole is not None else None
+        cap = ctx.broker.max_records_per_op
+        if refusal is None and records is not None and sum(records(index) for index in to_controller) > cap:
+            refusal = TOO_LARGE
+        if refusal is not None:
+            return _Mutations(indices, [early.get(index, refusal) for index in indices], 0, 0)
+    errors, charged = [], 0
+    for index in indices:
+        error = early.get(index)
         if error is None:
             error, cost = apply(index, quota)
             charged += cost
@@ -370,16 +397,37 @@ def handle_create_topics(request: Any, ctx: RequestContext) -> Handled:
         outcomes[index] = outcome = cluster.create(spec, quota, validate_only=validate_only)
         return outcome.error, outcome.charged
 
-    def records(index: int) -> int:
-        """ReplicationControlManager.createTopic: a TopicRecord, a PartitionRecord each, a ConfigRecord each."""
+    def partitions(index: int) -> int:
+        """ReplicationControlManager.validateTotalNumberOfPartitions: the assignments, the default for -1, else
+        the count when positive."""
         t = topics[index]
-        partitions = len(t.assignments) if t.assignments else t.num_partitions
-        if partitions <= 0:
-            partitions = cluster.default_partitions
-        return 1 + partitions + len(t.configs)
+        if t.assignments:
+            return len(t.assignments)
+        if t.num_partitions == -1:
+            return cluster.default_partitions
+        return max(0, int(t.num_partitions))
+
+    def whole(indices: list[int]) -> ApiError | None:
+        """Checked first, before the names: the partitions of every topic the controller was given."""
+        too_many = sum(partitions(index) for index in indices) > ctx.broker.max_records_per_op
+        return TOO_MANY_PARTITIONS if too_many else None
+
+    def records(index: int) -> int:
+        """ReplicationControlManager.createTopic: a TopicRecord, a PartitionRecord each, a ConfigRecord each,
+        for a topic that is created (one already there, or with an illegal name, makes none)."""
+        t = topics[index]
+        if t.name in cluster.topics or topic_name_error(t.name):
+            return 0
+        return 1 + max(1, partitions(index)) + sum(1 for c in t.configs if c.value is not None)
 
     done = _mutate(
-        ctx, [t.name for t in topics], apply, duplicate=_duplicate_name, records=records, validate_only=validate_only
+        ctx,
+        [t.name for t in topics],
+        apply,
+        duplicate=_duplicate_name,
+        records=records,
+        whole=whole,
+        validate_only=validate_only,
     )
     R = CreateTopicsResponse.CreatableTopicResult
     C = R.CreatableTopicConfigs
