@@ -6,6 +6,10 @@ classes."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -13,7 +17,9 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.admin.topics import CreatePartitionsRequest, CreateTopicsRequest
+from kafka.protocol.metadata.metadata import MetadataRequest
 
+from tests.conftest import REPO, free_port
 from tests.wire import WireClient
 from throttled_admin.testing import QuotaBroker
 
@@ -129,3 +135,35 @@ def test_create_partitions_is_capped_by_the_records_it_makes(quota_broker: Broke
 def test_max_records_per_op_is_validated(bad: Any) -> None:
     with pytest.raises(ValueError, match="max_records_per_op must be an int >= 1"):
         QuotaBroker(max_records_per_op=bad)
+
+
+def test_standalone_broker_takes_the_cap_and_the_metadata_lag() -> None:
+    port = free_port()
+    args = ["--port", str(port), "--num-brokers", "2", "--max-records-per-op", "5", "--metadata-lag-ms", "60000"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "throttled_admin.testing", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    try:
+        assert proc.stdout is not None
+        assert f"127.0.0.1:{port}" in proc.stdout.readline()
+        with WireClient(f"127.0.0.1:{port}") as wire:
+            refused = wire.request(create(("a", 3), ("b", 3)))  # 6 partitions > 5
+            created = wire.request(create(("c", 1)))
+        with WireClient(f"127.0.0.1:{port + 1}") as wire:  # node 1 lags a minute behind
+            meta = wire.request(MetadataRequest(version=1, topics=[MetadataRequest.MetadataRequestTopic(name="c")]))
+        assert set(outcomes(refused).values()) == {(POLICY_VIOLATION, TOO_MANY_PARTITIONS)}
+        assert outcomes(created) == {"c": (0, None)}
+        assert [t.error_code for t in meta.topics] == [
+            3
+        ]  # v1 allows auto-creation, but the controller has it: not created again
+    finally:
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(30)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    assert code == 0

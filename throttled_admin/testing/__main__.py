@@ -34,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
         "--max-records-per-op", type=int, default=10_000, help="KRaft's cap on one operation's records and partitions"
     )
     parser.add_argument(
+        "--metadata-lag-ms", type=float, default=0, help="non-controller nodes see topic changes this much later"
+    )
+    parser.add_argument(
         "--user", action="append", type=_user, default=[], metavar="NAME:PASSWORD", help="enable SASL/PLAIN"
     )
     args = parser.parse_args(argv)
@@ -49,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
             request_percentage=args.request_percentage,
             request_time_cost_ms=args.request_time_cost_ms,
             max_records_per_op=args.max_records_per_op,
+            metadata_lag_ms=args.metadata_lag_ms,
         )
     except ValueError as exc:
         parser.error(str(exc))

@@ -62,7 +62,9 @@ class QuotaBroker:
     ``max_records_per_op`` is KRaft's cap (Kafka's 10,000, a controller setting since KAFKA-20976): a CreateTopics
     whose partitions add up to more is refused whole with POLICY_VIOLATION "Excessively large number of
     partitions per request."; a CreateTopics or CreatePartitions making more metadata records with
-    "Unable to perform excessively large batch operation.".
+    "Unable to perform excessively large batch operation.". ``metadata_lag_ms``: every node but the controller
+    (node 0) shows a topic change (create, grow, delete) that much later in its Metadata answers, as a KRaft
+    broker replaying the metadata log; mutations themselves are decided by the controller at once.
     """
 
     def __init__(
@@ -82,6 +84,7 @@ class QuotaBroker:
         request_log_limit: int = DEFAULT_REQUEST_LOG_LIMIT,
         broker_configs: Mapping[str, str] | None = None,
         max_records_per_op: int = MAX_RECORDS_PER_USER_OP,
+        metadata_lag_ms: float = 0,
     ) -> None:
         if num_brokers < 1:
             raise ValueError(f"num_brokers must be >= 1, got {num_brokers}")
@@ -95,6 +98,7 @@ class QuotaBroker:
             raise ValueError(f"request_log_limit must be an int >= 1, got {request_log_limit!r}")
         if isinstance(max_records_per_op, bool) or not isinstance(max_records_per_op, int) or max_records_per_op < 1:
             raise ValueError(f"max_records_per_op must be an int >= 1, got {max_records_per_op!r}")
+        lag_ms = _seconds("metadata_lag_ms", metadata_lag_ms, "milliseconds")
         if request_time_cost_ms is not None:
             _seconds("request_time_cost_ms", request_time_cost_ms, "milliseconds")
         if request_quota_window_num < 1 or not request_quota_window_size_s >= 0.001:
@@ -114,7 +118,7 @@ class QuotaBroker:
         self._request_time_cost_ms = request_time_cost_ms
         self._request_log_limit = request_log_limit
         node_ids = list(range(num_brokers))
-        self._cluster = Cluster(node_ids, broker_configs=broker_configs)
+        self._cluster = Cluster(node_ids, broker_configs=broker_configs, metadata_lag_s=lag_ms / 1000)
         self._ports = {node: (port + node if port else 0) for node in node_ids}
         self._faults = Faults()
         self._context = BrokerContext(

@@ -228,16 +228,17 @@ def handle_metadata(request: Any, ctx: RequestContext) -> Handled:
     topics = []
     charged = 0
     with cluster.lock:
+        view = cluster.metadata_view(ctx.node_id)  # a non-controller node sees changes metadata_lag_ms late
         all_topics = request.topics is None or (ctx.api_version == 0 and not request.topics)
         if all_topics:
-            wanted: list[tuple[str | None, uuid.UUID | None]] = [(name, None) for name in cluster.topics]
+            wanted: list[tuple[str | None, uuid.UUID | None]] = [(name, None) for name in view.names()]
         else:
             wanted = [(t.name, getattr(t, "topic_id", None)) for t in request.topics]
         auto_create = not all_topics and ctx.injected_error is None and _auto_create_allowed(request, ctx)
         for name, topic_id in wanted:
-            topic = cluster.topics.get(name) if name else None
+            topic = view.get(name) if name else None
             if topic is None and topic_id is not None and topic_id.int != 0:
-                topic = cluster.by_id(topic_id)
+                topic = view.by_id(topic_id)
             if topic is None and name and auto_create:
                 # AutoTopicCreationManager forwards a CreateTopics (latest version, so strict unless the
                 # broker is permissive) under the client's principal; this response still says the topic
