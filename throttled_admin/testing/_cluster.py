@@ -125,9 +125,10 @@ class Cluster:
         return self._log.view(self.topics, self._by_id)
 
     def node_configs(self, node_id: int) -> dict[str, str]:
-        """The static configs of one node: the shared ones plus its own ``node.id`` and roles."""
+        """The static configs of one node: the shared ones plus its own ``node.id`` (and ``broker.id``) and roles."""
         roles = "broker,controller" if node_id == self.controller_id else "broker"
-        return {**self.broker_configs, "node.id": str(node_id), "process.roles": roles}
+        # KafkaConfig.populateSynonyms: in KRaft broker.id is node.id.
+        return {**self.broker_configs, "node.id": str(node_id), "broker.id": str(node_id), "process.roles": roles}
 
     def snapshot(self) -> dict[str, int]:
         with self.lock:
