@@ -7,6 +7,7 @@ classes."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.admin.topics import CreatePartitionsRequest, CreateTopicsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
-from tests.conftest import REPO, free_port
+from tests.conftest import REPO
 from tests.wire import WireClient
 from throttled_admin.testing import QuotaBroker
 
@@ -138,8 +139,7 @@ def test_max_records_per_op_is_validated(bad: Any) -> None:
 
 
 def test_standalone_broker_takes_the_cap_and_the_metadata_lag() -> None:
-    port = free_port()
-    args = ["--port", str(port), "--num-brokers", "2", "--max-records-per-op", "5", "--metadata-lag-ms", "60000"]
+    args = ["--port", "0", "--num-brokers", "2", "--max-records-per-op", "5", "--metadata-lag-ms", "60000"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "throttled_admin.testing", *args],
         stdout=subprocess.PIPE,
@@ -150,11 +150,12 @@ def test_standalone_broker_takes_the_cap_and_the_metadata_lag() -> None:
     )
     try:
         assert proc.stdout is not None
-        assert f"127.0.0.1:{port}" in proc.stdout.readline()
-        with WireClient(f"127.0.0.1:{port}") as wire:
+        # --port 0: free ports, bound before the banner that names them (no race with other processes).
+        ports = [int(p) for p in re.findall(r"127\.0\.0\.1:(\d+)", proc.stdout.readline())]
+        with WireClient(f"127.0.0.1:{ports[0]}") as wire:
             refused = wire.request(create(("a", 3), ("b", 3)))  # 6 partitions > 5
             created = wire.request(create(("c", 1)))
-        with WireClient(f"127.0.0.1:{port + 1}") as wire:  # node 1 lags a minute behind
+        with WireClient(f"127.0.0.1:{ports[1]}") as wire:  # node 1 lags a minute behind
             meta = wire.request(MetadataRequest(version=1, topics=[MetadataRequest.MetadataRequestTopic(name="c")]))
         assert set(outcomes(refused).values()) == {(POLICY_VIOLATION, TOO_MANY_PARTITIONS)}
         assert outcomes(created) == {"c": (0, None)}

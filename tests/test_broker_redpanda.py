@@ -6,6 +6,7 @@ the version) and confluent-kafka (librdkafka sends CreateTopics v4, DeleteTopics
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from kafka.protocol.admin.topics import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
-from tests.conftest import REPO, free_port
+from tests.conftest import REPO
 from tests.wire import WireClient
 from throttled_admin.testing import QuotaBroker
 
@@ -178,14 +179,13 @@ def test_confluent_kafka_gets_unknown_server_error_with_the_message(quota_broker
 
 
 def test_standalone_broker_takes_enforcement_redpanda() -> None:
-    port = free_port()
     proc = subprocess.Popen(
         [
             sys.executable,
             "-m",
             "throttled_admin.testing",
             "--port",
-            str(port),
+            "0",
             "--controller-mutation-rate",
             "1",
             "--enforcement",
@@ -199,8 +199,9 @@ def test_standalone_broker_takes_enforcement_redpanda() -> None:
     )
     try:
         assert proc.stdout is not None
-        assert f"127.0.0.1:{port}" in proc.stdout.readline()
-        with WireClient(f"127.0.0.1:{port}") as wire:
+        # --port 0: free ports, bound before the banner that names them (no race with other processes).
+        ports = [int(p) for p in re.findall(r"127\.0\.0\.1:(\d+)", proc.stdout.readline())]
+        with WireClient(f"127.0.0.1:{ports[0]}") as wire:
             response = wire.request(create_request(5, ("a", 3), ("b", 1)))
         assert results(response) == {"a": (0, None), "b": (UNKNOWN_SERVER_ERROR, MESSAGE)}
     finally:

@@ -289,7 +289,9 @@ def handle_metadata(request: Any, ctx: RequestContext) -> Handled:
         authorized_operations=None,
         error_code=0,
     )
-    return Handled(response, mutations=charged)
+    # The log keeps each named topic's error (a request for all topics keeps none: it names none).
+    errors = {} if all_topics else {t.name: t.error_code for t in topics if t.name}
+    return Handled(response, mutations=charged, errors=errors)
 
 
 # -- the three mutations ------------------------------------------------------------------------
