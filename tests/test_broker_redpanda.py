@@ -104,6 +104,8 @@ def test_a_topic_past_the_quota_gets_redpandas_error_by_version_and_nothing_is_a
     tokens = broker.tokens()
     assert tokens is not None
     assert -6.1 < tokens < -5.8  # 1 - 5 - 2: the refused topic was charged too
+    [record] = [r for r in broker.request_log() if r.api_name == api]
+    assert record.mutations == 7  # the log counts both
 
 
 def test_the_connection_is_not_muted_and_the_throttle_is_reported_per_request(quota_broker: BrokerFactory) -> None:
@@ -210,3 +212,41 @@ def test_standalone_broker_takes_enforcement_redpanda() -> None:
         if proc.stdout is not None:
             proc.stdout.close()
     assert code == 0
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 500.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_redpanda_quota_on_a_fake_clock_charges_refusals_and_reports_the_delay_before_each_topic() -> None:
+    """quota_manager.cc: per topic, the delay to clear the deficit *before* it (0: admitted), then its mutations
+    recorded whatever the decision; the response's throttle is the largest delay. So after a refusal the deficit
+    is the reported throttle plus the refused topics' own charge: a re-send when the throttle ends is refused
+    (and charged) again; waiting for the refused partitions too clears it."""
+    from throttled_admin.testing._quotas import QuotaEntity, QuotaManager
+    from throttled_admin.testing._redpanda import RedpandaQuota
+
+    clock = _Clock()
+    quotas = QuotaManager(window_num=1, window_size_s=1.0, clock=clock)  # Redpanda: burst = one second
+    quotas.set_quota(QuotaEntity(user=QuotaEntity.DEFAULT), 200)
+
+    def request(*partitions: int) -> tuple[list[bool], int]:
+        quota = RedpandaQuota(quotas, quotas.bucket_for("ANONYMOUS", "c"))
+        return [quota.record(p) for p in partitions], quota.throttle_time_ms()
+
+    admitted, throttle = request(*[4] * 100)  # 100 topics x 4 at R = 200, burst 200
+    assert admitted == [True] * 51 + [False] * 49  # 50 topics empty the bucket; the 51st finds no deficit
+    assert throttle == 980  # the deficit before the last topic: 4 + 48 x 4 = 196
+    assert quotas.tokens("ANONYMOUS", "c") == pytest.approx(-200)  # the 49 refused topics were charged
+    clock.now += 0.98
+    admitted, throttle = request(*[4] * 49)
+    assert admitted == [False] * 49  # 4 tokens of deficit are left: refused again, and charged again
+    assert throttle == 980
+    clock.now += 0.98 + 49 * 4 / 200  # the throttle plus the refused topics' own mutations
+    admitted, throttle = request(*[4] * 49)
+    assert admitted == [True] * 49
+    assert throttle == 0

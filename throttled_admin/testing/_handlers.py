@@ -362,6 +362,8 @@ def _mutate(
             if error.code == THROTTLING_QUOTA_EXCEEDED:
                 error = throttled  # KRaft: error 89 with a null message; Redpanda: 89 or -1 by version
         errors.append(error)
+    if isinstance(quota, RedpandaQuota):
+        charged += quota.refused_mutations  # Redpanda charges a refused topic too
     return _Mutations(indices, errors, charged, quota.throttle_time_ms())
 
 

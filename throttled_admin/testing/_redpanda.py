@@ -48,6 +48,7 @@ class RedpandaQuota(RequestQuota):
     def __init__(self, manager: QuotaManager, bucket: TokenBucket | None):
         super().__init__(manager, bucket, strict=True)
         self._delay_ms = 0
+        self.refused_mutations = 0  # what the refused topics were charged (the request log counts it)
 
     def record(self, mutations: int) -> bool:
         """Charge the topic (always) and say whether it is admitted: only when there was no deficit before it."""
@@ -59,9 +60,12 @@ class RedpandaQuota(RequestQuota):
             tokens = bucket.measure(now)
             # atomic_token_bucket.delay_for: duration_for(deficiency) = deficit / R seconds, cast down to ms.
             # A topic is admitted when that delay is 0 ms (``delay == 0ms``), charged either way.
-            delay_ms = int(-tokens / bucket.rate * 1000) if tokens < 0 else 0
+            # (Redpanda counts whole tokens; the 1e-6 keeps float refills from turning 980 ms into 979.)
+            delay_ms = int(-tokens / bucket.rate * 1000 + 1e-6) if tokens < 0 else 0
             bucket.record(mutations, now)
             self._delay_ms = max(self._delay_ms, min(MAX_THROTTLE_MS, delay_ms))
+            if delay_ms:
+                self.refused_mutations += mutations
             return delay_ms == 0
 
     def throttle_time_ms(self) -> int:
