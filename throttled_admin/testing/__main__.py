@@ -27,12 +27,14 @@ def _setting(value: str) -> tuple[str, str]:
 
 def _settings(args: argparse.Namespace) -> str:
     """What the banner echoes: the quotas the broker enforces and how."""
-    window = f"{args.quota_window_num} x {args.quota_window_size_s:g} s windows"
+    # Redpanda's bucket holds one second of the rate (QuotaBroker ignores the window settings there).
+    windows, size = (1, 1.0) if args.enforcement == "redpanda" else (args.quota_window_num, args.quota_window_size_s)
+    window = f"{windows} x {size:g} s window{'s' if windows != 1 else ''}"
     if args.controller_mutation_rate is None:
         parts = ["no controller mutation quota"]
     else:
         rate = args.controller_mutation_rate
-        burst = rate * args.quota_window_num * args.quota_window_size_s
+        burst = rate * windows * size
         parts = [f"controller mutation quota {rate:g}/s per principal, burst {burst:g} mutations over {window}"]
     parts.append(f"enforcement {args.enforcement}")
     if args.request_percentage is not None:
@@ -53,7 +55,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quota-window-size-s", type=float, default=1.0)
     parser.add_argument("--request-percentage", type=float, default=None, help="request quota per principal (KIP-124)")
     parser.add_argument("--request-time-cost-ms", type=float, default=None, help="fixed request time per request")
-    parser.add_argument("--enforcement", choices=["by-version", "strict", "permissive"], default="by-version")
+    parser.add_argument(
+        "--enforcement", choices=["by-version", "strict", "permissive", "redpanda"], default="by-version"
+    )
+    parser.add_argument(
+        "--max-records-per-op", type=int, default=10_000, help="KRaft's cap on one operation's records and partitions"
+    )
+    parser.add_argument(
+        "--metadata-lag-ms", type=float, default=0, help="non-controller nodes see topic changes this much later"
+    )
     parser.add_argument(
         "--user", action="append", type=_user, default=[], metavar="NAME:PASSWORD", help="enable SASL/PLAIN"
     )
@@ -78,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
             users=dict(args.user) if args.user else None,
             request_percentage=args.request_percentage,
             request_time_cost_ms=args.request_time_cost_ms,
+            max_records_per_op=args.max_records_per_op,
+            metadata_lag_ms=args.metadata_lag_ms,
             broker_configs=dict(args.broker_config) or None,
         )
     except ValueError as exc:
