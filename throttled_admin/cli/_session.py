@@ -29,7 +29,7 @@ K = TypeVar("K")
 _FATAL_CODES = frozenset({KafkaError._AUTHENTICATION, KafkaError._SSL, KafkaError.SASL_AUTHENTICATION_FAILED})
 _CONNECT_CODES = frozenset({KafkaError._TRANSPORT, KafkaError._RESOLVE})
 _POLL_S = 0.05
-_SLICE_S = 1.0
+_SLICE_S = 0.25  # how soon a fatal error (a wrong password) ends a metadata read
 #: How long a command waits for a first answer from any broker while every connection attempt fails (the
 #: client core's first-contact limit for mutations, applied here to the metadata reads).
 FIRST_CONTACT_S = 5.0
