@@ -94,7 +94,7 @@ def test_missing_topic_fails_unless_if_exists(quota_broker):
     bootstrap = quota_broker().bootstrap_servers
     missing = topics(bootstrap, "--delete", "--topic", "nope")
     assert missing.returncode == 1
-    assert "Topic 'nope' does not exist as expected" in missing.stderr
+    assert "Error while executing topic command : Topic 'nope' does not exist as expected" in missing.stdout
     assert topics(bootstrap, "--delete", "--topic", "nope", "--if-exists").returncode == 0
     assert topics(bootstrap, "--alter", "--topic", "nope", "--partitions", "3", "--if-exists").returncode == 0
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from confluent_kafka import KafkaException
 
-from throttled_admin.cli._args import UsageError, build_parser, check_topics_args
+from throttled_admin.cli._args import UsageError, build_parser, check_topics_args, unrecognized
 from throttled_admin.cli._conf import Redactor, build_conf
 from throttled_admin.cli._output import ErrorInfo, Output, describe_error
 from throttled_admin.cli._properties import PropertiesError, load_properties
@@ -27,8 +27,12 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 
-def _usage_error(error: UsageError, fallback: argparse.ArgumentParser) -> int:
+def _usage_error(error: UsageError, fallback: argparse.ArgumentParser, *, json_mode: bool = False) -> int:
     parser = error.parser or fallback
+    if json_mode:  # --output json: every outcome is a JSON object on stdout (the usage still goes to stderr)
+        Output(Redactor(), json_mode=True).record(
+            {"status": "failed", "error_code": None, "error_name": "USAGE", "error_message": str(error)}
+        )
     parser.print_usage(sys.stderr)
     print(f"{parser.prog}: error: {error}", file=sys.stderr)
     return EXIT_USAGE
@@ -75,10 +79,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (the console script exits with it)."""
     parser = build_parser()
     try:
-        args = parser.parse_args(list(argv) if argv is not None else None)
+        args, extras = parser.parse_known_args(list(argv) if argv is not None else None)
         if args.command is None:
             raise UsageError("a command is required: topics or apply", parser)
         subparser: argparse.ArgumentParser = args.command_parser
+        json_mode = args.output == "json"
+        if extras:  # reported with the usage of the command they were given to
+            return _usage_error(UsageError(unrecognized(extras, subparser), subparser), parser, json_mode=json_mode)
         try:
             if args.command == "topics":
                 return _topics(args, subparser)
@@ -86,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_apply(args, subparser)
         except UsageError as error:
-            return _usage_error(error, subparser)
+            return _usage_error(error, subparser, json_mode=json_mode)
     except UsageError as error:
         return _usage_error(error, parser)
     except SystemExit as exit_:  # --help and --version

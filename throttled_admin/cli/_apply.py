@@ -4,18 +4,21 @@ paced to each cluster's quota, with live progress and a closing report."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import threading
+import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, NoReturn
 
-from throttled_admin.cli._args import UsageError
+from throttled_admin.cli._args import UsageError, check_bootstrap
 from throttled_admin.cli._conf import Redactor, build_conf
 from throttled_admin.cli._output import Output
+from throttled_admin.cli._reach import Problem
 
 __all__ = ["run_apply"]
 
@@ -25,10 +28,57 @@ def _profiles(args: argparse.Namespace, parser: argparse.ArgumentParser, cluster
     from throttled_admin.provisioning import Profile, read_profiles
 
     if args.profiles is not None:
-        return dict(read_profiles(args.profiles))
-    conf = build_conf(_read_command_config(args.command_config, parser), args.bootstrap_server)
-    # One connection serves every cluster named in the plan.
-    return {name: Profile(name=name, conf=dict(conf), mutation_rate=args.mutation_rate) for name in clusters}
+        profiles = dict(read_profiles(args.profiles))
+    else:
+        conf = build_conf(_read_command_config(args.command_config, parser), args.bootstrap_server)
+        # One connection serves every cluster named in the plan.
+        profiles = {name: Profile(name=name, conf=dict(conf), mutation_rate=args.mutation_rate) for name in clusters}
+    # Quiet, as `topics`: librdkafka's log would repeat every failed connection attempt; the command reports
+    # what went wrong itself. A profile's own log_level turns the log back on.
+    for profile in profiles.values():
+        profile.conf.setdefault("log_level", "0")
+    return profiles
+
+
+def _in_cli_terms(result: Any) -> Any:
+    """The provisioning API's wording where the command line spells it differently (its flag names)."""
+    fields = {}
+    for name in ("error_message", "detail"):
+        text = getattr(result, name)
+        if text is not None and "allow_delete=True" in text:
+            fields[name] = text.replace("allow_delete=True", "--allow-delete")
+    return dataclasses.replace(result, **fields) if fields else result
+
+
+def _unreachable_results(rows: list[Any], problems: Mapping[str, Problem]) -> dict[int, Any]:
+    """Plan index -> a failed result for each row of a cluster that cannot be used: nothing was sent."""
+    from throttled_admin.provisioning import RowResult
+
+    now = time.time()
+    return {
+        index: RowResult(
+            cluster=row.cluster,
+            topic=row.topic,
+            action=row.action,
+            status="failed",
+            error_code=problems[row.cluster].code,
+            error_message=f"not sent: {problems[row.cluster].message}",
+            started_at=now,
+            finished_at=now,
+        )
+        for index, row in enumerate(rows)
+        if row.cluster in problems
+    }
+
+
+def connection_summary(problems: Mapping[str, Problem], rows: list[Any]) -> str:
+    """One line for every cluster that could not be used."""
+    parts = []
+    for problem in dict.fromkeys(p.message for p in problems.values()):
+        names = [name for name, p in problems.items() if p.message == problem]
+        count = sum(1 for row in rows if row.cluster in names)
+        parts.append(f"{', '.join(names)}: {problem} ({count} row{'s' if count != 1 else ''} not sent)")
+    return "throttled-admin apply: connection problems: " + "; ".join(parts)
 
 
 def _display(args: argparse.Namespace, rows_per_cluster: dict[str, int], out: Output) -> tuple[Any, Any | None]:
@@ -94,47 +144,79 @@ def check_apply_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
             )
     elif args.bootstrap_server is None:
         raise UsageError("either --profiles or --bootstrap-server is required", parser)
+    else:
+        check_bootstrap(args.bootstrap_server, parser)
 
 
 def run_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     check_apply_args(args, parser)
     try:
-        from throttled_admin.provisioning import PlanError, apply_plan, read_plan, summarize
+        from throttled_admin.provisioning import PlanError, apply_plan, group_rows, read_plan, summarize
     except ImportError as exc:  # pragma: no cover - the provisioning package ships with throttled_admin
         print(f"throttled-admin apply: provisioning is unavailable: {exc}", file=sys.stderr)
         return 1
-    from throttled_admin.cli._report import render_report, throttle_summary
+    from throttled_admin.cli._report import predicted_durations, render_report, throttle_summary
 
+    json_mode = args.output == "json"
     try:
         rows = read_plan(args.plan)
         clusters = list(dict.fromkeys(row.cluster for row in rows))
         profiles = _profiles(args, parser, clusters)
     except PlanError as exc:
         # A bad plan or profiles file is bad input: nothing was sent.
-        print(f"throttled-admin apply: error: {exc}", file=sys.stderr)
-        return 2
+        return _plan_error(exc, json_mode)
     redact = Redactor([p.conf for p in profiles.values()])
-    out = Output(redact, json_mode=args.output == "json")
-    rows_per_cluster = dict(Counter(row.cluster for row in rows))
+    out = Output(redact, json_mode=json_mode)
+    try:
+        # Rows naming no profile are a plan error, before any cluster is contacted.
+        group_rows(rows, profiles)
+        from throttled_admin.cli._reach import unreachable
+
+        problems = unreachable({name: profiles[name] for name in clusters})
+    except PlanError as exc:
+        return _plan_error(exc, json_mode, redact)
+    except KeyboardInterrupt:
+        _interrupted(out)
+    failed_early = _unreachable_results(rows, problems)
+    if problems:
+        out.error(connection_summary(problems, rows))
+    runnable = [row for index, row in enumerate(rows) if index not in failed_early]
+    rows_per_cluster = dict(Counter(row.cluster for row in runnable))
     display, console = _display(args, rows_per_cluster, out)
     try:
         with display:  # left (the live bar stopped, the cursor restored) before an interrupt ends the process
-            results = _run_interruptibly(
+            ran = _run_interruptibly(
                 lambda: apply_plan(
-                    rows, profiles, allow_delete=args.allow_delete, dry_run=args.dry_run, progress=display
+                    runnable, profiles, allow_delete=args.allow_delete, dry_run=args.dry_run, progress=display
                 )
             )
     except KeyboardInterrupt:
         _interrupted(out)
     except PlanError as exc:
-        out.error(f"throttled-admin apply: error: {exc}")
-        return 2
+        return _plan_error(exc, json_mode, redact)
+    ran_iter = iter(ran)
+    results = [_in_cli_terms(failed_early[i] if i in failed_early else next(ran_iter)) for i in range(len(rows))]
     throttle = throttle_summary(display.stats, results)
     failed = sum(1 for r in results if r.status == "failed")
     if out.json_mode:
         for result in results:
             out.record(result.as_dict())
-        out.record({"summary": summarize(results), "dry_run": bool(args.dry_run), "throttle": throttle})
+        summary: dict[str, Any] = {"summary": summarize(results), "dry_run": bool(args.dry_run), "throttle": throttle}
+        if args.dry_run:
+            summary["predicted_s"] = predicted_durations(results)
+        if problems:
+            summary["connection_problems"] = {name: p.message for name, p in problems.items()}
+        out.record(summary)
     else:
         render_report(results, throttle, dry_run=args.dry_run, stream=sys.stdout, redact=redact, rich_console=console)
     return 1 if failed else 0
+
+
+def _plan_error(exc: Exception, json_mode: bool, redact: Redactor | None = None) -> int:
+    """A bad plan or profiles file: exit 2, nothing sent; under --output json also one JSON object."""
+    message = f"throttled-admin apply: error: {exc}"
+    out = Output(redact or Redactor(), json_mode=json_mode)
+    if json_mode:
+        out.record({"status": "failed", "error_code": None, "error_name": "PLAN_ERROR", "error_message": str(exc)})
+    out.error(message)
+    return 2

@@ -8,6 +8,7 @@ messages are made here, but as usage errors (exit 2, with the usage), the Unix c
 from __future__ import annotations
 
 import argparse
+import difflib
 import re
 from typing import NoReturn
 
@@ -17,10 +18,12 @@ __all__ = [
     "ACTIONS",
     "UsageError",
     "build_parser",
+    "check_bootstrap",
     "check_topics_args",
     "parse_replica_assignment",
     "parse_topic_configs",
     "topic_pattern",
+    "unrecognized",
 ]
 
 ACTIONS = ("create", "delete", "alter", "describe", "list")
@@ -150,7 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--retry-on-quota-violation",
         action="store_true",
         help="Wait out the broker's throttle and re-send throttled topics until --timeout-ms "
-        "(off by default, as kafka-topics.sh: a quota violation fails at once).",
+        "(off by default, as kafka-topics.sh: a quota violation fails at once). A throttle longer than "
+        "--timeout-ms fails at once, saying so.",
     )
     topics.add_argument(
         "--timeout-ms",
@@ -163,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--output",
         choices=("text", "json"),
         default="text",
-        help="text: kafka-topics.sh's output; json: one JSON object per topic result.",
+        help="text: kafka-topics.sh's output; json: one JSON object per line for every outcome, errors included.",
     )
     topics.set_defaults(command_parser=topics)  # usage errors found after parsing print this usage
 
@@ -176,7 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     apply.add_argument(
         "--profiles",
         metavar="FILE",
-        help="Cluster profiles (.json, .yaml): {cluster: {client settings..., mutation_rate: R}}.",
+        help="Cluster profiles (.json, .yaml): {cluster: {librdkafka settings..., mutation_rate: R, "
+        "request_timeout_s: S}}; any other key is an error.",
     )
     _add_connection(apply, required_note="Used for every cluster in the plan when --profiles is not given.")
     apply.add_argument(
@@ -186,16 +191,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="Without --profiles: the principal's controller mutation quota (mutations/s) to pace "
         "to; learned from the broker's throttling when not given.",
     )
-    apply.add_argument("--dry-run", action="store_true", help="Show what would change; change nothing.")
-    apply.add_argument("--allow-delete", action="store_true", help="Carry out the plan's delete rows.")
+    apply.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="Show what would change and the predicted duration per cluster; change nothing.",
+    )
+    apply.add_argument(
+        "--allow-delete", action="store_true", help="Carry out the plan's delete rows (without it they fail)."
+    )
     apply.add_argument(
         "--output",
         choices=("table", "json"),
         default="table",
-        help="table: progress and a summary table; json: one JSON object per row result, then a summary object.",
+        help="table: progress and a summary table; json: one JSON object per row result, then a summary object "
+        "(errors in the plan or profiles: one object).",
     )
     apply.set_defaults(command_parser=apply)
     return parser
+
+
+def unrecognized(extras: list[str], parser: argparse.ArgumentParser) -> str:
+    """argparse's "unrecognized arguments" message, with the closest option of ``parser`` for a typo."""
+    message = f"unrecognized arguments: {' '.join(extras)}"
+    options = [option for action in parser._actions for option in action.option_strings]
+    for extra in extras:
+        if extra.startswith("--"):
+            close = difflib.get_close_matches(extra.split("=", 1)[0], options, n=1)
+            if close:
+                return f"{message} (did you mean {close[0]}?)"
+    return message
 
 
 def _invalid(used: str, other: str, parser: argparse.ArgumentParser, hint: str = "") -> UsageError:
@@ -212,6 +236,7 @@ def check_topics_args(args: argparse.Namespace, parser: argparse.ArgumentParser)
     action = chosen[0]
     if not args.bootstrap_server:
         raise UsageError("--bootstrap-server must be specified", parser)
+    check_bootstrap(args.bootstrap_server, parser)
     if action not in ("list", "describe") and args.topic is None:
         raise UsageError('Missing required argument "[topic]"', parser)
     if action == "describe" and args.if_exists and args.topic is None:
@@ -246,9 +271,24 @@ def check_topics_args(args: argparse.Namespace, parser: argparse.ArgumentParser)
         topic_pattern(args.topic, parser)
     if action == "create" and args.replication_factor is not None and not 1 <= args.replication_factor <= 32767:
         raise UsageError("The replication factor must be between 1 and 32767 inclusive", parser)
-    if action == "create" and args.partitions is not None and args.partitions < 1:
+    if args.partitions is not None and args.partitions < 1:
         raise UsageError("The partitions must be greater than 0", parser)
     return action
+
+
+_ADDRESS = re.compile(r"^(?:[A-Za-z_]+://)?(?:\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):(\d+)$")
+
+
+def check_bootstrap(text: str, parser: argparse.ArgumentParser | None = None) -> None:
+    """Each comma-separated entry is HOST:PORT, as Java's ClientUtils.parseAndValidateAddresses requires
+    (librdkafka would quietly add :9092 to "localhost9092" and try to resolve it)."""
+    for entry in text.split(","):
+        entry = entry.strip()
+        match = _ADDRESS.match(entry)
+        if match is None or not 0 < int(match.group(1)) <= 65535:
+            raise UsageError(
+                f"--bootstrap-server: Invalid url in bootstrap.servers: {entry} (expected HOST:PORT)", parser
+            )
 
 
 def parse_replica_assignment(text: str, parser: argparse.ArgumentParser | None = None) -> list[list[int]]:

@@ -18,8 +18,11 @@ from throttled_admin.provisioning import Progress
 
 __all__ = ["CLI_EXTRA_HINT", "ClusterStats", "LiveBar", "PlainLines", "ProgressDisplay", "Silent", "load_rich"]
 
-CLI_EXTRA_HINT = "pip install 'throttled_admin[cli]'"
+CLI_EXTRA_HINT = "pip install -e '.[cli]' (from a checkout of throttled_admin)"
 _PLAIN_INTERVAL_S = 1.0
+#: Kafka's quota window: controller.quota.window.num (11) samples of quota.window.size.seconds (1 s). Rates
+#: are shown over it, as the broker's quota sees them: a burst the quota admits reads as at most the quota.
+QUOTA_WINDOW_S = 11.0
 
 
 def load_rich() -> Any | None:
@@ -34,7 +37,7 @@ def load_rich() -> Any | None:
 def format_rate(rate: float | None) -> str:
     if rate is None or math.isnan(rate):
         return "?"
-    return f"{rate:g}"
+    return f"{rate:.3g}"  # a learned rate: 19.98, not 19.9804
 
 
 @dataclass
@@ -45,24 +48,50 @@ class ClusterStats:
     rows_total: int
     rows_done: int = 0
     mutations_admitted: int = 0
-    mutations_per_s: float = 0.0
     quota_rate: float | None = None
     throttle_time_ms: int = 0
     max_throttle_time_ms: int = 0
+    throttle_until: float = 0.0  # monotonic time the broker's last throttle ends
     started: float = field(default_factory=time.monotonic)
+    history: list[tuple[float, int]] = field(default_factory=list)  # (monotonic time, mutations admitted)
 
-    def update(self, progress: Progress) -> None:
+    def update(self, progress: Progress, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
         self.rows_done = progress.rows_done
         self.rows_total = progress.rows_total
+        if progress.mutations_admitted != self.mutations_admitted:
+            self.history.append((now, progress.mutations_admitted))
         self.mutations_admitted = progress.mutations_admitted
-        self.mutations_per_s = progress.mutations_per_s
         if progress.quota_rate is not None and not math.isnan(progress.quota_rate):
             self.quota_rate = progress.quota_rate
+        if progress.throttle_time_ms > 0 and progress.throttle_time_ms != self.throttle_time_ms:
+            # A new throttle from the broker (the event repeats the largest one of the client's metrics window
+            # until it changes): nothing more is admitted until it ends.
+            self.throttle_until = now + progress.throttle_time_ms / 1000
         self.throttle_time_ms = progress.throttle_time_ms
         self.max_throttle_time_ms = max(self.max_throttle_time_ms, progress.throttle_time_ms)
 
-    def rate_text(self) -> str:
-        return f"{self.mutations_per_s:.1f} mutations/s (quota {format_rate(self.quota_rate)}/s)"
+    def recent_rate(self, now: float | None = None) -> float:
+        """Mutations admitted in the last QUOTA_WINDOW_S, per second: decays to 0 while nothing is admitted."""
+        now = time.monotonic() if now is None else now
+        before = 0
+        for at, admitted in self.history:
+            if at <= now - QUOTA_WINDOW_S:
+                before = admitted
+        return (self.mutations_admitted - before) / QUOTA_WINDOW_S
+
+    def throttle_left_s(self, now: float | None = None) -> float:
+        now = time.monotonic() if now is None else now
+        return max(0.0, self.throttle_until - now)
+
+    def rate_text(self, now: float | None = None) -> str:
+        return f"{self.recent_rate(now):.1f} mutations/s (quota {format_rate(self.quota_rate)}/s)"
+
+    def throttle_text(self, now: float | None = None) -> str:
+        left = self.throttle_left_s(now) if self.rows_done < self.rows_total else 0.0  # done: nothing waits
+        if left > 0:
+            return f"waiting out throttle: {math.ceil(left)} s left"
+        return f"last throttle {self.throttle_time_ms} ms" if self.throttle_time_ms else "no throttle"
 
 
 class ProgressDisplay(Protocol):
@@ -124,34 +153,45 @@ class PlainLines(_Base):
                 return
             self._last_line[progress.cluster] = (now, stats.rows_done)
             print(
-                f"[{stats.cluster}] {stats.rows_done}/{stats.rows_total} rows, {stats.rate_text()}, "
-                f"throttle {stats.throttle_time_ms} ms",
+                f"[{stats.cluster}] {stats.rows_done}/{stats.rows_total} rows, {stats.rate_text(now)}, "
+                f"{stats.throttle_text(now)}",
                 file=self._stream,
                 flush=True,
             )
 
 
 class LiveBar(_Base):
-    """rich's live progress: one bar per cluster with rows done, mutations/s against the quota and the
-    current throttle. Updates come from the executor's threads; rich's Progress is thread-safe."""
+    """rich's live progress: one bar per cluster with rows done, the rate admitted over the quota window
+    against the quota, and the broker's throttle counting down. The rate and the countdown are computed
+    each time the bar is drawn (8 times a second), so they move while no row finishes. Updates come from
+    the executor's threads; rich's Progress is thread-safe."""
 
     def __init__(self, rows_per_cluster: Mapping[str, int], rich_console: Any) -> None:
         super().__init__(rows_per_cluster)
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+        from rich.text import Text
+
+        class StatsColumn(ProgressColumn):
+            def __init__(self, render: Any) -> None:
+                super().__init__()
+                self._render = render
+
+            def render(self, task: Any) -> Any:
+                return Text(self._render(task.fields["stats"]))
 
         self._progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("rows"),
-            TextColumn("{task.fields[rate]}"),
-            TextColumn("throttle {task.fields[throttle]} ms"),
+            StatsColumn(lambda stats: stats.rate_text()),
+            StatsColumn(lambda stats: stats.throttle_text()),
             TimeElapsedColumn(),
             console=rich_console,
             refresh_per_second=8,
         )
         self._tasks = {
-            name: self._progress.add_task(name, total=stats.rows_total, rate=stats.rate_text(), throttle=0)
+            name: self._progress.add_task(name, total=stats.rows_total, stats=stats)
             for name, stats in self.stats.items()
         }
 
@@ -161,15 +201,9 @@ class LiveBar(_Base):
             task = self._tasks.get(stats.cluster)
             if task is None:
                 task = self._tasks[stats.cluster] = self._progress.add_task(
-                    stats.cluster, total=stats.rows_total, rate=stats.rate_text(), throttle=0
+                    stats.cluster, total=stats.rows_total, stats=stats
                 )
-            self._progress.update(
-                task,
-                completed=stats.rows_done,
-                total=stats.rows_total,
-                rate=stats.rate_text(),
-                throttle=stats.throttle_time_ms,
-            )
+            self._progress.update(task, completed=stats.rows_done, total=stats.rows_total)
 
     def __enter__(self) -> LiveBar:
         self._progress.start()

@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from throttled_admin.cli._conf import Redactor
-from throttled_admin.cli._progress import ClusterStats, format_rate
+from throttled_admin.cli._progress import QUOTA_WINDOW_S, ClusterStats, format_rate
 from throttled_admin.provisioning import STATUSES, RowResult
 
-__all__ = ["Table", "render_report", "throttle_summary"]
+__all__ = ["Table", "predicted_durations", "render_report", "throttle_summary"]
 
 
 def _is_number(text: str) -> bool:
@@ -53,16 +53,23 @@ class Table:
 
 def throttle_summary(stats: Mapping[str, ClusterStats], results: Sequence[RowResult]) -> list[dict[str, Any]]:
     """Per cluster: mutations admitted and their rate against the quota, the largest broker throttle seen,
-    and the most time a row spent waiting out throttles."""
+    and the most time a row spent waiting out throttles.
+
+    The rate is taken over the time the rows took plus the quota's window (QUOTA_WINDOW_S), as the broker's
+    quota sees it: a run paced to the quota from a full burst reads as the quota, and a few mutations
+    admitted at once read as few, not as a burst's instant rate."""
     summary = []
     for name, cluster in stats.items():
         rows = [r for r in results if r.cluster == name]
+        sent = [r for r in rows if r.attempts > 0 and r.started_at is not None and r.finished_at is not None]
+        elapsed = max(r.finished_at or 0.0 for r in sent) - min(r.started_at or 0.0 for r in sent) if sent else 0.0
         summary.append(
             {
                 "cluster": name,
                 "rows": len(rows),
                 "mutations_admitted": cluster.mutations_admitted,
-                "mutations_per_s": round(cluster.mutations_per_s, 3),
+                "elapsed_s": round(elapsed, 3),
+                "mutations_per_s": round(cluster.mutations_admitted / (elapsed + QUOTA_WINDOW_S), 3),
                 "quota_rate": cluster.quota_rate,
                 "max_throttle_time_ms": cluster.max_throttle_time_ms,
                 "max_row_throttle_wait_ms": max((r.throttle_time_ms for r in rows), default=0),
@@ -70,6 +77,28 @@ def throttle_summary(stats: Mapping[str, ClusterStats], results: Sequence[RowRes
             }
         )
     return summary
+
+
+def predicted_durations(results: Sequence[RowResult]) -> dict[str, Any]:
+    """A dry run's prediction: per cluster, when its last planned mutation is admitted (seconds from its
+    start; None when the quota rate is unknown), and in total (clusters run at the same time)."""
+    clusters: dict[str, float | None] = {}
+    for result in results:
+        if result.status != "planned":
+            continue
+        known = clusters.get(result.cluster, 0.0)
+        if result.cluster in clusters and known is None:
+            continue
+        clusters[result.cluster] = (
+            None if result.predicted_s is None else max(known or 0.0, round(result.predicted_s, 3))
+        )
+    values = list(clusters.values())
+    total = None if any(v is None for v in values) else max((v for v in values if v is not None), default=0.0)
+    return {"clusters": clusters, "total": total}
+
+
+def _seconds(value: float | None) -> str:
+    return "?" if value is None else f"{value:.1f}"
 
 
 def _tables(results: Sequence[RowResult], throttle: list[dict[str, Any]], dry_run: bool) -> list[Table]:
@@ -88,8 +117,26 @@ def _tables(results: Sequence[RowResult], throttle: list[dict[str, Any]], dry_ru
         tables.append(
             Table(
                 "Planned changes (dry run: nothing was changed)",
-                ["cluster", "topic", "action", "change"],
-                [[r.cluster, r.topic, r.action, r.detail or ""] for r in planned],
+                ["cluster", "topic", "action", "mutations", "admitted at s", "change"],
+                [
+                    [r.cluster, r.topic, r.action, str(r.mutations), _seconds(r.predicted_s), r.detail or ""]
+                    for r in planned
+                ],
+            )
+        )
+        predicted = predicted_durations(results)
+        duration_rows = [
+            [name, str(sum(r.mutations for r in planned if r.cluster == name)), _seconds(seconds)]
+            for name, seconds in predicted["clusters"].items()
+        ]
+        duration_rows.append(
+            ["total (clusters in parallel)", str(sum(r.mutations for r in planned)), _seconds(predicted["total"])]
+        )
+        tables.append(
+            Table(
+                "Predicted duration (at each cluster's quota, from a full burst; ? = quota rate unknown)",
+                ["cluster", "mutations", "predicted s"],
+                duration_rows,
             )
         )
     clusters = sorted({r.cluster for r in results})
@@ -104,14 +151,26 @@ def _tables(results: Sequence[RowResult], throttle: list[dict[str, Any]], dry_ru
     ]
     rows.append(["total", *[str(sum(1 for r in results if r.status == s)) for s in present], str(len(results))])
     tables.append(Table("Summary", ["cluster", *present, "rows"], rows))
+    if dry_run or not throttle:
+        return tables
     tables.append(
         Table(
-            "Throttle metrics",
-            ["cluster", "mutations", "mutations/s", "quota/s", "max throttle ms", "max row wait ms", "attempts"],
+            f"Throttle metrics (mutations/s over the elapsed time plus the quota's {QUOTA_WINDOW_S:g} s window)",
+            [
+                "cluster",
+                "mutations",
+                "elapsed s",
+                "mutations/s",
+                "quota/s",
+                "max throttle ms",
+                "max row wait ms",
+                "attempts",
+            ],
             [
                 [
                     t["cluster"],
                     str(t["mutations_admitted"]),
+                    f"{t['elapsed_s']:.1f}",
                     f"{t['mutations_per_s']:.1f}",
                     format_rate(t["quota_rate"]),
                     str(t["max_throttle_time_ms"]),

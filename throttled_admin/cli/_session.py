@@ -18,17 +18,32 @@ from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
 
-from throttled_admin import ThrottledAdminClient
+from throttled_admin import CannotConnectError, ThrottledAdminClient
 
-__all__ = ["AdminSession", "CommandTimeout"]
+__all__ = ["FIRST_CONTACT_S", "AdminSession", "CommandTimeout", "connect_failure"]
 
 T = TypeVar("T")
 K = TypeVar("K")
 
 # Errors after which no request of this command can succeed (librdkafka retries them forever).
 _FATAL_CODES = frozenset({KafkaError._AUTHENTICATION, KafkaError._SSL, KafkaError.SASL_AUTHENTICATION_FAILED})
+_CONNECT_CODES = frozenset({KafkaError._TRANSPORT, KafkaError._RESOLVE})
 _POLL_S = 0.05
-_SLICE_S = 1.0
+_SLICE_S = 0.25  # how soon a fatal error (a wrong password) ends a metadata read
+#: How long a command waits for a first answer from any broker while every connection attempt fails (the
+#: client core's first-contact limit for mutations, applied here to the metadata reads).
+FIRST_CONTACT_S = 5.0
+
+
+def connect_failure(message: str) -> tuple[str, str] | None:
+    """(address, reason) of librdkafka's "HOST:PORT/NAME: Connect to ... failed: ... (after 0ms in state
+    CONNECT)" or "...: Failed to resolve '...': ..." (a connection that never came up), else None."""
+    if "in state CONNECT" not in message and "Failed to resolve" not in message:
+        return None
+    broker, _, reason = message.partition(": ")
+    if not reason:
+        return None
+    return broker.split("/", 1)[0], reason.split(" (after ", 1)[0]
 
 
 class CommandTimeout(Exception):
@@ -45,19 +60,42 @@ class AdminSession:
         # reported by the command itself. "log_level" in --command-config turns librdkafka's log back on.
         settings.setdefault("log_level", 0)
         settings["error_cb"] = self._on_error
+        settings["throttle_cb"] = self._on_throttle
         self.timeout_ms = timeout_ms
         self._fatal: KafkaError | None = None
+        self._connect_error: tuple[str, str] | None = None  # while no broker has answered
+        self._reached = False
         self._lock = threading.Lock()
         self.admin = ThrottledAdminClient(
             settings, retry_on_quota_violation=retry_on_quota_violation, default_api_timeout_ms=timeout_ms
         )
 
     def _on_error(self, error: KafkaError) -> None:
-        # Runs on whichever thread polls the client; only remembers the first fatal error.
-        if error.code() in _FATAL_CODES:
-            with self._lock:
+        # Runs on the client's callback thread; remembers the first fatal error and, until a broker has
+        # answered, the last reason a connection could not be made.
+        with self._lock:
+            if error.code() in _FATAL_CODES:
                 if self._fatal is None:
                     self._fatal = error
+            elif error.code() in _CONNECT_CODES and not self._reached:
+                self._connect_error = connect_failure(error.str()) or self._connect_error
+
+    def _on_throttle(self, event: Any) -> None:
+        with self._lock:
+            self._reached = True
+            self._connect_error = None
+
+    def throttle_time_ms(self) -> int:
+        """The largest throttle_time_ms a broker has sent this command's client (0 when none)."""
+        return self._metric("throttle-time-max")
+
+    def quota_violations(self) -> int:
+        """How many times a broker refused a topic of this command with THROTTLING_QUOTA_EXCEEDED."""
+        return self._metric("quota-violation-total")
+
+    def _metric(self, name: str) -> int:
+        value = self.admin.metrics().get(name, 0.0)
+        return 0 if value is None or value != value else int(value)
 
     @property
     def fatal_error(self) -> KafkaError | None:
@@ -88,16 +126,34 @@ class AdminSession:
         """The cluster's metadata (confluent-kafka's ClusterMetadata), asked for in short slices: a blocking
         librdkafka call cannot be abandoned (destroying the client waits for it), so a fatal error is
         noticed between slices instead."""
-        deadline = time.monotonic() + self.timeout_ms / 1000
+        started = time.monotonic()
+        deadline = started + self.timeout_ms / 1000
         while True:
             remaining = deadline - time.monotonic()
             try:
-                return self.admin.list_topics(timeout=max(0.05, min(_SLICE_S, remaining)))
+                metadata = self.admin.list_topics(timeout=max(0.05, min(_SLICE_S, remaining)))
             except KafkaException as exc:
                 self._check_fatal()
+                self._check_unreachable(started)
                 code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
                 if code not in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT) or time.monotonic() >= deadline:
                     raise
+            else:
+                with self._lock:
+                    self._reached = True
+                    self._connect_error = None
+                return metadata
+
+    def _check_unreachable(self, started: float) -> None:
+        """No broker has answered for FIRST_CONTACT_S and every connection attempt failed: say why now
+        (nothing was sent), not at --timeout-ms."""
+        with self._lock:
+            failure = None if self._reached else self._connect_error
+        if failure is not None and time.monotonic() - started >= FIRST_CONTACT_S:
+            address, reason = failure
+            raise CannotConnectError(
+                KafkaError(KafkaError._TRANSPORT, f"Metadata not sent: cannot connect to {address} ({reason})")
+            )
 
     def close(self) -> None:
         self.admin.close()

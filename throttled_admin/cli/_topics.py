@@ -38,13 +38,20 @@ class TopicResult:
     operation: str
     status: str  # created, exists, altered, deleted, failed
     error: ErrorInfo | None = None
+    throttle_time_ms: int | None = None  # the broker's throttle_time_ms on the request's response
+    hint: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         record: dict[str, Any] = {"topic": self.topic, "operation": self.operation, "status": self.status}
         if self.error is not None:
             record.update(self.error.as_dict())
+            if record["throttle_time_ms"] is None:
+                record["throttle_time_ms"] = self.throttle_time_ms
         else:
-            record.update(dict.fromkeys(("error_code", "error_name", "error_message", "throttle_time_ms")))
+            record.update(dict.fromkeys(("error_code", "error_name", "error_message")))
+            record["throttle_time_ms"] = self.throttle_time_ms
+        if self.hint is not None:
+            record["hint"] = self.hint
         return record
 
 
@@ -68,6 +75,7 @@ class TopicsCommand:
         self.session = session
         self.out = out
         self.timeout_s = args.timeout_ms / 1000
+        self._admitted_over_quota = False
 
     # -- selection -------------------------------------------------------------------------------
 
@@ -88,9 +96,14 @@ class TopicsCommand:
 
     def _ensure_found(self, found: list[str]) -> None:
         if self.args.topic and not found and not self.args.if_exists:
-            # kafka-topics.sh: IllegalArgumentException, printed bare on stderr, exit 1.
-            self.out.error(f"Topic '{self.args.topic}' does not exist as expected")
-            raise TopicsFailed
+            # kafka-topics.sh: an IllegalArgumentException, reported as every failure ("Error while executing
+            # topic command : ..." on stdout), exit 1.
+            info = ErrorInfo(
+                KafkaError.UNKNOWN_TOPIC_OR_PART,
+                "UNKNOWN_TOPIC_OR_PART",
+                f"Topic '{self.args.topic}' does not exist as expected",
+            )
+            self._report([TopicResult(self.args.topic, self.action, "failed", info)])
 
     # -- mutations -------------------------------------------------------------------------------
 
@@ -107,16 +120,32 @@ class TopicsCommand:
         tolerate: Callable[[BaseException], bool] = lambda exc: False,
     ) -> None:
         self.session.wait(futures)
+        # The largest throttle_time_ms the broker sent this command (a fresh client: its mutation requests).
+        # librdkafka's CreateTopics v4 is admitted and throttled where a newer version would be refused.
+        throttle_ms = self.session.throttle_time_ms()
+        self._admitted_over_quota = throttle_ms > 0 and self.session.quota_violations() == 0
         results: list[TopicResult] = []
         for topic in sorted(futures):
             exc = futures[topic].exception()
             if exc is None:
-                results.append(TopicResult(topic, operation, _PAST_TENSE[operation]))
+                results.append(TopicResult(topic, operation, _PAST_TENSE[operation], throttle_time_ms=throttle_ms))
             elif tolerate(exc):
-                results.append(TopicResult(topic, operation, "exists", describe_error(exc)))
+                results.append(TopicResult(topic, operation, "exists", describe_error(exc), throttle_ms))
             else:
-                results.append(TopicResult(topic, operation, "failed", describe_error(exc)))
+                info = describe_error(exc)
+                results.append(TopicResult(topic, operation, "failed", info, throttle_ms, self._hint(info)))
         self._report(results)
+
+    def _hint(self, info: ErrorInfo) -> str | None:
+        """Why --retry-on-quota-violation did not help: the throttle outlasts --timeout-ms."""
+        if info.code != KafkaError.THROTTLING_QUOTA_EXCEEDED or not self.args.retry_on_quota_violation:
+            return None
+        throttle = f"{info.throttle_time_ms} ms" if info.throttle_time_ms is not None else "longer"
+        return (
+            f"The broker's throttle ({throttle}) outlasts --timeout-ms {self.args.timeout_ms}: "
+            "--retry-on-quota-violation waits out a throttle only within --timeout-ms, so it was not sent "
+            "again. Retry later, or give a --timeout-ms longer than the throttle."
+        )
 
     def _report(self, results: list[TopicResult]) -> None:
         failed = [r for r in results if r.status == "failed"]
@@ -127,9 +156,15 @@ class TopicsCommand:
             for result in results:
                 if result.status == "created":
                     self.out.line(f"Created topic {result.topic}.")
+            throttled = max((r.throttle_time_ms or 0 for r in results if r.status != "failed"), default=0)
+            if throttled > 0 and self._admitted_over_quota:
+                # Admitted and throttled, never refused: without this line the throttle would go unseen.
+                self.out.line(throttle_warning(throttled))
             if failed and failed[0].error is not None:
                 # kafka-topics.sh reports the first failure only (all().get() throws one exception).
                 self.out.command_error(failed[0].error)
+                if failed[0].hint is not None:
+                    self.out.line(failed[0].hint)
         if failed:
             raise TopicsFailed
 
@@ -249,6 +284,16 @@ class TopicsCommand:
                     f"\tReplicas: {','.join(map(str, row['replicas']))}\tIsr: {','.join(map(str, row['isr']))}"
                     "\tElr: N/A\tLastKnownElr: N/A"
                 )
+
+
+def throttle_warning(throttle_ms: int) -> str:
+    """The warning for a change the broker admitted and throttled (Kafka 4 admits librdkafka's CreateTopics
+    v4, DeleteTopics v4 and CreatePartitions v2 over the quota and throttles the connection instead)."""
+    return (
+        f"WARNING: The broker applied this change over the principal's controller mutation quota and throttled "
+        f"the connection: the principal owes {throttle_ms} ms of quota (kafka-topics.sh on Kafka 4 would be refused "
+        f"with THROTTLING_QUOTA_EXCEEDED until then). Retry after {throttle_ms} ms."
+    )
 
 
 def _code(exc: BaseException) -> int | None:

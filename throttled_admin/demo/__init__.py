@@ -5,10 +5,11 @@ tenant's controller mutation quota.
     python -m throttled_admin.demo --profiles profiles.yaml # real clusters: one profile per cluster/tenant
 
 Embedded: two QuotaBroker clusters enforcing Apache Kafka's KIP-599 rules, three SASL tenants with small,
-different quotas (payments 5/s, search 10/s, analytics 20/s, the last learned by the client from the
-broker's throttles). The plan runs on a local Spark session (Java 17), each tenant-on-cluster in its own
-task thread. Shows progress, every row's outcome, the throttles, a rerun that changes nothing, and a PNG
-of admitted mutations against each tenant's quota envelope. Needs the ``demo`` extra.
+different quotas (payments 5/s, search 10/s, analytics 20/s), each given to the client in its profile
+(a profile without ``mutation_rate`` would have the client learn it from the broker's throttles). The plan
+runs on a local Spark session (Java 17), each tenant-on-cluster in its own task thread. Shows progress,
+every row's outcome, the throttles, a rerun that changes nothing, and a PNG of admitted mutations against
+each tenant's quota envelope. Needs the ``demo`` extra.
 """
 
 from __future__ import annotations
@@ -171,7 +172,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import pyspark  # noqa: F401
     except ImportError:
-        print("the demo runs on Spark: pip install 'throttled_admin[demo]' (and Java 17)", file=sys.stderr)
+        print(
+            "the demo runs on Spark: pip install -e '.[demo]' from a checkout of throttled_admin (and Java 17)",
+            file=sys.stderr,
+        )
         return 2
     if args.profiles:
         try:

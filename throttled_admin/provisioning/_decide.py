@@ -38,16 +38,22 @@ class Change:
         parts: list[str] = []
         row = self.row
         if self.kind == "create":
-            partitions = row.partitions if row.partitions is not None else "the broker's default"
+            partitions = _count(row.partitions, "partition") if row.partitions is not None else "the broker's default"
             rf = row.replication_factor if row.replication_factor is not None else "the broker's default"
-            parts.append(f"create with {partitions} partitions, replication factor {rf}")
+            parts.append(f"create with {partitions}, replication factor {rf}")
+            if row.configs:
+                parts.append("configs " + ", ".join(f"{k}={v}" for k, v in sorted(row.configs.items())))
         elif self.kind == "grow":
-            parts.append(f"grow from {self.from_partitions} to {row.partitions} partitions")
+            parts.append(f"grow from {self.from_partitions} to {_count(row.partitions or 0, 'partition')}")
         elif self.kind == "delete":
-            parts.append(f"delete ({self.from_partitions} partitions)")
+            parts.append(f"delete ({_count(self.from_partitions, 'partition')})")
         if self.alter:
             parts.append("set " + ", ".join(f"{k}={v}" for k, v in sorted(self.alter.items())))
         return "; ".join(parts) or "already as planned"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def _differing(planned: dict[str, str] | None, current: dict[str, str] | None) -> dict[str, str]:

@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import csv
+import difflib
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from throttled_admin.provisioning._plan import PlanError, PlanRow, row_problem
 from throttled_admin.provisioning._profile import Profile
@@ -18,6 +21,41 @@ __all__ = ["parse_configs_text", "read_plan", "read_profiles"]
 
 FIELDS = ("cluster", "action", "topic", "partitions", "replication_factor", "configs")
 REQUIRED = ("cluster", "action", "topic")
+PROFILE_FIELDS = ("mutation_rate", "request_timeout_s")
+#: Candidates for "did you mean" besides PROFILE_FIELDS: the librdkafka settings a profile usually holds.
+_COMMON_SETTINGS = (
+    "bootstrap.servers",
+    "client.id",
+    "security.protocol",
+    "sasl.mechanism",
+    "sasl.mechanisms",
+    "sasl.username",
+    "sasl.password",
+    "sasl.oauthbearer.method",
+    "sasl.oauthbearer.client.id",
+    "sasl.oauthbearer.client.secret",
+    "sasl.oauthbearer.token.endpoint.url",
+    "sasl.oauthbearer.scope",
+    "ssl.ca.location",
+    "ssl.certificate.location",
+    "ssl.key.location",
+    "ssl.key.password",
+    "ssl.endpoint.identification.algorithm",
+    "enable.ssl.certificate.verification",
+    "request.timeout.ms",
+    "socket.timeout.ms",
+    "socket.connection.setup.timeout.ms",
+    "reconnect.backoff.ms",
+    "reconnect.backoff.max.ms",
+    "retry.backoff.ms",
+    "metadata.max.age.ms",
+    "broker.address.family",
+    "client.dns.lookup",
+    "log_level",
+    "debug",
+)
+_UNKNOWN_SETTING = re.compile(r'No such configuration property: "([^"]*)"')
+_BAD_VALUE = re.compile(r'configuration property "([^"]*)"')
 
 
 def _load_document(path: Path, kinds: tuple[str, ...]) -> Any:
@@ -218,7 +256,33 @@ def read_profiles(path: str | Path) -> dict[str, Profile]:
                     # The value is not echoed: it may be a secret.
                     raise PlanError(f"{file}: {label}: field {key!r}: must be a string, number or boolean")
                 conf[key] = text
+        _check_settings(conf, where=f"{file}: {label}")
         if not conf.get("bootstrap.servers"):
             raise PlanError(f"{file}: {label}: field 'bootstrap.servers': missing")
         profiles[name] = Profile(name, conf, mutation_rate, request_timeout_s)
     return profiles
+
+
+def _check_settings(conf: dict[str, str], *, where: str) -> None:
+    """librdkafka's own check of a profile's settings (an unconnected client is built and dropped), so a
+    misspelt key is a file error naming it, with the closest known key, and not a failure of every row."""
+    check = {key: value for key, value in conf.items() if key != "bootstrap.servers"}
+    check["log_level"] = "0"
+    try:
+        Producer(check)
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+        message = error.str() if error is not None else str(exc)
+        unknown = _UNKNOWN_SETTING.search(message)
+        if unknown is not None:
+            key = unknown.group(1)
+            close = difflib.get_close_matches(key, [*PROFILE_FIELDS, *_COMMON_SETTINGS], n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise PlanError(
+                f"{where}: field {key!r}: unknown key (a profile holds librdkafka settings, "
+                f"{' and '.join(PROFILE_FIELDS)}){hint}"
+            ) from None
+        bad = _BAD_VALUE.search(message)
+        if bad is not None:  # the value is not echoed: it may be a secret
+            raise PlanError(f"{where}: field {bad.group(1)!r}: librdkafka refuses its value") from None
+        raise PlanError(f"{where}: librdkafka refuses the settings") from None

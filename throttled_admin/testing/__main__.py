@@ -18,6 +18,34 @@ def _user(value: str) -> tuple[str, str]:
     return name, password
 
 
+def _setting(value: str) -> tuple[str, str]:
+    name, sep, setting = value.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {value!r}")
+    return name.strip(), setting.strip()
+
+
+def _settings(args: argparse.Namespace) -> str:
+    """What the banner echoes: the quotas the broker enforces and how."""
+    # Redpanda's bucket holds one second of the rate (QuotaBroker ignores the window settings there).
+    windows, size = (1, 1.0) if args.enforcement == "redpanda" else (args.quota_window_num, args.quota_window_size_s)
+    window = f"{windows} x {size:g} s window{'s' if windows != 1 else ''}"
+    if args.controller_mutation_rate is None:
+        parts = ["no controller mutation quota"]
+    else:
+        rate = args.controller_mutation_rate
+        burst = rate * windows * size
+        parts = [f"controller mutation quota {rate:g}/s per principal, burst {burst:g} mutations over {window}"]
+    parts.append(f"enforcement {args.enforcement}")
+    if args.request_percentage is not None:
+        parts.append(f"request quota {args.request_percentage:g}% per principal")
+    if args.user:
+        parts.append(f"SASL/PLAIN users {', '.join(name for name, _ in args.user)}")
+    if args.broker_config:
+        parts.append("broker configs " + ", ".join(f"{name}={value}" for name, value in args.broker_config))
+    return "; ".join(parts)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m throttled_admin.testing", description=__doc__)
     parser.add_argument("--port", type=int, default=9092, help="port of node 0 (others follow); 0 = free port")
@@ -39,6 +67,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--user", action="append", type=_user, default=[], metavar="NAME:PASSWORD", help="enable SASL/PLAIN"
     )
+    parser.add_argument(
+        "--broker-config",
+        action="append",
+        type=_setting,
+        default=[],
+        metavar="NAME=VALUE",
+        help="a static broker config (num.partitions, default.replication.factor, log.retention.hours, ...); "
+        "repeatable",
+    )
     args = parser.parse_args(argv)
     try:
         broker = QuotaBroker(
@@ -53,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             request_time_cost_ms=args.request_time_cost_ms,
             max_records_per_op=args.max_records_per_op,
             metadata_lag_ms=args.metadata_lag_ms,
+            broker_configs=dict(args.broker_config) or None,
         )
     except ValueError as exc:
         parser.error(str(exc))
@@ -67,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{parser.prog}: error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     try:
-        print(f"QuotaBroker listening on {broker.bootstrap_servers} (Ctrl-C to stop)", flush=True)
+        print(f"QuotaBroker listening on {broker.bootstrap_servers}: {_settings(args)} (Ctrl-C to stop)", flush=True)
         stop.wait()
     finally:
         broker.stop()

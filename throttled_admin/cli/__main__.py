@@ -1,0 +1,5 @@
+"""``python -m throttled_admin.cli``: the throttled-admin command line (as ``python -m throttled_admin``)."""
+
+from throttled_admin.cli import main
+
+raise SystemExit(main())
