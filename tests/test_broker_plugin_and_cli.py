@@ -33,7 +33,7 @@ def test_core_and_plugin_import_without_the_testing_extra() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert result.returncode == 0, result.stderr
-    assert "pip install 'throttled_admin[testing]'" in result.stdout
+    assert "needs kafka-python, the 'testing' extra: pip install -e '.[testing]'" in result.stdout
 
 
 def test_fixture_starts_brokers_and_stops_them_after_the_test(pytester: pytest.Pytester) -> None:

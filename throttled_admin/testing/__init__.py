@@ -12,7 +12,9 @@ from __future__ import annotations
 try:
     import kafka.protocol  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError("throttled_admin.testing needs kafka-python: pip install 'throttled_admin[testing]'") from exc
+    raise ImportError(
+        "throttled_admin.testing needs kafka-python, the 'testing' extra: pip install -e '.[testing]' in a checkout"
+    ) from exc
 
 from throttled_admin.testing._broker import Enforcement, QuotaBroker, cluster_or_quota_broker
 from throttled_admin.testing._quotas import QuotaEntity
