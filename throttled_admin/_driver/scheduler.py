@@ -45,7 +45,7 @@ from throttled_admin._engine import (
     is_broker_answer,
 )
 
-__all__ = ["USER_CODE_WAIT_S", "ClientGone", "Scheduler", "Transport"]
+__all__ = ["USER_CODE_WAIT_S", "Answer", "ClientGone", "Scheduler", "Transport"]
 
 log = logging.getLogger("throttled_admin")
 
@@ -56,6 +56,10 @@ _METADATA_TIMEOUT_S = 5.0
 USER_CODE_WAIT_S = 2.0
 
 
+# A request's answer from librdkafka: each topic's result, or one exception for the whole request.
+Answer = dict[str, BaseException | None] | BaseException
+
+
 class ClientGone(Exception):
     """The client behind the transport was garbage-collected or closed."""
 
@@ -63,7 +67,9 @@ class ClientGone(Exception):
 class Transport(Protocol):
     """What the scheduler needs from the librdkafka handle; the facade provides it without a strong reference."""
 
-    def send(self, method: str, items: list[Any], kwargs: dict[str, Any]) -> dict[str, Future[None]]: ...
+    def send(self, method: str, items: list[Any], kwargs: dict[str, Any], on_answer: Callable[[Answer], None]) -> None:
+        """Hand a request to librdkafka; ``on_answer`` is called with its results (from any thread), at most once
+        per batch of results librdkafka completes."""
 
     def poll(self) -> None: ...
 
@@ -97,7 +103,7 @@ class Scheduler:
         self._engine = Engine(pacer=pacer, backoff=backoff)
         self._callbacks = callbacks if callbacks is not None else CallbackRunner()
         self._cv = threading.Condition()
-        self._arrived: list[tuple[Request, str, BaseException | None]] = []  # librdkafka's completed results
+        self._arrived: list[tuple[Request, Answer]] = []  # librdkafka's completed results
         self._dirty = False
         self._closed = False
         self._metadata_wanted = False
@@ -121,10 +127,12 @@ class Scheduler:
         per topic."""
         futures: dict[str, Future[None]] = {}
         topics: list[Topic] = []
+        condition = threading.Condition()  # shared by the call's futures (_driver.futures)
+        runner, withdraw = self._callbacks, self._withdraw
         for name, item, cost, records in items:
-            future = TopicFuture(self._callbacks)
+            future = TopicFuture(runner, condition)
             topic = Topic(name, item, call, future, cost, records)
-            future.bind_withdraw(functools.partial(self._withdraw, topic))
+            future.bind_withdraw(withdraw, topic)
             futures[name] = future
             topics.append(topic)
         with self._cv:
@@ -232,10 +240,14 @@ class Scheduler:
             _deliver(self._engine, arrived, now)
             out = self._engine.step(now)
             busy = not self._engine.idle
-        self._dispatch(out)
         if out.send is not None:
+            # The next request goes out before this turn's futures are settled: settling a response's topics then
+            # overlaps with the broker's work on the next one (bulk calls), and metric events still come first.
+            self._dispatch_metrics(out)
             self._send(out.send)
+            self._settle(out)
             return
+        self._dispatch(out)
         if out.read_metadata:
             self._start_metadata_read()
         if out.probe:
@@ -246,11 +258,18 @@ class Scheduler:
                 self._cv.wait(max(0.0, min(out.wake_at - self._clock(), poll_s)))
 
     def _dispatch(self, out: Outbox) -> None:
+        self._dispatch_metrics(out)
+        self._settle(out)
+
+    def _dispatch_metrics(self, out: Outbox) -> None:
         for event in out.metrics:
             event(self._metrics)
         if out.reached and self._handshake_drops is not None:
             with self._cv:
                 self._handshake_drops.answered()  # the connection carried a request past the handshake
+
+    @staticmethod
+    def _settle(out: Outbox) -> None:
         for topic, exc in out.settle:
             future: TopicFuture = topic.future
             if future.done():  # withdrawn meanwhile
@@ -264,7 +283,8 @@ class Scheduler:
 
     def _send(self, request: Request) -> None:
         try:
-            inner = self._transport.send(request.kind.operation.method, request.items, request.kwargs)
+            on_answer = functools.partial(self._on_answer, request)
+            self._transport.send(request.kind.operation.method, request.items, request.kwargs, on_answer)
         except ClientGone:
             raise
         except Exception as exc:  # confluent-kafka refused the call itself: final for every topic, with its reason
@@ -272,14 +292,11 @@ class Scheduler:
                 self._engine.on_send_refused(request, exc, self._clock())
                 self._wake()
             return
-        for name, future in inner.items():
-            future.add_done_callback(functools.partial(self._on_inner_done, request, name))
 
-    def _on_inner_done(self, request: Request, name: str, future: Future[None]) -> None:
-        # Runs on librdkafka's background thread: a brief lock to hand the result over and wake, never a wait.
-        exc = future.exception()
+    def _on_answer(self, request: Request, answer: Answer) -> None:
+        # Runs on librdkafka's background thread: a brief lock to hand the results over and wake, never a wait.
         with self._cv:
-            self._arrived.append((request, name, exc))
+            self._arrived.append((request, answer))
             self._wake()
 
     def _send_probe(self) -> None:
@@ -344,9 +361,9 @@ class Scheduler:
             raise
 
 
-def _deliver(engine: Engine, arrived: list[tuple[Request, str, BaseException | None]], now: float) -> None:
-    by_request: dict[int, tuple[Request, dict[str, BaseException | None]]] = {}
-    for request, name, exc in arrived:
-        by_request.setdefault(request.id, (request, {}))[1][name] = exc
-    for request, results in by_request.values():
-        engine.on_results(request, results, now)
+def _deliver(engine: Engine, arrived: list[tuple[Request, Answer]], now: float) -> None:
+    for request, answer in arrived:
+        if isinstance(answer, BaseException):  # the request failed as a whole: the same for every topic
+            engine.on_results(request, dict.fromkeys(request.names, answer), now)
+        else:
+            engine.on_results(request, answer, now)

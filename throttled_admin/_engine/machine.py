@@ -134,6 +134,10 @@ class Request:
     def items(self) -> list[Any]:
         return [topic.item for topic in self.topics]
 
+    @property
+    def names(self) -> list[str]:
+        return [topic.name for topic in self.topics]
+
 
 @dataclass
 class Outbox:
@@ -629,6 +633,8 @@ class Engine:
         chosen: list[Topic] = []
         mutations = records = 0
         shortest = longest = 0.0  # the time budgets of the calls chosen (rule c)
+        # The round-trip floor for a first attempt and for a retry, computed once for the whole request.
+        estimates = {samples: self._round_trip.estimate(now, samples) for samples in (1, MIN_SAMPLES)}
         for topic in candidates:
             cost = topic.cost or 0
             if chosen and (mutations + cost > budget or records + topic.records > MAX_RECORDS_PER_REQUEST):
@@ -638,9 +644,9 @@ class Engine:
             # was told it failed.
             # A first attempt is refused only on a robust estimate (rule d: no lockout); a retry is not sent when
             # any recent answer says it cannot come back in time (the caller gets the broker's last word instead).
-            samples = 1 if topic.attempts else MIN_SAMPLES
-            expected_s = self._round_trip.expected_s(len(chosen) + 1, now, min_samples=samples)
-            kept_s = max(_MIN_MARGIN_S, self._round_trip.base_s(now, min_samples=samples))
+            base_s, per_topic_s = estimates[1 if topic.attempts else MIN_SAMPLES]
+            expected_s = base_s + per_topic_s * (len(chosen) + 1)
+            kept_s = max(_MIN_MARGIN_S, base_s)
             if call.remaining_s(now) <= expected_s + kept_s:
                 self._finish(topic, self._gave_up_early(topic, expected_s, kept_s, now), now)
                 continue
