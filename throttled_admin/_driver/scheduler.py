@@ -105,6 +105,7 @@ class Scheduler:
         self._cv = threading.Condition()
         self._arrived: list[tuple[Request, Answer]] = []  # librdkafka's completed results
         self._dirty = False
+        self._asleep_until: float | None = None  # while the thread waits: when it wakes by itself
         self._closed = False
         self._metadata_wanted = False
         self._metadata_reading = False
@@ -139,7 +140,13 @@ class Scheduler:
             if self._closed:
                 raise RuntimeError("ThrottledAdminClient is closed")
             self._engine.submit(call, topics)
-            self._wake()
+            # Nothing in flight: the caller's thread steps the engine and sends, saving a wake of the scheduler's
+            # thread on the way out; that thread is woken only if it sleeps past what the step wants done next.
+            out = self._engine.step(self._clock()) if self._engine.in_flight is None else None
+            if out is None or self._asleep_until is None or out.wake_at < self._asleep_until:
+                self._wake()
+        if out is not None:
+            self._carry_out(out)
         return futures
 
     def _withdraw(self, topic: Topic) -> bool:
@@ -240,22 +247,31 @@ class Scheduler:
             _deliver(self._engine, arrived, now)
             out = self._engine.step(now)
             busy = not self._engine.idle
+        if self._carry_out(out):
+            return
+        with self._cv:
+            if not self._dirty and not self._closed:
+                poll_s = _BUSY_POLL_S if busy else _IDLE_POLL_S
+                timeout_s = max(0.0, min(out.wake_at - self._clock(), poll_s))
+                self._asleep_until = self._clock() + timeout_s
+                self._cv.wait(timeout_s)
+                self._asleep_until = None
+
+    def _carry_out(self, out: Outbox) -> bool:
+        """Do what a step says (outside the lock); True when it sent a request."""
         if out.send is not None:
             # The next request goes out before this turn's futures are settled: settling a response's topics then
             # overlaps with the broker's work on the next one (bulk calls), and metric events still come first.
             self._dispatch_metrics(out)
             self._send(out.send)
             self._settle(out)
-            return
+            return True
         self._dispatch(out)
         if out.read_metadata:
             self._start_metadata_read()
         if out.probe:
             self._send_probe()
-        with self._cv:
-            if not self._dirty and not self._closed:
-                poll_s = _BUSY_POLL_S if busy else _IDLE_POLL_S
-                self._cv.wait(max(0.0, min(out.wake_at - self._clock(), poll_s)))
+        return False
 
     def _dispatch(self, out: Outbox) -> None:
         self._dispatch_metrics(out)
