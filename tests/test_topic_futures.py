@@ -23,7 +23,9 @@ def test_a_shared_condition_future_has_what_a_future_has() -> None:
     _, (future,) = _siblings(1)
     plain = Future[None]()
     assert set(vars(plain)) - {"__orig_class__"} <= set(vars(future))
-    assert not future.done() and not future.running() and "pending" in repr(future)
+    assert not future.done()
+    assert not future.running()
+    assert "pending" in repr(future)
 
 
 def test_a_siblings_result_does_not_end_a_wait() -> None:
@@ -56,7 +58,8 @@ def test_wait_and_as_completed_see_each_future() -> None:
     _, futures = _siblings(3)
     futures[1].set_result(None)
     done, not_done = concurrent.futures.wait(futures, timeout=0)
-    assert done == {futures[1]} and not_done == {futures[0], futures[2]}
+    assert done == {futures[1]}
+    assert not_done == {futures[0], futures[2]}
     threading.Timer(0.01, futures[0].set_result, (None,)).start()
     threading.Timer(0.02, futures[2].set_exception, (KeyError("k"),)).start()
     assert set(concurrent.futures.as_completed(futures, timeout=30)) == set(futures)

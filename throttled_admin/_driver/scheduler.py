@@ -60,6 +60,12 @@ USER_CODE_WAIT_S = 2.0
 Answer = dict[str, BaseException | None] | BaseException
 
 
+class MetricsExport(MetricsSink, Protocol):
+    """The engine's metric events, and a flush of what they recorded to the exporter (after each turn)."""
+
+    def flush(self) -> None: ...
+
+
 class ClientGone(Exception):
     """The client behind the transport was garbage-collected or closed."""
 
@@ -82,7 +88,7 @@ class Scheduler:
     def __init__(
         self,
         transport: Transport,
-        metrics: MetricsSink,
+        metrics: MetricsExport,
         *,
         pacer: Pacer | None,
         backoff: RetryBackoff,
@@ -146,7 +152,7 @@ class Scheduler:
             if out is None or self._asleep_until is None or out.wake_at < self._asleep_until:
                 self._wake()
         if out is not None:
-            self._carry_out(out)
+            self._carry_out(out, flush=False)  # metric exports wait for the scheduler's next turn
         return futures
 
     def _withdraw(self, topic: Topic) -> bool:
@@ -257,16 +263,18 @@ class Scheduler:
                 self._cv.wait(timeout_s)
                 self._asleep_until = None
 
-    def _carry_out(self, out: Outbox) -> bool:
-        """Do what a step says (outside the lock); True when it sent a request."""
+    def _carry_out(self, out: Outbox, *, flush: bool = True) -> bool:
+        """Do what a step says (outside the lock); True when it sent a request. Metric events come first; the next
+        request goes out before this turn's futures are settled, so settling a response's topics overlaps with the
+        broker's work on the next request (bulk calls); ``flush`` hands the metric exports to their thread."""
+        self._dispatch_metrics(out)
         if out.send is not None:
-            # The next request goes out before this turn's futures are settled: settling a response's topics then
-            # overlaps with the broker's work on the next one (bulk calls), and metric events still come first.
-            self._dispatch_metrics(out)
             self._send(out.send)
-            self._settle(out)
+        self._settle(out)
+        if flush:
+            self._metrics.flush()
+        if out.send is not None:
             return True
-        self._dispatch(out)
         if out.read_metadata:
             self._start_metadata_read()
         if out.probe:
@@ -276,6 +284,7 @@ class Scheduler:
     def _dispatch(self, out: Outbox) -> None:
         self._dispatch_metrics(out)
         self._settle(out)
+        self._metrics.flush()
 
     def _dispatch_metrics(self, out: Outbox) -> None:
         for event in out.metrics:

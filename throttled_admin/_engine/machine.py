@@ -629,12 +629,12 @@ class Engine:
 
     def _compose(self, kind: RequestKind, candidates: list[Topic], now: float) -> float:
         budget = self._pacer.batch_budget(now) if self._pacer is not None else math.inf
-        margin_s = max(_MIN_MARGIN_S, self._round_trip.base_s(now))  # the controller's deadline ends this early
         chosen: list[Topic] = []
         mutations = records = 0
         shortest = longest = 0.0  # the time budgets of the calls chosen (rule c)
         # The round-trip floor for a first attempt and for a retry, computed once for the whole request.
         estimates = {samples: self._round_trip.estimate(now, samples) for samples in (1, MIN_SAMPLES)}
+        margin_s = max(_MIN_MARGIN_S, estimates[MIN_SAMPLES][0])  # the controller's deadline ends this early
         for topic in candidates:
             cost = topic.cost or 0
             if chosen and (mutations + cost > budget or records + topic.records > MAX_RECORDS_PER_REQUEST):

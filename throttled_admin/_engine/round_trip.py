@@ -46,8 +46,8 @@ class RoundTrip:
     def estimate(self, now: float, min_samples: int = MIN_SAMPLES) -> tuple[float, float]:
         """(base, per topic) at ``now``: ``expected_s(n)`` is ``base + per_topic * n``, for sizing many topics at
         one time without recomputing the floor for each."""
-        per_topic = self.per_topic_s(now, min_samples)
         recent = self._recent(now, min_samples)
+        per_topic = min((seconds / topics for _, topics, seconds in recent if topics >= _LARGE), default=0.0)
         base = min((max(0.0, seconds - per_topic * topics) for _, topics, seconds in recent), default=0.0)
         return base, per_topic
 

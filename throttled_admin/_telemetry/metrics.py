@@ -167,9 +167,10 @@ class ClientMetrics:
         # OpenTelemetry exports run on the serial user-code thread, never on the scheduler's: an exporter that is
         # slow or hung stalls nothing of the client's. Points follow the results by moments; metrics() is exact.
         self._exporter = exporter
-        # Exports wait here and go to the exporter's thread in one job per burst (a response's events together),
-        # not one wake of that thread per event. Bounded: behind a hung exporter the oldest are dropped.
+        # Exports wait here until flush() hands them to the exporter's thread in one job per scheduler turn, not one
+        # wake of that thread per event. Bounded: behind a hung exporter the oldest are dropped.
         self._unexported: deque[tuple[Any, float, dict[str, Any]]] = deque(maxlen=_UNEXPORTED_LIMIT)
+        self._job_queued = False  # a job is queued that has not taken them yet
         self._base = {"messaging.system": "kafka", "messaging.client.id": client_id}
         try:
             self._instruments = _instruments_for(meter_provider)
@@ -246,14 +247,23 @@ class ClientMetrics:
             self._call_instrument(instrument, value, attributes)
             return
         with self._lock:
-            first = not self._unexported
             self._unexported.append((instrument, value, attributes))
-        if first:  # else a job is queued and has not started: it takes this one too
-            self._exporter.submit(self._export_queued)
+
+    def flush(self) -> None:
+        """Hand what was recorded since the last flush to the exporter's thread, as one job. The scheduler calls it
+        after settling a turn's futures: exporting then never competes with the callers it has just woken."""
+        if self._exporter is None:
+            return
+        with self._lock:
+            if not self._unexported or self._job_queued:
+                return
+            self._job_queued = True
+        self._exporter.submit(self._export_queued)
 
     def _export_queued(self) -> None:
         with self._lock:
             queued, self._unexported = self._unexported, deque(maxlen=_UNEXPORTED_LIMIT)
+            self._job_queued = False
         for instrument, value, attributes in queued:
             self._call_instrument(instrument, value, attributes)
 
