@@ -5,13 +5,18 @@ Calls validate their input, hand their topics to the driver and return futures a
 Every decision is the engine's (``_engine``: a deterministic state machine); this module only does what the
 engine cannot: threads, the clock and I/O. Its thread loops:
 
-1. take the results librdkafka has completed since the last turn, then serve librdkafka's callbacks (``poll``),
-   so a response's throttle event (queued before its result) reaches the engine before the result;
+1. take the results librdkafka has completed since the last turn (one batch per response: librdkafka is given
+   one future per request), then serve librdkafka's callbacks (``poll``), so a response's throttle event
+   (queued before its result) reaches the engine before the result;
 2. feed both to the engine with the current time and ``step`` it;
 3. do what the step says, outside the lock: metric events first (a caller that waits for its results and then
-   reads the metrics finds its call), then settle futures, then send the request or hand a metadata read to
-   the reader thread;
+   reads the metrics finds its call), then the next request, then settle futures (settling one response's
+   topics overlaps with the broker's work on the next request), then the metric exports (one job for the
+   exporter's thread) or a metadata read for the reader thread;
 4. sleep until the engine's wake time, an event, or the next poll of librdkafka's callbacks.
+
+A call made while no request is in flight steps the engine itself, under the same lock, and sends from the
+caller's thread: one thread wake fewer on the way out.
 
 Nothing here blocks where deadlines are kept: metadata reads run on a thread of their own, futures' done-callbacks
 and the application's code run elsewhere (``_driver.user_code``), and librdkafka's calls that send return at once.
