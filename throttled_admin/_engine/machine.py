@@ -347,6 +347,10 @@ class Engine:
         holders = self._holders.get(topic.name)
         if holders is None:
             return
+        if len(holders) == 1:  # the usual case: no other call names it
+            if holders[0] is topic:
+                del self._holders[topic.name]
+            return
         holders[:] = [held for held in holders if held is not topic]
         if not holders:
             del self._holders[topic.name]
@@ -635,6 +639,8 @@ class Engine:
         # The round-trip floor for a first attempt and for a retry, computed once for the whole request.
         estimates = {samples: self._round_trip.estimate(now, samples) for samples in (1, MIN_SAMPLES)}
         margin_s = max(_MIN_MARGIN_S, estimates[MIN_SAMPLES][0])  # the controller's deadline ends this early
+        last_call: Call | None = None
+        remaining_s = time_s = 0.0
         for topic in candidates:
             cost = topic.cost or 0
             if chosen and (mutations + cost > budget or records + topic.records > MAX_RECORDS_PER_REQUEST):
@@ -647,10 +653,11 @@ class Engine:
             base_s, per_topic_s = estimates[1 if topic.attempts else MIN_SAMPLES]
             expected_s = base_s + per_topic_s * (len(chosen) + 1)
             kept_s = max(_MIN_MARGIN_S, base_s)
-            if call.remaining_s(now) <= expected_s + kept_s:
+            if call is not last_call:  # a call's topics are in a row: its times once
+                last_call, remaining_s, time_s = call, call.remaining_s(now), call.budget_s(now)
+            if remaining_s <= expected_s + kept_s:
                 self._finish(topic, self._gave_up_early(topic, expected_s, kept_s, now), now)
                 continue
-            time_s = call.budget_s(now)
             if chosen and max(longest, time_s) > COALESCE_RATIO * min(shortest, time_s):
                 continue  # rule c: its budget is far from the others'; it goes in a request of its own
             shortest = time_s if not chosen else min(shortest, time_s)
