@@ -275,10 +275,10 @@ def broker_process() -> Iterator[tuple[str, int]]:
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert proc.stdout is not None
-        line = proc.stdout.readline()  # "QuotaBroker listening on 127.0.0.1:PORT (Ctrl-C to stop)"
+        line = proc.stdout.readline()  # "QuotaBroker listening on 127.0.0.1:PORT[: settings] (Ctrl-C to stop)"
         if "listening on" not in line:
             raise RuntimeError(f"QuotaBroker did not start: {line!r}")
-        yield line.split("listening on ", 1)[1].split()[0], proc.pid
+        yield line.split("listening on ", 1)[1].split()[0].rstrip(":"), proc.pid
     finally:
         proc.terminate()
         try:
