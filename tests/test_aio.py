@@ -175,6 +175,27 @@ async def test_asyncio_timeout_withdraws_the_whole_call(quota_broker: Broker) ->
 
 
 @pytest.mark.asyncio
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="asyncio.timeout and Task.cancelling are Python 3.11+")
+async def test_a_large_call_is_withdrawn_whole_when_its_task_times_out(quota_broker: Broker) -> None:
+    """Each asyncio future's cancel() reports to its call's group, which cancels the others: with thousands of
+    topics that must not recurse once per topic."""
+    timeout = asyncio.timeout  # type: ignore[attr-defined,unused-ignore]
+    broker = strict_broker(quota_broker)
+    async with AIOThrottledAdminClient(conf(broker)) as admin:
+        await throttle_the_broker(admin, broker)
+        futures = await admin.create_topics([NewTopic(f"big.{i}", 1, 1) for i in range(3000)])
+
+        async def await_all() -> None:
+            async with timeout(0.3):
+                await asyncio.gather(*futures.values())
+
+        with pytest.raises(TimeoutError):
+            await await_all()
+        assert all(f.cancelled() for f in futures.values())
+    assert sent_topics(broker) == {"first"}
+
+
+@pytest.mark.asyncio
 async def test_cancelling_one_future_withdraws_that_topic_only(quota_broker: Broker) -> None:
     broker = strict_broker(quota_broker)
     async with AIOThrottledAdminClient(conf(broker)) as admin:

@@ -18,11 +18,12 @@ from concurrent.futures import CancelledError, Future, InvalidStateError
 from types import TracebackType
 from typing import Any
 
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
-from confluent_kafka.cimpl import NewPartitions, NewTopic
+from confluent_kafka.cimpl import NewPartitions, NewTopic, _AdminClientImpl
 from opentelemetry.metrics import MeterProvider
 
-from throttled_admin._driver.scheduler import USER_CODE_WAIT_S, ClientGone, Scheduler
+from throttled_admin._driver.scheduler import USER_CODE_WAIT_S, Answer, ClientGone, Scheduler
 from throttled_admin._driver.settings import ClientSettings, install_callbacks
 from throttled_admin._driver.user_code import CallbackRunner, SerialRunner
 from throttled_admin._engine import (
@@ -62,9 +63,14 @@ class _Transport:
             raise ClientGone
         return client
 
-    def send(self, method: str, items: list[Any], kwargs: dict[str, Any]) -> dict[str, Future[None]]:
-        futures: dict[str, Future[None]] = getattr(AdminClient, method)(self._get(), items, **kwargs)
-        return futures
+    def send(self, method: str, items: list[Any], kwargs: dict[str, Any], on_answer: Callable[[Answer], None]) -> None:
+        """librdkafka's call with one future for the whole request (AdminClient's own wrapper makes one more future
+        per topic, and a done-callback each): ``on_answer`` gets every topic's result at once, on librdkafka's
+        thread."""
+        request: Future[dict[str, KafkaError | None]] = Future()
+        request.set_running_or_notify_cancel()  # as AdminClient._create_future: cancel() returns False
+        request.add_done_callback(functools.partial(_answer_of, on_answer))
+        getattr(_AdminClientImpl, method)(self._get(), items, request, **kwargs)
 
     def poll(self) -> None:
         AdminClient.poll(self._get(), 0)
@@ -76,6 +82,16 @@ class _Transport:
     def partition_counts(self, timeout_s: float) -> dict[str, int]:
         metadata = AdminClient.list_topics(self._get(), timeout=timeout_s)
         return {name: len(topic.partitions) for name, topic in metadata.topics.items()}
+
+
+def _answer_of(on_answer: Callable[[Answer], None], request: Future[dict[str, KafkaError | None]]) -> None:
+    """A request's outcome as AdminClient's ``_make_topics_result`` makes it: KafkaException(error) per topic that
+    failed, or the request's own exception for all of them."""
+    exc = request.exception()
+    if exc is not None:
+        on_answer(exc)
+        return
+    on_answer({name: None if error is None else KafkaException(error) for name, error in request.result().items()})
 
 
 class _InheritedFutures:

@@ -8,8 +8,9 @@ As ``AIOProducer.produce`` returns an ``asyncio.Future``, the three topic mutati
 
 It wraps one ``ThrottledAdminClient`` (same scheduler, retries, deadlines and metrics): the mutation calls only
 validate and queue, so they never block the event loop, and each throttle wait happens on the client's own
-thread. Each ``asyncio.Future`` is chained to its topic's future with ``asyncio.wrap_future``, so cancelling it
-cancels the topic's future, whose ``cancel()`` withdraws the topic if it has not been sent yet.
+thread. Each ``asyncio.Future`` is chained to its topic's future as ``asyncio.wrap_future`` would chain it (results
+reach the loop in batches, one ``call_soon_threadsafe`` per batch), so cancelling it cancels the topic's future,
+whose ``cancel()`` withdraws the topic if it has not been sent yet.
 
 A call belongs to the task that made it: when that task is cancelled (``task.cancel()``, ``asyncio.timeout()``)
 while it waits on any of the call's futures, or ends cancelled, every topic of the call not yet sent is withdrawn,
@@ -26,9 +27,10 @@ import concurrent.futures
 import functools
 import inspect
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 from confluent_kafka import ConsumerGroupTopicPartitions, ElectionType, TopicCollection
 from confluent_kafka.admin._acl import AclBinding, AclBindingFilter
@@ -39,6 +41,7 @@ from confluent_kafka.admin._scram import UserScramCredentialAlteration
 from confluent_kafka.cimpl import NewPartitions, NewTopic, TopicPartition
 
 from throttled_admin._client import ThrottledAdminClient
+from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._options import CreatePartitionsOptions, CreateTopicsOptions, DeleteTopicsOptions
 
 __all__ = ["AIOThrottledAdminClient"]
@@ -82,22 +85,57 @@ def _loop_conf(loop: asyncio.AbstractEventLoop, conf: Mapping[str, Any]) -> dict
 
 
 class _CallGroup:
-    """The asyncio futures of one call, tied to the task that made it (see the module docstring)."""
+    """The asyncio futures of one call, tied to the task that made it (see the module docstring), and chained to
+    the call's topic futures: those settle on the client's thread, which hands them to the loop in batches (one
+    ``call_soon_threadsafe`` per batch, not one per topic as ``asyncio.wrap_future`` would)."""
 
-    def __init__(self, task: asyncio.Task[Any] | None, futures: list[asyncio.Future[None]]) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any] | None, sources: dict[str, TopicFuture]
+    ) -> None:
+        self._loop = loop
         self._task = task
-        self._futures = futures
-        self._pending = len(futures)
-        for future in futures:
-            future.add_done_callback(self._one_done)
+        self.futures = {name: _TopicAioFuture(loop, source, self) for name, source in sources.items()}
+        self._pending = len(self.futures)
+        self._cancelling = False
+        self._lock = threading.Lock()
+        self._settled: list[tuple[_TopicAioFuture, TopicFuture]] = []
         if task is not None:
             task.add_done_callback(self._task_done)
+        for future in self.futures.values():
+            future.source.add_settled_callback(functools.partial(self._on_settled, future))
+
+    def _on_settled(self, future: _TopicAioFuture, source: concurrent.futures.Future[None]) -> None:
+        # On the thread that settled the topic (the scheduler's, mostly): hand it over, never wait.
+        with self._lock:
+            first = not self._settled
+            self._settled.append((future, future.source))
+        if first:
+            try:
+                self._loop.call_soon_threadsafe(self._copy_settled)
+            except RuntimeError:  # the loop is closed: nobody is left to await the futures
+                log.debug("results dropped: their event loop is closed")
+
+    def _copy_settled(self) -> None:
+        with self._lock:
+            settled, self._settled = self._settled, []
+        for future, source in settled:
+            if future.done():  # cancelled meanwhile
+                continue
+            if source.cancelled():
+                future.cancel()
+                continue
+            exc = source.exception(0)
+            if exc is None:
+                future.set_result(None)
+            else:
+                future.set_exception(exc)
+            self.one_done(future)
 
     def _task_cancelling(self) -> bool:
         cancelling = getattr(self._task, "cancelling", None)  # Python 3.11+
         return cancelling is not None and cancelling() > 0
 
-    def _one_done(self, future: asyncio.Future[None]) -> None:
+    def one_done(self, future: asyncio.Future[None]) -> None:
         self._pending -= 1
         if future.cancelled() and self._task_cancelling():
             self.cancel()  # the task awaiting the call is being cancelled: withdraw all of it, not one topic
@@ -110,8 +148,31 @@ class _CallGroup:
             self.cancel()
 
     def cancel(self) -> None:
-        for future in self._futures:
-            future.cancel()
+        if self._cancelling:  # each future's cancel() reports back here
+            return
+        self._cancelling = True
+        try:
+            for future in self.futures.values():
+                future.cancel()
+        finally:
+            self._cancelling = False
+
+
+class _TopicAioFuture(asyncio.Future[None]):
+    """One topic's asyncio future: cancelling it cancels its topic future (which withdraws the topic if it has
+    not been sent), as ``asyncio.wrap_future`` does."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, source: TopicFuture, group: _CallGroup) -> None:
+        super().__init__(loop=loop)
+        self.source = source
+        self._group = group
+
+    def cancel(self, msg: Any | None = None) -> bool:
+        if not super().cancel(msg):
+            return False
+        self.source.cancel()
+        self._group.one_done(self)
+        return True
 
 
 class AIOThrottledAdminClient:
@@ -211,10 +272,9 @@ class AIOThrottledAdminClient:
         return self._wrap(self._client.delete_topics(topics, options=options, **kwargs))
 
     def _wrap(self, futures: dict[str, concurrent.futures.Future[None]]) -> dict[str, asyncio.Future[None]]:
-        loop = asyncio.get_running_loop()
-        wrapped = {name: asyncio.wrap_future(future, loop=loop) for name, future in futures.items()}
-        _CallGroup(asyncio.current_task(), list(wrapped.values()))
-        return wrapped
+        sources = {name: cast(TopicFuture, future) for name, future in futures.items()}  # the client's own
+        group = _CallGroup(asyncio.get_running_loop(), asyncio.current_task(), sources)
+        return dict(group.futures)
 
     def metrics(self) -> dict[str, float]:
         """The client's metrics (``ThrottledAdminClient.metrics``): a snapshot, nothing to wait for."""

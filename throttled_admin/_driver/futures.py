@@ -6,10 +6,17 @@ client, the follow-up included. So each callback is handed to ``CallbackRunner``
 
 ``TopicFuture.cancel()`` withdraws a topic that has not been sent yet (confluent-kafka's futures cannot be
 cancelled at all); once its request is in flight, ``cancel()`` returns False as usual.
+
+The futures of one call share one ``threading.Condition`` (a Condition and its lock are most of what a
+``concurrent.futures.Future`` costs to make and to keep, and a call makes one future per topic). Settling one of
+them then wakes the threads waiting on its siblings too, so ``result()`` and ``exception()`` wait until their own
+future is done rather than for one notification; ``concurrent.futures.wait`` and ``as_completed`` wait on their
+own per-future waiters and are not affected.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
@@ -19,17 +26,32 @@ from throttled_admin._driver.user_code import CallbackRunner
 __all__ = ["TopicFuture"]
 
 
+def _never(_: Any) -> bool:
+    return False
+
+
 class TopicFuture(Future[None]):
     """The outcome of one topic of one call: ``None`` or the topic's exception."""
 
-    def __init__(self, runner: CallbackRunner) -> None:
-        super().__init__()
+    def __init__(self, runner: CallbackRunner, condition: threading.Condition | None = None) -> None:
+        if condition is None:
+            super().__init__()
+        else:  # Future.__init__, with the call's Condition for its own
+            self._condition = condition
+            self._state = "PENDING"
+            self._result = None
+            self._exception = None
+            self._waiters = []
+            self._done_callbacks: list[Callable[[Future[None]], object]] = []
         self._runner = runner
-        self._withdraw: Callable[[], bool] = lambda: False
+        self._withdraw: Callable[[Any], bool] = _never
+        self._topic: Any = None
 
-    def bind_withdraw(self, withdraw: Callable[[], bool]) -> None:
-        """How to take this topic back from the scheduler's queue (True when it had not been sent)."""
+    def bind_withdraw(self, withdraw: Callable[[Any], bool], topic: Any) -> None:
+        """How to take this topic back from the scheduler's queue: ``withdraw(topic)``, True when it had not been
+        sent."""
         self._withdraw = withdraw
+        self._topic = topic
 
     def add_done_callback(self, fn: Callable[[Future[None]], object]) -> None:
         if self.done():
@@ -38,11 +60,29 @@ class TopicFuture(Future[None]):
         runner = self._runner
         super().add_done_callback(lambda future: runner.submit(lambda: _call(fn, future)))
 
+    def add_settled_callback(self, fn: Callable[[Future[None]], object]) -> None:
+        """For the client's own code that never blocks (the asyncio bridge): ``fn`` runs on the thread that settles
+        the future, with no hop to the callback pool."""
+        super().add_done_callback(fn)
+
     def cancel(self) -> bool:
         """Withdraw the topic if it has not been sent; False once it is in flight or resolved."""
         if self.done():
             return self.cancelled()
-        return self._withdraw() and super().cancel()
+        return self._withdraw(self._topic) and super().cancel()
+
+    def result(self, timeout: float | None = None) -> None:
+        self._wait(timeout)
+        return super().result(0)  # raises TimeoutError if it is still not done
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self._wait(timeout)
+        return super().exception(0)
+
+    def _wait(self, timeout: float | None) -> None:
+        """Until this future is done (a sibling's notification is no reason to stop), or ``timeout``."""
+        with self._condition:
+            self._condition.wait_for(self.done, timeout)
 
 
 def _call(fn: Callable[[Future[None]], Any], future: Future[None]) -> None:

@@ -5,13 +5,18 @@ Calls validate their input, hand their topics to the driver and return futures a
 Every decision is the engine's (``_engine``: a deterministic state machine); this module only does what the
 engine cannot: threads, the clock and I/O. Its thread loops:
 
-1. take the results librdkafka has completed since the last turn, then serve librdkafka's callbacks (``poll``),
-   so a response's throttle event (queued before its result) reaches the engine before the result;
+1. take the results librdkafka has completed since the last turn (one batch per response: librdkafka is given
+   one future per request), then serve librdkafka's callbacks (``poll``), so a response's throttle event
+   (queued before its result) reaches the engine before the result;
 2. feed both to the engine with the current time and ``step`` it;
 3. do what the step says, outside the lock: metric events first (a caller that waits for its results and then
-   reads the metrics finds its call), then settle futures, then send the request or hand a metadata read to
-   the reader thread;
+   reads the metrics finds its call), then the next request, then settle futures (settling one response's
+   topics overlaps with the broker's work on the next request), then the metric exports (one job for the
+   exporter's thread) or a metadata read for the reader thread;
 4. sleep until the engine's wake time, an event, or the next poll of librdkafka's callbacks.
+
+A call made while no request is in flight steps the engine itself, under the same lock, and sends from the
+caller's thread: one thread wake fewer on the way out.
 
 Nothing here blocks where deadlines are kept: metadata reads run on a thread of their own, futures' done-callbacks
 and the application's code run elsewhere (``_driver.user_code``), and librdkafka's calls that send return at once.
@@ -45,7 +50,7 @@ from throttled_admin._engine import (
     is_broker_answer,
 )
 
-__all__ = ["USER_CODE_WAIT_S", "ClientGone", "Scheduler", "Transport"]
+__all__ = ["USER_CODE_WAIT_S", "Answer", "ClientGone", "Scheduler", "Transport"]
 
 log = logging.getLogger("throttled_admin")
 
@@ -56,6 +61,16 @@ _METADATA_TIMEOUT_S = 5.0
 USER_CODE_WAIT_S = 2.0
 
 
+# A request's answer from librdkafka: each topic's result, or one exception for the whole request.
+Answer = dict[str, BaseException | None] | BaseException
+
+
+class MetricsExport(MetricsSink, Protocol):
+    """The engine's metric events, and a flush of what they recorded to the exporter (after each turn)."""
+
+    def flush(self) -> None: ...
+
+
 class ClientGone(Exception):
     """The client behind the transport was garbage-collected or closed."""
 
@@ -63,7 +78,9 @@ class ClientGone(Exception):
 class Transport(Protocol):
     """What the scheduler needs from the librdkafka handle; the facade provides it without a strong reference."""
 
-    def send(self, method: str, items: list[Any], kwargs: dict[str, Any]) -> dict[str, Future[None]]: ...
+    def send(self, method: str, items: list[Any], kwargs: dict[str, Any], on_answer: Callable[[Answer], None]) -> None:
+        """Hand a request to librdkafka; ``on_answer`` is called with its results (from any thread), at most once
+        per batch of results librdkafka completes."""
 
     def poll(self) -> None: ...
 
@@ -76,7 +93,7 @@ class Scheduler:
     def __init__(
         self,
         transport: Transport,
-        metrics: MetricsSink,
+        metrics: MetricsExport,
         *,
         pacer: Pacer | None,
         backoff: RetryBackoff,
@@ -97,8 +114,9 @@ class Scheduler:
         self._engine = Engine(pacer=pacer, backoff=backoff)
         self._callbacks = callbacks if callbacks is not None else CallbackRunner()
         self._cv = threading.Condition()
-        self._arrived: list[tuple[Request, str, BaseException | None]] = []  # librdkafka's completed results
+        self._arrived: list[tuple[Request, Answer]] = []  # librdkafka's completed results
         self._dirty = False
+        self._asleep_until: float | None = None  # while the thread waits: when it wakes by itself
         self._closed = False
         self._metadata_wanted = False
         self._metadata_reading = False
@@ -121,17 +139,25 @@ class Scheduler:
         per topic."""
         futures: dict[str, Future[None]] = {}
         topics: list[Topic] = []
+        condition = threading.Condition()  # shared by the call's futures (_driver.futures)
+        runner, withdraw = self._callbacks, self._withdraw
         for name, item, cost, records in items:
-            future = TopicFuture(self._callbacks)
+            future = TopicFuture(runner, condition)
             topic = Topic(name, item, call, future, cost, records)
-            future.bind_withdraw(functools.partial(self._withdraw, topic))
+            future.bind_withdraw(withdraw, topic)
             futures[name] = future
             topics.append(topic)
         with self._cv:
             if self._closed:
                 raise RuntimeError("ThrottledAdminClient is closed")
             self._engine.submit(call, topics)
-            self._wake()
+            # Nothing in flight: the caller's thread steps the engine and sends, saving a wake of the scheduler's
+            # thread on the way out; that thread is woken only if it sleeps past what the step wants done next.
+            out = self._engine.step(self._clock()) if self._engine.in_flight is None else None
+            if out is None or self._asleep_until is None or out.wake_at < self._asleep_until:
+                self._wake()
+        if out is not None:
+            self._carry_out(out, flush=False)  # metric exports wait for the scheduler's next turn
         return futures
 
     def _withdraw(self, topic: Topic) -> bool:
@@ -232,25 +258,48 @@ class Scheduler:
             _deliver(self._engine, arrived, now)
             out = self._engine.step(now)
             busy = not self._engine.idle
-        self._dispatch(out)
+        if self._carry_out(out):
+            return
+        with self._cv:
+            if not self._dirty and not self._closed:
+                poll_s = _BUSY_POLL_S if busy else _IDLE_POLL_S
+                timeout_s = max(0.0, min(out.wake_at - self._clock(), poll_s))
+                self._asleep_until = self._clock() + timeout_s
+                self._cv.wait(timeout_s)
+                self._asleep_until = None
+
+    def _carry_out(self, out: Outbox, *, flush: bool = True) -> bool:
+        """Do what a step says (outside the lock); True when it sent a request. Metric events come first; the next
+        request goes out before this turn's futures are settled, so settling a response's topics overlaps with the
+        broker's work on the next request (bulk calls); ``flush`` hands the metric exports to their thread."""
+        self._dispatch_metrics(out)
         if out.send is not None:
             self._send(out.send)
-            return
+        self._settle(out)
+        if flush:
+            self._metrics.flush()
+        if out.send is not None:
+            return True
         if out.read_metadata:
             self._start_metadata_read()
         if out.probe:
             self._send_probe()
-        with self._cv:
-            if not self._dirty and not self._closed:
-                poll_s = _BUSY_POLL_S if busy else _IDLE_POLL_S
-                self._cv.wait(max(0.0, min(out.wake_at - self._clock(), poll_s)))
+        return False
 
     def _dispatch(self, out: Outbox) -> None:
+        self._dispatch_metrics(out)
+        self._settle(out)
+        self._metrics.flush()
+
+    def _dispatch_metrics(self, out: Outbox) -> None:
         for event in out.metrics:
             event(self._metrics)
         if out.reached and self._handshake_drops is not None:
             with self._cv:
                 self._handshake_drops.answered()  # the connection carried a request past the handshake
+
+    @staticmethod
+    def _settle(out: Outbox) -> None:
         for topic, exc in out.settle:
             future: TopicFuture = topic.future
             if future.done():  # withdrawn meanwhile
@@ -264,7 +313,8 @@ class Scheduler:
 
     def _send(self, request: Request) -> None:
         try:
-            inner = self._transport.send(request.kind.operation.method, request.items, request.kwargs)
+            on_answer = functools.partial(self._on_answer, request)
+            self._transport.send(request.kind.operation.method, request.items, request.kwargs, on_answer)
         except ClientGone:
             raise
         except Exception as exc:  # confluent-kafka refused the call itself: final for every topic, with its reason
@@ -272,14 +322,11 @@ class Scheduler:
                 self._engine.on_send_refused(request, exc, self._clock())
                 self._wake()
             return
-        for name, future in inner.items():
-            future.add_done_callback(functools.partial(self._on_inner_done, request, name))
 
-    def _on_inner_done(self, request: Request, name: str, future: Future[None]) -> None:
-        # Runs on librdkafka's background thread: a brief lock to hand the result over and wake, never a wait.
-        exc = future.exception()
+    def _on_answer(self, request: Request, answer: Answer) -> None:
+        # Runs on librdkafka's background thread: a brief lock to hand the results over and wake, never a wait.
         with self._cv:
-            self._arrived.append((request, name, exc))
+            self._arrived.append((request, answer))
             self._wake()
 
     def _send_probe(self) -> None:
@@ -344,9 +391,9 @@ class Scheduler:
             raise
 
 
-def _deliver(engine: Engine, arrived: list[tuple[Request, str, BaseException | None]], now: float) -> None:
-    by_request: dict[int, tuple[Request, dict[str, BaseException | None]]] = {}
-    for request, name, exc in arrived:
-        by_request.setdefault(request.id, (request, {}))[1][name] = exc
-    for request, results in by_request.values():
-        engine.on_results(request, results, now)
+def _deliver(engine: Engine, arrived: list[tuple[Request, Answer]], now: float) -> None:
+    for request, answer in arrived:
+        if isinstance(answer, BaseException):  # the request failed as a whole: the same for every topic
+            engine.on_results(request, dict.fromkeys(request.names, answer), now)
+        else:
+            engine.on_results(request, answer, now)

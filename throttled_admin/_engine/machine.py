@@ -134,6 +134,10 @@ class Request:
     def items(self) -> list[Any]:
         return [topic.item for topic in self.topics]
 
+    @property
+    def names(self) -> list[str]:
+        return [topic.name for topic in self.topics]
+
 
 @dataclass
 class Outbox:
@@ -342,6 +346,10 @@ class Engine:
         """The topic is settled or withdrawn: the next call waiting for its name may send it."""
         holders = self._holders.get(topic.name)
         if holders is None:
+            return
+        if len(holders) == 1:  # the usual case: no other call names it
+            if holders[0] is topic:
+                del self._holders[topic.name]
             return
         holders[:] = [held for held in holders if held is not topic]
         if not holders:
@@ -625,10 +633,14 @@ class Engine:
 
     def _compose(self, kind: RequestKind, candidates: list[Topic], now: float) -> float:
         budget = self._pacer.batch_budget(now) if self._pacer is not None else math.inf
-        margin_s = max(_MIN_MARGIN_S, self._round_trip.base_s(now))  # the controller's deadline ends this early
         chosen: list[Topic] = []
         mutations = records = 0
         shortest = longest = 0.0  # the time budgets of the calls chosen (rule c)
+        # The round-trip floor for a first attempt and for a retry, computed once for the whole request.
+        estimates = {samples: self._round_trip.estimate(now, samples) for samples in (1, MIN_SAMPLES)}
+        margin_s = max(_MIN_MARGIN_S, estimates[MIN_SAMPLES][0])  # the controller's deadline ends this early
+        last_call: Call | None = None
+        remaining_s = time_s = 0.0
         for topic in candidates:
             cost = topic.cost or 0
             if chosen and (mutations + cost > budget or records + topic.records > MAX_RECORDS_PER_REQUEST):
@@ -638,13 +650,14 @@ class Engine:
             # was told it failed.
             # A first attempt is refused only on a robust estimate (rule d: no lockout); a retry is not sent when
             # any recent answer says it cannot come back in time (the caller gets the broker's last word instead).
-            samples = 1 if topic.attempts else MIN_SAMPLES
-            expected_s = self._round_trip.expected_s(len(chosen) + 1, now, min_samples=samples)
-            kept_s = max(_MIN_MARGIN_S, self._round_trip.base_s(now, min_samples=samples))
-            if call.remaining_s(now) <= expected_s + kept_s:
+            base_s, per_topic_s = estimates[1 if topic.attempts else MIN_SAMPLES]
+            expected_s = base_s + per_topic_s * (len(chosen) + 1)
+            kept_s = max(_MIN_MARGIN_S, base_s)
+            if call is not last_call:  # a call's topics are in a row: its times once
+                last_call, remaining_s, time_s = call, call.remaining_s(now), call.budget_s(now)
+            if remaining_s <= expected_s + kept_s:
                 self._finish(topic, self._gave_up_early(topic, expected_s, kept_s, now), now)
                 continue
-            time_s = call.budget_s(now)
             if chosen and max(longest, time_s) > COALESCE_RATIO * min(shortest, time_s):
                 continue  # rule c: its budget is far from the others'; it goes in a request of its own
             shortest = time_s if not chosen else min(shortest, time_s)

@@ -43,6 +43,14 @@ class RoundTrip:
         recent = self._recent(now, min_samples)
         return min((max(0.0, seconds - per_topic * topics) for _, topics, seconds in recent), default=0.0)
 
+    def estimate(self, now: float, min_samples: int = MIN_SAMPLES) -> tuple[float, float]:
+        """(base, per topic) at ``now``: ``expected_s(n)`` is ``base + per_topic * n``, for sizing many topics at
+        one time without recomputing the floor for each."""
+        recent = self._recent(now, min_samples)
+        per_topic = min((seconds / topics for _, topics, seconds in recent if topics >= _LARGE), default=0.0)
+        base = min((max(0.0, seconds - per_topic * topics) for _, topics, seconds in recent), default=0.0)
+        return base, per_topic
+
     def expected_s(self, topics: int, now: float, min_samples: int = MIN_SAMPLES) -> float:
         """The least a request of ``topics`` topics has recently taken (0 with fewer than ``min_samples`` recent
         answers). Refusing to send asks for ``MIN_SAMPLES``; whether a retry still fits, and how much of a call's

@@ -118,7 +118,7 @@ class Call:
         return remaining if self.request_timeout_s is None else min(remaining, self.request_timeout_s)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)  # one per topic of a call: 100,000 in a bulk call
 class Topic:
     name: str
     item: Any  # the snapshot sent to confluent-kafka: NewTopic, NewPartitions or the name

@@ -14,6 +14,7 @@ import math
 import threading
 import time
 import weakref
+from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -32,6 +33,7 @@ NODE_ID_ATTRIBUTE = "throttled_admin.node.id"
 # Kafka throttles run from milliseconds to minutes (a KIP-599 burst of 11 windows can mean tens of seconds).
 _THROTTLE_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600]
 _DURATION_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
+_UNEXPORTED_LIMIT = 100_000
 
 
 class _Instruments:
@@ -165,6 +167,10 @@ class ClientMetrics:
         # OpenTelemetry exports run on the serial user-code thread, never on the scheduler's: an exporter that is
         # slow or hung stalls nothing of the client's. Points follow the results by moments; metrics() is exact.
         self._exporter = exporter
+        # Exports wait here until flush() hands them to the exporter's thread in one job per scheduler turn, not one
+        # wake of that thread per event. Bounded: behind a hung exporter the oldest are dropped.
+        self._unexported: deque[tuple[Any, float, dict[str, Any]]] = deque(maxlen=_UNEXPORTED_LIMIT)
+        self._job_queued = False  # a job is queued that has not taken them yet
         self._base = {"messaging.system": "kafka", "messaging.client.id": client_id}
         try:
             self._instruments = _instruments_for(meter_provider)
@@ -239,8 +245,27 @@ class ClientMetrics:
         """An exporter or meter provider that fails or hangs must never change, delay or block an outcome."""
         if self._exporter is None:
             self._call_instrument(instrument, value, attributes)
-        else:
-            self._exporter.submit(lambda: self._call_instrument(instrument, value, attributes))
+            return
+        with self._lock:
+            self._unexported.append((instrument, value, attributes))
+
+    def flush(self) -> None:
+        """Hand what was recorded since the last flush to the exporter's thread, as one job. The scheduler calls it
+        after settling a turn's futures: exporting then never competes with the callers it has just woken."""
+        if self._exporter is None:
+            return
+        with self._lock:
+            if not self._unexported or self._job_queued:
+                return
+            self._job_queued = True
+        self._exporter.submit(self._export_queued)
+
+    def _export_queued(self) -> None:
+        with self._lock:
+            queued, self._unexported = self._unexported, deque(maxlen=_UNEXPORTED_LIMIT)
+            self._job_queued = False
+        for instrument, value, attributes in queued:
+            self._call_instrument(instrument, value, attributes)
 
     def _call_instrument(self, instrument: Any, value: float, attributes: dict[str, Any]) -> None:
         try:
