@@ -34,6 +34,7 @@ from throttled_admin._driver.handshake_drops import HandshakeDrops, diagnoses
 from throttled_admin._driver.user_code import CallbackRunner
 from throttled_admin._engine import (
     FIRST_CONTACT_TIMEOUT_S,
+    BrokerViews,
     Call,
     Engine,
     MetricsSink,
@@ -71,6 +72,8 @@ class Transport(Protocol):
 
     def probe(self, timeout_s: float) -> Future[Any]: ...
 
+    def broker_views(self, names: list[str], timeout_s: float) -> BrokerViews: ...
+
 
 class Scheduler:
     def __init__(
@@ -102,6 +105,7 @@ class Scheduler:
         self._closed = False
         self._metadata_wanted = False
         self._metadata_reading = False
+        self._views_reading = False  # a wait_for_metadata read of every broker's Metadata is in progress
         self._thread = threading.Thread(target=self._run, name="throttled-admin-scheduler", daemon=True)
         self._thread.start()
 
@@ -183,7 +187,8 @@ class Scheduler:
             self._thread.join()
         with self._cv:
             self._cv.wait_for(
-                lambda: not self._metadata_reading, timeout=_METADATA_TIMEOUT_S + max(0.0, deadline - time.monotonic())
+                lambda: not self._metadata_reading and not self._views_reading,
+                timeout=_METADATA_TIMEOUT_S + max(0.0, deadline - time.monotonic()),
             )
         self._callbacks.close(deadline)
 
@@ -233,6 +238,8 @@ class Scheduler:
             out = self._engine.step(now)
             busy = not self._engine.idle
         self._dispatch(out)
+        if out.read_views is not None:
+            self._start_views_read(out.read_views)
         if out.send is not None:
             self._send(out.send)
             return
@@ -342,6 +349,35 @@ class Scheduler:
                 self._metadata_reading = False
                 self._cv.notify_all()
             raise
+
+    def _start_views_read(self, names: list[str]) -> None:
+        with self._cv:
+            self._views_reading = True
+        thread = threading.Thread(target=self._read_views, args=(names,), name="throttled-admin-views", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:  # interpreter shutdown: no new threads
+            self._views_done({})
+
+    def _read_views(self, names: list[str]) -> None:
+        """wait_for_metadata: every broker's Metadata (``_driver/broker_views.py``), off the driver's thread. The
+        engine always hears back, if only that nothing could be read, so it asks again."""
+        views: BrokerViews = {}
+        try:
+            views = self._transport.broker_views(names, _METADATA_TIMEOUT_S)
+        except ClientGone:
+            pass
+        except Exception as exc:
+            log.warning("could not read the brokers' metadata for wait_for_metadata (%s)", exc)
+        finally:
+            self._views_done(views)
+
+    def _views_done(self, views: BrokerViews) -> None:
+        with self._cv:
+            self._views_reading = False
+            if not self._closed:
+                self._engine.on_views(views, self._clock())
+            self._wake()
 
 
 def _deliver(engine: Engine, arrived: list[tuple[Request, str, BaseException | None]], now: float) -> None:
