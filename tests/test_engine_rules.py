@@ -193,7 +193,8 @@ def test_redpandas_unknown_server_error_for_the_quota_is_re_sent_after_the_throt
     out = drain(engine.step(0.01), sink)
     assert [(topic.name, exc) for topic, exc in out.settle] == [("a", None)]
     assert out.send is None
-    assert out.wake_at == pytest.approx(0.41)
+    # Redpanda charged the refused "b" as well: its throttle, plus (one topic refused: nothing to size it by) as long
+    assert out.wake_at == pytest.approx(0.81)
     assert sink.violations == 1
     assert sink.retries == 1
     retry = drain(engine.step(out.wake_at), sink)
@@ -211,7 +212,7 @@ def test_redpandas_refusal_with_retry_off_is_throttling_quota_exceeded_with_the_
     engine.on_results(first.send, {"a": REDPANDA}, 0.01)
     exc = settled(drain(engine.step(0.01), sink))
     assert isinstance(exc, ThrottlingQuotaExceededException), repr(exc)
-    assert exc.throttle_time_ms == 250
+    assert exc.throttle_time_ms == 500  # what it takes before a re-send is admitted (redpanda.py)
     assert exc.topic == "a"
     assert "Too many partition mutations requested" in exc.args[0].str()
     assert sink.violations == 1
@@ -228,7 +229,39 @@ def test_redpandas_refusal_at_the_deadline_carries_the_remaining_throttle() -> N
         out = engine.step(1.0)
     exc = settled(out)
     assert isinstance(exc, ThrottlingQuotaExceededException), repr(exc)
-    assert 0 < exc.throttle_time_ms <= 5000
+    assert 0 < exc.throttle_time_ms <= 10000
+
+
+def test_redpandas_wait_adds_the_last_refused_topics_charge_at_a_rate_read_from_the_response() -> None:
+    """quota_manager.cc: the throttle is the deficit before the last refused topic; 48 refused topics of 4 before it
+    grew the deficit by 192 over 0.98 s of throttle, so R >= 192 / 0.98, and the last one's 4 take that much more."""
+    names = [f"t{i}" for i in range(100)]
+    engine, _, first = engine_with(names, partitions=4)
+    assert first.send is not None
+    engine.on_throttle(1, 0.98, 0.01)
+    results = {name: (None if i < 51 else REDPANDA) for i, name in enumerate(names)}
+    engine.on_results(first.send, results, 0.01)
+    out = engine.step(0.01)
+    assert len(out.settle) == 51
+    assert out.wake_at == pytest.approx(0.01 + 0.98 + 4 / (192 / 0.98))
+    retry = engine.step(out.wake_at)
+    assert retry.send is not None
+    assert len(retry.send.topics) == 49
+
+
+def test_a_re_send_refused_again_waits_longer_each_time() -> None:
+    engine, _, out = engine_with(["a"])
+    waits = []
+    now = 0.0
+    for _ in range(3):
+        assert out.send is not None
+        engine.on_throttle(1, 0.1, now)
+        engine.on_results(out.send, {"a": REDPANDA}, now)
+        waited = engine.step(now)
+        waits.append(waited.wake_at - now)
+        now = waited.wake_at
+        out = engine.step(now)
+    assert waits == pytest.approx([0.2, 0.3, 0.5])  # the throttle, plus 0.1, 0.2, 0.4
 
 
 @pytest.mark.parametrize(

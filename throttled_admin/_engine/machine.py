@@ -37,8 +37,16 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError, KafkaException
 
 from throttled_admin._engine.batch_cap import MAX_RECORDS_PER_REQUEST, BatchCap
-from throttled_admin._engine.classify import Outcome, classify, error_of, is_broker_answer, was_written
+from throttled_admin._engine.classify import (
+    REDPANDA_QUOTA_MESSAGE,
+    Outcome,
+    classify,
+    error_of,
+    is_broker_answer,
+    was_written,
+)
 from throttled_admin._engine.pacer import Pacer
+from throttled_admin._engine.redpanda import RedpandaHold
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.round_trip import MIN_SAMPLES, RoundTrip
 from throttled_admin._engine.throttle import ThrottleTracker
@@ -159,6 +167,7 @@ class Engine:
         self._backoff = backoff
         self._gate = ThrottleTracker()
         self._cap = BatchCap()
+        self._redpanda = RedpandaHold()
         self._visibility = Visibility()
         self._round_trip = RoundTrip()
         self._calls: dict[int, Call] = {}  # in submission order
@@ -478,6 +487,19 @@ class Engine:
         split = len(request.topics) > 1 and all(outcome is Outcome.TOO_LARGE for outcome in outcomes.values())
         if split:
             self._cap.refused(sum(topic.records for topic in request.topics))
+        if answered:  # Redpanda charges the topics it refuses: the wait is longer than its throttle (``redpanda``)
+            refused = [
+                topic.cost or 0
+                for topic in request.topics
+                if _redpanda_refused(results[topic.name], outcomes[topic.name])
+            ]
+            admitted += sum(refused)  # charged all the same: the pacer's mirror and its learning count them
+            admitted_any = any(outcome is Outcome.SUCCESS for outcome in outcomes.values())
+            rate = self._pacer.quota.rate if self._pacer is not None else None  # a configured rate is exact
+            extra_s = self._redpanda.extra_s(refused, admitted_any, throttle_s, rate)
+            if extra_s > 0:
+                throttle_s += extra_s
+                self._gate.record(-1, throttle_s, now)
         for topic in request.topics:  # progress resets a call's back-offs
             if outcomes[topic.name] is Outcome.SUCCESS:
                 topic.call.quota_backoffs = topic.call.transient_retries = 0
@@ -780,6 +802,14 @@ def _connect_failure(message: str) -> tuple[str, str] | None:
     if not reason:
         return None
     return broker.split("/", 1)[0], reason.split(" (after ", 1)[0]
+
+
+def _redpanda_refused(exc: BaseException | None, outcome: Outcome) -> bool:
+    """Refused for the quota in Redpanda's form: its message, or the message-less -1 of DeleteTopics < v5."""
+    error = error_of(exc)
+    if error is None or outcome is not Outcome.THROTTLED:
+        return False
+    return error.code() == KafkaError.UNKNOWN or error.str() == REDPANDA_QUOTA_MESSAGE
 
 
 def _message(exc: BaseException | None) -> str | None:
