@@ -2,8 +2,9 @@
 
 It speaks the real wire protocol through kafka-python's protocol classes and behaves as a Kafka 4 (KRaft)
 cluster for topic administration: the controller mutation quota (KIP-599), the request quota (KIP-124),
-KIP-219 muting, forwarding (any node accepts mutations) and the controller's deadline, so quota behaviour
-can be exercised end to end without a cluster. See docs/testing-broker.md.
+KIP-219 muting, forwarding (any node accepts mutations), the controller's deadline, KRaft's cap on one
+operation and a broker's metadata lag, so quota behaviour can be exercised end to end without a cluster; it also
+answers as Redpanda does (``enforcement="redpanda"``). See docs/testing-broker.md.
 """
 
 from __future__ import annotations

@@ -27,7 +27,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quota-window-size-s", type=float, default=1.0)
     parser.add_argument("--request-percentage", type=float, default=None, help="request quota per principal (KIP-124)")
     parser.add_argument("--request-time-cost-ms", type=float, default=None, help="fixed request time per request")
-    parser.add_argument("--enforcement", choices=["by-version", "strict", "permissive"], default="by-version")
+    parser.add_argument(
+        "--enforcement", choices=["by-version", "strict", "permissive", "redpanda"], default="by-version"
+    )
+    parser.add_argument(
+        "--max-records-per-op", type=int, default=10_000, help="KRaft's cap on one operation's records and partitions"
+    )
+    parser.add_argument(
+        "--metadata-lag-ms", type=float, default=0, help="non-controller nodes see topic changes this much later"
+    )
     parser.add_argument(
         "--user", action="append", type=_user, default=[], metavar="NAME:PASSWORD", help="enable SASL/PLAIN"
     )
@@ -43,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
             users=dict(args.user) if args.user else None,
             request_percentage=args.request_percentage,
             request_time_cost_ms=args.request_time_cost_ms,
+            max_records_per_op=args.max_records_per_op,
+            metadata_lag_ms=args.metadata_lag_ms,
         )
     except ValueError as exc:
         parser.error(str(exc))

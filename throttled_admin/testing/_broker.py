@@ -13,14 +13,14 @@ from typing import Any, Literal
 from kafka.protocol.api_key import ApiKey
 
 from throttled_admin.testing._cluster import Cluster, CreateSpec
-from throttled_admin.testing._handlers import ANONYMOUS, BrokerContext
+from throttled_admin.testing._handlers import ANONYMOUS, MAX_RECORDS_PER_USER_OP, BrokerContext
 from throttled_admin.testing._quotas import QUOTA_KEY, REQUEST_PERCENTAGE, QuotaEntity, QuotaManager, RequestQuota
 from throttled_admin.testing._server import DEFAULT_REQUEST_LOG_LIMIT, Faults, RequestRecord, Server
 
 __all__ = ["Enforcement", "QuotaBroker", "cluster_or_quota_broker"]
 
-Enforcement = Literal["by-version", "strict", "permissive"]
-_ENFORCEMENTS = ("by-version", "strict", "permissive")
+Enforcement = Literal["by-version", "strict", "permissive", "redpanda"]
+_ENFORCEMENTS = ("by-version", "strict", "permissive", "redpanda")
 
 
 def _api_key(api: int | str) -> int:
@@ -47,7 +47,10 @@ class QuotaBroker:
     bucket of that rate, shared by all its client-ids (without SASL every client is ``ANONYMOUS``).
     ``enforcement``: ``"by-version"`` is Apache Kafka (error 89 only for CreateTopics >= v6,
     DeleteTopics >= v5, CreatePartitions >= v3); ``"strict"`` rejects whatever the version, as some
-    Kafka-compatible services do; ``"permissive"`` never rejects, only throttles.
+    Kafka-compatible services do; ``"permissive"`` never rejects, only throttles; ``"redpanda"`` answers as
+    Redpanda does (UNKNOWN_SERVER_ERROR "Too many partition mutations requested" below those versions, 89 with
+    that message from them on; a burst of one second of the rate whatever ``quota_window_*`` say; refused
+    topics charged; the connection not muted; see docs/testing-broker.md).
     ``users`` (name -> password) turns on SASL/PLAIN: every client must authenticate.
     ``request_percentage`` is the request quota (KIP-124) of the default user entity, in percent of one
     thread's time per second over ``request_quota_window_num`` windows of ``request_quota_window_size_s``
@@ -56,6 +59,12 @@ class QuotaBroker:
     records are dropped). ``broker_configs`` are static broker configs, validated as Kafka does: for example
     ``num.partitions``, ``default.replication.factor``, ``auto.create.topics.enable`` (default ``true``, as Kafka)
     and ``log.retention.hours``, which topics then show as STATIC_BROKER_CONFIG defaults.
+    ``max_records_per_op`` is KRaft's cap (Kafka's 10,000, a controller setting since KAFKA-20976): a CreateTopics
+    whose partitions add up to more is refused whole with POLICY_VIOLATION "Excessively large number of
+    partitions per request."; a CreateTopics or CreatePartitions making more metadata records with
+    "Unable to perform excessively large batch operation.". ``metadata_lag_ms``: every node but the controller
+    (node 0) shows a topic change (create, grow, delete) that much later in its Metadata answers, as a KRaft
+    broker replaying the metadata log; mutations themselves are decided by the controller at once.
     """
 
     def __init__(
@@ -74,6 +83,8 @@ class QuotaBroker:
         request_quota_window_size_s: float = 1.0,
         request_log_limit: int = DEFAULT_REQUEST_LOG_LIMIT,
         broker_configs: Mapping[str, str] | None = None,
+        max_records_per_op: int = MAX_RECORDS_PER_USER_OP,
+        metadata_lag_ms: float = 0,
     ) -> None:
         if num_brokers < 1:
             raise ValueError(f"num_brokers must be >= 1, got {num_brokers}")
@@ -85,13 +96,17 @@ class QuotaBroker:
             raise ValueError(f"port {port} does not leave room for {num_brokers} broker(s)")
         if isinstance(request_log_limit, bool) or not isinstance(request_log_limit, int) or request_log_limit < 1:
             raise ValueError(f"request_log_limit must be an int >= 1, got {request_log_limit!r}")
+        if isinstance(max_records_per_op, bool) or not isinstance(max_records_per_op, int) or max_records_per_op < 1:
+            raise ValueError(f"max_records_per_op must be an int >= 1, got {max_records_per_op!r}")
+        lag_ms = _seconds("metadata_lag_ms", metadata_lag_ms, "milliseconds")
         if request_time_cost_ms is not None:
             _seconds("request_time_cost_ms", request_time_cost_ms, "milliseconds")
         if request_quota_window_num < 1 or not request_quota_window_size_s >= 0.001:
             raise ValueError("request_quota_window_num must be >= 1 and request_quota_window_size_s >= 0.001")
+        redpanda = enforcement == "redpanda"  # Redpanda's bucket holds one second of the rate
         self._quotas = QuotaManager(
-            window_num=quota_window_num,
-            window_size_s=quota_window_size_s,
+            window_num=1 if redpanda else quota_window_num,
+            window_size_s=1.0 if redpanda else quota_window_size_s,
             request_window_num=request_quota_window_num,
             request_window_size_s=request_quota_window_size_s,
         )
@@ -103,7 +118,7 @@ class QuotaBroker:
         self._request_time_cost_ms = request_time_cost_ms
         self._request_log_limit = request_log_limit
         node_ids = list(range(num_brokers))
-        self._cluster = Cluster(node_ids, broker_configs=broker_configs)
+        self._cluster = Cluster(node_ids, broker_configs=broker_configs, metadata_lag_s=lag_ms / 1000)
         self._ports = {node: (port + node if port else 0) for node in node_ids}
         self._faults = Faults()
         self._context = BrokerContext(
@@ -112,6 +127,7 @@ class QuotaBroker:
             enforcement=enforcement,
             users=dict(users) if users is not None else None,
             addresses={},
+            max_records_per_op=max_records_per_op,
         )
         self._server: Server | None = None
         self._records: deque[RequestRecord] = deque(maxlen=request_log_limit)  # kept across restarts

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kafka import errors as kerr
@@ -29,9 +30,11 @@ from throttled_admin.testing._configs import (
     validate_broker_configs,
     validate_topic_configs,
 )
+from throttled_admin.testing._metadata_lag import MetadataLog, TopicsView
 from throttled_admin.testing._quotas import RequestQuota
+from throttled_admin.testing._topic import Topic
 
-__all__ = ["CLUSTER_METADATA_TOPIC", "ApiError", "Cluster", "CreateSpec", "Created", "Topic"]
+__all__ = ["CLUSTER_METADATA_TOPIC", "ApiError", "Cluster", "CreateSpec", "Created", "Topic", "TopicsView"]
 
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 
@@ -52,22 +55,6 @@ THROTTLED = ApiError.of(kerr.ThrottlingQuotaExceededError, "The throttling quota
 
 def invalid_config(message: str) -> ApiError:
     return ApiError.of(kerr.InvalidConfigurationError, message)
-
-
-@dataclass
-class Topic:
-    name: str
-    topic_id: uuid.UUID
-    replicas: list[list[int]]  # partition index -> replica node ids, leader first
-    configs: dict[str, str] = field(default_factory=dict)  # the topic's overrides, as sent
-
-    @property
-    def partition_count(self) -> int:
-        return len(self.replicas)
-
-    @property
-    def replication_factor(self) -> int:
-        return len(self.replicas[0])
 
 
 @dataclass(frozen=True)
@@ -107,6 +94,8 @@ class Cluster:
         default_partitions: int = 1,
         default_replication: int = 1,
         broker_configs: Mapping[str, str] | None = None,
+        metadata_lag_s: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
     ):
         self.node_ids = list(node_ids)
         self._nodes = set(self.node_ids)
@@ -126,11 +115,20 @@ class Cluster:
         self._by_collision_key: dict[str, str] = {}
         self.lock = threading.RLock()
         self._placement = itertools.count()
+        self._log = MetadataLog(metadata_lag_s, clock)
+
+    def metadata_view(self, node_id: int) -> TopicsView:
+        """The topics node ``node_id``'s Metadata shows: the controller's at once, every other node's
+        ``metadata_lag_s`` late (a KRaft broker replaying the metadata log). Call under ``lock``."""
+        if node_id == self.controller_id:
+            return TopicsView(self.topics, self._by_id, {})
+        return self._log.view(self.topics, self._by_id)
 
     def node_configs(self, node_id: int) -> dict[str, str]:
-        """The static configs of one node: the shared ones plus its own ``node.id`` and roles."""
+        """The static configs of one node: the shared ones plus its own ``node.id`` (and ``broker.id``) and roles."""
         roles = "broker,controller" if node_id == self.controller_id else "broker"
-        return {**self.broker_configs, "node.id": str(node_id), "process.roles": roles}
+        # KafkaConfig.populateSynonyms: in KRaft broker.id is node.id.
+        return {**self.broker_configs, "node.id": str(node_id), "broker.id": str(node_id), "process.roles": roles}
 
     def snapshot(self) -> dict[str, int]:
         with self.lock:
@@ -140,12 +138,15 @@ class Cluster:
         with self.lock:
             return self._by_id.get(topic_id)
 
-    def _add(self, topic: Topic) -> None:
+    def _add(self, topic: Topic, *, lagging: bool = True) -> None:
+        if lagging:
+            self._log.note(topic.name, None)
         self.topics[topic.name] = topic
         self._by_id[topic.topic_id] = topic
         self._by_collision_key[collision_key(topic.name)] = topic.name
 
     def _remove(self, topic: Topic) -> None:
+        self._log.note(topic.name, topic)
         del self.topics[topic.name]
         del self._by_id[topic.topic_id]
         if self._by_collision_key.get(collision_key(topic.name)) == topic.name:
@@ -193,12 +194,14 @@ class Cluster:
     # -- CreateTopics ----------------------------------------------------------------------------
 
     def create_topic(self, spec: CreateSpec, quota: RequestQuota, *, validate_only: bool) -> tuple[ApiError, int]:
-        """Create one topic; returns its error and the mutations charged."""
-        created = self.create(spec, quota, validate_only=validate_only)
+        """Create one topic, seen by every node at once (test set-up); returns its error and the mutations
+        charged."""
+        created = self.create(spec, quota, validate_only=validate_only, lagging=False)
         return created.error, created.charged
 
-    def create(self, spec: CreateSpec, quota: RequestQuota, *, validate_only: bool) -> Created:
-        """Create one topic as ``ReplicationControlManager.createTopics`` does."""
+    def create(self, spec: CreateSpec, quota: RequestQuota, *, validate_only: bool, lagging: bool = True) -> Created:
+        """Create one topic as ``ReplicationControlManager.createTopics`` does (``lagging``: the other nodes see
+        it ``metadata_lag_s`` later)."""
         with self.lock:
             resolved = self._validate_create(spec)
             if isinstance(resolved, ApiError):
@@ -211,7 +214,7 @@ class Cluster:
                 return Created(NONE, partitions, partitions, replication)
             configs = {k: v for k, v in spec.configs.items() if v is not None}
             topic = Topic(spec.name, uuid.uuid4(), manual or self._place(partitions, replication), configs)
-            self._add(topic)
+            self._add(topic, lagging=lagging)
             return Created(NONE, partitions, partitions, replication, topic.topic_id)
 
     def _resolved_replication(self, spec: CreateSpec) -> int:
@@ -341,6 +344,7 @@ class Cluster:
                     if assignments is not None
                     else self._place(added, topic.replication_factor)
                 )
+                self._log.note(name, topic)
                 topic.replicas.extend(new)
             return NONE, added
 

@@ -250,12 +250,16 @@ def _entry(
     include_documentation: bool,
 ) -> ConfigEntry:
     """One described config: its source is that of the synonym in force (the first), else the default."""
+    if key.sensitive:  # KafkaConfig.maybeSensitive: a PASSWORD's value is never sent, nor its synonyms'
+        value = None
+        synonyms = [Synonym(s.name, None, s.source) for s in synonyms]
     return ConfigEntry(
         name,
         value,
         synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG,
         key.type,
         read_only=key.read_only,
+        sensitive=key.sensitive,
         synonyms=tuple(synonyms) if include_synonyms else (),
         documentation=key.documentation if include_documentation else None,
     )

@@ -1,15 +1,15 @@
-"""The broker configs QuotaBroker describes for a BROKER resource, as data: every broker config a topic
-config falls back to (``ServerTopicConfigSynonyms``, with ``LogConfig.SERVER_CONFIG_DEF``'s types,
-defaults and ``ServerLogConfigs``' documentation), plus the few broker configs the model acts on
-(``num.partitions``, ``default.replication.factor``, ``auto.create.topics.enable``, ``node.id``).
+"""The broker configs QuotaBroker describes for a BROKER resource: Kafka 4.0's whole broker config set
+(``_configs_broker_set.py``, 289 configs), refined here, with their validators, for the configs the model
+acts on or validates: every broker config a topic config falls back to (``ServerTopicConfigSynonyms``, with
+``LogConfig.SERVER_CONFIG_DEF``'s types, defaults and ``ServerLogConfigs``' documentation), ``num.partitions``,
+``default.replication.factor``, ``auto.create.topics.enable``, ``node.id`` and ``process.roles``.
 
-A real broker describes several hundred configs; these are the ones with a bearing on topics.
-``read_only`` is False exactly for the configs Kafka can change dynamically (``DynamicLogConfig``: the
-first synonym of each topic config).
+``read_only`` is False exactly for the configs Kafka can change dynamically (per-broker or cluster-wide).
 """
 
 from __future__ import annotations
 
+from throttled_admin.testing._configs_broker_set import KAFKA_40_BROKER_CONFIGS
 from throttled_admin.testing._configs_schema import AnyOf, ConfigKey, ConfigType, LevelRange, Range, Validator
 from throttled_admin.testing._topic_configs import LONG_MAX, TOPIC_CONFIGS
 
@@ -37,14 +37,14 @@ _CONFIGS = (
     _static(
         "node.id",
         INT,
-        "-1",
+        None,
         "The node ID associated with the roles this process is playing when <code>process.roles</code> is "
         "non-empty. This is required configuration when running in KRaft mode.",
     ),
     _static(
         "process.roles",
         LIST,
-        "",
+        None,
         "The roles that this process plays: 'broker', 'controller', or 'broker,controller' if it is both. ",
         AnyOf(("broker", "controller")),
     ),
@@ -297,7 +297,7 @@ _CONFIGS = (
     ),
 )
 
-BROKER_CONFIGS: dict[str, ConfigKey] = {key.name: key for key in _CONFIGS}
+BROKER_CONFIGS: dict[str, ConfigKey] = {key.name: key for key in (*KAFKA_40_BROKER_CONFIGS, *_CONFIGS)}
 
 # DynamicBrokerConfig.brokerConfigSynonyms: a broker config and the ones it falls back to, in order
 # (log.retention.ms -> .minutes -> .hours); each name maps to its whole group.

@@ -41,14 +41,38 @@ from kafka.protocol.sasl import (
     SaslHandshakeResponse,
 )
 
-from throttled_admin.testing._cluster import CLUSTER_METADATA_TOPIC, ApiError, Cluster, Created, CreateSpec
+from throttled_admin._kafka.topic_names import topic_name_error
+from throttled_admin.testing._cluster import (
+    CLUSTER_METADATA_TOPIC,
+    THROTTLED,
+    ApiError,
+    Cluster,
+    Created,
+    CreateSpec,
+)
 from throttled_admin.testing._configs import ConfigEntry, ConfigSource, effective_topic_configs
 from throttled_admin.testing._configs_requests import AlterResource, alter_resources, describe_resource
 from throttled_admin.testing._quotas import QUOTA_KEYS, QuotaEntity, QuotaManager, RequestQuota, quota_value_error
+from throttled_admin.testing._redpanda import RedpandaQuota, redpanda_error
 
-__all__ = ["API_SPECS", "ApiSpec", "BrokerContext", "Handled", "RequestContext", "api_versions_unsupported"]
+__all__ = [
+    "API_SPECS",
+    "MAX_RECORDS_PER_USER_OP",
+    "ApiSpec",
+    "BrokerContext",
+    "Handled",
+    "RequestContext",
+    "api_versions_unsupported",
+]
 
 ANONYMOUS = "ANONYMOUS"
+# QuorumController.MAX_RECORDS_PER_USER_OP: by default one operation may make at most this many metadata
+# records; past it the whole operation fails (its BoundedList overflows) and nothing is applied or charged.
+# ReplicationControlManager's MAX_PARTITIONS_PER_BATCH is the same number; QuotaBroker(max_records_per_op=...)
+# sets both, as KAFKA-20976 made the cap a controller setting.
+MAX_RECORDS_PER_USER_OP = 10_000
+TOO_LARGE = ApiError.of(kerr.PolicyViolationError, "Unable to perform excessively large batch operation.")
+TOO_MANY_PARTITIONS = ApiError.of(kerr.PolicyViolationError, "Excessively large number of partitions per request.")
 
 
 @dataclass
@@ -57,9 +81,10 @@ class BrokerContext:
 
     cluster: Cluster
     quotas: QuotaManager
-    enforcement: str  # "by-version" | "strict" | "permissive"
+    enforcement: str  # "by-version" | "strict" | "permissive" | "redpanda"
     users: dict[str, str] | None
     addresses: dict[int, tuple[str, int]]  # node id -> (host, port)
+    max_records_per_op: int = MAX_RECORDS_PER_USER_OP  # KRaft's cap on one operation's records and partitions
 
 
 @dataclass
@@ -87,6 +112,7 @@ class Handled:
     authenticated_as: str | None = None  # a successful SaslAuthenticate
     handshake_mechanism: str | None = None
     close: bool = False  # close the connection once the response is sent
+    mutes: bool = True  # the connection is muted for ``throttle_time_ms`` (KIP-219); Redpanda's mutations do not
 
 
 Handler = Callable[[Any, RequestContext], Handled]
@@ -105,16 +131,28 @@ class ApiSpec:
 
 def _is_strict(ctx: RequestContext, spec: ApiSpec) -> bool:
     mode = ctx.broker.enforcement
-    if mode == "strict":
+    if mode in ("strict", "redpanda"):
         return True
     if mode == "permissive" or spec.strict_since is None:
         return False
     return ctx.api_version >= spec.strict_since
 
 
-def _request_quota(ctx: RequestContext) -> RequestQuota:
+def _redpanda(ctx: RequestContext) -> bool:
+    return ctx.broker.enforcement == "redpanda"
+
+
+def _request_quota(ctx: RequestContext, *, validate_only: bool = False) -> RequestQuota:
+    quotas = ctx.broker.quotas
+    if _redpanda(ctx):
+        # Redpanda answers validate_only before its quota: not charged.
+        return (
+            RequestQuota(quotas, None, strict=True)
+            if validate_only
+            else RedpandaQuota(quotas, quotas.bucket_for(ctx.principal, ctx.client_id))
+        )
     strict = _is_strict(ctx, API_SPECS[ctx.api_key])
-    return ctx.broker.quotas.request_quota(ctx.principal, ctx.client_id, strict=strict)
+    return quotas.request_quota(ctx.principal, ctx.client_id, strict=strict)
 
 
 def _not_controller(ctx: RequestContext) -> ApiError | None:
@@ -142,10 +180,6 @@ def _duplicates(names: list[str]) -> set[str]:
 DUPLICATE = ApiError.of(kerr.InvalidRequestError, "Duplicate topic name.")
 THROTTLING_QUOTA_EXCEEDED = int(kerr.ThrottlingQuotaExceededError.errno)
 THROTTLED_NO_MESSAGE = ApiError(THROTTLING_QUOTA_EXCEEDED)
-# QuorumController.MAX_RECORDS_PER_USER_OP: one operation may make at most this many metadata records; past it
-# the whole operation fails (its BoundedList overflows) and nothing is applied or charged.
-MAX_RECORDS_PER_USER_OP = 10_000
-TOO_LARGE = ApiError.of(kerr.PolicyViolationError, "Unable to perform excessively large batch operation.")
 
 
 # -- ApiVersions ---------------------------------------------------------------------------------
@@ -194,16 +228,17 @@ def handle_metadata(request: Any, ctx: RequestContext) -> Handled:
     topics = []
     charged = 0
     with cluster.lock:
+        view = cluster.metadata_view(ctx.node_id)  # a non-controller node sees changes metadata_lag_ms late
         all_topics = request.topics is None or (ctx.api_version == 0 and not request.topics)
         if all_topics:
-            wanted: list[tuple[str | None, uuid.UUID | None]] = [(name, None) for name in cluster.topics]
+            wanted: list[tuple[str | None, uuid.UUID | None]] = [(name, None) for name in view.names()]
         else:
             wanted = [(t.name, getattr(t, "topic_id", None)) for t in request.topics]
         auto_create = not all_topics and ctx.injected_error is None and _auto_create_allowed(request, ctx)
         for name, topic_id in wanted:
-            topic = cluster.topics.get(name) if name else None
+            topic = view.get(name) if name else None
             if topic is None and topic_id is not None and topic_id.int != 0:
-                topic = cluster.by_id(topic_id)
+                topic = view.by_id(topic_id)
             if topic is None and name and auto_create:
                 # AutoTopicCreationManager forwards a CreateTopics (latest version, so strict unless the
                 # broker is permissive) under the client's principal; this response still says the topic
@@ -254,7 +289,9 @@ def handle_metadata(request: Any, ctx: RequestContext) -> Handled:
         authorized_operations=None,
         error_code=0,
     )
-    return Handled(response, mutations=charged)
+    # The log keeps each named topic's error (a request for all topics keeps none: it names none).
+    errors = {} if all_topics else {t.name: t.error_code for t in topics if t.name}
+    return Handled(response, mutations=charged, errors=errors)
 
 
 # -- the three mutations ------------------------------------------------------------------------
@@ -279,13 +316,19 @@ def _mutate(
     duplicate: Check,
     invalid: Check | None = None,
     records: Callable[[int], int] | None = None,
+    whole: Callable[[list[int]], ApiError | None] | None = None,
+    validate_only: bool = False,
 ) -> _Mutations:
     """ControllerApis' order, per distinct topic in request order: a malformed entry, then a repeated one
     (``duplicate``), then a non-controller node fail uncharged; every other topic is validated, charged
-    (KIP-599) and applied by ``apply(index, quota)``. ``records(index)``: the metadata records a topic makes;
-    over MAX_RECORDS_PER_USER_OP in all, every topic fails with POLICY_VIOLATION and nothing is applied."""
-    quota = _request_quota(ctx)
+    (KIP-599) and applied by ``apply(index, quota)``. Before any of that the controller may refuse the whole
+    operation, every topic it was given failing with the same error and nothing applied or charged:
+    ``whole(indices)`` (CreateTopics' partitions per request), then ``records(index)``, the metadata records a
+    topic makes, over ``max_records_per_op`` in all (QuorumController's bounded record list)."""
+    quota = _request_quota(ctx, validate_only=validate_only)
     refused = _not_controller(ctx)
+    spec = API_SPECS[ctx.api_key]
+    throttled = redpanda_error(ctx.api_version, spec.strict_since or 0) if _redpanda(ctx) else THROTTLED_NO_MESSAGE
     dupes = _duplicates(keys)
     first = {key: index for index, key in reversed(list(enumerate(keys)))}
     indices = sorted(first.values())
@@ -293,27 +336,46 @@ def _mutate(
         # The whole controller event failed: ControllerApis answers every topic with the timeout, charges
         # nothing and applies nothing.
         return _Mutations(indices, [TIMED_OUT] * len(indices), 0, 0)
-    if records is not None and sum(records(index) for index in indices) > MAX_RECORDS_PER_USER_OP:
-        return _Mutations(indices, [TOO_LARGE] * len(indices), 0, 0)
-    errors, charged = [], 0
+    early: dict[int, ApiError] = {}
     for index in indices:
         error = invalid(index) if invalid is not None else None
         if error is None and keys[index] in dupes:
             error = duplicate(index)
         if error is None and refused is not None:
             error = refused
+        if error is not None:
+            early[index] = error
+    to_controller = [index for index in indices if index not in early]
+    if to_controller and refused is None:
+        refusal = whole(to_controller) if whole is not None else None
+        cap = ctx.broker.max_records_per_op
+        if refusal is None and records is not None and sum(records(index) for index in to_controller) > cap:
+            refusal = TOO_LARGE
+        if refusal is not None:
+            return _Mutations(indices, [early.get(index, refusal) for index in indices], 0, 0)
+    errors, charged = [], 0
+    for index in indices:
+        error = early.get(index)
         if error is None:
             error, cost = apply(index, quota)
             charged += cost
             if error.code == THROTTLING_QUOTA_EXCEEDED:
-                error = THROTTLED_NO_MESSAGE  # KRaft sends error 89 with a null message
+                error = throttled  # KRaft: error 89 with a null message; Redpanda: 89 or -1 by version
         errors.append(error)
+    if isinstance(quota, RedpandaQuota):
+        charged += quota.refused_mutations  # Redpanda charges a refused topic too
     return _Mutations(indices, errors, charged, quota.throttle_time_ms())
 
 
-def _handled(response: Any, keys: list[str], done: _Mutations) -> Handled:
+def _handled(response: Any, keys: list[str], done: _Mutations, ctx: RequestContext) -> Handled:
     errors = {key: error.code for key, error in zip(keys, done.errors, strict=True)}
-    return Handled(response, mutations=done.charged, throttle_time_ms=done.throttle_time_ms, errors=errors)
+    return Handled(
+        response,
+        mutations=done.charged,
+        throttle_time_ms=done.throttle_time_ms,
+        errors=errors,
+        mutes=not _redpanda(ctx),
+    )
 
 
 def _duplicate_name(index: int) -> ApiError:
@@ -340,15 +402,38 @@ def handle_create_topics(request: Any, ctx: RequestContext) -> Handled:
         outcomes[index] = outcome = cluster.create(spec, quota, validate_only=validate_only)
         return outcome.error, outcome.charged
 
-    def records(index: int) -> int:
-        """ReplicationControlManager.createTopic: a TopicRecord, a PartitionRecord each, a ConfigRecord each."""
+    def partitions(index: int) -> int:
+        """ReplicationControlManager.validateTotalNumberOfPartitions: the assignments, the default for -1, else
+        the count when positive."""
         t = topics[index]
-        partitions = len(t.assignments) if t.assignments else t.num_partitions
-        if partitions <= 0:
-            partitions = cluster.default_partitions
-        return 1 + partitions + len(t.configs)
+        if t.assignments:
+            return len(t.assignments)
+        if t.num_partitions == -1:
+            return cluster.default_partitions
+        return max(0, int(t.num_partitions))
 
-    done = _mutate(ctx, [t.name for t in topics], apply, duplicate=_duplicate_name, records=records)
+    def whole(indices: list[int]) -> ApiError | None:
+        """Checked first, before the names: the partitions of every topic the controller was given."""
+        too_many = sum(partitions(index) for index in indices) > ctx.broker.max_records_per_op
+        return TOO_MANY_PARTITIONS if too_many else None
+
+    def records(index: int) -> int:
+        """ReplicationControlManager.createTopic: a TopicRecord, a PartitionRecord each, a ConfigRecord each,
+        for a topic that is created (one already there, or with an illegal name, makes none)."""
+        t = topics[index]
+        if t.name in cluster.topics or topic_name_error(t.name):
+            return 0
+        return 1 + max(1, partitions(index)) + sum(1 for c in t.configs if c.value is not None)
+
+    done = _mutate(
+        ctx,
+        [t.name for t in topics],
+        apply,
+        duplicate=_duplicate_name,
+        records=records,
+        whole=whole,
+        validate_only=validate_only,
+    )
     R = CreateTopicsResponse.CreatableTopicResult
     C = R.CreatableTopicConfigs
     shared_defaults: list[Any] = []  # one encoded list serves every topic without overrides
@@ -386,7 +471,7 @@ def handle_create_topics(request: Any, ctx: RequestContext) -> Handled:
             )
         )
     response = CreateTopicsResponse(version=ctx.api_version, throttle_time_ms=done.throttle_time_ms, topics=results)
-    return _handled(response, [r.name for r in results], done)
+    return _handled(response, [r.name for r in results], done, ctx)
 
 
 def handle_delete_topics(request: Any, ctx: RequestContext) -> Handled:
@@ -414,6 +499,8 @@ def handle_delete_topics(request: Any, ctx: RequestContext) -> Handled:
         return DUPLICATE if by_name else ApiError.of(kerr.InvalidRequestError, "Duplicate topic id.")
 
     def apply(index: int, quota: RequestQuota) -> tuple[ApiError, int]:
+        if resolved[index] is None and _redpanda(ctx) and not quota.record(0):
+            return THROTTLED, 0  # Redpanda checks the quota (an unknown topic costs 0) before the controller
         missing = (
             ApiError.of(kerr.UnknownTopicOrPartitionError, "This server does not host this topic-partition.")
             if targets[index][0]
@@ -436,7 +523,7 @@ def handle_delete_topics(request: Any, ctx: RequestContext) -> Handled:
             )
         )
     response = DeleteTopicsResponse(version=ctx.api_version, throttle_time_ms=done.throttle_time_ms, responses=results)
-    return _handled(response, [r.name or str(r.topic_id) for r in results], done)
+    return _handled(response, [r.name or str(r.topic_id) for r in results], done, ctx)
 
 
 def handle_create_partitions(request: Any, ctx: RequestContext) -> Handled:
@@ -455,7 +542,14 @@ def handle_create_partitions(request: Any, ctx: RequestContext) -> Handled:
         current = existing.partition_count if existing is not None else 0
         return max(0, int(t.count) - current)
 
-    done = _mutate(ctx, [t.name for t in topics], apply, duplicate=_duplicate_name, records=records)
+    done = _mutate(
+        ctx,
+        [t.name for t in topics],
+        apply,
+        duplicate=_duplicate_name,
+        records=records,
+        validate_only=bool(request.validate_only),
+    )
     R = CreatePartitionsResponse.CreatePartitionsTopicResult
     results = [
         R(name=topics[index].name, error_code=error.code, error_message=error.message)
@@ -464,7 +558,7 @@ def handle_create_partitions(request: Any, ctx: RequestContext) -> Handled:
     response = CreatePartitionsResponse(
         version=ctx.api_version, throttle_time_ms=done.throttle_time_ms, results=results
     )
-    return _handled(response, [r.name for r in results], done)
+    return _handled(response, [r.name for r in results], done, ctx)
 
 
 # -- DescribeConfigs / IncrementalAlterConfigs / AlterConfigs --------------------------------------

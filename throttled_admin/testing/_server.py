@@ -255,6 +255,7 @@ class _Answer:
     throttle_time_ms: int
     garbled: str | None = None
     delay_s: float = 0.0
+    mute_ms: int = 0  # how long the connection is muted after the answer (KIP-219)
 
 
 class _Refused(Exception):
@@ -520,7 +521,7 @@ class Server:
         # tells the client whether to back off itself). The answer is logged before its bytes go out, so a
         # reader that has already seen the response always finds ``responded_at`` set.
         record.responded_at = time.monotonic()
-        throttle_s = answer.throttle_time_ms / 1000
+        throttle_s = answer.mute_ms / 1000
         if throttle_s > 0:
             conn.muted_until = max(conn.muted_until, record.responded_at + throttle_s)
         writer.write(answer.frame)
@@ -560,6 +561,7 @@ class Server:
         handled = spec.handler(request, context)
         handler_ms = (time.perf_counter() - handling_started) * 1000
         throttle_ms = handled.throttle_time_ms
+        mute_ms = throttle_ms if handled.mutes else 0
         quotas, principal, client_id = self.context.quotas, context.principal, context.client_id
         if charged:
             # ClientRequestQuotaManager: the handler (I/O thread) time is recorded with a quota check; in the
@@ -569,6 +571,7 @@ class Server:
             # KIP-124: the response carries max(mutation throttle, request throttle), and the connection is
             # muted for it (RequestHandlerHelper.sendResponseMaybeThrottleWithControllerQuota).
             throttle_ms = max(throttle_ms, request_throttle_ms)
+            mute_ms = max(mute_ms, request_throttle_ms)
         if hasattr(handled.response, "throttle_time_ms"):
             handled.response.throttle_time_ms = throttle_ms
         # Faults on the answer only: the request was handled (and charged) as usual. Taken here, on the
@@ -584,7 +587,7 @@ class Server:
             # recordNoThrottle: it counts against the entity's next request.
             network_ms = (decode_s + time.perf_counter() - encode_started) * 1000
             quotas.record_request_time(principal, client_id, network_ms, node_id=context.node_id, check_quota=False)
-        return _Answer(handled, encoded, throttle_ms, garbled, delay_s)
+        return _Answer(handled, encoded, throttle_ms, garbled, delay_s, mute_ms)
 
     @staticmethod
     def _encode(response: Any, correlation_id: int) -> bytes:
