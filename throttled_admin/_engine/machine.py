@@ -45,7 +45,7 @@ from throttled_admin._engine.classify import (
     is_broker_answer,
     was_written,
 )
-from throttled_admin._engine.pacer import Pacer
+from throttled_admin._engine.pacer import MutationQuota, Pacer
 from throttled_admin._engine.redpanda import RedpandaHold
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.round_trip import MIN_SAMPLES, RoundTrip
@@ -500,6 +500,12 @@ class Engine:
             if extra_s > 0:
                 throttle_s += extra_s
                 self._gate.record(-1, throttle_s, now)
+            if self._pacer is None and self._redpanda.rate is not None:
+                # Re-sending everything would have Redpanda admit one topic and charge all the others, again and
+                # again: from now on the client paces itself to the rate read from the response (its bucket holds
+                # one second of it), as MutationQuota(rate=R, burst=R) would.
+                rate = self._redpanda.rate
+                self._pacer = Pacer(MutationQuota(rate=rate, burst=rate))
         for topic in request.topics:  # progress resets a call's back-offs
             if outcomes[topic.name] is Outcome.SUCCESS:
                 topic.call.quota_backoffs = topic.call.transient_retries = 0

@@ -48,4 +48,4 @@ class RedpandaHold:
         # Nothing to size it by, or sized and refused again: the throttle once more, doubling while refused.
         doublings = min(self.refusals_in_a_row - 1, _MAX_DOUBLINGS)
         base = last / rate if rate and last > 0 else max(throttle_s, 0.001)
-        return base * 2**doublings
+        return base * 2.0**doublings
