@@ -1,17 +1,22 @@
 """Every broker's Metadata, one request per broker, for ``wait_for_metadata`` (``_engine/visibility.py``).
 
-librdkafka sends a Metadata request to any broker it has a connection to, and says which one answered
-(``ClusterMetadata.orig_broker_id`` / ``orig_broker_name``). To ask one broker in particular, each broker gets a
-small AdminClient of its own, bootstrapped with that broker's address alone and configured as the application's
-client (security settings included; the application's callbacks left out): its only connection is to that
-broker. An answer that came from another broker all the same is not taken for that broker's view.
+The brokers are those the client's own Metadata lists; each is asked itself:
 
-The brokers are those the client's own Metadata lists. Reads run on the scheduler's reader thread, never where
-deadlines are kept; the clients are kept for the next read and destroyed with the client.
+- on a plaintext listener, on a connection of our own (``metadata_wire``: a Metadata v1 request for all topics);
+- otherwise (TLS, SASL: the application's security settings are needed), with a small AdminClient configured as
+  the application's (its callbacks left out) and bootstrapped with that broker's address. librdkafka sends an
+  application's Metadata request to whichever broker it has a connection to, and it connects to the brokers it
+  learns of, but it says which one answered (``ClusterMetadata.orig_broker_id`` / ``orig_broker_name``): an
+  answer from another broker is not taken for this broker's view, and the client is replaced by a fresh one,
+  whose first connection is to that broker (up to ``_ATTEMPTS`` times a read).
+
+Reads run on the scheduler's reader thread, never where deadlines are kept; the clients are destroyed with the
+client.
 """
 
 from __future__ import annotations
 
+import struct
 import threading
 from typing import Any
 
@@ -19,6 +24,7 @@ from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._metadata import ClusterMetadata
 
+from throttled_admin._driver.metadata_wire import read_topics
 from throttled_admin._engine.visibility import BrokerViews, TopicView
 
 __all__ = ["BrokerViewReader"]
@@ -26,11 +32,14 @@ __all__ = ["BrokerViewReader"]
 # The application's callbacks stay with the application's client; these clients only read Metadata.
 _OWN_CALLBACKS = ("error_cb", "throttle_cb", "stats_cb")
 _READ_TIMEOUT_S = 2.0
+_ATTEMPTS = 3
 
 
 class BrokerViewReader:
     def __init__(self, conf: dict[str, Any]) -> None:
         self._conf = {key: value for key, value in conf.items() if key not in _OWN_CALLBACKS}
+        self._plaintext = str(conf.get("security.protocol", "plaintext")).lower() == "plaintext"
+        self._client_id = str(conf.get("client.id", "rdkafka"))
         self._lock = threading.Lock()
         self._clients: dict[tuple[int, str], AdminClient] = {}
         self._closed = False
@@ -39,18 +48,37 @@ class BrokerViewReader:
         """``brokers``: node id -> "host:port". Each broker's view of ``names`` (None when it could not be read)."""
         views: BrokerViews = {}
         for node_id, address in sorted(brokers.items()):
+            if self._plaintext:
+                try:
+                    views[node_id] = read_topics(address, names, client_id=self._client_id, timeout_s=timeout_s)
+                except (OSError, ValueError, struct.error, UnicodeError):
+                    views[node_id] = None
+            else:
+                views[node_id] = self._read_with_librdkafka(node_id, address, names, timeout_s)
+        self._forget_others(brokers)
+        return views
+
+    def _read_with_librdkafka(
+        self, node_id: int, address: str, names: list[str], timeout_s: float
+    ) -> dict[str, TopicView] | None:
+        for _ in range(_ATTEMPTS):
             client = self._client(node_id, address)
             if client is None:
-                views[node_id] = None
-                continue
+                return None
             try:
                 metadata = client.list_topics(timeout=timeout_s)
             except Exception:
-                views[node_id] = None
-                continue
-            views[node_id] = _view(metadata, names) if _answered_by(metadata, node_id, address) else None
-        self._forget_others(brokers)
-        return views
+                return None
+            if _answered_by(metadata, node_id, address):
+                return _view(metadata, names)
+            self._drop((node_id, address))  # it answered from another broker: a fresh client next
+        return None
+
+    def _drop(self, key: tuple[int, str]) -> None:
+        with self._lock:
+            client = self._clients.pop(key, None)
+        if client is not None:
+            client.__exit__(None, None, None)
 
     def close(self) -> None:
         with self._lock:
