@@ -496,16 +496,19 @@ class Engine:
             admitted += sum(refused)  # charged all the same: the pacer's mirror and its learning count them
             admitted_any = any(outcome is Outcome.SUCCESS for outcome in outcomes.values())
             rate = self._pacer.quota.rate if self._pacer is not None else None  # a configured rate is exact
-            extra_s = self._redpanda.extra_s(refused, admitted_any, throttle_s, rate)
+            before = _admitted_before_refusal(request.topics, outcomes)
+            extra_s = self._redpanda.extra_s(refused, before, admitted_any, throttle_s, rate)
             if extra_s > 0:
                 throttle_s += extra_s
                 self._gate.record(-1, throttle_s, now)
-            if self._pacer is None and self._redpanda.rate is not None:
+            estimate = self._redpanda.estimate or (self._redpanda.rate if refused else None)
+            if self._pacer is not None and estimate is not None:
+                self._pacer.sample(estimate)  # a learning pacer: Redpanda's answer bounds the rate
+            elif self._pacer is None and estimate is not None:
                 # Re-sending everything would have Redpanda admit one topic and charge all the others, again and
                 # again: from now on the client paces itself to the rate read from the response (its bucket holds
                 # one second of it), as MutationQuota(rate=R, burst=R) would.
-                rate = self._redpanda.rate
-                self._pacer = Pacer(MutationQuota(rate=rate, burst=rate))
+                self._pacer = Pacer(MutationQuota(rate=estimate, burst=estimate))
         for topic in request.topics:  # progress resets a call's back-offs
             if outcomes[topic.name] is Outcome.SUCCESS:
                 topic.call.quota_backoffs = topic.call.transient_retries = 0
@@ -808,6 +811,17 @@ def _connect_failure(message: str) -> tuple[str, str] | None:
     if not reason:
         return None
     return broker.split("/", 1)[0], reason.split(" (after ", 1)[0]
+
+
+def _admitted_before_refusal(topics: list[Topic], outcomes: dict[str, Outcome]) -> int:
+    """The cost of the topic admitted just before the first one refused for the quota, in request order (0: none)."""
+    previous = 0
+    for topic in topics:
+        outcome = outcomes[topic.name]
+        if outcome is Outcome.THROTTLED:
+            return previous
+        previous = (topic.cost or 0) if outcome is Outcome.SUCCESS else 0
+    return 0
 
 
 def _redpanda_refused(exc: BaseException | None, outcome: Outcome) -> bool:

@@ -8,8 +8,11 @@ charged, again, for ever. The connection is not muted, so nothing else holds the
 
 The client waits the throttle plus the last refused topic's cost at the quota's rate. The rate is the pacer's
 when it has one; else a lower bound read from the response itself: the refused topics before the last (S
-mutations) were charged while the deficit grew to the throttle's worth, so R >= S / throttle. With no bound (one
-topic refused, costs not known) the wait doubles with each refusal in a row until a re-send gets through.
+mutations) were charged while the deficit grew to the throttle's worth, so R >= S / throttle; and as the topic
+admitted just before the first refusal (c mutations) found no deficit, R <= (S + c) / throttle. With no bound
+(one topic refused, costs not known) the wait doubles with each refusal in a row until a re-send gets through.
+The middle of the two bounds is the rate's estimate, for pacing (a learning pacer takes it as a sample, a client
+without one paces itself to it from then on).
 Recognised by Redpanda's message, "Too many partition mutations requested" (error 89 carries none in Kafka).
 """
 
@@ -27,12 +30,21 @@ class RedpandaHold:
     """Not thread-safe: the engine's own state."""
 
     rate: float | None = None  # the lower bound on the quota's rate read from earlier responses
+    estimate: float | None = None  # the middle of the bounds of the latest response that gave both
     refusals_in_a_row: int = 0
 
-    def extra_s(self, refused_costs: list[int], admitted: bool, throttle_s: float, pacer_rate: float | None) -> float:
+    def extra_s(
+        self,
+        refused_costs: list[int],
+        admitted_before: int,
+        admitted: bool,
+        throttle_s: float,
+        pacer_rate: float | None,
+    ) -> float:
         """The wait beyond ``throttle_s`` after a response whose Redpanda-refused topics cost ``refused_costs``, in
-        request order (0 where not known), ``admitted``: whether it admitted any topic; 0 when nothing was refused
-        so."""
+        request order (0 where not known); ``admitted_before``: the cost of the topic admitted just before the
+        first refused one (0: none); ``admitted``: whether it admitted any topic. 0 when nothing was refused so."""
+        self.estimate = None
         if not refused_costs:
             self.refusals_in_a_row = 0
             return 0.0
@@ -41,6 +53,8 @@ class RedpandaHold:
         if throttle_s > 0 and before_last > 0:
             bound = before_last / throttle_s
             self.rate = bound if self.rate is None else max(self.rate, bound)
+            if admitted_before > 0:
+                self.estimate = (before_last + admitted_before / 2) / throttle_s
         rate = pacer_rate or self.rate
         last = refused_costs[-1]
         if rate and last > 0 and self.refusals_in_a_row == 1:
