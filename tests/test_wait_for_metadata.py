@@ -121,3 +121,25 @@ def test_validate_only_and_wait_for_metadata_are_refused_together() -> None:
             admin.create_topics([NewTopic("x", 1, 1)], validate_only=True, wait_for_metadata=True)
         with pytest.raises(TypeError, match="wait_for_metadata must be a bool"):
             admin.delete_topics(["x"], wait_for_metadata="yes")
+
+
+def test_over_sasl_each_broker_is_asked_itself(quota_broker: BrokerFactory) -> None:
+    """With SASL the brokers are asked through librdkafka (the application's settings): an answer counts only from
+    the broker asked. The controller lists the topic at once, the others 5 s later: by a 1.5 s deadline they have
+    not, and the error names exactly them (an answer of the controller's taken for theirs would have resolved it)."""
+    broker = quota_broker(num_brokers=3, metadata_lag_ms=5000, users={"alice": "secret"})
+    conf = {
+        "bootstrap.servers": broker.bootstrap_servers,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": "alice",
+        "sasl.password": "secret",
+    }
+    with ThrottledAdminClient(conf) as admin:
+        futures = admin.create_topics([NewTopic("sasl", 2, 1)], timeout_ms=1500, wait_for_metadata=True)
+        exc = futures["sasl"].exception(30)
+    assert isinstance(exc, NotYetVisibleError), repr(exc)
+    assert exc.brokers == (1, 2)
+    assert "secret" not in str(exc)
+    asked = {r.node_id for r in broker.request_log() if r.api_name == "Metadata" and r.principal == "alice"}
+    assert asked == {0, 1, 2}

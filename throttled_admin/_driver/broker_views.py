@@ -43,9 +43,24 @@ class BrokerViewReader:
         self._lock = threading.Lock()
         self._clients: dict[tuple[int, str], AdminClient] = {}
         self._closed = False
+        self._reading = False  # a read is using the clients: close() leaves destroying them to it
 
     def read(self, brokers: dict[int, str], names: list[str], timeout_s: float = _READ_TIMEOUT_S) -> BrokerViews:
         """``brokers``: node id -> "host:port". Each broker's view of ``names`` (None when it could not be read)."""
+        with self._lock:
+            self._reading = True
+        try:
+            return self._read(brokers, names, timeout_s)
+        finally:
+            with self._lock:
+                self._reading = False
+                leftover = list(self._clients.values()) if self._closed else []
+                if self._closed:
+                    self._clients = {}
+            for client in leftover:  # closed while this read used them
+                client.__exit__(None, None, None)
+
+    def _read(self, brokers: dict[int, str], names: list[str], timeout_s: float) -> BrokerViews:
         views: BrokerViews = {}
         for node_id, address in sorted(brokers.items()):
             if self._plaintext:
@@ -81,8 +96,12 @@ class BrokerViewReader:
             client.__exit__(None, None, None)
 
     def close(self) -> None:
+        """Destroy the clients now, or, while a read uses them, when it ends (librdkafka's handle must not be
+        destroyed under a call in progress)."""
         with self._lock:
             self._closed = True
+            if self._reading:
+                return
             clients, self._clients = list(self._clients.values()), {}
         for client in clients:
             client.__exit__(None, None, None)  # destroys librdkafka's handle now
