@@ -167,6 +167,7 @@ class Engine:
         self._backoff = backoff
         self._gate = ThrottleTracker()
         self._cap = BatchCap()
+        self._own_pacer = False  # the pacer is the engine's own (Redpanda's answers), not the caller's
         self._redpanda = RedpandaHold()
         self._visibility = Visibility()
         self._round_trip = RoundTrip()
@@ -487,28 +488,9 @@ class Engine:
         split = len(request.topics) > 1 and all(outcome is Outcome.TOO_LARGE for outcome in outcomes.values())
         if split:
             self._cap.refused(sum(topic.records for topic in request.topics))
-        if answered:  # Redpanda charges the topics it refuses: the wait is longer than its throttle (``redpanda``)
-            refused = [
-                topic.cost or 0
-                for topic in request.topics
-                if _redpanda_refused(results[topic.name], outcomes[topic.name])
-            ]
-            admitted += sum(refused)  # charged all the same: the pacer's mirror and its learning count them
-            admitted_any = any(outcome is Outcome.SUCCESS for outcome in outcomes.values())
-            rate = self._pacer.quota.rate if self._pacer is not None else None  # a configured rate is exact
-            before = _admitted_before_refusal(request.topics, outcomes)
-            extra_s = self._redpanda.extra_s(refused, before, admitted_any, throttle_s, rate)
-            if extra_s > 0:
-                throttle_s += extra_s
-                self._gate.record(-1, throttle_s, now)
-            estimate = self._redpanda.estimate or (self._redpanda.rate if refused else None)
-            if self._pacer is not None and estimate is not None:
-                self._pacer.sample(estimate)  # a learning pacer: Redpanda's answer bounds the rate
-            elif self._pacer is None and estimate is not None:
-                # Re-sending everything would have Redpanda admit one topic and charge all the others, again and
-                # again: from now on the client paces itself to the rate read from the response (its bucket holds
-                # one second of it), as MutationQuota(rate=R, burst=R) would.
-                self._pacer = Pacer(MutationQuota(rate=estimate, burst=estimate))
+        if answered:
+            throttle_s, charged = self._redpanda_refusals(request, results, outcomes, throttle_s, now)
+            admitted += charged  # charged all the same: the pacer's mirror and its learning count them
         for topic in request.topics:  # progress resets a call's back-offs
             if outcomes[topic.name] is Outcome.SUCCESS:
                 topic.call.quota_backoffs = topic.call.transient_retries = 0
@@ -563,6 +545,39 @@ class Engine:
         if not request.events:
             self._metric(_throttle_event(None, 0.0))  # librdkafka sends no event for an unthrottled response
         return max((throttle_s for _, throttle_s in request.events), default=0.0)
+
+    def _redpanda_refusals(
+        self,
+        request: Request,
+        results: dict[str, BaseException | None],
+        outcomes: dict[str, Outcome],
+        throttle_s: float,
+        now: float,
+    ) -> tuple[float, int]:
+        """Redpanda charges the topics it refuses: the wait is longer than its throttle (``redpanda``). Returns the
+        throttle to wait out, and what the refused topics were charged."""
+        refused = [t.cost or 0 for t in request.topics if _redpanda_refused(results[t.name], outcomes[t.name])]
+        if not refused:
+            self._redpanda.extra_s([], 0, True, throttle_s, None)
+            return throttle_s, 0
+        admitted_any = any(outcome is Outcome.SUCCESS for outcome in outcomes.values())
+        before = _admitted_before_refusal(request.topics, outcomes)
+        configured = None if self._pacer is None or self._own_pacer else self._pacer.quota.rate  # exact
+        extra_s = self._redpanda.extra_s(refused, before, admitted_any, throttle_s, configured)
+        if extra_s > 0:
+            throttle_s += extra_s
+            self._gate.record(-1, throttle_s, now)
+        estimate = self._redpanda.estimate or self._redpanda.rate
+        if self._pacer is not None and estimate is not None:
+            self._pacer.sample(estimate)  # a learning pacer: Redpanda's answer bounds the rate
+        elif self._pacer is None and estimate is not None:
+            # Re-sending everything would have Redpanda admit one topic and charge all the others, again and again:
+            # from now on the client paces itself, as MutationQuota() would, starting from the rate read from the
+            # response (a learned rate's bucket holds one second of it, as Redpanda's does).
+            self._pacer = Pacer(MutationQuota())
+            self._pacer.sample(estimate)
+            self._own_pacer = True
+        return throttle_s, sum(refused)
 
     def _on_throttled(
         self, topic: Topic, throttle_s: float, now: float, delays: dict[int, float], message: str | None = None

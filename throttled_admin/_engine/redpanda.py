@@ -11,8 +11,8 @@ when it has one; else a lower bound read from the response itself: the refused t
 mutations) were charged while the deficit grew to the throttle's worth, so R >= S / throttle; and as the topic
 admitted just before the first refusal (c mutations) found no deficit, R <= (S + c) / throttle. With no bound
 (one topic refused, costs not known) the wait doubles with each refusal in a row until a re-send gets through.
-The middle of the two bounds is the rate's estimate, for pacing (a learning pacer takes it as a sample, a client
-without one paces itself to it from then on).
+The middle of the two bounds is the rate's estimate, for pacing (a learning pacer takes it as a sample; a client
+without one paces itself from then on with a learning pacer starting from it).
 Recognised by Redpanda's message, "Too many partition mutations requested" (error 89 carries none in Kafka).
 """
 
