@@ -80,6 +80,7 @@ def test_with_retry_off_the_refused_topics_fail_with_the_throttle(quota_broker: 
     assert metrics["quota-violation-total"] == len(failed)
 
 
+@pytest.mark.slow  # about 5 s: without a pacer the costs of deletes are not known, and the waits double
 def test_deletes_and_partition_additions_are_re_sent_too(quota_broker: BrokerFactory) -> None:
     """DeleteTopics v4 carries no error message: the -1 of a throttled response is Redpanda's refusal there."""
     broker = quota_broker(controller_mutation_rate=100, enforcement="redpanda")
