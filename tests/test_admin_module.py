@@ -23,6 +23,7 @@ ADDITIONS = {
     "CannotConnectError",
     "OutcomeUnknownError",
     "PossiblyAppliedError",
+    "NotYetVisibleError",
     "ClientClosedError",
 }
 

@@ -3,9 +3,11 @@
 Random calls of all three operations over four shared names (tiny and long deadlines, retry on and off,
 validate_only, cancellation, close) meet a simulated broker: KIP-599 strict and permissive with its throttles,
 slow, lost, garbled and partial answers, NOT_CONTROLLER, REQUEST_TIMED_OUT, connections that die after the write,
-and a cluster librdkafka never reaches. A simulated driver does what the engine's outbox says, waking it when it
-asks. Rules a-h of ``throttled_admin/_engine/machine.py`` are checked after every step (and at every send and
-settlement), against what the model knows happened in the cluster."""
+and a cluster librdkafka never reaches; Redpanda's quota refusal (UNKNOWN_SERVER_ERROR), Kafka 4's batch cap (a
+whole request refused with POLICY_VIOLATION) and CreateTopicPolicy refusals; three brokers whose Metadata lags
+(``wait_for_metadata``). A simulated driver does what the engine's outbox says, waking it when it asks. Rules a-h of
+``throttled_admin/_engine/machine.py`` are checked after every step (and at every send and settlement), against
+what the model knows happened in the cluster, and so are the batch cap's and wait_for_metadata's."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from throttled_admin import (
     ClientClosedError,
     MutationQuota,
     NotSentError,
+    NotYetVisibleError,
     OutcomeUnknownError,
     ThrottlingQuotaExceededException,
 )
@@ -44,6 +47,12 @@ RATE = 10.0  # the quota of the simulated broker, mutations/s
 COALESCE_RATIO = 2.0
 MIN_SAMPLES = 3
 RECENT_S = 30.0
+# Kafka 4's batch cap: its two messages (the only POLICY_VIOLATION the engine splits on), and a policy's
+CAP_RECORDS = "Unable to perform excessively large batch operation."
+CAP_PARTITIONS = "Excessively large number of partitions per request."
+POLICY = "Topic name is not allowed by the cluster's CreateTopicPolicy"
+REDPANDA = "Too many partition mutations requested"
+BROKERS = (1, 2, 3)
 
 
 def _error(code: int, text: str = "") -> KafkaException:
@@ -92,6 +101,7 @@ class Track:
     withdrawn: bool = False
     answered_89_at: float | None = None
     unanswered: int = 0  # attempts handed over whose outcome the client never learned (may have been applied)
+    cap_refused_with_others: bool = False  # its last answer: a request of several topics refused whole for the cap
 
 
 @dataclass(eq=False)
@@ -131,23 +141,38 @@ class EngineModel(RuleBasedStateMachine):
         self.closed = False
         self.reached = False  # a broker has answered this client
         self.wake_at = math.inf
+        self.cap: int | None = None  # the cluster's batch cap (records per request)
+        self.smallest_refused = math.inf  # records of the smallest request of several topics refused for the cap
+        self.previous_cluster: dict[str, int] = {}  # the cluster before its last change (what a lagging broker sees)
+        self.views_wanted: list[str] | None = None
+        self.disruptions = 0  # authentication failures, refused connections, throttles of other methods
+        self.last_views: dict[int, dict[str, tuple[int, bool]] | None] = {}
         self.engine: Engine
 
     @initialize(
-        mode=st.sampled_from(["none", "strict", "permissive"]),
+        mode=st.sampled_from(["none", "strict", "permissive", "redpanda"]),
         paced=st.booleans(),
         seed=st.integers(0, 2**16),
         existing=st.dictionaries(st.sampled_from(NAMES), st.integers(1, 3), max_size=4),
+        cap=st.sampled_from([None, None, 4, 7]),
+        reached=st.sampled_from([True, True, True, False]),
     )
-    def start(self, mode: str, paced: bool, seed: int, existing: dict[str, int]) -> None:
+    def start(
+        self, mode: str, paced: bool, seed: int, existing: dict[str, int], cap: int | None, reached: bool
+    ) -> None:
         self.mode = mode
+        self.cap = cap
         self.cluster = dict(existing)
+        self.previous_cluster = dict(existing)
         if mode != "none":
             self.bucket = TokenBucket(RATE, window_num=2, window_size_s=1.0)
         pacer = Pacer(MutationQuota(rate=RATE, burst=2 * RATE)) if paced and mode != "none" else None
         backoff = RetryBackoff(initial_ms=100, max_ms=1000, _random=random.Random(seed))
         self.engine = Engine(pacer=pacer, backoff=backoff)
         self.paced = pacer is not None
+        if reached:  # mostly, the contact probe is answered before the first call (the rule ``probe`` is rarer)
+            self.step()
+            self.probe(answered=True)
 
     # -- the simulated driver ----------------------------------------------------------------------
 
@@ -167,13 +192,18 @@ class EngineModel(RuleBasedStateMachine):
             # settled in the same step, refused by a throttle or out of time).
             self.flight = None
             if not self.closed:
-                if any(t.settled is None and not t.withdrawn for t in flight.tracks):
+                if any(t.settled is None and not t.withdrawn and not _awaiting(t) for t in flight.tracks):
                     self.retries_at_least += 1
                 if flight.retryable:
                     self.retries_at_most += 1
         if out.send is not None:
             self.sent(out.send)
         self.metadata_wanted |= out.read_metadata
+        if out.read_views is not None:
+            assert self.views_wanted is None, "a second read of the brokers' views while one is in progress"
+            awaiting = {t.topic.name for t in self.tracks if _awaiting(t)}
+            assert set(out.read_views) == awaiting, f"views asked for {out.read_views}, awaiting {awaiting}"
+            self.views_wanted = out.read_views
         self.probe_wanted |= out.probe
         self.wake_at = out.wake_at
 
@@ -196,6 +226,10 @@ class EngineModel(RuleBasedStateMachine):
         budgets = [t.topic.call.budget_s(self.now) for t in tracks]
         assert max(budgets) <= COALESCE_RATIO * min(budgets) + EPSILON, f"budgets {budgets} share a request"
         assert request.kwargs["request_timeout"] <= min(budgets) + EPSILON
+        # the batch cap, once learned: a request of several topics is smaller than every one refused whole before
+        if len(tracks) > 1:
+            records = sum(t.topic.records for t in tracks)
+            assert records < self.smallest_refused, f"{records} records sent after {self.smallest_refused} were refused"
         for track in tracks:
             track.handed += 1
         self.flight = Flight(request, tracks, request.kwargs["request_timeout"], budgets=budgets)
@@ -207,9 +241,15 @@ class EngineModel(RuleBasedStateMachine):
         # rule e: by its deadline
         assert self.now <= call.deadline + EPSILON, "settled after its deadline"
         track.settled = (self.now, exc)
+        waits = call.wait_for_metadata and not call.kind.validate_only
         # rule f: truthful outcomes
         if exc is None:
             assert track.answered_ok, "success without a broker saying so"
+            if waits:  # wait_for_metadata: every broker's last view showed the change
+                assert self.shown_everywhere(track), f"{track.topic.name} resolved before every broker showed it"
+        elif isinstance(exc, NotYetVisibleError):
+            assert waits, f"not yet visible, for a call without wait_for_metadata: {exc}"
+            assert track.answered_ok, f"not yet visible, for a change not applied: {exc}"
         elif track.unanswered and not isinstance(exc, OutcomeUnknownError):
             raise AssertionError(f"an attempt may have been applied, but the topic was told: {exc!r}")
         elif isinstance(exc, OutcomeUnknownError):
@@ -233,6 +273,24 @@ class EngineModel(RuleBasedStateMachine):
             assert call.remaining_s(self.now) <= floor + max(0.05, floor) + EPSILON
         if isinstance(exc, KafkaException) and "kept for the answer" in str(exc):
             assert call.remaining_s(self.now) <= 0.05 + EPSILON
+        if _is_cap(exc) and track.cap_refused_with_others:
+            # the batch cap's refusal is final only for a topic alone, or when no time is left to split
+            recent = [s for at, s in self.round_trips if self.now - at <= RECENT_S + EPSILON]
+            floor = min(recent, default=0.0)
+            assert call.remaining_s(self.now) <= floor + max(0.05, floor) + EPSILON, "not split, time was left"
+
+    def shown_everywhere(self, track: Track) -> bool:
+        name, operation = track.topic.name, track.topic.call.kind.operation
+        for node in BROKERS:
+            view = self.last_views.get(node)
+            if view is None:
+                return False
+            if operation is DELETE_TOPICS:
+                if name in view:
+                    return False
+            elif name not in view or view[name][0] < self.cluster.get(name, 0) or not view[name][1]:
+                return False
+        return True
 
     # -- rules: calls --------------------------------------------------------------------------------
 
@@ -246,6 +304,7 @@ class EngineModel(RuleBasedStateMachine):
         size=st.integers(1, 4),
         request_timeout_s=st.sampled_from([None, None, 0.2, 2.0, 10.0]),
         operation_timeout_s=st.sampled_from([None, None, 0.0, 0.1, 3.0]),
+        wait=st.booleans(),
     )
     def submit(
         self,
@@ -257,16 +316,19 @@ class EngineModel(RuleBasedStateMachine):
         size: int,
         request_timeout_s: float | None,
         operation_timeout_s: float | None,
+        wait: bool,
     ) -> None:
         op = OPERATIONS[operation]
+        validate_only = validate_only and op.validate_only
         call = Call(
-            kind=RequestKind(op, validate_only and op.validate_only),
+            kind=RequestKind(op, validate_only),
             deadline=self.now + timeout_s,
             timeout_ms=int(timeout_s * 1000),
             retry_on_quota_violation=retry,
             request_timeout_s=request_timeout_s,
             operation_timeout_s=operation_timeout_s,
             started_at=self.now,
+            wait_for_metadata=wait and not validate_only,  # the options refuse both at once
         )
         topics = []
         for name in names:
@@ -335,7 +397,16 @@ class EngineModel(RuleBasedStateMachine):
     @precondition(lambda self: not self.closed and self.flight is not None and self.flight.fate is None)
     @rule(
         fate=st.sampled_from(
-            [*("ok",) * 4, "bad msg", "drop last", "transport", "not controller", "timed out", "no controller"]
+            [
+                *("ok",) * 4,
+                "bad msg",
+                "drop last",
+                "transport",
+                "not controller",
+                "timed out",
+                "no controller",
+                "policy",
+            ]
         ),
         applied=st.booleans(),
         delay=st.sampled_from([0.0, 0.001, 0.05, 0.5, 3.0]),
@@ -379,6 +450,11 @@ class EngineModel(RuleBasedStateMachine):
                 track.written += 1
                 track.unanswered += 1
             results = {n: _error(KafkaError._TRANSPORT, "Local: Broker transport failure") for n in names}
+        elif fate == "policy":  # a CreateTopicPolicy (or any other policy) refuses every topic: final, never split
+            for track in tracks:
+                track.written += 1
+            results = {n: _error(KafkaError.POLICY_VIOLATION, POLICY) for n in names}
+            self.round_trips.append((self.now, self.now - request.sent_at))
         elif fate == "no controller":
             text = "Failed while waiting for controller: Local: Timed out"
             results = {n: _error(KafkaError._TIMED_OUT, text) for n in names}
@@ -388,13 +464,27 @@ class EngineModel(RuleBasedStateMachine):
                 track.written += 1
             results = {n: _error(code) for n in names}
             self.round_trips.append((self.now, self.now - request.sent_at))
-        flight.retryable = any(_retryable(results.get(t.topic.name), t) for t in tracks if t.topic.name in results)
+        if fate == "ok" and len(tracks) > 1 and all(_is_cap(results[n]) for n in names):
+            self.smallest_refused = min(self.smallest_refused, sum(t.topic.records for t in tracks))
+        for track in tracks:
+            track.cap_refused_with_others = fate == "ok" and len(tracks) > 1 and all(_is_cap(results[n]) for n in names)
+        throttled = any(throttle_s > 0 for _, throttle_s in request.events)  # what the engine knows of the response
+        flight.retryable = any(
+            _retryable(results.get(t.topic.name), t, throttled) for t in tracks if t.topic.name in results
+        )
+        flight.retryable |= any(_is_cap(exc) for exc in results.values()) and len(tracks) > 1
         flight.retryable |= len(results) < len(tracks)  # a topic left out of the answer: unknown, retried
         if fate == "ok" or fate in ("not controller", "timed out"):
             self.reached = True
         if results:  # the driver hands over what librdkafka completed
             self.engine.on_results(request, results, self.now)
         self.step()
+
+    @precondition(lambda self: not self.closed and self.flight is not None and self.flight.fate is None)
+    @rule(delay=st.sampled_from([0.0, 0.001, 0.05]))
+    def answer_ok(self, delay: float) -> None:
+        """The common case, drawn more often: the broker answers (the rules above decide what it answers)."""
+        self.answer("ok", applied=False, delay=delay, quota_first=False)
 
     @precondition(lambda self: not self.closed and self.flight is not None and self.flight.fate is None)
     @rule(applied=st.booleans())
@@ -433,17 +523,23 @@ class EngineModel(RuleBasedStateMachine):
         throttle."""
         request = flight.request
         operation = request.kind.operation
-        strict = self.mode == "strict"
+        strict = self.mode in ("strict", "redpanda")
         results: dict[str, BaseException | None] = {}
+        refused = self.over_the_cap(flight)
+        if refused is not None:  # refused whole, nothing applied or charged
+            for track in flight.tracks:
+                results[track.topic.name] = _error(KafkaError.POLICY_VIOLATION, refused)
+            throttle_s = self.bucket.throttle_time_ms(self.now) / 1000 if self.bucket is not None else 0.0
+            return results, throttle_s
+        quota_refused: list[Track] = []
         for track in flight.tracks:
             topic = track.topic
             name = topic.name
             current = self.cluster.get(name)
             if flight.quota_first and self.bucket is not None and strict and self.bucket.violated(self.now):
-                results[name] = _error(KafkaError.THROTTLING_QUOTA_EXCEEDED)  # checked before the topic's state
+                results[name] = self.quota_error(operation)  # checked before the topic's state
                 if answered and track.settled is None:
-                    self.answers_89 += 1
-                    track.answered_89_at = self.now
+                    quota_refused.append(track)
                 continue
             if operation is CREATE_TOPICS and current is not None:
                 results[name] = _error(KafkaError.TOPIC_ALREADY_EXISTS)
@@ -455,10 +551,9 @@ class EngineModel(RuleBasedStateMachine):
                 results[name] = _error(KafkaError.INVALID_PARTITIONS)
                 continue
             if self.bucket is not None and strict and self.bucket.violated(self.now):
-                results[name] = _error(KafkaError.THROTTLING_QUOTA_EXCEEDED)
+                results[name] = self.quota_error(operation)
                 if answered and track.settled is None:
-                    self.answers_89 += 1
-                    track.answered_89_at = self.now
+                    quota_refused.append(track)
                 continue
             cost = operation.cost_from_metadata(topic.item, current)
             if self.bucket is not None:
@@ -468,6 +563,7 @@ class EngineModel(RuleBasedStateMachine):
             track.answered_ok |= answered
             if request.kind.validate_only:
                 continue
+            self.previous_cluster = dict(self.cluster)
             if operation is CREATE_TOPICS:
                 self.cluster[name] = topic.item.num_partitions
             elif operation is DELETE_TOPICS:
@@ -475,17 +571,50 @@ class EngineModel(RuleBasedStateMachine):
             else:
                 self.cluster[name] = topic.item.new_total_count
         throttle_s = self.bucket.throttle_time_ms(self.now) / 1000 if self.bucket is not None else 0.0
+        for track in quota_refused:
+            # Redpanda's DeleteTopics v4 refusal has no message: a violation only with a throttle in its response
+            if self.mode == "redpanda" and operation is DELETE_TOPICS and throttle_s <= 0:
+                continue
+            self.answers_89 += 1
+            track.answered_89_at = self.now
         return results, throttle_s
+
+    def quota_error(self, operation: Any) -> KafkaException:
+        if self.mode != "redpanda":
+            return _error(KafkaError.THROTTLING_QUOTA_EXCEEDED)
+        # Redpanda, to librdkafka's request versions: UNKNOWN_SERVER_ERROR; DeleteTopics v4 carries no message
+        return _error(KafkaError.UNKNOWN) if operation is DELETE_TOPICS else _error(KafkaError.UNKNOWN, REDPANDA)
+
+    def over_the_cap(self, flight: Flight) -> str | None:
+        """Kafka 4's two checks of a whole request: the partitions of a CreateTopics, then the records made."""
+        if self.cap is None:
+            return None
+        operation = flight.request.kind.operation
+        partitions = records = 0
+        for track in flight.tracks:
+            item, current = track.topic.item, self.cluster.get(track.topic.name)
+            if operation is CREATE_TOPICS:
+                partitions += item.num_partitions
+                records += 0 if current is not None else 1 + item.num_partitions
+            elif operation is CREATE_PARTITIONS:
+                records += max(0, item.new_total_count - current) if current is not None else 0
+            else:
+                records += 1 if current is not None else 0
+        if operation is CREATE_TOPICS and partitions > self.cap:
+            return CAP_PARTITIONS
+        return CAP_RECORDS if records > self.cap else None
 
     def throttle(self, node_id: int, throttle_s: float) -> None:
         self.gate_until = max(self.gate_until, self.now + throttle_s)
         self.throttle_events.append(throttle_s * 1000)
         self.engine.on_throttle(node_id, throttle_s, self.now)
 
-    @precondition(lambda self: not self.closed)
+    # Events that settle or hold up everything are drawn at most twice an example, so examples reach answers.
+    @precondition(lambda self: not self.closed and self.disruptions < 2)
     @rule(throttle_s=st.sampled_from([0.01, 0.5, 4.0]))
     def throttle_of_another_method(self, throttle_s: float) -> None:
         """A throttle in the response to another AdminClient method (describe_configs, ...)."""
+        self.disruptions += 1
         self.throttle(2, throttle_s)
         self.step()
 
@@ -496,6 +625,33 @@ class EngineModel(RuleBasedStateMachine):
         self.engine.on_metadata(None if fails else dict(self.cluster), self.now)
         self.step()
 
+    @precondition(lambda self: not self.closed and self.views_wanted is not None)
+    @rule(
+        lags=st.lists(st.booleans(), min_size=3, max_size=3),
+        unreadable=st.booleans(),
+        delay=st.sampled_from([0.0, 0.3]),
+    )
+    def views(self, lags: list[bool], unreadable: bool, delay: float) -> None:
+        """Every broker's Metadata (wait_for_metadata): a lagging broker still sees the cluster before its last
+        change; one may not answer at all."""
+        names = self.views_wanted
+        assert names is not None
+        if delay:
+            self.advance(delay)
+            if self.closed or self.views_wanted is None:
+                return
+        self.views_wanted = None
+        views: dict[int, dict[str, tuple[int, bool]] | None] = {}
+        for node, lag in zip(BROKERS, lags, strict=True):
+            if unreadable and node == BROKERS[-1]:
+                views[node] = None
+                continue
+            seen = self.previous_cluster if lag else self.cluster
+            views[node] = {name: (seen[name], True) for name in names if name in seen}
+        self.last_views = views
+        self.engine.on_views(views, self.now)
+        self.step()
+
     @precondition(lambda self: not self.closed and self.probe_wanted)
     @rule(answered=st.booleans())
     def probe(self, answered: bool) -> None:
@@ -504,18 +660,20 @@ class EngineModel(RuleBasedStateMachine):
         self.engine.on_probe(answered, self.now)
         self.step()
 
-    @precondition(lambda self: not self.closed)
+    @precondition(lambda self: not self.closed and self.disruptions < 2)
     @rule()
     def connection_refused(self) -> None:
+        self.disruptions += 1
         text = (
             "127.0.0.1:9/bootstrap: Connect to ipv4#127.0.0.1:9 failed: Connection refused (after 0ms in state CONNECT)"
         )
         self.engine.on_error(KafkaError(KafkaError._TRANSPORT, text), self.now)
         self.step()
 
-    @precondition(lambda self: not self.closed)
+    @precondition(lambda self: not self.closed and self.disruptions < 2)
     @rule()
     def authentication_fails(self) -> None:
+        self.disruptions += 1
         self.engine.on_error(KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error"), self.now)
         self.step()
 
@@ -550,17 +708,31 @@ class EngineModel(RuleBasedStateMachine):
         return self.throttle_events[: len(self.throttle_events) - pending]
 
 
-def _retryable(exc: BaseException | None, track: Track) -> bool:
+def _retryable(exc: BaseException | None, track: Track, throttled: bool) -> bool:
     if not isinstance(exc, KafkaException):
         return False
-    code = exc.args[0].code()
-    if code == KafkaError.THROTTLING_QUOTA_EXCEEDED:
+    error = exc.args[0]
+    code = error.code()
+    quota = code == KafkaError.THROTTLING_QUOTA_EXCEEDED or (
+        code == KafkaError.UNKNOWN
+        and (error.str() == REDPANDA or (track.topic.call.kind.operation is DELETE_TOPICS and throttled))
+    )
+    if quota:
         return track.topic.call.retry_on_quota_violation
-    return code in (KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT) or code < 0
+    return code in (KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT) or code < -1
+
+
+def _awaiting(track: Track) -> bool:
+    """Applied, and waiting for every broker to show it (wait_for_metadata)."""
+    return track.settled is None and track.topic.call.awaiting.get(track.topic.name) is track.topic
+
+
+def _is_cap(exc: BaseException | None) -> bool:
+    return isinstance(exc, KafkaException) and exc.args[0].str() in (CAP_RECORDS, CAP_PARTITIONS)
 
 
 def _broker_answer(exc: BaseException | None) -> bool:
-    return exc is None or (isinstance(exc, KafkaException) and exc.args[0].code() >= 0)
+    return exc is None or (isinstance(exc, KafkaException) and exc.args[0].code() >= -1)
 
 
 EngineModel.TestCase.settings = settings(

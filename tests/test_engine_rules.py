@@ -1,13 +1,30 @@
-"""Rule f (truthful outcomes) at the engine, on simulated time, for the sequences an independent review found:
-after an attempt whose outcome is unknown, no later answer may be reported as a plain failure."""
+"""The engine's rules on simulated time, sequence by sequence.
+
+Rule f (truthful outcomes) for the sequences an independent review found: after an attempt whose outcome is
+unknown, no later answer may be reported as a plain failure. Issue 19: Redpanda's quota refusal (UNKNOWN_SERVER_ERROR
+"Too many partition mutations requested"), Kafka 4's batch cap (split on its two messages only) and
+``wait_for_metadata`` (resolved once every broker's Metadata shows the change)."""
 
 from __future__ import annotations
 
+import pytest
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import NewTopic
+from confluent_kafka.admin import NewPartitions, NewTopic
 
-from throttled_admin import OutcomeUnknownError, ThrottlingQuotaExceededException
-from throttled_admin._engine import CREATE_TOPICS, Call, Engine, Outbox, RequestKind, RetryBackoff, Topic
+from throttled_admin import MutationQuota, NotYetVisibleError, OutcomeUnknownError, ThrottlingQuotaExceededException
+from throttled_admin._engine import (
+    CREATE_PARTITIONS,
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    Call,
+    Engine,
+    Operation,
+    Outbox,
+    Pacer,
+    RequestKind,
+    RetryBackoff,
+    Topic,
+)
 
 BAD_MSG = KafkaException(KafkaError(KafkaError._BAD_MSG, "Local: Bad message format"))
 
@@ -83,3 +100,348 @@ def test_an_authentication_failure_with_a_request_in_flight_is_outcome_unknown()
     exc = settled(engine.step(5.1))
     assert isinstance(exc, OutcomeUnknownError), repr(exc)
     assert exc.args[0].code() == KafkaError._AUTHENTICATION
+
+
+# -- issue 19: Redpanda's quota refusal, Kafka 4's batch cap, wait_for_metadata ------------------------------------
+
+REDPANDA = KafkaException(KafkaError(KafkaError.UNKNOWN, "Too many partition mutations requested"))
+BATCH_CAP = KafkaException(
+    KafkaError(KafkaError.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
+)
+PARTITIONS_CAP = KafkaException(
+    KafkaError(KafkaError.POLICY_VIOLATION, "Excessively large number of partitions per request.")
+)
+POLICY = KafkaException(KafkaError(KafkaError.POLICY_VIOLATION, "Topic name 'x' is not allowed by the policy"))
+
+
+class Violations:
+    """A metrics sink that counts what the engine reports."""
+
+    def __init__(self) -> None:
+        self.violations = 0
+        self.retries = 0
+        self.throttles: list[float] = []
+
+    def record_throttle(self, node_id: int | None, throttle_ms: float) -> None:
+        self.throttles.append(throttle_ms)
+
+    def record_violations(self, operation: str, topics: int) -> None:
+        self.violations += topics
+
+    def record_retry(self, operation: str) -> None:
+        self.retries += 1
+
+    def record_request(self, operation: str, topics: int, mutations: int) -> None:
+        pass
+
+    def record_backoff(self, operation: str, seconds: float) -> None:
+        pass
+
+    def record_call(self, operation: str, seconds: float, error_type: str | None) -> None:
+        pass
+
+
+def engine_with(
+    names: list[str],
+    *,
+    operation: Operation = CREATE_TOPICS,
+    retry: bool = True,
+    timeout_s: float = 30.0,
+    wait: bool = False,
+    partitions: int = 1,
+    pacer: Pacer | None = None,
+) -> tuple[Engine, list[Topic], Outbox]:
+    engine = Engine(pacer=pacer, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
+    engine.on_probe(True, 0.0)
+    call = Call(
+        RequestKind(operation, False),
+        timeout_s,
+        int(timeout_s * 1000),
+        retry,
+        None,
+        None,
+        started_at=0.0,
+        wait_for_metadata=wait,
+    )
+    topics = []
+    for name in names:
+        item: object = NewTopic(name, partitions, 1) if operation is CREATE_TOPICS else name
+        if operation is CREATE_PARTITIONS:
+            item = NewPartitions(name, partitions)
+        cost = operation.known_cost(item)
+        topics.append(Topic(name, item, call, None, cost if cost is not None else 0, operation.records(item)))
+    engine.submit(call, topics)
+    out = engine.step(0.0)
+    return engine, topics, out
+
+
+def drain(out: Outbox, sink: Violations) -> Outbox:
+    for event in out.metrics:
+        event(sink)
+    return out
+
+
+@pytest.mark.parametrize("operation", [CREATE_TOPICS, CREATE_PARTITIONS, DELETE_TOPICS])
+def test_redpandas_unknown_server_error_for_the_quota_is_re_sent_after_the_throttle(operation: Operation) -> None:
+    engine, _, first = engine_with(["a", "b"], operation=operation, partitions=4)
+    sink = Violations()
+    assert first.send is not None
+    engine.on_throttle(1, 0.4, 0.01)
+    # Redpanda admitted "a" and refused "b" (nothing applied); DeleteTopics v4 has no message field
+    refused = REDPANDA if operation is not DELETE_TOPICS else KafkaException(KafkaError(KafkaError.UNKNOWN))
+    engine.on_results(first.send, {"a": None, "b": refused}, 0.01)
+    out = drain(engine.step(0.01), sink)
+    assert [(topic.name, exc) for topic, exc in out.settle] == [("a", None)]
+    assert out.send is None
+    # Redpanda charged the refused "b" as well: its throttle, plus (one topic refused: nothing to size it by) as long
+    assert out.wake_at == pytest.approx(0.81)
+    assert sink.violations == 1
+    assert sink.retries == 1
+    retry = drain(engine.step(out.wake_at), sink)
+    assert retry.send is not None
+    assert [topic.name for topic in retry.send.topics] == ["b"]
+    engine.on_results(retry.send, {"b": None}, 0.42)
+    assert [exc for _, exc in engine.step(0.42).settle] == [None]
+
+
+def test_redpandas_refusal_with_retry_off_is_throttling_quota_exceeded_with_the_throttle() -> None:
+    engine, _, first = engine_with(["a"], retry=False)
+    sink = Violations()
+    assert first.send is not None
+    engine.on_throttle(1, 0.25, 0.01)
+    engine.on_results(first.send, {"a": REDPANDA}, 0.01)
+    exc = settled(drain(engine.step(0.01), sink))
+    assert isinstance(exc, ThrottlingQuotaExceededException), repr(exc)
+    assert exc.throttle_time_ms == 500  # what it takes before a re-send is admitted (redpanda.py)
+    assert exc.topic == "a"
+    assert "Too many partition mutations requested" in exc.args[0].str()
+    assert sink.violations == 1
+    assert sink.throttles == [250.0]
+
+
+def test_redpandas_refusal_at_the_deadline_carries_the_remaining_throttle() -> None:
+    engine, _, first = engine_with(["a"], timeout_s=1.0)
+    assert first.send is not None
+    engine.on_throttle(1, 5.0, 0.1)
+    engine.on_results(first.send, {"a": REDPANDA}, 0.1)
+    out = engine.step(0.1)
+    if not out.settle:  # waiting for the throttle: the deadline settles it
+        out = engine.step(1.0)
+    exc = settled(out)
+    assert isinstance(exc, ThrottlingQuotaExceededException), repr(exc)
+    assert 0 < exc.throttle_time_ms <= 10000
+
+
+def test_redpandas_wait_adds_the_last_refused_topics_charge_at_a_rate_read_from_the_response() -> None:
+    """quota_manager.cc: the throttle is the deficit before the last refused topic; 48 refused topics of 4 before it
+    grew the deficit by 192 over 0.98 s of throttle, so R >= 192 / 0.98, and the last one's 4 take that much more
+    (the wait uses the lower bound: never too short)."""
+    names = [f"t{i}" for i in range(100)]
+    engine, _, first = engine_with(names, partitions=4)
+    assert first.send is not None
+    engine.on_throttle(1, 0.98, 0.01)
+    results = {name: (None if i < 51 else REDPANDA) for i, name in enumerate(names)}
+    engine.on_results(first.send, results, 0.01)
+    out = engine.step(0.01)
+    assert len(out.settle) == 51
+    assert out.wake_at == pytest.approx(0.01 + 0.98 + 4 / (192 / 0.98))
+    gate_end = out.wake_at
+    retry = engine.step(gate_end)
+    if retry.send is None:  # from now on paced to that rate: about 0.1 s of it a request, not all 49 at once
+        retry = engine.step(retry.wake_at)
+    assert retry.send is not None
+    assert retry.send.sent_at - gate_end == pytest.approx(0.1, abs=0.01)
+    # paced to the middle of what the response says of R: 192 / 0.98 <= R <= (192 + 4) / 0.98
+    assert engine.rate == pytest.approx((192 + 4 / 2) / 0.98)
+    assert sum(topic.cost or 0 for topic in retry.send.topics) <= engine.rate * 0.1 + 4
+
+
+def test_a_re_send_refused_again_waits_longer_each_time() -> None:
+    engine, _, out = engine_with(["a"])
+    waits = []
+    now = 0.0
+    for _ in range(3):
+        assert out.send is not None
+        engine.on_throttle(1, 0.1, now)
+        engine.on_results(out.send, {"a": REDPANDA}, now)
+        waited = engine.step(now)
+        waits.append(waited.wake_at - now)
+        now = waited.wake_at
+        out = engine.step(now)
+    assert waits == pytest.approx([0.2, 0.3, 0.5])  # the throttle, plus 0.1, 0.2, 0.4
+
+
+@pytest.mark.parametrize(
+    ("operation", "error", "throttle_s"),
+    [
+        (CREATE_TOPICS, KafkaError(KafkaError.UNKNOWN, "Something else went wrong"), 0.3),
+        (CREATE_TOPICS, KafkaError(KafkaError.UNKNOWN), 0.3),  # CreateTopics v4 carries the message: none, not ours
+        (DELETE_TOPICS, KafkaError(KafkaError.UNKNOWN), 0.0),  # no message and no throttle: not the quota
+        (DELETE_TOPICS, KafkaError(KafkaError.UNKNOWN, "disk full"), 0.3),
+    ],
+)
+def test_no_other_unknown_server_error_is_retried(operation: Operation, error: KafkaError, throttle_s: float) -> None:
+    engine, _, first = engine_with(["a"], operation=operation)
+    sink = Violations()
+    assert first.send is not None
+    if throttle_s:
+        engine.on_throttle(1, throttle_s, 0.01)
+    engine.on_results(first.send, {"a": KafkaException(error)}, 0.01)
+    exc = settled(drain(engine.step(0.01), sink))
+    assert type(exc) is KafkaException
+    assert exc.args[0].code() == KafkaError.UNKNOWN
+    assert sink.violations == 0
+    assert sink.retries == 0
+
+
+def test_redpandas_throttles_teach_the_learning_pacer() -> None:
+    """MutationQuota() learns R from two throttles 0.25 s or more apart, whatever the refusal's code."""
+    pacer = Pacer(MutationQuota())
+    engine, _, out = engine_with([f"t{i}" for i in range(200)], pacer=pacer, partitions=4)
+    now = 0.0
+    for _ in range(400):
+        request = out.send
+        if request is not None:
+            # a broker at R = 100/s whose bucket is empty: the first topic is admitted, the rest refused
+            now += 0.01
+            engine.on_throttle(1, 0.04, now)
+            results = {t.name: (None if i == 0 else REDPANDA) for i, t in enumerate(request.topics)}
+            engine.on_results(request, results, now)
+        now = max(now, min(out.wake_at, now + 0.05))
+        out = engine.step(now)
+        if pacer.rate is not None:
+            break
+    assert pacer.rate is not None
+    assert pacer.rate > 0
+
+
+def test_a_request_refused_whole_for_the_batch_cap_is_split_and_the_cap_learned() -> None:
+    names = [f"t{i}" for i in range(8)]
+    engine, _topics, first = engine_with(names, partitions=3)  # 4 records each, 32 in all
+    sink = Violations()
+    assert first.send is not None
+    assert len(first.send.topics) == 8
+    engine.on_results(first.send, dict.fromkeys(names, BATCH_CAP), 0.01)
+    out = drain(engine.step(0.01), sink)
+    assert not out.settle
+    assert out.send is not None
+    assert engine.max_records_per_request == 16
+    assert [t.name for t in out.send.topics] == names[:4]
+    engine.on_results(out.send, dict.fromkeys(names[:4], PARTITIONS_CAP), 0.02)  # the partitions check, as well
+    out = drain(engine.step(0.02), sink)
+    assert engine.max_records_per_request == 8
+    assert out.send is not None
+    done: dict[str, BaseException | None] = {}
+    now = 0.02
+    while out.send is not None:
+        assert sum(t.records for t in out.send.topics) <= 8
+        now += 0.01
+        engine.on_results(out.send, {t.name: None for t in out.send.topics}, now)
+        out = engine.step(now)
+        done.update({topic.name: exc for topic, exc in out.settle})
+    assert done == dict.fromkeys(names)
+    assert sink.violations == 0  # not a quota violation
+
+
+def test_a_single_topic_beyond_the_cap_gets_the_brokers_error() -> None:
+    engine, _, first = engine_with(["big"], partitions=20000)
+    assert first.send is not None  # larger than 10,000 records by itself: sent alone, the broker decides
+    engine.on_results(first.send, {"big": PARTITIONS_CAP}, 0.01)
+    exc = settled(engine.step(0.01))
+    assert exc is PARTITIONS_CAP
+    assert engine.max_records_per_request == 10_000  # nothing learned from a topic alone
+
+
+@pytest.mark.parametrize("error", [POLICY, KafkaException(KafkaError(KafkaError.POLICY_VIOLATION))])
+def test_any_other_policy_violation_is_final_and_never_splits(error: KafkaException) -> None:
+    engine, _, first = engine_with(["a", "b"])
+    assert first.send is not None
+    engine.on_results(first.send, {"a": error, "b": error}, 0.01)
+    out = engine.step(0.01)
+    assert [exc for _, exc in out.settle] == [error, error]
+    assert out.send is None
+    assert engine.max_records_per_request == 10_000
+
+
+def test_a_cap_refusal_of_only_part_of_a_request_is_final() -> None:
+    engine, _, first = engine_with(["a", "b"])
+    assert first.send is not None
+    engine.on_results(first.send, {"a": BATCH_CAP, "b": None}, 0.01)
+    out = engine.step(0.01)
+    assert {t.name: exc for t, exc in out.settle} == {"a": BATCH_CAP, "b": None}
+
+
+def view(partitions: int = 1, led: bool = True) -> tuple[int, bool]:
+    return (partitions, led)
+
+
+@pytest.mark.parametrize("operation", [CREATE_TOPICS, CREATE_PARTITIONS, DELETE_TOPICS])
+def test_wait_for_metadata_resolves_once_every_broker_shows_the_change(operation: Operation) -> None:
+    engine, _, first = engine_with(["a"], operation=operation, wait=True, partitions=2)
+    assert first.send is not None
+    engine.on_results(first.send, {"a": None}, 0.01)
+    out = engine.step(0.01)
+    assert not out.settle
+    assert out.read_views == ["a"]
+    shown = {} if operation is DELETE_TOPICS else {"a": view(2)}
+    stale = {"a": view(1)} if operation is not CREATE_TOPICS else {}
+    if operation is DELETE_TOPICS:
+        stale = {"a": view(2)}
+    engine.on_views({1: shown, 2: stale, 3: None}, 0.02)
+    out = engine.step(0.02)
+    assert not out.settle
+    assert out.read_views is None
+    assert out.wake_at > 0.02
+    engine.on_views(
+        {1: shown, 2: shown, 3: {"a": view(2, led=False)} if operation is not DELETE_TOPICS else shown}, 0.3
+    )
+    out = engine.step(0.3)
+    if operation is DELETE_TOPICS:
+        assert [exc for _, exc in out.settle] == [None]
+        return
+    assert not out.settle  # broker 3 lists it without a leader for every partition
+    out = engine.step(out.wake_at)
+    assert out.read_views == ["a"]
+    engine.on_views({1: shown, 2: shown, 3: shown}, 0.6)
+    assert [exc for _, exc in engine.step(0.6).settle] == [None]
+
+
+def test_wait_for_metadata_past_the_deadline_is_not_yet_visible_naming_the_brokers() -> None:
+    engine, _, first = engine_with(["a"], wait=True, timeout_s=1.0)
+    assert first.send is not None
+    engine.on_results(first.send, {"a": None}, 0.01)
+    engine.step(0.01)
+    engine.on_views({1: {"a": view()}, 2: {}, 3: None}, 0.05)
+    engine.step(0.05)
+    exc = settled(engine.step(1.0))
+    assert isinstance(exc, NotYetVisibleError), repr(exc)
+    assert exc.brokers == (2, 3)
+    assert "CreateTopics applied, but not yet visible" in exc.args[0].str()
+
+
+def test_wait_for_metadata_holds_the_name_until_visible_and_close_says_applied() -> None:
+    engine, topics, first = engine_with(["a"], wait=True)
+    assert first.send is not None
+    engine.on_results(first.send, {"a": None}, 0.01)
+    engine.step(0.01)
+    later = Call(RequestKind(DELETE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.02)
+    engine.submit(later, [Topic("a", "a", later, None, 0, 1)])
+    assert engine.step(0.02).send is None  # rule a: the create's call still holds the name
+    engine.close(0.03)
+    settled_now = {topic.call.id: exc for topic, exc in engine.step(0.03).settle}
+    assert isinstance(settled_now[topics[0].call.id], NotYetVisibleError)
+    assert "closed" in str(settled_now[topics[0].call.id])
+
+
+def test_wait_for_metadata_with_nothing_readable_asks_again_and_fails_at_the_deadline() -> None:
+    engine, _, first = engine_with(["a"], wait=True, timeout_s=0.5)
+    assert first.send is not None
+    engine.on_results(first.send, {"a": None}, 0.01)
+    engine.step(0.01)
+    engine.on_views({}, 0.02)
+    out = engine.step(0.02)
+    assert not out.settle
+    assert out.wake_at < 0.5
+    exc = settled(engine.step(0.5))
+    assert isinstance(exc, NotYetVisibleError)
+    assert exc.brokers == ()

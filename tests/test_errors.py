@@ -16,6 +16,7 @@ from throttled_admin import (
     CannotConnectError,
     ClientClosedError,
     NotSentError,
+    NotYetVisibleError,
     OutcomeUnknownError,
     PossiblyAppliedError,
     ThrottlingQuotaExceededException,
@@ -26,6 +27,7 @@ from throttled_admin._errors import (
     closed_error,
     in_flight_error,
     not_sent_error,
+    not_visible_error,
     refused_error,
     unknown_outcome_error,
 )
@@ -76,6 +78,20 @@ CASES = [
         "response was lost), may have applied it.",
     ),
     (
+        not_visible_error("CreateTopics", 30000, (2, 3)),
+        NotYetVisibleError,
+        KafkaError._TIMED_OUT,
+        "CreateTopics applied, but not yet visible in every broker's metadata by the deadline (timeout_ms=30000): "
+        "brokers 2, 3 do not list it with a leader for every partition yet",
+    ),
+    (
+        not_visible_error("DeleteTopics", 30000, (1,), closed=True),
+        NotYetVisibleError,
+        KafkaError._TIMED_OUT,
+        "DeleteTopics applied, but not yet visible in every broker's metadata before the client was closed: "
+        "broker 1 does not have it gone yet",
+    ),
+    (
         closed_error("create_partitions", sent=False),
         ClientClosedError,
         KafkaError._DESTROY,
@@ -111,6 +127,7 @@ def test_each_kind_pickles_to_its_own_class_code_and_message(
     assert type(copy) is type(exc)
     assert (copy.args[0].code(), copy.args[0].str()) == (code, message)
     assert getattr(copy, "sent", None) == getattr(exc, "sent", None)
+    assert getattr(copy, "brokers", None) == getattr(exc, "brokers", None)
 
 
 def test_a_pickled_kind_loads_in_another_process() -> None:
@@ -134,7 +151,8 @@ def test_a_pickled_kind_loads_in_another_process() -> None:
 def test_the_tree() -> None:
     assert issubclass(CannotConnectError, NotSentError)
     assert issubclass(PossiblyAppliedError, OutcomeUnknownError)
-    for kind in (NotSentError, OutcomeUnknownError, ClientClosedError, ThrottlingQuotaExceededException):
+    kinds = (NotSentError, OutcomeUnknownError, NotYetVisibleError, ClientClosedError, ThrottlingQuotaExceededException)
+    for kind in kinds:
         assert kind.__bases__ == (KafkaException,), kind
     # Certainly not applied and perhaps applied never hold together; a throttled topic is neither kind.
     assert not issubclass(NotSentError, OutcomeUnknownError)

@@ -23,6 +23,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewPartitions, NewTopic, _AdminClientImpl
 from opentelemetry.metrics import MeterProvider
 
+from throttled_admin._driver.broker_views import BrokerViewReader
 from throttled_admin._driver.scheduler import USER_CODE_WAIT_S, Answer, ClientGone, Scheduler
 from throttled_admin._driver.settings import ClientSettings, install_callbacks
 from throttled_admin._driver.user_code import CallbackRunner, SerialRunner
@@ -30,6 +31,7 @@ from throttled_admin._engine import (
     CREATE_PARTITIONS,
     CREATE_TOPICS,
     DELETE_TOPICS,
+    BrokerViews,
     Call,
     MutationQuota,
     Operation,
@@ -82,6 +84,13 @@ class _Transport:
     def partition_counts(self, timeout_s: float) -> dict[str, int]:
         metadata = AdminClient.list_topics(self._get(), timeout=timeout_s)
         return {name: len(topic.partitions) for name, topic in metadata.topics.items()}
+
+    def broker_views(self, names: list[str], timeout_s: float) -> BrokerViews:
+        """Each broker's Metadata of ``names``: the brokers from the client's own Metadata, each asked itself."""
+        client = self._get()
+        metadata = AdminClient.list_topics(client, timeout=timeout_s)
+        brokers = {broker.id: f"{broker.host}:{broker.port}" for broker in metadata.brokers.values()}
+        return client._broker_views.read(brokers, names)
 
 
 def _answer_of(on_answer: Callable[[Answer], None], request: Future[dict[str, KafkaError | None]]) -> None:
@@ -176,11 +185,14 @@ def _fail_inherited(inherited: _InheritedFutures) -> threading.Thread | None:
     return thread
 
 
-def _release(scheduler: Scheduler, user_code: SerialRunner, inherited: _InheritedFutures) -> None:
+def _release(
+    scheduler: Scheduler, user_code: SerialRunner, inherited: _InheritedFutures, views: BrokerViewReader
+) -> None:
     """A client dropped without close(): its threads end too (librdkafka's handle is freed with the object)."""
     deadline = time.monotonic() + USER_CODE_WAIT_S
     failing = _fail_inherited(inherited)
     scheduler.close(deadline)
+    views.close()
     user_code.close(deadline)
     if failing is not None:
         failing.join(max(0.0, deadline - time.monotonic()))
@@ -270,6 +282,7 @@ class ThrottledAdminClient(AdminClient):
         self._pid = os.getpid()
         self._callbacks = CallbackRunner()  # done-callbacks of every future this client returns
         self._inherited = _InheritedFutures(self._callbacks)
+        self._broker_views = BrokerViewReader(conf)  # wait_for_metadata: one small client per broker, when used
         sink: list[Scheduler] = []  # filled below; the callbacks only ever see the scheduler weakly
         owned_conf, report = install_callbacks(conf, lambda: sink[0] if sink else None, self._user_code.submit)
         super().__init__(owned_conf, **kwargs)
@@ -286,7 +299,7 @@ class ThrottledAdminClient(AdminClient):
         sink.append(scheduler)
         _live.add(scheduler)
         _register_exit_hook()
-        weakref.finalize(self, _release, scheduler, self._user_code, self._inherited)
+        weakref.finalize(self, _release, scheduler, self._user_code, self._inherited, self._broker_views)
 
     @property
     def retry_on_quota_violation(self) -> bool:
@@ -315,7 +328,7 @@ class ThrottledAdminClient(AdminClient):
         self, new_topics: list[NewTopic], *, options: CreateTopicsOptions | None = None, **kwargs: Any
     ) -> dict[str, Future[None]]:
         """Create topics. kwargs: validate_only, request_timeout, operation_timeout (confluent-kafka's),
-        retry_on_quota_violation, timeout_ms."""
+        retry_on_quota_violation, timeout_ms, wait_for_metadata."""
         opts = merge_options(CreateTopicsOptions, options, kwargs)
         return self._submit(CREATE_TOPICS, check_new_topics(new_topics), opts)
 
@@ -333,7 +346,8 @@ class ThrottledAdminClient(AdminClient):
     def delete_topics(  # type: ignore[override]
         self, topics: list[str], *, options: DeleteTopicsOptions | None = None, **kwargs: Any
     ) -> dict[str, Future[None]]:
-        """Delete topics. kwargs: request_timeout, operation_timeout, retry_on_quota_violation, timeout_ms."""
+        """Delete topics. kwargs: request_timeout, operation_timeout, retry_on_quota_violation, timeout_ms,
+        wait_for_metadata."""
         opts = merge_options(DeleteTopicsOptions, options, kwargs)
         return self._submit(DELETE_TOPICS, check_delete_topics(topics), opts)
 
@@ -349,6 +363,7 @@ class ThrottledAdminClient(AdminClient):
             request_timeout_s=options.request_timeout,
             operation_timeout_s=options.operation_timeout,
             started_at=time.monotonic(),
+            wait_for_metadata=options.wait_for_metadata,
         )
         call.deadline = call.started_at + timeout_ms / 1000
         # Costs the input does not tell (deletes, partition additions) are read from the cluster only for pacing.
@@ -407,6 +422,7 @@ class ThrottledAdminClient(AdminClient):
             if scheduler is not None:
                 scheduler.close(deadline)
                 _live.discard(scheduler)
+            self._broker_views.close()
             self._metrics.close()
             with contextlib.suppress(Exception):
                 AdminClient.poll(self, 0)  # the last of librdkafka's log lines, while they can still be printed

@@ -10,6 +10,7 @@ topic is the exception's type::
     │   └── CannotConnectError             ... because no broker could be reached
     ├── OutcomeUnknownError                sent, and no usable answer: the broker may or may not have applied it
     │   └── PossiblyAppliedError           the broker's answer to a retry after an attempt with an unknown outcome
+    ├── NotYetVisibleError                 applied, but not yet in every broker's metadata (``wait_for_metadata``)
     └── ClientClosedError                  the client was closed with the topic pending (``.sent``)
 
 - ``ThrottlingQuotaExceededException``: ``THROTTLING_QUOTA_EXCEEDED`` (retriable), with ``throttle_time_ms``.
@@ -26,6 +27,10 @@ topic is the exception's type::
   (TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PART, INVALID_PARTITIONS), a refusal that applied nothing this time
   (REQUEST_TIMED_OUT, NOT_CONTROLLER, error 89 with retry off, ...), confluent-kafka refusing the retry, or an
   authentication failure.
+- ``NotYetVisibleError``: ``_TIMED_OUT`` "... applied, but not yet visible in every broker's metadata by the
+  deadline (timeout_ms=...): broker N does not ...", with ``brokers`` (the ids that lag), for a call with
+  ``wait_for_metadata=True`` whose change the controller applied but some broker did not yet show by the
+  deadline (or by ``close()``).
 - ``ClientClosedError``: ``_DESTROY`` "ThrottledAdminClient was closed before ... completed; ...". ``.sent`` is
   True when an attempt may have been applied: its request was in flight, or an earlier attempt's answer was lost
   (the exception is then also an ``OutcomeUnknownError``). For a queued topic it is False, and the exception is
@@ -50,6 +55,7 @@ __all__ = [
     "CannotConnectError",
     "ClientClosedError",
     "NotSentError",
+    "NotYetVisibleError",
     "OutcomeUnknownError",
     "PossiblyAppliedError",
     "ThrottlingQuotaExceededException",
@@ -58,6 +64,7 @@ __all__ = [
     "closed_error",
     "in_flight_error",
     "not_sent_error",
+    "not_visible_error",
     "refused_error",
     "unknown_outcome_error",
 ]
@@ -114,6 +121,20 @@ class PossiblyAppliedError(OutcomeUnknownError):
     """An earlier attempt of this call, whose outcome was unknown, may have applied it, whatever a later one got."""
 
 
+class NotYetVisibleError(KafkaException):
+    """The change was applied, but not every broker's Metadata showed it in time (``wait_for_metadata``);
+    ``brokers``: the node ids that did not (empty when no broker could be asked)."""
+
+    brokers: tuple[int, ...]
+
+    def __init__(self, error: KafkaError, brokers: tuple[int, ...] = ()) -> None:
+        super().__init__(error)
+        self.brokers = tuple(brokers)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.args[0], self.brokers))
+
+
 class ClientClosedError(KafkaException):
     """Closed with the topic pending: certainly not applied if not ``sent``; if ``sent``, perhaps applied."""
 
@@ -144,6 +165,32 @@ class _ClosedInFlightError(ClientClosedError, OutcomeUnknownError):
 def not_sent_error(operation: str, timeout_ms: int, why: str) -> NotSentError:
     return NotSentError(
         KafkaError(KafkaError._TIMED_OUT, f"{operation} not sent within timeout_ms={timeout_ms}: {why}")
+    )
+
+
+_SHOWN = {
+    "CreateTopics": "list it with a leader for every partition",
+    "CreatePartitions": "list its new partitions, each with a leader",
+    "DeleteTopics": "have it gone",
+}
+
+
+def not_visible_error(
+    operation: str, timeout_ms: int, brokers: tuple[int, ...] | None, closed: bool = False
+) -> NotYetVisibleError:
+    """A change applied whose call ended (deadline, or ``closed``) before every broker's Metadata showed it."""
+    when = "before the client was closed" if closed else f"by the deadline (timeout_ms={timeout_ms})"
+    if brokers:
+        which = "broker" if len(brokers) == 1 else "brokers"
+        verb = "does" if len(brokers) == 1 else "do"
+        why = f"{which} {', '.join(map(str, brokers))} {verb} not {_SHOWN.get(operation, 'show it')} yet"
+    else:
+        why = "no broker's metadata could be read"
+    return NotYetVisibleError(
+        KafkaError(
+            KafkaError._TIMED_OUT, f"{operation} applied, but not yet visible in every broker's metadata {when}: {why}"
+        ),
+        brokers or (),
     )
 
 

@@ -1,8 +1,10 @@
 """Per-call options: small frozen value objects, as Java's ``CreateTopicsOptions`` and friends.
 
 ``retry_on_quota_violation`` and ``timeout_ms`` default to None, meaning the client's setting
-(``retry_on_quota_violation``, ``default_api_timeout_ms``). The rest are confluent-kafka's own per-call
-settings, in its units (float seconds): given, they cap what the scheduler sets for each request.
+(``retry_on_quota_violation``, ``default_api_timeout_ms``). ``wait_for_metadata`` (kafka-python 3's name, default
+False as confluent-kafka): a topic's future resolves only once every broker's Metadata shows the change, within
+the same deadline (docs/semantics.md). The rest are confluent-kafka's own per-call settings, in its units (float
+seconds): given, they cap what the scheduler sets for each request.
 Change one by copying: ``dataclasses.replace(opts, timeout_ms=5000)``.
 """
 
@@ -22,10 +24,13 @@ class MutationOptions:
     timeout_ms: int | None = None
     request_timeout: float | None = None
     operation_timeout: float | None = None
+    wait_for_metadata: bool = False
 
     def __post_init__(self) -> None:
         if self.retry_on_quota_violation is not None and not isinstance(self.retry_on_quota_violation, bool):
             raise TypeError(f"retry_on_quota_violation must be a bool, got {self.retry_on_quota_violation!r}")
+        if not isinstance(self.wait_for_metadata, bool):
+            raise TypeError(f"wait_for_metadata must be a bool, got {self.wait_for_metadata!r}")
         if self.timeout_ms is not None and (
             isinstance(self.timeout_ms, bool) or not isinstance(self.timeout_ms, int) or self.timeout_ms <= 0
         ):
@@ -55,6 +60,8 @@ class _ValidateOnlyOptions(MutationOptions):
         super().__post_init__()
         if not isinstance(self.validate_only, bool):
             raise TypeError(f"validate_only must be a bool, got {self.validate_only!r}")
+        if self.validate_only and self.wait_for_metadata:  # as kafka-python 3: nothing is applied to wait for
+            raise ValueError("validate_only and wait_for_metadata are mutually exclusive")
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@
 Every public name of ``confluent_kafka.admin`` is here and is the very same object, except ``AdminClient``;
 tests/test_admin_module.py holds the two modules' names together. Added: ``ThrottledAdminClient``,
 ``MutationQuota``, the per-call options, ``ThrottlingQuotaExceededException`` and the error kinds
-(``NotSentError``, ``CannotConnectError``, ``OutcomeUnknownError``, ``PossiblyAppliedError``, ``ClientClosedError``).
+(``NotSentError``, ``CannotConnectError``, ``OutcomeUnknownError``, ``PossiblyAppliedError``, ``NotYetVisibleError``,
+``ClientClosedError``).
 """
 
 # No ``from __future__ import annotations``: it would add a public name, ``annotations``.
@@ -73,6 +74,7 @@ from throttled_admin import (
     DeleteTopicsOptions,
     MutationQuota,
     NotSentError,
+    NotYetVisibleError,
     OutcomeUnknownError,
     PossiblyAppliedError,
     ThrottledAdminClient,
@@ -130,6 +132,7 @@ __all__ = [
     "NewPartitions",
     "NewTopic",
     "NotSentError",
+    "NotYetVisibleError",
     "OffsetSpec",
     "OutcomeUnknownError",
     "PartitionMetadata",

@@ -39,6 +39,7 @@ from throttled_admin._driver.handshake_drops import HandshakeDrops, diagnoses
 from throttled_admin._driver.user_code import CallbackRunner
 from throttled_admin._engine import (
     FIRST_CONTACT_TIMEOUT_S,
+    BrokerViews,
     Call,
     Engine,
     MetricsSink,
@@ -88,6 +89,8 @@ class Transport(Protocol):
 
     def probe(self, timeout_s: float) -> Future[Any]: ...
 
+    def broker_views(self, names: list[str], timeout_s: float) -> BrokerViews: ...
+
 
 class Scheduler:
     def __init__(
@@ -120,6 +123,7 @@ class Scheduler:
         self._closed = False
         self._metadata_wanted = False
         self._metadata_reading = False
+        self._views_reading = False  # a wait_for_metadata read of every broker's Metadata is in progress
         self._thread = threading.Thread(target=self._run, name="throttled-admin-scheduler", daemon=True)
         self._thread.start()
 
@@ -209,7 +213,8 @@ class Scheduler:
             self._thread.join()
         with self._cv:
             self._cv.wait_for(
-                lambda: not self._metadata_reading, timeout=_METADATA_TIMEOUT_S + max(0.0, deadline - time.monotonic())
+                lambda: not self._metadata_reading and not self._views_reading,
+                timeout=_METADATA_TIMEOUT_S + max(0.0, deadline - time.monotonic()),
             )
         self._callbacks.close(deadline)
 
@@ -273,6 +278,8 @@ class Scheduler:
         request goes out before this turn's futures are settled, so settling a response's topics overlaps with the
         broker's work on the next request (bulk calls); ``flush`` hands the metric exports to their thread."""
         self._dispatch_metrics(out)
+        if out.read_views is not None:
+            self._start_views_read(out.read_views)
         if out.send is not None:
             self._send(out.send)
         self._settle(out)
@@ -389,6 +396,35 @@ class Scheduler:
                 self._metadata_reading = False
                 self._cv.notify_all()
             raise
+
+    def _start_views_read(self, names: list[str]) -> None:
+        with self._cv:
+            self._views_reading = True
+        thread = threading.Thread(target=self._read_views, args=(names,), name="throttled-admin-views", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:  # interpreter shutdown: no new threads
+            self._views_done({})
+
+    def _read_views(self, names: list[str]) -> None:
+        """wait_for_metadata: every broker's Metadata (``_driver/broker_views.py``), off the driver's thread. The
+        engine always hears back, if only that nothing could be read, so it asks again."""
+        views: BrokerViews = {}
+        try:
+            views = self._transport.broker_views(names, _METADATA_TIMEOUT_S)
+        except ClientGone:
+            pass
+        except Exception as exc:
+            log.warning("could not read the brokers' metadata for wait_for_metadata (%s)", exc)
+        finally:
+            self._views_done(views)
+
+    def _views_done(self, views: BrokerViews) -> None:
+        with self._cv:
+            self._views_reading = False
+            if not self._closed:
+                self._engine.on_views(views, self._clock())
+            self._wake()
 
 
 def _deliver(engine: Engine, arrived: list[tuple[Request, Answer]], now: float) -> None:

@@ -1,6 +1,7 @@
 """The client's core: every decision of the scheduler as a pure state machine (``machine.Engine``) and its pure
 parts: calls and topics (``work``), what a result means (``classify``), the round-trip floor (``round_trip``),
-the KIP-219 gate (``throttle``), pacing to the mutation quota (``pacer``) and the retry back-off (``retry``).
+the KIP-219 gate (``throttle``), pacing to the mutation quota (``pacer``), the retry back-off (``retry``), the
+controller's batch cap (``batch_cap``) and waiting for every broker's Metadata (``visibility``).
 
 No threads, no clock, no sockets: the driver (``throttled_admin._driver``) feeds it events and the time, and
 does what its ``Outbox`` says. It depends only on ``throttled_admin._kafka`` (Kafka's own rules) and the error
@@ -13,6 +14,7 @@ from throttled_admin._engine.classify import error_of, is_broker_answer
 from throttled_admin._engine.machine import FIRST_CONTACT_TIMEOUT_S, Engine, MetricsSink, Outbox, Request
 from throttled_admin._engine.pacer import MutationQuota, Pacer
 from throttled_admin._engine.retry import RetryBackoff
+from throttled_admin._engine.visibility import BrokerViews, TopicView
 from throttled_admin._engine.work import (
     CREATE_PARTITIONS,
     CREATE_TOPICS,
@@ -28,6 +30,7 @@ __all__ = [
     "CREATE_TOPICS",
     "DELETE_TOPICS",
     "FIRST_CONTACT_TIMEOUT_S",
+    "BrokerViews",
     "Call",
     "Engine",
     "MetricsSink",
@@ -39,6 +42,7 @@ __all__ = [
     "RequestKind",
     "RetryBackoff",
     "Topic",
+    "TopicView",
     "error_of",
     "is_broker_answer",
 ]

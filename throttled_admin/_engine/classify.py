@@ -1,7 +1,13 @@
 """What one topic's result from confluent-kafka means for the scheduler.
 
 - ``SUCCESS``; ``FINAL``: the topic's own error, returned as it is;
-- ``THROTTLED``: error 89 (KIP-599), re-sent after the broker's throttle when retry is on;
+- ``THROTTLED``: error 89 (KIP-599), re-sent after the broker's throttle when retry is on; and Redpanda's form of
+  it for the request versions librdkafka sends (``create_topics.cc``, ``delete_topics.cc``,
+  ``create_partitions.cc``): UNKNOWN_SERVER_ERROR (-1) with the message "Too many partition mutations requested",
+  the topic not applied. DeleteTopics v4 has no field for the message, so there a -1 without one counts only when
+  its response carried a throttle; every other -1 is final;
+- ``TOO_LARGE``: POLICY_VIOLATION with one of the two messages of a KRaft controller's batch cap (``batch_cap``):
+  the engine splits the request when it was refused whole; any other POLICY_VIOLATION is final;
 - ``NOT_APPLIED``: the broker refused before applying anything, and a retry may succeed (NOT_CONTROLLER,
   and REQUEST_TIMED_OUT from a KRaft controller whose deadline passed), re-sent like Java's AdminClient does;
 - ``NOT_SENT``: librdkafka gave up before it built the request ("Failed while waiting for controller" or "...
@@ -20,13 +26,16 @@ import enum
 
 from confluent_kafka import KafkaError, KafkaException
 
-__all__ = ["Outcome", "classify", "error_of", "is_broker_answer", "was_written"]
+from throttled_admin._engine.batch_cap import is_batch_cap
+
+__all__ = ["REDPANDA_QUOTA_MESSAGE", "Outcome", "classify", "error_of", "is_broker_answer", "was_written"]
 
 
 class Outcome(enum.Enum):
     SUCCESS = "success"
     FINAL = "final"
     THROTTLED = "throttled"
+    TOO_LARGE = "too large"
     NOT_APPLIED = "not applied"
     NOT_SENT = "not sent"
     UNKNOWN = "unknown"
@@ -34,6 +43,12 @@ class Outcome(enum.Enum):
 
 _NOT_APPLIED = {KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT}
 _UNKNOWN = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._MSG_TIMED_OUT, KafkaError._BAD_MSG}
+# Redpanda's refusal past the partition-mutation quota (error 89 from CreateTopics v6, DeleteTopics v5 and
+# CreatePartitions v3 on; UNKNOWN_SERVER_ERROR before)
+REDPANDA_QUOTA_MESSAGE = "Too many partition mutations requested"
+# librdkafka's own errors are RD_KAFKA_RESP_ERR__BEGIN (-200) < code < RD_KAFKA_RESP_ERR__END (-100); -1 is the
+# broker's UNKNOWN_SERVER_ERROR
+_LOCAL_ERRORS = range(-199, -100)
 # librdkafka's admin states before a request exists (rd_kafka_admin_state_desc): a timeout in them sent nothing
 _BEFORE_A_REQUEST = ("waiting for controller", "waiting for broker")
 
@@ -44,7 +59,8 @@ def error_of(exc: BaseException | None) -> KafkaError | None:
     return None
 
 
-def classify(exc: BaseException | None) -> Outcome:
+def classify(exc: BaseException | None, *, operation: str = "", throttled: bool = False) -> Outcome:
+    """``operation``: the Kafka API the result is for; ``throttled``: its response carried a throttle."""
     if exc is None:
         return Outcome.SUCCESS
     error = error_of(exc)
@@ -53,6 +69,10 @@ def classify(exc: BaseException | None) -> Outcome:
     code = error.code()
     if code == KafkaError.THROTTLING_QUOTA_EXCEEDED:
         return Outcome.THROTTLED
+    if code == KafkaError.UNKNOWN and _redpanda_quota(error, operation, throttled):
+        return Outcome.THROTTLED
+    if code == KafkaError.POLICY_VIOLATION and is_batch_cap(error):
+        return Outcome.TOO_LARGE
     if code in _NOT_APPLIED:
         return Outcome.NOT_APPLIED
     if code == KafkaError._TIMED_OUT and any(state in error.str() for state in _BEFORE_A_REQUEST):
@@ -62,10 +82,18 @@ def classify(exc: BaseException | None) -> Outcome:
     return Outcome.FINAL
 
 
+def _redpanda_quota(error: KafkaError, operation: str, throttled: bool) -> bool:
+    if error.str() == REDPANDA_QUOTA_MESSAGE:
+        return True
+    # DeleteTopics < v5 carries no error message: librdkafka's own text stands in, and only the response's
+    # throttle tells Redpanda's quota refusal from any other -1.
+    return operation == "DeleteTopics" and throttled and error.str() == KafkaError(KafkaError.UNKNOWN).str()
+
+
 def is_broker_answer(exc: BaseException | None) -> bool:
-    """True when the result came from a broker's response (librdkafka's local errors are negative codes)."""
+    """True when the result came from a broker's response, not from librdkafka itself."""
     error = error_of(exc)
-    return exc is None or (error is not None and error.code() >= 0)
+    return exc is None or (error is not None and error.code() not in _LOCAL_ERRORS)
 
 
 def was_written(exc: BaseException | None) -> bool:

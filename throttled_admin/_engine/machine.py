@@ -36,11 +36,21 @@ from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException
 
-from throttled_admin._engine.classify import Outcome, classify, error_of, is_broker_answer, was_written
-from throttled_admin._engine.pacer import Pacer
+from throttled_admin._engine.batch_cap import MAX_RECORDS_PER_REQUEST, BatchCap
+from throttled_admin._engine.classify import (
+    REDPANDA_QUOTA_MESSAGE,
+    Outcome,
+    classify,
+    error_of,
+    is_broker_answer,
+    was_written,
+)
+from throttled_admin._engine.pacer import MutationQuota, Pacer
+from throttled_admin._engine.redpanda import RedpandaHold
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.round_trip import MIN_SAMPLES, RoundTrip
 from throttled_admin._engine.throttle import ThrottleTracker
+from throttled_admin._engine.visibility import BrokerViews, Visibility, lagging
 from throttled_admin._engine.work import Call, RequestKind, Topic
 from throttled_admin._errors import (
     ThrottlingQuotaExceededException,
@@ -49,6 +59,7 @@ from throttled_admin._errors import (
     closed_error,
     in_flight_error,
     not_sent_error,
+    not_visible_error,
     refused_error,
     unknown_outcome_error,
 )
@@ -64,10 +75,9 @@ __all__ = [
 ]
 
 MAX_TOPICS_PER_REQUEST = 1000  # librdkafka's cost per request grows faster than linearly with its size
-# A KRaft controller refuses a whole request that makes more than this many metadata records with
-# POLICY_VIOLATION "Unable to perform excessively large batch operation." (QuorumController's
-# MAX_RECORDS_PER_USER_OP); a single topic larger than that is sent alone, and gets the broker's answer.
-MAX_RECORDS_PER_REQUEST = 10_000
+# MAX_RECORDS_PER_REQUEST (batch_cap): a KRaft controller refuses a whole request that makes more metadata records
+# than its cap; the engine starts at Kafka's 10,000 and learns a lower cap (``BatchCap``). A single topic larger
+# than the limit is sent alone, and gets the broker's answer.
 COALESCE_RATIO = 2.0  # rule c: the longest time budget in a request is at most this times the shortest
 _LIBRDKAFKA_MAX_TIMEOUT_S = 3600.0  # request_timeout / operation_timeout range of librdkafka
 _MIN_MARGIN_S = 0.05  # the least time kept between the controller's deadline and the call's
@@ -147,6 +157,7 @@ class Outbox:
     settle: list[Settlement] = field(default_factory=list)
     send: Request | None = None
     read_metadata: bool = False
+    read_views: list[str] | None = None  # wait_for_metadata: read every broker's Metadata for these topics
     probe: bool = False  # ask the cluster something light: has any broker answered this client?
     reached: bool = False  # a request got through to a broker (the handshake-drop diagnosis resets)
     wake_at: float = math.inf
@@ -159,6 +170,10 @@ class Engine:
         self._pacer = pacer
         self._backoff = backoff
         self._gate = ThrottleTracker()
+        self._cap = BatchCap()
+        self._own_pacer = False  # the pacer is the engine's own (Redpanda's answers), not the caller's
+        self._redpanda = RedpandaHold()
+        self._visibility = Visibility()
         self._round_trip = RoundTrip()
         self._calls: dict[int, Call] = {}  # in submission order
         # topic name -> the topics of every pending call that name it, in submission order (rule a)
@@ -187,6 +202,11 @@ class Engine:
     @property
     def idle(self) -> bool:
         return not self._calls and self._request is None
+
+    @property
+    def max_records_per_request(self) -> int:
+        """The batch cap as learned so far (``batch_cap``)."""
+        return self._cap.limit
 
     # -- events -----------------------------------------------------------------------------------
 
@@ -252,7 +272,10 @@ class Engine:
         operation = request.kind.operation.name
         for topic in request.topics:
             if topic.call.in_flight.get(topic.name) is topic:
-                self._finish(topic, self._final_error(topic, refused_error(operation, exc)), now)
+                refused: BaseException = refused_error(operation, exc)
+                if _refusal(topic) is not None:  # a broker refused an earlier attempt: it was written, not applied
+                    refused = KafkaException(refused.args[0])
+                self._finish(topic, self._final_error(topic, refused), now)
 
     def on_probe(self, answered: bool, now: float) -> None:
         """The contact probe's outcome: a broker answered it (even with an error), or not."""
@@ -274,6 +297,16 @@ class Engine:
                 else:
                     topic.cost = operation.cost_from_metadata(topic.item, counts.get(topic.name))
 
+    def on_views(self, views: BrokerViews, now: float) -> None:
+        """Every broker's Metadata for the topics asked about (``Outbox.read_views``); see ``visibility``."""
+        for call in list(self._calls.values()):
+            operation = call.kind.operation.name
+            for topic in list(call.awaiting.values()):
+                topic.lagging = lagging(operation, topic.name, topic.item, views)
+                if topic.lagging == ():
+                    self._finish(topic, None, now)
+        self._visibility.answered(now, any(call.awaiting for call in self._calls.values()))
+
     def close(self, now: float) -> None:
         """Fail everything pending: queued topics were not sent; in-flight ones may have been applied."""
         self._closed = True
@@ -286,6 +319,8 @@ class Engine:
                 self._finish(topic, error, now)
             for topic in list(call.in_flight.values()):
                 self._finish(topic, closed_error(operation, sent=True), now)
+            for topic in list(call.awaiting.values()):  # applied: the error says so
+                self._finish(topic, not_visible_error(operation, call.timeout_ms, topic.lagging, closed=True), now)
         self._request = None
 
     # -- the decision -----------------------------------------------------------------------------
@@ -301,7 +336,7 @@ class Engine:
                 self._complete(request, now)
             if self._auth_error is not None:
                 self._fail_on_auth_error(now)
-            wake_at = self._expire(now)
+            wake_at = min(self._expire(now), self._ask_views(now))
             if self._request is None:
                 wake_at = min(wake_at, self._next_request(now))
             else:
@@ -329,11 +364,34 @@ class Engine:
     def _metric(self, event: MetricEvent) -> None:
         self._out.metrics.append(event)
 
+    def _ask_views(self, now: float) -> float:
+        """wait_for_metadata: ask for every broker's Metadata when a read is due; returns when the next is."""
+        names = [name for call in self._calls.values() for name in call.awaiting]
+        if not names:
+            if not self._visibility.reading:
+                self._visibility.idle()
+            return math.inf
+        if self._visibility.due(now):
+            self._visibility.read(now)
+            self._out.read_views = names
+        wake_at = self._visibility.wake_at()
+        return math.inf if wake_at is None else wake_at
+
+    def _applied(self, topic: Topic, now: float) -> None:
+        """The broker applied the topic: resolved now, or once every broker shows it (wait_for_metadata)."""
+        call = topic.call
+        if call.wait_for_metadata and not call.kind.validate_only:
+            call.awaiting[topic.name] = topic
+            self._visibility.awaiting(now)
+        else:
+            self._finish(topic, None, now)
+
     def _finish(self, topic: Topic, exc: BaseException | None, now: float) -> None:
         """Book a topic's outcome; the driver resolves its future."""
         call = topic.call
         call.queued.pop(topic.name, None)
         call.in_flight.pop(topic.name, None)
+        call.awaiting.pop(topic.name, None)
         self._release(topic)
         if exc is not None and call.error_type is None:
             error = error_of(exc)
@@ -397,6 +455,8 @@ class Engine:
             for topic in list(call.in_flight.values()):
                 # Sent, not answered by the deadline: it may or may not have been applied; say so.
                 self._finish(topic, unknown_outcome_error(call.kind.operation.name, "no response by the deadline"), now)
+            for topic in list(call.awaiting.values()):  # applied, not yet shown by every broker
+                self._finish(topic, not_visible_error(call.kind.operation.name, call.timeout_ms, topic.lagging), now)
         return next_deadline
 
     def _gave_up(self, topic: Topic, now: float) -> BaseException:
@@ -429,7 +489,16 @@ class Engine:
         throttle_s = self._record_response_throttle(request, answered)
         admitted = 0
         retried = False
-        outcomes = {name: classify(exc) for name, exc in results.items()}
+        outcomes = {
+            name: classify(exc, operation=operation.name, throttled=throttle_s > 0) for name, exc in results.items()
+        }
+        # Refused whole for the controller's batch cap: learn it, and send the topics again in smaller requests.
+        split = len(request.topics) > 1 and all(outcome is Outcome.TOO_LARGE for outcome in outcomes.values())
+        if split:
+            self._cap.refused(sum(topic.records for topic in request.topics))
+        if answered:
+            throttle_s, charged = self._redpanda_refusals(request, results, outcomes, throttle_s, now)
+            admitted += charged  # charged all the same: the pacer's mirror and its learning count them
         for topic in request.topics:  # progress resets a call's back-offs
             if outcomes[topic.name] is Outcome.SUCCESS:
                 topic.call.quota_backoffs = topic.call.transient_retries = 0
@@ -447,9 +516,14 @@ class Engine:
                 continue  # settled already (its deadline passed, or authentication failed)
             topic.attempts += 1
             if outcome is Outcome.SUCCESS:
-                self._finish(topic, None, now)
+                self._applied(topic, now)
             elif outcome is Outcome.THROTTLED:
-                retried |= self._on_throttled(topic, throttle_s, now, quota_delays)
+                retried |= self._on_throttled(topic, throttle_s, now, quota_delays, _message(exc))
+            elif outcome is Outcome.TOO_LARGE and split:
+                topic.last_error = exc  # the broker's word, should time run out before a smaller request goes
+                topic.throttled_at = None
+                call.queued[topic.name] = topic
+                retried = True
             elif outcome is Outcome.NOT_SENT and self._connect_error is not None and not topic.outcome_unknown:
                 address, reason = self._connect_error  # no broker was ever reached: say so now, not at the deadline
                 self._finish(topic, cannot_connect_error(operation.name, address, reason), now)
@@ -480,14 +554,49 @@ class Engine:
             self._metric(_throttle_event(None, 0.0))  # librdkafka sends no event for an unthrottled response
         return max((throttle_s for _, throttle_s in request.events), default=0.0)
 
-    def _on_throttled(self, topic: Topic, throttle_s: float, now: float, delays: dict[int, float]) -> bool:
+    def _redpanda_refusals(
+        self,
+        request: Request,
+        results: dict[str, BaseException | None],
+        outcomes: dict[str, Outcome],
+        throttle_s: float,
+        now: float,
+    ) -> tuple[float, int]:
+        """Redpanda charges the topics it refuses: the wait is longer than its throttle (``redpanda``). Returns the
+        throttle to wait out, and what the refused topics were charged."""
+        refused = [t.cost or 0 for t in request.topics if _redpanda_refused(results[t.name], outcomes[t.name])]
+        if not refused:
+            self._redpanda.extra_s([], 0, True, throttle_s, None)
+            return throttle_s, 0
+        admitted_any = any(outcome is Outcome.SUCCESS for outcome in outcomes.values())
+        before = _admitted_before_refusal(request.topics, outcomes)
+        configured = None if self._pacer is None or self._own_pacer else self._pacer.quota.rate  # exact
+        extra_s = self._redpanda.extra_s(refused, before, admitted_any, throttle_s, configured)
+        if extra_s > 0:
+            throttle_s += extra_s
+            self._gate.record(-1, throttle_s, now)
+        estimate = self._redpanda.estimate or self._redpanda.rate
+        if self._pacer is not None and estimate is not None:
+            self._pacer.sample(estimate)  # a learning pacer: Redpanda's answer bounds the rate
+        elif self._pacer is None and estimate is not None:
+            # Re-sending everything would have Redpanda admit one topic and charge all the others, again and again:
+            # from now on the client paces itself, as MutationQuota() would, starting from the rate read from the
+            # response (a learned rate's bucket holds one second of it, as Redpanda's does).
+            self._pacer = Pacer(MutationQuota())
+            self._pacer.sample(estimate)
+            self._own_pacer = True
+        return throttle_s, sum(refused)
+
+    def _on_throttled(
+        self, topic: Topic, throttle_s: float, now: float, delays: dict[int, float], message: str | None = None
+    ) -> bool:
         call = topic.call
         operation = call.kind.operation.name
         self._metric(lambda m: m.record_violations(operation, 1))
         topic.throttled_at = now
         topic.throttle_ms = int(throttle_s * 1000 + 0.5)
         if not call.retry_on_quota_violation:  # after an attempt with no answer, _final_error says it may be applied
-            exc = ThrottlingQuotaExceededException(topic.throttle_ms, topic.name)
+            exc = ThrottlingQuotaExceededException(topic.throttle_ms, topic.name, message)
             self._finish(topic, self._final_error(topic, exc), now)
             return False
         if throttle_s <= 0:
@@ -643,7 +752,7 @@ class Engine:
         remaining_s = time_s = 0.0
         for topic in candidates:
             cost = topic.cost or 0
-            if chosen and (mutations + cost > budget or records + topic.records > MAX_RECORDS_PER_REQUEST):
+            if chosen and (mutations + cost > budget or records + topic.records > self._cap.limit):
                 break
             call = topic.call
             # Send nothing that cannot be answered before its deadline: it would be applied after the caller
@@ -730,6 +839,33 @@ def _connect_failure(message: str) -> tuple[str, str] | None:
     if not reason:
         return None
     return broker.split("/", 1)[0], reason.split(" (after ", 1)[0]
+
+
+def _admitted_before_refusal(topics: list[Topic], outcomes: dict[str, Outcome]) -> int:
+    """The cost of the topic admitted just before the first one refused for the quota, in request order (0: none)."""
+    previous = 0
+    for topic in topics:
+        outcome = outcomes[topic.name]
+        if outcome is Outcome.THROTTLED:
+            return previous
+        previous = (topic.cost or 0) if outcome is Outcome.SUCCESS else 0
+    return 0
+
+
+def _redpanda_refused(exc: BaseException | None, outcome: Outcome) -> bool:
+    """Refused for the quota in Redpanda's form: its message, or the message-less -1 of DeleteTopics < v5."""
+    error = error_of(exc)
+    if error is None or outcome is not Outcome.THROTTLED:
+        return False
+    return error.code() == KafkaError.UNKNOWN or error.str() == REDPANDA_QUOTA_MESSAGE
+
+
+def _message(exc: BaseException | None) -> str | None:
+    """The broker's own message for an error 89 or its Redpanda form, if it gave one."""
+    error = error_of(exc)
+    if error is None or error.str() in (KafkaError(error.code()).str(), KafkaError(KafkaError.UNKNOWN).str()):
+        return None
+    return error.str()
 
 
 def _reason(exc: BaseException | None) -> str:

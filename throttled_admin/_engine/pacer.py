@@ -140,6 +140,10 @@ class Pacer:
         elif self._bucket is None:
             self._probe *= 2  # answered without a throttle: the quota (if any) allows more
 
+    def sample(self, rate: float) -> None:
+        """A rate read from elsewhere (Redpanda's refusal bounds it: ``redpanda.py``), taken as a learning sample."""
+        self._learn(rate)
+
     def _learn(self, sample: float) -> None:
         if self.quota.rate is not None or not math.isfinite(sample) or sample <= 0:
             return

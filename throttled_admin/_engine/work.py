@@ -101,9 +101,11 @@ class Call:
     request_timeout_s: float | None  # the caller's own caps, if any
     operation_timeout_s: float | None
     started_at: float  # monotonic seconds, from the driver's clock (the engine reads no clock)
+    wait_for_metadata: bool = False  # applied topics resolve once every broker's Metadata shows them
     id: int = field(default_factory=lambda: next(_call_ids))
     queued: dict[str, Topic] = field(default_factory=dict)  # waiting to be sent, in order
     in_flight: dict[str, Topic] = field(default_factory=dict)
+    awaiting: dict[str, Topic] = field(default_factory=dict)  # applied, until every broker shows it (visibility)
     unsettled: int = 0
     quota_backoffs: int = 0  # error 89 with no throttle, in a row without progress: exponential back-off
     transient_retries: int = 0  # transient errors in a row without progress: exponential back-off
@@ -132,3 +134,4 @@ class Topic:
     outcome_unknown: bool = False  # an earlier attempt may have been applied (response lost)
     last_error: BaseException | None = None  # the broker's last refusal that applied nothing (NOT_CONTROLLER, ...)
     not_before: float = 0.0  # back-off: not sent before this monotonic time
+    lagging: tuple[int, ...] | None = None  # applied: the brokers whose Metadata did not show it at the last read

@@ -183,7 +183,8 @@ class TopicsCommand:
             partitions = self.args.partitions if self.args.partitions is not None else -1
             replication = self.args.replication_factor if self.args.replication_factor is not None else -1
             topic = NewTopic(name, partitions, replication, config=configs)
-        futures = self.session.admin.create_topics([topic], **self._mutation_kwargs())
+        # usable on every broker when it says created (kafka-python 3's wait_for_metadata)
+        futures = self.session.admin.create_topics([topic], **self._mutation_kwargs(), wait_for_metadata=True)
 
         def already_exists(exc: BaseException) -> bool:
             return bool(self.args.if_not_exists) and _code(exc) == KafkaError.TOPIC_ALREADY_EXISTS

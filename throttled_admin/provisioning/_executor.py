@@ -328,7 +328,15 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
 
     def submit_creates(batch: list[_Run]) -> None:
         topics = [_new_topic(group.rows[r.index]) for r in batch]
-        submit("create", batch, admin.create_topics, topics, request_timeout=request_timeout, timeout_ms=timeout_ms)
+        submit(
+            "create",
+            batch,
+            admin.create_topics,
+            topics,
+            request_timeout=request_timeout,
+            timeout_ms=timeout_ms,
+            wait_for_metadata=True,  # a pipeline writes to what it provisions: usable on every broker when done
+        )
 
     creates = [r for r in runs if r.change.kind == "create"]
     submit_creates(creates)
@@ -340,6 +348,7 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
         [NewPartitions(group.rows[r.index].topic, group.rows[r.index].partitions or 0) for r in grows],
         request_timeout=request_timeout,
         timeout_ms=timeout_ms,
+        wait_for_metadata=True,
     )
     alters = [r for r in runs if r.change.alter]
     submit(
@@ -357,6 +366,7 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
         [group.rows[r.index].topic for r in deletes],
         request_timeout=request_timeout,
         timeout_ms=timeout_ms,
+        wait_for_metadata=True,
     )
 
     while True:

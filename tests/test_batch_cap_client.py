@@ -1,0 +1,95 @@
+"""Issue 19, Kafka 4's batch cap as a controller setting: QuotaBroker(max_records_per_op=N) over loopback, the
+public ThrottledAdminClient. A KRaft controller refuses a whole request making more than N metadata records (a
+one-partition topic makes two) with POLICY_VIOLATION "Unable to perform excessively large batch operation.", and a
+CreateTopics of more than N partitions with "Excessively large number of partitions per request.".
+
+Was (the client sized requests for Kafka's 10,000 records): on a cluster with a lower cap every large call failed
+whole, each topic with POLICY_VIOLATION."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient
+
+from throttled_admin import NewTopic, ThrottledAdminClient
+from throttled_admin.testing import QuotaBroker
+
+BrokerFactory = Callable[..., QuotaBroker]
+POLICY_VIOLATION = 44
+BATCH = "Unable to perform excessively large batch operation."
+PARTITIONS = "Excessively large number of partitions per request."
+
+
+def outcomes(futures: dict[str, Future[None]]) -> dict[str, BaseException | None]:
+    return {name: future.exception(120) for name, future in futures.items()}
+
+
+def one_partition(count: int, prefix: str = "t") -> list[NewTopic]:
+    return [NewTopic(f"{prefix}{i:05d}", 1, 1) for i in range(count)]
+
+
+def create_requests(broker: QuotaBroker) -> list[dict[str, int]]:
+    return [record.errors for record in broker.request_log() if record.api_name == "CreateTopics"]
+
+
+@pytest.mark.slow  # about 5 s: 20,000 topics
+def test_bare_confluent_kafka_is_refused_whole_and_the_client_creates_twenty_thousand(
+    quota_broker: BrokerFactory,
+) -> None:
+    broker = quota_broker(max_records_per_op=2000)
+    confluent = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    bare = outcomes(confluent.create_topics(one_partition(1500, "b")))
+    for exc in bare.values():  # 1,500 topics make 3,000 records: refused whole
+        assert isinstance(exc, KafkaException)
+        assert (exc.args[0].code(), exc.args[0].str()) == (KafkaError.POLICY_VIOLATION, BATCH)
+    assert broker.topics() == {}
+    with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        results = outcomes(admin.create_topics(one_partition(20_000), timeout_ms=120_000))
+    assert [exc for exc in results.values() if exc is not None] == []
+    assert len(broker.topics()) == 20_000
+
+
+def test_a_request_refused_whole_is_split_and_the_cap_learned(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker(max_records_per_op=500)
+    with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        results = outcomes(admin.create_topics(one_partition(1500), timeout_ms=60_000))
+        # the cap is the client's from now on: a later call is sized by it at once
+        later = outcomes(admin.create_topics(one_partition(600, "later"), timeout_ms=60_000))
+    assert results == dict.fromkeys(results)
+    assert later == dict.fromkeys(later)
+    assert len(broker.topics()) == 2100
+    requests = create_requests(broker)
+    refused = [errors for errors in requests if set(errors.values()) == {POLICY_VIOLATION}]
+    assert [len(errors) for errors in refused] == [1000, 500]  # 2,000 and 1,000 records; then halved to 500
+    assert all(len(errors) * 2 <= 500 for errors in requests if errors not in refused)
+    assert len(requests) == len(refused) + 1500 // 250 + 600 // 250 + 1
+
+
+def test_a_single_topic_beyond_the_cap_gets_the_brokers_error_and_the_rest_are_created(
+    quota_broker: BrokerFactory,
+) -> None:
+    broker = quota_broker(max_records_per_op=100)
+    with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        futures = admin.create_topics([*one_partition(60), NewTopic("big", 150, 1)], timeout_ms=30_000)
+        results = outcomes(futures)
+    big = results.pop("big")
+    assert isinstance(big, KafkaException)
+    assert (big.args[0].code(), big.args[0].str()) == (KafkaError.POLICY_VIOLATION, PARTITIONS)
+    assert results == dict.fromkeys(results)
+    assert set(broker.topics()) == set(results)
+
+
+def test_any_other_policy_violation_fails_at_once_and_is_never_split(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker()
+    broker.fail_next("CreateTopics", POLICY_VIOLATION)  # as a CreateTopicPolicy would answer: not the cap's message
+    with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        results = outcomes(admin.create_topics(one_partition(50), timeout_ms=30_000))
+    for exc in results.values():
+        assert isinstance(exc, KafkaException)
+        assert exc.args[0].code() == KafkaError.POLICY_VIOLATION
+    assert len(create_requests(broker)) == 1
+    assert broker.topics() == {}

@@ -1,0 +1,92 @@
+"""``wait_for_metadata``: a topic's future resolves only when every broker's Metadata shows the change.
+
+A KRaft broker learns of a mutation by replaying the metadata log; until it has, its Metadata lacks the topic
+(or the new partitions, or still lists a deleted topic) and producers get UNKNOWN_TOPIC_OR_PARTITION. With
+``wait_for_metadata`` (kafka-python 3's name) the engine keeps an applied topic's future open and asks the driver
+for every broker's view of it (one Metadata request per broker) until each shows it:
+
+- a create: listed, with at least the partitions asked for (any count for the broker's default), each with a
+  leader;
+- a grow: listed with at least the new count, each partition with a leader;
+- a delete: absent.
+
+A broker whose Metadata could not be read does not show it. Reads are spaced from ``FIRST_READ_S``, growing by
+``GROWTH`` to ``MAX_INTERVAL_S``; a topic still not shown everywhere at its call's deadline fails with
+``NotYetVisibleError``: applied, not yet visible everywhere (naming the brokers that lag).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["FIRST_READ_S", "GROWTH", "MAX_INTERVAL_S", "BrokerViews", "TopicView", "Visibility", "lagging"]
+
+FIRST_READ_S = 0.05
+GROWTH = 1.5
+MAX_INTERVAL_S = 1.0
+
+# (partitions listed, every one of them with a leader and no error)
+TopicView = tuple[int, bool]
+# node id -> its Metadata for the topics asked about (absent: not listed), or None when it could not be read
+BrokerViews = dict[int, dict[str, TopicView] | None]
+
+
+def _wanted_partitions(operation: str, item: Any) -> int:
+    if operation == "CreatePartitions":
+        return int(item.new_total_count)
+    if item.replica_assignment:
+        return len(item.replica_assignment)
+    return max(1, int(item.num_partitions))  # -1: the broker's default, at least one
+
+
+def lagging(operation: str, name: str, item: Any, views: BrokerViews) -> tuple[int, ...] | None:
+    """The brokers that do not show the change yet (sorted); None when no broker's view is known at all."""
+    if not views:
+        return None
+    behind = []
+    for node_id, view in sorted(views.items()):
+        if view is None:
+            behind.append(node_id)
+            continue
+        listed = view.get(name)
+        if operation == "DeleteTopics":
+            if listed is not None:
+                behind.append(node_id)
+        elif listed is None or listed[0] < _wanted_partitions(operation, item) or not listed[1]:
+            behind.append(node_id)
+    return tuple(behind)
+
+
+class Visibility:
+    """When to read the brokers' views next. Not thread-safe: the engine's own state."""
+
+    def __init__(self) -> None:
+        self.reading = False
+        self.next_at: float | None = None  # None: nothing awaits
+        self._interval_s = FIRST_READ_S
+
+    def awaiting(self, now: float) -> None:
+        """A topic was applied and now waits: read soon (at once when nothing waited)."""
+        if self.next_at is None:
+            self.next_at = now
+
+    def due(self, now: float) -> bool:
+        return not self.reading and self.next_at is not None and now >= self.next_at
+
+    def read(self, now: float) -> None:
+        self.reading = True
+
+    def answered(self, now: float, still_waiting: bool) -> None:
+        self.reading = False
+        if still_waiting:
+            self.next_at = now + self._interval_s
+            self._interval_s = min(MAX_INTERVAL_S, self._interval_s * GROWTH)
+        else:
+            self.idle()
+
+    def idle(self) -> None:
+        self.next_at = None
+        self._interval_s = FIRST_READ_S
+
+    def wake_at(self) -> float | None:
+        return None if self.reading else self.next_at
