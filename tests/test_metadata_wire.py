@@ -45,7 +45,9 @@ def answer(correlation_id: int = 7) -> bytes:
 
 def test_what_a_broker_lists_of_the_topics_asked_about() -> None:
     names = ["ready", "leaderless", "sick", "electing", "gone", "absent"]
-    assert _parse(answer(), set(names)) == {
+    brokers, view = _parse(answer(), set(names))
+    assert brokers == {0: "127.0.0.1:9000", 1: "127.0.0.1:9001"}
+    assert view == {
         "ready": (2, True),
         "leaderless": (2, False),
         "sick": (1, False),

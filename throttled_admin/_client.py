@@ -86,11 +86,9 @@ class _Transport:
         return {name: len(topic.partitions) for name, topic in metadata.topics.items()}
 
     def broker_views(self, names: list[str], timeout_s: float) -> BrokerViews:
-        """Each broker's Metadata of ``names``: the brokers from the client's own Metadata, each asked itself."""
-        client = self._get()
-        metadata = AdminClient.list_topics(client, timeout=timeout_s)
-        brokers = {broker.id: f"{broker.host}:{broker.port}" for broker in metadata.brokers.values()}
-        return client._broker_views.read(brokers, names)
+        """Each broker's Metadata of ``names``, read on connections of the reader's own (``_driver/broker_views``)."""
+        reader: BrokerViewReader = self._get()._broker_views
+        return reader.read_cluster(names, timeout_s)
 
 
 def _answer_of(on_answer: Callable[[Answer], None], request: Future[dict[str, KafkaError | None]]) -> None:

@@ -1,6 +1,8 @@
 """Every broker's Metadata, one request per broker, for ``wait_for_metadata`` (``_engine/visibility.py``).
 
-The brokers are those the client's own Metadata lists; each is asked itself:
+The brokers are those a bootstrap server lists, asked on a connection of the reader's own (never the
+application client's: after a throttled response that one is muted, KIP-219, and a Metadata request there waits
+out the throttle); each broker is then asked itself:
 
 - on a plaintext listener, on a connection of our own (``metadata_wire``: a Metadata v1 request for all topics);
 - otherwise (TLS, SASL: the application's security settings are needed), with a small AdminClient configured as
@@ -24,7 +26,7 @@ from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._metadata import ClusterMetadata
 
-from throttled_admin._driver.metadata_wire import read_topics
+from throttled_admin._driver.metadata_wire import read_cluster
 from throttled_admin._engine.visibility import BrokerViews, TopicView
 
 __all__ = ["BrokerViewReader"]
@@ -33,6 +35,7 @@ __all__ = ["BrokerViewReader"]
 _OWN_CALLBACKS = ("error_cb", "throttle_cb", "stats_cb")
 _READ_TIMEOUT_S = 2.0
 _ATTEMPTS = 3
+_BOOTSTRAP = (-1, "bootstrap")  # the key of the client that lists the brokers (TLS, SASL)
 
 
 class BrokerViewReader:
@@ -44,30 +47,70 @@ class BrokerViewReader:
         self._clients: dict[tuple[int, str], AdminClient] = {}
         self._closed = False
         self._reading = False  # a read is using the clients: close() leaves destroying them to it
+        self._bootstrap = [a.strip() for a in str(conf.get("bootstrap.servers", "")).split(",") if a.strip()]
+        self._brokers: dict[int, str] = {}  # the last list read: used when no bootstrap server answers
 
-    def read(self, brokers: dict[int, str], names: list[str], timeout_s: float = _READ_TIMEOUT_S) -> BrokerViews:
-        """``brokers``: node id -> "host:port". Each broker's view of ``names`` (None when it could not be read)."""
+    def read_cluster(self, names: list[str], timeout_s: float = _READ_TIMEOUT_S) -> BrokerViews:
+        """Every broker's view of ``names``, the brokers listed by a bootstrap server (or the last list read)."""
         with self._lock:
             self._reading = True
         try:
-            return self._read(brokers, names, timeout_s)
+            brokers, answer = self._list_brokers(timeout_s)
+            self._brokers = brokers = brokers or self._brokers
+            return self._read(brokers, names, timeout_s, answer)
         finally:
-            with self._lock:
-                self._reading = False
-                leftover = list(self._clients.values()) if self._closed else []
-                if self._closed:
-                    self._clients = {}
-            for client in leftover:  # closed while this read used them
-                client.__exit__(None, None, None)
+            self._end_read()
 
-    def _read(self, brokers: dict[int, str], names: list[str], timeout_s: float) -> BrokerViews:
+    def _list_brokers(self, timeout_s: float) -> tuple[dict[int, str], ClusterMetadata | None]:
+        """The brokers, and (TLS, SASL) the answer that listed them, which is also the view of the broker that
+        gave it: with librdkafka, listing costs no request more than the views do."""
+        if self._plaintext:
+            for address in self._bootstrap:
+                try:
+                    listed = read_cluster(
+                        address.rpartition("://")[2], [], client_id=self._client_id, timeout_s=timeout_s
+                    )
+                    return listed[0], None
+                except (OSError, ValueError, struct.error, UnicodeError):
+                    continue
+            return {}, None
+        with self._lock:
+            key = next(iter(self._clients), _BOOTSTRAP)  # a broker's client once there is one
+        client = self._client(*key)
+        if client is None:
+            return {}, None
+        try:
+            metadata = client.list_topics(timeout=timeout_s)
+        except Exception:
+            return {}, None
+        brokers = {broker.id: f"{broker.host}:{broker.port}" for broker in metadata.brokers.values()}
+        with self._lock:  # the bootstrap client becomes the client of the broker that answered
+            answered = (metadata.orig_broker_id, brokers.get(metadata.orig_broker_id, ""))
+            if key == _BOOTSTRAP and answered[1] and answered not in self._clients:
+                self._clients[answered] = self._clients.pop(_BOOTSTRAP)
+        return brokers, metadata
+
+    def _end_read(self) -> None:
+        with self._lock:
+            self._reading = False
+            leftover = list(self._clients.values()) if self._closed else []
+            if self._closed:
+                self._clients = {}
+        for client in leftover:  # closed while this read used them
+            client.__exit__(None, None, None)
+
+    def _read(
+        self, brokers: dict[int, str], names: list[str], timeout_s: float, answer: ClusterMetadata | None
+    ) -> BrokerViews:
         views: BrokerViews = {}
         for node_id, address in sorted(brokers.items()):
             if self._plaintext:
                 try:
-                    views[node_id] = read_topics(address, names, client_id=self._client_id, timeout_s=timeout_s)
+                    views[node_id] = read_cluster(address, names, client_id=self._client_id, timeout_s=timeout_s)[1]
                 except (OSError, ValueError, struct.error, UnicodeError):
                     views[node_id] = None
+            elif answer is not None and _answered_by(answer, node_id, address):
+                views[node_id] = _view(answer, names)
             else:
                 views[node_id] = self._read_with_librdkafka(node_id, address, names, timeout_s)
         self._forget_others(brokers)
@@ -112,14 +155,15 @@ class BrokerViewReader:
                 return None
             client = self._clients.get((node_id, address))
             if client is None:
-                client = AdminClient({**self._conf, "bootstrap.servers": address})
+                bootstrap = ",".join(self._bootstrap) if (node_id, address) == _BOOTSTRAP else address
+                client = AdminClient({**self._conf, "bootstrap.servers": bootstrap})
                 self._clients[(node_id, address)] = client
             return client
 
     def _forget_others(self, brokers: dict[int, str]) -> None:
         """Brokers no longer listed (or moved) lose their clients."""
         with self._lock:
-            gone = [key for key in self._clients if brokers.get(key[0]) != key[1]]
+            gone = [key for key in self._clients if key != _BOOTSTRAP and brokers.get(key[0]) != key[1]]
             clients = [self._clients.pop(key) for key in gone]
         for client in clients:
             client.__exit__(None, None, None)

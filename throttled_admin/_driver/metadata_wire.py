@@ -16,7 +16,7 @@ import time
 
 from throttled_admin._driver.sasl_probe import _read_exactly
 
-__all__ = ["read_topics"]
+__all__ = ["read_cluster"]
 
 _METADATA = 3
 _VERSION = 1
@@ -64,15 +64,17 @@ def _request(client_id: str) -> bytes:
     return struct.pack(">i", len(header) + len(body)) + header + body
 
 
-def _parse(frame: bytes, names: set[str]) -> dict[str, tuple[int, bool]]:
+def _parse(frame: bytes, names: set[str]) -> tuple[dict[int, str], dict[str, tuple[int, bool]]]:
     reader = _Reader(frame)
     if reader.int32() != _CORRELATION_ID:
         raise ValueError("not the answer to our Metadata request")
-    for _ in range(reader.int32()):  # brokers
-        reader.int32()
-        reader.string()
-        reader.int32()
+    brokers: dict[int, str] = {}
+    for _ in range(reader.int32()):
+        node_id = reader.int32()
+        host = reader.string()
+        port = reader.int32()
         reader.string()  # rack (v1)
+        brokers[node_id] = f"{host}:{port}"
     reader.int32()  # controller id (v1)
     view: dict[str, tuple[int, bool]] = {}
     for _ in range(reader.int32()):  # topics
@@ -90,12 +92,15 @@ def _parse(frame: bytes, names: set[str]) -> dict[str, tuple[int, bool]]:
             led = led and partition_error == 0 and leader >= 0
         if name in names and error != _UNKNOWN_TOPIC_OR_PARTITION:
             view[name] = (max(0, partitions), led)
-    return view
+    return brokers, view
 
 
-def read_topics(address: str, names: list[str], *, client_id: str, timeout_s: float) -> dict[str, tuple[int, bool]]:
-    """What the broker at ``address`` ("host:port") lists of ``names``: topic -> (partitions, all led). Raises
-    OSError, ValueError or struct.error when it cannot be asked or its answer cannot be read."""
+def read_cluster(
+    address: str, names: list[str], *, client_id: str, timeout_s: float
+) -> tuple[dict[int, str], dict[str, tuple[int, bool]]]:
+    """The brokers the broker at ``address`` ("host:port") lists (node id -> "host:port"), and what it lists of
+    ``names``: topic -> (partitions, all led). Raises OSError, ValueError or struct.error when it cannot be asked
+    or its answer cannot be read."""
     deadline = time.monotonic() + timeout_s
     host, _, port = address.rpartition(":")
     with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s) as sock:
