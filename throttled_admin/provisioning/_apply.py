@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from throttled_admin.provisioning._executor import execute
 from throttled_admin.provisioning._plan import PlanError, PlanRow
-from throttled_admin.provisioning._profile import Profile
+from throttled_admin.provisioning._profile import Profile, ProfilesArg, as_profiles
 from throttled_admin.provisioning._progress import Progress, ProgressCallback
 from throttled_admin.provisioning._results import RowResult
 
@@ -39,17 +39,21 @@ def group_rows(
 
 def apply_plan(
     rows: Sequence[PlanRow],
-    profiles: Mapping[str, Profile],
+    profiles: ProfilesArg,
     *,
     allow_delete: bool = False,
     dry_run: bool = False,
     progress: ProgressCallback | None = None,
 ) -> list[RowResult]:
     """Run every group concurrently (the work is I/O: waiting on brokers and quotas) and return one
-    result per row, in plan order. ``progress`` is called from the groups' threads, one call at a time."""
+    result per row, in plan order. ``progress`` is called from the groups' threads, one call at a time.
+
+    ``profiles`` maps each plan cluster to a ``Profile`` or to a conf mapping as profiles.yaml has it
+    (librdkafka settings plus optional ``mutation_rate`` and ``request_timeout_s``)."""
+    checked = as_profiles(profiles)
     # Rows built in code carry no source: name them by their place in the whole plan, not in their group.
     rows = [row if row.source else dataclasses.replace(row, source=f"row {i + 1}") for i, row in enumerate(rows)]
-    groups = group_rows(rows, profiles)
+    groups = group_rows(rows, checked)
     lock = threading.Lock()
 
     def serialized(update: Progress) -> None:

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from throttled_admin.provisioning._plan import PlanError, PlanRow, row_problem
-from throttled_admin.provisioning._profile import Profile
+from throttled_admin.provisioning._profile import Profile, conf_value, profile_from_conf
 
 __all__ = ["parse_configs_text", "read_plan", "read_profiles"]
 
@@ -32,18 +31,6 @@ def _load_document(path: Path, kinds: tuple[str, ...]) -> Any:
         return json.loads(text) if suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         raise PlanError(f"{path}: not valid {suffix[1:].upper()}: {exc}") from None
-
-
-def _config_value(value: Any) -> str | None:
-    """A YAML/JSON scalar as Kafka spells it: YAML reads ``retention.ms: 1000`` as an int and
-    ``preallocate: false`` as a bool; Kafka wants "1000" and "false"."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (str, int)):
-        return str(value)
-    if isinstance(value, float) and math.isfinite(value):
-        return repr(value)
-    return None
 
 
 def _count(value: Any, *, from_text: bool) -> int | str | None:
@@ -109,7 +96,7 @@ def _row(raw: dict[str, Any], *, source: str, from_text: bool, file: Path, label
     else:
         configs = {}
         for key, value in raw_configs.items():
-            text = _config_value(value)
+            text = conf_value(value)
             if not isinstance(key, str) or text is None:
                 raise fail("configs", f"{key!r}: values must be strings, numbers or booleans, got {value!r}")
             configs[key] = text
@@ -193,32 +180,9 @@ def read_profiles(path: str | Path) -> dict[str, Profile]:
         raise PlanError(f"{file}: profiles are a non-empty map of cluster name to librdkafka conf")
     profiles: dict[str, Profile] = {}
     for name, raw in document.items():
-        label = f"profile {name!r}"
         if not isinstance(name, str) or not name:
             raise PlanError(f"{file}: profile names must be non-empty strings, got {name!r}")
         if not isinstance(raw, dict):
-            raise PlanError(f"{file}: {label}: expected a map of librdkafka settings")
-        conf: dict[str, str] = {}
-        mutation_rate: float | None = None
-        request_timeout_s = 30.0
-        for key, value in raw.items():
-            if key == "mutation_rate":
-                if value is not None and (
-                    isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0
-                ):
-                    raise PlanError(f"{file}: {label}: field 'mutation_rate': must be a number > 0, got {value!r}")
-                mutation_rate = None if value is None else float(value)
-            elif key == "request_timeout_s":
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                    raise PlanError(f"{file}: {label}: field 'request_timeout_s': must be a number > 0, got {value!r}")
-                request_timeout_s = float(value)
-            else:
-                text = _config_value(value)
-                if not isinstance(key, str) or text is None:
-                    # The value is not echoed: it may be a secret.
-                    raise PlanError(f"{file}: {label}: field {key!r}: must be a string, number or boolean")
-                conf[key] = text
-        if not conf.get("bootstrap.servers"):
-            raise PlanError(f"{file}: {label}: field 'bootstrap.servers': missing")
-        profiles[name] = Profile(name, conf, mutation_rate, request_timeout_s)
+            raise PlanError(f"{file}: profile {name!r}: expected a map of librdkafka settings")
+        profiles[name] = profile_from_conf(name, raw, where=f"{file}: ")
     return profiles
