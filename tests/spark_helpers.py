@@ -20,12 +20,16 @@ def spark_bin(name: str) -> Path:
     return Path(pyspark.__file__).resolve().parent / "bin" / name
 
 
+#: What a Spark Connect client sets in os.environ (and pyspark then reads to pick Connect over classic).
+CONNECT_ENV = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE", "SPARK_API_MODE")
+
+
 def spark_env(**extra: str) -> dict[str, str]:
-    """This interpreter for Python workers, this worktree importable by them, loopback only."""
+    """This interpreter for Python workers, this worktree importable by them, loopback only, classic mode."""
     path = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     bin_dir = str(Path(sys.executable).parent)
     return {
-        **os.environ,
+        **{key: value for key, value in os.environ.items() if key not in CONNECT_ENV},
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,

@@ -4,6 +4,7 @@ stopped by it, against two QuotaBrokers."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ pytest.importorskip("pyspark")
 pytest.importorskip("grpc")  # pyspark's connect extra, which the project's spark extra pulls in
 
 from tests.conftest import free_port
-from tests.spark_helpers import spark_bin, spark_env, spark_process
+from tests.spark_helpers import CONNECT_ENV, spark_bin, spark_env, spark_process
 from throttled_admin.provisioning import PlanRow
 from throttled_admin.spark import apply_plan, plan_dataframe
 from throttled_admin.testing import QuotaBroker
@@ -43,12 +44,20 @@ def connect_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         "spark.sql.shuffle.partitions": "2",
     }.items():
         command += ["--conf", f"{key}={value}"]
+    # A remote session leaves SPARK_CONNECT_MODE_ENABLED set in os.environ after stop(), which would turn
+    # every later session of this process (and the Spark processes it starts) into a Connect one.
+    saved = {key: os.environ.get(key) for key in CONNECT_ENV}
     with spark_process(command, work / "server.log", port, spark_env(), "the Spark Connect server"):
         session = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
         try:
             yield session
         finally:
             session.stop()
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
 
 
 def test_apply_plan_on_a_spark_connect_session(connect_session: Any, quota_broker: BrokerFactory) -> None:

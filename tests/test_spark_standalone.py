@@ -69,7 +69,7 @@ def test_the_example_under_spark_submit_on_a_standalone_cluster(
     }
     (tmp_path / "profiles.json").write_text(json.dumps(profiles))
     lines = ["cluster,action,topic,partitions,replication_factor,configs"]
-    lines += [f"east,ensure,orders.{i:02d},3,1,\"cleanup.policy=compact, delete\"" for i in range(30)]
+    lines += [f'east,ensure,orders.{i:02d},3,1,"cleanup.policy=compact, delete"' for i in range(30)]
     lines += [f"west,create,audit.{i:02d},2,,retention.ms= 86400000" for i in range(29)]
     lines += ["west,delete,legacy,,,"]
     (tmp_path / "plan.csv").write_text("\n".join(lines) + "\n")

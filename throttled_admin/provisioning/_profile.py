@@ -65,7 +65,7 @@ def redact(text: str, secrets: list[str]) -> str:
 
 
 #: What ``apply_plan`` takes: cluster name -> a ``Profile`` or a conf mapping as profiles.yaml has it.
-ProfilesArg = Mapping[str, "Profile | Mapping[str, Any]"]
+ProfilesArg = Mapping[str, Profile | Mapping[str, Any]]
 
 
 def conf_value(value: Any) -> str | None:
