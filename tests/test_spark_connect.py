@@ -4,7 +4,10 @@ stopped by it, against two QuotaBrokers."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +17,7 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("grpc")  # pyspark's connect extra, which the project's spark extra pulls in
 
-from tests.conftest import free_port
+from tests.conftest import REPO, free_port
 from tests.spark_helpers import CONNECT_ENV, spark_bin, spark_env, spark_process
 from throttled_admin.provisioning import PlanRow
 from throttled_admin.spark import apply_plan, plan_dataframe
@@ -27,9 +30,8 @@ PASSWORD = "connect-pw-0c41d9"
 
 
 @pytest.fixture(scope="module")
-def connect_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from pyspark.sql import SparkSession
-
+def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """pyspark's Spark Connect server on 127.0.0.1 and a free port: its sc:// URL."""
     work = tmp_path_factory.mktemp("spark-connect")
     port = free_port()
     command = [str(spark_bin("spark-submit")), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
@@ -44,20 +46,27 @@ def connect_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         "spark.sql.shuffle.partitions": "2",
     }.items():
         command += ["--conf", f"{key}={value}"]
+    with spark_process(command, work / "server.log", port, spark_env(), "the Spark Connect server"):
+        yield f"sc://127.0.0.1:{port}"
+
+
+@pytest.fixture(scope="module")
+def connect_session(connect_server: str) -> Iterator[Any]:
+    from pyspark.sql import SparkSession
+
     # A remote session leaves SPARK_CONNECT_MODE_ENABLED set in os.environ after stop(), which would turn
     # every later session of this process (and the Spark processes it starts) into a Connect one.
     saved = {key: os.environ.get(key) for key in CONNECT_ENV}
-    with spark_process(command, work / "server.log", port, spark_env(), "the Spark Connect server"):
-        session = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
-        try:
-            yield session
-        finally:
-            session.stop()
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+    session = SparkSession.builder.remote(connect_server).getOrCreate()
+    try:
+        yield session
+    finally:
+        session.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def test_apply_plan_on_a_spark_connect_session(connect_session: Any, quota_broker: BrokerFactory) -> None:
@@ -100,14 +109,47 @@ def test_apply_plan_on_a_spark_connect_session(connect_session: Any, quota_broke
     assert counts == {"unchanged": 21, "failed": 1}
 
 
-def test_the_server_log_holds_no_secret(connect_session: Any, tmp_path_factory: pytest.TempPathFactory) -> None:
-    # Runs after the test above in this module: nothing the tasks logged carries the SASL password.
-    base = tmp_path_factory.getbasetemp()
-    logs = list(base.glob("spark-connect*/server.log"))
-    assert logs
-    for log in logs:
-        assert PASSWORD not in log.read_text(errors="replace")
-    assert not any(PASSWORD in p.read_text(errors="replace") for p in base.rglob("*") if _small_file(p))
+def test_the_example_as_a_spark_connect_client(
+    connect_server: str, quota_broker: BrokerFactory, tmp_path: Path
+) -> None:
+    broker = quota_broker(users={"alice": PASSWORD})
+    broker.set_quota(user="alice", controller_mutation_rate=50)
+    conf = {"bootstrap.servers": broker.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT"}
+    conf |= {"sasl.mechanisms": "PLAIN", "sasl.username": "alice", "sasl.password": PASSWORD}
+    (tmp_path / "profiles.json").write_text(json.dumps({"west": conf}))
+    (tmp_path / "plan.csv").write_text(
+        "cluster,action,topic,partitions\n" + "".join(f"west,ensure,x.{i},2\n" for i in range(8))
+    )
+    command = [
+        sys.executable,
+        "examples/spark_provision.py",
+        str(tmp_path / "plan.csv"),
+        str(tmp_path / "profiles.json"),
+    ]
+    command += ["--output", str(tmp_path / "out.parquet")]
+    run = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**spark_env(), "SPARK_REMOTE": connect_server},
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    assert "8 rows: created 8" in run.stdout
+    assert broker.topics() == {f"x.{i}": 2 for i in range(8)}
+    assert PASSWORD not in run.stdout + run.stderr
+
+
+def test_the_server_log_holds_no_secret(connect_server: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    # Runs after the tests above in this module: nothing the server or its tasks wrote (its log, its
+    # local dirs) carries the SASL password. (The tests' own profiles files do, and are not looked at.)
+    work = list(tmp_path_factory.getbasetemp().glob("spark-connect*"))
+    assert work
+    files = [path for base in work for path in base.rglob("*") if _small_file(path)]
+    assert any(path.name == "server.log" for path in files)
+    for path in files:
+        assert PASSWORD.encode() not in path.read_bytes(), path
 
 
 def _small_file(path: Path) -> bool:
