@@ -5,19 +5,28 @@ quota and enough work to need ``--target-seconds`` of quota time (T*). Reports:
   Python workers;
 - the pipeline's wall time (``throttled_admin.spark.apply_plan``) against the slowest entity's T*
   (target: <= 1.2 x T*);
-- the same groups run one after another without Spark (``provisioning.execute``), for comparison.
+- the same groups run one after another without Spark (``provisioning.execute``), for comparison;
+- peak resident memory while the pipeline runs: the driver, Spark's JVM and the Python workers (where the
+  clients live: one thread and one librdkafka client per entity), sampled from /proc.
+
+``--fleet`` is the fleet case: 200 quota entities across 10 QuotaBroker clusters (20 SASL users each) on
+``local[2]``, two tasks of ~100 entities each, every entity at once (``--max-entities``, default
+``apply_plan``'s ``max_concurrent_entities``).
 
 T* = max(0, M - B) / R: the earliest moment a KIP-599 bucket of rate R and burst B = 11 R, starting
 full, admits the last of M mutations. Every run uses fresh brokers.
 
     .venv/bin/python benchmarks/pipeline.py                 # the numbers in docs/pipeline.md
     .venv/bin/python benchmarks/pipeline.py --target-seconds 5 --no-sequential
+    .venv/bin/python benchmarks/pipeline.py --fleet           # the fleet table in docs/benchmarks.md
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -66,8 +75,104 @@ def t_star(rows: list[PlanRow], rates: dict[str, float]) -> dict[str, float]:
     return {user: predicted_seconds(m, rates[user]) or 0.0 for user, m in mutations.items()}
 
 
+def _rss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as handle:
+                    stat = handle.read()
+            except OSError:
+                continue
+            tree.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(name))
+    return tree
+
+
+def _is_python_worker(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return b"pyspark.daemon" in handle.read()
+    except OSError:
+        return False
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class PeakMemory:
+    """Peak RSS (MiB) of this process (the driver, which also hosts the QuotaBrokers), of Spark's JVM and of
+    the Python workers together, sampled every 0.2 s from /proc while the block runs; and the CPU seconds
+    each used meanwhile (a worker's last sample before it exits)."""
+
+    def __init__(self) -> None:
+        self.peak = {"driver + brokers": 0.0, "JVM": 0.0, "Python workers": 0.0}
+        self.cpu_start: dict[int, float] = {}
+        self.cpu_last: dict[int, float] = {}
+        self.kind: dict[int, str] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> None:
+        tree = _children()
+        below: list[int] = []
+        todo = [os.getpid()]
+        while todo:
+            for child in tree.get(todo.pop(), []):
+                below.append(child)
+                todo.append(child)
+        workers = sum(_rss_kib(p) for p in below if _is_python_worker(p))
+        jvm = sum(_rss_kib(p) for p in below if not _is_python_worker(p))
+        for pid in [os.getpid(), *below]:
+            kind = "driver + brokers" if pid == os.getpid() else "Python workers" if _is_python_worker(pid) else "JVM"
+            self.kind[pid] = kind
+            # Processes there when the block began count from then; workers forked later from zero.
+            self.cpu_start.setdefault(pid, _cpu_s(pid) if not self._thread.is_alive() else 0.0)
+            self.cpu_last[pid] = max(self.cpu_last.get(pid, 0.0), _cpu_s(pid))
+        for key, kib in (("driver + brokers", _rss_kib(os.getpid())), ("JVM", jvm), ("Python workers", workers)):
+            self.peak[key] = max(self.peak[key], kib / 1024)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            self._sample()
+
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds used during the block, per kind of process."""
+        used = {"driver + brokers": 0.0, "JVM": 0.0, "Python workers": 0.0}
+        for pid, last in self.cpu_last.items():
+            used[self.kind[pid]] += last - self.cpu_start.get(pid, 0.0)
+        return used
+
+    def __enter__(self) -> PeakMemory:
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+
 def run_spark(
-    spark: Any, rows: list[PlanRow], rates: dict[str, float], brokers: int
+    spark: Any, rows: list[PlanRow], rates: dict[str, float], brokers: int, max_entities: int | None = None
 ) -> tuple[float, dict[str, int], float, float]:
     """Wall time, status counts, when the first request reached a broker, and the longest time from an
     entity's first request to its last admitted create (both from the brokers' request logs)."""
@@ -77,7 +182,10 @@ def run_spark(
         plan_df = plan_dataframe(spark, rows).cache()
         plan_df.count()  # the plan is in Spark before the clock starts
         started = time.monotonic()
-        results = apply_plan(plan_df, profiles)
+        if max_entities is None:
+            results = apply_plan(plan_df, profiles)
+        else:
+            results = apply_plan(plan_df, profiles, max_concurrent_entities=max_entities)
         wall = time.monotonic() - started
         counts = {r["status"]: r["count"] for r in results.groupBy("status").count().collect()}
         log = [r for broker in servers for r in broker.request_log()]
@@ -88,6 +196,24 @@ def run_spark(
         creates = [r.received_at for r in mine if r.api_name == "CreateTopics"]
         span = max(span, max(creates) - min(r.received_at for r in mine))
     return wall, counts, first_request, span
+
+
+def run_plain(rows: list[PlanRow], rates: dict[str, float], brokers: int) -> tuple[float, dict[str, int], float]:
+    """The same plan through ``provisioning.apply_plan`` in this process (every entity at once, no Spark),
+    against the same kind of in-process brokers: wall time, status counts, the slowest entity's span."""
+    from throttled_admin.provisioning import apply_plan
+
+    with brokers_for(rates, brokers) as (servers, profiles):
+        started = time.monotonic()
+        results = apply_plan(rows, profiles)
+        wall = time.monotonic() - started
+        log = [r for broker in servers for r in broker.request_log()]
+    span = 0.0
+    for user in rates:
+        mine = [r for r in log if r.principal == user]
+        creates = [r.received_at for r in mine if r.api_name == "CreateTopics"]
+        span = max(span, max(creates) - min(r.received_at for r in mine))
+    return wall, summarize(results), span
 
 
 def run_sequential(rows: list[PlanRow], rates: dict[str, float], brokers: int) -> tuple[float, dict[str, int]]:
@@ -123,7 +249,12 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=5)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--no-sequential", action="store_true")
+    parser.add_argument("--max-entities", type=int, help="apply_plan's max_concurrent_entities (per task)")
+    parser.add_argument("--fleet", action="store_true", help="200 entities on 10 brokers, no sequential run")
+    parser.add_argument("--plain", action="store_true", help="also run the plan without Spark, all entities at once")
     args = parser.parse_args()
+    if args.fleet:
+        args.entities, args.brokers, args.no_sequential = 200, 10, True
     rates, rows = entity_plan(args.entities, args.target_seconds, args.partitions)
     stars = t_star(rows, rates)
     slowest = max(stars.values())
@@ -141,7 +272,8 @@ def main() -> None:
     warm_up(spark)
     startup_s = time.monotonic() - started
     try:
-        wall, counts, first_request, span = run_spark(spark, rows, rates, args.brokers)
+        with PeakMemory() as memory:
+            wall, counts, first_request, span = run_spark(spark, rows, rates, args.brokers, args.max_entities)
     finally:
         spark.stop()
     print("\n| run | wall time | / slowest T* | rows |\n|---|---|---|---|")
@@ -151,6 +283,18 @@ def main() -> None:
     print(
         f"| of which: the slowest entity's first request to its last create | {span:.1f} s | {span / slowest:.2f} | - |"
     )
+    print(f"| target: Spark fixed cost + 1.2 x slowest T* | {startup_s + 1.2 * slowest:.1f} s | - | - |")
+    peaks = ", ".join(f"{name} {mib:.0f} MiB" for name, mib in memory.peak.items())
+    print(f"\nPeak RSS while the pipeline ran: {peaks}")
+    cpu = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in memory.cpu().items())
+    print(f"CPU used meanwhile ({os.cpu_count()} cores): {cpu}")
+    if args.plain:
+        plain_wall, plain_counts, plain_span = run_plain(rows, rates, args.brokers)
+        print(
+            f"| the same plan without Spark (provisioning.apply_plan, one process) | {plain_wall:.1f} s | "
+            f"{plain_wall / slowest:.2f} | {plain_counts} |"
+        )
+        print(f"| of which: the slowest entity's span | {plain_span:.1f} s | {plain_span / slowest:.2f} | - |")
     if not args.no_sequential:
         seq, seq_counts = run_sequential(rows, rates, args.brokers)
         print(f"| the same groups one after another, no Spark | {seq:.1f} s | {seq / slowest:.2f} | {seq_counts} |")

@@ -2,6 +2,7 @@
 
     python examples/spark_provision.py plan.yaml profiles.yaml --output results.parquet
     spark-submit examples/spark_provision.py plan.csv profiles.yaml --output results.parquet
+    SPARK_REMOTE=sc://host:15002 python examples/spark_provision.py plan.csv profiles.yaml --output results.parquet
 
 The plan (JSON, YAML or CSV) is checked before anything is sent: a malformed file stops with its file,
 row and field named. profiles.yaml maps each plan cluster to its librdkafka conf (credentials stay in the
@@ -34,8 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     except PlanError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if "PYSPARK_GATEWAY_PORT" in os.environ and not args.master:
-        # Under spark-submit the JVM is already up and spark-submit's --master decides where tasks run.
+    if ("PYSPARK_GATEWAY_PORT" in os.environ or "SPARK_REMOTE" in os.environ) and not args.master:
+        # Under spark-submit the JVM is already up and spark-submit's --master decides where tasks run; with
+        # SPARK_REMOTE the session is a Spark Connect client of that server.
         from pyspark.sql import SparkSession
 
         spark = SparkSession.builder.appName("throttled-admin-provision").getOrCreate()

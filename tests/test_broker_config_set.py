@@ -12,10 +12,10 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
 from kafka.protocol.admin.configs import DescribeConfigsRequest
 
 from tests.wire import WireClient
+from throttled_admin._kafka.config_schema import ConfigType
 from throttled_admin.testing import QuotaBroker
 from throttled_admin.testing._configs_broker import BROKER_CONFIGS
 from throttled_admin.testing._configs_broker_set import KAFKA_40_BROKER_CONFIGS
-from throttled_admin.testing._configs_schema import ConfigType
 
 BrokerFactory = Callable[..., QuotaBroker]
 BROKER = 4

@@ -29,11 +29,11 @@ from kafka.protocol.admin.configs import (
 from kafka.protocol.admin.topics import CreateTopicsRequest
 
 from tests.wire import WireClient
+from throttled_admin._kafka.config_schema import ConfigError, ConfigType, canonical
+from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
 from throttled_admin.testing import QuotaBroker
 from throttled_admin.testing._configs import describe_topic, validate_topic_configs
 from throttled_admin.testing._configs_broker import BROKER_CONFIGS, SYNONYM_GROUPS
-from throttled_admin.testing._configs_schema import ConfigError, ConfigType, canonical
-from throttled_admin.testing._topic_configs import TOPIC_CONFIGS
 
 BrokerFactory = Callable[..., QuotaBroker]
 INVALID_CONFIG, INVALID_REQUEST, INVALID_TOPIC, UNKNOWN_TOPIC = 40, 42, 17, 3

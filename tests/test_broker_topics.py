@@ -16,10 +16,10 @@ from kafka.protocol.admin.topics import CreatePartitionsRequest, CreateTopicsReq
 from kafka.protocol.metadata.metadata import MetadataRequest
 
 from tests.wire import WireClient
+from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
 from throttled_admin.testing import QuotaBroker
 from throttled_admin.testing._cluster import Cluster, CreateSpec
 from throttled_admin.testing._quotas import QuotaManager
-from throttled_admin.testing._topic_configs import TOPIC_CONFIGS
 
 BrokerFactory = Callable[..., QuotaBroker]
 CREATE_TOPICS, CREATE_PARTITIONS, METADATA = 19, 37, 3

@@ -197,10 +197,6 @@ def test_the_dry_run_names_one_partition_in_the_singular(quota_broker, tmp_path)
     assert _records(run)[0]["detail"].startswith("create with 1 partition, replication factor the broker's default")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the dry run's config check (DescribeConfigs against the cluster), being built on branch i18",
-)
 def test_the_dry_run_flags_an_unknown_config(quota_broker, tmp_path):
     broker = quota_broker()
     rows = [{"cluster": "dev", "action": "create", "topic": "typo", "configs": {"retention.msx": "1000"}}]

@@ -303,7 +303,7 @@ ALREADY = KafkaError(KafkaError.TOPIC_ALREADY_EXISTS, "Topic 't' already exists.
         (cannot_connect_error("create_topics", "h:1", "refused"), 1, True),  # _TRANSPORT: likewise
         (closed_error("create_topics", sent=False), 1, False),
         (refused_error("create_topics", TypeError("x")), 1, False),
-        (after_unknown_attempt(AUTH, "create_topics"), 1, False),  # the auth failure, reported as it is
+        (after_unknown_attempt(AUTH, "create_topics"), 1, True),  # the earlier attempt may have applied it
         (KafkaException(AUTH), 1, False),
         (KafkaException(KafkaError(KafkaError.POLICY_VIOLATION, "no")), 1, False),
         (ValueError("x"), 1, False),

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -11,8 +14,11 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
-from throttled_admin.provisioning import PlanError, Profile
-from throttled_admin.spark import apply_plan, local_session
+from tests.conftest import wait_until
+from tests.spark_helpers import cmdline, descendants
+from throttled_admin.provisioning import PlanError, PlanRow, Profile
+from throttled_admin.spark import apply_plan, local_session, plan_dataframe
+from throttled_admin.spark._session import with_retries
 from throttled_admin.testing import QuotaBroker
 
 pytestmark = pytest.mark.slow  # a Spark session, and (some) a JVM of its own
@@ -188,3 +194,86 @@ def test_plan_columns_are_checked_before_any_job(spark: Any) -> None:
             ),
             {},
         )
+
+
+def test_profiles_as_conf_mappings_as_the_readme_shows_them(spark: Any, quota_broker: BrokerFactory) -> None:
+    broker = quota_broker(controller_mutation_rate=50)
+    df = plan(spark, *[("dev", "ensure", f"dev.{i}", 2) for i in range(6)])
+    profiles = {"dev": {"bootstrap.servers": broker.bootstrap_servers, "mutation_rate": 50, "request_timeout_s": 3}}
+    assert {r["status"] for r in apply_plan(df, profiles).collect()} == {"created"}
+    assert broker.topics() == {f"dev.{i}": 2 for i in range(6)}
+    with pytest.raises(TypeError, match=r"profile 'dev': expected a Profile or a mapping .* got str"):
+        apply_plan(df, {"dev": broker.bootstrap_servers})
+    with pytest.raises(PlanError, match="profile 'dev': the Profile given is named 'prod'"):
+        apply_plan(df, {"dev": plain(broker, "prod")})
+
+
+@pytest.mark.parametrize(
+    ("given", "used"),
+    [("local[2]", "local[2,4]"), ("local[*]", "local[*,4]"), ("local", "local[1,4]"), ("local[2,1]", "local[2,1]")],
+)
+def test_local_sessions_retry_tasks_as_clusters_do(given: str, used: str) -> None:
+    assert with_retries(given) == used
+    assert with_retries("spark://127.0.0.1:7077") == "spark://127.0.0.1:7077"
+
+
+def test_the_module_session_retries_tasks(spark: Any) -> None:
+    assert spark.sparkContext.master == "local[2,4]"
+
+
+def python_workers() -> list[int]:
+    """This session's Python workers: the processes pyspark.daemon (below this test process's JVM) forked;
+    they share the daemon's command line."""
+    mine = [pid for pid in descendants(os.getpid()) if "pyspark.daemon" in cmdline(pid)]
+    return [pid for pid in mine if any(pid in descendants(other) for other in mine if other != pid)]
+
+
+def test_a_python_worker_killed_mid_task_leaves_every_row_truthful(spark: Any, quota_broker: BrokerFactory) -> None:
+    # One entity, 300 mutations at 20/s with a burst of 220: its task runs >= 4 s. Once some topics exist
+    # its Python worker is killed (SIGKILL); Spark retries the task, which reads the cluster and finishes.
+    # create rows in Kafka's other spellings: the retry must see the first attempt's topics as planned.
+    broker = quota_broker(controller_mutation_rate=20)
+    configs = {"cleanup.policy": "compact, delete", "retention.ms": " 86400000"}
+    rows = [PlanRow("east", "create", f"kill.{i:02d}", 5, configs=configs) for i in range(60)]
+    killed: list[int] = []
+
+    def kill_when_started() -> None:
+        if not wait_until(lambda: len(broker.topics()) >= 10, timeout_s=120):
+            return
+        for pid in python_workers():
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    killer = threading.Thread(target=kill_when_started)
+    killer.start()
+    try:
+        results = apply_plan(plan_dataframe(spark, rows), {"east": plain(broker, "east", 20.0)}).collect()
+    finally:
+        killer.join()
+    assert killed
+    statuses = {r["topic"]: r["status"] for r in results}
+    assert len(results) == 60
+    assert set(statuses.values()) <= {"created", "unchanged"}
+    assert "unchanged" in statuses.values()  # what the killed attempt created, the retry found as planned
+    assert broker.topics() == {f"kill.{i:02d}": 5 for i in range(60)}
+    creates = [r for r in broker.request_log() if r.api_name == "CreateTopics"]
+    created_ok = sorted(t for r in creates for t, code in r.errors.items() if code == 0)
+    assert created_ok == sorted(statuses)  # each topic created exactly once, across both attempts
+
+
+def test_a_bound_on_entities_per_task(spark: Any, quota_broker: BrokerFactory) -> None:
+    # Four entities in one task (one partition), at most two at a time: the last two start only after
+    # one of the first two ended.
+    brokers = [quota_broker(controller_mutation_rate=100) for _ in range(4)]
+    profiles = {f"c{i}": plain(broker, f"c{i}", 100.0) for i, broker in enumerate(brokers)}
+    df = plan(spark, *[(f"c{i}", "ensure", f"b.{j}", 1) for i in range(4) for j in range(5)]).coalesce(1)
+    results = apply_plan(df, profiles, max_concurrent_entities=2)
+    assert results.filter("status != 'created'").count() == 0
+    spans = []
+    for broker in brokers:
+        times = [r.received_at for r in broker.request_log()]
+        spans.append((min(times), max(times)))
+    spans.sort()
+    assert spans[2][0] >= min(spans[0][1], spans[1][1])
+    with pytest.raises(ValueError, match="max_concurrent_entities"):
+        apply_plan(df, profiles, max_concurrent_entities=0)

@@ -10,11 +10,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 from throttled_admin.provisioning._executor import execute
 from throttled_admin.provisioning._plan import PlanError, PlanRow
-from throttled_admin.provisioning._profile import Profile
+from throttled_admin.provisioning._profile import Profile, ProfilesArg, as_profiles
 from throttled_admin.provisioning._progress import Progress, ProgressCallback
 from throttled_admin.provisioning._results import RowResult
 
-__all__ = ["apply_plan", "group_rows"]
+__all__ = ["MAX_CONCURRENT_ENTITIES", "apply_plan", "group_rows"]
+
+#: How many quota entities one ``apply_plan`` call (one Spark task) runs at once by default: one thread
+#: and one librdkafka client each (a few MB and a few threads apiece); more wait for a free one.
+MAX_CONCURRENT_ENTITIES = 128
 
 
 def group_rows(
@@ -39,17 +43,28 @@ def group_rows(
 
 def apply_plan(
     rows: Sequence[PlanRow],
-    profiles: Mapping[str, Profile],
+    profiles: ProfilesArg,
     *,
     allow_delete: bool = False,
     dry_run: bool = False,
     progress: ProgressCallback | None = None,
+    max_concurrent_entities: int = MAX_CONCURRENT_ENTITIES,
 ) -> list[RowResult]:
     """Run every group concurrently (the work is I/O: waiting on brokers and quotas) and return one
-    result per row, in plan order. ``progress`` is called from the groups' threads, one call at a time."""
+    result per row, in plan order. ``progress`` is called from the groups' threads, one call at a time.
+
+    ``profiles`` maps each plan cluster to a ``Profile`` or to a conf mapping as profiles.yaml has it
+    (librdkafka settings plus optional ``mutation_rate`` and ``request_timeout_s``).
+    ``max_concurrent_entities``: how many quota entities run at once (one thread and one client each);
+    the others wait for a free one."""
+    checked = as_profiles(profiles)
+    if isinstance(max_concurrent_entities, bool) or not isinstance(max_concurrent_entities, int):
+        raise TypeError(f"max_concurrent_entities: expected an int >= 1, got {max_concurrent_entities!r}")
+    if max_concurrent_entities < 1:
+        raise ValueError(f"max_concurrent_entities: expected an int >= 1, got {max_concurrent_entities}")
     # Rows built in code carry no source: name them by their place in the whole plan, not in their group.
     rows = [row if row.source else dataclasses.replace(row, source=f"row {i + 1}") for i, row in enumerate(rows)]
-    groups = group_rows(rows, profiles)
+    groups = group_rows(rows, checked)
     lock = threading.Lock()
 
     def serialized(update: Progress) -> None:
@@ -61,7 +76,9 @@ def apply_plan(
     results: list[RowResult | None] = [None] * len(rows)
     if not groups:
         return []
-    with ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="provision") as pool:
+    with ThreadPoolExecutor(
+        max_workers=min(len(groups), max_concurrent_entities), thread_name_prefix="provision"
+    ) as pool:
         futures = {
             pool.submit(
                 execute,

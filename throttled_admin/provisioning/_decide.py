@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from throttled_admin.provisioning._configs import same_value
 from throttled_admin.provisioning._plan import PlanRow
 
 __all__ = ["Change", "TopicState", "decide"]
@@ -61,7 +62,8 @@ def _differing(planned: dict[str, str] | None, current: dict[str, str] | None) -
         return {}
     if current is None:  # unknown: setting a value to what it already is is harmless
         return dict(planned)
-    return {k: v for k, v in planned.items() if current.get(k) != v}
+    # Compared as Kafka parses them: 'compact, delete' is the 'compact,delete' the cluster shows.
+    return {k: v for k, v in planned.items() if not same_value(k, v, current.get(k))}
 
 
 def decide(row: PlanRow, topic: TopicState | None, *, allow_delete: bool) -> Change:

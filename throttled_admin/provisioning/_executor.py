@@ -22,10 +22,11 @@ from throttled_admin import (
     NewPartitions,
     NewTopic,
     OutcomeUnknownError,
-    PossiblyAppliedError,
     ThrottledAdminClient,
 )
+from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
 from throttled_admin._kafka.topic_names import collision_key
+from throttled_admin.provisioning._configs import config_problem
 from throttled_admin.provisioning._decide import Change, TopicState, decide
 from throttled_admin.provisioning._plan import PlanRow, row_problem
 from throttled_admin.provisioning._profile import Profile, redact
@@ -38,8 +39,10 @@ log = logging.getLogger("throttled_admin.provisioning")
 
 #: Kafka's burst: controller.quota.window.num (11) one-second windows of the rate.
 BURST_WINDOWS = 11
-#: A create is sent at most this many times; between attempts the cluster is read to see what happened.
-MAX_CREATE_ATTEMPTS = 3
+#: A change is sent at most this many times; between attempts the cluster is read to see what happened.
+MAX_ATTEMPTS = 3
+#: Verifying reads the cluster (metadata, configs) up to this many times before a row gives up.
+READ_ATTEMPTS = 3
 _UNKNOWN_CODES = (KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError.REQUEST_TIMED_OUT)
 
 
@@ -72,8 +75,9 @@ class _Run:
     backoff_at_start_ms: float = 0.0
     attempts: int = 0
     pending: int = 0
-    error: tuple[int | None, str] | None = None
-    verify: bool = False  # the create's outcome is unknown: read the cluster before deciding
+    error: tuple[int | None, str] | None = None  # a definite failure
+    unknown: tuple[int | None, str] | None = None  # the last answer that left the outcome unknown
+    verify: bool = False  # an outcome is unknown: read the cluster before deciding
     existed: bool = False  # TOPIC_ALREADY_EXISTS with no earlier attempt of ours
     notes: list[str] = field(default_factory=list)
 
@@ -151,6 +155,18 @@ def _read_configs(admin: ThrottledAdminClient, names: Iterable[str], timeout_s: 
             continue
         configs[resource.name] = {name: entry.value for name, entry in entries.items() if entry.value is not None}
     return configs
+
+
+def _known_config_names(admin: ThrottledAdminClient, topics: Iterable[str], timeout_s: float) -> set[str]:
+    """The topic config names the cluster knows, from DescribeConfigs of one of its topics (no quota cost).
+    A cluster with no topic it lets us describe is taken to know Kafka 4.0's."""
+    for name in sorted(topics)[:3]:
+        resource = ConfigResource(ResourceType.TOPIC, name)
+        try:
+            return set(admin.describe_configs([resource], request_timeout=timeout_s)[resource].result())
+        except KafkaException as exc:  # e.g. not authorized for this topic: try another
+            log.debug("describe_configs %s failed: %s", name, _error(exc)[1])
+    return set(TOPIC_CONFIGS)
 
 
 def _new_client(profile: Profile) -> ThrottledAdminClient:
@@ -250,6 +266,11 @@ def _run_group(
     order = {"create": 0, "grow": 1, "reconfigure": 2, "delete": 3}
     runs.sort(key=lambda r: (order.get(r.change.kind, 9), r.index))
     if dry_run:
+        try:
+            _check_configs(group, admin, runs, topics)
+        except Exception as exc:
+            group.fail_all(f"cannot read the cluster's topic configs: {_error(exc)[1]}")
+            return
         _plan_only(group, runs)
         return
     now = time.time()
@@ -263,6 +284,20 @@ def _run_group(
     _apply(group, admin, [r for r in runs if r.change.kind not in ("none", "fail")])
 
 
+def _check_configs(group: _Group, admin: ThrottledAdminClient, runs: list[_Run], topics: dict[str, TopicState]) -> None:
+    """A dry run's config check: a row setting a config name the cluster does not know, or a value Kafka
+    refuses, fails as the real run would, with Kafka's message (INVALID_CONFIG)."""
+    wanted = [r for r in runs if r.change.kind in ("create", "grow", "reconfigure") and group.rows[r.index].configs]
+    if not wanted:
+        return
+    known = _known_config_names(admin, topics, group.profile.request_timeout_s)
+    for run in wanted:
+        problem = config_problem(group.rows[run.index].configs or {}, known)
+        if problem is not None:
+            run.change = Change(group.rows[run.index], "fail", reason=problem)
+            run.error = (int(KafkaError.INVALID_CONFIG), problem)
+
+
 def _plan_only(group: _Group, runs: list[_Run]) -> None:
     rate = group.profile.mutation_rate
     total = 0
@@ -271,8 +306,15 @@ def _plan_only(group: _Group, runs: list[_Run]) -> None:
         change = run.change
         if change.kind in ("none", "fail"):
             status = "unchanged" if change.kind == "none" else "failed"
+            code = run.error[0] if run.error is not None else None
             group.finish(
-                run.index, status, error_message=change.reason, started_at=now, finished_at=now, detail=change.detail
+                run.index,
+                status,
+                error_code=code,
+                error_message=change.reason,
+                started_at=now,
+                finished_at=now,
+                detail=change.detail,
             )
             continue
         total += change.mutations
@@ -306,7 +348,8 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
 
     def start(run: _Run) -> None:
         run.started_at = run.started_at or time.time()
-        run.backoff_at_start_ms = _metric(admin.metrics(), "backoff-time-ms-total")
+        if not run.attempts:
+            run.backoff_at_start_ms = _metric(admin.metrics(), "backoff-time-ms-total")
         run.attempts += 1
         run.pending += 1
 
@@ -326,55 +369,36 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
         for run in batch:
             futures[by_name[group.rows[run.index].topic]] = (run, kind)
 
-    def submit_creates(batch: list[_Run]) -> None:
-        topics = [_new_topic(group.rows[r.index]) for r in batch]
+    def send(work: list[tuple[_Run, Change]]) -> None:
+        """Send each run's ``change`` (the whole change, or what a verification found still missing)."""
+        creates = [run for run, change in work if change.kind == "create"]
+        grows = [run for run, change in work if change.kind == "grow"]
+        alters = [(run, change) for run, change in work if change.alter and change.kind != "create"]
+        deletes = [run for run, change in work if change.kind == "delete"]
+        topics = [_new_topic(group.rows[r.index]) for r in creates]
+        # A pipeline writes to what it provisions: a change is done when every broker shows it (wait_for_metadata).
+        wait = {"request_timeout": request_timeout, "timeout_ms": timeout_ms, "wait_for_metadata": True}
+        submit("create", creates, admin.create_topics, topics, **wait)
+        grown = [NewPartitions(group.rows[r.index].topic, group.rows[r.index].partitions or 0) for r in grows]
+        submit("grow", grows, admin.create_partitions, grown, **wait)
+        resources = [_alter_resource(group.rows[r.index].topic, c.alter) for r, c in alters]
         submit(
-            "create",
-            batch,
-            admin.create_topics,
-            topics,
+            "alter",
+            [r for r, _ in alters],
+            admin.incremental_alter_configs,
+            resources,
             request_timeout=request_timeout,
-            timeout_ms=timeout_ms,
-            wait_for_metadata=True,  # a pipeline writes to what it provisions: usable on every broker when done
         )
+        names = [group.rows[r.index].topic for r in deletes]
+        submit("delete", deletes, admin.delete_topics, names, **wait)
 
-    creates = [r for r in runs if r.change.kind == "create"]
-    submit_creates(creates)
-    grows = [r for r in runs if r.change.kind == "grow"]
-    submit(
-        "grow",
-        grows,
-        admin.create_partitions,
-        [NewPartitions(group.rows[r.index].topic, group.rows[r.index].partitions or 0) for r in grows],
-        request_timeout=request_timeout,
-        timeout_ms=timeout_ms,
-        wait_for_metadata=True,
-    )
-    alters = [r for r in runs if r.change.alter]
-    submit(
-        "alter",
-        alters,
-        admin.incremental_alter_configs,
-        [_alter_resource(group.rows[r.index].topic, r.change.alter) for r in alters],
-        request_timeout=request_timeout,
-    )
-    deletes = [r for r in runs if r.change.kind == "delete"]
-    submit(
-        "delete",
-        deletes,
-        admin.delete_topics,
-        [group.rows[r.index].topic for r in deletes],
-        request_timeout=request_timeout,
-        timeout_ms=timeout_ms,
-        wait_for_metadata=True,
-    )
-
+    send([(run, run.change) for run in runs])
     while True:
         _drain(group, admin, futures)
-        retry = _verify_unknown(group, admin, [r for r in creates if r.verify])
+        retry = _verify_unknown(group, admin, [r for r in runs if r.verify])
         if not retry:
             break
-        submit_creates(retry)
+        send(retry)
     for run in runs:
         if run.index not in group.results:
             _settle(group, admin, run)
@@ -400,64 +424,98 @@ def _alter_resource(topic: str, values: dict[str, str]) -> ConfigResource:
 
 
 def _drain(group: _Group, admin: ThrottledAdminClient, futures: dict[Future[Any], tuple[_Run, str]]) -> None:
-    """Wait for every outstanding future, settling rows as their last operation completes."""
+    """Wait for every outstanding future, settling rows as their last operation completes; a row with an
+    unknown outcome is left for ``_verify_unknown``."""
     while futures:
         done, _ = wait(list(futures), return_when=FIRST_COMPLETED)
         for future in done:
             run, kind = futures.pop(future)
             run.pending -= 1
             exc = future.exception()
-            if exc is None:
-                pass
-            elif kind == "create" and _outcome_unknown(exc, run):
-                run.verify = True
-            elif kind == "create" and _error(exc)[0] == KafkaError.TOPIC_ALREADY_EXISTS:
-                run.verify, run.existed = True, True
-            elif run.error is None:
+            if exc is not None:
                 code, message = _error(exc)
-                run.error = (code, f"{kind}: {message}" if kind == "alter" else message)
+                labelled = (code, f"{kind}: {message}" if kind == "alter" else message)
+                if _outcome_unknown(exc, run):
+                    run.verify, run.unknown = True, labelled
+                elif kind == "create" and code == KafkaError.TOPIC_ALREADY_EXISTS:
+                    run.verify, run.existed = True, True  # someone's topic: is it the one planned?
+                elif run.error is None:
+                    run.error = labelled
             if run.pending == 0 and not run.verify:
                 _settle(group, admin, run)
         group.report(admin)
 
 
+# A re-send's answer that our own earlier attempt would also explain: created, grown, deleted already.
+_ALREADY_DONE = (KafkaError.TOPIC_ALREADY_EXISTS, KafkaError.INVALID_PARTITIONS, KafkaError.UNKNOWN_TOPIC_OR_PART)
+
+
 def _outcome_unknown(exc: BaseException, run: _Run) -> bool:
+    """Whether the cluster must be read to know what became of the change, by the error's type and code.
+
+    Sent and not answered (``OutcomeUnknownError``), or an answer after an attempt whose outcome was unknown
+    (``PossiblyAppliedError``: whatever it says, the earlier attempt may have applied the change), or our
+    own re-send answered "already done". Not sent (``_TIMED_OUT`` before sending, ``_TRANSPORT``) is read
+    too: the cluster then says the change is missing and it is sent again."""
+    if isinstance(exc, OutcomeUnknownError):  # PossiblyAppliedError and a close with the request in flight too
+        return True
     code = _error(exc)[0]
-    if code == KafkaError.TOPIC_ALREADY_EXISTS:
-        # Our own earlier attempt may have created it: the client says so, or we sent it before.
-        return isinstance(exc, PossiblyAppliedError) or run.attempts > 1
-    # Sent and not answered (a PossiblyAppliedError with another code is the authentication failure that ended
-    # the call after such an attempt: reported as it is).
-    unanswered = isinstance(exc, OutcomeUnknownError) and not isinstance(exc, PossiblyAppliedError)
-    return unanswered or code in _UNKNOWN_CODES
+    if code in _ALREADY_DONE:
+        return run.attempts > 1
+    return code in _UNKNOWN_CODES
 
 
-def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> list[_Run]:
-    """Read the cluster for creates whose outcome is unknown: present ends the row, missing re-sends it
-    (up to MAX_CREATE_ATTEMPTS), so a lost response never turns into a failed or duplicated topic."""
+def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> list[tuple[_Run, Change]]:
+    """Read the cluster (topics, partitions, configs) for rows whose outcome is unknown and decide again:
+    nothing left to do ends the row with what the cluster shows, a change still missing is sent again (up
+    to MAX_ATTEMPTS), so a lost response never turns into a false failure or a duplicated change."""
     if not runs:
         return []
-    try:
-        topics = _read_topics(admin, group.profile.request_timeout_s)
-    except Exception as exc:
-        topics = None
-        reason = _error(exc)[1]
-    retry: list[_Run] = []
+    timeout_s = group.profile.request_timeout_s
+    topics: dict[str, TopicState] | None = None
+    configs: dict[str, dict[str, str]] = {}
+    reason = ""
+    for _ in range(READ_ATTEMPTS):  # reads change nothing and cost no quota: a dropped connection is read again
+        try:
+            topics = _read_topics(admin, timeout_s)
+            names = [group.rows[r.index].topic for r in runs if group.rows[r.index].configs]
+            configs = _read_configs(admin, [n for n in names if n in topics], timeout_s)
+            break
+        except Exception as exc:
+            topics, reason = None, _error(exc)[1]
+    retry: list[tuple[_Run, Change]] = []
     for run in runs:
         run.verify = False
         row = group.rows[run.index]
-        if topics is not None and row.topic in topics:
-            run.notes.append("verified by reading the cluster after an unknown outcome")
-            _settle(group, admin, run, status="unchanged" if run.existed else "created")
-        elif topics is not None and run.attempts < MAX_CREATE_ATTEMPTS:
-            log.debug("group %s: %s missing after an unknown outcome: sending again", group.profile.name, row.topic)
-            retry.append(run)
-        else:
-            run.error = run.error or (
-                int(KafkaError._TIMED_OUT),
-                f"outcome unknown after {run.attempts} attempts"
-                + (f" and the cluster could not be read: {reason}" if topics is None else ""),
+        if topics is None:
+            code, message = run.error or run.unknown or (int(KafkaError._TIMED_OUT), "outcome unknown")
+            run.error = (code, f"{message} (and the cluster could not be read to verify it: {reason})")
+            _settle(group, admin, run)
+            continue
+        state = topics.get(row.topic)
+        if state is not None and row.topic in configs:
+            state = TopicState(state.partitions, state.replication_factor, configs[row.topic])
+        # Only a delete this run was allowed to make was sent, so a delete still missing may be sent again.
+        needed = decide(row, state, allow_delete=True)
+        if needed.kind == "none":
+            run.error = None
+            if not run.existed:
+                run.notes.append("verified by reading the cluster after an unknown outcome")
+            _settle(group, admin, run, status="unchanged" if run.existed else None)
+        elif needed.kind == "fail":
+            code = int(KafkaError.TOPIC_ALREADY_EXISTS) if run.existed else (run.unknown or (None, ""))[0]
+            run.error = (code, needed.reason or "failed")
+            _settle(group, admin, run)
+        elif run.error is not None:
+            _settle(group, admin, run)
+        elif run.attempts < MAX_ATTEMPTS:
+            log.debug(
+                "group %s: %s not as planned after an unknown outcome: sending again", group.profile.name, row.topic
             )
+            retry.append((run, needed))
+        else:
+            code, message = run.unknown or (int(KafkaError._TIMED_OUT), "outcome unknown")
+            run.error = (code, f"{message} (after {run.attempts} attempts the cluster does not show the change)")
             _settle(group, admin, run)
     return retry
 

@@ -4,58 +4,19 @@
 from __future__ import annotations
 
 import csv
-import difflib
 import json
-import math
-import re
 from pathlib import Path
 from typing import Any
 
 import yaml
-from confluent_kafka import KafkaError, KafkaException, Producer
 
 from throttled_admin.provisioning._plan import PlanError, PlanRow, row_problem
-from throttled_admin.provisioning._profile import Profile
+from throttled_admin.provisioning._profile import Profile, conf_value, profile_from_conf
 
 __all__ = ["parse_configs_text", "read_plan", "read_profiles"]
 
 FIELDS = ("cluster", "action", "topic", "partitions", "replication_factor", "configs")
 REQUIRED = ("cluster", "action", "topic")
-PROFILE_FIELDS = ("mutation_rate", "request_timeout_s")
-#: Candidates for "did you mean" besides PROFILE_FIELDS: the librdkafka settings a profile usually holds.
-_COMMON_SETTINGS = (
-    "bootstrap.servers",
-    "client.id",
-    "security.protocol",
-    "sasl.mechanism",
-    "sasl.mechanisms",
-    "sasl.username",
-    "sasl.password",
-    "sasl.oauthbearer.method",
-    "sasl.oauthbearer.client.id",
-    "sasl.oauthbearer.client.secret",
-    "sasl.oauthbearer.token.endpoint.url",
-    "sasl.oauthbearer.scope",
-    "ssl.ca.location",
-    "ssl.certificate.location",
-    "ssl.key.location",
-    "ssl.key.password",
-    "ssl.endpoint.identification.algorithm",
-    "enable.ssl.certificate.verification",
-    "request.timeout.ms",
-    "socket.timeout.ms",
-    "socket.connection.setup.timeout.ms",
-    "reconnect.backoff.ms",
-    "reconnect.backoff.max.ms",
-    "retry.backoff.ms",
-    "metadata.max.age.ms",
-    "broker.address.family",
-    "client.dns.lookup",
-    "log_level",
-    "debug",
-)
-_UNKNOWN_SETTING = re.compile(r'No such configuration property: "([^"]*)"')
-_BAD_VALUE = re.compile(r'configuration property "([^"]*)"')
 
 
 def _load_document(path: Path, kinds: tuple[str, ...]) -> Any:
@@ -70,18 +31,6 @@ def _load_document(path: Path, kinds: tuple[str, ...]) -> Any:
         return json.loads(text) if suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         raise PlanError(f"{path}: not valid {suffix[1:].upper()}: {exc}") from None
-
-
-def _config_value(value: Any) -> str | None:
-    """A YAML/JSON scalar as Kafka spells it: YAML reads ``retention.ms: 1000`` as an int and
-    ``preallocate: false`` as a bool; Kafka wants "1000" and "false"."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (str, int)):
-        return str(value)
-    if isinstance(value, float) and math.isfinite(value):
-        return repr(value)
-    return None
 
 
 def _count(value: Any, *, from_text: bool) -> int | str | None:
@@ -147,7 +96,7 @@ def _row(raw: dict[str, Any], *, source: str, from_text: bool, file: Path, label
     else:
         configs = {}
         for key, value in raw_configs.items():
-            text = _config_value(value)
+            text = conf_value(value)
             if not isinstance(key, str) or text is None:
                 raise fail("configs", f"{key!r}: values must be strings, numbers or booleans, got {value!r}")
             configs[key] = text
@@ -231,58 +180,9 @@ def read_profiles(path: str | Path) -> dict[str, Profile]:
         raise PlanError(f"{file}: profiles are a non-empty map of cluster name to librdkafka conf")
     profiles: dict[str, Profile] = {}
     for name, raw in document.items():
-        label = f"profile {name!r}"
         if not isinstance(name, str) or not name:
             raise PlanError(f"{file}: profile names must be non-empty strings, got {name!r}")
         if not isinstance(raw, dict):
-            raise PlanError(f"{file}: {label}: expected a map of librdkafka settings")
-        conf: dict[str, str] = {}
-        mutation_rate: float | None = None
-        request_timeout_s = 30.0
-        for key, value in raw.items():
-            if key == "mutation_rate":
-                if value is not None and (
-                    isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0
-                ):
-                    raise PlanError(f"{file}: {label}: field 'mutation_rate': must be a number > 0, got {value!r}")
-                mutation_rate = None if value is None else float(value)
-            elif key == "request_timeout_s":
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                    raise PlanError(f"{file}: {label}: field 'request_timeout_s': must be a number > 0, got {value!r}")
-                request_timeout_s = float(value)
-            else:
-                text = _config_value(value)
-                if not isinstance(key, str) or text is None:
-                    # The value is not echoed: it may be a secret.
-                    raise PlanError(f"{file}: {label}: field {key!r}: must be a string, number or boolean")
-                conf[key] = text
-        _check_settings(conf, where=f"{file}: {label}")
-        if not conf.get("bootstrap.servers"):
-            raise PlanError(f"{file}: {label}: field 'bootstrap.servers': missing")
-        profiles[name] = Profile(name, conf, mutation_rate, request_timeout_s)
+            raise PlanError(f"{file}: profile {name!r}: expected a map of librdkafka settings")
+        profiles[name] = profile_from_conf(name, raw, where=f"{file}: ")
     return profiles
-
-
-def _check_settings(conf: dict[str, str], *, where: str) -> None:
-    """librdkafka's own check of a profile's settings (an unconnected client is built and dropped), so a
-    misspelt key is a file error naming it, with the closest known key, and not a failure of every row."""
-    check = {key: value for key, value in conf.items() if key != "bootstrap.servers"}
-    check["log_level"] = "0"
-    try:
-        Producer(check)
-    except KafkaException as exc:
-        error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-        message = error.str() if error is not None else str(exc)
-        unknown = _UNKNOWN_SETTING.search(message)
-        if unknown is not None:
-            key = unknown.group(1)
-            close = difflib.get_close_matches(key, [*PROFILE_FIELDS, *_COMMON_SETTINGS], n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise PlanError(
-                f"{where}: field {key!r}: unknown key (a profile holds librdkafka settings, "
-                f"{' and '.join(PROFILE_FIELDS)}){hint}"
-            ) from None
-        bad = _BAD_VALUE.search(message)
-        if bad is not None:  # the value is not echoed: it may be a secret
-            raise PlanError(f"{where}: field {bad.group(1)!r}: librdkafka refuses its value") from None
-        raise PlanError(f"{where}: librdkafka refuses the settings") from None

@@ -17,8 +17,9 @@ PLAN_DDL = (
 
 
 def plan_dataframe(spark: Any, rows: Iterable[PlanRow], num_partitions: int | None = None) -> Any:
-    """``rows`` as a DataFrame (``source`` keeps each row's file and line for error messages)."""
+    """``rows`` as a DataFrame (``source`` keeps each row's file and line for error messages), in
+    ``num_partitions`` partitions when given. Classic and Spark Connect sessions alike."""
     data = [(r.cluster, r.action, r.topic, r.partitions, r.replication_factor, r.configs, r.source) for r in rows]
-    source = data if num_partitions is None else spark.sparkContext.parallelize(data, num_partitions)
     with pandas3_warning_ignored():
-        return spark.createDataFrame(source, PLAN_DDL)
+        frame = spark.createDataFrame(data, PLAN_DDL)
+    return frame if num_partitions is None else frame.repartition(num_partitions)

@@ -1,5 +1,5 @@
-"""What Kafka does with topic and broker configs, driven by the tables in ``_topic_configs.py`` and
-``_configs_broker.py``:
+"""What Kafka does with topic and broker configs, driven by the tables in ``throttled_admin/_kafka/topic_configs.py``
+and ``_configs_broker.py``:
 
 - ``validate_topic_configs``: ``ControllerConfigurationValidator`` + ``LogConfig.validate`` (null values,
   unknown names, each value's type and range in definition order, min <= max compaction lag, tiered
@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from throttled_admin._kafka.config_schema import ConfigError, ConfigKey, ConfigType, Parsed, canonical, parse
+from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
 from throttled_admin.testing._configs_broker import BROKER_CONFIGS, SYNONYM_GROUPS
-from throttled_admin.testing._configs_schema import ConfigError, ConfigKey, ConfigType, Parsed, canonical, parse
-from throttled_admin.testing._topic_configs import TOPIC_CONFIGS
 
 __all__ = [
     "ConfigEntry",

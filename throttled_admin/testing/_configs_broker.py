@@ -9,9 +9,9 @@ acts on or validates: every broker config a topic config falls back to (``Server
 
 from __future__ import annotations
 
+from throttled_admin._kafka.config_schema import AnyOf, ConfigKey, ConfigType, LevelRange, Range, Validator
+from throttled_admin._kafka.topic_configs import LONG_MAX, TOPIC_CONFIGS
 from throttled_admin.testing._configs_broker_set import KAFKA_40_BROKER_CONFIGS
-from throttled_admin.testing._configs_schema import AnyOf, ConfigKey, ConfigType, LevelRange, Range, Validator
-from throttled_admin.testing._topic_configs import LONG_MAX, TOPIC_CONFIGS
 
 __all__ = ["BROKER_CONFIGS", "SYNONYM_GROUPS"]
 

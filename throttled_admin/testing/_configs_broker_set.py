@@ -11,7 +11,7 @@ their validators, in ``_configs_broker.py``.
 
 from __future__ import annotations
 
-from throttled_admin.testing._configs_schema import ConfigKey, ConfigType
+from throttled_admin._kafka.config_schema import ConfigKey, ConfigType
 
 __all__ = ["KAFKA_40_BROKER_CONFIGS"]
 

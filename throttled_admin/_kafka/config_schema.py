@@ -2,7 +2,8 @@
 generic routine that parses and checks a value the way ``ConfigDef.parseType`` and its validators do,
 with their exact messages (``ConfigException``: "Invalid value V for configuration N: ...").
 
-The config tables themselves live in ``_topic_configs.py`` and ``_configs_broker.py``.
+The topic config table lives in ``topic_configs.py``; the test broker's broker configs in
+``throttled_admin/testing/_configs_broker.py``.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ what DescribeConfigs and CreateTopics v5+ send.
 
 from __future__ import annotations
 
-from throttled_admin.testing._configs_schema import (
+from throttled_admin._kafka.config_schema import (
     AnyOf,
     ConfigKey,
     ConfigType,

@@ -1,0 +1,93 @@
+"""Spark processes for the tests: pyspark's own launchers (bin/spark-submit, bin/spark-class), bound to
+127.0.0.1 on free ports, logging into files the tests read, stopped by the tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from tests.conftest import REPO, _port_open, wait_until
+
+
+def spark_bin(name: str) -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent / "bin" / name
+
+
+#: What a Spark Connect client sets in os.environ (and pyspark then reads to pick Connect over classic).
+CONNECT_ENV = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE", "SPARK_API_MODE")
+
+
+def spark_env(**extra: str) -> dict[str, str]:
+    """This interpreter for Python workers, this worktree importable by them, loopback only, classic mode."""
+    path = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    bin_dir = str(Path(sys.executable).parent)
+    return {
+        **{key: value for key, value in os.environ.items() if key not in CONNECT_ENV},
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "PYTHONPATH": path,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        **extra,
+    }
+
+
+@contextmanager
+def spark_process(command: list[str], log: Path, port: int, env: dict[str, str], what: str) -> Iterator[None]:
+    """Run ``command`` (its own process group) until the block ends; ready once ``port`` accepts."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        try:
+            if not wait_until(lambda: _port_open(port) or proc.poll() is not None, timeout_s=120):
+                raise RuntimeError(f"{what} did not listen on {port} within 120 s")
+            if proc.poll() is not None:
+                raise RuntimeError(f"{what} exited with {proc.returncode}: {log.read_text()[-3000:]}")
+            yield
+        finally:
+            stop(proc)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the process's own group (the JVM and what it started), SIGKILL if it lingers."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid``, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(parent, []).append(int(entry.name))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
