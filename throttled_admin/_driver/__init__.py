@@ -1,4 +1,5 @@
 """What runs around the engine (``throttled_admin._engine``): the scheduler's thread (``scheduler``), futures
 (``futures``), the threads that run the application's code (``user_code``), the client's settings and its
-librdkafka callbacks (``settings``), and the librdkafka adapters that tell connection failures apart
-(``librdkafka_log``, ``handshake_drops``, ``sasl_probe``)."""
+librdkafka callbacks (``settings``), the librdkafka adapters that tell connection failures apart
+(``librdkafka_log``, ``handshake_drops``, ``sasl_probe``), and a metadata read that fails as fast as mutations
+on a wrong password or an unreachable cluster (``metadata_read``, for the command line and provisioning)."""

@@ -11,7 +11,14 @@ kinds (``throttled_admin._errors``); tests/test_layout.py checks that.
 from __future__ import annotations
 
 from throttled_admin._engine.classify import error_of, is_broker_answer
-from throttled_admin._engine.machine import FIRST_CONTACT_TIMEOUT_S, Engine, MetricsSink, Outbox, Request
+from throttled_admin._engine.machine import (
+    FIRST_CONTACT_TIMEOUT_S,
+    Engine,
+    MetricsSink,
+    Outbox,
+    Request,
+    connect_failure,
+)
 from throttled_admin._engine.pacer import MutationQuota, Pacer
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.visibility import BrokerViews, TopicView
@@ -43,6 +50,7 @@ __all__ = [
     "RetryBackoff",
     "Topic",
     "TopicView",
+    "connect_failure",
     "error_of",
     "is_broker_answer",
 ]

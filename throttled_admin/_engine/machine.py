@@ -247,7 +247,7 @@ class Engine:
         if error.code() in _AUTH_ERRORS:
             self._auth_error = (error, now)
         elif not self._reached and error.code() in _CONNECT_ERRORS:
-            self._connect_error = _connect_failure(error.str()) or self._connect_error
+            self._connect_error = connect_failure(error.str()) or self._connect_error
 
     @property
     def auth_failing(self) -> bool:
@@ -830,7 +830,7 @@ def _refusal(topic: Topic) -> str | None:
     return error.str() if error is not None else None
 
 
-def _connect_failure(message: str) -> tuple[str, str] | None:
+def connect_failure(message: str) -> tuple[str, str] | None:
     """(address, reason) of librdkafka's "HOST:PORT/NAME: Connect to ... failed: ... (after 0ms in state CONNECT)"
     or "...: Failed to resolve '...': ..." (a connection that never came up), else None."""
     if "in state CONNECT" not in message and "Failed to resolve" not in message:

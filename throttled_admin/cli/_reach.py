@@ -1,9 +1,10 @@
 """Before ``apply`` sends anything: can each cluster of the plan be reached, as its principal?
 
-One metadata read per connection profile (no quota cost), with the command line's fast failures: no broker
-reachable fails after a few seconds with "cannot connect to HOST:PORT (reason)", a wrong password as soon as
-the broker refuses it. Rows of a cluster that cannot be used then fail with that reason instead of each
-waiting out the provisioning client's own timeouts.
+One metadata read per connection profile (no quota cost), all clusters at once, with the fast failures of
+``_driver.metadata_read`` (which the provisioning executor's own reads use too): no broker reachable fails
+after a few seconds with "cannot connect to HOST:PORT (reason)", a wrong password as soon as the broker
+refuses it. Rows of a cluster that cannot be used then fail with that reason, and the command prints one
+line of connection problems before its first row.
 """
 
 from __future__ import annotations

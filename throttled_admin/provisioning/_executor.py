@@ -24,6 +24,8 @@ from throttled_admin import (
     OutcomeUnknownError,
     ThrottledAdminClient,
 )
+from throttled_admin._driver.metadata_read import FATAL_CODES, ContactWatch, read_metadata
+from throttled_admin._errors import NotSentError
 from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
 from throttled_admin._kafka.topic_names import collision_key
 from throttled_admin.provisioning._configs import config_problem
@@ -93,6 +95,7 @@ class _Group:
         self.results: dict[int, RowResult] = {}
         self.started = time.time()
         self.mutations_done = 0
+        self.watch = ContactWatch()  # what librdkafka says about the connections of the group's client
 
     def finish(self, index: int, status: str, **fields: Any) -> None:
         row = self.rows[index]
@@ -106,11 +109,11 @@ class _Group:
             **fields,
         )
 
-    def fail_all(self, message: str) -> None:
+    def fail_all(self, message: str, code: int | None = None) -> None:
         now = time.time()
         for index in range(len(self.rows)):
             if index not in self.results:
-                self.finish(index, "failed", error_message=message, started_at=now, finished_at=now)
+                self.finish(index, "failed", error_code=code, error_message=message, started_at=now, finished_at=now)
 
     def report(self, admin: ThrottledAdminClient | None) -> None:
         if self.progress is None:
@@ -132,8 +135,10 @@ class _Group:
         )
 
 
-def _read_topics(admin: ThrottledAdminClient, timeout_s: float) -> dict[str, TopicState]:
-    metadata = admin.list_topics(timeout=timeout_s)
+def _read_topics(admin: ThrottledAdminClient, watch: ContactWatch, timeout_s: float) -> dict[str, TopicState]:
+    """The cluster's topics, failing fast: at once on a wrong password, in a few seconds when no broker can
+    be reached (``_driver.metadata_read``), not at ``timeout_s`` with "Broker transport failure"."""
+    metadata = read_metadata(admin, watch, timeout_s)
     topics: dict[str, TopicState] = {}
     for name, topic in metadata.topics.items():
         partitions = topic.partitions
@@ -169,9 +174,36 @@ def _known_config_names(admin: ThrottledAdminClient, topics: Iterable[str], time
     return set(TOPIC_CONFIGS)
 
 
-def _new_client(profile: Profile) -> ThrottledAdminClient:
-    # One client per quota entity, paced to the profile's rate (learned from throttles when None).
-    return ThrottledAdminClient(dict(profile.conf), mutation_quota=MutationQuota(rate=profile.mutation_rate))
+def _new_client(profile: Profile, watch: ContactWatch) -> ThrottledAdminClient:
+    """One client per quota entity, paced to the profile's rate (learned from throttles when None), its
+    connections watched by ``watch`` so a read of the cluster fails fast (a conf's own callbacks still run)."""
+    conf: dict[str, Any] = dict(profile.conf)
+    theirs_error, theirs_throttle = conf.get("error_cb"), conf.get("throttle_cb")
+
+    def on_error(error: KafkaError) -> None:
+        watch.on_error(error)
+        if callable(theirs_error):
+            theirs_error(error)
+
+    def on_throttle(event: Any) -> None:
+        watch.on_throttle(event)
+        if callable(theirs_throttle):
+            theirs_throttle(event)
+
+    conf["error_cb"], conf["throttle_cb"] = on_error, on_throttle
+    return ThrottledAdminClient(conf, mutation_quota=MutationQuota(rate=profile.mutation_rate))
+
+
+def _cannot_read(exc: BaseException) -> tuple[int | None, str]:
+    """A row's error when the cluster could not be read before anything was sent: no broker reachable
+    ("not sent: cannot connect to HOST:PORT (reason)") or an authentication failure ("not sent: " and
+    librdkafka's message, its code kept); otherwise librdkafka's last error."""
+    code, message = _error(exc)
+    if isinstance(exc, NotSentError):
+        return code, "not sent: " + message.split(" not sent: ", 1)[-1]
+    if code is not None and code in FATAL_CODES:
+        return code, f"not sent: {message}"
+    return code, f"not sent: cannot read the cluster's topics: {message}"
 
 
 def execute(
@@ -194,7 +226,7 @@ def execute(
     candidates = _check_rows(group)
     if candidates:
         try:
-            admin = _new_client(profile)
+            admin = _new_client(profile, group.watch)
         except Exception as exc:  # e.g. an invalid librdkafka setting: every row learns why
             group.fail_all(f"cannot create the admin client: {_error(exc)[1]}")
         else:
@@ -244,11 +276,12 @@ def _run_group(
 ) -> None:
     timeout_s = group.profile.request_timeout_s
     try:
-        topics = _read_topics(admin, timeout_s)
+        topics = _read_topics(admin, group.watch, timeout_s)
         wanted = [group.rows[i].topic for i in candidates if group.rows[i].configs and group.rows[i].topic in topics]
         configs = _read_configs(admin, wanted, timeout_s)
-    except Exception as exc:
-        group.fail_all(f"cannot read the cluster's topics: {_error(exc)[1]}")
+    except Exception as exc:  # nothing has been sent: every row says why
+        code, why = _cannot_read(exc)
+        group.fail_all(why, code)
         return
     existing_keys = {collision_key(name): name for name in topics}
     runs: list[_Run] = []
@@ -477,7 +510,7 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
     reason = ""
     for _ in range(READ_ATTEMPTS):  # reads change nothing and cost no quota: a dropped connection is read again
         try:
-            topics = _read_topics(admin, timeout_s)
+            topics = _read_topics(admin, group.watch, timeout_s)
             names = [group.rows[r.index].topic for r in runs if group.rows[r.index].configs]
             configs = _read_configs(admin, [n for n in names if n in topics], timeout_s)
             break

@@ -1,0 +1,66 @@
+"""The contact watch behind the fast metadata reads of the command line and provisioning
+(``throttled_admin._driver.metadata_read``): what librdkafka's error_cb reports, as values."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from throttled_admin import CannotConnectError
+from throttled_admin._driver.metadata_read import ContactWatch
+from throttled_admin._engine import FIRST_CONTACT_TIMEOUT_S
+
+REFUSED = KafkaError(
+    KafkaError._TRANSPORT,
+    "127.0.0.1:9/bootstrap: Connect to ipv4#127.0.0.1:9 failed: Connection refused (after 0ms in state CONNECT)",
+)
+WRONG_PASSWORD = KafkaError(
+    KafkaError._AUTHENTICATION,
+    "sasl_plaintext://127.0.0.1:9/bootstrap: SASL authentication error: Authentication failed: Invalid username "
+    "or password (after 0ms in state AUTH_REQ)",
+)
+LONG_AGO = time.monotonic() - FIRST_CONTACT_TIMEOUT_S - 1  # a read that started past the first-contact limit
+
+
+def test_a_refused_connection_says_cannot_connect_once_past_the_first_contact_limit() -> None:
+    watch = ContactWatch()
+    watch.on_error(REFUSED)
+    watch.check_unreachable(time.monotonic())  # a read that just started: not yet
+    with pytest.raises(CannotConnectError) as info:
+        watch.check_unreachable(LONG_AGO)
+    error = info.value.args[0]
+    assert error.code() == KafkaError._TRANSPORT
+    assert error.str() == (
+        "Metadata not sent: cannot connect to 127.0.0.1:9 (Connect to ipv4#127.0.0.1:9 failed: Connection refused)"
+    )
+
+
+def test_a_broker_that_answered_is_never_unreachable() -> None:
+    watch = ContactWatch()
+    watch.reached()
+    watch.on_error(REFUSED)  # one broker of several down later: not "cannot connect"
+    watch.check_unreachable(LONG_AGO)
+
+
+def test_an_authentication_failure_is_fatal_until_a_broker_answers() -> None:
+    watch = ContactWatch()
+    watch.check_fatal()
+    watch.on_error(WRONG_PASSWORD)
+    watch.on_error(KafkaError(KafkaError._AUTHENTICATION, "a later report"))
+    with pytest.raises(KafkaException) as info:
+        watch.check_fatal()
+    assert info.value.args[0].str() == WRONG_PASSWORD.str()  # the first one, code kept
+    assert info.value.args[0].code() == KafkaError._AUTHENTICATION
+    watch.reached()  # a connection authenticated since: the failure is over
+    watch.check_fatal()
+    assert watch.fatal is None
+
+
+def test_other_errors_are_neither_fatal_nor_connect_failures() -> None:
+    watch = ContactWatch()
+    watch.on_error(KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"))
+    watch.on_error(KafkaError(KafkaError._TRANSPORT, "127.0.0.1:9/1: Disconnected (after 10ms in state UP)"))
+    watch.check_fatal()
+    watch.check_unreachable(LONG_AGO)

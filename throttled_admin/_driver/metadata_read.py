@@ -1,0 +1,105 @@
+"""A metadata read that fails as fast and as truthfully as the client's mutations.
+
+librdkafka never fails a request because authentication failed or no broker could be reached: it reports
+the failure through ``error_cb`` and keeps reconnecting, so a blocking ``list_topics(timeout=...)`` waits
+out its whole timeout and then says only "Broker transport failure". The Java Admin client fails calls at
+once with the AuthenticationException. Here a ``ContactWatch`` (the client's ``error_cb`` and
+``throttle_cb``) remembers what librdkafka reported, and ``read_metadata`` asks in short slices: a wrong
+password ends it as soon as the broker refuses it (the SASL message, its code kept), and no broker answering
+for ``FIRST_CONTACT_TIMEOUT_S`` while every connection attempt fails ends it with ``CannotConnectError``
+"Metadata not sent: cannot connect to HOST:PORT (reason)", as the core does for mutations.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient
+
+from throttled_admin._engine import FIRST_CONTACT_TIMEOUT_S, connect_failure
+from throttled_admin._errors import cannot_connect_error
+
+__all__ = ["FATAL_CODES", "ContactWatch", "read_metadata"]
+
+#: Errors after which no request of the client can succeed (librdkafka retries them forever).
+FATAL_CODES = frozenset({KafkaError._AUTHENTICATION, KafkaError._SSL, KafkaError.SASL_AUTHENTICATION_FAILED})
+_CONNECT_CODES = frozenset({KafkaError._TRANSPORT, KafkaError._RESOLVE})
+#: How soon a fatal error (a wrong password) ends a metadata read: a blocking librdkafka call cannot be
+#: abandoned (destroying the client waits for it), so the watch is looked at between slices.
+_SLICE_S = 0.25
+
+
+class ContactWatch:
+    """What librdkafka's callbacks say about a client's connections: the first fatal error (authentication,
+    TLS) and, while no broker has answered, the last reason a connection could not be made. Give
+    ``on_error`` and ``on_throttle`` to the client as its ``error_cb`` and ``throttle_cb``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._fatal: KafkaError | None = None
+        self._connect_error: tuple[str, str] | None = None  # (address, reason) while no broker has answered
+        self._reached = False
+
+    def on_error(self, error: KafkaError) -> None:
+        # Runs on the client's callback thread.
+        with self._lock:
+            if error.code() in FATAL_CODES:
+                if self._fatal is None:
+                    self._fatal = error
+            elif error.code() in _CONNECT_CODES and not self._reached:
+                self._connect_error = connect_failure(error.str()) or self._connect_error
+
+    def on_throttle(self, event: Any) -> None:
+        self.reached()
+
+    def reached(self) -> None:
+        """A broker has answered: no "cannot connect" from now on, and an earlier authentication failure is
+        over (a connection authenticated since), so a later read is not failed by a stale one."""
+        with self._lock:
+            self._reached = True
+            self._connect_error = None
+            self._fatal = None
+
+    @property
+    def fatal(self) -> KafkaError | None:
+        with self._lock:
+            return self._fatal
+
+    def check_fatal(self) -> None:
+        """Raise the fatal error (a ``KafkaException`` with librdkafka's code and message) if there was one."""
+        fatal = self.fatal
+        if fatal is not None:
+            raise KafkaException(fatal)
+
+    def check_unreachable(self, since: float, operation: str = "Metadata") -> None:
+        """No broker has answered since ``since`` (monotonic) for FIRST_CONTACT_TIMEOUT_S and every connection
+        attempt failed: raise ``CannotConnectError`` now (nothing was sent), not at the caller's timeout."""
+        with self._lock:
+            failure = None if self._reached else self._connect_error
+        if failure is not None and time.monotonic() - since >= FIRST_CONTACT_TIMEOUT_S:
+            raise cannot_connect_error(operation, *failure)
+
+
+def read_metadata(admin: AdminClient, watch: ContactWatch, timeout_s: float) -> Any:
+    """The cluster's metadata (confluent-kafka's ClusterMetadata) within ``timeout_s``, read in short slices.
+
+    Raises at once the watch's fatal error (e.g. SASL authentication failed), ``CannotConnectError`` after
+    FIRST_CONTACT_TIMEOUT_S when no broker could be reached, else librdkafka's last error at ``timeout_s``."""
+    started = time.monotonic()
+    deadline = started + timeout_s
+    while True:
+        remaining = deadline - time.monotonic()
+        try:
+            metadata = admin.list_topics(timeout=max(0.05, min(_SLICE_S, remaining)))
+        except KafkaException as exc:
+            watch.check_fatal()
+            watch.check_unreachable(started)
+            code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
+            if code not in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT) or time.monotonic() >= deadline:
+                raise
+        else:
+            watch.reached()
+            return metadata
