@@ -7,16 +7,14 @@ client, the follow-up included. So each callback is handed to ``CallbackRunner``
 ``TopicFuture.cancel()`` withdraws a topic that has not been sent yet (confluent-kafka's futures cannot be
 cancelled at all); once its request is in flight, ``cancel()`` returns False as usual.
 
-The futures of one call share one ``threading.Condition`` (a Condition and its lock are most of what a
-``concurrent.futures.Future`` costs to make and to keep, and a call makes one future per topic). Settling one of
-them then wakes the threads waiting on its siblings too, so ``result()`` and ``exception()`` wait until their own
-future is done rather than for one notification; ``concurrent.futures.wait`` and ``as_completed`` wait on their
-own per-future waiters and are not affected.
+Each future has a ``threading.Condition`` of its own, as every ``concurrent.futures.Future`` does:
+``concurrent.futures.wait`` and ``as_completed`` lock the futures they are given in order of ``id(future)``,
+which is one order of locks only while no two futures share one (futures of a call sharing a Condition deadlocked
+two threads waiting on futures of the same two calls, and the scheduler's thread with them).
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
@@ -33,16 +31,8 @@ def _never(_: Any) -> bool:
 class TopicFuture(Future[None]):
     """The outcome of one topic of one call: ``None`` or the topic's exception."""
 
-    def __init__(self, runner: CallbackRunner, condition: threading.Condition | None = None) -> None:
-        if condition is None:
-            super().__init__()
-        else:  # Future.__init__, with the call's Condition for its own
-            self._condition = condition
-            self._state = "PENDING"
-            self._result = None
-            self._exception = None
-            self._waiters = []
-            self._done_callbacks: list[Callable[[Future[None]], object]] = []
+    def __init__(self, runner: CallbackRunner) -> None:
+        super().__init__()
         self._runner = runner
         self._withdraw: Callable[[Any], bool] = _never
         self._topic: Any = None
@@ -70,19 +60,6 @@ class TopicFuture(Future[None]):
         if self.done():
             return self.cancelled()
         return self._withdraw(self._topic) and super().cancel()
-
-    def result(self, timeout: float | None = None) -> None:
-        self._wait(timeout)
-        return super().result(0)  # raises TimeoutError if it is still not done
-
-    def exception(self, timeout: float | None = None) -> BaseException | None:
-        self._wait(timeout)
-        return super().exception(0)
-
-    def _wait(self, timeout: float | None) -> None:
-        """Until this future is done (a sibling's notification is no reason to stop), or ``timeout``."""
-        with self._condition:
-            self._condition.wait_for(self.done, timeout)
 
 
 def _call(fn: Callable[[Future[None]], Any], future: Future[None]) -> None:

@@ -143,10 +143,9 @@ class Scheduler:
         per topic."""
         futures: dict[str, Future[None]] = {}
         topics: list[Topic] = []
-        condition = threading.Condition()  # shared by the call's futures (_driver.futures)
         runner, withdraw = self._callbacks, self._withdraw
         for name, item, cost, records in items:
-            future = TopicFuture(runner, condition)
+            future = TopicFuture(runner)
             topic = Topic(name, item, call, future, cost, records)
             future.bind_withdraw(withdraw, topic)
             futures[name] = future
