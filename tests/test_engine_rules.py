@@ -445,3 +445,33 @@ def test_wait_for_metadata_with_nothing_readable_asks_again_and_fails_at_the_dea
     exc = settled(engine.step(0.5))
     assert isinstance(exc, NotYetVisibleError)
     assert exc.brokers == ()
+
+
+def test_delete_applied_during_a_read_for_other_names_is_not_resolved_by_it() -> None:
+    """wait_for_metadata: a views read judges only the names it asked about (found by review: a delete applied
+    while a read for other names was out was taken for gone everywhere, since no view listed it)."""
+    engine, _, first = engine_with(["a"], operation=DELETE_TOPICS, wait=True)
+    assert first.send is not None
+    engine.on_results(first.send, {"a": None}, 0.01)
+    out = engine.step(0.01)
+    assert out.read_views == ["a"]  # a read of broker views for ["a"] starts
+    # a second call deletes "b" (wait_for_metadata) while that read is in progress
+    later = Call(
+        RequestKind(DELETE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.02, wait_for_metadata=True
+    )
+    engine.submit(later, [Topic("b", "b", later, None, 0, 1)])
+    out = engine.step(0.02)
+    assert out.send is not None
+    assert out.send.names == ["b"]
+    engine.on_results(out.send, {"b": None}, 0.03)
+    out = engine.step(0.03)
+    assert not out.settle
+    assert out.read_views is None
+    # the read for ["a"] comes back: every broker has dropped "a"; nobody was asked about "b"
+    engine.on_views({0: {}, 1: {}, 2: {}}, 0.04)
+    out = engine.step(0.04)
+    settled = {topic.name: exc for topic, exc in out.settle}
+    assert "b" not in settled, "b resolved as deleted everywhere though no broker's view of it was read"
+    assert out.read_views == ["b"]  # asked about at once
+    engine.on_views({0: {}, 1: {}, 2: {}}, 0.05)
+    assert [topic.name for topic, exc in engine.step(0.05).settle if exc is None] == ["b"]

@@ -299,13 +299,17 @@ class Engine:
 
     def on_views(self, views: BrokerViews, now: float) -> None:
         """Every broker's Metadata for the topics asked about (``Outbox.read_views``); see ``visibility``."""
+        asked, unasked = self._visibility.asked, False
         for call in list(self._calls.values()):
             operation = call.kind.operation.name
             for topic in list(call.awaiting.values()):
+                if topic.name not in asked:  # applied while the read was out: no broker was asked about it
+                    unasked = True
+                    continue
                 topic.lagging = lagging(operation, topic.name, topic.item, views)
                 if topic.lagging == ():
                     self._finish(topic, None, now)
-        self._visibility.answered(now, any(call.awaiting for call in self._calls.values()))
+        self._visibility.answered(now, any(call.awaiting for call in self._calls.values()), unasked)
 
     def close(self, now: float) -> None:
         """Fail everything pending: queued topics were not sent; in-flight ones may have been applied."""
@@ -372,7 +376,7 @@ class Engine:
                 self._visibility.idle()
             return math.inf
         if self._visibility.due(now):
-            self._visibility.read(now)
+            self._visibility.read(now, names)
             self._out.read_views = names
         wake_at = self._visibility.wake_at()
         return math.inf if wake_at is None else wake_at

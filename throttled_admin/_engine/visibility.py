@@ -10,9 +10,11 @@ for every broker's view of it (one Metadata request per broker) until each shows
 - a grow: listed with at least the new count, each partition with a leader;
 - a delete: absent.
 
-A broker whose Metadata could not be read does not show it. Reads are spaced from ``FIRST_READ_S``, growing by
-``GROWTH`` to ``MAX_INTERVAL_S``; a topic still not shown everywhere at its call's deadline fails with
-``NotYetVisibleError``: applied, not yet visible everywhere (naming the brokers that lag).
+A broker whose Metadata could not be read does not show it, and a read judges only the names it asked about (a
+delete applied while a read for other names was out is absent from every view without having been asked about).
+Reads are spaced from ``FIRST_READ_S``, growing by ``GROWTH`` to ``MAX_INTERVAL_S``; a topic still not shown
+everywhere at its call's deadline fails with ``NotYetVisibleError``: applied, not yet visible everywhere
+(naming the brokers that lag).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class Visibility:
 
     def __init__(self) -> None:
         self.reading = False
+        self.asked: frozenset[str] = frozenset()  # the names the read out (or the last one) was asked about
         self.next_at: float | None = None  # None: nothing awaits
         self._interval_s = FIRST_READ_S
 
@@ -73,12 +76,16 @@ class Visibility:
     def due(self, now: float) -> bool:
         return not self.reading and self.next_at is not None and now >= self.next_at
 
-    def read(self, now: float) -> None:
+    def read(self, now: float, names: list[str]) -> None:
         self.reading = True
+        self.asked = frozenset(names)
 
-    def answered(self, now: float, still_waiting: bool) -> None:
+    def answered(self, now: float, still_waiting: bool, unasked: bool = False) -> None:
+        """A read came back. ``unasked``: topics applied while it was out wait for a read of their own, at once."""
         self.reading = False
-        if still_waiting:
+        if unasked:
+            self.next_at = now
+        elif still_waiting:
             self.next_at = now + self._interval_s
             self._interval_s = min(MAX_INTERVAL_S, self._interval_s * GROWTH)
         else:
