@@ -9,7 +9,9 @@ from collections.abc import Callable
 
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from kafka.protocol.admin.topics import DeleteTopicsRequest
 
+from tests.wire import WireClient, create_topics_request
 from throttled_admin.provisioning import PlanError, PlanRow, Profile, RowResult, apply_plan, execute, summarize
 from throttled_admin.testing import QuotaBroker
 
@@ -239,3 +241,37 @@ def described_configs(broker: QuotaBroker, topic: str) -> dict[str, str]:
     resource = ConfigResource(ResourceType.TOPIC, topic)
     entries = admin.describe_configs([resource])[resource].result(timeout=10)
     return {name: entry.value for name, entry in entries.items() if entry.value is not None}
+
+
+def _stale_reader(quota_broker: Callable[..., QuotaBroker]) -> tuple[QuotaBroker, Profile]:
+    """Three brokers whose non-controllers see changes 2 s late; the profile reads the cluster through node 1, so
+    its plan is decided on what the cluster was, and someone else's change lands in between (found by review)."""
+    broker = quota_broker(num_brokers=3, metadata_lag_ms=2000)
+    lagging = broker.bootstrap_servers.split(",")[1]
+    return broker, Profile("dev", {"bootstrap.servers": lagging}, 1000.0, request_timeout_s=5.0)
+
+
+def test_an_ensure_that_grew_someone_elses_new_topic_says_grown(quota_broker: Callable[..., QuotaBroker]) -> None:
+    """Was: the create got TOPIC_ALREADY_EXISTS, the verification grew the topic 2 -> 4, and the row said
+    'created', 'create with 4 partitions'."""
+    broker, profile = _stale_reader(quota_broker)
+    with WireClient(broker.bootstrap_servers.split(",")[0]) as wire:  # someone else's create, on the controller
+        assert wire.request(create_topics_request(7, ("t", 2))).topics[0].error_code == 0
+    [result] = execute([PlanRow("dev", "ensure", "t", 4)], profile)
+    assert broker.topics() == {"t": 4}
+    assert result.status == "grown", result
+    if result.attempts > 1:  # the stale read planned a create and the cluster said the topic exists
+        assert "already existed" in result.detail
+
+
+def test_a_delete_someone_else_made_first_is_unchanged_not_failed(quota_broker: Callable[..., QuotaBroker]) -> None:
+    """Was: DeleteTopics answered UNKNOWN_TOPIC_OR_PARTITION and the row ended 'failed', though the cluster shows
+    exactly what the plan asks."""
+    broker, profile = _stale_reader(quota_broker)
+    broker.create_topic("t", 2)
+    with WireClient(broker.bootstrap_servers.split(",")[0]) as wire:  # someone else's delete, on the controller
+        wire.request(DeleteTopicsRequest(version=4, topic_names=["t"], timeout_ms=30000))
+    [result] = execute([PlanRow("dev", "delete", "t")], profile, allow_delete=True)
+    assert broker.topics() == {}
+    assert result.status in ("unchanged", "deleted"), result
+    assert result.error_code is None

@@ -80,7 +80,7 @@ class _Run:
     error: tuple[int | None, str] | None = None  # a definite failure
     unknown: tuple[int | None, str] | None = None  # the last answer that left the outcome unknown
     verify: bool = False  # an outcome is unknown: read the cluster before deciding
-    existed: bool = False  # TOPIC_ALREADY_EXISTS with no earlier attempt of ours
+    existed: bool = False  # the cluster already had the change (TOPIC_ALREADY_EXISTS, a delete's UNKNOWN_TOPIC)
     notes: list[str] = field(default_factory=list)
 
 
@@ -472,6 +472,8 @@ def _drain(group: _Group, admin: ThrottledAdminClient, futures: dict[Future[Any]
                     run.verify, run.unknown = True, labelled
                 elif kind == "create" and code == KafkaError.TOPIC_ALREADY_EXISTS:
                     run.verify, run.existed = True, True  # someone's topic: is it the one planned?
+                elif kind == "delete" and code == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    run.verify, run.existed = True, True  # deleted by someone else: the cluster is as planned?
                 elif run.error is None:
                     run.error = labelled
             if run.pending == 0 and not run.verify:
@@ -542,6 +544,9 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
         elif run.error is not None:
             _settle(group, admin, run)
         elif run.attempts < MAX_ATTEMPTS:
+            if needed.kind != run.change.kind:  # e.g. a planned create found someone's topic: grown, not created
+                run.notes.append(f"the topic already existed (created outside this run): {needed.kind} instead")
+                run.change = needed
             log.debug(
                 "group %s: %s not as planned after an unknown outcome: sending again", group.profile.name, row.topic
             )
