@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from confluent_kafka import KafkaError, KafkaException
+
 from throttled_admin import NewTopic, ThrottledAdminClient, ThrottlingQuotaExceededException
 
 
@@ -38,14 +40,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=12)
     parser.add_argument("--replication-factor", type=int, default=1)
     args = parser.parse_args(argv)
-    # The embedded broker's quota (1 mutation/s, burst 11) is smaller than the default request, to show the error.
+    # The embedded demo broker's quota (1 mutation/s, burst 11) is used up first (12 mutations: in debt), to show
+    # the error; a cluster given with --bootstrap-servers gets the one create asked for, as kafka-topics.sh does.
     with (
         cluster(args.bootstrap_servers, controller_mutation_rate=1, enforcement="strict") as bootstrap,
         ThrottledAdminClient({"bootstrap.servers": bootstrap}, retry_on_quota_violation=False) as admin,
     ):
-        for future in admin.create_topics([NewTopic(args.topic, args.partitions, args.replication_factor)]).values():
-            future.result()  # uses up the burst
-        topic = NewTopic(f"{args.topic}.dlq", args.partitions, args.replication_factor)
+        if args.bootstrap_servers is None:
+            for future in admin.create_topics([NewTopic(f"{args.topic}.warm-up", 12, 1)]).values():
+                future.result()
+        topic = NewTopic(args.topic, args.partitions, args.replication_factor)
         try:
             admin.create_topics([topic])[topic.topic].result()
         except ThrottlingQuotaExceededException as exc:
@@ -55,8 +59,12 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 1
-        except Exception as exc:
-            print(f"Error while executing topic command : {exc}", file=sys.stderr)
+        except KafkaException as exc:
+            error = exc.args[0]
+            print(
+                f"Error while executing topic command : {error.str() if isinstance(error, KafkaError) else exc}",
+                file=sys.stderr,
+            )
             return 1
     print(f"Created topic {topic.topic}.")
     return 0
