@@ -5,14 +5,17 @@ the code did before is said above each test, as observed."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from typing import Any
 
 import pytest
 
 from tests.conftest import wait_until
 from throttled_admin import MutationQuota, NewPartitions, NewTopic, OutcomeUnknownError, ThrottledAdminClient
+from throttled_admin._driver import scheduler as scheduler_module
 from throttled_admin.testing import QuotaBroker
 
 BrokerFactory = Callable[..., QuotaBroker]
@@ -195,3 +198,57 @@ def test_no_topic_the_broker_applied_is_reported_as_a_plain_failure(
     assert broker.topics() == applied[api]  # the broker applied every topic
     plain = {name: str(exc) for name, exc in results.items() if not truthful(exc)}
     assert plain == {}, plain
+
+
+def test_close_racing_a_call_sent_from_the_callers_thread_reports_what_happened(
+    quota_broker: Callable[..., QuotaBroker], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call made while nothing is in flight is stepped under the lock and sent from the caller's thread after
+    it. Found by review: a close() in between failed the topic 'in flight: outcome unknown', and then the send
+    went to a closed handle, so a request never sent was reported as possibly applied. The pause stands for the
+    caller's thread losing the GIL there (Events, no sleeping)."""
+    paused, resume = threading.Event(), threading.Event()
+    original = scheduler_module.Scheduler._carry_out
+
+    def carry_out(self: scheduler_module.Scheduler, out: Any, *, flush: bool = True) -> bool:
+        if not flush and out.send is not None and threading.current_thread() is threading.main_thread():
+            paused.set()
+            resume.wait(10)
+        return original(self, out, flush=flush)
+
+    closed_before_send: list[bool] = []
+    original_send = scheduler_module.Scheduler._send
+
+    def send(self: scheduler_module.Scheduler, request: Any) -> None:
+        closed_before_send.append(self._engine._closed)  # had the engine already failed this request's topics?
+        original_send(self, request)
+
+    monkeypatch.setattr(scheduler_module.Scheduler, "_carry_out", carry_out)
+    monkeypatch.setattr(scheduler_module.Scheduler, "_send", send)
+    broker = quota_broker()
+    admin = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    assert admin.create_topics([NewTopic("warm", 1, 1)])["warm"].exception(30) is None  # a broker has answered
+
+    def closer() -> None:
+        paused.wait(10)
+        admin.close()
+
+    def release() -> None:
+        """The caller resumes once the scheduler's thread has ended (as it did, failing the call, before the fix),
+        or after 2 s of it waiting for the caller's step to be carried out (since)."""
+        paused.wait(10)
+        scheduler = admin._scheduler  # type: ignore[attr-defined]
+        wait_until(lambda: scheduler.closed)
+        wait_until(lambda: not scheduler._thread.is_alive(), timeout_s=2.0)
+        resume.set()
+
+    threads = [threading.Thread(target=closer), threading.Thread(target=release)]
+    for thread in threads:
+        thread.start()
+    exc = admin.create_topics([NewTopic("late", 1, 1)], timeout_ms=30000)["late"].exception(30)
+    for thread in threads:
+        thread.join(30)
+    # The request for "late" was handed to librdkafka before close() failed what was in flight: "outcome unknown"
+    # (or its answer) is then the truth; before the fix it was handed over after, to a closed handle.
+    assert closed_before_send[-1] is False, f"sent after close() had reported it: {exc!r}"
+    assert exc is None or isinstance(exc, OutcomeUnknownError), repr(exc)

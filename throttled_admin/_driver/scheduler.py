@@ -120,6 +120,7 @@ class Scheduler:
         self._arrived: list[tuple[Request, Answer]] = []  # librdkafka's completed results
         self._dirty = False
         self._asleep_until: float | None = None  # while the thread waits: when it wakes by itself
+        self._carrying = 0  # callers' threads carrying out a step of their own (submit): close() waits for them
         self._closed = False
         self._metadata_wanted = False
         self._metadata_reading = False
@@ -159,8 +160,15 @@ class Scheduler:
             out = self._engine.step(self._clock()) if self._engine.in_flight is None else None
             if out is None or self._asleep_until is None or out.wake_at < self._asleep_until:
                 self._wake()
+            if out is not None:
+                self._carrying += 1
         if out is not None:
-            self._carry_out(out, flush=False)  # metric exports wait for the scheduler's next turn
+            try:
+                self._carry_out(out, flush=False)  # metric exports wait for the scheduler's next turn
+            finally:
+                with self._cv:
+                    self._carrying -= 1
+                    self._cv.notify_all()
         return futures
 
     def _withdraw(self, topic: Topic) -> bool:
@@ -236,6 +244,9 @@ class Scheduler:
                 self._closed = True
         finally:
             with self._cv:
+                # A caller's thread carrying out its own step finishes first (it never waits on this thread): its
+                # request is then sent, and an in-flight request's outcome at close is truly unknown.
+                self._cv.wait_for(lambda: self._carrying == 0)
                 self._engine.close(self._clock())
                 out = self._engine.step(self._clock())
                 self._cv.notify_all()
