@@ -6,11 +6,6 @@ classes."""
 
 from __future__ import annotations
 
-import os
-import re
-import signal
-import subprocess
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -20,8 +15,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.admin.topics import CreatePartitionsRequest, CreateTopicsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
-from tests.conftest import REPO
-from tests.wire import WireClient
+from tests.wire import WireClient, standalone_broker
 from throttled_admin.testing import QuotaBroker
 
 BrokerFactory = Callable[..., QuotaBroker]
@@ -140,31 +134,12 @@ def test_max_records_per_op_is_validated(bad: Any) -> None:
 
 def test_standalone_broker_takes_the_cap_and_the_metadata_lag() -> None:
     args = ["--port", "0", "--num-brokers", "2", "--max-records-per-op", "5", "--metadata-lag-ms", "60000"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "throttled_admin.testing", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )
-    try:
-        assert proc.stdout is not None
-        # --port 0: free ports, bound before the banner that names them (no race with other processes).
-        ports = [int(p) for p in re.findall(r"127\.0\.0\.1:(\d+)", proc.stdout.readline())]
+    with standalone_broker(*args) as ports:
         with WireClient(f"127.0.0.1:{ports[0]}") as wire:
             refused = wire.request(create(("a", 3), ("b", 3)))  # 6 partitions > 5
             created = wire.request(create(("c", 1)))
         with WireClient(f"127.0.0.1:{ports[1]}") as wire:  # node 1 lags a minute behind
             meta = wire.request(MetadataRequest(version=1, topics=[MetadataRequest.MetadataRequestTopic(name="c")]))
-        assert set(outcomes(refused).values()) == {(POLICY_VIOLATION, TOO_MANY_PARTITIONS)}
-        assert outcomes(created) == {"c": (0, None)}
-        assert [t.error_code for t in meta.topics] == [
-            3
-        ]  # v1 allows auto-creation, but the controller has it: not created again
-    finally:
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait(30)
-        if proc.stdout is not None:
-            proc.stdout.close()
-    assert code == 0
+    assert set(outcomes(refused).values()) == {(POLICY_VIOLATION, TOO_MANY_PARTITIONS)}
+    assert outcomes(created) == {"c": (0, None)}
+    assert [t.error_code for t in meta.topics] == [3]  # v1 allows auto-creation, but the controller has it

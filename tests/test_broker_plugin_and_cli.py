@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import socket
 import subprocess
 import sys
@@ -13,7 +11,7 @@ from importlib.metadata import entry_points
 import pytest
 
 from tests.conftest import REPO, free_port
-from tests.wire import WireClient, create_topics_request
+from tests.wire import WireClient, create_topics_request, standalone_broker
 from throttled_admin.testing import QuotaBroker
 
 pytest_plugins = ["pytester"]
@@ -58,40 +56,15 @@ def test_fixture_starts_brokers_and_stops_them_after_the_test(pytester: pytest.P
 
 def test_standalone_broker_cli() -> None:
     port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "throttled_admin.testing",
-            "--port",
-            str(port),
-            "--controller-mutation-rate",
-            "1",
-            "--quota-window-num",
-            "2",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert f"127.0.0.1:{port}" in line
+    args = ["--port", str(port), "--controller-mutation-rate", "1", "--quota-window-num", "2"]
+    with standalone_broker(*args) as ports:
+        assert ports[0] == port
         with WireClient(f"127.0.0.1:{port}") as wire:
             first = wire.request(create_topics_request(7, ("cli-a", 3)))
         with WireClient(f"127.0.0.1:{port}") as wire:
             second = wire.request(create_topics_request(7, ("cli-b", 1)))
-        assert first.topics[0].error_code == 0  # burst 2 x 1 s x 1/s = 2: admitted, K = -1
-        assert second.topics[0].error_code == 89
-    finally:
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait(30)
-        if proc.stdout is not None:
-            proc.stdout.close()
-    assert code == 0
+    assert first.topics[0].error_code == 0  # burst 2 x 1 s x 1/s = 2: admitted, K = -1
+    assert second.topics[0].error_code == 89
 
 
 def test_standalone_broker_reports_a_port_in_use_in_one_line() -> None:

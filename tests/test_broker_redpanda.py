@@ -5,11 +5,6 @@ the version) and confluent-kafka (librdkafka sends CreateTopics v4, DeleteTopics
 
 from __future__ import annotations
 
-import os
-import re
-import signal
-import subprocess
-import sys
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -20,8 +15,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from kafka.protocol.admin.topics import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
-from tests.conftest import REPO
-from tests.wire import WireClient
+from tests.wire import WireClient, standalone_broker
 from throttled_admin.testing import QuotaBroker
 
 BrokerFactory = Callable[..., QuotaBroker]
@@ -181,37 +175,11 @@ def test_confluent_kafka_gets_unknown_server_error_with_the_message(quota_broker
 
 
 def test_standalone_broker_takes_enforcement_redpanda() -> None:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "throttled_admin.testing",
-            "--port",
-            "0",
-            "--controller-mutation-rate",
-            "1",
-            "--enforcement",
-            "redpanda",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )
-    try:
-        assert proc.stdout is not None
-        # --port 0: free ports, bound before the banner that names them (no race with other processes).
-        ports = [int(p) for p in re.findall(r"127\.0\.0\.1:(\d+)", proc.stdout.readline())]
-        with WireClient(f"127.0.0.1:{ports[0]}") as wire:
+    with standalone_broker("--port", "0", "--controller-mutation-rate", "1", "--enforcement", "redpanda") as ports:
+        wire = WireClient(f"127.0.0.1:{ports[0]}")
+        with wire:
             response = wire.request(create_request(5, ("a", 3), ("b", 1)))
-        assert results(response) == {"a": (0, None), "b": (UNKNOWN_SERVER_ERROR, MESSAGE)}
-    finally:
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait(30)
-        if proc.stdout is not None:
-            proc.stdout.close()
-    assert code == 0
+    assert results(response) == {"a": (0, None), "b": (UNKNOWN_SERVER_ERROR, MESSAGE)}
 
 
 class _Clock:

@@ -5,8 +5,16 @@ malformed bytes, none of which a full client allows."""
 
 from __future__ import annotations
 
+import os
+import re
+import signal
 import socket
 import struct
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from kafka.protocol.api_header import ResponseClassRegistry
@@ -79,3 +87,27 @@ def create_topics_request(version: int, *topics: tuple[str, int], validate_only:
         timeout_ms=30000,
         validate_only=validate_only,
     )
+
+
+@contextmanager
+def standalone_broker(*args: str) -> Iterator[list[int]]:
+    """``python -m throttled_admin.testing ARGS`` in a process of its own; yields the ports its banner names
+    (bound before the banner: with ``--port 0`` there is no race with other processes). Stopped with Ctrl-C,
+    which must end it cleanly."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "throttled_admin.testing", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    try:
+        assert proc.stdout is not None
+        yield [int(port) for port in re.findall(r"127\.0\.0\.1:(\d+)", proc.stdout.readline())]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(30)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    assert code == 0
