@@ -24,6 +24,7 @@ demo: $(VENV)/.installed-demo
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check throttled_admin tests examples benchmarks
+	$(BIN)/ruff format --check throttled_admin tests examples benchmarks
 	$(BIN)/mypy
 
 test: lint
