@@ -80,3 +80,11 @@ def meter_provider(metric_reader: InMemoryMetricReader) -> Iterator[MeterProvide
     provider = MeterProvider(metric_readers=[metric_reader])
     yield provider
     provider.shutdown()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files with a slow test (Spark sessions and clusters, faults, load) run first: with two workers taking a
+    file at a time (``--dist loadfile``), a long file collected last would run alone at the end."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    order = {id(item): index for index, item in enumerate(items)}
+    items.sort(key=lambda item: (item.path not in slow_files, order[id(item)]))
