@@ -1,7 +1,8 @@
 # The two commands of the README. Both create .venv on first use and install from this project's own files.
 PYTHON ?= python3
-# Two workers, a test file each at a time: the suite mostly waits on sockets and deadlines, not on the CPU.
-PYTEST_ARGS ?= -n 2 --dist loadfile
+# Three workers on two cores, a test file each at a time: the suite mostly waits on sockets and deadlines, not
+# on the CPU (docs/reliability.md has the runs).
+PYTEST_ARGS ?= -n 3 --dist loadfile
 VENV := .venv
 BIN := $(VENV)/bin
 
