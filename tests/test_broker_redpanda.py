@@ -12,25 +12,15 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
-from kafka.protocol.admin.topics import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
+from kafka.protocol.admin.topics import CreatePartitionsRequest, DeleteTopicsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
-from tests.wire import WireClient, standalone_broker
+from tests.wire import WireClient, create_topics_request, standalone_broker
 from throttled_admin.testing import QuotaBroker
 
 BrokerFactory = Callable[..., QuotaBroker]
 MESSAGE = "Too many partition mutations requested"
 UNKNOWN_SERVER_ERROR, THROTTLING_QUOTA_EXCEEDED = -1, 89
-
-
-def create_request(version: int, *topics: tuple[str, int], validate_only: bool = False) -> Any:
-    T = CreateTopicsRequest.CreatableTopic
-    return CreateTopicsRequest(
-        version=version,
-        topics=[T(name=n, num_partitions=p, replication_factor=1, assignments=[], configs=[]) for n, p in topics],
-        timeout_ms=30000,
-        validate_only=validate_only,
-    )
 
 
 def delete_request(version: int, *names: str) -> Any:
@@ -77,7 +67,7 @@ def test_a_topic_past_the_quota_gets_redpandas_error_by_version_and_nothing_is_a
 ) -> None:
     broker = quota_broker(controller_mutation_rate=1, enforcement="redpanda")
     if api == "CreateTopics":
-        request, before = create_request(version, ("first", 5), ("second", 2)), {}
+        request, before = create_topics_request(version, ("first", 5), ("second", 2)), {}
         after = {"first": 5}
     elif api == "DeleteTopics":
         broker.create_topic("first", 5)
@@ -108,9 +98,9 @@ def test_the_connection_is_not_muted_and_the_throttle_is_reported_per_request(qu
     retry is charged again (the deficit grows)."""
     broker = quota_broker(controller_mutation_rate=1, enforcement="redpanda")
     with WireClient(broker.bootstrap_servers) as wire:
-        first = wire.request(create_request(7, ("a", 5)))
+        first = wire.request(create_topics_request(7, ("a", 5)))
         meta = wire.request(MetadataRequest(version=1, topics=[MetadataRequest.MetadataRequestTopic(name="a")]))
-        again = wire.request(create_request(7, ("b", 2)))
+        again = wire.request(create_topics_request(7, ("b", 2)))
     assert first.throttle_time_ms == 0  # admitted with no deficit before it: Redpanda reports no delay
     assert [t.error_code for t in meta.topics] == [0]
     assert results(again) == {"b": (THROTTLING_QUOTA_EXCEEDED, MESSAGE)}
@@ -126,7 +116,7 @@ def test_validate_only_is_answered_before_the_quota(quota_broker: BrokerFactory)
     broker = quota_broker(controller_mutation_rate=1, enforcement="redpanda")
     broker.create_topic("grown", 1)
     with WireClient(broker.bootstrap_servers) as wire:
-        created = wire.request(create_request(7, ("x", 50), validate_only=True))
+        created = wire.request(create_topics_request(7, ("x", 50), validate_only=True))
         grown = wire.request(grow_request(3, ("grown", 50), validate_only=True))
     assert results(created) == {"x": (0, None)}
     assert results(grown) == {"grown": (0, None)}
@@ -178,7 +168,7 @@ def test_standalone_broker_takes_enforcement_redpanda() -> None:
     with standalone_broker("--port", "0", "--controller-mutation-rate", "1", "--enforcement", "redpanda") as ports:
         wire = WireClient(f"127.0.0.1:{ports[0]}")
         with wire:
-            response = wire.request(create_request(5, ("a", 3), ("b", 1)))
+            response = wire.request(create_topics_request(5, ("a", 3), ("b", 1)))
     assert results(response) == {"a": (0, None), "b": (UNKNOWN_SERVER_ERROR, MESSAGE)}
 
 
