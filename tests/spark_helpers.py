@@ -7,9 +7,10 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import REPO, _port_open, wait_until
 
@@ -91,3 +92,24 @@ def cmdline(pid: int) -> str:
         return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+def east_and_west(quota_broker: Callable[..., Any], password: str) -> tuple[Any, Any, dict[str, dict[str, Any]]]:
+    """Two clusters at 50 mutations/s: east plain, west with SASL (user alice, ``password``) holding a topic
+    "legacy" to delete; and their profiles as profiles.yaml has them."""
+    east = quota_broker(controller_mutation_rate=50)
+    west = quota_broker(users={"alice": password})
+    west.set_quota(user="alice", controller_mutation_rate=50)
+    west.create_topic("legacy", 2)
+    profiles: dict[str, dict[str, Any]] = {
+        "east": {"bootstrap.servers": east.bootstrap_servers, "mutation_rate": 50},
+        "west": {
+            "bootstrap.servers": west.bootstrap_servers,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanisms": "PLAIN",
+            "sasl.username": "alice",
+            "sasl.password": password,
+            "mutation_rate": 50,
+        },
+    }
+    return east, west, profiles

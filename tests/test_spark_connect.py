@@ -18,7 +18,7 @@ pytest.importorskip("pyspark")
 pytest.importorskip("grpc")  # pyspark's connect extra, which the project's spark extra pulls in
 
 from tests.conftest import REPO, free_port
-from tests.spark_helpers import CONNECT_ENV, spark_bin, spark_env, spark_process
+from tests.spark_helpers import CONNECT_ENV, east_and_west, spark_bin, spark_env, spark_process
 from throttled_admin.provisioning import PlanRow
 from throttled_admin.spark import apply_plan, plan_dataframe
 from throttled_admin.testing import QuotaBroker
@@ -74,21 +74,8 @@ def test_apply_plan_on_a_spark_connect_session(connect_session: Any, quota_broke
     assert type(spark).__module__.startswith("pyspark.sql.connect")  # no sparkContext, no RDDs
     with pytest.raises(Exception, match="JVM_ATTRIBUTE_NOT_SUPPORTED"):
         spark.sparkContext  # noqa: B018  (what apply_plan used to read)
-    east = quota_broker(controller_mutation_rate=50)
-    west = quota_broker(users={"alice": PASSWORD})
-    west.set_quota(user="alice", controller_mutation_rate=50)
-    west.create_topic("legacy", 2)
-    profiles: dict[str, Any] = {
-        "east": {"bootstrap.servers": east.bootstrap_servers, "mutation_rate": 50, "request_timeout_s": 5},
-        "west": {
-            "bootstrap.servers": west.bootstrap_servers,
-            "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanisms": "PLAIN",
-            "sasl.username": "alice",
-            "sasl.password": PASSWORD,
-            "mutation_rate": 50,
-        },
-    }
+    east, west, profiles = east_and_west(quota_broker, PASSWORD)
+    profiles["east"]["request_timeout_s"] = 5
     rows = [
         PlanRow("east", "ensure", f"e.{i:02d}", 3, configs={"cleanup.policy": "compact, delete"}) for i in range(10)
     ]

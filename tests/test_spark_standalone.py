@@ -18,7 +18,7 @@ pytest.importorskip("pyspark")
 pq: Any = pytest.importorskip("pyarrow.parquet")
 
 from tests.conftest import REPO, free_port  # noqa: E402
-from tests.spark_helpers import spark_bin, spark_env, spark_process  # noqa: E402
+from tests.spark_helpers import east_and_west, spark_bin, spark_env, spark_process  # noqa: E402
 from throttled_admin.testing import QuotaBroker  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a master, a worker, an executor and a driver: four JVMs
@@ -52,21 +52,7 @@ def test_the_example_under_spark_submit_on_a_standalone_cluster(
     standalone: tuple[str, Path], quota_broker: BrokerFactory, tmp_path: Path
 ) -> None:
     url, work = standalone
-    east = quota_broker(controller_mutation_rate=50)
-    west = quota_broker(users={"alice": PASSWORD})
-    west.set_quota(user="alice", controller_mutation_rate=50)
-    west.create_topic("legacy", 2)
-    profiles = {
-        "east": {"bootstrap.servers": east.bootstrap_servers, "mutation_rate": 50},
-        "west": {
-            "bootstrap.servers": west.bootstrap_servers,
-            "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanisms": "PLAIN",
-            "sasl.username": "alice",
-            "sasl.password": PASSWORD,
-            "mutation_rate": 50,
-        },
-    }
+    east, west, profiles = east_and_west(quota_broker, PASSWORD)
     (tmp_path / "profiles.json").write_text(json.dumps(profiles))
     lines = ["cluster,action,topic,partitions,replication_factor,configs"]
     lines += [f'east,ensure,orders.{i:02d},3,1,"cleanup.policy=compact, delete"' for i in range(30)]
