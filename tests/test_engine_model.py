@@ -147,6 +147,7 @@ class EngineModel(RuleBasedStateMachine):
         self.views_wanted: list[str] | None = None
         self.disruptions = 0  # authentication failures, refused connections, throttles of other methods
         self.last_views: dict[int, dict[str, tuple[int, bool]] | None] = {}
+        self.last_views_asked: set[str] = set()  # a view says nothing of a name it was not asked about
         self.engine: Engine
 
     @initialize(
@@ -281,6 +282,8 @@ class EngineModel(RuleBasedStateMachine):
 
     def shown_everywhere(self, track: Track) -> bool:
         name, operation = track.topic.name, track.topic.call.kind.operation
+        if name not in self.last_views_asked:
+            return False
         for node in BROKERS:
             view = self.last_views.get(node)
             if view is None:
@@ -648,7 +651,7 @@ class EngineModel(RuleBasedStateMachine):
                 continue
             seen = self.previous_cluster if lag else self.cluster
             views[node] = {name: (seen[name], True) for name in names if name in seen}
-        self.last_views = views
+        self.last_views, self.last_views_asked = views, set(names)
         self.engine.on_views(views, self.now)
         self.step()
 
