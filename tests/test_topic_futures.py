@@ -1,4 +1,5 @@
-"""Each topic's future has its own Condition, as every ``concurrent.futures.Future`` does.
+"""Each topic's future has its own lock and Condition, as every ``concurrent.futures.Future`` does (the Condition
+made on first need), and the standard library's ``wait``, ``as_completed`` and ``result`` work with it.
 
 ``concurrent.futures.wait`` and ``as_completed`` lock the futures they are given in order of ``id(future)``: one
 lock per future makes that one global order. Futures of a call that shared one Condition (an optimisation of
@@ -12,10 +13,17 @@ import gc
 import subprocess
 import sys
 import threading
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, InvalidStateError, as_completed, wait
+from concurrent.futures import TimeoutError as FutureTimeout
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from tests.conftest import REPO
 from throttled_admin import NewTopic, ThrottledAdminClient
+from throttled_admin._driver.futures import TopicFuture
+from throttled_admin._driver.user_code import CallbackRunner
 
 WAITS = 20_000
 
@@ -76,3 +84,115 @@ def test_the_futures_of_one_call_have_conditions_of_their_own() -> None:
         assert futures[0]._condition is not futures[1]._condition  # type: ignore[attr-defined]
         for future in futures:
             future.cancel()
+
+
+# -- the standard library's uses of a future whose Condition is made on first need (issue 21) -----------------
+
+
+def _pending() -> TopicFuture:
+    return TopicFuture(CallbackRunner())
+
+
+def _settle_when_waited_on(future: TopicFuture, settle: Callable[[], None]) -> threading.Thread:
+    """Settle ``future`` from another thread once a waiter has installed itself (``wait``/``as_completed``) or is
+    waiting on its Condition (``result``/``exception``)."""
+
+    def run() -> None:
+        condition = future._condition
+        with condition:
+            while not future.__dict__["_waiters"] and not condition._waiters:  # type: ignore[attr-defined]
+                condition.wait(0.01)  # polled under the lock: a waiter that releases it shows up here
+        settle()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_pending_future_makes_no_condition_until_something_waits() -> None:
+    future = _pending()
+    assert future._made is None
+    future.set_result(None)
+    assert future.result() is None
+    assert future.exception() is None
+    assert future.done()
+    assert future._made is None  # settled before anyone waited: never made
+
+
+def test_wait_first_completed_wakes_when_another_thread_settles() -> None:
+    future, other = _pending(), _pending()
+    settler = _settle_when_waited_on(future, lambda: future.set_result(None))
+    done, not_done = wait([future, other], timeout=60, return_when=FIRST_COMPLETED)
+    settler.join()
+    assert done == {future}
+    assert not_done == {other}
+    assert future.__dict__["_waiters"] == []  # wait() removed its waiter
+
+
+def test_as_completed_yields_a_future_settled_with_an_exception() -> None:
+    future = _pending()
+    error = KafkaException(KafkaError(KafkaError.TOPIC_ALREADY_EXISTS))
+    settler = _settle_when_waited_on(future, lambda: future.set_exception(error))
+    assert list(as_completed([future], timeout=60)) == [future]
+    settler.join()
+    assert future.exception() is error
+    with pytest.raises(KafkaException):
+        future.result()
+
+
+def test_result_waits_for_a_settle_and_times_out_while_pending() -> None:
+    future = _pending()
+    with pytest.raises(FutureTimeout):
+        future.result(timeout=0)
+    settler = _settle_when_waited_on(future, lambda: future.set_result(None))
+    assert future.result(timeout=60) is None
+    settler.join()
+
+
+def test_a_future_is_settled_once() -> None:
+    future = _pending()
+    future.set_result(None)
+    with pytest.raises(InvalidStateError):
+        future.set_exception(RuntimeError("late"))
+    assert future.exception() is None
+
+
+def test_callbacks_run_once_whether_added_before_or_after_the_settle() -> None:
+    future = _pending()
+    calls: list[str] = []
+    ran = threading.Event()
+    future.add_settled_callback(lambda f: calls.append("settled-before"))
+    future.add_done_callback(lambda f: (calls.append("done-before"), ran.set()))
+    future.set_result(None)
+    assert ran.wait(60)  # done-callbacks run on the callback runner's thread
+    future.add_settled_callback(lambda f: calls.append("settled-after"))
+    future.add_done_callback(lambda f: calls.append("done-after"))
+    assert sorted(calls) == ["done-after", "done-before", "settled-after", "settled-before"]
+
+
+def test_a_withdrawn_topics_future_is_done_for_wait_and_as_completed() -> None:
+    future = _pending()
+    future.bind_withdraw(lambda topic: True, object())
+    waiting = _pending()
+    waiting.bind_withdraw(lambda topic: True, object())
+    canceller = _settle_when_waited_on(waiting, waiting.cancel)
+    done, _ = wait([waiting], timeout=60)
+    canceller.join()
+    assert done == {waiting}
+    assert waiting.cancelled()
+    assert future.cancel()
+    assert future.cancelled()
+    assert future.done()
+    assert list(as_completed([future], timeout=0)) == [future]
+    with pytest.raises(CancelledError):
+        future.result()
+
+
+def test_a_topic_in_flight_cannot_be_cancelled() -> None:
+    future = _pending()
+    future.bind_withdraw(lambda topic: False, object())
+    assert not future.cancel()
+    assert not future.done()
+    future.set_result(None)
+    assert not future.cancel()
+    assert future.result() is None
