@@ -25,35 +25,36 @@ _LARGE = 50  # requests of at least this many topics say something about the per
 @dataclass
 class RoundTrip:
     _samples: deque[tuple[float, int, float]] = field(default_factory=lambda: deque(maxlen=_SAMPLES))
+    # (base, per topic, recent samples, until when that holds): it changes only with a new sample or when the
+    # oldest recent one expires; every request asks for it, with two values of min_samples
+    _cached: tuple[float, float, int, float] | None = field(default=None, repr=False, compare=False)
 
     def observe(self, topics: int, seconds: float, now: float) -> None:
         """An answered request of ``topics`` topics took ``seconds`` (sent to answered), seen at ``now``."""
         self._samples.append((now, max(1, topics), max(0.0, seconds)))
-
-    def _recent(self, now: float, min_samples: int) -> list[tuple[float, int, float]]:
-        recent = [sample for sample in self._samples if now - sample[0] <= RECENT_S]
-        return recent if len(recent) >= min_samples else []
-
-    def per_topic_s(self, now: float, min_samples: int = MIN_SAMPLES) -> float:
-        large = [seconds / topics for _, topics, seconds in self._recent(now, min_samples) if topics >= _LARGE]
-        return min(large, default=0.0)
-
-    def base_s(self, now: float, min_samples: int = MIN_SAMPLES) -> float:
-        per_topic = self.per_topic_s(now, min_samples)
-        recent = self._recent(now, min_samples)
-        return min((max(0.0, seconds - per_topic * topics) for _, topics, seconds in recent), default=0.0)
+        self._cached = None
 
     def estimate(self, now: float, min_samples: int = MIN_SAMPLES) -> tuple[float, float]:
         """(base, per topic) at ``now``: ``expected_s(n)`` is ``base + per_topic * n``, for sizing many topics at
         one time without recomputing the floor for each."""
-        recent = self._recent(now, min_samples)
+        cached = self._cached
+        if cached is None or now >= cached[3]:
+            cached = self._cached = self._floor(now)
+        base, per_topic, count, _ = cached
+        return (base, per_topic) if count >= min_samples else (0.0, 0.0)
+
+    def _floor(self, now: float) -> tuple[float, float, int, float]:
+        recent = [sample for sample in self._samples if now - sample[0] <= RECENT_S]
+        # It holds until the oldest recent sample expires (older ones have; none: until a new sample).
+        holds_until = min((at for at, _, _ in recent), default=float("inf")) + RECENT_S
         per_topic = min((seconds / topics for _, topics, seconds in recent if topics >= _LARGE), default=0.0)
         base = min((max(0.0, seconds - per_topic * topics) for _, topics, seconds in recent), default=0.0)
-        return base, per_topic
+        return base, per_topic, len(recent), holds_until
 
     def expected_s(self, topics: int, now: float, min_samples: int = MIN_SAMPLES) -> float:
         """The least a request of ``topics`` topics has recently taken (0 with fewer than ``min_samples`` recent
         answers). Refusing to send asks for ``MIN_SAMPLES``; whether a retry still fits, and how much of a call's
         time to keep for the answer, take any recent answer (``min_samples=1``): a wrong guess there costs a retry,
         never a lockout."""
-        return self.base_s(now, min_samples) + self.per_topic_s(now, min_samples) * topics
+        base, per_topic = self.estimate(now, min_samples)
+        return base + per_topic * topics
