@@ -7,10 +7,20 @@ import itertools
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import cast
 
+import pytest
 from confluent_kafka import KafkaError
 
-from throttled_admin import MutationQuota, NewTopic, ThrottledAdminClient, ThrottlingQuotaExceededException
+from throttled_admin import (
+    MutationQuota,
+    NewTopic,
+    OutcomeUnknownError,
+    ThrottledAdminClient,
+    ThrottlingQuotaExceededException,
+)
+from throttled_admin._driver.futures import TopicFuture
 from throttled_admin.testing import QuotaBroker, RequestRecord
 
 BrokerFactory = Callable[..., QuotaBroker]
@@ -145,3 +155,28 @@ def test_retry_off_under_a_throttle_fails_at_once_with_the_remaining_throttle(qu
     assert isinstance(error, ThrottlingQuotaExceededException)
     assert 1000 <= error.throttle_time_ms <= 2000
     assert "next" not in broker.topics()
+
+
+def test_a_caller_waiting_for_its_result_takes_the_answer_on_its_own_thread(quota_broker: BrokerFactory) -> None:
+    """Issue 21: the answer goes librdkafka -> the waiting caller, one thread hand-off as with bare confluent-kafka,
+    not librdkafka -> the scheduler's thread -> the caller."""
+    broker = quota_broker()
+    broker.set_controller_latency(0.5)  # the caller is surely waiting in result() when the answer arrives
+    with client(broker) as admin:
+        (future,) = admin.create_topics([NewTopic("assist.a", 1, 1)]).values()
+        settled_on: list[threading.Thread] = []
+        cast(TopicFuture, future).add_settled_callback(lambda f: settled_on.append(threading.current_thread()))
+        assert future.result(60) is None
+    assert settled_on == [threading.current_thread()]
+    assert "assist.a" in broker.topics()
+
+
+def test_a_caller_whose_wait_times_out_leaves_the_answer_to_the_scheduler(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker()
+    broker.blackhole_next("CreateTopics")  # processed, never answered
+    with client(broker) as admin:
+        (future,) = admin.create_topics([NewTopic("assist.b", 1, 1)], timeout_ms=1500).values()
+        with pytest.raises(FutureTimeout):
+            future.result(timeout=0.05)
+        error = future.exception(60)  # settled at the call's deadline, by the scheduler's thread
+    assert isinstance(error, OutcomeUnknownError)

@@ -42,6 +42,9 @@ _DONE = frozenset({CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED})
 _CANCELLED = frozenset({CANCELLED, CANCELLED_AND_NOTIFIED})
 
 
+Assist = Callable[["TopicFuture", "float | None"], "float | None"]
+
+
 def _never(_: Any) -> bool:
     return False
 
@@ -50,8 +53,11 @@ class TopicFuture(Future[None]):
     """The outcome of one topic of one call: ``None`` or the topic's exception."""
 
     # Future.__init__ is not called: it would make the Condition and lists this class makes only when needed.
-    def __init__(self, runner: CallbackRunner) -> None:
+    def __init__(self, runner: CallbackRunner, assist: Assist | None = None) -> None:
+        """``assist``: how a thread that waits for this future while it is pending can take the scheduler's turn
+        itself when an answer arrives (``Scheduler.assist``); returns the time left of the wait."""
         self._lock = threading.RLock()
+        self._assist = assist
         self._made: threading.Condition | None = None
         self._state = PENDING
         self._result = None
@@ -120,6 +126,8 @@ class TopicFuture(Future[None]):
     def result(self, timeout: float | None = None) -> None:
         if self._state == FINISHED and self._exception is None:
             return None
+        if self._state == PENDING and self._assist is not None:
+            timeout = self._assist(self, timeout)
         return super().result(timeout)  # raises: Future breaks the reference cycle of its exception
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
@@ -127,6 +135,8 @@ class TopicFuture(Future[None]):
             return self._exception
         if self._state in _CANCELLED:
             raise CancelledError()
+        if self._assist is not None:
+            timeout = self._assist(self, timeout)
         return super().exception(timeout)
 
     # -- callbacks and cancelling ---------------------------------------------------------------------

@@ -16,7 +16,12 @@ engine cannot: threads, the clock and I/O. Its thread loops:
 4. sleep until the engine's wake time, an event, or the next poll of librdkafka's callbacks.
 
 A call made while no request is in flight steps the engine itself, under the same lock, and sends from the
-caller's thread: one thread wake fewer on the way out.
+caller's thread: one thread wake fewer on the way out. On the way back, a caller waiting in ``result()`` or
+``exception()`` for a pending future takes the turns that answers arriving meanwhile need on its own thread
+(``assist``): the answer goes librdkafka -> the waiting caller, as with bare confluent-kafka, instead of
+librdkafka -> the scheduler's thread -> the caller. Turns are taken one at a time, by whichever thread holds
+``_turn``, each one whole (callbacks served, then the engine stepped, then what it says carried out); turns on
+callers' threads hand the metric exports to the scheduler's thread's next turn.
 
 Nothing here blocks where deadlines are kept: metadata reads run on a thread of their own, futures' done-callbacks
 and the application's code run elsewhere (``_driver.user_code``), and librdkafka's calls that send return at once.
@@ -116,11 +121,16 @@ class Scheduler:
         self._clock = clock
         self._engine = Engine(pacer=pacer, backoff=backoff)
         self._callbacks = callbacks if callbacks is not None else CallbackRunner()
-        self._cv = threading.Condition()
+        lock = threading.RLock()
+        self._cv = threading.Condition(lock)  # the engine's lock; the scheduler's thread sleeps on it
+        self._assisted = threading.Condition(lock)  # callers' threads waiting for their futures (assist) sleep here
+        self._assisting = 0
+        self._turn = threading.Lock()  # held by whoever takes a turn: the scheduler's thread or a waiting caller
         self._arrived: list[tuple[Request, Answer]] = []  # librdkafka's completed results
         self._dirty = False
         self._asleep_until: float | None = None  # while the thread waits: when it wakes by itself
         self._carrying = 0  # callers' threads carrying out a step of their own (submit): close() waits for them
+        self._carried = threading.Condition(lock)  # ... here, so that a call's end does not wake the scheduler's thread
         self._closed = False
         self._metadata_wanted = False
         self._metadata_reading = False
@@ -144,9 +154,9 @@ class Scheduler:
         per topic."""
         futures: dict[str, Future[None]] = {}
         topics: list[Topic] = []
-        runner, withdraw = self._callbacks, self._withdraw
+        runner, withdraw, assist = self._callbacks, self._withdraw, self.assist
         for name, item, cost, records in items:
-            future = TopicFuture(runner)
+            future = TopicFuture(runner, assist)
             topic = Topic(name, item, call, future, cost, records)
             future.bind_withdraw(withdraw, topic)
             futures[name] = future
@@ -164,11 +174,11 @@ class Scheduler:
                 self._carrying += 1
         if out is not None:
             try:
-                self._carry_out(out, flush=False)  # metric exports wait for the scheduler's next turn
+                self._carry_out(out, flush=False)  # metric exports wait for the scheduler's thread's next turn
             finally:
                 with self._cv:
                     self._carrying -= 1
-                    self._cv.notify_all()
+                    self._carried.notify_all()
         return futures
 
     def _withdraw(self, topic: Topic) -> bool:
@@ -216,6 +226,7 @@ class Scheduler:
         with self._cv:
             self._closed = True
             self._wake()
+            self._assisted.notify_all()
         if threading.current_thread() is not self._thread:
             self._thread.join()
         with self._cv:
@@ -228,6 +239,63 @@ class Scheduler:
     def _wake(self) -> None:
         self._dirty = True
         self._cv.notify_all()
+
+    # -- a caller's thread waiting for a future takes the turn itself -------------------------------
+
+    def assist(self, future: TopicFuture, timeout: float | None) -> float | None:
+        """``future.result()``/``exception()`` while it is pending: until it is settled or ``timeout`` passes, take
+        the turns that answers arriving meanwhile need on this thread (taking the answer, the next send, settling)
+        instead of handing them to the scheduler's thread and waiting to be woken by it. Returns the time left.
+
+        Only a turn that nobody else is taking: the scheduler's thread and other waiting callers take turns one at
+        a time (``_turn``), each one whole, librdkafka's callbacks served first, exactly as ``_iterate``."""
+        if threading.current_thread() is self._thread:
+            return timeout
+        end = None if timeout is None else time.monotonic() + timeout
+        with self._cv:
+            self._assisting += 1
+        try:
+            while True:
+                with self._cv:
+                    while not (self._arrived or future.done() or self._closed):
+                        left = None if end is None else end - time.monotonic()
+                        if left is not None and left <= 0:
+                            return 0.0
+                        self._assisted.wait(left)
+                    if future.done() or self._closed:  # closed: the scheduler's thread settles everything
+                        break
+                if self._turn.acquire(blocking=False):
+                    try:
+                        self._take_turn()
+                    except Exception:  # ClientGone or a bug: the scheduler's thread takes over (and closes)
+                        log.debug("a turn on a caller's thread failed; the scheduler's thread goes on", exc_info=True)
+                        with self._cv:
+                            self._wake()
+                        break
+                    finally:
+                        self._turn.release()
+                else:  # another thread is taking this turn: wait for it to end, then look again
+                    with self._turn:
+                        pass
+        finally:
+            with self._cv:
+                self._assisting -= 1
+                if self._arrived and not self._closed:
+                    self._wake()  # an answer this thread was woken for and left: the scheduler's thread takes it
+        return None if end is None else max(0.0, end - time.monotonic())
+
+    def _take_turn(self) -> None:
+        """One turn on a caller's thread (``assist``); the scheduler's thread is woken if the engine now wants
+        something done before it would wake."""
+        out, _ = self._turn_step()
+        if out is None:
+            return
+        # Metric exports wait for the scheduler's thread's next turn (it polls at least every _IDLE_POLL_S): a
+        # wake of the exporter's thread per call made the caller's next call wait for the GIL (about 0.25 ms).
+        self._carry_out(out, flush=False)
+        with self._cv:
+            if self._asleep_until is None or out.wake_at < self._asleep_until:
+                self._wake()
 
     # -- the loop --------------------------------------------------------------------------------
 
@@ -243,16 +311,32 @@ class Scheduler:
             with self._cv:
                 self._closed = True
         finally:
-            with self._cv:
-                # A caller's thread carrying out its own step finishes first (it never waits on this thread): its
-                # request is then sent, and an in-flight request's outcome at close is truly unknown.
-                self._cv.wait_for(lambda: self._carrying == 0)
+            # A caller's thread taking a turn (assist) or carrying out its own step (submit) finishes first (neither
+            # waits on this thread): its request is then sent, and an in-flight request's outcome at close is truly
+            # unknown.
+            with self._turn, self._cv:
+                self._carried.wait_for(lambda: self._carrying == 0)
                 self._engine.close(self._clock())
                 out = self._engine.step(self._clock())
                 self._cv.notify_all()
             self._dispatch(out)
 
     def _iterate(self) -> None:
+        with self._turn:
+            out, busy = self._turn_step()
+            if out is None or self._carry_out(out):
+                return
+        with self._cv:
+            if not self._dirty and not self._closed:
+                poll_s = _BUSY_POLL_S if busy else _IDLE_POLL_S
+                timeout_s = max(0.0, min(out.wake_at - self._clock(), poll_s))
+                self._asleep_until = self._clock() + timeout_s
+                self._cv.wait(timeout_s)
+                self._asleep_until = None
+
+    def _turn_step(self) -> tuple[Outbox | None, bool]:
+        """Take the results librdkafka has completed, serve its callbacks, and step the engine (holding ``_turn``).
+        None when the client is closed."""
         with self._cv:
             arrived, self._arrived = self._arrived, []
             self._dirty = False  # what arrives from now on wakes the next turn
@@ -266,22 +350,12 @@ class Scheduler:
         found = self._handshake_drops.found() if self._handshake_drops is not None else None
         with self._cv:
             if self._closed:
-                return
+                return None, False
             now = self._clock()
             if found is not None:
                 self._engine.on_error(found, now)
             _deliver(self._engine, arrived, now)
-            out = self._engine.step(now)
-            busy = not self._engine.idle
-        if self._carry_out(out):
-            return
-        with self._cv:
-            if not self._dirty and not self._closed:
-                poll_s = _BUSY_POLL_S if busy else _IDLE_POLL_S
-                timeout_s = max(0.0, min(out.wake_at - self._clock(), poll_s))
-                self._asleep_until = self._clock() + timeout_s
-                self._cv.wait(timeout_s)
-                self._asleep_until = None
+            return self._engine.step(now), not self._engine.idle
 
     def _carry_out(self, out: Outbox, *, flush: bool = True) -> bool:
         """Do what a step says (outside the lock); True when it sent a request. Metric events come first; the next
@@ -315,8 +389,9 @@ class Scheduler:
             with self._cv:
                 self._handshake_drops.answered()  # the connection carried a request past the handshake
 
-    @staticmethod
-    def _settle(out: Outbox) -> None:
+    def _settle(self, out: Outbox) -> None:
+        if not out.settle:
+            return
         for topic, exc in out.settle:
             future: TopicFuture = topic.future
             if future.done():  # withdrawn meanwhile
@@ -325,6 +400,9 @@ class Scheduler:
                 future.set_result(None)
             else:
                 future.set_exception(exc)
+        with self._cv:
+            if self._assisting:  # callers waiting in assist() for futures this turn settled
+                self._assisted.notify_all()
 
     # -- I/O (outside the lock) ------------------------------------------------------------------
 
@@ -342,9 +420,14 @@ class Scheduler:
 
     def _on_answer(self, request: Request, answer: Answer) -> None:
         # Runs on librdkafka's background thread: a brief lock to hand the results over and wake, never a wait.
+        # A caller's thread waiting for its futures takes the turn itself (assist): one thread hand-off fewer.
         with self._cv:
             self._arrived.append((request, answer))
-            self._wake()
+            if self._assisting:
+                self._dirty = True
+                self._assisted.notify()
+            else:
+                self._wake()
 
     def _send_probe(self) -> None:
         """Ask the cluster to describe itself (no quota, answered by any broker): an answer, even an error, says
