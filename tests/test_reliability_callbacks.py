@@ -370,6 +370,7 @@ def test_objects_changed_after_the_call_are_not_what_a_retry_sends(quota_broker:
         ({"metrics_num_samples": 0}, {}, ValueError, "metrics_num_samples"),
         ({"metrics_sample_window_ms": True}, {}, ValueError, "metrics_sample_window_ms"),
         ({"default_api_timeout_ms": 0}, {}, ValueError, "default_api_timeout_ms"),
+        ({"default_api_timeout_ms": -1}, {}, ValueError, "default_api_timeout_ms"),
         ({"default_api_timeout_ms": 1.5}, {}, ValueError, "default_api_timeout_ms"),
         ({"retry_on_quota_violation": "yes"}, {}, TypeError, "retry_on_quota_violation"),
         ({"mutation_quota": 5}, {}, TypeError, "mutation_quota"),
