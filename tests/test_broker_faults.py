@@ -286,6 +286,24 @@ def test_request_log_is_capped_and_keeps_the_newest(quota_broker: BrokerFactory)
         QuotaBroker(request_log_limit=0)
 
 
+def test_request_log_records_what_a_mutation_asked_of_the_controller(quota_broker: BrokerFactory) -> None:
+    """Each mutation's timeout_ms (the controller's deadline) and validate_only, as the client sent them: what a
+    client test checks that its settings reached the wire by."""
+    from kafka.protocol.admin.topics import DeleteTopicsRequest
+
+    broker = quota_broker()
+    broker.create_topic("doomed", 1)
+    with WireClient(broker.bootstrap_servers) as wire:
+        wire.request(create_topics_request(7, ("checked", 1), validate_only=True))
+        wire.request(DeleteTopicsRequest(version=4, topic_names=["doomed"], timeout_ms=1234))
+        wire.request(MetadataRequest(version=1, topics=None))
+    checked, deleted, metadata = broker.request_log()
+    assert (checked.api_name, checked.timeout_ms, checked.validate_only) == ("CreateTopics", 30000, True)
+    assert (deleted.api_name, deleted.timeout_ms, deleted.validate_only) == ("DeleteTopics", 1234, None)
+    assert (metadata.api_name, metadata.timeout_ms, metadata.validate_only) == ("Metadata", None, None)
+    assert broker.topics() == {}  # validated only; deleted
+
+
 # -- SASL as Kafka's PlainSaslServer and SaslServerAuthenticator ---------------------------------
 
 

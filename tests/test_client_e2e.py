@@ -15,7 +15,14 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError
 
-from throttled_admin import NewPartitions, NewTopic, ThrottledAdminClient, ThrottlingQuotaExceededException
+from throttled_admin import (
+    CreateTopicsOptions,
+    DeleteTopicsOptions,
+    NewPartitions,
+    NewTopic,
+    ThrottledAdminClient,
+    ThrottlingQuotaExceededException,
+)
 from throttled_admin.testing import QuotaBroker, RequestRecord
 
 BrokerFactory = Callable[..., QuotaBroker]
@@ -125,6 +132,19 @@ def test_deadline_shorter_than_the_throttle_fails_fast_and_sends_nothing(
     assert len(records(broker, API["create_topics"])) == 1
 
 
+def test_a_call_turns_quota_retries_on_for_itself_when_the_client_has_them_off(
+    quota_broker: BrokerFactory, client_for: Callable[..., ThrottledAdminClient]
+) -> None:
+    broker = quota_broker()
+    client = client_for(broker, retry_on_quota_violation=False)
+    broker.fail_next("CreateTopics", KafkaError.THROTTLING_QUOTA_EXCEEDED)
+    assert results(client.create_topics([NewTopic("a", 1, 1)], retry_on_quota_violation=True)) == {"a": None}
+    broker.fail_next("CreateTopics", KafkaError.THROTTLING_QUOTA_EXCEEDED)
+    options = CreateTopicsOptions(retry_on_quota_violation=True)
+    assert results(client.create_topics([NewTopic("b", 1, 1)], options=options)) == {"b": None}
+    assert [r.errors for r in records(broker, API["create_topics"])] == [{"a": 89}, {"a": 0}, {"b": 89}, {"b": 0}]
+
+
 # -- by-version: librdkafka's permissive path plus our KIP-219 back-off -------------------------
 
 
@@ -180,6 +200,29 @@ def test_mixed_outcomes_each_topic_gets_its_own(
     assert set(log[1].errors) == {"later"}
 
 
+def test_confluent_kafkas_settings_reach_the_broker_and_no_controller_deadline_outlives_the_call(
+    quota_broker: BrokerFactory, client_for: Callable[..., ThrottledAdminClient]
+) -> None:
+    """validate_only and operation_timeout pass through to the request (the controller's timeout_ms), capped by the
+    call's deadline. librdkafka's request_timeout is capped too (tests/test_engine_rules.py), and a caller's own
+    reaches librdkafka (tests/test_reliability_faults.py: a lost response re-sent after request_timeout)."""
+    broker = quota_broker()
+    broker.create_topic("b", 1)
+    client = client_for(broker)
+    checked = client.create_topics(
+        [NewTopic("a", 1, 1)], validate_only=True, operation_timeout=5.0, request_timeout=99.0, timeout_ms=3000
+    )
+    assert results(checked) == {"a": None}
+    deleted = client.delete_topics(["b"], options=DeleteTopicsOptions(request_timeout=1.5, operation_timeout=0.5))
+    assert results(deleted) == {"b": None}
+    create, delete = [r for r in broker.request_log() if r.api_key in API.values()]
+    assert create.validate_only is True
+    assert create.timeout_ms is not None
+    assert 0 < create.timeout_ms < 3000  # the controller's deadline ends before the call's, not the 5 s asked
+    assert (delete.validate_only, delete.timeout_ms) == (None, 500)
+    assert broker.topics() == {}  # "a" validated only, "b" deleted
+
+
 EXITS_WHILE_THROTTLED = """
 from throttled_admin import NewTopic, ThrottledAdminClient
 from throttled_admin.testing import QuotaBroker
@@ -227,3 +270,4 @@ def test_sasl_secret_never_leaks(
     assert isinstance(outcome["no"], ThrottlingQuotaExceededException)
     assert [r.principal for r in records(broker, API["create_topics"])] == ["svc"]
     assert not any(secret in t for t in text)
+    assert broker.bootstrap_servers in text[0]  # the repr shows where it connects, and only that of conf

@@ -11,7 +11,13 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewPartitions, NewTopic
 
-from throttled_admin import MutationQuota, NotYetVisibleError, OutcomeUnknownError, ThrottlingQuotaExceededException
+from throttled_admin import (
+    MutationQuota,
+    NotSentError,
+    NotYetVisibleError,
+    OutcomeUnknownError,
+    ThrottlingQuotaExceededException,
+)
 from throttled_admin._engine import (
     CREATE_PARTITIONS,
     CREATE_TOPICS,
@@ -21,6 +27,7 @@ from throttled_admin._engine import (
     Operation,
     Outbox,
     Pacer,
+    Request,
     RequestKind,
     RetryBackoff,
     Topic,
@@ -475,3 +482,271 @@ def test_delete_applied_during_a_read_for_other_names_is_not_resolved_by_it() ->
     assert out.read_views == ["b"]  # asked about at once
     engine.on_views({0: {}, 1: {}, 2: {}}, 0.05)
     assert [topic.name for topic, exc in engine.step(0.05).settle if exc is None] == ["b"]
+
+
+# -- KIP-599 retries, the KIP-219 gate, deadlines and request composition ------------------------------------------
+# (each was a test of the client against a scripted transport; the decisions are the engine's, on simulated time)
+
+
+def quota_refusal() -> KafkaException:
+    return KafkaException(KafkaError(KafkaError.THROTTLING_QUOTA_EXCEEDED))
+
+
+class Timed(Violations):
+    """The metric events, with the local back-off waits too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.backoffs: list[float] = []
+
+    def record_backoff(self, operation: str, seconds: float) -> None:
+        self.backoffs.append(seconds)
+
+
+def reached(backoff: RetryBackoff | None = None) -> Engine:
+    """An engine whose client has reached the cluster (the contact probe answered)."""
+    engine = Engine(pacer=None, backoff=backoff or RetryBackoff(initial_ms=100, max_ms=1000, jitter=0.0))
+    engine.on_probe(True, 0.0)
+    return engine
+
+
+def submit(
+    engine: Engine,
+    names: list[str],
+    *,
+    at: float = 0.0,
+    timeout_s: float = 30.0,
+    operation: Operation = CREATE_TOPICS,
+    retry: bool = True,
+    validate_only: bool = False,
+    request_timeout_s: float | None = None,
+    operation_timeout_s: float | None = None,
+    items: list[object] | None = None,
+) -> list[Topic]:
+    """A call of ``names`` submitted at ``at`` (items: NewTopic(name, 1, 1) or the names themselves, unless given)."""
+    call = Call(
+        RequestKind(operation, validate_only),
+        at + timeout_s,
+        int(timeout_s * 1000),
+        retry,
+        request_timeout_s,
+        operation_timeout_s,
+        started_at=at,
+    )
+    if items is None:
+        items = [NewTopic(name, 1, 1) if operation is CREATE_TOPICS else name for name in names]
+    topics = []
+    for name, item in zip(names, items, strict=True):
+        cost = operation.known_cost(item)
+        topics.append(Topic(name, item, call, None, cost if cost is not None else 0, operation.records(item)))
+    engine.submit(call, topics)
+    return topics
+
+
+def answer(
+    engine: Engine, request: Request, results: dict[str, BaseException | None], at: float, throttle_s: float = 0.0
+) -> Outbox:
+    """The broker's response at ``at``: its throttle event first (librdkafka queues it before the result)."""
+    if throttle_s:
+        engine.on_throttle(1, throttle_s, at)
+    engine.on_results(request, results, at)
+    return engine.step(at)
+
+
+def sent(out: Outbox) -> Request:
+    assert out.send is not None, f"nothing sent (wake at {out.wake_at})"
+    return out.send
+
+
+def outcomes(out: Outbox) -> dict[str, BaseException | None]:
+    return {topic.name: exc for topic, exc in out.settle}
+
+
+def test_only_the_throttled_topics_are_re_sent_each_time_after_exactly_the_brokers_throttle() -> None:
+    engine, sink = reached(), Timed()
+    submit(engine, ["a", "b", "c"])
+    first = sent(drain(engine.step(0.0), sink))
+    out = drain(answer(engine, first, {"a": None, "b": quota_refusal(), "c": quota_refusal()}, 0.01, 0.05), sink)
+    assert outcomes(out) == {"a": None}
+    assert out.send is None
+    assert out.wake_at == pytest.approx(0.06)  # the broker's throttle, not retry.backoff.ms
+    second = sent(drain(engine.step(out.wake_at), sink))
+    assert second.names == ["b", "c"]
+    out = drain(answer(engine, second, {"b": None, "c": quota_refusal()}, 0.07, 0.05), sink)
+    assert outcomes(out) == {"b": None}
+    assert out.wake_at == pytest.approx(0.12)
+    third = sent(drain(engine.step(out.wake_at), sink))
+    assert third.names == ["c"]
+    assert outcomes(drain(answer(engine, third, {"c": None}, 0.13), sink)) == {"c": None}
+    assert sink.violations == 3
+    assert sink.retries == 2
+    assert sink.throttles == [50.0, 50.0, 0.0]  # each response's throttle once, zeros included
+    assert sink.backoffs == pytest.approx([0.05, 0.05])
+
+
+def test_a_topic_refused_again_with_no_time_left_for_the_throttle_fails_at_once_with_it() -> None:
+    """Java fails a topic still being retried at the deadline with the throttle that remains; the engine does not
+    wait for a deadline the throttle outlasts: it fails the topic as soon as the throttle says so."""
+    engine = reached()
+    submit(engine, ["a"], timeout_s=0.5)
+    out = engine.step(0.0)
+    sends = 0
+    now = 0.0
+    while out.send is not None:
+        sends += 1
+        now += 0.01
+        out = answer(engine, out.send, {"a": quota_refusal()}, now, 0.2)
+        if out.send is None and not out.settle:
+            now = out.wake_at
+            out = engine.step(now)
+    exc = settled(out)
+    assert isinstance(exc, ThrottlingQuotaExceededException), repr(exc)
+    assert (exc.topic, exc.throttle_time_ms) == ("a", 200)  # the throttle left: all of it, refused just now
+    assert sends == 3  # at 0, 0.21 and 0.42; a fourth would go at 0.63, past the deadline
+    assert now == pytest.approx(0.43)  # failed when refused, not at the deadline (0.5)
+
+
+def test_a_throttle_longer_than_the_deadline_fails_every_refused_topic_at_once_without_waiting() -> None:
+    engine = reached()
+    submit(engine, ["a", "b"], timeout_s=2.0)
+    out = answer(engine, sent(engine.step(0.0)), {"a": quota_refusal(), "b": quota_refusal()}, 0.01, 30.0)
+    errors = outcomes(out)
+    assert set(errors) == {"a", "b"}
+    for name, exc in errors.items():
+        assert isinstance(exc, ThrottlingQuotaExceededException), repr(exc)
+        assert (exc.topic, exc.throttle_time_ms) == (name, 30000)
+    assert out.send is None
+
+
+def test_error_89_without_a_throttle_backs_off_from_about_a_round_trip_doubling_not_from_retry_backoff_ms() -> None:
+    engine = reached(RetryBackoff(initial_ms=100, max_ms=1000, jitter=0.0))  # retry.backoff.ms = 100
+    submit(engine, ["t"])
+    out = engine.step(0.0)
+    waits = []
+    now = 0.0
+    for refusals_left in (3, 2, 1, 0):
+        now += 0.01  # every answer takes 10 ms
+        out = answer(engine, sent(out), {"t": quota_refusal() if refusals_left else None}, now)
+        if not refusals_left:
+            assert outcomes(out) == {"t": None}
+            break
+        assert out.send is None
+        waits.append(out.wake_at - now)
+        now = out.wake_at
+        out = engine.step(now)
+    # 5 ms at first (no answer measured yet), then one round trip (10 ms) doubled per refusal without progress
+    assert waits == pytest.approx([0.005, 0.02, 0.04])
+
+
+def test_topics_refused_together_without_a_throttle_are_re_sent_together_and_progress_resets_the_back_off() -> None:
+    engine = reached()
+    submit(engine, ["a", "b", "c"])
+    out = answer(engine, sent(engine.step(0.0)), dict.fromkeys("abc", quota_refusal()), 0.01)
+    retry = sent(engine.step(out.wake_at))
+    assert retry.names == ["a", "b", "c"]  # one back-off for the call: they go out together again
+    now = retry.sent_at + 0.01
+    out = answer(engine, retry, {"a": quota_refusal(), "b": None, "c": quota_refusal()}, now)
+    assert outcomes(out) == {"b": None}
+    # "b" made progress: back at the start (one round trip), not doubled to two
+    assert out.wake_at - now == pytest.approx(0.01)
+    last = sent(engine.step(out.wake_at))
+    assert last.names == ["a", "c"]
+
+
+def test_the_next_call_waits_out_a_throttle_whose_end_never_moves_backwards() -> None:
+    engine = reached()
+    submit(engine, ["a"])
+    # admitted, with a throttle (Kafka to librdkafka's versions): applied before the result reaches the caller
+    out = answer(engine, sent(engine.step(0.0)), {"a": None}, 0.01, 0.5)
+    assert outcomes(out) == {"a": None}
+    engine.on_throttle(1, 0.0, 0.1)  # librdkafka's event when the throttle drops back to 0
+    engine.on_throttle(1, 0.1, 0.2)  # a shorter throttle (of another method's response) ends at 0.3
+    submit(engine, ["b"], at=0.2, operation=DELETE_TOPICS)  # the gate covers every mutation
+    out = engine.step(0.2)
+    assert out.send is None
+    assert out.wake_at == pytest.approx(0.51)
+    assert engine.step(0.3).send is None
+    assert sent(engine.step(0.51)).names == ["b"]
+
+
+def test_a_throttle_reported_during_the_wait_extends_it() -> None:
+    engine = reached()
+    submit(engine, ["a"])
+    answer(engine, sent(engine.step(0.0)), {"a": None}, 0.01, 0.3)
+    submit(engine, ["b"], at=0.02)
+    assert engine.step(0.02).wake_at == pytest.approx(0.31)
+    engine.on_throttle(2, 0.6, 0.1)  # another node's throttle: the gate is the latest end over all nodes
+    out = engine.step(0.31)
+    assert out.send is None
+    assert out.wake_at == pytest.approx(0.7)
+    assert sent(engine.step(0.7)).names == ["b"]
+
+
+def test_a_call_queued_behind_an_unanswered_request_is_failed_as_not_sent_by_its_deadline() -> None:
+    engine = reached()
+    submit(engine, ["stuck"], timeout_s=30.0)
+    hung = sent(engine.step(0.0))  # never answered
+    submit(engine, ["other"], at=0.01, operation=DELETE_TOPICS, timeout_s=0.3)
+    out = engine.step(0.01)
+    assert out.send is None
+    assert out.wake_at == pytest.approx(0.31)
+    out = engine.step(0.31)
+    [(topic, exc)] = out.settle
+    assert topic.name == "other"
+    assert isinstance(exc, NotSentError), repr(exc)  # certainly not applied
+    assert exc.args[0].code() == KafkaError._TIMED_OUT
+    assert "not sent" in str(exc)
+    assert out.send is None
+    assert engine.in_flight is hung  # one request in flight: nothing else went out meanwhile
+
+
+def test_queued_calls_of_one_kind_share_the_next_request_and_other_kinds_wait_their_turn() -> None:
+    engine = reached()
+    submit(engine, ["first"])
+    first = sent(engine.step(0.0))
+    submit(engine, ["a1", "a2"], at=0.01)
+    submit(engine, ["b1"], at=0.02)
+    submit(engine, ["gone"], at=0.03, operation=DELETE_TOPICS)
+    assert engine.step(0.03).send is None  # one request in flight
+    shared = sent(answer(engine, first, {"first": None}, 0.04))
+    assert (shared.kind.operation, shared.names) == (CREATE_TOPICS, ["a1", "a2", "b1"])
+    turn = sent(answer(engine, shared, dict.fromkeys(shared.names), 0.05))
+    assert (turn.kind.operation, turn.names) == (DELETE_TOPICS, ["gone"])
+
+
+def test_requests_stay_under_kafkas_ten_thousand_records_per_operation() -> None:
+    """QuorumController refuses a whole CreateTopics that makes more than MAX_RECORDS_PER_USER_OP = 10,000 metadata
+    records (one TopicRecord, one PartitionRecord per partition, one ConfigRecord per override)."""
+    engine = reached()
+    names = [f"wide{i}" for i in range(30)]
+    items: list[object] = [NewTopic(name, 500, 1, config={"retention.ms": "1000"}) for name in names]
+    submit(engine, names, items=items)
+    first = sent(engine.step(0.0))
+    assert len(first.topics) == 19  # 19 x 502 = 9538 records: a 20th would pass 10,000
+    second = sent(answer(engine, first, dict.fromkeys(first.names), 0.01))
+    assert second.names == names[19:]
+
+
+def test_request_timeouts_never_outlive_the_call_and_the_callers_own_caps_are_kept() -> None:
+    engine = reached()
+    submit(engine, ["a"], timeout_s=3.0, validate_only=True, request_timeout_s=99.0, operation_timeout_s=5.0)
+    create = sent(engine.step(0.0))
+    assert create.kwargs["validate_only"] is True
+    assert create.kwargs["request_timeout"] <= 3.0  # librdkafka's own request ends by the call's deadline
+    assert create.kwargs["operation_timeout"] < 3.0  # the controller's ends before it, with a margin
+    submit(engine, ["a"], at=0.01, operation=DELETE_TOPICS, request_timeout_s=1.5, operation_timeout_s=0.5)
+    delete = sent(answer(engine, create, {"a": None}, 0.01))
+    assert delete.kwargs == {"request_timeout": 1.5, "operation_timeout": 0.5}  # no validate_only for deletes
+
+
+def test_a_withdrawn_topic_is_never_sent_and_one_in_flight_cannot_be_withdrawn() -> None:
+    engine = reached()
+    [first] = submit(engine, ["first"])
+    in_flight = sent(engine.step(0.0))
+    keep, drop = submit(engine, ["keep", "drop"], at=0.01)
+    assert engine.withdraw(drop, 0.02)
+    assert not engine.withdraw(first, 0.02)  # handed to librdkafka: too late
+    later = sent(answer(engine, in_flight, {"first": None}, 0.03))
+    assert later.names == ["keep"]
+    assert outcomes(answer(engine, later, {"keep": None}, 0.04)) == {"keep": None}
+    assert not engine.withdraw(keep, 0.05)  # resolved: too late

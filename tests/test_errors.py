@@ -148,6 +148,18 @@ def test_a_pickled_kind_loads_in_another_process() -> None:
     ]
 
 
+def test_the_quota_exception_is_a_retriable_kafka_exception_with_its_throttle_and_topic() -> None:
+    error = ThrottlingQuotaExceededException(1234, "t")
+    assert isinstance(error, KafkaException)
+    assert error.args[0].code() == KafkaError.THROTTLING_QUOTA_EXCEEDED
+    assert error.args[0].retriable()  # Java's ThrottlingQuotaExceededException extends RetriableException
+    assert "The throttling quota has been exceeded." in str(error)
+    assert "1234" in str(error)
+    copy = pickle.loads(pickle.dumps(error))
+    assert (copy.throttle_time_ms, copy.topic) == (1234, "t")
+    assert str(ThrottlingQuotaExceededException(0).args[0].str()) == "The throttling quota has been exceeded."
+
+
 def test_the_tree() -> None:
     assert issubclass(CannotConnectError, NotSentError)
     assert issubclass(PossiblyAppliedError, OutcomeUnknownError)

@@ -76,6 +76,30 @@ def test_raising_conf_callbacks_change_no_outcome(
         assert len(_contained_logs(caplog, name)) == 1, f"{name} failures logged once"
 
 
+def test_the_users_throttle_cb_gets_the_brokers_throttle_even_though_the_client_owns_the_callback(
+    quota_broker: BrokerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    broker = quota_broker(controller_mutation_rate=10, quota_window_num=1)  # librdkafka's v4: admitted, throttled
+    seen: list[float] = []
+    called = threading.Event()
+
+    def throttle_cb(event: Any) -> None:
+        seen.append(event.throttle_time)
+        called.set()
+        raise RuntimeError("a bug in the user's callback")
+
+    caplog.set_level(logging.ERROR, logger="throttled_admin")
+    with admin_for(broker, {"throttle_cb": throttle_cb}) as admin:
+        assert outcomes(admin.create_topics([NewTopic("big", 15, 1)])) == {"big": None}  # K = -5: 500 ms
+        assert called.wait(10)
+    # close() has waited for the user's code: the containment is logged
+    [record] = mutation_requests(broker)
+    assert record.throttle_time_ms > 0
+    assert seen[0] == pytest.approx(record.throttle_time_ms / 1000)
+    assert set(seen[1:]) <= {0.0}  # librdkafka's event when a later response's throttle is back to 0
+    assert len(_contained_logs(caplog, "throttle_cb from conf raised")) == 1
+
+
 def test_slow_conf_callback_does_not_delay_outcomes(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()
     flowing = threading.Event()
@@ -370,6 +394,7 @@ def test_objects_changed_after_the_call_are_not_what_a_retry_sends(quota_broker:
         ({"metrics_num_samples": 0}, {}, ValueError, "metrics_num_samples"),
         ({"metrics_sample_window_ms": True}, {}, ValueError, "metrics_sample_window_ms"),
         ({"default_api_timeout_ms": 0}, {}, ValueError, "default_api_timeout_ms"),
+        ({"default_api_timeout_ms": -1}, {}, ValueError, "default_api_timeout_ms"),
         ({"default_api_timeout_ms": 1.5}, {}, ValueError, "default_api_timeout_ms"),
         ({"retry_on_quota_violation": "yes"}, {}, TypeError, "retry_on_quota_violation"),
         ({"mutation_quota": 5}, {}, TypeError, "mutation_quota"),

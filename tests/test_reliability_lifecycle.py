@@ -137,6 +137,7 @@ def test_close_fails_pending_topics_with_destroy(quota_broker: BrokerFactory) ->
     exc = futures["in-flight"].exception(0)
     assert exc is not None
     assert error_code(exc) == KafkaError._DESTROY
+    assert "closed" in str(exc)
 
 
 def test_close_with_a_request_in_flight_is_truthful(quota_broker: BrokerFactory) -> None:
@@ -150,6 +151,24 @@ def test_close_with_a_request_in_flight_is_truthful(quota_broker: BrokerFactory)
         time.sleep(0.02)
     admin.close()
     assert_truthful("create", outcomes(futures, timeout_s=0), broker.topics())
+
+
+def test_close_interrupts_a_wait_for_the_brokers_throttle(quota_broker: BrokerFactory) -> None:
+    """A call waiting out a 30 s throttle (KIP-219) when close() comes: close() returns without waiting for the
+    throttle, and the call's topic fails with _DESTROY saying it was not sent."""
+    broker = quota_broker(controller_mutation_rate=1, quota_window_num=1)  # librdkafka's v4: admitted, throttled
+    admin = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    assert outcomes(admin.create_topics([NewTopic("first", 31, 1)])) == {"first": None}  # K = -30: a 30 s throttle
+    waiting = admin.create_topics([NewTopic("second", 1, 1)], timeout_ms=60000)
+    closer = threading.Thread(target=admin.close)
+    closer.start()
+    closer.join(15)  # half the throttle: a close() that waited it out would still be running
+    assert not closer.is_alive(), "close() waited for the broker's throttle"
+    exc = waiting["second"].exception(0)
+    assert exc is not None
+    assert error_code(exc) == KafkaError._DESTROY
+    assert "not sent" in str(exc)
+    assert [r.api_name for r in broker.request_log() if r.api_name == "CreateTopics"] == ["CreateTopics"]
 
 
 @pytest.mark.parametrize(

@@ -149,12 +149,18 @@ def test_the_rate_is_learned_from_throttles_within_five_percent(quota_broker: Br
 
 def test_retry_off_under_a_throttle_fails_at_once_with_the_remaining_throttle(quota_broker: BrokerFactory) -> None:
     broker = quota_broker(controller_mutation_rate=10, quota_window_num=1)
+    broker.create_topic("other", 1)
     with client(broker, retry_on_quota_violation=False) as admin:
         assert outcomes(admin.create_topics([NewTopic("big", 30, 1)])) == {"big": None}  # K = -20: 2 s throttle
         [error] = outcomes(admin.create_topics([NewTopic("next", 1, 1)])).values()
-    assert isinstance(error, ThrottlingQuotaExceededException)
-    assert 1000 <= error.throttle_time_ms <= 2000
-    assert "next" not in broker.topics()
+        [other] = outcomes(admin.delete_topics(["other"])).values()  # the throttle holds every mutation back
+        metrics = admin.metrics()
+    for exc in (error, other):
+        assert isinstance(exc, ThrottlingQuotaExceededException)
+        assert 1000 <= exc.throttle_time_ms <= 2000
+    assert [r.api_name for r in broker.request_log() if r.api_key in (19, 20, 37)] == ["CreateTopics"]  # sent nothing
+    assert broker.topics() == {"big": 30, "other": 1}
+    assert metrics["quota-violation-total"] == 2  # refused locally, counted as the broker's refusals are
 
 
 def test_a_caller_waiting_for_its_result_takes_the_answer_on_its_own_thread(quota_broker: BrokerFactory) -> None:

@@ -99,7 +99,13 @@ def test_isinstance_and_dir() -> None:
     try:
         assert isinstance(client, AdminClient)
         assert isinstance(client, PortedAdminClient)
-        for name in ("list_topics", "describe_configs", "incremental_alter_configs", "describe_topics"):
+        for name in (
+            "list_topics",
+            "describe_configs",
+            "incremental_alter_configs",
+            "describe_topics",
+            "describe_cluster",
+        ):
             assert name in dir(client)
             # Inherited: confluent-kafka's own method and signature, behind a fork check (in a forked child
             # librdkafka's handle is dead; the check raises instead of letting the call hang) and the tracking of

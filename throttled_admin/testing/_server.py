@@ -91,6 +91,8 @@ class RequestRecord:
     errors: dict[str, int] = field(default_factory=dict)
     garbled: str | None = None  # how garble_next altered the response ("drop-last", "add", "double")
     delay_s: float = 0.0  # how long delay_next held the response back (on top of set_latency)
+    timeout_ms: int | None = None  # a mutation's timeout_ms field (the controller's deadline); None for other APIs
+    validate_only: bool | None = None  # CreateTopics' and CreatePartitions' validate_only; None for other APIs
 
     @property
     def held_s(self) -> float:
@@ -256,6 +258,8 @@ class _Answer:
     garbled: str | None = None
     delay_s: float = 0.0
     mute_ms: int = 0  # how long the connection is muted after the answer (KIP-219)
+    timeout_ms: int | None = None  # what the mutation request asked of the controller
+    validate_only: bool | None = None
 
 
 class _Refused(Exception):
@@ -504,6 +508,8 @@ class Server:
             errors=handled.errors,
             garbled=answer.garbled,
             delay_s=answer.delay_s,
+            timeout_ms=answer.timeout_ms,
+            validate_only=answer.validate_only,
         )
         with self._records_lock:
             self._records.append(record)
@@ -549,7 +555,12 @@ class Server:
             raise _Refused(f"cannot decode {name} v{context.api_version}: {type(exc).__name__}") from None
         decode_s = time.perf_counter() - started
         context.injected_error = self.faults.take_failure(context.api_key)
+        timeout_ms: int | None = None
+        validate_only: bool | None = None
         if context.api_key in CONTROLLER_APIS:
+            timeout_ms = int(request.timeout_ms)
+            if hasattr(request, "validate_only"):  # not in DeleteTopics
+                validate_only = bool(request.validate_only)
             # ControllerApis turns timeout_ms into the controller's deadline when the request arrives
             # (requestTimeoutMsToDeadlineNs: now + timeout_ms); the event then waits for the controller.
             context.deadline = received_at + int(request.timeout_ms) / 1000
@@ -587,7 +598,7 @@ class Server:
             # recordNoThrottle: it counts against the entity's next request.
             network_ms = (decode_s + time.perf_counter() - encode_started) * 1000
             quotas.record_request_time(principal, client_id, network_ms, node_id=context.node_id, check_quota=False)
-        return _Answer(handled, encoded, throttle_ms, garbled, delay_s, mute_ms)
+        return _Answer(handled, encoded, throttle_ms, garbled, delay_s, mute_ms, timeout_ms, validate_only)
 
     @staticmethod
     def _encode(response: Any, correlation_id: int) -> bytes:

@@ -1,0 +1,184 @@
+"""What a caller of ThrottledAdminClient meets before any transport is involved, against a real QuotaBroker over
+loopback: bad input is refused with a clear error and nothing is sent (the broker's request log shows it), option
+objects are frozen values, and the futures of inherited methods resolve once.
+
+The client's behaviour with the broker in the loop is in tests/test_client_e2e.py and the reliability tests; the
+scheduler's decisions are the engine's, on simulated time (tests/test_engine_rules.py, tests/test_engine_model.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from throttled_admin import (
+    CreatePartitionsOptions,
+    CreateTopicsOptions,
+    DeleteTopicsOptions,
+    NewPartitions,
+    NewTopic,
+    ThrottledAdminClient,
+)
+from throttled_admin.testing import QuotaBroker
+
+MUTATIONS = ("CreateTopics", "DeleteTopics", "CreatePartitions")
+_sentinels = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[QuotaBroker]:
+    with QuotaBroker() as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def module_client(broker: QuotaBroker) -> Iterator[ThrottledAdminClient]:
+    with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers, "client.id": "contract"}) as admin:
+        yield admin
+
+
+@pytest.fixture
+def client(broker: QuotaBroker, module_client: ThrottledAdminClient) -> ThrottledAdminClient:
+    broker.clear_request_log()
+    return module_client
+
+
+def topics(*names: str) -> list[NewTopic]:
+    return [NewTopic(n, 1, 1) for n in names]
+
+
+def assert_nothing_sent(broker: QuotaBroker, client: ThrottledAdminClient) -> None:
+    """A later call's request is the only mutation the broker has seen: anything a refused call had queued would
+    have gone out before it, or with it (one request in flight, in the order the calls were made)."""
+    sentinel = f"sentinel-{next(_sentinels)}"
+    assert client.create_topics(topics(sentinel))[sentinel].exception(30) is None
+    assert [r.errors for r in broker.request_log() if r.api_name in MUTATIONS] == [{sentinel: 0}]
+
+
+# -- bad input: a clear error before anything is sent ----------------------------------------------
+
+BAD_CREATES: list[tuple[Any, type[Exception], str]] = [
+    ("a-topic", TypeError, "must be a list of NewTopic, got str"),
+    ([], ValueError, "non-empty list"),
+    ([NewTopic("ok", 1, 1), "x"], TypeError, r"new_topics\[1\] must be NewTopic"),
+    (topics("bad name"), ValueError, "topic 'bad name'.*illegal"),
+    (topics("."), ValueError, "cannot be"),
+    (topics("x" * 250), ValueError, "longer than 249"),
+    (topics("dup", "dup"), ValueError, "'dup' appears more than once"),
+    (topics("a.b", "a_b"), ValueError, "'a.b' and 'a_b' collide"),
+    ([NewTopic("zero", 0, 1)], ValueError, "topic 'zero': num_partitions must be >= 1"),
+    ([NewTopic("neg", -2, 1)], ValueError, "topic 'neg': num_partitions"),
+    ([NewTopic("rf", 1, 0)], ValueError, "topic 'rf': replication_factor"),
+    ([NewTopic("both", replication_factor=2, replica_assignment=[[1, 2]])], ValueError, "'both'.*not both"),
+    ([NewTopic("twice", replica_assignment=[[1, 1]])], ValueError, "'twice'.*broker twice"),
+    ([NewTopic("ragged", replica_assignment=[[1], [1, 2]])], ValueError, "'ragged'.*same number"),
+]
+
+
+@pytest.mark.parametrize(("new_topics", "error", "message"), BAD_CREATES)
+def test_bad_create_input_is_refused_before_sending(
+    broker: QuotaBroker, client: ThrottledAdminClient, new_topics: Any, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        client.create_topics(new_topics)
+    assert_nothing_sent(broker, client)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda c: c.delete_topics(["ok", 5]), TypeError, r"topics\[1\] must be topic name"),
+        (lambda c: c.delete_topics(["a", "a"]), ValueError, "'a' appears more than once"),
+        (lambda c: c.delete_topics([]), ValueError, "non-empty"),
+        (lambda c: c.create_partitions([NewPartitions("p", 0)]), ValueError, "topic 'p': new_total_count"),
+        (lambda c: c.create_partitions([NewTopic("p", 1, 1)]), TypeError, "must be NewPartitions"),
+        (lambda c: c.create_topics(topics("a"), timeout_ms=0), ValueError, "timeout_ms must be a positive int"),
+        (lambda c: c.create_topics(topics("a"), colour="red"), TypeError, "unexpected keyword argument.*colour"),
+        (lambda c: c.delete_topics(["a"], validate_only=True), TypeError, "validate_only"),
+        (lambda c: c.create_topics(topics("a"), options=DeleteTopicsOptions()), TypeError, "CreateTopicsOptions"),
+    ],
+)
+def test_bad_input_of_every_call_is_refused_before_sending(
+    broker: QuotaBroker, client: ThrottledAdminClient, call: Any, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        call(client)
+    assert_nothing_sent(broker, client)
+
+
+def test_names_that_collide_in_a_create_are_each_sent_in_a_delete(
+    broker: QuotaBroker, client: ThrottledAdminClient
+) -> None:
+    """Kafka refuses to create both "a.b" and "a_b" (their metric names collide); deleting both is fine, and each
+    gets the broker's own answer."""
+    broker.create_topic("a.b", 1)
+    results = {name: f.exception(30) for name, f in client.delete_topics(["a.b", "a_b"]).items()}
+    assert results["a.b"] is None
+    missing = results["a_b"]
+    assert isinstance(missing, KafkaException)
+    assert missing.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    assert [r.errors for r in broker.request_log() if r.api_name == "DeleteTopics"] == [
+        {"a.b": 0, "a_b": KafkaError.UNKNOWN_TOPIC_OR_PART}
+    ]
+
+
+# -- option objects, the futures of inherited methods ----------------------------------------------
+
+
+def test_options_are_frozen_values_changed_by_copying() -> None:
+    options = CreateTopicsOptions(timeout_ms=1000)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.timeout_ms = 5  # type: ignore[misc]
+    assert dataclasses.replace(options, validate_only=True) == CreateTopicsOptions(timeout_ms=1000, validate_only=True)
+    assert CreatePartitionsOptions().retry_on_quota_violation is None
+    assert "timeout_ms=1000" in repr(options)
+    with pytest.raises(ValueError, match="request_timeout"):
+        CreateTopicsOptions(request_timeout=-1)
+
+
+def test_inherited_futures_resolve_once_whichever_of_librdkafka_and_close_comes_first() -> None:
+    """The futures of inherited methods are chained to librdkafka's: its outcome passes through unchanged until
+    close(), which fails those still pending; librdkafka completing one later changes nothing and raises
+    nowhere. Ours are settled on the client's callback pool, never on librdkafka's thread."""
+    from throttled_admin._client import _fail_inherited, _InheritedFutures
+    from throttled_admin._driver.user_code import CallbackRunner
+
+    runner = CallbackRunner()
+    inherited = _InheritedFutures(runner)
+    theirs: dict[str, Future[Any]] = {name: Future() for name in ("ok", "failed", "late")}
+    for future in theirs.values():
+        future.set_running_or_notify_cancel()
+    ours = inherited.chain("describe_configs", theirs)
+    assert type(ours) is dict
+    assert list(ours) == list(theirs)
+    assert all(type(f) is Future and f.running() and not f.cancel() for f in ours.values())
+    single = inherited.chain("describe_cluster", Future())
+    assert type(single) is Future
+    assert inherited.chain("list_topics", "metadata") == "metadata"  # anything else as it is
+    assert inherited.chain("poll", {}) == {}
+
+    theirs["ok"].set_result({"retention.ms": "1"})
+    theirs["failed"].set_exception(KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)))
+    assert ours["ok"].result(5) == {"retention.ms": "1"}
+    assert ours["failed"].exception(5).args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+    failing = _fail_inherited(inherited)
+    assert failing is not None
+    failing.join(5)
+    for name, future in (("describe_configs", ours["late"]), ("describe_cluster", single)):
+        error = future.exception(0).args[0]
+        assert error.code() == KafkaError._DESTROY
+        assert f"before {name} completed" in error.str()
+    theirs["late"].set_result({"retention.ms": "2"})  # librdkafka, after close(): no InvalidStateError
+    assert ours["late"].exception(0).args[0].code() == KafkaError._DESTROY
+
+    late_call = inherited.chain("describe_topics", {"t": Future()})  # a call that raced close()
+    assert late_call["t"].exception(0).args[0].code() == KafkaError._DESTROY
+    assert _fail_inherited(inherited) is None  # nothing left to fail, no thread
+    runner.close(time.monotonic() + 5)
