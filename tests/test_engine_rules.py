@@ -32,6 +32,8 @@ from throttled_admin._engine import (
     RetryBackoff,
     Topic,
 )
+from throttled_admin._engine.machine import MAX_TOPICS_PER_REQUEST
+from throttled_admin._engine.visibility import READ_BEFORE_DEADLINE_S, READ_WHILE_SENDING_S
 
 BAD_MSG = KafkaException(KafkaError(KafkaError._BAD_MSG, "Local: Bad message format"))
 
@@ -482,6 +484,53 @@ def test_delete_applied_during_a_read_for_other_names_is_not_resolved_by_it() ->
     assert out.read_views == ["b"]  # asked about at once
     engine.on_views({0: {}, 1: {}, 2: {}}, 0.05)
     assert [topic.name for topic, exc in engine.step(0.05).settle if exc is None] == ["b"]
+
+
+def bulk_wait_call(requests: int, timeout_s: float = 30.0) -> tuple[Engine, list[Request]]:
+    """A wait_for_metadata create of ``requests`` full requests' worth of topics and one more, its first request
+    answered at 0.01 (its topics applied) and read about at once."""
+    names = [f"t{i}" for i in range(MAX_TOPICS_PER_REQUEST * requests + 1)]
+    engine, _, first = engine_with(names, wait=True, timeout_s=timeout_s)
+    assert first.send is not None
+    engine.on_results(first.send, dict.fromkeys(first.send.names), 0.01)
+    out = engine.step(0.01)
+    assert out.read_views == first.send.names  # the first applied topics are read about at once
+    assert out.send is not None
+    return engine, [first.send, out.send]
+
+
+def test_wait_for_metadata_reads_a_call_still_sending_at_most_every_two_seconds() -> None:
+    """Found by the fleet benchmark: a read after each request (every topic of the cluster, through librdkafka on
+    SASL listeners) from 200 pipeline entities kept ten brokers from answering anything else."""
+    engine, (first, second) = bulk_wait_call(requests=2)
+    engine.on_views({1: {name: view() for name in first.names}}, 0.02)
+    assert len(engine.step(0.02).settle) == MAX_TOPICS_PER_REQUEST
+    engine.on_results(second, dict.fromkeys(second.names), 0.03)
+    out = engine.step(0.03)
+    assert out.read_views is None  # read 0.02 s ago, and the call still sends
+    assert out.send is not None  # the last topic
+    assert out.wake_at <= 0.01 + READ_WHILE_SENDING_S
+    out = engine.step(0.01 + READ_WHILE_SENDING_S)
+    assert out.read_views == second.names
+
+
+def test_wait_for_metadata_reads_a_call_at_once_when_it_has_nothing_left_to_send() -> None:
+    engine, (first, second) = bulk_wait_call(requests=1)
+    engine.on_views({1: {name: view() for name in first.names}}, 0.02)
+    engine.step(0.02)
+    engine.on_results(second, dict.fromkeys(second.names), 0.03)
+    assert engine.step(0.03).read_views == second.names  # the call's last request: no waiting for the interval
+
+
+def test_wait_for_metadata_reads_a_call_still_sending_from_near_its_deadline() -> None:
+    engine, (first, second) = bulk_wait_call(requests=2, timeout_s=READ_BEFORE_DEADLINE_S + 0.5)
+    engine.on_views({1: {name: view() for name in first.names}}, 0.02)
+    engine.step(0.02)
+    engine.on_results(second, dict.fromkeys(second.names), 0.03)
+    out = engine.step(0.03)
+    assert out.send is not None  # left unanswered
+    assert out.wake_at <= 0.5
+    assert engine.step(0.5).read_views == second.names  # before the two seconds: the deadline is near
 
 
 # -- KIP-599 retries, the KIP-219 gate, deadlines and request composition ------------------------------------------

@@ -1,16 +1,20 @@
 """The contact watch behind the fast metadata reads of the command line and provisioning
-(``throttled_admin._driver.metadata_read``): what librdkafka's error_cb reports, as values."""
+(``throttled_admin._driver.metadata_read``): what librdkafka's error_cb reports, as values; and how often a read
+asks a slow cluster."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient
 
 from throttled_admin import CannotConnectError
-from throttled_admin._driver.metadata_read import ContactWatch
+from throttled_admin._driver.metadata_read import ContactWatch, read_metadata
 from throttled_admin._engine import FIRST_CONTACT_TIMEOUT_S
+from throttled_admin.testing import QuotaBroker
 
 REFUSED = KafkaError(
     KafkaError._TRANSPORT,
@@ -64,3 +68,18 @@ def test_other_errors_are_neither_fatal_nor_connect_failures() -> None:
     watch.on_error(KafkaError(KafkaError._TRANSPORT, "127.0.0.1:9/1: Disconnected (after 10ms in state UP)"))
     watch.check_fatal()
     watch.check_unreachable(LONG_AGO)
+
+
+def test_a_slow_cluster_is_asked_a_few_times_not_four_times_a_second(quota_broker: Callable[..., QuotaBroker]) -> None:
+    """Found by the fleet benchmark: every 0.25 s slice of a read sent a Metadata request of its own, so 200 clients
+    waiting for slow brokers kept them too busy to answer. Slices now double (0.25, 0.5, 1, 2 s)."""
+    broker = quota_broker()
+    watch = ContactWatch()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers, "error_cb": watch.on_error, "log_level": 0})
+    read_metadata(admin, watch, 10.0)  # connected, and librdkafka's own start-up requests are answered
+    before = len([r for r in broker.request_log() if r.api_name == "Metadata"])
+    broker.delay_next("Metadata", 3.0, count=20)  # every answer 3 s late
+    metadata = read_metadata(admin, watch, 30.0)
+    sent = len([r for r in broker.request_log() if r.api_name == "Metadata"]) - before
+    assert metadata.brokers
+    assert sent <= 5, f"{sent} Metadata requests for one read (0.25 s slices: about 12)"

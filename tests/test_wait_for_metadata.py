@@ -13,10 +13,12 @@ from collections.abc import Callable
 from concurrent.futures import Future
 
 import pytest
+from confluent_kafka.admin._metadata import ClusterMetadata
 from kafka.protocol.metadata.metadata import MetadataRequest
 
 from tests.wire import WireClient
 from throttled_admin import NewPartitions, NewTopic, NotYetVisibleError, ThrottledAdminClient
+from throttled_admin._driver.broker_views import _answered_by
 from throttled_admin.aio import AIOThrottledAdminClient
 from throttled_admin.testing import QuotaBroker
 
@@ -144,6 +146,18 @@ def test_over_sasl_each_broker_is_asked_itself(quota_broker: BrokerFactory) -> N
     assert "secret" not in str(exc)
     asked = {r.node_id for r in broker.request_log() if r.api_name == "Metadata" and r.principal == "alice"}
     assert asked == {0, 1, 2}
+
+
+def test_an_answer_from_a_tls_or_sasl_bootstrap_connection_counts_as_that_brokers() -> None:
+    """librdkafka names a TLS or SASL broker with its protocol ("sasl_ssl://host:port/bootstrap"); an answer from
+    the bootstrap connection, which has no node id yet, is that address's view."""
+    metadata = ClusterMetadata()
+    metadata.orig_broker_id = -1
+    metadata.orig_broker_name = "sasl_plaintext://127.0.0.1:9092/bootstrap"
+    assert _answered_by(metadata, 0, "127.0.0.1:9092")
+    assert not _answered_by(metadata, 1, "127.0.0.1:9093")
+    metadata.orig_broker_name = "127.0.0.1:9093/1"
+    assert _answered_by(metadata, 1, "127.0.0.1:9093")
 
 
 def test_the_views_are_read_beside_a_muted_connection_not_through_it(quota_broker: BrokerFactory) -> None:

@@ -173,8 +173,9 @@ def _answered_by(metadata: ClusterMetadata, node_id: int, address: str) -> bool:
     """The answer came from that broker: its id, or its address (librdkafka's bootstrap broker has no id yet)."""
     if metadata.orig_broker_id == node_id:
         return True
-    name = str(metadata.orig_broker_name or "")
-    return name.rsplit("/", 1)[0] == address
+    # librdkafka's name: "host:port/id" in plaintext, "sasl_ssl://host:port/bootstrap" with TLS or SASL
+    name = str(metadata.orig_broker_name or "").rsplit("/", 1)[0]
+    return name.rpartition("://")[2] == address
 
 
 def _view(metadata: ClusterMetadata, names: list[str]) -> dict[str, TopicView]:

@@ -50,7 +50,13 @@ from throttled_admin._engine.redpanda import RedpandaHold
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.round_trip import MIN_SAMPLES, RoundTrip
 from throttled_admin._engine.throttle import ThrottleTracker
-from throttled_admin._engine.visibility import BrokerViews, Visibility, lagging
+from throttled_admin._engine.visibility import (
+    READ_BEFORE_DEADLINE_S,
+    READ_WHILE_SENDING_S,
+    BrokerViews,
+    Visibility,
+    lagging,
+)
 from throttled_admin._engine.work import Call, RequestKind, Topic
 from throttled_admin._errors import (
     ThrottlingQuotaExceededException,
@@ -176,8 +182,9 @@ class Engine:
         self._visibility = Visibility()
         self._round_trip = RoundTrip()
         self._calls: dict[int, Call] = {}  # in submission order
-        # topic name -> the topics of every pending call that name it, in submission order (rule a)
-        self._holders: dict[str, list[Topic]] = {}
+        # rule a: name -> the pending topics of that name in call order; a lone topic is held as itself (no list per
+        # topic of a bulk call), names shared by pending calls as a list
+        self._holders: dict[str, Topic | list[Topic]] = {}
         self._request: Request | None = None
         self._auth_error: tuple[KafkaError, float] | None = None  # (error, when it was reported)
         self._reached = False  # a request of this client got through to a broker
@@ -215,7 +222,12 @@ class Engine:
             raise RuntimeError("ThrottledAdminClient is closed")
         for topic in topics:
             call.queued[topic.name] = topic
-            self._holders.setdefault(topic.name, []).append(topic)
+            held = self._holders.setdefault(topic.name, topic)
+            if held is not topic:
+                if isinstance(held, list):
+                    held.append(topic)
+                else:
+                    self._holders[topic.name] = [held, topic]
         call.unsettled = len(topics)
         self._calls[call.id] = call
         if not topics:
@@ -369,17 +381,35 @@ class Engine:
         self._out.metrics.append(event)
 
     def _ask_views(self, now: float) -> float:
-        """wait_for_metadata: ask for every broker's Metadata when a read is due; returns when the next is."""
-        names = [name for call in self._calls.values() for name in call.awaiting]
+        """wait_for_metadata: ask for every broker's Metadata when a read is due; returns when the next is. The
+        topics of a call still sending are read at most every READ_WHILE_SENDING_S (``visibility``)."""
+        names: list[str] = []
+        deferred_until = math.inf  # when a call still sending may be read next
+        calls = []
+        for call in self._calls.values():
+            if not call.awaiting:
+                continue
+            if call.queued or call.in_flight:
+                last = call.views_read_at
+                ready_at = (
+                    now if last is None else min(last + READ_WHILE_SENDING_S, call.deadline - READ_BEFORE_DEADLINE_S)
+                )
+                if now < ready_at:
+                    deferred_until = min(deferred_until, ready_at)
+                    continue
+            calls.append(call)
+            names.extend(call.awaiting)
         if not names:
-            if not self._visibility.reading:
+            if deferred_until == math.inf and not self._visibility.reading:
                 self._visibility.idle()
-            return math.inf
+            return deferred_until
         if self._visibility.due(now):
             self._visibility.read(now, names)
             self._out.read_views = names
+            for call in calls:
+                call.views_read_at = now
         wake_at = self._visibility.wake_at()
-        return math.inf if wake_at is None else wake_at
+        return min(deferred_until, math.inf if wake_at is None else wake_at)
 
     def _applied(self, topic: Topic, now: float) -> None:
         """The broker applied the topic: resolved now, or once every broker shows it (wait_for_metadata)."""
@@ -409,17 +439,20 @@ class Engine:
         holders = self._holders.get(topic.name)
         if holders is None:
             return
-        if len(holders) == 1:  # the usual case: no other call names it
-            if holders[0] is topic:
+        if not isinstance(holders, list):  # the usual case: no other call names it
+            if holders is topic:
                 del self._holders[topic.name]
             return
-        holders[:] = [held for held in holders if held is not topic]
-        if not holders:
+        rest = [held for held in holders if held is not topic]
+        if not rest:
             del self._holders[topic.name]
+        else:
+            self._holders[topic.name] = rest[0] if len(rest) == 1 else rest
 
     def _holds(self, topic: Topic) -> bool:
         """True when no earlier pending call holds the topic's name (rule a)."""
-        return self._holders[topic.name][0] is topic
+        holders = self._holders[topic.name]
+        return (holders[0] if isinstance(holders, list) else holders) is topic
 
     def _account(self, call: Call, now: float) -> None:
         if call.unsettled > 0 or self._calls.pop(call.id, None) is None:

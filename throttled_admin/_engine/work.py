@@ -110,6 +110,7 @@ class Call:
     quota_backoffs: int = 0  # error 89 with no throttle, in a row without progress: exponential back-off
     transient_retries: int = 0  # transient errors in a row without progress: exponential back-off
     error_type: str | None = None  # the first failure's type, for the call's duration metric
+    views_read_at: float | None = None  # wait_for_metadata: when its applied topics were last read about
 
     def remaining_s(self, now: float) -> float:
         return self.deadline - now

@@ -257,18 +257,22 @@ def handle_metadata(request: Any, ctx: RequestContext) -> Handled:
                 )
                 topics.append(R.MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id, partitions=[]))
                 continue
-            partitions = [
-                R.MetadataResponseTopic.MetadataResponsePartition(
-                    error_code=0,
-                    partition_index=index,
-                    leader_id=replicas[0],
-                    leader_epoch=0,
-                    replica_nodes=replicas,
-                    isr_nodes=replicas,
-                    offline_replicas=[],
-                )
-                for index, replicas in enumerate(topic.replicas)
-            ]
+            built = topic.metadata_partitions
+            if built is None or built[0] != topic.partition_count:  # partitions are only ever added
+                entries: list[object] = [
+                    R.MetadataResponseTopic.MetadataResponsePartition(
+                        error_code=0,
+                        partition_index=index,
+                        leader_id=replicas[0],
+                        leader_epoch=0,
+                        replica_nodes=replicas,
+                        isr_nodes=replicas,
+                        offline_replicas=[],
+                    )
+                    for index, replicas in enumerate(topic.replicas)
+                ]
+                built = topic.metadata_partitions = (topic.partition_count, entries)
+            partitions = built[1]
             topics.append(
                 R.MetadataResponseTopic(
                     error_code=0,
