@@ -798,7 +798,7 @@ def _broker_answer(exc: BaseException | None) -> bool:
 
 EngineModel.TestCase.settings = settings(
     max_examples=int(os.environ.get("ENGINE_MODEL_EXAMPLES", "600")),
-    stateful_step_count=30,
+    stateful_step_count=25,
     deadline=None,
     derandomize=os.environ.get("ENGINE_MODEL_RANDOM") is None,  # CI: the same steps every run; set it to explore
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
