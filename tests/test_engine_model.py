@@ -32,6 +32,7 @@ from throttled_admin import (
     OutcomeUnknownError,
     ThrottlingQuotaExceededException,
 )
+from throttled_admin._engine import machine
 from throttled_admin._engine.machine import Engine, Outbox, Request
 from throttled_admin._engine.pacer import Pacer
 from throttled_admin._engine.retry import RetryBackoff
@@ -54,6 +55,7 @@ CAP_PARTITIONS = "Excessively large number of partitions per request."
 POLICY = "Topic name is not allowed by the cluster's CreateTopicPolicy"
 REDPANDA = "Too many partition mutations requested"
 BROKERS = (1, 2, 3)
+TOPICS_PER_REQUEST = machine.MAX_TOPICS_PER_REQUEST
 
 
 def _error(code: int, text: str = "") -> KafkaException:
@@ -149,6 +151,7 @@ class EngineModel(RuleBasedStateMachine):
         self.disruptions = 0  # authentication failures, refused connections, throttles of other methods
         self.last_views: dict[int, dict[str, tuple[int, bool]] | None] = {}
         self.last_views_asked: set[str] = set()  # a view says nothing of a name it was not asked about
+        self.per_request = TOPICS_PER_REQUEST
         self.engine: Engine
 
     @initialize(
@@ -158,10 +161,25 @@ class EngineModel(RuleBasedStateMachine):
         existing=st.dictionaries(st.sampled_from(NAMES), st.integers(1, 3), max_size=4),
         cap=st.sampled_from([None, None, 4, 7]),
         reached=st.sampled_from([True, True, True, False]),
+        per_request=st.sampled_from([None, 1, 2]),
+        bulk=st.sampled_from([None, "create", "delete", "delete", "grow"]),
     )
     def start(
-        self, mode: str, paced: bool, seed: int, existing: dict[str, int], cap: int | None, reached: bool
+        self,
+        mode: str,
+        paced: bool,
+        seed: int,
+        existing: dict[str, int],
+        cap: int | None,
+        reached: bool,
+        per_request: int | None,
+        bulk: str | None,
     ) -> None:
+        # A bulk call spans several requests (the engine's MAX_TOPICS_PER_REQUEST, made small for the model): the
+        # next request is answered while the views read for the names before it is out.
+        if per_request is not None:
+            self.per_request = per_request
+            machine.MAX_TOPICS_PER_REQUEST = per_request
         self.mode = mode
         self.cap = cap
         self.cluster = dict(existing)
@@ -175,6 +193,12 @@ class EngineModel(RuleBasedStateMachine):
         if reached:  # mostly, the contact probe is answered before the first call (the rule ``probe`` is rarer)
             self.step()
             self.probe(answered=True)
+        if bulk is not None:  # a bulk call waiting for every broker's Metadata, of the names it can change
+            if bulk != "create" and len(self.cluster) < 3:  # more than one request, at most two topics each
+                self.cluster.update({name: self.cluster.get(name, 1) for name in NAMES[:3]})
+                self.previous_cluster = dict(self.cluster)
+            names = [name for name in NAMES if (name in self.cluster) != (bulk == "create")] or list(NAMES)
+            self.submit(bulk, names, 30.0, True, False, 4, None, None, True)
 
     # -- the simulated driver ----------------------------------------------------------------------
 
@@ -217,6 +241,7 @@ class EngineModel(RuleBasedStateMachine):
         names = [t.topic.name for t in tracks]
         # rule a: a name once per request, sent only by the earliest pending call naming it
         assert len(names) == len(set(names)), f"a name twice in one request: {names}"
+        assert len(names) <= self.per_request, f"{len(names)} topics in one request, more than {self.per_request}"
         for track in tracks:
             earlier = [
                 t
@@ -369,18 +394,24 @@ class EngineModel(RuleBasedStateMachine):
         """Time passes; the driver wakes the engine whenever it asked to be woken, and librdkafka times out a
         request that got no answer (its request_timeout)."""
         target = self.now + dt
-        while True:
+        stepped_at = None
+        for _ in range(100_000):
             flight = self.flight
             lost_at = flight.request.sent_at + flight.timeout_s if flight and flight.fate == "lost" else math.inf
             if flight is not None and flight.fate is None:
                 lost_at = flight.request.sent_at + flight.timeout_s  # librdkafka gives up waiting too
             next_at = min(target, self.wake_at, lost_at)
+            if next_at <= self.now == stepped_at:
+                # Woken at once again (a pacer's wait below the clock's resolution): a driver's clock has moved on.
+                next_at = math.nextafter(self.now, math.inf)
             self.now = max(self.now, next_at)
             if flight is not None and self.now >= lost_at and flight.fate in (None, "lost"):
                 self.time_out(flight)
             self.step()
+            stepped_at = self.now
             if self.now >= target:
                 return
+        raise AssertionError(f"the engine asks to be woken at once, again and again (at {self.now})")
 
     def time_out(self, flight: Flight) -> None:
         """librdkafka's request_timeout: "Failed while waiting for response from broker" (it was written; the
@@ -485,21 +516,32 @@ class EngineModel(RuleBasedStateMachine):
         self.step()
 
     @precondition(lambda self: not self.closed and self.flight is not None and self.flight.fate is None)
-    @rule(delay=st.sampled_from([0.0, 0.001, 0.05]))
-    def answer_ok(self, delay: float) -> None:
-        """The common case, drawn more often: the broker answers (the rules above decide what it answers)."""
-        self.answer("ok", applied=False, delay=delay, quota_first=False)
+    @rule(views_after=st.booleans())
+    def answer_ok(self, views_after: bool) -> None:
+        """The common case, drawn more often: the broker answers at once (the rules above decide what it answers).
+        ``views_after``: then the brokers' views read that is out comes back (it may have been asked before this
+        request was applied, about other names)."""
+        self.answer("ok", applied=False, delay=0.0, quota_first=False)
+        if views_after and not self.closed and self.views_wanted is not None:
+            self.views([False] * len(BROKERS), unreadable=False, delay=0.0, late=False)
 
     @precondition(lambda self: not self.closed and self.flight is not None and self.flight.fate is None)
-    @rule(applied=st.booleans())
+    @rule(how=st.sampled_from(["lost", "never completed", "refused"]), applied=st.booleans())
+    def no_answer(self, how: str, applied: bool) -> None:
+        """The request gets no answer (one rule for the three ways, so that answers are drawn more often)."""
+        if how == "lost":
+            self.lose(applied)
+        elif how == "never completed":
+            self.never_completed(applied)
+        else:
+            self.confluent_kafka_refuses()
+
     def lose(self, applied: bool) -> None:
         """No answer comes: librdkafka times the request out at its request_timeout."""
         assert self.flight is not None
         self.flight.fate = "lost"
         self.flight.applied_if_lost = applied
 
-    @precondition(lambda self: not self.closed and self.flight is not None and self.flight.fate is None)
-    @rule(applied=st.booleans())
     def never_completed(self, applied: bool) -> None:
         """librdkafka never completes the request (the engine abandons it after its timeout and a grace)."""
         flight = self.flight
@@ -512,8 +554,6 @@ class EngineModel(RuleBasedStateMachine):
             track.unanswered += 1
         flight.retryable = True
 
-    @precondition(lambda self: not self.closed and self.flight is not None and self.flight.fate is None)
-    @rule()
     def confluent_kafka_refuses(self) -> None:
         """confluent-kafka refused the call itself (nothing sent)."""
         flight = self.flight
@@ -613,12 +653,23 @@ class EngineModel(RuleBasedStateMachine):
         self.throttle_events.append(throttle_s * 1000)
         self.engine.on_throttle(node_id, throttle_s, self.now)
 
-    # Events that settle or hold up everything are drawn at most twice an example, so examples reach answers.
+    # Events that settle or hold up everything: one rule drawn at most twice an example, so examples reach answers.
     @precondition(lambda self: not self.closed and self.disruptions < 2)
-    @rule(throttle_s=st.sampled_from([0.01, 0.5, 4.0]))
+    @rule(
+        what=st.sampled_from(["throttle of another method", "connection refused", "authentication fails"]),
+        throttle_s=st.sampled_from([0.01, 0.5, 4.0]),
+    )
+    def disruption(self, what: str, throttle_s: float) -> None:
+        self.disruptions += 1
+        if what == "connection refused":
+            self.connection_refused()
+        elif what == "authentication fails":
+            self.authentication_fails()
+        else:
+            self.throttle_of_another_method(throttle_s)
+
     def throttle_of_another_method(self, throttle_s: float) -> None:
         """A throttle in the response to another AdminClient method (describe_configs, ...)."""
-        self.disruptions += 1
         self.throttle(2, throttle_s)
         self.step()
 
@@ -642,10 +693,16 @@ class EngineModel(RuleBasedStateMachine):
         lags=st.lists(st.booleans(), min_size=3, max_size=3),
         unreadable=st.booleans(),
         delay=st.sampled_from([0.0, 0.3]),
+        late=st.booleans(),
     )
-    def views(self, lags: list[bool], unreadable: bool, delay: float) -> None:
+    def views(self, lags: list[bool], unreadable: bool, delay: float, late: bool) -> None:
         """Every broker's Metadata (wait_for_metadata): a lagging broker still sees the cluster before its last
-        change; one may not answer at all."""
+        change; one may not answer at all. ``late``: the request in flight is answered first (the next request of
+        a bulk call applied while the read for the names before it is out)."""
+        if late and self.flight is not None and self.flight.fate is None:
+            self.answer("ok", applied=False, delay=0.0, quota_first=False)
+            if self.closed or self.views_wanted is None:
+                return
         names = self.views_wanted
         assert names is not None
         if delay:
@@ -672,29 +729,26 @@ class EngineModel(RuleBasedStateMachine):
         self.engine.on_probe(answered, self.now)
         self.step()
 
-    @precondition(lambda self: not self.closed and self.disruptions < 2)
-    @rule()
     def connection_refused(self) -> None:
-        self.disruptions += 1
         text = (
             "127.0.0.1:9/bootstrap: Connect to ipv4#127.0.0.1:9 failed: Connection refused (after 0ms in state CONNECT)"
         )
         self.engine.on_error(KafkaError(KafkaError._TRANSPORT, text), self.now)
         self.step()
 
-    @precondition(lambda self: not self.closed and self.disruptions < 2)
-    @rule()
     def authentication_fails(self) -> None:
-        self.disruptions += 1
         self.engine.on_error(KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error"), self.now)
         self.step()
 
-    @precondition(lambda self: not self.closed)
+    @precondition(lambda self: not self.closed and (self.flight is not None or any(_pending(t) for t in self.tracks)))
     @rule()
     def close(self) -> None:
         self.closed = True
         self.engine.close(self.now)
         self.step()
+
+    def teardown(self) -> None:
+        machine.MAX_TOPICS_PER_REQUEST = TOPICS_PER_REQUEST
 
     # -- invariants --------------------------------------------------------------------------------
 
@@ -734,6 +788,10 @@ def _retryable(exc: BaseException | None, track: Track, throttled: bool) -> bool
     return code in (KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT) or code < -1
 
 
+def _pending(track: Track) -> bool:
+    return track.settled is None and not track.withdrawn
+
+
 def _awaiting(track: Track) -> bool:
     """Applied, and waiting for every broker to show it (wait_for_metadata)."""
     return track.settled is None and track.topic.call.awaiting.get(track.topic.name) is track.topic
@@ -749,7 +807,7 @@ def _broker_answer(exc: BaseException | None) -> bool:
 
 EngineModel.TestCase.settings = settings(
     max_examples=int(os.environ.get("ENGINE_MODEL_EXAMPLES", "600")),
-    stateful_step_count=30,
+    stateful_step_count=25,
     deadline=None,
     derandomize=os.environ.get("ENGINE_MODEL_RANDOM") is None,  # CI: the same steps every run; set it to explore
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
