@@ -36,6 +36,7 @@ from throttled_admin._engine import machine
 from throttled_admin._engine.machine import Engine, Outbox, Request
 from throttled_admin._engine.pacer import Pacer
 from throttled_admin._engine.retry import RetryBackoff
+from throttled_admin._engine.visibility import READ_BEFORE_DEADLINE_S, READ_WHILE_SENDING_S
 from throttled_admin._engine.work import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, Call, RequestKind, Topic
 from throttled_admin._kafka.token_bucket import TokenBucket
 
@@ -148,6 +149,7 @@ class EngineModel(RuleBasedStateMachine):
         self.smallest_refused = math.inf  # records of the smallest request of several topics refused for the cap
         self.previous_cluster: dict[str, int] = {}  # the cluster before its last change (what a lagging broker sees)
         self.views_wanted: list[str] | None = None
+        self.views_read_at: dict[int, float] = {}  # call id -> when the engine last asked about its topics
         self.disruptions = 0  # authentication failures, refused connections, throttles of other methods
         self.last_views: dict[int, dict[str, tuple[int, bool]] | None] = {}
         self.last_views_asked: set[str] = set()  # a view says nothing of a name it was not asked about
@@ -227,8 +229,18 @@ class EngineModel(RuleBasedStateMachine):
         self.metadata_wanted |= out.read_metadata
         if out.read_views is not None:
             assert self.views_wanted is None, "a second read of the brokers' views while one is in progress"
-            awaiting = {t.topic.name for t in self.tracks if _awaiting(t)}
-            assert set(out.read_views) == awaiting, f"views asked for {out.read_views}, awaiting {awaiting}"
+            awaiting = {t.topic.name: t.topic.call for t in self.tracks if _awaiting(t)}
+            assert set(out.read_views) <= set(awaiting), f"views asked for {out.read_views}, awaiting {awaiting}"
+            for call in {id(call): call for name, call in awaiting.items() if name in out.read_views}.values():
+                # a call still sending is read about at most every READ_WHILE_SENDING_S (near its deadline, freely),
+                # and every topic of a call read about is asked about
+                last = self.views_read_at.get(call.id)
+                if (call.queued or call.in_flight) and last is not None:
+                    assert self.now >= min(last + READ_WHILE_SENDING_S, call.deadline - READ_BEFORE_DEADLINE_S) - (
+                        EPSILON
+                    ), f"views of a call still sending read again after {self.now - last:.3f} s"
+                assert set(call.awaiting) <= set(out.read_views), "a call's applied topics read about in part"
+                self.views_read_at[call.id] = self.now
             self.views_wanted = out.read_views
         self.probe_wanted |= out.probe
         self.wake_at = out.wake_at
