@@ -68,10 +68,9 @@ def main() -> None:
 
     def objects(call: Call | None = None) -> list[Topic]:
         call = call or new_call()
-        condition = threading.Condition()
         topics = []
         for name, item in zip(names, items, strict=True):
-            future = _future(runner, condition)
+            future = _future(runner)
             topic = Topic(name, item, call, future, 1, 2)
             _bind(future, topic)
             topics.append(topic)
@@ -172,11 +171,8 @@ def main() -> None:
     print(markdown_table(["stage", "per call", "per topic"], rows))
 
 
-def _future(runner: CallbackRunner, condition: threading.Condition) -> TopicFuture:
-    try:
-        return TopicFuture(runner, condition)  # type: ignore[call-arg,unused-ignore]
-    except TypeError:  # before issue 21: a Condition per future
-        return TopicFuture(runner)
+def _future(runner: CallbackRunner) -> TopicFuture:
+    return TopicFuture(runner)  # its Condition made on first need (issue 21); before, made in __init__
 
 
 def _bind(future: TopicFuture, topic: Topic) -> None:

@@ -36,7 +36,7 @@ from throttled_admin._engine import machine
 from throttled_admin._engine.machine import Engine, Outbox, Request
 from throttled_admin._engine.pacer import Pacer
 from throttled_admin._engine.retry import RetryBackoff
-from throttled_admin._engine.visibility import READ_BEFORE_DEADLINE_S, READ_WHILE_SENDING_S
+from throttled_admin._engine.visibility import READ_BEFORE_DEADLINE_S, READ_COST_FACTOR, READ_WHILE_SENDING_S
 from throttled_admin._engine.work import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, Call, RequestKind, Topic
 from throttled_admin._kafka.token_bucket import TokenBucket
 
@@ -150,6 +150,8 @@ class EngineModel(RuleBasedStateMachine):
         self.previous_cluster: dict[str, int] = {}  # the cluster before its last change (what a lagging broker sees)
         self.views_wanted: list[str] | None = None
         self.views_read_at: dict[int, float] = {}  # call id -> when the engine last asked about its topics
+        self.views_asked_at = 0.0
+        self.last_read_s = 0.0
         self.disruptions = 0  # authentication failures, refused connections, throttles of other methods
         self.last_views: dict[int, dict[str, tuple[int, bool]] | None] = {}
         self.last_views_asked: set[str] = set()  # a view says nothing of a name it was not asked about
@@ -236,12 +238,14 @@ class EngineModel(RuleBasedStateMachine):
                 # and every topic of a call read about is asked about
                 last = self.views_read_at.get(call.id)
                 if (call.queued or call.in_flight) and last is not None:
-                    assert self.now >= min(last + READ_WHILE_SENDING_S, call.deadline - READ_BEFORE_DEADLINE_S) - (
-                        EPSILON
-                    ), f"views of a call still sending read again after {self.now - last:.3f} s"
+                    interval_s = max(READ_WHILE_SENDING_S, READ_COST_FACTOR * self.last_read_s)
+                    assert self.now >= min(last + interval_s, call.deadline - READ_BEFORE_DEADLINE_S) - EPSILON, (
+                        f"views of a call still sending read again after {self.now - last:.3f} s"
+                    )
                 assert set(call.awaiting) <= set(out.read_views), "a call's applied topics read about in part"
                 self.views_read_at[call.id] = self.now
             self.views_wanted = out.read_views
+            self.views_asked_at = self.now
         self.probe_wanted |= out.probe
         self.wake_at = out.wake_at
 
@@ -730,6 +734,7 @@ class EngineModel(RuleBasedStateMachine):
             seen = self.previous_cluster if lag else self.cluster
             views[node] = {name: (seen[name], True) for name in names if name in seen}
         self.last_views, self.last_views_asked = views, set(names)
+        self.last_read_s = self.now - self.views_asked_at  # what the read cost: later reads are spaced by it
         self.engine.on_views(views, self.now)
         self.step()
 

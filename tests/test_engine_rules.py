@@ -33,7 +33,7 @@ from throttled_admin._engine import (
     Topic,
 )
 from throttled_admin._engine.machine import MAX_TOPICS_PER_REQUEST
-from throttled_admin._engine.visibility import READ_BEFORE_DEADLINE_S, READ_WHILE_SENDING_S
+from throttled_admin._engine.visibility import READ_BEFORE_DEADLINE_S, READ_COST_FACTOR, READ_WHILE_SENDING_S
 
 BAD_MSG = KafkaException(KafkaError(KafkaError._BAD_MSG, "Local: Bad message format"))
 
@@ -512,6 +512,17 @@ def test_wait_for_metadata_reads_a_call_still_sending_at_most_every_two_seconds(
     assert out.wake_at <= 0.01 + READ_WHILE_SENDING_S
     out = engine.step(0.01 + READ_WHILE_SENDING_S)
     assert out.read_views == second.names
+
+
+def test_wait_for_metadata_reads_a_call_still_sending_less_often_when_reads_are_slow() -> None:
+    """Busy brokers answer slowly: the interval is at least READ_COST_FACTOR times the last read's duration."""
+    engine, (first, second) = bulk_wait_call(requests=2)
+    engine.on_views({1: {name: view() for name in first.names}}, 1.01)  # the read took 1 s
+    engine.step(1.01)
+    engine.on_results(second, dict.fromkeys(second.names), 1.02)
+    assert engine.step(1.02).send is not None
+    assert engine.step(0.01 + READ_WHILE_SENDING_S).read_views is None
+    assert engine.step(0.01 + READ_COST_FACTOR * 1.0).read_views == second.names
 
 
 def test_wait_for_metadata_reads_a_call_at_once_when_it_has_nothing_left_to_send() -> None:

@@ -50,13 +50,7 @@ from throttled_admin._engine.redpanda import RedpandaHold
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.round_trip import MIN_SAMPLES, RoundTrip
 from throttled_admin._engine.throttle import ThrottleTracker
-from throttled_admin._engine.visibility import (
-    READ_BEFORE_DEADLINE_S,
-    READ_WHILE_SENDING_S,
-    BrokerViews,
-    Visibility,
-    lagging,
-)
+from throttled_admin._engine.visibility import READ_BEFORE_DEADLINE_S, BrokerViews, Visibility, lagging
 from throttled_admin._engine.work import Call, RequestKind, Topic
 from throttled_admin._errors import (
     ThrottlingQuotaExceededException,
@@ -391,9 +385,8 @@ class Engine:
                 continue
             if call.queued or call.in_flight:
                 last = call.views_read_at
-                ready_at = (
-                    now if last is None else min(last + READ_WHILE_SENDING_S, call.deadline - READ_BEFORE_DEADLINE_S)
-                )
+                interval_s = self._visibility.sending_interval_s()
+                ready_at = now if last is None else min(last + interval_s, call.deadline - READ_BEFORE_DEADLINE_S)
                 if now < ready_at:
                     deferred_until = min(deferred_until, ready_at)
                     continue

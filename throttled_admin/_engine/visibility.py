@@ -22,6 +22,8 @@ deadline, and once it has nothing left to send): a bulk call of many requests no
 after each request. (A broker's Metadata is one request per broker, and through librdkafka, on TLS and SASL
 listeners, it lists every topic of the cluster: 200 pipeline entities reading after each request kept ten
 test brokers from answering anything else.) Progress still shows: a command line's bar moves every few seconds.
+The interval grows with what reads cost: at least ``READ_COST_FACTOR`` times as long as the last read took, so
+busy brokers, whose answers come slowly, are asked less often.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ __all__ = [
     "GROWTH",
     "MAX_INTERVAL_S",
     "READ_BEFORE_DEADLINE_S",
+    "READ_COST_FACTOR",
     "READ_WHILE_SENDING_S",
     "BrokerViews",
     "TopicView",
@@ -45,6 +48,7 @@ GROWTH = 1.5
 MAX_INTERVAL_S = 1.0
 READ_BEFORE_DEADLINE_S = 3.0
 READ_WHILE_SENDING_S = 2.0
+READ_COST_FACTOR = 10.0
 
 # (partitions listed, every one of them with a leader and no error)
 TopicView = tuple[int, bool]
@@ -85,6 +89,8 @@ class Visibility:
         self.reading = False
         self.asked: frozenset[str] = frozenset()  # the names the read out (or the last one) was asked about
         self.next_at: float | None = None  # None: nothing awaits
+        self.last_read_s = 0.0  # how long the last read took, from asking to the answer
+        self._read_at = 0.0
         self._interval_s = FIRST_READ_S
 
     def awaiting(self, now: float) -> None:
@@ -98,10 +104,12 @@ class Visibility:
     def read(self, now: float, names: list[str]) -> None:
         self.reading = True
         self.asked = frozenset(names)
+        self._read_at = now
 
     def answered(self, now: float, still_waiting: bool, unasked: bool = False) -> None:
         """A read came back. ``unasked``: topics applied while it was out wait for a read of their own, at once."""
         self.reading = False
+        self.last_read_s = max(0.0, now - self._read_at)
         if unasked:
             self.next_at = now
         elif still_waiting:
@@ -113,6 +121,10 @@ class Visibility:
     def idle(self) -> None:
         self.next_at = None
         self._interval_s = FIRST_READ_S
+
+    def sending_interval_s(self) -> float:
+        """How often a call still sending is read about."""
+        return max(READ_WHILE_SENDING_S, READ_COST_FACTOR * self.last_read_s)
 
     def wake_at(self) -> float | None:
         return None if self.reading else self.next_at
