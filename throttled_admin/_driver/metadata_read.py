@@ -103,8 +103,11 @@ def read_metadata(admin: AdminClient, watch: ContactWatch, timeout_s: float) -> 
     deadline = started + timeout_s
     slice_s = _SLICE_S
     while True:
-        remaining = deadline - time.monotonic()
+        now = time.monotonic()
+        remaining = deadline - now
         wait_s = remaining if slice_s > _SLICE_S and watch.quiet else min(slice_s, remaining)
+        if now < started + FIRST_CONTACT_TIMEOUT_S:  # a slice ends there: "cannot connect" is said on time
+            wait_s = min(wait_s, max(0.05, started + FIRST_CONTACT_TIMEOUT_S - now))
         try:
             metadata = admin.list_topics(timeout=max(0.05, wait_s))
         except KafkaException as exc:
