@@ -6,6 +6,7 @@ that says to drop the marker."""
 from __future__ import annotations
 
 import gc
+import signal
 import threading
 import time
 import weakref
@@ -126,6 +127,58 @@ def test_result_with_a_timeout_does_not_wait_for_another_threads_turn(quota_brok
         assert returned, "result(timeout=0.2) still waiting after 2 s (it waits for _turn without its timeout)"
         assert outcome
         assert isinstance(outcome[0], FutureTimeout)
+
+
+# -- 2b. Ctrl-C on a caller's thread that is taking a turn ---------------------------------------------------------
+
+
+class _Interrupted(BaseException):
+    """What the test's SIGINT handler raises: a KeyboardInterrupt, without pytest's handling of one."""
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise _Interrupted
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="review issue 21 #7: a turn on a caller's thread (assist) can be cut short by Ctrl-C (or any exception "
+    "a signal handler raises); the rest of its Outbox (settles, a send) is lost: close() then leaves those "
+    "futures pending forever. The scheduler's thread, which took every turn before, never receives signals",
+)
+def test_ctrl_c_in_result_leaves_no_future_pending_after_close(quota_broker: BrokerFactory) -> None:
+    """Ctrl-C arrives while the main thread, waiting in result(), settles the answer's topics (the bulk case: a
+    caller waiting for the last topic of a 50,000-topic call spends most of its wait settling other topics)."""
+    broker = quota_broker()
+    broker.set_controller_latency(0.3)  # the caller is surely waiting in result() when the answer arrives
+    previous = signal.signal(signal.SIGINT, _interrupt)
+    try:
+        admin = _client(broker)
+        try:
+            for attempt in range(5):  # the scheduler's thread may take the turn itself (its 50 ms poll): again
+                fired: list[object] = []
+
+                def ctrl_c(future: object, fired: list[object] = fired) -> None:
+                    if threading.current_thread() is threading.main_thread() and not fired:
+                        fired.append(future)
+                        signal.raise_signal(signal.SIGINT)
+
+                futures = list(admin.create_topics([NewTopic(f"k{attempt}-{i}", 1, 1) for i in range(5)]).values())
+                for future in futures:
+                    assert isinstance(future, TopicFuture)
+                    future.add_settled_callback(ctrl_c)
+                try:
+                    futures[-1].result(timeout=30)
+                except _Interrupted:
+                    break
+            else:  # the caller's thread never settled a topic: no turn of its own for Ctrl-C to cut short
+                return
+        finally:
+            admin.close()  # what `with ThrottledAdminClient(...)` does on the way out of the interrupt
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    pending = [future for future in futures if not future.done()]
+    assert not pending, f"{len(pending)} of {len(futures)} futures pending after close()"
 
 
 # -- 3. a reference cycle per failed topic ----------------------------------------------------------------------
