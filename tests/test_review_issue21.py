@@ -346,3 +346,22 @@ def test_a_wrong_password_reported_after_the_first_slice_still_fails_the_read_at
         elapsed = time.monotonic() - started
     assert raised.value.args[0].code() == KafkaError._AUTHENTICATION
     assert elapsed < 2.5, f"the authentication failure ended the read after {elapsed:.1f} s"
+
+
+# -- 8. a failing callback added to a settled future (pre-existing, found while reviewing issue 21) ---------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="review issue 21 #8 (pre-existing at 1d7092f): TopicFuture.add_done_callback on a settled future calls "
+    "fn(self) bare; Future.add_done_callback catches and logs the callback's exception",
+)
+def test_a_failing_callback_added_to_a_settled_future_is_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
+    future = TopicFuture(CallbackRunner())
+    future.set_result(None)
+
+    def failing(_: object) -> None:
+        raise ZeroDivisionError
+
+    future.add_done_callback(failing)  # concurrent.futures.Future: logged as "exception calling callback for ..."
+    assert "exception calling callback" in caplog.text
