@@ -239,7 +239,8 @@ class EngineModel(RuleBasedStateMachine):
                 last = self.views_read_at.get(call.id)
                 if (call.queued or call.in_flight) and last is not None:
                     interval_s = max(READ_WHILE_SENDING_S, READ_COST_FACTOR * self.last_read_s)
-                    assert self.now >= min(last + interval_s, call.deadline - READ_BEFORE_DEADLINE_S) - EPSILON, (
+                    margin_s = READ_BEFORE_DEADLINE_S + 2 * self.last_read_s  # reads near the deadline start earlier
+                    assert self.now >= min(last + interval_s, call.deadline - margin_s) - EPSILON, (
                         f"views of a call still sending read again after {self.now - last:.3f} s"
                     )
                 assert set(call.awaiting) <= set(out.read_views), "a call's applied topics read about in part"

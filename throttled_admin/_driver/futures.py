@@ -54,11 +54,15 @@ class TopicFuture(Future[None]):
     """The outcome of one topic of one call: ``None`` or the topic's exception."""
 
     # Future.__init__ is not called: it would make the Condition and lists this class makes only when needed.
-    def __init__(self, runner: CallbackRunner, assist: Assist | None = None) -> None:
+    def __init__(
+        self, runner: CallbackRunner, assist: Assist | None = None, wake: Callable[[], None] | None = None
+    ) -> None:
         """``assist``: how a thread that waits for this future while it is pending can take the scheduler's turn
-        itself when an answer arrives (``Scheduler.assist``); returns the time left of the wait."""
+        itself when an answer arrives (``Scheduler.assist``); returns the time left of the wait. ``wake``: tells
+        those threads that a future was settled outside the scheduler (cancelled)."""
         self._lock = _RLock()
         self._assist = assist
+        self._wake = wake
         self._made: threading.Condition | None = None
         self._state = PENDING
         self._result = None
@@ -125,11 +129,15 @@ class TopicFuture(Future[None]):
         return False  # a topic's future goes from pending to done (set_running_or_notify_cancel is never called)
 
     def result(self, timeout: float | None = None) -> None:
-        if self._state == FINISHED and self._exception is None:
-            return None
-        if self._state == PENDING and self._assist is not None:
-            timeout = self._assist(self, timeout)
-        return super().result(timeout)  # raises: Future breaks the reference cycle of its exception
+        try:
+            if self._state == FINISHED and self._exception is None:
+                return None
+            if self._state == PENDING and self._assist is not None:
+                timeout = self._assist(self, timeout)
+            return super().result(timeout)
+        finally:
+            # Break the reference cycle future -> exception -> traceback -> this frame -> future, as Future does.
+            del self
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         if self._state == FINISHED:
@@ -150,7 +158,7 @@ class TopicFuture(Future[None]):
 
     def add_done_callback(self, fn: Callable[[Future[None]], object]) -> None:
         if self.done():
-            fn(self)  # already resolved: run in the caller's thread, as concurrent.futures does
+            _call_logged(fn, self)  # already resolved: run in the caller's thread, as concurrent.futures does
             return
         runner = self._runner
         self._add(lambda future: runner.submit(lambda: _call(fn, future)))
@@ -167,7 +175,7 @@ class TopicFuture(Future[None]):
                     self._callbacks = []
                 self._callbacks.append(fn)
                 return
-        fn(self)  # settled meanwhile: run now, as Future.add_done_callback does
+        _call_logged(fn, self)  # settled meanwhile: run now, as Future.add_done_callback does
 
     def cancel(self) -> bool:
         """Withdraw the topic if it has not been sent; False once it is in flight or resolved. A withdrawn topic's
@@ -186,8 +194,18 @@ class TopicFuture(Future[None]):
                 for waiter in self.__dict__["_waiters"]:
                     waiter.add_cancelled(self)
                 made.notify_all()
+        if self._wake is not None:  # a thread in result() may be waiting in Scheduler.assist, not on the Condition
+            self._wake()
         self._invoke_callbacks()
         return True
+
+
+def _call_logged(fn: Callable[[Future[None]], Any], future: Future[None]) -> None:
+    """A callback of a settled future: its exception is logged, not raised, as Future.add_done_callback does."""
+    try:
+        fn(future)
+    except Exception:
+        log.exception("exception calling callback for %r", future)
 
 
 def _call(fn: Callable[[Future[None]], Any], future: Future[None]) -> None:

@@ -4,9 +4,10 @@ librdkafka never fails a request because authentication failed or no broker coul
 the failure through ``error_cb`` and keeps reconnecting, so a blocking ``list_topics(timeout=...)`` waits
 out its whole timeout and then says only "Broker transport failure". The Java Admin client fails calls at
 once with the AuthenticationException. Here a ``ContactWatch`` (the client's ``error_cb`` and
-``throttle_cb``) remembers what librdkafka reported, and ``read_metadata`` asks in short slices: a wrong
-password ends it as soon as the broker refuses it (the SASL message, its code kept), and no broker answering
-for ``FIRST_CONTACT_TIMEOUT_S`` while every connection attempt fails ends it with ``CannotConnectError``
+``throttle_cb``) remembers what librdkafka reported, and ``read_metadata`` looks at it every 0.25 s while it
+waits for a first answer: a wrong password ends it as soon as the broker refuses it (the SASL message, its code
+kept), and no broker answering for ``FIRST_CONTACT_TIMEOUT_S`` while every connection attempt fails ends it
+with ``CannotConnectError``
 "Metadata not sent: cannot connect to HOST:PORT (reason)", as the core does for mutations.
 """
 
@@ -14,12 +15,13 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import wait
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
-from throttled_admin._engine import FIRST_CONTACT_TIMEOUT_S, connect_failure
+from throttled_admin._engine import FIRST_CONTACT_TIMEOUT_S, connect_failure, is_broker_answer
 from throttled_admin._errors import cannot_connect_error
 
 __all__ = ["FATAL_CODES", "ContactWatch", "read_metadata"]
@@ -27,14 +29,8 @@ __all__ = ["FATAL_CODES", "ContactWatch", "read_metadata"]
 #: Errors after which no request of the client can succeed (librdkafka retries them forever).
 FATAL_CODES = frozenset({KafkaError._AUTHENTICATION, KafkaError._SSL, KafkaError.SASL_AUTHENTICATION_FAILED})
 _CONNECT_CODES = frozenset({KafkaError._TRANSPORT, KafkaError._RESOLVE})
-#: How soon a fatal error (a wrong password) ends a metadata read: a blocking librdkafka call cannot be
-#: abandoned (destroying the client waits for it), so the watch is looked at between slices. Each slice sends a
-#: Metadata request of its own, so slices are kept only while librdkafka reports connections failing (nothing
-#: reaches a broker then), doubling up to _MAX_SLICE_S; with no failure reported after the first slice, the
-#: read waits out its time for one answer. (A slow cluster asked anew every 0.25 s queued request behind request
-#: and never answered one in time: the fleet benchmark's 200 clients failed their reads.)
+#: How often a read waiting for its first answer looks at the watch (a wrong password, no broker reachable).
 _SLICE_S = 0.25
-_MAX_SLICE_S = 2.0
 
 
 class ContactWatch:
@@ -69,10 +65,10 @@ class ContactWatch:
             self._fatal = None
 
     @property
-    def quiet(self) -> bool:
-        """No connection failure or fatal error reported: a broker can be asked and answer."""
+    def has_reached(self) -> bool:
+        """A broker has answered this client."""
         with self._lock:
-            return self._fatal is None and self._connect_error is None
+            return self._reached
 
     @property
     def fatal(self) -> KafkaError | None:
@@ -95,28 +91,36 @@ class ContactWatch:
 
 
 def read_metadata(admin: AdminClient, watch: ContactWatch, timeout_s: float) -> Any:
-    """The cluster's metadata (confluent-kafka's ClusterMetadata) within ``timeout_s``, read in short slices.
+    """The cluster's metadata (confluent-kafka's ClusterMetadata) within ``timeout_s``, with one Metadata request.
 
     Raises at once the watch's fatal error (e.g. SASL authentication failed), ``CannotConnectError`` after
-    FIRST_CONTACT_TIMEOUT_S when no broker could be reached, else librdkafka's last error at ``timeout_s``."""
+    FIRST_CONTACT_TIMEOUT_S when no broker could be reached, else librdkafka's last error at ``timeout_s``.
+
+    A blocking ``list_topics`` cannot be abandoned (destroying the client waits for it), and each call sends a
+    Metadata request of its own, which a busy broker answers behind the ones before on the same connection: asked
+    anew every 0.25 s, a slow cluster never answered one in time (the fleet benchmark's 200 clients failed their
+    reads). So until a broker has answered this client, the read first waits for a ``describe_cluster`` (one
+    request, a future: the watch is looked at every ``_SLICE_S`` meanwhile), and then asks for the metadata once."""
     started = time.monotonic()
     deadline = started + timeout_s
-    slice_s = _SLICE_S
-    while True:
-        now = time.monotonic()
-        remaining = deadline - now
-        wait_s = remaining if slice_s > _SLICE_S and watch.quiet else min(slice_s, remaining)
-        if now < started + FIRST_CONTACT_TIMEOUT_S:  # a slice ends there: "cannot connect" is said on time
-            wait_s = min(wait_s, max(0.05, started + FIRST_CONTACT_TIMEOUT_S - now))
-        try:
-            metadata = admin.list_topics(timeout=max(0.05, wait_s))
-        except KafkaException as exc:
-            slice_s = min(2 * slice_s, _MAX_SLICE_S)
+    if not watch.has_reached:
+        probe = admin.describe_cluster(request_timeout=timeout_s)
+        while not probe.done():
             watch.check_fatal()
             watch.check_unreachable(started)
-            code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
-            if code not in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT) or time.monotonic() >= deadline:
-                raise
-        else:
+            if time.monotonic() >= deadline:
+                raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed to get metadata: Local: Timed out"))
+            wait([probe], timeout=_SLICE_S)
+        watch.check_fatal()
+        if is_broker_answer(probe.exception()):
             watch.reached()
-            return metadata
+        else:
+            watch.check_unreachable(started)
+    try:
+        metadata = admin.list_topics(timeout=max(0.05, deadline - time.monotonic()))
+    except KafkaException:
+        watch.check_fatal()
+        watch.check_unreachable(started)
+        raise
+    watch.reached()
+    return metadata

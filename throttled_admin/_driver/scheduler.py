@@ -127,6 +127,7 @@ class Scheduler:
         self._assisting = 0
         self._turn = threading.Lock()  # held by whoever takes a turn: the scheduler's thread or a waiting caller
         self._arrived: list[tuple[Request, Answer]] = []  # librdkafka's completed results
+        self._unsettled: list[Outbox] = []  # steps whose carrying out a caller's thread could not finish
         self._dirty = False
         self._asleep_until: float | None = None  # while the thread waits: when it wakes by itself
         self._carrying = 0  # callers' threads carrying out a step of their own (submit): close() waits for them
@@ -154,9 +155,9 @@ class Scheduler:
         per topic."""
         futures: dict[str, Future[None]] = {}
         topics: list[Topic] = []
-        runner, withdraw, assist = self._callbacks, self._withdraw, self.assist
+        runner, withdraw, assist, wake = self._callbacks, self._withdraw, self.assist, self._wake_assisting
         for name, item, cost, records in items:
-            future = TopicFuture(runner, assist)
+            future = TopicFuture(runner, assist, wake)
             topic = Topic(name, item, call, future, cost, records)
             future.bind_withdraw(withdraw, topic)
             futures[name] = future
@@ -240,6 +241,12 @@ class Scheduler:
         self._dirty = True
         self._cv.notify_all()
 
+    def _wake_assisting(self) -> None:
+        """A future was settled outside a turn (cancelled): callers waiting for theirs in assist() look again."""
+        with self._cv:
+            if self._assisting:
+                self._assisted.notify_all()
+
     # -- a caller's thread waiting for a future takes the turn itself -------------------------------
 
     def assist(self, future: TopicFuture, timeout: float | None) -> float | None:
@@ -264,6 +271,9 @@ class Scheduler:
                         self._assisted.wait(left)
                     if future.done() or self._closed:  # closed: the scheduler's thread settles everything
                         break
+                left = None if end is None else end - time.monotonic()
+                if left is not None and left <= 0:
+                    return 0.0
                 if self._turn.acquire(blocking=False):
                     try:
                         self._take_turn()
@@ -274,9 +284,9 @@ class Scheduler:
                         break
                     finally:
                         self._turn.release()
-                else:  # another thread is taking this turn: wait for it to end, then look again
-                    with self._turn:
-                        pass
+                # another thread is taking this turn: wait for it to end (within the caller's time), then look again
+                elif self._turn.acquire(timeout=-1 if left is None else left):
+                    self._turn.release()
         finally:
             with self._cv:
                 self._assisting -= 1
@@ -292,7 +302,16 @@ class Scheduler:
             return
         # Metric exports wait for the scheduler's thread's next turn (it polls at least every _IDLE_POLL_S): a
         # wake of the exporter's thread per call made the caller's next call wait for the GIL (about 0.25 ms).
-        self._carry_out(out, flush=False)
+        try:
+            self._carry_out(out, flush=False)
+        except BaseException:
+            # Cut short (Ctrl-C reaches the main thread, which the scheduler's thread never was): what the step
+            # settled is settled again by the scheduler's thread (futures already done are skipped), so no future
+            # is left pending, at close() either.
+            with self._cv:
+                self._unsettled.append(out)
+                self._wake()
+            raise
         with self._cv:
             if self._asleep_until is None or out.wake_at < self._asleep_until:
                 self._wake()
@@ -318,7 +337,10 @@ class Scheduler:
                 self._carried.wait_for(lambda: self._carrying == 0)
                 self._engine.close(self._clock())
                 out = self._engine.step(self._clock())
+                unsettled, self._unsettled = self._unsettled, []
                 self._cv.notify_all()
+            for cut_short in unsettled:
+                self._settle(cut_short)
             self._dispatch(out)
 
     def _iterate(self) -> None:
@@ -339,7 +361,10 @@ class Scheduler:
         None when the client is closed."""
         with self._cv:
             arrived, self._arrived = self._arrived, []
+            unsettled, self._unsettled = self._unsettled, []
             self._dirty = False  # what arrives from now on wakes the next turn
+        for out in unsettled:
+            self._settle(out)
         try:
             self._transport.poll()  # after taking the results: their throttle events are served first
         except ClientGone:

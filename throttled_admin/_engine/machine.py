@@ -305,12 +305,14 @@ class Engine:
 
     def on_views(self, views: BrokerViews, now: float) -> None:
         """Every broker's Metadata for the topics asked about (``Outbox.read_views``); see ``visibility``."""
-        asked, unasked = self._visibility.asked, False
+        asked, deferred, unasked = self._visibility.asked, self._visibility.deferred, False
         for call in list(self._calls.values()):
             operation = call.kind.operation.name
             for topic in list(call.awaiting.values()):
-                if topic.name not in asked:  # applied while the read was out: no broker was asked about it
-                    unasked = True
+                if topic.name not in asked:
+                    # applied while the read was out: no broker was asked about it (a call still sending, left out
+                    # of the read on purpose, waits for its own interval instead)
+                    unasked |= topic.name not in deferred
                     continue
                 topic.lagging = lagging(operation, topic.name, topic.item, views)
                 if topic.lagging == ():
@@ -378,17 +380,22 @@ class Engine:
         """wait_for_metadata: ask for every broker's Metadata when a read is due; returns when the next is. The
         topics of a call still sending are read at most every READ_WHILE_SENDING_S (``visibility``)."""
         names: list[str] = []
+        deferred: list[str] = []
         deferred_until = math.inf  # when a call still sending may be read next
         calls = []
+        interval_s = self._visibility.sending_interval_s()
+        # Near the deadline every call is read freely; how near grows with what reads take (an answer must come
+        # back before the deadline).
+        margin_s = READ_BEFORE_DEADLINE_S + 2 * self._visibility.last_read_s
         for call in self._calls.values():
             if not call.awaiting:
                 continue
             if call.queued or call.in_flight:
                 last = call.views_read_at
-                interval_s = self._visibility.sending_interval_s()
-                ready_at = now if last is None else min(last + interval_s, call.deadline - READ_BEFORE_DEADLINE_S)
+                ready_at = now if last is None else min(last + interval_s, call.deadline - margin_s)
                 if now < ready_at:
                     deferred_until = min(deferred_until, ready_at)
+                    deferred.extend(call.awaiting)
                     continue
             calls.append(call)
             names.extend(call.awaiting)
@@ -397,7 +404,7 @@ class Engine:
                 self._visibility.idle()
             return deferred_until
         if self._visibility.due(now):
-            self._visibility.read(now, names)
+            self._visibility.read(now, names, deferred)
             self._out.read_views = names
             for call in calls:
                 call.views_read_at = now

@@ -23,11 +23,13 @@ after each request. (A broker's Metadata is one request per broker, and through 
 listeners, it lists every topic of the cluster: 200 pipeline entities reading after each request kept ten
 test brokers from answering anything else.) Progress still shows: a command line's bar moves every few seconds.
 The interval grows with what reads cost: at least ``READ_COST_FACTOR`` times as long as the last read took, so
-busy brokers, whose answers come slowly, are asked less often.
+busy brokers, whose answers come slowly, are asked less often; and reads near the deadline start earlier by twice
+the last read's duration, so their answer comes back in time.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 __all__ = [
@@ -88,6 +90,7 @@ class Visibility:
     def __init__(self) -> None:
         self.reading = False
         self.asked: frozenset[str] = frozenset()  # the names the read out (or the last one) was asked about
+        self.deferred: frozenset[str] = frozenset()  # awaiting names that read left out on purpose
         self.next_at: float | None = None  # None: nothing awaits
         self.last_read_s = 0.0  # how long the last read took, from asking to the answer
         self._read_at = 0.0
@@ -101,9 +104,11 @@ class Visibility:
     def due(self, now: float) -> bool:
         return not self.reading and self.next_at is not None and now >= self.next_at
 
-    def read(self, now: float, names: list[str]) -> None:
+    def read(self, now: float, names: list[str], deferred: Iterable[str] = ()) -> None:
+        """A read of ``names`` goes out; ``deferred``: awaiting topics left out on purpose (their calls still send)."""
         self.reading = True
         self.asked = frozenset(names)
+        self.deferred = frozenset(deferred)
         self._read_at = now
 
     def answered(self, now: float, still_waiting: bool, unasked: bool = False) -> None:

@@ -1,7 +1,6 @@
-"""Findings of an independent review of issue 21 (the TopicFuture without Future.__init__, the assist path, the
-wait_for_metadata read cadence, the metadata read's slices). Each test fails on the code it was written against
-and is marked ``xfail(strict=True)`` until its fix lands: a fix makes it pass, and strict turns that into a failure
-that says to drop the marker."""
+"""Findings of an independent review of issue 21's second pass (the TopicFuture without Future.__init__, the
+assist path, the wait_for_metadata read cadence, the metadata read), each reproduced as a test that failed on the
+reviewed code (695f750) and passes since its fix."""
 
 from __future__ import annotations
 
@@ -63,11 +62,6 @@ def _in_thread(fn: Callable[[], Any]) -> tuple[threading.Event, list[BaseExcepti
 # -- 1. cancel() does not wake a caller waiting in result() (assist) ---------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review issue 21 #1: TopicFuture.cancel() never notifies Scheduler._assisted; a thread in result() "
-    "waits for an answer or its timeout (forever without one)",
-)
 def test_cancel_wakes_a_thread_waiting_in_result(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()
     broker.blackhole_next("CreateTopics")  # the first call's request stays in flight: the second call is queued
@@ -82,11 +76,6 @@ def test_cancel_wakes_a_thread_waiting_in_result(quota_broker: BrokerFactory) ->
         assert isinstance(outcome[0], CancelledError)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review issue 21 #1: the same lost wake-up with a timeout: exception(timeout) returns at its timeout, "
-    "not when the future is cancelled",
-)
 def test_cancel_wakes_a_thread_waiting_in_exception_with_a_timeout(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()
     broker.blackhole_next("CreateTopics")
@@ -103,11 +92,6 @@ def test_cancel_wakes_a_thread_waiting_in_exception_with_a_timeout(quota_broker:
 # -- 2. result(timeout) is not honoured while another thread takes a turn ---------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review issue 21 #4: Scheduler.assist waits for _turn without a timeout ('with self._turn: pass') and "
-    "takes turn after turn while answers keep arriving, never looking at the caller's deadline",
-)
 def test_result_with_a_timeout_does_not_wait_for_another_threads_turn(quota_broker: BrokerFactory) -> None:
     """A long turn is what the scheduler's thread (or another waiting caller) does when it settles a 1,000-topic
     response whose futures have done-callbacks (~70-110 ms on this machine), and answers arriving back to back make
@@ -140,12 +124,6 @@ def _interrupt(signum: int, frame: object) -> None:
     raise _Interrupted
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review issue 21 #7: a turn on a caller's thread (assist) can be cut short by Ctrl-C (or any exception "
-    "a signal handler raises); the rest of its Outbox (settles, a send) is lost: close() then leaves those "
-    "futures pending forever. The scheduler's thread, which took every turn before, never receives signals",
-)
 def test_ctrl_c_in_result_leaves_no_future_pending_after_close(quota_broker: BrokerFactory) -> None:
     """Ctrl-C arrives while the main thread, waiting in result(), settles the answer's topics (the bulk case: a
     caller waiting for the last topic of a 50,000-topic call spends most of its wait settling other topics)."""
@@ -184,11 +162,6 @@ def test_ctrl_c_in_result_leaves_no_future_pending_after_close(quota_broker: Bro
 # -- 3. a reference cycle per failed topic ----------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review issue 21 #6: TopicFuture.result() keeps 'self' in its frame while its exception propagates: "
-    "future -> exception -> traceback -> frame -> future; Future.result() sets self = None to avoid exactly this",
-)
 def test_a_future_whose_result_raised_is_freed_without_the_cycle_collector() -> None:
     gc.disable()
     try:
@@ -233,11 +206,6 @@ def _engine() -> Engine:
     return engine
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review issue 21 #2: Engine.on_views counts a deferred call's awaiting topics (not asked: still "
-    "sending) as 'applied while the read was out', so every read is followed by another at once",
-)
 def test_a_call_deferred_while_sending_does_not_make_another_calls_reads_back_to_back() -> None:
     """Call A waits for "x", which a broker is slow to show (metadata lag); call B, a bulk create, is still sending
     and its applied topics are deferred (READ_WHILE_SENDING_S). A's reads should be spaced from FIRST_READ_S
@@ -270,12 +238,6 @@ def test_a_call_deferred_while_sending_does_not_make_another_calls_reads_back_to
     assert len(reads) <= expected + 2, f"{len(reads)} reads of every broker in 2 s (spaced: about {expected})"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review issue 21 #5: a call still sending is read again only from READ_BEFORE_DEADLINE_S (3 s) before "
-    "its deadline once the interval (10 x the last read) passes it; a read longer than 3 s then ends after the "
-    "deadline and topics visible for half a minute fail NotYetVisibleError",
-)
 def test_a_call_still_sending_is_not_reported_not_yet_visible_for_topics_visible_long_before() -> None:
     """Reads take 4 s (busy brokers; a read may take up to its 5 s timeout). Call B (60 s) was submitted at 17 s
     behind other work; its first request's topics are read at once (a 4 s read: the interval becomes 40 s), its
@@ -316,12 +278,6 @@ def test_a_call_still_sending_is_not_reported_not_yet_visible_for_topics_visible
 # -- 6. read_metadata: a fatal error reported after the first slice waits for the first-contact window ----------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review issue 21 #3: read_metadata extends its second slice to the rest of the first-contact window "
-    "(or of the read) when the watch is quiet, so an authentication failure reported after 0.25 s is heard at 5 s "
-    "(or at the read's timeout when reported after 5 s)",
-)
 def test_a_wrong_password_reported_after_the_first_slice_still_fails_the_read_at_once(
     quota_broker: BrokerFactory,
 ) -> None:
@@ -351,11 +307,6 @@ def test_a_wrong_password_reported_after_the_first_slice_still_fails_the_read_at
 # -- 8. a failing callback added to a settled future (pre-existing, found while reviewing issue 21) ---------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review issue 21 #8 (pre-existing at 1d7092f): TopicFuture.add_done_callback on a settled future calls "
-    "fn(self) bare; Future.add_done_callback catches and logs the callback's exception",
-)
 def test_a_failing_callback_added_to_a_settled_future_is_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
     future = TopicFuture(CallbackRunner())
     future.set_result(None)
