@@ -64,8 +64,9 @@ def _in_thread(fn: Callable[[], Any]) -> tuple[threading.Event, list[BaseExcepti
 
 def test_cancel_wakes_a_thread_waiting_in_result(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()
-    broker.blackhole_next("CreateTopics")  # the first call's request stays in flight: the second call is queued
     with _client(broker) as admin:
+        admin.create_topics([NewTopic("warm", 1, 1)])["warm"].result(30)  # reached: a call is sent from submit()
+        broker.blackhole_next("CreateTopics")  # the next request stays in flight: the second call is queued
         admin.create_topics([NewTopic("held", 1, 1)], request_timeout=30)
         (queued,) = admin.create_topics([NewTopic("queued", 1, 1)]).values()
         finished, outcome = _in_thread(queued.result)  # no timeout, as most callers write it
@@ -78,8 +79,9 @@ def test_cancel_wakes_a_thread_waiting_in_result(quota_broker: BrokerFactory) ->
 
 def test_cancel_wakes_a_thread_waiting_in_exception_with_a_timeout(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()
-    broker.blackhole_next("CreateTopics")
     with _client(broker) as admin:
+        admin.create_topics([NewTopic("warm", 1, 1)])["warm"].result(30)
+        broker.blackhole_next("CreateTopics")
         admin.create_topics([NewTopic("held", 1, 1)], request_timeout=30)
         (queued,) = admin.create_topics([NewTopic("queued", 1, 1)]).values()
         finished, outcome = _in_thread(lambda: queued.exception(timeout=20))

@@ -112,10 +112,7 @@ class TopicFuture(Future[None]):
 
     def _invoke_callbacks(self) -> None:
         for callback in self._callbacks or ():
-            try:
-                callback(self)
-            except Exception:
-                log.exception("exception calling callback for %r", self)
+            _call_logged(callback, self)
 
     # -- reading --------------------------------------------------------------------------------------
 

@@ -242,7 +242,7 @@ class Scheduler:
         self._cv.notify_all()
 
     def _wake_assisting(self) -> None:
-        """A future was settled outside a turn (cancelled): callers waiting for theirs in assist() look again."""
+        """Futures were settled (by a turn, or cancelled): callers waiting for theirs in assist() look again."""
         with self._cv:
             if self._assisting:
                 self._assisted.notify_all()
@@ -425,9 +425,7 @@ class Scheduler:
                 future.set_result(None)
             else:
                 future.set_exception(exc)
-        with self._cv:
-            if self._assisting:  # callers waiting in assist() for futures this turn settled
-                self._assisted.notify_all()
+        self._wake_assisting()  # callers waiting in assist() for futures this turn settled
 
     # -- I/O (outside the lock) ------------------------------------------------------------------
 
