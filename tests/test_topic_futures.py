@@ -196,3 +196,39 @@ def test_a_topic_in_flight_cannot_be_cancelled() -> None:
     future.set_result(None)
     assert not future.cancel()
     assert future.result() is None
+
+
+def test_done_callbacks_run_in_the_order_added_one_after_another() -> None:
+    """As concurrent.futures promises: a future's callbacks are called in the order they were added. They run off
+    the settling thread (the client's callback pool), as one job per future, so they never overlap either (found
+    by review: each was a job of its own, and the elastic pool ran them on several threads at once)."""
+    future = _pending()
+    order: list[int] = []
+    running = threading.Lock()
+    overlapped: list[int] = []
+    finished = threading.Event()
+    running_count = threading.Lock()
+
+    calls = [0]
+
+    def callback(index: int) -> Callable[[Future[None]], None]:
+        def run(_: Future[None]) -> None:
+            if running.acquire(blocking=False):
+                order.append(index)
+                threading.Event().wait(0.001)  # long enough for another pool thread to start on the next one
+                running.release()
+            else:
+                overlapped.append(index)
+            with running_count:
+                calls[0] += 1
+                if calls[0] == 50:
+                    finished.set()
+
+        return run
+
+    for index in range(50):
+        future.add_done_callback(callback(index))
+    future.set_result(None)
+    assert finished.wait(60)
+    assert not overlapped
+    assert order == list(range(50))

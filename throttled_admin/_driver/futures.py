@@ -25,6 +25,7 @@ tests/test_topic_futures.py runs the standard library's own uses of them against
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from _thread import RLock as _RLock  # threading.RLock() is a Python function around it: one call fewer per topic
@@ -33,7 +34,7 @@ from concurrent.futures import CancelledError, Future, InvalidStateError
 from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING
 from typing import Any
 
-from throttled_admin._driver.user_code import CallbackRunner
+from throttled_admin._driver.user_code import CallbackRunner, run_contained
 
 __all__ = ["TopicFuture"]
 
@@ -67,7 +68,8 @@ class TopicFuture(Future[None]):
         self._state = PENDING
         self._result = None
         self._exception: BaseException | None = None
-        self._callbacks: list[Callable[[Future[None]], object]] | None = None
+        self._callbacks: list[Callable[[Future[None]], object]] | None = None  # the client's own, run in place
+        self._done_callbacks_: list[Callable[[Future[None]], object]] | None = None  # the caller's, on the pool
         self._runner = runner
         self._withdraw: Callable[[Any], bool] = _never
         self._topic: Any = None
@@ -113,6 +115,9 @@ class TopicFuture(Future[None]):
     def _invoke_callbacks(self) -> None:
         for callback in self._callbacks or ():
             _call_logged(callback, self)
+        done_callbacks = self._done_callbacks_
+        if done_callbacks:  # one job: in the order they were added, one after another, as Future runs them
+            self._runner.submit(lambda: _call_each(done_callbacks, self))
 
     # -- reading --------------------------------------------------------------------------------------
 
@@ -154,11 +159,13 @@ class TopicFuture(Future[None]):
         self._topic = topic
 
     def add_done_callback(self, fn: Callable[[Future[None]], object]) -> None:
-        if self.done():
-            _call_logged(fn, self)  # already resolved: run in the caller's thread, as concurrent.futures does
-            return
-        runner = self._runner
-        self._add(lambda future: runner.submit(lambda: _call(fn, future)))
+        with self._lock:
+            if self._state not in _DONE:
+                if self._done_callbacks_ is None:
+                    self._done_callbacks_ = []
+                self._done_callbacks_.append(fn)
+                return
+        _call_logged(fn, self)  # already resolved: run in the caller's thread, as concurrent.futures does
 
     def add_settled_callback(self, fn: Callable[[Future[None]], object]) -> None:
         """For the client's own code that never blocks (the asyncio bridge): ``fn`` runs on the thread that settles
@@ -205,5 +212,6 @@ def _call_logged(fn: Callable[[Future[None]], Any], future: Future[None]) -> Non
         log.exception("exception calling callback for %r", future)
 
 
-def _call(fn: Callable[[Future[None]], Any], future: Future[None]) -> None:
-    fn(future)
+def _call_each(callbacks: list[Callable[[Future[None]], Any]], future: Future[None]) -> None:
+    for fn in callbacks:
+        run_contained(functools.partial(fn, future))  # a failing one is logged and the next still runs

@@ -18,7 +18,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-__all__ = ["CallbackRunner", "SerialRunner"]
+__all__ = ["CallbackRunner", "SerialRunner", "run_contained"]
 
 log = logging.getLogger("throttled_admin")
 
@@ -51,7 +51,7 @@ class CallbackRunner:
                     self._threads.add(thread)
                     thread.start()
         if run_inline:  # after close: nobody else will run it
-            _run(job)
+            run_contained(job)
 
     def _work(self) -> None:
         me = threading.current_thread()
@@ -67,7 +67,7 @@ class CallbackRunner:
                         if not woke and not self._jobs:
                             return
                     job = self._jobs.popleft()
-                _run(job)
+                run_contained(job)
         finally:
             with self._lock:
                 self._threads.discard(me)
@@ -82,7 +82,7 @@ class CallbackRunner:
         _join(threads, deadline)
 
 
-def _run(job: Callable[[], None]) -> None:
+def run_contained(job: Callable[[], None]) -> None:
     try:
         job()
     except Exception:  # as concurrent.futures does: a failing callback is logged, never propagated
@@ -126,7 +126,7 @@ class SerialRunner:
                     return
                 job, done = self._jobs.popleft()
             try:
-                _run(job)
+                run_contained(job)
             finally:
                 done.set()
 
