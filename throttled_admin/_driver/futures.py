@@ -68,8 +68,8 @@ class TopicFuture(Future[None]):
         self._state = PENDING
         self._result = None
         self._exception: BaseException | None = None
-        self._callbacks: list[Callable[[Future[None]], object]] | None = None  # the client's own, run in place
-        self._done_callbacks_: list[Callable[[Future[None]], object]] | None = None  # the caller's, on the pool
+        # (callback, run on the pool): the caller's done-callbacks go to the pool, the client's own run in place
+        self._callbacks: list[tuple[Callable[[Future[None]], object], bool]] | None = None
         self._runner = runner
         self._withdraw: Callable[[Any], bool] = _never
         self._topic: Any = None
@@ -113,9 +113,11 @@ class TopicFuture(Future[None]):
         self._invoke_callbacks()
 
     def _invoke_callbacks(self) -> None:
-        for callback in self._callbacks or ():
-            _call_logged(callback, self)
-        done_callbacks = self._done_callbacks_
+        callbacks = self._callbacks or []
+        for callback, pooled in callbacks:
+            if not pooled:
+                _call_logged(callback, self)
+        done_callbacks = [callback for callback, pooled in callbacks if pooled]
         if done_callbacks:  # one job: in the order they were added, one after another, as Future runs them
             self._runner.submit(lambda: _call_each(done_callbacks, self))
 
@@ -159,27 +161,21 @@ class TopicFuture(Future[None]):
         self._topic = topic
 
     def add_done_callback(self, fn: Callable[[Future[None]], object]) -> None:
-        with self._lock:
-            if self._state not in _DONE:
-                if self._done_callbacks_ is None:
-                    self._done_callbacks_ = []
-                self._done_callbacks_.append(fn)
-                return
-        _call_logged(fn, self)  # already resolved: run in the caller's thread, as concurrent.futures does
+        self._add(fn, pooled=True)
 
     def add_settled_callback(self, fn: Callable[[Future[None]], object]) -> None:
         """For the client's own code that never blocks (the asyncio bridge): ``fn`` runs on the thread that settles
         the future, with no hop to the callback pool."""
-        self._add(fn)
+        self._add(fn, pooled=False)
 
-    def _add(self, fn: Callable[[Future[None]], object]) -> None:
+    def _add(self, fn: Callable[[Future[None]], object], *, pooled: bool) -> None:
         with self._lock:
             if self._state not in _DONE:
                 if self._callbacks is None:
                     self._callbacks = []
-                self._callbacks.append(fn)
+                self._callbacks.append((fn, pooled))
                 return
-        _call_logged(fn, self)  # settled meanwhile: run now, as Future.add_done_callback does
+        _call_logged(fn, self)  # already settled: run in the caller's thread, as concurrent.futures does
 
     def cancel(self) -> bool:
         """Withdraw the topic if it has not been sent; False once it is in flight or resolved. A withdrawn topic's
