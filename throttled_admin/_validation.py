@@ -63,7 +63,7 @@ def _check_names(names: list[str], *, collisions: bool) -> None:
     for name in names:
         error = topic_name_error(name)
         if error:
-            raise ValueError(f"topic {name!r}: {error}")
+            raise ValueError(error)  # Kafka's message names the topic
         key = collision_key(name) if collisions else name
         if key in seen:
             other = seen[key]
