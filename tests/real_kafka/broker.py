@@ -216,6 +216,36 @@ class KafkaCluster:
             start_seconds=data["start_seconds"],
         )
 
+    # ----------------------------------------------------------------------------------- what it holds
+
+    def topics(self, prefix: str = "") -> dict[str, int]:
+        """Topic -> partition count as the cluster holds it now, every change committed so far included.
+
+        A broker's Metadata lags the controller (even in one combined JVM: the broker replays the metadata log),
+        so a read right after a CreateTopics answer may miss the topic. The controller applies mutations in
+        order, so this first creates a barrier topic and waits until every broker's Metadata lists it: from then
+        on, Metadata shows everything committed before the barrier. No sleep: the barrier is the signal."""
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        barrier = f"barrier-{uuid.uuid4().hex}"
+        conf = {"client.id": "kafka-fixture", "log_level": 0}
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers} | conf)
+        admin.create_topics([NewTopic(barrier, 1, 1)])[barrier].result(timeout=60)
+        views = [AdminClient({"bootstrap.servers": f"127.0.0.1:{n.plaintext_port}"} | conf) for n in self.brokers]
+        deadline = time.monotonic() + 60
+        held: dict[str, int] = {}
+        for node, view in zip(self.brokers, views, strict=True):
+            while True:
+                metadata = view.list_topics(timeout=10)
+                if barrier in metadata.topics and metadata.orig_broker_id == node.node_id:
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"node {node.node_id} did not list {barrier} within 60 s")
+                time.sleep(0.02)
+            held = {n: len(t.partitions) for n, t in metadata.topics.items() if n.startswith(prefix) and n != barrier}
+        admin.delete_topics([barrier])
+        return held
+
     # ------------------------------------------------------------------------------------------- quotas
 
     def set_quota(
