@@ -1,10 +1,10 @@
 """An exception raised by the application's conf callback reaches the application as confluent-kafka's does.
 
-confluent-kafka runs ``error_cb``, ``stats_cb`` and ``throttle_cb`` in ``poll()``, and what one raises comes out
-of that ``poll()``: applications raise from ``error_cb`` to stop on a fatal error. Ours run on the client's
-user-code thread (never the scheduler's), and the exception comes out of the application's next ``poll()``. Each
-scenario runs on bare confluent-kafka and on ours: ``poll()`` raises the callback's own exception on both, and
-ours goes on working afterwards (the exception stopped nothing of the client's).
+confluent-kafka runs ``error_cb``, ``stats_cb``, ``throttle_cb`` and the ``logger`` in ``poll()``, and what one
+raises comes out of that ``poll()``: applications raise from ``error_cb`` to stop on a fatal error. Ours run on the
+client's user-code thread (never the scheduler's), and the exception comes out of the application's next
+``poll()``. Each scenario runs on bare confluent-kafka and on ours: ``poll()`` raises the callback's own exception
+on both, and ours goes on working afterwards (the exception stopped nothing of the client's).
 
 ``oauth_cb`` runs on librdkafka's background thread in confluent-kafka 2.16 for every client: an exception
 there fails the token, and the constructor raises SASL_AUTHENTICATION_FAILED once no token came in 10 s; ours
@@ -83,6 +83,19 @@ def test_poll_raises_what_the_callback_raised(
     raised = _poll_until_raised(admin)
     assert isinstance(raised, Boom)
     assert str(raised) == f"from {callback}"
+    assert "throttled-admin-scheduler" not in raising.threads
+
+
+@pytest.mark.parametrize("kind", CLIENTS, ids=["confluent-kafka", "throttled_admin"])
+def test_poll_raises_what_the_logger_raised(kind: type[AdminClient], closing: list[AdminClient]) -> None:
+    raising = Raising("logger")
+
+    class Logger:
+        log = raising
+
+    admin = _client(kind, {"bootstrap.servers": f"127.0.0.1:{free_port()}", "logger": Logger()}, closing)
+    raised = _poll_until_raised(admin)
+    assert isinstance(raised, Boom)
     assert "throttled-admin-scheduler" not in raising.threads
 
 

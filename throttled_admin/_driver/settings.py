@@ -113,6 +113,14 @@ class EventSink(Protocol):
     def on_log(self, message: str) -> None: ...
 
 
+class _CollectedLogger:
+    """The ``logger`` from conf, whose exceptions wait for the application's poll() (it runs on the user-code
+    thread, from the client's tap of librdkafka's log)."""
+
+    def __init__(self, log: Callable[..., None]) -> None:
+        self.log = log
+
+
 def _deliver(sink: Callable[[], EventSink | None], what: str, send: Callable[[EventSink], None]) -> None:
     """Hands an event to the scheduler, once it exists; a failure there is logged, never raised into librdkafka."""
     target = sink()
@@ -132,7 +140,8 @@ def install_callbacks(
 ) -> tuple[dict[str, Any], Callable[[KafkaError], None]]:
     """A copy of ``conf`` whose callbacks feed ``sink()`` (None until the scheduler exists) and then the user's own,
     and where an error the client finds itself goes: where librdkafka's own go, the ``error_cb`` from conf (on the
-    user-code thread), or the log when there is none. What the user's callbacks raise goes to ``errors``."""
+    user-code thread), or the log when there is none. What the user's callbacks (and ``logger``) raise goes to
+    ``errors``."""
     conf = dict(conf)
     user = {key: errors.wrap(key, conf[key]) for key in _USER_CALLBACKS if conf.get(key) is not None}
     for key in _USER_CALLBACKS:
@@ -164,6 +173,8 @@ def install_callbacks(
 
     conf["throttle_cb"] = throttle_cb
     conf["error_cb"] = error_cb
+    if conf.get("logger") is not None:  # confluent-kafka raises what the logger raises from poll(), too
+        conf["logger"] = _CollectedLogger(errors.wrap("logger", conf["logger"].log))
     tap_logs(conf, on_fail, run_user)
     if user_stats is not None:
         conf["stats_cb"] = lambda stats: run_user(functools.partial(user_stats, stats))
