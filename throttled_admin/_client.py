@@ -211,10 +211,6 @@ _CLOSE_WAIT_S = 30.0
 _POLL_SLICE_S = 0.05  # poll() looks at least this often for what the user's callbacks raised on their thread
 
 
-def _nothing() -> None:
-    pass
-
-
 _live: weakref.WeakSet[Scheduler] = weakref.WeakSet()
 _exit_hook_lock = threading.Lock()
 _exit_hook_registered = False
@@ -440,8 +436,10 @@ class ThrottledAdminClient(AdminClient):
             served = int(AdminClient.poll(self, left))
             if served:
                 # The user's callbacks this poll handed over run on the user-code thread: wait for them (as a
-                # poll that runs them would), within the timeout, so what they raise is raised here.
-                self._user_code.submit(_nothing).wait(None if end is None else max(0.0, end - time.monotonic()))
+                # poll that runs them would), within the timeout, so what they raise is raised here. Bounded: a
+                # metric export queued before them may hang.
+                left = USER_CODE_WAIT_S if end is None else max(0.0, end - time.monotonic())
+                self._user_code.wait_queued(min(left, USER_CODE_WAIT_S))
             errors.raise_first()
             if served or (end is not None and time.monotonic() >= end):
                 return served

@@ -26,6 +26,19 @@ log = logging.getLogger("throttled_admin")
 _KEEP = 100
 
 
+def _described(exc: BaseException) -> str:
+    """The exception and where it was raised, without its formatted traceback: CPython 3.11 formats one with
+    ``ast.parse``, whose recursion counter is shared by every thread (gh-106905), so formatting it here, on any
+    thread while another compiles (an import), can fail that import with SystemError."""
+    where = ""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is not None:
+        where = f" at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
 class CallbackErrors:
     def __init__(self) -> None:
         self._cv = threading.Condition()
@@ -53,11 +66,11 @@ class CallbackErrors:
             first = self._dropped == 1
         if first:
             log.error(
-                "the %s from conf raised, and %d earlier exceptions of conf callbacks wait for poll(): this one and "
-                "later ones are dropped (poll() raises them)",
+                "the %s from conf raised %s, and %d earlier exceptions of conf callbacks wait for poll(): this one "
+                "and later ones are dropped (poll() raises them)",
                 name,
+                _described(exc),
                 _KEEP,
-                exc_info=exc,
             )
 
     def raise_first(self) -> None:
@@ -82,6 +95,6 @@ class CallbackErrors:
             pending, self._pending = list(self._pending), deque()
             dropped, self._dropped = self._dropped, 0
         for name, exc in pending:
-            log.error("the %s from conf raised, and no poll() raised it before close()", name, exc_info=exc)
+            log.error("the %s from conf raised %s, and no poll() raised it before close()", name, _described(exc))
         if dropped:
             log.error("%d more exceptions of conf callbacks were dropped: no poll() collected them", dropped)
