@@ -52,6 +52,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 __all__ = [
+    "CLOSED_MESSAGE",
     "CannotConnectError",
     "ClientClosedError",
     "NotSentError",
@@ -70,6 +71,8 @@ __all__ = [
 ]
 
 DEFAULT_MESSAGE = "The throttling quota has been exceeded."
+# confluent-kafka's RuntimeError for a call on a closed AdminClient (or one whose __init__ was never called).
+CLOSED_MESSAGE = "AdminClient has been closed"
 
 
 class ThrottlingQuotaExceededException(KafkaException):

@@ -53,6 +53,7 @@ from throttled_admin._engine.throttle import ThrottleTracker
 from throttled_admin._engine.visibility import READ_BEFORE_DEADLINE_S, BrokerViews, Visibility, lagging
 from throttled_admin._engine.work import Call, RequestKind, Topic
 from throttled_admin._errors import (
+    CLOSED_MESSAGE,
     ThrottlingQuotaExceededException,
     after_unknown_attempt,
     cannot_connect_error,
@@ -213,7 +214,7 @@ class Engine:
 
     def submit(self, call: Call, topics: list[Topic]) -> None:
         if self._closed:
-            raise RuntimeError("ThrottledAdminClient is closed")
+            raise RuntimeError(CLOSED_MESSAGE)
         for topic in topics:
             call.queued[topic.name] = topic
             held = self._holders.setdefault(topic.name, topic)
