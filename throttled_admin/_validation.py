@@ -102,7 +102,8 @@ def _keyed(
         if counts[key] > 1:
             item = _refused(KafkaError.INVALID_REQUEST, key, "it appears more than once in this call")
         elif error:
-            item = _refused(illegal_name, key, error)
+            # Kafka's own words, which name the topic: what the broker (and kafka-topics.sh) would say.
+            item = KafkaError(illegal_name, error)
         elif collisions and (other := sent.get(collision_key(key))) is not None:
             item = _refused(
                 KafkaError.TOPIC_EXCEPTION,
