@@ -8,7 +8,11 @@ What each broker shows is checked against an independent client (kafka-python's 
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import socket
+import struct
+import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -206,3 +210,74 @@ def test_finding_7_over_sasl_scram_and_tls(quota_broker: BrokerFactory, tmp_path
     assert len(ids) == 1
     assert old not in ids
     assert all(view is not None and view["x"].partitions == 3 for view in views.values())
+
+
+class OldBrokerProxy:
+    """A proxy in front of one QuotaBroker node that answers ApiVersions v0 (the reader's) with Metadata up to v9
+    only, as a Kafka before 2.8 would; everything else passes unchanged (librdkafka asks ApiVersions v3)."""
+
+    def __init__(self, port: int) -> None:
+        self._target = ("127.0.0.1", port)
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self._server.getsockname()[1]}"
+        self._sockets: list[socket.socket] = [self._server]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                client, _ = self._server.accept()
+                self._sockets.append(client)
+                threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        with contextlib.suppress(OSError, ConnectionError), socket.create_connection(self._target) as upstream:
+            self._sockets.append(upstream)
+            while True:
+                request = _frame(client)
+                api_key, version = struct.unpack_from(">hh", request, 4)
+                upstream.sendall(request)
+                response = _frame(upstream)
+                if (api_key, version) == (18, 0):
+                    response = _metadata_capped(response, 9)
+                client.sendall(response)
+
+    def close(self) -> None:
+        for sock in self._sockets:
+            sock.close()
+
+
+def _frame(sock: socket.socket) -> bytes:
+    head = sock.recv(4, socket.MSG_WAITALL)
+    if len(head) < 4:
+        raise ConnectionError("closed")
+    (size,) = struct.unpack(">i", head)
+    return head + sock.recv(size, socket.MSG_WAITALL)
+
+
+def _metadata_capped(response: bytes, highest: int) -> bytes:
+    """ApiVersions v0's answer (size, correlation id, error, [key, min, max]) with Metadata's max lowered."""
+    data = bytearray(response)
+    (count,) = struct.unpack_from(">i", data, 10)
+    for offset in range(14, 14 + 6 * count, 6):
+        if struct.unpack_from(">h", data, offset)[0] == 3:
+            struct.pack_into(">h", data, offset + 4, highest)
+    return bytes(data)
+
+
+def test_a_broker_without_metadata_v10_is_read_through_librdkafka(
+    quota_broker: BrokerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Kafka before 2.8 has no topic ids: the reader says so once and reads through librdkafka (no ids)."""
+    caplog.set_level(logging.INFO, logger="throttled_admin")
+    broker = quota_broker(num_brokers=2)
+    broker.create_topic("x", 1)
+    proxy = OldBrokerProxy(broker.ports[0])
+    reader = BrokerViewReader({"bootstrap.servers": proxy.address})
+    try:
+        views = reader.read_cluster(["x"], 10.0)
+    finally:
+        reader.close()
+        proxy.close()
+    assert views == {0: {"x": TopicView(1, True)}, 1: {"x": TopicView(1, True)}}
+    assert "answers Metadata up to v9, without topic ids" in caplog.text

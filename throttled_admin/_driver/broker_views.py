@@ -81,10 +81,8 @@ class BrokerViewReader:
         if self._fallback is None:
             try:
                 return self._read(names, timeout_s)
-            except NoTopicIds as exc:
+            except (NoTopicIds, Unsupported) as exc:
                 self._fall_back(str(exc))
-            except ssl.SSLError as exc:  # the TLS files (checked by librdkafka already) do not load here
-                self._fall_back(f"its TLS settings do not load ({exc.reason or type(exc).__name__})")
         assert self._fallback is not None
         return self._fallback.read_cluster(names, timeout_s)
 
@@ -146,7 +144,10 @@ class BrokerViewReader:
         if connection is not None:
             self._drop(address, connection)
         if self._settings.tls is not None and self._context is None:
-            self._context = self._settings.tls.context()  # ssl.SSLError: read_cluster falls back
+            try:
+                self._context = self._settings.tls.context()
+            except OSError as exc:  # ssl.SSLError too: files librdkafka loaded that Python's ssl does not
+                raise Unsupported(f"its TLS files do not load here ({type(exc).__name__})") from None
         try:
             connection = BrokerConnection(address, self._settings, self._context, deadline)
         except _UNREADABLE as exc:
