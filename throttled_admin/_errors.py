@@ -172,8 +172,9 @@ def not_sent_error(operation: str, timeout_ms: int, why: str) -> NotSentError:
 
 
 _SHOWN = {
-    "CreateTopics": "list it with a leader for every partition",
-    "CreatePartitions": "list its new partitions, each with a leader",
+    # (a create: the new topic, not an earlier one of its name; a grow: one topic id on every broker)
+    "CreateTopics": "list it (the new topic's id) with a leader for every partition",
+    "CreatePartitions": "list its new partitions, each with a leader, under one topic id",
     "DeleteTopics": "have it gone",
 }
 

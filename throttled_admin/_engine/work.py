@@ -8,6 +8,7 @@ request (coalescing). Everything here is guarded by the scheduler's lock.
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -136,3 +137,4 @@ class Topic:
     last_error: BaseException | None = None  # the broker's last refusal that applied nothing (NOT_CONTROLLER, ...)
     not_before: float = 0.0  # back-off: not sent before this monotonic time
     lagging: tuple[int, ...] | None = None  # applied: the brokers whose Metadata did not show it at the last read
+    ids_before: frozenset[uuid.UUID] | None = None  # the ids every broker showed of the name before the first send
