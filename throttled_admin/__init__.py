@@ -12,6 +12,8 @@ from throttled_admin._engine import MutationQuota
 from throttled_admin._errors import (
     CannotConnectError,
     ClientClosedError,
+    ClientClosedNotSentError,
+    ClientClosedOutcomeUnknownError,
     NotSentError,
     NotYetVisibleError,
     OutcomeUnknownError,
@@ -21,9 +23,27 @@ from throttled_admin._errors import (
 from throttled_admin._options import CreatePartitionsOptions, CreateTopicsOptions, DeleteTopicsOptions
 from throttled_admin._version import __version__
 
+# Tracebacks and reprs name the public path (``throttled_admin.NotSentError``), as httpx does; pickling finds the
+# classes there too.
+for _error in (
+    CannotConnectError,
+    ClientClosedError,
+    ClientClosedNotSentError,
+    ClientClosedOutcomeUnknownError,
+    NotSentError,
+    NotYetVisibleError,
+    OutcomeUnknownError,
+    PossiblyAppliedError,
+    ThrottlingQuotaExceededException,
+):
+    _error.__module__ = __name__
+del _error
+
 __all__ = [
     "CannotConnectError",
     "ClientClosedError",
+    "ClientClosedNotSentError",
+    "ClientClosedOutcomeUnknownError",
     "CreatePartitionsOptions",
     "CreateTopicsOptions",
     "DeleteTopicsOptions",

@@ -12,6 +12,8 @@ topic is the exception's type::
     │   └── PossiblyAppliedError           the broker's answer to a retry after an attempt with an unknown outcome
     ├── NotYetVisibleError                 applied, but not yet in every broker's metadata (``wait_for_metadata``)
     └── ClientClosedError                  the client was closed with the topic pending (``.sent``)
+        ├── ClientClosedNotSentError       ... queued, never sent: also a NotSentError
+        └── ClientClosedOutcomeUnknownError ... in flight, or an earlier attempt unanswered: also an OutcomeUnknownError
 
 - ``ThrottlingQuotaExceededException``: ``THROTTLING_QUOTA_EXCEEDED`` (retriable), with ``throttle_time_ms``.
 - ``NotSentError``: ``_TIMED_OUT`` "... not sent within timeout_ms=...: ..." when the call's deadline passed
@@ -33,9 +35,9 @@ topic is the exception's type::
   deadline (or by ``close()``).
 - ``ClientClosedError``: ``_DESTROY`` "ThrottledAdminClient was closed before ... completed; ...". ``.sent`` is
   True when an attempt may have been applied: its request was in flight, or an earlier attempt's answer was lost
-  (the exception is then also an ``OutcomeUnknownError``). For a queued topic it is False, and the exception is
-  also a ``NotSentError``, except for one whose last attempt the broker refused (nothing applied, but it was
-  sent): a plain ``ClientClosedError``.
+  (the exception is then a ``ClientClosedOutcomeUnknownError``, also an ``OutcomeUnknownError``). For a queued
+  topic it is False, and the exception is a ``ClientClosedNotSentError``, also a ``NotSentError``, except for one
+  whose last attempt the broker refused (nothing applied, but it was sent): a plain ``ClientClosedError``.
 
 Other failures are confluent-kafka's own ``KafkaException`` with the broker's error unchanged (e.g.
 POLICY_VIOLATION, INVALID_REPLICATION_FACTOR), or an authentication failure for a topic never sent. Bad input
@@ -54,6 +56,8 @@ from confluent_kafka import KafkaError, KafkaException
 __all__ = [
     "CannotConnectError",
     "ClientClosedError",
+    "ClientClosedNotSentError",
+    "ClientClosedOutcomeUnknownError",
     "NotSentError",
     "NotYetVisibleError",
     "OutcomeUnknownError",
@@ -148,15 +152,16 @@ class ClientClosedError(KafkaException):
         return (type(self), (self.args[0], self.sent))
 
 
-class _ClosedNotSentError(ClientClosedError, NotSentError):
+class ClientClosedNotSentError(ClientClosedError, NotSentError):
     """The client was closed with the topic queued: it was certainly not applied."""
 
     def __init__(self, error: KafkaError, sent: bool = False) -> None:
         super().__init__(error, sent)
 
 
-class _ClosedInFlightError(ClientClosedError, OutcomeUnknownError):
-    """The client was closed with the topic's request in flight: the broker may or may not have applied it."""
+class ClientClosedOutcomeUnknownError(ClientClosedError, OutcomeUnknownError):
+    """The client was closed with the topic's request in flight (or after an attempt whose answer was lost): the
+    broker may or may not have applied it."""
 
     def __init__(self, error: KafkaError, sent: bool = True) -> None:
         super().__init__(error, sent)
@@ -256,4 +261,4 @@ def closed_error(
     error = KafkaError(KafkaError._DESTROY, f"ThrottledAdminClient was closed before {operation} completed; {what}")
     if refused is not None and not sent:
         return ClientClosedError(error, sent=False)
-    return _ClosedInFlightError(error) if sent else _ClosedNotSentError(error)
+    return ClientClosedOutcomeUnknownError(error) if sent else ClientClosedNotSentError(error)
