@@ -8,6 +8,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from opentelemetry.metrics import MeterProvider
+
 from throttled_admin.provisioning._executor import execute
 from throttled_admin.provisioning._plan import PlanError, PlanRow
 from throttled_admin.provisioning._profile import Profile, ProfilesArg, as_profiles
@@ -49,6 +51,7 @@ def apply_plan(
     dry_run: bool = False,
     progress: ProgressCallback | None = None,
     max_concurrent_entities: int = MAX_CONCURRENT_ENTITIES,
+    meter_provider: MeterProvider | None = None,
 ) -> list[RowResult]:
     """Run every group concurrently (the work is I/O: waiting on brokers and quotas) and return one
     result per row, in plan order. ``progress`` is called from the groups' threads, one call at a time.
@@ -56,7 +59,9 @@ def apply_plan(
     ``profiles`` maps each plan cluster to a ``Profile`` or to a conf mapping as profiles.yaml has it
     (librdkafka settings plus optional ``mutation_rate`` and ``request_timeout_s``).
     ``max_concurrent_entities``: how many quota entities run at once (one thread and one client each);
-    the others wait for a free one."""
+    the others wait for a free one. ``meter_provider``: where the groups' clients send their metrics (else the
+    global provider); each group's series carry its profile's name and principal (``throttled_admin.cluster``,
+    ``throttled_admin.principal``)."""
     checked = as_profiles(profiles)
     if isinstance(max_concurrent_entities, bool) or not isinstance(max_concurrent_entities, int):
         raise TypeError(f"max_concurrent_entities: expected an int >= 1, got {max_concurrent_entities!r}")
@@ -87,6 +92,7 @@ def apply_plan(
                 allow_delete=allow_delete,
                 dry_run=dry_run,
                 progress=callback,
+                meter_provider=meter_provider,
             ): indexes
             for profile, indexes in groups.values()
         }

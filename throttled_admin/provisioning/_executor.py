@@ -16,6 +16,7 @@ from confluent_kafka import KafkaError, KafkaException
 # The public names live in confluent_kafka.admin, which re-exports them without __all__ (mypy --strict).
 from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
 from confluent_kafka.admin._resource import ResourceType
+from opentelemetry.metrics import MeterProvider
 
 from throttled_admin import (
     MutationQuota,
@@ -32,10 +33,10 @@ from throttled_admin.provisioning._configs import config_problem
 from throttled_admin.provisioning._decide import Change, TopicState, decide
 from throttled_admin.provisioning._plan import PlanRow, row_problem
 from throttled_admin.provisioning._profile import Profile, redact
-from throttled_admin.provisioning._progress import Progress, ProgressCallback
+from throttled_admin.provisioning._progress import AdmittedRate, Progress, ProgressCallback
 from throttled_admin.provisioning._results import RowResult
 
-__all__ = ["BURST_WINDOWS", "execute", "predicted_seconds"]
+__all__ = ["BURST_WINDOWS", "execute", "metric_attributes", "predicted_seconds"]
 
 log = logging.getLogger("throttled_admin.provisioning")
 
@@ -45,6 +46,8 @@ BURST_WINDOWS = 11
 MAX_ATTEMPTS = 3
 #: Verifying reads the cluster (metadata, configs) up to this many times before a row gives up.
 READ_ATTEMPTS = 3
+#: While rows are pending, how often the group looks for mutations the broker has admitted (progress).
+PROGRESS_POLL_S = 0.1
 _UNKNOWN_CODES = (KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError.REQUEST_TIMED_OUT)
 
 
@@ -93,8 +96,7 @@ class _Group:
         self.secrets = profile.secrets()
         self.progress = progress
         self.results: dict[int, RowResult] = {}
-        self.started = time.time()
-        self.mutations_done = 0
+        self.admitted = AdmittedRate()  # the client's mutations-admitted-total over time
         self.watch = ContactWatch()  # what librdkafka says about the connections of the group's client
 
     def finish(self, index: int, status: str, **fields: Any) -> None:
@@ -115,20 +117,28 @@ class _Group:
             if index not in self.results:
                 self.finish(index, "failed", error_code=code, error_message=message, started_at=now, finished_at=now)
 
-    def report(self, admin: ThrottledAdminClient | None) -> None:
+    def report(self, admin: ThrottledAdminClient | None, *, only_if_admitted: bool = False) -> None:
+        """Progress as the client's metrics have it: mutations the broker admitted (counted as its answers come,
+        not when rows finish, which may be seconds later with ``wait_for_metadata``) and their rate over the
+        quota's window. ``only_if_admitted``: nothing when no mutation was admitted since the last report."""
         if self.progress is None:
             return
         metrics = admin.metrics() if admin is not None else {}
+        now = time.monotonic()
+        before = self.admitted.total
+        if admin is not None:
+            self.admitted.update(int(_metric(metrics, "mutations-admitted-total")), now)
+        if only_if_admitted and self.admitted.total == before:
+            return
         rate = metrics.get("mutation-rate")
         quota = self.profile.mutation_rate if rate is None or math.isnan(rate) else float(rate)
-        elapsed = max(time.time() - self.started, 1e-6)
         self.progress(
             Progress(
                 cluster=self.profile.name,
                 rows_done=len(self.results),
                 rows_total=len(self.rows),
-                mutations_admitted=self.mutations_done,
-                mutations_per_s=self.mutations_done / elapsed,
+                mutations_admitted=self.admitted.total,
+                mutations_per_s=self.admitted.rate(now),
                 quota_rate=quota,
                 throttle_time_ms=int(_metric(metrics, "throttle-time-max")),
             )
@@ -174,7 +184,17 @@ def _known_config_names(admin: ThrottledAdminClient, topics: Iterable[str], time
     return set(TOPIC_CONFIGS)
 
 
-def _new_client(profile: Profile, watch: ContactWatch) -> ThrottledAdminClient:
+def metric_attributes(profile: Profile) -> dict[str, str]:
+    """What labels a group's metric series: the profile's cluster name and the principal's user name (not a
+    secret), the same on every run, so a fleet's dashboard tells tenants and clusters apart without a new series
+    per run."""
+    labels = {"throttled_admin.cluster": profile.name}
+    if profile.principal:
+        labels["throttled_admin.principal"] = profile.principal
+    return labels
+
+
+def _new_client(profile: Profile, watch: ContactWatch, meter_provider: MeterProvider | None) -> ThrottledAdminClient:
     """One client per quota entity, paced to the profile's rate (learned from throttles when None), its
     connections watched by ``watch`` so a read of the cluster fails fast (a conf's own callbacks still run)."""
     conf: dict[str, Any] = dict(profile.conf)
@@ -191,7 +211,12 @@ def _new_client(profile: Profile, watch: ContactWatch) -> ThrottledAdminClient:
             theirs_throttle(event)
 
     conf["error_cb"], conf["throttle_cb"] = on_error, on_throttle
-    return ThrottledAdminClient(conf, mutation_quota=MutationQuota(rate=profile.mutation_rate))
+    return ThrottledAdminClient(
+        conf,
+        mutation_quota=MutationQuota(rate=profile.mutation_rate),
+        meter_provider=meter_provider,
+        metric_attributes=metric_attributes(profile),
+    )
 
 
 def _cannot_read(exc: BaseException) -> tuple[int | None, str]:
@@ -213,6 +238,7 @@ def execute(
     allow_delete: bool = False,
     dry_run: bool = False,
     progress: ProgressCallback | None = None,
+    meter_provider: MeterProvider | None = None,
 ) -> list[RowResult]:
     """Apply ``rows`` (one group: they all use ``profile``) and return one result per row, in order.
 
@@ -220,13 +246,14 @@ def execute(
     sends creates, grows, deletes and config changes through one client paced with ``MutationQuota``.
     A create whose outcome is unknown is checked by reading the cluster again (and re-sent only if the
     topic is missing). ``dry_run``: nothing is changed; rows that need a change are ``planned`` with
-    ``detail`` and ``predicted_s``."""
+    ``detail`` and ``predicted_s``. ``meter_provider``: where the client's metrics go (else the global provider),
+    labelled with ``metric_attributes(profile)``."""
     group = _Group(list(rows), profile, progress)
     log.debug("group %s: %d rows (dry_run=%s, allow_delete=%s)", profile.name, len(group.rows), dry_run, allow_delete)
     candidates = _check_rows(group)
     if candidates:
         try:
-            admin = _new_client(profile, group.watch)
+            admin = _new_client(profile, group.watch, meter_provider)
         except Exception as exc:  # e.g. an invalid librdkafka setting: every row learns why
             group.fail_all(f"cannot create the admin client: {_error(exc)[1]}")
         else:
@@ -459,8 +486,12 @@ def _alter_resource(topic: str, values: dict[str, str]) -> ConfigResource:
 def _drain(group: _Group, admin: ThrottledAdminClient, futures: dict[Future[Any], tuple[_Run, str]]) -> None:
     """Wait for every outstanding future, settling rows as their last operation completes; a row with an
     unknown outcome is left for ``_verify_unknown``."""
+    poll_s = PROGRESS_POLL_S if group.progress is not None else None
     while futures:
-        done, _ = wait(list(futures), return_when=FIRST_COMPLETED)
+        done, _ = wait(list(futures), timeout=poll_s, return_when=FIRST_COMPLETED)
+        if not done:  # the broker may have admitted mutations of rows still pending (their visibility, say)
+            group.report(admin, only_if_admitted=True)
+            continue
         for future in done:
             run, kind = futures.pop(future)
             run.pending -= 1
@@ -579,7 +610,4 @@ def _settle(group: _Group, admin: ThrottledAdminClient, run: _Run, status: str |
         group.finish(run.index, "failed", error_code=code, error_message=message, **common)
         log.debug("group %s: %s failed", group.profile.name, group.rows[run.index].topic)
         return
-    final = status or _STATUS[change.kind]
-    if final != "unchanged":
-        group.mutations_done += change.mutations
-    group.finish(run.index, final, **common)
+    group.finish(run.index, status or _STATUS[change.kind], **common)
