@@ -19,6 +19,7 @@ from throttled_admin._errors import (
     OutcomeUnknownError,
     PossiblyAppliedError,
     ThrottlingQuotaExceededException,
+    TopicValueError,
 )
 from throttled_admin._options import CreatePartitionsOptions, CreateTopicsOptions, DeleteTopicsOptions
 from throttled_admin._version import __version__
@@ -35,6 +36,7 @@ for _error in (
     OutcomeUnknownError,
     PossiblyAppliedError,
     ThrottlingQuotaExceededException,
+    TopicValueError,
 ):
     _error.__module__ = __name__
 del _error
@@ -56,5 +58,6 @@ __all__ = [
     "PossiblyAppliedError",
     "ThrottledAdminClient",
     "ThrottlingQuotaExceededException",
+    "TopicValueError",
     "__version__",
 ]

@@ -41,7 +41,9 @@ topic is the exception's type::
 
 Other failures are confluent-kafka's own ``KafkaException`` with the broker's error unchanged (e.g.
 POLICY_VIOLATION, INVALID_REPLICATION_FACTOR), or an authentication failure for a topic never sent. Bad input
-raises ``ValueError`` / ``TypeError`` before anything is sent.
+raises ``ValueError`` / ``TypeError`` before anything is sent; a topic's count or replica assignment out of bounds
+raises ``TopicValueError`` (a ``ValueError``) saying which field and which limit, so a caller such as the command
+line can word it in its own terms.
 
 Each exception pickles to its own class with the same code and message (Spark ships exceptions between
 processes; confluent-kafka's ``KafkaException`` itself does not pickle).
@@ -63,6 +65,7 @@ __all__ = [
     "OutcomeUnknownError",
     "PossiblyAppliedError",
     "ThrottlingQuotaExceededException",
+    "TopicValueError",
     "after_unknown_attempt",
     "cannot_connect_error",
     "closed_error",
@@ -165,6 +168,42 @@ class ClientClosedOutcomeUnknownError(ClientClosedError, OutcomeUnknownError):
 
     def __init__(self, error: KafkaError, sent: bool = True) -> None:
         super().__init__(error, sent)
+
+
+class TopicValueError(ValueError):
+    """A topic's value that cannot be sent, found before anything is: ``field`` is the parameter's name
+    (``num_partitions``, ``replication_factor``, ``new_total_count``, ``replica_assignment``), ``index`` the entry of
+    a replica assignment, ``value`` what was given, ``minimum``/``maximum`` the bounds when the field is a count, and
+    ``problem`` what is wrong, in words that name no parameter (``must be >= 1 (at most 100000), ...``)."""
+
+    def __init__(
+        self,
+        topic: str,
+        field: str,
+        problem: str,
+        *,
+        value: Any = None,
+        minimum: int | None = None,
+        maximum: int | None = None,
+        index: int | None = None,
+    ) -> None:
+        where = field if index is None else f"{field}[{index}]"
+        super().__init__(f"topic {topic!r}: {where} {problem}")
+        self.topic = topic
+        self.field = field
+        self.problem = problem
+        self.value = value
+        self.minimum = minimum
+        self.maximum = maximum
+        self.index = index
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        fields = {"value": self.value, "minimum": self.minimum, "maximum": self.maximum, "index": self.index}
+        return (_topic_value_error, (self.topic, self.field, self.problem, fields))
+
+
+def _topic_value_error(topic: str, field: str, problem: str, fields: dict[str, Any]) -> TopicValueError:
+    return TopicValueError(topic, field, problem, **fields)
 
 
 def not_sent_error(operation: str, timeout_ms: int, why: str) -> NotSentError:

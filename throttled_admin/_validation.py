@@ -23,6 +23,7 @@ from typing import Any
 
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
+from throttled_admin._errors import TopicValueError
 from throttled_admin._kafka.topic_names import collision_key, topic_name_error
 
 __all__ = [
@@ -91,7 +92,15 @@ def _copy_assignment(name: str, assignment: Any, field: str) -> list[list[int]]:
             raise ValueError(f"topic {name!r}: {field}[{index}] must be a non-empty list of int broker ids")
         ids = [int(b) for b in brokers]
         if not all(0 <= b <= _MAX_BROKER_ID for b in ids):
-            raise ValueError(f"topic {name!r}: {field}[{index}] has a broker id outside 0..{_MAX_BROKER_ID}")
+            raise TopicValueError(
+                name,
+                field,
+                f"has a broker id outside 0..{_MAX_BROKER_ID}",
+                value=ids,
+                minimum=0,
+                maximum=_MAX_BROKER_ID,
+                index=index,
+            )
         if len(set(ids)) != len(ids):
             raise ValueError(f"topic {name!r}: {field}[{index}] lists a broker twice: {ids}")
         if copied and len(ids) != len(copied[0]):
@@ -130,19 +139,20 @@ def _copy_config(name: str, config: Any) -> dict[str, str] | None:
     return copied
 
 
+def _out_of_range(name: str, field: str, value: Any, maximum: int, *, broker_default: bool) -> TopicValueError:
+    default = ", or -1 for the broker default;" if broker_default else ","
+    return TopicValueError(
+        name, field, f"must be >= 1 (at most {maximum}){default} got {value!r}", value=value, minimum=1, maximum=maximum
+    )
+
+
 def _snapshot_topic(t: NewTopic) -> NewTopic:
     name = str(t.topic)
     partitions, replication = t.num_partitions, t.replication_factor
     if not (partitions == -1 or 1 <= partitions <= MAX_PARTITIONS):
-        raise ValueError(
-            f"topic {name!r}: num_partitions must be >= 1 (at most {MAX_PARTITIONS}), or -1 for the broker default; "
-            f"got {partitions!r}"
-        )
+        raise _out_of_range(name, "num_partitions", partitions, MAX_PARTITIONS, broker_default=True)
     if not (replication == -1 or 1 <= replication <= MAX_REPLICATION_FACTOR):
-        raise ValueError(
-            f"topic {name!r}: replication_factor must be >= 1 (at most {MAX_REPLICATION_FACTOR}), or -1 for the "
-            f"broker default; got {replication!r}"
-        )
+        raise _out_of_range(name, "replication_factor", replication, MAX_REPLICATION_FACTOR, broker_default=True)
     extra: dict[str, Any] = {}
     # An explicit replica_assignment=None reads back as None and is taken as no assignment (confluent-kafka
     # refuses it, a quirk of its C binding). An empty list is no assignment when the partition count is the
@@ -184,17 +194,20 @@ def _snapshot_partitions(p: NewPartitions) -> NewPartitions:
     name = str(p.topic)
     total = p.new_total_count
     if not 1 <= total <= MAX_PARTITIONS:
-        raise ValueError(f"topic {name!r}: new_total_count must be >= 1 (at most {MAX_PARTITIONS}), got {total!r}")
+        raise _out_of_range(name, "new_total_count", total, MAX_PARTITIONS, broker_default=False)
     if p.replica_assignment is None:
         return NewPartitions(name, int(total))
     copied = _copy_assignment(name, p.replica_assignment, "replica_assignment")
     if not copied:
-        raise ValueError(f"topic {name!r}: replica_assignment must list one broker-id list per new partition")
+        raise TopicValueError(name, "replica_assignment", "must list one broker-id list per new partition", value=[])
     # One entry per partition added; a topic has at least one partition, so at most new_total_count - 1.
     if len(copied) >= total:
-        raise ValueError(
-            f"topic {name!r}: replica_assignment has {len(copied)} entries, but growing to {total} partitions "
-            f"adds at most {total - 1}"
+        raise TopicValueError(
+            name,
+            "replica_assignment",
+            f"has {len(copied)} entries, but growing to {total} partitions adds at most {total - 1}",
+            value=copied,
+            maximum=total - 1,
         )
     return NewPartitions(name, int(total), copied)
 

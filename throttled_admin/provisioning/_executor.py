@@ -34,7 +34,7 @@ from throttled_admin.provisioning._decide import Change, TopicState, decide
 from throttled_admin.provisioning._plan import PlanRow, row_problem
 from throttled_admin.provisioning._profile import Profile, redact
 from throttled_admin.provisioning._progress import AdmittedRate, Progress, ProgressCallback
-from throttled_admin.provisioning._results import RowResult
+from throttled_admin.provisioning._results import PLAN_CONFLICT, PLAN_ERROR, RowResult
 
 __all__ = ["BURST_WINDOWS", "execute", "metric_attributes", "predicted_seconds"]
 
@@ -65,6 +65,12 @@ def _error(exc: BaseException | None) -> tuple[int | None, str]:
     return None, f"{type(exc).__name__}: {exc}"
 
 
+def _error_name(exc: BaseException) -> str:
+    """A failure's ``error_name``: Kafka's name of its code, else the exception's type."""
+    code = _error(exc)[0]
+    return KafkaError(code).name() if code is not None else type(exc).__name__
+
+
 def _metric(metrics: dict[str, float], name: str) -> float:
     value = metrics.get(name, 0.0)
     return 0.0 if value is None or math.isnan(value) else float(value)
@@ -81,6 +87,7 @@ class _Run:
     attempts: int = 0
     pending: int = 0
     error: tuple[int | None, str] | None = None  # a definite failure
+    error_name: str | None = None  # its name when it has no Kafka code
     unknown: tuple[int | None, str] | None = None  # the last answer that left the outcome unknown
     verify: bool = False  # an outcome is unknown: read the cluster before deciding
     existed: bool = False  # the cluster already had the change (TOPIC_ALREADY_EXISTS, a delete's UNKNOWN_TOPIC)
@@ -102,6 +109,9 @@ class _Group:
     def finish(self, index: int, status: str, **fields: Any) -> None:
         row = self.rows[index]
         message = fields.pop("error_message", None)
+        if status == "failed" and fields.get("error_name") is None:
+            code = fields.get("error_code")
+            fields["error_name"] = KafkaError(code).name() if code is not None else "UNKNOWN_ERROR"
         self.results[index] = RowResult(
             cluster=row.cluster,
             topic=str(row.topic),
@@ -111,11 +121,19 @@ class _Group:
             **fields,
         )
 
-    def fail_all(self, message: str, code: int | None = None) -> None:
+    def fail_all(self, message: str, code: int | None = None, name: str | None = None) -> None:
         now = time.time()
         for index in range(len(self.rows)):
             if index not in self.results:
-                self.finish(index, "failed", error_code=code, error_message=message, started_at=now, finished_at=now)
+                self.finish(
+                    index,
+                    "failed",
+                    error_code=code,
+                    error_name=name,
+                    error_message=message,
+                    started_at=now,
+                    finished_at=now,
+                )
 
     def report(self, admin: ThrottledAdminClient | None, *, only_if_admitted: bool = False) -> None:
         """Progress as the client's metrics have it: mutations the broker admitted (counted as its answers come,
@@ -255,14 +273,14 @@ def execute(
         try:
             admin = _new_client(profile, group.watch, meter_provider)
         except Exception as exc:  # e.g. an invalid librdkafka setting: every row learns why
-            group.fail_all(f"cannot create the admin client: {_error(exc)[1]}")
+            group.fail_all(f"cannot create the admin client: {_error(exc)[1]}", _error(exc)[0], _error_name(exc))
         else:
             with admin:
                 try:
                     _run_group(group, admin, candidates, allow_delete=allow_delete, dry_run=dry_run)
                 except Exception as exc:  # a bug of ours must still leave every row with a result
                     log.exception("group %s: unexpected error", profile.name)
-                    group.fail_all(f"unexpected error while applying the plan: {_error(exc)[1]}")
+                    group.fail_all(f"unexpected error while applying the plan: {_error(exc)[1]}", name=_error_name(exc))
     group.report(None)
     log.debug("group %s: done", profile.name)
     return [group.results[i] for i in range(len(group.rows))]
@@ -287,6 +305,7 @@ def _check_rows(group: _Group) -> list[int]:
             group.finish(
                 index,
                 "failed",
+                error_name=PLAN_ERROR,
                 error_message=f"{row.where(index)}: field {field_name!r}: {message}",
                 started_at=now,
                 finished_at=now,
@@ -308,7 +327,7 @@ def _run_group(
         configs = _read_configs(admin, wanted, timeout_s)
     except Exception as exc:  # nothing has been sent: every row says why
         code, why = _cannot_read(exc)
-        group.fail_all(why, code)
+        group.fail_all(why, code, _error_name(exc))
         return
     existing_keys = {collision_key(name): name for name in topics}
     runs: list[_Run] = []
@@ -320,7 +339,12 @@ def _run_group(
         change = decide(row, state, allow_delete=allow_delete)
         other = existing_keys.get(collision_key(row.topic))
         if change.kind == "create" and other is not None and other != row.topic:
-            change = Change(row, "fail", reason=f"{row.topic!r} collides with the existing topic {other!r}")
+            change = Change(
+                row,
+                "fail",
+                reason=f"{row.topic!r} collides with the existing topic {other!r}",
+                error_name=PLAN_CONFLICT,
+            )
         runs.append(_Run(index, change))
     # Creates first, then grows, then deletes: the order the plan's new topics become usable.
     order = {"create": 0, "grow": 1, "reconfigure": 2, "delete": 3}
@@ -329,7 +353,9 @@ def _run_group(
         try:
             _check_configs(group, admin, runs, topics)
         except Exception as exc:
-            group.fail_all(f"cannot read the cluster's topic configs: {_error(exc)[1]}")
+            group.fail_all(
+                f"cannot read the cluster's topic configs: {_error(exc)[1]}", _error(exc)[0], _error_name(exc)
+            )
             return
         _plan_only(group, runs)
         return
@@ -339,7 +365,13 @@ def _run_group(
             status = "unchanged" if run.change.kind == "none" else "failed"
             message = run.change.reason if run.change.kind == "fail" else None
             group.finish(
-                run.index, status, error_message=message, started_at=now, finished_at=now, detail=run.change.detail
+                run.index,
+                status,
+                error_name=run.change.error_name,
+                error_message=message,
+                started_at=now,
+                finished_at=now,
+                detail=run.change.detail,
             )
     _apply(group, admin, [r for r in runs if r.change.kind not in ("none", "fail")])
 
@@ -371,6 +403,7 @@ def _plan_only(group: _Group, runs: list[_Run]) -> None:
                 run.index,
                 status,
                 error_code=code,
+                error_name=change.error_name,
                 error_message=change.reason,
                 started_at=now,
                 finished_at=now,
@@ -423,7 +456,7 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
         except Exception as exc:  # the client's own input check: no request was sent
             for run in batch:
                 run.pending -= 1
-                run.error = _error(exc)
+                run.error, run.error_name = _error(exc), _error_name(exc)
             return
         by_name = {_name(key): value for key, value in result.items()}
         for run in batch:
@@ -570,7 +603,7 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
             _settle(group, admin, run, status="unchanged" if run.existed else None)
         elif needed.kind == "fail":
             code = int(KafkaError.TOPIC_ALREADY_EXISTS) if run.existed else (run.unknown or (None, ""))[0]
-            run.error = (code, needed.reason or "failed")
+            run.error, run.error_name = (code, needed.reason or "failed"), needed.error_name
             _settle(group, admin, run)
         elif run.error is not None:
             _settle(group, admin, run)
@@ -607,7 +640,8 @@ def _settle(group: _Group, admin: ThrottledAdminClient, run: _Run, status: str |
     }
     if run.error is not None and status is None:
         code, message = run.error
-        group.finish(run.index, "failed", error_code=code, error_message=message, **common)
+        name = KafkaError(code).name() if code is not None else run.error_name
+        group.finish(run.index, "failed", error_code=code, error_name=name, error_message=message, **common)
         log.debug("group %s: %s failed", group.profile.name, group.rows[run.index].topic)
         return
     group.finish(run.index, status or _STATUS[change.kind], **common)
