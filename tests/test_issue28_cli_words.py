@@ -148,7 +148,7 @@ def test_the_spark_example_names_its_flag_for_a_refused_delete(quota_broker: Bro
         ],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,  # a Spark session on a loaded machine
         cwd=REPO,
         env=cli_env(),
         check=False,
@@ -156,3 +156,33 @@ def test_the_spark_example_names_its_flag_for_a_refused_delete(quota_broker: Bro
     assert result.returncode == 1, result.stdout + result.stderr[-3000:]
     assert "failed: dev/old: refused: pass --allow-delete to delete topics" in result.stdout
     assert "allow_delete" not in result.stdout
+
+
+def test_a_create_the_controller_applied_is_created_with_a_warning_while_brokers_lag(
+    quota_broker: BrokerFactory,
+) -> None:
+    """Finding 6: on a 3-node cluster with metadata lag, --timeout-ms 800 printed "status": "failed" and exited 1
+    although the topic existed, and a shell loop retrying on failure then met "already exists"."""
+    broker = quota_broker(num_brokers=3, metadata_lag_ms=5_000)
+    run = topics(broker.bootstrap_servers, "--create", "--topic", "lagged", "--partitions", "1", "--timeout-ms", "800")
+    assert run.returncode == 0, run.output
+    created, warning = run.stdout.splitlines()
+    assert created == "Created topic lagged."  # kafka-topics.sh's words once the controller accepts
+    assert warning == (
+        "WARNING: Topic lagged was created, but brokers 1, 2 do not list it yet (within --timeout-ms 800); "
+        "it is usable on every broker once they list it."
+    )
+    assert "lagged" in broker.topics()
+    as_json = topics(
+        broker.bootstrap_servers, "--create", "--topic", "lagged2", "--partitions", "1", "--timeout-ms", "800",
+        "--output", "json",
+    )  # fmt: skip
+    assert as_json.returncode == 0, as_json.output
+    [record] = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert record["status"] == "created"
+    assert record["visible"] is False
+    assert record["not_visible_on"] == [1, 2]
+    assert record["error_code"] is None
+    visible = topics(broker.bootstrap_servers, "--create", "--topic", "plain", "--partitions", "1", "--output", "json")
+    [record] = [json.loads(line) for line in visible.stdout.splitlines()]
+    assert (record["status"], record["visible"]) == ("created", True)
