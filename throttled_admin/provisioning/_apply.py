@@ -4,6 +4,7 @@ thread, one result per row in plan order."""
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -32,9 +33,11 @@ def group_rows(
     unknown = sorted({row.cluster for row in rows if row.cluster not in profiles}, key=str)
     if unknown:
         index = next(i for i, row in enumerate(rows) if row.cluster == unknown[0])
+        close = difflib.get_close_matches(str(unknown[0]), list(profiles), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
         raise PlanError(
             f"{rows[index].where(index)}: field 'cluster': no profile named {unknown[0]!r} "
-            f"(profiles: {', '.join(sorted(profiles)) or 'none'})"
+            f"(profiles: {', '.join(sorted(profiles)) or 'none'}){hint}"
         )
     groups: dict[tuple[str, str], tuple[Profile, list[int]]] = {}
     for index, row in enumerate(rows):

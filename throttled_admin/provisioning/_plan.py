@@ -25,7 +25,8 @@ class PlanError(ValueError):
 class PlanRow:
     """One row of a plan. ``partitions`` and ``replication_factor`` None mean "the broker's default" for a
     create and "do not check" for an existing topic; ``source`` says where the row came from
-    (``plan.csv:7`` is line 7, ``plan.json#3`` the third row object)."""
+    (``plan.csv: line 7``, ``plan.json: row 3`` the third row object) and begins every problem reported about
+    it: ``plan.json: row 3: field 'partitions': ...``."""
 
     cluster: str
     action: str

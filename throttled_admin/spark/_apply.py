@@ -72,7 +72,7 @@ def _check_columns(plan_df: Any) -> list[str]:
 
 def _row(record: dict[str, Any]) -> PlanRow | RowResult:
     configs = record.get("configs")
-    source = record.get("source") or f"plan_df row {record['cluster']}/{record['topic']}"
+    source = record.get("source") or f"plan_df: row {record['cluster']}/{record['topic']}"
     if isinstance(configs, str):
         try:
             configs = parse_configs_text(configs)
