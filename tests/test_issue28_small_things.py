@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -214,3 +215,41 @@ def test_plan_errors_have_one_location_format_and_suggest_field_names(tmp_path: 
     assert _LOCATION.match(message), message
     assert message.startswith(f"{colliding}: row 2: field 'topic': 'a_b' collides with 'a.b'")
     assert results[1].error_name == "PLAN_ERROR"
+
+
+def test_one_wording_for_the_retry_hint() -> None:
+    """The retry hint read ``(retry in 999 ms)`` in the example and ``Retry after N ms.`` in the CLI: the
+    example now prints the CLI's (tests/test_examples_and_demo.py runs it), and no other wording is left."""
+    from tests.conftest import REPO
+
+    other = re.compile(r"retry in \{|\(retry in |retry in \d+ ?ms", re.IGNORECASE)
+    for folder in ("throttled_admin", "examples", "docs"):
+        for path in (REPO / folder).rglob("*"):
+            if path.suffix in (".py", ".md") and other.search(path.read_text(encoding="utf-8")):
+                pytest.fail(f"{path.relative_to(REPO)} words the retry hint otherwise")
+    assert "Retry after" in (REPO / "examples" / "script_retry_off.py").read_text()
+
+
+def test_retry_on_quota_violation_says_what_it_waits_for_and_how_long(quota_broker: Any) -> None:
+    """--retry-on-quota-violation waited 9 s in silence."""
+    from tests.cli_helpers import topics
+
+    broker = quota_broker(controller_mutation_rate=10, quota_window_num=1, enforcement="strict")  # burst 10
+    with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        # 100 mutations: 9 s of debt, however long the command below takes to start
+        assert admin.create_topics([NewTopic("debt", 100, 1)])["debt"].exception(30) is None
+    run = topics(
+        broker.bootstrap_servers, "--create", "--topic", "next", "--partitions", "1", "--retry-on-quota-violation"
+    )
+    assert run.returncode == 0, run.output
+    assert run.stdout.strip() == "Created topic next."
+    waiting = re.fullmatch(
+        r"The broker refused the change over the principal's controller mutation quota \(THROTTLING_QUOTA_EXCEEDED\): "
+        r"waiting (\d+) ms for its throttle to end, then sending it again \(--retry-on-quota-violation, within "
+        r"--timeout-ms 60000\)\.",
+        run.stderr.strip(),
+    )
+    assert waiting is not None, run.stderr
+    [refused] = [r for r in broker.request_log() if 89 in r.errors.values()]  # THROTTLING_QUOTA_EXCEEDED
+    assert int(waiting.group(1)) == refused.throttle_time_ms  # the refusal's throttle, as the broker sent it
+    assert refused.throttle_time_ms > 1000

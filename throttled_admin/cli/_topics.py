@@ -125,7 +125,7 @@ class TopicsCommand:
         futures: Mapping[str, Future[None]],
         tolerate: Callable[[BaseException], bool] = lambda exc: False,
     ) -> None:
-        self.session.wait(futures)
+        self.session.wait(futures, on_throttled=self._waiting if self.args.retry_on_quota_violation else None)
         # The largest throttle_time_ms the broker sent this command (a fresh client: its mutation requests).
         # librdkafka's CreateTopics v4 is admitted and throttled where a newer version would be refused.
         throttle_ms = self.session.throttle_time_ms()
@@ -153,6 +153,14 @@ class TopicsCommand:
                 info = describe_error(exc)
                 results.append(TopicResult(topic, operation, "failed", info, throttle_ms, self._hint(info)))
         self._report(results)
+
+    def _waiting(self, throttle_ms: int) -> None:
+        """--retry-on-quota-violation: say what the command waits for, and how long (on stderr)."""
+        self.out.error(
+            f"The broker refused the change over the principal's controller mutation quota "
+            f"(THROTTLING_QUOTA_EXCEEDED): waiting {throttle_ms} ms for its throttle to end, then sending it again "
+            f"(--retry-on-quota-violation, within --timeout-ms {self.args.timeout_ms})."
+        )
 
     def _hint(self, info: ErrorInfo) -> str | None:
         """Why --retry-on-quota-violation did not help: the throttle outlasts --timeout-ms."""
