@@ -253,3 +253,67 @@ def test_retry_on_quota_violation_says_what_it_waits_for_and_how_long(quota_brok
     [refused] = [r for r in broker.request_log() if 89 in r.errors.values()]  # THROTTLING_QUOTA_EXCEEDED
     assert int(waiting.group(1)) == refused.throttle_time_ms  # the refusal's throttle, as the broker sent it
     assert refused.throttle_time_ms > 1000
+
+
+def _readme_tight_quota() -> tuple[str, str]:
+    """README's quick-start paragraph on a tight quota, and its code."""
+    from tests.conftest import REPO
+
+    readme = (REPO / "README.md").read_text()
+    start = readme.find("**Under a tight quota.**")
+    assert start >= 0, "README's quick start does not say what happens under a tight quota"
+    section = readme[start : readme.index("The same with asyncio", start)]
+    code = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert code is not None
+    return section, code.group(1)
+
+
+def test_the_readme_quick_start_says_what_a_tight_quota_does_and_how_to_give_a_job_time() -> None:
+    """README's quick start (500 x 6 partitions, 60 s deadline) failed against a 5/s strict quota with no hint."""
+    section, code = _readme_tight_quota()
+    for words in ("ThrottlingQuotaExceededException", "timeout_ms=", "MutationQuota(rate=", "(3000 - 55) / 5"):
+        assert words in section, words
+    # What it says happens, scaled down: 20 x 6 partitions against a strict 5/s quota (burst 55) with a 3 s deadline
+    # create what the quota admits; every other topic fails with ThrottlingQuotaExceededException.
+    with QuotaBroker(controller_mutation_rate=5, enforcement="strict") as broker:
+        with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+            futures = admin.create_topics([NewTopic(f"orders.{i}", 6, 1) for i in range(20)], timeout_ms=3000)
+            outcomes = [future.exception(30) for future in futures.values()]
+        created = [exc for exc in outcomes if exc is None]
+        assert 0 < len(created) < 20
+        assert all(isinstance(exc, throttled_admin.ThrottlingQuotaExceededException) for exc in outcomes if exc)
+    # Its code, scaled down (12 topics, replication factor 1), runs paced: every topic created, never refused.
+    scaled = code.replace("range(500)", "range(12)").replace("6, 3)", "6, 1)")
+    with QuotaBroker(controller_mutation_rate=5, enforcement="strict") as broker:
+        exec(scaled.replace("broker:9092", broker.bootstrap_servers), {})  # the README's own code
+        assert len(broker.topics()) == 12
+        assert not any(89 in r.errors.values() for r in broker.request_log())
+
+
+_APPLY_UNREACHABLE = """
+import sys
+from throttled_admin.provisioning import PlanRow, apply_plan
+conf = {"bootstrap.servers": "127.0.0.1:%d", **dict(a.split("=", 1) for a in sys.argv[1:])}
+[result] = apply_plan([PlanRow("east", "ensure", "orders", 1)], {"east": conf})
+print(result.status, result.error_message)
+"""
+
+
+def test_the_pipeline_docs_say_how_to_quiet_librdkafkas_log(tmp_path: Path) -> None:
+    """The pipeline docs never said how to quiet librdkafka's log in executor logs; what they say works."""
+    from tests.conftest import REPO, free_port
+
+    docs = (REPO / "docs" / "pipeline.md").read_text()
+    section = docs[docs.index("### Quieting librdkafka's log") :]
+    assert "log_level: 0" in section[: section.index("## What each action does")]
+    script = _APPLY_UNREACHABLE % free_port()  # nothing listens there
+
+    def run(*settings: str) -> subprocess.CompletedProcess[str]:
+        args = [sys.executable, "-c", script, *settings]
+        return subprocess.run(args, capture_output=True, text=True, timeout=120, env=cli_env(), check=False)
+
+    loud, quiet = run(), run("log_level=0")
+    assert "|FAIL|" in loud.stderr  # librdkafka's connection failures, as an executor's log shows them
+    assert quiet.stderr == "", quiet.stderr
+    for done in (loud, quiet):
+        assert done.stdout.startswith("failed not sent: cannot connect to 127.0.0.1:"), done.stdout
