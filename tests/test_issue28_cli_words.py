@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import REPO, Run, cli_env, run_cli, topics
-from throttled_admin import NewPartitions, NewTopic, TopicValueError
+from throttled_admin import NewPartitions, NewTopic, NotSentError, TopicValueError
+from throttled_admin._errors import not_sent_error
 from throttled_admin._validation import check_new_partitions, check_new_topics
 from throttled_admin.testing import QuotaBroker
 
@@ -186,3 +187,20 @@ def test_a_create_the_controller_applied_is_created_with_a_warning_while_brokers
     visible = topics(broker.bootstrap_servers, "--create", "--topic", "plain", "--partitions", "1", "--output", "json")
     [record] = [json.loads(line) for line in visible.stdout.splitlines()]
     assert (record["status"], record["visible"]) == ("created", True)
+
+
+def test_a_call_that_runs_out_of_time_names_the_option(quota_broker: BrokerFactory) -> None:
+    """The client's "not sent within timeout_ms=1" reached the command line as it was."""
+    broker = quota_broker()
+    text = topics(broker.bootstrap_servers, "--create", "--topic", "t", "--timeout-ms", "1")
+    as_json = topics(broker.bootstrap_servers, "--create", "--topic", "t", "--timeout-ms", "1", "--output", "json")
+    assert text.returncode == 1, text.output
+    assert text.stdout.startswith("Error while executing topic command : CreateTopics not sent within --timeout-ms 1: ")
+    [record] = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert record["error_name"] == "_TIMED_OUT"
+    assert record["error_message"].startswith("CreateTopics not sent within --timeout-ms 1: ")
+    for run in (text, as_json):
+        _assert_cli_words(run)
+    assert broker.topics() == {}
+    exc = pickle.loads(pickle.dumps(not_sent_error("CreateTopics", 5, "why")))  # the parts travel with it
+    assert (type(exc), exc.operation, exc.timeout_ms, exc.reason) == (NotSentError, "CreateTopics", 5, "why")

@@ -103,11 +103,32 @@ class ThrottlingQuotaExceededException(KafkaException):
 class NotSentError(KafkaException):
     """The topic was certainly not applied: its request was never written to a broker."""
 
-    def __init__(self, error: KafkaError) -> None:
+    # When the call's deadline is why (_TIMED_OUT): the operation, its timeout_ms and the reason, in parts, for a
+    # front end to word in its own terms (the command line names --timeout-ms); otherwise None.
+    operation: str | None
+    timeout_ms: int | None
+    reason: str | None
+
+    def __init__(
+        self,
+        error: KafkaError,
+        *,
+        operation: str | None = None,
+        timeout_ms: int | None = None,
+        reason: str | None = None,
+    ) -> None:
         super().__init__(error)
+        self.operation = operation
+        self.timeout_ms = timeout_ms
+        self.reason = reason
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.args[0],))
+        fields = {"operation": self.operation, "timeout_ms": self.timeout_ms, "reason": self.reason}
+        return (_rebuild, (type(self), self.args[0], fields))
+
+
+def _rebuild(cls: type[NotSentError], error: KafkaError, fields: dict[str, Any]) -> NotSentError:
+    return cls(error, **fields)
 
 
 class CannotConnectError(NotSentError):
@@ -208,7 +229,10 @@ def _topic_value_error(topic: str, field: str, problem: str, fields: dict[str, A
 
 def not_sent_error(operation: str, timeout_ms: int, why: str) -> NotSentError:
     return NotSentError(
-        KafkaError(KafkaError._TIMED_OUT, f"{operation} not sent within timeout_ms={timeout_ms}: {why}")
+        KafkaError(KafkaError._TIMED_OUT, f"{operation} not sent within timeout_ms={timeout_ms}: {why}"),
+        operation=operation,
+        timeout_ms=timeout_ms,
+        reason=why,
     )
 
 

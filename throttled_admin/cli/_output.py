@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 from confluent_kafka import KafkaError, KafkaException
 
-from throttled_admin import ThrottlingQuotaExceededException, TopicValueError
+from throttled_admin import NotSentError, ThrottlingQuotaExceededException, TopicValueError
 from throttled_admin.cli._conf import Redactor
 
 __all__ = ["ErrorInfo", "Output", "describe_error"]
@@ -69,6 +69,10 @@ def describe_error(exc: BaseException) -> ErrorInfo:
         )
     if isinstance(exc, TopicValueError):
         return _in_cli_terms(exc)
+    if isinstance(exc, NotSentError) and exc.timeout_ms is not None:  # the call's deadline: --timeout-ms
+        timed_out: KafkaError = exc.args[0]
+        text = f"{exc.operation} not sent within --timeout-ms {exc.timeout_ms}: {exc.reason}"
+        return ErrorInfo(timed_out.code(), timed_out.name(), text)
     if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
         error: KafkaError = exc.args[0]
         if error.code() == KafkaError.THROTTLING_QUOTA_EXCEEDED:
