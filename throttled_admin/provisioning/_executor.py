@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import logging
 import math
+import queue
 import time
 from collections.abc import Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -520,11 +521,19 @@ def _drain(group: _Group, admin: ThrottledAdminClient, futures: dict[Future[Any]
     """Wait for every outstanding future, settling rows as their last operation completes; a row with an
     unknown outcome is left for ``_verify_unknown``."""
     poll_s = PROGRESS_POLL_S if group.progress is not None else None
+    # Each future says when it is done (one callback each), instead of a wait() on all of them per turn: a long
+    # throttle with progress shown then costs a look at the metrics every poll, not one per pending row.
+    finished: queue.SimpleQueue[Future[Any]] = queue.SimpleQueue()
+    for pending in list(futures):
+        pending.add_done_callback(finished.put)
     while futures:
-        done, _ = wait(list(futures), timeout=poll_s, return_when=FIRST_COMPLETED)
-        if not done:  # the broker may have admitted mutations of rows still pending (their visibility, say)
+        try:
+            done = [finished.get(timeout=poll_s)]
+        except queue.Empty:  # the broker may have admitted mutations of rows still pending (their visibility, say)
             group.report(admin, only_if_admitted=True)
             continue
+        while not finished.empty():
+            done.append(finished.get_nowait())
         for future in done:
             run, kind = futures.pop(future)
             run.pending -= 1
