@@ -73,9 +73,12 @@ Answer = dict[str, BaseException | None] | BaseException
 
 
 class MetricsExport(MetricsSink, Protocol):
-    """The engine's metric events, and a flush of what they recorded to the exporter (after each turn)."""
+    """The engine's metric events, a flush of what they recorded to the exporter (after each turn), and the
+    cluster's id once the contact probe has read it (before the first mutation is sent)."""
 
     def flush(self) -> None: ...
+
+    def identify(self, cluster_id: str | None) -> None: ...
 
 
 class ClientGone(Exception):
@@ -468,6 +471,9 @@ class Scheduler:
 
     def _on_probe_done(self, future: Future[Any] | None) -> None:
         answered = future is not None and is_broker_answer(future.exception())
+        if future is not None and future.exception() is None:
+            # Before the engine hears of it: the first mutation's series already carry the cluster's id.
+            self._metrics.identify(getattr(future.result(), "cluster_id", None))
         with self._cv:
             self._engine.on_probe(answered, self._clock())
             self._wake()

@@ -28,6 +28,7 @@ from opentelemetry.metrics import MeterProvider
 from throttled_admin._driver.callback_errors import CallbackErrors
 from throttled_admin._driver.librdkafka_log import tap_logs
 from throttled_admin._engine import RetryBackoff
+from throttled_admin._telemetry.metrics import check_metric_attributes
 
 __all__ = ["ClientSettings", "EventSink", "install_callbacks"]
 
@@ -62,6 +63,7 @@ class ClientSettings:
     metrics_num_samples: int
     metrics_sample_window_ms: int
     backoff: RetryBackoff
+    metric_attributes: dict[str, str | bool | int | float]
 
     @classmethod
     def check(
@@ -74,6 +76,7 @@ class ClientSettings:
         metrics_num_samples: Any,
         metrics_sample_window_ms: Any,
         mutation_quota: Any,
+        metric_attributes: Any = None,
     ) -> ClientSettings:
         from throttled_admin._engine import MutationQuota
 
@@ -100,6 +103,7 @@ class ClientSettings:
             metrics_num_samples=_positive_int("metrics_num_samples", metrics_num_samples, maximum=1000),
             metrics_sample_window_ms=_positive_int("metrics_sample_window_ms", metrics_sample_window_ms),
             backoff=backoff,
+            metric_attributes=check_metric_attributes(metric_attributes),
         )
 
 

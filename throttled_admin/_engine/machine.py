@@ -114,6 +114,8 @@ class MetricsSink(Protocol):
 
     def record_request(self, operation: str, topics: int, mutations: int) -> None: ...
 
+    def record_admitted(self, operation: str, mutations: int) -> None: ...
+
     def record_backoff(self, operation: str, seconds: float) -> None: ...
 
     def record_call(self, operation: str, seconds: float, error_type: str | None) -> None: ...
@@ -549,6 +551,7 @@ class Engine:
             self._out.reached = True
         throttle_s = self._record_response_throttle(request, answered)
         admitted = 0
+        accepted = 0  # the mutations of the topics the broker applied (as far as their costs are known)
         retried = False
         outcomes = {
             name: classify(exc, operation=operation.name, throttled=throttle_s > 0) for name, exc in results.items()
@@ -572,6 +575,7 @@ class Engine:
             outcome = outcomes[topic.name]
             if outcome is Outcome.SUCCESS:
                 admitted += topic.cost or 0
+                accepted += topic.cost or 0
             call = topic.call
             if call.in_flight.pop(topic.name, None) is None:
                 continue  # settled already (its deadline passed, or authentication failed)
@@ -600,6 +604,9 @@ class Engine:
                 self._auth_error = None
             if self._pacer is not None:
                 self._pacer.on_response(admitted=admitted, throttle_s=throttle_s, sent_at=request.sent_at, now=now)
+        if accepted:
+            name = operation.name
+            self._metric(lambda m: m.record_admitted(name, accepted))
         if retried:
             name = operation.name
             self._metric(lambda m: m.record_retry(name))

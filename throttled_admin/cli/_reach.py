@@ -24,10 +24,12 @@ __all__ = ["Problem", "unreachable"]
 
 @dataclass(frozen=True)
 class Problem:
-    """Why a cluster cannot be used: Kafka's (librdkafka's) error code when there is one, and the message."""
+    """Why a cluster cannot be used: Kafka's (librdkafka's) error code when there is one, its name, and the
+    message."""
 
     code: int | None
     message: str
+    name: str = "UNKNOWN_ERROR"
 
 
 def _check(conf: Mapping[str, Any], timeout_s: float) -> Problem | None:
@@ -38,7 +40,9 @@ def _check(conf: Mapping[str, Any], timeout_s: float) -> Problem | None:
         info = describe_error(exc)
         message = info.message
         # "Metadata not sent: cannot connect to ..." reads as "cannot connect to ..." for a whole cluster.
-        return Problem(info.code, message.split(": ", 1)[1] if message.startswith("Metadata not sent: ") else message)
+        return Problem(
+            info.code, message.split(": ", 1)[1] if message.startswith("Metadata not sent: ") else message, info.name
+        )
     return None
 
 

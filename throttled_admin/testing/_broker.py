@@ -206,6 +206,11 @@ class QuotaBroker:
     def controller_id(self) -> int:
         return self._cluster.controller_id
 
+    @property
+    def cluster_id(self) -> str:
+        """The cluster id DescribeCluster and Metadata answer: random per QuotaBroker, in Kafka's form."""
+        return self._cluster.cluster_id
+
     # -- state -----------------------------------------------------------------------------------
 
     def topics(self) -> dict[str, int]:
