@@ -261,7 +261,8 @@ def _snapshot_partitions(p: NewPartitions) -> NewPartitions | KafkaError:
         raise TopicValueError(
             name,
             "replica_assignment",
-            f"has {len(copied)} entries, but growing to {total} partitions adds at most {total - 1}",
+            f"has {len(copied)} entries, more than new_total_count ({total}); growing to {total} partitions adds "
+            f"at most {total - 1}",
             value=copied,
             maximum=total - 1,
         )

@@ -534,7 +534,7 @@ class Engine:
         if not self._holds(topic):
             why = "an earlier call still held the topic's name"
         elif topic in self._unread:
-            why = "the brokers' topic ids of the name (wait_for_metadata) were still being read"
+            why = "the brokers' topic ids of the name (to tell the new topic from an earlier one) were still being read"
         else:
             why = "its deadline passed before it could be sent"
         return not_sent_error(call.kind.operation.name, call.timeout_ms, why)

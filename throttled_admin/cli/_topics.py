@@ -16,7 +16,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin._config import ConfigResource  # not re-exported under a name mypy accepts
 
-from throttled_admin import NewPartitions, NewTopic, NotYetVisibleError
+from throttled_admin import NewPartitions, NewTopic, NotYetVisibleError, TopicValueError
 from throttled_admin.cli._args import parse_replica_assignment, parse_topic_configs, topic_pattern
 from throttled_admin.cli._output import ErrorInfo, Output, describe_error
 from throttled_admin.cli._session import AdminSession
@@ -233,9 +233,17 @@ class TopicsCommand:
             else:
                 # The assignment lists every partition; only those past the current count are new.
                 current = len(topics[name].partitions)
-                new_partitions.append(
-                    NewPartitions(name, self.args.partitions, replica_assignment=assignment[current:])
-                )
+                added = assignment[current:]
+                if len(added) >= self.args.partitions:  # a topic keeps at least its first partition
+                    total = self.args.partitions
+                    raise TopicValueError(
+                        name,
+                        "replica_assignment",
+                        f"has {len(added)} entries, but growing to {total} partitions adds at most {total - 1}",
+                        value=added,
+                        maximum=total - 1,
+                    )
+                new_partitions.append(NewPartitions(name, self.args.partitions, replica_assignment=added))
         futures = self.session.admin.create_partitions(new_partitions, **self._mutation_kwargs())
         self._collect("alter", futures)
 
