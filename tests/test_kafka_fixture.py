@@ -116,3 +116,41 @@ def test_missing_jars_are_an_error_naming_make_kafka(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(real_broker, "KAFKA_HOME", tmp_path)
     with pytest.raises(real_broker.KafkaNotFetchedError, match=r"run `make kafka`"):
         real_broker.classpath()
+
+
+def test_a_cluster_that_fails_to_start_leaves_no_jvm_running(tmp_path, monkeypatch):
+    """A start that fails after a JVM was launched (not ready in time here; Ctrl-C or a crashed second node
+    alike) stops what it launched: the cluster is not recorded yet, so nothing at the run's end would stop it, and
+    its JVM (in a session of its own, out of reach of the terminal's Ctrl-C) would outlive the run."""
+    monkeypatch.setattr(real_broker, "START_TIMEOUT_S", 1.0)
+    # The broker runs but advertises a port nothing listens on: no request through it is ever answered.
+    spec = real_broker.BrokerSpec(
+        extra=(
+            (
+                "advertised.listeners",
+                f"PLAINTEXT://127.0.0.1:{real_broker.free_port()},SASL_PLAINTEXT://127.0.0.1:{real_broker.free_port()}",
+            ),
+        )
+    )
+    before = len(real_broker._STARTED)
+    try:
+        with pytest.raises(RuntimeError, match="Kafka did not answer within 1 s"):
+            KafkaCluster.start(spec, tmp_path / "cluster")
+        launched = real_broker._STARTED[before:]
+        assert launched
+        assert [proc.poll() is None for proc in launched] == [False] * len(launched)
+        assert not (tmp_path / "cluster").exists()
+    finally:
+        for proc in real_broker._STARTED[before:]:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def test_a_cluster_id_never_reads_as_an_option():
+    """kafka-storage format takes ``-t ID``; an id that starts with '-' (1 in 64 of urlsafe base64 ids) is read as
+    an option and the format fails ("argument --cluster-id/-t: expected one argument"): Kafka's own
+    Uuid.randomUuid draws again for those."""
+    ids = [real_broker._cluster_id() for _ in range(2000)]
+    assert [i for i in ids if i.startswith("-")] == []
+    assert all(len(i) == 22 for i in ids)

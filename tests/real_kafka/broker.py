@@ -168,6 +168,11 @@ class KafkaCluster:
                 cluster.stop()
                 if attempt == 2:
                     raise
+            except BaseException:
+                # Not ready in time, a node that exited, Ctrl-C: the cluster is not recorded yet, so nothing at the
+                # run's end would stop the JVMs already launched (in sessions of their own, out of Ctrl-C's reach).
+                cluster.stop()
+                raise
         cluster.start_seconds = time.monotonic() - t0
         return cluster
 
@@ -514,9 +519,14 @@ logger.request.appenderRef.req.ref = REQUESTS
 
 
 def _cluster_id() -> str:
+    """A random id as ``kafka-storage random-uuid`` makes it: one that starts with '-' would be read by the
+    storage tool as an option (Kafka's Uuid.randomUuid draws again for those too)."""
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _read(sock: socket.socket, n: int) -> bytes:
