@@ -154,3 +154,48 @@ def test_a_cluster_id_never_reads_as_an_option():
     ids = [real_broker._cluster_id() for _ in range(2000)]
     assert [i for i in ids if i.startswith("-")] == []
     assert all(len(i) == 22 for i in ids)
+
+
+_OWNER = """
+import sys
+from pathlib import Path
+from tests.real_kafka.broker import BrokerSpec, KafkaCluster
+cluster = KafkaCluster.start(BrokerSpec(), Path(sys.argv[1]))
+print(" ".join(str(n.pid) for n in cluster.nodes), flush=True)
+sys.stdin.read()  # held until killed
+"""
+
+
+def test_a_killed_owner_leaves_no_jvm_running(tmp_path):
+    """pytest killed (SIGTERM from CI's timeout, SIGKILL, an OOM kill) runs no teardown: the JVMs it started, in
+    sessions of their own, must not outlive it (each was 300-500 MB left running on the shared machine)."""
+    import os
+    import select
+    import signal
+    import subprocess
+    import sys
+
+    owner = subprocess.Popen(
+        [sys.executable, "-c", _OWNER, str(tmp_path / "cluster")],
+        cwd=real_broker.REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=os.environ | {"THROTTLED_ADMIN_KAFKA_OWNER": ""},
+    )
+    assert owner.stdout is not None
+    pids = [int(p) for p in owner.stdout.readline().split()]
+    assert pids, "the cluster did not start"
+    handles = [os.pidfd_open(pid) for pid in pids]
+    try:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+        owner.stdin.close()  # type: ignore[union-attr]
+        owner.stdout.close()
+        for handle in handles:  # a pidfd becomes readable when its process exits: no polling, no sleep
+            readable, _, _ = select.select([handle], [], [], 60)
+            assert readable, "a JVM outlived its killed owner by 60 s"
+    finally:
+        for pid, handle in zip(pids, handles, strict=True):
+            os.close(handle)
+            if real_broker._pid_alive(pid):
+                os.kill(pid, signal.SIGKILL)

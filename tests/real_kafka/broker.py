@@ -23,6 +23,7 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Mapping
@@ -38,6 +39,9 @@ HEAP_MAX = "512m"
 USERS: Mapping[str, str] = {"alice": "alice-secret", "bob": "bob-secret", "admin": "admin-secret"}
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 START_TIMEOUT_S = 120.0
+# The pid of the process whose death ends every JVM (share.py sets it to the run's main process; unset: the
+# process that starts the cluster).
+OWNER_ENV = "THROTTLED_ADMIN_KAFKA_OWNER"
 
 
 class KafkaNotFetchedError(RuntimeError):
@@ -429,6 +433,17 @@ class KafkaCluster:
         node.pid = proc.pid
         self._procs[node.node_id] = proc
         _STARTED.append(proc)
+        # The JVM must not outlive its owner (the run's main process, or this one) if that is killed without
+        # stopping it: a watchdog per JVM, also out of Ctrl-C's reach, stops it then (tests/real_kafka/watchdog.py).
+        owner = os.environ.get(OWNER_ENV) or str(os.getpid())
+        _WATCHDOGS.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "tests.real_kafka.watchdog", owner, str(proc.pid), str(directory)],
+                cwd=REPO,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        )
 
     def _wait_ready(self) -> None:
         from confluent_kafka import KafkaException
@@ -479,6 +494,7 @@ class _PortTaken(RuntimeError):
 # attach to it by its record; the run's main process stops it), so its Popen objects are kept here, not dropped
 # while their process runs.
 _STARTED: list[subprocess.Popen[bytes]] = []
+_WATCHDOGS: list[subprocess.Popen[bytes]] = []  # one per JVM: each exits when its JVM does
 
 
 def _java(cp: str, directory: Path, heap: str) -> list[str]:

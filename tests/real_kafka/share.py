@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.real_kafka.broker import BrokerSpec, KafkaCluster, stop_pids
+from tests.real_kafka.broker import OWNER_ENV, BrokerSpec, KafkaCluster, stop_pids
 
 SHARE_ENV = "THROTTLED_ADMIN_KAFKA_SHARE"
 
@@ -26,6 +26,7 @@ def make_share_dir() -> Path:
     """Called by the main process: the folder the workers' clusters are recorded in."""
     path = Path(tempfile.mkdtemp(prefix="throttled-admin-kafka-"))
     os.environ[SHARE_ENV] = str(path)
+    os.environ[OWNER_ENV] = str(os.getpid())  # the JVMs the workers start end with this process at the latest
     return path
 
 
