@@ -62,8 +62,8 @@ def shared_cluster(spec: BrokerSpec) -> KafkaCluster:
 
 def stop_all(root: Path) -> None:
     """Called by the main process at the end of the run: stop every recorded JVM and remove the folder."""
-    pids = []
+    processes = []
     for record in root.glob("*.json"):
-        pids += [n.pid for n in KafkaCluster.from_json(record.read_text()).nodes if n.pid]
-    stop_pids(pids)
+        processes += [n.process for n in KafkaCluster.from_json(record.read_text()).nodes if n.pid]
+    stop_pids(processes)
     shutil.rmtree(root, ignore_errors=True)
