@@ -32,7 +32,7 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff format --check throttled_admin tests examples benchmarks
 	$(BIN)/mypy
 
-$(KAFKA_HOME)/.fetched: tests/real_kafka/pom.xml tests/real_kafka/fetch.sh $(wildcard tests/real_kafka/java/*.java)
+$(KAFKA_HOME)/.fetched: tests/real_kafka/pom.xml tests/real_kafka/fetch.sh tests/real_kafka/check_jars.py $(wildcard tests/real_kafka/java/*.java)
 	PYTHON=$(PYTHON) bash tests/real_kafka/fetch.sh $(KAFKA_HOME)
 
 kafka: $(KAFKA_HOME)/.fetched
