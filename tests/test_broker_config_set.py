@@ -15,7 +15,7 @@ from tests.wire import WireClient
 from throttled_admin._kafka.config_schema import ConfigType
 from throttled_admin.testing import QuotaBroker
 from throttled_admin.testing._configs_broker import BROKER_CONFIGS
-from throttled_admin.testing._configs_broker_set import KAFKA_40_BROKER_CONFIGS
+from throttled_admin.testing._configs_broker_set import broker_config_set
 
 BrokerFactory = Callable[..., QuotaBroker]
 BROKER = 4
@@ -23,8 +23,8 @@ STATIC, DEFAULT = ConfigSource.STATIC_BROKER_CONFIG.value, ConfigSource.DEFAULT_
 
 
 def test_the_set_is_kafka_40s() -> None:
-    names = {key.name for key in KAFKA_40_BROKER_CONFIGS}
-    assert len(names) == len(KAFKA_40_BROKER_CONFIGS) == 289
+    names = {key.name for key in broker_config_set()}
+    assert len(names) == len(broker_config_set()) == 289
     assert {"zookeeper.connect", "inter.broker.protocol.version", "log.message.format.version"}.isdisjoint(names)
     assert {
         "group.consumer.migration.policy",
@@ -32,11 +32,11 @@ def test_the_set_is_kafka_40s() -> None:
         "remote.list.offsets.request.timeout.ms",
     } <= names
     assert names <= set(BROKER_CONFIGS)
-    by_name = {key.name: key for key in KAFKA_40_BROKER_CONFIGS}
+    by_name = {key.name: key for key in broker_config_set()}
     assert (by_name["group.coordinator.threads"].default, by_name["ssl.protocol"].default) == ("4", "TLSv1.3")
     assert by_name["log.message.timestamp.after.max.ms"].default == "3600000"  # KIP-1030
     assert by_name["node.id"].default is None  # required, no default
-    assert all(key.sensitive == (key.type is ConfigType.PASSWORD) for key in KAFKA_40_BROKER_CONFIGS)
+    assert all(key.sensitive == (key.type is ConfigType.PASSWORD) for key in broker_config_set())
 
 
 def describe(*keys: str, version: int = 4) -> Any:

@@ -1,8 +1,9 @@
 """The broker configs QuotaBroker describes for a BROKER resource: Kafka 4.0's whole broker config set
-(``_configs_broker_set.py``, 289 configs), refined here, with their validators, for the configs the model
-acts on or validates: every broker config a topic config falls back to (``ServerTopicConfigSynonyms``, with
-``LogConfig.SERVER_CONFIG_DEF``'s types, defaults and ``ServerLogConfigs``' documentation), ``num.partitions``,
-``default.replication.factor``, ``auto.create.topics.enable``, ``node.id`` and ``process.roles``.
+(``broker_configs.json``, read by ``_configs_broker_set.py``), refined here, with their validators, for the
+configs the model acts on or validates: every broker config a topic config falls back to
+(``ServerTopicConfigSynonyms``, with ``LogConfig.SERVER_CONFIG_DEF``'s types, defaults and
+``ServerLogConfigs``' documentation), ``num.partitions``, ``default.replication.factor``,
+``auto.create.topics.enable``, ``node.id`` and ``process.roles``.
 
 ``read_only`` is False exactly for the configs Kafka can change dynamically (per-broker or cluster-wide).
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from throttled_admin._kafka.config_schema import AnyOf, ConfigKey, ConfigType, LevelRange, Range, Validator
 from throttled_admin._kafka.topic_configs import LONG_MAX, TOPIC_CONFIGS
-from throttled_admin.testing._configs_broker_set import KAFKA_40_BROKER_CONFIGS
+from throttled_admin.testing._configs_broker_set import broker_config_set
 
 __all__ = ["BROKER_CONFIGS", "SYNONYM_GROUPS"]
 
@@ -297,7 +298,7 @@ _CONFIGS = (
     ),
 )
 
-BROKER_CONFIGS: dict[str, ConfigKey] = {key.name: key for key in (*KAFKA_40_BROKER_CONFIGS, *_CONFIGS)}
+BROKER_CONFIGS: dict[str, ConfigKey] = {key.name: key for key in (*broker_config_set(), *_CONFIGS)}
 
 # DynamicBrokerConfig.brokerConfigSynonyms: a broker config and the ones it falls back to, in order
 # (log.retention.ms -> .minutes -> .hours); each name maps to its whole group.
