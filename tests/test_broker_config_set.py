@@ -1,9 +1,11 @@
-"""DescribeConfigs of a BROKER resource answers Kafka 4.0's whole broker config set (KafkaConfig.configDef) as
+"""DescribeConfigs of a BROKER resource answers Kafka 4.4's whole broker config set (KafkaConfig.configDef) as
 data: names, types, defaults, sources, read-only flags and sensitivity, with the static broker_configs= in
-force; over loopback with confluent-kafka and kafka-python's protocol classes."""
+force; over loopback with confluent-kafka and kafka-python's protocol classes. The data file is what a running
+Kafka 4.4.0 describes (checked against the shared real broker, tests/real_kafka/broker_configs.py writes it)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -12,31 +14,85 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
 from kafka.protocol.admin.configs import DescribeConfigsRequest
 
 from tests.wire import WireClient
-from throttled_admin._kafka.config_schema import ConfigType
+from throttled_admin._kafka.config_schema import AnyOf, ConfigType, LevelRange, Range, ReplicaList, Validator
+from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
 from throttled_admin.testing import QuotaBroker
-from throttled_admin.testing._configs_broker import BROKER_CONFIGS
-from throttled_admin.testing._configs_broker_set import broker_config_set
+from throttled_admin.testing._configs_broker import BROKER_CONFIGS, VALIDATORS
+from throttled_admin.testing._configs_broker_set import broker_config_set, kafka_version
 
 BrokerFactory = Callable[..., QuotaBroker]
 BROKER = 4
 STATIC, DEFAULT = ConfigSource.STATIC_BROKER_CONFIG.value, ConfigSource.DEFAULT_CONFIG.value
 
 
-def test_the_set_is_kafka_40s() -> None:
+def test_the_set_is_kafka_44s() -> None:
     names = {key.name for key in broker_config_set()}
-    assert len(names) == len(broker_config_set()) == 289
+    assert kafka_version() == "4.4.0"
+    assert len(names) == len(broker_config_set()) == 350
     assert {"zookeeper.connect", "inter.broker.protocol.version", "log.message.format.version"}.isdisjoint(names)
+    assert {"log.message.downconversion.enable", "group.share.max.groups"}.isdisjoint(names)  # gone in 4.4
     assert {
         "group.consumer.migration.policy",
         "share.coordinator.threads",
         "remote.list.offsets.request.timeout.ms",
+        "group.streams.num.standby.replicas",  # new since 4.0
+        "max.decompressed.message.bytes",
     } <= names
-    assert names <= set(BROKER_CONFIGS)
+    assert names == set(BROKER_CONFIGS)
+    assert set(VALIDATORS) <= names
     by_name = {key.name: key for key in broker_config_set()}
     assert (by_name["group.coordinator.threads"].default, by_name["ssl.protocol"].default) == ("4", "TLSv1.3")
+    assert by_name["group.coordinator.rebalance.protocols"].default == "classic,consumer,streams"
     assert by_name["log.message.timestamp.after.max.ms"].default == "3600000"  # KIP-1030
     assert by_name["node.id"].default is None  # required, no default
+    assert (by_name["listeners"].type, by_name["advertised.listeners"].read_only) == (ConfigType.LIST, True)
     assert all(key.sensitive == (key.type is ConfigType.PASSWORD) for key in broker_config_set())
+
+
+@pytest.mark.kafka
+def test_the_data_file_is_what_kafka_describes(kafka_broker: Any) -> None:
+    """tests/real_kafka/broker_configs.py (make broker-configs) wrote the file from this broker's DescribeConfigs:
+    asking the run's shared Kafka 4.4 again gives the same rows, so the file is neither stale nor hand-edited."""
+    from tests.real_kafka import broker_configs
+
+    entries = broker_configs.describe_broker(kafka_broker.bootstrap_servers, kafka_broker.brokers[0].node_id)
+    shipped = json.loads(broker_configs.DATA_FILE.read_text(encoding="utf-8"))
+    assert broker_configs.differences(shipped, broker_configs.data_of(entries)) == []
+    assert shipped == broker_configs.data_of(entries)
+
+
+def java_string(validator: Validator | None) -> str:
+    """How the validator's Java counterpart prints itself (ConfigDef.Range, ValidList/ValidString, ...)."""
+    if validator is None:
+        return ""
+    if isinstance(validator, Range):
+        return f"[{validator.min},...]" if validator.max is None else f"[{validator.min},...,{validator.max}]"
+    if isinstance(validator, AnyOf):
+        return "[" + ", ".join(validator.values) + "]"
+    if isinstance(validator, LevelRange):
+        return f"[{validator.min},...,{validator.max}] or {validator.or_equal}"
+    assert isinstance(validator, ReplicaList)
+    return "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
+
+
+@pytest.mark.kafka
+def test_validators_and_topic_configs_are_kafka_44s() -> None:
+    """What DescribeConfigs does not send, read from the 4.4.0 jars themselves (KafkaConfig.configDef() and
+    LogConfig's ConfigDef, tests/real_kafka/java/ConfigDefDump.java): each broker config QuotaBroker validates has
+    Kafka's validator, and the topic config table has LogConfig's configs in its definition order (the order
+    ConfigDef.parse reports the first bad value in), with their types, defaults and validators."""
+    from tests.real_kafka.broker_configs import config_definitions
+
+    definitions = config_definitions()
+    broker = {d.name: d for d in definitions if d.kind == "BROKER"}
+    assert {name: java_string(v) for name, v in VALIDATORS.items()} == {
+        name: broker[name].validator for name in VALIDATORS
+    }
+    topic = [d for d in definitions if d.kind == "TOPIC" and not d.name.startswith("internal.")]
+    assert list(TOPIC_CONFIGS) == [d.name for d in topic]
+    assert [(k.type.name, k.default, java_string(k.validator)) for k in TOPIC_CONFIGS.values()] == [
+        (d.type, d.default, d.validator) for d in topic
+    ]
 
 
 def describe(*keys: str, version: int = 4) -> Any:

@@ -93,10 +93,10 @@ def error_of(future: Any) -> tuple[int, str]:
 
 
 def test_kafka_4_topic_config_set_is_complete_and_typed() -> None:
-    """LogConfig's ConfigDef in Kafka 4.0 (TopicConfig names, ServerTopicConfigSynonyms): the configs the
-    issue found missing are there with their types and defaults, the ones 4.0 removed are unknown, and every
-    broker synonym is itself a described broker config."""
-    assert len(TOPIC_CONFIGS) == 34
+    """LogConfig's ConfigDef in Kafka 4.4 (TopicConfig names, ServerTopicConfigSynonyms): the configs the
+    issue found missing are there with their types and defaults, the ones 4.0 and 4.4 removed are unknown, and
+    every broker synonym is itself a described broker config."""
+    assert len(TOPIC_CONFIGS) == 37
     assert TOPIC_CONFIGS["leader.replication.throttled.replicas"].type is ConfigType.LIST
     assert TOPIC_CONFIGS["compression.zstd.level"].default == "3"
     assert TOPIC_CONFIGS["local.retention.ms"].default == "-2"
@@ -110,6 +110,9 @@ def test_kafka_4_topic_config_set_is_complete_and_typed() -> None:
         "log.retention.hours",
     ]
     assert "message.format.version" not in TOPIC_CONFIGS
+    assert "message.downconversion.enable" not in TOPIC_CONFIGS  # removed in 4.4
+    assert TOPIC_CONFIGS["max.decompressed.message.bytes"].default == "2147483639"  # new in 4.4
+    assert [s.name for s in TOPIC_CONFIGS["remote.copy.lag.ms"].synonyms] == ["log.remote.copy.lag.ms"]
     assert "message.timestamp.difference.max.ms" not in TOPIC_CONFIGS
     assert all(key.documentation for key in TOPIC_CONFIGS.values())
     assert set(SYNONYM_GROUPS) <= set(BROKER_CONFIGS)
