@@ -157,7 +157,6 @@ def test_static_broker_configs_are_checked_against_the_set(configs: dict[str, st
 
 
 @pytest.mark.kafka
-@pytest.mark.xfail(strict=True, reason="QuotaBroker departs from Kafka 4.4: no ELR min.insync.replicas")
 def test_quota_broker_describes_a_broker_as_kafka_does_entry_by_entry(
     kafka_broker: Any, quota_broker: BrokerFactory
 ) -> None:

@@ -587,7 +587,7 @@ def test_odd_resources_are_answered_not_crashed(any_broker: AnyBroker, request: 
     ids, Topic.validate for topic names. A resource of an unknown type fails the whole request
     (ConfigResource.Type.UNKNOWN: every resource gets INVALID_REQUEST with the error's default message)."""
     broker = any_broker()
-    quota_broker_departs(request, broker, "no ELR min.insync.replicas; unknown resource types answered one by one")
+    quota_broker_departs(request, broker, "unknown resource types are answered one by one")
     own = str(broker.node_ids[0])
     names = ("", "abc", "-1", "2147483648", " " + own, own)
     odd = [(t, n) for t in (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP) for n in names]
@@ -612,7 +612,6 @@ def test_odd_resources_are_answered_not_crashed(any_broker: AnyBroker, request: 
 
 
 @pytest.mark.kafka
-@pytest.mark.xfail(strict=True, reason="QuotaBroker departs from Kafka 4.4: no ELR min.insync.replicas")
 def test_quota_broker_describes_topics_as_kafka_does_entry_by_entry(
     kafka_broker: Any, kafka_ns: Any, quota_broker: BrokerFactory
 ) -> None:
@@ -654,3 +653,24 @@ def test_quota_broker_describes_topics_as_kafka_does_entry_by_entry(
         assert [(r.error_code, len(r.configs)) for r in ours] == [(r.error_code, len(r.configs)) for r in kafka]
         for mine, theirs in zip(ours, kafka, strict=True):
             assert entries(mine.configs) == entries(theirs.configs)
+
+
+def test_the_elr_cluster_config_takes_the_controllers_static_min_insync_replicas() -> None:
+    """ConfigurationControlManager.getStaticallyConfiguredMinInsyncReplicas: a controller whose
+    server.properties sets min.insync.replicas=2 writes 2 for the cluster, which then comes before the static
+    setting and the default among the synonyms, for a broker and for a topic's fallback."""
+    from throttled_admin.testing._configs import describe_broker, describe_cluster_defaults
+
+    static = {"min.insync.replicas": "2"}
+    flags = {"include_synonyms": True, "include_documentation": False}
+    [cluster] = describe_cluster_defaults(static, None, **flags)
+    [broker] = describe_broker(static, ["min.insync.replicas"], **flags)
+    [topic] = describe_topic({}, static, ["min.insync.replicas"], **flags)
+    assert (cluster.value, int(cluster.source), [(s.value, int(s.source)) for s in cluster.synonyms]) == (
+        "2",
+        3,
+        [("2", 3)],
+    )
+    for entry in (broker, topic):
+        assert (entry.value, int(entry.source)) == ("2", 3)
+        assert [(s.value, int(s.source)) for s in entry.synonyms] == [("2", 3), ("2", 4), ("1", 5)]
