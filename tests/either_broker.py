@@ -28,7 +28,7 @@ from tests.wire import WireClient
 from throttled_admin.testing import QuotaBroker
 
 KAFKA_SPEC = BrokerSpec()
-SETTLE_S = 10.0  # how long Kafka's metadata may take to show a change the controller has made
+SETTLE_S = 30.0  # how long Kafka's metadata may take to show a change its controller has made (seconds under load)
 
 
 def quota_broker_departs(request: Any, broker: EitherBroker, reason: str) -> None:
@@ -100,7 +100,8 @@ class EitherBroker:
             return {n: p for n, p in self.quota.topics().items() if n.startswith(self.ns.prefix)}
         from kafka.protocol.metadata.metadata import MetadataRequest
 
-        with self.wire() as wire:
+        assert self.kafka is not None  # its PLAINTEXT listener: the test may be unauthenticated on the SASL one
+        with WireClient(self.kafka.bootstrap_servers, client_id="test-setup") as wire:
             response = wire.request(MetadataRequest(version=12, topics=None, allow_auto_topic_creation=False))
         return {
             t.name: len(t.partitions)

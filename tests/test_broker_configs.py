@@ -626,7 +626,7 @@ def test_quota_broker_describes_topics_as_kafka_does_entry_by_entry(
     def answers(bootstrap: str) -> tuple[Any, Any]:
         with WireClient(bootstrap) as wire:
             created = wire.request(request)
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 30
             while True:  # Kafka's broker shows the topics a few milliseconds after its controller made them
                 described = wire.request(describe(*keys, include_synonyms=True, include_documentation=True))
                 if all(r.error_code == 0 for r in described.results) or time.monotonic() > deadline:
