@@ -29,7 +29,7 @@ from kafka.protocol.admin.configs import (
 )
 from kafka.protocol.admin.topics import CreateTopicsRequest
 
-from tests.either_broker import EitherBroker, quota_broker_departs
+from tests.either_broker import EitherBroker
 from tests.wire import WireClient
 from throttled_admin._kafka.config_schema import ConfigError, ConfigType, canonical
 from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
@@ -467,13 +467,12 @@ def test_describe_configs_v0_is_gone_as_in_kafka_4(any_broker: AnyBroker) -> Non
         assert wire.is_closed_by_peer()
 
 
-def test_describe_configs_errors_as_kafka(any_broker: AnyBroker, request: pytest.FixtureRequest) -> None:
+def test_describe_configs_errors_as_kafka(any_broker: AnyBroker) -> None:
     """ConfigHelper.describeConfigs: Topic.validate's message for an illegal name, UNKNOWN_TOPIC_OR_PARTITION
     without a message for a missing topic, and a malformed broker resource ('abc') gets
     resourceNameToBrokerId's INVALID_REQUEST instead of crashing the handler; a broker resource is described by
     that broker only (another node's id, here or not); the connection keeps working."""
     broker = any_broker(num_brokers=2)
-    quota_broker_departs(request, broker, "4.4's Topic.validate message")
     own, *others = broker.node_ids
     other = others[0] if others else own + 1
     with broker.wire() as wire:

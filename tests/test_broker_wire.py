@@ -220,11 +220,8 @@ def test_delete_costs_current_partitions_and_create_partitions_costs_only_added(
     assert broker.topics() == {"grow": 10}
 
 
-def test_invalid_topics_fail_with_kafkas_errors_and_cost_nothing(
-    any_broker: AnyBroker, request: pytest.FixtureRequest
-) -> None:
+def test_invalid_topics_fail_with_kafkas_errors_and_cost_nothing(any_broker: AnyBroker) -> None:
     broker = any_broker(controller_mutation_rate=1000)
-    quota_broker_departs(request, broker, "4.4's Topic.validate messages")
     t = broker.t
     broker.create_topic(t("exists"), 1)
     broker.create_topic(t("a_b"), 1)
