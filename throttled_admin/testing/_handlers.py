@@ -207,11 +207,11 @@ def handle_api_versions(request: Any, ctx: RequestContext) -> Handled:
 
 
 def api_versions_unsupported() -> Any:
-    """Kafka answers an ApiVersions version it does not know with a v0 body and UNSUPPORTED_VERSION,
-    listing its versions so the client can pick one (KIP-511)."""
-    return ApiVersionsResponse(
-        version=0, error_code=kerr.UnsupportedVersionError.errno, api_keys=_api_keys(ApiVersionsResponse)
-    )
+    """Kafka answers an ApiVersions version it does not know with a v0 body and UNSUPPORTED_VERSION, listing
+    the versions of ApiVersions alone so the client can pick one and then learn the rest (KIP-511,
+    ``ApiVersionsRequest.getErrorResponse``)."""
+    own = [key for key in _api_keys(ApiVersionsResponse) if key.api_key == ApiVersionsRequest.API_KEY]
+    return ApiVersionsResponse(version=0, error_code=kerr.UnsupportedVersionError.errno, api_keys=own)
 
 
 # -- Metadata ------------------------------------------------------------------------------------
@@ -802,8 +802,9 @@ def handle_sasl_authenticate(request: Any, ctx: RequestContext) -> Handled:
             session_lifetime_ms=0,
         )
         return Handled(response, close=True)
+    # Kafka leaves the message unset, which SaslAuthenticateResponseData sends as '', not null.
     response = SaslAuthenticateResponse(
-        version=ctx.api_version, error_code=0, error_message=None, auth_bytes=b"", session_lifetime_ms=0
+        version=ctx.api_version, error_code=0, error_message="", auth_bytes=b"", session_lifetime_ms=0
     )
     return Handled(response, authenticated_as=user)
 
