@@ -13,6 +13,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
 from kafka.protocol.admin.configs import DescribeConfigsRequest
 
+from tests.either_broker import EitherBroker
 from tests.wire import WireClient
 from throttled_admin._kafka.config_schema import AnyOf, ConfigType, LevelRange, Range, ReplicaList, Validator
 from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
@@ -130,13 +131,14 @@ def test_kafka_python_protocol_sees_every_config_typed_with_its_source(quota_bro
     assert entries["group.share.max.size"].config_type == ConfigType.INT
 
 
-def test_confluent_describes_the_whole_set_and_a_chosen_key(quota_broker: BrokerFactory) -> None:
-    broker = quota_broker(num_brokers=2, broker_configs={"num.partitions": "3"})
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    [future] = admin.describe_configs([ConfigResource("broker", "1")]).values()
+def test_confluent_describes_the_whole_set_and_a_chosen_key(any_broker: Callable[..., EitherBroker]) -> None:
+    broker = any_broker(num_brokers=2, broker_configs={"num.partitions": "1"})
+    node = broker.node_ids[-1]
+    admin = AdminClient(broker.conf())
+    [future] = admin.describe_configs([ConfigResource("broker", str(node))]).values()
     entries = dict(future.result(30))
-    assert len(entries) == len(BROKER_CONFIGS) > 100
-    assert (entries["node.id"].value, entries["num.partitions"].value) == ("1", "3")
+    assert len(entries) == len(BROKER_CONFIGS) + len(broker.static_non_configs) > 100
+    assert (entries["node.id"].value, entries["num.partitions"].value) == (str(node), "1")
     assert entries["num.partitions"].source == STATIC
     assert entries["ssl.truststore.password"].is_sensitive
     assert entries["ssl.truststore.password"].value is None

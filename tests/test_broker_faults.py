@@ -15,7 +15,7 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
 from tests.conftest import wait_until
-from tests.either_broker import EitherBroker
+from tests.either_broker import EitherBroker, quota_broker_departs
 from tests.wire import WireClient, create_topics_request
 from throttled_admin.testing import QuotaBroker, QuotaEntity
 
@@ -218,18 +218,35 @@ def alter(wire: WireClient, entity: list[tuple[str, str | None]], *ops: tuple[st
     return int(entry.error_code), entry.error_message
 
 
-def test_alter_client_quotas_validates_keys_and_values_as_kafka(quota_broker: BrokerFactory) -> None:
-    """ClientQuotaControlManager: INVALID_REQUEST (42) with Kafka's messages for an unknown key, a value
-    <= 0, a fractional byte rate (LONG keys); an entry with an error changes nothing. NaN and infinity are
-    refused as well (Kafka lets them through, disabling the quota)."""
-    broker = quota_broker()
-    user = [("user", "alice")]
-    with WireClient(broker.bootstrap_servers) as wire:
-        assert alter(wire, user, ("controller_mutation_rate", float("nan"))) == (
-            42,
-            "Quota controller_mutation_rate must be a finite number, got NaN",
-        )
-        assert alter(wire, user, ("request_percentage", float("inf")))[0] == 42
+def quotas_of(wire: WireClient, user: str) -> dict[str, float]:
+    """DescribeClientQuotas of exactly this user entity: its keys and values."""
+    from kafka.protocol.admin.client_quotas import DescribeClientQuotasRequest
+
+    C = DescribeClientQuotasRequest.ComponentData
+    request = DescribeClientQuotasRequest(
+        version=1, components=[C(entity_type="user", match_type=0, match=user)], strict=True
+    )
+    return {v.key: v.value for entry in wire.request(request).entries for v in entry.values}
+
+
+def test_alter_client_quotas_validates_keys_and_values_as_kafka(
+    any_broker: AnyBroker, request: pytest.FixtureRequest
+) -> None:
+    """ClientQuotaControlManager.validateQuotaKeyValue: INVALID_REQUEST (42) with Kafka's messages for an
+    unknown key, a value that is not finite (NaN or infinite, whatever the key), a value <= 0, a fractional
+    byte rate or one too large for a LONG; an entry with an error changes nothing. The user is the test's own."""
+    broker = any_broker()
+    quota_broker_departs(request, broker, "'must be a finite number, got NaN'; an infinite LONG or -inf checked later")
+    name = f"{broker.client_id}-user"
+    user = [("user", name)]
+    with broker.wire() as wire:
+        for key, value in [
+            ("controller_mutation_rate", float("nan")),
+            ("request_percentage", float("inf")),
+            ("producer_byte_rate", float("inf")),
+            ("controller_mutation_rate", float("-inf")),
+        ]:
+            assert alter(wire, user, (key, value)) == (42, f"Quota {key} must be a finite number")
         assert alter(wire, user, ("controller_mutation_rate", 0.0)) == (
             42,
             "Quota controller_mutation_rate must be greater than 0",
@@ -244,19 +261,20 @@ def test_alter_client_quotas_validates_keys_and_values_as_kafka(quota_broker: Br
         )
         assert alter(wire, user, ("no_such_quota", 1.0)) == (42, "Invalid configuration key no_such_quota")
         # all or nothing: the valid key of a failing entry is not applied either
-        assert alter(wire, user, ("request_percentage", 50.0), ("consumer_byte_rate", -1.0))[0] == 42
-        assert broker.client_quotas() == {}
+        assert alter(wire, user, ("request_percentage", 50.0), ("consumer_byte_rate", -1.0)) == (
+            42,
+            "Quota consumer_byte_rate must be greater than 0",
+        )
+        assert quotas_of(wire, name) == {}
         assert alter(wire, [("user", "")], ("request_percentage", 1.0)) == (42, "Empty user not supported")
         assert alter(wire, user, *[(k, 10.0) for k in ("producer_byte_rate", "consumer_byte_rate")])[0] == 0
         assert alter(wire, user, ("request_percentage", 25.0), ("controller_mutation_rate", 2.5))[0] == 0
         assert alter(wire, user, ("producer_byte_rate", None), ("no_such_quota", None))[0] == 0  # removals
-    assert broker.client_quotas() == {
-        QuotaEntity(user="alice"): {
-            "consumer_byte_rate": 10.0,
-            "request_percentage": 25.0,
-            "controller_mutation_rate": 2.5,
-        }
-    }
+        expected = {"consumer_byte_rate": 10.0, "request_percentage": 25.0, "controller_mutation_rate": 2.5}
+        broker.settle(lambda: quotas_of(wire, name) == expected)
+        assert quotas_of(wire, name) == expected
+    if broker.quota is not None:
+        assert broker.quota.client_quotas() == {QuotaEntity(user=name): expected}
 
 
 def test_fault_injection_arguments_are_checked(quota_broker: BrokerFactory) -> None:
