@@ -12,6 +12,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 if TYPE_CHECKING:
+    from tests.either_broker import EitherBroker
     from tests.real_kafka.broker import KafkaCluster
     from tests.real_kafka.namespace import KafkaNamespace
     from tests.real_kafka.tools import ToolServer
@@ -153,6 +154,34 @@ def kafka_tools() -> Iterator[ToolServer]:
 
     with ToolServer() as tools:
         yield tools
+
+
+@pytest.fixture(params=["quota", pytest.param("kafka", marks=pytest.mark.kafka)])
+def any_broker(
+    request: pytest.FixtureRequest, quota_broker: Callable[..., Any]
+) -> Iterator[Callable[..., EitherBroker]]:
+    """A broker test run twice: on a QuotaBroker and on the run's shared Apache Kafka 4.4 (marked ``kafka``), with
+    the test's own topic prefix and client-id entity on both (tests/either_broker.py). ``any_broker(**kwargs)``
+    takes QuotaBroker's constructor keywords; one the shared Kafka cannot honour fails its variant."""
+    from tests import either_broker
+    from tests.real_kafka.namespace import KafkaNamespace
+
+    kind = request.param
+    kafka = request.getfixturevalue("kafka_broker") if kind == "kafka" else None
+    ns = KafkaNamespace.for_test(request.node.nodeid)
+    started: list[EitherBroker] = []
+
+    def make(**kwargs: Any) -> EitherBroker:
+        try:
+            broker = either_broker.start(kind, ns, quota_broker, kafka, **kwargs)
+        except either_broker.NotOnSharedKafka as exc:
+            pytest.fail(f"not a set-up of the shared Kafka: {exc} (keep this test QuotaBroker-only)")
+        started.append(broker)
+        return broker
+
+    yield make
+    for broker in started:
+        either_broker.stop(broker)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -99,7 +99,11 @@ def test_yaml_scalars_become_kafka_config_strings(tmp_path: Path) -> None:
             "replication_factor, configs); did you mean 'partitions'?",
         ),
         ("p.json", json.dumps([{**ROWS[0], "action": "upsert"}]), "row 1: field 'action': must be one of ensure"),
-        ("p.json", json.dumps([{**ROWS[0], "topic": "bad name"}]), "row 1: field 'topic': Topic name \"bad name\" is"),
+        (
+            "p.json",
+            json.dumps([{**ROWS[0], "topic": "bad name"}]),
+            "row 1: field 'topic': Topic name is invalid: 'bad name'",
+        ),
         ("p.json", json.dumps([{**ROWS[0], "configs": ["a=b"]}]), "row 1: field 'configs': must be a map"),
         ("p.json", json.dumps([{**ROWS[0], "configs": {"a": None}}]), "row 1: field 'configs': 'a'"),
         ("p.json", json.dumps([{**ROWS[2], "configs": {"a": "b"}}]), "row 1: field 'configs': only ensure and create"),

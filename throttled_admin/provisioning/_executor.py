@@ -193,7 +193,7 @@ def _read_configs(admin: ThrottledAdminClient, names: Iterable[str], timeout_s: 
 
 def _known_config_names(admin: ThrottledAdminClient, topics: Iterable[str], timeout_s: float) -> set[str]:
     """The topic config names the cluster knows, from DescribeConfigs of one of its topics (no quota cost).
-    A cluster with no topic it lets us describe is taken to know Kafka 4.0's."""
+    A cluster with no topic it lets us describe is taken to know Kafka 4.4's."""
     for name in sorted(topics)[:3]:
         resource = ConfigResource(ResourceType.TOPIC, name)
         try:

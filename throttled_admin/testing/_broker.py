@@ -242,7 +242,7 @@ class QuotaBroker:
         """Set quotas of an entity at any level of Kafka's precedence. ``user`` and ``client_id`` take
         a name or ``QuotaEntity.DEFAULT`` (``"<default>"``); leave one out for a single-part entity.
         Pass each quota key to change; None removes it. Values are validated as Kafka validates them
-        (> 0, whole numbers for the byte rates), and NaN or infinity is refused: ValueError, nothing changed.
+        (finite, > 0, whole numbers for the byte rates): ValueError, nothing changed.
         The byte-rate quotas are stored and described only (QuotaBroker has no data plane)."""
         entity = QuotaEntity(user=user, client_id=client_id)
         changes = {
