@@ -4,6 +4,8 @@ request quota (KIP-124) as Apache Kafka 4 (KRaft) does, for tests and demos with
 from __future__ import annotations
 
 import math
+import ssl
+import sys
 from collections import deque
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -65,6 +67,9 @@ class QuotaBroker:
     "Unable to perform excessively large batch operation.". ``metadata_lag_ms``: every node but the controller
     (node 0) shows a topic change (create, grow, delete) that much later in its Metadata answers, as a KRaft
     broker replaying the metadata log; mutations themselves are decided by the controller at once.
+    ``ssl_context`` (a server-side ``ssl.SSLContext`` holding the broker's certificate) makes every listener a
+    TLS listener (``SSL``, or ``SASL_SSL`` with ``users``), as Kafka's: the handshake comes first, and a client
+    that does not speak TLS is disconnected. Python 3.11 or later.
     """
 
     def __init__(
@@ -85,6 +90,7 @@ class QuotaBroker:
         broker_configs: Mapping[str, str] | None = None,
         max_records_per_op: int = MAX_RECORDS_PER_USER_OP,
         metadata_lag_ms: float = 0,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         if num_brokers < 1:
             raise ValueError(f"num_brokers must be >= 1, got {num_brokers}")
@@ -103,6 +109,10 @@ class QuotaBroker:
             _seconds("request_time_cost_ms", request_time_cost_ms, "milliseconds")
         if request_quota_window_num < 1 or not request_quota_window_size_s >= 0.001:
             raise ValueError("request_quota_window_num must be >= 1 and request_quota_window_size_s >= 0.001")
+        if ssl_context is not None and not isinstance(ssl_context, ssl.SSLContext):
+            raise TypeError(f"ssl_context must be an ssl.SSLContext, got {type(ssl_context).__name__}")
+        if ssl_context is not None and sys.version_info < (3, 11):
+            raise ValueError("QuotaBroker's TLS listener needs Python 3.11 or later (asyncio's StreamWriter.start_tls)")
         redpanda = enforcement == "redpanda"  # Redpanda's bucket holds one second of the rate
         self._quotas = QuotaManager(
             window_num=1 if redpanda else quota_window_num,
@@ -129,6 +139,7 @@ class QuotaBroker:
             addresses={},
             max_records_per_op=max_records_per_op,
         )
+        self._ssl_context = ssl_context
         self._server: Server | None = None
         self._records: deque[RequestRecord] = deque(maxlen=request_log_limit)  # kept across restarts
 
@@ -147,6 +158,7 @@ class QuotaBroker:
             self._faults,
             request_log_limit=self._request_log_limit,
             request_time_cost_ms=self._request_time_cost_ms,
+            ssl_context=self._ssl_context,
         )
         self._ports = server.start(self._ports)  # later starts reuse the bound ports
         self._context.addresses = {node: ("127.0.0.1", port) for node, port in self._ports.items()}
@@ -186,6 +198,12 @@ class QuotaBroker:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(f"127.0.0.1:{port}" for _, port in sorted(self._ports.items()))
+
+    @property
+    def security_protocol(self) -> str:
+        """What a client sets as ``security.protocol``: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."""
+        sasl = "SASL_" if self._context.users is not None else ""
+        return sasl + ("SSL" if self._ssl_context is not None else "PLAINTEXT")
 
     @property
     def controller_id(self) -> int:
@@ -297,6 +315,13 @@ class QuotaBroker:
         ``set_latency``); the requests are handled, and mutations applied, at once. Later requests on the same
         connection wait behind the late answer, as Kafka serves one request per connection at a time."""
         self._faults.delay_next(_api_key(api), seconds, count)
+
+    def set_unresponsive(self, unresponsive: bool = True) -> None:
+        """Keep accepting connections and reading requests, but handle and answer none (a hung broker, or a
+        listener that is not really serving): a client waits for its first ApiVersions answer forever. The
+        requests are logged (``responded_at`` None). ``set_unresponsive(False)`` serves the requests that arrive
+        from then on."""
+        self._faults.unresponsive = bool(unresponsive)
 
     def set_latency(self, seconds: float) -> None:
         """Delay every response by ``seconds`` after it was handled (0 to stop)."""
