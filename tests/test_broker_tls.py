@@ -11,7 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import trustme
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.conftest import wait_until
@@ -20,16 +19,6 @@ from throttled_admin.testing import QuotaBroker
 
 BrokerFactory = Callable[..., QuotaBroker]
 PASSWORD = "Pw-broker-tls-2c7"
-
-
-@pytest.fixture(scope="module")
-def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[ssl.SSLContext, Path]:
-    ca = trustme.CA()
-    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("127.0.0.1", "localhost").configure_cert(server)
-    path = tmp_path_factory.mktemp("tls") / "ca.pem"
-    ca.cert_pem.write_to_path(str(path))
-    return server, path
 
 
 @pytest.mark.parametrize("protocol", ["SSL", "SASL_SSL"])

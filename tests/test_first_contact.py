@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import trustme
 from confluent_kafka.admin import AdminClient
 
 from throttled_admin import (
@@ -33,19 +32,7 @@ from throttled_admin.testing._handlers import ANONYMOUS
 pytestmark = pytest.mark.slow
 
 BrokerFactory = Callable[..., QuotaBroker]
-UNFIXED = pytest.mark.xfail(strict=True, reason="the first-contact findings, not yet fixed")
 PASSWORD = "Pw-first-contact-5e1"
-
-
-@pytest.fixture(scope="module")
-def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[ssl.SSLContext, Path]:
-    """A server context for QuotaBroker's TLS listener, and the CA file a client trusts (trustme)."""
-    ca = trustme.CA()
-    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("127.0.0.1", "localhost").configure_cert(server)
-    path = tmp_path_factory.mktemp("tls") / "ca.pem"
-    ca.cert_pem.write_to_path(str(path))
-    return server, path
 
 
 def refused_address() -> str:
@@ -81,7 +68,6 @@ def mutations(broker: QuotaBroker) -> list[str]:
 # -- issue 27, finding 5: a listener that accepts connections and never answers ---------------------------------
 
 
-@UNFIXED
 @pytest.mark.parametrize("timeout_ms", [8000, 20000])
 def test_a_listener_that_never_answers_is_never_written_to_and_the_topic_is_not_sent(
     quota_broker: BrokerFactory, timeout_ms: int
@@ -99,7 +85,6 @@ def test_a_listener_that_never_answers_is_never_written_to_and_the_topic_is_not_
 # -- issue 27, finding 9: a broker slower than 5 s an answer ------------------------------------------------------
 
 
-@UNFIXED
 def test_a_broker_slower_than_five_seconds_an_answer_is_served_as_bare_confluent_kafka_serves_it(
     quota_broker: BrokerFactory,
 ) -> None:
@@ -129,9 +114,7 @@ def test_a_broker_slower_than_five_seconds_an_answer_is_served_as_bare_confluent
 # -- issue 28, finding 2: HOST:PORT on every protocol ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "protocol", ["PLAINTEXT", *(pytest.param(p, marks=UNFIXED) for p in ("SASL_PLAINTEXT", "SSL", "SASL_SSL"))]
-)
+@pytest.mark.parametrize("protocol", ["PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL"])
 def test_a_client_that_cannot_connect_names_host_and_port_on_every_protocol(protocol: str) -> None:
     address = refused_address()
     error, took_s = create(client_conf(address, protocol), 120_000)
@@ -145,7 +128,6 @@ def test_a_client_that_cannot_connect_names_host_and_port_on_every_protocol(prot
 # -- issue 28, finding 3: TLS on one side only ----------------------------------------------------------------------
 
 
-@UNFIXED
 @pytest.mark.parametrize("protocol", ["SSL", "SASL_SSL"])
 def test_a_tls_client_on_a_plaintext_listener_is_told_the_listener_does_not_speak_tls(
     quota_broker: BrokerFactory, tls: tuple[ssl.SSLContext, Path], protocol: str
@@ -162,7 +144,6 @@ def test_a_tls_client_on_a_plaintext_listener_is_told_the_listener_does_not_spea
     assert mutations(broker) == []
 
 
-@UNFIXED
 @pytest.mark.parametrize("protocol", ["PLAINTEXT", "SASL_PLAINTEXT"])
 def test_a_plaintext_client_on_a_tls_listener_is_told_the_listener_requires_tls(
     quota_broker: BrokerFactory, tls: tuple[ssl.SSLContext, Path], protocol: str

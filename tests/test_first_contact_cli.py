@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import trustme
 import yaml
 
 from tests.cli_helpers import Run, run_cli, topics
@@ -27,20 +26,8 @@ from throttled_admin.testing import QuotaBroker
 pytestmark = pytest.mark.slow
 
 BrokerFactory = Callable[..., QuotaBroker]
-UNFIXED = pytest.mark.xfail(strict=True, reason="the first-contact findings, not yet fixed")
 PASSWORD = "Pw-first-contact-cli-93a"
 CREATE = ("--create", "--topic", "x", "--partitions", "1", "--timeout-ms", "120000")
-
-
-@pytest.fixture(scope="module")
-def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[ssl.SSLContext, Path]:
-    """A server context for QuotaBroker's TLS listener, and the CA file a client trusts (trustme)."""
-    ca = trustme.CA()
-    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("127.0.0.1", "localhost").configure_cert(server)
-    path = tmp_path_factory.mktemp("tls") / "ca.pem"
-    ca.cert_pem.write_to_path(str(path))
-    return server, path
 
 
 def refused_address() -> str:
@@ -97,7 +84,6 @@ def expect_everywhere(run_topics: list[Run], run_apply: Run, rows: list[Any], re
 # -- issue 28, finding 2 ------------------------------------------------------------------------------------------
 
 
-@UNFIXED
 @pytest.mark.parametrize("protocol", ["SASL_PLAINTEXT", "SSL"])
 def test_cannot_connect_names_host_and_port_in_topics_apply_and_its_rows(tmp_path: Path, protocol: str) -> None:
     address = refused_address()
@@ -115,7 +101,6 @@ def test_cannot_connect_names_host_and_port_in_topics_apply_and_its_rows(tmp_pat
 # -- issue 28, finding 3 ------------------------------------------------------------------------------------------
 
 
-@UNFIXED
 def test_a_tls_client_on_a_plaintext_listener_is_told_so_in_topics_apply_and_its_rows(
     quota_broker: BrokerFactory, tls: tuple[ssl.SSLContext, Path], tmp_path: Path
 ) -> None:
@@ -135,7 +120,6 @@ def test_a_tls_client_on_a_plaintext_listener_is_told_so_in_topics_apply_and_its
     assert broker.topics() == {}
 
 
-@UNFIXED
 def test_a_plaintext_client_on_a_tls_listener_is_told_so_in_topics_apply_and_its_rows(
     quota_broker: BrokerFactory, tls: tuple[ssl.SSLContext, Path], tmp_path: Path
 ) -> None:
@@ -152,7 +136,6 @@ def test_a_plaintext_client_on_a_tls_listener_is_told_so_in_topics_apply_and_its
     assert broker.request_log() == []
 
 
-@UNFIXED
 def test_a_cluster_whose_read_times_out_says_cannot_read_the_clusters_topics_in_apply_and_its_rows(
     quota_broker: BrokerFactory, tmp_path: Path
 ) -> None:
