@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import socket
+import ssl
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -75,6 +76,20 @@ def tansu() -> Iterator[str]:
         except subprocess.TimeoutExpired:  # Tansu can take seconds to drain; its storage is in memory anyway
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[ssl.SSLContext, Path]:
+    """A server context for QuotaBroker's TLS listener (a certificate for 127.0.0.1 and localhost), and the CA file
+    a client trusts: test certificates from trustme."""
+    import trustme
+
+    ca = trustme.CA()
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1", "localhost").configure_cert(server)
+    path = tmp_path_factory.mktemp("tls") / "ca.pem"
+    ca.cert_pem.write_to_path(str(path))
+    return server, path
 
 
 @pytest.fixture

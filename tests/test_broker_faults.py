@@ -84,6 +84,21 @@ def test_unknown_api_versions_version_gets_kafkas_v0_fallback(any_broker: AnyBro
     assert response.api_keys[0].max_version >= 3
 
 
+def test_an_unresponsive_broker_reads_and_logs_requests_and_answers_none(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker()
+    broker.set_unresponsive()
+    with WireClient(broker.bootstrap_servers) as wire:
+        wire.send(create_topics_request(7, ("ignored", 1)))
+        assert wait_until(lambda: [r.api_name for r in broker.request_log()] == ["CreateTopics"], 10)
+        broker.set_unresponsive(False)  # what arrives from now on is served; the first request stays unanswered
+        answer = wire.request(create_topics_request(7, ("answered", 1)))
+    assert [t.name for t in answer.topics] == ["answered"]
+    assert broker.topics() == {"answered": 1}
+    ignored, answered = broker.request_log()
+    assert (ignored.responded_at, ignored.errors, ignored.correlation_id) == (None, {}, 1)
+    assert answered.responded_at is not None
+
+
 def test_drop_connections_and_clients_reconnect(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})

@@ -40,10 +40,10 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError
 
 from throttled_admin._driver.futures import TopicFuture
-from throttled_admin._driver.handshake_drops import HandshakeDrops, diagnoses
+from throttled_admin._driver.handshake_drops import HandshakeDrops
 from throttled_admin._driver.user_code import CallbackRunner
 from throttled_admin._engine import (
-    FIRST_CONTACT_TIMEOUT_S,
+    CONTACT_PROBE_TIMEOUT_S,
     BrokerViews,
     Call,
     Engine,
@@ -118,9 +118,8 @@ class Scheduler:
         where the done-callbacks of the client's futures run (closed with the scheduler)."""
         self._transport = transport
         self._report = report
-        self._handshake_drops = (
-            HandshakeDrops(security_protocol, self._on_sasl_required) if diagnoses(security_protocol) else None
-        )
+        self._handshake_drops = HandshakeDrops(security_protocol, self._on_listener_found)
+        self._reported: str | None = None  # the last finding about a listener reported to ``report``
         self._metrics = metrics
         self._clock = clock
         self._engine = Engine(pacer=pacer, backoff=backoff)
@@ -205,19 +204,24 @@ class Scheduler:
             self._wake()
 
     def on_log(self, message: str) -> None:
-        """A librdkafka ``FAIL`` log line: a listener that drops every connection right after the handshake may
-        be refusing a client that does not authenticate (``_driver.handshake_drops`` asks it)."""
-        if self._handshake_drops is None:
-            return
+        """A librdkafka ``FAIL`` log line: how far a connection got before it failed (the engine's first-contact
+        rule; some failures are told only here), and whether its listener may speak another protocol than the
+        client (``_driver.handshake_drops`` asks it)."""
         with self._cv:
+            self._engine.on_log(message, self._clock())
             error = self._handshake_drops.observe(message, self._clock())
+            self._wake()
         if error is not None:
-            self._on_sasl_required(error)
+            self._on_listener_found(error)
 
-    def _on_sasl_required(self, error: KafkaError) -> None:
-        """The listener requires SASL and this client has none: an authentication failure, reported once."""
+    def _on_listener_found(self, error: KafkaError) -> None:
+        """The listener speaks another protocol than this client (SASL, TLS): an authentication failure or a
+        connection failure no retry gets past, reported once to the application (``report``)."""
         with self._cv:
-            first = not self._engine.auth_failing
+            if error.code() == KafkaError._AUTHENTICATION:
+                first = not self._engine.auth_failing  # reported again once the failure has lapsed
+            else:
+                first, self._reported = error.str() != self._reported, error.str()
             self._engine.on_error(error, self._clock())
             self._wake()
         if first and self._report is not None:
@@ -375,8 +379,8 @@ class Scheduler:
             raise
         except Exception:
             log.exception("serving librdkafka's callbacks failed")
-        # A listener found to require SASL: the failure holds until a request gets through.
-        found = self._handshake_drops.found() if self._handshake_drops is not None else None
+        # A listener found to speak another protocol: the failure holds until a request gets through.
+        found = self._handshake_drops.found()
         with self._cv:
             if self._closed:
                 return None, False
@@ -414,7 +418,7 @@ class Scheduler:
     def _dispatch_metrics(self, out: Outbox) -> None:
         for event in out.metrics:
             event(self._metrics)
-        if out.reached and self._handshake_drops is not None:
+        if out.reached:
             with self._cv:
                 self._handshake_drops.answered()  # the connection carried a request past the handshake
 
@@ -460,7 +464,7 @@ class Scheduler:
         """Ask the cluster to describe itself (no quota, answered by any broker): an answer, even an error, says
         a broker has served this client; librdkafka's local failure says none could be reached."""
         try:
-            future = self._transport.probe(FIRST_CONTACT_TIMEOUT_S)
+            future = self._transport.probe(CONTACT_PROBE_TIMEOUT_S)
         except ClientGone:
             raise
         except Exception:

@@ -7,8 +7,9 @@
   client's serial user-code thread, so a slow one delays nothing of the client's. Whatever they raise is kept
   for the application's next ``poll()``, which raises it as confluent-kafka's does (``_driver.callback_errors``).
 - The client reads librdkafka's log on its way (``_driver.librdkafka_log``): some connection failures are told nowhere
-  else. An authentication failure the client finds goes to the ``error_cb`` from conf (or is logged when there
-  is none), as librdkafka reports its own (the reporter ``install_callbacks`` returns).
+  else. What the client finds itself (a listener that requires SASL, or speaks TLS on one side only) goes to the
+  ``error_cb`` from conf (or is logged when there is none), as librdkafka reports its own (the reporter
+  ``install_callbacks`` returns).
 - The callbacks reach the scheduler, never the client: librdkafka's handle keeps its callbacks alive, and a
   path back to the client would be a cycle that keeps librdkafka's threads and sockets alive.
 """

@@ -26,8 +26,7 @@ from throttled_admin import (
     OutcomeUnknownError,
     ThrottledAdminClient,
 )
-from throttled_admin._driver.metadata_read import FATAL_CODES, ContactWatch, read_metadata
-from throttled_admin._errors import NotSentError
+from throttled_admin._driver.metadata_read import ContactWatch, read_failure, read_metadata
 from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
 from throttled_admin._kafka.topic_names import collision_key
 from throttled_admin.provisioning._configs import config_problem
@@ -238,18 +237,6 @@ def _new_client(profile: Profile, watch: ContactWatch, meter_provider: MeterProv
     )
 
 
-def _cannot_read(exc: BaseException) -> tuple[int | None, str]:
-    """A row's error when the cluster could not be read before anything was sent: no broker reachable
-    ("not sent: cannot connect to HOST:PORT (reason)") or an authentication failure ("not sent: " and
-    librdkafka's message, its code kept); otherwise librdkafka's last error."""
-    code, message = _error(exc)
-    if isinstance(exc, NotSentError):
-        return code, "not sent: " + message.split(" not sent: ", 1)[-1]
-    if code is not None and code in FATAL_CODES:
-        return code, f"not sent: {message}"
-    return code, f"not sent: cannot read the cluster's topics: {message}"
-
-
 def execute(
     rows: Sequence[PlanRow],
     profile: Profile,
@@ -327,8 +314,8 @@ def _run_group(
         wanted = [group.rows[i].topic for i in candidates if group.rows[i].configs and group.rows[i].topic in topics]
         configs = _read_configs(admin, wanted, timeout_s)
     except Exception as exc:  # nothing has been sent: every row says why
-        code, why = _cannot_read(exc)
-        group.fail_all(why, code, _error_name(exc))
+        code, why = read_failure(exc)  # "cannot connect to ...", the SASL message, "cannot read the cluster's ..."
+        group.fail_all(f"not sent: {why}", code, _error_name(exc))
         return
     existing_keys = {collision_key(name): name for name in topics}
     runs: list[_Run] = []
