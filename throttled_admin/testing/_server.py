@@ -53,6 +53,17 @@ __all__ = [
 
 log = logging.getLogger("throttled_admin.testing")
 
+
+def _log_loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """What asyncio reports from the broker's thread (a peer that resets a TLS handshake makes CPython 3.11's
+    SSLProtocol fail in ``eof_received``), logged with the exception's type and message but no formatted
+    traceback: CPython 3.11 formats one with ``ast.parse``, whose recursion counter all threads share
+    (gh-106905), so a traceback formatted here while the test runner formats one on its own thread ended the
+    runner with "SystemError: AST constructor recursion depth mismatch"."""
+    exc = context.get("exception")
+    detail = f": {type(exc).__name__}: {exc}" if exc is not None else ""
+    log.warning("%s%s", context.get("message", "asyncio error"), detail)
+
 MAX_FRAME_BYTES = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
 TLS_HANDSHAKE_TIMEOUT_S = 10.0
 _PRE_AUTH_APIS = (ApiKey.ApiVersions, ApiKey.SaslHandshake, ApiKey.SaslAuthenticate)
@@ -314,6 +325,7 @@ class Server:
     def start(self, ports: dict[int, int]) -> dict[int, int]:
         """Bind every node (port 0 picks a free one) and return node id -> bound port."""
         loop = asyncio.new_event_loop()
+        loop.set_exception_handler(_log_loop_error)
         self._loop = loop
         # One worker: the controller applies mutations one at a time, in the order they arrive.
         self._controller = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="quota-controller")
