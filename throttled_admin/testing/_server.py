@@ -305,7 +305,6 @@ class Server:
         ssl_context: ssl.SSLContext | None = None,
     ):
         self.context = context
-        self._ssl_context = ssl_context
         self.faults = faults
         self.request_time_cost_ms = request_time_cost_ms
         self.ssl_context = ssl_context
@@ -383,7 +382,7 @@ class Server:
             factory = functools.partial(
                 _TrackedProtocol, functools.partial(self._serve, node_id), self._transports, loop
             )
-            server = await loop.create_server(factory, "127.0.0.1", port, ssl=self._ssl_context)
+            server = await loop.create_server(factory, "127.0.0.1", port)  # TLS per connection: _start_tls
             self._servers.append(server)
             bound[node_id] = server.sockets[0].getsockname()[1]
         return bound
