@@ -278,13 +278,14 @@ def test_a_python_worker_killed_mid_task_leaves_every_row_truthful(spark: Any, q
     assert created_ok == sorted(statuses)  # each topic created exactly once, across both attempts
 
 
-def test_a_bound_on_entities_per_task(spark: Any, quota_broker: BrokerFactory) -> None:
-    # Four entities in one task (one partition), at most two at a time: the last two start only after
-    # one of the first two ended.
+@pytest.mark.parametrize("execution", ["executors", "driver"])
+def test_a_bound_on_entities_per_task(spark: Any, quota_broker: BrokerFactory, execution: str) -> None:
+    # Four entities in one task (one partition) or in the driver, at most two at a time: the last two
+    # start only after one of the first two ended.
     brokers = [quota_broker(controller_mutation_rate=100) for _ in range(4)]
     profiles = {f"c{i}": plain(broker, f"c{i}", 100.0) for i, broker in enumerate(brokers)}
     df = plan(spark, *[(f"c{i}", "ensure", f"b.{j}", 1) for i in range(4) for j in range(5)]).coalesce(1)
-    results = apply_plan(df, profiles, max_concurrent_entities=2)
+    results = apply_plan(df, profiles, max_concurrent_entities=2, execution=execution)  # type: ignore[arg-type]
     assert results.filter("status != 'created'").count() == 0
     spans = []
     for broker in brokers:
