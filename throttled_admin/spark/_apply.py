@@ -98,8 +98,8 @@ def _run_on_driver(spark: Any, selected: Any, task: Any) -> Any:
     table = selected.toArrow()
     batches = list(task(iter(table.to_batches())))
     results = pa.Table.from_batches(batches, schema=arrow_schema())
-    with pandas3_warning_ignored():
-        return spark.createDataFrame(results.to_pylist(), spark_schema())
+    with pandas3_warning_ignored():  # an Arrow table: no row-by-row conversion in Python
+        return spark.createDataFrame(results, spark_schema())
 
 
 def apply_plan(
