@@ -135,6 +135,28 @@ def test_response_latency_does_not_count_against_the_controller_deadline(quota_b
     assert broker.topics() == {"applied": 1}
 
 
+def test_a_held_controller_times_out_a_mutation_that_waits_behind_it(quota_broker: BrokerFactory) -> None:
+    """hold_controller_next holds the controller's handling of the next mutation, as a slow CreateTopicPolicy
+    holds Kafka's controller thread; its event says when the hold starts. A mutation sent meanwhile through
+    another node waits in the controller's queue past its deadline: REQUEST_TIMED_OUT, not applied."""
+    broker = quota_broker(num_brokers=2)
+    held = broker.hold_controller_next(1.0)
+    slow, other = WireClient(node(broker, 0)), WireClient(node(broker, 1))
+    slow_request, other_request = create_request(7, ("slow", 1)), create_request(7, ("other", 1), timeout_ms=200)
+    with slow, other:
+        slow.send(slow_request)
+        assert held.wait(10)
+        started = time.monotonic()
+        timed_out = other.request(other_request)
+        waited_s = time.monotonic() - started
+        assert slow.receive(slow_request).topics[0].error_code == 0
+    assert [(t.name, t.error_code) for t in timed_out.topics] == [("other", REQUEST_TIMED_OUT)]
+    assert waited_s >= 0.5  # answered once the controller got to it, after the hold
+    assert broker.topics() == {"slow": 1}
+    with pytest.raises(ValueError, match="hold"):
+        broker.hold_controller_next(-1)
+
+
 def test_mutations_are_applied_one_at_a_time_in_arrival_order(quota_broker: BrokerFactory) -> None:
     """KRaft's QuorumController is single-threaded: concurrent mutations from different connections queue
     behind each other, so with a controller latency L the second request is answered at least 2L after the

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import ssl
 import sys
+import threading
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -338,6 +339,12 @@ class QuotaBroker:
         requests are logged (``responded_at`` None). ``set_unresponsive(False)`` serves the requests that arrive
         from then on."""
         self._faults.unresponsive = bool(unresponsive)
+    def hold_controller_next(self, seconds: float) -> threading.Event:
+        """The controller holds the next CreateTopics, DeleteTopics or CreatePartitions for ``seconds`` before
+        handling it, as a slow ``CreateTopicPolicy`` holds Kafka's controller thread: every mutation behind it
+        waits, and one whose deadline passes meanwhile fails with REQUEST_TIMED_OUT. Returns an event set when
+        the controller starts holding (once the held request has arrived)."""
+        return self._faults.hold_controller_next(seconds)
 
     def set_latency(self, seconds: float) -> None:
         """Delay every response by ``seconds`` after it was handled (0 to stop)."""

@@ -134,6 +134,7 @@ class Faults:
         self._blackholes: dict[int, int] = {}
         self._garbles: dict[int, deque[str]] = {}
         self._delays: dict[int, deque[float]] = {}
+        self._holds: deque[tuple[float, threading.Event]] = deque()
         self.latency_s = 0.0
         self.controller_latency_s = 0.0
         self.unresponsive = False  # requests are read and logged, none is handled or answered (a hung broker)
@@ -170,6 +171,24 @@ class Faults:
             raise ValueError(f"delay must be a finite number of seconds >= 0, got {seconds!r}")
         with self._lock:
             self._delays.setdefault(api_key, deque()).extend([float(seconds)] * count)
+
+    def hold_controller_next(self, seconds: float) -> threading.Event:
+        number = not isinstance(seconds, bool) and isinstance(seconds, (int, float))
+        if not number or not math.isfinite(seconds) or seconds < 0:
+            raise ValueError(f"hold must be a finite number of seconds >= 0, got {seconds!r}")
+        held = threading.Event()
+        with self._lock:
+            self._holds.append((float(seconds), held))
+        return held
+
+    def take_hold(self) -> float:
+        """The hold of the mutation the controller starts now (0 if none), its event set."""
+        with self._lock:
+            if not self._holds:
+                return 0.0
+            seconds, held = self._holds.popleft()
+        held.set()
+        return seconds
 
     def take_garble(self, api_key: int) -> str | None:
         with self._lock:
@@ -613,7 +632,7 @@ class Server:
             # ControllerApis turns timeout_ms into the controller's deadline when the request arrives
             # (requestTimeoutMsToDeadlineNs: now + timeout_ms); the event then waits for the controller.
             context.deadline = received_at + int(request.timeout_ms) / 1000
-            latency_s = self.faults.controller_latency_s
+            latency_s = self.faults.controller_latency_s + self.faults.take_hold()
             if latency_s > 0 and self._stopping.wait(latency_s):
                 # A controller shutting down rejects the events still queued (KafkaEventQueue): not applied.
                 raise _Refused(f"{ApiKey(context.api_key).name} dropped: the broker is stopping")
