@@ -1,0 +1,14 @@
+"""Departures of QuotaBroker from Kafka 4.4.0 that the differential suite found, each named once: a scenario
+marked with one is expected to fail (xfail, strict) until QuotaBroker is fixed."""
+
+from __future__ import annotations
+
+D1 = "a strict quota reports (and mutes for) a throttle only when it refuses a topic"
+D2 = "a broker forwards one mutation at a time; the controller's deadline starts when it receives it"
+D3 = "Kafka 4.4's message for a replication factor above the brokers registered"
+D4 = "CreateTopics answers ControllerApis' own refusals after the controller's results"
+D5 = "Kafka 4.4 caps a CreatePartitions' added partitions"
+D6 = "Kafka 4.4's topic configs and the cluster-wide min.insync.replicas"
+D7 = "DescribeConfigs sends an empty error message, not null"
+D8 = "Kafka 4.4's ApiVersions ranges"
+D9 = "no re-authentication unless connections.max.reauth.ms > 0"
