@@ -241,7 +241,7 @@ def test_one_cluster_wide_bucket_and_the_receiving_node_mutes(quota_broker: Brok
     sendForwardedResponse)."""
     broker = quota_broker(num_brokers=3, controller_mutation_rate=10, quota_window_num=1)  # burst 10
     with WireClient(node(broker, 1)) as one, WireClient(node(broker, 2)) as two:
-        first = one.request(create_request(7, ("first", 15)))  # K = -5: 500 ms
+        first = one.request(create_request(4, ("first", 15)))  # permissive: admitted, K = -5: 500 ms
         second = two.request(create_request(7, ("second", 1)))  # same bucket, although another node
         one.request(MetadataRequest(version=12, topics=None, allow_auto_topic_creation=False))
     assert first.topics[0].error_code == 0

@@ -6,7 +6,7 @@ D mutations is a throttle of D x 100 ms."""
 
 from __future__ import annotations
 
-from tests.real_kafka.departures import D1, D2
+from tests.real_kafka.departures import D2
 from tests.real_kafka.differential import DEFAULT, PERMISSIVE, SLOW, SLOW_CLUSTER, SMALL, STRICT, Run, T, scenario
 
 C, D, G = STRICT["create"], STRICT["delete"], STRICT["grow"]
@@ -16,7 +16,7 @@ OC, OD, OG = PERMISSIVE["create"], PERMISSIVE["delete"], PERMISSIVE["grow"]
 # -- throttle_time_ms at the strict versions (kafka-python 3, the Java AdminClient) ----------------------
 
 
-@scenario("throttle-strict", "admitted past the burst, then one more topic", setup=SMALL, rate=10, departs=D1)
+@scenario("throttle-strict", "admitted past the burst, then one more topic", setup=SMALL, rate=10)
 def _(run: Run) -> None:
     """Two topics admitted with the bucket >= 0 before each; the next request finds it in debt."""
     c = run.connect()
@@ -37,7 +37,7 @@ def _(run: Run) -> None:
     run.create(c, 5, ("c", 1))
 
 
-@scenario("throttle-strict", "grow, then delete, then delete again after a refill", setup=SMALL, rate=10, departs=D1)
+@scenario("throttle-strict", "grow, then delete, then delete again after a refill", setup=SMALL, rate=10)
 def _(run: Run) -> None:
     run.setup(("g", 1), ("d", 5))
     c = run.connect()
@@ -47,7 +47,7 @@ def _(run: Run) -> None:
     run.delete(run.connect(), D, "d")
 
 
-@scenario("throttle-strict", "DeleteTopics v5 past the burst, then two more", setup=SMALL, rate=10, departs=D1)
+@scenario("throttle-strict", "DeleteTopics v5 past the burst, then two more", setup=SMALL, rate=10)
 def _(run: Run) -> None:
     """Kafka charges a DeleteTopics' topics in a hash order: one topic per request keeps this deterministic."""
     run.setup(("d1", 25), ("d2", 1), ("d3", 1))
@@ -56,7 +56,7 @@ def _(run: Run) -> None:
     run.delete(c, 5, "d2", "d3")
 
 
-@scenario("throttle-strict", "the throttle shrinks as the bucket refills", setup=SMALL, rate=10, departs=D1)
+@scenario("throttle-strict", "the throttle shrinks as the bucket refills", setup=SMALL, rate=10)
 def _(run: Run) -> None:
     c = run.connect()
     run.create(c, C, ("a", 30))
@@ -66,7 +66,7 @@ def _(run: Run) -> None:
     run.create(run.connect(), C, ("c", 1))
 
 
-@scenario("throttle-strict", "a grow past the burst refuses the next create", setup=SMALL, rate=10, departs=D1)
+@scenario("throttle-strict", "a grow past the burst refuses the next create", setup=SMALL, rate=10)
 def _(run: Run) -> None:
     run.setup(("g", 1))
     c = run.connect()
@@ -116,7 +116,7 @@ def _(run: Run) -> None:
     run.grow(run.connect(), 0, ("g", 2))
 
 
-@scenario("throttle-permissive", "a permissive request after a strict refusal", setup=SMALL, rate=10, departs=D1)
+@scenario("throttle-permissive", "a permissive request after a strict refusal", setup=SMALL, rate=10)
 def _(run: Run) -> None:
     run.create(run.connect(), C, ("a", 25))
     run.create(run.connect(), C, ("b", 1))
@@ -131,7 +131,7 @@ def _(run: Run) -> None:
 # -- muting (KIP-219): when is the next request answered? --------------------------------------------------
 
 
-@scenario("muting", "after error 89: the same connection waits", setup=SMALL, rate=10, departs=D1)
+@scenario("muting", "after error 89: the same connection waits", setup=SMALL, rate=10)
 def _(run: Run) -> None:
     c = run.connect()
     run.create(c, C, ("a", 30))
@@ -139,7 +139,7 @@ def _(run: Run) -> None:
     run.metadata(c, 12, ["a"], step="Metadata on the same connection", timed=True)
 
 
-@scenario("muting", "after error 89: a new connection is answered at once", setup=SMALL, rate=10, departs=D1)
+@scenario("muting", "after error 89: a new connection is answered at once", setup=SMALL, rate=10)
 def _(run: Run) -> None:
     c = run.connect()
     run.create(c, C, ("a", 30))
@@ -162,7 +162,7 @@ def _(run: Run) -> None:
     run.create(run.connect(), OC, ("b", 1), step="CreateTopics v4 on a new connection", timed=True)
 
 
-@scenario("muting", "strict topics admitted past the burst: no throttle, no mute", setup=SMALL, rate=10, departs=D1)
+@scenario("muting", "strict topics admitted past the burst: no throttle, no mute", setup=SMALL, rate=10)
 def _(run: Run) -> None:
     c = run.connect()
     run.create(c, C, ("a", 30))
@@ -188,7 +188,7 @@ def _(run: Run) -> None:
 # -- validate_only --------------------------------------------------------------------------------------
 
 
-@scenario("validate-only", "strict validate_only past the burst, then a real create", setup=SMALL, rate=10, departs=D1)
+@scenario("validate-only", "strict validate_only past the burst, then a real create", setup=SMALL, rate=10)
 def _(run: Run) -> None:
     run.create(run.connect(), C, ("a", 30), validate_only=True)
     run.create(run.connect(), C, ("b", 1))
@@ -200,13 +200,13 @@ def _(run: Run) -> None:
     run.create(run.connect(), OC, ("b", 1))
 
 
-@scenario("validate-only", "validate_only while in debt is refused", setup=SMALL, rate=10, departs=D1)
+@scenario("validate-only", "validate_only while in debt is refused", setup=SMALL, rate=10)
 def _(run: Run) -> None:
     run.create(run.connect(), C, ("a", 30))
     run.create(run.connect(), C, ("b", 1), validate_only=True)
 
 
-@scenario("validate-only", "CreatePartitions validate_only is charged", setup=SMALL, rate=10, departs=D1)
+@scenario("validate-only", "CreatePartitions validate_only is charged", setup=SMALL, rate=10)
 def _(run: Run) -> None:
     run.setup(("g", 1))
     run.grow(run.connect(), G, ("g", 31), validate_only=True)

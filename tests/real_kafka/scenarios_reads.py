@@ -3,7 +3,7 @@ create and delete, ApiVersions ranges, and SASL failures."""
 
 from __future__ import annotations
 
-from tests.real_kafka.departures import D1, D6, D7, D8, D9
+from tests.real_kafka.departures import D6, D7, D8, D9
 from tests.real_kafka.differential import SMALL, STRICT, Exact, Run, T, scenario
 
 C, D, G = STRICT["create"], STRICT["delete"], STRICT["grow"]
@@ -144,7 +144,7 @@ def _(run: Run) -> None:
     run.metadata(run.connect(), 4, [Exact("..")], auto_create=True)
 
 
-@scenario("metadata", "auto-creation is charged to the client's quota", setup=SMALL, rate=10, departs=D1)
+@scenario("metadata", "auto-creation is charged to the client's quota", setup=SMALL, rate=10)
 def _(run: Run) -> None:
     c = run.connect()
     run.create(c, C, ("a", 25))
