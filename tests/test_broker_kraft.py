@@ -157,6 +157,25 @@ def test_a_held_controller_times_out_a_mutation_that_waits_behind_it(quota_broke
         broker.hold_controller_next(-1)
 
 
+def test_a_mutation_behind_a_held_one_on_the_same_node_is_applied_whatever_its_timeout(
+    quota_broker: BrokerFactory,
+) -> None:
+    """A KRaft broker forwards one mutation at a time, so one sent to the same node (on another connection)
+    while the controller holds the first reaches the controller only after it: its deadline starts then, and
+    it is applied although its timeout_ms (200) is far shorter than the hold (as Kafka 4.4.0 does)."""
+    broker = quota_broker(num_brokers=2)
+    held = broker.hold_controller_next(1.0)
+    slow, same = WireClient(node(broker, 0)), WireClient(node(broker, 0))
+    slow_request, same_request = create_request(7, ("slow", 1)), create_request(7, ("behind", 1), timeout_ms=200)
+    with slow, same:
+        slow.send(slow_request)
+        assert held.wait(10)
+        behind = same.request(same_request)
+        assert slow.receive(slow_request).topics[0].error_code == 0
+    assert [(t.name, t.error_code) for t in behind.topics] == [("behind", 0)]
+    assert broker.topics() == {"slow": 1, "behind": 1}
+
+
 def test_mutations_are_applied_one_at_a_time_in_arrival_order(quota_broker: BrokerFactory) -> None:
     """KRaft's QuorumController is single-threaded: concurrent mutations from different connections queue
     behind each other, so with a controller latency L the second request is answered at least 2L after the

@@ -84,8 +84,8 @@ def _muting_off(monkeypatch: pytest.MonkeyPatch) -> None:
 
     answer = Server._answer
 
-    def unmuted(self: Server, *args: Any) -> Any:
-        result = answer(self, *args)
+    def unmuted(self: Server, *args: Any, **kwargs: Any) -> Any:
+        result = answer(self, *args, **kwargs)
         result.mute_ms = 0
         return result
 

@@ -6,7 +6,6 @@ D mutations is a throttle of D x 100 ms."""
 
 from __future__ import annotations
 
-from tests.real_kafka.departures import D2
 from tests.real_kafka.differential import DEFAULT, PERMISSIVE, SLOW, SLOW_CLUSTER, SMALL, STRICT, Run, T, scenario
 
 C, D, G = STRICT["create"], STRICT["delete"], STRICT["grow"]
@@ -233,7 +232,7 @@ def _(run: Run) -> None:
     run.receive(behind)
 
 
-@scenario("slow", "same broker, another connection, timeout shorter than the hold", setup=SLOW, departs=D2)
+@scenario("slow", "same broker, another connection, timeout shorter than the hold", setup=SLOW)
 def _(run: Run) -> None:
     c = run.connect()
     held = run.hold(run.slow(1500, "a"))
@@ -255,7 +254,7 @@ def _(run: Run) -> None:
     run.receive(slow)
 
 
-@scenario("slow", "a delete on the same broker, timeout shorter than the hold", setup=SLOW, departs=D2)
+@scenario("slow", "a delete on the same broker, timeout shorter than the hold", setup=SLOW)
 def _(run: Run) -> None:
     run.setup(("d", 1))
     held = run.hold(run.slow(1500, "a"))
@@ -265,7 +264,7 @@ def _(run: Run) -> None:
     run.receive(slow)
 
 
-@scenario("slow", "a grow on the same broker, timeout shorter than the hold", setup=SLOW, departs=D2)
+@scenario("slow", "a grow on the same broker, timeout shorter than the hold", setup=SLOW)
 def _(run: Run) -> None:
     run.setup(("g", 1))
     held = run.hold(run.slow(1500, "a"))
