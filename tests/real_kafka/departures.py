@@ -3,7 +3,6 @@ marked with one is expected to fail (xfail, strict) until QuotaBroker is fixed."
 
 from __future__ import annotations
 
-D3 = "Kafka 4.4's message for a replication factor above the brokers registered"
 D4 = "CreateTopics answers ControllerApis' own refusals after the controller's results"
 D5 = "Kafka 4.4 caps a CreatePartitions' added partitions"
 D6 = "Kafka 4.4's topic configs and the cluster-wide min.insync.replicas"
