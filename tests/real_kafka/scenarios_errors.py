@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from tests.real_kafka.departures import D4, D5, D6
+from tests.real_kafka.departures import D5, D6
 from tests.real_kafka.differential import PERMISSIVE, SMALL, STRICT, Exact, Run, T, scenario
 
 C, D, G = STRICT["create"], STRICT["delete"], STRICT["grow"]
@@ -58,7 +58,7 @@ def _(run: Run) -> None:
     run.create(run.connect(), C, ("a_b", 1))
 
 
-@scenario("errors", "__cluster_metadata cannot be created", departs=D4)
+@scenario("errors", "__cluster_metadata cannot be created")
 def _(run: Run) -> None:
     run.create(run.connect(), C, (Exact("__cluster_metadata"), 1), ("a", 1))
 
@@ -78,12 +78,12 @@ def _(run: Run) -> None:
 # -- duplicate names ------------------------------------------------------------------------------------------
 
 
-@scenario("duplicates", "CreateTopics v7 naming a topic twice", departs=D4)
+@scenario("duplicates", "CreateTopics v7 naming a topic twice")
 def _(run: Run) -> None:
     run.create(run.connect(), C, ("a", 1), ("a", 2), ("b", 1))
 
 
-@scenario("duplicates", "CreateTopics v4 naming a topic twice", departs=D4)
+@scenario("duplicates", "CreateTopics v4 naming a topic twice")
 def _(run: Run) -> None:
     run.create(run.connect(), OC, ("a", 1), ("b", 1), ("a", 1))
 
@@ -94,7 +94,7 @@ def _(run: Run) -> None:
     run.delete(run.connect(), D, "a", "a", "b")
 
 
-@scenario("duplicates", "CreateTopics v7: a repeated name and __cluster_metadata", departs=D4)
+@scenario("duplicates", "CreateTopics v7: a repeated name and __cluster_metadata")
 def _(run: Run) -> None:
     run.create(run.connect(), C, ("a", 1), (Exact("__cluster_metadata"), 1), ("b", 1), ("a", 1), ("c", 1))
 

@@ -329,16 +329,20 @@ def _mutate(
     *,
     duplicate: Check,
     invalid: Check | None = None,
+    prohibited: Check | None = None,
     records: Callable[[int], int] | None = None,
     whole: Callable[[list[int]], ApiError | None] | None = None,
     validate_only: bool = False,
+    own_answers_last: bool = False,
 ) -> _Mutations:
     """ControllerApis' order, per distinct topic in request order: a malformed entry, then a repeated one
-    (``duplicate``), then a non-controller node fail uncharged; every other topic is validated, charged
-    (KIP-599) and applied by ``apply(index, quota)``. Before any of that the controller may refuse the whole
-    operation, every topic it was given failing with the same error and nothing applied or charged:
-    ``whole(indices)`` (CreateTopics' partitions per request), then ``records(index)``, the metadata records a
-    topic makes, over ``max_records_per_op`` in all (QuorumController's bounded record list)."""
+    (``duplicate``), then one ControllerApis refuses itself (``prohibited``), then a non-controller node fail
+    uncharged; every other topic is validated, charged (KIP-599) and applied by ``apply(index, quota)``. Before
+    any of that the controller may refuse the whole operation, every topic it was given failing with the same
+    error and nothing applied or charged: ``whole(indices)`` (CreateTopics' partitions per request), then
+    ``records(index)``, the metadata records a topic makes, over ``max_records_per_op`` in all
+    (QuorumController's bounded record list). ``own_answers_last``: the topics ControllerApis answered itself
+    come after the controller's results, repeated names first (CreateTopics)."""
     quota = _request_quota(ctx, validate_only=validate_only)
     refused = _not_controller(ctx)
     spec = API_SPECS[ctx.api_key]
@@ -355,10 +359,16 @@ def _mutate(
         error = invalid(index) if invalid is not None else None
         if error is None and keys[index] in dupes:
             error = duplicate(index)
+        if error is None and prohibited is not None:
+            error = prohibited(index)
         if error is None and refused is not None:
             error = refused
         if error is not None:
             early[index] = error
+    if own_answers_last:
+        # ControllerApis.createTopics adds its own answers after the controller's results: repeated names,
+        # then the prohibited ones.
+        indices.sort(key=lambda index: 0 if index not in early else (1 if keys[index] in dupes else 2))
     to_controller = [index for index in indices if index not in early]
     if to_controller and refused is None:
         refusal = whole(to_controller) if whole is not None else None
@@ -402,10 +412,15 @@ def handle_create_topics(request: Any, ctx: RequestContext) -> Handled:
     topics = list(request.topics)
     outcomes: dict[int, Created] = {}
 
+    def prohibited(index: int) -> ApiError | None:
+        """ControllerApis.createTopics refuses the metadata topic before the controller."""
+        name = topics[index].name
+        if name == CLUSTER_METADATA_TOPIC:
+            return ApiError.of(kerr.InvalidRequestError, f"Creation of internal topic {name} is prohibited.")
+        return None
+
     def apply(index: int, quota: RequestQuota) -> tuple[ApiError, int]:
         t = topics[index]
-        if t.name == CLUSTER_METADATA_TOPIC:  # ControllerApis.createTopics refuses it before the controller
-            return ApiError.of(kerr.InvalidRequestError, f"Creation of internal topic {t.name} is prohibited."), 0
         spec = CreateSpec(
             t.name,
             t.num_partitions,
@@ -444,9 +459,11 @@ def handle_create_topics(request: Any, ctx: RequestContext) -> Handled:
         [t.name for t in topics],
         apply,
         duplicate=_duplicate_name,
+        prohibited=prohibited,
         records=records,
         whole=whole,
         validate_only=validate_only,
+        own_answers_last=True,
     )
     R = CreateTopicsResponse.CreatableTopicResult
     C = R.CreatableTopicConfigs
