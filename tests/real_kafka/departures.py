@@ -3,7 +3,6 @@ marked with one is expected to fail (xfail, strict) until QuotaBroker is fixed."
 
 from __future__ import annotations
 
-D5 = "Kafka 4.4 caps a CreatePartitions' added partitions"
 D6 = "Kafka 4.4's topic configs and the cluster-wide min.insync.replicas"
 D7 = "DescribeConfigs sends an empty error message, not null"
 D8 = "Kafka 4.4's ApiVersions ranges"

@@ -67,13 +67,16 @@ __all__ = [
 ]
 
 ANONYMOUS = "ANONYMOUS"
-# QuorumController.MAX_RECORDS_PER_USER_OP: by default one operation may make at most this many metadata
-# records; past it the whole operation fails (its BoundedList overflows) and nothing is applied or charged.
-# ReplicationControlManager's MAX_PARTITIONS_PER_BATCH is the same number; QuotaBroker(max_records_per_op=...)
-# sets both, as KAFKA-20976 made the cap a controller setting.
+# QuorumController.MAX_RECORDS_PER_USER_OP: one operation may make at most this many metadata records; past it
+# the whole operation fails (its BoundedList overflows) and nothing is applied or charged.
+# ReplicationControlManager's MAX_PARTITIONS_PER_BATCH is the same number. Both are constants in Kafka 4.4.0 (no
+# setting names them); QuotaBroker(max_records_per_op=...) sets both, for clusters that use another cap.
 MAX_RECORDS_PER_USER_OP = 10_000
 TOO_LARGE = ApiError.of(kerr.PolicyViolationError, "Unable to perform excessively large batch operation.")
 TOO_MANY_PARTITIONS = ApiError.of(kerr.PolicyViolationError, "Excessively large number of partitions per request.")
+TOO_MANY_ADDED = ApiError.of(
+    kerr.PolicyViolationError, "Excessively large number of additional partitions per request."
+)  # Kafka 4.4's check of a CreatePartitions
 
 
 @dataclass
@@ -339,8 +342,9 @@ def _mutate(
     (``duplicate``), then one ControllerApis refuses itself (``prohibited``), then a non-controller node fail
     uncharged; every other topic is validated, charged (KIP-599) and applied by ``apply(index, quota)``. Before
     any of that the controller may refuse the whole operation, every topic it was given failing with the same
-    error and nothing applied or charged: ``whole(indices)`` (CreateTopics' partitions per request), then
-    ``records(index)``, the metadata records a topic makes, over ``max_records_per_op`` in all
+    error and nothing applied or charged: ``whole(indices)`` (the partitions a CreateTopics makes or a
+    CreatePartitions adds), then ``records(index)``, the metadata records a topic makes, over
+    ``max_records_per_op`` in all
     (QuorumController's bounded record list). ``own_answers_last``: the topics ControllerApis answered itself
     come after the controller's results, repeated names first (CreateTopics)."""
     quota = _request_quota(ctx, validate_only=validate_only)
@@ -566,19 +570,25 @@ def handle_create_partitions(request: Any, ctx: RequestContext) -> Handled:
         assignments = None if t.assignments is None else [a.broker_ids for a in t.assignments]
         return cluster.create_partitions(t.name, t.count, assignments, quota, validate_only=bool(request.validate_only))
 
-    def records(index: int) -> int:
-        """ReplicationControlManager.createPartitions: a PartitionRecord for each added partition."""
+    def added(index: int) -> int:
+        """The partitions a grow of an existing topic adds (ReplicationControlManager.createPartitions: a
+        PartitionRecord each)."""
         t = topics[index]
         existing = cluster.topics.get(t.name)
-        current = existing.partition_count if existing is not None else 0
-        return max(0, int(t.count) - current)
+        return max(0, int(t.count) - existing.partition_count) if existing is not None else 0
+
+    def whole(indices: list[int]) -> ApiError | None:
+        """ReplicationControlManager.validateTotalNumberOfPartitions (Kafka 4.4), first: the partitions the
+        request adds to existing topics, over the cap. It leaves the record cap nothing a grow could exceed."""
+        return TOO_MANY_ADDED if sum(added(index) for index in indices) > ctx.broker.max_records_per_op else None
 
     done = _mutate(
         ctx,
         [t.name for t in topics],
         apply,
         duplicate=_duplicate_name,
-        records=records,
+        records=added,
+        whole=whole,
         validate_only=bool(request.validate_only),
     )
     R = CreatePartitionsResponse.CreatePartitionsTopicResult
