@@ -380,11 +380,12 @@ class Run:
     def create(
         self, conn: Conn, version: int, *topics: T | tuple[Any, ...], step: str = "", timed: bool = False, **kw: Any
     ) -> Any:
-        """CreateTopics at ``version``; ``kw``: ``validate_only``, ``timeout_ms``."""
-        nodes = kw.pop("nodes", False)
+        """CreateTopics at ``version``; ``kw``: ``validate_only``, ``timeout_ms``, ``nodes`` and ``configs`` (see
+        :meth:`_read_create`)."""
+        nodes, configs = kw.pop("nodes", False), kw.pop("configs", False)
         request = self.create_request(version, topics, **kw)
         label = step or f"CreateTopics v{version}" + (" validate_only" if kw.get("validate_only") else "")
-        return self.request(conn, request, label, self._read_create(version, nodes), timed)
+        return self.request(conn, request, label, self._read_create(version, nodes, configs), timed)
 
     def send_create(
         self, conn: Conn, version: int, *topics: T | tuple[Any, ...], step: str = "", timed: bool = False, **kw: Any
@@ -392,9 +393,10 @@ class Run:
         request = self.create_request(version, topics, **kw)
         return self.send(conn, request, step or f"CreateTopics v{version}", self._read_create(version), timed)
 
-    def _read_create(self, version: int, nodes: bool = False) -> Callable[[Any], Observation]:
+    def _read_create(self, version: int, nodes: bool = False, configs: bool = False) -> Callable[[Any], Observation]:
         """CreateTopics results in the order Kafka answers them: the controller's in request order, then the
-        ones ControllerApis answers itself (a repeated name). ``nodes``: node ids in messages as <node>."""
+        ones ControllerApis answers itself (a repeated name). ``nodes``: node ids in messages as <node>;
+        ``configs``: each topic's effective configs (v5+) too."""
 
         def read(response: Any) -> Observation:
             topics = [self._result(t.name, t.error_code, t.error_message, nodes) for t in response.topics]
@@ -403,6 +405,11 @@ class Run:
                 exact["counts"] = [
                     (self.relative(t.name), t.num_partitions, t.replication_factor) for t in response.topics
                 ]
+                if configs:
+                    exact["configs"] = [
+                        (self.relative(t.name), sorted((c.name, c.value, c.config_source) for c in t.configs))
+                        for t in response.topics
+                    ]
             return Observation("", exact, {"throttle_time_ms": response.throttle_time_ms})
 
         return read

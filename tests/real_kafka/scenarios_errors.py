@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import uuid
 
-from tests.real_kafka.departures import D6
 from tests.real_kafka.differential import PERMISSIVE, SMALL, STRICT, Exact, Run, T, scenario
 
 C, D, G = STRICT["create"], STRICT["delete"], STRICT["grow"]
@@ -229,7 +228,7 @@ def _(run: Run) -> None:
     )
 
 
-@scenario("invalid", "configs: message.format.version and other names gone in Kafka 4", departs=D6)
+@scenario("invalid", "configs: message.format.version and other names gone in Kafka 4")
 def _(run: Run) -> None:
     run.create(
         run.connect(),
@@ -237,6 +236,20 @@ def _(run: Run) -> None:
         T("format", 1, configs={"message.format.version": "3.0"}),
         T("difference", 1, configs={"message.timestamp.difference.max.ms": "1000"}),
         T("downconversion", 1, configs={"message.downconversion.enable": "true"}),
+    )
+
+
+@scenario("invalid", "configs: Kafka 4.4's new ones, and an empty element in a list")
+def _(run: Run) -> None:
+    run.create(
+        run.connect(),
+        C,
+        T("empty", 1, configs={"cleanup.policy": ",delete"}),
+        T("decompressed", 1, configs={"max.decompressed.message.bytes": "0"}),
+        T("lag", 1, configs={"remote.copy.lag.ms": "-2"}),
+        T("dlq", 1, configs={"errors.deadletterqueue.group.enable": "maybe"}),
+        T("good", 1, configs={"remote.copy.lag.bytes": "0", "cleanup.policy": ""}),
+        validate_only=True,
     )
 
 

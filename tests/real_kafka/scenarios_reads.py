@@ -3,7 +3,7 @@ create and delete, ApiVersions ranges, and SASL failures."""
 
 from __future__ import annotations
 
-from tests.real_kafka.departures import D6, D7, D8, D9
+from tests.real_kafka.departures import D7, D8, D9
 from tests.real_kafka.differential import SMALL, STRICT, Exact, Run, T, scenario
 
 C, D, G = STRICT["create"], STRICT["delete"], STRICT["grow"]
@@ -31,6 +31,7 @@ BROKER_KEYS = [
     "process.roles",
     "delete.topic.enable",
     "create.topic.policy.class.name",
+    "min.insync.replicas",
     "sasl.jaas.config",
 ]
 
@@ -38,13 +39,13 @@ BROKER_KEYS = [
 # -- DescribeConfigs ---------------------------------------------------------------------------------------------
 
 
-@scenario("describe-configs", "a topic without overrides: every config", departs=D6)
+@scenario("describe-configs", "a topic without overrides: every config", departs=D7)
 def _(run: Run) -> None:
     run.setup(("a", 1))
     run.describe_configs(run.connect(), 4, [(TOPIC, "a", None)])
 
 
-@scenario("describe-configs", "a topic with overrides, with synonyms", departs=D6)
+@scenario("describe-configs", "a topic with overrides, with synonyms", departs=D7)
 def _(run: Run) -> None:
     run.setup(T("a", 1, configs={"retention.ms": "1000", "cleanup.policy": "compact", "segment.bytes": "2000000"}))
     keys = ["retention.ms", "cleanup.policy", "segment.bytes", "max.message.bytes", "min.insync.replicas"]
@@ -81,9 +82,15 @@ def _(run: Run) -> None:
     run.describe_configs(run.connect(), 4, [(BROKER, "5", None), (BROKER, "abc", None)])
 
 
-@scenario("describe-configs", "the cluster's default broker resource (empty name)", departs=D6)
+@scenario("describe-configs", "the cluster's default broker resource (empty name)", departs=D7)
 def _(run: Run) -> None:
     run.describe_configs(run.connect(), 4, [(BROKER, "", None)], synonyms=True, fields=("value", "source", "synonyms"))
+
+
+@scenario("describe-configs", "CreateTopics v7 results: every effective config and its source", setup=SMALL)
+def _(run: Run) -> None:
+    plain, override = T("plain", -1), T("override", 1, configs={"retention.ms": "1000", "cleanup.policy": "compact"})
+    run.create(run.connect(), C, plain, override, validate_only=True, configs=True)
 
 
 # -- Metadata after create and delete ------------------------------------------------------------------------------
