@@ -3,6 +3,5 @@ marked with one is expected to fail (xfail, strict) until QuotaBroker is fixed."
 
 from __future__ import annotations
 
-D7 = "DescribeConfigs sends an empty error message, not null"
 D8 = "Kafka 4.4's ApiVersions ranges"
 D9 = "no re-authentication unless connections.max.reauth.ms > 0"

@@ -3,7 +3,7 @@ create and delete, ApiVersions ranges, and SASL failures."""
 
 from __future__ import annotations
 
-from tests.real_kafka.departures import D7, D8, D9
+from tests.real_kafka.departures import D8, D9
 from tests.real_kafka.differential import SMALL, STRICT, Exact, Run, T, scenario
 
 C, D, G = STRICT["create"], STRICT["delete"], STRICT["grow"]
@@ -39,20 +39,20 @@ BROKER_KEYS = [
 # -- DescribeConfigs ---------------------------------------------------------------------------------------------
 
 
-@scenario("describe-configs", "a topic without overrides: every config", departs=D7)
+@scenario("describe-configs", "a topic without overrides: every config")
 def _(run: Run) -> None:
     run.setup(("a", 1))
     run.describe_configs(run.connect(), 4, [(TOPIC, "a", None)])
 
 
-@scenario("describe-configs", "a topic with overrides, with synonyms", departs=D7)
+@scenario("describe-configs", "a topic with overrides, with synonyms")
 def _(run: Run) -> None:
     run.setup(T("a", 1, configs={"retention.ms": "1000", "cleanup.policy": "compact", "segment.bytes": "2000000"}))
     keys = ["retention.ms", "cleanup.policy", "segment.bytes", "max.message.bytes", "min.insync.replicas"]
     run.describe_configs(run.connect(), 4, [(TOPIC, "a", keys)], synonyms=True, fields=("value", "source", "synonyms"))
 
 
-@scenario("describe-configs", "chosen keys, one unknown, and the documentation", departs=D7)
+@scenario("describe-configs", "chosen keys, one unknown, and the documentation")
 def _(run: Run) -> None:
     run.setup(("a", 1))
     keys = ["retention.ms", "no.such.config", "compression.type"]
@@ -61,18 +61,18 @@ def _(run: Run) -> None:
     )
 
 
-@scenario("describe-configs", "a missing topic and an illegal name", departs=D7)
+@scenario("describe-configs", "a missing topic and an illegal name")
 def _(run: Run) -> None:
     run.describe_configs(run.connect(), 4, [(TOPIC, "missing", None), (TOPIC, Exact(".."), None)])
 
 
-@scenario("describe-configs", "DescribeConfigs v1, no config types", departs=D7)
+@scenario("describe-configs", "DescribeConfigs v1, no config types")
 def _(run: Run) -> None:
     run.setup(T("a", 1, configs={"retention.ms": "1000"}))
     run.describe_configs(run.connect(), 1, [(TOPIC, "a", ["retention.ms", "cleanup.policy"])], fields=("value",))
 
 
-@scenario("describe-configs", "the broker: chosen static and default configs", setup=SMALL, departs=D7)
+@scenario("describe-configs", "the broker: chosen static and default configs", setup=SMALL)
 def _(run: Run) -> None:
     run.describe_configs(run.connect(), 4, [(BROKER, str(run.node()), BROKER_KEYS)])
 
@@ -82,7 +82,7 @@ def _(run: Run) -> None:
     run.describe_configs(run.connect(), 4, [(BROKER, "5", None), (BROKER, "abc", None)])
 
 
-@scenario("describe-configs", "the cluster's default broker resource (empty name)", departs=D7)
+@scenario("describe-configs", "the cluster's default broker resource (empty name)")
 def _(run: Run) -> None:
     run.describe_configs(run.connect(), 4, [(BROKER, "", None)], synonyms=True, fields=("value", "source", "synonyms"))
 
