@@ -3,5 +3,4 @@ marked with one is expected to fail (xfail, strict) until QuotaBroker is fixed."
 
 from __future__ import annotations
 
-D8 = "Kafka 4.4's ApiVersions ranges"
 D9 = "no re-authentication unless connections.max.reauth.ms > 0"

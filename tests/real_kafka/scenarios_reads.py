@@ -3,7 +3,7 @@ create and delete, ApiVersions ranges, and SASL failures."""
 
 from __future__ import annotations
 
-from tests.real_kafka.departures import D8, D9
+from tests.real_kafka.departures import D9
 from tests.real_kafka.differential import SMALL, STRICT, Exact, Run, T, scenario
 
 C, D, G = STRICT["create"], STRICT["delete"], STRICT["grow"]
@@ -146,6 +146,20 @@ def _(run: Run) -> None:
     run.wait_visible(c, ["auto"])
 
 
+@scenario("metadata", "Metadata v13 and v10 after a create", setup=SMALL)
+def _(run: Run) -> None:
+    c = run.connect()
+    run.create(c, C, ("a", 2))
+    run.wait_visible(c, ["a"])
+    run.metadata(c, 13, ["a", "missing"])
+    run.metadata(c, 10, ["a"])
+
+
+@scenario("api-versions", "ApiVersions v4")
+def _(run: Run) -> None:
+    run.api_versions(run.connect(), 4, [CREATE_TOPICS, DELETE_TOPICS, METADATA])
+
+
 @scenario("metadata", "auto-creation of an illegal name", setup=SMALL)
 def _(run: Run) -> None:
     run.metadata(run.connect(), 4, [Exact("..")], auto_create=True)
@@ -162,12 +176,12 @@ def _(run: Run) -> None:
 # -- ApiVersions ----------------------------------------------------------------------------------------------------
 
 
-@scenario("api-versions", "the three mutations", departs=D8)
+@scenario("api-versions", "the three mutations")
 def _(run: Run) -> None:
     run.api_versions(run.connect(), 3, [CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS])
 
 
-@scenario("api-versions", "Metadata and DescribeConfigs", departs=D8)
+@scenario("api-versions", "Metadata and DescribeConfigs")
 def _(run: Run) -> None:
     run.api_versions(run.connect(), 3, [METADATA, DESCRIBE_CONFIGS])
 
@@ -200,17 +214,17 @@ def _(run: Run) -> None:
     run.api_versions(run.connect(), 3, [SASL_HANDSHAKE, SASL_AUTHENTICATE])
 
 
-@scenario("api-versions", "ApiVersions v0", departs=D8)
+@scenario("api-versions", "ApiVersions v0")
 def _(run: Run) -> None:
     run.api_versions(run.connect(), 0, [CREATE_TOPICS, METADATA])
 
 
-@scenario("api-versions", "a version no broker knows gets a v0 answer listing the versions", departs=D8)
+@scenario("api-versions", "a version no broker knows gets a v0 answer listing the versions")
 def _(run: Run) -> None:
     run.raw_api_versions(run.connect(), 127)
 
 
-@scenario("api-versions", "a request below Kafka 4's oldest version closes the connection", departs=D8)
+@scenario("api-versions", "a request below Kafka 4's oldest version closes the connection")
 def _(run: Run) -> None:
     c = run.connect()
     c.wire.send(run.create_request(1, [T("a", 1)]))

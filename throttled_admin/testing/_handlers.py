@@ -826,10 +826,12 @@ def handle_sasl_authenticate(request: Any, ctx: RequestContext) -> Handled:
 API_SPECS: dict[int, ApiSpec] = {
     spec.request.API_KEY: spec
     for spec in (
-        ApiSpec(ApiVersionsRequest, ApiVersionsResponse, 0, 3, handle_api_versions),
-        ApiSpec(MetadataRequest, MetadataResponse, 0, 12, handle_metadata),
-        ApiSpec(CreateTopicsRequest, CreateTopicsResponse, 0, 7, handle_create_topics, 6, 3),
-        ApiSpec(DeleteTopicsRequest, DeleteTopicsResponse, 0, 6, handle_delete_topics, 5, 2),
+        # Kafka 4.4.0's ranges, except ApiVersions v5 (kafka-python 3, the codec, stops at v4) and SaslHandshake
+        # v0 (raw SASL tokens after the handshake, which QuotaBroker does not serve).
+        ApiSpec(ApiVersionsRequest, ApiVersionsResponse, 0, 4, handle_api_versions),
+        ApiSpec(MetadataRequest, MetadataResponse, 0, 13, handle_metadata),
+        ApiSpec(CreateTopicsRequest, CreateTopicsResponse, 2, 7, handle_create_topics, 6, 3),  # v0-1 gone in 4.0
+        ApiSpec(DeleteTopicsRequest, DeleteTopicsResponse, 1, 6, handle_delete_topics, 5, 2),  # v0 gone in 4.0
         ApiSpec(CreatePartitionsRequest, CreatePartitionsResponse, 0, 3, handle_create_partitions, 3, 1),
         ApiSpec(DescribeConfigsRequest, DescribeConfigsResponse, 1, 4, handle_describe_configs),  # v0 gone in 4.0
         ApiSpec(AlterConfigsRequest, AlterConfigsResponse, 0, 2, handle_alter_configs),
