@@ -776,8 +776,18 @@ def handle_alter_client_quotas(request: Any, ctx: RequestContext) -> Handled:
 # -- SASL (PLAIN, SCRAM) --------------------------------------------------------------------------
 
 
+def _sasl_is_kafka_apis(ctx: RequestContext) -> bool:
+    """A SASL request that KafkaApis answers (ILLEGAL_SASL_STATE, the connection kept): on a listener without SASL,
+    or after authentication unless re-authentication is on (``connections.max.reauth.ms`` > 0; Kafka's default
+    is 0, so a second exchange on an authenticated connection is refused so)."""
+    if ctx.broker.users is None:
+        return True
+    reauth_ms = int(ctx.broker.cluster.broker_configs.get("connections.max.reauth.ms", "0").strip())
+    return ctx.reauthenticating and reauth_ms <= 0
+
+
 def handle_sasl_handshake(request: Any, ctx: RequestContext) -> Handled:
-    if ctx.broker.users is None:  # a listener without SASL: KafkaApis answers, the connection stays open
+    if _sasl_is_kafka_apis(ctx):  # KafkaApis.handleSaslHandshakeRequest: the connection stays open
         return Handled(
             SaslHandshakeResponse(version=ctx.api_version, error_code=kerr.IllegalSaslStateError.errno, mechanisms=[])
         )
@@ -804,7 +814,7 @@ def handle_sasl_authenticate(request: Any, ctx: RequestContext) -> Handled:
     """``SaslServerAuthenticator``: each token to the mechanism's exchange (``_sasl``); its refusal ends the
     connection with SASL_AUTHENTICATION_FAILED and Kafka's message. Never echoes the password."""
     users = ctx.broker.users
-    if users is None:  # KafkaApis.handleSaslAuthenticateRequest on a listener without SASL
+    if users is None or _sasl_is_kafka_apis(ctx):  # KafkaApis.handleSaslAuthenticateRequest
         message = "SaslAuthenticate request received after successful authentication"
         return Handled(_sasl_answer(ctx, kerr.IllegalSaslStateError.errno, message))
     mechanism = ctx.sasl_mechanism or "PLAIN"
