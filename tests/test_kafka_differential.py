@@ -1,55 +1,23 @@
-"""QuotaBroker held to Apache Kafka 4.4, scenario by scenario (tests/real_kafka/differential.py): each scenario
-runs the same requests against the real broker and against a QuotaBroker configured the same way, and fails on
-any difference in error codes, messages, throttle times (beyond ±250 ms) or the resulting topics. The suite's
-own tests plant departures in QuotaBroker and show that the suite catches them."""
+"""The differential suite's own tests (tests/real_kafka/differential.py; the scenarios run in
+test_kafka_differential_{quota,errors,reads}.py, one file each so that pytest's workers share them): enough
+scenarios in every group, and a departure planted in QuotaBroker makes its scenario fail."""
 
 from __future__ import annotations
 
 import collections
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from tests.real_kafka.broker import KafkaCluster
-from tests.real_kafka.differential import Outcome, Scenario, all_scenarios, run_scenario
+from tests.real_kafka.differential import all_scenarios, run_with
 from tests.real_kafka.namespace import KafkaNamespace
 
 pytestmark = pytest.mark.kafka
 
 SCENARIOS = all_scenarios()
 BY_ID = {s.id: s for s in SCENARIOS}
-
-
-def _run(scenario: Scenario, kafka_cluster_of: Callable[..., KafkaCluster], ns: KafkaNamespace) -> Outcome:
-    spec = scenario.setup.broker_spec()
-    cluster = kafka_cluster_of(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)})
-    return run_scenario(scenario, cluster, ns)
-
-
-def _report(outcome: Outcome) -> str:
-    lines = [f"{outcome.scenario.id}: QuotaBroker departs from Kafka 4.4.0"]
-    lines += [f"  {d}" for d in outcome.differences]
-    for label, result in (("Kafka", outcome.kafka), ("QuotaBroker", outcome.quota_broker)):
-        lines.append(f"  {label}:")
-        lines += [f"    {o.summary()}" for o in result.observations]
-        lines.append(f"    state {result.state}")
-    return "\n".join(lines)
-
-
-@pytest.mark.parametrize(
-    "scenario",
-    [
-        pytest.param(s, id=s.id, marks=[pytest.mark.xfail(strict=True, reason=s.departs)] if s.departs else [])
-        for s in SCENARIOS
-    ],
-)
-def test_quota_broker_answers_as_kafka(
-    scenario: Scenario, kafka_cluster_of: Callable[..., KafkaCluster], kafka_ns: KafkaNamespace
-) -> None:
-    outcome = _run(scenario, kafka_cluster_of, kafka_ns)
-    assert outcome.agree, _report(outcome)
 
 
 def test_the_suite_has_enough_scenarios_in_every_group() -> None:
@@ -123,9 +91,9 @@ def test_the_suite_fails_on_a_planted_departure(
     kafka_cluster_of: Callable[..., KafkaCluster],
     kafka_ns: KafkaNamespace,
 ) -> None:
-    """The scenario agrees with Kafka as QuotaBroker is (test_quota_broker_answers_as_kafka); with a departure
+    """The scenario agrees with Kafka as QuotaBroker is (test_kafka_differential_*.py); with a departure
     planted in QuotaBroker's internals it fails, naming what departed."""
     plant(monkeypatch)
-    outcome = _run(BY_ID[scenario_id], kafka_cluster_of, kafka_ns)
+    outcome = run_with(BY_ID[scenario_id], kafka_cluster_of, kafka_ns)
     assert not outcome.agree
     assert any(caught in difference for difference in outcome.differences), outcome.differences

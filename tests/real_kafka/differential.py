@@ -23,6 +23,7 @@ outcome, or docs/testing-broker.md's table.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import re
 import struct
 import time
@@ -152,6 +153,10 @@ class T:
     rf: int = 1
     configs: Mapping[str, str | None] = field(default_factory=dict)
     assignments: Sequence[tuple[int, Sequence[int]]] = ()
+
+
+def _spec(topic: T | tuple[Any, ...]) -> T:
+    return topic if isinstance(topic, T) else T(*topic)
 
 
 @dataclass
@@ -357,7 +362,7 @@ class Run:
         C = CreateTopicsRequest.CreatableTopic
         entries = []
         for t in topics:
-            spec = t if isinstance(t, T) else T(*t)
+            spec = _spec(t)
             entries.append(
                 C(
                     name=self.name(spec.name),
@@ -715,7 +720,9 @@ class Run:
     # set-up and state -----------------------------------------------------------------------------------
 
     def setup(self, *topics: T | tuple[Any, ...]) -> None:
-        """Create topics for the scenario on a connection of its own, outside any quota, unrecorded."""
+        """Create topics for the scenario on a connection of its own, outside any quota, unrecorded, and wait
+        until the broker's Metadata lists them (a KRaft broker answers DescribeConfigs and Metadata from the
+        metadata log it replays, a moment after the controller's answer)."""
         conn = self._setup_conn()
         request = self.create_request(7, topics)
         conn.wire.send(request)
@@ -723,6 +730,15 @@ class Run:
         failed = [(t.name, t.error_code, t.error_message) for t in response.topics if t.error_code]
         if failed:
             raise AssertionError(f"{self.side.kind}: set-up create failed: {failed}")
+        listed = self.metadata_request(12, [t.name for t in map(_spec, topics)])
+        deadline = time.monotonic() + 30
+        while True:
+            conn.wire.send(listed)
+            if all(t.error_code == 0 for t in conn.wire.receive(listed).topics):
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.side.kind}: set-up topics not listed after 30 s")
+            time.sleep(0.01)
 
     def _setup_conn(self) -> Conn:
         conn = Conn(self, self.side.bootstrap(self.sasl, 0), f"{self.client_id}-setup")
@@ -778,6 +794,11 @@ class Scenario:
     @property
     def id(self) -> str:
         return f"{self.group}/{self.name}"
+
+    @property
+    def module(self) -> str:
+        """The scenario module it is written in (``scenarios_quota``, ...)."""
+        return self.run.__module__.rsplit(".", 1)[-1]
 
 
 SCENARIOS: list[Scenario] = []
@@ -906,6 +927,38 @@ def compare(
     if kafka.state != qb.state and not (kafka.error or qb.error):
         differ("state", f"state: Kafka {kafka.state} != QuotaBroker {qb.state}")
     return out, kept
+
+
+# -- in pytest -------------------------------------------------------------------------------------------
+
+
+def scenario_params(module: str) -> list[Any]:
+    """pytest params of the scenarios written in ``module``, by id; a known departure is xfail (strict)."""
+    import pytest
+
+    return [
+        pytest.param(s, id=s.id, marks=[pytest.mark.xfail(strict=True, reason=s.departs)] if s.departs else [])
+        for s in all_scenarios()
+        if s.module == module
+    ]
+
+
+def run_with(scenario: Scenario, kafka_cluster_of: Callable[..., KafkaCluster], ns: KafkaNamespace) -> Outcome:
+    """Run ``scenario`` on the run's shared cluster of its Setup (the ``kafka_cluster_of`` fixture)."""
+    spec = scenario.setup.broker_spec()
+    cluster = kafka_cluster_of(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)})
+    return run_scenario(scenario, cluster, ns)
+
+
+def report(outcome: Outcome) -> str:
+    """An assertion message: what departed, and both sides' answers."""
+    lines = [f"{outcome.scenario.id}: QuotaBroker departs from Kafka 4.4.0"]
+    lines += [f"  {d}" for d in outcome.differences]
+    for label, result in (("Kafka", outcome.kafka), ("QuotaBroker", outcome.quota_broker)):
+        lines.append(f"  {label}:")
+        lines += [f"    {o.summary()}" for o in result.observations]
+        lines.append(f"    state {result.state}")
+    return "\n".join(lines)
 
 
 # -- docs/testing-broker.md's table ----------------------------------------------------------------------

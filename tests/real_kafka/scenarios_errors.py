@@ -110,11 +110,11 @@ def _(run: Run) -> None:
     run.grow(run.connect(), G, ("g", 2), ("h", 2), ("g", 3))
 
 
-@scenario("duplicates", "a repeated name is not charged", setup=SMALL, rate=10)
+@scenario("duplicates", "a repeated name is not charged", setup=SMALL, rate=4)
 def _(run: Run) -> None:
     c = run.connect()
-    run.create(c, C, ("a", 30), ("a", 30))
-    run.create(c, C, ("b", 20))
+    run.create(c, C, ("a", 12), ("a", 12))
+    run.create(c, C, ("b", 8))
 
 
 # -- the batch cap (Kafka 4.4: fixed at 10,000, see docs/testing-broker.md) ---------------------------------

@@ -164,10 +164,10 @@ def _(run: Run) -> None:
     run.metadata(run.connect(), 4, [Exact("..")], auto_create=True)
 
 
-@scenario("metadata", "auto-creation is charged to the client's quota", setup=SMALL, rate=10)
+@scenario("metadata", "auto-creation is charged to the client's quota", setup=SMALL, rate=4)
 def _(run: Run) -> None:
     c = run.connect()
-    run.create(c, C, ("a", 25))
+    run.create(c, C, ("a", 11))
     run.metadata(c, 9, ["auto"], auto_create=True)
     run.metadata(c, 9, ["auto"], auto_create=False, step="Metadata v9 again")
 
