@@ -16,8 +16,9 @@ and stopped after it. Topic names in messages are compared without the prefix.
 A slow controller: a topic named by :meth:`Run.slow` holds Kafka's controller (``SlowCreatePolicy``, the
 ``slow_controller`` spec) and QuotaBroker's (``hold_controller_next``) for the time it names.
 
-``python -m tests.real_kafka.differential [--markdown]`` runs every scenario outside pytest and prints each
-outcome, or docs/testing-broker.md's table.
+``python -m tests.real_kafka.differential [--markdown] [--write docs/testing-broker.md] [ID ...]`` runs every
+scenario (or those whose id contains an ID) outside pytest, on clusters of its own, and prints each outcome, or
+docs/testing-broker.md's table (``--write`` puts it between the table's markers there).
 """
 
 from __future__ import annotations
@@ -1003,6 +1004,18 @@ def _timed_deltas(outcome: Outcome) -> str:
 
 
 MARKDOWN_HEADER = "| scenario | what Kafka 4.4.0 did | what QuotaBroker did | agree |\n|---|---|---|---|"
+TABLE_START = "<!-- differential table: python -m tests.real_kafka.differential --write docs/testing-broker.md -->"
+TABLE_END = "<!-- end of the differential table -->"
+
+
+def write_table(path: str, table: str) -> None:
+    """Replace the table between TABLE_START and TABLE_END in ``path``."""
+    from pathlib import Path
+
+    doc = Path(path)
+    text = doc.read_text()
+    start, end = text.index(TABLE_START) + len(TABLE_START), text.index(TABLE_END)
+    doc.write_text(text[:start] + "\n" + table + "\n" + text[end:])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1013,6 +1026,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m tests.real_kafka.differential")
     parser.add_argument("--markdown", action="store_true", help="print docs/testing-broker.md's table")
+    parser.add_argument("--write", metavar="PATH", help="write the table into PATH between its markers")
     parser.add_argument("only", nargs="*", help="run the scenarios whose id contains one of these")
     args = parser.parse_args(argv)
     root = make_share_dir()
@@ -1027,16 +1041,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             failures += not outcome.agree
             rows.append(markdown_row(outcome))
             if not args.markdown:
-                print(f"{'agree' if outcome.agree else 'DIFFER'} {sc.id}")
+                print(f"{'agree' if outcome.agree else 'DIFFER'} {sc.id}", flush=True)
                 for line in outcome.differences + outcome.deliberate:
                     print(f"    {line}")
     finally:
         stop_all(root)
+    table = MARKDOWN_HEADER + "\n" + "\n".join(rows)
     if args.markdown:
-        print(MARKDOWN_HEADER)
-        print("\n".join(rows))
+        print(table)
+    if args.write:
+        write_table(args.write, table)
     return 1 if failures else 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # Run the imported module's main: the scenario modules register into it, not into this __main__ copy.
+    from tests.real_kafka import differential
+
+    raise SystemExit(differential.main())
