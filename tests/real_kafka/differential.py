@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.real_kafka.broker import USERS, BrokerSpec, KafkaCluster
+from tests.real_kafka.broker import SCRAM_MECHANISMS, USERS, BrokerSpec, KafkaCluster
 from tests.real_kafka.namespace import KafkaNamespace
 from tests.wire import WireClient
 
@@ -94,6 +94,7 @@ class Setup:
             quota_window_num=self.window_num,
             quota_window_size_s=self.window_size_s,
             users=dict(USERS) if sasl else None,
+            sasl_mechanisms=("PLAIN", *SCRAM_MECHANISMS),  # as the fixture's SASL_PLAINTEXT listener
             broker_configs={
                 "num.partitions": str(self.num_partitions),
                 "controller.quota.window.num": str(self.window_num),

@@ -341,6 +341,7 @@ class QuotaBroker:
         requests are logged (``responded_at`` None). ``set_unresponsive(False)`` serves the requests that arrive
         from then on."""
         self._faults.unresponsive = bool(unresponsive)
+
     def hold_controller_next(self, seconds: float) -> threading.Event:
         """The controller holds the next CreateTopics, DeleteTopics or CreatePartitions for ``seconds`` before
         handling it, as a slow ``CreateTopicPolicy`` holds Kafka's controller thread: every mutation behind it

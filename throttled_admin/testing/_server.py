@@ -64,6 +64,7 @@ def _log_loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) ->
     detail = f": {type(exc).__name__}: {exc}" if exc is not None else ""
     log.warning("%s%s", context.get("message", "asyncio error"), detail)
 
+
 MAX_FRAME_BYTES = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
 TLS_HANDSHAKE_TIMEOUT_S = 10.0
 _PRE_AUTH_APIS = (ApiKey.ApiVersions, ApiKey.SaslHandshake, ApiKey.SaslAuthenticate)
