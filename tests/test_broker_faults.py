@@ -394,9 +394,12 @@ def test_sasl_plain_authorization_id_must_be_the_user(any_broker: AnyBroker) -> 
 
 
 def test_sasl_reauthentication_cannot_change_the_principal(quota_broker: BrokerFactory) -> None:
-    """SaslServerAuthenticator.ReauthInfo.ensurePrincipalUnchanged: re-authenticating on the same connection
-    as another user fails and closes the connection; re-authenticating as the same user is allowed."""
-    broker = quota_broker(users={"alice": "alice-pw", "bob": "bob-pw"})
+    """SaslServerAuthenticator.ReauthInfo.ensurePrincipalUnchanged, with re-authentication on
+    (connections.max.reauth.ms > 0): re-authenticating on the same connection as another user fails and closes
+    the connection; re-authenticating as the same user is allowed."""
+    broker = quota_broker(
+        users={"alice": "alice-pw", "bob": "bob-pw"}, broker_configs={"connections.max.reauth.ms": "3600000"}
+    )
     with WireClient(broker.bootstrap_servers) as wire:
         assert sasl(wire, b"\x00alice\x00alice-pw") == (0, "")
         assert sasl(wire, b"\x00alice\x00alice-pw") == (0, "")
@@ -406,6 +409,26 @@ def test_sasl_reauthentication_cannot_change_the_principal(quota_broker: BrokerF
         assert message == "Cannot change principals during re-authentication from User.alice: User.bob"
         assert wire.is_closed_by_peer()
     assert {r.principal for r in broker.request_log() if r.api_key == 19} == {"alice"}
+
+
+def test_without_reauthentication_a_second_sasl_exchange_is_refused_and_the_connection_kept(
+    quota_broker: BrokerFactory,
+) -> None:
+    """Kafka's default connections.max.reauth.ms = 0: once authenticated, SaslHandshake and SaslAuthenticate are
+    KafkaApis' requests, answered ILLEGAL_SASL_STATE (no mechanisms listed) on a connection that stays open
+    (Kafka 4.4.0 does so: the differential suite's sasl scenario)."""
+    from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
+
+    broker = quota_broker(users={"alice": "alice-pw"})
+    with WireClient(broker.bootstrap_servers) as wire:
+        assert sasl(wire, b"\x00alice\x00alice-pw") == (0, "")
+        handshake = wire.request(SaslHandshakeRequest(version=1, mechanism="PLAIN"))
+        assert (handshake.error_code, list(handshake.mechanisms)) == (34, [])
+        authenticate = wire.request(SaslAuthenticateRequest(version=2, auth_bytes=b"\x00alice\x00alice-pw"))
+        assert authenticate.error_code == 34
+        assert authenticate.error_message == "SaslAuthenticate request received after successful authentication"
+        assert wire.request(create_topics_request(7, ("still-open", 1))).topics[0].error_code == 0
+    assert broker.topics() == {"still-open": 1}
 
 
 def test_fuzzed_frames_never_take_the_broker_down(caplog: pytest.LogCaptureFixture) -> None:
