@@ -157,6 +157,8 @@ def test_the_quota_exception_is_a_retriable_kafka_exception_with_its_throttle_an
     assert "1234" in str(error)
     copy = pickle.loads(pickle.dumps(error))
     assert (copy.throttle_time_ms, copy.topic) == (1234, "t")
+    redpanda = ThrottlingQuotaExceededException(50, "t", "Too many partition mutations requested")
+    assert pickle.loads(pickle.dumps(redpanda)).args[0].str() == redpanda.args[0].str()  # the broker's message kept
     assert str(ThrottlingQuotaExceededException(0).args[0].str()) == "The throttling quota has been exceeded."
 
 

@@ -88,9 +88,10 @@ class ThrottlingQuotaExceededException(KafkaException):
         super().__init__(KafkaError(KafkaError.THROTTLING_QUOTA_EXCEEDED, text, retriable=True))
         self.throttle_time_ms = max(0, int(throttle_time_ms))
         self.topic = topic
+        self._message = message  # the broker's own (Redpanda's), kept through pickling
 
-    def __reduce__(self) -> tuple[type[ThrottlingQuotaExceededException], tuple[int, str | None]]:
-        return (type(self), (self.throttle_time_ms, self.topic))
+    def __reduce__(self) -> tuple[type[ThrottlingQuotaExceededException], tuple[int, str | None, str | None]]:
+        return (type(self), (self.throttle_time_ms, self.topic, self._message))
 
 
 class NotSentError(KafkaException):
