@@ -20,7 +20,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewPartitions, NewTopic
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
@@ -103,6 +103,7 @@ class Track:
     answered_ok: bool = False
     settled: tuple[float, BaseException | None] | None = None
     withdrawn: bool = False
+    cancelled: bool = False  # its caller called cancel() (withdrawn, or its attempt in flight is its last)
     answered_89_at: float | None = None
     unanswered: int = 0  # attempts handed over whose outcome the client never learned (may have been applied)
     cap_refused_with_others: bool = False  # its last answer: a request of several topics refused whole for the cap
@@ -275,6 +276,8 @@ class EngineModel(RuleBasedStateMachine):
             records = sum(t.topic.records for t in tracks)
             assert records < self.smallest_refused, f"{records} records sent after {self.smallest_refused} were refused"
         for track in tracks:
+            # cancelled is final: a topic whose caller cancelled it may complete in flight, never be sent again
+            assert not track.cancelled, f"{track.topic.name} sent after its caller cancelled it"
             track.handed += 1
         self.flight = Flight(request, tracks, request.kwargs["request_timeout"], budgets=budgets)
 
@@ -317,8 +320,9 @@ class EngineModel(RuleBasedStateMachine):
             assert call.remaining_s(self.now) <= floor + max(0.05, floor) + EPSILON
         if isinstance(exc, KafkaException) and "kept for the answer" in str(exc):
             assert call.remaining_s(self.now) <= 0.05 + EPSILON
-        if _is_cap(exc) and track.cap_refused_with_others:
-            # the batch cap's refusal is final only for a topic alone, or when no time is left to split
+        if _is_cap(exc) and track.cap_refused_with_others and not track.cancelled:
+            # the batch cap's refusal is final only for a topic alone, or when no time is left to split (or when its
+            # caller cancelled it: the attempt in flight was its last)
             recent = [s for at, s in self.round_trips if self.now - at <= RECENT_S + EPSILON]
             floor = min(recent, default=0.0)
             assert call.remaining_s(self.now) <= floor + max(0.05, floor) + EPSILON, "not split, time was left"
@@ -399,12 +403,29 @@ class EngineModel(RuleBasedStateMachine):
     @rule(pick=st.integers(0, 1000))
     def withdraw(self, pick: int) -> None:
         pending = [t for t in self.tracks if t.settled is None and not t.withdrawn]
-        track = pending[pick % len(pending)]
+        self.withdraw_track(pending[pick % len(pending)])
+
+    def withdraw_track(self, track: Track) -> None:
         queued = track.topic.call.queued.get(track.topic.name) is track.topic
         withdrawn = self.engine.withdraw(track.topic, self.now)
         assert withdrawn == queued  # only what has not been handed over can be taken back
         track.withdrawn = withdrawn
+        track.cancelled = True
+        if withdrawn:  # Future's contract: every later cancel() of a cancelled topic is True too
+            assert self.engine.withdraw(track.topic, self.now)
+            event("withdrawn")
+        else:
+            event("cancelled in flight")
         self.step()
+
+    @precondition(lambda self: not self.closed and self.flight is not None and self.flight.fate is None)
+    @rule(pick=st.integers(0, 1000))
+    def cancel_in_flight(self, pick: int) -> None:
+        """A caller cancels a topic of the request in flight (an asyncio timeout): False, and never sent again."""
+        assert self.flight is not None
+        pending = [t for t in self.flight.tracks if _pending(t)]
+        if pending:
+            self.withdraw_track(pending[pick % len(pending)])
 
     @rule(dt=st.sampled_from([0.001, 0.01, 0.05, 0.2, 1.0, 3.0, 10.0, 40.0]))
     def advance(self, dt: float) -> None:

@@ -90,6 +90,7 @@ ABANDON_GRACE_S = 2.0
 # answer was left out of the response (a garbled answer): its outcome is unknown.
 PARTIAL_GRACE_S = 0.5
 _AUTH_ERRORS = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
+_CANCELLED = "its caller cancelled it while librdkafka was still looking for the controller"
 # Before its first mutation a client asks the cluster something light (the driver's contact probe, answered
 # within this long). Until a broker has answered it, a request's whole operation in librdkafka lasts at most
 # this long too (its request_timeout): if no broker can be reached, librdkafka gives up "waiting for controller",
@@ -228,11 +229,17 @@ class Engine:
             self._account(call, call.started_at)
 
     def withdraw(self, topic: Topic, now: float) -> bool:
-        """Take back a topic not yet sent (its future's cancel()); False once in flight or settled."""
+        """Its caller cancelled the topic (its future's cancel()). Not yet sent: taken back, and True to this and
+        every later cancel. In flight: False, and its current attempt is its last (cancelled is final: it may
+        still complete, but is never sent again). Settled: False."""
+        topic.cancelled = True
+        if topic.withdrawn:
+            return True
         call = topic.call
         if call.queued.get(topic.name) is not topic:
             return False
         del call.queued[topic.name]
+        topic.withdrawn = True
         self._release(topic)
         call.unsettled -= 1
         self._account(call, now)
@@ -556,7 +563,7 @@ class Engine:
                 self._applied(topic, now)
             elif outcome is Outcome.THROTTLED:
                 retried |= self._on_throttled(topic, throttle_s, now, quota_delays, _message(exc))
-            elif outcome is Outcome.TOO_LARGE and split:
+            elif outcome is Outcome.TOO_LARGE and split and not topic.cancelled:
                 topic.last_error = exc  # the broker's word, should time run out before a smaller request goes
                 topic.throttled_at = None
                 call.queued[topic.name] = topic
@@ -632,7 +639,7 @@ class Engine:
         self._metric(lambda m: m.record_violations(operation, 1))
         topic.throttled_at = now
         topic.throttle_ms = int(throttle_s * 1000 + 0.5)
-        if not call.retry_on_quota_violation:  # after an attempt with no answer, _final_error says it may be applied
+        if not call.retry_on_quota_violation or topic.cancelled:  # after an unanswered attempt: _final_error
             exc = ThrottlingQuotaExceededException(topic.throttle_ms, topic.name, message)
             self._finish(topic, self._final_error(topic, exc), now)
             return False
@@ -665,9 +672,11 @@ class Engine:
             delays[call.id] = self._backoff.delay_s(call.transient_retries)
             call.transient_retries += 1
         delay_s = delays[call.id]
-        if call.remaining_s(now) <= delay_s + self._round_trip.expected_s(1, now, min_samples=1):
+        if topic.cancelled or call.remaining_s(now) <= delay_s + self._round_trip.expected_s(1, now, min_samples=1):
             if outcome is Outcome.UNKNOWN:
                 self._finish(topic, unknown_outcome_error(call.kind.operation.name, _reason(exc)), now)
+            elif outcome is Outcome.NOT_SENT and topic.cancelled and not topic.outcome_unknown:
+                self._finish(topic, not_sent_error(call.kind.operation.name, call.timeout_ms, _CANCELLED), now)
             elif outcome is Outcome.NOT_SENT:
                 self._finish(topic, self._gave_up(topic, now), now)
             else:

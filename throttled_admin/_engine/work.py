@@ -136,3 +136,5 @@ class Topic:
     last_error: BaseException | None = None  # the broker's last refusal that applied nothing (NOT_CONTROLLER, ...)
     not_before: float = 0.0  # back-off: not sent before this monotonic time
     lagging: tuple[int, ...] | None = None  # applied: the brokers whose Metadata did not show it at the last read
+    cancelled: bool = False  # its caller cancelled it: never sent again (its attempt in flight is its last)
+    withdrawn: bool = False  # taken back before it was sent (cancelled, never settled)
