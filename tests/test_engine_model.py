@@ -212,8 +212,8 @@ class EngineModel(RuleBasedStateMachine):
         self.apply(out)
 
     def apply(self, out: Outbox) -> None:
-        for event in out.metrics:
-            event(self.sink)
+        for metric in out.metrics:
+            metric(self.sink)
         for topic, exc in out.settle:
             self.settle(self.by_topic[id(topic)], exc)
         flight = self.flight
