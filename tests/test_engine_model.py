@@ -50,6 +50,7 @@ RATE = 10.0  # the quota of the simulated broker, mutations/s
 COALESCE_RATIO = 2.0
 MIN_SAMPLES = 3
 RECENT_S = 30.0
+FIRST_CONTACT_S = 5.0  # until a broker has answered, every request's librdkafka timeout is capped at this
 # Kafka 4's batch cap: its two messages (the only POLICY_VIOLATION the engine splits on), and a policy's
 CAP_RECORDS = "Unable to perform excessively large batch operation."
 CAP_PARTITIONS = "Excessively large number of partitions per request."
@@ -270,7 +271,14 @@ class EngineModel(RuleBasedStateMachine):
         # rule c: the time budgets of the calls sharing a request are within COALESCE_RATIO
         budgets = [t.topic.call.budget_s(self.now) for t in tracks]
         assert max(budgets) <= COALESCE_RATIO * min(budgets) + EPSILON, f"budgets {budgets} share a request"
-        assert request.kwargs["request_timeout"] <= min(budgets) + EPSILON
+        # sharing never hurts: librdkafka waits as long as the longest call would alone, no longer (the first
+        # contact's cap aside); the controller's deadline ends before every call's own
+        assert request.kwargs["request_timeout"] <= max(budgets) + EPSILON
+        waits_s = min(max(budgets), FIRST_CONTACT_S)
+        assert request.kwargs["request_timeout"] >= waits_s - EPSILON, f"librdkafka waits less than {budgets} need"
+        if len({round(b, 6) for b in budgets}) > 1:
+            event("calls of different budgets share a request")
+        assert request.kwargs["operation_timeout"] <= min(budgets) + EPSILON
         # the batch cap, once learned: a request of several topics is smaller than every one refused whole before
         if len(tracks) > 1:
             records = sum(t.topic.records for t in tracks)
@@ -348,7 +356,7 @@ class EngineModel(RuleBasedStateMachine):
     @rule(
         operation=st.sampled_from(sorted(OPERATIONS)),
         names=st.lists(st.sampled_from(NAMES), min_size=1, max_size=3, unique=True),
-        timeout_s=st.sampled_from([0.02, 0.3, 1.0, 5.0, 30.0]),
+        timeout_s=st.sampled_from([0.02, 0.3, 1.0, 5.0, 8.0, 15.0, 30.0]),
         retry=st.booleans(),
         validate_only=st.booleans(),
         size=st.integers(1, 4),
@@ -398,6 +406,23 @@ class EngineModel(RuleBasedStateMachine):
             topics.append(topic)
         self.engine.submit(call, topics)
         self.step()
+
+    @precondition(lambda self: not self.closed and self.flight is not None)
+    @rule(
+        operation=st.sampled_from(sorted(OPERATIONS)),
+        timeout_s=st.sampled_from([0.3, 5.0, 8.0]),
+        factor=st.sampled_from([1.2, 1.9]),
+        retry=st.booleans(),
+    )
+    def submit_pair(self, operation: str, timeout_s: float, factor: float, retry: bool) -> None:
+        """Two calls queued behind the request in flight, of one kind and time budgets within a factor of two, on
+        names no pending call holds: they share the next request (rule c)."""
+        held = {t.topic.name for t in self.tracks if _pending(t)}
+        free = [name for name in NAMES if name not in held]
+        if len(free) < 2:
+            return
+        self.submit(operation, free[:1], timeout_s, retry, False, 1, None, None, False)
+        self.submit(operation, free[1:2], timeout_s * factor, retry, False, 1, None, None, False)
 
     @precondition(lambda self: not self.closed and any(t.settled is None and not t.withdrawn for t in self.tracks))
     @rule(pick=st.integers(0, 1000))
@@ -454,6 +479,10 @@ class EngineModel(RuleBasedStateMachine):
     def time_out(self, flight: Flight) -> None:
         """librdkafka's request_timeout: "Failed while waiting for response from broker" (it was written; the
         broker may have applied it) for every topic not yet completed."""
+        # sharing never hurts: librdkafka gives up on no call's topic before that call would have alone (the
+        # first contact's cap aside: then every call's requests are capped alike)
+        waits_s = min(max(flight.budgets), FIRST_CONTACT_S)
+        assert flight.timeout_s >= waits_s - EPSILON, f"librdkafka gave up after {flight.timeout_s} s on {flight.budgets}"
         flight.fate = "timed out"
         if flight.applied_if_lost:
             self.cluster_apply(flight, answered=False)

@@ -824,10 +824,12 @@ class Engine:
             return now
         calls = {topic.call.id: topic.call for topic in chosen}.values()
         remaining_s = min(call.remaining_s(now) for call in calls)
-        request_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(shortest, _LIBRDKAFKA_MAX_TIMEOUT_S))
+        # Sharing never hurts: librdkafka waits for the answer as long as the longest call would alone (each call's
+        # topics are settled at its own deadline); the controller's deadline is the shortest call's (below).
+        request_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(longest, _LIBRDKAFKA_MAX_TIMEOUT_S))
         if not self._reached:
             request_timeout_s = min(request_timeout_s, FIRST_CONTACT_TIMEOUT_S)
-        operation_timeout_s = min(remaining_s, request_timeout_s) - margin_s
+        operation_timeout_s = min(remaining_s, shortest, request_timeout_s) - margin_s
         # A caller's operation_timeout of 0 (confluent-kafka's "do not wait") is no cap: a Kafka 4 controller
         # refuses a request whose timeout_ms is 0 at once (REQUEST_TIMED_OUT, nothing applied), and answers after
         # the commit whatever the timeout, so the controller deadline derived from the call's deadline stays.

@@ -101,6 +101,9 @@ class RequestContext:
     # time.monotonic() clock; a mutation not handled by then fails with REQUEST_TIMED_OUT and changes nothing.
     deadline: float | None = None
     reauthenticating: bool = False  # a SASL exchange on a connection that has already authenticated
+    # A slow CreateTopicPolicy (fault injection): called with each topic name the controller is about to create,
+    # after the request's deadline was checked; it may take as long as it likes, as a policy's validate() may.
+    create_policy: Callable[[str], None] | None = None
 
 
 @dataclass
@@ -396,6 +399,8 @@ def handle_create_topics(request: Any, ctx: RequestContext) -> Handled:
         t = topics[index]
         if t.name == CLUSTER_METADATA_TOPIC:  # ControllerApis.createTopics refuses it before the controller
             return ApiError.of(kerr.InvalidRequestError, f"Creation of internal topic {t.name} is prohibited."), 0
+        if ctx.create_policy is not None:
+            ctx.create_policy(t.name)  # inside the controller's event: the deadline was checked when it began
         spec = CreateSpec(
             t.name,
             t.num_partitions,
