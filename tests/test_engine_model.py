@@ -482,7 +482,7 @@ class EngineModel(RuleBasedStateMachine):
         # sharing never hurts: librdkafka gives up on no call's topic before that call would have alone (the
         # first contact's cap aside: then every call's requests are capped alike)
         waits_s = min(max(flight.budgets), FIRST_CONTACT_S)
-        assert flight.timeout_s >= waits_s - EPSILON, f"librdkafka gave up after {flight.timeout_s} s on {flight.budgets}"
+        assert flight.timeout_s >= waits_s - EPSILON, f"gave up after {flight.timeout_s} s on {flight.budgets}"
         flight.fate = "timed out"
         if flight.applied_if_lost:
             self.cluster_apply(flight, answered=False)

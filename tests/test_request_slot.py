@@ -45,7 +45,8 @@ def test_a_call_sharing_a_request_with_a_shorter_one_gets_the_answer_it_would_ge
         short_exc = _outcome(short, "short")
         assert _outcome(first, "first") is None
     shared = [r for r in broker.request_log() if r.api_name == "CreateTopics" and "slow-long" in r.errors]
-    assert len(shared) >= 1 and "short" in shared[0].errors, "the two calls did not share a request"
+    assert shared
+    assert "short" in shared[0].errors, "the two calls did not share a request"
     assert long_exc is None, f"the 4.2 s call failed after {took_s:.1f} s: {long_exc!r}"
     assert isinstance(short_exc, OutcomeUnknownError) or short_exc is None, repr(short_exc)
     assert {"short", "slow-long"} <= set(broker.topics())
