@@ -33,6 +33,7 @@ from throttled_admin import (
     ThrottlingQuotaExceededException,
 )
 from throttled_admin._engine import machine
+from throttled_admin._engine.connection import Drained
 from throttled_admin._engine.machine import Engine, Outbox, Request
 from throttled_admin._engine.pacer import Pacer
 from throttled_admin._engine.retry import RetryBackoff
@@ -158,6 +159,9 @@ class EngineModel(RuleBasedStateMachine):
         self.last_views: dict[int, dict[str, tuple[int, bool]] | None] = {}
         self.last_views_asked: set[str] = set()  # a view says nothing of a name it was not asked about
         self.per_request = TOPICS_PER_REQUEST
+        self.connection_busy = False  # an abandoned request may still hold the connection (rule b)
+        self.drain_asked_at: float | None = None  # the sentinel asked for, not yet answered
+        self.drain_timeout_s = 0.0
         self.engine: Engine
 
     @initialize(
@@ -223,6 +227,11 @@ class EngineModel(RuleBasedStateMachine):
             # is still pending now; perhaps when one had a result that is retried (queued again, it may have been
             # settled in the same step, refused by a throttle or out of time).
             self.flight = None
+            if flight.fate in ("abandoned", "silent", "bad msg") and not self.closed:
+                # librdkafka gave up on it, never completed it, or could not read its answer: the request (or the
+                # mute after its answer) may still hold the connection until the sentinel says otherwise
+                self.connection_busy = True
+                event("an abandoned request holds the connection")
             if not self.closed:
                 if any(t.settled is None and not t.withdrawn and not _awaiting(t) for t in flight.tracks):
                     self.retries_at_least += 1
@@ -230,6 +239,10 @@ class EngineModel(RuleBasedStateMachine):
                     self.retries_at_most += 1
         if out.send is not None:
             self.sent(out.send)
+        if out.drain is not None:
+            assert self.connection_busy, "a sentinel asked for while the connection is free"
+            assert self.drain_asked_at is None, "a second sentinel while one is out"
+            self.drain_asked_at, self.drain_timeout_s = self.now, out.drain
         self.metadata_wanted |= out.read_metadata
         if out.read_views is not None:
             assert self.views_wanted is None, "a second read of the brokers' views while one is in progress"
@@ -253,8 +266,10 @@ class EngineModel(RuleBasedStateMachine):
         self.wake_at = out.wake_at
 
     def sent(self, request: Request) -> None:
-        # rule b: one request in flight, nothing sent while a throttle lasts
+        # rule b: one request in flight, nothing sent while a throttle lasts, nothing written behind a request
+        # librdkafka abandoned (the slot follows the connection)
         assert self.flight is None, "a second request while one is in flight"
+        assert not self.connection_busy, "written behind a request librdkafka abandoned, before the sentinel came back"
         assert self.now >= self.gate_until - EPSILON, "sent while the broker's throttle lasts"
         tracks = [self.by_topic[id(topic)] for topic in request.topics]
         names = [t.topic.name for t in tracks]
@@ -463,13 +478,17 @@ class EngineModel(RuleBasedStateMachine):
             lost_at = flight.request.sent_at + flight.timeout_s if flight and flight.fate == "lost" else math.inf
             if flight is not None and flight.fate is None:
                 lost_at = flight.request.sent_at + flight.timeout_s  # librdkafka gives up waiting too
-            next_at = min(target, self.wake_at, lost_at)
+            drain_done_at = math.inf if self.drain_asked_at is None else self.drain_asked_at + self.drain_timeout_s
+            next_at = min(target, self.wake_at, lost_at, drain_done_at)
             if next_at <= self.now == stepped_at:
                 # Woken at once again (a pacer's wait below the clock's resolution): a driver's clock has moved on.
                 next_at = math.nextafter(self.now, math.inf)
             self.now = max(self.now, next_at)
             if flight is not None and self.now >= lost_at and flight.fate in (None, "lost"):
                 self.time_out(flight)
+            if self.now >= drain_done_at:  # librdkafka completes the sentinel by its own timeout, at the latest
+                self.drained_as("closed")
+                continue
             self.step()
             stepped_at = self.now
             if self.now >= target:
@@ -483,7 +502,7 @@ class EngineModel(RuleBasedStateMachine):
         # first contact's cap aside: then every call's requests are capped alike)
         waits_s = min(max(flight.budgets), FIRST_CONTACT_S)
         assert flight.timeout_s >= waits_s - EPSILON, f"gave up after {flight.timeout_s} s on {flight.budgets}"
-        flight.fate = "timed out"
+        flight.fate = "abandoned"
         if flight.applied_if_lost:
             self.cluster_apply(flight, answered=False)
         text = "Failed while waiting for response from broker: Local: Timed out"
@@ -578,7 +597,7 @@ class EngineModel(RuleBasedStateMachine):
         flight.retryable |= len(results) < len(tracks)  # a topic left out of the answer: unknown, retried
         if fate == "ok" or fate in ("not controller", "timed out"):
             self.reached = True
-        if results:  # the driver hands over what librdkafka completed
+        if results or fate == "drop last":  # the driver hands over what librdkafka completed (an empty answer too)
             self.engine.on_results(request, results, self.now)
         self.step()
 
@@ -787,6 +806,24 @@ class EngineModel(RuleBasedStateMachine):
         self.last_views, self.last_views_asked = views, set(names)
         self.last_read_s = self.now - self.views_asked_at  # what the read cost: later reads are spaced by it
         self.engine.on_views(views, self.now)
+        self.step()
+
+    @precondition(lambda self: not self.closed and self.drain_asked_at is not None)
+    @rule(how=st.sampled_from(["answered", "answered", "closed", "not sent"]), throttle_s=st.sampled_from([0.0, 2.0]))
+    def drained(self, how: str, throttle_s: float) -> None:
+        """The sentinel's outcome: answered after the abandoned request's late answer and its mute (its own
+        throttle, if any, reported first), written and never answered (librdkafka tore the connection down), or
+        never written (no controller in time)."""
+        if how == "answered" and throttle_s > 0:
+            self.throttle(1, throttle_s)
+        self.drained_as(how)
+
+    def drained_as(self, how: str) -> None:
+        self.drain_asked_at = None
+        if how != "not sent":
+            self.connection_busy = False
+        event(f"sentinel {how}")
+        self.engine.on_drained(Drained(how), self.now)
         self.step()
 
     @precondition(lambda self: not self.closed and self.probe_wanted)

@@ -60,8 +60,9 @@ CASES = [
         unknown_outcome_error("create_topics", "no response by the deadline"),
         OutcomeUnknownError,
         KafkaError._TIMED_OUT,
-        "create_topics outcome unknown: no response by the deadline; the broker may or may not have applied it "
-        "(read the cluster)",
+        "create_topics outcome unknown: no response by the deadline; the broker may or may not have applied it, "
+        "and may still apply it (a controller completes a request it has begun, however late): a read of the "
+        "cluster now may not settle it",
     ),
     (
         in_flight_error(AUTH, "create_topics"),

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from concurrent.futures import Future
 
 from tests.conftest import wait_until
-from throttled_admin import NewTopic, OutcomeUnknownError, ThrottledAdminClient
-from throttled_admin.testing import QuotaBroker
+from throttled_admin import NewTopic, NotSentError, OutcomeUnknownError, ThrottledAdminClient
+from throttled_admin.testing import QuotaBroker, RequestRecord
 
 BrokerFactory = Callable[..., QuotaBroker]
 
@@ -50,3 +50,47 @@ def test_a_call_sharing_a_request_with_a_shorter_one_gets_the_answer_it_would_ge
     assert long_exc is None, f"the 4.2 s call failed after {took_s:.1f} s: {long_exc!r}"
     assert isinstance(short_exc, OutcomeUnknownError) or short_exc is None, repr(short_exc)
     assert {"short", "slow-long"} <= set(broker.topics())
+
+
+def _mutations(broker: QuotaBroker, name: str) -> list[RequestRecord]:
+    return [r for r in broker.request_log() if r.api_name == "CreateTopics" and name in r.errors]
+
+
+def _sentinel_answered(broker: QuotaBroker) -> bool:
+    return any(r.api_name == "DeleteTopics" and r.responded_at is not None for r in broker.request_log())
+
+
+# Was (finding 1): call a (2 s deadline) got its answer 6 s late, after librdkafka had given up on it; librdkafka keeps
+# the abandoned request on its connection for socket.timeout.ms (60 s), and the next call, b (3 s deadline), was
+# written behind it: b was told OutcomeUnknownError at 5 s, and the broker applied b at 6 s, when it read it.
+def test_nothing_is_written_behind_a_request_librdkafka_abandoned(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker()
+    with _client(broker) as admin:
+        assert _outcome(admin.create_topics([NewTopic("warm", 1, 1)]), "warm") is None
+        broker.delay_next("CreateTopics", 6.0)
+        a_exc = _outcome(admin.create_topics([NewTopic("a", 1, 1)], timeout_ms=2000), "a")
+        assert isinstance(a_exc, OutcomeUnknownError), repr(a_exc)
+        b_exc = _outcome(admin.create_topics([NewTopic("b", 1, 1)], timeout_ms=3000), "b")
+        assert isinstance(b_exc, NotSentError), repr(b_exc)
+        assert "an earlier request that got no answer" in str(b_exc)
+        assert wait_until(lambda: _sentinel_answered(broker), 30)  # a's answer came, then the sentinel's
+        assert not _mutations(broker, "b"), "b was written behind the abandoned request"
+        # The connection is free again: the next call goes through at once.
+        assert _outcome(admin.create_topics([NewTopic("c", 1, 1)], timeout_ms=3000), "c") is None
+    assert set(broker.topics()) == {"warm", "a", "c"}
+
+
+# Was (finding 1): when a's lost answer carried a throttle (a 300-partition create over a 10/s quota: 19 s), b waited
+# 19 s unread in the muted connection, and throttle-time-max stayed 0. Here: 40 partitions over 10/s, a 3 s throttle.
+def test_nothing_is_written_into_the_mute_of_an_answer_the_client_never_saw(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker(controller_mutation_rate=10, quota_window_num=1)
+    with _client(broker) as admin:
+        assert _outcome(admin.create_topics([NewTopic("warm", 1, 1)]), "warm") is None
+        broker.delay_next("CreateTopics", 2.0)
+        a_exc = _outcome(admin.create_topics([NewTopic("a", 40, 1)], timeout_ms=1500), "a")
+        assert isinstance(a_exc, OutcomeUnknownError), repr(a_exc)
+        b_exc = _outcome(admin.create_topics([NewTopic("b", 1, 1)], timeout_ms=10000), "b")
+    assert b_exc is None or isinstance(b_exc, NotSentError), repr(b_exc)
+    for record in _mutations(broker, "b"):
+        assert record.held_s < 0.05, f"b waited {record.held_s:.1f} s in a muted connection"
+    assert _mutations(broker, "a")[0].throttle_time_ms > 2000

@@ -292,6 +292,7 @@ class ThrottledAdminClient(AdminClient):
             security_protocol=str(conf.get("security.protocol", "plaintext")),
             report=report,
             callbacks=self._callbacks,
+            socket_timeout_s=settings.socket_timeout_s,
         )
         self._scheduler = scheduler
         sink.append(scheduler)

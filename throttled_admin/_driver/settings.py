@@ -61,6 +61,7 @@ class ClientSettings:
     metrics_num_samples: int
     metrics_sample_window_ms: int
     backoff: RetryBackoff
+    socket_timeout_s: float = 60.0  # librdkafka's socket.timeout.ms: how long an abandoned request holds its connection
 
     @classmethod
     def check(
@@ -99,6 +100,7 @@ class ClientSettings:
             metrics_num_samples=_positive_int("metrics_num_samples", metrics_num_samples, maximum=1000),
             metrics_sample_window_ms=_positive_int("metrics_sample_window_ms", metrics_sample_window_ms),
             backoff=backoff,
+            socket_timeout_s=_milliseconds(conf, "socket.timeout.ms", 60000) / 1000,
         )
 
 

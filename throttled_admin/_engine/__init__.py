@@ -1,7 +1,8 @@
 """The client's core: every decision of the scheduler as a pure state machine (``machine.Engine``) and its pure
 parts: calls and topics (``work``), what a result means (``classify``), the round-trip floor (``round_trip``),
-the KIP-219 gate (``throttle``), pacing to the mutation quota (``pacer``), the retry back-off (``retry``), the
-controller's batch cap (``batch_cap``) and waiting for every broker's Metadata (``visibility``).
+the KIP-219 gate (``throttle``), the connection an abandoned request may still hold (``connection``), pacing to the
+mutation quota (``pacer``), the retry back-off (``retry``), the controller's batch cap (``batch_cap``) and waiting
+for every broker's Metadata (``visibility``).
 
 No threads, no clock, no sockets: the driver (``throttled_admin._driver``) feeds it events and the time, and
 does what its ``Outbox`` says. It depends only on ``throttled_admin._kafka`` (Kafka's own rules) and the error
@@ -10,7 +11,8 @@ kinds (``throttled_admin._errors``); tests/test_layout.py checks that.
 
 from __future__ import annotations
 
-from throttled_admin._engine.classify import error_of, is_broker_answer
+from throttled_admin._engine.classify import Outcome, classify, error_of, is_broker_answer
+from throttled_admin._engine.connection import DRAIN_NAME, Drained
 from throttled_admin._engine.machine import (
     FIRST_CONTACT_TIMEOUT_S,
     Engine,
@@ -36,20 +38,24 @@ __all__ = [
     "CREATE_PARTITIONS",
     "CREATE_TOPICS",
     "DELETE_TOPICS",
+    "DRAIN_NAME",
     "FIRST_CONTACT_TIMEOUT_S",
     "BrokerViews",
     "Call",
+    "Drained",
     "Engine",
     "MetricsSink",
     "MutationQuota",
     "Operation",
     "Outbox",
+    "Outcome",
     "Pacer",
     "Request",
     "RequestKind",
     "RetryBackoff",
     "Topic",
     "TopicView",
+    "classify",
     "connect_failure",
     "error_of",
     "is_broker_answer",

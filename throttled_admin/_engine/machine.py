@@ -45,6 +45,7 @@ from throttled_admin._engine.classify import (
     is_broker_answer,
     was_written,
 )
+from throttled_admin._engine.connection import Connection, Drained
 from throttled_admin._engine.pacer import MutationQuota, Pacer
 from throttled_admin._engine.redpanda import RedpandaHold
 from throttled_admin._engine.retry import RetryBackoff
@@ -159,6 +160,7 @@ class Outbox:
     send: Request | None = None
     read_metadata: bool = False
     read_views: list[str] | None = None  # wait_for_metadata: read every broker's Metadata for these topics
+    drain: float | None = None  # send the sentinel (``connection``) with this request_timeout; answer on_drained
     probe: bool = False  # ask the cluster something light: has any broker answered this client?
     reached: bool = False  # a request got through to a broker (the handshake-drop diagnosis resets)
     wake_at: float = math.inf
@@ -167,7 +169,9 @@ class Outbox:
 class Engine:
     """Not thread-safe: the driver serializes every call (under its lock)."""
 
-    def __init__(self, *, pacer: Pacer | None, backoff: RetryBackoff) -> None:
+    def __init__(self, *, pacer: Pacer | None, backoff: RetryBackoff, socket_timeout_s: float = 60.0) -> None:
+        """``socket_timeout_s``: librdkafka's ``socket.timeout.ms``, how long an abandoned request may stay on its
+        connection (``connection``)."""
         self._pacer = pacer
         self._backoff = backoff
         self._gate = ThrottleTracker()
@@ -176,6 +180,7 @@ class Engine:
         self._redpanda = RedpandaHold()
         self._visibility = Visibility()
         self._round_trip = RoundTrip()
+        self._connection = Connection(socket_timeout_s)  # rule b: the slot follows the connection
         self._calls: dict[int, Call] = {}  # in submission order
         # rule a: name -> the pending topics of that name in call order; a lone topic is held as itself (no list per
         # topic of a bulk call), names shared by pending calls as a list
@@ -203,7 +208,7 @@ class Engine:
 
     @property
     def idle(self) -> bool:
-        return not self._calls and self._request is None
+        return not self._calls and self._request is None and not self._connection.busy
 
     @property
     def max_records_per_request(self) -> int:
@@ -290,6 +295,10 @@ class Engine:
                     refused = KafkaException(refused.args[0])
                 self._finish(topic, self._final_error(topic, refused), now)
 
+    def on_drained(self, outcome: Drained, now: float) -> None:
+        """What became of the sentinel sent for ``Outbox.drain`` (``connection``)."""
+        self._connection.drained(outcome)
+
     def on_probe(self, answered: bool, now: float) -> None:
         """The contact probe's outcome: a broker answered it (even with an error), or not."""
         if answered:
@@ -355,7 +364,7 @@ class Engine:
                 self._complete(request, now)
             if self._auth_error is not None:
                 self._fail_on_auth_error(now)
-            wake_at = min(self._expire(now), self._ask_views(now))
+            wake_at = min(self._expire(now), self._ask_views(now), self._drain(now))
             if self._request is None:
                 wake_at = min(wake_at, self._next_request(now))
             else:
@@ -363,6 +372,13 @@ class Engine:
             self._out.wake_at = wake_at
         out, self._out = self._out, Outbox()
         return out
+
+    def _drain(self, now: float) -> float:
+        """Rule b: while the connection may carry an abandoned request, the sentinel that tells when it is free."""
+        ask, wake_at = self._connection.step(now)
+        if ask:
+            self._out.drain = self._connection.sentinel_timeout_s
+        return wake_at
 
     def _settled_in_flight(self, request: Request, now: float) -> bool:
         return len(request.results) >= len(request.topics) or now >= self._request_wake_at(request)
@@ -516,6 +532,8 @@ class Engine:
             return topic.last_error  # refused before (nothing applied), and no time was left to try again
         if not self._holds(topic):
             why = "an earlier call still held the topic's name"
+        elif self._connection.busy:
+            why = "the connection to the controller still carried an earlier request that got no answer"
         else:
             why = "its deadline passed before it could be sent"
         return not_sent_error(call.kind.operation.name, call.timeout_ms, why)
@@ -530,6 +548,10 @@ class Engine:
         if answered or any(was_written(exc) for exc in results.values()):
             self._contact()
             self._out.reached = True
+        if request.first_result_at is None or (
+            not answered and any(_may_still_be_on_the_connection(exc) for exc in request.results.values())
+        ):
+            self._connection.abandoned(now)  # never completed, or given up on: it may still hold the connection
         throttle_s = self._record_response_throttle(request, answered)
         admitted = 0
         retried = False
@@ -712,6 +734,8 @@ class Engine:
                 if call.queued and (not call.retry_on_quota_violation or gate_s >= call.remaining_s(now)):
                     self._refuse(call, gate_ms, now)
             return now + gate_s
+        if self._connection.busy:
+            return math.inf  # rule b: woken by the sentinel's outcome (or a deadline)
         head = self._head(now)
         if head is None:
             return self._next_eligible(now)
@@ -868,6 +892,16 @@ def _throttle_event(node_id: int | None, throttle_s: float) -> MetricEvent:
 
 # No result for the topic: the response left it out, or librdkafka never completed the request.
 _MISSING = KafkaException(KafkaError(KafkaError._TIMED_OUT, "no result for the topic in the response"))
+
+
+def _may_still_be_on_the_connection(exc: BaseException | None) -> bool:
+    """librdkafka gave up waiting for the answer, or could not read it (its throttle is then unknown): the request,
+    or the mute after its answer, may still hold the connection (``connection``). A transport failure closed the
+    connection; a request never built ("waiting for controller") was not written."""
+    error = error_of(exc)
+    if error is None:
+        return False
+    return error.code() == KafkaError._BAD_MSG or (was_written(exc) and error.code() != KafkaError._TRANSPORT)
 
 
 def _refusal(topic: Topic) -> str | None:
