@@ -6,7 +6,11 @@ PYTEST_ARGS ?= -n 3 --dist loadfile
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck clean
+# Apache Kafka's own jars (broker, kafka-topics.sh, the Java AdminClient), pinned in tests/real_kafka/pom.xml and
+# fetched by Maven into an ignored cache; the tests marked `kafka` run against them. A second fetch costs nothing.
+KAFKA_HOME := .kafka/4.4.0
+
+.PHONY: demo test lint typecheck clean kafka
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,8 +32,13 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff format --check throttled_admin tests examples benchmarks
 	$(BIN)/mypy
 
-test: lint
+$(KAFKA_HOME)/.fetched: tests/real_kafka/pom.xml tests/real_kafka/fetch.sh $(wildcard tests/real_kafka/java/*.java)
+	PYTHON=$(PYTHON) bash tests/real_kafka/fetch.sh $(KAFKA_HOME)
+
+kafka: $(KAFKA_HOME)/.fetched
+
+test: lint kafka
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache demo-admitted-mutations.png
+	rm -rf $(VENV) .kafka build *.egg-info .pytest_cache .mypy_cache .ruff_cache demo-admitted-mutations.png

@@ -5,10 +5,16 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+if TYPE_CHECKING:
+    from tests.real_kafka.broker import KafkaCluster
+    from tests.real_kafka.namespace import KafkaNamespace
+    from tests.real_kafka.tools import ToolServer
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -82,9 +88,81 @@ def meter_provider(metric_reader: InMemoryMetricReader) -> Iterator[MeterProvide
     provider.shutdown()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The main process (not an xdist worker) names the folder where the run's Kafka JVMs are recorded, before
+    the workers start and inherit it (tests/real_kafka/share.py)."""
+    if not hasattr(config, "workerinput"):
+        from tests.real_kafka.share import make_share_dir
+
+        config.stash[_KAFKA_SHARE] = make_share_dir()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The main process stops every Kafka JVM the run started, whichever worker started it."""
+    root = config.stash.get(_KAFKA_SHARE, None)
+    if root is not None:
+        from tests.real_kafka.share import stop_all
+
+        stop_all(root)
+
+
+_KAFKA_SHARE = pytest.StashKey[Path]()
+_KAFKA_FIXTURES = {"kafka_broker", "kafka_slow_broker", "kafka_cluster_of", "kafka_ns", "kafka_tools"}
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster_of() -> Callable[..., KafkaCluster]:
+    """The run's shared Apache Kafka 4.4 cluster for a ``BrokerSpec`` (tests/real_kafka/broker.py), started on
+    first use by whichever worker asks first and stopped at the end of the run. Missing jars are an error that
+    says to run ``make kafka``, never a skip."""
+    from tests.real_kafka.broker import BrokerSpec
+    from tests.real_kafka.share import shared_cluster
+
+    def get(**spec: Any) -> KafkaCluster:
+        return shared_cluster(BrokerSpec(**spec))
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(kafka_cluster_of: Callable[..., KafkaCluster]) -> KafkaCluster:
+    """A single-node KRaft Kafka 4.4 (broker and controller combined), quota windows 11 x 1 s (Kafka's
+    defaults), PLAINTEXT and SASL_PLAINTEXT listeners, shared by the run: keep apart with ``kafka_ns``."""
+    return kafka_cluster_of()
+
+
+@pytest.fixture(scope="session")
+def kafka_slow_broker(kafka_cluster_of: Callable[..., KafkaCluster]) -> KafkaCluster:
+    """Kafka 4.4 whose controller sleeps on its own thread for topics named ``slow-<ms>-...`` (a
+    CreateTopicPolicy, tests/real_kafka/java/SlowCreatePolicy.java): every mutation behind it waits unread."""
+    return kafka_cluster_of(slow_controller=True)
+
+
+@pytest.fixture
+def kafka_ns(request: pytest.FixtureRequest) -> KafkaNamespace:
+    """This test's own topic prefix and client id (its own quota entity) on a shared broker."""
+    from tests.real_kafka.namespace import KafkaNamespace
+
+    return KafkaNamespace.for_test(request.node.nodeid)
+
+
+@pytest.fixture(scope="session")
+def kafka_tools() -> Iterator[ToolServer]:
+    """Kafka's own command line tools (TopicCommand, ConfigCommand) in one long-lived JVM per worker."""
+    from tests.real_kafka.tools import ToolServer
+
+    with ToolServer() as tools:
+        yield tools
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Files with a slow test (Spark sessions and clusters, faults, load) run first: with two workers taking a
-    file at a time (``--dist loadfile``), a long file collected last would run alone at the end."""
+    file at a time (``--dist loadfile``), a long file collected last would run alone at the end. A test that uses
+    Apache Kafka must say so with the ``kafka`` marker."""
+    for item in items:
+        uses = _KAFKA_FIXTURES & set(getattr(item, "fixturenames", ()))
+        if uses and item.get_closest_marker("kafka") is None:
+            raise pytest.UsageError(f"{item.nodeid} uses {sorted(uses)} but is not marked `kafka`")
     slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
     order = {id(item): index for index, item in enumerate(items)}
     items.sort(key=lambda item: (item.path not in slow_files, order[id(item)]))

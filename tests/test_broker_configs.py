@@ -442,7 +442,8 @@ def test_describe_configs_errors_as_kafka(quota_broker: BrokerFactory) -> None:
     errors = [(r.error_code, r.error_message) for r in response.results]
     assert errors[0][0] == INVALID_TOPIC
     assert errors[0][1] == (
-        "Topic name \"bad name\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+        "Topic name is invalid: 'bad name' contains one or more characters other than ASCII alphanumerics, "
+        "'.', '_' and '-'"
     )
     assert errors[1] == (UNKNOWN_TOPIC, None)
     assert errors[2] == (INVALID_REQUEST, "Broker id must be an integer, but it is: abc")

@@ -23,6 +23,7 @@ from throttled_admin import (
     DeleteTopicsOptions,
     NewPartitions,
     NewTopic,
+    NotSentError,
     ThrottledAdminClient,
 )
 from throttled_admin.testing import QuotaBroker
@@ -62,22 +63,16 @@ def assert_nothing_sent(broker: QuotaBroker, client: ThrottledAdminClient) -> No
 
 
 # -- bad input: a clear error before anything is sent ----------------------------------------------
+# Raised by the call where confluent-kafka raises at call time (tests/test_input_parity.py holds the types).
 
 BAD_CREATES: list[tuple[Any, type[Exception], str]] = [
-    ("a-topic", TypeError, "must be a list of NewTopic, got str"),
+    ("a-topic", AttributeError, "must be a list of NewTopic, got str"),
     ([], ValueError, "non-empty list"),
-    ([NewTopic("ok", 1, 1), "x"], TypeError, r"new_topics\[1\] must be NewTopic"),
-    (topics("bad name"), ValueError, "topic 'bad name'.*illegal"),
-    (topics("."), ValueError, "cannot be"),
-    (topics("x" * 250), ValueError, "longer than 249"),
-    (topics("dup", "dup"), ValueError, "'dup' appears more than once"),
-    (topics("a.b", "a_b"), ValueError, "'a.b' and 'a_b' collide"),
-    ([NewTopic("zero", 0, 1)], ValueError, "topic 'zero': num_partitions must be >= 1"),
+    ([NewTopic("ok", 1, 1), "x"], AttributeError, r"new_topics\[1\] must be NewTopic"),
+    ((NewTopic("ok", 1, 1),), ValueError, "list of NewTopic, got tuple"),
     ([NewTopic("neg", -2, 1)], ValueError, "topic 'neg': num_partitions"),
-    ([NewTopic("rf", 1, 0)], ValueError, "topic 'rf': replication_factor"),
     ([NewTopic("both", replication_factor=2, replica_assignment=[[1, 2]])], ValueError, "'both'.*not both"),
-    ([NewTopic("twice", replica_assignment=[[1, 1]])], ValueError, "'twice'.*broker twice"),
-    ([NewTopic("ragged", replica_assignment=[[1], [1, 2]])], ValueError, "'ragged'.*same number"),
+    ([NewTopic("ok", 1, 1), NewTopic("short", 2, replica_assignment=[[1]])], ValueError, "'short'.*1 partition"),
 ]
 
 
@@ -93,11 +88,11 @@ def test_bad_create_input_is_refused_before_sending(
 @pytest.mark.parametrize(
     ("call", "error", "message"),
     [
-        (lambda c: c.delete_topics(["ok", 5]), TypeError, r"topics\[1\] must be topic name"),
-        (lambda c: c.delete_topics(["a", "a"]), ValueError, "'a' appears more than once"),
+        (lambda c: c.delete_topics([None, "a"]), ValueError, r"topics\[0\] must be a topic name"),
+        (lambda c: c.delete_topics(("a",)), TypeError, "must be a list"),
         (lambda c: c.delete_topics([]), ValueError, "non-empty"),
         (lambda c: c.create_partitions([NewPartitions("p", 0)]), ValueError, "topic 'p': new_total_count"),
-        (lambda c: c.create_partitions([NewTopic("p", 1, 1)]), TypeError, "must be NewPartitions"),
+        (lambda c: c.create_partitions([NewTopic("p", 1, 1)]), ValueError, "must be NewPartitions"),
         (lambda c: c.create_topics(topics("a"), timeout_ms=0), ValueError, "timeout_ms must be a positive int"),
         (lambda c: c.create_topics(topics("a"), colour="red"), TypeError, "unexpected keyword argument.*colour"),
         (lambda c: c.delete_topics(["a"], validate_only=True), TypeError, "validate_only"),
@@ -110,6 +105,64 @@ def test_bad_input_of_every_call_is_refused_before_sending(
     with pytest.raises(error, match=message):
         call(client)
     assert_nothing_sent(broker, client)
+
+
+# -- a topic every broker refuses: only its future fails, nothing of it is sent -------------------
+
+_goods = itertools.count()
+
+BAD_TOPICS: list[tuple[list[NewTopic], str, int, str]] = [
+    (topics("bad name"), "bad name", KafkaError.TOPIC_EXCEPTION, "contains one or more characters"),
+    (topics("."), ".", KafkaError.TOPIC_EXCEPTION, "'.' is not allowed"),
+    (topics("x" * 250), "x" * 250, KafkaError.TOPIC_EXCEPTION, "max allowed length 249"),
+    (topics("dup", "dup"), "dup", KafkaError.INVALID_REQUEST, "more than once"),
+    ([NewTopic("zero", 0, 1)], "zero", KafkaError.INVALID_PARTITIONS, "num_partitions must be >= 1"),
+    ([NewTopic("rf", 1, 0)], "rf", KafkaError.INVALID_REPLICATION_FACTOR, "replication_factor"),
+    ([NewTopic("twice", 1, replica_assignment=[[0, 0]])], "twice", KafkaError.INVALID_REPLICA_ASSIGNMENT, "twice"),
+    ([NewTopic("ab", 2, replica_assignment=[[0], [0, 1]])], "ab", KafkaError.INVALID_REPLICA_ASSIGNMENT, "same"),
+    ([NewTopic("cfg", 1, 1, config={"retention.ms": None})], "cfg", KafkaError.INVALID_CONFIG, "'retention.ms'"),
+]
+
+
+@pytest.mark.parametrize(("bad", "name", "code", "message"), BAD_TOPICS)
+def test_a_topic_every_broker_refuses_fails_alone_and_is_not_sent(
+    broker: QuotaBroker, client: ThrottledAdminClient, bad: list[NewTopic], name: str, code: int, message: str
+) -> None:
+    good = f"good-{next(_goods)}"
+    futures = client.create_topics([bad[0], NewTopic(good, 1, 1), *bad[1:]])
+    assert list(futures) == [name, good]
+    refused = futures[name].exception(0)  # at once: nothing to wait for
+    assert isinstance(refused, NotSentError)
+    assert refused.args[0].code() == code
+    assert message in refused.args[0].str()
+    assert repr(name) in refused.args[0].str()
+    assert futures[good].result(30) is None
+    assert [r.errors for r in broker.request_log() if r.api_name in MUTATIONS] == [{good: 0}]
+
+
+def test_colliding_names_in_one_create_send_the_first() -> None:
+    with QuotaBroker() as own, ThrottledAdminClient({"bootstrap.servers": own.bootstrap_servers}) as admin:
+        futures = admin.create_topics(topics("c.d", "c_d"))
+        assert futures["c.d"].result(30) is None
+        collided = futures["c_d"].exception(0)
+        assert isinstance(collided, NotSentError)
+        assert collided.args[0].code() == KafkaError.TOPIC_EXCEPTION
+        assert "collides with 'c.d'" in collided.args[0].str()
+        assert own.topics() == {"c.d": 1}
+
+
+def test_other_calls_fail_only_the_refused_topic(broker: QuotaBroker, client: ThrottledAdminClient) -> None:
+    deleted = client.delete_topics(["gone", 5, "a", "a"])  # type: ignore[list-item]
+    assert list(deleted) == ["gone", 5, "a"]
+    assert deleted[5].exception(0).args[0].code() == KafkaError._INVALID_ARG
+    assert deleted["a"].exception(0).args[0].code() == KafkaError.INVALID_REQUEST
+    assert deleted["gone"].exception(30).args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART  # the broker's answer
+    broker.create_topic("grown", 1)
+    grown = client.create_partitions([NewPartitions("grown", 2), NewPartitions("bad name", 2)])
+    assert grown["bad name"].exception(0).args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    assert grown["grown"].result(30) is None
+    sent = [r.errors for r in broker.request_log() if r.api_name in MUTATIONS]
+    assert sent == [{"gone": KafkaError.UNKNOWN_TOPIC_OR_PART}, {"grown": 0}]
 
 
 def test_names_that_collide_in_a_create_are_each_sent_in_a_delete(

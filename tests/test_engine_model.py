@@ -6,15 +6,18 @@ librdkafka's event when one drops back to 0 before it has ended),
 slow, lost, garbled and partial answers, NOT_CONTROLLER, REQUEST_TIMED_OUT, connections that die after the write,
 and a cluster librdkafka never reaches; Redpanda's quota refusal (UNKNOWN_SERVER_ERROR), Kafka 4's batch cap (a
 whole request refused with POLICY_VIOLATION) and CreateTopicPolicy refusals; three brokers whose Metadata lags
-(``wait_for_metadata``). A simulated driver does what the engine's outbox says, waking it when it asks. Rules a-h of
+(``wait_for_metadata``), topics deleted and created again under the same name (incarnations: topic ids). A simulated
+driver does what the engine's outbox says, waking it when it asks. Rules a-h of
 ``throttled_admin/_engine/machine.py`` are checked after every step (and at every send and settlement), against
 what the model knows happened in the cluster, and so are the batch cap's and wait_for_metadata's."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import random
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +40,13 @@ from throttled_admin._engine.connection import Drained
 from throttled_admin._engine.machine import Engine, Outbox, Request
 from throttled_admin._engine.pacer import Pacer
 from throttled_admin._engine.retry import RetryBackoff
-from throttled_admin._engine.visibility import READ_BEFORE_DEADLINE_S, READ_COST_FACTOR, READ_WHILE_SENDING_S
+from throttled_admin._engine.visibility import (
+    READ_BEFORE_DEADLINE_S,
+    READ_COST_FACTOR,
+    READ_WHILE_SENDING_S,
+    BrokerViews,
+    TopicView,
+)
 from throttled_admin._engine.work import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, Call, RequestKind, Topic
 from throttled_admin._kafka.token_bucket import TokenBucket
 
@@ -59,6 +68,7 @@ POLICY = "Topic name is not allowed by the cluster's CreateTopicPolicy"
 REDPANDA = "Too many partition mutations requested"
 BROKERS = (1, 2, 3)
 TOPICS_PER_REQUEST = machine.MAX_TOPICS_PER_REQUEST
+LAG_DEPTH = 2  # a lagging broker is at most this many cluster changes behind
 
 
 def _error(code: int, text: str = "") -> KafkaException:
@@ -109,6 +119,9 @@ class Track:
     answered_89_at: float | None = None
     unanswered: int = 0  # attempts handed over whose outcome the client never learned (may have been applied)
     cap_refused_with_others: bool = False  # its last answer: a request of several topics refused whole for the cap
+    ids_asked: bool = False  # a wait_for_metadata create: a views read out asked about its name while it held it
+    ids_read: bool = False  # ... and came back: every broker's ids of the name before its send are known
+    ids_before: set[uuid.UUID | None] = field(default_factory=set)  # the ids that read showed
 
 
 @dataclass(eq=False)
@@ -150,13 +163,18 @@ class EngineModel(RuleBasedStateMachine):
         self.wake_at = math.inf
         self.cap: int | None = None  # the cluster's batch cap (records per request)
         self.smallest_refused = math.inf  # records of the smallest request of several topics refused for the cap
-        self.previous_cluster: dict[str, int] = {}  # the cluster before its last change (what a lagging broker sees)
+        self.ids: dict[str, uuid.UUID] = {}  # each topic's id: a new one for every create (its incarnation)
+        # The cluster (partitions, ids) before each of its last LAG_DEPTH changes, oldest first: what a broker that
+        # many changes behind shows (a KRaft broker replays the metadata log in order)
+        self.history: list[tuple[dict[str, int], dict[str, uuid.UUID]]] = []
+        self.last_views_current = False  # a broker of the last views read was up to date
+        self.new_ids = (uuid.UUID(int=n) for n in itertools.count(1))
         self.views_wanted: list[str] | None = None
         self.views_read_at: dict[int, float] = {}  # call id -> when the engine last asked about its topics
         self.views_asked_at = 0.0
         self.last_read_s = 0.0
         self.disruptions = 0  # authentication failures, refused connections, throttles of other methods
-        self.last_views: dict[int, dict[str, tuple[int, bool]] | None] = {}
+        self.last_views: BrokerViews = {}
         self.last_views_asked: set[str] = set()  # a view says nothing of a name it was not asked about
         self.per_request = TOPICS_PER_REQUEST
         self.connection_busy = False  # an abandoned request may still hold the connection (rule b)
@@ -193,7 +211,7 @@ class EngineModel(RuleBasedStateMachine):
         self.mode = mode
         self.cap = cap
         self.cluster = dict(existing)
-        self.previous_cluster = dict(existing)
+        self.ids = {name: next(self.new_ids) for name in existing}
         if mode != "none":
             self.bucket = TokenBucket(RATE, window_num=2, window_size_s=1.0)
         pacer = Pacer(MutationQuota(rate=RATE, burst=2 * RATE)) if paced and mode != "none" else None
@@ -206,7 +224,7 @@ class EngineModel(RuleBasedStateMachine):
         if bulk is not None:  # a bulk call waiting for every broker's Metadata, of the names it can change
             if bulk != "create" and len(self.cluster) < 3:  # more than one request, at most two topics each
                 self.cluster.update({name: self.cluster.get(name, 1) for name in NAMES[:3]})
-                self.previous_cluster = dict(self.cluster)
+                self.ids.update({name: self.ids.get(name) or next(self.new_ids) for name in NAMES[:3]})
             names = [name for name in NAMES if (name in self.cluster) != (bulk == "create")] or list(NAMES)
             self.submit(bulk, names, 30.0, True, False, 4, None, None, True)
 
@@ -247,7 +265,14 @@ class EngineModel(RuleBasedStateMachine):
         if out.read_views is not None:
             assert self.views_wanted is None, "a second read of the brokers' views while one is in progress"
             awaiting = {t.topic.name: t.topic.call for t in self.tracks if _awaiting(t)}
-            assert set(out.read_views) <= set(awaiting), f"views asked for {out.read_views}, awaiting {awaiting}"
+            # and the creates of wait_for_metadata calls not yet sent that hold their name (incarnations: the ids
+            # before the send)
+            unread = {t.topic.name: t for t in self.tracks if self.holds(t) and _reads_ids_first(t) and not t.ids_read}
+            wanted = set(awaiting) | set(unread)
+            assert set(out.read_views) <= wanted, f"views asked for {out.read_views}, awaiting or unread {wanted}"
+            assert set(unread) <= set(out.read_views), f"a create's ids not read at once: {unread}"
+            for track in unread.values():
+                track.ids_asked = True
             for call in {id(call): call for name, call in awaiting.items() if name in out.read_views}.values():
                 # a call still sending is read about at most every READ_WHILE_SENDING_S (near its deadline, freely),
                 # and every topic of a call read about is asked about
@@ -277,12 +302,9 @@ class EngineModel(RuleBasedStateMachine):
         assert len(names) == len(set(names)), f"a name twice in one request: {names}"
         assert len(names) <= self.per_request, f"{len(names)} topics in one request, more than {self.per_request}"
         for track in tracks:
-            earlier = [
-                t
-                for t in self.tracks
-                if t.topic.name == track.topic.name and t.order < track.order and t.settled is None and not t.withdrawn
-            ]
-            assert not earlier, f"{track.topic.name} sent while an earlier call still holds it"
+            assert self.holds(track), f"{track.topic.name} sent while an earlier call still holds it"
+            if _reads_ids_first(track):  # incarnations: every broker's ids of the name were read while it held it
+                assert track.ids_read, f"{track.topic.name} created before its name's ids were read"
         # rule c: the time budgets of the calls sharing a request are within COALESCE_RATIO
         budgets = [t.topic.call.budget_s(self.now) for t in tracks]
         assert max(budgets) <= COALESCE_RATIO * min(budgets) + EPSILON, f"budgets {budgets} share a request"
@@ -350,7 +372,19 @@ class EngineModel(RuleBasedStateMachine):
             floor = min(recent, default=0.0)
             assert call.remaining_s(self.now) <= floor + max(0.05, floor) + EPSILON, "not split, time was left"
 
+    def holds(self, track: Track) -> bool:
+        """Pending, and no earlier pending call names its topic (rule a)."""
+        if not _pending(track):
+            return False
+        name = track.topic.name
+        return not any(t.topic.name == name and t.order < track.order and _pending(t) for t in self.tracks)
+
     def shown_everywhere(self, track: Track) -> bool:
+        """Every broker's last view shows the change: for a create or a grow, one incarnation (one id), for a create
+        one that no broker showed before it was sent, and, when one of those brokers was up to date, the cluster's
+        own. (With every broker behind both an earlier create and its delete, that none showed before the send, an
+        earlier incarnation can pass: docs/semantics.md says so.)"""
+        shown: set[uuid.UUID | None] = set()
         name, operation = track.topic.name, track.topic.call.kind.operation
         if name not in self.last_views_asked:
             return False
@@ -361,9 +395,16 @@ class EngineModel(RuleBasedStateMachine):
             if operation is DELETE_TOPICS:
                 if name in view:
                     return False
-            elif name not in view or view[name][0] < self.cluster.get(name, 0) or not view[name][1]:
+                continue
+            listed = view.get(name)
+            if listed is None or listed.partitions < self.cluster.get(name, 0) or not listed.led:
                 return False
-        return True
+            shown.add(listed.topic_id)
+        if operation is DELETE_TOPICS:
+            return True
+        if len(shown) != 1 or (operation is CREATE_TOPICS and shown & track.ids_before):
+            return False
+        return not self.last_views_current or shown == {self.ids.get(name)}
 
     # -- rules: calls --------------------------------------------------------------------------------
 
@@ -609,7 +650,7 @@ class EngineModel(RuleBasedStateMachine):
         request was applied, about other names)."""
         self.answer("ok", applied=False, delay=0.0, quota_first=False)
         if views_after and not self.closed and self.views_wanted is not None:
-            self.views([False] * len(BROKERS), unreadable=False, delay=0.0, late=False)
+            self.views([0] * len(BROKERS), unreadable=False, delay=0.0, late=False)
 
     @precondition(lambda self: not self.closed and self.flight is not None and self.flight.fate is None)
     @rule(how=st.sampled_from(["lost", "never completed", "refused"]), applied=st.booleans())
@@ -693,11 +734,13 @@ class EngineModel(RuleBasedStateMachine):
             track.answered_ok |= answered
             if request.kind.validate_only:
                 continue
-            self.previous_cluster = dict(self.cluster)
+            self.history = [*self.history, (dict(self.cluster), dict(self.ids))][-LAG_DEPTH:]
             if operation is CREATE_TOPICS:
                 self.cluster[name] = topic.item.num_partitions
+                self.ids[name] = next(self.new_ids)
             elif operation is DELETE_TOPICS:
                 del self.cluster[name]
+                del self.ids[name]
             else:
                 self.cluster[name] = topic.item.new_total_count
         throttle_s = self.bucket.throttle_time_ms(self.now) / 1000 if self.bucket is not None else 0.0
@@ -776,15 +819,16 @@ class EngineModel(RuleBasedStateMachine):
 
     @precondition(lambda self: not self.closed and self.views_wanted is not None)
     @rule(
-        lags=st.lists(st.booleans(), min_size=3, max_size=3),
+        lags=st.lists(st.integers(0, LAG_DEPTH), min_size=3, max_size=3),
         unreadable=st.booleans(),
         delay=st.sampled_from([0.0, 0.3]),
         late=st.booleans(),
     )
-    def views(self, lags: list[bool], unreadable: bool, delay: float, late: bool) -> None:
-        """Every broker's Metadata (wait_for_metadata): a lagging broker still sees the cluster before its last
-        change; one may not answer at all. ``late``: the request in flight is answered first (the next request of
-        a bulk call applied while the read for the names before it is out)."""
+    def views(self, lags: list[int], unreadable: bool, delay: float, late: bool) -> None:
+        """Every broker's Metadata (wait_for_metadata): a broker ``lag`` changes behind still sees the cluster
+        before them (an earlier incarnation of a name, too); one may not answer at all. ``late``: the request in
+        flight is answered first (the next request of a bulk call applied while the read for the names before it is
+        out)."""
         if late and self.flight is not None and self.flight.fate is None:
             self.answer("ok", applied=False, delay=0.0, quota_first=False)
             if self.closed or self.views_wanted is None:
@@ -796,14 +840,24 @@ class EngineModel(RuleBasedStateMachine):
             if self.closed or self.views_wanted is None:
                 return
         self.views_wanted = None
-        views: dict[int, dict[str, tuple[int, bool]] | None] = {}
+        views: BrokerViews = {}
         for node, lag in zip(BROKERS, lags, strict=True):
             if unreadable and node == BROKERS[-1]:
                 views[node] = None
                 continue
-            seen = self.previous_cluster if lag else self.cluster
-            views[node] = {name: (seen[name], True) for name in names if name in seen}
+            seen, ids = self.cluster, self.ids
+            if lag and self.history:
+                seen, ids = self.history[-min(lag, len(self.history))]
+            views[node] = {name: TopicView(seen[name], True, ids[name]) for name in names if name in seen}
         self.last_views, self.last_views_asked = views, set(names)
+        self.last_views_current = any(
+            lag == 0 and views[node] is not None for node, lag in zip(BROKERS, lags, strict=True)
+        )
+        for track in self.tracks:
+            if track.ids_asked and not track.ids_read:
+                track.ids_read = True
+                name = track.topic.name
+                track.ids_before = {view[name].topic_id for view in views.values() if view and name in view}
         self.last_read_s = self.now - self.views_asked_at  # what the read cost: later reads are spaced by it
         self.engine.on_views(views, self.now)
         self.step()
@@ -897,6 +951,12 @@ def _pending(track: Track) -> bool:
     return track.settled is None and not track.withdrawn
 
 
+def _reads_ids_first(track: Track) -> bool:
+    """A create of a wait_for_metadata call: every broker's ids of its name are read before it is first sent."""
+    call = track.topic.call
+    return call.wait_for_metadata and not call.kind.validate_only and call.kind.operation is CREATE_TOPICS
+
+
 def _awaiting(track: Track) -> bool:
     """Applied, and waiting for every broker to show it (wait_for_metadata)."""
     return track.settled is None and track.topic.call.awaiting.get(track.topic.name) is track.topic
@@ -939,3 +999,29 @@ def test_closed_errors_in_flight_are_outcome_unknown_and_queued_are_not_sent() -
     assert isinstance(settled[call.id], OutcomeUnknownError)
     assert isinstance(settled[later.id], ClientClosedError)
     assert isinstance(settled[later.id], NotSentError)
+
+
+def test_the_model_sees_an_earlier_incarnation_on_lagging_brokers() -> None:
+    """Issue 27, finding 7, as a pinned run of the model (hypothesis reaches it rarely in 25 steps): ``a`` (3
+    partitions) deleted and created again (1 partition) with wait_for_metadata; two brokers two changes behind
+    still show the old ``a``. The model's check at settlement (``shown_everywhere``) fails a client that takes
+    them for the new topic."""
+    state = EngineModel()
+    try:
+        state.start(
+            mode="none", paced=False, seed=0, existing={"a": 3}, cap=None, reached=True, per_request=None, bulk=None
+        )
+        state.submit("delete", ["a"], 30.0, True, False, 1, None, None, False)
+        state.answer_ok(views_after=False)
+        state.submit("create", ["a"], 30.0, True, False, 1, None, None, True)
+        state.views([0, 0, 0], unreadable=False, delay=0.0, late=False)  # the ids before the send: none
+        state.answer_ok(views_after=False)
+        state.views([0, 2, 2], unreadable=False, delay=0.0, late=False)
+        [create] = [t for t in state.tracks if t.topic.call.kind.operation is CREATE_TOPICS]
+        assert create.settled is None  # two brokers show the old incarnation
+        state.advance(1.0)
+        state.views([0, 0, 0], unreadable=False, delay=0.0, late=False)
+        assert create.settled is not None
+        assert create.settled[1] is None
+    finally:
+        state.teardown()

@@ -7,6 +7,8 @@ unknown, no later answer may be reported as a plain failure. Issue 19: Redpanda'
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewPartitions, NewTopic
@@ -34,8 +36,14 @@ from throttled_admin._engine import (
     Topic,
 )
 from throttled_admin._engine.machine import MAX_TOPICS_PER_REQUEST
-from throttled_admin._engine.visibility import READ_BEFORE_DEADLINE_S, READ_COST_FACTOR, READ_WHILE_SENDING_S
+from throttled_admin._engine.visibility import (
+    READ_BEFORE_DEADLINE_S,
+    READ_COST_FACTOR,
+    READ_WHILE_SENDING_S,
+    TopicView,
+)
 
+BROKERS = (1, 2, 3)
 BAD_MSG = KafkaException(KafkaError(KafkaError._BAD_MSG, "Local: Bad message format"))
 
 
@@ -186,6 +194,11 @@ def engine_with(
         topics.append(Topic(name, item, call, None, cost if cost is not None else 0, operation.records(item)))
     engine.submit(call, topics)
     out = engine.step(0.0)
+    if wait and operation is CREATE_TOPICS:  # incarnations: every broker's ids of the names, before the send
+        assert out.send is None
+        assert out.read_views == names
+        engine.on_views({node: {} for node in BROKERS}, 0.0)
+        out = engine.step(0.0)
     return engine, topics, out
 
 
@@ -385,8 +398,8 @@ def test_a_cap_refusal_of_only_part_of_a_request_is_final() -> None:
     assert {t.name: exc for t, exc in out.settle} == {"a": BATCH_CAP, "b": None}
 
 
-def view(partitions: int = 1, led: bool = True) -> tuple[int, bool]:
-    return (partitions, led)
+def view(partitions: int = 1, led: bool = True, topic_id: uuid.UUID | None = None) -> TopicView:
+    return TopicView(partitions, led, topic_id)
 
 
 @pytest.mark.parametrize("operation", [CREATE_TOPICS, CREATE_PARTITIONS, DELETE_TOPICS])

@@ -83,7 +83,7 @@ CASES = [
         NotYetVisibleError,
         KafkaError._TIMED_OUT,
         "CreateTopics applied, but not yet visible in every broker's metadata by the deadline (timeout_ms=30000): "
-        "brokers 2, 3 do not list it with a leader for every partition yet",
+        "brokers 2, 3 do not list it (the new topic's id) with a leader for every partition yet",
     ),
     (
         not_visible_error("DeleteTopics", 30000, (1,), closed=True),

@@ -4,12 +4,18 @@ confluent-kafka checks its input when the call is made, before it needs a broker
 unreachable address (127.0.0.1:1) shows what it accepts and refuses. Each row records that decision (checked
 live, so a confluent-kafka upgrade that changes it fails here) and how ours relates to it:
 
-- ``same``: we accept or refuse exactly as confluent-kafka does (refusals with the topic named);
-- ``stricter``: confluent-kafka accepts the call but no Kafka broker accepts the topic, so we refuse before
-  anything is sent;
+- ``same``: we accept or refuse exactly as confluent-kafka does; a refusal raises an exception of the type
+  confluent-kafka raises (``ValueError``, ``TypeError``, ``AttributeError``), with the topic named;
+- ``refused=CODE``: confluent-kafka accepts the call, but every Kafka broker refuses the topic: we accept the
+  call too, send nothing of that topic, and fail only its future, with the code the broker gives
+  (tests/test_parity_one_bad_topic.py holds the codes against the bare client and a broker);
 - ``laxer``: confluent-kafka refuses it, and we take it on purpose: an explicit ``replica_assignment=None`` (a
   quirk of its C binding: it reads back exactly as no assignment), and per-request timeouts over librdkafka's
-  3600 s (they cap the call; each request is capped at the limit).
+  3600 s (they cap the call; each request is capped at the limit);
+- ``stricter`` (per-call options only): a ``request_timeout`` of 0, refused at call time (no request can be
+  answered in 0 ms; confluent-kafka fails every topic of the call with _TIMED_OUT instead).
+
+docs/api.md ("Differences from confluent-kafka") lists each departure and why.
 """
 
 from __future__ import annotations
@@ -20,9 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 
-from throttled_admin import ThrottledAdminClient
+from throttled_admin import NotSentError, ThrottledAdminClient
 from throttled_admin._validation import check_delete_topics, check_new_partitions, check_new_topics
 from throttled_admin.admin import NewPartitions, NewTopic
 
@@ -39,6 +46,8 @@ class Row:
     ours: str = "same"  # same | stricter | laxer
     kwargs: dict[str, Any] = field(default_factory=dict)
     names_topic: bool = True  # our refusal names the topic
+    refused: int | None = None  # accepted, but this topic's future fails with this code, nothing of it sent
+    key: Any = N  # the key of the refused topic's future
 
     @property
     def expected(self) -> str:
@@ -67,7 +76,18 @@ def P(*args: Any, **kwargs: Any) -> Callable[[], list[NewPartitions]]:
     return lambda: [NewPartitions(N, *args, **kwargs)]
 
 
+def _with_config(topic: NewTopic, config: Any) -> NewTopic:
+    topic.config = config  # NewTopic refuses it as an argument, but not as an attribute set later
+    return topic
+
+
 CT, CP, DT = "create_topics", "create_partitions", "delete_topics"
+# What a Kafka broker answers for the topic (see tests/test_parity_one_bad_topic.py).
+CONFIG = KafkaError.INVALID_CONFIG
+ASSIGNMENT = KafkaError.INVALID_REPLICA_ASSIGNMENT
+DUPLICATE = KafkaError.INVALID_REQUEST
+ILLEGAL = KafkaError.TOPIC_EXCEPTION  # INVALID_TOPIC_EXCEPTION
+UNKNOWN = KafkaError.UNKNOWN_TOPIC_OR_PART  # no topic can have an illegal name
 
 INPUT_ROWS = [
     # -- create_topics: counts -------------------------------------------------------------------------------
@@ -78,22 +98,22 @@ INPUT_ROWS = [
     Row("partitions-max", CT, T(100000, 1), "accept"),
     Row("partitions-over-max", CT, T(100001, 1), "reject"),
     Row("partitions-minus-2", CT, T(-2, 1), "reject"),
-    Row("partitions-0", CT, T(0, 1), "accept", "stricter"),
+    Row("partitions-0", CT, T(0, 1), "accept", refused=KafkaError.INVALID_PARTITIONS),
     Row("replication-max", CT, T(1, 10000), "accept"),
     Row("replication-over-max", CT, T(1, 10001), "reject"),
     Row("replication-minus-2", CT, T(1, -2), "reject"),
-    Row("replication-0", CT, T(1, 0), "accept", "stricter"),
+    Row("replication-0", CT, T(1, 0), "accept", refused=KafkaError.INVALID_REPLICATION_FACTOR),
     # -- create_topics: configs ------------------------------------------------------------------------------
     Row("config-int-value", CT, T(1, 1, config={"retention.ms": 1000}), "accept"),
     Row("config-float-value", CT, T(1, 1, config={"min.cleanable.dirty.ratio": 0.5}), "accept"),
     Row("config-bool-value", CT, T(1, 1, config={"preallocate": True}), "accept"),
     Row("config-empty", CT, T(1, 1, config={}), "accept"),
-    Row("config-none-value", CT, T(1, 1, config={"retention.ms": None}), "accept", "stricter"),
-    Row("config-bytes-value", CT, T(1, 1, config={"retention.ms": b"1000"}), "accept", "stricter"),
-    Row("config-list-value", CT, T(1, 1, config={"retention.ms": [1000]}), "accept", "stricter"),
-    Row("config-nan-value", CT, T(1, 1, config={"min.cleanable.dirty.ratio": math.nan}), "accept", "stricter"),
-    Row("config-int-name", CT, T(1, 1, config={1: "x"}), "accept", "stricter"),
-    Row("config-empty-name", CT, T(1, 1, config={"": "x"}), "accept", "stricter"),
+    Row("config-none-value", CT, T(1, 1, config={"retention.ms": None}), "accept", refused=CONFIG),
+    Row("config-bytes-value", CT, T(1, 1, config={"retention.ms": b"1000"}), "accept", refused=CONFIG),
+    Row("config-list-value", CT, T(1, 1, config={"retention.ms": [1000]}), "accept", refused=CONFIG),
+    Row("config-nan-value", CT, T(1, 1, config={"min.cleanable.dirty.ratio": math.nan}), "accept", refused=CONFIG),
+    Row("config-int-name", CT, T(1, 1, config={1: "x"}), "accept", refused=CONFIG),
+    Row("config-empty-name", CT, T(1, 1, config={"": "x"}), "accept", refused=CONFIG),
     # -- create_topics: replica assignments ------------------------------------------------------------------
     Row("assignment", CT, T(2, replica_assignment=[[0], [1]]), "accept"),
     Row("assignment-bool-broker", CT, T(1, replica_assignment=[[True]]), "accept"),
@@ -111,23 +131,28 @@ INPUT_ROWS = [
     Row("assignment-str", CT, T(2, replica_assignment="ab"), "reject"),
     Row("assignment-dict", CT, T(replica_assignment={}), "reject"),
     Row("assignment-int", CT, T(1, replica_assignment=5), "reject"),
-    Row("assignment-broker-twice", CT, T(1, replica_assignment=[[0, 0]]), "accept", "stricter"),
-    Row("assignment-negative-broker", CT, T(1, replica_assignment=[[-1]]), "accept", "stricter"),
-    Row("assignment-broker-over-int32", CT, T(1, replica_assignment=[[2**31]]), "accept", "stricter"),
-    Row("assignment-uneven", CT, T(2, replica_assignment=[[0], [0, 1]]), "accept", "stricter"),
+    Row("assignment-broker-twice", CT, T(1, replica_assignment=[[0, 0]]), "accept", refused=ASSIGNMENT),
+    Row("assignment-negative-broker", CT, T(1, replica_assignment=[[-1]]), "accept", refused=ASSIGNMENT),
+    Row("assignment-broker-over-int32", CT, T(1, replica_assignment=[[2**31]]), "accept", refused=ASSIGNMENT),
+    Row("assignment-uneven", CT, T(2, replica_assignment=[[0], [0, 1]]), "accept", refused=ASSIGNMENT),
     Row("assignment-explicit-none", CT, T(1, 1, replica_assignment=None), "reject", "laxer"),
     # -- create_topics: names and containers -----------------------------------------------------------------
-    Row("name-empty", CT, lambda: [NewTopic("", 1, 1)], "accept", "stricter", names_topic=False),
-    Row("name-space", CT, lambda: [NewTopic("a b", 1, 1)], "accept", "stricter", names_topic=False),
-    Row("name-dot", CT, lambda: [NewTopic(".", 1, 1)], "accept", "stricter", names_topic=False),
-    Row("name-too-long", CT, lambda: [NewTopic("a" * 250, 1, 1)], "accept", "stricter", names_topic=False),
-    Row("duplicate", CT, lambda: [NewTopic(N, 1, 1), NewTopic(N, 1, 1)], "accept", "stricter"),
-    Row("colliding", CT, lambda: [NewTopic("a.b", 1), NewTopic("a_b", 1)], "accept", "stricter", names_topic=False),
+    Row("name-empty", CT, lambda: [NewTopic("", 1, 1)], "accept", refused=ILLEGAL, key=""),
+    Row("name-space", CT, lambda: [NewTopic("a b", 1, 1)], "accept", refused=ILLEGAL, key="a b"),
+    Row("name-dot", CT, lambda: [NewTopic(".", 1, 1)], "accept", refused=ILLEGAL, key="."),
+    Row("name-too-long", CT, lambda: [NewTopic("a" * 250, 1, 1)], "accept", refused=ILLEGAL, key="a" * 250),
+    Row("duplicate", CT, lambda: [NewTopic(N, 1, 1), NewTopic(N, 1, 1)], "accept", refused=DUPLICATE),
+    Row("colliding", CT, lambda: [NewTopic("a.b", 1), NewTopic("a_b", 1)], "accept", refused=ILLEGAL, key="a_b"),
     Row("tuple", CT, lambda: (NewTopic(N, 1, 1),), "reject", names_topic=False),
     Row("generator", CT, lambda: (t for t in [NewTopic(N, 1, 1)]), "reject", names_topic=False),
     Row("empty-list", CT, list, "reject", names_topic=False),
     Row("single-newtopic", CT, lambda: NewTopic(N, 1, 1), "reject", names_topic=False),
     Row("list-of-str", CT, lambda: [N], "reject"),
+    Row("bare-str", CT, lambda: N, "reject"),
+    Row("none-among", CT, lambda: [None, NewTopic(N, 1, 1)], "reject", names_topic=False),
+    Row("none", CT, lambda: None, "reject", names_topic=False),
+    Row("newpartitions-in-create", CT, lambda: [NewPartitions(N, 2)], "reject", names_topic=False),
+    Row("config-not-a-dict", CT, lambda: [_with_config(NewTopic(N, 1, 1), ["x"])], "accept", refused=CONFIG),
     Row("list-subclass", CT, lambda: _ListSub([NewTopic(N, 1, 1)]), "accept"),
     Row("newtopic-subclass", CT, lambda: [_NewTopicSub(N, 1, 1)], "accept"),
     # -- create_partitions -----------------------------------------------------------------------------------
@@ -143,14 +168,18 @@ INPUT_ROWS = [
     Row("grow-assignment-inner-tuple", CP, P(3, [(0,), (1,)]), "reject"),
     Row("grow-assignment-str-broker", CP, P(3, [["0"]]), "reject"),
     Row("grow-assignment-too-many", CP, P(3, [[0], [1], [2], [3]]), "reject"),
-    Row("grow-assignment-as-many-as-total", CP, P(3, [[0], [1], [2]]), "accept", "stricter"),
-    Row("grow-assignment-broker-twice", CP, P(3, [[0, 0]]), "accept", "stricter"),
-    Row("grow-assignment-negative-broker", CP, P(3, [[-1]]), "accept", "stricter"),
+    Row("grow-assignment-as-many-as-total", CP, P(3, [[0], [1], [2]]), "accept", refused=ASSIGNMENT),
+    Row("grow-assignment-broker-twice", CP, P(3, [[0, 0]]), "accept", refused=ASSIGNMENT),
+    Row("grow-assignment-negative-broker", CP, P(3, [[-1]]), "accept", refused=ASSIGNMENT),
     Row("grow-assignment-explicit-none", CP, P(3, None), "reject", "laxer"),
-    Row("grow-duplicate", CP, lambda: [NewPartitions(N, 2), NewPartitions(N, 3)], "accept", "stricter"),
-    Row("grow-name-empty", CP, lambda: [NewPartitions("", 2)], "accept", "stricter", names_topic=False),
+    Row("grow-duplicate", CP, lambda: [NewPartitions(N, 2), NewPartitions(N, 3)], "accept", refused=DUPLICATE),
+    Row("grow-name-empty", CP, lambda: [NewPartitions("", 2)], "accept", refused=UNKNOWN, key=""),
+    Row("grow-name-space", CP, lambda: [NewPartitions("a b", 2)], "accept", refused=UNKNOWN, key="a b"),
     Row("grow-tuple", CP, lambda: (NewPartitions(N, 2),), "reject", names_topic=False),
     Row("grow-empty-list", CP, list, "reject", names_topic=False),
+    Row("grow-none-among", CP, lambda: [None, NewPartitions(N, 2)], "reject", names_topic=False),
+    Row("grow-none", CP, lambda: None, "reject", names_topic=False),
+    Row("grow-newtopic", CP, lambda: [NewTopic(N, 1, 1)], "reject", names_topic=False),
     # -- delete_topics ---------------------------------------------------------------------------------------
     Row("delete", DT, lambda: [N], "accept"),
     Row("delete-str-subclass", DT, lambda: [_StrSub(N)], "accept"),
@@ -158,11 +187,14 @@ INPUT_ROWS = [
     Row("delete-bare-str", DT, lambda: N, "reject"),
     Row("delete-empty-list", DT, list, "reject", names_topic=False),
     Row("delete-none", DT, lambda: [None], "reject", names_topic=False),
-    Row("delete-int", DT, lambda: [1], "accept", "stricter", names_topic=False),
-    Row("delete-bytes", DT, lambda: [N.encode()], "accept", "stricter"),
-    Row("delete-name-empty", DT, lambda: [""], "accept", "stricter", names_topic=False),
-    Row("delete-name-space", DT, lambda: ["a b"], "accept", "stricter", names_topic=False),
-    Row("delete-duplicate", DT, lambda: [N, N], "accept", "stricter"),
+    Row("delete-int", DT, lambda: [1], "accept", refused=KafkaError._INVALID_ARG, key=1),
+    Row("delete-bytes", DT, lambda: [N.encode()], "accept", refused=KafkaError._INVALID_ARG, key=N.encode()),
+    Row("delete-name-empty", DT, lambda: [""], "accept", refused=UNKNOWN, key=""),
+    Row("delete-name-space", DT, lambda: ["a b"], "accept", refused=UNKNOWN, key="a b"),
+    Row("delete-none-among", DT, lambda: [None, N], "reject", names_topic=False),
+    Row("delete-unhashable", DT, lambda: [[N]], "reject", names_topic=False),
+    Row("delete-generator", DT, lambda: (n for n in [N]), "reject", names_topic=False),
+    Row("delete-duplicate", DT, lambda: [N, N], "accept", refused=DUPLICATE),
 ]
 
 
@@ -192,6 +224,8 @@ OPTION_ROWS = [
     _option("request-timeout-inf", CT, "reject", request_timeout=math.inf),
     _option("request-timeout-minus-1", CT, "reject", request_timeout=-1),
     _option("request-timeout-str", CT, "reject", request_timeout="1"),
+    _option("request-timeout-true", CT, "accept", request_timeout=True),
+    _option("operation-timeout-false", CT, "accept", operation_timeout=False),
     _option("operation-timeout-0", CT, "accept", operation_timeout=0),
     _option("operation-timeout-3600", CT, "accept", operation_timeout=3600),
     _option("operation-timeout-3601", CT, "reject", "laxer", operation_timeout=3601),
@@ -223,9 +257,19 @@ def ours() -> Iterator[ThrottledAdminClient]:
         yield admin
 
 
-def _confluent_decision(bare: AdminClient, row: Row) -> str:
-    decision, _ = _decision(lambda: getattr(bare, row.call)(row.make(), **row.kwargs))
-    return decision
+def _confluent_decision(bare: AdminClient, row: Row) -> tuple[str, BaseException | None]:
+    return _decision(lambda: getattr(bare, row.call)(row.make(), **row.kwargs))
+
+
+def _same_refusal(row: Row, theirs: BaseException | None, error: BaseException | None) -> None:
+    """Ours is raised at call time exactly where confluent-kafka raises, with its exception type."""
+    if error is None:
+        return
+    assert isinstance(error, (TypeError, ValueError, AttributeError)), repr(error)
+    if theirs is not None:
+        assert isinstance(error, type(theirs)), f"confluent-kafka raises {theirs!r}, we raise {error!r}"
+    if row.names_topic:
+        assert repr(N) in str(error), f"the message does not name the topic: {error}"
 
 
 CHECKS: dict[str, Callable[[Any], list[Any]]] = {
@@ -237,25 +281,35 @@ CHECKS: dict[str, Callable[[Any], list[Any]]] = {
 
 @pytest.mark.parametrize("row", INPUT_ROWS, ids=[r.id for r in INPUT_ROWS])
 def test_checks_decide_as_the_table_says(bare: AdminClient, row: Row) -> None:
-    assert _confluent_decision(bare, row) == row.confluent, "confluent-kafka's own decision changed"
+    confluent, theirs = _confluent_decision(bare, row)
+    assert confluent == row.confluent, "confluent-kafka's own decision changed"
     decision, error = _decision(lambda: CHECKS[row.call](row.make()))
     assert decision == row.expected, f"ours: {error!r}"
-    if error is not None:
-        assert isinstance(error, (TypeError, ValueError)), repr(error)
-        if row.names_topic:
-            assert repr(N) in str(error), f"the message does not name the topic: {error}"
+    _same_refusal(row, theirs, error)
+    if decision == "accept":
+        refusals = {key: item.code() for key, item in CHECKS[row.call](row.make()) if isinstance(item, KafkaError)}
+        assert refusals == ({} if row.refused is None else {row.key: row.refused})
 
 
 @pytest.mark.parametrize("row", [r for r in INPUT_ROWS if r.expected == "accept"], ids=lambda r: r.id)
 def test_bare_confluent_kafka_accepts_our_snapshots(bare: AdminClient, row: Row) -> None:
     # What we pass on must never meet a call-time error of confluent-kafka's (the whole call would fail).
-    getattr(bare, row.call)(CHECKS[row.call](row.make()), **row.kwargs)
+    sent = [item for _, item in CHECKS[row.call](row.make()) if not isinstance(item, KafkaError)]
+    if sent:
+        getattr(bare, row.call)(sent, **row.kwargs)
 
 
 @pytest.mark.parametrize("row", [pytest.param(r, id=r.id) for r in INPUT_ROWS] + OPTION_ROWS)
 def test_client_decides_as_the_table_says(bare: AdminClient, ours: ThrottledAdminClient, row: Row) -> None:
-    assert _confluent_decision(bare, row) == row.confluent, "confluent-kafka's own decision changed"
+    confluent, theirs = _confluent_decision(bare, row)
+    assert confluent == row.confluent, "confluent-kafka's own decision changed"
     decision, error = _decision(lambda: getattr(ours, row.call)(row.make(), **row.kwargs))
     assert decision == row.expected, f"ours: {error!r}"
-    if error is not None:
-        assert isinstance(error, (TypeError, ValueError)), repr(error)
+    _same_refusal(row, theirs, error)
+    if row.refused is not None:
+        futures = getattr(ours, row.call)(row.make(), **row.kwargs)
+        exc = futures[row.key].exception(0)  # failed at once: nothing was sent
+        assert isinstance(exc, NotSentError), repr(exc)  # a KafkaException
+        assert exc.args[0].code() == row.refused, exc
+        # Names the topic (Kafka's own words for an illegal name: "the empty string" for '')
+        assert repr(row.key) in exc.args[0].str() or (row.key == "" and "the empty string" in exc.args[0].str())

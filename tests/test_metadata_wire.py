@@ -1,74 +1,125 @@
-"""``_driver/metadata_wire.py`` against kafka-python's codec (an independent encoder): the request it writes, and
-what it reads of a Metadata v1 answer (topics listed, partitions, leaders, errors)."""
+"""``_driver/metadata_wire.py`` (Metadata v10 to v13) against kafka-python's codec, an independent encoder built from
+Kafka's JSON schemas: the request it writes for each version, and what it reads of each version's answer (the
+topics asked about, partitions, leaders, errors and topic ids)."""
 
 from __future__ import annotations
 
 import struct
+import uuid
 
 import pytest
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
-from throttled_admin._driver.metadata_wire import _parse, _request
+from throttled_admin._driver import metadata_wire
+from throttled_admin._driver.wire_codec import Reader, request_frame, response_body
+from throttled_admin._engine.visibility import TopicView
 
 R = MetadataResponse
 P = R.MetadataResponseTopic.MetadataResponsePartition
+READY, OLD = uuid.uuid4(), uuid.uuid4()
+VERSIONS = range(metadata_wire.MIN_VERSION, metadata_wire.MAX_VERSION + 1)
 
 
 def partition(index: int, leader: int, error: int = 0) -> object:
     return P(
-        error_code=error, partition_index=index, leader_id=leader, leader_epoch=0, replica_nodes=[1, 2], isr_nodes=[1]
+        error_code=error,
+        partition_index=index,
+        leader_id=leader,
+        leader_epoch=3,
+        replica_nodes=[1, 2],
+        isr_nodes=[1],
+        offline_replicas=[2],
     )
 
 
-def answer(correlation_id: int = 7) -> bytes:
+def topic(
+    name: str | None, topic_id: uuid.UUID | None, error: int = 0, partitions: list[object] | None = None
+) -> object:
+    return R.MetadataResponseTopic(
+        error_code=error,
+        name=name,
+        topic_id=topic_id or uuid.UUID(int=0),
+        is_internal=False,
+        partitions=partitions or [],
+        authorized_operations=None,
+    )
+
+
+def answer(version: int, correlation_id: int = 7) -> bytes:
+    """A broker's answer, encoded by kafka-python (response header v1: correlation id and tagged fields)."""
     response = R(
-        version=1,
-        brokers=[R.MetadataResponseBroker(node_id=n, host="127.0.0.1", port=9000 + n, rack=None) for n in (0, 1)],
+        version=version,
+        throttle_time_ms=0,
+        brokers=[R.MetadataResponseBroker(node_id=n, host="127.0.0.1", port=9000 + n, rack="r") for n in (0, 1)],
+        cluster_id="c",
         controller_id=0,
         topics=[
-            R.MetadataResponseTopic(
-                error_code=0, name="ready", is_internal=False, partitions=[partition(0, 1), partition(1, 2)]
-            ),
-            R.MetadataResponseTopic(
-                error_code=0, name="leaderless", is_internal=False, partitions=[partition(0, 1), partition(1, -1)]
-            ),
-            R.MetadataResponseTopic(
-                error_code=0, name="sick", is_internal=False, partitions=[partition(0, 1, error=9)]
-            ),
-            R.MetadataResponseTopic(error_code=5, name="electing", is_internal=False, partitions=[]),
-            R.MetadataResponseTopic(error_code=3, name="gone", is_internal=False, partitions=[]),
-            R.MetadataResponseTopic(error_code=0, name="other", is_internal=False, partitions=[partition(0, 0)]),
+            topic("ready", READY, partitions=[partition(0, 1), partition(1, 2)]),
+            topic("leaderless", OLD, partitions=[partition(0, 1), partition(1, -1)]),
+            topic("sick", uuid.uuid4(), partitions=[partition(0, 1, error=9)]),
+            topic("electing", None, error=5),
+            topic("gone", None, error=3),
+            topic("other", uuid.uuid4(), partitions=[partition(0, 0)]),
         ],
+        authorized_operations=None,
+        error_code=0,
     )
-    return struct.pack(">i", correlation_id) + bytes(response.encode())
+    response.with_header(correlation_id=correlation_id)
+    return bytes(response.encode(header=True))
 
 
-def test_what_a_broker_lists_of_the_topics_asked_about() -> None:
-    names = ["ready", "leaderless", "sick", "electing", "gone", "absent"]
-    brokers, view = _parse(answer(), set(names))
-    assert brokers == {0: "127.0.0.1:9000", 1: "127.0.0.1:9001"}
-    assert view == {
-        "ready": (2, True),
-        "leaderless": (2, False),
-        "sick": (1, False),
-        "electing": (0, False),  # listed with an error: not usable yet
-    }  # UNKNOWN_TOPIC_OR_PARTITION and topics not in the answer are not listed
+@pytest.mark.parametrize("version", VERSIONS)
+def test_what_a_broker_shows_of_the_topics_asked_about(version: int) -> None:
+    names = {"ready", "leaderless", "sick", "electing", "gone", "absent"}
+    got = metadata_wire.decode(version, response_body(answer(version), 7, flexible=True), names)
+    assert got.brokers == {0: "127.0.0.1:9000", 1: "127.0.0.1:9001"}
+    assert got.topics == {
+        "ready": TopicView(2, True, READY),
+        "leaderless": TopicView(2, False, OLD),
+        "sick": (1, False, got.topics["sick"].topic_id),
+        "electing": TopicView(0, False, None),  # listed with an error: not usable yet, no id (zero UUID)
+    }  # UNKNOWN_TOPIC_OR_PARTITION, and topics not asked about, are not shown
+    assert got.error_code == 0
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_request_names_the_topics_and_creates_none(version: int) -> None:
+    body = metadata_wire.encode(version, ["a", "b"])
+    ours = request_frame(metadata_wire.API_KEY, version, 7, "me", body, flexible=True)
+    reference = MetadataRequest(
+        version=version,
+        topics=[MetadataRequest.MetadataRequestTopic(topic_id=None, name=name) for name in ("a", "b")],
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
+    reference.with_header(correlation_id=7, client_id="me")
+    assert ours == bytes(reference.encode(header=True, framed=True))
+
+
+def test_no_names_asks_for_the_brokers_only() -> None:
+    reference = MetadataRequest(
+        version=12, topics=[], allow_auto_topic_creation=False, include_topic_authorized_operations=False
+    )
+    reference.with_header(correlation_id=1, client_id="me")
+    ours = request_frame(metadata_wire.API_KEY, 12, 1, "me", metadata_wire.encode(12, []), flexible=True)
+    assert ours == bytes(reference.encode(header=True, framed=True))
 
 
 def test_an_answer_to_another_request_is_refused() -> None:
     with pytest.raises(ValueError, match="not the answer"):
-        _parse(answer(correlation_id=8), {"ready"})
+        response_body(answer(12, correlation_id=8), 7, flexible=True)
 
 
-def test_a_truncated_answer_raises() -> None:
-    with pytest.raises(struct.error):
-        _parse(answer()[:40], {"ready"})
+@pytest.mark.parametrize("cut", [10, 40, 90])
+def test_a_truncated_answer_raises(cut: int) -> None:
+    with pytest.raises(ValueError, match="ends early"):
+        metadata_wire.decode(12, response_body(answer(12)[:cut], 7, flexible=True), {"ready"})
 
 
-def test_the_request_is_metadata_v1_for_every_topic() -> None:
-    frame = _request("me")
-    (size,) = struct.unpack_from(">i", frame)
-    assert size == len(frame) - 4
-    header = MetadataRequest(version=1, topics=None)
-    header.with_header(correlation_id=7, client_id="me")
-    assert frame == bytes(header.encode(header=True, framed=True))
+def test_tagged_fields_the_reader_does_not_know_are_skipped() -> None:
+    """KIP-482: a broker may add tagged fields to any flexible structure; a reader skips what it does not know."""
+    data = bytes([2, 0, 1, 0xAA, 5, 2, 0xBB, 0xCC]) + struct.pack(">i", 42)  # two tags, then an int32
+    reader = Reader(data)
+    reader.skip_tags()
+    assert reader.int32() == 42

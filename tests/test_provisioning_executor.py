@@ -135,7 +135,7 @@ def test_invalid_rows_fail_without_an_exception(quota_broker: BrokerFactory) -> 
     ]
     results = execute(rows, profile_for(broker))
     assert [r.status for r in results] == ["failed", "failed", "failed", "created", "failed", "created"]
-    assert "row 1: field 'topic': Topic name \"bad name!\" is illegal" in (results[0].error_message or "")
+    assert "row 1: field 'topic': Topic name is invalid: 'bad name!' contains" in (results[0].error_message or "")
     assert "row 2: field 'partitions'" in (results[1].error_message or "")
     assert "row 3: field 'action'" in (results[2].error_message or "")
     assert "collides with 'a.b'" in (results[4].error_message or "")

@@ -1,7 +1,8 @@
 """User code and user objects never change, delay or block an outcome.
 
 - ``stats_cb``, ``error_cb`` and ``throttle_cb`` from conf that raise: every topic still succeeds, the client
-  keeps working, and each failure is logged once.
+  keeps working, and what they raised comes out of the application's ``poll()``
+  (tests/test_parity_callback_exceptions.py holds that against bare confluent-kafka).
 - A meter provider whose instruments raise (or that cannot even make a meter): outcomes unchanged, ``close()``
   works.
 - Objects the caller changes after the call returned (NewTopic, NewPartitions, the list of names) are not what
@@ -40,6 +41,28 @@ def _contained_logs(caplog: pytest.LogCaptureFixture, name: str) -> list[logging
     return [r for r in caplog.records if r.name == "throttled_admin" and name in r.getMessage()]
 
 
+def _first_raised(admin: ThrottledAdminClient) -> str:
+    """What a conf callback raised, out of poll() (it returns early when the exception comes)."""
+    for _ in range(100):
+        try:
+            admin.poll(0.1)
+        except RuntimeError as exc:
+            return str(exc)
+    pytest.fail("no poll() raised the callback's exception")
+
+
+def _raised_by_polls(admin: ThrottledAdminClient) -> list[str]:
+    """What the conf callbacks raised so far, each out of one poll()."""
+    raised: list[str] = []
+    while True:
+        try:
+            admin.poll(0)
+        except RuntimeError as exc:
+            raised.append(str(exc))
+        else:
+            return raised
+
+
 # -- conf callbacks that raise -------------------------------------------------------------------
 
 
@@ -69,11 +92,11 @@ def test_raising_conf_callbacks_change_no_outcome(
         later = outcomes(admin.delete_topics(names, timeout_ms=30000))
         assert later == dict.fromkeys(names)
         assert any(t.name == "throttled-admin-scheduler" for t in threading.enumerate())
+        raised = set(_raised_by_polls(admin))
     assert {"stats_cb", "error_cb", "throttle_cb"} <= set(calls), set(calls)
     assert calls.count("stats_cb") >= 2  # called again after raising: still served
     assert broker.topics() == {}
-    for name in ("stats_cb", "error_cb", "throttle_cb"):
-        assert len(_contained_logs(caplog, name)) == 1, f"{name} failures logged once"
+    assert {f"{name} is broken" for name in ("stats_cb", "error_cb", "throttle_cb")} <= raised
 
 
 def test_the_users_throttle_cb_gets_the_brokers_throttle_even_though_the_client_owns_the_callback(
@@ -92,12 +115,11 @@ def test_the_users_throttle_cb_gets_the_brokers_throttle_even_though_the_client_
     with admin_for(broker, {"throttle_cb": throttle_cb}) as admin:
         assert outcomes(admin.create_topics([NewTopic("big", 15, 1)])) == {"big": None}  # K = -5: 500 ms
         assert called.wait(10)
-    # close() has waited for the user's code: the containment is logged
+        assert _first_raised(admin) == "a bug in the user's callback"
     [record] = mutation_requests(broker)
     assert record.throttle_time_ms > 0
     assert seen[0] == pytest.approx(record.throttle_time_ms / 1000)
     assert set(seen[1:]) <= {0.0}  # librdkafka's event when a later response's throttle is back to 0
-    assert len(_contained_logs(caplog, "throttle_cb from conf raised")) == 1
 
 
 def test_slow_conf_callback_does_not_delay_outcomes(quota_broker: BrokerFactory) -> None:
@@ -426,35 +448,44 @@ def test_mutation_quota_values_are_named() -> None:
             MutationQuota(rate=rate)
 
 
-def test_a_raising_error_cb_is_logged_once_for_librdkafkas_errors_and_the_clients_own(
+def test_a_raising_error_cb_is_kept_for_poll_for_librdkafkas_errors_and_the_clients_own(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """librdkafka's errors and those the client finds itself (an authentication failure it diagnosed) reach the
-    same conf error_cb through one containment: a raising error_cb is logged once, not once per path."""
+    same conf error_cb; each exception it raises is kept for a poll() (one each, oldest first), and what no poll()
+    collected is logged at close."""
+    from throttled_admin._driver.callback_errors import CallbackErrors
     from throttled_admin._driver.settings import install_callbacks
 
     seen: list[KafkaError] = []
 
     def error_cb(error: KafkaError) -> None:
         seen.append(error)
-        raise RuntimeError("boom")
+        raise RuntimeError(f"boom {len(seen)}")
 
-    conf, report = install_callbacks({"error_cb": error_cb}, lambda: None, lambda job: job())
+    errors = CallbackErrors()
+    conf, report = install_callbacks({"error_cb": error_cb}, lambda: None, lambda job: job(), errors)
     error = KafkaError(KafkaError._AUTHENTICATION, "the listener requires SASL authentication")
-    with caplog.at_level(logging.ERROR, logger="throttled_admin"):
-        conf["error_cb"](error)
-        report(error)
-        report(error)
+    conf["error_cb"](error)
+    report(error)
+    report(error)
     assert seen == [error, error, error]
-    assert [r.getMessage() for r in caplog.records if "error_cb from conf raised" in r.getMessage()] == [
-        "the error_cb from conf raised; it is contained (later failures are not logged)"
-    ]
+    for expected in ("boom 1", "boom 2"):
+        with pytest.raises(RuntimeError, match=expected):
+            errors.raise_first()
+    with caplog.at_level(logging.ERROR, logger="throttled_admin"):
+        errors.close()
+    errors.raise_first()  # nothing left
+    [logged] = [r.getMessage() for r in caplog.records]
+    assert logged.startswith("the error_cb from conf raised RuntimeError: boom 3 at ")
+    assert logged.endswith(", and no poll() raised it before close()")
 
 
 def test_without_an_error_cb_the_clients_own_errors_are_logged(caplog: pytest.LogCaptureFixture) -> None:
+    from throttled_admin._driver.callback_errors import CallbackErrors
     from throttled_admin._driver.settings import install_callbacks
 
-    _, report = install_callbacks({}, lambda: None, lambda job: job())
+    _, report = install_callbacks({}, lambda: None, lambda job: job(), CallbackErrors())
     with caplog.at_level(logging.WARNING, logger="throttled_admin"):
         report(KafkaError(KafkaError._AUTHENTICATION, "the listener requires SASL authentication"))
     assert [r.getMessage() for r in caplog.records] == ["the listener requires SASL authentication"]

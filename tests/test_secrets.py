@@ -92,8 +92,9 @@ def test_password_appears_nowhere(
     admin = ThrottledAdminClient(conf, mutation_quota=MutationQuota(rate=20), meter_provider=provider)
     try:
         texts = {"client repr": repr(admin), "client str": str(admin), "client attributes": repr(vars(admin))}
-        created = admin.create_topics(
-            [NewTopic(f"s-{i}", 8, 1) for i in range(4)], options=CreateTopicsOptions(timeout_ms=30000)
+        created = admin.create_topics(  # wait_for_metadata: the broker-views reader authenticates too
+            [NewTopic(f"s-{i}", 8, 1) for i in range(4)],
+            options=CreateTopicsOptions(timeout_ms=30000, wait_for_metadata=True),
         )
         texts["futures"] = repr(created)
         results = {
@@ -130,6 +131,9 @@ def test_password_appears_nowhere(
 
     log = broker.request_log()
     assert {r.principal for r in log if r.api_name == "CreateTopics"} == {"alice"}
+    assert any(
+        r.api_name == "Metadata" and r.api_version >= 10 and set(r.errors) == {f"s-{i}" for i in range(4)} for r in log
+    )  # the reader's own read, authenticated
     texts["request log"] = repr(log)
     texts["broker"] = repr(broker)
     for where, text in texts.items():

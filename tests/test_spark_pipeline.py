@@ -78,7 +78,7 @@ def test_every_row_is_accounted_for_and_a_rerun_is_unchanged(spark: Any, quota_b
         "lost": "failed",
         "zero": "failed",
     }
-    assert 'Topic name "bad name!" is illegal' in results["bad name!"]["error_message"]
+    assert "Topic name is invalid: 'bad name!' contains" in results["bad name!"]["error_message"]
     assert "no profile named 'nowhere'" in results["lost"]["error_message"]
     assert "field 'partitions'" in results["zero"]["error_message"]
     assert results["e.00"]["cluster"] == "east"

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError
 
 from throttled_admin import ThrottledAdminClient
 from throttled_admin._validation import check_delete_topics, check_new_partitions, check_new_topics
@@ -13,11 +14,17 @@ from throttled_admin.admin import NewPartitions, NewTopic
 from throttled_admin.testing import QuotaBroker
 
 
+def only(checked: list[tuple[Any, Any]]) -> Any:
+    """The one topic's snapshot (or refusal) of a checked call."""
+    ((_, item),) = checked
+    return item
+
+
 def test_new_topic_snapshot_is_independent_of_the_callers_objects() -> None:
     config: dict[str, Any] = {"retention.ms": 1000, "cleanup.policy": "compact"}
     assignment = [[0, 1], [1, 0]]
     original = NewTopic("orders", 2, replica_assignment=assignment, config=config)
-    (snapshot,) = check_new_topics([original])
+    snapshot = only(check_new_topics([original]))
 
     assert snapshot is not original
     config["retention.ms"] = 1
@@ -36,7 +43,7 @@ def test_new_topic_snapshot_is_independent_of_the_callers_objects() -> None:
 def test_new_partitions_snapshot_is_independent_of_the_callers_objects() -> None:
     assignment = [[0], [1]]
     original = NewPartitions("orders", 3, assignment)
-    (snapshot,) = check_new_partitions([original])
+    snapshot = only(check_new_partitions([original]))
     assignment[0][0] = 5
     original.new_total_count = 9
     assert (snapshot.topic, snapshot.new_total_count, snapshot.replica_assignment) == ("orders", 3, [[0], [1]])
@@ -47,7 +54,7 @@ def test_delete_topics_gives_plain_strings() -> None:
         pass
 
     names = [Name("a"), "b"]
-    checked = check_delete_topics(names)
+    checked = [name for _, name in check_delete_topics(names)]
     names.append("c")
     assert checked == ["a", "b"]
     assert all(type(n) is str for n in checked)
@@ -58,17 +65,17 @@ def test_delete_topics_gives_plain_strings() -> None:
     [(1000, "1000"), (0.5, "0.5"), (True, "true"), (False, "false"), ("compact", "compact"), (-1, "-1")],
 )
 def test_config_values_are_sent_as_strings(value: Any, sent: str) -> None:
-    (snapshot,) = check_new_topics([NewTopic("t", 1, 1, config={"some.config": value})])
+    snapshot = only(check_new_topics([NewTopic("t", 1, 1, config={"some.config": value})]))
     assert snapshot.config == {"some.config": sent}
 
 
 def test_an_absent_assignment_and_config_stay_absent() -> None:
     # confluent-kafka refuses an explicit config=None or replica_assignment=None next to a replication factor,
     # so the snapshot must leave them out rather than pass None.
-    (snapshot,) = check_new_topics([NewTopic("t", 3, 2)])
+    snapshot = only(check_new_topics([NewTopic("t", 3, 2)]))
     assert snapshot.config is None
     assert snapshot.replica_assignment is None
-    (empty,) = check_new_topics([NewTopic("t", replica_assignment=[])])
+    empty = only(check_new_topics([NewTopic("t", replica_assignment=[])]))
     assert empty.replica_assignment is None
 
 
@@ -76,7 +83,6 @@ def test_an_absent_assignment_and_config_stay_absent() -> None:
     ("make", "words"),
     [
         (lambda: check_new_topics([NewTopic("orders", 100001, 1)]), ["'orders'", "num_partitions", "100000"]),
-        (lambda: check_new_topics([NewTopic("orders", 1, 0)]), ["'orders'", "replication_factor"]),
         (
             lambda: check_new_topics([NewTopic("orders", replica_assignment=[[0]])]),
             ["'orders'", "replica_assignment", "num_partitions"],
@@ -85,13 +91,9 @@ def test_an_absent_assignment_and_config_stay_absent() -> None:
             lambda: check_new_topics([NewTopic("orders", 1, 3, replica_assignment=[[0]])]),
             ["'orders'", "not both"],
         ),
-        (
-            lambda: check_new_topics([NewTopic("orders", 1, 1, config={"retention.ms": None})]),  # type: ignore[dict-item]
-            ["'orders'", "'retention.ms'", "NoneType"],
-        ),
         (lambda: check_new_topics((NewTopic("orders", 1, 1),)), ["list", "tuple"]),
         (lambda: check_delete_topics("orders"), ["list", "['orders']"]),
-        (lambda: check_new_partitions([NewPartitions("orders", 2, [[0], [1]])]), ["'orders'", "at most 1"]),
+        (lambda: check_new_partitions([NewPartitions("orders", 2, [[0], [1], [2]])]), ["'orders'", "more than"]),
     ],
 )
 def test_messages_say_what_and_where(make: Callable[[], Any], words: list[str]) -> None:
@@ -99,6 +101,30 @@ def test_messages_say_what_and_where(make: Callable[[], Any], words: list[str]) 
         make()
     for word in words:
         assert word in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("checked", "code", "words"),
+    [
+        (check_new_topics([NewTopic("orders", 1, 0)]), KafkaError.INVALID_REPLICATION_FACTOR, ["replication_factor"]),
+        (
+            check_new_topics([NewTopic("orders", 1, 1, config={"retention.ms": None})]),  # type: ignore[dict-item]
+            KafkaError.INVALID_CONFIG,
+            ["'retention.ms'", "NoneType"],
+        ),
+        (
+            check_new_partitions([NewPartitions("orders", 2, [[0], [1]])]),
+            KafkaError.INVALID_REPLICA_ASSIGNMENT,
+            ["at most 1"],
+        ),
+    ],
+)
+def test_refusals_say_what_and_where(checked: list[tuple[Any, Any]], code: int, words: list[str]) -> None:
+    refusal = only(checked)
+    assert isinstance(refusal, KafkaError)
+    assert refusal.code() == code
+    for word in ["'orders' not sent", *words]:
+        assert word in refusal.str()
 
 
 def test_a_topic_changed_after_the_call_is_retried_as_it_was_given(quota_broker: Callable[..., QuotaBroker]) -> None:

@@ -18,7 +18,7 @@ from kafka.protocol.metadata.metadata import MetadataRequest
 
 from tests.wire import WireClient
 from throttled_admin import NewPartitions, NewTopic, NotYetVisibleError, ThrottledAdminClient
-from throttled_admin._driver.broker_views import _answered_by
+from throttled_admin._driver.librdkafka_views import _answered_by
 from throttled_admin.aio import AIOThrottledAdminClient
 from throttled_admin.testing import QuotaBroker
 
@@ -126,10 +126,10 @@ def test_validate_only_and_wait_for_metadata_are_refused_together() -> None:
 
 
 def test_over_sasl_each_broker_is_asked_itself(quota_broker: BrokerFactory) -> None:
-    """With SASL the brokers are asked through librdkafka (the application's settings): an answer counts only from
-    the broker asked. The controller lists the topic at once, the others 8 s later: by a 3 s deadline they have
-    not, and the error names exactly them (an answer of the controller's taken for theirs would have resolved it).
-    The deadline leaves room for four SASL handshakes (the reader's own connections) on a loaded machine."""
+    """With SASL each broker is asked on a connection of the reader's own, authenticated as the application's
+    client: an answer counts only from the broker asked. The controller lists the topic at once, the others 8 s
+    later: by a 3 s deadline they have not, and the error names exactly them (an answer of the controller's taken
+    for theirs would have resolved it). The deadline leaves room for three SASL handshakes on a loaded machine."""
     broker = quota_broker(num_brokers=3, metadata_lag_ms=8000, users={"alice": "secret"})
     conf = {
         "bootstrap.servers": broker.bootstrap_servers,
@@ -149,8 +149,9 @@ def test_over_sasl_each_broker_is_asked_itself(quota_broker: BrokerFactory) -> N
 
 
 def test_an_answer_from_a_tls_or_sasl_bootstrap_connection_counts_as_that_brokers() -> None:
-    """librdkafka names a TLS or SASL broker with its protocol ("sasl_ssl://host:port/bootstrap"); an answer from
-    the bootstrap connection, which has no node id yet, is that address's view."""
+    """The fallback reader (librdkafka): librdkafka names a TLS or SASL broker with its protocol
+    ("sasl_ssl://host:port/bootstrap"); an answer from the bootstrap connection, which has no node id yet, is that
+    address's view."""
     metadata = ClusterMetadata()
     metadata.orig_broker_id = -1
     metadata.orig_broker_name = "sasl_plaintext://127.0.0.1:9092/bootstrap"

@@ -13,7 +13,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import CancelledError, Future, InvalidStateError
 from types import TracebackType
 from typing import Any
@@ -24,6 +24,8 @@ from confluent_kafka.cimpl import NewPartitions, NewTopic, _AdminClientImpl
 from opentelemetry.metrics import MeterProvider
 
 from throttled_admin._driver.broker_views import BrokerViewReader
+from throttled_admin._driver.callback_errors import CallbackErrors
+from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.scheduler import USER_CODE_WAIT_S, Answer, ClientGone, Scheduler
 from throttled_admin._driver.settings import ClientSettings, install_callbacks
 from throttled_admin._driver.user_code import CallbackRunner, SerialRunner
@@ -38,7 +40,7 @@ from throttled_admin._engine import (
     Pacer,
     RequestKind,
 )
-from throttled_admin._errors import closed_error
+from throttled_admin._errors import CLOSED_MESSAGE, NotSentError, closed_error
 from throttled_admin._options import (
     CreatePartitionsOptions,
     CreateTopicsOptions,
@@ -47,7 +49,7 @@ from throttled_admin._options import (
     merge_options,
 )
 from throttled_admin._telemetry.metrics import ClientMetrics
-from throttled_admin._validation import check_delete_topics, check_new_partitions, check_new_topics
+from throttled_admin._validation import Checked, check_delete_topics, check_new_partitions, check_new_topics
 
 __all__ = ["ThrottledAdminClient"]
 
@@ -184,7 +186,11 @@ def _fail_inherited(inherited: _InheritedFutures) -> threading.Thread | None:
 
 
 def _release(
-    scheduler: Scheduler, user_code: SerialRunner, inherited: _InheritedFutures, views: BrokerViewReader
+    scheduler: Scheduler,
+    user_code: SerialRunner,
+    inherited: _InheritedFutures,
+    views: BrokerViewReader,
+    callback_errors: CallbackErrors,
 ) -> None:
     """A client dropped without close(): its threads end too (librdkafka's handle is freed with the object)."""
     deadline = time.monotonic() + USER_CODE_WAIT_S
@@ -192,6 +198,7 @@ def _release(
     scheduler.close(deadline)
     views.close()
     user_code.close(deadline)
+    callback_errors.close()
     if failing is not None:
         failing.join(max(0.0, deadline - time.monotonic()))
 
@@ -201,6 +208,9 @@ def _or(cost: int | None, default: int | None) -> int | None:
 
 
 _CLOSE_WAIT_S = 30.0
+_POLL_SLICE_S = 0.05  # poll() looks at least this often for what the user's callbacks raised on their thread
+
+
 _live: weakref.WeakSet[Scheduler] = weakref.WeakSet()
 _exit_hook_lock = threading.Lock()
 _exit_hook_registered = False
@@ -264,8 +274,10 @@ class ThrottledAdminClient(AdminClient):
         self._bootstrap_servers = str(conf.get("bootstrap.servers", ""))
         self._client_id = str(conf.get("client.id", "rdkafka"))
         self._mutation_quota = mutation_quota
-        # Callbacks from conf and metric exports run here, in order, never on the scheduler's thread.
+        # Callbacks from conf and metric exports run here, in order, never on the scheduler's thread; what the
+        # callbacks raise waits for the application's next poll().
         self._user_code = SerialRunner("throttled-admin-user-code")
+        self._callback_errors = CallbackErrors()
         self._metrics = ClientMetrics(
             client_id=self._client_id,
             meter_provider=meter_provider,
@@ -282,7 +294,9 @@ class ThrottledAdminClient(AdminClient):
         self._inherited = _InheritedFutures(self._callbacks)
         self._broker_views = BrokerViewReader(conf)  # wait_for_metadata: one small client per broker, when used
         sink: list[Scheduler] = []  # filled below; the callbacks only ever see the scheduler weakly
-        owned_conf, report = install_callbacks(conf, lambda: sink[0] if sink else None, self._user_code.submit)
+        owned_conf, report = install_callbacks(
+            conf, lambda: sink[0] if sink else None, self._user_code.submit, self._callback_errors
+        )
         super().__init__(owned_conf, **kwargs)
         scheduler = Scheduler(
             _Transport(self),
@@ -298,7 +312,9 @@ class ThrottledAdminClient(AdminClient):
         sink.append(scheduler)
         _live.add(scheduler)
         _register_exit_hook()
-        weakref.finalize(self, _release, scheduler, self._user_code, self._inherited, self._broker_views)
+        weakref.finalize(
+            self, _release, scheduler, self._user_code, self._inherited, self._broker_views, self._callback_errors
+        )
 
     @property
     def retry_on_quota_violation(self) -> bool:
@@ -314,6 +330,8 @@ class ThrottledAdminClient(AdminClient):
 
     def __repr__(self) -> str:
         # Only non-secret settings: conf (sasl.password and the like) is never echoed.
+        if "_settings" not in vars(self):
+            return f"<{type(self).__name__} (not initialized)>"
         state = "closed" if self.closed else "open"
         return (
             f"ThrottledAdminClient(bootstrap.servers={self._bootstrap_servers!r}, client.id={self._client_id!r}, "
@@ -328,8 +346,9 @@ class ThrottledAdminClient(AdminClient):
     ) -> dict[str, Future[None]]:
         """Create topics. kwargs: validate_only, request_timeout, operation_timeout (confluent-kafka's),
         retry_on_quota_violation, timeout_ms, wait_for_metadata."""
+        checked = check_new_topics(new_topics)
         opts = merge_options(CreateTopicsOptions, options, kwargs)
-        return self._submit(CREATE_TOPICS, check_new_topics(new_topics), opts)
+        return self._submit(CREATE_TOPICS, checked, opts)
 
     def create_partitions(  # type: ignore[override]
         self,
@@ -339,19 +358,24 @@ class ThrottledAdminClient(AdminClient):
         **kwargs: Any,
     ) -> dict[str, Future[None]]:
         """Add partitions. kwargs as for create_topics."""
+        checked = check_new_partitions(new_partitions)
         opts = merge_options(CreatePartitionsOptions, options, kwargs)
-        return self._submit(CREATE_PARTITIONS, check_new_partitions(new_partitions), opts)
+        return self._submit(CREATE_PARTITIONS, checked, opts)
 
     def delete_topics(  # type: ignore[override]
         self, topics: list[str], *, options: DeleteTopicsOptions | None = None, **kwargs: Any
     ) -> dict[str, Future[None]]:
         """Delete topics. kwargs: request_timeout, operation_timeout, retry_on_quota_violation, timeout_ms,
         wait_for_metadata."""
+        checked = check_delete_topics(topics)
         opts = merge_options(DeleteTopicsOptions, options, kwargs)
-        return self._submit(DELETE_TOPICS, check_delete_topics(topics), opts)
+        return self._submit(DELETE_TOPICS, checked, opts)
 
-    def _submit(self, operation: Operation, items: Sequence[Any], options: MutationOptions) -> dict[str, Future[None]]:
+    def _submit(self, operation: Operation, checked: Checked[Any], options: MutationOptions) -> dict[Any, Future[None]]:
+        """Hand the call's topics to the scheduler; a topic the checks refused gets its future failed at once
+        (NotSentError with the broker's error code), the others go on. Futures in the order of the call."""
         scheduler = self._open_scheduler()
+        items = [item for _, item in checked if not isinstance(item, KafkaError)]
         retry = options.retry_on_quota_violation
         timeout_ms = self.default_api_timeout_ms if options.timeout_ms is None else options.timeout_ms
         call = Call(
@@ -371,7 +395,15 @@ class ThrottledAdminClient(AdminClient):
             (operation.topic_of(item), item, _or(operation.known_cost(item), unknown), operation.records(item))
             for item in items
         ]
-        return scheduler.submit(call, work)
+        sent = scheduler.submit(call, work) if work else {}
+        futures: dict[Any, Future[None]] = {}
+        for key, item in checked:
+            if isinstance(item, KafkaError):
+                futures[key] = refused = TopicFuture(self._callbacks)
+                refused.set_exception(NotSentError(item))
+            else:
+                futures[key] = sent[key]
+        return futures
 
     def _check_process(self) -> None:
         if os.getpid() != self._pid:
@@ -381,11 +413,37 @@ class ThrottledAdminClient(AdminClient):
             )
 
     def _open_scheduler(self) -> Scheduler:
-        self._check_process()
-        scheduler = self._scheduler
+        """The scheduler, or confluent-kafka's RuntimeError once closed (or in a subclass that never called
+        ``__init__``)."""
+        scheduler: Scheduler | None = vars(self).get("_scheduler")
         if scheduler is None or self._closed or scheduler.closed:
-            raise RuntimeError("ThrottledAdminClient is closed")
+            raise RuntimeError(CLOSED_MESSAGE)
+        self._check_process()
         return scheduler
+
+    def poll(self, timeout: float = -1) -> int:
+        """Serve librdkafka's callbacks for up to ``timeout`` seconds (-1: until one is served), as confluent-kafka's
+        ``poll``; returns the number served. An exception raised by the ``error_cb``, ``stats_cb`` or
+        ``throttle_cb`` from conf (which run on the client's user-code thread, whoever serves them) is raised here:
+        the oldest not yet raised, one a call."""
+        if not isinstance(timeout, (int, float)):  # confluent-kafka's checks, in its order
+            raise TypeError(f"must be real number, not {type(timeout).__name__}")
+        self._open_scheduler()
+        errors = self._callback_errors
+        errors.raise_first()
+        end = None if timeout < 0 else time.monotonic() + timeout
+        while True:
+            left = _POLL_SLICE_S if end is None else min(_POLL_SLICE_S, max(0.0, end - time.monotonic()))
+            served = int(AdminClient.poll(self, left))
+            if served:
+                # The user's callbacks this poll handed over run on the user-code thread: wait for them (as a
+                # poll that runs them would), within the timeout, so what they raise is raised here. Bounded: a
+                # metric export queued before them may hang.
+                left = USER_CODE_WAIT_S if end is None else max(0.0, end - time.monotonic())
+                self._user_code.wait_queued(min(left, USER_CODE_WAIT_S))
+            errors.raise_first()
+            if served or (end is not None and time.monotonic() >= end):
+                return served
 
     # -- metrics and lifecycle -------------------------------------------------------------------
 
@@ -393,6 +451,8 @@ class ThrottledAdminClient(AdminClient):
         """Throttle-time avg/max (ms; client-wide and ``node-<id>-``), ``quota-violation-total``, ``retry-total``,
         ``request-total``, ``mutations-sent-total``, ``backoff-time-ms-total`` and ``mutation-rate`` (the
         configured or learned quota in mutations/s; NaN when unknown)."""
+        if "_metrics" not in vars(self):
+            raise RuntimeError(CLOSED_MESSAGE)
         out = self._metrics.snapshot()
         rate = self._scheduler.learned_rate if self._scheduler is not None else None
         out["mutation-rate"] = float("nan") if rate is None else rate
@@ -400,12 +460,15 @@ class ThrottledAdminClient(AdminClient):
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return bool(vars(self).get("_closed", True))  # a subclass that never called __init__: closed
 
     def close(self) -> None:
         """Fail every topic still pending, and every future of an inherited method (describe_configs, ...) still
         pending, with KafkaError._DESTROY; stop the scheduler and release librdkafka's handle. Idempotent, and
-        safe from any thread, a done-callback included."""
+        safe from any thread, a done-callback included. What a conf callback raised and no ``poll()`` raised is
+        logged."""
+        if "_close_lock" not in vars(self):
+            return  # a subclass that never called __init__: nothing to close, as confluent-kafka's __exit__
         with self._close_lock:
             first = not self._closed
             self._closed = True
@@ -426,6 +489,7 @@ class ThrottledAdminClient(AdminClient):
             with contextlib.suppress(Exception):
                 AdminClient.poll(self, 0)  # the last of librdkafka's log lines, while they can still be printed
             self._user_code.close(deadline)
+            self._callback_errors.close()
             if failing is not None:
                 failing.join(max(0.0, deadline - time.monotonic()))
             AdminClient.__exit__(self, None, None, None)  # destroys librdkafka's handle now, not at collection
@@ -448,8 +512,11 @@ def _checked_in_child(name: str) -> Callable[..., Any]:
 
     @functools.wraps(inherited)
     def method(self: ThrottledAdminClient, *args: Any, **kwargs: Any) -> Any:
+        futures: _InheritedFutures | None = vars(self).get("_inherited")
+        if futures is None:  # a subclass that never called __init__: confluent-kafka's own RuntimeError
+            return inherited(self, *args, **kwargs)
         self._check_process()
-        return self._inherited.chain(name, inherited(self, *args, **kwargs))
+        return futures.chain(name, inherited(self, *args, **kwargs))
 
     return method
 

@@ -53,6 +53,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 __all__ = [
+    "CLOSED_MESSAGE",
     "CannotConnectError",
     "ClientClosedError",
     "NotSentError",
@@ -71,6 +72,8 @@ __all__ = [
 ]
 
 DEFAULT_MESSAGE = "The throttling quota has been exceeded."
+# confluent-kafka's RuntimeError for a call on a closed AdminClient (or one whose __init__ was never called).
+CLOSED_MESSAGE = "AdminClient has been closed"
 
 
 class ThrottlingQuotaExceededException(KafkaException):
@@ -171,8 +174,9 @@ def not_sent_error(operation: str, timeout_ms: int, why: str) -> NotSentError:
 
 
 _SHOWN = {
-    "CreateTopics": "list it with a leader for every partition",
-    "CreatePartitions": "list its new partitions, each with a leader",
+    # (a create: the new topic, not an earlier one of its name; a grow: one topic id on every broker)
+    "CreateTopics": "list it (the new topic's id) with a leader for every partition",
+    "CreatePartitions": "list its new partitions, each with a leader, under one topic id",
     "DeleteTopics": "have it gone",
 }
 

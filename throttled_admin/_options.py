@@ -37,16 +37,19 @@ class MutationOptions:
             raise ValueError(f"timeout_ms must be a positive int (milliseconds), got {self.timeout_ms!r}")
         for name in ("request_timeout", "operation_timeout"):
             value = getattr(self, name)
-            if name == "operation_timeout" and value == 0 and not isinstance(value, bool):
+            if name == "operation_timeout" and value is not None and value == 0:
                 # confluent-kafka accepts 0 ("do not wait"), but a Kafka 4 controller would time out a request with
                 # timeout_ms 0 at once, applying nothing: the scheduler treats it as no cap of the caller's.
                 continue
-            # confluent-kafka refuses these at call time (NaN, negative, not a number); checked here first, so the
-            # call fails before anything is sent instead of every topic failing later. Values above librdkafka's
-            # per-request limit of 3600 s are fine: they cap the call, and each request is capped at the limit.
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0
-            ):
+            # confluent-kafka refuses these at call time (not a number: TypeError; NaN, negative: ValueError);
+            # checked here first, so the call fails before anything is sent instead of every topic failing later.
+            # Values above librdkafka's per-request limit of 3600 s are fine: they cap the call, and each request
+            # is capped at the limit.
+            if value is None:
+                continue
+            if not isinstance(value, (int, float)):  # a bool is a number to confluent-kafka too
+                raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}: {value!r}")
+            if not math.isfinite(value) or value <= 0:
                 raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
 
 

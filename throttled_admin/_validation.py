@@ -1,16 +1,19 @@
-"""Input checks made before anything is sent: each error names the topic and what is wrong.
+"""Input checks made before anything is sent: where each problem surfaces follows confluent-kafka.
 
-Parity with confluent-kafka 2.16 (held by tests/test_input_parity.py against the bare client):
+Parity with confluent-kafka 2.16 (held by tests/test_input_parity*.py against the bare client):
 
-- Everything confluent-kafka refuses when the call is made, we refuse too, before anything is sent and with the
-  topic named: a container that is not a list, num_partitions or new_total_count out of librdkafka's ranges,
-  replication_factor over 10000, a replica_assignment next to a replication_factor or the default partition
-  count, one whose size does not match. (Per-call options are checked in ``_options.py``.)
-- What it accepts, we accept, converted as it converts: config values are sent as ``str(value)``.
-- Where confluent-kafka accepts the call but every Kafka broker refuses the topic (an illegal name, zero
-  partitions, duplicate or colliding topics, a broker listed twice in a partition, config values such as None
-  that ``str()`` turns into garbage), we refuse it here: an error before anything is sent, not a quota token
-  spent on a request that cannot succeed.
+- **At call time, what confluent-kafka raises at call time, with its exception types**: a container that is not
+  a list (``ValueError`` for ``create_topics``/``create_partitions``, ``TypeError`` for ``delete_topics``), an
+  element that is no topic spec at all (``AttributeError``: confluent-kafka reads ``.topic`` of each; ours is
+  also a ``TypeError``), ``None`` in ``delete_topics`` (``ValueError``), counts out of librdkafka's ranges, a
+  ``replica_assignment`` that is not a list of non-empty lists of ints, or next to a ``replication_factor`` or
+  the default partition count, or of the wrong length. Each message names the topic. Nothing of the call is sent.
+- **What it accepts, we accept, converted as it converts**: config values are sent as ``str(value)``.
+- **Per topic, what confluent-kafka leaves to the broker**: a topic that every Kafka broker refuses (an illegal
+  name, zero partitions or replicas, the same topic twice, two colliding names, a broker listed twice or of
+  unequal replica counts in an assignment, a config that ``str()`` turns into garbage) is not sent; only its
+  future fails, with the error code the broker gives it (``INVALID_REPLICA_ASSIGNMENT``, ...), as a
+  ``NotSentError``. The call's other topics go on.
 
 The checks return snapshots (fresh NewTopic / NewPartitions objects, copied configs and assignments): the call
 keeps exactly what it was given, so a caller changing its objects afterwards cannot change a retry.
@@ -19,8 +22,11 @@ keeps exactly what it was given, so a caller changing its objects afterwards can
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections import Counter
+from collections.abc import Hashable
+from typing import Any, TypeVar
 
+from confluent_kafka import KafkaError
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
 from throttled_admin._kafka.topic_names import collision_key, topic_name_error
@@ -28,6 +34,8 @@ from throttled_admin._kafka.topic_names import collision_key, topic_name_error
 __all__ = [
     "MAX_PARTITIONS",
     "MAX_REPLICATION_FACTOR",
+    "Checked",
+    "NotATopicSpecError",
     "check_delete_topics",
     "check_new_partitions",
     "check_new_topics",
@@ -38,41 +46,74 @@ MAX_PARTITIONS = 100000
 MAX_REPLICATION_FACTOR = 10000
 _MAX_BROKER_ID = 2**31 - 1  # an INT32 on the wire
 
+T = TypeVar("T")
+# One entry per future the call returns, in call order: its key and what is sent, or why that topic is not.
+Checked = list[tuple[Any, "T | KafkaError"]]
 
-def _check_list(value: Any, what: str, element: type, argument: str) -> list[Any]:
-    # confluent-kafka takes a list and nothing else (a tuple, a generator or a single object is refused).
+
+class NotATopicSpecError(TypeError, AttributeError):
+    """An element that is no NewTopic / NewPartitions at all. confluent-kafka raises ``AttributeError`` here (it
+    reads ``.topic`` of each element); this is one too, and a ``TypeError`` as this client raised before."""
+
+
+def _spec_list(value: Any, element: type, argument: str) -> list[Any]:
+    """confluent-kafka's call-time checks of a list of NewTopic / NewPartitions, with its exception types."""
+    what = element.__name__
+    if isinstance(value, str):
+        raise NotATopicSpecError(f"{argument} must be a list of {what}, got str {value!r}")
+    try:
+        items = list(value)
+    except TypeError:
+        raise TypeError(f"{argument} must be a list of {what}, got {type(value).__name__}") from None
+    for index, item in enumerate(items):
+        if not hasattr(item, "topic"):
+            raise NotATopicSpecError(f"{argument}[{index}] must be {what}, got {type(item).__name__}: {item!r}")
     if not isinstance(value, list):
-        if isinstance(value, str):
-            hint = f" {value!r}; pass a list: [{value!r}]"
-        elif isinstance(value, (tuple, set, frozenset)):
-            hint = "; pass a list"
-        else:
-            hint = ""
-        raise TypeError(f"{argument} must be a list of {what}, got {type(value).__name__}{hint}")
-    if not value:
+        raise ValueError(f"{argument} must be a non-empty list of {what}, got {type(value).__name__}; pass a list")
+    if not items:
         raise ValueError(f"{argument} must be a non-empty list of {what}")
-    for index, item in enumerate(value):
+    for index, item in enumerate(items):
         if not isinstance(item, element):
-            raise TypeError(f"{argument}[{index}] must be {what}, got {type(item).__name__}: {item!r}")
-    return list(value)
+            raise ValueError(f"{argument}[{index}] must be {what}, got {type(item).__name__}: {item!r}")
+    return items
 
 
-def _check_names(names: list[str], *, collisions: bool) -> None:
-    """Legal names, no repeats, and (for creates) no two names that Kafka would refuse as colliding."""
-    seen: dict[str, str] = {}
-    for name in names:
-        error = topic_name_error(name)
-        if error:
-            raise ValueError(f"topic {name!r}: {error}")
-        key = collision_key(name) if collisions else name
-        if key in seen:
-            other = seen[key]
-            if other == name:
-                raise ValueError(f"topic {name!r} appears more than once in this call")
-            raise ValueError(
-                f"topics {other!r} and {name!r} collide: Kafka treats '.' and '_' alike in topic metric names"
+def _refused(code: int, name: Any, reason: str) -> KafkaError:
+    return KafkaError(code, f"topic {name!r} not sent: {reason}")
+
+
+def _keyed(
+    keys: list[Any],
+    items: list[T | KafkaError],
+    *,
+    illegal_name: int,
+    collisions: bool,
+) -> Checked[T]:
+    """One entry per key, in call order, with what the broker says per topic checked first (as its controller
+    does): a name given twice (INVALID_REQUEST, the one future of that name), an illegal name (``illegal_name``),
+    and for creates a name colliding with one sent before it in the call (INVALID_TOPIC_EXCEPTION)."""
+    counts = Counter(keys)
+    out: dict[Any, T | KafkaError] = {}
+    sent: dict[str, str] = {}  # collision key -> the name sent under it
+    for key, item in zip(keys, items, strict=True):
+        if key in out:
+            continue
+        error = topic_name_error(key) if isinstance(key, str) else None
+        if counts[key] > 1:
+            item = _refused(KafkaError.INVALID_REQUEST, key, "it appears more than once in this call")
+        elif error:
+            # Kafka's own words, which name the topic: what the broker (and kafka-topics.sh) would say.
+            item = KafkaError(illegal_name, error)
+        elif collisions and (other := sent.get(collision_key(key))) is not None:
+            item = _refused(
+                KafkaError.TOPIC_EXCEPTION,
+                key,
+                f"it collides with {other!r} in this call (Kafka treats '.' and '_' alike in topic metric names)",
             )
-        seen[key] = name
+        if collisions and not isinstance(item, KafkaError):
+            sent.setdefault(collision_key(key), key)
+        out[key] = item
+    return list(out.items())
 
 
 def _is_int(value: Any) -> bool:
@@ -80,81 +121,90 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int)
 
 
-def _copy_assignment(name: str, assignment: Any, field: str) -> list[list[int]]:
-    """A copy of a non-empty list of non-empty lists of broker ids, as librdkafka needs it, plus the broker's
-    own rules (ids are INT32 >= 0, no broker twice in a partition, every partition the same width)."""
+def _assignment_shape(name: str, assignment: Any) -> list[list[int]]:
+    """A copy of a list of non-empty lists of ints, or confluent-kafka's call-time ValueError."""
     if not isinstance(assignment, list):
-        raise TypeError(f"topic {name!r}: {field} must be a list of broker-id lists, got {type(assignment).__name__}")
-    copied: list[list[int]] = []
+        raise ValueError(
+            f"topic {name!r}: replica_assignment must be a list of broker-id lists, got {type(assignment).__name__}"
+        )
     for index, brokers in enumerate(assignment):
         if not isinstance(brokers, list) or not brokers or not all(_is_int(b) for b in brokers):
-            raise ValueError(f"topic {name!r}: {field}[{index}] must be a non-empty list of int broker ids")
-        ids = [int(b) for b in brokers]
+            raise ValueError(f"topic {name!r}: replica_assignment[{index}] must be a non-empty list of int broker ids")
+    return [[int(b) for b in brokers] for brokers in assignment]
+
+
+def _assignment_refusal(name: str, assignment: list[list[int]]) -> KafkaError | None:
+    """The broker's rules for an assignment (ids are INT32 >= 0, no broker twice in a partition, every partition
+    the same width): INVALID_REPLICA_ASSIGNMENT, as a Kafka broker answers."""
+    for index, ids in enumerate(assignment):
         if not all(0 <= b <= _MAX_BROKER_ID for b in ids):
-            raise ValueError(f"topic {name!r}: {field}[{index}] has a broker id outside 0..{_MAX_BROKER_ID}")
-        if len(set(ids)) != len(ids):
-            raise ValueError(f"topic {name!r}: {field}[{index}] lists a broker twice: {ids}")
-        if copied and len(ids) != len(copied[0]):
-            raise ValueError(f"topic {name!r}: every partition in {field} needs the same number of replicas")
-        copied.append(ids)
-    return copied
+            why = f"replica_assignment[{index}] has a broker id outside 0..{_MAX_BROKER_ID}"
+        elif len(set(ids)) != len(ids):
+            why = f"replica_assignment[{index}] lists a broker twice: {ids}"
+        elif len(ids) != len(assignment[0]):
+            why = "every partition in replica_assignment needs the same number of replicas"
+        else:
+            continue
+        return _refused(KafkaError.INVALID_REPLICA_ASSIGNMENT, name, why)
+    return None
 
 
-def _config_value(name: str, key: str, value: Any) -> str:
-    # confluent-kafka sends str(value) for any value; we take those whose str() is a meaningful config value.
+def _config_value(value: Any) -> str | None:
+    # confluent-kafka sends str(value) for any value; we send those whose str() is a meaningful config value.
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
         return "true" if value else "false"  # Kafka's own spelling; it parses booleans case-insensitively
     if isinstance(value, int):
         return str(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"topic {name!r}: config {key!r} must be a finite number, got {value!r}")
+    if isinstance(value, float) and math.isfinite(value):
         return str(value)
-    raise TypeError(
-        f"topic {name!r}: config {key!r} must be a str, int, float or bool, got {type(value).__name__}: {value!r}"
-    )
+    return None
 
 
-def _copy_config(name: str, config: Any) -> dict[str, str] | None:
-    if config is None:
-        return None
+def _copy_config(name: str, config: Any) -> dict[str, str] | KafkaError:
+    """A copy with values as sent, or INVALID_CONFIG, as a Kafka broker answers for what ``str()`` makes of them."""
     if not isinstance(config, dict):
-        raise TypeError(f"topic {name!r}: config must be a dict of config names to values, got {type(config).__name__}")
+        why = f"config must be a dict of config names to values, got {type(config).__name__}"
+        return _refused(KafkaError.INVALID_CONFIG, name, why)
     copied: dict[str, str] = {}
     for key, value in config.items():
         if not isinstance(key, str) or not key:
-            raise TypeError(f"topic {name!r}: config names must be non-empty str, got {key!r}")
-        copied[str(key)] = _config_value(name, key, value)
+            return _refused(KafkaError.INVALID_CONFIG, name, f"config names must be non-empty str, got {key!r}")
+        text = _config_value(value)
+        if text is None:
+            why = f"config {key!r} must be a str, int, finite float or bool, got {type(value).__name__}: {value!r}"
+            return _refused(KafkaError.INVALID_CONFIG, name, why)
+        copied[key] = text
     return copied
 
 
-def _snapshot_topic(t: NewTopic) -> NewTopic:
+def _snapshot_topic(t: NewTopic) -> NewTopic | KafkaError:
     name = str(t.topic)
     partitions, replication = t.num_partitions, t.replication_factor
-    if not (partitions == -1 or 1 <= partitions <= MAX_PARTITIONS):
+    # confluent-kafka's call-time checks first: any of them fails the whole call, as it does.
+    if not -1 <= partitions <= MAX_PARTITIONS:
         raise ValueError(
             f"topic {name!r}: num_partitions must be >= 1 (at most {MAX_PARTITIONS}), or -1 for the broker default; "
             f"got {partitions!r}"
         )
-    if not (replication == -1 or 1 <= replication <= MAX_REPLICATION_FACTOR):
+    if not -1 <= replication <= MAX_REPLICATION_FACTOR:
         raise ValueError(
             f"topic {name!r}: replication_factor must be >= 1 (at most {MAX_REPLICATION_FACTOR}), or -1 for the "
             f"broker default; got {replication!r}"
         )
-    extra: dict[str, Any] = {}
     # An explicit replica_assignment=None reads back as None and is taken as no assignment (confluent-kafka
     # refuses it, a quirk of its C binding). An empty list is no assignment when the partition count is the
     # broker default, as confluent-kafka has it.
     assignment = t.replica_assignment
+    copied: list[list[int]] = []
     if assignment is not None:
         if replication != -1:
             raise ValueError(
                 f"topic {name!r}: give replica_assignment or replication_factor, not both "
                 f"(leave replication_factor at -1 with an assignment)"
             )
-        copied = _copy_assignment(name, assignment, "replica_assignment")
+        copied = _assignment_shape(name, assignment)
         if partitions == -1:
             if copied:
                 raise ValueError(
@@ -165,49 +215,93 @@ def _snapshot_topic(t: NewTopic) -> NewTopic:
             raise ValueError(
                 f"topic {name!r}: replica_assignment has {len(copied)} partition(s), num_partitions is {partitions}"
             )
-        if copied:
-            extra["replica_assignment"] = copied
-    config = _copy_config(name, t.config)
-    if config is not None:  # NewTopic refuses an explicit config=None
+    # What confluent-kafka sends and every broker refuses: this topic's future fails, in the broker's order.
+    config = _copy_config(name, t.config) if t.config is not None else None  # NewTopic refuses config=None
+    if isinstance(config, KafkaError):
+        return config
+    refusal = _assignment_refusal(name, copied)
+    if refusal is not None:
+        return refusal
+    if replication == 0:
+        why = "replication_factor must be >= 1, or -1 for the broker default; got 0"
+        return _refused(KafkaError.INVALID_REPLICATION_FACTOR, name, why)
+    if partitions == 0:
+        why = "num_partitions must be >= 1, or -1 for the broker default; got 0"
+        return _refused(KafkaError.INVALID_PARTITIONS, name, why)
+    extra: dict[str, Any] = {}
+    if copied:
+        extra["replica_assignment"] = copied
+    if config is not None:
         extra["config"] = config
     return NewTopic(name, int(partitions), int(replication), **extra)
 
 
-def check_new_topics(new_topics: Any) -> list[NewTopic]:
-    """Snapshots of ``new_topics``, or the first problem as TypeError/ValueError naming the topic."""
-    topics = _check_list(new_topics, "NewTopic", NewTopic, "new_topics")
-    _check_names([str(t.topic) for t in topics], collisions=True)
-    return [_snapshot_topic(t) for t in topics]
+def check_new_topics(new_topics: Any) -> Checked[NewTopic]:
+    """Each topic's snapshot or the broker's error for it, keyed by name; confluent-kafka's call-time errors
+    (TypeError / ValueError / AttributeError, naming the topic) raised."""
+    topics = _spec_list(new_topics, NewTopic, "new_topics")
+    snapshots = [_snapshot_topic(t) for t in topics]
+    return _keyed([str(t.topic) for t in topics], snapshots, illegal_name=KafkaError.TOPIC_EXCEPTION, collisions=True)
 
 
-def _snapshot_partitions(p: NewPartitions) -> NewPartitions:
+def _snapshot_partitions(p: NewPartitions) -> NewPartitions | KafkaError:
     name = str(p.topic)
     total = p.new_total_count
     if not 1 <= total <= MAX_PARTITIONS:
         raise ValueError(f"topic {name!r}: new_total_count must be >= 1 (at most {MAX_PARTITIONS}), got {total!r}")
     if p.replica_assignment is None:
         return NewPartitions(name, int(total))
-    copied = _copy_assignment(name, p.replica_assignment, "replica_assignment")
+    copied = _assignment_shape(name, p.replica_assignment)
     if not copied:
         raise ValueError(f"topic {name!r}: replica_assignment must list one broker-id list per new partition")
-    # One entry per partition added; a topic has at least one partition, so at most new_total_count - 1.
-    if len(copied) >= total:
+    if len(copied) > total:
         raise ValueError(
-            f"topic {name!r}: replica_assignment has {len(copied)} entries, but growing to {total} partitions "
-            f"adds at most {total - 1}"
+            f"topic {name!r}: replica_assignment has {len(copied)} entries, more than new_total_count ({total})"
         )
-    return NewPartitions(name, int(total), copied)
+    # One entry per partition added; a topic has at least one partition, so at most new_total_count - 1.
+    if len(copied) == total:
+        why = f"replica_assignment has {total} entries, but growing to {total} partitions adds at most {total - 1}"
+        return _refused(KafkaError.INVALID_REPLICA_ASSIGNMENT, name, why)
+    refusal = _assignment_refusal(name, copied)
+    return refusal if refusal is not None else NewPartitions(name, int(total), copied)
 
 
-def check_new_partitions(new_partitions: Any) -> list[NewPartitions]:
-    """Snapshots of ``new_partitions``, or the first problem as TypeError/ValueError naming the topic."""
-    items = _check_list(new_partitions, "NewPartitions", NewPartitions, "new_partitions")
-    _check_names([str(p.topic) for p in items], collisions=False)
-    return [_snapshot_partitions(p) for p in items]
+def check_new_partitions(new_partitions: Any) -> Checked[NewPartitions]:
+    """As ``check_new_topics``; an illegal name is UNKNOWN_TOPIC_OR_PART (no topic can have it)."""
+    items = _spec_list(new_partitions, NewPartitions, "new_partitions")
+    snapshots = [_snapshot_partitions(p) for p in items]
+    return _keyed(
+        [str(p.topic) for p in items], snapshots, illegal_name=KafkaError.UNKNOWN_TOPIC_OR_PART, collisions=False
+    )
 
 
-def check_delete_topics(topics: Any) -> list[str]:
-    """The names as plain str, or the first problem as TypeError/ValueError naming the topic."""
-    names = [str(n) for n in _check_list(topics, "topic name (str)", str, "topics")]
-    _check_names(names, collisions=False)
-    return names
+def _name_to_delete(item: Any) -> str | KafkaError:
+    if isinstance(item, str):
+        return str(item)  # a plain str, also for a str subclass
+    # confluent-kafka deletes str(item), then fails every future of the call (its answer's keys are not the
+    # items'): only this one fails here, not sent.
+    why = f"a topic name must be a str, got {type(item).__name__}"
+    return _refused(KafkaError._INVALID_ARG, item, why)
+
+
+def check_delete_topics(topics: Any) -> Checked[str]:
+    """Each name as a plain str or the reason it is not sent, keyed as confluent-kafka keys the futures (by the
+    item given); confluent-kafka's call-time errors raised."""
+    try:
+        items = list(topics)
+    except TypeError:
+        raise TypeError(f"topics must be a list of topic names (str), got {type(topics).__name__}") from None
+    for index, item in enumerate(items):
+        if not isinstance(item, Hashable):  # confluent-kafka keys its futures by the items
+            raise TypeError(f"topics[{index}] must be a topic name (str), got unhashable {type(item).__name__}")
+    if not isinstance(topics, list):
+        hint = f"; pass a list: [{topics!r}]" if isinstance(topics, str) else "; pass a list"
+        raise TypeError(f"topics must be a list of topic names (str), got {type(topics).__name__}{hint}")
+    if not items:
+        raise ValueError("topics must be a non-empty list of topic names (str)")
+    for index, item in enumerate(items):
+        if item is None:
+            raise ValueError(f"topics[{index}] must be a topic name (str), got None")
+    keys = [str(item) if isinstance(item, str) else item for item in items]
+    names = [_name_to_delete(item) for item in items]
+    return _keyed(keys, names, illegal_name=KafkaError.UNKNOWN_TOPIC_OR_PART, collisions=False)

@@ -1,192 +1,186 @@
-"""Every broker's Metadata, one request per broker, for ``wait_for_metadata`` (``_engine/visibility.py``).
+"""Every broker's Metadata of the names ``wait_for_metadata`` waits for, one request per broker
+(``_engine/visibility.py``): the broker-views reader.
 
-The brokers are those a bootstrap server lists, asked on a connection of the reader's own (never the
-application client's: after a throttled response that one is muted, KIP-219, and a Metadata request there waits
-out the throttle); each broker is then asked itself:
+Each broker is asked itself, on a connection of the reader's own (never the application client's: after a
+throttled response that one is muted, KIP-219, and a Metadata request there waits out the throttle), with the
+application's security settings (``broker_connection``: PLAINTEXT, TLS with PEM files, SASL PLAIN and
+SCRAM-SHA-256/512), a Metadata v10+ request for those names only (``metadata_wire``): topic ids, no listing of
+every topic, nothing auto-created. The connections stay open from read to read (a TLS or SCRAM handshake per read
+would cost more than the reads).
 
-- on a plaintext listener, on a connection of our own (``metadata_wire``: a Metadata v1 request for all topics);
-- otherwise (TLS, SASL: the application's security settings are needed), with a small AdminClient configured as
-  the application's (its callbacks left out) and bootstrapped with that broker's address. librdkafka sends an
-  application's Metadata request to whichever broker it has a connection to, and it connects to the brokers it
-  learns of, but it says which one answered (``ClusterMetadata.orig_broker_id`` / ``orig_broker_name``): an
-  answer from another broker is not taken for this broker's view, and the client is replaced by a fresh one,
-  whose first connection is to that broker (up to ``_ATTEMPTS`` times a read).
+A read asks a broker it knows (or else a bootstrap server) first: its answer lists the brokers and is that
+broker's view; then each other broker listed. A broker that cannot be read (unreachable, refused, an answer that
+does not parse) has no view (None), and its connection is made anew next time; a connection kept from an earlier
+read is given one more try on a fresh one, since brokers close idle connections.
 
-Reads run on the scheduler's reader thread, never where deadlines are kept; the clients are destroyed with the
-client.
+The fallback (``librdkafka_views``), for set-ups these connections do not speak (GSSAPI, OAUTHBEARER, other TLS
+settings) and for brokers without Metadata v10 (Kafka before 2.8): librdkafka's ``list_topics``, one small client
+per broker, whose views carry no topic ids and list every topic. The choice is logged once, without secrets.
+
+Reads run on the scheduler's reader thread, one at a time; ``close()`` may come from any thread.
 """
 
 from __future__ import annotations
 
+import logging
+import ssl
 import struct
 import threading
+import time
 from typing import Any
 
-from confluent_kafka import KafkaError
-from confluent_kafka.admin import AdminClient
-from confluent_kafka.admin._metadata import ClusterMetadata
-
-from throttled_admin._driver.metadata_wire import read_cluster
-from throttled_admin._engine.visibility import BrokerViews, TopicView
+from throttled_admin._driver.broker_connection import (
+    BrokerConnection,
+    BrokerRefused,
+    ConnectionSettings,
+    NoTopicIds,
+    Unsupported,
+)
+from throttled_admin._driver.librdkafka_views import LibrdkafkaViews
+from throttled_admin._driver.metadata_wire import MetadataAnswer
+from throttled_admin._driver.sasl_client import SaslError
+from throttled_admin._engine.visibility import BrokerViews
 
 __all__ = ["BrokerViewReader"]
 
-# The application's callbacks stay with the application's client; these clients only read Metadata.
-_OWN_CALLBACKS = ("error_cb", "throttle_cb", "stats_cb")
+log = logging.getLogger("throttled_admin")
+
 _READ_TIMEOUT_S = 2.0
-_ATTEMPTS = 3
-_BOOTSTRAP = (-1, "bootstrap")  # the key of the client that lists the brokers (TLS, SASL)
+# What a broker that cannot be read raises (the connection is dropped; its view is None).
+_UNREADABLE = (OSError, ValueError, struct.error, UnicodeError, BrokerRefused, SaslError)
 
 
 class BrokerViewReader:
     def __init__(self, conf: dict[str, Any]) -> None:
-        self._conf = {key: value for key, value in conf.items() if key not in _OWN_CALLBACKS}
-        self._plaintext = str(conf.get("security.protocol", "plaintext")).lower() == "plaintext"
-        self._client_id = str(conf.get("client.id", "rdkafka"))
+
+        def librdkafka() -> LibrdkafkaViews:  # the fallback, made when needed (no attribute shows the conf)
+            return LibrdkafkaViews(conf)
+
+        self._librdkafka = librdkafka
+        self._bootstrap = [
+            a.strip().rpartition("://")[2] for a in str(conf.get("bootstrap.servers", "")).split(",") if a.strip()
+        ]
         self._lock = threading.Lock()
-        self._clients: dict[tuple[int, str], AdminClient] = {}
+        self._connections: dict[str, BrokerConnection] = {}  # address -> an open connection
+        self._brokers: dict[int, str] = {}  # the last list read: used when no broker answers
         self._closed = False
-        self._reading = False  # a read is using the clients: close() leaves destroying them to it
-        self._bootstrap = [a.strip() for a in str(conf.get("bootstrap.servers", "")).split(",") if a.strip()]
-        self._brokers: dict[int, str] = {}  # the last list read: used when no bootstrap server answers
+        self._fallback: LibrdkafkaViews | None = None
+        self._context: ssl.SSLContext | None = None
+        try:
+            self._settings: ConnectionSettings | None = ConnectionSettings.from_conf(conf)
+        except Unsupported as exc:
+            self._settings = None
+            self._fall_back(f"its own connections do not speak the client's {exc}")
+
+    def __repr__(self) -> str:
+        how = "librdkafka" if self._fallback is not None else repr(self._settings)
+        return f"BrokerViewReader({how})"
 
     def read_cluster(self, names: list[str], timeout_s: float = _READ_TIMEOUT_S) -> BrokerViews:
-        """Every broker's view of ``names``, the brokers listed by a bootstrap server (or the last list read)."""
-        with self._lock:
-            self._reading = True
-        try:
-            brokers, answer = self._list_brokers(timeout_s)
-            self._brokers = brokers = brokers or self._brokers
-            return self._read(brokers, names, timeout_s, answer)
-        finally:
-            self._end_read()
+        """Every broker's view of ``names``: the brokers listed by the first that answers (or the last list)."""
+        if self._fallback is None:
+            try:
+                return self._read(names, timeout_s)
+            except (NoTopicIds, Unsupported) as exc:
+                self._fall_back(str(exc))
+        assert self._fallback is not None
+        return self._fallback.read_cluster(names, timeout_s)
 
-    def _list_brokers(self, timeout_s: float) -> tuple[dict[int, str], ClusterMetadata | None]:
-        """The brokers, and (TLS, SASL) the answer that listed them, which is also the view of the broker that
-        gave it: with librdkafka, listing costs no request more than the views do."""
-        if self._plaintext:
-            for address in self._bootstrap:
-                try:
-                    listed = read_cluster(
-                        address.rpartition("://")[2], [], client_id=self._client_id, timeout_s=timeout_s
-                    )
-                    return listed[0], None
-                except (OSError, ValueError, struct.error, UnicodeError):
-                    continue
-            return {}, None
+    def _fall_back(self, why: str) -> None:
+        log.info("wait_for_metadata reads the brokers through librdkafka (no topic ids): %s", why)
         with self._lock:
-            key = next(iter(self._clients), _BOOTSTRAP)  # a broker's client once there is one
-        client = self._client(*key)
-        if client is None:
-            return {}, None
-        try:
-            metadata = client.list_topics(timeout=timeout_s)
-        except Exception:
-            return {}, None
-        brokers = {broker.id: f"{broker.host}:{broker.port}" for broker in metadata.brokers.values()}
-        with self._lock:  # the bootstrap client becomes the client of the broker that answered
-            answered = (metadata.orig_broker_id, brokers.get(metadata.orig_broker_id, ""))
-            if key == _BOOTSTRAP and answered[1] and answered not in self._clients:
-                self._clients[answered] = self._clients.pop(_BOOTSTRAP)
-        return brokers, metadata
-
-    def _end_read(self) -> None:
-        with self._lock:
-            self._reading = False
-            leftover = list(self._clients.values()) if self._closed else []
+            self._fallback = self._librdkafka()
             if self._closed:
-                self._clients = {}
-        for client in leftover:  # closed while this read used them
-            client.__exit__(None, None, None)
+                self._fallback.close()
+            connections, self._connections = list(self._connections.values()), {}
+        for connection in connections:
+            connection.close()
 
-    def _read(
-        self, brokers: dict[int, str], names: list[str], timeout_s: float, answer: ClusterMetadata | None
-    ) -> BrokerViews:
+    def _read(self, names: list[str], timeout_s: float) -> BrokerViews:
+        listed: dict[int, str] = {}
+        first: tuple[str, MetadataAnswer] | None = None
+        for address in dict.fromkeys([*self._brokers.values(), *self._bootstrap]):
+            answer = self._ask(address, names, timeout_s)
+            if answer is not None:
+                listed, first = answer.brokers, (address, answer)
+                break
+        self._brokers = brokers = listed or self._brokers
         views: BrokerViews = {}
         for node_id, address in sorted(brokers.items()):
-            if self._plaintext:
-                try:
-                    views[node_id] = read_cluster(address, names, client_id=self._client_id, timeout_s=timeout_s)[1]
-                except (OSError, ValueError, struct.error, UnicodeError):
-                    views[node_id] = None
-            elif answer is not None and _answered_by(answer, node_id, address):
-                views[node_id] = _view(answer, names)
+            if first is not None and first[0] == address:
+                views[node_id] = first[1].topics
             else:
-                views[node_id] = self._read_with_librdkafka(node_id, address, names, timeout_s)
-        self._forget_others(brokers)
+                answer = self._ask(address, names, timeout_s)
+                views[node_id] = None if answer is None else answer.topics
+        self._forget_others(set(brokers.values()))
         return views
 
-    def _read_with_librdkafka(
-        self, node_id: int, address: str, names: list[str], timeout_s: float
-    ) -> dict[str, TopicView] | None:
-        for _ in range(_ATTEMPTS):
-            client = self._client(node_id, address)
-            if client is None:
+    def _ask(self, address: str, names: list[str], timeout_s: float) -> MetadataAnswer | None:
+        """One broker's answer, or None when it cannot be read. A connection kept from an earlier read that fails
+        is tried once more on a fresh one."""
+        deadline = time.monotonic() + timeout_s
+        for _ in range(2):
+            connection, fresh = self._connection(address, deadline)
+            if connection is None:
                 return None
             try:
-                metadata = client.list_topics(timeout=timeout_s)
-            except Exception:
-                return None
-            if _answered_by(metadata, node_id, address):
-                return _view(metadata, names)
-            self._drop((node_id, address))  # it answered from another broker: a fresh client next
+                return connection.metadata(names, deadline)
+            except _UNREADABLE as exc:
+                log.debug("wait_for_metadata: cannot read %s (%s)", address, type(exc).__name__)
+                self._drop(address, connection)
+                if fresh:
+                    return None
         return None
 
-    def _drop(self, key: tuple[int, str]) -> None:
-        with self._lock:
-            client = self._clients.pop(key, None)
-        if client is not None:
-            client.__exit__(None, None, None)
-
-    def close(self) -> None:
-        """Destroy the clients now, or, while a read uses them, when it ends (librdkafka's handle must not be
-        destroyed under a call in progress)."""
-        with self._lock:
-            self._closed = True
-            if self._reading:
-                return
-            clients, self._clients = list(self._clients.values()), {}
-        for client in clients:
-            client.__exit__(None, None, None)  # destroys librdkafka's handle now
-
-    def _client(self, node_id: int, address: str) -> AdminClient | None:
+    def _connection(self, address: str, deadline: float) -> tuple[BrokerConnection | None, bool]:
+        """(the open connection to ``address``, whether it was made now); None when it cannot be made."""
+        assert self._settings is not None
         with self._lock:
             if self._closed:
-                return None
-            client = self._clients.get((node_id, address))
-            if client is None:
-                bootstrap = ",".join(self._bootstrap) if (node_id, address) == _BOOTSTRAP else address
-                client = AdminClient({**self._conf, "bootstrap.servers": bootstrap})
-                self._clients[(node_id, address)] = client
-            return client
-
-    def _forget_others(self, brokers: dict[int, str]) -> None:
-        """Brokers no longer listed (or moved) lose their clients."""
+                return None, False
+            connection = self._connections.get(address)
+        if connection is not None and not connection.expired:
+            return connection, False
+        if connection is not None:
+            self._drop(address, connection)
+        if self._settings.tls is not None and self._context is None:
+            try:
+                self._context = self._settings.tls.context()
+            except OSError as exc:  # ssl.SSLError too: files librdkafka loaded that Python's ssl does not
+                raise Unsupported(f"its TLS files do not load here ({type(exc).__name__})") from None
+        try:
+            connection = BrokerConnection(address, self._settings, self._context, deadline)
+        except _UNREADABLE as exc:
+            log.debug("wait_for_metadata: cannot connect to %s (%s: %s)", address, type(exc).__name__, exc)
+            return None, True
         with self._lock:
-            gone = [key for key in self._clients if key != _BOOTSTRAP and brokers.get(key[0]) != key[1]]
-            clients = [self._clients.pop(key) for key in gone]
-        for client in clients:
-            client.__exit__(None, None, None)
+            if self._closed:
+                connection.close()
+                return None, True
+            self._connections[address] = connection
+        return connection, True
 
+    def _drop(self, address: str, connection: BrokerConnection) -> None:
+        with self._lock:
+            if self._connections.get(address) is connection:
+                del self._connections[address]
+        connection.close()
 
-def _answered_by(metadata: ClusterMetadata, node_id: int, address: str) -> bool:
-    """The answer came from that broker: its id, or its address (librdkafka's bootstrap broker has no id yet)."""
-    if metadata.orig_broker_id == node_id:
-        return True
-    # librdkafka's name: "host:port/id" in plaintext, "sasl_ssl://host:port/bootstrap" with TLS or SASL
-    name = str(metadata.orig_broker_name or "").rsplit("/", 1)[0]
-    return name.rpartition("://")[2] == address
+    def _forget_others(self, addresses: set[str]) -> None:
+        """Connections to addresses no broker is listed at any more are closed."""
+        with self._lock:
+            gone = [address for address in self._connections if address not in addresses]
+            connections = [self._connections.pop(address) for address in gone]
+        for connection in connections:
+            connection.close()
 
-
-def _view(metadata: ClusterMetadata, names: list[str]) -> dict[str, TopicView]:
-    view: dict[str, TopicView] = {}
-    for name in names:
-        topic = metadata.topics.get(name)
-        if topic is None:
-            continue
-        error = topic.error
-        if error is not None and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-            continue  # not listed
-        led = error is None and all(p.error is None and p.leader >= 0 for p in topic.partitions.values())
-        view[name] = (len(topic.partitions), led)
-    return view
+    def close(self) -> None:
+        """Close every connection (a read under way finds its socket closed: its broker has no view)."""
+        with self._lock:
+            self._closed = True
+            connections, self._connections = list(self._connections.values()), {}
+            fallback = self._fallback
+        for connection in connections:
+            connection.close()
+        if fallback is not None:
+            fallback.close()

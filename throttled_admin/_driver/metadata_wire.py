@@ -1,111 +1,90 @@
-"""One broker's Metadata, asked of that broker itself on a connection of our own (plaintext listeners).
+"""Metadata v10 to v13, written and read by the client itself: topic ids (v10+), for the topics named only.
 
-librdkafka sends an application's Metadata request to whichever broker it has a connection to, even on a handle
-bootstrapped with one broker's address alone (it connects to the brokers it learns of), so it cannot say what one
-given broker knows. This asks the broker directly: a Metadata v1 request for all topics (a null topic array:
-nothing is auto-created), written here as ``sasl_probe`` writes its requests (request header v1, a version that is
-not flexible), and the answer read for the topics asked about: partition count, and whether every partition has
-a leader and no error.
+The broker-views reader (``broker_views``) asks each broker, on a connection of its own (``broker_connection``),
+about the names ``wait_for_metadata`` waits for, never every topic of the cluster, and never creating one
+(``allow_auto_topic_creation`` false). An answer gives the brokers the cluster lists and, for each name asked
+about, what that broker shows: partitions, whether each has a leader and no error, and the topic id (which tells
+one incarnation of a name from another: ``_engine/visibility.py``).
+
+All four versions are flexible (KIP-482): request header v2, response header v1, compact strings and arrays,
+tagged fields. They differ in little: v10 has ``include_cluster_authorized_operations`` in the request and
+``cluster_authorized_operations`` in the answer (dropped in v11); v13 adds a top-level ``error_code``.
 """
 
 from __future__ import annotations
 
-import socket
-import struct
-import time
+from dataclasses import dataclass, field
 
-from throttled_admin._driver.sasl_probe import _read_exactly
+from throttled_admin._driver.wire_codec import Reader, Writer
+from throttled_admin._engine.visibility import TopicView
 
-__all__ = ["read_cluster"]
+__all__ = ["API_KEY", "MAX_VERSION", "MIN_VERSION", "MetadataAnswer", "decode", "encode"]
 
-_METADATA = 3
-_VERSION = 1
-_CORRELATION_ID = 7
-_MAX_RESPONSE_BYTES = 256 * 1024 * 1024
+API_KEY = 3
+MIN_VERSION = 10  # topic ids in the answer (Kafka 2.8, KIP-516)
+MAX_VERSION = 13
 _UNKNOWN_TOPIC_OR_PARTITION = 3
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-        self._offset = 0
+@dataclass
+class MetadataAnswer:
+    """One broker's answer: the brokers it lists (node id -> "host:port"), and what it shows of the names asked
+    about (absent: not listed)."""
 
-    def _take(self, fmt: str) -> tuple[int, ...]:
-        values = struct.unpack_from(fmt, self._data, self._offset)
-        self._offset += struct.calcsize(fmt)
-        return values
-
-    def int8(self) -> int:
-        return self._take(">b")[0]
-
-    def int16(self) -> int:
-        return self._take(">h")[0]
-
-    def int32(self) -> int:
-        return self._take(">i")[0]
-
-    def string(self) -> str | None:
-        size = self.int16()
-        if size < 0:
-            return None
-        value = self._data[self._offset : self._offset + size].decode()
-        self._offset += size
-        return value
-
-    def skip_int32_array(self) -> None:
-        count = self.int32()
-        self._offset += 4 * max(0, count)
+    brokers: dict[int, str] = field(default_factory=dict)
+    topics: dict[str, TopicView] = field(default_factory=dict)
+    error_code: int = 0  # v13's top-level error (e.g. REBOOTSTRAP_REQUIRED)
 
 
-def _request(client_id: str) -> bytes:
-    client = client_id.encode()
-    header = struct.pack(">hhih", _METADATA, _VERSION, _CORRELATION_ID, len(client)) + client
-    body = struct.pack(">i", -1)  # null: every topic, none auto-created
-    return struct.pack(">i", len(header) + len(body)) + header + body
+def encode(version: int, names: list[str]) -> bytes:
+    """The request body: the topics named (none: the brokers only), never auto-created."""
+    body = Writer().uvarint(len(names) + 1)
+    for name in names:
+        body.uuid(None).compact_string(name).no_tags()
+    body.int8(0)  # allow_auto_topic_creation
+    if version == 10:
+        body.int8(0)  # include_cluster_authorized_operations (v8-v10)
+    body.int8(0)  # include_topic_authorized_operations
+    return body.no_tags().build()
 
 
-def _parse(frame: bytes, names: set[str]) -> tuple[dict[int, str], dict[str, tuple[int, bool]]]:
-    reader = _Reader(frame)
-    if reader.int32() != _CORRELATION_ID:
-        raise ValueError("not the answer to our Metadata request")
-    brokers: dict[int, str] = {}
-    for _ in range(reader.int32()):
+def decode(version: int, reader: Reader, names: set[str]) -> MetadataAnswer:
+    """The answer (its body, after the response header) for the topics in ``names``."""
+    answer = MetadataAnswer()
+    reader.int32()  # throttle_time_ms
+    for _ in range(reader.compact_array_length()):
         node_id = reader.int32()
-        host = reader.string()
+        host = reader.compact_string()
         port = reader.int32()
-        reader.string()  # rack (v1)
-        brokers[node_id] = f"{host}:{port}"
-    reader.int32()  # controller id (v1)
-    view: dict[str, tuple[int, bool]] = {}
-    for _ in range(reader.int32()):  # topics
+        reader.compact_string()  # rack
+        reader.skip_tags()
+        answer.brokers[node_id] = f"{host}:{port}"
+    reader.compact_string()  # cluster id
+    reader.int32()  # controller id
+    for _ in range(reader.compact_array_length()):
         error = reader.int16()
-        name = reader.string()
-        reader.int8()  # is_internal (v1)
-        partitions = reader.int32()
+        name = reader.compact_string()
+        topic_id = reader.uuid()
+        reader.boolean()  # is_internal
+        partitions = reader.compact_array_length()
         led = error == 0
-        for _ in range(max(0, partitions)):
+        for _ in range(partitions):
             partition_error = reader.int16()
             reader.int32()  # partition index
             leader = reader.int32()
-            reader.skip_int32_array()  # replicas
-            reader.skip_int32_array()  # in-sync replicas
+            reader.int32()  # leader epoch
+            reader.skip_compact_int32_array()  # replicas
+            reader.skip_compact_int32_array()  # in-sync replicas
+            reader.skip_compact_int32_array()  # offline replicas
+            reader.skip_tags()
             led = led and partition_error == 0 and leader >= 0
-        if name in names and error != _UNKNOWN_TOPIC_OR_PARTITION:
-            view[name] = (max(0, partitions), led)
-    return brokers, view
-
-
-def read_cluster(
-    address: str, names: list[str], *, client_id: str, timeout_s: float
-) -> tuple[dict[int, str], dict[str, tuple[int, bool]]]:
-    """The brokers the broker at ``address`` ("host:port") lists (node id -> "host:port"), and what it lists of
-    ``names``: topic -> (partitions, all led). Raises OSError, ValueError or struct.error when it cannot be asked
-    or its answer cannot be read."""
-    deadline = time.monotonic() + timeout_s
-    host, _, port = address.rpartition(":")
-    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s) as sock:
-        sock.sendall(_request(client_id))
-        (size,) = struct.unpack(">i", _read_exactly(sock, 4, deadline))
-        if not 4 <= size <= _MAX_RESPONSE_BYTES:
-            raise ValueError(f"not a Kafka response: {size} bytes")
-        return _parse(_read_exactly(sock, size, deadline), set(names))
+        reader.int32()  # topic_authorized_operations
+        reader.skip_tags()
+        if name is not None and name in names and error != _UNKNOWN_TOPIC_OR_PARTITION:
+            answer.topics[name] = TopicView(partitions, led, topic_id)
+    if version == 10:
+        reader.int32()  # cluster_authorized_operations
+    if version >= 13:
+        answer.error_code = reader.int16()
+    reader.skip_tags()
+    return answer

@@ -7,9 +7,9 @@
    it has enabled; a Kafka listener without SASL answers ILLEGAL_SASL_STATE (KafkaApis). Some Kafka-compatible
    brokers accept SASL where it is optional; step 1 keeps them from being taken for one that requires it.
 
-The requests are written here (request header v1, versions that are not flexible): the client's core has no
-Kafka codec of its own and needs only these few fields. Plaintext only: a TLS listener would need the client's
-TLS settings.
+The requests are written with the driver's few wire pieces (``wire_codec``: request header v1, versions that are
+not flexible). Plaintext only: this asks a listener the client cannot authenticate to, before any TLS settings
+are known to fit.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from __future__ import annotations
 import socket
 import struct
 import time
+
+from throttled_admin._driver.wire_codec import Writer, read_exactly, request_frame
 
 __all__ = ["required_sasl_mechanisms"]
 
@@ -28,28 +30,8 @@ _UNSUPPORTED_SASL_MECHANISM = 33
 _MAX_RESPONSE_BYTES = 64 * 1024
 
 
-def _string(value: str) -> bytes:
-    data = value.encode()
-    return struct.pack(">h", len(data)) + data
-
-
 def _frame(api_key: int, client_id: str, body: bytes) -> bytes:
-    header = struct.pack(">hhi", api_key, 1, _CORRELATION_ID) + _string(client_id)  # version 1 of both APIs
-    return struct.pack(">i", len(header) + len(body)) + header + body
-
-
-def _read_exactly(sock: socket.socket, size: int, deadline: float) -> bytes:
-    data = b""
-    while len(data) < size:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError("the broker did not answer in time")
-        sock.settimeout(remaining)
-        chunk = sock.recv(min(size - len(data), 65536))
-        if not chunk:
-            raise ConnectionError("closed by the broker")
-        data += chunk
-    return data
+    return request_frame(api_key, 1, _CORRELATION_ID, client_id, body, flexible=False)  # version 1 of both APIs
 
 
 def _exchange(address: str, request: bytes, deadline: float) -> bytes | None:
@@ -61,12 +43,12 @@ def _exchange(address: str, request: bytes, deadline: float) -> bytes | None:
     with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s) as sock:
         sock.sendall(request)
         try:
-            (size,) = struct.unpack(">i", _read_exactly(sock, 4, deadline))
+            (size,) = struct.unpack(">i", read_exactly(sock, 4, deadline))
         except ConnectionError:
             return None
         if not 4 <= size <= _MAX_RESPONSE_BYTES:
             raise ValueError(f"not a Kafka response: {size} bytes")
-        return _read_exactly(sock, size, deadline)
+        return read_exactly(sock, size, deadline)
 
 
 def _mechanisms(frame: bytes) -> list[str] | None:
@@ -97,7 +79,7 @@ def required_sasl_mechanisms(
     try:
         if _exchange(address, _frame(_METADATA, client_id, struct.pack(">i", 0)), deadline) is not None:
             return None  # served without authentication
-        answer = _exchange(address, _frame(_SASL_HANDSHAKE, client_id, _string("PLAIN")), deadline)
+        answer = _exchange(address, _frame(_SASL_HANDSHAKE, client_id, Writer().string("PLAIN").build()), deadline)
         return None if answer is None else _mechanisms(answer)
     except (OSError, ValueError, struct.error, UnicodeError):
         return None

@@ -59,6 +59,7 @@ from throttled_admin._engine import (
     classify,
     is_broker_answer,
 )
+from throttled_admin._errors import CLOSED_MESSAGE
 
 __all__ = ["USER_CODE_WAIT_S", "Answer", "ClientGone", "Scheduler", "Transport"]
 
@@ -169,7 +170,7 @@ class Scheduler:
             topics.append(topic)
         with self._cv:
             if self._closed:
-                raise RuntimeError("ThrottledAdminClient is closed")
+                raise RuntimeError(CLOSED_MESSAGE)
             self._engine.submit(call, topics)
             # Nothing in flight: the caller's thread steps the engine and sends, saving a wake of the scheduler's
             # thread on the way out; that thread is woken only if it sleeps past what the step wants done next.

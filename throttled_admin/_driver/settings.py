@@ -4,8 +4,8 @@
 - The client owns ``throttle_cb`` and ``error_cb``: throttle events feed the scheduler's KIP-219 gate and the
   metrics; authentication errors fail pending work at once. A callback from ``conf`` is still called, after
   ours, and so is ``stats_cb``, but not inside ``poll()`` on the scheduler's thread: they run in order on the
-  client's serial user-code thread, so a slow one delays nothing of the client's. Whatever they raise is logged
-  once and contained.
+  client's serial user-code thread, so a slow one delays nothing of the client's. Whatever they raise is kept
+  for the application's next ``poll()``, which raises it as confluent-kafka's does (``_driver.callback_errors``).
 - The client reads librdkafka's log on its way (``_driver.librdkafka_log``): some connection failures are told nowhere
   else. An authentication failure the client finds goes to the ``error_cb`` from conf (or is logged when there
   is none), as librdkafka reports its own (the reporter ``install_callbacks`` returns).
@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError
 from opentelemetry.metrics import MeterProvider
 
+from throttled_admin._driver.callback_errors import CallbackErrors
 from throttled_admin._driver.librdkafka_log import tap_logs
 from throttled_admin._engine import RetryBackoff
 
@@ -114,21 +115,12 @@ class EventSink(Protocol):
     def on_log(self, message: str) -> None: ...
 
 
-class _Contained:
-    """Calls a user's callback; logs the first failure of each and never lets one escape into librdkafka."""
+class _CollectedLogger:
+    """The ``logger`` from conf, whose exceptions wait for the application's poll() (it runs on the user-code
+    thread, from the client's tap of librdkafka's log)."""
 
-    def __init__(self, name: str, callback: Callable[..., Any]) -> None:
-        self._name = name
-        self._callback = callback
-        self._failed = False
-
-    def __call__(self, *args: Any) -> None:
-        try:
-            self._callback(*args)
-        except Exception:
-            if not self._failed:
-                self._failed = True
-                log.exception("the %s from conf raised; it is contained (later failures are not logged)", self._name)
+    def __init__(self, log: Callable[..., None]) -> None:
+        self.log = log
 
 
 def _deliver(sink: Callable[[], EventSink | None], what: str, send: Callable[[EventSink], None]) -> None:
@@ -143,13 +135,17 @@ def _deliver(sink: Callable[[], EventSink | None], what: str, send: Callable[[Ev
 
 
 def install_callbacks(
-    conf: dict[str, Any], sink: Callable[[], EventSink | None], run_user: Callable[[Callable[[], None]], object]
+    conf: dict[str, Any],
+    sink: Callable[[], EventSink | None],
+    run_user: Callable[[Callable[[], None]], object],
+    errors: CallbackErrors,
 ) -> tuple[dict[str, Any], Callable[[KafkaError], None]]:
     """A copy of ``conf`` whose callbacks feed ``sink()`` (None until the scheduler exists) and then the user's own,
     and where an error the client finds itself goes: where librdkafka's own go, the ``error_cb`` from conf (on the
-    user-code thread, contained), or the log when there is none."""
+    user-code thread), or the log when there is none. What the user's callbacks (and ``logger``) raise goes to
+    ``errors``."""
     conf = dict(conf)
-    user = {key: _Contained(key, conf[key]) for key in _USER_CALLBACKS if conf.get(key) is not None}
+    user = {key: errors.wrap(key, conf[key]) for key in _USER_CALLBACKS if conf.get(key) is not None}
     for key in _USER_CALLBACKS:
         conf.pop(key, None)
     user_throttle, user_error, user_stats = user.get("throttle_cb"), user.get("error_cb"), user.get("stats_cb")
@@ -179,6 +175,8 @@ def install_callbacks(
 
     conf["throttle_cb"] = throttle_cb
     conf["error_cb"] = error_cb
+    if conf.get("logger") is not None:  # confluent-kafka raises what the logger raises from poll(), too
+        conf["logger"] = _CollectedLogger(errors.wrap("logger", conf["logger"].log))
     tap_logs(conf, on_fail, run_user)
     if user_stats is not None:
         conf["stats_cb"] = lambda stats: run_user(functools.partial(user_stats, stats))

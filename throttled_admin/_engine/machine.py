@@ -51,9 +51,10 @@ from throttled_admin._engine.redpanda import RedpandaHold
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.round_trip import MIN_SAMPLES, RoundTrip
 from throttled_admin._engine.throttle import ThrottleTracker
-from throttled_admin._engine.visibility import READ_BEFORE_DEADLINE_S, BrokerViews, Visibility, lagging
-from throttled_admin._engine.work import Call, RequestKind, Topic
+from throttled_admin._engine.visibility import READ_BEFORE_DEADLINE_S, BrokerViews, Visibility, ids_shown, lagging
+from throttled_admin._engine.work import CREATE_TOPICS, Call, RequestKind, Topic
 from throttled_admin._errors import (
+    CLOSED_MESSAGE,
     ThrottlingQuotaExceededException,
     after_unknown_attempt,
     cannot_connect_error,
@@ -160,6 +161,7 @@ class Outbox:
     send: Request | None = None
     read_metadata: bool = False
     read_views: list[str] | None = None  # wait_for_metadata: read every broker's Metadata for these topics
+    # (the applied topics awaiting visibility, and the creates whose ids before sending are not yet known)
     drain: float | None = None  # send the sentinel (``connection``) with this request_timeout; answer on_drained
     probe: bool = False  # ask the cluster something light: has any broker answered this client?
     reached: bool = False  # a request got through to a broker (the handshake-drop diagnosis resets)
@@ -179,6 +181,9 @@ class Engine:
         self._own_pacer = False  # the pacer is the engine's own (Redpanda's answers), not the caller's
         self._redpanda = RedpandaHold()
         self._visibility = Visibility()
+        # wait_for_metadata creates not sent until every broker's ids of the name are read (``visibility``), in order
+        self._unread: dict[Topic, None] = {}
+        self._ids_asked: list[Topic] = []  # those of them the read out asks about
         self._round_trip = RoundTrip()
         self._connection = Connection(socket_timeout_s)  # rule b: the slot follows the connection
         self._calls: dict[int, Call] = {}  # in submission order
@@ -219,7 +224,9 @@ class Engine:
 
     def submit(self, call: Call, topics: list[Topic]) -> None:
         if self._closed:
-            raise RuntimeError("ThrottledAdminClient is closed")
+            raise RuntimeError(CLOSED_MESSAGE)
+        if call.wait_for_metadata and not call.kind.validate_only and call.kind.operation is CREATE_TOPICS:
+            self._unread.update(dict.fromkeys(topics))  # incarnations: the ids before the send (``visibility``)
         for topic in topics:
             call.queued[topic.name] = topic
             held = self._holders.setdefault(topic.name, topic)
@@ -322,6 +329,11 @@ class Engine:
     def on_views(self, views: BrokerViews, now: float) -> None:
         """Every broker's Metadata for the topics asked about (``Outbox.read_views``); see ``visibility``."""
         asked, deferred, unasked = self._visibility.asked, self._visibility.deferred, False
+        for topic in self._ids_asked:  # the ids before a create is sent, from every broker that could be read
+            if topic in self._unread:  # still queued (not withdrawn, not settled)
+                del self._unread[topic]
+                topic.ids_before = ids_shown(topic.name, views)
+        self._ids_asked = []
         for call in list(self._calls.values()):
             operation = call.kind.operation.name
             for topic in list(call.awaiting.values()):
@@ -330,7 +342,7 @@ class Engine:
                     # of the read on purpose, waits for its own interval instead)
                     unasked |= topic.name not in deferred
                     continue
-                topic.lagging = lagging(operation, topic.name, topic.item, views)
+                topic.lagging = lagging(operation, topic.name, topic.item, views, topic.ids_before)
                 if topic.lagging == ():
                     self._finish(topic, None, now)
         self._visibility.answered(now, any(call.awaiting for call in self._calls.values()), unasked)
@@ -364,12 +376,13 @@ class Engine:
                 self._complete(request, now)
             if self._auth_error is not None:
                 self._fail_on_auth_error(now)
-            wake_at = min(self._expire(now), self._ask_views(now), self._drain(now))
+            wake_at = min(self._expire(now), self._drain(now))
             if self._request is None:
                 wake_at = min(wake_at, self._next_request(now))
             else:
                 wake_at = min(wake_at, self._request_wake_at(self._request))
-            self._out.wake_at = wake_at
+            # after the sending, which may settle queued topics: nothing is read about a topic settled in this step
+            self._out.wake_at = min(wake_at, self._ask_views(now))
         out, self._out = self._out, Outbox()
         return out
 
@@ -422,13 +435,20 @@ class Engine:
                     continue
             calls.append(call)
             names.extend(call.awaiting)
-        if not names:
+        first: list[Topic] = []  # creates whose ids before the send are to be read (names they hold, rule a)
+        if self._unread and not self._visibility.reading:
+            first = [topic for topic in self._unread if self._holds(topic)]
+            if first:
+                self._visibility.soon(now)
+        if not names and not first:
             if deferred_until == math.inf and not self._visibility.reading:
                 self._visibility.idle()
             return deferred_until
         if self._visibility.due(now):
+            names.extend(topic.name for topic in first)
             self._visibility.read(now, names, deferred)
             self._out.read_views = names
+            self._ids_asked = first
             for call in calls:
                 call.views_read_at = now
         wake_at = self._visibility.wake_at()
@@ -459,6 +479,8 @@ class Engine:
 
     def _release(self, topic: Topic) -> None:
         """The topic is settled or withdrawn: the next call waiting for its name may send it."""
+        if self._unread:
+            self._unread.pop(topic, None)
         holders = self._holders.get(topic.name)
         if holders is None:
             return
@@ -532,6 +554,8 @@ class Engine:
             return topic.last_error  # refused before (nothing applied), and no time was left to try again
         if not self._holds(topic):
             why = "an earlier call still held the topic's name"
+        elif topic in self._unread:
+            why = "the brokers' topic ids of the name (wait_for_metadata) were still being read"
         elif self._connection.busy:
             why = "the connection to the controller still carried an earlier request that got no answer"
         else:
@@ -789,13 +813,18 @@ class Engine:
     def _head(self, now: float) -> Topic | None:
         for call in self._calls.values():
             for topic in call.queued.values():
-                if topic.not_before <= now and self._holds(topic):
+                if topic.not_before <= now and self._sendable(topic):
                     return topic
         return None
 
+    def _sendable(self, topic: Topic) -> bool:
+        """It holds its name (rule a), and, a wait_for_metadata create, the ids before its send are known."""
+        return self._holds(topic) and (not self._unread or topic not in self._unread)
+
     def _next_eligible(self, now: float) -> float:
-        """When the next queued topic becomes sendable (one waiting for a name's holder is woken by its settling)."""
-        waits = [t.not_before for c in self._calls.values() for t in c.queued.values() if self._holds(t)]
+        """When the next queued topic becomes sendable (one waiting for a name's holder is woken by its settling,
+        one waiting for the ids before its send by the read's answer)."""
+        waits = [t.not_before for c in self._calls.values() for t in c.queued.values() if self._sendable(t)]
         return max(now, min(waits, default=math.inf))
 
     def _eligible(self, kind: RequestKind, now: float) -> Iterator[Topic]:
@@ -804,7 +833,7 @@ class Engine:
             if call.kind != kind:
                 continue
             for topic in call.queued.values():
-                if topic.not_before <= now and self._holds(topic):
+                if topic.not_before <= now and self._sendable(topic):
                     yield topic
                     count += 1
                     if count >= MAX_TOPICS_PER_REQUEST:

@@ -1,14 +1,25 @@
 """``wait_for_metadata``: a topic's future resolves only when every broker's Metadata shows the change.
 
 A KRaft broker learns of a mutation by replaying the metadata log; until it has, its Metadata lacks the topic
-(or the new partitions, or still lists a deleted topic) and producers get UNKNOWN_TOPIC_OR_PARTITION. With
-``wait_for_metadata`` (kafka-python 3's name) the engine keeps an applied topic's future open and asks the driver
-for every broker's view of it (one Metadata request per broker) until each shows it:
+(or the new partitions, or still lists a deleted topic, or an earlier topic of the same name) and producers get
+UNKNOWN_TOPIC_OR_PARTITION. With ``wait_for_metadata`` (kafka-python 3's name) the engine keeps an applied topic's
+future open and asks the driver for every broker's view of it (one Metadata request per broker) until each shows
+it:
 
 - a create: listed, with at least the partitions asked for (any count for the broker's default), each with a
-  leader;
-- a grow: listed with at least the new count, each partition with a leader;
+  leader, and every broker showing one topic id that none showed before the create was sent (its *incarnation*);
+- a grow: listed with at least the new count, each partition with a leader, and every broker showing one id;
 - a delete: absent.
+
+Incarnations (issue 27, finding 7): a name deleted and created again is another topic, with another id, and a
+lagging broker may still show the old one, whose partitions can be "at least the partitions asked for". A
+create's partition count alone cannot tell the two apart; confluent-kafka sends CreateTopics v4, whose answer has
+no topic id. So before a create of a ``wait_for_metadata`` call is first sent, the engine asks every broker for the
+ids it shows of the name (``Topic.ids_before``: a read of its own, ``Outbox.read_views``), and the create is
+visible once every broker shows one id that was not among them. A broker whose view carries no id (the driver's
+fallback reader, ``_driver/broker_views.py``, or a broker older than Metadata v10) leaves the partition rule
+alone: that is the rule the view allows. Brokers that could not be read before the send contribute no ids; a
+create is sent after one such read, whatever it found, so the reader never keeps a mutation from being sent.
 
 A broker whose Metadata could not be read does not show it, and a read judges only the names it asked about (a
 delete applied while a read for other names was out is absent from every view without having been asked about).
@@ -19,18 +30,17 @@ everywhere at its call's deadline fails with ``NotYetVisibleError``: applied, no
 While a call still has topics to send or in flight, its applied topics are read about at once the first time
 and then at most every ``READ_WHILE_SENDING_S`` (and as usual from ``READ_BEFORE_DEADLINE_S`` before its
 deadline, and once it has nothing left to send): a bulk call of many requests no longer asks every broker
-after each request. (A broker's Metadata is one request per broker, and through librdkafka, on TLS and SASL
-listeners, it lists every topic of the cluster: 200 pipeline entities reading after each request kept ten
-test brokers from answering anything else.) Progress still shows: a command line's bar moves every few seconds.
+after each request. Progress still shows: a command line's bar moves every few seconds.
 The interval grows with what reads cost: at least ``READ_COST_FACTOR`` times as long as the last read took, so
 busy brokers, whose answers come slowly, are asked less often; and reads near the deadline start earlier by twice
-the last read's duration, so their answer comes back in time.
+the last read's duration, so their answer comes back in time. A read of the ids before a send is never deferred.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "FIRST_READ_S",
@@ -42,6 +52,7 @@ __all__ = [
     "BrokerViews",
     "TopicView",
     "Visibility",
+    "ids_shown",
     "lagging",
 ]
 
@@ -52,8 +63,15 @@ READ_BEFORE_DEADLINE_S = 3.0
 READ_WHILE_SENDING_S = 2.0
 READ_COST_FACTOR = 10.0
 
-# (partitions listed, every one of them with a leader and no error)
-TopicView = tuple[int, bool]
+
+class TopicView(NamedTuple):
+    """What one broker's Metadata shows of a topic it lists."""
+
+    partitions: int
+    led: bool  # every partition has a leader and no error
+    topic_id: uuid.UUID | None = None  # None: the view carries no id (the fallback reader, Metadata < v10)
+
+
 # node id -> its Metadata for the topics asked about (absent: not listed), or None when it could not be read
 BrokerViews = dict[int, dict[str, TopicView] | None]
 
@@ -66,22 +84,39 @@ def _wanted_partitions(operation: str, item: Any) -> int:
     return max(1, int(item.num_partitions))  # -1: the broker's default, at least one
 
 
-def lagging(operation: str, name: str, item: Any, views: BrokerViews) -> tuple[int, ...] | None:
-    """The brokers that do not show the change yet (sorted); None when no broker's view is known at all."""
+def ids_shown(name: str, views: BrokerViews) -> frozenset[uuid.UUID]:
+    """Every topic id the brokers show for ``name`` (the ids before a create is sent)."""
+    return frozenset(
+        listed.topic_id
+        for view in views.values()
+        if view is not None and (listed := view.get(name)) is not None and listed.topic_id is not None
+    )
+
+
+def lagging(
+    operation: str, name: str, item: Any, views: BrokerViews, before: frozenset[uuid.UUID] | None = None
+) -> tuple[int, ...] | None:
+    """The brokers that do not show the change yet (sorted); None when no broker's view is known at all.
+    ``before``: the ids the brokers showed of the name before a create was sent (None: not read)."""
     if not views:
         return None
-    behind = []
-    for node_id, view in sorted(views.items()):
-        if view is None:
-            behind.append(node_id)
-            continue
-        listed = view.get(name)
-        if operation == "DeleteTopics":
-            if listed is not None:
-                behind.append(node_id)
-        elif listed is None or listed[0] < _wanted_partitions(operation, item) or not listed[1]:
-            behind.append(node_id)
-    return tuple(behind)
+    if operation == "DeleteTopics":
+        return tuple(n for n, view in sorted(views.items()) if view is None or view.get(name) is not None)
+    wanted = _wanted_partitions(operation, item)
+    behind: set[int] = set()
+    shown: dict[int, uuid.UUID | None] = {}  # the brokers that show enough: the id each shows
+    for node_id, view in views.items():
+        listed = None if view is None else view.get(name)
+        if listed is None or listed.partitions < wanted or not listed.led:
+            behind.add(node_id)
+        elif listed.topic_id in (before or ()):
+            behind.add(node_id)  # an incarnation that was there before the create: not ours
+        else:
+            shown[node_id] = listed.topic_id
+    if len(set(shown.values())) > 1 and None not in shown.values():
+        # They disagree: one id is not yet everywhere, and which one is the cluster's cannot be told from here.
+        behind.update(shown)
+    return tuple(sorted(behind))
 
 
 class Visibility:
@@ -100,6 +135,10 @@ class Visibility:
         """A topic was applied and now waits: read soon (at once when nothing waited)."""
         if self.next_at is None:
             self.next_at = now
+
+    def soon(self, now: float) -> None:
+        """A create waits for the ids before its send: read at once (it is never deferred)."""
+        self.next_at = now if self.next_at is None else min(self.next_at, now)
 
     def due(self, now: float) -> bool:
         return not self.reading and self.next_at is not None and now >= self.next_at

@@ -8,6 +8,7 @@ request (coalescing). Everything here is guarded by the scheduler's lock.
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -138,3 +139,4 @@ class Topic:
     lagging: tuple[int, ...] | None = None  # applied: the brokers whose Metadata did not show it at the last read
     cancelled: bool = False  # its caller cancelled it: never sent again (its attempt in flight is its last)
     withdrawn: bool = False  # taken back before it was sent (cancelled, never settled)
+    ids_before: frozenset[uuid.UUID] | None = None  # the ids every broker showed of the name before the first send

@@ -12,16 +12,18 @@ _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 
 
 def topic_name_error(name: str) -> str | None:
-    """Kafka's message for an illegal topic name, or None when the name is legal."""
+    """Kafka's message for an illegal topic name, or None when the name is legal: Kafka 4.4's
+    ``Topic.validate`` wording, checked against the real broker and kafka-topics.sh
+    (tests/test_cli_vs_kafka_topics.py)."""
     if not name:
-        return "Topic name is illegal, it can't be empty"
+        return "Topic name is invalid: the empty string is not allowed"
     if name in (".", ".."):
-        return 'Topic name cannot be "." or ".."'
+        return f"Topic name is invalid: '{name}' is not allowed"
     if len(name) > MAX_NAME_LENGTH:
-        return f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, topic name: {name}"
+        return f"Topic name is invalid: the length of '{name}' is longer than the max allowed length {MAX_NAME_LENGTH}"
     if not _LEGAL.fullmatch(name):
         return (
-            f'Topic name "{name}" is illegal, it contains a character other than ASCII alphanumerics, '
+            f"Topic name is invalid: '{name}' contains one or more characters other than ASCII alphanumerics, "
             "'.', '_' and '-'"
         )
     return None

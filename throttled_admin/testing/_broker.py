@@ -4,8 +4,9 @@ request quota (KIP-124) as Apache Kafka 4 (KRaft) does, for tests and demos with
 from __future__ import annotations
 
 import math
+import ssl
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, Literal
@@ -15,6 +16,8 @@ from kafka.protocol.api_key import ApiKey
 from throttled_admin.testing._cluster import Cluster, CreateSpec
 from throttled_admin.testing._handlers import ANONYMOUS, MAX_RECORDS_PER_USER_OP, BrokerContext
 from throttled_admin.testing._quotas import QUOTA_KEY, REQUEST_PERCENTAGE, QuotaEntity, QuotaManager, RequestQuota
+from throttled_admin.testing._sasl import MECHANISMS as SASL_MECHANISMS
+from throttled_admin.testing._sasl import ScramCredentials
 from throttled_admin.testing._server import DEFAULT_REQUEST_LOG_LIMIT, Faults, RequestRecord, Server
 
 __all__ = ["Enforcement", "QuotaBroker", "cluster_or_quota_broker"]
@@ -51,7 +54,10 @@ class QuotaBroker:
     Redpanda does (UNKNOWN_SERVER_ERROR "Too many partition mutations requested" below those versions, 89 with
     that message from them on; a burst of one second of the rate whatever ``quota_window_*`` say; refused
     topics charged; the connection not muted; see docs/testing-broker.md).
-    ``users`` (name -> password) turns on SASL/PLAIN: every client must authenticate.
+    ``users`` (name -> password) turns on SASL: every client must authenticate, with one of ``sasl_mechanisms``
+    (Kafka's ``sasl.enabled.mechanisms``: ``PLAIN`` by default; ``SCRAM-SHA-256`` and ``SCRAM-SHA-512`` too, their
+    credentials made from the same passwords). ``ssl_context`` (a server-side ``ssl.SSLContext``) makes every
+    listener TLS (SSL, or SASL_SSL with ``users``).
     ``request_percentage`` is the request quota (KIP-124) of the default user entity, in percent of one
     thread's time per second over ``request_quota_window_num`` windows of ``request_quota_window_size_s``
     (Kafka's ``quota.window.*``); ``request_time_cost_ms`` makes every request cost that fixed time instead of
@@ -85,6 +91,8 @@ class QuotaBroker:
         broker_configs: Mapping[str, str] | None = None,
         max_records_per_op: int = MAX_RECORDS_PER_USER_OP,
         metadata_lag_ms: float = 0,
+        sasl_mechanisms: Sequence[str] = ("PLAIN",),
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         if num_brokers < 1:
             raise ValueError(f"num_brokers must be >= 1, got {num_brokers}")
@@ -99,6 +107,9 @@ class QuotaBroker:
         if isinstance(max_records_per_op, bool) or not isinstance(max_records_per_op, int) or max_records_per_op < 1:
             raise ValueError(f"max_records_per_op must be an int >= 1, got {max_records_per_op!r}")
         lag_ms = _seconds("metadata_lag_ms", metadata_lag_ms, "milliseconds")
+        mechanisms = tuple(sasl_mechanisms) if not isinstance(sasl_mechanisms, str) else (sasl_mechanisms,)
+        if not mechanisms or any(m not in SASL_MECHANISMS for m in mechanisms):
+            raise ValueError(f"sasl_mechanisms must be some of {SASL_MECHANISMS}, got {sasl_mechanisms!r}")
         if request_time_cost_ms is not None:
             _seconds("request_time_cost_ms", request_time_cost_ms, "milliseconds")
         if request_quota_window_num < 1 or not request_quota_window_size_s >= 0.001:
@@ -128,7 +139,10 @@ class QuotaBroker:
             users=dict(users) if users is not None else None,
             addresses={},
             max_records_per_op=max_records_per_op,
+            sasl_mechanisms=mechanisms,
+            scram_credentials=ScramCredentials(dict(users or {})),
         )
+        self._ssl_context = ssl_context
         self._server: Server | None = None
         self._records: deque[RequestRecord] = deque(maxlen=request_log_limit)  # kept across restarts
 
@@ -147,6 +161,7 @@ class QuotaBroker:
             self._faults,
             request_log_limit=self._request_log_limit,
             request_time_cost_ms=self._request_time_cost_ms,
+            ssl_context=self._ssl_context,
         )
         self._ports = server.start(self._ports)  # later starts reuse the bound ports
         self._context.addresses = {node: ("127.0.0.1", port) for node, port in self._ports.items()}

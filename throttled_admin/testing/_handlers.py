@@ -54,6 +54,7 @@ from throttled_admin.testing._configs import ConfigEntry, ConfigSource, effectiv
 from throttled_admin.testing._configs_requests import AlterResource, alter_resources, describe_resource
 from throttled_admin.testing._quotas import QUOTA_KEYS, QuotaEntity, QuotaManager, RequestQuota, quota_value_error
 from throttled_admin.testing._redpanda import RedpandaQuota, redpanda_error
+from throttled_admin.testing._sasl import SaslFailure, ScramCredentials, evaluate_plain, generic_failure, new_exchange
 
 __all__ = [
     "API_SPECS",
@@ -84,6 +85,8 @@ class BrokerContext:
     enforcement: str  # "by-version" | "strict" | "permissive" | "redpanda"
     users: dict[str, str] | None
     addresses: dict[int, tuple[str, int]]  # node id -> (host, port)
+    sasl_mechanisms: tuple[str, ...] = ("PLAIN",)  # Kafka's sasl.enabled.mechanisms, when ``users`` is set
+    scram_credentials: ScramCredentials = field(default_factory=lambda: ScramCredentials({}))
     max_records_per_op: int = MAX_RECORDS_PER_USER_OP  # KRaft's cap on one operation's records and partitions
 
 
@@ -104,6 +107,7 @@ class RequestContext:
     # A slow CreateTopicPolicy (fault injection): called with each topic name the controller is about to create,
     # after the request's deadline was checked; it may take as long as it likes, as a policy's validate() may.
     create_policy: Callable[[str], None] | None = None
+    sasl_exchange: Any = None  # a SCRAM exchange under way on the connection (its first round answered)
 
 
 @dataclass
@@ -114,6 +118,7 @@ class Handled:
     errors: dict[str, int] = field(default_factory=dict)
     authenticated_as: str | None = None  # a successful SaslAuthenticate
     handshake_mechanism: str | None = None
+    sasl_exchange: Any = None  # a SCRAM exchange that goes on with the connection's next SaslAuthenticate
     close: bool = False  # close the connection once the response is sent
     mutes: bool = True  # the connection is muted for ``throttle_time_ms`` (KIP-219); Redpanda's mutations do not
 
@@ -735,7 +740,7 @@ def handle_alter_client_quotas(request: Any, ctx: RequestContext) -> Handled:
     return Handled(R(version=ctx.api_version, throttle_time_ms=0, entries=out))
 
 
-# -- SASL (PLAIN) --------------------------------------------------------------------------------
+# -- SASL (PLAIN, SCRAM) --------------------------------------------------------------------------
 
 
 def handle_sasl_handshake(request: Any, ctx: RequestContext) -> Handled:
@@ -743,63 +748,43 @@ def handle_sasl_handshake(request: Any, ctx: RequestContext) -> Handled:
         return Handled(
             SaslHandshakeResponse(version=ctx.api_version, error_code=kerr.IllegalSaslStateError.errno, mechanisms=[])
         )
-    if request.mechanism != "PLAIN":
+    enabled = list(ctx.broker.sasl_mechanisms)
+    if request.mechanism not in enabled:
         response = SaslHandshakeResponse(
-            version=ctx.api_version, error_code=kerr.UnsupportedSaslMechanismError.errno, mechanisms=["PLAIN"]
+            version=ctx.api_version, error_code=kerr.UnsupportedSaslMechanismError.errno, mechanisms=enabled
         )
         return Handled(response, close=True)
-    response = SaslHandshakeResponse(version=ctx.api_version, error_code=0, mechanisms=["PLAIN"])
-    return Handled(response, handshake_mechanism="PLAIN")
+    response = SaslHandshakeResponse(version=ctx.api_version, error_code=0, mechanisms=enabled)
+    return Handled(response, handshake_mechanism=request.mechanism)
 
 
-def _plain_error(auth_bytes: bytes, ctx: RequestContext) -> tuple[str | None, str]:
-    """``PlainSaslServer.evaluateResponse`` and, on re-authentication, ``ensurePrincipalUnchanged``:
-    (the authenticated user, "") or (None, Kafka's message). Never echoes the password."""
-    tokens = auth_bytes.split(b"\x00")
-    if len(tokens) != 3:
-        return None, f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(tokens)}"
-    authzid, user, password = (t.decode("utf-8", "replace") for t in tokens)
-    if not user:
-        return None, "Authentication failed: username not specified"
-    if not password:
-        return None, "Authentication failed: password not specified"
-    if (ctx.broker.users or {}).get(user) != password:
-        return None, "Authentication failed: Invalid username or password"
-    if authzid and authzid != user:
-        return None, "Authentication failed: Client requested an authorization id that is different from username"
-    if ctx.reauthenticating and user != ctx.principal:
-        return None, f"Cannot change principals during re-authentication from User.{ctx.principal}: User.{user}"
-    return user, ""
+def _sasl_answer(ctx: RequestContext, error: int = 0, message: str | None = None, token: bytes = b"") -> Any:
+    return SaslAuthenticateResponse(
+        version=ctx.api_version, error_code=error, error_message=message, auth_bytes=token, session_lifetime_ms=0
+    )
 
 
 def handle_sasl_authenticate(request: Any, ctx: RequestContext) -> Handled:
-    if ctx.broker.users is None:  # KafkaApis.handleSaslAuthenticateRequest on a listener without SASL
-        return Handled(
-            SaslAuthenticateResponse(
-                version=ctx.api_version,
-                error_code=kerr.IllegalSaslStateError.errno,
-                error_message="SaslAuthenticate request received after successful authentication",
-                auth_bytes=b"",
-                session_lifetime_ms=0,
-            )
-        )
-    if ctx.sasl_mechanism != "PLAIN":
-        user, message = None, "Authentication failed: Invalid username or password"
-    else:
-        user, message = _plain_error(bytes(request.auth_bytes), ctx)
-    if user is None:
-        response = SaslAuthenticateResponse(
-            version=ctx.api_version,
-            error_code=kerr.SaslAuthenticationFailedError.errno,
-            error_message=message,
-            auth_bytes=b"",
-            session_lifetime_ms=0,
-        )
-        return Handled(response, close=True)
-    response = SaslAuthenticateResponse(
-        version=ctx.api_version, error_code=0, error_message=None, auth_bytes=b"", session_lifetime_ms=0
-    )
-    return Handled(response, authenticated_as=user)
+    """``SaslServerAuthenticator``: each token to the mechanism's exchange (``_sasl``); its refusal ends the
+    connection with SASL_AUTHENTICATION_FAILED and Kafka's message. Never echoes the password."""
+    users = ctx.broker.users
+    if users is None:  # KafkaApis.handleSaslAuthenticateRequest on a listener without SASL
+        message = "SaslAuthenticate request received after successful authentication"
+        return Handled(_sasl_answer(ctx, kerr.IllegalSaslStateError.errno, message))
+    mechanism = ctx.sasl_mechanism or "PLAIN"
+    principal = ctx.principal if ctx.reauthenticating else None
+    token = bytes(request.auth_bytes)
+    try:
+        if mechanism == "PLAIN":
+            return Handled(_sasl_answer(ctx), authenticated_as=evaluate_plain(token, users, principal))
+        exchange = ctx.sasl_exchange or new_exchange(mechanism, ctx.broker.scram_credentials, principal)
+        answer = exchange.evaluate(token)
+    except SaslFailure as exc:
+        message = exc.message or generic_failure(mechanism, ctx.reauthenticating)
+        return Handled(_sasl_answer(ctx, kerr.SaslAuthenticationFailedError.errno, message), close=True)
+    if exchange.user is None:  # SCRAM's first round: the exchange goes on with the connection's next token
+        return Handled(_sasl_answer(ctx, token=answer), sasl_exchange=exchange)
+    return Handled(_sasl_answer(ctx, token=answer), authenticated_as=exchange.user)
 
 
 API_SPECS: dict[int, ApiSpec] = {

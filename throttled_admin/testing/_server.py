@@ -19,6 +19,7 @@ import concurrent.futures
 import functools
 import logging
 import math
+import ssl
 import struct
 import threading
 import time
@@ -246,6 +247,7 @@ class _Connection:
         self.authenticated = not needs_auth
         self.sasl_authenticated = False  # a SASL exchange succeeded: the next one is a re-authentication
         self.sasl_mechanism: str | None = None
+        self.sasl_exchange: Any = None  # a SCRAM exchange between its two SaslAuthenticate rounds
         self.muted_until = 0.0
 
 
@@ -287,8 +289,10 @@ class Server:
         *,
         request_log_limit: int = DEFAULT_REQUEST_LOG_LIMIT,
         request_time_cost_ms: float | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ):
         self.context = context
+        self._ssl_context = ssl_context
         self.faults = faults
         self.request_time_cost_ms = request_time_cost_ms
         self._records: deque[RequestRecord] = deque(maxlen=request_log_limit)
@@ -364,7 +368,7 @@ class Server:
             factory = functools.partial(
                 _TrackedProtocol, functools.partial(self._serve, node_id), self._transports, loop
             )
-            server = await loop.create_server(factory, "127.0.0.1", port)
+            server = await loop.create_server(factory, "127.0.0.1", port, ssl=self._ssl_context)
             self._servers.append(server)
             bound[node_id] = server.sockets[0].getsockname()[1]
         return bound
@@ -476,6 +480,7 @@ class Server:
             principal=conn.principal,
             sasl_mechanism=conn.sasl_mechanism,
             reauthenticating=conn.sasl_authenticated,
+            sasl_exchange=conn.sasl_exchange,
         )
         # KIP-124: SASL exchanges and anything before authentication are handled outside the request
         # handlers (SaslServerAuthenticator), so they are neither charged nor throttled. On a listener without
@@ -619,7 +624,11 @@ class Server:
     def _apply_session(conn: _Connection, handled: Handled) -> None:
         if handled.handshake_mechanism is not None:
             conn.sasl_mechanism = handled.handshake_mechanism
+            conn.sasl_exchange = None
+        if handled.sasl_exchange is not None:
+            conn.sasl_exchange = handled.sasl_exchange
         if handled.authenticated_as is not None:
             conn.principal = handled.authenticated_as
             conn.authenticated = True
             conn.sasl_authenticated = True
+            conn.sasl_exchange = None

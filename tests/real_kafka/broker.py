@@ -1,0 +1,559 @@
+"""Apache Kafka 4.4 itself, started from Maven Central's jars (``make kafka`` fetches them into ``.kafka/``).
+
+A :class:`KafkaCluster` is one KRaft cluster on 127.0.0.1 and free ports: a single combined node (broker and
+controller in one JVM), or one controller and N brokers. Every broker has a PLAINTEXT listener and a
+SASL_PLAINTEXT listener with PLAIN and SCRAM-SHA-256/512 users (:data:`USERS`). Each JVM gets its own temporary
+log directory and a heap of at most 512 MiB, and is stopped by :meth:`KafkaCluster.stop`. A cluster is ready when
+it answers a real request (a validate-only CreateTopics that needs every broker registered), not after a sleep.
+
+What the tests may change, by :class:`BrokerSpec`: the quota windows (static broker configs, so each costs a JVM),
+``num.partitions``, a slow controller (``SlowCreatePolicy``, tests/real_kafka/java/, which sleeps on the
+controller's thread for topics named ``slow-<ms>-...``, with session timeouts raised so that a blocked controller
+does not fence its broker), and Kafka's request log (``kafka.request.logger`` at DEBUG: each request's queue and
+throttle times, for the benchmarks).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+KAFKA_VERSION = "4.4.0"
+KAFKA_HOME = Path(os.environ.get("THROTTLED_ADMIN_KAFKA_HOME", REPO / ".kafka" / KAFKA_VERSION))
+HEAP_MAX = "512m"
+# PLAIN and SCRAM users of every SASL_PLAINTEXT listener. Test credentials only: nothing secret.
+USERS: Mapping[str, str] = {"alice": "alice-secret", "bob": "bob-secret", "admin": "admin-secret"}
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+START_TIMEOUT_S = 120.0
+
+
+class KafkaNotFetchedError(RuntimeError):
+    """The jars are not in .kafka/: a clear error naming the command, never a skip."""
+
+
+def classpath() -> str:
+    """The broker's and tools' classpath, or an error naming what to run."""
+    libs = KAFKA_HOME / "libs"
+    if not (KAFKA_HOME / ".fetched").is_file() or not any(libs.glob("kafka_2.13-*.jar")):
+        raise KafkaNotFetchedError(
+            f"Apache Kafka {KAFKA_VERSION}'s jars are not in {KAFKA_HOME}: run `make kafka` "
+            "(it needs Java 17, javac and Maven, and reaches Maven Central once)"
+        )
+    return f"{libs}/*{os.pathsep}{KAFKA_HOME / 'classes'}"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class BrokerSpec:
+    """What makes one broker set-up differ from another (each different spec is a JVM of its own)."""
+
+    window_num: int = 11
+    window_size_s: int = 1
+    num_partitions: int = 1
+    slow_controller: bool = False
+    request_log: bool = False
+    brokers: int = 1  # 1: one combined node; N > 1: one controller and N brokers
+    extra: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def key(self) -> str:
+        parts = [f"w{self.window_num}x{self.window_size_s}", f"p{self.num_partitions}", f"b{self.brokers}"]
+        if self.slow_controller:
+            parts.append("slow")
+        if self.request_log:
+            parts.append("reqlog")
+        parts += [f"{k}={v}" for k, v in self.extra]
+        return "-".join(parts).replace("/", "_").replace(".", "_")
+
+
+@dataclass
+class Node:
+    node_id: int
+    roles: str  # "broker,controller", "broker" or "controller"
+    directory: str
+    plaintext_port: int = 0
+    sasl_port: int = 0
+    controller_port: int = 0
+    pid: int = 0
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.roles
+
+
+@dataclass
+class KafkaCluster:
+    spec: BrokerSpec
+    root: str
+    cluster_id: str
+    nodes: list[Node] = field(default_factory=list)
+    start_seconds: float = 0.0
+    _procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False, compare=False)
+
+    # ----------------------------------------------------------------------------------------- addresses
+
+    @property
+    def brokers(self) -> list[Node]:
+        return [n for n in self.nodes if n.is_broker]
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """PLAINTEXT bootstrap of every broker."""
+        return ",".join(f"127.0.0.1:{n.plaintext_port}" for n in self.brokers)
+
+    @property
+    def sasl_bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{n.sasl_port}" for n in self.brokers)
+
+    def sasl_conf(self, user: str = "alice", mechanism: str = "PLAIN") -> dict[str, str]:
+        """A confluent-kafka conf for the SASL_PLAINTEXT listener as ``user``."""
+        return {
+            "bootstrap.servers": self.sasl_bootstrap_servers,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": mechanism,
+            "sasl.username": user,
+            "sasl.password": USERS[user],
+        }
+
+    def log_path(self, node: Node | None = None, name: str = "server.log") -> Path:
+        return Path((node or self.nodes[0]).directory) / name
+
+    # ---------------------------------------------------------------------------------------- lifecycle
+
+    @classmethod
+    def start(cls, spec: BrokerSpec, root: Path) -> KafkaCluster:
+        """Format and start the cluster under ``root`` and return once it answers a CreateTopics."""
+        cp = classpath()
+        t0 = time.monotonic()
+        root.mkdir(parents=True, exist_ok=True)
+        cluster = cls(spec=spec, root=str(root), cluster_id=_cluster_id())
+        if spec.brokers == 1:
+            cluster.nodes = [Node(1, "broker,controller", str(root / "node-1"))]
+        else:
+            cluster.nodes = [Node(1, "controller", str(root / "node-1"))] + [
+                Node(i + 2, "broker", str(root / f"node-{i + 2}")) for i in range(spec.brokers)
+            ]
+        for attempt in range(3):  # a free port can be taken between choosing it and the JVM binding it
+            cluster._choose_ports()
+            try:
+                for node in cluster.nodes:
+                    cluster._format(cp, node)
+                for node in cluster.nodes:
+                    cluster._launch(cp, node)
+                cluster._wait_ready()
+                break
+            except _PortTaken:
+                cluster.stop()
+                if attempt == 2:
+                    raise
+        cluster.start_seconds = time.monotonic() - t0
+        return cluster
+
+    def stop(self) -> None:
+        """SIGTERM every JVM, SIGKILL what is still up after 10 s, and remove the log directories."""
+        pids = [n.pid for n in self.nodes if n.pid]
+        stop_pids(pids)
+        for proc in self._procs.values():
+            proc.wait()
+        self._procs.clear()
+        for node in self.nodes:
+            node.pid = 0
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def pause(self, node: Node) -> None:
+        """SIGSTOP one JVM (a broker that stops replaying the metadata log: metadata lag)."""
+        os.kill(node.pid, signal.SIGSTOP)
+
+    def resume(self, node: Node) -> None:
+        os.kill(node.pid, signal.SIGCONT)
+
+    def alive(self) -> bool:
+        return all(n.pid and _pid_alive(n.pid) for n in self.nodes)
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "spec": asdict(self.spec),
+                "root": self.root,
+                "cluster_id": self.cluster_id,
+                "nodes": [asdict(n) for n in self.nodes],
+                "start_seconds": self.start_seconds,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> KafkaCluster:
+        data = json.loads(text)
+        spec = data["spec"]
+        spec["extra"] = tuple(tuple(kv) for kv in spec["extra"])
+        return cls(
+            spec=BrokerSpec(**spec),
+            root=data["root"],
+            cluster_id=data["cluster_id"],
+            nodes=[Node(**n) for n in data["nodes"]],
+            start_seconds=data["start_seconds"],
+        )
+
+    # ----------------------------------------------------------------------------------- what it holds
+
+    def topics(self, prefix: str = "") -> dict[str, int]:
+        """Topic -> partition count as the cluster holds it now, every change committed so far included.
+
+        A broker's Metadata lags the controller (even in one combined JVM: the broker replays the metadata log),
+        so a read right after a CreateTopics answer may miss the topic. The controller applies mutations in
+        order, so this first creates a barrier topic and waits until every broker's Metadata lists it: from then
+        on, Metadata shows everything committed before the barrier. No sleep: the barrier is the signal."""
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        barrier = f"barrier-{uuid.uuid4().hex}"
+        conf = {"client.id": "kafka-fixture", "log_level": 0}
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers} | conf)
+        admin.create_topics([NewTopic(barrier, 1, 1)])[barrier].result(timeout=60)
+        views = [AdminClient({"bootstrap.servers": f"127.0.0.1:{n.plaintext_port}"} | conf) for n in self.brokers]
+        deadline = time.monotonic() + 60
+        held: dict[str, int] = {}
+        for node, view in zip(self.brokers, views, strict=True):
+            while True:
+                metadata = view.list_topics(timeout=10)
+                if barrier in metadata.topics and metadata.orig_broker_id == node.node_id:
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"node {node.node_id} did not list {barrier} within 60 s")
+                time.sleep(0.02)
+            held = {n: len(t.partitions) for n, t in metadata.topics.items() if n.startswith(prefix) and n != barrier}
+        admin.delete_topics([barrier])
+        return held
+
+    # ------------------------------------------------------------------------------------------- quotas
+
+    def set_quota(
+        self, *, user: str | None = None, client_id: str | None = None, controller_mutation_rate: float | None
+    ) -> None:
+        """AlterClientQuotas, as kafka-configs.sh sends it, then wait until DescribeClientQuotas shows it
+        (the record is committed: the controller's quota manager has it too). None removes the quota."""
+        from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest
+
+        entity = [
+            AlterClientQuotasRequest.EntryData.EntityData(entity_type=t, entity_name=n)
+            for t, n in (("user", user), ("client-id", client_id))
+            if n is not None
+        ]
+        request = AlterClientQuotasRequest(
+            version=1,
+            entries=[
+                AlterClientQuotasRequest.EntryData(
+                    entity=entity,
+                    ops=[
+                        AlterClientQuotasRequest.EntryData.OpData(
+                            key="controller_mutation_rate",
+                            value=controller_mutation_rate or 0.0,
+                            remove=controller_mutation_rate is None,
+                        )
+                    ],
+                )
+            ],
+            validate_only=False,
+        )
+        response = self._wire_request(request)
+        for entry in response.entries:
+            if entry.error_code:
+                raise RuntimeError(f"AlterClientQuotas failed: error {entry.error_code} {entry.error_message}")
+        deadline = time.monotonic() + 30
+        while self.describe_quota(user=user, client_id=client_id) != controller_mutation_rate:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"quota of user={user} client-id={client_id} not visible after 30 s")
+            time.sleep(0.02)
+
+    def describe_quota(self, *, user: str | None = None, client_id: str | None = None) -> float | None:
+        from kafka.protocol.admin.client_quotas import DescribeClientQuotasRequest
+
+        C = DescribeClientQuotasRequest.ComponentData
+        components = [
+            C(entity_type=t, match_type=0, match=n) for t, n in (("user", user), ("client-id", client_id)) if n
+        ]
+        response = self._wire_request(DescribeClientQuotasRequest(version=1, components=components, strict=True))
+        for entry in response.entries or []:
+            for value in entry.values:
+                if value.key == "controller_mutation_rate":
+                    return float(value.value)
+        return None
+
+    def _wire_request(self, request: Any) -> Any:
+        from kafka.protocol.api_header import ResponseClassRegistry
+
+        with socket.create_connection(("127.0.0.1", self.brokers[0].plaintext_port), timeout=30) as sock:
+            request.with_header(correlation_id=1, client_id="kafka-fixture")
+            sock.sendall(bytes(request.encode(header=True, framed=True)))
+            size = struct.unpack(">i", _read(sock, 4))[0]
+            payload = _read(sock, size)
+        response_class = ResponseClassRegistry.get_response_class(request.header)
+        return response_class.decode(payload, version=request.API_VERSION, header=True)
+
+    # ---------------------------------------------------------------------------------------- internals
+
+    def _choose_ports(self) -> None:
+        for node in self.nodes:
+            node.controller_port = free_port() if node.is_controller else 0
+            node.plaintext_port = free_port() if node.is_broker else 0
+            node.sasl_port = free_port() if node.is_broker else 0
+
+    def _voters(self) -> str:
+        return ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes if n.is_controller)
+
+    def _properties(self, node: Node) -> dict[str, str]:
+        listeners, advertised = [], []
+        if node.is_broker:
+            listeners += [
+                f"PLAINTEXT://127.0.0.1:{node.plaintext_port}",
+                f"SASL_PLAINTEXT://127.0.0.1:{node.sasl_port}",
+            ]
+            advertised = list(listeners)
+        if node.is_controller:
+            listeners.append(f"CONTROLLER://127.0.0.1:{node.controller_port}")
+        plain_users = " ".join(f'user_{u}="{p}"' for u, p in USERS.items())
+        props = {
+            "process.roles": node.roles,
+            "node.id": str(node.node_id),
+            "controller.quorum.voters": self._voters(),
+            "controller.listener.names": "CONTROLLER",
+            "listeners": ",".join(listeners),
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(Path(node.directory) / "data"),
+            "num.partitions": str(self.spec.num_partitions),
+            "offsets.topic.replication.factor": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            "controller.quota.window.num": str(self.spec.window_num),
+            "controller.quota.window.size.seconds": str(self.spec.window_size_s),
+            # Each partition maps two index files; small ones keep a machine's map count for many partitions.
+            "segment.index.bytes": "65536",
+        }
+        if node.is_broker:
+            props |= {
+                "advertised.listeners": ",".join(advertised),
+                "inter.broker.listener.name": "PLAINTEXT",
+                "sasl.enabled.mechanisms": ",".join(("PLAIN", *SCRAM_MECHANISMS)),
+                "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+                    f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};"
+                ),
+            }
+            for mechanism in SCRAM_MECHANISMS:
+                props[f"listener.name.sasl_plaintext.{mechanism.lower()}.sasl.jaas.config"] = (
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+                )
+        if self.spec.slow_controller:
+            if node.is_controller:
+                props["create.topic.policy.class.name"] = "SlowCreatePolicy"
+            # A controller held by the policy answers no heartbeat: raise the timeouts that would fence its
+            # brokers or unseat it meanwhile.
+            props |= {
+                "broker.session.timeout.ms": "120000",
+                "controller.quorum.fetch.timeout.ms": "120000",
+                "controller.quorum.election.timeout.ms": "60000",
+            }
+        props |= dict(self.spec.extra)
+        return props
+
+    def _format(self, cp: str, node: Node) -> None:
+        directory = Path(node.directory)
+        shutil.rmtree(directory, ignore_errors=True)
+        directory.mkdir(parents=True)
+        (directory / "server.properties").write_text("".join(f"{k}={v}\n" for k, v in self._properties(node).items()))
+        (directory / "log4j2.properties").write_text(_log4j2(directory, self.spec.request_log))
+        scram = [
+            arg
+            for mechanism in SCRAM_MECHANISMS
+            for user, password in USERS.items()
+            for arg in ("--add-scram", f"{mechanism}=[name={user},password={password}]")
+        ]
+        result = subprocess.run(
+            [
+                *_java(cp, directory, heap="256m"),
+                "kafka.tools.StorageTool",
+                "format",
+                "--ignore-formatted",
+                "-t",
+                self.cluster_id,
+                "-c",
+                str(directory / "server.properties"),
+                *scram,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"kafka-storage format failed ({result.returncode}): {result.stdout}{result.stderr}")
+
+    def _launch(self, cp: str, node: Node) -> None:
+        directory = Path(node.directory)
+        out = (directory / "stdout.log").open("wb")
+        proc = subprocess.Popen(
+            [*_java(cp, directory, heap=HEAP_MAX), "kafka.Kafka", str(directory / "server.properties")],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # Ctrl-C in a terminal reaches pytest, which stops the broker in order
+        )
+        out.close()
+        node.pid = proc.pid
+        self._procs[node.node_id] = proc
+        _STARTED.append(proc)
+
+    def _wait_ready(self) -> None:
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        deadline = time.monotonic() + START_TIMEOUT_S
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "client.id": "kafka-fixture", "log_level": 0})
+        try:
+            while True:
+                self._check_running()
+                # Needs every broker registered and unfenced: replication factor = number of brokers.
+                topic = NewTopic("fixture-ready-check", 1, len(self.brokers))
+                future = admin.create_topics([topic], validate_only=True, request_timeout=5)["fixture-ready-check"]
+                try:
+                    future.result(timeout=10)
+                    return
+                except KafkaException:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"Kafka did not answer within {START_TIMEOUT_S:.0f} s: {self._tail()}")
+                time.sleep(0.2)  # the broker answered "not yet": ask again shortly
+        finally:
+            del admin
+
+    def _check_running(self) -> None:
+        for node in self.nodes:
+            proc = self._procs[node.node_id]
+            if proc.poll() is not None:
+                tail = self._tail(node)
+                if "Address already in use" in tail:
+                    raise _PortTaken(tail)
+                raise RuntimeError(f"Kafka node {node.node_id} exited with {proc.returncode}: {tail}")
+
+    def _tail(self, node: Node | None = None) -> str:
+        lines: list[str] = []
+        for name in ("stdout.log", "server.log"):
+            path = self.log_path(node, name)
+            if path.exists():
+                lines += path.read_text(errors="replace").splitlines()[-15:]
+        return "\n".join(lines)
+
+
+class _PortTaken(RuntimeError):
+    pass
+
+
+# The JVMs this process started. A shared cluster outlives the KafkaCluster object that started it (other workers
+# attach to it by its record; the run's main process stops it), so its Popen objects are kept here, not dropped
+# while their process runs.
+_STARTED: list[subprocess.Popen[bytes]] = []
+
+
+def _java(cp: str, directory: Path, heap: str) -> list[str]:
+    return [
+        "java",
+        f"-Xmx{heap}",
+        "-Xms64m",
+        "-XX:+UseSerialGC",
+        "-XX:TieredStopAtLevel=1",  # a test broker starts faster with C1 only
+        "-Xss512k",
+        "-Djava.awt.headless=true",
+        f"-Dlog4j2.configurationFile={directory / 'log4j2.properties'}",
+        f"-Dkafka.logs.dir={directory}",
+        "-cp",
+        cp,
+    ]
+
+
+def _log4j2(directory: Path, request_log: bool) -> str:
+    return f"""status = error
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = {directory / "server.log"}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+appender.req.type = File
+appender.req.name = REQUESTS
+appender.req.fileName = {directory / "request.log"}
+appender.req.layout.type = PatternLayout
+appender.req.layout.pattern = [%d] %m%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = FILE
+logger.request.name = kafka.request.logger
+logger.request.level = {"DEBUG" if request_log else "WARN"}
+logger.request.additivity = false
+logger.request.appenderRef.req.ref = REQUESTS
+"""
+
+
+def _cluster_id() -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _read(sock: socket.socket, n: int) -> bytes:
+    data = bytearray()
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("connection closed by Kafka")
+        data += chunk
+    return bytes(data)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (exited, not yet reaped by its parent) is not alive.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def stop_pids(pids: list[int], grace_s: float = 10.0) -> None:
+    """SIGCONT (a paused JVM cannot stop) and SIGTERM each, then SIGKILL whatever is still up after ``grace_s``."""
+    for pid in pids:
+        for sig in (signal.SIGCONT, signal.SIGTERM):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+    deadline = time.monotonic() + grace_s
+    for pid in pids:
+        while _pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _pid_alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

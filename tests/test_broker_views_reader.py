@@ -1,0 +1,283 @@
+"""The broker-views reader (``_driver/broker_views.py``) over real loopback sockets: one Metadata v10+ request per
+broker, for the names asked about only, with topic ids, on PLAINTEXT, SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512),
+TLS (PEM files, with and without a client certificate) and SASL over TLS; connections kept from read to read; the
+stated fallback (librdkafka) for other set-ups; and no password anywhere (repr, logs, exceptions).
+
+QuotaBroker (3 nodes) is the broker; its request log says what each node was asked, by whom, in which version.
+What each broker shows is checked against an independent client (kafka-python's codec, tests/wire.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import struct
+import threading
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import TopicCollection
+from confluent_kafka.admin import AdminClient
+
+from tests.tls_helpers import Tls, make_tls
+from throttled_admin import NewTopic, ThrottledAdminClient
+from throttled_admin._driver.broker_connection import ConnectionSettings, Unsupported
+from throttled_admin._driver.broker_views import BrokerViewReader
+from throttled_admin._engine.visibility import TopicView
+from throttled_admin.testing import QuotaBroker
+
+BrokerFactory = Callable[..., QuotaBroker]
+PASSWORD = "Pw-93be1f-s3cr3t"
+WRONG = "Pw-5c07d2-wr0ng"
+KEY_PASSWORD = "Kp-0e7a66-k3y"
+
+
+def topic_id(conf: dict[str, Any], name: str) -> uuid.UUID:
+    """The topic's id, as an independent client tells it: confluent-kafka's describe_topics."""
+    admin = AdminClient(conf)
+    description = admin.describe_topics(TopicCollection([name]))[name].result(30)
+    high, low = description.topic_id.get_most_significant_bits(), description.topic_id.get_least_significant_bits()
+    return uuid.UUID(int=((high % 2**64) << 64) | (low % 2**64))
+
+
+def sasl(mechanism: str, password: str = PASSWORD, protocol: str = "SASL_PLAINTEXT") -> dict[str, str]:
+    return {
+        "security.protocol": protocol,
+        "sasl.mechanism": mechanism,
+        "sasl.username": "alice",
+        "sasl.password": password,
+    }
+
+
+SETUPS: dict[str, Callable[[Tls], tuple[dict[str, Any], dict[str, Any]]]] = {
+    # name -> (QuotaBroker's keywords, the client's settings)
+    "plaintext": lambda tls: ({}, {}),
+    "sasl-plain": lambda tls: ({"users": {"alice": PASSWORD}}, sasl("PLAIN")),
+    "sasl-scram-sha-256": lambda tls: (
+        {"users": {"alice": PASSWORD}, "sasl_mechanisms": ["SCRAM-SHA-256"]},
+        sasl("SCRAM-SHA-256"),
+    ),
+    "sasl-scram-sha-512": lambda tls: (
+        {"users": {"alice": PASSWORD}, "sasl_mechanisms": ["SCRAM-SHA-512"]},
+        sasl("SCRAM-SHA-512"),
+    ),
+    "ssl": lambda tls: ({"ssl_context": tls.server_context()}, {"security.protocol": "SSL", **tls.client_conf()}),
+    "ssl-client-certificate": lambda tls: (
+        {"ssl_context": tls.server_context(require_client_cert=True)},
+        {"security.protocol": "SSL", **tls.client_conf(client_cert=True)},
+    ),
+    "sasl-ssl-scram": lambda tls: (
+        {"ssl_context": tls.server_context(), "users": {"alice": PASSWORD}, "sasl_mechanisms": ["SCRAM-SHA-256"]},
+        {**sasl("SCRAM-SHA-256", protocol="SASL_SSL"), **tls.client_conf()},
+    ),
+}
+
+
+@pytest.mark.parametrize("setup", sorted(SETUPS))
+def test_each_broker_is_asked_about_the_names_only_with_topic_ids(
+    quota_broker: BrokerFactory, tmp_path: Path, setup: str
+) -> None:
+    broker_kwargs, client = SETUPS[setup](make_tls(tmp_path))
+    broker = quota_broker(num_brokers=3, **broker_kwargs)
+    broker.create_topic("x", 2)
+    broker.create_topic("unrelated", 1)
+    conf = {"bootstrap.servers": broker.bootstrap_servers, **client}
+    reader = BrokerViewReader({**conf, "client.id": "views"})
+    try:
+        views = reader.read_cluster(["x", "absent"], 10.0)
+        again = reader.read_cluster(["x"], 10.0)
+    finally:
+        reader.close()
+    shown = {"x": TopicView(2, True, topic_id(conf, "x"))}
+    assert views == dict.fromkeys((0, 1, 2), shown)
+    assert again == views
+    metadata = [r for r in broker.request_log() if r.api_name == "Metadata" and r.client_id == "views"]
+    # one request per broker a read (the first broker's answer also lists the brokers), naming only the topics
+    # asked about (issue 29: no listing of every topic), in a version with topic ids
+    assert sorted(r.node_id for r in metadata) == [0, 0, 1, 1, 2, 2]
+    assert [set(r.errors) for r in metadata] == [{"x", "absent"}] * 3 + [{"x"}] * 3
+    assert {r.api_version for r in metadata} == {12}  # QuotaBroker's highest
+    assert {r.principal for r in metadata} == ({"alice"} if "sasl" in setup else {"ANONYMOUS"})
+    # the connections are kept: one handshake per broker, not per read
+    handshakes = [
+        r for r in broker.request_log() if r.api_name in ("ApiVersions", "SaslHandshake") and r.client_id == "views"
+    ]
+    assert len(handshakes) == (6 if "sasl" in setup else 3)
+
+
+def test_a_broker_that_cannot_be_read_has_no_view_and_the_password_appears_nowhere(
+    quota_broker: BrokerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    broker = quota_broker(num_brokers=2, users={"alice": PASSWORD}, sasl_mechanisms=["SCRAM-SHA-512"])
+    conf = {"bootstrap.servers": broker.bootstrap_servers, **sasl("SCRAM-SHA-512", WRONG)}
+    reader = BrokerViewReader(conf)
+    try:
+        assert reader.read_cluster(["x"], 5.0) == {}  # no broker answers: no broker list either
+        texts = [repr(reader), repr(vars(reader)), repr(ConnectionSettings.from_conf(conf)), caplog.text]
+    finally:
+        reader.close()
+    assert "SaslAuthenticate" in {r.api_name for r in broker.request_log()}
+    assert "BrokerRefused" in caplog.text
+    for text in texts:
+        assert WRONG not in text
+        assert WRONG[3:12] not in text
+
+
+def test_a_lost_connection_is_made_anew(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker(num_brokers=2, users={"alice": PASSWORD}, sasl_mechanisms=["SCRAM-SHA-256"])
+    broker.create_topic("x", 1)
+    reader = BrokerViewReader({"bootstrap.servers": broker.bootstrap_servers, **sasl("SCRAM-SHA-256")})
+    try:
+        assert set(reader.read_cluster(["x"], 5.0)) == {0, 1}
+        broker.drop_connections()  # as a broker closing idle connections does
+        views = reader.read_cluster(["x"], 5.0)
+    finally:
+        reader.close()
+    assert all(view is not None and "x" in view for view in views.values()), views
+    assert len(views) == 2
+
+
+@pytest.mark.parametrize(
+    ("extra", "why"),
+    [
+        ({"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER"}, "SASL mechanism OAUTHBEARER"),
+        ({"security.protocol": "SASL_PLAINTEXT"}, "SASL mechanism GSSAPI"),  # librdkafka's default mechanism
+        ({"security.protocol": "SSL", "ssl.keystore.location": "k.p12"}, "TLS setting ssl.keystore.location"),
+        ({"security.protocol": "SSL", "ssl.ca.pem": "-----BEGIN"}, "TLS setting ssl.ca.pem"),
+    ],
+)
+def test_other_set_ups_are_refused_by_name(extra: dict[str, str], why: str) -> None:
+    with pytest.raises(Unsupported, match=why):
+        ConnectionSettings.from_conf({"bootstrap.servers": "127.0.0.1:9", **extra})
+
+
+def test_the_fallback_reads_through_librdkafka_without_topic_ids(
+    quota_broker: BrokerFactory, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A TLS setting the reader's own connections do not speak (here ``ssl.cipher.suites``): librdkafka's
+    ``list_topics``, one small client per broker; the views carry no topic ids. Said once in the log."""
+    caplog.set_level(logging.INFO, logger="throttled_admin")
+    tls = make_tls(tmp_path)
+    broker = quota_broker(num_brokers=2, ssl_context=tls.server_context())
+    broker.create_topic("x", 2)
+    conf = {
+        "bootstrap.servers": broker.bootstrap_servers,
+        "security.protocol": "SSL",
+        "ssl.cipher.suites": "HIGH",
+        **tls.client_conf(),
+    }
+    reader = BrokerViewReader(conf)
+    try:
+        views = reader.read_cluster(["x"], 10.0)
+    finally:
+        reader.close()
+    assert views == {0: {"x": TopicView(2, True)}, 1: {"x": TopicView(2, True)}}
+    assert "through librdkafka (no topic ids)" in caplog.text
+    assert "TLS setting ssl.cipher.suites" in caplog.text
+    assert repr(reader) == "BrokerViewReader(librdkafka)"
+
+
+@pytest.mark.slow
+def test_finding_7_over_sasl_scram_and_tls(quota_broker: BrokerFactory, tmp_path: Path) -> None:
+    """The re-created topic of finding 7, on SASL_SSL listeners (SCRAM-SHA-256): resolved only once every broker
+    shows the new incarnation (was: through librdkafka, no ids, the old 8-partition topic passed for it)."""
+    tls = make_tls(tmp_path)
+    broker = quota_broker(
+        num_brokers=3,
+        metadata_lag_ms=2000,
+        ssl_context=tls.server_context(),
+        users={"alice": PASSWORD},
+        sasl_mechanisms=["SCRAM-SHA-256"],
+    )
+    broker.create_topic("x", 8)
+    conf = {"bootstrap.servers": broker.bootstrap_servers, **sasl("SCRAM-SHA-256", protocol="SASL_SSL")}
+    conf |= tls.client_conf()
+    reader = BrokerViewReader(conf)
+    try:
+        [old] = {view["x"].topic_id for view in reader.read_cluster(["x"], 10.0).values() if view}
+        with ThrottledAdminClient(conf) as admin:
+            assert admin.delete_topics(["x"])["x"].exception(30) is None
+            future = admin.create_topics([NewTopic("x", 3, 1)], timeout_ms=30000, wait_for_metadata=True)["x"]
+            assert future.exception(30) is None
+            views = reader.read_cluster(["x"], 10.0)
+    finally:
+        reader.close()
+    ids = {view["x"].topic_id for view in views.values() if view and "x" in view}
+    assert len(ids) == 1
+    assert old not in ids
+    assert all(view is not None and view["x"].partitions == 3 for view in views.values())
+
+
+class OldBrokerProxy:
+    """A proxy in front of one QuotaBroker node that answers ApiVersions v0 (the reader's) with Metadata up to v9
+    only, as a Kafka before 2.8 would; everything else passes unchanged (librdkafka asks ApiVersions v3)."""
+
+    def __init__(self, port: int) -> None:
+        self._target = ("127.0.0.1", port)
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self._server.getsockname()[1]}"
+        self._sockets: list[socket.socket] = [self._server]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                client, _ = self._server.accept()
+                self._sockets.append(client)
+                threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        with contextlib.suppress(OSError, ConnectionError), socket.create_connection(self._target) as upstream:
+            self._sockets.append(upstream)
+            while True:
+                request = _frame(client)
+                api_key, version = struct.unpack_from(">hh", request, 4)
+                upstream.sendall(request)
+                response = _frame(upstream)
+                if (api_key, version) == (18, 0):
+                    response = _metadata_capped(response, 9)
+                client.sendall(response)
+
+    def close(self) -> None:
+        for sock in self._sockets:
+            sock.close()
+
+
+def _frame(sock: socket.socket) -> bytes:
+    head = sock.recv(4, socket.MSG_WAITALL)
+    if len(head) < 4:
+        raise ConnectionError("closed")
+    (size,) = struct.unpack(">i", head)
+    return head + sock.recv(size, socket.MSG_WAITALL)
+
+
+def _metadata_capped(response: bytes, highest: int) -> bytes:
+    """ApiVersions v0's answer (size, correlation id, error, [key, min, max]) with Metadata's max lowered."""
+    data = bytearray(response)
+    (count,) = struct.unpack_from(">i", data, 10)
+    for offset in range(14, 14 + 6 * count, 6):
+        if struct.unpack_from(">h", data, offset)[0] == 3:
+            struct.pack_into(">h", data, offset + 4, highest)
+    return bytes(data)
+
+
+def test_a_broker_without_metadata_v10_is_read_through_librdkafka(
+    quota_broker: BrokerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Kafka before 2.8 has no topic ids: the reader says so once and reads through librdkafka (no ids)."""
+    caplog.set_level(logging.INFO, logger="throttled_admin")
+    broker = quota_broker(num_brokers=2)
+    broker.create_topic("x", 1)
+    proxy = OldBrokerProxy(broker.ports[0])
+    reader = BrokerViewReader({"bootstrap.servers": proxy.address})
+    try:
+        views = reader.read_cluster(["x"], 10.0)
+    finally:
+        reader.close()
+        proxy.close()
+    assert views == {0: {"x": TopicView(1, True)}, 1: {"x": TopicView(1, True)}}
+    assert "answers Metadata up to v9, without topic ids" in caplog.text

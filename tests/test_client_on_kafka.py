@@ -1,0 +1,155 @@
+"""ThrottledAdminClient against Apache Kafka 4.4 itself, under a real controller mutation quota.
+
+Every outcome is checked against what the broker holds afterwards (a fresh client's Metadata). Kafka admits
+librdkafka's request versions (CreateTopics v4, DeleteTopics v4, CreatePartitions v2) whole and throttles
+afterwards, muting the connection; it refuses with error 89 only strict versions, which librdkafka never sends.
+So on Kafka "retry on" and "retry off" differ where the client itself refuses to send into a throttle it knows.
+Each test has its own client-id quota entity and topic prefix on the run's shared broker (``kafka_ns``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from tests.real_kafka.broker import KafkaCluster
+from tests.real_kafka.namespace import KafkaNamespace
+from throttled_admin import (
+    ClientClosedError,
+    MutationQuota,
+    NewPartitions,
+    NewTopic,
+    ThrottledAdminClient,
+    ThrottlingQuotaExceededException,
+)
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+
+RATE = 20.0  # mutations/s; burst = 11 windows x 1 s x RATE = 220 (Kafka's defaults)
+BURST = 11 * RATE
+
+
+@pytest.fixture
+def client_for(kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace) -> Iterator[Callable[..., ThrottledAdminClient]]:
+    """Clients of this test's quota entity (client.id = the test's own), at RATE mutations/s."""
+    kafka_broker.set_quota(client_id=kafka_ns.client_id, controller_mutation_rate=RATE)
+    clients: list[ThrottledAdminClient] = []
+
+    def make(conf: dict[str, Any] | None = None, **kwargs: Any) -> ThrottledAdminClient:
+        base = {"bootstrap.servers": kafka_broker.bootstrap_servers, "client.id": kafka_ns.client_id}
+        client = ThrottledAdminClient(base | (conf or {}), **kwargs)
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.close()
+
+
+def held(cluster: KafkaCluster, prefix: str) -> dict[str, int]:
+    """Topic -> partition count, as the broker holds it now (every committed change), for this test's topics."""
+    return cluster.topics(prefix)
+
+
+def outcomes(futures: dict[str, Any], timeout_s: float = 90) -> dict[str, BaseException | None]:
+    return {name: future.exception(timeout_s) for name, future in futures.items()}
+
+
+def test_reactive_create_grow_delete_over_the_quota_all_applied_and_throttle_recorded(
+    kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace, client_for: Callable[..., ThrottledAdminClient]
+):
+    """300 mutations against a burst of 220 at 20/s, then a grow and a delete: the broker throttles, the client
+    waits each throttle out locally (KIP-219) before its next request, and every change is applied, as the
+    broker confirms."""
+    client = client_for()
+    names = [kafka_ns.topic(f"r{i}") for i in range(30)]
+    for batch in (names[:10], names[10:20], names[20:]):
+        assert outcomes(client.create_topics([NewTopic(n, 10, 1) for n in batch])) == dict.fromkeys(batch)
+    grown = names[:5]
+    assert outcomes(client.create_partitions([NewPartitions(n, 12) for n in grown])) == dict.fromkeys(grown)
+    assert outcomes(client.delete_topics(names[5:])) == dict.fromkeys(names[5:])
+    assert held(kafka_broker, kafka_ns.prefix) == dict.fromkeys(grown, 12)
+    metrics = client.metrics()
+    assert metrics["throttle-time-max"] > 0  # Kafka throttled us: the KIP-124 sensor saw it
+    assert metrics["backoff-time-ms-total"] > 0  # and we waited it out instead of writing into the mute
+    assert metrics["quota-violation-total"] == 0  # librdkafka's versions are admitted, never refused
+    assert metrics["request-total"] == 5
+
+
+def test_retry_off_refuses_to_send_into_a_known_throttle_and_the_broker_holds_nothing_of_it(
+    kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace, client_for: Callable[..., ThrottledAdminClient]
+):
+    client = client_for(retry_on_quota_violation=False)
+    first = kafka_ns.topic("big")
+    assert outcomes(client.create_topics([NewTopic(first, 260, 1)])) == {first: None}  # bucket: 220 - 260 = -40
+    second = kafka_ns.topic("next")
+    error = outcomes(client.create_topics([NewTopic(second, 1, 1)]))[second]
+    assert isinstance(error, ThrottlingQuotaExceededException)
+    assert 0 < error.throttle_time_ms <= 2000 + 250  # what the broker said (40 / 20 s), less the time since
+    assert held(kafka_broker, kafka_ns.prefix) == {first: 260}
+
+
+def test_paced_to_the_known_rate_is_never_throttled(
+    kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace, client_for: Callable[..., ThrottledAdminClient]
+):
+    client = client_for(mutation_quota=MutationQuota(rate=RATE))
+    names = [kafka_ns.topic(f"p{i}") for i in range(30)]
+    assert outcomes(client.create_topics([NewTopic(n, 10, 1) for n in names])) == dict.fromkeys(names)
+    assert held(kafka_broker, kafka_ns.prefix) == dict.fromkeys(names, 10)
+    metrics = client.metrics()
+    assert metrics["throttle-time-max"] == 0  # every answer said throttle_time_ms = 0
+    assert metrics["request-total"] >= 2  # the 300 mutations went out as the bucket allowed, not at once
+
+
+def test_learned_rate_comes_from_kafkas_throttles(
+    kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace, client_for: Callable[..., ThrottledAdminClient]
+):
+    client = client_for(mutation_quota=MutationQuota())
+    names = [kafka_ns.topic(f"l{i}") for i in range(40)]
+    for batch in (names[:25], names[25:]):
+        assert outcomes(client.create_topics([NewTopic(n, 10, 1) for n in batch])) == dict.fromkeys(batch)
+    assert held(kafka_broker, kafka_ns.prefix) == dict.fromkeys(names, 10)
+    learned = client.metrics()["mutation-rate"]
+    assert not math.isnan(learned)
+    assert learned == pytest.approx(RATE, rel=0.25)
+
+
+def test_sasl_user_quota_and_no_secret_in_what_the_client_shows(
+    kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace, client_for: Callable[..., ThrottledAdminClient]
+):
+    kafka_broker.set_quota(user="bob", client_id=kafka_ns.client_id, controller_mutation_rate=RATE)
+    client = client_for(kafka_broker.sasl_conf("bob", "SCRAM-SHA-512"))
+    names = [kafka_ns.topic(f"s{i}") for i in range(12)]
+    assert outcomes(client.create_topics([NewTopic(n, 20, 1) for n in names])) == dict.fromkeys(names)
+    assert held(kafka_broker, kafka_ns.prefix) == dict.fromkeys(names, 20)
+    assert client.metrics()["throttle-time-max"] > 0  # (user bob, this client id) is the entity throttled
+    assert "bob-secret" not in repr(client)
+
+
+def test_cancel_and_close_leave_every_topic_with_a_truthful_outcome(
+    kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace, client_for: Callable[..., ThrottledAdminClient]
+):
+    """Under a long throttle, queued topics are cancelled or closed; the broker holds exactly the topics
+    reported created, and none reported 'not sent'."""
+    client = client_for()
+    big = kafka_ns.topic("big")
+    assert outcomes(client.create_topics([NewTopic(big, 300, 1)])) == {big: None}  # throttled for 4 s
+    waiting = client.create_topics([NewTopic(kafka_ns.topic(f"w{i}"), 1, 1) for i in range(6)])
+    cancelled = [name for name, future in list(waiting.items())[:3] if future.cancel()]
+    assert len(cancelled) == 3  # still queued behind the throttle: withdrawn
+    client.close()
+    result = {name: (f.cancelled() or f.exception(10)) for name, f in waiting.items()}
+    holds = held(kafka_broker, kafka_ns.prefix)
+    for name, outcome in result.items():
+        if outcome is True:  # cancelled: never sent
+            assert name not in holds
+        elif outcome is None:
+            assert name in holds
+        else:
+            assert isinstance(outcome, ClientClosedError), outcome
+            if not outcome.sent:
+                assert name not in holds
+    assert all(isinstance(result[n], ClientClosedError) for n in list(waiting)[3:])

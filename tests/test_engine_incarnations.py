@@ -1,0 +1,179 @@
+"""Issue 27, finding 7, as the engine's rule on simulated time: a ``wait_for_metadata`` create reads every broker's
+ids of its name before it is first sent, and is visible once every broker shows one id that was not among them
+(``_engine/visibility.py``). A name deleted and created again is another incarnation, with another id; a lagging
+broker's old incarnation, with more partitions than asked for, no longer passes for the new one."""
+
+from __future__ import annotations
+
+import uuid
+
+from confluent_kafka.admin import NewPartitions, NewTopic
+
+from throttled_admin import NotSentError, NotYetVisibleError
+from throttled_admin._engine import (
+    CREATE_PARTITIONS,
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    Call,
+    Engine,
+    Operation,
+    Outbox,
+    RequestKind,
+    RetryBackoff,
+    Topic,
+)
+from throttled_admin._engine.visibility import BrokerViews, TopicView, ids_shown, lagging
+
+OLD, NEW, OTHER = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+BROKERS = (0, 1, 2)
+
+
+def views(*shown: TopicView | None, name: str = "x") -> BrokerViews:
+    """Broker n's view of ``name``: ``shown[n]`` (None: not listed)."""
+    return {node: ({} if view is None else {name: view}) for node, view in zip(BROKERS, shown, strict=True)}
+
+
+def submit(engine: Engine, operation: Operation, item: object, name: str = "x", timeout_s: float = 30.0) -> Topic:
+    call = Call(
+        RequestKind(operation, False), timeout_s, int(timeout_s * 1000), True, None, None, started_at=0.0,
+        wait_for_metadata=True,
+    )  # fmt: skip
+    known = operation.known_cost(item)
+    topic = Topic(name, item, call, None, known if known is not None else 0, operation.records(item))
+    engine.submit(call, [topic])
+    return topic
+
+
+def client() -> Engine:
+    engine = Engine(pacer=None, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
+    engine.on_probe(True, 0.0)
+    return engine
+
+
+def settled(out: Outbox) -> dict[str, BaseException | None]:
+    return {topic.name: exc for topic, exc in out.settle}
+
+
+def test_a_create_is_sent_only_once_every_brokers_ids_of_its_name_are_read() -> None:
+    engine = client()
+    submit(engine, CREATE_TOPICS, NewTopic("x", 3, 1))
+    out = engine.step(0.0)
+    assert out.send is None
+    assert out.read_views == ["x"]
+    assert engine.step(0.5).send is None  # the read is out: nothing is sent meanwhile
+    engine.on_views(views(None, TopicView(8, True, OLD), TopicView(8, True, OLD)), 0.6)
+    out = engine.step(0.6)
+    assert out.send is not None
+    assert out.send.names == ["x"]
+
+
+def test_the_old_incarnation_on_a_lagging_broker_is_not_the_new_topic() -> None:
+    engine = client()
+    submit(engine, CREATE_TOPICS, NewTopic("x", 3, 1))
+    engine.step(0.0)
+    engine.on_views(views(None, TopicView(8, True, OLD), TopicView(8, True, OLD)), 0.01)
+    out = engine.step(0.01)
+    assert out.send is not None
+    engine.on_results(out.send, {"x": None}, 0.02)
+    assert engine.step(0.02).read_views == ["x"]
+    # was: 8 >= 3 partitions with a leader on every broker, resolved at once
+    engine.on_views(views(TopicView(3, True, NEW), TopicView(8, True, OLD), TopicView(8, True, OLD)), 0.03)
+    out = engine.step(0.03)
+    assert not out.settle
+    engine.on_views(views(TopicView(3, True, NEW), None, TopicView(3, True, NEW)), out.wake_at)
+    assert not engine.step(out.wake_at).settle  # a broker between the two incarnations lists none
+    engine.on_views(views(TopicView(3, True, NEW), TopicView(3, True, NEW), TopicView(3, True, NEW)), 1.0)
+    assert settled(engine.step(1.0)) == {"x": None}
+
+
+def test_past_the_deadline_the_brokers_on_the_old_incarnation_are_named() -> None:
+    engine = client()
+    submit(engine, CREATE_TOPICS, NewTopic("x", 3, 1), timeout_s=2.0)
+    engine.step(0.0)
+    engine.on_views(views(None, TopicView(8, True, OLD), TopicView(8, True, OLD)), 0.01)
+    out = engine.step(0.01)
+    assert out.send is not None
+    engine.on_results(out.send, {"x": None}, 0.02)
+    engine.step(0.02)
+    engine.on_views(views(TopicView(3, True, NEW), TopicView(8, True, OLD), TopicView(8, True, OLD)), 0.03)
+    engine.step(0.03)
+    exc = settled(engine.step(2.0))["x"]
+    assert isinstance(exc, NotYetVisibleError), repr(exc)
+    assert exc.brokers == (1, 2)
+
+
+def test_the_rule() -> None:
+    create, grow = NewTopic("x", 3, 1), NewPartitions("x", 6)
+    before = frozenset({OLD})
+    new = TopicView(3, True, NEW)
+    assert lagging("CreateTopics", "x", create, views(new, new, new), before) == ()
+    assert lagging("CreateTopics", "x", create, views(new, TopicView(8, True, OLD), new), before) == (1,)
+    # two ids neither of which was there before: they disagree, and which is the cluster's cannot be told
+    assert lagging("CreateTopics", "x", create, views(new, TopicView(3, True, OTHER), new), before) == (0, 1, 2)
+    # a view without ids (the fallback reader): the partitions decide, as they can
+    bare = TopicView(8, True)
+    assert lagging("CreateTopics", "x", create, views(bare, bare, bare), before) == ()
+    assert lagging("CreateTopics", "x", create, views(new, None, new), before) == (1,)
+    # a grow: every broker shows one incarnation, with the partitions
+    grown = TopicView(6, True, NEW)
+    assert lagging("CreatePartitions", "x", grow, views(grown, grown, grown)) == ()
+    assert lagging("CreatePartitions", "x", grow, views(grown, TopicView(8, True, OLD), grown)) == (0, 1, 2)
+    # a delete: absent, whatever the id
+    assert lagging("DeleteTopics", "x", "x", views(None, TopicView(1, True, OLD), None)) == (1,)
+    assert ids_shown("x", views(TopicView(8, True, OLD), None, TopicView(8, True))) == {OLD}
+    assert ids_shown("x", {0: None, 1: {}}) == frozenset()
+
+
+def test_a_create_behind_an_earlier_call_of_its_name_has_its_ids_read_once_it_holds_the_name() -> None:
+    """The ids are read when nothing else can change the name before the send: a read while an earlier call (here
+    a delete, waiting for every broker to drop the name) still held it could miss what that call makes."""
+    engine = client()
+    deleting = submit(engine, DELETE_TOPICS, "x")
+    out = engine.step(0.0)
+    assert out.send is not None
+    assert out.send.topics == [deleting]
+    engine.on_results(out.send, {"x": None}, 0.01)
+    creating = submit(engine, CREATE_TOPICS, NewTopic("x", 3, 1))
+    out = engine.step(0.01)
+    assert out.read_views == ["x"]  # about the delete only
+    engine.on_views(views(None, TopicView(8, True, OLD), None), 0.02)
+    out = engine.step(0.02)
+    assert out.send is None
+    assert creating.ids_before is None
+    engine.on_views(views(None, None, None), 0.1)
+    out = engine.step(0.1)
+    assert settled(out) == {"x": None}  # the delete is visible: the create now holds the name
+    assert out.read_views == ["x"]  # ... and its ids are read before it is sent
+    engine.on_views(views(None, None, None), 0.11)
+    assert creating.ids_before == frozenset()
+    out = engine.step(0.11)
+    assert out.send is not None
+    assert out.send.topics == [creating]
+
+
+def test_a_failed_read_of_the_ids_does_not_keep_the_create_from_being_sent() -> None:
+    engine = client()
+    topic = submit(engine, CREATE_TOPICS, NewTopic("x", 3, 1))
+    engine.step(0.0)
+    engine.on_views({}, 0.01)  # no broker could be listed
+    out = engine.step(0.01)
+    assert out.send is not None
+    assert topic.ids_before == frozenset()
+
+
+def test_the_deadline_passing_while_the_ids_are_read_says_not_sent_and_why() -> None:
+    engine = client()
+    submit(engine, CREATE_TOPICS, NewTopic("x", 3, 1), timeout_s=0.5)
+    engine.step(0.0)
+    exc = settled(engine.step(0.5))["x"]
+    assert isinstance(exc, NotSentError), repr(exc)
+    assert "topic ids of the name" in str(exc)
+
+
+def test_grows_and_deletes_are_sent_without_reading_ids_first() -> None:
+    engine = client()
+    submit(engine, CREATE_PARTITIONS, NewPartitions("x", 6))
+    submit(engine, DELETE_TOPICS, "y", name="y")
+    out = engine.step(0.0)
+    assert out.send is not None
+    assert out.read_views is None

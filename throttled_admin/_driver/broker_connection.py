@@ -1,0 +1,234 @@
+"""A connection of the client's own to one chosen broker, with the application's security settings: PLAINTEXT,
+TLS (PEM files) and SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), for the broker-views reader (``broker_views``).
+
+confluent-kafka cannot send a request to a broker of the caller's choosing, so the reader speaks to each broker
+itself, as librdkafka would with the same settings:
+
+- TLS: ``ssl.ca.location`` (a file, a directory, or ``probe``: the system's), ``ssl.certificate.location``,
+  ``ssl.key.location``, ``ssl.key.password``, ``enable.ssl.certificate.verification`` and
+  ``ssl.endpoint.identification.algorithm`` (``https``, librdkafka's default: the broker's name is checked);
+- SASL: ``sasl.mechanism`` (or ``sasl.mechanisms``) PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, with ``sasl.username``
+  and ``sasl.password``: ApiVersions, SaslHandshake v1, then SaslAuthenticate (KIP-152), as Kafka's clients do. A
+  session lifetime the broker gives (KIP-368) ends the connection's use before it expires.
+
+Any other set-up (GSSAPI, OAUTHBEARER, other ``ssl.*`` settings such as PKCS#12 keystores or PEM strings) is
+refused by ``ConnectionSettings.from_conf`` with ``Unsupported``, and the reader falls back on librdkafka
+(``librdkafka_views``). The password is held only by the settings and a SASL exchange, neither of which shows it
+(repr, exceptions, logs).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import ssl
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from throttled_admin._driver import metadata_wire
+from throttled_admin._driver.sasl_client import SUPPORTED_MECHANISMS, exchange_for
+from throttled_admin._driver.wire_codec import Reader, Writer, read_frame, request_frame, response_body
+
+__all__ = ["BrokerConnection", "BrokerRefused", "ConnectionSettings", "NoTopicIds", "Unsupported"]
+
+_API_VERSIONS, _SASL_HANDSHAKE, _SASL_AUTHENTICATE = 18, 17, 36
+_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+_SESSION_MARGIN = 0.8  # a KIP-368 session is used for this share of its lifetime, then a new connection is made
+_TLS_SETTINGS = frozenset(
+    {
+        "ssl.ca.location",
+        "ssl.certificate.location",
+        "ssl.key.location",
+        "ssl.key.password",
+        "ssl.endpoint.identification.algorithm",
+        "enable.ssl.certificate.verification",
+    }
+)
+
+
+class Unsupported(Exception):
+    """Settings the client's own connections do not speak (the reader falls back on librdkafka); says which."""
+
+
+class NoTopicIds(Exception):
+    """The broker has no Metadata v10 (Kafka before 2.8): its answers carry no topic ids."""
+
+
+class BrokerRefused(Exception):
+    """The broker refused the connection's handshake (SASL); the broker's own message, which holds no secret."""
+
+
+def _true(value: Any) -> bool:
+    return str(value).strip().lower() in ("true", "1")
+
+
+@dataclass(frozen=True)
+class _Tls:
+    ca_location: str | None
+    certificate: str | None
+    key: str | None
+    key_password: str | None = field(repr=False)
+    verify: bool
+    check_hostname: bool
+
+    def context(self) -> ssl.SSLContext:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = self.check_hostname
+        if not self.verify:
+            context.verify_mode = ssl.CERT_NONE
+        if self.ca_location in (None, "probe"):
+            context.load_default_certs()
+        elif os.path.isdir(self.ca_location):
+            context.load_verify_locations(capath=self.ca_location)
+        else:
+            context.load_verify_locations(cafile=self.ca_location)
+        if self.certificate:
+            context.load_cert_chain(self.certificate, self.key or None, password=self.key_password)
+        return context
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    """How to reach a broker as the application's client does. Its repr shows no password."""
+
+    client_id: str
+    tls: _Tls | None = None
+    mechanism: str | None = None  # SASL
+    username: str = ""
+    password: str = field(default="", repr=False)
+
+    @classmethod
+    def from_conf(cls, conf: Mapping[str, Any]) -> ConnectionSettings:
+        """The settings of a librdkafka configuration; ``Unsupported`` for what the client's connections do not
+        speak."""
+        protocol = str(conf.get("security.protocol", "plaintext")).strip().lower()
+        if protocol not in ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl"):
+            raise Unsupported(f"security.protocol {protocol!r}")
+        client_id = str(conf.get("client.id", "rdkafka"))
+        tls = None
+        if protocol in ("ssl", "sasl_ssl"):
+            other = sorted(k for k in conf if k.startswith(("ssl.", "ssl_")) and k not in _TLS_SETTINGS)
+            if other:
+                raise Unsupported(f"TLS setting {other[0]}")
+            ca = conf.get("ssl.ca.location")
+            verify = _true(conf.get("enable.ssl.certificate.verification", "true"))
+            algorithm = str(conf.get("ssl.endpoint.identification.algorithm", "https")).strip().lower()
+            tls = _Tls(
+                None if ca is None else str(ca),
+                _optional(conf, "ssl.certificate.location"),
+                _optional(conf, "ssl.key.location"),
+                _optional(conf, "ssl.key.password"),
+                verify,
+                verify and algorithm == "https",
+            )
+        if not protocol.startswith("sasl_"):
+            return cls(client_id, tls)
+        mechanism = str(conf.get("sasl.mechanism", conf.get("sasl.mechanisms", "GSSAPI"))).strip().upper()
+        if mechanism not in SUPPORTED_MECHANISMS:
+            raise Unsupported(f"SASL mechanism {mechanism}")
+        return cls(client_id, tls, mechanism, str(conf.get("sasl.username", "")), str(conf.get("sasl.password", "")))
+
+
+def _optional(conf: Mapping[str, Any], key: str) -> str | None:
+    value = conf.get(key)
+    return None if value is None else str(value)
+
+
+class BrokerConnection:
+    """An open, authenticated connection to one broker; ``metadata`` asks it about topics. Not thread-safe.
+
+    Raises OSError (unreachable, TLS, closed, timed out), ValueError (an answer that does not parse),
+    ``BrokerRefused`` (SASL), ``SaslError`` (a SCRAM server that does not check out) or ``NoTopicIds``."""
+
+    def __init__(self, address: str, settings: ConnectionSettings, context: ssl.SSLContext | None, deadline: float):
+        host, _, port = address.rpartition(":")
+        host = host.strip("[]")
+        self.address = address
+        self._settings = settings
+        self._correlation_id = 0
+        self._expires_at: float | None = None
+        sock = socket.create_connection((host, int(port)), timeout=_remaining(deadline))
+        try:
+            if context is not None:
+                sock.settimeout(_remaining(deadline))
+                sock = context.wrap_socket(sock, server_hostname=host)
+            self._sock = sock
+            versions = self._api_versions(deadline)
+            if settings.mechanism is not None:
+                self._authenticate(settings.mechanism, versions, deadline)
+        except BaseException:
+            sock.close()
+            raise
+        highest = versions.get(metadata_wire.API_KEY, (0, -1))[1]
+        if highest < metadata_wire.MIN_VERSION:
+            self.close()
+            raise NoTopicIds(f"{address} answers Metadata up to v{highest}, without topic ids")
+        self.metadata_version = min(highest, metadata_wire.MAX_VERSION)
+
+    def __repr__(self) -> str:
+        return f"BrokerConnection({self.address!r}, {self._settings!r})"
+
+    @property
+    def expired(self) -> bool:
+        """The broker's session lifetime (KIP-368) is nearly over: a new connection is due."""
+        return self._expires_at is not None and time.monotonic() >= self._expires_at
+
+    def metadata(self, names: list[str], deadline: float) -> metadata_wire.MetadataAnswer:
+        version = self.metadata_version
+        body = self._exchange(metadata_wire.API_KEY, version, metadata_wire.encode(version, names), True, deadline)
+        return metadata_wire.decode(version, body, set(names))
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def _exchange(self, api_key: int, version: int, body: bytes, flexible: bool, deadline: float) -> Reader:
+        self._correlation_id += 1
+        frame = request_frame(api_key, version, self._correlation_id, self._settings.client_id, body, flexible=flexible)
+        self._sock.settimeout(_remaining(deadline))
+        self._sock.sendall(frame)
+        # ApiVersions answers with response header v0 whatever its version (KIP-511); the others here are not
+        # flexible, but Metadata v10+ is.
+        return response_body(
+            read_frame(self._sock, deadline, _MAX_RESPONSE_BYTES), self._correlation_id, flexible=flexible
+        )
+
+    def _api_versions(self, deadline: float) -> dict[int, tuple[int, int]]:
+        reader = self._exchange(_API_VERSIONS, 0, b"", False, deadline)
+        error = reader.int16()
+        versions = {}
+        for _ in range(reader.array_length()):
+            api_key, low, high = reader.int16(), reader.int16(), reader.int16()
+            versions[api_key] = (low, high)
+        if error:
+            raise ValueError(f"ApiVersions failed with error {error}")
+        return versions
+
+    def _authenticate(self, mechanism: str, versions: dict[int, tuple[int, int]], deadline: float) -> None:
+        reader = self._exchange(_SASL_HANDSHAKE, 1, Writer().string(mechanism).build(), False, deadline)
+        error = reader.int16()
+        enabled = [reader.string() for _ in range(reader.array_length())]
+        if error:
+            offered = ", ".join(m for m in enabled if m) or "none"
+            raise BrokerRefused(f"the broker does not enable SASL mechanism {mechanism} (it enables {offered})")
+        version = 1 if versions.get(_SASL_AUTHENTICATE, (0, 0))[1] >= 1 else 0
+        exchange = exchange_for(mechanism, self._settings.username, self._settings.password)
+        token: bytes | None = exchange.first()
+        lifetime_ms = 0
+        while token is not None:
+            reader = self._exchange(_SASL_AUTHENTICATE, version, Writer().blob(token).build(), False, deadline)
+            error, message, challenge = reader.int16(), reader.string(), reader.blob() or b""
+            lifetime_ms = reader.int64() if version >= 1 else 0
+            if error:
+                raise BrokerRefused(message or f"SASL authentication failed (error {error})")
+            token = exchange.respond(challenge)
+        if lifetime_ms > 0:
+            self._expires_at = time.monotonic() + _SESSION_MARGIN * lifetime_ms / 1000
+
+
+def _remaining(deadline: float) -> float:
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise TimeoutError("no time left to ask the broker")
+    return remaining
