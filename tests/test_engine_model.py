@@ -61,6 +61,8 @@ COALESCE_RATIO = 2.0
 MIN_SAMPLES = 3
 RECENT_S = 30.0
 FIRST_CONTACT_S = 5.0  # until a broker has answered, every request's librdkafka timeout is capped at this
+DEFAULT_PARTITIONS = 3  # the simulated cluster's num.partitions: what NewTopic(name) (-1) makes, and is charged
+FALLBACK_PARTITIONS = 1  # what a -1 create counts while num.partitions is not known (Kafka's own default)
 # Kafka 4's batch cap: its two messages (the only POLICY_VIOLATION the engine splits on), and a policy's
 CAP_RECORDS = "Unable to perform excessively large batch operation."
 CAP_PARTITIONS = "Excessively large number of partitions per request."
@@ -115,6 +117,7 @@ class Track:
     answered_ok: bool = False
     settled: tuple[float, BaseException | None] | None = None
     withdrawn: bool = False
+    fallback: bool = False  # a -1 create costed before the cluster's num.partitions was told (counted as 1)
     cancelled: bool = False  # its caller called cancel() (withdrawn, or its attempt in flight is its last)
     answered_89_at: float | None = None
     unanswered: int = 0  # attempts handed over whose outcome the client never learned (may have been applied)
@@ -178,6 +181,7 @@ class EngineModel(RuleBasedStateMachine):
         self.last_views_asked: set[str] = set()  # a view says nothing of a name it was not asked about
         self.per_request = TOPICS_PER_REQUEST
         self.connection_busy = False  # an abandoned request may still hold the connection (rule b)
+        self.default_told = False  # the engine was told the cluster's num.partitions
         self.drain_asked_at: float | None = None  # the sentinel asked for, not yet answered
         self.drain_timeout_s = 0.0
         self.engine: Engine
@@ -320,6 +324,12 @@ class EngineModel(RuleBasedStateMachine):
         if len(tracks) > 1:
             records = sum(t.topic.records for t in tracks)
             assert records < self.smallest_refused, f"{records} records sent after {self.smallest_refused} were refused"
+        if request.kind.operation is CREATE_TOPICS and self.default_told:
+            # broker defaults: a create is counted as the broker charges it, -1 as the cluster's num.partitions
+            charged = sum(FALLBACK_PARTITIONS if t.fallback else _made(t.topic.item) for t in tracks)
+            assert request.mutations == charged, f"{request.mutations} mutations counted, {charged} charged"
+            if any(_is_default_create(t.topic) for t in tracks):
+                event("a create with the cluster's default partition count")
         for track in tracks:
             # cancelled is final: a topic whose caller cancelled it may complete in flight, never be sent again
             assert not track.cancelled, f"{track.topic.name} sent after its caller cancelled it"
@@ -415,7 +425,7 @@ class EngineModel(RuleBasedStateMachine):
         timeout_s=st.sampled_from([0.02, 0.3, 1.0, 5.0, 8.0, 15.0, 30.0]),
         retry=st.booleans(),
         validate_only=st.booleans(),
-        size=st.integers(1, 4),
+        size=st.integers(0, 4),  # 0: NewTopic(name), the cluster's default partition count (-1)
         request_timeout_s=st.sampled_from([None, None, 0.2, 2.0, 10.0]),
         operation_timeout_s=st.sampled_from([None, None, 0.0, 0.1, 3.0]),
         wait=st.booleans(),
@@ -448,13 +458,13 @@ class EngineModel(RuleBasedStateMachine):
         for name in names:
             item: Any
             if op is CREATE_TOPICS:
-                item = NewTopic(name, size, 1)
+                item = NewTopic(name, size, 1) if size else NewTopic(name)
             elif op is CREATE_PARTITIONS:
                 item = NewPartitions(name, size + 1)
             else:
                 item = name
             known = op.known_cost(item)
-            cost = known if known is not None else (None if self.paced else 0)
+            cost = known if known is not None else (None if self.paced or op is CREATE_TOPICS else 0)
             topic = Topic(name, item, call, None, cost, op.records(item))
             track = Track(topic, len(self.tracks))
             self.tracks.append(track)
@@ -462,6 +472,12 @@ class EngineModel(RuleBasedStateMachine):
             topics.append(topic)
         self.engine.submit(call, topics)
         self.step()
+
+    @precondition(lambda self: not self.closed)
+    @rule(names=st.lists(st.sampled_from(NAMES), min_size=1, max_size=2, unique=True))
+    def submit_default_creates(self, names: list[str]) -> None:
+        """NewTopic(name): creates of the cluster's default partition count (-1), which the broker charges."""
+        self.submit("create", names, 30.0, True, False, 0, None, None, False)
 
     @precondition(lambda self: not self.closed and self.flight is not None)
     @rule(
@@ -736,7 +752,7 @@ class EngineModel(RuleBasedStateMachine):
                 continue
             self.history = [*self.history, (dict(self.cluster), dict(self.ids))][-LAG_DEPTH:]
             if operation is CREATE_TOPICS:
-                self.cluster[name] = topic.item.num_partitions
+                self.cluster[name] = _made(topic.item)
                 self.ids[name] = next(self.new_ids)
             elif operation is DELETE_TOPICS:
                 del self.cluster[name]
@@ -767,8 +783,8 @@ class EngineModel(RuleBasedStateMachine):
         for track in flight.tracks:
             item, current = track.topic.item, self.cluster.get(track.topic.name)
             if operation is CREATE_TOPICS:
-                partitions += item.num_partitions
-                records += 0 if current is not None else 1 + item.num_partitions
+                partitions += _made(item)
+                records += 0 if current is not None else 1 + _made(item)
             elif operation is CREATE_PARTITIONS:
                 records += max(0, item.new_total_count - current) if current is not None else 0
             else:
@@ -811,10 +827,19 @@ class EngineModel(RuleBasedStateMachine):
         self.step()
 
     @precondition(lambda self: not self.closed and self.metadata_wanted)
-    @rule(fails=st.booleans())
-    def metadata(self, fails: bool) -> None:
+    @rule(fails=st.booleans(), default_readable=st.booleans())
+    def metadata(self, fails: bool, default_readable: bool) -> None:
+        """The cluster's partition counts (or a failed read) and, when it can be read, its num.partitions."""
         self.metadata_wanted = False
-        self.engine.on_metadata(None if fails else dict(self.cluster), self.now)
+        told = default_readable and not fails
+        event(f"metadata read, num.partitions {'told' if told else 'not told'}")
+        if told:
+            self.default_told = True
+        elif not self.default_told:  # -1 creates still to be costed are counted as Kafka's default, 1, for now
+            for track in self.tracks:
+                if _pending(track) and _is_default_create(track.topic):
+                    track.fallback = True
+        self.engine.on_metadata(None if fails else dict(self.cluster), self.now, DEFAULT_PARTITIONS if told else None)
         self.step()
 
     @precondition(lambda self: not self.closed and self.views_wanted is not None)
@@ -945,6 +970,15 @@ def _retryable(exc: BaseException | None, track: Track, throttled: bool) -> bool
     if quota:
         return track.topic.call.retry_on_quota_violation
     return code in (KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT) or code < -1
+
+
+def _made(item: Any) -> int:
+    """The partitions a create makes: the count asked for, or the cluster's default for -1."""
+    return item.num_partitions if item.num_partitions > 0 else DEFAULT_PARTITIONS
+
+
+def _is_default_create(topic: Topic) -> bool:
+    return topic.call.kind.operation is CREATE_TOPICS and topic.item.num_partitions < 0
 
 
 def _pending(track: Track) -> bool:

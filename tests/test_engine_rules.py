@@ -894,3 +894,49 @@ def test_which_results_leave_the_connection_busy(result: KafkaException, busy: b
     assert first.send is not None
     engine.on_results(first.send, {"t": result}, 0.1)
     assert (engine.step(0.1).drain is not None) is busy
+
+
+# -- broker defaults: a create of -1 partitions costs the cluster's num.partitions (issue 27, finding 4) ----------
+
+
+def default_creates(engine: Engine, names: list[str], now: float) -> list[Topic]:
+    call = Call(RequestKind(CREATE_TOPICS, False), now + 30.0, 30000, True, None, None, started_at=now)
+    topics = [Topic(name, NewTopic(name), call, None, None, CREATE_TOPICS.records(NewTopic(name))) for name in names]
+    engine.submit(call, topics)
+    return topics
+
+
+def test_a_create_of_the_default_partition_count_waits_for_the_clusters_setting_and_costs_it() -> None:
+    engine = Engine(pacer=None, backoff=RetryBackoff())
+    engine.on_probe(True, 0.0)
+    default_creates(engine, ["a", "b"], 0.0)
+    out = engine.step(0.0)
+    assert out.send is None
+    assert out.read_metadata  # num.partitions is read before the first send
+    assert engine.wants_default_partitions
+    engine.on_metadata({}, 0.1, default_partitions=10)
+    sent = engine.step(0.1).send
+    assert sent is not None
+    assert sent.mutations == 20  # what the broker charges
+    assert [topic.records for topic in sent.topics] == [11, 11]  # a TopicRecord and ten PartitionRecords each
+    later = default_creates(engine, ["c"], 0.2)
+    assert later[0].cost == 10  # known from now on: no read
+
+
+def test_an_unreadable_default_is_counted_as_one_until_a_topic_created_with_it_is_read_back() -> None:
+    engine = Engine(pacer=None, backoff=RetryBackoff())
+    engine.on_probe(True, 0.0)
+    default_creates(engine, ["a"], 0.0)
+    assert engine.step(0.0).read_metadata
+    engine.on_metadata({}, 0.1, default_partitions=None)  # DescribeConfigs refused (an ACL, another broker)
+    first = engine.step(0.1).send
+    assert first is not None
+    assert first.mutations == 1  # Kafka's own default, stated in docs/semantics.md
+    engine.on_results(first, {"a": None}, 0.2)
+    assert engine.step(0.2).settle
+    default_creates(engine, ["b"], 0.3)
+    assert engine.step(0.3).read_metadata  # "a" is read back before the next send
+    engine.on_metadata({"a": 6}, 0.4)
+    second = engine.step(0.4).send
+    assert second is not None
+    assert second.mutations == 6

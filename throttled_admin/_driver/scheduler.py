@@ -97,6 +97,8 @@ class Transport(Protocol):
 
     def partition_counts(self, timeout_s: float) -> dict[str, int]: ...
 
+    def default_partitions(self, timeout_s: float) -> int | None: ...
+
     def probe(self, timeout_s: float) -> Future[Any]: ...
 
     def broker_views(self, names: list[str], timeout_s: float) -> BrokerViews: ...
@@ -530,6 +532,7 @@ class Scheduler:
                         self._cv.notify_all()
                         return
                     self._metadata_wanted = False
+                    want_default = self._engine.wants_default_partitions
                 counts: dict[str, int] | None
                 try:
                     counts = self._transport.partition_counts(_METADATA_TIMEOUT_S)
@@ -539,15 +542,27 @@ class Scheduler:
                 except Exception as exc:
                     log.warning("could not read the cluster's metadata (%s); costs not known are taken as 1", exc)
                     counts = None
+                default = self._read_default_partitions() if want_default and counts is not None else None
                 with self._cv:
                     if not self._closed:
-                        self._engine.on_metadata(counts, self._clock())
+                        self._engine.on_metadata(counts, self._clock(), default)
                     self._wake()
         except BaseException:  # a bug: the reader is gone all the same
             with self._cv:
                 self._metadata_reading = False
                 self._cv.notify_all()
             raise
+
+    def _read_default_partitions(self) -> int | None:
+        """The cluster's num.partitions, or None (not described, not allowed: the engine then reads back a topic
+        created with it)."""
+        try:
+            return self._transport.default_partitions(_METADATA_TIMEOUT_S)
+        except ClientGone:
+            return None
+        except Exception as exc:
+            log.info("could not read the cluster's num.partitions (%s): a created topic is read back instead", exc)
+            return None
 
     def _start_views_read(self, names: list[str]) -> None:
         with self._cv:

@@ -196,6 +196,10 @@ class Engine:
         self._connect_error: tuple[str, str] | None = None  # (address, librdkafka's reason) while never reached
         self._probe: str | None = None  # the contact probe: None (not asked), "asked", "unanswered"
         self._refresh_metadata = False  # after NOT_CONTROLLER: read metadata before sending again, as Java does
+        # Broker defaults: the partitions a create of -1 makes (the controller's num.partitions), once read; and a
+        # topic created with a guessed count, to read back when the cluster's setting could not be read
+        self._default_partitions: int | None = None
+        self._default_from: str | None = None
         self._reading_metadata = False
         self._gate_wait: tuple[str, float] | None = None  # (operation, since when) work waits for a throttle
         self._closed = False
@@ -227,7 +231,10 @@ class Engine:
             raise RuntimeError(CLOSED_MESSAGE)
         if call.wait_for_metadata and not call.kind.validate_only and call.kind.operation is CREATE_TOPICS:
             self._unread.update(dict.fromkeys(topics))  # incarnations: the ids before the send (``visibility``)
+        default = self._default_partitions
         for topic in topics:
+            if topic.cost is None and default is not None and call.kind.operation is CREATE_TOPICS:
+                self._cost_with_default(topic, default)  # -1 partitions: the cluster's default, known already
             call.queued[topic.name] = topic
             held = self._holders.setdefault(topic.name, topic)
             if held is not topic:
@@ -313,18 +320,39 @@ class Engine:
         else:
             self._probe = "unanswered"
 
-    def on_metadata(self, counts: dict[str, int] | None, now: float) -> None:
-        """Partition counts by topic (None: the read failed, and costs not known are taken as 1)."""
+    @property
+    def wants_default_partitions(self) -> bool:
+        """Whether a metadata read should also read the cluster's default partition count (``num.partitions``)."""
+        return self._default_partitions is None
+
+    def on_metadata(self, counts: dict[str, int] | None, now: float, default_partitions: int | None = None) -> None:
+        """Partition counts by topic (None: the read failed, and costs not known are taken as 1), and the cluster's
+        default partition count if it was read (what a create with -1 partitions makes, and is charged)."""
         self._reading_metadata = False
+        if default_partitions is None and counts is not None and self._default_from in counts:
+            default_partitions = counts[self._default_from]  # a topic created with the default, read back
+        if default_partitions is not None:
+            self._default_partitions = default_partitions
+            self._default_from = None
+        default = self._default_partitions
         for call in self._calls.values():
             operation = call.kind.operation
             for topic in call.queued.values():
                 if topic.cost is not None:
                     continue
-                if counts is None:
+                if operation is CREATE_TOPICS:
+                    self._cost_with_default(topic, default)
+                elif counts is None:
                     topic.cost = 1
                 else:
                     topic.cost = operation.cost_from_metadata(topic.item, counts.get(topic.name))
+
+    def _cost_with_default(self, topic: Topic, default: int | None) -> None:
+        """A create of -1 partitions costs the cluster's default; while that is unknown, FALLBACK_PARTITIONS, and
+        the first such topic applied is read back to learn it (``_default_from``)."""
+        topic.cost = CREATE_TOPICS.cost_from_metadata(topic.item, None, default)
+        topic.records = CREATE_TOPICS.records(topic.item, default)
+        topic.guessed = default is None
 
     def on_views(self, views: BrokerViews, now: float) -> None:
         """Every broker's Metadata for the topics asked about (``Outbox.read_views``); see ``visibility``."""
@@ -606,6 +634,8 @@ class Engine:
                 continue  # settled already (its deadline passed, or authentication failed)
             topic.attempts += 1
             if outcome is Outcome.SUCCESS:
+                if topic.guessed and self._default_partitions is None and not call.kind.validate_only:
+                    self._default_from, self._refresh_metadata = topic.name, True  # read its partitions back
                 self._applied(topic, now)
             elif outcome is Outcome.THROTTLED:
                 retried |= self._on_throttled(topic, throttle_s, now, quota_delays, _message(exc))
@@ -768,7 +798,7 @@ class Engine:
             return math.inf  # woken by the probe's outcome, a connection error, or a deadline
         kind = head.call.kind
         topics = list(self._eligible(kind, now))
-        if self._refresh_metadata or (self._pacer is not None and any(topic.cost is None for topic in topics)):
+        if self._refresh_metadata or any(topic.cost is None for topic in topics):
             if not self._reading_metadata:  # read off the deadline-keeping path; expiry goes on meanwhile
                 self._refresh_metadata = False
                 self._reading_metadata = True
