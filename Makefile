@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 # fetched by Maven into an ignored cache; the tests marked `kafka` run against them. A second fetch costs nothing.
 KAFKA_HOME := .kafka/4.4.0
 
-.PHONY: demo test lint typecheck clean kafka
+.PHONY: demo test lint typecheck clean kafka broker-configs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,10 +32,15 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff format --check throttled_admin tests examples benchmarks
 	$(BIN)/mypy
 
-$(KAFKA_HOME)/.fetched: tests/real_kafka/pom.xml tests/real_kafka/fetch.sh $(wildcard tests/real_kafka/java/*.java)
+$(KAFKA_HOME)/.fetched: tests/real_kafka/pom.xml tests/real_kafka/fetch.sh tests/real_kafka/check_jars.py $(wildcard tests/real_kafka/java/*.java)
 	PYTHON=$(PYTHON) bash tests/real_kafka/fetch.sh $(KAFKA_HOME)
 
 kafka: $(KAFKA_HOME)/.fetched
+
+# Rewrite QuotaBroker's broker config set (throttled_admin/testing/broker_configs.json) from a real Kafka broker's
+# DescribeConfigs (tests/real_kafka/broker_configs.py; ARGS=--check only compares).
+broker-configs: $(VENV)/.installed-test kafka
+	$(BIN)/python -m tests.real_kafka.broker_configs $(ARGS)
 
 test: lint kafka
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

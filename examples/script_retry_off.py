@@ -53,11 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             admin.create_topics([topic])[topic.topic].result()
         except ThrottlingQuotaExceededException as exc:
-            print(
-                f"Error while executing topic command : The throttling quota has been exceeded. "
-                f"(retry in {exc.throttle_time_ms} ms)",
-                file=sys.stderr,
-            )
+            # kafka-topics.sh's line, then the hint as `throttled-admin topics` words it
+            print("Error while executing topic command : The throttling quota has been exceeded.", file=sys.stderr)
+            print(f"Retry after {exc.throttle_time_ms} ms.", file=sys.stderr)
             return 1
         except KafkaException as exc:
             error = exc.args[0]

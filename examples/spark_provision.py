@@ -49,11 +49,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         results.write.mode("overwrite").parquet(args.output)
         counts = {row["status"]: row["count"] for row in results.groupBy("status").count().collect()}
-        failed = results.filter("status = 'failed'").select("cluster", "topic", "error_message").collect()
+        failed = results.filter("status = 'failed'").select("cluster", "topic", "error_name", "error_message").collect()
     finally:
         spark.stop()
     for row in failed[:20]:
-        print(f"failed: {row['cluster']}/{row['topic']}: {row['error_message']}")
+        # The pipeline's words name its Python parameter (allow_delete=True); this script's flag is --allow-delete.
+        why = "refused: pass --allow-delete to delete topics" if row["error_name"] == "DELETE_NOT_ALLOWED" else None
+        print(f"failed: {row['cluster']}/{row['topic']}: {why or row['error_message']}")
     print(f"{len(rows)} rows: " + ", ".join(f"{status} {n}" for status, n in sorted(counts.items())))
     print(f"results written to {args.output}")
     return 1 if counts.get("failed") else 0

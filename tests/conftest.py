@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import socket
+import ssl
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -12,6 +13,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 if TYPE_CHECKING:
+    from tests.either_broker import EitherBroker
     from tests.real_kafka.broker import KafkaCluster
     from tests.real_kafka.namespace import KafkaNamespace
     from tests.real_kafka.tools import ToolServer
@@ -74,6 +76,20 @@ def tansu() -> Iterator[str]:
         except subprocess.TimeoutExpired:  # Tansu can take seconds to drain; its storage is in memory anyway
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[ssl.SSLContext, Path]:
+    """A server context for QuotaBroker's TLS listener (a certificate for 127.0.0.1 and localhost), and the CA file
+    a client trusts: test certificates from trustme."""
+    import trustme
+
+    ca = trustme.CA()
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1", "localhost").configure_cert(server)
+    path = tmp_path_factory.mktemp("tls") / "ca.pem"
+    ca.cert_pem.write_to_path(str(path))
+    return server, path
 
 
 @pytest.fixture
@@ -153,6 +169,34 @@ def kafka_tools() -> Iterator[ToolServer]:
 
     with ToolServer() as tools:
         yield tools
+
+
+@pytest.fixture(params=["quota", pytest.param("kafka", marks=pytest.mark.kafka)])
+def any_broker(
+    request: pytest.FixtureRequest, quota_broker: Callable[..., Any]
+) -> Iterator[Callable[..., EitherBroker]]:
+    """A broker test run twice: on a QuotaBroker and on the run's shared Apache Kafka 4.4 (marked ``kafka``), with
+    the test's own topic prefix and client-id entity on both (tests/either_broker.py). ``any_broker(**kwargs)``
+    takes QuotaBroker's constructor keywords; one the shared Kafka cannot honour fails its variant."""
+    from tests import either_broker
+    from tests.real_kafka.namespace import KafkaNamespace
+
+    kind = request.param
+    kafka = request.getfixturevalue("kafka_broker") if kind == "kafka" else None
+    ns = KafkaNamespace.for_test(request.node.nodeid)
+    started: list[EitherBroker] = []
+
+    def make(**kwargs: Any) -> EitherBroker:
+        try:
+            broker = either_broker.start(kind, ns, quota_broker, kafka, **kwargs)
+        except either_broker.NotOnSharedKafka as exc:
+            pytest.fail(f"not a set-up of the shared Kafka: {exc} (keep this test QuotaBroker-only)")
+        started.append(broker)
+        return broker
+
+    yield make
+    for broker in started:
+        either_broker.stop(broker)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -25,6 +25,8 @@ ADDITIONS = {
     "PossiblyAppliedError",
     "NotYetVisibleError",
     "ClientClosedError",
+    "ClientClosedNotSentError",
+    "ClientClosedOutcomeUnknownError",
 }
 
 

@@ -19,11 +19,12 @@ from confluent_kafka import KafkaError, TopicCollection
 from confluent_kafka.admin import AdminClient
 from kafka.protocol.metadata.metadata import MetadataRequest
 
+from tests.either_broker import EitherBroker
 from tests.test_broker_kraft import kafkajs  # noqa: F401  (the session fixture installing KafkaJS)
-from tests.wire import WireClient
 from throttled_admin.testing import QuotaBroker
 
 BrokerFactory = Callable[..., QuotaBroker]
+AnyBroker = Callable[..., EitherBroker]
 UNKNOWN_TOPIC = 3
 METADATA = 3
 
@@ -138,31 +139,39 @@ def metadata_request(version: int, name: str, allow: bool) -> Any:
 
 
 @pytest.mark.parametrize("version", range(13))
-def test_every_metadata_version_auto_creates_when_allowed(quota_broker: BrokerFactory, version: int) -> None:
-    broker = quota_broker(broker_configs={"num.partitions": "2", "default.replication.factor": "2"}, num_brokers=2)
-    with WireClient(broker.bootstrap_servers) as wire:
-        refused = wire.request(metadata_request(version, "kept-out", allow=False)) if version >= 4 else None
-        first = wire.request(metadata_request(version, "auto", allow=True))
-        second = wire.request(metadata_request(version, "auto", allow=True))
+def test_every_metadata_version_auto_creates_when_allowed(any_broker: AnyBroker, version: int) -> None:
+    """Every Metadata version asks for auto-creation (v0-v3 always, v4+ when allowed); the first answer says
+    UNKNOWN_TOPIC_OR_PARTITION, the next lists the topic with num.partitions partitions, each with
+    default.replication.factor replicas (here 1 and 1, the shared Kafka's settings; test_static_broker_configs_*
+    and the KafkaJS tests use others on QuotaBroker)."""
+    broker = any_broker(num_brokers=2, broker_configs={"num.partitions": "1"})
+    kept_out, auto = broker.t("kept-out"), broker.t("auto")
+    with broker.wire() as wire:
+        refused = wire.request(metadata_request(version, kept_out, allow=False)) if version >= 4 else None
+        first = wire.request(metadata_request(version, auto, allow=True))
+        broker.settle(lambda: auto in broker.topics())
+        second = wire.request(metadata_request(version, auto, allow=True))
     if refused is not None:
         assert [t.error_code for t in refused.topics] == [UNKNOWN_TOPIC]
     assert [t.error_code for t in first.topics] == [UNKNOWN_TOPIC]
     [topic] = second.topics
-    assert (topic.error_code, len(topic.partitions), len(topic.partitions[0].replica_nodes)) == (0, 2, 2)
-    assert broker.topics() == {"auto": 2}
+    assert (topic.error_code, len(topic.partitions), len(topic.partitions[0].replica_nodes)) == (0, 1, 1)
+    assert broker.topics() == {auto: 1}
 
 
-def test_librdkafka_admin_reads_never_create_but_list_topics_of_one_topic_does(quota_broker: BrokerFactory) -> None:
+def test_librdkafka_admin_reads_never_create_but_list_topics_of_one_topic_does(any_broker: AnyBroker) -> None:
     """What a client that checks a topic is gone must not use: librdkafka's AdminClient is a producer handle
     (allow.auto.create.topics=true), so list_topics(topic=...) asks with auto-creation and re-creates a deleted
     topic on Kafka with default settings (and here); describe_topics and list_topics() of all topics do not."""
-    broker = quota_broker()
-    broker.create_topic("gone", 1)
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    assert admin.delete_topics(["gone"], operation_timeout=30)["gone"].exception(30) is None
-    [described] = admin.describe_topics(TopicCollection(["gone"])).values()
+    broker = any_broker()
+    gone = broker.t("gone")
+    broker.create_topic(gone, 1)
+    admin = AdminClient(broker.conf())
+    assert admin.delete_topics([gone], operation_timeout=30)[gone].exception(30) is None
+    broker.settle(lambda: broker.topics() == {})
+    [described] = admin.describe_topics(TopicCollection([gone])).values()
     assert described.exception(30).args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
-    assert "gone" not in admin.list_topics(timeout=30).topics
+    assert gone not in admin.list_topics(timeout=30).topics
     assert broker.topics() == {}
-    admin.list_topics(topic="gone", timeout=30)
-    assert broker.topics() == {"gone": 1}  # re-created
+    admin.list_topics(topic=gone, timeout=30)
+    assert broker.settled_topics({gone: 1}) == {gone: 1}  # re-created

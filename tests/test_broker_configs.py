@@ -5,6 +5,7 @@ wire client (for the fields and versions a full client does not expose)."""
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +29,7 @@ from kafka.protocol.admin.configs import (
 )
 from kafka.protocol.admin.topics import CreateTopicsRequest
 
+from tests.either_broker import EitherBroker
 from tests.wire import WireClient
 from throttled_admin._kafka.config_schema import ConfigError, ConfigType, canonical
 from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
@@ -36,12 +38,20 @@ from throttled_admin.testing._configs import describe_topic, validate_topic_conf
 from throttled_admin.testing._configs_broker import BROKER_CONFIGS, SYNONYM_GROUPS
 
 BrokerFactory = Callable[..., QuotaBroker]
+AnyBroker = Callable[..., EitherBroker]
 INVALID_CONFIG, INVALID_REQUEST, INVALID_TOPIC, UNKNOWN_TOPIC = 40, 42, 17, 3
 CREATE_TOPICS, INCREMENTAL_ALTER_CONFIGS, ALTER_CONFIGS = 19, 44, 33
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
+# Errors.INVALID_REQUEST's default message: what Kafka says for a request it cannot handle at all.
+MALFORMED = (
+    "This most likely occurs because of a request being malformed by the client library or the message was sent "
+    "to an incompatible broker. See the broker logs for more details."
+)
 
 
-def confluent_admin(broker: QuotaBroker) -> AdminClient:
+def confluent_admin(broker: QuotaBroker | EitherBroker) -> AdminClient:
+    if isinstance(broker, EitherBroker):
+        return AdminClient(broker.conf())
     return AdminClient({"bootstrap.servers": broker.bootstrap_servers})
 
 
@@ -93,10 +103,10 @@ def error_of(future: Any) -> tuple[int, str]:
 
 
 def test_kafka_4_topic_config_set_is_complete_and_typed() -> None:
-    """LogConfig's ConfigDef in Kafka 4.0 (TopicConfig names, ServerTopicConfigSynonyms): the configs the
-    issue found missing are there with their types and defaults, the ones 4.0 removed are unknown, and every
-    broker synonym is itself a described broker config."""
-    assert len(TOPIC_CONFIGS) == 34
+    """LogConfig's ConfigDef in Kafka 4.4 (TopicConfig names, ServerTopicConfigSynonyms): the configs the
+    issue found missing are there with their types and defaults, the ones 4.0 and 4.4 removed are unknown, and
+    every broker synonym is itself a described broker config."""
+    assert len(TOPIC_CONFIGS) == 37
     assert TOPIC_CONFIGS["leader.replication.throttled.replicas"].type is ConfigType.LIST
     assert TOPIC_CONFIGS["compression.zstd.level"].default == "3"
     assert TOPIC_CONFIGS["local.retention.ms"].default == "-2"
@@ -110,6 +120,9 @@ def test_kafka_4_topic_config_set_is_complete_and_typed() -> None:
         "log.retention.hours",
     ]
     assert "message.format.version" not in TOPIC_CONFIGS
+    assert "message.downconversion.enable" not in TOPIC_CONFIGS  # removed in 4.4
+    assert TOPIC_CONFIGS["max.decompressed.message.bytes"].default == "2147483639"  # new in 4.4
+    assert [s.name for s in TOPIC_CONFIGS["remote.copy.lag.ms"].synonyms] == ["log.remote.copy.lag.ms"]
     assert "message.timestamp.difference.max.ms" not in TOPIC_CONFIGS
     assert all(key.documentation for key in TOPIC_CONFIGS.values())
     assert set(SYNONYM_GROUPS) <= set(BROKER_CONFIGS)
@@ -197,22 +210,23 @@ def test_valid_values_are_accepted_as_java_parses_them() -> None:
 # -- CreateTopics ---------------------------------------------------------------------------------
 
 
-def test_create_topics_checks_configs_then_replication_factor_then_partitions(quota_broker: BrokerFactory) -> None:
+def test_create_topics_checks_configs_then_replication_factor_then_partitions(any_broker: AnyBroker) -> None:
     """ReplicationControlManager.createTopics: computeConfigChanges and the config validation run before
     createTopic checks the replication factor, which comes before the partition count; an invalid topic is
     not charged."""
-    broker = quota_broker(controller_mutation_rate=100)
-    with WireClient(broker.bootstrap_servers) as wire:
+    broker = any_broker(controller_mutation_rate=100)
+    t = broker.t
+    with broker.wire() as wire:
         response = wire.request(
             create_request(
-                ("all-wrong", 0, 0, {"retention.ms": "abc"}),
-                ("rf-and-partitions", 0, 0, {}),
-                ("partitions", 0, 1, {}),
-                ("null", 1, 1, {"retention.ms": None}),
-                ("fine", 2, 1, {"leader.replication.throttled.replicas": "*", "compression.zstd.level": "9"}),
+                (t("all-wrong"), 0, 0, {"retention.ms": "abc"}),
+                (t("rf-and-partitions"), 0, 0, {}),
+                (t("partitions"), 0, 1, {}),
+                (t("null"), 1, 1, {"retention.ms": None}),
+                (t("fine"), 2, 1, {"leader.replication.throttled.replicas": "*", "compression.zstd.level": "9"}),
             )
         )
-    by_name = {t.name: (t.error_code, t.error_message) for t in response.topics}
+    by_name = {t.name.removeprefix(broker.ns.prefix): (t.error_code, t.error_message) for t in response.topics}
     assert by_name["all-wrong"] == (
         INVALID_CONFIG,
         "Invalid value abc for configuration retention.ms: Not a number of type LONG",
@@ -224,45 +238,55 @@ def test_create_topics_checks_configs_then_replication_factor_then_partitions(qu
     assert by_name["partitions"] == (37, "Number of partitions was set to an invalid non-positive value.")
     assert by_name["null"] == (INVALID_CONFIG, "Null value not supported for topic configs: retention.ms")
     assert by_name["fine"] == (0, None)
-    assert broker.topics() == {"fine": 2}
-    [record] = [r for r in broker.request_log() if r.api_key == CREATE_TOPICS]
-    assert record.mutations == 2
+    assert broker.settled_topics({t("fine"): 2}) == {t("fine"): 2}
+    if broker.quota is not None:
+        assert broker.charged(CREATE_TOPICS) == [2]
 
 
-def test_confluent_create_topics_rejects_bad_values(quota_broker: BrokerFactory) -> None:
+def test_confluent_create_topics_rejects_bad_values(any_broker: AnyBroker) -> None:
     """The issue's examples through librdkafka: each is INVALID_CONFIG (40) with LogConfig's message."""
-    broker = quota_broker()
+    broker = any_broker()
+    t = broker.t
     admin = confluent_admin(broker)
     futures = admin.create_topics(
         [
-            NewTopic("policy", 1, 1, config={"cleanup.policy": "bogus"}),
-            NewTopic("segment", 1, 1, config={"segment.bytes": "10"}),
-            NewTopic("lag", 1, 1, config={"min.compaction.lag.ms": "100", "max.compaction.lag.ms": "10"}),
-            NewTopic("ok", 1, 1, config={"local.retention.ms": "1000", "compression.zstd.level": "5"}),
+            NewTopic(t("policy"), 1, 1, config={"cleanup.policy": "bogus"}),
+            NewTopic(t("segment"), 1, 1, config={"segment.bytes": "10"}),
+            NewTopic(t("lag"), 1, 1, config={"min.compaction.lag.ms": "100", "max.compaction.lag.ms": "10"}),
+            NewTopic(t("ok"), 1, 1, config={"local.retention.ms": "1000", "compression.zstd.level": "5"}),
         ]
     )
-    assert futures["ok"].result(30) is None
-    assert error_of(futures["policy"])[0] == KafkaError.INVALID_CONFIG
-    assert "cleanup.policy" in error_of(futures["policy"])[1]
-    assert error_of(futures["segment"])[0] == KafkaError.INVALID_CONFIG
-    assert error_of(futures["lag"])[0] == KafkaError.INVALID_CONFIG
-    assert broker.topics() == {"ok": 1}
+    assert futures[t("ok")].result(30) is None
+    assert error_of(futures[t("policy")]) == (
+        KafkaError.INVALID_CONFIG,
+        "Invalid value bogus for configuration cleanup.policy: String must be one of: compact, delete",
+    )
+    assert error_of(futures[t("segment")]) == (
+        KafkaError.INVALID_CONFIG,
+        "Invalid value 10 for configuration segment.bytes: Value must be at least 1048576",
+    )
+    assert error_of(futures[t("lag")]) == (
+        KafkaError.INVALID_CONFIG,
+        "conflict topic config setting min.compaction.lag.ms (100) > max.compaction.lag.ms (10)",
+    )
+    assert broker.settled_topics({t("ok"): 1}) == {t("ok"): 1}
 
 
 # -- IncrementalAlterConfigs / AlterConfigs -------------------------------------------------------
 
 
-def test_incremental_alter_configs_end_to_end_with_confluent(quota_broker: BrokerFactory) -> None:
+def test_incremental_alter_configs_end_to_end_with_confluent(any_broker: AnyBroker) -> None:
     """ConfigurationControlManager.incrementalAlterConfigResource: SET, DELETE, APPEND and SUBTRACT (list
     configs only, starting from the default), validate-only changes nothing, and a config change is not a
-    KIP-599 mutation: nothing is charged against the controller mutation quota."""
-    broker = quota_broker(controller_mutation_rate=1, quota_window_num=1)
-    broker.create_topic("t", 1)
+    KIP-599 mutation: after seven of them the test's whole burst (11 x 1 mutation/s) is still there, so 11
+    partitions are admitted without a throttle."""
+    broker = any_broker(controller_mutation_rate=1)
+    topic = broker.t("t")
+    broker.create_topic(topic, 1)
     admin = confluent_admin(broker)
-    tokens_before = broker.tokens()
 
     def alter(*entries: ConfigEntry, validate_only: bool = False) -> Any:
-        resource = ConfigResource(ResourceType.TOPIC, "t", incremental_configs=list(entries))
+        resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=list(entries))
         [future] = admin.incremental_alter_configs([resource], validate_only=validate_only).values()
         return future
 
@@ -270,13 +294,15 @@ def test_incremental_alter_configs_end_to_end_with_confluent(quota_broker: Broke
     assert alter(ConfigEntry("retention.ms", "1000", incremental_operation=S)).result(30) is None
     assert alter(ConfigEntry("cleanup.policy", "compact", incremental_operation=A)).result(30) is None
     assert alter(ConfigEntry("retention.ms", "5", incremental_operation=S), validate_only=True).result(30) is None
-    entries = described(admin, "t")
+    broker.settle(lambda: described(admin, topic)["cleanup.policy"].value == "delete,compact")
+    entries = described(admin, topic)
     assert entries["retention.ms"].value == "1000"
     assert entries["retention.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
     assert entries["cleanup.policy"].value == "delete,compact"
     assert alter(ConfigEntry("cleanup.policy", "delete", incremental_operation=U)).result(30) is None
     assert alter(ConfigEntry("retention.ms", None, incremental_operation=D)).result(30) is None
-    entries = described(admin, "t")
+    broker.settle(lambda: described(admin, topic)["retention.ms"].value == "604800000")
+    entries = described(admin, topic)
     assert entries["cleanup.policy"].value == "compact"
     assert entries["retention.ms"].value == "604800000"
     assert entries["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
@@ -290,41 +316,45 @@ def test_incremental_alter_configs_end_to_end_with_confluent(quota_broker: Broke
         KafkaError.INVALID_CONFIG,
         "Invalid value 0 for configuration min.insync.replicas: Value must be at least 1",
     )
-    alters = [r for r in broker.request_log() if r.api_key == INCREMENTAL_ALTER_CONFIGS]
-    assert len(alters) == 7
-    assert all(r.mutations == 0 for r in alters)
-    assert broker.tokens() == pytest.approx(tokens_before, abs=0.5)
+    with broker.wire() as wire:
+        burst = wire.request(create_request((broker.t("burst"), 11, 1, {})))
+    assert ([t.error_code for t in burst.topics], burst.throttle_time_ms) == ([0], 0)
+    if broker.quota is not None:
+        assert broker.charged(INCREMENTAL_ALTER_CONFIGS) == [0] * 7
 
 
-def test_incremental_alter_configs_errors_as_kafka(quota_broker: BrokerFactory) -> None:
+def test_incremental_alter_configs_errors_as_kafka(any_broker: AnyBroker) -> None:
     """ConfigAdminManager.preprocess on the receiving broker (repeated resources and keys, null values,
     resource types), then ConfigurationControlManager: values are validated before the topic's existence is
     checked (QuorumController.ConfigResourceExistenceChecker's message)."""
-    broker = quota_broker()
-    broker.create_topic("t", 1)
+    broker = any_broker()
+    topic, nope = broker.t("t"), broker.t("nope")
+    broker.create_topic(topic, 1)
     R = IncrementalAlterConfigsRequest.AlterConfigsResource
     A = R.AlterableConfig
     SET, DELETE = 0, 1
-    with WireClient(broker.bootstrap_servers) as wire:
-        missing = wire.request(incremental("nope", ("retention.ms", SET, "1")))
-        missing_bad = wire.request(incremental("nope", ("retention.ms", SET, "x")))
+    with broker.wire() as wire:
+        missing = wire.request(incremental(nope, ("retention.ms", SET, "1")))
+        missing_bad = wire.request(incremental(nope, ("retention.ms", SET, "x")))
         bad_name = wire.request(incremental("bad name", ("retention.ms", SET, "1")))
-        keys = wire.request(incremental("t", ("retention.ms", SET, "1"), ("retention.ms", DELETE, None)))
-        null = wire.request(incremental("t", ("retention.ms", SET, None), ("segment.ms", SET, None)))
+        keys = wire.request(incremental(topic, ("retention.ms", SET, "1"), ("retention.ms", DELETE, None)))
+        null = wire.request(incremental(topic, ("retention.ms", SET, None), ("segment.ms", SET, None)))
         repeated = wire.request(
             IncrementalAlterConfigsRequest(
                 version=1,
                 resources=[
-                    R(resource_type=TOPIC, resource_name="t", configs=[A(name="x", config_operation=0, value="1")])
+                    R(resource_type=TOPIC, resource_name=topic, configs=[A(name="x", config_operation=0, value="1")])
                 ]
                 * 2,
                 validate_only=False,
             )
         )
     assert [(r.error_code, r.error_message) for r in missing.responses] == [
-        (UNKNOWN_TOPIC, "The topic 'nope' does not exist.")
+        (UNKNOWN_TOPIC, f"The topic '{nope}' does not exist.")
     ]
-    assert missing_bad.responses[0].error_code == INVALID_CONFIG
+    assert [(r.error_code, r.error_message) for r in missing_bad.responses] == [
+        (INVALID_CONFIG, "Invalid value x for configuration retention.ms: Not a number of type LONG")
+    ]
     assert bad_name.responses[0].error_code == INVALID_TOPIC
     assert [(r.error_code, r.error_message) for r in keys.responses] == [
         (INVALID_REQUEST, "Error due to duplicate config keys")
@@ -337,40 +367,46 @@ def test_incremental_alter_configs_errors_as_kafka(quota_broker: BrokerFactory) 
     ] * 2
 
 
-def test_alter_configs_replaces_every_override(quota_broker: BrokerFactory) -> None:
+def test_alter_configs_replaces_every_override(any_broker: AnyBroker) -> None:
     """ConfigurationControlManager.legacyAlterConfigResource: AlterConfigs sets the listed configs and
     deletes every override not listed; validation as for IncrementalAlterConfigs."""
-    broker = quota_broker()
+    broker = any_broker()
+    topic = broker.t("t")
     admin = confluent_admin(broker)
-    created = admin.create_topics([NewTopic("t", 1, 1, config={"retention.ms": "1000", "segment.ms": "2000"})])
-    created["t"].result(30)
+    created = admin.create_topics([NewTopic(topic, 1, 1, config={"retention.ms": "1000", "segment.ms": "2000"})])
+    created[topic].result(30)
     with pytest.warns(DeprecationWarning, match="alter_configs"):  # deprecated by confluent-kafka, still sent
         [future] = admin.alter_configs(
-            [ConfigResource("topic", "t", set_config={"cleanup.policy": "compact"})]
+            [ConfigResource("topic", topic, set_config={"cleanup.policy": "compact"})]
         ).values()
     assert future.result(30) is None
-    entries = described(admin, "t")
+    broker.settle(lambda: described(admin, topic)["cleanup.policy"].value == "compact")
+    entries = described(admin, topic)
     assert entries["cleanup.policy"].value == "compact"
     assert entries["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
     assert entries["segment.ms"].value == "604800000"
     with pytest.warns(DeprecationWarning, match="alter_configs"):
-        [bad] = admin.alter_configs([ConfigResource("topic", "t", set_config={"segment.bytes": "10"})]).values()
-    assert error_of(bad)[0] == KafkaError.INVALID_CONFIG
-    assert described(admin, "t")["cleanup.policy"].value == "compact"  # a failed change changes nothing
-    with WireClient(broker.bootstrap_servers) as wire:
+        [bad] = admin.alter_configs([ConfigResource("topic", topic, set_config={"segment.bytes": "10"})]).values()
+    assert error_of(bad) == (
+        KafkaError.INVALID_CONFIG,
+        "Invalid value 10 for configuration segment.bytes: Value must be at least 1048576",
+    )
+    assert described(admin, topic)["cleanup.policy"].value == "compact"  # a failed change changes nothing
+    with broker.wire() as wire:
         R = AlterConfigsRequest.AlterConfigsResource
         A = R.AlterableConfig
         response = wire.request(
             AlterConfigsRequest(
                 version=2,
-                resources=[R(resource_type=TOPIC, resource_name="t", configs=[A(name="retention.ms", value=None)])],
+                resources=[R(resource_type=TOPIC, resource_name=topic, configs=[A(name="retention.ms", value=None)])],
                 validate_only=False,
             )
         )
     assert [(r.error_code, r.error_message) for r in response.responses] == [
         (INVALID_REQUEST, "Null value not supported for : retention.ms")
     ]
-    assert [r.mutations for r in broker.request_log() if r.api_key == ALTER_CONFIGS] == [0, 0, 0]
+    if broker.quota is not None:
+        assert broker.charged(ALTER_CONFIGS) == [0, 0, 0]
 
 
 # -- DescribeConfigs ------------------------------------------------------------------------------
@@ -381,28 +417,29 @@ def described(admin: AdminClient, topic: str) -> dict[str, Any]:
     return dict(future.result(30))
 
 
-def test_describe_configs_all_types_sources_synonyms_and_documentation(quota_broker: BrokerFactory) -> None:
+def test_describe_configs_all_types_sources_synonyms_and_documentation(any_broker: AnyBroker) -> None:
     """ConfigHelper.describeConfigs / createTopicConfigEntry: a null or empty key list means every config;
     config_type from the ConfigDef type; the source is DYNAMIC_TOPIC_CONFIG for an override, else the first
     broker synonym's (DEFAULT_CONFIG); synonyms only when asked, documentation only when asked (v3+)."""
-    broker = quota_broker()
-    broker.create_topic("t", 1)
-    with WireClient(broker.bootstrap_servers) as wire:
-        wire.request(incremental("t", ("retention.ms", 0, " 1000 "), ("cleanup.policy", 0, "compact, delete")))
-        plain = wire.request(describe((TOPIC, "t", []), (TOPIC, "t", None)))
-        rich = wire.request(
-            describe(
-                (TOPIC, "t", ["retention.ms", "segment.bytes", "cleanup.policy", "min.cleanable.dirty.ratio"]),
-                include_synonyms=True,
-                include_documentation=True,
-            )
-        )
-        v1 = wire.request(describe((TOPIC, "t", ["retention.ms", "segment.bytes"]), version=1))
+    broker = any_broker()
+    topic = broker.t("t")
+    broker.create_topic(topic, 1)
+    with broker.wire() as wire:
+        wire.request(incremental(topic, ("retention.ms", 0, " 1000 "), ("cleanup.policy", 0, "compact, delete")))
+
+        def rich() -> Any:
+            keys = ["retention.ms", "segment.bytes", "cleanup.policy", "min.cleanable.dirty.ratio"]
+            return wire.request(describe((TOPIC, topic, keys), include_synonyms=True, include_documentation=True))
+
+        broker.settle(lambda: {c.name: c.value for c in rich().results[0].configs}["retention.ms"] == "1000")
+        plain = wire.request(describe((TOPIC, topic, []), (TOPIC, topic, None)))
+        described = rich()
+        v1 = wire.request(describe((TOPIC, topic, ["retention.ms", "segment.bytes"]), version=1))
     for result in plain.results:
         assert result.error_code == 0
         assert sorted(c.name for c in result.configs) == sorted(TOPIC_CONFIGS)
         assert all(c.synonyms == [] and c.documentation is None for c in result.configs)
-    by_name = {c.name: c for c in rich.results[0].configs}
+    by_name = {c.name: c for c in described.results[0].configs}
     retention = by_name["retention.ms"]
     assert (retention.value, retention.config_source, retention.config_type) == ("1000", 1, int(ConfigType.LONG))
     assert [(s.name, s.value, s.source) for s in retention.synonyms] == [("retention.ms", "1000", 1)]
@@ -419,48 +456,61 @@ def test_describe_configs_all_types_sources_synonyms_and_documentation(quota_bro
     }
 
 
-def test_describe_configs_v0_is_gone_as_in_kafka_4(quota_broker: BrokerFactory) -> None:
+def test_describe_configs_v0_is_gone_as_in_kafka_4(any_broker: AnyBroker) -> None:
     """DescribeConfigsRequest.json: "Version 0 was removed in Apache Kafka 4.0": ApiVersions advertises 1-4
     and a v0 request is not served (the broker closes the connection, as for any unsupported version)."""
-    broker = quota_broker()
-    broker.create_topic("t", 1)
-    with WireClient(broker.bootstrap_servers) as wire:
-        wire.send(describe((TOPIC, "t", None), version=0))
+    broker = any_broker()
+    topic = broker.t("t")
+    broker.create_topic(topic, 1)
+    with broker.wire() as wire:
+        wire.send(describe((TOPIC, topic, None), version=0))
         assert wire.is_closed_by_peer()
 
 
-def test_describe_configs_errors_as_kafka(quota_broker: BrokerFactory) -> None:
+def test_describe_configs_errors_as_kafka(any_broker: AnyBroker) -> None:
     """ConfigHelper.describeConfigs: Topic.validate's message for an illegal name, UNKNOWN_TOPIC_OR_PARTITION
     without a message for a missing topic, and a malformed broker resource ('abc') gets
-    resourceNameToBrokerId's INVALID_REQUEST instead of crashing the handler; the connection keeps working."""
-    broker = quota_broker(num_brokers=2)
-    with WireClient(broker.bootstrap_servers) as wire:
+    resourceNameToBrokerId's INVALID_REQUEST instead of crashing the handler; a broker resource is described by
+    that broker only (another node's id, here or not); the connection keeps working."""
+    broker = any_broker(num_brokers=2)
+    own, *others = broker.node_ids
+    other = others[0] if others else own + 1
+    with broker.wire() as wire:
         response = wire.request(
-            describe((TOPIC, "bad name", None), (TOPIC, "missing", None), (BROKER, "abc", None), (BROKER, "1", None))
+            describe(
+                (TOPIC, "bad name", None),
+                (TOPIC, broker.t("missing"), None),
+                (BROKER, "abc", None),
+                (BROKER, str(other), None),
+            )
         )
-        after = wire.request(describe((BROKER, "0", ["num.partitions"])))
+        after = wire.request(describe((BROKER, str(own), ["num.partitions"])))
     errors = [(r.error_code, r.error_message) for r in response.results]
     assert errors[0][0] == INVALID_TOPIC
     assert errors[0][1] == (
         "Topic name is invalid: 'bad name' contains one or more characters other than ASCII alphanumerics, "
         "'.', '_' and '-'"
     )
-    assert errors[1] == (UNKNOWN_TOPIC, None)
+    assert errors[1] == (UNKNOWN_TOPIC, "")  # DescribeConfigsResult's unset error message
     assert errors[2] == (INVALID_REQUEST, "Broker id must be an integer, but it is: abc")
-    assert errors[3] == (INVALID_REQUEST, "Unexpected broker id, expected 0 or empty string, but received 1")
+    assert errors[3] == (
+        INVALID_REQUEST,
+        f"Unexpected broker id, expected {own} or empty string, but received {other}",
+    )
     assert [(c.name, c.value) for c in after.results[0].configs] == [("num.partitions", "1")]
 
 
-def test_broker_resources_describe_broker_configs_with_confluent(quota_broker: BrokerFactory) -> None:
+def test_broker_resources_describe_broker_configs_with_confluent(any_broker: AnyBroker) -> None:
     """ConfigHelper.createBrokerConfigEntry: a broker describes itself (librdkafka sends a broker resource
     to that broker): node.id is a static broker config, log defaults come from the ConfigDef, configs with
     no default have a null value, and only dynamically changeable configs are writable."""
-    broker = quota_broker(num_brokers=2)
+    broker = any_broker(num_brokers=2)
+    node = broker.node_ids[-1]
     admin = confluent_admin(broker)
-    [future] = admin.describe_configs([ConfigResource("broker", "1")]).values()
+    [future] = admin.describe_configs([ConfigResource("broker", str(node))]).values()
     entries = dict(future.result(30))
-    assert set(entries) == set(BROKER_CONFIGS)
-    assert entries["node.id"].value == "1"
+    assert set(entries) == set(BROKER_CONFIGS) | broker.static_non_configs
+    assert entries["node.id"].value == str(node)
     assert entries["node.id"].source == ConfigSource.STATIC_BROKER_CONFIG.value
     assert entries["node.id"].is_read_only
     assert entries["log.retention.hours"].value == "168"
@@ -530,22 +580,95 @@ def test_any_config_value_is_accepted_or_refused_with_a_config_error(name: str, 
             canonical(TOPIC_CONFIGS[name], value)
 
 
-def test_odd_resources_are_answered_not_crashed(quota_broker: BrokerFactory) -> None:
-    """ConfigHelper.describeConfigs answers every resource, whatever its type or name (a resource that fails
-    gets its own error; the others and the connection are unaffected): Integer.parseInt's rules for broker
-    ids, Topic.validate for topic names, unknown types refused."""
-    broker = quota_broker()
-    odd = [(t, n) for t in (-1, 0, TOPIC, BROKER, 8, 16, 32, 127) for n in ("", "abc", "-1", "2147483648", " 0", "0")]
-    with WireClient(broker.bootstrap_servers) as wire:
+def test_odd_resources_are_answered_not_crashed(any_broker: AnyBroker) -> None:
+    """ConfigHelper.describeConfigs answers every resource of a known type, whatever its name (a resource that
+    fails gets its own error; the others and the connection are unaffected): Integer.parseInt's rules for broker
+    ids, Topic.validate for topic names. A resource of an unknown type fails the whole request
+    (ConfigResource.Type.UNKNOWN: every resource gets INVALID_REQUEST with the error's default message)."""
+    broker = any_broker()
+    own = str(broker.node_ids[0])
+    names = ("", "abc", "-1", "2147483648", " " + own, own)
+    odd = [(t, n) for t in (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP) for n in names]
+    with broker.wire() as wire:
         response = wire.request(describe(*[(t, n, None) for t, n in odd]))
-        still = wire.request(describe((BROKER, "0", ["node.id"])))
+        unknown = [wire.request(describe((BROKER, own, None), (t, "abc", None))) for t in (-1, 0, 1, 64, 127)]
+        still = wire.request(describe((BROKER, own, ["node.id"])))
     assert len(response.results) == len(odd)
     by_resource = {(r.resource_type, r.resource_name): (r.error_code, len(r.configs)) for r in response.results}
-    assert by_resource[(BROKER, "0")] == (0, len(BROKER_CONFIGS))
-    assert by_resource[(BROKER, "")] == (0, 0)  # the cluster-default resource: no dynamic defaults here
+    assert by_resource[(BROKER, own)] == (0, len(BROKER_CONFIGS) + len(broker.static_non_configs))
+    assert by_resource[(BROKER, "")] == (0, 1)  # the cluster-default resource: min.insync.replicas (ELR)
     assert by_resource[(BROKER, "2147483648")][0] == INVALID_REQUEST
-    assert by_resource[(BROKER, " 0")][0] == INVALID_REQUEST
-    assert by_resource[(TOPIC, "0")] == (UNKNOWN_TOPIC, 0)
+    assert by_resource[(BROKER, " " + own)][0] == INVALID_REQUEST
+    assert by_resource[(BROKER_LOGGER, "")][0] == INVALID_REQUEST
+    assert by_resource[(TOPIC, own)] == (UNKNOWN_TOPIC, 0)
     assert by_resource[(TOPIC, "")][0] == INVALID_TOPIC
-    assert by_resource[(127, "abc")][0] == INVALID_REQUEST
-    assert [(c.name, c.value) for c in still.results[0].configs] == [("node.id", "0")]
+    for response in unknown:
+        assert [(r.error_code, r.error_message, r.configs) for r in response.results] == [
+            (INVALID_REQUEST, MALFORMED, [])
+        ] * 2
+    assert [(c.name, c.value) for c in still.results[0].configs] == [("node.id", own)]
+
+
+@pytest.mark.kafka
+def test_quota_broker_describes_topics_as_kafka_does_entry_by_entry(
+    kafka_broker: Any, kafka_ns: Any, quota_broker: BrokerFactory
+) -> None:
+    """The same CreateTopics v7 (one topic with overrides, one without) and DescribeConfigs v4 with synonyms
+    and documentation on the shared Kafka 4.4 and on a QuotaBroker: every config entry of the CreateTopics
+    results and of the descriptions is the same (value, source, read-only, sensitive, type, synonyms,
+    documentation)."""
+    overrides = {"retention.ms": " 1000 ", "cleanup.policy": "compact, delete", "max.decompressed.message.bytes": "7"}
+    names = [kafka_ns.topic("plain"), kafka_ns.topic("custom")]
+    request = create_request((names[0], 1, 1, {}), (names[1], 2, 1, dict(overrides)))
+    keys = [(TOPIC, name, None) for name in names]
+
+    def answers(bootstrap: str) -> tuple[Any, Any]:
+        with WireClient(bootstrap) as wire:
+            created = wire.request(request)
+            deadline = time.monotonic() + 30
+            while True:  # Kafka's broker shows the topics a few milliseconds after its controller made them
+                described = wire.request(describe(*keys, include_synonyms=True, include_documentation=True))
+                if all(r.error_code == 0 for r in described.results) or time.monotonic() > deadline:
+                    return created, described
+
+    def entries(configs: Any) -> dict[str, tuple[Any, ...]]:
+        return {
+            c.name: (
+                c.value,
+                c.config_source,
+                c.read_only,
+                c.is_sensitive,
+                getattr(c, "config_type", None),
+                tuple((s.name, s.value, s.source) for s in getattr(c, "synonyms", ())),
+                getattr(c, "documentation", None),
+            )
+            for c in configs
+        }
+
+    kafka_created, kafka_described = answers(kafka_broker.bootstrap_servers)
+    ours_created, ours_described = answers(quota_broker().bootstrap_servers)
+    for kafka, ours in ((kafka_created.topics, ours_created.topics), (kafka_described.results, ours_described.results)):
+        assert [(r.error_code, len(r.configs)) for r in ours] == [(r.error_code, len(r.configs)) for r in kafka]
+        for mine, theirs in zip(ours, kafka, strict=True):
+            assert entries(mine.configs) == entries(theirs.configs)
+
+
+def test_the_elr_cluster_config_takes_the_controllers_static_min_insync_replicas() -> None:
+    """ConfigurationControlManager.getStaticallyConfiguredMinInsyncReplicas: a controller whose
+    server.properties sets min.insync.replicas=2 writes 2 for the cluster, which then comes before the static
+    setting and the default among the synonyms, for a broker and for a topic's fallback."""
+    from throttled_admin.testing._configs import describe_broker, describe_cluster_defaults
+
+    static = {"min.insync.replicas": "2"}
+    flags = {"include_synonyms": True, "include_documentation": False}
+    [cluster] = describe_cluster_defaults(static, None, **flags)
+    [broker] = describe_broker(static, ["min.insync.replicas"], **flags)
+    [topic] = describe_topic({}, static, ["min.insync.replicas"], **flags)
+    assert (cluster.value, int(cluster.source), [(s.value, int(s.source)) for s in cluster.synonyms]) == (
+        "2",
+        3,
+        [("2", 3)],
+    )
+    for entry in (broker, topic):
+        assert (entry.value, int(entry.source)) == ("2", 3)
+        assert [(s.value, int(s.source)) for s in entry.synonyms] == [("2", 3), ("2", 4), ("1", 5)]

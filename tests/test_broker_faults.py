@@ -1,4 +1,5 @@
-"""Bad input and fault injection: a bad connection is logged and closed; everything else keeps working."""
+"""Bad input and fault injection: a bad connection is logged and closed; everything else keeps working. Tests
+taking ``any_broker`` run on QuotaBroker and on the shared Apache Kafka 4.4; faults are QuotaBroker's."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
 from tests.conftest import wait_until
+from tests.either_broker import EitherBroker
 from tests.wire import WireClient, create_topics_request
 from throttled_admin.testing import QuotaBroker, QuotaEntity
 
 BrokerFactory = Callable[..., QuotaBroker]
+AnyBroker = Callable[..., EitherBroker]
 
 
 def header(api_key: int, version: int, correlation_id: int = 1) -> bytes:
@@ -38,33 +41,38 @@ MALFORMED = {
 
 @pytest.mark.parametrize("case", sorted(MALFORMED))
 def test_malformed_input_closes_only_that_connection(
-    quota_broker: BrokerFactory, caplog: pytest.LogCaptureFixture, case: str
+    any_broker: AnyBroker, caplog: pytest.LogCaptureFixture, case: str
 ) -> None:
-    broker = quota_broker()
+    broker = any_broker()
+    before, after = broker.t("before"), broker.t("after")
     data, expected_log = MALFORMED[case]
-    with WireClient(broker.bootstrap_servers) as healthy:
-        assert healthy.request(create_topics_request(7, ("before", 1))).topics[0].error_code == 0
+    with broker.wire() as healthy:
+        assert healthy.request(create_topics_request(7, (before, 1))).topics[0].error_code == 0
         with caplog.at_level(logging.WARNING, logger="throttled_admin.testing"):
-            bad = WireClient(broker.bootstrap_servers)
+            bad = broker.wire()
             bad.send_raw(data)
             if case.startswith("truncated"):
                 bad.sock.shutdown(1)  # the peer gives up mid-frame
             assert bad.is_closed_by_peer()
             bad.close()
-            assert wait_until(lambda: any(expected_log in r.getMessage() for r in caplog.records), 10)
+            if broker.quota is not None:
+                assert wait_until(lambda: any(expected_log in r.getMessage() for r in caplog.records), 10)
         lines = [r for r in caplog.records if r.name == "throttled_admin.testing"]
-        assert len(lines) == 1, [r.getMessage() for r in lines]
-        assert healthy.request(create_topics_request(7, ("after", 1))).topics[0].error_code == 0
-    assert broker.topics() == {"before": 1, "after": 1}
+        assert len(lines) == (1 if broker.quota is not None else 0), [r.getMessage() for r in lines]
+        assert healthy.request(create_topics_request(7, (after, 1))).topics[0].error_code == 0
+    assert broker.settled_topics({before: 1, after: 1}) == {before: 1, after: 1}
 
 
-def test_unknown_api_versions_version_gets_kafkas_v0_fallback(quota_broker: BrokerFactory) -> None:
-    broker = quota_broker()
-    with WireClient(broker.bootstrap_servers) as wire:
+def test_unknown_api_versions_version_gets_kafkas_v0_fallback(any_broker: AnyBroker) -> None:
+    """ApiVersionsRequest.getErrorResponse: an ApiVersions request of a version the broker does not know is
+    answered, as v0, with UNSUPPORTED_VERSION and the versions of ApiVersions it knows, and nothing else (the
+    client retries with one of them and then learns the rest)."""
+    broker = any_broker()
+    with broker.wire() as wire:
         request = ApiVersionsRequest(version=3, client_software_name="x", client_software_version="1")
         request.with_header(correlation_id=5, client_id="probe")
         frame = bytearray(request.encode(header=True, framed=True))
-        frame[6:8] = struct.pack(">h", 4)  # a version newer than the broker knows
+        frame[6:8] = struct.pack(">h", 127)  # a version newer than any broker knows
         wire.send_raw(bytes(frame))
         size = struct.unpack(">i", wire._read(4))[0]
         payload = wire._read(size)
@@ -72,7 +80,23 @@ def test_unknown_api_versions_version_gets_kafkas_v0_fallback(quota_broker: Brok
 
     response = ApiVersionsResponse.decode(payload, version=0, header=True)
     assert response.error_code == 35
-    assert {k.api_key for k in response.api_keys} >= {18, 19, 20, 37}
+    assert [(k.api_key, k.min_version) for k in response.api_keys] == [(18, 0)]
+    assert response.api_keys[0].max_version >= 3
+
+
+def test_an_unresponsive_broker_reads_and_logs_requests_and_answers_none(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker()
+    broker.set_unresponsive()
+    with WireClient(broker.bootstrap_servers) as wire:
+        wire.send(create_topics_request(7, ("ignored", 1)))
+        assert wait_until(lambda: [r.api_name for r in broker.request_log()] == ["CreateTopics"], 10)
+        broker.set_unresponsive(False)  # what arrives from now on is served; the first request stays unanswered
+        answer = wire.request(create_topics_request(7, ("answered", 1)))
+    assert [t.name for t in answer.topics] == ["answered"]
+    assert broker.topics() == {"answered": 1}
+    ignored, answered = broker.request_log()
+    assert (ignored.responded_at, ignored.errors, ignored.correlation_id) == (None, {}, 1)
+    assert answered.responded_at is not None
 
 
 def test_drop_connections_and_clients_reconnect(quota_broker: BrokerFactory) -> None:
@@ -176,9 +200,9 @@ def test_stopping_while_clients_connect_leaks_no_socket() -> None:
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -1.0, 0.0])
 def test_nan_infinite_and_non_positive_quotas_are_refused_from_the_constructor_and_set_quota(value: float) -> None:
-    """Kafka's ClientQuotaControlManager.validateQuotaKeyValue refuses values <= 0 ("Quota <key> must be
-    greater than 0"); it lets NaN and infinity through, which would silently disable the quota, so
-    QuotaBroker refuses those too."""
+    """Kafka 4.4's ClientQuotaControlManager.validateQuotaKeyValue refuses NaN and infinity ("Quota <key> must
+    be a finite number") and values <= 0 ("Quota <key> must be greater than 0"); so do QuotaBroker's
+    constructor and set_quota."""
     with pytest.raises(ValueError, match="controller_mutation_rate"):
         QuotaBroker(controller_mutation_rate=value)
     with pytest.raises(ValueError, match="request_percentage"):
@@ -209,18 +233,32 @@ def alter(wire: WireClient, entity: list[tuple[str, str | None]], *ops: tuple[st
     return int(entry.error_code), entry.error_message
 
 
-def test_alter_client_quotas_validates_keys_and_values_as_kafka(quota_broker: BrokerFactory) -> None:
-    """ClientQuotaControlManager: INVALID_REQUEST (42) with Kafka's messages for an unknown key, a value
-    <= 0, a fractional byte rate (LONG keys); an entry with an error changes nothing. NaN and infinity are
-    refused as well (Kafka lets them through, disabling the quota)."""
-    broker = quota_broker()
-    user = [("user", "alice")]
-    with WireClient(broker.bootstrap_servers) as wire:
-        assert alter(wire, user, ("controller_mutation_rate", float("nan"))) == (
-            42,
-            "Quota controller_mutation_rate must be a finite number, got NaN",
-        )
-        assert alter(wire, user, ("request_percentage", float("inf")))[0] == 42
+def quotas_of(wire: WireClient, user: str) -> dict[str, float]:
+    """DescribeClientQuotas of exactly this user entity: its keys and values."""
+    from kafka.protocol.admin.client_quotas import DescribeClientQuotasRequest
+
+    C = DescribeClientQuotasRequest.ComponentData
+    request = DescribeClientQuotasRequest(
+        version=1, components=[C(entity_type="user", match_type=0, match=user)], strict=True
+    )
+    return {v.key: v.value for entry in wire.request(request).entries for v in entry.values}
+
+
+def test_alter_client_quotas_validates_keys_and_values_as_kafka(any_broker: AnyBroker) -> None:
+    """ClientQuotaControlManager.validateQuotaKeyValue: INVALID_REQUEST (42) with Kafka's messages for an
+    unknown key, a value that is not finite (NaN or infinite, whatever the key), a value <= 0, a fractional
+    byte rate or one too large for a LONG; an entry with an error changes nothing. The user is the test's own."""
+    broker = any_broker()
+    name = f"{broker.client_id}-user"
+    user = [("user", name)]
+    with broker.wire() as wire:
+        for key, value in [
+            ("controller_mutation_rate", float("nan")),
+            ("request_percentage", float("inf")),
+            ("producer_byte_rate", float("inf")),
+            ("controller_mutation_rate", float("-inf")),
+        ]:
+            assert alter(wire, user, (key, value)) == (42, f"Quota {key} must be a finite number")
         assert alter(wire, user, ("controller_mutation_rate", 0.0)) == (
             42,
             "Quota controller_mutation_rate must be greater than 0",
@@ -235,19 +273,20 @@ def test_alter_client_quotas_validates_keys_and_values_as_kafka(quota_broker: Br
         )
         assert alter(wire, user, ("no_such_quota", 1.0)) == (42, "Invalid configuration key no_such_quota")
         # all or nothing: the valid key of a failing entry is not applied either
-        assert alter(wire, user, ("request_percentage", 50.0), ("consumer_byte_rate", -1.0))[0] == 42
-        assert broker.client_quotas() == {}
+        assert alter(wire, user, ("request_percentage", 50.0), ("consumer_byte_rate", -1.0)) == (
+            42,
+            "Quota consumer_byte_rate must be greater than 0",
+        )
+        assert quotas_of(wire, name) == {}
         assert alter(wire, [("user", "")], ("request_percentage", 1.0)) == (42, "Empty user not supported")
         assert alter(wire, user, *[(k, 10.0) for k in ("producer_byte_rate", "consumer_byte_rate")])[0] == 0
         assert alter(wire, user, ("request_percentage", 25.0), ("controller_mutation_rate", 2.5))[0] == 0
         assert alter(wire, user, ("producer_byte_rate", None), ("no_such_quota", None))[0] == 0  # removals
-    assert broker.client_quotas() == {
-        QuotaEntity(user="alice"): {
-            "consumer_byte_rate": 10.0,
-            "request_percentage": 25.0,
-            "controller_mutation_rate": 2.5,
-        }
-    }
+        expected = {"consumer_byte_rate": 10.0, "request_percentage": 25.0, "controller_mutation_rate": 2.5}
+        broker.settle(lambda: quotas_of(wire, name) == expected)
+        assert quotas_of(wire, name) == expected
+    if broker.quota is not None:
+        assert broker.quota.client_quotas() == {QuotaEntity(user=name): expected}
 
 
 def test_fault_injection_arguments_are_checked(quota_broker: BrokerFactory) -> None:
@@ -315,37 +354,42 @@ def sasl(wire: WireClient, auth: bytes) -> tuple[int, str | None]:
     return int(response.error_code), response.error_message
 
 
-def test_a_listener_without_sasl_answers_sasl_requests_with_illegal_sasl_state(quota_broker: BrokerFactory) -> None:
+def test_a_listener_without_sasl_answers_sasl_requests_with_illegal_sasl_state(any_broker: AnyBroker) -> None:
     """KafkaApis.handleSaslHandshakeRequest / handleSaslAuthenticateRequest: a listener without SASL answers
-    ILLEGAL_SASL_STATE (34) and keeps the connection; a SASL listener answers with its mechanisms."""
+    ILLEGAL_SASL_STATE (34) and keeps the connection; a SASL listener answers a mechanism it does not offer with
+    UNSUPPORTED_SASL_MECHANISM (33) and the ones it does (QuotaBroker: PLAIN only)."""
     from kafka.protocol.metadata import MetadataRequest
     from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
-    broker = quota_broker()
-    with WireClient(broker.bootstrap_servers) as wire:
+    broker = any_broker()
+    with broker.wire() as wire:
         handshake = wire.request(SaslHandshakeRequest(version=1, mechanism="PLAIN"))
         assert (handshake.error_code, list(handshake.mechanisms)) == (34, [])
         authenticate = wire.request(SaslAuthenticateRequest(version=2, auth_bytes=b"\x00a\x00b"))
         assert authenticate.error_code == 34
         assert authenticate.error_message == "SaslAuthenticate request received after successful authentication"
         assert wire.request(MetadataRequest(version=1, topics=[])).brokers  # still open
-    sasl_broker = quota_broker(users={"alice": "alice-pw"})
-    with WireClient(sasl_broker.bootstrap_servers) as wire:
-        handshake = wire.request(SaslHandshakeRequest(version=1, mechanism="SCRAM-SHA-256"))
-        assert (handshake.error_code, list(handshake.mechanisms)) == (33, ["PLAIN"])
+    sasl_broker = any_broker(users={"alice": "alice-secret"})
+    with sasl_broker.wire() as wire:
+        handshake = wire.request(SaslHandshakeRequest(version=1, mechanism="GSSAPI"))
+        assert handshake.error_code == 33
+        assert "PLAIN" in handshake.mechanisms
+        if sasl_broker.quota is not None:
+            assert list(handshake.mechanisms) == ["PLAIN"]
 
 
-def test_sasl_plain_authorization_id_must_be_the_user(quota_broker: BrokerFactory) -> None:
-    """PlainSaslServer.evaluateResponse: an authorization id different from the user is refused."""
-    broker = quota_broker(users={"alice": "alice-pw", "bob": "bob-pw"})
-    with WireClient(broker.bootstrap_servers) as wire:
-        code, message = sasl(wire, b"bob\x00alice\x00alice-pw")
+def test_sasl_plain_authorization_id_must_be_the_user(any_broker: AnyBroker) -> None:
+    """PlainSaslServer.evaluateResponse: an authorization id different from the user is refused. A successful
+    SaslAuthenticate carries the error message '' (SaslAuthenticateResponseData's default), not null."""
+    broker = any_broker(users={"alice": "alice-secret", "bob": "bob-secret"})
+    with broker.wire() as wire:
+        code, message = sasl(wire, b"bob\x00alice\x00alice-secret")
         assert code == 58
         assert message == "Authentication failed: Client requested an authorization id that is different from username"
         assert wire.is_closed_by_peer()
-    with WireClient(broker.bootstrap_servers) as wire:
-        assert sasl(wire, b"alice\x00alice\x00alice-pw") == (0, None)  # the same id is fine
-    with WireClient(broker.bootstrap_servers) as wire:
+    with broker.wire() as wire:
+        assert sasl(wire, b"alice\x00alice\x00alice-secret") == (0, "")  # the same id is fine
+    with broker.wire() as wire:
         assert sasl(wire, b"\x00alice") == (58, "Invalid SASL/PLAIN response: expected 3 tokens, got 2")
 
 
@@ -354,8 +398,8 @@ def test_sasl_reauthentication_cannot_change_the_principal(quota_broker: BrokerF
     as another user fails and closes the connection; re-authenticating as the same user is allowed."""
     broker = quota_broker(users={"alice": "alice-pw", "bob": "bob-pw"})
     with WireClient(broker.bootstrap_servers) as wire:
-        assert sasl(wire, b"\x00alice\x00alice-pw") == (0, None)
-        assert sasl(wire, b"\x00alice\x00alice-pw") == (0, None)
+        assert sasl(wire, b"\x00alice\x00alice-pw") == (0, "")
+        assert sasl(wire, b"\x00alice\x00alice-pw") == (0, "")
         assert wire.request(create_topics_request(7, ("by-alice", 1))).topics[0].error_code == 0
         code, message = sasl(wire, b"\x00bob\x00bob-pw")
         assert code == 58

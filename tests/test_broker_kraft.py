@@ -1,5 +1,6 @@
 """QuotaBroker as a Kafka 4 (KRaft) cluster: the controller's deadline, a slow controller, mutations handled
-off the event loop one at a time, and forwarding (every node accepts mutations; one quota for the cluster)."""
+off the event loop one at a time, and forwarding (every node accepts mutations; one quota for the cluster).
+Tests taking ``any_broker`` run on QuotaBroker and on the shared Apache Kafka 4.4."""
 
 from __future__ import annotations
 
@@ -16,10 +17,12 @@ import pytest
 from kafka.protocol.admin.topics import CreatePartitionsRequest, DeleteTopicsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
+from tests.either_broker import EitherBroker
 from tests.wire import WireClient
 from throttled_admin.testing import QuotaBroker, RequestRecord
 
 BrokerFactory = Callable[..., QuotaBroker]
+AnyBroker = Callable[..., EitherBroker]
 CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, METADATA = 19, 20, 37, 3
 REQUEST_TIMED_OUT, NOT_CONTROLLER = 7, 41
 
@@ -49,35 +52,40 @@ def node(broker: QuotaBroker, node_id: int) -> str:
 
 @pytest.mark.parametrize("timeout_ms", [0, -1])
 def test_a_deadline_already_passed_fails_every_topic_and_changes_nothing(
-    quota_broker: BrokerFactory, timeout_ms: int
+    any_broker: AnyBroker, timeout_ms: int
 ) -> None:
     """ControllerApis turns timeout_ms into a deadline with ControllerRequestContext.requestTimeoutMsToDeadlineNs
     (now + timeout_ms, no special case for 0 or negative values); KafkaEventQueue times the event out before
-    it runs, so every topic gets REQUEST_TIMED_OUT with a null message, nothing is created, nothing charged."""
-    broker = quota_broker(controller_mutation_rate=10, quota_window_num=1)
-    broker.create_topic("grow", 1)
-    broker.create_topic("gone", 1)
-    with WireClient(broker.bootstrap_servers) as wire:
-        created = wire.request(create_request(7, ("a", 1), ("b", 2), ("a", 1), timeout_ms=timeout_ms))
-        deleted = wire.request(DeleteTopicsRequest(version=4, topic_names=["gone"], timeout_ms=timeout_ms))
+    it runs, so every topic gets REQUEST_TIMED_OUT with a null message, nothing is created, nothing charged
+    (the test's whole burst is still there afterwards)."""
+    broker = any_broker(controller_mutation_rate=1)  # B = 11
+    grow, gone, a, b = broker.t("grow"), broker.t("gone"), broker.t("a"), broker.t("b")
+    broker.create_topic(grow, 1)
+    broker.create_topic(gone, 1)
+    with broker.wire() as wire:
+        created = wire.request(create_request(7, (a, 1), (b, 2), (a, 1), timeout_ms=timeout_ms))
+        deleted = wire.request(DeleteTopicsRequest(version=4, topic_names=[gone], timeout_ms=timeout_ms))
         grown = wire.request(
             CreatePartitionsRequest(
                 version=3,
-                topics=[CreatePartitionsRequest.CreatePartitionsTopic(name="grow", count=3, assignments=None)],
+                topics=[CreatePartitionsRequest.CreatePartitionsTopic(name=grow, count=3, assignments=None)],
                 timeout_ms=timeout_ms,
                 validate_only=False,
             )
         )
+        burst = wire.request(create_request(7, (broker.t("burst"), 11)))
     assert {(t.name, t.error_code, t.error_message) for t in created.topics} == {
-        ("a", REQUEST_TIMED_OUT, None),
-        ("b", REQUEST_TIMED_OUT, None),
+        (a, REQUEST_TIMED_OUT, None),
+        (b, REQUEST_TIMED_OUT, None),
     }
-    assert [(r.name, r.error_code) for r in deleted.responses] == [("gone", REQUEST_TIMED_OUT)]
-    assert [(r.name, r.error_code) for r in grown.results] == [("grow", REQUEST_TIMED_OUT)]
+    assert [(r.name, r.error_code) for r in deleted.responses] == [(gone, REQUEST_TIMED_OUT)]
+    assert [(r.name, r.error_code) for r in grown.results] == [(grow, REQUEST_TIMED_OUT)]
     assert created.throttle_time_ms == 0
-    assert broker.topics() == {"grow": 1, "gone": 1}
-    assert broker.tokens() == pytest.approx(10)
-    assert all(r.mutations == 0 for r in broker.request_log())
+    assert ([t.error_code for t in burst.topics], burst.throttle_time_ms) == ([0], 0)  # nothing was charged
+    expected = {grow: 1, gone: 1, broker.t("burst"): 11}
+    assert broker.settled_topics(expected) == expected
+    if broker.quota is not None:
+        assert [r.mutations for r in broker.quota.request_log()] == [0, 0, 0, 11]
 
 
 def test_controller_latency_delays_the_handling_before_the_deadline_check(quota_broker: BrokerFactory) -> None:
@@ -273,16 +281,19 @@ def test_throttled_admin_client_flow_on_a_three_node_cluster_under_quota(quota_b
     assert any(89 in r.errors.values() for r in log_of(broker, CREATE_TOPICS))
 
 
-def test_mutations_from_many_threads_keep_every_topic(quota_broker: BrokerFactory) -> None:
+def test_mutations_from_many_threads_keep_every_topic(any_broker: AnyBroker) -> None:
     """Concurrent connections to different nodes all reach the one controller: nothing is lost or doubled."""
-    broker = quota_broker(num_brokers=3)
+    broker = any_broker(num_brokers=3)
     errors: list[BaseException] = []
+    addresses = broker.bootstrap_servers.split(",")
+    if broker.quota is not None:
+        addresses = [node(broker.quota, n) for n in broker.node_ids]
 
     def worker(index: int) -> None:
         try:
-            with WireClient(node(broker, index % 3)) as wire:
+            with WireClient(addresses[index % len(addresses)], client_id=broker.client_id) as wire:
                 for round_ in range(5):
-                    name = f"t-{index}-{round_}-{uuid.uuid4().hex[:6]}"
+                    name = broker.t(f"t-{index}-{round_}-{uuid.uuid4().hex[:6]}")
                     assert wire.request(create_request(7, (name, 1))).topics[0].error_code == 0
         except BaseException as exc:  # reported below
             errors.append(exc)
@@ -293,6 +304,7 @@ def test_mutations_from_many_threads_keep_every_topic(quota_broker: BrokerFactor
     for t in threads:
         t.join(60)
     assert not errors
+    broker.settle(lambda: len(broker.topics()) == 45)
     assert len(broker.topics()) == 45
 
 

@@ -1,6 +1,7 @@
-"""QuotaBroker's topic handling against Kafka 4.0 (KRaft): CreateTopics results, the internal metadata topic,
+"""QuotaBroker's topic handling against Kafka 4 (KRaft): CreateTopics results, the internal metadata topic,
 manual assignments, Metadata auto-creation and the topic indexes, over loopback with a raw wire client (it
-chooses versions and reads fields a full client hides) and kafka-python."""
+chooses versions and reads fields a full client hides) and kafka-python. Tests taking ``any_broker`` run on
+QuotaBroker and on the shared Apache Kafka 4.4."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, TopicCollection
 from confluent_kafka.admin import AdminClient
-from kafka import KafkaAdminClient
 from kafka.protocol.admin.topics import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
+from tests.either_broker import EitherBroker
 from tests.wire import WireClient
 from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
 from throttled_admin.testing import QuotaBroker
@@ -22,6 +23,7 @@ from throttled_admin.testing._cluster import Cluster, CreateSpec
 from throttled_admin.testing._quotas import QuotaManager
 
 BrokerFactory = Callable[..., QuotaBroker]
+AnyBroker = Callable[..., EitherBroker]
 CREATE_TOPICS, CREATE_PARTITIONS, METADATA = 19, 37, 3
 INVALID_REQUEST, INVALID_REPLICA_ASSIGNMENT, UNKNOWN_TOPIC, INVALID_TOPIC = 42, 39, 3, 17
 
@@ -64,15 +66,18 @@ def charged(broker: QuotaBroker, api_key: int) -> list[int]:
 # -- CreateTopics results -------------------------------------------------------------------------
 
 
-def test_create_topics_v5_results_carry_configs_and_counts(quota_broker: BrokerFactory) -> None:
+def test_create_topics_v5_results_carry_configs_and_counts(any_broker: AnyBroker) -> None:
     """ReplicationControlManager.createTopic: a created topic's result carries its id, partition count,
     replication factor and every effective config (overrides as sent, DYNAMIC_TOPIC_CONFIG; the rest
     DEFAULT_CONFIG), sorted by name (KafkaConfigSchema.resolveEffectiveTopicConfigs)."""
-    broker = quota_broker(num_brokers=3)
-    with WireClient(broker.bootstrap_servers) as wire:
-        response = wire.request(create(topic("t", 4, 3, {"retention.ms": "1000"}), topic("bad", 0, 1)))
-    ok, bad = sorted(response.topics, key=lambda t: t.name != "t")
-    assert (ok.error_code, ok.num_partitions, ok.replication_factor) == (0, 4, 3)
+    broker = any_broker(num_brokers=3)
+    replicas = len(broker.node_ids)
+    with broker.wire() as wire:
+        response = wire.request(
+            create(topic(broker.t("t"), 4, replicas, {"retention.ms": "1000"}), topic(broker.t("bad"), 0, 1))
+        )
+    ok, bad = sorted(response.topics, key=lambda t: t.name != broker.t("t"))
+    assert (ok.error_code, ok.num_partitions, ok.replication_factor) == (0, 4, replicas)
     assert ok.topic_id.int != 0
     assert [c.name for c in ok.configs] == sorted(TOPIC_CONFIGS)
     by_name = {c.name: c for c in ok.configs}
@@ -82,61 +87,73 @@ def test_create_topics_v5_results_carry_configs_and_counts(quota_broker: BrokerF
     assert (bad.error_code, bad.num_partitions, bad.replication_factor, bad.configs) == (37, -1, -1, [])
 
 
-def test_validate_only_results_report_the_real_counts(quota_broker: BrokerFactory) -> None:
+def test_validate_only_results_report_the_real_counts(any_broker: AnyBroker) -> None:
     """ReplicationControlManager.createTopics with validateOnly: the same successful results (counts from
     the broker defaults when -1 is sent, configs) and no records, so nothing is created."""
-    broker = quota_broker(num_brokers=2)
-    with WireClient(broker.bootstrap_servers) as wire:
+    broker = any_broker(num_brokers=2, controller_mutation_rate=100)
+    ids = broker.node_ids
+    with broker.wire() as wire:
         response = wire.request(
-            create(topic("v", -1, -1), topic("m", -1, -1, assignments=[(0, [1, 0]), (1, [0, 1])]), validate_only=True)
+            create(
+                topic(broker.t("v"), -1, -1),
+                topic(broker.t("m"), -1, -1, assignments=[(0, ids[::-1]), (1, ids)]),
+                validate_only=True,
+            )
         )
     counts = {t.name: (t.error_code, t.num_partitions, t.replication_factor) for t in response.topics}
-    assert counts == {"v": (0, 1, 1), "m": (0, 2, 2)}
+    assert counts == {broker.t("v"): (0, 1, 1), broker.t("m"): (0, 2, len(ids))}
     assert all(len(t.configs) == len(TOPIC_CONFIGS) for t in response.topics)
     assert broker.topics() == {}
-    assert charged(broker, CREATE_TOPICS) == [3]
+    if broker.quota is not None:
+        assert broker.charged(CREATE_TOPICS) == [3]
 
 
 # -- small departures -----------------------------------------------------------------------------
 
 
-def test_cluster_metadata_topic_cannot_be_created(quota_broker: BrokerFactory) -> None:
+def test_cluster_metadata_topic_cannot_be_created(any_broker: AnyBroker) -> None:
     """ControllerApis.createTopics removes __cluster_metadata before the controller and answers
     INVALID_REQUEST "Creation of internal topic __cluster_metadata is prohibited.", uncharged."""
-    broker = quota_broker(controller_mutation_rate=100)
-    with WireClient(broker.bootstrap_servers) as wire:
-        response = wire.request(create(topic("__cluster_metadata"), topic("fine")))
+    broker = any_broker(controller_mutation_rate=100)
+    fine = broker.t("fine")
+    with broker.wire() as wire:
+        response = wire.request(create(topic("__cluster_metadata"), topic(fine)))
     results = {t.name: (t.error_code, t.error_message) for t in response.topics}
     assert results == {
         "__cluster_metadata": (INVALID_REQUEST, "Creation of internal topic __cluster_metadata is prohibited."),
-        "fine": (0, None),
+        fine: (0, None),
     }
-    assert broker.topics() == {"fine": 1}
-    assert charged(broker, CREATE_TOPICS) == [1]
+    assert broker.settled_topics({fine: 1}) == {fine: 1}
+    if broker.quota is not None:
+        assert broker.charged(CREATE_TOPICS) == [1]
 
 
-def test_manual_assignment_errors_as_replication_control_manager(quota_broker: BrokerFactory) -> None:
+def test_manual_assignment_errors_as_replication_control_manager(any_broker: AnyBroker) -> None:
     """ReplicationControlManager.createTopic and validateManualPartitionAssignment: replication factor and
     partition count must be -1 (checked in that order), no partition twice, brokers checked in ascending
-    order (unregistered, then repeated), consistent replica counts, consecutive partition indexes."""
-    broker = quota_broker(num_brokers=3)
-    with WireClient(broker.bootstrap_servers) as wire:
-        response = wire.request(
-            create(
-                topic("rf", 2, 2, assignments=[(0, [0, 1])]),
-                topic("np", 2, -1, assignments=[(0, [0, 1])]),
-                topic("twice", -1, -1, assignments=[(0, [0]), (0, [1])]),
-                topic("empty", -1, -1, assignments=[(0, [])]),
-                topic("unknown", -1, -1, assignments=[(0, [7, 1])]),
-                topic("repeated", -1, -1, assignments=[(0, [2, 1, 2])]),
-                topic("ragged", -1, -1, assignments=[(0, [0, 1]), (1, [2])]),
-                topic("gap", -1, -1, assignments=[(0, [0]), (2, [1])]),
-                topic("good", -1, -1, assignments=[(1, [2, 0]), (0, [1, 2])]),
-            )
-        )
-    results = {t.name: (t.error_code, t.error_message) for t in response.topics}
+    order (unregistered, then repeated), consistent replica counts (given two brokers), consecutive partition
+    indexes."""
+    broker = any_broker(num_brokers=3)
+    ids = broker.node_ids
+    a, b = ids[0], ids[-1]
+    t = broker.t
+    cases = {
+        "rf": topic(t("rf"), 2, 2, assignments=[(0, [a])]),
+        "np": topic(t("np"), 2, -1, assignments=[(0, [a])]),
+        "twice": topic(t("twice"), -1, -1, assignments=[(0, [a]), (0, [b])]),
+        "empty": topic(t("empty"), -1, -1, assignments=[(0, [])]),
+        "unknown": topic(t("unknown"), -1, -1, assignments=[(0, [7, a])]),
+        "repeated": topic(t("repeated"), -1, -1, assignments=[(0, [b, a, b])]),
+        "gap": topic(t("gap"), -1, -1, assignments=[(0, [a]), (2, [b])]),
+        "good": topic(t("good"), -1, -1, assignments=[(1, ids[::-1]), (0, ids)]),
+    }
+    if len(ids) > 1:
+        cases["ragged"] = topic(t("ragged"), -1, -1, assignments=[(0, [a, b]), (1, [b])])
+    with broker.wire() as wire:
+        response = wire.request(create(*cases.values()))
+    results = {r.name.removeprefix(broker.ns.prefix): (r.error_code, r.error_message) for r in response.topics}
     prefix = "The manual partition assignment includes"
-    assert results == {
+    expected = {
         "rf": (
             INVALID_REQUEST,
             "A manual partition assignment was specified, but replication factor was not set to -1.",
@@ -145,7 +162,7 @@ def test_manual_assignment_errors_as_replication_control_manager(quota_broker: B
         "twice": (INVALID_REPLICA_ASSIGNMENT, "Found multiple manual partition assignments for partition 0"),
         "empty": (INVALID_REPLICA_ASSIGNMENT, f"{prefix} an empty replica list."),
         "unknown": (INVALID_REPLICA_ASSIGNMENT, f"{prefix} broker 7, but no such broker is registered."),
-        "repeated": (INVALID_REPLICA_ASSIGNMENT, f"{prefix} the broker 2 more than once."),
+        "repeated": (INVALID_REPLICA_ASSIGNMENT, f"{prefix} the broker {b} more than once."),
         "ragged": (
             INVALID_REPLICA_ASSIGNMENT,
             f"{prefix} a partition with 1 replica(s), but this is not consistent with previous partitions, "
@@ -154,25 +171,29 @@ def test_manual_assignment_errors_as_replication_control_manager(quota_broker: B
         "gap": (INVALID_REPLICA_ASSIGNMENT, "partitions should be a consecutive 0-based integer sequence"),
         "good": (0, None),
     }
-    with WireClient(broker.bootstrap_servers) as wire:
-        described = wire.request(metadata("good", allow_auto_topic_creation=False))
+    assert results == {name: expected[name] for name in cases}
+    broker.settle(lambda: t("good") in broker.topics())
+    with broker.wire() as wire:
+        described = wire.request(metadata(t("good"), allow_auto_topic_creation=False))
     [good] = described.topics
-    assert [(p.partition_index, p.replica_nodes) for p in good.partitions] == [(0, [1, 2]), (1, [2, 0])]
+    assert [(p.partition_index, p.replica_nodes) for p in good.partitions] == [(0, ids), (1, ids[::-1])]
 
 
-def test_create_partitions_charges_before_checking_manual_brokers(quota_broker: BrokerFactory) -> None:
+def test_create_partitions_charges_before_checking_manual_brokers(any_broker: AnyBroker) -> None:
     """ReplicationControlManager.createPartitions applies the partition-change quota before
     validateManualPartitionAssignment, so an assignment naming an unregistered broker fails but is charged;
     a wrong number of assignments fails before the quota."""
-    broker = quota_broker(controller_mutation_rate=100)
-    broker.create_topic("t", 1)
+    broker = any_broker(controller_mutation_rate=100)
+    name = broker.t("t")
+    own = broker.node_ids[0]
+    broker.create_topic(name, 1)
     P = CreatePartitionsRequest.CreatePartitionsTopic
     A = P.CreatePartitionsAssignment
-    with WireClient(broker.bootstrap_servers) as wire:
+    with broker.wire() as wire:
         unknown = wire.request(
             CreatePartitionsRequest(
                 version=3,
-                topics=[P(name="t", count=3, assignments=[A(broker_ids=[0]), A(broker_ids=[5])])],
+                topics=[P(name=name, count=3, assignments=[A(broker_ids=[own]), A(broker_ids=[5])])],
                 timeout_ms=1000,
                 validate_only=False,
             )
@@ -180,7 +201,7 @@ def test_create_partitions_charges_before_checking_manual_brokers(quota_broker: 
         short = wire.request(
             CreatePartitionsRequest(
                 version=3,
-                topics=[P(name="t", count=3, assignments=[A(broker_ids=[0])])],
+                topics=[P(name=name, count=3, assignments=[A(broker_ids=[own])])],
                 timeout_ms=1000,
                 validate_only=False,
             )
@@ -197,61 +218,68 @@ def test_create_partitions_charges_before_checking_manual_brokers(quota_broker: 
             "Attempted to add 2 additional partition(s), but only 1 assignment(s) were specified.",
         )
     ]
-    assert charged(broker, CREATE_PARTITIONS) == [2, 0]
-    assert broker.topics() == {"t": 1}
+    if broker.quota is not None:
+        assert broker.charged(CREATE_PARTITIONS) == [2, 0]
+    assert broker.topics() == {name: 1}
 
 
-def test_metadata_auto_creates_topics_when_allowed(quota_broker: BrokerFactory) -> None:
+def test_metadata_auto_creates_topics_when_allowed(any_broker: AnyBroker) -> None:
     """KafkaApis.getTopicMetadata with auto.create.topics.enable=true (Kafka's default) and
     AutoTopicCreationManager: a missing topic named in a Metadata request that allows auto-creation is
     created with the broker defaults and reported UNKNOWN_TOPIC_OR_PARTITION in that response (KRaft creates
     it through the controller); an illegal name gets INVALID_TOPIC_EXCEPTION; a request that does not allow
     it, or asks for all topics, creates nothing. Metadata v0-v3 have no flag and always allow it."""
-    broker = quota_broker(controller_mutation_rate=100)
-    with WireClient(broker.bootstrap_servers) as wire:
-        first = wire.request(metadata("auto", "bad name", allow_auto_topic_creation=True))
-        refused = wire.request(metadata("manual", allow_auto_topic_creation=False))
-        second = wire.request(metadata("auto", allow_auto_topic_creation=True))
-        old = wire.request(MetadataRequest(version=1, topics=[MetadataRequest.MetadataRequestTopic(name="old")]))
-    assert [(t.name, t.error_code) for t in first.topics] == [("auto", UNKNOWN_TOPIC), ("bad name", INVALID_TOPIC)]
-    assert [(t.name, t.error_code) for t in refused.topics] == [("manual", UNKNOWN_TOPIC)]
-    [auto] = second.topics
-    assert (auto.error_code, len(auto.partitions)) == (0, 1)
-    assert [(t.name, t.error_code) for t in old.topics] == [("old", UNKNOWN_TOPIC)]
-    assert broker.topics() == {"auto": 1, "old": 1}
-    assert charged(broker, METADATA)[0] == 1  # the forwarded CreateTopics charges the client's quota
+    broker = any_broker(controller_mutation_rate=100)
+    auto, manual, old = broker.t("auto"), broker.t("manual"), broker.t("old")
+    with broker.wire() as wire:
+        first = wire.request(metadata(auto, "bad name", allow_auto_topic_creation=True))
+        refused = wire.request(metadata(manual, allow_auto_topic_creation=False))
+        broker.settle(lambda: auto in broker.topics())
+        second = wire.request(metadata(auto, allow_auto_topic_creation=True))
+        older = wire.request(MetadataRequest(version=1, topics=[MetadataRequest.MetadataRequestTopic(name=old)]))
+    # Kafka lists the missing topics it cannot create first (AutoTopicCreationManager), QuotaBroker in request order
+    assert {t.name: t.error_code for t in first.topics} == {auto: UNKNOWN_TOPIC, "bad name": INVALID_TOPIC}
+    assert [(t.name, t.error_code) for t in refused.topics] == [(manual, UNKNOWN_TOPIC)]
+    [created] = second.topics
+    assert (created.error_code, len(created.partitions)) == (0, 1)
+    assert [(t.name, t.error_code) for t in older.topics] == [(old, UNKNOWN_TOPIC)]
+    assert broker.settled_topics({auto: 1, old: 1}) == {auto: 1, old: 1}
+    if broker.quota is not None:
+        assert broker.charged(METADATA)[0] == 1  # the forwarded CreateTopics charges the client's quota
 
 
-def test_kafka_python_describe_topics_does_not_auto_create(quota_broker: BrokerFactory) -> None:
+def test_kafka_python_describe_topics_does_not_auto_create(any_broker: AnyBroker) -> None:
     """KafkaAdminClient.describe_topics asks Metadata without auto-creation: a missing topic stays missing."""
-    broker = quota_broker()
-    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers, request_timeout_ms=30000)
+    broker = any_broker()
+    ghost = broker.t("ghost")
+    admin = broker.kafka_python()
     try:
-        described = admin.describe_topics(["ghost"])
+        described = admin.describe_topics([ghost])
     finally:
         admin.close()
-    assert [(t["name"], t["error_code"]) for t in described] == [("ghost", UNKNOWN_TOPIC)]
+    assert [(t["name"], t["error_code"]) for t in described] == [(ghost, UNKNOWN_TOPIC)]
     assert broker.topics() == {}
 
 
 # -- indexes ----------------------------------------------------------------------------------------
 
 
-def test_collision_and_id_indexes_follow_deletes(quota_broker: BrokerFactory) -> None:
+def test_collision_and_id_indexes_follow_deletes(any_broker: AnyBroker) -> None:
     """ReplicationControlManager keeps topicsWithCollisionChars and the id map in step with deletes: once
     'a.b' is deleted, 'a_b' no longer collides and the old topic id is unknown."""
-    broker = quota_broker()
-    with WireClient(broker.bootstrap_servers) as wire:
-        [created] = wire.request(create(topic("a.b"))).topics
-        collides = wire.request(create(topic("a_b"))).topics[0]
+    broker = any_broker()
+    dotted, underscored = broker.t("a.b"), broker.t("a_b")
+    with broker.wire() as wire:
+        [created] = wire.request(create(topic(dotted))).topics
+        collides = wire.request(create(topic(underscored))).topics[0]
         wire.request(
             DeleteTopicsRequest(
                 version=6,
-                topics=[DeleteTopicsRequest.DeleteTopicState(name="a.b", topic_id=uuid.UUID(int=0))],
+                topics=[DeleteTopicsRequest.DeleteTopicState(name=dotted, topic_id=uuid.UUID(int=0))],
                 timeout_ms=1000,
             )
         )
-        recreated = wire.request(create(topic("a_b"))).topics[0]
+        recreated = wire.request(create(topic(underscored))).topics[0]
         by_old_id = wire.request(
             DeleteTopicsRequest(
                 version=6,
@@ -261,11 +289,11 @@ def test_collision_and_id_indexes_follow_deletes(quota_broker: BrokerFactory) ->
         )
     assert (collides.error_code, collides.error_message) == (
         INVALID_TOPIC,
-        "Topic 'a_b' collides with existing topic: a.b",
+        f"Topic '{underscored}' collides with existing topic: {dotted}",
     )
     assert recreated.error_code == 0
     assert [r.error_code for r in by_old_id.responses] == [100]
-    assert broker.topics() == {"a_b": 1}
+    assert broker.settled_topics({underscored: 1}) == {underscored: 1}
 
 
 def test_the_largest_request_kafka_takes_is_answered_in_full_and_a_larger_one_refused(
@@ -308,16 +336,17 @@ def test_static_broker_configs_drive_defaults_and_auto_creation() -> None:
         Cluster([0], broker_configs={"no.such.broker.config": "1"})
 
 
-def test_confluent_list_topics_of_a_missing_topic_creates_it_as_kafka_does(quota_broker: BrokerFactory) -> None:
+def test_confluent_list_topics_of_a_missing_topic_creates_it_as_kafka_does(any_broker: AnyBroker) -> None:
     """KafkaApis.handleTopicMetadataRequest with auto.create.topics.enable=true: librdkafka's AdminClient is a
     producer handle (allow.auto.create.topics=true), so list_topics(topic=...) creates the topic, while
     describe_topics asks without auto-creation and gets UNKNOWN_TOPIC_OR_PARTITION."""
-    broker = quota_broker()
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    admin.list_topics(topic="listed", timeout=30)
-    [described] = admin.describe_topics(TopicCollection(["described"])).values()
+    broker = any_broker()
+    listed, missing = broker.t("listed"), broker.t("described")
+    admin = AdminClient(broker.conf())
+    admin.list_topics(topic=listed, timeout=30)
+    [described] = admin.describe_topics(TopicCollection([missing])).values()
     assert described.exception(30).args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
-    assert broker.topics() == {"listed": 1}
+    assert broker.settled_topics({listed: 1}) == {listed: 1}
 
 
 def test_static_broker_configs_set_the_defaults_and_can_turn_auto_creation_off() -> None:

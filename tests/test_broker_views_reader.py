@@ -281,3 +281,63 @@ def test_a_broker_without_metadata_v10_is_read_through_librdkafka(
         proxy.close()
     assert views == {0: {"x": TopicView(1, True)}, 1: {"x": TopicView(1, True)}}
     assert "answers Metadata up to v9, without topic ids" in caplog.text
+
+
+class _IterationsDowngrade:
+    """A proxy in front of one broker that rewrites SCRAM's server-first ``i=4096`` to ``i=1024`` (the same length:
+    no frame changes size) and records every frame the client writes: a man in the middle of SASL_PLAINTEXT, or
+    a rogue broker, asking for a proof that is 4x cheaper to brute-force offline."""
+
+    def __init__(self, upstream: str) -> None:
+        self._upstream = upstream.rpartition(":")[::2]
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self._server.getsockname()[1]}"
+        self.client_frames: list[bytes] = []
+        self._threads = [threading.Thread(target=self._accept, daemon=True)]
+        self._threads[0].start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                client, _ = self._server.accept()
+                broker = socket.create_connection((self._upstream[0], int(self._upstream[1])))
+                for source, sink, rewrite in ((client, broker, False), (broker, client, True)):
+                    thread = threading.Thread(target=self._pump, args=(source, sink, rewrite), daemon=True)
+                    thread.start()
+                    self._threads.append(thread)
+
+    def _pump(self, source: socket.socket, sink: socket.socket, rewrite: bool) -> None:
+        with contextlib.suppress(OSError, ConnectionError), source, sink:
+            while True:
+                head = source.recv(4, socket.MSG_WAITALL)
+                if len(head) < 4:
+                    return
+                body = source.recv(struct.unpack(">i", head)[0], socket.MSG_WAITALL)
+                if rewrite:
+                    body = body.replace(b",i=4096", b",i=1024")
+                else:
+                    self.client_frames.append(body)
+                sink.sendall(head + body)
+
+    def close(self) -> None:
+        self._server.close()
+
+
+def test_a_scram_server_asking_for_fewer_than_4096_iterations_gets_no_proof(
+    quota_broker: BrokerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Kafka's Java client refuses a server-first of fewer than 4096 iterations (ScramSaslClient: 'Requested
+    iterations N is less than the minimum 4096'), Kafka's own minimum for SCRAM credentials: the client's proof
+    would otherwise be computed, and sent, with as few iterations as whoever answers asks for."""
+    caplog.set_level(logging.DEBUG)
+    broker = quota_broker(num_brokers=1, users={"alice": PASSWORD}, sasl_mechanisms=["SCRAM-SHA-256"])
+    proxy = _IterationsDowngrade(broker.bootstrap_servers)
+    reader = BrokerViewReader({"bootstrap.servers": proxy.address, **sasl("SCRAM-SHA-256")})
+    try:
+        assert reader.read_cluster(["x"], 5.0) == {}
+    finally:
+        reader.close()
+        proxy.close()
+    assert any(b"n=alice" in frame for frame in proxy.client_frames)  # the exchange began through the proxy
+    assert not any(b",p=" in frame for frame in proxy.client_frames), "a proof went out for i=1024"
+    assert "less than the minimum 4096" in caplog.text

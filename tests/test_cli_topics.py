@@ -64,7 +64,7 @@ def test_create_describe_list_alter_delete(quota_broker):
     lines = described.stdout.splitlines()
     assert re.fullmatch(
         r"Topic: orders\tTopicId: [A-Za-z0-9_-]{22}\tPartitionCount: 3\tReplicationFactor: 1\t"
-        r"Configs: cleanup.policy=compact,retention.ms=60000",
+        r"Configs: cleanup.policy=compact,min.insync.replicas=1,retention.ms=60000",
         lines[0],
     ), lines[0]
     assert lines[1:] == [
@@ -79,7 +79,7 @@ def test_create_describe_list_alter_delete(quota_broker):
     as_json = topics(bootstrap, "--describe", "--topic", "orders", "--output", "json")
     record = json.loads(as_json.stdout)
     assert record["partition_count"] == 5
-    assert record["configs"] == {"cleanup.policy": "compact", "retention.ms": "60000"}
+    assert record["configs"] == {"cleanup.policy": "compact", "min.insync.replicas": "1", "retention.ms": "60000"}
     assert [p["partition"] for p in record["partitions"]] == [0, 1, 2, 3, 4]
 
     # --topic is a regex for delete, matched against the whole name.

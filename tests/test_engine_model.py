@@ -4,12 +4,17 @@ Random calls of all three operations over four shared names (tiny and long deadl
 validate_only, cancellation, close) meet a simulated broker: KIP-599 strict and permissive with its throttles (and
 librdkafka's event when one drops back to 0 before it has ended),
 slow, lost, garbled and partial answers, NOT_CONTROLLER, REQUEST_TIMED_OUT, connections that die after the write,
-and a cluster librdkafka never reaches; Redpanda's quota refusal (UNKNOWN_SERVER_ERROR), Kafka 4's batch cap (a
-whole request refused with POLICY_VIOLATION) and CreateTopicPolicy refusals; three brokers whose Metadata lags
-(``wait_for_metadata``), topics deleted and created again under the same name (incarnations: topic ids). A simulated
-driver does what the engine's outbox says, waking it when it asks. Rules a-h of
+and a cluster librdkafka never reaches (connections failing before their handshake: refused, closed in the TLS
+handshake, ApiVersions unanswered, a listener of the other protocol); Redpanda's quota refusal
+(UNKNOWN_SERVER_ERROR), Kafka 4's batch cap (a whole request refused with POLICY_VIOLATION) and CreateTopicPolicy
+refusals; three brokers whose Metadata lags (``wait_for_metadata``), topics deleted and created again under the same
+name (incarnations: topic ids). A simulated driver does what the engine's outbox says, waking it when it asks. Rules
+a-h of
 ``throttled_admin/_engine/machine.py`` are checked after every step (and at every send and settlement), against
-what the model knows happened in the cluster, and so are the batch cap's and wait_for_metadata's."""
+what the model knows happened in the cluster, and so are the batch cap's, wait_for_metadata's and first contact's
+(until a broker has answered: nothing handed over while connections fail before their handshake, each call's topics
+settled FIRST_CONTACT_TIMEOUT_S after it was made when they do, librdkafka's timeout ending CONTACT_VERDICT_MARGIN_S
+before the deadline, and never "outcome unknown" from a cluster whose handshake never completed)."""
 
 from __future__ import annotations
 
@@ -35,7 +40,7 @@ from throttled_admin import (
     OutcomeUnknownError,
     ThrottlingQuotaExceededException,
 )
-from throttled_admin._engine import machine
+from throttled_admin._engine import machine, wrong_listener
 from throttled_admin._engine.connection import Drained
 from throttled_admin._engine.machine import Engine, Outbox, Request
 from throttled_admin._engine.pacer import Pacer
@@ -60,7 +65,6 @@ RATE = 10.0  # the quota of the simulated broker, mutations/s
 COALESCE_RATIO = 2.0
 MIN_SAMPLES = 3
 RECENT_S = 30.0
-FIRST_CONTACT_S = 5.0  # until a broker has answered, every request's librdkafka timeout is capped at this
 DEFAULT_PARTITIONS = 3  # the simulated cluster's num.partitions: what NewTopic(name) (-1) makes, and is charged
 FALLBACK_PARTITIONS = 1  # what a -1 create counts while num.partitions is not known (Kafka's own default)
 # Kafka 4's batch cap: its two messages (the only POLICY_VIOLATION the engine splits on), and a policy's
@@ -71,6 +75,20 @@ REDPANDA = "Too many partition mutations requested"
 BROKERS = (1, 2, 3)
 TOPICS_PER_REQUEST = machine.MAX_TOPICS_PER_REQUEST
 LAG_DEPTH = 2  # a lagging broker is at most this many cluster changes behind
+# First contact as docs/semantics.md states it (not read from the engine): how long a call waits for a connection
+# that fails before its handshake, and how long before a call's deadline librdkafka's verdict is due.
+FIRST_CONTACT_S = 5.0
+VERDICT_MARGIN_S = 0.5
+# librdkafka's reports of connections that failed before their handshake (error_cb, or only its log)
+HANDSHAKE_FAILURES = {
+    "refused": "127.0.0.1:9/bootstrap: Connect to ipv4#127.0.0.1:9 failed: Connection refused (after 0ms in state "
+    "CONNECT)",
+    "tls": "ssl://127.0.0.1:9/bootstrap: SSL handshake failed: Disconnected: SSL connection closed by peer: connecting "
+    "to a PLAINTEXT broker listener? (after 1ms in state SSL_HANDSHAKE)",
+    "apiversions": "[thrd:127.0.0.1:9/bootstrap]: 127.0.0.1:9/bootstrap: ApiVersionRequest failed: Local: Timed out: "
+    "probably due to broker version < 0.10 (see api.version.request configuration) (after 10011ms in state "
+    "APIVERSION_QUERY)",
+}
 
 
 def _error(code: int, text: str = "") -> KafkaException:
@@ -97,6 +115,9 @@ class Sink:
 
     def record_request(self, operation: str, topics: int, mutations: int) -> None:
         pass
+
+    def record_admitted(self, operation: str, mutations: int) -> None:
+        assert mutations > 0
 
     def record_backoff(self, operation: str, seconds: float) -> None:
         assert seconds >= 0
@@ -139,6 +160,7 @@ class Flight:
     budgets: list[float] = field(default_factory=list)
     retryable: bool = False  # a result of it is one the engine may retry
     quota_first: bool = False  # the broker checks the quota first (a 89 can follow an applied attempt)
+    contact_capped: bool = False  # sent before first contact: librdkafka's verdict comes before the shortest deadline
 
 
 class EngineModel(RuleBasedStateMachine):
@@ -162,7 +184,10 @@ class EngineModel(RuleBasedStateMachine):
         self.metadata_wanted = False
         self.probe_wanted = False
         self.closed = False
-        self.reached = False  # a broker has answered this client
+        self.reached = False  # a broker has answered this client (or a request of it was written)
+        self.unreachable = False  # no connection of the client ever completes its handshake: nothing is written
+        self.contact_failing = False  # librdkafka reported a connection that failed before its handshake
+        self.wrong_listener = False  # ... and the client found the listener to speak the other protocol
         self.wake_at = math.inf
         self.cap: int | None = None  # the cluster's batch cap (records per request)
         self.smallest_refused = math.inf  # records of the smallest request of several topics refused for the cap
@@ -192,7 +217,7 @@ class EngineModel(RuleBasedStateMachine):
         seed=st.integers(0, 2**16),
         existing=st.dictionaries(st.sampled_from(NAMES), st.integers(1, 3), max_size=4),
         cap=st.sampled_from([None, None, 4, 7]),
-        reached=st.sampled_from([True, True, True, False]),
+        reached=st.sampled_from([True, True, True, False, "unreachable"]),
         per_request=st.sampled_from([None, 1, 2]),
         bulk=st.sampled_from([None, "create", "delete", "delete", "grow"]),
     )
@@ -203,7 +228,7 @@ class EngineModel(RuleBasedStateMachine):
         seed: int,
         existing: dict[str, int],
         cap: int | None,
-        reached: bool,
+        reached: bool | str,
         per_request: int | None,
         bulk: str | None,
     ) -> None:
@@ -222,7 +247,8 @@ class EngineModel(RuleBasedStateMachine):
         backoff = RetryBackoff(initial_ms=100, max_ms=1000, _random=random.Random(seed))
         self.engine = Engine(pacer=pacer, backoff=backoff)
         self.paced = pacer is not None
-        if reached:  # mostly, the contact probe is answered before the first call (the rule ``probe`` is rarer)
+        self.unreachable = reached == "unreachable"
+        if reached is True:  # mostly, the contact probe is answered before the first call (the rule ``probe`` is rarer)
             self.step()
             self.probe(answered=True)
         if bulk is not None:  # a bulk call waiting for every broker's Metadata, of the names it can change
@@ -315,8 +341,8 @@ class EngineModel(RuleBasedStateMachine):
         # sharing never hurts: librdkafka waits as long as the longest call would alone, no longer (the first
         # contact's cap aside); the controller's deadline ends before every call's own
         assert request.kwargs["request_timeout"] <= max(budgets) + EPSILON
-        waits_s = min(max(budgets), FIRST_CONTACT_S)
-        assert request.kwargs["request_timeout"] >= waits_s - EPSILON, f"librdkafka waits less than {budgets} need"
+        if self.reached:
+            assert request.kwargs["request_timeout"] >= max(budgets) - EPSILON, f"librdkafka waits less than {budgets}"
         if len({round(b, 6) for b in budgets}) > 1:
             event("calls of different budgets share a request")
         assert request.kwargs["operation_timeout"] <= min(budgets) + EPSILON
@@ -324,6 +350,12 @@ class EngineModel(RuleBasedStateMachine):
         if len(tracks) > 1:
             records = sum(t.topic.records for t in tracks)
             assert records < self.smallest_refused, f"{records} records sent after {self.smallest_refused} were refused"
+        if not self.reached:  # first contact
+            assert not self.contact_failing, "handed over while connections fail before their handshake"
+            remaining = min(t.topic.call.remaining_s(self.now) for t in tracks)
+            assert request.kwargs["request_timeout"] <= remaining - VERDICT_MARGIN_S + EPSILON, (
+                "librdkafka's verdict would not come before the deadline"
+            )
         if request.kind.operation is CREATE_TOPICS and self.default_told:
             # broker defaults: a create is counted as the broker charges it, -1 as the cluster's num.partitions
             charged = sum(FALLBACK_PARTITIONS if t.fallback else _made(t.topic.item) for t in tracks)
@@ -335,6 +367,7 @@ class EngineModel(RuleBasedStateMachine):
             assert not track.cancelled, f"{track.topic.name} sent after its caller cancelled it"
             track.handed += 1
         self.flight = Flight(request, tracks, request.kwargs["request_timeout"], budgets=budgets)
+        self.flight.contact_capped = not self.reached
 
     def settle(self, track: Track, exc: BaseException | None) -> None:
         assert track.settled is None, f"{track.topic.name} settled twice"
@@ -356,6 +389,11 @@ class EngineModel(RuleBasedStateMachine):
             raise AssertionError(f"an attempt may have been applied, but the topic was told: {exc!r}")
         elif isinstance(exc, OutcomeUnknownError):
             assert track.handed > 0, f"outcome unknown for a topic never handed over: {exc}"
+            # A handshake never completed means nothing was written. Two exceptions cannot wait for librdkafka's
+            # verdict on a request in flight: close(), and an authentication failure (librdkafka keeps the request
+            # and writes it once a connection authenticates: it may yet be applied).
+            exempt = isinstance(exc, ClientClosedError) or exc.args[0].code() == KafkaError._AUTHENTICATION
+            assert not self.unreachable or exempt, f"outcome unknown, never written: {exc}"
         elif isinstance(exc, NotSentError):
             assert track.written == 0, f"'not sent' for a topic a broker received: {exc}"
         else:
@@ -556,10 +594,19 @@ class EngineModel(RuleBasedStateMachine):
         """librdkafka's request_timeout: "Failed while waiting for response from broker" (it was written; the
         broker may have applied it) for every topic not yet completed."""
         # sharing never hurts: librdkafka gives up on no call's topic before that call would have alone (the
-        # first contact's cap aside: then every call's requests are capped alike)
-        waits_s = min(max(flight.budgets), FIRST_CONTACT_S)
-        assert flight.timeout_s >= waits_s - EPSILON, f"gave up after {flight.timeout_s} s on {flight.budgets}"
+        # first contact's cap aside: then librdkafka's verdict comes before the shortest call's deadline)
+        if not flight.contact_capped:
+            assert flight.timeout_s >= max(flight.budgets) - EPSILON, f"gave up: {flight.budgets}"
+        if self.unreachable:  # never built: no connection came up
+            flight.fate = "never built"
+            flight.retryable = True
+            text = "Failed while waiting for controller: Local: Timed out"
+            self.engine.on_results(
+                flight.request, {t.topic.name: _error(KafkaError._TIMED_OUT, text) for t in flight.tracks}, self.now
+            )
+            return
         flight.fate = "abandoned"
+        self.reached = True  # written: a connection completed its handshake
         if flight.applied_if_lost:
             self.cluster_apply(flight, answered=False)
         text = "Failed while waiting for response from broker: Local: Timed out"
@@ -599,6 +646,8 @@ class EngineModel(RuleBasedStateMachine):
         self.advance(delay)  # the engine is woken on the way, as the driver wakes it
         if self.flight is not flight or flight.fate is not None:
             return  # settled meanwhile (abandoned, or the client closed)
+        if self.unreachable:
+            fate = "no controller"  # no connection completes its handshake: librdkafka never builds the request
         flight.fate = fate
         request, tracks = flight.request, flight.tracks
         names = [t.topic.name for t in tracks]
@@ -652,7 +701,7 @@ class EngineModel(RuleBasedStateMachine):
         )
         flight.retryable |= any(_is_cap(exc) for exc in results.values()) and len(tracks) > 1
         flight.retryable |= len(results) < len(tracks)  # a topic left out of the answer: unknown, retried
-        if fate == "ok" or fate in ("not controller", "timed out"):
+        if fate != "no controller":  # written: a connection completed its handshake (and mostly, a broker answered)
             self.reached = True
         if results or fate == "drop last":  # the driver hands over what librdkafka completed (an empty answer too)
             self.engine.on_results(request, results, self.now)
@@ -672,7 +721,7 @@ class EngineModel(RuleBasedStateMachine):
     @rule(how=st.sampled_from(["lost", "never completed", "refused"]), applied=st.booleans())
     def no_answer(self, how: str, applied: bool) -> None:
         """The request gets no answer (one rule for the three ways, so that answers are drawn more often)."""
-        if how == "lost":
+        if how == "lost" or (how == "never completed" and self.unreachable):  # librdkafka's timer always fires
             self.lose(applied)
         elif how == "never completed":
             self.never_completed(applied)
@@ -690,6 +739,7 @@ class EngineModel(RuleBasedStateMachine):
         flight = self.flight
         assert flight is not None
         flight.fate = "silent"
+        self.reached = True  # (written, as far as the client can tell)
         if applied:
             self.cluster_apply(flight, answered=False)
         for track in flight.tracks:
@@ -794,6 +844,7 @@ class EngineModel(RuleBasedStateMachine):
         return CAP_RECORDS if records > self.cap else None
 
     def throttle(self, node_id: int, throttle_s: float) -> None:
+        self.reached = True  # a response carried it
         self.gate_until = max(self.gate_until, self.now + throttle_s)
         self.throttle_events.append(throttle_s * 1000)
         self.engine.on_throttle(node_id, throttle_s, self.now)
@@ -801,13 +852,22 @@ class EngineModel(RuleBasedStateMachine):
     # Events that settle or hold up everything: one rule drawn at most twice an example, so examples reach answers.
     @precondition(lambda self: not self.closed and self.disruptions < 2)
     @rule(
-        what=st.sampled_from(["throttle of another method", "connection refused", "authentication fails"]),
+        what=st.sampled_from(
+            [
+                "throttle of another method",
+                *HANDSHAKE_FAILURES,
+                "listener of the other protocol",
+                "authentication fails",
+            ]
+        ),
         throttle_s=st.sampled_from([0.01, 0.5, 4.0]),
     )
     def disruption(self, what: str, throttle_s: float) -> None:
         self.disruptions += 1
-        if what == "connection refused":
-            self.connection_refused()
+        if what in HANDSHAKE_FAILURES or (what == "throttle of another method" and self.unreachable):
+            self.handshake_fails(HANDSHAKE_FAILURES.get(what, HANDSHAKE_FAILURES["refused"]))
+        elif what == "listener of the other protocol":
+            self.handshake_fails(wrong_listener("ssl://127.0.0.1:9/bootstrap", "ssl", requires_tls=False).str())
         elif what == "authentication fails":
             self.authentication_fails()
         else:
@@ -830,6 +890,7 @@ class EngineModel(RuleBasedStateMachine):
     @rule(fails=st.booleans(), default_readable=st.booleans())
     def metadata(self, fails: bool, default_readable: bool) -> None:
         """The cluster's partition counts (or a failed read) and, when it can be read, its num.partitions."""
+        fails |= self.unreachable
         self.metadata_wanted = False
         told = default_readable and not fails
         event(f"metadata read, num.partitions {'told' if told else 'not told'}")
@@ -908,16 +969,25 @@ class EngineModel(RuleBasedStateMachine):
     @precondition(lambda self: not self.closed and self.probe_wanted)
     @rule(answered=st.booleans())
     def probe(self, answered: bool) -> None:
+        answered &= not self.unreachable
         self.probe_wanted = False
         self.reached |= answered
         self.engine.on_probe(answered, self.now)
         self.step()
 
-    def connection_refused(self) -> None:
-        text = (
-            "127.0.0.1:9/bootstrap: Connect to ipv4#127.0.0.1:9 failed: Connection refused (after 0ms in state CONNECT)"
-        )
-        self.engine.on_error(KafkaError(KafkaError._TRANSPORT, text), self.now)
+    def handshake_fails(self, text: str) -> None:
+        """librdkafka reports a connection that failed before its handshake: to error_cb (refused, TLS, the
+        client's own finding about the listener) or only in its log (ApiVersions unanswered)."""
+        if not self.reached:
+            self.contact_failing = True
+            if "check security.protocol" in text:
+                self.wrong_listener = True
+            elif "in state CONNECT" in text:
+                self.wrong_listener = False  # down, perhaps restarting with other listeners
+        if text.startswith("[thrd:"):
+            self.engine.on_log(text, self.now)
+        else:
+            self.engine.on_error(KafkaError(KafkaError._TRANSPORT, text), self.now)
         self.step()
 
     def authentication_fails(self) -> None:
@@ -943,6 +1013,19 @@ class EngineModel(RuleBasedStateMachine):
                 continue
             if self.closed or track.topic.call.deadline <= self.now:
                 assert track.settled is not None, f"{track.topic.name} pending past its deadline"
+
+    @invariant()
+    def calls_give_up_on_connections_that_fail_before_their_handshake(self) -> None:  # first contact
+        if self.reached or not self.contact_failing or self.closed:
+            return
+        for track in self.tracks:
+            call = track.topic.call
+            if call.queued.get(track.topic.name) is not track.topic:
+                continue
+            give_up_at = call.started_at + (0.0 if self.wrong_listener else FIRST_CONTACT_S)
+            assert self.now < give_up_at - EPSILON, (
+                f"{track.topic.name} still waits for a connection that fails before its handshake"
+            )
 
     @invariant()
     def metrics_equal_what_the_responses_said(self) -> None:  # rule g

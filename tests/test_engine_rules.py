@@ -156,6 +156,9 @@ class Violations:
     def record_request(self, operation: str, topics: int, mutations: int) -> None:
         pass
 
+    def record_admitted(self, operation: str, mutations: int) -> None:
+        assert mutations > 0
+
     def record_backoff(self, operation: str, seconds: float) -> None:
         pass
 

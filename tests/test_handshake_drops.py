@@ -1,20 +1,28 @@
-"""Telling a client without SASL that the listener requires it: drops right after the handshake make a
-suspicion, and only the listener's own answer to a SaslHandshake makes it an authentication failure."""
+"""Telling a client that its listener speaks another protocol. Without SASL on a SASL listener: drops right after
+the handshake make a suspicion, and only the listener's own answer to a SaslHandshake makes it an authentication
+failure. TLS on one side only: a connection closed during the TLS handshake, or during ApiVersions, and the
+listener's answer (a plaintext ApiVersions answered, a TLS handshake completed) makes it a connection failure no
+retry gets past."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import ssl
 import struct
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
+import trustme
 from confluent_kafka import KafkaError
 
 from tests.conftest import wait_until
-from throttled_admin._driver.handshake_drops import DROPS, WINDOW_S, HandshakeDrops, diagnoses
-from throttled_admin._driver.sasl_probe import _mechanisms, required_sasl_mechanisms
+from throttled_admin._driver.handshake_drops import DROPS, WINDOW_S, HandshakeDrops, questions
+from throttled_admin._driver.sasl_probe import _mechanisms, required_sasl_mechanisms, serves_plaintext, speaks_tls
+from throttled_admin._engine import contact_failure
 from throttled_admin.testing import QuotaBroker
 
 BROKER = "127.0.0.1:9092/bootstrap"
@@ -109,11 +117,20 @@ def test_drops_spread_over_more_than_the_window_raise_no_suspicion() -> None:
 
 
 @pytest.mark.parametrize(
-    ("protocol", "diagnosed"),
-    [("plaintext", True), ("PLAINTEXT", True), ("SSL", False), ("SASL_PLAINTEXT", False), ("sasl_ssl", False)],
+    ("protocol", "asked"),
+    [
+        ("plaintext", {"sasl", "tls"}),
+        ("PLAINTEXT", {"sasl", "tls"}),
+        ("SASL_PLAINTEXT", {"tls"}),
+        ("SSL", {"plaintext"}),
+        ("sasl_ssl", {"plaintext"}),
+        ("bogus", set()),
+    ],
 )
-def test_only_plaintext_clients_are_diagnosed(protocol: str, diagnosed: bool) -> None:
-    assert diagnoses(protocol) is diagnosed
+def test_each_protocol_is_asked_what_can_be_wrong_with_it(protocol: str, asked: set[str]) -> None:
+    """SASL only for a client with neither SASL nor TLS; whether TLS is required for one without TLS; whether
+    the listener speaks TLS at all for one with it."""
+    assert questions(protocol) == asked
 
 
 def test_the_listener_is_asked_over_the_wire(quota_broker: Callable[..., QuotaBroker]) -> None:
@@ -193,4 +210,113 @@ def test_a_listener_that_trickles_its_answer_is_given_up_on_in_the_time_allowed(
         assert time.monotonic() - started < 5
     finally:
         stop.set()
+        server.close()
+
+
+# -- TLS on one side only ------------------------------------------------------------------------------------------
+
+TLS_BROKER = "ssl://127.0.0.1:9093/bootstrap"
+
+
+def closed_in_tls_handshake(broker: str = TLS_BROKER) -> str:
+    why = (
+        "SSL handshake failed: Disconnected: SSL connection closed by peer: connecting to a PLAINTEXT broker listener?"
+    )
+    return f"[thrd:{broker}]: {broker}: {why} (after 1ms in state SSL_HANDSHAKE)"
+
+
+def closed_in_apiversions(broker: str = BROKER) -> str:
+    closed = "Disconnected: connection closed by peer: receive 0 after POLLIN"
+    return f"[thrd:{broker}]: {broker}: {closed} (after 1ms in state APIVERSION_QUERY)"
+
+
+@pytest.mark.parametrize(
+    ("protocol", "line", "requires_tls"),
+    [
+        ("SSL", closed_in_tls_handshake(), False),
+        ("SASL_SSL", closed_in_tls_handshake("sasl_ssl://127.0.0.1:9093/bootstrap"), False),
+        ("PLAINTEXT", closed_in_apiversions("127.0.0.1:9093/bootstrap"), True),
+        ("SASL_PLAINTEXT", closed_in_apiversions("sasl_plaintext://127.0.0.1:9093/bootstrap"), True),
+    ],
+)
+def test_one_connection_closed_in_its_handshake_asks_the_listener_and_its_answer_is_a_definite_failure(
+    protocol: str, line: str, requires_tls: bool
+) -> None:
+    asked: list[tuple[str, str]] = []
+    found: list[KafkaError] = []
+    drops = HandshakeDrops(
+        protocol,
+        found.append,
+        ask=lambda address: pytest.fail("SASL was not the question"),
+        ask_tls=lambda address: asked.append(("tls", address)) is None,
+        ask_plaintext=lambda address: asked.append(("plaintext", address)) is None,
+    )
+    assert drops.observe(line, 0.0) is None
+    assert wait_until(lambda: bool(found), timeout_s=10)
+    assert asked == [("tls" if requires_tls else "plaintext", "127.0.0.1:9093")]
+    [error] = found
+    assert error.code() == KafkaError._TRANSPORT
+    what = "requires TLS" if requires_tls else "does not speak TLS"
+    assert error.str().endswith(f"the listener at 127.0.0.1:9093 {what}; check security.protocol, which is {protocol}")
+    failure = contact_failure(error.str())  # what the engine and the command line's watch read from it
+    assert failure is not None
+    assert (failure.definite, failure.address) == (True, "127.0.0.1:9093")
+    assert drops.observe(line, 1.0) is error  # known from then on
+    assert drops.found() is error
+
+
+def test_a_listener_that_speaks_the_clients_protocol_after_all_is_not_blamed() -> None:
+    found: list[KafkaError] = []
+    done = threading.Event()
+    drops = HandshakeDrops("SSL", found.append, ask_plaintext=lambda address: done.set() or False)
+    drops.observe(closed_in_tls_handshake(), 0.0)
+    assert done.wait(10)
+    assert not wait_until(lambda: bool(found), timeout_s=0.3)
+
+
+def test_other_failures_in_the_handshake_keep_what_was_found_and_a_refused_connection_forgets_it() -> None:
+    found: list[KafkaError] = []
+    drops = HandshakeDrops("SSL", found.append, ask_plaintext=lambda address: True)
+    drops.observe(closed_in_tls_handshake(), 0.0)
+    assert wait_until(lambda: drops.found() is not None, timeout_s=10)
+    reset = f"{TLS_BROKER}: Disconnected: SSL connection closed by peer (after 6ms in state SSL_HANDSHAKE)"
+    assert drops.observe(reset, 0.5) is found[0]  # the same closing, as librdkafka's receive path words it
+    assert drops.observe(f"{TLS_BROKER}: 1/1 brokers are down", 0.6) is None
+    assert drops.found() is found[0]
+    refused_now = (
+        f"{TLS_BROKER}: Connect to ipv4#127.0.0.1:9093 failed: Connection refused (after 0ms in state CONNECT)"
+    )
+    drops.observe(refused_now, 1.0)  # down: perhaps restarting with other listeners
+    assert drops.found() is None
+
+
+def test_listeners_are_asked_whether_they_speak_tls_over_the_wire(
+    quota_broker: Callable[..., QuotaBroker], tls: tuple[ssl.SSLContext, Path]
+) -> None:
+    plaintext, sasl, secure = quota_broker(), quota_broker(users={"alice": "pw"}), quota_broker(ssl_context=tls[0])
+    assert [serves_plaintext(b.bootstrap_servers) for b in (plaintext, sasl, secure)] == [True, True, False]
+    assert [speaks_tls(b.bootstrap_servers) for b in (plaintext, sasl, secure)] == [False, False, True]
+    assert serves_plaintext("127.0.0.1:1", timeout_s=1) is False
+    assert speaks_tls("127.0.0.1:1", timeout_s=1) is False
+
+
+def test_a_tls_listener_that_wants_a_client_certificate_still_speaks_tls(tmp_path: Path) -> None:
+    """TLS 1.2 with a required client certificate: the listener ends the handshake with an alert, in TLS."""
+    ca = trustme.CA()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+    ca.configure_trust(context)
+    context.verify_mode = ssl.CERT_REQUIRED
+    context.maximum_version = ssl.TLSVersion.TLSv1_2
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        connection, _ = server.accept()
+        with connection, contextlib.suppress(OSError):
+            context.wrap_socket(connection, server_side=True)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        assert speaks_tls(f"127.0.0.1:{server.getsockname()[1]}", timeout_s=5) is True
+    finally:
         server.close()

@@ -116,3 +116,110 @@ def test_missing_jars_are_an_error_naming_make_kafka(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(real_broker, "KAFKA_HOME", tmp_path)
     with pytest.raises(real_broker.KafkaNotFetchedError, match=r"run `make kafka`"):
         real_broker.classpath()
+
+
+def test_a_cluster_that_fails_to_start_leaves_no_jvm_running(tmp_path, monkeypatch):
+    """A start that fails after a JVM was launched (not ready in time here; Ctrl-C or a crashed second node
+    alike) stops what it launched: the cluster is not recorded yet, so nothing at the run's end would stop it, and
+    its JVM (in a session of its own, out of reach of the terminal's Ctrl-C) would outlive the run."""
+    monkeypatch.setattr(real_broker, "START_TIMEOUT_S", 1.0)
+    # The broker runs but advertises a port nothing listens on: no request through it is ever answered.
+    spec = real_broker.BrokerSpec(
+        extra=(
+            (
+                "advertised.listeners",
+                f"PLAINTEXT://127.0.0.1:{real_broker.free_port()},SASL_PLAINTEXT://127.0.0.1:{real_broker.free_port()}",
+            ),
+        )
+    )
+    before = len(real_broker._STARTED)
+    try:
+        with pytest.raises(RuntimeError, match="Kafka did not answer within 1 s"):
+            KafkaCluster.start(spec, tmp_path / "cluster")
+        launched = real_broker._STARTED[before:]
+        assert launched
+        assert [proc.poll() is None for proc in launched] == [False] * len(launched)
+        assert not (tmp_path / "cluster").exists()
+    finally:
+        for proc in real_broker._STARTED[before:]:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def test_a_cluster_id_never_reads_as_an_option():
+    """kafka-storage format takes ``-t ID``; an id that starts with '-' (1 in 64 of urlsafe base64 ids) is read as
+    an option and the format fails ("argument --cluster-id/-t: expected one argument"): Kafka's own
+    Uuid.randomUuid draws again for those."""
+    ids = [real_broker._cluster_id() for _ in range(2000)]
+    assert [i for i in ids if i.startswith("-")] == []
+    assert all(len(i) == 22 for i in ids)
+
+
+_OWNER = """
+import sys
+from pathlib import Path
+from tests.real_kafka.broker import BrokerSpec, KafkaCluster
+cluster = KafkaCluster.start(BrokerSpec(), Path(sys.argv[1]))
+print(" ".join(str(n.pid) for n in cluster.nodes), flush=True)
+sys.stdin.read()  # held until killed
+"""
+
+
+def test_a_killed_owner_leaves_no_jvm_running(tmp_path):
+    """pytest killed (SIGTERM from CI's timeout, SIGKILL, an OOM kill) runs no teardown: the JVMs it started, in
+    sessions of their own, must not outlive it (each was 300-500 MB left running on the shared machine)."""
+    import contextlib
+    import os
+    import select
+    import signal
+    import subprocess
+    import sys
+
+    owner = subprocess.Popen(
+        [sys.executable, "-c", _OWNER, str(tmp_path / "cluster")],
+        cwd=real_broker.REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=os.environ | {"THROTTLED_ADMIN_KAFKA_OWNER": ""},
+    )
+    assert owner.stdout is not None
+    pids = [int(p) for p in owner.stdout.readline().split()]
+    assert pids, "the cluster did not start"
+    handles = [os.pidfd_open(pid) for pid in pids]
+    try:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+        owner.stdin.close()  # type: ignore[union-attr]
+        owner.stdout.close()
+        for handle in handles:  # a pidfd becomes readable when its process exits: no polling, no sleep
+            readable, _, _ = select.select([handle], [], [], 60)
+            assert readable, "a JVM outlived its killed owner by 60 s"
+    finally:
+        for handle in handles:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(handle, signal.SIGKILL)
+            os.close(handle)
+
+
+def test_the_runs_end_signals_no_process_that_took_a_dead_jvms_pid(tmp_path):
+    """A recorded JVM that died during the run frees its pid, and this machine's pid_max is 32768: by the run's
+    end another process (another developer's pytest, say) may have it. stop_all must stop the JVMs it started,
+    not whatever holds their pids now. Here a stranger process holds the recorded pid."""
+    import subprocess
+
+    from tests.real_kafka.broker import Node
+    from tests.real_kafka.share import stop_all
+
+    stranger = subprocess.Popen(["sleep", "120"])
+    try:
+        cluster = KafkaCluster(real_broker.BrokerSpec(), str(tmp_path / "c"), "id")
+        cluster.nodes = [Node(1, "broker,controller", str(tmp_path / "c" / "node-1"), pid=stranger.pid)]
+        root = tmp_path / "share"
+        root.mkdir()
+        (root / "w11x1-p1-b1.json").write_text(cluster.to_json())
+        stop_all(root)
+        assert stranger.poll() is None, "stop_all signalled a process that is not the JVM it recorded"
+    finally:
+        stranger.kill()
+        stranger.wait()

@@ -12,8 +12,9 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from throttled_admin import CannotConnectError
-from throttled_admin._driver.metadata_read import ContactWatch, read_metadata
-from throttled_admin._engine import FIRST_CONTACT_TIMEOUT_S
+from throttled_admin._driver.metadata_read import ContactWatch, read_failure, read_metadata
+from throttled_admin._engine import FIRST_CONTACT_TIMEOUT_S, wrong_listener
+from throttled_admin._errors import cannot_connect_error
 from throttled_admin.testing import QuotaBroker
 
 REFUSED = KafkaError(
@@ -39,6 +40,50 @@ def test_a_refused_connection_says_cannot_connect_once_past_the_first_contact_li
     assert error.str() == (
         "Metadata not sent: cannot connect to 127.0.0.1:9 (Connect to ipv4#127.0.0.1:9 failed: Connection refused)"
     )
+
+
+def test_a_connection_closed_in_its_tls_handshake_says_cannot_connect_with_host_and_port() -> None:
+    watch = ContactWatch()
+    watch.on_error(
+        KafkaError(
+            KafkaError._TRANSPORT,
+            "sasl_ssl://127.0.0.1:9/bootstrap: SSL handshake failed: Disconnected: SSL connection closed by peer: "
+            "connecting to a PLAINTEXT broker listener? (after 1ms in state SSL_HANDSHAKE)",
+        )
+    )
+    watch.check_unreachable(time.monotonic())
+    with pytest.raises(CannotConnectError, match=r"cannot connect to 127\.0\.0\.1:9 \(SSL handshake failed: "):
+        watch.check_unreachable(LONG_AGO)
+
+
+def test_a_listener_found_to_speak_the_other_protocol_ends_a_read_at_once_and_holds() -> None:
+    watch = ContactWatch()
+    watch.on_error(wrong_listener("ssl://127.0.0.1:9/bootstrap", "SSL", requires_tls=False))
+    tls_again = "ssl://127.0.0.1:9/bootstrap: SSL handshake failed: Disconnected (after 1ms in state SSL_HANDSHAKE)"
+    watch.on_error(KafkaError(KafkaError._TRANSPORT, tls_again))  # librdkafka's own report, later: the finding holds
+    with pytest.raises(CannotConnectError) as info:
+        watch.check_unreachable(time.monotonic())  # a read that just started
+    assert info.value.args[0].str() == (
+        "Metadata not sent: cannot connect to 127.0.0.1:9 (the listener at 127.0.0.1:9 does not speak TLS; check "
+        "security.protocol, which is SSL)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (cannot_connect_error("Metadata", "h:1", "refused"), (-195, "cannot connect to h:1 (refused)")),
+        (KafkaException(WRONG_PASSWORD), (-169, WRONG_PASSWORD.str())),
+        (
+            KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed to get metadata: Local: Timed out")),
+            (-185, "cannot read the cluster's topics: Failed to get metadata: Local: Timed out"),
+        ),
+        (RuntimeError("boom"), (None, "cannot read the cluster's topics: RuntimeError: boom")),
+    ],
+)
+def test_a_failed_read_is_worded_once_for_every_caller(exc: BaseException, expected: tuple[int | None, str]) -> None:
+    """The command line's apply and the provisioning executor both print what this says (docs/pipeline.md)."""
+    assert read_failure(exc) == expected
 
 
 def test_a_broker_that_answered_is_never_unreachable() -> None:

@@ -76,7 +76,14 @@ def test_known_throttles_give_expected_avg_max_and_otel_points(
     assert histogram.attributes["throttled_admin.node.id"] == 0
 
     gauges = {tuple(sorted(p.attributes.items())): p.value for p in collected["throttled_admin.throttle.time.max"]}
-    client_wide = (("messaging.client.id", "metrics-e2e"), ("messaging.system", "kafka"))
+    port = int(broker.bootstrap_servers.rpartition(":")[2])
+    client_wide = (
+        ("messaging.client.id", "metrics-e2e"),
+        ("messaging.kafka.cluster.id", broker.cluster_id),
+        ("messaging.system", "kafka"),
+        ("server.address", "127.0.0.1"),
+        ("server.port", port),
+    )
     assert gauges[client_wide] == pytest.approx(max(throttles) / 1000, abs=0.002)
     assert gauges[(*client_wide, ("throttled_admin.node.id", 0))] == pytest.approx(max(throttles) / 1000, abs=0.002)
     [avg] = [p for p in collected["throttled_admin.throttle.time.avg"] if "throttled_admin.node.id" not in p.attributes]

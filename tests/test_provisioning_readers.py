@@ -56,10 +56,16 @@ def test_json_yaml_and_csv_plans_read_the_same(tmp_path: Path) -> None:
     from_csv = read_plan(write(tmp_path, "plan.csv", CSV))
     assert essentials(from_json) == essentials(from_yaml) == essentials(from_csv)
     assert from_json[0] == PlanRow(
-        "east", "ensure", "orders", 6, 1, {"retention.ms": "86400000", "cleanup.policy": "compact"}, "plan.json#1"
+        "east",
+        "ensure",
+        "orders",
+        6,
+        1,
+        {"retention.ms": "86400000", "cleanup.policy": "compact"},
+        f"{tmp_path / 'plan.json'}: row 1",
     )
-    assert [r.source for r in from_csv] == ["plan.csv:2", "plan.csv:3", "plan.csv:4"]
-    assert [r.source for r in from_yaml] == ["plan.yaml#1", "plan.yaml#2", "plan.yaml#3"]
+    assert [r.source for r in from_csv] == [f"{tmp_path / 'plan.csv'}: line {n}" for n in (2, 3, 4)]
+    assert [r.source for r in from_yaml] == [f"{tmp_path / 'plan.yaml'}: row {n}" for n in (1, 2, 3)]
 
 
 def test_yaml_scalars_become_kafka_config_strings(tmp_path: Path) -> None:
@@ -86,9 +92,18 @@ def test_yaml_scalars_become_kafka_config_strings(tmp_path: Path) -> None:
         ("p.json", json.dumps([{**ROWS[1], "partitions": True}]), "row 1: field 'partitions': must be an integer"),
         ("p.json", json.dumps([{**ROWS[1], "partitions": 0}]), "row 1: field 'partitions': must be an integer >= 1"),
         ("p.json", json.dumps([{**ROWS[0], "replication_factor": -1}]), "row 1: field 'replication_factor'"),
-        ("p.json", json.dumps([{**ROWS[0], "partiton": 3}]), "row 1: field 'partiton': unknown field"),
+        (
+            "p.json",
+            json.dumps([{**ROWS[0], "partiton": 3}]),
+            "p.json: row 1: field 'partiton': unknown field (a row has cluster, action, topic, partitions, "
+            "replication_factor, configs); did you mean 'partitions'?",
+        ),
         ("p.json", json.dumps([{**ROWS[0], "action": "upsert"}]), "row 1: field 'action': must be one of ensure"),
-        ("p.json", json.dumps([{**ROWS[0], "topic": "bad name"}]), "row 1: field 'topic': Topic name \"bad name\" is"),
+        (
+            "p.json",
+            json.dumps([{**ROWS[0], "topic": "bad name"}]),
+            "row 1: field 'topic': Topic name is invalid: 'bad name'",
+        ),
         ("p.json", json.dumps([{**ROWS[0], "configs": ["a=b"]}]), "row 1: field 'configs': must be a map"),
         ("p.json", json.dumps([{**ROWS[0], "configs": {"a": None}}]), "row 1: field 'configs': 'a'"),
         ("p.json", json.dumps([{**ROWS[2], "configs": {"a": "b"}}]), "row 1: field 'configs': only ensure and create"),
@@ -96,7 +111,7 @@ def test_yaml_scalars_become_kafka_config_strings(tmp_path: Path) -> None:
         (
             "p.json",
             json.dumps([ROWS[0], ROWS[1], ROWS[0]]),
-            "p.json#3: field 'topic': 'orders' on cluster 'east' is already planned by p.json#1",
+            "p.json: row 3: field 'topic': 'orders' on cluster 'east' is already planned by row 1",
         ),
         ("p.json", json.dumps({"rows": ROWS}), "p.json: a plan is a list of rows, got dict"),
         ("p.json", json.dumps([ROWS[0], "orders"]), "p.json: row 2: expected an object"),
@@ -111,7 +126,18 @@ def test_yaml_scalars_become_kafka_config_strings(tmp_path: Path) -> None:
         ("p.csv", CSV + "east,ensure,x,1,1,,extra\n", "p.csv: line 5: more cells than the header's 6 columns"),
         ("p.csv", CSV + ",ensure,x,1,1,\n", "p.csv: line 5: field 'cluster': missing"),
         ("p.csv", "cluster,action,partitions\n", "p.csv: line 1: header lacks the column 'topic'"),
-        ("p.csv", "cluster,action,topic,colour\ne,ensure,t,red\n", "p.csv: line 2: field 'colour': unknown field"),
+        ("p.csv", "cluster,action,topic,colour\ne,ensure,t,red\n", "p.csv: line 1: field 'colour': unknown field"),
+        (
+            "p.csv",
+            "cluster,action,topic,replicaton_factor\ne,ensure,t,3\n",
+            "p.csv: line 1: field 'replicaton_factor': unknown field (a row has cluster, action, topic, partitions, "
+            "replication_factor, configs); did you mean 'replication_factor'?",
+        ),
+        (
+            "p.csv",
+            CSV + "east,ensure,orders,1,1,\n",
+            "p.csv: line 5: field 'topic': 'orders' on cluster 'east' is already planned by line 2",
+        ),
         ("p.toml", "", "unsupported file type '.toml'"),
     ],
 )

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
-from tests.real_kafka.broker import BrokerSpec, KafkaCluster
+from tests.real_kafka.broker import BrokerSpec, KafkaCluster, Node
 from tests.real_kafka.namespace import KafkaNamespace
 from tests.wire import WireClient
 from throttled_admin import NewPartitions, NewTopic, ThrottledAdminClient
@@ -49,40 +50,53 @@ def listed(cluster: KafkaCluster) -> dict[int, dict[str, int]]:
     return views
 
 
+@contextmanager
+def lag(cluster: KafkaCluster, node: Node) -> Iterator[threading.Event]:
+    """``node`` stopped for PAUSE_S (then resumed by a timer): the event says it has been resumed."""
+    resumed = threading.Event()
+
+    def resume() -> None:
+        resumed.set()
+        cluster.resume(node)
+
+    cluster.pause(node)
+    timer = threading.Timer(PAUSE_S, resume)
+    timer.start()
+    try:
+        yield resumed
+    finally:
+        timer.cancel()
+        cluster.resume(node)
+
+
 def test_every_broker_lists_the_topic_when_its_future_resolves(two_brokers: KafkaCluster, request):
+    """Creates, grows and deletes, each while one broker is stopped: no future resolves before that broker is
+    back and shows the change itself (each phase fails with wait_for_metadata off)."""
     ns = KafkaNamespace.for_test(request.node.nodeid)
     lagging = two_brokers.brokers[-1]
     names = [ns.topic(f"v{i}") for i in range(6)]
     with ThrottledAdminClient({"bootstrap.servers": two_brokers.bootstrap_servers, "client.id": ns.client_id}) as admin:
         admin.list_topics(timeout=10)  # connected to both brokers before one stops
-        resumed = threading.Event()
-
-        def resume() -> None:
-            resumed.set()
-            two_brokers.resume(lagging)
-
-        two_brokers.pause(lagging)
-        timer = threading.Timer(PAUSE_S, resume)
-        timer.start()
-        try:
+        seen = {}
+        with lag(two_brokers, lagging) as resumed:
             futures = admin.create_topics([NewTopic(n, 4, 1) for n in names], wait_for_metadata=True)
-            seen = {}
             for name, future in futures.items():
                 assert future.exception(60) is None, name
                 assert resumed.is_set()  # the stopped broker could not have listed it before
                 seen[name] = listed(two_brokers)
-        finally:
-            timer.cancel()
-            two_brokers.resume(lagging)
         for name, views in seen.items():
             for node_id, topics in views.items():
                 assert topics.get(name) == 4, f"{name} resolved while node {node_id} listed {topics.get(name)}"
 
-        grown = admin.create_partitions([NewPartitions(n, 6) for n in names], wait_for_metadata=True)
-        for name, future in grown.items():
-            assert future.exception(60) is None
-            assert all(topics.get(name) == 6 for topics in listed(two_brokers).values())
-        deleted = admin.delete_topics(names, wait_for_metadata=True)
-        for name, future in deleted.items():
-            assert future.exception(60) is None
-            assert all(name not in topics for topics in listed(two_brokers).values())
+        with lag(two_brokers, lagging) as resumed:
+            grown = admin.create_partitions([NewPartitions(n, 6) for n in names], wait_for_metadata=True)
+            for name, future in grown.items():
+                assert future.exception(60) is None
+                assert resumed.is_set()
+                assert all(topics.get(name) == 6 for topics in listed(two_brokers).values())
+        with lag(two_brokers, lagging) as resumed:
+            deleted = admin.delete_topics(names, wait_for_metadata=True)
+            for name, future in deleted.items():
+                assert future.exception(60) is None
+                assert resumed.is_set()
+                assert all(name not in topics for topics in listed(two_brokers).values())

@@ -12,18 +12,40 @@ from throttled_admin._engine import MutationQuota
 from throttled_admin._errors import (
     CannotConnectError,
     ClientClosedError,
+    ClientClosedNotSentError,
+    ClientClosedOutcomeUnknownError,
     NotSentError,
     NotYetVisibleError,
     OutcomeUnknownError,
     PossiblyAppliedError,
     ThrottlingQuotaExceededException,
+    TopicValueError,
 )
 from throttled_admin._options import CreatePartitionsOptions, CreateTopicsOptions, DeleteTopicsOptions
 from throttled_admin._version import __version__
 
+# Tracebacks and reprs name the public path (``throttled_admin.NotSentError``), as httpx does; pickling finds the
+# classes there too.
+for _error in (
+    CannotConnectError,
+    ClientClosedError,
+    ClientClosedNotSentError,
+    ClientClosedOutcomeUnknownError,
+    NotSentError,
+    NotYetVisibleError,
+    OutcomeUnknownError,
+    PossiblyAppliedError,
+    ThrottlingQuotaExceededException,
+    TopicValueError,
+):
+    _error.__module__ = __name__
+del _error
+
 __all__ = [
     "CannotConnectError",
     "ClientClosedError",
+    "ClientClosedNotSentError",
+    "ClientClosedOutcomeUnknownError",
     "CreatePartitionsOptions",
     "CreateTopicsOptions",
     "DeleteTopicsOptions",
@@ -36,5 +58,6 @@ __all__ = [
     "PossiblyAppliedError",
     "ThrottledAdminClient",
     "ThrottlingQuotaExceededException",
+    "TopicValueError",
     "__version__",
 ]

@@ -13,7 +13,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import CancelledError, Future, InvalidStateError
 from types import TracebackType
 from typing import Any
@@ -272,6 +272,7 @@ class ThrottledAdminClient(AdminClient):
         meter_provider: MeterProvider | None = None,
         metrics_num_samples: int = 2,
         metrics_sample_window_ms: int = 30000,
+        metric_attributes: Mapping[str, str | bool | int | float] | None = None,
         **kwargs: Any,
     ) -> None:
         if isinstance(conf, dict) and kwargs:
@@ -286,6 +287,7 @@ class ThrottledAdminClient(AdminClient):
             metrics_num_samples=metrics_num_samples,
             metrics_sample_window_ms=metrics_sample_window_ms,
             mutation_quota=mutation_quota,
+            metric_attributes=metric_attributes,
         )
         self._settings = settings
         self._bootstrap_servers = str(conf.get("bootstrap.servers", ""))
@@ -297,6 +299,8 @@ class ThrottledAdminClient(AdminClient):
         self._callback_errors = CallbackErrors()
         self._metrics = ClientMetrics(
             client_id=self._client_id,
+            bootstrap_servers=self._bootstrap_servers,
+            attributes=settings.metric_attributes,
             meter_provider=meter_provider,
             num_samples=settings.metrics_num_samples,
             sample_window_ms=settings.metrics_sample_window_ms,
@@ -467,8 +471,8 @@ class ThrottledAdminClient(AdminClient):
 
     def metrics(self) -> dict[str, float]:
         """Throttle-time avg/max (ms; client-wide and ``node-<id>-``), ``quota-violation-total``, ``retry-total``,
-        ``request-total``, ``mutations-sent-total``, ``backoff-time-ms-total`` and ``mutation-rate`` (the
-        configured or learned quota in mutations/s; NaN when unknown)."""
+        ``request-total``, ``mutations-sent-total``, ``mutations-admitted-total``, ``backoff-time-ms-total`` and
+        ``mutation-rate`` (the configured or learned quota in mutations/s; NaN when unknown)."""
         if "_metrics" not in vars(self):
             raise RuntimeError(CLOSED_MESSAGE)
         out = self._metrics.snapshot()

@@ -12,6 +12,8 @@ topic is the exception's type::
     │   └── PossiblyAppliedError           the broker's answer to a retry after an attempt with an unknown outcome
     ├── NotYetVisibleError                 applied, but not yet in every broker's metadata (``wait_for_metadata``)
     └── ClientClosedError                  the client was closed with the topic pending (``.sent``)
+        ├── ClientClosedNotSentError       ... queued, never sent: also a NotSentError
+        └── ClientClosedOutcomeUnknownError ... in flight, or an earlier attempt unanswered: also an OutcomeUnknownError
 
 - ``ThrottlingQuotaExceededException``: ``THROTTLING_QUOTA_EXCEEDED`` (retriable), with ``throttle_time_ms``.
 - ``NotSentError``: ``_TIMED_OUT`` "... not sent within timeout_ms=...: ..." when the call's deadline passed
@@ -34,13 +36,15 @@ topic is the exception's type::
   deadline (or by ``close()``).
 - ``ClientClosedError``: ``_DESTROY`` "ThrottledAdminClient was closed before ... completed; ...". ``.sent`` is
   True when an attempt may have been applied: its request was in flight, or an earlier attempt's answer was lost
-  (the exception is then also an ``OutcomeUnknownError``). For a queued topic it is False, and the exception is
-  also a ``NotSentError``, except for one whose last attempt the broker refused (nothing applied, but it was
-  sent): a plain ``ClientClosedError``.
+  (the exception is then a ``ClientClosedOutcomeUnknownError``, also an ``OutcomeUnknownError``). For a queued
+  topic it is False, and the exception is a ``ClientClosedNotSentError``, also a ``NotSentError``, except for one
+  whose last attempt the broker refused (nothing applied, but it was sent): a plain ``ClientClosedError``.
 
 Other failures are confluent-kafka's own ``KafkaException`` with the broker's error unchanged (e.g.
 POLICY_VIOLATION, INVALID_REPLICATION_FACTOR), or an authentication failure for a topic never sent. Bad input
-raises ``ValueError`` / ``TypeError`` before anything is sent.
+raises ``ValueError`` / ``TypeError`` before anything is sent; a topic's count or replica assignment out of bounds
+raises ``TopicValueError`` (a ``ValueError``) saying which field and which limit, so a caller such as the command
+line can word it in its own terms.
 
 Each exception pickles to its own class with the same code and message (Spark ships exceptions between
 processes; confluent-kafka's ``KafkaException`` itself does not pickle).
@@ -56,11 +60,14 @@ __all__ = [
     "CLOSED_MESSAGE",
     "CannotConnectError",
     "ClientClosedError",
+    "ClientClosedNotSentError",
+    "ClientClosedOutcomeUnknownError",
     "NotSentError",
     "NotYetVisibleError",
     "OutcomeUnknownError",
     "PossiblyAppliedError",
     "ThrottlingQuotaExceededException",
+    "TopicValueError",
     "after_unknown_attempt",
     "cannot_connect_error",
     "closed_error",
@@ -101,11 +108,32 @@ class ThrottlingQuotaExceededException(KafkaException):
 class NotSentError(KafkaException):
     """The topic was certainly not applied: its request was never written to a broker."""
 
-    def __init__(self, error: KafkaError) -> None:
+    # When the call's deadline is why (_TIMED_OUT): the operation, its timeout_ms and the reason, in parts, for a
+    # front end to word in its own terms (the command line names --timeout-ms); otherwise None.
+    operation: str | None
+    timeout_ms: int | None
+    reason: str | None
+
+    def __init__(
+        self,
+        error: KafkaError,
+        *,
+        operation: str | None = None,
+        timeout_ms: int | None = None,
+        reason: str | None = None,
+    ) -> None:
         super().__init__(error)
+        self.operation = operation
+        self.timeout_ms = timeout_ms
+        self.reason = reason
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.args[0],))
+        fields = {"operation": self.operation, "timeout_ms": self.timeout_ms, "reason": self.reason}
+        return (_rebuild, (type(self), self.args[0], fields))
+
+
+def _rebuild(cls: type[NotSentError], error: KafkaError, fields: dict[str, Any]) -> NotSentError:
+    return cls(error, **fields)
 
 
 class CannotConnectError(NotSentError):
@@ -153,23 +181,63 @@ class ClientClosedError(KafkaException):
         return (type(self), (self.args[0], self.sent))
 
 
-class _ClosedNotSentError(ClientClosedError, NotSentError):
+class ClientClosedNotSentError(ClientClosedError, NotSentError):
     """The client was closed with the topic queued: it was certainly not applied."""
 
     def __init__(self, error: KafkaError, sent: bool = False) -> None:
         super().__init__(error, sent)
 
 
-class _ClosedInFlightError(ClientClosedError, OutcomeUnknownError):
-    """The client was closed with the topic's request in flight: the broker may or may not have applied it."""
+class ClientClosedOutcomeUnknownError(ClientClosedError, OutcomeUnknownError):
+    """The client was closed with the topic's request in flight (or after an attempt whose answer was lost): the
+    broker may or may not have applied it."""
 
     def __init__(self, error: KafkaError, sent: bool = True) -> None:
         super().__init__(error, sent)
 
 
+class TopicValueError(ValueError):
+    """A topic's value that cannot be sent, found before anything is: ``field`` is the parameter's name
+    (``num_partitions``, ``replication_factor``, ``new_total_count``, ``replica_assignment``), ``index`` the entry of
+    a replica assignment, ``value`` what was given, ``minimum``/``maximum`` the bounds when the field is a count, and
+    ``problem`` what is wrong, in words that name no parameter (``must be >= 1 (at most 100000), ...``)."""
+
+    def __init__(
+        self,
+        topic: str,
+        field: str,
+        problem: str,
+        *,
+        value: Any = None,
+        minimum: int | None = None,
+        maximum: int | None = None,
+        index: int | None = None,
+    ) -> None:
+        where = field if index is None else f"{field}[{index}]"
+        super().__init__(f"topic {topic!r}: {where} {problem}")
+        self.topic = topic
+        self.field = field
+        self.problem = problem
+        self.value = value
+        self.minimum = minimum
+        self.maximum = maximum
+        self.index = index
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        fields = {"value": self.value, "minimum": self.minimum, "maximum": self.maximum, "index": self.index}
+        return (_topic_value_error, (self.topic, self.field, self.problem, fields))
+
+
+def _topic_value_error(topic: str, field: str, problem: str, fields: dict[str, Any]) -> TopicValueError:
+    return TopicValueError(topic, field, problem, **fields)
+
+
 def not_sent_error(operation: str, timeout_ms: int, why: str) -> NotSentError:
     return NotSentError(
-        KafkaError(KafkaError._TIMED_OUT, f"{operation} not sent within timeout_ms={timeout_ms}: {why}")
+        KafkaError(KafkaError._TIMED_OUT, f"{operation} not sent within timeout_ms={timeout_ms}: {why}"),
+        operation=operation,
+        timeout_ms=timeout_ms,
+        reason=why,
     )
 
 
@@ -264,4 +332,4 @@ def closed_error(
     error = KafkaError(KafkaError._DESTROY, f"ThrottledAdminClient was closed before {operation} completed; {what}")
     if refused is not None and not sent:
         return ClientClosedError(error, sent=False)
-    return _ClosedInFlightError(error) if sent else _ClosedNotSentError(error)
+    return ClientClosedOutcomeUnknownError(error) if sent else ClientClosedNotSentError(error)

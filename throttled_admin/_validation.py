@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 from confluent_kafka import KafkaError
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
+from throttled_admin._errors import TopicValueError
 from throttled_admin._kafka.topic_names import collision_key, topic_name_error
 
 __all__ = [
@@ -179,20 +180,22 @@ def _copy_config(name: str, config: Any) -> dict[str, str] | KafkaError:
     return copied
 
 
+def _out_of_range(name: str, field: str, value: Any, maximum: int, *, broker_default: bool) -> TopicValueError:
+    default = ", or -1 for the broker default;" if broker_default else ","
+    return TopicValueError(
+        name, field, f"must be >= 1 (at most {maximum}){default} got {value!r}", value=value, minimum=1, maximum=maximum
+    )
+
+
 def _snapshot_topic(t: NewTopic) -> NewTopic | KafkaError:
     name = str(t.topic)
     partitions, replication = t.num_partitions, t.replication_factor
-    # confluent-kafka's call-time checks first: any of them fails the whole call, as it does.
+    # confluent-kafka's call-time checks first: any of them fails the whole call, as it does (0 is left to the
+    # broker's per-topic refusal below).
     if not -1 <= partitions <= MAX_PARTITIONS:
-        raise ValueError(
-            f"topic {name!r}: num_partitions must be >= 1 (at most {MAX_PARTITIONS}), or -1 for the broker default; "
-            f"got {partitions!r}"
-        )
+        raise _out_of_range(name, "num_partitions", partitions, MAX_PARTITIONS, broker_default=True)
     if not -1 <= replication <= MAX_REPLICATION_FACTOR:
-        raise ValueError(
-            f"topic {name!r}: replication_factor must be >= 1 (at most {MAX_REPLICATION_FACTOR}), or -1 for the "
-            f"broker default; got {replication!r}"
-        )
+        raise _out_of_range(name, "replication_factor", replication, MAX_REPLICATION_FACTOR, broker_default=True)
     # An explicit replica_assignment=None reads back as None and is taken as no assignment (confluent-kafka
     # refuses it, a quirk of its C binding). An empty list is no assignment when the partition count is the
     # broker default, as confluent-kafka has it.
@@ -248,15 +251,20 @@ def _snapshot_partitions(p: NewPartitions) -> NewPartitions | KafkaError:
     name = str(p.topic)
     total = p.new_total_count
     if not 1 <= total <= MAX_PARTITIONS:
-        raise ValueError(f"topic {name!r}: new_total_count must be >= 1 (at most {MAX_PARTITIONS}), got {total!r}")
+        raise _out_of_range(name, "new_total_count", total, MAX_PARTITIONS, broker_default=False)
     if p.replica_assignment is None:
         return NewPartitions(name, int(total))
     copied = _assignment_shape(name, p.replica_assignment)
     if not copied:
-        raise ValueError(f"topic {name!r}: replica_assignment must list one broker-id list per new partition")
+        raise TopicValueError(name, "replica_assignment", "must list one broker-id list per new partition", value=[])
     if len(copied) > total:
-        raise ValueError(
-            f"topic {name!r}: replica_assignment has {len(copied)} entries, more than new_total_count ({total})"
+        raise TopicValueError(
+            name,
+            "replica_assignment",
+            f"has {len(copied)} entries, more than new_total_count ({total}); growing to {total} partitions adds "
+            f"at most {total - 1}",
+            value=copied,
+            maximum=total - 1,
         )
     # One entry per partition added; a topic has at least one partition, so at most new_total_count - 1.
     if len(copied) == total:

@@ -7,7 +7,7 @@ Every public name of ``confluent_kafka.admin`` is here and is the very same obje
 tests/test_admin_module.py holds the two modules' names together. Added: ``ThrottledAdminClient``,
 ``MutationQuota``, the per-call options, ``ThrottlingQuotaExceededException`` and the error kinds
 (``NotSentError``, ``CannotConnectError``, ``OutcomeUnknownError``, ``PossiblyAppliedError``, ``NotYetVisibleError``,
-``ClientClosedError``).
+``ClientClosedError``, ``ClientClosedNotSentError``, ``ClientClosedOutcomeUnknownError``).
 """
 
 # No ``from __future__ import annotations``: it would add a public name, ``annotations``.
@@ -69,6 +69,8 @@ from confluent_kafka.cimpl import (
 from throttled_admin import (
     CannotConnectError,
     ClientClosedError,
+    ClientClosedNotSentError,
+    ClientClosedOutcomeUnknownError,
     CreatePartitionsOptions,
     CreateTopicsOptions,
     DeleteTopicsOptions,
@@ -109,6 +111,8 @@ __all__ = [
     "BrokerMetadata",
     "CannotConnectError",
     "ClientClosedError",
+    "ClientClosedNotSentError",
+    "ClientClosedOutcomeUnknownError",
     "ClusterMetadata",
     "ConfigEntry",
     "ConfigResource",

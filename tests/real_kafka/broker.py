@@ -23,6 +23,7 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Mapping
@@ -38,6 +39,9 @@ HEAP_MAX = "512m"
 USERS: Mapping[str, str] = {"alice": "alice-secret", "bob": "bob-secret", "admin": "admin-secret"}
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 START_TIMEOUT_S = 120.0
+# The pid of the process whose death ends every JVM (share.py sets it to the run's main process; unset: the
+# process that starts the cluster).
+OWNER_ENV = "THROTTLED_ADMIN_KAFKA_OWNER"
 
 
 class KafkaNotFetchedError(RuntimeError):
@@ -93,6 +97,13 @@ class Node:
     sasl_port: int = 0
     controller_port: int = 0
     pid: int = 0
+    # The JVM's start time (/proc/PID/stat, field 22): tells it from a later process given the same pid (pid_max
+    # can be 32768). A node without one is never signalled.
+    started: int = 0
+
+    @property
+    def process(self) -> tuple[int, int]:
+        return (self.pid, self.started)
 
     @property
     def is_broker(self) -> bool:
@@ -168,13 +179,17 @@ class KafkaCluster:
                 cluster.stop()
                 if attempt == 2:
                     raise
+            except BaseException:
+                # Not ready in time, a node that exited, Ctrl-C: the cluster is not recorded yet, so nothing at the
+                # run's end would stop the JVMs already launched (in sessions of their own, out of Ctrl-C's reach).
+                cluster.stop()
+                raise
         cluster.start_seconds = time.monotonic() - t0
         return cluster
 
     def stop(self) -> None:
         """SIGTERM every JVM, SIGKILL what is still up after 10 s, and remove the log directories."""
-        pids = [n.pid for n in self.nodes if n.pid]
-        stop_pids(pids)
+        stop_pids([n.process for n in self.nodes if n.pid])
         for proc in self._procs.values():
             proc.wait()
         self._procs.clear()
@@ -190,7 +205,7 @@ class KafkaCluster:
         os.kill(node.pid, signal.SIGCONT)
 
     def alive(self) -> bool:
-        return all(n.pid and _pid_alive(n.pid) for n in self.nodes)
+        return all(n.pid and _pid_alive(*n.process) for n in self.nodes)
 
     def to_json(self) -> str:
         return json.dumps(
@@ -422,8 +437,20 @@ class KafkaCluster:
         )
         out.close()
         node.pid = proc.pid
+        node.started = _start_time(proc.pid) or 0
         self._procs[node.node_id] = proc
         _STARTED.append(proc)
+        # The JVM must not outlive its owner (the run's main process, or this one) if that is killed without
+        # stopping it: a watchdog per JVM, also out of Ctrl-C's reach, stops it then (tests/real_kafka/watchdog.py).
+        owner = os.environ.get(OWNER_ENV) or str(os.getpid())
+        _WATCHDOGS.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "tests.real_kafka.watchdog", owner, *map(str, node.process), str(directory)],
+                cwd=REPO,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        )
 
     def _wait_ready(self) -> None:
         from confluent_kafka import KafkaException
@@ -474,6 +501,7 @@ class _PortTaken(RuntimeError):
 # attach to it by its record; the run's main process stops it), so its Popen objects are kept here, not dropped
 # while their process runs.
 _STARTED: list[subprocess.Popen[bytes]] = []
+_WATCHDOGS: list[subprocess.Popen[bytes]] = []  # one per JVM: each exits when its JVM does
 
 
 def _java(cp: str, directory: Path, heap: str) -> list[str]:
@@ -514,9 +542,14 @@ logger.request.appenderRef.req.ref = REQUESTS
 
 
 def _cluster_id() -> str:
+    """A random id as ``kafka-storage random-uuid`` makes it: one that starts with '-' would be read by the
+    storage tool as an option (Kafka's Uuid.randomUuid draws again for those too)."""
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _read(sock: socket.socket, n: int) -> bytes:
@@ -529,31 +562,33 @@ def _read(sock: socket.socket, n: int) -> bytes:
     return bytes(data)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (exited, not yet reaped by its parent) is not alive.
+def _start_time(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks after boot), or None when no such process (or it is a zombie)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
-    except OSError:
-        return False
+            fields = f.read().rsplit(") ", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] == "Z" else int(fields[19])
 
 
-def stop_pids(pids: list[int], grace_s: float = 10.0) -> None:
-    """SIGCONT (a paused JVM cannot stop) and SIGTERM each, then SIGKILL whatever is still up after ``grace_s``."""
-    for pid in pids:
+def _pid_alive(pid: int, started: int) -> bool:
+    """Whether the process that started at ``started`` with ``pid`` still runs (not a later one with its pid)."""
+    return started != 0 and _start_time(pid) == started
+
+
+def stop_pids(processes: list[tuple[int, int]], grace_s: float = 10.0) -> None:
+    """SIGCONT (a paused JVM cannot stop) and SIGTERM each (pid, start time) still running, then SIGKILL whatever
+    is still up after ``grace_s``. A pid now held by another process is left alone."""
+    processes = [p for p in processes if _pid_alive(*p)]
+    for pid, _ in processes:
         for sig in (signal.SIGCONT, signal.SIGTERM):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
     deadline = time.monotonic() + grace_s
-    for pid in pids:
-        while _pid_alive(pid) and time.monotonic() < deadline:
+    for process in processes:
+        while _pid_alive(*process) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if _pid_alive(pid):
+        if _pid_alive(*process):
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+                os.kill(process[0], signal.SIGKILL)

@@ -36,20 +36,9 @@ if [ "$(cut -d' ' -f1 "$stamp" 2>/dev/null)" != "$jars_want" ]; then
         tail -n 30 "$log" >&2
         die "Maven could not fetch Apache Kafka 4.4.0's jars (its output is above and in $log): check that this machine reaches Maven Central (repo.maven.apache.org), or its proxy settings in ~/.m2/settings.xml"
     fi
-    # A jar that does not open as a zip file (a cut download, a corrupt local repository) is named here, not
-    # at the broker's start.
-    "$python" - "$dest/libs" <<'PY'
-import sys, zipfile, pathlib
-bad = []
-for jar in sorted(pathlib.Path(sys.argv[1]).glob("*.jar")):
-    try:
-        with zipfile.ZipFile(jar) as z:
-            z.namelist()
-    except (zipfile.BadZipFile, OSError) as exc:
-        bad.append(f"{jar.name}: {exc}")
-if bad:
-    sys.exit("error: corrupt jar(s): " + "; ".join(bad) + " -- delete them from ~/.m2/repository and run `make kafka` again")
-PY
+    # A jar that does not open, or whose entries do not match their CRCs (a cut download, a corrupt local
+    # repository: Maven checks checksums only when it downloads), is named here, not at the broker's start.
+    "$python" "$here/check_jars.py" "$dest/libs"
     echo "Apache Kafka 4.4.0: $(ls "$dest/libs" | wc -l) jars in $dest/libs, fetched in $(($(date +%s) - start)) s"
 fi
 rm -rf "$dest/classes"

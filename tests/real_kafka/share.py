@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.real_kafka.broker import BrokerSpec, KafkaCluster, stop_pids
+from tests.real_kafka.broker import OWNER_ENV, BrokerSpec, KafkaCluster, stop_pids
 
 SHARE_ENV = "THROTTLED_ADMIN_KAFKA_SHARE"
 
@@ -26,6 +26,7 @@ def make_share_dir() -> Path:
     """Called by the main process: the folder the workers' clusters are recorded in."""
     path = Path(tempfile.mkdtemp(prefix="throttled-admin-kafka-"))
     os.environ[SHARE_ENV] = str(path)
+    os.environ[OWNER_ENV] = str(os.getpid())  # the JVMs the workers start end with this process at the latest
     return path
 
 
@@ -61,8 +62,8 @@ def shared_cluster(spec: BrokerSpec) -> KafkaCluster:
 
 def stop_all(root: Path) -> None:
     """Called by the main process at the end of the run: stop every recorded JVM and remove the folder."""
-    pids = []
+    processes = []
     for record in root.glob("*.json"):
-        pids += [n.pid for n in KafkaCluster.from_json(record.read_text()).nodes if n.pid]
-    stop_pids(pids)
+        processes += [n.process for n in KafkaCluster.from_json(record.read_text()).nodes if n.pid]
+    stop_pids(processes)
     shutil.rmtree(root, ignore_errors=True)

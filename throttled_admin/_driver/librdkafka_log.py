@@ -1,8 +1,10 @@
 """librdkafka's log, read by the client on its way to where it was going.
 
 Some of what librdkafka knows reaches the application only as a log line: a broker that closes every connection
-right after the handshake is reported as ``FAIL ... Disconnected ... (after 0ms in state UP)`` at level 6, never
-to ``error_cb``. The client therefore installs its own ``logger``: each ``FAIL`` line goes to the client (which
+right after the handshake is reported as ``FAIL ... Disconnected ... (after 0ms in state UP)`` at level 6, one
+that closes it during ApiVersions (a TLS listener) at level 6, an ApiVersions request never answered at level 4,
+never to ``error_cb`` (how far each connection got is what the engine's first-contact rule reads). The client
+therefore installs its own ``logger``: each ``FAIL`` line goes to the client (which
 reports what it finds to ``error_cb``, as librdkafka reports its own authentication failures), and
 every line still goes where it would have gone without the client, filtered by the caller's ``log_level``: to
 the ``logger`` from conf (called on the client's user-code thread, like the other conf callbacks), or to stderr

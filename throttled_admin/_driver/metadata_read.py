@@ -6,9 +6,15 @@ out its whole timeout and then says only "Broker transport failure". The Java Ad
 once with the AuthenticationException. Here a ``ContactWatch`` (the client's ``error_cb`` and
 ``throttle_cb``) remembers what librdkafka reported, and ``read_metadata`` looks at it every 0.25 s while it
 waits for a first answer: a wrong password ends it as soon as the broker refuses it (the SASL message, its code
-kept), and no broker answering for ``FIRST_CONTACT_TIMEOUT_S`` while every connection attempt fails ends it
-with ``CannotConnectError``
-"Metadata not sent: cannot connect to HOST:PORT (reason)", as the core does for mutations.
+kept), a listener the client found to speak the other protocol (TLS or not) as soon as it is found, and no broker
+answering for ``FIRST_CONTACT_TIMEOUT_S`` while connection attempts fail before their handshake (librdkafka's
+reports to ``error_cb``, read as the engine's ``contact`` does) ends it with ``CannotConnectError``
+"Metadata not sent: cannot connect to HOST:PORT (reason)", as the core does for mutations. A slow broker is
+waited for: no timer of its own cuts a read short before the caller's ``timeout_s``.
+
+``read_failure`` words why a read failed the same way for every caller (the command line's ``apply``, the
+provisioning executor): "cannot connect to ...", librdkafka's authentication message, or "cannot read the
+cluster's topics: ...".
 """
 
 from __future__ import annotations
@@ -21,27 +27,27 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
-from throttled_admin._engine import FIRST_CONTACT_TIMEOUT_S, connect_failure, is_broker_answer
-from throttled_admin._errors import cannot_connect_error
+from throttled_admin._engine import FIRST_CONTACT_TIMEOUT_S, ContactFailure, contact_failure, is_broker_answer
+from throttled_admin._errors import NotSentError, cannot_connect_error
 
-__all__ = ["FATAL_CODES", "ContactWatch", "read_metadata"]
+__all__ = ["FATAL_CODES", "ContactWatch", "read_failure", "read_metadata"]
 
 #: Errors after which no request of the client can succeed (librdkafka retries them forever).
 FATAL_CODES = frozenset({KafkaError._AUTHENTICATION, KafkaError._SSL, KafkaError.SASL_AUTHENTICATION_FAILED})
-_CONNECT_CODES = frozenset({KafkaError._TRANSPORT, KafkaError._RESOLVE})
 #: How often a read waiting for its first answer looks at the watch (a wrong password, no broker reachable).
 _SLICE_S = 0.25
 
 
 class ContactWatch:
     """What librdkafka's callbacks say about a client's connections: the first fatal error (authentication,
-    TLS) and, while no broker has answered, the last reason a connection could not be made. Give
+    TLS) and, while no broker has answered, the last connection that failed before its handshake (or a listener
+    found to speak the other protocol, which ThrottledAdminClient reports to ``error_cb`` too). Give
     ``on_error`` and ``on_throttle`` to the client as its ``error_cb`` and ``throttle_cb``."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._fatal: KafkaError | None = None
-        self._connect_error: tuple[str, str] | None = None  # (address, reason) while no broker has answered
+        self._failure: ContactFailure | None = None  # while no broker has answered
         self._reached = False
 
     def on_error(self, error: KafkaError) -> None:
@@ -50,8 +56,11 @@ class ContactWatch:
             if error.code() in FATAL_CODES:
                 if self._fatal is None:
                     self._fatal = error
-            elif error.code() in _CONNECT_CODES and not self._reached:
-                self._connect_error = connect_failure(error.str()) or self._connect_error
+                return
+            failure = None if self._reached else contact_failure(error.str())
+            known = self._failure
+            if failure is not None and not (known is not None and known.definite and not failure.definite):
+                self._failure = failure
 
     def on_throttle(self, event: Any) -> None:
         self.reached()
@@ -61,7 +70,7 @@ class ContactWatch:
         over (a connection authenticated since), so a later read is not failed by a stale one."""
         with self._lock:
             self._reached = True
-            self._connect_error = None
+            self._failure = None
             self._fatal = None
 
     @property
@@ -82,12 +91,13 @@ class ContactWatch:
             raise KafkaException(fatal)
 
     def check_unreachable(self, since: float, operation: str = "Metadata") -> None:
-        """No broker has answered since ``since`` (monotonic) for FIRST_CONTACT_TIMEOUT_S and every connection
-        attempt failed: raise ``CannotConnectError`` now (nothing was sent), not at the caller's timeout."""
+        """No broker has answered since ``since`` (monotonic) for FIRST_CONTACT_TIMEOUT_S and connection attempts
+        fail before their handshake, or the listener speaks the other protocol: raise ``CannotConnectError`` now
+        (nothing was sent), not at the caller's timeout."""
         with self._lock:
-            failure = None if self._reached else self._connect_error
-        if failure is not None and time.monotonic() - since >= FIRST_CONTACT_TIMEOUT_S:
-            raise cannot_connect_error(operation, *failure)
+            failure = None if self._reached else self._failure
+        if failure is not None and (failure.definite or time.monotonic() - since >= FIRST_CONTACT_TIMEOUT_S):
+            raise cannot_connect_error(operation, failure.address, failure.reason)
 
 
 def read_metadata(admin: AdminClient, watch: ContactWatch, timeout_s: float) -> Any:
@@ -124,3 +134,18 @@ def read_metadata(admin: AdminClient, watch: ContactWatch, timeout_s: float) -> 
         raise
     watch.reached()
     return metadata
+
+
+def read_failure(exc: BaseException) -> tuple[int | None, str]:
+    """Why a read of the cluster failed before anything was sent, with Kafka's (librdkafka's) error code: no broker
+    reachable ("cannot connect to HOST:PORT (reason)"), an authentication failure (librdkafka's message), or
+    anything else ("cannot read the cluster's topics: " and the error)."""
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    if not isinstance(error, KafkaError):
+        return None, f"cannot read the cluster's topics: {type(exc).__name__}: {exc}"
+    code, message = int(error.code()), str(error.str())
+    if isinstance(exc, NotSentError):
+        return code, message.split(" not sent: ", 1)[-1]
+    if code in FATAL_CODES:
+        return code, message
+    return code, f"cannot read the cluster's topics: {message}"

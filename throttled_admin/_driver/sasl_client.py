@@ -68,6 +68,13 @@ class ScramExchange(SaslExchange):
             raise SaslError("the broker's SCRAM server-first message does not parse") from exc
         if "m" in fields or not nonce.startswith(self._nonce) or len(nonce) == len(self._nonce) or iterations < 1:
             raise SaslError("the broker's SCRAM server-first message is not valid")
+        if iterations < scram.MIN_ITERATIONS:
+            # As Kafka's ScramSaslClient: a proof computed with fewer iterations than Kafka's minimum for a
+            # credential is cheaper to brute-force offline, and no Kafka broker asks for one.
+            raise SaslError(
+                f"the broker's SCRAM server-first message requested {iterations} iterations, "
+                f"less than the minimum {scram.MIN_ITERATIONS}"
+            )
         salted = scram.salted_password(self._hash, self._password, salt, iterations)
         without_proof = f"c={base64.b64encode(b'n,,').decode()},r={nonce}"
         auth_message = f"{self._first_bare},{text},{without_proof}".encode()

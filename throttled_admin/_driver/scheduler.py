@@ -40,11 +40,11 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError
 
 from throttled_admin._driver.futures import TopicFuture
-from throttled_admin._driver.handshake_drops import HandshakeDrops, diagnoses
+from throttled_admin._driver.handshake_drops import HandshakeDrops
 from throttled_admin._driver.user_code import CallbackRunner
 from throttled_admin._engine import (
+    CONTACT_PROBE_TIMEOUT_S,
     DRAIN_NAME,
-    FIRST_CONTACT_TIMEOUT_S,
     BrokerViews,
     Call,
     Drained,
@@ -77,9 +77,12 @@ Answer = dict[str, BaseException | None] | BaseException
 
 
 class MetricsExport(MetricsSink, Protocol):
-    """The engine's metric events, and a flush of what they recorded to the exporter (after each turn)."""
+    """The engine's metric events, a flush of what they recorded to the exporter (after each turn), and the
+    cluster's id once the contact probe has read it (before the first mutation is sent)."""
 
     def flush(self) -> None: ...
+
+    def identify(self, cluster_id: str | None) -> None: ...
 
 
 class ClientGone(Exception):
@@ -122,9 +125,8 @@ class Scheduler:
         where the done-callbacks of the client's futures run (closed with the scheduler)."""
         self._transport = transport
         self._report = report
-        self._handshake_drops = (
-            HandshakeDrops(security_protocol, self._on_sasl_required) if diagnoses(security_protocol) else None
-        )
+        self._handshake_drops = HandshakeDrops(security_protocol, self._on_listener_found)
+        self._reported: str | None = None  # the last finding about a listener reported to ``report``
         self._metrics = metrics
         self._clock = clock
         self._engine = Engine(pacer=pacer, backoff=backoff, socket_timeout_s=socket_timeout_s)
@@ -209,19 +211,24 @@ class Scheduler:
             self._wake()
 
     def on_log(self, message: str) -> None:
-        """A librdkafka ``FAIL`` log line: a listener that drops every connection right after the handshake may
-        be refusing a client that does not authenticate (``_driver.handshake_drops`` asks it)."""
-        if self._handshake_drops is None:
-            return
+        """A librdkafka ``FAIL`` log line: how far a connection got before it failed (the engine's first-contact
+        rule; some failures are told only here), and whether its listener may speak another protocol than the
+        client (``_driver.handshake_drops`` asks it)."""
         with self._cv:
+            self._engine.on_log(message, self._clock())
             error = self._handshake_drops.observe(message, self._clock())
+            self._wake()
         if error is not None:
-            self._on_sasl_required(error)
+            self._on_listener_found(error)
 
-    def _on_sasl_required(self, error: KafkaError) -> None:
-        """The listener requires SASL and this client has none: an authentication failure, reported once."""
+    def _on_listener_found(self, error: KafkaError) -> None:
+        """The listener speaks another protocol than this client (SASL, TLS): an authentication failure or a
+        connection failure no retry gets past, reported once to the application (``report``)."""
         with self._cv:
-            first = not self._engine.auth_failing
+            if error.code() == KafkaError._AUTHENTICATION:
+                first = not self._engine.auth_failing  # reported again once the failure has lapsed
+            else:
+                first, self._reported = error.str() != self._reported, error.str()
             self._engine.on_error(error, self._clock())
             self._wake()
         if first and self._report is not None:
@@ -379,8 +386,8 @@ class Scheduler:
             raise
         except Exception:
             log.exception("serving librdkafka's callbacks failed")
-        # A listener found to require SASL: the failure holds until a request gets through.
-        found = self._handshake_drops.found() if self._handshake_drops is not None else None
+        # A listener found to speak another protocol: the failure holds until a request gets through.
+        found = self._handshake_drops.found()
         with self._cv:
             if self._closed:
                 return None, False
@@ -420,7 +427,7 @@ class Scheduler:
     def _dispatch_metrics(self, out: Outbox) -> None:
         for event in out.metrics:
             event(self._metrics)
-        if out.reached and self._handshake_drops is not None:
+        if out.reached:
             with self._cv:
                 self._handshake_drops.answered()  # the connection carried a request past the handshake
 
@@ -494,7 +501,7 @@ class Scheduler:
         """Ask the cluster to describe itself (no quota, answered by any broker): an answer, even an error, says
         a broker has served this client; librdkafka's local failure says none could be reached."""
         try:
-            future = self._transport.probe(FIRST_CONTACT_TIMEOUT_S)
+            future = self._transport.probe(CONTACT_PROBE_TIMEOUT_S)
         except ClientGone:
             raise
         except Exception:
@@ -505,6 +512,9 @@ class Scheduler:
 
     def _on_probe_done(self, future: Future[Any] | None) -> None:
         answered = future is not None and is_broker_answer(future.exception())
+        if future is not None and future.exception() is None:
+            # Before the engine hears of it: the first mutation's series already carry the cluster's id.
+            self._metrics.identify(getattr(future.result(), "cluster_id", None))
         with self._cv:
             self._engine.on_probe(answered, self._clock())
             self._wake()

@@ -7,8 +7,9 @@
   client's serial user-code thread, so a slow one delays nothing of the client's. Whatever they raise is kept
   for the application's next ``poll()``, which raises it as confluent-kafka's does (``_driver.callback_errors``).
 - The client reads librdkafka's log on its way (``_driver.librdkafka_log``): some connection failures are told nowhere
-  else. An authentication failure the client finds goes to the ``error_cb`` from conf (or is logged when there
-  is none), as librdkafka reports its own (the reporter ``install_callbacks`` returns).
+  else. What the client finds itself (a listener that requires SASL, or speaks TLS on one side only) goes to the
+  ``error_cb`` from conf (or is logged when there is none), as librdkafka reports its own (the reporter
+  ``install_callbacks`` returns).
 - The callbacks reach the scheduler, never the client: librdkafka's handle keeps its callbacks alive, and a
   path back to the client would be a cycle that keeps librdkafka's threads and sockets alive.
 """
@@ -28,6 +29,7 @@ from opentelemetry.metrics import MeterProvider
 from throttled_admin._driver.callback_errors import CallbackErrors
 from throttled_admin._driver.librdkafka_log import tap_logs
 from throttled_admin._engine import RetryBackoff
+from throttled_admin._telemetry.metrics import check_metric_attributes
 
 __all__ = ["ClientSettings", "EventSink", "install_callbacks"]
 
@@ -62,6 +64,7 @@ class ClientSettings:
     metrics_num_samples: int
     metrics_sample_window_ms: int
     backoff: RetryBackoff
+    metric_attributes: dict[str, str | bool | int | float]
     socket_timeout_s: float = 60.0  # librdkafka's socket.timeout.ms: how long an abandoned request holds its connection
 
     @classmethod
@@ -75,6 +78,7 @@ class ClientSettings:
         metrics_num_samples: Any,
         metrics_sample_window_ms: Any,
         mutation_quota: Any,
+        metric_attributes: Any = None,
     ) -> ClientSettings:
         from throttled_admin._engine import MutationQuota
 
@@ -101,6 +105,7 @@ class ClientSettings:
             metrics_num_samples=_positive_int("metrics_num_samples", metrics_num_samples, maximum=1000),
             metrics_sample_window_ms=_positive_int("metrics_sample_window_ms", metrics_sample_window_ms),
             backoff=backoff,
+            metric_attributes=check_metric_attributes(metric_attributes),
             socket_timeout_s=_milliseconds(conf, "socket.timeout.ms", 60000) / 1000,
         )
 

@@ -1,8 +1,9 @@
 """The client's core: every decision of the scheduler as a pure state machine (``machine.Engine``) and its pure
 parts: calls and topics (``work``), what a result means (``classify``), the round-trip floor (``round_trip``),
 the KIP-219 gate (``throttle``), the connection an abandoned request may still hold (``connection``), pacing to the
-mutation quota (``pacer``), the retry back-off (``retry``), the controller's batch cap (``batch_cap``) and waiting
-for every broker's Metadata (``visibility``).
+mutation quota (``pacer``), the retry back-off (``retry``), the controller's batch cap (``batch_cap``), waiting for
+every broker's Metadata (``visibility``) and how far a client's connections got before any broker answered it
+(``contact``).
 
 No threads, no clock, no sockets: the driver (``throttled_admin._driver``) feeds it events and the time, and
 does what its ``Outbox`` says. It depends only on ``throttled_admin._kafka`` (Kafka's own rules) and the error
@@ -13,13 +14,14 @@ from __future__ import annotations
 
 from throttled_admin._engine.classify import Outcome, classify, error_of, is_broker_answer
 from throttled_admin._engine.connection import DRAIN_NAME, Drained
+from throttled_admin._engine.contact import ContactFailure, broker_address, contact_failure, wrong_listener
 from throttled_admin._engine.machine import (
+    CONTACT_PROBE_TIMEOUT_S,
     FIRST_CONTACT_TIMEOUT_S,
     Engine,
     MetricsSink,
     Outbox,
     Request,
-    connect_failure,
 )
 from throttled_admin._engine.pacer import MutationQuota, Pacer
 from throttled_admin._engine.retry import RetryBackoff
@@ -35,6 +37,7 @@ from throttled_admin._engine.work import (
 )
 
 __all__ = [
+    "CONTACT_PROBE_TIMEOUT_S",
     "CREATE_PARTITIONS",
     "CREATE_TOPICS",
     "DELETE_TOPICS",
@@ -42,6 +45,7 @@ __all__ = [
     "FIRST_CONTACT_TIMEOUT_S",
     "BrokerViews",
     "Call",
+    "ContactFailure",
     "Drained",
     "Engine",
     "MetricsSink",
@@ -55,8 +59,10 @@ __all__ = [
     "RetryBackoff",
     "Topic",
     "TopicView",
+    "broker_address",
     "classify",
-    "connect_failure",
+    "contact_failure",
     "error_of",
     "is_broker_answer",
+    "wrong_listener",
 ]

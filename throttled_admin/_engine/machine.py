@@ -19,9 +19,13 @@ d. Nothing is sent with less time left than the fastest recent answer took (``Ro
    forgets, fed by whole answers only), so a slow outlier cannot lock calls out: a first attempt is refused
    only when ``MIN_SAMPLES`` recent answers agree, a retry when any recent answer says it cannot fit.
 e. Every topic is settled by its call's deadline: the engine asks to be woken then.
-f. Outcomes are truthful: success when the broker says so; "not sent" only for what was never handed over;
-   "outcome unknown" when a request was handed over and no usable answer came (lost, late, garbled); the
-   broker's "already done" after such an attempt says an earlier attempt may have applied it.
+f. Outcomes are truthful: success when the broker says so; "not sent" only for what was never written (never
+   handed over, or librdkafka's verdict says it never built the request); "outcome unknown" when a request was
+   handed over and no usable answer came (lost, late, garbled); the broker's "already done" after such an
+   attempt says an earlier attempt may have applied it. A handshake never completed means nothing was written:
+   until a broker has answered the client, nothing is handed over while its connections fail before their
+   handshake (they fail "cannot connect to HOST:PORT (how far it got)"), and what is handed over has a
+   librdkafka timeout that ends before its call's deadline, so librdkafka's own verdict settles it.
 g. Metric events equal what the responses said (throttles, violations, retries).
 h. ``close`` settles every topic.
 """
@@ -46,6 +50,7 @@ from throttled_admin._engine.classify import (
     was_written,
 )
 from throttled_admin._engine.connection import Connection, Drained
+from throttled_admin._engine.contact import ContactFailure, contact_failure
 from throttled_admin._engine.pacer import MutationQuota, Pacer
 from throttled_admin._engine.redpanda import RedpandaHold
 from throttled_admin._engine.retry import RetryBackoff
@@ -93,13 +98,20 @@ ABANDON_GRACE_S = 2.0
 PARTIAL_GRACE_S = 0.5
 _AUTH_ERRORS = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
 _CANCELLED = "its caller cancelled it while librdkafka was still looking for the controller"
-# Before its first mutation a client asks the cluster something light (the driver's contact probe, answered
-# within this long). Until a broker has answered it, a request's whole operation in librdkafka lasts at most
-# this long too (its request_timeout): if no broker can be reached, librdkafka gives up "waiting for controller",
-# having sent nothing, and the caller learns why within seconds instead of at its deadline (finding 8). A
-# client that has been answered sends with its calls' own timeouts (a first answer may take longer).
+# First contact (docs/semantics.md, "First contact"). A client asks the cluster something light as it starts (the
+# driver's contact probe: describe_cluster, whose librdkafka timeout is FIRST_CONTACT_TIMEOUT_S, so that a probe not
+# yet sent never queues ahead of a mutation on a slow broker's connection; asked again at most that often while
+# connections fail and calls wait). Until a broker has answered the client (the probe, any response, a throttle):
+# - while librdkafka reports connections that fail before their handshake completed (``contact``), nothing is
+#   handed over, and a call's topics fail "cannot connect to HOST:PORT (reason)" FIRST_CONTACT_TIMEOUT_S after
+#   the call was made (at once when the listener was found to speak the other protocol);
+# - otherwise the first request waits for the probe, at most FIRST_CONTACT_TIMEOUT_S (a slow broker), and its
+#   librdkafka timeout ends CONTACT_VERDICT_MARGIN_S before its call's deadline: librdkafka's own verdict
+#   ("waiting for controller": never built, not sent; "waiting for response": written) comes first.
+# Once a broker has answered, requests carry their calls' own timeouts.
 FIRST_CONTACT_TIMEOUT_S = 5.0
-_CONNECT_ERRORS = {KafkaError._TRANSPORT, KafkaError._RESOLVE}
+CONTACT_PROBE_TIMEOUT_S = FIRST_CONTACT_TIMEOUT_S
+CONTACT_VERDICT_MARGIN_S = 0.5
 # An authentication failure fails what is pending and what is submitted this soon after it; librdkafka keeps
 # reconnecting and reports it again if it persists.
 AUTH_ERROR_TTL_S = 5.0
@@ -115,6 +127,8 @@ class MetricsSink(Protocol):
     def record_retry(self, operation: str) -> None: ...
 
     def record_request(self, operation: str, topics: int, mutations: int) -> None: ...
+
+    def record_admitted(self, operation: str, mutations: int) -> None: ...
 
     def record_backoff(self, operation: str, seconds: float) -> None: ...
 
@@ -192,9 +206,10 @@ class Engine:
         self._holders: dict[str, Topic | list[Topic]] = {}
         self._request: Request | None = None
         self._auth_error: tuple[KafkaError, float] | None = None  # (error, when it was reported)
-        self._reached = False  # a request of this client got through to a broker
-        self._connect_error: tuple[str, str] | None = None  # (address, librdkafka's reason) while never reached
+        self._reached = False  # a broker has answered this client
+        self._contact_failure: ContactFailure | None = None  # the last connection failed before its handshake
         self._probe: str | None = None  # the contact probe: None (not asked), "asked", "unanswered"
+        self._probe_asked_at = -math.inf
         self._refresh_metadata = False  # after NOT_CONTROLLER: read metadata before sending again, as Java does
         # Broker defaults: the partitions a create of -1 makes (the controller's num.partitions), once read; and a
         # topic created with a guessed count, to read back when the cluster's setting could not be read
@@ -267,6 +282,7 @@ class Engine:
     def on_throttle(self, node_id: int, throttle_s: float, now: float) -> None:
         """A response's throttle_time_ms (librdkafka sends an event when it changes)."""
         self._gate.record(node_id, throttle_s, now)
+        self._contact()  # a response's throttle: a broker has answered this client
         request = self._request
         if request is not None:
             request.events.append((node_id, throttle_s))
@@ -275,11 +291,22 @@ class Engine:
 
     def on_error(self, error: KafkaError, now: float) -> None:
         """An authentication failure fails the work at once instead of at its deadline, and what is submitted
-        within ``AUTH_ERROR_TTL_S`` after it (librdkafka reports it again while it lasts)."""
+        within ``AUTH_ERROR_TTL_S`` after it (librdkafka reports it again while it lasts). A connection that
+        failed before its handshake (``contact``) counts until a broker has answered."""
         if error.code() in _AUTH_ERRORS:
             self._auth_error = (error, now)
-        elif not self._reached and error.code() in _CONNECT_ERRORS:
-            self._connect_error = connect_failure(error.str()) or self._connect_error
+        else:
+            self.on_log(error.str(), now)
+
+    def on_log(self, line: str, now: float) -> None:
+        """A librdkafka ``FAIL`` log line (some failures before the handshake are told only there)."""
+        failure = contact_failure(line) if not self._reached else None
+        if failure is None:
+            return
+        known = self._contact_failure
+        if known is not None and known.definite and not failure.definite and failure.stage != "tcp":
+            return  # what was found of the listener holds until it is seen down (a restart may change it)
+        self._contact_failure = failure
 
     @property
     def auth_failing(self) -> bool:
@@ -317,7 +344,7 @@ class Engine:
         """The contact probe's outcome: a broker answered it (even with an error), or not."""
         if answered:
             self._contact()
-        else:
+        elif self._probe == "asked":
             self._probe = "unanswered"
 
     @property
@@ -395,9 +422,6 @@ class Engine:
 
     def step(self, now: float) -> Outbox:
         """Decide what can be decided at ``now``; returns (and clears) everything to do."""
-        if self._probe is None and not self._reached and not self._closed:
-            self._probe = "asked"  # at the start: a client has its answer before its first mutation, mostly
-            self._out.probe = True
         if not self._closed:
             request = self._request
             if request is not None and self._settled_in_flight(request, now):
@@ -405,6 +429,8 @@ class Engine:
             if self._auth_error is not None:
                 self._fail_on_auth_error(now)
             wake_at = min(self._expire(now), self._drain(now))
+            if not self._reached:
+                wake_at = min(wake_at, self._first_contact(now))
             if self._request is None:
                 wake_at = min(wake_at, self._next_request(now))
             else:
@@ -433,9 +459,38 @@ class Engine:
     # -- settling ---------------------------------------------------------------------------------
 
     def _contact(self) -> None:
-        """A broker has served this client: no first-contact cap, no 'cannot connect' from now on."""
+        """A broker has answered this client: no first-contact rule, no 'cannot connect' from now on."""
         self._reached = True
-        self._connect_error = None
+        self._contact_failure = None
+
+    def _first_contact(self, now: float) -> float:
+        """Until a broker has answered: ask the contact probe (at the start, and again while connections fail and
+        calls wait: a broker that comes up is noticed), and fail the topics of calls that have waited
+        FIRST_CONTACT_TIMEOUT_S for a connection that keeps failing before its handshake (at once for a listener of
+        the other protocol). Nothing of theirs was handed over. Returns when to look again."""
+        wake_at = math.inf
+        failure = self._contact_failure
+        if self._probe is None or (self._probe == "unanswered" and failure is not None and self._calls):
+            ask_at = self._probe_asked_at + FIRST_CONTACT_TIMEOUT_S
+            if now < ask_at:
+                wake_at = ask_at
+            else:
+                self._probe, self._probe_asked_at = "asked", now
+                self._out.probe = True
+        if failure is None:
+            return wake_at
+        for call in list(self._calls.values()):
+            if not call.queued:
+                continue
+            give_up_at = call.started_at + (0.0 if failure.definite else FIRST_CONTACT_TIMEOUT_S)
+            if now < give_up_at:
+                wake_at = min(wake_at, give_up_at)
+                continue
+            error = cannot_connect_error(call.kind.operation.name, failure.address, failure.reason)
+            for topic in list(call.queued.values()):
+                if not topic.outcome_unknown:  # (an attempt written means a broker was reached: never here)
+                    self._finish(topic, error, now)
+        return wake_at
 
     def _metric(self, event: MetricEvent) -> None:
         self._out.metrics.append(event)
@@ -580,10 +635,15 @@ class Engine:
             return ThrottlingQuotaExceededException(remaining_ms, topic.name)
         if topic.last_error is not None:
             return topic.last_error  # refused before (nothing applied), and no time was left to try again
-        if not self._holds(topic):
+        failure = self._contact_failure
+        if failure is not None:  # no broker has answered, and connections fail before their handshake
+            return cannot_connect_error(call.kind.operation.name, failure.address, failure.reason)
+        if not self._reached:
+            why = "no broker had answered this client"
+        elif not self._holds(topic):
             why = "an earlier call still held the topic's name"
         elif topic in self._unread:
-            why = "the brokers' topic ids of the name (wait_for_metadata) were still being read"
+            why = "the brokers' topic ids of the name (to tell the new topic from an earlier one) were still being read"
         elif self._connection.busy:
             why = "the connection to the controller still carried an earlier request that got no answer"
         else:
@@ -606,6 +666,7 @@ class Engine:
             self._connection.abandoned(now)  # never completed, or given up on: it may still hold the connection
         throttle_s = self._record_response_throttle(request, answered)
         admitted = 0
+        accepted = 0  # the mutations of the topics the broker applied (as far as their costs are known)
         retried = False
         outcomes = {
             name: classify(exc, operation=operation.name, throttled=throttle_s > 0) for name, exc in results.items()
@@ -629,6 +690,7 @@ class Engine:
             outcome = outcomes[topic.name]
             if outcome is Outcome.SUCCESS:
                 admitted += topic.cost or 0
+                accepted += topic.cost or 0
             call = topic.call
             if call.in_flight.pop(topic.name, None) is None:
                 continue  # settled already (its deadline passed, or authentication failed)
@@ -644,9 +706,9 @@ class Engine:
                 topic.throttled_at = None
                 call.queued[topic.name] = topic
                 retried = True
-            elif outcome is Outcome.NOT_SENT and self._connect_error is not None and not topic.outcome_unknown:
-                address, reason = self._connect_error  # no broker was ever reached: say so now, not at the deadline
-                self._finish(topic, cannot_connect_error(operation.name, address, reason), now)
+            elif outcome is Outcome.NOT_SENT and self._contact_failure is not None and not topic.outcome_unknown:
+                failure = self._contact_failure  # no broker was ever reached: say so now, not at the deadline
+                self._finish(topic, cannot_connect_error(operation.name, failure.address, failure.reason), now)
             elif outcome in (Outcome.NOT_APPLIED, Outcome.NOT_SENT, Outcome.UNKNOWN):
                 retried |= self._on_transient(topic, exc, outcome, now, delays)
             else:
@@ -659,6 +721,9 @@ class Engine:
                 self._auth_error = None
             if self._pacer is not None:
                 self._pacer.on_response(admitted=admitted, throttle_s=throttle_s, sent_at=request.sent_at, now=now)
+        if accepted:
+            name = operation.name
+            self._metric(lambda m: m.record_admitted(name, accepted))
         if retried:
             name = operation.name
             self._metric(lambda m: m.record_retry(name))
@@ -793,9 +858,11 @@ class Engine:
         head = self._head(now)
         if head is None:
             return self._next_eligible(now)
-        if not self._reached and self._connect_error is None and self._probe == "asked":
-            # Has any broker answered this client? (finding 8: FIRST_CONTACT_TIMEOUT_S)
-            return math.inf  # woken by the probe's outcome, a connection error, or a deadline
+        if not self._reached:  # first contact: hand over only what librdkafka may be able to write
+            if self._contact_failure is not None:
+                return math.inf  # woken by a broker's answer, or when the calls give up (_first_contact)
+            if self._probe == "asked" and now < head.call.started_at + FIRST_CONTACT_TIMEOUT_S:
+                return head.call.started_at + FIRST_CONTACT_TIMEOUT_S  # or by the probe's answer
         kind = head.call.kind
         topics = list(self._eligible(kind, now))
         if self._refresh_metadata or any(topic.cost is None for topic in topics):
@@ -893,6 +960,9 @@ class Engine:
             kept_s = max(_MIN_MARGIN_S, base_s)
             if call is not last_call:  # a call's topics are in a row: its times once
                 last_call, remaining_s, time_s = call, call.remaining_s(now), call.budget_s(now)
+            if not self._reached and remaining_s <= CONTACT_VERDICT_MARGIN_S + kept_s:
+                self._finish(topic, self._gave_up(topic, now), now)  # no time for librdkafka's verdict to come
+                continue
             if remaining_s <= expected_s + kept_s:
                 self._finish(topic, self._gave_up_early(topic, expected_s, kept_s, now), now)
                 continue
@@ -910,8 +980,8 @@ class Engine:
         # Sharing never hurts: librdkafka waits for the answer as long as the longest call would alone (each call's
         # topics are settled at its own deadline); the controller's deadline is the shortest call's (below).
         request_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(longest, _LIBRDKAFKA_MAX_TIMEOUT_S))
-        if not self._reached:
-            request_timeout_s = min(request_timeout_s, FIRST_CONTACT_TIMEOUT_S)
+        if not self._reached:  # librdkafka's verdict comes before the (shortest call's) deadline
+            request_timeout_s = min(request_timeout_s, remaining_s - CONTACT_VERDICT_MARGIN_S)
         operation_timeout_s = min(remaining_s, shortest, request_timeout_s) - margin_s
         # A caller's operation_timeout of 0 (confluent-kafka's "do not wait") is no cap: a Kafka 4 controller
         # refuses a request whose timeout_ms is 0 at once (REQUEST_TIMED_OUT, nothing applied), and answers after
@@ -969,17 +1039,6 @@ def _refusal(topic: Topic) -> str | None:
         return KafkaError(KafkaError.THROTTLING_QUOTA_EXCEEDED).str()
     error = error_of(topic.last_error)
     return error.str() if error is not None else None
-
-
-def connect_failure(message: str) -> tuple[str, str] | None:
-    """(address, reason) of librdkafka's "HOST:PORT/NAME: Connect to ... failed: ... (after 0ms in state CONNECT)"
-    or "...: Failed to resolve '...': ..." (a connection that never came up), else None."""
-    if "in state CONNECT" not in message and "Failed to resolve" not in message:
-        return None
-    broker, _, reason = message.partition(": ")
-    if not reason:
-        return None
-    return broker.split("/", 1)[0], reason.split(" (after ", 1)[0]
 
 
 def _admitted_before_refusal(topics: list[Topic], outcomes: dict[str, Outcome]) -> int:

@@ -1,10 +1,13 @@
-"""Apache Kafka 4.0's topic configs, as data: ``LogConfig``'s ``ConfigDef`` (type, default, validator),
+"""Apache Kafka 4.4's topic configs, as data: ``LogConfig``'s ``ConfigDef`` (type, default, validator),
 ``TopicConfig``'s documentation and ``ServerTopicConfigSynonyms`` (the broker configs each falls back to).
 
-Transcribed from Kafka's sources; 4.0 differs from 3.x in: ``message.format.version`` and
-``message.timestamp.difference.max.ms`` are gone, ``segment.bytes`` is at least 1 MiB and
-``message.timestamp.after.max.ms`` defaults to one hour (KIP-1030), ``message.downconversion.enable`` is a
-deprecated no-op kept until 5.0. Defaults are rendered as ``ConfigDef.convertToString`` does, which is
+Names, types, defaults, documentation and synonyms are what a Kafka 4.4.0 broker's DescribeConfigs of a topic
+says (the ``kafka`` test ``tests/test_broker_configs.py`` compares them with the running broker), the validators
+Kafka 4.4.0's ``LogConfig``. Since 3.x: ``message.format.version`` and ``message.timestamp.difference.max.ms``
+are gone, ``segment.bytes`` is at least 1 MiB and ``message.timestamp.after.max.ms`` defaults to one hour
+(KIP-1030), all in 4.0; 4.4 removed ``message.downconversion.enable`` (a no-op since 4.0) and added
+``max.decompressed.message.bytes``, ``remote.copy.lag.ms``, ``remote.copy.lag.bytes`` and
+``errors.deadletterqueue.group.enable``. Defaults are rendered as ``ConfigDef.convertToString`` does, which is
 what DescribeConfigs and CreateTopics v5+ send.
 """
 
@@ -57,8 +60,9 @@ _CONFIGS = (
         "segment.bytes",
         INT,
         "1073741824",
-        "This configuration controls the segment file size for the log. Retention and cleaning is always done "
-        "a file at a time so a larger segment size means fewer files but less granular control over retention.",
+        "This configuration controls the segment file size for the log. Retention and cleaning is always done a "
+        "file at a time so a larger segment size means fewer files but less granular control over retention. The "
+        "active segment is rolled once it reaches this size.",
         _at_least(1024 * 1024),
         _log("segment.bytes"),
     ),
@@ -66,8 +70,12 @@ _CONFIGS = (
         "segment.ms",
         LONG,
         "604800000",
-        "This configuration controls the period of time after which Kafka will force the log to roll even if "
-        "the segment file isn't full to ensure that retention can delete or compact old data.",
+        "This configuration controls the period of time after which Kafka will force the log to roll even if the "
+        "segment file isn't full to ensure that retention can delete or compact old data. This forces active "
+        "segment rolling by time, even if the active segment has not reached <code>segment.bytes</code>. For "
+        "compacted topics, <code>max.compaction.lag.ms</code> can trigger active segment rolling sooner: the "
+        "effective time-based roll threshold is the smaller of <code>segment.ms</code> and "
+        "<code>max.compaction.lag.ms</code>.",
         _at_least(1),
         (Synonym("log.roll.ms"), Synonym("log.roll.hours", HOUR_MS)),
     ),
@@ -94,11 +102,11 @@ _CONFIGS = (
         "flush.messages",
         LONG,
         LONG_MAX,
-        "This setting allows specifying an interval at which we will force an fsync of data written to the "
-        "log. For example if this was set to 1 we would fsync after every message; if it were 5 we would fsync "
-        "after every five messages. In general we recommend you not set this and use replication for "
-        "durability and allow the operating system's background flush capabilities as it is more efficient. "
-        'This setting can be overridden on a per-topic basis (see <a href="#topicconfigs">the per-topic '
+        "This setting allows specifying an interval at which we will force an fsync of data written to the log. For "
+        "example if this was set to 1 we would fsync after every message; if it were 5 we would fsync after every "
+        "five messages. In general we recommend you not set this and use replication for durability and allow the "
+        "operating system's background flush capabilities as it is more efficient. This setting can be overridden "
+        'on a per-topic basis (see <a href="https://kafka.apache.org/documentation/#topicconfigs">the per-topic '
         "configuration section</a>).",
         _at_least(1),
         _log("flush.interval.messages"),
@@ -107,10 +115,11 @@ _CONFIGS = (
         "flush.ms",
         LONG,
         LONG_MAX,
-        "This setting allows specifying a time interval at which we will force an fsync of data written to "
-        "the log. For example if this was set to 1000 we would fsync after 1000 ms had passed. In general we "
-        "recommend you not set this and use replication for durability and allow the operating system's "
-        "background flush capabilities as it is more efficient.",
+        "This setting allows specifying a time interval at which we will force an fsync of data written to the log. "
+        "For example if this was set to 1000 we would fsync after 1000 ms had passed. Note that this setting "
+        "depends on the broker-level configuration <code>log.flush.scheduler.interval.ms</code>, which controls how "
+        "frequently the flush check occurs. In general we recommend you not set this and use replication for "
+        "durability and allow the operating system's background flush capabilities as it is more efficient.",
         _at_least(0),
         (Synonym("log.flush.interval.ms"), Synonym("log.flush.scheduler.interval.ms")),
     ),
@@ -149,23 +158,34 @@ _CONFIGS = (
         "max.message.bytes",
         INT,
         "1048588",
-        "The largest record batch size allowed by Kafka (after compression if compression is enabled). If "
-        "this is increased and there are consumers older than 0.10.2, the consumers' fetch size must also be "
-        "increased so that they can fetch record batches this large. In the latest message format version, "
-        "records are always grouped into batches for efficiency. In previous message format versions, "
-        "uncompressed records are not grouped into batches and this limit only applies to a single record in "
-        "that case.",
+        "The largest record batch size allowed by Kafka (after compression if compression is enabled).",
         _at_least(0),
         _same("message.max.bytes"),
+    ),
+    ConfigKey(
+        "max.decompressed.message.bytes",
+        INT,
+        "2147483639",
+        "The maximum decompressed size, in bytes, of a single record the broker will accept; larger records are "
+        "rejected with an <code>InvalidRecordException</code>. It is enforced where the broker decompresses "
+        "records: produce validation of compressed batches, log compaction, and offset lookups by timestamp or max "
+        "timestamp against the local log or remote storage. Unlike <code>max.message.bytes</code>, which bounds the "
+        "compressed batch on the wire, this bounds the decompressed size of an individual record. Lowering it below "
+        "the size of already-stored records makes compaction and timestamp offset lookups of affected partitions "
+        "fail until it is raised again. The default imposes no limit beyond the largest record the broker could "
+        "allocate anyway; set a smaller value to enforce a per-record cap.",
+        Range(1, 2147483639),
+        _same("max.decompressed.message.bytes"),
     ),
     ConfigKey(
         "index.interval.bytes",
         INT,
         "4096",
-        "This setting controls how frequently Kafka adds an index entry to its offset index. The default "
-        "setting ensures that we index a message roughly every 4096 bytes. More indexing allows reads to jump "
-        "closer to the exact position in the log but makes the index larger. You probably don't need to change "
-        "this.",
+        "This setting controls how frequently Kafka adds entries to its offset index and, conditionally, to its "
+        "time index. The default setting ensures that we index a message roughly every 4096 bytes. More frequent "
+        "indexing allows reads to jump closer to the exact position in the log but results in larger index files. "
+        "You probably don't need to change this.<p> Note: the time index will be inserted only when the timestamp "
+        "is greater than the last indexed timestamp.</p>",
         _at_least(0),
         _log("index.interval.bytes"),
     ),
@@ -173,10 +193,11 @@ _CONFIGS = (
         "delete.retention.ms",
         LONG,
         "86400000",
-        'The amount of time to retain delete tombstone markers for <a href="#compaction">log compacted</a> '
-        "topics. This setting also gives a bound on the time in which a consumer must complete a read if they "
-        "begin from offset 0 to ensure that they get a valid snapshot of the final stage (otherwise delete "
-        "tombstones may be collected before they complete their scan).",
+        "The amount of time to retain delete tombstone markers for <a "
+        'href="https://kafka.apache.org/documentation/#compaction">log compacted</a> topics. This setting also '
+        "gives a bound on the time in which a consumer must complete a read if they begin from offset 0 to ensure "
+        "that they get a valid snapshot of the final stage (otherwise delete tombstones may be collected before "
+        "they complete their scan).",
         _at_least(0),
         _cleaner("delete.retention.ms"),
     ),
@@ -193,8 +214,13 @@ _CONFIGS = (
         "max.compaction.lag.ms",
         LONG,
         LONG_MAX,
-        "The maximum time a message will remain ineligible for compaction in the log. Only applicable for logs "
-        "that are being compacted.",
+        "The maximum time a message will remain ineligible for compaction in the log. Only applicable for logs that "
+        "are being compacted. Because the active segment is never compacted, for compacted topics this value also "
+        "drives active segment rolling: the effective time-based roll threshold is the smaller of "
+        "<code>segment.ms</code> and <code>max.compaction.lag.ms</code>. Active segment rolling moves records out "
+        "of the active segment, after which <code>max.compaction.lag.ms</code> makes them eligible for compaction "
+        "even if <code>min.cleanable.dirty.ratio</code> is not met. See <a "
+        'href="https://kafka.apache.org/documentation/#compaction">log compaction</a>.',
         _at_least(1),
         _cleaner("max.compaction.lag.ms"),
     ),
@@ -210,15 +236,16 @@ _CONFIGS = (
         "min.cleanable.dirty.ratio",
         DOUBLE,
         "0.5",
-        "This configuration controls how frequently the log compactor will attempt to clean the log (assuming "
-        '<a href="#compaction">log compaction</a> is enabled). By default we will avoid cleaning a log where '
-        "more than 50% of the log has been compacted. This ratio bounds the maximum space wasted in the log by "
-        "duplicates (at 50% at most 50% of the log could be duplicates). A higher ratio will mean fewer, more "
-        "efficient cleanings but will mean more wasted space in the log. If the max.compaction.lag.ms or the "
-        "min.compaction.lag.ms configurations are also specified, then the log compactor considers the log to "
-        "be eligible for compaction as soon as either: (i) the dirty ratio threshold has been met and the log "
-        "has had dirty (uncompacted) records for at least the min.compaction.lag.ms duration, or (ii) if the "
-        "log has had dirty (uncompacted) records for at most the max.compaction.lag.ms period.",
+        "This configuration controls how frequently the log compactor will attempt to clean the log (assuming <a "
+        'href="https://kafka.apache.org/documentation/#compaction">log compaction</a> is enabled). By default we '
+        "will avoid cleaning a log where more than 50% of the log has been compacted. This ratio bounds the maximum "
+        "space wasted in the log by duplicates (at 50% at most 50% of the log could be duplicates). A higher ratio "
+        "will mean fewer, more efficient cleanings but will mean more wasted space in the log. If the "
+        "max.compaction.lag.ms or the min.compaction.lag.ms configurations are also specified, then the log "
+        "compactor considers the log to be eligible for compaction as soon as either: (i) the dirty ratio threshold "
+        "has been met and the log has had dirty (uncompacted) records for at least the min.compaction.lag.ms "
+        "duration, or (ii) if the log has had dirty (uncompacted) records for at most the max.compaction.lag.ms "
+        "period.",
         Range(0, 1),
         _cleaner("min.cleanable.ratio"),
     ),
@@ -226,12 +253,15 @@ _CONFIGS = (
         "cleanup.policy",
         LIST,
         "delete",
-        'This config designates the retention policy to use on log segments. The "delete" policy (which is '
-        "the default) will discard old segments when their retention time or size limit has been reached. The "
-        '"compact" policy will enable <a href="#compaction">log compaction</a>, which retains the latest value '
-        "for each key. It is also possible to specify both policies in a comma-separated list (e.g. "
-        '"delete,compact"). In this case, old segments will be discarded per the retention time and size '
-        "configuration, while retained segments will be compacted.",
+        'This config designates the retention policy to use on log segments. The "delete" policy (which is the '
+        'default) will discard old segments when their retention time or size limit has been reached. The "compact" '
+        'policy will enable <a href="https://kafka.apache.org/documentation/#compaction">log compaction</a>, which '
+        "retains the latest value for each key. It is also possible to specify both policies in a comma-separated "
+        'list (e.g. "delete,compact"). In this case, old segments will be discarded per the retention time and size '
+        "configuration, while retained segments will be compacted. An empty list means infinite retention - no "
+        "cleanup policies will be applied and log segments will be retained indefinitely. Note that with remote "
+        "storage enabled, local retention limits (log.local.retention.ms and log.local.retention.bytes) are still "
+        "applied to local segments.",
         AnyOf(("compact", "delete")),
         _log("cleanup.policy"),
     ),
@@ -240,9 +270,9 @@ _CONFIGS = (
         BOOLEAN,
         "false",
         "Indicates whether to enable replicas not in the ISR set to be elected as leader as a last resort, even "
-        "though doing so may result in data loss.<p>Note: In KRaft mode, when enabling this config "
-        "dynamically, it needs to wait for the unclean leader electionthread to trigger election periodically "
-        "(default is 5 minutes). Please run `kafka-leader-election.sh` with `unclean` option to trigger the "
+        "though doing so may result in data loss.<p>Note: In KRaft mode, when enabling this config dynamically, it "
+        "needs to wait for the unclean leader electionthread to trigger election periodically (default is 5 "
+        "minutes). Please run <code>kafka-leader-election.sh</code> with <code>unclean</code> option to trigger the "
         "unclean leader election immediately if needed.</p>",
         None,
         _same("unclean.leader.election.enable"),
@@ -251,14 +281,24 @@ _CONFIGS = (
         "min.insync.replicas",
         INT,
         "1",
-        'When a producer sets acks to "all" (or "-1"), this configuration specifies the minimum number of '
-        "replicas that must acknowledge a write for the write to be considered successful. If this minimum "
-        "cannot be met, then the producer will raise an exception (either NotEnoughReplicas or "
-        "NotEnoughReplicasAfterAppend).<br>When used together, <code>min.insync.replicas</code> and "
-        "<code>acks</code> allow you to enforce greater durability guarantees. A typical scenario would be to "
-        "create a topic with a replication factor of 3, set <code>min.insync.replicas</code> to 2, and produce "
-        'with <code>acks</code> of "all". This will ensure that the producer raises an exception if a majority '
-        "of replicas do not receive a write.",
+        "Specifies the <i>minimum</i> number of in-sync replicas (including the leader) required for a write to "
+        'succeed when a producer sets <code>acks</code> to "all" (or "-1"). In the <code>acks=all</code> case, '
+        "every in-sync replica must acknowledge a write for it to be considered successful. E.g., if a topic has "
+        "<code>replication.factor</code> of 3 and the ISR set includes all three replicas, then all three replicas "
+        "must acknowledge an <code>acks=all</code> write for it to succeed, even if "
+        "<code>min.insync.replicas</code> happens to be less than 3. If <code>acks=all</code> and the current ISR "
+        "set contains fewer than <code>min.insync.replicas</code> members, then the producer will raise an "
+        "exception (either <code>NotEnoughReplicas</code> or <code>NotEnoughReplicasAfterAppend</code>).<br> "
+        "Regardless of the <code>acks</code> setting, the messages will not be visible to the consumers until they "
+        "are replicated to all in-sync replicas and the <code>min.insync.replicas</code> condition is met.<br> When "
+        "used together, <code>min.insync.replicas</code> and <code>acks</code> allow you to enforce greater "
+        "durability guarantees. A typical scenario would be to create a topic with a replication factor of 3, set "
+        '<code>min.insync.replicas</code> to 2, and produce with <code>acks</code> of "all". This ensures that a '
+        "majority of replicas must persist a write before it's considered successful by the producer and it's "
+        "visible to consumers.<p>Note that when the Eligible Leader Replicas feature is enabled, the semantics of "
+        "this config changes. Please refer to <a "
+        'href="https://kafka.apache.org/documentation/#eligible_leader_replicas">the ELR section</a> for more '
+        "info.</p>",
         _at_least(1),
         _same("min.insync.replicas"),
     ),
@@ -354,28 +394,20 @@ _CONFIGS = (
         ReplicaList(),
     ),
     ConfigKey(
-        "message.downconversion.enable",
-        BOOLEAN,
-        "true",
-        "Down-conversion is not possible in Apache Kafka 4.0 and newer, hence this configuration is no-op and "
-        "it is deprecated for removal in Apache Kafka 5.0.",
-        None,
-        _log("message.downconversion.enable"),
-    ),
-    ConfigKey(
         "remote.storage.enable",
         BOOLEAN,
         "false",
-        "To enable tiered storage for a topic, set this configuration as true. You can not disable this config "
-        "once it is enabled. It will be provided in future versions.",
+        "To enable tiered storage for a topic, set this configuration to true. To disable tiered storage for a "
+        "topic that has it enabled, set this configuration to false. When disabling, you must also set "
+        "<code>remote.log.delete.on.disable</code> to true.",
     ),
     ConfigKey(
         "local.retention.ms",
         LONG,
         "-2",
-        "The number of milliseconds to keep the local log segment before it gets deleted. Default value is -2, "
-        "it represents `retention.ms` value is to be used. The effective value should always be less than or "
-        "equal to `retention.ms` value.",
+        "The number of milliseconds to keep the local log segment before it gets deleted. Default value is -2, it "
+        "represents <code>retention.ms</code> value is to be used. The effective value should always be less than "
+        "or equal to <code>retention.ms</code> value.",
         _at_least(-2),
         _log("local.retention.ms"),
     ),
@@ -383,9 +415,9 @@ _CONFIGS = (
         "local.retention.bytes",
         LONG,
         "-2",
-        "The maximum size of local log segments that can grow for a partition before it deletes the old "
-        "segments. Default value is -2, it represents `retention.bytes` value to be used. The effective value "
-        "should always be less than or equal to `retention.bytes` value.",
+        "The maximum size of local log segments that can grow for a partition before it deletes the old segments. "
+        "Default value is -2, it represents <code>retention.bytes</code> value to be used. The effective value "
+        "should always be less than or equal to <code>retention.bytes</code> value.",
         _at_least(-2),
         _log("local.retention.bytes"),
     ),
@@ -399,12 +431,50 @@ _CONFIGS = (
         "configuration(i.e. retention.ms/bytes).",
     ),
     ConfigKey(
+        "remote.copy.lag.ms",
+        LONG,
+        "0",
+        "Controls one of the two upload eligibility checks (time and size) for copying segments to remote storage. "
+        "A non-active segment is upload-eligible when either this time-based check or "
+        "<code>remote.copy.lag.bytes</code> is satisfied. When set to 0, uploads are immediately eligible "
+        "regardless of lag checks. When set to a positive value (ms), the segment is time-eligible once elapsed "
+        "time since its latest record reaches this value. When set to -1, this value is derived from effective "
+        "local retention time (<code>local.retention.ms</code>). If that effective local retention time is "
+        "unlimited (-1), this time-based check is not applied. A positive value should not exceed effective local "
+        "retention time unless local retention is unlimited (-1).",
+        _at_least(-1),
+        _log("remote.copy.lag.ms"),
+    ),
+    ConfigKey(
+        "remote.copy.lag.bytes",
+        LONG,
+        "-1",
+        "Controls one of the two upload eligibility checks (time and size) for copying segments to remote storage. "
+        "A non-active segment is upload-eligible when either this size-based check or "
+        "<code>remote.copy.lag.ms</code> is satisfied. When set to 0, uploads are immediately eligible regardless "
+        "of lag checks. When set to a positive value (bytes), the segment is size-eligible once bytes of newer "
+        "local log data after that segment reaches this value. When set to -1, this value is derived from effective "
+        "local retention size (<code>local.retention.bytes</code>). If that effective local retention size is "
+        "unlimited (-1), this size-based check is not applied. A positive value should not exceed effective local "
+        "retention size unless local retention is unlimited (-1).",
+        _at_least(-1),
+        _log("remote.copy.lag.bytes"),
+    ),
+    ConfigKey(
         "remote.log.delete.on.disable",
         BOOLEAN,
         "false",
-        "Determines whether tiered data for a topic should be deleted after tiered storage is disabled on a "
-        "topic. This configuration should be enabled when trying to set `remote.storage.enable` from true to "
+        "Determines whether tiered data for a topic should be deleted after tiered storage is disabled on a topic. "
+        "This configuration should be enabled when trying to set <code>remote.storage.enable</code> from true to "
         "false",
+    ),
+    ConfigKey(
+        "errors.deadletterqueue.group.enable",
+        BOOLEAN,
+        "false",
+        "Enable this topic to be used as a dead-letter queue for share groups. When set to <code>true</code>, share "
+        "groups can write undeliverable records to this topic. When set to <code>false</code> (the default), "
+        "attempts to use this topic as a DLQ will be rejected.",
     ),
 )
 

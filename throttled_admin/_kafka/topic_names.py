@@ -1,5 +1,6 @@
 """Kafka's topic-name rules (``org.apache.kafka.common.internals.Topic``), shared by the client's input
-validation and the test broker, so both reject exactly what a Kafka broker rejects."""
+validation and the test broker, so both reject exactly what a Kafka broker rejects, with Kafka 4.4's words
+(``Topic.validate``'s ``InvalidTopicException`` messages, as a 4.4.0 broker sends them)."""
 
 from __future__ import annotations
 

@@ -5,31 +5,53 @@ windowed Avg and Max; the Java admin client has none. ``ClientMetrics`` keeps su
 per node, plus counters for violations, retries and local back-off, and exports them through the
 OpenTelemetry *API* only (the application brings the SDK). Instruments are created once per meter
 provider and shared by every client using it; attributes are bounded (no topic names) and hold no secrets.
+
+A client's series are told apart as OpenTelemetry's messaging conventions and Java's metric tags do: the
+``client.id`` it sends (unchanged: it is part of the quota entity), the first bootstrap address
+(``server.address``, ``server.port``), the cluster id its contact probe read (``messaging.kafka.cluster.id``, set
+before anything is recorded so no series splits mid-run) and the caller's own ``metric_attributes``. Clients that
+share every attribute are one quota entity and one series: counters add up (the SDK sums equal attribute sets)
+and the throttle gauges combine their sensors (the max of maxes, the average over every response of all of them).
 """
 
 from __future__ import annotations
 
 import logging
-import math
+import re
 import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
 from throttled_admin._driver.user_code import SerialRunner
-from throttled_admin._telemetry.sensor import WindowedSensor
+from throttled_admin._telemetry.sensor import SensorStats, WindowedSensor
 from throttled_admin._version import __version__
 
-__all__ = ["NODE_ID_ATTRIBUTE", "ClientMetrics"]
+__all__ = ["CLUSTER_ID_ATTRIBUTE", "NODE_ID_ATTRIBUTE", "ClientMetrics", "check_metric_attributes", "server_of"]
 
 log = logging.getLogger("throttled_admin")
 
 NODE_ID_ATTRIBUTE = "throttled_admin.node.id"
+CLUSTER_ID_ATTRIBUTE = "messaging.kafka.cluster.id"
+# Set by the client itself: metric_attributes cannot replace them.
+_OWN_ATTRIBUTES = frozenset(
+    {
+        "messaging.system",
+        "messaging.client.id",
+        "server.address",
+        "server.port",
+        CLUSTER_ID_ATTRIBUTE,
+        "messaging.operation.name",
+        "error.type",
+        NODE_ID_ATTRIBUTE,
+    }
+)
+_SCHEME = re.compile(r"^[A-Za-z_]+://")
 # Kafka throttles run from milliseconds to minutes (a KIP-599 burst of 11 windows can mean tens of seconds).
 _THROTTLE_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600]
 _DURATION_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
@@ -66,6 +88,11 @@ class _Instruments:
             unit="{mutation}",
             description="KIP-599 mutations (partitions) sent in mutation requests, as far as known.",
         )
+        self.admitted = meter.create_counter(
+            "throttled_admin.mutations.admitted",
+            unit="{mutation}",
+            description="KIP-599 mutations (partitions) of the topics the broker applied, as far as known.",
+        )
         self.backoff = meter.create_counter(
             "throttled_admin.backoff.time", unit="s", description="Time spent waiting locally for throttles to end."
         )
@@ -88,17 +115,22 @@ class _Instruments:
             description="Windowed maximum throttle time over every response (KIP-124 throttle-time-max).",
         )
 
-    def _observe(self, stat: str) -> Iterator[Observation]:
+    def _merged(self) -> list[tuple[SensorStats, dict[str, Any]]]:
+        """Every live client's sensors, those with equal attributes combined: one quota entity is one series, and
+        a gauge's points of equal attributes would otherwise overwrite each other (the last writer winning)."""
+        merged: dict[tuple[tuple[str, Any], ...], tuple[SensorStats, dict[str, Any]]] = {}
         for client in list(self.clients):
-            for value_ms, attributes in client.sensor_readings(stat):
-                if not math.isnan(value_ms):
-                    yield Observation(value_ms / 1000, attributes)
+            for stats, attributes in client.sensor_stats():
+                key = tuple(sorted(attributes.items()))
+                known = merged.get(key)
+                merged[key] = (stats if known is None else known[0].merged(stats), attributes)
+        return list(merged.values())
 
     def _observe_avg(self, options: CallbackOptions) -> Iterable[Observation]:
-        return list(self._observe("avg"))
+        return [Observation(stats.avg / 1000, attributes) for stats, attributes in self._merged()]
 
     def _observe_max(self, options: CallbackOptions) -> Iterable[Observation]:
-        return list(self._observe("max"))
+        return [Observation(stats.max / 1000, attributes) for stats, attributes in self._merged()]
 
 
 class _Slot:
@@ -141,13 +173,57 @@ def _instruments_for(provider: MeterProvider | None) -> _Instruments:
     return slot.instruments
 
 
+def server_of(bootstrap_servers: str) -> tuple[str, int] | None:
+    """The first bootstrap address as OpenTelemetry's ``server.address`` and ``server.port`` (librdkafka's default
+    port 9092 when none is given; an IPv6 address without its brackets); None without one."""
+    first = bootstrap_servers.split(",")[0].strip()
+    first = _SCHEME.sub("", first)
+    if not first:
+        return None
+    if first.startswith("["):
+        host, _, rest = first[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+    elif first.count(":") == 1:
+        host, _, port = first.partition(":")
+    else:  # a bare IPv6 address, or a host without a port
+        host, port = first, ""
+    try:
+        return (host, int(port) if port else 9092) if host else None
+    except ValueError:
+        return None
+
+
+def check_metric_attributes(attributes: Any) -> dict[str, str | bool | int | float]:
+    """``metric_attributes`` as given to the client: a mapping of str keys (not the client's own attributes) to
+    str, bool, int or float values. TypeError / ValueError name the setting."""
+    if attributes is None:
+        return {}
+    if not isinstance(attributes, Mapping):
+        raise TypeError(
+            f"metric_attributes must be a mapping of str to str/bool/int/float, got {type(attributes).__name__}"
+        )
+    checked: dict[str, str | bool | int | float] = {}
+    for key, value in attributes.items():
+        if not isinstance(key, str) or not key:
+            raise TypeError(f"metric_attributes: keys must be non-empty str, got {key!r}")
+        if key in _OWN_ATTRIBUTES:
+            raise ValueError(f"metric_attributes: {key!r} is set by the client itself")
+        if not isinstance(value, (str, bool, int, float)):
+            raise TypeError(f"metric_attributes[{key!r}] must be a str, bool, int or float, got {type(value).__name__}")
+        checked[key] = value
+    return checked
+
+
 class ClientMetrics:
-    """The metrics of one ThrottledAdminClient."""
+    """The metrics of one ThrottledAdminClient. ``bootstrap_servers`` gives ``server.address`` and ``server.port``;
+    ``attributes`` are added to every series (``metric_attributes``, checked by ``check_metric_attributes``)."""
 
     def __init__(
         self,
         *,
         client_id: str,
+        bootstrap_servers: str = "",
+        attributes: Mapping[str, str | bool | int | float] | None = None,
         meter_provider: MeterProvider | None = None,
         num_samples: int = 2,
         sample_window_ms: int = 30000,
@@ -162,6 +238,7 @@ class ClientMetrics:
         self._retries = 0
         self._requests = 0
         self._mutations = 0
+        self._admitted = 0
         self._backoff_s = 0.0
         self._export_failed = False
         # OpenTelemetry exports run on the serial user-code thread, never on the scheduler's: an exporter that is
@@ -171,7 +248,12 @@ class ClientMetrics:
         # wake of that thread per event. Bounded: behind a hung exporter the oldest are dropped.
         self._unexported: deque[tuple[Any, float, dict[str, Any]]] = deque(maxlen=_UNEXPORTED_LIMIT)
         self._job_queued = False  # a job is queued that has not taken them yet
-        self._base = {"messaging.system": "kafka", "messaging.client.id": client_id}
+        self._base: dict[str, Any] = {"messaging.system": "kafka", "messaging.client.id": client_id}
+        server = server_of(bootstrap_servers)
+        if server is not None:
+            self._base["server.address"], self._base["server.port"] = server
+        self._base.update(attributes or {})
+        self._frozen = False  # set by the first recording: the attributes no longer change (identify)
         try:
             self._instruments = _instruments_for(meter_provider)
         except Exception:  # a broken meter provider must not break the client: metrics() still works
@@ -186,7 +268,19 @@ class ClientMetrics:
     def _new_sensor(self) -> WindowedSensor:
         return WindowedSensor(self._clock_ms, num_samples=self._num_samples, sample_window_ms=self._window_ms)
 
+    def identify(self, cluster_id: str | None) -> None:
+        """The cluster's id, as the contact probe read it (``messaging.kafka.cluster.id``). Taken only while
+        nothing has been recorded: a series never splits in the middle of a run."""
+        if not cluster_id:
+            return
+        with self._lock:
+            if not self._frozen:
+                self._base[CLUSTER_ID_ATTRIBUTE] = cluster_id
+
     def _attributes(self, operation: str | None = None, node_id: int | None = None) -> dict[str, Any]:
+        if not self._frozen:
+            with self._lock:
+                self._frozen = True
         attributes: dict[str, Any] = dict(self._base)
         if operation is not None:
             attributes["messaging.operation.name"] = operation
@@ -227,6 +321,12 @@ class ClientMetrics:
         attributes = self._attributes(operation)
         self._export(self._instruments.requests.add, 1, attributes)
         self._export(self._instruments.mutations.add, mutations, attributes)
+
+    def record_admitted(self, operation: str, mutations: int) -> None:
+        """Mutations of topics the broker applied, counted when its answer comes (the progress of ``apply``)."""
+        with self._lock:
+            self._admitted += mutations
+        self._export(self._instruments.admitted.add, mutations, self._attributes(operation))
 
     def record_backoff(self, operation: str, seconds: float) -> None:
         if seconds <= 0:
@@ -277,12 +377,16 @@ class ClientMetrics:
 
     # -- reading ---------------------------------------------------------------------------------
 
-    def sensor_readings(self, stat: str) -> list[tuple[float, dict[str, Any]]]:
-        read = WindowedSensor.avg if stat == "avg" else WindowedSensor.max
+    def sensor_stats(self) -> list[tuple[SensorStats, dict[str, Any]]]:
+        """The live events of the client-wide sensor and of each node's, with the attributes of their series;
+        sensors with none are left out."""
         with self._lock:
             nodes = sorted(self._nodes.items())
-        out = [(read(self._sensor), self._attributes())]
-        out += [(read(sensor), self._attributes(node_id=node)) for node, sensor in nodes]
+        out = []
+        for node, sensor in [(None, self._sensor), *nodes]:
+            stats = sensor.stats()
+            if stats.count:
+                out.append((stats, self._attributes(node_id=node)))
         return out
 
     def snapshot(self) -> dict[str, float]:
@@ -294,6 +398,7 @@ class ClientMetrics:
             out["retry-total"] = float(self._retries)
             out["request-total"] = float(self._requests)
             out["mutations-sent-total"] = float(self._mutations)
+            out["mutations-admitted-total"] = float(self._admitted)
             out["backoff-time-ms-total"] = self._backoff_s * 1000
         for node, sensor in nodes:
             out[f"node-{node}-throttle-time-avg"] = sensor.avg()

@@ -15,7 +15,28 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["WindowedSensor"]
+__all__ = ["SensorStats", "WindowedSensor"]
+
+
+@dataclass(frozen=True)
+class SensorStats:
+    """What the live samples hold: events, their sum and their maximum (-inf when none). Stats of several sensors
+    combine exactly: counts and totals add up, maxima take the max (``merged``)."""
+
+    count: int = 0
+    total: float = 0.0
+    maximum: float = -math.inf
+
+    @property
+    def avg(self) -> float:
+        return self.total / self.count if self.count else math.nan
+
+    @property
+    def max(self) -> float:
+        return self.maximum if self.count else math.nan
+
+    def merged(self, other: SensorStats) -> SensorStats:
+        return SensorStats(self.count + other.count, self.total + other.total, max(self.maximum, other.maximum))
 
 
 @dataclass
@@ -65,13 +86,17 @@ class WindowedSensor:
                 sample.reset(now)
         return [s for s in self._samples if s.count]
 
-    def avg(self) -> float:
+    def stats(self) -> SensorStats:
         with self._lock:
             live = self._live()
-            count = sum(s.count for s in live)
-            return sum(s.total for s in live) / count if count else math.nan
+            return SensorStats(
+                sum(s.count for s in live),
+                sum(s.total for s in live),
+                max((s.maximum for s in live), default=-math.inf),
+            )
+
+    def avg(self) -> float:
+        return self.stats().avg
 
     def max(self) -> float:
-        with self._lock:
-            live = self._live()
-            return max((s.maximum for s in live), default=math.nan)
+        return self.stats().max

@@ -41,13 +41,14 @@ def _profiles(args: argparse.Namespace, parser: argparse.ArgumentParser, cluster
 
 
 def _in_cli_terms(result: Any) -> Any:
-    """The provisioning API's wording where the command line spells it differently (its flag names)."""
-    fields = {}
-    for name in ("error_message", "detail"):
-        text = getattr(result, name)
-        if text is not None and "allow_delete=True" in text:
-            fields[name] = text.replace("allow_delete=True", "--allow-delete")
-    return dataclasses.replace(result, **fields) if fields else result
+    """The command line's words where the provisioning API's name a Python parameter: a delete refused for want
+    of ``allow_delete=True`` (``error_name`` DELETE_NOT_ALLOWED) names the flag."""
+    from throttled_admin.provisioning import DELETE_NOT_ALLOWED
+
+    if result.error_name != DELETE_NOT_ALLOWED:
+        return result
+    message = "refused: pass --allow-delete to delete topics"
+    return dataclasses.replace(result, error_message=message, detail=message)
 
 
 def _unreachable_results(rows: list[Any], problems: Mapping[str, Problem]) -> dict[int, Any]:
@@ -62,6 +63,7 @@ def _unreachable_results(rows: list[Any], problems: Mapping[str, Problem]) -> di
             action=row.action,
             status="failed",
             error_code=problems[row.cluster].code,
+            error_name=problems[row.cluster].name,
             error_message=f"not sent: {problems[row.cluster].message}",
             started_at=now,
             finished_at=now,

@@ -13,13 +13,31 @@ from typing import Any, TextIO
 
 from confluent_kafka import KafkaError, KafkaException
 
-from throttled_admin import ThrottlingQuotaExceededException
+from throttled_admin import NotSentError, ThrottlingQuotaExceededException, TopicValueError
 from throttled_admin.cli._conf import Redactor
 
 __all__ = ["ErrorInfo", "Output", "describe_error"]
 
 # Java's ThrottlingQuotaExceededException message when the broker sends none (error 89 never carries one).
 QUOTA_MESSAGE = "The throttling quota has been exceeded."
+# The client's parameter -> the option that sets it, and the name Kafka gives the error a broker would answer.
+_OPTIONS = {
+    "num_partitions": ("--partitions", "INVALID_PARTITIONS"),
+    "new_total_count": ("--partitions", "INVALID_PARTITIONS"),
+    "replication_factor": ("--replication-factor", "INVALID_REPLICATION_FACTOR"),
+    "replica_assignment": ("--replica-assignment", "INVALID_REPLICA_ASSIGNMENT"),
+}
+
+
+def _in_cli_terms(exc: TopicValueError) -> ErrorInfo:
+    """The client's input check, in the command line's words: its options, not the parameters they set."""
+    option, name = _OPTIONS.get(exc.field, (exc.field, "INVALID_ARGUMENT"))
+    if exc.field == "replica_assignment" or exc.maximum is None:
+        return ErrorInfo(None, name, f"{option} {exc.problem}")
+    # A create leaves --partitions / --replication-factor out for the broker's default (the API's -1).
+    default = " (leave it out for the broker's default)" if exc.field != "new_total_count" else ""
+    limit = f"{exc.minimum} and {exc.maximum}"
+    return ErrorInfo(None, name, f"{option} must be between {limit} (librdkafka's limit), got {exc.value}{default}")
 
 
 @dataclass(frozen=True)
@@ -49,6 +67,12 @@ def describe_error(exc: BaseException) -> ErrorInfo:
         return ErrorInfo(
             KafkaError.THROTTLING_QUOTA_EXCEEDED, "THROTTLING_QUOTA_EXCEEDED", QUOTA_MESSAGE, exc.throttle_time_ms
         )
+    if isinstance(exc, TopicValueError):
+        return _in_cli_terms(exc)
+    if isinstance(exc, NotSentError) and exc.timeout_ms is not None:  # the call's deadline: --timeout-ms
+        timed_out: KafkaError = exc.args[0]
+        text = f"{exc.operation} not sent within --timeout-ms {exc.timeout_ms}: {exc.reason}"
+        return ErrorInfo(timed_out.code(), timed_out.name(), text)
     if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
         error: KafkaError = exc.args[0]
         if error.code() == KafkaError.THROTTLING_QUOTA_EXCEEDED:

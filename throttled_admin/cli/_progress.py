@@ -15,14 +15,21 @@ from types import TracebackType
 from typing import Any, Protocol, TextIO
 
 from throttled_admin.provisioning import Progress
+from throttled_admin.provisioning._progress import QUOTA_WINDOW_S, AdmittedRate
 
-__all__ = ["CLI_EXTRA_HINT", "ClusterStats", "LiveBar", "PlainLines", "ProgressDisplay", "Silent", "load_rich"]
+__all__ = [
+    "CLI_EXTRA_HINT",
+    "QUOTA_WINDOW_S",
+    "ClusterStats",
+    "LiveBar",
+    "PlainLines",
+    "ProgressDisplay",
+    "Silent",
+    "load_rich",
+]
 
 CLI_EXTRA_HINT = "pip install -e '.[cli]' (from a checkout of throttled_admin)"
 _PLAIN_INTERVAL_S = 1.0
-#: Kafka's quota window: controller.quota.window.num (11) samples of quota.window.size.seconds (1 s). Rates
-#: are shown over it, as the broker's quota sees them: a burst the quota admits reads as at most the quota.
-QUOTA_WINDOW_S = 11.0
 
 
 def load_rich() -> Any | None:
@@ -53,14 +60,13 @@ class ClusterStats:
     max_throttle_time_ms: int = 0
     throttle_until: float = 0.0  # monotonic time the broker's last throttle ends
     started: float = field(default_factory=time.monotonic)
-    history: list[tuple[float, int]] = field(default_factory=list)  # (monotonic time, mutations admitted)
+    admitted: AdmittedRate = field(default_factory=AdmittedRate)  # when the broker admitted how many
 
     def update(self, progress: Progress, now: float | None = None) -> None:
         now = time.monotonic() if now is None else now
         self.rows_done = progress.rows_done
         self.rows_total = progress.rows_total
-        if progress.mutations_admitted != self.mutations_admitted:
-            self.history.append((now, progress.mutations_admitted))
+        self.admitted.update(progress.mutations_admitted, now)
         self.mutations_admitted = progress.mutations_admitted
         if progress.quota_rate is not None and not math.isnan(progress.quota_rate):
             self.quota_rate = progress.quota_rate
@@ -72,13 +78,9 @@ class ClusterStats:
         self.max_throttle_time_ms = max(self.max_throttle_time_ms, progress.throttle_time_ms)
 
     def recent_rate(self, now: float | None = None) -> float:
-        """Mutations admitted in the last QUOTA_WINDOW_S, per second: decays to 0 while nothing is admitted."""
-        now = time.monotonic() if now is None else now
-        before = 0
-        for at, admitted in self.history:
-            if at <= now - QUOTA_WINDOW_S:
-                before = admitted
-        return (self.mutations_admitted - before) / QUOTA_WINDOW_S
+        """Mutations the broker admitted in the last QUOTA_WINDOW_S, per second: never more than it admitted in
+        that window, and decaying to 0 while nothing is admitted."""
+        return self.admitted.rate(time.monotonic() if now is None else now)
 
     def throttle_left_s(self, now: float | None = None) -> float:
         now = time.monotonic() if now is None else now

@@ -1,9 +1,10 @@
 """Before ``apply`` sends anything: can each cluster of the plan be reached, as its principal?
 
 One metadata read per connection profile (no quota cost), all clusters at once, with the fast failures of
-``_driver.metadata_read`` (which the provisioning executor's own reads use too): no broker reachable fails
-after a few seconds with "cannot connect to HOST:PORT (reason)", a wrong password as soon as the broker
-refuses it. Rows of a cluster that cannot be used then fail with that reason, and the command prints one
+``_driver.metadata_read`` (which the provisioning executor's own reads use too, worded the same): no broker
+reachable fails after a few seconds with "cannot connect to HOST:PORT (reason)", a listener of the other protocol
+(TLS or not) and a wrong password as soon as they are found, any other failure with "cannot read the cluster's
+topics: ...". Rows of a cluster that cannot be used then fail with that reason, and the command prints one
 line of connection problems before its first row.
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
+from throttled_admin._driver.metadata_read import read_failure
 from throttled_admin.cli._output import describe_error
 from throttled_admin.cli._session import AdminSession, CommandTimeout
 
@@ -24,21 +26,27 @@ __all__ = ["Problem", "unreachable"]
 
 @dataclass(frozen=True)
 class Problem:
-    """Why a cluster cannot be used: Kafka's (librdkafka's) error code when there is one, and the message."""
+    """Why a cluster cannot be used: Kafka's (librdkafka's) error code when there is one, its name, and the
+    message."""
 
     code: int | None
     message: str
+    name: str = "UNKNOWN_ERROR"
 
 
 def _check(conf: Mapping[str, Any], timeout_s: float) -> Problem | None:
     try:
         with AdminSession(conf, retry_on_quota_violation=False, timeout_ms=int(timeout_s * 1000)) as session:
             session.list_topics()
-    except (KafkaException, CommandTimeout, ValueError, TypeError) as exc:
+    except KafkaException as exc:  # worded as the provisioning executor's own reads: "cannot connect to ..."
+        return Problem(*read_failure(exc))
+    except (CommandTimeout, ValueError, TypeError) as exc:
         info = describe_error(exc)
         message = info.message
         # "Metadata not sent: cannot connect to ..." reads as "cannot connect to ..." for a whole cluster.
-        return Problem(info.code, message.split(": ", 1)[1] if message.startswith("Metadata not sent: ") else message)
+        return Problem(
+            info.code, message.split(": ", 1)[1] if message.startswith("Metadata not sent: ") else message, info.name
+        )
     return None
 
 

@@ -10,8 +10,9 @@ password within seconds.
 from __future__ import annotations
 
 import concurrent.futures
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from types import TracebackType
 from typing import Any, TypeVar
@@ -43,12 +44,23 @@ class AdminSession:
         # reported by the command itself. "log_level" in --command-config turns librdkafka's log back on.
         settings.setdefault("log_level", 0)
         self._watch = ContactWatch()
+        self._throttle_lock = threading.Lock()
+        self._last_throttle_ms = 0  # the latest throttle_time_ms a broker sent (librdkafka's throttle event)
         settings["error_cb"] = self._watch.on_error
-        settings["throttle_cb"] = self._watch.on_throttle
+        settings["throttle_cb"] = self._on_throttle
         self.timeout_ms = timeout_ms
         self.admin = ThrottledAdminClient(
             settings, retry_on_quota_violation=retry_on_quota_violation, default_api_timeout_ms=timeout_ms
         )
+
+    def _on_throttle(self, event: Any) -> None:
+        with self._throttle_lock:
+            self._last_throttle_ms = int(getattr(event, "throttle_time", 0.0) * 1000 + 0.5)
+        self._watch.on_throttle(event)
+
+    def last_throttle_ms(self) -> int:
+        with self._throttle_lock:
+            return self._last_throttle_ms
 
     def throttle_time_ms(self) -> int:
         """The largest throttle_time_ms a broker has sent this command's client (0 when none)."""
@@ -66,17 +78,32 @@ class AdminSession:
     def fatal_error(self) -> KafkaError | None:
         return self._watch.fatal
 
-    def wait(self, futures: Mapping[K, Future[T]], timeout_s: float | None = None) -> None:
+    def wait(
+        self,
+        futures: Mapping[K, Future[T]],
+        timeout_s: float | None = None,
+        *,
+        on_throttled: Callable[[int], None] | None = None,
+    ) -> None:
         """Until every future is done; raises KafkaException at once on an authentication failure and
         CommandTimeout after ``timeout_s`` (default: the command's timeout plus a margin for the client's
-        own deadline to fire first)."""
+        own deadline to fire first). ``on_throttled(throttle_ms)``: called when the broker has refused topics for
+        the quota and the client waits out its throttle to send them again (they are still pending a poll later:
+        a throttle that outlasts the deadline fails them at once instead)."""
         budget = timeout_s if timeout_s is not None else self.timeout_ms / 1000 + 5.0
         deadline = time.monotonic() + budget
         pending = set(futures.values())
+        violations = self.quota_violations() if on_throttled is not None else 0
+        refused = False  # a refusal seen at the last poll, not yet reported
         while pending:
             _, pending = concurrent.futures.wait(pending, timeout=_POLL_S)
             if not pending:
                 return
+            if on_throttled is not None:
+                if refused:  # still pending a poll later: the client waits (its throttle event is in by now)
+                    on_throttled(self.last_throttle_ms())
+                now_violations = self.quota_violations()
+                refused, violations = now_violations > violations, now_violations
             self._watch.check_fatal()
             if time.monotonic() > deadline:
                 raise CommandTimeout(f"no answer within {budget:g} s")

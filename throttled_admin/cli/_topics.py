@@ -16,7 +16,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin._config import ConfigResource  # not re-exported under a name mypy accepts
 
-from throttled_admin import NewPartitions, NewTopic
+from throttled_admin import NewPartitions, NewTopic, NotYetVisibleError, TopicValueError
 from throttled_admin.cli._args import parse_replica_assignment, parse_topic_configs, topic_pattern
 from throttled_admin.cli._output import ErrorInfo, Output, describe_error
 from throttled_admin.cli._session import AdminSession
@@ -40,6 +40,8 @@ class TopicResult:
     error: ErrorInfo | None = None
     throttle_time_ms: int | None = None  # the broker's throttle_time_ms on the request's response
     hint: str | None = None
+    visible: bool | None = None  # a create: listed by every broker by --timeout-ms (None for other actions)
+    lagging: tuple[int, ...] = ()  # ... if not, the brokers known not to list it yet
 
     def as_dict(self) -> dict[str, Any]:
         record: dict[str, Any] = {"topic": self.topic, "operation": self.operation, "status": self.status}
@@ -52,6 +54,10 @@ class TopicResult:
             record["throttle_time_ms"] = self.throttle_time_ms
         if self.hint is not None:
             record["hint"] = self.hint
+        if self.visible is not None:  # created by the controller; listed by every broker yet?
+            record["visible"] = self.visible
+            if not self.visible:
+                record["not_visible_on"] = list(self.lagging)
         return record
 
 
@@ -119,22 +125,42 @@ class TopicsCommand:
         futures: Mapping[str, Future[None]],
         tolerate: Callable[[BaseException], bool] = lambda exc: False,
     ) -> None:
-        self.session.wait(futures)
+        self.session.wait(futures, on_throttled=self._waiting if self.args.retry_on_quota_violation else None)
         # The largest throttle_time_ms the broker sent this command (a fresh client: its mutation requests).
         # librdkafka's CreateTopics v4 is admitted and throttled where a newer version would be refused.
         throttle_ms = self.session.throttle_time_ms()
         self._admitted_over_quota = throttle_ms > 0 and self.session.quota_violations() == 0
         results: list[TopicResult] = []
+        creating = operation == "create"
         for topic in sorted(futures):
             exc = futures[topic].exception()
             if exc is None:
-                results.append(TopicResult(topic, operation, _PAST_TENSE[operation], throttle_time_ms=throttle_ms))
+                status = _PAST_TENSE[operation]
+                results.append(
+                    TopicResult(topic, operation, status, throttle_time_ms=throttle_ms, visible=creating or None)
+                )
+            elif isinstance(exc, NotYetVisibleError) and creating:
+                # The controller created it (kafka-topics.sh says so once the controller accepts): created, exit 0,
+                # with a warning that some broker does not list it yet.
+                results.append(
+                    TopicResult(
+                        topic, operation, "created", throttle_time_ms=throttle_ms, visible=False, lagging=exc.brokers
+                    )
+                )
             elif tolerate(exc):
                 results.append(TopicResult(topic, operation, "exists", describe_error(exc), throttle_ms))
             else:
                 info = describe_error(exc)
                 results.append(TopicResult(topic, operation, "failed", info, throttle_ms, self._hint(info)))
         self._report(results)
+
+    def _waiting(self, throttle_ms: int) -> None:
+        """--retry-on-quota-violation: say what the command waits for, and how long (on stderr)."""
+        self.out.error(
+            f"The broker refused the change over the principal's controller mutation quota "
+            f"(THROTTLING_QUOTA_EXCEEDED): waiting {throttle_ms} ms for its throttle to end, then sending it again "
+            f"(--retry-on-quota-violation, within --timeout-ms {self.args.timeout_ms})."
+        )
 
     def _hint(self, info: ErrorInfo) -> str | None:
         """Why --retry-on-quota-violation did not help: the throttle outlasts --timeout-ms."""
@@ -156,6 +182,8 @@ class TopicsCommand:
             for result in results:
                 if result.status == "created":
                     self.out.line(f"Created topic {result.topic}.")
+                    if result.visible is False:
+                        self.out.line(visibility_warning(result.topic, result.lagging, self.args.timeout_ms))
             throttled = max((r.throttle_time_ms or 0 for r in results if r.status != "failed"), default=0)
             if throttled > 0 and self._admitted_over_quota:
                 # Admitted and throttled, never refused: without this line the throttle would go unseen.
@@ -205,9 +233,17 @@ class TopicsCommand:
             else:
                 # The assignment lists every partition; only those past the current count are new.
                 current = len(topics[name].partitions)
-                new_partitions.append(
-                    NewPartitions(name, self.args.partitions, replica_assignment=assignment[current:])
-                )
+                added = assignment[current:]
+                if len(added) >= self.args.partitions:  # a topic keeps at least its first partition
+                    total = self.args.partitions
+                    raise TopicValueError(
+                        name,
+                        "replica_assignment",
+                        f"has {len(added)} entries, but growing to {total} partitions adds at most {total - 1}",
+                        value=added,
+                        maximum=total - 1,
+                    )
+                new_partitions.append(NewPartitions(name, self.args.partitions, replica_assignment=added))
         futures = self.session.admin.create_partitions(new_partitions, **self._mutation_kwargs())
         self._collect("alter", futures)
 
@@ -285,6 +321,19 @@ class TopicsCommand:
                     f"\tReplicas: {','.join(map(str, row['replicas']))}\tIsr: {','.join(map(str, row['isr']))}"
                     "\tElr: N/A\tLastKnownElr: N/A"
                 )
+
+
+def visibility_warning(topic: str, lagging: tuple[int, ...], timeout_ms: int) -> str:
+    """The warning for a topic the controller created that some broker did not list by --timeout-ms."""
+    if not lagging:
+        who = "no broker's metadata could be read to see whether every broker lists it"
+    else:
+        brokers = f"broker{'s' if len(lagging) > 1 else ''} {', '.join(map(str, lagging))}"
+        who = f"{brokers} {'does' if len(lagging) == 1 else 'do'} not list it yet"
+    return (
+        f"WARNING: Topic {topic} was created, but {who} (within --timeout-ms {timeout_ms}); it is usable on every "
+        "broker once they list it."
+    )
 
 
 def throttle_warning(throttle_ms: int) -> str:

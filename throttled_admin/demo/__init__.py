@@ -50,20 +50,30 @@ def _every(seconds: float, report: Callable[[], None]) -> Callable[[], None]:
 
 
 def _progress_from_brokers(brokers: dict[str, QuotaBroker], rows: list[PlanRow], origin: float) -> Callable[[], None]:
-    planned: Counter[str] = Counter()
+    """One line per cluster, as the plot has one panel per cluster: its topics, and each tenant's mutations the
+    cluster admitted against those planned there."""
+    planned: Counter[tuple[str, str]] = Counter()
+    planned_topics: Counter[str] = Counter()
     for row in rows:
-        planned[row.cluster.split("-", 1)[1]] += row.partitions or 1
+        cluster, tenant = row.cluster.split("-", 1)
+        planned[cluster, tenant] += row.partitions or 1
+        planned_topics[cluster] += 1
 
     def report() -> None:
-        admitted: Counter[str] = Counter()
-        for entity in admitted_series(brokers, origin):
-            admitted[entity.tenant] += entity.steps[-1][1] if entity.steps else 0
-        topics = sum(len(b.topics()) for b in brokers.values())
-        tenants = "  ".join(f"{t}: {admitted[t]:>4}/{planned[t]}" for t in planned)
-        print(
-            f"  {time.monotonic() - origin:5.1f} s  topics {topics:>4}/{len(rows)}  mutations admitted  {tenants}",
-            flush=True,
-        )
+        admitted = {(e.cluster, e.tenant): e.steps[-1][1] if e.steps else 0 for e in admitted_series(brokers, origin)}
+        elapsed = f"{time.monotonic() - origin:5.1f} s"
+        for cluster, broker in brokers.items():
+            tenants = "  ".join(
+                f"{tenant}: {admitted.get((c, tenant), 0):>4}/{count}"
+                for (c, tenant), count in planned.items()
+                if c == cluster
+            )
+            print(
+                f"  {elapsed}  {cluster}: topics {len(broker.topics()):>4}/{planned_topics[cluster]}  "
+                f"mutations admitted  {tenants}",
+                flush=True,
+            )
+            elapsed = " " * len(elapsed)
 
     return report
 

@@ -15,10 +15,21 @@ from throttled_admin.provisioning._plan import ACTIONS, PlanError, PlanRow, row_
 from throttled_admin.provisioning._profile import Profile
 from throttled_admin.provisioning._progress import Progress, ProgressCallback
 from throttled_admin.provisioning._readers import read_plan, read_profiles
-from throttled_admin.provisioning._results import RESULT_FIELDS, STATUSES, RowResult, summarize
+from throttled_admin.provisioning._results import (
+    DELETE_NOT_ALLOWED,
+    PLAN_CONFLICT,
+    PLAN_ERROR,
+    RESULT_FIELDS,
+    STATUSES,
+    RowResult,
+    summarize,
+)
 
 __all__ = [
     "ACTIONS",
+    "DELETE_NOT_ALLOWED",
+    "PLAN_CONFLICT",
+    "PLAN_ERROR",
     "RESULT_FIELDS",
     "STATUSES",
     "PlanError",

@@ -4,9 +4,12 @@ thread, one result per row in plan order."""
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+
+from opentelemetry.metrics import MeterProvider
 
 from throttled_admin.provisioning._executor import execute
 from throttled_admin.provisioning._plan import PlanError, PlanRow
@@ -30,9 +33,11 @@ def group_rows(
     unknown = sorted({row.cluster for row in rows if row.cluster not in profiles}, key=str)
     if unknown:
         index = next(i for i, row in enumerate(rows) if row.cluster == unknown[0])
+        close = difflib.get_close_matches(str(unknown[0]), list(profiles), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
         raise PlanError(
             f"{rows[index].where(index)}: field 'cluster': no profile named {unknown[0]!r} "
-            f"(profiles: {', '.join(sorted(profiles)) or 'none'})"
+            f"(profiles: {', '.join(sorted(profiles)) or 'none'}){hint}"
         )
     groups: dict[tuple[str, str], tuple[Profile, list[int]]] = {}
     for index, row in enumerate(rows):
@@ -49,6 +54,7 @@ def apply_plan(
     dry_run: bool = False,
     progress: ProgressCallback | None = None,
     max_concurrent_entities: int = MAX_CONCURRENT_ENTITIES,
+    meter_provider: MeterProvider | None = None,
 ) -> list[RowResult]:
     """Run every group concurrently (the work is I/O: waiting on brokers and quotas) and return one
     result per row, in plan order. ``progress`` is called from the groups' threads, one call at a time.
@@ -56,7 +62,9 @@ def apply_plan(
     ``profiles`` maps each plan cluster to a ``Profile`` or to a conf mapping as profiles.yaml has it
     (librdkafka settings plus optional ``mutation_rate`` and ``request_timeout_s``).
     ``max_concurrent_entities``: how many quota entities run at once (one thread and one client each);
-    the others wait for a free one."""
+    the others wait for a free one. ``meter_provider``: where the groups' clients send their metrics (else the
+    global provider); each group's series carry its profile's name and principal (``throttled_admin.cluster``,
+    ``throttled_admin.principal``)."""
     checked = as_profiles(profiles)
     if isinstance(max_concurrent_entities, bool) or not isinstance(max_concurrent_entities, int):
         raise TypeError(f"max_concurrent_entities: expected an int >= 1, got {max_concurrent_entities!r}")
@@ -87,6 +95,7 @@ def apply_plan(
                 allow_delete=allow_delete,
                 dry_run=dry_run,
                 progress=callback,
+                meter_provider=meter_provider,
             ): indexes
             for profile, indexes in groups.values()
         }

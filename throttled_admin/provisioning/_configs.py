@@ -3,7 +3,7 @@
 Kafka parses a value by its config's type and shows it as ``ConfigDef.convertToString`` renders the parsed
 value: ``compact, delete`` is the LIST ``compact,delete``, ``TRUE`` the BOOLEAN ``true``, ``0.50`` the DOUBLE
 ``0.5``, `` 86400000`` the LONG ``86400000``. A plan written in any of those spellings is as planned when the
-cluster shows the other. The types are Kafka 4.0's topic configs (``throttled_admin._kafka.topic_configs``);
+cluster shows the other. The types are Kafka 4.4's topic configs (``throttled_admin._kafka.topic_configs``);
 a name that table does not know is compared as given.
 """
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from throttled_admin.provisioning._configs import same_value
 from throttled_admin.provisioning._plan import PlanRow
+from throttled_admin.provisioning._results import DELETE_NOT_ALLOWED, PLAN_CONFLICT
 
 __all__ = ["Change", "TopicState", "decide"]
 
@@ -22,7 +23,8 @@ class TopicState:
 
 @dataclass
 class Change:
-    """``kind``: create, grow, delete, reconfigure, none (nothing to do) or fail (``reason`` says why).
+    """``kind``: create, grow, delete, reconfigure, none (nothing to do) or fail (``reason`` says why, in the
+    Python API's words, and ``error_name`` what it is, so a command line can word it in its own).
     An ``ensure`` row can grow and reconfigure at once: ``kind`` is then grow and ``alter`` is set."""
 
     row: PlanRow
@@ -31,6 +33,7 @@ class Change:
     alter: dict[str, str] = field(default_factory=dict)
     from_partitions: int = 0
     reason: str | None = None
+    error_name: str | None = None
 
     @property
     def detail(self) -> str:
@@ -66,6 +69,11 @@ def _differing(planned: dict[str, str] | None, current: dict[str, str] | None) -
     return {k: v for k, v in planned.items() if not same_value(k, v, current.get(k))}
 
 
+def _conflict(row: PlanRow, reason: str) -> Change:
+    """The cluster's topic differs from the row in a way these APIs cannot change."""
+    return Change(row, "fail", reason=reason, error_name=PLAN_CONFLICT)
+
+
 def decide(row: PlanRow, topic: TopicState | None, *, allow_delete: bool) -> Change:
     """The change ``row`` needs when the cluster has ``topic`` (None: it does not exist).
 
@@ -76,38 +84,33 @@ def decide(row: PlanRow, topic: TopicState | None, *, allow_delete: bool) -> Cha
         if topic is None:
             return Change(row, "none")  # already gone: a rerun converges
         if not allow_delete:
-            return Change(row, "fail", reason="refused: pass allow_delete=True to delete topics")
+            return Change(
+                row, "fail", reason="refused: pass allow_delete=True to delete topics", error_name=DELETE_NOT_ALLOWED
+            )
         return Change(row, "delete", mutations=topic.partitions, from_partitions=topic.partitions)
     if topic is None:
         if action == "grow":
-            return Change(row, "fail", reason=f"cannot grow {row.topic!r}: the topic does not exist")
+            return _conflict(row, f"cannot grow {row.topic!r}: the topic does not exist")
         # KRaft charges the resolved partition count; the broker default (num.partitions) is 1 unless set.
         return Change(row, "create", mutations=row.partitions or 1)
     if row.replication_factor is not None and row.replication_factor != topic.replication_factor:
-        return Change(
+        return _conflict(
             row,
-            "fail",
-            reason=(
-                f"the topic has replication factor {topic.replication_factor}, the plan says "
-                f"{row.replication_factor}: Kafka changes a replication factor only by reassigning partitions"
-            ),
+            f"the topic has replication factor {topic.replication_factor}, the plan says "
+            f"{row.replication_factor}: Kafka changes a replication factor only by reassigning partitions",
         )
     if row.partitions is not None and row.partitions < topic.partitions:
-        return Change(
+        return _conflict(
             row,
-            "fail",
-            reason=(
-                f"the topic has {topic.partitions} partitions, the plan says {row.partitions}: "
-                "Kafka cannot remove partitions from a topic"
-            ),
+            f"the topic has {topic.partitions} partitions, the plan says {row.partitions}: "
+            "Kafka cannot remove partitions from a topic",
         )
     grow = row.partitions is not None and row.partitions > topic.partitions
     alter = _differing(row.configs, topic.configs)
     if action == "create" and (grow or alter):
-        return Change(
+        return _conflict(
             row,
-            "fail",
-            reason=f"the topic already exists and differs from the plan ({topic.partitions} partitions); "
+            f"the topic already exists and differs from the plan ({topic.partitions} partitions); "
             "use action ensure to change it",
         )
     if grow:

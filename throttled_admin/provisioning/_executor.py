@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import logging
 import math
+import queue
 import time
 from collections.abc import Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,7 @@ from confluent_kafka import KafkaError, KafkaException
 # The public names live in confluent_kafka.admin, which re-exports them without __all__ (mypy --strict).
 from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
 from confluent_kafka.admin._resource import ResourceType
+from opentelemetry.metrics import MeterProvider
 
 from throttled_admin import (
     MutationQuota,
@@ -24,18 +26,17 @@ from throttled_admin import (
     OutcomeUnknownError,
     ThrottledAdminClient,
 )
-from throttled_admin._driver.metadata_read import FATAL_CODES, ContactWatch, read_metadata
-from throttled_admin._errors import NotSentError
+from throttled_admin._driver.metadata_read import ContactWatch, read_failure, read_metadata
 from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
 from throttled_admin._kafka.topic_names import collision_key
 from throttled_admin.provisioning._configs import config_problem
 from throttled_admin.provisioning._decide import Change, TopicState, decide
 from throttled_admin.provisioning._plan import PlanRow, row_problem
 from throttled_admin.provisioning._profile import Profile, redact
-from throttled_admin.provisioning._progress import Progress, ProgressCallback
-from throttled_admin.provisioning._results import RowResult
+from throttled_admin.provisioning._progress import AdmittedRate, Progress, ProgressCallback
+from throttled_admin.provisioning._results import PLAN_CONFLICT, PLAN_ERROR, RowResult
 
-__all__ = ["BURST_WINDOWS", "execute", "predicted_seconds"]
+__all__ = ["BURST_WINDOWS", "execute", "metric_attributes", "predicted_seconds"]
 
 log = logging.getLogger("throttled_admin.provisioning")
 
@@ -45,6 +46,8 @@ BURST_WINDOWS = 11
 MAX_ATTEMPTS = 3
 #: Verifying reads the cluster (metadata, configs) up to this many times before a row gives up.
 READ_ATTEMPTS = 3
+#: While rows are pending, how often the group looks for mutations the broker has admitted (progress).
+PROGRESS_POLL_S = 0.1
 _UNKNOWN_CODES = (KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError.REQUEST_TIMED_OUT)
 
 
@@ -60,6 +63,12 @@ def _error(exc: BaseException | None) -> tuple[int | None, str]:
     if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
         return int(exc.args[0].code()), str(exc.args[0].str())
     return None, f"{type(exc).__name__}: {exc}"
+
+
+def _error_name(exc: BaseException) -> str:
+    """A failure's ``error_name``: Kafka's name of its code, else the exception's type."""
+    code = _error(exc)[0]
+    return KafkaError(code).name() if code is not None else type(exc).__name__
 
 
 def _metric(metrics: dict[str, float], name: str) -> float:
@@ -78,6 +87,7 @@ class _Run:
     attempts: int = 0
     pending: int = 0
     error: tuple[int | None, str] | None = None  # a definite failure
+    error_name: str | None = None  # its name when it has no Kafka code
     unknown: tuple[int | None, str] | None = None  # the last answer that left the outcome unknown
     verify: bool = False  # an outcome is unknown: read the cluster before deciding
     existed: bool = False  # the cluster already had the change (TOPIC_ALREADY_EXISTS, a delete's UNKNOWN_TOPIC)
@@ -93,13 +103,15 @@ class _Group:
         self.secrets = profile.secrets()
         self.progress = progress
         self.results: dict[int, RowResult] = {}
-        self.started = time.time()
-        self.mutations_done = 0
+        self.admitted = AdmittedRate()  # the client's mutations-admitted-total over time
         self.watch = ContactWatch()  # what librdkafka says about the connections of the group's client
 
     def finish(self, index: int, status: str, **fields: Any) -> None:
         row = self.rows[index]
         message = fields.pop("error_message", None)
+        if status == "failed" and fields.get("error_name") is None:
+            code = fields.get("error_code")
+            fields["error_name"] = KafkaError(code).name() if code is not None else "UNKNOWN_ERROR"
         self.results[index] = RowResult(
             cluster=row.cluster,
             topic=str(row.topic),
@@ -109,26 +121,42 @@ class _Group:
             **fields,
         )
 
-    def fail_all(self, message: str, code: int | None = None) -> None:
+    def fail_all(self, message: str, code: int | None = None, name: str | None = None) -> None:
         now = time.time()
         for index in range(len(self.rows)):
             if index not in self.results:
-                self.finish(index, "failed", error_code=code, error_message=message, started_at=now, finished_at=now)
+                self.finish(
+                    index,
+                    "failed",
+                    error_code=code,
+                    error_name=name,
+                    error_message=message,
+                    started_at=now,
+                    finished_at=now,
+                )
 
-    def report(self, admin: ThrottledAdminClient | None) -> None:
+    def report(self, admin: ThrottledAdminClient | None, *, only_if_admitted: bool = False) -> None:
+        """Progress as the client's metrics have it: mutations the broker admitted (counted as its answers come,
+        not when rows finish, which may be seconds later with ``wait_for_metadata``) and their rate over the
+        quota's window. ``only_if_admitted``: nothing when no mutation was admitted since the last report."""
         if self.progress is None:
             return
         metrics = admin.metrics() if admin is not None else {}
+        now = time.monotonic()
+        before = self.admitted.total
+        if admin is not None:
+            self.admitted.update(int(_metric(metrics, "mutations-admitted-total")), now)
+        if only_if_admitted and self.admitted.total == before:
+            return
         rate = metrics.get("mutation-rate")
         quota = self.profile.mutation_rate if rate is None or math.isnan(rate) else float(rate)
-        elapsed = max(time.time() - self.started, 1e-6)
         self.progress(
             Progress(
                 cluster=self.profile.name,
                 rows_done=len(self.results),
                 rows_total=len(self.rows),
-                mutations_admitted=self.mutations_done,
-                mutations_per_s=self.mutations_done / elapsed,
+                mutations_admitted=self.admitted.total,
+                mutations_per_s=self.admitted.rate(now),
                 quota_rate=quota,
                 throttle_time_ms=int(_metric(metrics, "throttle-time-max")),
             )
@@ -164,7 +192,7 @@ def _read_configs(admin: ThrottledAdminClient, names: Iterable[str], timeout_s: 
 
 def _known_config_names(admin: ThrottledAdminClient, topics: Iterable[str], timeout_s: float) -> set[str]:
     """The topic config names the cluster knows, from DescribeConfigs of one of its topics (no quota cost).
-    A cluster with no topic it lets us describe is taken to know Kafka 4.0's."""
+    A cluster with no topic it lets us describe is taken to know Kafka 4.4's."""
     for name in sorted(topics)[:3]:
         resource = ConfigResource(ResourceType.TOPIC, name)
         try:
@@ -174,7 +202,17 @@ def _known_config_names(admin: ThrottledAdminClient, topics: Iterable[str], time
     return set(TOPIC_CONFIGS)
 
 
-def _new_client(profile: Profile, watch: ContactWatch) -> ThrottledAdminClient:
+def metric_attributes(profile: Profile) -> dict[str, str]:
+    """What labels a group's metric series: the profile's cluster name and the principal's user name (not a
+    secret), the same on every run, so a fleet's dashboard tells tenants and clusters apart without a new series
+    per run."""
+    labels = {"throttled_admin.cluster": profile.name}
+    if profile.principal:
+        labels["throttled_admin.principal"] = profile.principal
+    return labels
+
+
+def _new_client(profile: Profile, watch: ContactWatch, meter_provider: MeterProvider | None) -> ThrottledAdminClient:
     """One client per quota entity, paced to the profile's rate (learned from throttles when None), its
     connections watched by ``watch`` so a read of the cluster fails fast (a conf's own callbacks still run)."""
     conf: dict[str, Any] = dict(profile.conf)
@@ -191,19 +229,12 @@ def _new_client(profile: Profile, watch: ContactWatch) -> ThrottledAdminClient:
             theirs_throttle(event)
 
     conf["error_cb"], conf["throttle_cb"] = on_error, on_throttle
-    return ThrottledAdminClient(conf, mutation_quota=MutationQuota(rate=profile.mutation_rate))
-
-
-def _cannot_read(exc: BaseException) -> tuple[int | None, str]:
-    """A row's error when the cluster could not be read before anything was sent: no broker reachable
-    ("not sent: cannot connect to HOST:PORT (reason)") or an authentication failure ("not sent: " and
-    librdkafka's message, its code kept); otherwise librdkafka's last error."""
-    code, message = _error(exc)
-    if isinstance(exc, NotSentError):
-        return code, "not sent: " + message.split(" not sent: ", 1)[-1]
-    if code is not None and code in FATAL_CODES:
-        return code, f"not sent: {message}"
-    return code, f"not sent: cannot read the cluster's topics: {message}"
+    return ThrottledAdminClient(
+        conf,
+        mutation_quota=MutationQuota(rate=profile.mutation_rate),
+        meter_provider=meter_provider,
+        metric_attributes=metric_attributes(profile),
+    )
 
 
 def execute(
@@ -213,6 +244,7 @@ def execute(
     allow_delete: bool = False,
     dry_run: bool = False,
     progress: ProgressCallback | None = None,
+    meter_provider: MeterProvider | None = None,
 ) -> list[RowResult]:
     """Apply ``rows`` (one group: they all use ``profile``) and return one result per row, in order.
 
@@ -220,22 +252,23 @@ def execute(
     sends creates, grows, deletes and config changes through one client paced with ``MutationQuota``.
     A create whose outcome is unknown is checked by reading the cluster again (and re-sent only if the
     topic is missing). ``dry_run``: nothing is changed; rows that need a change are ``planned`` with
-    ``detail`` and ``predicted_s``."""
+    ``detail`` and ``predicted_s``. ``meter_provider``: where the client's metrics go (else the global provider),
+    labelled with ``metric_attributes(profile)``."""
     group = _Group(list(rows), profile, progress)
     log.debug("group %s: %d rows (dry_run=%s, allow_delete=%s)", profile.name, len(group.rows), dry_run, allow_delete)
     candidates = _check_rows(group)
     if candidates:
         try:
-            admin = _new_client(profile, group.watch)
+            admin = _new_client(profile, group.watch, meter_provider)
         except Exception as exc:  # e.g. an invalid librdkafka setting: every row learns why
-            group.fail_all(f"cannot create the admin client: {_error(exc)[1]}")
+            group.fail_all(f"cannot create the admin client: {_error(exc)[1]}", _error(exc)[0], _error_name(exc))
         else:
             with admin:
                 try:
                     _run_group(group, admin, candidates, allow_delete=allow_delete, dry_run=dry_run)
                 except Exception as exc:  # a bug of ours must still leave every row with a result
                     log.exception("group %s: unexpected error", profile.name)
-                    group.fail_all(f"unexpected error while applying the plan: {_error(exc)[1]}")
+                    group.fail_all(f"unexpected error while applying the plan: {_error(exc)[1]}", name=_error_name(exc))
     group.report(None)
     log.debug("group %s: done", profile.name)
     return [group.results[i] for i in range(len(group.rows))]
@@ -260,6 +293,7 @@ def _check_rows(group: _Group) -> list[int]:
             group.finish(
                 index,
                 "failed",
+                error_name=PLAN_ERROR,
                 error_message=f"{row.where(index)}: field {field_name!r}: {message}",
                 started_at=now,
                 finished_at=now,
@@ -280,8 +314,8 @@ def _run_group(
         wanted = [group.rows[i].topic for i in candidates if group.rows[i].configs and group.rows[i].topic in topics]
         configs = _read_configs(admin, wanted, timeout_s)
     except Exception as exc:  # nothing has been sent: every row says why
-        code, why = _cannot_read(exc)
-        group.fail_all(why, code)
+        code, why = read_failure(exc)  # "cannot connect to ...", the SASL message, "cannot read the cluster's ..."
+        group.fail_all(f"not sent: {why}", code, _error_name(exc))
         return
     existing_keys = {collision_key(name): name for name in topics}
     runs: list[_Run] = []
@@ -293,7 +327,12 @@ def _run_group(
         change = decide(row, state, allow_delete=allow_delete)
         other = existing_keys.get(collision_key(row.topic))
         if change.kind == "create" and other is not None and other != row.topic:
-            change = Change(row, "fail", reason=f"{row.topic!r} collides with the existing topic {other!r}")
+            change = Change(
+                row,
+                "fail",
+                reason=f"{row.topic!r} collides with the existing topic {other!r}",
+                error_name=PLAN_CONFLICT,
+            )
         runs.append(_Run(index, change))
     # Creates first, then grows, then deletes: the order the plan's new topics become usable.
     order = {"create": 0, "grow": 1, "reconfigure": 2, "delete": 3}
@@ -302,7 +341,9 @@ def _run_group(
         try:
             _check_configs(group, admin, runs, topics)
         except Exception as exc:
-            group.fail_all(f"cannot read the cluster's topic configs: {_error(exc)[1]}")
+            group.fail_all(
+                f"cannot read the cluster's topic configs: {_error(exc)[1]}", _error(exc)[0], _error_name(exc)
+            )
             return
         _plan_only(group, runs)
         return
@@ -312,7 +353,13 @@ def _run_group(
             status = "unchanged" if run.change.kind == "none" else "failed"
             message = run.change.reason if run.change.kind == "fail" else None
             group.finish(
-                run.index, status, error_message=message, started_at=now, finished_at=now, detail=run.change.detail
+                run.index,
+                status,
+                error_name=run.change.error_name,
+                error_message=message,
+                started_at=now,
+                finished_at=now,
+                detail=run.change.detail,
             )
     _apply(group, admin, [r for r in runs if r.change.kind not in ("none", "fail")])
 
@@ -344,6 +391,7 @@ def _plan_only(group: _Group, runs: list[_Run]) -> None:
                 run.index,
                 status,
                 error_code=code,
+                error_name=change.error_name,
                 error_message=change.reason,
                 started_at=now,
                 finished_at=now,
@@ -396,7 +444,7 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
         except Exception as exc:  # the client's own input check: no request was sent
             for run in batch:
                 run.pending -= 1
-                run.error = _error(exc)
+                run.error, run.error_name = _error(exc), _error_name(exc)
             return
         by_name = {_name(key): value for key, value in result.items()}
         for run in batch:
@@ -459,8 +507,20 @@ def _alter_resource(topic: str, values: dict[str, str]) -> ConfigResource:
 def _drain(group: _Group, admin: ThrottledAdminClient, futures: dict[Future[Any], tuple[_Run, str]]) -> None:
     """Wait for every outstanding future, settling rows as their last operation completes; a row with an
     unknown outcome is left for ``_verify_unknown``."""
+    poll_s = PROGRESS_POLL_S if group.progress is not None else None
+    # Each future says when it is done (one callback each), instead of a wait() on all of them per turn: a long
+    # throttle with progress shown then costs a look at the metrics every poll, not one per pending row.
+    finished: queue.SimpleQueue[Future[Any]] = queue.SimpleQueue()
+    for pending in list(futures):
+        pending.add_done_callback(finished.put)
     while futures:
-        done, _ = wait(list(futures), return_when=FIRST_COMPLETED)
+        try:
+            done = [finished.get(timeout=poll_s)]
+        except queue.Empty:  # the broker may have admitted mutations of rows still pending (their visibility, say)
+            group.report(admin, only_if_admitted=True)
+            continue
+        while not finished.empty():
+            done.append(finished.get_nowait())
         for future in done:
             run, kind = futures.pop(future)
             run.pending -= 1
@@ -539,7 +599,7 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
             _settle(group, admin, run, status="unchanged" if run.existed else None)
         elif needed.kind == "fail":
             code = int(KafkaError.TOPIC_ALREADY_EXISTS) if run.existed else (run.unknown or (None, ""))[0]
-            run.error = (code, needed.reason or "failed")
+            run.error, run.error_name = (code, needed.reason or "failed"), needed.error_name
             _settle(group, admin, run)
         elif run.error is not None:
             _settle(group, admin, run)
@@ -576,10 +636,8 @@ def _settle(group: _Group, admin: ThrottledAdminClient, run: _Run, status: str |
     }
     if run.error is not None and status is None:
         code, message = run.error
-        group.finish(run.index, "failed", error_code=code, error_message=message, **common)
+        name = KafkaError(code).name() if code is not None else run.error_name
+        group.finish(run.index, "failed", error_code=code, error_name=name, error_message=message, **common)
         log.debug("group %s: %s failed", group.profile.name, group.rows[run.index].topic)
         return
-    final = status or _STATUS[change.kind]
-    if final != "unchanged":
-        group.mutations_done += change.mutations
-    group.finish(run.index, final, **common)
+    group.finish(run.index, status or _STATUS[change.kind], **common)

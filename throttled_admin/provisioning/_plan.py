@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from throttled_admin._kafka.topic_names import topic_name_error
+from throttled_admin._validation import MAX_PARTITIONS, MAX_REPLICATION_FACTOR
 
 __all__ = ["ACTIONS", "PlanError", "PlanRow", "row_problem"]
 
@@ -24,7 +25,8 @@ class PlanError(ValueError):
 class PlanRow:
     """One row of a plan. ``partitions`` and ``replication_factor`` None mean "the broker's default" for a
     create and "do not check" for an existing topic; ``source`` says where the row came from
-    (``plan.csv:7`` is line 7, ``plan.json#3`` the third row object)."""
+    (``plan.csv: line 7``, ``plan.json: row 3`` the third row object) and begins every problem reported about
+    it: ``plan.json: row 3: field 'partitions': ...``."""
 
     cluster: str
     action: str
@@ -39,9 +41,13 @@ class PlanRow:
         return self.source or f"row {index + 1}"
 
 
-def _is_count(value: Any) -> bool:
+def _count_problem(value: Any, maximum: int) -> str | None:
     # bool is an int in Python; True partitions is a typo, not 1.
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        return f"must be an integer >= 1, got {value!r}"
+    if value > maximum:  # the client's limit (librdkafka's), checked here in the plan's own terms
+        return f"must be at most {maximum} (librdkafka's limit), got {value!r}"
+    return None
 
 
 def row_problem(row: PlanRow) -> tuple[str, str] | None:
@@ -58,12 +64,14 @@ def row_problem(row: PlanRow) -> tuple[str, str] | None:
     name_error = topic_name_error(row.topic)
     if name_error is not None:
         return "topic", name_error
-    if row.partitions is not None and not _is_count(row.partitions):
-        return "partitions", f"must be an integer >= 1, got {row.partitions!r}"
+    if row.partitions is not None and (problem := _count_problem(row.partitions, MAX_PARTITIONS)) is not None:
+        return "partitions", problem
     if row.action == "grow" and row.partitions is None:
         return "partitions", "a grow row needs the partition count to grow to"
-    if row.replication_factor is not None and not _is_count(row.replication_factor):
-        return "replication_factor", f"must be an integer >= 1, got {row.replication_factor!r}"
+    if row.replication_factor is not None:
+        problem = _count_problem(row.replication_factor, MAX_REPLICATION_FACTOR)
+        if problem is not None:
+            return "replication_factor", problem
     if row.configs is not None:
         if row.action in ("grow", "delete"):
             return "configs", f"only ensure and create rows set configs, not {row.action}"

@@ -1,9 +1,12 @@
 """Plan and profiles files: JSON, YAML and CSV in, ``PlanRow`` and ``Profile`` out. Every problem is a
-``PlanError`` naming the file, the row and the field; a row is never skipped."""
+``PlanError`` naming the file, the row and the field, in one format: ``plan.yaml: row 3: field 'topic': ...``
+(a CSV row is named by its line: ``plan.csv: line 4: ...``); a misspelt field gets the closest one. A row is never
+skipped."""
 
 from __future__ import annotations
 
 import csv
+import difflib
 import json
 from pathlib import Path
 from typing import Any
@@ -63,13 +66,21 @@ def parse_configs_text(text: str) -> dict[str, str] | None:
     return configs
 
 
-def _row(raw: dict[str, Any], *, source: str, from_text: bool, file: Path, label: str) -> PlanRow:
+def _unknown_field(name: str) -> str:
+    close = difflib.get_close_matches(name, FIELDS, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown field (a row has {', '.join(FIELDS)}){hint}"
+
+
+def _row(raw: dict[str, Any], *, source: str, from_text: bool) -> PlanRow:
+    """``source`` says where the row is (``plan.yaml: row 3``), in every problem found and in the row itself."""
+
     def fail(field: str, message: str) -> PlanError:
-        return PlanError(f"{file}: {label}: field {field!r}: {message}")
+        return PlanError(f"{source}: field {field!r}: {message}")
 
     unknown = sorted(set(raw) - set(FIELDS))
     if unknown:
-        raise fail(unknown[0], f"unknown field; a row has {', '.join(FIELDS)}")
+        raise fail(unknown[0], _unknown_field(unknown[0]))
     for name in REQUIRED:
         value = raw.get(name)
         if value is None or (isinstance(value, str) and not value.strip()):
@@ -127,17 +138,17 @@ def read_plan(path: str | Path) -> list[PlanRow]:
             raise PlanError(f"{file}: a plan is a list of rows, got {type(document).__name__}")
         rows = []
         for index, raw in enumerate(document, start=1):
-            label = f"row {index}"
+            source = f"{file}: row {index}"
             if not isinstance(raw, dict):
-                raise PlanError(f"{file}: {label}: expected an object with fields {', '.join(FIELDS)}, got {raw!r}")
-            rows.append(_row(raw, source=f"{file.name}#{index}", from_text=False, file=file, label=label))
+                raise PlanError(f"{source}: expected an object with fields {', '.join(FIELDS)}, got {raw!r}")
+            rows.append(_row(raw, source=source, from_text=False))
     seen: dict[tuple[str, str], PlanRow] = {}
     for row in rows:
         key = (row.cluster, row.topic)
         if key in seen:
+            first = seen[key].source.removeprefix(f"{file}: ")
             raise PlanError(
-                f"{file}: {row.source}: field 'topic': {row.topic!r} on cluster {row.cluster!r} "
-                f"is already planned by {seen[key].source}"
+                f"{row.source}: field 'topic': {row.topic!r} on cluster {row.cluster!r} is already planned by {first}"
             )
         seen[key] = row
     return rows
@@ -155,17 +166,18 @@ def _read_csv(file: Path) -> list[PlanRow]:
         missing = [name for name in REQUIRED if name not in header]
         if missing:
             raise PlanError(f"{file}: line 1: header lacks the column {missing[0]!r}; expected {', '.join(FIELDS)}")
+        unknown = [name for name in header if name not in FIELDS]
+        if unknown:
+            raise PlanError(f"{file}: line 1: field {unknown[0]!r}: {_unknown_field(unknown[0])}")
         try:
             for raw in reader:
-                label = f"line {reader.line_num}"
+                source = f"{file}: line {reader.line_num}"
                 if None in raw:  # more cells than header columns
-                    raise PlanError(f"{file}: {label}: more cells than the header's {len(header)} columns")
+                    raise PlanError(f"{source}: more cells than the header's {len(header)} columns")
                 cells = {k: v for k, v in raw.items() if v is not None}
                 if len(cells) < len(header):
-                    raise PlanError(f"{file}: {label}: fewer cells than the header's {len(header)} columns")
-                rows.append(
-                    _row(cells, source=f"{file.name}:{reader.line_num}", from_text=True, file=file, label=label)
-                )
+                    raise PlanError(f"{source}: fewer cells than the header's {len(header)} columns")
+                rows.append(_row(cells, source=source, from_text=True))
         except csv.Error as exc:
             raise PlanError(f"{file}: line {reader.line_num}: not valid CSV: {exc}") from None
     return rows

@@ -8,10 +8,23 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RESULT_FIELDS", "STATUSES", "RowResult", "summarize"]
+__all__ = [
+    "DELETE_NOT_ALLOWED",
+    "PLAN_CONFLICT",
+    "PLAN_ERROR",
+    "RESULT_FIELDS",
+    "STATUSES",
+    "RowResult",
+    "summarize",
+]
 
 #: ``planned`` only in a dry run; every other status is final.
 STATUSES = ("created", "grown", "reconfigured", "deleted", "unchanged", "failed", "planned")
+#: ``error_name`` of a row that failed by the plan's own rules, before anything was sent: a row that cannot be
+#: applied as written, a delete without ``allow_delete=True``, and a topic that differs from the plan in a way
+#: these APIs cannot change (fewer partitions, another replication factor, a create of a topic that exists and
+#: differs, a grow of a topic that does not exist, a name colliding with an existing topic).
+PLAN_ERROR, DELETE_NOT_ALLOWED, PLAN_CONFLICT = "PLAN_ERROR", "DELETE_NOT_ALLOWED", "PLAN_CONFLICT"
 
 
 @dataclass(frozen=True)
@@ -23,7 +36,9 @@ class RowResult:
     this row was pending. ``started_at``/``finished_at``: epoch seconds. Beyond the required columns:
     ``mutations`` the quota units the row costs (created partitions, added partitions, or the deleted
     topic's partitions), ``detail`` what was (or in a dry run would be) done, and in a dry run
-    ``predicted_s``, when the row's mutations would be admitted, in seconds from the group's start."""
+    ``predicted_s``, when the row's mutations would be admitted, in seconds from the group's start.
+    ``error_name``: set on every failed row, Kafka's name of ``error_code`` when there is one, else one of the
+    plan's own (``PLAN_ERROR``, ``DELETE_NOT_ALLOWED``, ``PLAN_CONFLICT``) or the exception's type."""
 
     cluster: str
     topic: str
@@ -38,6 +53,7 @@ class RowResult:
     mutations: int = 0
     detail: str | None = None
     predicted_s: float | None = None
+    error_name: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

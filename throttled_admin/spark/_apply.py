@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from throttled_admin.provisioning import PlanError, PlanRow, Profile, RowResult
+from throttled_admin.provisioning import PLAN_ERROR, PlanError, PlanRow, Profile, RowResult
 from throttled_admin.provisioning import apply_plan as apply_rows
 from throttled_admin.provisioning._apply import MAX_CONCURRENT_ENTITIES
 from throttled_admin.provisioning._profile import ProfilesArg, as_profiles
@@ -72,7 +72,7 @@ def _check_columns(plan_df: Any) -> list[str]:
 
 def _row(record: dict[str, Any]) -> PlanRow | RowResult:
     configs = record.get("configs")
-    source = record.get("source") or f"plan_df row {record['cluster']}/{record['topic']}"
+    source = record.get("source") or f"plan_df: row {record['cluster']}/{record['topic']}"
     if isinstance(configs, str):
         try:
             configs = parse_configs_text(configs)
@@ -83,6 +83,7 @@ def _row(record: dict[str, Any]) -> PlanRow | RowResult:
                 str(record["action"]),
                 "failed",
                 error_message=f"{source}: field 'configs': {exc}",
+                error_name=PLAN_ERROR,
             )
     elif configs is not None:
         configs = dict(configs)  # Arrow hands a map over as (key, value) pairs
@@ -114,6 +115,7 @@ def _make_task(profiles: dict[str, Profile], allow_delete: bool, dry_run: bool, 
                     row.action,
                     "failed",
                     error_message=f"{row.source}: field 'cluster': no profile named {row.cluster!r}",
+                    error_name=PLAN_ERROR,
                 )
         # This task's quota entities concurrently, one thread each (apply_plan's groups), at most max_entities.
         done = apply_rows(

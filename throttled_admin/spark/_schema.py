@@ -24,6 +24,7 @@ _COLUMNS = (
     ("mutations", "int"),
     ("detail", "string"),
     ("predicted_s", "double"),
+    ("error_name", "string"),
 )
 
 

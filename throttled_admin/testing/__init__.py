@@ -9,15 +9,22 @@ answers as Redpanda does (``enforcement="redpanda"``). See docs/testing-broker.m
 
 from __future__ import annotations
 
-try:
-    import kafka.protocol  # noqa: F401
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "throttled_admin.testing needs kafka-python, the 'testing' extra: pip install -e '.[testing]' in a checkout"
-    ) from exc
+import warnings
 
-from throttled_admin.testing._broker import Enforcement, QuotaBroker, cluster_or_quota_broker
-from throttled_admin.testing._quotas import QuotaEntity
-from throttled_admin.testing._server import RequestRecord
+# kafka-python 3.0 builds its protocol classes from JSON schemas read with importlib.resources.read_text, which
+# Python deprecates: every class it loads warns. Loaded here, once, with that warning ignored, so that a project
+# testing with warnings as errors (``filterwarnings = error``) can use QuotaBroker and the quota_broker fixture.
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message=r"(read|open)_text is deprecated", category=DeprecationWarning)
+    try:
+        import kafka.protocol  # noqa: F401
+    except ImportError as exc:  # depends on the environment (tests/test_issue28_small_things.py)
+        from throttled_admin.testing._extra import missing_extra
+
+        raise missing_extra(exc) from exc
+
+    from throttled_admin.testing._broker import Enforcement, QuotaBroker, cluster_or_quota_broker
+    from throttled_admin.testing._quotas import QuotaEntity
+    from throttled_admin.testing._server import RequestRecord
 
 __all__ = ["Enforcement", "QuotaBroker", "QuotaEntity", "RequestRecord", "cluster_or_quota_broker"]

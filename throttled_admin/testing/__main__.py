@@ -25,8 +25,8 @@ def _setting(value: str) -> tuple[str, str]:
     return name.strip(), setting.strip()
 
 
-def _settings(args: argparse.Namespace) -> str:
-    """What the banner echoes: the quotas the broker enforces and how."""
+def settings_text(args: argparse.Namespace) -> str:
+    """What the banner echoes: every setting that changes how the broker behaves (the port is in its address)."""
     # Redpanda's bucket holds one second of the rate (QuotaBroker ignores the window settings there).
     windows, size = (1, 1.0) if args.enforcement == "redpanda" else (args.quota_window_num, args.quota_window_size_s)
     window = f"{windows} x {size:g} s window{'s' if windows != 1 else ''}"
@@ -37,8 +37,15 @@ def _settings(args: argparse.Namespace) -> str:
         burst = rate * windows * size
         parts = [f"controller mutation quota {rate:g}/s per principal, burst {burst:g} mutations over {window}"]
     parts.append(f"enforcement {args.enforcement}")
+    if args.num_brokers > 1:
+        parts.append(f"{args.num_brokers} brokers, controller node 0")
+    if args.metadata_lag_ms:
+        parts.append(f"metadata lag {args.metadata_lag_ms:g} ms on the brokers but the controller")
+    parts.append(f"at most {args.max_records_per_op} records per operation")
     if args.request_percentage is not None:
         parts.append(f"request quota {args.request_percentage:g}% per principal")
+    if args.request_time_cost_ms is not None:
+        parts.append(f"request time {args.request_time_cost_ms:g} ms per request")
     if args.user:
         parts.append(f"SASL/PLAIN users {', '.join(name for name, _ in args.user)}")
     if args.broker_config:
@@ -46,7 +53,7 @@ def _settings(args: argparse.Namespace) -> str:
     return "; ".join(parts)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m throttled_admin.testing", description=__doc__)
     parser.add_argument("--port", type=int, default=9092, help="port of node 0 (others follow); 0 = free port")
     parser.add_argument("--num-brokers", type=int, default=1)
@@ -76,6 +83,11 @@ def main(argv: list[str] | None = None) -> int:
         help="a static broker config (num.partitions, default.replication.factor, log.retention.hours, ...); "
         "repeatable",
     )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     try:
         broker = QuotaBroker(
@@ -105,7 +117,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{parser.prog}: error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     try:
-        print(f"QuotaBroker listening on {broker.bootstrap_servers}: {_settings(args)} (Ctrl-C to stop)", flush=True)
+        print(
+            f"QuotaBroker listening on {broker.bootstrap_servers}: {settings_text(args)} (Ctrl-C to stop)", flush=True
+        )
         stop.wait()
     finally:
         broker.stop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import ssl
+import sys
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -71,6 +72,9 @@ class QuotaBroker:
     "Unable to perform excessively large batch operation.". ``metadata_lag_ms``: every node but the controller
     (node 0) shows a topic change (create, grow, delete) that much later in its Metadata answers, as a KRaft
     broker replaying the metadata log; mutations themselves are decided by the controller at once.
+    ``ssl_context`` (a server-side ``ssl.SSLContext`` holding the broker's certificate) makes every listener a
+    TLS listener (``SSL``, or ``SASL_SSL`` with ``users``), as Kafka's: the handshake comes first, and a client
+    that does not speak TLS is disconnected. Python 3.11 or later.
     """
 
     def __init__(
@@ -114,6 +118,10 @@ class QuotaBroker:
             _seconds("request_time_cost_ms", request_time_cost_ms, "milliseconds")
         if request_quota_window_num < 1 or not request_quota_window_size_s >= 0.001:
             raise ValueError("request_quota_window_num must be >= 1 and request_quota_window_size_s >= 0.001")
+        if ssl_context is not None and not isinstance(ssl_context, ssl.SSLContext):
+            raise TypeError(f"ssl_context must be an ssl.SSLContext, got {type(ssl_context).__name__}")
+        if ssl_context is not None and sys.version_info < (3, 11):
+            raise ValueError("QuotaBroker's TLS listener needs Python 3.11 or later (asyncio's StreamWriter.start_tls)")
         redpanda = enforcement == "redpanda"  # Redpanda's bucket holds one second of the rate
         self._quotas = QuotaManager(
             window_num=1 if redpanda else quota_window_num,
@@ -203,8 +211,19 @@ class QuotaBroker:
         return ",".join(f"127.0.0.1:{port}" for _, port in sorted(self._ports.items()))
 
     @property
+    def security_protocol(self) -> str:
+        """What a client sets as ``security.protocol``: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."""
+        sasl = "SASL_" if self._context.users is not None else ""
+        return sasl + ("SSL" if self._ssl_context is not None else "PLAINTEXT")
+
+    @property
     def controller_id(self) -> int:
         return self._cluster.controller_id
+
+    @property
+    def cluster_id(self) -> str:
+        """The cluster id DescribeCluster and Metadata answer: random per QuotaBroker, in Kafka's form."""
+        return self._cluster.cluster_id
 
     # -- state -----------------------------------------------------------------------------------
 
@@ -237,7 +256,7 @@ class QuotaBroker:
         """Set quotas of an entity at any level of Kafka's precedence. ``user`` and ``client_id`` take
         a name or ``QuotaEntity.DEFAULT`` (``"<default>"``); leave one out for a single-part entity.
         Pass each quota key to change; None removes it. Values are validated as Kafka validates them
-        (> 0, whole numbers for the byte rates), and NaN or infinity is refused: ValueError, nothing changed.
+        (finite, > 0, whole numbers for the byte rates): ValueError, nothing changed.
         The byte-rate quotas are stored and described only (QuotaBroker has no data plane)."""
         entity = QuotaEntity(user=user, client_id=client_id)
         changes = {
@@ -312,6 +331,13 @@ class QuotaBroker:
         ``set_latency``); the requests are handled, and mutations applied, at once. Later requests on the same
         connection wait behind the late answer, as Kafka serves one request per connection at a time."""
         self._faults.delay_next(_api_key(api), seconds, count)
+
+    def set_unresponsive(self, unresponsive: bool = True) -> None:
+        """Keep accepting connections and reading requests, but handle and answer none (a hung broker, or a
+        listener that is not really serving): a client waits for its first ApiVersions answer forever. The
+        requests are logged (``responded_at`` None). ``set_unresponsive(False)`` serves the requests that arrive
+        from then on."""
+        self._faults.unresponsive = bool(unresponsive)
 
     def set_latency(self, seconds: float) -> None:
         """Delay every response by ``seconds`` after it was handled (0 to stop)."""

@@ -13,6 +13,7 @@ costs O(N) whatever the cluster size.
 
 from __future__ import annotations
 
+import base64
 import itertools
 import threading
 import time
@@ -100,7 +101,9 @@ class Cluster:
         self.node_ids = list(node_ids)
         self._nodes = set(self.node_ids)
         self.controller_id = self.node_ids[0]
-        self.cluster_id = "throttled-admin-quota-broker"
+        # Unique per cluster, in Kafka's form (Uuid.randomUuid().toString(): URL-safe base64, no padding), so that
+        # clients of two test clusters tell them apart as they would two real ones (messaging.kafka.cluster.id).
+        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
         static = dict(broker_configs or {})
         try:
             validate_broker_configs(static)

@@ -5,7 +5,10 @@ and ``_configs_broker.py``:
   unknown names, each value's type and range in definition order, min <= max compaction lag, tiered
   storage refused because the broker has it disabled), with Kafka's INVALID_CONFIG messages;
 - ``alter``: ``ConfigurationControlManager.incrementalAlterConfigResource`` (SET/DELETE/APPEND/SUBTRACT);
-- ``describe_topic`` / ``describe_broker``: ``ConfigHelper`` (values, sources, synonyms, documentation);
+- ``describe_topic`` / ``describe_broker`` / ``describe_cluster_defaults``: ``ConfigHelper`` (values, sources,
+  synonyms, documentation);
+- ``cluster_defaults``: the cluster-level dynamic configs a KRaft controller writes itself (ELR's
+  ``min.insync.replicas``);
 - ``effective_topic_configs``: ``KafkaConfigSchema.resolveEffectiveTopicConfigs`` (CreateTopics v5+ results).
 """
 
@@ -26,7 +29,9 @@ __all__ = [
     "ConfigSource",
     "OpType",
     "alter",
+    "cluster_defaults",
     "describe_broker",
+    "describe_cluster_defaults",
     "describe_topic",
     "effective_topic_configs",
     "validate_broker_configs",
@@ -152,7 +157,21 @@ def topic_defaults(static_broker: Mapping[str, str]) -> dict[str, str | None]:
     return {name: _resolve(key, static_broker)[0] for name, key in TOPIC_CONFIGS.items()}
 
 
+def cluster_defaults(static_broker: Mapping[str, str]) -> dict[str, str]:
+    """The cluster-level dynamic broker configs (DYNAMIC_DEFAULT_BROKER_CONFIG) of a new KRaft cluster: with
+    Eligible Leader Replicas enabled (a 4.4 cluster's default), the controller writes ``min.insync.replicas``
+    for the whole cluster, its own static value or the default 1
+    (``ConfigurationControlManager.maybeGenerateElrSafetyRecords``, ``getStaticallyConfiguredMinInsyncReplicas``).
+    QuotaBroker changes no dynamic broker config, so this is all of them."""
+    key = BROKER_CONFIGS["min.insync.replicas"]
+    return {key.name: canonical(key, static_broker.get(key.name, key.default or ""))}
+
+
 def _resolve(key: ConfigKey, static_broker: Mapping[str, str]) -> tuple[str | None, ConfigSource]:
+    dynamic = cluster_defaults(static_broker)
+    for synonym in key.synonyms:
+        if synonym.name in dynamic:
+            return dynamic[synonym.name], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
     for synonym in key.synonyms:
         if synonym.name in static_broker:
             raw = static_broker[synonym.name].strip()
@@ -182,11 +201,13 @@ def _default_entries(static_items: tuple[tuple[str, str], ...]) -> tuple[ConfigE
 
 
 def _broker_synonyms(name: str, static_broker: Mapping[str, str]) -> list[Synonym]:
-    """``ConfigHelper.configSynonyms``: static settings, then defaults, of the config's synonym group; then
-    Kafka drops every synonym before ``name`` itself (so retention.ms shows none: log.retention.ms has no
-    default and its fallbacks are dropped)."""
+    """``ConfigHelper.configSynonyms``: the cluster-level dynamic settings, then the static ones, then the
+    defaults, of the config's synonym group; then Kafka drops every synonym before ``name`` itself (so
+    retention.ms shows none: log.retention.ms has no default and its fallbacks are dropped)."""
     group = SYNONYM_GROUPS.get(name, (name,))
-    found = [Synonym(n, static_broker[n], ConfigSource.STATIC_BROKER_CONFIG) for n in group if n in static_broker]
+    dynamic = cluster_defaults(static_broker)
+    found = [Synonym(n, dynamic[n], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG) for n in group if n in dynamic]
+    found += [Synonym(n, static_broker[n], ConfigSource.STATIC_BROKER_CONFIG) for n in group if n in static_broker]
     for n in group:
         default = BROKER_CONFIGS[n].default if n in BROKER_CONFIGS else None
         if default is not None:
@@ -236,8 +257,29 @@ def describe_broker(
     for name in _wanted(BROKER_CONFIGS, keys):
         key = BROKER_CONFIGS[name]
         synonyms = _broker_synonyms(name, static_broker)
-        value = static_broker.get(name, key.default)
+        value = synonyms[0].value if synonyms and synonyms[0].name == name else static_broker.get(name, key.default)
         entries.append(_entry(name, key, value, synonyms, include_synonyms, include_documentation))
+    return entries
+
+
+def describe_cluster_defaults(
+    static_broker: Mapping[str, str],
+    keys: list[str] | None,
+    *,
+    include_synonyms: bool,
+    include_documentation: bool,
+) -> list[ConfigEntry]:
+    """``ConfigHelper.createBrokerConfigEntry(perBrokerConfig = false)`` for the '' BROKER resource: the
+    cluster-level dynamic configs only, with only their DYNAMIC_DEFAULT_BROKER_CONFIG synonyms."""
+    dynamic = cluster_defaults(static_broker)
+    entries = []
+    for name in _wanted(dynamic, keys):
+        synonyms = [
+            s for s in _broker_synonyms(name, static_broker) if s.source is ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+        ]
+        entries.append(
+            _entry(name, BROKER_CONFIGS[name], dynamic[name], synonyms, include_synonyms, include_documentation)
+        )
     return entries
 
 

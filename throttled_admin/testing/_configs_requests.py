@@ -3,7 +3,7 @@ controller answer them; ``_handlers.py`` only decodes the request and encodes th
 
 - DescribeConfigs follows ``ConfigHelper.describeConfigs``: topics are validated (``Topic.validate``) and
   must exist; a broker resource is described only by that broker itself; '' is the cluster-default
-  resource (QuotaBroker has no dynamic defaults, so it is empty).
+  resource (the configs the controller writes itself: ELR's ``min.insync.replicas``).
 - The alter APIs follow ``ConfigAdminManager.preprocess`` on the receiving broker (repeated resources and
   keys, null values, resource types) and then ``ConfigurationControlManager`` on the controller.
   Topic resources only: dynamic broker configs are not modelled and are refused with a message saying so.
@@ -19,7 +19,13 @@ from kafka import errors as kerr
 
 from throttled_admin._kafka.topic_names import topic_name_error
 from throttled_admin.testing._cluster import ApiError, Cluster
-from throttled_admin.testing._configs import ConfigEntry, OpType, describe_broker, describe_topic
+from throttled_admin.testing._configs import (
+    ConfigEntry,
+    OpType,
+    describe_broker,
+    describe_cluster_defaults,
+    describe_topic,
+)
 
 __all__ = ["AlterResource", "ResourceType", "alter_resources", "describe_resource"]
 
@@ -80,9 +86,16 @@ def describe_resource(
         return NONE, entries
     if resource_type in (ResourceType.BROKER, ResourceType.BROKER_LOGGER):
         is_logger = resource_type == ResourceType.BROKER_LOGGER
-        if not name:
-            # '' is the cluster-wide dynamic default broker config: QuotaBroker has none.
-            return (_invalid_request("Broker id must not be empty"), []) if is_logger else (NONE, [])
+        if not name and is_logger:
+            return _invalid_request("Broker id must not be empty"), []
+        if not name:  # '' is the cluster-wide dynamic default broker config
+            entries = describe_cluster_defaults(
+                cluster.broker_configs,
+                keys,
+                include_synonyms=include_synonyms,
+                include_documentation=include_documentation,
+            )
+            return NONE, entries
         broker_id = _java_int(name)
         if broker_id is None:
             return _invalid_request(f"Broker id must be an integer, but it is: {name}"), []

@@ -51,7 +51,7 @@ from throttled_admin.testing._cluster import (
     CreateSpec,
 )
 from throttled_admin.testing._configs import ConfigEntry, ConfigSource, effective_topic_configs
-from throttled_admin.testing._configs_requests import AlterResource, alter_resources, describe_resource
+from throttled_admin.testing._configs_requests import AlterResource, ResourceType, alter_resources, describe_resource
 from throttled_admin.testing._quotas import QUOTA_KEYS, QuotaEntity, QuotaManager, RequestQuota, quota_value_error
 from throttled_admin.testing._redpanda import RedpandaQuota, redpanda_error
 from throttled_admin.testing._sasl import SaslFailure, ScramCredentials, evaluate_plain, generic_failure, new_exchange
@@ -186,6 +186,11 @@ def _duplicates(names: list[str]) -> set[str]:
 
 
 DUPLICATE = ApiError.of(kerr.InvalidRequestError, "Duplicate topic name.")
+# Errors.INVALID_REQUEST's default message: what Kafka sends for a request it cannot handle at all.
+MALFORMED_REQUEST = (
+    "This most likely occurs because of a request being malformed by the client library or the message was sent "
+    "to an incompatible broker. See the broker logs for more details."
+)
 THROTTLING_QUOTA_EXCEEDED = int(kerr.ThrottlingQuotaExceededError.errno)
 THROTTLED_NO_MESSAGE = ApiError(THROTTLING_QUOTA_EXCEEDED)
 
@@ -210,11 +215,11 @@ def handle_api_versions(request: Any, ctx: RequestContext) -> Handled:
 
 
 def api_versions_unsupported() -> Any:
-    """Kafka answers an ApiVersions version it does not know with a v0 body and UNSUPPORTED_VERSION,
-    listing its versions so the client can pick one (KIP-511)."""
-    return ApiVersionsResponse(
-        version=0, error_code=kerr.UnsupportedVersionError.errno, api_keys=_api_keys(ApiVersionsResponse)
-    )
+    """Kafka answers an ApiVersions version it does not know with a v0 body and UNSUPPORTED_VERSION, listing
+    the versions of ApiVersions alone so the client can pick one and then learn the rest (KIP-511,
+    ``ApiVersionsRequest.getErrorResponse``)."""
+    own = [key for key in _api_keys(ApiVersionsResponse) if key.api_key == ApiVersionsRequest.API_KEY]
+    return ApiVersionsResponse(version=0, error_code=kerr.UnsupportedVersionError.errno, api_keys=own)
 
 
 # -- Metadata ------------------------------------------------------------------------------------
@@ -579,17 +584,23 @@ def handle_create_partitions(request: Any, ctx: RequestContext) -> Handled:
 
 
 def handle_describe_configs(request: Any, ctx: RequestContext) -> Handled:
-    """ConfigHelper.describeConfigs, resource by resource (``_configs_requests.describe_resource``)."""
+    """ConfigHelper.describeConfigs, resource by resource (``_configs_requests.describe_resource``). A resource
+    of a type Kafka does not know fails the whole request (KafkaApis cannot authorize a ConfigResource.Type
+    UNKNOWN: every resource gets INVALID_REQUEST with the error's default message). A result's message is ''
+    when none is set (DescribeConfigsResult's default), not null."""
     R = DescribeConfigsResponse.DescribeConfigsResult
     C = R.DescribeConfigsResourceResult
     S = C.DescribeConfigsSynonym
     include_synonyms = bool(getattr(request, "include_synonyms", False))
     include_documentation = bool(getattr(request, "include_documentation", False))
+    malformed = any(res.resource_type not in ResourceType.NAMES for res in request.resources)
     results = []
     for res in request.resources:
         entries: list[ConfigEntry] = []
         if ctx.injected_error is not None:
             error = ApiError(ctx.injected_error, "Injected by QuotaBroker fault injection.")
+        elif malformed:
+            error = ApiError.of(kerr.InvalidRequestError, MALFORMED_REQUEST)
         else:
             error, entries = describe_resource(
                 ctx.broker.cluster,
@@ -617,7 +628,7 @@ def handle_describe_configs(request: Any, ctx: RequestContext) -> Handled:
         results.append(
             R(
                 error_code=error.code,
-                error_message=error.message,
+                error_message=error.message or "",
                 resource_type=res.resource_type,
                 resource_name=res.resource_name,
                 configs=configs,
@@ -759,6 +770,9 @@ def handle_sasl_handshake(request: Any, ctx: RequestContext) -> Handled:
 
 
 def _sasl_answer(ctx: RequestContext, error: int = 0, message: str | None = None, token: bytes = b"") -> Any:
+    # Kafka leaves a success's message unset, which SaslAuthenticateResponseData sends as '', not null.
+    if message is None and error == 0:
+        message = ""
     return SaslAuthenticateResponse(
         version=ctx.api_version, error_code=error, error_message=message, auth_bytes=token, session_lifetime_ms=0
     )

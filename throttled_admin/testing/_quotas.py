@@ -38,13 +38,13 @@ CLIENT_ID = "client-id"
 
 
 def quota_value_error(key: str, value: float) -> str | None:
-    """Why ``value`` is not a valid quota for ``key``, or None. Kafka's messages
-    (``ClientQuotaControlManager.validateQuotaKeyValue``), plus one of ours: Kafka lets NaN and an
-    infinite DOUBLE through, and either would silently disable the quota, so they are refused too."""
+    """Why ``value`` is not a valid quota for ``key``, or None, with Kafka 4.4's messages
+    (``ClientQuotaControlManager.validateQuotaKeyValue``): the key, then a value that is not finite (NaN, either
+    infinity, whatever the key's type), then <= 0, then a LONG key's size and fraction."""
     if key not in QUOTA_KEYS:
         return f"Invalid configuration key {key}"
-    if math.isnan(value):
-        return f"Quota {key} must be a finite number, got NaN"
+    if not math.isfinite(value):
+        return f"Quota {key} must be a finite number"
     if value <= 0.0:
         return f"Quota {key} must be greater than 0"
     if key in _LONG_KEYS:
@@ -52,8 +52,6 @@ def quota_value_error(key: str, value: float) -> str | None:
             return f"Proposed value for {key} is too large for a LONG."
         if abs(math.fmod(value, 1.0)) > 1e-6:
             return f"{key} cannot be a fractional value."
-    elif math.isinf(value):
-        return f"Quota {key} must be a finite number, got {value}"
     return None
 
 

@@ -21,6 +21,7 @@ import logging
 import math
 import ssl
 import struct
+import sys
 import threading
 import time
 import uuid
@@ -53,6 +54,7 @@ __all__ = [
 log = logging.getLogger("throttled_admin.testing")
 
 MAX_FRAME_BYTES = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
+TLS_HANDSHAKE_TIMEOUT_S = 10.0
 _PRE_AUTH_APIS = (ApiKey.ApiVersions, ApiKey.SaslHandshake, ApiKey.SaslAuthenticate)
 _SASL_APIS = (ApiKey.SaslHandshake, ApiKey.SaslAuthenticate)
 # The APIs KRaft brokers forward to the controller, which handles them one at a time.
@@ -124,6 +126,7 @@ class Faults:
         self.latency_s = 0.0
         self.controller_latency_s = 0.0
         self.slow_policy: tuple[str, float] | None = None  # (topic name prefix, seconds per topic)
+        self.unresponsive = False  # requests are read and logged, none is handled or answered (a hung broker)
 
     def fail_next(self, api_key: int, error_code: int, count: int) -> None:
         _check_count(count)
@@ -295,6 +298,7 @@ class Server:
         self._ssl_context = ssl_context
         self.faults = faults
         self.request_time_cost_ms = request_time_cost_ms
+        self.ssl_context = ssl_context
         self._records: deque[RequestRecord] = deque(maxlen=request_log_limit)
         self._records_lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -417,6 +421,8 @@ class Server:
         assert task is not None
         self._handlers.add(task)
         try:
+            if self.ssl_context is not None and not await self._start_tls(conn, writer):
+                return
             while True:
                 try:
                     head = await reader.readexactly(4)
@@ -447,6 +453,18 @@ class Server:
             self._handlers.discard(task)
             writer.transport.abort()
 
+    async def _start_tls(self, conn: _Connection, writer: asyncio.StreamWriter) -> bool:
+        """The TLS handshake, first thing on the connection (Kafka's SslTransportLayer); False when it failed (the
+        connection is closed, as Kafka closes a client that does not speak TLS: "SSL handshake failed")."""
+        assert self.ssl_context is not None
+        if sys.version_info >= (3, 11):  # QuotaBroker refuses an ssl_context on older versions
+            try:
+                await writer.start_tls(self.ssl_context, ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S)
+            except (OSError, asyncio.TimeoutError) as exc:  # ssl.SSLError, a reset, an aborted handshake
+                self._reject(conn, f"TLS handshake failed: {exc}")
+                return False
+        return True
+
     def _reject(self, conn: _Connection, why: str) -> None:
         log.warning("QuotaBroker node %d: closing connection from %s: %s", conn.node_id, conn.peer, why)
 
@@ -454,6 +472,20 @@ class Server:
         """Handle one request; False closes the connection."""
         received_at = time.monotonic()
         api_key, api_version, correlation_id = struct.unpack_from(">hhi", frame)
+        if self.faults.unresponsive:  # read and logged, never handled nor answered; the connection stays open
+            record = RequestRecord(
+                node_id=conn.node_id,
+                api_key=api_key,
+                api_version=api_version,
+                correlation_id=correlation_id,
+                client_id=_client_id(frame),
+                principal=conn.principal,
+                arrived_at=arrived_at,
+                received_at=received_at,
+            )
+            with self._records_lock:
+                self._records.append(record)
+            return True
         spec = API_SPECS.get(api_key)
         if spec is None:
             self._reject(conn, f"unsupported API key {api_key}")

@@ -1,0 +1,154 @@
+"""First contact on the command line and in the provisioning API (issue 28 findings 2 and 3): `topics`, `apply`
+(its text and its JSON) and ``apply_plan``'s rows say "cannot connect to HOST:PORT (reason)" on every protocol, and
+name a TLS/plaintext mismatch either way round; a cluster whose read fails another way says "cannot read the
+cluster's topics" everywhere (docs/pipeline.md). As subprocesses, against QuotaBroker and its TLS listener.
+
+Times are printed (``pytest -s``), never asserted: each command's timeout is far beyond the time its diagnosis
+takes, so a diagnosis that waited for the timeout fails the assertion on what was printed.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.cli_helpers import Run, run_cli, topics
+from throttled_admin.provisioning import PlanRow, apply_plan
+from throttled_admin.testing import QuotaBroker
+
+pytestmark = pytest.mark.slow
+
+BrokerFactory = Callable[..., QuotaBroker]
+PASSWORD = "Pw-first-contact-cli-93a"
+CREATE = ("--create", "--topic", "x", "--partitions", "1", "--timeout-ms", "120000")
+
+
+def refused_address() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{sock.getsockname()[1]}"
+
+
+def settings(protocol: str, ca: Path | None = None) -> dict[str, Any]:
+    conf: dict[str, Any] = {"security.protocol": protocol}
+    if protocol.startswith("SASL_"):
+        conf.update({"sasl.mechanism": "PLAIN", "sasl.username": "alice", "sasl.password": PASSWORD})
+    if protocol.endswith("SSL") and ca is not None:
+        conf["ssl.ca.location"] = str(ca)
+    return conf
+
+
+def command_config(path: Path, protocol: str, ca: Path | None = None) -> str:
+    path.write_text("".join(f"{key}={value}\n" for key, value in settings(protocol, ca).items()))
+    return str(path)
+
+
+def apply_json(tmp_path: Path, address: str, conf: dict[str, Any], request_timeout_s: float = 120) -> Run:
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps([{"cluster": "dev", "action": "create", "topic": f"t{i}"} for i in range(2)]))
+    profiles = tmp_path / "profiles.yaml"
+    profile = {"bootstrap.servers": address, "request_timeout_s": request_timeout_s, **conf}
+    profiles.write_text(yaml.safe_dump({"dev": profile}))
+    return run_cli("apply", str(plan), "--profiles", str(profiles), "--output", "json", timeout_s=300)
+
+
+def rows_and_summary(run: Run) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    *rows, summary = [json.loads(line) for line in run.stdout.splitlines() if line.strip()]
+    return rows, summary
+
+
+def report(what: str, run: Run) -> None:
+    print(f"[timing] {what}: {run.elapsed_s:.2f} s, exit {run.returncode}")
+
+
+def expect_everywhere(run_topics: list[Run], run_apply: Run, rows: list[Any], reason: str) -> None:
+    """``reason`` ("cannot connect to HOST:PORT (...)") in `topics`' error, in every `apply` row (text of the JSON
+    and the summary) and every ``apply_plan`` row."""
+    for run in run_topics:
+        assert run.returncode == 1, run.output
+        assert "Error while executing topic command : " in run.stdout, run.output
+        assert reason in run.stdout, run.stdout
+    records, summary = rows_and_summary(run_apply)
+    assert [r["error_message"] for r in records] == [f"not sent: {reason}"] * len(records), records
+    assert summary["connection_problems"] == {"dev": reason}, summary
+    assert [r.error_message for r in rows] == [f"not sent: {reason}"] * len(rows), rows
+
+
+# -- issue 28, finding 2 ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", ["SASL_PLAINTEXT", "SSL"])
+def test_cannot_connect_names_host_and_port_in_topics_apply_and_its_rows(tmp_path: Path, protocol: str) -> None:
+    address = refused_address()
+    config = command_config(tmp_path / "client.properties", protocol)
+    runs = [topics(address, "--command-config", config, *action) for action in (CREATE, ("--list",))]
+    run_apply = apply_json(tmp_path, address, settings(protocol))
+    rows = apply_plan([PlanRow("dev", "create", "t0")], {"dev": {"bootstrap.servers": address, **settings(protocol)}})
+    for run in [*runs, run_apply]:
+        report(f"refused, {protocol}", run)
+        assert f"{protocol.lower()}:" not in run.output, run.output
+    reason = f"cannot connect to {address} (Connect to ipv4#{address} failed: Connection refused)"
+    expect_everywhere(runs, run_apply, rows, reason)
+
+
+# -- issue 28, finding 3 ------------------------------------------------------------------------------------------
+
+
+def test_a_tls_client_on_a_plaintext_listener_is_told_so_in_topics_apply_and_its_rows(
+    quota_broker: BrokerFactory, tls: tuple[ssl.SSLContext, Path], tmp_path: Path
+) -> None:
+    broker = quota_broker()
+    address = broker.bootstrap_servers
+    config = command_config(tmp_path / "client.properties", "SSL", tls[1])
+    runs = [topics(address, "--command-config", config, *action) for action in (CREATE, ("--list",))]
+    run_apply = apply_json(tmp_path, address, settings("SSL", tls[1]))
+    rows = apply_plan(
+        [PlanRow("dev", "create", "t0")], {"dev": {"bootstrap.servers": address, **settings("SSL", tls[1])}}
+    )
+    for run in [*runs, run_apply]:
+        report("SSL client, plaintext listener", run)
+    why = f"the listener at {address} does not speak TLS; check security.protocol, which is SSL"
+    reason = f"cannot connect to {address} ({why})"
+    expect_everywhere(runs, run_apply, rows, reason)
+    assert broker.topics() == {}
+
+
+def test_a_plaintext_client_on_a_tls_listener_is_told_so_in_topics_apply_and_its_rows(
+    quota_broker: BrokerFactory, tls: tuple[ssl.SSLContext, Path], tmp_path: Path
+) -> None:
+    broker = quota_broker(ssl_context=tls[0])
+    address = broker.bootstrap_servers
+    runs = [topics(address, *action) for action in (CREATE, ("--list",))]
+    run_apply = apply_json(tmp_path, address, {})
+    rows = apply_plan([PlanRow("dev", "create", "t0")], {"dev": {"bootstrap.servers": address}})
+    for run in [*runs, run_apply]:
+        report("PLAINTEXT client, TLS listener", run)
+    why = f"the listener at {address} requires TLS; check security.protocol, which is PLAINTEXT"
+    reason = f"cannot connect to {address} ({why})"
+    expect_everywhere(runs, run_apply, rows, reason)
+    assert broker.request_log() == []
+
+
+def test_a_cluster_whose_read_times_out_says_cannot_read_the_clusters_topics_in_apply_and_its_rows(
+    quota_broker: BrokerFactory, tmp_path: Path
+) -> None:
+    """docs/pipeline.md: "not sent: cannot read the cluster's topics: ..." when the read fails for another reason
+    (here a broker that answers nothing, with a profile's request_timeout_s of 3 s)."""
+    broker = quota_broker()
+    broker.set_unresponsive()
+    address = broker.bootstrap_servers
+    run_apply = apply_json(tmp_path, address, {}, request_timeout_s=3)
+    profile = {"bootstrap.servers": address, "request_timeout_s": 3}
+    rows = apply_plan([PlanRow("dev", "create", "t0")], {"dev": profile})
+    report("apply, nothing answers", run_apply)
+    records, summary = rows_and_summary(run_apply)
+    for message in [*(r["error_message"] for r in records), *(r.error_message for r in rows)]:
+        assert message.startswith("not sent: cannot read the cluster's topics: "), message
+    assert summary["connection_problems"]["dev"].startswith("cannot read the cluster's topics: "), summary

@@ -1,0 +1,141 @@
+"""Issue 28, finding 4: the ``apply`` progress bar tells the truth.
+
+While a throttle counted down and nothing was admitted, the bar's rate rose (20.4, then 29.1 mutations/s against a
+quota of 9.99/s): it counted a row's mutations when the row finished, and with ``wait_for_metadata`` a row finishes
+when every broker shows it, seconds after the broker admitted it. The rate is now the mutations the broker admitted
+in the quota's window: it never reads above what the broker admitted and decays while nothing is admitted. The demo's
+progress lines are per cluster, as its plot."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from tests.cli_helpers import REPO, cli_env
+from throttled_admin.testing import QuotaBroker
+
+BrokerFactory = Callable[..., QuotaBroker]
+QUOTA_WINDOW_S = 11.0
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_BAR = re.compile(
+    r"(?:dev [━╺╸\s]+)?(?P<done>\d+)/(?P<total>\d+) rows\s+(?P<rate>[\d.]+) mutations/s \(quota [^)]*\)\s+"
+    r"(?P<throttle>waiting out throttle: \d+ s left|last throttle \d+ ms|no throttle)\s+\d+:\d\d:\d\d"
+)
+
+
+@dataclass(frozen=True)
+class Frame:
+    at: float  # monotonic time the frame was read from the terminal (drawn at most 1/8 s before)
+    text: str
+    rows_done: int
+    rate: float
+    throttle: str
+
+
+def _read_bar(child: pexpect.spawn, screen: io.StringIO) -> list[Frame]:
+    """Every complete bar line the terminal showed, with the time it was read."""
+    frames: list[Frame] = []
+    pending = ""
+    while True:
+        try:
+            chunk = child.read_nonblocking(65536, timeout=0.05)
+        except pexpect.TIMEOUT:
+            continue
+        except pexpect.EOF:
+            return frames
+        at = time.monotonic()
+        screen.write(chunk)
+        pending += _ANSI.sub("", chunk)
+        last = 0
+        for match in _BAR.finditer(pending):
+            line = " ".join(match.group(0).split())
+            frames.append(Frame(at, line, int(match["done"]), float(match["rate"]), match["throttle"]))
+            last = match.end()
+        pending = pending[last:]
+
+
+def _admitted_between(broker: QuotaBroker, start: float, end: float) -> int:
+    """Mutations the broker admitted (charged and applied) to CreateTopics received in (start, end]."""
+    return sum(
+        r.mutations
+        for r in broker.request_log()
+        if r.api_name == "CreateTopics" and start < r.received_at <= end and not any(r.errors.values())
+    )
+
+
+@pytest.mark.slow
+def test_the_bar_reads_what_the_broker_admitted_during_a_throttle(quota_broker: BrokerFactory, tmp_path: Path) -> None:
+    # Kafka's 11 x 1 s window at 10/s, and librdkafka's CreateTopics v4 admitted whole over the quota: 40 topics x 5
+    # partitions in one request owe (200 - 110) / 10 = 9 s of throttle. The two other nodes list a change 13 s
+    # after the controller applies it, so every row waits that long for wait_for_metadata while nothing more is
+    # admitted: the bar is read during the throttle, after it, and past the quota's window.
+    broker = quota_broker(num_brokers=3, metadata_lag_ms=13_000, controller_mutation_rate=10)
+    plan = tmp_path / "plan.csv"
+    plan.write_text("cluster,action,topic,partitions\n" + "".join(f"dev,create,t{i:02d},5\n" for i in range(40)))
+    screen = io.StringIO()
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "throttled_admin", "apply", str(plan), "--bootstrap-server", broker.bootstrap_servers],
+        env=cli_env(),
+        cwd=str(REPO),
+        encoding="utf-8",
+        timeout=90,
+        dimensions=(30, 200),
+    )
+    frames = _read_bar(child, screen)
+    child.close()
+    assert child.exitstatus == 0, screen.getvalue()[-3000:]
+    assert frames, screen.getvalue()[-3000:]
+    last_admission = max(r.received_at for r in broker.request_log() if r.api_name == "CreateTopics")
+
+    # Never above what the broker admitted in the window (the frame was drawn at most 1/8 s before it was read, and
+    # an admission reaches the bar a fraction of a second after the broker's answer).
+    slack_s = 1.0
+    for frame in frames:
+        admitted = _admitted_between(broker, frame.at - QUOTA_WINDOW_S - slack_s, frame.at)
+        assert frame.rate <= admitted / QUOTA_WINDOW_S + 0.05, (frame, admitted)
+    throttled = [f for f in frames if f.throttle.startswith("waiting out throttle") and f.rows_done < 40]
+    assert throttled, [f.text for f in frames]
+    print("\nthe bar during the throttle:", throttled[len(throttled) // 2].text, sep="\n  ")
+    print("and past the quota's window:", frames[-1].text, sep="\n  ")
+
+    # Admitted once: from the first frame that shows it, the rate never rises again, and once the admission has
+    # left the window it reads 0 while the rows still wait.
+    shown = [f for f in frames if f.rate > 0]
+    assert shown, [f.text for f in frames]
+    assert shown[0].rate == pytest.approx(200 / QUOTA_WINDOW_S, abs=0.05)
+    later = frames[frames.index(shown[0]) :]
+    assert all(b.rate <= a.rate for a, b in itertools.pairwise(later)), [f.text for f in later]
+    decayed = [f for f in later if f.at > last_admission + QUOTA_WINDOW_S + slack_s and f.rows_done < 40]
+    assert decayed, [f.text for f in frames]
+    assert all(f.rate == 0 for f in decayed), [f.text for f in decayed]
+
+
+def test_the_demo_progress_lines_are_per_cluster_as_its_plot(capsys: pytest.CaptureFixture[str]) -> None:
+    """They added both clusters together (``payments: 296/300``) while the plot shows 150 per cluster."""
+    from throttled_admin.demo import _progress_from_brokers
+    from throttled_admin.demo._fleet import embedded_fleet, fleet_plan
+    from throttled_admin.provisioning import apply_plan
+
+    with embedded_fleet() as (brokers, profiles):
+        rows = fleet_plan(20, profiles, "p")
+        east_payments = [row for row in rows if row.cluster == "east-payments"]
+        origin = time.monotonic()
+        assert {r.status for r in apply_plan(east_payments, profiles)} == {"created"}
+        _progress_from_brokers(brokers, rows, origin)()
+    lines = capsys.readouterr().out.splitlines()
+    planned = sum(row.partitions or 1 for row in east_payments)  # the same plan on each cluster
+    [east] = [line for line in lines if " east: " in line]
+    [west] = [line for line in lines if " west: " in line]
+    assert f"topics {len(east_payments):>4}/{len(rows) // 2}" in east
+    assert re.search(rf"payments:\s+{planned}/{planned}\b", east), east
+    assert re.search(rf"payments:\s+0/{planned}\b", west), west
