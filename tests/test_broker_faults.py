@@ -675,3 +675,27 @@ def test_garble_and_delay_arguments_are_checked(quota_broker: BrokerFactory) -> 
         assert result_names("CreateTopics", wire.request(create_topics_request(7, ("fine", 1)))) == [("fine", 0)]
     [record] = broker.request_log()
     assert (record.garbled, record.delay_s) == (None, 0.0)
+
+
+def test_a_slow_policy_applies_after_the_deadline_and_holds_the_controller(quota_broker: BrokerFactory) -> None:
+    """slow_policy: the controller checks a request's deadline when it begins (KRaft times out only an event still
+    queued), then takes its time over each matching topic and applies it all the same; a second connection's
+    mutation waits behind it (one controller), its own deadline checked when its turn comes."""
+    broker = quota_broker()
+    broker.slow_policy("slow-", 0.6)
+    with WireClient(broker.bootstrap_servers) as wire, WireClient(broker.bootstrap_servers) as other:
+        slow = create_topics_request(7, ("fast-a", 1), ("slow-a", 1), timeout_ms=200)
+        wire.send(slow)
+        assert wait_until(lambda: "fast-a" in broker.topics(), 10)  # applied; the policy now holds the controller
+        queued = create_topics_request(7, ("fast-b", 1), timeout_ms=100)  # its deadline passes behind the policy
+        other.send(queued)
+        answer = wire.receive(slow)
+        assert [t.error_code for t in answer.topics] == [0, 0]  # applied though its 200 ms deadline had passed
+        assert other.receive(queued).topics[0].error_code == 7  # REQUEST_TIMED_OUT: queued past its deadline
+    assert set(broker.topics()) == {"slow-a", "fast-a"}
+    first, _ = broker.request_log()
+    assert first.responded_at is not None
+    assert first.responded_at - first.received_at >= 0.6
+    broker.slow_policy("slow-", 0)
+    with pytest.raises(ValueError, match="policy latency"):
+        broker.slow_policy("x", -1)

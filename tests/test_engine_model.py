@@ -28,7 +28,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewPartitions, NewTopic
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
@@ -41,6 +41,7 @@ from throttled_admin import (
     ThrottlingQuotaExceededException,
 )
 from throttled_admin._engine import machine, wrong_listener
+from throttled_admin._engine.connection import Drained
 from throttled_admin._engine.machine import Engine, Outbox, Request
 from throttled_admin._engine.pacer import Pacer
 from throttled_admin._engine.retry import RetryBackoff
@@ -64,6 +65,8 @@ RATE = 10.0  # the quota of the simulated broker, mutations/s
 COALESCE_RATIO = 2.0
 MIN_SAMPLES = 3
 RECENT_S = 30.0
+DEFAULT_PARTITIONS = 3  # the simulated cluster's num.partitions: what NewTopic(name) (-1) makes, and is charged
+FALLBACK_PARTITIONS = 1  # what a -1 create counts while num.partitions is not known (Kafka's own default)
 # Kafka 4's batch cap: its two messages (the only POLICY_VIOLATION the engine splits on), and a policy's
 CAP_RECORDS = "Unable to perform excessively large batch operation."
 CAP_PARTITIONS = "Excessively large number of partitions per request."
@@ -135,6 +138,8 @@ class Track:
     answered_ok: bool = False
     settled: tuple[float, BaseException | None] | None = None
     withdrawn: bool = False
+    fallback: bool = False  # a -1 create costed before the cluster's num.partitions was told (counted as 1)
+    cancelled: bool = False  # its caller called cancel() (withdrawn, or its attempt in flight is its last)
     answered_89_at: float | None = None
     unanswered: int = 0  # attempts handed over whose outcome the client never learned (may have been applied)
     cap_refused_with_others: bool = False  # its last answer: a request of several topics refused whole for the cap
@@ -155,6 +160,7 @@ class Flight:
     budgets: list[float] = field(default_factory=list)
     retryable: bool = False  # a result of it is one the engine may retry
     quota_first: bool = False  # the broker checks the quota first (a 89 can follow an applied attempt)
+    contact_capped: bool = False  # sent before first contact: librdkafka's verdict comes before the shortest deadline
 
 
 class EngineModel(RuleBasedStateMachine):
@@ -199,6 +205,10 @@ class EngineModel(RuleBasedStateMachine):
         self.last_views: BrokerViews = {}
         self.last_views_asked: set[str] = set()  # a view says nothing of a name it was not asked about
         self.per_request = TOPICS_PER_REQUEST
+        self.connection_busy = False  # an abandoned request may still hold the connection (rule b)
+        self.default_told = False  # the engine was told the cluster's num.partitions
+        self.drain_asked_at: float | None = None  # the sentinel asked for, not yet answered
+        self.drain_timeout_s = 0.0
         self.engine: Engine
 
     @initialize(
@@ -255,8 +265,8 @@ class EngineModel(RuleBasedStateMachine):
         self.apply(out)
 
     def apply(self, out: Outbox) -> None:
-        for event in out.metrics:
-            event(self.sink)
+        for metric in out.metrics:
+            metric(self.sink)
         for topic, exc in out.settle:
             self.settle(self.by_topic[id(topic)], exc)
         flight = self.flight
@@ -265,6 +275,11 @@ class EngineModel(RuleBasedStateMachine):
             # is still pending now; perhaps when one had a result that is retried (queued again, it may have been
             # settled in the same step, refused by a throttle or out of time).
             self.flight = None
+            if flight.fate in ("abandoned", "silent", "bad msg") and not self.closed:
+                # librdkafka gave up on it, never completed it, or could not read its answer: the request (or the
+                # mute after its answer) may still hold the connection until the sentinel says otherwise
+                self.connection_busy = True
+                event("an abandoned request holds the connection")
             if not self.closed:
                 if any(t.settled is None and not t.withdrawn and not _awaiting(t) for t in flight.tracks):
                     self.retries_at_least += 1
@@ -272,6 +287,10 @@ class EngineModel(RuleBasedStateMachine):
                     self.retries_at_most += 1
         if out.send is not None:
             self.sent(out.send)
+        if out.drain is not None:
+            assert self.connection_busy, "a sentinel asked for while the connection is free"
+            assert self.drain_asked_at is None, "a second sentinel while one is out"
+            self.drain_asked_at, self.drain_timeout_s = self.now, out.drain
         self.metadata_wanted |= out.read_metadata
         if out.read_views is not None:
             assert self.views_wanted is None, "a second read of the brokers' views while one is in progress"
@@ -302,8 +321,10 @@ class EngineModel(RuleBasedStateMachine):
         self.wake_at = out.wake_at
 
     def sent(self, request: Request) -> None:
-        # rule b: one request in flight, nothing sent while a throttle lasts
+        # rule b: one request in flight, nothing sent while a throttle lasts, nothing written behind a request
+        # librdkafka abandoned (the slot follows the connection)
         assert self.flight is None, "a second request while one is in flight"
+        assert not self.connection_busy, "written behind a request librdkafka abandoned, before the sentinel came back"
         assert self.now >= self.gate_until - EPSILON, "sent while the broker's throttle lasts"
         tracks = [self.by_topic[id(topic)] for topic in request.topics]
         names = [t.topic.name for t in tracks]
@@ -317,7 +338,14 @@ class EngineModel(RuleBasedStateMachine):
         # rule c: the time budgets of the calls sharing a request are within COALESCE_RATIO
         budgets = [t.topic.call.budget_s(self.now) for t in tracks]
         assert max(budgets) <= COALESCE_RATIO * min(budgets) + EPSILON, f"budgets {budgets} share a request"
-        assert request.kwargs["request_timeout"] <= min(budgets) + EPSILON
+        # sharing never hurts: librdkafka waits as long as the longest call would alone, no longer (the first
+        # contact's cap aside); the controller's deadline ends before every call's own
+        assert request.kwargs["request_timeout"] <= max(budgets) + EPSILON
+        if self.reached:
+            assert request.kwargs["request_timeout"] >= max(budgets) - EPSILON, f"librdkafka waits less than {budgets}"
+        if len({round(b, 6) for b in budgets}) > 1:
+            event("calls of different budgets share a request")
+        assert request.kwargs["operation_timeout"] <= min(budgets) + EPSILON
         # the batch cap, once learned: a request of several topics is smaller than every one refused whole before
         if len(tracks) > 1:
             records = sum(t.topic.records for t in tracks)
@@ -328,9 +356,18 @@ class EngineModel(RuleBasedStateMachine):
             assert request.kwargs["request_timeout"] <= remaining - VERDICT_MARGIN_S + EPSILON, (
                 "librdkafka's verdict would not come before the deadline"
             )
+        if request.kind.operation is CREATE_TOPICS and self.default_told:
+            # broker defaults: a create is counted as the broker charges it, -1 as the cluster's num.partitions
+            charged = sum(FALLBACK_PARTITIONS if t.fallback else _made(t.topic.item) for t in tracks)
+            assert request.mutations == charged, f"{request.mutations} mutations counted, {charged} charged"
+            if any(_is_default_create(t.topic) for t in tracks):
+                event("a create with the cluster's default partition count")
         for track in tracks:
+            # cancelled is final: a topic whose caller cancelled it may complete in flight, never be sent again
+            assert not track.cancelled, f"{track.topic.name} sent after its caller cancelled it"
             track.handed += 1
         self.flight = Flight(request, tracks, request.kwargs["request_timeout"], budgets=budgets)
+        self.flight.contact_capped = not self.reached
 
     def settle(self, track: Track, exc: BaseException | None) -> None:
         assert track.settled is None, f"{track.topic.name} settled twice"
@@ -376,8 +413,9 @@ class EngineModel(RuleBasedStateMachine):
             assert call.remaining_s(self.now) <= floor + max(0.05, floor) + EPSILON
         if isinstance(exc, KafkaException) and "kept for the answer" in str(exc):
             assert call.remaining_s(self.now) <= 0.05 + EPSILON
-        if _is_cap(exc) and track.cap_refused_with_others:
-            # the batch cap's refusal is final only for a topic alone, or when no time is left to split
+        if _is_cap(exc) and track.cap_refused_with_others and not track.cancelled:
+            # the batch cap's refusal is final only for a topic alone, or when no time is left to split (or when its
+            # caller cancelled it: the attempt in flight was its last)
             recent = [s for at, s in self.round_trips if self.now - at <= RECENT_S + EPSILON]
             floor = min(recent, default=0.0)
             assert call.remaining_s(self.now) <= floor + max(0.05, floor) + EPSILON, "not split, time was left"
@@ -422,10 +460,10 @@ class EngineModel(RuleBasedStateMachine):
     @rule(
         operation=st.sampled_from(sorted(OPERATIONS)),
         names=st.lists(st.sampled_from(NAMES), min_size=1, max_size=3, unique=True),
-        timeout_s=st.sampled_from([0.02, 0.3, 1.0, 5.0, 30.0]),
+        timeout_s=st.sampled_from([0.02, 0.3, 1.0, 5.0, 8.0, 15.0, 30.0]),
         retry=st.booleans(),
         validate_only=st.booleans(),
-        size=st.integers(1, 4),
+        size=st.integers(0, 4),  # 0: NewTopic(name), the cluster's default partition count (-1)
         request_timeout_s=st.sampled_from([None, None, 0.2, 2.0, 10.0]),
         operation_timeout_s=st.sampled_from([None, None, 0.0, 0.1, 3.0]),
         wait=st.booleans(),
@@ -458,13 +496,13 @@ class EngineModel(RuleBasedStateMachine):
         for name in names:
             item: Any
             if op is CREATE_TOPICS:
-                item = NewTopic(name, size, 1)
+                item = NewTopic(name, size, 1) if size else NewTopic(name)
             elif op is CREATE_PARTITIONS:
                 item = NewPartitions(name, size + 1)
             else:
                 item = name
             known = op.known_cost(item)
-            cost = known if known is not None else (None if self.paced else 0)
+            cost = known if known is not None else (None if self.paced or op is CREATE_TOPICS else 0)
             topic = Topic(name, item, call, None, cost, op.records(item))
             track = Track(topic, len(self.tracks))
             self.tracks.append(track)
@@ -473,16 +511,56 @@ class EngineModel(RuleBasedStateMachine):
         self.engine.submit(call, topics)
         self.step()
 
+    @precondition(lambda self: not self.closed)
+    @rule(names=st.lists(st.sampled_from(NAMES), min_size=1, max_size=2, unique=True))
+    def submit_default_creates(self, names: list[str]) -> None:
+        """NewTopic(name): creates of the cluster's default partition count (-1), which the broker charges."""
+        self.submit("create", names, 30.0, True, False, 0, None, None, False)
+
+    @precondition(lambda self: not self.closed and self.flight is not None)
+    @rule(
+        operation=st.sampled_from(sorted(OPERATIONS)),
+        timeout_s=st.sampled_from([0.3, 5.0, 8.0]),
+        factor=st.sampled_from([1.2, 1.9]),
+        retry=st.booleans(),
+    )
+    def submit_pair(self, operation: str, timeout_s: float, factor: float, retry: bool) -> None:
+        """Two calls queued behind the request in flight, of one kind and time budgets within a factor of two, on
+        names no pending call holds: they share the next request (rule c)."""
+        held = {t.topic.name for t in self.tracks if _pending(t)}
+        free = [name for name in NAMES if name not in held]
+        if len(free) < 2:
+            return
+        self.submit(operation, free[:1], timeout_s, retry, False, 1, None, None, False)
+        self.submit(operation, free[1:2], timeout_s * factor, retry, False, 1, None, None, False)
+
     @precondition(lambda self: not self.closed and any(t.settled is None and not t.withdrawn for t in self.tracks))
     @rule(pick=st.integers(0, 1000))
     def withdraw(self, pick: int) -> None:
         pending = [t for t in self.tracks if t.settled is None and not t.withdrawn]
-        track = pending[pick % len(pending)]
+        self.withdraw_track(pending[pick % len(pending)])
+
+    def withdraw_track(self, track: Track) -> None:
         queued = track.topic.call.queued.get(track.topic.name) is track.topic
         withdrawn = self.engine.withdraw(track.topic, self.now)
         assert withdrawn == queued  # only what has not been handed over can be taken back
         track.withdrawn = withdrawn
+        track.cancelled = True
+        if withdrawn:  # Future's contract: every later cancel() of a cancelled topic is True too
+            assert self.engine.withdraw(track.topic, self.now)
+            event("withdrawn")
+        else:
+            event("cancelled in flight")
         self.step()
+
+    @precondition(lambda self: not self.closed and self.flight is not None and self.flight.fate is None)
+    @rule(pick=st.integers(0, 1000))
+    def cancel_in_flight(self, pick: int) -> None:
+        """A caller cancels a topic of the request in flight (an asyncio timeout): False, and never sent again."""
+        assert self.flight is not None
+        pending = [t for t in self.flight.tracks if _pending(t)]
+        if pending:
+            self.withdraw_track(pending[pick % len(pending)])
 
     @rule(dt=st.sampled_from([0.001, 0.01, 0.05, 0.2, 1.0, 3.0, 10.0, 40.0]))
     def advance(self, dt: float) -> None:
@@ -495,13 +573,17 @@ class EngineModel(RuleBasedStateMachine):
             lost_at = flight.request.sent_at + flight.timeout_s if flight and flight.fate == "lost" else math.inf
             if flight is not None and flight.fate is None:
                 lost_at = flight.request.sent_at + flight.timeout_s  # librdkafka gives up waiting too
-            next_at = min(target, self.wake_at, lost_at)
+            drain_done_at = math.inf if self.drain_asked_at is None else self.drain_asked_at + self.drain_timeout_s
+            next_at = min(target, self.wake_at, lost_at, drain_done_at)
             if next_at <= self.now == stepped_at:
                 # Woken at once again (a pacer's wait below the clock's resolution): a driver's clock has moved on.
                 next_at = math.nextafter(self.now, math.inf)
             self.now = max(self.now, next_at)
             if flight is not None and self.now >= lost_at and flight.fate in (None, "lost"):
                 self.time_out(flight)
+            if self.now >= drain_done_at:  # librdkafka completes the sentinel by its own timeout, at the latest
+                self.drained_as("closed")
+                continue
             self.step()
             stepped_at = self.now
             if self.now >= target:
@@ -511,14 +593,19 @@ class EngineModel(RuleBasedStateMachine):
     def time_out(self, flight: Flight) -> None:
         """librdkafka's request_timeout: "Failed while waiting for response from broker" (it was written; the
         broker may have applied it) for every topic not yet completed."""
-        flight.fate = "timed out"
+        # sharing never hurts: librdkafka gives up on no call's topic before that call would have alone (the
+        # first contact's cap aside: then librdkafka's verdict comes before the shortest call's deadline)
+        if not flight.contact_capped:
+            assert flight.timeout_s >= max(flight.budgets) - EPSILON, f"gave up: {flight.budgets}"
         if self.unreachable:  # never built: no connection came up
+            flight.fate = "never built"
             flight.retryable = True
             text = "Failed while waiting for controller: Local: Timed out"
             self.engine.on_results(
                 flight.request, {t.topic.name: _error(KafkaError._TIMED_OUT, text) for t in flight.tracks}, self.now
             )
             return
+        flight.fate = "abandoned"
         self.reached = True  # written: a connection completed its handshake
         if flight.applied_if_lost:
             self.cluster_apply(flight, answered=False)
@@ -616,7 +703,7 @@ class EngineModel(RuleBasedStateMachine):
         flight.retryable |= len(results) < len(tracks)  # a topic left out of the answer: unknown, retried
         if fate != "no controller":  # written: a connection completed its handshake (and mostly, a broker answered)
             self.reached = True
-        if results:  # the driver hands over what librdkafka completed
+        if results or fate == "drop last":  # the driver hands over what librdkafka completed (an empty answer too)
             self.engine.on_results(request, results, self.now)
         self.step()
 
@@ -715,7 +802,7 @@ class EngineModel(RuleBasedStateMachine):
                 continue
             self.history = [*self.history, (dict(self.cluster), dict(self.ids))][-LAG_DEPTH:]
             if operation is CREATE_TOPICS:
-                self.cluster[name] = topic.item.num_partitions
+                self.cluster[name] = _made(topic.item)
                 self.ids[name] = next(self.new_ids)
             elif operation is DELETE_TOPICS:
                 del self.cluster[name]
@@ -746,8 +833,8 @@ class EngineModel(RuleBasedStateMachine):
         for track in flight.tracks:
             item, current = track.topic.item, self.cluster.get(track.topic.name)
             if operation is CREATE_TOPICS:
-                partitions += item.num_partitions
-                records += 0 if current is not None else 1 + item.num_partitions
+                partitions += _made(item)
+                records += 0 if current is not None else 1 + _made(item)
             elif operation is CREATE_PARTITIONS:
                 records += max(0, item.new_total_count - current) if current is not None else 0
             else:
@@ -800,11 +887,20 @@ class EngineModel(RuleBasedStateMachine):
         self.step()
 
     @precondition(lambda self: not self.closed and self.metadata_wanted)
-    @rule(fails=st.booleans())
-    def metadata(self, fails: bool) -> None:
+    @rule(fails=st.booleans(), default_readable=st.booleans())
+    def metadata(self, fails: bool, default_readable: bool) -> None:
+        """The cluster's partition counts (or a failed read) and, when it can be read, its num.partitions."""
         fails |= self.unreachable
         self.metadata_wanted = False
-        self.engine.on_metadata(None if fails else dict(self.cluster), self.now)
+        told = default_readable and not fails
+        event(f"metadata read, num.partitions {'told' if told else 'not told'}")
+        if told:
+            self.default_told = True
+        elif not self.default_told:  # -1 creates still to be costed are counted as Kafka's default, 1, for now
+            for track in self.tracks:
+                if _pending(track) and _is_default_create(track.topic):
+                    track.fallback = True
+        self.engine.on_metadata(None if fails else dict(self.cluster), self.now, DEFAULT_PARTITIONS if told else None)
         self.step()
 
     @precondition(lambda self: not self.closed and self.views_wanted is not None)
@@ -850,6 +946,24 @@ class EngineModel(RuleBasedStateMachine):
                 track.ids_before = {view[name].topic_id for view in views.values() if view and name in view}
         self.last_read_s = self.now - self.views_asked_at  # what the read cost: later reads are spaced by it
         self.engine.on_views(views, self.now)
+        self.step()
+
+    @precondition(lambda self: not self.closed and self.drain_asked_at is not None)
+    @rule(how=st.sampled_from(["answered", "answered", "closed", "not sent"]), throttle_s=st.sampled_from([0.0, 2.0]))
+    def drained(self, how: str, throttle_s: float) -> None:
+        """The sentinel's outcome: answered after the abandoned request's late answer and its mute (its own
+        throttle, if any, reported first), written and never answered (librdkafka tore the connection down), or
+        never written (no controller in time)."""
+        if how == "answered" and throttle_s > 0:
+            self.throttle(1, throttle_s)
+        self.drained_as(how)
+
+    def drained_as(self, how: str) -> None:
+        self.drain_asked_at = None
+        if how != "not sent":
+            self.connection_busy = False
+        event(f"sentinel {how}")
+        self.engine.on_drained(Drained(how), self.now)
         self.step()
 
     @precondition(lambda self: not self.closed and self.probe_wanted)
@@ -939,6 +1053,15 @@ def _retryable(exc: BaseException | None, track: Track, throttled: bool) -> bool
     if quota:
         return track.topic.call.retry_on_quota_violation
     return code in (KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT) or code < -1
+
+
+def _made(item: Any) -> int:
+    """The partitions a create makes: the count asked for, or the cluster's default for -1."""
+    return item.num_partitions if item.num_partitions > 0 else DEFAULT_PARTITIONS
+
+
+def _is_default_create(topic: Topic) -> bool:
+    return topic.call.kind.operation is CREATE_TOPICS and topic.item.num_partitions < 0
 
 
 def _pending(track: Track) -> bool:

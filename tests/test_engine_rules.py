@@ -25,6 +25,7 @@ from throttled_admin._engine import (
     CREATE_TOPICS,
     DELETE_TOPICS,
     Call,
+    Drained,
     Engine,
     Operation,
     Outbox,
@@ -59,10 +60,14 @@ def started(retry: bool = True, timeout_s: float = 10.0) -> tuple[Engine, Topic,
 
 
 def garbled_then(engine: Engine, first: Outbox, now: float) -> Outbox:
-    """The first answer is garbled (the broker may have applied it); the retry goes out."""
+    """The first answer is garbled (the broker may have applied it); the retry goes out once the sentinel is back
+    (the garbled answer's throttle is unknown: rule b)."""
     assert first.send is not None
     engine.on_results(first.send, {"t": BAD_MSG}, 0.01)
-    assert not engine.step(0.01).settle  # queued again
+    out = engine.step(0.01)
+    assert not out.settle  # queued again
+    assert out.drain is not None
+    engine.on_drained(Drained.ANSWERED, 0.011)
     retry = engine.step(now)
     assert retry.send is not None
     return retry
@@ -826,3 +831,115 @@ def test_a_withdrawn_topic_is_never_sent_and_one_in_flight_cannot_be_withdrawn()
     assert later.names == ["keep"]
     assert outcomes(answer(engine, later, {"keep": None}, 0.04)) == {"keep": None}
     assert not engine.withdraw(keep, 0.05)  # resolved: too late
+
+
+# -- rule b: the slot follows the connection (issue 27, finding 1) ------------------------------------------------
+
+GAVE_UP = KafkaException(
+    KafkaError(KafkaError._TIMED_OUT, "Failed while waiting for response from broker: Local: Timed out")
+)
+
+
+def given_up_on(timeout_s: float = 10.0) -> tuple[Engine, Call]:
+    """librdkafka gave up waiting for the answer of the one request sent; a second call is queued."""
+    engine, _, first = started(timeout_s=1.0)
+    assert first.send is not None
+    engine.on_results(first.send, {"t": GAVE_UP}, 1.0)
+    call = Call(RequestKind(CREATE_TOPICS, False), 1.0 + timeout_s, 10000, True, None, None, started_at=1.0)
+    engine.submit(call, [Topic("u", NewTopic("u", 1, 1), call, None, 1, 2)])
+    return engine, call
+
+
+def test_nothing_is_sent_behind_an_abandoned_request_until_the_sentinel_is_answered() -> None:
+    engine, _ = given_up_on()
+    out = engine.step(1.0)
+    assert out.send is None
+    assert out.drain is not None
+    assert out.drain >= 60.0  # socket.timeout.ms and a scan
+    assert engine.step(1.5).send is None  # no second sentinel, no send
+    engine.on_drained(Drained.ANSWERED, 2.0)
+    sent = engine.step(2.0).send
+    assert sent is not None
+    assert sent.names == ["u"]
+
+
+def test_a_sentinel_never_written_is_asked_for_again_and_a_closed_connection_frees_the_slot() -> None:
+    engine, _ = given_up_on()
+    assert engine.step(1.0).drain is not None
+    engine.on_drained(Drained.NOT_SENT, 1.2)  # librdkafka found no controller: the connection's state is unknown
+    again = engine.step(1.2)
+    assert again.send is None
+    assert again.drain is not None
+    engine.on_drained(Drained.CLOSED, 1.3)  # written, not answered: librdkafka tore the connection down
+    assert engine.step(1.3).send is not None
+
+
+def test_a_call_that_waits_for_the_sentinel_past_its_deadline_is_not_sent_and_says_why() -> None:
+    engine, _ = given_up_on(timeout_s=2.0)
+    assert engine.step(1.0).drain is not None
+    exc = settled(engine.step(3.0))
+    assert isinstance(exc, NotSentError), repr(exc)
+    assert "an earlier request that got no answer" in str(exc)
+
+
+@pytest.mark.parametrize(
+    ("result", "busy"),
+    [
+        (KafkaException(KafkaError(KafkaError._TRANSPORT, "Local: Broker transport failure")), False),  # closed
+        (KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed while waiting for controller: Local")), False),
+        (KafkaException(KafkaError(KafkaError.NOT_CONTROLLER)), False),  # an answer
+        (GAVE_UP, True),
+        (BAD_MSG, True),  # an answer whose throttle could not be read
+    ],
+)
+def test_which_results_leave_the_connection_busy(result: KafkaException, busy: bool) -> None:
+    engine, _, first = started(timeout_s=10.0)
+    assert first.send is not None
+    engine.on_results(first.send, {"t": result}, 0.1)
+    assert (engine.step(0.1).drain is not None) is busy
+
+
+# -- broker defaults: a create of -1 partitions costs the cluster's num.partitions (issue 27, finding 4) ----------
+
+
+def default_creates(engine: Engine, names: list[str], now: float) -> list[Topic]:
+    call = Call(RequestKind(CREATE_TOPICS, False), now + 30.0, 30000, True, None, None, started_at=now)
+    topics = [Topic(name, NewTopic(name), call, None, None, CREATE_TOPICS.records(NewTopic(name))) for name in names]
+    engine.submit(call, topics)
+    return topics
+
+
+def test_a_create_of_the_default_partition_count_waits_for_the_clusters_setting_and_costs_it() -> None:
+    engine = Engine(pacer=None, backoff=RetryBackoff())
+    engine.on_probe(True, 0.0)
+    default_creates(engine, ["a", "b"], 0.0)
+    out = engine.step(0.0)
+    assert out.send is None
+    assert out.read_metadata  # num.partitions is read before the first send
+    assert engine.wants_default_partitions
+    engine.on_metadata({}, 0.1, default_partitions=10)
+    sent = engine.step(0.1).send
+    assert sent is not None
+    assert sent.mutations == 20  # what the broker charges
+    assert [topic.records for topic in sent.topics] == [11, 11]  # a TopicRecord and ten PartitionRecords each
+    later = default_creates(engine, ["c"], 0.2)
+    assert later[0].cost == 10  # known from now on: no read
+
+
+def test_an_unreadable_default_is_counted_as_one_until_a_topic_created_with_it_is_read_back() -> None:
+    engine = Engine(pacer=None, backoff=RetryBackoff())
+    engine.on_probe(True, 0.0)
+    default_creates(engine, ["a"], 0.0)
+    assert engine.step(0.0).read_metadata
+    engine.on_metadata({}, 0.1, default_partitions=None)  # DescribeConfigs refused (an ACL, another broker)
+    first = engine.step(0.1).send
+    assert first is not None
+    assert first.mutations == 1  # Kafka's own default, stated in docs/semantics.md
+    engine.on_results(first, {"a": None}, 0.2)
+    assert engine.step(0.2).settle
+    default_creates(engine, ["b"], 0.3)
+    assert engine.step(0.3).read_metadata  # "a" is read back before the next send
+    engine.on_metadata({"a": 6}, 0.4)
+    second = engine.step(0.4).send
+    assert second is not None
+    assert second.mutations == 6

@@ -60,8 +60,9 @@ CASES = [
         unknown_outcome_error("create_topics", "no response by the deadline"),
         OutcomeUnknownError,
         KafkaError._TIMED_OUT,
-        "create_topics outcome unknown: no response by the deadline; the broker may or may not have applied it "
-        "(read the cluster)",
+        "create_topics outcome unknown: no response by the deadline; the broker may or may not have applied it, "
+        "and may still apply it (a controller completes a request it has begun, however late): a read of the "
+        "cluster now may not settle it",
     ),
     (
         in_flight_error(AUTH, "create_topics"),
@@ -157,6 +158,8 @@ def test_the_quota_exception_is_a_retriable_kafka_exception_with_its_throttle_an
     assert "1234" in str(error)
     copy = pickle.loads(pickle.dumps(error))
     assert (copy.throttle_time_ms, copy.topic) == (1234, "t")
+    redpanda = ThrottlingQuotaExceededException(50, "t", "Too many partition mutations requested")
+    assert pickle.loads(pickle.dumps(redpanda)).args[0].str() == redpanda.args[0].str()  # the broker's message kept
     assert str(ThrottlingQuotaExceededException(0).args[0].str()) == "The throttling quota has been exceeded."
 
 

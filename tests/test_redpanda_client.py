@@ -9,6 +9,7 @@ ThrottlingQuotaExceededException. Completion times against T* are measured in be
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 
 import pytest
@@ -76,6 +77,12 @@ def test_with_retry_off_the_refused_topics_fail_with_the_throttle(quota_broker: 
         assert isinstance(exc, ThrottlingQuotaExceededException), repr(exc)
         assert exc.throttle_time_ms > 0
         assert MESSAGE in exc.args[0].str()
+        # Spark ships exceptions between processes: the copy keeps Redpanda's message (issue 27, finding 11: it
+        # became "The throttling quota has been exceeded.")
+        copy = pickle.loads(pickle.dumps(exc))
+        assert type(copy) is ThrottlingQuotaExceededException
+        assert (copy.args[0].code(), copy.args[0].str()) == (exc.args[0].code(), exc.args[0].str())
+        assert (copy.throttle_time_ms, copy.topic) == (exc.throttle_time_ms, exc.topic)
     assert set(broker.topics()) == set(results) - set(failed)  # what failed was not applied
     assert metrics["quota-violation-total"] == len(failed)
 

@@ -77,14 +77,16 @@ class WireClient:
         self.close()
 
 
-def create_topics_request(version: int, *topics: tuple[str, int], validate_only: bool = False) -> Any:
+def create_topics_request(
+    version: int, *topics: tuple[str, int], validate_only: bool = False, timeout_ms: int = 30000
+) -> Any:
     from kafka.protocol.admin.topics import CreateTopicsRequest
 
     T = CreateTopicsRequest.CreatableTopic
     return CreateTopicsRequest(
         version=version,
         topics=[T(name=n, num_partitions=p, replication_factor=1, assignments=[], configs=[]) for n, p in topics],
-        timeout_ms=30000,
+        timeout_ms=timeout_ms,
         validate_only=validate_only,
     )
 

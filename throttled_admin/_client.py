@@ -20,6 +20,10 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
+
+# The public names live in confluent_kafka.admin, which re-exports them without __all__ (mypy --strict).
+from confluent_kafka.admin._config import ConfigResource
+from confluent_kafka.admin._resource import ResourceType
 from confluent_kafka.cimpl import NewPartitions, NewTopic, _AdminClientImpl
 from opentelemetry.metrics import MeterProvider
 
@@ -86,6 +90,19 @@ class _Transport:
     def partition_counts(self, timeout_s: float) -> dict[str, int]:
         metadata = AdminClient.list_topics(self._get(), timeout=timeout_s)
         return {name: len(topic.partitions) for name, topic in metadata.topics.items()}
+
+    def default_partitions(self, timeout_s: float) -> int | None:
+        """The partitions a create of -1 makes: ``num.partitions`` as a broker describes it (Kafka 4.3+ applies the
+        controller's, KIP-1211: the same where every node has the same settings); None when not described."""
+        client = self._get()
+        metadata = AdminClient.list_topics(client, timeout=timeout_s)
+        node = metadata.controller_id if metadata.controller_id >= 0 else min(metadata.brokers, default=-1)
+        if node < 0:
+            return None
+        resource = ConfigResource(ResourceType.BROKER, str(node))
+        (future,) = AdminClient.describe_configs(client, [resource], request_timeout=timeout_s).values()
+        entry = future.result(timeout_s).get("num.partitions")
+        return int(entry.value) if entry is not None and entry.value is not None else None
 
     def broker_views(self, names: list[str], timeout_s: float) -> BrokerViews:
         """Each broker's Metadata of ``names``, read on connections of the reader's own (``_driver/broker_views``)."""
@@ -310,6 +327,7 @@ class ThrottledAdminClient(AdminClient):
             security_protocol=str(conf.get("security.protocol", "plaintext")),
             report=report,
             callbacks=self._callbacks,
+            socket_timeout_s=settings.socket_timeout_s,
         )
         self._scheduler = scheduler
         sink.append(scheduler)
@@ -392,8 +410,9 @@ class ThrottledAdminClient(AdminClient):
             wait_for_metadata=options.wait_for_metadata,
         )
         call.deadline = call.started_at + timeout_ms / 1000
-        # Costs the input does not tell (deletes, partition additions) are read from the cluster only for pacing.
-        unknown = None if self._mutation_quota is not None else 0
+        # Costs the input does not tell (deletes, partition additions) are read from the cluster only for pacing; a
+        # create of -1 partitions costs the cluster's default, which is read for the metrics too.
+        unknown = None if self._mutation_quota is not None or operation is CREATE_TOPICS else 0
         work = [
             (operation.topic_of(item), item, _or(operation.known_cost(item), unknown), operation.records(item))
             for item in items

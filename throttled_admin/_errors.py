@@ -20,10 +20,11 @@ topic is the exception's type::
   before the topic could be sent; ``_INVALID_ARG`` "... refused by confluent-kafka: ..." when confluent-kafka
   refused the call itself.
 - ``CannotConnectError``: ``_TRANSPORT`` "... not sent: cannot connect to ADDRESS (REASON)".
-- ``OutcomeUnknownError``: ``_TIMED_OUT`` "... outcome unknown: ..." when the topic was sent and no answer came
-  by the deadline; an authentication failure (``_AUTHENTICATION``, SASL_AUTHENTICATION_FAILED, its code kept)
-  for a topic in flight ("... outcome unknown ...": librdkafka keeps the request and sends it once a connection
-  authenticates).
+- ``OutcomeUnknownError``: ``_TIMED_OUT`` "... outcome unknown: ...; the broker may or may not have applied it, and
+  may still apply it ..." when the topic was sent and no answer came by the deadline (no answer means the request
+  may still be at the controller, which completes what it has begun however late); an authentication failure
+  (``_AUTHENTICATION``, SASL_AUTHENTICATION_FAILED, its code kept) for a topic in flight ("... outcome unknown ...":
+  librdkafka keeps the request and sends it once a connection authenticates).
 - ``PossiblyAppliedError``: whatever ends a call after an attempt whose outcome was unknown, code kept, "... An
   earlier attempt of this ..., whose outcome was unknown ..., may have applied it.": the broker's "already done"
   (TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PART, INVALID_PARTITIONS), a refusal that applied nothing this time
@@ -98,9 +99,10 @@ class ThrottlingQuotaExceededException(KafkaException):
         super().__init__(KafkaError(KafkaError.THROTTLING_QUOTA_EXCEEDED, text, retriable=True))
         self.throttle_time_ms = max(0, int(throttle_time_ms))
         self.topic = topic
+        self._message = message  # the broker's own (Redpanda's), kept through pickling
 
-    def __reduce__(self) -> tuple[type[ThrottlingQuotaExceededException], tuple[int, str | None]]:
-        return (type(self), (self.throttle_time_ms, self.topic))
+    def __reduce__(self) -> tuple[type[ThrottlingQuotaExceededException], tuple[int, str | None, str | None]]:
+        return (type(self), (self.throttle_time_ms, self.topic, self._message))
 
 
 class NotSentError(KafkaException):
@@ -277,7 +279,9 @@ def unknown_outcome_error(operation: str, why: str) -> OutcomeUnknownError:
     return OutcomeUnknownError(
         KafkaError(
             KafkaError._TIMED_OUT,
-            f"{operation} outcome unknown: {why}; the broker may or may not have applied it (read the cluster)",
+            f"{operation} outcome unknown: {why}; the broker may or may not have applied it, and may still apply it "
+            "(a controller completes a request it has begun, however late): a read of the cluster now may not settle "
+            "it",
         )
     )
 

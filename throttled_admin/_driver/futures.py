@@ -183,10 +183,10 @@ class TopicFuture(Future[None]):
         ``cancel()`` leaves that to an executor's ``set_running_or_notify_cancel``)."""
         if self.done():
             return self.cancelled()
-        if not self._withdraw(self._topic):
+        if not self._withdraw(self._topic):  # in flight (its attempt is its last) or settled
             return False
         with self._lock:
-            if self._state in _DONE:  # settled meanwhile: withdraw said it was not sent, so this is not reached
+            if self._state in _DONE:  # another thread's cancel() of the same topic got here first
                 return self.cancelled()
             self._state = CANCELLED_AND_NOTIFIED
             made = self._made

@@ -44,15 +44,19 @@ from throttled_admin._driver.handshake_drops import HandshakeDrops
 from throttled_admin._driver.user_code import CallbackRunner
 from throttled_admin._engine import (
     CONTACT_PROBE_TIMEOUT_S,
+    DRAIN_NAME,
     BrokerViews,
     Call,
+    Drained,
     Engine,
     MetricsSink,
     Outbox,
+    Outcome,
     Pacer,
     Request,
     RetryBackoff,
     Topic,
+    classify,
     is_broker_answer,
 )
 from throttled_admin._errors import CLOSED_MESSAGE
@@ -96,6 +100,8 @@ class Transport(Protocol):
 
     def partition_counts(self, timeout_s: float) -> dict[str, int]: ...
 
+    def default_partitions(self, timeout_s: float) -> int | None: ...
+
     def probe(self, timeout_s: float) -> Future[Any]: ...
 
     def broker_views(self, names: list[str], timeout_s: float) -> BrokerViews: ...
@@ -113,6 +119,7 @@ class Scheduler:
         report: Callable[[KafkaError], None] | None = None,
         callbacks: CallbackRunner | None = None,
         clock: Callable[[], float] = time.monotonic,
+        socket_timeout_s: float = 60.0,
     ) -> None:
         """``report``: where an error the client finds itself goes (the application's error_cb); ``callbacks``:
         where the done-callbacks of the client's futures run (closed with the scheduler)."""
@@ -122,7 +129,7 @@ class Scheduler:
         self._reported: str | None = None  # the last finding about a listener reported to ``report``
         self._metrics = metrics
         self._clock = clock
-        self._engine = Engine(pacer=pacer, backoff=backoff)
+        self._engine = Engine(pacer=pacer, backoff=backoff, socket_timeout_s=socket_timeout_s)
         self._callbacks = callbacks if callbacks is not None else CallbackRunner()
         lock = threading.RLock()
         self._cv = threading.Condition(lock)  # the engine's lock; the scheduler's thread sleeps on it
@@ -399,6 +406,8 @@ class Scheduler:
             self._start_views_read(out.read_views)
         if out.send is not None:
             self._send(out.send)
+        if out.drain is not None:
+            self._send_drain(out.drain)
         self._settle(out)
         if flush:
             self._metrics.flush()
@@ -448,6 +457,34 @@ class Scheduler:
                 self._engine.on_send_refused(request, exc, self._clock())
                 self._wake()
             return
+
+    def _send_drain(self, timeout_s: float) -> None:
+        """The sentinel (``_engine/connection``): a DeleteTopics of a name no topic can have, behind the request
+        librdkafka abandoned on the same connection; its outcome tells when the connection is free or closed."""
+        kwargs = {"request_timeout": timeout_s, "operation_timeout": 1.0}
+        try:
+            self._transport.send("delete_topics", [DRAIN_NAME], kwargs, self._drained)
+        except ClientGone:
+            raise
+        except Exception:  # confluent-kafka refused it (it never does): asking again would only spin
+            log.warning("the sentinel after an abandoned request could not be sent; sending again", exc_info=True)
+            self._on_drained(Drained.CLOSED)
+
+    def _drained(self, answer: Answer) -> None:
+        """The sentinel's outcome, on librdkafka's thread: a broker's answer, or a local failure after the write
+        (the connection was torn down), or before it (never sent)."""
+        exc = answer if isinstance(answer, BaseException) else next(iter(answer.values()), None)
+        if is_broker_answer(exc):
+            self._on_drained(Drained.ANSWERED)
+        elif classify(exc) is Outcome.NOT_SENT:
+            self._on_drained(Drained.NOT_SENT)
+        else:
+            self._on_drained(Drained.CLOSED)
+
+    def _on_drained(self, drained: Drained) -> None:
+        with self._cv:
+            self._engine.on_drained(drained, self._clock())
+            self._wake()
 
     def _on_answer(self, request: Request, answer: Answer) -> None:
         # Runs on librdkafka's background thread: a brief lock to hand the results over and wake, never a wait.
@@ -505,6 +542,7 @@ class Scheduler:
                         self._cv.notify_all()
                         return
                     self._metadata_wanted = False
+                    want_default = self._engine.wants_default_partitions
                 counts: dict[str, int] | None
                 try:
                     counts = self._transport.partition_counts(_METADATA_TIMEOUT_S)
@@ -514,15 +552,27 @@ class Scheduler:
                 except Exception as exc:
                     log.warning("could not read the cluster's metadata (%s); costs not known are taken as 1", exc)
                     counts = None
+                default = self._read_default_partitions() if want_default and counts is not None else None
                 with self._cv:
                     if not self._closed:
-                        self._engine.on_metadata(counts, self._clock())
+                        self._engine.on_metadata(counts, self._clock(), default)
                     self._wake()
         except BaseException:  # a bug: the reader is gone all the same
             with self._cv:
                 self._metadata_reading = False
                 self._cv.notify_all()
             raise
+
+    def _read_default_partitions(self) -> int | None:
+        """The cluster's num.partitions, or None (not described, not allowed: the engine then reads back a topic
+        created with it)."""
+        try:
+            return self._transport.default_partitions(_METADATA_TIMEOUT_S)
+        except ClientGone:
+            return None
+        except Exception as exc:
+            log.info("could not read the cluster's num.partitions (%s): a created topic is read back instead", exc)
+            return None
 
     def _start_views_read(self, names: list[str]) -> None:
         with self._cv:

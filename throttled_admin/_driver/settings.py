@@ -65,6 +65,7 @@ class ClientSettings:
     metrics_sample_window_ms: int
     backoff: RetryBackoff
     metric_attributes: dict[str, str | bool | int | float]
+    socket_timeout_s: float = 60.0  # librdkafka's socket.timeout.ms: how long an abandoned request holds its connection
 
     @classmethod
     def check(
@@ -105,6 +106,7 @@ class ClientSettings:
             metrics_sample_window_ms=_positive_int("metrics_sample_window_ms", metrics_sample_window_ms),
             backoff=backoff,
             metric_attributes=check_metric_attributes(metric_attributes),
+            socket_timeout_s=_milliseconds(conf, "socket.timeout.ms", 60000) / 1000,
         )
 
 

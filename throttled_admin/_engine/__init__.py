@@ -1,8 +1,9 @@
 """The client's core: every decision of the scheduler as a pure state machine (``machine.Engine``) and its pure
 parts: calls and topics (``work``), what a result means (``classify``), the round-trip floor (``round_trip``),
-the KIP-219 gate (``throttle``), pacing to the mutation quota (``pacer``), the retry back-off (``retry``), the
-controller's batch cap (``batch_cap``), waiting for every broker's Metadata (``visibility``) and how far a
-client's connections got before any broker answered it (``contact``).
+the KIP-219 gate (``throttle``), the connection an abandoned request may still hold (``connection``), pacing to the
+mutation quota (``pacer``), the retry back-off (``retry``), the controller's batch cap (``batch_cap``), waiting for
+every broker's Metadata (``visibility``) and how far a client's connections got before any broker answered it
+(``contact``).
 
 No threads, no clock, no sockets: the driver (``throttled_admin._driver``) feeds it events and the time, and
 does what its ``Outbox`` says. It depends only on ``throttled_admin._kafka`` (Kafka's own rules) and the error
@@ -11,7 +12,8 @@ kinds (``throttled_admin._errors``); tests/test_layout.py checks that.
 
 from __future__ import annotations
 
-from throttled_admin._engine.classify import error_of, is_broker_answer
+from throttled_admin._engine.classify import Outcome, classify, error_of, is_broker_answer
+from throttled_admin._engine.connection import DRAIN_NAME, Drained
 from throttled_admin._engine.contact import ContactFailure, broker_address, contact_failure, wrong_listener
 from throttled_admin._engine.machine import (
     CONTACT_PROBE_TIMEOUT_S,
@@ -39,15 +41,18 @@ __all__ = [
     "CREATE_PARTITIONS",
     "CREATE_TOPICS",
     "DELETE_TOPICS",
+    "DRAIN_NAME",
     "FIRST_CONTACT_TIMEOUT_S",
     "BrokerViews",
     "Call",
     "ContactFailure",
+    "Drained",
     "Engine",
     "MetricsSink",
     "MutationQuota",
     "Operation",
     "Outbox",
+    "Outcome",
     "Pacer",
     "Request",
     "RequestKind",
@@ -55,6 +60,7 @@ __all__ = [
     "Topic",
     "TopicView",
     "broker_address",
+    "classify",
     "contact_failure",
     "error_of",
     "is_broker_answer",

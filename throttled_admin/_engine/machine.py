@@ -49,6 +49,7 @@ from throttled_admin._engine.classify import (
     is_broker_answer,
     was_written,
 )
+from throttled_admin._engine.connection import Connection, Drained
 from throttled_admin._engine.contact import ContactFailure, contact_failure
 from throttled_admin._engine.pacer import MutationQuota, Pacer
 from throttled_admin._engine.redpanda import RedpandaHold
@@ -96,6 +97,7 @@ ABANDON_GRACE_S = 2.0
 # answer was left out of the response (a garbled answer): its outcome is unknown.
 PARTIAL_GRACE_S = 0.5
 _AUTH_ERRORS = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
+_CANCELLED = "its caller cancelled it while librdkafka was still looking for the controller"
 # First contact (docs/semantics.md, "First contact"). A client asks the cluster something light as it starts (the
 # driver's contact probe: describe_cluster, whose librdkafka timeout is FIRST_CONTACT_TIMEOUT_S, so that a probe not
 # yet sent never queues ahead of a mutation on a slow broker's connection; asked again at most that often while
@@ -174,6 +176,7 @@ class Outbox:
     read_metadata: bool = False
     read_views: list[str] | None = None  # wait_for_metadata: read every broker's Metadata for these topics
     # (the applied topics awaiting visibility, and the creates whose ids before sending are not yet known)
+    drain: float | None = None  # send the sentinel (``connection``) with this request_timeout; answer on_drained
     probe: bool = False  # ask the cluster something light: has any broker answered this client?
     reached: bool = False  # a request got through to a broker (the handshake-drop diagnosis resets)
     wake_at: float = math.inf
@@ -182,7 +185,9 @@ class Outbox:
 class Engine:
     """Not thread-safe: the driver serializes every call (under its lock)."""
 
-    def __init__(self, *, pacer: Pacer | None, backoff: RetryBackoff) -> None:
+    def __init__(self, *, pacer: Pacer | None, backoff: RetryBackoff, socket_timeout_s: float = 60.0) -> None:
+        """``socket_timeout_s``: librdkafka's ``socket.timeout.ms``, how long an abandoned request may stay on its
+        connection (``connection``)."""
         self._pacer = pacer
         self._backoff = backoff
         self._gate = ThrottleTracker()
@@ -194,6 +199,7 @@ class Engine:
         self._unread: dict[Topic, None] = {}
         self._ids_asked: list[Topic] = []  # those of them the read out asks about
         self._round_trip = RoundTrip()
+        self._connection = Connection(socket_timeout_s)  # rule b: the slot follows the connection
         self._calls: dict[int, Call] = {}  # in submission order
         # rule a: name -> the pending topics of that name in call order; a lone topic is held as itself (no list per
         # topic of a bulk call), names shared by pending calls as a list
@@ -205,6 +211,10 @@ class Engine:
         self._probe: str | None = None  # the contact probe: None (not asked), "asked", "unanswered"
         self._probe_asked_at = -math.inf
         self._refresh_metadata = False  # after NOT_CONTROLLER: read metadata before sending again, as Java does
+        # Broker defaults: the partitions a create of -1 makes (the controller's num.partitions), once read; and a
+        # topic created with a guessed count, to read back when the cluster's setting could not be read
+        self._default_partitions: int | None = None
+        self._default_from: str | None = None
         self._reading_metadata = False
         self._gate_wait: tuple[str, float] | None = None  # (operation, since when) work waits for a throttle
         self._closed = False
@@ -222,7 +232,7 @@ class Engine:
 
     @property
     def idle(self) -> bool:
-        return not self._calls and self._request is None
+        return not self._calls and self._request is None and not self._connection.busy
 
     @property
     def max_records_per_request(self) -> int:
@@ -236,7 +246,10 @@ class Engine:
             raise RuntimeError(CLOSED_MESSAGE)
         if call.wait_for_metadata and not call.kind.validate_only and call.kind.operation is CREATE_TOPICS:
             self._unread.update(dict.fromkeys(topics))  # incarnations: the ids before the send (``visibility``)
+        default = self._default_partitions
         for topic in topics:
+            if topic.cost is None and default is not None and call.kind.operation is CREATE_TOPICS:
+                self._cost_with_default(topic, default)  # -1 partitions: the cluster's default, known already
             call.queued[topic.name] = topic
             held = self._holders.setdefault(topic.name, topic)
             if held is not topic:
@@ -250,11 +263,17 @@ class Engine:
             self._account(call, call.started_at)
 
     def withdraw(self, topic: Topic, now: float) -> bool:
-        """Take back a topic not yet sent (its future's cancel()); False once in flight or settled."""
+        """Its caller cancelled the topic (its future's cancel()). Not yet sent: taken back, and True to this and
+        every later cancel. In flight: False, and its current attempt is its last (cancelled is final: it may
+        still complete, but is never sent again). Settled: False."""
+        topic.cancelled = True
+        if topic.withdrawn:
+            return True
         call = topic.call
         if call.queued.get(topic.name) is not topic:
             return False
         del call.queued[topic.name]
+        topic.withdrawn = True
         self._release(topic)
         call.unsettled -= 1
         self._account(call, now)
@@ -317,6 +336,10 @@ class Engine:
                     refused = KafkaException(refused.args[0])
                 self._finish(topic, self._final_error(topic, refused), now)
 
+    def on_drained(self, outcome: Drained, now: float) -> None:
+        """What became of the sentinel sent for ``Outbox.drain`` (``connection``)."""
+        self._connection.drained(outcome)
+
     def on_probe(self, answered: bool, now: float) -> None:
         """The contact probe's outcome: a broker answered it (even with an error), or not."""
         if answered:
@@ -324,18 +347,39 @@ class Engine:
         elif self._probe == "asked":
             self._probe = "unanswered"
 
-    def on_metadata(self, counts: dict[str, int] | None, now: float) -> None:
-        """Partition counts by topic (None: the read failed, and costs not known are taken as 1)."""
+    @property
+    def wants_default_partitions(self) -> bool:
+        """Whether a metadata read should also read the cluster's default partition count (``num.partitions``)."""
+        return self._default_partitions is None
+
+    def on_metadata(self, counts: dict[str, int] | None, now: float, default_partitions: int | None = None) -> None:
+        """Partition counts by topic (None: the read failed, and costs not known are taken as 1), and the cluster's
+        default partition count if it was read (what a create with -1 partitions makes, and is charged)."""
         self._reading_metadata = False
+        if default_partitions is None and counts is not None and self._default_from in counts:
+            default_partitions = counts[self._default_from]  # a topic created with the default, read back
+        if default_partitions is not None:
+            self._default_partitions = default_partitions
+            self._default_from = None
+        default = self._default_partitions
         for call in self._calls.values():
             operation = call.kind.operation
             for topic in call.queued.values():
                 if topic.cost is not None:
                     continue
-                if counts is None:
+                if operation is CREATE_TOPICS:
+                    self._cost_with_default(topic, default)
+                elif counts is None:
                     topic.cost = 1
                 else:
                     topic.cost = operation.cost_from_metadata(topic.item, counts.get(topic.name))
+
+    def _cost_with_default(self, topic: Topic, default: int | None) -> None:
+        """A create of -1 partitions costs the cluster's default; while that is unknown, FALLBACK_PARTITIONS, and
+        the first such topic applied is read back to learn it (``_default_from``)."""
+        topic.cost = CREATE_TOPICS.cost_from_metadata(topic.item, None, default)
+        topic.records = CREATE_TOPICS.records(topic.item, default)
+        topic.guessed = default is None
 
     def on_views(self, views: BrokerViews, now: float) -> None:
         """Every broker's Metadata for the topics asked about (``Outbox.read_views``); see ``visibility``."""
@@ -384,7 +428,7 @@ class Engine:
                 self._complete(request, now)
             if self._auth_error is not None:
                 self._fail_on_auth_error(now)
-            wake_at = self._expire(now)
+            wake_at = min(self._expire(now), self._drain(now))
             if not self._reached:
                 wake_at = min(wake_at, self._first_contact(now))
             if self._request is None:
@@ -395,6 +439,13 @@ class Engine:
             self._out.wake_at = min(wake_at, self._ask_views(now))
         out, self._out = self._out, Outbox()
         return out
+
+    def _drain(self, now: float) -> float:
+        """Rule b: while the connection may carry an abandoned request, the sentinel that tells when it is free."""
+        ask, wake_at = self._connection.step(now)
+        if ask:
+            self._out.drain = self._connection.sentinel_timeout_s
+        return wake_at
 
     def _settled_in_flight(self, request: Request, now: float) -> bool:
         return len(request.results) >= len(request.topics) or now >= self._request_wake_at(request)
@@ -593,6 +644,8 @@ class Engine:
             why = "an earlier call still held the topic's name"
         elif topic in self._unread:
             why = "the brokers' topic ids of the name (to tell the new topic from an earlier one) were still being read"
+        elif self._connection.busy:
+            why = "the connection to the controller still carried an earlier request that got no answer"
         else:
             why = "its deadline passed before it could be sent"
         return not_sent_error(call.kind.operation.name, call.timeout_ms, why)
@@ -607,6 +660,10 @@ class Engine:
         if answered or any(was_written(exc) for exc in results.values()):
             self._contact()
             self._out.reached = True
+        if request.first_result_at is None or (
+            not answered and any(_may_still_be_on_the_connection(exc) for exc in request.results.values())
+        ):
+            self._connection.abandoned(now)  # never completed, or given up on: it may still hold the connection
         throttle_s = self._record_response_throttle(request, answered)
         admitted = 0
         accepted = 0  # the mutations of the topics the broker applied (as far as their costs are known)
@@ -639,10 +696,12 @@ class Engine:
                 continue  # settled already (its deadline passed, or authentication failed)
             topic.attempts += 1
             if outcome is Outcome.SUCCESS:
+                if topic.guessed and self._default_partitions is None and not call.kind.validate_only:
+                    self._default_from, self._refresh_metadata = topic.name, True  # read its partitions back
                 self._applied(topic, now)
             elif outcome is Outcome.THROTTLED:
                 retried |= self._on_throttled(topic, throttle_s, now, quota_delays, _message(exc))
-            elif outcome is Outcome.TOO_LARGE and split:
+            elif outcome is Outcome.TOO_LARGE and split and not topic.cancelled:
                 topic.last_error = exc  # the broker's word, should time run out before a smaller request goes
                 topic.throttled_at = None
                 call.queued[topic.name] = topic
@@ -721,7 +780,7 @@ class Engine:
         self._metric(lambda m: m.record_violations(operation, 1))
         topic.throttled_at = now
         topic.throttle_ms = int(throttle_s * 1000 + 0.5)
-        if not call.retry_on_quota_violation:  # after an attempt with no answer, _final_error says it may be applied
+        if not call.retry_on_quota_violation or topic.cancelled:  # after an unanswered attempt: _final_error
             exc = ThrottlingQuotaExceededException(topic.throttle_ms, topic.name, message)
             self._finish(topic, self._final_error(topic, exc), now)
             return False
@@ -754,9 +813,11 @@ class Engine:
             delays[call.id] = self._backoff.delay_s(call.transient_retries)
             call.transient_retries += 1
         delay_s = delays[call.id]
-        if call.remaining_s(now) <= delay_s + self._round_trip.expected_s(1, now, min_samples=1):
+        if topic.cancelled or call.remaining_s(now) <= delay_s + self._round_trip.expected_s(1, now, min_samples=1):
             if outcome is Outcome.UNKNOWN:
                 self._finish(topic, unknown_outcome_error(call.kind.operation.name, _reason(exc)), now)
+            elif outcome is Outcome.NOT_SENT and topic.cancelled and not topic.outcome_unknown:
+                self._finish(topic, not_sent_error(call.kind.operation.name, call.timeout_ms, _CANCELLED), now)
             elif outcome is Outcome.NOT_SENT:
                 self._finish(topic, self._gave_up(topic, now), now)
             else:
@@ -792,6 +853,8 @@ class Engine:
                 if call.queued and (not call.retry_on_quota_violation or gate_s >= call.remaining_s(now)):
                     self._refuse(call, gate_ms, now)
             return now + gate_s
+        if self._connection.busy:
+            return math.inf  # rule b: woken by the sentinel's outcome (or a deadline)
         head = self._head(now)
         if head is None:
             return self._next_eligible(now)
@@ -802,7 +865,7 @@ class Engine:
                 return head.call.started_at + FIRST_CONTACT_TIMEOUT_S  # or by the probe's answer
         kind = head.call.kind
         topics = list(self._eligible(kind, now))
-        if self._refresh_metadata or (self._pacer is not None and any(topic.cost is None for topic in topics)):
+        if self._refresh_metadata or any(topic.cost is None for topic in topics):
             if not self._reading_metadata:  # read off the deadline-keeping path; expiry goes on meanwhile
                 self._refresh_metadata = False
                 self._reading_metadata = True
@@ -914,10 +977,12 @@ class Engine:
             return now
         calls = {topic.call.id: topic.call for topic in chosen}.values()
         remaining_s = min(call.remaining_s(now) for call in calls)
-        request_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(shortest, _LIBRDKAFKA_MAX_TIMEOUT_S))
-        if not self._reached:  # librdkafka's verdict comes before the deadline
+        # Sharing never hurts: librdkafka waits for the answer as long as the longest call would alone (each call's
+        # topics are settled at its own deadline); the controller's deadline is the shortest call's (below).
+        request_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(longest, _LIBRDKAFKA_MAX_TIMEOUT_S))
+        if not self._reached:  # librdkafka's verdict comes before the (shortest call's) deadline
             request_timeout_s = min(request_timeout_s, remaining_s - CONTACT_VERDICT_MARGIN_S)
-        operation_timeout_s = min(remaining_s, request_timeout_s) - margin_s
+        operation_timeout_s = min(remaining_s, shortest, request_timeout_s) - margin_s
         # A caller's operation_timeout of 0 (confluent-kafka's "do not wait") is no cap: a Kafka 4 controller
         # refuses a request whose timeout_ms is 0 at once (REQUEST_TIMED_OUT, nothing applied), and answers after
         # the commit whatever the timeout, so the controller deadline derived from the call's deadline stays.
@@ -956,6 +1021,16 @@ def _throttle_event(node_id: int | None, throttle_s: float) -> MetricEvent:
 
 # No result for the topic: the response left it out, or librdkafka never completed the request.
 _MISSING = KafkaException(KafkaError(KafkaError._TIMED_OUT, "no result for the topic in the response"))
+
+
+def _may_still_be_on_the_connection(exc: BaseException | None) -> bool:
+    """librdkafka gave up waiting for the answer, or could not read it (its throttle is then unknown): the request,
+    or the mute after its answer, may still hold the connection (``connection``). A transport failure closed the
+    connection; a request never built ("waiting for controller") was not written."""
+    error = error_of(exc)
+    if error is None:
+        return False
+    return error.code() == KafkaError._BAD_MSG or (was_written(exc) and error.code() != KafkaError._TRANSPORT)
 
 
 def _refusal(topic: Topic) -> str | None:

@@ -15,7 +15,16 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
-__all__ = ["CREATE_PARTITIONS", "CREATE_TOPICS", "DELETE_TOPICS", "Call", "Operation", "RequestKind", "Topic"]
+__all__ = [
+    "CREATE_PARTITIONS",
+    "CREATE_TOPICS",
+    "DELETE_TOPICS",
+    "FALLBACK_PARTITIONS",
+    "Call",
+    "Operation",
+    "RequestKind",
+    "Topic",
+]
 
 
 @dataclass(frozen=True)
@@ -25,25 +34,46 @@ class Operation:
     name: str  # the Kafka API name, also messaging.operation.name
     method: str  # confluent-kafka's AdminClient method
     topic_of: Callable[[Any], str]
-    # KIP-599 cost when it is known from the input alone (create: the partitions); None: ask the cluster
+    # KIP-599 cost when it is known from the input alone (create: the partitions asked for); None: ask the cluster
     known_cost: Callable[[Any], int | None]
     # At most the KRaft metadata records it makes: a controller refuses a whole request of more than 10,000
-    # (QuorumController's MAX_RECORDS_PER_USER_OP), so requests are sized by records too.
-    records: Callable[[Any], int]
-    # KIP-599 cost from the topic's current partition count in the cluster's metadata (None: not there)
-    metadata_cost: Callable[[Any, int | None], int]
+    # (QuorumController's MAX_RECORDS_PER_USER_OP), so requests are sized by records too; given the cluster's
+    # default partition count when known.
+    count_records: Callable[[Any, int | None], int]
+    # KIP-599 cost from the topic's current partition count in the cluster's metadata (None: not there) and the
+    # cluster's default partition count (None: not known)
+    metadata_cost: Callable[[Any, int | None, int | None], int]
     # The broker's answer to a re-sent mutation that an earlier attempt (outcome unknown) applied after all
     already_done: int
     validate_only: bool  # confluent-kafka's method takes validate_only
 
-    def cost_from_metadata(self, item: Any, current: int | None) -> int:
-        return self.metadata_cost(item, current)
+    def cost_from_metadata(self, item: Any, current: int | None, default_partitions: int | None = None) -> int:
+        return self.metadata_cost(item, current, default_partitions)
+
+    def records(self, item: Any, default_partitions: int | None = None) -> int:
+        return self.count_records(item, default_partitions)
 
 
-def _partitions(topic: Any) -> int:
+# When the cluster's default partition count cannot be read, a topic created with it (-1) is counted as Kafka's own
+# default, 1, until a topic created so is read (docs/semantics.md, "Broker defaults").
+FALLBACK_PARTITIONS = 1
+
+
+def _partitions(topic: Any, default: int | None = None) -> int | None:
+    """The partitions a create makes: its assignment's, the count asked for, or (-1) the cluster's default (the
+    controller's num.partitions, KIP-1211), None while that is not known."""
     if topic.replica_assignment:
         return len(topic.replica_assignment)
-    return topic.num_partitions if topic.num_partitions > 0 else 1
+    return topic.num_partitions if topic.num_partitions > 0 else default
+
+
+def _create_cost(topic: Any, _current: int | None, default: int | None) -> int:
+    partitions = _partitions(topic, default)
+    return FALLBACK_PARTITIONS if partitions is None else partitions
+
+
+def _create_records(topic: Any, default: int | None) -> int:
+    return 1 + _create_cost(topic, None, default) + len(topic.config or {})  # TopicRecord, PartitionRecords, configs
 
 
 def _added(partitions: Any, current: int | None) -> int:
@@ -55,8 +85,8 @@ CREATE_TOPICS = Operation(
     "create_topics",
     lambda t: t.topic,
     _partitions,
-    lambda t: 1 + _partitions(t) + len(t.config or {}),  # TopicRecord, PartitionRecords, ConfigRecords
-    lambda t, _current: _partitions(t),
+    _create_records,
+    _create_cost,
     KafkaError.TOPIC_ALREADY_EXISTS,
     validate_only=True,
 )
@@ -65,8 +95,8 @@ DELETE_TOPICS = Operation(
     "delete_topics",
     lambda t: t,
     lambda t: None,
-    lambda t: 1,
-    lambda t, current: current or 0,  # an unknown topic fails first and costs nothing
+    lambda t, _default: 1,
+    lambda t, current, _default: current or 0,  # an unknown topic fails first and costs nothing
     KafkaError.UNKNOWN_TOPIC_OR_PART,
     validate_only=False,
 )
@@ -75,8 +105,8 @@ CREATE_PARTITIONS = Operation(
     "create_partitions",
     lambda p: p.topic,
     lambda p: None,
-    lambda p: max(1, p.new_total_count),
-    _added,  # only the added partitions
+    lambda p, _default: max(1, p.new_total_count),
+    lambda p, current, _default: _added(p, current),  # only the added partitions
     KafkaError.INVALID_PARTITIONS,
     validate_only=True,
 )
@@ -137,4 +167,7 @@ class Topic:
     last_error: BaseException | None = None  # the broker's last refusal that applied nothing (NOT_CONTROLLER, ...)
     not_before: float = 0.0  # back-off: not sent before this monotonic time
     lagging: tuple[int, ...] | None = None  # applied: the brokers whose Metadata did not show it at the last read
+    guessed: bool = False  # a create of -1 partitions costed before the cluster's default was known
+    cancelled: bool = False  # its caller cancelled it: never sent again (its attempt in flight is its last)
+    withdrawn: bool = False  # taken back before it was sent (cancelled, never settled)
     ids_before: frozenset[uuid.UUID] | None = None  # the ids every broker showed of the name before the first send

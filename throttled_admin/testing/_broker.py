@@ -353,6 +353,17 @@ class QuotaBroker:
         """Delay every response by ``seconds`` after it was handled (0 to stop)."""
         self._faults.latency_s = _seconds("latency", seconds)
 
+    def slow_policy(self, prefix: str, seconds: float) -> None:
+        """A slow CreateTopicPolicy: the controller takes ``seconds`` over each topic whose name starts with
+        ``prefix`` (``seconds`` 0 to stop), inside its handling of the CreateTopics request, after the request's
+        deadline (``timeout_ms``) was checked, as Kafka calls a policy's ``validate()``. The topic is created however
+        long that takes, after the deadline too: KRaft times out an event still queued, never one it has begun.
+        The controller handles one mutation at a time, so later mutations wait behind it, and so does the answer."""
+        if not isinstance(prefix, str):
+            raise ValueError(f"prefix must be a str, got {prefix!r}")
+        seconds = _seconds("policy latency", seconds)
+        self._faults.slow_policy = (prefix, seconds) if seconds > 0 else None
+
     def set_controller_latency(self, seconds: float) -> None:
         """Delay the controller's handling of every CreateTopics, DeleteTopics and CreatePartitions by
         ``seconds`` (0 to stop): the delay comes before the deadline check and the mutation, and mutations

@@ -107,6 +107,9 @@ class RequestContext:
     # time.monotonic() clock; a mutation not handled by then fails with REQUEST_TIMED_OUT and changes nothing.
     deadline: float | None = None
     reauthenticating: bool = False  # a SASL exchange on a connection that has already authenticated
+    # A slow CreateTopicPolicy (fault injection): called with each topic name the controller is about to create,
+    # after the request's deadline was checked; it may take as long as it likes, as a policy's validate() may.
+    create_policy: Callable[[str], None] | None = None
     sasl_exchange: Any = None  # a SCRAM exchange under way on the connection (its first round answered)
 
 
@@ -425,6 +428,8 @@ def handle_create_topics(request: Any, ctx: RequestContext) -> Handled:
 
     def apply(index: int, quota: RequestQuota) -> tuple[ApiError, int]:
         t = topics[index]
+        if ctx.create_policy is not None:
+            ctx.create_policy(t.name)  # inside the controller's event: the deadline was checked when it began
         spec = CreateSpec(
             t.name,
             t.num_partitions,

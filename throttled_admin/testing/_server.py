@@ -138,6 +138,7 @@ class Faults:
         self._holds: deque[tuple[float, threading.Event]] = deque()
         self.latency_s = 0.0
         self.controller_latency_s = 0.0
+        self.slow_policy: tuple[str, float] | None = None  # (topic name prefix, seconds per topic)
         self.unresponsive = False  # requests are read and logged, none is handled or answered (a hung broker)
 
     def fail_next(self, api_key: int, error_code: int, count: int) -> None:
@@ -652,6 +653,9 @@ class Server:
             if latency_s > 0 and self._stopping.wait(latency_s):
                 # A controller shutting down rejects the events still queued (KafkaEventQueue): not applied.
                 raise _Refused(f"{ApiKey(context.api_key).name} dropped: the broker is stopping")
+            slow = self.faults.slow_policy
+            if slow is not None:
+                context.create_policy = functools.partial(self._slow_policy, *slow)
         handling_started = time.perf_counter()
         handled = spec.handler(request, context)
         handler_ms = (time.perf_counter() - handling_started) * 1000
@@ -683,6 +687,12 @@ class Server:
             network_ms = (decode_s + time.perf_counter() - encode_started) * 1000
             quotas.record_request_time(principal, client_id, network_ms, node_id=context.node_id, check_quota=False)
         return _Answer(handled, encoded, throttle_ms, garbled, delay_s, mute_ms, timeout_ms, validate_only)
+
+    def _slow_policy(self, prefix: str, seconds: float, name: str) -> None:
+        """A CreateTopicPolicy that takes ``seconds`` for each name starting with ``prefix`` (cut short when the
+        broker stops: the create then goes ahead, as the policy returned)."""
+        if name.startswith(prefix):
+            self._stopping.wait(seconds)
 
     @staticmethod
     def _encode(response: Any, correlation_id: int) -> bytes:
