@@ -28,6 +28,8 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -276,6 +278,20 @@ def _partitions(result: dict[str, Any], request: dict[str, Any]) -> int:
         if count and count > 0:
             return int(count)
     return len(request.get("assignments") or []) or 1  # -1 and no assignments: num.partitions, 1 here
+
+
+@contextmanager
+def plain_kafka(heap: str = "512m") -> Iterator[KafkaCluster]:
+    """A single-node Kafka 4.4 broker with no quota, no request log and no proxy (for timing clients), stopped and
+    removed at the end."""
+    root = Path(tempfile.mkdtemp(prefix="bench-kafka-"))
+    real_broker.HEAP_MAX = heap
+    cluster = KafkaCluster.start(BrokerSpec(extra=(("log.segment.delete.delay.ms", "1000"),)), root / "cluster")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def load_average() -> float:
