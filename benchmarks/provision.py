@@ -258,7 +258,7 @@ def row(runs: list[Run], args: argparse.Namespace) -> list[str]:
     envelope = args.rate * args.window + _burst(args)
     rejected = [float(sum(code in REFUSED for r in run.records for code in r.errors.values())) for run in runs]
     throttled = [float(sum(r.throttle_time_ms > 0 for r in run.records)) for run in runs]
-    longest = [max((r.held_s for r in run.records), default=0.0) for run in runs]
+    longest = [max((max(0.0, r.held_s) for r in run.records), default=0.0) for run in runs]
     waited = [sum(max(0.0, r.held_s) for r in run.records) for run in runs]
     peaks = [peak_in_window(run.records, args.window) for run in runs]
     return [
@@ -318,7 +318,8 @@ def plot(runs: list[Run], args: argparse.Namespace, path: str) -> None:
     import matplotlib.pyplot as plt
 
     enforcements = [e for e in ENFORCEMENTS if any(run.enforcement == e for run in runs)]
-    fig, axes = plt.subplots(1, len(enforcements), figsize=(6.5 * len(enforcements), 5.6), sharey=True, squeeze=False)
+    width = max(11.0, 6.5 * len(enforcements))  # one panel (Kafka) still needs room for the legend and title
+    fig, axes = plt.subplots(1, len(enforcements), figsize=(width, 5.6), sharey=True, squeeze=False)
     total = args.topics * args.partitions
     horizon = max((run.seconds for run in runs), default=1.0)
     horizon = min(horizon, 3 * max(t_star(args), 1.0))  # a stuck strategy must not squash the others
@@ -354,7 +355,7 @@ def plot(runs: list[Run], args: argparse.Namespace, path: str) -> None:
             )
         ax.set_xlim(0, horizon)
         ax.set_ylim(0, total * 1.15)
-        ax.set_title(f"enforcement={enforcement}")
+        ax.set_title("Apache Kafka 4.4.0" if enforcement == "kafka" else f"enforcement={enforcement}")
         ax.set_xlabel("seconds since the first create_topics call")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("mutations admitted by the broker (cumulative)")
