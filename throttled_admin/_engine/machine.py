@@ -60,6 +60,8 @@ from throttled_admin._engine.visibility import READ_BEFORE_DEADLINE_S, BrokerVie
 from throttled_admin._engine.work import CREATE_TOPICS, Call, RequestKind, Topic
 from throttled_admin._errors import (
     CLOSED_MESSAGE,
+    ClientClosedError,
+    NotYetVisibleError,
     ThrottlingQuotaExceededException,
     after_unknown_attempt,
     cannot_connect_error,
@@ -79,6 +81,7 @@ __all__ = [
     "MetricsSink",
     "Outbox",
     "Request",
+    "closed_here",
 ]
 
 MAX_TOPICS_PER_REQUEST = 1000  # librdkafka's cost per request grows faster than linearly with its size
@@ -231,6 +234,10 @@ class Engine:
         return self._request
 
     @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
     def idle(self) -> bool:
         return not self._calls and self._request is None and not self._connection.busy
 
@@ -336,8 +343,33 @@ class Engine:
                     refused = KafkaException(refused.args[0])
                 self._finish(topic, self._final_error(topic, refused), now)
 
+    def on_send_cut_short(self, request: Request, *, handed: bool, now: float) -> None:
+        """The driver's send of ``request`` was cut short (Ctrl-C, a signal handler, close() from inside the turn):
+        ``handed`` False, confluent-kafka's call certainly did not run (the topics go back to the queue, this
+        attempt uncounted); True, it may have, and the request counts as handed over with its answer lost (its
+        topics' outcome unknown, the slot held until the connection is known to be free: rule b)."""
+        if request is not self._request:
+            return
+        if handed:
+            self._complete(request, now)  # no result: every topic's is missing, and the connection may be busy
+            return
+        self._request = None
+        for node_id, throttle_s in request.events:  # other responses' throttles: this request was never sent
+            self._metric(_throttle_event(node_id, throttle_s))
+        for topic in request.topics:
+            call = topic.call
+            if call.in_flight.get(topic.name) is not topic:
+                continue
+            if topic.cancelled:  # its caller gave up on it in flight: now known not sent, it never will be
+                self._finish(topic, not_sent_error(call.kind.operation.name, call.timeout_ms, _CANCELLED), now)
+                continue
+            del call.in_flight[topic.name]
+            call.queued[topic.name] = topic
+
     def on_drained(self, outcome: Drained, now: float) -> None:
         """What became of the sentinel sent for ``Outbox.drain`` (``connection``)."""
+        if outcome is Drained.ANSWERED:
+            self._contact()  # a broker answered this client
         self._connection.drained(outcome)
 
     def on_probe(self, answered: bool, now: float) -> None:
@@ -486,10 +518,14 @@ class Engine:
             if now < give_up_at:
                 wake_at = min(wake_at, give_up_at)
                 continue
-            error = cannot_connect_error(call.kind.operation.name, failure.address, failure.reason)
+            operation = call.kind.operation.name
+            error = cannot_connect_error(operation, failure.address, failure.reason)
             for topic in list(call.queued.values()):
-                if not topic.outcome_unknown:  # (an attempt written means a broker was reached: never here)
+                if not topic.outcome_unknown:
                     self._finish(topic, error, now)
+                else:  # a send cut short after its call may have begun (librdkafka may write it once connected)
+                    why = f"an attempt may have been handed over, and connections to {failure.address} fail"
+                    self._finish(topic, unknown_outcome_error(operation, why), now)
         return wake_at
 
     def _metric(self, event: MetricEvent) -> None:
@@ -1021,6 +1057,25 @@ def _throttle_event(node_id: int | None, throttle_s: float) -> MetricEvent:
 
 # No result for the topic: the response left it out, or librdkafka never completed the request.
 _MISSING = KafkaException(KafkaError(KafkaError._TIMED_OUT, "no result for the topic in the response"))
+
+
+def closed_here(topic: Topic, *, unsent: bool) -> ClientClosedError | NotYetVisibleError:
+    """The error of a topic settled by close() from a frame that cannot wait for the engine (a signal handler that
+    interrupted it): what its own fields say, and where they cannot tell, outcome unknown. ``unsent``: its request
+    was about to be sent and certainly was not (the driver knows)."""
+    call = topic.call
+    operation = call.kind.operation.name
+    if call.awaiting.get(topic.name) is topic:  # applied
+        return not_visible_error(operation, call.timeout_ms, topic.lagging, closed=True)
+    queued = call.queued.get(topic.name) is topic or unsent
+    if queued and not topic.outcome_unknown:
+        if topic.attempts == 0:
+            return closed_error(operation, sent=False)
+        refused = _refusal(topic)
+        if refused is not None:
+            return closed_error(operation, sent=False, refused=refused, in_flight=False)
+    # in flight, or in neither place (interrupted while moving between them), or after an unanswered attempt
+    return closed_error(operation, sent=True, in_flight=not queued)
 
 
 def _may_still_be_on_the_connection(exc: BaseException | None) -> bool:
