@@ -43,6 +43,9 @@ from confluent_kafka.admin import AdminClient
 from throttled_admin import NewTopic
 
 CLIENTS = ("confluent-kafka", "ThrottledAdminClient", "AIOThrottledAdminClient")
+# --scheduler-thread-only: ThrottledAdminClient without the callers' turns (Scheduler.caller_turns False), every
+# turn on the scheduler's thread: what the fast path saves (issue 30)
+THREAD_ONLY = "ThrottledAdminClient, scheduler's thread only"
 SCALE_CLIENTS = CLIENTS[:2]
 
 
@@ -128,7 +131,10 @@ def make_client(kind: str, bootstrap: str) -> AdminClient | AsyncClient:
         return AsyncClient(bootstrap)
     from throttled_admin import ThrottledAdminClient
 
-    return ThrottledAdminClient(conf)
+    client = ThrottledAdminClient(conf)
+    if kind == THREAD_ONLY:
+        client._scheduler.caller_turns = False  # type: ignore[attr-defined,union-attr]
+    return client
 
 
 def timed_create(admin: AdminClient | AsyncClient, names: list[str]) -> float:
@@ -148,12 +154,13 @@ def timed_create(admin: AdminClient | AsyncClient, names: list[str]) -> float:
 def latency(args: argparse.Namespace) -> str:
     rows = []
     with tansu() as bootstrap:
-        clients = {kind: make_client(kind, bootstrap) for kind in CLIENTS}
+        kinds = CLIENTS + ((THREAD_ONLY,) if args.scheduler_thread_only else ())
+        clients = {kind: make_client(kind, bootstrap) for kind in kinds}
         try:
             for kind, admin in clients.items():  # connections, metadata and first-call costs off the clock
                 admin.list_topics(timeout=30)
                 for i in range(args.warmup):
-                    names = [f"warm.{kind[:2]}.{i}.{j}" for j in range(50)]
+                    names = [f"warm.{kinds.index(kind)}.{i}.{j}" for j in range(50)]
                     timed_create(admin, names)
                     if isinstance(admin, AsyncClient):
                         admin.delete_topics(names)
@@ -162,15 +169,15 @@ def latency(args: argparse.Namespace) -> str:
                             future.result(60)
             for size in (1, 50):
                 pairs = args.pairs if size == 1 else max(1, args.pairs // 4)
-                times: dict[str, list[float]] = {kind: [] for kind in CLIENTS}
+                times: dict[str, list[float]] = {kind: [] for kind in kinds}
                 for i in range(pairs):
                     # Each client goes first, second and third equally often, in both directions (A B C, B C A,
                     # C A B, then reversed): the first call after the previous round's deletes is the slowest.
-                    order = CLIENTS[i % 3 :] + CLIENTS[: i % 3]
-                    order = order if (i // 3) % 2 == 0 else order[::-1]
+                    order = kinds[i % len(kinds) :] + kinds[: i % len(kinds)]
+                    order = order if (i // len(kinds)) % 2 == 0 else order[::-1]
                     created: list[str] = []
                     for kind in order:
-                        names = [f"ovh.{kind[:2]}.{size}.{i}.{j}" for j in range(size)]
+                        names = [f"ovh.{kinds.index(kind)}.{size}.{i}.{j}" for j in range(size)]
                         times[kind].append(timed_create(clients[kind], names))
                         created += names
                     # Off the clock: Tansu slows down as topics pile up (50-topic creates went from 65 ms to
@@ -180,7 +187,7 @@ def latency(args: argparse.Namespace) -> str:
                     for future in bare_client.delete_topics(created).values():
                         future.result(60)
                 bare = times[CLIENTS[0]]
-                for kind in CLIENTS:
+                for kind in kinds:
                     values = times[kind]
                     rows.append(
                         [
@@ -191,7 +198,7 @@ def latency(args: argparse.Namespace) -> str:
                             f"{1000 * percentile(values, 95):.2f} ms",
                         ]
                     )
-                for kind in CLIENTS[1:]:
+                for kind in kinds[1:]:
                     ours = times[kind]
                     added_median = 1000 * (statistics.median(ours) - statistics.median(bare))
                     added_p95 = 1000 * (percentile(ours, 95) - percentile(bare, 95))
@@ -366,6 +373,11 @@ def main() -> None:
     )
     parser.add_argument("--bulk-splits", type=int, nargs="+", default=[1000, 2000, 4000], help="bare calls' sizes")
     parser.add_argument("--runs", type=int, default=3, help="rounds of the bulk comparison")
+    parser.add_argument(
+        "--scheduler-thread-only",
+        action="store_true",
+        help="also measure ThrottledAdminClient with every turn on the scheduler's thread (no callers' turns)",
+    )
     parser.add_argument("--bulk-child", nargs=2, metavar=("VARIANT", "BOOTSTRAP"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.bulk_child:
