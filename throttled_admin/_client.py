@@ -497,6 +497,15 @@ class ThrottledAdminClient(AdminClient):
         out["mutation-rate"] = float("nan") if rate is None else rate
         return out
 
+    def wait_until_final(self, timeout: float) -> bool:
+        """Wait until no mutation this client has handed over can still change the cluster, at most ``timeout``
+        seconds; True once none can. A request whose answer was lost ("outcome unknown") may still be applied:
+        until its answer has come after all (the client learns that from a request it sends behind it on the same
+        connection), or, when its connection closed instead, until its controller deadline (``timeout_ms``,
+        counted from when the broker read it) has passed, since a controller completes what it has begun. A read of
+        the cluster after this returns True settles such an outcome. Calls made meanwhile are requests too."""
+        return self._open_scheduler().wait_final(timeout)
+
     @property
     def closed(self) -> bool:
         return bool(vars(self).get("_closed", True))  # a subclass that never called __init__: closed

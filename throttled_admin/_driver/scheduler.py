@@ -166,6 +166,20 @@ class Scheduler:
         """The driver's clock (a call's start and deadline are read from it)."""
         return self._clock()
 
+    def wait_final(self, timeout_s: float) -> bool:
+        """Wait until no request handed over can still be applied (``Engine.final_at``); False if ``timeout_s``
+        passed first or the client closed before."""
+        end = self._clock() + timeout_s
+        with self._cv:
+            while True:
+                now = self._clock()
+                final_at = self._engine.final_at
+                if final_at <= now:
+                    return True
+                if self._closed or now >= end:
+                    return False
+                self._cv.wait(min(end, final_at) - now)
+
     @property
     def learned_rate(self) -> float | None:
         with self._cv:

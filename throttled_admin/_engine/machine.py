@@ -203,6 +203,7 @@ class Engine:
         self._ids_asked: list[Topic] = []  # those of them the read out asks about
         self._round_trip = RoundTrip()
         self._connection = Connection(socket_timeout_s)  # rule b: the slot follows the connection
+        self._final_at = -math.inf  # see ``final_at``
         self._calls: dict[int, Call] = {}  # in submission order
         # rule a: name -> the pending topics of that name in call order; a lone topic is held as itself (no list per
         # topic of a bulk call), names shared by pending calls as a list
@@ -236,6 +237,15 @@ class Engine:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def final_at(self) -> float:
+        """From when no request this client handed over can still be applied: every one was answered, or its
+        connection is known closed and its controller deadline (counted from the close: the broker may have read
+        it just before) has passed. ``math.inf`` while a request is in flight or the connection may be busy."""
+        if self._request is not None or self._connection.busy:
+            return math.inf
+        return self._final_at
 
     @property
     def idle(self) -> bool:
@@ -370,7 +380,7 @@ class Engine:
         """What became of the sentinel sent for ``Outbox.drain`` (``connection``)."""
         if outcome is Drained.ANSWERED:
             self._contact()  # a broker answered this client
-        self._connection.drained(outcome)
+        self._final_at = max(self._final_at, now + self._connection.drained(outcome))
 
     def on_probe(self, answered: bool, now: float) -> None:
         """The contact probe's outcome: a broker answered it (even with an error), or not."""
@@ -699,7 +709,10 @@ class Engine:
         if request.first_result_at is None or (
             not answered and any(_may_still_be_on_the_connection(exc) for exc in request.results.values())
         ):
-            self._connection.abandoned(now)  # never completed, or given up on: it may still hold the connection
+            self._connection.abandoned(now, _controller_timeout_s(request))  # it may still hold the connection
+        elif not answered and any(was_written(exc) for exc in results.values()):
+            # written and not answered, its connection gone: the broker may have read it just before
+            self._final_at = max(self._final_at, now + _controller_timeout_s(request))
         throttle_s = self._record_response_throttle(request, answered)
         admitted = 0
         accepted = 0  # the mutations of the topics the broker applied (as far as their costs are known)
@@ -1057,6 +1070,11 @@ def _throttle_event(node_id: int | None, throttle_s: float) -> MetricEvent:
 
 # No result for the topic: the response left it out, or librdkafka never completed the request.
 _MISSING = KafkaException(KafkaError(KafkaError._TIMED_OUT, "no result for the topic in the response"))
+
+
+def _controller_timeout_s(request: Request) -> float:
+    """The controller's deadline the request carries (``timeout_ms``), in seconds."""
+    return float(request.kwargs.get("operation_timeout", 0.0))
 
 
 def closed_here(topic: Topic, *, unsent: bool) -> ClientClosedError | NotYetVisibleError:
