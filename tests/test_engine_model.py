@@ -8,8 +8,10 @@ and a cluster librdkafka never reaches (connections failing before their handsha
 handshake, ApiVersions unanswered, a listener of the other protocol); Redpanda's quota refusal
 (UNKNOWN_SERVER_ERROR), Kafka 4's batch cap (a whole request refused with POLICY_VIOLATION) and CreateTopicPolicy
 refusals; three brokers whose Metadata lags (``wait_for_metadata``), topics deleted and created again under the same
-name (incarnations: topic ids). A simulated driver does what the engine's outbox says, waking it when it asks. Rules
-a-h of
+name (incarnations: topic ids); a connection that still carries a request librdkafka gave up on (the sentinel
+answered, closed or never sent), sends cut short before or after confluent-kafka's call, topics cancelled in flight,
+calls of close budgets sharing a request, creates of the cluster's default partition count. A simulated driver does
+what the engine's outbox says, waking it when it asks. Rules a-j of
 ``throttled_admin/_engine/machine.py`` are checked after every step (and at every send and settlement), against
 what the model knows happened in the cluster, and so are the batch cap's, wait_for_metadata's and first contact's
 (until a broker has answered: nothing handed over while connections fail before their handshake, each call's topics

@@ -11,10 +11,13 @@ The rules (docs/semantics.md):
 
 a. A topic name is in at most one request, and held by one call at a time: a later call naming it waits until
    the earlier one has settled it (Kafka 4 answers a doubled name once; confluent-kafka 2.16 then crashes).
-b. At most one mutation request is in flight, and nothing is sent while the broker's throttle lasts (KIP-219):
-   nothing ever waits in a muted connection.
-c. Calls share a request only when their time budgets are within a factor of ``COALESCE_RATIO``: the request's
-   deadlines come from the shortest, so a long call never has its answer cut short by a short neighbour.
+b. At most one mutation request is in flight, nothing is sent while the broker's throttle lasts (KIP-219), and
+   the slot follows the connection (``connection``): after librdkafka gives up on a request, nothing is written
+   until a sentinel behind it says the connection is free or closed. Nothing ever waits in a muted connection or
+   behind an unanswered request.
+c. Calls share a request only when their time budgets are within a factor of ``COALESCE_RATIO``, and sharing never
+   hurts: librdkafka waits for the answer as long as the longest call would alone, the controller's deadline is
+   the shortest call's, and each call's topics are settled at its own deadline.
 d. Nothing is sent with less time left than the fastest recent answer took (``RoundTrip``: a floor that
    forgets, fed by whole answers only), so a slow outlier cannot lock calls out: a first attempt is refused
    only when ``MIN_SAMPLES`` recent answers agree, a retry when any recent answer says it cannot fit.
@@ -26,8 +29,12 @@ f. Outcomes are truthful: success when the broker says so; "not sent" only for w
    until a broker has answered the client, nothing is handed over while its connections fail before their
    handshake (they fail "cannot connect to HOST:PORT (how far it got)"), and what is handed over has a
    librdkafka timeout that ends before its call's deadline, so librdkafka's own verdict settles it.
-g. Metric events equal what the responses said (throttles, violations, retries).
+g. Metric events equal what the responses said (throttles, violations, retries), and mutations are counted as
+   the broker charges them (a create of -1 partitions: the cluster's ``num.partitions``).
 h. ``close`` settles every topic.
+i. A send cut short (``on_send_cut_short``) counts as handed over if confluent-kafka's call may have run, and goes
+   back to the queue if it certainly did not: nothing is lost and nothing stalls.
+j. Cancelled is final: a topic cancelled in flight may complete, but is never sent again.
 """
 
 from __future__ import annotations
