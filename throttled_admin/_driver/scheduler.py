@@ -132,7 +132,7 @@ class Scheduler:
         of the driver (monotonic seconds)."""
         self._transport = transport
         self._report = report
-        self._handshake_drops = HandshakeDrops(security_protocol, self._on_listener_found)
+        self._handshake_drops = HandshakeDrops(security_protocol, self._on_listener_found, clock=clock)
         self._reported: str | None = None  # the last finding about a listener reported to ``report``
         self._metrics = metrics
         self._clock = clock
