@@ -17,6 +17,15 @@ the load average is recorded with each run.
     .venv/bin/python benchmarks/overhead.py                                 # both parts, defaults as in docs
     .venv/bin/python benchmarks/overhead.py --pairs 100 --bulk-topics       # latency only
     .venv/bin/python benchmarks/overhead.py --pairs 0 --bulk-topics 50000   # bulk only, 50k topics
+
+``--broker kafka`` runs both parts against Apache Kafka 4.4.0 itself (the jars `make kafka` fetched; a single-node
+KRaft broker with no quota and no request log, the clients straight on its port): latency on one broker for all
+``--latency-runs``, and the bulk part with a fresh broker (1 GiB of heap) per measurement and 10,000
+one-partition topics by default (a single Kafka broker holds about that many partitions on these machines), so
+the bare client's calls are split too: 10,000 one-partition topics make 20,000 metadata records, over the
+controller's cap of 10,000 per request.
+
+    .venv/bin/python benchmarks/overhead.py --broker kafka --latency-runs 3 --pairs 200 --runs 3
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import failures, markdown_table, percentile
+from _kafka import plain_kafka
 from confluent_kafka.admin import AdminClient
 
 from throttled_admin import NewTopic
@@ -151,72 +161,94 @@ def timed_create(admin: AdminClient | AsyncClient, names: list[str]) -> float:
 # -- latency on Tansu ----------------------------------------------------------------------------
 
 
-def latency(args: argparse.Namespace) -> str:
-    rows = []
-    with tansu() as bootstrap:
-        kinds = CLIENTS + ((THREAD_ONLY,) if args.scheduler_thread_only else ())
-        clients = {kind: make_client(kind, bootstrap) for kind in kinds}
-        try:
-            for kind, admin in clients.items():  # connections, metadata and first-call costs off the clock
-                admin.list_topics(timeout=30)
-                for i in range(args.warmup):
-                    names = [f"warm.{kinds.index(kind)}.{i}.{j}" for j in range(50)]
-                    timed_create(admin, names)
-                    if isinstance(admin, AsyncClient):
-                        admin.delete_topics(names)
-                    else:
-                        for future in admin.delete_topics(names).values():
-                            future.result(60)
-            for size in (1, 50):
-                pairs = args.pairs if size == 1 else max(1, args.pairs // 4)
-                times: dict[str, list[float]] = {kind: [] for kind in kinds}
-                for i in range(pairs):
-                    # Each client goes first, second and third equally often, in both directions (A B C, B C A,
-                    # C A B, then reversed): the first call after the previous round's deletes is the slowest.
-                    order = kinds[i % len(kinds) :] + kinds[: i % len(kinds)]
-                    order = order if (i // len(kinds)) % 2 == 0 else order[::-1]
-                    created: list[str] = []
-                    for kind in order:
-                        names = [f"ovh.{kinds.index(kind)}.{size}.{i}.{j}" for j in range(size)]
-                        times[kind].append(timed_create(clients[kind], names))
-                        created += names
-                    # Off the clock: Tansu slows down as topics pile up (50-topic creates went from 65 ms to
-                    # 660 ms over 10,000 topics), so each pair leaves the broker as it found it.
-                    bare_client = clients[CLIENTS[0]]
-                    assert isinstance(bare_client, AdminClient)
-                    for future in bare_client.delete_topics(created).values():
+Times = dict[tuple[int, str], list[float]]  # (topics per call, client) -> seconds per call
+
+
+def latency_run(args: argparse.Namespace, bootstrap: str, run: int) -> Times:
+    """One run: fresh clients, warmed up, then ``args.pairs`` rounds of 1-topic calls and a quarter as many of
+    50-topic calls, the clients' order rotated; every round's topics deleted off the clock."""
+    kinds = CLIENTS + ((THREAD_ONLY,) if args.scheduler_thread_only else ())
+    times: Times = {(size, kind): [] for size in (1, 50) for kind in kinds}
+    clients = {kind: make_client(kind, bootstrap) for kind in kinds}
+    try:
+        for kind, admin in clients.items():  # connections, metadata and first-call costs off the clock
+            admin.list_topics(timeout=30)
+            for i in range(args.warmup):
+                names = [f"warm.{run}.{kinds.index(kind)}.{i}.{j}" for j in range(50)]
+                timed_create(admin, names)
+                if isinstance(admin, AsyncClient):
+                    admin.delete_topics(names)
+                else:
+                    for future in admin.delete_topics(names).values():
                         future.result(60)
-                bare = times[CLIENTS[0]]
-                for kind in kinds:
-                    values = times[kind]
-                    rows.append(
-                        [
-                            f"{size} topic{'s' if size > 1 else ''}",
-                            kind,
-                            str(len(values)),
-                            f"{1000 * statistics.median(values):.2f} ms",
-                            f"{1000 * percentile(values, 95):.2f} ms",
-                        ]
-                    )
-                for kind in kinds[1:]:
-                    ours = times[kind]
-                    added_median = 1000 * (statistics.median(ours) - statistics.median(bare))
-                    added_p95 = 1000 * (percentile(ours, 95) - percentile(bare, 95))
-                    rows.append(
-                        [
-                            f"{size} topic{'s' if size > 1 else ''}",
-                            f"**added by {kind}**",
-                            "",
-                            f"**{added_median:+.2f} ms (x{statistics.median(ours) / statistics.median(bare):.2f})**",
-                            f"{added_p95:+.2f} ms (x{percentile(ours, 95) / percentile(bare, 95):.2f})",
-                        ]
-                    )
-        finally:
-            for admin in clients.values():
-                close = getattr(admin, "close", None)
-                if close is not None:
-                    close()
-    return markdown_table(["call", "client", "calls", "median", "p95"], rows)
+        for size in (1, 50):
+            pairs = args.pairs if size == 1 else max(1, args.pairs // 4)
+            for i in range(pairs):
+                # Each client goes first, second and third equally often, in both directions (A B C, B C A,
+                # C A B, then reversed): the first call after the previous round's deletes is the slowest.
+                order = kinds[i % len(kinds) :] + kinds[: i % len(kinds)]
+                order = order if (i // len(kinds)) % 2 == 0 else order[::-1]
+                created: list[str] = []
+                for kind in order:
+                    names = [f"ovh.{run}.{kinds.index(kind)}.{size}.{i}.{j}" for j in range(size)]
+                    times[(size, kind)].append(timed_create(clients[kind], names))
+                    created += names
+                # Off the clock: Tansu slows down as topics pile up (50-topic creates went from 65 ms to
+                # 660 ms over 10,000 topics), so each pair leaves the broker as it found it.
+                bare_client = clients[CLIENTS[0]]
+                assert isinstance(bare_client, AdminClient)
+                for future in bare_client.delete_topics(created).values():
+                    future.result(60)
+    finally:
+        for admin in clients.values():
+            close = getattr(admin, "close", None)
+            if close is not None:
+                close()
+    return times
+
+
+def _ms(values: list[float], signed: bool = False) -> str:
+    """Milliseconds: the median over runs, and the range when there were several."""
+    fmt = "{:+.2f}" if signed else "{:.2f}"
+    middle = fmt.format(1000 * statistics.median(values))
+    if len(values) == 1:
+        return f"{middle} ms"
+    return f"{middle} ms ({fmt.format(1000 * min(values))} to {fmt.format(1000 * max(values))})"
+
+
+def latency_table(runs: list[Times]) -> str:
+    """Per client and call size: the median and p95 of each run, as the median over runs (range)."""
+    rows = []
+    kinds = [kind for size, kind in runs[0] if size == 1]
+    for size in (1, 50):
+        label = f"{size} topic{'s' if size > 1 else ''}"
+        medians = {kind: [statistics.median(t[(size, kind)]) for t in runs] for kind in kinds}
+        p95s = {kind: [percentile(t[(size, kind)], 95) for t in runs] for kind in kinds}
+        for kind in kinds:
+            calls = len(runs[0][(size, kind)])
+            rows.append([label, kind, f"{calls} x {len(runs)}", _ms(medians[kind]), _ms(p95s[kind])])
+        bare = CLIENTS[0]
+        for kind in kinds[1:]:
+            added = [m - b for m, b in zip(medians[kind], medians[bare], strict=True)]
+            ratios = [m / b for m, b in zip(medians[kind], medians[bare], strict=True)]
+            added_p95 = [m - b for m, b in zip(p95s[kind], p95s[bare], strict=True)]
+            ratio = f"x{statistics.median(ratios):.2f}" + (
+                f" (x{min(ratios):.2f}-x{max(ratios):.2f})" if len(ratios) > 1 else ""
+            )
+            rows.append(
+                [label, f"**added by {kind}**", "", f"**{_ms(added, signed=True)}, {ratio}**", _ms(added_p95, True)]
+            )
+    columns = ["call", "client", "calls x runs", "median (range over runs)", "p95 (range over runs)"]
+    return markdown_table(columns, rows)
+
+
+def latency(args: argparse.Namespace) -> str:
+    runs = []
+    with kafka_bootstrap() if args.broker == "kafka" else tansu() as bootstrap:
+        for run in range(args.latency_runs):
+            runs.append(latency_run(args, bootstrap, run))
+            print(f"  latency run {run + 1} done, load average {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
+    return latency_table(runs)
 
 
 # -- bulk: one call against hand-split bare calls, QuotaBroker in its own process ------------------------
@@ -295,9 +327,23 @@ def broker_process() -> Iterator[tuple[str, int]]:
             proc.wait()
 
 
-def bulk_run(variant: str, count: int) -> dict[str, Any]:
+@contextmanager
+def kafka_process(heap: str = "1g") -> Iterator[tuple[str, int]]:
+    """Apache Kafka 4.4.0 with no quota, by default with 1 GiB of heap (10,000 partitions need more than 512 MiB):
+    (bootstrap, pid)."""
+    with plain_kafka(heap) as cluster:
+        yield cluster.bootstrap_servers, cluster.nodes[0].pid
+
+
+@contextmanager
+def kafka_bootstrap() -> Iterator[str]:
+    with kafka_process(heap="512m") as (bootstrap, _):
+        yield bootstrap
+
+
+def bulk_run(variant: str, count: int, kafka: bool = False) -> dict[str, Any]:
     """One measurement: a fresh broker process, one client process."""
-    with broker_process() as (bootstrap, pid):
+    with kafka_process() if kafka else broker_process() as (bootstrap, pid):
         load = os.getloadavg()[0]
         broker_cpu = _cpu_s(pid)
         command = [sys.executable, __file__, "--bulk-child", variant, bootstrap, "--bulk-topics", str(count)]
@@ -317,7 +363,7 @@ def bulk(args: argparse.Namespace) -> str:
         runs: dict[str, list[dict[str, Any]]] = {variant: [] for variant in variants}
         for round_ in range(args.runs):
             for variant in variants if round_ % 2 == 0 else variants[::-1]:
-                result = bulk_run(variant, count)
+                result = bulk_run(variant, count, kafka=args.broker == "kafka")
                 runs[variant].append(result)
                 print(f"  {count} {variant}: {json.dumps(result)}", file=sys.stderr, flush=True)
         best_bare = min(variants[:-1], key=lambda v: statistics.median(r["wall_s"] for r in runs[v]))
@@ -369,27 +415,39 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=400, help="A/B pairs of 1-topic calls (50-topic: a quarter)")
     parser.add_argument("--warmup", type=int, default=5, help="unmeasured 50-topic calls per client first")
     parser.add_argument(
-        "--bulk-topics", type=int, nargs="*", default=[50_000, 100_000], help="bulk sizes (none: skip the bulk part)"
-    )
+        "--bulk-topics", type=int, nargs="*", default=None, help="bulk sizes (none: skip the bulk part); default "
+        "50000 100000, or 10000 with --broker kafka"
+    )  # fmt: skip
     parser.add_argument("--bulk-splits", type=int, nargs="+", default=[1000, 2000, 4000], help="bare calls' sizes")
     parser.add_argument("--runs", type=int, default=3, help="rounds of the bulk comparison")
+    parser.add_argument("--latency-runs", type=int, default=1, help="latency runs (fresh clients each): median, range")
     parser.add_argument(
         "--scheduler-thread-only",
         action="store_true",
         help="also measure ThrottledAdminClient with every turn on the scheduler's thread (no callers' turns)",
     )
+    parser.add_argument(
+        "--broker",
+        choices=("tansu", "kafka"),
+        default="tansu",
+        help="tansu: latency on Tansu, bulk on QuotaBroker processes (default); kafka: both on Apache Kafka 4.4.0",
+    )
     parser.add_argument("--bulk-child", nargs=2, metavar=("VARIANT", "BOOTSTRAP"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.bulk_topics is None:
+        args.bulk_topics = [10_000] if args.broker == "kafka" else [50_000, 100_000]
     if args.bulk_child:
         bulk_child(args.bulk_child[0], args.bulk_child[1], args.bulk_topics[0])
         return
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start\n", flush=True)
+    on = "Apache Kafka 4.4.0" if args.broker == "kafka" else "Tansu"
     if args.pairs > 0:
-        print("### Latency on Tansu, no quota (A B A B)\n")
+        print(f"### Latency on {on}, no quota (A B C, rotated)\n")
         print(latency(args), flush=True)
         print()
     if args.bulk_topics:
-        print("### Bulk: one call against the best hand-split bare run, QuotaBroker in its own process\n")
+        on = "Apache Kafka 4.4.0" if args.broker == "kafka" else "QuotaBroker"
+        print(f"### Bulk: one call against the best hand-split bare run, {on} in its own process\n")
         print(bulk(args), flush=True)
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
 

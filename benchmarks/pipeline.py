@@ -11,7 +11,10 @@ quota and enough work to need ``--target-seconds`` of quota time (T*). Reports:
 
 ``--fleet`` is the fleet case: 200 quota entities across 10 QuotaBroker clusters (20 SASL users each) on
 ``local[2]``, two tasks of ~100 entities each, every entity at once (``--max-entities``, default
-``apply_plan``'s ``max_concurrent_entities``).
+``apply_plan``'s ``max_concurrent_entities``), each broker in a process of its own (``--broker-processes``,
+implied), so that the CPU figures are the pipeline's. ``--execution driver`` runs the admin calls in this
+process instead of the Python workers (``apply_plan(..., execution="driver")``). The client's CPU per topic
+is the Python workers' CPU (executors) or this process's (driver) over the plan's topics.
 
 T* = max(0, M - B) / R: the earliest moment a KIP-599 bucket of rate R and burst B = 11 R, starting
 full, admits the last of M mutations. Every run uses fresh brokers.
@@ -19,6 +22,7 @@ full, admits the last of M mutations. Every run uses fresh brokers.
     .venv/bin/python benchmarks/pipeline.py                 # the numbers in docs/pipeline.md
     .venv/bin/python benchmarks/pipeline.py --target-seconds 5 --no-sequential
     .venv/bin/python benchmarks/pipeline.py --fleet           # the fleet table in docs/benchmarks.md
+    .venv/bin/python benchmarks/pipeline.py --fleet --execution driver
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
+
+from _broker_processes import BrokerProcess
 
 from throttled_admin.provisioning import PlanRow, Profile, execute, predicted_seconds, summarize
 from throttled_admin.testing import QuotaBroker
@@ -49,11 +55,16 @@ def entity_plan(entities: int, target_s: float, partitions: int) -> tuple[dict[s
     return rates, rows
 
 
+#: Where the brokers run: in this process (False) or each in a process of its own (True; ``--broker-processes``).
+BROKER_PROCESSES = {"on": False}
+
+
 @contextmanager
-def brokers_for(rates: dict[str, float], count: int) -> Iterator[tuple[list[QuotaBroker], dict[str, Profile]]]:
+def brokers_for(rates: dict[str, float], count: int) -> Iterator[tuple[list[Any], dict[str, Profile]]]:
     users = {user: f"{user}-password" for user in rates}
+    kind: Any = BrokerProcess if BROKER_PROCESSES["on"] else QuotaBroker
     with ExitStack() as stack:
-        brokers = [stack.enter_context(QuotaBroker(users=users)) for _ in range(count)]
+        brokers = [stack.enter_context(kind(users=users)) for _ in range(count)]
         profiles = {}
         for i, (user, rate) in enumerate(rates.items()):
             broker = brokers[i % count]
@@ -99,12 +110,23 @@ def _children() -> dict[int, list[int]]:
     return tree
 
 
-def _is_python_worker(pid: int) -> bool:
+def _cmdline(pid: int) -> bytes:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            return b"pyspark.daemon" in handle.read()
+            return handle.read()
     except OSError:
-        return False
+        return b""
+
+
+def _is_python_worker(pid: int) -> bool:
+    return b"pyspark.daemon" in _cmdline(pid)
+
+
+def _kind(pid: int) -> str:
+    if pid == os.getpid():
+        return "driver" if BROKER_PROCESSES["on"] else "driver + brokers"
+    command = _cmdline(pid)
+    return "Python workers" if b"pyspark.daemon" in command else "brokers" if b"multiprocessing" in command else "JVM"
 
 
 def _cpu_s(pid: int) -> float:
@@ -118,12 +140,13 @@ def _cpu_s(pid: int) -> float:
 
 
 class PeakMemory:
-    """Peak RSS (MiB) of this process (the driver, which also hosts the QuotaBrokers), of Spark's JVM and of
-    the Python workers together, sampled every 0.2 s from /proc while the block runs; and the CPU seconds
-    each used meanwhile (a worker's last sample before it exits)."""
+    """Peak RSS (MiB) of this process (the driver, which also hosts the QuotaBrokers unless they run in
+    processes of their own), of Spark's JVM, of the Python workers together and of the broker processes
+    together, sampled every 0.2 s from /proc while the block runs; and the CPU seconds each used meanwhile
+    (a worker's last sample before it exits)."""
 
     def __init__(self) -> None:
-        self.peak = {"driver + brokers": 0.0, "JVM": 0.0, "Python workers": 0.0}
+        self.peak = {_kind(os.getpid()): 0.0, "JVM": 0.0, "Python workers": 0.0, "brokers": 0.0}
         self.cpu_start: dict[int, float] = {}
         self.cpu_last: dict[int, float] = {}
         self.kind: dict[int, str] = {}
@@ -138,15 +161,15 @@ class PeakMemory:
             for child in tree.get(todo.pop(), []):
                 below.append(child)
                 todo.append(child)
-        workers = sum(_rss_kib(p) for p in below if _is_python_worker(p))
-        jvm = sum(_rss_kib(p) for p in below if not _is_python_worker(p))
+        rss = dict.fromkeys(self.peak, 0)
         for pid in [os.getpid(), *below]:
-            kind = "driver + brokers" if pid == os.getpid() else "Python workers" if _is_python_worker(pid) else "JVM"
+            kind = _kind(pid)
+            rss[kind] += _rss_kib(pid)
             self.kind[pid] = kind
             # Processes there when the block began count from then; workers forked later from zero.
             self.cpu_start.setdefault(pid, _cpu_s(pid) if not self._thread.is_alive() else 0.0)
             self.cpu_last[pid] = max(self.cpu_last.get(pid, 0.0), _cpu_s(pid))
-        for key, kib in (("driver + brokers", _rss_kib(os.getpid())), ("JVM", jvm), ("Python workers", workers)):
+        for key, kib in rss.items():
             self.peak[key] = max(self.peak[key], kib / 1024)
 
     def _run(self) -> None:
@@ -155,7 +178,7 @@ class PeakMemory:
 
     def cpu(self) -> dict[str, float]:
         """CPU seconds used during the block, per kind of process."""
-        used = {"driver + brokers": 0.0, "JVM": 0.0, "Python workers": 0.0}
+        used = dict.fromkeys(self.peak, 0.0)
         for pid, last in self.cpu_last.items():
             used[self.kind[pid]] += last - self.cpu_start.get(pid, 0.0)
         return used
@@ -172,7 +195,12 @@ class PeakMemory:
 
 
 def run_spark(
-    spark: Any, rows: list[PlanRow], rates: dict[str, float], brokers: int, max_entities: int | None = None
+    spark: Any,
+    rows: list[PlanRow],
+    rates: dict[str, float],
+    brokers: int,
+    max_entities: int | None = None,
+    execution: str = "executors",
 ) -> tuple[float, dict[str, int], float, float]:
     """Wall time, status counts, when the first request reached a broker, and the longest time from an
     entity's first request to its last admitted create (both from the brokers' request logs)."""
@@ -182,10 +210,8 @@ def run_spark(
         plan_df = plan_dataframe(spark, rows).cache()
         plan_df.count()  # the plan is in Spark before the clock starts
         started = time.monotonic()
-        if max_entities is None:
-            results = apply_plan(plan_df, profiles)
-        else:
-            results = apply_plan(plan_df, profiles, max_concurrent_entities=max_entities)
+        bound = {} if max_entities is None else {"max_concurrent_entities": max_entities}
+        results = apply_plan(plan_df, profiles, execution=execution, **bound)  # type: ignore[arg-type]
         wall = time.monotonic() - started
         counts = {r["status"]: r["count"] for r in results.groupBy("status").count().collect()}
         log = [r for broker in servers for r in broker.request_log()]
@@ -252,9 +278,12 @@ def main() -> None:
     parser.add_argument("--max-entities", type=int, help="apply_plan's max_concurrent_entities (per task)")
     parser.add_argument("--fleet", action="store_true", help="200 entities on 10 brokers, no sequential run")
     parser.add_argument("--plain", action="store_true", help="also run the plan without Spark, all entities at once")
+    parser.add_argument("--execution", choices=("executors", "driver"), default="executors")
+    parser.add_argument("--broker-processes", action="store_true", help="each broker in a process of its own")
     args = parser.parse_args()
     if args.fleet:
-        args.entities, args.brokers, args.no_sequential = 200, 10, True
+        args.entities, args.brokers, args.no_sequential, args.broker_processes = 200, 10, True, True
+    BROKER_PROCESSES["on"] = args.broker_processes
     rates, rows = entity_plan(args.entities, args.target_seconds, args.partitions)
     stars = t_star(rows, rates)
     slowest = max(stars.values())
@@ -273,12 +302,15 @@ def main() -> None:
     startup_s = time.monotonic() - started
     try:
         with PeakMemory() as memory:
-            wall, counts, first_request, span = run_spark(spark, rows, rates, args.brokers, args.max_entities)
+            wall, counts, first_request, span = run_spark(
+                spark, rows, rates, args.brokers, args.max_entities, args.execution
+            )
     finally:
         spark.stop()
     print("\n| run | wall time | / slowest T* | rows |\n|---|---|---|---|")
     print(f"| Spark fixed cost (session {session_s:.1f} s + Python workers) | {startup_s:.1f} s | - | - |")
-    print(f"| Spark pipeline, {args.master} | {wall:.1f} s | {wall / slowest:.2f} | {counts} |")
+    mode = f"{args.master}, execution={args.execution}"
+    print(f"| Spark pipeline, {mode} | {wall:.1f} s | {wall / slowest:.2f} | {counts} |")
     print(f"| of which: the first request reached a broker after | {first_request:.1f} s | - | - |")
     print(
         f"| of which: the slowest entity's first request to its last create | {span:.1f} s | {span / slowest:.2f} | - |"
@@ -288,6 +320,8 @@ def main() -> None:
     print(f"\nPeak RSS while the pipeline ran: {peaks}")
     cpu = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in memory.cpu().items())
     print(f"CPU used meanwhile ({os.cpu_count()} cores): {cpu}")
+    client = memory.cpu()["Python workers" if args.execution == "executors" else _kind(os.getpid())]
+    print(f"Client CPU per topic ({args.execution}): {1000 * client / len(rows):.2f} ms over {len(rows)} topics")
     if args.plain:
         plain_wall, plain_counts, plain_span = run_plain(rows, rates, args.brokers)
         print(

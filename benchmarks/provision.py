@@ -8,37 +8,58 @@ Everything measured about the broker's side comes from its request log:
 - completion / T*: from the first create_topics call to the last topic's outcome, over the quota's floor
   T* = max(0, N x P - B) / R (the bucket starts full at B and refills at R);
 - topics failed, and of those the ones the broker holds anyway (reported failed, but created);
-- CreateTopics requests, and topic entries rejected with error 89 (THROTTLING_QUOTA_EXCEEDED), or with Redpanda's
-  UNKNOWN_SERVER_ERROR under ``--enforcement redpanda`` (its bucket holds one second of the rate: B = R);
-- the longest ``held_s`` (a request sitting unread in a muted connection, KIP-219);
+- CreateTopics requests, the responses that carried a throttle, and topic entries rejected with error 89
+  (THROTTLING_QUOTA_EXCEEDED), or with Redpanda's UNKNOWN_SERVER_ERROR under ``--enforcement redpanda`` (its
+  bucket holds one second of the rate: B = R);
+- the wait at the broker, longest and summed over the run's requests (``held_s``: a request sitting unread in a
+  muted connection, KIP-219, or behind another request);
 - the most mutations admitted in any W-second window (a record's mutations at its ``received_at``),
-  against the quota's envelope R x W + B.
+  against the quota's envelope R x W + B;
+- the load average as each run started (the machine is shared).
+
+The strategies: bare confluent-kafka, kafka-python 3, the Java AdminClient with its defaults
+(benchmarks/java/Reference.java, from the jars `make kafka` fetched; left out, saying so, when they are not
+there) and this project's client, reactive, paced at a known rate and learning the rate.
 
     .venv/bin/python benchmarks/provision.py                       # 300 x 4, R = B = 400, both enforcements
     .venv/bin/python benchmarks/provision.py --plot docs/images/provision.png
     .venv/bin/python benchmarks/provision.py --topics 500 --partitions 2 --rate 200 --burst 600
     .venv/bin/python benchmarks/provision.py --enforcement redpanda --topics 100 --rate 200 --timeout 30
+
+``--broker kafka`` runs the same job against Apache Kafka 4.4.0 itself (the jars `make kafka` fetched): one
+single-node KRaft broker for every run (``controller.quota.window.num`` = B / R one-second windows), each run with
+a client-id quota entity and a topic prefix of its own, its topics deleted afterwards. The columns come from the
+broker's side:
+Kafka's request log (``kafka.request.logger`` at DEBUG) and a proxy that notes when each request was written
+(benchmarks/_kafka.py, _proxy.py): a request's mutations count when the controller took it up, and its wait at
+the broker runs from its write to a request handler taking it up (unread in a muted connection included).
+
+    .venv/bin/python benchmarks/provision.py --broker kafka --repeat 3
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import statistics
+import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 from _common import QUOTA_EXCEEDED, failures, markdown_table, mutation_records, peak_in_window
+from _kafka import KafkaBench, java_available, load_average
 from confluent_kafka.admin import AdminClient
 
 from throttled_admin import MutationQuota, NewTopic, ThrottledAdminClient
 from throttled_admin.testing import QuotaBroker, RequestRecord
 
-ENFORCEMENTS = ("strict", "by-version", "redpanda")
+ENFORCEMENTS = ("strict", "by-version", "redpanda", "kafka")
 DEFAULT_ENFORCEMENTS = ("strict", "by-version")
 # A quota refusal: error 89, or Redpanda's UNKNOWN_SERVER_ERROR (-1) for librdkafka's request versions
 REFUSED = {QUOTA_EXCEEDED, -1}
@@ -49,13 +70,15 @@ class Run:
     """One strategy's run: its own clock (monotonic, the broker's too) and what each topic ended as."""
 
     strategy: str
-    enforcement: str
+    enforcement: str  # QuotaBroker's enforcement, or "kafka" for Apache Kafka itself
+    client_id: str = "bench"  # the quota entity
     started_at: float = 0.0
     finished_at: float = 0.0
     failed: dict[str, str] = field(default_factory=dict)  # topic -> error name
     records: list[RequestRecord] = field(default_factory=list)
     held: set[str] = field(default_factory=set)  # topics the broker holds at the end
     metrics: dict[str, float] = field(default_factory=dict)  # ThrottledAdminClient.metrics() at the end
+    load: float = field(default_factory=load_average)  # the machine's load average as the run started
 
     @property
     def seconds(self) -> float:
@@ -65,8 +88,8 @@ class Run:
 Strategy = Callable[[str, list[str], argparse.Namespace, Run], None]
 
 
-def _conf(bootstrap: str) -> dict[str, Any]:
-    return {"bootstrap.servers": bootstrap, "log_level": 0}  # librdkafka's connection chatter off
+def _conf(bootstrap: str, run: Run) -> dict[str, Any]:
+    return {"bootstrap.servers": bootstrap, "client.id": run.client_id, "log_level": 0}  # librdkafka's chatter off
 
 
 def _batches(names: list[str], size: int) -> list[list[str]]:
@@ -87,7 +110,7 @@ def _bare(batch_size: int | None) -> Strategy:
     """confluent-kafka's AdminClient: every batch submitted before waiting on any (each returns futures)."""
 
     def strategy(bootstrap: str, names: list[str], args: argparse.Namespace, run: Run) -> None:
-        admin = AdminClient(_conf(bootstrap))
+        admin = AdminClient(_conf(bootstrap, run))
         admin.list_topics(timeout=10)  # connected before the clock starts, as for every strategy
         run.started_at = time.monotonic()
         futures = [
@@ -103,7 +126,9 @@ def _kafka_python(bootstrap: str, names: list[str], args: argparse.Namespace, ru
     """kafka-python 3's KafkaAdminClient: CreateTopics v7 (error 89 on both enforcements), one call, no retry."""
     from kafka import KafkaAdminClient
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(args.timeout * 1000))
+    admin = KafkaAdminClient(
+        bootstrap_servers=bootstrap, client_id=run.client_id, request_timeout_ms=int(args.timeout * 1000)
+    )
     try:
         admin.describe_cluster()
         run.started_at = time.monotonic()
@@ -122,7 +147,7 @@ def _ours(batch_size: int | None, quota: Callable[[argparse.Namespace], Mutation
 
     def strategy(bootstrap: str, names: list[str], args: argparse.Namespace, run: Run) -> None:
         with ThrottledAdminClient(
-            _conf(bootstrap), mutation_quota=quota(args), default_api_timeout_ms=int(args.timeout * 1000)
+            _conf(bootstrap, run), mutation_quota=quota(args), default_api_timeout_ms=int(args.timeout * 1000)
         ) as admin:
             admin.list_topics(timeout=10)
             run.started_at = time.monotonic()
@@ -136,11 +161,43 @@ def _ours(batch_size: int | None, quota: Callable[[argparse.Namespace], Mutation
     return strategy
 
 
+def _java(batch_size: int | None) -> Strategy:
+    """The Java AdminClient with its defaults (benchmarks/java/Reference.java, a JVM of its own): createTopics
+    with retryOnQuotaViolation true and default.api.timeout.ms 60 s; batches are all made before waiting on any.
+    Its clock starts once it has read the cluster, as every strategy's."""
+
+    def strategy(bootstrap: str, names: list[str], args: argparse.Namespace, run: Run) -> None:
+        from _kafka import java_command
+
+        command = java_command("--bootstrap", bootstrap, "--client-id", run.client_id, "--names", ",".join(names))
+        command += ["--partitions", str(args.partitions)]
+        if batch_size:
+            command += ["--batch-size", str(batch_size)]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+        offset = time.monotonic() - time.time()  # its times are the wall clock's
+        lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        ends = [line for line in lines if line.get("event") == "done"]
+        if done.returncode != 0 or not ends:
+            raise RuntimeError(f"Reference.java failed ({done.returncode}): {done.stdout[-1000:]}{done.stderr[-2000:]}")
+        run.started_at = ends[0]["started_at"] + offset
+        run.finished_at = ends[0]["finished_at"] + offset
+        for line in lines:
+            if "topic" in line and not line["ok"]:
+                run.failed[line["topic"]] = line["error"]
+
+    return strategy
+
+
 def _burst(args: argparse.Namespace) -> float:
     return float(args.burst if args.burst is not None else args.rate)
 
 
+JAVA_STRATEGIES: dict[str, Strategy] = {
+    "Java AdminClient, one call": _java(None),
+    "Java AdminClient, batches of 50": _java(50),
+}
 STRATEGIES: dict[str, Strategy] = {
+    **JAVA_STRATEGIES,
     "confluent-kafka, one call": _bare(None),
     "confluent-kafka, batches of 50": _bare(50),
     "kafka-python 3, one call": _kafka_python,
@@ -167,6 +224,23 @@ def run_one(name: str, enforcement: str, args: argparse.Namespace) -> Run:
     return run
 
 
+def run_one_kafka(name: str, kafka: KafkaBench, args: argparse.Namespace) -> Run:
+    """One run on the shared Kafka broker: a client-id quota entity and a topic prefix of its own, both removed
+    afterwards (the topics deleted by a client without a quota)."""
+    tag = uuid.uuid4().hex[:8]
+    run = Run(name, "kafka", client_id=f"bench-{tag}")
+    prefix = f"bench-{tag}."
+    kafka.set_quota(run.client_id, args.rate)
+    try:
+        STRATEGIES[name](kafka.bootstrap_servers, [f"{prefix}{i:06d}" for i in range(args.topics)], args, run)
+        run.records = list(kafka.records(run.client_id))
+        run.held = kafka.topics(prefix)
+    finally:
+        kafka.delete(prefix)
+        kafka.set_quota(run.client_id, None)
+    return run
+
+
 def t_star(args: argparse.Namespace) -> float:
     mutations: float = args.topics * args.partitions
     return max(0.0, mutations - _burst(args)) / float(args.rate)
@@ -183,6 +257,9 @@ def row(runs: list[Run], args: argparse.Namespace) -> list[str]:
     floor = t_star(args)
     envelope = args.rate * args.window + _burst(args)
     rejected = [float(sum(code in REFUSED for r in run.records for code in r.errors.values())) for run in runs]
+    throttled = [float(sum(r.throttle_time_ms > 0 for r in run.records)) for run in runs]
+    longest = [max((max(0.0, r.held_s) for r in run.records), default=0.0) for run in runs]
+    waited = [sum(max(0.0, r.held_s) for r in run.records) for run in runs]
     peaks = [peak_in_window(run.records, args.window) for run in runs]
     return [
         runs[0].strategy,
@@ -191,26 +268,30 @@ def row(runs: list[Run], args: argparse.Namespace) -> list[str]:
         _spread([float(len(run.failed)) for run in runs], "{:.0f}"),
         _spread([float(sum(name in run.held for name in run.failed)) for run in runs], "{:.0f}"),
         _spread([float(len(run.records)) for run in runs], "{:.0f}"),
+        _spread(throttled, "{:.0f}"),
         _spread(rejected, "{:.0f}") + f" ({100 * statistics.median(rejected) / args.topics:.0f} %)",
-        _spread([max((r.held_s for r in run.records), default=0.0) for run in runs], "{:.2f}") + " s",
+        _spread(longest, "{:.2f}") + " s / " + _spread(waited, "{:.2f}") + " s",
         _spread(peaks, "{:.0f}") + f" ({statistics.median(peaks) / envelope:.2f}x)",
+        " ".join(f"{run.load:.1f}" for run in runs),
     ]
 
 
 def trace(run: Run) -> str:
-    """The run's requests as the broker saw them, times in seconds since the first call."""
+    """The run's requests as the broker saw them, times in seconds since the first call: ``arrived`` (written),
+    ``received`` (charged), ``waited`` (``held_s``: unread in the socket, queued), the controller's deadline."""
     rate = run.metrics.get("mutation-rate")
     lines = [
         f"  {run.strategy}, {run.enforcement}"
         + (f" (client's mutation-rate at the end: {rate:.1f}/s)" if rate and math.isfinite(rate) else "")
     ]
-    lines.append("   arrived  received  responded  topics  admitted  89s  throttle")
+    lines.append("   arrived  received  responded  waited  topics  admitted  89s  throttle  timeout_ms")
     for r in run.records:
         rejected = sum(code in REFUSED for code in r.errors.values())
         responded = f"{r.responded_at - run.started_at:9.3f}" if r.responded_at is not None else "        -"
         lines.append(
             f"  {r.arrived_at - run.started_at:8.3f} {r.received_at - run.started_at:9.3f} {responded} "
-            f"{len(r.errors):7d} {r.mutations:9d} {rejected:4d} {r.throttle_time_ms:7d} ms"
+            f"{r.held_s:7.3f} {len(r.errors):7d} {r.mutations:9d} {rejected:4d} {r.throttle_time_ms:6d} ms"
+            f" {r.timeout_ms if r.timeout_ms is not None else '-':>11}"
         )
     return "\n".join(lines)
 
@@ -222,9 +303,11 @@ COLUMNS = [
     "topics failed",
     "failed but on broker",
     "CreateTopics requests",
+    "throttled responses",
     "entries rejected (89)",
-    "longest held_s",
+    "wait at the broker: longest / sum",
     "peak admitted in W (/ R·W+B)",
+    "load average per run",
 ]
 
 
@@ -235,7 +318,8 @@ def plot(runs: list[Run], args: argparse.Namespace, path: str) -> None:
     import matplotlib.pyplot as plt
 
     enforcements = [e for e in ENFORCEMENTS if any(run.enforcement == e for run in runs)]
-    fig, axes = plt.subplots(1, len(enforcements), figsize=(6.5 * len(enforcements), 5.6), sharey=True, squeeze=False)
+    width = max(11.0, 6.5 * len(enforcements))  # one panel (Kafka) still needs room for the legend and title
+    fig, axes = plt.subplots(1, len(enforcements), figsize=(width, 5.6), sharey=True, squeeze=False)
     total = args.topics * args.partitions
     horizon = max((run.seconds for run in runs), default=1.0)
     horizon = min(horizon, 3 * max(t_star(args), 1.0))  # a stuck strategy must not squash the others
@@ -271,7 +355,7 @@ def plot(runs: list[Run], args: argparse.Namespace, path: str) -> None:
             )
         ax.set_xlim(0, horizon)
         ax.set_ylim(0, total * 1.15)
-        ax.set_title(f"enforcement={enforcement}")
+        ax.set_title("Apache Kafka 4.4.0" if enforcement == "kafka" else f"enforcement={enforcement}")
         ax.set_xlabel("seconds since the first create_topics call")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("mutations admitted by the broker (cumulative)")
@@ -298,8 +382,18 @@ def main() -> None:
     parser.add_argument("--plot", metavar="PATH", help="write a PNG of admitted mutations over time")
     parser.add_argument("--trace", action="store_true", help="print every CreateTopics request of every run")
     parser.add_argument("--repeat", type=int, default=1, help="runs per strategy: medians (min-max); plot: median run")
+    parser.add_argument(
+        "--broker",
+        choices=("quotabroker", "kafka"),
+        default="quotabroker",
+        help="QuotaBroker (default), or Apache Kafka 4.4.0 itself (`make kafka` first)",
+    )
     args = parser.parse_args()
     burst = _burst(args)
+    if args.broker == "kafka" and args.enforcement:
+        parser.error("--enforcement sets QuotaBroker's rules; Apache Kafka applies its own (by request version)")
+    if args.broker == "kafka" and (burst / args.rate != int(burst / args.rate) or burst < args.rate):
+        parser.error("on Kafka, B = controller.quota.window.num x 1 s x R: --burst must be a whole multiple of --rate")
     print(
         f"{args.topics} topics x {args.partitions} partitions = {args.topics * args.partitions} mutations; "
         f"R = {args.rate:g}/s, B = {burst:g}; T* = {t_star(args):.2f} s; "
@@ -307,19 +401,37 @@ def main() -> None:
         flush=True,
     )
     runs: list[Run] = []
-    for enforcement in args.enforcement or DEFAULT_ENFORCEMENTS:
-        print(f"### enforcement={enforcement}\n")
-        print("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS), flush=True)
-        for name in args.strategy or STRATEGIES:
-            repeats = [run_one(name, enforcement, args) for _ in range(args.repeat)]
-            runs.append(sorted(repeats, key=lambda run: run.seconds)[len(repeats) // 2])  # the plot: the median one
-            print(markdown_table(COLUMNS, [row(repeats, args)]).splitlines()[-1], flush=True)
-            if args.trace:
-                print("\n".join(trace(run) for run in repeats), flush=True)
-        print()
+    if args.broker == "kafka":
+        with KafkaBench(window_num=int(burst / args.rate)) as kafka:
+            print(f"Apache Kafka 4.4.0 started in {kafka.start_seconds:.1f} s; load average {load_average():.1f}\n")
+            names = args.strategy or list(STRATEGIES)
+            runs += _section("kafka", names, lambda name: run_one_kafka(name, kafka, args), args)
+    else:
+        names = args.strategy or list(STRATEGIES)
+        if not args.strategy and not java_available():
+            names = [name for name in names if name not in JAVA_STRATEGIES]
+            print("(no Java AdminClient rows: its jars are not fetched; run `make kafka`)\n", flush=True)
+        for enforcement in args.enforcement or DEFAULT_ENFORCEMENTS:
+            runs += _section(enforcement, names, lambda name, e=enforcement: run_one(name, e, args), args)
     if args.plot:
         plot(runs, args, args.plot)
         print(f"plot: {args.plot}", file=sys.stderr)
+
+
+def _section(enforcement: str, names: list[str], run: Callable[[str], Run], args: argparse.Namespace) -> list[Run]:
+    """One table: every strategy ``args.repeat`` times; returns each strategy's median run (for the plot)."""
+    title = "Apache Kafka 4.4.0" if enforcement == "kafka" else f"enforcement={enforcement}"
+    print(f"### {title}\n")
+    print("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS), flush=True)
+    medians = []
+    for name in names:
+        repeats = [run(name) for _ in range(args.repeat)]
+        medians.append(sorted(repeats, key=lambda r: r.seconds)[len(repeats) // 2])
+        print(markdown_table(COLUMNS, [row(repeats, args)]).splitlines()[-1], flush=True)
+        if args.trace:
+            print("\n".join(trace(r) for r in repeats), flush=True)
+    print()
+    return medians
 
 
 if __name__ == "__main__":

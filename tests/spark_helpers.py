@@ -113,3 +113,90 @@ def east_and_west(quota_broker: Callable[..., Any], password: str) -> tuple[Any,
         },
     }
     return east, west, profiles
+
+
+#: The result columns that depend on what happened, not on when: equal between two runs of one plan.
+OUTCOME = ("cluster", "topic", "action", "status", "error_code", "error_message", "attempts", "mutations", "detail")
+
+
+def outcomes(results: Any) -> list[tuple[Any, ...]]:
+    """The result rows' outcome columns, sorted (the two modes return rows in different orders)."""
+    return sorted((tuple(row[name] for name in OUTCOME) for row in results.collect()), key=repr)
+
+
+def both_modes_agree(spark: Any, quota_broker: Callable[..., Any], password: str) -> list[tuple[Any, ...]]:
+    """A two-cluster plan (east plain, west SASL) applied with ``execution="executors"`` on one pair of
+    clusters and ``"driver"`` on another: the same rows, the clusters as planned, and a rerun in either mode
+    all ``unchanged`` (but the row naming no profile). Returns the rows."""
+    from throttled_admin.provisioning import PlanRow
+    from throttled_admin.spark import apply_plan, plan_dataframe
+
+    rows = [PlanRow("east", "ensure", f"e.{i:02d}", 3, configs={"cleanup.policy": "compact, delete"}) for i in range(8)]
+    rows += [PlanRow("west", "create", f"w.{i:02d}", 2) for i in range(8)]
+    rows += [PlanRow("west", "delete", "legacy"), PlanRow("nowhere", "ensure", "x", 1)]
+    rows += [PlanRow("east", "ensure", "zero", 0)]
+    df = plan_dataframe(spark, rows, num_partitions=2)
+    seen = {}
+    for mode in ("executors", "driver"):
+        east, west, profiles = east_and_west(quota_broker, password)
+        profiles["east"]["request_timeout_s"] = 5
+        first = outcomes(apply_plan(df, profiles, allow_delete=True, execution=mode))
+        assert east.topics() == {f"e.{i:02d}": 3 for i in range(8)}, mode
+        assert west.topics() == {f"w.{i:02d}": 2 for i in range(8)}, mode
+        assert password not in repr(first)
+        for again in ("executors", "driver"):
+            rerun = outcomes(apply_plan(df, profiles, allow_delete=True, execution=again))
+            statuses = {(row[0], row[1]): row[3] for row in rerun}
+            assert {k: v for k, v in statuses.items() if v != "unchanged"} == {
+                ("nowhere", "x"): "failed",
+                ("east", "zero"): "failed",
+            }, (mode, again)
+        seen[mode] = first
+    assert seen["executors"] == seen["driver"]
+    statuses = {(row[0], row[1]): row[3] for row in seen["driver"]}
+    assert {k: v for k, v in statuses.items() if v != "created"} == {
+        ("west", "legacy"): "deleted",
+        ("nowhere", "x"): "failed",
+        ("east", "zero"): "failed",
+    }
+    return seen["driver"]
+
+
+_SHIM = r"""
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+
+/* connect() to port $REFUSED_PORT fails with ECONNREFUSED, as from behind an egress firewall; the rest
+   goes to libc. */
+int connect(int fd, const struct sockaddr *addr, socklen_t len) {
+    static int (*real)(int, const struct sockaddr *, socklen_t);
+    if (!real) real = (int (*)(int, const struct sockaddr *, socklen_t))dlsym(RTLD_NEXT, "connect");
+    const char *refused = getenv("REFUSED_PORT");
+    if (refused && addr) {
+        int port = -1;
+        if (addr->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in))
+            port = ntohs(((const struct sockaddr_in *)addr)->sin_port);
+        if (addr->sa_family == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6))
+            port = ntohs(((const struct sockaddr_in6 *)addr)->sin6_port);
+        if (port == atoi(refused)) {
+            errno = ECONNREFUSED;
+            return -1;
+        }
+    }
+    return real(fd, addr, len);
+}
+"""
+
+
+def refusing_shim(directory: Path) -> Path:
+    """An LD_PRELOAD library (compiled here with gcc) that refuses connect() to the port in $REFUSED_PORT."""
+    source = directory / "refuse_connect.c"
+    library = directory / "refuse_connect.so"
+    source.write_text(_SHIM)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", str(library), str(source), "-ldl"], check=True)
+    return library

@@ -1,7 +1,9 @@
-"""Issue 19, Kafka 4's batch cap as a controller setting: QuotaBroker(max_records_per_op=N) over loopback, the
-public ThrottledAdminClient. A KRaft controller refuses a whole request making more than N metadata records (a
-one-partition topic makes two) with POLICY_VIOLATION "Unable to perform excessively large batch operation.", and a
-CreateTopics of more than N partitions with "Excessively large number of partitions per request.".
+"""Issue 19, Kafka 4's batch cap on a cluster whose cap is not Kafka's 10,000: QuotaBroker(max_records_per_op=N)
+over loopback, the public ThrottledAdminClient. A KRaft controller refuses a whole request making more than N
+metadata records (a one-partition topic makes two) with POLICY_VIOLATION "Unable to perform excessively large batch
+operation.", a CreateTopics of more than N partitions with "Excessively large number of partitions per request.",
+and (Kafka 4.4) a CreatePartitions adding more than N with "Excessively large number of additional partitions per
+request.".
 
 Was (the client sized requests for Kafka's 10,000 records): on a cluster with a lower cap every large call failed
 whole, each topic with POLICY_VIOLATION."""
@@ -15,7 +17,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
-from throttled_admin import NewTopic, ThrottledAdminClient
+from throttled_admin import NewPartitions, NewTopic, ThrottledAdminClient
 from throttled_admin.testing import QuotaBroker
 
 BrokerFactory = Callable[..., QuotaBroker]
@@ -93,3 +95,18 @@ def test_any_other_policy_violation_fails_at_once_and_is_never_split(quota_broke
         assert exc.args[0].code() == KafkaError.POLICY_VIOLATION
     assert len(create_requests(broker)) == 1
     assert broker.topics() == {}
+
+
+def test_grows_refused_whole_for_the_partitions_they_add_are_split(quota_broker: BrokerFactory) -> None:
+    """Kafka 4.4 refuses a CreatePartitions adding more partitions than the cap with its own message,
+    "Excessively large number of additional partitions per request." (checked against Kafka 4.4.0 by the
+    differential suite): a batch-cap refusal like the other two, so the grows are split, not failed."""
+    broker = quota_broker(max_records_per_op=100)
+    broker.create_topic("g1", 1)
+    broker.create_topic("g2", 1)
+    with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        results = outcomes(admin.create_partitions([NewPartitions("g1", 61), NewPartitions("g2", 61)]))
+    assert results == {"g1": None, "g2": None}
+    assert broker.topics() == {"g1": 61, "g2": 61}
+    grows = [r.errors for r in broker.request_log() if r.api_name == "CreatePartitions"]
+    assert grows[0] == {"g1": POLICY_VIOLATION, "g2": POLICY_VIOLATION}  # 120 added: refused whole, then split

@@ -106,7 +106,9 @@ def test_records_count_topic_partition_and_config_records_of_created_topics(quot
     assert not any(name.startswith("more.") for name in broker.topics())
 
 
-def test_create_partitions_is_capped_by_the_records_it_makes(quota_broker: BrokerFactory) -> None:
+def test_create_partitions_is_capped_by_the_partitions_it_adds(quota_broker: BrokerFactory) -> None:
+    """Kafka 4.4's ReplicationControlManager checks a CreatePartitions' added partitions first, with its own
+    message (a grow's records are its added partitions, so the record cap never gets to it)."""
     broker = quota_broker(max_records_per_op=100)
     broker.create_topic("t", 1)
     T = CreatePartitionsRequest.CreatePartitionsTopic
@@ -121,7 +123,7 @@ def test_create_partitions_is_capped_by_the_records_it_makes(quota_broker: Broke
                 version=3, topics=[T(name="t", count=101, assignments=None)], timeout_ms=30000, validate_only=False
             )
         )
-    assert outcomes(over) == {"t": (POLICY_VIOLATION, TOO_LARGE)}
+    assert outcomes(over) == {"t": (POLICY_VIOLATION, "Excessively large number of additional partitions per request.")}
     assert outcomes(fits) == {"t": (0, None)}
     assert broker.topics() == {"t": 101}
 

@@ -133,6 +133,7 @@ def test_kafka_4_topic_config_set_is_complete_and_typed() -> None:
 @pytest.mark.parametrize(
     ("configs", "message"),
     [
+        ({"cleanup.policy": "delete,"}, "Configuration 'cleanup.policy' values must not be empty."),  # 4.4
         (
             {"cleanup.policy": "compact,bogus"},
             "Invalid value bogus for configuration cleanup.policy: String must be one of: compact, delete",

@@ -135,6 +135,47 @@ def test_response_latency_does_not_count_against_the_controller_deadline(quota_b
     assert broker.topics() == {"applied": 1}
 
 
+def test_a_held_controller_times_out_a_mutation_that_waits_behind_it(quota_broker: BrokerFactory) -> None:
+    """hold_controller_next holds the controller's handling of the next mutation, as a slow CreateTopicPolicy
+    holds Kafka's controller thread; its event says when the hold starts. A mutation sent meanwhile through
+    another node waits in the controller's queue past its deadline: REQUEST_TIMED_OUT, not applied."""
+    broker = quota_broker(num_brokers=2)
+    held = broker.hold_controller_next(1.0)
+    slow, other = WireClient(node(broker, 0)), WireClient(node(broker, 1))
+    slow_request, other_request = create_request(7, ("slow", 1)), create_request(7, ("other", 1), timeout_ms=200)
+    with slow, other:
+        slow.send(slow_request)
+        assert held.wait(10)
+        started = time.monotonic()
+        timed_out = other.request(other_request)
+        waited_s = time.monotonic() - started
+        assert slow.receive(slow_request).topics[0].error_code == 0
+    assert [(t.name, t.error_code) for t in timed_out.topics] == [("other", REQUEST_TIMED_OUT)]
+    assert waited_s >= 0.5  # answered once the controller got to it, after the hold
+    assert broker.topics() == {"slow": 1}
+    with pytest.raises(ValueError, match="hold"):
+        broker.hold_controller_next(-1)
+
+
+def test_a_mutation_behind_a_held_one_on_the_same_node_is_applied_whatever_its_timeout(
+    quota_broker: BrokerFactory,
+) -> None:
+    """A KRaft broker forwards one mutation at a time, so one sent to the same node (on another connection)
+    while the controller holds the first reaches the controller only after it: its deadline starts then, and
+    it is applied although its timeout_ms (200) is far shorter than the hold (as Kafka 4.4.0 does)."""
+    broker = quota_broker(num_brokers=2)
+    held = broker.hold_controller_next(1.0)
+    slow, same = WireClient(node(broker, 0)), WireClient(node(broker, 0))
+    slow_request, same_request = create_request(7, ("slow", 1)), create_request(7, ("behind", 1), timeout_ms=200)
+    with slow, same:
+        slow.send(slow_request)
+        assert held.wait(10)
+        behind = same.request(same_request)
+        assert slow.receive(slow_request).topics[0].error_code == 0
+    assert [(t.name, t.error_code) for t in behind.topics] == [("behind", 0)]
+    assert broker.topics() == {"slow": 1, "behind": 1}
+
+
 def test_mutations_are_applied_one_at_a_time_in_arrival_order(quota_broker: BrokerFactory) -> None:
     """KRaft's QuorumController is single-threaded: concurrent mutations from different connections queue
     behind each other, so with a controller latency L the second request is answered at least 2L after the
@@ -219,7 +260,7 @@ def test_one_cluster_wide_bucket_and_the_receiving_node_mutes(quota_broker: Brok
     sendForwardedResponse)."""
     broker = quota_broker(num_brokers=3, controller_mutation_rate=10, quota_window_num=1)  # burst 10
     with WireClient(node(broker, 1)) as one, WireClient(node(broker, 2)) as two:
-        first = one.request(create_request(7, ("first", 15)))  # K = -5: 500 ms
+        first = one.request(create_request(4, ("first", 15)))  # permissive: admitted, K = -5: 500 ms
         second = two.request(create_request(7, ("second", 1)))  # same bucket, although another node
         one.request(MetadataRequest(version=12, topics=None, allow_auto_topic_creation=False))
     assert first.topics[0].error_code == 0

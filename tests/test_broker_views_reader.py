@@ -99,7 +99,7 @@ def test_each_broker_is_asked_about_the_names_only_with_topic_ids(
     # asked about (issue 29: no listing of every topic), in a version with topic ids
     assert sorted(r.node_id for r in metadata) == [0, 0, 1, 1, 2, 2]
     assert [set(r.errors) for r in metadata] == [{"x", "absent"}] * 3 + [{"x"}] * 3
-    assert {r.api_version for r in metadata} == {12}  # QuotaBroker's highest
+    assert {r.api_version for r in metadata} == {13}  # the highest both the reader and QuotaBroker (as Kafka 4.4) serve
     assert {r.principal for r in metadata} == ({"alice"} if "sasl" in setup else {"ANONYMOUS"})
     # the connections are kept: one handshake per broker, not per read
     handshakes = [

@@ -27,8 +27,11 @@ def test_a_topic_pending_at_close_raises_a_public_error_class() -> None:
     """Finding 8: the closed-and-not-sent error was ``throttled_admin._errors._ClosedNotSentError``."""
     with QuotaBroker(controller_mutation_rate=1, quota_window_num=1, enforcement="strict") as broker:
         client = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers})
-        assert client.create_topics([NewTopic("first", 5, 1)])["first"].exception(30) is None  # 5 s of debt
-        pending = client.create_topics([NewTopic("second", 1, 1)], timeout_ms=60_000)
+        assert client.create_topics([NewTopic("first", 5, 1)])["first"].exception(30) is None  # 4 s of debt
+        # A strict quota reports the debt only when it refuses (as Kafka 4.4): one refusal shows the throttle.
+        refused = client.create_topics([NewTopic("refused", 1, 1)], retry_on_quota_violation=False)["refused"]
+        assert isinstance(refused.exception(30), throttled_admin.ThrottlingQuotaExceededException)
+        pending = client.create_topics([NewTopic("second", 1, 1)], timeout_ms=60_000)  # queued behind the throttle
         client.close()
         exc = pending["second"].exception(5)
     assert isinstance(exc, throttled_admin.ClientClosedError)

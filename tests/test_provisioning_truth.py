@@ -145,7 +145,12 @@ def test_a_lost_grow_delete_and_alter_response_ends_with_what_the_cluster_shows(
     profile = Profile(profile.name, {**profile.conf, "socket.timeout.ms": "5000"}, profile.mutation_rate, 3.0)
     results = execute(rows, profile, allow_delete=True)
     assert [r.status for r in results] == ["grown", "deleted", "reconfigured"], results
-    assert all("verified by reading the cluster" in (r.detail or "") for r in results)
+    # The grow's and the alter's answers were lost: each row says it read the cluster to know. (The delete's
+    # lost answer is not always the delete's own first attempt since requests wait for an abandoned one's
+    # connection: its row is checked by the state below; see the closing note of issue 27's session.)
+    details = {r.action: r.detail or "" for r in results}
+    assert "verified by reading the cluster" in details["grow"], details
+    assert "verified by reading the cluster" in details["ensure"], details
     assert broker.topics() == {"g": 4, "c": 1}
     assert summarize(execute(rows, profile_for(broker), allow_delete=True)) == {"unchanged": 3}
 

@@ -18,7 +18,7 @@ pytest.importorskip("pyspark")
 pytest.importorskip("grpc")  # pyspark's connect extra, which the project's spark extra pulls in
 
 from tests.conftest import REPO, free_port
-from tests.spark_helpers import CONNECT_ENV, east_and_west, spark_bin, spark_env, spark_process
+from tests.spark_helpers import CONNECT_ENV, both_modes_agree, east_and_west, spark_bin, spark_env, spark_process
 from throttled_admin.provisioning import PlanRow
 from throttled_admin.spark import apply_plan, plan_dataframe
 from throttled_admin.testing import QuotaBroker
@@ -94,6 +94,14 @@ def test_apply_plan_on_a_spark_connect_session(connect_session: Any, quota_broke
     rerun = apply_plan(df, profiles, allow_delete=True)
     counts = {r["status"]: r["count"] for r in rerun.groupBy("status").count().collect()}
     assert counts == {"unchanged": 21, "failed": 1}
+
+
+def test_executors_and_driver_give_the_same_rows_on_spark_connect(
+    connect_session: Any, quota_broker: BrokerFactory
+) -> None:
+    # With the driver, the admin calls are made here, in the Spark Connect client; the server only reads
+    # the plan and holds the result rows.
+    assert len(both_modes_agree(connect_session, quota_broker, PASSWORD)) == 19
 
 
 def test_the_example_as_a_spark_connect_client(

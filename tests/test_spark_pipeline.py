@@ -6,7 +6,9 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +17,7 @@ pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
 from tests.conftest import wait_until
-from tests.spark_helpers import cmdline, descendants
+from tests.spark_helpers import both_modes_agree, cmdline, descendants, refusing_shim
 from throttled_admin.provisioning import PlanError, PlanRow, Profile
 from throttled_admin.spark import apply_plan, local_session, plan_dataframe
 from throttled_admin.spark._session import with_retries
@@ -31,9 +33,24 @@ PASSWORDS = {"alice": "alice-pw-91c2e7", "bob": "bob-pw-44d0aa"}
 SASL = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN"}
 
 
+def port_of(broker: QuotaBroker) -> str:
+    return broker.bootstrap_servers.rsplit(":", 1)[1]
+
+
 @pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    session = local_session("throttled-admin-tests", "local[2]", **{"spark.sql.shuffle.partitions": "2"})
+def walled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[QuotaBroker, Path]]:
+    """A broker this process reaches and the session's Python workers do not: their connect() to its port
+    is refused by an LD_PRELOAD library, set through spark.executorEnv (as a firewall without egress)."""
+    shim = refusing_shim(tmp_path_factory.mktemp("shim"))
+    with QuotaBroker(controller_mutation_rate=50) as broker:
+        yield broker, shim
+
+
+@pytest.fixture(scope="module")
+def spark(walled: tuple[QuotaBroker, Path]) -> Iterator[Any]:
+    broker, shim = walled
+    cut_off = {"spark.executorEnv.LD_PRELOAD": str(shim), "spark.executorEnv.REFUSED_PORT": port_of(broker)}
+    session = local_session("throttled-admin-tests", "local[2]", **{"spark.sql.shuffle.partitions": "2", **cut_off})
     yield session
     session.stop()
 
@@ -261,13 +278,14 @@ def test_a_python_worker_killed_mid_task_leaves_every_row_truthful(spark: Any, q
     assert created_ok == sorted(statuses)  # each topic created exactly once, across both attempts
 
 
-def test_a_bound_on_entities_per_task(spark: Any, quota_broker: BrokerFactory) -> None:
-    # Four entities in one task (one partition), at most two at a time: the last two start only after
-    # one of the first two ended.
+@pytest.mark.parametrize("execution", ["executors", "driver"])
+def test_a_bound_on_entities_per_task(spark: Any, quota_broker: BrokerFactory, execution: str) -> None:
+    # Four entities in one task (one partition) or in the driver, at most two at a time: the last two
+    # start only after one of the first two ended.
     brokers = [quota_broker(controller_mutation_rate=100) for _ in range(4)]
     profiles = {f"c{i}": plain(broker, f"c{i}", 100.0) for i, broker in enumerate(brokers)}
     df = plan(spark, *[(f"c{i}", "ensure", f"b.{j}", 1) for i in range(4) for j in range(5)]).coalesce(1)
-    results = apply_plan(df, profiles, max_concurrent_entities=2)
+    results = apply_plan(df, profiles, max_concurrent_entities=2, execution=execution)  # type: ignore[arg-type]
     assert results.filter("status != 'created'").count() == 0
     spans = []
     for broker in brokers:
@@ -277,3 +295,52 @@ def test_a_bound_on_entities_per_task(spark: Any, quota_broker: BrokerFactory) -
     assert spans[2][0] >= min(spans[0][1], spans[1][1])
     with pytest.raises(ValueError, match="max_concurrent_entities"):
         apply_plan(df, profiles, max_concurrent_entities=0)
+
+
+PASSWORD = "modes-pw-5e1b07"
+
+
+def test_executors_and_driver_give_the_same_rows(spark: Any, quota_broker: BrokerFactory) -> None:
+    rows = both_modes_agree(spark, quota_broker, PASSWORD)
+    assert len(rows) == 19
+
+
+def test_a_cluster_the_executors_cannot_reach_fails_its_rows_at_once(
+    spark: Any, walled: tuple[QuotaBroker, Path], quota_broker: BrokerFactory
+) -> None:
+    broker, _ = walled
+    reachable = quota_broker(controller_mutation_rate=50)
+    profiles = {
+        "walled": Profile("walled", {"bootstrap.servers": broker.bootstrap_servers}, 50.0, request_timeout_s=30.0),
+        "open": plain(reachable, "open"),
+    }
+    rows = [("walled", "ensure", f"w.{i:02d}", 2) for i in range(40)] + [("open", "ensure", "o.1", 2)]
+    df = plan(spark, *rows).repartition(4)
+    called = time.time()
+    results = by_topic(apply_plan(df, profiles))
+    expected = (
+        f"not sent: executors cannot reach 127.0.0.1:{port_of(broker)}; run with execution='driver' or open egress"
+    )
+    walled_rows = [r for t, r in results.items() if t.startswith("w.")]
+    assert len(walled_rows) == 40
+    assert {(r["status"], r["error_code"], r["error_message"], r["attempts"]) for r in walled_rows} == {
+        ("failed", -195, expected, 0)
+    }
+    # Every affected row said so within 10 s of the call, though a client would retry for 30 s.
+    assert max(r["finished_at"].timestamp() for r in walled_rows) - called < 10.0
+    assert results["o.1"]["status"] == "created"
+    assert broker.request_log() == []
+    assert broker.topics() == {}
+
+    driver = by_topic(apply_plan(df, profiles, execution="driver"))
+    assert {r["status"] for t, r in driver.items() if t.startswith("w.")} == {"created"}
+    assert driver["o.1"]["status"] == "unchanged"
+    assert broker.topics() == {f"w.{i:02d}": 2 for i in range(40)}
+
+
+def test_execution_is_checked(spark: Any) -> None:
+    df = plan(spark, ("east", "ensure", "t", 1))
+    with pytest.raises(ValueError, match="execution: expected 'executors' or 'driver', got 'cluster'"):
+        apply_plan(df, {}, execution="cluster")  # type: ignore[arg-type]
+    with pytest.raises(PlanError, match="missing column 'topic'"):
+        apply_plan(spark.createDataFrame([("e", "ensure")], "cluster string, action string"), {}, execution="driver")

@@ -29,7 +29,16 @@ PAUSE_S = 2.0  # the induced lag: how long one broker stays stopped
 
 @pytest.fixture(scope="module")
 def two_brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    cluster = KafkaCluster.start(BrokerSpec(brokers=2), Path(tmp_path_factory.mktemp("kafka-3-nodes")))
+    cluster = KafkaCluster.start(
+        BrokerSpec(
+            brokers=2,
+            # A stopped broker must lag, not leave: a controller fences a broker whose heartbeats stop for
+            # broker.session.timeout.ms (9 s by default, reached on a loaded machine), and a fenced broker is no longer
+            # listed in Metadata, so nothing waits for it. 60 s keeps the stopped broker in the cluster.
+            extra=(("broker.session.timeout.ms", "60000"),),
+        ),
+        Path(tmp_path_factory.mktemp("kafka-3-nodes")),
+    )
     try:
         yield cluster
     finally:

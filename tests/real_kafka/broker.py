@@ -4,7 +4,8 @@ A :class:`KafkaCluster` is one KRaft cluster on 127.0.0.1 and free ports: a sing
 controller in one JVM), or one controller and N brokers. Every broker has a PLAINTEXT listener and a
 SASL_PLAINTEXT listener with PLAIN and SCRAM-SHA-256/512 users (:data:`USERS`). Each JVM gets its own temporary
 log directory and a heap of at most 512 MiB, and is stopped by :meth:`KafkaCluster.stop`. A cluster is ready when
-it answers a real request (a validate-only CreateTopics that needs every broker registered), not after a sleep.
+it answers real requests (a validate-only CreateTopics that needs every broker registered, then ApiVersions on
+every broker's listeners), not after a sleep.
 
 What the tests may change, by :class:`BrokerSpec`: the quota windows (static broker configs, so each costs a JVM),
 ``num.partitions``, a slow controller (``SlowCreatePolicy``, tests/real_kafka/java/, which sleeps on the
@@ -315,10 +316,10 @@ class KafkaCluster:
                     return float(value.value)
         return None
 
-    def _wire_request(self, request: Any) -> Any:
+    def _wire_request(self, request: Any, port: int | None = None) -> Any:
         from kafka.protocol.api_header import ResponseClassRegistry
 
-        with socket.create_connection(("127.0.0.1", self.brokers[0].plaintext_port), timeout=30) as sock:
+        with socket.create_connection(("127.0.0.1", port or self.brokers[0].plaintext_port), timeout=30) as sock:
             request.with_header(correlation_id=1, client_id="kafka-fixture")
             sock.sendall(bytes(request.encode(header=True, framed=True)))
             size = struct.unpack(">i", _read(sock, 4))[0]
@@ -466,7 +467,8 @@ class KafkaCluster:
                 future = admin.create_topics([topic], validate_only=True, request_timeout=5)["fixture-ready-check"]
                 try:
                     future.result(timeout=10)
-                    return
+                    if self._listeners_answer():
+                        return
                 except KafkaException:
                     pass
                 if time.monotonic() > deadline:
@@ -474,6 +476,19 @@ class KafkaCluster:
                 time.sleep(0.2)  # the broker answered "not yet": ask again shortly
         finally:
             del admin
+
+    def _listeners_answer(self) -> bool:
+        """Every broker's two listeners answer ApiVersions: a broker can be registered (and counted by the
+        create above) a moment before its own listeners accept connections."""
+        from kafka.protocol.metadata.api_versions import ApiVersionsRequest
+
+        for node in self.brokers:
+            for port in (node.plaintext_port, node.sasl_port):
+                try:
+                    self._wire_request(ApiVersionsRequest(version=0), port)
+                except OSError:
+                    return False
+        return True
 
     def _check_running(self) -> None:
         for node in self.nodes:

@@ -30,6 +30,8 @@ import ssl
 import struct
 import time
 
+from throttled_admin._driver.wire_codec import read_exactly as _read_exactly
+
 __all__ = ["required_sasl_mechanisms", "serves_plaintext", "speaks_tls"]
 
 _METADATA = 3
@@ -49,20 +51,6 @@ def _string(value: str) -> bytes:
 def _frame(api_key: int, client_id: str, body: bytes) -> bytes:
     header = struct.pack(">hhi", api_key, 1, _CORRELATION_ID) + _string(client_id)  # version 1 of both APIs
     return struct.pack(">i", len(header) + len(body)) + header + body
-
-
-def _read_exactly(sock: socket.socket, size: int, deadline: float) -> bytes:
-    data = b""
-    while len(data) < size:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError("the broker did not answer in time")
-        sock.settimeout(remaining)
-        chunk = sock.recv(min(size - len(data), 65536))
-        if not chunk:
-            raise ConnectionError("closed by the broker")
-        data += chunk
-    return data
 
 
 def _connect(address: str, deadline: float) -> socket.socket:

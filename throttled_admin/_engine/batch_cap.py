@@ -1,10 +1,12 @@
 """The most KRaft metadata records one mutation request may make: Kafka 4's batch cap, learned per client.
 
 A KRaft controller refuses a whole request that is too large, applying nothing, with POLICY_VIOLATION and one of
-two messages: "Excessively large number of partitions per request." (``ReplicationControlManager``: a
-CreateTopics whose partitions add up to more than the cap) and "Unable to perform excessively large batch
-operation." (``QuorumController``: an operation making more than the cap's metadata records). The cap was
-``MAX_RECORDS_PER_USER_OP`` = 10,000; since KAFKA-20976 it is a controller setting, so a cluster may use less.
+three messages: "Excessively large number of partitions per request." (``ReplicationControlManager``: a
+CreateTopics whose partitions add up to more than the cap), "Excessively large number of additional partitions per
+request." (Kafka 4.4: a CreatePartitions adding more) and "Unable to perform excessively large batch operation."
+(``QuorumController``: an operation making more than the cap's metadata records). The cap is
+``MAX_RECORDS_PER_USER_OP`` = 10,000, a constant in Kafka 4.4.0; other clusters use other caps (AutoMQ raised it),
+so the client learns it.
 
 The engine sizes requests by records (a topic's own estimate, never below what the controller counts), starting
 at 10,000. A request of several topics refused whole with one of those messages halves the limit below its own
@@ -22,12 +24,13 @@ __all__ = ["BATCH_CAP_MESSAGES", "MAX_RECORDS_PER_REQUEST", "BatchCap", "is_batc
 MAX_RECORDS_PER_REQUEST = 10_000
 BATCH_CAP_MESSAGES = (
     "Excessively large number of partitions per request.",
+    "Excessively large number of additional partitions per request.",  # Kafka 4.4, CreatePartitions
     "Unable to perform excessively large batch operation.",
 )
 
 
 def is_batch_cap(error: KafkaError) -> bool:
-    """POLICY_VIOLATION with one of the controller's two batch-cap messages."""
+    """POLICY_VIOLATION with one of the controller's batch-cap messages."""
     return error.code() == KafkaError.POLICY_VIOLATION and error.str() in BATCH_CAP_MESSAGES
 
 

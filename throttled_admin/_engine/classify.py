@@ -6,7 +6,7 @@
   ``create_partitions.cc``): UNKNOWN_SERVER_ERROR (-1) with the message "Too many partition mutations requested",
   the topic not applied. DeleteTopics v4 has no field for the message, so there a -1 without one counts only when
   its response carried a throttle; every other -1 is final;
-- ``TOO_LARGE``: POLICY_VIOLATION with one of the two messages of a KRaft controller's batch cap (``batch_cap``):
+- ``TOO_LARGE``: POLICY_VIOLATION with one of the messages of a KRaft controller's batch cap (``batch_cap``):
   the engine splits the request when it was refused whole; any other POLICY_VIOLATION is final;
 - ``NOT_APPLIED``: the broker refused before applying anything, and a retry may succeed (NOT_CONTROLLER,
   and REQUEST_TIMED_OUT from a KRaft controller whose deadline passed), re-sent like Java's AdminClient does;

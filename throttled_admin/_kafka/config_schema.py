@@ -186,6 +186,8 @@ def _ensure_valid(key: ConfigKey, value: Parsed) -> None:
             raise _invalid(key, _java(value), message)
     elif isinstance(check, AnyOf):
         for item in value if isinstance(value, list) else [str(value)]:
+            if isinstance(value, list) and not item:  # Kafka 4.4's ValidList refuses an empty element
+                raise ConfigError(f"Configuration '{key.name}' values must not be empty.")
             if item not in check.values:
                 raise _invalid(key, item, "String must be one of: " + ", ".join(check.values))
     elif isinstance(check, ReplicaList):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import ssl
 import sys
+import threading
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -66,12 +67,14 @@ class QuotaBroker:
     records are dropped). ``broker_configs`` are static broker configs, validated as Kafka does: for example
     ``num.partitions``, ``default.replication.factor``, ``auto.create.topics.enable`` (default ``true``, as Kafka)
     and ``log.retention.hours``, which topics then show as STATIC_BROKER_CONFIG defaults.
-    ``max_records_per_op`` is KRaft's cap (Kafka's 10,000, a controller setting since KAFKA-20976): a CreateTopics
-    whose partitions add up to more is refused whole with POLICY_VIOLATION "Excessively large number of
-    partitions per request."; a CreateTopics or CreatePartitions making more metadata records with
-    "Unable to perform excessively large batch operation.". ``metadata_lag_ms``: every node but the controller
-    (node 0) shows a topic change (create, grow, delete) that much later in its Metadata answers, as a KRaft
-    broker replaying the metadata log; mutations themselves are decided by the controller at once.
+    ``max_records_per_op`` is KRaft's cap (10,000, a constant in Kafka 4.4.0; other values model clusters that
+    use another): a CreateTopics whose partitions add up to more is refused whole with POLICY_VIOLATION
+    "Excessively large number of partitions per request.", a CreatePartitions adding more partitions with
+    "Excessively large number of additional partitions per request.", and a CreateTopics making more metadata
+    records with "Unable to perform excessively large batch operation.". ``metadata_lag_ms``: every node but
+    the controller (node 0) shows a topic change (create, grow, delete) that much later in its Metadata
+    answers, as a KRaft broker replaying the metadata log; mutations themselves are decided by the controller
+    at once.
     ``ssl_context`` (a server-side ``ssl.SSLContext`` holding the broker's certificate) makes every listener a
     TLS listener (``SSL``, or ``SASL_SSL`` with ``users``), as Kafka's: the handshake comes first, and a client
     that does not speak TLS is disconnected. Python 3.11 or later.
@@ -338,6 +341,13 @@ class QuotaBroker:
         requests are logged (``responded_at`` None). ``set_unresponsive(False)`` serves the requests that arrive
         from then on."""
         self._faults.unresponsive = bool(unresponsive)
+
+    def hold_controller_next(self, seconds: float) -> threading.Event:
+        """The controller holds the next CreateTopics, DeleteTopics or CreatePartitions for ``seconds`` before
+        handling it, as a slow ``CreateTopicPolicy`` holds Kafka's controller thread: every mutation behind it
+        waits, and one whose deadline passes meanwhile fails with REQUEST_TIMED_OUT. Returns an event set when
+        the controller starts holding (once the held request has arrived)."""
+        return self._faults.hold_controller_next(seconds)
 
     def set_latency(self, seconds: float) -> None:
         """Delay every response by ``seconds`` after it was handled (0 to stop)."""

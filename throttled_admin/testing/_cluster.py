@@ -257,7 +257,7 @@ class Cluster:
                 kerr.InvalidReplicationFactorError,
                 f"Unable to replicate the partition {replication} time(s): The target replication factor "
                 f"of {replication} cannot be reached because only {len(self.node_ids)} broker(s) "
-                "are registered.",
+                "are registered or some brokers have all their log directories cordoned.",  # Kafka 4.4's words
             )
         return partitions, []
 

@@ -67,13 +67,16 @@ __all__ = [
 ]
 
 ANONYMOUS = "ANONYMOUS"
-# QuorumController.MAX_RECORDS_PER_USER_OP: by default one operation may make at most this many metadata
-# records; past it the whole operation fails (its BoundedList overflows) and nothing is applied or charged.
-# ReplicationControlManager's MAX_PARTITIONS_PER_BATCH is the same number; QuotaBroker(max_records_per_op=...)
-# sets both, as KAFKA-20976 made the cap a controller setting.
+# QuorumController.MAX_RECORDS_PER_USER_OP: one operation may make at most this many metadata records; past it
+# the whole operation fails (its BoundedList overflows) and nothing is applied or charged.
+# ReplicationControlManager's MAX_PARTITIONS_PER_BATCH is the same number. Both are constants in Kafka 4.4.0 (no
+# setting names them); QuotaBroker(max_records_per_op=...) sets both, for clusters that use another cap.
 MAX_RECORDS_PER_USER_OP = 10_000
 TOO_LARGE = ApiError.of(kerr.PolicyViolationError, "Unable to perform excessively large batch operation.")
 TOO_MANY_PARTITIONS = ApiError.of(kerr.PolicyViolationError, "Excessively large number of partitions per request.")
+TOO_MANY_ADDED = ApiError.of(
+    kerr.PolicyViolationError, "Excessively large number of additional partitions per request."
+)  # Kafka 4.4's check of a CreatePartitions
 
 
 @dataclass
@@ -332,16 +335,21 @@ def _mutate(
     *,
     duplicate: Check,
     invalid: Check | None = None,
+    prohibited: Check | None = None,
     records: Callable[[int], int] | None = None,
     whole: Callable[[list[int]], ApiError | None] | None = None,
     validate_only: bool = False,
+    own_answers_last: bool = False,
 ) -> _Mutations:
     """ControllerApis' order, per distinct topic in request order: a malformed entry, then a repeated one
-    (``duplicate``), then a non-controller node fail uncharged; every other topic is validated, charged
-    (KIP-599) and applied by ``apply(index, quota)``. Before any of that the controller may refuse the whole
-    operation, every topic it was given failing with the same error and nothing applied or charged:
-    ``whole(indices)`` (CreateTopics' partitions per request), then ``records(index)``, the metadata records a
-    topic makes, over ``max_records_per_op`` in all (QuorumController's bounded record list)."""
+    (``duplicate``), then one ControllerApis refuses itself (``prohibited``), then a non-controller node fail
+    uncharged; every other topic is validated, charged (KIP-599) and applied by ``apply(index, quota)``. Before
+    any of that the controller may refuse the whole operation, every topic it was given failing with the same
+    error and nothing applied or charged: ``whole(indices)`` (the partitions a CreateTopics makes or a
+    CreatePartitions adds), then ``records(index)``, the metadata records a topic makes, over
+    ``max_records_per_op`` in all
+    (QuorumController's bounded record list). ``own_answers_last``: the topics ControllerApis answered itself
+    come after the controller's results, repeated names first (CreateTopics)."""
     quota = _request_quota(ctx, validate_only=validate_only)
     refused = _not_controller(ctx)
     spec = API_SPECS[ctx.api_key]
@@ -358,10 +366,16 @@ def _mutate(
         error = invalid(index) if invalid is not None else None
         if error is None and keys[index] in dupes:
             error = duplicate(index)
+        if error is None and prohibited is not None:
+            error = prohibited(index)
         if error is None and refused is not None:
             error = refused
         if error is not None:
             early[index] = error
+    if own_answers_last:
+        # ControllerApis.createTopics adds its own answers after the controller's results: repeated names,
+        # then the prohibited ones.
+        indices.sort(key=lambda index: 0 if index not in early else (1 if keys[index] in dupes else 2))
     to_controller = [index for index in indices if index not in early]
     if to_controller and refused is None:
         refusal = whole(to_controller) if whole is not None else None
@@ -405,10 +419,15 @@ def handle_create_topics(request: Any, ctx: RequestContext) -> Handled:
     topics = list(request.topics)
     outcomes: dict[int, Created] = {}
 
+    def prohibited(index: int) -> ApiError | None:
+        """ControllerApis.createTopics refuses the metadata topic before the controller."""
+        name = topics[index].name
+        if name == CLUSTER_METADATA_TOPIC:
+            return ApiError.of(kerr.InvalidRequestError, f"Creation of internal topic {name} is prohibited.")
+        return None
+
     def apply(index: int, quota: RequestQuota) -> tuple[ApiError, int]:
         t = topics[index]
-        if t.name == CLUSTER_METADATA_TOPIC:  # ControllerApis.createTopics refuses it before the controller
-            return ApiError.of(kerr.InvalidRequestError, f"Creation of internal topic {t.name} is prohibited."), 0
         if ctx.create_policy is not None:
             ctx.create_policy(t.name)  # inside the controller's event: the deadline was checked when it began
         spec = CreateSpec(
@@ -449,9 +468,11 @@ def handle_create_topics(request: Any, ctx: RequestContext) -> Handled:
         [t.name for t in topics],
         apply,
         duplicate=_duplicate_name,
+        prohibited=prohibited,
         records=records,
         whole=whole,
         validate_only=validate_only,
+        own_answers_last=True,
     )
     R = CreateTopicsResponse.CreatableTopicResult
     C = R.CreatableTopicConfigs
@@ -554,19 +575,25 @@ def handle_create_partitions(request: Any, ctx: RequestContext) -> Handled:
         assignments = None if t.assignments is None else [a.broker_ids for a in t.assignments]
         return cluster.create_partitions(t.name, t.count, assignments, quota, validate_only=bool(request.validate_only))
 
-    def records(index: int) -> int:
-        """ReplicationControlManager.createPartitions: a PartitionRecord for each added partition."""
+    def added(index: int) -> int:
+        """The partitions a grow of an existing topic adds (ReplicationControlManager.createPartitions: a
+        PartitionRecord each)."""
         t = topics[index]
         existing = cluster.topics.get(t.name)
-        current = existing.partition_count if existing is not None else 0
-        return max(0, int(t.count) - current)
+        return max(0, int(t.count) - existing.partition_count) if existing is not None else 0
+
+    def whole(indices: list[int]) -> ApiError | None:
+        """ReplicationControlManager.validateTotalNumberOfPartitions (Kafka 4.4), first: the partitions the
+        request adds to existing topics, over the cap. It leaves the record cap nothing a grow could exceed."""
+        return TOO_MANY_ADDED if sum(added(index) for index in indices) > ctx.broker.max_records_per_op else None
 
     done = _mutate(
         ctx,
         [t.name for t in topics],
         apply,
         duplicate=_duplicate_name,
-        records=records,
+        records=added,
+        whole=whole,
         validate_only=bool(request.validate_only),
     )
     R = CreatePartitionsResponse.CreatePartitionsTopicResult
@@ -754,8 +781,18 @@ def handle_alter_client_quotas(request: Any, ctx: RequestContext) -> Handled:
 # -- SASL (PLAIN, SCRAM) --------------------------------------------------------------------------
 
 
+def _sasl_is_kafka_apis(ctx: RequestContext) -> bool:
+    """A SASL request that KafkaApis answers (ILLEGAL_SASL_STATE, the connection kept): on a listener without SASL,
+    or after authentication unless re-authentication is on (``connections.max.reauth.ms`` > 0; Kafka's default
+    is 0, so a second exchange on an authenticated connection is refused so)."""
+    if ctx.broker.users is None:
+        return True
+    reauth_ms = int(ctx.broker.cluster.broker_configs.get("connections.max.reauth.ms", "0").strip())
+    return ctx.reauthenticating and reauth_ms <= 0
+
+
 def handle_sasl_handshake(request: Any, ctx: RequestContext) -> Handled:
-    if ctx.broker.users is None:  # a listener without SASL: KafkaApis answers, the connection stays open
+    if _sasl_is_kafka_apis(ctx):  # KafkaApis.handleSaslHandshakeRequest: the connection stays open
         return Handled(
             SaslHandshakeResponse(version=ctx.api_version, error_code=kerr.IllegalSaslStateError.errno, mechanisms=[])
         )
@@ -782,7 +819,7 @@ def handle_sasl_authenticate(request: Any, ctx: RequestContext) -> Handled:
     """``SaslServerAuthenticator``: each token to the mechanism's exchange (``_sasl``); its refusal ends the
     connection with SASL_AUTHENTICATION_FAILED and Kafka's message. Never echoes the password."""
     users = ctx.broker.users
-    if users is None:  # KafkaApis.handleSaslAuthenticateRequest on a listener without SASL
+    if users is None or _sasl_is_kafka_apis(ctx):  # KafkaApis.handleSaslAuthenticateRequest
         message = "SaslAuthenticate request received after successful authentication"
         return Handled(_sasl_answer(ctx, kerr.IllegalSaslStateError.errno, message))
     mechanism = ctx.sasl_mechanism or "PLAIN"
@@ -804,10 +841,12 @@ def handle_sasl_authenticate(request: Any, ctx: RequestContext) -> Handled:
 API_SPECS: dict[int, ApiSpec] = {
     spec.request.API_KEY: spec
     for spec in (
-        ApiSpec(ApiVersionsRequest, ApiVersionsResponse, 0, 3, handle_api_versions),
-        ApiSpec(MetadataRequest, MetadataResponse, 0, 12, handle_metadata),
-        ApiSpec(CreateTopicsRequest, CreateTopicsResponse, 0, 7, handle_create_topics, 6, 3),
-        ApiSpec(DeleteTopicsRequest, DeleteTopicsResponse, 0, 6, handle_delete_topics, 5, 2),
+        # Kafka 4.4.0's ranges, except ApiVersions v5 (kafka-python 3, the codec, stops at v4) and SaslHandshake
+        # v0 (raw SASL tokens after the handshake, which QuotaBroker does not serve).
+        ApiSpec(ApiVersionsRequest, ApiVersionsResponse, 0, 4, handle_api_versions),
+        ApiSpec(MetadataRequest, MetadataResponse, 0, 13, handle_metadata),
+        ApiSpec(CreateTopicsRequest, CreateTopicsResponse, 2, 7, handle_create_topics, 6, 3),  # v0-1 gone in 4.0
+        ApiSpec(DeleteTopicsRequest, DeleteTopicsResponse, 1, 6, handle_delete_topics, 5, 2),  # v0 gone in 4.0
         ApiSpec(CreatePartitionsRequest, CreatePartitionsResponse, 0, 3, handle_create_partitions, 3, 1),
         ApiSpec(DescribeConfigsRequest, DescribeConfigsResponse, 1, 4, handle_describe_configs),  # v0 gone in 4.0
         ApiSpec(AlterConfigsRequest, AlterConfigsResponse, 0, 2, handle_alter_configs),

@@ -9,7 +9,8 @@ does (KIP-124), and the byte-rate quotas stored and described only (there is no 
   default-user quota gives every principal its own bucket, shared by that principal's client-ids).
   Nothing configured means unbounded.
 - Each request gets its own ``RequestQuota``: strict (new clients) rejects a topic once the bucket is
-  negative *before* charging it; permissive (old clients) always charges and only reports a throttle.
+  negative *before* charging it, and reports a throttle only for a request with a rejected topic; permissive
+  (old clients) always charges and reports a throttle once the bucket is in debt.
 - A changed quota keeps the bucket (or sensor) and its state; as in Kafka, the next refill uses the new
   rate for the whole interval since the last update.
 """
@@ -248,7 +249,12 @@ class RequestQuota:
         self._last_throttle_at_s = 0.0
 
     def record(self, mutations: int) -> bool:
-        """Charge one topic's mutations; False when a strict quota rejects it (error 89)."""
+        """Charge one topic's mutations; False when a strict quota rejects it (error 89).
+
+        A throttle is noted as Kafka's ``ControllerMutationQuota`` notes it: a strict quota checks the bucket
+        before recording and records without a check, so only a refused topic sets a throttle (a request whose
+        topics were all admitted answers 0 however deep the debt, and its connection is not muted); a
+        permissive quota records with a check, so a topic that leaves the bucket in debt sets one."""
         if self._bucket is None:
             return True
         with self._manager.lock:
@@ -257,7 +263,7 @@ class RequestQuota:
                 self._note_throttle(now)
                 return False
             self._bucket.record(mutations, now)
-            if self._bucket.violated(now):
+            if not self.strict and self._bucket.violated(now):
                 self._note_throttle(now)
             return True
 

@@ -9,7 +9,7 @@ broker stops reading that connection until the throttle ends.
 Mutations (CreateTopics, DeleteTopics, CreatePartitions) are decoded, handled and encoded on one
 controller thread, off the event loop: like KRaft's single-threaded controller they are applied one at a
 time, in arrival order, while every other connection keeps being answered. Any node accepts them, as a
-KRaft broker forwards them to the active controller.
+KRaft broker forwards them to the active controller, one at a time per node.
 """
 
 from __future__ import annotations
@@ -52,6 +52,18 @@ __all__ = [
 ]
 
 log = logging.getLogger("throttled_admin.testing")
+
+
+def _log_loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """What asyncio reports from the broker's thread (a peer that resets a TLS handshake makes CPython 3.11's
+    SSLProtocol fail in ``eof_received``), logged with the exception's type and message but no formatted
+    traceback: CPython 3.11 formats one with ``ast.parse``, whose recursion counter all threads share
+    (gh-106905), so a traceback formatted here while the test runner formats one on its own thread ended the
+    runner with "SystemError: AST constructor recursion depth mismatch"."""
+    exc = context.get("exception")
+    detail = f": {type(exc).__name__}: {exc}" if exc is not None else ""
+    log.warning("%s%s", context.get("message", "asyncio error"), detail)
+
 
 MAX_FRAME_BYTES = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
 TLS_HANDSHAKE_TIMEOUT_S = 10.0
@@ -123,6 +135,7 @@ class Faults:
         self._blackholes: dict[int, int] = {}
         self._garbles: dict[int, deque[str]] = {}
         self._delays: dict[int, deque[float]] = {}
+        self._holds: deque[tuple[float, threading.Event]] = deque()
         self.latency_s = 0.0
         self.controller_latency_s = 0.0
         self.slow_policy: tuple[str, float] | None = None  # (topic name prefix, seconds per topic)
@@ -160,6 +173,24 @@ class Faults:
             raise ValueError(f"delay must be a finite number of seconds >= 0, got {seconds!r}")
         with self._lock:
             self._delays.setdefault(api_key, deque()).extend([float(seconds)] * count)
+
+    def hold_controller_next(self, seconds: float) -> threading.Event:
+        number = not isinstance(seconds, bool) and isinstance(seconds, (int, float))
+        if not number or not math.isfinite(seconds) or seconds < 0:
+            raise ValueError(f"hold must be a finite number of seconds >= 0, got {seconds!r}")
+        held = threading.Event()
+        with self._lock:
+            self._holds.append((float(seconds), held))
+        return held
+
+    def take_hold(self) -> float:
+        """The hold of the mutation the controller starts now (0 if none), its event set."""
+        with self._lock:
+            if not self._holds:
+                return 0.0
+            seconds, held = self._holds.popleft()
+        held.set()
+        return seconds
 
     def take_garble(self, api_key: int) -> str | None:
         with self._lock:
@@ -295,7 +326,6 @@ class Server:
         ssl_context: ssl.SSLContext | None = None,
     ):
         self.context = context
-        self._ssl_context = ssl_context
         self.faults = faults
         self.request_time_cost_ms = request_time_cost_ms
         self.ssl_context = ssl_context
@@ -308,6 +338,9 @@ class Server:
         self._servers: list[asyncio.base_events.Server] = []
         self._transports: set[asyncio.BaseTransport] = set()
         self._handlers: set[asyncio.Task[Any]] = set()
+        # One forwarding channel per node: a KRaft broker forwards mutations to the controller one at a time
+        # (NodeToControllerChannelManager's client has one request in flight).
+        self._forwarding: dict[int, asyncio.Lock] = {}
         self._closing = False
 
     # -- lifecycle (called from the owner's thread, which may itself run an event loop) -----------
@@ -315,6 +348,7 @@ class Server:
     def start(self, ports: dict[int, int]) -> dict[int, int]:
         """Bind every node (port 0 picks a free one) and return node id -> bound port."""
         loop = asyncio.new_event_loop()
+        loop.set_exception_handler(_log_loop_error)
         self._loop = loop
         # One worker: the controller applies mutations one at a time, in the order they arrive.
         self._controller = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="quota-controller")
@@ -369,10 +403,11 @@ class Server:
         loop = asyncio.get_running_loop()
         bound: dict[int, int] = {}
         for node_id, port in ports.items():
+            self._forwarding[node_id] = asyncio.Lock()
             factory = functools.partial(
                 _TrackedProtocol, functools.partial(self._serve, node_id), self._transports, loop
             )
-            server = await loop.create_server(factory, "127.0.0.1", port, ssl=self._ssl_context)
+            server = await loop.create_server(factory, "127.0.0.1", port)  # TLS per connection: _start_tls
             self._servers.append(server)
             bound[node_id] = server.sockets[0].getsockname()[1]
         return bound
@@ -518,13 +553,12 @@ class Server:
         # handlers (SaslServerAuthenticator), so they are neither charged nor throttled. On a listener without
         # SASL, KafkaApis answers SaslHandshake/SaslAuthenticate (ILLEGAL_SASL_STATE) like any request.
         charged = conn.authenticated and (api_key not in _SASL_APIS or not conn.needs_auth)
-        job = functools.partial(self._answer, spec, frame, context, correlation_id, received_at, charged)
+        job = functools.partial(self._answer, spec, frame, context, correlation_id, charged=charged)
         try:
             if api_key in CONTROLLER_APIS:
-                assert self._controller is not None
-                answer = await asyncio.get_running_loop().run_in_executor(self._controller, job)
+                answer = await self._forward(conn.node_id, job)
             else:
-                answer = job()
+                answer = job(received_at)
         except _Refused as exc:
             self._reject(conn, str(exc))
             return False
@@ -573,6 +607,16 @@ class Server:
         self._apply_session(conn, handled)
         return not handled.close
 
+    async def _forward(self, node_id: int, job: Any) -> _Answer:
+        """A KRaft broker forwards a mutation to the controller and waits for its answer before it forwards the
+        next (one request in flight): a mutation behind a slow one on the same node is not yet the
+        controller's, and its deadline (timeout_ms) starts only when the controller receives it. One sent
+        through another node reaches the controller's queue at once, and its deadline may pass there."""
+        assert self._controller is not None
+        async with self._forwarding[node_id]:
+            forwarded_at = time.monotonic()
+            return await asyncio.get_running_loop().run_in_executor(self._controller, job, forwarded_at)
+
     # -- on the loop, or on the controller thread for mutations -------------------------------------
 
     def _answer(
@@ -582,9 +626,11 @@ class Server:
         context: RequestContext,
         correlation_id: int,
         received_at: float,
+        *,
         charged: bool,
     ) -> _Answer:
-        """Decode, handle and encode one request, charging its request time (KIP-124)."""
+        """Decode, handle and encode one request, charging its request time (KIP-124). For a mutation,
+        ``received_at`` is when the controller received it (forwarded by the node)."""
         started = time.perf_counter()
         try:
             request = spec.request.decode(frame, version=context.api_version, header=True)
@@ -599,10 +645,11 @@ class Server:
             timeout_ms = int(request.timeout_ms)
             if hasattr(request, "validate_only"):  # not in DeleteTopics
                 validate_only = bool(request.validate_only)
-            # ControllerApis turns timeout_ms into the controller's deadline when the request arrives
-            # (requestTimeoutMsToDeadlineNs: now + timeout_ms); the event then waits for the controller.
+            # ControllerApis turns timeout_ms into the controller's deadline when the controller receives the
+            # forwarded request (requestTimeoutMsToDeadlineNs: now + timeout_ms); the event then waits for the
+            # controller's thread.
             context.deadline = received_at + int(request.timeout_ms) / 1000
-            latency_s = self.faults.controller_latency_s
+            latency_s = self.faults.controller_latency_s + self.faults.take_hold()
             if latency_s > 0 and self._stopping.wait(latency_s):
                 # A controller shutting down rejects the events still queued (KafkaEventQueue): not applied.
                 raise _Refused(f"{ApiKey(context.api_key).name} dropped: the broker is stopping")

@@ -1,0 +1,25 @@
+"""QuotaBroker held to Apache Kafka 4.4 (tests/real_kafka/differential.py): the scenarios of
+tests/real_kafka/scenarios_reads.py, on what clients read (DescribeConfigs, Metadata after create and delete,
+ApiVersions ranges, SASL failures). Each runs the same requests against the real broker and a QuotaBroker
+configured the same way, and fails on any difference in codes, messages, throttle and answer times (beyond
+±250 ms) or the topics left."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.real_kafka.broker import KafkaCluster
+from tests.real_kafka.differential import Scenario, report, run_with, scenario_params
+from tests.real_kafka.namespace import KafkaNamespace
+
+pytestmark = pytest.mark.kafka
+
+
+@pytest.mark.parametrize("scenario", scenario_params("scenarios_reads"))
+def test_quota_broker_answers_as_kafka(
+    scenario: Scenario, kafka_cluster_of: Callable[..., KafkaCluster], kafka_ns: KafkaNamespace
+) -> None:
+    outcome = run_with(scenario, kafka_cluster_of, kafka_ns)
+    assert outcome.agree, report(outcome)
