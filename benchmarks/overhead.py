@@ -53,6 +53,9 @@ from confluent_kafka.admin import AdminClient
 from throttled_admin import NewTopic
 
 CLIENTS = ("confluent-kafka", "ThrottledAdminClient", "AIOThrottledAdminClient")
+# --scheduler-thread-only: ThrottledAdminClient without the callers' turns (Scheduler.caller_turns False), every
+# turn on the scheduler's thread: what the fast path saves (issue 30)
+THREAD_ONLY = "ThrottledAdminClient, scheduler's thread only"
 SCALE_CLIENTS = CLIENTS[:2]
 
 
@@ -138,7 +141,10 @@ def make_client(kind: str, bootstrap: str) -> AdminClient | AsyncClient:
         return AsyncClient(bootstrap)
     from throttled_admin import ThrottledAdminClient
 
-    return ThrottledAdminClient(conf)
+    client = ThrottledAdminClient(conf)
+    if kind == THREAD_ONLY:
+        client._scheduler.caller_turns = False  # type: ignore[attr-defined,union-attr]
+    return client
 
 
 def timed_create(admin: AdminClient | AsyncClient, names: list[str]) -> float:
@@ -161,13 +167,14 @@ Times = dict[tuple[int, str], list[float]]  # (topics per call, client) -> secon
 def latency_run(args: argparse.Namespace, bootstrap: str, run: int) -> Times:
     """One run: fresh clients, warmed up, then ``args.pairs`` rounds of 1-topic calls and a quarter as many of
     50-topic calls, the clients' order rotated; every round's topics deleted off the clock."""
-    times: Times = {(size, kind): [] for size in (1, 50) for kind in CLIENTS}
-    clients = {kind: make_client(kind, bootstrap) for kind in CLIENTS}
+    kinds = CLIENTS + ((THREAD_ONLY,) if args.scheduler_thread_only else ())
+    times: Times = {(size, kind): [] for size in (1, 50) for kind in kinds}
+    clients = {kind: make_client(kind, bootstrap) for kind in kinds}
     try:
         for kind, admin in clients.items():  # connections, metadata and first-call costs off the clock
             admin.list_topics(timeout=30)
             for i in range(args.warmup):
-                names = [f"warm.{run}.{kind[:2]}.{i}.{j}" for j in range(50)]
+                names = [f"warm.{run}.{kinds.index(kind)}.{i}.{j}" for j in range(50)]
                 timed_create(admin, names)
                 if isinstance(admin, AsyncClient):
                     admin.delete_topics(names)
@@ -179,11 +186,11 @@ def latency_run(args: argparse.Namespace, bootstrap: str, run: int) -> Times:
             for i in range(pairs):
                 # Each client goes first, second and third equally often, in both directions (A B C, B C A,
                 # C A B, then reversed): the first call after the previous round's deletes is the slowest.
-                order = CLIENTS[i % 3 :] + CLIENTS[: i % 3]
-                order = order if (i // 3) % 2 == 0 else order[::-1]
+                order = kinds[i % len(kinds) :] + kinds[: i % len(kinds)]
+                order = order if (i // len(kinds)) % 2 == 0 else order[::-1]
                 created: list[str] = []
                 for kind in order:
-                    names = [f"ovh.{run}.{kind[:2]}.{size}.{i}.{j}" for j in range(size)]
+                    names = [f"ovh.{run}.{kinds.index(kind)}.{size}.{i}.{j}" for j in range(size)]
                     times[(size, kind)].append(timed_create(clients[kind], names))
                     created += names
                 # Off the clock: Tansu slows down as topics pile up (50-topic creates went from 65 ms to
@@ -212,15 +219,16 @@ def _ms(values: list[float], signed: bool = False) -> str:
 def latency_table(runs: list[Times]) -> str:
     """Per client and call size: the median and p95 of each run, as the median over runs (range)."""
     rows = []
+    kinds = [kind for size, kind in runs[0] if size == 1]
     for size in (1, 50):
         label = f"{size} topic{'s' if size > 1 else ''}"
-        medians = {kind: [statistics.median(t[(size, kind)]) for t in runs] for kind in CLIENTS}
-        p95s = {kind: [percentile(t[(size, kind)], 95) for t in runs] for kind in CLIENTS}
-        for kind in CLIENTS:
+        medians = {kind: [statistics.median(t[(size, kind)]) for t in runs] for kind in kinds}
+        p95s = {kind: [percentile(t[(size, kind)], 95) for t in runs] for kind in kinds}
+        for kind in kinds:
             calls = len(runs[0][(size, kind)])
             rows.append([label, kind, f"{calls} x {len(runs)}", _ms(medians[kind]), _ms(p95s[kind])])
         bare = CLIENTS[0]
-        for kind in CLIENTS[1:]:
+        for kind in kinds[1:]:
             added = [m - b for m, b in zip(medians[kind], medians[bare], strict=True)]
             ratios = [m / b for m, b in zip(medians[kind], medians[bare], strict=True)]
             added_p95 = [m - b for m, b in zip(p95s[kind], p95s[bare], strict=True)]
@@ -413,6 +421,11 @@ def main() -> None:
     parser.add_argument("--bulk-splits", type=int, nargs="+", default=[1000, 2000, 4000], help="bare calls' sizes")
     parser.add_argument("--runs", type=int, default=3, help="rounds of the bulk comparison")
     parser.add_argument("--latency-runs", type=int, default=1, help="latency runs (fresh clients each): median, range")
+    parser.add_argument(
+        "--scheduler-thread-only",
+        action="store_true",
+        help="also measure ThrottledAdminClient with every turn on the scheduler's thread (no callers' turns)",
+    )
     parser.add_argument(
         "--broker",
         choices=("tansu", "kafka"),

@@ -8,8 +8,10 @@ and a cluster librdkafka never reaches (connections failing before their handsha
 handshake, ApiVersions unanswered, a listener of the other protocol); Redpanda's quota refusal
 (UNKNOWN_SERVER_ERROR), Kafka 4's batch cap (a whole request refused with POLICY_VIOLATION) and CreateTopicPolicy
 refusals; three brokers whose Metadata lags (``wait_for_metadata``), topics deleted and created again under the same
-name (incarnations: topic ids). A simulated driver does what the engine's outbox says, waking it when it asks. Rules
-a-h of
+name (incarnations: topic ids); a connection that still carries a request librdkafka gave up on (the sentinel
+answered, closed or never sent), sends cut short before or after confluent-kafka's call, topics cancelled in flight,
+calls of close budgets sharing a request, creates of the cluster's default partition count. A simulated driver does
+what the engine's outbox says, waking it when it asks. Rules a-j of
 ``throttled_admin/_engine/machine.py`` are checked after every step (and at every send and settlement), against
 what the model knows happened in the cluster, and so are the batch cap's, wait_for_metadata's and first contact's
 (until a broker has answered: nothing handed over while connections fail before their handshake, each call's topics
@@ -138,6 +140,7 @@ class Track:
     answered_ok: bool = False
     settled: tuple[float, BaseException | None] | None = None
     withdrawn: bool = False
+    cut_maybe_sent: bool = False  # a send of it was cut short after confluent-kafka's call may have run
     fallback: bool = False  # a -1 create costed before the cluster's num.partitions was told (counted as 1)
     cancelled: bool = False  # its caller called cancel() (withdrawn, or its attempt in flight is its last)
     answered_89_at: float | None = None
@@ -185,6 +188,7 @@ class EngineModel(RuleBasedStateMachine):
         self.probe_wanted = False
         self.closed = False
         self.reached = False  # a broker has answered this client (or a request of it was written)
+        self.answered = False  # a broker has answered this client (certainly: an answer, the probe, a throttle)
         self.unreachable = False  # no connection of the client ever completes its handshake: nothing is written
         self.contact_failing = False  # librdkafka reported a connection that failed before its handshake
         self.wrong_listener = False  # ... and the client found the listener to speak the other protocol
@@ -275,12 +279,12 @@ class EngineModel(RuleBasedStateMachine):
             # is still pending now; perhaps when one had a result that is retried (queued again, it may have been
             # settled in the same step, refused by a throttle or out of time).
             self.flight = None
-            if flight.fate in ("abandoned", "silent", "bad msg") and not self.closed:
+            if flight.fate in ("abandoned", "silent", "bad msg", "cut") and not self.closed:
                 # librdkafka gave up on it, never completed it, or could not read its answer: the request (or the
                 # mute after its answer) may still hold the connection until the sentinel says otherwise
                 self.connection_busy = True
                 event("an abandoned request holds the connection")
-            if not self.closed:
+            if not self.closed and flight.fate != "not handed":  # a send cut before its call: no retry, no attempt
                 if any(t.settled is None and not t.withdrawn and not _awaiting(t) for t in flight.tracks):
                     self.retries_at_least += 1
                 if flight.retryable:
@@ -341,7 +345,7 @@ class EngineModel(RuleBasedStateMachine):
         # sharing never hurts: librdkafka waits as long as the longest call would alone, no longer (the first
         # contact's cap aside); the controller's deadline ends before every call's own
         assert request.kwargs["request_timeout"] <= max(budgets) + EPSILON
-        if self.reached:
+        if self.answered:
             assert request.kwargs["request_timeout"] >= max(budgets) - EPSILON, f"librdkafka waits less than {budgets}"
         if len({round(b, 6) for b in budgets}) > 1:
             event("calls of different budgets share a request")
@@ -367,7 +371,7 @@ class EngineModel(RuleBasedStateMachine):
             assert not track.cancelled, f"{track.topic.name} sent after its caller cancelled it"
             track.handed += 1
         self.flight = Flight(request, tracks, request.kwargs["request_timeout"], budgets=budgets)
-        self.flight.contact_capped = not self.reached
+        self.flight.contact_capped = not self.answered
 
     def settle(self, track: Track, exc: BaseException | None) -> None:
         assert track.settled is None, f"{track.topic.name} settled twice"
@@ -393,6 +397,7 @@ class EngineModel(RuleBasedStateMachine):
             # verdict on a request in flight: close(), and an authentication failure (librdkafka keeps the request
             # and writes it once a connection authenticates: it may yet be applied).
             exempt = isinstance(exc, ClientClosedError) or exc.args[0].code() == KafkaError._AUTHENTICATION
+            exempt |= track.cut_maybe_sent  # a send cut short: whether confluent-kafka's call ran cannot be known
             assert not self.unreachable or exempt, f"outcome unknown, never written: {exc}"
         elif isinstance(exc, NotSentError):
             assert track.written == 0, f"'not sent' for a topic a broker received: {exc}"
@@ -703,6 +708,8 @@ class EngineModel(RuleBasedStateMachine):
         flight.retryable |= len(results) < len(tracks)  # a topic left out of the answer: unknown, retried
         if fate != "no controller":  # written: a connection completed its handshake (and mostly, a broker answered)
             self.reached = True
+        if fate in ("ok", "not controller", "timed out", "policy") or (fate == "drop last" and len(tracks) > 1):
+            self.answered = True
         if results or fate == "drop last":  # the driver hands over what librdkafka completed (an empty answer too)
             self.engine.on_results(request, results, self.now)
         self.step()
@@ -746,6 +753,42 @@ class EngineModel(RuleBasedStateMachine):
             track.written += 1
             track.unanswered += 1
         flight.retryable = True
+
+    @precondition(
+        lambda self: (
+            not self.closed
+            and self.flight is not None
+            and self.flight.fate is None
+            and self.flight.request.sent_at == self.now
+        )
+    )
+    @rule(handed=st.booleans(), applied=st.booleans())
+    def send_cut_short(self, handed: bool, applied: bool) -> None:
+        """The driver's send of the request just composed was cut short (Ctrl-C on a caller's turn): before
+        confluent-kafka's call ran (not handed over), or when it may have run (handed over, its answer lost: it may
+        even have been written and applied)."""
+        flight = self.flight
+        assert flight is not None
+        if handed:
+            flight.fate = "cut"
+            if applied:
+                self.cluster_apply(flight, answered=False)
+            for track in flight.tracks:
+                track.written += 1  # it may have been
+                track.unanswered += 1
+                track.cut_maybe_sent = True
+            flight.retryable = True
+            event("a send cut short after its call may have run")
+        else:
+            flight.fate = "not handed"
+            for track in flight.tracks:
+                track.handed -= 1  # certainly never handed over
+            event("a send cut short before its call ran")
+        self.engine.on_send_cut_short(flight.request, handed=handed, now=self.now)
+        self.step()
+        # nothing stalls the client: the slot is free at once (not handed), or the sentinel is asked for (handed)
+        assert self.engine.in_flight is not flight.request
+        assert not handed or self.connection_busy or self.closed
 
     def confluent_kafka_refuses(self) -> None:
         """confluent-kafka refused the call itself (nothing sent)."""
@@ -844,7 +887,7 @@ class EngineModel(RuleBasedStateMachine):
         return CAP_RECORDS if records > self.cap else None
 
     def throttle(self, node_id: int, throttle_s: float) -> None:
-        self.reached = True  # a response carried it
+        self.reached = self.answered = True  # a response carried it
         self.gate_until = max(self.gate_until, self.now + throttle_s)
         self.throttle_events.append(throttle_s * 1000)
         self.engine.on_throttle(node_id, throttle_s, self.now)
@@ -962,6 +1005,8 @@ class EngineModel(RuleBasedStateMachine):
         self.drain_asked_at = None
         if how != "not sent":
             self.connection_busy = False
+        if how == "answered":
+            self.reached = self.answered = True
         event(f"sentinel {how}")
         self.engine.on_drained(Drained(how), self.now)
         self.step()
@@ -972,6 +1017,7 @@ class EngineModel(RuleBasedStateMachine):
         answered &= not self.unreachable
         self.probe_wanted = False
         self.reached |= answered
+        self.answered |= answered
         self.engine.on_probe(answered, self.now)
         self.step()
 

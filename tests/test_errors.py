@@ -61,8 +61,8 @@ CASES = [
         OutcomeUnknownError,
         KafkaError._TIMED_OUT,
         "create_topics outcome unknown: no response by the deadline; the broker may or may not have applied it, "
-        "and may still apply it (a controller completes a request it has begun, however late): a read of the "
-        "cluster now may not settle it",
+        "and may still apply it (a controller completes a request it has begun, however late): read the cluster "
+        "once the client's wait_until_final() returns True",
     ),
     (
         in_flight_error(AUTH, "create_topics"),

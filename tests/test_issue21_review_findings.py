@@ -103,13 +103,17 @@ def test_result_with_a_timeout_does_not_wait_for_another_threads_turn(quota_brok
     broker = quota_broker()
     with _client(broker) as admin:
         (warm_up,) = admin.create_topics([NewTopic("warm-up", 1, 1)]).values()
-        warm_up.result(30)  # the client has reached the broker: a call's own step sends at once
+        warm_up.result(30)  # the client has reached the broker: a call's own turn sends at once
         scheduler = _scheduler(admin)
-        with scheduler._turn:  # another thread's turn in progress (the scheduler's own thread waits for it too)
-            (future,) = admin.create_topics([NewTopic("t", 1, 1)]).values()  # sent by the caller's own step
+        broker.delay_next("CreateTopics", 0.3)  # the answer comes once the turn below is held
+        (future,) = admin.create_topics([NewTopic("t", 1, 1)]).values()  # sent by the caller's own turn
+        assert scheduler._turns.take(5)  # another thread's turn in progress (the scheduler's own thread waits too)
+        try:
             finished, outcome = _in_thread(lambda: future.result(timeout=0.2))
             assert wait_until(lambda: bool(scheduler._arrived), timeout_s=5)  # its answer is in: a turn is needed
             returned = finished.wait(2.0)
+        finally:
+            scheduler._turns.release()
         assert returned, "result(timeout=0.2) still waiting after 2 s (it waits for _turn without its timeout)"
         assert outcome
         assert isinstance(outcome[0], FutureTimeout)

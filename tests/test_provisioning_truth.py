@@ -131,14 +131,19 @@ def test_a_lost_grow_delete_and_alter_response_ends_with_what_the_cluster_shows(
     broker.create_topic("g", 2)
     broker.create_topic("d", 1)
     broker.create_topic("c", 1)
-    for api in ("CreatePartitions", "DeleteTopics", "IncrementalAlterConfigs"):
+    for api in ("CreatePartitions", "IncrementalAlterConfigs"):
         broker.blackhole_next(api)
+    # The grow's answer is lost: the client sends its sentinel (a DeleteTopics) before anything else, and that one is
+    # lost too; librdkafka drops the connection at socket.timeout.ms, then the delete goes, and its answer is lost.
+    broker.blackhole_next("DeleteTopics", count=2)
     rows = [
         PlanRow("east", "grow", "g", 4),
         PlanRow("east", "delete", "d"),
         PlanRow("east", "ensure", "c", 1, configs={"retention.ms": "1000"}),
     ]
-    results = execute(rows, profile_for(broker), allow_delete=True)
+    profile = profile_for(broker)
+    profile = Profile(profile.name, {**profile.conf, "socket.timeout.ms": "5000"}, profile.mutation_rate, 3.0)
+    results = execute(rows, profile, allow_delete=True)
     assert [r.status for r in results] == ["grown", "deleted", "reconfigured"], results
     # The grow's and the alter's answers were lost: each row says it read the cluster to know. (The delete's
     # lost answer is not always the delete's own first attempt since requests wait for an abandoned one's
@@ -280,3 +285,22 @@ def test_a_delete_someone_else_made_first_is_unchanged_not_failed(quota_broker: 
     assert broker.topics() == {}
     assert result.status in ("unchanged", "deleted"), result
     assert result.error_code is None
+
+
+# Was (issue 27, "provisioning reads what may still change"): after an unknown outcome the executor read the cluster
+# at once, concluded "missing" while the controller was still applying the first request (a slow CreateTopicPolicy),
+# and sent the create again.
+def test_an_unknown_outcome_is_verified_only_once_the_change_can_no_longer_be_applied(
+    quota_broker: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from throttled_admin.provisioning import _executor
+
+    broker = quota_broker(num_brokers=3)  # the verifying read need not queue behind the create on its connection
+    broker.slow_policy("slow-", 5.0)
+    monkeypatch.setattr(_executor, "_deadline_ms", lambda group, mutations: 2500)  # the call ends before it lands
+    profile = Profile("east", {"bootstrap.servers": broker.bootstrap_servers}, None, request_timeout_s=1.0)
+    [result] = execute([PlanRow("east", "create", "slow-a", 1)], profile)
+    creates = [r for r in broker.request_log() if r.api_name == "CreateTopics" and "slow-a" in r.errors]
+    assert result.status == "created", result
+    assert len(creates) == 1, f"sent {len(creates)} times: read as missing while it could still be applied"
+    assert broker.topics() == {"slow-a": 1}

@@ -94,3 +94,20 @@ def test_nothing_is_written_into_the_mute_of_an_answer_the_client_never_saw(quot
     for record in _mutations(broker, "b"):
         assert record.held_s < 0.05, f"b waited {record.held_s:.1f} s in a muted connection"
     assert _mutations(broker, "a")[0].throttle_time_ms > 2000
+
+
+def test_wait_until_final_returns_once_a_lost_request_can_no_longer_be_applied(quota_broker: BrokerFactory) -> None:
+    """An 'outcome unknown' whose request is still at the controller (a slow CreateTopicPolicy) cannot be settled by
+    a read: wait_until_final() says when one can (the sentinel behind the request was answered)."""
+    broker = quota_broker()
+    with _client(broker) as admin:
+        assert _outcome(admin.create_topics([NewTopic("warm", 1, 1)]), "warm") is None
+        assert admin.wait_until_final(0)
+        broker.slow_policy("slow-", 2.0)
+        exc = _outcome(admin.create_topics([NewTopic("slow-a", 1, 1)], timeout_ms=800), "slow-a")
+        assert isinstance(exc, OutcomeUnknownError), repr(exc)
+        assert "wait_until_final()" in str(exc)
+        assert "slow-a" not in broker.topics()  # a read now would say "missing"
+        assert not admin.wait_until_final(0.05)
+        assert admin.wait_until_final(30)
+        assert "slow-a" in broker.topics()  # a read now settles it

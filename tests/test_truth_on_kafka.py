@@ -89,3 +89,37 @@ def test_kafka_topics_with_the_default_partition_count_are_paced_as_the_broker_c
     assert wait_until(lambda: cluster.topics(kafka_ns.prefix) == dict.fromkeys(names, 10), 60)
     assert metrics["mutations-sent-total"] == 600
     assert metrics["throttle-time-max"] == 0  # paced to what Kafka charges: never throttled
+
+
+def test_kafka_mutes_a_connection_not_the_principal_and_a_fresh_ones_first_answer_carries_the_debt(
+    kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace
+) -> None:
+    """What the slot rule relies on, on Kafka 4.4: after a throttled answer the connection is muted (a request written
+    into it waits unread), a fresh connection is not (its request is read at once), and the principal's quota debt
+    remains: the fresh connection's answer carries a throttle (the client believes it, and the gate closes)."""
+    from confluent_kafka.admin import AdminClient
+
+    rate = 10.0
+    kafka_broker.set_quota(client_id=kafka_ns.client_id, controller_mutation_rate=rate)
+    throttles: list[float] = []
+    conf = {
+        "bootstrap.servers": kafka_broker.bootstrap_servers,
+        "client.id": kafka_ns.client_id,
+        "log_level": 0,
+        "throttle_cb": lambda event: throttles.append(event.throttle_time),
+    }
+    first = AdminClient(conf)
+    # 150 mutations against a burst of 110 at 10/s: admitted (librdkafka's v4), then a throttle of about 4 s.
+    first.create_topics([NewTopic(kafka_ns.topic("big"), 150, 1)])[kafka_ns.topic("big")].result(60)
+    first.poll(0)
+    assert throttles
+    assert max(throttles) > 2.0
+    fresh = AdminClient(conf)  # a new connection, the same principal and client id
+    fresh.list_topics(timeout=30)
+    started = time.monotonic()
+    fresh.create_topics([NewTopic(kafka_ns.topic("next"), 1, 1)])[kafka_ns.topic("next")].result(60)
+    took_s = time.monotonic() - started
+    fresh.poll(0)
+    assert took_s < 1.5, f"the fresh connection's request waited {took_s:.1f} s: muted?"
+    assert len(throttles) >= 2
+    assert throttles[-1] > 1.0  # its answer carries the principal's debt

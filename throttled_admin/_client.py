@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import sys
 import threading
 import time
 import weakref
@@ -30,8 +31,9 @@ from opentelemetry.metrics import MeterProvider
 from throttled_admin._driver.broker_views import BrokerViewReader
 from throttled_admin._driver.callback_errors import CallbackErrors
 from throttled_admin._driver.futures import TopicFuture
-from throttled_admin._driver.scheduler import USER_CODE_WAIT_S, Answer, ClientGone, Scheduler
+from throttled_admin._driver.scheduler import USER_CODE_WAIT_S, Answer, ClientGone, Scheduler, SendOrder
 from throttled_admin._driver.settings import ClientSettings, install_callbacks
+from throttled_admin._driver.turns import Sending
 from throttled_admin._driver.user_code import CallbackRunner, SerialRunner
 from throttled_admin._engine import (
     CREATE_PARTITIONS,
@@ -71,14 +73,29 @@ class _Transport:
             raise ClientGone
         return client
 
-    def send(self, method: str, items: list[Any], kwargs: dict[str, Any], on_answer: Callable[[Answer], None]) -> None:
+    def send(self, order: SendOrder, on_answer: Callable[[Answer], None], sending: Sending) -> bool:
         """librdkafka's call with one future for the whole request (AdminClient's own wrapper makes one more future
         per topic, and a done-callback each): ``on_answer`` gets every topic's result at once, on librdkafka's
-        thread."""
-        request: Future[dict[str, KafkaError | None]] = Future()
-        request.set_running_or_notify_cancel()  # as AdminClient._create_future: cancel() returns False
-        request.add_done_callback(functools.partial(_answer_of, on_answer))
-        getattr(_AdminClientImpl, method)(self._get(), items, request, **kwargs)
+        thread. False when the client closed before the call began (``Sending.begin``). Cut short (Ctrl-C), it
+        tells ``sending`` whether confluent-kafka's call ran: while a request is pending, confluent-kafka holds a
+        reference to its future ("we need to keep our own refcount", Admin.c), so a count that did not grow says it
+        never ran."""
+        method, items, kwargs = order
+        try:
+            client = self._get()
+            call = getattr(_AdminClientImpl, method)
+            request: Future[dict[str, KafkaError | None]] = Future()
+            request.set_running_or_notify_cancel()  # as AdminClient._create_future: cancel() returns False
+            request.add_done_callback(functools.partial(_answer_of, on_answer))
+            held = sys.getrefcount(request)
+            if not sending.begin():
+                return False
+            call(client, items, request, **kwargs)
+            return True
+        except BaseException:
+            if sending.began and not request.done() and sys.getrefcount(request) <= held:
+                sending.began = False  # confluent-kafka's call did not run: not handed over
+            raise
 
     def poll(self) -> None:
         AdminClient.poll(self._get(), 0)
@@ -212,7 +229,7 @@ def _release(
     """A client dropped without close(): its threads end too (librdkafka's handle is freed with the object)."""
     deadline = time.monotonic() + USER_CODE_WAIT_S
     failing = _fail_inherited(inherited)
-    scheduler.close(deadline)
+    scheduler.close(USER_CODE_WAIT_S)
     views.close()
     user_code.close(deadline)
     callback_errors.close()
@@ -406,7 +423,7 @@ class ThrottledAdminClient(AdminClient):
             retry_on_quota_violation=self.retry_on_quota_violation if retry is None else retry,
             request_timeout_s=options.request_timeout,
             operation_timeout_s=options.operation_timeout,
-            started_at=time.monotonic(),
+            started_at=scheduler.now(),
             wait_for_metadata=options.wait_for_metadata,
         )
         call.deadline = call.started_at + timeout_ms / 1000
@@ -480,6 +497,15 @@ class ThrottledAdminClient(AdminClient):
         out["mutation-rate"] = float("nan") if rate is None else rate
         return out
 
+    def wait_until_final(self, timeout: float) -> bool:
+        """Wait until no mutation this client has handed over can still change the cluster, at most ``timeout``
+        seconds; True once none can. A request whose answer was lost ("outcome unknown") may still be applied:
+        until its answer has come after all (the client learns that from a request it sends behind it on the same
+        connection), or, when its connection closed instead, until its controller deadline (``timeout_ms``,
+        counted from when the broker read it) has passed, since a controller completes what it has begun. A read of
+        the cluster after this returns True settles such an outcome. Calls made meanwhile are requests too."""
+        return self._open_scheduler().wait_final(timeout)
+
     @property
     def closed(self) -> bool:
         return bool(vars(self).get("_closed", True))  # a subclass that never called __init__: closed
@@ -499,12 +525,27 @@ class ThrottledAdminClient(AdminClient):
             # (bounded: the closer never waits on user code for long).
             self._close_done.wait(_CLOSE_WAIT_S)
             return
+        scheduler = self._scheduler
+        try:
+            if scheduler is not None and not scheduler.close():
+                # Called from a frame that holds what the scheduler's thread needs (a signal handler that
+                # interrupted a turn, a logging handler in one): every future is settled already, and the rest
+                # (the threads, librdkafka's handle) is done by a thread of ours once that frame lets go.
+                closer = threading.Thread(target=self._close_rest, name="throttled-admin-close", daemon=True)
+                closer.start()
+                return
+        except BaseException:
+            self._close_done.set()
+            raise
+        self._close_rest()
+
+    def _close_rest(self) -> None:
         try:
             deadline = time.monotonic() + USER_CODE_WAIT_S  # one budget for all user code still running
             failing = _fail_inherited(self._inherited)
             scheduler = self._scheduler
             if scheduler is not None:
-                scheduler.close(deadline)
+                scheduler.close(USER_CODE_WAIT_S)
                 _live.discard(scheduler)
             self._broker_views.close()
             self._metrics.close()

@@ -280,8 +280,8 @@ def unknown_outcome_error(operation: str, why: str) -> OutcomeUnknownError:
         KafkaError(
             KafkaError._TIMED_OUT,
             f"{operation} outcome unknown: {why}; the broker may or may not have applied it, and may still apply it "
-            "(a controller completes a request it has begun, however late): a read of the cluster now may not settle "
-            "it",
+            "(a controller completes a request it has begun, however late): read the cluster once the client's "
+            "wait_until_final() returns True",
         )
     )
 

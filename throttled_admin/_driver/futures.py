@@ -123,6 +123,11 @@ class TopicFuture(Future[None]):
 
     # -- reading --------------------------------------------------------------------------------------
 
+    def held_here(self) -> bool:
+        """Whether this thread holds the future's lock (a signal handler that interrupted it must not wait for
+        another thread to settle it)."""
+        return bool(self._lock._is_owned())  # type: ignore[attr-defined]
+
     def done(self) -> bool:
         return self._state in _DONE  # a settled state never changes again
 

@@ -86,8 +86,10 @@ class HandshakeDrops:
         *,
         ask_tls: Callable[[str], bool] | None = None,
         ask_plaintext: Callable[[str], bool] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._security_protocol = security_protocol
+        self._clock = clock  # the driver's
         self._questions = questions(security_protocol)
         self._on_found = on_found
         self._ask_sasl = ask or required_sasl_mechanisms
@@ -155,9 +157,9 @@ class HandshakeDrops:
     def _ask_listener(self, broker: str, question: str) -> None:
         with self._lock:
             asked_at = self._asked_at.get(broker)
-            if broker in self._asking or (asked_at is not None and time.monotonic() - asked_at < PROBE_INTERVAL_S):
+            if broker in self._asking or (asked_at is not None and self._clock() - asked_at < PROBE_INTERVAL_S):
                 return
-            self._asked_at[broker] = time.monotonic()
+            self._asked_at[broker] = self._clock()
             self._asking.add(broker)
             generation = self._generation
         thread = threading.Thread(

@@ -3,25 +3,24 @@ and CreatePartitions.
 
 Calls validate their input, hand their topics to the driver and return futures at once; no call holds a thread.
 Every decision is the engine's (``_engine``: a deterministic state machine); this module only does what the
-engine cannot: threads, the clock and I/O. Its thread loops:
+engine cannot: threads, the clock (one, injected: ``clock``) and I/O.
 
-1. take the results librdkafka has completed since the last turn (one batch per response: librdkafka is given
-   one future per request), then serve librdkafka's callbacks (``poll``), so a response's throttle event
-   (queued before its result) reaches the engine before the result;
-2. feed both to the engine with the current time and ``step`` it;
-3. do what the step says, outside the lock: metric events first (a caller that waits for its results and then
-   reads the metrics finds its call), then the next request, then settle futures (settling one response's
-   topics overlaps with the broker's work on the next request), then the metric exports (one job for the
-   exporter's thread) or a metadata read for the reader thread;
-4. sleep until the engine's wake time, an event, or the next poll of librdkafka's callbacks.
+Everything the engine decides happens in a turn (``_driver/turns.py``: one at a time, each whole, a turn cut short
+finished by the next): take the results librdkafka has completed (one batch per response: librdkafka is given one
+future per request), serve librdkafka's callbacks (``poll``: a response's throttle event, queued before its
+result, reaches the engine first), step the engine (``_step``, the driver's one call of ``Engine.step``), and do
+what the step says outside the lock: metric events first (a caller that waits for its results and then reads the
+metrics finds its call), the next request or the sentinel, the settlements (overlapping with the broker's work on
+the next request), the metric exports, then a metadata read or the contact probe.
 
-A call made while no request is in flight steps the engine itself, under the same lock, and sends from the
-caller's thread: one thread wake fewer on the way out. On the way back, a caller waiting in ``result()`` or
-``exception()`` for a pending future takes the turns that answers arriving meanwhile need on its own thread
-(``assist``): the answer goes librdkafka -> the waiting caller, as with bare confluent-kafka, instead of
-librdkafka -> the scheduler's thread -> the caller. Turns are taken one at a time, by whichever thread holds
-``_turn``, each one whole (callbacks served, then the engine stepped, then what it says carried out); turns on
-callers' threads hand the metric exports to the scheduler's thread's next turn.
+The scheduler's thread takes a turn whenever something arrives or the engine's wake time comes (and every 50 ms
+while work is pending, 200 ms while idle, for librdkafka's callbacks). Callers' threads take turns too (the fast
+path, ``caller_turns``): a call made while no request is in flight sends from its own thread, and a caller waiting
+in ``result()`` or ``exception()`` takes the turn its answer needs (``assist``): the answer goes librdkafka -> the
+waiting caller, as with bare confluent-kafka. Their turns leave the metric exports to the scheduler's thread.
+
+``close()`` works from any frame: where it may not wait (a signal handler that interrupted a turn, a handler running
+inside one) it settles every future from its own thread and leaves the rest to another (``close`` returns False).
 
 Nothing here blocks where deadlines are kept: metadata reads run on a thread of their own, futures' done-callbacks
 and the application's code run elsewhere (``_driver.user_code``), and librdkafka's calls that send return at once.
@@ -29,18 +28,20 @@ and the application's code run elsewhere (``_driver.user_code``), and librdkafka
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from typing import Any, Protocol
 
 from confluent_kafka import KafkaError
 
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.handshake_drops import HandshakeDrops
+from throttled_admin._driver.turns import Sending, Turns
 from throttled_admin._driver.user_code import CallbackRunner
 from throttled_admin._engine import (
     CONTACT_PROBE_TIMEOUT_S,
@@ -57,11 +58,12 @@ from throttled_admin._engine import (
     RetryBackoff,
     Topic,
     classify,
+    closed_here,
     is_broker_answer,
 )
 from throttled_admin._errors import CLOSED_MESSAGE
 
-__all__ = ["USER_CODE_WAIT_S", "Answer", "ClientGone", "Scheduler", "Transport"]
+__all__ = ["USER_CODE_WAIT_S", "Answer", "ClientGone", "Scheduler", "SendOrder", "Transport"]
 
 log = logging.getLogger("throttled_admin")
 
@@ -74,6 +76,8 @@ USER_CODE_WAIT_S = 2.0
 
 # A request's answer from librdkafka: each topic's result, or one exception for the whole request.
 Answer = dict[str, BaseException | None] | BaseException
+# What to hand to librdkafka: confluent-kafka's method, the items, and its keywords.
+SendOrder = tuple[str, list[Any], dict[str, Any]]
 
 
 class MetricsExport(MetricsSink, Protocol):
@@ -92,9 +96,11 @@ class ClientGone(Exception):
 class Transport(Protocol):
     """What the scheduler needs from the librdkafka handle; the facade provides it without a strong reference."""
 
-    def send(self, method: str, items: list[Any], kwargs: dict[str, Any], on_answer: Callable[[Answer], None]) -> None:
-        """Hand a request to librdkafka; ``on_answer`` is called with its results (from any thread), at most once
-        per batch of results librdkafka completes."""
+    def send(self, order: SendOrder, on_answer: Callable[[Answer], None], sending: Sending) -> bool:
+        """Hand a request (``order``: confluent-kafka's method, the items, its keywords) to librdkafka; ``on_answer`` is
+        called with its results (from any thread), at most once per batch of results librdkafka completes.
+        ``sending.begin()`` just before confluent-kafka's call (False: closed, not sent, return False); cut
+        short, ``sending.began`` says whether the call may have run."""
 
     def poll(self) -> None: ...
 
@@ -122,10 +128,11 @@ class Scheduler:
         socket_timeout_s: float = 60.0,
     ) -> None:
         """``report``: where an error the client finds itself goes (the application's error_cb); ``callbacks``:
-        where the done-callbacks of the client's futures run (closed with the scheduler)."""
+        where the done-callbacks of the client's futures run (closed with the scheduler); ``clock``: the one clock
+        of the driver (monotonic seconds)."""
         self._transport = transport
         self._report = report
-        self._handshake_drops = HandshakeDrops(security_protocol, self._on_listener_found)
+        self._handshake_drops = HandshakeDrops(security_protocol, self._on_listener_found, clock=clock)
         self._reported: str | None = None  # the last finding about a listener reported to ``report``
         self._metrics = metrics
         self._clock = clock
@@ -135,13 +142,13 @@ class Scheduler:
         self._cv = threading.Condition(lock)  # the engine's lock; the scheduler's thread sleeps on it
         self._assisted = threading.Condition(lock)  # callers' threads waiting for their futures (assist) sleep here
         self._assisting = 0
-        self._turn = threading.Lock()  # held by whoever takes a turn: the scheduler's thread or a waiting caller
+        self._turns = Turns()  # the one way to step the engine and send
+        self.caller_turns = True  # calls and waiting callers take turns on their own threads (the fast path)
         self._arrived: list[tuple[Request, Answer]] = []  # librdkafka's completed results
-        self._unsettled: list[Outbox] = []  # steps whose carrying out a caller's thread could not finish
         self._dirty = False
+        self._busy = False  # the engine has work pending (the scheduler's thread polls more often)
         self._asleep_until: float | None = None  # while the thread waits: when it wakes by itself
-        self._carrying = 0  # callers' threads carrying out a step of their own (submit): close() waits for them
-        self._carried = threading.Condition(lock)  # ... here, so that a call's end does not wake the scheduler's thread
+        self._open: dict[int, list[Topic]] = {}  # call id -> its topics, while any may be pending (close() here)
         self._closed = False
         self._metadata_wanted = False
         self._metadata_reading = False
@@ -154,6 +161,24 @@ class Scheduler:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def now(self) -> float:
+        """The driver's clock (a call's start and deadline are read from it)."""
+        return self._clock()
+
+    def wait_final(self, timeout_s: float) -> bool:
+        """Wait until no request handed over can still be applied (``Engine.final_at``); False if ``timeout_s``
+        passed first or the client closed before."""
+        end = self._clock() + timeout_s
+        with self._cv:
+            while True:
+                now = self._clock()
+                final_at = self._engine.final_at
+                if final_at <= now:
+                    return True
+                if self._closed or now >= end:
+                    return False
+                self._cv.wait(min(end, final_at) - now)
 
     @property
     def learned_rate(self) -> float | None:
@@ -176,25 +201,21 @@ class Scheduler:
             if self._closed:
                 raise RuntimeError(CLOSED_MESSAGE)
             self._engine.submit(call, topics)
-            # Nothing in flight: the caller's thread steps the engine and sends, saving a wake of the scheduler's
-            # thread on the way out; that thread is woken only if it sleeps past what the step wants done next.
-            out = self._engine.step(self._clock()) if self._engine.in_flight is None else None
-            if out is None or self._asleep_until is None or out.wake_at < self._asleep_until:
+            self._open[call.id] = topics
+            # Nothing in flight: this thread takes the turn and sends, saving a wake of the scheduler's thread on
+            # the way out (that thread is woken only if it sleeps past what the step wants done next).
+            here = self.caller_turns and self._engine.in_flight is None
+            if not here:
                 self._wake()
-            if out is not None:
-                self._carrying += 1
-        if out is not None:
-            try:
-                self._carry_out(out, flush=False)  # metric exports wait for the scheduler's thread's next turn
-            finally:
-                with self._cv:
-                    self._carrying -= 1
-                    self._carried.notify_all()
+        if here:
+            self._turn_here()
         return futures
 
     def _withdraw(self, topic: Topic) -> bool:
         with self._cv:
             withdrawn = self._engine.withdraw(topic, self._clock())
+            if topic.call.unsettled == 0:
+                self._open.pop(topic.call.id, None)
             self._wake()
             return withdrawn
 
@@ -234,23 +255,58 @@ class Scheduler:
         if first and self._report is not None:
             self._report(error)
 
-    def close(self, deadline: float | None = None) -> None:
-        """Fail everything pending with _DESTROY and stop the threads (not joined from the thread itself). Waits
-        for a metadata read in progress (librdkafka's handle must outlive it), and for done-callbacks still
-        running, until ``deadline`` (monotonic) at the most."""
-        deadline = time.monotonic() + USER_CODE_WAIT_S if deadline is None else deadline
+    # -- close ------------------------------------------------------------------------------------
+
+    def close(self, budget_s: float = USER_CODE_WAIT_S) -> bool:
+        """Fail everything pending with _DESTROY and stop the threads. Waits for the scheduler's thread, a metadata
+        read in progress (librdkafka's handle must outlive it) and done-callbacks still running, these last two
+        ``budget_s`` at the most, and returns True.
+
+        Called on a thread that holds what the scheduler's thread needs to finish (the turn, the engine's lock, a
+        future's lock: a signal handler that interrupted this thread, a logging handler in a turn, the scheduler's
+        own thread), it waits for nothing: every future is settled from this thread (rule h, from what can be
+        known here: a topic whose send may have begun is outcome unknown), and it returns False; the caller then
+        closes again from another thread (``ThrottledAdminClient.close``)."""
+        if self._holds_what_the_thread_needs():
+            self._close_here()
+            return False
+        end = self._clock() + budget_s
         with self._cv:
             self._closed = True
             self._wake()
             self._assisted.notify_all()
-        if threading.current_thread() is not self._thread:
-            self._thread.join()
+        self._thread.join()
         with self._cv:
             self._cv.wait_for(
                 lambda: not self._metadata_reading and not self._views_reading,
-                timeout=_METADATA_TIMEOUT_S + max(0.0, deadline - time.monotonic()),
+                timeout=_METADATA_TIMEOUT_S + max(0.0, end - self._clock()),
             )
-        self._callbacks.close(deadline)
+        self._callbacks.close(time.monotonic() + max(0.0, end - self._clock()))
+        return True
+
+    def _holds_what_the_thread_needs(self) -> bool:
+        if threading.current_thread() is self._thread or self._turns.held_here() or self._cv._is_owned():  # type: ignore[attr-defined]
+            return True
+        with self._cv:
+            return any(topic.future.held_here() for topics in self._open.values() for topic in topics)
+
+    def _close_here(self) -> None:
+        """Closed from a frame that cannot wait: settle every future now, from what can be known without the
+        engine (which this thread may have been interrupted in): a topic whose request may have been handed over
+        is outcome unknown; the scheduler's thread settles again what this missed (a future is settled once)."""
+        with self._cv:
+            self._closed = True
+            self._wake()
+            self._assisted.notify_all()
+            unsent = self._turns.unsent()
+            open_calls, self._open = self._open, {}
+        for topics in open_calls.values():
+            for topic in topics:
+                if not topic.future.done():
+                    exc = closed_here(topic, unsent=unsent is not None and topic in unsent.topics)
+                    with contextlib.suppress(InvalidStateError):  # settled meanwhile, by another thread
+                        topic.future.set_exception(exc)
+        self._wake_assisting()
 
     def _wake(self) -> None:
         self._dirty = True
@@ -269,67 +325,51 @@ class Scheduler:
         the turns that answers arriving meanwhile need on this thread (taking the answer, the next send, settling)
         instead of handing them to the scheduler's thread and waiting to be woken by it. Returns the time left.
 
-        Only a turn that nobody else is taking: the scheduler's thread and other waiting callers take turns one at
-        a time (``_turn``), each one whole, librdkafka's callbacks served first, exactly as ``_iterate``."""
-        if threading.current_thread() is self._thread:
+        Only a turn that nobody else is taking (``Turns``: one at a time, each whole)."""
+        if threading.current_thread() is self._thread or not self.caller_turns:
             return timeout
-        end = None if timeout is None else time.monotonic() + timeout
+        end = None if timeout is None else self._clock() + timeout
         with self._cv:
             self._assisting += 1
         try:
             while True:
                 with self._cv:
                     while not (self._arrived or future.done() or self._closed):
-                        left = None if end is None else end - time.monotonic()
+                        left = None if end is None else end - self._clock()
                         if left is not None and left <= 0:
                             return 0.0
                         self._assisted.wait(left)
                     if future.done() or self._closed:  # closed: the scheduler's thread settles everything
                         break
-                left = None if end is None else end - time.monotonic()
+                left = None if end is None else end - self._clock()
                 if left is not None and left <= 0:
                     return 0.0
-                if self._turn.acquire(blocking=False):
-                    try:
-                        self._take_turn()
-                    except Exception:  # ClientGone or a bug: the scheduler's thread takes over (and closes)
-                        log.debug("a turn on a caller's thread failed; the scheduler's thread goes on", exc_info=True)
-                        with self._cv:
-                            self._wake()
-                        break
-                    finally:
-                        self._turn.release()
-                # another thread is taking this turn: wait for it to end (within the caller's time), then look again
-                elif self._turn.acquire(timeout=-1 if left is None else left):
-                    self._turn.release()
+                if not self._turn_here():  # another thread is taking this turn: wait for it (within our time)
+                    self._turns.wait_free(left)
         finally:
             with self._cv:
                 self._assisting -= 1
                 if self._arrived and not self._closed:
                     self._wake()  # an answer this thread was woken for and left: the scheduler's thread takes it
-        return None if end is None else max(0.0, end - time.monotonic())
+        return None if end is None else max(0.0, end - self._clock())
 
-    def _take_turn(self) -> None:
-        """One turn on a caller's thread (``assist``); the scheduler's thread is woken if the engine now wants
-        something done before it would wake."""
-        out, _ = self._turn_step()
-        if out is None:
-            return
-        # Metric exports wait for the scheduler's thread's next turn (it polls at least every _IDLE_POLL_S): a
-        # wake of the exporter's thread per call made the caller's next call wait for the GIL (about 0.25 ms).
+    def _turn_here(self) -> bool:
+        """One turn on a caller's thread, if the turn is free (False if not). Its metric exports are left to the
+        scheduler's thread (a wake of the exporter's thread per call made the caller's next call wait for the GIL,
+        about 0.25 ms), which is woken if the engine wants something done before it would wake."""
+        if not self._turns.take(0):
+            return False
         try:
-            self._carry_out(out, flush=False)
-        except BaseException:
-            # Cut short (Ctrl-C reaches the main thread, which the scheduler's thread never was): what the step
-            # settled is settled again by the scheduler's thread (futures already done are skipped), so no future
-            # is left pending, at close() either.
-            with self._cv:
-                self._unsettled.append(out)
-                self._wake()
-            raise
+            out = self._turn(flush=False)
+        except Exception:  # ClientGone or a bug: the scheduler's thread takes over (and closes)
+            log.debug("a turn on a caller's thread failed; the scheduler's thread goes on", exc_info=True)
+            out = None
+        finally:
+            self._turns.release()
         with self._cv:
-            if self._asleep_until is None or out.wake_at < self._asleep_until:
+            if out is None or self._asleep_until is None or out.wake_at < self._asleep_until:
                 self._wake()
+        return True
 
     # -- the loop --------------------------------------------------------------------------------
 
@@ -345,111 +385,135 @@ class Scheduler:
             with self._cv:
                 self._closed = True
         finally:
-            # A caller's thread taking a turn (assist) or carrying out its own step (submit) finishes first (neither
-            # waits on this thread): its request is then sent, and an in-flight request's outcome at close is truly
-            # unknown.
-            with self._turn, self._cv:
-                self._carried.wait_for(lambda: self._carrying == 0)
-                self._engine.close(self._clock())
-                out = self._engine.step(self._clock())
-                unsettled, self._unsettled = self._unsettled, []
+            # The last turn: whatever a caller's thread is doing in its turn is finished first (it never waits on
+            # this thread), then the engine closes and its settlements are carried out.
+            self._turns.take()
+            try:
+                self._turn(flush=True)
+            except ClientGone:
+                pass
+            finally:
+                self._turns.release()
+            with self._cv:
+                self._open.clear()
                 self._cv.notify_all()
-            for cut_short in unsettled:
-                self._settle(cut_short)
-            self._dispatch(out)
 
     def _iterate(self) -> None:
-        with self._turn:
-            out, busy = self._turn_step()
-            if out is None or self._carry_out(out):
-                return
+        self._turns.take()
+        try:
+            out = self._turn(flush=True)
+        finally:
+            self._turns.release()
+        if out is None or out.send is not None:  # a turn that sent looks again at once (what it left to do)
+            return
         with self._cv:
             if not self._dirty and not self._closed:
-                poll_s = _BUSY_POLL_S if busy else _IDLE_POLL_S
+                poll_s = _BUSY_POLL_S if self._busy else _IDLE_POLL_S
                 timeout_s = max(0.0, min(out.wake_at - self._clock(), poll_s))
                 self._asleep_until = self._clock() + timeout_s
                 self._cv.wait(timeout_s)
                 self._asleep_until = None
 
-    def _turn_step(self) -> tuple[Outbox | None, bool]:
-        """Take the results librdkafka has completed, serve its callbacks, and step the engine (holding ``_turn``).
-        None when the client is closed."""
-        with self._cv:
-            arrived, self._arrived = self._arrived, []
-            unsettled, self._unsettled = self._unsettled, []
-            self._dirty = False  # what arrives from now on wakes the next turn
-        for out in unsettled:
-            self._settle(out)
+    def _turn(self, *, flush: bool) -> Outbox | None:
+        """One turn (its thread holds it): what turns cut short left undone, then the results librdkafka has
+        completed, its callbacks served (after taking the results: a response's throttle event, queued before its
+        result, reaches the engine first), the step, and what it says carried out. None once closed and done."""
         try:
-            self._transport.poll()  # after taking the results: their throttle events are served first
+            self._turns.finish_leftover(self)
+            with self._cv:
+                arrived, self._arrived = self._arrived, []
+                self._dirty = False  # what arrives from now on wakes the next turn
+            try:
+                self._poll()
+            except BaseException:
+                with self._cv:
+                    self._arrived[:0] = arrived  # taken, not delivered: the next turn takes them
+                raise
+            out = self._step(arrived)
+            if out is not None:
+                self._turns.carry(out, self, flush=flush)
+            return out
+        except BaseException:
+            with self._cv:
+                self._wake()  # cut short: the scheduler's thread does what this turn left
+            raise
+
+    def _poll(self) -> None:
+        try:
+            self._transport.poll()
         except ClientGone:
             raise
         except Exception:
             log.exception("serving librdkafka's callbacks failed")
-        # A listener found to speak another protocol: the failure holds until a request gets through.
-        found = self._handshake_drops.found()
+
+    def _step(self, arrived: list[tuple[Request, Answer]]) -> Outbox | None:
+        """The driver's one call of ``Engine.step``, under the engine's lock, with what arrived and the sends cut
+        short since the last step. Once closed, the engine closes here (the last turn). Cut short itself (a signal
+        handler that raises, on the main thread), the engine's state is no longer known: the client closes here."""
+        assert self._turns.held_here()
+        found = self._handshake_drops.found()  # a listener of another protocol: the failure holds until answered
         with self._cv:
-            if self._closed:
-                return None, False
+            if self._closed and self._engine.closed:
+                return None
             now = self._clock()
-            if found is not None:
-                self._engine.on_error(found, now)
-            _deliver(self._engine, arrived, now)
-            return self._engine.step(now), not self._engine.idle
+            try:
+                for cut in self._turns.take_cuts():
+                    self._engine.on_send_cut_short(cut.request, handed=True, now=now)
+                if found is not None:
+                    self._engine.on_error(found, now)
+                _deliver(self._engine, arrived, now)
+                if self._closed:
+                    self._engine.close(now)
+                out = self._engine.step(now)
+            except BaseException:
+                self._close_here()
+                raise
+            self._busy = not self._engine.idle
+            return out
 
-    def _carry_out(self, out: Outbox, *, flush: bool = True) -> bool:
-        """Do what a step says (outside the lock); True when it sent a request. Metric events come first; the next
-        request goes out before this turn's futures are settled, so settling a response's topics overlaps with the
-        broker's work on the next request (bulk calls); ``flush`` hands the metric exports to their thread."""
-        self._dispatch_metrics(out)
-        if out.read_views is not None:
-            self._start_views_read(out.read_views)
-        if out.send is not None:
-            self._send(out.send)
-        if out.drain is not None:
-            self._send_drain(out.drain)
-        self._settle(out)
-        if flush:
-            self._metrics.flush()
-        if out.send is not None:
-            return True
-        if out.read_metadata:
-            self._start_metadata_read()
-        if out.probe:
-            self._send_probe()
-        return False
+    # -- what a turn carries out (``turns.Actions``; outside the lock) ------------------------------
 
-    def _dispatch(self, out: Outbox) -> None:
-        self._dispatch_metrics(out)
-        self._settle(out)
+    def metric(self, event: Callable[[Any], None]) -> None:
+        event(self._metrics)
+
+    def reached(self) -> None:
+        with self._cv:
+            self._handshake_drops.answered()  # the connection carried a request past the handshake
+
+    def read_views(self, names: list[str]) -> None:
+        self._start_views_read(names)
+
+    def flush(self) -> None:
         self._metrics.flush()
 
-    def _dispatch_metrics(self, out: Outbox) -> None:
-        for event in out.metrics:
-            event(self._metrics)
-        if out.reached:
-            with self._cv:
-                self._handshake_drops.answered()  # the connection carried a request past the handshake
+    def read_metadata(self) -> None:
+        self._start_metadata_read()
 
-    def _settle(self, out: Outbox) -> None:
-        if not out.settle:
-            return
+    def probe(self) -> None:
+        self._send_probe()
+
+    def settle(self, out: Outbox) -> None:
         for topic, exc in out.settle:
             future: TopicFuture = topic.future
-            if future.done():  # withdrawn meanwhile
+            if future.done():  # withdrawn, or settled by a close() here
                 continue
             if exc is None:
                 future.set_result(None)
             else:
                 future.set_exception(exc)
+        with self._cv:
+            for topic, _ in out.settle:
+                if topic.call.unsettled == 0:
+                    self._open.pop(topic.call.id, None)
         self._wake_assisting()  # callers waiting in assist() for futures this turn settled
 
-    # -- I/O (outside the lock) ------------------------------------------------------------------
-
-    def _send(self, request: Request) -> None:
+    def send(self, sending: Sending) -> None:
+        request = sending.request
+        assert request is not None
+        sending.closed = self._is_closed
+        method, on_answer = request.kind.operation.method, functools.partial(self._on_answer, request)
         try:
-            on_answer = functools.partial(self._on_answer, request)
-            self._transport.send(request.kind.operation.method, request.items, request.kwargs, on_answer)
+            handed = self._transport.send((method, request.items, request.kwargs), on_answer, sending)
         except ClientGone:
             raise
         except Exception as exc:  # confluent-kafka refused the call itself: final for every topic, with its reason
@@ -457,17 +521,23 @@ class Scheduler:
                 self._engine.on_send_refused(request, exc, self._clock())
                 self._wake()
             return
+        if not handed:  # closed before confluent-kafka's call began: not sent
+            with self._cv:
+                self._engine.on_send_cut_short(request, handed=False, now=self._clock())
 
-    def _send_drain(self, timeout_s: float) -> None:
+    def _is_closed(self) -> bool:
+        return self._closed
+
+    def drain(self, timeout_s: float) -> None:
         """The sentinel (``_engine/connection``): a DeleteTopics of a name no topic can have, behind the request
         librdkafka abandoned on the same connection; its outcome tells when the connection is free or closed."""
         kwargs = {"request_timeout": timeout_s, "operation_timeout": 1.0}
         try:
-            self._transport.send("delete_topics", [DRAIN_NAME], kwargs, self._drained)
+            self._transport.send(("delete_topics", [DRAIN_NAME], kwargs), self._drained, Sending(None))
         except ClientGone:
             raise
         except Exception:  # confluent-kafka refused it (it never does): asking again would only spin
-            log.warning("the sentinel after an abandoned request could not be sent; sending again", exc_info=True)
+            log.warning("the sentinel after an abandoned request could not be sent", exc_info=True)
             self._on_drained(Drained.CLOSED)
 
     def _drained(self, answer: Answer) -> None:

@@ -22,6 +22,7 @@ from throttled_admin._engine.machine import (
     MetricsSink,
     Outbox,
     Request,
+    closed_here,
 )
 from throttled_admin._engine.pacer import MutationQuota, Pacer
 from throttled_admin._engine.retry import RetryBackoff
@@ -61,6 +62,7 @@ __all__ = [
     "TopicView",
     "broker_address",
     "classify",
+    "closed_here",
     "contact_failure",
     "error_of",
     "is_broker_answer",

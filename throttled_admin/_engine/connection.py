@@ -55,6 +55,7 @@ class Drained(enum.Enum):
 @dataclass
 class _Busy:
     since: float
+    apply_s: float  # the controller deadline of the abandoned request(s): how long after being read it may apply
     asked_at: float | None = None  # when the sentinel was asked for
 
 
@@ -73,10 +74,13 @@ class Connection:
     def sentinel_timeout_s(self) -> float:
         return self._sentinel_timeout_s
 
-    def abandoned(self, now: float) -> None:
-        """A request may still be on the connection (librdkafka gave up on it, or its answer could not be read)."""
+    def abandoned(self, now: float, apply_s: float) -> None:
+        """A request may still be on the connection (librdkafka gave up on it, or its answer could not be read);
+        ``apply_s``: its controller deadline (``timeout_ms``), which starts when the broker reads it."""
         if self._busy is None:
-            self._busy = _Busy(now)
+            self._busy = _Busy(now, apply_s)
+        else:
+            self._busy.apply_s = max(self._busy.apply_s, apply_s)
 
     def step(self, now: float) -> tuple[bool, float]:
         """(ask for a sentinel now, when to look again)."""
@@ -92,10 +96,15 @@ class Connection:
             return False, now
         return False, given_up_at
 
-    def drained(self, outcome: Drained) -> None:
-        if self._busy is None:
-            return
+    def drained(self, outcome: Drained) -> float:
+        """The sentinel's outcome; returns how long the abandoned request may still be applied from now: 0 once
+        answered (Kafka answered it before the sentinel), its controller deadline once the connection closed (the
+        broker may have read it just before: a controller applies what it has begun)."""
+        busy = self._busy
+        if busy is None:
+            return 0.0
         if outcome is Drained.NOT_SENT:
-            self._busy.asked_at = None  # ask again
-        else:
-            self._busy = None
+            busy.asked_at = None  # ask again
+            return 0.0
+        self._busy = None
+        return busy.apply_s if outcome is Drained.CLOSED else 0.0

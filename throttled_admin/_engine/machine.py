@@ -11,10 +11,13 @@ The rules (docs/semantics.md):
 
 a. A topic name is in at most one request, and held by one call at a time: a later call naming it waits until
    the earlier one has settled it (Kafka 4 answers a doubled name once; confluent-kafka 2.16 then crashes).
-b. At most one mutation request is in flight, and nothing is sent while the broker's throttle lasts (KIP-219):
-   nothing ever waits in a muted connection.
-c. Calls share a request only when their time budgets are within a factor of ``COALESCE_RATIO``: the request's
-   deadlines come from the shortest, so a long call never has its answer cut short by a short neighbour.
+b. At most one mutation request is in flight, nothing is sent while the broker's throttle lasts (KIP-219), and
+   the slot follows the connection (``connection``): after librdkafka gives up on a request, nothing is written
+   until a sentinel behind it says the connection is free or closed. Nothing ever waits in a muted connection or
+   behind an unanswered request.
+c. Calls share a request only when their time budgets are within a factor of ``COALESCE_RATIO``, and sharing never
+   hurts: librdkafka waits for the answer as long as the longest call would alone, the controller's deadline is
+   the shortest call's, and each call's topics are settled at its own deadline.
 d. Nothing is sent with less time left than the fastest recent answer took (``RoundTrip``: a floor that
    forgets, fed by whole answers only), so a slow outlier cannot lock calls out: a first attempt is refused
    only when ``MIN_SAMPLES`` recent answers agree, a retry when any recent answer says it cannot fit.
@@ -26,8 +29,12 @@ f. Outcomes are truthful: success when the broker says so; "not sent" only for w
    until a broker has answered the client, nothing is handed over while its connections fail before their
    handshake (they fail "cannot connect to HOST:PORT (how far it got)"), and what is handed over has a
    librdkafka timeout that ends before its call's deadline, so librdkafka's own verdict settles it.
-g. Metric events equal what the responses said (throttles, violations, retries).
+g. Metric events equal what the responses said (throttles, violations, retries), and mutations are counted as
+   the broker charges them (a create of -1 partitions: the cluster's ``num.partitions``).
 h. ``close`` settles every topic.
+i. A send cut short (``on_send_cut_short``) counts as handed over if confluent-kafka's call may have run, and goes
+   back to the queue if it certainly did not: nothing is lost and nothing stalls.
+j. Cancelled is final: a topic cancelled in flight may complete, but is never sent again.
 """
 
 from __future__ import annotations
@@ -60,6 +67,8 @@ from throttled_admin._engine.visibility import READ_BEFORE_DEADLINE_S, BrokerVie
 from throttled_admin._engine.work import CREATE_TOPICS, Call, RequestKind, Topic
 from throttled_admin._errors import (
     CLOSED_MESSAGE,
+    ClientClosedError,
+    NotYetVisibleError,
     ThrottlingQuotaExceededException,
     after_unknown_attempt,
     cannot_connect_error,
@@ -79,6 +88,7 @@ __all__ = [
     "MetricsSink",
     "Outbox",
     "Request",
+    "closed_here",
 ]
 
 MAX_TOPICS_PER_REQUEST = 1000  # librdkafka's cost per request grows faster than linearly with its size
@@ -200,6 +210,7 @@ class Engine:
         self._ids_asked: list[Topic] = []  # those of them the read out asks about
         self._round_trip = RoundTrip()
         self._connection = Connection(socket_timeout_s)  # rule b: the slot follows the connection
+        self._final_at = -math.inf  # see ``final_at``
         self._calls: dict[int, Call] = {}  # in submission order
         # rule a: name -> the pending topics of that name in call order; a lone topic is held as itself (no list per
         # topic of a bulk call), names shared by pending calls as a list
@@ -229,6 +240,19 @@ class Engine:
     @property
     def in_flight(self) -> Request | None:
         return self._request
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def final_at(self) -> float:
+        """From when no request this client handed over can still be applied: every one was answered, or its
+        connection is known closed and its controller deadline (counted from the close: the broker may have read
+        it just before) has passed. ``math.inf`` while a request is in flight or the connection may be busy."""
+        if self._request is not None or self._connection.busy:
+            return math.inf
+        return self._final_at
 
     @property
     def idle(self) -> bool:
@@ -336,9 +360,34 @@ class Engine:
                     refused = KafkaException(refused.args[0])
                 self._finish(topic, self._final_error(topic, refused), now)
 
+    def on_send_cut_short(self, request: Request, *, handed: bool, now: float) -> None:
+        """The driver's send of ``request`` was cut short (Ctrl-C, a signal handler, close() from inside the turn):
+        ``handed`` False, confluent-kafka's call certainly did not run (the topics go back to the queue, this
+        attempt uncounted); True, it may have, and the request counts as handed over with its answer lost (its
+        topics' outcome unknown, the slot held until the connection is known to be free: rule b)."""
+        if request is not self._request:
+            return
+        if handed:
+            self._complete(request, now)  # no result: every topic's is missing, and the connection may be busy
+            return
+        self._request = None
+        for node_id, throttle_s in request.events:  # other responses' throttles: this request was never sent
+            self._metric(_throttle_event(node_id, throttle_s))
+        for topic in request.topics:
+            call = topic.call
+            if call.in_flight.get(topic.name) is not topic:
+                continue
+            if topic.cancelled:  # its caller gave up on it in flight: now known not sent, it never will be
+                self._finish(topic, not_sent_error(call.kind.operation.name, call.timeout_ms, _CANCELLED), now)
+                continue
+            del call.in_flight[topic.name]
+            call.queued[topic.name] = topic
+
     def on_drained(self, outcome: Drained, now: float) -> None:
         """What became of the sentinel sent for ``Outbox.drain`` (``connection``)."""
-        self._connection.drained(outcome)
+        if outcome is Drained.ANSWERED:
+            self._contact()  # a broker answered this client
+        self._final_at = max(self._final_at, now + self._connection.drained(outcome))
 
     def on_probe(self, answered: bool, now: float) -> None:
         """The contact probe's outcome: a broker answered it (even with an error), or not."""
@@ -486,10 +535,14 @@ class Engine:
             if now < give_up_at:
                 wake_at = min(wake_at, give_up_at)
                 continue
-            error = cannot_connect_error(call.kind.operation.name, failure.address, failure.reason)
+            operation = call.kind.operation.name
+            error = cannot_connect_error(operation, failure.address, failure.reason)
             for topic in list(call.queued.values()):
-                if not topic.outcome_unknown:  # (an attempt written means a broker was reached: never here)
+                if not topic.outcome_unknown:
                     self._finish(topic, error, now)
+                else:  # a send cut short after its call may have begun (librdkafka may write it once connected)
+                    why = f"an attempt may have been handed over, and connections to {failure.address} fail"
+                    self._finish(topic, unknown_outcome_error(operation, why), now)
         return wake_at
 
     def _metric(self, event: MetricEvent) -> None:
@@ -663,7 +716,10 @@ class Engine:
         if request.first_result_at is None or (
             not answered and any(_may_still_be_on_the_connection(exc) for exc in request.results.values())
         ):
-            self._connection.abandoned(now)  # never completed, or given up on: it may still hold the connection
+            self._connection.abandoned(now, _controller_timeout_s(request))  # it may still hold the connection
+        elif not answered and any(was_written(exc) for exc in results.values()):
+            # written and not answered, its connection gone: the broker may have read it just before
+            self._final_at = max(self._final_at, now + _controller_timeout_s(request))
         throttle_s = self._record_response_throttle(request, answered)
         admitted = 0
         accepted = 0  # the mutations of the topics the broker applied (as far as their costs are known)
@@ -1021,6 +1077,30 @@ def _throttle_event(node_id: int | None, throttle_s: float) -> MetricEvent:
 
 # No result for the topic: the response left it out, or librdkafka never completed the request.
 _MISSING = KafkaException(KafkaError(KafkaError._TIMED_OUT, "no result for the topic in the response"))
+
+
+def _controller_timeout_s(request: Request) -> float:
+    """The controller's deadline the request carries (``timeout_ms``), in seconds."""
+    return float(request.kwargs.get("operation_timeout", 0.0))
+
+
+def closed_here(topic: Topic, *, unsent: bool) -> ClientClosedError | NotYetVisibleError:
+    """The error of a topic settled by close() from a frame that cannot wait for the engine (a signal handler that
+    interrupted it): what its own fields say, and where they cannot tell, outcome unknown. ``unsent``: its request
+    was about to be sent and certainly was not (the driver knows)."""
+    call = topic.call
+    operation = call.kind.operation.name
+    if call.awaiting.get(topic.name) is topic:  # applied
+        return not_visible_error(operation, call.timeout_ms, topic.lagging, closed=True)
+    queued = call.queued.get(topic.name) is topic or unsent
+    if queued and not topic.outcome_unknown:
+        if topic.attempts == 0:
+            return closed_error(operation, sent=False)
+        refused = _refusal(topic)
+        if refused is not None:
+            return closed_error(operation, sent=False, refused=refused, in_flight=False)
+    # in flight, or in neither place (interrupted while moving between them), or after an unanswered attempt
+    return closed_error(operation, sent=True, in_flight=not queued)
 
 
 def _may_still_be_on_the_connection(exc: BaseException | None) -> bool:

@@ -560,6 +560,14 @@ def _outcome_unknown(exc: BaseException, run: _Run) -> bool:
     return code in _UNKNOWN_CODES
 
 
+def _final_wait_s(group: _Group) -> float:
+    """How long a verification waits for the client to know no lost request can still be applied: a request
+    librdkafka gave up on holds its connection up to socket.timeout.ms (and the client's sentinel 2 s more), and
+    may be applied up to its controller deadline after the connection closes."""
+    socket_timeout_s = float(group.profile.conf.get("socket.timeout.ms", 60000)) / 1000
+    return socket_timeout_s + 2.0 + group.profile.request_timeout_s
+
+
 def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> list[tuple[_Run, Change]]:
     """Read the cluster (topics, partitions, configs) for rows whose outcome is unknown and decide again:
     nothing left to do ends the row with what the cluster shows, a change still missing is sent again (up
@@ -570,7 +578,11 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
     topics: dict[str, TopicState] | None = None
     configs: dict[str, dict[str, str]] = {}
     reason = ""
-    for _ in range(READ_ATTEMPTS):  # reads change nothing and cost no quota: a dropped connection is read again
+    # A request whose answer was lost may still be applied (a controller completes what it has begun): a read
+    # before the client knows it can no longer be would find the change "missing" and send it again.
+    final = admin.wait_until_final(_final_wait_s(group))
+    # Reads change nothing and cost no quota: a dropped connection is read again.
+    for _ in range(READ_ATTEMPTS if final else 0):
         try:
             topics = _read_topics(admin, group.watch, timeout_s)
             names = [group.rows[r.index].topic for r in runs if group.rows[r.index].configs]
@@ -584,6 +596,8 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
         row = group.rows[run.index]
         if topics is None:
             code, message = run.error or run.unknown or (int(KafkaError._TIMED_OUT), "outcome unknown")
+            if not final:
+                reason = "the broker could still apply it when this run ended"
             run.error = (code, f"{message} (and the cluster could not be read to verify it: {reason})")
             _settle(group, admin, run)
             continue
@@ -613,7 +627,8 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
             retry.append((run, needed))
         else:
             code, message = run.unknown or (int(KafkaError._TIMED_OUT), "outcome unknown")
-            run.error = (code, f"{message} (after {run.attempts} attempts the cluster does not show the change)")
+            why = f"after {run.attempts} attempts the cluster does not show the change, and none was answered"
+            run.error = (code, f"{message} ({why})")
             _settle(group, admin, run)
     return retry
 

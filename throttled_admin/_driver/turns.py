@@ -1,0 +1,235 @@
+"""Taking turns: the one way the driver steps the engine and does what it says.
+
+A turn takes what librdkafka has completed, serves librdkafka's callbacks, steps the engine, and carries out the
+step's ``Outbox``: metric events, a views read, the send (or the sentinel), the settlements, the metric exports, a
+metadata read, the contact probe, in that order. The scheduler's thread takes turns in its loop; a caller's thread
+takes one when its call finds the turn free (``Scheduler.submit``) or when the answer its ``result()`` waits for
+arrives (``Scheduler.assist``). ``Turns`` is the lock and the bookkeeping around them; the driver's one call of
+``Engine.step`` is in the turn it runs (``Scheduler._step``).
+
+Invariants (tests/test_turns.py checks each):
+
+1. One turn at a time: at most one thread holds the turn, and ``held_here()`` tells that thread from the others.
+2. Every step of the engine and every send happen inside a turn: ``carry`` and the driver's step assert
+   ``held_here()``.
+3. Each action of a step is done once, in order. A turn cut short (an exception out of an action: Ctrl-C or a
+   raising signal handler on the main thread, a bug) keeps what it had not done yet (``leftover``), and the next
+   turn does it first, before stepping again: nothing a step decided is lost, nothing is done twice.
+4. A send cut short is reported as it happened: cut before confluent-kafka's call began, the request was not
+   handed over, and the next turn sends it (``Sending.began`` False); once the call may have begun, it counts as
+   handed over, and the next turn tells the engine (``Cut.maybe_sent``), which treats it as a request whose
+   answer is lost (the slot follows the connection).
+5. Nothing is sent once the client is closed: the send marks itself begun, then looks at ``closed``; so close()
+   from inside the turn (a signal handler) finds the send either begun (outcome unknown) or not (not sent), and
+   a send not yet begun is dropped.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from throttled_admin._engine import Outbox, Request
+
+__all__ = ["Actions", "Cut", "Sending", "Turns"]
+
+
+def _never() -> bool:
+    return False
+
+
+@dataclass
+class Sending:
+    """A send under way (``request`` None: the sentinel). ``begin()`` is called just before confluent-kafka's call;
+    the transport clears ``began`` again when it knows the call did not run."""
+
+    request: Request | None
+    began: bool = False
+    closed: Callable[[], bool] = _never
+
+    def begin(self) -> bool:
+        """Mark the send begun, then look at ``closed`` (invariant 5): False, and not begun, once closed."""
+        self.began = True
+        if self.closed():
+            self.began = False
+            return False
+        return True
+
+
+@dataclass
+class Cut:
+    """A send cut short after its call may have begun: the engine is told before the next step."""
+
+    request: Request
+
+
+class Actions(Protocol):
+    """What the driver does for each kind of action of a step (outside the engine's lock)."""
+
+    def metric(self, event: Callable[[Any], None]) -> None: ...
+
+    def read_views(self, names: list[str]) -> None: ...
+
+    def send(self, sending: Sending) -> None: ...
+
+    def drain(self, timeout_s: float) -> None: ...
+
+    def settle(self, out: Outbox) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def read_metadata(self) -> None: ...
+
+    def probe(self) -> None: ...
+
+    def reached(self) -> None: ...
+
+
+@dataclass
+class _Carry:
+    """One step's actions, as a list of thunks done front to back; ``done`` counts those completed."""
+
+    out: Outbox
+    actions: list[tuple[str, Any]] = field(default_factory=list)
+    done: int = 0
+    sending: Sending | None = None
+
+
+def _plan(out: Outbox, flush: bool) -> list[tuple[str, Any]]:
+    plan: list[tuple[str, Any]] = [("metric", event) for event in out.metrics]
+    if out.reached:
+        plan.append(("reached", None))
+    if out.read_views is not None:
+        plan.append(("views", out.read_views))
+    if out.send is not None:
+        plan.append(("send", out.send))
+    if out.drain is not None:
+        plan.append(("drain", out.drain))
+    if out.settle:
+        plan.append(("settle", out))
+    if flush:
+        plan.append(("flush", None))
+    if out.send is None:  # a turn that sends leaves the rest to the next (the send's answer comes first)
+        if out.read_metadata:
+            plan.append(("metadata", None))
+        if out.probe:
+            plan.append(("probe", None))
+    return plan
+
+
+class Turns:
+    """The turn: a lock with a known owner, and what a turn cut short left undone."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner: int | None = None
+        self._leftover: list[_Carry] = []  # carries cut short, oldest first
+        self._cuts: list[Cut] = []  # sends cut short after they may have begun, for the engine
+
+    # -- the lock --------------------------------------------------------------------------------
+
+    def take(self, timeout: float | None = None) -> bool:
+        """Wait for the turn (``timeout`` None: as long as it takes; 0: only if free)."""
+        if timeout is None:
+            taken = self._lock.acquire()
+        elif timeout <= 0:
+            taken = self._lock.acquire(blocking=False)
+        else:
+            taken = self._lock.acquire(timeout=timeout)
+        if taken:
+            self._owner = threading.get_ident()
+        return taken
+
+    def release(self) -> None:
+        self._owner = None
+        self._lock.release()
+
+    def held_here(self) -> bool:
+        return self._owner == threading.get_ident()
+
+    @property
+    def held(self) -> bool:
+        return self._lock.locked()
+
+    def wait_free(self, timeout: float | None) -> bool:
+        """Wait until another thread's turn ends (without taking it); False if ``timeout`` passed first."""
+        if not self.take(timeout):
+            return False
+        self.release()
+        return True
+
+    # -- what a turn carries out -----------------------------------------------------------------
+
+    def take_cuts(self) -> list[Cut]:
+        """Sends cut short after they may have begun, for the engine (the turn's owner calls this before its step)."""
+        assert self.held_here()
+        cuts, self._cuts = self._cuts, []
+        return cuts
+
+    def unsent(self) -> Request | None:
+        """The request a turn (this one, cut short) was about to send and certainly did not hand over yet."""
+        for carry in self._leftover:
+            sending = carry.sending
+            for kind, request in carry.actions[carry.done :]:
+                if kind == "send" and not (sending is not None and sending.request is request and sending.began):
+                    return request  # type: ignore[no-any-return]
+        return None
+
+    def finish_leftover(self, actions: Actions) -> None:
+        """Do what turns cut short left undone, oldest first (invariant 3)."""
+        assert self.held_here()
+        while self._leftover:
+            self._run(self._leftover[0], actions)
+            self._leftover.pop(0)
+
+    def carry(self, out: Outbox, actions: Actions, *, flush: bool) -> None:
+        """Do what a step says, in order (outside the engine's lock)."""
+        assert self.held_here()
+        carry = _Carry(out, _plan(out, flush))
+        self._leftover.append(carry)  # until done: a cut leaves it for the next turn
+        self._run(carry, actions)
+        self._leftover.remove(carry)
+
+    def _run(self, carry: _Carry, actions: Actions) -> None:
+        while carry.done < len(carry.actions):
+            kind, arg = carry.actions[carry.done]
+            if kind == "send":
+                self._send(carry, arg, actions)
+            else:
+                _do(actions, kind, arg)
+            carry.done += 1
+
+    def _send(self, carry: _Carry, request: Request, actions: Actions) -> None:
+        sending = carry.sending
+        if sending is None or sending.request is not request:
+            sending = carry.sending = Sending(request)
+        try:
+            actions.send(sending)  # sets sending.began just before confluent-kafka's call, checks closed after it
+        except BaseException:
+            if sending.began:  # it may have begun: handed over, the answer lost; skipped by the next turn
+                self._cuts.append(Cut(request))
+                carry.done += 1
+            raise
+
+
+def _do(actions: Actions, kind: str, arg: Any) -> None:
+    if kind == "metric":
+        actions.metric(arg)
+    elif kind == "reached":
+        actions.reached()
+    elif kind == "views":
+        actions.read_views(arg)
+    elif kind == "drain":
+        actions.drain(arg)
+    elif kind == "settle":
+        actions.settle(arg)
+    elif kind == "flush":
+        actions.flush()
+    elif kind == "metadata":
+        actions.read_metadata()
+    elif kind == "probe":
+        actions.probe()
+    else:  # pragma: no cover - the plan above makes only these
+        raise AssertionError(kind)
