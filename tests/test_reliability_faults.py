@@ -289,8 +289,8 @@ def test_final_errors_are_reported_at_once_and_not_retried(quota_broker: BrokerF
 
 def test_error_89_without_a_throttle_backs_off_and_retries(quota_broker: BrokerFactory) -> None:
     """Error 89 with throttle_time_ms = 0 (some Kafka-compatible services, or a bucket a fraction of a token short):
-    there is no throttle to wait, so the client backs off exponentially from about one round trip (at least 5 ms)
-    and re-sends; with retry off the caller gets it at once."""
+    there is no throttle to wait, so the client backs off (at least 5 ms) and re-sends; with retry off the caller
+    gets it at once."""
     broker = quota_broker()
     broker.fail_next("CreateTopics", KafkaError.THROTTLING_QUOTA_EXCEEDED, count=3)
     with admin_for(broker, {"retry.backoff.ms": 20, "retry.backoff.max.ms": 200}) as admin:
@@ -299,7 +299,8 @@ def test_error_89_without_a_throttle_backs_off_and_retries(quota_broker: BrokerF
         assert [r.errors for r in log] == [{"q": 89}] * 3 + [{"q": 0}]
         gaps = [later.arrived_at - earlier.responded_at for earlier, later in itertools.pairwise(log)]
         assert all(gap >= 0.003 for gap in gaps), gaps  # backed off (5 ms x 2^n, minus 20 % jitter)
-        assert gaps[2] > gaps[0], gaps  # exponentially
+        # That the back-off doubles is a claim about time: test_engine_rules checks it on simulated time
+        # (test_error_89_without_a_throttle_backs_off_from_about_a_round_trip_doubling_not_from_retry_backoff_ms).
         broker.fail_next("CreateTopics", KafkaError.THROTTLING_QUOTA_EXCEEDED)
         result = outcomes(admin.create_topics([NewTopic("no-retry", 1, 1)], retry_on_quota_violation=False))
     exc = result["no-retry"]
