@@ -60,6 +60,12 @@ def classpath() -> str:
     return f"{libs}/*{os.pathsep}{KAFKA_HOME / 'classes'}"
 
 
+# The static broker configs of every set-up that topics inherit through their synonyms: a QuotaBroker standing in
+# for the fixture's Kafka is given them too. Each partition maps two index files: small ones keep a machine's map
+# count (vm.max_map_count) for many partitions.
+TOPIC_DEFAULTS = {"log.index.size.max.bytes": "65536"}
+
+
 def barrier_prefix() -> str:
     """The names of this process's barrier topics (``KafkaCluster.topics``) start with this: a pytest worker tells
     its own from those of reads under way on other workers."""
@@ -379,9 +385,7 @@ class KafkaCluster:
             "group.initial.rebalance.delay.ms": "0",
             "controller.quota.window.num": str(self.spec.window_num),
             "controller.quota.window.size.seconds": str(self.spec.window_size_s),
-            # Each partition maps two index files; small ones keep a machine's map count for many partitions.
-            "segment.index.bytes": "65536",
-        }
+        } | TOPIC_DEFAULTS
         if node.is_broker:
             props |= {
                 "advertised.listeners": ",".join(advertised),
