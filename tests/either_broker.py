@@ -156,7 +156,7 @@ class EitherBroker:
     @property
     def static_non_configs(self) -> set[str]:
         """Kafka describes every line of its server.properties, also those that are no broker config (the
-        listeners' JAAS configs, ``segment.index.bytes``): their names. Empty on QuotaBroker."""
+        listeners' JAAS configs): their names. Empty on QuotaBroker."""
         if self.kafka is None:
             return set()
         from throttled_admin.testing._configs_broker import BROKER_CONFIGS

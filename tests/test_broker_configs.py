@@ -30,6 +30,7 @@ from kafka.protocol.admin.configs import (
 from kafka.protocol.admin.topics import CreateTopicsRequest
 
 from tests.either_broker import EitherBroker
+from tests.real_kafka.broker import TOPIC_DEFAULTS
 from tests.wire import WireClient
 from throttled_admin._kafka.config_schema import ConfigError, ConfigType, canonical
 from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
@@ -647,7 +648,8 @@ def test_quota_broker_describes_topics_as_kafka_does_entry_by_entry(
         }
 
     kafka_created, kafka_described = answers(kafka_broker.bootstrap_servers)
-    ours_created, ours_described = answers(quota_broker().bootstrap_servers)
+    # configured as the fixture's Kafka: its static configs that topics inherit (log.index.size.max.bytes)
+    ours_created, ours_described = answers(quota_broker(broker_configs=TOPIC_DEFAULTS).bootstrap_servers)
     for kafka, ours in ((kafka_created.topics, ours_created.topics), (kafka_described.results, ours_described.results)):
         assert [(r.error_code, len(r.configs)) for r in ours] == [(r.error_code, len(r.configs)) for r in kafka]
         for mine, theirs in zip(ours, kafka, strict=True):

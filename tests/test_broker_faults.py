@@ -289,8 +289,31 @@ def test_alter_client_quotas_validates_keys_and_values_as_kafka(any_broker: AnyB
         assert broker.quota.client_quotas() == {QuotaEntity(user=name): expected}
 
 
+def test_fail_metadata_next_sets_the_top_level_error_of_metadata_v13(quota_broker: BrokerFactory) -> None:
+    """KIP-1102's top-level error_code (v13): the answer as a whole is refused, with no brokers and no topics;
+    an earlier version, which has no such field, neither carries nor consumes it."""
+    broker = quota_broker()
+    broker.create_topic("x", 1)
+    wanted = [MetadataRequest.MetadataRequestTopic(name="x")]
+    broker.fail_metadata_next(129)  # REBOOTSTRAP_REQUIRED
+    with WireClient(broker.bootstrap_servers) as wire:
+        old = wire.request(MetadataRequest(version=12, topics=wanted, allow_auto_topic_creation=False))
+        refused = wire.request(MetadataRequest(version=13, topics=wanted, allow_auto_topic_creation=False))
+        again = wire.request(MetadataRequest(version=13, topics=wanted, allow_auto_topic_creation=False))
+    assert [t.name for t in old.topics] == ["x"]
+    assert old.brokers
+    assert (refused.error_code, refused.brokers, refused.topics) == (129, [], [])
+    assert again.error_code == 0
+    assert [t.name for t in again.topics] == ["x"]
+    assert again.brokers
+
+
 def test_fault_injection_arguments_are_checked(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()
+    with pytest.raises(ValueError, match="error_code 0"):
+        broker.fail_metadata_next(0)
+    with pytest.raises(ValueError, match="count"):
+        broker.fail_metadata_next(129, count=0)
     with pytest.raises(ValueError, match="error_code 0"):
         broker.fail_next("CreateTopics", 0)
     with pytest.raises(ValueError, match="count"):

@@ -141,6 +141,36 @@ def test_a_lost_connection_is_made_anew(quota_broker: BrokerFactory) -> None:
     assert len(views) == 2
 
 
+REBOOTSTRAP_REQUIRED = 129
+
+
+@pytest.mark.parametrize("error_code", [REBOOTSTRAP_REQUIRED, 56])  # 56: KAFKA_STORAGE_ERROR, any other code
+def test_a_top_level_metadata_error_is_no_view_not_an_absent_topic(
+    quota_broker: BrokerFactory, error_code: int
+) -> None:
+    """Metadata v13's top-level error_code (KIP-1102) refuses the answer as a whole: its empty topic list does
+    not say the broker lacks the topic. Java's clients rebootstrap on REBOOTSTRAP_REQUIRED (NetworkClient,
+    KafkaAdminClient's metadata call) and use no part of the answer; so does the reader, which then starts again
+    from the bootstrap servers."""
+    broker = quota_broker(num_brokers=2)
+    broker.create_topic("x", 1)
+    reader = BrokerViewReader({"bootstrap.servers": broker.bootstrap_servers, "client.id": "views"})
+    try:
+        assert set(reader.read_cluster(["x"], 5.0)) == {0, 1}
+        broker.fail_metadata_next(error_code)  # the next answer, the first broker's, is refused
+        once = reader.read_cluster(["x"], 5.0)
+        broker.fail_metadata_next(error_code, count=1000)  # every broker refuses every answer
+        always = reader.read_cluster(["x"], 5.0)
+    finally:
+        reader.close()
+    for views in (once, always):
+        assert all(view is None or "x" in view for view in views.values()), views  # never "x is absent"
+    assert once == dict.fromkeys((0, 1), once[1])
+    assert once[1] is not None
+    # REBOOTSTRAP_REQUIRED: the broker list is forgotten (no broker known: no view); else each broker has none
+    assert always == ({} if error_code == REBOOTSTRAP_REQUIRED else {0: None, 1: None})
+
+
 @pytest.mark.parametrize(
     ("extra", "why"),
     [

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, ResourceType
 
 from tests.conftest import wait_until
 from tests.real_kafka import broker as real_broker
@@ -34,6 +34,35 @@ def test_kafka_answers_on_plaintext_and_on_sasl_with_plain_and_scram(kafka_broke
     assert held == {kafka_ns.topic(n): 1 for n in ("plain", "scram-sha-256", "scram-sha-512")} | {
         kafka_ns.topic("p"): 2
     }
+
+
+def test_a_read_of_what_kafka_holds_leaves_no_barrier_topic(kafka_broker: KafkaCluster) -> None:
+    """``topics()`` reads behind a barrier topic (Metadata lags the controller) and deletes it before it returns,
+    awaited: a later read, behind its own barrier (created after the earlier one was deleted), never shows it.
+    The delete was not awaited: the next read listed the barrier, and one whose AdminClient went with the request
+    unsent stayed for good. Barriers of other workers' reads under way may show; this process's may not."""
+    own = real_broker.barrier_prefix()
+    kafka_broker.topics()
+    for _ in range(10):
+        assert kafka_broker.topics(own) == {}  # none of the reads before
+
+
+def test_the_small_index_files_are_a_broker_config_kafka_takes(kafka_broker: KafkaCluster, kafka_ns) -> None:
+    """Each partition maps two index files, so the fixture keeps them small: ``log.index.size.max.bytes``, the
+    broker config (KafkaConfig; ``segment.index.bytes`` is its topic-level synonym, which a broker ignores in
+    server.properties). The broker shows it as set statically, and a new topic inherits it."""
+    size = real_broker.TOPIC_DEFAULTS["log.index.size.max.bytes"]
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    name = kafka_ns.topic("index")
+    admin.create_topics([NewTopic(name, 1, 1)])[name].result(timeout=30)
+    node = str(kafka_broker.brokers[0].node_id)
+    broker = ConfigResource(ResourceType.BROKER, node)
+    topic = ConfigResource(ResourceType.TOPIC, name)
+    entry = admin.describe_configs([broker])[broker].result(timeout=30)["log.index.size.max.bytes"]
+    assert (entry.value, entry.source) == (size, ConfigSource.STATIC_BROKER_CONFIG.value)
+    assert name in kafka_broker.topics(kafka_ns.prefix)  # behind a barrier: the broker shows it from now on
+    inherited = admin.describe_configs([topic])[topic].result(timeout=30)["segment.index.bytes"]
+    assert (inherited.value, inherited.source) == (size, ConfigSource.STATIC_BROKER_CONFIG.value)
 
 
 def test_a_wrong_password_is_refused_by_kafka(kafka_broker: KafkaCluster):

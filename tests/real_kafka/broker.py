@@ -60,6 +60,18 @@ def classpath() -> str:
     return f"{libs}/*{os.pathsep}{KAFKA_HOME / 'classes'}"
 
 
+# The static broker configs of every set-up that topics inherit through their synonyms: a QuotaBroker standing in
+# for the fixture's Kafka is given them too. Each partition maps two index files: small ones keep a machine's map
+# count (vm.max_map_count) for many partitions.
+TOPIC_DEFAULTS = {"log.index.size.max.bytes": "65536"}
+
+
+def barrier_prefix() -> str:
+    """The names of this process's barrier topics (``KafkaCluster.topics``) start with this: a pytest worker tells
+    its own from those of reads under way on other workers."""
+    return f"barrier-{os.getpid()}-"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -240,26 +252,33 @@ class KafkaCluster:
         A broker's Metadata lags the controller (even in one combined JVM: the broker replays the metadata log),
         so a read right after a CreateTopics answer may miss the topic. The controller applies mutations in
         order, so this first creates a barrier topic and waits until every broker's Metadata lists it: from then
-        on, Metadata shows everything committed before the barrier. No sleep: the barrier is the signal."""
+        on, Metadata shows everything committed before the barrier. No sleep: the barrier is the signal. The
+        barrier is deleted before this returns (or raises), the delete awaited: no read shows an earlier one."""
         from confluent_kafka.admin import AdminClient, NewTopic
 
-        barrier = f"barrier-{uuid.uuid4().hex}"
+        barrier = f"{barrier_prefix()}{uuid.uuid4().hex}"
         conf = {"client.id": "kafka-fixture", "log_level": 0}
         admin = AdminClient({"bootstrap.servers": self.bootstrap_servers} | conf)
         admin.create_topics([NewTopic(barrier, 1, 1)])[barrier].result(timeout=60)
         views = [AdminClient({"bootstrap.servers": f"127.0.0.1:{n.plaintext_port}"} | conf) for n in self.brokers]
         deadline = time.monotonic() + 60
         held: dict[str, int] = {}
-        for node, view in zip(self.brokers, views, strict=True):
-            while True:
-                metadata = view.list_topics(timeout=10)
-                if barrier in metadata.topics and metadata.orig_broker_id == node.node_id:
-                    break
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"node {node.node_id} did not list {barrier} within 60 s")
-                time.sleep(0.02)
-            held = {n: len(t.partitions) for n, t in metadata.topics.items() if n.startswith(prefix) and n != barrier}
-        admin.delete_topics([barrier])
+        try:
+            for node, view in zip(self.brokers, views, strict=True):
+                while True:
+                    metadata = view.list_topics(timeout=10)
+                    if barrier in metadata.topics and metadata.orig_broker_id == node.node_id:
+                        break
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"node {node.node_id} did not list {barrier} within 60 s")
+                    time.sleep(0.02)
+                held = {
+                    n: len(t.partitions) for n, t in metadata.topics.items() if n.startswith(prefix) and n != barrier
+                }
+        finally:
+            # Awaited, and a failure raises: unawaited, the next read could list the barrier, and one whose
+            # AdminClient went with the request unsent stayed for good.
+            admin.delete_topics([barrier])[barrier].result(timeout=60)
         return held
 
     # ------------------------------------------------------------------------------------------- quotas
@@ -366,9 +385,7 @@ class KafkaCluster:
             "group.initial.rebalance.delay.ms": "0",
             "controller.quota.window.num": str(self.spec.window_num),
             "controller.quota.window.size.seconds": str(self.spec.window_size_s),
-            # Each partition maps two index files; small ones keep a machine's map count for many partitions.
-            "segment.index.bytes": "65536",
-        }
+        } | TOPIC_DEFAULTS
         if node.is_broker:
             props |= {
                 "advertised.listeners": ",".join(advertised),

@@ -10,7 +10,7 @@ BROKER resource with synonyms and documentation, and writes one row per broker c
   it has none (``node.id``, ``advertised.listeners``, a PASSWORD). Values of this broker's own server.properties
   (its ports, log directory, node id: STATIC_BROKER_CONFIG) never become a default;
 - entries that are not broker configs are left out: Kafka also describes every other line of server.properties
-  (the listeners' JAAS configs, ``segment.index.bytes``), with no type and no documentation.
+  (the listeners' JAAS configs), with no type and no documentation.
 
 ``--check`` writes nothing: it exits 1, naming the configs that differ, when the file is not what the broker says.
 The ``kafka`` test ``tests/test_broker_config_set.py`` does the same check against the run's shared broker.

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.real_kafka.broker import SCRAM_MECHANISMS, USERS, BrokerSpec, KafkaCluster
+from tests.real_kafka.broker import SCRAM_MECHANISMS, TOPIC_DEFAULTS, USERS, BrokerSpec, KafkaCluster
 from tests.real_kafka.namespace import KafkaNamespace
 from tests.wire import WireClient
 
@@ -99,6 +99,7 @@ class Setup:
                 "num.partitions": str(self.num_partitions),
                 "controller.quota.window.num": str(self.window_num),
                 "controller.quota.window.size.seconds": str(self.window_size_s),
+                **TOPIC_DEFAULTS,
             },
         )
 

@@ -11,7 +11,9 @@ would cost more than the reads).
 A read asks a broker it knows (or else a bootstrap server) first: its answer lists the brokers and is that
 broker's view; then each other broker listed. A broker that cannot be read (unreachable, refused, an answer that
 does not parse) has no view (None), and its connection is made anew next time; a connection kept from an earlier
-read is given one more try on a fresh one, since brokers close idle connections.
+read is given one more try on a fresh one, since brokers close idle connections. An answer with a top-level error
+(Metadata v13, KIP-1102) is no view either, never "no such topic"; REBOOTSTRAP_REQUIRED also forgets the broker
+list, so that reads start again from the bootstrap servers, as Java's clients rebootstrap.
 
 The fallback (``librdkafka_views``), for set-ups these connections do not speak (GSSAPI, OAUTHBEARER, other TLS
 settings) and for brokers without Metadata v10 (Kafka before 2.8): librdkafka's ``list_topics``, one small client
@@ -46,6 +48,7 @@ __all__ = ["BrokerViewReader"]
 log = logging.getLogger("throttled_admin")
 
 _READ_TIMEOUT_S = 2.0
+_REBOOTSTRAP_REQUIRED = 129  # Metadata v13's top-level error asking the client to rebootstrap (KIP-1102)
 # What a broker that cannot be read raises (the connection is dropped; its view is None).
 _UNREADABLE = (OSError, ValueError, struct.error, UnicodeError, BrokerRefused, SaslError)
 
@@ -116,20 +119,31 @@ class BrokerViewReader:
         return views
 
     def _ask(self, address: str, names: list[str], timeout_s: float) -> MetadataAnswer | None:
-        """One broker's answer, or None when it cannot be read. A connection kept from an earlier read that fails
-        is tried once more on a fresh one."""
+        """One broker's answer, or None when it cannot be read or refuses the request as a whole. A connection
+        kept from an earlier read that fails is tried once more on a fresh one."""
         deadline = time.monotonic() + timeout_s
         for _ in range(2):
             connection, fresh = self._connection(address, deadline)
             if connection is None:
                 return None
             try:
-                return connection.metadata(names, deadline)
+                answer = connection.metadata(names, deadline)
             except _UNREADABLE as exc:
                 log.debug("wait_for_metadata: cannot read %s (%s)", address, type(exc).__name__)
                 self._drop(address, connection)
                 if fresh:
                     return None
+                continue
+            if answer.error_code == 0:
+                return answer
+            # Metadata v13's top-level error (KIP-1102) refuses the whole answer: its empty topic list says
+            # nothing of the topics, so the broker has no view. On REBOOTSTRAP_REQUIRED Java's clients drop what
+            # they know of the cluster and start again from the bootstrap servers (NetworkClient,
+            # KafkaAdminClient's metadata call): the broker list is forgotten likewise.
+            log.debug("wait_for_metadata: %s refused Metadata (error %d)", address, answer.error_code)
+            if answer.error_code == _REBOOTSTRAP_REQUIRED:
+                self._brokers = {}
+            return None
         return None
 
     def _connection(self, address: str, deadline: float) -> tuple[BrokerConnection | None, bool]:

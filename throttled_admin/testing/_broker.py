@@ -317,6 +317,13 @@ class QuotaBroker:
         (non-zero), charging nothing. ``fail_next("CreateTopics", 41)`` injects NOT_CONTROLLER."""
         self._faults.fail_next(_api_key(api), error_code, count)
 
+    def fail_metadata_next(self, error_code: int, count: int = 1) -> None:
+        """The next ``count`` (>= 1) Metadata requests of v13 or later (the first with a top-level ``error_code``)
+        are answered with ``error_code`` (non-zero) at the top level, no brokers and no topics: the answer as a
+        whole is refused. ``fail_metadata_next(129)`` asks the client to rebootstrap (REBOOTSTRAP_REQUIRED,
+        KIP-1102). Requests of earlier versions are answered as usual and do not consume the fault."""
+        self._faults.fail_metadata_next(error_code, count)
+
     def blackhole_next(self, api: int | str, count: int = 1) -> None:
         """The next ``count`` (>= 1) requests of ``api`` are processed but never answered."""
         self._faults.blackhole_next(_api_key(api), count)

@@ -103,6 +103,7 @@ class RequestContext:
     principal: str
     sasl_mechanism: str | None = None
     injected_error: int | None = None  # fault injection: every topic/resource fails with this code
+    metadata_error: int | None = None  # fault injection: Metadata v13+'s top-level error_code (KIP-1102)
     # KRaft's controller deadline (ControllerRequestContext): received_at + the request's timeout_ms, on the
     # time.monotonic() clock; a mutation not handled by then fails with REQUEST_TIMED_OUT and changes nothing.
     deadline: float | None = None
@@ -237,6 +238,21 @@ def _auto_create_allowed(request: Any, ctx: RequestContext) -> bool:
 def handle_metadata(request: Any, ctx: RequestContext) -> Handled:
     cluster = ctx.broker.cluster
     R = MetadataResponse
+    if ctx.metadata_error is not None:
+        # A top-level error (v13, KIP-1102: REBOOTSTRAP_REQUIRED) answers the request as a whole: the rest of
+        # the response keeps MetadataResponseData's defaults (no brokers, no topics), nothing is auto-created.
+        return Handled(
+            R(
+                version=ctx.api_version,
+                throttle_time_ms=0,
+                brokers=[],
+                cluster_id=None,
+                controller_id=-1,
+                topics=[],
+                authorized_operations=None,
+                error_code=ctx.metadata_error,
+            )
+        )
     brokers = [
         R.MetadataResponseBroker(node_id=node, host=host, port=port, rack=None)
         for node, (host, port) in sorted(ctx.broker.addresses.items())

@@ -124,6 +124,13 @@ def _check_count(count: int) -> None:
         raise ValueError(f"count must be an int >= 1, got {count!r}")
 
 
+def _check_error_code(error_code: int, example: str) -> None:
+    if isinstance(error_code, bool) or not isinstance(error_code, int) or not -32768 <= error_code <= 32767:
+        raise ValueError(f"error_code must be a Kafka error code (an int16), got {error_code!r}")
+    if error_code == 0:
+        raise ValueError(f"error_code 0 is NONE, not an error: pass the code to inject, e.g. {example}")
+
+
 class Faults:
     """Fault injection, consumed request by request. Thread-safe. ``latency_s`` delays every response;
     ``controller_latency_s`` delays the controller's handling of each mutation (before its deadline check).
@@ -132,6 +139,7 @@ class Faults:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._failures: dict[int, deque[int]] = {}
+        self._metadata_errors: deque[int] = deque()  # Metadata v13+'s top-level error_code (KIP-1102)
         self._blackholes: dict[int, int] = {}
         self._garbles: dict[int, deque[str]] = {}
         self._delays: dict[int, deque[float]] = {}
@@ -143,12 +151,15 @@ class Faults:
 
     def fail_next(self, api_key: int, error_code: int, count: int) -> None:
         _check_count(count)
-        if isinstance(error_code, bool) or not isinstance(error_code, int) or not -32768 <= error_code <= 32767:
-            raise ValueError(f"error_code must be a Kafka error code (an int16), got {error_code!r}")
-        if error_code == 0:
-            raise ValueError("error_code 0 is NONE, not an error: pass the code to inject, e.g. 41 (NOT_CONTROLLER)")
+        _check_error_code(error_code, "41 (NOT_CONTROLLER)")
         with self._lock:
             self._failures.setdefault(api_key, deque()).extend([error_code] * count)
+
+    def fail_metadata_next(self, error_code: int, count: int) -> None:
+        _check_count(count)
+        _check_error_code(error_code, "129 (REBOOTSTRAP_REQUIRED)")
+        with self._lock:
+            self._metadata_errors.extend([error_code] * count)
 
     def blackhole_next(self, api_key: int, count: int) -> None:
         _check_count(count)
@@ -206,6 +217,11 @@ class Faults:
         with self._lock:
             queue = self._failures.get(api_key)
             return queue.popleft() if queue else None
+
+    def take_metadata_error(self) -> int | None:
+        """The top-level error of the Metadata (v13+) answer handled now, if one was injected."""
+        with self._lock:
+            return self._metadata_errors.popleft() if self._metadata_errors else None
 
     def take_blackhole(self, api_key: int) -> bool:
         with self._lock:
@@ -639,6 +655,8 @@ class Server:
             raise _Refused(f"cannot decode {name} v{context.api_version}: {type(exc).__name__}") from None
         decode_s = time.perf_counter() - started
         context.injected_error = self.faults.take_failure(context.api_key)
+        if context.api_key == ApiKey.Metadata and context.api_version >= 13:  # v13 has the top-level error_code
+            context.metadata_error = self.faults.take_metadata_error()
         timeout_ms: int | None = None
         validate_only: bool | None = None
         if context.api_key in CONTROLLER_APIS:
