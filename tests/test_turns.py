@@ -218,15 +218,71 @@ def test_close_from_a_signal_handler_that_interrupted_a_turn_returns_and_settles
         outcomes = {{name: future.exception(10) for name, future in futures.items()}}
         assert all(isinstance(exc, ClientClosedError) for exc in outcomes.values()), outcomes
         print(sorted("not sent" if isinstance(exc, NotSentError) else "unknown" for exc in outcomes.values()))
-        print("sent" if any(r.api_name == "CreateTopics" and "t0" in r.errors for r in broker.request_log()) else "-")
+    # stopped: everything it received is in its log now
+    print("sent" if any(r.api_name == "CreateTopics" and "t0" in r.errors for r in broker.request_log()) else "-")
     """)
     out = run_child(program).split("\n")
-    # Truthful from where it was cut: in the step, nothing was sent (not sent); in the send, it may have been.
+    # Truthful from where it was cut: in the step, nothing was sent (not sent). In the send, confluent-kafka's call
+    # may have run (then librdkafka may or may not have written the request before the handle closed): "outcome
+    # unknown" is the truth whether or not the broker got it, and "not sent" only when it did not.
     if where == "Engine.step":
         assert out[1] == "-"
         assert out[0] == "['not sent', 'not sent', 'not sent']"
-    elif out[1] == "-":  # the send was cut before confluent-kafka's call ran: nothing to be unsure about
-        assert out[0] == "['not sent', 'not sent', 'not sent']"
+    else:
+        assert out[0] in ("['not sent', 'not sent', 'not sent']", "['unknown', 'unknown', 'unknown']"), out
+        if out[1] == "sent":
+            assert out[0] == "['unknown', 'unknown', 'unknown']"
+
+
+# Was (found by the test below, 1 run in 10 on a loaded machine): a signal whose handler calls close() arriving
+# just after this thread's acquire() of the turn returned, or just before its release(), hung: the turn's owner was
+# an attribute set after acquire() (and cleared before release()), so close() did not see that the interrupted
+# frame held the turn and waited for the scheduler's thread, which waited for the turn.
+@pytest.mark.parametrize(
+    ("method", "c_function", "event"), [("take", "acquire", "c_return"), ("release", "release", "c_call")]
+)
+def test_close_from_a_signal_handler_at_the_edge_of_taking_the_turn_returns(
+    method: str, c_function: str, event: str
+) -> None:
+    program = PRELUDE + textwrap.dedent(f"""
+    from throttled_admin._driver.turns import Turns
+    CALLER = Turns.{method}.__code__
+
+    def at_edge(fire):
+        # fire() once, on the main thread, at the {event} of {c_function}() inside Turns.{method}
+        fired = []
+        def hook(frame, event, arg):
+            if fired or threading.current_thread() is not MAIN:
+                return
+            if event == "{event}" and frame.f_code is CALLER and getattr(arg, "__name__", "") == "{c_function}":
+                fired.append(True)
+                fire()
+        sys.setprofile(hook)
+        return fired
+
+    with QuotaBroker() as broker:
+        conf = {{"bootstrap.servers": broker.bootstrap_servers, "log_level": 0}}
+        for attempt in range(50):  # until the main thread takes a turn itself (the scheduler's thread may have it)
+            admin = ThrottledAdminClient(conf)
+            admin.create_topics([NewTopic(f"warm{{attempt}}", 1, 1)])[f"warm{{attempt}}"].result(30)
+            returned = []
+            signal.signal(signal.SIGALRM, lambda signum, frame: (admin.close(), returned.append(True)))
+            fired = at_edge(lambda: signal.raise_signal(signal.SIGALRM))
+            try:
+                futures = admin.create_topics([NewTopic(f"t{{attempt}}", 1, 1)], timeout_ms=30000)
+                for future in futures.values():
+                    future.exception(30)
+            except RuntimeError:  # closed before the call
+                futures = {{}}
+            sys.setprofile(None)
+            admin.close()
+            if fired:
+                break
+        assert fired and returned, (fired, returned)
+        assert all(future.done() for future in futures.values())
+        print("ok")
+    """)
+    assert run_child(program).strip() == "ok"
 
 
 # Was (finding 3): Ctrl-C just before confluent-kafka's create_topics on the main thread (in result(), taking the

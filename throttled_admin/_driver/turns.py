@@ -123,35 +123,35 @@ class Turns:
     """The turn: a lock with a known owner, and what a turn cut short left undone."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._owner: int | None = None
+        # An RLock (C) records its owner inside acquire() and clears it inside release(), with no bytecode between
+        # in which a signal handler could run: a handler that interrupted this thread's take() or release() sees
+        # ``held_here()`` true exactly when this thread holds the lock. (A Lock plus an owner attribute set after
+        # acquire() left one bytecode where it held the turn and held_here() said not: close() from a handler
+        # there waited for the scheduler's thread, which waited for the turn.) It is never taken re-entrantly.
+        self._lock = threading.RLock()
         self._leftover: list[_Carry] = []  # carries cut short, oldest first
         self._cuts: list[Cut] = []  # sends cut short after they may have begun, for the engine
 
     # -- the lock --------------------------------------------------------------------------------
 
     def take(self, timeout: float | None = None) -> bool:
-        """Wait for the turn (``timeout`` None: as long as it takes; 0: only if free)."""
+        """Wait for the turn (``timeout`` None: as long as it takes; 0: only if free); False at once if this thread
+        holds it already (a turn is whole: one is never taken inside another)."""
+        if self.held_here():
+            return False
         if timeout is None:
             taken = self._lock.acquire()
         elif timeout <= 0:
             taken = self._lock.acquire(blocking=False)
         else:
             taken = self._lock.acquire(timeout=timeout)
-        if taken:
-            self._owner = threading.get_ident()
         return taken
 
     def release(self) -> None:
-        self._owner = None
         self._lock.release()
 
     def held_here(self) -> bool:
-        return self._owner == threading.get_ident()
-
-    @property
-    def held(self) -> bool:
-        return self._lock.locked()
+        return bool(self._lock._is_owned())  # type: ignore[attr-defined]
 
     def wait_free(self, timeout: float | None) -> bool:
         """Wait until another thread's turn ends (without taking it); False if ``timeout`` passed first."""
