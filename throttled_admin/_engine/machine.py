@@ -63,6 +63,7 @@ from throttled_admin._engine.redpanda import RedpandaHold
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.round_trip import MIN_SAMPLES, RoundTrip
 from throttled_admin._engine.throttle import ThrottleTracker
+from throttled_admin._engine.verdict import Verdict, verdict
 from throttled_admin._engine.visibility import READ_BEFORE_DEADLINE_S, BrokerViews, Visibility, ids_shown, lagging
 from throttled_admin._engine.work import CREATE_TOPICS, Call, RequestKind, Topic
 from throttled_admin._errors import (
@@ -706,83 +707,97 @@ class Engine:
     # -- a response -------------------------------------------------------------------------------
 
     def _complete(self, request: Request, now: float) -> None:
+        """The request in flight is done: answered whole or in part, abandoned, or cut short after it may have
+        been handed over. Every topic still in flight gets its verdict (``verdict``: rule f), and what the answer
+        teaches (the connection, the throttle, the batch cap, Redpanda's charge, the round trip, the pacer's rate)
+        is learned."""
         self._request = None
-        operation = request.kind.operation
         results = {topic.name: request.results.get(topic.name, _MISSING) for topic in request.topics}
         answered = request.answered_at is not None
-        if answered or any(was_written(exc) for exc in results.values()):
+        self._note_connection(request, results, answered, now)
+        throttle_s = self._record_response_throttle(request, answered)
+        operation = request.kind.operation.name
+        outcomes = {name: classify(exc, operation=operation, throttled=throttle_s > 0) for name, exc in results.items()}
+        response = _Response(results, outcomes, throttle_s, split=self._learn_batch_cap(request, outcomes))
+        charged = 0
+        if answered:
+            response.throttle_s, charged = self._redpanda_refusals(request, response, now)
+        applied = [topic for topic in request.topics if outcomes[topic.name] is Outcome.SUCCESS]
+        for topic in applied:  # progress resets a call's back-offs
+            topic.call.quota_backoffs = topic.call.transient_retries = 0
+        # the mutations of the topics the broker applied (as far as their costs are known)
+        accepted = sum(topic.cost or 0 for topic in applied)
+        retried = self._settle_answered(request, response, now)
+        if answered:  # Redpanda's refused topics are charged all the same: the pacer's mirror counts them
+            self._learn_from_answer(request, results, charged + accepted, response.throttle_s, now)
+        if accepted:
+            self._metric(lambda m: m.record_admitted(operation, accepted))
+        if retried:
+            self._metric(lambda m: m.record_retry(operation))
+
+    def _note_connection(
+        self, request: Request, results: dict[str, BaseException | None], answered: bool, now: float
+    ) -> None:
+        """What the request's end says of the connection: a broker answered (or the request was written), the
+        request may still hold the connection (rule b), or it was written and its connection is gone (``final_at``)."""
+        written = any(was_written(exc) for exc in results.values())
+        if answered or written:
             self._contact()
             self._out.reached = True
         if request.first_result_at is None or (
             not answered and any(_may_still_be_on_the_connection(exc) for exc in request.results.values())
         ):
             self._connection.abandoned(now, _controller_timeout_s(request))  # it may still hold the connection
-        elif not answered and any(was_written(exc) for exc in results.values()):
+        elif not answered and written:
             # written and not answered, its connection gone: the broker may have read it just before
             self._final_at = max(self._final_at, now + _controller_timeout_s(request))
-        throttle_s = self._record_response_throttle(request, answered)
-        admitted = 0
-        accepted = 0  # the mutations of the topics the broker applied (as far as their costs are known)
-        retried = False
-        outcomes = {
-            name: classify(exc, operation=operation.name, throttled=throttle_s > 0) for name, exc in results.items()
-        }
-        # Refused whole for the controller's batch cap: learn it, and send the topics again in smaller requests.
+
+    def _learn_batch_cap(self, request: Request, outcomes: dict[str, Outcome]) -> bool:
+        """Refused whole for the controller's batch cap: learn it, and send the topics again in smaller requests
+        (True)."""
         split = len(request.topics) > 1 and all(outcome is Outcome.TOO_LARGE for outcome in outcomes.values())
         if split:
             self._cap.refused(sum(topic.records for topic in request.topics))
-        if answered:
-            throttle_s, charged = self._redpanda_refusals(request, results, outcomes, throttle_s, now)
-            admitted += charged  # charged all the same: the pacer's mirror and its learning count them
-        for topic in request.topics:  # progress resets a call's back-offs
-            if outcomes[topic.name] is Outcome.SUCCESS:
-                topic.call.quota_backoffs = topic.call.transient_retries = 0
-        # call id -> the back-off its topics wait after this response, drawn once per call (with its jitter), so
-        # topics refused together are sent together again
-        quota_delays: dict[int, float] = {}
-        delays: dict[int, float] = {}
+        return split
+
+    def _settle_answered(self, request: Request, response: _Response, now: float) -> bool:
+        """Carry out each topic's verdict (a topic no longer in flight was settled already: its deadline passed,
+        or authentication failed). True when any topic is queued again (a retry)."""
+        carry_out: dict[Verdict, _OnVerdict] = {
+            Verdict.APPLIED: self._on_applied,
+            Verdict.THROTTLED: self._on_throttled,
+            Verdict.RESEND_SMALLER: self._on_too_large,
+            Verdict.CANNOT_CONNECT: self._on_cannot_connect,
+            Verdict.RETRY: self._on_transient,
+            Verdict.FINAL: self._on_final,
+        }
+        retried = False
         for topic in request.topics:
-            exc = results[topic.name]
-            outcome = outcomes[topic.name]
-            if outcome is Outcome.SUCCESS:
-                admitted += topic.cost or 0
-                accepted += topic.cost or 0
-            call = topic.call
-            if call.in_flight.pop(topic.name, None) is None:
-                continue  # settled already (its deadline passed, or authentication failed)
+            if topic.call.in_flight.pop(topic.name, None) is None:
+                continue
             topic.attempts += 1
-            if outcome is Outcome.SUCCESS:
-                if topic.guessed and self._default_partitions is None and not call.kind.validate_only:
-                    self._default_from, self._refresh_metadata = topic.name, True  # read its partitions back
-                self._applied(topic, now)
-            elif outcome is Outcome.THROTTLED:
-                retried |= self._on_throttled(topic, throttle_s, now, quota_delays, _message(exc))
-            elif outcome is Outcome.TOO_LARGE and split and not topic.cancelled:
-                topic.last_error = exc  # the broker's word, should time run out before a smaller request goes
-                topic.throttled_at = None
-                call.queued[topic.name] = topic
-                retried = True
-            elif outcome is Outcome.NOT_SENT and self._contact_failure is not None and not topic.outcome_unknown:
-                failure = self._contact_failure  # no broker was ever reached: say so now, not at the deadline
-                self._finish(topic, cannot_connect_error(operation.name, failure.address, failure.reason), now)
-            elif outcome in (Outcome.NOT_APPLIED, Outcome.NOT_SENT, Outcome.UNKNOWN):
-                retried |= self._on_transient(topic, exc, outcome, now, delays)
-            else:
-                self._finish(topic, self._final_error(topic, exc), now)
-        if answered:
-            assert request.answered_at is not None
-            if all(is_broker_answer(exc) for exc in results.values()):  # rule d: a whole answer is a round trip
-                self._round_trip.observe(len(request.topics), request.answered_at - request.sent_at, now)
-            if self._auth_error is not None:
-                self._auth_error = None
-            if self._pacer is not None:
-                self._pacer.on_response(admitted=admitted, throttle_s=throttle_s, sent_at=request.sent_at, now=now)
-        if accepted:
-            name = operation.name
-            self._metric(lambda m: m.record_admitted(name, accepted))
-        if retried:
-            name = operation.name
-            self._metric(lambda m: m.record_retry(name))
+            outcome = response.outcomes[topic.name]
+            decided = verdict(
+                outcome,
+                split=response.split,
+                cancelled=topic.cancelled,
+                cannot_connect=self._contact_failure is not None,
+                outcome_unknown=topic.outcome_unknown,
+            )
+            retried |= carry_out[decided](topic, response.results[topic.name], outcome, response, now)
+        return retried
+
+    def _learn_from_answer(
+        self, request: Request, results: dict[str, BaseException | None], admitted: int, throttle_s: float, now: float
+    ) -> None:
+        """A broker answered: a whole answer is a round trip (rule d), an authentication failure is over, and the
+        pacer learns what was admitted and the throttle."""
+        assert request.answered_at is not None
+        if all(is_broker_answer(exc) for exc in results.values()):
+            self._round_trip.observe(len(request.topics), request.answered_at - request.sent_at, now)
+        self._auth_error = None
+        if self._pacer is not None:
+            self._pacer.on_response(admitted=admitted, throttle_s=throttle_s, sent_at=request.sent_at, now=now)
 
     def _record_response_throttle(self, request: Request, answered: bool) -> float:
         """Each response's throttle goes to the sensor once, for the request it came from (KIP-124); a request
@@ -795,16 +810,10 @@ class Engine:
             self._metric(_throttle_event(None, 0.0))  # librdkafka sends no event for an unthrottled response
         return max((throttle_s for _, throttle_s in request.events), default=0.0)
 
-    def _redpanda_refusals(
-        self,
-        request: Request,
-        results: dict[str, BaseException | None],
-        outcomes: dict[str, Outcome],
-        throttle_s: float,
-        now: float,
-    ) -> tuple[float, int]:
+    def _redpanda_refusals(self, request: Request, response: _Response, now: float) -> tuple[float, int]:
         """Redpanda charges the topics it refuses: the wait is longer than its throttle (``redpanda``). Returns the
         throttle to wait out, and what the refused topics were charged."""
+        results, outcomes, throttle_s = response.results, response.outcomes, response.throttle_s
         refused = [t.cost or 0 for t in request.topics if _redpanda_refused(results[t.name], outcomes[t.name])]
         if not refused:
             self._redpanda.extra_s([], 0, True, throttle_s, None)
@@ -828,9 +837,21 @@ class Engine:
             self._own_pacer = True
         return throttle_s, sum(refused)
 
-    def _on_throttled(
-        self, topic: Topic, throttle_s: float, now: float, delays: dict[int, float], message: str | None = None
+    def _on_applied(
+        self, topic: Topic, exc: BaseException | None, outcome: Outcome, response: _Response, now: float
     ) -> bool:
+        """``Verdict.APPLIED``; a create made with a guessed partition count is read back (``_default_from``)."""
+        if topic.guessed and self._default_partitions is None and not topic.call.kind.validate_only:
+            self._default_from, self._refresh_metadata = topic.name, True  # read its partitions back
+        self._applied(topic, now)
+        return False
+
+    def _on_throttled(
+        self, topic: Topic, exc: BaseException | None, outcome: Outcome, response: _Response, now: float
+    ) -> bool:
+        """``Verdict.THROTTLED``: queued again behind the throttle (or after a back-off when the response carried
+        none), or settled with it when its call does not retry or its caller cancelled it."""
+        throttle_s, delays, message = response.throttle_s, response.quota_delays, _message(exc)
         call = topic.call
         operation = call.kind.operation.name
         self._metric(lambda m: m.record_violations(operation, 1))
@@ -851,11 +872,39 @@ class Engine:
         call.queued[topic.name] = topic
         return True
 
-    def _on_transient(
-        self, topic: Topic, exc: BaseException | None, outcome: Outcome, now: float, delays: dict[int, float]
+    def _on_too_large(
+        self, topic: Topic, exc: BaseException | None, outcome: Outcome, response: _Response, now: float
     ) -> bool:
-        """Re-queue a topic the broker did not apply (or whose answer was lost) after one back-off per call and
-        response, so the topics of one refused request go out together again, as Java re-sends a failed call."""
+        """``Verdict.RESEND_SMALLER``: queued again, for a request within the batch cap just learned."""
+        topic.last_error = exc  # the broker's word, should time run out before a smaller request goes
+        topic.throttled_at = None
+        topic.call.queued[topic.name] = topic
+        return True
+
+    def _on_cannot_connect(
+        self, topic: Topic, exc: BaseException | None, outcome: Outcome, response: _Response, now: float
+    ) -> bool:
+        """``Verdict.CANNOT_CONNECT``: no broker was ever reached; say so now, not at the deadline."""
+        failure = self._contact_failure
+        assert failure is not None
+        operation = topic.call.kind.operation.name
+        self._finish(topic, cannot_connect_error(operation, failure.address, failure.reason), now)
+        return False
+
+    def _on_final(
+        self, topic: Topic, exc: BaseException | None, outcome: Outcome, response: _Response, now: float
+    ) -> bool:
+        """``Verdict.FINAL``: the broker's last word (outcome unknown after an earlier unanswered attempt)."""
+        self._finish(topic, self._final_error(topic, exc), now)
+        return False
+
+    def _on_transient(
+        self, topic: Topic, exc: BaseException | None, outcome: Outcome, response: _Response, now: float
+    ) -> bool:
+        """``Verdict.RETRY``: re-queue a topic the broker did not apply (or whose answer was lost) after one
+        back-off per call and response, so the topics of one refused request go out together again, as Java
+        re-sends a failed call."""
+        delays = response.delays
         call = topic.call
         if outcome is Outcome.UNKNOWN:
             topic.outcome_unknown = True
@@ -1069,6 +1118,25 @@ class Engine:
         else:
             why = f"less time was left ({left_ms:.0f} ms) than the {margin_s * 1000:.0f} ms kept for the answer"
         return not_sent_error(call.kind.operation.name, call.timeout_ms, why)
+
+
+@dataclass(slots=True)
+class _Response:
+    """What the engine knows of an answered request while it carries out its topics' verdicts."""
+
+    results: dict[str, BaseException | None]  # every topic's result (``_MISSING`` where none came)
+    outcomes: dict[str, Outcome]  # what each result means (``classify``)
+    throttle_s: float  # the throttle to wait out (Redpanda's charge included)
+    split: bool  # refused whole for the batch cap: sent again in smaller requests
+    # call id -> the back-off its topics wait after this response, drawn once per call (with its jitter), so topics
+    # refused together are sent together again: after error 89 without a throttle, and after a transient failure
+    quota_delays: dict[int, float] = field(default_factory=dict)
+    delays: dict[int, float] = field(default_factory=dict)
+
+
+# How ``Engine._settle_answered`` carries out a verdict: (topic, its result, its outcome, the response, now) ->
+# whether the topic was queued again (a retry).
+_OnVerdict = Callable[[Topic, "BaseException | None", Outcome, _Response, float], bool]
 
 
 def _throttle_event(node_id: int | None, throttle_s: float) -> MetricEvent:
