@@ -945,46 +945,79 @@ class Engine:
     # -- the next request -------------------------------------------------------------------------
 
     def _next_request(self, now: float) -> float:
-        """Compose the next request into the outbox, or ask for metadata; returns when to look again."""
+        """Compose the next request into the outbox, or ask for metadata; returns when to look again. Nothing is
+        sent while a throttle lasts (KIP-219), while the connection may carry an abandoned request (rule b), before
+        first contact allows it, while costs are unknown, or while the pacer holds the head of the queue back."""
         if not self._calls:
             return math.inf
-        gate_s = self._gate.remaining_s(now)
-        self._note_gate_wait(gate_s > 0, now)
-        if gate_s > 0:
-            # KIP-219: nothing is sent while a throttle lasts. A call that cannot wait fails at once (retry off,
-            # or the throttle outlasts its deadline: Java would sleep through it for nothing).
-            gate_ms = int(gate_s * 1000 + 0.5)
-            for call in list(self._calls.values()):
-                if call.queued and (not call.retry_on_quota_violation or gate_s >= call.remaining_s(now)):
-                    self._refuse(call, gate_ms, now)
-            return now + gate_s
+        if (wake_at := self._throttle_wait(now)) is not None:
+            return wake_at
         if self._connection.busy:
             return math.inf  # rule b: woken by the sentinel's outcome (or a deadline)
         head = self._head(now)
         if head is None:
             return self._next_eligible(now)
-        if not self._reached:  # first contact: hand over only what librdkafka may be able to write
-            if self._contact_failure is not None:
-                return math.inf  # woken by a broker's answer, or when the calls give up (_first_contact)
-            if self._probe == "asked" and now < head.call.started_at + FIRST_CONTACT_TIMEOUT_S:
-                return head.call.started_at + FIRST_CONTACT_TIMEOUT_S  # or by the probe's answer
+        if (wake_at := self._contact_wait(head, now)) is not None:
+            return wake_at
         kind = head.call.kind
         topics = list(self._eligible(kind, now))
-        if self._refresh_metadata or any(topic.cost is None for topic in topics):
-            if not self._reading_metadata:  # read off the deadline-keeping path; expiry goes on meanwhile
-                self._refresh_metadata = False
-                self._reading_metadata = True
-                self._out.read_metadata = True
-            return math.inf  # woken by the metadata read (or a deadline)
-        if self._pacer is not None:
-            pending_cost = sum(topic.cost or 0 for topic in topics)
-            wait_s = self._pacer.wait_s(head.cost or 0, pending_cost, now)
-            if wait_s > 0:
-                for call in list(self._calls.values()):
-                    if call.kind == kind and call.queued and wait_s >= call.remaining_s(now):
-                        self._refuse(call, int(wait_s * 1000 + 0.5), now)
-                return now + wait_s
+        if (wake_at := self._metadata_wait(topics)) is not None:
+            return wake_at
+        if (wake_at := self._pacing_wait(head, topics, now)) is not None:
+            return wake_at
         return self._compose(kind, topics, now)
+
+    def _throttle_wait(self, now: float) -> float | None:
+        """KIP-219: nothing is sent while a throttle lasts; returns when it ends (None: no throttle). A call that
+        cannot wait fails at once (retry off, or the throttle outlasts its deadline: Java would sleep through it
+        for nothing)."""
+        gate_s = self._gate.remaining_s(now)
+        self._note_gate_wait(gate_s > 0, now)
+        if gate_s <= 0:
+            return None
+        gate_ms = int(gate_s * 1000 + 0.5)
+        for call in list(self._calls.values()):
+            if call.queued and (not call.retry_on_quota_violation or gate_s >= call.remaining_s(now)):
+                self._refuse(call, gate_ms, now)
+        return now + gate_s
+
+    def _contact_wait(self, head: Topic, now: float) -> float | None:
+        """First contact: hand over only what librdkafka may be able to write. Returns when to look again (None:
+        send now)."""
+        if self._reached:
+            return None
+        if self._contact_failure is not None:
+            return math.inf  # woken by a broker's answer, or when the calls give up (_first_contact)
+        wait_until = head.call.started_at + FIRST_CONTACT_TIMEOUT_S
+        if self._probe == "asked" and now < wait_until:
+            return wait_until  # or by the probe's answer
+        return None
+
+    def _metadata_wait(self, topics: list[Topic]) -> float | None:
+        """Costs not yet known, or metadata to refresh (after NOT_CONTROLLER): ask for a metadata read, read off the
+        deadline-keeping path (expiry goes on meanwhile), and wait for it (None: nothing to read)."""
+        if not self._refresh_metadata and all(topic.cost is not None for topic in topics):
+            return None
+        if not self._reading_metadata:
+            self._refresh_metadata = False
+            self._reading_metadata = True
+            self._out.read_metadata = True
+        return math.inf  # woken by the metadata read (or a deadline)
+
+    def _pacing_wait(self, head: Topic, topics: list[Topic], now: float) -> float | None:
+        """The pacer holds the head of the queue back: returns when it may go (None: now). A call of the same kind
+        whose deadline comes first fails at once, as throttled."""
+        if self._pacer is None:
+            return None
+        pending_cost = sum(topic.cost or 0 for topic in topics)
+        wait_s = self._pacer.wait_s(head.cost or 0, pending_cost, now)
+        if wait_s <= 0:
+            return None
+        kind = head.call.kind
+        for call in list(self._calls.values()):
+            if call.kind == kind and call.queued and wait_s >= call.remaining_s(now):
+                self._refuse(call, int(wait_s * 1000 + 0.5), now)
+        return now + wait_s
 
     def _note_gate_wait(self, waiting: bool, now: float) -> None:
         """Local back-off time (KIP-219): how long queued work waited for the broker's throttle to end."""
