@@ -1075,59 +1075,15 @@ class Engine:
                         return
 
     def _compose(self, kind: RequestKind, candidates: list[Topic], now: float) -> float:
-        budget = self._pacer.batch_budget(now) if self._pacer is not None else math.inf
-        chosen: list[Topic] = []
-        mutations = records = 0
-        shortest = longest = 0.0  # the time budgets of the calls chosen (rule c)
+        """Put the next request in the outbox: the candidates (queued, sendable, of one kind, in call order) that
+        fit it (``_choose``), with the timeouts their calls allow (``_timeouts``). Returns when to look again."""
         # The round-trip floor for a first attempt and for a retry, computed once for the whole request.
         estimates = {samples: self._round_trip.estimate(now, samples) for samples in (1, MIN_SAMPLES)}
-        margin_s = max(_MIN_MARGIN_S, estimates[MIN_SAMPLES][0])  # the controller's deadline ends this early
-        last_call: Call | None = None
-        remaining_s = time_s = 0.0
-        for topic in candidates:
-            cost = topic.cost or 0
-            if chosen and (mutations + cost > budget or records + topic.records > self._cap.limit):
-                break
-            call = topic.call
-            # Send nothing that cannot be answered before its deadline: it would be applied after the caller
-            # was told it failed.
-            # A first attempt is refused only on a robust estimate (rule d: no lockout); a retry is not sent when
-            # any recent answer says it cannot come back in time (the caller gets the broker's last word instead).
-            base_s, per_topic_s = estimates[1 if topic.attempts else MIN_SAMPLES]
-            expected_s = base_s + per_topic_s * (len(chosen) + 1)
-            kept_s = max(_MIN_MARGIN_S, base_s)
-            if call is not last_call:  # a call's topics are in a row: its times once
-                last_call, remaining_s, time_s = call, call.remaining_s(now), call.budget_s(now)
-            if not self._reached and remaining_s <= CONTACT_VERDICT_MARGIN_S + kept_s:
-                self._finish(topic, self._gave_up(topic, now), now)  # no time for librdkafka's verdict to come
-                continue
-            if remaining_s <= expected_s + kept_s:
-                self._finish(topic, self._gave_up_early(topic, expected_s, kept_s, now), now)
-                continue
-            if chosen and max(longest, time_s) > COALESCE_RATIO * min(shortest, time_s):
-                continue  # rule c: its budget is far from the others'; it goes in a request of its own
-            shortest = time_s if not chosen else min(shortest, time_s)
-            longest = max(longest, time_s)
-            chosen.append(topic)
-            mutations += cost
-            records += topic.records
+        chosen, mutations, shortest, longest = self._choose(candidates, estimates, now)
         if not chosen:
             return now
-        calls = {topic.call.id: topic.call for topic in chosen}.values()
-        remaining_s = min(call.remaining_s(now) for call in calls)
-        # Sharing never hurts: librdkafka waits for the answer as long as the longest call would alone (each call's
-        # topics are settled at its own deadline); the controller's deadline is the shortest call's (below).
-        request_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(longest, _LIBRDKAFKA_MAX_TIMEOUT_S))
-        if not self._reached:  # librdkafka's verdict comes before the (shortest call's) deadline
-            request_timeout_s = min(request_timeout_s, remaining_s - CONTACT_VERDICT_MARGIN_S)
-        operation_timeout_s = min(remaining_s, shortest, request_timeout_s) - margin_s
-        # A caller's operation_timeout of 0 (confluent-kafka's "do not wait") is no cap: a Kafka 4 controller
-        # refuses a request whose timeout_ms is 0 at once (REQUEST_TIMED_OUT, nothing applied), and answers after
-        # the commit whatever the timeout, so the controller deadline derived from the call's deadline stays.
-        caps = [call.operation_timeout_s for call in calls if call.operation_timeout_s]
-        if caps:
-            operation_timeout_s = min(operation_timeout_s, *caps)
-        operation_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(operation_timeout_s, _LIBRDKAFKA_MAX_TIMEOUT_S))
+        margin_s = max(_MIN_MARGIN_S, estimates[MIN_SAMPLES][0])  # the controller's deadline ends this early
+        request_timeout_s, operation_timeout_s = self._timeouts(chosen, shortest, longest, margin_s, now)
         for topic in chosen:
             del topic.call.queued[topic.name]
             topic.call.in_flight[topic.name] = topic
@@ -1140,6 +1096,79 @@ class Engine:
         operation, count = kind.operation.name, len(chosen)
         self._metric(lambda m: m.record_request(operation, count, mutations))
         return self._request_wake_at(request)
+
+    def _choose(
+        self, candidates: list[Topic], estimates: dict[int, tuple[float, float]], now: float
+    ) -> tuple[list[Topic], int, float, float]:
+        """The topics of the next request, in order, within the pacer's budget and the batch cap; a topic that can
+        no longer be answered before its deadline is settled instead (``_too_late``), and one whose call's time
+        budget is far from the others' waits for a request of its own (rule c). Returns the topics, their
+        mutations, and the shortest and longest time budget of their calls."""
+        budget = self._pacer.batch_budget(now) if self._pacer is not None else math.inf
+        chosen: list[Topic] = []
+        mutations = records = 0
+        shortest = longest = 0.0  # the time budgets of the calls chosen (rule c)
+        last_call: Call | None = None
+        remaining_s = time_s = 0.0
+        for topic in candidates:
+            cost = topic.cost or 0
+            if chosen and (mutations + cost > budget or records + topic.records > self._cap.limit):
+                break
+            call = topic.call
+            if call is not last_call:  # a call's topics are in a row: its times once
+                last_call, remaining_s, time_s = call, call.remaining_s(now), call.budget_s(now)
+            late = self._too_late(topic, estimates, len(chosen) + 1, remaining_s, now)
+            if late is not None:
+                self._finish(topic, late, now)
+                continue
+            if chosen and max(longest, time_s) > COALESCE_RATIO * min(shortest, time_s):
+                continue  # rule c: its budget is far from the others'; it goes in a request of its own
+            shortest = time_s if not chosen else min(shortest, time_s)
+            longest = max(longest, time_s)
+            chosen.append(topic)
+            mutations += cost
+            records += topic.records
+        return chosen, mutations, shortest, longest
+
+    def _too_late(
+        self, topic: Topic, estimates: dict[int, tuple[float, float]], size: int, remaining_s: float, now: float
+    ) -> BaseException | None:
+        """Send nothing that cannot be answered before its deadline: it would be applied after the caller was told
+        it failed. Returns the topic's error if it is too late for a request of ``size`` topics (else None).
+
+        A first attempt is refused only on a robust estimate (rule d: no lockout); a retry is not sent when any
+        recent answer says it cannot come back in time (the caller gets the broker's last word instead)."""
+        base_s, per_topic_s = estimates[1 if topic.attempts else MIN_SAMPLES]
+        expected_s = base_s + per_topic_s * size
+        kept_s = max(_MIN_MARGIN_S, base_s)
+        if not self._reached and remaining_s <= CONTACT_VERDICT_MARGIN_S + kept_s:
+            return self._gave_up(topic, now)  # no time for librdkafka's verdict to come
+        if remaining_s <= expected_s + kept_s:
+            return self._gave_up_early(topic, expected_s, kept_s, now)
+        return None
+
+    def _timeouts(
+        self, chosen: list[Topic], shortest: float, longest: float, margin_s: float, now: float
+    ) -> tuple[float, float]:
+        """The request's librdkafka timeout and its controller deadline (``operation_timeout``), in seconds.
+
+        Sharing never hurts: librdkafka waits for the answer as long as the longest call would alone (each call's
+        topics are settled at its own deadline); the controller's deadline is the shortest call's, ``margin_s``
+        early."""
+        calls = {topic.call.id: topic.call for topic in chosen}.values()
+        remaining_s = min(call.remaining_s(now) for call in calls)
+        request_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(longest, _LIBRDKAFKA_MAX_TIMEOUT_S))
+        if not self._reached:  # librdkafka's verdict comes before the (shortest call's) deadline
+            request_timeout_s = min(request_timeout_s, remaining_s - CONTACT_VERDICT_MARGIN_S)
+        operation_timeout_s = min(remaining_s, shortest, request_timeout_s) - margin_s
+        # A caller's operation_timeout of 0 (confluent-kafka's "do not wait") is no cap: a Kafka 4 controller
+        # refuses a request whose timeout_ms is 0 at once (REQUEST_TIMED_OUT, nothing applied), and answers after
+        # the commit whatever the timeout, so the controller deadline derived from the call's deadline stays.
+        caps = [call.operation_timeout_s for call in calls if call.operation_timeout_s]
+        if caps:
+            operation_timeout_s = min(operation_timeout_s, *caps)
+        operation_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(operation_timeout_s, _LIBRDKAFKA_MAX_TIMEOUT_S))
+        return request_timeout_s, operation_timeout_s
 
     def _gave_up_early(self, topic: Topic, expected_s: float, margin_s: float, now: float) -> BaseException:
         if topic.throttled_at is not None or topic.outcome_unknown or topic.last_error is not None:
