@@ -552,10 +552,29 @@ class Engine:
     def _ask_views(self, now: float) -> float:
         """wait_for_metadata: ask for every broker's Metadata when a read is due; returns when the next is. The
         topics of a call still sending are read at most every READ_WHILE_SENDING_S (``visibility``)."""
+        calls, names, deferred, deferred_until = self._awaiting_views(now)
+        first = self._ids_to_read(now)
+        if not names and not first:
+            if deferred_until == math.inf and not self._visibility.reading:
+                self._visibility.idle()
+            return deferred_until
+        if self._visibility.due(now):
+            names.extend(topic.name for topic in first)
+            self._visibility.read(now, names, deferred)
+            self._out.read_views = names
+            self._ids_asked = first
+            for call in calls:
+                call.views_read_at = now
+        wake_at = self._visibility.wake_at()
+        return min(deferred_until, math.inf if wake_at is None else wake_at)
+
+    def _awaiting_views(self, now: float) -> tuple[list[Call], list[str], list[str], float]:
+        """The calls whose applied topics may be read now, those topics' names, the names left for later (a call
+        still sending, read recently), and when those may be read next."""
+        calls: list[Call] = []
         names: list[str] = []
         deferred: list[str] = []
         deferred_until = math.inf  # when a call still sending may be read next
-        calls = []
         interval_s = self._visibility.sending_interval_s()
         # Near the deadline every call is read freely; how near grows with what reads take (an answer must come
         # back before the deadline).
@@ -572,24 +591,17 @@ class Engine:
                     continue
             calls.append(call)
             names.extend(call.awaiting)
-        first: list[Topic] = []  # creates whose ids before the send are to be read (names they hold, rule a)
-        if self._unread and not self._visibility.reading:
-            first = [topic for topic in self._unread if self._holds(topic)]
-            if first:
-                self._visibility.soon(now)
-        if not names and not first:
-            if deferred_until == math.inf and not self._visibility.reading:
-                self._visibility.idle()
-            return deferred_until
-        if self._visibility.due(now):
-            names.extend(topic.name for topic in first)
-            self._visibility.read(now, names, deferred)
-            self._out.read_views = names
-            self._ids_asked = first
-            for call in calls:
-                call.views_read_at = now
-        wake_at = self._visibility.wake_at()
-        return min(deferred_until, math.inf if wake_at is None else wake_at)
+        return calls, names, deferred, deferred_until
+
+    def _ids_to_read(self, now: float) -> list[Topic]:
+        """wait_for_metadata creates whose ids before the send are to be read (those holding their names, rule a),
+        unless a read is out already."""
+        if not self._unread or self._visibility.reading:
+            return []
+        first = [topic for topic in self._unread if self._holds(topic)]
+        if first:
+            self._visibility.soon(now)
+        return first
 
     def _applied(self, topic: Topic, now: float) -> None:
         """The broker applied the topic: resolved now, or once every broker shows it (wait_for_metadata)."""
