@@ -43,7 +43,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from confluent_kafka import KafkaError, KafkaException
 
@@ -752,15 +752,14 @@ class Engine:
     ) -> None:
         """What the request's end says of the connection: a broker answered (or the request was written), the
         request may still hold the connection (rule b), or it was written and its connection is gone (``final_at``)."""
-        written = any(was_written(exc) for exc in results.values())
-        if answered or written:
+        if answered or any(was_written(exc) for exc in results.values()):
             self._contact()
             self._out.reached = True
         if request.first_result_at is None or (
             not answered and any(_may_still_be_on_the_connection(exc) for exc in request.results.values())
         ):
             self._connection.abandoned(now, _controller_timeout_s(request))  # it may still hold the connection
-        elif not answered and written:
+        elif not answered and any(was_written(exc) for exc in results.values()):
             # written and not answered, its connection gone: the broker may have read it just before
             self._final_at = max(self._final_at, now + _controller_timeout_s(request))
 
@@ -775,14 +774,6 @@ class Engine:
     def _settle_answered(self, request: Request, response: _Response, now: float) -> bool:
         """Carry out each topic's verdict (a topic no longer in flight was settled already: its deadline passed,
         or authentication failed). True when any topic is queued again (a retry)."""
-        carry_out: dict[Verdict, _OnVerdict] = {
-            Verdict.APPLIED: self._on_applied,
-            Verdict.THROTTLED: self._on_throttled,
-            Verdict.RESEND_SMALLER: self._on_too_large,
-            Verdict.CANNOT_CONNECT: self._on_cannot_connect,
-            Verdict.RETRY: self._on_transient,
-            Verdict.FINAL: self._on_final,
-        }
         retried = False
         for topic in request.topics:
             if topic.call.in_flight.pop(topic.name, None) is None:
@@ -796,7 +787,7 @@ class Engine:
                 cannot_connect=self._contact_failure is not None,
                 outcome_unknown=topic.outcome_unknown,
             )
-            retried |= carry_out[decided](topic, response.results[topic.name], outcome, response, now)
+            retried |= self._CARRY_OUT[decided](self, topic, response.results[topic.name], outcome, response, now)
         return retried
 
     def _learn_from_answer(
@@ -943,6 +934,16 @@ class Engine:
         topic.not_before = now + delay_s
         call.queued[topic.name] = topic
         return True
+
+    # How ``_settle_answered`` carries out each verdict: the handler returns whether the topic was queued again.
+    _CARRY_OUT: ClassVar[dict[Verdict, _OnVerdict]] = {
+        Verdict.APPLIED: _on_applied,
+        Verdict.THROTTLED: _on_throttled,
+        Verdict.RESEND_SMALLER: _on_too_large,
+        Verdict.CANNOT_CONNECT: _on_cannot_connect,
+        Verdict.RETRY: _on_transient,
+        Verdict.FINAL: _on_final,
+    }
 
     def _final_error(self, topic: Topic, exc: BaseException | None) -> BaseException:
         assert exc is not None
@@ -1208,9 +1209,9 @@ class _Response:
     delays: dict[int, float] = field(default_factory=dict)
 
 
-# How ``Engine._settle_answered`` carries out a verdict: (topic, its result, its outcome, the response, now) ->
-# whether the topic was queued again (a retry).
-_OnVerdict = Callable[[Topic, "BaseException | None", Outcome, _Response, float], bool]
+# How ``Engine._settle_answered`` carries out a verdict: (the engine, the topic, its result, its outcome, the
+# response, now) -> whether the topic was queued again (a retry).
+_OnVerdict = Callable[[Engine, Topic, "BaseException | None", Outcome, _Response, float], bool]
 
 
 def _throttle_event(node_id: int | None, throttle_s: float) -> MetricEvent:
