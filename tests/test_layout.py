@@ -8,7 +8,8 @@
 - ``_engine/`` and ``_kafka/`` read no clock and start no thread: no threading, time, socket (and no other I/O
   module), and of confluent-kafka only the ``KafkaError``/``KafkaException`` values;
 - ``_driver/`` and ``_telemetry/`` do not import the facade;
-- no core module (everything outside the feature packages) imports a feature package.
+- no core module (everything outside the feature packages) imports a feature package;
+- no function of ``_engine/`` or ``_driver/`` is above cyclomatic complexity ``MAX_COMPLEXITY`` (radon's count).
 
 Every import counts, also those inside functions and under ``TYPE_CHECKING``.
 """
@@ -20,6 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from radon.complexity import cc_visit
 
 import throttled_admin
 
@@ -163,3 +165,18 @@ def test_core_imports_no_feature_package(name: str) -> None:
         lambda target: any(within(target, part) for part in FEATURES),
         "feature packages sit above the core; nothing points back up",
     )
+
+
+# The most decisions a function of the engine or the driver may take (issue 30): past it, split the function
+# along its cases. Rerun by hand: ``radon cc -s -n C throttled_admin/_engine throttled_admin/_driver``.
+MAX_COMPLEXITY = 15
+
+
+@pytest.mark.parametrize("under", ["_engine", "_driver"])
+def test_no_function_of_the_engine_or_driver_is_too_complex(under: str) -> None:
+    wrong = []
+    for path in modules(under).values():
+        for block in cc_visit(path.read_text()):  # functions and methods (and classes: no "is_method")
+            if hasattr(block, "is_method") and block.complexity > MAX_COMPLEXITY:
+                wrong.append(f"{location(path, block.lineno)} {block.fullname}: {block.complexity}")
+    assert not wrong, f"cyclomatic complexity above {MAX_COMPLEXITY} (radon cc):\n" + "\n".join(wrong)

@@ -332,26 +332,39 @@ class Scheduler:
         with self._cv:
             self._assisting += 1
         try:
-            while True:
-                with self._cv:
-                    while not (self._arrived or future.done() or self._closed):
-                        left = None if end is None else end - self._clock()
-                        if left is not None and left <= 0:
-                            return 0.0
-                        self._assisted.wait(left)
-                    if future.done() or self._closed:  # closed: the scheduler's thread settles everything
-                        break
-                left = None if end is None else end - self._clock()
+            while self._await_answer(future, end):
+                left = self._left(end)
                 if left is not None and left <= 0:
-                    return 0.0
+                    break
                 if not self._turn_here():  # another thread is taking this turn: wait for it (within our time)
                     self._turns.wait_free(left)
         finally:
-            with self._cv:
-                self._assisting -= 1
-                if self._arrived and not self._closed:
-                    self._wake()  # an answer this thread was woken for and left: the scheduler's thread takes it
-        return None if end is None else max(0.0, end - self._clock())
+            self._stop_assisting()
+        left = self._left(end)
+        return None if left is None else max(0.0, left)
+
+    def _await_answer(self, future: TopicFuture, end: float | None) -> bool:
+        """Sleep until an answer arrives for this thread to take (True), or until the future is settled, the client
+        closes (the scheduler's thread then settles everything) or ``end`` passes (False)."""
+        with self._cv:
+            while not (self._arrived or future.done() or self._closed):
+                left = self._left(end)
+                if left is not None and left <= 0:
+                    return False
+                self._assisted.wait(left)
+            return not (future.done() or self._closed)
+
+    def _left(self, end: float | None) -> float | None:
+        """The time left until ``end`` (None: no end)."""
+        return None if end is None else end - self._clock()
+
+    def _stop_assisting(self) -> None:
+        """This thread no longer waits in assist(); an answer it was woken for and left goes to the scheduler's
+        thread."""
+        with self._cv:
+            self._assisting -= 1
+            if self._arrived and not self._closed:
+                self._wake()
 
     def _turn_here(self) -> bool:
         """One turn on a caller's thread, if the turn is free (False if not). Its metric exports are left to the

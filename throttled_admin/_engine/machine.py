@@ -43,7 +43,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from confluent_kafka import KafkaError, KafkaException
 
@@ -63,6 +63,7 @@ from throttled_admin._engine.redpanda import RedpandaHold
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.round_trip import MIN_SAMPLES, RoundTrip
 from throttled_admin._engine.throttle import ThrottleTracker
+from throttled_admin._engine.verdict import Verdict, verdict
 from throttled_admin._engine.visibility import READ_BEFORE_DEADLINE_S, BrokerViews, Visibility, ids_shown, lagging
 from throttled_admin._engine.work import CREATE_TOPICS, Call, RequestKind, Topic
 from throttled_admin._errors import (
@@ -551,10 +552,29 @@ class Engine:
     def _ask_views(self, now: float) -> float:
         """wait_for_metadata: ask for every broker's Metadata when a read is due; returns when the next is. The
         topics of a call still sending are read at most every READ_WHILE_SENDING_S (``visibility``)."""
+        calls, names, deferred, deferred_until = self._awaiting_views(now)
+        first = self._ids_to_read(now)
+        if not names and not first:
+            if deferred_until == math.inf and not self._visibility.reading:
+                self._visibility.idle()
+            return deferred_until
+        if self._visibility.due(now):
+            names.extend(topic.name for topic in first)
+            self._visibility.read(now, names, deferred)
+            self._out.read_views = names
+            self._ids_asked = first
+            for call in calls:
+                call.views_read_at = now
+        wake_at = self._visibility.wake_at()
+        return min(deferred_until, math.inf if wake_at is None else wake_at)
+
+    def _awaiting_views(self, now: float) -> tuple[list[Call], list[str], list[str], float]:
+        """The calls whose applied topics may be read now, those topics' names, the names left for later (a call
+        still sending, read recently), and when those may be read next."""
+        calls: list[Call] = []
         names: list[str] = []
         deferred: list[str] = []
         deferred_until = math.inf  # when a call still sending may be read next
-        calls = []
         interval_s = self._visibility.sending_interval_s()
         # Near the deadline every call is read freely; how near grows with what reads take (an answer must come
         # back before the deadline).
@@ -571,24 +591,17 @@ class Engine:
                     continue
             calls.append(call)
             names.extend(call.awaiting)
-        first: list[Topic] = []  # creates whose ids before the send are to be read (names they hold, rule a)
-        if self._unread and not self._visibility.reading:
-            first = [topic for topic in self._unread if self._holds(topic)]
-            if first:
-                self._visibility.soon(now)
-        if not names and not first:
-            if deferred_until == math.inf and not self._visibility.reading:
-                self._visibility.idle()
-            return deferred_until
-        if self._visibility.due(now):
-            names.extend(topic.name for topic in first)
-            self._visibility.read(now, names, deferred)
-            self._out.read_views = names
-            self._ids_asked = first
-            for call in calls:
-                call.views_read_at = now
-        wake_at = self._visibility.wake_at()
-        return min(deferred_until, math.inf if wake_at is None else wake_at)
+        return calls, names, deferred, deferred_until
+
+    def _ids_to_read(self, now: float) -> list[Topic]:
+        """wait_for_metadata creates whose ids before the send are to be read (those holding their names, rule a),
+        unless a read is out already."""
+        if not self._unread or self._visibility.reading:
+            return []
+        first = [topic for topic in self._unread if self._holds(topic)]
+        if first:
+            self._visibility.soon(now)
+        return first
 
     def _applied(self, topic: Topic, now: float) -> None:
         """The broker applied the topic: resolved now, or once every broker shows it (wait_for_metadata)."""
@@ -706,10 +719,39 @@ class Engine:
     # -- a response -------------------------------------------------------------------------------
 
     def _complete(self, request: Request, now: float) -> None:
+        """The request in flight is done: answered whole or in part, abandoned, or cut short after it may have
+        been handed over. Every topic still in flight gets its verdict (``verdict``: rule f), and what the answer
+        teaches (the connection, the throttle, the batch cap, Redpanda's charge, the round trip, the pacer's rate)
+        is learned."""
         self._request = None
-        operation = request.kind.operation
         results = {topic.name: request.results.get(topic.name, _MISSING) for topic in request.topics}
         answered = request.answered_at is not None
+        self._note_connection(request, results, answered, now)
+        throttle_s = self._record_response_throttle(request, answered)
+        operation = request.kind.operation.name
+        outcomes = {name: classify(exc, operation=operation, throttled=throttle_s > 0) for name, exc in results.items()}
+        response = _Response(results, outcomes, throttle_s, split=self._learn_batch_cap(request, outcomes))
+        charged = 0
+        if answered:
+            response.throttle_s, charged = self._redpanda_refusals(request, response, now)
+        applied = [topic for topic in request.topics if outcomes[topic.name] is Outcome.SUCCESS]
+        for topic in applied:  # progress resets a call's back-offs
+            topic.call.quota_backoffs = topic.call.transient_retries = 0
+        # the mutations of the topics the broker applied (as far as their costs are known)
+        accepted = sum(topic.cost or 0 for topic in applied)
+        retried = self._settle_answered(request, response, now)
+        if answered:  # Redpanda's refused topics are charged all the same: the pacer's mirror counts them
+            self._learn_from_answer(request, results, charged + accepted, response.throttle_s, now)
+        if accepted:
+            self._metric(lambda m: m.record_admitted(operation, accepted))
+        if retried:
+            self._metric(lambda m: m.record_retry(operation))
+
+    def _note_connection(
+        self, request: Request, results: dict[str, BaseException | None], answered: bool, now: float
+    ) -> None:
+        """What the request's end says of the connection: a broker answered (or the request was written), the
+        request may still hold the connection (rule b), or it was written and its connection is gone (``final_at``)."""
         if answered or any(was_written(exc) for exc in results.values()):
             self._contact()
             self._out.reached = True
@@ -720,69 +762,45 @@ class Engine:
         elif not answered and any(was_written(exc) for exc in results.values()):
             # written and not answered, its connection gone: the broker may have read it just before
             self._final_at = max(self._final_at, now + _controller_timeout_s(request))
-        throttle_s = self._record_response_throttle(request, answered)
-        admitted = 0
-        accepted = 0  # the mutations of the topics the broker applied (as far as their costs are known)
-        retried = False
-        outcomes = {
-            name: classify(exc, operation=operation.name, throttled=throttle_s > 0) for name, exc in results.items()
-        }
-        # Refused whole for the controller's batch cap: learn it, and send the topics again in smaller requests.
+
+    def _learn_batch_cap(self, request: Request, outcomes: dict[str, Outcome]) -> bool:
+        """Refused whole for the controller's batch cap: learn it, and send the topics again in smaller requests
+        (True)."""
         split = len(request.topics) > 1 and all(outcome is Outcome.TOO_LARGE for outcome in outcomes.values())
         if split:
             self._cap.refused(sum(topic.records for topic in request.topics))
-        if answered:
-            throttle_s, charged = self._redpanda_refusals(request, results, outcomes, throttle_s, now)
-            admitted += charged  # charged all the same: the pacer's mirror and its learning count them
-        for topic in request.topics:  # progress resets a call's back-offs
-            if outcomes[topic.name] is Outcome.SUCCESS:
-                topic.call.quota_backoffs = topic.call.transient_retries = 0
-        # call id -> the back-off its topics wait after this response, drawn once per call (with its jitter), so
-        # topics refused together are sent together again
-        quota_delays: dict[int, float] = {}
-        delays: dict[int, float] = {}
+        return split
+
+    def _settle_answered(self, request: Request, response: _Response, now: float) -> bool:
+        """Carry out each topic's verdict (a topic no longer in flight was settled already: its deadline passed,
+        or authentication failed). True when any topic is queued again (a retry)."""
+        retried = False
         for topic in request.topics:
-            exc = results[topic.name]
-            outcome = outcomes[topic.name]
-            if outcome is Outcome.SUCCESS:
-                admitted += topic.cost or 0
-                accepted += topic.cost or 0
-            call = topic.call
-            if call.in_flight.pop(topic.name, None) is None:
-                continue  # settled already (its deadline passed, or authentication failed)
+            if topic.call.in_flight.pop(topic.name, None) is None:
+                continue
             topic.attempts += 1
-            if outcome is Outcome.SUCCESS:
-                if topic.guessed and self._default_partitions is None and not call.kind.validate_only:
-                    self._default_from, self._refresh_metadata = topic.name, True  # read its partitions back
-                self._applied(topic, now)
-            elif outcome is Outcome.THROTTLED:
-                retried |= self._on_throttled(topic, throttle_s, now, quota_delays, _message(exc))
-            elif outcome is Outcome.TOO_LARGE and split and not topic.cancelled:
-                topic.last_error = exc  # the broker's word, should time run out before a smaller request goes
-                topic.throttled_at = None
-                call.queued[topic.name] = topic
-                retried = True
-            elif outcome is Outcome.NOT_SENT and self._contact_failure is not None and not topic.outcome_unknown:
-                failure = self._contact_failure  # no broker was ever reached: say so now, not at the deadline
-                self._finish(topic, cannot_connect_error(operation.name, failure.address, failure.reason), now)
-            elif outcome in (Outcome.NOT_APPLIED, Outcome.NOT_SENT, Outcome.UNKNOWN):
-                retried |= self._on_transient(topic, exc, outcome, now, delays)
-            else:
-                self._finish(topic, self._final_error(topic, exc), now)
-        if answered:
-            assert request.answered_at is not None
-            if all(is_broker_answer(exc) for exc in results.values()):  # rule d: a whole answer is a round trip
-                self._round_trip.observe(len(request.topics), request.answered_at - request.sent_at, now)
-            if self._auth_error is not None:
-                self._auth_error = None
-            if self._pacer is not None:
-                self._pacer.on_response(admitted=admitted, throttle_s=throttle_s, sent_at=request.sent_at, now=now)
-        if accepted:
-            name = operation.name
-            self._metric(lambda m: m.record_admitted(name, accepted))
-        if retried:
-            name = operation.name
-            self._metric(lambda m: m.record_retry(name))
+            outcome = response.outcomes[topic.name]
+            decided = verdict(
+                outcome,
+                split=response.split,
+                cancelled=topic.cancelled,
+                cannot_connect=self._contact_failure is not None,
+                outcome_unknown=topic.outcome_unknown,
+            )
+            retried |= self._CARRY_OUT[decided](self, topic, response.results[topic.name], outcome, response, now)
+        return retried
+
+    def _learn_from_answer(
+        self, request: Request, results: dict[str, BaseException | None], admitted: int, throttle_s: float, now: float
+    ) -> None:
+        """A broker answered: a whole answer is a round trip (rule d), an authentication failure is over, and the
+        pacer learns what was admitted and the throttle."""
+        assert request.answered_at is not None
+        if all(is_broker_answer(exc) for exc in results.values()):
+            self._round_trip.observe(len(request.topics), request.answered_at - request.sent_at, now)
+        self._auth_error = None
+        if self._pacer is not None:
+            self._pacer.on_response(admitted=admitted, throttle_s=throttle_s, sent_at=request.sent_at, now=now)
 
     def _record_response_throttle(self, request: Request, answered: bool) -> float:
         """Each response's throttle goes to the sensor once, for the request it came from (KIP-124); a request
@@ -795,16 +813,10 @@ class Engine:
             self._metric(_throttle_event(None, 0.0))  # librdkafka sends no event for an unthrottled response
         return max((throttle_s for _, throttle_s in request.events), default=0.0)
 
-    def _redpanda_refusals(
-        self,
-        request: Request,
-        results: dict[str, BaseException | None],
-        outcomes: dict[str, Outcome],
-        throttle_s: float,
-        now: float,
-    ) -> tuple[float, int]:
+    def _redpanda_refusals(self, request: Request, response: _Response, now: float) -> tuple[float, int]:
         """Redpanda charges the topics it refuses: the wait is longer than its throttle (``redpanda``). Returns the
         throttle to wait out, and what the refused topics were charged."""
+        results, outcomes, throttle_s = response.results, response.outcomes, response.throttle_s
         refused = [t.cost or 0 for t in request.topics if _redpanda_refused(results[t.name], outcomes[t.name])]
         if not refused:
             self._redpanda.extra_s([], 0, True, throttle_s, None)
@@ -828,9 +840,21 @@ class Engine:
             self._own_pacer = True
         return throttle_s, sum(refused)
 
-    def _on_throttled(
-        self, topic: Topic, throttle_s: float, now: float, delays: dict[int, float], message: str | None = None
+    def _on_applied(
+        self, topic: Topic, exc: BaseException | None, outcome: Outcome, response: _Response, now: float
     ) -> bool:
+        """``Verdict.APPLIED``; a create made with a guessed partition count is read back (``_default_from``)."""
+        if topic.guessed and self._default_partitions is None and not topic.call.kind.validate_only:
+            self._default_from, self._refresh_metadata = topic.name, True  # read its partitions back
+        self._applied(topic, now)
+        return False
+
+    def _on_throttled(
+        self, topic: Topic, exc: BaseException | None, outcome: Outcome, response: _Response, now: float
+    ) -> bool:
+        """``Verdict.THROTTLED``: queued again behind the throttle (or after a back-off when the response carried
+        none), or settled with it when its call does not retry or its caller cancelled it."""
+        throttle_s, delays, message = response.throttle_s, response.quota_delays, _message(exc)
         call = topic.call
         operation = call.kind.operation.name
         self._metric(lambda m: m.record_violations(operation, 1))
@@ -851,11 +875,39 @@ class Engine:
         call.queued[topic.name] = topic
         return True
 
-    def _on_transient(
-        self, topic: Topic, exc: BaseException | None, outcome: Outcome, now: float, delays: dict[int, float]
+    def _on_too_large(
+        self, topic: Topic, exc: BaseException | None, outcome: Outcome, response: _Response, now: float
     ) -> bool:
-        """Re-queue a topic the broker did not apply (or whose answer was lost) after one back-off per call and
-        response, so the topics of one refused request go out together again, as Java re-sends a failed call."""
+        """``Verdict.RESEND_SMALLER``: queued again, for a request within the batch cap just learned."""
+        topic.last_error = exc  # the broker's word, should time run out before a smaller request goes
+        topic.throttled_at = None
+        topic.call.queued[topic.name] = topic
+        return True
+
+    def _on_cannot_connect(
+        self, topic: Topic, exc: BaseException | None, outcome: Outcome, response: _Response, now: float
+    ) -> bool:
+        """``Verdict.CANNOT_CONNECT``: no broker was ever reached; say so now, not at the deadline."""
+        failure = self._contact_failure
+        assert failure is not None
+        operation = topic.call.kind.operation.name
+        self._finish(topic, cannot_connect_error(operation, failure.address, failure.reason), now)
+        return False
+
+    def _on_final(
+        self, topic: Topic, exc: BaseException | None, outcome: Outcome, response: _Response, now: float
+    ) -> bool:
+        """``Verdict.FINAL``: the broker's last word (outcome unknown after an earlier unanswered attempt)."""
+        self._finish(topic, self._final_error(topic, exc), now)
+        return False
+
+    def _on_transient(
+        self, topic: Topic, exc: BaseException | None, outcome: Outcome, response: _Response, now: float
+    ) -> bool:
+        """``Verdict.RETRY``: re-queue a topic the broker did not apply (or whose answer was lost) after one
+        back-off per call and response, so the topics of one refused request go out together again, as Java
+        re-sends a failed call."""
+        delays = response.delays
         call = topic.call
         if outcome is Outcome.UNKNOWN:
             topic.outcome_unknown = True
@@ -883,6 +935,16 @@ class Engine:
         call.queued[topic.name] = topic
         return True
 
+    # How ``_settle_answered`` carries out each verdict: the handler returns whether the topic was queued again.
+    _CARRY_OUT: ClassVar[dict[Verdict, _OnVerdict]] = {
+        Verdict.APPLIED: _on_applied,
+        Verdict.THROTTLED: _on_throttled,
+        Verdict.RESEND_SMALLER: _on_too_large,
+        Verdict.CANNOT_CONNECT: _on_cannot_connect,
+        Verdict.RETRY: _on_transient,
+        Verdict.FINAL: _on_final,
+    }
+
     def _final_error(self, topic: Topic, exc: BaseException | None) -> BaseException:
         assert exc is not None
         error = error_of(exc)
@@ -896,46 +958,79 @@ class Engine:
     # -- the next request -------------------------------------------------------------------------
 
     def _next_request(self, now: float) -> float:
-        """Compose the next request into the outbox, or ask for metadata; returns when to look again."""
+        """Compose the next request into the outbox, or ask for metadata; returns when to look again. Nothing is
+        sent while a throttle lasts (KIP-219), while the connection may carry an abandoned request (rule b), before
+        first contact allows it, while costs are unknown, or while the pacer holds the head of the queue back."""
         if not self._calls:
             return math.inf
-        gate_s = self._gate.remaining_s(now)
-        self._note_gate_wait(gate_s > 0, now)
-        if gate_s > 0:
-            # KIP-219: nothing is sent while a throttle lasts. A call that cannot wait fails at once (retry off,
-            # or the throttle outlasts its deadline: Java would sleep through it for nothing).
-            gate_ms = int(gate_s * 1000 + 0.5)
-            for call in list(self._calls.values()):
-                if call.queued and (not call.retry_on_quota_violation or gate_s >= call.remaining_s(now)):
-                    self._refuse(call, gate_ms, now)
-            return now + gate_s
+        if (wake_at := self._throttle_wait(now)) is not None:
+            return wake_at
         if self._connection.busy:
             return math.inf  # rule b: woken by the sentinel's outcome (or a deadline)
         head = self._head(now)
         if head is None:
             return self._next_eligible(now)
-        if not self._reached:  # first contact: hand over only what librdkafka may be able to write
-            if self._contact_failure is not None:
-                return math.inf  # woken by a broker's answer, or when the calls give up (_first_contact)
-            if self._probe == "asked" and now < head.call.started_at + FIRST_CONTACT_TIMEOUT_S:
-                return head.call.started_at + FIRST_CONTACT_TIMEOUT_S  # or by the probe's answer
+        if (wake_at := self._contact_wait(head, now)) is not None:
+            return wake_at
         kind = head.call.kind
         topics = list(self._eligible(kind, now))
-        if self._refresh_metadata or any(topic.cost is None for topic in topics):
-            if not self._reading_metadata:  # read off the deadline-keeping path; expiry goes on meanwhile
-                self._refresh_metadata = False
-                self._reading_metadata = True
-                self._out.read_metadata = True
-            return math.inf  # woken by the metadata read (or a deadline)
-        if self._pacer is not None:
-            pending_cost = sum(topic.cost or 0 for topic in topics)
-            wait_s = self._pacer.wait_s(head.cost or 0, pending_cost, now)
-            if wait_s > 0:
-                for call in list(self._calls.values()):
-                    if call.kind == kind and call.queued and wait_s >= call.remaining_s(now):
-                        self._refuse(call, int(wait_s * 1000 + 0.5), now)
-                return now + wait_s
+        if (wake_at := self._metadata_wait(topics)) is not None:
+            return wake_at
+        if (wake_at := self._pacing_wait(head, topics, now)) is not None:
+            return wake_at
         return self._compose(kind, topics, now)
+
+    def _throttle_wait(self, now: float) -> float | None:
+        """KIP-219: nothing is sent while a throttle lasts; returns when it ends (None: no throttle). A call that
+        cannot wait fails at once (retry off, or the throttle outlasts its deadline: Java would sleep through it
+        for nothing)."""
+        gate_s = self._gate.remaining_s(now)
+        self._note_gate_wait(gate_s > 0, now)
+        if gate_s <= 0:
+            return None
+        gate_ms = int(gate_s * 1000 + 0.5)
+        for call in list(self._calls.values()):
+            if call.queued and (not call.retry_on_quota_violation or gate_s >= call.remaining_s(now)):
+                self._refuse(call, gate_ms, now)
+        return now + gate_s
+
+    def _contact_wait(self, head: Topic, now: float) -> float | None:
+        """First contact: hand over only what librdkafka may be able to write. Returns when to look again (None:
+        send now)."""
+        if self._reached:
+            return None
+        if self._contact_failure is not None:
+            return math.inf  # woken by a broker's answer, or when the calls give up (_first_contact)
+        wait_until = head.call.started_at + FIRST_CONTACT_TIMEOUT_S
+        if self._probe == "asked" and now < wait_until:
+            return wait_until  # or by the probe's answer
+        return None
+
+    def _metadata_wait(self, topics: list[Topic]) -> float | None:
+        """Costs not yet known, or metadata to refresh (after NOT_CONTROLLER): ask for a metadata read, read off the
+        deadline-keeping path (expiry goes on meanwhile), and wait for it (None: nothing to read)."""
+        if not self._refresh_metadata and all(topic.cost is not None for topic in topics):
+            return None
+        if not self._reading_metadata:
+            self._refresh_metadata = False
+            self._reading_metadata = True
+            self._out.read_metadata = True
+        return math.inf  # woken by the metadata read (or a deadline)
+
+    def _pacing_wait(self, head: Topic, topics: list[Topic], now: float) -> float | None:
+        """The pacer holds the head of the queue back: returns when it may go (None: now). A call of the same kind
+        whose deadline comes first fails at once, as throttled."""
+        if self._pacer is None:
+            return None
+        pending_cost = sum(topic.cost or 0 for topic in topics)
+        wait_s = self._pacer.wait_s(head.cost or 0, pending_cost, now)
+        if wait_s <= 0:
+            return None
+        kind = head.call.kind
+        for call in list(self._calls.values()):
+            if call.kind == kind and call.queued and wait_s >= call.remaining_s(now):
+                self._refuse(call, int(wait_s * 1000 + 0.5), now)
+        return now + wait_s
 
     def _note_gate_wait(self, waiting: bool, now: float) -> None:
         """Local back-off time (KIP-219): how long queued work waited for the broker's throttle to end."""
@@ -993,59 +1088,15 @@ class Engine:
                         return
 
     def _compose(self, kind: RequestKind, candidates: list[Topic], now: float) -> float:
-        budget = self._pacer.batch_budget(now) if self._pacer is not None else math.inf
-        chosen: list[Topic] = []
-        mutations = records = 0
-        shortest = longest = 0.0  # the time budgets of the calls chosen (rule c)
+        """Put the next request in the outbox: the candidates (queued, sendable, of one kind, in call order) that
+        fit it (``_choose``), with the timeouts their calls allow (``_timeouts``). Returns when to look again."""
         # The round-trip floor for a first attempt and for a retry, computed once for the whole request.
         estimates = {samples: self._round_trip.estimate(now, samples) for samples in (1, MIN_SAMPLES)}
-        margin_s = max(_MIN_MARGIN_S, estimates[MIN_SAMPLES][0])  # the controller's deadline ends this early
-        last_call: Call | None = None
-        remaining_s = time_s = 0.0
-        for topic in candidates:
-            cost = topic.cost or 0
-            if chosen and (mutations + cost > budget or records + topic.records > self._cap.limit):
-                break
-            call = topic.call
-            # Send nothing that cannot be answered before its deadline: it would be applied after the caller
-            # was told it failed.
-            # A first attempt is refused only on a robust estimate (rule d: no lockout); a retry is not sent when
-            # any recent answer says it cannot come back in time (the caller gets the broker's last word instead).
-            base_s, per_topic_s = estimates[1 if topic.attempts else MIN_SAMPLES]
-            expected_s = base_s + per_topic_s * (len(chosen) + 1)
-            kept_s = max(_MIN_MARGIN_S, base_s)
-            if call is not last_call:  # a call's topics are in a row: its times once
-                last_call, remaining_s, time_s = call, call.remaining_s(now), call.budget_s(now)
-            if not self._reached and remaining_s <= CONTACT_VERDICT_MARGIN_S + kept_s:
-                self._finish(topic, self._gave_up(topic, now), now)  # no time for librdkafka's verdict to come
-                continue
-            if remaining_s <= expected_s + kept_s:
-                self._finish(topic, self._gave_up_early(topic, expected_s, kept_s, now), now)
-                continue
-            if chosen and max(longest, time_s) > COALESCE_RATIO * min(shortest, time_s):
-                continue  # rule c: its budget is far from the others'; it goes in a request of its own
-            shortest = time_s if not chosen else min(shortest, time_s)
-            longest = max(longest, time_s)
-            chosen.append(topic)
-            mutations += cost
-            records += topic.records
+        chosen, mutations, shortest, longest = self._choose(candidates, estimates, now)
         if not chosen:
             return now
-        calls = {topic.call.id: topic.call for topic in chosen}.values()
-        remaining_s = min(call.remaining_s(now) for call in calls)
-        # Sharing never hurts: librdkafka waits for the answer as long as the longest call would alone (each call's
-        # topics are settled at its own deadline); the controller's deadline is the shortest call's (below).
-        request_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(longest, _LIBRDKAFKA_MAX_TIMEOUT_S))
-        if not self._reached:  # librdkafka's verdict comes before the (shortest call's) deadline
-            request_timeout_s = min(request_timeout_s, remaining_s - CONTACT_VERDICT_MARGIN_S)
-        operation_timeout_s = min(remaining_s, shortest, request_timeout_s) - margin_s
-        # A caller's operation_timeout of 0 (confluent-kafka's "do not wait") is no cap: a Kafka 4 controller
-        # refuses a request whose timeout_ms is 0 at once (REQUEST_TIMED_OUT, nothing applied), and answers after
-        # the commit whatever the timeout, so the controller deadline derived from the call's deadline stays.
-        caps = [call.operation_timeout_s for call in calls if call.operation_timeout_s]
-        if caps:
-            operation_timeout_s = min(operation_timeout_s, *caps)
-        operation_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(operation_timeout_s, _LIBRDKAFKA_MAX_TIMEOUT_S))
+        margin_s = max(_MIN_MARGIN_S, estimates[MIN_SAMPLES][0])  # the controller's deadline ends this early
+        request_timeout_s, operation_timeout_s = self._timeouts(chosen, shortest, longest, margin_s, now)
         for topic in chosen:
             del topic.call.queued[topic.name]
             topic.call.in_flight[topic.name] = topic
@@ -1059,6 +1110,79 @@ class Engine:
         self._metric(lambda m: m.record_request(operation, count, mutations))
         return self._request_wake_at(request)
 
+    def _choose(
+        self, candidates: list[Topic], estimates: dict[int, tuple[float, float]], now: float
+    ) -> tuple[list[Topic], int, float, float]:
+        """The topics of the next request, in order, within the pacer's budget and the batch cap; a topic that can
+        no longer be answered before its deadline is settled instead (``_too_late``), and one whose call's time
+        budget is far from the others' waits for a request of its own (rule c). Returns the topics, their
+        mutations, and the shortest and longest time budget of their calls."""
+        budget = self._pacer.batch_budget(now) if self._pacer is not None else math.inf
+        chosen: list[Topic] = []
+        mutations = records = 0
+        shortest = longest = 0.0  # the time budgets of the calls chosen (rule c)
+        last_call: Call | None = None
+        remaining_s = time_s = 0.0
+        for topic in candidates:
+            cost = topic.cost or 0
+            if chosen and (mutations + cost > budget or records + topic.records > self._cap.limit):
+                break
+            call = topic.call
+            if call is not last_call:  # a call's topics are in a row: its times once
+                last_call, remaining_s, time_s = call, call.remaining_s(now), call.budget_s(now)
+            late = self._too_late(topic, estimates, len(chosen) + 1, remaining_s, now)
+            if late is not None:
+                self._finish(topic, late, now)
+                continue
+            if chosen and max(longest, time_s) > COALESCE_RATIO * min(shortest, time_s):
+                continue  # rule c: its budget is far from the others'; it goes in a request of its own
+            shortest = time_s if not chosen else min(shortest, time_s)
+            longest = max(longest, time_s)
+            chosen.append(topic)
+            mutations += cost
+            records += topic.records
+        return chosen, mutations, shortest, longest
+
+    def _too_late(
+        self, topic: Topic, estimates: dict[int, tuple[float, float]], size: int, remaining_s: float, now: float
+    ) -> BaseException | None:
+        """Send nothing that cannot be answered before its deadline: it would be applied after the caller was told
+        it failed. Returns the topic's error if it is too late for a request of ``size`` topics (else None).
+
+        A first attempt is refused only on a robust estimate (rule d: no lockout); a retry is not sent when any
+        recent answer says it cannot come back in time (the caller gets the broker's last word instead)."""
+        base_s, per_topic_s = estimates[1 if topic.attempts else MIN_SAMPLES]
+        expected_s = base_s + per_topic_s * size
+        kept_s = max(_MIN_MARGIN_S, base_s)
+        if not self._reached and remaining_s <= CONTACT_VERDICT_MARGIN_S + kept_s:
+            return self._gave_up(topic, now)  # no time for librdkafka's verdict to come
+        if remaining_s <= expected_s + kept_s:
+            return self._gave_up_early(topic, expected_s, kept_s, now)
+        return None
+
+    def _timeouts(
+        self, chosen: list[Topic], shortest: float, longest: float, margin_s: float, now: float
+    ) -> tuple[float, float]:
+        """The request's librdkafka timeout and its controller deadline (``operation_timeout``), in seconds.
+
+        Sharing never hurts: librdkafka waits for the answer as long as the longest call would alone (each call's
+        topics are settled at its own deadline); the controller's deadline is the shortest call's, ``margin_s``
+        early."""
+        calls = {topic.call.id: topic.call for topic in chosen}.values()
+        remaining_s = min(call.remaining_s(now) for call in calls)
+        request_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(longest, _LIBRDKAFKA_MAX_TIMEOUT_S))
+        if not self._reached:  # librdkafka's verdict comes before the (shortest call's) deadline
+            request_timeout_s = min(request_timeout_s, remaining_s - CONTACT_VERDICT_MARGIN_S)
+        operation_timeout_s = min(remaining_s, shortest, request_timeout_s) - margin_s
+        # A caller's operation_timeout of 0 (confluent-kafka's "do not wait") is no cap: a Kafka 4 controller
+        # refuses a request whose timeout_ms is 0 at once (REQUEST_TIMED_OUT, nothing applied), and answers after
+        # the commit whatever the timeout, so the controller deadline derived from the call's deadline stays.
+        caps = [call.operation_timeout_s for call in calls if call.operation_timeout_s]
+        if caps:
+            operation_timeout_s = min(operation_timeout_s, *caps)
+        operation_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(operation_timeout_s, _LIBRDKAFKA_MAX_TIMEOUT_S))
+        return request_timeout_s, operation_timeout_s
+
     def _gave_up_early(self, topic: Topic, expected_s: float, margin_s: float, now: float) -> BaseException:
         if topic.throttled_at is not None or topic.outcome_unknown or topic.last_error is not None:
             return self._gave_up(topic, now)
@@ -1069,6 +1193,25 @@ class Engine:
         else:
             why = f"less time was left ({left_ms:.0f} ms) than the {margin_s * 1000:.0f} ms kept for the answer"
         return not_sent_error(call.kind.operation.name, call.timeout_ms, why)
+
+
+@dataclass(slots=True)
+class _Response:
+    """What the engine knows of an answered request while it carries out its topics' verdicts."""
+
+    results: dict[str, BaseException | None]  # every topic's result (``_MISSING`` where none came)
+    outcomes: dict[str, Outcome]  # what each result means (``classify``)
+    throttle_s: float  # the throttle to wait out (Redpanda's charge included)
+    split: bool  # refused whole for the batch cap: sent again in smaller requests
+    # call id -> the back-off its topics wait after this response, drawn once per call (with its jitter), so topics
+    # refused together are sent together again: after error 89 without a throttle, and after a transient failure
+    quota_delays: dict[int, float] = field(default_factory=dict)
+    delays: dict[int, float] = field(default_factory=dict)
+
+
+# How ``Engine._settle_answered`` carries out a verdict: (the engine, the topic, its result, its outcome, the
+# response, now) -> whether the topic was queued again (a retry).
+_OnVerdict = Callable[[Engine, Topic, "BaseException | None", Outcome, _Response, float], bool]
 
 
 def _throttle_event(node_id: int | None, throttle_s: float) -> MetricEvent:
