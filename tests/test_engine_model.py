@@ -30,8 +30,10 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewPartitions, NewTopic
-from hypothesis import HealthCheck, event, settings
+from hypothesis import HealthCheck, settings
+from hypothesis import event as hypothesis_event
 from hypothesis import strategies as st
+from hypothesis.control import currently_in_test_context
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from throttled_admin import (
@@ -91,6 +93,15 @@ HANDSHAKE_FAILURES = {
     "probably due to broker version < 0.10 (see api.version.request configuration) (after 10011ms in state "
     "APIVERSION_QUERY)",
 }
+
+
+def event(label: str) -> None:
+    """Label what an example reached (``--hypothesis-show-statistics``); a pinned run outside hypothesis has none."""
+    if currently_in_test_context():
+        hypothesis_event(label)
+
+
+Results = dict[str, BaseException | None]  # a request's results by topic name, as librdkafka completes it
 
 
 def _error(code: int, text: str = "") -> KafkaException:
@@ -643,6 +654,11 @@ class EngineModel(RuleBasedStateMachine):
         quota_first=st.booleans(),
     )
     def answer(self, fate: str, applied: bool, delay: float, quota_first: bool) -> None:
+        """The broker answers the request in flight ``delay`` later, unless librdkafka times it out first: ``ok``
+        (the cluster decides each topic's result), a garbled answer or one missing its last topic (both applied),
+        a transport failure (after the broker applied it, if ``applied``), NOT_CONTROLLER, REQUEST_TIMED_OUT, no
+        controller (never written), or a policy refusing every topic. ``quota_first``: the broker checks the quota
+        before each topic's state (KIP-599 lets a 89 follow an applied attempt)."""
         flight = self.flight
         assert flight is not None
         flight.quota_first = quota_first
@@ -654,65 +670,79 @@ class EngineModel(RuleBasedStateMachine):
         if self.unreachable:
             fate = "no controller"  # no connection completes its handshake: librdkafka never builds the request
         flight.fate = fate
-        request, tracks = flight.request, flight.tracks
-        names = [t.topic.name for t in tracks]
-        results: dict[str, BaseException | None]
+        event(f"answer: {fate}")
+        results = self.broker_handles(flight, fate, applied)
+        self.note_cap_refusal(flight, fate, results)
+        flight.retryable = _any_retryable(flight, results)
+        self.note_contact(fate, len(flight.tracks))
+        if results or fate == "drop last":  # the driver hands over what librdkafka completed (an empty answer too)
+            self.engine.on_results(flight.request, results, self.now)
+        self.step()
+
+    # -- the simulated cluster: what a broker does with a request ----------------------------------
+
+    def broker_handles(self, flight: Flight, fate: str, applied: bool) -> Results:
+        """The results librdkafka completes the request with, for each way an answer can come."""
+        names = [t.topic.name for t in flight.tracks]
         if fate in ("ok", "bad msg", "drop last"):
-            dropped_answered_before = tracks[-1].answered_ok
-            results, throttle_s = self.cluster_apply(flight, answered=fate != "bad msg")
-            if fate == "drop last":
-                tracks[-1].answered_ok = dropped_answered_before  # its answer never reaches the client
-            for track in tracks:
-                track.written += 1
-            if throttle_s > 0:
-                self.throttle(1, throttle_s)
-            if fate == "bad msg":
-                results = {n: _error(KafkaError._BAD_MSG, "Local: Bad message format") for n in names}
-                for track in tracks:
-                    track.unanswered += 1
-            elif fate == "drop last":
-                results.pop(names[-1])
-                tracks[-1].unanswered += 1
-            elif all(_broker_answer(exc) for exc in results.values()):
-                self.round_trips.append((self.now, self.now - request.sent_at))
-        elif fate == "transport":
+            return self.broker_applies(flight, fate)
+        if fate == "transport":  # the connection died after the write (perhaps after the broker applied it)
             if applied:
                 self.cluster_apply(flight, answered=False)
-            for track in tracks:
-                track.written += 1
-                track.unanswered += 1
-            results = {n: _error(KafkaError._TRANSPORT, "Local: Broker transport failure") for n in names}
-        elif fate == "policy":  # a CreateTopicPolicy (or any other policy) refuses every topic: final, never split
-            for track in tracks:
-                track.written += 1
-            results = {n: _error(KafkaError.POLICY_VIOLATION, POLICY) for n in names}
-            self.round_trips.append((self.now, self.now - request.sent_at))
-        elif fate == "no controller":
-            text = "Failed while waiting for controller: Local: Timed out"
-            results = {n: _error(KafkaError._TIMED_OUT, text) for n in names}
-        else:
-            code = KafkaError.NOT_CONTROLLER if fate == "not controller" else KafkaError.REQUEST_TIMED_OUT
-            for track in tracks:
-                track.written += 1
-            results = {n: _error(code) for n in names}
-            self.round_trips.append((self.now, self.now - request.sent_at))
-        if fate == "ok" and len(tracks) > 1 and all(_is_cap(results[n]) for n in names):
+            _mark_written(flight.tracks, unanswered=True)
+            return {n: _error(KafkaError._TRANSPORT, "Local: Broker transport failure") for n in names}
+        if fate == "no controller":  # never written
+            return {
+                n: _error(KafkaError._TIMED_OUT, "Failed while waiting for controller: Local: Timed out") for n in names
+            }
+        _mark_written(flight.tracks)
+        self.note_round_trip(flight)
+        if fate == "policy":  # a CreateTopicPolicy (or any other policy) refuses every topic: final, never split
+            return {n: _error(KafkaError.POLICY_VIOLATION, POLICY) for n in names}
+        code = KafkaError.NOT_CONTROLLER if fate == "not controller" else KafkaError.REQUEST_TIMED_OUT
+        return {n: _error(code) for n in names}
+
+    def broker_applies(self, flight: Flight, fate: str) -> Results:
+        """The cluster handles the request; its answer reaches the client whole (``ok``), garbled (``bad msg``), or
+        without its last topic (``drop last``)."""
+        tracks = flight.tracks
+        last = tracks[-1]
+        last_answered_before = last.answered_ok
+        results, throttle_s = self.cluster_apply(flight, answered=fate != "bad msg")
+        _mark_written(tracks)
+        if throttle_s > 0:
+            self.throttle(1, throttle_s)
+        if fate == "bad msg":
+            _mark_unanswered(tracks)
+            return {t.topic.name: _error(KafkaError._BAD_MSG, "Local: Bad message format") for t in tracks}
+        if fate == "drop last":
+            last.answered_ok = last_answered_before  # its answer never reaches the client
+            last.unanswered += 1
+            results.pop(last.topic.name)
+        elif all(_broker_answer(exc) for exc in results.values()):
+            self.note_round_trip(flight)
+        return results
+
+    def note_round_trip(self, flight: Flight) -> None:
+        """A whole answer: what the round trip took (rule d's estimate rests on these)."""
+        self.round_trips.append((self.now, self.now - flight.request.sent_at))
+
+    def note_cap_refusal(self, flight: Flight, fate: str, results: Results) -> None:
+        """A request of several topics refused whole for the batch cap: later ones must be smaller."""
+        tracks = flight.tracks
+        whole = fate == "ok" and len(tracks) > 1 and all(_is_cap(results[t.topic.name]) for t in tracks)
+        if whole:
             self.smallest_refused = min(self.smallest_refused, sum(t.topic.records for t in tracks))
+            event("a request refused whole for the batch cap")
         for track in tracks:
-            track.cap_refused_with_others = fate == "ok" and len(tracks) > 1 and all(_is_cap(results[n]) for n in names)
-        throttled = any(throttle_s > 0 for _, throttle_s in request.events)  # what the engine knows of the response
-        flight.retryable = any(
-            _retryable(results.get(t.topic.name), t, throttled) for t in tracks if t.topic.name in results
-        )
-        flight.retryable |= any(_is_cap(exc) for exc in results.values()) and len(tracks) > 1
-        flight.retryable |= len(results) < len(tracks)  # a topic left out of the answer: unknown, retried
-        if fate != "no controller":  # written: a connection completed its handshake (and mostly, a broker answered)
+            track.cap_refused_with_others = whole
+
+    def note_contact(self, fate: str, topics: int) -> None:
+        """Written means a connection completed its handshake; most answers mean a broker answered."""
+        if fate != "no controller":
             self.reached = True
-        if fate in ("ok", "not controller", "timed out", "policy") or (fate == "drop last" and len(tracks) > 1):
+        if fate in ("ok", "not controller", "timed out", "policy") or (fate == "drop last" and topics > 1):
             self.answered = True
-        if results or fate == "drop last":  # the driver hands over what librdkafka completed (an empty answer too)
-            self.engine.on_results(request, results, self.now)
-        self.step()
 
     @precondition(lambda self: not self.closed and self.flight is not None and self.flight.fate is None)
     @rule(views_after=st.booleans())
@@ -1085,6 +1115,30 @@ class EngineModel(RuleBasedStateMachine):
         """Events of a request still in flight are recorded when it completes."""
         pending = len(self.flight.request.events) if self.flight is not None else 0
         return self.throttle_events[: len(self.throttle_events) - pending]
+
+
+def _mark_written(tracks: list[Track], *, unanswered: bool = False) -> None:
+    """A broker received the request (or may have); ``unanswered``: its answer never reached the client."""
+    for track in tracks:
+        track.written += 1
+    if unanswered:
+        _mark_unanswered(tracks)
+
+
+def _mark_unanswered(tracks: list[Track]) -> None:
+    """An attempt handed over whose outcome the client never learns: it may have been applied."""
+    for track in tracks:
+        track.unanswered += 1
+
+
+def _any_retryable(flight: Flight, results: Results) -> bool:
+    """Whether the engine may retry a topic of the request: a retryable error, the batch cap's refusal of several
+    topics, or a topic left out of the answer."""
+    tracks = flight.tracks
+    throttled = any(throttle_s > 0 for _, throttle_s in flight.request.events)  # what the engine knows of it
+    if any(_retryable(results[t.topic.name], t, throttled) for t in tracks if t.topic.name in results):
+        return True
+    return (len(tracks) > 1 and any(_is_cap(exc) for exc in results.values())) or len(results) < len(tracks)
 
 
 def _retryable(exc: BaseException | None, track: Track, throttled: bool) -> bool:
