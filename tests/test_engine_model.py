@@ -828,68 +828,94 @@ class EngineModel(RuleBasedStateMachine):
         self.engine.on_send_refused(flight.request, ValueError("refused"), self.now)
         self.step()
 
-    def cluster_apply(self, flight: Flight, *, answered: bool) -> tuple[dict[str, BaseException | None], float]:
+    def cluster_apply(self, flight: Flight, *, answered: bool) -> tuple[Results, float]:
         """The broker handles the request as KRaft does (KIP-599 strict or permissive); returns its results and
-        throttle."""
-        request = flight.request
-        operation = request.kind.operation
-        strict = self.mode in ("strict", "redpanda")
-        results: dict[str, BaseException | None] = {}
+        throttle. ``answered``: its answer reaches the client."""
         refused = self.over_the_cap(flight)
         if refused is not None:  # refused whole, nothing applied or charged
-            for track in flight.tracks:
-                results[track.topic.name] = _error(KafkaError.POLICY_VIOLATION, refused)
-            throttle_s = self.bucket.throttle_time_ms(self.now) / 1000 if self.bucket is not None else 0.0
-            return results, throttle_s
+            return {
+                t.topic.name: _error(KafkaError.POLICY_VIOLATION, refused) for t in flight.tracks
+            }, self.throttle_s()
+        results: Results = {}
         quota_refused: list[Track] = []
         for track in flight.tracks:
-            topic = track.topic
-            name = topic.name
-            current = self.cluster.get(name)
-            if flight.quota_first and self.bucket is not None and strict and self.bucket.violated(self.now):
-                results[name] = self.quota_error(operation)  # checked before the topic's state
-                if answered and track.settled is None:
-                    quota_refused.append(track)
-                continue
-            if operation is CREATE_TOPICS and current is not None:
-                results[name] = _error(KafkaError.TOPIC_ALREADY_EXISTS)
-                continue
-            if operation is not CREATE_TOPICS and current is None:
-                results[name] = _error(KafkaError.UNKNOWN_TOPIC_OR_PART)
-                continue
-            if operation is CREATE_PARTITIONS and topic.item.new_total_count <= (current or 0):
-                results[name] = _error(KafkaError.INVALID_PARTITIONS)
-                continue
-            if self.bucket is not None and strict and self.bucket.violated(self.now):
-                results[name] = self.quota_error(operation)
-                if answered and track.settled is None:
-                    quota_refused.append(track)
-                continue
-            cost = operation.cost_from_metadata(topic.item, current)
-            if self.bucket is not None:
-                self.bucket.record(cost, self.now)
-            results[name] = None
-            track.accepted = True
-            track.answered_ok |= answered
-            if request.kind.validate_only:
-                continue
-            self.history = [*self.history, (dict(self.cluster), dict(self.ids))][-LAG_DEPTH:]
-            if operation is CREATE_TOPICS:
-                self.cluster[name] = _made(topic.item)
-                self.ids[name] = next(self.new_ids)
-            elif operation is DELETE_TOPICS:
-                del self.cluster[name]
-                del self.ids[name]
-            else:
-                self.cluster[name] = topic.item.new_total_count
-        throttle_s = self.bucket.throttle_time_ms(self.now) / 1000 if self.bucket is not None else 0.0
-        for track in quota_refused:
+            exc, by_quota = self.topic_refusal(flight, track)
+            results[track.topic.name] = exc
+            if exc is None:
+                self.accept(flight.request, track, answered=answered)
+            elif by_quota and answered and track.settled is None:
+                quota_refused.append(track)
+        throttle_s = self.throttle_s()
+        self.count_quota_refusals(flight.request.kind.operation, quota_refused, throttle_s)
+        return results, throttle_s
+
+    def throttle_s(self) -> float:
+        """The throttle the broker puts in its response (KIP-599: until the bucket is back under the quota)."""
+        return self.bucket.throttle_time_ms(self.now) / 1000 if self.bucket is not None else 0.0
+
+    def quota_violated(self) -> bool:
+        """Strict mode refuses a mutation while the bucket is over the quota (permissive admits it, throttled)."""
+        strict = self.mode in ("strict", "redpanda")
+        return self.bucket is not None and strict and self.bucket.violated(self.now)
+
+    def topic_refusal(self, flight: Flight, track: Track) -> tuple[KafkaException | None, bool]:
+        """The broker's checks of one topic: its error (None: admitted), and whether the quota refused it."""
+        operation = flight.request.kind.operation
+        if flight.quota_first and self.quota_violated():
+            return self.quota_error(operation), True  # checked before the topic's state
+        exc = self.state_refusal(operation, track.topic.item, self.cluster.get(track.topic.name))
+        if exc is not None:
+            return exc, False
+        if self.quota_violated():
+            return self.quota_error(operation), True
+        return None, False
+
+    @staticmethod
+    def state_refusal(operation: Any, item: Any, current: int | None) -> KafkaException | None:
+        """What the cluster's state refuses: a create of a name that exists, a change of one that does not, a grow
+        that does not grow."""
+        if operation is CREATE_TOPICS:
+            return _error(KafkaError.TOPIC_ALREADY_EXISTS) if current is not None else None
+        if current is None:
+            return _error(KafkaError.UNKNOWN_TOPIC_OR_PART)
+        if operation is CREATE_PARTITIONS and item.new_total_count <= current:
+            return _error(KafkaError.INVALID_PARTITIONS)
+        return None
+
+    def accept(self, request: Request, track: Track, *, answered: bool) -> None:
+        """The broker admits a topic: charged to the quota, and applied unless validate_only."""
+        topic = track.topic
+        operation = request.kind.operation
+        current = self.cluster.get(topic.name)
+        if self.bucket is not None:
+            self.bucket.record(operation.cost_from_metadata(topic.item, current), self.now)
+        track.accepted = True
+        track.answered_ok |= answered
+        if not request.kind.validate_only:
+            self.change(operation, topic)
+
+    def change(self, operation: Any, topic: Topic) -> None:
+        """The cluster's metadata changes; a lagging broker still shows it as it was (``history``)."""
+        name = topic.name
+        self.history = [*self.history, (dict(self.cluster), dict(self.ids))][-LAG_DEPTH:]
+        if operation is CREATE_TOPICS:
+            self.cluster[name] = _made(topic.item)
+            self.ids[name] = next(self.new_ids)  # a new incarnation
+        elif operation is DELETE_TOPICS:
+            del self.cluster[name]
+            del self.ids[name]
+        else:
+            self.cluster[name] = topic.item.new_total_count
+
+    def count_quota_refusals(self, operation: Any, refused: list[Track], throttle_s: float) -> None:
+        """The 89s the client will see (rule g counts them as violations)."""
+        for track in refused:
             # Redpanda's DeleteTopics v4 refusal has no message: a violation only with a throttle in its response
             if self.mode == "redpanda" and operation is DELETE_TOPICS and throttle_s <= 0:
                 continue
             self.answers_89 += 1
             track.answered_89_at = self.now
-        return results, throttle_s
+            event("refused by the quota (89)")
 
     def quota_error(self, operation: Any) -> KafkaException:
         if self.mode != "redpanda":
