@@ -280,103 +280,89 @@ class EngineModel(RuleBasedStateMachine):
         self.apply(out)
 
     def apply(self, out: Outbox) -> None:
+        """The driver does what the engine's outbox says, in its order: metric events to the sink, settlements, the
+        completed request let go, the next send, the sentinel, the reads, and when to wake it next."""
         for metric in out.metrics:
             metric(self.sink)
         for topic, exc in out.settle:
             self.settle(self.by_topic[id(topic)], exc)
-        flight = self.flight
-        if flight is not None and self.engine.in_flight is not flight.request:
-            # The request was completed. A retry is counted when a topic of it is queued again: certainly when one
-            # is still pending now; perhaps when one had a result that is retried (queued again, it may have been
-            # settled in the same step, refused by a throttle or out of time).
-            self.flight = None
-            if flight.fate in ("abandoned", "silent", "bad msg", "cut") and not self.closed:
-                # librdkafka gave up on it, never completed it, or could not read its answer: the request (or the
-                # mute after its answer) may still hold the connection until the sentinel says otherwise
-                self.connection_busy = True
-                event("an abandoned request holds the connection")
-            if not self.closed and flight.fate != "not handed":  # a send cut before its call: no retry, no attempt
-                if any(t.settled is None and not t.withdrawn and not _awaiting(t) for t in flight.tracks):
-                    self.retries_at_least += 1
-                if flight.retryable:
-                    self.retries_at_most += 1
+        if self.flight is not None and self.engine.in_flight is not self.flight.request:
+            self.completed(self.flight)
         if out.send is not None:
             self.sent(out.send)
         if out.drain is not None:
-            assert self.connection_busy, "a sentinel asked for while the connection is free"
-            assert self.drain_asked_at is None, "a second sentinel while one is out"
-            self.drain_asked_at, self.drain_timeout_s = self.now, out.drain
+            self.sentinel_asked(out.drain)
         self.metadata_wanted |= out.read_metadata
         if out.read_views is not None:
-            assert self.views_wanted is None, "a second read of the brokers' views while one is in progress"
-            awaiting = {t.topic.name: t.topic.call for t in self.tracks if _awaiting(t)}
-            # and the creates of wait_for_metadata calls not yet sent that hold their name (incarnations: the ids
-            # before the send)
-            unread = {t.topic.name: t for t in self.tracks if self.holds(t) and _reads_ids_first(t) and not t.ids_read}
-            wanted = set(awaiting) | set(unread)
-            assert set(out.read_views) <= wanted, f"views asked for {out.read_views}, awaiting or unread {wanted}"
-            assert set(unread) <= set(out.read_views), f"a create's ids not read at once: {unread}"
-            for track in unread.values():
-                track.ids_asked = True
-            for call in {id(call): call for name, call in awaiting.items() if name in out.read_views}.values():
-                # a call still sending is read about at most every READ_WHILE_SENDING_S (near its deadline, freely),
-                # and every topic of a call read about is asked about
-                last = self.views_read_at.get(call.id)
-                if (call.queued or call.in_flight) and last is not None:
-                    interval_s = max(READ_WHILE_SENDING_S, READ_COST_FACTOR * self.last_read_s)
-                    margin_s = READ_BEFORE_DEADLINE_S + 2 * self.last_read_s  # reads near the deadline start earlier
-                    assert self.now >= min(last + interval_s, call.deadline - margin_s) - EPSILON, (
-                        f"views of a call still sending read again after {self.now - last:.3f} s"
-                    )
-                assert set(call.awaiting) <= set(out.read_views), "a call's applied topics read about in part"
-                self.views_read_at[call.id] = self.now
-            self.views_wanted = out.read_views
-            self.views_asked_at = self.now
+            self.views_asked(out.read_views)
         self.probe_wanted |= out.probe
         self.wake_at = out.wake_at
 
-    def sent(self, request: Request) -> None:
-        # rule b: one request in flight, nothing sent while a throttle lasts, nothing written behind a request
-        # librdkafka abandoned (the slot follows the connection)
-        assert self.flight is None, "a second request while one is in flight"
-        assert not self.connection_busy, "written behind a request librdkafka abandoned, before the sentinel came back"
-        assert self.now >= self.gate_until - EPSILON, "sent while the broker's throttle lasts"
-        tracks = [self.by_topic[id(topic)] for topic in request.topics]
-        names = [t.topic.name for t in tracks]
-        # rule a: a name once per request, sent only by the earliest pending call naming it
-        assert len(names) == len(set(names)), f"a name twice in one request: {names}"
-        assert len(names) <= self.per_request, f"{len(names)} topics in one request, more than {self.per_request}"
-        for track in tracks:
-            assert self.holds(track), f"{track.topic.name} sent while an earlier call still holds it"
-            if _reads_ids_first(track):  # incarnations: every broker's ids of the name were read while it held it
-                assert track.ids_read, f"{track.topic.name} created before its name's ids were read"
-        # rule c: the time budgets of the calls sharing a request are within COALESCE_RATIO
-        budgets = [t.topic.call.budget_s(self.now) for t in tracks]
-        assert max(budgets) <= COALESCE_RATIO * min(budgets) + EPSILON, f"budgets {budgets} share a request"
-        # sharing never hurts: librdkafka waits as long as the longest call would alone, no longer (the first
-        # contact's cap aside); the controller's deadline ends before every call's own
-        assert request.kwargs["request_timeout"] <= max(budgets) + EPSILON
-        if self.answered:
-            assert request.kwargs["request_timeout"] >= max(budgets) - EPSILON, f"librdkafka waits less than {budgets}"
-        if len({round(b, 6) for b in budgets}) > 1:
-            event("calls of different budgets share a request")
-        assert request.kwargs["operation_timeout"] <= min(budgets) + EPSILON
-        # the batch cap, once learned: a request of several topics is smaller than every one refused whole before
-        if len(tracks) > 1:
-            records = sum(t.topic.records for t in tracks)
-            assert records < self.smallest_refused, f"{records} records sent after {self.smallest_refused} were refused"
-        if not self.reached:  # first contact
-            assert not self.contact_failing, "handed over while connections fail before their handshake"
-            remaining = min(t.topic.call.remaining_s(self.now) for t in tracks)
-            assert request.kwargs["request_timeout"] <= remaining - VERDICT_MARGIN_S + EPSILON, (
-                "librdkafka's verdict would not come before the deadline"
+    def completed(self, flight: Flight) -> None:
+        """The engine let the request in flight go. A retry is counted when a topic of it is queued again: certainly
+        when one is still pending now; perhaps when one had a result that is retried (queued again, it may have been
+        settled in the same step, refused by a throttle or out of time)."""
+        self.flight = None
+        if self.closed:
+            return
+        if flight.fate in ("abandoned", "silent", "bad msg", "cut"):
+            # librdkafka gave up on it, never completed it, or could not read its answer: the request (or the mute
+            # after its answer) may still hold the connection until the sentinel says otherwise
+            self.connection_busy = True
+            event("an abandoned request holds the connection")
+        if flight.fate == "not handed":  # a send cut before its call: no retry, no attempt
+            return
+        if any(_pending(t) and not _awaiting(t) for t in flight.tracks):
+            self.retries_at_least += 1
+        if flight.retryable:
+            self.retries_at_most += 1
+
+    def sentinel_asked(self, timeout_s: float) -> None:
+        """Rule b: a sentinel only while an abandoned request may hold the connection, one at a time."""
+        assert self.connection_busy, "a sentinel asked for while the connection is free"
+        assert self.drain_asked_at is None, "a second sentinel while one is out"
+        self.drain_asked_at, self.drain_timeout_s = self.now, timeout_s
+
+    def views_asked(self, names: list[str]) -> None:
+        """wait_for_metadata: a read of every broker's Metadata asks about applied changes still awaited and, at
+        once, about the names a create not yet sent holds (their ids before the send); one read at a time."""
+        assert self.views_wanted is None, "a second read of the brokers' views while one is in progress"
+        awaiting = {t.topic.name: t.topic.call for t in self.tracks if _awaiting(t)}
+        unread = {t.topic.name: t for t in self.tracks if self.holds(t) and _reads_ids_first(t) and not t.ids_read}
+        wanted = set(awaiting) | set(unread)
+        assert set(names) <= wanted, f"views asked for {names}, awaiting or unread {wanted}"
+        assert set(unread) <= set(names), f"a create's ids not read at once: {unread}"
+        for track in unread.values():
+            track.ids_asked = True
+        for call in {id(call): call for name, call in awaiting.items() if name in names}.values():
+            self.check_views_spacing(call, names)
+            self.views_read_at[call.id] = self.now
+        self.views_wanted = names
+        self.views_asked_at = self.now
+
+    def check_views_spacing(self, call: Call, names: list[str]) -> None:
+        """A call still sending is read about at most every READ_WHILE_SENDING_S (near its deadline, freely), and
+        every topic of a call read about is asked about."""
+        last = self.views_read_at.get(call.id)
+        if (call.queued or call.in_flight) and last is not None:
+            interval_s = max(READ_WHILE_SENDING_S, READ_COST_FACTOR * self.last_read_s)
+            margin_s = READ_BEFORE_DEADLINE_S + 2 * self.last_read_s  # reads near the deadline start earlier
+            assert self.now >= min(last + interval_s, call.deadline - margin_s) - EPSILON, (
+                f"views of a call still sending read again after {self.now - last:.3f} s"
             )
-        if request.kind.operation is CREATE_TOPICS and self.default_told:
-            # broker defaults: a create is counted as the broker charges it, -1 as the cluster's num.partitions
-            charged = sum(FALLBACK_PARTITIONS if t.fallback else _made(t.topic.item) for t in tracks)
-            assert request.mutations == charged, f"{request.mutations} mutations counted, {charged} charged"
-            if any(_is_default_create(t.topic) for t in tracks):
-                event("a create with the cluster's default partition count")
+        assert set(call.awaiting) <= set(names), "a call's applied topics read about in part"
+
+    def sent(self, request: Request) -> None:
+        """The driver hands the request over: every rule of a send is checked here (a to d, first contact, the
+        batch cap, broker defaults, cancelled is final)."""
+        tracks = [self.by_topic[id(topic)] for topic in request.topics]
+        budgets = [t.topic.call.budget_s(self.now) for t in tracks]
+        self.check_one_slot()
+        self.check_names(tracks)
+        self.check_sharing(request, budgets)
+        self.check_cap_learned(tracks)
+        self.check_first_contact(request, tracks)
+        self.check_charged(request, tracks)
         for track in tracks:
             # cancelled is final: a topic whose caller cancelled it may complete in flight, never be sent again
             assert not track.cancelled, f"{track.topic.name} sent after its caller cancelled it"
@@ -384,15 +370,82 @@ class EngineModel(RuleBasedStateMachine):
         self.flight = Flight(request, tracks, request.kwargs["request_timeout"], budgets=budgets)
         self.flight.contact_capped = not self.answered
 
+    def check_one_slot(self) -> None:
+        """Rule b: one request in flight, nothing sent while a throttle lasts, nothing written behind a request
+        librdkafka abandoned (the slot follows the connection)."""
+        assert self.flight is None, "a second request while one is in flight"
+        assert not self.connection_busy, "written behind a request librdkafka abandoned, before the sentinel came back"
+        assert self.now >= self.gate_until - EPSILON, "sent while the broker's throttle lasts"
+
+    def check_names(self, tracks: list[Track]) -> None:
+        """Rule a: a name once per request, sent only by the earliest pending call naming it; a wait_for_metadata
+        create only after every broker's ids of its name were read while it held it (incarnations)."""
+        names = [t.topic.name for t in tracks]
+        assert len(names) == len(set(names)), f"a name twice in one request: {names}"
+        assert len(names) <= self.per_request, f"{len(names)} topics in one request, more than {self.per_request}"
+        for track in tracks:
+            assert self.holds(track), f"{track.topic.name} sent while an earlier call still holds it"
+            if _reads_ids_first(track):
+                assert track.ids_read, f"{track.topic.name} created before its name's ids were read"
+
+    def check_sharing(self, request: Request, budgets: list[float]) -> None:
+        """Rule c: the time budgets of the calls sharing a request are within COALESCE_RATIO. Sharing never hurts:
+        librdkafka waits as long as the longest call would alone, no longer (the first contact's cap aside); the
+        controller's deadline ends before every call's own."""
+        assert max(budgets) <= COALESCE_RATIO * min(budgets) + EPSILON, f"budgets {budgets} share a request"
+        assert request.kwargs["request_timeout"] <= max(budgets) + EPSILON
+        if self.answered:
+            assert request.kwargs["request_timeout"] >= max(budgets) - EPSILON, f"librdkafka waits less than {budgets}"
+        if len({round(b, 6) for b in budgets}) > 1:
+            event("calls of different budgets share a request")
+        assert request.kwargs["operation_timeout"] <= min(budgets) + EPSILON
+
+    def check_cap_learned(self, tracks: list[Track]) -> None:
+        """The batch cap, once learned: a request of several topics is smaller than every one refused whole."""
+        if len(tracks) > 1:
+            records = sum(t.topic.records for t in tracks)
+            assert records < self.smallest_refused, f"{records} records sent after {self.smallest_refused} were refused"
+
+    def check_first_contact(self, request: Request, tracks: list[Track]) -> None:
+        """Until a broker has answered: nothing handed over while connections fail before their handshake, and
+        librdkafka's verdict due VERDICT_MARGIN_S before the shortest deadline."""
+        if self.reached:
+            return
+        assert not self.contact_failing, "handed over while connections fail before their handshake"
+        remaining = min(t.topic.call.remaining_s(self.now) for t in tracks)
+        assert request.kwargs["request_timeout"] <= remaining - VERDICT_MARGIN_S + EPSILON, (
+            "librdkafka's verdict would not come before the deadline"
+        )
+
+    def check_charged(self, request: Request, tracks: list[Track]) -> None:
+        """Broker defaults: once num.partitions is known, a create is counted as the broker charges it, -1 as the
+        cluster's num.partitions (a -1 costed before then stays counted as Kafka's default, 1)."""
+        if request.kind.operation is not CREATE_TOPICS or not self.default_told:
+            return
+        charged = sum(FALLBACK_PARTITIONS if t.fallback else _made(t.topic.item) for t in tracks)
+        assert request.mutations == charged, f"{request.mutations} mutations counted, {charged} charged"
+        if any(_is_default_create(t.topic) for t in tracks):
+            event("a create with the cluster's default partition count")
+
     def settle(self, track: Track, exc: BaseException | None) -> None:
+        """A topic's future is settled: once, never after it was withdrawn, by its deadline (rule e), with a
+        truthful outcome (rule f), and refused locally only as rule d and the batch cap allow."""
         assert track.settled is None, f"{track.topic.name} settled twice"
         assert not track.withdrawn, f"{track.topic.name} settled after it was withdrawn"
-        call = track.topic.call
-        # rule e: by its deadline
-        assert self.now <= call.deadline + EPSILON, "settled after its deadline"
+        assert self.now <= track.topic.call.deadline + EPSILON, "settled after its deadline"
         track.settled = (self.now, exc)
+        event(f"settled: {_outcome(exc)}")
+        self.check_truthful(track, exc)
+        self.count_local_refusal(track, exc)
+        self.check_too_late(track, exc)
+        self.check_cap_final(track, exc)
+
+    def check_truthful(self, track: Track, exc: BaseException | None) -> None:
+        """Rule f: success only when a broker said so (and every broker shows it, for wait_for_metadata); "not yet
+        visible" only for an applied change; after an attempt that may have been applied, only "outcome unknown";
+        "not sent" only for what no broker received; a plain failure never for what a broker accepted."""
+        call = track.topic.call
         waits = call.wait_for_metadata and not call.kind.validate_only
-        # rule f: truthful outcomes
         if exc is None:
             assert track.answered_ok, "success without a broker saying so"
             if waits:  # wait_for_metadata: every broker's last view showed the change
@@ -403,38 +456,59 @@ class EngineModel(RuleBasedStateMachine):
         elif track.unanswered and not isinstance(exc, OutcomeUnknownError):
             raise AssertionError(f"an attempt may have been applied, but the topic was told: {exc!r}")
         elif isinstance(exc, OutcomeUnknownError):
-            assert track.handed > 0, f"outcome unknown for a topic never handed over: {exc}"
-            # A handshake never completed means nothing was written. Two exceptions cannot wait for librdkafka's
-            # verdict on a request in flight: close(), and an authentication failure (librdkafka keeps the request
-            # and writes it once a connection authenticates: it may yet be applied).
-            exempt = isinstance(exc, ClientClosedError) or exc.args[0].code() == KafkaError._AUTHENTICATION
-            exempt |= track.cut_maybe_sent  # a send cut short: whether confluent-kafka's call ran cannot be known
-            assert not self.unreachable or exempt, f"outcome unknown, never written: {exc}"
+            self.check_unknown(track, exc)
         elif isinstance(exc, NotSentError):
             assert track.written == 0, f"'not sent' for a topic a broker received: {exc}"
         else:
             assert not track.accepted, f"a plain failure for a topic the broker accepted: {exc!r}"
+
+    def check_unknown(self, track: Track, exc: OutcomeUnknownError) -> None:
+        """ "Outcome unknown" only for a topic handed over, and never from a cluster whose handshake never completes
+        (a handshake never completed means nothing was written), but for close() and an authentication failure
+        (librdkafka keeps the request and writes it once a connection authenticates: it may yet be applied), which
+        cannot wait for librdkafka's verdict, and a send cut short (whether confluent-kafka's call ran cannot be
+        known)."""
+        assert track.handed > 0, f"outcome unknown for a topic never handed over: {exc}"
+        exempt = isinstance(exc, ClientClosedError) or exc.args[0].code() == KafkaError._AUTHENTICATION
+        exempt |= track.cut_maybe_sent
+        assert not self.unreachable or exempt, f"outcome unknown, never written: {exc}"
+
+    def count_local_refusal(self, track: Track, exc: BaseException | None) -> None:
+        """Rule g: a quota refusal the client made without sending is counted as a violation too."""
         if isinstance(exc, ThrottlingQuotaExceededException):
             assert exc.throttle_time_ms >= 0
-            if track.answered_89_at != self.now and self.now < call.deadline - EPSILON:
-                self.local_refusals += 1  # refused without sending (counted as a violation)
+            if track.answered_89_at != self.now and self.now < track.topic.call.deadline - EPSILON:
+                self.local_refusals += 1  # refused without sending
         if isinstance(exc, OutcomeUnknownError) and "kept it from being sent again" in str(exc):
             self.local_refusals += 1  # refused by a throttle after an attempt with no answer
-        if isinstance(exc, KafkaException) and "than a round trip takes" in str(exc):
-            # rule d: only from a recent estimate resting on enough whole answers, and only when hopeless
-            recent = [s for at, s in self.round_trips if self.now - at <= RECENT_S + EPSILON]
-            # a first attempt only on a robust estimate; a retry on any recent answer
+
+    def check_too_late(self, track: Track, exc: BaseException | None) -> None:
+        """Rule d: refused as "less than a round trip" only from a recent estimate resting on enough whole answers
+        (a first attempt on MIN_SAMPLES, a retry on any), and only when hopeless; "kept for the answer" only in the
+        last 50 ms."""
+        if not isinstance(exc, KafkaException):
+            return
+        remaining_s = track.topic.call.remaining_s(self.now)
+        if "than a round trip takes" in str(exc):
+            recent = self.recent_round_trips()
             assert len(recent) >= (MIN_SAMPLES if track.handed == 0 else 1), "refused with no recent estimate"
             floor = min(recent)
-            assert call.remaining_s(self.now) <= floor + max(0.05, floor) + EPSILON
-        if isinstance(exc, KafkaException) and "kept for the answer" in str(exc):
-            assert call.remaining_s(self.now) <= 0.05 + EPSILON
+            assert remaining_s <= floor + max(0.05, floor) + EPSILON
+            event("refused: less than a round trip left")
+        if "kept for the answer" in str(exc):
+            assert remaining_s <= 0.05 + EPSILON
+
+    def check_cap_final(self, track: Track, exc: BaseException | None) -> None:
+        """The batch cap's refusal is final only for a topic alone, or when no time is left to split (or when its
+        caller cancelled it: the attempt in flight was its last)."""
         if _is_cap(exc) and track.cap_refused_with_others and not track.cancelled:
-            # the batch cap's refusal is final only for a topic alone, or when no time is left to split (or when its
-            # caller cancelled it: the attempt in flight was its last)
-            recent = [s for at, s in self.round_trips if self.now - at <= RECENT_S + EPSILON]
-            floor = min(recent, default=0.0)
-            assert call.remaining_s(self.now) <= floor + max(0.05, floor) + EPSILON, "not split, time was left"
+            floor = min(self.recent_round_trips(), default=0.0)
+            remaining_s = track.topic.call.remaining_s(self.now)
+            assert remaining_s <= floor + max(0.05, floor) + EPSILON, "not split, time was left"
+
+    def recent_round_trips(self) -> list[float]:
+        """Round trips of whole answers in the last RECENT_S (rule d's estimate)."""
+        return [s for at, s in self.round_trips if self.now - at <= RECENT_S + EPSILON]
 
     def holds(self, track: Track) -> bool:
         """Pending, and no earlier pending call names its topic (rule a)."""
@@ -1179,6 +1253,11 @@ def _retryable(exc: BaseException | None, track: Track, throttled: bool) -> bool
     if quota:
         return track.topic.call.retry_on_quota_violation
     return code in (KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT) or code < -1
+
+
+def _outcome(exc: BaseException | None) -> str:
+    """A settlement's label: applied, or its error's type (NotSentError, OutcomeUnknownError, ...)."""
+    return "applied" if exc is None else type(exc).__name__
 
 
 def _made(item: Any) -> int:
