@@ -247,6 +247,8 @@ class EngineModel(RuleBasedStateMachine):
         per_request: int | None,
         bulk: str | None,
     ) -> None:
+        """A cluster (its quota mode, its topics, its batch cap), an engine (paced or not), whether a broker has
+        answered the contact probe (or never can be reached), and mostly a bulk wait_for_metadata call first."""
         # A bulk call spans several requests (the engine's MAX_TOPICS_PER_REQUEST, made small for the model): the
         # next request is answered while the views read for the names before it is out.
         if per_request is not None:
@@ -266,12 +268,17 @@ class EngineModel(RuleBasedStateMachine):
         if reached is True:  # mostly, the contact probe is answered before the first call (the rule ``probe`` is rarer)
             self.step()
             self.probe(answered=True)
-        if bulk is not None:  # a bulk call waiting for every broker's Metadata, of the names it can change
-            if bulk != "create" and len(self.cluster) < 3:  # more than one request, at most two topics each
-                self.cluster.update({name: self.cluster.get(name, 1) for name in NAMES[:3]})
-                self.ids.update({name: self.ids.get(name) or next(self.new_ids) for name in NAMES[:3]})
-            names = [name for name in NAMES if (name in self.cluster) != (bulk == "create")] or list(NAMES)
-            self.submit(bulk, names, 30.0, True, False, 4, None, None, True)
+        if bulk is not None:
+            self.submit_bulk(bulk)
+
+    def submit_bulk(self, operation: str) -> None:
+        """A bulk call waiting for every broker's Metadata, of the names it can change: more than one request (at
+        most two topics each), so that a request is answered while the views read for the names before it is out."""
+        if operation != "create" and len(self.cluster) < 3:
+            self.cluster.update({name: self.cluster.get(name, 1) for name in NAMES[:3]})
+            self.ids.update({name: self.ids.get(name) or next(self.new_ids) for name in NAMES[:3]})
+        names = [name for name in NAMES if (name in self.cluster) != (operation == "create")] or list(NAMES)
+        self.submit(operation, names, 30.0, True, False, 4, None, None, True)
 
     # -- the simulated driver ----------------------------------------------------------------------
 
@@ -1090,36 +1097,46 @@ class EngineModel(RuleBasedStateMachine):
         out)."""
         if late and self.flight is not None and self.flight.fate is None:
             self.answer("ok", applied=False, delay=0.0, quota_first=False)
-            if self.closed or self.views_wanted is None:
-                return
+        if delay and self.views_out():
+            self.advance(delay)
+        if not self.views_out():
+            return  # the client closed, or the read ended meanwhile
         names = self.views_wanted
         assert names is not None
-        if delay:
-            self.advance(delay)
-            if self.closed or self.views_wanted is None:
-                return
         self.views_wanted = None
+        views = self.broker_views(names, lags, unreadable)
+        self.last_views, self.last_views_asked = views, set(names)
+        current = [node for node, lag in zip(BROKERS, lags, strict=True) if lag == 0]
+        self.last_views_current = any(views[node] is not None for node in current)
+        self.note_ids_read(views)
+        self.last_read_s = self.now - self.views_asked_at  # what the read cost: later reads are spaced by it
+        event(f"views read, {sum(1 for lag in lags if lag)} broker(s) behind")
+        self.engine.on_views(views, self.now)
+        self.step()
+
+    def views_out(self) -> bool:
+        """A read of the brokers' views is out, and the client is open."""
+        return not self.closed and self.views_wanted is not None
+
+    def broker_views(self, names: list[str], lags: list[int], unreadable: bool) -> BrokerViews:
+        """What each broker's Metadata shows of ``names``: the cluster ``lag`` changes ago (KRaft brokers replay the
+        metadata log in order); the last broker none at all when ``unreadable``."""
         views: BrokerViews = {}
         for node, lag in zip(BROKERS, lags, strict=True):
             if unreadable and node == BROKERS[-1]:
                 views[node] = None
                 continue
-            seen, ids = self.cluster, self.ids
-            if lag and self.history:
-                seen, ids = self.history[-min(lag, len(self.history))]
+            seen, ids = self.history[-min(lag, len(self.history))] if lag and self.history else (self.cluster, self.ids)
             views[node] = {name: TopicView(seen[name], True, ids[name]) for name in names if name in seen}
-        self.last_views, self.last_views_asked = views, set(names)
-        self.last_views_current = any(
-            lag == 0 and views[node] is not None for node, lag in zip(BROKERS, lags, strict=True)
-        )
+        return views
+
+    def note_ids_read(self, views: BrokerViews) -> None:
+        """A create of a wait_for_metadata call asked about: the ids its name had on every broker before its send."""
         for track in self.tracks:
             if track.ids_asked and not track.ids_read:
                 track.ids_read = True
                 name = track.topic.name
                 track.ids_before = {view[name].topic_id for view in views.values() if view and name in view}
-        self.last_read_s = self.now - self.views_asked_at  # what the read cost: later reads are spaced by it
-        self.engine.on_views(views, self.now)
-        self.step()
 
     @precondition(lambda self: not self.closed and self.drain_asked_at is not None)
     @rule(how=st.sampled_from(["answered", "answered", "closed", "not sent"]), throttle_s=st.sampled_from([0.0, 2.0]))
