@@ -224,6 +224,7 @@ class EngineModel(RuleBasedStateMachine):
         self.default_told = False  # the engine was told the cluster's num.partitions
         self.drain_asked_at: float | None = None  # the sentinel asked for, not yet answered
         self.drain_timeout_s = 0.0
+        self.told: list[Track] = []  # the topics settled, in order
         self.engine: Engine
 
     @initialize(
@@ -441,33 +442,28 @@ class EngineModel(RuleBasedStateMachine):
         assert not track.withdrawn, f"{track.topic.name} settled after it was withdrawn"
         assert self.now <= track.topic.call.deadline + EPSILON, "settled after its deadline"
         track.settled = (self.now, exc)
+        self.told.append(track)
         event(f"settled: {_outcome(exc)}")
+        if not self.reached and self.contact_failing:
+            event("settled while connections fail before their handshake")
         self.check_truthful(track, exc)
         self.count_local_refusal(track, exc)
         self.check_too_late(track, exc)
         self.check_cap_final(track, exc)
 
     def check_truthful(self, track: Track, exc: BaseException | None) -> None:
-        """Rule f: success only when a broker said so (and every broker shows it, for wait_for_metadata); "not yet
-        visible" only for an applied change; after an attempt that may have been applied, only "outcome unknown";
-        "not sent" only for what no broker received; a plain failure never for what a broker accepted."""
+        """Rule f, what only the moment of settlement shows (the rest of it, what each topic was told staying true of
+        what the cluster did, is the invariant ``what_each_topic_was_told_stays_true``): a success of a
+        wait_for_metadata call only once every broker's last view showed it, "not yet visible" only for such a
+        call, and "outcome unknown" only as ``check_unknown`` allows."""
         call = track.topic.call
         waits = call.wait_for_metadata and not call.kind.validate_only
-        if exc is None:
-            assert track.answered_ok, "success without a broker saying so"
-            if waits:  # wait_for_metadata: every broker's last view showed the change
-                assert self.shown_everywhere(track), f"{track.topic.name} resolved before every broker showed it"
+        if exc is None and waits:
+            assert self.shown_everywhere(track), f"{track.topic.name} resolved before every broker showed it"
         elif isinstance(exc, NotYetVisibleError):
             assert waits, f"not yet visible, for a call without wait_for_metadata: {exc}"
-            assert track.answered_ok, f"not yet visible, for a change not applied: {exc}"
-        elif track.unanswered and not isinstance(exc, OutcomeUnknownError):
-            raise AssertionError(f"an attempt may have been applied, but the topic was told: {exc!r}")
         elif isinstance(exc, OutcomeUnknownError):
             self.check_unknown(track, exc)
-        elif isinstance(exc, NotSentError):
-            assert track.written == 0, f"'not sent' for a topic a broker received: {exc}"
-        else:
-            assert not track.accepted, f"a plain failure for a topic the broker accepted: {exc!r}"
 
     def check_unknown(self, track: Track, exc: OutcomeUnknownError) -> None:
         """ "Outcome unknown" only for a topic handed over, and never from a cluster whose handshake never completes
@@ -1024,6 +1020,9 @@ class EngineModel(RuleBasedStateMachine):
         return CAP_RECORDS if records > self.cap else None
 
     def throttle(self, node_id: int, throttle_s: float) -> None:
+        """A response carried a throttle (librdkafka's throttle event): nothing may be sent to it until it ends."""
+        if throttle_s > 0:
+            event("throttled")
         self.reached = self.answered = True  # a response carried it
         self.gate_until = max(self.gate_until, self.now + throttle_s)
         self.throttle_events.append(throttle_s * 1000)
@@ -1221,6 +1220,15 @@ class EngineModel(RuleBasedStateMachine):
             )
 
     @invariant()
+    def what_each_topic_was_told_stays_true(self) -> None:  # rule f
+        """Every outcome told stays true of what the cluster did, then and later: success only when a broker said
+        so, and "not yet visible" only for a change applied; after an attempt that may have been applied, only
+        "outcome unknown"; "not sent" only for what no broker received; a plain failure never for what a broker
+        accepted."""
+        for track in self.told:
+            _still_true(track)
+
+    @invariant()
     def metrics_equal_what_the_responses_said(self) -> None:  # rule g
         if not hasattr(self, "engine"):
             return
@@ -1270,6 +1278,24 @@ def _retryable(exc: BaseException | None, track: Track, throttled: bool) -> bool
     if quota:
         return track.topic.call.retry_on_quota_violation
     return code in (KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT) or code < -1
+
+
+def _still_true(track: Track) -> None:
+    """What a settled topic was told is true of what the model knows the cluster did (rule f)."""
+    assert track.settled is not None
+    exc = track.settled[1]
+    if exc is None:
+        assert track.answered_ok, "success without a broker saying so"
+    elif isinstance(exc, NotYetVisibleError):
+        assert track.answered_ok, f"not yet visible, for a change not applied: {exc}"
+    elif isinstance(exc, OutcomeUnknownError):
+        return
+    elif track.unanswered:
+        raise AssertionError(f"an attempt may have been applied, but the topic was told: {exc!r}")
+    elif isinstance(exc, NotSentError):
+        assert track.written == 0, f"'not sent' for a topic a broker received: {exc}"
+    else:
+        assert not track.accepted, f"a plain failure for a topic the broker accepted: {exc!r}"
 
 
 def _outcome(exc: BaseException | None) -> str:
