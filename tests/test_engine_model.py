@@ -647,13 +647,20 @@ class EngineModel(RuleBasedStateMachine):
         self.step()
 
     @precondition(lambda self: not self.closed and self.flight is not None and self.flight.fate is None)
-    @rule(pick=st.integers(0, 1000))
-    def cancel_in_flight(self, pick: int) -> None:
-        """A caller cancels a topic of the request in flight (an asyncio timeout): False, and never sent again."""
-        assert self.flight is not None
-        pending = [t for t in self.flight.tracks if _pending(t)]
-        if pending:
-            self.withdraw_track(pending[pick % len(pending)])
+    @rule(pick=st.integers(0, 1000), then=st.sampled_from([None, "ok", "not controller", "timed out", "transport"]))
+    def cancel_in_flight(self, pick: int, then: str | None) -> None:
+        """A caller cancels a topic of the request in flight (an asyncio timeout): False, and never sent again.
+        ``then``: the broker answers at once, perhaps with what would be retried (a 89, NOT_CONTROLLER, ...), and a
+        second passes, long enough for a retry's back-off (cancelled is final: rule j)."""
+        flight = self.flight
+        assert flight is not None
+        pending = [t for t in flight.tracks if _pending(t)]
+        if not pending:
+            return
+        self.withdraw_track(pending[pick % len(pending)])
+        if then is not None and self.flight is flight and flight.fate is None and not self.closed:
+            self.answer(then, applied=True, delay=0.0, quota_first=False)
+            self.advance(1.0)
 
     @rule(dt=st.sampled_from([0.001, 0.01, 0.05, 0.2, 1.0, 3.0, 10.0, 40.0]))
     def advance(self, dt: float) -> None:
