@@ -178,6 +178,13 @@ class Flight:
 
 
 class EngineModel(RuleBasedStateMachine):
+    """The specification of the engine, as hypothesis drives it. Rules draw what happens: calls (``submit``,
+    ``withdraw``, ``close``), the broker's answers (``answer``, ``no_answer``, ``send_cut_short``), reads
+    (``metadata``, ``views``, ``drained``, ``probe``), disruptions, and time (``advance``). The simulated driver
+    (``step``, ``apply``) does what the engine's outbox says; the simulated cluster (``cluster_apply`` and its
+    helpers) decides what a KRaft broker would. Each rule of the engine is one named check where it happens
+    (``check_*`` at every send and settlement) or an invariant after every step."""
+
     def __init__(self) -> None:
         super().__init__()
         self.now = 1000.0
