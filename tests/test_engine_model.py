@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import NewPartitions, NewTopic
+from confluent_kafka.cimpl import NewPartitions, NewTopic
 from hypothesis import HealthCheck, settings
 from hypothesis import event as hypothesis_event
 from hypothesis import strategies as st
@@ -717,10 +717,8 @@ class EngineModel(RuleBasedStateMachine):
         if flight.applied_if_lost:
             self.cluster_apply(flight, answered=False)
         text = "Failed while waiting for response from broker: Local: Timed out"
-        results = {t.topic.name: _error(KafkaError._TIMED_OUT, text) for t in flight.tracks}
-        for track in flight.tracks:
-            track.written += 1
-            track.unanswered += 1
+        results: Results = {t.topic.name: _error(KafkaError._TIMED_OUT, text) for t in flight.tracks}
+        _mark_written(flight.tracks, unanswered=True)
         flight.retryable = True
         self.engine.on_results(flight.request, results, self.now)
 
@@ -870,9 +868,7 @@ class EngineModel(RuleBasedStateMachine):
         self.reached = True  # (written, as far as the client can tell)
         if applied:
             self.cluster_apply(flight, answered=False)
-        for track in flight.tracks:
-            track.written += 1
-            track.unanswered += 1
+        _mark_written(flight.tracks, unanswered=True)
         flight.retryable = True
 
     @precondition(
@@ -894,9 +890,8 @@ class EngineModel(RuleBasedStateMachine):
             flight.fate = "cut"
             if applied:
                 self.cluster_apply(flight, answered=False)
+            _mark_written(flight.tracks, unanswered=True)  # it may have been
             for track in flight.tracks:
-                track.written += 1  # it may have been
-                track.unanswered += 1
                 track.cut_maybe_sent = True
             flight.retryable = True
             event("a send cut short after its call may have run")
