@@ -28,6 +28,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 from hypothesis import HealthCheck, settings
@@ -1397,5 +1398,31 @@ def test_the_model_sees_an_earlier_incarnation_on_lagging_brokers() -> None:
         state.views([0, 0, 0], unreadable=False, delay=0.0, late=False)
         assert create.settled is not None
         assert create.settled[1] is None
+    finally:
+        state.teardown()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine: on_send_cut_short settles a topic cancelled in flight as 'not sent' when an earlier attempt "
+    "may have been applied (should be outcome unknown, as _final_error says)",
+)
+def test_a_cut_short_retry_of_a_cancelled_topic_keeps_its_unknown_outcome() -> None:
+    """Found by the model (600 derandomized examples, before its issue-30 split drew other examples): a create's send
+    is cut short when confluent-kafka's call may have run (it may be applied), the sentinel comes back and the
+    retry goes; its caller cancels it in flight, and the retry's send is cut short before the call ran. The topic
+    may still have been created by the first attempt: it must be told "outcome unknown", not "not sent"."""
+    state = EngineModel()
+    try:
+        state.start(mode="none", paced=False, seed=0, existing={}, cap=None, reached=True, per_request=None, bulk=None)
+        state.submit_default_creates(["a"])
+        state.metadata(fails=False, default_readable=False)
+        state.send_cut_short(handed=True, applied=False)
+        state.advance(0.2)
+        state.drained(how="answered", throttle_s=0.0)
+        state.cancel_in_flight(pick=0, then=None)
+        state.submit_default_creates(["a"])
+        state.send_cut_short(handed=False, applied=False)
+        state.what_each_topic_was_told_stays_true()
     finally:
         state.teardown()
