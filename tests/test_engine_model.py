@@ -1376,6 +1376,12 @@ def test_closed_errors_in_flight_are_outcome_unknown_and_queued_are_not_sent() -
     assert isinstance(settled[later.id], NotSentError)
 
 
+def _start(state: EngineModel, **changes: Any) -> None:
+    """Start a pinned run of the model: no quota, nothing existing, a broker answered, no bulk call, but ``changes``."""
+    start: dict[str, Any] = {"mode": "none", "paced": False, "seed": 0, "existing": {}, "cap": None, "reached": True}
+    state.start(**{**start, "per_request": None, "bulk": None, **changes})
+
+
 def test_the_model_sees_an_earlier_incarnation_on_lagging_brokers() -> None:
     """Issue 27, finding 7, as a pinned run of the model (hypothesis reaches it rarely in 25 steps): ``a`` (3
     partitions) deleted and created again (1 partition) with wait_for_metadata; two brokers two changes behind
@@ -1414,7 +1420,7 @@ def test_a_cut_short_retry_of_a_cancelled_topic_keeps_its_unknown_outcome() -> N
     may still have been created by the first attempt: it must be told "outcome unknown", not "not sent"."""
     state = EngineModel()
     try:
-        state.start(mode="none", paced=False, seed=0, existing={}, cap=None, reached=True, per_request=None, bulk=None)
+        _start(state)
         state.submit_default_creates(["a"])
         state.metadata(fails=False, default_readable=False)
         state.send_cut_short(handed=True, applied=False)
@@ -1439,7 +1445,7 @@ def test_a_cancelled_topic_a_broker_refused_before_is_not_told_not_sent() -> Non
     controller for it. A broker did receive the topic's first attempt: "not sent" is untrue."""
     state = EngineModel()
     try:
-        state.start(mode="strict", paced=True, seed=0, existing={}, cap=4, reached=True, per_request=None, bulk="grow")
+        _start(state, mode="strict", paced=True, cap=4, bulk="grow")
         state.metadata(fails=False, default_readable=False)
         state.submit_default_creates(["a"])
         state.answer("ok", applied=False, delay=0.0, quota_first=False)
@@ -1447,5 +1453,37 @@ def test_a_cancelled_topic_a_broker_refused_before_is_not_told_not_sent() -> Non
         state.advance(0.001)
         state.answer("no controller", applied=False, delay=0.0, quota_first=False)
         state.what_each_topic_was_told_stays_true()
+    finally:
+        state.teardown()
+
+
+def test_the_model_states_rule_c_calls_three_times_apart_do_not_share() -> None:
+    """Rule c as a pinned run of the model (hypothesis draws the pair rarely): two calls queued behind a request, of
+    budgets 5 s and 15 s, go in requests of their own (``check_sharing`` fails a request that holds both); two of
+    5 s and 9.5 s share one."""
+    for factor, shared in ((3.0, False), (1.9, True)):
+        state = EngineModel()
+        try:
+            _start(state)
+            state.submit("create", ["a"], 30.0, True, False, 1, None, None, False)
+            state.submit_pair("create", 5.0, factor, False)
+            state.answer_ok(views_after=False)
+            assert state.flight is not None
+            assert len(state.flight.tracks) == (2 if shared else 1)
+        finally:
+            state.teardown()
+
+
+def test_the_model_states_rule_d_a_first_attempt_needs_three_answers() -> None:
+    """Rule d as a pinned run of the model: one answer that took 3 s is no estimate for a first attempt, so a 1 s
+    call is sent, not refused as "less than a round trip" (``check_too_late`` fails such a refusal)."""
+    state = EngineModel()
+    try:
+        _start(state)
+        state.submit("create", ["a"], 30.0, True, False, 1, None, None, False)
+        state.answer("ok", applied=False, delay=3.0, quota_first=False)
+        state.submit("create", ["b"], 1.0, True, False, 1, None, None, False)
+        assert state.flight is not None
+        assert [t.topic.name for t in state.flight.tracks] == ["b"]
     finally:
         state.teardown()
