@@ -28,7 +28,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 from hypothesis import HealthCheck, settings
@@ -1408,11 +1407,6 @@ def test_the_model_sees_an_earlier_incarnation_on_lagging_brokers() -> None:
         state.teardown()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine: on_send_cut_short settles a topic cancelled in flight as 'not sent' when an earlier attempt "
-    "may have been applied (should be outcome unknown, as _final_error says)",
-)
 def test_a_cut_short_retry_of_a_cancelled_topic_keeps_its_unknown_outcome() -> None:
     """Found by the model (600 derandomized examples, before its issue-30 split drew other examples): a create's send
     is cut short when confluent-kafka's call may have run (it may be applied), the sentinel comes back and the
@@ -1434,11 +1428,6 @@ def test_a_cut_short_retry_of_a_cancelled_topic_keeps_its_unknown_outcome() -> N
         state.teardown()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine: _on_transient settles a topic cancelled in flight as 'not sent' when a broker received (and "
-    "refused) an earlier attempt (on_send_refused says so with the broker's error instead)",
-)
 def test_a_cancelled_topic_a_broker_refused_before_is_not_told_not_sent() -> None:
     """Found by the model (ENGINE_MODEL_RANDOM=1): a bulk grow refused whole for the batch cap (written, nothing
     applied) is split; its caller cancels a topic of the smaller request in flight, and librdkafka finds no

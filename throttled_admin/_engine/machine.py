@@ -378,8 +378,8 @@ class Engine:
             call = topic.call
             if call.in_flight.get(topic.name) is not topic:
                 continue
-            if topic.cancelled:  # its caller gave up on it in flight: now known not sent, it never will be
-                self._finish(topic, not_sent_error(call.kind.operation.name, call.timeout_ms, _CANCELLED), now)
+            if topic.cancelled:  # its caller gave up on it in flight: this attempt not sent, and none will be
+                self._finish(topic, self._cancelled_error(topic, now), now)
                 continue
             del call.in_flight[topic.name]
             call.queued[topic.name] = topic
@@ -924,8 +924,8 @@ class Engine:
         if topic.cancelled or call.remaining_s(now) <= delay_s + self._round_trip.expected_s(1, now, min_samples=1):
             if outcome is Outcome.UNKNOWN:
                 self._finish(topic, unknown_outcome_error(call.kind.operation.name, _reason(exc)), now)
-            elif outcome is Outcome.NOT_SENT and topic.cancelled and not topic.outcome_unknown:
-                self._finish(topic, not_sent_error(call.kind.operation.name, call.timeout_ms, _CANCELLED), now)
+            elif outcome is Outcome.NOT_SENT and topic.cancelled:
+                self._finish(topic, self._cancelled_error(topic, now), now)
             elif outcome is Outcome.NOT_SENT:
                 self._finish(topic, self._gave_up(topic, now), now)
             else:
@@ -944,6 +944,19 @@ class Engine:
         Verdict.RETRY: _on_transient,
         Verdict.FINAL: _on_final,
     }
+
+    def _cancelled_error(self, topic: Topic, now: float) -> BaseException:
+        """A topic its caller cancelled in flight whose last attempt was not sent (rule j: none will be): what its
+        earlier attempts leave true. Outcome unknown after one that got no usable answer; the broker's last refusal
+        after one it refused (written, nothing applied); otherwise not sent."""
+        call = topic.call
+        operation = call.kind.operation.name
+        if topic.outcome_unknown:
+            why = "its caller cancelled it after an attempt that got no usable answer"
+            return unknown_outcome_error(operation, why)
+        if topic.throttled_at is not None or topic.last_error is not None:
+            return self._gave_up(topic, now)
+        return not_sent_error(operation, call.timeout_ms, _CANCELLED)
 
     def _final_error(self, topic: Topic, exc: BaseException | None) -> BaseException:
         assert exc is not None
