@@ -158,3 +158,32 @@ def test_an_oauth_cb_that_raises_fails_the_constructor_as_in_confluent_kafka() -
     for raised in (bare, ours):
         assert isinstance(raised, KafkaException), repr(raised)
         assert raised.args[0].code() == KafkaError.SASL_AUTHENTICATION_FAILED
+
+
+# Was (issue 31, confluent-kafka's test_admin_multiple_callbacks_different_error_types failing 2 of 14 runs): a
+# poll() whose timeout ended while the error_cb it had served was still running on the user-code thread returned
+# normally (the exception was only logged at close()). confluent-kafka's poll() runs the callback inline, however
+# long it takes, and raises what it raises. A slow error_cb (0.5 s) and poll(0.2) make it certain.
+@pytest.mark.parametrize("kind", CLIENTS, ids=["confluent-kafka", "throttled_admin"])
+def test_a_poll_whose_timeout_ends_while_its_callback_runs_raises_what_the_callback_raises(
+    kind: type[AdminClient], closing: list[AdminClient]
+) -> None:
+    started = threading.Event()
+
+    def slow_error_cb(error: KafkaError) -> None:
+        started.set()
+        threading.Event().wait(0.5)  # a callback that takes its time (not waiting for anything)
+        raise Boom("from a slow error_cb")
+
+    conf = {"bootstrap.servers": f"127.0.0.1:{free_port()}", "log_level": 0, "error_cb": slow_error_cb}
+    admin = _client(kind, conf, closing)
+    raised: BaseException | None = None
+    for _ in range(POLLS):  # until a poll() serves the connection's failure (or finds it served)
+        try:
+            admin.poll(0.2)
+        except Boom as exc:
+            raised = exc
+        if raised is not None or started.is_set():
+            break
+    assert started.is_set(), "no connection failure was reported"
+    assert isinstance(raised, Boom), "the poll() that served the callback returned before it raised"

@@ -471,18 +471,21 @@ class ThrottledAdminClient(AdminClient):
         errors = self._callback_errors
         errors.raise_first()
         end = None if timeout < 0 else time.monotonic() + timeout
+        handed_before, served = errors.handed_total, 0
         while True:
             left = _POLL_SLICE_S if end is None else min(_POLL_SLICE_S, max(0.0, end - time.monotonic()))
-            served = int(AdminClient.poll(self, left))
-            if served:
-                # The user's callbacks this poll handed over run on the user-code thread: wait for them (as a
-                # poll that runs them would), within the timeout, so what they raise is raised here. Bounded: a
-                # metric export queued before them may hang.
-                left = USER_CODE_WAIT_S if end is None else max(0.0, end - time.monotonic())
-                self._user_code.wait_queued(min(left, USER_CODE_WAIT_S))
-            errors.raise_first()
-            if served or (end is not None and time.monotonic() >= end):
+            served += int(AdminClient.poll(self, left))
+            # Only the client's own events (its librdkafka log tap, which bare confluent-kafka has not) do not end a
+            # poll with time left: a conf callback served later in it would otherwise wait for the next poll.
+            own_only = end is not None and errors.handed_total == handed_before
+            if (served and not own_only) or (end is not None and time.monotonic() >= end):
+                # The conf callbacks served so far (by this poll or by the scheduler's thread) run on the user-code
+                # thread: wait for them, as a poll that runs them would whatever its timeout, so that what they
+                # raise is raised here. Bounded, should one never return.
+                errors.wait_handed_over(USER_CODE_WAIT_S)
+                errors.raise_first()
                 return served
+            errors.raise_first()
 
     # -- metrics and lifecycle -------------------------------------------------------------------
 

@@ -44,6 +44,47 @@ class CallbackErrors:
         self._cv = threading.Condition()
         self._pending: deque[tuple[str, BaseException]] = deque()
         self._dropped = 0
+        self._handed = 0  # conf callbacks handed to the user-code thread and not yet run
+        self.handed_total = 0  # conf callbacks ever handed over
+        self._runner: int | None = None  # the thread that runs them
+
+    def counted(self, run: Callable[[Callable[[], None]], object]) -> Callable[[Callable[[], None]], None]:
+        """``run`` (which hands a job to the user-code thread), for conf callbacks: each is counted from when it is
+        handed over until it has run, so that ``poll()`` waits for those librdkafka served before it returns, as
+        confluent-kafka's ``poll()`` runs them (and raises what they raise) whatever its timeout."""
+
+        def hand_over(job: Callable[[], None]) -> None:
+            def counted_job() -> None:
+                self._runner = threading.get_ident()
+                try:
+                    job()
+                finally:
+                    self._one_done()
+
+            with self._cv:
+                self._handed += 1
+                self.handed_total += 1
+            try:
+                run(counted_job)
+            except BaseException:
+                self._one_done()
+                raise
+
+        return hand_over
+
+    def _one_done(self) -> None:
+        with self._cv:
+            self._handed -= 1
+            self._cv.notify_all()
+
+    def wait_handed_over(self, timeout: float) -> None:
+        """Until the conf callbacks handed over so far have run or one has raised (confluent-kafka's ``poll()``
+        stops at the first exception), ``timeout`` seconds at most; at once on the thread that runs them (a
+        callback that polls would wait for itself)."""
+        if threading.get_ident() == self._runner:
+            return
+        with self._cv:
+            self._cv.wait_for(lambda: self._handed <= 0 or bool(self._pending), timeout)
 
     def wrap(self, name: str, callback: Callable[..., Any]) -> Callable[..., None]:
         """``callback`` (``name`` from conf), whose exception is recorded instead of raised."""

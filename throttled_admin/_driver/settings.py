@@ -150,6 +150,7 @@ def install_callbacks(
     user-code thread), or the log when there is none. What the user's callbacks (and ``logger``) raise goes to
     ``errors``."""
     conf = dict(conf)
+    run_user = errors.counted(run_user)  # only conf callbacks are handed over here: poll() waits for them
     user = {key: errors.wrap(key, conf[key]) for key in _USER_CALLBACKS if conf.get(key) is not None}
     for key in _USER_CALLBACKS:
         conf.pop(key, None)
