@@ -61,8 +61,11 @@ def test_every_topic_is_created_within_the_deadline(quota_broker: BrokerFactory,
     assert set(broker.topics()) == set(results)
     assert metrics["quota-violation-total"] > 0  # Redpanda's refusals count as quota violations
     assert metrics["throttle-time-max"] > 0
-    assert metrics["mutation-rate"] > 0  # learned from Redpanda's answers (a lower bound of its 200/s)
-    assert metrics["mutation-rate"] <= 200 * 1.05
+    # Learned from Redpanda's answers: the bound the engine reads from a refusal is exact on simulated time
+    # (test_engine_rules: test_redpandas_wait_adds_the_last_refused_topics_charge_at_a_rate_read_from_the_response);
+    # here the broker's own clock moves while it refuses a request's topics one by one, and on a loaded machine the
+    # estimate came out at 212 and 213 for 200/s (soak runs). Learned, and of the right size, is what is checked here.
+    assert 200 * 0.5 <= metrics["mutation-rate"] <= 200 * 1.25
 
 
 def test_with_retry_off_the_refused_topics_fail_with_the_throttle(quota_broker: BrokerFactory) -> None:
