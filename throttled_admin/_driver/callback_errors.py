@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -44,38 +45,31 @@ class CallbackErrors:
         self._cv = threading.Condition()
         self._pending: deque[tuple[str, BaseException]] = deque()
         self._dropped = 0
-        self._handed = 0  # conf callbacks handed to the user-code thread and not yet run
+        self._handed: deque[threading.Event] = deque()  # done-events of conf callbacks handed over, oldest first
         self.handed_total = 0  # conf callbacks ever handed over
         self._runner: int | None = None  # the thread that runs them
 
-    def counted(self, run: Callable[[Callable[[], None]], object]) -> Callable[[Callable[[], None]], None]:
-        """``run`` (which hands a job to the user-code thread), for conf callbacks: each is counted from when it is
-        handed over until it has run, so that ``poll()`` waits for those librdkafka served before it returns, as
+    def counted(
+        self, run: Callable[[Callable[[], None]], threading.Event | None]
+    ) -> Callable[[Callable[[], None]], None]:
+        """``run`` (which hands a job to the user-code thread and returns the event set once it has run or was
+        dropped), for conf callbacks: ``poll()`` waits for those librdkafka served before it returns, as
         confluent-kafka's ``poll()`` runs them (and raises what they raise) whatever its timeout."""
 
         def hand_over(job: Callable[[], None]) -> None:
-            def counted_job() -> None:
+            def marked() -> None:
                 self._runner = threading.get_ident()
-                try:
-                    job()
-                finally:
-                    self._one_done()
+                job()
 
+            done = run(marked)
             with self._cv:
-                self._handed += 1
                 self.handed_total += 1
-            try:
-                run(counted_job)
-            except BaseException:
-                self._one_done()
-                raise
+                while self._handed and self._handed[0].is_set():
+                    self._handed.popleft()
+                if done is not None and not done.is_set():
+                    self._handed.append(done)
 
         return hand_over
-
-    def _one_done(self) -> None:
-        with self._cv:
-            self._handed -= 1
-            self._cv.notify_all()
 
     def wait_handed_over(self, timeout: float) -> None:
         """Until the conf callbacks handed over so far have run or one has raised (confluent-kafka's ``poll()``
@@ -83,8 +77,16 @@ class CallbackErrors:
         callback that polls would wait for itself)."""
         if threading.get_ident() == self._runner:
             return
-        with self._cv:
-            self._cv.wait_for(lambda: self._handed <= 0 or bool(self._pending), timeout)
+        end = time.monotonic() + timeout
+        while True:
+            with self._cv:
+                while self._handed and self._handed[0].is_set():
+                    self._handed.popleft()
+                if not self._handed or self._pending:
+                    return
+                oldest = self._handed[0]
+            if not oldest.wait(max(0.0, end - time.monotonic())):
+                return
 
     def wrap(self, name: str, callback: Callable[..., Any]) -> Callable[..., None]:
         """``callback`` (``name`` from conf), whose exception is recorded instead of raised."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -142,7 +143,7 @@ def _deliver(sink: Callable[[], EventSink | None], what: str, send: Callable[[Ev
 def install_callbacks(
     conf: dict[str, Any],
     sink: Callable[[], EventSink | None],
-    run_user: Callable[[Callable[[], None]], object],
+    run_user: Callable[[Callable[[], None]], threading.Event | None],
     errors: CallbackErrors,
 ) -> tuple[dict[str, Any], Callable[[KafkaError], None]]:
     """A copy of ``conf`` whose callbacks feed ``sink()`` (None until the scheduler exists) and then the user's own,

@@ -117,12 +117,6 @@ class SerialRunner:
             self._cv.notify()
         return done
 
-    def wait_queued(self, timeout: float) -> None:
-        """Until the jobs queued so far have run, ``timeout`` seconds at most; at once on its own thread (a job
-        waiting for the jobs behind it would wait for itself)."""
-        if threading.current_thread() is not self._thread:
-            self.submit(_nothing).wait(timeout)
-
     def _work(self) -> None:
         while True:
             with self._cv:
@@ -144,10 +138,6 @@ class SerialRunner:
             thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             _join([thread], deadline)
-
-
-def _nothing() -> None:
-    pass
 
 
 def _join(threads: list[threading.Thread], deadline: float) -> None:
