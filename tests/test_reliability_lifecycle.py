@@ -10,6 +10,7 @@ import atexit
 import concurrent.futures
 import contextlib
 import gc
+import json
 import os
 import subprocess
 import sys
@@ -489,3 +490,83 @@ def test_close_from_the_done_callback_of_an_inherited_call_does_not_crash_the_pr
     run = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, f"exit {run.returncode}: {run.stderr[-1500:]}"
     assert run.stdout.strip().endswith("ok")
+
+
+def test_a_client_dropped_with_a_call_in_flight_settles_its_futures(quota_broker: BrokerFactory) -> None:
+    """Dropped without close() while its request is at the broker: the future is settled as close() would settle
+    it (outcome unknown: the request was handed over), not left pending forever (the scheduler's last turn found
+    the client gone and never closed the engine)."""
+    broker = quota_broker()
+    broker.delay_next("CreateTopics", 2.0)
+    admin = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    futures = admin.create_topics([NewTopic("dropped-in-flight", 1, 1)], timeout_ms=60000)
+    assert wait_until_sent(admin)
+    del admin  # the last reference: freed here, by reference counting
+    exc = futures["dropped-in-flight"].exception(timeout=10)
+    assert error_code(exc) == KafkaError._DESTROY
+    assert "outcome unknown" in str(exc)
+
+
+def wait_until_sent(admin: ThrottledAdminClient, timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while admin.metrics()["mutations-sent-total"] < 1:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+_CYCLE_SCRIPT = """
+import gc, json, sys, threading, time
+from throttled_admin import NewTopic, ThrottledAdminClient
+from throttled_admin._driver.scheduler import Scheduler
+
+gc.disable()  # no collection but the one below
+on_answer, finalized_on, finalized = Scheduler._on_answer, [], threading.Event()
+
+def collecting_on_answer(self, request, answer):
+    gc.collect()  # the collector happens to run here: on librdkafka's thread, delivering the answer
+    on_answer(self, request, answer)
+
+Scheduler._on_answer = collecting_on_answer
+
+class Marker:  # finalized by the same collection as the client, on the same thread
+    def __del__(self):
+        finalized_on.append(type(threading.current_thread()).__name__)
+        finalized.set()
+
+admin = ThrottledAdminClient({"bootstrap.servers": sys.argv[1]})
+futures = admin.create_topics([NewTopic(sys.argv[2], 1, 1)], timeout_ms=60000)
+while admin.metrics()["mutations-sent-total"] < 1:
+    time.sleep(0.01)
+admin.cycle, admin.marker = admin, Marker()  # only the collector can free it now
+del admin
+exc = futures[sys.argv[2]].exception(timeout=10)
+finalized.wait(10)  # the collection (its weakref callbacks first) may still be running on librdkafka's thread
+for thread in threading.enumerate():
+    if thread.name == "throttled-admin-close":
+        thread.join(10)
+print(json.dumps({"thread": finalized_on, "outcome": None if exc is None else str(exc)}), flush=True)
+"""
+
+
+def test_a_client_collected_on_a_librdkafka_thread_does_not_abort_the_process(quota_broker: BrokerFactory) -> None:
+    """An unclosed client in a reference cycle, freed by a collection that runs on librdkafka's thread delivering
+    its answer: librdkafka aborts the process when a handle is destroyed on one of its own threads ("calling
+    rd_kafka_destroy() from librdkafka owned thread is prohibited"), as it does for a bare AdminClient. The client
+    is closed by a thread of ours instead, and its future settled truthfully."""
+    broker = quota_broker()
+    broker.delay_next("CreateTopics", 0.5)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CYCLE_SCRIPT, broker.bootstrap_servers, "collected"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["thread"] == ["_DummyThread"], report  # collected where librdkafka runs Python code
+    # Sent and answered while the client was being closed: applied, or outcome unknown; never "not sent".
+    assert report["outcome"] is None or "outcome unknown" in report["outcome"], report

@@ -562,6 +562,17 @@ class ThrottledAdminClient(AdminClient):
         finally:
             self._close_done.set()
 
+    def __del__(self) -> None:
+        """A client dropped without close() and freed by the garbage collector on one of librdkafka's own threads
+        (a reference cycle, collected while librdkafka runs a future's callback): librdkafka aborts the process
+        when its handle is destroyed there ("calling rd_kafka_destroy() from librdkafka owned thread is
+        prohibited"), as it does for a bare AdminClient. The client is then closed by a thread of ours instead,
+        which keeps it alive until its handle is destroyed. On any other thread it is freed where it was dropped."""
+        if vars(self).get("_closed", True) or not isinstance(threading.current_thread(), threading._DummyThread):
+            return
+        with contextlib.suppress(RuntimeError):  # the interpreter is exiting: its exit hook closes every client
+            threading.Thread(target=self.close, name="throttled-admin-close", daemon=True).start()
+
     def __enter__(self) -> ThrottledAdminClient:
         return self
 

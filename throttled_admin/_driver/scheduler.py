@@ -455,7 +455,10 @@ class Scheduler:
         try:
             self._transport.poll()
         except ClientGone:
-            raise
+            if not self._closed:
+                raise
+            # The last turn of a client dropped without close(): nothing more can arrive, and the engine still
+            # closes in this turn, so that every future is settled (rule h) as close() would have settled it.
         except Exception:
             log.exception("serving librdkafka's callbacks failed")
 
