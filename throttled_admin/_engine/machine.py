@@ -1130,7 +1130,8 @@ class Engine:
         no longer be answered before its deadline is settled instead (``_too_late``), and one whose call's time
         budget is far from the others' waits for a request of its own (rule c). Returns the topics, their
         mutations, and the shortest and longest time budget of their calls."""
-        budget = self._pacer.batch_budget(now) if self._pacer is not None else math.inf
+        pending_cost = sum(topic.cost or 0 for topic in candidates)
+        budget = self._pacer.batch_budget(now, pending_cost) if self._pacer is not None else math.inf
         chosen: list[Topic] = []
         mutations = records = 0
         shortest = longest = 0.0  # the time budgets of the calls chosen (rule c)
