@@ -47,6 +47,14 @@ from throttled_admin import (
 from throttled_admin._engine import machine, wrong_listener
 from throttled_admin._engine.connection import Drained
 from throttled_admin._engine.machine import Engine, Outbox, Request
+from throttled_admin._engine.metric_events import (
+    BackedOff,
+    MutationsAdmitted,
+    QuotaViolations,
+    RecordingSink,
+    ResponseThrottle,
+    Retried,
+)
 from throttled_admin._engine.pacer import Pacer
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.visibility import (
@@ -108,37 +116,6 @@ def _error(code: int, text: str = "") -> KafkaException:
     return KafkaException(KafkaError(code, text) if text else KafkaError(code))
 
 
-class Sink:
-    """The metric events, as the engine emitted them."""
-
-    def __init__(self) -> None:
-        self.throttles: list[float] = []
-        self.violations = 0
-        self.retries = 0
-        self.calls = 0
-
-    def record_throttle(self, node_id: int | None, throttle_ms: float) -> None:
-        self.throttles.append(throttle_ms)
-
-    def record_violations(self, operation: str, topics: int) -> None:
-        self.violations += topics
-
-    def record_retry(self, operation: str) -> None:
-        self.retries += 1
-
-    def record_request(self, operation: str, topics: int, mutations: int) -> None:
-        pass
-
-    def record_admitted(self, operation: str, mutations: int) -> None:
-        assert mutations > 0
-
-    def record_backoff(self, operation: str, seconds: float) -> None:
-        assert seconds >= 0
-
-    def record_call(self, operation: str, seconds: float, error_type: str | None) -> None:
-        self.calls += 1
-
-
 @dataclass(eq=False)
 class Track:
     """What the model knows of one topic of one call."""
@@ -188,7 +165,7 @@ class EngineModel(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.now = 1000.0
-        self.sink = Sink()
+        self.sink = RecordingSink()
         self.tracks: list[Track] = []
         self.by_topic: dict[int, Track] = {}
         self.flight: Flight | None = None
@@ -298,7 +275,7 @@ class EngineModel(RuleBasedStateMachine):
         """The driver does what the engine's outbox says, in its order: metric events to the sink, settlements, the
         completed request let go, the next send, the sentinel, the reads, and when to wake it next."""
         for metric in out.metrics:
-            metric(self.sink)
+            metric.report(self.sink)
         for topic, exc in out.settle:
             self.settle(self.by_topic[id(topic)], exc)
         if self.flight is not None and self.engine.in_flight is not self.flight.request:
@@ -1241,9 +1218,12 @@ class EngineModel(RuleBasedStateMachine):
     def metrics_equal_what_the_responses_said(self) -> None:  # rule g
         if not hasattr(self, "engine"):
             return
-        assert [t for t in self.sink.throttles if t > 0] == [t for t in self.throttle_events_recorded() if t > 0]
-        assert self.sink.violations == self.answers_89 + self.local_refusals
-        assert self.retries_at_least <= self.sink.retries <= self.retries_at_most
+        throttles = [event.throttle_ms for event in self.sink.of(ResponseThrottle)]
+        assert [t for t in throttles if t > 0] == [t for t in self.throttle_events_recorded() if t > 0]
+        assert sum(event.topics for event in self.sink.of(QuotaViolations)) == self.answers_89 + self.local_refusals
+        assert self.retries_at_least <= len(self.sink.of(Retried)) <= self.retries_at_most
+        assert all(event.mutations > 0 for event in self.sink.of(MutationsAdmitted))
+        assert all(event.seconds >= 0 for event in self.sink.of(BackedOff))
 
     def throttle_events_recorded(self) -> list[float]:
         """Events of a request still in flight are recorded when it completes."""

@@ -43,7 +43,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from confluent_kafka import KafkaError, KafkaException
 
@@ -58,6 +58,16 @@ from throttled_admin._engine.classify import (
 )
 from throttled_admin._engine.connection import Connection, Drained
 from throttled_admin._engine.contact import ContactFailure, contact_failure
+from throttled_admin._engine.metric_events import (
+    BackedOff,
+    CallFinished,
+    MetricEvent,
+    MutationsAdmitted,
+    QuotaViolations,
+    RequestSent,
+    ResponseThrottle,
+    Retried,
+)
 from throttled_admin._engine.pacer import MutationQuota, Pacer
 from throttled_admin._engine.redpanda import RedpandaHold
 from throttled_admin._engine.retry import RetryBackoff
@@ -86,7 +96,6 @@ __all__ = [
     "MAX_RECORDS_PER_REQUEST",
     "MAX_TOPICS_PER_REQUEST",
     "Engine",
-    "MetricsSink",
     "Outbox",
     "Request",
     "closed_here",
@@ -128,25 +137,6 @@ CONTACT_VERDICT_MARGIN_S = 0.5
 AUTH_ERROR_TTL_S = 5.0
 
 
-class MetricsSink(Protocol):
-    """Where metric events go (``ClientMetrics`` exports them through OpenTelemetry)."""
-
-    def record_throttle(self, node_id: int | None, throttle_ms: float) -> None: ...
-
-    def record_violations(self, operation: str, topics: int) -> None: ...
-
-    def record_retry(self, operation: str) -> None: ...
-
-    def record_request(self, operation: str, topics: int, mutations: int) -> None: ...
-
-    def record_admitted(self, operation: str, mutations: int) -> None: ...
-
-    def record_backoff(self, operation: str, seconds: float) -> None: ...
-
-    def record_call(self, operation: str, seconds: float, error_type: str | None) -> None: ...
-
-
-MetricEvent = Callable[[MetricsSink], None]
 Settlement = tuple[Topic, BaseException | None]
 
 _request_ids = itertools.count(1)
@@ -654,7 +644,7 @@ class Engine:
         # Recorded before the call's last future resolves (metric events go first): a caller that waits for the
         # results and then reads the metrics always finds this call in them.
         operation, seconds, error_type = call.kind.operation.name, now - call.started_at, call.error_type
-        self._metric(lambda m: m.record_call(operation, seconds, error_type))
+        self._metric(CallFinished(operation, seconds, error_type))
 
     def _fail_on_auth_error(self, now: float) -> None:
         assert self._auth_error is not None
@@ -743,9 +733,9 @@ class Engine:
         if answered:  # Redpanda's refused topics are charged all the same: the pacer's mirror counts them
             self._learn_from_answer(request, results, charged + accepted, response.throttle_s, now)
         if accepted:
-            self._metric(lambda m: m.record_admitted(operation, accepted))
+            self._metric(MutationsAdmitted(operation, accepted))
         if retried:
-            self._metric(lambda m: m.record_retry(operation))
+            self._metric(Retried(operation))
 
     def _note_connection(
         self, request: Request, results: dict[str, BaseException | None], answered: bool, now: float
@@ -810,7 +800,7 @@ class Engine:
         if not answered:
             return 0.0
         if not request.events:
-            self._metric(_throttle_event(None, 0.0))  # librdkafka sends no event for an unthrottled response
+            self._metric(ResponseThrottle(None, 0.0))  # librdkafka sends no event for an unthrottled response
         return max((throttle_s for _, throttle_s in request.events), default=0.0)
 
     def _redpanda_refusals(self, request: Request, response: _Response, now: float) -> tuple[float, int]:
@@ -857,7 +847,7 @@ class Engine:
         throttle_s, delays, message = response.throttle_s, response.quota_delays, _message(exc)
         call = topic.call
         operation = call.kind.operation.name
-        self._metric(lambda m: m.record_violations(operation, 1))
+        self._metric(QuotaViolations(operation, 1))
         topic.throttled_at = now
         topic.throttle_ms = int(throttle_s * 1000 + 0.5)
         if not call.retry_on_quota_violation or topic.cancelled:  # after an unanswered attempt: _final_error
@@ -1053,13 +1043,13 @@ class Engine:
         elif not waiting and self._gate_wait is not None:
             operation, since = self._gate_wait
             self._gate_wait = None
-            self._metric(lambda m: m.record_backoff(operation, now - since))
+            self._metric(BackedOff(operation, now - since))
 
     def _refuse(self, call: Call, throttle_ms: int, now: float) -> None:
         """Fail a call's queued topics as throttled without sending them (counted as quota violations)."""
         queued = list(call.queued.values())
         operation = call.kind.operation.name
-        self._metric(lambda m: m.record_violations(operation, len(queued)))
+        self._metric(QuotaViolations(operation, len(queued)))
         for topic in queued:
             if topic.outcome_unknown:  # its earlier attempt may have been applied: not a plain "throttled"
                 why = f"an earlier attempt was not answered, and the broker's throttle ({throttle_ms} ms) kept it from "
@@ -1120,7 +1110,7 @@ class Engine:
         self._request = request
         self._out.send = request
         operation, count = kind.operation.name, len(chosen)
-        self._metric(lambda m: m.record_request(operation, count, mutations))
+        self._metric(RequestSent(operation, count, mutations))
         return self._request_wake_at(request)
 
     def _choose(
@@ -1227,8 +1217,8 @@ class _Response:
 _OnVerdict = Callable[[Engine, Topic, "BaseException | None", Outcome, _Response, float], bool]
 
 
-def _throttle_event(node_id: int | None, throttle_s: float) -> MetricEvent:
-    return lambda sink: sink.record_throttle(node_id, throttle_s * 1000)
+def _throttle_event(node_id: int, throttle_s: float) -> ResponseThrottle:
+    return ResponseThrottle(node_id, throttle_s * 1000)
 
 
 # No result for the topic: the response left it out, or librdkafka never completed the request.
