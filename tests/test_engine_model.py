@@ -23,7 +23,6 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import random
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,7 +43,8 @@ from throttled_admin import (
     OutcomeUnknownError,
     ThrottlingQuotaExceededException,
 )
-from throttled_admin._engine import machine, wrong_listener
+from throttled_admin._engine import wrong_listener
+from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST, EngineConfig
 from throttled_admin._engine.connection import Drained
 from throttled_admin._engine.machine import Engine, Outbox, Request
 from throttled_admin._engine.metric_events import (
@@ -85,7 +85,6 @@ CAP_PARTITIONS = "Excessively large number of partitions per request."
 POLICY = "Topic name is not allowed by the cluster's CreateTopicPolicy"
 REDPANDA = "Too many partition mutations requested"
 BROKERS = (1, 2, 3)
-TOPICS_PER_REQUEST = machine.MAX_TOPICS_PER_REQUEST
 LAG_DEPTH = 2  # a lagging broker is at most this many cluster changes behind
 # First contact as docs/semantics.md states it (not read from the engine): how long a call waits for a connection
 # that fails before its handshake, and how long before a call's deadline librdkafka's verdict is due.
@@ -203,7 +202,7 @@ class EngineModel(RuleBasedStateMachine):
         self.disruptions = 0  # authentication failures, refused connections, throttles of other methods
         self.last_views: BrokerViews = {}
         self.last_views_asked: set[str] = set()  # a view says nothing of a name it was not asked about
-        self.per_request = TOPICS_PER_REQUEST
+        self.per_request = MAX_TOPICS_PER_REQUEST
         self.connection_busy = False  # an abandoned request may still hold the connection (rule b)
         self.default_told = False  # the engine was told the cluster's num.partitions
         self.drain_asked_at: float | None = None  # the sentinel asked for, not yet answered
@@ -238,7 +237,6 @@ class EngineModel(RuleBasedStateMachine):
         # next request is answered while the views read for the names before it is out.
         if per_request is not None:
             self.per_request = per_request
-            machine.MAX_TOPICS_PER_REQUEST = per_request
         self.mode = mode
         self.cap = cap
         self.cluster = dict(existing)
@@ -246,8 +244,9 @@ class EngineModel(RuleBasedStateMachine):
         if mode != "none":
             self.bucket = TokenBucket(RATE, window_num=2, window_size_s=1.0)
         pacer = Pacer(MutationQuota(rate=RATE, burst=2 * RATE)) if paced and mode != "none" else None
-        backoff = RetryBackoff(initial_ms=100, max_ms=1000, _random=random.Random(seed))
-        self.engine = Engine(pacer=pacer, backoff=backoff)
+        backoff = RetryBackoff(initial_ms=100, max_ms=1000)
+        config = EngineConfig(max_topics_per_request=self.per_request, seed=seed)
+        self.engine = Engine(pacer=pacer, backoff=backoff, config=config)
         self.paced = pacer is not None
         self.unreachable = reached == "unreachable"
         if reached is True:  # mostly, the contact probe is answered before the first call (the rule ``probe`` is rarer)
@@ -1178,9 +1177,6 @@ class EngineModel(RuleBasedStateMachine):
         self.closed = True
         self.engine.close(self.now)
         self.step()
-
-    def teardown(self) -> None:
-        machine.MAX_TOPICS_PER_REQUEST = TOPICS_PER_REQUEST
 
     # -- invariants --------------------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ from throttled_admin._engine import (
     RetryBackoff,
     Topic,
 )
-from throttled_admin._engine.machine import MAX_TOPICS_PER_REQUEST
+from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST
 from throttled_admin._engine.metric_events import (
     BackedOff,
     MutationsAdmitted,

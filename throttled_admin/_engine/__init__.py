@@ -4,7 +4,7 @@ parts: calls and topics (``work``), what a result means (``classify``) and what 
 request may still hold (``connection``), pacing to the mutation quota (``pacer``), the retry back-off (``retry``),
 the controller's batch cap (``batch_cap``), waiting for every broker's Metadata (``visibility``), how far a
 client's connections got before any broker answered it (``contact``) and the metric events the engine emits
-(``metric_events``).
+(``metric_events``), and the engine's own settings (``config``).
 
 No threads, no clock, no sockets: the driver (``throttled_admin._driver``) feeds it events and the time, and
 does what its ``Outbox`` says. It depends only on ``throttled_admin._kafka`` (Kafka's own rules) and the error
@@ -14,6 +14,7 @@ kinds (``throttled_admin._errors``); tests/test_layout.py checks that.
 from __future__ import annotations
 
 from throttled_admin._engine.classify import Outcome, classify, error_of, is_broker_answer
+from throttled_admin._engine.config import EngineConfig
 from throttled_admin._engine.connection import DRAIN_NAME, Drained
 from throttled_admin._engine.contact import ContactFailure, broker_address, contact_failure, wrong_listener
 from throttled_admin._engine.machine import (
@@ -50,6 +51,7 @@ __all__ = [
     "ContactFailure",
     "Drained",
     "Engine",
+    "EngineConfig",
     "MetricEvent",
     "MetricsSink",
     "MutationQuota",

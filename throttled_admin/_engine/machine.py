@@ -41,13 +41,14 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from confluent_kafka import KafkaError, KafkaException
 
-from throttled_admin._engine.batch_cap import MAX_RECORDS_PER_REQUEST, BatchCap
+from throttled_admin._engine.batch_cap import BatchCap
 from throttled_admin._engine.classify import (
     REDPANDA_QUOTA_MESSAGE,
     Outcome,
@@ -56,6 +57,7 @@ from throttled_admin._engine.classify import (
     is_broker_answer,
     was_written,
 )
+from throttled_admin._engine.config import MAX_RECORDS_PER_REQUEST, MAX_TOPICS_PER_REQUEST, EngineConfig
 from throttled_admin._engine.connection import Connection, Drained
 from throttled_admin._engine.contact import ContactFailure, contact_failure
 from throttled_admin._engine.metric_events import (
@@ -101,10 +103,7 @@ __all__ = [
     "closed_here",
 ]
 
-MAX_TOPICS_PER_REQUEST = 1000  # librdkafka's cost per request grows faster than linearly with its size
-# MAX_RECORDS_PER_REQUEST (batch_cap): a KRaft controller refuses a whole request that makes more metadata records
-# than its cap; the engine starts at Kafka's 10,000 and learns a lower cap (``BatchCap``). A single topic larger
-# than the limit is sent alone, and gets the broker's answer.
+# MAX_TOPICS_PER_REQUEST and MAX_RECORDS_PER_REQUEST: the defaults of the engine's limits (``EngineConfig``)
 COALESCE_RATIO = 2.0  # rule c: the longest time budget in a request is at most this times the shortest
 _LIBRDKAFKA_MAX_TIMEOUT_S = 3600.0  # request_timeout / operation_timeout range of librdkafka
 _MIN_MARGIN_S = 0.05  # the least time kept between the controller's deadline and the call's
@@ -139,8 +138,6 @@ AUTH_ERROR_TTL_S = 5.0
 
 Settlement = tuple[Topic, BaseException | None]
 
-_request_ids = itertools.count(1)
-
 
 @dataclass(eq=False)
 class Request:
@@ -152,7 +149,7 @@ class Request:
     sent_at: float
     expires_at: float  # librdkafka's own timeout, plus a grace: the slot is freed by then at the latest
     kwargs: dict[str, Any]  # confluent-kafka's per-request settings
-    id: int = field(default_factory=lambda: next(_request_ids))
+    id: int  # numbered by its engine, from 1
     results: dict[str, BaseException | None] = field(default_factory=dict)
     first_result_at: float | None = None
     answered_at: float | None = None  # when the first broker answer came
@@ -183,16 +180,29 @@ class Outbox:
     wake_at: float = math.inf
 
 
+_DEFAULT_CONFIG = EngineConfig()
+
+
 class Engine:
     """Not thread-safe: the driver serializes every call (under its lock)."""
 
-    def __init__(self, *, pacer: Pacer | None, backoff: RetryBackoff, socket_timeout_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        *,
+        pacer: Pacer | None,
+        backoff: RetryBackoff,
+        socket_timeout_s: float = 60.0,
+        config: EngineConfig = _DEFAULT_CONFIG,
+    ) -> None:
         """``socket_timeout_s``: librdkafka's ``socket.timeout.ms``, how long an abandoned request may stay on its
-        connection (``connection``)."""
+        connection (``connection``). ``config``: the engine's limits and its back-off's seed (``config``)."""
+        self._config = config
         self._pacer = pacer
         self._backoff = backoff
+        self._random = random.Random(config.seed)  # the back-off's jitter
+        self._call_ids, self._request_ids = itertools.count(1), itertools.count(1)
         self._gate = ThrottleTracker()
-        self._cap = BatchCap()
+        self._cap = BatchCap(config.max_records_per_request)
         self._own_pacer = False  # the pacer is the engine's own (Redpanda's answers), not the caller's
         self._redpanda = RedpandaHold()
         self._visibility = Visibility()
@@ -273,6 +283,7 @@ class Engine:
                 else:
                     self._holders[topic.name] = [held, topic]
         call.unsettled = len(topics)
+        call.id = next(self._call_ids)
         self._calls[call.id] = call
         if not topics:
             self._account(call, call.started_at)
@@ -859,7 +870,7 @@ class Engine:
             # with jitter per call, starting at about one round trip and reset whenever the call makes progress.
             if call.id not in delays:
                 initial_ms = max(_MIN_QUOTA_BACKOFF_S, self._round_trip.expected_s(1, now, min_samples=1)) * 1000
-                delays[call.id] = self._backoff.delay_s(call.quota_backoffs, initial_ms)
+                delays[call.id] = self._backoff.delay_s(call.quota_backoffs, self._random, initial_ms)
                 call.quota_backoffs += 1
             topic.not_before = now + delays[call.id]
         call.queued[topic.name] = topic
@@ -908,7 +919,7 @@ class Engine:
         if error is not None and error.code() == KafkaError.NOT_CONTROLLER:
             self._refresh_metadata = True
         if call.id not in delays:
-            delays[call.id] = self._backoff.delay_s(call.transient_retries)
+            delays[call.id] = self._backoff.delay_s(call.transient_retries, self._random)
             call.transient_retries += 1
         delay_s = delays[call.id]
         if topic.cancelled or call.remaining_s(now) <= delay_s + self._round_trip.expected_s(1, now, min_samples=1):
@@ -1087,7 +1098,7 @@ class Engine:
                 if topic.not_before <= now and self._sendable(topic):
                     yield topic
                     count += 1
-                    if count >= MAX_TOPICS_PER_REQUEST:
+                    if count >= self._config.max_topics_per_request:
                         return
 
     def _compose(self, kind: RequestKind, candidates: list[Topic], now: float) -> float:
@@ -1106,7 +1117,8 @@ class Engine:
         kwargs: dict[str, Any] = {"request_timeout": request_timeout_s, "operation_timeout": operation_timeout_s}
         if kind.operation.validate_only:
             kwargs["validate_only"] = kind.validate_only
-        request = Request(kind, chosen, mutations, now, now + request_timeout_s + ABANDON_GRACE_S, kwargs)
+        expires_at = now + request_timeout_s + ABANDON_GRACE_S
+        request = Request(kind, chosen, mutations, now, expires_at, kwargs, next(self._request_ids))
         self._request = request
         self._out.send = request
         operation, count = kind.operation.name, len(chosen)
