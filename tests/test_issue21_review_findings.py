@@ -24,7 +24,7 @@ from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.scheduler import Scheduler
 from throttled_admin._driver.user_code import CallbackRunner
 from throttled_admin._engine import CREATE_TOPICS, Call, Engine, Outbox, Request, RequestKind, RetryBackoff, Topic
-from throttled_admin._engine.machine import MAX_TOPICS_PER_REQUEST
+from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST
 from throttled_admin._engine.visibility import FIRST_READ_S, GROWTH, MAX_INTERVAL_S, TopicView
 from throttled_admin.testing import QuotaBroker
 
