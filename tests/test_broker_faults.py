@@ -14,8 +14,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
-from tests.conftest import wait_until
 from tests.either_broker import EitherBroker
+from tests.support import wait_until
 from tests.wire import WireClient, create_topics_request
 from throttled_admin.testing import QuotaBroker, QuotaEntity
 

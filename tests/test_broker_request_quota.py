@@ -12,7 +12,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
-from tests.conftest import wait_until
+from tests.support import wait_until
 from tests.wire import WireClient, create_topics_request
 from throttled_admin.testing import QuotaBroker, QuotaEntity
 from throttled_admin.testing._quotas import QuotaManager

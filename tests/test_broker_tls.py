@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.conftest import wait_until
+from tests.support import wait_until
 from tests.wire import parse_bootstrap
 from throttled_admin.testing import QuotaBroker
 

@@ -19,7 +19,7 @@ import pytest
 import trustme
 from confluent_kafka import KafkaError
 
-from tests.conftest import wait_until
+from tests.support import wait_until
 from throttled_admin._driver.handshake_drops import DROPS, WINDOW_S, HandshakeDrops, questions
 from throttled_admin._driver.sasl_probe import _mechanisms, required_sasl_mechanisms, serves_plaintext, speaks_tls
 from throttled_admin._engine import contact_failure

@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 
-from tests.conftest import wait_until
+from tests.support import wait_until
 from throttled_admin import NotYetVisibleError, ThrottledAdminClient
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.scheduler import Scheduler

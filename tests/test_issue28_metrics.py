@@ -13,7 +13,7 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from tests.conftest import wait_until
+from tests.support import wait_until
 from throttled_admin import NewTopic, ThrottledAdminClient
 from throttled_admin.provisioning import PlanRow, Profile, apply_plan
 from throttled_admin.testing import QuotaBroker
@@ -212,7 +212,7 @@ def test_docs_show_the_filter_that_keeps_admin_calls_out_of_latency_panels() -> 
     the filter naming every operation the client records, in PromQL and for the Collector."""
     import re
 
-    from tests.conftest import REPO
+    from tests.support import REPO
     from throttled_admin._engine import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
 
     names = {CREATE_TOPICS.name, CREATE_PARTITIONS.name, DELETE_TOPICS.name}

@@ -10,11 +10,11 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, ResourceType
 
-from tests.conftest import wait_until
 from tests.real_kafka import broker as real_broker
 from tests.real_kafka.broker import KafkaCluster
 from tests.real_kafka.namespace import KafkaNamespace
 from tests.real_kafka.tools import ToolServer
+from tests.support import wait_until
 
 pytestmark = pytest.mark.kafka
 

@@ -10,7 +10,7 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from tests.conftest import wait_until
+from tests.support import wait_until
 from throttled_admin import NewTopic, ThrottledAdminClient, ThrottlingQuotaExceededException
 from throttled_admin.testing import QuotaBroker
 

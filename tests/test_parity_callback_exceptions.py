@@ -22,7 +22,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
-from tests.conftest import free_port
+from tests.support import free_port
 from throttled_admin import ThrottledAdminClient
 from throttled_admin.admin import NewTopic
 from throttled_admin.testing import QuotaBroker

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from tests.conftest import wait_until
+from tests.support import wait_until
 from throttled_admin._errors import (
     after_unknown_attempt,
     cannot_connect_error,

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 
-from tests.conftest import wait_until
+from tests.support import wait_until
 from throttled_admin import NewTopic, NotSentError, OutcomeUnknownError, ThrottledAdminClient
 from throttled_admin.testing import QuotaBroker, RequestRecord
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import wait_until
+from tests.support import wait_until
 from throttled_admin import (
     MutationQuota,
     NewPartitions,

@@ -17,8 +17,8 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("grpc")  # pyspark's connect extra, which the project's spark extra pulls in
 
-from tests.conftest import REPO, free_port
 from tests.spark_helpers import CONNECT_ENV, both_modes_agree, east_and_west, spark_bin, spark_env, spark_process
+from tests.support import REPO, free_port
 from throttled_admin.provisioning import PlanRow
 from throttled_admin.spark import apply_plan, plan_dataframe
 from throttled_admin.testing import QuotaBroker

@@ -16,8 +16,8 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
-from tests.conftest import wait_until
 from tests.spark_helpers import both_modes_agree, cmdline, descendants, refusing_shim
+from tests.support import wait_until
 from throttled_admin.provisioning import PlanError, PlanRow, Profile
 from throttled_admin.spark import apply_plan, local_session, plan_dataframe
 from throttled_admin.spark._session import with_retries

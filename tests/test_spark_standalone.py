@@ -17,8 +17,8 @@ import pytest
 pytest.importorskip("pyspark")
 pq: Any = pytest.importorskip("pyarrow.parquet")
 
-from tests.conftest import REPO, free_port  # noqa: E402
 from tests.spark_helpers import east_and_west, spark_bin, spark_env, spark_process  # noqa: E402
+from tests.support import REPO, free_port  # noqa: E402
 from throttled_admin.testing import QuotaBroker  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a master, a worker, an executor and a driver: four JVMs

@@ -20,7 +20,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from tests.conftest import REPO
+from tests.support import REPO
 from throttled_admin import NewTopic, ThrottledAdminClient
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.user_code import CallbackRunner

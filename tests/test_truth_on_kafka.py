@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import wait_until
 from tests.real_kafka.broker import KafkaCluster
 from tests.real_kafka.namespace import KafkaNamespace
+from tests.support import wait_until
 from throttled_admin import MutationQuota, NewTopic, NotSentError, OutcomeUnknownError, ThrottledAdminClient
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
