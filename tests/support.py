@@ -1,4 +1,5 @@
-"""Helpers shared by the test files: the repository's root, free loopback ports, and waiting on a condition.
+"""Helpers shared by the test files: the repository's root, free loopback ports, waiting on a condition, what a
+future failed with, and the types of the ``quota_broker`` fixture and of a confluent-kafka conf.
 
 Test files import these from here, never from conftest.py (which holds only fixtures and hooks)."""
 
@@ -7,11 +8,21 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
-__all__ = ["REPO", "free_port", "port_open", "wait_until"]
+from throttled_admin.testing import QuotaBroker
+
+__all__ = ["REPO", "BrokerFactory", "Conf", "free_port", "port_open", "raised", "wait_until"]
 
 REPO = Path(__file__).resolve().parent.parent
+
+#: The ``quota_broker`` fixture (throttled_admin.testing's pytest plugin): QuotaBroker's keywords, a started broker.
+BrokerFactory = Callable[..., QuotaBroker]
+
+#: A confluent-kafka conf as ``AdminClient(conf)`` is typed (its stub leaves out the callbacks, ``error_cb`` ...).
+Conf = dict[str, str | int | float | bool]
 
 
 def free_port() -> int:
@@ -36,3 +47,10 @@ def port_open(port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+def raised(future: Future[Any], timeout_s: float | None = None) -> BaseException:
+    """What ``future`` failed with; a future that succeeded fails the test here."""
+    exc = future.exception(timeout_s)
+    assert exc is not None, "the future succeeded"
+    return exc

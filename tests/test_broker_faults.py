@@ -250,7 +250,7 @@ def test_alter_client_quotas_validates_keys_and_values_as_kafka(any_broker: AnyB
     byte rate or one too large for a LONG; an entry with an error changes nothing. The user is the test's own."""
     broker = any_broker()
     name = f"{broker.client_id}-user"
-    user = [("user", name)]
+    user: list[tuple[str, str | None]] = [("user", name)]
     with broker.wire() as wire:
         for key, value in [
             ("controller_mutation_rate", float("nan")),

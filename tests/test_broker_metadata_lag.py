@@ -132,7 +132,7 @@ def test_brokers_asked_directly_list_a_change_only_after_the_lag(quota_broker: B
     assert again.topics[0].error_code == TOPIC_ALREADY_EXISTS  # the controller knows at once
     assert listed(broker, 0, "t") == {"t": 2}
     assert listed(broker, 1, "t") == listed(broker, 2, "t") == {}
-    first_seen = {}
+    first_seen: dict[int, float] = {}
     deadline = answered + 10
     while len(first_seen) < 2 and time.monotonic() < deadline:
         for node in (1, 2):

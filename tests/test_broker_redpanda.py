@@ -67,7 +67,8 @@ def test_a_topic_past_the_quota_gets_redpandas_error_by_version_and_nothing_is_a
 ) -> None:
     broker = quota_broker(controller_mutation_rate=1, enforcement="redpanda")
     if api == "CreateTopics":
-        request, before = create_topics_request(version, ("first", 5), ("second", 2)), {}
+        before: dict[str, int] | None = {}
+        request = create_topics_request(version, ("first", 5), ("second", 2))
         after = {"first": 5}
     elif api == "DeleteTopics":
         broker.create_topic("first", 5)

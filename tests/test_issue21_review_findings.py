@@ -36,7 +36,7 @@ def _client(broker: QuotaBroker) -> ThrottledAdminClient:
 
 
 def _scheduler(admin: ThrottledAdminClient) -> Scheduler:
-    scheduler = admin._scheduler  # type: ignore[attr-defined]
+    scheduler = admin._scheduler
     assert isinstance(scheduler, Scheduler)
     return scheduler
 
@@ -275,7 +275,8 @@ def test_a_call_still_sending_is_not_reported_not_yet_visible_for_topics_visible
     engine.on_results(second, dict.fromkeys(second.names), 21.5)
     out = engine.step(21.5)
     _sent(out)  # the last topic goes out and is never answered
-    now, outcomes = 21.5, {}
+    now = 21.5
+    outcomes: dict[str, BaseException | None] = {}
     read_out_at = now if out.read_views is not None else None  # a read of every broker, answered 4 s later
     now += 0.001
     while now <= 60.0 and len(outcomes) < len(second.names):

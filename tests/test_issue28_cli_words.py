@@ -100,7 +100,7 @@ def test_apply_json_rows_all_carry_error_name(quota_broker: BrokerFactory, tmp_p
     broker = quota_broker()
     broker.create_topic("old", 3)
     broker.create_topic("shrink", 4)
-    rows = [
+    rows: list[dict[str, object]] = [
         {"cluster": "dev", "action": "create", "topic": "new", "partitions": 1},
         {"cluster": "dev", "action": "delete", "topic": "old"},
         {"cluster": "dev", "action": "ensure", "topic": "shrink", "partitions": 2},

@@ -35,6 +35,7 @@ def _points(reader: InMemoryMetricReader) -> dict[str, Series]:
             for metric in scope.metrics:
                 series = out.setdefault(metric.name, {})
                 for point in metric.data.data_points:
+                    assert point.attributes is not None
                     key = tuple(sorted(point.attributes.items()))
                     assert key not in series, f"{metric.name}: two points with the attributes {key}"
                     series[key] = point
@@ -202,7 +203,7 @@ def test_metric_attributes_are_checked_before_anything_is_made() -> None:
     with pytest.raises(ValueError, match=r"'messaging\.client\.id' is set by the client itself"):
         ThrottledAdminClient(conf, metric_attributes={"messaging.client.id": "x"})
     with pytest.raises(TypeError, match=r"metric_attributes\['tenant'\] must be a str"):
-        ThrottledAdminClient(conf, metric_attributes={"tenant": ["a"]})
+        ThrottledAdminClient(conf, metric_attributes={"tenant": ["a"]})  # type: ignore[dict-item]  # a list on purpose
     with pytest.raises(TypeError, match="metric_attributes must be a mapping"):
         ThrottledAdminClient(conf, metric_attributes=[("tenant", "a")])  # type: ignore[arg-type]
 

@@ -59,7 +59,7 @@ class _Worker:
             else:
                 self._delete(self.random.sample(live, min(len(live), self.random.randint(1, 2))))
 
-    def _settle(self, kind: str, results: dict[str, BaseException | None], apply: Callable[[str], None]) -> None:
+    def _settle(self, kind: str, results: dict[str, BaseException | None], apply: Callable[[str], object]) -> None:
         self.calls[kind] += 1
         for name, exc in results.items():
             if exc is None:

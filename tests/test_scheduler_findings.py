@@ -246,7 +246,8 @@ def test_close_racing_a_call_sent_from_the_callers_thread_reports_what_happened(
         """The caller resumes once the scheduler's thread has ended (as it did, failing the call, before the fix),
         or after 2 s of it waiting for the caller's step to be carried out (since)."""
         paused.wait(10)
-        scheduler = admin._scheduler  # type: ignore[attr-defined]
+        scheduler = admin._scheduler
+        assert scheduler is not None
         wait_until(lambda: scheduler.closed)
         wait_until(lambda: not scheduler._thread.is_alive(), timeout_s=2.0)
         resume.set()

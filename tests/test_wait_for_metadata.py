@@ -154,10 +154,11 @@ def test_an_answer_from_a_tls_or_sasl_bootstrap_connection_counts_as_that_broker
     address's view."""
     metadata = ClusterMetadata()
     metadata.orig_broker_id = -1
-    metadata.orig_broker_name = "sasl_plaintext://127.0.0.1:9092/bootstrap"
+    # confluent-kafka types orig_broker_name by its None in ClusterMetadata.__init__; librdkafka sets a str
+    metadata.orig_broker_name = "sasl_plaintext://127.0.0.1:9092/bootstrap"  # type: ignore[assignment]
     assert _answered_by(metadata, 0, "127.0.0.1:9092")
     assert not _answered_by(metadata, 1, "127.0.0.1:9093")
-    metadata.orig_broker_name = "127.0.0.1:9093/1"
+    metadata.orig_broker_name = "127.0.0.1:9093/1"  # type: ignore[assignment]
     assert _answered_by(metadata, 1, "127.0.0.1:9093")
 
 
