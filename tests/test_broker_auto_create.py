@@ -20,11 +20,10 @@ from confluent_kafka.admin import AdminClient
 from kafka.protocol.metadata.metadata import MetadataRequest
 
 from tests.either_broker import EitherBroker
-from tests.support import raised
+from tests.support import BrokerFactory, raised
 from tests.test_broker_kraft import kafkajs  # noqa: F401  (the session fixture installing KafkaJS)
 from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 AnyBroker = Callable[..., EitherBroker]
 UNKNOWN_TOPIC = 3
 METADATA = 3

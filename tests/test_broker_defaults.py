@@ -4,14 +4,12 @@ over loopback; Apache Kafka 4.4 itself in tests/test_truth_on_kafka.py."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import Any
 
+from tests.support import BrokerFactory
 from throttled_admin import MutationQuota, NewTopic, ThrottledAdminClient
-from throttled_admin.testing import QuotaBroker
-
-BrokerFactory = Callable[..., QuotaBroker]
 
 
 def _outcomes(futures: Mapping[str, Future[Any]]) -> dict[str, BaseException | None]:

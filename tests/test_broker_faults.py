@@ -15,11 +15,10 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
 from tests.either_broker import EitherBroker
-from tests.support import wait_until
+from tests.support import BrokerFactory, wait_until
 from tests.wire import WireClient, create_topics_request
 from throttled_admin.testing import QuotaBroker, QuotaEntity
 
-BrokerFactory = Callable[..., QuotaBroker]
 AnyBroker = Callable[..., EitherBroker]
 
 

@@ -7,19 +7,18 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from kafka.protocol.admin.topics import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
+from tests.support import BrokerFactory
 from tests.wire import WireClient
 from throttled_admin.testing import QuotaBroker
 from throttled_admin.testing._cluster import ApiError, Cluster, CreateSpec
 from throttled_admin.testing._quotas import QuotaManager
 
-BrokerFactory = Callable[..., QuotaBroker]
 UNKNOWN_TOPIC, TOPIC_ALREADY_EXISTS = 3, 36
 MISSING = ApiError(UNKNOWN_TOPIC)
 

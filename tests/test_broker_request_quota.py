@@ -5,20 +5,17 @@ confluent-kafka's throttle_cb."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
-from tests.support import wait_until
+from tests.support import BrokerFactory, wait_until
 from tests.wire import WireClient, create_topics_request
-from throttled_admin.testing import QuotaBroker, QuotaEntity
+from throttled_admin.testing import QuotaEntity
 from throttled_admin.testing._quotas import QuotaManager
 from throttled_admin.testing._rate_sensor import RateSensor
 
-BrokerFactory = Callable[..., QuotaBroker]
 METADATA, CREATE_TOPICS = 3, 19
 
 

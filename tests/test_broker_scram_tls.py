@@ -4,7 +4,6 @@ independent clients: confluent-kafka (librdkafka) and kafka-python over real loo
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,12 +13,11 @@ from kafka.admin import KafkaAdminClient
 from kafka.admin import NewTopic as KafkaPythonTopic
 from kafka.protocol.sasl import SaslHandshakeRequest
 
-from tests.support import Conf
+from tests.support import BrokerFactory, Conf
 from tests.tls_helpers import make_tls
 from tests.wire import WireClient
 from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 SCRAM = ["SCRAM-SHA-256", "SCRAM-SHA-512"]
 
 

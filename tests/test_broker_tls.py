@@ -7,17 +7,15 @@ from __future__ import annotations
 import logging
 import socket
 import ssl
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.support import Conf, wait_until
+from tests.support import BrokerFactory, Conf, wait_until
 from tests.wire import parse_bootstrap
 from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 PASSWORD = "Pw-broker-tls-2c7"
 
 

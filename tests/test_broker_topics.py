@@ -16,14 +16,13 @@ from kafka.protocol.admin.topics import CreatePartitionsRequest, CreateTopicsReq
 from kafka.protocol.metadata.metadata import MetadataRequest
 
 from tests.either_broker import EitherBroker
-from tests.support import raised
+from tests.support import BrokerFactory, raised
 from tests.wire import WireClient
 from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
 from throttled_admin.testing import QuotaBroker
 from throttled_admin.testing._cluster import Cluster, CreateSpec
 from throttled_admin.testing._quotas import QuotaManager
 
-BrokerFactory = Callable[..., QuotaBroker]
 AnyBroker = Callable[..., EitherBroker]
 CREATE_TOPICS, CREATE_PARTITIONS, METADATA = 19, 37, 3
 INVALID_REQUEST, INVALID_REPLICA_ASSIGNMENT, UNKNOWN_TOPIC, INVALID_TOPIC = 42, 39, 3, 17

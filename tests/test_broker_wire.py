@@ -22,10 +22,10 @@ from kafka.protocol.metadata.metadata import MetadataRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from tests.either_broker import EitherBroker
+from tests.support import BrokerFactory
 from tests.wire import WireClient, create_topics_request
 from throttled_admin.testing import QuotaBroker, RequestRecord
 
-BrokerFactory = Callable[..., QuotaBroker]
 AnyBroker = Callable[..., EitherBroker]
 CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, METADATA = 19, 20, 37, 3
 

@@ -8,17 +8,14 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
-from collections.abc import Callable
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from tests.support import Conf
+from tests.support import BrokerFactory, Conf
 from throttled_admin import NewTopic, ThrottledAdminClient, ThrottlingQuotaExceededException
 from throttled_admin.aio import AIOThrottledAdminClient
 from throttled_admin.testing import QuotaBroker
-
-BrokerFactory = Callable[..., QuotaBroker]
 
 
 def _client(broker: QuotaBroker, **kwargs: object) -> ThrottledAdminClient:

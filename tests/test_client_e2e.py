@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError
 
+from tests.support import BrokerFactory
 from throttled_admin import (
     CreateTopicsOptions,
     DeleteTopicsOptions,
@@ -26,7 +27,6 @@ from throttled_admin import (
 )
 from throttled_admin.testing import QuotaBroker, RequestRecord
 
-BrokerFactory = Callable[..., QuotaBroker]
 API = {"create_topics": 19, "delete_topics": 20, "create_partitions": 37}
 SLACK_S = 0.02  # the broker stamps times around its own socket writes
 

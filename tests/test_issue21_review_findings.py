@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 
-from tests.support import wait_until
+from tests.support import BrokerFactory, wait_until
 from throttled_admin import NotYetVisibleError, ThrottledAdminClient
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.scheduler import Scheduler
@@ -27,8 +27,6 @@ from throttled_admin._engine import CREATE_TOPICS, Call, Engine, Outbox, Request
 from throttled_admin._engine.machine import MAX_TOPICS_PER_REQUEST
 from throttled_admin._engine.visibility import FIRST_READ_S, GROWTH, MAX_INTERVAL_S, TopicView
 from throttled_admin.testing import QuotaBroker
-
-BrokerFactory = Callable[..., QuotaBroker]
 
 
 def _client(broker: QuotaBroker) -> ThrottledAdminClient:

@@ -6,19 +6,17 @@ attribute the same) reported whichever gauge came last."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from tests.support import wait_until
+from tests.support import BrokerFactory, wait_until
 from throttled_admin import NewTopic, ThrottledAdminClient
 from throttled_admin.provisioning import PlanRow, Profile, apply_plan
 from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 Series = dict[tuple[tuple[str, Any], ...], Any]
 SECRET = "series-secret-pw"
 

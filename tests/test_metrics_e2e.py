@@ -3,18 +3,15 @@ OpenTelemetry InMemoryMetricReader passed through ``meter_provider=``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 
-from tests.support import wait_until
+from tests.support import BrokerFactory, wait_until
 from throttled_admin import NewTopic, ThrottledAdminClient, ThrottlingQuotaExceededException
-from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 SECRET = "metrics-secret-pw"
 
 

@@ -12,11 +12,10 @@ import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from kafka.protocol.admin.topics import DeleteTopicsRequest
 
+from tests.support import BrokerFactory
 from tests.wire import WireClient, create_topics_request
 from throttled_admin.provisioning import PlanError, PlanRow, Profile, RowResult, apply_plan, execute, summarize
 from throttled_admin.testing import QuotaBroker
-
-BrokerFactory = Callable[..., QuotaBroker]
 
 
 def conf_for(broker: QuotaBroker, **extra: object) -> dict[str, object]:

@@ -10,7 +10,7 @@ ThrottlingQuotaExceededException. Completion times against T* are measured in be
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import Any
 
@@ -18,6 +18,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from tests.support import BrokerFactory
 from throttled_admin import (
     MutationQuota,
     NewPartitions,
@@ -25,9 +26,7 @@ from throttled_admin import (
     ThrottledAdminClient,
     ThrottlingQuotaExceededException,
 )
-from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 MESSAGE = "Too many partition mutations requested"
 
 

@@ -24,10 +24,8 @@ from confluent_kafka import KafkaError
 from opentelemetry.metrics import MeterProvider, NoOpMeter, NoOpMeterProvider
 
 from tests.reliability_helpers import admin_for, assert_truthful, mutation_requests, outcomes
+from tests.support import BrokerFactory
 from throttled_admin import MutationQuota, NewPartitions, NewTopic, ThrottledAdminClient
-from throttled_admin.testing import QuotaBroker
-
-BrokerFactory = Callable[..., QuotaBroker]
 
 
 def _raising(name: str, calls: list[str]) -> Callable[..., None]:

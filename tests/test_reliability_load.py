@@ -21,10 +21,9 @@ import pytest
 from confluent_kafka import KafkaError
 
 from tests.reliability_helpers import assert_truthful, error_code, error_text, hedged, mutation_requests, outcomes
+from tests.support import BrokerFactory
 from throttled_admin import NewPartitions, NewTopic, ThrottledAdminClient
-from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 THREADS = 32
 CALLS_PER_THREAD = 100
 HANG_GUARD_S = 150.0

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import wait_until
+from tests.support import BrokerFactory, wait_until
 from throttled_admin import (
     MutationQuota,
     NewPartitions,
@@ -25,8 +25,6 @@ from throttled_admin import (
 from throttled_admin._driver import scheduler as scheduler_module
 from throttled_admin._driver.turns import Turns
 from throttled_admin.testing import QuotaBroker
-
-BrokerFactory = Callable[..., QuotaBroker]
 
 pytestmark = pytest.mark.slow
 

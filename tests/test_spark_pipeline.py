@@ -7,7 +7,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
 from tests.spark_helpers import both_modes_agree, cmdline, descendants, refusing_shim
-from tests.support import wait_until
+from tests.support import BrokerFactory, wait_until
 from throttled_admin.provisioning import PlanError, PlanRow, Profile
 from throttled_admin.spark import apply_plan, local_session, plan_dataframe
 from throttled_admin.spark._session import with_retries
@@ -25,7 +25,6 @@ from throttled_admin.testing import QuotaBroker
 
 pytestmark = pytest.mark.slow  # a Spark session, and (some) a JVM of its own
 
-BrokerFactory = Callable[..., QuotaBroker]
 PLAN_DDL = (
     "cluster string, action string, topic string, partitions int, replication_factor int, configs map<string,string>"
 )

@@ -9,20 +9,18 @@ other brokers do not list the topic yet (producers there get UNKNOWN_TOPIC_OR_PA
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from concurrent.futures import Future
 
 import pytest
 from confluent_kafka.admin._metadata import ClusterMetadata
 from kafka.protocol.metadata.metadata import MetadataRequest
 
+from tests.support import BrokerFactory
 from tests.wire import WireClient
 from throttled_admin import NewPartitions, NewTopic, NotYetVisibleError, ThrottledAdminClient
 from throttled_admin._driver.librdkafka_views import _answered_by
 from throttled_admin.aio import AIOThrottledAdminClient
 from throttled_admin.testing import QuotaBroker
-
-BrokerFactory = Callable[..., QuotaBroker]
 
 
 def listed(broker: QuotaBroker) -> list[dict[str, int]]:
