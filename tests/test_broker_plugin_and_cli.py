@@ -10,7 +10,7 @@ from importlib.metadata import entry_points
 
 import pytest
 
-from tests.conftest import REPO, free_port
+from tests.support import REPO, free_port
 from tests.wire import WireClient, create_topics_request, standalone_broker
 from throttled_admin.testing import QuotaBroker
 

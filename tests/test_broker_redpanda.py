@@ -6,7 +6,6 @@ the version) and confluent-kafka (librdkafka sends CreateTopics v4, DeleteTopics
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,10 +14,9 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from kafka.protocol.admin.topics import CreatePartitionsRequest, DeleteTopicsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
+from tests.support import BrokerFactory
 from tests.wire import WireClient, create_topics_request, standalone_broker
-from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 MESSAGE = "Too many partition mutations requested"
 UNKNOWN_SERVER_ERROR, THROTTLING_QUOTA_EXCEEDED = -1, 89
 
@@ -67,7 +65,8 @@ def test_a_topic_past_the_quota_gets_redpandas_error_by_version_and_nothing_is_a
 ) -> None:
     broker = quota_broker(controller_mutation_rate=1, enforcement="redpanda")
     if api == "CreateTopics":
-        request, before = create_topics_request(version, ("first", 5), ("second", 2)), {}
+        before: dict[str, int] | None = {}
+        request = create_topics_request(version, ("first", 5), ("second", 2))
         after = {"first": 5}
     elif api == "DeleteTopics":
         broker.create_topic("first", 5)

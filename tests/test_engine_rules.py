@@ -249,7 +249,7 @@ def test_redpandas_wait_adds_the_last_refused_topics_charge_at_a_rate_read_from_
     engine, _, first = engine_with(names, partitions=4)
     assert first.send is not None
     engine.on_throttle(1, 0.98, 0.01)
-    results = {name: (None if i < 51 else REDPANDA) for i, name in enumerate(names)}
+    results: dict[str, BaseException | None] = {name: (None if i < 51 else REDPANDA) for i, name in enumerate(names)}
     engine.on_results(first.send, results, 0.01)
     out = engine.step(0.01)
     assert len(out.settle) == 51
@@ -262,6 +262,7 @@ def test_redpandas_wait_adds_the_last_refused_topics_charge_at_a_rate_read_from_
     assert retry.send.sent_at - gate_end == pytest.approx(0.1, abs=0.01)
     # paced to the middle of what the response says of R: 192 / 0.98 <= R <= (192 + 4) / 0.98
     assert engine.rate == pytest.approx((192 + 4 / 2) / 0.98)
+    assert engine.rate is not None
     assert sum(topic.cost or 0 for topic in retry.send.topics) <= engine.rate * 0.1 + 4
 
 
@@ -314,7 +315,9 @@ def test_redpandas_throttles_teach_the_learning_pacer() -> None:
             # a broker at R = 100/s whose bucket is empty: the first topic is admitted, the rest refused
             now += 0.01
             engine.on_throttle(1, 0.04, now)
-            results = {t.name: (None if i == 0 else REDPANDA) for i, t in enumerate(request.topics)}
+            results: dict[str, BaseException | None] = {
+                t.name: (None if i == 0 else REDPANDA) for i, t in enumerate(request.topics)
+            }
             engine.on_results(request, results, now)
         now = max(now, min(out.wake_at, now + 0.05))
         out = engine.step(now)

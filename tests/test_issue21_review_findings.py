@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 
-from tests.conftest import wait_until
+from tests.support import BrokerFactory, wait_until
 from throttled_admin import NotYetVisibleError, ThrottledAdminClient
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.scheduler import Scheduler
@@ -28,15 +28,13 @@ from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST
 from throttled_admin._engine.visibility import FIRST_READ_S, GROWTH, MAX_INTERVAL_S, TopicView
 from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
-
 
 def _client(broker: QuotaBroker) -> ThrottledAdminClient:
     return ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers, "log_level": 0})
 
 
 def _scheduler(admin: ThrottledAdminClient) -> Scheduler:
-    scheduler = admin._scheduler  # type: ignore[attr-defined]
+    scheduler = admin._scheduler
     assert isinstance(scheduler, Scheduler)
     return scheduler
 
@@ -275,7 +273,8 @@ def test_a_call_still_sending_is_not_reported_not_yet_visible_for_topics_visible
     engine.on_results(second, dict.fromkeys(second.names), 21.5)
     out = engine.step(21.5)
     _sent(out)  # the last topic goes out and is never answered
-    now, outcomes = 21.5, {}
+    now = 21.5
+    outcomes: dict[str, BaseException | None] = {}
     read_out_at = now if out.read_views is not None else None  # a read of every broker, answered 4 s later
     now += 0.001
     while now <= 60.0 and len(outcomes) < len(second.names):

@@ -13,7 +13,6 @@ import itertools
 import re
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,9 +20,9 @@ import pexpect
 import pytest
 
 from tests.cli_helpers import REPO, cli_env
+from tests.support import BrokerFactory
 from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 QUOTA_WINDOW_S = 11.0
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _BAR = re.compile(

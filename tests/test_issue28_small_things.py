@@ -223,7 +223,7 @@ def test_plan_errors_have_one_location_format_and_suggest_field_names(tmp_path: 
 def test_one_wording_for_the_retry_hint() -> None:
     """The retry hint read ``(retry in 999 ms)`` in the example and ``Retry after N ms.`` in the CLI: the
     example now prints the CLI's (tests/test_examples_and_demo.py runs it), and no other wording is left."""
-    from tests.conftest import REPO
+    from tests.support import REPO
 
     other = re.compile(r"retry in \{|\(retry in |retry in \d+ ?ms", re.IGNORECASE)
     for folder in ("throttled_admin", "examples", "docs"):
@@ -260,7 +260,7 @@ def test_retry_on_quota_violation_says_what_it_waits_for_and_how_long(quota_brok
 
 def _readme_tight_quota() -> tuple[str, str]:
     """README's quick-start paragraph on a tight quota, and its code."""
-    from tests.conftest import REPO
+    from tests.support import REPO
 
     readme = (REPO / "README.md").read_text()
     start = readme.find("**Under a tight quota.**")
@@ -304,7 +304,7 @@ print(result.status, result.error_message)
 
 def test_the_pipeline_docs_say_how_to_quiet_librdkafkas_log(tmp_path: Path) -> None:
     """The pipeline docs never said how to quiet librdkafka's log in executor logs; what they say works."""
-    from tests.conftest import REPO, free_port
+    from tests.support import REPO, free_port
 
     docs = (REPO / "docs" / "pipeline.md").read_text()
     section = docs[docs.index("### Quieting librdkafka's log") :]

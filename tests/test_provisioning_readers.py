@@ -10,7 +10,7 @@ import pytest
 
 from throttled_admin.provisioning import PlanError, PlanRow, Profile, read_plan, read_profiles
 
-ROWS = [
+ROWS: list[dict[str, object]] = [
     {
         "cluster": "east",
         "action": "ensure",

@@ -27,10 +27,10 @@ from tests.reliability_helpers import (
     mutation_requests,
     outcomes,
 )
+from tests.support import BrokerFactory
 from throttled_admin import MutationQuota, NewPartitions, NewTopic, ThrottlingQuotaExceededException
 from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 CREATE_TOPICS = 19
 
 
