@@ -1,10 +1,8 @@
 from __future__ import annotations
 
 import gc
-import socket
 import ssl
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,36 +11,13 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
+from tests.support import free_port, port_open, wait_until
+
 if TYPE_CHECKING:
     from tests.either_broker import EitherBroker
     from tests.real_kafka.broker import KafkaCluster
     from tests.real_kafka.namespace import KafkaNamespace
     from tests.real_kafka.tools import ToolServer
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_until(predicate: Callable[[], bool], timeout_s: float = 30.0, interval_s: float = 0.02) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval_s)
-    return predicate()
-
-
-def _port_open(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return True
-    except OSError:
-        return False
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +42,7 @@ def tansu() -> Iterator[str]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        if not wait_until(lambda: _port_open(port), timeout_s=30):
+        if not wait_until(lambda: port_open(port), timeout_s=30):
             raise RuntimeError("Tansu did not start listening within 30 s")
         yield f"127.0.0.1:{port}"
     finally:

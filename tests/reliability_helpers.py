@@ -42,7 +42,7 @@ def error_text(exc: BaseException) -> str:
     return str(exc)
 
 
-def error_code(exc: BaseException) -> int | None:
+def error_code(exc: BaseException | None) -> int | None:
     if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
         return int(exc.args[0].code())
     return None

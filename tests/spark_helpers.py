@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import REPO, _port_open, wait_until
+from tests.support import REPO, port_open, wait_until
 
 
 def spark_bin(name: str) -> Path:
@@ -46,7 +46,7 @@ def spark_process(command: list[str], log: Path, port: int, env: dict[str, str],
     with log.open("wb") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         try:
-            if not wait_until(lambda: _port_open(port) or proc.poll() is not None, timeout_s=120):
+            if not wait_until(lambda: port_open(port) or proc.poll() is not None, timeout_s=120):
                 raise RuntimeError(f"{what} did not listen on {port} within 120 s")
             if proc.poll() is not None:
                 raise RuntimeError(f"{what} exited with {proc.returncode}: {log.read_text()[-3000:]}")

@@ -10,17 +10,16 @@ whole, each topic with POLICY_VIOLATION."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from concurrent.futures import Future
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from tests.support import BrokerFactory
 from throttled_admin import NewPartitions, NewTopic, ThrottledAdminClient
 from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 POLICY_VIOLATION = 44
 BATCH = "Unable to perform excessively large batch operation."
 PARTITIONS = "Excessively large number of partitions per request."

@@ -20,10 +20,10 @@ from confluent_kafka.admin import AdminClient
 from kafka.protocol.metadata.metadata import MetadataRequest
 
 from tests.either_broker import EitherBroker
+from tests.support import BrokerFactory, raised
 from tests.test_broker_kraft import kafkajs  # noqa: F401  (the session fixture installing KafkaJS)
 from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 AnyBroker = Callable[..., EitherBroker]
 UNKNOWN_TOPIC = 3
 METADATA = 3
@@ -170,7 +170,7 @@ def test_librdkafka_admin_reads_never_create_but_list_topics_of_one_topic_does(a
     assert admin.delete_topics([gone], operation_timeout=30)[gone].exception(30) is None
     broker.settle(lambda: broker.topics() == {})
     [described] = admin.describe_topics(TopicCollection([gone])).values()
-    assert described.exception(30).args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    assert raised(described, 30).args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
     assert gone not in admin.list_topics(timeout=30).topics
     assert broker.topics() == {}
     admin.list_topics(topic=gone, timeout=30)

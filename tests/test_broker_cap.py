@@ -6,7 +6,6 @@ classes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,10 +14,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.admin.topics import CreatePartitionsRequest, CreateTopicsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
+from tests.support import BrokerFactory
 from tests.wire import WireClient, standalone_broker
 from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 POLICY_VIOLATION, INVALID_REQUEST = 44, 42
 TOO_LARGE = "Unable to perform excessively large batch operation."
 TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."

@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
 from kafka.protocol.admin.configs import DescribeConfigsRequest
 
 from tests.either_broker import EitherBroker
+from tests.support import BrokerFactory
 from tests.wire import WireClient
 from throttled_admin._kafka.config_schema import AnyOf, ConfigType, LevelRange, Range, ReplicaList, Validator
 from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
@@ -21,7 +22,6 @@ from throttled_admin.testing import QuotaBroker
 from throttled_admin.testing._configs_broker import BROKER_CONFIGS, VALIDATORS
 from throttled_admin.testing._configs_broker_set import broker_config_set, kafka_version
 
-BrokerFactory = Callable[..., QuotaBroker]
 BROKER = 4
 STATIC, DEFAULT = ConfigSource.STATIC_BROKER_CONFIG.value, ConfigSource.DEFAULT_CONFIG.value
 

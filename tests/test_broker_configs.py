@@ -30,6 +30,7 @@ from kafka.protocol.admin.topics import CreateTopicsRequest
 
 from tests.either_broker import EitherBroker
 from tests.real_kafka.broker import TOPIC_DEFAULTS
+from tests.support import BrokerFactory
 from tests.wire import WireClient
 from throttled_admin._kafka.config_schema import ConfigError, ConfigType, canonical
 from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
@@ -37,7 +38,6 @@ from throttled_admin.testing import QuotaBroker
 from throttled_admin.testing._configs import describe_topic, validate_topic_configs
 from throttled_admin.testing._configs_broker import BROKER_CONFIGS, SYNONYM_GROUPS
 
-BrokerFactory = Callable[..., QuotaBroker]
 AnyBroker = Callable[..., EitherBroker]
 INVALID_CONFIG, INVALID_REQUEST, INVALID_TOPIC, UNKNOWN_TOPIC = 40, 42, 17, 3
 CREATE_TOPICS, INCREMENTAL_ALTER_CONFIGS, ALTER_CONFIGS = 19, 44, 33

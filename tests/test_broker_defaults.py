@@ -4,16 +4,16 @@ over loopback; Apache Kafka 4.4 itself in tests/test_truth_on_kafka.py."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
+from concurrent.futures import Future
+from typing import Any
 
+from tests.support import BrokerFactory
 from throttled_admin import MutationQuota, NewTopic, ThrottledAdminClient
-from throttled_admin.testing import QuotaBroker
-
-BrokerFactory = Callable[..., QuotaBroker]
 
 
-def _outcomes(futures: dict[str, object]) -> dict[str, BaseException | None]:
-    return {name: future.exception(120) for name, future in futures.items()}  # type: ignore[attr-defined]
+def _outcomes(futures: Mapping[str, Future[Any]]) -> dict[str, BaseException | None]:
+    return {name: future.exception(120) for name, future in futures.items()}
 
 
 # Was (finding 4): NewTopic(name) on a cluster with num.partitions=10, at a known rate under strict enforcement: 25 of

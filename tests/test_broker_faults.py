@@ -14,12 +14,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
-from tests.conftest import wait_until
 from tests.either_broker import EitherBroker
+from tests.support import BrokerFactory, wait_until
 from tests.wire import WireClient, create_topics_request
 from throttled_admin.testing import QuotaBroker, QuotaEntity
 
-BrokerFactory = Callable[..., QuotaBroker]
 AnyBroker = Callable[..., EitherBroker]
 
 
@@ -250,7 +249,7 @@ def test_alter_client_quotas_validates_keys_and_values_as_kafka(any_broker: AnyB
     byte rate or one too large for a LONG; an entry with an error changes nothing. The user is the test's own."""
     broker = any_broker()
     name = f"{broker.client_id}-user"
-    user = [("user", name)]
+    user: list[tuple[str, str | None]] = [("user", name)]
     with broker.wire() as wire:
         for key, value in [
             ("controller_mutation_rate", float("nan")),

@@ -18,10 +18,10 @@ from kafka.protocol.admin.topics import CreatePartitionsRequest, DeleteTopicsReq
 from kafka.protocol.metadata.metadata import MetadataRequest
 
 from tests.either_broker import EitherBroker
+from tests.support import BrokerFactory
 from tests.wire import WireClient
 from throttled_admin.testing import QuotaBroker, RequestRecord
 
-BrokerFactory = Callable[..., QuotaBroker]
 AnyBroker = Callable[..., EitherBroker]
 CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, METADATA = 19, 20, 37, 3
 REQUEST_TIMED_OUT, NOT_CONTROLLER = 7, 41

@@ -7,19 +7,18 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from kafka.protocol.admin.topics import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
+from tests.support import BrokerFactory
 from tests.wire import WireClient
 from throttled_admin.testing import QuotaBroker
 from throttled_admin.testing._cluster import ApiError, Cluster, CreateSpec
 from throttled_admin.testing._quotas import QuotaManager
 
-BrokerFactory = Callable[..., QuotaBroker]
 UNKNOWN_TOPIC, TOPIC_ALREADY_EXISTS = 3, 36
 MISSING = ApiError(UNKNOWN_TOPIC)
 
@@ -132,7 +131,7 @@ def test_brokers_asked_directly_list_a_change_only_after_the_lag(quota_broker: B
     assert again.topics[0].error_code == TOPIC_ALREADY_EXISTS  # the controller knows at once
     assert listed(broker, 0, "t") == {"t": 2}
     assert listed(broker, 1, "t") == listed(broker, 2, "t") == {}
-    first_seen = {}
+    first_seen: dict[int, float] = {}
     deadline = answered + 10
     while len(first_seen) < 2 and time.monotonic() < deadline:
         for node in (1, 2):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import cli_env
-from tests.conftest import REPO, free_port
+from tests.support import REPO, free_port
 from tests.wire import WireClient, create_topics_request, standalone_broker
 from throttled_admin.testing import QuotaBroker
 

@@ -4,7 +4,6 @@ independent clients: confluent-kafka (librdkafka) and kafka-python over real loo
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,15 +13,15 @@ from kafka.admin import KafkaAdminClient
 from kafka.admin import NewTopic as KafkaPythonTopic
 from kafka.protocol.sasl import SaslHandshakeRequest
 
+from tests.support import BrokerFactory, Conf
 from tests.tls_helpers import make_tls
 from tests.wire import WireClient
 from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 SCRAM = ["SCRAM-SHA-256", "SCRAM-SHA-512"]
 
 
-def scram_conf(broker: QuotaBroker, mechanism: str, password: str, **extra: str) -> dict[str, object]:
+def scram_conf(broker: QuotaBroker, mechanism: str, password: str, **extra: str) -> Conf:
     return {
         "bootstrap.servers": broker.bootstrap_servers,
         "security.protocol": "SASL_PLAINTEXT",
@@ -87,7 +86,7 @@ def test_confluent_kafka_over_a_tls_listener(quota_broker: BrokerFactory, tmp_pa
     tls = make_tls(tmp_path)
     users = {"alice": "alice-secret"} if sasl else None
     broker = quota_broker(ssl_context=tls.server_context(), users=users, sasl_mechanisms=["SCRAM-SHA-256"])
-    conf: dict[str, object] = {"bootstrap.servers": broker.bootstrap_servers, **tls.client_conf()}
+    conf: Conf = {"bootstrap.servers": broker.bootstrap_servers, **tls.client_conf()}
     if sasl:
         conf |= scram_conf(broker, "SCRAM-SHA-256", "alice-secret", **{"security.protocol": "SASL_SSL"})
     else:

@@ -7,17 +7,15 @@ from __future__ import annotations
 import logging
 import socket
 import ssl
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.conftest import wait_until
+from tests.support import BrokerFactory, Conf, wait_until
 from tests.wire import parse_bootstrap
 from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 PASSWORD = "Pw-broker-tls-2c7"
 
 
@@ -28,7 +26,7 @@ def test_confluent_kafka_creates_a_topic_over_tls(
     users = {"alice": PASSWORD} if protocol == "SASL_SSL" else None
     broker = quota_broker(ssl_context=tls[0], users=users)
     assert broker.security_protocol == protocol
-    conf = {
+    conf: Conf = {
         "bootstrap.servers": broker.bootstrap_servers,
         "security.protocol": protocol,
         "ssl.ca.location": str(tls[1]),

@@ -16,13 +16,13 @@ from kafka.protocol.admin.topics import CreatePartitionsRequest, CreateTopicsReq
 from kafka.protocol.metadata.metadata import MetadataRequest
 
 from tests.either_broker import EitherBroker
+from tests.support import BrokerFactory, raised
 from tests.wire import WireClient
 from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
 from throttled_admin.testing import QuotaBroker
 from throttled_admin.testing._cluster import Cluster, CreateSpec
 from throttled_admin.testing._quotas import QuotaManager
 
-BrokerFactory = Callable[..., QuotaBroker]
 AnyBroker = Callable[..., EitherBroker]
 CREATE_TOPICS, CREATE_PARTITIONS, METADATA = 19, 37, 3
 INVALID_REQUEST, INVALID_REPLICA_ASSIGNMENT, UNKNOWN_TOPIC, INVALID_TOPIC = 42, 39, 3, 17
@@ -345,7 +345,7 @@ def test_confluent_list_topics_of_a_missing_topic_creates_it_as_kafka_does(any_b
     admin = AdminClient(broker.conf())
     admin.list_topics(topic=listed, timeout=30)
     [described] = admin.describe_topics(TopicCollection([missing])).values()
-    assert described.exception(30).args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    assert raised(described, 30).args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
     assert broker.settled_topics({listed: 1}) == {listed: 1}
 
 

@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient
 
 from tests.real_kafka.broker import USERS, KafkaCluster
 from tests.real_kafka.namespace import KafkaNamespace
+from tests.support import Conf
 from tests.test_broker_views_reader import topic_id
 from throttled_admin import NewTopic, ThrottledAdminClient
 from throttled_admin._driver.broker_views import BrokerViewReader
@@ -27,9 +28,9 @@ MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 @pytest.mark.parametrize("mechanism", [None, *MECHANISMS])
 def test_the_reader_reads_kafkas_topic_ids_on_every_listener(
     kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace, mechanism: str | None, caplog: pytest.LogCaptureFixture
-):
+) -> None:
     name = kafka_ns.topic(f"ids-{mechanism}")
-    plain = {"bootstrap.servers": kafka_broker.bootstrap_servers}
+    plain: Conf = {"bootstrap.servers": kafka_broker.bootstrap_servers}
     creator = AdminClient(plain)
     creator.create_topics([NewTopic(name, 3, 1)])[name].result(30)
     assert kafka_broker.topics(name) == {name: 3}  # behind a barrier: the broker lists it from now on
@@ -50,7 +51,7 @@ def test_the_reader_reads_kafkas_topic_ids_on_every_listener(
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_a_wrong_password_on_kafka_leaves_no_view_and_no_secret(
     kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace, mechanism: str, caplog: pytest.LogCaptureFixture
-):
+) -> None:
     wrong = "Wr0ng-9f1c2e-not-bobs"
     caplog.set_level(logging.DEBUG, logger="throttled_admin")
     reader = BrokerViewReader(kafka_broker.sasl_conf("bob", mechanism) | {"sasl.password": wrong})
@@ -65,7 +66,7 @@ def test_a_wrong_password_on_kafka_leaves_no_view_and_no_secret(
 
 def test_wait_for_metadata_on_kafka_over_scram_tells_a_recreated_topic_from_the_old_one(
     kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace, caplog: pytest.LogCaptureFixture
-):
+) -> None:
     """Create x (8 partitions), delete it, create x (3 partitions) with wait_for_metadata over SCRAM: the future
     resolves with the new incarnation's id shown, read by the reader's own SCRAM connection (no fallback)."""
     name = kafka_ns.topic("again")

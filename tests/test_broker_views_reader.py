@@ -22,14 +22,13 @@ import pytest
 from confluent_kafka import TopicCollection
 from confluent_kafka.admin import AdminClient
 
+from tests.support import BrokerFactory
 from tests.tls_helpers import Tls, make_tls
 from throttled_admin import NewTopic, ThrottledAdminClient
 from throttled_admin._driver.broker_connection import ConnectionSettings, Unsupported
 from throttled_admin._driver.broker_views import BrokerViewReader
 from throttled_admin._engine.visibility import TopicView
-from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 PASSWORD = "Pw-93be1f-s3cr3t"
 WRONG = "Pw-5c07d2-wr0ng"
 KEY_PASSWORD = "Kp-0e7a66-k3y"

@@ -3,7 +3,9 @@ third-party Kafka-compatible broker."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from typing import Any
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -13,10 +15,10 @@ from throttled_admin.testing import QuotaBroker
 def run_sequence(bootstrap: str) -> list[object]:
     admin = AdminClient({"bootstrap.servers": bootstrap})
 
-    def codes(futures: dict[str, object]) -> dict[str, str]:
+    def codes(futures: Mapping[str, Future[Any]]) -> dict[str, str]:
         out = {}
         for name, future in futures.items():
-            exc = future.exception(30)  # type: ignore[attr-defined]
+            exc = future.exception(30)
             out[name] = "OK" if exc is None else exc.args[0].name()
         return out
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError
@@ -20,10 +22,10 @@ from kafka.protocol.metadata.metadata import MetadataRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from tests.either_broker import EitherBroker
+from tests.support import BrokerFactory
 from tests.wire import WireClient, create_topics_request
 from throttled_admin.testing import QuotaBroker, RequestRecord
 
-BrokerFactory = Callable[..., QuotaBroker]
 AnyBroker = Callable[..., EitherBroker]
 CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, METADATA = 19, 20, 37, 3
 
@@ -36,14 +38,14 @@ def kafka_python_admin(broker: QuotaBroker, **conf: object) -> KafkaAdminClient:
     return KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers, request_timeout_ms=30000, **conf)
 
 
-def confluent_admin(broker: QuotaBroker, **conf: object) -> AdminClient:
+def confluent_admin(broker: QuotaBroker, **conf: str | int | float | bool) -> AdminClient:
     return AdminClient({"bootstrap.servers": broker.bootstrap_servers, **conf})
 
 
-def outcomes(futures: dict[str, object], timeout_s: float = 30) -> dict[str, int]:
+def outcomes(futures: Mapping[str, Future[Any]], timeout_s: float = 30) -> dict[str, int]:
     out = {}
     for name, future in futures.items():
-        exc = future.exception(timeout_s)  # type: ignore[attr-defined]
+        exc = future.exception(timeout_s)
         out[name] = 0 if exc is None else exc.args[0].code()
     return out
 

@@ -8,16 +8,14 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
-from collections.abc import Callable
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from tests.support import BrokerFactory, Conf
 from throttled_admin import NewTopic, ThrottledAdminClient, ThrottlingQuotaExceededException
 from throttled_admin.aio import AIOThrottledAdminClient
 from throttled_admin.testing import QuotaBroker
-
-BrokerFactory = Callable[..., QuotaBroker]
 
 
 def _client(broker: QuotaBroker, **kwargs: object) -> ThrottledAdminClient:
@@ -64,7 +62,7 @@ def test_two_threads_cancelling_one_queued_topic_are_both_told_it_is_cancelled(q
 @pytest.mark.asyncio
 async def test_a_topic_in_flight_when_its_task_times_out_is_never_sent_again(quota_broker: BrokerFactory) -> None:
     broker = quota_broker(controller_mutation_rate=1, quota_window_num=1, enforcement="strict")
-    conf = {"bootstrap.servers": broker.bootstrap_servers, "log_level": 0}
+    conf: Conf = {"bootstrap.servers": broker.bootstrap_servers, "log_level": 0}
     async with AIOThrottledAdminClient(conf) as admin:
         await (await admin.create_topics([NewTopic("warm", 1, 1)]))["warm"]  # reached; burst spent
         await asyncio.sleep(1.1)  # the bucket refills to its one token

@@ -10,7 +10,7 @@ import threading
 import pytest
 from confluent_kafka import KafkaError
 
-from tests.conftest import free_port
+from tests.support import free_port
 from throttled_admin import CannotConnectError, NewTopic, NotSentError, ThrottledAdminClient
 from throttled_admin.testing import QuotaBroker
 

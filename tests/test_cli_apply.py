@@ -14,13 +14,14 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pexpect
 import pytest
 import yaml
 
 from tests.cli_helpers import REPO, cli_env, run_cli
-from tests.conftest import wait_until
+from tests.support import BrokerFactory, wait_until
 
 SECRET = "S3cret-Pw-991"
 
@@ -35,12 +36,18 @@ def _write_plan(path: Path, cluster: str, topics: int, partitions: int = 1) -> P
     return path
 
 
-def _records(stdout: str) -> tuple[list[dict], dict]:
+def _found(pattern: re.Pattern[str], text: str) -> re.Match[str]:
+    match = pattern.search(text)
+    assert match is not None, text
+    return match
+
+
+def _records(stdout: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     records = [json.loads(line) for line in stdout.splitlines()]
     return records[:-1], records[-1]
 
 
-def test_apply_dry_run_then_real_then_unchanged(quota_broker, tmp_path):
+def test_apply_dry_run_then_real_then_unchanged(quota_broker: BrokerFactory, tmp_path: Path) -> None:
     broker = quota_broker(controller_mutation_rate=50, users={"alice": SECRET})
     plan = _write_plan(tmp_path / "plan.csv", "main", 6, partitions=2)
     profiles = tmp_path / "profiles.yaml"
@@ -89,7 +96,7 @@ def test_apply_dry_run_then_real_then_unchanged(quota_broker, tmp_path):
         assert SECRET not in run.output
 
 
-def test_apply_table_output_and_failed_rows_exit_1(quota_broker, tmp_path):
+def test_apply_table_output_and_failed_rows_exit_1(quota_broker: BrokerFactory, tmp_path: Path) -> None:
     broker = quota_broker()
     plan = tmp_path / "plan.yaml"
     plan.write_text(
@@ -114,7 +121,7 @@ def test_apply_table_output_and_failed_rows_exit_1(quota_broker, tmp_path):
     assert set(broker.topics()) == {"good"}
 
 
-def test_apply_bad_plan_exits_2_naming_the_row_and_field(tmp_path):
+def test_apply_bad_plan_exits_2_naming_the_row_and_field(tmp_path: Path) -> None:
     plan = tmp_path / "plan.csv"
     plan.write_text("cluster,action,topic,partitions\nmain,ensure,t1,1\nmain,ensure,t2,many\n")
     run = run_cli("apply", str(plan), "--bootstrap-server", "127.0.0.1:9")
@@ -133,7 +140,7 @@ def _tmux(socket: str, *args: str) -> str:
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux to read the terminal's screen")
-def test_apply_shows_a_live_progress_bar_in_a_terminal(quota_broker, tmp_path):
+def test_apply_shows_a_live_progress_bar_in_a_terminal(quota_broker: BrokerFactory, tmp_path: Path) -> None:
     # 60 topics x 2 partitions = 120 mutations at 20/s with a one-second burst: about 5 s of throttling,
     # long enough to see the bar while it runs (strict: the broker rejects what exceeds the quota, so the
     # run cannot finish sooner however the client paces).
@@ -180,7 +187,7 @@ def test_apply_shows_a_live_progress_bar_in_a_terminal(quota_broker, tmp_path):
     # While it ran: the bar on screen, part done, before any summary.
     live = [s for s in screens if bar.search(s) and "Summary" not in s]
     assert live, screens[-1]
-    assert any(0 < int(bar.search(s).group(1)) < 60 for s in live), [bar.search(s).group(0) for s in live]
+    assert any(0 < int(_found(bar, s).group(1)) < 60 for s in live), [_found(bar, s).group(0) for s in live]
     # At the end: the full bar stays, and the summary and throttle tables follow it.
     finished = bar.search(final)
     assert finished, final
@@ -193,7 +200,7 @@ def test_apply_shows_a_live_progress_bar_in_a_terminal(quota_broker, tmp_path):
     assert final.index("Summary") > final.index("60/60 rows")
 
 
-def test_ctrl_c_ends_apply_at_once_and_a_rerun_finishes_the_plan(quota_broker, tmp_path):
+def test_ctrl_c_ends_apply_at_once_and_a_rerun_finishes_the_plan(quota_broker: BrokerFactory, tmp_path: Path) -> None:
     # 40 topics x 2 partitions paced at 2/s (the broker allows 10/s, strict, one-second burst): about 35 s of
     # work, interrupted after a few rows however slow the machine; the rerun finishes at the broker's pace.
     broker = quota_broker(controller_mutation_rate=10, quota_window_num=1, enforcement="strict")

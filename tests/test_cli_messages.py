@@ -10,19 +10,17 @@ import pickle
 import re
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.cli_helpers import REPO, Run, cli_env, run_cli, topics
+from tests.support import BrokerFactory
 from throttled_admin import NewPartitions, NewTopic, NotSentError, ThrottledAdminClient, TopicValueError
 from throttled_admin._errors import not_sent_error
 from throttled_admin._validation import check_new_partitions, check_new_topics
-from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 PYTHON_NAMES = re.compile(
     r"\b(num_partitions|new_total_count|replication_factor|replica_assignment|allow_delete|timeout_ms|"
     r"retry_on_quota_violation|wait_for_metadata|new_topics|new_partitions)\b"
@@ -102,7 +100,7 @@ def test_apply_json_rows_all_carry_error_name(quota_broker: BrokerFactory, tmp_p
     broker = quota_broker()
     broker.create_topic("old", 3)
     broker.create_topic("shrink", 4)
-    rows = [
+    rows: list[dict[str, object]] = [
         {"cluster": "dev", "action": "create", "topic": "new", "partitions": 1},
         {"cluster": "dev", "action": "delete", "topic": "old"},
         {"cluster": "dev", "action": "ensure", "topic": "shrink", "partitions": 2},

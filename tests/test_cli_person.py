@@ -6,17 +6,23 @@ person reads.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
 
 from tests.cli_helpers import REPO, Run, cli_env, run_cli, topics
+from tests.support import BrokerFactory
+
+if TYPE_CHECKING:
+    from throttled_admin.provisioning import Progress
 
 SECRET = "Pw-issue20-771"
 
@@ -28,7 +34,7 @@ def _refused_address() -> str:
         return f"127.0.0.1:{sock.getsockname()[1]}"
 
 
-def _records(run: Run) -> list[dict]:
+def _records(run: Run) -> list[dict[str, Any]]:
     return [json.loads(line) for line in run.stdout.splitlines() if line.strip()]
 
 
@@ -36,7 +42,7 @@ def _report(what: str, run: Run) -> None:
     print(f"[timing] {what}: {run.elapsed_s:.2f} s, exit {run.returncode}")
 
 
-def _plan(path: Path, rows: list[dict]) -> Path:
+def _plan(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.write_text(json.dumps(rows))
     return path
 
@@ -45,7 +51,7 @@ def _plan(path: Path, rows: list[dict]) -> Path:
 
 
 @pytest.mark.parametrize("action", [["--create", "--topic", "x", "--partitions", "1"], ["--list"]])
-def test_topics_with_nothing_listening_says_cannot_connect(action):
+def test_topics_with_nothing_listening_says_cannot_connect(action: list[str]) -> None:
     address = _refused_address()
     run = topics(address, *action)
     _report(f"topics {action[0]} refused", run)
@@ -56,14 +62,14 @@ def test_topics_with_nothing_listening_says_cannot_connect(action):
     assert "outcome unknown" not in run.output
 
 
-def test_topics_with_an_unresolvable_host_says_cannot_connect():
+def test_topics_with_an_unresolvable_host_says_cannot_connect() -> None:
     run = topics("nosuchhost.invalid:9092", "--describe")
     _report("topics --describe unresolvable", run)
     assert run.returncode == 1
     assert "cannot connect to nosuchhost.invalid:9092 (Failed to resolve" in run.stdout
 
 
-def test_a_malformed_bootstrap_server_is_a_usage_error():
+def test_a_malformed_bootstrap_server_is_a_usage_error() -> None:
     for command in (["topics", "--list"], ["apply", "plan.json"]):
         run = run_cli(command[0], "--bootstrap-server", "localhost9092", *command[1:])
         assert run.returncode == 2, run.output
@@ -71,7 +77,7 @@ def test_a_malformed_bootstrap_server_is_a_usage_error():
         assert f"usage: throttled-admin {command[0]}" in run.stderr
 
 
-def test_apply_with_nothing_listening_fails_each_row_with_the_reason_and_stays_quiet(tmp_path):
+def test_apply_with_nothing_listening_fails_each_row_with_the_reason_and_stays_quiet(tmp_path: Path) -> None:
     address = _refused_address()
     plan = _plan(tmp_path / "plan.json", [{"cluster": "dev", "action": "create", "topic": f"t{i}"} for i in range(3)])
     run = run_cli("apply", str(plan), "--bootstrap-server", address, "--output", "json")
@@ -95,7 +101,7 @@ def test_apply_with_nothing_listening_fails_each_row_with_the_reason_and_stays_q
 # -- 2. a wrong password in apply: as fast and as clear as in topics ------------------------------------------
 
 
-def test_apply_with_a_wrong_password_says_authentication_failed(quota_broker, tmp_path):
+def test_apply_with_a_wrong_password_says_authentication_failed(quota_broker: BrokerFactory, tmp_path: Path) -> None:
     broker = quota_broker(users={"alice": SECRET})
     plan = _plan(tmp_path / "plan.json", [{"cluster": "dev", "action": "create", "topic": "t1"}])
     profiles = tmp_path / "profiles.yaml"
@@ -125,7 +131,7 @@ def test_apply_with_a_wrong_password_says_authentication_failed(quota_broker, tm
 # -- 3. throttles shown ---------------------------------------------------------------------------------------
 
 
-def test_a_create_admitted_over_the_quota_reports_the_throttle(quota_broker):
+def test_a_create_admitted_over_the_quota_reports_the_throttle(quota_broker: BrokerFactory) -> None:
     # Apache's rules: librdkafka's CreateTopics v4 is admitted over the quota and throttled, never refused.
     broker = quota_broker(controller_mutation_rate=1, enforcement="by-version")
     first = topics(broker.bootstrap_servers, "--create", "--topic", "big", "--partitions", "20", "--output", "json")
@@ -141,7 +147,7 @@ def test_a_create_admitted_over_the_quota_reports_the_throttle(quota_broker):
     assert int(throttle.group(1)) > 0, second.stdout
 
 
-def test_a_create_within_the_quota_reports_no_throttle(quota_broker):
+def test_a_create_within_the_quota_reports_no_throttle(quota_broker: BrokerFactory) -> None:
     broker = quota_broker(controller_mutation_rate=100)
     run = topics(broker.bootstrap_servers, "--create", "--topic", "small", "--partitions", "1", "--output", "json")
     assert _records(run)[0]["throttle_time_ms"] == 0
@@ -149,7 +155,7 @@ def test_a_create_within_the_quota_reports_no_throttle(quota_broker):
     assert text.stdout == "Created topic small2.\n"
 
 
-def test_retry_that_cannot_outlast_the_throttle_says_so(quota_broker):
+def test_retry_that_cannot_outlast_the_throttle_says_so(quota_broker: BrokerFactory) -> None:
     broker = quota_broker(controller_mutation_rate=1, enforcement="strict")
     assert topics(broker.bootstrap_servers, "--create", "--topic", "fill", "--partitions", "20").returncode == 0
     args = ("--create", "--topic", "late", "--partitions", "1", "--retry-on-quota-violation", "--timeout-ms", "2000")
@@ -167,7 +173,9 @@ def test_retry_that_cannot_outlast_the_throttle_says_so(quota_broker):
 # -- 5. the dry run ---------------------------------------------------------------------------------------------
 
 
-def test_the_dry_run_table_shows_the_predicted_duration_and_the_configs(quota_broker, tmp_path):
+def test_the_dry_run_table_shows_the_predicted_duration_and_the_configs(
+    quota_broker: BrokerFactory, tmp_path: Path
+) -> None:
     broker = quota_broker(controller_mutation_rate=5)
     rows = [
         {"cluster": "dev", "action": "create", "topic": f"t{i}", "partitions": 10, "configs": {"retention.ms": 1000}}
@@ -190,14 +198,14 @@ def test_the_dry_run_table_shows_the_predicted_duration_and_the_configs(quota_br
     )
 
 
-def test_the_dry_run_names_one_partition_in_the_singular(quota_broker, tmp_path):
+def test_the_dry_run_names_one_partition_in_the_singular(quota_broker: BrokerFactory, tmp_path: Path) -> None:
     broker = quota_broker()
     plan = _plan(tmp_path / "plan.json", [{"cluster": "dev", "action": "create", "topic": "one", "partitions": 1}])
     run = run_cli("apply", str(plan), "--bootstrap-server", broker.bootstrap_servers, "--dry-run", "--output", "json")
     assert _records(run)[0]["detail"].startswith("create with 1 partition, replication factor the broker's default")
 
 
-def test_the_dry_run_flags_an_unknown_config(quota_broker, tmp_path):
+def test_the_dry_run_flags_an_unknown_config(quota_broker: BrokerFactory, tmp_path: Path) -> None:
     broker = quota_broker()
     rows = [{"cluster": "dev", "action": "create", "topic": "typo", "configs": {"retention.msx": "1000"}}]
     plan = _plan(tmp_path / "plan.json", rows)
@@ -215,7 +223,7 @@ def test_the_dry_run_flags_an_unknown_config(quota_broker, tmp_path):
 # -- 6. the final table's rate is over the time the rows took, not a burst ------------------------------------
 
 
-def test_a_small_run_reads_as_within_the_quota(quota_broker, tmp_path):
+def test_a_small_run_reads_as_within_the_quota(quota_broker: BrokerFactory, tmp_path: Path) -> None:
     broker = quota_broker(controller_mutation_rate=5)
     plan = _plan(tmp_path / "plan.json", [{"cluster": "dev", "action": "create", "topic": f"s{i}"} for i in range(5)])
     run = run_cli("apply", str(plan), "--bootstrap-server", broker.bootstrap_servers, "--output", "json")
@@ -229,7 +237,7 @@ def test_a_small_run_reads_as_within_the_quota(quota_broker, tmp_path):
 # -- 7. messages in the command line's own terms --------------------------------------------------------------
 
 
-def test_a_refused_delete_names_the_flag(quota_broker, tmp_path):
+def test_a_refused_delete_names_the_flag(quota_broker: BrokerFactory, tmp_path: Path) -> None:
     broker = quota_broker()
     assert topics(broker.bootstrap_servers, "--create", "--topic", "keep", "--partitions", "1").returncode == 0
     plan = _plan(tmp_path / "plan.json", [{"cluster": "dev", "action": "delete", "topic": "keep"}])
@@ -239,7 +247,7 @@ def test_a_refused_delete_names_the_flag(quota_broker, tmp_path):
     assert "allow_delete" not in run.output
 
 
-def test_a_failed_delete_is_one_json_object_in_kafka_topics_words(quota_broker):
+def test_a_failed_delete_is_one_json_object_in_kafka_topics_words(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()
     text = topics(broker.bootstrap_servers, "--delete", "--topic", "nosuch")
     assert text.returncode == 1
@@ -260,13 +268,13 @@ def test_a_failed_delete_is_one_json_object_in_kafka_topics_words(quota_broker):
 
 
 @pytest.mark.parametrize("action", ["--create", "--alter"])
-def test_partitions_below_one_is_a_usage_error_for_create_and_alter(action):
+def test_partitions_below_one_is_a_usage_error_for_create_and_alter(action: str) -> None:
     run = topics("127.0.0.1:9", action, "--topic", "x", "--partitions", "-1")
     assert run.returncode == 2
     assert "throttled-admin topics: error: The partitions must be greater than 0" in run.stderr
 
 
-def test_usage_errors_are_json_objects_under_output_json():
+def test_usage_errors_are_json_objects_under_output_json() -> None:
     run = topics("127.0.0.1:9", "--alter", "--topic", "x", "--partitions", "0", "--output", "json")
     assert run.returncode == 2
     assert _records(run) == [
@@ -279,7 +287,7 @@ def test_usage_errors_are_json_objects_under_output_json():
     ]
 
 
-def test_a_typo_in_a_flag_prints_the_subcommand_usage():
+def test_a_typo_in_a_flag_prints_the_subcommand_usage() -> None:
     run = run_cli("topics", "--bootstrap-sever", "127.0.0.1:9", "--list")
     assert run.returncode == 2
     assert run.stderr.startswith("usage: throttled-admin topics ")
@@ -293,7 +301,7 @@ def test_a_typo_in_a_flag_prints_the_subcommand_usage():
 
 
 @pytest.mark.parametrize(("key", "suggestion"), [("mutation_rte", "mutation_rate"), ("bootstrap.server", None)])
-def test_an_unknown_profile_key_is_a_file_error(tmp_path, key, suggestion):
+def test_an_unknown_profile_key_is_a_file_error(tmp_path: Path, key: str, suggestion: str | None) -> None:
     plan = _plan(tmp_path / "plan.json", [{"cluster": "dev", "action": "create", "topic": "t"}])
     profiles = tmp_path / "profiles.yaml"
     conf = {"bootstrap.servers": "127.0.0.1:9", key: 5}
@@ -310,12 +318,13 @@ def test_an_unknown_profile_key_is_a_file_error(tmp_path, key, suggestion):
 # -- 9. the docs and the banner ---------------------------------------------------------------------------------
 
 
-def test_docs_cli_names_every_flag_of_the_help():
+def test_docs_cli_names_every_flag_of_the_help() -> None:
     from throttled_admin.cli._args import build_parser
 
     docs = (REPO / "docs" / "cli.md").read_text()
     parser = build_parser()
     commands = next(a for a in parser._actions if a.dest == "command")
+    assert isinstance(commands, argparse._SubParsersAction)
     for name, sub in commands.choices.items():
         for action in sub._actions:
             for option in action.option_strings:
@@ -325,7 +334,7 @@ def test_docs_cli_names_every_flag_of_the_help():
     assert "pip install 'throttled_admin" not in docs
 
 
-def test_the_standalone_broker_echoes_its_settings():
+def test_the_standalone_broker_echoes_its_settings() -> None:
     with subprocess.Popen(
         [sys.executable, "-m", "throttled_admin.testing", "--port", "0", "--controller-mutation-rate", "5"],
         stdout=subprocess.PIPE,
@@ -349,13 +358,13 @@ def test_the_standalone_broker_echoes_its_settings():
 # -- the live bar's numbers, on simulated time ---------------------------------------------------------------
 
 
-def _progress(done: int, admitted: int, throttle_ms: int):
+def _progress(done: int, admitted: int, throttle_ms: int) -> Progress:
     from throttled_admin.provisioning import Progress
 
     return Progress("dev", done, 40, admitted, 0.0, 2.0, throttle_ms)
 
 
-def test_the_bar_rate_decays_and_the_throttle_counts_down():
+def test_the_bar_rate_decays_and_the_throttle_counts_down() -> None:
     from throttled_admin.cli._progress import ClusterStats
 
     stats = ClusterStats("dev", 40, started=0.0)
@@ -373,7 +382,7 @@ def test_the_bar_rate_decays_and_the_throttle_counts_down():
     assert stats.throttle_text(18.5) == "last throttle 16000 ms"
 
 
-def test_the_plain_progress_lines_count_the_throttle_down(quota_broker, tmp_path):
+def test_the_plain_progress_lines_count_the_throttle_down(quota_broker: BrokerFactory, tmp_path: Path) -> None:
     # Windows of 0.1 s: a burst of 22 mutations at 20/s, so a 60-mutation plan is throttled for about 2 s.
     broker = quota_broker(controller_mutation_rate=20, quota_window_size_s=0.1, enforcement="by-version")
     rows = [{"cluster": "dev", "action": "create", "topic": f"w{i}", "partitions": 5} for i in range(12)]

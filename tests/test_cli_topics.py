@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import run_cli, topics
+from tests.support import BrokerFactory
 from throttled_admin import NewTopic, ThrottledAdminClient
 from throttled_admin.testing import QuotaBroker
 
@@ -26,7 +27,7 @@ def _quota_rejections(broker: QuotaBroker, topic: str) -> int:
     return sum(1 for r in broker.request_log() if r.errors.get(topic) == 89)
 
 
-def test_create_describe_list_alter_delete(quota_broker):
+def test_create_describe_list_alter_delete(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()
     bootstrap = broker.bootstrap_servers
 
@@ -90,7 +91,7 @@ def test_create_describe_list_alter_delete(quota_broker):
     assert set(broker.topics()) == {"payments"}
 
 
-def test_missing_topic_fails_unless_if_exists(quota_broker):
+def test_missing_topic_fails_unless_if_exists(quota_broker: BrokerFactory) -> None:
     bootstrap = quota_broker().bootstrap_servers
     missing = topics(bootstrap, "--delete", "--topic", "nope")
     assert missing.returncode == 1
@@ -99,7 +100,7 @@ def test_missing_topic_fails_unless_if_exists(quota_broker):
     assert topics(bootstrap, "--alter", "--topic", "nope", "--partitions", "3", "--if-exists").returncode == 0
 
 
-def test_if_not_exists_on_an_existing_topic_exits_0(quota_broker):
+def test_if_not_exists_on_an_existing_topic_exits_0(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()
     broker.create_topic("events", 1)
     plain = topics(broker.bootstrap_servers, "--create", "--topic", "events", "--partitions", "1")
@@ -112,7 +113,7 @@ def test_if_not_exists_on_an_existing_topic_exits_0(quota_broker):
     assert sum(1 for r in broker.request_log() if r.api_name == "CreateTopics") == 2
 
 
-def test_exhausted_quota_fails_at_once_with_the_throttle_time(quota_broker):
+def test_exhausted_quota_fails_at_once_with_the_throttle_time(quota_broker: BrokerFactory) -> None:
     # Burst 1 x 1 s x 0.5/s = 0.5 tokens: a 6-partition create leaves -5.5, an 11000 ms throttle (ample
     # time for the command to start, however loaded the machine).
     broker = quota_broker(enforcement="strict", controller_mutation_rate=0.5, quota_window_num=1)
@@ -136,7 +137,7 @@ def test_exhausted_quota_fails_at_once_with_the_throttle_time(quota_broker):
     assert 0 < record["throttle_time_ms"] <= 11000
 
 
-def test_retry_on_quota_violation_waits_and_succeeds(quota_broker):
+def test_retry_on_quota_violation_waits_and_succeeds(quota_broker: BrokerFactory) -> None:
     broker = quota_broker(enforcement="strict", controller_mutation_rate=0.5, quota_window_num=1)
     _exhaust(broker, 3)
     run = topics(
@@ -149,7 +150,7 @@ def test_retry_on_quota_violation_waits_and_succeeds(quota_broker):
     assert _quota_rejections(broker, "late") >= 1
 
 
-def test_retry_gives_up_at_timeout_ms_with_the_remaining_throttle(quota_broker):
+def test_retry_gives_up_at_timeout_ms_with_the_remaining_throttle(quota_broker: BrokerFactory) -> None:
     broker = quota_broker(enforcement="strict", controller_mutation_rate=0.5, quota_window_num=1)
     _exhaust(broker, 11)  # -10.5 tokens: a 21 s throttle, far past the 2 s deadline
     run = topics(
@@ -189,7 +190,7 @@ def test_retry_gives_up_at_timeout_ms_with_the_remaining_throttle(quota_broker):
         (["--create", "--topic", "t", "--output", "yaml"], "invalid choice"),
     ],
 )
-def test_bad_arguments_exit_2_with_usage(args, message):
+def test_bad_arguments_exit_2_with_usage(args: list[str], message: str) -> None:
     # No broker: argument errors are found before anything is sent (127.0.0.1:9 would refuse).
     run = topics("127.0.0.1:9", *args, timeout_s=60)
     assert run.returncode == 2, run.output
@@ -198,7 +199,7 @@ def test_bad_arguments_exit_2_with_usage(args, message):
     assert run.stdout == ""
 
 
-def test_missing_bootstrap_server_and_command_exit_2():
+def test_missing_bootstrap_server_and_command_exit_2() -> None:
     no_bootstrap = run_cli("topics", "--list")
     assert no_bootstrap.returncode == 2
     assert "--bootstrap-server must be specified" in no_bootstrap.stderr
@@ -229,7 +230,7 @@ def _sasl_properties(tmp_path: Path, password: str, *, jaas: bool) -> str:
 
 
 @pytest.mark.parametrize("jaas", [False, True], ids=["librdkafka-keys", "jaas-config"])
-def test_command_config_authenticates(quota_broker, tmp_path, jaas):
+def test_command_config_authenticates(quota_broker: BrokerFactory, tmp_path: Path, jaas: bool) -> None:
     broker = quota_broker(users={"alice": "right"})
     config = _sasl_properties(tmp_path, "right", jaas=jaas)
     run = topics(broker.bootstrap_servers, "--command-config", config, "--create", "--topic", "t", "--partitions", "1")
@@ -247,7 +248,9 @@ def test_command_config_authenticates(quota_broker, tmp_path, jaas):
         (True, "json", ["--describe"]),
     ],
 )
-def test_wrong_password_fails_within_seconds_without_the_password(quota_broker, tmp_path, jaas, output, command):
+def test_wrong_password_fails_within_seconds_without_the_password(
+    quota_broker: BrokerFactory, tmp_path: Path, jaas: bool, output: str, command: list[str]
+) -> None:
     broker = quota_broker(users={"alice": "right"})
     secret = "Wr0ng-Secret-7781"
     config = _sasl_properties(tmp_path, secret, jaas=jaas)
@@ -267,7 +270,9 @@ def test_wrong_password_fails_within_seconds_without_the_password(quota_broker, 
 
 
 @pytest.mark.parametrize("command", [["--list"], ["--create", "--topic", "t", "--partitions", "1"]])
-def test_no_sasl_on_a_sasl_listener_fails_within_seconds_naming_security_protocol(quota_broker, command):
+def test_no_sasl_on_a_sasl_listener_fails_within_seconds_naming_security_protocol(
+    quota_broker: BrokerFactory, command: list[str]
+) -> None:
     """librdkafka only logs these disconnects; the client reads its log and the command stops at once."""
     broker = quota_broker(users={"alice": "right"})
     run = topics(broker.bootstrap_servers, *command)
@@ -279,7 +284,7 @@ def test_no_sasl_on_a_sasl_listener_fails_within_seconds_naming_security_protoco
     assert broker.topics() == {}
 
 
-def test_replica_assignment_on_create_and_alter(quota_broker):
+def test_replica_assignment_on_create_and_alter(quota_broker: BrokerFactory) -> None:
     broker = quota_broker(num_brokers=3)
     bootstrap = broker.bootstrap_servers
     created = topics(bootstrap, "--create", "--topic", "placed", "--replica-assignment", "0:1,1:2")

@@ -13,13 +13,14 @@ import pexpect
 import pytest
 
 from tests.cli_helpers import REPO, cli_env
+from tests.support import BrokerFactory
 from throttled_admin.cli import main
 from throttled_admin.cli._args import UsageError, parse_replica_assignment, parse_topic_configs, topic_pattern
 from throttled_admin.cli._conf import Redactor, build_conf
 from throttled_admin.cli._properties import PropertiesError, load_properties, parse_properties
 
 
-def test_properties_as_java_reads_them():
+def test_properties_as_java_reads_them() -> None:
     text = (
         "# comment\n"
         "  ! another comment\n"
@@ -48,7 +49,7 @@ def test_properties_as_java_reads_them():
     }
 
 
-def test_properties_errors_name_the_file_and_line(tmp_path):
+def test_properties_errors_name_the_file_and_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.properties"
     bad.write_text("ok=1\nx=\\u12G4\n")
     with pytest.raises(PropertiesError, match=r"bad.properties:2: malformed"):
@@ -57,7 +58,7 @@ def test_properties_errors_name_the_file_and_line(tmp_path):
         load_properties(tmp_path / "missing.properties")
 
 
-def test_jaas_config_becomes_librdkafka_settings_and_is_hidden():
+def test_jaas_config_becomes_librdkafka_settings_and_is_hidden() -> None:
     props = {
         "security.protocol": "SASL_SSL",
         "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required username="bob" '
@@ -75,7 +76,7 @@ def test_jaas_config_becomes_librdkafka_settings_and_is_hidden():
     assert redact("nothing secret: bob") == "nothing secret: bob"
 
 
-def test_kafka_topics_argument_syntax():
+def test_kafka_topics_argument_syntax() -> None:
     assert parse_replica_assignment("0:1, 1:2 ,2:0") == [[0, 1], [1, 2], [2, 0]]
     with pytest.raises(UsageError, match="duplicate entries: 1"):
         parse_replica_assignment("1:1")
@@ -94,7 +95,7 @@ def test_kafka_topics_argument_syntax():
     ]
 
 
-def test_main_returns_exit_codes_without_exiting(capsys):
+def test_main_returns_exit_codes_without_exiting(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--version"]) == 0
     assert re.match(r"throttled-admin \S+", capsys.readouterr().out)
     assert main(["topics", "--help"]) == 0
@@ -103,7 +104,7 @@ def test_main_returns_exit_codes_without_exiting(capsys):
     assert 'Option "[partitions]" can\'t be used with option "[list]"' in capsys.readouterr().err
 
 
-def test_apply_without_rich_in_a_terminal_hints_at_the_extra(quota_broker, tmp_path):
+def test_apply_without_rich_in_a_terminal_hints_at_the_extra(quota_broker: BrokerFactory, tmp_path: Path) -> None:
     """A pseudo-terminal (pexpect) with rich made unimportable: the hint, then plain progress and tables."""
     broker = quota_broker()
     hide_rich = tmp_path / "hide_rich" / "rich"
@@ -134,7 +135,7 @@ def test_apply_without_rich_in_a_terminal_hints_at_the_extra(quota_broker, tmp_p
     assert broker.topics() == {"t0": 1, "t1": 1, "t2": 1}
 
 
-def test_console_script_and_module_entry_points():
+def test_console_script_and_module_entry_points() -> None:
     script = Path(sys.executable).parent / "throttled-admin"
     if not script.exists():
         pytest.skip("the package is not installed in this interpreter's environment (no console script)")

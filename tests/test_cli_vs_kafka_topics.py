@@ -96,7 +96,7 @@ CASES = [
 
 def test_the_same_commands_print_the_same_and_exit_the_same(
     kafka_broker: KafkaCluster, kafka_tools: ToolServer, kafka_ns: KafkaNamespace
-):
+) -> None:
     """One sequence of commands over the topics' whole life: every step identical on both tools."""
     bootstrap = kafka_broker.bootstrap_servers
     for what, args in CASES:
@@ -106,7 +106,7 @@ def test_the_same_commands_print_the_same_and_exit_the_same(
 
 def test_describe_prints_kafka_topics_layout(
     kafka_broker: KafkaCluster, kafka_tools: ToolServer, kafka_ns: KafkaNamespace
-):
+) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     create = ["--create", "--topic", "{t}", "--partitions", "3", "--config", "retention.ms=60000"]
     _side_by_side(kafka_tools, bootstrap, kafka_ns, *create)
@@ -119,7 +119,7 @@ def test_describe_prints_kafka_topics_layout(
 
 def test_bad_arguments_say_the_same_but_exit_2(
     kafka_broker: KafkaCluster, kafka_tools: ToolServer, kafka_ns: KafkaNamespace
-):
+) -> None:
     """docs/cli.md "bad arguments": the same message; we exit 2 with our usage on stderr (argparse's convention),
     where kafka-topics.sh exits 1 (a value it checks itself is printed on stdout, an option clash on stderr
     with its usage)."""
@@ -143,7 +143,7 @@ def _command_config(tmp_path: Path, who: str, client_id: str, **props: str) -> s
 
 def test_over_the_quota_kafka_topics_is_refused_and_we_are_admitted_and_warned(
     kafka_broker: KafkaCluster, kafka_tools: ToolServer, kafka_ns: KafkaNamespace, tmp_path: Path
-):
+) -> None:
     """docs/cli.md "quota violation": TopicCommand sends CreateTopics v7, which Kafka refuses with error 89
     once the principal's bucket is below zero; librdkafka sends v4, which Kafka admits and throttles. Each tool
     has its own client-id entity at 1 mutation/s (burst 11)."""
@@ -178,7 +178,7 @@ def test_over_the_quota_kafka_topics_is_refused_and_we_are_admitted_and_warned(
 
 def test_sasl_command_config_works_the_same_and_a_wrong_password_fails_on_both(
     kafka_broker: KafkaCluster, kafka_tools: ToolServer, kafka_ns: KafkaNamespace, tmp_path: Path
-):
+) -> None:
     sasl = kafka_broker.sasl_bootstrap_servers
     jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="{}";'
     good = {

@@ -9,12 +9,14 @@ from __future__ import annotations
 import itertools
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future
 from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError
 
+from tests.support import BrokerFactory
 from throttled_admin import (
     CreateTopicsOptions,
     DeleteTopicsOptions,
@@ -25,7 +27,6 @@ from throttled_admin import (
 )
 from throttled_admin.testing import QuotaBroker, RequestRecord
 
-BrokerFactory = Callable[..., QuotaBroker]
 API = {"create_topics": 19, "delete_topics": 20, "create_partitions": 37}
 SLACK_S = 0.02  # the broker stamps times around its own socket writes
 
@@ -34,7 +35,7 @@ SLACK_S = 0.02  # the broker stamps times around its own socket writes
 def client_for() -> Iterator[Callable[..., ThrottledAdminClient]]:
     clients: list[ThrottledAdminClient] = []
 
-    def make(broker: QuotaBroker, **kwargs: object) -> ThrottledAdminClient:
+    def make(broker: QuotaBroker, **kwargs: Any) -> ThrottledAdminClient:
         client = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers, "client.id": "e2e"}, **kwargs)
         clients.append(client)
         return client
@@ -44,8 +45,8 @@ def client_for() -> Iterator[Callable[..., ThrottledAdminClient]]:
         client.close()
 
 
-def results(futures: dict[str, object], timeout_s: float = 60) -> dict[str, BaseException | None]:
-    return {name: f.exception(timeout_s) for name, f in futures.items()}  # type: ignore[attr-defined]
+def results(futures: Mapping[str, Future[Any]], timeout_s: float = 60) -> dict[str, BaseException | None]:
+    return {name: f.exception(timeout_s) for name, f in futures.items()}
 
 
 def records(broker: QuotaBroker, api_key: int) -> list[RequestRecord]:

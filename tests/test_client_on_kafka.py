@@ -60,7 +60,7 @@ def outcomes(futures: dict[str, Any], timeout_s: float = 90) -> dict[str, BaseEx
 
 def test_reactive_create_grow_delete_over_the_quota_all_applied_and_throttle_recorded(
     kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace, client_for: Callable[..., ThrottledAdminClient]
-):
+) -> None:
     """300 mutations against a burst of 220 at 20/s, then a grow and a delete: the broker throttles, the client
     waits each throttle out locally (KIP-219) before its next request, and every change is applied, as the
     broker confirms."""
@@ -81,7 +81,7 @@ def test_reactive_create_grow_delete_over_the_quota_all_applied_and_throttle_rec
 
 def test_retry_off_refuses_to_send_into_a_known_throttle_and_the_broker_holds_nothing_of_it(
     kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace, client_for: Callable[..., ThrottledAdminClient]
-):
+) -> None:
     client = client_for(retry_on_quota_violation=False)
     first = kafka_ns.topic("big")
     assert outcomes(client.create_topics([NewTopic(first, 260, 1)])) == {first: None}  # bucket: 220 - 260 = -40
@@ -94,7 +94,7 @@ def test_retry_off_refuses_to_send_into_a_known_throttle_and_the_broker_holds_no
 
 def test_paced_to_the_known_rate_is_never_throttled(
     kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace, client_for: Callable[..., ThrottledAdminClient]
-):
+) -> None:
     client = client_for(mutation_quota=MutationQuota(rate=RATE))
     names = [kafka_ns.topic(f"p{i}") for i in range(30)]
     assert outcomes(client.create_topics([NewTopic(n, 10, 1) for n in names])) == dict.fromkeys(names)
@@ -106,7 +106,7 @@ def test_paced_to_the_known_rate_is_never_throttled(
 
 def test_learned_rate_comes_from_kafkas_throttles(
     kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace, client_for: Callable[..., ThrottledAdminClient]
-):
+) -> None:
     client = client_for(mutation_quota=MutationQuota())
     names = [kafka_ns.topic(f"l{i}") for i in range(40)]
     for batch in (names[:25], names[25:]):
@@ -119,7 +119,7 @@ def test_learned_rate_comes_from_kafkas_throttles(
 
 def test_sasl_user_quota_and_no_secret_in_what_the_client_shows(
     kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace, client_for: Callable[..., ThrottledAdminClient]
-):
+) -> None:
     kafka_broker.set_quota(user="bob", client_id=kafka_ns.client_id, controller_mutation_rate=RATE)
     client = client_for(kafka_broker.sasl_conf("bob", "SCRAM-SHA-512"))
     names = [kafka_ns.topic(f"s{i}") for i in range(12)]
@@ -131,7 +131,7 @@ def test_sasl_user_quota_and_no_secret_in_what_the_client_shows(
 
 def test_cancel_and_close_leave_every_topic_with_a_truthful_outcome(
     kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace, client_for: Callable[..., ThrottledAdminClient]
-):
+) -> None:
     """Under a long throttle, queued topics are cancelled or closed; the broker holds exactly the topics
     reported created, and none reported 'not sent'."""
     client = client_for()

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("matplotlib")
 
-from tests.conftest import REPO
+from tests.support import REPO
 from throttled_admin import demo
 from throttled_admin.testing import QuotaBroker
 

@@ -19,7 +19,7 @@ from throttled_admin.testing import QuotaBroker
 def test_one_wording_for_the_retry_hint() -> None:
     """The retry hint read ``(retry in 999 ms)`` in the example and ``Retry after N ms.`` in the CLI: the
     example now prints the CLI's (tests/test_examples_and_demo.py runs it), and no other wording is left."""
-    from tests.conftest import REPO
+    from tests.support import REPO
 
     other = re.compile(r"retry in \{|\(retry in |retry in \d+ ?ms", re.IGNORECASE)
     for folder in ("throttled_admin", "examples", "docs"):
@@ -31,7 +31,7 @@ def test_one_wording_for_the_retry_hint() -> None:
 
 def _readme_tight_quota() -> tuple[str, str]:
     """README's quick-start paragraph on a tight quota, and its code."""
-    from tests.conftest import REPO
+    from tests.support import REPO
 
     readme = (REPO / "README.md").read_text()
     start = readme.find("**Under a tight quota.**")
@@ -75,7 +75,7 @@ print(result.status, result.error_message)
 
 def test_the_pipeline_docs_say_how_to_quiet_librdkafkas_log(tmp_path: Path) -> None:
     """The pipeline docs never said how to quiet librdkafka's log in executor logs; what they say works."""
-    from tests.conftest import REPO, free_port
+    from tests.support import REPO, free_port
 
     docs = (REPO / "docs" / "pipeline.md").read_text()
     section = docs[docs.index("### Quieting librdkafka's log") :]

@@ -23,7 +23,6 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import random
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,9 +43,18 @@ from throttled_admin import (
     OutcomeUnknownError,
     ThrottlingQuotaExceededException,
 )
-from throttled_admin._engine import machine, wrong_listener
+from throttled_admin._engine import wrong_listener
+from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST, EngineConfig
 from throttled_admin._engine.connection import Drained
 from throttled_admin._engine.machine import Engine, Outbox, Request
+from throttled_admin._engine.metric_events import (
+    BackedOff,
+    MutationsAdmitted,
+    QuotaViolations,
+    RecordingSink,
+    ResponseThrottle,
+    Retried,
+)
 from throttled_admin._engine.pacer import Pacer
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.visibility import (
@@ -77,7 +85,6 @@ CAP_PARTITIONS = "Excessively large number of partitions per request."
 POLICY = "Topic name is not allowed by the cluster's CreateTopicPolicy"
 REDPANDA = "Too many partition mutations requested"
 BROKERS = (1, 2, 3)
-TOPICS_PER_REQUEST = machine.MAX_TOPICS_PER_REQUEST
 LAG_DEPTH = 2  # a lagging broker is at most this many cluster changes behind
 # First contact as docs/semantics.md states it (not read from the engine): how long a call waits for a connection
 # that fails before its handshake, and how long before a call's deadline librdkafka's verdict is due.
@@ -106,37 +113,6 @@ Results = dict[str, BaseException | None]  # a request's results by topic name, 
 
 def _error(code: int, text: str = "") -> KafkaException:
     return KafkaException(KafkaError(code, text) if text else KafkaError(code))
-
-
-class Sink:
-    """The metric events, as the engine emitted them."""
-
-    def __init__(self) -> None:
-        self.throttles: list[float] = []
-        self.violations = 0
-        self.retries = 0
-        self.calls = 0
-
-    def record_throttle(self, node_id: int | None, throttle_ms: float) -> None:
-        self.throttles.append(throttle_ms)
-
-    def record_violations(self, operation: str, topics: int) -> None:
-        self.violations += topics
-
-    def record_retry(self, operation: str) -> None:
-        self.retries += 1
-
-    def record_request(self, operation: str, topics: int, mutations: int) -> None:
-        pass
-
-    def record_admitted(self, operation: str, mutations: int) -> None:
-        assert mutations > 0
-
-    def record_backoff(self, operation: str, seconds: float) -> None:
-        assert seconds >= 0
-
-    def record_call(self, operation: str, seconds: float, error_type: str | None) -> None:
-        self.calls += 1
 
 
 @dataclass(eq=False)
@@ -188,7 +164,7 @@ class EngineModel(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.now = 1000.0
-        self.sink = Sink()
+        self.sink = RecordingSink()
         self.tracks: list[Track] = []
         self.by_topic: dict[int, Track] = {}
         self.flight: Flight | None = None
@@ -226,7 +202,7 @@ class EngineModel(RuleBasedStateMachine):
         self.disruptions = 0  # authentication failures, refused connections, throttles of other methods
         self.last_views: BrokerViews = {}
         self.last_views_asked: set[str] = set()  # a view says nothing of a name it was not asked about
-        self.per_request = TOPICS_PER_REQUEST
+        self.per_request = MAX_TOPICS_PER_REQUEST
         self.connection_busy = False  # an abandoned request may still hold the connection (rule b)
         self.default_told = False  # the engine was told the cluster's num.partitions
         self.drain_asked_at: float | None = None  # the sentinel asked for, not yet answered
@@ -261,7 +237,6 @@ class EngineModel(RuleBasedStateMachine):
         # next request is answered while the views read for the names before it is out.
         if per_request is not None:
             self.per_request = per_request
-            machine.MAX_TOPICS_PER_REQUEST = per_request
         self.mode = mode
         self.cap = cap
         self.cluster = dict(existing)
@@ -269,8 +244,9 @@ class EngineModel(RuleBasedStateMachine):
         if mode != "none":
             self.bucket = TokenBucket(RATE, window_num=2, window_size_s=1.0)
         pacer = Pacer(MutationQuota(rate=RATE, burst=2 * RATE)) if paced and mode != "none" else None
-        backoff = RetryBackoff(initial_ms=100, max_ms=1000, _random=random.Random(seed))
-        self.engine = Engine(pacer=pacer, backoff=backoff)
+        backoff = RetryBackoff(initial_ms=100, max_ms=1000)
+        config = EngineConfig(max_topics_per_request=self.per_request, seed=seed)
+        self.engine = Engine(pacer=pacer, backoff=backoff, config=config)
         self.paced = pacer is not None
         self.unreachable = reached == "unreachable"
         if reached is True:  # mostly, the contact probe is answered before the first call (the rule ``probe`` is rarer)
@@ -298,7 +274,7 @@ class EngineModel(RuleBasedStateMachine):
         """The driver does what the engine's outbox says, in its order: metric events to the sink, settlements, the
         completed request let go, the next send, the sentinel, the reads, and when to wake it next."""
         for metric in out.metrics:
-            metric(self.sink)
+            metric.report(self.sink)
         for topic, exc in out.settle:
             self.settle(self.by_topic[id(topic)], exc)
         if self.flight is not None and self.engine.in_flight is not self.flight.request:
@@ -1202,9 +1178,6 @@ class EngineModel(RuleBasedStateMachine):
         self.engine.close(self.now)
         self.step()
 
-    def teardown(self) -> None:
-        machine.MAX_TOPICS_PER_REQUEST = TOPICS_PER_REQUEST
-
     # -- invariants --------------------------------------------------------------------------------
 
     @invariant()
@@ -1241,9 +1214,12 @@ class EngineModel(RuleBasedStateMachine):
     def metrics_equal_what_the_responses_said(self) -> None:  # rule g
         if not hasattr(self, "engine"):
             return
-        assert [t for t in self.sink.throttles if t > 0] == [t for t in self.throttle_events_recorded() if t > 0]
-        assert self.sink.violations == self.answers_89 + self.local_refusals
-        assert self.retries_at_least <= self.sink.retries <= self.retries_at_most
+        throttles = [event.throttle_ms for event in self.sink.of(ResponseThrottle)]
+        assert [t for t in throttles if t > 0] == [t for t in self.throttle_events_recorded() if t > 0]
+        assert sum(event.topics for event in self.sink.of(QuotaViolations)) == self.answers_89 + self.local_refusals
+        assert self.retries_at_least <= len(self.sink.of(Retried)) <= self.retries_at_most
+        assert all(event.mutations > 0 for event in self.sink.of(MutationsAdmitted))
+        assert all(event.seconds >= 0 for event in self.sink.of(BackedOff))
 
     def throttle_events_recorded(self) -> list[float]:
         """Events of a request still in flight are recorded when it completes."""

@@ -35,7 +35,15 @@ from throttled_admin._engine import (
     RetryBackoff,
     Topic,
 )
-from throttled_admin._engine.machine import MAX_TOPICS_PER_REQUEST
+from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST
+from throttled_admin._engine.metric_events import (
+    BackedOff,
+    MutationsAdmitted,
+    QuotaViolations,
+    RecordingSink,
+    ResponseThrottle,
+    Retried,
+)
 from throttled_admin._engine.visibility import (
     FIRST_READ_S,
     GROWTH,
@@ -139,36 +147,6 @@ PARTITIONS_CAP = KafkaException(
 POLICY = KafkaException(KafkaError(KafkaError.POLICY_VIOLATION, "Topic name 'x' is not allowed by the policy"))
 
 
-class Violations:
-    """A metrics sink that counts what the engine reports."""
-
-    def __init__(self) -> None:
-        self.violations = 0
-        self.retries = 0
-        self.throttles: list[float] = []
-
-    def record_throttle(self, node_id: int | None, throttle_ms: float) -> None:
-        self.throttles.append(throttle_ms)
-
-    def record_violations(self, operation: str, topics: int) -> None:
-        self.violations += topics
-
-    def record_retry(self, operation: str) -> None:
-        self.retries += 1
-
-    def record_request(self, operation: str, topics: int, mutations: int) -> None:
-        pass
-
-    def record_admitted(self, operation: str, mutations: int) -> None:
-        assert mutations > 0
-
-    def record_backoff(self, operation: str, seconds: float) -> None:
-        pass
-
-    def record_call(self, operation: str, seconds: float, error_type: str | None) -> None:
-        pass
-
-
 def engine_with(
     names: list[str],
     *,
@@ -208,16 +186,17 @@ def engine_with(
     return engine, topics, out
 
 
-def drain(out: Outbox, sink: Violations) -> Outbox:
+def drain(out: Outbox, sink: RecordingSink) -> Outbox:
     for event in out.metrics:
-        event(sink)
+        event.report(sink)
+    assert all(admitted.mutations > 0 for admitted in sink.of(MutationsAdmitted))
     return out
 
 
 @pytest.mark.parametrize("operation", [CREATE_TOPICS, CREATE_PARTITIONS, DELETE_TOPICS])
 def test_redpandas_unknown_server_error_for_the_quota_is_re_sent_after_the_throttle(operation: Operation) -> None:
     engine, _, first = engine_with(["a", "b"], operation=operation, partitions=4)
-    sink = Violations()
+    sink = RecordingSink()
     assert first.send is not None
     engine.on_throttle(1, 0.4, 0.01)
     # Redpanda admitted "a" and refused "b" (nothing applied); DeleteTopics v4 has no message field
@@ -228,8 +207,8 @@ def test_redpandas_unknown_server_error_for_the_quota_is_re_sent_after_the_throt
     assert out.send is None
     # Redpanda charged the refused "b" as well: its throttle, plus (one topic refused: nothing to size it by) as long
     assert out.wake_at == pytest.approx(0.81)
-    assert sink.violations == 1
-    assert sink.retries == 1
+    assert sink.of(QuotaViolations) == [QuotaViolations(operation.name, 1)]
+    assert sink.of(Retried) == [Retried(operation.name)]
     retry = drain(engine.step(out.wake_at), sink)
     assert retry.send is not None
     assert [topic.name for topic in retry.send.topics] == ["b"]
@@ -239,7 +218,7 @@ def test_redpandas_unknown_server_error_for_the_quota_is_re_sent_after_the_throt
 
 def test_redpandas_refusal_with_retry_off_is_throttling_quota_exceeded_with_the_throttle() -> None:
     engine, _, first = engine_with(["a"], retry=False)
-    sink = Violations()
+    sink = RecordingSink()
     assert first.send is not None
     engine.on_throttle(1, 0.25, 0.01)
     engine.on_results(first.send, {"a": REDPANDA}, 0.01)
@@ -248,8 +227,8 @@ def test_redpandas_refusal_with_retry_off_is_throttling_quota_exceeded_with_the_
     assert exc.throttle_time_ms == 500  # what it takes before a re-send is admitted (redpanda.py)
     assert exc.topic == "a"
     assert "Too many partition mutations requested" in exc.args[0].str()
-    assert sink.violations == 1
-    assert sink.throttles == [250.0]
+    assert sink.of(QuotaViolations) == [QuotaViolations("CreateTopics", 1)]
+    assert sink.of(ResponseThrottle) == [ResponseThrottle(1, 250.0)]
 
 
 def test_redpandas_refusal_at_the_deadline_carries_the_remaining_throttle() -> None:
@@ -273,7 +252,7 @@ def test_redpandas_wait_adds_the_last_refused_topics_charge_at_a_rate_read_from_
     engine, _, first = engine_with(names, partitions=4)
     assert first.send is not None
     engine.on_throttle(1, 0.98, 0.01)
-    results = {name: (None if i < 51 else REDPANDA) for i, name in enumerate(names)}
+    results: dict[str, BaseException | None] = {name: (None if i < 51 else REDPANDA) for i, name in enumerate(names)}
     engine.on_results(first.send, results, 0.01)
     out = engine.step(0.01)
     assert len(out.settle) == 51
@@ -286,6 +265,7 @@ def test_redpandas_wait_adds_the_last_refused_topics_charge_at_a_rate_read_from_
     assert retry.send.sent_at - gate_end == pytest.approx(0.1, abs=0.01)
     # paced to the middle of what the response says of R: 192 / 0.98 <= R <= (192 + 4) / 0.98
     assert engine.rate == pytest.approx((192 + 4 / 2) / 0.98)
+    assert engine.rate is not None
     assert sum(topic.cost or 0 for topic in retry.send.topics) <= engine.rate * 0.1 + 4
 
 
@@ -315,7 +295,7 @@ def test_a_re_send_refused_again_waits_longer_each_time() -> None:
 )
 def test_no_other_unknown_server_error_is_retried(operation: Operation, error: KafkaError, throttle_s: float) -> None:
     engine, _, first = engine_with(["a"], operation=operation)
-    sink = Violations()
+    sink = RecordingSink()
     assert first.send is not None
     if throttle_s:
         engine.on_throttle(1, throttle_s, 0.01)
@@ -323,8 +303,8 @@ def test_no_other_unknown_server_error_is_retried(operation: Operation, error: K
     exc = settled(drain(engine.step(0.01), sink))
     assert type(exc) is KafkaException
     assert exc.args[0].code() == KafkaError.UNKNOWN
-    assert sink.violations == 0
-    assert sink.retries == 0
+    assert sink.of(QuotaViolations) == []
+    assert sink.of(Retried) == []
 
 
 def test_redpandas_throttles_teach_the_learning_pacer() -> None:
@@ -338,7 +318,9 @@ def test_redpandas_throttles_teach_the_learning_pacer() -> None:
             # a broker at R = 100/s whose bucket is empty: the first topic is admitted, the rest refused
             now += 0.01
             engine.on_throttle(1, 0.04, now)
-            results = {t.name: (None if i == 0 else REDPANDA) for i, t in enumerate(request.topics)}
+            results: dict[str, BaseException | None] = {
+                t.name: (None if i == 0 else REDPANDA) for i, t in enumerate(request.topics)
+            }
             engine.on_results(request, results, now)
         now = max(now, min(out.wake_at, now + 0.05))
         out = engine.step(now)
@@ -351,7 +333,7 @@ def test_redpandas_throttles_teach_the_learning_pacer() -> None:
 def test_a_request_refused_whole_for_the_batch_cap_is_split_and_the_cap_learned() -> None:
     names = [f"t{i}" for i in range(8)]
     engine, _topics, first = engine_with(names, partitions=3)  # 4 records each, 32 in all
-    sink = Violations()
+    sink = RecordingSink()
     assert first.send is not None
     assert len(first.send.topics) == 8
     engine.on_results(first.send, dict.fromkeys(names, BATCH_CAP), 0.01)
@@ -373,7 +355,7 @@ def test_a_request_refused_whole_for_the_batch_cap_is_split_and_the_cap_learned(
         out = engine.step(now)
         done.update({topic.name: exc for topic, exc in out.settle})
     assert done == dict.fromkeys(names)
-    assert sink.violations == 0  # not a quota violation
+    assert sink.of(QuotaViolations) == []  # not a quota violation
 
 
 def test_a_single_topic_beyond_the_cap_gets_the_brokers_error() -> None:
@@ -658,7 +640,8 @@ def test_a_call_still_sending_is_not_reported_not_yet_visible_for_topics_visible
     engine.on_results(second, dict.fromkeys(second.names), 21.5)
     out = engine.step(21.5)
     _sent(out)  # the last topic goes out and is never answered
-    now, outcomes = 21.5, {}
+    now = 21.5
+    outcomes: dict[str, BaseException | None] = {}
     read_out_at = now if out.read_views is not None else None  # a read of every broker, answered 4 s later
     now += 0.001
     while now <= 60.0 and len(outcomes) < len(second.names):
@@ -681,17 +664,6 @@ def test_a_call_still_sending_is_not_reported_not_yet_visible_for_topics_visible
 
 def quota_refusal() -> KafkaException:
     return KafkaException(KafkaError(KafkaError.THROTTLING_QUOTA_EXCEEDED))
-
-
-class Timed(Violations):
-    """The metric events, with the local back-off waits too."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.backoffs: list[float] = []
-
-    def record_backoff(self, operation: str, seconds: float) -> None:
-        self.backoffs.append(seconds)
 
 
 def reached(backoff: RetryBackoff | None = None) -> Engine:
@@ -754,7 +726,7 @@ def outcomes(out: Outbox) -> dict[str, BaseException | None]:
 
 
 def test_only_the_throttled_topics_are_re_sent_each_time_after_exactly_the_brokers_throttle() -> None:
-    engine, sink = reached(), Timed()
+    engine, sink = reached(), RecordingSink()
     submit(engine, ["a", "b", "c"])
     first = sent(drain(engine.step(0.0), sink))
     out = drain(answer(engine, first, {"a": None, "b": quota_refusal(), "c": quota_refusal()}, 0.01, 0.05), sink)
@@ -769,10 +741,11 @@ def test_only_the_throttled_topics_are_re_sent_each_time_after_exactly_the_broke
     third = sent(drain(engine.step(out.wake_at), sink))
     assert third.names == ["c"]
     assert outcomes(drain(answer(engine, third, {"c": None}, 0.13), sink)) == {"c": None}
-    assert sink.violations == 3
-    assert sink.retries == 2
-    assert sink.throttles == [50.0, 50.0, 0.0]  # each response's throttle once, zeros included
-    assert sink.backoffs == pytest.approx([0.05, 0.05])
+    assert sink.of(QuotaViolations) == [QuotaViolations("CreateTopics", 1)] * 3
+    assert sink.of(Retried) == [Retried("CreateTopics")] * 2
+    throttled, unthrottled = ResponseThrottle(1, 50.0), ResponseThrottle(None, 0.0)
+    assert sink.of(ResponseThrottle) == [throttled, throttled, unthrottled]  # each response's once, zeros included
+    assert [backoff.seconds for backoff in sink.of(BackedOff)] == pytest.approx([0.05, 0.05])
 
 
 def test_a_topic_refused_again_with_no_time_left_for_the_throttle_fails_at_once_with_it() -> None:

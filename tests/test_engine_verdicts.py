@@ -53,7 +53,7 @@ def test_each_case_of_rule_f_has_its_verdict(outcome: Outcome, flags: tuple[str,
 def test_a_verdict_follows_from_the_outcome_and_what_the_engine_knows_of_the_topic() -> None:
     """Success and error 89 do not depend on the rest; only a batch-cap refusal can be sent again smaller, and only
     a request never built can say "cannot connect"."""
-    for outcome, *chosen in itertools.product(Outcome, *[(False, True)] * len(FLAGS)):
+    for outcome, chosen in itertools.product(Outcome, itertools.product(*[(False, True)] * len(FLAGS))):
         flags = tuple(flag for flag, true in zip(FLAGS, chosen, strict=True) if true)
         got = decide(outcome, flags)
         if outcome is Outcome.SUCCESS:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.conftest import REPO, free_port, wait_until
+from tests.support import REPO, free_port, wait_until
 from throttled_admin.testing import QuotaBroker
 
 

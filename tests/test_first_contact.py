@@ -12,13 +12,13 @@ import concurrent.futures
 import socket
 import ssl
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from tests.support import BrokerFactory
 from throttled_admin import (
     CannotConnectError,
     NewTopic,
@@ -31,7 +31,6 @@ from throttled_admin.testing._handlers import ANONYMOUS
 
 pytestmark = pytest.mark.slow
 
-BrokerFactory = Callable[..., QuotaBroker]
 PASSWORD = "Pw-first-contact-5e1"
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import socket
 import ssl
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +19,11 @@ import pytest
 import yaml
 
 from tests.cli_helpers import Run, run_cli, topics
+from tests.support import BrokerFactory
 from throttled_admin.provisioning import PlanRow, apply_plan
-from throttled_admin.testing import QuotaBroker
 
 pytestmark = pytest.mark.slow
 
-BrokerFactory = Callable[..., QuotaBroker]
 PASSWORD = "Pw-first-contact-cli-93a"
 CREATE = ("--create", "--topic", "x", "--partitions", "1", "--timeout-ms", "120000")
 

@@ -19,7 +19,7 @@ import pytest
 import trustme
 from confluent_kafka import KafkaError
 
-from tests.conftest import wait_until
+from tests.support import wait_until
 from throttled_admin._driver.handshake_drops import DROPS, WINDOW_S, HandshakeDrops, questions
 from throttled_admin._driver.sasl_probe import _mechanisms, required_sasl_mechanisms, serves_plaintext, speaks_tls
 from throttled_admin._engine import contact_failure
@@ -244,12 +244,20 @@ def test_one_connection_closed_in_its_handshake_asks_the_listener_and_its_answer
 ) -> None:
     asked: list[tuple[str, str]] = []
     found: list[KafkaError] = []
+
+    def yes_to(question: str) -> Callable[[str], bool]:
+        def answer(address: str) -> bool:
+            asked.append((question, address))
+            return True
+
+        return answer
+
     drops = HandshakeDrops(
         protocol,
         found.append,
         ask=lambda address: pytest.fail("SASL was not the question"),
-        ask_tls=lambda address: asked.append(("tls", address)) is None,
-        ask_plaintext=lambda address: asked.append(("plaintext", address)) is None,
+        ask_tls=yes_to("tls"),
+        ask_plaintext=yes_to("plaintext"),
     )
     assert drops.observe(line, 0.0) is None
     assert wait_until(lambda: bool(found), timeout_s=10)
@@ -268,7 +276,12 @@ def test_one_connection_closed_in_its_handshake_asks_the_listener_and_its_answer
 def test_a_listener_that_speaks_the_clients_protocol_after_all_is_not_blamed() -> None:
     found: list[KafkaError] = []
     done = threading.Event()
-    drops = HandshakeDrops("SSL", found.append, ask_plaintext=lambda address: done.set() or False)
+
+    def not_plaintext(address: str) -> bool:
+        done.set()
+        return False
+
+    drops = HandshakeDrops("SSL", found.append, ask_plaintext=not_plaintext)
     drops.observe(closed_in_tls_handshake(), 0.0)
     assert done.wait(10)
     assert not wait_until(lambda: bool(found), timeout_s=0.3)

@@ -12,15 +12,13 @@ classes over a socket of the test's own, Metadata v12: topic ids)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 
 from kafka.protocol.metadata.metadata import MetadataRequest
 
+from tests.support import BrokerFactory
 from tests.wire import WireClient
 from throttled_admin import NewTopic, NotYetVisibleError, ThrottledAdminClient
 from throttled_admin.testing import QuotaBroker
-
-BrokerFactory = Callable[..., QuotaBroker]
 
 
 def incarnations(broker: QuotaBroker, name: str) -> list[tuple[uuid.UUID, int] | None]:

@@ -19,7 +19,7 @@ REFERENCE = Path(__file__).resolve().parents[1] / "benchmarks" / "java" / "Refer
 
 def test_the_java_reference_retries_the_throttled_topic_and_reports_each_outcome(
     kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace
-):
+) -> None:
     classpath()  # the jars, or an error naming `make kafka`
     # R = 2/s and 11 one-second windows: B = 22. Strict versions (Java sends CreateTopics v7): a (20) and b (4) are
     # admitted while the bucket is not negative (it ends at -2), c is refused with error 89 and a throttle of 1 s,

@@ -44,7 +44,7 @@ def _fetch(tmp_path: Path, path: str) -> subprocess.CompletedProcess[str]:
     ("tools", "missing"),
     [((), "no 'java' on PATH"), (("java",), "no 'javac' on PATH"), (("java", "javac"), "no 'mvn' on PATH")],
 )
-def test_a_missing_tool_is_an_error_that_names_it(tmp_path: Path, tools: tuple[str, ...], missing: str):
+def test_a_missing_tool_is_an_error_that_names_it(tmp_path: Path, tools: tuple[str, ...], missing: str) -> None:
     if shutil.which("java") is None or shutil.which("javac") is None:
         pytest.fail("this machine has no Java 17 JDK: the kafka tests need one")
     result = _fetch(tmp_path, _path_with(tmp_path, *tools))
@@ -74,7 +74,7 @@ def _corrupt_copy(tmp_path: Path) -> Path:
 
 
 @pytest.mark.kafka
-def test_a_corrupt_jar_is_named_not_stamped_as_fetched(tmp_path: Path):
+def test_a_corrupt_jar_is_named_not_stamped_as_fetched(tmp_path: Path) -> None:
     libs = _corrupt_copy(tmp_path)
     result = subprocess.run(
         ["python3", str(CHECK_JARS), str(libs)], capture_output=True, text=True, check=False, timeout=120
@@ -85,7 +85,7 @@ def test_a_corrupt_jar_is_named_not_stamped_as_fetched(tmp_path: Path):
 
 
 @pytest.mark.kafka
-def test_the_fetched_jars_pass_the_same_check():
+def test_the_fetched_jars_pass_the_same_check() -> None:
     result = subprocess.run(
         ["python3", str(CHECK_JARS), str(KAFKA_HOME / "libs")], capture_output=True, text=True, timeout=120
     )

@@ -5,26 +5,29 @@ an error that names the command to run."""
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, ResourceType
 
-from tests.conftest import wait_until
 from tests.real_kafka import broker as real_broker
 from tests.real_kafka.broker import KafkaCluster
 from tests.real_kafka.namespace import KafkaNamespace
 from tests.real_kafka.tools import ToolServer
+from tests.support import Conf, wait_until
 
 pytestmark = pytest.mark.kafka
 
 
-def _create(conf: dict[str, str], *topics: NewTopic, **kwargs: float) -> dict[str, BaseException | None]:
+def _create(conf: Conf, *topics: NewTopic, **kwargs: float) -> dict[str, BaseException | None]:
     admin = AdminClient(conf)
     return {name: future.exception() for name, future in admin.create_topics(list(topics), **kwargs).items()}
 
 
-def test_kafka_answers_on_plaintext_and_on_sasl_with_plain_and_scram(kafka_broker: KafkaCluster, kafka_ns):
+def test_kafka_answers_on_plaintext_and_on_sasl_with_plain_and_scram(
+    kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace
+) -> None:
     plain = _create({"bootstrap.servers": kafka_broker.bootstrap_servers}, NewTopic(kafka_ns.topic("p"), 2, 1))
     assert plain == {kafka_ns.topic("p"): None}
     for mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
@@ -47,7 +50,9 @@ def test_a_read_of_what_kafka_holds_leaves_no_barrier_topic(kafka_broker: KafkaC
         assert kafka_broker.topics(own) == {}  # none of the reads before
 
 
-def test_the_small_index_files_are_a_broker_config_kafka_takes(kafka_broker: KafkaCluster, kafka_ns) -> None:
+def test_the_small_index_files_are_a_broker_config_kafka_takes(
+    kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace
+) -> None:
     """Each partition maps two index files, so the fixture keeps them small: ``log.index.size.max.bytes``, the
     broker config (KafkaConfig; ``segment.index.bytes`` is its topic-level synonym, which a broker ignores in
     server.properties). The broker shows it as set statically, and a new topic inherits it."""
@@ -65,9 +70,10 @@ def test_the_small_index_files_are_a_broker_config_kafka_takes(kafka_broker: Kaf
     assert (inherited.value, inherited.source) == (size, ConfigSource.STATIC_BROKER_CONFIG.value)
 
 
-def test_a_wrong_password_is_refused_by_kafka(kafka_broker: KafkaCluster):
+def test_a_wrong_password_is_refused_by_kafka(kafka_broker: KafkaCluster) -> None:
     errors: list[KafkaError] = []
-    admin = AdminClient(kafka_broker.sasl_conf("alice") | {"sasl.password": "wrong", "error_cb": errors.append})
+    # a callback in the conf: confluent-kafka's stub types conf values as str | int | float | bool only
+    admin = AdminClient(kafka_broker.sasl_conf("alice") | {"sasl.password": "wrong", "error_cb": errors.append})  # type: ignore[arg-type]
     with pytest.raises(KafkaException):
         admin.list_topics(timeout=3)
     admin.poll(0)
@@ -76,7 +82,7 @@ def test_a_wrong_password_is_refused_by_kafka(kafka_broker: KafkaCluster):
 
 def test_kafka_configs_sets_a_controller_mutation_quota_as_operators_do(
     kafka_broker: KafkaCluster, kafka_tools: ToolServer, kafka_ns: KafkaNamespace
-):
+) -> None:
     result = kafka_tools.kafka_configs(
         "--bootstrap-server", kafka_broker.bootstrap_servers, "--alter",
         "--add-config", "controller_mutation_rate=7",
@@ -94,7 +100,7 @@ def test_kafka_configs_sets_a_controller_mutation_quota_as_operators_do(
 
 def test_kafka_topics_runs_in_the_long_lived_jvm_with_its_exit_codes(
     kafka_broker: KafkaCluster, kafka_tools: ToolServer, kafka_ns: KafkaNamespace
-):
+) -> None:
     name = kafka_ns.topic("tool")
     created = kafka_tools.kafka_topics(
         "--bootstrap-server", kafka_broker.bootstrap_servers, "--create", "--topic", name
@@ -110,10 +116,10 @@ def test_kafka_topics_runs_in_the_long_lived_jvm_with_its_exit_codes(
 
 def test_the_slow_controller_holds_every_mutation_behind_a_slow_topic(
     kafka_slow_broker: KafkaCluster, kafka_ns: KafkaNamespace
-):
+) -> None:
     """A CreateTopicPolicy sleeps on the controller's own thread: a create of an ordinary topic sent on another
     connection while the slow one is being handled is answered only after it."""
-    conf = {"bootstrap.servers": kafka_slow_broker.bootstrap_servers}
+    conf: Conf = {"bootstrap.servers": kafka_slow_broker.bootstrap_servers}
     order: list[str] = []
     slow_sent = threading.Event()
 
@@ -141,13 +147,13 @@ def wait_for_policy(cluster: KafkaCluster, topic: str) -> bool:
     return wait_until(lambda: line in cluster.log_path(name="stdout.log").read_text(errors="replace"), timeout_s=30)
 
 
-def test_missing_jars_are_an_error_naming_make_kafka(monkeypatch: pytest.MonkeyPatch, tmp_path):
+def test_missing_jars_are_an_error_naming_make_kafka(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(real_broker, "KAFKA_HOME", tmp_path)
     with pytest.raises(real_broker.KafkaNotFetchedError, match=r"run `make kafka`"):
         real_broker.classpath()
 
 
-def test_a_cluster_that_fails_to_start_leaves_no_jvm_running(tmp_path, monkeypatch):
+def test_a_cluster_that_fails_to_start_leaves_no_jvm_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A start that fails after a JVM was launched (not ready in time here; Ctrl-C or a crashed second node
     alike) stops what it launched: the cluster is not recorded yet, so nothing at the run's end would stop it, and
     its JVM (in a session of its own, out of reach of the terminal's Ctrl-C) would outlive the run."""
@@ -176,7 +182,7 @@ def test_a_cluster_that_fails_to_start_leaves_no_jvm_running(tmp_path, monkeypat
                 proc.wait()
 
 
-def test_a_cluster_id_never_reads_as_an_option():
+def test_a_cluster_id_never_reads_as_an_option() -> None:
     """kafka-storage format takes ``-t ID``; an id that starts with '-' (1 in 64 of urlsafe base64 ids) is read as
     an option and the format fails ("argument --cluster-id/-t: expected one argument"): Kafka's own
     Uuid.randomUuid draws again for those."""
@@ -195,7 +201,7 @@ sys.stdin.read()  # held until killed
 """
 
 
-def test_a_killed_owner_leaves_no_jvm_running(tmp_path):
+def test_a_killed_owner_leaves_no_jvm_running(tmp_path: Path) -> None:
     """pytest killed (SIGTERM from CI's timeout, SIGKILL, an OOM kill) runs no teardown: the JVMs it started, in
     sessions of their own, must not outlive it (each was 300-500 MB left running on the shared machine)."""
     import contextlib
@@ -231,7 +237,7 @@ def test_a_killed_owner_leaves_no_jvm_running(tmp_path):
             os.close(handle)
 
 
-def test_the_runs_end_signals_no_process_that_took_a_dead_jvms_pid(tmp_path):
+def test_the_runs_end_signals_no_process_that_took_a_dead_jvms_pid(tmp_path: Path) -> None:
     """A recorded JVM that died during the run frees its pid, and this machine's pid_max is 32768: by the run's
     end another process (another developer's pytest, say) may have it. stop_all must stop the JVMs it started,
     not whatever holds their pids now. Here a stranger process holds the recorded pid."""

@@ -11,13 +11,12 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from tests.support import BrokerFactory
 from throttled_admin import CannotConnectError
 from throttled_admin._driver.metadata_read import ContactWatch, read_failure, read_metadata
 from throttled_admin._engine import FIRST_CONTACT_TIMEOUT_S, wrong_listener
 from throttled_admin._errors import cannot_connect_error
 from throttled_admin.testing import QuotaBroker
-
-BrokerFactory = Callable[..., QuotaBroker]
 
 REFUSED = KafkaError(
     KafkaError._TRANSPORT,
@@ -122,7 +121,8 @@ def test_a_slow_cluster_is_asked_a_few_times_not_four_times_a_second(quota_broke
     waiting for slow brokers kept them too busy to answer. Slices now double (0.25, 0.5, 1, 2 s)."""
     broker = quota_broker()
     watch = ContactWatch()
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers, "error_cb": watch.on_error, "log_level": 0})
+    # a callback in the conf: confluent-kafka's stub types conf values as str | int | float | bool only
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers, "error_cb": watch.on_error, "log_level": 0})  # type: ignore[dict-item]
     read_metadata(admin, watch, 10.0)  # connected, and librdkafka's own start-up requests are answered
     before = len([r for r in broker.request_log() if r.api_name == "Metadata"])
     broker.delay_next("Metadata", 3.0, count=20)  # every answer 3 s late

@@ -8,19 +8,17 @@ names every operation the client records."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from tests.conftest import wait_until
+from tests.support import BrokerFactory, wait_until
 from throttled_admin import NewTopic, ThrottledAdminClient
 from throttled_admin.provisioning import PlanRow, Profile, apply_plan
 from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 Series = dict[tuple[tuple[str, Any], ...], Any]
 SECRET = "series-secret-pw"
 
@@ -37,6 +35,7 @@ def _points(reader: InMemoryMetricReader) -> dict[str, Series]:
             for metric in scope.metrics:
                 series = out.setdefault(metric.name, {})
                 for point in metric.data.data_points:
+                    assert point.attributes is not None
                     key = tuple(sorted(point.attributes.items()))
                     assert key not in series, f"{metric.name}: two points with the attributes {key}"
                     series[key] = point
@@ -204,7 +203,7 @@ def test_metric_attributes_are_checked_before_anything_is_made() -> None:
     with pytest.raises(ValueError, match=r"'messaging\.client\.id' is set by the client itself"):
         ThrottledAdminClient(conf, metric_attributes={"messaging.client.id": "x"})
     with pytest.raises(TypeError, match=r"metric_attributes\['tenant'\] must be a str"):
-        ThrottledAdminClient(conf, metric_attributes={"tenant": ["a"]})
+        ThrottledAdminClient(conf, metric_attributes={"tenant": ["a"]})  # type: ignore[dict-item]  # a list on purpose
     with pytest.raises(TypeError, match="metric_attributes must be a mapping"):
         ThrottledAdminClient(conf, metric_attributes=[("tenant", "a")])  # type: ignore[arg-type]
 
@@ -214,7 +213,7 @@ def test_docs_show_the_filter_that_keeps_admin_calls_out_of_latency_panels() -> 
     the filter naming every operation the client records, in PromQL and for the Collector."""
     import re
 
-    from tests.conftest import REPO
+    from tests.support import REPO
     from throttled_admin._engine import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
 
     names = {CREATE_TOPICS.name, CREATE_PARTITIONS.name, DELETE_TOPICS.name}

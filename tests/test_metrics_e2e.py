@@ -3,18 +3,15 @@ OpenTelemetry InMemoryMetricReader passed through ``meter_provider=``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 
-from tests.conftest import wait_until
+from tests.support import BrokerFactory, wait_until
 from throttled_admin import NewTopic, ThrottledAdminClient, ThrottlingQuotaExceededException
-from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 SECRET = "metrics-secret-pw"
 
 
@@ -22,14 +19,15 @@ def _durations(reader: InMemoryMetricReader) -> int:
     data = reader.get_metrics_data()
     if data is None:
         return 0
-    return sum(
-        point.count
-        for resource in data.resource_metrics
-        for scope in resource.scope_metrics
-        for metric in scope.metrics
-        if metric.name == "messaging.client.operation.duration"
-        for point in metric.data.data_points
-    )
+    count = 0
+    for resource in data.resource_metrics:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                if metric.name == "messaging.client.operation.duration":
+                    for point in metric.data.data_points:
+                        assert isinstance(point, HistogramDataPoint)  # the duration is a histogram
+                        count += point.count
+    return count
 
 
 def points(reader: InMemoryMetricReader, calls: int | None = None) -> dict[str, list[Any]]:
@@ -85,7 +83,8 @@ def test_known_throttles_give_expected_avg_max_and_otel_points(
         ("server.port", port),
     )
     assert gauges[client_wide] == pytest.approx(max(throttles) / 1000, abs=0.002)
-    assert gauges[(*client_wide, ("throttled_admin.node.id", 0))] == pytest.approx(max(throttles) / 1000, abs=0.002)
+    per_node = (*client_wide, ("throttled_admin.node.id", 0))
+    assert gauges[per_node] == pytest.approx(max(throttles) / 1000, abs=0.002)
     [avg] = [p for p in collected["throttled_admin.throttle.time.avg"] if "throttled_admin.node.id" not in p.attributes]
     assert avg.value == pytest.approx(sum(throttles) / 3000, abs=0.002)
 

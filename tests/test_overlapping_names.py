@@ -17,7 +17,7 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import KafkaException
 
-from tests.conftest import REPO
+from tests.support import REPO
 from throttled_admin import NewTopic
 from throttled_admin.aio import AIOThrottledAdminClient
 from throttled_admin.testing import QuotaBroker

@@ -22,7 +22,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
-from tests.conftest import free_port
+from tests.support import free_port
 from throttled_admin import ThrottledAdminClient
 from throttled_admin.admin import NewTopic
 from throttled_admin.testing import QuotaBroker
@@ -138,7 +138,8 @@ def test_an_oauth_cb_that_raises_fails_the_constructor_as_in_confluent_kafka() -
     def oauth_cb(config: str) -> tuple[str, float]:
         raise Boom("from oauth_cb")
 
-    conf = {
+    # Any: a callback in the conf, which confluent-kafka's stub types as str | int | float | bool values only
+    conf: dict[str, Any] = {
         "bootstrap.servers": f"127.0.0.1:{free_port()}",
         "security.protocol": "SASL_PLAINTEXT",
         "sasl.mechanism": "OAUTHBEARER",

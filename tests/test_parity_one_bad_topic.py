@@ -23,6 +23,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from tests.support import Conf, raised
 from tests.test_input_parity import CP, CT, DT, INPUT_ROWS, N, Row
 from throttled_admin import NotSentError, ThrottledAdminClient
 from throttled_admin.admin import NewPartitions, NewTopic
@@ -75,13 +76,13 @@ def test_unequal_replica_counts_fail_that_topic_only() -> None:
     """The case of the issue: ``create_topics`` with one topic whose partitions have different replica counts,
     against no broker at all. confluent-kafka returns futures (the broker would refuse the topic); so do we,
     and that topic's future fails with INVALID_REPLICA_ASSIGNMENT at once."""
-    conf = {"bootstrap.servers": "127.0.0.1:1", "log_level": 0}
+    conf: Conf = {"bootstrap.servers": "127.0.0.1:1", "log_level": 0}
     uneven = NewTopic("uneven", 3, replica_assignment=[[10, 11], [0, 1, 2], [15, 20]])
     assert set(AdminClient(conf).create_topics([uneven, NewTopic("fine", 1, 1)])) == {"uneven", "fine"}
     with ThrottledAdminClient(conf) as admin:
         futures = admin.create_topics([uneven, NewTopic("fine", 1, 1)])
         assert list(futures) == ["uneven", "fine"]
-        assert futures["uneven"].exception(0).args[0].code() == KafkaError.INVALID_REPLICA_ASSIGNMENT
+        assert raised(futures["uneven"], 0).args[0].code() == KafkaError.INVALID_REPLICA_ASSIGNMENT
         assert not futures["fine"].done()  # the call goes on
         grown = admin.create_partitions([NewPartitions("third", 55, [[1, 2, 3, 4, 5, 6, 7], [2]])])
-        assert grown["third"].exception(0).args[0].code() == KafkaError.INVALID_REPLICA_ASSIGNMENT
+        assert raised(grown["third"], 0).args[0].code() == KafkaError.INVALID_REPLICA_ASSIGNMENT

@@ -12,16 +12,13 @@ import dataclasses
 import logging
 import socket
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError
 
+from tests.support import BrokerFactory
 from throttled_admin.provisioning import PlanRow, RowResult, apply_plan
-from throttled_admin.testing import QuotaBroker
-
-BrokerFactory = Callable[..., QuotaBroker]
 
 PASSWORD = "Pw-contact-20-d41c"
 WRONG = "Wrong-contact-20-9e7b"

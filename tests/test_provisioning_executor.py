@@ -9,13 +9,12 @@ import logging
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from tests.conftest import wait_until
+from tests.support import BrokerFactory, wait_until
 from throttled_admin._errors import (
     after_unknown_attempt,
     cannot_connect_error,
@@ -40,8 +39,6 @@ from throttled_admin.provisioning import (
 from throttled_admin.provisioning._decide import Change
 from throttled_admin.provisioning._executor import _outcome_unknown, _Run
 from throttled_admin.testing import QuotaBroker
-
-BrokerFactory = Callable[..., QuotaBroker]
 
 
 def profile_for(broker: QuotaBroker, name: str = "east", rate: float | None = 50.0, **conf: str) -> Profile:

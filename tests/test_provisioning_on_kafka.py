@@ -19,7 +19,9 @@ from throttled_admin.provisioning import PlanRow, apply_plan, summarize
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 
-def test_apply_plan_on_kafka_two_tenants_each_paced_to_its_quota(kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace):
+def test_apply_plan_on_kafka_two_tenants_each_paced_to_its_quota(
+    kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace
+) -> None:
     # Quota entities: (user, this test's client id), 20/s and 40/s.
     rates = {"alice": 20.0, "bob": 40.0}
     for user, rate in rates.items():
@@ -60,7 +62,7 @@ def kafka_broker_create(cluster: KafkaCluster, topic: str, partitions: int) -> N
 
 def test_throttled_admin_apply_on_kafka_then_a_rerun_is_unchanged(
     kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace, tmp_path: Path
-):
+) -> None:
     kafka_broker.set_quota(client_id=kafka_ns.client_id, controller_mutation_rate=25)
     plan = tmp_path / "plan.csv"
     names = [kafka_ns.topic(f"a{i:02d}") for i in range(40)]

@@ -12,7 +12,7 @@ import pytest
 from throttled_admin.provisioning import PlanError, PlanRow, Profile, read_plan, read_profiles
 from throttled_admin.testing import QuotaBroker
 
-ROWS = [
+ROWS: list[dict[str, object]] = [
     {
         "cluster": "east",
         "action": "ensure",

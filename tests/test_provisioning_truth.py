@@ -5,17 +5,17 @@ run that checks config names and values against the cluster. QuotaBrokers over l
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from kafka.protocol.admin.topics import DeleteTopicsRequest
 
+from tests.support import BrokerFactory
 from tests.wire import WireClient, create_topics_request
 from throttled_admin.provisioning import PlanError, PlanRow, Profile, RowResult, apply_plan, execute, summarize
 from throttled_admin.testing import QuotaBroker
-
-BrokerFactory = Callable[..., QuotaBroker]
 
 
 def conf_for(broker: QuotaBroker, **extra: object) -> dict[str, object]:
@@ -36,7 +36,7 @@ def test_apply_plan_takes_conf_mappings_as_profiles_yaml_has_them(quota_broker: 
     assert summarize(results) == {"created": 5}
     assert broker.topics() == {f"dev.{i}": 2 for i in range(5)}
     # Both forms in one call, and the same entity named twice shares one group.
-    mixed = {"dev": conf_for(broker), "also": profile_for(broker, "also")}
+    mixed: dict[str, Profile | Mapping[str, Any]] = {"dev": conf_for(broker), "also": profile_for(broker, "also")}
     rerun = apply_plan([*rows, PlanRow("also", "ensure", "also.0", 1)], mixed)
     assert [r.status for r in rerun] == ["unchanged"] * 5 + ["created"]
 
@@ -272,6 +272,7 @@ def test_an_ensure_that_grew_someone_elses_new_topic_says_grown(quota_broker: Ca
     assert broker.topics() == {"t": 4}
     assert result.status == "grown", result
     if result.attempts > 1:  # the stale read planned a create and the cluster said the topic exists
+        assert result.detail is not None
         assert "already existed" in result.detail
 
 

@@ -10,12 +10,15 @@ ThrottlingQuotaExceededException. Completion times against T* are measured in be
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable
+from collections.abc import Mapping
+from concurrent.futures import Future
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from tests.support import BrokerFactory
 from throttled_admin import (
     MutationQuota,
     NewPartitions,
@@ -23,9 +26,7 @@ from throttled_admin import (
     ThrottledAdminClient,
     ThrottlingQuotaExceededException,
 )
-from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 MESSAGE = "Too many partition mutations requested"
 
 
@@ -33,8 +34,8 @@ def topics(count: int, partitions: int = 4, prefix: str = "rp") -> list[NewTopic
     return [NewTopic(f"{prefix}-{i:03d}", partitions, 1) for i in range(count)]
 
 
-def outcomes(futures: dict[str, object]) -> dict[str, BaseException | None]:
-    return {name: future.exception(60) for name, future in futures.items()}  # type: ignore[attr-defined]
+def outcomes(futures: Mapping[str, Future[Any]]) -> dict[str, BaseException | None]:
+    return {name: future.exception(60) for name, future in futures.items()}
 
 
 def test_bare_confluent_kafka_gets_unknown_server_error_for_the_refused_topics(quota_broker: BrokerFactory) -> None:

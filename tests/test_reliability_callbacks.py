@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -23,10 +24,8 @@ from confluent_kafka import KafkaError
 from opentelemetry.metrics import MeterProvider, NoOpMeter, NoOpMeterProvider
 
 from tests.reliability_helpers import admin_for, assert_truthful, mutation_requests, outcomes
+from tests.support import BrokerFactory
 from throttled_admin import MutationQuota, NewPartitions, NewTopic, ThrottledAdminClient
-from throttled_admin.testing import QuotaBroker
-
-BrokerFactory = Callable[..., QuotaBroker]
 
 
 def _raising(name: str, calls: list[str]) -> Callable[..., None]:
@@ -348,7 +347,7 @@ def test_a_hanging_meter_provider_blocks_no_other_client(
     try:
         assert hanging.entered.wait(10)
         for i, provider in enumerate((meter_provider, None)):
-            thread, made = _construct_in_thread(lambda p=provider: ThrottledAdminClient(conf, meter_provider=p))
+            thread, made = _construct_in_thread(functools.partial(ThrottledAdminClient, conf, meter_provider=provider))
             started.append((thread, made))
             thread.join(10)
             assert not thread.is_alive(), f"constructing a client with {provider!r} waited on the hanging provider"
@@ -386,6 +385,7 @@ def test_objects_changed_after_the_call_are_not_what_a_retry_sends(quota_broker:
         created = admin.create_topics(new_topics, timeout_ms=30000)
         for topic in new_topics:  # the caller reuses its objects at once
             topic.num_partitions = 1
+            assert topic.config is not None
             topic.config["cleanup.policy"] = "not-a-policy"
         grown = admin.create_partitions(new_partitions, timeout_ms=30000)
         for partitions in new_partitions:

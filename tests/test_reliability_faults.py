@@ -18,7 +18,6 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import KafkaError
 
-from tests.conftest import wait_until
 from tests.reliability_helpers import (
     admin_for,
     assert_truthful,
@@ -28,10 +27,10 @@ from tests.reliability_helpers import (
     mutation_requests,
     outcomes,
 )
+from tests.support import BrokerFactory, wait_until
 from throttled_admin import MutationQuota, NewPartitions, NewTopic, ThrottlingQuotaExceededException
 from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 CREATE_TOPICS = 19
 
 

@@ -25,11 +25,11 @@ from confluent_kafka import KafkaError, TopicCollection
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from tests.reliability_helpers import admin_for, assert_truthful, error_code, outcomes
+from tests.support import BrokerFactory
 from throttled_admin import NewPartitions, NewTopic, ThrottledAdminClient
 from throttled_admin.aio import AIOThrottledAdminClient
 from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

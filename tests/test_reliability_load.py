@@ -20,12 +20,10 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError
 
-from tests.conftest import wait_until
 from tests.reliability_helpers import assert_truthful, error_code, error_text, hedged, mutation_requests, outcomes
+from tests.support import BrokerFactory, wait_until
 from throttled_admin import NewPartitions, NewTopic, ThrottledAdminClient
-from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 THREADS = 32
 CALLS_PER_THREAD = 100
 HANG_GUARD_S = 150.0
@@ -60,7 +58,7 @@ class _Worker:
             else:
                 self._delete(self.random.sample(live, min(len(live), self.random.randint(1, 2))))
 
-    def _settle(self, kind: str, results: dict[str, BaseException | None], apply: Callable[[str], None]) -> None:
+    def _settle(self, kind: str, results: dict[str, BaseException | None], apply: Callable[[str], object]) -> None:
         self.calls[kind] += 1
         for name, exc in results.items():
             if exc is None:

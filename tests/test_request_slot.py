@@ -4,14 +4,11 @@ call, and the slot follows the connection (issue 27, findings 1 and 8). docs/sem
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from concurrent.futures import Future
 
-from tests.conftest import wait_until
+from tests.support import BrokerFactory, wait_until
 from throttled_admin import NewTopic, NotSentError, OutcomeUnknownError, ThrottledAdminClient
 from throttled_admin.testing import QuotaBroker, RequestRecord
-
-BrokerFactory = Callable[..., QuotaBroker]
 
 
 def _client(broker: QuotaBroker, **kwargs: object) -> ThrottledAdminClient:

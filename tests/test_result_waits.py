@@ -13,13 +13,11 @@ from typing import Any
 
 from confluent_kafka.admin import NewTopic
 
-from tests.conftest import wait_until
+from tests.support import BrokerFactory, wait_until
 from throttled_admin import ThrottledAdminClient
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.scheduler import Scheduler
 from throttled_admin.testing import QuotaBroker
-
-BrokerFactory = Callable[..., QuotaBroker]
 
 
 def _client(broker: QuotaBroker) -> ThrottledAdminClient:
@@ -27,7 +25,7 @@ def _client(broker: QuotaBroker) -> ThrottledAdminClient:
 
 
 def _scheduler(admin: ThrottledAdminClient) -> Scheduler:
-    scheduler = admin._scheduler  # type: ignore[attr-defined]
+    scheduler = admin._scheduler
     assert isinstance(scheduler, Scheduler)
     return scheduler
 

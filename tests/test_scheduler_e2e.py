@@ -13,6 +13,7 @@ from typing import cast
 import pytest
 from confluent_kafka import KafkaError
 
+from tests.support import BrokerFactory
 from throttled_admin import (
     MutationQuota,
     NewTopic,
@@ -23,7 +24,6 @@ from throttled_admin import (
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin.testing import QuotaBroker, RequestRecord
 
-BrokerFactory = Callable[..., QuotaBroker]
 CREATE_TOPICS = 19
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import wait_until
+from tests.support import BrokerFactory, wait_until
 from throttled_admin import (
     MutationQuota,
     NewPartitions,
@@ -28,8 +28,6 @@ from throttled_admin import (
 from throttled_admin._driver import scheduler as scheduler_module
 from throttled_admin._driver.turns import Turns
 from throttled_admin.testing import QuotaBroker
-
-BrokerFactory = Callable[..., QuotaBroker]
 
 pytestmark = pytest.mark.slow
 
@@ -249,7 +247,8 @@ def test_close_racing_a_call_sent_from_the_callers_thread_reports_what_happened(
         """The caller resumes once the scheduler's thread has ended (as it did, failing the call, before the fix),
         or after 2 s of it waiting for the caller's step to be carried out (since)."""
         paused.wait(10)
-        scheduler = admin._scheduler  # type: ignore[attr-defined]
+        scheduler = admin._scheduler
+        assert scheduler is not None
         wait_until(lambda: scheduler.closed)
         wait_until(lambda: not scheduler._thread.is_alive(), timeout_s=2.0)
         resume.set()

@@ -13,7 +13,7 @@ The CLI's output and the pipeline's results have their own secret tests (tests/t
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,6 +22,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from tests.reliability_helpers import outcomes
+from tests.support import BrokerFactory
 from throttled_admin import (
     CreateTopicsOptions,
     MutationQuota,
@@ -31,7 +32,6 @@ from throttled_admin import (
 )
 from throttled_admin.testing import QuotaBroker
 
-BrokerFactory = Callable[..., QuotaBroker]
 PASSWORD = "Pw-7f3a9c-s3cr3t"
 WRONG_PASSWORD = "Pw-0d41e8-wr0ng"
 KEY_PASSWORD = "Kp-51b2aa-k3y"

@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +17,13 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("grpc")  # pyspark's connect extra, which the project's spark extra pulls in
 
-from tests.conftest import REPO, free_port
 from tests.spark_helpers import CONNECT_ENV, both_modes_agree, east_and_west, spark_bin, spark_env, spark_process
+from tests.support import REPO, BrokerFactory, free_port
 from throttled_admin.provisioning import PlanRow
 from throttled_admin.spark import apply_plan, plan_dataframe
-from throttled_admin.testing import QuotaBroker
 
 pytestmark = pytest.mark.slow  # a Spark Connect server: a JVM of its own
 
-BrokerFactory = Callable[..., QuotaBroker]
 PASSWORD = "connect-pw-0c41d9"
 
 

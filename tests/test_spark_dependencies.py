@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 
-from tests.conftest import REPO
+from tests.support import REPO
 
 pytest.importorskip("pyspark")
 

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from tests.conftest import REPO
+from tests.support import REPO
 
 pytestmark = pytest.mark.slow  # a Spark session, and (some) a JVM of its own
 

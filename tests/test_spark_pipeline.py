@@ -7,7 +7,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +16,8 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
-from tests.conftest import wait_until
 from tests.spark_helpers import both_modes_agree, cmdline, descendants, refusing_shim
+from tests.support import BrokerFactory, wait_until
 from throttled_admin.provisioning import PlanError, PlanRow, Profile
 from throttled_admin.spark import apply_plan, local_session, plan_dataframe
 from throttled_admin.spark._session import with_retries
@@ -25,7 +25,6 @@ from throttled_admin.testing import QuotaBroker
 
 pytestmark = pytest.mark.slow  # a Spark session, and (some) a JVM of its own
 
-BrokerFactory = Callable[..., QuotaBroker]
 PLAN_DDL = (
     "cluster string, action string, topic string, partitions int, replication_factor int, configs map<string,string>"
 )
@@ -189,7 +188,7 @@ def test_eight_quota_entities_on_two_cores_run_in_one_wave(spark: Any, quota_bro
     df = plan(spark, *[(user, "ensure", f"{user}.{i:02d}", 10) for user in users for i in range(18)])
     results = apply_plan(df, profiles)
     assert results.filter("status != 'created'").count() == 0
-    spans = {}
+    spans: dict[str, tuple[float, float]] = {}
     for broker in brokers:
         for record in broker.request_log():
             if record.api_name == "CreateTopics":
@@ -220,7 +219,7 @@ def test_profiles_as_conf_mappings_as_the_readme_shows_them(spark: Any, quota_br
     assert {r["status"] for r in apply_plan(df, profiles).collect()} == {"created"}
     assert broker.topics() == {f"dev.{i}": 2 for i in range(6)}
     with pytest.raises(TypeError, match=r"profile 'dev': expected a Profile or a mapping .* got str"):
-        apply_plan(df, {"dev": broker.bootstrap_servers})
+        apply_plan(df, {"dev": broker.bootstrap_servers})  # type: ignore[dict-item]  # a str on purpose
     with pytest.raises(PlanError, match="profile 'dev': the Profile given is named 'prod'"):
         apply_plan(df, {"dev": plain(broker, "prod")})
 

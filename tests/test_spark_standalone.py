@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -17,13 +17,11 @@ import pytest
 pytest.importorskip("pyspark")
 pq: Any = pytest.importorskip("pyarrow.parquet")
 
-from tests.conftest import REPO, free_port  # noqa: E402
 from tests.spark_helpers import east_and_west, spark_bin, spark_env, spark_process  # noqa: E402
-from throttled_admin.testing import QuotaBroker  # noqa: E402
+from tests.support import REPO, BrokerFactory, free_port  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a master, a worker, an executor and a driver: four JVMs
 
-BrokerFactory = Callable[..., QuotaBroker]
 PASSWORD = "standalone-pw-8e27b4"
 
 

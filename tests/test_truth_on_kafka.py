@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import wait_until
 from tests.real_kafka.broker import KafkaCluster
 from tests.real_kafka.namespace import KafkaNamespace
+from tests.support import wait_until
 from throttled_admin import MutationQuota, NewTopic, NotSentError, OutcomeUnknownError, ThrottledAdminClient
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -102,7 +102,8 @@ def test_kafka_mutes_a_connection_not_the_principal_and_a_fresh_ones_first_answe
     rate = 10.0
     kafka_broker.set_quota(client_id=kafka_ns.client_id, controller_mutation_rate=rate)
     throttles: list[float] = []
-    conf = {
+    # Any: a callback in the conf, which confluent-kafka's stub types as str | int | float | bool values only
+    conf: dict[str, Any] = {
         "bootstrap.servers": kafka_broker.bootstrap_servers,
         "client.id": kafka_ns.client_id,
         "log_level": 0,

@@ -12,13 +12,13 @@ import subprocess
 import sys
 import textwrap
 import threading
-from typing import Any
 
 import pytest
 from confluent_kafka.admin import NewTopic
 
 from throttled_admin._driver.turns import Sending, Turns
-from throttled_admin._engine import CREATE_TOPICS, Call, Outbox, Request, RequestKind, Topic
+from throttled_admin._engine import CREATE_TOPICS, Call, MetricEvent, Outbox, Request, RequestKind, Topic
+from throttled_admin._engine.metric_events import Retried
 
 # -- the invariants, on Turns itself ---------------------------------------------------------------------------
 
@@ -38,8 +38,9 @@ class Recorder:
             raise KeyboardInterrupt
         self.done.append(what)
 
-    def metric(self, event: Any) -> None:
-        self._do(f"metric {event}")
+    def metric(self, event: MetricEvent) -> None:
+        assert isinstance(event, Retried)
+        self._do(f"metric {event.operation}")
 
     def reached(self) -> None:
         self._do("reached")
@@ -73,11 +74,11 @@ class Recorder:
 def a_request() -> Request:
     call = Call(RequestKind(CREATE_TOPICS, False), 10.0, 10000, True, None, None, started_at=0.0)
     topic = Topic("t", NewTopic("t", 1, 1), call, None, 1, 2)
-    return Request(call.kind, [topic], 1, 0.0, 12.0, {})
+    return Request(call.kind, [topic], 1, 0.0, 12.0, {}, 1)
 
 
 def an_outbox() -> Outbox:
-    out = Outbox(metrics=["m1", "m2"], send=a_request())  # type: ignore[list-item]
+    out = Outbox(metrics=[Retried("m1"), Retried("m2")], send=a_request())
     out.settle = [(out.send.topics[0], None)]  # type: ignore[union-attr]
     return out
 

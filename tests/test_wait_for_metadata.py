@@ -9,20 +9,18 @@ other brokers do not list the topic yet (producers there get UNKNOWN_TOPIC_OR_PA
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from concurrent.futures import Future
 
 import pytest
 from confluent_kafka.admin._metadata import ClusterMetadata
 from kafka.protocol.metadata.metadata import MetadataRequest
 
+from tests.support import BrokerFactory
 from tests.wire import WireClient
 from throttled_admin import NewPartitions, NewTopic, NotYetVisibleError, ThrottledAdminClient
 from throttled_admin._driver.librdkafka_views import _answered_by
 from throttled_admin.aio import AIOThrottledAdminClient
 from throttled_admin.testing import QuotaBroker
-
-BrokerFactory = Callable[..., QuotaBroker]
 
 
 def listed(broker: QuotaBroker) -> list[dict[str, int]]:
@@ -154,10 +152,11 @@ def test_an_answer_from_a_tls_or_sasl_bootstrap_connection_counts_as_that_broker
     address's view."""
     metadata = ClusterMetadata()
     metadata.orig_broker_id = -1
-    metadata.orig_broker_name = "sasl_plaintext://127.0.0.1:9092/bootstrap"
+    # confluent-kafka types orig_broker_name by its None in ClusterMetadata.__init__; librdkafka sets a str
+    metadata.orig_broker_name = "sasl_plaintext://127.0.0.1:9092/bootstrap"  # type: ignore[assignment]
     assert _answered_by(metadata, 0, "127.0.0.1:9092")
     assert not _answered_by(metadata, 1, "127.0.0.1:9093")
-    metadata.orig_broker_name = "127.0.0.1:9093/1"
+    metadata.orig_broker_name = "127.0.0.1:9093/1"  # type: ignore[assignment]
     assert _answered_by(metadata, 1, "127.0.0.1:9093")
 
 

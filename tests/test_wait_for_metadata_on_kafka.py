@@ -78,7 +78,9 @@ def lag(cluster: KafkaCluster, node: Node) -> Iterator[threading.Event]:
         cluster.resume(node)
 
 
-def test_every_broker_lists_the_topic_when_its_future_resolves(two_brokers: KafkaCluster, request):
+def test_every_broker_lists_the_topic_when_its_future_resolves(
+    two_brokers: KafkaCluster, request: pytest.FixtureRequest
+) -> None:
     """Creates, grows and deletes, each while one broker is stopped: no future resolves before that broker is
     back and shows the change itself (each phase fails with wait_for_metadata off)."""
     ns = KafkaNamespace.for_test(request.node.nodeid)

@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.support import Conf
+
 REPO = Path(__file__).resolve().parents[2]
 KAFKA_VERSION = "4.4.0"
 KAFKA_HOME = Path(os.environ.get("THROTTLED_ADMIN_KAFKA_HOME", REPO / ".kafka" / KAFKA_VERSION))
@@ -151,7 +153,7 @@ class KafkaCluster:
     def sasl_bootstrap_servers(self) -> str:
         return ",".join(f"127.0.0.1:{n.sasl_port}" for n in self.brokers)
 
-    def sasl_conf(self, user: str = "alice", mechanism: str = "PLAIN") -> dict[str, str]:
+    def sasl_conf(self, user: str = "alice", mechanism: str = "PLAIN") -> Conf:
         """A confluent-kafka conf for the SASL_PLAINTEXT listener as ``user``."""
         return {
             "bootstrap.servers": self.sasl_bootstrap_servers,
@@ -257,10 +259,10 @@ class KafkaCluster:
         from confluent_kafka.admin import AdminClient, NewTopic
 
         barrier = f"{barrier_prefix()}{uuid.uuid4().hex}"
-        conf = {"client.id": "kafka-fixture", "log_level": 0}
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers} | conf)
+        conf: Conf = {"client.id": "kafka-fixture", "log_level": 0}
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, **conf})
         admin.create_topics([NewTopic(barrier, 1, 1)])[barrier].result(timeout=60)
-        views = [AdminClient({"bootstrap.servers": f"127.0.0.1:{n.plaintext_port}"} | conf) for n in self.brokers]
+        views = [AdminClient({"bootstrap.servers": f"127.0.0.1:{n.plaintext_port}", **conf}) for n in self.brokers]
         deadline = time.monotonic() + 60
         held: dict[str, int] = {}
         try:

@@ -588,7 +588,7 @@ class Run:
         self,
         conn: Conn,
         version: int,
-        resources: Sequence[tuple[int, str, Sequence[str] | None]],
+        resources: Sequence[tuple[int, Name, Sequence[str] | None]],
         *,
         synonyms: bool = False,
         documentation: bool = False,

@@ -50,6 +50,7 @@ from throttled_admin._engine import (
     Call,
     Drained,
     Engine,
+    MetricEvent,
     MetricsSink,
     Outbox,
     Outcome,
@@ -489,8 +490,8 @@ class Scheduler:
 
     # -- what a turn carries out (``turns.Actions``; outside the lock) ------------------------------
 
-    def metric(self, event: Callable[[Any], None]) -> None:
-        event(self._metrics)
+    def metric(self, event: MetricEvent) -> None:
+        event.report(self._metrics)
 
     def reached(self) -> None:
         with self._cv:

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from throttled_admin._engine import Outbox, Request
+from throttled_admin._engine import MetricEvent, Outbox, Request
 
 __all__ = ["Actions", "Cut", "Sending", "Turns"]
 
@@ -68,7 +68,7 @@ class Cut:
 class Actions(Protocol):
     """What the driver does for each kind of action of a step (outside the engine's lock)."""
 
-    def metric(self, event: Callable[[Any], None]) -> None: ...
+    def metric(self, event: MetricEvent) -> None: ...
 
     def read_views(self, names: list[str]) -> None: ...
 

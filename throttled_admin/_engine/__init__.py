@@ -2,8 +2,9 @@
 parts: calls and topics (``work``), what a result means (``classify``) and what then becomes of the topic
 (``verdict``), the round-trip floor (``round_trip``), the KIP-219 gate (``throttle``), the connection an abandoned
 request may still hold (``connection``), pacing to the mutation quota (``pacer``), the retry back-off (``retry``),
-the controller's batch cap (``batch_cap``), waiting for every broker's Metadata (``visibility``) and how far a
-client's connections got before any broker answered it (``contact``).
+the controller's batch cap (``batch_cap``), waiting for every broker's Metadata (``visibility``), how far a
+client's connections got before any broker answered it (``contact``) and the metric events the engine emits
+(``metric_events``), and the engine's own settings (``config``).
 
 No threads, no clock, no sockets: the driver (``throttled_admin._driver``) feeds it events and the time, and
 does what its ``Outbox`` says. It depends only on ``throttled_admin._kafka`` (Kafka's own rules) and the error
@@ -13,17 +14,18 @@ kinds (``throttled_admin._errors``); tests/test_layout.py checks that.
 from __future__ import annotations
 
 from throttled_admin._engine.classify import Outcome, classify, error_of, is_broker_answer
+from throttled_admin._engine.config import EngineConfig
 from throttled_admin._engine.connection import DRAIN_NAME, Drained
 from throttled_admin._engine.contact import ContactFailure, broker_address, contact_failure, wrong_listener
 from throttled_admin._engine.machine import (
     CONTACT_PROBE_TIMEOUT_S,
     FIRST_CONTACT_TIMEOUT_S,
     Engine,
-    MetricsSink,
     Outbox,
     Request,
     closed_here,
 )
+from throttled_admin._engine.metric_events import MetricEvent, MetricsSink, RecordingSink
 from throttled_admin._engine.pacer import MutationQuota, Pacer
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.visibility import BrokerViews, TopicView
@@ -49,12 +51,15 @@ __all__ = [
     "ContactFailure",
     "Drained",
     "Engine",
+    "EngineConfig",
+    "MetricEvent",
     "MetricsSink",
     "MutationQuota",
     "Operation",
     "Outbox",
     "Outcome",
     "Pacer",
+    "RecordingSink",
     "Request",
     "RequestKind",
     "RetryBackoff",

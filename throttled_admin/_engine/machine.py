@@ -41,13 +41,14 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from confluent_kafka import KafkaError, KafkaException
 
-from throttled_admin._engine.batch_cap import MAX_RECORDS_PER_REQUEST, BatchCap
+from throttled_admin._engine.batch_cap import BatchCap
 from throttled_admin._engine.classify import (
     REDPANDA_QUOTA_MESSAGE,
     Outcome,
@@ -56,8 +57,19 @@ from throttled_admin._engine.classify import (
     is_broker_answer,
     was_written,
 )
+from throttled_admin._engine.config import MAX_RECORDS_PER_REQUEST, MAX_TOPICS_PER_REQUEST, EngineConfig
 from throttled_admin._engine.connection import Connection, Drained
 from throttled_admin._engine.contact import ContactFailure, contact_failure
+from throttled_admin._engine.metric_events import (
+    BackedOff,
+    CallFinished,
+    MetricEvent,
+    MutationsAdmitted,
+    QuotaViolations,
+    RequestSent,
+    ResponseThrottle,
+    Retried,
+)
 from throttled_admin._engine.pacer import MutationQuota, Pacer
 from throttled_admin._engine.redpanda import RedpandaHold
 from throttled_admin._engine.retry import RetryBackoff
@@ -86,16 +98,12 @@ __all__ = [
     "MAX_RECORDS_PER_REQUEST",
     "MAX_TOPICS_PER_REQUEST",
     "Engine",
-    "MetricsSink",
     "Outbox",
     "Request",
     "closed_here",
 ]
 
-MAX_TOPICS_PER_REQUEST = 1000  # librdkafka's cost per request grows faster than linearly with its size
-# MAX_RECORDS_PER_REQUEST (batch_cap): a KRaft controller refuses a whole request that makes more metadata records
-# than its cap; the engine starts at Kafka's 10,000 and learns a lower cap (``BatchCap``). A single topic larger
-# than the limit is sent alone, and gets the broker's answer.
+# MAX_TOPICS_PER_REQUEST and MAX_RECORDS_PER_REQUEST: the defaults of the engine's limits (``EngineConfig``)
 COALESCE_RATIO = 2.0  # rule c: the longest time budget in a request is at most this times the shortest
 _LIBRDKAFKA_MAX_TIMEOUT_S = 3600.0  # request_timeout / operation_timeout range of librdkafka
 _MIN_MARGIN_S = 0.05  # the least time kept between the controller's deadline and the call's
@@ -128,28 +136,7 @@ CONTACT_VERDICT_MARGIN_S = 0.5
 AUTH_ERROR_TTL_S = 5.0
 
 
-class MetricsSink(Protocol):
-    """Where metric events go (``ClientMetrics`` exports them through OpenTelemetry)."""
-
-    def record_throttle(self, node_id: int | None, throttle_ms: float) -> None: ...
-
-    def record_violations(self, operation: str, topics: int) -> None: ...
-
-    def record_retry(self, operation: str) -> None: ...
-
-    def record_request(self, operation: str, topics: int, mutations: int) -> None: ...
-
-    def record_admitted(self, operation: str, mutations: int) -> None: ...
-
-    def record_backoff(self, operation: str, seconds: float) -> None: ...
-
-    def record_call(self, operation: str, seconds: float, error_type: str | None) -> None: ...
-
-
-MetricEvent = Callable[[MetricsSink], None]
 Settlement = tuple[Topic, BaseException | None]
-
-_request_ids = itertools.count(1)
 
 
 @dataclass(eq=False)
@@ -162,7 +149,7 @@ class Request:
     sent_at: float
     expires_at: float  # librdkafka's own timeout, plus a grace: the slot is freed by then at the latest
     kwargs: dict[str, Any]  # confluent-kafka's per-request settings
-    id: int = field(default_factory=lambda: next(_request_ids))
+    id: int  # numbered by its engine, from 1
     results: dict[str, BaseException | None] = field(default_factory=dict)
     first_result_at: float | None = None
     answered_at: float | None = None  # when the first broker answer came
@@ -193,16 +180,29 @@ class Outbox:
     wake_at: float = math.inf
 
 
+_DEFAULT_CONFIG = EngineConfig()
+
+
 class Engine:
     """Not thread-safe: the driver serializes every call (under its lock)."""
 
-    def __init__(self, *, pacer: Pacer | None, backoff: RetryBackoff, socket_timeout_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        *,
+        pacer: Pacer | None,
+        backoff: RetryBackoff,
+        socket_timeout_s: float = 60.0,
+        config: EngineConfig = _DEFAULT_CONFIG,
+    ) -> None:
         """``socket_timeout_s``: librdkafka's ``socket.timeout.ms``, how long an abandoned request may stay on its
-        connection (``connection``)."""
+        connection (``connection``). ``config``: the engine's limits and its back-off's seed (``config``)."""
+        self._config = config
         self._pacer = pacer
         self._backoff = backoff
+        self._random = random.Random(config.seed)  # the back-off's jitter
+        self._call_ids, self._request_ids = itertools.count(1), itertools.count(1)
         self._gate = ThrottleTracker()
-        self._cap = BatchCap()
+        self._cap = BatchCap(config.max_records_per_request)
         self._own_pacer = False  # the pacer is the engine's own (Redpanda's answers), not the caller's
         self._redpanda = RedpandaHold()
         self._visibility = Visibility()
@@ -283,6 +283,7 @@ class Engine:
                 else:
                     self._holders[topic.name] = [held, topic]
         call.unsettled = len(topics)
+        call.id = next(self._call_ids)
         self._calls[call.id] = call
         if not topics:
             self._account(call, call.started_at)
@@ -654,7 +655,7 @@ class Engine:
         # Recorded before the call's last future resolves (metric events go first): a caller that waits for the
         # results and then reads the metrics always finds this call in them.
         operation, seconds, error_type = call.kind.operation.name, now - call.started_at, call.error_type
-        self._metric(lambda m: m.record_call(operation, seconds, error_type))
+        self._metric(CallFinished(operation, seconds, error_type))
 
     def _fail_on_auth_error(self, now: float) -> None:
         assert self._auth_error is not None
@@ -743,9 +744,9 @@ class Engine:
         if answered:  # Redpanda's refused topics are charged all the same: the pacer's mirror counts them
             self._learn_from_answer(request, results, charged + accepted, response.throttle_s, now)
         if accepted:
-            self._metric(lambda m: m.record_admitted(operation, accepted))
+            self._metric(MutationsAdmitted(operation, accepted))
         if retried:
-            self._metric(lambda m: m.record_retry(operation))
+            self._metric(Retried(operation))
 
     def _note_connection(
         self, request: Request, results: dict[str, BaseException | None], answered: bool, now: float
@@ -810,7 +811,7 @@ class Engine:
         if not answered:
             return 0.0
         if not request.events:
-            self._metric(_throttle_event(None, 0.0))  # librdkafka sends no event for an unthrottled response
+            self._metric(ResponseThrottle(None, 0.0))  # librdkafka sends no event for an unthrottled response
         return max((throttle_s for _, throttle_s in request.events), default=0.0)
 
     def _redpanda_refusals(self, request: Request, response: _Response, now: float) -> tuple[float, int]:
@@ -857,7 +858,7 @@ class Engine:
         throttle_s, delays, message = response.throttle_s, response.quota_delays, _message(exc)
         call = topic.call
         operation = call.kind.operation.name
-        self._metric(lambda m: m.record_violations(operation, 1))
+        self._metric(QuotaViolations(operation, 1))
         topic.throttled_at = now
         topic.throttle_ms = int(throttle_s * 1000 + 0.5)
         if not call.retry_on_quota_violation or topic.cancelled:  # after an unanswered attempt: _final_error
@@ -869,7 +870,7 @@ class Engine:
             # with jitter per call, starting at about one round trip and reset whenever the call makes progress.
             if call.id not in delays:
                 initial_ms = max(_MIN_QUOTA_BACKOFF_S, self._round_trip.expected_s(1, now, min_samples=1)) * 1000
-                delays[call.id] = self._backoff.delay_s(call.quota_backoffs, initial_ms)
+                delays[call.id] = self._backoff.delay_s(call.quota_backoffs, self._random, initial_ms)
                 call.quota_backoffs += 1
             topic.not_before = now + delays[call.id]
         call.queued[topic.name] = topic
@@ -918,7 +919,7 @@ class Engine:
         if error is not None and error.code() == KafkaError.NOT_CONTROLLER:
             self._refresh_metadata = True
         if call.id not in delays:
-            delays[call.id] = self._backoff.delay_s(call.transient_retries)
+            delays[call.id] = self._backoff.delay_s(call.transient_retries, self._random)
             call.transient_retries += 1
         delay_s = delays[call.id]
         if topic.cancelled or call.remaining_s(now) <= delay_s + self._round_trip.expected_s(1, now, min_samples=1):
@@ -1053,13 +1054,13 @@ class Engine:
         elif not waiting and self._gate_wait is not None:
             operation, since = self._gate_wait
             self._gate_wait = None
-            self._metric(lambda m: m.record_backoff(operation, now - since))
+            self._metric(BackedOff(operation, now - since))
 
     def _refuse(self, call: Call, throttle_ms: int, now: float) -> None:
         """Fail a call's queued topics as throttled without sending them (counted as quota violations)."""
         queued = list(call.queued.values())
         operation = call.kind.operation.name
-        self._metric(lambda m: m.record_violations(operation, len(queued)))
+        self._metric(QuotaViolations(operation, len(queued)))
         for topic in queued:
             if topic.outcome_unknown:  # its earlier attempt may have been applied: not a plain "throttled"
                 why = f"an earlier attempt was not answered, and the broker's throttle ({throttle_ms} ms) kept it from "
@@ -1097,7 +1098,7 @@ class Engine:
                 if topic.not_before <= now and self._sendable(topic):
                     yield topic
                     count += 1
-                    if count >= MAX_TOPICS_PER_REQUEST:
+                    if count >= self._config.max_topics_per_request:
                         return
 
     def _compose(self, kind: RequestKind, candidates: list[Topic], now: float) -> float:
@@ -1116,11 +1117,12 @@ class Engine:
         kwargs: dict[str, Any] = {"request_timeout": request_timeout_s, "operation_timeout": operation_timeout_s}
         if kind.operation.validate_only:
             kwargs["validate_only"] = kind.validate_only
-        request = Request(kind, chosen, mutations, now, now + request_timeout_s + ABANDON_GRACE_S, kwargs)
+        expires_at = now + request_timeout_s + ABANDON_GRACE_S
+        request = Request(kind, chosen, mutations, now, expires_at, kwargs, next(self._request_ids))
         self._request = request
         self._out.send = request
         operation, count = kind.operation.name, len(chosen)
-        self._metric(lambda m: m.record_request(operation, count, mutations))
+        self._metric(RequestSent(operation, count, mutations))
         return self._request_wake_at(request)
 
     def _choose(
@@ -1130,7 +1132,8 @@ class Engine:
         no longer be answered before its deadline is settled instead (``_too_late``), and one whose call's time
         budget is far from the others' waits for a request of its own (rule c). Returns the topics, their
         mutations, and the shortest and longest time budget of their calls."""
-        budget = self._pacer.batch_budget(now) if self._pacer is not None else math.inf
+        pending_cost = sum(topic.cost or 0 for topic in candidates)
+        budget = self._pacer.batch_budget(now, pending_cost) if self._pacer is not None else math.inf
         chosen: list[Topic] = []
         mutations = records = 0
         shortest = longest = 0.0  # the time budgets of the calls chosen (rule c)
@@ -1227,8 +1230,8 @@ class _Response:
 _OnVerdict = Callable[[Engine, Topic, "BaseException | None", Outcome, _Response, float], bool]
 
 
-def _throttle_event(node_id: int | None, throttle_s: float) -> MetricEvent:
-    return lambda sink: sink.record_throttle(node_id, throttle_s * 1000)
+def _throttle_event(node_id: int, throttle_s: float) -> ResponseThrottle:
+    return ResponseThrottle(node_id, throttle_s * 1000)
 
 
 # No result for the topic: the response left it out, or librdkafka never completed the request.

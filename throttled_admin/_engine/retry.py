@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 __all__ = ["RetryBackoff"]
 
@@ -22,7 +22,6 @@ class RetryBackoff:
     max_ms: float = 1000.0  # retry.backoff.max.ms
     multiplier: float = 2.0
     jitter: float = 0.2
-    _random: random.Random = field(default_factory=random.Random, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.initial_ms) and self.initial_ms >= 0):
@@ -30,13 +29,14 @@ class RetryBackoff:
         if not (math.isfinite(self.max_ms) and self.max_ms >= 0):
             raise ValueError(f"retry.backoff.max.ms must be a non-negative number, got {self.max_ms!r}")
 
-    def delay_s(self, attempts: int, initial_ms: float | None = None) -> float:
-        """The wait before retry number ``attempts`` + 1 (``attempts`` = retries so far); ``initial_ms`` overrides
-        where the sequence starts (error 89 without a throttle starts at about one round trip)."""
+    def delay_s(self, attempts: int, rng: random.Random, initial_ms: float | None = None) -> float:
+        """The wait before retry number ``attempts`` + 1 (``attempts`` = retries so far), its jitter drawn from
+        ``rng`` (the engine's: ``EngineConfig.seed``); ``initial_ms`` overrides where the sequence starts (error
+        89 without a throttle starts at about one round trip)."""
         initial = self.initial_ms if initial_ms is None else initial_ms
         if initial <= 0:
             return 0.0
         ceiling = max(initial, self.max_ms)
         term = min(initial * self.multiplier ** min(attempts, 32), ceiling)
-        spread = self._random.uniform(1 - self.jitter, 1 + self.jitter) if self.jitter else 1.0
+        spread = rng.uniform(1 - self.jitter, 1 + self.jitter) if self.jitter else 1.0
         return term * spread / 1000

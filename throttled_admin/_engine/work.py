@@ -7,7 +7,6 @@ request (coalescing). Everything here is guarded by the scheduler's lock.
 
 from __future__ import annotations
 
-import itertools
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -120,9 +119,6 @@ class RequestKind:
     validate_only: bool
 
 
-_call_ids = itertools.count(1)
-
-
 @dataclass(eq=False)
 class Call:
     kind: RequestKind
@@ -133,7 +129,7 @@ class Call:
     operation_timeout_s: float | None
     started_at: float  # monotonic seconds, from the driver's clock (the engine reads no clock)
     wait_for_metadata: bool = False  # applied topics resolve once every broker's Metadata shows them
-    id: int = field(default_factory=lambda: next(_call_ids))
+    id: int = 0  # numbered by the engine it is submitted to, from 1
     queued: dict[str, Topic] = field(default_factory=dict)  # waiting to be sent, in order
     in_flight: dict[str, Topic] = field(default_factory=dict)
     awaiting: dict[str, Topic] = field(default_factory=dict)  # applied, until every broker shows it (visibility)

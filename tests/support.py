@@ -1,0 +1,56 @@
+"""Helpers shared by the test files: the repository's root, free loopback ports, waiting on a condition, what a
+future failed with, and the types of the ``quota_broker`` fixture and of a confluent-kafka conf.
+
+Test files import these from here, never from conftest.py (which holds only fixtures and hooks)."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from throttled_admin.testing import QuotaBroker
+
+__all__ = ["REPO", "BrokerFactory", "Conf", "free_port", "port_open", "raised", "wait_until"]
+
+REPO = Path(__file__).resolve().parent.parent
+
+#: The ``quota_broker`` fixture (throttled_admin.testing's pytest plugin): QuotaBroker's keywords, a started broker.
+BrokerFactory = Callable[..., QuotaBroker]
+
+#: A confluent-kafka conf as ``AdminClient(conf)`` is typed (its stub leaves out the callbacks, ``error_cb`` ...).
+Conf = dict[str, str | int | float | bool]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float = 30.0, interval_s: float = 0.02) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval_s)
+    return predicate()
+
+
+def port_open(port: int) -> bool:
+    """Whether something accepts TCP connections on 127.0.0.1:``port``."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def raised(future: Future[Any], timeout_s: float | None = None) -> BaseException:
+    """What ``future`` failed with; a future that succeeded fails the test here."""
+    exc = future.exception(timeout_s)
+    assert exc is not None, "the future succeeded"
+    return exc

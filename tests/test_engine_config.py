@@ -1,0 +1,63 @@
+"""The engine's own settings (``_engine/config.py``): a test sets its limits, its back-off's seed and sees its ids
+through ``EngineConfig``, with no module global to patch."""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import NewTopic
+
+from throttled_admin._engine import CREATE_TOPICS, Call, Engine, EngineConfig, RequestKind, RetryBackoff, Topic
+
+REQUEST_TIMED_OUT = KafkaException(KafkaError(KafkaError.REQUEST_TIMED_OUT))  # nothing applied: retried
+
+
+def engine_with(names: list[str], config: EngineConfig) -> tuple[Engine, Call, list[Topic]]:
+    engine = Engine(pacer=None, backoff=RetryBackoff(), config=config)  # retry.backoff.ms 100, jitter 20 %
+    engine.on_probe(True, 0.0)
+    call = Call(RequestKind(CREATE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.0)
+    topics = [Topic(name, NewTopic(name, 1, 1), call, None, 1, 2) for name in names]
+    engine.submit(call, topics)
+    return engine, call, topics
+
+
+def retried_after(seed: int) -> list[float]:
+    """The back-offs of five transient failures in a row of one topic."""
+    engine, _, [topic] = engine_with(["a"], EngineConfig(seed=seed))
+    waits, now = [], 0.0
+    for _ in range(5):
+        out = engine.step(now)
+        assert out.send is not None
+        now += 0.01
+        engine.on_results(out.send, {"a": REQUEST_TIMED_OUT}, now)
+        engine.step(now)
+        waits.append(topic.not_before - now)
+        now = topic.not_before
+    return waits
+
+
+def test_the_seed_makes_the_back_offs_jitter_repeat() -> None:
+    waits = retried_after(7)
+    assert retried_after(7) == waits
+    assert retried_after(8) != waits
+    assert all(0.8 <= wait / min(0.1 * 2**n, 1.0) <= 1.2 for n, wait in enumerate(waits))  # retry.backoff.max.ms 1000
+
+
+def test_the_topics_per_request_and_the_records_cap_are_the_configs() -> None:
+    names = [f"t{i}" for i in range(5)]
+    engine, _, _ = engine_with(names, EngineConfig(max_topics_per_request=2))
+    out = engine.step(0.0)
+    assert out.send is not None
+    assert out.send.names == ["t0", "t1"]
+    engine, _, _ = engine_with(names, EngineConfig(max_records_per_request=6))  # 2 records a topic
+    assert engine.max_records_per_request == 6
+    out = engine.step(0.0)
+    assert out.send is not None
+    assert out.send.names == ["t0", "t1", "t2"]
+
+
+def test_each_engine_numbers_its_calls_and_requests_from_one() -> None:
+    for _ in range(2):
+        engine, call, _ = engine_with(["a"], EngineConfig())
+        out = engine.step(0.0)
+        assert out.send is not None
+        assert (call.id, out.send.id) == (1, 1)

@@ -1,0 +1,29 @@
+"""The engine's own settings, fixed for its life: its limits and where its randomness comes from.
+
+The client's settings (retry.backoff.ms, a mutation quota, socket.timeout.ms) reach the engine as its other
+arguments; these are the engine's, with Kafka's and librdkafka's values as defaults, so that a test can make them
+small or deterministic without touching a module global. Ids are the engine's too: it numbers the calls submitted
+to it and the requests it makes, each from 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from throttled_admin._engine.batch_cap import MAX_RECORDS_PER_REQUEST
+
+__all__ = ["MAX_RECORDS_PER_REQUEST", "MAX_TOPICS_PER_REQUEST", "EngineConfig"]
+
+MAX_TOPICS_PER_REQUEST = 1000  # librdkafka's cost per request grows faster than linearly with its size
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    # the most topics one request carries
+    max_topics_per_request: int = MAX_TOPICS_PER_REQUEST
+    # the batch cap to start from (``batch_cap``): a KRaft controller refuses a whole request that makes more
+    # metadata records than its cap; the engine starts at Kafka's 10,000 and learns a lower cap. A single topic
+    # larger than the limit is sent alone, and gets the broker's answer.
+    max_records_per_request: int = MAX_RECORDS_PER_REQUEST
+    # the seed of the retry back-off's jitter (``retry``); None: seeded from the operating system
+    seed: int | None = None
