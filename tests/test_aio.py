@@ -141,8 +141,11 @@ async def test_cancelling_the_awaiting_task_withdraws_unsent_topics(quota_broker
 
         futures = await admin.create_topics([NewTopic("w1", 1, 1), NewTopic("w2", 1, 1)])
         waiter = asyncio.ensure_future(asyncio.gather(*futures.values()))
-        await asyncio.sleep(0.2)  # mid-throttle: nothing can have been sent
+        [first] = creates(broker)
+        assert first.responded_at is not None
         waiter.cancel()
+        # Mid-throttle (the client waits it out from the answer on): w1 and w2 are queued, not sent.
+        assert time.monotonic() < first.responded_at + first.throttle_time_ms / 1000
         with pytest.raises(asyncio.CancelledError):
             await waiter
         assert all(f.cancelled() for f in futures.values())

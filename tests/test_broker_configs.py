@@ -4,7 +4,6 @@ wire client (for the fields and versions a full client does not expose)."""
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -194,19 +193,28 @@ def test_values_are_validated_with_kafkas_messages(configs: dict[str, str | None
 
 def test_valid_values_are_accepted_as_java_parses_them() -> None:
     """ConfigDef.parseType trims values, reads booleans case-insensitively and splits lists on commas;
-    ThrottledReplicaListValidator accepts '*' or partition:broker pairs."""
-    validate_topic_configs(
-        {
-            "retention.ms": " -1 ",
-            "cleanup.policy": "compact, delete",
-            "preallocate": "TRUE",
-            "min.cleanable.dirty.ratio": "1e-1",
-            "compression.zstd.level": "-131072",
-            "leader.replication.throttled.replicas": "0:1,1:2",
-            "follower.replication.throttled.replicas": "*",
-            "local.retention.ms": "1000",
-        }
-    )
+    ThrottledReplicaListValidator accepts '*' or partition:broker pairs. Each is shown as Java shows it."""
+    configs = {
+        "retention.ms": " -1 ",
+        "cleanup.policy": "compact, delete",
+        "preallocate": "TRUE",
+        "min.cleanable.dirty.ratio": "1e-1",
+        "compression.zstd.level": "-131072",
+        "leader.replication.throttled.replicas": "0:1,1:2",
+        "follower.replication.throttled.replicas": "*",
+        "local.retention.ms": "1000",
+    }
+    assert _refusal(lambda: validate_topic_configs(configs)) is None
+    assert {name: canonical(TOPIC_CONFIGS[name], value) for name, value in configs.items()} == {
+        "retention.ms": "-1",
+        "cleanup.policy": "compact,delete",
+        "preallocate": "true",
+        "min.cleanable.dirty.ratio": "0.1",
+        "compression.zstd.level": "-131072",
+        "leader.replication.throttled.replicas": "0:1,1:2",
+        "follower.replication.throttled.replicas": "*",
+        "local.retention.ms": "1000",
+    }
 
 
 # -- CreateTopics ---------------------------------------------------------------------------------
@@ -574,12 +582,36 @@ def test_described_values_are_printed_as_java_prints_them() -> None:
 )
 def test_any_config_value_is_accepted_or_refused_with_a_config_error(name: str, value: str) -> None:
     """Whatever a client sends, validation ends in a value or ConfigException's INVALID_CONFIG, never in
-    another error (a crashed handler would close the client's connection instead of answering)."""
-    with contextlib.suppress(ConfigError):
-        validate_topic_configs({name: value})
-    if name in TOPIC_CONFIGS:
-        with contextlib.suppress(ConfigError):
-            canonical(TOPIC_CONFIGS[name], value)
+    another error (a crashed handler would close the client's connection instead of answering): an unknown name
+    is refused by name; a value that does not parse is refused with the same message by validation and by
+    DescribeConfigs' rendering; a value that parses is shown in a form that sets the same value again."""
+    refused = _refusal(lambda: validate_topic_configs({name: value}))
+    if name not in TOPIC_CONFIGS:
+        assert refused is not None
+        assert str(refused) == f"Unknown topic config name: {name}"
+        return
+    key = TOPIC_CONFIGS[name]
+    unparsed = _refusal(lambda: canonical(key, value))
+    if unparsed is not None:
+        assert refused is not None, f"{value!r} does not parse, yet validation accepted it"
+        assert str(refused) == str(unparsed)
+        assert name in str(refused)
+        return
+    shown = canonical(key, value)
+    assert canonical(key, shown) == shown
+    if refused is None:
+        assert _refusal(lambda: validate_topic_configs({name: shown})) is None
+    else:  # the value parses: refused only by a rule across configs
+        assert name in ("min.compaction.lag.ms", "max.compaction.lag.ms", "remote.storage.enable"), str(refused)
+
+
+def _refusal(attempt: Callable[[], object]) -> ConfigError | None:
+    """The ConfigError ``attempt`` raised, or None when it returned."""
+    try:
+        attempt()
+    except ConfigError as exc:
+        return exc
+    return None
 
 
 def test_odd_resources_are_answered_not_crashed(any_broker: AnyBroker) -> None:

@@ -523,11 +523,34 @@ def test_a_response_lost_to_a_dropped_connection_is_not_logged_as_answered(quota
         assert wire.is_closed_by_peer()
     finally:
         wire.close()
-    time.sleep(0.7)  # past the latency: the handler has woken up
+    assert wait_until(lambda: broker.open_connections() == 0, 10)  # past the latency: the handler is done with it
     [record] = broker.request_log()
     assert record.errors == {"held": 0}
     assert record.responded_at is None
     assert broker.topics() == {"held": 1}
+
+
+def test_open_connections_counts_a_closed_connection_until_its_request_is_handled(quota_broker: BrokerFactory) -> None:
+    """open_connections(): an open connection counts; a closed one (by the client, or dropped by the broker) still
+    counts while the controller handles a request that came on it (held here), and stops counting once the request
+    is applied."""
+    broker = quota_broker()
+    assert broker.open_connections() == 0
+    for closing in ("client", "broker"):
+        wire = WireClient(broker.bootstrap_servers)
+        try:
+            assert wait_until(lambda: broker.open_connections() == 1, 10)
+            held = broker.hold_controller_next(2.0)
+            wire.send(create_topics_request(7, (closing, 1)))
+            assert held.wait(10)  # the controller holds the create
+            if closing == "broker":
+                broker.drop_connections()
+        finally:
+            wire.close()
+        assert broker.open_connections() == 1, closing  # closed, but its create is not yet handled
+        assert closing not in broker.topics()
+        assert wait_until(lambda: broker.open_connections() == 0, 10)
+        assert broker.topics()[closing] == 1
 
 
 # -- garbled and late answers (garble_next, delay_next) --------------------------------------------

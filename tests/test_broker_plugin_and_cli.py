@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 import socket
 import subprocess
 import sys
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import pytest
 
+from tests.cli_helpers import cli_env
 from tests.support import REPO, free_port
 from tests.wire import WireClient, create_topics_request, standalone_broker
 from throttled_admin.testing import QuotaBroker
@@ -124,3 +128,137 @@ def test_stop_and_start_from_code_running_in_an_event_loop() -> None:
             broker.stop()
 
     assert asyncio.run(scenario()) == (0, 1)
+
+
+def test_the_pytest_plugin_works_in_a_strict_user_project(tmp_path: Path) -> None:
+    """Finding 7: a user's test with the quota_broker fixture errored under ``filterwarnings = error``, from
+    kafka-python's deprecated ``importlib.resources.read_text``; the project hid it only in its own pyproject."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "strict-user"\nversion = "0"\n\n'
+        '[tool.pytest.ini_options]\nfilterwarnings = ["error"]\nasyncio_default_fixture_loop_scope = "function"\n'
+    )
+    (tmp_path / "test_topics.py").write_text(
+        "from confluent_kafka.admin import AdminClient, NewTopic\n\n\n"
+        "def test_create(quota_broker):\n"
+        "    broker = quota_broker(controller_mutation_rate=5)\n"
+        '    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})\n'
+        '    admin.create_topics([NewTopic("orders", 1, 1)])["orders"].result(30)\n'
+        '    assert broker.topics() == {"orders": 1}\n'
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-W", "error"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=cli_env(),
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert re.search(r"\b1 passed\b", result.stdout), result.stdout
+    assert "warning" not in result.stdout.lower(), result.stdout
+
+
+def _without_kafka_python(tmp_path: Path) -> dict[str, str]:
+    """An environment in which ``import kafka`` fails as it does without the testing extra."""
+    shadow = tmp_path / "no-extra"
+    shadow.mkdir()
+    (shadow / "kafka.py").write_text('raise ModuleNotFoundError("No module named \'kafka\'", name="kafka")\n')
+    env = cli_env()
+    env["PYTHONPATH"] = f"{shadow}{os.pathsep}{env['PYTHONPATH']}"
+    return env
+
+
+def test_the_test_broker_without_its_extra_says_so_in_one_line(tmp_path: Path) -> None:
+    """``python -m throttled_admin.testing`` without the testing extra ended in a traceback."""
+    env = _without_kafka_python(tmp_path)
+    run = subprocess.run(
+        [sys.executable, "-m", "throttled_admin.testing", "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert run.returncode == 2
+    assert run.stdout == ""
+    assert run.stderr.splitlines() == [
+        "python -m throttled_admin.testing: error: throttled_admin.testing needs kafka-python, the 'testing' extra: "
+        "pip install -e '.[testing]' in a checkout"
+    ]
+    # Code importing it still gets an ImportError naming the extra.
+    imported = subprocess.run(
+        [sys.executable, "-c", "import throttled_admin.testing"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert imported.returncode == 1
+    assert imported.stderr.splitlines()[-1] == (
+        "ImportError: throttled_admin.testing needs kafka-python, the 'testing' extra: "
+        "pip install -e '.[testing]' in a checkout"
+    )
+
+
+# Each option of ``python -m throttled_admin.testing`` with a value other than its default (the port is in the
+# banner's address).
+_BROKER_OPTIONS = {
+    "--num-brokers": ["--num-brokers", "3"],
+    "--controller-mutation-rate": ["--controller-mutation-rate", "5"],
+    "--quota-window-num": ["--controller-mutation-rate", "5", "--quota-window-num", "3"],
+    "--quota-window-size-s": ["--controller-mutation-rate", "5", "--quota-window-size-s", "0.5"],
+    "--request-percentage": ["--request-percentage", "20"],
+    "--request-time-cost-ms": ["--request-time-cost-ms", "7"],
+    "--enforcement": ["--enforcement", "strict"],
+    "--max-records-per-op": ["--max-records-per-op", "500"],
+    "--metadata-lag-ms": ["--metadata-lag-ms", "1500"],
+    "--user": ["--user", "alice:secret-pw"],
+    "--broker-config": ["--broker-config", "num.partitions=3"],
+}
+
+
+def test_the_broker_banner_lists_every_option_that_changes_behaviour() -> None:
+    """The banner omitted --metadata-lag-ms (and --max-records-per-op, --request-time-cost-ms, --num-brokers)."""
+    from throttled_admin.testing.__main__ import build_parser, settings_text
+
+    parser = build_parser()
+    options = {o for action in parser._actions for o in action.option_strings} - {"-h", "--help", "--port"}
+    assert options == set(_BROKER_OPTIONS)
+    for option, argv in _BROKER_OPTIONS.items():
+        base = argv[:2] if option in ("--quota-window-num", "--quota-window-size-s") else []
+        assert settings_text(parser.parse_args(argv)) != settings_text(parser.parse_args(base)), option
+    banner = settings_text(parser.parse_args(["--num-brokers", "3", "--metadata-lag-ms", "1500", "--user", "a:pw"]))
+    assert "3 brokers, controller node 0" in banner
+    assert "metadata lag 1500 ms on the brokers but the controller" in banner
+    assert "at most 10000 records per operation" in banner
+    assert "pw" not in banner  # never a password
+
+
+def test_the_running_broker_banner_names_its_metadata_lag() -> None:
+    with subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "throttled_admin.testing",
+            "--port",
+            "0",
+            "--num-brokers",
+            "2",
+            "--metadata-lag-ms",
+            "1500",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=cli_env(),
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            banner = proc.stdout.readline()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    assert "QuotaBroker listening on 127.0.0.1:" in banner
+    assert "2 brokers, controller node 0; metadata lag 1500 ms on the brokers but the controller" in banner

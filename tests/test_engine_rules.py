@@ -45,6 +45,9 @@ from throttled_admin._engine.metric_events import (
     Retried,
 )
 from throttled_admin._engine.visibility import (
+    FIRST_READ_S,
+    GROWTH,
+    MAX_INTERVAL_S,
     READ_BEFORE_DEADLINE_S,
     READ_COST_FACTOR,
     READ_WHILE_SENDING_S,
@@ -545,6 +548,114 @@ def test_wait_for_metadata_reads_a_call_still_sending_from_near_its_deadline() -
     assert out.send is not None  # left unanswered
     assert out.wake_at <= 0.5
     assert engine.step(0.5).read_views == second.names  # before the two seconds: the deadline is near
+
+
+def _wait_call(engine: Engine, names: list[str], at: float, timeout_s: float) -> list[Topic]:
+    call = Call(
+        RequestKind(CREATE_TOPICS, False),
+        at + timeout_s,
+        int(timeout_s * 1000),
+        True,
+        None,
+        None,
+        started_at=at,
+        wait_for_metadata=True,
+    )
+    topics = [Topic(name, NewTopic(name, 1, 1), call, None, 1, 2) for name in names]
+    engine.submit(call, topics)
+    return topics
+
+
+def _ids_read(engine: Engine, now: float) -> None:
+    """Creates of wait_for_metadata calls: every broker's ids of their names are read before the first send
+    (issue 27, finding 7); here no broker lists them yet."""
+    out = engine.step(now)
+    assert out.read_views is not None
+    assert out.send is None
+    engine.on_views({1: {}, 2: {}}, now)
+
+
+def _sent(out: Outbox) -> Request:
+    assert out.send is not None, f"nothing sent (wake at {out.wake_at})"
+    return out.send
+
+
+def _engine() -> Engine:
+    engine = Engine(pacer=None, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
+    engine.on_probe(True, 0.0)
+    return engine
+
+
+def test_a_call_deferred_while_sending_does_not_make_another_calls_reads_back_to_back() -> None:
+    """Call A waits for "x", which a broker is slow to show (metadata lag); call B, a bulk create, is still sending
+    and its applied topics are deferred (READ_WHILE_SENDING_S). A's reads should be spaced from FIRST_READ_S
+    growing to MAX_INTERVAL_S: about 7 reads in 2 s. Every answer comes 10 ms after its read."""
+    engine = _engine()
+    _wait_call(engine, ["x"], 0.0, 30.0)
+    bulk = [f"t{i}" for i in range(2 * MAX_TOPICS_PER_REQUEST + 1)]
+    _wait_call(engine, bulk, 0.0, 30.0)
+    _ids_read(engine, 0.0)
+    first = _sent(engine.step(0.0))  # x and B's first topics share the request
+    engine.on_results(first, dict.fromkeys(first.names), 0.01)
+    out = engine.step(0.01)
+    assert out.read_views is not None
+    assert "x" in out.read_views
+    second = _sent(out)
+    shown = dict.fromkeys(bulk, TopicView(1, True))  # B's topics shown everywhere; x on no broker yet
+    engine.on_views({1: dict(shown), 2: dict(shown)}, 0.02)
+    engine.step(0.02)
+    engine.on_results(second, dict.fromkeys(second.names), 0.03)
+    _sent(engine.step(0.03))  # B's last topic: B still sends, its second request's topics are deferred
+    now, reads = 0.03, []
+    while now < 2.0:
+        out = engine.step(now)
+        if out.read_views is not None:
+            reads.append(now)
+            now += 0.01
+            engine.on_views({1: {"x": TopicView(1, True)}, 2: {}}, now)  # broker 2 still lags on x
+            continue
+        now = min(2.0, max(out.wake_at, now + 0.001))
+    expected = 1 + sum(1 for k in range(20) if sum(min(MAX_INTERVAL_S, FIRST_READ_S * GROWTH**i) for i in range(k)) < 2)
+    assert len(reads) <= expected + 2, f"{len(reads)} reads of every broker in 2 s (spaced: about {expected})"
+
+
+def test_a_call_still_sending_is_not_reported_not_yet_visible_for_topics_visible_long_before() -> None:
+    """Reads take 4 s (busy brokers; a read may take up to its 5 s timeout). Call B (60 s) was submitted at 17 s
+    behind other work; its first request's topics are read at once (a 4 s read: the interval becomes 40 s), its
+    second request's topics are applied at 21.5 s and visible everywhere from then on, and its last request is
+    never answered (it stays in flight until the deadline)."""
+    engine = _engine()
+    start = 17.0
+    bulk = [f"t{i}" for i in range(2 * MAX_TOPICS_PER_REQUEST + 1)]
+    _wait_call(engine, bulk, start, 43.0)  # deadline 60 s
+    _ids_read(engine, start)
+    first = _sent(engine.step(start))
+    engine.on_results(first, dict.fromkeys(first.names), start + 0.01)
+    out = engine.step(start + 0.01)
+    assert out.read_views is not None
+    second = _sent(out)
+    shown = dict.fromkeys(bulk, TopicView(1, True))
+    engine.on_views({1: dict(shown), 2: dict(shown)}, start + 4.01)  # the read took 4 s
+    engine.step(start + 4.01)
+    engine.on_results(second, dict.fromkeys(second.names), 21.5)
+    out = engine.step(21.5)
+    _sent(out)  # the last topic goes out and is never answered
+    now = 21.5
+    outcomes: dict[str, BaseException | None] = {}
+    read_out_at = now if out.read_views is not None else None  # a read of every broker, answered 4 s later
+    now += 0.001
+    while now <= 60.0 and len(outcomes) < len(second.names):
+        if read_out_at is not None and now >= read_out_at + 4.0:
+            engine.on_views({1: dict(shown), 2: dict(shown)}, now)  # every broker shows every topic
+            read_out_at = None
+        out = engine.step(now)
+        outcomes.update({topic.name: exc for topic, exc in out.settle if topic.name in second.names})
+        if out.read_views is not None:
+            read_out_at = now
+        wake = out.wake_at if read_out_at is None else min(out.wake_at, read_out_at + 4.0)
+        now = max(wake, now + 0.001)
+    failed = [name for name, exc in outcomes.items() if isinstance(exc, NotYetVisibleError)]
+    assert not failed, f"{len(failed)} topics visible everywhere since 21.5 s reported NotYetVisibleError at 60 s"
 
 
 # -- KIP-599 retries, the KIP-219 gate, deadlines and request composition ------------------------------------------

@@ -11,6 +11,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from tests.support import BrokerFactory
 from throttled_admin import CannotConnectError
 from throttled_admin._driver.metadata_read import ContactWatch, read_failure, read_metadata
 from throttled_admin._engine import FIRST_CONTACT_TIMEOUT_S, wrong_listener
@@ -129,3 +130,29 @@ def test_a_slow_cluster_is_asked_a_few_times_not_four_times_a_second(quota_broke
     sent = len([r for r in broker.request_log() if r.api_name == "Metadata"]) - before
     assert metadata.brokers
     assert sent <= 5, f"{sent} Metadata requests for one read (0.25 s slices: about 12)"
+
+
+def test_a_wrong_password_reported_after_the_first_slice_still_fails_the_read_at_once(
+    quota_broker: BrokerFactory,
+) -> None:
+    """The command line's and the pipeline's reads fail at once on a wrong password. Here the broker answers the
+    SASL authentication 0.6 s late (a busy broker, a distant one): before issue 21's change the read failed after
+    1.0 s; now it waits for the end of its second slice, the first-contact window or the read's timeout (4 s)."""
+    from throttled_admin.cli._session import AdminSession
+
+    broker = quota_broker(users={"alice": "right"})
+    broker.delay_next("SaslAuthenticate", 0.6, count=5)
+    conf = {
+        "bootstrap.servers": broker.bootstrap_servers,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": "alice",
+        "sasl.password": "wrong",
+    }
+    with AdminSession(conf, retry_on_quota_violation=True, timeout_ms=4000) as session:
+        started = time.monotonic()
+        with pytest.raises(KafkaException) as raised:
+            session.list_topics()
+        elapsed = time.monotonic() - started
+    assert raised.value.args[0].code() == KafkaError._AUTHENTICATION
+    assert elapsed < 2.5, f"the authentication failure ended the read after {elapsed:.1f} s"

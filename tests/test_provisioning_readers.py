@@ -4,11 +4,13 @@ file, the row and the field named."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from throttled_admin.provisioning import PlanError, PlanRow, Profile, read_plan, read_profiles
+from throttled_admin.testing import QuotaBroker
 
 ROWS: list[dict[str, object]] = [
     {
@@ -205,3 +207,35 @@ def test_malformed_profiles_are_rejected_without_echoing_values(
         read_profiles(path)
     assert expected in str(info.value)
     assert "hunter2" not in str(info.value)
+
+
+_LOCATION = re.compile(r"^\S*plan\.(json|csv): (row|line) \d+: field '\w+': ")
+
+
+def test_plan_errors_have_one_location_format_and_suggest_field_names(tmp_path: Path) -> None:
+    """Plan errors located rows in three formats (``file: row 1: field ...``, ``file: file:3: ...`` with the name
+    twice, ``file#1: ...``), and a misspelt field got no "did you mean" though a misspelt profile key did."""
+    from throttled_admin.provisioning import PlanError, apply_plan, read_plan
+
+    typo = tmp_path / "plan.json"
+    typo.write_text('[{"cluster": "dev", "action": "ensure", "topic": "t", "partitons": 3}]')
+    with pytest.raises(PlanError) as misspelt:
+        read_plan(typo)
+    assert _LOCATION.match(str(misspelt.value)), misspelt.value
+    assert str(misspelt.value).endswith("did you mean 'partitions'?")
+
+    twice = tmp_path / "plan.csv"
+    twice.write_text("cluster,action,topic\ndev,ensure,t\ndev,ensure,t\n")
+    with pytest.raises(PlanError) as duplicate:
+        read_plan(twice)
+    assert str(duplicate.value) == f"{twice}: line 3: field 'topic': 't' on cluster 'dev' is already planned by line 2"
+
+    colliding = tmp_path / "plan.json"
+    colliding.write_text(json.dumps([{"cluster": "dev", "action": "ensure", "topic": t} for t in ("a.b", "a_b")]))
+    with QuotaBroker() as broker:
+        results = apply_plan(read_plan(colliding), {"dev": {"bootstrap.servers": broker.bootstrap_servers}})
+    assert [r.status for r in results] == ["created", "failed"]
+    message = results[1].error_message or ""
+    assert _LOCATION.match(message), message
+    assert message.startswith(f"{colliding}: row 2: field 'topic': 'a_b' collides with 'a.b'")
+    assert results[1].error_name == "PLAN_ERROR"

@@ -27,7 +27,7 @@ from tests.reliability_helpers import (
     mutation_requests,
     outcomes,
 )
-from tests.support import BrokerFactory
+from tests.support import BrokerFactory, wait_until
 from throttled_admin import MutationQuota, NewPartitions, NewTopic, ThrottlingQuotaExceededException
 from throttled_admin.testing import QuotaBroker
 
@@ -365,7 +365,8 @@ def test_latency_around_the_deadline_with_retries(quota_broker: BrokerFactory, l
         futures = admin.create_topics([NewTopic(n, 3, 1) for n in names], timeout_ms=1000)
         results = outcomes(futures)
         elapsed_s = time.monotonic() - started
-        time.sleep(latency_s + 0.3)  # whatever was in flight has reached the broker
+    # The client is closed: once the broker is done with its connections, whatever was in flight has been handled.
+    assert wait_until(lambda: broker.open_connections() == 0, timeout_s=10)
     assert elapsed_s < 1 + 1.5
     assert_truthful("create", results, broker.topics(), wanted=dict.fromkeys(names, 3))
 

@@ -21,7 +21,7 @@ import pytest
 from confluent_kafka import KafkaError
 
 from tests.reliability_helpers import assert_truthful, error_code, error_text, hedged, mutation_requests, outcomes
-from tests.support import BrokerFactory
+from tests.support import BrokerFactory, wait_until
 from throttled_admin import NewPartitions, NewTopic, ThrottledAdminClient
 
 THREADS = 32
@@ -233,7 +233,9 @@ def test_close_under_load(quota_broker: BrokerFactory) -> None:
     assert len(refused) == 8
     assert all("closed" in text for text in refused)
     results = outcomes(futures, timeout_s=5)
-    time.sleep(0.3)  # a request written just before close may reach the broker a moment later
+    # A request written just before close may reach the broker a moment later: read the broker once it is done
+    # with the closed client's connections.
+    assert wait_until(lambda: broker.open_connections() == 0, timeout_s=10)
     held = broker.topics()
     assert all(name in held for name, exc in results.items() if exc is None)
     destroyed = {name for name, exc in results.items() if exc is not None and error_code(exc) == KafkaError._DESTROY}

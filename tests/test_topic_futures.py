@@ -5,7 +5,10 @@ made on first need), and the standard library's ``wait``, ``as_completed`` and `
 lock per future makes that one global order. Futures of a call that shared one Condition (an optimisation of
 issue 21) broke it: two threads waiting on futures of the same two calls could take the two locks in opposite
 orders and deadlock, and the scheduler's thread, settling one of those futures, then stopped every call of the
-client (found by review: 4 runs of 4)."""
+client (found by review: 4 runs of 4).
+
+A future whose result raised is freed without the cycle collector, and a failing callback added to a settled
+future is logged, not raised."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import gc
 import subprocess
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, InvalidStateError, as_completed, wait
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -237,3 +241,28 @@ def test_done_callbacks_run_in_the_order_added_one_after_another() -> None:
     assert finished.wait(60)
     assert not overlapped
     assert order == list(range(50))
+
+
+def test_a_future_whose_result_raised_is_freed_without_the_cycle_collector() -> None:
+    gc.disable()
+    try:
+        future = TopicFuture(CallbackRunner())
+        future.set_exception(KafkaException(KafkaError(KafkaError.TOPIC_ALREADY_EXISTS)))
+        with pytest.raises(KafkaException):
+            future.result()
+        ref = weakref.ref(future)
+        del future
+        assert ref() is None, "the future outlives its last reference until the cycle collector runs"
+    finally:
+        gc.enable()
+
+
+def test_a_failing_callback_added_to_a_settled_future_is_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
+    future = TopicFuture(CallbackRunner())
+    future.set_result(None)
+
+    def failing(_: object) -> None:
+        raise ZeroDivisionError
+
+    future.add_done_callback(failing)  # concurrent.futures.Future: logged as "exception calling callback for ..."
+    assert "exception calling callback" in caplog.text

@@ -18,7 +18,7 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=r"(read|open)_text is deprecated", category=DeprecationWarning)
     try:
         import kafka.protocol  # noqa: F401
-    except ImportError as exc:  # depends on the environment (tests/test_issue28_small_things.py)
+    except ImportError as exc:  # depends on the environment (tests/test_broker_plugin_and_cli.py)
         from throttled_admin.testing._extra import missing_extra
 
         raise missing_extra(exc) from exc

@@ -300,6 +300,13 @@ class QuotaBroker:
         current = self._server.records() if self._server else []
         return sorted([*self._records, *current], key=lambda r: r.received_at)[-self._request_log_limit :]
 
+    def open_connections(self) -> int:
+        """Client connections the broker is not yet done with: open, or closed by either side while the broker
+        still handles a request that came on them. 0 once a client has closed its connections means every request
+        it wrote has been handled (or dropped with its connection): a test reads the broker's final state then,
+        instead of sleeping."""
+        return self._server.open_connections() if self._server else 0
+
     def clear_request_log(self) -> None:
         self._records.clear()
         if self._server:

@@ -353,7 +353,7 @@ class Server:
         self._stopping = threading.Event()  # cuts controller latency short when the broker stops
         self._servers: list[asyncio.base_events.Server] = []
         self._transports: set[asyncio.BaseTransport] = set()
-        self._handlers: set[asyncio.Task[Any]] = set()
+        self._handlers: dict[asyncio.Task[Any], asyncio.BaseTransport] = {}  # each handler and its connection
         # One forwarding channel per node: a KRaft broker forwards mutations to the controller one at a time
         # (NodeToControllerChannelManager's client has one request in flight).
         self._forwarding: dict[int, asyncio.Lock] = {}
@@ -404,6 +404,18 @@ class Server:
         loop = self._loop
         if loop is not None:
             asyncio.run_coroutine_threadsafe(self._drop(), loop).result()
+
+    def open_connections(self) -> int:
+        """Client connections not yet done with: open, or closed while their handler still handles or holds a
+        request (a mutation being applied, an answer held by latency)."""
+        loop = self._loop
+        if loop is None or not loop.is_running():
+            return 0
+
+        async def count() -> int:
+            return len(self._transports | set(self._handlers.values()))
+
+        return asyncio.run_coroutine_threadsafe(count(), loop).result()
 
     def records(self) -> list[RequestRecord]:
         with self._records_lock:
@@ -470,7 +482,7 @@ class Server:
         conn = _Connection(node_id, peer, needs_auth=self.context.users is not None)
         task = asyncio.current_task()
         assert task is not None
-        self._handlers.add(task)
+        self._handlers[task] = writer.transport
         try:
             if self.ssl_context is not None and not await self._start_tls(conn, writer):
                 return
@@ -501,7 +513,7 @@ class Server:
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:
-            self._handlers.discard(task)
+            self._handlers.pop(task, None)
             writer.transport.abort()
 
     async def _start_tls(self, conn: _Connection, writer: asyncio.StreamWriter) -> bool:

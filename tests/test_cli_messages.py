@@ -1,6 +1,7 @@
-"""Issue 28, finding 5 and the command line's words: every message the CLI prints names its options, never the
+"""The command line's words: every message the CLI (and the Spark example) prints names its options, never the
 Python parameters they set; the shared checks say which field and which limit (``TopicValueError``, a plan row's
-``error_name``) and each front end words them in its own terms. Each test failed before its fix."""
+``error_name``) and each front end words them in its own terms; a create the controller applied while brokers lag
+is reported created with a warning, and a retry on a quota refusal says what it waits for and how long."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.cli_helpers import REPO, Run, cli_env, run_cli, topics
 from tests.support import BrokerFactory
-from throttled_admin import NewPartitions, NewTopic, NotSentError, TopicValueError
+from throttled_admin import NewPartitions, NewTopic, NotSentError, ThrottledAdminClient, TopicValueError
 from throttled_admin._errors import not_sent_error
 from throttled_admin._validation import check_new_partitions, check_new_topics
 
@@ -202,3 +204,28 @@ def test_a_call_that_runs_out_of_time_names_the_option(quota_broker: BrokerFacto
     assert broker.topics() == {}
     exc = pickle.loads(pickle.dumps(not_sent_error("CreateTopics", 5, "why")))  # the parts travel with it
     assert (type(exc), exc.operation, exc.timeout_ms, exc.reason) == (NotSentError, "CreateTopics", 5, "why")
+
+
+def test_retry_on_quota_violation_says_what_it_waits_for_and_how_long(quota_broker: Any) -> None:
+    """--retry-on-quota-violation waited 9 s in silence."""
+    from tests.cli_helpers import topics
+
+    broker = quota_broker(controller_mutation_rate=10, quota_window_num=1, enforcement="strict")  # burst 10
+    with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        # 100 mutations: 9 s of debt, however long the command below takes to start
+        assert admin.create_topics([NewTopic("debt", 100, 1)])["debt"].exception(30) is None
+    run = topics(
+        broker.bootstrap_servers, "--create", "--topic", "next", "--partitions", "1", "--retry-on-quota-violation"
+    )
+    assert run.returncode == 0, run.output
+    assert run.stdout.strip() == "Created topic next."
+    waiting = re.fullmatch(
+        r"The broker refused the change over the principal's controller mutation quota \(THROTTLING_QUOTA_EXCEEDED\): "
+        r"waiting (\d+) ms for its throttle to end, then sending it again \(--retry-on-quota-violation, within "
+        r"--timeout-ms 60000\)\.",
+        run.stderr.strip(),
+    )
+    assert waiting is not None, run.stderr
+    [refused] = [r for r in broker.request_log() if 89 in r.errors.values()]  # THROTTLING_QUOTA_EXCEEDED
+    assert int(waiting.group(1)) == refused.throttle_time_ms  # the refusal's throttle, as the broker sent it
+    assert refused.throttle_time_ms > 1000

@@ -1,7 +1,10 @@
-"""End-to-end reproductions of scheduler findings: QuotaBroker over loopback, the public ThrottledAdminClient.
+"""Deadlines and truthful outcomes when the broker misbehaves, end to end: QuotaBroker over loopback, the public
+ThrottledAdminClient. One slow or abandoned answer does not lock short calls out (it is not a round trip to plan
+by); a short deadline does not cut short a long call it is sent with; deadlines hold while a slow or stopped broker
+is asked for delete costs; no topic the broker applied is reported as a plain failure after a garbled answer; and
+close() racing a send reports what happened.
 
-Each test asserts the correct behaviour; each failed before the engine (``_engine/machine.py``) and passes with it. What
-the code did before is said above each test, as observed."""
+What the code did before the engine (``_engine/machine.py``) is said above each test, as observed."""
 
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ pytestmark = pytest.mark.slow
 
 
 def client(broker: QuotaBroker, **kwargs: object) -> ThrottledAdminClient:
-    conf = {"bootstrap.servers": broker.bootstrap_servers, "client.id": "findings"}
+    conf = {"bootstrap.servers": broker.bootstrap_servers, "client.id": "scheduler-faults"}
     return ThrottledAdminClient(conf, **kwargs)  # type: ignore[arg-type]
 
 
@@ -43,10 +46,10 @@ def truthful(exc: BaseException | None) -> bool:
     return exc is None or isinstance(exc, OutcomeUnknownError)
 
 
-# -- finding 2: one slow answer locks short calls out ----------------------------------------------
+# -- one slow answer does not lock short calls out -------------------------------------------------
 
 
-# Was (finding 2: the 6 s round trip becomes the estimate (and the margin): every later call with less than about 12
+# Was (the 6 s round trip becomes the estimate (and the margin): every later call with less than about 12
 # s is refused 'not sent: less time was left (3000 ms) than a round trip takes', and since none is sent the estimate
 # never recovers)
 def test_one_slow_answer_does_not_lock_out_calls_with_short_deadlines(quota_broker: BrokerFactory) -> None:
@@ -63,7 +66,7 @@ def test_one_slow_answer_does_not_lock_out_calls_with_short_deadlines(quota_brok
     assert set(broker.topics()) == {"slow", *results}
 
 
-# Was (finding 2: a request whose answer lacks a topic is abandoned after request_timeout + 2 s grace, and that wait
+# Was (a request whose answer lacks a topic is abandoned after request_timeout + 2 s grace, and that wait
 # is recorded as its round trip: later calls with 3 s deadlines are refused 'not sent: less time was left than a
 # round trip takes')
 def test_an_abandoned_request_does_not_count_as_a_round_trip(quota_broker: BrokerFactory) -> None:
@@ -84,10 +87,10 @@ def test_an_abandoned_request_does_not_count_as_a_round_trip(quota_broker: Broke
     assert set(broker.topics()) == {"g1", "g2", *results}
 
 
-# -- finding 3: a short deadline cuts a long one short ---------------------------------------------
+# -- a short deadline does not cut a long one short ------------------------------------------------
 
 
-# Was (finding 3: the 400 ms and 30 s calls share one request whose request and controller timeouts are the short
+# Was (the 400 ms and 30 s calls share one request whose request and controller timeouts are the short
 # call's; librdkafka times it out, the 30 s call re-sends its topic and is told TOPIC_ALREADY_EXISTS 'an earlier
 # attempt ... may have applied it' for a topic its own request created)
 def test_a_short_deadline_does_not_cut_short_a_long_call_it_is_sent_with(quota_broker: BrokerFactory) -> None:
@@ -115,7 +118,7 @@ def test_a_short_deadline_does_not_cut_short_a_long_call_it_is_sent_with(quota_b
         assert "short" not in held
 
 
-# -- finding 4: metadata reads stall deadlines -----------------------------------------------------
+# -- metadata reads do not stall deadlines ---------------------------------------------------------
 
 LATE_BY_AT_MOST_S = 1.0  # generous for a loaded 2-core CI; the finding is 2.5 s (slow broker) and 5 s (stopped)
 
@@ -147,7 +150,7 @@ def doomed_topics(broker: QuotaBroker) -> None:
         broker.create_topic(f"doomed-{i}", 2)
 
 
-# Was (finding 4: with a mutation_quota the scheduler's thread blocks in list_topics to learn delete costs; against
+# Was (with a mutation_quota the scheduler's thread blocks in list_topics to learn delete costs; against
 # a broker answering in 2.5 s, delete calls with 0.2-0.3 s deadlines resolve about 2.3 s late)
 def test_deadlines_hold_while_a_slow_broker_is_asked_for_delete_costs(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()
@@ -161,7 +164,7 @@ def test_deadlines_hold_while_a_slow_broker_is_asked_for_delete_costs(quota_brok
             broker.set_latency(0)
 
 
-# Was (finding 4: with a mutation_quota the scheduler's thread blocks in list_topics (5 s) to learn delete costs;
+# Was (with a mutation_quota the scheduler's thread blocks in list_topics (5 s) to learn delete costs;
 # against a stopped broker, delete calls with 0.2-0.3 s deadlines resolve about 4.7 s late)
 def test_deadlines_hold_while_a_stopped_broker_is_asked_for_delete_costs(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()
@@ -172,10 +175,10 @@ def test_deadlines_hold_while_a_stopped_broker_is_asked_for_delete_costs(quota_b
         delete_with_short_deadlines(admin, broker)
 
 
-# -- finding 5: garbled answers ------------------------------------------------------------------
+# -- garbled answers -------------------------------------------------------------------------------
 
 
-# Was (finding 5: librdkafka fails every topic of an answer with an extra or a doubled result with _BAD_MSG ('failed
+# Was (librdkafka fails every topic of an answer with an extra or a doubled result with _BAD_MSG ('failed
 # to parse response'), and the client passes that on as a plain failure though the broker applied every topic)
 @pytest.mark.parametrize(
     ("api", "how"),

@@ -1,10 +1,9 @@
-"""Issue 28, finding 4: the ``apply`` progress bar tells the truth.
+"""Progress as a person watches it: the ``apply`` progress bar and the demo's progress lines tell the truth.
 
-While a throttle counted down and nothing was admitted, the bar's rate rose (20.4, then 29.1 mutations/s against a
-quota of 9.99/s): it counted a row's mutations when the row finished, and with ``wait_for_metadata`` a row finishes
-when every broker shows it, seconds after the broker admitted it. The rate is now the mutations the broker admitted
-in the quota's window: it never reads above what the broker admitted and decays while nothing is admitted. The demo's
-progress lines are per cluster, as its plot."""
+The bar's rate is the mutations the broker admitted in the quota's window: it never reads above what the broker
+admitted and decays while nothing is admitted, even while rows still wait (with ``wait_for_metadata`` a row finishes
+when every broker shows it, seconds after the broker admitted it; counting a row's mutations when it finished made
+the rate rise during a throttle). The demo's progress lines are per cluster, as its plot."""
 
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
-"""Issue 28, finding 1: one metric series per client and cluster, never overwriting each other.
+"""The attributes of the client's metric series: one series per client and cluster, never overwriting each other.
 
-Two ThrottledAdminClients on two clusters with the default client.id made one series (``messaging.client.id=
-'rdkafka'``), and one client's throttle gauge overwrote the other's; two clients of one quota entity (every
-attribute the same) reported whichever gauge came last."""
+Two clients on two clusters with the default client.id report two series (the cluster id and the first bootstrap
+address tell them apart, not only ``messaging.client.id='rdkafka'``); two clients of one quota entity (every
+attribute the same) aggregate (the max of their maxes, not the last writer's gauge); provisioning labels each
+entity stably across runs; caller-given attributes are checked before anything is made; docs/metrics.md's filter
+names every operation the client records."""
 
 from __future__ import annotations
 
