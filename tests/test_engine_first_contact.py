@@ -110,8 +110,8 @@ def test_a_first_request_waits_for_the_probe_at_most_five_seconds_then_goes_with
     assert out.wake_at == 5.0
     out = machine.step(5.0)
     assert out.send is not None
-    assert out.send.kwargs["request_timeout"] == pytest.approx(34.5)
-    assert out.send.kwargs["operation_timeout"] < 34.5
+    assert out.send.request_timeout_s == pytest.approx(34.5)
+    assert out.send.operation_timeout_s < 34.5
 
 
 def test_once_a_broker_has_answered_requests_carry_their_calls_whole_time() -> None:
@@ -121,7 +121,7 @@ def test_once_a_broker_has_answered_requests_carry_their_calls_whole_time() -> N
     create(machine, 0.2, 40.0)
     out = machine.step(0.2)
     assert out.send is not None
-    assert out.send.kwargs["request_timeout"] == pytest.approx(40.0)
+    assert out.send.request_timeout_s == pytest.approx(40.0)
 
 
 def test_a_throttle_event_is_an_answer() -> None:
@@ -141,7 +141,7 @@ def test_librdkafkas_verdict_that_it_never_built_the_request_is_not_sent_before_
     topic = create(machine, 0.0, 8.0)
     out = machine.step(5.0)
     assert out.send is not None
-    assert out.send.kwargs["request_timeout"] == pytest.approx(2.5)
+    assert out.send.request_timeout_s == pytest.approx(2.5)
     machine.on_results(out.send, {"t": NO_CONTROLLER}, 7.5)  # librdkafka's timer, before the deadline
     out = machine.step(7.5)
     if not out.settle:  # queued again, with too little time left for another verdict: not sent
@@ -211,7 +211,7 @@ def test_the_probe_is_asked_again_while_connections_fail_and_a_broker_that_comes
     machine.on_probe(True, 6.5)
     out = machine.step(6.5)
     assert out.send is not None
-    assert out.send.kwargs["request_timeout"] == pytest.approx(59.5)  # answered: the call's whole time left
+    assert out.send.request_timeout_s == pytest.approx(59.5)  # answered: the call's whole time left
 
 
 def test_a_deadline_shorter_than_the_first_contact_limit_says_cannot_connect() -> None:

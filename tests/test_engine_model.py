@@ -358,7 +358,7 @@ class EngineModel(RuleBasedStateMachine):
             # cancelled is final: a topic whose caller cancelled it may complete in flight, never be sent again
             assert not track.cancelled, f"{track.topic.name} sent after its caller cancelled it"
             track.handed += 1
-        self.flight = Flight(request, tracks, request.kwargs["request_timeout"], budgets=budgets)
+        self.flight = Flight(request, tracks, request.request_timeout_s, budgets=budgets)
         self.flight.contact_capped = not self.answered
 
     def check_one_slot(self) -> None:
@@ -384,12 +384,12 @@ class EngineModel(RuleBasedStateMachine):
         librdkafka waits as long as the longest call would alone, no longer (the first contact's cap aside); the
         controller's deadline ends before every call's own."""
         assert max(budgets) <= COALESCE_RATIO * min(budgets) + EPSILON, f"budgets {budgets} share a request"
-        assert request.kwargs["request_timeout"] <= max(budgets) + EPSILON
+        assert request.request_timeout_s <= max(budgets) + EPSILON
         if self.answered:
-            assert request.kwargs["request_timeout"] >= max(budgets) - EPSILON, f"librdkafka waits less than {budgets}"
+            assert request.request_timeout_s >= max(budgets) - EPSILON, f"librdkafka waits less than {budgets}"
         if len({round(b, 6) for b in budgets}) > 1:
             event("calls of different budgets share a request")
-        assert request.kwargs["operation_timeout"] <= min(budgets) + EPSILON
+        assert request.operation_timeout_s <= min(budgets) + EPSILON
 
     def check_cap_learned(self, tracks: list[Track]) -> None:
         """The batch cap, once learned: a request of several topics is smaller than every one refused whole."""
@@ -404,7 +404,7 @@ class EngineModel(RuleBasedStateMachine):
             return
         assert not self.contact_failing, "handed over while connections fail before their handshake"
         remaining = min(t.topic.call.remaining_s(self.now) for t in tracks)
-        assert request.kwargs["request_timeout"] <= remaining - VERDICT_MARGIN_S + EPSILON, (
+        assert request.request_timeout_s <= remaining - VERDICT_MARGIN_S + EPSILON, (
             "librdkafka's verdict would not come before the deadline"
         )
 

@@ -20,6 +20,8 @@ from throttled_admin import (
     OutcomeUnknownError,
     ThrottlingQuotaExceededException,
 )
+from throttled_admin._client import _keywords
+from throttled_admin._driver.scheduler import SendOrder
 from throttled_admin._engine import (
     CREATE_PARTITIONS,
     CREATE_TOPICS,
@@ -895,12 +897,13 @@ def test_request_timeouts_never_outlive_the_call_and_the_callers_own_caps_are_ke
     engine = reached()
     submit(engine, ["a"], timeout_s=3.0, validate_only=True, request_timeout_s=99.0, operation_timeout_s=5.0)
     create = sent(engine.step(0.0))
-    assert create.kwargs["validate_only"] is True
-    assert create.kwargs["request_timeout"] <= 3.0  # librdkafka's own request ends by the call's deadline
-    assert create.kwargs["operation_timeout"] < 3.0  # the controller's ends before it, with a margin
+    assert _keywords(SendOrder.of(create))["validate_only"] is True
+    assert create.request_timeout_s <= 3.0  # librdkafka's own request ends by the call's deadline
+    assert create.operation_timeout_s < 3.0  # the controller's ends before it, with a margin
     submit(engine, ["a"], at=0.01, operation=DELETE_TOPICS, request_timeout_s=1.5, operation_timeout_s=0.5)
     delete = sent(answer(engine, create, {"a": None}, 0.01))
-    assert delete.kwargs == {"request_timeout": 1.5, "operation_timeout": 0.5}  # no validate_only for deletes
+    keywords = _keywords(SendOrder.of(delete))
+    assert keywords == {"request_timeout": 1.5, "operation_timeout": 0.5}  # no validate_only for deletes
 
 
 def test_a_withdrawn_topic_is_never_sent_and_one_in_flight_cannot_be_withdrawn() -> None:

@@ -74,7 +74,7 @@ class Recorder:
 def a_request() -> Request:
     call = Call(RequestKind(CREATE_TOPICS, False), 10.0, 10000, True, None, None, started_at=0.0)
     topic = Topic("t", NewTopic("t", 1, 1), call, None, 1, 2)
-    return Request(call.kind, [topic], 1, 0.0, 12.0, {}, 1)
+    return Request(call.kind, [topic], 1, 0.0, 12.0, 10.0, 9.5, 1)
 
 
 def an_outbox() -> Outbox:

@@ -80,17 +80,16 @@ class _Transport:
         tells ``sending`` whether confluent-kafka's call ran: while a request is pending, confluent-kafka holds a
         reference to its future ("we need to keep our own refcount", Admin.c), so a count that did not grow says it
         never ran."""
-        method, items, kwargs = order
         try:
             client = self._get()
-            call = getattr(_AdminClientImpl, method)
+            call = getattr(_AdminClientImpl, order.method)
             request: Future[dict[str, KafkaError | None]] = Future()
             request.set_running_or_notify_cancel()  # as AdminClient._create_future: cancel() returns False
             request.add_done_callback(functools.partial(_answer_of, on_answer))
             held = sys.getrefcount(request)
             if not sending.begin():
                 return False
-            call(client, items, request, **kwargs)
+            call(client, order.items, request, **_keywords(order))
             return True
         except BaseException:
             if sending.began and not request.done() and sys.getrefcount(request) <= held:
@@ -125,6 +124,17 @@ class _Transport:
         """Each broker's Metadata of ``names``, read on connections of the reader's own (``_driver/broker_views``)."""
         reader: BrokerViewReader = self._get()._broker_views
         return reader.read_cluster(names, timeout_s)
+
+
+def _keywords(order: SendOrder) -> dict[str, Any]:
+    """confluent-kafka's keyword arguments for the order."""
+    keywords: dict[str, Any] = {
+        "request_timeout": order.request_timeout_s,
+        "operation_timeout": order.operation_timeout_s,
+    }
+    if order.validate_only is not None:
+        keywords["validate_only"] = order.validate_only
+    return keywords
 
 
 def _answer_of(on_answer: Callable[[Answer], None], request: Future[dict[str, KafkaError | None]]) -> None:

@@ -35,6 +35,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from confluent_kafka import KafkaError
@@ -77,8 +78,25 @@ USER_CODE_WAIT_S = 2.0
 
 # A request's answer from librdkafka: each topic's result, or one exception for the whole request.
 Answer = dict[str, BaseException | None] | BaseException
-# What to hand to librdkafka: confluent-kafka's method, the items, and its keywords.
-SendOrder = tuple[str, list[Any], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class SendOrder:
+    """What to hand to librdkafka: confluent-kafka's method, the items, and the request's settings (the transport
+    turns them into confluent-kafka's keywords)."""
+
+    method: str
+    items: list[Any]
+    request_timeout_s: float
+    operation_timeout_s: float
+    validate_only: bool | None = None  # None: the method takes no validate_only (DeleteTopics)
+
+    @classmethod
+    def of(cls, request: Request) -> SendOrder:
+        kind = request.kind
+        validate_only = kind.validate_only if kind.operation.validate_only else None
+        timeouts = request.request_timeout_s, request.operation_timeout_s
+        return cls(kind.operation.method, request.items, *timeouts, validate_only)
 
 
 class MetricsExport(MetricsSink, Protocol):
@@ -98,7 +116,7 @@ class Transport(Protocol):
     """What the scheduler needs from the librdkafka handle; the facade provides it without a strong reference."""
 
     def send(self, order: SendOrder, on_answer: Callable[[Answer], None], sending: Sending) -> bool:
-        """Hand a request (``order``: confluent-kafka's method, the items, its keywords) to librdkafka; ``on_answer`` is
+        """Hand a request (``order``: confluent-kafka's method, the items, its settings) to librdkafka; ``on_answer`` is
         called with its results (from any thread), at most once per batch of results librdkafka completes.
         ``sending.begin()`` just before confluent-kafka's call (False: closed, not sent, return False); cut
         short, ``sending.began`` says whether the call may have run."""
@@ -528,9 +546,9 @@ class Scheduler:
         request = sending.request
         assert request is not None
         sending.closed = self._is_closed
-        method, on_answer = request.kind.operation.method, functools.partial(self._on_answer, request)
+        on_answer = functools.partial(self._on_answer, request)
         try:
-            handed = self._transport.send((method, request.items, request.kwargs), on_answer, sending)
+            handed = self._transport.send(SendOrder.of(request), on_answer, sending)
         except ClientGone:
             raise
         except Exception as exc:  # confluent-kafka refused the call itself: final for every topic, with its reason
@@ -548,9 +566,9 @@ class Scheduler:
     def drain(self, timeout_s: float) -> None:
         """The sentinel (``_engine/connection``): a DeleteTopics of a name no topic can have, behind the request
         librdkafka abandoned on the same connection; its outcome tells when the connection is free or closed."""
-        kwargs = {"request_timeout": timeout_s, "operation_timeout": 1.0}
+        order = SendOrder("delete_topics", [DRAIN_NAME], request_timeout_s=timeout_s, operation_timeout_s=1.0)
         try:
-            self._transport.send(("delete_topics", [DRAIN_NAME], kwargs), self._drained, Sending(None))
+            self._transport.send(order, self._drained, Sending(None))
         except ClientGone:
             raise
         except Exception:  # confluent-kafka refused it (it never does): asking again would only spin

@@ -148,7 +148,8 @@ class Request:
     mutations: int
     sent_at: float
     expires_at: float  # librdkafka's own timeout, plus a grace: the slot is freed by then at the latest
-    kwargs: dict[str, Any]  # confluent-kafka's per-request settings
+    request_timeout_s: float  # librdkafka's own timeout for the request
+    operation_timeout_s: float  # the controller's deadline (the request's timeout_ms)
     id: int  # numbered by its engine, from 1
     results: dict[str, BaseException | None] = field(default_factory=dict)
     first_result_at: float | None = None
@@ -759,10 +760,10 @@ class Engine:
         if request.first_result_at is None or (
             not answered and any(_may_still_be_on_the_connection(exc) for exc in request.results.values())
         ):
-            self._connection.abandoned(now, _controller_timeout_s(request))  # it may still hold the connection
+            self._connection.abandoned(now, request.operation_timeout_s)  # it may still hold the connection
         elif not answered and any(was_written(exc) for exc in results.values()):
             # written and not answered, its connection gone: the broker may have read it just before
-            self._final_at = max(self._final_at, now + _controller_timeout_s(request))
+            self._final_at = max(self._final_at, now + request.operation_timeout_s)
 
     def _learn_batch_cap(self, request: Request, outcomes: dict[str, Outcome]) -> bool:
         """Refused whole for the controller's batch cap: learn it, and send the topics again in smaller requests
@@ -1114,11 +1115,9 @@ class Engine:
         for topic in chosen:
             del topic.call.queued[topic.name]
             topic.call.in_flight[topic.name] = topic
-        kwargs: dict[str, Any] = {"request_timeout": request_timeout_s, "operation_timeout": operation_timeout_s}
-        if kind.operation.validate_only:
-            kwargs["validate_only"] = kind.validate_only
         expires_at = now + request_timeout_s + ABANDON_GRACE_S
-        request = Request(kind, chosen, mutations, now, expires_at, kwargs, next(self._request_ids))
+        request_id = next(self._request_ids)
+        request = Request(kind, chosen, mutations, now, expires_at, request_timeout_s, operation_timeout_s, request_id)
         self._request = request
         self._out.send = request
         operation, count = kind.operation.name, len(chosen)
@@ -1236,11 +1235,6 @@ def _throttle_event(node_id: int, throttle_s: float) -> ResponseThrottle:
 
 # No result for the topic: the response left it out, or librdkafka never completed the request.
 _MISSING = KafkaException(KafkaError(KafkaError._TIMED_OUT, "no result for the topic in the response"))
-
-
-def _controller_timeout_s(request: Request) -> float:
-    """The controller's deadline the request carries (``timeout_ms``), in seconds."""
-    return float(request.kwargs.get("operation_timeout", 0.0))
 
 
 def closed_here(topic: Topic, *, unsent: bool) -> ClientClosedError | NotYetVisibleError:
