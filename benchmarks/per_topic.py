@@ -34,7 +34,7 @@ except ImportError:  # before issue 21: AdminClient's futures, one per topic
     _answer_of = None
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.user_code import CallbackRunner, SerialRunner
-from throttled_admin._engine import CREATE_TOPICS, Call, Engine, RequestKind, RetryBackoff, Topic
+from throttled_admin._engine import CREATE_TOPICS, Call, CallSpec, Engine, RequestKind, RetryBackoff, Topic
 from throttled_admin._telemetry.metrics import ClientMetrics
 from throttled_admin._validation import check_new_topics
 
@@ -64,7 +64,7 @@ def main() -> None:
 
     def new_call() -> Call:
         now = time.monotonic()
-        return Call(kind, now + 60, 60000, True, None, None, now)
+        return Call(CallSpec(kind, now + 60, 60000, True, None, None, now))
 
     def objects(call: Call | None = None) -> list[Topic]:
         call = call or new_call()

@@ -6,7 +6,16 @@ from __future__ import annotations
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 
-from throttled_admin._engine import CREATE_TOPICS, Call, Engine, EngineConfig, RequestKind, RetryBackoff, Topic
+from throttled_admin._engine import (
+    CREATE_TOPICS,
+    Call,
+    CallSpec,
+    Engine,
+    EngineConfig,
+    RequestKind,
+    RetryBackoff,
+    Topic,
+)
 
 REQUEST_TIMED_OUT = KafkaException(KafkaError(KafkaError.REQUEST_TIMED_OUT))  # nothing applied: retried
 
@@ -14,7 +23,7 @@ REQUEST_TIMED_OUT = KafkaException(KafkaError(KafkaError.REQUEST_TIMED_OUT))  # 
 def engine_with(names: list[str], config: EngineConfig) -> tuple[Engine, Call, list[Topic]]:
     engine = Engine(pacer=None, backoff=RetryBackoff(), config=config)  # retry.backoff.ms 100, jitter 20 %
     engine.on_probe(True, 0.0)
-    call = Call(RequestKind(CREATE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.0)
+    call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.0))
     topics = [Topic(name, NewTopic(name, 1, 1), call, None, 1, 2) for name in names]
     engine.submit(call, topics)
     return engine, call, topics

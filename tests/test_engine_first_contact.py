@@ -14,6 +14,7 @@ from throttled_admin import CannotConnectError, NotSentError, OutcomeUnknownErro
 from throttled_admin._engine import (
     CREATE_TOPICS,
     Call,
+    CallSpec,
     Engine,
     Outbox,
     RequestKind,
@@ -41,7 +42,9 @@ def engine() -> Engine:
 
 
 def create(engine: Engine, at: float, timeout_s: float, name: str = "t") -> Topic:
-    call = Call(RequestKind(CREATE_TOPICS, False), at + timeout_s, int(timeout_s * 1000), True, None, None, at)
+    call = Call(
+        CallSpec(RequestKind(CREATE_TOPICS, False), at + timeout_s, int(timeout_s * 1000), True, None, None, at)
+    )
     topic = Topic(name, NewTopic(name, 1, 1), call, None, 1, 2)
     engine.submit(call, [topic])
     return topic

@@ -15,6 +15,7 @@ from throttled_admin._engine import (
     CREATE_TOPICS,
     DELETE_TOPICS,
     Call,
+    CallSpec,
     Engine,
     Operation,
     Outbox,
@@ -34,10 +35,10 @@ def views(*shown: TopicView | None, name: str = "x") -> BrokerViews:
 
 
 def submit(engine: Engine, operation: Operation, item: object, name: str = "x", timeout_s: float = 30.0) -> Topic:
-    call = Call(
+    call = Call(CallSpec(
         RequestKind(operation, False), timeout_s, int(timeout_s * 1000), True, None, None, started_at=0.0,
         wait_for_metadata=True,
-    )  # fmt: skip
+    ))  # fmt: skip
     known = operation.known_cost(item)
     topic = Topic(name, item, call, None, known if known is not None else 0, operation.records(item))
     engine.submit(call, [topic])

@@ -64,7 +64,15 @@ from throttled_admin._engine.visibility import (
     BrokerViews,
     TopicView,
 )
-from throttled_admin._engine.work import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, Call, RequestKind, Topic
+from throttled_admin._engine.work import (
+    CREATE_PARTITIONS,
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    Call,
+    CallSpec,
+    RequestKind,
+    Topic,
+)
 from throttled_admin._kafka.token_bucket import TokenBucket
 
 NAMES = ("a", "b", "c", "d")
@@ -338,7 +346,7 @@ class EngineModel(RuleBasedStateMachine):
         if (call.queued or call.in_flight) and last is not None:
             interval_s = max(READ_WHILE_SENDING_S, READ_COST_FACTOR * self.last_read_s)
             margin_s = READ_BEFORE_DEADLINE_S + 2 * self.last_read_s  # reads near the deadline start earlier
-            assert self.now >= min(last + interval_s, call.deadline - margin_s) - EPSILON, (
+            assert self.now >= min(last + interval_s, call.spec.deadline - margin_s) - EPSILON, (
                 f"views of a call still sending read again after {self.now - last:.3f} s"
             )
         assert set(call.awaiting) <= set(names), "a call's applied topics read about in part"
@@ -423,7 +431,7 @@ class EngineModel(RuleBasedStateMachine):
         truthful outcome (rule f), and refused locally only as rule d and the batch cap allow."""
         assert track.settled is None, f"{track.topic.name} settled twice"
         assert not track.withdrawn, f"{track.topic.name} settled after it was withdrawn"
-        assert self.now <= track.topic.call.deadline + EPSILON, "settled after its deadline"
+        assert self.now <= track.topic.call.spec.deadline + EPSILON, "settled after its deadline"
         track.settled = (self.now, exc)
         self.told.append(track)
         event(f"settled: {_outcome(exc)}")
@@ -440,7 +448,7 @@ class EngineModel(RuleBasedStateMachine):
         wait_for_metadata call only once every broker's last view showed it, "not yet visible" only for such a
         call, and "outcome unknown" only as ``check_unknown`` allows."""
         call = track.topic.call
-        waits = call.wait_for_metadata and not call.kind.validate_only
+        waits = call.spec.wait_for_metadata and not call.kind.validate_only
         if exc is None and waits:
             assert self.shown_everywhere(track), f"{track.topic.name} resolved before every broker showed it"
         elif isinstance(exc, NotYetVisibleError):
@@ -463,7 +471,7 @@ class EngineModel(RuleBasedStateMachine):
         """Rule g: a quota refusal the client made without sending is counted as a violation too."""
         if isinstance(exc, ThrottlingQuotaExceededException):
             assert exc.throttle_time_ms >= 0
-            if track.answered_89_at != self.now and self.now < track.topic.call.deadline - EPSILON:
+            if track.answered_89_at != self.now and self.now < track.topic.call.spec.deadline - EPSILON:
                 self.local_refusals += 1  # refused without sending
         if isinstance(exc, OutcomeUnknownError) and "kept it from being sent again" in str(exc):
             self.local_refusals += 1  # refused by a throttle after an attempt with no answer
@@ -559,14 +567,16 @@ class EngineModel(RuleBasedStateMachine):
         op = OPERATIONS[operation]
         validate_only = validate_only and op.validate_only
         call = Call(
-            kind=RequestKind(op, validate_only),
-            deadline=self.now + timeout_s,
-            timeout_ms=int(timeout_s * 1000),
-            retry_on_quota_violation=retry,
-            request_timeout_s=request_timeout_s,
-            operation_timeout_s=operation_timeout_s,
-            started_at=self.now,
-            wait_for_metadata=wait and not validate_only,  # the options refuse both at once
+            CallSpec(
+                kind=RequestKind(op, validate_only),
+                deadline=self.now + timeout_s,
+                timeout_ms=int(timeout_s * 1000),
+                retry_on_quota_violation=retry,
+                request_timeout_s=request_timeout_s,
+                operation_timeout_s=operation_timeout_s,
+                started_at=self.now,
+                wait_for_metadata=wait and not validate_only,  # the options refuse both at once
+            )
         )
         topics = []
         for name in names:
@@ -1185,7 +1195,7 @@ class EngineModel(RuleBasedStateMachine):
         for track in self.tracks:
             if track.withdrawn:
                 continue
-            if self.closed or track.topic.call.deadline <= self.now:
+            if self.closed or track.topic.call.spec.deadline <= self.now:
                 assert track.settled is not None, f"{track.topic.name} pending past its deadline"
 
     @invariant()
@@ -1196,7 +1206,7 @@ class EngineModel(RuleBasedStateMachine):
             call = track.topic.call
             if call.queued.get(track.topic.name) is not track.topic:
                 continue
-            give_up_at = call.started_at + (0.0 if self.wrong_listener else FIRST_CONTACT_S)
+            give_up_at = call.spec.started_at + (0.0 if self.wrong_listener else FIRST_CONTACT_S)
             assert self.now < give_up_at - EPSILON, (
                 f"{track.topic.name} still waits for a connection that fails before its handshake"
             )
@@ -1261,7 +1271,7 @@ def _retryable(exc: BaseException | None, track: Track, throttled: bool) -> bool
         and (error.str() == REDPANDA or (track.topic.call.kind.operation is DELETE_TOPICS and throttled))
     )
     if quota:
-        return track.topic.call.retry_on_quota_violation
+        return track.topic.call.spec.retry_on_quota_violation
     return code in (KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT) or code < -1
 
 
@@ -1304,7 +1314,7 @@ def _pending(track: Track) -> bool:
 def _reads_ids_first(track: Track) -> bool:
     """A create of a wait_for_metadata call: every broker's ids of its name are read before it is first sent."""
     call = track.topic.call
-    return call.wait_for_metadata and not call.kind.validate_only and call.kind.operation is CREATE_TOPICS
+    return call.spec.wait_for_metadata and not call.kind.validate_only and call.kind.operation is CREATE_TOPICS
 
 
 def _awaiting(track: Track) -> bool:
@@ -1335,12 +1345,12 @@ def test_closed_errors_in_flight_are_outcome_unknown_and_queued_are_not_sent() -
     """close() (rule h) as the model checks it, by type."""
     engine = Engine(pacer=None, backoff=RetryBackoff())
     engine.on_probe(True, 0.0)
-    call = Call(RequestKind(CREATE_TOPICS, False), 10.0, 10000, True, None, None, started_at=0.0)
+    call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 10.0, 10000, True, None, None, started_at=0.0))
     first = Topic("x", NewTopic("x", 1, 1), call, None, 1, 2)
     engine.submit(call, [first])
     out = engine.step(0.0)
     assert out.send is not None
-    later = Call(RequestKind(CREATE_TOPICS, False), 10.0, 10000, True, None, None, started_at=0.0)
+    later = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 10.0, 10000, True, None, None, started_at=0.0))
     second = Topic("x", NewTopic("x", 1, 1), later, None, 1, 2)
     engine.submit(later, [second])
     engine.close(0.1)

@@ -27,6 +27,7 @@ from throttled_admin._engine import (
     CREATE_TOPICS,
     DELETE_TOPICS,
     Call,
+    CallSpec,
     Drained,
     Engine,
     Operation,
@@ -64,7 +65,9 @@ def started(retry: bool = True, timeout_s: float = 10.0) -> tuple[Engine, Topic,
     """A client that has reached the cluster, with one create sent."""
     engine = Engine(pacer=None, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
     engine.on_probe(True, 0.0)
-    call = Call(RequestKind(CREATE_TOPICS, False), timeout_s, int(timeout_s * 1000), retry, None, None, started_at=0.0)
+    call = Call(
+        CallSpec(RequestKind(CREATE_TOPICS, False), timeout_s, int(timeout_s * 1000), retry, None, None, started_at=0.0)
+    )
     topic = Topic("t", NewTopic("t", 1, 1), call, None, 1, 2)
     engine.submit(call, [topic])
     out = engine.step(0.0)
@@ -128,7 +131,7 @@ def test_an_authentication_failure_with_a_request_in_flight_is_outcome_unknown()
     """librdkafka keeps the request and sends it once a connection authenticates: it may yet be applied."""
     engine = Engine(pacer=None, backoff=RetryBackoff())
     engine.on_probe(False, 5.0)  # never answered
-    call = Call(RequestKind(CREATE_TOPICS, False), 60.0, 60000, True, None, None, started_at=0.0)
+    call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 60.0, 60000, True, None, None, started_at=0.0))
     engine.submit(call, [Topic("t", NewTopic("t", 1, 1), call, None, 1, 2)])
     assert engine.step(5.0).send is not None
     engine.on_error(KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error"), 5.1)
@@ -162,14 +165,16 @@ def engine_with(
     engine = Engine(pacer=pacer, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
     engine.on_probe(True, 0.0)
     call = Call(
-        RequestKind(operation, False),
-        timeout_s,
-        int(timeout_s * 1000),
-        retry,
-        None,
-        None,
-        started_at=0.0,
-        wait_for_metadata=wait,
+        CallSpec(
+            RequestKind(operation, False),
+            timeout_s,
+            int(timeout_s * 1000),
+            retry,
+            None,
+            None,
+            started_at=0.0,
+            wait_for_metadata=wait,
+        )
     )
     topics = []
     for name in names:
@@ -441,7 +446,7 @@ def test_wait_for_metadata_holds_the_name_until_visible_and_close_says_applied()
     assert first.send is not None
     engine.on_results(first.send, {"a": None}, 0.01)
     engine.step(0.01)
-    later = Call(RequestKind(DELETE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.02)
+    later = Call(CallSpec(RequestKind(DELETE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.02))
     engine.submit(later, [Topic("a", "a", later, None, 0, 1)])
     assert engine.step(0.02).send is None  # rule a: the create's call still holds the name
     engine.close(0.03)
@@ -474,7 +479,9 @@ def test_delete_applied_during_a_read_for_other_names_is_not_resolved_by_it() ->
     assert out.read_views == ["a"]  # a read of broker views for ["a"] starts
     # a second call deletes "b" (wait_for_metadata) while that read is in progress
     later = Call(
-        RequestKind(DELETE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.02, wait_for_metadata=True
+        CallSpec(
+            RequestKind(DELETE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.02, wait_for_metadata=True
+        )
     )
     engine.submit(later, [Topic("b", "b", later, None, 0, 1)])
     out = engine.step(0.02)
@@ -554,14 +561,16 @@ def test_wait_for_metadata_reads_a_call_still_sending_from_near_its_deadline() -
 
 def _wait_call(engine: Engine, names: list[str], at: float, timeout_s: float) -> list[Topic]:
     call = Call(
-        RequestKind(CREATE_TOPICS, False),
-        at + timeout_s,
-        int(timeout_s * 1000),
-        True,
-        None,
-        None,
-        started_at=at,
-        wait_for_metadata=True,
+        CallSpec(
+            RequestKind(CREATE_TOPICS, False),
+            at + timeout_s,
+            int(timeout_s * 1000),
+            True,
+            None,
+            None,
+            started_at=at,
+            wait_for_metadata=True,
+        )
     )
     topics = [Topic(name, NewTopic(name, 1, 1), call, None, 1, 2) for name in names]
     engine.submit(call, topics)
@@ -690,13 +699,15 @@ def submit(
 ) -> list[Topic]:
     """A call of ``names`` submitted at ``at`` (items: NewTopic(name, 1, 1) or the names themselves, unless given)."""
     call = Call(
-        RequestKind(operation, validate_only),
-        at + timeout_s,
-        int(timeout_s * 1000),
-        retry,
-        request_timeout_s,
-        operation_timeout_s,
-        started_at=at,
+        CallSpec(
+            RequestKind(operation, validate_only),
+            at + timeout_s,
+            int(timeout_s * 1000),
+            retry,
+            request_timeout_s,
+            operation_timeout_s,
+            started_at=at,
+        )
     )
     if items is None:
         items = [NewTopic(name, 1, 1) if operation is CREATE_TOPICS else name for name in names]
@@ -931,7 +942,7 @@ def given_up_on(timeout_s: float = 10.0) -> tuple[Engine, Call]:
     engine, _, first = started(timeout_s=1.0)
     assert first.send is not None
     engine.on_results(first.send, {"t": GAVE_UP}, 1.0)
-    call = Call(RequestKind(CREATE_TOPICS, False), 1.0 + timeout_s, 10000, True, None, None, started_at=1.0)
+    call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 1.0 + timeout_s, 10000, True, None, None, started_at=1.0))
     engine.submit(call, [Topic("u", NewTopic("u", 1, 1), call, None, 1, 2)])
     return engine, call
 
@@ -989,7 +1000,7 @@ def test_which_results_leave_the_connection_busy(result: KafkaException, busy: b
 
 
 def default_creates(engine: Engine, names: list[str], now: float) -> list[Topic]:
-    call = Call(RequestKind(CREATE_TOPICS, False), now + 30.0, 30000, True, None, None, started_at=now)
+    call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), now + 30.0, 30000, True, None, None, started_at=now))
     topics = [Topic(name, NewTopic(name), call, None, None, CREATE_TOPICS.records(NewTopic(name))) for name in names]
     engine.submit(call, topics)
     return topics

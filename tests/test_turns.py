@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka.admin import NewTopic
 
 from throttled_admin._driver.turns import Sending, Turns
-from throttled_admin._engine import CREATE_TOPICS, Call, MetricEvent, Outbox, Request, RequestKind, Topic
+from throttled_admin._engine import CREATE_TOPICS, Call, CallSpec, MetricEvent, Outbox, Request, RequestKind, Topic
 from throttled_admin._engine.metric_events import Retried
 
 # -- the invariants, on Turns itself ---------------------------------------------------------------------------
@@ -72,7 +72,7 @@ class Recorder:
 
 
 def a_request() -> Request:
-    call = Call(RequestKind(CREATE_TOPICS, False), 10.0, 10000, True, None, None, started_at=0.0)
+    call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 10.0, 10000, True, None, None, started_at=0.0))
     topic = Topic("t", NewTopic("t", 1, 1), call, None, 1, 2)
     return Request(call.kind, [topic], 1, 0.0, 12.0, 10.0, 9.5, 1)
 

@@ -41,6 +41,7 @@ from throttled_admin._engine import (
     DELETE_TOPICS,
     BrokerViews,
     Call,
+    CallSpec,
     MutationQuota,
     Operation,
     Pacer,
@@ -426,17 +427,16 @@ class ThrottledAdminClient(AdminClient):
         items = [item for _, item in checked if not isinstance(item, KafkaError)]
         retry = options.retry_on_quota_violation
         timeout_ms = self.default_api_timeout_ms if options.timeout_ms is None else options.timeout_ms
-        call = Call(
-            kind=RequestKind(operation, bool(getattr(options, "validate_only", False))),
-            deadline=0.0,
-            timeout_ms=timeout_ms,
+        spec = CallSpec.starting(
+            RequestKind(operation, bool(getattr(options, "validate_only", False))),
+            scheduler.now(),
+            timeout_ms,
             retry_on_quota_violation=self.retry_on_quota_violation if retry is None else retry,
             request_timeout_s=options.request_timeout,
             operation_timeout_s=options.operation_timeout,
-            started_at=scheduler.now(),
             wait_for_metadata=options.wait_for_metadata,
         )
-        call.deadline = call.started_at + timeout_ms / 1000
+        call = Call(spec)
         # Costs the input does not tell (deletes, partition additions) are read from the cluster only for pacing; a
         # create of -1 partitions costs the cluster's default, which is read for the metrics too.
         unknown = None if self._mutation_quota is not None or operation is CREATE_TOPICS else 0

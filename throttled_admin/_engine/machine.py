@@ -270,7 +270,7 @@ class Engine:
     def submit(self, call: Call, topics: list[Topic]) -> None:
         if self._closed:
             raise RuntimeError(CLOSED_MESSAGE)
-        if call.wait_for_metadata and not call.kind.validate_only and call.kind.operation is CREATE_TOPICS:
+        if call.spec.wait_for_metadata and not call.kind.validate_only and call.kind.operation is CREATE_TOPICS:
             self._unread.update(dict.fromkeys(topics))  # incarnations: the ids before the send (``visibility``)
         default = self._default_partitions
         for topic in topics:
@@ -287,7 +287,7 @@ class Engine:
         call.id = next(self._call_ids)
         self._calls[call.id] = call
         if not topics:
-            self._account(call, call.started_at)
+            self._account(call, call.spec.started_at)
 
     def withdraw(self, topic: Topic, now: float) -> bool:
         """Its caller cancelled the topic (its future's cancel()). Not yet sent: taken back, and True to this and
@@ -467,7 +467,7 @@ class Engine:
             for topic in list(call.in_flight.values()):
                 self._finish(topic, closed_error(operation, sent=True), now)
             for topic in list(call.awaiting.values()):  # applied: the error says so
-                self._finish(topic, not_visible_error(operation, call.timeout_ms, topic.lagging, closed=True), now)
+                self._finish(topic, not_visible_error(operation, call.spec.timeout_ms, topic.lagging, closed=True), now)
         self._request = None
 
     # -- the decision -----------------------------------------------------------------------------
@@ -534,7 +534,7 @@ class Engine:
         for call in list(self._calls.values()):
             if not call.queued:
                 continue
-            give_up_at = call.started_at + (0.0 if failure.definite else FIRST_CONTACT_TIMEOUT_S)
+            give_up_at = call.spec.started_at + (0.0 if failure.definite else FIRST_CONTACT_TIMEOUT_S)
             if now < give_up_at:
                 wake_at = min(wake_at, give_up_at)
                 continue
@@ -586,7 +586,7 @@ class Engine:
                 continue
             if call.queued or call.in_flight:
                 last = call.views_read_at
-                ready_at = now if last is None else min(last + interval_s, call.deadline - margin_s)
+                ready_at = now if last is None else min(last + interval_s, call.spec.deadline - margin_s)
                 if now < ready_at:
                     deferred_until = min(deferred_until, ready_at)
                     deferred.extend(call.awaiting)
@@ -608,7 +608,7 @@ class Engine:
     def _applied(self, topic: Topic, now: float) -> None:
         """The broker applied the topic: resolved now, or once every broker shows it (wait_for_metadata)."""
         call = topic.call
-        if call.wait_for_metadata and not call.kind.validate_only:
+        if call.spec.wait_for_metadata and not call.kind.validate_only:
             call.awaiting[topic.name] = topic
             self._visibility.awaiting(now)
         else:
@@ -655,7 +655,7 @@ class Engine:
             return
         # Recorded before the call's last future resolves (metric events go first): a caller that waits for the
         # results and then reads the metrics always finds this call in them.
-        operation, seconds, error_type = call.kind.operation.name, now - call.started_at, call.error_type
+        operation, seconds, error_type = call.kind.operation.name, now - call.spec.started_at, call.error_type
         self._metric(CallFinished(operation, seconds, error_type))
 
     def _fail_on_auth_error(self, now: float) -> None:
@@ -680,8 +680,8 @@ class Engine:
         """Settle what is past its call's deadline; returns the next deadline (rule e)."""
         next_deadline = math.inf
         for call in list(self._calls.values()):
-            if call.deadline > now:
-                next_deadline = min(next_deadline, call.deadline)
+            if call.spec.deadline > now:
+                next_deadline = min(next_deadline, call.spec.deadline)
                 continue
             for topic in list(call.queued.values()):
                 self._finish(topic, self._gave_up(topic, now), now)
@@ -689,7 +689,9 @@ class Engine:
                 # Sent, not answered by the deadline: it may or may not have been applied; say so.
                 self._finish(topic, unknown_outcome_error(call.kind.operation.name, "no response by the deadline"), now)
             for topic in list(call.awaiting.values()):  # applied, not yet shown by every broker
-                self._finish(topic, not_visible_error(call.kind.operation.name, call.timeout_ms, topic.lagging), now)
+                self._finish(
+                    topic, not_visible_error(call.kind.operation.name, call.spec.timeout_ms, topic.lagging), now
+                )
         return next_deadline
 
     def _gave_up(self, topic: Topic, now: float) -> BaseException:
@@ -716,7 +718,7 @@ class Engine:
             why = "the connection to the controller still carried an earlier request that got no answer"
         else:
             why = "its deadline passed before it could be sent"
-        return not_sent_error(call.kind.operation.name, call.timeout_ms, why)
+        return not_sent_error(call.kind.operation.name, call.spec.timeout_ms, why)
 
     # -- a response -------------------------------------------------------------------------------
 
@@ -862,7 +864,7 @@ class Engine:
         self._metric(QuotaViolations(operation, 1))
         topic.throttled_at = now
         topic.throttle_ms = int(throttle_s * 1000 + 0.5)
-        if not call.retry_on_quota_violation or topic.cancelled:  # after an unanswered attempt: _final_error
+        if not call.spec.retry_on_quota_violation or topic.cancelled:  # after an unanswered attempt: _final_error
             exc = ThrottlingQuotaExceededException(topic.throttle_ms, topic.name, message)
             self._finish(topic, self._final_error(topic, exc), now)
             return False
@@ -958,7 +960,7 @@ class Engine:
             return unknown_outcome_error(operation, why)
         if topic.throttled_at is not None or topic.last_error is not None:
             return self._gave_up(topic, now)
-        return not_sent_error(operation, call.timeout_ms, _CANCELLED)
+        return not_sent_error(operation, call.spec.timeout_ms, _CANCELLED)
 
     def _final_error(self, topic: Topic, exc: BaseException | None) -> BaseException:
         assert exc is not None
@@ -1005,7 +1007,7 @@ class Engine:
             return None
         gate_ms = int(gate_s * 1000 + 0.5)
         for call in list(self._calls.values()):
-            if call.queued and (not call.retry_on_quota_violation or gate_s >= call.remaining_s(now)):
+            if call.queued and (not call.spec.retry_on_quota_violation or gate_s >= call.remaining_s(now)):
                 self._refuse(call, gate_ms, now)
         return now + gate_s
 
@@ -1016,7 +1018,7 @@ class Engine:
             return None
         if self._contact_failure is not None:
             return math.inf  # woken by a broker's answer, or when the calls give up (_first_contact)
-        wait_until = head.call.started_at + FIRST_CONTACT_TIMEOUT_S
+        wait_until = head.call.spec.started_at + FIRST_CONTACT_TIMEOUT_S
         if self._probe == "asked" and now < wait_until:
             return wait_until  # or by the probe's answer
         return None
@@ -1067,7 +1069,7 @@ class Engine:
                 why = f"an earlier attempt was not answered, and the broker's throttle ({throttle_ms} ms) kept it from "
                 self._finish(topic, unknown_outcome_error(operation, why + "being sent again"), now)
                 continue
-            if not call.retry_on_quota_violation or topic.throttled_at is None:
+            if not call.spec.retry_on_quota_violation or topic.throttled_at is None:
                 error = ThrottlingQuotaExceededException(throttle_ms, topic.name)
             else:
                 error = ThrottlingQuotaExceededException(max(throttle_ms, topic.throttle_ms), topic.name)
@@ -1192,7 +1194,7 @@ class Engine:
         # A caller's operation_timeout of 0 (confluent-kafka's "do not wait") is no cap: a Kafka 4 controller
         # refuses a request whose timeout_ms is 0 at once (REQUEST_TIMED_OUT, nothing applied), and answers after
         # the commit whatever the timeout, so the controller deadline derived from the call's deadline stays.
-        caps = [call.operation_timeout_s for call in calls if call.operation_timeout_s]
+        caps = [call.spec.operation_timeout_s for call in calls if call.spec.operation_timeout_s]
         if caps:
             operation_timeout_s = min(operation_timeout_s, *caps)
         operation_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(operation_timeout_s, _LIBRDKAFKA_MAX_TIMEOUT_S))
@@ -1207,7 +1209,7 @@ class Engine:
             why = f"less time was left ({left_ms:.0f} ms) than a round trip takes ({expected_s * 1000:.0f} ms recently)"
         else:
             why = f"less time was left ({left_ms:.0f} ms) than the {margin_s * 1000:.0f} ms kept for the answer"
-        return not_sent_error(call.kind.operation.name, call.timeout_ms, why)
+        return not_sent_error(call.kind.operation.name, call.spec.timeout_ms, why)
 
 
 @dataclass(slots=True)
@@ -1244,7 +1246,7 @@ def closed_here(topic: Topic, *, unsent: bool) -> ClientClosedError | NotYetVisi
     call = topic.call
     operation = call.kind.operation.name
     if call.awaiting.get(topic.name) is topic:  # applied
-        return not_visible_error(operation, call.timeout_ms, topic.lagging, closed=True)
+        return not_visible_error(operation, call.spec.timeout_ms, topic.lagging, closed=True)
     queued = call.queued.get(topic.name) is topic or unsent
     if queued and not topic.outcome_unknown:
         if topic.attempts == 0:

@@ -119,8 +119,10 @@ class RequestKind:
     validate_only: bool
 
 
-@dataclass(eq=False)
-class Call:
+@dataclass(frozen=True)
+class CallSpec:
+    """A call as its caller asked for it: what it does and the time it has. The engine's state of it is ``Call``."""
+
     kind: RequestKind
     deadline: float  # monotonic seconds
     timeout_ms: int
@@ -129,6 +131,31 @@ class Call:
     operation_timeout_s: float | None
     started_at: float  # monotonic seconds, from the driver's clock (the engine reads no clock)
     wait_for_metadata: bool = False  # applied topics resolve once every broker's Metadata shows them
+
+    @classmethod
+    def starting(
+        cls,
+        kind: RequestKind,
+        started_at: float,
+        timeout_ms: int,
+        *,
+        retry_on_quota_violation: bool,
+        request_timeout_s: float | None,
+        operation_timeout_s: float | None,
+        wait_for_metadata: bool = False,
+    ) -> CallSpec:
+        """The call started at ``started_at``: its deadline is ``timeout_ms`` later."""
+        deadline = started_at + timeout_ms / 1000
+        caps = request_timeout_s, operation_timeout_s
+        return cls(kind, deadline, timeout_ms, retry_on_quota_violation, *caps, started_at, wait_for_metadata)
+
+
+@dataclass(eq=False)
+class Call:
+    """The engine's state of one call: its topics by where they are, its back-off counters, what its metrics need;
+    the caller's input is ``spec``."""
+
+    spec: CallSpec
     id: int = 0  # numbered by the engine it is submitted to, from 1
     queued: dict[str, Topic] = field(default_factory=dict)  # waiting to be sent, in order
     in_flight: dict[str, Topic] = field(default_factory=dict)
@@ -139,13 +166,18 @@ class Call:
     error_type: str | None = None  # the first failure's type, for the call's duration metric
     views_read_at: float | None = None  # wait_for_metadata: when its applied topics were last read about
 
+    @property
+    def kind(self) -> RequestKind:
+        return self.spec.kind
+
     def remaining_s(self, now: float) -> float:
-        return self.deadline - now
+        return self.spec.deadline - now
 
     def budget_s(self, now: float) -> float:
         """How long a request of this call may take: what is left, capped by the caller's request_timeout."""
         remaining = self.remaining_s(now)
-        return remaining if self.request_timeout_s is None else min(remaining, self.request_timeout_s)
+        cap = self.spec.request_timeout_s
+        return remaining if cap is None else min(remaining, cap)
 
 
 @dataclass(eq=False, slots=True)  # one per topic of a call: 100,000 in a bulk call
