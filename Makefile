@@ -1,4 +1,4 @@
-# The two commands of the README. Both create .venv on first use and install from this project's own files.
+# The commands of the README. They create their venvs on first use and install from this project's own files.
 PYTHON ?= python3
 # Three workers on two cores, a test file each at a time: the suite mostly waits on sockets and deadlines, not
 # on the CPU (docs/reliability.md has the runs).
@@ -10,7 +10,26 @@ BIN := $(VENV)/bin
 # fetched by Maven into an ignored cache; the tests marked `kafka` run against them. A second fetch costs nothing.
 KAFKA_HOME := .kafka/4.4.0
 
-.PHONY: demo test lint typecheck clean kafka broker-configs
+# The unit, engine and model tests: no broker, no JVM, no Spark (a few start a subprocess or one QuotaBroker).
+# `make test` measures the package's coverage on these; `make test-pythons` runs them on the other Pythons.
+UNIT_TESTS := \
+	tests/test_engine_first_contact.py tests/test_engine_incarnations.py tests/test_engine_model.py \
+	tests/test_engine_rules.py tests/test_engine_verdicts.py tests/test_turns.py tests/test_topic_futures.py \
+	tests/test_quota.py tests/test_token_bucket.py tests/test_sensor.py tests/test_round_trip.py \
+	tests/test_errors.py tests/test_properties.py tests/test_input_parity_properties.py tests/test_validation.py \
+	tests/test_parity_closed_client.py tests/test_metadata_wire.py tests/test_librdkafka_log.py \
+	tests/test_public_api.py tests/test_layout.py tests/test_cli_units.py
+
+# The Pythons besides .venv's (3.11, the full suite) that `requires-python` admits: each gets a venv of its own,
+# .venv-3.X, from pyenv's newest 3.X.* or python3.X on PATH. On them, the unit tests above and two end-to-end
+# suites over loopback: a QuotaBroker create/throttle round trip, and the asyncio client (aio.py reads
+# Task.cancelling, which Python 3.10 lacks).
+OTHER_PYTHONS ?= 3.10 3.12 3.13
+PYENV_ROOT ?= $(HOME)/.pyenv
+E2E_TESTS := tests/test_client_e2e.py::test_strict_create_retries_only_throttled_topics tests/test_aio.py
+python_for = $(or $(lastword $(wildcard $(PYENV_ROOT)/versions/$(1).*/bin/python$(1))),$(shell python$(1) -c 'import sys; print(sys.executable)' 2>/dev/null))
+
+.PHONY: demo test test-unit test-suite test-pythons lint typecheck clean kafka broker-configs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,8 +61,36 @@ kafka: $(KAFKA_HOME)/.fetched
 broker-configs: $(VENV)/.installed-test kafka
 	$(BIN)/python -m tests.real_kafka.broker_configs $(ARGS)
 
+# The suite on 3.11 in two runs side by side (make -j2): the unit tests in one process with the package's coverage,
+# and the rest on PYTEST_ARGS's workers; then the coverage report. coverage.py's tracer about doubles the CPU time
+# of the code it runs, which the whole suite cannot afford within CI's 10 minutes; the unit tests are CPU-bound
+# and take about a minute with it.
 test: lint kafka
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-suite
+	@echo "Coverage of throttled_admin by the unit, engine and model tests (UNIT_TESTS in the Makefile):"
+	$(BIN)/python -m coverage report
+
+# coverage run, not pytest-cov: pytest imports the package (its pytest11 plugin) before pytest-cov starts measuring,
+# so every line run at import (def, class, constants) would count as missed.
+test-unit: $(VENV)/.installed-test
+	$(BIN)/python -m coverage run -m pytest $(UNIT_TESTS)
+
+test-suite: $(VENV)/.installed-test kafka
+	$(BIN)/python -m pytest $(PYTEST_ARGS) $(addprefix --ignore=,$(UNIT_TESTS))
+
+.venv-%/.installed-test: pyproject.toml
+	@test -n "$(call python_for,$*)" || { echo "Python $* not found: install it (pyenv install $*) or put python$* on PATH"; exit 1; }
+	$(call python_for,$*) -m venv .venv-$*
+	.venv-$*/bin/python -m pip install --quiet --upgrade pip
+	.venv-$*/bin/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+.PRECIOUS: .venv-%/.installed-test  # an intermediate of test-python-%: make would delete it
+
+test-python-%: .venv-%/.installed-test
+	.venv-$*/bin/python -m pytest $(PYTEST_ARGS) $(UNIT_TESTS) $(E2E_TESTS)
+
+test-pythons: $(foreach version,$(OTHER_PYTHONS),test-python-$(version))
 
 clean:
-	rm -rf $(VENV) .kafka build *.egg-info .pytest_cache .mypy_cache .ruff_cache demo-admitted-mutations.png
+	rm -rf $(VENV) .venv-* .coverage .kafka build *.egg-info .pytest_cache .mypy_cache .ruff_cache demo-admitted-mutations.png

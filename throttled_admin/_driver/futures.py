@@ -20,7 +20,8 @@ Condition deadlocked two threads waiting on futures of the same two calls, and t
 
 This relies on ``concurrent.futures.Future``'s attributes (``_condition``, ``_state``, ``_result``,
 ``_exception``, ``_waiters``, ``_done_callbacks``), the same in CPython 3.10 to 3.13;
-tests/test_topic_futures.py runs the standard library's own uses of them against this class.
+tests/test_topic_futures.py runs the standard library's own uses of them against this class, on each of those
+Pythons (``make test-pythons``).
 """
 
 from __future__ import annotations
