@@ -3,6 +3,7 @@ near deadlines, blocked callbacks, pacing). Timing is read from the broker's own
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 from collections.abc import Callable
@@ -163,18 +164,29 @@ def test_retry_off_under_a_throttle_fails_at_once_with_the_remaining_throttle(qu
     assert metrics["quota-violation-total"] == 2  # refused locally, counted as the broker's refusals are
 
 
+def _note_thread(seen: list[threading.Thread], future: object) -> None:
+    seen.append(threading.current_thread())
+
+
 def test_a_caller_waiting_for_its_result_takes_the_answer_on_its_own_thread(quota_broker: BrokerFactory) -> None:
     """Issue 21: the answer goes librdkafka -> the waiting caller, one thread hand-off as with bare confluent-kafka,
-    not librdkafka -> the scheduler's thread -> the caller."""
+    not librdkafka -> the scheduler's thread -> the caller. A fast path, not a promise: the scheduler's thread, awake
+    for its own 50 ms poll when the answer comes, may take that turn (1 run in ~5 of a loaded soak), so a few calls
+    are made and the caller's thread must take one of them."""
     broker = quota_broker()
     broker.set_controller_latency(0.5)  # the caller is surely waiting in result() when the answer arrives
+    threads: list[list[threading.Thread]] = []
     with client(broker) as admin:
-        (future,) = admin.create_topics([NewTopic("assist.a", 1, 1)]).values()
-        settled_on: list[threading.Thread] = []
-        cast(TopicFuture, future).add_settled_callback(lambda f: settled_on.append(threading.current_thread()))
-        assert future.result(60) is None
-    assert settled_on == [threading.current_thread()]
-    assert "assist.a" in broker.topics()
+        for attempt in range(5):
+            (future,) = admin.create_topics([NewTopic(f"assist.{attempt}", 1, 1)]).values()
+            settled_on: list[threading.Thread] = []
+            cast(TopicFuture, future).add_settled_callback(functools.partial(_note_thread, settled_on))
+            assert future.result(60) is None
+            threads.append(settled_on)
+            if settled_on == [threading.current_thread()]:
+                break
+    assert threads[-1] == [threading.current_thread()], threads
+    assert all(f"assist.{i}" in broker.topics() for i in range(len(threads)))
 
 
 def test_a_caller_whose_wait_times_out_leaves_the_answer_to_the_scheduler(quota_broker: BrokerFactory) -> None:
