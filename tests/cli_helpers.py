@@ -46,5 +46,24 @@ def run_cli(*args: str, timeout_s: float = 90.0) -> Run:
     return Run(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started)
 
 
+def broker_banner(*args: str) -> str:
+    """The first line ``python -m throttled_admin.testing --port 0 ARGS`` prints (its banner); the broker is then
+    stopped."""
+    with subprocess.Popen(
+        [sys.executable, "-m", "throttled_admin.testing", "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=cli_env(),
+        cwd=REPO,
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            return proc.stdout.readline()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
 def topics(bootstrap: str, *args: str, timeout_s: float = 90.0) -> Run:
     return run_cli("topics", "--bootstrap-server", bootstrap, *args, timeout_s=timeout_s)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_helpers import cli_env
+from tests.cli_helpers import broker_banner, cli_env
 from tests.support import REPO, free_port
 from tests.wire import WireClient, create_topics_request, standalone_broker
 from throttled_admin.testing import QuotaBroker
@@ -237,28 +237,6 @@ def test_the_broker_banner_lists_every_option_that_changes_behaviour() -> None:
 
 
 def test_the_running_broker_banner_names_its_metadata_lag() -> None:
-    with subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "throttled_admin.testing",
-            "--port",
-            "0",
-            "--num-brokers",
-            "2",
-            "--metadata-lag-ms",
-            "1500",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=cli_env(),
-    ) as proc:
-        try:
-            assert proc.stdout is not None
-            banner = proc.stdout.readline()
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+    banner = broker_banner("--num-brokers", "2", "--metadata-lag-ms", "1500")
     assert "QuotaBroker listening on 127.0.0.1:" in banner
     assert "2 brokers, controller node 0; metadata lag 1500 ms on the brokers but the controller" in banner

@@ -10,15 +10,13 @@ import argparse
 import json
 import re
 import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
 
-from tests.cli_helpers import REPO, Run, cli_env, run_cli, topics
+from tests.cli_helpers import REPO, Run, broker_banner, run_cli, topics
 from tests.support import BrokerFactory
 
 if TYPE_CHECKING:
@@ -337,20 +335,7 @@ def test_docs_cli_names_every_flag_of_the_help() -> None:
 
 
 def test_the_standalone_broker_echoes_its_settings() -> None:
-    with subprocess.Popen(
-        [sys.executable, "-m", "throttled_admin.testing", "--port", "0", "--controller-mutation-rate", "5"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=cli_env(),
-        cwd=REPO,
-    ) as proc:
-        try:
-            assert proc.stdout is not None
-            banner = proc.stdout.readline()
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+    banner = broker_banner("--controller-mutation-rate", "5")
     assert "QuotaBroker listening on 127.0.0.1:" in banner
     assert "controller mutation quota 5/s per principal" in banner
     assert "burst 55 mutations" in banner

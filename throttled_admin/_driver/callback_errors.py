@@ -64,12 +64,16 @@ class CallbackErrors:
             done = run(marked)
             with self._cv:
                 self.handed_total += 1
-                while self._handed and self._handed[0].is_set():
-                    self._handed.popleft()
+                self._forget_run()
                 if done is not None and not done.is_set():
                     self._handed.append(done)
 
         return hand_over
+
+    def _forget_run(self) -> None:
+        """Drop the oldest handed-over callbacks that have run (or were dropped); under ``_cv``."""
+        while self._handed and self._handed[0].is_set():
+            self._handed.popleft()
 
     def wait_handed_over(self, timeout: float) -> None:
         """Until the conf callbacks handed over so far have run or one has raised (confluent-kafka's ``poll()``
@@ -80,8 +84,7 @@ class CallbackErrors:
         end = time.monotonic() + timeout
         while True:
             with self._cv:
-                while self._handed and self._handed[0].is_set():
-                    self._handed.popleft()
+                self._forget_run()
                 if not self._handed or self._pending:
                     return
                 oldest = self._handed[0]

@@ -139,7 +139,9 @@ class Pacer:
         bucket = self._bucket
         if bucket is not None and admitted > 0:
             charged_at = min(now, sent_at + self._shortest_round_trip_s)
-            bucket.record(admitted, max(charged_at, bucket.last_update_s or charged_at))
+            if bucket.last_update_s is not None:
+                charged_at = max(charged_at, bucket.last_update_s)  # measured since: it cannot be rewound
+            bucket.record(admitted, charged_at)
             bucket.measure(now)
         if sent_at - self._last_throttle_end > _MAX_REFILL_S:
             self._anchor = None  # the bucket may have filled up since: start a new sample

@@ -145,9 +145,16 @@ class CallSpec:
         wait_for_metadata: bool = False,
     ) -> CallSpec:
         """The call started at ``started_at``: its deadline is ``timeout_ms`` later."""
-        deadline = started_at + timeout_ms / 1000
-        caps = request_timeout_s, operation_timeout_s
-        return cls(kind, deadline, timeout_ms, retry_on_quota_violation, *caps, started_at, wait_for_metadata)
+        return cls(
+            kind=kind,
+            deadline=started_at + timeout_ms / 1000,
+            timeout_ms=timeout_ms,
+            retry_on_quota_violation=retry_on_quota_violation,
+            request_timeout_s=request_timeout_s,
+            operation_timeout_s=operation_timeout_s,
+            started_at=started_at,
+            wait_for_metadata=wait_for_metadata,
+        )
 
 
 @dataclass(eq=False)
