@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import gc
+import socket
 import ssl
 import subprocess
 from collections.abc import Callable, Iterator
@@ -218,3 +219,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
     order = {id(item): index for index, item in enumerate(items)}
     items.sort(key=lambda item: (item.path not in slow_files, order[id(item)]))
+
+
+@pytest.fixture
+def refused_address() -> Iterator[str]:
+    """127.0.0.1:PORT that refuses connections for the whole test: bound and never listening, so no server of a
+    test running beside this one can take the port meanwhile (as it could a port given out and taken back)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield f"127.0.0.1:{sock.getsockname()[1]}"

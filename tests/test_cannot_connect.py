@@ -21,8 +21,10 @@ pytestmark = pytest.mark.slow
     ("address", "reason"),
     [("127.0.0.1:{port}", "Connection refused"), ("localhost{port}", "Failed to resolve")],
 )
-def test_no_reachable_broker_is_reported_as_not_sent_long_before_the_deadline(address: str, reason: str) -> None:
-    address = address.format(port=free_port())
+def test_no_reachable_broker_is_reported_as_not_sent_long_before_the_deadline(
+    address: str, reason: str, refused_address: str
+) -> None:
+    address = address.format(port=refused_address.rsplit(":", 1)[1])
     with ThrottledAdminClient({"bootstrap.servers": address}) as admin:
         futures = admin.create_topics([NewTopic("a", 1, 1), NewTopic("b", 1, 1)], timeout_ms=120_000)
         for future in futures.values():

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,13 +22,6 @@ if TYPE_CHECKING:
     from throttled_admin.provisioning import Progress
 
 SECRET = "Pw-issue20-771"
-
-
-def _refused_address() -> str:
-    """127.0.0.1:PORT with nothing listening (a port the system just gave out and took back)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{sock.getsockname()[1]}"
 
 
 def _records(run: Run) -> list[dict[str, Any]]:
@@ -49,8 +41,8 @@ def _plan(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 
 @pytest.mark.parametrize("action", [["--create", "--topic", "x", "--partitions", "1"], ["--list"]])
-def test_topics_with_nothing_listening_says_cannot_connect(action: list[str]) -> None:
-    address = _refused_address()
+def test_topics_with_nothing_listening_says_cannot_connect(action: list[str], refused_address: str) -> None:
+    address = refused_address
     run = topics(address, *action)
     _report(f"topics {action[0]} refused", run)
     assert run.returncode == 1
@@ -75,8 +67,10 @@ def test_a_malformed_bootstrap_server_is_a_usage_error() -> None:
         assert f"usage: throttled-admin {command[0]}" in run.stderr
 
 
-def test_apply_with_nothing_listening_fails_each_row_with_the_reason_and_stays_quiet(tmp_path: Path) -> None:
-    address = _refused_address()
+def test_apply_with_nothing_listening_fails_each_row_with_the_reason_and_stays_quiet(
+    tmp_path: Path, refused_address: str
+) -> None:
+    address = refused_address
     plan = _plan(tmp_path / "plan.json", [{"cluster": "dev", "action": "create", "topic": f"t{i}"} for i in range(3)])
     run = run_cli("apply", str(plan), "--bootstrap-server", address, "--output", "json")
     _report("apply refused", run)

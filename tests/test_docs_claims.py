@@ -73,14 +73,14 @@ print(result.status, result.error_message)
 """
 
 
-def test_the_pipeline_docs_say_how_to_quiet_librdkafkas_log(tmp_path: Path) -> None:
+def test_the_pipeline_docs_say_how_to_quiet_librdkafkas_log(tmp_path: Path, refused_address: str) -> None:
     """The pipeline docs never said how to quiet librdkafka's log in executor logs; what they say works."""
-    from tests.support import REPO, free_port
+    from tests.support import REPO
 
     docs = (REPO / "docs" / "pipeline.md").read_text()
     section = docs[docs.index("### Quieting librdkafka's log") :]
     assert "log_level: 0" in section[: section.index("## What each action does")]
-    script = _APPLY_UNREACHABLE % free_port()  # nothing listens there
+    script = _APPLY_UNREACHABLE % int(refused_address.rsplit(":", 1)[1])  # nothing listens there
 
     def run(*settings: str) -> subprocess.CompletedProcess[str]:
         args = [sys.executable, "-c", script, *settings]

@@ -9,7 +9,6 @@ so a diagnosis that waited for the deadline fails the assertion on what was said
 from __future__ import annotations
 
 import concurrent.futures
-import socket
 import ssl
 import time
 from pathlib import Path
@@ -32,13 +31,6 @@ from throttled_admin.testing._handlers import ANONYMOUS
 pytestmark = pytest.mark.slow
 
 PASSWORD = "Pw-first-contact-5e1"
-
-
-def refused_address() -> str:
-    """127.0.0.1:PORT with nothing listening (a port the system just gave out and took back)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{sock.getsockname()[1]}"
 
 
 def client_conf(bootstrap: str, protocol: str, ca: Path | None = None) -> dict[str, Any]:
@@ -114,8 +106,10 @@ def test_a_broker_slower_than_five_seconds_an_answer_is_served_as_bare_confluent
 
 
 @pytest.mark.parametrize("protocol", ["PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL"])
-def test_a_client_that_cannot_connect_names_host_and_port_on_every_protocol(protocol: str) -> None:
-    address = refused_address()
+def test_a_client_that_cannot_connect_names_host_and_port_on_every_protocol(
+    protocol: str, refused_address: str
+) -> None:
+    address = refused_address
     error, took_s = create(client_conf(address, protocol), 120_000)
     print(f"[timing] refused, {protocol}: {took_s:.2f} s")
     assert isinstance(error, CannotConnectError), repr(error)

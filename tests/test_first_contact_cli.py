@@ -10,7 +10,6 @@ takes, so a diagnosis that waited for the timeout fails the assertion on what wa
 from __future__ import annotations
 
 import json
-import socket
 import ssl
 from pathlib import Path
 from typing import Any
@@ -26,12 +25,6 @@ pytestmark = pytest.mark.slow
 
 PASSWORD = "Pw-first-contact-cli-93a"
 CREATE = ("--create", "--topic", "x", "--partitions", "1", "--timeout-ms", "120000")
-
-
-def refused_address() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{sock.getsockname()[1]}"
 
 
 def settings(protocol: str, ca: Path | None = None) -> dict[str, Any]:
@@ -83,8 +76,10 @@ def expect_everywhere(run_topics: list[Run], run_apply: Run, rows: list[Any], re
 
 
 @pytest.mark.parametrize("protocol", ["SASL_PLAINTEXT", "SSL"])
-def test_cannot_connect_names_host_and_port_in_topics_apply_and_its_rows(tmp_path: Path, protocol: str) -> None:
-    address = refused_address()
+def test_cannot_connect_names_host_and_port_in_topics_apply_and_its_rows(
+    tmp_path: Path, protocol: str, refused_address: str
+) -> None:
+    address = refused_address
     config = command_config(tmp_path / "client.properties", protocol)
     runs = [topics(address, "--command-config", config, *action) for action in (CREATE, ("--list",))]
     run_apply = apply_json(tmp_path, address, settings(protocol))

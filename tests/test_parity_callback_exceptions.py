@@ -22,7 +22,6 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
-from tests.support import free_port
 from throttled_admin import ThrottledAdminClient
 from throttled_admin.admin import NewTopic
 from throttled_admin.testing import QuotaBroker
@@ -73,10 +72,10 @@ def _client(kind: type[AdminClient], conf: dict[str, Any], closing: list[AdminCl
 @pytest.mark.parametrize("kind", CLIENTS, ids=["confluent-kafka", "throttled_admin"])
 @pytest.mark.parametrize("callback", ["error_cb", "stats_cb"])
 def test_poll_raises_what_the_callback_raised(
-    kind: type[AdminClient], callback: str, closing: list[AdminClient]
+    kind: type[AdminClient], callback: str, closing: list[AdminClient], refused_address: str
 ) -> None:
     raising = Raising(callback)
-    conf = {"bootstrap.servers": f"127.0.0.1:{free_port()}", "log_level": 0, callback: raising}
+    conf = {"bootstrap.servers": refused_address, "log_level": 0, callback: raising}
     if callback == "stats_cb":
         conf["statistics.interval.ms"] = 100
     admin = _client(kind, conf, closing)
@@ -87,13 +86,15 @@ def test_poll_raises_what_the_callback_raised(
 
 
 @pytest.mark.parametrize("kind", CLIENTS, ids=["confluent-kafka", "throttled_admin"])
-def test_poll_raises_what_the_logger_raised(kind: type[AdminClient], closing: list[AdminClient]) -> None:
+def test_poll_raises_what_the_logger_raised(
+    kind: type[AdminClient], closing: list[AdminClient], refused_address: str
+) -> None:
     raising = Raising("logger")
 
     class Logger:
         log = raising
 
-    admin = _client(kind, {"bootstrap.servers": f"127.0.0.1:{free_port()}", "logger": Logger()}, closing)
+    admin = _client(kind, {"bootstrap.servers": refused_address, "logger": Logger()}, closing)
     raised = _poll_until_raised(admin)
     assert isinstance(raised, Boom)
     assert "throttled-admin-scheduler" not in raising.threads
@@ -116,7 +117,7 @@ def test_poll_raises_what_the_throttle_cb_raised_and_the_client_goes_on(
     assert admin.create_topics([NewTopic("after", 1, 1)])["after"].result(60) is None
 
 
-def test_every_exception_comes_out_of_a_poll_in_order(closing: list[AdminClient]) -> None:
+def test_every_exception_comes_out_of_a_poll_in_order(closing: list[AdminClient], refused_address: str) -> None:
     """Ours runs the callbacks whether or not the application polls: what they raised waits for its polls, oldest
     first, one a poll."""
     raised: list[int] = []
@@ -125,22 +126,20 @@ def test_every_exception_comes_out_of_a_poll_in_order(closing: list[AdminClient]
         raised.append(len(raised))
         raise Boom(str(len(raised) - 1))
 
-    admin = _client(
-        ThrottledAdminClient, {"bootstrap.servers": f"127.0.0.1:{free_port()}", "error_cb": error_cb}, closing
-    )
+    admin = _client(ThrottledAdminClient, {"bootstrap.servers": refused_address, "error_cb": error_cb}, closing)
     first = _poll_until_raised(admin)
     second = _poll_until_raised(admin)
     assert (str(first), str(second)) == ("0", "1")
 
 
 @pytest.mark.slow
-def test_an_oauth_cb_that_raises_fails_the_constructor_as_in_confluent_kafka() -> None:
+def test_an_oauth_cb_that_raises_fails_the_constructor_as_in_confluent_kafka(refused_address: str) -> None:
     def oauth_cb(config: str) -> tuple[str, float]:
         raise Boom("from oauth_cb")
 
     # Any: a callback in the conf, which confluent-kafka's stub types as str | int | float | bool values only
     conf: dict[str, Any] = {
-        "bootstrap.servers": f"127.0.0.1:{free_port()}",
+        "bootstrap.servers": refused_address,
         "security.protocol": "SASL_PLAINTEXT",
         "sasl.mechanism": "OAUTHBEARER",
         "oauth_cb": oauth_cb,
@@ -167,7 +166,7 @@ def test_an_oauth_cb_that_raises_fails_the_constructor_as_in_confluent_kafka() -
 # long it takes, and raises what it raises. A slow error_cb (0.5 s) and poll(0.2) make it certain.
 @pytest.mark.parametrize("kind", CLIENTS, ids=["confluent-kafka", "throttled_admin"])
 def test_a_poll_whose_timeout_ends_while_its_callback_runs_raises_what_the_callback_raises(
-    kind: type[AdminClient], closing: list[AdminClient]
+    kind: type[AdminClient], closing: list[AdminClient], refused_address: str
 ) -> None:
     started = threading.Event()
 
@@ -176,7 +175,7 @@ def test_a_poll_whose_timeout_ends_while_its_callback_runs_raises_what_the_callb
         threading.Event().wait(0.5)  # a callback that takes its time (not waiting for anything)
         raise Boom("from a slow error_cb")
 
-    conf = {"bootstrap.servers": f"127.0.0.1:{free_port()}", "log_level": 0, "error_cb": slow_error_cb}
+    conf = {"bootstrap.servers": refused_address, "log_level": 0, "error_cb": slow_error_cb}
     admin = _client(kind, conf, closing)
     raised: BaseException | None = None
     for _ in range(POLLS):  # until a poll() serves the connection's failure (or finds it served)
