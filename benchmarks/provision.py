@@ -7,6 +7,8 @@ Everything measured about the broker's side comes from its request log:
 
 - completion / T*: from the first create_topics call to the last topic's outcome, over the quota's floor
   T* = max(0, N x P - B) / R (the bucket starts full at B and refills at R);
+- on the broker / T*: the same job as the broker saw it, from the first CreateTopics request's arrival to the last
+  answer's leaving (without the client's first contact: its connection, handshake and first reads);
 - topics failed, and of those the ones the broker holds anyway (reported failed, but created);
 - CreateTopics requests, the responses that carried a throttle, and topic entries rejected with error 89
   (THROTTLING_QUOTA_EXCEEDED), or with Redpanda's UNKNOWN_SERVER_ERROR under ``--enforcement redpanda`` (its
@@ -252,6 +254,14 @@ def _spread(values: list[float], fmt: str) -> str:
     return middle if low == high else f"{middle} ({low}-{high})"
 
 
+def broker_span(run: Run) -> float | None:
+    """The job as the broker saw it: from the first CreateTopics request's arrival to the last answer's leaving."""
+    answered = [r.responded_at for r in run.records if r.responded_at is not None]
+    if not answered:
+        return None
+    return max(answered) - min(r.arrived_at for r in run.records)
+
+
 def row(runs: list[Run], args: argparse.Namespace) -> list[str]:
     """One strategy's repetitions: medians, with the range in parentheses when they differ."""
     floor = t_star(args)
@@ -261,10 +271,12 @@ def row(runs: list[Run], args: argparse.Namespace) -> list[str]:
     longest = [max((max(0.0, r.held_s) for r in run.records), default=0.0) for run in runs]
     waited = [sum(max(0.0, r.held_s) for r in run.records) for run in runs]
     peaks = [peak_in_window(run.records, args.window) for run in runs]
+    on_broker = [span / floor for span in map(broker_span, runs) if span is not None] if floor > 0 else []
     return [
         runs[0].strategy,
         _spread([run.seconds for run in runs], "{:.2f}") + " s",
         _spread([run.seconds / floor for run in runs], "{:.2f}") if floor > 0 else "-",
+        _spread(on_broker, "{:.2f}") if floor > 0 and on_broker else "-",
         _spread([float(len(run.failed)) for run in runs], "{:.0f}"),
         _spread([float(sum(name in run.held for name in run.failed)) for run in runs], "{:.0f}"),
         _spread([float(len(run.records)) for run in runs], "{:.0f}"),
@@ -300,6 +312,7 @@ COLUMNS = [
     "strategy",
     "completion",
     "completion / T*",
+    "on the broker / T*",
     "topics failed",
     "failed but on broker",
     "CreateTopics requests",
