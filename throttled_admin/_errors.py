@@ -56,6 +56,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
+from throttled_admin._kafka.refusals import THROTTLING_QUOTA_MESSAGE
+
 __all__ = [
     "CLOSED_MESSAGE",
     "CannotConnectError",
@@ -78,7 +80,7 @@ __all__ = [
     "unknown_outcome_error",
 ]
 
-DEFAULT_MESSAGE = "The throttling quota has been exceeded."
+DEFAULT_MESSAGE = THROTTLING_QUOTA_MESSAGE  # Kafka's, when the broker sends none
 # confluent-kafka's RuntimeError for a call on a closed AdminClient (or one whose __init__ was never called).
 CLOSED_MESSAGE = "AdminClient has been closed"
 

@@ -6,7 +6,7 @@ CreateTopics whose partitions add up to more than the cap), "Excessively large n
 request." (Kafka 4.4: a CreatePartitions adding more) and "Unable to perform excessively large batch operation."
 (``QuorumController``: an operation making more than the cap's metadata records). The cap is
 ``MAX_RECORDS_PER_USER_OP`` = 10,000, a constant in Kafka 4.4.0; other clusters use other caps (AutoMQ raised it),
-so the client learns it.
+so the client learns it. The cap and the messages are in ``_kafka/refusals.py``, shared with the test broker.
 
 The engine sizes requests by records (a topic's own estimate, never below what the controller counts), starting
 at 10,000. A request of several topics refused whole with one of those messages halves the limit below its own
@@ -19,14 +19,11 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError
 
+from throttled_admin._kafka.refusals import BATCH_CAP_MESSAGES, MAX_RECORDS_PER_USER_OP
+
 __all__ = ["BATCH_CAP_MESSAGES", "MAX_RECORDS_PER_REQUEST", "BatchCap", "is_batch_cap"]
 
-MAX_RECORDS_PER_REQUEST = 10_000
-BATCH_CAP_MESSAGES = (
-    "Excessively large number of partitions per request.",
-    "Excessively large number of additional partitions per request.",  # Kafka 4.4, CreatePartitions
-    "Unable to perform excessively large batch operation.",
-)
+MAX_RECORDS_PER_REQUEST = MAX_RECORDS_PER_USER_OP  # the limit to start from: Kafka 4.4's cap
 
 
 def is_batch_cap(error: KafkaError) -> bool:

@@ -27,6 +27,7 @@ import enum
 from confluent_kafka import KafkaError, KafkaException
 
 from throttled_admin._engine.batch_cap import is_batch_cap
+from throttled_admin._kafka.refusals import REDPANDA_QUOTA_MESSAGE
 
 __all__ = ["REDPANDA_QUOTA_MESSAGE", "Outcome", "classify", "error_of", "is_broker_answer", "was_written"]
 
@@ -43,9 +44,6 @@ class Outcome(enum.Enum):
 
 _NOT_APPLIED = {KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT}
 _UNKNOWN = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._MSG_TIMED_OUT, KafkaError._BAD_MSG}
-# Redpanda's refusal past the partition-mutation quota (error 89 from CreateTopics v6, DeleteTopics v5 and
-# CreatePartitions v3 on; UNKNOWN_SERVER_ERROR before)
-REDPANDA_QUOTA_MESSAGE = "Too many partition mutations requested"
 # librdkafka's own errors are RD_KAFKA_RESP_ERR__BEGIN (-200) < code < RD_KAFKA_RESP_ERR__END (-100); -1 is the
 # broker's UNKNOWN_SERVER_ERROR
 _LOCAL_ERRORS = range(-199, -100)

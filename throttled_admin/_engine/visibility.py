@@ -11,15 +11,15 @@ it:
 - a grow: listed with at least the new count, each partition with a leader, and every broker showing one id;
 - a delete: absent.
 
-Incarnations (issue 27, finding 7): a name deleted and created again is another topic, with another id, and a
-lagging broker may still show the old one, whose partitions can be "at least the partitions asked for". A
-create's partition count alone cannot tell the two apart; confluent-kafka sends CreateTopics v4, whose answer has
-no topic id. So before a create of a ``wait_for_metadata`` call is first sent, the engine asks every broker for the
-ids it shows of the name (``Topic.ids_before``: a read of its own, ``Outbox.read_views``), and the create is
-visible once every broker shows one id that was not among them. A broker whose view carries no id (the driver's
-fallback reader, ``_driver/broker_views.py``, or a broker older than Metadata v10) leaves the partition rule
-alone: that is the rule the view allows. Brokers that could not be read before the send contribute no ids; a
-create is sent after one such read, whatever it found, so the reader never keeps a mutation from being sent.
+Incarnations (docs/semantics.md, "Incarnations"): a name deleted and created again is another topic, with another
+id, and a lagging broker may still show the old one, whose partitions can be "at least the partitions asked for". A
+create's partition count alone cannot tell the two apart; confluent-kafka sends CreateTopics v4, whose answer has no
+topic id. So before a create of a ``wait_for_metadata`` call is first sent, the engine asks every broker for the ids
+it shows of the name (``Topic.ids_before``: a read of its own, ``Outbox.read_views``), and the create is visible
+once every broker shows one id that was not among them. A broker whose view carries no id (the driver's fallback
+reader, ``_driver/broker_views.py``, or a broker older than Metadata v10) leaves the partition rule alone: that is
+the rule the view allows. Brokers that could not be read before the send contribute no ids; a create is sent after
+one such read, whatever it found, so the reader never keeps a mutation from being sent.
 
 A broker whose Metadata could not be read does not show it, and a read judges only the names it asked about (a
 delete applied while a read for other names was out is absent from every view without having been asked about).
@@ -29,8 +29,8 @@ everywhere at its call's deadline fails with ``NotYetVisibleError``: applied, no
 
 While a call still has topics to send or in flight, its applied topics are read about at once the first time
 and then at most every ``READ_WHILE_SENDING_S`` (and as usual from ``READ_BEFORE_DEADLINE_S`` before its
-deadline, and once it has nothing left to send): a bulk call of many requests no longer asks every broker
-after each request. Progress still shows: a command line's bar moves every few seconds.
+deadline, and once it has nothing left to send): a bulk call of many requests does not ask every broker after
+each request. Progress still shows: a command line's bar moves every few seconds.
 The interval grows with what reads cost: at least ``READ_COST_FACTOR`` times as long as the last read took, so
 busy brokers, whose answers come slowly, are asked less often; and reads near the deadline start earlier by twice
 the last read's duration, so their answer comes back in time. A read of the ids before a send is never deferred.

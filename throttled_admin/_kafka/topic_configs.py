@@ -23,7 +23,7 @@ from throttled_admin._kafka.config_schema import (
     Synonym,
 )
 
-__all__ = ["TOPIC_CONFIGS"]
+__all__ = ["TOPIC_CONFIGS", "unknown_config_message"]
 
 LONG_MAX = str(2**63 - 1)
 HOUR_MS = 3_600_000
@@ -480,3 +480,8 @@ _CONFIGS = (
 
 # In LogConfig's definition order: ConfigDef.parse reports the first invalid value in this order.
 TOPIC_CONFIGS: dict[str, ConfigKey] = {key.name: key for key in _CONFIGS}
+
+
+def unknown_config_message(name: str) -> str:
+    """Kafka's message for a topic config name it does not know (``LogConfig.validateNames``, INVALID_CONFIG)."""
+    return f"Unknown topic config name: {name}"

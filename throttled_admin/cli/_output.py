@@ -14,12 +14,13 @@ from typing import Any, TextIO
 from confluent_kafka import KafkaError, KafkaException
 
 from throttled_admin import NotSentError, ThrottlingQuotaExceededException, TopicValueError
+from throttled_admin._kafka.refusals import THROTTLING_QUOTA_MESSAGE
 from throttled_admin.cli._conf import Redactor
 
 __all__ = ["ErrorInfo", "Output", "describe_error"]
 
 # Java's ThrottlingQuotaExceededException message when the broker sends none (error 89 never carries one).
-QUOTA_MESSAGE = "The throttling quota has been exceeded."
+QUOTA_MESSAGE = THROTTLING_QUOTA_MESSAGE
 # The client's parameter -> the option that sets it, and the name Kafka gives the error a broker would answer.
 _OPTIONS = {
     "num_partitions": ("--partitions", "INVALID_PARTITIONS"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from throttled_admin._kafka.config_schema import ConfigError, canonical, parse
-from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
+from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS, unknown_config_message
 
 __all__ = ["config_problem", "normalized", "same_value"]
 
@@ -40,7 +40,7 @@ def config_problem(configs: Mapping[str, str], known_names: Iterable[str]) -> st
     known = set(known_names)
     for name in sorted(configs):
         if name not in known:
-            return f"Unknown topic config name: {name}"
+            return unknown_config_message(name)
     for name in sorted(configs):
         key = TOPIC_CONFIGS.get(name)
         if key is None:

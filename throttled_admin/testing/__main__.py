@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 
+from throttled_admin._kafka.refusals import MAX_RECORDS_PER_USER_OP
 from throttled_admin.testing import QuotaBroker
 
 
@@ -66,7 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--enforcement", choices=["by-version", "strict", "permissive", "redpanda"], default="by-version"
     )
     parser.add_argument(
-        "--max-records-per-op", type=int, default=10_000, help="KRaft's cap on one operation's records and partitions"
+        "--max-records-per-op",
+        type=int,
+        default=MAX_RECORDS_PER_USER_OP,
+        help="KRaft's cap on one operation's records and partitions",
     )
     parser.add_argument(
         "--metadata-lag-ms", type=float, default=0, help="non-controller nodes see topic changes this much later"

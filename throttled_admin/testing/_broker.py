@@ -15,8 +15,9 @@ from typing import Any, Literal
 
 from kafka.protocol.api_key import ApiKey
 
+from throttled_admin._kafka.refusals import MAX_RECORDS_PER_USER_OP
 from throttled_admin.testing._cluster import Cluster, CreateSpec
-from throttled_admin.testing._handlers import ANONYMOUS, MAX_RECORDS_PER_USER_OP, BrokerContext
+from throttled_admin.testing._handlers import ANONYMOUS, BrokerContext
 from throttled_admin.testing._quotas import QUOTA_KEY, REQUEST_PERCENTAGE, QuotaEntity, QuotaManager, RequestQuota
 from throttled_admin.testing._sasl import MECHANISMS as SASL_MECHANISMS
 from throttled_admin.testing._sasl import ScramCredentials

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from kafka import errors as kerr
 
+from throttled_admin._kafka.refusals import THROTTLING_QUOTA_MESSAGE
 from throttled_admin._kafka.topic_names import collision_key, topic_name_error
 from throttled_admin.testing._configs import (
     ConfigError,
@@ -51,7 +52,7 @@ class ApiError:
 
 
 NONE = ApiError(0)
-THROTTLED = ApiError.of(kerr.ThrottlingQuotaExceededError, "The throttling quota has been exceeded.")
+THROTTLED = ApiError.of(kerr.ThrottlingQuotaExceededError, THROTTLING_QUOTA_MESSAGE)
 
 
 def invalid_config(message: str) -> ApiError:

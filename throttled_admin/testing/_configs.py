@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from throttled_admin._kafka.config_schema import ConfigError, ConfigKey, ConfigType, Parsed, canonical, parse
-from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
+from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS, unknown_config_message
 from throttled_admin.testing._configs_broker import BROKER_CONFIGS, SYNONYM_GROUPS
 
 __all__ = [
@@ -93,7 +93,7 @@ def validate_topic_configs(configs: Mapping[str, str | None], static_broker: Map
         raise ConfigError("Null value not supported for topic configs: " + ",".join(nulls))
     unknown = [name for name in configs if name not in TOPIC_CONFIGS]
     if unknown:
-        raise ConfigError(f"Unknown topic config name: {unknown[0]}")
+        raise ConfigError(unknown_config_message(unknown[0]))
     # ConfigDef.parse walks the definitions in order over the broker's values overlaid with the topic's;
     # the broker's values are parsed once per broker config, so a topic costs only its own overrides.
     parsed = dict(_parsed_defaults(tuple(sorted((static_broker or {}).items()))))

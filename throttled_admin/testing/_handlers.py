@@ -41,6 +41,12 @@ from kafka.protocol.sasl import (
     SaslHandshakeResponse,
 )
 
+from throttled_admin._kafka.refusals import (
+    MAX_RECORDS_PER_USER_OP,
+    TOO_LARGE_BATCH_MESSAGE,
+    TOO_MANY_ADDED_PARTITIONS_MESSAGE,
+    TOO_MANY_PARTITIONS_MESSAGE,
+)
 from throttled_admin._kafka.topic_names import topic_name_error
 from throttled_admin.testing._cluster import (
     CLUSTER_METADATA_TOPIC,
@@ -58,7 +64,6 @@ from throttled_admin.testing._sasl import SaslFailure, ScramCredentials, evaluat
 
 __all__ = [
     "API_SPECS",
-    "MAX_RECORDS_PER_USER_OP",
     "ApiSpec",
     "BrokerContext",
     "Handled",
@@ -67,16 +72,12 @@ __all__ = [
 ]
 
 ANONYMOUS = "ANONYMOUS"
-# QuorumController.MAX_RECORDS_PER_USER_OP: one operation may make at most this many metadata records; past it
-# the whole operation fails (its BoundedList overflows) and nothing is applied or charged.
-# ReplicationControlManager's MAX_PARTITIONS_PER_BATCH is the same number. Both are constants in Kafka 4.4.0 (no
-# setting names them); QuotaBroker(max_records_per_op=...) sets both, for clusters that use another cap.
-MAX_RECORDS_PER_USER_OP = 10_000
-TOO_LARGE = ApiError.of(kerr.PolicyViolationError, "Unable to perform excessively large batch operation.")
-TOO_MANY_PARTITIONS = ApiError.of(kerr.PolicyViolationError, "Excessively large number of partitions per request.")
-TOO_MANY_ADDED = ApiError.of(
-    kerr.PolicyViolationError, "Excessively large number of additional partitions per request."
-)  # Kafka 4.4's check of a CreatePartitions
+# KRaft's batch cap (``_kafka/refusals.py``: QuorumController's MAX_RECORDS_PER_USER_OP and
+# ReplicationControlManager's MAX_PARTITIONS_PER_BATCH, one number): past it the whole operation fails and nothing
+# is applied or charged. QuotaBroker(max_records_per_op=...) sets both, for clusters that use another cap.
+TOO_LARGE = ApiError.of(kerr.PolicyViolationError, TOO_LARGE_BATCH_MESSAGE)
+TOO_MANY_PARTITIONS = ApiError.of(kerr.PolicyViolationError, TOO_MANY_PARTITIONS_MESSAGE)
+TOO_MANY_ADDED = ApiError.of(kerr.PolicyViolationError, TOO_MANY_ADDED_PARTITIONS_MESSAGE)  # Kafka 4.4's check
 
 
 @dataclass

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 from kafka import errors as kerr
 
+from throttled_admin._kafka.refusals import REDPANDA_QUOTA_MESSAGE
 from throttled_admin._kafka.token_bucket import TokenBucket
 from throttled_admin.testing._cluster import ApiError
 from throttled_admin.testing._quotas import QuotaManager, RequestQuota
 
-__all__ = ["MAX_THROTTLE_MS", "MESSAGE", "RedpandaQuota", "redpanda_error"]
+__all__ = ["MAX_THROTTLE_MS", "RedpandaQuota", "redpanda_error"]
 
-MESSAGE = "Too many partition mutations requested"
 MAX_THROTTLE_MS = 30_000  # Redpanda's max_kafka_throttle_delay_ms default
 _UNKNOWN_SERVER_ERROR = int(kerr.UnknownError.errno)  # -1
 _THROTTLING_QUOTA_EXCEEDED = int(kerr.ThrottlingQuotaExceededError.errno)  # 89
@@ -38,7 +38,7 @@ _THROTTLING_QUOTA_EXCEEDED = int(kerr.ThrottlingQuotaExceededError.errno)  # 89
 def redpanda_error(api_version: int, error_89_since: int) -> ApiError:
     """A refused topic's error: 89 from ``error_89_since`` on, UNKNOWN_SERVER_ERROR (-1) below."""
     code = _THROTTLING_QUOTA_EXCEEDED if api_version >= error_89_since else _UNKNOWN_SERVER_ERROR
-    return ApiError(code, MESSAGE)
+    return ApiError(code, REDPANDA_QUOTA_MESSAGE)
 
 
 class RedpandaQuota(RequestQuota):
