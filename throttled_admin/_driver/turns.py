@@ -30,7 +30,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from throttled_admin._engine import (
     Action,
@@ -45,6 +45,7 @@ from throttled_admin._engine import (
     Request,
     Send,
     Settle,
+    WakeAt,
 )
 
 __all__ = ["Actions", "Cut", "Sending", "Turns"]
@@ -126,21 +127,34 @@ class _Carry:
     sending: Sending | None = None
 
 
-_FIRST = (Emit, Reached, ReadViews, Send, Drain)  # the engine's actions before its settlements
-_READS = (ReadMetadata, Probe)  # ... and after them
+_FLUSH = _Flush()
+# Where the plan puts each kind of the engine's actions: before the settlements, with them, after them (the reads),
+# or nowhere (the wake: the scheduler reads it).
+_BEFORE, _WITH, _AFTER, _NOWHERE = range(4)
+_PLACE = {Emit: _BEFORE, Reached: _BEFORE, ReadViews: _BEFORE, Send: _BEFORE, Drain: _BEFORE}
+_PLACE |= {Settle: _WITH, ReadMetadata: _AFTER, Probe: _AFTER, WakeAt: _NOWHERE}
 
 
 def _plan(out: Outbox, flush: bool) -> list[_Planned]:
     """The step's actions in the engine's order, its settlements as one batch, the metric exports after them
     (``flush``); a turn that sends leaves the reads to the next (the send's answer comes first)."""
-    plan: list[_Planned] = [action for action in out.actions if isinstance(action, _FIRST)]
-    settlements = out.of_kind(Settle)
+    plan: list[_Planned] = []
+    settlements: list[Settle] = []
+    reads: list[_Planned] = []
+    for action in out.actions:
+        place = _PLACE[type(action)]
+        if place == _BEFORE:
+            plan.append(action)
+        elif isinstance(action, Settle):
+            settlements.append(action)
+        elif place == _AFTER:
+            reads.append(action)
     if settlements:
         plan.append(_SettleAll(settlements))
     if flush:
-        plan.append(_Flush())
-    if out.send is None:
-        plan.extend(action for action in out.actions if isinstance(action, _READS))
+        plan.append(_FLUSH)
+    if reads and out.send is None:
+        plan += reads
     return plan
 
 
@@ -241,24 +255,20 @@ class Turns:
             raise
 
 
+# What the driver does for each kind of action but the send (``Turns._send``): a dict of handlers by the action's type
+# (the wake is not in the plan: the scheduler reads it).
+_HANDLERS: dict[type[_Planned], Callable[[Actions, Any], None]] = {
+    Emit: lambda actions, emit: actions.metric(emit.event),
+    Reached: lambda actions, _: actions.reached(),
+    ReadViews: lambda actions, read: actions.read_views(list(read.names)),
+    Drain: lambda actions, drain: actions.drain(drain.request_timeout_s),
+    _SettleAll: lambda actions, settle: actions.settle(settle.settlements),
+    _Flush: lambda actions, _: actions.flush(),
+    ReadMetadata: lambda actions, _: actions.read_metadata(),
+    Probe: lambda actions, _: actions.probe(),
+}
+
+
 def _do(actions: Actions, action: _Planned) -> None:
-    """Carry out one action of the plan other than a send (``Turns._send``)."""
-    match action:
-        case Emit(event):
-            actions.metric(event)
-        case Reached():
-            actions.reached()
-        case ReadViews(names):
-            actions.read_views(list(names))
-        case Drain(request_timeout_s):
-            actions.drain(request_timeout_s)
-        case _SettleAll(settlements):
-            actions.settle(settlements)
-        case _Flush():
-            actions.flush()
-        case ReadMetadata():
-            actions.read_metadata()
-        case Probe():
-            actions.probe()
-        case _:  # pragma: no cover - the plan holds no wake (the scheduler reads it) and sends go through _send
-            raise AssertionError(action)
+    """Carry out one action of the plan other than a send."""
+    _HANDLERS[type(action)](actions, action)

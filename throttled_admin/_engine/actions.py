@@ -108,12 +108,15 @@ class WakeAt:
 
 Action = Emit | Reached | ReadViews | Send | Drain | Settle | ReadMetadata | Probe | WakeAt
 
-_ORDER: dict[type[Action], int] = {
-    kind: rank for rank, kind in enumerate((Emit, Reached, ReadViews, Send, Drain, Settle, ReadMetadata, Probe, WakeAt))
-}
+_KINDS = (Emit, Reached, ReadViews, Send, Drain, Settle, ReadMetadata, Probe, WakeAt)  # the driver's order
+_RANK: dict[type[Action], int] = {kind: rank for rank, kind in enumerate(_KINDS)}
 _FLAGS = (Reached, ReadMetadata, Probe)  # asked for twice between two steps: done once
 
 _Kind = TypeVar("_Kind", bound=Action)
+
+
+def _rank(action: Action) -> int:
+    return _RANK[type(action)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,9 +128,11 @@ class Outbox:
     @classmethod
     def of(cls, actions: Iterable[Action]) -> Outbox:
         """The actions in the driver's order (stable: a kind's own as they were decided), each flag once."""
-        ordered = sorted(actions, key=lambda action: _ORDER[type(action)])
-        kept = [a for i, a in enumerate(ordered) if not (i and isinstance(a, _FLAGS) and ordered[i - 1] == a)]
-        return cls(tuple(kept))
+        ordered = sorted(actions, key=_rank)
+        kinds = list(map(type, ordered))
+        if any(kinds.count(flag) > 1 for flag in _FLAGS):  # the same flag twice (rare): keep the first
+            ordered = [a for i, a in enumerate(ordered) if not (i and isinstance(a, _FLAGS) and ordered[i - 1] == a)]
+        return cls(tuple(ordered))
 
     def of_kind(self, kind: type[_Kind]) -> list[_Kind]:
         """The actions of one kind, in order."""
@@ -146,8 +151,10 @@ class Outbox:
 
     @property
     def send(self) -> Request | None:
-        sends = self.of_kind(Send)
-        return sends[0].request if sends else None
+        for action in self.actions:
+            if isinstance(action, Send):
+                return action.request
+        return None
 
     @property
     def drain(self) -> float | None:
