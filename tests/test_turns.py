@@ -17,7 +17,26 @@ import pytest
 from confluent_kafka.admin import NewTopic
 
 from throttled_admin._driver.turns import Sending, Turns
-from throttled_admin._engine import CREATE_TOPICS, Call, CallSpec, MetricEvent, Outbox, Request, RequestKind, Topic
+from throttled_admin._engine import (
+    CREATE_TOPICS,
+    Action,
+    Call,
+    CallSpec,
+    Drain,
+    Emit,
+    MetricEvent,
+    Outbox,
+    Probe,
+    Reached,
+    ReadMetadata,
+    ReadViews,
+    Request,
+    RequestKind,
+    Send,
+    Settle,
+    Topic,
+    WakeAt,
+)
 from throttled_admin._engine.metric_events import Retried
 
 # -- the invariants, on Turns itself ---------------------------------------------------------------------------
@@ -46,7 +65,7 @@ class Recorder:
         self._do("reached")
 
     def read_views(self, names: list[str]) -> None:
-        self._do("views")
+        self._do(f"views {','.join(names)}")
 
     def send(self, sending: Sending) -> None:
         sending.closed = lambda: self.closed
@@ -56,9 +75,9 @@ class Recorder:
         self._do("send")
 
     def drain(self, timeout_s: float) -> None:
-        self._do("drain")
+        self._do(f"drain {timeout_s}")
 
-    def settle(self, out: Outbox) -> None:
+    def settle(self, settlements: list[Settle]) -> None:
         self._do("settle")
 
     def flush(self) -> None:
@@ -78,9 +97,8 @@ def a_request() -> Request:
 
 
 def an_outbox() -> Outbox:
-    out = Outbox(metrics=[Retried("m1"), Retried("m2")], send=a_request())
-    out.settle = [(out.send.topics[0], None)]  # type: ignore[union-attr]
-    return out
+    request = a_request()
+    return Outbox((Emit(Retried("m1")), Emit(Retried("m2")), Send(request), Settle(request.topics[0], None)))
 
 
 def test_one_turn_at_a_time_and_its_owner_is_known() -> None:
@@ -105,6 +123,20 @@ def test_a_turn_carries_out_a_step_in_order_each_action_once() -> None:
     turns.release()
     with pytest.raises(AssertionError):  # invariant 2: only inside a turn
         turns.carry(an_outbox(), actions, flush=True)
+
+
+def test_a_turn_does_every_kind_of_action_in_the_engines_order_and_leaves_the_reads_of_one_that_sends() -> None:
+    turns, actions = Turns(), Recorder()
+    request = a_request()
+    decided: list[Action] = [Probe(), ReadMetadata(), Settle(request.topics[0], None), Drain(1.5), WakeAt(5.0)]
+    decided += [ReadViews(("t", "u")), Reached(), Emit(Retried("m1"))]
+    turns.take()
+    turns.carry(Outbox.of(decided), actions, flush=True)
+    assert actions.done == ["metric m1", "reached", "views t,u", "drain 1.5", "settle", "flush", "metadata", "probe"]
+    actions.done.clear()
+    turns.carry(Outbox.of([*decided, Send(request)]), actions, flush=False)
+    assert actions.done == ["metric m1", "reached", "views t,u", "send", "drain 1.5", "settle"]
+    turns.release()
 
 
 def test_a_turn_cut_short_is_finished_by_the_next_and_nothing_is_done_twice() -> None:

@@ -58,6 +58,7 @@ from throttled_admin._engine import (
     Pacer,
     Request,
     RetryBackoff,
+    Settle,
     Topic,
     classify,
     closed_here,
@@ -527,17 +528,18 @@ class Scheduler:
     def probe(self) -> None:
         self._send_probe()
 
-    def settle(self, out: Outbox) -> None:
-        for topic, exc in out.settle:
-            future: TopicFuture = topic.future
+    def settle(self, settlements: list[Settle]) -> None:
+        for settle in settlements:
+            future: TopicFuture = settle.topic.future
             if future.done():  # withdrawn, or settled by a close() here
                 continue
-            if exc is None:
+            if settle.error is None:
                 future.set_result(None)
             else:
-                future.set_exception(exc)
+                future.set_exception(settle.error)
         with self._cv:
-            for topic, _ in out.settle:
+            for settle in settlements:
+                topic = settle.topic
                 if topic.call.unsettled == 0:
                     self._open.pop(topic.call.id, None)
         self._wake_assisting()  # callers waiting in assist() for futures this turn settled

@@ -1,11 +1,12 @@
 """Taking turns: the one way the driver steps the engine and does what it says.
 
 A turn takes what librdkafka has completed, serves librdkafka's callbacks, steps the engine, and carries out the
-step's ``Outbox``: metric events, a views read, the send (or the sentinel), the settlements, the metric exports, a
-metadata read, the contact probe, in that order. The scheduler's thread takes turns in its loop; a caller's thread
-takes one when its call finds the turn free (``Scheduler.submit``) or when the answer its ``result()`` waits for
-arrives (``Scheduler.assist``). ``Turns`` is the lock and the bookkeeping around them; the driver's one call of
-``Engine.step`` is in the turn it runs (``Scheduler._step``).
+step's ``Outbox``, a sequence of frozen actions (``_engine/actions.py``) in the engine's order: metric events, a
+views read, the send (or the sentinel), the settlements (as one batch), then the metric exports (the driver's own),
+a metadata read, the contact probe; the turn dispatches on each action's type. The scheduler's thread takes turns
+in its loop; a caller's thread takes one when its call finds the turn free (``Scheduler.submit``) or when the
+answer its ``result()`` waits for arrives (``Scheduler.assist``). ``Turns`` is the lock and the bookkeeping around
+them; the driver's one call of ``Engine.step`` is in the turn it runs (``Scheduler._step``).
 
 Invariants (tests/test_turns.py checks each):
 
@@ -31,7 +32,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from throttled_admin._engine import MetricEvent, Outbox, Request
+from throttled_admin._engine import (
+    Action,
+    Drain,
+    Emit,
+    MetricEvent,
+    Outbox,
+    Probe,
+    Reached,
+    ReadMetadata,
+    ReadViews,
+    Request,
+    Send,
+    Settle,
+    WakeAt,
+)
 
 __all__ = ["Actions", "Cut", "Sending", "Turns"]
 
@@ -76,7 +91,7 @@ class Actions(Protocol):
 
     def drain(self, timeout_s: float) -> None: ...
 
-    def settle(self, out: Outbox) -> None: ...
+    def settle(self, settlements: list[Settle]) -> None: ...
 
     def flush(self) -> None: ...
 
@@ -87,35 +102,59 @@ class Actions(Protocol):
     def reached(self) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class _SettleAll:
+    """The step's settlements, carried out together (one pass over the futures, one wake of waiting callers)."""
+
+    settlements: list[Settle]
+
+
+@dataclass(frozen=True, slots=True)
+class _Flush:
+    """The metric exports (the driver's own action, after the settlements; the scheduler's thread's turns only)."""
+
+
+_Planned = Action | _SettleAll | _Flush
+
+
 @dataclass
 class _Carry:
-    """One step's actions, as a list of thunks done front to back; ``done`` counts those completed."""
+    """One step's actions, done front to back; ``done`` counts those completed."""
 
     out: Outbox
-    actions: list[tuple[str, Any]] = field(default_factory=list)
+    actions: list[_Planned] = field(default_factory=list)
     done: int = 0
     sending: Sending | None = None
 
 
-def _plan(out: Outbox, flush: bool) -> list[tuple[str, Any]]:
-    plan: list[tuple[str, Any]] = [("metric", event) for event in out.metrics]
-    if out.reached:
-        plan.append(("reached", None))
-    if out.read_views is not None:
-        plan.append(("views", out.read_views))
-    if out.send is not None:
-        plan.append(("send", out.send))
-    if out.drain is not None:
-        plan.append(("drain", out.drain))
-    if out.settle:
-        plan.append(("settle", out))
+_FLUSH = _Flush()
+# Where the plan puts each kind of the engine's actions: before the settlements, with them, after them (the reads),
+# or nowhere (the wake: the scheduler reads it).
+_BEFORE, _WITH, _AFTER, _NOWHERE = range(4)
+_PLACE = {Emit: _BEFORE, Reached: _BEFORE, ReadViews: _BEFORE, Send: _BEFORE, Drain: _BEFORE}
+_PLACE |= {Settle: _WITH, ReadMetadata: _AFTER, Probe: _AFTER, WakeAt: _NOWHERE}
+
+
+def _plan(out: Outbox, flush: bool) -> list[_Planned]:
+    """The step's actions in the engine's order, its settlements as one batch, the metric exports after them
+    (``flush``); a turn that sends leaves the reads to the next (the send's answer comes first)."""
+    plan: list[_Planned] = []
+    settlements: list[Settle] = []
+    reads: list[_Planned] = []
+    for action in out.actions:
+        place = _PLACE[type(action)]
+        if place == _BEFORE:
+            plan.append(action)
+        elif isinstance(action, Settle):
+            settlements.append(action)
+        elif place == _AFTER:
+            reads.append(action)
+    if settlements:
+        plan.append(_SettleAll(settlements))
     if flush:
-        plan.append(("flush", None))
-    if out.send is None:  # a turn that sends leaves the rest to the next (the send's answer comes first)
-        if out.read_metadata:
-            plan.append(("metadata", None))
-        if out.probe:
-            plan.append(("probe", None))
+        plan.append(_FLUSH)
+    if reads and out.send is None:
+        plan += reads
     return plan
 
 
@@ -172,9 +211,11 @@ class Turns:
         """The request a turn (this one, cut short) was about to send and certainly did not hand over yet."""
         for carry in self._leftover:
             sending = carry.sending
-            for kind, request in carry.actions[carry.done :]:
-                if kind == "send" and not (sending is not None and sending.request is request and sending.began):
-                    return request  # type: ignore[no-any-return]
+            for action in carry.actions[carry.done :]:
+                if isinstance(action, Send) and not (
+                    sending is not None and sending.request is action.request and sending.began
+                ):
+                    return action.request
         return None
 
     def finish_leftover(self, actions: Actions) -> None:
@@ -194,11 +235,11 @@ class Turns:
 
     def _run(self, carry: _Carry, actions: Actions) -> None:
         while carry.done < len(carry.actions):
-            kind, arg = carry.actions[carry.done]
-            if kind == "send":
-                self._send(carry, arg, actions)
+            action = carry.actions[carry.done]
+            if isinstance(action, Send):
+                self._send(carry, action.request, actions)
             else:
-                _do(actions, kind, arg)
+                _do(actions, action)
             carry.done += 1
 
     def _send(self, carry: _Carry, request: Request, actions: Actions) -> None:
@@ -214,22 +255,20 @@ class Turns:
             raise
 
 
-def _do(actions: Actions, kind: str, arg: Any) -> None:
-    if kind == "metric":
-        actions.metric(arg)
-    elif kind == "reached":
-        actions.reached()
-    elif kind == "views":
-        actions.read_views(arg)
-    elif kind == "drain":
-        actions.drain(arg)
-    elif kind == "settle":
-        actions.settle(arg)
-    elif kind == "flush":
-        actions.flush()
-    elif kind == "metadata":
-        actions.read_metadata()
-    elif kind == "probe":
-        actions.probe()
-    else:  # pragma: no cover - the plan above makes only these
-        raise AssertionError(kind)
+# What the driver does for each kind of action but the send (``Turns._send``): a dict of handlers by the action's type
+# (the wake is not in the plan: the scheduler reads it).
+_HANDLERS: dict[type[_Planned], Callable[[Actions, Any], None]] = {
+    Emit: lambda actions, emit: actions.metric(emit.event),
+    Reached: lambda actions, _: actions.reached(),
+    ReadViews: lambda actions, read: actions.read_views(list(read.names)),
+    Drain: lambda actions, drain: actions.drain(drain.request_timeout_s),
+    _SettleAll: lambda actions, settle: actions.settle(settle.settlements),
+    _Flush: lambda actions, _: actions.flush(),
+    ReadMetadata: lambda actions, _: actions.read_metadata(),
+    Probe: lambda actions, _: actions.probe(),
+}
+
+
+def _do(actions: Actions, action: _Planned) -> None:
+    """Carry out one action of the plan other than a send."""
+    _HANDLERS[type(action)](actions, action)

@@ -3,16 +3,30 @@ parts: calls and topics (``work``), what a result means (``classify``) and what 
 (``verdict``), the round-trip floor (``round_trip``), the KIP-219 gate (``throttle``), the connection an abandoned
 request may still hold (``connection``), pacing to the mutation quota (``pacer``), the retry back-off (``retry``),
 the controller's batch cap (``batch_cap``), waiting for every broker's Metadata (``visibility``), how far a
-client's connections got before any broker answered it (``contact``) and the metric events the engine emits
-(``metric_events``), and the engine's own settings (``config``).
+client's connections got before any broker answered it (``contact``), the metric events the engine emits
+(``metric_events``), what a step says to do (``actions``: an ``Outbox`` of frozen actions), and the engine's own
+settings (``config``).
 
 No threads, no clock, no sockets: the driver (``throttled_admin._driver``) feeds it events and the time, and
-does what its ``Outbox`` says. It depends only on ``throttled_admin._kafka`` (Kafka's own rules) and the error
-kinds (``throttled_admin._errors``); tests/test_layout.py checks that.
+carries out the actions of its ``Outbox``. It depends only on ``throttled_admin._kafka`` (Kafka's own rules) and the
+error kinds (``throttled_admin._errors``); tests/test_layout.py checks that.
 """
 
 from __future__ import annotations
 
+from throttled_admin._engine.actions import (
+    Action,
+    Drain,
+    Emit,
+    Outbox,
+    Probe,
+    Reached,
+    ReadMetadata,
+    ReadViews,
+    Send,
+    Settle,
+    WakeAt,
+)
 from throttled_admin._engine.classify import Outcome, classify, error_of, is_broker_answer
 from throttled_admin._engine.config import EngineConfig
 from throttled_admin._engine.connection import DRAIN_NAME, Drained
@@ -21,7 +35,6 @@ from throttled_admin._engine.machine import (
     CONTACT_PROBE_TIMEOUT_S,
     FIRST_CONTACT_TIMEOUT_S,
     Engine,
-    Outbox,
     Request,
     closed_here,
 )
@@ -47,11 +60,14 @@ __all__ = [
     "DELETE_TOPICS",
     "DRAIN_NAME",
     "FIRST_CONTACT_TIMEOUT_S",
+    "Action",
     "BrokerViews",
     "Call",
     "CallSpec",
     "ContactFailure",
+    "Drain",
     "Drained",
+    "Emit",
     "Engine",
     "EngineConfig",
     "MetricEvent",
@@ -61,12 +77,19 @@ __all__ = [
     "Outbox",
     "Outcome",
     "Pacer",
+    "Probe",
+    "Reached",
+    "ReadMetadata",
+    "ReadViews",
     "RecordingSink",
     "Request",
     "RequestKind",
     "RetryBackoff",
+    "Send",
+    "Settle",
     "Topic",
     "TopicView",
+    "WakeAt",
     "broker_address",
     "classify",
     "closed_here",

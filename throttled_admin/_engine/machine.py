@@ -2,10 +2,10 @@
 
 Events come in with the current time (monotonic seconds): a call submitted, a topic withdrawn, results of the
 request in flight, a request confluent-kafka refused, a throttle, an authentication or connection error, a
-metadata read, close; ``step(now)`` then decides. What to do comes out in the ``Outbox``: a request to send,
-futures to settle, metadata to read, metric events, and when to be woken. There are no threads, no clock and no
-I/O here: the thread driver (``_driver.scheduler``) does the I/O, and tests drive the engine on simulated time
-(tests/test_engine_model.py checks every rule below after every step).
+metadata read, close; ``step(now)`` then decides. What to do comes out as an ``Outbox`` of frozen actions
+(``actions``): a request to send, futures to settle, metadata to read, metric events, and when to be woken. There
+are no threads, no clock and no I/O here: the thread driver (``_driver.scheduler``) does the I/O, and tests drive the
+engine on simulated time (tests/test_engine_model.py checks every rule below after every step).
 
 The rules (docs/semantics.md):
 
@@ -48,6 +48,19 @@ from typing import Any, ClassVar
 
 from confluent_kafka import KafkaError, KafkaException
 
+from throttled_admin._engine.actions import (
+    Action,
+    Drain,
+    Emit,
+    Outbox,
+    Probe,
+    Reached,
+    ReadMetadata,
+    ReadViews,
+    Send,
+    Settle,
+    WakeAt,
+)
 from throttled_admin._engine.batch_cap import BatchCap
 from throttled_admin._engine.classify import (
     REDPANDA_QUOTA_MESSAGE,
@@ -136,9 +149,6 @@ CONTACT_VERDICT_MARGIN_S = 0.5
 AUTH_ERROR_TTL_S = 5.0
 
 
-Settlement = tuple[Topic, BaseException | None]
-
-
 @dataclass(eq=False)
 class Request:
     """One mutation request: handed to confluent-kafka by the driver, answered through ``Engine.on_results``."""
@@ -163,22 +173,6 @@ class Request:
     @property
     def names(self) -> list[str]:
         return [topic.name for topic in self.topics]
-
-
-@dataclass
-class Outbox:
-    """What the driver does next, in this order: metric events, settlements, then the send or metadata read."""
-
-    metrics: list[MetricEvent] = field(default_factory=list)
-    settle: list[Settlement] = field(default_factory=list)
-    send: Request | None = None
-    read_metadata: bool = False
-    read_views: list[str] | None = None  # wait_for_metadata: read every broker's Metadata for these topics
-    # (the applied topics awaiting visibility, and the creates whose ids before sending are not yet known)
-    drain: float | None = None  # send the sentinel (``connection``) with this request_timeout; answer on_drained
-    probe: bool = False  # ask the cluster something light: has any broker answered this client?
-    reached: bool = False  # a request got through to a broker (the handshake-drop diagnosis resets)
-    wake_at: float = math.inf
 
 
 _DEFAULT_CONFIG = EngineConfig()
@@ -231,7 +225,7 @@ class Engine:
         self._reading_metadata = False
         self._gate_wait: tuple[str, float] | None = None  # (operation, since when) work waits for a throttle
         self._closed = False
-        self._out = Outbox()
+        self._out: list[Action] = []  # what to do, decided since the last step (``actions``)
 
     # -- state the driver reads -------------------------------------------------------------------
 
@@ -387,7 +381,7 @@ class Engine:
             call.queued[topic.name] = topic
 
     def on_drained(self, outcome: Drained, now: float) -> None:
-        """What became of the sentinel sent for ``Outbox.drain`` (``connection``)."""
+        """What became of the sentinel sent for a ``Drain`` action (``connection``)."""
         if outcome is Drained.ANSWERED:
             self._contact()  # a broker answered this client
         self._final_at = max(self._final_at, now + self._connection.drained(outcome))
@@ -434,7 +428,7 @@ class Engine:
         topic.guessed = default is None
 
     def on_views(self, views: BrokerViews, now: float) -> None:
-        """Every broker's Metadata for the topics asked about (``Outbox.read_views``); see ``visibility``."""
+        """Every broker's Metadata for the topics asked about (a ``ReadViews`` action); see ``visibility``."""
         asked, deferred, unasked = self._visibility.asked, self._visibility.deferred, False
         for topic in self._ids_asked:  # the ids before a create is sent, from every broker that could be read
             if topic in self._unread:  # still queued (not withdrawn, not settled)
@@ -473,7 +467,7 @@ class Engine:
     # -- the decision -----------------------------------------------------------------------------
 
     def step(self, now: float) -> Outbox:
-        """Decide what can be decided at ``now``; returns (and clears) everything to do."""
+        """Decide what can be decided at ``now``; returns (and clears) everything to do, in order (``actions``)."""
         if not self._closed:
             request = self._request
             if request is not None and self._settled_in_flight(request, now):
@@ -488,15 +482,15 @@ class Engine:
             else:
                 wake_at = min(wake_at, self._request_wake_at(self._request))
             # after the sending, which may settle queued topics: nothing is read about a topic settled in this step
-            self._out.wake_at = min(wake_at, self._ask_views(now))
-        out, self._out = self._out, Outbox()
+            self._out.append(WakeAt(min(wake_at, self._ask_views(now))))
+        out, self._out = Outbox.of(self._out), []
         return out
 
     def _drain(self, now: float) -> float:
         """Rule b: while the connection may carry an abandoned request, the sentinel that tells when it is free."""
         ask, wake_at = self._connection.step(now)
         if ask:
-            self._out.drain = self._connection.sentinel_timeout_s
+            self._out.append(Drain(self._connection.sentinel_timeout_s))
         return wake_at
 
     def _settled_in_flight(self, request: Request, now: float) -> bool:
@@ -528,7 +522,7 @@ class Engine:
                 wake_at = ask_at
             else:
                 self._probe, self._probe_asked_at = "asked", now
-                self._out.probe = True
+                self._out.append(Probe())
         if failure is None:
             return wake_at
         for call in list(self._calls.values()):
@@ -549,7 +543,7 @@ class Engine:
         return wake_at
 
     def _metric(self, event: MetricEvent) -> None:
-        self._out.metrics.append(event)
+        self._out.append(Emit(event))
 
     def _ask_views(self, now: float) -> float:
         """wait_for_metadata: ask for every broker's Metadata when a read is due; returns when the next is. The
@@ -563,7 +557,7 @@ class Engine:
         if self._visibility.due(now):
             names.extend(topic.name for topic in first)
             self._visibility.read(now, names, deferred)
-            self._out.read_views = names
+            self._out.append(ReadViews(tuple(names)))
             self._ids_asked = first
             for call in calls:
                 call.views_read_at = now
@@ -625,7 +619,7 @@ class Engine:
             error = error_of(exc)
             call.error_type = error.name() if error is not None else type(exc).__name__
         call.unsettled -= 1
-        self._out.settle.append((topic, exc))
+        self._out.append(Settle(topic, exc))
         self._account(call, now)
 
     def _release(self, topic: Topic) -> None:
@@ -758,7 +752,7 @@ class Engine:
         request may still hold the connection (rule b), or it was written and its connection is gone (``final_at``)."""
         if answered or any(was_written(exc) for exc in results.values()):
             self._contact()
-            self._out.reached = True
+            self._out.append(Reached())
         if request.first_result_at is None or (
             not answered and any(_may_still_be_on_the_connection(exc) for exc in request.results.values())
         ):
@@ -1031,7 +1025,7 @@ class Engine:
         if not self._reading_metadata:
             self._refresh_metadata = False
             self._reading_metadata = True
-            self._out.read_metadata = True
+            self._out.append(ReadMetadata())
         return math.inf  # woken by the metadata read (or a deadline)
 
     def _pacing_wait(self, head: Topic, topics: list[Topic], now: float) -> float | None:
@@ -1121,7 +1115,7 @@ class Engine:
         request_id = next(self._request_ids)
         request = Request(kind, chosen, mutations, now, expires_at, request_timeout_s, operation_timeout_s, request_id)
         self._request = request
-        self._out.send = request
+        self._out.append(Send(request))
         operation, count = kind.operation.name, len(chosen)
         self._metric(RequestSent(operation, count, mutations))
         return self._request_wake_at(request)

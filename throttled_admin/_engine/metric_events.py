@@ -1,8 +1,8 @@
 """The engine's metric events, as frozen records, and where they go.
 
-The engine puts them in its ``Outbox`` (``Outbox.metrics``); the driver reports each to its ``MetricsSink`` with
-``event.report(sink)`` (``ClientMetrics`` exports them through OpenTelemetry). They compare equal by value, and
-``RecordingSink`` keeps what a sink is told as such records, so tests assert on them.
+The engine puts each in its ``Outbox`` as an ``Emit`` action (``actions``); the driver reports each to its
+``MetricsSink`` with ``event.report(sink)`` (``ClientMetrics`` exports them through OpenTelemetry). They compare
+equal by value, and ``RecordingSink`` keeps what a sink is told as such records, so tests assert on them.
 """
 
 from __future__ import annotations

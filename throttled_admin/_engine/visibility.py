@@ -15,7 +15,7 @@ Incarnations (docs/semantics.md, "Incarnations"): a name deleted and created aga
 id, and a lagging broker may still show the old one, whose partitions can be "at least the partitions asked for". A
 create's partition count alone cannot tell the two apart; confluent-kafka sends CreateTopics v4, whose answer has no
 topic id. So before a create of a ``wait_for_metadata`` call is first sent, the engine asks every broker for the ids
-it shows of the name (``Topic.ids_before``: a read of its own, ``Outbox.read_views``), and the create is visible
+it shows of the name (``Topic.ids_before``: a read of its own, a ``ReadViews`` action), and the create is visible
 once every broker shows one id that was not among them. A broker whose view carries no id (the driver's fallback
 reader, ``_driver/broker_views.py``, or a broker older than Metadata v10) leaves the partition rule alone: that is
 the rule the view allows. Brokers that could not be read before the send contribute no ids; a create is sent after

@@ -1,0 +1,186 @@
+"""What a step of the engine says to do, as frozen records: the driver carries them out in the order given.
+
+``Engine.step(now)`` returns an ``Outbox``, a sequence of actions in the order the driver does them:
+
+1. ``Emit``: a metric event (``metric_events``), for the client's metrics sink (before settling: a caller that reads
+   the metrics after its results finds its call);
+2. ``Reached``: a request got through to a broker (the driver's handshake-drop diagnosis resets);
+3. ``ReadViews``: read every broker's Metadata for these topics (wait_for_metadata; answered by ``on_views``);
+4. ``Send``: hand this request to librdkafka (answered by ``on_results``);
+5. ``Drain``: send the sentinel behind an abandoned request (``connection``; answered by ``on_drained``);
+6. ``Settle``: resolve a topic's future, with None or its error;
+7. ``ReadMetadata``: read the cluster's metadata (partition counts, ``num.partitions``; answered by ``on_metadata``);
+8. ``Probe``: ask the cluster something light (has any broker answered this client? answered by ``on_probe``);
+9. ``WakeAt``: step again at this time if nothing happens first (last; absent once closed: never).
+
+Events that come between two steps (a result, a withdrawal, close) may add actions too; the next step returns them
+with its own. ``Outbox.of`` puts them in the order above (a kind's own in the order they were decided) and keeps one
+of a flag asked for twice. The ``Outbox``'s properties are read-only views of one kind each (``send``, ``settle``,
+``wake_at`` ...).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+from throttled_admin._engine.metric_events import MetricEvent
+
+if TYPE_CHECKING:
+    from throttled_admin._engine.machine import Request
+    from throttled_admin._engine.work import Topic
+
+__all__ = [
+    "Action",
+    "Drain",
+    "Emit",
+    "Outbox",
+    "Probe",
+    "Reached",
+    "ReadMetadata",
+    "ReadViews",
+    "Send",
+    "Settle",
+    "WakeAt",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Emit:
+    """Report a metric event to the client's metrics sink (``event.report(sink)``)."""
+
+    event: MetricEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Reached:
+    """A request got through to a broker: the diagnosis of connections dropped in their handshake resets."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadViews:
+    """wait_for_metadata: read every broker's Metadata for these topics (the applied topics awaiting visibility,
+    and the creates whose ids before sending are not yet known); the answer goes to ``Engine.on_views``."""
+
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Hand this mutation request to librdkafka; its results go to ``Engine.on_results``."""
+
+    request: Request
+
+
+@dataclass(frozen=True, slots=True)
+class Drain:
+    """Send the sentinel (``connection``) with this librdkafka timeout; its outcome goes to ``Engine.on_drained``."""
+
+    request_timeout_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Settle:
+    """Resolve the topic's future: with None (it succeeded) or with ``error``."""
+
+    topic: Topic
+    error: BaseException | None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadMetadata:
+    """Read the cluster's metadata (partition counts, ``num.partitions``); the answer goes to ``Engine.on_metadata``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """Ask the cluster something light: has any broker answered this client? (``Engine.on_probe``)"""
+
+
+@dataclass(frozen=True, slots=True)
+class WakeAt:
+    """Step the engine again at ``at`` (monotonic seconds) if nothing happens first."""
+
+    at: float
+
+
+Action = Emit | Reached | ReadViews | Send | Drain | Settle | ReadMetadata | Probe | WakeAt
+
+_KINDS = (Emit, Reached, ReadViews, Send, Drain, Settle, ReadMetadata, Probe, WakeAt)  # the driver's order
+_RANK: dict[type[Action], int] = {kind: rank for rank, kind in enumerate(_KINDS)}
+_FLAGS = (Reached, ReadMetadata, Probe)  # asked for twice between two steps: done once
+
+_Kind = TypeVar("_Kind", bound=Action)
+
+
+def _rank(action: Action) -> int:
+    return _RANK[type(action)]
+
+
+@dataclass(frozen=True, slots=True)
+class Outbox:
+    """A step's actions, in the order the driver carries them out (``Outbox.of`` puts them in it)."""
+
+    actions: tuple[Action, ...] = ()
+
+    @classmethod
+    def of(cls, actions: Iterable[Action]) -> Outbox:
+        """The actions in the driver's order (stable: a kind's own as they were decided), each flag once."""
+        ordered = sorted(actions, key=_rank)
+        kinds = list(map(type, ordered))
+        if any(kinds.count(flag) > 1 for flag in _FLAGS):  # the same flag twice (rare): keep the first
+            ordered = [a for i, a in enumerate(ordered) if not (i and isinstance(a, _FLAGS) and ordered[i - 1] == a)]
+        return cls(tuple(ordered))
+
+    def of_kind(self, kind: type[_Kind]) -> list[_Kind]:
+        """The actions of one kind, in order."""
+        return [action for action in self.actions if isinstance(action, kind)]
+
+    # -- read-only views, one kind each ------------------------------------------------------------
+
+    @property
+    def metrics(self) -> list[MetricEvent]:
+        return [action.event for action in self.of_kind(Emit)]
+
+    @property
+    def settle(self) -> list[tuple[Topic, BaseException | None]]:
+        """Each topic settled, with None or its error."""
+        return [(action.topic, action.error) for action in self.of_kind(Settle)]
+
+    @property
+    def send(self) -> Request | None:
+        for action in self.actions:
+            if isinstance(action, Send):
+                return action.request
+        return None
+
+    @property
+    def drain(self) -> float | None:
+        """The sentinel's librdkafka timeout, if one is to be sent."""
+        drains = self.of_kind(Drain)
+        return drains[0].request_timeout_s if drains else None
+
+    @property
+    def read_views(self) -> list[str] | None:
+        reads = self.of_kind(ReadViews)
+        return list(reads[-1].names) if reads else None
+
+    @property
+    def read_metadata(self) -> bool:
+        return any(isinstance(action, ReadMetadata) for action in self.actions)
+
+    @property
+    def probe(self) -> bool:
+        return any(isinstance(action, Probe) for action in self.actions)
+
+    @property
+    def reached(self) -> bool:
+        return any(isinstance(action, Reached) for action in self.actions)
+
+    @property
+    def wake_at(self) -> float:
+        """When to step again if nothing happens first (``math.inf``: only when something happens)."""
+        last = self.actions[-1] if self.actions else None
+        return last.at if isinstance(last, WakeAt) else math.inf
