@@ -14,6 +14,9 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
+from throttled_admin._engine.classify import Outcome
+from throttled_admin._engine.lifecycle import MOVES, NO_PAST, Attempt, Past, TopicState
+
 __all__ = [
     "CREATE_PARTITIONS",
     "CREATE_TOPICS",
@@ -23,6 +26,7 @@ __all__ = [
     "Operation",
     "RequestKind",
     "Topic",
+    "TopicState",
 ]
 
 
@@ -164,7 +168,8 @@ class Call:
 
     spec: CallSpec
     id: int = 0  # numbered by the engine it is submitted to, from 1
-    queued: dict[str, Topic] = field(default_factory=dict)  # waiting to be sent, in order
+    # its topics by state (``lifecycle``; a settled or withdrawn topic is in none), each in order
+    queued: dict[str, Topic] = field(default_factory=dict)  # waiting to be sent (held behind their names too)
     in_flight: dict[str, Topic] = field(default_factory=dict)
     awaiting: dict[str, Topic] = field(default_factory=dict)  # applied, until every broker shows it (visibility)
     unsettled: int = 0
@@ -176,6 +181,28 @@ class Call:
     @property
     def kind(self) -> RequestKind:
         return self.spec.kind
+
+    def move(self, topic: Topic, to: TopicState) -> None:
+        """The one place a topic's state changes: a move ``lifecycle.MOVES`` allows, kept in step with the dicts
+        above (a topic queued again goes to the end of the queue; one no longer held behind its name keeps its
+        place)."""
+        here = topic.state
+        if to not in MOVES[here]:
+            raise AssertionError(f"topic {topic.name!r}: no move from {here.value} to {to.value}")
+        topic.state = to
+        was_in, goes_to = self._holding(here), self._holding(to)
+        if was_in is not goes_to:
+            if was_in is not None:
+                del was_in[topic.name]
+            if goes_to is not None:
+                goes_to[topic.name] = topic
+
+    def _holding(self, state: TopicState) -> dict[str, Topic] | None:
+        if state is TopicState.QUEUED or state is TopicState.HELD_BEHIND_NAME:
+            return self.queued
+        if state is TopicState.IN_FLIGHT:
+            return self.in_flight
+        return self.awaiting if state is TopicState.AWAITING_VISIBILITY else None
 
     def remaining_s(self, now: float) -> float:
         return self.spec.deadline - now
@@ -189,20 +216,32 @@ class Call:
 
 @dataclass(eq=False, slots=True)  # one per topic of a call: 100,000 in a bulk call
 class Topic:
+    """One topic of a call: what is sent, where it is in its lifecycle (``lifecycle``), and its attempts so far."""
+
     name: str
     item: Any  # the snapshot sent to confluent-kafka: NewTopic, NewPartitions or the name
     call: Call
     future: Any  # the driver's handle (a TopicFuture): the engine only hands it back in settlements
     cost: int | None  # KIP-599 mutations; None until known
     records: int = 1  # KRaft metadata records, at most
-    attempts: int = 0
-    throttled_at: float | None = None  # when error 89 (or the local gate) last refused it
-    throttle_ms: int = 0  # the throttle it was refused with
-    outcome_unknown: bool = False  # an earlier attempt may have been applied (response lost)
-    last_error: BaseException | None = None  # the broker's last refusal that applied nothing (NOT_CONTROLLER, ...)
+    state: TopicState = TopicState.NEW  # changed by ``Call.move`` only
+    history: tuple[Attempt, ...] = ()  # the attempts that came back, oldest first
     not_before: float = 0.0  # back-off: not sent before this monotonic time
     lagging: tuple[int, ...] | None = None  # applied: the brokers whose Metadata did not show it at the last read
     guessed: bool = False  # a create of -1 partitions costed before the cluster's default was known
     cancelled: bool = False  # its caller cancelled it: never sent again (its attempt in flight is its last)
-    withdrawn: bool = False  # taken back before it was sent (cancelled, never settled)
     ids_before: frozenset[uuid.UUID] | None = None  # the ids every broker showed of the name before the first send
+
+    @property
+    def attempts(self) -> int:
+        return len(self.history)
+
+    @property
+    def past(self) -> Past:
+        """What its attempts so far leave true (outcome unknown, the broker's throttle or refusal)."""
+        return Past.of(self.history) if self.history else NO_PAST
+
+    @property
+    def outcome_unknown(self) -> bool:
+        """An earlier attempt may have been applied (it was handed over and no usable answer came)."""
+        return any(attempt.outcome is Outcome.UNKNOWN for attempt in self.history)
