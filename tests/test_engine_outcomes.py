@@ -14,6 +14,7 @@ from throttled_admin._engine.classify import Outcome
 from throttled_admin._engine.contact import ContactFailure
 from throttled_admin._engine.lifecycle import MOVES, Attempt, Past, TopicState
 from throttled_admin._engine.outcome import CANCELLED_WHY, RULES, Ending, Facts, settle_error
+from throttled_admin._engine.work import NameHolds
 from throttled_admin._engine import CREATE_TOPICS, Call, CallSpec, Engine, RequestKind, RetryBackoff, Topic
 from throttled_admin._errors import (
     CannotConnectError,
@@ -207,3 +208,13 @@ def test_a_topic_an_earlier_call_names_is_held_behind_the_name_until_that_call_s
     assert out.settle == [(first, EXISTS)]
     assert later.state is F  # queued once the name was free, and sent in the same step
     assert out.send is not None and out.send.topics == [later]
+
+
+def test_a_name_is_held_by_the_earliest_pending_topic_that_names_it() -> None:
+    _engine, [first, second, third, other] = engine_with_calls("t", "t", "t", "u")
+    names = NameHolds()  # the engine's own holds these already: a fresh one, fed by hand
+    assert [names.hold(topic) for topic in (first, second, third, other)] == [True, False, False, True]
+    assert names.release(second) is None  # withdrawn while it waited: the name stays with the first
+    assert names.release(first) is third
+    assert names.release(third) is None and names.release(other) is None
+    assert names.hold(second)  # nothing left of the name

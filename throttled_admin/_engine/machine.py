@@ -85,7 +85,7 @@ from throttled_admin._engine.round_trip import MIN_SAMPLES, RoundTrip
 from throttled_admin._engine.throttle import ThrottleTracker
 from throttled_admin._engine.verdict import Verdict, verdict
 from throttled_admin._engine.visibility import READ_BEFORE_DEADLINE_S, BrokerViews, Visibility, ids_shown, lagging
-from throttled_admin._engine.work import CREATE_TOPICS, Call, RequestKind, Topic
+from throttled_admin._engine.work import CREATE_TOPICS, Call, NameHolds, RequestKind, Topic
 from throttled_admin._errors import (
     CLOSED_MESSAGE,
     ClientClosedError,
@@ -221,9 +221,7 @@ class Engine:
         self._connection = Connection(socket_timeout_s)  # rule b: the slot follows the connection
         self._final_at = -math.inf  # see ``final_at``
         self._calls: dict[int, Call] = {}  # in submission order
-        # rule a: name -> the pending topics of that name in call order; a lone topic is held as itself (no list per
-        # topic of a bulk call), names shared by pending calls as a list
-        self._holders: dict[str, Topic | list[Topic]] = {}
+        self._names = NameHolds()  # rule a: which pending topic holds each name
         self._request: Request | None = None
         self._auth_error: tuple[KafkaError, float] | None = None  # (error, when it was reported)
         self._contact = Contact()  # first contact: has a broker answered this client?
@@ -274,15 +272,8 @@ class Engine:
         for topic in topics:
             if topic.cost is None and default is not None and call.kind.operation is CREATE_TOPICS:
                 self._cost_with_default(topic, default)  # -1 partitions: the cluster's default, known already
-            held = self._holders.setdefault(topic.name, topic)
-            if held is topic:
-                call.move(topic, TopicState.QUEUED)
-            else:  # rule a: an earlier pending call names it too
-                call.move(topic, TopicState.HELD_BEHIND_NAME)
-                if isinstance(held, list):
-                    held.append(topic)
-                else:
-                    self._holders[topic.name] = [held, topic]
+            # rule a: held behind its name while an earlier pending call names it too
+            call.move(topic, TopicState.QUEUED if self._names.hold(topic) else TopicState.HELD_BEHIND_NAME)
         call.unsettled = len(topics)
         call.id = next(self._call_ids)
         self._calls[call.id] = call
@@ -592,21 +583,9 @@ class Engine:
         """The topic is settled or withdrawn: the next call waiting for its name may send it."""
         if self._ids.unread:
             self._ids.unread.pop(topic, None)
-        holders = self._holders.get(topic.name)
-        if holders is None:
-            return
-        if not isinstance(holders, list):  # the usual case: no other call names it
-            if holders is topic:
-                del self._holders[topic.name]
-            return
-        rest = [held for held in holders if held is not topic]
-        if not rest:
-            del self._holders[topic.name]
-            return
-        self._holders[topic.name] = rest[0] if len(rest) == 1 else rest
-        head = rest[0]
-        if head.state is TopicState.HELD_BEHIND_NAME:  # the earliest pending call naming it may send it now
-            head.call.move(head, TopicState.QUEUED)
+        holder = self._names.release(topic)
+        if holder is not None:  # the earliest pending call naming it may send it now
+            holder.call.move(holder, TopicState.QUEUED)
 
     def _holds(self, topic: Topic) -> bool:
         """True when no earlier pending call holds the topic's name (rule a)."""

@@ -23,6 +23,7 @@ __all__ = [
     "DELETE_TOPICS",
     "FALLBACK_PARTITIONS",
     "Call",
+    "NameHolds",
     "Operation",
     "RequestKind",
     "Topic",
@@ -245,3 +246,41 @@ class Topic:
     def outcome_unknown(self) -> bool:
         """An earlier attempt may have been applied (it was handed over and no usable answer came)."""
         return any(attempt.outcome is Outcome.UNKNOWN for attempt in self.history)
+
+
+class NameHolds:
+    """Rule a of ``machine``: a topic name is held by one pending call at a time; the topics of that name of later
+    calls wait behind it (``TopicState.HELD_BEHIND_NAME``), in call order. A bulk call's names are held alone: no
+    list per topic."""
+
+    __slots__ = ("_behind", "_holder")
+
+    def __init__(self) -> None:
+        self._holder: dict[str, Topic] = {}  # name -> the pending topic that holds it
+        self._behind: dict[str, list[Topic]] = {}  # name -> the pending topics of later calls, in call order
+
+    def hold(self, topic: Topic) -> bool:
+        """The topic was submitted: True when it holds its name, False when it waits behind an earlier call's."""
+        holder = self._holder.setdefault(topic.name, topic)
+        if holder is topic:
+            return True
+        self._behind.setdefault(topic.name, []).append(topic)
+        return False
+
+    def release(self, topic: Topic) -> Topic | None:
+        """The topic was settled or withdrawn: the topic that holds the name from now on, if it changed hands."""
+        name = topic.name
+        behind = self._behind.get(name)
+        if self._holder.get(name) is not topic:  # one waiting behind (a Topic compares by identity)
+            if behind is not None and topic in behind:
+                behind.remove(topic)
+                if not behind:
+                    del self._behind[name]
+            return None
+        if not behind:
+            del self._holder[name]
+            return None
+        holder = self._holder[name] = behind.pop(0)
+        if not behind:
+            del self._behind[name]
+        return holder
