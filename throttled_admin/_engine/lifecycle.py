@@ -22,6 +22,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from confluent_kafka import KafkaError
 
@@ -39,6 +40,10 @@ class TopicState(enum.Enum):
     SETTLED = "settled"  # its outcome is booked: the driver resolves its future
     WITHDRAWN = "withdrawn"  # its caller cancelled it before it was sent: taken back, never settled
 
+    # Members compare by identity; hashing them so too keeps ``Call.move`` (three per topic of a bulk call) off
+    # Enum's hash, a Python function.
+    __hash__ = object.__hash__
+
 
 _S = TopicState
 MOVES: dict[TopicState, frozenset[TopicState]] = {
@@ -52,8 +57,7 @@ MOVES: dict[TopicState, frozenset[TopicState]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Attempt:
+class Attempt(NamedTuple):  # frozen, and cheap to make: one per topic of each answered request
     """One attempt of a topic that came back: the request it went in, and how it ended."""
 
     request_id: int

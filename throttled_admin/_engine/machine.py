@@ -138,6 +138,15 @@ AUTH_ERROR_TTL_S = 5.0
 
 
 Settlement = tuple[Topic, BaseException | None]
+# The states the engine checks or sets once or more per topic, as module constants: on Python 3.11, reading an Enum
+# member off its class is a Python-level call.
+_HELD, _QUEUED, _IN_FLIGHT, _SETTLED = (
+    TopicState.HELD_BEHIND_NAME,
+    TopicState.QUEUED,
+    TopicState.IN_FLIGHT,
+    TopicState.SETTLED,
+)
+_THROTTLED = Outcome.THROTTLED
 
 
 @dataclass(eq=False)
@@ -273,7 +282,7 @@ class Engine:
             if topic.cost is None and default is not None and call.kind.operation is CREATE_TOPICS:
                 self._cost_with_default(topic, default)  # -1 partitions: the cluster's default, known already
             # rule a: held behind its name while an earlier pending call names it too
-            call.move(topic, TopicState.QUEUED if self._names.hold(topic) else TopicState.HELD_BEHIND_NAME)
+            call.move(topic, _QUEUED if self._names.hold(topic) else _HELD)
         call.unsettled = len(topics)
         call.id = next(self._call_ids)
         self._calls[call.id] = call
@@ -570,7 +579,7 @@ class Engine:
     def _finish(self, topic: Topic, exc: BaseException | None, now: float) -> None:
         """Book a topic's outcome; the driver resolves its future."""
         call = topic.call
-        call.move(topic, TopicState.SETTLED)
+        call.move(topic, _SETTLED)
         self._release(topic)
         if exc is not None and call.error_type is None:
             error = error_of(exc)
@@ -589,7 +598,7 @@ class Engine:
 
     def _holds(self, topic: Topic) -> bool:
         """True when no earlier pending call holds the topic's name (rule a)."""
-        return topic.state is not TopicState.HELD_BEHIND_NAME
+        return topic.state is not _HELD
 
     def _account(self, call: Call, now: float) -> None:
         if call.unsettled > 0 or self._calls.pop(call.id, None) is None:
@@ -725,10 +734,10 @@ class Engine:
         or authentication failed). True when any topic is queued again (a retry)."""
         retried = False
         for topic in request.topics:
-            if topic.state is not TopicState.IN_FLIGHT:
+            if topic.state is not _IN_FLIGHT:
                 continue
             outcome = response.outcomes[topic.name]
-            throttle_ms = int(response.throttle_s * 1000 + 0.5) if outcome is Outcome.THROTTLED else 0
+            throttle_ms = int(response.throttle_s * 1000 + 0.5) if outcome is _THROTTLED else 0
             attempt = Attempt(request.id, request.sent_at, now, outcome, response.results[topic.name], throttle_ms)
             topic.history += (attempt,)
             decided = verdict(
@@ -1015,7 +1024,7 @@ class Engine:
         margin_s = max(_MIN_MARGIN_S, estimates[MIN_SAMPLES][0])  # the controller's deadline ends this early
         request_timeout_s, operation_timeout_s = self._timeouts(chosen, shortest, longest, margin_s, now)
         for topic in chosen:
-            topic.call.move(topic, TopicState.IN_FLIGHT)
+            topic.call.move(topic, _IN_FLIGHT)
         expires_at = now + request_timeout_s + ABANDON_GRACE_S
         request_id = next(self._request_ids)
         request = Request(kind, chosen, mutations, now, expires_at, request_timeout_s, operation_timeout_s, request_id)

@@ -178,6 +178,16 @@ class Call:
     transient_retries: int = 0  # transient errors in a row without progress: exponential back-off
     error_type: str | None = None  # the first failure's type, for the call's duration metric
     views_read_at: float | None = None  # wait_for_metadata: when its applied topics were last read about
+    # state -> the dict above that holds its topics (settled, withdrawn or new: none)
+    _held_in: dict[TopicState, dict[str, Topic]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._held_in = {
+            TopicState.HELD_BEHIND_NAME: self.queued,
+            TopicState.QUEUED: self.queued,
+            TopicState.IN_FLIGHT: self.in_flight,
+            TopicState.AWAITING_VISIBILITY: self.awaiting,
+        }
 
     @property
     def kind(self) -> RequestKind:
@@ -191,19 +201,14 @@ class Call:
         if to not in MOVES[here]:
             raise AssertionError(f"topic {topic.name!r}: no move from {here.value} to {to.value}")
         topic.state = to
-        was_in, goes_to = self._holding(here), self._holding(to)
+        held_in = self._held_in
+        was_in = held_in[here] if here in held_in else None
+        goes_to = held_in[to] if to in held_in else None
         if was_in is not goes_to:
             if was_in is not None:
                 del was_in[topic.name]
             if goes_to is not None:
                 goes_to[topic.name] = topic
-
-    def _holding(self, state: TopicState) -> dict[str, Topic] | None:
-        if state is TopicState.QUEUED or state is TopicState.HELD_BEHIND_NAME:
-            return self.queued
-        if state is TopicState.IN_FLIGHT:
-            return self.in_flight
-        return self.awaiting if state is TopicState.AWAITING_VISIBILITY else None
 
     def remaining_s(self, now: float) -> float:
         return self.spec.deadline - now
@@ -213,6 +218,9 @@ class Call:
         remaining = self.remaining_s(now)
         cap = self.spec.request_timeout_s
         return remaining if cap is None else min(remaining, cap)
+
+
+_UNKNOWN = Outcome.UNKNOWN
 
 
 @dataclass(eq=False, slots=True)  # one per topic of a call: 100,000 in a bulk call
@@ -245,7 +253,10 @@ class Topic:
     @property
     def outcome_unknown(self) -> bool:
         """An earlier attempt may have been applied (it was handed over and no usable answer came)."""
-        return any(attempt.outcome is Outcome.UNKNOWN for attempt in self.history)
+        for attempt in self.history:
+            if attempt.outcome is _UNKNOWN:
+                return True
+        return False
 
 
 class NameHolds:
