@@ -149,7 +149,8 @@ class Contact:
     def probe_at(self, calls_waiting: bool, interval_s: float) -> float | None:
         """When to ask the probe (at the start, and again every ``interval_s`` while connections fail and calls
         wait: a broker that comes up is noticed); None: not now."""
-        if self.probe is Probe.NOT_ASKED or (self.probe is Probe.UNANSWERED and self.failure is not None and calls_waiting):
+        again = self.probe is Probe.UNANSWERED and self.failure is not None and calls_waiting
+        if self.probe is Probe.NOT_ASKED or again:
             return self.probe_asked_at + interval_s
         return None
 

@@ -225,7 +225,7 @@ class Engine:
         self._own_pacer = False  # the pacer is the engine's own (Redpanda's answers), not the caller's
         self._redpanda = RedpandaHold()
         self._visibility = Visibility()
-        self._ids = _IdsBefore()
+        self._ids_before = _IdsBefore()  # wait_for_metadata creates: the ids of their names before the send
         self._round_trip = RoundTrip()
         self._connection = Connection(socket_timeout_s)  # rule b: the slot follows the connection
         self._final_at = -math.inf  # see ``final_at``
@@ -276,7 +276,7 @@ class Engine:
         if self._closed:
             raise RuntimeError(CLOSED_MESSAGE)
         if call.spec.wait_for_metadata and not call.kind.validate_only and call.kind.operation is CREATE_TOPICS:
-            self._ids.unread.update(dict.fromkeys(topics))  # incarnations: the ids before the send (``visibility``)
+            self._ids_before.unread.update(dict.fromkeys(topics))  # incarnations: the ids before the send (``visibility``)
         default = self._metadata.default_partitions
         for topic in topics:
             if topic.cost is None and default is not None and call.kind.operation is CREATE_TOPICS:
@@ -415,11 +415,11 @@ class Engine:
     def on_views(self, views: BrokerViews, now: float) -> None:
         """Every broker's Metadata for the topics asked about (``Outbox.read_views``); see ``visibility``."""
         asked, deferred, unasked = self._visibility.asked, self._visibility.deferred, False
-        for topic in self._ids.asked:  # the ids before a create is sent, from every broker that could be read
-            if topic in self._ids.unread:  # still queued (not withdrawn, not settled)
-                del self._ids.unread[topic]
+        for topic in self._ids_before.asked:  # the ids before a create is sent, from every broker that could be read
+            if topic in self._ids_before.unread:  # still queued (not withdrawn, not settled)
+                del self._ids_before.unread[topic]
                 topic.ids_before = ids_shown(topic.name, views)
-        self._ids.asked = []
+        self._ids_before.asked = []
         for call in list(self._calls.values()):
             operation = call.kind.operation.name
             for topic in list(call.awaiting.values()):
@@ -526,7 +526,7 @@ class Engine:
             names.extend(topic.name for topic in first)
             self._visibility.read(now, names, deferred)
             self._out.read_views = names
-            self._ids.asked = first
+            self._ids_before.asked = first
             for call in calls:
                 call.views_read_at = now
         wake_at = self._visibility.wake_at()
@@ -560,9 +560,9 @@ class Engine:
     def _ids_to_read(self, now: float) -> list[Topic]:
         """wait_for_metadata creates whose ids before the send are to be read (those holding their names, rule a),
         unless a read is out already."""
-        if not self._ids.unread or self._visibility.reading:
+        if not self._ids_before.unread or self._visibility.reading:
             return []
-        first = [topic for topic in self._ids.unread if self._holds(topic)]
+        first = [topic for topic in self._ids_before.unread if self._holds(topic)]
         if first:
             self._visibility.soon(now)
         return first
@@ -590,8 +590,8 @@ class Engine:
 
     def _release(self, topic: Topic) -> None:
         """The topic is settled or withdrawn: the next call waiting for its name may send it."""
-        if self._ids.unread:
-            self._ids.unread.pop(topic, None)
+        if self._ids_before.unread:
+            self._ids_before.unread.pop(topic, None)
         holder = self._names.release(topic)
         if holder is not None:  # the earliest pending call naming it may send it now
             holder.call.move(holder, TopicState.QUEUED)
@@ -668,8 +668,10 @@ class Engine:
             return "no broker had answered this client"
         if not self._holds(topic):
             return "an earlier call still held the topic's name"
-        if topic in self._ids.unread:
-            return "the brokers' topic ids of the name (to tell the new topic from an earlier one) were still being read"
+        if topic in self._ids_before.unread:
+            return (
+                "the brokers' topic ids of the name (to tell the new topic from an earlier one) were still being read"
+            )
         if self._connection.busy:
             return "the connection to the controller still carried an earlier request that got no answer"
         return "its deadline passed before it could be sent"
@@ -692,11 +694,7 @@ class Engine:
         charged = 0
         if answered:
             response.throttle_s, charged = self._redpanda_refusals(request, response, now)
-        applied = [topic for topic in request.topics if outcomes[topic.name] is Outcome.SUCCESS]
-        for topic in applied:  # progress resets a call's back-offs
-            topic.call.quota_backoffs = topic.call.transient_retries = 0
-        # the mutations of the topics the broker applied (as far as their costs are known)
-        accepted = sum(topic.cost or 0 for topic in applied)
+        accepted = _progress(request.topics, outcomes)
         retried = self._settle_answered(request, response, now)
         if answered:  # Redpanda's refused topics are charged all the same: the pacer's mirror counts them
             self._learn_from_answer(request, results, charged + accepted, response.throttle_s, now)
@@ -993,7 +991,7 @@ class Engine:
 
     def _sendable(self, topic: Topic) -> bool:
         """It holds its name (rule a), and, a wait_for_metadata create, the ids before its send are known."""
-        return self._holds(topic) and (not self._ids.unread or topic not in self._ids.unread)
+        return self._holds(topic) and (not self._ids_before.unread or topic not in self._ids_before.unread)
 
     def _next_eligible(self, now: float) -> float:
         """When the next queued topic becomes sendable (one waiting for a name's holder is woken by its settling,
@@ -1084,10 +1082,11 @@ class Engine:
             return Ending.DEADLINE, ""  # no time for librdkafka's verdict to come
         if remaining_s <= expected_s + kept_s:
             left_ms = max(0.0, remaining_s) * 1000
+            why = f"less time was left ({left_ms:.0f} ms) than "
             if expected_s > 0:
-                why = f"less time was left ({left_ms:.0f} ms) than a round trip takes ({expected_s * 1000:.0f} ms recently)"
+                why += f"a round trip takes ({expected_s * 1000:.0f} ms recently)"
             else:
-                why = f"less time was left ({left_ms:.0f} ms) than the {kept_s * 1000:.0f} ms kept for the answer"
+                why += f"the {kept_s * 1000:.0f} ms kept for the answer"
             return Ending.TOO_LATE, why
         return None
 
@@ -1169,6 +1168,17 @@ def _may_still_be_on_the_connection(exc: BaseException | None) -> bool:
     if error is None:
         return False
     return error.code() == KafkaError._BAD_MSG or (was_written(exc) and error.code() != KafkaError._TRANSPORT)
+
+
+def _progress(topics: list[Topic], outcomes: dict[str, Outcome]) -> int:
+    """The topics the broker applied reset their calls' back-offs (progress); returns their mutations (as far as
+    their costs are known)."""
+    accepted = 0
+    for topic in topics:
+        if outcomes[topic.name] is Outcome.SUCCESS:
+            topic.call.quota_backoffs = topic.call.transient_retries = 0
+            accepted += topic.cost or 0
+    return accepted
 
 
 def _admitted_before_refusal(topics: list[Topic], outcomes: dict[str, Outcome]) -> int:

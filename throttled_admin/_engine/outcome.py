@@ -125,7 +125,8 @@ def _too_late(past: Past, facts: Facts) -> BaseException:
 
 def _cancelled(past: Past, facts: Facts) -> BaseException:
     if past.unknown:
-        return unknown_outcome_error(facts.operation, "its caller cancelled it after an attempt that got no usable answer")
+        why = "its caller cancelled it after an attempt that got no usable answer"
+        return unknown_outcome_error(facts.operation, why)
     if past.answered:
         return _deadline(past, facts)
     return not_sent_error(facts.operation, facts.timeout_ms, CANCELLED_WHY)
