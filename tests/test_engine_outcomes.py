@@ -6,16 +6,18 @@ these check each case of the table on its own."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 
+from throttled_admin._engine import CREATE_TOPICS, Call, CallSpec, Engine, RequestKind, RetryBackoff, Topic
 from throttled_admin._engine.classify import Outcome
 from throttled_admin._engine.contact import ContactFailure
 from throttled_admin._engine.lifecycle import MOVES, Attempt, Past, TopicState
 from throttled_admin._engine.outcome import CANCELLED_WHY, RULES, Ending, Facts, settle_error
 from throttled_admin._engine.work import NameHolds
-from throttled_admin._engine import CREATE_TOPICS, Call, CallSpec, Engine, RequestKind, RetryBackoff, Topic
 from throttled_admin._errors import (
     CannotConnectError,
     ClientClosedError,
@@ -51,7 +53,7 @@ PASTS = {
 FACTS = Facts("CreateTopics", "t", 5000, now=10.5, why="its deadline passed before it could be sent")
 
 # (state, ending, past, what the ending brings) -> (the error's type, a piece of its message)
-ROWS: list[tuple[TopicState, Ending, str, dict[str, object], type[BaseException], str]] = [
+ROWS: list[tuple[TopicState, Ending, str, dict[str, Any], type[BaseException], str]] = [
     # the broker's last word, unless an earlier attempt may have applied it
     (F, Ending.ANSWERED, "never answered", {"exc": EXISTS}, KafkaException, "already exists"),
     (F, Ending.ANSWERED, "throttled", {"exc": EXISTS}, KafkaException, "already exists"),
@@ -100,7 +102,7 @@ ROWS: list[tuple[TopicState, Ending, str, dict[str, object], type[BaseException]
 
 @pytest.mark.parametrize(("state", "ending", "past", "given", "kind", "says"), ROWS)
 def test_each_case_of_rule_f_has_its_error(
-    state: TopicState, ending: Ending, past: str, given: dict[str, object], kind: type[BaseException], says: str
+    state: TopicState, ending: Ending, past: str, given: dict[str, Any], kind: type[BaseException], says: str
 ) -> None:
     error = settle_error(ending, state, PASTS[past], FACTS._replace(**given))
     assert isinstance(error, kind), repr(error)
@@ -113,7 +115,8 @@ def test_a_refusal_after_an_earlier_refusal_is_not_a_not_sent_error() -> None:
     refused = settle_error(Ending.SEND_REFUSED, F, PASTS["refused"], FACTS._replace(exc=TypeError("x")))
     assert type(refused) is KafkaException
     closed = settle_error(Ending.CLOSED, Q, PASTS["throttled"], FACTS)
-    assert isinstance(closed, ClientClosedError) and not isinstance(closed, NotSentError)
+    assert isinstance(closed, ClientClosedError)
+    assert not isinstance(closed, NotSentError)
     assert not closed.sent
 
 
@@ -159,11 +162,13 @@ def test_a_topic_moves_only_as_its_lifecycle_allows_and_its_call_holds_it_by_sta
         call.move(topic, TopicState.WITHDRAWN)
     call.move(topic, A)
     call.move(topic, TopicState.SETTLED)
-    assert not (call.queued or call.in_flight or call.awaiting)
+    assert (call.queued, call.in_flight, call.awaiting) == ({}, {}, {})
     with pytest.raises(AssertionError):
         call.move(topic, Q)
     topic.history += (attempt(Outcome.UNKNOWN), attempt(Outcome.NOT_APPLIED, NOT_CONTROLLER))
-    assert topic.attempts == 2 and topic.outcome_unknown and topic.past.refused is NOT_CONTROLLER
+    assert topic.attempts == 2
+    assert topic.outcome_unknown
+    assert topic.past.refused is NOT_CONTROLLER
 
 
 def engine_with_calls(*names: str) -> tuple[Engine, list[Topic]]:
@@ -183,7 +188,8 @@ def test_an_engine_keeps_each_attempt_and_moves_the_topic_through_its_states() -
     engine, [topic] = engine_with_calls("t")
     assert topic.state is Q
     first = engine.step(0.0).send
-    assert first is not None and topic.state is F
+    assert first is not None
+    assert topic.state is F
     engine.on_results(first, {"t": NOT_CONTROLLER}, 0.01)
     assert not engine.step(0.01).settle
     assert topic.state is Q  # to be sent again after the back-off, once metadata is read (NOT_CONTROLLER)
@@ -191,7 +197,8 @@ def test_an_engine_keeps_each_attempt_and_moves_the_topic_through_its_states() -
     assert engine.step(0.2).read_metadata
     engine.on_metadata({}, 0.21)
     second = engine.step(0.21).send
-    assert second is not None and second.id == 2 and topic.state is F
+    assert second is not None
+    assert (second.id, topic.state) == (2, F)
     engine.on_results(second, {"t": None}, 0.22)
     assert engine.step(0.22).settle == [(topic, None)]
     assert topic.state is TopicState.SETTLED
@@ -202,12 +209,14 @@ def test_a_topic_an_earlier_call_names_is_held_behind_the_name_until_that_call_s
     engine, [first, later] = engine_with_calls("t", "t")
     assert (first.state, later.state) == (Q, TopicState.HELD_BEHIND_NAME)
     sent = engine.step(0.0).send
-    assert sent is not None and sent.topics == [first]
+    assert sent is not None
+    assert sent.topics == [first]
     engine.on_results(sent, {"t": EXISTS}, 0.01)
     out = engine.step(0.01)
     assert out.settle == [(first, EXISTS)]
     assert later.state is F  # queued once the name was free, and sent in the same step
-    assert out.send is not None and out.send.topics == [later]
+    assert out.send is not None
+    assert out.send.topics == [later]
 
 
 def test_a_name_is_held_by_the_earliest_pending_topic_that_names_it() -> None:
@@ -216,5 +225,6 @@ def test_a_name_is_held_by_the_earliest_pending_topic_that_names_it() -> None:
     assert [names.hold(topic) for topic in (first, second, third, other)] == [True, False, False, True]
     assert names.release(second) is None  # withdrawn while it waited: the name stays with the first
     assert names.release(first) is third
-    assert names.release(third) is None and names.release(other) is None
+    assert names.release(third) is None
+    assert names.release(other) is None
     assert names.hold(second)  # nothing left of the name

@@ -276,7 +276,8 @@ class Engine:
         if self._closed:
             raise RuntimeError(CLOSED_MESSAGE)
         if call.spec.wait_for_metadata and not call.kind.validate_only and call.kind.operation is CREATE_TOPICS:
-            self._ids_before.unread.update(dict.fromkeys(topics))  # incarnations: the ids before the send (``visibility``)
+            # incarnations: the ids before the send (``visibility``)
+            self._ids_before.unread.update(dict.fromkeys(topics))
         default = self._metadata.default_partitions
         for topic in topics:
             if topic.cost is None and default is not None and call.kind.operation is CREATE_TOPICS:

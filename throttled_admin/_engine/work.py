@@ -202,8 +202,7 @@ class Call:
             raise AssertionError(f"topic {topic.name!r}: no move from {here.value} to {to.value}")
         topic.state = to
         held_in = self._held_in
-        was_in = held_in[here] if here in held_in else None
-        goes_to = held_in[to] if to in held_in else None
+        was_in, goes_to = held_in.get(here), held_in.get(to)
         if was_in is not goes_to:
             if was_in is not None:
                 del was_in[topic.name]
@@ -253,10 +252,7 @@ class Topic:
     @property
     def outcome_unknown(self) -> bool:
         """An earlier attempt may have been applied (it was handed over and no usable answer came)."""
-        for attempt in self.history:
-            if attempt.outcome is _UNKNOWN:
-                return True
-        return False
+        return any(attempt.outcome is _UNKNOWN for attempt in self.history)
 
 
 class NameHolds:
