@@ -178,15 +178,18 @@ class Call:
     transient_retries: int = 0  # transient errors in a row without progress: exponential back-off
     error_type: str | None = None  # the first failure's type, for the call's duration metric
     views_read_at: float | None = None  # wait_for_metadata: when its applied topics were last read about
-    # state -> the dict above that holds its topics (settled, withdrawn or new: none)
-    _held_in: dict[TopicState, dict[str, Topic]] = field(init=False, repr=False)
+    # state -> the dict above that holds its topics (new, settled or withdrawn: none)
+    _held_in: dict[TopicState, dict[str, Topic] | None] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._held_in = {
+            TopicState.NEW: None,
             TopicState.HELD_BEHIND_NAME: self.queued,
             TopicState.QUEUED: self.queued,
             TopicState.IN_FLIGHT: self.in_flight,
             TopicState.AWAITING_VISIBILITY: self.awaiting,
+            TopicState.SETTLED: None,
+            TopicState.WITHDRAWN: None,
         }
 
     @property
@@ -202,7 +205,7 @@ class Call:
             raise AssertionError(f"topic {topic.name!r}: no move from {here.value} to {to.value}")
         topic.state = to
         held_in = self._held_in
-        was_in, goes_to = held_in.get(here), held_in.get(to)
+        was_in, goes_to = held_in[here], held_in[to]
         if was_in is not goes_to:
             if was_in is not None:
                 del was_in[topic.name]
@@ -252,7 +255,10 @@ class Topic:
     @property
     def outcome_unknown(self) -> bool:
         """An earlier attempt may have been applied (it was handed over and no usable answer came)."""
-        return any(attempt.outcome is _UNKNOWN for attempt in self.history)
+        for attempt in self.history:  # noqa: SIM110 (cheaper than any() over a generator: once per topic answered)
+            if attempt.outcome is _UNKNOWN:
+                return True
+        return False
 
 
 class NameHolds:
