@@ -30,12 +30,14 @@ a *definite* failure: no connection attempt can succeed, so nothing waits for on
 
 from __future__ import annotations
 
+import enum
+import math
 import re
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaError
 
-__all__ = ["ContactFailure", "broker_address", "contact_failure", "wrong_listener"]
+__all__ = ["Contact", "ContactFailure", "ProbeState", "broker_address", "contact_failure", "wrong_listener"]
 
 # librdkafka's broker states before UP, and what each means for a connection that failed in it.
 _STAGES = {
@@ -102,3 +104,55 @@ def wrong_listener(broker: str, security_protocol: str, *, requires_tls: bool) -
     what = "requires TLS" if requires_tls else "does not speak TLS"
     text = f"{broker}: the listener at {address} {what}{_CHECK}, which is {security_protocol.upper()}"
     return KafkaError(KafkaError._TRANSPORT, text, fatal=False)
+
+
+class ProbeState(enum.Enum):
+    """The contact probe (the driver's light request that tells whether any broker answers this client)."""
+
+    NOT_ASKED = "not asked"
+    ASKED = "asked"
+    UNANSWERED = "unanswered"  # librdkafka gave up on it
+
+
+@dataclass
+class Contact:
+    """The engine's first contact: whether a broker has answered this client, how the last connection failed
+    before its handshake while none has, and the contact probe."""
+
+    reached: bool = False  # a broker has answered this client
+    failure: ContactFailure | None = None  # the last connection failed before its handshake (until reached)
+    probe: ProbeState = ProbeState.NOT_ASKED
+    probe_asked_at: float = -math.inf
+
+    def answered(self) -> None:
+        """A broker has answered this client: no first-contact rule, no 'cannot connect' from now on."""
+        self.reached = True
+        self.failure = None
+
+    def failed(self, failure: ContactFailure | None) -> None:
+        """A connection failed (``failure``: before its handshake, None: otherwise), while no broker had answered.
+        What was found of the listener holds until it is seen down (a restart may change it)."""
+        if self.reached or failure is None:
+            return
+        known = self.failure
+        if known is not None and known.definite and not failure.definite and failure.stage != "tcp":
+            return
+        self.failure = failure
+
+    def probed(self, answered: bool) -> None:
+        """The probe's outcome: a broker answered it (even with an error), or not."""
+        if answered:
+            self.answered()
+        elif self.probe is ProbeState.ASKED:
+            self.probe = ProbeState.UNANSWERED
+
+    def probe_at(self, calls_waiting: bool, interval_s: float) -> float | None:
+        """When to ask the probe (at the start, and again every ``interval_s`` while connections fail and calls
+        wait: a broker that comes up is noticed); None: not now."""
+        again = self.probe is ProbeState.UNANSWERED and self.failure is not None and calls_waiting
+        if self.probe is ProbeState.NOT_ASKED or again:
+            return self.probe_asked_at + interval_s
+        return None
+
+    def asked(self, now: float) -> None:
+        self.probe, self.probe_asked_at = ProbeState.ASKED, now

@@ -35,6 +35,11 @@ h. ``close`` settles every topic.
 i. A send cut short (``on_send_cut_short``) counts as handed over if confluent-kafka's call may have run, and goes
    back to the queue if it certainly did not: nothing is lost and nothing stalls.
 j. Cancelled is final: a topic cancelled in flight may complete, but is never sent again.
+
+A topic is queued, in flight, awaiting visibility, then settled (or withdrawn): ``lifecycle`` names the states and
+the moves between them, which ``Call.move`` alone makes, and keeps each attempt that came back in the topic's
+history. What becomes of an answered attempt is its ``verdict``; the error a topic is settled with follows from
+why it ends, its state and what its attempts leave true, in one table (``outcome``: rule f).
 """
 
 from __future__ import annotations
@@ -72,7 +77,9 @@ from throttled_admin._engine.classify import (
 )
 from throttled_admin._engine.config import MAX_RECORDS_PER_REQUEST, MAX_TOPICS_PER_REQUEST, EngineConfig
 from throttled_admin._engine.connection import Connection, Drained
-from throttled_admin._engine.contact import ContactFailure, contact_failure
+from throttled_admin._engine.contact import Contact, ProbeState, contact_failure
+from throttled_admin._engine.lifecycle import Attempt, TopicState
+from throttled_admin._engine.metadata import MetadataReads
 from throttled_admin._engine.metric_events import (
     BackedOff,
     CallFinished,
@@ -83,6 +90,7 @@ from throttled_admin._engine.metric_events import (
     ResponseThrottle,
     Retried,
 )
+from throttled_admin._engine.outcome import Ending, Facts, settle_error
 from throttled_admin._engine.pacer import MutationQuota, Pacer
 from throttled_admin._engine.redpanda import RedpandaHold
 from throttled_admin._engine.retry import RetryBackoff
@@ -90,20 +98,14 @@ from throttled_admin._engine.round_trip import MIN_SAMPLES, RoundTrip
 from throttled_admin._engine.throttle import ThrottleTracker
 from throttled_admin._engine.verdict import Verdict, verdict
 from throttled_admin._engine.visibility import READ_BEFORE_DEADLINE_S, BrokerViews, Visibility, ids_shown, lagging
-from throttled_admin._engine.work import CREATE_TOPICS, Call, RequestKind, Topic
+from throttled_admin._engine.work import CREATE_TOPICS, Call, NameHolds, RequestKind, Topic
 from throttled_admin._errors import (
     CLOSED_MESSAGE,
     ClientClosedError,
     NotYetVisibleError,
     ThrottlingQuotaExceededException,
-    after_unknown_attempt,
-    cannot_connect_error,
     closed_error,
-    in_flight_error,
-    not_sent_error,
     not_visible_error,
-    refused_error,
-    unknown_outcome_error,
 )
 
 __all__ = [
@@ -129,7 +131,6 @@ ABANDON_GRACE_S = 2.0
 # answer was left out of the response (a garbled answer): its outcome is unknown.
 PARTIAL_GRACE_S = 0.5
 _AUTH_ERRORS = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
-_CANCELLED = "its caller cancelled it while librdkafka was still looking for the controller"
 # First contact (docs/semantics.md, "First contact"). A client asks the cluster something light as it starts (the
 # driver's contact probe: describe_cluster, whose librdkafka timeout is FIRST_CONTACT_TIMEOUT_S, so that a probe not
 # yet sent never queues ahead of a mutation on a slow broker's connection; asked again at most that often while
@@ -147,6 +148,17 @@ CONTACT_VERDICT_MARGIN_S = 0.5
 # An authentication failure fails what is pending and what is submitted this soon after it; librdkafka keeps
 # reconnecting and reports it again if it persists.
 AUTH_ERROR_TTL_S = 5.0
+
+
+# The states the engine checks or sets once or more per topic, as module constants: on Python 3.11, reading an Enum
+# member off its class is a Python-level call.
+_HELD, _QUEUED, _IN_FLIGHT, _SETTLED = (
+    TopicState.HELD_BEHIND_NAME,
+    TopicState.QUEUED,
+    TopicState.IN_FLIGHT,
+    TopicState.SETTLED,
+)
+_THROTTLED = Outcome.THROTTLED
 
 
 @dataclass(eq=False)
@@ -178,6 +190,14 @@ class Request:
 _DEFAULT_CONFIG = EngineConfig()
 
 
+@dataclass(eq=False)
+class _IdsBefore:
+    """wait_for_metadata creates not sent until every broker's ids of the name are read (``visibility``)."""
+
+    unread: dict[Topic, None] = field(default_factory=dict)  # in order
+    asked: list[Topic] = field(default_factory=list)  # those of them the read out asks about
+
+
 class Engine:
     """Not thread-safe: the driver serializes every call (under its lock)."""
 
@@ -196,34 +216,21 @@ class Engine:
         self._backoff = backoff
         self._random = random.Random(config.seed)  # the back-off's jitter
         self._call_ids, self._request_ids = itertools.count(1), itertools.count(1)
-        self._gate = ThrottleTracker()
+        self._gate = ThrottleTracker()  # KIP-219: the broker's throttle, and how long work waited for it
         self._cap = BatchCap(config.max_records_per_request)
         self._own_pacer = False  # the pacer is the engine's own (Redpanda's answers), not the caller's
         self._redpanda = RedpandaHold()
         self._visibility = Visibility()
-        # wait_for_metadata creates not sent until every broker's ids of the name are read (``visibility``), in order
-        self._unread: dict[Topic, None] = {}
-        self._ids_asked: list[Topic] = []  # those of them the read out asks about
+        self._ids_before = _IdsBefore()  # wait_for_metadata creates: the ids of their names before the send
         self._round_trip = RoundTrip()
         self._connection = Connection(socket_timeout_s)  # rule b: the slot follows the connection
         self._final_at = -math.inf  # see ``final_at``
         self._calls: dict[int, Call] = {}  # in submission order
-        # rule a: name -> the pending topics of that name in call order; a lone topic is held as itself (no list per
-        # topic of a bulk call), names shared by pending calls as a list
-        self._holders: dict[str, Topic | list[Topic]] = {}
+        self._names = NameHolds()  # rule a: which pending topic holds each name
         self._request: Request | None = None
         self._auth_error: tuple[KafkaError, float] | None = None  # (error, when it was reported)
-        self._reached = False  # a broker has answered this client
-        self._contact_failure: ContactFailure | None = None  # the last connection failed before its handshake
-        self._probe: str | None = None  # the contact probe: None (not asked), "asked", "unanswered"
-        self._probe_asked_at = -math.inf
-        self._refresh_metadata = False  # after NOT_CONTROLLER: read metadata before sending again, as Java does
-        # Broker defaults: the partitions a create of -1 makes (the controller's num.partitions), once read; and a
-        # topic created with a guessed count, to read back when the cluster's setting could not be read
-        self._default_partitions: int | None = None
-        self._default_from: str | None = None
-        self._reading_metadata = False
-        self._gate_wait: tuple[str, float] | None = None  # (operation, since when) work waits for a throttle
+        self._contact = Contact()  # first contact: has a broker answered this client?
+        self._metadata = MetadataReads()  # partition counts, and the cluster's default partition count
         self._closed = False
         self._out: list[Action] = []  # what to do, decided since the last step (``actions``)
 
@@ -265,18 +272,14 @@ class Engine:
         if self._closed:
             raise RuntimeError(CLOSED_MESSAGE)
         if call.spec.wait_for_metadata and not call.kind.validate_only and call.kind.operation is CREATE_TOPICS:
-            self._unread.update(dict.fromkeys(topics))  # incarnations: the ids before the send (``visibility``)
-        default = self._default_partitions
+            # incarnations: the ids before the send (``visibility``)
+            self._ids_before.unread.update(dict.fromkeys(topics))
+        default = self._metadata.default_partitions
         for topic in topics:
             if topic.cost is None and default is not None and call.kind.operation is CREATE_TOPICS:
                 self._cost_with_default(topic, default)  # -1 partitions: the cluster's default, known already
-            call.queued[topic.name] = topic
-            held = self._holders.setdefault(topic.name, topic)
-            if held is not topic:
-                if isinstance(held, list):
-                    held.append(topic)
-                else:
-                    self._holders[topic.name] = [held, topic]
+            # rule a: held behind its name while an earlier pending call names it too
+            call.move(topic, _QUEUED if self._names.hold(topic) else _HELD)
         call.unsettled = len(topics)
         call.id = next(self._call_ids)
         self._calls[call.id] = call
@@ -288,13 +291,12 @@ class Engine:
         every later cancel. In flight: False, and its current attempt is its last (cancelled is final: it may
         still complete, but is never sent again). Settled: False."""
         topic.cancelled = True
-        if topic.withdrawn:
+        if topic.state is TopicState.WITHDRAWN:
             return True
-        call = topic.call
-        if call.queued.get(topic.name) is not topic:
+        if topic.state is not TopicState.QUEUED and topic.state is not TopicState.HELD_BEHIND_NAME:
             return False
-        del call.queued[topic.name]
-        topic.withdrawn = True
+        call = topic.call
+        call.move(topic, TopicState.WITHDRAWN)
         self._release(topic)
         call.unsettled -= 1
         self._account(call, now)
@@ -303,7 +305,7 @@ class Engine:
     def on_throttle(self, node_id: int, throttle_s: float, now: float) -> None:
         """A response's throttle_time_ms (librdkafka sends an event when it changes)."""
         self._gate.record(node_id, throttle_s, now)
-        self._contact()  # a response's throttle: a broker has answered this client
+        self._contact.answered()  # a response's throttle: a broker has answered this client
         request = self._request
         if request is not None:
             request.events.append((node_id, throttle_s))
@@ -321,13 +323,8 @@ class Engine:
 
     def on_log(self, line: str, now: float) -> None:
         """A librdkafka ``FAIL`` log line (some failures before the handshake are told only there)."""
-        failure = contact_failure(line) if not self._reached else None
-        if failure is None:
-            return
-        known = self._contact_failure
-        if known is not None and known.definite and not failure.definite and failure.stage != "tcp":
-            return  # what was found of the listener holds until it is seen down (a restart may change it)
-        self._contact_failure = failure
+        if not self._contact.reached:
+            self._contact.failed(contact_failure(line))
 
     @property
     def auth_failing(self) -> bool:
@@ -349,13 +346,9 @@ class Engine:
             return
         self._request = None
         self._record_response_throttle(request, answered=False)
-        operation = request.kind.operation.name
         for topic in request.topics:
-            if topic.call.in_flight.get(topic.name) is topic:
-                refused: BaseException = refused_error(operation, exc)
-                if _refusal(topic) is not None:  # a broker refused an earlier attempt: it was written, not applied
-                    refused = KafkaException(refused.args[0])
-                self._finish(topic, self._final_error(topic, refused), now)
+            if topic.state is TopicState.IN_FLIGHT:
+                self._end(topic, Ending.SEND_REFUSED, now, exc=exc)
 
     def on_send_cut_short(self, request: Request, *, handed: bool, now: float) -> None:
         """The driver's send of ``request`` was cut short (Ctrl-C, a signal handler, close() from inside the turn):
@@ -371,43 +364,32 @@ class Engine:
         for node_id, throttle_s in request.events:  # other responses' throttles: this request was never sent
             self._metric(_throttle_event(node_id, throttle_s))
         for topic in request.topics:
-            call = topic.call
-            if call.in_flight.get(topic.name) is not topic:
+            if topic.state is not TopicState.IN_FLIGHT:
                 continue
             if topic.cancelled:  # its caller gave up on it in flight: this attempt not sent, and none will be
-                self._finish(topic, self._cancelled_error(topic, now), now)
-                continue
-            del call.in_flight[topic.name]
-            call.queued[topic.name] = topic
+                self._end(topic, Ending.CANCELLED, now)
+            else:
+                topic.call.move(topic, TopicState.QUEUED)
 
     def on_drained(self, outcome: Drained, now: float) -> None:
         """What became of the sentinel sent for a ``Drain`` action (``connection``)."""
         if outcome is Drained.ANSWERED:
-            self._contact()  # a broker answered this client
+            self._contact.answered()  # a broker answered this client
         self._final_at = max(self._final_at, now + self._connection.drained(outcome))
 
     def on_probe(self, answered: bool, now: float) -> None:
         """The contact probe's outcome: a broker answered it (even with an error), or not."""
-        if answered:
-            self._contact()
-        elif self._probe == "asked":
-            self._probe = "unanswered"
+        self._contact.probed(answered)
 
     @property
     def wants_default_partitions(self) -> bool:
         """Whether a metadata read should also read the cluster's default partition count (``num.partitions``)."""
-        return self._default_partitions is None
+        return self._metadata.default_partitions is None
 
     def on_metadata(self, counts: dict[str, int] | None, now: float, default_partitions: int | None = None) -> None:
         """Partition counts by topic (None: the read failed, and costs not known are taken as 1), and the cluster's
         default partition count if it was read (what a create with -1 partitions makes, and is charged)."""
-        self._reading_metadata = False
-        if default_partitions is None and counts is not None and self._default_from in counts:
-            default_partitions = counts[self._default_from]  # a topic created with the default, read back
-        if default_partitions is not None:
-            self._default_partitions = default_partitions
-            self._default_from = None
-        default = self._default_partitions
+        default = self._metadata.answered(counts, default_partitions)
         for call in self._calls.values():
             operation = call.kind.operation
             for topic in call.queued.values():
@@ -422,7 +404,7 @@ class Engine:
 
     def _cost_with_default(self, topic: Topic, default: int | None) -> None:
         """A create of -1 partitions costs the cluster's default; while that is unknown, FALLBACK_PARTITIONS, and
-        the first such topic applied is read back to learn it (``_default_from``)."""
+        the first such topic applied is read back to learn it (``MetadataReads.read_back``)."""
         topic.cost = CREATE_TOPICS.cost_from_metadata(topic.item, None, default)
         topic.records = CREATE_TOPICS.records(topic.item, default)
         topic.guessed = default is None
@@ -430,11 +412,11 @@ class Engine:
     def on_views(self, views: BrokerViews, now: float) -> None:
         """Every broker's Metadata for the topics asked about (a ``ReadViews`` action); see ``visibility``."""
         asked, deferred, unasked = self._visibility.asked, self._visibility.deferred, False
-        for topic in self._ids_asked:  # the ids before a create is sent, from every broker that could be read
-            if topic in self._unread:  # still queued (not withdrawn, not settled)
-                del self._unread[topic]
+        for topic in self._ids_before.asked:  # the ids before a create is sent, from every broker that could be read
+            if topic in self._ids_before.unread:  # still queued (not withdrawn, not settled)
+                del self._ids_before.unread[topic]
                 topic.ids_before = ids_shown(topic.name, views)
-        self._ids_asked = []
+        self._ids_before.asked = []
         for call in list(self._calls.values()):
             operation = call.kind.operation.name
             for topic in list(call.awaiting.values()):
@@ -454,14 +436,8 @@ class Engine:
         if self._request is not None:  # its responses' throttles still count (KIP-124), answered or not
             self._record_response_throttle(self._request, answered=False)
         for call in list(self._calls.values()):
-            operation = call.kind.operation.name
-            for topic in list(call.queued.values()):
-                error = closed_error(operation, sent=topic.outcome_unknown, refused=_refusal(topic), in_flight=False)
-                self._finish(topic, error, now)
-            for topic in list(call.in_flight.values()):
-                self._finish(topic, closed_error(operation, sent=True), now)
-            for topic in list(call.awaiting.values()):  # applied: the error says so
-                self._finish(topic, not_visible_error(operation, call.spec.timeout_ms, topic.lagging, closed=True), now)
+            for topic in [*call.queued.values(), *call.in_flight.values(), *call.awaiting.values()]:
+                self._end(topic, Ending.CLOSED, now)
         self._request = None
 
     # -- the decision -----------------------------------------------------------------------------
@@ -475,7 +451,7 @@ class Engine:
             if self._auth_error is not None:
                 self._fail_on_auth_error(now)
             wake_at = min(self._expire(now), self._drain(now))
-            if not self._reached:
+            if not self._contact.reached:
                 wake_at = min(wake_at, self._first_contact(now))
             if self._request is None:
                 wake_at = min(wake_at, self._next_request(now))
@@ -504,24 +480,19 @@ class Engine:
 
     # -- settling ---------------------------------------------------------------------------------
 
-    def _contact(self) -> None:
-        """A broker has answered this client: no first-contact rule, no 'cannot connect' from now on."""
-        self._reached = True
-        self._contact_failure = None
-
     def _first_contact(self, now: float) -> float:
         """Until a broker has answered: ask the contact probe (at the start, and again while connections fail and
         calls wait: a broker that comes up is noticed), and fail the topics of calls that have waited
         FIRST_CONTACT_TIMEOUT_S for a connection that keeps failing before its handshake (at once for a listener of
         the other protocol). Nothing of theirs was handed over. Returns when to look again."""
         wake_at = math.inf
-        failure = self._contact_failure
-        if self._probe is None or (self._probe == "unanswered" and failure is not None and self._calls):
-            ask_at = self._probe_asked_at + FIRST_CONTACT_TIMEOUT_S
+        failure = self._contact.failure
+        ask_at = self._contact.probe_at(bool(self._calls), FIRST_CONTACT_TIMEOUT_S)
+        if ask_at is not None:
             if now < ask_at:
                 wake_at = ask_at
             else:
-                self._probe, self._probe_asked_at = "asked", now
+                self._contact.asked(now)
                 self._out.append(Probe())
         if failure is None:
             return wake_at
@@ -532,14 +503,8 @@ class Engine:
             if now < give_up_at:
                 wake_at = min(wake_at, give_up_at)
                 continue
-            operation = call.kind.operation.name
-            error = cannot_connect_error(operation, failure.address, failure.reason)
             for topic in list(call.queued.values()):
-                if not topic.outcome_unknown:
-                    self._finish(topic, error, now)
-                else:  # a send cut short after its call may have begun (librdkafka may write it once connected)
-                    why = f"an attempt may have been handed over, and connections to {failure.address} fail"
-                    self._finish(topic, unknown_outcome_error(operation, why), now)
+                self._end(topic, Ending.CANNOT_CONNECT, now)
         return wake_at
 
     def _metric(self, event: MetricEvent) -> None:
@@ -558,7 +523,7 @@ class Engine:
             names.extend(topic.name for topic in first)
             self._visibility.read(now, names, deferred)
             self._out.append(ReadViews(tuple(names)))
-            self._ids_asked = first
+            self._ids_before.asked = first
             for call in calls:
                 call.views_read_at = now
         wake_at = self._visibility.wake_at()
@@ -592,9 +557,9 @@ class Engine:
     def _ids_to_read(self, now: float) -> list[Topic]:
         """wait_for_metadata creates whose ids before the send are to be read (those holding their names, rule a),
         unless a read is out already."""
-        if not self._unread or self._visibility.reading:
+        if not self._ids_before.unread or self._visibility.reading:
             return []
-        first = [topic for topic in self._unread if self._holds(topic)]
+        first = [topic for topic in self._ids_before.unread if self._holds(topic)]
         if first:
             self._visibility.soon(now)
         return first
@@ -603,7 +568,7 @@ class Engine:
         """The broker applied the topic: resolved now, or once every broker shows it (wait_for_metadata)."""
         call = topic.call
         if call.spec.wait_for_metadata and not call.kind.validate_only:
-            call.awaiting[topic.name] = topic
+            call.move(topic, TopicState.AWAITING_VISIBILITY)
             self._visibility.awaiting(now)
         else:
             self._finish(topic, None, now)
@@ -611,9 +576,7 @@ class Engine:
     def _finish(self, topic: Topic, exc: BaseException | None, now: float) -> None:
         """Book a topic's outcome; the driver resolves its future."""
         call = topic.call
-        call.queued.pop(topic.name, None)
-        call.in_flight.pop(topic.name, None)
-        call.awaiting.pop(topic.name, None)
+        call.move(topic, _SETTLED)
         self._release(topic)
         if exc is not None and call.error_type is None:
             error = error_of(exc)
@@ -624,25 +587,15 @@ class Engine:
 
     def _release(self, topic: Topic) -> None:
         """The topic is settled or withdrawn: the next call waiting for its name may send it."""
-        if self._unread:
-            self._unread.pop(topic, None)
-        holders = self._holders.get(topic.name)
-        if holders is None:
-            return
-        if not isinstance(holders, list):  # the usual case: no other call names it
-            if holders is topic:
-                del self._holders[topic.name]
-            return
-        rest = [held for held in holders if held is not topic]
-        if not rest:
-            del self._holders[topic.name]
-        else:
-            self._holders[topic.name] = rest[0] if len(rest) == 1 else rest
+        if self._ids_before.unread:
+            self._ids_before.unread.pop(topic, None)
+        holder = self._names.release(topic)
+        if holder is not None:  # the earliest pending call naming it may send it now
+            holder.call.move(holder, TopicState.QUEUED)
 
     def _holds(self, topic: Topic) -> bool:
         """True when no earlier pending call holds the topic's name (rule a)."""
-        holders = self._holders[topic.name]
-        return (holders[0] if isinstance(holders, list) else holders) is topic
+        return topic.state is not _HELD
 
     def _account(self, call: Call, now: float) -> None:
         if call.unsettled > 0 or self._calls.pop(call.id, None) is None:
@@ -659,16 +612,8 @@ class Engine:
             self._auth_error = None
             return
         for call in list(self._calls.values()):
-            operation = call.kind.operation.name
-            for topic in list(call.queued.values()):
-                if topic.outcome_unknown:  # an earlier attempt was sent and its answer lost: it may have applied
-                    self._finish(topic, after_unknown_attempt(error, operation), now)
-                else:
-                    self._finish(topic, KafkaException(error), now)
-            for topic in list(call.in_flight.values()):
-                # Handed to librdkafka, which keeps it and sends it once a connection authenticates (a transient
-                # failure, credentials still propagating): its outcome is unknown.
-                self._finish(topic, in_flight_error(error, operation), now)
+            for topic in [*call.queued.values(), *call.in_flight.values()]:  # applied topics stay applied
+                self._end(topic, Ending.AUTH_FAILED, now, error=error)
 
     def _expire(self, now: float) -> float:
         """Settle what is past its call's deadline; returns the next deadline (rule e)."""
@@ -678,41 +623,55 @@ class Engine:
                 next_deadline = min(next_deadline, call.spec.deadline)
                 continue
             for topic in list(call.queued.values()):
-                self._finish(topic, self._gave_up(topic, now), now)
-            for topic in list(call.in_flight.values()):
-                # Sent, not answered by the deadline: it may or may not have been applied; say so.
-                self._finish(topic, unknown_outcome_error(call.kind.operation.name, "no response by the deadline"), now)
+                self._end(topic, Ending.DEADLINE, now)
+            for topic in list(call.in_flight.values()):  # sent, not answered: it may or may not have been applied
+                self._end(topic, Ending.ANSWER_LOST, now, why="no response by the deadline")
             for topic in list(call.awaiting.values()):  # applied, not yet shown by every broker
-                self._finish(
-                    topic, not_visible_error(call.kind.operation.name, call.spec.timeout_ms, topic.lagging), now
-                )
+                self._end(topic, Ending.DEADLINE, now)
         return next_deadline
 
-    def _gave_up(self, topic: Topic, now: float) -> BaseException:
-        """The error of a queued topic whose call's deadline passed (Java's rules: throttled topics get the
-        throttle that remains, not a timeout)."""
+    def _end(
+        self,
+        topic: Topic,
+        ending: Ending,
+        now: float,
+        *,
+        exc: BaseException | None = None,
+        error: KafkaError | None = None,
+        throttle_ms: int = 0,
+        why: str = "",
+    ) -> None:
+        """Settle the topic with the error its ending and its attempts call for (``outcome``: rule f)."""
         call = topic.call
-        if topic.outcome_unknown:  # truth before Java's form: an earlier attempt may have applied it
-            return unknown_outcome_error(call.kind.operation.name, "no attempt was answered by the deadline")
-        if topic.throttled_at is not None:
-            remaining_ms = max(0, int(topic.throttle_ms - (now - topic.throttled_at) * 1000))
-            return ThrottlingQuotaExceededException(remaining_ms, topic.name)
-        if topic.last_error is not None:
-            return topic.last_error  # refused before (nothing applied), and no time was left to try again
-        failure = self._contact_failure
-        if failure is not None:  # no broker has answered, and connections fail before their handshake
-            return cannot_connect_error(call.kind.operation.name, failure.address, failure.reason)
-        if not self._reached:
-            why = "no broker had answered this client"
-        elif not self._holds(topic):
-            why = "an earlier call still held the topic's name"
-        elif topic in self._unread:
-            why = "the brokers' topic ids of the name (to tell the new topic from an earlier one) were still being read"
-        elif self._connection.busy:
-            why = "the connection to the controller still carried an earlier request that got no answer"
-        else:
-            why = "its deadline passed before it could be sent"
-        return not_sent_error(call.kind.operation.name, call.spec.timeout_ms, why)
+        if ending is Ending.DEADLINE:
+            why = self._why_not_sent(topic)
+        facts = Facts(
+            call.kind.operation.name,
+            topic.name,
+            call.spec.timeout_ms,
+            now,
+            exc,
+            error,
+            throttle_ms,
+            why,
+            self._contact.failure,
+            topic.lagging,
+        )
+        self._finish(topic, settle_error(ending, topic.state, topic.past, facts), now)
+
+    def _why_not_sent(self, topic: Topic) -> str:
+        """Why a topic that was never sent (or whose attempts were never built) was not sent by its deadline."""
+        if not self._contact.reached:
+            return "no broker had answered this client"
+        if not self._holds(topic):
+            return "an earlier call still held the topic's name"
+        if topic in self._ids_before.unread:
+            return (
+                "the brokers' topic ids of the name (to tell the new topic from an earlier one) were still being read"
+            )
+        if self._connection.busy:
+            return "the connection to the controller still carried an earlier request that got no answer"
+        return "its deadline passed before it could be sent"
 
     # -- a response -------------------------------------------------------------------------------
 
@@ -732,11 +691,7 @@ class Engine:
         charged = 0
         if answered:
             response.throttle_s, charged = self._redpanda_refusals(request, response, now)
-        applied = [topic for topic in request.topics if outcomes[topic.name] is Outcome.SUCCESS]
-        for topic in applied:  # progress resets a call's back-offs
-            topic.call.quota_backoffs = topic.call.transient_retries = 0
-        # the mutations of the topics the broker applied (as far as their costs are known)
-        accepted = sum(topic.cost or 0 for topic in applied)
+        accepted = _progress(request.topics, outcomes)
         retried = self._settle_answered(request, response, now)
         if answered:  # Redpanda's refused topics are charged all the same: the pacer's mirror counts them
             self._learn_from_answer(request, results, charged + accepted, response.throttle_s, now)
@@ -751,7 +706,7 @@ class Engine:
         """What the request's end says of the connection: a broker answered (or the request was written), the
         request may still hold the connection (rule b), or it was written and its connection is gone (``final_at``)."""
         if answered or any(was_written(exc) for exc in results.values()):
-            self._contact()
+            self._contact.answered()
             self._out.append(Reached())
         if request.first_result_at is None or (
             not answered and any(_may_still_be_on_the_connection(exc) for exc in request.results.values())
@@ -774,15 +729,17 @@ class Engine:
         or authentication failed). True when any topic is queued again (a retry)."""
         retried = False
         for topic in request.topics:
-            if topic.call.in_flight.pop(topic.name, None) is None:
+            if topic.state is not _IN_FLIGHT:
                 continue
-            topic.attempts += 1
             outcome = response.outcomes[topic.name]
+            throttle_ms = int(response.throttle_s * 1000 + 0.5) if outcome is _THROTTLED else 0
+            attempt = Attempt(request.id, request.sent_at, now, outcome, response.results[topic.name], throttle_ms)
+            topic.history += (attempt,)
             decided = verdict(
                 outcome,
                 split=response.split,
                 cancelled=topic.cancelled,
-                cannot_connect=self._contact_failure is not None,
+                cannot_connect=self._contact.failure is not None,
                 outcome_unknown=topic.outcome_unknown,
             )
             retried |= self._CARRY_OUT[decided](self, topic, response.results[topic.name], outcome, response, now)
@@ -841,9 +798,9 @@ class Engine:
     def _on_applied(
         self, topic: Topic, exc: BaseException | None, outcome: Outcome, response: _Response, now: float
     ) -> bool:
-        """``Verdict.APPLIED``; a create made with a guessed partition count is read back (``_default_from``)."""
-        if topic.guessed and self._default_partitions is None and not topic.call.kind.validate_only:
-            self._default_from, self._refresh_metadata = topic.name, True  # read its partitions back
+        """``Verdict.APPLIED``; a create made with a guessed partition count is read back (``MetadataReads``)."""
+        if topic.guessed and self._metadata.default_partitions is None and not topic.call.kind.validate_only:
+            self._metadata.read_back(topic.name)
         self._applied(topic, now)
         return False
 
@@ -856,11 +813,9 @@ class Engine:
         call = topic.call
         operation = call.kind.operation.name
         self._metric(QuotaViolations(operation, 1))
-        topic.throttled_at = now
-        topic.throttle_ms = int(throttle_s * 1000 + 0.5)
-        if not call.spec.retry_on_quota_violation or topic.cancelled:  # after an unanswered attempt: _final_error
-            exc = ThrottlingQuotaExceededException(topic.throttle_ms, topic.name, message)
-            self._finish(topic, self._final_error(topic, exc), now)
+        if not call.spec.retry_on_quota_violation or topic.cancelled:  # after an unanswered attempt: outcome unknown
+            refused = ThrottlingQuotaExceededException(topic.history[-1].throttle_ms, topic.name, message)
+            self._end(topic, Ending.ANSWERED, now, exc=refused)
             return False
         if throttle_s <= 0:
             # Error 89 with no throttle to wait (the bucket was a fraction of a token short): exponential back-off
@@ -870,33 +825,29 @@ class Engine:
                 delays[call.id] = self._backoff.delay_s(call.quota_backoffs, self._random, initial_ms)
                 call.quota_backoffs += 1
             topic.not_before = now + delays[call.id]
-        call.queued[topic.name] = topic
+        call.move(topic, TopicState.QUEUED)
         return True
 
     def _on_too_large(
         self, topic: Topic, exc: BaseException | None, outcome: Outcome, response: _Response, now: float
     ) -> bool:
-        """``Verdict.RESEND_SMALLER``: queued again, for a request within the batch cap just learned."""
-        topic.last_error = exc  # the broker's word, should time run out before a smaller request goes
-        topic.throttled_at = None
-        topic.call.queued[topic.name] = topic
+        """``Verdict.RESEND_SMALLER``: queued again, for a request within the batch cap just learned (its history
+        keeps the broker's word, should time run out before a smaller request goes)."""
+        topic.call.move(topic, TopicState.QUEUED)
         return True
 
     def _on_cannot_connect(
         self, topic: Topic, exc: BaseException | None, outcome: Outcome, response: _Response, now: float
     ) -> bool:
         """``Verdict.CANNOT_CONNECT``: no broker was ever reached; say so now, not at the deadline."""
-        failure = self._contact_failure
-        assert failure is not None
-        operation = topic.call.kind.operation.name
-        self._finish(topic, cannot_connect_error(operation, failure.address, failure.reason), now)
+        self._end(topic, Ending.CANNOT_CONNECT, now)
         return False
 
     def _on_final(
         self, topic: Topic, exc: BaseException | None, outcome: Outcome, response: _Response, now: float
     ) -> bool:
         """``Verdict.FINAL``: the broker's last word (outcome unknown after an earlier unanswered attempt)."""
-        self._finish(topic, self._final_error(topic, exc), now)
+        self._end(topic, Ending.ANSWERED, now, exc=exc)
         return False
 
     def _on_transient(
@@ -907,30 +858,24 @@ class Engine:
         re-sends a failed call."""
         delays = response.delays
         call = topic.call
-        if outcome is Outcome.UNKNOWN:
-            topic.outcome_unknown = True
-        elif outcome is Outcome.NOT_APPLIED:
-            topic.last_error = exc  # the broker's word, should time run out before a retry is answered
-            topic.throttled_at = None
         error = error_of(exc)
         if error is not None and error.code() == KafkaError.NOT_CONTROLLER:
-            self._refresh_metadata = True
+            self._metadata.refresh = True
         if call.id not in delays:
             delays[call.id] = self._backoff.delay_s(call.transient_retries, self._random)
             call.transient_retries += 1
         delay_s = delays[call.id]
         if topic.cancelled or call.remaining_s(now) <= delay_s + self._round_trip.expected_s(1, now, min_samples=1):
+            # no time left (or never again): what this attempt and the earlier ones leave true
             if outcome is Outcome.UNKNOWN:
-                self._finish(topic, unknown_outcome_error(call.kind.operation.name, _reason(exc)), now)
-            elif outcome is Outcome.NOT_SENT and topic.cancelled:
-                self._finish(topic, self._cancelled_error(topic, now), now)
+                self._end(topic, Ending.ANSWER_LOST, now, why=_reason(exc))
             elif outcome is Outcome.NOT_SENT:
-                self._finish(topic, self._gave_up(topic, now), now)
+                self._end(topic, Ending.CANCELLED if topic.cancelled else Ending.DEADLINE, now)
             else:
-                self._finish(topic, self._final_error(topic, exc), now)
+                self._end(topic, Ending.ANSWERED, now, exc=exc)  # the broker's refusal
             return False
         topic.not_before = now + delay_s
-        call.queued[topic.name] = topic
+        call.move(topic, TopicState.QUEUED)
         return True
 
     # How ``_settle_answered`` carries out each verdict: the handler returns whether the topic was queued again.
@@ -942,29 +887,6 @@ class Engine:
         Verdict.RETRY: _on_transient,
         Verdict.FINAL: _on_final,
     }
-
-    def _cancelled_error(self, topic: Topic, now: float) -> BaseException:
-        """A topic its caller cancelled in flight whose last attempt was not sent (rule j: none will be): what its
-        earlier attempts leave true. Outcome unknown after one that got no usable answer; the broker's last refusal
-        after one it refused (written, nothing applied); otherwise not sent."""
-        call = topic.call
-        operation = call.kind.operation.name
-        if topic.outcome_unknown:
-            why = "its caller cancelled it after an attempt that got no usable answer"
-            return unknown_outcome_error(operation, why)
-        if topic.throttled_at is not None or topic.last_error is not None:
-            return self._gave_up(topic, now)
-        return not_sent_error(operation, call.spec.timeout_ms, _CANCELLED)
-
-    def _final_error(self, topic: Topic, exc: BaseException | None) -> BaseException:
-        assert exc is not None
-        error = error_of(exc)
-        operation = topic.call.kind.operation.name
-        if topic.outcome_unknown and error is not None:
-            # An earlier attempt of this call had no usable answer and may have applied the change: whatever the
-            # broker says of this one ("already done", or a refusal that applied nothing), the outcome is unknown.
-            return after_unknown_attempt(error, operation)
-        return exc
 
     # -- the next request -------------------------------------------------------------------------
 
@@ -1008,23 +930,21 @@ class Engine:
     def _contact_wait(self, head: Topic, now: float) -> float | None:
         """First contact: hand over only what librdkafka may be able to write. Returns when to look again (None:
         send now)."""
-        if self._reached:
+        if self._contact.reached:
             return None
-        if self._contact_failure is not None:
+        if self._contact.failure is not None:
             return math.inf  # woken by a broker's answer, or when the calls give up (_first_contact)
         wait_until = head.call.spec.started_at + FIRST_CONTACT_TIMEOUT_S
-        if self._probe == "asked" and now < wait_until:
+        if self._contact.probe is ProbeState.ASKED and now < wait_until:
             return wait_until  # or by the probe's answer
         return None
 
     def _metadata_wait(self, topics: list[Topic]) -> float | None:
         """Costs not yet known, or metadata to refresh (after NOT_CONTROLLER): ask for a metadata read, read off the
         deadline-keeping path (expiry goes on meanwhile), and wait for it (None: nothing to read)."""
-        if not self._refresh_metadata and all(topic.cost is not None for topic in topics):
+        if not self._metadata.refresh and all(topic.cost is not None for topic in topics):
             return None
-        if not self._reading_metadata:
-            self._refresh_metadata = False
-            self._reading_metadata = True
+        if self._metadata.ask():
             self._out.append(ReadMetadata())
         return math.inf  # woken by the metadata read (or a deadline)
 
@@ -1045,29 +965,19 @@ class Engine:
 
     def _note_gate_wait(self, waiting: bool, now: float) -> None:
         """Local back-off time (KIP-219): how long queued work waited for the broker's throttle to end."""
-        if waiting and self._gate_wait is None:
+        if waiting and not self._gate.waiting:
             head = next(iter(self._calls.values()))
-            self._gate_wait = (head.kind.operation.name, now)
-        elif not waiting and self._gate_wait is not None:
-            operation, since = self._gate_wait
-            self._gate_wait = None
-            self._metric(BackedOff(operation, now - since))
+            self._gate.wait_began(head.kind.operation.name, now)
+        elif not waiting and (waited := self._gate.wait_ended(now)) is not None:
+            self._metric(BackedOff(*waited))
 
     def _refuse(self, call: Call, throttle_ms: int, now: float) -> None:
         """Fail a call's queued topics as throttled without sending them (counted as quota violations)."""
         queued = list(call.queued.values())
         operation = call.kind.operation.name
         self._metric(QuotaViolations(operation, len(queued)))
-        for topic in queued:
-            if topic.outcome_unknown:  # its earlier attempt may have been applied: not a plain "throttled"
-                why = f"an earlier attempt was not answered, and the broker's throttle ({throttle_ms} ms) kept it from "
-                self._finish(topic, unknown_outcome_error(operation, why + "being sent again"), now)
-                continue
-            if not call.spec.retry_on_quota_violation or topic.throttled_at is None:
-                error = ThrottlingQuotaExceededException(throttle_ms, topic.name)
-            else:
-                error = ThrottlingQuotaExceededException(max(throttle_ms, topic.throttle_ms), topic.name)
-            self._finish(topic, error, now)
+        for topic in queued:  # an earlier throttle of the topic's own, if longer, is the one it is told
+            self._end(topic, Ending.THROTTLED_HERE, now, throttle_ms=throttle_ms)
 
     def _head(self, now: float) -> Topic | None:
         for call in self._calls.values():
@@ -1078,7 +988,7 @@ class Engine:
 
     def _sendable(self, topic: Topic) -> bool:
         """It holds its name (rule a), and, a wait_for_metadata create, the ids before its send are known."""
-        return self._holds(topic) and (not self._unread or topic not in self._unread)
+        return self._holds(topic) and (not self._ids_before.unread or topic not in self._ids_before.unread)
 
     def _next_eligible(self, now: float) -> float:
         """When the next queued topic becomes sendable (one waiting for a name's holder is woken by its settling,
@@ -1109,8 +1019,7 @@ class Engine:
         margin_s = max(_MIN_MARGIN_S, estimates[MIN_SAMPLES][0])  # the controller's deadline ends this early
         request_timeout_s, operation_timeout_s = self._timeouts(chosen, shortest, longest, margin_s, now)
         for topic in chosen:
-            del topic.call.queued[topic.name]
-            topic.call.in_flight[topic.name] = topic
+            topic.call.move(topic, _IN_FLIGHT)
         expires_at = now + request_timeout_s + ABANDON_GRACE_S
         request_id = next(self._request_ids)
         request = Request(kind, chosen, mutations, now, expires_at, request_timeout_s, operation_timeout_s, request_id)
@@ -1143,7 +1052,7 @@ class Engine:
                 last_call, remaining_s, time_s = call, call.remaining_s(now), call.budget_s(now)
             late = self._too_late(topic, estimates, len(chosen) + 1, remaining_s, now)
             if late is not None:
-                self._finish(topic, late, now)
+                self._end(topic, late[0], now, why=late[1])
                 continue
             if chosen and max(longest, time_s) > COALESCE_RATIO * min(shortest, time_s):
                 continue  # rule c: its budget is far from the others'; it goes in a request of its own
@@ -1156,19 +1065,26 @@ class Engine:
 
     def _too_late(
         self, topic: Topic, estimates: dict[int, tuple[float, float]], size: int, remaining_s: float, now: float
-    ) -> BaseException | None:
+    ) -> tuple[Ending, str] | None:
         """Send nothing that cannot be answered before its deadline: it would be applied after the caller was told
-        it failed. Returns the topic's error if it is too late for a request of ``size`` topics (else None).
+        it failed. Returns how the topic ends, and why it was not sent, if it is too late for a request of ``size``
+        topics (else None).
 
         A first attempt is refused only on a robust estimate (rule d: no lockout); a retry is not sent when any
         recent answer says it cannot come back in time (the caller gets the broker's last word instead)."""
         base_s, per_topic_s = estimates[1 if topic.attempts else MIN_SAMPLES]
         expected_s = base_s + per_topic_s * size
         kept_s = max(_MIN_MARGIN_S, base_s)
-        if not self._reached and remaining_s <= CONTACT_VERDICT_MARGIN_S + kept_s:
-            return self._gave_up(topic, now)  # no time for librdkafka's verdict to come
+        if not self._contact.reached and remaining_s <= CONTACT_VERDICT_MARGIN_S + kept_s:
+            return Ending.DEADLINE, ""  # no time for librdkafka's verdict to come
         if remaining_s <= expected_s + kept_s:
-            return self._gave_up_early(topic, expected_s, kept_s, now)
+            left_ms = max(0.0, remaining_s) * 1000
+            why = f"less time was left ({left_ms:.0f} ms) than "
+            if expected_s > 0:
+                why += f"a round trip takes ({expected_s * 1000:.0f} ms recently)"
+            else:
+                why += f"the {kept_s * 1000:.0f} ms kept for the answer"
+            return Ending.TOO_LATE, why
         return None
 
     def _timeouts(
@@ -1182,7 +1098,7 @@ class Engine:
         calls = {topic.call.id: topic.call for topic in chosen}.values()
         remaining_s = min(call.remaining_s(now) for call in calls)
         request_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(longest, _LIBRDKAFKA_MAX_TIMEOUT_S))
-        if not self._reached:  # librdkafka's verdict comes before the (shortest call's) deadline
+        if not self._contact.reached:  # librdkafka's verdict comes before the (shortest call's) deadline
             request_timeout_s = min(request_timeout_s, remaining_s - CONTACT_VERDICT_MARGIN_S)
         operation_timeout_s = min(remaining_s, shortest, request_timeout_s) - margin_s
         # A caller's operation_timeout of 0 (confluent-kafka's "do not wait") is no cap: a Kafka 4 controller
@@ -1193,17 +1109,6 @@ class Engine:
             operation_timeout_s = min(operation_timeout_s, *caps)
         operation_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(operation_timeout_s, _LIBRDKAFKA_MAX_TIMEOUT_S))
         return request_timeout_s, operation_timeout_s
-
-    def _gave_up_early(self, topic: Topic, expected_s: float, margin_s: float, now: float) -> BaseException:
-        if topic.throttled_at is not None or topic.outcome_unknown or topic.last_error is not None:
-            return self._gave_up(topic, now)
-        call = topic.call
-        left_ms = max(0.0, call.remaining_s(now)) * 1000
-        if expected_s > 0:
-            why = f"less time was left ({left_ms:.0f} ms) than a round trip takes ({expected_s * 1000:.0f} ms recently)"
-        else:
-            why = f"less time was left ({left_ms:.0f} ms) than the {margin_s * 1000:.0f} ms kept for the answer"
-        return not_sent_error(call.kind.operation.name, call.spec.timeout_ms, why)
 
 
 @dataclass(slots=True)
@@ -1239,16 +1144,16 @@ def closed_here(topic: Topic, *, unsent: bool) -> ClientClosedError | NotYetVisi
     was about to be sent and certainly was not (the driver knows)."""
     call = topic.call
     operation = call.kind.operation.name
-    if call.awaiting.get(topic.name) is topic:  # applied
+    if topic.state is TopicState.AWAITING_VISIBILITY:  # applied
         return not_visible_error(operation, call.spec.timeout_ms, topic.lagging, closed=True)
-    queued = call.queued.get(topic.name) is topic or unsent
+    queued = topic.state is TopicState.QUEUED or topic.state is TopicState.HELD_BEHIND_NAME or unsent
     if queued and not topic.outcome_unknown:
         if topic.attempts == 0:
             return closed_error(operation, sent=False)
-        refused = _refusal(topic)
+        refused = topic.past.refusal
         if refused is not None:
             return closed_error(operation, sent=False, refused=refused, in_flight=False)
-    # in flight, or in neither place (interrupted while moving between them), or after an unanswered attempt
+    # in flight, or settled or withdrawn (its future not yet resolved), or after an unanswered attempt
     return closed_error(operation, sent=True, in_flight=not queued)
 
 
@@ -1262,12 +1167,15 @@ def _may_still_be_on_the_connection(exc: BaseException | None) -> bool:
     return error.code() == KafkaError._BAD_MSG or (was_written(exc) and error.code() != KafkaError._TRANSPORT)
 
 
-def _refusal(topic: Topic) -> str | None:
-    """The broker's reason when it refused the topic's last attempt without applying it, else None."""
-    if topic.throttled_at is not None:
-        return KafkaError(KafkaError.THROTTLING_QUOTA_EXCEEDED).str()
-    error = error_of(topic.last_error)
-    return error.str() if error is not None else None
+def _progress(topics: list[Topic], outcomes: dict[str, Outcome]) -> int:
+    """The topics the broker applied reset their calls' back-offs (progress); returns their mutations (as far as
+    their costs are known)."""
+    accepted = 0
+    for topic in topics:
+        if outcomes[topic.name] is Outcome.SUCCESS:
+            topic.call.quota_backoffs = topic.call.transient_retries = 0
+            accepted += topic.cost or 0
+    return accepted
 
 
 def _admitted_before_refusal(topics: list[Topic], outcomes: dict[str, Outcome]) -> int:

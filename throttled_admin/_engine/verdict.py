@@ -1,4 +1,5 @@
-"""What becomes of a topic of an answered request: rule f of ``machine`` (truthful outcomes), decided in one place.
+"""What becomes of a topic of an answered request: rule f of ``machine`` (truthful outcomes) for an answer; the
+error a topic is settled with is ``outcome``'s.
 
 ``classify`` says what one result means (``Outcome``); ``verdict`` adds what the engine knows of the topic and of
 the request, and names what happens next. ``Engine._settle_answered`` carries each verdict out:

@@ -14,15 +14,20 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
+from throttled_admin._engine.classify import Outcome
+from throttled_admin._engine.lifecycle import MOVES, NO_PAST, Attempt, Past, TopicState
+
 __all__ = [
     "CREATE_PARTITIONS",
     "CREATE_TOPICS",
     "DELETE_TOPICS",
     "FALLBACK_PARTITIONS",
     "Call",
+    "NameHolds",
     "Operation",
     "RequestKind",
     "Topic",
+    "TopicState",
 ]
 
 
@@ -164,7 +169,8 @@ class Call:
 
     spec: CallSpec
     id: int = 0  # numbered by the engine it is submitted to, from 1
-    queued: dict[str, Topic] = field(default_factory=dict)  # waiting to be sent, in order
+    # its topics by state (``lifecycle``; a settled or withdrawn topic is in none), each in order
+    queued: dict[str, Topic] = field(default_factory=dict)  # waiting to be sent (held behind their names too)
     in_flight: dict[str, Topic] = field(default_factory=dict)
     awaiting: dict[str, Topic] = field(default_factory=dict)  # applied, until every broker shows it (visibility)
     unsettled: int = 0
@@ -172,10 +178,39 @@ class Call:
     transient_retries: int = 0  # transient errors in a row without progress: exponential back-off
     error_type: str | None = None  # the first failure's type, for the call's duration metric
     views_read_at: float | None = None  # wait_for_metadata: when its applied topics were last read about
+    # state -> the dict above that holds its topics (new, settled or withdrawn: none)
+    _held_in: dict[TopicState, dict[str, Topic] | None] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._held_in = {
+            TopicState.NEW: None,
+            TopicState.HELD_BEHIND_NAME: self.queued,
+            TopicState.QUEUED: self.queued,
+            TopicState.IN_FLIGHT: self.in_flight,
+            TopicState.AWAITING_VISIBILITY: self.awaiting,
+            TopicState.SETTLED: None,
+            TopicState.WITHDRAWN: None,
+        }
 
     @property
     def kind(self) -> RequestKind:
         return self.spec.kind
+
+    def move(self, topic: Topic, to: TopicState) -> None:
+        """The one place a topic's state changes: a move ``lifecycle.MOVES`` allows, kept in step with the dicts
+        above (a topic queued again goes to the end of the queue; one no longer held behind its name keeps its
+        place)."""
+        here = topic.state
+        if to not in MOVES[here]:
+            raise AssertionError(f"topic {topic.name!r}: no move from {here.value} to {to.value}")
+        topic.state = to
+        held_in = self._held_in
+        was_in, goes_to = held_in[here], held_in[to]
+        if was_in is not goes_to:
+            if was_in is not None:
+                del was_in[topic.name]
+            if goes_to is not None:
+                goes_to[topic.name] = topic
 
     def remaining_s(self, now: float) -> float:
         return self.spec.deadline - now
@@ -187,22 +222,78 @@ class Call:
         return remaining if cap is None else min(remaining, cap)
 
 
+_UNKNOWN = Outcome.UNKNOWN
+
+
 @dataclass(eq=False, slots=True)  # one per topic of a call: 100,000 in a bulk call
 class Topic:
+    """One topic of a call: what is sent, where it is in its lifecycle (``lifecycle``), and its attempts so far."""
+
     name: str
     item: Any  # the snapshot sent to confluent-kafka: NewTopic, NewPartitions or the name
     call: Call
     future: Any  # the driver's handle (a TopicFuture): the engine only hands it back in settlements
     cost: int | None  # KIP-599 mutations; None until known
     records: int = 1  # KRaft metadata records, at most
-    attempts: int = 0
-    throttled_at: float | None = None  # when error 89 (or the local gate) last refused it
-    throttle_ms: int = 0  # the throttle it was refused with
-    outcome_unknown: bool = False  # an earlier attempt may have been applied (response lost)
-    last_error: BaseException | None = None  # the broker's last refusal that applied nothing (NOT_CONTROLLER, ...)
+    state: TopicState = TopicState.NEW  # changed by ``Call.move`` only
+    history: tuple[Attempt, ...] = ()  # the attempts that came back, oldest first
     not_before: float = 0.0  # back-off: not sent before this monotonic time
     lagging: tuple[int, ...] | None = None  # applied: the brokers whose Metadata did not show it at the last read
     guessed: bool = False  # a create of -1 partitions costed before the cluster's default was known
     cancelled: bool = False  # its caller cancelled it: never sent again (its attempt in flight is its last)
-    withdrawn: bool = False  # taken back before it was sent (cancelled, never settled)
     ids_before: frozenset[uuid.UUID] | None = None  # the ids every broker showed of the name before the first send
+
+    @property
+    def attempts(self) -> int:
+        return len(self.history)
+
+    @property
+    def past(self) -> Past:
+        """What its attempts so far leave true (outcome unknown, the broker's throttle or refusal)."""
+        return Past.of(self.history) if self.history else NO_PAST
+
+    @property
+    def outcome_unknown(self) -> bool:
+        """An earlier attempt may have been applied (it was handed over and no usable answer came)."""
+        for attempt in self.history:  # noqa: SIM110 (cheaper than any() over a generator: once per topic answered)
+            if attempt.outcome is _UNKNOWN:
+                return True
+        return False
+
+
+class NameHolds:
+    """Rule a of ``machine``: a topic name is held by one pending call at a time; the topics of that name of later
+    calls wait behind it (``TopicState.HELD_BEHIND_NAME``), in call order. A bulk call's names are held alone: no
+    list per topic."""
+
+    __slots__ = ("_behind", "_holder")
+
+    def __init__(self) -> None:
+        self._holder: dict[str, Topic] = {}  # name -> the pending topic that holds it
+        self._behind: dict[str, list[Topic]] = {}  # name -> the pending topics of later calls, in call order
+
+    def hold(self, topic: Topic) -> bool:
+        """The topic was submitted: True when it holds its name, False when it waits behind an earlier call's."""
+        holder = self._holder.setdefault(topic.name, topic)
+        if holder is topic:
+            return True
+        self._behind.setdefault(topic.name, []).append(topic)
+        return False
+
+    def release(self, topic: Topic) -> Topic | None:
+        """The topic was settled or withdrawn: the topic that holds the name from now on, if it changed hands."""
+        name = topic.name
+        behind = self._behind.get(name)
+        if self._holder.get(name) is not topic:  # one waiting behind (a Topic compares by identity)
+            if behind is not None and topic in behind:
+                behind.remove(topic)
+                if not behind:
+                    del self._behind[name]
+            return None
+        if not behind:
+            del self._holder[name]
+            return None
+        holder = self._holder[name] = behind.pop(0)
+        if not behind:
+            del self._behind[name]
+        return holder

@@ -1,0 +1,41 @@
+"""What the engine reads of the cluster's metadata before it sends: partition counts (the KIP-599 cost of a delete
+or a grow), and the cluster's default partition count (what a create of -1 partitions makes and is charged: the
+controller's ``num.partitions``, docs/semantics.md "Broker defaults")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["MetadataReads"]
+
+
+@dataclass
+class MetadataReads:
+    """The engine asks for one read at a time (``Outbox.read_metadata``); the driver answers ``Engine.on_metadata``."""
+
+    reading: bool = False  # a read is out
+    refresh: bool = False  # read before sending again: after NOT_CONTROLLER (as Java does), or to read a default back
+    default_partitions: int | None = None  # the cluster's default partition count, once read
+    default_from: str | None = None  # a topic created with a guessed count, to read back when the setting could not be
+
+    def ask(self) -> bool:
+        """Whether to ask for a read now (True: one is now out)."""
+        if self.reading:
+            return False
+        self.refresh, self.reading = False, True
+        return True
+
+    def read_back(self, name: str) -> None:
+        """The topic ``name`` was created with the cluster's default partition count, not known yet: read it."""
+        self.default_from, self.refresh = name, True
+
+    def answered(self, counts: dict[str, int] | None, default_partitions: int | None) -> int | None:
+        """The read came back: partition counts by topic (None: the read failed) and the cluster's default if it was
+        read. Returns the default partition count as now known."""
+        self.reading = False
+        if default_partitions is None and counts is not None and self.default_from in counts:
+            default_partitions = counts[self.default_from]  # a topic created with the default, read back
+        if default_partitions is not None:
+            self.default_partitions = default_partitions
+            self.default_from = None
+        return self.default_partitions
