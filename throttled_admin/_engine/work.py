@@ -12,8 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaError
-
 from throttled_admin._engine.classify import Outcome
 from throttled_admin._engine.lifecycle import MOVES, NO_PAST, Attempt, Past, TopicState
 
@@ -47,8 +45,6 @@ class Operation:
     # KIP-599 cost from the topic's current partition count in the cluster's metadata (None: not there) and the
     # cluster's default partition count (None: not known)
     metadata_cost: Callable[[Any, int | None, int | None], int]
-    # The broker's answer to a re-sent mutation that an earlier attempt (outcome unknown) applied after all
-    already_done: int
     validate_only: bool  # confluent-kafka's method takes validate_only
 
     def cost_from_metadata(self, item: Any, current: int | None, default_partitions: int | None = None) -> int:
@@ -91,7 +87,6 @@ CREATE_TOPICS = Operation(
     _partitions,
     _create_records,
     _create_cost,
-    KafkaError.TOPIC_ALREADY_EXISTS,
     validate_only=True,
 )
 DELETE_TOPICS = Operation(
@@ -101,7 +96,6 @@ DELETE_TOPICS = Operation(
     lambda t: None,
     lambda t, _default: 1,
     lambda t, current, _default: current or 0,  # an unknown topic fails first and costs nothing
-    KafkaError.UNKNOWN_TOPIC_OR_PART,
     validate_only=False,
 )
 CREATE_PARTITIONS = Operation(
@@ -111,7 +105,6 @@ CREATE_PARTITIONS = Operation(
     lambda p: None,
     lambda p, _default: max(1, p.new_total_count),
     lambda p, current, _default: _added(p, current),  # only the added partitions
-    KafkaError.INVALID_PARTITIONS,
     validate_only=True,
 )
 
