@@ -81,7 +81,9 @@ from throttled_admin._engine.work import CREATE_TOPICS, Call, RequestKind, Topic
 from throttled_admin._errors import (
     CLOSED_MESSAGE,
     ClientClosedError,
+    NotSentReason,
     NotYetVisibleError,
+    OutcomeUnknownReason,
     ThrottlingQuotaExceededException,
     after_unknown_attempt,
     cannot_connect_error,
@@ -545,7 +547,8 @@ class Engine:
                     self._finish(topic, error, now)
                 else:  # a send cut short after its call may have begun (librdkafka may write it once connected)
                     why = f"an attempt may have been handed over, and connections to {failure.address} fail"
-                    self._finish(topic, unknown_outcome_error(operation, why), now)
+                    unknown = unknown_outcome_error(operation, why, why=OutcomeUnknownReason.CANNOT_CONNECT)
+                    self._finish(topic, unknown, now)
         return wake_at
 
     def _metric(self, event: MetricEvent) -> None:
@@ -687,7 +690,9 @@ class Engine:
                 self._finish(topic, self._gave_up(topic, now), now)
             for topic in list(call.in_flight.values()):
                 # Sent, not answered by the deadline: it may or may not have been applied; say so.
-                self._finish(topic, unknown_outcome_error(call.kind.operation.name, "no response by the deadline"), now)
+                why = OutcomeUnknownReason.NO_RESPONSE
+                unknown = unknown_outcome_error(call.kind.operation.name, "no response by the deadline", why=why)
+                self._finish(topic, unknown, now)
             for topic in list(call.awaiting.values()):  # applied, not yet shown by every broker
                 self._finish(
                     topic, not_visible_error(call.kind.operation.name, call.spec.timeout_ms, topic.lagging), now
@@ -699,7 +704,9 @@ class Engine:
         throttle that remains, not a timeout)."""
         call = topic.call
         if topic.outcome_unknown:  # truth before Java's form: an earlier attempt may have applied it
-            return unknown_outcome_error(call.kind.operation.name, "no attempt was answered by the deadline")
+            return unknown_outcome_error(
+                call.kind.operation.name, "no attempt was answered by the deadline", why=OutcomeUnknownReason.UNANSWERED
+            )
         if topic.throttled_at is not None:
             remaining_ms = max(0, int(topic.throttle_ms - (now - topic.throttled_at) * 1000))
             return ThrottlingQuotaExceededException(remaining_ms, topic.name)
@@ -709,16 +716,20 @@ class Engine:
         if failure is not None:  # no broker has answered, and connections fail before their handshake
             return cannot_connect_error(call.kind.operation.name, failure.address, failure.reason)
         if not self._reached:
-            why = "no broker had answered this client"
+            why, reason = NotSentReason.NO_BROKER_ANSWERED, "no broker had answered this client"
         elif not self._holds(topic):
-            why = "an earlier call still held the topic's name"
+            why, reason = NotSentReason.NAME_HELD, "an earlier call still held the topic's name"
         elif topic in self._unread:
-            why = "the brokers' topic ids of the name (to tell the new topic from an earlier one) were still being read"
+            why = NotSentReason.READING_IDS
+            reason = (
+                "the brokers' topic ids of the name (to tell the new topic from an earlier one) were still being read"
+            )
         elif self._connection.busy:
-            why = "the connection to the controller still carried an earlier request that got no answer"
+            why = NotSentReason.CONNECTION_BUSY
+            reason = "the connection to the controller still carried an earlier request that got no answer"
         else:
-            why = "its deadline passed before it could be sent"
-        return not_sent_error(call.kind.operation.name, call.spec.timeout_ms, why)
+            why, reason = NotSentReason.DEADLINE, "its deadline passed before it could be sent"
+        return not_sent_error(call.kind.operation.name, call.spec.timeout_ms, reason, why=why)
 
     # -- a response -------------------------------------------------------------------------------
 
@@ -927,7 +938,8 @@ class Engine:
         delay_s = delays[call.id]
         if topic.cancelled or call.remaining_s(now) <= delay_s + self._round_trip.expected_s(1, now, min_samples=1):
             if outcome is Outcome.UNKNOWN:
-                self._finish(topic, unknown_outcome_error(call.kind.operation.name, _reason(exc)), now)
+                unanswered = OutcomeUnknownReason.UNANSWERED
+                self._finish(topic, unknown_outcome_error(call.kind.operation.name, _reason(exc), why=unanswered), now)
             elif outcome is Outcome.NOT_SENT and topic.cancelled:
                 self._finish(topic, self._cancelled_error(topic, now), now)
             elif outcome is Outcome.NOT_SENT:
@@ -957,10 +969,10 @@ class Engine:
         operation = call.kind.operation.name
         if topic.outcome_unknown:
             why = "its caller cancelled it after an attempt that got no usable answer"
-            return unknown_outcome_error(operation, why)
+            return unknown_outcome_error(operation, why, why=OutcomeUnknownReason.CANCELLED)
         if topic.throttled_at is not None or topic.last_error is not None:
             return self._gave_up(topic, now)
-        return not_sent_error(operation, call.spec.timeout_ms, _CANCELLED)
+        return not_sent_error(operation, call.spec.timeout_ms, _CANCELLED, why=NotSentReason.CANCELLED)
 
     def _final_error(self, topic: Topic, exc: BaseException | None) -> BaseException:
         assert exc is not None
@@ -1067,7 +1079,8 @@ class Engine:
         for topic in queued:
             if topic.outcome_unknown:  # its earlier attempt may have been applied: not a plain "throttled"
                 why = f"an earlier attempt was not answered, and the broker's throttle ({throttle_ms} ms) kept it from "
-                self._finish(topic, unknown_outcome_error(operation, why + "being sent again"), now)
+                throttled = OutcomeUnknownReason.THROTTLED
+                self._finish(topic, unknown_outcome_error(operation, why + "being sent again", why=throttled), now)
                 continue
             if not call.spec.retry_on_quota_violation or topic.throttled_at is None:
                 error = ThrottlingQuotaExceededException(throttle_ms, topic.name)
@@ -1206,10 +1219,14 @@ class Engine:
         call = topic.call
         left_ms = max(0.0, call.remaining_s(now)) * 1000
         if expected_s > 0:
-            why = f"less time was left ({left_ms:.0f} ms) than a round trip takes ({expected_s * 1000:.0f} ms recently)"
+            why = NotSentReason.ROUND_TRIP
+            reason = (
+                f"less time was left ({left_ms:.0f} ms) than a round trip takes ({expected_s * 1000:.0f} ms recently)"
+            )
         else:
-            why = f"less time was left ({left_ms:.0f} ms) than the {margin_s * 1000:.0f} ms kept for the answer"
-        return not_sent_error(call.kind.operation.name, call.spec.timeout_ms, why)
+            why = NotSentReason.ANSWER_MARGIN
+            reason = f"less time was left ({left_ms:.0f} ms) than the {margin_s * 1000:.0f} ms kept for the answer"
+        return not_sent_error(call.kind.operation.name, call.spec.timeout_ms, reason, why=why)
 
 
 @dataclass(slots=True)
