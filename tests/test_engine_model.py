@@ -941,7 +941,8 @@ class EngineModel(RuleBasedStateMachine):
         self.step()
         # nothing stalls the client: the slot is free at once (not handed), or the sentinel is asked for (handed)
         assert self.engine.in_flight is not flight.request, "rule i: a send cut short still holds the slot"
-        assert not handed or self.connection_busy or self.closed, "rule i: a send that may have run frees the slot"
+        asked = self.drain_asked_at is not None
+        assert not handed or asked or self.closed, "rule i: a send that may have run asks for no sentinel"
 
     def confluent_kafka_refuses(self) -> None:
         """confluent-kafka refused the call itself (nothing sent)."""
@@ -1354,17 +1355,17 @@ def _still_true(track: Track) -> None:
     assert track.settled is not None
     exc = track.settled[1]
     if exc is None:
-        assert track.answered_ok, "success without a broker saying so"
+        assert track.answered_ok, "rule f: success without a broker saying so"
     elif isinstance(exc, NotYetVisibleError):
-        assert track.answered_ok, f"not yet visible, for a change not applied: {exc}"
+        assert track.answered_ok, f"rule f: not yet visible, for a change not applied: {exc}"
     elif isinstance(exc, OutcomeUnknownError):
         return
     elif track.unanswered:
-        raise AssertionError(f"an attempt may have been applied, but the topic was told: {exc!r}")
+        raise AssertionError(f"rule f: an attempt may have been applied, but the topic was told: {exc!r}")
     elif isinstance(exc, NotSentError):
-        assert track.written == 0, f"'not sent' for a topic a broker received: {exc}"
+        assert track.written == 0, f"rule f: 'not sent' for a topic a broker received: {exc}"
     else:
-        assert not track.accepted, f"a plain failure for a topic the broker accepted: {exc!r}"
+        assert not track.accepted, f"rule f: a plain failure for a topic the broker accepted: {exc!r}"
 
 
 def _outcome(exc: BaseException | None) -> str:
@@ -1550,5 +1551,49 @@ def test_the_model_states_rule_d_a_first_attempt_needs_three_answers() -> None:
         state.submit("create", ["b"], 1.0, True, False, 1, None, None, False)
         assert state.flight is not None
         assert [t.topic.name for t in state.flight.tracks] == ["b"]
+    finally:
+        state.teardown()
+
+
+def test_the_model_states_rule_e_a_request_never_completed_is_settled_at_the_deadline() -> None:
+    """Rule e as a pinned run of the model (the 600 derandomized examples leave every request in flight at its call's
+    deadline to librdkafka's own timeout, which ends then): librdkafka never completes a 1 s create's request, which
+    the engine abandons only 2 s after its timeout; the topic is still told "outcome unknown" at its deadline
+    (``every_topic_is_settled_by_its_deadline``, and ``settle``'s own check, fail an engine that waits)."""
+    state = EngineModel()
+    try:
+        _start(state)
+        state.submit("create", ["a"], 1.0, True, False, 1, None, None, False)
+        state.no_answer("never completed", applied=False)
+        state.advance(3.0)
+        state.every_topic_is_settled_by_its_deadline()
+        [track] = state.tracks
+        assert track.settled is not None
+        assert track.settled[0] == 1001.0  # the model's clock starts at 1000 s
+        exc = track.settled[1]
+        assert isinstance(exc, OutcomeUnknownError)
+        assert exc.why is OutcomeUnknownReason.NO_RESPONSE
+    finally:
+        state.teardown()
+
+
+def test_the_model_states_rule_f_already_exists_after_a_lost_answer_may_have_been_applied() -> None:
+    """Rule f as a pinned run of the model (the derandomized examples do not reach it): a create is applied and its
+    connection dies before the answer; the retry is answered TOPIC_ALREADY_EXISTS. The first attempt may have created
+    it: the topic is told "outcome unknown" (PossiblyAppliedError), never a plain "already exists"
+    (``what_each_topic_was_told_stays_true`` fails an engine that says so)."""
+    state = EngineModel()
+    try:
+        _start(state)
+        state.submit("create", ["a"], 30.0, True, False, 1, None, None, False)
+        state.answer("transport", applied=True, delay=0.0, quota_first=False)
+        state.advance(1.0)
+        state.answer_ok(views_after=False)
+        state.what_each_topic_was_told_stays_true()
+        [track] = state.tracks
+        assert track.settled is not None
+        exc = track.settled[1]
+        assert isinstance(exc, OutcomeUnknownError)
+        assert exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
     finally:
         state.teardown()
