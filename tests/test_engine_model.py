@@ -1272,7 +1272,7 @@ class EngineModel(RuleBasedStateMachine):
     def close(self) -> None:
         self.closed = True
         self.pending_at_close = [t for t in self.tracks if _pending(t)]
-        event(f"rule h: closed with {len(self.pending_at_close)} topic(s) pending")
+        event("rule h: closed with topics pending" if self.pending_at_close else "rule h: closed, nothing pending")
         self.engine.close(self.now)
         self.step()
 
