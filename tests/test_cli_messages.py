@@ -17,7 +17,7 @@ import pytest
 
 from tests.cli_helpers import REPO, Run, cli_env, run_cli, topics
 from tests.support import BrokerFactory
-from throttled_admin import NewPartitions, NewTopic, NotSentError, ThrottledAdminClient, TopicValueError
+from throttled_admin import NewPartitions, NewTopic, NotSentError, NotSentReason, ThrottledAdminClient, TopicValueError
 from throttled_admin._errors import not_sent_error
 from throttled_admin._validation import check_new_partitions, check_new_topics
 
@@ -202,8 +202,9 @@ def test_a_call_that_runs_out_of_time_names_the_option(quota_broker: BrokerFacto
     for run in (text, as_json):
         _assert_cli_words(run)
     assert broker.topics() == {}
-    exc = pickle.loads(pickle.dumps(not_sent_error("CreateTopics", 5, "why")))  # the parts travel with it
+    exc = pickle.loads(pickle.dumps(not_sent_error("CreateTopics", 5, "why", why=NotSentReason.DEADLINE)))  # in parts
     assert (type(exc), exc.operation, exc.timeout_ms, exc.reason) == (NotSentError, "CreateTopics", 5, "why")
+    assert exc.why is NotSentReason.DEADLINE
 
 
 def test_retry_on_quota_violation_says_what_it_waits_for_and_how_long(quota_broker: Any) -> None:

@@ -13,7 +13,9 @@ answered, closed or never sent), sends cut short before or after confluent-kafka
 calls of close budgets sharing a request, creates of the cluster's default partition count. A simulated driver does
 what the engine's outbox says, waking it when it asks. Rules a-j of
 ``throttled_admin/_engine/machine.py`` are checked after every step (and at every send and settlement), against
-what the model knows happened in the cluster, and so are the batch cap's, wait_for_metadata's and first contact's
+what the model knows happened in the cluster, from what a driver sees (the outbox's sends and settlements, the
+errors' types and typed reasons ``.why``, the metric events), never from the engine's state or a message's words;
+each assertion names its rule ("rule b: ..."). So are the batch cap's, wait_for_metadata's and first contact's
 (until a broker has answered: nothing handed over while connections fail before their handshake, each call's topics
 settled FIRST_CONTACT_TIMEOUT_S after it was made when they do, librdkafka's timeout ending CONTACT_VERDICT_MARGIN_S
 before the deadline, and never "outcome unknown" from a cluster whose handshake never completed)."""
@@ -39,8 +41,10 @@ from throttled_admin import (
     ClientClosedError,
     MutationQuota,
     NotSentError,
+    NotSentReason,
     NotYetVisibleError,
     OutcomeUnknownError,
+    OutcomeUnknownReason,
     ThrottlingQuotaExceededException,
 )
 from throttled_admin._engine import wrong_listener
@@ -117,6 +121,9 @@ def event(label: str) -> None:
 
 
 Results = dict[str, BaseException | None]  # a request's results by topic name, as librdkafka completes it
+# A request's fates after which it (or the mute after its answer) may still hold the connection: librdkafka gave up
+# waiting, never completed it, could not read its answer, or its send was cut short when it may have run
+ABANDONED = ("abandoned", "silent", "bad msg", "cut")
 
 
 def _error(code: int, text: str = "") -> KafkaException:
@@ -136,7 +143,9 @@ class Track:
     settled: tuple[float, BaseException | None] | None = None
     withdrawn: bool = False
     cut_maybe_sent: bool = False  # a send of it was cut short after confluent-kafka's call may have run
-    fallback: bool = False  # a -1 create costed before the cluster's num.partitions was told (counted as 1)
+    costed: bool = False  # a -1 create the engine has counted (at its submit, or at a metadata read)
+    counted_as: int | None = None  # ... as this many partitions, when not the cluster's num.partitions
+    guessed: bool = False  # ... while the engine knew no num.partitions (counted as 1): it is read back once applied
     cancelled: bool = False  # its caller called cancel() (withdrawn, or its attempt in flight is its last)
     answered_89_at: float | None = None
     unanswered: int = 0  # attempts handed over whose outcome the client never learned (may have been applied)
@@ -159,6 +168,7 @@ class Flight:
     retryable: bool = False  # a result of it is one the engine may retry
     quota_first: bool = False  # the broker checks the quota first (a 89 can follow an applied attempt)
     contact_capped: bool = False  # sent before first contact: librdkafka's verdict comes before the shortest deadline
+    throttles: list[float] = field(default_factory=list)  # seconds, the throttle events delivered while in flight
 
 
 class EngineModel(RuleBasedStateMachine):
@@ -212,10 +222,13 @@ class EngineModel(RuleBasedStateMachine):
         self.last_views_asked: set[str] = set()  # a view says nothing of a name it was not asked about
         self.per_request = MAX_TOPICS_PER_REQUEST
         self.connection_busy = False  # an abandoned request may still hold the connection (rule b)
-        self.default_told = False  # the engine was told the cluster's num.partitions
+        self.default_told = False  # the engine was told the cluster's num.partitions (or read it back)
+        self.engine_default: int | None = None  # what the engine takes num.partitions to be
+        self.default_from: str | None = None  # the -1 create applied last while it was not known: read back
         self.drain_asked_at: float | None = None  # the sentinel asked for, not yet answered
         self.drain_timeout_s = 0.0
         self.told: list[Track] = []  # the topics settled, in order
+        self.pending_at_close: list[Track] = []
         self.engine: Engine
 
     @initialize(
@@ -283,10 +296,17 @@ class EngineModel(RuleBasedStateMachine):
         completed request let go, the next send, the sentinel, the reads, and when to wake it next."""
         for metric in out.metrics:
             metric.report(self.sink)
+        done = self.flight if self.flight is not None and self.engine.in_flight is not self.flight.request else None
+        if done is not None and done.fate in ABANDONED and not self.closed:
+            # librdkafka gave up on it, never completed it, or could not read its answer: the request (or the mute
+            # after its answer) may still hold the connection until the sentinel says otherwise (rule b), from now:
+            # a topic settled in this step may be told so
+            self.connection_busy = True
+            event("an abandoned request holds the connection")
         for topic, exc in out.settle:
             self.settle(self.by_topic[id(topic)], exc)
-        if self.flight is not None and self.engine.in_flight is not self.flight.request:
-            self.completed(self.flight)
+        if done is not None:
+            self.completed(done)
         if out.send is not None:
             self.sent(out.send)
         if out.drain is not None:
@@ -304,29 +324,24 @@ class EngineModel(RuleBasedStateMachine):
         self.flight = None
         if self.closed:
             return
-        if flight.fate in ("abandoned", "silent", "bad msg", "cut"):
-            # librdkafka gave up on it, never completed it, or could not read its answer: the request (or the mute
-            # after its answer) may still hold the connection until the sentinel says otherwise
-            self.connection_busy = True
-            event("an abandoned request holds the connection")
         if flight.fate == "not handed":  # a send cut before its call: no retry, no attempt
             return
-        if any(_pending(t) and not _awaiting(t) for t in flight.tracks):
+        if any(self.queued(t) for t in flight.tracks):
             self.retries_at_least += 1
         if flight.retryable:
             self.retries_at_most += 1
 
     def sentinel_asked(self, timeout_s: float) -> None:
         """Rule b: a sentinel only while an abandoned request may hold the connection, one at a time."""
-        assert self.connection_busy, "a sentinel asked for while the connection is free"
-        assert self.drain_asked_at is None, "a second sentinel while one is out"
+        assert self.connection_busy, "rule b: a sentinel asked for while the connection is free"
+        assert self.drain_asked_at is None, "rule b: a second sentinel while one is out"
         self.drain_asked_at, self.drain_timeout_s = self.now, timeout_s
 
     def views_asked(self, names: list[str]) -> None:
         """wait_for_metadata: a read of every broker's Metadata asks about applied changes still awaited and, at
         once, about the names a create not yet sent holds (their ids before the send); one read at a time."""
         assert self.views_wanted is None, "a second read of the brokers' views while one is in progress"
-        awaiting = {t.topic.name: t.topic.call for t in self.tracks if _awaiting(t)}
+        awaiting = {t.topic.name: t.topic.call for t in self.tracks if self.awaiting(t)}
         unread = {t.topic.name: t for t in self.tracks if self.holds(t) and _reads_ids_first(t) and not t.ids_read}
         wanted = set(awaiting) | set(unread)
         assert set(names) <= wanted, f"views asked for {names}, awaiting or unread {wanted}"
@@ -343,28 +358,31 @@ class EngineModel(RuleBasedStateMachine):
         """A call still sending is read about at most every READ_WHILE_SENDING_S (near its deadline, freely), and
         every topic of a call read about is asked about."""
         last = self.views_read_at.get(call.id)
-        if (call.queued or call.in_flight) and last is not None:
+        tracks = [t for t in self.tracks if t.topic.call is call]
+        if any(_pending(t) and not self.awaiting(t) for t in tracks) and last is not None:
             interval_s = max(READ_WHILE_SENDING_S, READ_COST_FACTOR * self.last_read_s)
             margin_s = READ_BEFORE_DEADLINE_S + 2 * self.last_read_s  # reads near the deadline start earlier
             assert self.now >= min(last + interval_s, call.spec.deadline - margin_s) - EPSILON, (
                 f"views of a call still sending read again after {self.now - last:.3f} s"
             )
-        assert set(call.awaiting) <= set(names), "a call's applied topics read about in part"
+        awaiting = {t.topic.name for t in tracks if self.awaiting(t)}
+        assert awaiting <= set(names), "a call's applied topics read about in part"
 
     def sent(self, request: Request) -> None:
         """The driver hands the request over: every rule of a send is checked here (a to d, first contact, the
         batch cap, broker defaults, cancelled is final)."""
         tracks = [self.by_topic[id(topic)] for topic in request.topics]
-        budgets = [t.topic.call.budget_s(self.now) for t in tracks]
+        budgets = [_budget_s(t, self.now) for t in tracks]
         self.check_one_slot()
         self.check_names(tracks)
         self.check_sharing(request, budgets)
         self.check_cap_learned(tracks)
         self.check_first_contact(request, tracks)
         self.check_charged(request, tracks)
+        assert not self.closed, "rule h: sent after close()"
         for track in tracks:
             # cancelled is final: a topic whose caller cancelled it may complete in flight, never be sent again
-            assert not track.cancelled, f"{track.topic.name} sent after its caller cancelled it"
+            assert not track.cancelled, f"rule j: {track.topic.name} sent after its caller cancelled it"
             track.handed += 1
         self.flight = Flight(request, tracks, request.request_timeout_s, budgets=budgets)
         self.flight.contact_capped = not self.answered
@@ -372,18 +390,18 @@ class EngineModel(RuleBasedStateMachine):
     def check_one_slot(self) -> None:
         """Rule b: one request in flight, nothing sent while a throttle lasts, nothing written behind a request
         librdkafka abandoned (the slot follows the connection)."""
-        assert self.flight is None, "a second request while one is in flight"
-        assert not self.connection_busy, "written behind a request librdkafka abandoned, before the sentinel came back"
-        assert self.now >= self.gate_until - EPSILON, "sent while the broker's throttle lasts"
+        assert self.flight is None, "rule b: a second request while one is in flight"
+        assert not self.connection_busy, "rule b: written behind a request librdkafka abandoned, before the sentinel"
+        assert self.now >= self.gate_until - EPSILON, "rule b: sent while the broker's throttle lasts"
 
     def check_names(self, tracks: list[Track]) -> None:
         """Rule a: a name once per request, sent only by the earliest pending call naming it; a wait_for_metadata
         create only after every broker's ids of its name were read while it held it (incarnations)."""
         names = [t.topic.name for t in tracks]
-        assert len(names) == len(set(names)), f"a name twice in one request: {names}"
+        assert len(names) == len(set(names)), f"rule a: a name twice in one request: {names}"
         assert len(names) <= self.per_request, f"{len(names)} topics in one request, more than {self.per_request}"
         for track in tracks:
-            assert self.holds(track), f"{track.topic.name} sent while an earlier call still holds it"
+            assert self.holds(track), f"rule a: {track.topic.name} sent while an earlier call still holds it"
             if _reads_ids_first(track):
                 assert track.ids_read, f"{track.topic.name} created before its name's ids were read"
 
@@ -391,13 +409,13 @@ class EngineModel(RuleBasedStateMachine):
         """Rule c: the time budgets of the calls sharing a request are within COALESCE_RATIO. Sharing never hurts:
         librdkafka waits as long as the longest call would alone, no longer (the first contact's cap aside); the
         controller's deadline ends before every call's own."""
-        assert max(budgets) <= COALESCE_RATIO * min(budgets) + EPSILON, f"budgets {budgets} share a request"
-        assert request.request_timeout_s <= max(budgets) + EPSILON
+        assert max(budgets) <= COALESCE_RATIO * min(budgets) + EPSILON, f"rule c: budgets {budgets} share a request"
+        assert request.request_timeout_s <= max(budgets) + EPSILON, "rule c: librdkafka waits longer than any call"
         if self.answered:
-            assert request.request_timeout_s >= max(budgets) - EPSILON, f"librdkafka waits less than {budgets}"
+            assert request.request_timeout_s >= max(budgets) - EPSILON, f"rule c: librdkafka waits less than {budgets}"
         if len({round(b, 6) for b in budgets}) > 1:
-            event("calls of different budgets share a request")
-        assert request.operation_timeout_s <= min(budgets) + EPSILON
+            event("rule c: calls of different budgets share a request")
+        assert request.operation_timeout_s <= min(budgets) + EPSILON, "rule c: the controller's deadline is too late"
 
     def check_cap_learned(self, tracks: list[Track]) -> None:
         """The batch cap, once learned: a request of several topics is smaller than every one refused whole."""
@@ -411,7 +429,7 @@ class EngineModel(RuleBasedStateMachine):
         if self.reached:
             return
         assert not self.contact_failing, "handed over while connections fail before their handshake"
-        remaining = min(t.topic.call.remaining_s(self.now) for t in tracks)
+        remaining = min(_remaining_s(t, self.now) for t in tracks)
         assert request.request_timeout_s <= remaining - VERDICT_MARGIN_S + EPSILON, (
             "librdkafka's verdict would not come before the deadline"
         )
@@ -421,17 +439,19 @@ class EngineModel(RuleBasedStateMachine):
         cluster's num.partitions (a -1 costed before then stays counted as Kafka's default, 1)."""
         if request.kind.operation is not CREATE_TOPICS or not self.default_told:
             return
-        charged = sum(FALLBACK_PARTITIONS if t.fallback else _made(t.topic.item) for t in tracks)
-        assert request.mutations == charged, f"{request.mutations} mutations counted, {charged} charged"
+        charged = sum(_made(t.topic.item) if t.counted_as is None else t.counted_as for t in tracks)
+        assert request.mutations == charged, f"rule g: {request.mutations} mutations counted, {charged} charged"
         if any(_is_default_create(t.topic) for t in tracks):
             event("a create with the cluster's default partition count")
 
     def settle(self, track: Track, exc: BaseException | None) -> None:
         """A topic's future is settled: once, never after it was withdrawn, by its deadline (rule e), with a
-        truthful outcome (rule f), and refused locally only as rule d and the batch cap allow."""
+        truthful outcome (rule f) whose typed reason is what the model saw happen (``check_why``), and refused
+        locally only as rule d and the batch cap allow."""
         assert track.settled is None, f"{track.topic.name} settled twice"
         assert not track.withdrawn, f"{track.topic.name} settled after it was withdrawn"
-        assert self.now <= track.topic.call.spec.deadline + EPSILON, "settled after its deadline"
+        assert self.now <= track.topic.call.spec.deadline + EPSILON, "rule e: settled after its deadline"
+        self.check_why(track, exc)  # before it is settled: whether an earlier call held its name, it in flight
         track.settled = (self.now, exc)
         self.told.append(track)
         event(f"settled: {_outcome(exc)}")
@@ -441,6 +461,27 @@ class EngineModel(RuleBasedStateMachine):
         self.count_local_refusal(track, exc)
         self.check_too_late(track, exc)
         self.check_cap_final(track, exc)
+
+    def check_why(self, track: Track, exc: BaseException | None) -> None:
+        """The typed reason of a "not sent" or "outcome unknown" is what the model saw: an earlier call held the
+        name (rule a), the connection carried an abandoned request (rule b), the request was in flight at the
+        deadline (rule e), its caller cancelled it (rule j), no broker had answered (first contact)."""
+        why = exc.why if isinstance(exc, (NotSentError, OutcomeUnknownError)) else None
+        name = track.topic.name
+        if why is NotSentReason.NAME_HELD:
+            assert not self.holds(track), f"rule a: {name} not sent for a name no earlier call held"
+            event("rule a: not sent, an earlier call held the name")
+        elif why is NotSentReason.CONNECTION_BUSY:
+            assert self.connection_busy, f"rule b: {name} not sent for a busy connection, but it was free"
+            event("rule b: not sent, the connection carried an abandoned request")
+        elif why is OutcomeUnknownReason.NO_RESPONSE:
+            assert self.in_flight(track), f"rule e: {name} told 'no response by the deadline', not in flight"
+            assert self.now >= track.topic.call.spec.deadline - EPSILON, f"rule e: {name} given up before its deadline"
+        elif why in (NotSentReason.CANCELLED, OutcomeUnknownReason.CANCELLED):
+            assert track.cancelled, f"rule j: {name} told its caller cancelled it, who did not"
+            event("rule j: a cancelled topic's last attempt was not sent")
+        elif why is NotSentReason.NO_BROKER_ANSWERED:
+            assert not self.answered, f"{name} told no broker had answered, after one did"
 
     def check_truthful(self, track: Track, exc: BaseException | None) -> None:
         """Rule f, what only the moment of settlement shows (the rest of it, what each topic was told staying true of
@@ -462,10 +503,10 @@ class EngineModel(RuleBasedStateMachine):
         (librdkafka keeps the request and writes it once a connection authenticates: it may yet be applied), which
         cannot wait for librdkafka's verdict, and a send cut short (whether confluent-kafka's call ran cannot be
         known)."""
-        assert track.handed > 0, f"outcome unknown for a topic never handed over: {exc}"
+        assert track.handed > 0, f"rule f: outcome unknown for a topic never handed over: {exc}"
         exempt = isinstance(exc, ClientClosedError) or exc.args[0].code() == KafkaError._AUTHENTICATION
         exempt |= track.cut_maybe_sent
-        assert not self.unreachable or exempt, f"outcome unknown, never written: {exc}"
+        assert not self.unreachable or exempt, f"rule f: outcome unknown, never written: {exc}"
 
     def count_local_refusal(self, track: Track, exc: BaseException | None) -> None:
         """Rule g: a quota refusal the client made without sending is counted as a violation too."""
@@ -473,36 +514,50 @@ class EngineModel(RuleBasedStateMachine):
             assert exc.throttle_time_ms >= 0
             if track.answered_89_at != self.now and self.now < track.topic.call.spec.deadline - EPSILON:
                 self.local_refusals += 1  # refused without sending
-        if isinstance(exc, OutcomeUnknownError) and "kept it from being sent again" in str(exc):
+        if isinstance(exc, OutcomeUnknownError) and exc.why is OutcomeUnknownReason.THROTTLED:
             self.local_refusals += 1  # refused by a throttle after an attempt with no answer
+            event("rule g: a throttle kept a topic with an unknown outcome from being sent again")
 
     def check_too_late(self, track: Track, exc: BaseException | None) -> None:
-        """Rule d: refused as "less than a round trip" only from a recent estimate resting on enough whole answers
-        (a first attempt on MIN_SAMPLES, a retry on any), and only when hopeless; "kept for the answer" only in the
-        last 50 ms."""
-        if not isinstance(exc, KafkaException):
+        """Rule d: refused as "less than a round trip" (``NotSentReason.ROUND_TRIP``) only from a recent estimate
+        resting on enough whole answers (a first attempt on MIN_SAMPLES, a retry on any), and only when hopeless;
+        for "the margin kept for the answer" (``ANSWER_MARGIN``) only in the last 50 ms."""
+        if not isinstance(exc, NotSentError):
             return
-        remaining_s = track.topic.call.remaining_s(self.now)
-        if "than a round trip takes" in str(exc):
+        remaining_s = _remaining_s(track, self.now)
+        if exc.why is NotSentReason.ROUND_TRIP:
             recent = self.recent_round_trips()
-            assert len(recent) >= (MIN_SAMPLES if track.handed == 0 else 1), "refused with no recent estimate"
+            assert len(recent) >= (MIN_SAMPLES if track.handed == 0 else 1), "rule d: refused with no recent estimate"
             floor = min(recent)
-            assert remaining_s <= floor + max(0.05, floor) + EPSILON
-            event("refused: less than a round trip left")
-        if "kept for the answer" in str(exc):
-            assert remaining_s <= 0.05 + EPSILON
+            assert remaining_s <= floor + max(0.05, floor) + EPSILON, "rule d: refused with time for a round trip"
+            event("rule d: refused, less than a round trip left")
+        if exc.why is NotSentReason.ANSWER_MARGIN:
+            assert remaining_s <= 0.05 + EPSILON, "rule d: refused for the answer's margin with more than 50 ms left"
+            event("rule d: refused, less than the answer's margin left")
 
     def check_cap_final(self, track: Track, exc: BaseException | None) -> None:
         """The batch cap's refusal is final only for a topic alone, or when no time is left to split (or when its
         caller cancelled it: the attempt in flight was its last)."""
         if _is_cap(exc) and track.cap_refused_with_others and not track.cancelled:
             floor = min(self.recent_round_trips(), default=0.0)
-            remaining_s = track.topic.call.remaining_s(self.now)
+            remaining_s = _remaining_s(track, self.now)
             assert remaining_s <= floor + max(0.05, floor) + EPSILON, "not split, time was left"
 
     def recent_round_trips(self) -> list[float]:
         """Round trips of whole answers in the last RECENT_S (rule d's estimate)."""
         return [s for at, s in self.round_trips if self.now - at <= RECENT_S + EPSILON]
+
+    def in_flight(self, track: Track) -> bool:
+        """Pending, in the request in flight (librdkafka completes a request's topics together)."""
+        return _pending(track) and self.flight is not None and track in self.flight.tracks
+
+    def awaiting(self, track: Track) -> bool:
+        """Pending, applied as a broker said, and waiting for every broker to show it (wait_for_metadata)."""
+        return _pending(track) and _waits(track) and track.answered_ok and not self.in_flight(track)
+
+    def queued(self, track: Track) -> bool:
+        """Pending, and neither in flight nor applied: what the engine may still send (or withdraw)."""
+        return _pending(track) and not self.in_flight(track) and not self.awaiting(track)
 
     def holds(self, track: Track) -> bool:
         """Pending, and no earlier pending call names its topic (rule a)."""
@@ -594,6 +649,8 @@ class EngineModel(RuleBasedStateMachine):
             self.tracks.append(track)
             self.by_topic[id(topic)] = track
             topics.append(topic)
+            if _is_default_create(topic) and self.engine_default is not None:
+                self.count_default_create(track)
         self.engine.submit(call, topics)
         self.step()
 
@@ -627,13 +684,13 @@ class EngineModel(RuleBasedStateMachine):
         self.withdraw_track(pending[pick % len(pending)])
 
     def withdraw_track(self, track: Track) -> None:
-        queued = track.topic.call.queued.get(track.topic.name) is track.topic
+        queued = self.queued(track)
         withdrawn = self.engine.withdraw(track.topic, self.now)
-        assert withdrawn == queued  # only what has not been handed over can be taken back
+        assert withdrawn == queued, "rule j: only what has not been handed over can be taken back"
         track.withdrawn = withdrawn
         track.cancelled = True
         if withdrawn:  # Future's contract: every later cancel() of a cancelled topic is True too
-            assert self.engine.withdraw(track.topic, self.now)
+            assert self.engine.withdraw(track.topic, self.now), "rule j: a second cancel() of a withdrawn topic failed"
             event("withdrawn")
         else:
             event("cancelled in flight")
@@ -796,7 +853,15 @@ class EngineModel(RuleBasedStateMachine):
             results.pop(last.topic.name)
         elif all(_broker_answer(exc) for exc in results.values()):
             self.note_round_trip(flight)
+        self.note_guessed_applied(tracks, results)
         return results
+
+    def note_guessed_applied(self, tracks: list[Track], results: Results) -> None:
+        """A -1 create counted as 1, applied as the client learns while num.partitions is unknown: read back."""
+        for track in tracks:
+            applied = track.topic.name in results and results[track.topic.name] is None
+            if applied and track.guessed and self.engine_default is None and not track.topic.call.kind.validate_only:
+                self.default_from = track.topic.name
 
     def note_round_trip(self, flight: Flight) -> None:
         """A whole answer: what the round trip took (rule d's estimate rests on these)."""
@@ -889,8 +954,9 @@ class EngineModel(RuleBasedStateMachine):
         self.engine.on_send_cut_short(flight.request, handed=handed, now=self.now)
         self.step()
         # nothing stalls the client: the slot is free at once (not handed), or the sentinel is asked for (handed)
-        assert self.engine.in_flight is not flight.request
-        assert not handed or self.connection_busy or self.closed
+        assert self.engine.in_flight is not flight.request, "rule i: a send cut short still holds the slot"
+        asked = self.drain_asked_at is not None
+        assert not handed or asked or self.closed, "rule i: a send that may have run asks for no sentinel"
 
     def confluent_kafka_refuses(self) -> None:
         """confluent-kafka refused the call itself (nothing sent)."""
@@ -1021,6 +1087,8 @@ class EngineModel(RuleBasedStateMachine):
         self.reached = self.answered = True  # a response carried it
         self.gate_until = max(self.gate_until, self.now + throttle_s)
         self.throttle_events.append(throttle_s * 1000)
+        if self.flight is not None:  # recorded when the request completes (rule g)
+            self.flight.throttles.append(throttle_s)
         self.engine.on_throttle(node_id, throttle_s, self.now)
 
     # Events that settle or hold up everything: one rule drawn at most twice an example, so examples reach answers.
@@ -1068,14 +1136,32 @@ class EngineModel(RuleBasedStateMachine):
         self.metadata_wanted = False
         told = default_readable and not fails
         event(f"metadata read, num.partitions {'told' if told else 'not told'}")
-        if told:
-            self.default_told = True
-        elif not self.default_told:  # -1 creates still to be costed are counted as Kafka's default, 1, for now
-            for track in self.tracks:
-                if _pending(track) and _is_default_create(track.topic):
-                    track.fallback = True
+        learned = self.read_back(fails, told)
+        if told or learned is not None:
+            self.engine_default = DEFAULT_PARTITIONS if told else learned
+            self.default_told |= self.engine_default == DEFAULT_PARTITIONS
+        for track in self.tracks:  # -1 creates not yet counted: as num.partitions if known, else as 1 for now
+            if _pending(track) and _is_default_create(track.topic) and not track.costed:
+                self.count_default_create(track)
         self.engine.on_metadata(None if fails else dict(self.cluster), self.now, DEFAULT_PARTITIONS if told else None)
         self.step()
+
+    def read_back(self, fails: bool, told: bool) -> int | None:
+        """A read that does not tell num.partitions still shows it: the partitions of the -1 create applied last
+        while it was unknown (or whatever that name has become since)."""
+        name = self.default_from
+        learned = None if fails or told or name is None else self.cluster.get(name)
+        if told or learned is not None:
+            self.default_from = None
+            event("num.partitions read back from a topic created with it")
+        return learned
+
+    def count_default_create(self, track: Track) -> None:
+        """The engine counts a -1 create: as the num.partitions it knows, else as Kafka's default, 1."""
+        track.costed = True
+        track.guessed = self.engine_default is None
+        counted = FALLBACK_PARTITIONS if self.engine_default is None else self.engine_default
+        track.counted_as = None if counted == DEFAULT_PARTITIONS else counted
 
     @precondition(lambda self: not self.closed and self.views_wanted is not None)
     @rule(
@@ -1185,18 +1271,33 @@ class EngineModel(RuleBasedStateMachine):
     @rule()
     def close(self) -> None:
         self.closed = True
+        self.pending_at_close = [t for t in self.tracks if _pending(t)]
+        event("rule h: closed with topics pending" if self.pending_at_close else "rule h: closed, nothing pending")
         self.engine.close(self.now)
         self.step()
 
     # -- invariants --------------------------------------------------------------------------------
 
     @invariant()
-    def every_topic_is_settled_by_its_deadline(self) -> None:  # rule e (and h after close)
+    def every_topic_is_settled_by_its_deadline(self) -> None:
+        """Rule e: no future is left pending past its call's deadline."""
         for track in self.tracks:
-            if track.withdrawn:
-                continue
-            if self.closed or track.topic.call.spec.deadline <= self.now:
-                assert track.settled is not None, f"{track.topic.name} pending past its deadline"
+            if _pending(track) and track.topic.call.spec.deadline <= self.now:
+                raise AssertionError(f"rule e: {track.topic.name} pending past its deadline")
+
+    @invariant()
+    def close_settles_every_topic(self) -> None:
+        """Rule h: after close(), no future is pending, and each one pending at the close was told so, as a
+        ClientClosedError (or, applied but not yet shown everywhere, a NotYetVisibleError)."""
+        if not self.closed:
+            return
+        for track in self.tracks:
+            assert not _pending(track), f"rule h: {track.topic.name} pending after close()"
+        for track in self.pending_at_close:
+            assert track.withdrawn or track.settled is not None
+            exc = None if track.settled is None else track.settled[1]
+            closed = isinstance(exc, (ClientClosedError, NotYetVisibleError)) or track.withdrawn
+            assert closed, f"rule h: {track.topic.name}, pending at close(), told {exc!r}"
 
     @invariant()
     def calls_give_up_on_connections_that_fail_before_their_handshake(self) -> None:  # first contact
@@ -1204,7 +1305,7 @@ class EngineModel(RuleBasedStateMachine):
             return
         for track in self.tracks:
             call = track.topic.call
-            if call.queued.get(track.topic.name) is not track.topic:
+            if not self.queued(track):
                 continue
             give_up_at = call.spec.started_at + (0.0 if self.wrong_listener else FIRST_CONTACT_S)
             assert self.now < give_up_at - EPSILON, (
@@ -1224,16 +1325,22 @@ class EngineModel(RuleBasedStateMachine):
     def metrics_equal_what_the_responses_said(self) -> None:  # rule g
         if not hasattr(self, "engine"):
             return
+        """Rule g: the sink's throttles are the responses' (a request's when it completes), one violation per topic
+        refused by the quota (by the broker's 89, or locally), a retry per response that queued a topic again."""
         throttles = [event.throttle_ms for event in self.sink.of(ResponseThrottle)]
-        assert [t for t in throttles if t > 0] == [t for t in self.throttle_events_recorded() if t > 0]
-        assert sum(event.topics for event in self.sink.of(QuotaViolations)) == self.answers_89 + self.local_refusals
-        assert self.retries_at_least <= len(self.sink.of(Retried)) <= self.retries_at_most
-        assert all(event.mutations > 0 for event in self.sink.of(MutationsAdmitted))
-        assert all(event.seconds >= 0 for event in self.sink.of(BackedOff))
+        recorded = [t for t in self.throttle_events_recorded() if t > 0]
+        assert [t for t in throttles if t > 0] == recorded, f"rule g: throttles {throttles}, responses {recorded}"
+        violations = sum(event.topics for event in self.sink.of(QuotaViolations))
+        refusals = self.answers_89 + self.local_refusals
+        assert violations == refusals, f"rule g: {violations} violations recorded, {refusals} quota refusals"
+        retried = len(self.sink.of(Retried))
+        assert self.retries_at_least <= retried <= self.retries_at_most, f"rule g: {retried} retries recorded"
+        assert all(event.mutations > 0 for event in self.sink.of(MutationsAdmitted)), "rule g: admitted nothing"
+        assert all(event.seconds >= 0 for event in self.sink.of(BackedOff)), "rule g: a negative back-off"
 
     def throttle_events_recorded(self) -> list[float]:
         """Events of a request still in flight are recorded when it completes."""
-        pending = len(self.flight.request.events) if self.flight is not None else 0
+        pending = len(self.flight.throttles) if self.flight is not None else 0
         return self.throttle_events[: len(self.throttle_events) - pending]
 
 
@@ -1255,7 +1362,7 @@ def _any_retryable(flight: Flight, results: Results) -> bool:
     """Whether the engine may retry a topic of the request: a retryable error, the batch cap's refusal of several
     topics, or a topic left out of the answer."""
     tracks = flight.tracks
-    throttled = any(throttle_s > 0 for _, throttle_s in flight.request.events)  # what the engine knows of it
+    throttled = any(throttle_s > 0 for throttle_s in flight.throttles)  # what the engine knows of it
     if any(_retryable(results[t.topic.name], t, throttled) for t in tracks if t.topic.name in results):
         return True
     return (len(tracks) > 1 and any(_is_cap(exc) for exc in results.values())) or len(results) < len(tracks)
@@ -1280,22 +1387,25 @@ def _still_true(track: Track) -> None:
     assert track.settled is not None
     exc = track.settled[1]
     if exc is None:
-        assert track.answered_ok, "success without a broker saying so"
+        assert track.answered_ok, "rule f: success without a broker saying so"
     elif isinstance(exc, NotYetVisibleError):
-        assert track.answered_ok, f"not yet visible, for a change not applied: {exc}"
+        assert track.answered_ok, f"rule f: not yet visible, for a change not applied: {exc}"
     elif isinstance(exc, OutcomeUnknownError):
         return
     elif track.unanswered:
-        raise AssertionError(f"an attempt may have been applied, but the topic was told: {exc!r}")
+        raise AssertionError(f"rule f: an attempt may have been applied, but the topic was told: {exc!r}")
     elif isinstance(exc, NotSentError):
-        assert track.written == 0, f"'not sent' for a topic a broker received: {exc}"
+        assert track.written == 0, f"rule f: 'not sent' for a topic a broker received: {exc}"
     else:
-        assert not track.accepted, f"a plain failure for a topic the broker accepted: {exc!r}"
+        assert not track.accepted, f"rule f: a plain failure for a topic the broker accepted: {exc!r}"
 
 
 def _outcome(exc: BaseException | None) -> str:
-    """A settlement's label: applied, or its error's type (NotSentError, OutcomeUnknownError, ...)."""
-    return "applied" if exc is None else type(exc).__name__
+    """A settlement's label: applied, or its error's type (NotSentError, OutcomeUnknownError, ...) and typed reason."""
+    if exc is None:
+        return "applied"
+    why = getattr(exc, "why", None)
+    return type(exc).__name__ if why is None else f"{type(exc).__name__} ({why.value})"
 
 
 def _made(item: Any) -> int:
@@ -1317,9 +1427,22 @@ def _reads_ids_first(track: Track) -> bool:
     return call.spec.wait_for_metadata and not call.kind.validate_only and call.kind.operation is CREATE_TOPICS
 
 
-def _awaiting(track: Track) -> bool:
-    """Applied, and waiting for every broker to show it (wait_for_metadata)."""
-    return track.settled is None and track.topic.call.awaiting.get(track.topic.name) is track.topic
+def _waits(track: Track) -> bool:
+    """A topic of a wait_for_metadata call that applies something (not validate_only)."""
+    call = track.topic.call
+    return call.spec.wait_for_metadata and not call.kind.validate_only
+
+
+def _remaining_s(track: Track, now: float) -> float:
+    """The time left to the topic's call, from what its caller asked for."""
+    return track.topic.call.spec.deadline - now
+
+
+def _budget_s(track: Track, now: float) -> float:
+    """How long a request of the topic's call may take: the time left, capped by the caller's request_timeout."""
+    cap = track.topic.call.spec.request_timeout_s
+    remaining = _remaining_s(track, now)
+    return remaining if cap is None else min(remaining, cap)
 
 
 def _is_cap(exc: BaseException | None) -> bool:
@@ -1460,5 +1583,74 @@ def test_the_model_states_rule_d_a_first_attempt_needs_three_answers() -> None:
         state.submit("create", ["b"], 1.0, True, False, 1, None, None, False)
         assert state.flight is not None
         assert [t.topic.name for t in state.flight.tracks] == ["b"]
+    finally:
+        state.teardown()
+
+
+def test_the_model_states_rule_e_a_request_never_completed_is_settled_at_the_deadline() -> None:
+    """Rule e as a pinned run of the model (the 600 derandomized examples leave every request in flight at its call's
+    deadline to librdkafka's own timeout, which ends then): librdkafka never completes a 1 s create's request, which
+    the engine abandons only 2 s after its timeout; the topic is still told "outcome unknown" at its deadline
+    (``every_topic_is_settled_by_its_deadline``, and ``settle``'s own check, fail an engine that waits)."""
+    state = EngineModel()
+    try:
+        _start(state)
+        state.submit("create", ["a"], 1.0, True, False, 1, None, None, False)
+        state.no_answer("never completed", applied=False)
+        state.advance(3.0)
+        state.every_topic_is_settled_by_its_deadline()
+        [track] = state.tracks
+        assert track.settled is not None
+        assert track.settled[0] == 1001.0  # the model's clock starts at 1000 s
+        exc = track.settled[1]
+        assert isinstance(exc, OutcomeUnknownError)
+        assert exc.why is OutcomeUnknownReason.NO_RESPONSE
+    finally:
+        state.teardown()
+
+
+def test_the_model_states_rule_f_already_exists_after_a_lost_answer_may_have_been_applied() -> None:
+    """Rule f as a pinned run of the model (the derandomized examples do not reach it): a create is applied and its
+    connection dies before the answer; the retry is answered TOPIC_ALREADY_EXISTS. The first attempt may have created
+    it: the topic is told "outcome unknown" (PossiblyAppliedError), never a plain "already exists"
+    (``what_each_topic_was_told_stays_true`` fails an engine that says so)."""
+    state = EngineModel()
+    try:
+        _start(state)
+        state.submit("create", ["a"], 30.0, True, False, 1, None, None, False)
+        state.answer("transport", applied=True, delay=0.0, quota_first=False)
+        state.advance(1.0)
+        state.answer_ok(views_after=False)
+        state.what_each_topic_was_told_stays_true()
+        [track] = state.tracks
+        assert track.settled is not None
+        exc = track.settled[1]
+        assert isinstance(exc, OutcomeUnknownError)
+        assert exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
+    finally:
+        state.teardown()
+
+
+def test_the_model_counts_a_default_create_as_the_engine_after_num_partitions_is_read_back() -> None:
+    """Found by the model (ENGINE_MODEL_RANDOM=1, 3000 examples: 'rule g: 3 mutations counted, 1 charged'), a gap of
+    the model, not of the engine: a create of -1 partitions applied while num.partitions is unknown is read back, and
+    a read that does not tell num.partitions still teaches it to the engine. The model took every -1 create pending
+    at such a read as counted 1 (so, once a later read told num.partitions, 'rule g: 4 mutations counted, 2
+    charged'); the engine counted ``b`` as the 3 it read back, as the broker charges it."""
+    state = EngineModel()
+    try:
+        _start(state)
+        state.submit_default_creates(["a"])
+        state.metadata(fails=False, default_readable=False)  # counted as 1 for now
+        state.answer_ok(views_after=False)  # applied: read back
+        state.submit("create", ["c"], 30.0, True, False, 1, None, None, False)
+        state.submit_default_creates(["b"])
+        state.metadata(fails=False, default_readable=False)  # shows a's 3 partitions
+        state.answer("not controller", applied=False, delay=0.0, quota_first=False)  # a metadata refresh
+        state.metadata(fails=False, default_readable=True)
+        state.advance(1.0)  # c and b sent: check_charged
+        assert state.flight is not None
+        assert [t.topic.name for t in state.flight.tracks] == ["c", "b"]
+        assert state.flight.request.mutations == 1 + DEFAULT_PARTITIONS
     finally:
         state.teardown()

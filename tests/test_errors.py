@@ -16,8 +16,10 @@ from throttled_admin import (
     CannotConnectError,
     ClientClosedError,
     NotSentError,
+    NotSentReason,
     NotYetVisibleError,
     OutcomeUnknownError,
+    OutcomeUnknownReason,
     PossiblyAppliedError,
     ThrottlingQuotaExceededException,
 )
@@ -39,7 +41,9 @@ AUTH = KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error: bad cr
 # (factory's result, its class, code, message): the messages are byte for byte those of before the types.
 CASES = [
     (
-        not_sent_error("create_topics", 5000, "its deadline passed before it could be sent"),
+        not_sent_error(
+            "create_topics", 5000, "its deadline passed before it could be sent", why=NotSentReason.DEADLINE
+        ),
         NotSentError,
         KafkaError._TIMED_OUT,
         "create_topics not sent within timeout_ms=5000: its deadline passed before it could be sent",
@@ -57,7 +61,7 @@ CASES = [
         "delete_topics not sent: cannot connect to broker:9092 (Connection refused)",
     ),
     (
-        unknown_outcome_error("create_topics", "no response by the deadline"),
+        unknown_outcome_error("create_topics", "no response by the deadline", why=OutcomeUnknownReason.NO_RESPONSE),
         OutcomeUnknownError,
         KafkaError._TIMED_OUT,
         "create_topics outcome unknown: no response by the deadline; the broker may or may not have applied it, "
@@ -129,16 +133,57 @@ def test_each_kind_pickles_to_its_own_class_code_and_message(
     assert (copy.args[0].code(), copy.args[0].str()) == (code, message)
     assert getattr(copy, "sent", None) == getattr(exc, "sent", None)
     assert getattr(copy, "brokers", None) == getattr(exc, "brokers", None)
+    assert getattr(copy, "why", None) is getattr(exc, "why", None)
+
+
+# Each factory's typed reason: what it was given, or what its kind means; None where the type says it all.
+WHYS = [
+    (not_sent_error("x", 1, "words", why=NotSentReason.ROUND_TRIP), NotSentReason.ROUND_TRIP),
+    (refused_error("x", TypeError("bad")), NotSentReason.REFUSED),
+    (cannot_connect_error("x", "h:1", "why"), NotSentReason.CANNOT_CONNECT),
+    (unknown_outcome_error("x", "words", why=OutcomeUnknownReason.THROTTLED), OutcomeUnknownReason.THROTTLED),
+    (in_flight_error(AUTH, "x"), OutcomeUnknownReason.AUTHENTICATION),
+    (after_unknown_attempt(ALREADY, "x"), None),
+    (closed_error("x", sent=True), None),
+    (closed_error("x", sent=False), None),
+]
+
+
+@pytest.mark.parametrize(("exc", "why"), WHYS)
+def test_each_factory_types_why_and_pickling_keeps_it(
+    exc: KafkaException, why: NotSentReason | OutcomeUnknownReason | None
+) -> None:
+    assert isinstance(exc, (NotSentError, OutcomeUnknownError))
+    assert exc.why is why
+    assert pickle.loads(pickle.dumps(exc)).why is why
+
+
+def test_not_sent_error_keeps_its_words_and_its_reason_apart() -> None:
+    exc = not_sent_error(
+        "create_topics", 300, "an earlier call still held the topic's name", why=NotSentReason.NAME_HELD
+    )
+    assert (exc.operation, exc.timeout_ms, exc.why) == ("create_topics", 300, NotSentReason.NAME_HELD)
+    assert exc.reason == "an earlier call still held the topic's name"
+
+
+def test_the_reasons_are_exported_from_both_public_modules_under_the_public_path() -> None:
+    for reason in (NotSentReason, OutcomeUnknownReason):
+        assert getattr(throttled_admin.admin, reason.__name__) is reason
+        assert reason.__name__ in throttled_admin.__all__
+        assert reason.__name__ in throttled_admin.admin.__all__
+        assert reason.__module__ == "throttled_admin"
 
 
 def test_a_pickled_kind_loads_in_another_process() -> None:
     data = pickle.dumps([closed_error("delete_topics", sent=True), cannot_connect_error("x", "h:1", "why")])
     program = (
         "import pickle, sys\n"
-        "from throttled_admin import CannotConnectError, ClientClosedError, NotSentError, OutcomeUnknownError\n"
+        "from throttled_admin import CannotConnectError, ClientClosedError, NotSentError, NotSentReason\n"
+        "from throttled_admin import OutcomeUnknownError\n"
         "closed, connect = pickle.loads(sys.stdin.buffer.read())\n"
         "assert isinstance(closed, ClientClosedError) and isinstance(closed, OutcomeUnknownError) and closed.sent\n"
         "assert isinstance(connect, CannotConnectError) and isinstance(connect, NotSentError)\n"
+        "assert connect.why is NotSentReason.CANNOT_CONNECT\n"
         "print(closed.args[0].code(), connect.args[0].str())\n"
     )
     done = subprocess.run([sys.executable, "-c", program], input=data, capture_output=True, timeout=60)

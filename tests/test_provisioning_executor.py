@@ -16,6 +16,8 @@ from confluent_kafka import KafkaError, KafkaException
 
 from tests.support import BrokerFactory, wait_until
 from throttled_admin._errors import (
+    NotSentReason,
+    OutcomeUnknownReason,
     after_unknown_attempt,
     cannot_connect_error,
     closed_error,
@@ -290,13 +292,18 @@ ALREADY = KafkaError(KafkaError.TOPIC_ALREADY_EXISTS, "Topic 't' already exists.
 @pytest.mark.parametrize(
     ("exc", "attempts", "verify"),
     [
-        (unknown_outcome_error("create_topics", "no response by the deadline"), 1, True),
+        (
+            unknown_outcome_error("create_topics", "no response by the deadline", why=OutcomeUnknownReason.NO_RESPONSE),
+            1,
+            True,
+        ),
         (in_flight_error(AUTH, "create_topics"), 1, True),
         (closed_error("create_topics", sent=True), 1, True),
         (after_unknown_attempt(ALREADY, "create_topics"), 1, True),  # our earlier attempt may have created it
         (KafkaException(ALREADY), 2, True),  # we sent it before
         (KafkaException(ALREADY), 1, False),  # someone else's topic: "existed"
-        (not_sent_error("create_topics", 1000, "deadline"), 1, True),  # _TIMED_OUT: read, re-sent if missing
+        # _TIMED_OUT: read, re-sent if missing
+        (not_sent_error("create_topics", 1000, "deadline", why=NotSentReason.DEADLINE), 1, True),
         (cannot_connect_error("create_topics", "h:1", "refused"), 1, True),  # _TRANSPORT: likewise
         (closed_error("create_topics", sent=False), 1, False),
         (refused_error("create_topics", TypeError("x")), 1, False),

@@ -15,6 +15,11 @@ topic is the exception's type::
         ├── ClientClosedNotSentError       ... queued, never sent: also a NotSentError
         └── ClientClosedOutcomeUnknownError ... in flight, or an earlier attempt unanswered: also an OutcomeUnknownError
 
+Why a topic was not sent, or why its outcome is unknown, is also typed: ``NotSentError.why`` is a ``NotSentReason`` and
+``OutcomeUnknownError.why`` an ``OutcomeUnknownReason`` (None where the exception's type says it all: a closed client,
+``PossiblyAppliedError``, a topic refused before sending with the code a broker would give), so that a caller, and the
+engine's model, branch on them and never on the message's words.
+
 - ``ThrottlingQuotaExceededException``: ``THROTTLING_QUOTA_EXCEEDED`` (retriable), with ``throttle_time_ms``.
 - ``NotSentError``: ``_TIMED_OUT`` "... not sent within timeout_ms=...: ..." when the call's deadline passed
   before the topic could be sent; ``_INVALID_ARG`` "... refused by confluent-kafka: ..." when confluent-kafka
@@ -52,6 +57,7 @@ processes; confluent-kafka's ``KafkaException`` itself does not pickle).
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -65,8 +71,10 @@ __all__ = [
     "ClientClosedNotSentError",
     "ClientClosedOutcomeUnknownError",
     "NotSentError",
+    "NotSentReason",
     "NotYetVisibleError",
     "OutcomeUnknownError",
+    "OutcomeUnknownReason",
     "PossiblyAppliedError",
     "ThrottlingQuotaExceededException",
     "TopicValueError",
@@ -83,6 +91,33 @@ __all__ = [
 DEFAULT_MESSAGE = THROTTLING_QUOTA_MESSAGE  # Kafka's, when the broker sends none
 # confluent-kafka's RuntimeError for a call on a closed AdminClient (or one whose __init__ was never called).
 CLOSED_MESSAGE = "AdminClient has been closed"
+
+
+class NotSentReason(Enum):
+    """Why a topic was not sent (``NotSentError.why``): nothing of it was written to a broker."""
+
+    DEADLINE = "deadline"  # its call's deadline passed before it could be sent
+    NO_BROKER_ANSWERED = "no broker answered"  # the deadline passed, and no broker had answered this client yet
+    NAME_HELD = "name held"  # ... while an earlier call still held the topic's name (docs/semantics.md, rule a)
+    READING_IDS = "reading ids"  # ... while every broker's topic ids of the name were read (wait_for_metadata)
+    CONNECTION_BUSY = "connection busy"  # ... while the connection carried an earlier request with no answer (rule b)
+    ROUND_TRIP = "round trip"  # less time was left than recent round trips took (rule d)
+    ANSWER_MARGIN = "answer margin"  # less time was left than the least kept for the answer (rule d)
+    CANCELLED = "cancelled"  # its caller cancelled it before any attempt reached a broker (rule j)
+    REFUSED = "refused"  # confluent-kafka refused the call itself (``_INVALID_ARG``)
+    CANNOT_CONNECT = "cannot connect"  # no broker could be reached (``CannotConnectError``)
+
+
+class OutcomeUnknownReason(Enum):
+    """Why a topic's outcome is unknown (``OutcomeUnknownError.why``): an attempt was handed over, no usable answer
+    came, and no later attempt settled it."""
+
+    NO_RESPONSE = "no response"  # its request was still in flight at the call's deadline
+    UNANSWERED = "unanswered"  # an attempt got no usable answer (lost, garbled, left out), and none was sent again
+    THROTTLED = "throttled"  # after such an attempt, the broker's throttle kept it from being sent again
+    CANCELLED = "cancelled"  # after such an attempt, its caller cancelled it (rule j)
+    CANNOT_CONNECT = "cannot connect"  # after a send that may have been handed over, connections fail
+    AUTHENTICATION = "authentication"  # authentication failed with its request in flight
 
 
 class ThrottlingQuotaExceededException(KafkaException):
@@ -115,6 +150,7 @@ class NotSentError(KafkaException):
     operation: str | None
     timeout_ms: int | None
     reason: str | None
+    why: NotSentReason | None  # why, typed (None where the type and code say it: closed, refused before sending)
 
     def __init__(
         self,
@@ -123,14 +159,16 @@ class NotSentError(KafkaException):
         operation: str | None = None,
         timeout_ms: int | None = None,
         reason: str | None = None,
+        why: NotSentReason | None = None,
     ) -> None:
         super().__init__(error)
         self.operation = operation
         self.timeout_ms = timeout_ms
         self.reason = reason
+        self.why = why
 
     def __reduce__(self) -> tuple[Any, ...]:
-        fields = {"operation": self.operation, "timeout_ms": self.timeout_ms, "reason": self.reason}
+        fields = {"operation": self.operation, "timeout_ms": self.timeout_ms, "reason": self.reason, "why": self.why}
         return (_rebuild, (type(self), self.args[0], fields))
 
 
@@ -145,11 +183,14 @@ class CannotConnectError(NotSentError):
 class OutcomeUnknownError(KafkaException):
     """The topic's request was sent and no usable answer came: the broker may or may not have applied it."""
 
-    def __init__(self, error: KafkaError) -> None:
+    why: OutcomeUnknownReason | None  # why, typed (None where the type says it: closed, PossiblyAppliedError)
+
+    def __init__(self, error: KafkaError, why: OutcomeUnknownReason | None = None) -> None:
         super().__init__(error)
+        self.why = why
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.args[0],))
+        return (type(self), (self.args[0], self.why))
 
 
 class PossiblyAppliedError(OutcomeUnknownError):
@@ -234,12 +275,14 @@ def _topic_value_error(topic: str, field: str, problem: str, fields: dict[str, A
     return TopicValueError(topic, field, problem, **fields)
 
 
-def not_sent_error(operation: str, timeout_ms: int, why: str) -> NotSentError:
+def not_sent_error(operation: str, timeout_ms: int, reason: str, *, why: NotSentReason) -> NotSentError:
+    """_TIMED_OUT for a topic not sent by its call's deadline: ``why``, typed, and ``reason``, its words."""
     return NotSentError(
-        KafkaError(KafkaError._TIMED_OUT, f"{operation} not sent within timeout_ms={timeout_ms}: {why}"),
+        KafkaError(KafkaError._TIMED_OUT, f"{operation} not sent within timeout_ms={timeout_ms}: {reason}"),
         operation=operation,
         timeout_ms=timeout_ms,
-        reason=why,
+        reason=reason,
+        why=why,
     )
 
 
@@ -273,18 +316,21 @@ def not_visible_error(
 def cannot_connect_error(operation: str, address: str, reason: str) -> CannotConnectError:
     """_TRANSPORT for a topic never sent because no broker could be reached (librdkafka's ``reason``)."""
     return CannotConnectError(
-        KafkaError(KafkaError._TRANSPORT, f"{operation} not sent: cannot connect to {address} ({reason})")
+        KafkaError(KafkaError._TRANSPORT, f"{operation} not sent: cannot connect to {address} ({reason})"),
+        why=NotSentReason.CANNOT_CONNECT,
     )
 
 
-def unknown_outcome_error(operation: str, why: str) -> OutcomeUnknownError:
+def unknown_outcome_error(operation: str, reason: str, *, why: OutcomeUnknownReason) -> OutcomeUnknownError:
+    """_TIMED_OUT for a topic handed over with no usable answer: ``why``, typed, and ``reason``, its words."""
     return OutcomeUnknownError(
         KafkaError(
             KafkaError._TIMED_OUT,
-            f"{operation} outcome unknown: {why}; the broker may or may not have applied it, and may still apply it "
-            "(a controller completes a request it has begun, however late): read the cluster once the client's "
+            f"{operation} outcome unknown: {reason}; the broker may or may not have applied it, and may still apply "
+            "it (a controller completes a request it has begun, however late): read the cluster once the client's "
             "wait_until_final() returns True",
-        )
+        ),
+        why,
     )
 
 
@@ -306,13 +352,15 @@ def after_unknown_attempt(error: KafkaError, operation: str) -> PossiblyAppliedE
 def in_flight_error(error: KafkaError, operation: str) -> OutcomeUnknownError:
     """``error`` (an authentication failure) for a topic whose request was in flight when it came."""
     return OutcomeUnknownError(
-        _amended(error, f"This {operation} was in flight: outcome unknown, the broker may or may not have applied it.")
+        _amended(error, f"This {operation} was in flight: outcome unknown, the broker may or may not have applied it."),
+        OutcomeUnknownReason.AUTHENTICATION,
     )
 
 
 def refused_error(operation: str, exc: BaseException) -> NotSentError:
     return NotSentError(
-        KafkaError(KafkaError._INVALID_ARG, f"{operation} refused by confluent-kafka: {type(exc).__name__}: {exc}")
+        KafkaError(KafkaError._INVALID_ARG, f"{operation} refused by confluent-kafka: {type(exc).__name__}: {exc}"),
+        why=NotSentReason.REFUSED,
     )
 
 

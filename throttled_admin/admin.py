@@ -7,7 +7,8 @@ Every public name of ``confluent_kafka.admin`` is here and is the very same obje
 tests/test_admin_module.py holds the two modules' names together. Added: ``ThrottledAdminClient``,
 ``MutationQuota``, the per-call options, ``ThrottlingQuotaExceededException`` and the error kinds
 (``NotSentError``, ``CannotConnectError``, ``OutcomeUnknownError``, ``PossiblyAppliedError``, ``NotYetVisibleError``,
-``ClientClosedError``, ``ClientClosedNotSentError``, ``ClientClosedOutcomeUnknownError``).
+``ClientClosedError``, ``ClientClosedNotSentError``, ``ClientClosedOutcomeUnknownError``) with their typed reasons
+(``NotSentReason``, ``OutcomeUnknownReason``).
 """
 
 # No ``from __future__ import annotations``: it would add a public name, ``annotations``.
@@ -76,8 +77,10 @@ from throttled_admin import (
     DeleteTopicsOptions,
     MutationQuota,
     NotSentError,
+    NotSentReason,
     NotYetVisibleError,
     OutcomeUnknownError,
+    OutcomeUnknownReason,
     PossiblyAppliedError,
     ThrottledAdminClient,
     ThrottlingQuotaExceededException,
@@ -136,9 +139,11 @@ __all__ = [
     "NewPartitions",
     "NewTopic",
     "NotSentError",
+    "NotSentReason",
     "NotYetVisibleError",
     "OffsetSpec",
     "OutcomeUnknownError",
+    "OutcomeUnknownReason",
     "PartitionMetadata",
     "PossiblyAppliedError",
     "ResourcePatternType",

@@ -102,7 +102,9 @@ from throttled_admin._engine.work import CREATE_TOPICS, Call, NameHolds, Request
 from throttled_admin._errors import (
     CLOSED_MESSAGE,
     ClientClosedError,
+    NotSentReason,
     NotYetVisibleError,
+    OutcomeUnknownReason,
     ThrottlingQuotaExceededException,
     closed_error,
     not_visible_error,
@@ -625,7 +627,13 @@ class Engine:
             for topic in list(call.queued.values()):
                 self._end(topic, Ending.DEADLINE, now)
             for topic in list(call.in_flight.values()):  # sent, not answered: it may or may not have been applied
-                self._end(topic, Ending.ANSWER_LOST, now, why="no response by the deadline")
+                self._end(
+                    topic,
+                    Ending.ANSWER_LOST,
+                    now,
+                    why="no response by the deadline",
+                    because=OutcomeUnknownReason.NO_RESPONSE,
+                )
             for topic in list(call.awaiting.values()):  # applied, not yet shown by every broker
                 self._end(topic, Ending.DEADLINE, now)
         return next_deadline
@@ -640,11 +648,13 @@ class Engine:
         error: KafkaError | None = None,
         throttle_ms: int = 0,
         why: str = "",
+        because: NotSentReason | OutcomeUnknownReason | None = None,
     ) -> None:
-        """Settle the topic with the error its ending and its attempts call for (``outcome``: rule f)."""
+        """Settle the topic with the error its ending and its attempts call for (``outcome``: rule f); ``why`` says
+        why in words, ``because`` typed."""
         call = topic.call
         if ending is Ending.DEADLINE:
-            why = self._why_not_sent(topic)
+            why, because = self._why_not_sent(topic)
         facts = Facts(
             call.kind.operation.name,
             topic.name,
@@ -656,22 +666,23 @@ class Engine:
             why,
             self._contact.failure,
             topic.lagging,
+            because,
         )
         self._finish(topic, settle_error(ending, topic.state, topic.past, facts), now)
 
-    def _why_not_sent(self, topic: Topic) -> str:
+    def _why_not_sent(self, topic: Topic) -> tuple[str, NotSentReason]:
         """Why a topic that was never sent (or whose attempts were never built) was not sent by its deadline."""
         if not self._contact.reached:
-            return "no broker had answered this client"
+            return "no broker had answered this client", NotSentReason.NO_BROKER_ANSWERED
         if not self._holds(topic):
-            return "an earlier call still held the topic's name"
+            return "an earlier call still held the topic's name", NotSentReason.NAME_HELD
         if topic in self._ids_before.unread:
-            return (
-                "the brokers' topic ids of the name (to tell the new topic from an earlier one) were still being read"
-            )
+            why = "the brokers' topic ids of the name (to tell the new topic from an earlier one) were still being read"
+            return why, NotSentReason.READING_IDS
         if self._connection.busy:
-            return "the connection to the controller still carried an earlier request that got no answer"
-        return "its deadline passed before it could be sent"
+            why = "the connection to the controller still carried an earlier request that got no answer"
+            return why, NotSentReason.CONNECTION_BUSY
+        return "its deadline passed before it could be sent", NotSentReason.DEADLINE
 
     # -- a response -------------------------------------------------------------------------------
 
@@ -1052,7 +1063,7 @@ class Engine:
                 last_call, remaining_s, time_s = call, call.remaining_s(now), call.budget_s(now)
             late = self._too_late(topic, estimates, len(chosen) + 1, remaining_s, now)
             if late is not None:
-                self._end(topic, late[0], now, why=late[1])
+                self._end(topic, late[0], now, why=late[1], because=late[2])
                 continue
             if chosen and max(longest, time_s) > COALESCE_RATIO * min(shortest, time_s):
                 continue  # rule c: its budget is far from the others'; it goes in a request of its own
@@ -1065,7 +1076,7 @@ class Engine:
 
     def _too_late(
         self, topic: Topic, estimates: dict[int, tuple[float, float]], size: int, remaining_s: float, now: float
-    ) -> tuple[Ending, str] | None:
+    ) -> tuple[Ending, str, NotSentReason | None] | None:
         """Send nothing that cannot be answered before its deadline: it would be applied after the caller was told
         it failed. Returns how the topic ends, and why it was not sent, if it is too late for a request of ``size``
         topics (else None).
@@ -1076,15 +1087,15 @@ class Engine:
         expected_s = base_s + per_topic_s * size
         kept_s = max(_MIN_MARGIN_S, base_s)
         if not self._contact.reached and remaining_s <= CONTACT_VERDICT_MARGIN_S + kept_s:
-            return Ending.DEADLINE, ""  # no time for librdkafka's verdict to come
+            return Ending.DEADLINE, "", None  # no time for librdkafka's verdict to come
         if remaining_s <= expected_s + kept_s:
             left_ms = max(0.0, remaining_s) * 1000
             why = f"less time was left ({left_ms:.0f} ms) than "
             if expected_s > 0:
                 why += f"a round trip takes ({expected_s * 1000:.0f} ms recently)"
-            else:
-                why += f"the {kept_s * 1000:.0f} ms kept for the answer"
-            return Ending.TOO_LATE, why
+                return Ending.TOO_LATE, why, NotSentReason.ROUND_TRIP
+            why += f"the {kept_s * 1000:.0f} ms kept for the answer"
+            return Ending.TOO_LATE, why, NotSentReason.ANSWER_MARGIN
         return None
 
     def _timeouts(

@@ -38,6 +38,8 @@ from throttled_admin._engine.classify import error_of
 from throttled_admin._engine.contact import ContactFailure
 from throttled_admin._engine.lifecycle import Past, TopicState
 from throttled_admin._errors import (
+    NotSentReason,
+    OutcomeUnknownReason,
     ThrottlingQuotaExceededException,
     after_unknown_attempt,
     cannot_connect_error,
@@ -80,6 +82,7 @@ class Facts(NamedTuple):
     why: str = ""
     failure: ContactFailure | None = None
     lagging: tuple[int, ...] | None = None  # applied: the brokers whose Metadata did not show it
+    because: NotSentReason | OutcomeUnknownReason | None = None  # ``why``, typed (``NotSentError.why`` ...)
 
 
 Rule = Callable[[Past, Facts], BaseException]
@@ -105,7 +108,9 @@ def _answered(past: Past, facts: Facts) -> BaseException:
 def _deadline(past: Past, facts: Facts) -> BaseException:
     """Java's rules: a throttled topic gets the throttle that remains, not a timeout; truth first."""
     if past.unknown:
-        return unknown_outcome_error(facts.operation, "no attempt was answered by the deadline")
+        return unknown_outcome_error(
+            facts.operation, "no attempt was answered by the deadline", why=OutcomeUnknownReason.UNANSWERED
+        )
     if past.throttled is not None:
         throttled = past.throttled
         remaining_ms = max(0, int(throttled.throttle_ms - (facts.now - throttled.ended_at) * 1000))
@@ -114,28 +119,28 @@ def _deadline(past: Past, facts: Facts) -> BaseException:
         return past.refused  # refused before (nothing applied), and no time was left to try again
     if facts.failure is not None:  # no broker has answered, and connections fail before their handshake
         return cannot_connect_error(facts.operation, facts.failure.address, facts.failure.reason)
-    return not_sent_error(facts.operation, facts.timeout_ms, facts.why)
+    return not_sent_error(facts.operation, facts.timeout_ms, facts.why, why=_not_sent(facts))
 
 
 def _too_late(past: Past, facts: Facts) -> BaseException:
     if past.answered:
         return _deadline(past, facts)
-    return not_sent_error(facts.operation, facts.timeout_ms, facts.why)
+    return not_sent_error(facts.operation, facts.timeout_ms, facts.why, why=_not_sent(facts))
 
 
 def _cancelled(past: Past, facts: Facts) -> BaseException:
     if past.unknown:
         why = "its caller cancelled it after an attempt that got no usable answer"
-        return unknown_outcome_error(facts.operation, why)
+        return unknown_outcome_error(facts.operation, why, why=OutcomeUnknownReason.CANCELLED)
     if past.answered:
         return _deadline(past, facts)
-    return not_sent_error(facts.operation, facts.timeout_ms, CANCELLED_WHY)
+    return not_sent_error(facts.operation, facts.timeout_ms, CANCELLED_WHY, why=NotSentReason.CANCELLED)
 
 
 def _throttled_here(past: Past, facts: Facts) -> BaseException:
     if past.unknown:  # its earlier attempt may have been applied: not a plain "throttled"
         why = f"an earlier attempt was not answered, and the broker's throttle ({facts.throttle_ms} ms) kept it from "
-        return unknown_outcome_error(facts.operation, why + "being sent again")
+        return unknown_outcome_error(facts.operation, why + "being sent again", why=OutcomeUnknownReason.THROTTLED)
     throttle_ms = facts.throttle_ms if past.throttled is None else max(facts.throttle_ms, past.throttled.throttle_ms)
     return ThrottlingQuotaExceededException(throttle_ms, facts.topic)
 
@@ -152,7 +157,7 @@ def _cannot_connect(past: Past, facts: Facts) -> BaseException:
     assert failure is not None
     if past.unknown:  # a send cut short after its call may have begun (librdkafka may write it once connected)
         why = f"an attempt may have been handed over, and connections to {failure.address} fail"
-        return unknown_outcome_error(facts.operation, why)
+        return unknown_outcome_error(facts.operation, why, why=OutcomeUnknownReason.CANNOT_CONNECT)
     return cannot_connect_error(facts.operation, failure.address, failure.reason)
 
 
@@ -165,7 +170,14 @@ def _send_refused(past: Past, facts: Facts) -> BaseException:
 
 
 def _answer_lost(past: Past, facts: Facts) -> BaseException:
-    return unknown_outcome_error(facts.operation, facts.why)
+    because = facts.because
+    why = because if isinstance(because, OutcomeUnknownReason) else OutcomeUnknownReason.UNANSWERED
+    return unknown_outcome_error(facts.operation, facts.why, why=why)
+
+
+def _not_sent(facts: Facts) -> NotSentReason:
+    """Why a topic was not sent, typed: what the engine said, else its deadline."""
+    return facts.because if isinstance(facts.because, NotSentReason) else NotSentReason.DEADLINE
 
 
 def _closed_queued(past: Past, facts: Facts) -> BaseException:

@@ -1,0 +1,191 @@
+"""Why a topic was not sent, or why its outcome is unknown, typed where the engine builds the error
+(``NotSentError.why``, ``OutcomeUnknownError.why``): callers, and the engine's model, branch on these, never on the
+message's words. One sequence per reason, on simulated time."""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import NewTopic
+
+from throttled_admin import NotSentError, NotSentReason, OutcomeUnknownError, OutcomeUnknownReason
+from throttled_admin._engine import (
+    CREATE_TOPICS,
+    Call,
+    CallSpec,
+    Drained,
+    Engine,
+    Outbox,
+    Request,
+    RequestKind,
+    RetryBackoff,
+    Topic,
+)
+
+BAD_MSG = KafkaException(KafkaError(KafkaError._BAD_MSG, "Local: Bad message format"))
+GAVE_UP = KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed while waiting for response from broker: Local"))
+NO_CONTROLLER = KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed while waiting for controller: Local"))
+
+
+def engine(reached: bool = True) -> Engine:
+    machine = Engine(pacer=None, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
+    if reached:
+        machine.on_probe(True, 0.0)
+    return machine
+
+
+def create(machine: Engine, name: str, at: float, timeout_s: float) -> Topic:
+    spec = CallSpec.starting(
+        RequestKind(CREATE_TOPICS, False),
+        at,
+        int(timeout_s * 1000),
+        retry_on_quota_violation=True,
+        request_timeout_s=None,
+        operation_timeout_s=None,
+    )
+    call = Call(spec)
+    topic = Topic(name, NewTopic(name, 1, 1), call, None, 1, 2)
+    machine.submit(call, [topic])
+    return topic
+
+
+def sent(out: Outbox) -> Request:
+    assert out.send is not None, f"nothing sent (wake at {out.wake_at})"
+    return out.send
+
+
+def settled(out: Outbox) -> BaseException | None:
+    [(_, exc)] = out.settle
+    return exc
+
+
+def not_sent(out: Outbox) -> NotSentReason | None:
+    exc = settled(out)
+    assert isinstance(exc, NotSentError), repr(exc)
+    return exc.why
+
+
+def unknown(out: Outbox) -> OutcomeUnknownReason | None:
+    exc = settled(out)
+    assert isinstance(exc, OutcomeUnknownError), repr(exc)
+    return exc.why
+
+
+def garbled(machine: Engine, at: float) -> None:
+    """The answer to the request in flight is garbled (it may have been applied); the sentinel comes back."""
+    request = machine.in_flight
+    assert request is not None
+    machine.on_results(request, {topic.name: BAD_MSG for topic in request.topics}, at)
+    out = machine.step(at)
+    assert not out.settle
+    assert out.drain is not None
+    machine.on_drained(Drained.ANSWERED, at)
+
+
+def test_a_deadline_passed_behind_a_request_in_flight_is_deadline() -> None:
+    machine = engine()
+    create(machine, "a", 0.0, 30.0)
+    sent(machine.step(0.0))
+    create(machine, "b", 0.0, 0.3)
+    assert machine.step(0.0).send is None
+    assert not_sent(machine.step(0.3)) is NotSentReason.DEADLINE
+
+
+def test_an_earlier_call_holding_the_name_is_name_held() -> None:
+    machine = engine()
+    create(machine, "a", 0.0, 30.0)
+    sent(machine.step(0.0))
+    create(machine, "a", 0.0, 0.3)
+    assert not_sent(machine.step(0.3)) is NotSentReason.NAME_HELD
+
+
+def test_a_connection_still_carrying_an_abandoned_request_is_connection_busy() -> None:
+    machine = engine()
+    create(machine, "a", 0.0, 1.0)
+    request = sent(machine.step(0.0))
+    machine.on_results(request, {"a": GAVE_UP}, 1.0)
+    create(machine, "b", 1.0, 2.0)
+    assert machine.step(1.0).drain is not None
+    assert not_sent(machine.step(3.0)) is NotSentReason.CONNECTION_BUSY
+
+
+def test_no_broker_answered_yet_is_no_broker_answered() -> None:
+    machine = engine(reached=False)
+    machine.step(0.0)
+    create(machine, "a", 0.0, 8.0)
+    out = machine.step(5.0)
+    assert out.send is not None
+    machine.on_results(out.send, {"a": NO_CONTROLLER}, 7.5)
+    out = machine.step(7.5)
+    if not out.settle:  # queued again, with too little time left for another verdict
+        out = machine.step(7.6)
+    assert not_sent(out) is NotSentReason.NO_BROKER_ANSWERED
+
+
+def test_less_time_than_three_recent_round_trips_is_round_trip() -> None:
+    machine = engine()
+    for index, name in enumerate("abc"):
+        at = index * 3.0
+        create(machine, name, at, 30.0)
+        machine.on_results(sent(machine.step(at)), {name: None}, at + 3.0)  # a whole answer, in 3 s
+        machine.step(at + 3.0)
+    create(machine, "d", 9.0, 1.0)
+    assert not_sent(machine.step(9.0)) is NotSentReason.ROUND_TRIP
+
+
+def test_less_time_than_the_margin_kept_for_the_answer_is_answer_margin() -> None:
+    machine = engine()
+    create(machine, "a", 0.0, 0.02)
+    assert not_sent(machine.step(0.0)) is NotSentReason.ANSWER_MARGIN
+
+
+def test_a_topic_cancelled_in_flight_whose_only_attempt_was_never_built_is_cancelled() -> None:
+    machine = engine()
+    topic = create(machine, "a", 0.0, 30.0)
+    request = sent(machine.step(0.0))
+    assert not machine.withdraw(topic, 0.1)  # in flight: it may complete, and is never sent again
+    machine.on_results(request, {"a": NO_CONTROLLER}, 0.2)
+    assert not_sent(machine.step(0.2)) is NotSentReason.CANCELLED
+
+
+def test_in_flight_at_the_deadline_is_no_response() -> None:
+    machine = engine()
+    create(machine, "a", 0.0, 1.0)
+    sent(machine.step(0.0))
+    assert unknown(machine.step(1.0)) is OutcomeUnknownReason.NO_RESPONSE
+
+
+def test_a_garbled_answer_with_no_time_to_send_again_is_unanswered() -> None:
+    machine = engine()
+    create(machine, "a", 0.0, 0.1)
+    request = sent(machine.step(0.0))
+    machine.on_results(request, {"a": BAD_MSG}, 0.09)
+    assert unknown(machine.step(0.09)) is OutcomeUnknownReason.UNANSWERED
+
+
+def test_a_throttle_that_outlasts_the_deadline_after_a_garbled_answer_is_throttled() -> None:
+    machine = engine()
+    create(machine, "a", 0.0, 1.0)
+    sent(machine.step(0.0))
+    garbled(machine, 0.01)
+    machine.on_throttle(1, 5.0, 0.02)
+    assert unknown(machine.step(0.02)) is OutcomeUnknownReason.THROTTLED
+
+
+def test_a_retry_cancelled_in_flight_and_never_built_after_a_garbled_answer_is_cancelled() -> None:
+    machine = engine()
+    create(machine, "a", 0.0, 30.0)
+    sent(machine.step(0.0))
+    garbled(machine, 0.01)
+    retry = sent(machine.step(1.0))
+    [topic] = retry.topics
+    assert not machine.withdraw(topic, 1.1)
+    machine.on_results(retry, {"a": NO_CONTROLLER}, 1.2)
+    assert unknown(machine.step(1.2)) is OutcomeUnknownReason.CANCELLED
+
+
+def test_an_authentication_failure_in_flight_is_authentication() -> None:
+    machine = engine()
+    create(machine, "a", 0.0, 30.0)
+    sent(machine.step(0.0))
+    machine.on_error(KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error"), 0.1)
+    assert unknown(machine.step(0.1)) is OutcomeUnknownReason.AUTHENTICATION
