@@ -145,14 +145,19 @@ def run_sequential(rows: list[PlanRow], rates: dict[str, float], brokers: int) -
 
 
 def _import_in_worker(batches: Iterator[Any]) -> Iterator[Any]:
+    import pyarrow as pa
+
     import throttled_admin.provisioning  # noqa: F401  (what the pipeline's tasks import first)
 
+    pa.array([0])  # pyarrow's first conversion of Python objects in a process imports pandas (when installed)
     yield from batches
 
 
 def warm_up(spark: Any) -> None:
-    """One trivial mapInArrow job on every slot: starts the Python workers the pipeline's tasks run in and
-    imports the package there, a fixed cost of any PySpark job rather than of provisioning."""
+    """One trivial mapInArrow job on every slot: starts the Python workers the pipeline's tasks run in, imports
+    the package there and converts a Python list to Arrow (pyarrow imports pandas on the first: py-spy put a
+    quarter of a worker's samples there when the pipeline's task was the first), a fixed cost of any PySpark job
+    that returns Arrow made in Python, rather than of provisioning."""
     from throttled_admin.spark._quiet import pandas3_warning_ignored
 
     slots = spark.sparkContext.defaultParallelism

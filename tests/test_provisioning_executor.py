@@ -100,7 +100,7 @@ def test_settled_topics_reach_the_group_without_a_callback_thread_each(quota_bro
     try:
         results = execute(rows, profile_for(broker, rate=500.0))
     finally:
-        threading.setprofile(None)  # type: ignore[arg-type]
+        threading.setprofile(None)
     assert summarize(results) == {"created": 30}
     assert "throttled-admin-scheduler" in started  # the hook saw the client's threads
     # One at most: the future of the describe_cluster the group's first read waits for (an inherited method's).
