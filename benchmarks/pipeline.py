@@ -7,7 +7,8 @@ quota and enough work to need ``--target-seconds`` of quota time (T*). Reports:
   (target: <= 1.2 x T*);
 - the same groups run one after another without Spark (``provisioning.execute``), for comparison;
 - peak resident memory while the pipeline runs: the driver, Spark's JVM and the Python workers (where the
-  clients live: one thread and one librdkafka client per entity), sampled from /proc.
+  clients live: one thread and one librdkafka client per entity), and the CPU each used, sampled from /proc by a
+  process of its own (``_proc_sampler``), with the client's CPU split into librdkafka's threads and the rest.
 
 ``--fleet`` is the fleet case: 200 quota entities across 10 QuotaBroker clusters (20 SASL users each) on
 ``local[2]``, two tasks of ~100 entities each, every entity at once (``--max-entities``, default
@@ -30,13 +31,13 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from _broker_processes import BrokerProcess
+from _proc_sampler import Sampler
 
 from throttled_admin.provisioning import PlanRow, Profile, execute, predicted_seconds, summarize
 from throttled_admin.testing import QuotaBroker
@@ -84,114 +85,6 @@ def t_star(rows: list[PlanRow], rates: dict[str, float]) -> dict[str, float]:
     for row in rows:
         mutations[row.cluster] = mutations.get(row.cluster, 0) + (row.partitions or 1)
     return {user: predicted_seconds(m, rates[user]) or 0.0 for user, m in mutations.items()}
-
-
-def _rss_kib(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def _children() -> dict[int, list[int]]:
-    tree: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat") as handle:
-                    stat = handle.read()
-            except OSError:
-                continue
-            tree.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(name))
-    return tree
-
-
-def _cmdline(pid: int) -> bytes:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            return handle.read()
-    except OSError:
-        return b""
-
-
-def _is_python_worker(pid: int) -> bool:
-    return b"pyspark.daemon" in _cmdline(pid)
-
-
-def _kind(pid: int) -> str:
-    if pid == os.getpid():
-        return "driver" if BROKER_PROCESSES["on"] else "driver + brokers"
-    command = _cmdline(pid)
-    return "Python workers" if b"pyspark.daemon" in command else "brokers" if b"multiprocessing" in command else "JVM"
-
-
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process so far."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            fields = handle.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-class PeakMemory:
-    """Peak RSS (MiB) of this process (the driver, which also hosts the QuotaBrokers unless they run in
-    processes of their own), of Spark's JVM, of the Python workers together and of the broker processes
-    together, sampled every 0.2 s from /proc while the block runs; and the CPU seconds each used meanwhile
-    (a worker's last sample before it exits)."""
-
-    def __init__(self) -> None:
-        self.peak = {_kind(os.getpid()): 0.0, "JVM": 0.0, "Python workers": 0.0, "brokers": 0.0}
-        self.cpu_start: dict[int, float] = {}
-        self.cpu_last: dict[int, float] = {}
-        self.kind: dict[int, str] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _sample(self) -> None:
-        tree = _children()
-        below: list[int] = []
-        todo = [os.getpid()]
-        while todo:
-            for child in tree.get(todo.pop(), []):
-                below.append(child)
-                todo.append(child)
-        rss = dict.fromkeys(self.peak, 0)
-        for pid in [os.getpid(), *below]:
-            kind = _kind(pid)
-            rss[kind] += _rss_kib(pid)
-            self.kind[pid] = kind
-            # Processes there when the block began count from then; workers forked later from zero.
-            self.cpu_start.setdefault(pid, _cpu_s(pid) if not self._thread.is_alive() else 0.0)
-            self.cpu_last[pid] = max(self.cpu_last.get(pid, 0.0), _cpu_s(pid))
-        for key, kib in rss.items():
-            self.peak[key] = max(self.peak[key], kib / 1024)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.2):
-            self._sample()
-
-    def cpu(self) -> dict[str, float]:
-        """CPU seconds used during the block, per kind of process."""
-        used = dict.fromkeys(self.peak, 0.0)
-        for pid, last in self.cpu_last.items():
-            used[self.kind[pid]] += last - self.cpu_start.get(pid, 0.0)
-        return used
-
-    def __enter__(self) -> PeakMemory:
-        self._sample()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self._sample()
 
 
 def run_spark(
@@ -252,14 +145,19 @@ def run_sequential(rows: list[PlanRow], rates: dict[str, float], brokers: int) -
 
 
 def _import_in_worker(batches: Iterator[Any]) -> Iterator[Any]:
+    import pyarrow as pa
+
     import throttled_admin.provisioning  # noqa: F401  (what the pipeline's tasks import first)
 
+    pa.array([0])  # pyarrow's first conversion of Python objects in a process imports pandas (when installed)
     yield from batches
 
 
 def warm_up(spark: Any) -> None:
-    """One trivial mapInArrow job on every slot: starts the Python workers the pipeline's tasks run in and
-    imports the package there, a fixed cost of any PySpark job rather than of provisioning."""
+    """One trivial mapInArrow job on every slot: starts the Python workers the pipeline's tasks run in, imports
+    the package there and converts a Python list to Arrow (pyarrow imports pandas on the first: py-spy put a
+    quarter of a worker's samples there when the pipeline's task was the first), a fixed cost of any PySpark job
+    that returns Arrow made in Python, rather than of provisioning."""
     from throttled_admin.spark._quiet import pandas3_warning_ignored
 
     slots = spark.sparkContext.defaultParallelism
@@ -301,7 +199,7 @@ def main() -> None:
     warm_up(spark)
     startup_s = time.monotonic() - started
     try:
-        with PeakMemory() as memory:
+        with Sampler() as sampler:
             wall, counts, first_request, span = run_spark(
                 spark, rows, rates, args.brokers, args.max_entities, args.execution
             )
@@ -316,12 +214,25 @@ def main() -> None:
         f"| of which: the slowest entity's first request to its last create | {span:.1f} s | {span / slowest:.2f} | - |"
     )
     print(f"| target: Spark fixed cost + 1.2 x slowest T* | {startup_s + 1.2 * slowest:.1f} s | - | - |")
-    peaks = ", ".join(f"{name} {mib:.0f} MiB" for name, mib in memory.peak.items())
+    report = sampler.report
+    driver = "driver" if args.broker_processes else "driver + brokers"
+    labels = {"driver": driver}
+    peaks = ", ".join(f"{labels.get(kind, kind)} {mib:.0f} MiB" for kind, mib in report["peak_mib"].items())
     print(f"\nPeak RSS while the pipeline ran: {peaks}")
-    cpu = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in memory.cpu().items())
-    print(f"CPU used meanwhile ({os.cpu_count()} cores): {cpu}")
-    client = memory.cpu()["Python workers" if args.execution == "executors" else _kind(os.getpid())]
+    cpu = ", ".join(f"{labels.get(kind, kind)} {seconds:.1f} s" for kind, seconds in report["cpu_s"].items())
+    print(
+        f"CPU used meanwhile ({os.cpu_count()} cores): {cpu} (the /proc sampler, a process of its own: "
+        f"{report['sampler_cpu_s']:.1f} s)"
+    )
+    client_kind = "Python workers" if args.execution == "executors" else "driver"
+    client = report["cpu_s"][client_kind]
     print(f"Client CPU per topic ({args.execution}): {1000 * client / len(rows):.2f} ms over {len(rows)} topics")
+    threads = report["thread_cpu_s"].get(client_kind, {})
+    if threads:
+        print(
+            f"of which in threads (sampled every second): librdkafka's (rdk:*) {threads['librdkafka']:.1f} s, "
+            f"the others (Python's) {threads['other']:.1f} s"
+        )
     if args.plain:
         plain_wall, plain_counts, plain_span = run_plain(rows, rates, args.brokers)
         print(

@@ -8,8 +8,10 @@ import json
 import logging
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
@@ -80,6 +82,31 @@ def test_every_row_is_accounted_for_and_a_rerun_is_unchanged(quota_broker: Broke
     rerun = execute(rows, profile)
     assert summarize(rerun) == {"unchanged": 42}
     assert all(r.attempts == 0 and r.error_message is None for r in rerun)
+
+
+def test_settled_topics_reach_the_group_without_a_callback_thread_each(quota_broker: BrokerFactory) -> None:
+    """A group learns of each settled topic on the thread that settles it, not through the client's pool for
+    done-callbacks, which starts a thread for each callback that finds none idle: topics settle in bursts (every
+    topic a metadata read found visible), and those threads were 39 % of a fleet's Python workers' samples
+    (docs/benchmarks.md). Every thread started while the group runs is recorded by name (``threading.setprofile``
+    runs in each new thread); 30 topics started two or more of them before."""
+    broker = quota_broker(controller_mutation_rate=500)
+    rows = [PlanRow("east", "ensure", f"burst.{i:03d}", 1) for i in range(30)]
+    started: list[str] = []
+
+    def first_call(frame: Any, event: str, arg: Any) -> None:
+        sys.setprofile(None)  # the first event of each new thread is enough
+        started.append(threading.current_thread().name)
+
+    threading.setprofile(first_call)
+    try:
+        results = execute(rows, profile_for(broker, rate=500.0))
+    finally:
+        threading.setprofile(None)
+    assert summarize(results) == {"created": 30}
+    assert "throttled-admin-scheduler" in started  # the hook saw the client's threads
+    # One at most: the future of the describe_cluster the group's first read waits for (an inherited method's).
+    assert started.count("throttled-admin-callbacks") <= 1, started
 
 
 def test_grow_and_the_changes_kafka_cannot_make(quota_broker: BrokerFactory) -> None:

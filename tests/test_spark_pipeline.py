@@ -343,3 +343,23 @@ def test_execution_is_checked(spark: Any) -> None:
         apply_plan(df, {}, execution="cluster")  # type: ignore[arg-type]
     with pytest.raises(PlanError, match="missing column 'topic'"):
         apply_plan(spark.createDataFrame([("e", "ensure")], "cluster string, action string"), {}, execution="driver")
+
+
+def test_result_timestamps_read_as_the_datetimes_of_their_epoch_seconds() -> None:
+    """The result batch is built a column at a time, timestamps as whole microseconds: each reads back as
+    ``datetime.fromtimestamp`` of the epoch seconds (its rounding, half to even, included), and None as null."""
+    from datetime import datetime, timezone
+
+    from throttled_admin.provisioning import RowResult
+    from throttled_admin.spark._schema import arrow_schema, result_batch
+
+    seconds = [1764226800.0000005, 1764226800.1234565, 1.0000015, 1764226800.9999996, time.time()]
+    results = [RowResult("c", f"t{i}", "ensure", "created", started_at=s, finished_at=s) for i, s in enumerate(seconds)]
+    results.append(RowResult("c", "never", "ensure", "failed", 36, "m", error_name="X"))
+    batch = result_batch(results)
+    assert batch.schema == arrow_schema()
+    expected = [datetime.fromtimestamp(s, tz=timezone.utc) for s in seconds] + [None]
+    assert batch.column("started_at").to_pylist() == expected
+    assert batch.column("finished_at").to_pylist() == expected
+    assert batch.column("error_code").to_pylist() == [None] * 5 + [36]
+    assert batch.column("topic").to_pylist() == [r.topic for r in results]

@@ -7,7 +7,7 @@ import logging
 import math
 import queue
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +26,7 @@ from throttled_admin import (
     OutcomeUnknownError,
     ThrottledAdminClient,
 )
+from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.metadata_read import ContactWatch, read_failure, read_metadata
 from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
 from throttled_admin._kafka.topic_names import collision_key
@@ -512,7 +513,7 @@ def _drain(group: _Group, admin: ThrottledAdminClient, futures: dict[Future[Any]
     # throttle with progress shown then costs a look at the metrics every poll, not one per pending row.
     finished: queue.SimpleQueue[Future[Any]] = queue.SimpleQueue()
     for pending in list(futures):
-        pending.add_done_callback(finished.put)
+        _when_settled(pending, finished.put)
     while futures:
         try:
             done = [finished.get(timeout=poll_s)]
@@ -539,6 +540,18 @@ def _drain(group: _Group, admin: ThrottledAdminClient, futures: dict[Future[Any]
             if run.pending == 0 and not run.verify:
                 _settle(group, admin, run)
         group.report(admin)
+
+
+def _when_settled(future: Future[Any], put: Callable[[Future[Any]], None]) -> None:
+    """``put(future)`` once the future is settled. A topic's future calls it on the thread that settles it (the
+    client's, mostly): ``put`` never blocks, so it needs no hop through the client's pool for done-callbacks, which
+    starts a thread for each callback that finds no idle one, and settled topics come in bursts (every topic a
+    metadata read found visible): 39 % of a Python worker's samples went to those threads (docs/benchmarks.md,
+    the fleet). Other futures (``incremental_alter_configs``) call it from librdkafka's thread, as before."""
+    if isinstance(future, TopicFuture):
+        future.add_settled_callback(put)
+    else:
+        future.add_done_callback(put)
 
 
 # A re-send's answer that our own earlier attempt would also explain: created, grown, deleted already.

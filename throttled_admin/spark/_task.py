@@ -12,7 +12,7 @@ from throttled_admin.provisioning import PLAN_ERROR, PlanRow, Profile, RowResult
 from throttled_admin.provisioning import apply_plan as apply_rows
 from throttled_admin.provisioning._readers import parse_configs_text
 from throttled_admin.spark._reach import reachable, unreachable_message
-from throttled_admin.spark._schema import arrow_schema, result_records
+from throttled_admin.spark._schema import result_batch
 
 __all__ = ["make_task"]
 
@@ -79,8 +79,6 @@ def make_task(
     this runs on the driver); their rows fail at once here when this process cannot connect to them."""
 
     def run_partition(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
         records = [record for batch in batches for record in batch.to_pylist()]
         parsed = [_row(record) for record in records]
         results: list[RowResult | None] = [r if isinstance(r, RowResult) else None for r in parsed]
@@ -112,6 +110,6 @@ def make_task(
             results[i] = result
         final = [r for r in results if r is not None]
         if final:
-            yield pa.RecordBatch.from_pylist(result_records(final), schema=arrow_schema())
+            yield result_batch(final)
 
     return run_partition
