@@ -24,6 +24,7 @@ from throttled_admin._errors import (
     TopicValueError,
 )
 from throttled_admin._options import CreatePartitionsOptions, CreateTopicsOptions, DeleteTopicsOptions
+from throttled_admin._outcomes import CallOutcomes, TopicOutcome, collect_outcomes
 from throttled_admin._version import __version__
 
 # Tracebacks and reprs name the public path (``throttled_admin.NotSentError``), as httpx does; pickling finds the
@@ -46,6 +47,7 @@ for _error in (
 del _error
 
 __all__ = [
+    "CallOutcomes",
     "CannotConnectError",
     "ClientClosedError",
     "ClientClosedNotSentError",
@@ -64,6 +66,8 @@ __all__ = [
     "PossiblyAppliedError",
     "ThrottledAdminClient",
     "ThrottlingQuotaExceededException",
+    "TopicOutcome",
     "TopicValueError",
     "__version__",
+    "collect_outcomes",
 ]
