@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.real_kafka.broker import KafkaCluster
-from tests.real_kafka.differential import all_scenarios, run_with
+from tests.real_kafka.differential import Observation, SideResult, all_scenarios, compare, run_with
 from tests.real_kafka.namespace import KafkaNamespace
 
 pytestmark = pytest.mark.kafka
@@ -28,6 +28,24 @@ def test_the_suite_has_enough_scenarios_in_every_group() -> None:
         "invalid", "describe-configs", "metadata", "api-versions", "sasl", "slow",
     }  # fmt: skip
     assert min(groups.values()) >= 5, groups
+
+
+def _throttled(throttle_ms: int, round_trip_ms: int) -> SideResult:
+    answer = Observation("DeleteTopics v1", {"topics": []}, {"throttle_time_ms": throttle_ms}, round_trip_ms)
+    return SideResult([answer], {})
+
+
+def test_a_throttle_is_compared_as_when_it_ends_not_as_what_was_left_when_the_broker_answered() -> None:
+    """A clean-clone make test of 7048634 (2026-11-27): Kafka's controller took 290 ms over a DeleteTopics of 10
+    partitions, and reported 211 ms of a 500 ms throttle, QuotaBroker at once 499 ms. Both throttles end ~500 ms
+    after the send: the same; 400 ms later is a departure whatever Kafka's controller took."""
+    assert compare(_throttled(211, 290), _throttled(499, 1)) == ([], [])
+    for kafka_round_trip_ms in (5, 290):
+        departures, _ = compare(_throttled(500 - kafka_round_trip_ms, kafka_round_trip_ms), _throttled(899, 1))
+        assert len(departures) == 1, departures
+        assert "throttle_time_ms" in departures[0], departures
+    assert compare(_throttled(0, 300), _throttled(150, 1)) == ([], [])  # Kafka's had ended by its answer
+    assert compare(_throttled(0, 5), _throttled(499, 1))[0]
 
 
 # -- the suite catches a planted departure ------------------------------------------------------------------------
