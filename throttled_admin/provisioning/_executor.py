@@ -27,9 +27,10 @@ from throttled_admin import (
     ThrottledAdminClient,
 )
 from throttled_admin._driver.futures import TopicFuture
-from throttled_admin._driver.metadata_read import ContactWatch, read_failure, read_metadata
+from throttled_admin._driver.metadata_read import ContactWatch, read_failure
 from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
 from throttled_admin._kafka.topic_names import collision_key
+from throttled_admin.provisioning._cluster_read import names_to_read, read_cluster_topics
 from throttled_admin.provisioning._configs import config_problem
 from throttled_admin.provisioning._decide import Change, TopicState, decide
 from throttled_admin.provisioning._plan import PlanRow, row_problem
@@ -162,18 +163,6 @@ class _Group:
                 throttle_time_ms=int(_metric(metrics, "throttle-time-max")),
             )
         )
-
-
-def _read_topics(admin: ThrottledAdminClient, watch: ContactWatch, timeout_s: float) -> dict[str, TopicState]:
-    """The cluster's topics, failing fast: at once on a wrong password, in a few seconds when no broker can
-    be reached (``_driver.metadata_read``), not at ``timeout_s`` with "Broker transport failure"."""
-    metadata = read_metadata(admin, watch, timeout_s)
-    topics: dict[str, TopicState] = {}
-    for name, topic in metadata.topics.items():
-        partitions = topic.partitions
-        replicas = len(partitions[min(partitions)].replicas) if partitions else 0
-        topics[name] = TopicState(len(partitions), replicas)
-    return topics
 
 
 def _read_configs(admin: ThrottledAdminClient, names: Iterable[str], timeout_s: float) -> dict[str, dict[str, str]]:
@@ -311,7 +300,8 @@ def _run_group(
 ) -> None:
     timeout_s = group.profile.request_timeout_s
     try:
-        topics = _read_topics(admin, group.watch, timeout_s)
+        # The group's own names and what may collide with them, not every topic of the cluster (_cluster_read).
+        topics = read_cluster_topics(admin, group.watch, names_to_read(group.rows[i] for i in candidates), timeout_s)
         wanted = [group.rows[i].topic for i in candidates if group.rows[i].configs and group.rows[i].topic in topics]
         configs = _read_configs(admin, wanted, timeout_s)
     except Exception as exc:  # nothing has been sent: every row says why
@@ -371,7 +361,10 @@ def _check_configs(group: _Group, admin: ThrottledAdminClient, runs: list[_Run],
     wanted = [r for r in runs if r.change.kind in ("create", "grow", "reconfigure") and group.rows[r.index].configs]
     if not wanted:
         return
-    known = _known_config_names(admin, topics, group.profile.request_timeout_s)
+    timeout_s = group.profile.request_timeout_s
+    # Any topic of the cluster tells the config names it knows: one of the group's, else one the cluster lists.
+    described = topics or read_cluster_topics(admin, group.watch, None, timeout_s)
+    known = _known_config_names(admin, described, timeout_s)
     for run in wanted:
         problem = config_problem(group.rows[run.index].configs or {}, known)
         if problem is not None:
@@ -597,7 +590,7 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
     # Reads change nothing and cost no quota: a dropped connection is read again.
     for _ in range(READ_ATTEMPTS if final else 0):
         try:
-            topics = _read_topics(admin, group.watch, timeout_s)
+            topics = read_cluster_topics(admin, group.watch, [group.rows[r.index].topic for r in runs], timeout_s)
             names = [group.rows[r.index].topic for r in runs if group.rows[r.index].configs]
             configs = _read_configs(admin, [n for n in names if n in topics], timeout_s)
             break
