@@ -137,13 +137,21 @@ class _Group:
                     finished_at=now,
                 )
 
-    def report(self, admin: ThrottledAdminClient | None, *, only_if_admitted: bool = False) -> None:
+    def report(
+        self,
+        admin: ThrottledAdminClient | None,
+        metrics: dict[str, float] | None = None,
+        *,
+        only_if_admitted: bool = False,
+    ) -> None:
         """Progress as the client's metrics have it: mutations the broker admitted (counted as its answers come,
         not when rows finish, which may be seconds later with ``wait_for_metadata``) and their rate over the
-        quota's window. ``only_if_admitted``: nothing when no mutation was admitted since the last report."""
+        quota's window. ``metrics``: the client's, when just read. ``only_if_admitted``: nothing when no mutation
+        was admitted since the last report."""
         if self.progress is None:
             return
-        metrics = admin.metrics() if admin is not None else {}
+        if metrics is None:
+            metrics = admin.metrics() if admin is not None else {}
         now = time.monotonic()
         before = self.admitted.total
         if admin is not None:
@@ -421,18 +429,19 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
     request_timeout = group.profile.request_timeout_s
     futures: dict[Future[Any], tuple[_Run, str]] = {}
 
-    def start(run: _Run) -> None:
+    def start(run: _Run, backoff_ms: float) -> None:
         run.started_at = run.started_at or time.time()
         if not run.attempts:
-            run.backoff_at_start_ms = _metric(admin.metrics(), "backoff-time-ms-total")
+            run.backoff_at_start_ms = backoff_ms
         run.attempts += 1
         run.pending += 1
 
     def submit(kind: str, batch: list[_Run], call: Any, items: list[Any], **kwargs: Any) -> None:
         if not batch:
             return
+        backoff_ms = _metric(admin.metrics(), "backoff-time-ms-total")  # one read a call, not one a topic
         for run in batch:
-            start(run)
+            start(run, backoff_ms)
         try:
             result = call(items, **kwargs)
         except Exception as exc:  # the client's own input check: no request was sent
@@ -474,9 +483,10 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
         if not retry:
             break
         send(retry)
-    for run in runs:
-        if run.index not in group.results:
-            _settle(group, admin, run)
+    left = [run for run in runs if run.index not in group.results]
+    metrics = admin.metrics() if left else {}
+    for run in left:
+        _settle(group, run, metrics)
 
 
 def _name(key: Any) -> str:
@@ -515,6 +525,7 @@ def _drain(group: _Group, admin: ThrottledAdminClient, futures: dict[Future[Any]
             continue
         while not finished.empty():
             done.append(finished.get_nowait())
+        metrics = admin.metrics()  # once a turn, after the futures taken settled: every row settled in it reads it
         for future in done:
             run, kind = futures.pop(future)
             run.pending -= 1
@@ -531,8 +542,8 @@ def _drain(group: _Group, admin: ThrottledAdminClient, futures: dict[Future[Any]
                 elif run.error is None:
                     run.error = labelled
             if run.pending == 0 and not run.verify:
-                _settle(group, admin, run)
-        group.report(admin)
+                _settle(group, run, metrics)
+        group.report(admin, metrics)
 
 
 def _when_settled(future: Future[Any], put: Callable[[Future[Any]], None]) -> None:
@@ -597,6 +608,7 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
         except Exception as exc:
             topics, reason = None, _error(exc)[1]
     retry: list[tuple[_Run, Change]] = []
+    metrics = admin.metrics()  # once: nothing is waited for while these rows settle
     for run in runs:
         run.verify = False
         row = group.rows[run.index]
@@ -605,7 +617,7 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
             if not final:
                 reason = "the broker could still apply it when this run ended"
             run.error = (code, f"{message} (and the cluster could not be read to verify it: {reason})")
-            _settle(group, admin, run)
+            _settle(group, run, metrics)
             continue
         state = topics.get(row.topic)
         if state is not None and row.topic in configs:
@@ -616,13 +628,13 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
             run.error = None
             if not run.existed:
                 run.notes.append("verified by reading the cluster after an unknown outcome")
-            _settle(group, admin, run, status="unchanged" if run.existed else None)
+            _settle(group, run, metrics, status="unchanged" if run.existed else None)
         elif needed.kind == "fail":
             code = int(KafkaError.TOPIC_ALREADY_EXISTS) if run.existed else (run.unknown or (None, ""))[0]
             run.error, run.error_name = (code, needed.reason or "failed"), needed.error_name
-            _settle(group, admin, run)
+            _settle(group, run, metrics)
         elif run.error is not None:
-            _settle(group, admin, run)
+            _settle(group, run, metrics)
         elif run.attempts < MAX_ATTEMPTS:
             if needed.kind != run.change.kind:  # e.g. a planned create found someone's topic: grown, not created
                 run.notes.append(f"the topic already existed (created outside this run): {needed.kind} instead")
@@ -635,17 +647,18 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
             code, message = run.unknown or (int(KafkaError._TIMED_OUT), "outcome unknown")
             why = f"after {run.attempts} attempts the cluster does not show the change, and none was answered"
             run.error = (code, f"{message} ({why})")
-            _settle(group, admin, run)
+            _settle(group, run, metrics)
     return retry
 
 
 _STATUS = {"create": "created", "grow": "grown", "reconfigure": "reconfigured", "delete": "deleted"}
 
 
-def _settle(group: _Group, admin: ThrottledAdminClient, run: _Run, status: str | None = None) -> None:
+def _settle(group: _Group, run: _Run, metrics: dict[str, float], status: str | None = None) -> None:
+    """End ``run`` with its result; ``metrics``: the client's, read once for every row settled with it."""
     change = run.change
     now = time.time()
-    throttle_ms = max(0, int(_metric(admin.metrics(), "backoff-time-ms-total") - run.backoff_at_start_ms))
+    throttle_ms = max(0, int(_metric(metrics, "backoff-time-ms-total") - run.backoff_at_start_ms))
     detail = "; ".join([change.detail, *run.notes])
     common: dict[str, Any] = {
         "attempts": run.attempts,
