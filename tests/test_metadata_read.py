@@ -13,7 +13,7 @@ from confluent_kafka.admin import AdminClient
 
 from tests.support import BrokerFactory
 from throttled_admin import CannotConnectError
-from throttled_admin._driver.metadata_read import ContactWatch, read_failure, read_metadata
+from throttled_admin._driver.metadata_read import ContactWatch, read_failure, read_metadata, read_topics
 from throttled_admin._engine import FIRST_CONTACT_TIMEOUT_S, wrong_listener
 from throttled_admin._errors import cannot_connect_error
 from throttled_admin.testing import QuotaBroker
@@ -156,3 +156,25 @@ def test_a_wrong_password_reported_after_the_first_slice_still_fails_the_read_at
         elapsed = time.monotonic() - started
     assert raised.value.args[0].code() == KafkaError._AUTHENTICATION
     assert elapsed < 2.5, f"the authentication failure ended the read after {elapsed:.1f} s"
+
+
+def test_a_read_of_named_topics_takes_unknown_and_unauthorized_as_absent_and_fails_on_other_errors(
+    quota_broker: Callable[..., QuotaBroker],
+) -> None:
+    """``read_topics`` (the provisioning groups' read, issue 29): a name the cluster does not show this principal is
+    absent, as a listing of every topic leaves it out; a topic the broker answers with any other error fails the
+    read with that error, never passing for a topic with no partitions."""
+    broker = quota_broker(num_brokers=2)
+    broker.create_topic("shown", 3)
+    watch = ContactWatch()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers, "error_cb": watch.on_error, "log_level": 0})  # type: ignore[dict-item]
+    topics = read_topics(admin, watch, ["shown", "absent", "shown"], 10.0)
+    assert {name: len(d.partitions) for name, d in topics.items()} == {"shown": 3}
+    asked = [r for r in broker.request_log() if r.api_name == "Metadata" and r.errors]
+    assert [r.errors for r in asked] == [{"absent": 3, "shown": 0}]  # one request, naming the two topics
+    broker.fail_next("Metadata", 29)  # TOPIC_AUTHORIZATION_FAILED
+    assert read_topics(admin, watch, ["shown"], 10.0) == {}
+    broker.fail_next("Metadata", 87)  # an error of the topic that says nothing of whether it exists
+    with pytest.raises(KafkaException) as failed:
+        read_topics(admin, watch, ["shown"], 10.0)
+    assert failed.value.args[0].code() == 87

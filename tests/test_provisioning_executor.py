@@ -17,6 +17,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from tests.support import BrokerFactory, wait_until
+from throttled_admin import ThrottledAdminClient
 from throttled_admin._errors import (
     NotSentReason,
     OutcomeUnknownReason,
@@ -40,6 +41,7 @@ from throttled_admin.provisioning import (
     read_plan,
     summarize,
 )
+from throttled_admin.provisioning._cluster_read import MAX_SEPARATORS, names_to_read, spellings
 from throttled_admin.provisioning._decide import Change
 from throttled_admin.provisioning._executor import _outcome_unknown, _Run
 from throttled_admin.testing import QuotaBroker
@@ -107,6 +109,95 @@ def test_settled_topics_reach_the_group_without_a_callback_thread_each(quota_bro
     assert "throttled-admin-scheduler" in started  # the hook saw the client's threads
     # One at most: the future of the describe_cluster the group's first read waits for (an inherited method's).
     assert started.count("throttled-admin-callbacks") <= 1, started
+
+
+def test_a_groups_reads_ask_about_its_own_names_and_their_collisions_not_every_topic(
+    quota_broker: BrokerFactory,
+) -> None:
+    """Issue 29: each group's first read listed every topic of its cluster (librdkafka's ``list_topics``, every
+    partition made into Python objects): 20-40 % of a fleet's client CPU. It asks now about its own names, and for
+    a row that may create, every name Kafka takes for the same one ('.' and '_'), so the "collides with the
+    existing topic" check still sees what it needs; replica and partition counts still decide the rows."""
+    broker = quota_broker(controller_mutation_rate=500)
+    for i in range(100):
+        broker.create_topic(f"unrelated.{i:03d}", 2)
+    broker.create_topic("a_b", 1)
+    broker.create_topic("kept.x", 2)
+    broker.create_topic("kept.x2", 2)
+    broker.create_topic("small", 3)
+    rows = [
+        PlanRow("east", "ensure", "a.b", 1),  # collides with the existing a_b
+        PlanRow("east", "ensure", "kept.x", 2),
+        PlanRow("east", "create", "kept.x2", 2, 2),  # the broker's replication factor is 1
+        PlanRow("east", "delete", "small"),  # refused without allow_delete, after reading it
+        PlanRow("east", "ensure", "new.y_z", 1),
+    ]
+    results = execute(rows, profile_for(broker, rate=500.0))
+    assert [r.status for r in results] == ["failed", "unchanged", "failed", "failed", "created"]
+    assert results[0].error_message == "'a.b' collides with the existing topic 'a_b'"
+    assert "replication factor 1, the plan says 2" in (results[2].error_message or "")
+    assert results[3].error_name == "DELETE_NOT_ALLOWED"
+    metadata = [r for r in broker.request_log() if r.api_name == "Metadata"]
+    assert not [r for r in metadata if r.all_topics]
+    asked = set().union(*(r.errors for r in metadata))
+    variants = {"a.b", "a_b", "kept.x", "kept_x", "kept.x2", "kept_x2", "new.y_z", "new_y_z", "new.y.z", "new_y.z"}
+    assert {"a.b", "a_b", "kept.x", "kept.x2", "small", "new.y_z"} <= asked <= variants | {"small"}
+
+
+def test_the_spellings_a_row_may_collide_with_are_asked_about_up_to_a_cap() -> None:
+    assert sorted(spellings("a.b_c")) == ["a.b.c", "a.b_c", "a_b.c", "a_b_c"]
+    assert spellings("plain") == ["plain"]
+    rows = [PlanRow("east", "ensure", "x.y", 1), PlanRow("east", "delete", "d.e"), PlanRow("east", "create", "x_y", 1)]
+    assert names_to_read(rows) == ["x.y", "x_y", "d.e"]  # a delete never creates: its own name only
+    many = "." * MAX_SEPARATORS + "z"
+    assert len(names_to_read([PlanRow("east", "ensure", many, 1)]) or []) == 2**MAX_SEPARATORS
+    assert names_to_read([*rows, PlanRow("east", "ensure", "_" + many, 1)]) is None  # every topic is listed instead
+
+
+def test_a_name_past_the_cap_lists_the_cluster_once_and_still_finds_its_twin(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker(controller_mutation_rate=500)
+    dotted = "a.b.c.d.e.f.g"  # 6 separators: 64 spellings
+    broker.create_topic(dotted.replace(".", "_"), 1)
+    rows = [PlanRow("east", "ensure", dotted, 1), PlanRow("east", "ensure", "other", 1)]
+    results = execute(rows, profile_for(broker, rate=500.0))
+    assert [r.status for r in results] == ["failed", "created"]
+    assert results[0].error_message == f"{dotted!r} collides with the existing topic 'a_b_c_d_e_f_g'"
+    assert len([r for r in broker.request_log() if r.api_name == "Metadata" and r.all_topics]) == 1
+
+
+def test_a_dry_run_none_of_whose_topics_exist_learns_config_names_from_a_topic_the_cluster_lists(
+    quota_broker: BrokerFactory,
+) -> None:
+    broker = quota_broker(controller_mutation_rate=50)
+    broker.create_topic("unrelated", 1)
+    rows = [PlanRow("east", "ensure", "new", 1, configs={"retension.ms": "1000"})]
+    planned = execute(rows, profile_for(broker), dry_run=True)
+    assert (planned[0].status, planned[0].error_message) == ("failed", "Unknown topic config name: retension.ms")
+    assert len([r for r in broker.request_log() if r.all_topics]) == 1
+    assert "DescribeConfigs" in {r.api_name for r in broker.request_log()}
+
+
+def test_the_clients_metrics_are_read_once_a_batch_not_twice_a_topic(
+    quota_broker: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each row's throttle time is the client's backoff-time-ms-total when its last operation settled less when it
+    started: read per row, at its start and its end, it was 5 % of the fleet's driver CPU (issue 29). The real
+    client's ``metrics`` is counted; the rows still say what the throttle cost them."""
+    broker = quota_broker(controller_mutation_rate=20, enforcement="strict")
+    calls = 0
+    metrics = ThrottledAdminClient.metrics
+
+    def counted(self: ThrottledAdminClient) -> dict[str, float]:
+        nonlocal calls
+        calls += 1
+        return metrics(self)
+
+    monkeypatch.setattr(ThrottledAdminClient, "metrics", counted)
+    rows = [PlanRow("east", "ensure", f"count.{i:02d}", 5) for i in range(60)]
+    results = execute(rows, profile_for(broker, rate=None))
+    assert summarize(results) == {"created": 60}
+    assert any(r.throttle_time_ms > 0 for r in results)
+    assert calls < len(rows), calls
 
 
 def test_grow_and_the_changes_kafka_cannot_make(quota_broker: BrokerFactory) -> None:
@@ -193,6 +284,7 @@ def test_a_blackholed_create_ends_created(quota_broker: BrokerFactory) -> None:
     assert broker.topics() == {f"lost.{i}": 2 for i in range(5)}
     creates = [r for r in broker.request_log() if r.api_name == "CreateTopics"]
     assert creates[0].responded_at is None  # the response really was lost
+    assert not [r for r in broker.request_log() if r.all_topics]  # verified by reading the rows' names only
     assert summarize(execute(rows, profile_for(broker))) == {"unchanged": 5}
 
 

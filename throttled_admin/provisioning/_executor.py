@@ -27,9 +27,10 @@ from throttled_admin import (
     ThrottledAdminClient,
 )
 from throttled_admin._driver.futures import TopicFuture
-from throttled_admin._driver.metadata_read import ContactWatch, read_failure, read_metadata
+from throttled_admin._driver.metadata_read import ContactWatch, read_failure
 from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
 from throttled_admin._kafka.topic_names import collision_key
+from throttled_admin.provisioning._cluster_read import names_to_read, read_cluster_topics
 from throttled_admin.provisioning._configs import config_problem
 from throttled_admin.provisioning._decide import Change, TopicState, decide
 from throttled_admin.provisioning._plan import PlanRow, row_problem
@@ -136,13 +137,21 @@ class _Group:
                     finished_at=now,
                 )
 
-    def report(self, admin: ThrottledAdminClient | None, *, only_if_admitted: bool = False) -> None:
+    def report(
+        self,
+        admin: ThrottledAdminClient | None,
+        metrics: dict[str, float] | None = None,
+        *,
+        only_if_admitted: bool = False,
+    ) -> None:
         """Progress as the client's metrics have it: mutations the broker admitted (counted as its answers come,
         not when rows finish, which may be seconds later with ``wait_for_metadata``) and their rate over the
-        quota's window. ``only_if_admitted``: nothing when no mutation was admitted since the last report."""
+        quota's window. ``metrics``: the client's, when just read. ``only_if_admitted``: nothing when no mutation
+        was admitted since the last report."""
         if self.progress is None:
             return
-        metrics = admin.metrics() if admin is not None else {}
+        if metrics is None:
+            metrics = admin.metrics() if admin is not None else {}
         now = time.monotonic()
         before = self.admitted.total
         if admin is not None:
@@ -162,18 +171,6 @@ class _Group:
                 throttle_time_ms=int(_metric(metrics, "throttle-time-max")),
             )
         )
-
-
-def _read_topics(admin: ThrottledAdminClient, watch: ContactWatch, timeout_s: float) -> dict[str, TopicState]:
-    """The cluster's topics, failing fast: at once on a wrong password, in a few seconds when no broker can
-    be reached (``_driver.metadata_read``), not at ``timeout_s`` with "Broker transport failure"."""
-    metadata = read_metadata(admin, watch, timeout_s)
-    topics: dict[str, TopicState] = {}
-    for name, topic in metadata.topics.items():
-        partitions = topic.partitions
-        replicas = len(partitions[min(partitions)].replicas) if partitions else 0
-        topics[name] = TopicState(len(partitions), replicas)
-    return topics
 
 
 def _read_configs(admin: ThrottledAdminClient, names: Iterable[str], timeout_s: float) -> dict[str, dict[str, str]]:
@@ -311,7 +308,8 @@ def _run_group(
 ) -> None:
     timeout_s = group.profile.request_timeout_s
     try:
-        topics = _read_topics(admin, group.watch, timeout_s)
+        # The group's own names and what may collide with them, not every topic of the cluster (_cluster_read).
+        topics = read_cluster_topics(admin, group.watch, names_to_read(group.rows[i] for i in candidates), timeout_s)
         wanted = [group.rows[i].topic for i in candidates if group.rows[i].configs and group.rows[i].topic in topics]
         configs = _read_configs(admin, wanted, timeout_s)
     except Exception as exc:  # nothing has been sent: every row says why
@@ -371,7 +369,10 @@ def _check_configs(group: _Group, admin: ThrottledAdminClient, runs: list[_Run],
     wanted = [r for r in runs if r.change.kind in ("create", "grow", "reconfigure") and group.rows[r.index].configs]
     if not wanted:
         return
-    known = _known_config_names(admin, topics, group.profile.request_timeout_s)
+    timeout_s = group.profile.request_timeout_s
+    # Any topic of the cluster tells the config names it knows: one of the group's, else one the cluster lists.
+    described = topics or read_cluster_topics(admin, group.watch, None, timeout_s)
+    known = _known_config_names(admin, described, timeout_s)
     for run in wanted:
         problem = config_problem(group.rows[run.index].configs or {}, known)
         if problem is not None:
@@ -428,18 +429,19 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
     request_timeout = group.profile.request_timeout_s
     futures: dict[Future[Any], tuple[_Run, str]] = {}
 
-    def start(run: _Run) -> None:
+    def start(run: _Run, backoff_ms: float) -> None:
         run.started_at = run.started_at or time.time()
         if not run.attempts:
-            run.backoff_at_start_ms = _metric(admin.metrics(), "backoff-time-ms-total")
+            run.backoff_at_start_ms = backoff_ms
         run.attempts += 1
         run.pending += 1
 
     def submit(kind: str, batch: list[_Run], call: Any, items: list[Any], **kwargs: Any) -> None:
         if not batch:
             return
+        backoff_ms = _metric(admin.metrics(), "backoff-time-ms-total")  # one read a call, not one a topic
         for run in batch:
-            start(run)
+            start(run, backoff_ms)
         try:
             result = call(items, **kwargs)
         except Exception as exc:  # the client's own input check: no request was sent
@@ -481,9 +483,10 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
         if not retry:
             break
         send(retry)
-    for run in runs:
-        if run.index not in group.results:
-            _settle(group, admin, run)
+    left = [run for run in runs if run.index not in group.results]
+    metrics = admin.metrics() if left else {}
+    for run in left:
+        _settle(group, run, metrics)
 
 
 def _name(key: Any) -> str:
@@ -522,6 +525,7 @@ def _drain(group: _Group, admin: ThrottledAdminClient, futures: dict[Future[Any]
             continue
         while not finished.empty():
             done.append(finished.get_nowait())
+        metrics = admin.metrics()  # once a turn, after the futures taken settled: every row settled in it reads it
         for future in done:
             run, kind = futures.pop(future)
             run.pending -= 1
@@ -538,8 +542,8 @@ def _drain(group: _Group, admin: ThrottledAdminClient, futures: dict[Future[Any]
                 elif run.error is None:
                     run.error = labelled
             if run.pending == 0 and not run.verify:
-                _settle(group, admin, run)
-        group.report(admin)
+                _settle(group, run, metrics)
+        group.report(admin, metrics)
 
 
 def _when_settled(future: Future[Any], put: Callable[[Future[Any]], None]) -> None:
@@ -597,13 +601,14 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
     # Reads change nothing and cost no quota: a dropped connection is read again.
     for _ in range(READ_ATTEMPTS if final else 0):
         try:
-            topics = _read_topics(admin, group.watch, timeout_s)
+            topics = read_cluster_topics(admin, group.watch, [group.rows[r.index].topic for r in runs], timeout_s)
             names = [group.rows[r.index].topic for r in runs if group.rows[r.index].configs]
             configs = _read_configs(admin, [n for n in names if n in topics], timeout_s)
             break
         except Exception as exc:
             topics, reason = None, _error(exc)[1]
     retry: list[tuple[_Run, Change]] = []
+    metrics = admin.metrics()  # once: nothing is waited for while these rows settle
     for run in runs:
         run.verify = False
         row = group.rows[run.index]
@@ -612,7 +617,7 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
             if not final:
                 reason = "the broker could still apply it when this run ended"
             run.error = (code, f"{message} (and the cluster could not be read to verify it: {reason})")
-            _settle(group, admin, run)
+            _settle(group, run, metrics)
             continue
         state = topics.get(row.topic)
         if state is not None and row.topic in configs:
@@ -623,13 +628,13 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
             run.error = None
             if not run.existed:
                 run.notes.append("verified by reading the cluster after an unknown outcome")
-            _settle(group, admin, run, status="unchanged" if run.existed else None)
+            _settle(group, run, metrics, status="unchanged" if run.existed else None)
         elif needed.kind == "fail":
             code = int(KafkaError.TOPIC_ALREADY_EXISTS) if run.existed else (run.unknown or (None, ""))[0]
             run.error, run.error_name = (code, needed.reason or "failed"), needed.error_name
-            _settle(group, admin, run)
+            _settle(group, run, metrics)
         elif run.error is not None:
-            _settle(group, admin, run)
+            _settle(group, run, metrics)
         elif run.attempts < MAX_ATTEMPTS:
             if needed.kind != run.change.kind:  # e.g. a planned create found someone's topic: grown, not created
                 run.notes.append(f"the topic already existed (created outside this run): {needed.kind} instead")
@@ -642,17 +647,18 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
             code, message = run.unknown or (int(KafkaError._TIMED_OUT), "outcome unknown")
             why = f"after {run.attempts} attempts the cluster does not show the change, and none was answered"
             run.error = (code, f"{message} ({why})")
-            _settle(group, admin, run)
+            _settle(group, run, metrics)
     return retry
 
 
 _STATUS = {"create": "created", "grow": "grown", "reconfigure": "reconfigured", "delete": "deleted"}
 
 
-def _settle(group: _Group, admin: ThrottledAdminClient, run: _Run, status: str | None = None) -> None:
+def _settle(group: _Group, run: _Run, metrics: dict[str, float], status: str | None = None) -> None:
+    """End ``run`` with its result; ``metrics``: the client's, read once for every row settled with it."""
     change = run.change
     now = time.time()
-    throttle_ms = max(0, int(_metric(admin.metrics(), "backoff-time-ms-total") - run.backoff_at_start_ms))
+    throttle_ms = max(0, int(_metric(metrics, "backoff-time-ms-total") - run.backoff_at_start_ms))
     detail = "; ".join([change.detail, *run.notes])
     common: dict[str, Any] = {
         "attempts": run.attempts,

@@ -126,6 +126,7 @@ class Handled:
     sasl_exchange: Any = None  # a SCRAM exchange that goes on with the connection's next SaslAuthenticate
     close: bool = False  # close the connection once the response is sent
     mutes: bool = True  # the connection is muted for ``throttle_time_ms`` (KIP-219); Redpanda's mutations do not
+    all_topics: bool = False  # a Metadata request for every topic of the cluster
 
 
 Handler = Callable[[Any, RequestContext], Handled]
@@ -328,7 +329,7 @@ def handle_metadata(request: Any, ctx: RequestContext) -> Handled:
     )
     # The log keeps each named topic's error (a request for all topics keeps none: it names none).
     errors = {} if all_topics else {t.name: t.error_code for t in topics if t.name}
-    return Handled(response, mutations=charged, errors=errors)
+    return Handled(response, mutations=charged, errors=errors, all_topics=all_topics)
 
 
 # -- the three mutations ------------------------------------------------------------------------

@@ -108,6 +108,7 @@ class RequestRecord:
     delay_s: float = 0.0  # how long delay_next held the response back (on top of set_latency)
     timeout_ms: int | None = None  # a mutation's timeout_ms field (the controller's deadline); None for other APIs
     validate_only: bool | None = None  # CreateTopics' and CreatePartitions' validate_only; None for other APIs
+    all_topics: bool = False  # a Metadata request for every topic of the cluster (its ``errors`` name none)
 
     @property
     def held_s(self) -> float:
@@ -610,6 +611,7 @@ class Server:
             delay_s=answer.delay_s,
             timeout_ms=answer.timeout_ms,
             validate_only=answer.validate_only,
+            all_topics=handled.all_topics,
         )
         with self._records_lock:
             self._records.append(record)
