@@ -6,12 +6,14 @@ loopback; the engine's steps and librdkafka's polls are counted on the client's 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
 from tests.support import BrokerFactory
 from throttled_admin import MutationQuota, NewTopic, ThrottledAdminClient
-from throttled_admin._driver.scheduler import Scheduler
+from throttled_admin._driver.scheduler import _BUSY_POLL_S, _IDLE_POLL_S, Scheduler, _poll_interval
+from throttled_admin._engine import CREATE_TOPICS, Call, CallSpec, Engine, Pacer, RequestKind, RetryBackoff, Topic
 from throttled_admin.testing import QuotaBroker
 
 
@@ -73,3 +75,45 @@ def test_a_call_that_finds_the_turn_taken_is_sent_by_the_schedulers_thread(quota
             scheduler._turns.release()
         assert future.exception(15) is None  # not left waiting for an event that never comes
     assert "queued" in broker.topics()
+
+
+# -- how often librdkafka's callbacks are served, on simulated time ----------------------------------------------
+
+
+def _create(engine: Engine, names: list[str]) -> None:
+    call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 60.0, 60_000, True, None, None, 0.0))
+    engine.submit(call, [Topic(name, NewTopic(name, 1, 1), call, None, 1, 2) for name in names])
+
+
+def test_callbacks_are_served_often_only_while_a_request_is_in_flight_or_calls_wait_for_first_contact() -> None:
+    """50 ms while what a callback tells decides pending work at once (an error_cb settles the request in flight; a
+    connection's failure, told in a log line, fails calls waiting for first contact), 200 ms while the work waits for
+    the engine's own wake time (here the pacer's: a fleet's paced clients wait so most of the time) or none is
+    pending. Before, every client with work pending was woken every 50 ms."""
+    engine = Engine(
+        pacer=Pacer(MutationQuota(rate=1.0, burst=1.0)), backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0)
+    )
+    assert engine.step(0.0).probe
+    assert _poll_interval(engine) == _IDLE_POLL_S  # nothing pending
+    _create(engine, ["first", "second"])
+    assert engine.step(0.0).send is None  # waits for the probe's answer
+    assert _poll_interval(engine) == _BUSY_POLL_S  # a call waits for first contact
+    engine.on_probe(True, 0.01)
+    out = engine.step(0.01)
+    assert out.send is not None
+    assert out.send.names == ["first"]
+    assert _poll_interval(engine) == _BUSY_POLL_S  # in flight
+    engine.on_results(out.send, {"first": None}, 0.02)
+    out = engine.step(0.02)
+    assert out.send is None
+    assert 0.02 < out.wake_at < math.inf
+    assert _poll_interval(engine) == _IDLE_POLL_S
+    paced_at = out.wake_at
+    out = engine.step(paced_at)
+    assert out.send is not None
+    assert out.send.names == ["second"]
+    assert _poll_interval(engine) == _BUSY_POLL_S
+    engine.on_results(out.send, {"second": None}, paced_at + 0.01)
+    engine.step(paced_at + 0.01)
+    assert engine.idle
+    assert _poll_interval(engine) == _IDLE_POLL_S
