@@ -5,6 +5,7 @@ loopback; the engine's steps and librdkafka's polls are counted on the client's 
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import math
 from collections.abc import Callable
@@ -59,6 +60,26 @@ def test_waiting_for_the_pacer_the_client_polls_librdkafka_but_steps_the_engine_
     print(f"steps {steps}, polls {polls}")
     assert steps <= 5, (steps, polls)
     assert polls > steps, (steps, polls)
+
+
+def test_a_paced_client_steps_the_engine_twice_a_request_its_send_and_its_answer(quota_broker: BrokerFactory) -> None:
+    """A request sent by the scheduler's thread at the pacer's wake time is followed by a step only when something
+    happens (its answer): before, the turn that sent stepped again at once, for nothing, once per request."""
+    broker = quota_broker()
+    with _client(broker, mutation_quota=MutationQuota(rate=20.0, burst=1)) as admin:
+        admin.create_topics([NewTopic("warm", 1, 1)])["warm"].result(30)  # contact made
+        scheduler = _scheduler(admin)
+        counts = {"steps": 0, "sends": 0}
+        scheduler._step = _counting(counts, "steps", scheduler._step)  # type: ignore[method-assign]
+        scheduler.send = _counting(counts, "sends", scheduler.send)  # type: ignore[method-assign]
+        futures = admin.create_topics([NewTopic(f"paced{i}", 1, 1) for i in range(12)], timeout_ms=60_000)
+        done, _ = concurrent.futures.wait(futures.values(), timeout=30)  # no turn taken on this thread (assist)
+        assert len(done) == 12
+        assert all(future.exception() is None for future in futures.values())
+    sends, steps = counts["sends"], counts["steps"]
+    assert sends >= 6  # a burst of one: the pacer lets one or two topics go at a time
+    # Each send's step and its answer's step, and the odd event (a log line, the submit's own step): before, 3 a send.
+    assert steps <= 2 * sends + 4, (steps, sends)
 
 
 def test_a_call_that_finds_the_turn_taken_is_sent_by_the_schedulers_thread(quota_broker: BrokerFactory) -> None:

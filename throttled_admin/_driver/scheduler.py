@@ -448,8 +448,10 @@ class Scheduler:
             out = self._turn(flush=True)
         finally:
             self._turns.release()
-        if out is None or out.send is not None:  # a turn that sent looks again at once (what it left to do)
+        if out is None:
             return
+        # Then only what is new steps the engine again (a turn that sent once looked again at once, for nothing: the
+        # engine has done all it can at a time until something happens or its wake time comes).
         while self._sleep() and self._poll_only():
             pass
 
