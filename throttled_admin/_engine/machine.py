@@ -264,6 +264,11 @@ class Engine:
         return not self._calls and self._request is None and not self._connection.busy
 
     @property
+    def reached(self) -> bool:
+        """A broker has answered this client (first contact)."""
+        return self._contact.reached
+
+    @property
     def max_records_per_request(self) -> int:
         """The batch cap as learned so far (``batch_cap``)."""
         return self._cap.limit
