@@ -6,9 +6,11 @@ from __future__ import annotations
 import math
 
 import pytest
+from confluent_kafka.admin import NewTopic
 
 from throttled_admin import MutationQuota
-from throttled_admin._engine.pacer import Pacer
+from throttled_admin._engine import CREATE_TOPICS, Call, CallSpec, Engine, RequestKind, RetryBackoff, Topic
+from throttled_admin._engine.pacer import _MIN_CHARGE_BOUND_S, Pacer
 from throttled_admin._kafka.token_bucket import TokenBucket, throttle_time_ms
 
 
@@ -89,41 +91,91 @@ def test_once_paced_to_a_known_rate_the_broker_reports_no_throttle() -> None:
 
 
 def run_paced_job(
-    pacer: Pacer, topics: int, cost: int, rate: float, burst: float, charge_delay_s: float
+    pacer: Pacer,
+    topics: int,
+    cost: int,
+    rate: float,
+    burst: float,
+    charge_delay_s: float,
+    *,
+    plain_round_trip_s: float | None = None,
+    first_charge_delay_s: float | None = None,
 ) -> tuple[float, list[int]]:
     """A paced job on simulated time against a Kafka-like controller, as the engine composes it (the head topic
     goes when the pacer allows, with every following topic the budget covers): the controller charges a request
-    ``charge_delay_s`` after it is sent and answers once its records are committed, 20 ms plus 1 ms a topic later
-    (Kafka 4.4's single node: 30 ms for 10 topics, 45-125 ms for 100). Returns when the last answer came and the
-    throttles the broker computed."""
+    ``charge_delay_s`` after it is sent (the first one ``first_charge_delay_s``) and answers once its records are
+    committed, 20 ms plus 1 ms a topic later (Kafka 4.4's single node: 30 ms for 10 topics, 45-125 ms for 100).
+    ``plain_round_trip_s``: the contact probe's round trip, answered before the job starts. Returns when the last
+    answer came and the throttles the broker computed."""
     broker = TokenBucket(rate, window_num=1, window_size_s=burst / rate)
+    if plain_round_trip_s is not None:
+        pacer.on_plain_round_trip(plain_round_trip_s)
     now, pending, throttles = 0.0, topics, []
+    delay_s = charge_delay_s if first_charge_delay_s is None else first_charge_delay_s
     while pending:
         now += pacer.wait_s(cost, pending_cost=pending * cost, now=now)
         size = max(1, min(pending, int(pacer.batch_budget(now, pending * cost) // cost)))
-        charged_at = now + charge_delay_s
+        charged_at = now + delay_s
         answered_at = charged_at + 0.020 + 0.001 * size
         broker.record(size * cost, charged_at)
         throttles.append(throttle_time_ms(broker.measure(charged_at), rate))
         pacer.on_response(admitted=size * cost, throttle_s=throttles[-1] / 1000, sent_at=now, now=answered_at)
-        now, pending = answered_at, pending - size
+        now, pending, delay_s = answered_at, pending - size, charge_delay_s
     return now, throttles
 
 
 @pytest.mark.parametrize("charge_delay_s", [0.001, 0.005])
 @pytest.mark.parametrize(("rate", "burst"), [(400, 400), (400, 4400), (100, 100), (10, 110)])
-def test_a_paced_job_loses_no_more_than_two_short_commits(rate: float, burst: float, charge_delay_s: float) -> None:
+def test_a_paced_job_loses_no_more_than_one_short_commit(rate: float, burst: float, charge_delay_s: float) -> None:
     """The broker charges a request long before it answers (the controller commits first), and a full bucket banks
     none of the refill meanwhile: the mirror cannot see when the charge came. Charged as of the send plus the
-    shortest round trip, and with the first request from a full bucket of the steady size, a paced job ends at most
-    two steady requests' commits after T* (the first one's, lost to the mirror, and the last one's) and one topic's
-    refill (topics are whole), with no throttle. (Charged when the answer came, with a whole bucket's first request:
-    1.09 x T* at R = B = 400, and 1.39 x at Kafka's default burst of 11 windows, where the first request's commit
-    took over a second.)"""
+    contact probe's round trip (a request the broker answers itself, taken as at least ``_MIN_CHARGE_BOUND_S``), a
+    paced job ends one steady request's commit after T* (the last one's), plus what that bound exceeds the charge
+    delay by and one topic's refill (topics are whole), with no throttle. (Charged as of the send plus the shortest
+    mutation round trip, the first request's own: two steady commits, 1.03 x T* at R = B = 400; charged when the
+    answer came, with a whole bucket's first request: 1.09 x T*, and 1.39 x at Kafka's default burst of 11 windows,
+    where the first request's commit took over a second.)"""
     cost, topics = 4, 300 if burst < 1000 else 1400
     t_star = max(0.0, topics * cost - burst) / rate
+    plain_round_trip_s = 2 * charge_delay_s  # there and back, where the charge is one way
     pacer = Pacer(MutationQuota(rate=rate, burst=burst))
-    done, throttles = run_paced_job(pacer, topics, cost, rate, burst, charge_delay_s)
+    done, throttles = run_paced_job(
+        pacer, topics, cost, rate, burst, charge_delay_s, plain_round_trip_s=plain_round_trip_s
+    )
     assert not any(throttles), throttles
     steady_commit_s = charge_delay_s + 0.020 + 0.001 * max(1, int(rate * 0.1 // cost))
-    assert done <= t_star + 2 * steady_commit_s + cost / rate, (done, t_star)  # and one topic's refill
+    excess_s = max(_MIN_CHARGE_BOUND_S, plain_round_trip_s) - charge_delay_s
+    assert done <= t_star + steady_commit_s + excess_s + cost / rate, (done, t_star)  # and one topic's refill
+
+
+def test_a_first_request_charged_later_than_a_fast_probe_says_draws_no_throttle() -> None:
+    """A broker that answers the probe in 0.2 ms can still take up the first request 4 ms later than the ones
+    after it (the client's thread, the broker's queue): the floor of the bound covers that jitter. Charged at the
+    send plus the probe's round trip alone, the mirror would run 1.5 mutations ahead of the broker for good, and
+    the next request that empties it would draw a throttle."""
+    rate, burst, cost = 400, 400, 4
+    pacer = Pacer(MutationQuota(rate=rate, burst=burst))
+    _, throttles = run_paced_job(
+        pacer, 300, cost, rate, burst, 0.0005, plain_round_trip_s=0.0002, first_charge_delay_s=0.0045
+    )
+    assert not any(throttles), throttles
+
+
+def test_the_engine_bounds_the_first_charge_by_the_contact_probes_round_trip() -> None:
+    """The engine hands the probe's round trip (asked to answered) to the pacer: the first request from a full
+    bucket (10 topics of 4 at R = B = 400, answered 32 ms after its send) is charged as of 8 ms after its send, not
+    as of its answer, so the next request carries the refill of the 24 ms between: 92 topics, not 90."""
+    pacer = Pacer(MutationQuota(rate=400, burst=400))
+    engine = Engine(pacer=pacer, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
+    assert engine.step(0.0).probe
+    engine.on_probe(True, 0.008)
+    call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 30.0, 30_000, True, None, None, started_at=0.008))
+    names = [f"t{i:03d}" for i in range(300)]
+    engine.submit(call, [Topic(name, NewTopic(name, 4, 1), call, None, 4, 5) for name in names])
+    first = engine.step(0.008).send
+    assert first is not None
+    assert len(first.topics) == 10  # the steady size: no mutation round trip is known yet
+    engine.on_results(first, {topic.name: None for topic in first.topics}, 0.040)
+    second = engine.step(0.040).send
+    assert second is not None
+    assert len(second.topics) == 92  # 360 + 24 ms x 400 = 369.6 mutations

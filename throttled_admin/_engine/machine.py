@@ -380,7 +380,10 @@ class Engine:
         self._final_at = max(self._final_at, now + self._connection.drained(outcome))
 
     def on_probe(self, answered: bool, now: float) -> None:
-        """The contact probe's outcome: a broker answered it (even with an error), or not."""
+        """The contact probe's outcome: a broker answered it (even with an error), or not. Its round trip bounds when
+        the broker charges the pacer's first request (``pacer``)."""
+        if answered and self._pacer is not None and self._contact.probe is ProbeState.ASKED:
+            self._pacer.on_plain_round_trip(now - self._contact.probe_asked_at)
         self._contact.probed(answered)
 
     @property

@@ -43,6 +43,9 @@ _SLOW_START_MUTATIONS = 32.0
 _LEARNED_PACE = 0.95  # a learned rate is paced at this share of the estimate
 # The learning formula assumes the bucket did not fill up between the two requests; Kafka's windows are >= 1 s.
 _MAX_REFILL_S = 1.0
+# The least a plain round trip (``on_plain_round_trip``) bounds the charge delay by: the broker's and the client's
+# scheduling jitter between the first request and the ones after it (a broker answering in 0.2 ms says nothing of it).
+_MIN_CHARGE_BOUND_S = 0.005
 # The budget is rounded to this many decimals: a wait computed to the exact token leaves the mirror a rounding error
 # short (31.999999999 for 32), and the request would go without its last topic.
 _BUDGET_DECIMALS = 9
@@ -84,7 +87,8 @@ class Pacer:
         self._last_throttle_end = -math.inf  # send time + throttle of the latest throttled request
         self._probe = _SLOW_START_MUTATIONS  # slow start while the rate is unknown
         self._estimate: float | None = None  # the learned rate
-        self._shortest_round_trip_s = math.inf  # an upper bound on how long after its send a request is charged
+        self._shortest_round_trip_s = math.inf  # of a mutation request: charged before it is answered
+        self._plain_round_trip_s = math.inf  # of a request the broker answers itself (``on_plain_round_trip``)
         if quota.rate is not None:
             self._set_rate(quota.rate)
 
@@ -128,6 +132,12 @@ class Pacer:
         missing = wanted - bucket.measure(now)
         return max(0.0, missing / bucket.rate)
 
+    def on_plain_round_trip(self, seconds: float) -> None:
+        """A request the broker answers itself, with no quota and no controller (the contact probe), took
+        ``seconds`` from its send to its answer: with a floor for jitter, a bound on how much later than the
+        requests after it the first one from a full bucket is charged (module docstring)."""
+        self._plain_round_trip_s = min(self._plain_round_trip_s, max(_MIN_CHARGE_BOUND_S, seconds))
+
     # -- after a response ------------------------------------------------------------------------
 
     def on_response(self, *, admitted: float, throttle_s: float, sent_at: float, now: float) -> None:
@@ -138,7 +148,7 @@ class Pacer:
         self._shortest_round_trip_s = min(self._shortest_round_trip_s, max(0.0, now - sent_at))
         bucket = self._bucket
         if bucket is not None and admitted > 0:
-            charged_at = min(now, sent_at + self._shortest_round_trip_s)
+            charged_at = min(now, sent_at + min(self._shortest_round_trip_s, self._plain_round_trip_s))
             if bucket.last_update_s is not None:
                 charged_at = max(charged_at, bucket.last_update_s)  # measured since: it cannot be rewound
             bucket.record(admitted, charged_at)
