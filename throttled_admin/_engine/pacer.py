@@ -37,6 +37,10 @@ __all__ = ["MutationQuota", "Pacer"]
 # Each paced request carries at least this much of the rate's worth of work, so a steady stream of topics
 # goes out as requests about every 100 ms instead of one topic at a time.
 _MIN_REQUEST_S = 0.1
+# The last topics wait for their refill, to go with the request before them, when it takes less than this share
+# of the shortest round trip: a round trip is mostly the request's fixed part (Kafka 4.4: 30-34 ms for 10 topics,
+# 37-40 ms for 92), and past this share one more request costs less than the wait and a larger request's commit.
+_TAIL_ROUND_TRIP_SHARE = 0.5
 _LEARNED_SAMPLES = 5
 _MIN_SAMPLE_SPAN_S = 0.25
 _SLOW_START_MUTATIONS = 32.0
@@ -123,11 +127,18 @@ class Pacer:
 
     def wait_s(self, cost: float, pending_cost: float, now: float) -> float:
         """How long until a request worth sending can go: one holding at least ``cost`` (the next topic)
-        and, while more is pending, about ``_MIN_REQUEST_S`` of the rate's worth."""
+        and, while more is pending, about ``_MIN_REQUEST_S`` of the rate's worth; all that is pending when what a
+        steady request would leave behind refills in less than ``_TAIL_ROUND_TRIP_SHARE`` of a round trip (sent
+        after the answer, it would end a round trip later)."""
         bucket = self._bucket
         if bucket is None:
             return 0.0
         wanted = min(max(cost, bucket.rate * _MIN_REQUEST_S), pending_cost, bucket.burst)
+        if (
+            pending_cost <= bucket.burst
+            and pending_cost - wanted <= bucket.rate * self._shortest_round_trip_s * _TAIL_ROUND_TRIP_SHARE
+        ):
+            wanted = pending_cost
         wanted = max(wanted, min(cost, bucket.burst))
         missing = wanted - bucket.measure(now)
         return max(0.0, missing / bucket.rate)
