@@ -55,12 +55,11 @@ def test_the_pacer_waits_for_the_next_topic_and_a_worthwhile_request() -> None:
 def test_the_last_topics_wait_for_less_than_a_round_trip_of_refill_rather_than_go_a_round_trip_later() -> None:
     """44 mutations left, 40 in the bucket, answers taking 30 ms: a steady request of 40 would leave the last topic
     to go after its answer, 30 ms later, where waiting 10 ms for 4 more tokens sends them all in one request. With
-    more left than half a round trip refills (the 30 ms are mostly the request's fixed part), the steady request
-    goes at once."""
+    at least a round trip's refill left over, the steady request goes at once."""
     pacer = Pacer(MutationQuota(rate=400, burst=400))
     pacer.on_response(admitted=400, throttle_s=0.0, sent_at=0.0, now=0.03)  # answered 30 ms after its send
     assert pacer.wait_s(4, pending_cost=44, now=0.13) == pytest.approx(0.01)  # 40 tokens at 0.13: 4 more to go
-    assert pacer.wait_s(4, pending_cost=56, now=0.13) == 0.0  # 16 left over: 40 ms of refill, half a round trip 15
+    assert pacer.wait_s(4, pending_cost=52, now=0.13) == 0.0  # 12 left over: 30 ms of refill, a round trip
 
 
 def test_a_reported_throttle_sets_the_mirror_to_the_brokers_bucket() -> None:
