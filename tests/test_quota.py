@@ -171,21 +171,49 @@ def test_a_first_request_charged_later_than_a_fast_probe_says_draws_no_throttle(
     assert not any(throttles), throttles
 
 
-def test_the_engine_bounds_the_first_charge_by_the_contact_probes_round_trip() -> None:
-    """The engine hands the probe's round trip (asked to answered) to the pacer: the first request from a full
-    bucket (10 topics of 4 at R = B = 400, answered 32 ms after its send) is charged as of 8 ms after its send, not
-    as of its answer, so the next request carries the refill of the 24 ms between: 92 topics, not 90."""
-    pacer = Pacer(MutationQuota(rate=400, burst=400))
-    engine = Engine(pacer=pacer, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
+def paced_engine(topics: int, at: float) -> Engine:
+    """An engine pacing to R = B = 400 whose contact probe (asked at 0) was answered at ``at``, with a call of
+    ``topics`` topics of 4 partitions submitted then."""
+    engine = Engine(pacer=Pacer(MutationQuota(rate=400, burst=400)), backoff=RetryBackoff(100, 100, jitter=0.0))
     assert engine.step(0.0).probe
-    engine.on_probe(True, 0.008)
-    call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 30.0, 30_000, True, None, None, started_at=0.008))
-    names = [f"t{i:03d}" for i in range(300)]
+    engine.on_probe(True, at)
+    call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 30.0, 30_000, True, None, None, started_at=at))
+    names = [f"t{i:03d}" for i in range(topics)]
     engine.submit(call, [Topic(name, NewTopic(name, 4, 1), call, None, 4, 5) for name in names])
-    first = engine.step(0.008).send
+    return engine
+
+
+def test_the_engine_bounds_the_first_charge_by_a_probe_on_a_connection_that_is_up() -> None:
+    """The contact probe took 20 ms (its connection's handshake too). Before the first request from a full bucket
+    the engine asks the probe again and waits for it: 2 ms, so the floor's 5 ms bound the charge of the request
+    (sent at 22 ms, answered at 62 ms). The next request carries the refill from 27 ms on: 374 mutations, 93
+    topics (92 charged as of the contact probe's 20 ms, 90 as of its own answer)."""
+    engine = paced_engine(300, 0.020)
+    out = engine.step(0.020)
+    assert out.send is None
+    assert out.probe
+    engine.on_probe(True, 0.022)
+    first = engine.step(0.022).send
     assert first is not None
     assert len(first.topics) == 10  # the steady size: no mutation round trip is known yet
-    engine.on_results(first, {topic.name: None for topic in first.topics}, 0.040)
-    second = engine.step(0.040).send
+    engine.on_results(first, {topic.name: None for topic in first.topics}, 0.062)
+    second = engine.step(0.062).send
     assert second is not None
-    assert len(second.topics) == 92  # 360 + 24 ms x 400 = 369.6 mutations
+    assert len(second.topics) == 93
+    assert not engine.step(0.2).probe  # once a client
+
+
+def test_the_first_request_waits_for_the_pacers_probe_a_tenth_of_a_second_at_most() -> None:
+    """Unanswered, the probe holds the first request 0.1 s; the request is then charged as of the contact probe's
+    round trip. A job the full bucket covers goes at once, with no probe."""
+    engine = paced_engine(300, 0.020)
+    out = engine.step(0.020)
+    assert (out.send, out.probe, out.wake_at) == (None, True, pytest.approx(0.120))
+    assert engine.step(0.119).send is None
+    sent = engine.step(out.wake_at).send
+    assert sent is not None
+    assert len(sent.topics) == 10
+    small = paced_engine(100, 0.020).step(0.020)
+    assert not small.probe
+    assert small.send is not None
+    assert len(small.send.topics) == 100

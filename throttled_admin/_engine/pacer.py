@@ -117,9 +117,20 @@ class Pacer:
         if bucket is None:
             return self._probe
         tokens = max(0.0, round(bucket.measure(now), _BUDGET_DECIMALS))
-        if tokens >= bucket.burst and pending_cost > tokens and self._shortest_round_trip_s == math.inf:
+        if self._first_from_full(tokens, pending_cost):
             return min(tokens, bucket.rate * _MIN_REQUEST_S)
         return tokens
+
+    def first_from_full(self, now: float, pending_cost: float) -> bool:
+        """The next request is the first from a full mirror, with more pending than it holds: when the broker
+        charges it matters (module docstring), so a fresh plain round trip is worth measuring before it goes."""
+        bucket = self._bucket
+        return bucket is not None and self._first_from_full(bucket.measure(now), pending_cost)
+
+    def _first_from_full(self, tokens: float, pending_cost: float) -> bool:
+        bucket = self._bucket
+        assert bucket is not None
+        return tokens >= bucket.burst and pending_cost > tokens and self._shortest_round_trip_s == math.inf
 
     def wait_s(self, cost: float, pending_cost: float, now: float) -> float:
         """How long until a request worth sending can go: one holding at least ``cost`` (the next topic)
