@@ -134,6 +134,27 @@ def run_paced_job(
     return now, throttles
 
 
+def test_only_a_request_sent_from_a_full_bucket_is_charged_as_of_the_probes_bound() -> None:
+    """Kafka at load 15 (2026-11-27 08:22 UTC): the first request (10 topics) was charged 2 ms after its send and
+    answered 97 ms after it; the second, sent from a mirror 1.2 mutations short of full, waited 84 ms in the
+    broker's request queue and was charged 91 ms after its send, while the broker's bucket sat full; the third drew
+    a 45 ms throttle. Charged as of the probe's 5 ms, the second left the mirror 34 mutations ahead of the broker.
+    A request sent from a bucket that is not full is charged as of the shortest mutation round trip, as before."""
+    rate, burst, cost = 400, 400, 4
+    broker = TokenBucket(rate, window_num=1, window_size_s=burst / rate)
+    pacer = Pacer(MutationQuota(rate=rate, burst=burst))
+    pacer.on_plain_round_trip(0.002)
+    now, pending, throttles = 0.0, 300, []
+    for charge_delay_s, round_trip_s in [(0.002, 0.097), (0.091, 0.400), (0.002, 0.035), (0.002, 0.035)]:
+        now += pacer.wait_s(cost, pending_cost=pending * cost, now=now)
+        size = min(pending, int(pacer.batch_budget(now, pending * cost) // cost))
+        broker.record(size * cost, now + charge_delay_s)
+        throttles.append(throttle_time_ms(broker.measure(now + charge_delay_s), rate))
+        pacer.on_response(admitted=size * cost, throttle_s=throttles[-1] / 1000, sent_at=now, now=now + round_trip_s)
+        now, pending = now + round_trip_s, pending - size
+    assert throttles == [0, 0, 0, 0]
+
+
 @pytest.mark.parametrize("charge_delay_s", [0.001, 0.005])
 @pytest.mark.parametrize(("rate", "burst"), [(400, 400), (400, 4400), (100, 100), (10, 110)])
 def test_a_paced_job_loses_no_more_than_one_short_commit(rate: float, burst: float, charge_delay_s: float) -> None:

@@ -165,7 +165,10 @@ class Pacer:
         self._shortest_round_trip_s = min(self._shortest_round_trip_s, max(0.0, now - sent_at))
         bucket = self._bucket
         if bucket is not None and admitted > 0:
-            charged_at = min(now, sent_at + min(self._shortest_round_trip_s, self._plain_round_trip_s))
+            delay_s = self._shortest_round_trip_s
+            if _full_at(bucket, sent_at):  # the probe's bound only here: a late charge after a full send is the loss
+                delay_s = min(delay_s, self._plain_round_trip_s)
+            charged_at = min(now, sent_at + delay_s)
             if bucket.last_update_s is not None:
                 charged_at = max(charged_at, bucket.last_update_s)  # measured since: it cannot be rewound
             bucket.record(admitted, charged_at)
@@ -202,3 +205,11 @@ class Pacer:
         self._estimate = statistics.median(self._samples)
         # An estimate a few percent high would let the mirror run ahead of the broker and draw small throttles.
         self._set_rate(self._estimate * _LEARNED_PACE)
+
+
+def _full_at(bucket: TokenBucket, at: float) -> bool:
+    """Whether the mirror was full at ``at`` (a send): not known (False) when it was measured after it."""
+    last = bucket.last_update_s
+    if last is None:
+        return True  # never measured: full since the start
+    return last <= at and bucket.tokens + bucket.rate * (at - last) >= bucket.burst
