@@ -6,11 +6,9 @@ from __future__ import annotations
 import math
 
 import pytest
-from confluent_kafka.admin import NewTopic
 
 from throttled_admin import MutationQuota
-from throttled_admin._engine import CREATE_TOPICS, Call, CallSpec, Engine, RequestKind, RetryBackoff, Topic
-from throttled_admin._engine.pacer import _MIN_CHARGE_BOUND_S, Pacer
+from throttled_admin._engine.pacer import _CHARGE_JITTER_S, Pacer
 from throttled_admin._kafka.token_bucket import TokenBucket, throttle_time_ms
 
 
@@ -108,135 +106,101 @@ def run_paced_job(
     burst: float,
     charge_delay_s: float,
     *,
-    plain_round_trip_s: float | None = None,
-    first_charge_delay_s: float | None = None,
+    delays: dict[int, tuple[float, float]] | None = None,
 ) -> tuple[float, list[int]]:
     """A paced job on simulated time against a Kafka-like controller, as the engine composes it (the head topic
     goes when the pacer allows, with every following topic the budget covers): the controller charges a request
-    ``charge_delay_s`` after it is sent (the first one ``first_charge_delay_s``) and answers once its records are
-    committed, 20 ms plus 1 ms a topic later (Kafka 4.4's single node: 30 ms for 10 topics, 45-125 ms for 100).
-    ``plain_round_trip_s``: the contact probe's round trip, answered before the job starts. Returns when the last
-    answer came and the throttles the broker computed."""
+    ``charge_delay_s`` after it is sent and answers once its records are committed, 20 ms plus 1 ms a topic later
+    (Kafka 4.4's single node: 30 ms for 10 topics, 45-125 ms for 100); ``delays``: (charge delay, round trip) of
+    the requests so numbered (from 0). Returns when the last answer came and the throttles the broker computed."""
     broker = TokenBucket(rate, window_num=1, window_size_s=burst / rate)
-    if plain_round_trip_s is not None:
-        pacer.on_plain_round_trip(plain_round_trip_s)
-    now, pending, throttles = 0.0, topics, []
-    delay_s = charge_delay_s if first_charge_delay_s is None else first_charge_delay_s
+    now, pending = 0.0, topics
+    throttles: list[int] = []
     while pending:
         now += pacer.wait_s(cost, pending_cost=pending * cost, now=now)
         size = max(1, min(pending, int(pacer.batch_budget(now, pending * cost) // cost)))
-        charged_at = now + delay_s
-        answered_at = charged_at + 0.020 + 0.001 * size
-        broker.record(size * cost, charged_at)
-        throttles.append(throttle_time_ms(broker.measure(charged_at), rate))
-        pacer.on_response(admitted=size * cost, throttle_s=throttles[-1] / 1000, sent_at=now, now=answered_at)
-        now, pending, delay_s = answered_at, pending - size, charge_delay_s
-    return now, throttles
-
-
-def test_only_a_request_sent_from_a_full_bucket_is_charged_as_of_the_probes_bound() -> None:
-    """Kafka at load 15 (2026-11-27 08:22 UTC): the first request (10 topics) was charged 2 ms after its send and
-    answered 97 ms after it; the second, sent from a mirror 1.2 mutations short of full, waited 84 ms in the
-    broker's request queue and was charged 91 ms after its send, while the broker's bucket sat full; the third drew
-    a 45 ms throttle. Charged as of the probe's 5 ms, the second left the mirror 34 mutations ahead of the broker.
-    A request sent from a bucket that is not full is charged as of the shortest mutation round trip, as before."""
-    rate, burst, cost = 400, 400, 4
-    broker = TokenBucket(rate, window_num=1, window_size_s=burst / rate)
-    pacer = Pacer(MutationQuota(rate=rate, burst=burst))
-    pacer.on_plain_round_trip(0.002)
-    now, pending, throttles = 0.0, 300, []
-    for charge_delay_s, round_trip_s in [(0.002, 0.097), (0.091, 0.400), (0.002, 0.035), (0.002, 0.035)]:
-        now += pacer.wait_s(cost, pending_cost=pending * cost, now=now)
-        size = min(pending, int(pacer.batch_budget(now, pending * cost) // cost))
-        broker.record(size * cost, now + charge_delay_s)
-        throttles.append(throttle_time_ms(broker.measure(now + charge_delay_s), rate))
+        delay_s, round_trip_s = charge_delay_s, charge_delay_s + 0.020 + 0.001 * size
+        delay_s, round_trip_s = (delays or {}).get(len(throttles), (delay_s, round_trip_s))
+        broker.record(size * cost, now + delay_s)
+        throttles.append(throttle_time_ms(broker.measure(now + delay_s), rate))
         pacer.on_response(admitted=size * cost, throttle_s=throttles[-1] / 1000, sent_at=now, now=now + round_trip_s)
         now, pending = now + round_trip_s, pending - size
-    assert throttles == [0, 0, 0, 0]
+    return now, throttles
 
 
 @pytest.mark.parametrize("charge_delay_s", [0.001, 0.005])
 @pytest.mark.parametrize(("rate", "burst"), [(400, 400), (400, 4400), (100, 100), (10, 110)])
 def test_a_paced_job_loses_no_more_than_one_short_commit(rate: float, burst: float, charge_delay_s: float) -> None:
     """The broker charges a request long before it answers (the controller commits first), and a full bucket banks
-    none of the refill meanwhile: the mirror cannot see when the charge came. Charged as of the send plus the
-    contact probe's round trip (a request the broker answers itself, taken as at least ``_MIN_CHARGE_BOUND_S``), a
-    paced job ends one steady request's commit after T* (the last one's), plus what that bound exceeds the charge
-    delay by and one topic's refill (topics are whole), with no throttle. (Charged as of the send plus the shortest
-    mutation round trip, the first request's own: two steady commits, 1.03 x T* at R = B = 400; charged when the
-    answer came, with a whole bucket's first request: 1.09 x T*, and 1.39 x at Kafka's default burst of 11 windows,
-    where the first request's commit took over a second.)"""
+    none of the refill meanwhile: the mirror cannot see when the charge came. Charged as of its answer, the first
+    request from a full bucket is corrected once three steady answers are in (it was charged its round trip less
+    theirs, plus 5 ms of jitter, after its send): a paced job ends one steady request's commit after T* (the last
+    one's), plus what those 5 ms exceed the charge delay by and one topic's refill (topics are whole), with no
+    throttle. (Uncorrected: two steady commits, 1.03 x T* at R = B = 400; charged when the answer came, with a
+    whole bucket's first request: 1.09 x T*, and 1.39 x at Kafka's default burst of 11 windows, where the first
+    request's commit took over a second.)"""
     cost, topics = 4, 300 if burst < 1000 else 1400
     t_star = max(0.0, topics * cost - burst) / rate
-    plain_round_trip_s = 2 * charge_delay_s  # there and back, where the charge is one way
     pacer = Pacer(MutationQuota(rate=rate, burst=burst))
-    done, throttles = run_paced_job(
-        pacer, topics, cost, rate, burst, charge_delay_s, plain_round_trip_s=plain_round_trip_s
-    )
+    done, throttles = run_paced_job(pacer, topics, cost, rate, burst, charge_delay_s)
     assert not any(throttles), throttles
     steady_commit_s = charge_delay_s + 0.020 + 0.001 * max(1, int(rate * 0.1 // cost))
-    excess_s = max(_MIN_CHARGE_BOUND_S, plain_round_trip_s) - charge_delay_s
+    excess_s = max(0.0, _CHARGE_JITTER_S - charge_delay_s)
     assert done <= t_star + steady_commit_s + excess_s + cost / rate, (done, t_star)  # and one topic's refill
 
 
-def test_a_first_request_charged_later_than_a_fast_probe_says_draws_no_throttle() -> None:
-    """A broker that answers the probe in 0.2 ms can still take up the first request 4 ms later than the ones
-    after it (the client's thread, the broker's queue): the floor of the bound covers that jitter. Charged at the
-    send plus the probe's round trip alone, the mirror would run 1.5 mutations ahead of the broker for good, and
-    the next request that empties it would draw a throttle."""
-    rate, burst, cost = 400, 400, 4
-    pacer = Pacer(MutationQuota(rate=rate, burst=burst))
-    _, throttles = run_paced_job(
-        pacer, 300, cost, rate, burst, 0.0005, plain_round_trip_s=0.0002, first_charge_delay_s=0.0045
-    )
+def test_the_first_charge_is_corrected_by_the_shortest_of_three_steady_round_trips() -> None:
+    """R = B = 400: the first request (40 mutations from a full bucket) answered after 33 ms, three steady ones of
+    40 after 31, 29 and 30 ms: the first is taken as charged 33 - 29 + 5 = 9 ms after its send, and the mirror gets
+    back the 24 ms of refill it had charged it too late for (9.6 mutations). Not before the third, not for larger
+    requests, and not after a throttle (the broker's word is exact)."""
+
+    def mirror_after(round_trips_s: list[float], admitted: list[float], throttle_s: float = 0.0) -> float:
+        pacer = Pacer(MutationQuota(rate=400, burst=400))
+        now = 0.0
+        for index, (round_trip_s, size) in enumerate(zip(round_trips_s, admitted, strict=True)):
+            now += pacer.wait_s(4, pending_cost=1000, now=now)
+            pacer.batch_budget(now, 1000)  # measured at the send, as the engine composes a request
+            throttle = throttle_s if index == 1 else 0.0
+            pacer.on_response(admitted=size, throttle_s=throttle, sent_at=now, now=now + round_trip_s)
+            now += round_trip_s
+        return pacer.batch_budget(now, 1000)
+
+    plain = mirror_after([0.033, 0.031, 0.029], [40, 40, 40])
+    corrected = mirror_after([0.033, 0.031, 0.029, 0.030], [40, 40, 40, 40])
+    uncorrected = mirror_after([0.033, 0.031, 0.029, 0.030], [40, 40, 40, 40], throttle_s=0.001)
+    larger = mirror_after([0.033, 0.031, 0.029, 0.030], [40, 40, 40, 44])
+    assert corrected == pytest.approx(plain + 0.030 * 400 - 40 + 9.6, abs=1e-6)
+    assert uncorrected < corrected - 9
+    assert larger == pytest.approx(plain + 0.030 * 400 - 44, abs=1e-6)
+
+
+def throttles_at_400(charge_delay_s: float, delays: dict[int, tuple[float, float]]) -> list[int]:
+    """The throttles of 300 topics of 4 partitions paced at R = B = 400 (``run_paced_job``)."""
+    return run_paced_job(Pacer(MutationQuota(rate=400, burst=400)), 300, 4, 400, 400, charge_delay_s, delays=delays)[1]
+
+
+def test_a_first_request_charged_later_than_the_steady_ones_after_their_commit_draws_no_throttle() -> None:
+    """The correction leaves 5 ms for the jitter of the steady requests' own charges: here the three it reads were
+    charged 4 ms after their send, a later one 0.2 ms, and the first 2 ms. Without the jitter it would take the
+    first as charged at its send, and the mirror would run 0.7 mutations ahead of the broker for good."""
+    slow = dict.fromkeys((3, 4, 5), (0.004, 0.034))  # 0: the first, 1: the rest of the bucket, 2: 11 topics
+    throttles = throttles_at_400(0.0002, {0: (0.002, 0.032), **slow})
     assert not any(throttles), throttles
 
 
-def paced_engine(topics: int, at: float) -> Engine:
-    """An engine pacing to R = B = 400 whose contact probe (asked at 0) was answered at ``at``, with a call of
-    ``topics`` topics of 4 partitions submitted then."""
-    engine = Engine(pacer=Pacer(MutationQuota(rate=400, burst=400)), backoff=RetryBackoff(100, 100, jitter=0.0))
-    assert engine.step(0.0).probe
-    engine.on_probe(True, at)
-    call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 30.0, 30_000, True, None, None, started_at=at))
-    names = [f"t{i:03d}" for i in range(topics)]
-    engine.submit(call, [Topic(name, NewTopic(name, 4, 1), call, None, 4, 5) for name in names])
-    return engine
+def test_a_first_request_held_before_the_broker_read_it_is_not_corrected() -> None:
+    """QuotaBroker at load 15 (08:32 UTC): the broker read the first request 7 ms or more after its send (its
+    threads wait for the client's), answered it within 2 ms, and the steady ones in 1-2 ms. Its round trip is the
+    hold, not a commit: the correction gives nothing back and nothing is throttled."""
+    throttles = throttles_at_400(0.0003, {0: (0.0075, 0.009), **dict.fromkeys(range(1, 30), (0.0003, 0.0015))})
+    assert not any(throttles), throttles
 
 
-def test_the_engine_bounds_the_first_charge_by_a_probe_on_a_connection_that_is_up() -> None:
-    """The contact probe took 20 ms (its connection's handshake too). Before the first request from a full bucket
-    the engine asks the probe again and waits for it: 2 ms, so the floor's 5 ms bound the charge of the request
-    (sent at 22 ms, answered at 62 ms). The next request carries the refill from 27 ms on: 374 mutations, 93
-    topics (92 charged as of the contact probe's 20 ms, 90 as of its own answer)."""
-    engine = paced_engine(300, 0.020)
-    out = engine.step(0.020)
-    assert out.send is None
-    assert out.probe
-    engine.on_probe(True, 0.022)
-    first = engine.step(0.022).send
-    assert first is not None
-    assert len(first.topics) == 10  # the steady size: no mutation round trip is known yet
-    engine.on_results(first, {topic.name: None for topic in first.topics}, 0.062)
-    second = engine.step(0.062).send
-    assert second is not None
-    assert len(second.topics) == 93
-    assert not engine.step(0.2).probe  # once a client
-
-
-def test_the_first_request_waits_for_the_pacers_probe_a_tenth_of_a_second_at_most() -> None:
-    """Unanswered, the probe holds the first request 0.1 s; the request is then charged as of the contact probe's
-    round trip. A job the full bucket covers goes at once, with no probe."""
-    engine = paced_engine(300, 0.020)
-    out = engine.step(0.020)
-    assert out.send is None
-    assert out.probe
-    assert out.wake_at == pytest.approx(0.120)
-    assert engine.step(0.119).send is None
-    sent = engine.step(out.wake_at).send
-    assert sent is not None
-    assert len(sent.topics) == 10
-    small = paced_engine(100, 0.020).step(0.020)
-    assert not small.probe
-    assert small.send is not None
-    assert len(small.send.topics) == 100
+def test_a_slow_first_answer_leaves_the_second_request_room_for_a_slow_charge() -> None:
+    """Kafka at load 15 (2026-11-27 08:22 UTC): the first request (10 topics) was charged 2 ms after its send and
+    answered 97 ms after it; the second waited 84 ms in the broker's request queue and was charged 91 ms after its
+    send. Charged as of its answer, the first leaves the mirror 360 at the second's send, so the broker's bucket does
+    not fill up while the second waits, and nothing is throttled."""
+    throttles = throttles_at_400(0.002, {0: (0.002, 0.097), 1: (0.091, 0.400)})
+    assert not any(throttles), throttles

@@ -146,9 +146,6 @@ _AUTH_ERRORS = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILE
 # Once a broker has answered, requests carry their calls' own timeouts.
 FIRST_CONTACT_TIMEOUT_S = 5.0
 CONTACT_PROBE_TIMEOUT_S = FIRST_CONTACT_TIMEOUT_S
-# How long the pacer's first request from a full bucket waits for the probe asked before it (``_pacing_probe_wait``):
-# answered by a broker on a connection that is up, it takes milliseconds.
-PACING_PROBE_WAIT_S = 0.1
 CONTACT_VERDICT_MARGIN_S = 0.5
 # An authentication failure fails what is pending and what is submitted this soon after it; librdkafka keeps
 # reconnecting and reports it again if it persists.
@@ -235,8 +232,6 @@ class Engine:
         self._request: Request | None = None
         self._auth_error: tuple[KafkaError, float] | None = None  # (error, when it was reported)
         self._contact = Contact()  # first contact: has a broker answered this client?
-        self._pacing_probed = False  # the pacer's probe was asked (once a client: ``_pacing_probe_wait``)
-        self._pacing_probe_at: float | None = None  # ... and is in flight since
         self._metadata = MetadataReads()  # partition counts, and the cluster's default partition count
         self._closed = False
         self._out: list[Action] = []  # what to do, decided since the last step (``actions``)
@@ -385,15 +380,7 @@ class Engine:
         self._final_at = max(self._final_at, now + self._connection.drained(outcome))
 
     def on_probe(self, answered: bool, now: float) -> None:
-        """The contact probe's outcome: a broker answered it (even with an error), or not. Its round trip bounds when
-        the broker charges the pacer's first request (``pacer``)."""
-        if self._pacing_probe_at is not None:  # the pacer's probe (``_pacing_probe_wait``)
-            if answered and self._pacer is not None:
-                self._pacer.on_plain_round_trip(now - self._pacing_probe_at)
-            self._pacing_probe_at = None
-            return
-        if answered and self._pacer is not None and self._contact.probe is ProbeState.ASKED:
-            self._pacer.on_plain_round_trip(now - self._contact.probe_asked_at)
+        """The contact probe's outcome: a broker answered it (even with an error), or not."""
         self._contact.probed(answered)
 
     @property
@@ -933,27 +920,9 @@ class Engine:
         topics = list(self._eligible(kind, now))
         if (wake_at := self._metadata_wait(topics)) is not None:
             return wake_at
-        if (wake_at := self._pacing_probe_wait(topics, now)) is not None:
-            return wake_at
         if (wake_at := self._pacing_wait(head, topics, now)) is not None:
             return wake_at
         return self._compose(kind, topics, now)
-
-    def _pacing_probe_wait(self, topics: list[Topic], now: float) -> float | None:
-        """Before the pacer's first request from a full bucket that leaves work waiting: the probe again, on a
-        connection now up (the contact probe's round trip took its handshake too), and the request waits for its
-        answer, at most PACING_PROBE_WAIT_S. Its round trip bounds when the broker charges that request
-        (``pacer``). Once a client. Returns when to look again (None: go on)."""
-        if self._pacing_probe_at is not None:
-            wait_until = self._pacing_probe_at + PACING_PROBE_WAIT_S
-            return wait_until if now < wait_until else None  # or woken by its answer
-        if self._pacing_probed or self._pacer is None:
-            return None
-        if not self._pacer.first_from_full(now, sum(topic.cost or 0 for topic in topics)):
-            return None
-        self._pacing_probed, self._pacing_probe_at = True, now
-        self._out.append(Probe())
-        return now + PACING_PROBE_WAIT_S
 
     def _throttle_wait(self, now: float) -> float | None:
         """KIP-219: nothing is sent while a throttle lasts; returns when it ends (None: no throttle). A call that
