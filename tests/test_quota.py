@@ -8,6 +8,7 @@ import math
 import pytest
 
 from throttled_admin import MutationQuota
+from throttled_admin._engine import pacer as pacer_module
 from throttled_admin._engine.pacer import _CHARGE_JITTER_S, Pacer
 from throttled_admin._kafka.token_bucket import TokenBucket, throttle_time_ms
 
@@ -173,6 +174,56 @@ def test_the_first_charge_is_corrected_by_the_shortest_of_three_steady_round_tri
     assert corrected == pytest.approx(plain + 0.030 * 400 - 40 + 9.6, abs=1e-6)
     assert uncorrected < corrected - 9
     assert larger == pytest.approx(plain + 0.030 * 400 - 44, abs=1e-6)
+
+
+def test_the_first_charge_is_left_as_charged_without_three_steady_answers_within_thirty(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A first request of 40 (answered in 33 ms) followed by answers of 44 mutations (larger than it), then three
+    of 40 (30 ms each): after 27 of the 44s (30 answers in all) the first is corrected, 25 ms of refill (10
+    mutations) back; after 28 it is left as charged: the mirror keeps no history past thirty answers."""
+
+    def mirror_after(sizes: list[float]) -> float:
+        pacer = Pacer(MutationQuota(rate=400, burst=400))
+        now = 0.0
+        for index, size in enumerate(sizes):
+            now += pacer.wait_s(4, pending_cost=1000, now=now)
+            pacer.batch_budget(now, 1000)
+            round_trip_s = 0.033 if index == 0 else 0.030
+            pacer.on_response(admitted=size, throttle_s=0.0, sent_at=now, now=now + round_trip_s)
+            now += round_trip_s
+        return pacer.batch_budget(now, 1000)
+
+    late = [40.0] + [44.0] * 28 + [40.0] * 3
+    in_time = [40.0] + [44.0] * 27 + [40.0] * 3
+    corrected_late, corrected_in_time = mirror_after(late), mirror_after(in_time)
+    monkeypatch.setattr(pacer_module, "_CORRECTION_SAMPLES", 10**9)  # never corrected
+    assert corrected_late == pytest.approx(mirror_after(late), abs=1e-6)
+    assert corrected_in_time == pytest.approx(mirror_after(in_time) + 10.0, abs=1e-6)
+
+
+def test_a_new_learned_rate_drops_the_first_charges_correction(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A learned rate that changes after the first request (Redpanda's answers are samples) leaves it as charged:
+    replaying the old charges at the new rate would make up refill the broker never gave."""
+
+    def mirror_after(new_rate: float | None) -> float:
+        pacer = Pacer(MutationQuota())
+        pacer.sample(400)  # paced at 380/s, a one-second bucket
+        now = 0.0
+        for index in range(4):
+            now += pacer.wait_s(4, pending_cost=1000, now=now)
+            pacer.batch_budget(now, 1000)
+            round_trip_s = 0.033 if index == 0 else 0.030
+            pacer.on_response(admitted=36, throttle_s=0.0, sent_at=now, now=now + round_trip_s)
+            now += round_trip_s
+            if index == 0 and new_rate is not None:
+                pacer.sample(new_rate)
+        return pacer.batch_budget(now, 1000)
+
+    corrected, changed = mirror_after(None), mirror_after(400)  # the median of two samples of 400: the same rate
+    monkeypatch.setattr(pacer_module, "_CORRECTION_SAMPLES", 10**9)  # never corrected
+    assert corrected > mirror_after(None) + 9
+    assert changed == pytest.approx(mirror_after(400), abs=1e-6)
 
 
 def throttles_at_400(charge_delay_s: float, delays: dict[int, tuple[float, float]]) -> list[int]:

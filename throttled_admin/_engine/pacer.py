@@ -52,6 +52,7 @@ _MAX_REFILL_S = 1.0
 # The first charge's correction (``_FirstCharge``): the steady answers it waits for, and the jitter it leaves for
 # the send-to-charge delays of requests after them (the client's thread, the broker's queue).
 _CORRECTION_SAMPLES = 3
+_CORRECTION_HORIZON = 30  # answers after the first: without the samples by then, it is left as charged
 _CHARGE_JITTER_S = 0.005
 # The budget is rounded to this many decimals: a wait computed to the exact token leaves the mirror a rounding error
 # short (31.999999999 for 32), and the request would go without its last topic.
@@ -109,6 +110,7 @@ class Pacer:
         if self._bucket is None:
             self._bucket = TokenBucket(rate, window_num=1, window_size_s=burst / rate)
         else:
+            self._first_charge = None  # its replay would take the new rate for the old one
             self._bucket.rate = rate
             self._bucket.window_size_s = burst / rate
             self._bucket.tokens = min(self._bucket.tokens, self._bucket.burst)
@@ -197,6 +199,9 @@ class Pacer:
         the refill again), and takes what the replay holds if that is more (module docstring)."""
         first = self._first_charge
         assert first is not None
+        if len(first.charges) > _CORRECTION_HORIZON:
+            self._first_charge = None
+            return
         if admitted > first.admitted:
             return
         first.steady_round_trips_s.append(round_trip_s)
