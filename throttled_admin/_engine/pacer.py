@@ -158,17 +158,7 @@ class Pacer:
         self._shortest_round_trip_s = min(self._shortest_round_trip_s, round_trip_s)
         bucket = self._bucket
         if bucket is not None and admitted > 0:
-            full = _full_at(bucket, sent_at)
-            charged_at = min(now, sent_at + self._shortest_round_trip_s)
-            if bucket.last_update_s is not None:
-                charged_at = max(charged_at, bucket.last_update_s)  # measured since: it cannot be rewound
-            bucket.record(admitted, charged_at)
-            bucket.measure(now)
-            if full:  # the refill after the broker's charge, until this one, is lost to the mirror: corrected later
-                self._first_charge = _FirstCharge(sent_at, admitted, round_trip_s, charged_at - sent_at)
-            elif self._first_charge is not None and throttle_s == 0:
-                self._first_charge.charges.append((charged_at, admitted))
-                self._correct_first_charge(bucket, admitted, round_trip_s, now)
+            self._charge(bucket, admitted, throttled=throttle_s > 0, sent_at=sent_at, now=now)
         if sent_at - self._last_throttle_end > _MAX_REFILL_S:
             self._anchor = None  # the bucket may have filled up since: start a new sample
         if self._anchor is not None:
@@ -190,6 +180,22 @@ class Pacer:
                 self._first_charge = None
         elif self._bucket is None:
             self._probe *= 2  # answered without a throttle: the quota (if any) allows more
+
+    def _charge(self, bucket: TokenBucket, admitted: float, *, throttled: bool, sent_at: float, now: float) -> None:
+        """The mirror charged as of the send plus the shortest round trip (never before it was last measured), and
+        the first charge from a full mirror noted, or corrected by this answer (module docstring)."""
+        round_trip_s = max(0.0, now - sent_at)
+        full = _full_at(bucket, sent_at)
+        charged_at = min(now, sent_at + self._shortest_round_trip_s)
+        if bucket.last_update_s is not None:
+            charged_at = max(charged_at, bucket.last_update_s)  # measured since: it cannot be rewound
+        bucket.record(admitted, charged_at)
+        bucket.measure(now)
+        if full:  # the refill after the broker's charge, until this one, is lost to the mirror: corrected later
+            self._first_charge = _FirstCharge(sent_at, admitted, round_trip_s, charged_at - sent_at)
+        elif self._first_charge is not None and not throttled:
+            self._first_charge.charges.append((charged_at, admitted))
+            self._correct_first_charge(bucket, admitted, round_trip_s, now)
 
     def _correct_first_charge(self, bucket: TokenBucket, admitted: float, round_trip_s: float, now: float) -> None:
         """A steady answer after the first request from a full mirror: once ``_CORRECTION_SAMPLES`` of them, no
