@@ -158,7 +158,7 @@ class Pacer:
         self._shortest_round_trip_s = min(self._shortest_round_trip_s, round_trip_s)
         bucket = self._bucket
         if bucket is not None and admitted > 0:
-            self._charge(bucket, admitted, throttled=throttle_s > 0, sent_at=sent_at, now=now)
+            self._charge(bucket, admitted, round_trip_s, throttled=throttle_s > 0, sent_at=sent_at, now=now)
         if sent_at - self._last_throttle_end > _MAX_REFILL_S:
             self._anchor = None  # the bucket may have filled up since: start a new sample
         if self._anchor is not None:
@@ -181,10 +181,11 @@ class Pacer:
         elif self._bucket is None:
             self._probe *= 2  # answered without a throttle: the quota (if any) allows more
 
-    def _charge(self, bucket: TokenBucket, admitted: float, *, throttled: bool, sent_at: float, now: float) -> None:
+    def _charge(
+        self, bucket: TokenBucket, admitted: float, round_trip_s: float, *, throttled: bool, sent_at: float, now: float
+    ) -> None:
         """The mirror charged as of the send plus the shortest round trip (never before it was last measured), and
         the first charge from a full mirror noted, or corrected by this answer (module docstring)."""
-        round_trip_s = max(0.0, now - sent_at)
         full = _full_at(bucket, sent_at)
         charged_at = min(now, sent_at + self._shortest_round_trip_s)
         if bucket.last_update_s is not None:
