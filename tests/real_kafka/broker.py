@@ -7,6 +7,12 @@ log directory and a heap of at most 512 MiB, and is stopped by :meth:`KafkaClust
 it answers real requests (a validate-only CreateTopics that needs every broker registered, then ApiVersions on
 every broker's listeners), not after a sleep.
 
+A quorum (``BrokerSpec(quorum=3)``) is three combined nodes, each a broker and one of three controller voters, as
+production runs KRaft: the tests that use it stop, kill -9 and restart its nodes on the same ports and data
+(:meth:`KafkaCluster.stop_node`, :meth:`KafkaCluster.start_node`, :meth:`KafkaCluster.restart_node`), roll them in
+turn (:meth:`KafkaCluster.roll`), and ask which node is the active controller (:meth:`KafkaCluster.active_controller`,
+DescribeQuorum). Such a cluster is a test module's own, never shared: each destructive test leaves all its nodes up.
+
 What the tests may change, by :class:`BrokerSpec`: the quota windows (static broker configs, so each costs a JVM),
 ``num.partitions``, a slow controller (``SlowCreatePolicy``, tests/real_kafka/java/, which sleeps on the
 controller's thread for topics named ``slow-<ms>-...``, with session timeouts raised so that a blocked controller
@@ -27,7 +33,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,7 +96,12 @@ class BrokerSpec:
     slow_controller: bool = False
     request_log: bool = False
     brokers: int = 1  # 1: one combined node; N > 1: one controller and N brokers
+    quorum: int = 1  # N > 1: N combined broker+controller nodes, N controller voters (``brokers`` must be 1)
     extra: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.quorum > 1 and self.brokers != 1:
+            raise ValueError("a quorum is of combined nodes: give quorum or brokers, not both")
 
     @property
     def key(self) -> str:
@@ -99,6 +110,8 @@ class BrokerSpec:
             parts.append("slow")
         if self.request_log:
             parts.append("reqlog")
+        if self.quorum > 1:
+            parts.append(f"q{self.quorum}")
         parts += [f"{k}={v}" for k, v in self.extra]
         return "-".join(parts).replace("/", "_").replace(".", "_")
 
@@ -175,7 +188,9 @@ class KafkaCluster:
         t0 = time.monotonic()
         root.mkdir(parents=True, exist_ok=True)
         cluster = cls(spec=spec, root=str(root), cluster_id=_cluster_id())
-        if spec.brokers == 1:
+        if spec.quorum > 1:
+            cluster.nodes = [Node(i + 1, "broker,controller", str(root / f"node-{i + 1}")) for i in range(spec.quorum)]
+        elif spec.brokers == 1:
             cluster.nodes = [Node(1, "broker,controller", str(root / "node-1"))]
         else:
             cluster.nodes = [Node(1, "controller", str(root / "node-1"))] + [
@@ -222,6 +237,70 @@ class KafkaCluster:
     def alive(self) -> bool:
         return all(n.pid and _pid_alive(*n.process) for n in self.nodes)
 
+    # ------------------------------------------------------------------------------ one node at a time
+
+    def node(self, node_id: int) -> Node:
+        return next(n for n in self.nodes if n.node_id == node_id)
+
+    def stop_node(self, node: Node, *, kill: bool = False) -> None:
+        """Stop one JVM and keep its data: SIGTERM (a controlled shutdown, as a rolling upgrade does it; SIGKILL
+        after 30 s) or, with ``kill``, SIGKILL at once (kill -9: a crash). Returns once the process is gone."""
+        if not node.pid:
+            return
+        if kill:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(node.pid, signal.SIGKILL)
+        stop_pids([node.process], grace_s=0.0 if kill else 30.0)
+        proc = self._procs.pop(node.node_id, None)
+        if proc is not None:
+            proc.wait()
+        node.pid = node.started = 0
+
+    def start_node(self, node: Node) -> None:
+        """Start a stopped node again on its ports and data, and return once the cluster has it back: every broker
+        registered and unfenced (a create of replication factor = brokers validates) and its listeners answer."""
+        if node.pid:
+            return
+        self._launch(classpath(), node)
+        self._wait_ready()
+
+    def restart_node(self, node: Node, *, kill: bool = False) -> None:
+        self.stop_node(node, kill=kill)
+        self.start_node(node)
+
+    def roll(self, between: Callable[[Node], None] | None = None) -> None:
+        """A rolling restart: each node in turn stopped (controlled), started again, and waited for. ``between``
+        runs while each node is down."""
+        for node in self.nodes:
+            self.stop_node(node)
+            if between is not None:
+                between(node)
+            self.start_node(node)
+
+    def active_controller(self, timeout_s: float = 30.0) -> int:
+        """The node id of the active controller (the raft leader of ``__cluster_metadata``), from DescribeQuorum
+        as ``kafka-metadata-quorum.sh describe --status`` asks it; waits while an election is under way."""
+        from kafka.protocol.admin.cluster import DescribeQuorumRequest
+
+        topic = DescribeQuorumRequest.TopicData
+        request = DescribeQuorumRequest(
+            version=0,
+            topics=[topic(topic_name="__cluster_metadata", partitions=[topic.PartitionData(partition_index=0)])],
+        )
+        deadline = time.monotonic() + timeout_s
+        while True:
+            for node in self.brokers:
+                if not node.pid:
+                    continue
+                with contextlib.suppress(OSError):
+                    response = self._wire_request(request, node.plaintext_port)
+                    leader = response.topics[0].partitions[0].leader_id if not response.error_code else -1
+                    if leader >= 0 and self.node(leader).pid:
+                        return int(leader)
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no active controller within {timeout_s:.0f} s")
+            time.sleep(0.1)  # an election is under way: ask again shortly
+
     def to_json(self) -> str:
         return json.dumps(
             {
@@ -260,28 +339,32 @@ class KafkaCluster:
 
         barrier = f"{barrier_prefix()}{uuid.uuid4().hex}"
         conf: Conf = {"client.id": "kafka-fixture", "log_level": 0}
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, **conf})
+        live = [n for n in self.brokers if n.pid]
+        admin = AdminClient({"bootstrap.servers": ",".join(f"127.0.0.1:{n.plaintext_port}" for n in live), **conf})
         admin.create_topics([NewTopic(barrier, 1, 1)])[barrier].result(timeout=60)
-        views = [AdminClient({"bootstrap.servers": f"127.0.0.1:{n.plaintext_port}", **conf}) for n in self.brokers]
         deadline = time.monotonic() + 60
         held: dict[str, int] = {}
         try:
-            for node, view in zip(self.brokers, views, strict=True):
-                while True:
-                    metadata = view.list_topics(timeout=10)
-                    if barrier in metadata.topics and metadata.orig_broker_id == node.node_id:
-                        break
+            for node in live:
+                # Each node asked on its own connection (Metadata over the wire, as kafka-python sends it):
+                # librdkafka would send a listing to whichever broker it likes.
+                while barrier not in (listed := self.metadata(node)):
                     if time.monotonic() > deadline:
                         raise RuntimeError(f"node {node.node_id} did not list {barrier} within 60 s")
                     time.sleep(0.02)
-                held = {
-                    n: len(t.partitions) for n, t in metadata.topics.items() if n.startswith(prefix) and n != barrier
-                }
+                held = {n: count for n, count in listed.items() if n.startswith(prefix) and n != barrier}
         finally:
             # Awaited, and a failure raises: unawaited, the next read could list the barrier, and one whose
             # AdminClient went with the request unsent stayed for good.
             admin.delete_topics([barrier])[barrier].result(timeout=60)
         return held
+
+    def metadata(self, node: Node) -> dict[str, int]:
+        """Topic -> partition count as ``node``'s own Metadata lists them now (it may trail the controller)."""
+        from kafka.protocol.metadata import MetadataRequest
+
+        response = self._wire_request(MetadataRequest(version=12, topics=None), node.plaintext_port)
+        return {t.name: len(t.partitions) for t in response.topics if not t.error_code and t.name}
 
     # ------------------------------------------------------------------------------------------- quotas
 
@@ -477,7 +560,8 @@ class KafkaCluster:
         from confluent_kafka.admin import AdminClient, NewTopic
 
         deadline = time.monotonic() + START_TIMEOUT_S
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "client.id": "kafka-fixture", "log_level": 0})
+        bootstrap = ",".join(f"127.0.0.1:{n.plaintext_port}" for n in self.brokers if n.pid)
+        admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "kafka-fixture", "log_level": 0})
         try:
             while True:
                 self._check_running()
@@ -511,7 +595,9 @@ class KafkaCluster:
 
     def _check_running(self) -> None:
         for node in self.nodes:
-            proc = self._procs[node.node_id]
+            proc = self._procs.get(node.node_id)
+            if proc is None:
+                raise RuntimeError(f"Kafka node {node.node_id} is not running")
             if proc.poll() is not None:
                 tail = self._tail(node)
                 if "Address already in use" in tail:
