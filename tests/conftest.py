@@ -132,7 +132,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 _KAFKA_SHARE = pytest.StashKey[Path]()
-_KAFKA_FIXTURES = {"kafka_broker", "kafka_slow_broker", "kafka_cluster_of", "kafka_ns", "kafka_tools"}
+_KAFKA_FIXTURES = {"kafka_broker", "kafka_slow_broker", "kafka_cluster_of", "kafka_ns", "kafka_tools", "kafka_quorum"}
+# Every test that takes ``kafka_quorum`` runs on one pytest worker (an xdist group): one quorum per run.
+QUORUM_GROUP = "kafka-quorum"
 
 
 @pytest.fixture(scope="session")
@@ -208,17 +210,47 @@ def any_broker(
         either_broker.stop(broker)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files with a slow test (Spark sessions and clusters, faults, load) run first: with two workers taking a
-    file at a time (``--dist loadfile``), a long file collected last would run alone at the end. A test that uses
-    Apache Kafka must say so with the ``kafka`` marker."""
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Files with a slow test (Spark sessions and clusters, faults, load) run first: with workers taking a file at a
+    time, a long file collected last would run alone at the end. A test that uses Apache Kafka must say so with the
+    ``kafka`` marker. Under ``--dist loadgroup`` (the Makefile's) each file is a group, as ``loadfile`` makes it,
+    except that every test on the three-node quorum joins one group: its destructive tests share one cluster, on
+    one worker."""
+    grouped = config.getoption("dist", "no") == "loadgroup"
     for item in items:
-        uses = _KAFKA_FIXTURES & set(getattr(item, "fixturenames", ()))
+        fixtures = set(getattr(item, "fixturenames", ()))
+        uses = _KAFKA_FIXTURES & fixtures
         if uses and item.get_closest_marker("kafka") is None:
             raise pytest.UsageError(f"{item.nodeid} uses {sorted(uses)} but is not marked `kafka`")
+        if grouped and item.get_closest_marker("xdist_group") is None:
+            group = QUORUM_GROUP if "kafka_quorum" in fixtures else item.path.stem
+            item.add_marker(pytest.mark.xdist_group(group))
     slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
     order = {id(item): index for index, item in enumerate(items)}
     items.sort(key=lambda item: (item.path not in slow_files, order[id(item)]))
+
+
+@pytest.fixture(scope="session")
+def _kafka_quorum_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    from tests.real_kafka.broker import BrokerSpec, KafkaCluster
+
+    cluster = KafkaCluster.start(BrokerSpec(quorum=3), tmp_path_factory.mktemp("kafka-quorum"))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def kafka_quorum(_kafka_quorum_cluster: KafkaCluster) -> Iterator[KafkaCluster]:
+    """The run's own Kafka 4.4 quorum: three combined broker+controller nodes (tests/real_kafka/broker.py) that a
+    test may stop, kill -9, restart and roll. Not shared between workers: every test that takes it runs on one
+    worker (``QUORUM_GROUP``), one at a time, and whatever nodes a test left stopped are started again after it, so
+    the next test finds all three up. Keep tests apart with ``kafka_ns`` as on the shared broker."""
+    yield _kafka_quorum_cluster
+    for node in _kafka_quorum_cluster.nodes:
+        _kafka_quorum_cluster.start_node(node)
 
 
 @pytest.fixture

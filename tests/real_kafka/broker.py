@@ -277,7 +277,7 @@ class KafkaCluster:
                 between(node)
             self.start_node(node)
 
-    def active_controller(self, timeout_s: float = 30.0) -> int:
+    def active_controller(self, timeout_s: float = 60.0) -> int:
         """The node id of the active controller (the raft leader of ``__cluster_metadata``), from DescribeQuorum
         as ``kafka-metadata-quorum.sh describe --status`` asks it; waits while an election is under way."""
         from kafka.protocol.admin.cluster import DescribeQuorumRequest
@@ -292,8 +292,8 @@ class KafkaCluster:
             for node in self.brokers:
                 if not node.pid:
                     continue
-                with contextlib.suppress(OSError):
-                    response = self._wire_request(request, node.plaintext_port)
+                with contextlib.suppress(OSError):  # a broker still forwarding to a dead controller: ask another
+                    response = self._wire_request(request, node.plaintext_port, timeout_s=3.0)
                     leader = response.topics[0].partitions[0].leader_id if not response.error_code else -1
                     if leader >= 0 and self.node(leader).pid:
                         return int(leader)
@@ -420,10 +420,10 @@ class KafkaCluster:
                     return float(value.value)
         return None
 
-    def _wire_request(self, request: Any, port: int | None = None) -> Any:
+    def _wire_request(self, request: Any, port: int | None = None, timeout_s: float = 30.0) -> Any:
         from kafka.protocol.api_header import ResponseClassRegistry
 
-        with socket.create_connection(("127.0.0.1", port or self.brokers[0].plaintext_port), timeout=30) as sock:
+        with socket.create_connection(("127.0.0.1", port or self.brokers[0].plaintext_port), timeout=timeout_s) as sock:
             request.with_header(correlation_id=1, client_id="kafka-fixture")
             sock.sendall(bytes(request.encode(header=True, framed=True)))
             size = struct.unpack(">i", _read(sock, 4))[0]
