@@ -13,7 +13,8 @@
 - ``NOT_SENT``: librdkafka gave up before it built the request ("Failed while waiting for controller" or "...
   for broker": ``rd_kafka_admin_worker`` builds a request only once the controller is up, and a timed-out
   operation is freed, so it can never be sent later);
-- ``UNKNOWN``: the request may or may not have been applied: the connection died after it was written, no
+- ``UNKNOWN``: the request may or may not have been applied: the connection died after it was written
+  (``_TRANSPORT``; ``_DESTROY_BROKER`` before librdkafka 2.16, for a request in flight on a broker that went away), no
   response came ("Failed while waiting for response from broker"), or the response could not be read
   (``_BAD_MSG``: a garbled answer to a request the broker may have applied). Re-sent within the deadline, and
   a later "already exists" says so.
@@ -29,7 +30,15 @@ from confluent_kafka import KafkaError, KafkaException
 from throttled_admin._engine.batch_cap import is_batch_cap
 from throttled_admin._kafka.refusals import REDPANDA_QUOTA_MESSAGE
 
-__all__ = ["REDPANDA_QUOTA_MESSAGE", "Outcome", "classify", "error_of", "is_broker_answer", "was_written"]
+__all__ = [
+    "REDPANDA_QUOTA_MESSAGE",
+    "Outcome",
+    "classify",
+    "connection_lost",
+    "error_of",
+    "is_broker_answer",
+    "was_written",
+]
 
 
 class Outcome(enum.Enum):
@@ -43,7 +52,10 @@ class Outcome(enum.Enum):
 
 
 _NOT_APPLIED = {KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT}
-_UNKNOWN = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._MSG_TIMED_OUT, KafkaError._BAD_MSG}
+# A request in flight on a broker that goes away fails _TRANSPORT in librdkafka 2.16, _DESTROY_BROKER before
+# (confluent-kafka>=2.6 allows those): either way it may have been applied.
+_CONNECTION_LOST = {KafkaError._TRANSPORT, KafkaError._DESTROY_BROKER}
+_UNKNOWN = {KafkaError._TIMED_OUT, KafkaError._MSG_TIMED_OUT, KafkaError._BAD_MSG, *_CONNECTION_LOST}
 # librdkafka's own errors are RD_KAFKA_RESP_ERR__BEGIN (-200) < code < RD_KAFKA_RESP_ERR__END (-100); -1 is the
 # broker's UNKNOWN_SERVER_ERROR
 _LOCAL_ERRORS = range(-199, -100)
@@ -100,6 +112,13 @@ def was_written(exc: BaseException | None) -> bool:
     error = error_of(exc)
     if error is None:
         return False
-    return error.code() == KafkaError._TRANSPORT or (
+    return error.code() in _CONNECTION_LOST or (
         error.code() == KafkaError._TIMED_OUT and "waiting for response" in error.str()
     )
+
+
+def connection_lost(exc: BaseException | None) -> bool:
+    """True when the request's connection died under it (the broker went away): written, and its connection gone
+    (``_TRANSPORT``, or ``_DESTROY_BROKER`` from librdkafka before 2.16)."""
+    error = error_of(exc)
+    return error is not None and error.code() in _CONNECTION_LOST

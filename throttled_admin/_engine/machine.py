@@ -71,6 +71,7 @@ from throttled_admin._engine.classify import (
     REDPANDA_QUOTA_MESSAGE,
     Outcome,
     classify,
+    connection_lost,
     error_of,
     is_broker_answer,
     was_written,
@@ -95,7 +96,7 @@ from throttled_admin._engine.pacer import MutationQuota, Pacer
 from throttled_admin._engine.redpanda import RedpandaHold
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.round_trip import MIN_SAMPLES, RoundTrip
-from throttled_admin._engine.throttle import ThrottleTracker
+from throttled_admin._engine.throttle import ThrottleTracker, failed_node
 from throttled_admin._engine.verdict import Verdict, verdict
 from throttled_admin._engine.visibility import READ_BEFORE_DEADLINE_S, BrokerViews, Visibility, ids_shown, lagging
 from throttled_admin._engine.work import CREATE_TOPICS, Call, NameHolds, RequestKind, Topic
@@ -161,6 +162,7 @@ _HELD, _QUEUED, _IN_FLIGHT, _SETTLED = (
     TopicState.SETTLED,
 )
 _THROTTLED = Outcome.THROTTLED
+_SPEAKS_FOR_QUOTA = frozenset((Outcome.SUCCESS, Outcome.THROTTLED))  # charged, or refused for the quota
 
 
 @dataclass(eq=False)
@@ -325,11 +327,15 @@ class Engine:
         failed before its handshake (``contact``) counts until a broker has answered."""
         if error.code() in _AUTH_ERRORS:
             self._auth_error = (error, now)
+        elif error.code() == KafkaError._ALL_BROKERS_DOWN:
+            self._gate.every_connection_gone()  # every connection is down: none carries a throttle
         else:
             self.on_log(error.str(), now)
 
     def on_log(self, line: str, now: float) -> None:
-        """A librdkafka ``FAIL`` log line (some failures before the handshake are told only there)."""
+        """A librdkafka ``FAIL`` log line (some failures before the handshake are told only there); a connection
+        that failed no longer carries its node's throttle (``throttle``)."""
+        self._gate.connection_gone(failed_node(line))
         if not self._contact.reached:
             self._contact.failed(contact_failure(line))
 
@@ -703,6 +709,9 @@ class Engine:
         throttle_s = self._record_response_throttle(request, answered)
         operation = request.kind.operation.name
         outcomes = {name: classify(exc, operation=operation, throttled=throttle_s > 0) for name, exc in results.items()}
+        self._gate.completed(
+            request.id, spoke_for_quota=answered and not _SPEAKS_FOR_QUOTA.isdisjoint(outcomes.values())
+        )
         response = _Response(results, outcomes, throttle_s, split=self._learn_batch_cap(request, outcomes))
         charged = 0
         if answered:
@@ -923,6 +932,8 @@ class Engine:
             return wake_at
         kind = head.call.kind
         topics = list(self._eligible(kind, now))
+        if self._gate.probe_due(now):  # a throttle whose connection is gone: one topic, the cheapest, first
+            topics = [min(topics, key=lambda topic: topic.cost or 0)]
         if (wake_at := self._metadata_wait(topics)) is not None:
             return wake_at
         if (wake_at := self._pacing_wait(head, topics, now)) is not None:
@@ -1040,6 +1051,7 @@ class Engine:
         request_id = next(self._request_ids)
         request = Request(kind, chosen, mutations, now, expires_at, request_timeout_s, operation_timeout_s, request_id)
         self._request = request
+        self._gate.sent(request_id, now)
         self._out.append(Send(request))
         operation, count = kind.operation.name, len(chosen)
         self._metric(RequestSent(operation, count, mutations))
@@ -1180,7 +1192,7 @@ def _may_still_be_on_the_connection(exc: BaseException | None) -> bool:
     error = error_of(exc)
     if error is None:
         return False
-    return error.code() == KafkaError._BAD_MSG or (was_written(exc) and error.code() != KafkaError._TRANSPORT)
+    return error.code() == KafkaError._BAD_MSG or (was_written(exc) and not connection_lost(exc))
 
 
 def _progress(topics: list[Topic], outcomes: dict[str, Outcome]) -> int:

@@ -9,32 +9,95 @@ librdkafka does not say which node a mutation will go to, and the controller can
 mutation is the latest throttle end over all nodes: never earlier than Java's per-node gate, and it still
 holds when the controller moves (where Java sends at once and is throttled again).
 
+A throttle that no broker holds any more (docs/semantics.md, "The gate ends with its connection"): Kafka mutes a
+connection (``KafkaChannel``), and a restarted broker's quota sensors start fresh. So once the connection that
+carried a node's throttle is gone (``connection_gone``: librdkafka reported it failed), that throttle no longer
+closes the gate; it asks for a probe instead (``probe_due``): the next request is kept to one topic, and only its
+answer, on a fresh connection, ends the old throttle: one that spoke for the quota (a topic charged or refused by
+it) with no throttle ends it; a throttle in the answer is the gate from then on (``record``); an answer that
+charged nothing proves nothing, and the next request is a probe again. Java keeps ``throttleUntilTimeMs`` across
+a reconnect (``ClusterConnectionStates``), so it waits out a throttle the restarted broker forgot.
+
 It also keeps how long work has waited for the gate (the local back-off time of KIP-219's metrics).
 """
 
 from __future__ import annotations
 
-__all__ = ["ThrottleTracker"]
+import re
+from dataclasses import dataclass
+
+__all__ = ["ThrottleTracker", "failed_node"]
+
+# librdkafka's broker name ends in "/NODEID" once the node is known ("127.0.0.1:9092/1",
+# "sasl_ssl://host:9093/2"), in "/bootstrap" before; a FAIL line or an error names it first.
+_FAILED_NODE = re.compile(r"^(?:\[thrd:[^\]]*\]: )?\S+/(?P<node>\d+): ")
+
+
+def failed_node(line: str) -> int | None:
+    """The node whose connection a librdkafka failure report (a ``FAIL`` log line, an ``error_cb`` error) names:
+    librdkafka holds one connection per broker and tears it down before it reports (``rd_kafka_broker_fail``)."""
+    match = _FAILED_NODE.match(line)
+    return None if match is None else int(match["node"])
+
+
+@dataclass(slots=True)
+class _Throttle:
+    until: float
+    gone: bool = False  # the connection that carried it is gone: it asks for a probe, it closes nothing
 
 
 class ThrottleTracker:
     """Not thread-safe: the engine's own state. Times are monotonic seconds."""
 
     def __init__(self) -> None:
-        self._until: dict[int, float] = {}  # node id -> when its throttle ends
+        self._until: dict[int, _Throttle] = {}  # node id -> its throttle
+        self._probe: int | None = None  # the id of the latest request sent as a probe
         self._wait: tuple[str, float] | None = None  # (operation, since when) work waits for the gate
 
     def record(self, node_id: int, throttle_s: float, now: float) -> None:
-        """A response from ``node_id`` carried ``throttle_s``; the end time never moves backwards."""
+        """A response from ``node_id`` carried ``throttle_s``; the end time never moves backwards, but on a fresh
+        connection, whose answer is the truth from then on."""
         if throttle_s <= 0:
             return
         until = now + throttle_s
-        if until > self._until.get(node_id, 0.0):
-            self._until[node_id] = until
+        throttle = self._until.get(node_id)
+        if throttle is None or throttle.gone or until > throttle.until:
+            self._until[node_id] = _Throttle(until)
+
+    def connection_gone(self, node_id: int | None) -> None:
+        """librdkafka reported the connection to ``node_id`` failed (None: it named no node)."""
+        throttle = self._until.get(node_id) if node_id is not None and node_id >= 0 else None
+        if throttle is not None:
+            throttle.gone = True
+
+    def every_connection_gone(self) -> None:
+        """librdkafka reported every broker down (``_ALL_BROKERS_DOWN``)."""
+        for node, throttle in self._until.items():
+            if node >= 0:  # -1: Redpanda's charge, which no connection carries
+                throttle.gone = True
 
     def remaining_s(self, now: float) -> float:
-        """Seconds until every node's throttle has ended (0 when none is throttled)."""
-        return max(0.0, max(self._until.values(), default=0.0) - now)
+        """Seconds until every throttle a live connection carries has ended (0 when none)."""
+        live = [throttle.until for throttle in self._until.values() if not throttle.gone]
+        return max(0.0, max(live, default=0.0) - now)
+
+    def probe_due(self, now: float) -> bool:
+        """A throttle whose connection is gone has not ended: the next request is a probe of one topic."""
+        return any(t.gone and t.until > now for t in self._until.values())
+
+    def sent(self, request_id: int, now: float) -> None:
+        if self.probe_due(now):
+            self._probe = request_id
+
+    def completed(self, request_id: int, *, spoke_for_quota: bool) -> None:
+        """A request completed; ``spoke_for_quota``: a broker answered it, charging a topic or refusing one for the
+        quota (its throttle, if any, was recorded first). The probe's such answer ends every throttle whose
+        connection is gone."""
+        if request_id != self._probe:
+            return
+        self._probe = None
+        if spoke_for_quota:
+            self._until = {node: t for node, t in self._until.items() if not t.gone}
 
     @property
     def waiting(self) -> bool:
