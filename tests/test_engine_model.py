@@ -10,7 +10,9 @@ handshake, ApiVersions unanswered, a listener of the other protocol); Redpanda's
 refusals; three brokers whose Metadata lags (``wait_for_metadata``), topics deleted and created again under the same
 name (incarnations: topic ids); a connection that still carries a request librdkafka gave up on (the sentinel
 answered, closed or never sent), sends cut short before or after confluent-kafka's call, topics cancelled in flight,
-calls of close budgets sharing a request, creates of the cluster's default partition count. A simulated driver does
+calls of close budgets sharing a request, creates of the cluster's default partition count; a connection that carried a
+throttle failing (a broker restart, its debt forgiven or not) and a request in flight lost with its node
+(``_TRANSPORT``, ``_DESTROY_BROKER``). A simulated driver does
 what the engine's outbox says, waking it when it asks. Rules a-j of
 ``throttled_admin/_engine/machine.py`` are checked after every step (and at every send and settlement), against
 what the model knows happened in the cluster, from what a driver sees (the outbox's sends and settlements, the
@@ -124,6 +126,11 @@ Results = dict[str, BaseException | None]  # a request's results by topic name, 
 # A request's fates after which it (or the mute after its answer) may still hold the connection: librdkafka gave up
 # waiting, never completed it, could not read its answer, or its send was cut short when it may have run
 ABANDONED = ("abandoned", "silent", "bad msg", "cut")
+# A request in flight on a node that goes away: librdkafka 2.16 fails it _TRANSPORT, earlier versions _DESTROY_BROKER
+LOST_WITH_THE_NODE = {
+    "transport": (KafkaError._TRANSPORT, "Local: Broker transport failure"),
+    "destroy broker": (KafkaError._DESTROY_BROKER, "Local: Broker handle destroyed without termination"),
+}
 
 
 def _error(code: int, text: str = "") -> KafkaException:
@@ -189,7 +196,10 @@ class EngineModel(RuleBasedStateMachine):
         self.cluster: dict[str, int] = {}
         self.bucket: TokenBucket | None = None
         self.mode = "none"
-        self.gate_until = 0.0
+        self.gates: dict[int, float] = {}  # node id -> when the throttle its live connection carries ends
+        self.gone: dict[
+            int, float
+        ] = {}  # node id -> the end of a throttle whose connection failed, no fresh answer yet
         self.round_trips: list[tuple[float, float]] = []  # (answered at, seconds) of whole answers
         self.throttle_events: list[float] = []  # ms, every event delivered to the engine
         self.answers_89 = 0
@@ -230,6 +240,15 @@ class EngineModel(RuleBasedStateMachine):
         self.told: list[Track] = []  # the topics settled, in order
         self.pending_at_close: list[Track] = []
         self.engine: Engine
+
+    @property
+    def gate_until(self) -> float:
+        """When every throttle a live connection carries has ended (rule b)."""
+        return max(self.gates.values(), default=0.0)
+
+    def probe_due(self) -> bool:
+        """A throttle whose connection failed lasts, and no fresh answer has said it is over (rule b)."""
+        return any(until > self.now for until in self.gone.values())
 
     @initialize(
         mode=st.sampled_from(["none", "strict", "permissive", "redpanda"]),
@@ -374,6 +393,7 @@ class EngineModel(RuleBasedStateMachine):
         tracks = [self.by_topic[id(topic)] for topic in request.topics]
         budgets = [_budget_s(t, self.now) for t in tracks]
         self.check_one_slot()
+        self.check_probe(request)
         self.check_names(tracks)
         self.check_sharing(request, budgets)
         self.check_cap_learned(tracks)
@@ -393,6 +413,13 @@ class EngineModel(RuleBasedStateMachine):
         assert self.flight is None, "rule b: a second request while one is in flight"
         assert not self.connection_busy, "rule b: written behind a request librdkafka abandoned, before the sentinel"
         assert self.now >= self.gate_until - EPSILON, "rule b: sent while the broker's throttle lasts"
+
+    def check_probe(self, request: Request) -> None:
+        """Rule b: a throttle whose connection failed closes nothing, but it ends only with a fresh answer: until
+        then, one topic a request."""
+        if self.probe_due():
+            assert len(request.topics) == 1, "rule b: more than a probe sent before a fresh answer ended the throttle"
+            event("rule b: a probe on a fresh connection while an old throttle lasts")
 
     def check_names(self, tracks: list[Track]) -> None:
         """Rule a: a name once per request, sent only by the earliest pending call naming it; a wait_for_metadata
@@ -459,6 +486,7 @@ class EngineModel(RuleBasedStateMachine):
             event("settled while connections fail before their handshake")
         self.check_truthful(track, exc)
         self.count_local_refusal(track, exc)
+        self.check_refused_for_a_live_throttle(track, exc)
         self.check_too_late(track, exc)
         self.check_cap_final(track, exc)
 
@@ -517,6 +545,19 @@ class EngineModel(RuleBasedStateMachine):
         if isinstance(exc, OutcomeUnknownError) and exc.why is OutcomeUnknownReason.THROTTLED:
             self.local_refusals += 1  # refused by a throttle after an attempt with no answer
             event("rule g: a throttle kept a topic with an unknown outcome from being sent again")
+
+    def check_refused_for_a_live_throttle(self, track: Track, exc: BaseException | None) -> None:
+        """Rule b: a topic refused as throttled without being sent, before its deadline, only while a throttle that a
+        live connection carries lasts, never for one whose connection failed and that no fresh answer renewed (an
+        engine that paces itself refuses on its own reckoning: not checked there)."""
+        local = isinstance(exc, ThrottlingQuotaExceededException) and track.answered_89_at != self.now
+        if not local or self.paced or self.mode == "redpanda" or self.now >= track.topic.call.spec.deadline - EPSILON:
+            return
+        if self.gone:
+            event("rule b: refused while a throttle whose connection failed lasts")
+        assert self.gate_until > self.now, (
+            f"rule b: {track.topic.name} refused for a throttle no live connection carries: {exc}"
+        )
 
     def check_too_late(self, track: Track, exc: BaseException | None) -> None:
         """Rule d: refused as "less than a round trip" (``NotSentReason.ROUND_TRIP``) only from a recent estimate
@@ -775,6 +816,7 @@ class EngineModel(RuleBasedStateMachine):
                 "bad msg",
                 "drop last",
                 "transport",
+                "destroy broker",
                 "not controller",
                 "timed out",
                 "no controller",
@@ -807,6 +849,7 @@ class EngineModel(RuleBasedStateMachine):
         self.note_cap_refusal(flight, fate, results)
         flight.retryable = _any_retryable(flight, results)
         self.note_contact(fate, len(flight.tracks))
+        self.note_fresh_answer(fate, results)
         if results or fate == "drop last":  # the driver hands over what librdkafka completed (an empty answer too)
             self.engine.on_results(flight.request, results, self.now)
         self.step()
@@ -818,11 +861,11 @@ class EngineModel(RuleBasedStateMachine):
         names = [t.topic.name for t in flight.tracks]
         if fate in ("ok", "bad msg", "drop last"):
             return self.broker_applies(flight, fate)
-        if fate == "transport":  # the connection died after the write (perhaps after the broker applied it)
+        if fate in LOST_WITH_THE_NODE:  # the connection died after the write (perhaps after the broker applied it)
             if applied:
                 self.cluster_apply(flight, answered=False)
             _mark_written(flight.tracks, unanswered=True)
-            return {n: _error(KafkaError._TRANSPORT, "Local: Broker transport failure") for n in names}
+            return {n: _error(*LOST_WITH_THE_NODE[fate]) for n in names}
         if fate == "no controller":  # never written
             return {
                 n: _error(KafkaError._TIMED_OUT, "Failed while waiting for controller: Local: Timed out") for n in names
@@ -862,6 +905,14 @@ class EngineModel(RuleBasedStateMachine):
             applied = track.topic.name in results and results[track.topic.name] is None
             if applied and track.guessed and self.engine_default is None and not track.topic.call.kind.validate_only:
                 self.default_from = track.topic.name
+
+    def note_fresh_answer(self, fate: str, results: Results) -> None:
+        """Rule b: an answer, after a connection failed, that charged a topic or refused one for the quota ends the
+        throttles whose connections failed; its own throttle, if any, was recorded first (``throttle``)."""
+        spoke = any(exc is None or _quota_code(exc) for exc in results.values())
+        if self.gone and fate in ("ok", "drop last") and spoke:
+            self.gone.clear()
+            event("rule b: a fresh answer ended a throttle whose connection failed")
 
     def note_round_trip(self, flight: Flight) -> None:
         """A whole answer: what the round trip took (rule d's estimate rests on these)."""
@@ -1085,7 +1136,10 @@ class EngineModel(RuleBasedStateMachine):
         if throttle_s > 0:
             event("throttled")
         self.reached = self.answered = True  # a response carried it
-        self.gate_until = max(self.gate_until, self.now + throttle_s)
+        if throttle_s > 0 and self.gone.pop(node_id, None) is not None:
+            self.gates[node_id] = self.now + throttle_s  # a fresh connection's answer: the truth from then on
+        elif throttle_s > 0:
+            self.gates[node_id] = max(self.gates.get(node_id, 0.0), self.now + throttle_s)
         self.throttle_events.append(throttle_s * 1000)
         if self.flight is not None:  # recorded when the request completes (rule g)
             self.flight.throttles.append(throttle_s)
@@ -1126,6 +1180,32 @@ class EngineModel(RuleBasedStateMachine):
         """librdkafka's event when a broker's throttle drops back to 0 (it sends one whenever the throttle changes),
         here while a throttle still lasts: the throttle's end never moves backwards (KIP-219, franz-go's rule)."""
         self.throttle(node_id, 0.0)
+        self.step()
+
+    @precondition(lambda self: not self.closed and self.flight is None and self.gate_until > self.now)
+    @rule(
+        how=st.sampled_from(["log", "log", "error_cb", "all down"]),
+        node_id=st.sampled_from([1, 1, 2]),
+        forgiven=st.booleans(),
+    )
+    def connection_fails(self, how: str, node_id: int, forgiven: bool) -> None:
+        """librdkafka reports a connection that carried a throttle failed (a broker restarted): a ``FAIL`` log line or
+        an error naming the node, or every broker down. ``forgiven``: the restart started the quota's bucket fresh
+        (a one-node cluster, a controller failover); else the debt is still owed (another node of a quorum)."""
+        line = f"127.0.0.1:9092/{node_id}: Disconnected: connection closed by peer (after 2205ms in state UP)"
+        nodes = list(self.gates) if how == "all down" else [node_id]
+        for node in nodes:
+            if node in self.gates:
+                self.gone[node] = self.gates.pop(node)
+        if forgiven and self.bucket is not None:
+            self.bucket = TokenBucket(RATE, window_num=2, window_size_s=1.0)
+        event(f"a connection that carried a throttle failed ({how})")
+        if how == "log":
+            self.engine.on_log(f"[thrd:127.0.0.1:9092/{node_id}]: {line}", self.now)
+        elif how == "error_cb":
+            self.engine.on_error(KafkaError(KafkaError._TRANSPORT, line), self.now)
+        else:
+            self.engine.on_error(KafkaError(KafkaError._ALL_BROKERS_DOWN, "2/2 brokers are down"), self.now)
         self.step()
 
     @precondition(lambda self: not self.closed and self.metadata_wanted)
@@ -1366,6 +1446,14 @@ def _any_retryable(flight: Flight, results: Results) -> bool:
     if any(_retryable(results[t.topic.name], t, throttled) for t in tracks if t.topic.name in results):
         return True
     return (len(tracks) > 1 and any(_is_cap(exc) for exc in results.values())) or len(results) < len(tracks)
+
+
+def _quota_code(exc: BaseException) -> bool:
+    """An error that may be a refusal for the quota (error 89, or Redpanda's UNKNOWN_SERVER_ERROR)."""
+    return isinstance(exc, KafkaException) and exc.args[0].code() in (
+        KafkaError.THROTTLING_QUOTA_EXCEEDED,
+        KafkaError.UNKNOWN,
+    )
 
 
 def _retryable(exc: BaseException | None, track: Track, throttled: bool) -> bool:
