@@ -13,10 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka.admin import AdminClient
 
-from tests.gate_helpers import Disconnects, outcomes, throttled_client
+from tests.gate_helpers import BIG, Disconnects, outcomes, throttled_client
 from tests.real_kafka.broker import BrokerSpec, KafkaCluster
 from tests.real_kafka.namespace import KafkaNamespace
+from throttled_admin import NewTopic, ThrottlingQuotaExceededException
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -50,3 +52,27 @@ def test_kafka_after_a_restart_the_next_call_goes_as_soon_as_a_fresh_answer_allo
         told = outcomes(admin, names, timeout_s=min(10.0, left_s - 2))
         assert told == dict.fromkeys(names), f"{told} (the old throttle had {left_s:.1f} s left)"
     assert set(names) <= set(restartable.topics(kafka_ns.prefix))
+
+
+def test_kafka_a_debt_owed_after_the_restart_is_the_probes_throttle_and_the_gate_keeps_it(
+    restartable: KafkaCluster, kafka_ns: KafkaNamespace
+) -> None:
+    """As after a restart of a quorum's non-controller node, the debt is still owed: drawn again, after the restart, by
+    another client of the entity. The probe's answer carries it, and the gate keeps it."""
+    restartable.set_quota(client_id=kafka_ns.client_id, controller_mutation_rate=1.0)
+    watch = Disconnects()
+    node = restartable.nodes[0]
+    gone = watch.expect(node.node_id)
+    admin, _ = throttled_client(restartable.bootstrap_servers, kafka_ns.client_id, kafka_ns.topic("big"), watch)
+    with admin:
+        restartable.restart_node(node)
+        assert gone.wait(60), f"librdkafka reported no disconnect: {watch.lines}"
+        other = AdminClient(
+            {"bootstrap.servers": restartable.bootstrap_servers, "client.id": kafka_ns.client_id, "log_level": 0}
+        )
+        other.create_topics([NewTopic(kafka_ns.topic("other"), BIG, 1)])[kafka_ns.topic("other")].result(60)
+        told = outcomes(admin, [kafka_ns.topic("probe"), kafka_ns.topic("next")], timeout_s=10.0)
+    assert told[kafka_ns.topic("probe")] is None, "the probe: admitted (librdkafka's request version), throttled"
+    refused = told[kafka_ns.topic("next")]
+    assert isinstance(refused, ThrottlingQuotaExceededException), refused
+    assert refused.throttle_time_ms > 30_000, "the fresh answer's throttle, kept"

@@ -3,7 +3,9 @@
 Some of what librdkafka knows reaches the application only as a log line: a broker that closes every connection
 right after the handshake is reported as ``FAIL ... Disconnected ... (after 0ms in state UP)`` at level 6, one
 that closes it during ApiVersions (a TLS listener) at level 6, an ApiVersions request never answered at level 4,
-never to ``error_cb`` (how far each connection got is what the engine's first-contact rule reads). The client
+never to ``error_cb`` (how far each connection got is what the engine's first-contact rule reads); so is a broker
+that restarts under an established connection (``NAME/NODEID: Disconnected: connection closed by peer ...``, level
+6: the engine's gate then stops holding calls back for the throttle that connection carried). The client
 therefore installs its own ``logger``: each ``FAIL`` line goes to the client (which
 reports what it finds to ``error_cb``, as librdkafka reports its own authentication failures), and
 every line still goes where it would have gone without the client, filtered by the caller's ``log_level``: to

@@ -264,8 +264,9 @@ class Scheduler:
 
     def on_log(self, message: str) -> None:
         """A librdkafka ``FAIL`` log line: how far a connection got before it failed (the engine's first-contact
-        rule; some failures are told only here), and whether its listener may speak another protocol than the
-        client (``_driver.handshake_drops`` asks it)."""
+        rule; some failures are told only here), which node's connection failed (the engine's gate: a throttle ends
+        with its connection), and whether its listener may speak another protocol than the client
+        (``_driver.handshake_drops`` asks it)."""
         with self._cv:
             self._engine.on_log(message, self._clock())
             error = self._handshake_drops.observe(message, self._clock())
