@@ -19,6 +19,7 @@ class Disconnects:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.throttled_by: list[int] = []
+        self.throttled = threading.Event()  # the conf throttle_cb runs on the client's user-code thread, later
         self._seen: dict[int, threading.Event] = {}
         self._lock = threading.Lock()
 
@@ -33,6 +34,7 @@ class Disconnects:
     def throttle_cb(self, event: Any) -> None:
         if event.throttle_time > 0:
             self.throttled_by.append(int(event.broker_id))
+            self.throttled.set()
 
     def expect(self, node: int) -> threading.Event:
         """Set once librdkafka has reported the connection to ``node`` failed (call before it can fail)."""
@@ -55,6 +57,7 @@ def throttled_client(
     admin.create_topics([NewTopic(big, partitions, 1)])[big].result(120)
     throttle_s = admin.metrics()["throttle-time-max"] / 1000
     assert throttle_s > 40, f"the create drew a {throttle_s} s throttle"
+    assert watch.throttled.wait(30), "the throttle event never reached the conf throttle_cb"
     return admin, time.monotonic() + throttle_s
 
 
