@@ -165,10 +165,12 @@ def _tables(results: Sequence[RowResult], throttle: list[dict[str, Any]], dry_ru
         if debts:
             tables.append(
                 Table(
-                    "Quota the principal owes (the throttle of one validate-only create of one partition): "
-                    "the plan waits for it",
-                    ["cluster", "owed ms"],
-                    [[name, str(ms)] for name, ms in debts.items()],
+                    "Quota the principal owes (the plan waits for it)",
+                    ["cluster", "owed ms", "read from"],
+                    [
+                        [name, str(ms), "the throttle of a validate-only create of 1 partition"]
+                        for name, ms in debts.items()
+                    ],
                 )
             )
         tables.append(

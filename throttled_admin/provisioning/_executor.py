@@ -8,7 +8,7 @@ import math
 import queue
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -534,8 +534,9 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
 
     first = _probe(runs)
     if first is not None:  # its answer tells the principal's standing: the rest then waits for any debt it owes
+        before = admin.metrics()
         send([(first, first.change)])
-        _drain(group, admin, futures)
+        _await_answer(group, admin, list(futures), before)
         debt_s = _metric(admin.metrics(), "throttle-time-max") / 1000  # the group's client is new: this answer's
         budget.cover(debt_s, _rest_predicted_s(group, admin, runs), time.monotonic())
     send([(run, run.change) for run in runs if run is not first])
@@ -551,6 +552,20 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
     metrics = admin.metrics() if left else {}
     for run in left:
         _settle(group, run, metrics)
+
+
+def _await_answer(
+    group: _Group, admin: ThrottledAdminClient, sent: list[Future[Any]], before: dict[str, float]
+) -> None:
+    """Until the broker has answered the first row (the client's metrics count its admission or its throttle as the
+    answer comes), or its future is done: not until every broker lists it (``wait_for_metadata``), which may take
+    seconds more and tells nothing of the quota."""
+    marks = ("mutations-admitted-total", "throttle-time-max", "quota-violation-total")
+    while wait(sent, timeout=PROGRESS_POLL_S).not_done:
+        metrics = admin.metrics()
+        if any(_metric(metrics, name) > _metric(before, name) for name in marks):
+            return
+        group.report(admin, metrics, only_if_admitted=True)
 
 
 #: How many times a default budget moves on for one row held by a throttle the client learned.
