@@ -7,8 +7,9 @@ import pickle
 
 import pytest
 
+from tests.support import BrokerFactory
 from throttled_admin import ThrottlingQuotaExceededException
-from throttled_admin.provisioning import apply_plan
+from throttled_admin.provisioning import PlanRow, Profile, apply_plan, execute
 from throttled_admin.provisioning._brokers import away_refusal
 from throttled_admin.provisioning._budget import DEFAULT_SLACK_S, UNKNOWN_RATE_S, Budget, check_timeout
 
@@ -58,3 +59,31 @@ def test_the_throttled_exception_says_whether_it_was_sent_and_pickles_with_it() 
     again = pickle.loads(pickle.dumps(held))
     assert (again.throttle_time_ms, again.topic, again.sent) == (61000, "t", False)
     assert ThrottlingQuotaExceededException(5).sent is None
+
+
+def test_on_a_strict_broker_the_first_row_is_refused_with_89_and_the_rest_not_sent(quota_broker: BrokerFactory) -> None:
+    # A strict broker refuses what a principal in debt asks for (error 89, nothing applied), as Kafka does for
+    # CreateTopics v6+: the first row ends as Kafka answered it, with the debt; the rest were never written.
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from tests.test_apply_budget import DEBT_PARTITIONS, RATE
+
+    broker = quota_broker(controller_mutation_rate=RATE, enforcement="strict")
+    bare = AdminClient({"bootstrap.servers": broker.bootstrap_servers, "log_level": 0})
+    # Admitted whole from a full bucket (strict checks before charging), leaving 61 s owed; a strict answer that
+    # refuses nothing carries no throttle.
+    bare.create_topics([NewTopic("debt", DEBT_PARTITIONS, 1)])["debt"].result(timeout=60)
+    profile = Profile("east", {"bootstrap.servers": broker.bootstrap_servers}, RATE, request_timeout_s=3.0)
+    rows = [PlanRow("east", "ensure", f"owed.{i}", 1) for i in range(5)]
+    results = execute(rows, profile, timeout_s=5)
+    first, *rest = results
+    assert (first.status, first.error_code, first.attempts) == ("failed", 89, 1), first
+    assert first.quota_debt_ms is not None
+    assert first.quota_debt_ms > 5_000
+    for result in rest:
+        assert (result.status, result.attempts, result.error_code) == ("not_sent", 0, None), result
+        assert result.quota_debt_ms is not None
+        assert result.quota_debt_ms > 5_000
+    creates = [r for r in broker.request_log() if r.api_name == "CreateTopics" and "debt" not in r.errors]
+    assert [sorted(r.errors.items()) for r in creates] == [[("owed.0", 89)]]
+    assert set(broker.topics()) == {"debt"}
