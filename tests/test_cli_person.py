@@ -364,12 +364,13 @@ def test_the_bar_rate_decays_and_the_throttle_counts_down() -> None:
 
 
 def test_the_plain_progress_lines_count_the_throttle_down(quota_broker: BrokerFactory, tmp_path: Path) -> None:
-    # Windows of 0.1 s: a burst of 22 mutations at 20/s, so a 60-mutation plan is throttled for about 2 s.
+    # Windows of 0.1 s: a burst of 22 mutations at 20/s. The first row goes alone (5 mutations, no throttle), the
+    # learned rate's slow start then sends 64 more, throttled about 2 s while 11 rows wait.
     broker = quota_broker(controller_mutation_rate=20, quota_window_size_s=0.1, enforcement="by-version")
-    rows = [{"cluster": "dev", "action": "create", "topic": f"w{i}", "partitions": 5} for i in range(12)]
+    rows = [{"cluster": "dev", "action": "create", "topic": f"w{i}", "partitions": 5} for i in range(24)]
     run = run_cli("apply", str(_plan(tmp_path / "plan.json", rows)), "--bootstrap-server", broker.bootstrap_servers)
     assert run.returncode == 0, run.output
     lines = [line for line in run.stdout.splitlines() if line.startswith("[dev] ")]
     waiting = [line for line in lines if re.search(r"waiting out throttle: \d+ s left$", line)]
     assert waiting, lines
-    assert all(not line.startswith("[dev] 12/12 ") for line in waiting), lines  # done: nothing waits
+    assert all(not line.startswith("[dev] 24/24 ") for line in waiting), lines  # done: nothing waits

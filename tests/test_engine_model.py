@@ -540,6 +540,11 @@ class EngineModel(RuleBasedStateMachine):
         """Rule g: a quota refusal the client made without sending is counted as a violation too."""
         if isinstance(exc, ThrottlingQuotaExceededException):
             assert exc.throttle_time_ms >= 0
+            # .sent (issue 38): False only for a topic no broker received; True only for one handed over.
+            assert exc.sent is not None, "the engine says whether a throttled topic was sent"
+            assert exc.sent or track.written == 0, f"rule g: 'never sent', yet a broker received it: {exc}"
+            assert not exc.sent or track.handed > 0, f"rule g: 'refused by a broker', never handed over: {exc}"
+            event(f"rule g: a throttled topic, sent={exc.sent}")
             if track.answered_89_at != self.now and self.now < track.topic.call.spec.deadline - EPSILON:
                 self.local_refusals += 1  # refused without sending
         if isinstance(exc, OutcomeUnknownError) and exc.why is OutcomeUnknownReason.THROTTLED:

@@ -237,7 +237,10 @@ def test_a_dry_run_fails_unknown_names_and_bad_values_with_kafkas_message(quota_
     assert planned[1].error_message == "Invalid value a week for configuration retention.ms: Not a number of type LONG"
     assert all(r.error_code == 40 for r in planned[:3])  # INVALID_CONFIG, as the real run gets
     assert broker.topics() == {"existing": 1}
-    assert {r.api_name for r in broker.request_log()} <= {"ApiVersions", "Metadata", "DescribeConfigs"}
+    assert {r.api_name for r in broker.request_log()} <= {"ApiVersions", "Metadata", "DescribeConfigs", "CreateTopics"}
+    # The one create: validate-only of one partition, for the quota the principal owes (issue 38).
+    creates = [r for r in broker.request_log() if r.api_name == "CreateTopics"]
+    assert [(r.validate_only, r.mutations) for r in creates] == [(True, 1)]
     # The real run fails the same rows with the cluster's own words.
     real = execute(rows, profile_for(broker))
     assert [r.status for r in real] == ["failed", "failed", "failed", "created"]
@@ -293,15 +296,13 @@ def test_a_delete_someone_else_made_first_is_unchanged_not_failed(quota_broker: 
 # at once, concluded "missing" while the controller was still applying the first request (a slow CreateTopicPolicy),
 # and sent the create again.
 def test_an_unknown_outcome_is_verified_only_once_the_change_can_no_longer_be_applied(
-    quota_broker: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+    quota_broker: BrokerFactory,
 ) -> None:
-    from throttled_admin.provisioning import _executor
-
     broker = quota_broker(num_brokers=3)  # the verifying read need not queue behind the create on its connection
     broker.slow_policy("slow-", 5.0)
-    monkeypatch.setattr(_executor, "_deadline_ms", lambda group, mutations: 2500)  # the call ends before it lands
     profile = Profile("east", {"bootstrap.servers": broker.bootstrap_servers}, None, request_timeout_s=1.0)
-    [result] = execute([PlanRow("east", "create", "slow-a", 1)], profile)
+    # A budget of 2.5 s: the call ends before the create lands.
+    [result] = execute([PlanRow("east", "create", "slow-a", 1)], profile, timeout_s=2.5)
     creates = [r for r in broker.request_log() if r.api_name == "CreateTopics" and "slow-a" in r.errors]
     assert result.status == "created", result
     assert len(creates) == 1, f"sent {len(creates)} times: read as missing while it could still be applied"

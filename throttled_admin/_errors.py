@@ -124,22 +124,30 @@ class ThrottlingQuotaExceededException(KafkaException):
     """A topic was throttled by the controller mutation quota (KIP-599), as Java's exception of that name.
 
     ``throttle_time_ms`` is how long the broker asked the client to wait, measured from when the
-    exception was raised; ``topic`` the topic it is about (None for a whole call)."""
+    exception was raised; ``topic`` the topic it is about (None for a whole call). ``sent``: False when the topic
+    was never written to a broker (the throttle or the pacer held it past its deadline), True when a broker refused
+    it with error 89, None when not said; either way nothing was applied."""
 
     throttle_time_ms: int
     topic: str | None
+    sent: bool | None
 
-    def __init__(self, throttle_time_ms: int, topic: str | None = None, message: str | None = None):
+    def __init__(
+        self, throttle_time_ms: int, topic: str | None = None, message: str | None = None, sent: bool | None = None
+    ):
         text = message or DEFAULT_MESSAGE
         if throttle_time_ms > 0:
             text = f"{text} (throttle_time_ms={throttle_time_ms})"
         super().__init__(KafkaError(KafkaError.THROTTLING_QUOTA_EXCEEDED, text, retriable=True))
         self.throttle_time_ms = max(0, int(throttle_time_ms))
         self.topic = topic
+        self.sent = sent
         self._message = message  # the broker's own (Redpanda's), kept through pickling
 
-    def __reduce__(self) -> tuple[type[ThrottlingQuotaExceededException], tuple[int, str | None, str | None]]:
-        return (type(self), (self.throttle_time_ms, self.topic, self._message))
+    def __reduce__(
+        self,
+    ) -> tuple[type[ThrottlingQuotaExceededException], tuple[int, str | None, str | None, bool | None]]:
+        return (type(self), (self.throttle_time_ms, self.topic, self._message, self.sent))
 
 
 class NotSentError(KafkaException):

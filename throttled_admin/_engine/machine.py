@@ -839,7 +839,7 @@ class Engine:
         operation = call.kind.operation.name
         self._metric(QuotaViolations(operation, 1))
         if not call.spec.retry_on_quota_violation or topic.cancelled:  # after an unanswered attempt: outcome unknown
-            refused = ThrottlingQuotaExceededException(topic.history[-1].throttle_ms, topic.name, message)
+            refused = ThrottlingQuotaExceededException(topic.history[-1].throttle_ms, topic.name, message, sent=True)
             self._end(topic, Ending.ANSWERED, now, exc=refused)
             return False
         if throttle_s <= 0:

@@ -114,7 +114,7 @@ def _deadline(past: Past, facts: Facts) -> BaseException:
     if past.throttled is not None:
         throttled = past.throttled
         remaining_ms = max(0, int(throttled.throttle_ms - (facts.now - throttled.ended_at) * 1000))
-        return ThrottlingQuotaExceededException(remaining_ms, facts.topic)
+        return ThrottlingQuotaExceededException(remaining_ms, facts.topic, sent=True)
     if past.refused is not None:
         return past.refused  # refused before (nothing applied), and no time was left to try again
     if facts.failure is not None:  # no broker has answered, and connections fail before their handshake
@@ -142,7 +142,8 @@ def _throttled_here(past: Past, facts: Facts) -> BaseException:
         why = f"an earlier attempt was not answered, and the broker's throttle ({facts.throttle_ms} ms) kept it from "
         return unknown_outcome_error(facts.operation, why + "being sent again", why=OutcomeUnknownReason.THROTTLED)
     throttle_ms = facts.throttle_ms if past.throttled is None else max(facts.throttle_ms, past.throttled.throttle_ms)
-    return ThrottlingQuotaExceededException(throttle_ms, facts.topic)
+    # Never written, unless a broker refused an earlier attempt (nothing applied either way).
+    return ThrottlingQuotaExceededException(throttle_ms, facts.topic, sent=past.answered)
 
 
 def _auth_failed(past: Past, facts: Facts) -> BaseException:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import sys
 import threading
 import time
@@ -45,6 +46,9 @@ def _in_cli_terms(result: Any) -> Any:
     of ``allow_delete=True`` (``error_name`` DELETE_NOT_ALLOWED) names the flag."""
     from throttled_admin.provisioning import DELETE_NOT_ALLOWED
 
+    if result.status == "not_sent" and result.error_message:
+        message = re.sub(r"timeout_s=([\d.]+)", r"--timeout \1", result.error_message)
+        return dataclasses.replace(result, error_message=message.replace("longer budget", "longer --timeout"))
     if result.error_name != DELETE_NOT_ALLOWED:
         return result
     message = "refused: pass --allow-delete to delete topics"
@@ -157,7 +161,13 @@ def run_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     except ImportError as exc:  # pragma: no cover - the provisioning package ships with throttled_admin
         print(f"throttled-admin apply: provisioning is unavailable: {exc}", file=sys.stderr)
         return 1
-    from throttled_admin.cli._report import predicted_durations, render_report, throttle_summary
+    from throttled_admin.cli._report import (
+        budget_summary,
+        predicted_durations,
+        quota_debts,
+        render_report,
+        throttle_summary,
+    )
 
     json_mode = args.output == "json"
     try:
@@ -189,7 +199,12 @@ def run_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         with display:  # left (the live bar stopped, the cursor restored) before an interrupt ends the process
             ran = _run_interruptibly(
                 lambda: apply_plan(
-                    runnable, profiles, allow_delete=args.allow_delete, dry_run=args.dry_run, progress=display
+                    runnable,
+                    profiles,
+                    allow_delete=args.allow_delete,
+                    dry_run=args.dry_run,
+                    progress=display,
+                    timeout_s=args.timeout,
                 )
             )
     except KeyboardInterrupt:
@@ -199,18 +214,24 @@ def run_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     ran_iter = iter(ran)
     results = [_in_cli_terms(failed_early[i] if i in failed_early else next(ran_iter)) for i in range(len(rows))]
     throttle = throttle_summary(display.stats, results)
-    failed = sum(1 for r in results if r.status == "failed")
+    failed = sum(1 for r in results if r.status in ("failed", "not_sent"))
+    budget = budget_summary(results, args.timeout)
     if out.json_mode:
         for result in results:
             out.record(result.as_dict())
         summary: dict[str, Any] = {"summary": summarize(results), "dry_run": bool(args.dry_run), "throttle": throttle}
         if args.dry_run:
             summary["predicted_s"] = predicted_durations(results)
+            summary["quota_debt_ms"] = quota_debts(results)
+        if budget:
+            summary["budget_ended"] = budget
         if problems:
             summary["connection_problems"] = {name: p.message for name, p in problems.items()}
         out.record(summary)
     else:
         render_report(results, throttle, dry_run=args.dry_run, stream=sys.stdout, redact=redact, rich_console=console)
+        for ended in budget.values():  # where a budget ended the plan: what was left, and how to go on
+            print(redact(ended["hint"]), flush=True)
     return 1 if failed else 0
 
 

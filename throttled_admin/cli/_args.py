@@ -200,6 +200,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-delete", action="store_true", help="Carry out the plan's delete rows (without it they fail)."
     )
     apply.add_argument(
+        "--timeout",
+        type=_positive_float,
+        metavar="SECONDS",
+        help="Each cluster's time budget. Rows the quota would hold past it are not sent (status not_sent). "
+        "Default: twice the predicted time plus a minute, and as long as any throttle the broker asks for.",
+    )
+    apply.add_argument(
         "--output",
         choices=("table", "json"),
         default="table",

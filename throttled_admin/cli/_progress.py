@@ -138,7 +138,8 @@ class Silent(_Base):
 
 
 class PlainLines(_Base):
-    """One line per cluster at most every second, and one when it finishes: readable in CI logs."""
+    """One line per cluster at most every second, one when a broker's throttle begins, and one when it finishes:
+    readable in CI logs."""
 
     def __init__(self, rows_per_cluster: Mapping[str, int], stream: TextIO) -> None:
         super().__init__(rows_per_cluster)
@@ -147,11 +148,13 @@ class PlainLines(_Base):
 
     def __call__(self, progress: Progress) -> None:
         with self._lock:
+            throttle_was = self.stats[progress.cluster].throttle_until if progress.cluster in self.stats else 0.0
             stats = self._record(progress)
             now = time.monotonic()
             last_at, last_done = self._last_line.get(progress.cluster, (-math.inf, -1))
             finished = stats.rows_done >= stats.rows_total
-            if stats.rows_done == last_done or (now - last_at < _PLAIN_INTERVAL_S and not finished):
+            throttled = stats.throttle_until != throttle_was and not finished  # a new throttle: say how long, now
+            if not throttled and (stats.rows_done == last_done or (now - last_at < _PLAIN_INTERVAL_S and not finished)):
                 return
             self._last_line[progress.cluster] = (now, stats.rows_done)
             print(

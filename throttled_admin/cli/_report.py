@@ -6,6 +6,7 @@ aligned text columns.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
@@ -13,7 +14,7 @@ from throttled_admin.cli._conf import Redactor
 from throttled_admin.cli._progress import QUOTA_WINDOW_S, ClusterStats, format_rate
 from throttled_admin.provisioning import STATUSES, RowResult
 
-__all__ = ["Table", "predicted_durations", "render_report", "throttle_summary"]
+__all__ = ["Table", "budget_summary", "predicted_durations", "quota_debts", "render_report", "throttle_summary"]
 
 
 def _is_number(text: str) -> bool:
@@ -97,6 +98,34 @@ def predicted_durations(results: Sequence[RowResult]) -> dict[str, Any]:
     return {"clusters": clusters, "total": total}
 
 
+def quota_debts(results: Sequence[RowResult]) -> dict[str, int]:
+    """A dry run's word on each cluster whose principal owes quota: the debt in ms (rows' ``quota_debt_ms``)."""
+    debts: dict[str, int] = {}
+    for result in results:
+        if result.status == "planned" and result.quota_debt_ms:
+            debts[result.cluster] = max(debts.get(result.cluster, 0), result.quota_debt_ms)
+    return debts
+
+
+def budget_summary(results: Sequence[RowResult], timeout_s: float | None) -> dict[str, dict[str, Any]]:
+    """Per cluster whose time budget ended with rows not sent: how many, the quota's hold then, and how to go on."""
+    ended: dict[str, dict[str, Any]] = {}
+    for cluster in dict.fromkeys(r.cluster for r in results if r.status == "not_sent"):
+        rows = [r for r in results if r.cluster == cluster]
+        held = [r for r in rows if r.status == "not_sent"]
+        debt_ms = max(r.quota_debt_ms or 0 for r in held)
+        started = min((r.started_at for r in rows if r.started_at is not None), default=0.0)
+        finished = max((r.finished_at for r in rows if r.finished_at is not None), default=started)
+        budget = f"--timeout {timeout_s:g}" if timeout_s is not None else "the default budget"
+        hint = (
+            f"{cluster}: the time budget ({budget}) ended with {len(held)} row(s) not sent: the principal's quota "
+            f"held them {debt_ms} ms more. Run the same plan again once that has passed (rows done come back "
+            f"unchanged), or with --timeout {math.ceil(finished - started + debt_ms / 1000) + 1} or more."
+        )
+        ended[cluster] = {"rows_not_sent": len(held), "quota_debt_ms": debt_ms, "hint": hint}
+    return ended
+
+
 def _seconds(value: float | None) -> str:
     return "?" if value is None else f"{value:.1f}"
 
@@ -132,9 +161,22 @@ def _tables(results: Sequence[RowResult], throttle: list[dict[str, Any]], dry_ru
         duration_rows.append(
             ["total (clusters in parallel)", str(sum(r.mutations for r in planned)), _seconds(predicted["total"])]
         )
+        debts = quota_debts(results)
+        if debts:
+            tables.append(
+                Table(
+                    "Quota the principal owes (the plan waits for it)",
+                    ["cluster", "owed ms", "read from"],
+                    [
+                        [name, str(ms), "the throttle of a validate-only create of 1 partition"]
+                        for name, ms in debts.items()
+                    ],
+                )
+            )
         tables.append(
             Table(
-                "Predicted duration (at each cluster's quota, from a full burst; ? = quota rate unknown)",
+                "Predicted duration (at each cluster's quota, from a full burst or after the debt; "
+                "? = quota rate unknown)",
                 ["cluster", "mutations", "predicted s"],
                 duration_rows,
             )

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from opentelemetry.metrics import MeterProvider
 
+from throttled_admin.provisioning._budget import check_timeout
 from throttled_admin.provisioning._executor import execute
 from throttled_admin.provisioning._plan import PlanError, PlanRow
 from throttled_admin.provisioning._profile import Profile, ProfilesArg, as_profiles
@@ -55,6 +56,7 @@ def apply_plan(
     progress: ProgressCallback | None = None,
     max_concurrent_entities: int = MAX_CONCURRENT_ENTITIES,
     meter_provider: MeterProvider | None = None,
+    timeout_s: float | None = None,
 ) -> list[RowResult]:
     """Run every group concurrently (the work is I/O: waiting on brokers and quotas) and return one
     result per row, in plan order. ``progress`` is called from the groups' threads, one call at a time.
@@ -64,8 +66,11 @@ def apply_plan(
     ``max_concurrent_entities``: how many quota entities run at once (one thread and one client each);
     the others wait for a free one. ``meter_provider``: where the groups' clients send their metrics (else the
     global provider); each group's series carry its profile's name and principal (``throttled_admin.cluster``,
-    ``throttled_admin.principal``)."""
+    ``throttled_admin.principal``). ``timeout_s``: each group's time budget, from its start; by default twice its
+    predicted time plus a minute, moved on by every throttle its client learns, so a debt the principal owes is waited
+    out. Rows the quota would hold past the budget end ``not_sent`` (docs/pipeline.md)."""
     checked = as_profiles(profiles)
+    timeout_s = check_timeout(timeout_s)
     if isinstance(max_concurrent_entities, bool) or not isinstance(max_concurrent_entities, int):
         raise TypeError(f"max_concurrent_entities: expected an int >= 1, got {max_concurrent_entities!r}")
     if max_concurrent_entities < 1:
@@ -96,6 +101,7 @@ def apply_plan(
                 dry_run=dry_run,
                 progress=callback,
                 meter_provider=meter_provider,
+                timeout_s=timeout_s,
             ): indexes
             for profile, indexes in groups.values()
         }

@@ -8,7 +8,7 @@ import math
 import queue
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,11 +25,14 @@ from throttled_admin import (
     NewTopic,
     OutcomeUnknownError,
     ThrottledAdminClient,
+    ThrottlingQuotaExceededException,
 )
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.metadata_read import ContactWatch, read_failure
 from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
 from throttled_admin._kafka.topic_names import collision_key
+from throttled_admin.provisioning._brokers import away_refusal, registered_brokers, wait_for_brokers
+from throttled_admin.provisioning._budget import Budget, check_timeout
 from throttled_admin.provisioning._cluster_read import names_to_read, read_cluster_topics
 from throttled_admin.provisioning._configs import config_problem
 from throttled_admin.provisioning._decide import Change, TopicState, decide
@@ -37,6 +40,7 @@ from throttled_admin.provisioning._plan import PlanRow, row_problem
 from throttled_admin.provisioning._profile import Profile, redact
 from throttled_admin.provisioning._progress import AdmittedRate, Progress, ProgressCallback
 from throttled_admin.provisioning._results import PLAN_CONFLICT, PLAN_ERROR, RowResult
+from throttled_admin.provisioning._standing import owed_ms
 
 __all__ = ["BURST_WINDOWS", "execute", "metric_attributes", "predicted_seconds"]
 
@@ -51,6 +55,7 @@ READ_ATTEMPTS = 3
 #: While rows are pending, how often the group looks for mutations the broker has admitted (progress).
 PROGRESS_POLL_S = 0.1
 _UNKNOWN_CODES = (KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError.REQUEST_TIMED_OUT)
+_GROWS = ("create", "grow")  # the changes that place replicas on brokers
 
 
 def predicted_seconds(mutations: int, rate: float | None, burst: float | None = None) -> float | None:
@@ -94,12 +99,26 @@ class _Run:
     verify: bool = False  # an outcome is unknown: read the cluster before deciding
     existed: bool = False  # the cluster already had the change (TOPIC_ALREADY_EXISTS, a delete's UNKNOWN_TOPIC)
     notes: list[str] = field(default_factory=list)
+    held_ms: int | None = None  # the quota held it past the budget (ThrottlingQuotaExceededException): for how long
+    budget_moves: int = 0  # how often a default budget moved on for it (_held_again)
+    debt_ms: int | None = None  # the quota's hold when it was given up: its result's quota_debt_ms
+    away: bool = False  # refused INVALID_REPLICATION_FACTOR while a node was away: waits for it (_await_brokers)
 
 
 class _Group:
     """The state of one execute() call, so the steps below stay small."""
 
-    def __init__(self, rows: Sequence[PlanRow], profile: Profile, progress: ProgressCallback | None) -> None:
+    def __init__(
+        self,
+        rows: Sequence[PlanRow],
+        profile: Profile,
+        progress: ProgressCallback | None,
+        timeout_s: float | None = None,
+    ) -> None:
+        self.started = time.monotonic()
+        self.timeout_s = timeout_s
+        self.budget = Budget(timeout_s, None, self.started)  # set again once the rows' mutations are known
+        self.brokers_at_start: int | None = None  # how many brokers the cluster had when the group began to send
         self.rows = rows
         self.profile = profile
         self.secrets = profile.secrets()
@@ -243,6 +262,7 @@ def execute(
     dry_run: bool = False,
     progress: ProgressCallback | None = None,
     meter_provider: MeterProvider | None = None,
+    timeout_s: float | None = None,
 ) -> list[RowResult]:
     """Apply ``rows`` (one group: they all use ``profile``) and return one result per row, in order.
 
@@ -251,8 +271,10 @@ def execute(
     A create whose outcome is unknown is checked by reading the cluster again (and re-sent only if the
     topic is missing). ``dry_run``: nothing is changed; rows that need a change are ``planned`` with
     ``detail`` and ``predicted_s``. ``meter_provider``: where the client's metrics go (else the global provider),
-    labelled with ``metric_attributes(profile)``."""
-    group = _Group(list(rows), profile, progress)
+    labelled with ``metric_attributes(profile)``. ``timeout_s``: the group's time budget from its start (default:
+    twice the predicted time plus a minute, moved on by every throttle the client learns); rows the quota would hold
+    past it end ``not_sent``."""
+    group = _Group(list(rows), profile, progress, check_timeout(timeout_s))
     log.debug("group %s: %d rows (dry_run=%s, allow_delete=%s)", profile.name, len(group.rows), dry_run, allow_delete)
     candidates = _check_rows(group)
     if candidates:
@@ -344,7 +366,10 @@ def _run_group(
                 f"cannot read the cluster's topic configs: {_error(exc)[1]}", _error(exc)[0], _error_name(exc)
             )
             return
-        _plan_only(group, runs)
+        creates = [group.rows[r.index].topic for r in runs if r.change.kind == "create"]
+        needed = any(r.change.mutations for r in runs if r.change.kind not in ("none", "fail"))
+        debt = owed_ms(admin, creates[0] if creates else None, group.profile.request_timeout_s) if needed else (0, None)
+        _plan_only(group, runs, *debt)
         return
     now = time.time()
     for run in runs:
@@ -360,7 +385,10 @@ def _run_group(
                 finished_at=now,
                 detail=run.change.detail,
             )
-    _apply(group, admin, [r for r in runs if r.change.kind not in ("none", "fail")])
+    applied = [r for r in runs if r.change.kind not in ("none", "fail")]
+    total = sum(r.change.mutations for r in applied)
+    group.budget = Budget(group.timeout_s, predicted_seconds(total, group.profile.mutation_rate), group.started)
+    _apply(group, admin, applied)
 
 
 def _check_configs(group: _Group, admin: ThrottledAdminClient, runs: list[_Run], topics: dict[str, TopicState]) -> None:
@@ -380,7 +408,9 @@ def _check_configs(group: _Group, admin: ThrottledAdminClient, runs: list[_Run],
             run.error = (int(KafkaError.INVALID_CONFIG), problem)
 
 
-def _plan_only(group: _Group, runs: list[_Run]) -> None:
+def _plan_only(group: _Group, runs: list[_Run], debt_ms: int | None, unknown: str | None) -> None:
+    """Each row ``planned``, ``predicted_s`` when its mutations would be admitted: from a full burst, or after the
+    principal's debt ``debt_ms`` (with no burst left), which each row's ``quota_debt_ms`` reports."""
     rate = group.profile.mutation_rate
     total = 0
     now = time.time()
@@ -401,33 +431,56 @@ def _plan_only(group: _Group, runs: list[_Run]) -> None:
             )
             continue
         total += change.mutations
-        predicted = predicted_seconds(total, rate)
-        detail = change.detail if predicted is not None else f"{change.detail} (quota rate unknown: no prediction)"
+        predicted = predicted_seconds(total, rate, burst=0.0 if debt_ms else None)
+        if predicted is not None and debt_ms:
+            predicted += debt_ms / 1000
+        notes = [change.detail]
+        if predicted is None:
+            notes.append("(quota rate unknown: no prediction)")
+        if debt_ms:
+            notes.append(f"(after the principal's quota debt of {debt_ms} ms)")
+        if unknown:
+            notes.append(f"({unknown})")
         group.finish(
             run.index,
             "planned",
             started_at=now,
             finished_at=now,
             mutations=change.mutations,
-            detail=detail,
+            detail=" ".join(notes),
             predicted_s=predicted,
+            quota_debt_ms=debt_ms or None,
         )
     log.debug(
         "group %s: dry run, %d mutations, predicted %s s", group.profile.name, total, predicted_seconds(total, rate)
     )
 
 
-def _deadline_ms(group: _Group, mutations: int) -> int:
-    """One deadline for the group's calls: twice the quota-bound time plus a minute, or an hour when the
-    rate is still to be learned (the call fails at the deadline and a rerun continues)."""
-    predicted = predicted_seconds(mutations, group.profile.mutation_rate)
-    return 3_600_000 if predicted is None else int((2 * predicted + 60) * 1000)
+def _rest_predicted_s(group: _Group, admin: ThrottledAdminClient, runs: Iterable[_Run]) -> float | None:
+    """When the last of ``runs``' mutations would be admitted at the configured (or learned) rate from an empty
+    bucket: after a throttle there is no burst left."""
+    rate = group.profile.mutation_rate
+    if rate is None:
+        learned = admin.metrics().get("mutation-rate")
+        rate = None if learned is None or math.isnan(learned) else float(learned)
+    mutations = sum(r.change.mutations for r in runs if r.index not in group.results)
+    return predicted_seconds(mutations, rate, burst=0.0)
+
+
+def _probe(runs: list[_Run]) -> _Run | None:
+    """The row sent alone first while the principal's standing is unknown (issue 38): the one of fewest mutations,
+    so that a principal that owes quota is told by one small answer, not by the whole plan deepening its debt. None
+    when at most one row costs quota."""
+    costly = [run for run in runs if run.change.kind in ("create", "grow", "delete")]
+    return min(costly, key=lambda run: (run.change.mutations, run.index)) if len(costly) > 1 else None
 
 
 def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None:
-    timeout_ms = _deadline_ms(group, sum(r.change.mutations for r in runs))
+    budget = group.budget
     request_timeout = group.profile.request_timeout_s
     futures: dict[Future[Any], tuple[_Run, str]] = {}
+    if any(run.change.kind in ("create", "grow") for run in runs):
+        group.brokers_at_start = registered_brokers(admin, request_timeout)
 
     def start(run: _Run, backoff_ms: float) -> None:
         run.started_at = run.started_at or time.time()
@@ -460,6 +513,9 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
         alters = [(run, change) for run, change in work if change.alter and change.kind != "create"]
         deletes = [run for run, change in work if change.kind == "delete"]
         topics = [_new_topic(group.rows[r.index]) for r in creates]
+        # One deadline for what is left of the group's budget: the client refuses at once, sending nothing, what
+        # the broker's throttle or the pacing would hold past it.
+        timeout_ms = budget.timeout_ms(time.monotonic())
         # A pipeline writes to what it provisions: a change is done when every broker shows it (wait_for_metadata).
         wait = {"request_timeout": request_timeout, "timeout_ms": timeout_ms, "wait_for_metadata": True}
         submit("create", creates, admin.create_topics, topics, **wait)
@@ -476,10 +532,19 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
         names = [group.rows[r.index].topic for r in deletes]
         submit("delete", deletes, admin.delete_topics, names, **wait)
 
-    send([(run, run.change) for run in runs])
+    first = _probe(runs)
+    if first is not None:  # its answer tells the principal's standing: the rest then waits for any debt it owes
+        before = admin.metrics()
+        send([(first, first.change)])
+        _await_answer(group, admin, list(futures), before)
+        debt_s = _metric(admin.metrics(), "throttle-time-max") / 1000  # the group's client is new: this answer's
+        budget.cover(debt_s, _rest_predicted_s(group, admin, runs), time.monotonic())
+    send([(run, run.change) for run in runs if run is not first])
     while True:
         _drain(group, admin, futures)
         retry = _verify_unknown(group, admin, [r for r in runs if r.verify])
+        retry += _await_brokers(group, admin, [r for r in runs if r.away])
+        retry += _held_again(group, admin, [r for r in runs if r.held_ms is not None])
         if not retry:
             break
         send(retry)
@@ -487,6 +552,76 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
     metrics = admin.metrics() if left else {}
     for run in left:
         _settle(group, run, metrics)
+
+
+def _await_answer(
+    group: _Group, admin: ThrottledAdminClient, sent: list[Future[Any]], before: dict[str, float]
+) -> None:
+    """Until the broker has answered the first row (the client's metrics count its admission or its throttle as the
+    answer comes), or its future is done: not until every broker lists it (``wait_for_metadata``), which may take
+    seconds more and tells nothing of the quota."""
+    marks = ("mutations-admitted-total", "throttle-time-max", "quota-violation-total")
+    while wait(sent, timeout=PROGRESS_POLL_S).not_done:
+        metrics = admin.metrics()
+        if any(_metric(metrics, name) > _metric(before, name) for name in marks):
+            return
+        group.report(admin, metrics, only_if_admitted=True)
+
+
+#: How many times a default budget moves on for one row held by a throttle the client learned.
+MAX_BUDGET_MOVES = 3
+
+
+def _held_again(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> list[tuple[_Run, Change]]:
+    """Rows the quota held past the budget (``ThrottlingQuotaExceededException``, nothing applied): under the default
+    budget, which covers every throttle the client learns, sent again (at most ``MAX_BUDGET_MOVES`` times); under
+    the user's, they end (``not_sent`` when never written)."""
+    retry: list[tuple[_Run, Change]] = []
+    now = time.monotonic()
+    predicted = _rest_predicted_s(group, admin, runs) if runs else None
+    metrics = admin.metrics() if runs else {}
+    for run in runs:
+        held_ms = run.held_ms or 0
+        if run.budget_moves < MAX_BUDGET_MOVES and group.budget.cover(held_ms / 1000, predicted, now):
+            run.budget_moves += 1
+            run.held_ms = None
+            run.error = None
+            retry.append((run, run.change))
+        else:
+            run.debt_ms, run.held_ms = held_ms, None
+            _settle(group, run, metrics)
+    return retry
+
+
+def _await_brokers(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> list[tuple[_Run, Change]]:
+    """Rows refused INVALID_REPLICATION_FACTOR while a node was away: wait, within the budget, until the cluster has
+    the brokers it had when the group started, and send them again; at the budget's end they keep Kafka's answer."""
+    if not runs:
+        return []
+    at_start = group.brokers_at_start
+    assert at_start is not None
+    back, waited_s = wait_for_brokers(
+        admin,
+        at_start,
+        group.budget.end,
+        group.profile.request_timeout_s,
+        lambda: group.report(admin, only_if_admitted=True),
+    )
+    metrics = admin.metrics()
+    waited = (
+        f"waited {waited_s:.1f} s for a broker that was away (INVALID_REPLICATION_FACTOR with {at_start - 1} or fewer"
+    )
+    for run in runs:
+        run.away = False
+        if back:
+            run.notes.append(f"{waited} of {at_start} brokers registered)")
+            run.error = None
+        else:
+            run.notes.append(
+                f"{waited} of {at_start} brokers registered), until its budget ({group.budget.describe()}) ended"
+            )
+            _settle(group, run, metrics)
+    return [(run, run.change) for run in runs if back]
 
 
 def _name(key: Any) -> str:
@@ -535,13 +670,21 @@ def _drain(group: _Group, admin: ThrottledAdminClient, futures: dict[Future[Any]
                 labelled = (code, f"{kind}: {message}" if kind == "alter" else message)
                 if _outcome_unknown(exc, run):
                     run.verify, run.unknown = True, labelled
+                elif isinstance(exc, ThrottlingQuotaExceededException) and run.error is None:
+                    # Nothing applied. Never written: not an attempt. Refused with 89: Kafka's answer if it ends here.
+                    run.attempts -= exc.sent is False
+                    run.held_ms = exc.throttle_time_ms
+                    run.error = None if exc.sent is False else labelled
+                elif kind in _GROWS and code == KafkaError.INVALID_REPLICATION_FACTOR and run.error is None:
+                    run.error = labelled
+                    run.away = away_refusal(message, group.brokers_at_start)
                 elif kind == "create" and code == KafkaError.TOPIC_ALREADY_EXISTS:
                     run.verify, run.existed = True, True  # someone's topic: is it the one planned?
                 elif kind == "delete" and code == KafkaError.UNKNOWN_TOPIC_OR_PART:
                     run.verify, run.existed = True, True  # deleted by someone else: the cluster is as planned?
                 elif run.error is None:
                     run.error = labelled
-            if run.pending == 0 and not run.verify:
+            if run.pending == 0 and not (run.verify or run.away or run.held_ms is not None):
                 _settle(group, run, metrics)
         group.report(admin, metrics)
 
@@ -667,7 +810,16 @@ def _settle(group: _Group, run: _Run, metrics: dict[str, float], status: str | N
         "finished_at": now,
         "mutations": change.mutations,
         "detail": detail,
+        "quota_debt_ms": run.debt_ms,
     }
+    if run.error is None and run.debt_ms is not None and status is None:
+        message = (
+            f"not sent: the plan's time budget ({group.budget.describe()}) ended while the principal's quota held it "
+            f"for {run.debt_ms} ms more; run the same plan again once that has passed (rows done come back "
+            "unchanged), or with a longer budget"
+        )
+        group.finish(run.index, "not_sent", error_message=message, **common)
+        return
     if run.error is not None and status is None:
         code, message = run.error
         name = KafkaError(code).name() if code is not None else run.error_name

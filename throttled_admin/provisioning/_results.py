@@ -18,8 +18,9 @@ __all__ = [
     "summarize",
 ]
 
-#: ``planned`` only in a dry run; every other status is final.
-STATUSES = ("created", "grown", "reconfigured", "deleted", "unchanged", "failed", "planned")
+#: ``planned`` only in a dry run; every other status is final. ``not_sent``: the group's time budget ended before the
+#: quota let the row go (nothing of it applied; ``quota_debt_ms`` says how long the quota still held it).
+STATUSES = ("created", "grown", "reconfigured", "deleted", "unchanged", "failed", "not_sent", "planned")
 #: ``error_name`` of a row that failed by the plan's own rules, before anything was sent: a row that cannot be
 #: applied as written, a delete without ``allow_delete=True``, and a topic that differs from the plan in a way
 #: these APIs cannot change (fewer partitions, another replication factor, a create of a topic that exists and
@@ -38,7 +39,9 @@ class RowResult:
     topic's partitions), ``detail`` what was (or in a dry run would be) done, and in a dry run
     ``predicted_s``, when the row's mutations would be admitted, in seconds from the group's start.
     ``error_name``: set on every failed row, Kafka's name of ``error_code`` when there is one, else one of the
-    plan's own (``PLAN_ERROR``, ``DELETE_NOT_ALLOWED``, ``PLAN_CONFLICT``) or the exception's type."""
+    plan's own (``PLAN_ERROR``, ``DELETE_NOT_ALLOWED``, ``PLAN_CONFLICT``) or the exception's type.
+    ``quota_debt_ms``: how long the principal's quota still held the row when it was given up (``not_sent``, or
+    refused with error 89), or in a dry run the debt the principal owes; None when nothing was owed or known."""
 
     cluster: str
     topic: str
@@ -54,6 +57,7 @@ class RowResult:
     detail: str | None = None
     predicted_s: float | None = None
     error_name: str | None = None
+    quota_debt_ms: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         # Every field is a scalar: a shallow read is dataclasses.asdict's answer without its recursive copy,

@@ -25,6 +25,7 @@ _COLUMNS = (
     ("detail", "string"),
     ("predicted_s", "double"),
     ("error_name", "string"),
+    ("quota_debt_ms", "bigint"),
 )
 
 
