@@ -46,6 +46,7 @@ from confluent_kafka import KafkaError
 
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.handshake_drops import HandshakeDrops
+from throttled_admin._driver.throttle_notice import FirstThrottleNotice
 from throttled_admin._driver.turns import Sending, Turns
 from throttled_admin._driver.user_code import CallbackRunner
 from throttled_admin._engine import (
@@ -163,6 +164,7 @@ class Scheduler:
         self._handshake_drops = HandshakeDrops(security_protocol, self._on_listener_found, clock=clock)
         self._reported: str | None = None  # the last finding about a listener reported to ``report``
         self._metrics = metrics
+        self._first_throttle = FirstThrottleNotice(paced=pacer is not None)
         self._clock = clock
         self._engine = Engine(pacer=pacer, backoff=backoff, socket_timeout_s=socket_timeout_s)
         self._callbacks = callbacks if callbacks is not None else CallbackRunner()
@@ -568,6 +570,7 @@ class Scheduler:
 
     def metric(self, event: MetricEvent) -> None:
         event.report(self._metrics)
+        self._first_throttle.see(event)
 
     def reached(self) -> None:
         with self._cv:
