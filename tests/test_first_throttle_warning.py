@@ -17,7 +17,9 @@ def _first_throttle_warnings(caplog: pytest.LogCaptureFixture) -> list[logging.L
     return [
         r
         for r in caplog.records
-        if r.name == "throttled_admin" and r.levelno == logging.WARNING and "MutationQuota" in r.getMessage()
+        if r.name == "throttled_admin.throttle_notice"
+        and r.levelno == logging.WARNING
+        and "MutationQuota" in r.getMessage()
     ]
 
 
@@ -55,3 +57,16 @@ def test_no_such_warning_with_mutation_quota(quota_broker: BrokerFactory, caplog
         stats = client.metrics()
     assert stats["throttled-response-total"] >= 1
     assert _first_throttle_warnings(caplog) == []
+
+
+def test_the_command_line_leaves_the_notice_to_its_own_lines(caplog: pytest.LogCaptureFixture) -> None:
+    """``throttled-admin topics`` says what a throttle means in kafka-topics.sh's words and its own WARNING line: the
+    client's notice is silenced while a command's session is open, and only then."""
+    from throttled_admin.cli._session import AdminSession
+
+    notice = logging.getLogger("throttled_admin.throttle_notice")
+    caplog.set_level(logging.WARNING, logger=notice.name)
+    with AdminSession({"bootstrap.servers": "127.0.0.1:1"}, retry_on_quota_violation=False, timeout_ms=1000):
+        notice.warning("during the command: mutation_quota=MutationQuota()")
+    notice.warning("after it: mutation_quota=MutationQuota()")
+    assert [r.getMessage() for r in _first_throttle_warnings(caplog)] == ["after it: mutation_quota=MutationQuota()"]

@@ -3,6 +3,7 @@
 Apache Kafka answers librdkafka's CreateTopics versions with no error 89: it applies the whole request and throttles
 the principal afterwards, for as long as the request went over the quota. Nothing fails, so a user who made the
 one-import swap and skipped the README would see no sign of it; this says what happened and how to pace instead.
+On a logger of its own, so that a program that reports throttles itself (the command line) can silence it alone.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import logging
 from throttled_admin._engine import MetricEvent
 from throttled_admin._engine.metric_events import ResponseThrottle
 
-__all__ = ["FirstThrottleNotice"]
+__all__ = ["NOTICE_LOGGER", "FirstThrottleNotice"]
 
-log = logging.getLogger("throttled_admin")
+NOTICE_LOGGER = "throttled_admin.throttle_notice"
+log = logging.getLogger(NOTICE_LOGGER)
 
 
 class FirstThrottleNotice:
