@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +20,7 @@ from tests.support import BrokerFactory
 from throttled_admin import NewTopic, ThrottledAdminClient
 from throttled_admin._telemetry import metrics as metrics_module
 from throttled_admin._telemetry.metrics import ClientMetrics
+from throttled_admin.aio import AIOThrottledAdminClient
 
 # metrics() name -> the OpenTelemetry counter that must equal it
 COUNTERS = {
@@ -77,6 +79,25 @@ def test_counters_read_right_after_result_equal_metrics(
     creates = [r for r in broker.request_log() if r.api_name == "CreateTopics"]
     assert stats["request-total"] == len(creates)
     assert stats["throttled-response-total"] == sum(1 for r in creates if r.throttle_time_ms > 0) > 0
+
+
+@pytest.mark.usefixtures("patient_exports")
+@pytest.mark.asyncio
+async def test_counters_read_right_after_an_await_equal_metrics(
+    quota_broker: BrokerFactory, meter_provider: MeterProvider, metric_reader: InMemoryMetricReader
+) -> None:
+    broker = quota_broker(controller_mutation_rate=10, quota_window_num=1)
+    conf = {"bootstrap.servers": broker.bootstrap_servers, "client.id": "right-after-await"}
+    async with AIOThrottledAdminClient(conf, meter_provider=meter_provider) as admin:
+        for i in range(3):
+            futures = await admin.create_topics([NewTopic(f"aw.{i}.{j}", 4, 1) for j in range(3)])
+            await asyncio.gather(*futures.values())
+            exported = counter_sums(metric_reader)
+            stats = admin.metrics()
+            assert {name: exported.get(otel, 0) for name, otel in COUNTERS.items()} == {
+                name: stats[name] for name in COUNTERS
+            }, f"call {i}"
+    assert stats["throttled-response-total"] > 0
 
 
 class _HungRunner:
