@@ -17,6 +17,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, NumberDataPoint
 
 from tests.support import BrokerFactory
+from tests.test_metrics_e2e import points
 from throttled_admin import NewTopic, ThrottledAdminClient
 from throttled_admin._telemetry import metrics as metrics_module
 from throttled_admin._telemetry.metrics import ClientMetrics
@@ -34,20 +35,11 @@ COUNTERS = {
 
 
 def counter_sums(reader: InMemoryMetricReader) -> dict[str, float]:
-    """Each counter's value, summed over its series, as read now (no flush, no wait)."""
-    data = reader.get_metrics_data()
-    sums: dict[str, float] = {}
-    if data is None:
-        return sums
-    for resource in data.resource_metrics:
-        for scope in resource.scope_metrics:
-            for metric in scope.metrics:
-                for point in metric.data.data_points:
-                    if isinstance(point, NumberDataPoint):
-                        sums[metric.name] = sums.get(metric.name, 0) + point.value
-                    else:
-                        sums[metric.name] = sums.get(metric.name, 0) + point.count
-    return sums
+    """Each counter's value (a histogram's count), summed over its series, as read now (no flush, no wait)."""
+    return {
+        name: sum(p.value if isinstance(p, NumberDataPoint) else p.count for p in data_points)
+        for name, data_points in points(reader).items()
+    }
 
 
 @pytest.fixture
