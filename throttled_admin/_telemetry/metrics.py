@@ -259,10 +259,10 @@ class ClientMetrics:
         self._throttled = 0
         self._export_failed = False
         # OpenTelemetry exports run on the serial user-code thread, never on the scheduler's: an exporter that is
-        # slow or hung stalls nothing of the client's. Points follow the results by moments; metrics() is exact.
+        # slow or hung delays results by EXPORT_WAIT_S at most (flush), and stalls nothing else of the client's.
         self._exporter = exporter
-        # Exports wait here until flush() hands them to the exporter's thread in one job per scheduler turn, not one
-        # wake of that thread per event. Bounded: behind a hung exporter the oldest are dropped.
+        # Exports wait here until flush() hands them to the exporter's thread in one job per turn, not one wake of
+        # that thread per event. Bounded: behind a hung exporter the oldest are dropped.
         self._unexported: deque[tuple[Any, float, dict[str, Any]]] = deque(maxlen=_UNEXPORTED_LIMIT)
         self._job_queued = False  # a job is queued that has not taken them yet
         self._job_done: threading.Event | None = None  # set once the last job handed over has run
