@@ -50,10 +50,14 @@ async def provision(bootstrap: str, topics: int, deadline_s: float) -> int:
                 print(f"{name}: {future.exception()}")
             else:
                 created += 1
-        stats = admin.metrics()
+        print(f"created {created} of {len(futures)} topics ({withdrawn} withdrawn, {failed} failed)")
+        stats = admin.metrics()  # refusals (error 89) and throttled responses apart: Kafka throttles without refusing
         print(
-            f"created {created} of {len(futures)} topics ({withdrawn} withdrawn, {failed} failed); "
-            f"{stats['quota-violation-total']:.0f} throttled, {stats['retry-total']:.0f} retries"
+            f"{stats['request-total']:.0f} requests, {stats['mutations-admitted-total']:.0f} partitions admitted; "
+            f"{stats['quota-violation-total']:.0f} topics refused by the quota (error 89), "
+            f"{stats['throttled-response-total']:.0f} responses throttled "
+            f"(longest {stats['throttle-time-max']:.0f} ms); "
+            f"{stats['retry-total']:.0f} retries"
         )
     return 0 if created == len(futures) else 1
 

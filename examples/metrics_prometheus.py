@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         for batch in range(3):
             for future in admin.create_topics([NewTopic(f"prom.{batch}.{i}", 4, 1) for i in range(3)]).values():
                 future.result()
+        # Read at once, no flush: a call's points are recorded before its futures resolve (docs/metrics.md).
         print(generate_latest(registry).decode())
         if args.serve_port is not None:
             start_http_server(args.serve_port, addr="127.0.0.1", registry=registry)

@@ -11,6 +11,7 @@ it also says how long to wait before trying again (``throttle_time_ms``).
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=12)
     parser.add_argument("--replication-factor", type=int, default=1)
     args = parser.parse_args(argv)
+    # As kafka-topics.sh, no log lines: the error and the hint below say what a throttle means.
+    logging.getLogger("throttled_admin.throttle_notice").setLevel(logging.ERROR)
     # The embedded demo broker's quota (1 mutation/s, burst 11) is used up first (12 mutations: in debt), to show
     # the error; a cluster given with --bootstrap-servers gets the one create asked for, as kafka-topics.sh does.
     with (

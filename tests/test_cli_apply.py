@@ -244,3 +244,22 @@ def test_ctrl_c_ends_apply_at_once_and_a_rerun_finishes_the_plan(quota_broker: B
     assert summary["summary"].get("created", 0) == 40 - created_before
     assert summary["summary"].get("unchanged", 0) == created_before
     assert len(broker.topics()) == 40
+
+
+def test_apply_report_counts_refusals_and_throttled_apart(quota_broker: BrokerFactory, tmp_path: Path) -> None:
+    """A profile's rate above the broker's (burst 10): Apache Kafka's answer to librdkafka admits the requests and
+    throttles them, with no error 89, and the report says so in two counts (issue 38)."""
+    broker = quota_broker(controller_mutation_rate=10, quota_window_num=1)
+    plan = _write_plan(tmp_path / "plan.csv", "main", 6, partitions=4)
+    profiles = tmp_path / "profiles.yaml"
+    profiles.write_text(yaml.safe_dump({"main": {"bootstrap.servers": broker.bootstrap_servers, "mutation_rate": 500}}))
+    real = run_cli("apply", str(plan), "--profiles", str(profiles), "--output", "json")
+    assert real.returncode == 0, real.output
+    _rows, summary = _records(real.stdout)
+    [throttle] = summary["throttle"]
+    creates = [r for r in broker.request_log() if r.api_name == "CreateTopics"]
+    assert throttle["throttled_responses"] == sum(1 for r in creates if r.throttle_time_ms > 0) > 0
+    assert throttle["refused_by_quota"] == sum(1 for r in creates for c in r.errors.values() if c == 89) == 0
+    table = run_cli("apply", str(plan), "--profiles", str(profiles))
+    assert "throttled" in table.stdout  # the table's columns (rich may wrap their headers)
+    assert "(89)" in table.stdout

@@ -9,6 +9,7 @@ Each test has its own client-id quota entity and topic prefix on the run's share
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -59,11 +60,16 @@ def outcomes(futures: dict[str, Any], timeout_s: float = 90) -> dict[str, BaseEx
 
 
 def test_reactive_create_grow_delete_over_the_quota_all_applied_and_throttle_recorded(
-    kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace, client_for: Callable[..., ThrottledAdminClient]
+    kafka_broker: KafkaCluster,
+    kafka_ns: KafkaNamespace,
+    client_for: Callable[..., ThrottledAdminClient],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """300 mutations against a burst of 220 at 20/s, then a grow and a delete: the broker throttles, the client
     waits each throttle out locally (KIP-219) before its next request, and every change is applied, as the
-    broker confirms."""
+    broker confirms. Admitted and throttled, never refused: the throttled responses are counted apart from the
+    refusals, and the client, without MutationQuota, says once what the throttle means (issue 38)."""
+    caplog.set_level(logging.WARNING, logger="throttled_admin.throttle_notice")
     client = client_for()
     names = [kafka_ns.topic(f"r{i}") for i in range(30)]
     for batch in (names[:10], names[10:20], names[20:]):
@@ -77,6 +83,10 @@ def test_reactive_create_grow_delete_over_the_quota_all_applied_and_throttle_rec
     assert metrics["backoff-time-ms-total"] > 0  # and we waited it out instead of writing into the mute
     assert metrics["quota-violation-total"] == 0  # librdkafka's versions are admitted, never refused
     assert metrics["request-total"] == 5
+    assert 1 <= metrics["throttled-response-total"] <= 5
+    notices = [r for r in caplog.records if r.name == "throttled_admin.throttle_notice"]
+    assert len(notices) == 1
+    assert "MutationQuota()" in notices[0].getMessage()
 
 
 def test_retry_off_refuses_to_send_into_a_known_throttle_and_the_broker_holds_nothing_of_it(

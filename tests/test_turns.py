@@ -80,8 +80,8 @@ class Recorder:
     def settle(self, settlements: list[Settle]) -> None:
         self._do("settle")
 
-    def flush(self) -> None:
-        self._do("flush")
+    def flush(self, wait: bool) -> None:
+        self._do("export, waited for" if wait else "export")
 
     def read_metadata(self) -> None:
         self._do("metadata")
@@ -119,7 +119,7 @@ def test_a_turn_carries_out_a_step_in_order_each_action_once() -> None:
     turns, actions = Turns(), Recorder()
     turns.take()
     turns.carry(an_outbox(), actions, flush=True)
-    assert actions.done == ["metric m1", "metric m2", "send", "settle", "flush"]
+    assert actions.done == ["metric m1", "metric m2", "send", "export, waited for", "settle"]
     turns.release()
     with pytest.raises(AssertionError):  # invariant 2: only inside a turn
         turns.carry(an_outbox(), actions, flush=True)
@@ -132,10 +132,18 @@ def test_a_turn_does_every_kind_of_action_in_the_engines_order_and_leaves_the_re
     decided += [ReadViews(("t", "u")), Reached(), Emit(Retried("m1"))]
     turns.take()
     turns.carry(Outbox.of(decided), actions, flush=True)
-    assert actions.done == ["metric m1", "reached", "views t,u", "drain 1.5", "settle", "flush", "metadata", "probe"]
+    exported_first = ["export, waited for", "settle"]  # the points of the results before the results (issue 38)
+    assert actions.done == ["metric m1", "reached", "views t,u", "drain 1.5", *exported_first, "metadata", "probe"]
     actions.done.clear()
-    turns.carry(Outbox.of([*decided, Send(request)]), actions, flush=False)
-    assert actions.done == ["metric m1", "reached", "views t,u", "send", "drain 1.5", "settle"]
+    turns.carry(Outbox.of([*decided, Send(request)]), actions, flush=False)  # a caller's turn: the same
+    assert actions.done == ["metric m1", "reached", "views t,u", "send", "drain 1.5", *exported_first]
+    actions.done.clear()
+    unsettled = [a for a in decided if not isinstance(a, Settle)]
+    turns.carry(Outbox.of(unsettled), actions, flush=True)  # nothing settled: exports handed over, not waited for
+    assert actions.done == ["metric m1", "reached", "views t,u", "drain 1.5", "export", "metadata", "probe"]
+    actions.done.clear()
+    turns.carry(Outbox.of(unsettled), actions, flush=False)  # ... and on a caller's thread left to the scheduler's
+    assert "export" not in actions.done
     turns.release()
 
 
@@ -145,10 +153,10 @@ def test_a_turn_cut_short_is_finished_by_the_next_and_nothing_is_done_twice() ->
     with pytest.raises(KeyboardInterrupt):
         turns.carry(an_outbox(), actions, flush=True)
     turns.release()
-    assert actions.done == ["metric m1", "metric m2", "send"]
+    assert actions.done == ["metric m1", "metric m2", "send", "export, waited for"]
     turns.take()
     turns.finish_leftover(actions)  # invariant 3
-    assert actions.done == ["metric m1", "metric m2", "send", "settle", "flush"]
+    assert actions.done == ["metric m1", "metric m2", "send", "export, waited for", "settle"]
     turns.finish_leftover(actions)
     assert actions.done.count("settle") == 1
     turns.release()
@@ -164,7 +172,7 @@ def test_a_send_cut_before_its_call_began_is_sent_by_the_next_turn() -> None:
     assert turns.take_cuts() == []
     actions.begin = True
     turns.finish_leftover(actions)  # invariant 4: not handed over, so sent now
-    assert actions.done == ["metric m1", "metric m2", "send", "settle"]
+    assert actions.done == ["metric m1", "metric m2", "send", "export, waited for", "settle"]
     turns.release()
 
 
@@ -178,7 +186,7 @@ def test_a_send_cut_after_its_call_may_have_begun_is_reported_and_not_sent_again
     [cut] = turns.take_cuts()  # invariant 4: the engine hears of it before the next step
     assert cut.request is out.send
     turns.finish_leftover(actions)
-    assert actions.done == ["metric m1", "metric m2", "settle"]
+    assert actions.done == ["metric m1", "metric m2", "export, waited for", "settle"]
     turns.release()
 
 

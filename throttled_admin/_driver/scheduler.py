@@ -10,16 +10,17 @@ finished by the next): take the results librdkafka has completed (one batch per 
 future per request), serve librdkafka's callbacks (``poll``: a response's throttle event, queued before its
 result, reaches the engine first), step the engine (``_step``, the driver's one call of ``Engine.step``), and do
 what the step says outside the lock: metric events first (a caller that waits for its results and then reads the
-metrics finds its call), the next request or the sentinel, the settlements (overlapping with the broker's work on
-the next request), the metric exports, then a metadata read or the contact probe.
+metrics finds its call), the next request or the sentinel, the metric exports (waited for within a bound when
+futures are settled next: an OpenTelemetry reader that looks right after ``result()`` finds the call's points), the
+settlements (overlapping with the broker's work on the next request), then a metadata read or the contact probe.
 
 The scheduler's thread takes a turn whenever something arrives or the engine's wake time comes. It also wakes to
 serve librdkafka's callbacks (every 50 ms while a request is in flight or calls wait for first contact, 200 ms
 otherwise); such a wake-up steps the engine only if a callback told it something. Callers' threads take turns
 too (the fast path, ``caller_turns``): a call made while no request is in flight sends from its own thread, and a
 caller waiting in ``result()`` or ``exception()`` takes the turn its answer needs (``assist``): the answer goes
-librdkafka -> the waiting caller, as with bare confluent-kafka. Their turns leave the metric exports to the
-scheduler's thread.
+librdkafka -> the waiting caller, as with bare confluent-kafka. Their turns hand the metric exports over only
+when they settle futures, and leave the rest to the scheduler's thread.
 
 ``close()`` works from any frame: where it may not wait (a signal handler that interrupted a turn, a handler running
 inside one) it settles every future from its own thread and leaves the rest to another (``close`` returns False).
@@ -45,6 +46,7 @@ from confluent_kafka import KafkaError
 
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.handshake_drops import HandshakeDrops
+from throttled_admin._driver.throttle_notice import FirstThrottleNotice
 from throttled_admin._driver.turns import Sending, Turns
 from throttled_admin._driver.user_code import CallbackRunner
 from throttled_admin._engine import (
@@ -108,10 +110,10 @@ class SendOrder:
 
 
 class MetricsExport(MetricsSink, Protocol):
-    """The engine's metric events, a flush of what they recorded to the exporter (after each turn), and the
-    cluster's id once the contact probe has read it (before the first mutation is sent)."""
+    """The engine's metric events, a flush of what they recorded to the exporter (waited for, within a bound, before
+    a turn's settlements), and the cluster's id once the contact probe has read it (before the first mutation)."""
 
-    def flush(self) -> None: ...
+    def flush(self, wait: bool = False) -> None: ...
 
     def identify(self, cluster_id: str | None) -> None: ...
 
@@ -162,6 +164,7 @@ class Scheduler:
         self._handshake_drops = HandshakeDrops(security_protocol, self._on_listener_found, clock=clock)
         self._reported: str | None = None  # the last finding about a listener reported to ``report``
         self._metrics = metrics
+        self._first_throttle = FirstThrottleNotice(paced=pacer is not None)
         self._clock = clock
         self._engine = Engine(pacer=pacer, backoff=backoff, socket_timeout_s=socket_timeout_s)
         self._callbacks = callbacks if callbacks is not None else CallbackRunner()
@@ -399,9 +402,10 @@ class Scheduler:
                 self._wake()
 
     def _turn_here(self) -> bool:
-        """One turn on a caller's thread, if the turn is free (False if not). Its metric exports are left to the
-        scheduler's thread (a wake of the exporter's thread per call made the caller's next call wait for the GIL,
-        about 0.25 ms), which is woken if the engine wants something done before it would wake."""
+        """One turn on a caller's thread, if the turn is free (False if not). Its metric exports are handed over
+        only before settlements (a wake of the exporter's thread per call made the caller's next call wait for the
+        GIL, about 0.25 ms), else left to the scheduler's thread, which is woken if the engine wants something done
+        before it would wake."""
         if not self._turns.take(0):
             return False
         try:
@@ -567,6 +571,7 @@ class Scheduler:
 
     def metric(self, event: MetricEvent) -> None:
         event.report(self._metrics)
+        self._first_throttle.see(event)
 
     def reached(self) -> None:
         with self._cv:
@@ -575,8 +580,8 @@ class Scheduler:
     def read_views(self, names: list[str]) -> None:
         self._start_views_read(names)
 
-    def flush(self) -> None:
-        self._metrics.flush()
+    def flush(self, wait: bool = False) -> None:
+        self._metrics.flush(wait)
 
     def read_metadata(self) -> None:
         self._start_metadata_read()

@@ -2,11 +2,12 @@
 
 A turn takes what librdkafka has completed, serves librdkafka's callbacks, steps the engine, and carries out the
 step's ``Outbox``, a sequence of frozen actions (``_engine/actions.py``) in the engine's order: metric events, a
-views read, the send (or the sentinel), the settlements (as one batch), then the metric exports (the driver's own),
-a metadata read, the contact probe; the turn dispatches on each action's type. The scheduler's thread takes turns
-in its loop; a caller's thread takes one when its call finds the turn free (``Scheduler.submit``) or when the
-answer its ``result()`` waits for arrives (``Scheduler.assist``). ``Turns`` is the lock and the bookkeeping around
-them; the driver's one call of ``Engine.step`` is in the turn it runs (``Scheduler._step``).
+views read, the send (or the sentinel), the metric exports (the driver's own: waited for, within a bound, when
+settlements follow), the settlements (as one batch), a metadata read, the contact probe; the turn dispatches on
+each action's type. The scheduler's thread takes turns in its loop; a caller's thread takes one when its call finds
+the turn free (``Scheduler.submit``) or when the answer its ``result()`` waits for arrives (``Scheduler.assist``).
+``Turns`` is the lock and the bookkeeping around them; the driver's one call of ``Engine.step`` is in the turn it
+runs (``Scheduler._step``).
 
 Invariants (tests/test_turns.py checks each):
 
@@ -93,7 +94,7 @@ class Actions(Protocol):
 
     def settle(self, settlements: list[Settle]) -> None: ...
 
-    def flush(self) -> None: ...
+    def flush(self, wait: bool) -> None: ...
 
     def read_metadata(self) -> None: ...
 
@@ -111,7 +112,10 @@ class _SettleAll:
 
 @dataclass(frozen=True, slots=True)
 class _Flush:
-    """The metric exports (the driver's own action, after the settlements; the scheduler's thread's turns only)."""
+    """The metric exports (the driver's own action). ``wait``: settlements follow, and a reader who looks right after
+    ``result()`` must find the points of the call (within the exporter's bound, ``ClientMetrics.flush``)."""
+
+    wait: bool
 
 
 _Planned = Action | _SettleAll | _Flush
@@ -127,7 +131,7 @@ class _Carry:
     sending: Sending | None = None
 
 
-_FLUSH = _Flush()
+_FLUSH, _FLUSH_FIRST = _Flush(wait=False), _Flush(wait=True)
 # Where the plan puts each kind of the engine's actions: before the settlements, with them, after them (the reads),
 # or nowhere (the wake: the scheduler reads it).
 _BEFORE, _WITH, _AFTER, _NOWHERE = range(4)
@@ -136,8 +140,9 @@ _PLACE |= {Settle: _WITH, ReadMetadata: _AFTER, Probe: _AFTER, WakeAt: _NOWHERE}
 
 
 def _plan(out: Outbox, flush: bool) -> list[_Planned]:
-    """The step's actions in the engine's order, its settlements as one batch, the metric exports after them
-    (``flush``); a turn that sends leaves the reads to the next (the send's answer comes first)."""
+    """The step's actions in the engine's order, its settlements as one batch after the metric exports (every turn
+    that settles, on any thread: the points come before the results), or the exports alone (``flush``: the
+    scheduler's thread's turns); a turn that sends leaves the reads to the next (the send's answer comes first)."""
     plan: list[_Planned] = []
     settlements: list[Settle] = []
     reads: list[_Planned] = []
@@ -150,8 +155,8 @@ def _plan(out: Outbox, flush: bool) -> list[_Planned]:
         elif place == _AFTER:
             reads.append(action)
     if settlements:
-        plan.append(_SettleAll(settlements))
-    if flush:
+        plan += [_FLUSH_FIRST, _SettleAll(settlements)]
+    elif flush:
         plan.append(_FLUSH)
     if reads and out.send is None:
         plan += reads
@@ -263,7 +268,7 @@ _HANDLERS: dict[type[_Planned], Callable[[Actions, Any], None]] = {
     ReadViews: lambda actions, read: actions.read_views(list(read.names)),
     Drain: lambda actions, drain: actions.drain(drain.request_timeout_s),
     _SettleAll: lambda actions, settle: actions.settle(settle.settlements),
-    _Flush: lambda actions, _: actions.flush(),
+    _Flush: lambda actions, flush: actions.flush(flush.wait),
     ReadMetadata: lambda actions, _: actions.read_metadata(),
     Probe: lambda actions, _: actions.probe(),
 }

@@ -1,13 +1,15 @@
 """Where the user's code runs: never on the client's scheduler thread.
 
-The scheduler must never wait for code it does not own: a done-callback that blocks on a follow-up call, a
+The scheduler must never wait for code it does not own, but for a bounded wait for a turn's metric exports
+(``ClientMetrics.flush``): a done-callback that blocks on a follow-up call, a
 ``stats_cb`` that writes to a slow sink, an OpenTelemetry exporter stuck on the network. Each would stall every
 call of the client. So:
 
 - ``CallbackRunner`` runs the done-callbacks of the futures: an elastic pool that starts another thread whenever
   all of its threads are busy, so a blocked callback costs one thread, never the client;
 - ``SerialRunner`` runs the callbacks from ``conf`` and the metric exports, in order, on one thread of their own:
-  a slow one delays only those after it. Its queue is bounded; past the bound, work is dropped and that is logged.
+  a slow one delays only those after it (and results whose exports wait behind it, ``EXPORT_WAIT_S`` at most).
+  Its queue is bounded; past the bound, work is dropped and that is logged.
 """
 
 from __future__ import annotations

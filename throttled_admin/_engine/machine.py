@@ -786,7 +786,7 @@ class Engine:
         """Each response's throttle goes to the sensor once, for the request it came from (KIP-124); a request
         that got no response records nothing, as Kafka's NetworkClient. Returns the response's throttle."""
         for node_id, throttle_s in request.events:  # every event stands for one response
-            self._metric(_throttle_event(node_id, throttle_s))
+            self._metric(_throttle_event(node_id, throttle_s, mutation=True))
         if not answered:
             return 0.0
         if not request.events:
@@ -1158,8 +1158,8 @@ class _Response:
 _OnVerdict = Callable[[Engine, Topic, "BaseException | None", Outcome, _Response, float], bool]
 
 
-def _throttle_event(node_id: int, throttle_s: float) -> ResponseThrottle:
-    return ResponseThrottle(node_id, throttle_s * 1000)
+def _throttle_event(node_id: int, throttle_s: float, *, mutation: bool = False) -> ResponseThrottle:
+    return ResponseThrottle(node_id, throttle_s * 1000, mutation)
 
 
 # No result for the topic: the response left it out, or librdkafka never completed the request.

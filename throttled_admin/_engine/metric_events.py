@@ -7,7 +7,7 @@ equal by value, and ``RecordingSink`` keeps what a sink is told as such records,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 __all__ = [
@@ -45,10 +45,12 @@ class MetricsSink(Protocol):
 @dataclass(frozen=True, slots=True)
 class ResponseThrottle:
     """A response's throttle_time_ms (KIP-124), zero included; ``node_id`` None: a response that sent no throttle
-    event (librdkafka sends none for an unthrottled response)."""
+    event (librdkafka sends none for an unthrottled response). ``mutation``: the response to the client's own
+    mutation request (else another call's, or one not told apart); not part of equality."""
 
     node_id: int | None
     throttle_ms: float
+    mutation: bool = field(default=False, compare=False)
 
     def report(self, sink: MetricsSink) -> None:
         sink.record_throttle(self.node_id, self.throttle_ms)

@@ -26,13 +26,20 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from opentelemetry import metrics
-from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
+from opentelemetry.metrics import CallbackOptions, MeterProvider, NoOpCounter, NoOpHistogram, Observation
 
 from throttled_admin._driver.user_code import SerialRunner
 from throttled_admin._telemetry.sensor import SensorStats, WindowedSensor
 from throttled_admin._version import __version__
 
-__all__ = ["CLUSTER_ID_ATTRIBUTE", "NODE_ID_ATTRIBUTE", "ClientMetrics", "check_metric_attributes", "server_of"]
+__all__ = [
+    "CLUSTER_ID_ATTRIBUTE",
+    "EXPORT_WAIT_S",
+    "NODE_ID_ATTRIBUTE",
+    "ClientMetrics",
+    "check_metric_attributes",
+    "server_of",
+]
 
 log = logging.getLogger("throttled_admin")
 
@@ -56,6 +63,10 @@ _SCHEME = re.compile(r"^[A-Za-z_]+://")
 _THROTTLE_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600]
 _DURATION_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
 _UNEXPORTED_LIMIT = 100_000
+# How long a turn that settles futures waits for their points to be exported first (docs/metrics.md states it): a
+# reader that looks right after result() sees them. An exporter that is still stuck past it is not waited for again
+# until it has finished that job, so a hung exporter delays one turn's results by this much, once.
+EXPORT_WAIT_S = 0.5
 
 
 class _Instruments:
@@ -79,6 +90,11 @@ class _Instruments:
             "throttled_admin.retries",
             unit="{retry}",
             description="Responses after which topics were queued again (quota violation or transient error).",
+        )
+        self.throttled = meter.create_counter(
+            "throttled_admin.throttled_responses",
+            unit="{response}",
+            description="Broker responses with a throttle_time_ms above 0 (admitted and throttled, or refused).",
         )
         self.requests = meter.create_counter(
             "throttled_admin.requests", unit="{request}", description="Mutation requests sent to the cluster."
@@ -240,14 +256,17 @@ class ClientMetrics:
         self._mutations = 0
         self._admitted = 0
         self._backoff_s = 0.0
+        self._throttled = 0
         self._export_failed = False
         # OpenTelemetry exports run on the serial user-code thread, never on the scheduler's: an exporter that is
-        # slow or hung stalls nothing of the client's. Points follow the results by moments; metrics() is exact.
+        # slow or hung delays results by EXPORT_WAIT_S at most (flush), and stalls nothing else of the client's.
         self._exporter = exporter
-        # Exports wait here until flush() hands them to the exporter's thread in one job per scheduler turn, not one
-        # wake of that thread per event. Bounded: behind a hung exporter the oldest are dropped.
+        # Exports wait here until flush() hands them to the exporter's thread in one job per turn, not one wake of
+        # that thread per event. Bounded: behind a hung exporter the oldest are dropped.
         self._unexported: deque[tuple[Any, float, dict[str, Any]]] = deque(maxlen=_UNEXPORTED_LIMIT)
         self._job_queued = False  # a job is queued that has not taken them yet
+        self._job_done: threading.Event | None = None  # set once the last job handed over has run
+        self._overran: threading.Event | None = None  # the job that outlasted EXPORT_WAIT_S, until it has run
         self._base: dict[str, Any] = {"messaging.system": "kafka", "messaging.client.id": client_id}
         server = server_of(bootstrap_servers)
         if server is not None:
@@ -300,7 +319,11 @@ class ClientMetrics:
                     sensor = self._nodes[node_id] = self._new_sensor()
             sensor.record(throttle_ms)
         if throttle_ms > 0:
-            self._export(self._instruments.throttle.record, throttle_ms / 1000, self._attributes(node_id=node_id))
+            with self._lock:
+                self._throttled += 1
+            attributes = self._attributes(node_id=node_id)
+            self._export(self._instruments.throttle.record, throttle_ms / 1000, attributes)
+            self._export(self._instruments.throttled.add, 1, attributes)
 
     def record_violations(self, operation: str, topics: int) -> None:
         """``topics`` refused by the quota: each refusal of a topic counts once (a topic refused three times
@@ -342,23 +365,37 @@ class ClientMetrics:
         self._export(self._instruments.duration.record, seconds, attributes)
 
     def _export(self, instrument: Any, value: float, attributes: dict[str, Any]) -> None:
-        """An exporter or meter provider that fails or hangs must never change, delay or block an outcome."""
-        if self._exporter is None:
+        """An exporter or meter provider that fails or hangs must never change an outcome, nor delay it by more than
+        ``EXPORT_WAIT_S``. The API's own instruments without an SDK (no-op, or the global proxy before an SDK is
+        set) export nothing and cannot hang: called in place, they cost results no hand-off."""
+        if self._exporter is None or _inert(instrument):
             self._call_instrument(instrument, value, attributes)
             return
         with self._lock:
             self._unexported.append((instrument, value, attributes))
 
-    def flush(self) -> None:
-        """Hand what was recorded since the last flush to the exporter's thread, as one job. The scheduler calls it
-        after settling a turn's futures: exporting then never competes with the callers it has just woken."""
+    def flush(self, wait: bool = False) -> None:
+        """Hand what was recorded since the last flush to the exporter's thread, as one job; with ``wait`` (a turn
+        about to settle futures), wait until it has run, ``EXPORT_WAIT_S`` at the most: the points of a call are
+        exported before its futures resolve. An exporter still stuck in a job that outlasted the bound is not
+        waited for again until that job has run."""
         if self._exporter is None:
             return
-        with self._lock:
-            if not self._unexported or self._job_queued:
-                return
-            self._job_queued = True
-        self._exporter.submit(self._export_queued)
+        with self._lock:  # turns flush one at a time; the exporter's thread takes this lock only to take its job
+            if self._unexported and not self._job_queued:
+                self._job_queued = True
+                self._job_done = self._exporter.submit(self._export_queued)
+            done, overran = self._job_done, self._overran
+        if not wait or done is None or (overran is not None and not overran.is_set()):
+            return
+        if not done.wait(EXPORT_WAIT_S):
+            first, self._overran = self._overran is None, done
+            if first:
+                log.warning(
+                    "a throttled_admin metric export took over %.1f s; results no longer wait for exports until it "
+                    "ends (logged once; see docs/metrics.md)",
+                    EXPORT_WAIT_S,
+                )
 
     def _export_queued(self) -> None:
         with self._lock:
@@ -400,6 +437,7 @@ class ClientMetrics:
             out["mutations-sent-total"] = float(self._mutations)
             out["mutations-admitted-total"] = float(self._admitted)
             out["backoff-time-ms-total"] = self._backoff_s * 1000
+            out["throttled-response-total"] = float(self._throttled)
         for node, sensor in nodes:
             out[f"node-{node}-throttle-time-avg"] = sensor.avg()
             out[f"node-{node}-throttle-time-max"] = sensor.max()
@@ -411,3 +449,13 @@ class ClientMetrics:
             self._instruments.clients.discard(self)
         except Exception:
             log.exception("unregistering throttled_admin's gauges failed")
+
+
+_INERT = (NoOpCounter, NoOpHistogram)
+
+
+def _inert(instrument: Any) -> bool:
+    """An instrument's method (``add``, ``record``) of the API's own no-op instruments, or of the global provider's
+    proxy before an SDK is set: it exports nothing and cannot hang."""
+    target = getattr(instrument, "__self__", None)
+    return isinstance(target, _INERT) or (target is not None and getattr(target, "_real_instrument", True) is None)

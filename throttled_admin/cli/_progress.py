@@ -58,6 +58,8 @@ class ClusterStats:
     quota_rate: float | None = None
     throttle_time_ms: int = 0
     max_throttle_time_ms: int = 0
+    throttled_responses: int = 0
+    refused_by_quota: int = 0
     throttle_until: float = 0.0  # monotonic time the broker's last throttle ends
     started: float = field(default_factory=time.monotonic)
     admitted: AdmittedRate = field(default_factory=AdmittedRate)  # when the broker admitted how many
@@ -76,6 +78,9 @@ class ClusterStats:
             self.throttle_until = now + progress.throttle_time_ms / 1000
         self.throttle_time_ms = progress.throttle_time_ms
         self.max_throttle_time_ms = max(self.max_throttle_time_ms, progress.throttle_time_ms)
+        # Running totals (the group's last report, after its client closed, carries none)
+        self.throttled_responses = max(self.throttled_responses, progress.throttled_responses)
+        self.refused_by_quota = max(self.refused_by_quota, progress.refused_by_quota)
 
     def recent_rate(self, now: float | None = None) -> float:
         """Mutations the broker admitted in the last QUOTA_WINDOW_S, per second: never more than it admitted in

@@ -54,7 +54,8 @@ class Table:
 
 def throttle_summary(stats: Mapping[str, ClusterStats], results: Sequence[RowResult]) -> list[dict[str, Any]]:
     """Per cluster: mutations admitted and their rate against the quota, the largest broker throttle seen,
-    and the most time a row spent waiting out throttles.
+    the most time a row spent waiting out throttles, and the throttled responses and quota refusals (error 89)
+    apart: Apache Kafka admits librdkafka's requests over the quota and throttles them, with no refusal.
 
     The rate is taken over the time the rows took plus the quota's window (QUOTA_WINDOW_S), as the broker's
     quota sees it: a run paced to the quota from a full burst reads as the quota, and a few mutations
@@ -74,6 +75,8 @@ def throttle_summary(stats: Mapping[str, ClusterStats], results: Sequence[RowRes
                 "quota_rate": cluster.quota_rate,
                 "max_throttle_time_ms": cluster.max_throttle_time_ms,
                 "max_row_throttle_wait_ms": max((r.throttle_time_ms for r in rows), default=0),
+                "throttled_responses": cluster.throttled_responses,
+                "refused_by_quota": cluster.refused_by_quota,
                 "attempts": sum(r.attempts for r in rows),
             }
         )
@@ -206,6 +209,8 @@ def _tables(results: Sequence[RowResult], throttle: list[dict[str, Any]], dry_ru
                 "quota/s",
                 "max throttle ms",
                 "max row wait ms",
+                "throttled responses",
+                "refused (89)",
                 "attempts",
             ],
             [
@@ -217,6 +222,8 @@ def _tables(results: Sequence[RowResult], throttle: list[dict[str, Any]], dry_ru
                     format_rate(t["quota_rate"]),
                     str(t["max_throttle_time_ms"]),
                     str(t["max_row_throttle_wait_ms"]),
+                    str(t["throttled_responses"]),
+                    str(t["refused_by_quota"]),
                     str(t["attempts"]),
                 ]
                 for t in throttle

@@ -10,6 +10,7 @@ password within seconds.
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -21,6 +22,7 @@ from confluent_kafka import KafkaError
 
 from throttled_admin import ThrottledAdminClient
 from throttled_admin._driver.metadata_read import ContactWatch, read_metadata
+from throttled_admin._driver.throttle_notice import NOTICE_LOGGER
 
 __all__ = ["AdminSession", "CommandTimeout"]
 
@@ -52,6 +54,10 @@ class AdminSession:
         self.admin = ThrottledAdminClient(
             settings, retry_on_quota_violation=retry_on_quota_violation, default_api_timeout_ms=timeout_ms
         )
+        # The command words a throttle itself (kafka-topics.sh's lines, and its WARNING for a change admitted over the
+        # quota): the client's own notice of an unpaced throttle would say it twice, on stderr. One filter per session.
+        self._silence: Callable[[logging.LogRecord], bool] = lambda record: False
+        logging.getLogger(NOTICE_LOGGER).addFilter(self._silence)
 
     def _on_throttle(self, event: Any) -> None:
         with self._throttle_lock:
@@ -114,7 +120,10 @@ class AdminSession:
         return read_metadata(self.admin, self._watch, self.timeout_ms / 1000)
 
     def close(self) -> None:
-        self.admin.close()
+        try:
+            self.admin.close()
+        finally:
+            logging.getLogger(NOTICE_LOGGER).removeFilter(self._silence)
 
     def __enter__(self) -> AdminSession:
         return self

@@ -18,7 +18,8 @@ class Progress:
     mutations of every topic its answers applied, counted when the answer came, before the row finishes),
     ``mutations_per_s`` those admitted in the last quota window (``QUOTA_WINDOW_S``) per second, ``quota_rate``
     the configured or learned rate (None while unknown), ``throttle_time_ms`` the largest throttle the broker sent
-    in the client's current metrics window."""
+    in the client's current metrics window; ``throttled_responses`` the responses with a throttle and
+    ``refused_by_quota`` the topic refusals (error 89), counted apart (the client's metrics)."""
 
     cluster: str
     rows_done: int
@@ -27,6 +28,8 @@ class Progress:
     mutations_per_s: float
     quota_rate: float | None
     throttle_time_ms: int
+    throttled_responses: int = 0
+    refused_by_quota: int = 0
 
 
 ProgressCallback = Callable[[Progress], None]
