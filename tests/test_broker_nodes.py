@@ -1,7 +1,8 @@
 """QuotaBroker's nodes one at a time, as Kafka 4.4's do: a restart starts the quota sensors fresh, a stopped
 controller fails over with the principal's bucket (fresh on the new controller), a forwarded throttle mutes only
 the connection that carried it, and a stopped node stays registered (an unregistered one is not counted: creates
-whose replication factor it was needed for are refused, uncharged). The same questions asked of Kafka: tests/real_kafka/scenarios_quorum.py."""
+whose replication factor it was needed for are refused, uncharged). The same questions asked of Kafka:
+tests/real_kafka/scenarios_quorum.py."""
 
 from __future__ import annotations
 
