@@ -1149,11 +1149,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = make_share_dir()
     failures = 0
     rows = []
+    quorums: dict[BrokerSpec, KafkaCluster] = {}  # started here: their scenarios stop and start this process's JVMs
     try:
         for sc in all_scenarios():
             if args.only and not any(o in sc.id for o in args.only):
                 continue
-            cluster = shared_cluster(sc.setup.broker_spec())
+            spec = sc.setup.broker_spec()
+            if spec.quorum > 1 and spec not in quorums:
+                quorums[spec] = KafkaCluster.start(spec, root / f"own-{spec.key}")
+            cluster = quorums[spec] if spec.quorum > 1 else shared_cluster(spec)
             outcome = run_scenario(sc, cluster, KafkaNamespace.for_test(f"differential::{sc.id}::{time.time()}"))
             failures += not outcome.agree
             rows.append(markdown_row(outcome))
@@ -1162,6 +1166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for line in outcome.differences + outcome.deliberate:
                     print(f"    {line}")
     finally:
+        for quorum in quorums.values():
+            quorum.stop()
         stop_all(root)
     table = MARKDOWN_HEADER + "\n" + "\n".join(rows)
     if args.markdown:
