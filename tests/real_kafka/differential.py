@@ -15,6 +15,12 @@ Keeping scenarios apart on a shared real broker: each gets its own topic prefix 
 entity), from :class:`~tests.real_kafka.namespace.KafkaNamespace`; the QuotaBroker is started for the scenario
 and stopped after it. Topic names in messages are compared without the prefix.
 
+A quorum (:data:`QUORUM`: Kafka's three combined nodes, the ``kafka_quorum`` fixture, and a QuotaBroker of three
+nodes): a scenario asks which broker is the active controller (:meth:`Run.controller`) and stops, kills and starts
+brokers (:meth:`Run.stop`, :meth:`Run.start`). Kafka takes seconds over each, QuotaBroker none, so what is compared
+after one is what does not depend on the time it took (``coarse``: whether an answer was throttled, not by how
+much), unless the bucket started fresh (then both count from the same request).
+
 A slow controller: a topic named by :meth:`Run.slow` holds Kafka's controller (``SlowCreatePolicy``, the
 ``slow_controller`` spec) and QuotaBroker's (``hold_controller_next``) for the time it names.
 
@@ -78,6 +84,7 @@ class Setup:
     num_partitions: int = 1
     slow: bool = False
     brokers: int = 1  # Kafka: one combined node, or a controller and N brokers; QuotaBroker: N nodes
+    quorum: int = 1  # Kafka: N combined broker+controller nodes (the kafka_quorum fixture); QuotaBroker: N nodes
 
     def broker_spec(self) -> BrokerSpec:
         return BrokerSpec(
@@ -86,6 +93,7 @@ class Setup:
             num_partitions=self.num_partitions,
             slow_controller=self.slow,
             brokers=self.brokers,
+            quorum=self.quorum,
         )
 
     def quota_broker(self, *, sasl: bool) -> Any:
@@ -93,7 +101,7 @@ class Setup:
         from throttled_admin.testing import QuotaBroker
 
         return QuotaBroker(
-            num_brokers=self.brokers,
+            num_brokers=max(self.brokers, self.quorum),
             quota_window_num=self.window_num,
             quota_window_size_s=self.window_size_s,
             users=dict(USERS) if sasl else None,
@@ -111,6 +119,7 @@ DEFAULT = Setup()  # Kafka's defaults: the kafka_broker fixture's JVM
 SMALL = Setup(window_num=2, num_partitions=3)  # quota windows of 2 x 1 s (burst = 2 R), num.partitions=3
 SLOW = Setup(slow=True)  # the kafka_slow_broker fixture's JVM
 SLOW_CLUSTER = Setup(slow=True, brokers=2)  # a slow controller behind two brokers (three JVMs)
+QUORUM = Setup(quorum=3)  # three combined nodes, three voters: the kafka_quorum fixture's JVMs
 
 
 # -- what a run sees -------------------------------------------------------------------------------------
@@ -160,6 +169,18 @@ class T:
     rf: int = 1
     configs: Mapping[str, str | None] = field(default_factory=dict)
     assignments: Sequence[tuple[int, Sequence[int]]] = ()
+
+
+def _coarse(reader: Callable[[Any], Observation]) -> Callable[[Any], Observation]:
+    """``reader`` with ``throttle_time_ms`` recorded as ``throttled`` (whether it is > 0), compared exactly: for
+    an answer after a broker restart, which takes Kafka seconds and QuotaBroker none."""
+
+    def read(response: Any) -> Observation:
+        observation = reader(response)
+        observation.exact["throttled"] = observation.timed.pop("throttle_time_ms", 0) > 0
+        return observation
+
+    return read
 
 
 def _spec(topic: T | tuple[Any, ...]) -> T:
@@ -222,6 +243,18 @@ class Side:
         a wait that is True once the controller holds it."""
         raise NotImplementedError
 
+    def controller(self) -> int:
+        """The index (0: the first broker) of the active controller."""
+        raise NotImplementedError
+
+    def stop(self, broker: int, kill: bool) -> None:
+        """Stop broker ``broker`` (a controlled shutdown, or with ``kill`` a kill -9), keeping its port."""
+        raise NotImplementedError
+
+    def start(self, broker: int) -> None:
+        """Start a stopped broker again; returns once it is registered and answers."""
+        raise NotImplementedError
+
 
 class KafkaSide(Side):
     kind = "kafka"
@@ -243,6 +276,16 @@ class KafkaSide(Side):
         log = self.cluster.log_path(name="stdout.log")
         return lambda: _wait(lambda: line in log.read_text(errors="replace"), 30)
 
+    def controller(self) -> int:
+        active = self.cluster.active_controller()
+        return next(i for i, node in enumerate(self.cluster.brokers) if node.node_id == active)
+
+    def stop(self, broker: int, kill: bool) -> None:
+        self.cluster.stop_node(self.cluster.brokers[broker], kill=kill)
+
+    def start(self, broker: int) -> None:
+        self.cluster.start_node(self.cluster.brokers[broker])
+
 
 class QuotaBrokerSide(Side):
     kind = "quota-broker"
@@ -260,6 +303,15 @@ class QuotaBrokerSide(Side):
     def hold_next(self, topic: str, millis: int) -> Callable[[], bool]:
         held = self.broker.hold_controller_next(millis / 1000)
         return lambda: bool(held.wait(30))
+
+    def controller(self) -> int:
+        return int(self.broker.controller_id)  # QuotaBroker's node ids are the indexes
+
+    def stop(self, broker: int, kill: bool) -> None:
+        self.broker.stop_node(broker, kill=kill)
+
+    def start(self, broker: int) -> None:
+        self.broker.start_node(broker)
 
 
 def _wait(predicate: Callable[[], bool], timeout_s: float) -> bool:
@@ -337,6 +389,25 @@ class Run:
         for conn in self._conns:
             conn.wire.close()
 
+    # brokers of a quorum --------------------------------------------------------------------------------
+
+    def controller(self) -> int:
+        """The index of the broker that is the active controller now."""
+        return self.side.controller()
+
+    def others(self) -> list[int]:
+        """The indexes of the brokers that are not the active controller, in order."""
+        active = self.controller()
+        return [i for i in range(3) if i != active]
+
+    def stop(self, broker: int, *, kill: bool = False) -> None:
+        """Stop broker ``broker`` (SIGTERM, or kill -9) and wait until it is gone (Kafka: seconds)."""
+        self.side.stop(broker, kill)
+
+    def start(self, broker: int) -> None:
+        """Start broker ``broker`` again and wait until the cluster has it back."""
+        self.side.start(broker)
+
     # requests -------------------------------------------------------------------------------------------
 
     def request(self, conn: Conn, request: Any, step: str, reader: Callable[[Any], Observation], timed: bool) -> Any:
@@ -346,6 +417,25 @@ class Run:
     def send(self, conn: Conn, request: Any, step: str, reader: Callable[[Any], Observation], timed: bool) -> Pending:
         conn.wire.send(request)
         return Pending(conn, request, step, time.monotonic(), reader, timed)
+
+    def receive_or_closed(self, pending: Pending) -> Any:
+        """:meth:`receive`, or, when the broker closes the connection with no answer, a note that it did."""
+        try:
+            return self.receive(pending)
+        except OSError:  # ConnectionError: closed by the broker; a reset
+            self.note(pending.step, closed=True)
+            return None
+
+    def send_probe(self, conn: Conn, step: str) -> Pending:
+        """A Metadata v12 of no topic on ``conn``, to learn whether the connection is muted (:meth:`muted`)."""
+        return self.send_metadata(conn, 12, [], step=step, timed=True)
+
+    def muted(self, pending: Pending, over_ms: int = 1000) -> None:
+        """Receive a probe and record whether it waited more than ``over_ms`` (a muted connection) instead of how
+        long: coarse, for throttles of seconds on a loaded machine, where answer times vary by hundreds of ms."""
+        self.receive(pending)
+        observation = self.observations[-1]
+        observation.exact["muted"] = observation.timed.pop("answered_after_ms") > over_ms
 
     def receive(self, pending: Pending) -> Any:
         response = pending.conn.wire.receive(pending.request)
@@ -394,11 +484,12 @@ class Run:
         self, conn: Conn, version: int, *topics: T | tuple[Any, ...], step: str = "", timed: bool = False, **kw: Any
     ) -> Any:
         """CreateTopics at ``version``; ``kw``: ``validate_only``, ``timeout_ms``, ``nodes`` and ``configs`` (see
-        :meth:`_read_create`)."""
-        nodes, configs = kw.pop("nodes", False), kw.pop("configs", False)
+        :meth:`_read_create`), ``coarse`` (record whether the answer was throttled, not by how much)."""
+        nodes, configs, coarse = kw.pop("nodes", False), kw.pop("configs", False), kw.pop("coarse", False)
         request = self.create_request(version, topics, **kw)
         label = step or f"CreateTopics v{version}" + (" validate_only" if kw.get("validate_only") else "")
-        return self.request(conn, request, label, self._read_create(version, nodes, configs), timed)
+        reader = self._read_create(version, nodes, configs)
+        return self.request(conn, request, label, _coarse(reader) if coarse else reader, timed)
 
     def send_create(
         self, conn: Conn, version: int, *topics: T | tuple[Any, ...], step: str = "", timed: bool = False, **kw: Any
@@ -833,7 +924,7 @@ def scenario(
 
 def all_scenarios() -> list[Scenario]:
     """Every scenario, registered by importing the scenario modules."""
-    from tests.real_kafka import scenarios_errors, scenarios_quota, scenarios_reads  # noqa: F401
+    from tests.real_kafka import scenarios_errors, scenarios_quorum, scenarios_quota, scenarios_reads  # noqa: F401
 
     return list(SCENARIOS)
 
@@ -1058,11 +1149,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = make_share_dir()
     failures = 0
     rows = []
+    quorums: dict[BrokerSpec, KafkaCluster] = {}  # started here: their scenarios stop and start this process's JVMs
     try:
         for sc in all_scenarios():
             if args.only and not any(o in sc.id for o in args.only):
                 continue
-            cluster = shared_cluster(sc.setup.broker_spec())
+            spec = sc.setup.broker_spec()
+            if spec.quorum > 1 and spec not in quorums:
+                quorums[spec] = KafkaCluster.start(spec, root / f"own-{spec.key}")
+            cluster = quorums[spec] if spec.quorum > 1 else shared_cluster(spec)
             outcome = run_scenario(sc, cluster, KafkaNamespace.for_test(f"differential::{sc.id}::{time.time()}"))
             failures += not outcome.agree
             rows.append(markdown_row(outcome))
@@ -1071,6 +1166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for line in outcome.differences + outcome.deliberate:
                     print(f"    {line}")
     finally:
+        for quorum in quorums.values():
+            quorum.stop()
         stop_all(root)
     table = MARKDOWN_HEADER + "\n" + "\n".join(rows)
     if args.markdown:

@@ -102,6 +102,8 @@ class Cluster:
         self.node_ids = list(node_ids)
         self._nodes = set(self.node_ids)
         self.controller_id = self.node_ids[0]
+        self._down: set[int] = set()  # nodes stopped (they stay registered: see registered())
+        self._unregistered: set[int] = set()
         # Unique per cluster, in Kafka's form (Uuid.randomUuid().toString(): URL-safe base64, no padding), so that
         # clients of two test clusters tell them apart as they would two real ones (messaging.kafka.cluster.id).
         self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
@@ -120,6 +122,36 @@ class Cluster:
         self.lock = threading.RLock()
         self._placement = itertools.count()
         self._log = MetadataLog(metadata_lag_s, clock)
+
+    # -- nodes that stop -------------------------------------------------------------------------
+
+    def node_down(self, node_id: int, *, unregister: bool = False) -> None:
+        with self.lock:
+            self._down.add(node_id)
+            if unregister:
+                self._unregistered.add(node_id)
+
+    def node_up(self, node_id: int) -> None:
+        with self.lock:
+            self._down.discard(node_id)
+            self._unregistered.discard(node_id)
+
+    def all_up(self) -> None:
+        with self.lock:
+            self._down.clear()
+            self._unregistered.clear()
+
+    def live(self) -> list[int]:
+        """The nodes serving now, in id order."""
+        with self.lock:
+            return [n for n in self.node_ids if n not in self._down]
+
+    def registered(self) -> list[int]:
+        """The brokers the controller places replicas on: every node but those unregistered. A stopped node stays
+        registered (seen on Kafka 4.4.0: with one of three nodes stopped by SIGTERM or kill -9, creates of replication
+        factor 3 kept being admitted for the 20 s watched, and through its restart)."""
+        with self.lock:
+            return [n for n in self.node_ids if n not in self._unregistered]
 
     def metadata_view(self, node_id: int) -> TopicsView:
         """The topics node ``node_id``'s Metadata shows: the controller's at once, every other node's
@@ -159,7 +191,7 @@ class Cluster:
     # -- placement -------------------------------------------------------------------------------
 
     def _place(self, partitions: int, replication: int) -> list[list[int]]:
-        nodes = self.node_ids
+        nodes = self.registered()
         out = []
         for _ in range(partitions):
             start = next(self._placement)
@@ -253,11 +285,12 @@ class Cluster:
             )
         partitions = self.default_partitions if spec.num_partitions == -1 else spec.num_partitions
         replication = self._resolved_replication(spec)
-        if replication > len(self.node_ids):
+        registered = len(self.registered())
+        if replication > registered:
             return ApiError.of(
                 kerr.InvalidReplicationFactorError,
                 f"Unable to replicate the partition {replication} time(s): The target replication factor "
-                f"of {replication} cannot be reached because only {len(self.node_ids)} broker(s) "
+                f"of {replication} cannot be reached because only {registered} broker(s) "
                 "are registered or some brokers have all their log directories cordoned.",  # Kafka 4.4's words
             )
         return partitions, []

@@ -13,6 +13,10 @@ does (KIP-124), and the byte-rate quotas stored and described only (there is no 
   (old clients) always charges and reports a throttle once the bucket is in debt.
 - A changed quota keeps the bucket (or sensor) and its state; as in Kafka, the next refill uses the new
   rate for the whole interval since the last update.
+- Buckets live in the active controller (``ControllerApis`` enforces the quota; brokers forward), request sensors
+  in each broker, all in the process's memory: a node that stops loses its own (:meth:`QuotaManager.forget_node`),
+  and a controller failover (:attr:`QuotaManager.controller`) charges the new controller's buckets, fresh unless it
+  had been the controller before without restarting (seen on Kafka 4.4.0: docs/testing-broker.md).
 """
 
 from __future__ import annotations
@@ -135,7 +139,8 @@ class QuotaManager:
         self.request_window_ms = round(request_window_size_s * 1000)
         self.clock = clock
         self._quotas: dict[QuotaEntity, dict[str, float]] = {}
-        self._buckets: dict[tuple[str, str], TokenBucket] = {}
+        self.controller = 0  # the node whose buckets are charged (the active controller)
+        self._buckets_of: dict[int, dict[tuple[str, str], TokenBucket]] = {}  # node id -> its buckets
         self._sensors: dict[tuple[int, str, str], RateSensor] = {}  # request quotas are per broker (KIP-124)
         self.lock = threading.RLock()
 
@@ -158,6 +163,18 @@ class QuotaManager:
                 values[key] = float(rate)
             if not values:
                 del self._quotas[entity]
+
+    @property
+    def _buckets(self) -> dict[tuple[str, str], TokenBucket]:
+        return self._buckets_of.setdefault(self.controller, {})
+
+    def forget_node(self, node_id: int) -> None:
+        """A node's process stopped: its controller buckets and its request sensors are gone (Kafka keeps them in
+        memory only), so they start fresh, full, when it serves again."""
+        with self.lock:
+            self._buckets_of.pop(node_id, None)
+            for key in [k for k in self._sensors if k[0] == node_id]:
+                del self._sensors[key]
 
     def quotas(self, key: str = QUOTA_KEY) -> dict[QuotaEntity, float]:
         """Entity -> value of quota ``key``, for the entities that set it."""

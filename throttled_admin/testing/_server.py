@@ -359,6 +359,9 @@ class Server:
         # (NodeToControllerChannelManager's client has one request in flight).
         self._forwarding: dict[int, asyncio.Lock] = {}
         self._closing = False
+        self._listeners: dict[int, asyncio.base_events.Server] = {}  # node id -> its listener, while it serves
+        self._node_of: dict[asyncio.BaseTransport, int] = {}  # each served connection's node
+        self._stopped: set[int] = set()  # nodes stopped on their own (stop_node)
 
     # -- lifecycle (called from the owner's thread, which may itself run an event loop) -----------
 
@@ -429,17 +432,46 @@ class Server:
     # -- on the loop -----------------------------------------------------------------------------
 
     async def _bind(self, ports: dict[int, int]) -> dict[int, int]:
+        return {node_id: await self._bind_node(node_id, port) for node_id, port in ports.items()}
+
+    async def _bind_node(self, node_id: int, port: int) -> int:
         loop = asyncio.get_running_loop()
-        bound: dict[int, int] = {}
-        for node_id, port in ports.items():
-            self._forwarding[node_id] = asyncio.Lock()
-            factory = functools.partial(
-                _TrackedProtocol, functools.partial(self._serve, node_id), self._transports, loop
-            )
-            server = await loop.create_server(factory, "127.0.0.1", port)  # TLS per connection: _start_tls
-            self._servers.append(server)
-            bound[node_id] = server.sockets[0].getsockname()[1]
-        return bound
+        self._forwarding[node_id] = asyncio.Lock()
+        factory = functools.partial(_TrackedProtocol, functools.partial(self._serve, node_id), self._transports, loop)
+        server = await loop.create_server(factory, "127.0.0.1", port)  # TLS per connection: _start_tls
+        self._servers.append(server)
+        self._listeners[node_id] = server
+        self._stopped.discard(node_id)
+        return int(server.sockets[0].getsockname()[1])
+
+    # -- one node at a time (called from the owner's thread) ---------------------------------------
+
+    def stop_node(self, node_id: int) -> None:
+        """Stop serving one node: its listener closes and its connections are cut, unanswered; a request they had
+        written and the node had not read yet (in a muted connection) is never handled. A mutation the node had
+        already forwarded is the controller's: it is applied, its answer lost."""
+        assert self._loop is not None
+        asyncio.run_coroutine_threadsafe(self._stop_node(node_id), self._loop).result()
+
+    def start_node(self, node_id: int, port: int) -> None:
+        assert self._loop is not None
+        asyncio.run_coroutine_threadsafe(self._bind_node(node_id, port), self._loop).result()
+
+    async def _stop_node(self, node_id: int) -> None:
+        self._stopped.add(node_id)
+        server = self._listeners.pop(node_id, None)
+        if server is None:
+            return
+        loop = asyncio.get_running_loop()
+        for listener in server.sockets:
+            loop.remove_reader(listener.fileno())
+        for transport, node in list(self._node_of.items()):
+            if node == node_id:
+                transport.abort()  # type: ignore[attr-defined]
+        await asyncio.sleep(0)  # accepts under way reach _serve, which aborts them
+        server.close()
+        await server.wait_closed()
+        self._servers.remove(server)
 
     async def _drop(self) -> None:
         for transport in list(self._transports):
@@ -475,9 +507,10 @@ class Server:
                 return
 
     async def _serve(self, node_id: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self._closing:  # accepted while the listeners were closing
+        if self._closing or node_id in self._stopped:  # accepted while the listeners were closing
             writer.transport.abort()
             return
+        self._node_of[writer.transport] = node_id
         peername = writer.get_extra_info("peername")
         peer = f"{peername[0]}:{peername[1]}" if peername else "?"
         conn = _Connection(node_id, peer, needs_auth=self.context.users is not None)
@@ -500,6 +533,8 @@ class Server:
                     # KIP-219: a muted connection's request waits, unprocessed, until the throttle ends. Only
                     # its length prefix was taken, so the log can tell how long a request was held here.
                     await asyncio.sleep(wait_s)
+                    if writer.transport.is_closing():  # cut while muted (its node stopped): never read
+                        return
                 (size,) = struct.unpack(">i", head)
                 if not 8 <= size <= MAX_FRAME_BYTES:
                     self._reject(conn, f"frame length {size} outside 8..{MAX_FRAME_BYTES} bytes")
@@ -515,6 +550,7 @@ class Server:
             pass
         finally:
             self._handlers.pop(task, None)
+            self._node_of.pop(writer.transport, None)
             writer.transport.abort()
 
     async def _start_tls(self, conn: _Connection, writer: asyncio.StreamWriter) -> bool:
