@@ -1,13 +1,12 @@
 """Issue 37's gate on QuotaBroker: a restart drops the connection that carried the throttle (docs/semantics.md,
 "The gate ends with its connection"). Whether the debt survives the restart is the broker's to say, in the probe's
-answer: Kafka's restart starts its quota sensors fresh; QuotaBroker's ``restart()`` still keeps its buckets."""
+answer: Kafka's restart starts its quota sensors fresh, and so does QuotaBroker's ``restart()``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 from confluent_kafka.admin import AdminClient
 
 from tests.gate_helpers import BIG, Disconnects, outcomes, throttled_client
@@ -42,11 +41,6 @@ def test_a_debt_that_survives_the_restart_is_the_probes_throttle_and_the_gate_ke
     assert refused.throttle_time_ms > 30_000, "the fresh answer's throttle, kept"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="QuotaBroker.restart() keeps its quota buckets; Kafka's restart starts them fresh (issue 37's "
-    "'QuotaBroker follows', being built by another helper)",
-)
 def test_after_a_restart_that_forgave_the_debt_the_next_call_goes_at_once(quota_broker: Callable[..., Any]) -> None:
     _, _, admin = restarted(quota_broker)
     with admin:
