@@ -31,7 +31,7 @@ PYENV_ROOT ?= $(HOME)/.pyenv
 E2E_TESTS := tests/test_client_e2e.py::test_strict_create_retries_only_throttled_topics tests/test_aio.py
 python_for = $(or $(lastword $(wildcard $(PYENV_ROOT)/versions/$(1).*/bin/python$(1))),$(shell python$(1) -c 'import sys; print(sys.executable)' 2>/dev/null))
 
-.PHONY: demo test test-unit test-suite test-pythons lint typecheck clean kafka broker-configs
+.PHONY: demo test test-unit test-suite test-cluster test-pythons lint typecheck clean kafka broker-configs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -78,7 +78,13 @@ test-unit: $(VENV)/.installed-test
 	$(BIN)/python -m coverage run -m pytest $(UNIT_TESTS)
 
 test-suite: $(VENV)/.installed-test kafka
-	$(BIN)/python -m pytest $(PYTEST_ARGS) $(addprefix --ignore=,$(UNIT_TESTS))
+	$(BIN)/python -m pytest $(PYTEST_ARGS) -m "not quorum" $(addprefix --ignore=,$(UNIT_TESTS))
+
+# The tests on the three-node Kafka 4.4 quorum (marked `quorum`: rolling restarts, failovers, kill -9), one at a time
+# on one cluster in one process. They take minutes of restarts, more than `make test`'s 10 minutes can hold beside
+# the rest; .ci/run runs them after `make test`.
+test-cluster: $(VENV)/.installed-test kafka
+	$(BIN)/python -m pytest -p no:xdist -m quorum tests
 
 .venv-%/.installed-test: pyproject.toml
 	@test -n "$(call python_for,$*)" || { echo "Python $* not found: install it (pyenv install $*) or put python$* on PATH"; exit 1; }
