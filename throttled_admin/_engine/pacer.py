@@ -277,15 +277,11 @@ class Pacer:
             self._learn(rate)
 
     def _learn(self, sample: float) -> None:
-        """The median of the last five samples; a sample well below the pace says the quota was lowered: the older
-        samples above it describe the quota before, and go. A configured rate gives way to the broker's word once the
-        estimate is well below it (``_CONTRADICTED``), and comes back to it when the probe finds it again."""
+        """The median of the last five samples (a probe's step clears them: they describe the quota before it). A
+        configured rate gives way to the broker's word once the estimate is well below it (``_CONTRADICTED``), and
+        comes back to it when the probe finds it again."""
         if not math.isfinite(sample) or sample <= 0:
             return
-        if self._bucket is not None and sample < _CONTRADICTED * self._bucket.rate:
-            kept = [older for older in self._samples if older <= sample]
-            self._samples.clear()
-            self._samples.extend(kept)
         self._samples.append(sample)
         estimate = statistics.median(self._samples)
         self._probe.reset()
