@@ -36,6 +36,7 @@ import statistics
 from collections import deque
 from dataclasses import dataclass, field
 
+from throttled_admin._engine.rate_probe import RateProbe
 from throttled_admin._kafka.token_bucket import TokenBucket
 
 __all__ = ["MutationQuota", "Pacer"]
@@ -47,6 +48,9 @@ _LEARNED_SAMPLES = 5
 _MIN_SAMPLE_SPAN_S = 0.25
 _SLOW_START_MUTATIONS = 32.0
 _LEARNED_PACE = 0.95  # a learned rate is paced at this share of the estimate
+# A known rate gives way to the broker's word only when the learned estimate is this far below it (the estimate's
+# own error is a few percent).
+_CONTRADICTED = 0.9
 # The learning formula assumes the bucket did not fill up between the two requests; Kafka's windows are >= 1 s.
 _MAX_REFILL_S = 1.0
 # The first charge's correction (``_FirstCharge``): the steady answers it waits for, and the jitter it leaves for
@@ -93,20 +97,42 @@ class Pacer:
         self._anchor: tuple[float, float] | None = None
         self._admitted_since_anchor = 0.0
         self._last_throttle_end = -math.inf  # send time + throttle of the latest throttled request
-        self._probe = _SLOW_START_MUTATIONS  # slow start while the rate is unknown
-        self._estimate: float | None = None  # the learned rate
+        self._slow_start = _SLOW_START_MUTATIONS  # the request size while the rate is unknown
         self._shortest_round_trip_s = math.inf  # of a mutation request: charged before it is answered
         self._first_charge: _FirstCharge | None = None  # a request from a full mirror, charged late (docstring)
+        self._believed: float | None = None  # the broker's rate as the pacer believes it (paced below if learned)
+        self._base: float | None = None  # the last rate from the broker's word or the configuration (not a probe's)
+        self._probe = RateProbe(quota.rate)  # steps the believed rate up after a stretch without a throttle
+        self._held = False  # the last request's budget left work waiting: the rate, not the work, was the limit
         if quota.rate is not None:
-            self._set_rate(quota.rate)
+            self._believe(quota.rate)
 
     @property
     def rate(self) -> float | None:
-        """The configured rate, or the learned estimate (the pacer paces a learned one a little below it)."""
-        return self.quota.rate if self.quota.rate is not None else self._estimate
+        """The quota's rate as the broker's word or the configuration gave it: the configured rate, the broker's word
+        where it contradicts it, or the learned estimate (paced a little below it). A probe's step above it is a
+        guess until the broker's word confirms it, and is not reported."""
+        return self._base
 
-    def _set_rate(self, rate: float) -> None:
-        burst = self.quota.burst if self.quota.burst is not None else (11 * rate if self.quota.rate else rate)
+    def _believe(self, rate: float, *, probed: bool = False) -> None:
+        """A configured rate (or one above it: it is a ceiling) is paced as given, with its burst; a rate from the
+        broker's answers at 95 %, with one second's worth of burst (cautious until a throttle says more). A rate the
+        probe stepped to refills the mirror faster but banks no more than one second of the last rate the broker's
+        word (or the configuration) gave: a step the broker's bucket funded (a failover's, an idle client's) is never
+        saved up as a larger burst."""
+        self._believed = rate
+        if not probed:
+            self._base = rate
+        ceiling = self.quota.rate
+        base = min(rate, self._base if self._base is not None else rate)
+        if ceiling is not None and rate >= ceiling:
+            self._believed = self._base = ceiling  # back to what was configured: the configuration's word again
+            configured_burst = self.quota.burst if self.quota.burst is not None else 11 * ceiling
+            self._set_rate(ceiling, configured_burst if base >= ceiling else base * _LEARNED_PACE)
+        else:
+            self._set_rate(rate * _LEARNED_PACE, base * _LEARNED_PACE)
+
+    def _set_rate(self, rate: float, burst: float) -> None:
         if self._bucket is None:
             self._bucket = TokenBucket(rate, window_num=1, window_size_s=burst / rate)
         else:
@@ -124,10 +150,11 @@ class Pacer:
         would wait for it (module docstring). What the bucket covers goes at once, in one request."""
         bucket = self._bucket
         if bucket is None:
-            return self._probe
+            return self._slow_start
         tokens = max(0.0, round(bucket.measure(now), _BUDGET_DECIMALS))
         if tokens >= bucket.burst and pending_cost > tokens and self._shortest_round_trip_s == math.inf:
-            return min(tokens, bucket.rate * _MIN_REQUEST_S)
+            tokens = min(tokens, bucket.rate * _MIN_REQUEST_S)
+        self._held = pending_cost > tokens
         return tokens
 
     def wait_s(self, cost: float, pending_cost: float, now: float) -> float:
@@ -159,27 +186,45 @@ class Pacer:
         bucket = self._bucket
         if bucket is not None and admitted > 0:
             self._charge(bucket, admitted, round_trip_s, throttled=throttle_s > 0, sent_at=sent_at, now=now)
-        if sent_at - self._last_throttle_end > _MAX_REFILL_S:
-            self._anchor = None  # the bucket may have filled up since: start a new sample
-        if self._anchor is not None:
-            self._admitted_since_anchor += admitted
+        if self._believed is not None:  # a step refused goes back before the broker's word is read at its rate
+            self._probe_step(throttled=throttle_s > 0, sent_at=sent_at)
+        self._take_sample(admitted, throttle_s, sent_at)
         if throttle_s > 0:
-            self._last_throttle_end = sent_at + throttle_s
-            anchor = self._anchor
-            if anchor is None:
-                self._anchor, self._admitted_since_anchor = (sent_at, throttle_s), 0.0
-            elif sent_at - anchor[0] >= _MIN_SAMPLE_SPAN_S:
-                denominator = throttle_s - anchor[1] + (sent_at - anchor[0])
-                if denominator > 0 and self._admitted_since_anchor > 0:
-                    self._learn(self._admitted_since_anchor / denominator)
-                self._anchor, self._admitted_since_anchor = (sent_at, throttle_s), 0.0
             bucket = self._bucket
             if bucket is not None:
                 bucket.measure(now)
                 bucket.tokens = -throttle_s * bucket.rate  # the broker's own word on its bucket
                 self._first_charge = None
         elif self._bucket is None:
-            self._probe *= 2  # answered without a throttle: the quota (if any) allows more
+            self._slow_start *= 2  # answered without a throttle: the quota (if any) allows more
+
+    def _take_sample(self, admitted: float, throttle_s: float, sent_at: float) -> None:
+        """The learning sample between two throttles (module docstring), for a known rate too: the broker's word."""
+        if sent_at - self._last_throttle_end > _MAX_REFILL_S:
+            self._anchor = None  # the bucket may have filled up since: start a new sample
+        if self._anchor is not None:
+            self._admitted_since_anchor += admitted
+        if throttle_s <= 0:
+            return
+        self._last_throttle_end = sent_at + throttle_s
+        anchor = self._anchor
+        if anchor is None:
+            self._anchor, self._admitted_since_anchor = (sent_at, throttle_s), 0.0
+        elif sent_at - anchor[0] >= _MIN_SAMPLE_SPAN_S:
+            denominator = throttle_s - anchor[1] + (sent_at - anchor[0])
+            if denominator > 0 and self._admitted_since_anchor > 0:
+                self._learn(self._admitted_since_anchor / denominator)
+            self._anchor, self._admitted_since_anchor = (sent_at, throttle_s), 0.0
+
+    def _probe_step(self, *, throttled: bool, sent_at: float) -> None:
+        """The upward probe (``rate_probe.py``): a step up after a stretch without a throttle, back after a throttle.
+        The samples describe the quota before a step: the next ones are the raised quota's."""
+        assert self._believed is not None
+        rate = self._probe.answered(self._believed, throttled=throttled, held=self._held, sent_at=sent_at)
+        if rate is not None:
+            if not throttled:
+                self._samples.clear()
+            self._believe(rate, probed=True)
 
     def _charge(
         self, bucket: TokenBucket, admitted: float, round_trip_s: float, *, throttled: bool, sent_at: float, now: float
@@ -226,16 +271,23 @@ class Pacer:
             bucket.tokens = replay.tokens
 
     def sample(self, rate: float) -> None:
-        """A rate read from elsewhere (Redpanda's refusal bounds it: ``redpanda.py``), taken as a learning sample."""
-        self._learn(rate)
+        """A rate read from elsewhere (Redpanda's refusal bounds it: ``redpanda.py``), taken as a learning sample by a
+        learning pacer (a configured rate on Redpanda is exact: the engine reads its refusals with it)."""
+        if self.quota.rate is None:
+            self._learn(rate)
 
     def _learn(self, sample: float) -> None:
-        if self.quota.rate is not None or not math.isfinite(sample) or sample <= 0:
+        """The median of the last five samples (a probe's step clears them: they describe the quota before it). A
+        configured rate gives way to the broker's word once the estimate is well below it (``_CONTRADICTED``), and
+        comes back to it when the probe finds it again."""
+        if not math.isfinite(sample) or sample <= 0:
             return
         self._samples.append(sample)
-        self._estimate = statistics.median(self._samples)
+        estimate = statistics.median(self._samples)
+        self._probe.reset()
+        ceiling = self.quota.rate
         # An estimate a few percent high would let the mirror run ahead of the broker and draw small throttles.
-        self._set_rate(self._estimate * _LEARNED_PACE)
+        self._believe(ceiling if ceiling is not None and estimate >= _CONTRADICTED * ceiling else estimate)
 
 
 @dataclass
