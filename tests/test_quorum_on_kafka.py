@@ -96,6 +96,21 @@ def _xfail_if_duplicated(duplicates: Mapping[str, BaseException | None]) -> None
         pytest.xfail(FORWARDING_DUPLICATE.format(n=len(duplicates), names=", ".join(sorted(duplicates)[:5])))
 
 
+# Found by scenario 3 (runs at 06:55 and 07:03 UTC, 2026-11-29; it passed at 06:38): after the kill -9 of the node
+# librdkafka sends mutations to, nothing more was answered within the call's 30 s. The 41 topics queued behind the
+# request in flight were handed to librdkafka (request-total 3, mutations-sent-total 151) while its controller was
+# still the killed node (librdkafka switches only on a Metadata answer naming another; a broker keeps naming the
+# killed one until its session times out and it is fenced), and they ended "outcome unknown: no response by the
+# deadline" (once "not sent: its deadline passed before it could be sent"), though the cluster never got them. The
+# client's own deadline wins the race with librdkafka's "Failed while waiting for controller" (a NOT_SENT answer,
+# _engine/classify.py), since the driver gives librdkafka the call's whole remaining time; and nothing makes
+# librdkafka look for another controller (a Metadata refresh when the controller's connection fails).
+STRANDED = (
+    "issue 37, found on the quorum: {n} topic(s) queued behind the request in flight, handed to librdkafka while its "
+    "controller was the killed node, were never applied and ended {errors}"
+)
+
+
 def _applied_or_hedged(results: Outcomes) -> None:
     """Every topic applied, or its error says the broker may have applied it: no final failure."""
     final = {name: error_text(exc) for name, exc in results.items() if exc is not None and not hedged(exc)}
@@ -228,7 +243,8 @@ def test_kill_9_of_the_node_the_client_sends_to_mid_request_outcome_unknown_only
             kafka_quorum.pause(node)
         try:
             futures = admin.create_topics([NewTopic(n, 1, RF) for n in names], timeout_ms=30_000)
-            assert wait_until(lambda: bool(_our_unread_bytes(kafka_quorum)), 30), "no request written within 30 s"
+            # The CreateTopics of 109 topics is over 3 KB; librdkafka's own Metadata requests are under 100 bytes.
+            assert wait_until(lambda: max(_our_unread_bytes(kafka_quorum).values(), default=0) > 2000, 30)
             unread = _our_unread_bytes(kafka_quorum)
             target = kafka_quorum.node(max(unread, key=unread.__getitem__))
             in_flight = int(admin.metrics()["mutations-sent-total"] - sent_before)
@@ -242,13 +258,17 @@ def test_kill_9_of_the_node_the_client_sends_to_mid_request_outcome_unknown_only
     kafka_quorum.start_node(target)
     held = settled(kafka_quorum, kafka_ns.prefix)
     assert 0 < in_flight < len(names), in_flight
-    unknown = {n for n, exc in results.items() if exc is not None and hedged(exc)}
-    assert unknown <= set(names[:in_flight]), sorted(unknown - set(names[:in_flight]))[:5]
     assert_truthful("create", results, held, wanted=dict.fromkeys([warm, *names], 1))
-    _applied_or_hedged(results)
     assert {n for n, exc in results.items() if exc is None} | {warm} <= set(held)
     # Settled: the cluster read after wait_until_final() is the final one (a later read agrees).
     assert settled(kafka_quorum, kafka_ns.prefix) == held
+    # The topics queued behind the request in flight were never on the killed node's connection: each must end
+    # applied (through another node), never "outcome unknown" or "not sent" while the cluster has live nodes.
+    stranded = {n: error_text(e) for n, e in results.items() if n not in names[:in_flight] and e is not None}
+    _applied_or_hedged({n: e for n, e in results.items() if n not in stranded})
+    if stranded and not set(stranded) & set(held):
+        pytest.xfail(STRANDED.format(n=len(stranded), errors=sorted(set(stranded.values()))))
+    assert not stranded, sorted(stranded.items())[:5]
 
 
 def _provision(
