@@ -96,16 +96,16 @@ def _xfail_if_duplicated(duplicates: Mapping[str, BaseException | None]) -> None
         pytest.xfail(FORWARDING_DUPLICATE.format(n=len(duplicates), names=", ".join(sorted(duplicates)[:5])))
 
 
-# Found by scenario 3 (runs at 06:55 and 07:03 UTC, 2026-11-29; it passed at 06:38): after the kill -9 of the node
-# librdkafka sends mutations to, nothing more was answered within the call's 30 s. The 41 topics queued behind the
-# request in flight were handed to librdkafka (request-total 3, mutations-sent-total 151) while its controller was
-# still the killed node (librdkafka switches only on a Metadata answer naming another; a broker keeps naming the
-# killed one until its session times out and it is fenced), and they ended "outcome unknown: no response by the
-# deadline" (once "not sent: its deadline passed before it could be sent"), though the cluster never got them (the
-# read after wait_until_final(), settled: two reads 3 s apart agree). The
-# client's own deadline wins the race with librdkafka's "Failed while waiting for controller" (a NOT_SENT answer,
-# _engine/classify.py), since the driver gives librdkafka the call's whole remaining time; and nothing makes
-# librdkafka look for another controller (a Metadata refresh when the controller's connection fails).
+# Found by scenario 3 (runs at 06:55, 07:03 and 07:04 UTC, 2026-11-29; it passed at 06:38 and 07:20): after the kill -9
+# of the node librdkafka sends mutations to, nothing more was answered within the call's 30 s (now 20 s). The 41 topics
+# queued behind the request in flight were handed to librdkafka (request-total 3, mutations-sent-total 151) while its
+# controller was still the killed node (librdkafka switches only on a Metadata answer naming another; a broker keeps
+# naming the killed one until its session times out and it is fenced), and they ended "outcome unknown: no response by
+# the deadline" (once "not sent: its deadline passed before it could be sent"), though the cluster never got them (the
+# read after wait_until_final(), settled: two reads 3 s apart agree). The client's own deadline came before any answer
+# from librdkafka (for a request never written, its "Failed while waiting for controller" would be a NOT_SENT answer,
+# _engine/classify.py; not checked: how the driver sets librdkafka's request_timeout against the deadline), and nothing
+# made librdkafka look for another controller (a Metadata refresh when the controller's connection fails).
 STRANDED = (
     "issue 37, found on the quorum: {n} topic(s) queued behind the request in flight, handed to librdkafka while its "
     "controller was the killed node, were never applied and ended {errors}"
