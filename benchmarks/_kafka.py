@@ -66,6 +66,7 @@ def java_command(*args: str) -> list[str]:
 class KafkaRecord(RequestRecord):
     taken_up_at: float = 0.0
     port: int = 0  # the client's side of the connection (the proxy's port towards the broker)
+    controller: int = 0  # the node whose controller took the request up (0: not seen)
 
     @property
     def held_s(self) -> float:
@@ -241,7 +242,8 @@ class KafkaBench:
         taken_up_at = read_at + entry["requestQueueTimeMs"] / 1000
         # The controller's line of the same request: the one that started after the broker read it, first.
         forwarded = [c for c in controller if started(c) >= read_at - 0.002]
-        charged_at = min(started(c) + c["requestQueueTimeMs"] / 1000 for c in forwarded) if forwarded else taken_up_at
+        first = min(forwarded, key=lambda c: started(c) + c["requestQueueTimeMs"] / 1000, default=None)
+        charged_at = started(first) + first["requestQueueTimeMs"] / 1000 if first is not None else taken_up_at
         header = entry["requestHeader"]
         port = int(entry["connection"].split("-")[1].rsplit(":", 1)[1])
         written = [t for t in self._written.get((port, header["correlationId"]), []) if t <= read_at + 0.002]
@@ -253,7 +255,7 @@ class KafkaBench:
             if result["errorCode"] == 0 and not request.get("validateOnly"):
                 mutations += _partitions(result, wanted.get(result["name"], {}))
         return KafkaRecord(
-            node_id=1,
+            node_id=int(entry.get("node", 1)),
             api_key=CREATE_TOPICS,
             api_version=header["requestApiVersion"],
             correlation_id=header["correlationId"],
@@ -269,6 +271,7 @@ class KafkaBench:
             validate_only=request.get("validateOnly"),
             taken_up_at=taken_up_at,
             port=port,
+            controller=int(first.get("node", 1)) if first is not None else 0,
         )
 
 
@@ -296,3 +299,75 @@ def plain_kafka(heap: str = "512m") -> Iterator[KafkaCluster]:
 
 def load_average() -> float:
     return os.getloadavg()[0]
+
+
+class QuorumBench(KafkaBench):
+    """Three combined KRaft nodes (a quorum of three voters), Kafka's request log on in each, and no proxy: a
+    request's ``arrived_at`` is when its broker read it. Each record also names the node whose controller took it up
+    (``KafkaRecord.controller``): the active controller charges the quota, so each controller epoch has a bucket of
+    its own. :meth:`roll` restarts every node in turn (SIGTERM, as a rolling upgrade does it)."""
+
+    def __enter__(self) -> QuorumBench:
+        spec = BrokerSpec(
+            window_num=self.window_num,
+            window_size_s=self.window_size_s,
+            request_log=True,
+            quorum=3,
+            extra=(("log.segment.delete.delay.ms", "1000"),),
+        )
+        real_broker.HEAP_MAX = self.heap
+        self._positions: dict[int, int] = {}
+        try:
+            self.cluster = KafkaCluster.start(spec, self._dir / "cluster")
+        except BaseException:
+            self.__exit__()
+            raise
+        self.start_seconds = self.cluster.start_seconds
+        self.bootstrap_servers = self.cluster.bootstrap_servers
+        return self
+
+    def roll(self) -> None:
+        assert self.cluster is not None
+        self.cluster.roll()
+
+    def has_created(self, client_id: str) -> bool:
+        """Whether a node has logged a CreateTopics of ``client_id`` (the job has begun on the broker's side)."""
+        self._read_log()
+        return any(key[0] == client_id for key in self._broker)
+
+    def topics(self, prefix: str) -> set[str]:
+        """Every change committed so far, read from every node once it has replayed it (the fixture's barrier)."""
+        assert self.cluster is not None
+        return set(self.cluster.topics(prefix))
+
+    def records(self, client_id: str, settle_s: float = 2.0) -> list[KafkaRecord]:
+        """The CreateTopics requests of ``client_id`` from every node's request log, after ``settle_s`` for the
+        last lines to be written (no proxy here counts the requests sent)."""
+        time.sleep(settle_s)
+        self._read_log()
+        return sorted(self._join(client_id), key=lambda r: r.received_at)
+
+    def _read_log(self) -> None:
+        assert self.cluster is not None
+        for node in self.cluster.nodes:
+            path = self.cluster.log_path(node, "request.log")
+            if not path.exists():
+                continue
+            position = self._positions.get(node.node_id, 0)
+            with path.open("rb") as f:
+                f.seek(position)
+                for raw in f:
+                    if not raw.endswith(b"\n"):
+                        break
+                    position += len(raw)
+                    stamp, _, rest = raw.decode(errors="replace").partition("] Completed request:")
+                    if not rest or '"requestApiKey":19,' not in rest:
+                        continue
+                    entry = json.loads(rest)
+                    entry["logged_at"] = _wall(stamp.lstrip("[")) + self._offset
+                    entry["node"] = node.node_id
+                    header = entry["requestHeader"]
+                    names = tuple(t["name"] for t in entry["request"]["topics"])
+                    key = (header["clientId"], header["correlationId"], names)
+                    (self._controller if entry.get("isForwarded") else self._broker)[key].append(entry)
+            self._positions[node.node_id] = position

@@ -37,6 +37,15 @@ Kafka's request log (``kafka.request.logger`` at DEBUG) and a proxy that notes w
 the broker runs from its write to a request handler taking it up (unread in a muted connection included).
 
     .venv/bin/python benchmarks/provision.py --broker kafka --repeat 3
+
+``--broker quorum`` runs on three combined KRaft nodes (a quorum of three voters, Kafka's request log on in each,
+no proxy: a request's arrival is when its broker read it), a 1,000-topic job by default, once steady and once with a
+rolling restart of every node during the job (``--roll-after`` seconds after its first CreateTopics). The active
+controller charges the quota and a failover starts a fresh bucket, so the peak is also given per controller epoch
+(each stretch of requests charged by one controller). The strategies: ours paced (known rate and learned) and the
+Java AdminClient, unless ``--strategy`` says otherwise.
+
+    .venv/bin/python benchmarks/provision.py --broker quorum --repeat 3
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ import math
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -55,7 +65,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from _common import QUOTA_EXCEEDED, failures, markdown_table, mutation_records, peak_in_window
-from _kafka import KafkaBench, java_available, load_average
+from _kafka import KafkaBench, KafkaRecord, QuorumBench, java_available, load_average
 from confluent_kafka.admin import AdminClient
 
 from throttled_admin import MutationQuota, NewTopic, ThrottledAdminClient
@@ -81,6 +91,7 @@ class Run:
     held: set[str] = field(default_factory=set)  # topics the broker holds at the end
     metrics: dict[str, float] = field(default_factory=dict)  # ThrottledAdminClient.metrics() at the end
     load: float = field(default_factory=load_average)  # the machine's load average as the run started
+    rolled: tuple[float, float] | None = None  # a rolling restart's start and end, on the run's clock
 
     @property
     def seconds(self) -> float:
@@ -226,21 +237,77 @@ def run_one(name: str, enforcement: str, args: argparse.Namespace) -> Run:
     return run
 
 
-def run_one_kafka(name: str, kafka: KafkaBench, args: argparse.Namespace) -> Run:
+def run_one_kafka(
+    name: str,
+    kafka: KafkaBench,
+    args: argparse.Namespace,
+    before_read: Callable[[], None] | None = None,
+    client_id: str | None = None,
+) -> Run:
     """One run on the shared Kafka broker: a client-id quota entity and a topic prefix of its own, both removed
-    afterwards (the topics deleted by a client without a quota)."""
-    tag = uuid.uuid4().hex[:8]
-    run = Run(name, "kafka", client_id=f"bench-{tag}")
-    prefix = f"bench-{tag}."
+    afterwards (the topics deleted by a client without a quota). ``before_read`` runs after the job, before the
+    broker is read (the end of a rolling restart)."""
+    client_id = client_id or f"bench-{uuid.uuid4().hex[:8]}"
+    run = Run(name, "kafka", client_id=client_id)
+    prefix = f"{client_id}."
     kafka.set_quota(run.client_id, args.rate)
     try:
         STRATEGIES[name](kafka.bootstrap_servers, [f"{prefix}{i:06d}" for i in range(args.topics)], args, run)
+        if before_read is not None:
+            before_read()
         run.records = list(kafka.records(run.client_id))
         run.held = kafka.topics(prefix)
     finally:
         kafka.delete(prefix)
         kafka.set_quota(run.client_id, None)
     return run
+
+
+QUORUM_STRATEGIES = ("ours paced, known rate", "ours paced, learned rate", "Java AdminClient, one call")
+QUORUM_MODES = ("steady", "rolling restart")
+
+
+def run_one_quorum(name: str, quorum: QuorumBench, args: argparse.Namespace, mode: str) -> Run:
+    """One run on the quorum, as :func:`run_one_kafka`; in mode "rolling restart", every node is restarted in turn
+    from ``--roll-after`` seconds after a node first logs one of the run's CreateTopics, while the job runs."""
+    roller: threading.Thread | None = None
+    span: list[float] = []
+    client_id = f"bench-{uuid.uuid4().hex[:8]}"
+    if mode == "rolling restart":
+
+        def roll() -> None:
+            deadline = time.monotonic() + args.timeout
+            while not quorum.has_created(client_id) and time.monotonic() < deadline:
+                time.sleep(0.05)  # the request log is a file: read it again shortly
+            time.sleep(args.roll_after)
+            span.append(time.monotonic())
+            quorum.roll()
+            span.append(time.monotonic())
+
+        roller = threading.Thread(target=roll, name="roll", daemon=True)
+        roller.start()
+    run = run_one_kafka(
+        name, quorum, args, before_read=roller.join if roller is not None else None, client_id=client_id
+    )
+    run.enforcement = "quorum"
+    if len(span) == 2:
+        run.rolled = (span[0], span[1])
+    return run
+
+
+def epochs(run: Run) -> list[tuple[int, list[RequestRecord]]]:
+    """The run's requests in charge order, cut where the controller that charged them changes: one stretch per
+    controller epoch (a failover's successor starts with a full bucket). A request whose controller's line was not
+    matched stays in the stretch before it."""
+    out: list[tuple[int, list[RequestRecord]]] = []
+    for record in run.records:
+        controller = record.controller if isinstance(record, KafkaRecord) else 0
+        if out and controller == 0:
+            controller = out[-1][0]
+        if not out or out[-1][0] != controller:
+            out.append((controller, []))
+        out[-1][1].append(record)
+    return out
 
 
 def t_star(args: argparse.Namespace) -> float:
@@ -288,6 +355,29 @@ def row(runs: list[Run], args: argparse.Namespace) -> list[str]:
     ]
 
 
+def quorum_row(runs: list[Run], args: argparse.Namespace) -> list[str]:
+    """:func:`row`, with the controller epochs of each run, the highest peak in W of any one epoch, and when the
+    rolling restart ran against the job (seconds on the run's clock)."""
+    envelope = args.rate * args.window + _burst(args)
+    counts = [float(len(epochs(run))) for run in runs]
+    highest = [max((peak_in_window(rs, args.window) for _, rs in epochs(run)), default=0.0) for run in runs]
+    median_run = sorted(runs, key=lambda r: r.seconds)[len(runs) // 2]
+    per_epoch = ", ".join(
+        f"n{controller} {peak_in_window(rs, args.window):.0f}" for controller, rs in epochs(median_run)
+    )
+    rolled = [
+        f"{run.rolled[0] - run.started_at:.0f}-{run.rolled[1] - run.started_at:.0f} s / {run.seconds:.0f} s"
+        for run in runs
+        if run.rolled is not None
+    ]
+    return [
+        *row(runs, args),
+        _spread(counts, "{:.0f}"),
+        _spread(highest, "{:.0f}") + f" ({statistics.median(highest) / envelope:.2f}x); median run: {per_epoch}",
+        "; ".join(rolled) or "-",
+    ]
+
+
 def trace(run: Run) -> str:
     """The run's requests as the broker saw them, times in seconds since the first call: ``arrived`` (written),
     ``received`` (charged), ``waited`` (``held_s``: unread in the socket, queued), the controller's deadline."""
@@ -321,6 +411,12 @@ COLUMNS = [
     "wait at the broker: longest / sum",
     "peak admitted in W (/ R·W+B)",
     "load average per run",
+]
+QUORUM_COLUMNS = [
+    *COLUMNS,
+    "controller epochs",
+    "peak in W per controller epoch, highest (/ R·W+B)",
+    "rolling restart / job",
 ]
 
 
@@ -397,15 +493,23 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs per strategy: medians (min-max); plot: median run")
     parser.add_argument(
         "--broker",
-        choices=("quotabroker", "kafka"),
+        choices=("quotabroker", "kafka", "quorum"),
         default="quotabroker",
-        help="QuotaBroker (default), or Apache Kafka 4.4.0 itself (`make kafka` first)",
+        help="QuotaBroker (default), Apache Kafka 4.4.0 itself (`make kafka` first), or a quorum of three Kafka nodes",
+    )
+    parser.add_argument(
+        "--mode", choices=QUORUM_MODES, action="append", help="on the quorum: steady, rolling restart (default both)"
+    )
+    parser.add_argument(
+        "--roll-after", type=float, default=1.0, help="on the quorum: seconds from the job's first request to the roll"
     )
     args = parser.parse_args()
+    if args.broker == "quorum":
+        _quorum_defaults(parser, args)
     burst = _burst(args)
-    if args.broker == "kafka" and args.enforcement:
+    if args.broker != "quotabroker" and args.enforcement:
         parser.error("--enforcement sets QuotaBroker's rules; Apache Kafka applies its own (by request version)")
-    if args.broker == "kafka" and (burst / args.rate != int(burst / args.rate) or burst < args.rate):
+    if args.broker != "quotabroker" and (burst / args.rate != int(burst / args.rate) or burst < args.rate):
         parser.error("on Kafka, B = controller.quota.window.num x 1 s x R: --burst must be a whole multiple of --rate")
     print(
         f"{args.topics} topics x {args.partitions} partitions = {args.topics * args.partitions} mutations; "
@@ -414,7 +518,15 @@ def main() -> None:
         flush=True,
     )
     runs: list[Run] = []
-    if args.broker == "kafka":
+    if args.broker == "quorum":
+        with QuorumBench(window_num=int(burst / args.rate)) as quorum:
+            print(f"A Kafka 4.4.0 quorum of 3 started in {quorum.start_seconds:.1f} s; load {load_average():.1f}\n")
+            names = args.strategy or list(QUORUM_STRATEGIES)
+            for mode in args.mode or QUORUM_MODES:
+                runs += _section(
+                    f"quorum, {mode}", names, lambda name, m=mode: run_one_quorum(name, quorum, args, m), args
+                )
+    elif args.broker == "kafka":
         with KafkaBench(window_num=int(burst / args.rate)) as kafka:
             print(f"Apache Kafka 4.4.0 started in {kafka.start_seconds:.1f} s; load average {load_average():.1f}\n")
             names = args.strategy or list(STRATEGIES)
@@ -431,16 +543,30 @@ def main() -> None:
         print(f"plot: {args.plot}", file=sys.stderr)
 
 
+def _quorum_defaults(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The quorum's job, unless given: 1,000 topics x 1 partition at R = B = 40/s (T* = 24 s), long enough for a
+    rolling restart (about 20 s on a quiet machine) to run inside it."""
+    defaults = {"--topics": ("topics", 1000), "--partitions": ("partitions", 1), "--rate": ("rate", 40.0)}
+    for option, (attribute, value) in defaults.items():
+        if option not in sys.argv:
+            setattr(args, attribute, value)
+    if args.plot:
+        parser.error("--plot draws one line per strategy and enforcement: not for the quorum")
+
+
 def _section(enforcement: str, names: list[str], run: Callable[[str], Run], args: argparse.Namespace) -> list[Run]:
     """One table: every strategy ``args.repeat`` times; returns each strategy's median run (for the plot)."""
-    title = "Apache Kafka 4.4.0" if enforcement == "kafka" else f"enforcement={enforcement}"
+    quorum = enforcement.startswith("quorum")
+    title = {"kafka": "Apache Kafka 4.4.0"}.get(enforcement, f"enforcement={enforcement}")
+    title = f"Apache Kafka 4.4.0, {enforcement}" if quorum else title
+    columns, make_row = (QUORUM_COLUMNS, quorum_row) if quorum else (COLUMNS, row)
     print(f"### {title}\n")
-    print("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS), flush=True)
+    print("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns), flush=True)
     medians = []
     for name in names:
         repeats = [run(name) for _ in range(args.repeat)]
         medians.append(sorted(repeats, key=lambda r: r.seconds)[len(repeats) // 2])
-        print(markdown_table(COLUMNS, [row(repeats, args)]).splitlines()[-1], flush=True)
+        print(markdown_table(columns, [make_row(repeats, args)]).splitlines()[-1], flush=True)
         if args.trace:
             print("\n".join(trace(r) for r in repeats), flush=True)
     print()
