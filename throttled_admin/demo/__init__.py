@@ -24,6 +24,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from throttled_admin._extras import install_hint
 from throttled_admin.demo._fleet import TENANTS, admitted_series, embedded_fleet, fleet_plan
 from throttled_admin.provisioning import PlanError, PlanRow, Profile, predicted_seconds, read_profiles
 
@@ -182,10 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import pyspark  # noqa: F401
     except ImportError:
-        print(
-            "the demo runs on Spark: pip install -e '.[demo]' from a checkout of throttled_admin (and Java 17)",
-            file=sys.stderr,
-        )
+        print(f"the demo runs on Spark (and Java 17): {install_hint('demo')}", file=sys.stderr)
         return 2
     if args.profiles:
         try:
