@@ -37,9 +37,12 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# pip shows the build backend's warnings even with --quiet (setuptools' boxed note on editable installs): its
+# output goes to a log, printed only if the install fails.
 $(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[demo]'
-	touch $@
+	@echo "installing throttled_admin[demo] into $(VENV) (pip's output: $(VENV)/pip-demo.log)"
+	@$(BIN)/python -m pip install --quiet -e '.[demo]' >$(VENV)/pip-demo.log 2>&1 || { cat $(VENV)/pip-demo.log; exit 1; }
+	@touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'

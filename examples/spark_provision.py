@@ -2,7 +2,8 @@
 
     python examples/spark_provision.py plan.yaml profiles.yaml --output results.parquet
     spark-submit examples/spark_provision.py plan.csv profiles.yaml --output results.parquet
-    SPARK_REMOTE=sc://host:15002 python examples/spark_provision.py plan.csv profiles.yaml --output results.parquet
+    SPARK_REMOTE=sc://host:15002 python examples/spark_provision.py plan.csv profiles.yaml --output results.parquet \
+        --execution driver    # Spark Connect, serverless: the admin calls from this process, not from tasks
 
 The plan (JSON, YAML or CSV) is checked before anything is sent: a malformed file stops with its file,
 row and field named. profiles.yaml maps each plan cluster to its librdkafka conf (credentials stay in the
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,6 +26,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--allow-delete", action="store_true", help="carry out delete rows")
     parser.add_argument("--dry-run", action="store_true", help="report what would change and how long it takes")
     parser.add_argument("--master", help="Spark master for plain python runs (default local[2])")
+    parser.add_argument(
+        "--execution",
+        choices=("executors", "driver"),
+        default="executors",
+        help="where the admin calls are made: in Spark tasks (default), or in this process (driver), for "
+        "executors without network access: Spark Connect, serverless (docs/pipeline.md)",
+    )
     args = parser.parse_args(argv)
 
     from throttled_admin.provisioning import PlanError, read_plan, read_profiles
@@ -45,11 +54,16 @@ def main(argv: list[str] | None = None) -> int:
         spark = local_session("throttled-admin-provision", args.master or "local[2]")
     try:
         results = apply_plan(
-            plan_dataframe(spark, rows), profiles, allow_delete=args.allow_delete, dry_run=args.dry_run
+            plan_dataframe(spark, rows),
+            profiles,
+            allow_delete=args.allow_delete,
+            dry_run=args.dry_run,
+            execution=args.execution,
         )
         results.write.mode("overwrite").parquet(args.output)
         counts = {row["status"]: row["count"] for row in results.groupBy("status").count().collect()}
         failed = results.filter("status = 'failed'").select("cluster", "topic", "error_name", "error_message").collect()
+        predicted = _predicted(results) if args.dry_run else []
     finally:
         spark.stop()
     for row in failed[:20]:
@@ -57,8 +71,35 @@ def main(argv: list[str] | None = None) -> int:
         why = "refused: pass --allow-delete to delete topics" if row["error_name"] == "DELETE_NOT_ALLOWED" else None
         print(f"failed: {row['cluster']}/{row['topic']}: {why or row['error_message']}")
     print(f"{len(rows)} rows: " + ", ".join(f"{status} {n}" for status, n in sorted(counts.items())))
+    if predicted:
+        # clusters run at the same time: the plan takes as long as its slowest cluster
+        seconds = [row["predicted_s"] for row in predicted]
+        total = "?" if None in seconds else f"{max(seconds):.1f} s"
+        print("predicted duration (at each cluster's quota, from a full burst; ? = no mutation_rate in its profile):")
+        for row in predicted:
+            when = "?" if row["predicted_s"] is None else f"{row['predicted_s']:.1f} s"
+            print(f"  {row['cluster']}: {row['mutations']} mutations, {when}")
+        print(f"  total (clusters in parallel): {total}")
     print(f"results written to {args.output}")
     return 1 if counts.get("failed") else 0
+
+
+def _predicted(results: Any) -> list[Any]:
+    """A dry run's prediction per cluster: its planned mutations, and when the last of them is admitted (null when
+    the quota rate is unknown: a row's predicted_s is then null)."""
+    from pyspark.sql import functions as F
+
+    planned = results.filter("status = 'planned'")
+    unknown = F.max(F.col("predicted_s").isNull().cast("int")) == 1
+    return (
+        planned.groupBy("cluster")
+        .agg(
+            F.sum("mutations").alias("mutations"),
+            F.when(unknown, None).otherwise(F.max("predicted_s")).alias("predicted_s"),
+        )
+        .orderBy("cluster")
+        .collect()
+    )
 
 
 if __name__ == "__main__":

@@ -650,7 +650,7 @@ def test_quota_broker_describes_topics_as_kafka_does_entry_by_entry(
     """The same CreateTopics v7 (one topic with overrides, one without) and DescribeConfigs v4 with synonyms
     and documentation on the shared Kafka 4.4 and on a QuotaBroker: every config entry of the CreateTopics
     results and of the descriptions is the same (value, source, read-only, sensitive, type, synonyms,
-    documentation)."""
+    documentation), in the same order."""
     overrides = {"retention.ms": " 1000 ", "cleanup.policy": "compact, delete", "max.decompressed.message.bytes": "7"}
     names = [kafka_ns.topic("plain"), kafka_ns.topic("custom")]
     request = create_request((names[0], 1, 1, {}), (names[1], 2, 1, dict(overrides)))
@@ -686,6 +686,8 @@ def test_quota_broker_describes_topics_as_kafka_does_entry_by_entry(
         assert [(r.error_code, len(r.configs)) for r in ours] == [(r.error_code, len(r.configs)) for r in kafka]
         for mine, theirs in zip(ours, kafka, strict=True):
             assert entries(mine.configs) == entries(theirs.configs)
+            # in Kafka's order too: by name for CreateTopics, its HashMap's for DescribeConfigs
+            assert [c.name for c in mine.configs] == [c.name for c in theirs.configs]
 
 
 def test_the_elr_cluster_config_takes_the_controllers_static_min_insync_replicas() -> None:

@@ -65,7 +65,7 @@ def test_create_describe_list_alter_delete(quota_broker: BrokerFactory) -> None:
     lines = described.stdout.splitlines()
     assert re.fullmatch(
         r"Topic: orders\tTopicId: [A-Za-z0-9_-]{22}\tPartitionCount: 3\tReplicationFactor: 1\t"
-        r"Configs: cleanup.policy=compact,min.insync.replicas=1,retention.ms=60000",
+        r"Configs: min.insync.replicas=1,cleanup.policy=compact,retention.ms=60000",  # kafka-topics.sh's order
         lines[0],
     ), lines[0]
     assert lines[1:] == [
@@ -73,6 +73,20 @@ def test_create_describe_list_alter_delete(quota_broker: BrokerFactory) -> None:
         for p in range(3)
     ]
 
+    # kafka-topics.sh sends a count below 1 and Kafka refuses it; librdkafka cannot send it: the same words
+    not_more = topics(bootstrap, "--alter", "--topic", "orders.*", "--partitions", "0")
+    assert (not_more.returncode, not_more.stderr) == (1, "")
+    assert not_more.stdout == (
+        "Error while executing topic command : The topic orders currently has 3 partition(s); 0 would not be an "
+        "increase.\n"
+    )
+    not_more_json = topics(bootstrap, "--alter", "--topic", "orders.*", "--partitions", "-1", "--output", "json")
+    refusal = "The topic {} currently has {} partition(s); -1 would not be an increase."
+    assert [json.loads(line) for line in not_more_json.stdout.splitlines()] == [
+        {"topic": name, "operation": "alter", "status": "failed", "error_code": None,
+         "error_name": "INVALID_PARTITIONS", "error_message": refusal.format(name, count), "throttle_time_ms": None}
+        for name, count in (("orders", 3), ("orders.eu", 1))
+    ]  # fmt: skip
     altered = topics(bootstrap, "--alter", "--topic", "orders", "--partitions", "5")
     assert altered.returncode == 0, altered.output
     assert altered.stdout == ""  # kafka-topics.sh prints nothing on a successful alter

@@ -129,7 +129,7 @@ def test_apply_without_rich_in_a_terminal_hints_at_the_extra(quota_broker: Broke
     child.close()
     screen = child.before.replace("\r\n", "\n")
     assert child.exitstatus == 0, screen
-    assert "pip install -e '.[cli]'" in screen
+    assert "pip install 'rich>=13' (throttled_admin's 'cli' extra; in a checkout: pip install -e '.[cli]')" in screen
     assert re.search(r"^\[k\] 3/3 rows, ", screen, re.M), screen
     assert re.search(r"^k\s+3\s+3$", screen, re.M), screen  # the plain summary table: cluster, created, rows
     assert broker.topics() == {"t0": 1, "t1": 1, "t2": 1}

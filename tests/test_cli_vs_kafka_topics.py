@@ -79,6 +79,8 @@ CASES = [
     ("create with a dotted name warns about metric names", ["--create", "--topic", "{t}.eu"]),
     ("alter --partitions", ["--alter", "--topic", "{t}", "--partitions", "5"]),
     ("alter to fewer partitions", ["--alter", "--topic", "{t}", "--partitions", "2"]),
+    ("alter --partitions 0: not an increase", ["--alter", "--topic", "{t}", "--partitions", "0"]),
+    ("alter --partitions -1: not an increase", ["--alter", "--topic", "{t}.*", "--partitions", "-1"]),
     ("list by regex", ["--list", "--topic", "{t}.*"]),
     ("describe a missing topic", ["--describe", "--topic", "{t}-missing"]),
     ("describe a missing topic --if-exists", ["--describe", "--topic", "{t}-missing", "--if-exists"]),
@@ -107,12 +109,18 @@ def test_the_same_commands_print_the_same_and_exit_the_same(
 def test_describe_prints_kafka_topics_layout(
     kafka_broker: KafkaCluster, kafka_tools: ToolServer, kafka_ns: KafkaNamespace
 ) -> None:
+    """Configs in TopicCommand's order (its Config's HashMap), not by name; segment.bytes, retention.ms and
+    compression.gzip.level share a bucket of that map."""
     bootstrap = kafka_broker.bootstrap_servers
-    create = ["--create", "--topic", "{t}", "--partitions", "3", "--config", "retention.ms=60000"]
+    overrides = ["retention.ms=60000", "cleanup.policy=compact", "segment.index.bytes=65536", "segment.bytes=1048576",
+                 "compression.gzip.level=5", "max.message.bytes=2000000"]  # fmt: skip
+    create = ["--create", "--topic", "{t}", "--partitions", "3", *(a for c in overrides for a in ("--config", c))]
     _side_by_side(kafka_tools, bootstrap, kafka_ns, *create)
     java, ours, _ = _side_by_side(kafka_tools, bootstrap, kafka_ns, "--describe", "--topic", "{t}")
     assert java.exit_code == ours.exit_code == 0
     assert java.stdout.startswith("Topic: NAME\tTopicId: ")
+    order = "min.insync.replicas=1,cleanup.policy=compact,segment.bytes=1048576,retention.ms=60000,"
+    assert f"\tConfigs: {order}" in java.stdout
     assert _no_topic_id(ours.stdout) == _elr_as_na(_no_topic_id(java.stdout))
     assert ours.stderr == java.stderr == ""
 

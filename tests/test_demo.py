@@ -17,6 +17,7 @@ pytest.importorskip("matplotlib")
 
 from tests.support import REPO
 from throttled_admin import demo
+from throttled_admin.demo._fleet import steady_rate
 from throttled_admin.testing import QuotaBroker
 
 pytestmark = pytest.mark.slow  # a Spark session, and (some) a JVM of its own
@@ -37,6 +38,13 @@ def test_demo_provisions_every_topic_through_spark_and_plots(
     assert "rerun of the same plan: unchanged 60" in out
     for entity in ("east-payments", "east-search", "east-analytics", "west-payments", "west-search", "west-analytics"):
         assert re.search(rf"^  {entity} +\d+/s +\d+ ", out, re.MULTILINE), entity
+    # Beside the paced run, the baseline (issue 38: the demo showed what happened, not why it matters): payments'
+    # 9 topics of 2 partitions on east at once, 18 mutations within the burst of 55, so nothing is throttled at this
+    # size; the table says which rate it shows, and what each column means.
+    assert re.search(r"^  east-payments unpaced +5/s +18 +0\.0s +0\.0s +at once +0/1 +0 ms +none$", out, re.M), out
+    assert "steady rate" in out
+    assert "steady rate: the mutations past the burst of 11 R (admitted at once) per second of took" in out
+    assert "why pace: the payments rows of east (9 topics created, 0 failed)" in out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "sasl.password" not in out + captured.err
 
@@ -67,3 +75,12 @@ def test_demo_rejects_a_bad_profiles_file(tmp_path: Path, capsys: pytest.Capture
     profiles.write_text("prod: {mutation_rate: 5}\n")
     assert demo.main(["--profiles", str(profiles)]) == 2
     assert "profile 'prod': field 'bootstrap.servers': missing" in capsys.readouterr().err
+
+
+def test_the_steady_rate_is_the_rate_after_the_burst() -> None:
+    """Issue 38: `east-analytics 20/s ... rate 74.1/s` counted the burst, which the pacer sends in a few requests
+    at once: here 6, then 114, then 100 mutations, then 20 every second, on the 20/s quota's envelope."""
+    steps = [(10.0, 6), (10.02, 120), (10.04, 220), *((10.0 + s, 220 + 20 * s) for s in range(1, 5))]
+    assert steady_rate(steps, 20.0) == pytest.approx(20.0)
+    assert steady_rate([(0.0, 150)], 5.0) is None  # the unpaced baseline: all at once
+    assert steady_rate([(0.0, 10), (1.0, 18)], 5.0) is None  # all within the burst of 55

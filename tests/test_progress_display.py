@@ -125,7 +125,7 @@ def test_the_demo_progress_lines_are_per_cluster_as_its_plot(capsys: pytest.Capt
     from throttled_admin.demo._fleet import embedded_fleet, fleet_plan
     from throttled_admin.provisioning import apply_plan
 
-    with embedded_fleet() as (brokers, profiles):
+    with embedded_fleet() as (brokers, profiles, _):
         rows = fleet_plan(20, profiles, "p")
         east_payments = [row for row in rows if row.cluster == "east-payments"]
         origin = time.monotonic()

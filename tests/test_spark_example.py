@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from tests.support import REPO
+from throttled_admin.testing import QuotaBroker
 
 pytestmark = pytest.mark.slow  # a Spark session, and (some) a JVM of its own
 
@@ -38,3 +40,47 @@ def test_a_malformed_plan_stops_before_spark_starts(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "plan.yaml: row 2: field 'topic': missing" in result.stderr
+
+
+def test_a_dry_run_prints_the_predicted_time_and_driver_execution_is_an_option(
+    tmp_path: Path, quota_broker: Callable[..., QuotaBroker]
+) -> None:
+    """The dry run's prediction per cluster and in total, as `throttled-admin apply --dry-run` shows it: 10 topics
+    of 3 partitions at 2 mutations/s from a full burst of 22 take (30 - 22) / 2 = 4 s; a cluster without
+    mutation_rate cannot be predicted, nor then the total. With --execution driver the calls come from this
+    process (Spark Connect, serverless)."""
+    broker, other = quota_broker(controller_mutation_rate=2), quota_broker(controller_mutation_rate=2)
+    plan = "cluster,action,topic,partitions\n" + "".join(
+        f"{cluster},ensure,{cluster}.t{i},3\n" for cluster in ("paced", "learned") for i in range(10)
+    )
+    (tmp_path / "plan.csv").write_text(plan)
+    (tmp_path / "profiles.yaml").write_text(
+        f"paced: {{bootstrap.servers: '{broker.bootstrap_servers}', mutation_rate: 2}}\n"
+        f"learned: {{bootstrap.servers: '{other.bootstrap_servers}'}}\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "examples/spark_provision.py", str(tmp_path / "plan.csv"), str(tmp_path / "profiles.yaml"),
+         "--output", str(tmp_path / "out"), "--dry-run", "--execution", "driver"],
+        capture_output=True, text=True, timeout=600, cwd=REPO,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert "20 rows: planned 20\n" in result.stdout
+    assert (
+        "predicted duration (at each cluster's quota, from a full burst; ? = no mutation_rate in its profile):\n"
+        "  learned: 30 mutations, ?\n"
+        "  paced: 30 mutations, 4.0 s\n"
+        "  total (clusters in parallel): ?\n"
+    ) in result.stdout
+    for each in (broker, other):
+        assert each.topics() == {}
+        assert not [r for r in each.request_log() if r.api_name == "CreateTopics"]  # a dry run sends no mutation
+
+
+def test_execution_takes_only_executors_or_driver(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "examples/spark_provision.py", "plan.csv", "profiles.yaml", "--output", str(tmp_path),
+         "--execution", "serverless"],
+        capture_output=True, text=True, timeout=60, cwd=REPO,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "argument --execution: invalid choice: 'serverless' (choose from" in result.stderr

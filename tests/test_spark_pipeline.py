@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -17,7 +19,7 @@ pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
 from tests.spark_helpers import both_modes_agree, cmdline, descendants, refusing_shim
-from tests.support import BrokerFactory, wait_until
+from tests.support import REPO, BrokerFactory, wait_until
 from throttled_admin.provisioning import PlanError, PlanRow, Profile
 from throttled_admin.spark import apply_plan, local_session, plan_dataframe
 from throttled_admin.spark._session import with_retries
@@ -363,3 +365,40 @@ def test_result_timestamps_read_as_the_datetimes_of_their_epoch_seconds() -> Non
     assert batch.column("finished_at").to_pylist() == expected
     assert batch.column("error_code").to_pylist() == [None] * 5 + [36]
     assert batch.column("topic").to_pylist() == [r.topic for r in results]
+
+
+LISTENERS = r"""
+import os, sys
+from throttled_admin.spark import local_session
+
+spark = local_session("bind-check", "local[1]")
+jvm = spark.sparkContext._gateway.proc.pid
+inodes = {os.readlink(f"/proc/{jvm}/fd/{fd}")[8:-1] for fd in os.listdir(f"/proc/{jvm}/fd")
+          if os.readlink(f"/proc/{jvm}/fd/{fd}").startswith("socket:[")}
+for table in ("tcp", "tcp6"):
+    for line in open(f"/proc/{jvm}/net/{table}").read().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "0A" and fields[9] in inodes:  # LISTEN, one of the JVM's own sockets
+            print("listening", fields[1].rsplit(":", 1)[0])
+print("driver", spark.conf.get("spark.driver.host"))
+spark.stop()
+"""
+# /proc/net/tcp{,6}'s addresses in hex: 127.0.0.1 as IPv4, and as IPv4-mapped IPv6 (::ffff:127.0.0.1).
+LOOPBACK = {"0100007F", "0000000000000000FFFF00000100007F", "00000000000000000000000001000000"}
+
+
+@pytest.mark.skipif(not Path("/proc/self/net/tcp").exists(), reason="reads the JVM's sockets from Linux's /proc")
+def test_a_local_session_listens_on_loopback_only_and_says_nothing_about_the_host_name() -> None:
+    """Found by a new user: Spark warned "Your hostname ... resolves to a loopback address ...; using 192.0.2.2
+    instead" under `make demo`. The session's JVM binds 127.0.0.1 (spark.driver.host, spark.driver.bindAddress,
+    SPARK_LOCAL_IP) and has no reason to say so."""
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_LOCAL_IP"}
+    run = subprocess.run(
+        [sys.executable, "-c", LISTENERS], capture_output=True, text=True, timeout=600, env=env, cwd=REPO
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    listening = [line.split()[1] for line in run.stdout.splitlines() if line.startswith("listening ")]
+    assert listening
+    assert set(listening) <= LOOPBACK, listening
+    assert "driver 127.0.0.1" in run.stdout
+    assert "resolves to a loopback address" not in run.stderr

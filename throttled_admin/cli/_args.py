@@ -278,7 +278,7 @@ def check_topics_args(args: argparse.Namespace, parser: argparse.ArgumentParser)
         topic_pattern(args.topic, parser)
     if action == "create" and args.replication_factor is not None and not 1 <= args.replication_factor <= 32767:
         raise UsageError("The replication factor must be between 1 and 32767 inclusive", parser)
-    if args.partitions is not None and args.partitions < 1:
+    if action == "create" and args.partitions is not None and args.partitions < 1:  # --alter: the broker's words
         raise UsageError("The partitions must be greater than 0", parser)
     return action
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Protocol, TextIO
 
+from throttled_admin._extras import install_hint
 from throttled_admin.provisioning import Progress
 from throttled_admin.provisioning._progress import QUOTA_WINDOW_S, AdmittedRate
 
@@ -28,7 +29,7 @@ __all__ = [
     "load_rich",
 ]
 
-CLI_EXTRA_HINT = "pip install -e '.[cli]' (from a checkout of throttled_admin)"
+CLI_EXTRA_HINT = install_hint("cli")
 _PLAIN_INTERVAL_S = 1.0
 
 

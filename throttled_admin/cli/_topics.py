@@ -17,6 +17,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin._config import ConfigResource  # not re-exported under a name mypy accepts
 
 from throttled_admin import NewPartitions, NewTopic, NotYetVisibleError, TopicValueError
+from throttled_admin._kafka.java_order import hash_map_order
 from throttled_admin.cli._args import parse_replica_assignment, parse_topic_configs, topic_pattern
 from throttled_admin.cli._output import ErrorInfo, Output, describe_error
 from throttled_admin.cli._session import AdminSession
@@ -225,6 +226,9 @@ class TopicsCommand:
         self._ensure_found(found)
         if not found:
             return
+        if self.args.partitions < 1:
+            # librdkafka cannot send a count below 1; kafka-topics.sh sends it, and Kafka's controller refuses it so
+            self._report([_not_an_increase(name, len(topics[name].partitions), self.args.partitions) for name in found])
         assignment = parse_replica_assignment(self.args.replica_assignment) if self.args.replica_assignment else None
         new_partitions = []
         for name in found:
@@ -281,7 +285,8 @@ class TopicsCommand:
         for name in found:
             description = descriptions[name].result()
             entries = configs_by_topic[name].result()
-            overrides = {key: entry.value for key, entry in sorted(entries.items()) if not entry.is_default}
+            # kafka-topics.sh's order: its Config's HashMap, filled in the order the broker sent the entries
+            overrides = {key: entries[key].value for key in hash_map_order(entries) if not entries[key].is_default}
             partitions = sorted(description.partitions, key=lambda p: p.id)
             replication = len(partitions[0].replicas) if partitions else 0
             topic_id = _topic_id(description.topic_id)
@@ -321,6 +326,12 @@ class TopicsCommand:
                     f"\tReplicas: {','.join(map(str, row['replicas']))}\tIsr: {','.join(map(str, row['isr']))}"
                     "\tElr: N/A\tLastKnownElr: N/A"
                 )
+
+
+def _not_an_increase(topic: str, current: int, requested: int) -> TopicResult:
+    """Kafka's refusal of ``--alter --partitions`` below 1 (ReplicationControlManager), told without sending."""
+    message = f"The topic {topic} currently has {current} partition(s); {requested} would not be an increase."
+    return TopicResult(topic, "alter", "failed", ErrorInfo(None, "INVALID_PARTITIONS", message))
 
 
 def visibility_warning(topic: str, lagging: tuple[int, ...], timeout_ms: int) -> str:

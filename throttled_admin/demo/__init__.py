@@ -9,22 +9,36 @@ different quotas (payments 5/s, search 10/s, analytics 20/s), each given to the 
 (a profile without ``mutation_rate`` would have the client learn it from the broker's throttles). The plan
 runs on a local Spark session (Java 17), each tenant-on-cluster in its own task thread. Shows progress,
 every row's outcome, the throttles, a rerun that changes nothing, and a PNG of admitted mutations against
-each tenant's quota envelope. Needs the ``demo`` extra.
+each tenant's quota envelope. Beside it, the baseline: payments' rows on east sent at once by bare confluent-kafka
+(a user of their own with the same quota). Needs the ``demo`` extra.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
+import textwrap
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from throttled_admin.demo._fleet import TENANTS, admitted_series, embedded_fleet, fleet_plan
+from throttled_admin._extras import install_hint
+from throttled_admin.demo._baseline import UnpacedRun, run_unpaced
+from throttled_admin.demo._fleet import (
+    BASELINE,
+    TENANTS,
+    Admitted,
+    admitted_series,
+    embedded_fleet,
+    fleet_plan,
+    steady_rate,
+)
 from throttled_admin.provisioning import PlanError, PlanRow, Profile, predicted_seconds, read_profiles
 
 if TYPE_CHECKING:
@@ -97,38 +111,107 @@ def _print_summary(results: list[dict[str, Any]], rows: list[PlanRow]) -> int:
     return counts["failed"]
 
 
+_COLUMNS = """\
+  quota: the user's controller mutation quota R (given to the client in its profile; unpaced: the same quota,
+    not given); mutations: partitions created, what KIP-599 counts; T*: the least time the quota allows,
+    (mutations - 11 R) / R after a full burst of 11 R; took: the broker's first to last admitted create;
+  steady rate: the mutations past the burst of 11 R (admitted at once) per second of took ("at once": no time
+    passed, or all fit in the burst); throttled: the broker's CreateTopics answers with a throttle time, of all
+    its answers; max throttle: the longest; client back-off: the longest a row waited out throttles"""
+
+
 def _print_throttles(
-    results: list[dict[str, Any]], profiles: dict[str, Profile], brokers: dict[str, QuotaBroker], origin: float
+    results: list[dict[str, Any]], profiles: dict[str, Profile], series: list[Admitted], unpaced: UnpacedRun | None
 ) -> None:
     backoff: Counter[str] = Counter()
     mutations: Counter[str] = Counter()
     for r in results:
         backoff[r["cluster"]] = max(backoff[r["cluster"]], r["throttle_time_ms"] or 0)
         mutations[r["cluster"]] += r["mutations"] or 0
-    rates = {t.name: t.rate for t in TENANTS}
     print(
         "\nper quota entity (broker side from the request logs; client back-off from the results):\n"
-        f"  {'entity':<16} {'quota':>7} {'mutations':>9} {'T*':>6} {'took':>6} {'rate':>7} "
+        f"  {'entity':<23} {'quota':>7} {'mutations':>9} {'T*':>6} {'took':>6} {'steady rate':>11} "
         f"{'throttled':>9} {'max throttle':>12} {'client back-off':>15}"
     )
-    for entity in admitted_series(brokers, origin):
-        name = f"{entity.cluster}-{entity.tenant}"
-        rate = rates[entity.tenant]
+    for entity in series:
+        admitted = entity.steps[-1][1] if entity.steps else 0
         took = entity.steps[-1][0] - entity.steps[0][0] if entity.steps else 0.0
-        star = predicted_seconds(mutations[name], rate) or 0.0
-        paced = "learned" if profiles[name].mutation_rate is None else f"{rate:g}/s"
-        achieved = f"{(entity.steps[-1][1] - entity.steps[0][1]) / took:5.1f}/s" if took > 0 else "burst"
+        star = predicted_seconds(admitted, entity.rate) or 0.0
+        if entity.paced:
+            name = f"{entity.cluster}-{entity.tenant}"
+            quota = "learned" if profiles[name].mutation_rate is None else f"{entity.rate:g}/s"
+            waited = f"{backoff[name] / 1000:>13.1f} s"
+        else:  # bare confluent-kafka: no rows of the plan, and no waiting
+            name, quota, waited = f"{entity.cluster}-{BASELINE.tenant.name} unpaced", f"{entity.rate:g}/s", "none"
+        steady = steady_rate(entity.steps, entity.rate)
+        rate = "at once" if steady is None else f"{steady:.1f}/s"
         print(
-            f"  {name:<16} {paced:>7} {mutations[name]:>9} {star:>5.1f}s {took:>5.1f}s {achieved:>7} "
-            f"{entity.throttled_responses:>4}/{entity.requests:<4} {entity.max_throttle_ms:>9} ms "
-            f"{backoff[name] / 1000:>13.1f} s"
+            f"  {name:<23} {quota:>7} {admitted:>9} {star:>5.1f}s {took:>5.1f}s {rate:>11} "
+            f"{entity.throttled_responses:>4}/{entity.requests:<4} {entity.max_throttle_ms:>9} ms {waited:>15}"
         )
+    print(_COLUMNS)
+    if unpaced is not None:
+        _print_why(series, unpaced)
+
+
+def _print_why(series: list[Admitted], unpaced: UnpacedRun) -> None:
+    """The baseline beside the same rows paced: what the broker did to each."""
+    bare = next((e for e in series if not e.paced), None)
+    [paced] = [e for e in series if e.cluster == BASELINE.cluster and e.tenant == BASELINE.tenant.name]
+    if bare is None:
+        print(f"\nwhy pace: the baseline reached no broker ({unpaced.failed} topics failed)")
+        return
+    rate, burst = bare.rate, round(11 * bare.rate)
+    admitted = bare.steps[-1][1] if bare.steps else 0
+    took = paced.steps[-1][0] - paced.steps[0][0] if paced.steps else 0.0
+    why = (
+        f"why pace: the {BASELINE.tenant.name} rows of {BASELINE.cluster} ({unpaced.created} topics created, "
+        f"{unpaced.failed} failed), sent at once by bare confluent-kafka as a user with the same {rate:g}/s quota: "
+        f"the broker admitted {admitted} mutations at once, {max(0, admitted - burst)} past the burst of {burst}, "
+        f"and throttled that user for {bare.max_throttle_ms / 1000:.1f} s. Apache Kafka mutes its connection that "
+        "long, and refuses its other clients' changes (kafka-topics.sh, Java's Admin: THROTTLING_QUOTA_EXCEEDED) "
+        f"until then. Paced, the same rows took {took:.1f} s, and the longest throttle was {paced.max_throttle_ms} ms."
+    )
+    print("\n" + textwrap.fill(why, width=116, subsequent_indent="  ", break_on_hyphens=False))
+
+
+@contextmanager
+def _stderr_to(path: Path) -> Iterator[None]:
+    """File descriptor 2 into ``path`` while the block runs: the JVM Spark starts here (and the Python workers it
+    forks) keeps writing its start-up notes and log there, off the demo's screen."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with path.open("ab") as log:
+        os.dup2(log.fileno(), 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _start_unpaced(conf: dict[str, str], rows: list[PlanRow], prefix: str) -> Callable[[], UnpacedRun]:
+    """The baseline on a thread of its own, beside the pipeline; returns the function that waits for it."""
+    mine = [r for r in rows if r.cluster == f"{BASELINE.cluster}-{BASELINE.tenant.name}"]
+    outcome: list[UnpacedRun] = []
+    thread = threading.Thread(
+        target=lambda: outcome.append(run_unpaced(conf, mine, f"{prefix}.unpaced")), name="demo-unpaced", daemon=True
+    )
+    thread.start()
+
+    def wait() -> UnpacedRun:
+        thread.join()
+        return outcome[0] if outcome else UnpacedRun(0, len(mine))
+
+    return wait
 
 
 def run(
     profiles: dict[str, Profile],
     brokers: dict[str, QuotaBroker] | None,
     args: argparse.Namespace,
+    unpaced_conf: dict[str, str] | None = None,
 ) -> int:
     from throttled_admin.spark import apply_plan, local_session, plan_dataframe
 
@@ -136,14 +219,19 @@ def run(
     total = sum(r.partitions or 1 for r in rows)
     print(f"plan: {len(rows)} topics, {total} mutations, {len(profiles)} quota entities: {', '.join(profiles)}")
     started = time.monotonic()
-    spark = local_session("throttled-admin-demo", args.master)
-    print(f"Spark {spark.version} on {args.master} started in {time.monotonic() - started:.1f} s")
+    spark_log = Path(tempfile.mkdtemp(prefix="throttled-admin-demo-")) / "spark.log"
+    with _stderr_to(spark_log):
+        spark = local_session("throttled-admin-demo", args.master)
+    print(
+        f"Spark {spark.version} on {args.master} started in {time.monotonic() - started:.1f} s (its log: {spark_log})"
+    )
     try:
         plan_df = plan_dataframe(spark, rows).cache()
         plan_df.count()
         origin = time.monotonic()
         report = _progress_from_brokers(brokers, rows, origin) if brokers else _progress_from_spark(spark, origin)
         halt = _every(args.progress_interval, report)
+        unpaced = _start_unpaced(unpaced_conf, rows, args.prefix) if unpaced_conf else None
         try:
             results = [r.asDict() for r in apply_plan(plan_df, profiles).collect()]
         finally:
@@ -151,7 +239,7 @@ def run(
         print(f"pipeline finished in {time.monotonic() - origin:.1f} s")
         failed = _print_summary(results, rows)
         if brokers:
-            _print_throttles(results, profiles, brokers, origin)
+            _print_throttles(results, profiles, admitted_series(brokers, origin), unpaced() if unpaced else None)
         if not args.no_rerun:
             rerun = Counter(r["status"] for r in apply_plan(plan_df, profiles).collect())
             print("\nrerun of the same plan: " + ", ".join(f"{s} {n}" for s, n in rerun.items()))
@@ -182,10 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import pyspark  # noqa: F401
     except ImportError:
-        print(
-            "the demo runs on Spark: pip install -e '.[demo]' from a checkout of throttled_admin (and Java 17)",
-            file=sys.stderr,
-        )
+        print(f"the demo runs on Spark (and Java 17): {install_hint('demo')}", file=sys.stderr)
         return 2
     if args.profiles:
         try:
@@ -196,13 +281,15 @@ def main(argv: list[str] | None = None) -> int:
         return run(profiles, None, args)
     with ExitStack() as stack:
         try:
-            brokers, profiles = stack.enter_context(embedded_fleet())
+            brokers, profiles, unpaced_conf = stack.enter_context(embedded_fleet())
         except ImportError as exc:
             print(f"{exc}\n(the embedded clusters need the testing extra, or pass --profiles)", file=sys.stderr)
             return 2
         quotas = ", ".join(f"{t.name} {t.rate:g}/s ({'learned' if t.pace is None else 'given'})" for t in TENANTS)
         print(
             f"embedded clusters: {', '.join(f'{c} {b.bootstrap_servers}' for c, b in brokers.items())}; "
-            f"tenants (SASL users) with controller mutation quotas: {quotas}"
+            f"tenants (SASL users) with controller mutation quotas: {quotas}; beside them, unpaced: the "
+            f"{BASELINE.tenant.name} rows of {BASELINE.cluster} sent at once by bare confluent-kafka as user "
+            f"{BASELINE.user} ({BASELINE.tenant.rate:g}/s)"
         )
-        return run(profiles, brokers, args)
+        return run(profiles, brokers, args, unpaced_conf)

@@ -11,11 +11,23 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from throttled_admin.provisioning import PlanRow, Profile
+from throttled_admin.provisioning._executor import BURST_WINDOWS
 
 if TYPE_CHECKING:
     from throttled_admin.testing import QuotaBroker
 
-__all__ = ["CLUSTERS", "TENANTS", "Admitted", "Tenant", "admitted_series", "embedded_fleet", "fleet_plan"]
+__all__ = [
+    "BASELINE",
+    "CLUSTERS",
+    "TENANTS",
+    "Admitted",
+    "Baseline",
+    "Tenant",
+    "admitted_series",
+    "embedded_fleet",
+    "fleet_plan",
+    "steady_rate",
+]
 
 
 @dataclass(frozen=True)
@@ -36,6 +48,19 @@ TENANTS = (
     Tenant("analytics", 20.0, 20.0, 0.4, 3),
 )
 CLUSTERS = ("east", "west")
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What pacing is measured against: ``tenant``'s rows of the plan on ``cluster``, sent at once by bare
+    confluent-kafka under a SASL user of their own (``user``) with the same quota, on the same broker."""
+
+    user: str
+    cluster: str
+    tenant: Tenant
+
+
+BASELINE = Baseline("payments-unpaced", "east", TENANTS[0])
 SASL = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN"}
 
 
@@ -63,12 +88,14 @@ def fleet_plan(topics: int, profiles: dict[str, Profile], prefix: str = "demo") 
 
 
 @contextmanager
-def embedded_fleet() -> Iterator[tuple[dict[str, QuotaBroker], dict[str, Profile]]]:
+def embedded_fleet() -> Iterator[tuple[dict[str, QuotaBroker], dict[str, Profile], dict[str, str]]]:
     """Two QuotaBroker clusters with SASL/PLAIN; every tenant has a user (random password) and its quota
-    on both. Yields (cluster name -> broker, profile name -> Profile)."""
+    on both, and the baseline's user its tenant's quota on its cluster. Yields (cluster name -> broker, profile
+    name -> Profile, the baseline's librdkafka conf)."""
     from throttled_admin.testing import QuotaBroker  # the testing extra: only for the embedded fleet
 
     passwords = {t.name: secrets.token_urlsafe(16) for t in TENANTS}
+    passwords[BASELINE.user] = secrets.token_urlsafe(16)
     with ExitStack() as stack:
         brokers = {c: stack.enter_context(QuotaBroker(users=passwords)) for c in CLUSTERS}
         profiles: dict[str, Profile] = {}
@@ -84,20 +111,45 @@ def embedded_fleet() -> Iterator[tuple[dict[str, QuotaBroker], dict[str, Profile
                 }
                 name = profile_name(cluster, tenant.name)
                 profiles[name] = Profile(name, conf, tenant.pace)
-        yield dict(brokers), profiles
+        baseline = brokers[BASELINE.cluster]
+        baseline.set_quota(user=BASELINE.user, controller_mutation_rate=BASELINE.tenant.rate)
+        unpaced = {
+            "bootstrap.servers": baseline.bootstrap_servers,
+            "client.id": "demo-unpaced",
+            **SASL,
+            "sasl.username": BASELINE.user,
+            "sasl.password": passwords[BASELINE.user],
+        }
+        yield dict(brokers), profiles, unpaced
 
 
 @dataclass(frozen=True)
 class Admitted:
     """One quota entity's admitted mutations: (seconds since ``origin``, cumulative count) steps, and the
-    throttles the broker answered it with."""
+    throttles the broker answered it with. ``tenant`` is the SASL user (the baseline's user for the baseline),
+    ``rate`` its quota."""
 
     cluster: str
     tenant: str
+    rate: float
     steps: list[tuple[float, int]]
     requests: int
     throttled_responses: int
     max_throttle_ms: int
+
+    @property
+    def paced(self) -> bool:
+        return self.tenant != BASELINE.user
+
+
+def steady_rate(steps: list[tuple[float, int]], rate: float) -> float | None:
+    """The rate after the burst: the mutations admitted past a full bucket of 11 R (KIP-599's burst, which the
+    broker admits at once) per second from the first admission to the last; R for a run on its quota envelope.
+    None when they all came at once (or all fit in the burst)."""
+    if not steps:
+        return None
+    took, past_burst = steps[-1][0] - steps[0][0], steps[-1][1] - BURST_WINDOWS * rate
+    return past_burst / took if took > 0 and past_burst > 0 else None
 
 
 def admitted_series(brokers: dict[str, QuotaBroker], origin: float) -> list[Admitted]:
@@ -106,12 +158,15 @@ def admitted_series(brokers: dict[str, QuotaBroker], origin: float) -> list[Admi
     series = []
     for cluster, broker in brokers.items():
         log = [r for r in broker.request_log() if r.api_name == "CreateTopics"]
-        for tenant in TENANTS:
-            mine = [r for r in log if r.principal == tenant.name]
+        users = [(tenant.name, tenant.rate) for tenant in TENANTS]
+        if cluster == BASELINE.cluster and any(r.principal == BASELINE.user for r in log):
+            users.append((BASELINE.user, BASELINE.tenant.rate))
+        for user, rate in users:
+            mine = [r for r in log if r.principal == user]
             total, steps = 0, []
             for record in mine:
                 total += record.mutations
                 steps.append((record.received_at - origin, total))
             throttled = [r.throttle_time_ms for r in mine if r.throttle_time_ms > 0]
-            series.append(Admitted(cluster, tenant.name, steps, len(mine), len(throttled), max(throttled, default=0)))
+            series.append(Admitted(cluster, user, rate, steps, len(mine), len(throttled), max(throttled, default=0)))
     return series

@@ -28,13 +28,16 @@ def with_retries(master: str) -> str:
 
 
 def local_session(app_name: str = "throttled-admin", master: str = "local[2]", **conf: str) -> Any:
-    """``SparkSession.builder.getOrCreate()`` for local runs and tests: the UI off, few shuffle partitions,
-    the workers on this Python (otherwise Spark starts ``python3`` from PATH, which may lack pyarrow), and
-    task retries (``local[2]`` runs as ``local[2,4]``: a task is tried up to 4 times, as on a cluster).
+    """``SparkSession.builder.getOrCreate()`` for local runs and tests: the UI off, few shuffle partitions, bound
+    to 127.0.0.1 only, the workers on this Python (otherwise Spark starts ``python3`` from PATH, which may lack
+    pyarrow), and task retries (``local[2]`` runs as ``local[2,4]``: a task is tried up to 4 times, as on a cluster).
     Under ``spark-submit`` use ``SparkSession.builder.getOrCreate()`` instead: the cluster decides."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # Spark picks a non-loopback interface for what the driver settings below do not cover, and warns that it did
+    # when the host name resolves to 127.0.0.1; read by the JVM this starts.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(app_name).master(with_retries(master))
     settings = {
         "spark.ui.enabled": "false",

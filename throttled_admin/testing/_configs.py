@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from throttled_admin._kafka.config_schema import ConfigError, ConfigKey, ConfigType, Parsed, canonical, parse
+from throttled_admin._kafka.java_order import hash_map_order
 from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS, unknown_config_message
 from throttled_admin.testing._configs_broker import BROKER_CONFIGS, SYNONYM_GROUPS
 
@@ -79,6 +80,8 @@ class ConfigEntry:
 
 
 _DEFINITION_ORDER = {name: index for index, name in enumerate(TOPIC_CONFIGS)}
+# The order a Kafka 4.4 broker describes a topic's configs in: its HashMap's, put in LogConfig's definition order.
+_KAFKA_ORDER = hash_map_order(TOPIC_CONFIGS)
 
 TIERED_STORAGE_DISABLED = (
     "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage."
@@ -232,7 +235,7 @@ def describe_topic(
 ) -> list[ConfigEntry]:
     """``ConfigHelper.createTopicConfigEntry`` for each wanted topic config."""
     entries = []
-    for name in _wanted(TOPIC_CONFIGS, keys):
+    for name in (n for n in _KAFKA_ORDER if not keys or n in keys):  # ConfigHelper filters its HashMap in order
         key = TOPIC_CONFIGS[name]
         primary = key.synonyms[0].name if key.synonyms else None
         synonyms = _broker_synonyms(primary, static_broker) if primary else []

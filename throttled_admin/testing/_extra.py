@@ -7,9 +7,11 @@ from __future__ import annotations
 import itertools
 import sys
 
+from throttled_admin._extras import install_hint
+
 __all__ = ["MESSAGE", "missing_extra"]
 
-MESSAGE = "throttled_admin.testing needs kafka-python, the 'testing' extra: pip install -e '.[testing]' in a checkout"
+MESSAGE = f"throttled_admin.testing needs kafka-python: {install_hint('testing')}"
 _MODULE = "throttled_admin.testing"
 
 
