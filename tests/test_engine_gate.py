@@ -25,6 +25,12 @@ DISCONNECTED = (
 REFUSED_BOOTSTRAP = (
     "127.0.0.1:55987/bootstrap: Connect to ipv4#127.0.0.1:55987 failed: Connection refused (after 0ms in state CONNECT)"
 )
+# librdkafka's own request timing out on a connection the broker muted (seen in the field, rd_kafka_broker_fail): the
+# broker did not go away, and the debt stands
+TIMED_OUT = "127.0.0.1:55987/1: 1 request(s) timed out: disconnect (after 60001ms in state UP)"
+TIMED_OUT_RTT = (
+    "127.0.0.1:55987/1: 1 request(s) timed out: disconnect (average rtt 501.231ms) (after 60001ms in state UP)"
+)
 EXISTS = KafkaException(KafkaError(KafkaError.TOPIC_ALREADY_EXISTS))
 
 
@@ -101,15 +107,18 @@ def test_after_the_connection_went_a_probe_of_one_topic_goes_and_its_unthrottled
     assert sent(out) == ["b", "c"], "the gate is open: the rest at once"
 
 
-def test_the_probe_is_the_cheapest_topic() -> None:
+@pytest.mark.parametrize("first", [("wide", 9, 10), ("unknown", -1, None)], ids=["wide", "cost unknown"])
+def test_the_probe_is_the_cheapest_topic_of_known_cost(first: tuple[str, int, int | None]) -> None:
+    """A topic whose cost is unknown (its partitions the broker's default) may be the largest grow."""
     engine = throttled()
     engine.on_log(DISCONNECTED, 2.0)
     spec = CallSpec(RequestKind(CREATE_TOPICS, False), 14.0, 10000, True, None, None, 4.0)
     call = Call(spec)
+    name, partitions, cost = first
     engine.submit(
         call,
         [
-            Topic("wide", NewTopic("wide", 9, 1), call, None, 9, 10),
+            Topic(name, NewTopic(name, partitions, 1), call, None, cost, 1 + max(partitions, 0)),
             Topic("narrow", NewTopic("narrow", 1, 1), call, None, 1, 2),
         ],
     )
@@ -157,6 +166,22 @@ def test_another_node_going_away_leaves_the_gate_closed() -> None:
     assert refusal(out).throttle_time_ms == 45100
 
 
+@pytest.mark.parametrize("how", ["log", "log, average rtt", "error_cb"])
+def test_librdkafkas_own_request_timing_out_leaves_the_gate_closed(how: str) -> None:
+    """The client's request timed out in the muted connection: librdkafka tears it down, but the broker did not go
+    away and the debt stands; a probe on a fresh connection would be admitted and throttled, deepening it."""
+    engine = throttled()
+    if how == "log":
+        engine.on_log(f"[thrd:127.0.0.1:55987/1]: {TIMED_OUT}", 2.0)
+    elif how == "log, average rtt":
+        engine.on_log(f"[thrd:127.0.0.1:55987/1]: {TIMED_OUT_RTT}", 2.0)
+    else:
+        engine.on_error(KafkaError(KafkaError._TIMED_OUT, TIMED_OUT), 2.0)
+    out = create(engine, ["small"], 4.0)
+    assert out.send is None
+    assert refusal(out).throttle_time_ms == 45100
+
+
 def test_a_disconnect_before_the_throttle_does_not_end_it() -> None:
     engine = reached()
     engine.on_log(DISCONNECTED, 0.0)
@@ -173,6 +198,24 @@ def test_failed_node_reads_the_node_id_of_librdkafkas_broker_name() -> None:
     assert failed_node("sasl_ssl://kafka-2.example:9093/2: Disconnected (after 5ms in state UP)") == 2
     assert failed_node(REFUSED_BOOTSTRAP) is None
     assert failed_node("1/1 brokers are down") is None
+    assert failed_node("[thrd:[::1]:9092/1]: [::1]:9092/1: Disconnected (after 5ms in state UP)") == 1
+    assert (
+        failed_node("[::1]:9092/3: Connect to ipv6#[::1]:9092 failed: Connection refused (after 0ms in state CONNECT)")
+        == 3
+    )
+    assert failed_node("h:1/2: Receive failed: Connection reset by peer (after 5ms in state UP)") == 2
+
+
+def test_failed_node_counts_no_timed_out_request_or_connection() -> None:
+    """Only the broker's side losing the connection counts: a request or a connect that timed out may be the mute."""
+    assert failed_node(TIMED_OUT) is None
+    assert failed_node(TIMED_OUT_RTT) is None
+    assert (
+        failed_node(
+            "h:1/1: Connection setup timed out in state APIVERSION_QUERY (after 30010ms in state APIVERSION_QUERY)"
+        )
+        is None
+    )
 
 
 # -- a request in flight on a node that goes away --------------------------------------------------------------

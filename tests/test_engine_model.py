@@ -1213,6 +1213,19 @@ class EngineModel(RuleBasedStateMachine):
             self.engine.on_error(KafkaError(KafkaError._ALL_BROKERS_DOWN, "2/2 brokers are down"), self.now)
         self.step()
 
+    @precondition(lambda self: not self.closed and self.flight is None and self.gate_until > self.now)
+    @rule(how=st.sampled_from(["log", "error_cb"]), node_id=st.sampled_from([1, 2]))
+    def request_times_out(self, how: str, node_id: int) -> None:
+        """librdkafka's own request timed out (in a muted connection): it tears the connection down, but the broker
+        kept it and the debt stands: the gate stays as it was (no probe)."""
+        line = f"127.0.0.1:9092/{node_id}: 1 request(s) timed out: disconnect (after 60001ms in state UP)"
+        event(f"librdkafka's request timed out ({how})")
+        if how == "log":
+            self.engine.on_log(f"[thrd:127.0.0.1:9092/{node_id}]: {line}", self.now)
+        else:
+            self.engine.on_error(KafkaError(KafkaError._TIMED_OUT, line), self.now)
+        self.step()
+
     @precondition(lambda self: not self.closed and self.metadata_wanted)
     @rule(fails=st.booleans(), default_readable=st.booleans())
     def metadata(self, fails: bool, default_readable: bool) -> None:

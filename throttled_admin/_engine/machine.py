@@ -329,13 +329,14 @@ class Engine:
             self._auth_error = (error, now)
         elif error.code() == KafkaError._ALL_BROKERS_DOWN:
             self._gate.every_connection_gone()  # every connection is down: none carries a throttle
-        else:
-            self.on_log(error.str(), now)
+        else:  # _TIMED_OUT: librdkafka's own request timed out, perhaps in the mute: the connection's throttle holds
+            self.on_log(error.str(), now, lost=error.code() != KafkaError._TIMED_OUT)
 
-    def on_log(self, line: str, now: float) -> None:
+    def on_log(self, line: str, now: float, *, lost: bool = True) -> None:
         """A librdkafka ``FAIL`` log line (some failures before the handshake are told only there); a connection
-        that failed no longer carries its node's throttle (``throttle``)."""
-        self._gate.connection_gone(failed_node(line))
+        the broker's side lost no longer carries its node's throttle (``throttle``)."""
+        if lost:
+            self._gate.connection_gone(failed_node(line))
         if not self._contact.reached:
             self._contact.failed(contact_failure(line))
 
@@ -933,7 +934,7 @@ class Engine:
         kind = head.call.kind
         topics = list(self._eligible(kind, now))
         if self._gate.probe_due(now):  # a throttle whose connection is gone: one topic, the cheapest, first
-            topics = [min(topics, key=lambda topic: topic.cost or 0)]
+            topics = [min(topics, key=lambda topic: (topic.cost is None, topic.cost or 0))]
         if (wake_at := self._metadata_wait(topics)) is not None:
             return wake_at
         if (wake_at := self._pacing_wait(head, topics, now)) is not None:

@@ -11,7 +11,8 @@ holds when the controller moves (where Java sends at once and is throttled again
 
 A throttle that no broker holds any more (docs/semantics.md, "The gate ends with its connection"): Kafka mutes a
 connection (``KafkaChannel``), and a restarted broker's quota sensors start fresh. So once the connection that
-carried a node's throttle is gone (``connection_gone``: librdkafka reported it failed), that throttle no longer
+carried a node's throttle is gone (``connection_gone``: librdkafka reported the broker's side lost it, not that a
+request timed out in the mute), that throttle no longer
 closes the gate; it asks for a probe instead (``probe_due``): the next request is kept to one topic, and only its
 answer, on a fresh connection, ends the old throttle: one that spoke for the quota (a topic charged or refused by
 it) with no throttle ends it; a throttle in the answer is the gate from then on (``record``); an answer that
@@ -28,16 +29,23 @@ from dataclasses import dataclass
 
 __all__ = ["ThrottleTracker", "failed_node"]
 
-# librdkafka's broker name ends in "/NODEID" once the node is known ("127.0.0.1:9092/1",
-# "sasl_ssl://host:9093/2"), in "/bootstrap" before; a FAIL line or an error names it first.
-_FAILED_NODE = re.compile(r"^(?:\[thrd:[^\]]*\]: )?\S+/(?P<node>\d+): ")
+# librdkafka's broker name ends in "/NODEID" once the node is known ("127.0.0.1:9092/1", "[::1]:9092/1",
+# "sasl_ssl://host:9093/2"), in "/bootstrap" before; a FAIL line or an error names it first, after the thread's name.
+_THREAD = re.compile(r"^\[thrd:\S*\]: ")
+# The broker's side lost the connection (closed, reset, refused), never librdkafka's own request or connect timing
+# out: "1 request(s) timed out: disconnect" tears down a connection the broker muted, and the debt stands.
+_LOST = re.compile(r"Disconnected|closed by peer|reset by peer|Connection refused|Broken pipe|Connect to \S+ failed")
 
 
 def failed_node(line: str) -> int | None:
-    """The node whose connection a librdkafka failure report (a ``FAIL`` log line, an ``error_cb`` error) names:
-    librdkafka holds one connection per broker and tears it down before it reports (``rd_kafka_broker_fail``)."""
-    match = _FAILED_NODE.match(line)
-    return None if match is None else int(match["node"])
+    """The node whose connection a librdkafka failure report (a ``FAIL`` log line, an ``error_cb`` error) says the
+    broker's side lost: librdkafka holds one connection per broker and tears it down before it reports
+    (``rd_kafka_broker_fail``). None: no node named, or not such a loss."""
+    name, sep, text = _THREAD.sub("", line, count=1).partition(": ")
+    _, slash, node = name.rpartition("/")
+    if not (sep and slash and node.isdigit()) or "timed out" in text or not _LOST.search(text):
+        return None
+    return int(node)
 
 
 @dataclass(slots=True)
