@@ -1,11 +1,13 @@
 """A call's metric points are recorded before its futures resolve (issue 38): a reader that looks right after
 ``result()`` sees every point, with no flush and no wait; an exporter that hangs delays an outcome by at most
-``EXPORT_WAIT_S``, once while it hangs."""
+``EXPORT_WAIT_S``, once while it hangs; a conf callback that hangs delays none (exports have a thread of their own);
+an export job the runner dropped does not stop later exports."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -16,9 +18,12 @@ from opentelemetry.metrics._internal import _ProxyMeterProvider
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, NumberDataPoint
 
+from tests.reliability_helpers import admin_for
 from tests.support import BrokerFactory
 from tests.test_metrics_e2e import points
 from throttled_admin import NewTopic, ThrottledAdminClient
+from throttled_admin._driver import user_code
+from throttled_admin._driver.user_code import SerialRunner
 from throttled_admin._telemetry import metrics as metrics_module
 from throttled_admin._telemetry.metrics import ClientMetrics
 from throttled_admin.aio import AIOThrottledAdminClient
@@ -90,6 +95,71 @@ async def test_counters_read_right_after_an_await_equal_metrics(
                 name: stats[name] for name in COUNTERS
             }, f"call {i}"
     assert stats["throttled-response-total"] > 0
+
+
+@pytest.mark.usefixtures("patient_exports")
+def test_exports_do_not_wait_behind_a_blocked_conf_callback(
+    quota_broker: BrokerFactory, meter_provider: MeterProvider, metric_reader: InMemoryMetricReader
+) -> None:
+    """Exports have a thread of their own: a ``stats_cb`` stuck in the user's code delays no result, and the
+    call's points are still exported before its futures resolve (they once queued behind the conf callbacks, and
+    every turn that settled futures waited for the callback, up to the bound, here raised to 60 s)."""
+    broker = quota_broker()
+    entered, release = threading.Event(), threading.Event()
+
+    def stuck_sink(stats: str) -> None:
+        entered.set()
+        release.wait(120)
+
+    conf = {"client.id": "stuck-cb", "statistics.interval.ms": 100, "stats_cb": stuck_sink}
+    with admin_for(broker, conf, meter_provider=meter_provider) as admin:
+        try:
+            assert entered.wait(30)  # the conf callbacks' thread is now stuck in the user's code
+            futures = admin.create_topics([NewTopic(f"stuck-cb.{i}", 1, 1) for i in range(3)])
+            assert {name: future.result(30) for name, future in futures.items()} == dict.fromkeys(futures)
+            exported = counter_sums(metric_reader)  # at once: the points came before the results
+            stats = admin.metrics()
+            assert {name: exported.get(otel, 0) for name, otel in COUNTERS.items()} == {
+                name: stats[name] for name in COUNTERS
+            }
+            assert exported["messaging.client.operation.duration"] == 1
+        finally:
+            release.set()
+
+
+@pytest.mark.usefixtures("patient_exports")
+def test_exports_resume_after_the_runner_dropped_a_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A runner whose queue is full drops the export job (its event comes back set); once it drains, the next
+    flush hands the points over again, the dropped ones included (a dropped job once stopped exports for good)."""
+    monkeypatch.setattr(user_code, "_SERIAL_QUEUE_LIMIT", 1)
+    runner = SerialRunner("exports-full")
+    started, release = threading.Event(), threading.Event()
+    recorded: list[Any] = []
+    metrics = ClientMetrics(client_id="dropped", exporter=runner)
+    metrics._instruments = _Recording(recorded)  # type: ignore[assignment]
+
+    def busy() -> None:
+        started.set()
+        release.wait(60)
+
+    try:
+        runner.submit(busy)  # the runner's thread is busy with this
+        assert started.wait(30)
+        filler = runner.submit(lambda: None)  # the queue is full
+        metrics.record_request("CreateTopics", 1, 4)
+        metrics.flush(wait=True)  # the job is dropped: nothing to wait for
+        assert recorded == []
+        release.set()
+        assert filler.wait(30)  # drained
+        metrics.record_request("CreateTopics", 1, 4)
+        metrics.flush(wait=True)
+        assert [value for value, _ in recorded] == [1, 4, 1, 4]
+        metrics.record_request("CreateTopics", 1, 4)
+        metrics.flush(wait=True)
+        assert [value for value, _ in recorded] == [1, 4] * 3
+    finally:
+        release.set()
+        runner.close(time.monotonic() + 30)
 
 
 class _HungRunner:

@@ -233,6 +233,7 @@ def _fail_inherited(inherited: _InheritedFutures) -> threading.Thread | None:
 def _release(
     scheduler: Scheduler,
     user_code: SerialRunner,
+    exports: SerialRunner,
     inherited: _InheritedFutures,
     views: BrokerViewReader,
     callback_errors: CallbackErrors,
@@ -243,6 +244,7 @@ def _release(
     scheduler.close(USER_CODE_WAIT_S)
     views.close()
     user_code.close(deadline)
+    exports.close(deadline)
     callback_errors.close()
     if failing is not None:
         failing.join(max(0.0, deadline - time.monotonic()))
@@ -321,9 +323,11 @@ class ThrottledAdminClient(AdminClient):
         self._bootstrap_servers = str(conf.get("bootstrap.servers", ""))
         self._client_id = str(conf.get("client.id", "rdkafka"))
         self._mutation_quota = mutation_quota
-        # Callbacks from conf and metric exports run here, in order, never on the scheduler's thread; what the
-        # callbacks raise waits for the application's next poll().
+        # Callbacks from conf run here, in order, never on the scheduler's thread; what they raise waits for the
+        # application's next poll(). Metric exports have a thread of their own: a turn that settles futures waits
+        # for its exports (EXPORT_WAIT_S at most), and must never wait behind a slow conf callback.
         self._user_code = SerialRunner("throttled-admin-user-code")
+        self._exports = SerialRunner("throttled-admin-exports")
         self._callback_errors = CallbackErrors()
         self._metrics = ClientMetrics(
             client_id=self._client_id,
@@ -332,7 +336,7 @@ class ThrottledAdminClient(AdminClient):
             meter_provider=meter_provider,
             num_samples=settings.metrics_num_samples,
             sample_window_ms=settings.metrics_sample_window_ms,
-            exporter=self._user_code,
+            exporter=self._exports,
         )
         self._scheduler: Scheduler | None = None
         self._close_lock = threading.Lock()
@@ -362,7 +366,14 @@ class ThrottledAdminClient(AdminClient):
         _live.add(scheduler)
         _register_exit_hook()
         weakref.finalize(
-            self, _release, scheduler, self._user_code, self._inherited, self._broker_views, self._callback_errors
+            self,
+            _release,
+            scheduler,
+            self._user_code,
+            self._exports,
+            self._inherited,
+            self._broker_views,
+            self._callback_errors,
         )
 
     @property
@@ -565,6 +576,7 @@ class ThrottledAdminClient(AdminClient):
             with contextlib.suppress(Exception):
                 AdminClient.poll(self, 0)  # the last of librdkafka's log lines, while they can still be printed
             self._user_code.close(deadline)
+            self._exports.close(deadline)
             self._callback_errors.close()
             if failing is not None:
                 failing.join(max(0.0, deadline - time.monotonic()))

@@ -7,9 +7,10 @@ call of the client. So:
 
 - ``CallbackRunner`` runs the done-callbacks of the futures: an elastic pool that starts another thread whenever
   all of its threads are busy, so a blocked callback costs one thread, never the client;
-- ``SerialRunner`` runs the callbacks from ``conf`` and the metric exports, in order, on one thread of their own:
-  a slow one delays only those after it (and results whose exports wait behind it, ``EXPORT_WAIT_S`` at most).
-  Its queue is bounded; past the bound, work is dropped and that is logged.
+- ``SerialRunner`` runs jobs in order on one thread of its own; a client has one for the callbacks from ``conf``
+  and another for the metric exports, so a slow callback delays only the callbacks after it, never a result (a
+  turn waits for its exports only, ``EXPORT_WAIT_S`` at most). Its queue is bounded; past the bound, work is
+  dropped and that is logged.
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ _DURATION_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 
 _UNEXPORTED_LIMIT = 100_000
 # How long a turn that settles futures waits for their points to be exported first (docs/metrics.md states it): a
 # reader that looks right after result() sees them. An exporter that is still stuck past it is not waited for again
-# until it has finished that job, so a hung exporter delays one turn's results by this much, once.
+# until it has finished that job, so a hung exporter delays one turn's results by this much, once each time it hangs.
 EXPORT_WAIT_S = 0.5
 
 
@@ -258,8 +258,8 @@ class ClientMetrics:
         self._backoff_s = 0.0
         self._throttled = 0
         self._export_failed = False
-        # OpenTelemetry exports run on the serial user-code thread, never on the scheduler's: an exporter that is
-        # slow or hung delays results by EXPORT_WAIT_S at most (flush), and stalls nothing else of the client's.
+        # OpenTelemetry exports run on a thread of their own, never on the scheduler's nor behind the conf callbacks:
+        # an exporter that is slow or hung delays results by EXPORT_WAIT_S at most (flush), and stalls nothing else.
         self._exporter = exporter
         # Exports wait here until flush() hands them to the exporter's thread in one job per turn, not one wake of
         # that thread per event. Bounded: behind a hung exporter the oldest are dropped.
@@ -383,8 +383,10 @@ class ClientMetrics:
             return
         with self._lock:  # turns flush one at a time; the exporter's thread takes this lock only to take its job
             if self._unexported and not self._job_queued:
-                self._job_queued = True
                 self._job_done = self._exporter.submit(self._export_queued)
+                # The job takes this lock to run: its event set already means the runner dropped it (queue full, or
+                # closed), and the next flush hands the points over again.
+                self._job_queued = not self._job_done.is_set()
             done, overran = self._job_done, self._overran
         if not wait or done is None or (overran is not None and not overran.is_set()):
             return
