@@ -6,7 +6,7 @@ import threading
 import time
 from typing import Any
 
-from throttled_admin import NewTopic, ThrottledAdminClient
+from throttled_admin import MutationQuota, NewTopic, ThrottledAdminClient
 
 BIG = 60  # partitions: at 1/s with Kafka's burst of 11 one-second windows, admitted and throttled about 49 s
 
@@ -43,9 +43,15 @@ class Disconnects:
 
 
 def throttled_client(
-    bootstrap: str, client_id: str, big: str, watch: Disconnects, partitions: int = BIG
+    bootstrap: str,
+    client_id: str,
+    big: str,
+    watch: Disconnects,
+    partitions: int = BIG,
+    mutation_quota: MutationQuota | None = None,
 ) -> tuple[ThrottledAdminClient, float]:
-    """A client whose create of ``big`` was admitted and throttled; returns it and when its throttle ends."""
+    """A client (paced by ``mutation_quota`` if given) whose create of ``big`` was admitted and throttled; returns it
+    and when its throttle ends."""
     conf = {
         "bootstrap.servers": bootstrap,
         "client.id": client_id,
@@ -53,7 +59,7 @@ def throttled_client(
         "log_level": 6,
         "throttle_cb": watch.throttle_cb,
     }
-    admin = ThrottledAdminClient(conf)
+    admin = ThrottledAdminClient(conf, mutation_quota=mutation_quota)
     admin.create_topics([NewTopic(big, partitions, 1)])[big].result(120)
     throttle_s = admin.metrics()["throttle-time-max"] / 1000
     assert throttle_s > 40, f"the create drew a {throttle_s} s throttle"

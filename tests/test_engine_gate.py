@@ -13,7 +13,18 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 
 from throttled_admin import OutcomeUnknownError, PossiblyAppliedError, ThrottlingQuotaExceededException
-from throttled_admin._engine import CREATE_TOPICS, Call, CallSpec, Engine, Outbox, RequestKind, RetryBackoff, Topic
+from throttled_admin._engine import (
+    CREATE_TOPICS,
+    Call,
+    CallSpec,
+    Engine,
+    MutationQuota,
+    Outbox,
+    Pacer,
+    RequestKind,
+    RetryBackoff,
+    Topic,
+)
 from throttled_admin._engine.classify import Outcome, classify, connection_lost, was_written
 from throttled_admin._engine.throttle import failed_node
 
@@ -34,8 +45,8 @@ TIMED_OUT_RTT = (
 EXISTS = KafkaException(KafkaError(KafkaError.TOPIC_ALREADY_EXISTS))
 
 
-def reached() -> Engine:
-    engine = Engine(pacer=None, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
+def reached(pacer: Pacer | None = None) -> Engine:
+    engine = Engine(pacer=pacer, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
     engine.on_probe(True, 0.0)
     return engine
 
@@ -47,10 +58,10 @@ def create(engine: Engine, names: list[str], now: float, timeout_s: float = 10.0
     return engine.step(now)
 
 
-def throttled(seconds: float = 49.0) -> Engine:
+def throttled(seconds: float = 49.0, pacer: Pacer | None = None, partitions: int = 60) -> Engine:
     """A 60-partition create admitted and throttled on node 1's connection."""
-    engine = reached()
-    out = create(engine, ["big"], 0.0, partitions=60)
+    engine = reached(pacer)
+    out = create(engine, ["big"], 0.0, partitions=partitions)
     assert out.send is not None
     engine.on_throttle(1, seconds, 0.1)
     engine.on_results(out.send, {"big": None}, 0.1)
@@ -190,6 +201,43 @@ def test_a_disconnect_before_the_throttle_does_not_end_it() -> None:
     out = create(engine, ["small"], 4.0)
     assert sent(out) == []
     assert refusal(out).throttle_time_ms == 45100
+
+
+def paced_and_gone() -> Engine:
+    """A client paced at 1/s (Kafka's burst of 11) whose 51-partition create drew a 40 s throttle: its pacer's mirror
+    owes 40 s, as the broker did; then the connection that carried the throttle failed."""
+    engine = throttled(40.0, Pacer(MutationQuota(rate=1.0)), partitions=51)
+    engine.on_log(DISCONNECTED, 2.0)
+    return engine
+
+
+def test_a_paced_clients_mirror_keeps_no_debt_a_fresh_unthrottled_answer_disproved() -> None:
+    """The restart forgave the debt: the probe goes past the mirror's debt as past the gate, and its answer (charged,
+    no throttle) proves the broker's bucket held K >= 0 after the charge: the next request waits for its own token,
+    not for the 36 s of the old debt, nor goes as from a full bucket (not proved)."""
+    engine = paced_and_gone()
+    out = create(engine, ["a", "b", "c"], 4.0, timeout_s=30.0)
+    assert sent(out) == ["a"], "the probe goes: the mirror's debt is what it tests"
+    out = answer(engine, out, 4.1)
+    assert sent(out) == []
+    assert [(topic.name, exc) for topic, exc in out.settle] == [("a", None)], "the probe: created"
+    assert out.wake_at == pytest.approx(5.1), "one topic's token at 1/s from an empty mirror"
+    assert sent(engine.step(5.1)) == ["b"]
+
+
+def test_a_throttle_in_a_paced_clients_fresh_answer_is_the_mirrors_debt() -> None:
+    """The restart kept the debt (a quorum's non-controller node): the probe's 30 s throttle is the mirror's word from
+    then on, neither the old debt (which would hold b until 42.1) nor a full bucket (b and c at 34.1)."""
+    engine = paced_and_gone()
+    out = create(engine, ["a", "b", "c"], 4.0, timeout_s=60.0)
+    assert sent(out) == ["a"]
+    out = answer(engine, out, 4.1, throttle_s=30.0)
+    assert sent(out) == []
+    assert [(topic.name, exc) for topic, exc in out.settle] == [("a", None)], "the probe: created"
+    out = engine.step(34.1)
+    assert sent(out) == [], "the gate has ended; the mirror, back at 0, waits for b's token"
+    assert out.wake_at == pytest.approx(35.1)
+    assert sent(engine.step(35.1)) == ["b"]
 
 
 def test_failed_node_reads_the_node_id_of_librdkafkas_broker_name() -> None:

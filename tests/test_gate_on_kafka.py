@@ -18,7 +18,7 @@ from confluent_kafka.admin import AdminClient
 from tests.gate_helpers import BIG, Disconnects, outcomes, throttled_client
 from tests.real_kafka.broker import BrokerSpec, KafkaCluster
 from tests.real_kafka.namespace import KafkaNamespace
-from throttled_admin import NewTopic, ThrottlingQuotaExceededException
+from throttled_admin import MutationQuota, NewTopic, ThrottlingQuotaExceededException
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -54,6 +54,36 @@ def test_kafka_after_a_restart_the_next_call_goes_as_soon_as_a_fresh_answer_allo
         left_s = throttle_ends - time.monotonic()  # for the message only: never asserted (wall clock)
         assert told == dict.fromkeys(names), f"{told} (the old throttle had {left_s:.1f} s left after the call)"
     assert set(names) <= set(restartable.topics(kafka_ns.prefix))
+
+
+def test_kafka_after_a_restart_a_paced_client_waits_out_no_debt_its_mirror_held(
+    restartable: KafkaCluster, kafka_ns: KafkaNamespace
+) -> None:
+    """Paced at the quota (1/s, Kafka's burst of 11), the 60-partition create left the pacer's mirror owing what the
+    broker did (about 49 s). After the restart the probe goes past that debt, and its unthrottled answer clears it
+    (docs/semantics.md, "The gate ends with its connection"): the next topics go within the call's 15 s, one token
+    each. Was: the mirror held the old debt, longer than the call, and refused the call at once, unsent."""
+    restartable.set_quota(client_id=kafka_ns.client_id, controller_mutation_rate=1.0)
+    watch = Disconnects()
+    node = restartable.nodes[0]
+    gone = watch.expect(node.node_id)
+    admin, throttle_ends = throttled_client(
+        restartable.bootstrap_servers,
+        kafka_ns.client_id,
+        kafka_ns.topic("big"),
+        watch,
+        mutation_quota=MutationQuota(rate=1.0),
+    )
+    with admin:
+        restartable.restart_node(node)
+        assert gone.wait(60), f"librdkafka reported no disconnect: {watch.lines}"
+        left_s = throttle_ends - time.monotonic()
+        names = [kafka_ns.topic(f"after-{i}") for i in range(3)]
+        told = outcomes(admin, names, timeout_s=15.0)
+        assert left_s > 17, f"the restart took too long: the old debt has only {left_s:.1f} s left"
+        assert told == dict.fromkeys(names), f"{told} (the old debt had {left_s:.1f} s left)"
+        assert admin.metrics()["throttled-response-total"] == 1, "only the 60-partition create was throttled"
+    assert {kafka_ns.topic("big"), *names} <= set(restartable.topics(kafka_ns.prefix))
 
 
 def test_kafka_a_debt_owed_after_the_restart_is_the_probes_throttle_and_the_gate_keeps_it(

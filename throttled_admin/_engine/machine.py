@@ -710,9 +710,6 @@ class Engine:
         throttle_s = self._record_response_throttle(request, answered)
         operation = request.kind.operation.name
         outcomes = {name: classify(exc, operation=operation, throttled=throttle_s > 0) for name, exc in results.items()}
-        self._gate.completed(
-            request.id, spoke_for_quota=answered and not _SPEAKS_FOR_QUOTA.isdisjoint(outcomes.values())
-        )
         response = _Response(results, outcomes, throttle_s, split=self._learn_batch_cap(request, outcomes))
         charged = 0
         if answered:
@@ -721,6 +718,9 @@ class Engine:
         retried = self._settle_answered(request, response, now)
         if answered:  # Redpanda's refused topics are charged all the same: the pacer's mirror counts them
             self._learn_from_answer(request, results, charged + accepted, response.throttle_s, now)
+        spoke = answered and not _SPEAKS_FOR_QUOTA.isdisjoint(outcomes.values())
+        if self._gate.completed(request.id, spoke_for_quota=spoke) and self._pacer is not None:
+            self._pacer.connection_renewed(response.throttle_s, now)  # the debt the fresh answer disproved
         if accepted:
             self._metric(MutationsAdmitted(operation, accepted))
         if retried:
@@ -933,11 +933,11 @@ class Engine:
             return wake_at
         kind = head.call.kind
         topics = list(self._eligible(kind, now))
-        if self._gate.probe_due(now):  # a throttle whose connection is gone: one topic, the cheapest, first
+        if probe := self._gate.probe_due(now):  # a throttle whose connection is gone: one topic, the cheapest, first
             topics = [min(topics, key=lambda topic: (topic.cost is None, topic.cost or 0))]
         if (wake_at := self._metadata_wait(topics)) is not None:
             return wake_at
-        if (wake_at := self._pacing_wait(head, topics, now)) is not None:
+        if not probe and (wake_at := self._pacing_wait(head, topics, now)) is not None:  # the probe tests its debt
             return wake_at
         return self._compose(kind, topics, now)
 

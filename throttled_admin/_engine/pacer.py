@@ -198,6 +198,18 @@ class Pacer:
         elif self._bucket is None:
             self._slow_start *= 2  # answered without a throttle: the quota (if any) allows more
 
+    def connection_renewed(self, throttle_s: float, now: float) -> None:
+        """The gate's probe was answered for the quota on a fresh connection, after the one that carried a throttle
+        failed (``throttle.py``), and this answer was taken (``on_response``). Without a throttle it proved the broker's
+        bucket held K >= 0 after its charge (a restart or a failover forgave the debt): the mirror holds at least 0
+        tokens, never more (a full bucket is not proved), and no learning sample spans the bucket it may have
+        replaced. A throttle in it was taken as any throttle: the debt survived."""
+        bucket = self._bucket
+        if throttle_s > 0 or bucket is None:
+            return
+        bucket.tokens = max(bucket.measure(now), 0.0)
+        self._anchor = None
+
     def _take_sample(self, admitted: float, throttle_s: float, sent_at: float) -> None:
         """The learning sample between two throttles (module docstring), for a known rate too: the broker's word."""
         if sent_at - self._last_throttle_end > _MAX_REFILL_S:

@@ -97,15 +97,16 @@ class ThrottleTracker:
         if self.probe_due(now):
             self._probe = request_id
 
-    def completed(self, request_id: int, *, spoke_for_quota: bool) -> None:
+    def completed(self, request_id: int, *, spoke_for_quota: bool) -> bool:
         """A request completed; ``spoke_for_quota``: a broker answered it, charging a topic or refusing one for the
         quota (its throttle, if any, was recorded first). The probe's such answer ends every throttle whose
-        connection is gone."""
+        connection is gone; returns whether it did (the pacer's mirror then follows: ``Pacer.connection_renewed``)."""
         if request_id != self._probe:
-            return
+            return False
         self._probe = None
         if spoke_for_quota:
             self._until = {node: t for node, t in self._until.items() if not t.gone}
+        return spoke_for_quota
 
     @property
     def waiting(self) -> bool:
