@@ -204,7 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_float,
         metavar="SECONDS",
         help="Each cluster's time budget. Rows the quota would hold past it are not sent (status not_sent). "
-        "Default: twice the predicted time plus a minute, and as long as any throttle the broker asks for.",
+        "Default: twice the predicted time plus a minute, moved on by a throttle the broker asks for "
+        "(3 times a row at most).",
     )
     apply.add_argument(
         "--output",

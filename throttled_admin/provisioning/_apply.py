@@ -67,8 +67,8 @@ def apply_plan(
     the others wait for a free one. ``meter_provider``: where the groups' clients send their metrics (else the
     global provider); each group's series carry its profile's name and principal (``throttled_admin.cluster``,
     ``throttled_admin.principal``). ``timeout_s``: each group's time budget, from its start; by default twice its
-    predicted time plus a minute, moved on by every throttle its client learns, so a debt the principal owes is waited
-    out. Rows the quota would hold past the budget end ``not_sent`` (docs/pipeline.md)."""
+    predicted time plus a minute, moved on by a throttle its client learns (3 times a row at most), so a debt the
+    principal owes is waited out. Rows the quota would hold past the budget end ``not_sent`` (docs/pipeline.md)."""
     checked = as_profiles(profiles)
     timeout_s = check_timeout(timeout_s)
     if isinstance(max_concurrent_entities, bool) or not isinstance(max_concurrent_entities, int):

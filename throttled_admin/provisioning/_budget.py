@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["DEFAULT_SLACK_S", "UNKNOWN_RATE_S", "Budget", "check_timeout"]
+__all__ = ["DEFAULT_SLACK_S", "MIN_REQUEST_S", "UNKNOWN_RATE_S", "Budget", "check_timeout"]
 
 #: The default budget beyond twice the predicted time: a minute for the cluster's own delays.
 DEFAULT_SLACK_S = 60.0
+#: The least a request is given to be answered when the budget is (nearly) over: a second.
+MIN_REQUEST_S = 1.0
 #: The default budget when the rate is still to be learned (no prediction): an hour, as before.
 UNKNOWN_RATE_S = 3600.0
 
@@ -50,6 +52,10 @@ class Budget:
     def timeout_ms(self, now: float) -> int:
         """A call's ``timeout_ms`` for what is left (at least 1 ms: the client then refuses what cannot go)."""
         return max(1, int(self.left_s(now) * 1000))
+
+    def cap_s(self, seconds: float, now: float) -> float:
+        """A request's wait for its answer, ``seconds`` at most, within what is left (at least ``MIN_REQUEST_S``)."""
+        return max(MIN_REQUEST_S, min(seconds, self.left_s(now)))
 
     def cover(self, throttle_s: float, predicted_s: float | None, now: float) -> bool:
         """A default budget lasts at least a throttle the client learned plus the default for the rest

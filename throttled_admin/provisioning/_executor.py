@@ -130,6 +130,8 @@ class _Group:
     def finish(self, index: int, status: str, **fields: Any) -> None:
         row = self.rows[index]
         message = fields.pop("error_message", None)
+        if fields.get("detail"):  # a dry run's may quote an exception (_standing)
+            fields["detail"] = redact(fields["detail"], self.secrets)
         if status == "failed" and fields.get("error_name") is None:
             code = fields.get("error_code")
             fields["error_name"] = KafkaError(code).name() if code is not None else "UNKNOWN_ERROR"
@@ -274,8 +276,8 @@ def execute(
     topic is missing). ``dry_run``: nothing is changed; rows that need a change are ``planned`` with
     ``detail`` and ``predicted_s``. ``meter_provider``: where the client's metrics go (else the global provider),
     labelled with ``metric_attributes(profile)``. ``timeout_s``: the group's time budget from its start (default:
-    twice the predicted time plus a minute, moved on by every throttle the client learns); rows the quota would hold
-    past it end ``not_sent``."""
+    twice the predicted time plus a minute, moved on by a throttle the client learns, 3 times a row at most); rows
+    the quota would hold past it end ``not_sent``."""
     group = _Group(list(rows), profile, progress, check_timeout(timeout_s))
     log.debug("group %s: %d rows (dry_run=%s, allow_delete=%s)", profile.name, len(group.rows), dry_run, allow_delete)
     candidates = _check_rows(group)
@@ -491,9 +493,9 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
         run.attempts += 1
         run.pending += 1
 
-    def submit(kind: str, batch: list[_Run], call: Any, items: list[Any], **kwargs: Any) -> None:
+    def submit(kind: str, batch: list[_Run], call: Any, items: list[Any], **kwargs: Any) -> list[Future[Any]]:
         if not batch:
-            return
+            return []
         backoff_ms = _metric(admin.metrics(), "backoff-time-ms-total")  # one read a call, not one a topic
         for run in batch:
             start(run, backoff_ms)
@@ -503,16 +505,25 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
             for run in batch:
                 run.pending -= 1
                 run.error, run.error_name = _error(exc), _error_name(exc)
-            return
+            return []
         by_name = {_name(key): value for key, value in result.items()}
         for run in batch:
             futures[by_name[group.rows[run.index].topic]] = (run, kind)
+        return [by_name[group.rows[run.index].topic] for run in batch]
+
+    def alter(batch: list[tuple[_Run, dict[str, str]]]) -> list[Future[Any]]:
+        # Not paced and without the client's deadline: its wait for an answer is what is left of the budget.
+        resources = [_alter_resource(group.rows[r.index].topic, values) for r, values in batch]
+        limit = budget.cap_s(request_timeout, time.monotonic())
+        return submit("alter", [r for r, _ in batch], admin.incremental_alter_configs, resources, request_timeout=limit)
 
     def send(work: list[tuple[_Run, Change]]) -> None:
         """Send each run's ``change`` (the whole change, or what a verification found still missing)."""
         creates = [run for run, change in work if change.kind == "create"]
         grows = [run for run, change in work if change.kind == "grow"]
-        alters = [(run, change) for run, change in work if change.alter and change.kind != "create"]
+        # A grow's config change goes once the grow is admitted (_drain's ``then``): a grow held past the budget then
+        # leaves its whole row not sent.
+        alters = [(run, change.alter) for run, change in work if change.kind == "reconfigure"]
         deletes = [run for run, change in work if change.kind == "delete"]
         topics = [_new_topic(group.rows[r.index]) for r in creates]
         # One deadline for what is left of the group's budget: the client refuses at once, sending nothing, what
@@ -523,14 +534,7 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
         submit("create", creates, admin.create_topics, topics, **wait)
         grown = [NewPartitions(group.rows[r.index].topic, group.rows[r.index].partitions or 0) for r in grows]
         submit("grow", grows, admin.create_partitions, grown, **wait)
-        resources = [_alter_resource(group.rows[r.index].topic, c.alter) for r, c in alters]
-        submit(
-            "alter",
-            [r for r, _ in alters],
-            admin.incremental_alter_configs,
-            resources,
-            request_timeout=request_timeout,
-        )
+        alter(alters)
         names = [group.rows[r.index].topic for r in deletes]
         submit("delete", deletes, admin.delete_topics, names, **wait)
 
@@ -543,7 +547,7 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
         budget.cover(debt_s, _rest_predicted_s(group, admin, runs), time.monotonic())
     send([(run, run.change) for run in runs if run is not first])
     while True:
-        _drain(group, admin, futures)
+        _drain(group, admin, futures, lambda run: alter([(run, run.change.alter)]) if run.change.alter else [])
         retry = _verify_unknown(group, admin, [r for r in runs if r.verify])
         retry += _await_brokers(group, admin, [r for r in runs if r.away])
         retry += _held_again(group, admin, [r for r in runs if r.held_ms is not None])
@@ -645,9 +649,15 @@ def _alter_resource(topic: str, values: dict[str, str]) -> ConfigResource:
     return ConfigResource(ResourceType.TOPIC, topic, incremental_configs=entries)
 
 
-def _drain(group: _Group, admin: ThrottledAdminClient, futures: dict[Future[Any], tuple[_Run, str]]) -> None:
+def _drain(
+    group: _Group,
+    admin: ThrottledAdminClient,
+    futures: dict[Future[Any], tuple[_Run, str]],
+    then: Callable[[_Run], list[Future[Any]]],
+) -> None:
     """Wait for every outstanding future, settling rows as their last operation completes; a row with an
-    unknown outcome is left for ``_verify_unknown``."""
+    unknown outcome is left for ``_verify_unknown``. ``then(run)``: what a grow sends once applied (its config
+    change), the futures it added to ``futures``."""
     poll_s = PROGRESS_POLL_S if group.progress is not None else None
     # Each future says when it is done (one callback each), instead of a wait() on all of them per turn: a long
     # throttle with progress shown then costs a look at the metrics every poll, not one per pending row.
@@ -667,6 +677,9 @@ def _drain(group: _Group, admin: ThrottledAdminClient, futures: dict[Future[Any]
             run, kind = futures.pop(future)
             run.pending -= 1
             exc = future.exception()
+            if exc is None and kind == "grow":
+                for follow in then(run):
+                    _when_settled(follow, finished.put)
             if exc is not None:
                 code, message = _error(exc)
                 labelled = (code, f"{kind}: {message}" if kind == "alter" else message)
@@ -742,7 +755,8 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
     reason = ""
     # A request whose answer was lost may still be applied (a controller completes what it has begun): a read
     # before the client knows it can no longer be would find the change "missing" and send it again.
-    final = admin.wait_until_final(_final_wait_s(group))
+    final = admin.wait_until_final(min(_final_wait_s(group), group.budget.left_s(time.monotonic())))
+    timeout_s = group.budget.cap_s(timeout_s, time.monotonic())
     # Reads change nothing and cost no quota: a dropped connection is read again.
     for _ in range(READ_ATTEMPTS if final else 0):
         try:
@@ -752,6 +766,7 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
             break
         except Exception as exc:
             topics, reason = None, _error(exc)[1]
+    over = group.budget.left_s(time.monotonic()) == 0.0  # it cut the wait or the reads short
     retry: list[tuple[_Run, Change]] = []
     metrics = admin.metrics()  # once: nothing is waited for while these rows settle
     for run in runs:
@@ -761,6 +776,8 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
             code, message = run.error or run.unknown or (int(KafkaError._TIMED_OUT), "outcome unknown")
             if not final:
                 reason = "the broker could still apply it when this run ended"
+            if over:
+                reason = f"the time budget ({group.budget.describe()}) ended first; {reason}"
             run.error = (code, f"{message} (and the cluster could not be read to verify it: {reason})")
             _settle(group, run, metrics)
             continue
@@ -781,7 +798,8 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
         elif run.error is not None:
             _settle(group, run, metrics)
         elif run.attempts < MAX_ATTEMPTS:
-            if needed.kind != run.change.kind:  # e.g. a planned create found someone's topic: grown, not created
+            # e.g. a planned create found someone's topic: grown, not created (a grow left to set its configs stays)
+            if needed.kind != run.change.kind and (run.change.kind, needed.kind) != ("grow", "reconfigure"):
                 run.notes.append(f"the topic already existed (created outside this run): {needed.kind} instead")
                 run.change = needed
             log.debug(
