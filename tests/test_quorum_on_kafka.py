@@ -188,6 +188,11 @@ def test_kill_9_of_the_active_controller_mid_job_every_outcome_true(
     duplicates = _forwarding_duplicates(results, held)
     results = {n: e for n, e in results.items() if n not in duplicates}
     assert_truthful("create", results, held, wanted=dict.fromkeys(names, 1))
+    # The queue behind the request in flight at the kill, stranded (STRANDED, found by scenario 3: when the killed
+    # node was the one librdkafka sends to): truthful (checked above), never applied, and a known open bug.
+    stranded = {n: error_text(e) for n, e in results.items() if e is not None and not hedged(e) and n not in held}
+    if stranded:
+        pytest.xfail(STRANDED.format(n=len(stranded), errors=sorted(set(stranded.values()))[:3]))
     _applied_or_hedged(results)
     assert set(held) <= set(names)
     assert {n for n, exc in results.items() if exc is None} <= set(held)
@@ -235,7 +240,10 @@ def test_kill_9_of_the_node_the_client_sends_to_mid_request_outcome_unknown_only
     kafka_quorum.set_quota(client_id=kafka_ns.client_id, controller_mutation_rate=rate)
     names = [kafka_ns.topic(f"k{i:03d}") for i in range(150)]
     warm = kafka_ns.topic("warm")
-    with _client(kafka_quorum, kafka_ns, rate) as admin:
+    # A connection to every node from the start (librdkafka connects lazily by default): whichever node librdkafka
+    # then names controller, the request is written on a connection that is up, not held behind a handshake that a
+    # paused node never answers.
+    with _client(kafka_quorum, kafka_ns, rate, **{"enable.sparse.connections": False}) as admin:
         admin.list_topics(timeout=30)
         # A first answer (a round trip known): the pacer's next request takes what the bucket holds at once.
         assert outcomes(admin.create_topics([NewTopic(warm, 1, RF)])) == {warm: None}
