@@ -81,13 +81,13 @@ test-unit: $(VENV)/.installed-test
 	$(BIN)/python -m coverage run -m pytest $(UNIT_TESTS)
 
 test-suite: $(VENV)/.installed-test kafka
-	$(BIN)/python -m pytest $(PYTEST_ARGS) -m "not quorum" $(addprefix --ignore=,$(UNIT_TESTS))
+	$(BIN)/python -m pytest $(PYTEST_ARGS) -m "not cluster" $(addprefix --ignore=,$(UNIT_TESTS))
 
-# The tests on the three-node Kafka 4.4 quorum (marked `quorum`: rolling restarts, failovers, kill -9), one at a time
-# on one cluster in one process. They take minutes of restarts, more than `make test`'s 10 minutes can hold beside
-# the rest; .ci/run runs them after `make test`.
+# The tests marked `cluster`: on the three-node Kafka 4.4 quorum (rolling restarts, failovers, kill -9), one at a
+# time on one cluster in one process, and on one-node brokers restarted or owed minutes of quota. They take minutes
+# of restarts and waits, more than `make test`'s 10 minutes can hold beside the rest; .ci/run runs them after it.
 test-cluster: $(VENV)/.installed-test kafka
-	$(BIN)/python -m pytest -p no:xdist -m quorum tests
+	$(BIN)/python -m pytest -p no:xdist -m cluster tests
 
 .venv-%/.installed-test: pyproject.toml
 	@test -n "$(call python_for,$*)" || { echo "Python $* not found: install it (pyenv install $*) or put python$* on PATH"; exit 1; }

@@ -224,7 +224,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if uses and item.get_closest_marker("kafka") is None:
             raise pytest.UsageError(f"{item.nodeid} uses {sorted(uses)} but is not marked `kafka`")
         if "kafka_quorum" in fixtures:
-            item.add_marker(pytest.mark.quorum)  # `make test-cluster` selects these, `make test` leaves them out
+            item.add_marker(pytest.mark.cluster)  # `make test-cluster` selects these, `make test` leaves them out
         if grouped and item.get_closest_marker("xdist_group") is None:
             group = QUORUM_GROUP if "kafka_quorum" in fixtures else item.path.stem
             item.add_marker(pytest.mark.xdist_group(group))

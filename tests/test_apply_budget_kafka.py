@@ -16,7 +16,7 @@ from tests.real_kafka.broker import KafkaCluster
 from tests.real_kafka.namespace import KafkaNamespace
 from tests.test_apply_budget import RATE, ROWS, owe_just_over_a_minute, records, write_plan
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.cluster]  # make test-cluster (restarts, long debts)
 
 
 def test_apply_of_a_principal_that_owes_a_minute_on_kafka(

@@ -20,7 +20,7 @@ from tests.real_kafka.broker import BrokerSpec, KafkaCluster
 from tests.real_kafka.namespace import KafkaNamespace
 from throttled_admin import MutationQuota, NewTopic, ThrottlingQuotaExceededException
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.cluster]  # make test-cluster (restarts, long debts)
 
 LONG = 120  # partitions: a create admitted and throttled about 109 s
 
