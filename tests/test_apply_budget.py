@@ -23,7 +23,7 @@ import pytest
 from tests.cli_helpers import REPO, cli_env, run_cli
 from tests.support import BrokerFactory
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.cluster]  # make test-cluster (minute-long quota debts waited out)
 
 RATE = 2.0  # mutations/s; Kafka's burst: 11 windows of 1 s = 22
 DEBT_PARTITIONS = 22 + 122  # one bare create that leaves the bucket at -122: a throttle of 61 s

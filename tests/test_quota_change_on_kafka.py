@@ -14,7 +14,7 @@ from tests.real_kafka.broker import KafkaCluster
 from tests.real_kafka.namespace import KafkaNamespace
 from throttled_admin import MutationQuota, NewTopic, ThrottledAdminClient
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.cluster]  # make test-cluster (quota changes on Kafka)
 
 START = 40.0  # mutations/s: Kafka's default windows make the broker's burst 440
 # The quota set before each call after the first: raised to 200/s, lowered to 10/s, removed.
