@@ -135,6 +135,17 @@ _KAFKA_SHARE = pytest.StashKey[Path]()
 _KAFKA_FIXTURES = {"kafka_broker", "kafka_slow_broker", "kafka_cluster_of", "kafka_ns", "kafka_tools", "kafka_quorum"}
 # Every test that takes ``kafka_quorum`` runs on one pytest worker (an xdist group): one quorum per run.
 QUORUM_GROUP = "kafka-quorum"
+# Every test on a slow controller (``kafka_slow_broker``, the differential suite's slow scenarios) runs on one worker:
+# the slow broker is shared by the run, and a hold on its one controller thread delays every other worker's test on it
+# (a CI run: a 9 s call behind another worker's 6 s hold ended "outcome unknown").
+SLOW_CONTROLLER_GROUP = "kafka-slow-controller"
+
+
+def _on_slow_controller(item: pytest.Item, fixtures: set[str]) -> bool:
+    if "kafka_slow_broker" in fixtures:
+        return True
+    scenario = getattr(getattr(item, "callspec", None), "params", {}).get("scenario")
+    return bool(getattr(getattr(scenario, "setup", None), "slow", False))
 
 
 @pytest.fixture(scope="session")
@@ -215,8 +226,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Files with a slow test (Spark sessions and clusters, faults, load) run first: with workers taking a file at a
     time, a long file collected last would run alone at the end. A test that uses Apache Kafka must say so with the
     ``kafka`` marker. Under ``--dist loadgroup`` (the Makefile's) each file is a group, as ``loadfile`` makes it,
-    except that every test on the three-node quorum joins one group: its destructive tests share one cluster, on
-    one worker."""
+    except that every test on the three-node quorum joins one group (its destructive tests share one cluster, on
+    one worker), and so does every test on the run's shared slow controller (``SLOW_CONTROLLER_GROUP``)."""
     grouped = config.getoption("dist", "no") == "loadgroup"
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
@@ -227,6 +238,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.cluster)  # `make test-cluster` selects these, `make test` leaves them out
         if grouped and item.get_closest_marker("xdist_group") is None:
             group = QUORUM_GROUP if "kafka_quorum" in fixtures else item.path.stem
+            if _on_slow_controller(item, fixtures):
+                group = SLOW_CONTROLLER_GROUP
             item.add_marker(pytest.mark.xdist_group(group))
     slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
     order = {id(item): index for index, item in enumerate(items)}
