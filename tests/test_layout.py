@@ -180,3 +180,94 @@ def test_no_function_of_the_engine_or_driver_is_too_complex(under: str) -> None:
             if hasattr(block, "is_method") and block.complexity > MAX_COMPLEXITY:
                 wrong.append(f"{location(path, block.lineno)} {block.fullname}: {block.complexity}")
     assert not wrong, f"cyclomatic complexity above {MAX_COMPLEXITY} (radon cc):\n" + "\n".join(wrong)
+
+
+# The layers of the core, bottom up (issue 39): a module imports only from its own layer or those below it. The
+# leaf modules (errors, options, outcome records, version) sit on Kafka's rules; the feature packages above all.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("_kafka",),
+    ("_errors", "_version", "_options", "_outcomes", "_extras", "_validation"),
+    ("_engine",),
+    ("_telemetry",),
+    ("_driver",),
+    ("", *FACADE),  # "": the package itself
+)
+
+
+def layer_of(name: str) -> int:
+    part = name.removeprefix(ROOT).removeprefix(".").split(".")[0]
+    for rank, parts in enumerate(LAYERS):
+        if part in parts:
+            return rank
+    return len(LAYERS)  # a feature package
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (every import: in functions and under ``TYPE_CHECKING`` too)."""
+    return {
+        name: {target for _, target in imported(name, path) if target in ALL and target != name}
+        for name, path in ALL.items()
+    }
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, edges = work[-1]
+            step = next(edges, None)
+            if step is not None:
+                if step not in index:
+                    index[step] = low[step] = len(index)
+                    stack.append(step)
+                    work.append((step, iter(sorted(graph[step]))))
+                elif step in stack:
+                    low[node] = min(low[node], index[step])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_cycles_finds_a_loop() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle() -> None:
+    loops = cycles(import_graph())
+    assert not loops, "modules that import each other (directly or around a loop):\n" + "\n".join(map(str, loops))
+
+
+def test_no_import_points_back_up() -> None:
+    wrong = []
+    for name, path in CORE.items():
+        for line, target in imported(name, path):
+            if target in ALL and target != ROOT and layer_of(target) > layer_of(name):
+                wrong.append(f"{location(path, line)} imports {target}")
+    assert not wrong, "the core's layers, bottom up: " + " < ".join(map("/".join, LAYERS)) + ":\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize("name", sorted(set(ENGINE) - {f"{ROOT}._engine", f"{ROOT}._engine.machine"}))
+def test_no_engine_module_imports_the_engine(name: str) -> None:
+    """The machines the engine coordinates take plain data and return decisions: none of them knows ``Engine``."""
+    check(name, lambda target: target == f"{ROOT}._engine.machine", "the engine's parts do not import the engine")

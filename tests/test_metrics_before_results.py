@@ -191,7 +191,7 @@ class _HungRunner:
 def test_a_hung_exporter_delays_results_by_the_bound_once_while_it_hangs() -> None:
     runner = _HungRunner()
     recorded: list[Any] = []
-    metrics = ClientMetrics(client_id="hung", exporter=runner)  # type: ignore[arg-type]
+    metrics = ClientMetrics(client_id="hung", exporter=runner)
     metrics._instruments = _Recording(recorded)  # type: ignore[assignment]
     metrics.record_request("CreateTopics", 1, 4)
     metrics.flush(wait=True)  # before a turn's settlements
@@ -233,7 +233,7 @@ def test_inert_instruments_are_called_in_place(provider: MeterProviderAPI) -> No
     """Without an SDK (the API's no-op instruments, or the global proxy's before an SDK is set) nothing goes to the
     exporter's thread: results never wait for a hand-off that exports nothing."""
     runner = _HungRunner()
-    metrics = ClientMetrics(client_id="inert", exporter=runner, meter_provider=provider)  # type: ignore[arg-type]
+    metrics = ClientMetrics(client_id="inert", exporter=runner, meter_provider=provider)
     metrics.record_request("CreateTopics", 1, 4)
     metrics.flush(wait=True)
     assert runner.jobs == []

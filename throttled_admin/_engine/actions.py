@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, TypeVar
 from throttled_admin._engine.metric_events import MetricEvent
 
 if TYPE_CHECKING:
-    from throttled_admin._engine.machine import Request
+    from throttled_admin._engine.request import Request
     from throttled_admin._engine.work import Topic
 
 __all__ = [

@@ -49,7 +49,7 @@ import math
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from confluent_kafka import KafkaError, KafkaException
 
@@ -94,6 +94,7 @@ from throttled_admin._engine.metric_events import (
 from throttled_admin._engine.outcome import Ending, Facts, settle_error
 from throttled_admin._engine.pacer import MutationQuota, Pacer
 from throttled_admin._engine.redpanda import RedpandaHold
+from throttled_admin._engine.request import Request
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.round_trip import MIN_SAMPLES, RoundTrip
 from throttled_admin._engine.throttle import ThrottleTracker, failed_node
@@ -163,32 +164,6 @@ _HELD, _QUEUED, _IN_FLIGHT, _SETTLED = (
 )
 _THROTTLED = Outcome.THROTTLED
 _SPEAKS_FOR_QUOTA = frozenset((Outcome.SUCCESS, Outcome.THROTTLED))  # charged, or refused for the quota
-
-
-@dataclass(eq=False)
-class Request:
-    """One mutation request: handed to confluent-kafka by the driver, answered through ``Engine.on_results``."""
-
-    kind: RequestKind
-    topics: list[Topic]
-    mutations: int
-    sent_at: float
-    expires_at: float  # librdkafka's own timeout, plus a grace: the slot is freed by then at the latest
-    request_timeout_s: float  # librdkafka's own timeout for the request
-    operation_timeout_s: float  # the controller's deadline (the request's timeout_ms)
-    id: int  # numbered by its engine, from 1
-    results: dict[str, BaseException | None] = field(default_factory=dict)
-    first_result_at: float | None = None
-    answered_at: float | None = None  # when the first broker answer came
-    events: list[tuple[int, float]] = field(default_factory=list)  # throttle events while in flight
-
-    @property
-    def items(self) -> list[Any]:
-        return [topic.item for topic in self.topics]
-
-    @property
-    def names(self) -> list[str]:
-        return [topic.name for topic in self.topics]
 
 
 _DEFAULT_CONFIG = EngineConfig()

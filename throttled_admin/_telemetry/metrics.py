@@ -22,13 +22,12 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
 
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, MeterProvider, NoOpCounter, NoOpHistogram, Observation
 
-from throttled_admin._driver.user_code import SerialRunner
 from throttled_admin._telemetry.sensor import SensorStats, WindowedSensor
 from throttled_admin._version import __version__
 
@@ -37,6 +36,7 @@ __all__ = [
     "EXPORT_WAIT_S",
     "NODE_ID_ATTRIBUTE",
     "ClientMetrics",
+    "Exporter",
     "check_metric_attributes",
     "server_of",
 ]
@@ -67,6 +67,13 @@ _UNEXPORTED_LIMIT = 100_000
 # reader that looks right after result() sees them. An exporter that is still stuck past it is not waited for again
 # until it has finished that job, so a hung exporter delays one turn's results by this much, once each time it hangs.
 EXPORT_WAIT_S = 0.5
+
+
+class Exporter(Protocol):
+    """Runs jobs in order on a thread of its own (the driver's ``SerialRunner``); a job's event is set once it ran
+    or was dropped."""
+
+    def submit(self, job: Callable[[], None]) -> threading.Event: ...
 
 
 class _Instruments:
@@ -243,7 +250,7 @@ class ClientMetrics:
         meter_provider: MeterProvider | None = None,
         num_samples: int = 2,
         sample_window_ms: int = 30000,
-        exporter: SerialRunner | None = None,
+        exporter: Exporter | None = None,
     ):
         self._num_samples = num_samples
         self._window_ms = sample_window_ms

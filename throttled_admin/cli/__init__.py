@@ -14,10 +14,9 @@ from collections.abc import Sequence
 
 from confluent_kafka import KafkaException
 
-from throttled_admin.cli._args import UsageError, build_parser, check_topics_args, unrecognized
+from throttled_admin.cli._args import UsageError, build_parser, check_topics_args, read_command_config, unrecognized
 from throttled_admin.cli._conf import Redactor, build_conf
 from throttled_admin.cli._output import ErrorInfo, Output, describe_error
-from throttled_admin.cli._properties import PropertiesError, load_properties
 
 __all__ = ["EXIT_FAILURE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -38,21 +37,12 @@ def _usage_error(error: UsageError, fallback: argparse.ArgumentParser, *, json_m
     return EXIT_USAGE
 
 
-def _read_command_config(path: str | None, parser: argparse.ArgumentParser) -> dict[str, str]:
-    if path is None:
-        return {}
-    try:
-        return load_properties(path)
-    except PropertiesError as exc:
-        raise UsageError(f"--command-config {exc}", parser) from None
-
-
 def _topics(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from throttled_admin.cli._session import AdminSession, CommandTimeout
     from throttled_admin.cli._topics import TopicsFailed, run_topics
 
     action = check_topics_args(args, parser)
-    properties = _read_command_config(args.command_config, parser)
+    properties = read_command_config(args.command_config, parser)
     redact = Redactor([properties])
     out = Output(redact, json_mode=args.output == "json")
     try:

@@ -16,7 +16,7 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, NoReturn
 
-from throttled_admin.cli._args import UsageError, check_bootstrap
+from throttled_admin.cli._args import UsageError, check_bootstrap, read_command_config
 from throttled_admin.cli._conf import Redactor, build_conf
 from throttled_admin.cli._output import Output
 from throttled_admin.cli._reach import Problem
@@ -25,13 +25,12 @@ __all__ = ["run_apply"]
 
 
 def _profiles(args: argparse.Namespace, parser: argparse.ArgumentParser, clusters: list[str]) -> dict[str, Any]:
-    from throttled_admin.cli import _read_command_config
     from throttled_admin.provisioning import Profile, read_profiles
 
     if args.profiles is not None:
         profiles = dict(read_profiles(args.profiles))
     else:
-        conf = build_conf(_read_command_config(args.command_config, parser), args.bootstrap_server)
+        conf = build_conf(read_command_config(args.command_config, parser), args.bootstrap_server)
         # One connection serves every cluster named in the plan.
         profiles = {name: Profile(name=name, conf=dict(conf), mutation_rate=args.mutation_rate) for name in clusters}
     # Quiet, as `topics`: librdkafka's log would repeat every failed connection attempt; the command reports

@@ -13,6 +13,7 @@ import re
 from typing import NoReturn
 
 from throttled_admin import __version__
+from throttled_admin.cli._properties import PropertiesError, load_properties
 
 __all__ = [
     "ACTIONS",
@@ -22,6 +23,7 @@ __all__ = [
     "check_topics_args",
     "parse_replica_assignment",
     "parse_topic_configs",
+    "read_command_config",
     "topic_pattern",
     "unrecognized",
 ]
@@ -345,3 +347,13 @@ def topic_pattern(text: str, parser: argparse.ArgumentParser | None = None) -> r
         return re.compile(regex)
     except re.error:
         raise UsageError(f"{regex} is an invalid regex.", parser) from None
+
+
+def read_command_config(path: str | None, parser: argparse.ArgumentParser) -> dict[str, str]:
+    """The properties of ``--command-config`` (none without it); a file that cannot be read is a usage error."""
+    if path is None:
+        return {}
+    try:
+        return load_properties(path)
+    except PropertiesError as exc:
+        raise UsageError(f"--command-config {exc}", parser) from None

@@ -1,0 +1,36 @@
+"""One mutation request in flight: its topics, its timeouts, and what came back of it so far (the engine's own)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from throttled_admin._engine.work import RequestKind, Topic
+
+__all__ = ["Request"]
+
+
+@dataclass(eq=False)
+class Request:
+    """One mutation request: handed to confluent-kafka by the driver, answered through ``Engine.on_results``."""
+
+    kind: RequestKind
+    topics: list[Topic]
+    mutations: int
+    sent_at: float
+    expires_at: float  # librdkafka's own timeout, plus a grace: the slot is freed by then at the latest
+    request_timeout_s: float  # librdkafka's own timeout for the request
+    operation_timeout_s: float  # the controller's deadline (the request's timeout_ms)
+    id: int  # numbered by its engine, from 1
+    results: dict[str, BaseException | None] = field(default_factory=dict)
+    first_result_at: float | None = None
+    answered_at: float | None = None  # when the first broker answer came
+    events: list[tuple[int, float]] = field(default_factory=list)  # throttle events while in flight
+
+    @property
+    def items(self) -> list[Any]:
+        return [topic.item for topic in self.topics]
+
+    @property
+    def names(self) -> list[str]:
+        return [topic.name for topic in self.topics]
