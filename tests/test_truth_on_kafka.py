@@ -57,12 +57,15 @@ def test_kafka_nothing_is_written_behind_a_request_librdkafka_abandoned(
 def test_kafka_a_call_sharing_a_request_with_a_shorter_one_gets_the_answer_it_would_get_alone(
     kafka_slow_broker: KafkaCluster, kafka_ns: KafkaNamespace
 ) -> None:
-    first, short, long = kafka_ns.slow(400, "first"), kafka_ns.topic("short"), kafka_ns.slow(6000, "long")
+    first, short, long = kafka_ns.slow(400, "first"), kafka_ns.topic("short"), kafka_ns.slow(8000, "long")
     with _client(kafka_slow_broker, kafka_ns) as admin:
         admin.list_topics(timeout=30)
         held = admin.create_topics([NewTopic(first, 1, 1)], timeout_ms=30000)  # holds the slot: the next two queue
-        short_f = admin.create_topics([NewTopic(short, 1, 1)], timeout_ms=5000)
-        long_f = admin.create_topics([NewTopic(long, 1, 1)], timeout_ms=9000)  # x1.8: they share a request
+        # They share a request if it is composed within 1 s (14 - t <= 2 x (7.5 - t)), and the 8 s hold outlasts the
+        # short call. The long call's 6 s beyond the hold: a JVM starting on another worker can take a 2-core
+        # machine's CPU for seconds (a CI run: the 9 s call of a 5 s/9 s pair behind a 6 s hold ran out).
+        short_f = admin.create_topics([NewTopic(short, 1, 1)], timeout_ms=7500)
+        long_f = admin.create_topics([NewTopic(long, 1, 1)], timeout_ms=14000)
         long_exc = _outcome(long_f, long)
         short_exc = _outcome(short_f, short)
         assert _outcome(held, first) is None
