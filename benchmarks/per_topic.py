@@ -66,14 +66,18 @@ def main() -> None:
         now = time.monotonic()
         return Call(CallSpec(kind, now + 60, 60000, True, None, None, now))
 
+    futures: list[Any] = []  # the driver's futures of the last call made (the engine's topics carry none)
+
     def objects(call: Call | None = None) -> list[Topic]:
         call = call or new_call()
         topics = []
+        futures.clear()
         for name, item in zip(names, items, strict=True):
             future = _future(runner)
-            topic = Topic(name, item, call, future, 1, 2)
+            topic = Topic(name, item, call, 1, 2)
             _bind(future, topic)
             topics.append(topic)
+            futures.append(future)
         return topics
 
     def new_engine() -> Engine:
@@ -105,7 +109,7 @@ def main() -> None:
         engine, _ = engine_with_call()
         out = engine.step(time.monotonic())
         assert out.send is not None
-        engine.on_results(out.send, dict(answer), time.monotonic())
+        engine.on_results(out.send.request_id, dict(answer), time.monotonic())
         settled = engine.step(time.monotonic()).settle
         assert len(settled) == n
 
@@ -128,8 +132,9 @@ def main() -> None:
         arrived.clear()
 
     def resolve() -> None:
-        for topic in objects():
-            topic.future.set_result(None)
+        objects()
+        for future in futures:
+            future.set_result(None)
 
     exporter = SerialRunner("per-topic-exports")
     metrics = ClientMetrics(client_id="per-topic", exporter=exporter)

@@ -22,7 +22,6 @@ from throttled_admin._engine import (
     Reached,
     ReadMetadata,
     ReadViews,
-    Request,
     RequestKind,
     RetryBackoff,
     Send,
@@ -40,28 +39,28 @@ def a_call(timeout_s: float = 10.0) -> Call:
 
 
 def a_topic(name: str, call: Call) -> Topic:
-    return Topic(name, NewTopic(name, 1, 1), call, None, 1, 2)
+    return Topic(name, NewTopic(name, 1, 1), call, 1, 2)
 
 
-def a_request() -> Request:
+def a_request() -> Send:
     topic = a_topic("t", a_call())
-    return Request(KIND, [topic], 1, 0.0, 12.0, 10.0, 9.5, 1)
+    return Send(1, KIND, (topic.ref,), (topic.item,), 1, 10.0, 9.5)
 
 
 def test_of_puts_actions_in_the_drivers_order_each_kind_in_the_order_decided() -> None:
     request = a_request()
     topic = request.topics[0]
-    other = a_topic("u", topic.call)
+    other = topic._replace(name="u")
     failed = RuntimeError("x")
     decided: list[Action] = [
-        Settle(topic, None),
+        Settle(*topic, None),
         Probe(),
         Emit(Retried("first")),
         ReadMetadata(),
-        Send(request),
+        request,
         WakeAt(3.0),
         Drain(1.5),
-        Settle(other, failed),
+        Settle(*other, failed),
         ReadViews(("a",)),
         Reached(),
         Emit(Retried("second")),
@@ -72,10 +71,10 @@ def test_of_puts_actions_in_the_drivers_order_each_kind_in_the_order_decided() -
         Emit(Retried("second")),
         Reached(),
         ReadViews(("a",)),
-        Send(request),
+        request,
         Drain(1.5),
-        Settle(topic, None),
-        Settle(other, failed),
+        Settle(*topic, None),
+        Settle(*other, failed),
         ReadMetadata(),
         Probe(),
         WakeAt(3.0),
@@ -84,6 +83,8 @@ def test_of_puts_actions_in_the_drivers_order_each_kind_in_the_order_decided() -
     assert out.metrics == [Retried("first"), Retried("second")]
     assert out.settle == [(topic, None), (other, failed)]
     assert out.send is request
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        request.mutations = 2  # type: ignore[misc]
     assert out.drain == 1.5
     assert out.read_views == ["a"]
     assert (out.reached, out.read_metadata, out.probe) == (True, True, True)
@@ -128,15 +129,15 @@ def test_a_step_returns_its_actions_in_the_drivers_order_not_the_order_decided()
     engine.submit(first, [a])
     sent = engine.step(0.0).send
     assert sent is not None
-    assert sent.topics == [a]
+    assert sent.topics == (a.ref,)
     engine.submit(second, [b])  # waits: one request in flight
-    engine.on_results(sent, {"a": None}, 0.01)
+    engine.on_results(sent.request_id, {"a": None}, 0.01)
     out = engine.step(0.01)
     emits = [action for action in out.actions if isinstance(action, Emit)]
     assert list(out.actions[: len(emits)]) == emits
     assert [type(action) for action in out.actions[len(emits) :]] == [Reached, Send, Settle, WakeAt]
     assert out.send is not None
-    assert out.send.topics == [b]
-    assert out.settle == [(a, None)]
+    assert out.send.topics == (b.ref,)
+    assert out.settle == [(a.ref, None)]
     assert RequestSent("CreateTopics", 1, 1) in out.metrics
     assert out.wake_at == out.actions[-1].at  # type: ignore[union-attr]

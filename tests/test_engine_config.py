@@ -24,7 +24,7 @@ def engine_with(names: list[str], config: EngineConfig) -> tuple[Engine, Call, l
     engine = Engine(pacer=None, backoff=RetryBackoff(), config=config)  # retry.backoff.ms 100, jitter 20 %
     engine.on_probe(True, 0.0)
     call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.0))
-    topics = [Topic(name, NewTopic(name, 1, 1), call, None, 1, 2) for name in names]
+    topics = [Topic(name, NewTopic(name, 1, 1), call, 1, 2) for name in names]
     engine.submit(call, topics)
     return engine, call, topics
 
@@ -37,7 +37,7 @@ def retried_after(seed: int) -> list[float]:
         out = engine.step(now)
         assert out.send is not None
         now += 0.01
-        engine.on_results(out.send, {"a": REQUEST_TIMED_OUT}, now)
+        engine.on_results(out.send.request_id, {"a": REQUEST_TIMED_OUT}, now)
         engine.step(now)
         waits.append(topic.not_before - now)
         now = topic.not_before
@@ -69,4 +69,4 @@ def test_each_engine_numbers_its_calls_and_requests_from_one() -> None:
         engine, call, _ = engine_with(["a"], EngineConfig())
         out = engine.step(0.0)
         assert out.send is not None
-        assert (call.id, out.send.id) == (1, 1)
+        assert (call.id, out.send.request_id) == (1, 1)

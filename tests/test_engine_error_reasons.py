@@ -15,9 +15,9 @@ from throttled_admin._engine import (
     Drained,
     Engine,
     Outbox,
-    Request,
     RequestKind,
     RetryBackoff,
+    Send,
     Topic,
 )
 
@@ -43,12 +43,12 @@ def create(machine: Engine, name: str, at: float, timeout_s: float) -> Topic:
         operation_timeout_s=None,
     )
     call = Call(spec)
-    topic = Topic(name, NewTopic(name, 1, 1), call, None, 1, 2)
+    topic = Topic(name, NewTopic(name, 1, 1), call, 1, 2)
     machine.submit(call, [topic])
     return topic
 
 
-def sent(out: Outbox) -> Request:
+def sent(out: Outbox) -> Send:
     assert out.send is not None, f"nothing sent (wake at {out.wake_at})"
     return out.send
 
@@ -70,11 +70,10 @@ def unknown(out: Outbox) -> OutcomeUnknownReason | None:
     return exc.why
 
 
-def garbled(machine: Engine, at: float) -> None:
+def garbled(machine: Engine, request: Send, at: float) -> None:
     """The answer to the request in flight is garbled (it may have been applied); the sentinel comes back."""
-    request = machine.in_flight
-    assert request is not None
-    machine.on_results(request, {topic.name: BAD_MSG for topic in request.topics}, at)
+    assert machine.in_flight == request.request_id
+    machine.on_results(request.request_id, dict.fromkeys(request.names, BAD_MSG), at)
     out = machine.step(at)
     assert not out.settle
     assert out.drain is not None
@@ -102,7 +101,7 @@ def test_a_connection_still_carrying_an_abandoned_request_is_connection_busy() -
     machine = engine()
     create(machine, "a", 0.0, 1.0)
     request = sent(machine.step(0.0))
-    machine.on_results(request, {"a": GAVE_UP}, 1.0)
+    machine.on_results(request.request_id, {"a": GAVE_UP}, 1.0)
     create(machine, "b", 1.0, 2.0)
     assert machine.step(1.0).drain is not None
     assert not_sent(machine.step(3.0)) is NotSentReason.CONNECTION_BUSY
@@ -114,7 +113,7 @@ def test_no_broker_answered_yet_is_no_broker_answered() -> None:
     create(machine, "a", 0.0, 8.0)
     out = machine.step(5.0)
     assert out.send is not None
-    machine.on_results(out.send, {"a": NO_CONTROLLER}, 7.5)
+    machine.on_results(out.send.request_id, {"a": NO_CONTROLLER}, 7.5)
     out = machine.step(7.5)
     if not out.settle:  # queued again, with too little time left for another verdict
         out = machine.step(7.6)
@@ -126,7 +125,7 @@ def test_less_time_than_three_recent_round_trips_is_round_trip() -> None:
     for index, name in enumerate("abc"):
         at = index * 3.0
         create(machine, name, at, 30.0)
-        machine.on_results(sent(machine.step(at)), {name: None}, at + 3.0)  # a whole answer, in 3 s
+        machine.on_results(sent(machine.step(at)).request_id, {name: None}, at + 3.0)  # a whole answer, in 3 s
         machine.step(at + 3.0)
     create(machine, "d", 9.0, 1.0)
     assert not_sent(machine.step(9.0)) is NotSentReason.ROUND_TRIP
@@ -143,7 +142,7 @@ def test_a_topic_cancelled_in_flight_whose_only_attempt_was_never_built_is_cance
     topic = create(machine, "a", 0.0, 30.0)
     request = sent(machine.step(0.0))
     assert not machine.withdraw(topic, 0.1)  # in flight: it may complete, and is never sent again
-    machine.on_results(request, {"a": NO_CONTROLLER}, 0.2)
+    machine.on_results(request.request_id, {"a": NO_CONTROLLER}, 0.2)
     assert not_sent(machine.step(0.2)) is NotSentReason.CANCELLED
 
 
@@ -158,28 +157,26 @@ def test_a_garbled_answer_with_no_time_to_send_again_is_unanswered() -> None:
     machine = engine()
     create(machine, "a", 0.0, 0.1)
     request = sent(machine.step(0.0))
-    machine.on_results(request, {"a": BAD_MSG}, 0.09)
+    machine.on_results(request.request_id, {"a": BAD_MSG}, 0.09)
     assert unknown(machine.step(0.09)) is OutcomeUnknownReason.UNANSWERED
 
 
 def test_a_throttle_that_outlasts_the_deadline_after_a_garbled_answer_is_throttled() -> None:
     machine = engine()
     create(machine, "a", 0.0, 1.0)
-    sent(machine.step(0.0))
-    garbled(machine, 0.01)
+    garbled(machine, sent(machine.step(0.0)), 0.01)
     machine.on_throttle(1, 5.0, 0.02)
     assert unknown(machine.step(0.02)) is OutcomeUnknownReason.THROTTLED
 
 
 def test_a_retry_cancelled_in_flight_and_never_built_after_a_garbled_answer_is_cancelled() -> None:
     machine = engine()
-    create(machine, "a", 0.0, 30.0)
-    sent(machine.step(0.0))
-    garbled(machine, 0.01)
+    topic = create(machine, "a", 0.0, 30.0)
+    garbled(machine, sent(machine.step(0.0)), 0.01)
     retry = sent(machine.step(1.0))
-    [topic] = retry.topics
+    assert retry.topics == (topic.ref,)
     assert not machine.withdraw(topic, 1.1)
-    machine.on_results(retry, {"a": NO_CONTROLLER}, 1.2)
+    machine.on_results(retry.request_id, {"a": NO_CONTROLLER}, 1.2)
     assert unknown(machine.step(1.2)) is OutcomeUnknownReason.CANCELLED
 
 

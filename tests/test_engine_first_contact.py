@@ -45,7 +45,7 @@ def create(engine: Engine, at: float, timeout_s: float, name: str = "t") -> Topi
     call = Call(
         CallSpec(RequestKind(CREATE_TOPICS, False), at + timeout_s, int(timeout_s * 1000), True, None, None, at)
     )
-    topic = Topic(name, NewTopic(name, 1, 1), call, None, 1, 2)
+    topic = Topic(name, NewTopic(name, 1, 1), call, 1, 2)
     engine.submit(call, [topic])
     return topic
 
@@ -145,7 +145,7 @@ def test_librdkafkas_verdict_that_it_never_built_the_request_is_not_sent_before_
     out = machine.step(5.0)
     assert out.send is not None
     assert out.send.request_timeout_s == pytest.approx(2.5)
-    machine.on_results(out.send, {"t": NO_CONTROLLER}, 7.5)  # librdkafka's timer, before the deadline
+    machine.on_results(out.send.request_id, {"t": NO_CONTROLLER}, 7.5)  # librdkafka's timer, before the deadline
     out = machine.step(7.5)
     if not out.settle:  # queued again, with too little time left for another verdict: not sent
         out = machine.step(7.6)
@@ -163,7 +163,7 @@ def test_a_verdict_after_a_failure_before_the_handshake_says_how_far_the_connect
     out = machine.step(5.0)
     assert out.send is not None
     machine.on_log(NEVER_ANSWERED, 10.0)  # only in librdkafka's log
-    machine.on_results(out.send, {"t": NO_CONTROLLER}, 19.5)
+    machine.on_results(out.send.request_id, {"t": NO_CONTROLLER}, 19.5)
     exc = settled(machine.step(19.5))
     assert isinstance(exc, CannotConnectError), repr(exc)
     assert str(exc.args[0].str()).startswith("CreateTopics not sent: cannot connect to 127.0.0.1:9 (ApiVersionRequest")

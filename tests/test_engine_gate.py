@@ -54,7 +54,7 @@ def reached(pacer: Pacer | None = None) -> Engine:
 def create(engine: Engine, names: list[str], now: float, timeout_s: float = 10.0, partitions: int = 1) -> Outbox:
     spec = CallSpec(RequestKind(CREATE_TOPICS, False), now + timeout_s, int(timeout_s * 1000), True, None, None, now)
     call = Call(spec)
-    engine.submit(call, [Topic(n, NewTopic(n, partitions, 1), call, None, partitions, 1 + partitions) for n in names])
+    engine.submit(call, [Topic(n, NewTopic(n, partitions, 1), call, partitions, 1 + partitions) for n in names])
     return engine.step(now)
 
 
@@ -64,7 +64,7 @@ def throttled(seconds: float = 49.0, pacer: Pacer | None = None, partitions: int
     out = create(engine, ["big"], 0.0, partitions=partitions)
     assert out.send is not None
     engine.on_throttle(1, seconds, 0.1)
-    engine.on_results(out.send, {"big": None}, 0.1)
+    engine.on_results(out.send.request_id, {"big": None}, 0.1)
     engine.step(0.1)
     return engine
 
@@ -75,7 +75,7 @@ def answer(
     assert out.send is not None
     if throttle_s:
         engine.on_throttle(1, throttle_s, now)
-    engine.on_results(out.send, dict.fromkeys(out.send.names, exc), now)
+    engine.on_results(out.send.request_id, dict.fromkeys(out.send.names, exc), now)
     return engine.step(now)
 
 
@@ -129,8 +129,8 @@ def test_the_probe_is_the_cheapest_topic_of_known_cost(first: tuple[str, int, in
     engine.submit(
         call,
         [
-            Topic(name, NewTopic(name, partitions, 1), call, None, cost, 1 + max(partitions, 0)),
-            Topic("narrow", NewTopic("narrow", 1, 1), call, None, 1, 2),
+            Topic(name, NewTopic(name, partitions, 1), call, cost, 1 + max(partitions, 0)),
+            Topic("narrow", NewTopic("narrow", 1, 1), call, 1, 2),
         ],
     )
     out = engine.step(4.0)

@@ -49,10 +49,10 @@ from throttled_admin import (
     OutcomeUnknownReason,
     ThrottlingQuotaExceededException,
 )
-from throttled_admin._engine import wrong_listener
+from throttled_admin._engine import Send, TopicRef, wrong_listener
 from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST, EngineConfig
 from throttled_admin._engine.connection import Drained
-from throttled_admin._engine.machine import Engine, Outbox, Request
+from throttled_admin._engine.machine import Engine, Outbox
 from throttled_admin._engine.metric_events import (
     BackedOff,
     MutationsAdmitted,
@@ -166,9 +166,10 @@ class Track:
 class Flight:
     """The request in flight, as the model sees it."""
 
-    request: Request
+    request: Send
     tracks: list[Track]
     timeout_s: float
+    sent_at: float
     fate: str | None = None  # decided by the ``answer`` rule; "lost": librdkafka times it out
     applied_if_lost: bool = False
     budgets: list[float] = field(default_factory=list)
@@ -191,7 +192,7 @@ class EngineModel(RuleBasedStateMachine):
         self.now = 1000.0
         self.sink = RecordingSink()
         self.tracks: list[Track] = []
-        self.by_topic: dict[int, Track] = {}
+        self.by_topic: dict[TopicRef, Track] = {}
         self.flight: Flight | None = None
         self.cluster: dict[str, int] = {}
         self.bucket: TokenBucket | None = None
@@ -315,7 +316,9 @@ class EngineModel(RuleBasedStateMachine):
         completed request let go, the next send, the sentinel, the reads, and when to wake it next."""
         for metric in out.metrics:
             metric.report(self.sink)
-        done = self.flight if self.flight is not None and self.engine.in_flight is not self.flight.request else None
+        done = (
+            self.flight if self.flight is not None and self.engine.in_flight != self.flight.request.request_id else None
+        )
         if done is not None and done.fate in ABANDONED and not self.closed:
             # librdkafka gave up on it, never completed it, or could not read its answer: the request (or the mute
             # after its answer) may still hold the connection until the sentinel says otherwise (rule b), from now:
@@ -323,7 +326,7 @@ class EngineModel(RuleBasedStateMachine):
             self.connection_busy = True
             event("an abandoned request holds the connection")
         for topic, exc in out.settle:
-            self.settle(self.by_topic[id(topic)], exc)
+            self.settle(self.by_topic[topic], exc)
         if done is not None:
             self.completed(done)
         if out.send is not None:
@@ -387,10 +390,10 @@ class EngineModel(RuleBasedStateMachine):
         awaiting = {t.topic.name for t in tracks if self.awaiting(t)}
         assert awaiting <= set(names), "a call's applied topics read about in part"
 
-    def sent(self, request: Request) -> None:
+    def sent(self, request: Send) -> None:
         """The driver hands the request over: every rule of a send is checked here (a to d, first contact, the
         batch cap, broker defaults, cancelled is final)."""
-        tracks = [self.by_topic[id(topic)] for topic in request.topics]
+        tracks = [self.by_topic[ref] for ref in request.topics]
         budgets = [_budget_s(t, self.now) for t in tracks]
         self.check_one_slot()
         self.check_probe(request)
@@ -404,7 +407,7 @@ class EngineModel(RuleBasedStateMachine):
             # cancelled is final: a topic whose caller cancelled it may complete in flight, never be sent again
             assert not track.cancelled, f"rule j: {track.topic.name} sent after its caller cancelled it"
             track.handed += 1
-        self.flight = Flight(request, tracks, request.request_timeout_s, budgets=budgets)
+        self.flight = Flight(request, tracks, request.request_timeout_s, self.now, budgets=budgets)
         self.flight.contact_capped = not self.answered
 
     def check_one_slot(self) -> None:
@@ -414,7 +417,7 @@ class EngineModel(RuleBasedStateMachine):
         assert not self.connection_busy, "rule b: written behind a request librdkafka abandoned, before the sentinel"
         assert self.now >= self.gate_until - EPSILON, "rule b: sent while the broker's throttle lasts"
 
-    def check_probe(self, request: Request) -> None:
+    def check_probe(self, request: Send) -> None:
         """Rule b: a throttle whose connection failed closes nothing, but it ends only with a fresh answer: until
         then, one topic a request."""
         if self.probe_due():
@@ -434,7 +437,7 @@ class EngineModel(RuleBasedStateMachine):
             if _reads_ids_first(track):
                 assert track.ids_read, f"{track.topic.name} created before its name's ids were read"
 
-    def check_sharing(self, request: Request, budgets: list[float]) -> None:
+    def check_sharing(self, request: Send, budgets: list[float]) -> None:
         """Rule c: the time budgets of the calls sharing a request are within COALESCE_RATIO. Sharing never hurts:
         librdkafka waits as long as the longest call would alone, no longer (the first contact's cap aside); the
         controller's deadline ends before every call's own."""
@@ -452,7 +455,7 @@ class EngineModel(RuleBasedStateMachine):
             records = sum(t.topic.records for t in tracks)
             assert records < self.smallest_refused, f"{records} records sent after {self.smallest_refused} were refused"
 
-    def check_first_contact(self, request: Request, tracks: list[Track]) -> None:
+    def check_first_contact(self, request: Send, tracks: list[Track]) -> None:
         """Until a broker has answered: nothing handed over while connections fail before their handshake, and
         librdkafka's verdict due VERDICT_MARGIN_S before the shortest deadline."""
         if self.reached:
@@ -463,7 +466,7 @@ class EngineModel(RuleBasedStateMachine):
             "librdkafka's verdict would not come before the deadline"
         )
 
-    def check_charged(self, request: Request, tracks: list[Track]) -> None:
+    def check_charged(self, request: Send, tracks: list[Track]) -> None:
         """Broker defaults: once num.partitions is known, a create is counted as the broker charges it, -1 as the
         cluster's num.partitions (a -1 costed before then stays counted as Kafka's default, 1)."""
         if request.kind.operation is not CREATE_TOPICS or not self.default_told:
@@ -695,14 +698,15 @@ class EngineModel(RuleBasedStateMachine):
                 item = name
             known = op.known_cost(item)
             cost = known if known is not None else (None if self.paced or op is CREATE_TOPICS else 0)
-            topic = Topic(name, item, call, None, cost, op.records(item))
+            topic = Topic(name, item, call, cost, op.records(item))
             track = Track(topic, len(self.tracks))
             self.tracks.append(track)
-            self.by_topic[id(topic)] = track
             topics.append(topic)
             if _is_default_create(topic) and self.engine_default is not None:
                 self.count_default_create(track)
         self.engine.submit(call, topics)
+        for track in self.tracks[-len(topics) :]:  # the engine names a topic by its call's id (from submit) and name
+            self.by_topic[TopicRef(call.id, track.topic.name)] = track
         self.step()
 
     @precondition(lambda self: not self.closed)
@@ -771,9 +775,9 @@ class EngineModel(RuleBasedStateMachine):
         stepped_at = None
         for _ in range(100_000):
             flight = self.flight
-            lost_at = flight.request.sent_at + flight.timeout_s if flight and flight.fate == "lost" else math.inf
+            lost_at = flight.sent_at + flight.timeout_s if flight and flight.fate == "lost" else math.inf
             if flight is not None and flight.fate is None:
-                lost_at = flight.request.sent_at + flight.timeout_s  # librdkafka gives up waiting too
+                lost_at = flight.sent_at + flight.timeout_s  # librdkafka gives up waiting too
             drain_done_at = math.inf if self.drain_asked_at is None else self.drain_asked_at + self.drain_timeout_s
             next_at = min(target, self.wake_at, lost_at, drain_done_at)
             if next_at <= self.now == stepped_at:
@@ -803,7 +807,9 @@ class EngineModel(RuleBasedStateMachine):
             flight.retryable = True
             text = "Failed while waiting for controller: Local: Timed out"
             self.engine.on_results(
-                flight.request, {t.topic.name: _error(KafkaError._TIMED_OUT, text) for t in flight.tracks}, self.now
+                flight.request.request_id,
+                {t.topic.name: _error(KafkaError._TIMED_OUT, text) for t in flight.tracks},
+                self.now,
             )
             return
         flight.fate = "abandoned"
@@ -814,7 +820,7 @@ class EngineModel(RuleBasedStateMachine):
         results: Results = {t.topic.name: _error(KafkaError._TIMED_OUT, text) for t in flight.tracks}
         _mark_written(flight.tracks, unanswered=True)
         flight.retryable = True
-        self.engine.on_results(flight.request, results, self.now)
+        self.engine.on_results(flight.request.request_id, results, self.now)
 
     # -- rules: the broker -------------------------------------------------------------------------
 
@@ -846,7 +852,7 @@ class EngineModel(RuleBasedStateMachine):
         flight = self.flight
         assert flight is not None
         flight.quota_first = quota_first
-        if self.now + delay >= flight.request.sent_at + flight.timeout_s:
+        if self.now + delay >= flight.sent_at + flight.timeout_s:
             return  # too late: librdkafka times it out first (``advance``)
         self.advance(delay)  # the engine is woken on the way, as the driver wakes it
         if self.flight is not flight or flight.fate is not None:
@@ -861,7 +867,7 @@ class EngineModel(RuleBasedStateMachine):
         self.note_contact(fate, len(flight.tracks))
         self.note_fresh_answer(fate, results)
         if results or fate == "drop last":  # the driver hands over what librdkafka completed (an empty answer too)
-            self.engine.on_results(flight.request, results, self.now)
+            self.engine.on_results(flight.request.request_id, results, self.now)
         self.step()
 
     # -- the simulated cluster: what a broker does with a request ----------------------------------
@@ -926,7 +932,7 @@ class EngineModel(RuleBasedStateMachine):
 
     def note_round_trip(self, flight: Flight) -> None:
         """A whole answer: what the round trip took (rule d's estimate rests on these)."""
-        self.round_trips.append((self.now, self.now - flight.request.sent_at))
+        self.round_trips.append((self.now, self.now - flight.sent_at))
 
     def note_cap_refusal(self, flight: Flight, fate: str, results: Results) -> None:
         """A request of several topics refused whole for the batch cap: later ones must be smaller."""
@@ -985,10 +991,7 @@ class EngineModel(RuleBasedStateMachine):
 
     @precondition(
         lambda self: (
-            not self.closed
-            and self.flight is not None
-            and self.flight.fate is None
-            and self.flight.request.sent_at == self.now
+            not self.closed and self.flight is not None and self.flight.fate is None and self.flight.sent_at == self.now
         )
     )
     @rule(handed=st.booleans(), applied=st.booleans())
@@ -1012,10 +1015,10 @@ class EngineModel(RuleBasedStateMachine):
             for track in flight.tracks:
                 track.handed -= 1  # certainly never handed over
             event("a send cut short before its call ran")
-        self.engine.on_send_cut_short(flight.request, handed=handed, now=self.now)
+        self.engine.on_send_cut_short(flight.request.request_id, handed=handed, now=self.now)
         self.step()
         # nothing stalls the client: the slot is free at once (not handed), or the sentinel is asked for (handed)
-        assert self.engine.in_flight is not flight.request, "rule i: a send cut short still holds the slot"
+        assert self.engine.in_flight != flight.request.request_id, "rule i: a send cut short still holds the slot"
         asked = self.drain_asked_at is not None
         assert not handed or asked or self.closed, "rule i: a send that may have run asks for no sentinel"
 
@@ -1024,7 +1027,7 @@ class EngineModel(RuleBasedStateMachine):
         flight = self.flight
         assert flight is not None
         flight.fate = "refused"
-        self.engine.on_send_refused(flight.request, ValueError("refused"), self.now)
+        self.engine.on_send_refused(flight.request.request_id, ValueError("refused"), self.now)
         self.step()
 
     def cluster_apply(self, flight: Flight, *, answered: bool) -> tuple[Results, float]:
@@ -1081,7 +1084,7 @@ class EngineModel(RuleBasedStateMachine):
             return _error(KafkaError.INVALID_PARTITIONS)
         return None
 
-    def accept(self, request: Request, track: Track, *, answered: bool) -> None:
+    def accept(self, request: Send, track: Track, *, answered: bool) -> None:
         """The broker admits a topic: charged to the quota, and applied unless validate_only."""
         topic = track.topic
         operation = request.kind.operation
@@ -1580,15 +1583,15 @@ def test_closed_errors_in_flight_are_outcome_unknown_and_queued_are_not_sent() -
     engine = Engine(pacer=None, backoff=RetryBackoff())
     engine.on_probe(True, 0.0)
     call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 10.0, 10000, True, None, None, started_at=0.0))
-    first = Topic("x", NewTopic("x", 1, 1), call, None, 1, 2)
+    first = Topic("x", NewTopic("x", 1, 1), call, 1, 2)
     engine.submit(call, [first])
     out = engine.step(0.0)
     assert out.send is not None
     later = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 10.0, 10000, True, None, None, started_at=0.0))
-    second = Topic("x", NewTopic("x", 1, 1), later, None, 1, 2)
+    second = Topic("x", NewTopic("x", 1, 1), later, 1, 2)
     engine.submit(later, [second])
     engine.close(0.1)
-    settled = {topic.call.id: exc for topic, exc in engine.step(0.1).settle}
+    settled = {topic.call_id: exc for topic, exc in engine.step(0.1).settle}
     assert isinstance(settled[call.id], ClientClosedError)
     assert isinstance(settled[call.id], OutcomeUnknownError)
     assert isinstance(settled[later.id], ClientClosedError)

@@ -150,8 +150,8 @@ def test_a_topic_moves_only_as_its_lifecycle_allows_and_its_call_holds_it_by_sta
         operation_timeout_s=None,
     )
     call = Call(spec)
-    topic = Topic("t", "t", call, None, 1)
-    held = Topic("t", "t", call, None, 1)
+    topic = Topic("t", "t", call, 1)
+    held = Topic("t", "t", call, 1)
     call.move(held, TopicState.HELD_BEHIND_NAME)  # (an earlier call names it too)
     assert list(call.queued.values()) == [held]
     call.move(held, TopicState.WITHDRAWN)
@@ -178,7 +178,7 @@ def engine_with_calls(*names: str) -> tuple[Engine, list[Topic]]:
     topics = []
     for name in names:
         call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 10.0, 10_000, True, None, None, started_at=0.0))
-        topic = Topic(name, NewTopic(name, 1, 1), call, None, 1, 2)
+        topic = Topic(name, NewTopic(name, 1, 1), call, 1, 2)
         engine.submit(call, [topic])
         topics.append(topic)
     return engine, topics
@@ -190,7 +190,7 @@ def test_an_engine_keeps_each_attempt_and_moves_the_topic_through_its_states() -
     first = engine.step(0.0).send
     assert first is not None
     assert topic.state is F
-    engine.on_results(first, {"t": NOT_CONTROLLER}, 0.01)
+    engine.on_results(first.request_id, {"t": NOT_CONTROLLER}, 0.01)
     assert not engine.step(0.01).settle
     assert topic.state is Q  # to be sent again after the back-off, once metadata is read (NOT_CONTROLLER)
     assert [(a.request_id, a.outcome, a.error) for a in topic.history] == [(1, Outcome.NOT_APPLIED, NOT_CONTROLLER)]
@@ -198,9 +198,9 @@ def test_an_engine_keeps_each_attempt_and_moves_the_topic_through_its_states() -
     engine.on_metadata({}, 0.21)
     second = engine.step(0.21).send
     assert second is not None
-    assert (second.id, topic.state) == (2, F)
-    engine.on_results(second, {"t": None}, 0.22)
-    assert engine.step(0.22).settle == [(topic, None)]
+    assert (second.request_id, topic.state) == (2, F)
+    engine.on_results(second.request_id, {"t": None}, 0.22)
+    assert engine.step(0.22).settle == [(topic.ref, None)]
     assert topic.state is TopicState.SETTLED
     assert [(a.request_id, a.outcome, a.sent_at) for a in topic.history][1:] == [(2, Outcome.SUCCESS, 0.21)]
 
@@ -210,13 +210,13 @@ def test_a_topic_an_earlier_call_names_is_held_behind_the_name_until_that_call_s
     assert (first.state, later.state) == (Q, TopicState.HELD_BEHIND_NAME)
     sent = engine.step(0.0).send
     assert sent is not None
-    assert sent.topics == [first]
-    engine.on_results(sent, {"t": EXISTS}, 0.01)
+    assert sent.topics == (first.ref,)
+    engine.on_results(sent.request_id, {"t": EXISTS}, 0.01)
     out = engine.step(0.01)
-    assert out.settle == [(first, EXISTS)]
+    assert out.settle == [(first.ref, EXISTS)]
     assert later.state is F  # queued once the name was free, and sent in the same step
     assert out.send is not None
-    assert out.send.topics == [later]
+    assert out.send.topics == (later.ref,)
 
 
 def test_a_name_is_held_by_the_earliest_pending_topic_that_names_it() -> None:

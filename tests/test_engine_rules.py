@@ -33,9 +33,9 @@ from throttled_admin._engine import (
     Operation,
     Outbox,
     Pacer,
-    Request,
     RequestKind,
     RetryBackoff,
+    Send,
     Topic,
 )
 from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST
@@ -68,7 +68,7 @@ def started(retry: bool = True, timeout_s: float = 10.0) -> tuple[Engine, Topic,
     call = Call(
         CallSpec(RequestKind(CREATE_TOPICS, False), timeout_s, int(timeout_s * 1000), retry, None, None, started_at=0.0)
     )
-    topic = Topic("t", NewTopic("t", 1, 1), call, None, 1, 2)
+    topic = Topic("t", NewTopic("t", 1, 1), call, 1, 2)
     engine.submit(call, [topic])
     out = engine.step(0.0)
     assert out.send is not None
@@ -79,7 +79,7 @@ def garbled_then(engine: Engine, first: Outbox, now: float) -> Outbox:
     """The first answer is garbled (the broker may have applied it); the retry goes out once the sentinel is back
     (the garbled answer's throttle is unknown: rule b)."""
     assert first.send is not None
-    engine.on_results(first.send, {"t": BAD_MSG}, 0.01)
+    engine.on_results(first.send.request_id, {"t": BAD_MSG}, 0.01)
     out = engine.step(0.01)
     assert not out.settle  # queued again
     assert out.drain is not None
@@ -98,7 +98,7 @@ def test_a_retry_refused_without_time_left_after_an_unanswered_attempt_is_outcom
     engine, _, first = started(timeout_s=0.5)
     retry = garbled_then(engine, first, 0.12)
     assert retry.send is not None
-    engine.on_results(retry.send, {"t": KafkaException(KafkaError(KafkaError.REQUEST_TIMED_OUT))}, 0.45)
+    engine.on_results(retry.send.request_id, {"t": KafkaException(KafkaError(KafkaError.REQUEST_TIMED_OUT))}, 0.45)
     exc = settled(engine.step(0.45))  # no time for another retry
     assert isinstance(exc, OutcomeUnknownError), repr(exc)
     assert exc.args[0].code() == KafkaError.REQUEST_TIMED_OUT  # the broker's word, kept
@@ -108,7 +108,9 @@ def test_error_89_with_retry_off_after_an_unanswered_attempt_is_outcome_unknown(
     engine, _, first = started(retry=False)
     retry = garbled_then(engine, first, 0.12)
     assert retry.send is not None
-    engine.on_results(retry.send, {"t": KafkaException(KafkaError(KafkaError.THROTTLING_QUOTA_EXCEEDED))}, 0.2)
+    engine.on_results(
+        retry.send.request_id, {"t": KafkaException(KafkaError(KafkaError.THROTTLING_QUOTA_EXCEEDED))}, 0.2
+    )
     exc = settled(engine.step(0.2))
     assert isinstance(exc, OutcomeUnknownError), repr(exc)
     assert not isinstance(exc, ThrottlingQuotaExceededException)
@@ -119,7 +121,9 @@ def test_a_deadline_in_the_back_off_after_89_and_an_unanswered_attempt_is_outcom
     retry = garbled_then(engine, first, 0.12)
     assert retry.send is not None
     engine.on_throttle(1, 5.0, 0.2)
-    engine.on_results(retry.send, {"t": KafkaException(KafkaError(KafkaError.THROTTLING_QUOTA_EXCEEDED))}, 0.2)
+    engine.on_results(
+        retry.send.request_id, {"t": KafkaException(KafkaError(KafkaError.THROTTLING_QUOTA_EXCEEDED))}, 0.2
+    )
     out = engine.step(0.2)
     if not out.settle:  # queued behind the throttle: the deadline settles it
         out = engine.step(1.0)
@@ -132,7 +136,7 @@ def test_an_authentication_failure_with_a_request_in_flight_is_outcome_unknown()
     engine = Engine(pacer=None, backoff=RetryBackoff())
     engine.on_probe(False, 5.0)  # never answered
     call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 60.0, 60000, True, None, None, started_at=0.0))
-    engine.submit(call, [Topic("t", NewTopic("t", 1, 1), call, None, 1, 2)])
+    engine.submit(call, [Topic("t", NewTopic("t", 1, 1), call, 1, 2)])
     assert engine.step(5.0).send is not None
     engine.on_error(KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error"), 5.1)
     exc = settled(engine.step(5.1))
@@ -182,7 +186,7 @@ def engine_with(
         if operation is CREATE_PARTITIONS:
             item = NewPartitions(name, partitions)
         cost = operation.known_cost(item)
-        topics.append(Topic(name, item, call, None, cost if cost is not None else 0, operation.records(item)))
+        topics.append(Topic(name, item, call, cost if cost is not None else 0, operation.records(item)))
     engine.submit(call, topics)
     out = engine.step(0.0)
     if wait and operation is CREATE_TOPICS:  # incarnations: every broker's ids of the names, before the send
@@ -208,7 +212,7 @@ def test_redpandas_unknown_server_error_for_the_quota_is_re_sent_after_the_throt
     engine.on_throttle(1, 0.4, 0.01)
     # Redpanda admitted "a" and refused "b" (nothing applied); DeleteTopics v4 has no message field
     refused = REDPANDA if operation is not DELETE_TOPICS else KafkaException(KafkaError(KafkaError.UNKNOWN))
-    engine.on_results(first.send, {"a": None, "b": refused}, 0.01)
+    engine.on_results(first.send.request_id, {"a": None, "b": refused}, 0.01)
     out = drain(engine.step(0.01), sink)
     assert [(topic.name, exc) for topic, exc in out.settle] == [("a", None)]
     assert out.send is None
@@ -219,7 +223,7 @@ def test_redpandas_unknown_server_error_for_the_quota_is_re_sent_after_the_throt
     retry = drain(engine.step(out.wake_at), sink)
     assert retry.send is not None
     assert [topic.name for topic in retry.send.topics] == ["b"]
-    engine.on_results(retry.send, {"b": None}, 0.42)
+    engine.on_results(retry.send.request_id, {"b": None}, 0.42)
     assert [exc for _, exc in engine.step(0.42).settle] == [None]
 
 
@@ -228,7 +232,7 @@ def test_redpandas_refusal_with_retry_off_is_throttling_quota_exceeded_with_the_
     sink = RecordingSink()
     assert first.send is not None
     engine.on_throttle(1, 0.25, 0.01)
-    engine.on_results(first.send, {"a": REDPANDA}, 0.01)
+    engine.on_results(first.send.request_id, {"a": REDPANDA}, 0.01)
     exc = settled(drain(engine.step(0.01), sink))
     assert isinstance(exc, ThrottlingQuotaExceededException), repr(exc)
     assert exc.throttle_time_ms == 500  # what it takes before a re-send is admitted (redpanda.py)
@@ -242,7 +246,7 @@ def test_redpandas_refusal_at_the_deadline_carries_the_remaining_throttle() -> N
     engine, _, first = engine_with(["a"], timeout_s=1.0)
     assert first.send is not None
     engine.on_throttle(1, 5.0, 0.1)
-    engine.on_results(first.send, {"a": REDPANDA}, 0.1)
+    engine.on_results(first.send.request_id, {"a": REDPANDA}, 0.1)
     out = engine.step(0.1)
     if not out.settle:  # waiting for the throttle: the deadline settles it
         out = engine.step(1.0)
@@ -260,20 +264,21 @@ def test_redpandas_wait_adds_the_last_refused_topics_charge_at_a_rate_read_from_
     assert first.send is not None
     engine.on_throttle(1, 0.98, 0.01)
     results: dict[str, BaseException | None] = {name: (None if i < 51 else REDPANDA) for i, name in enumerate(names)}
-    engine.on_results(first.send, results, 0.01)
+    engine.on_results(first.send.request_id, results, 0.01)
     out = engine.step(0.01)
     assert len(out.settle) == 51
     assert out.wake_at == pytest.approx(0.01 + 0.98 + 4 / (192 / 0.98))
-    gate_end = out.wake_at
+    gate_end = sent_at = out.wake_at
     retry = engine.step(gate_end)
     if retry.send is None:  # from now on paced to that rate: about 0.1 s of it a request, not all 49 at once
-        retry = engine.step(retry.wake_at)
+        sent_at = retry.wake_at
+        retry = engine.step(sent_at)
     assert retry.send is not None
-    assert retry.send.sent_at - gate_end == pytest.approx(0.1, abs=0.01)
+    assert sent_at - gate_end == pytest.approx(0.1, abs=0.01)
     # paced to the middle of what the response says of R: 192 / 0.98 <= R <= (192 + 4) / 0.98
     assert engine.rate == pytest.approx((192 + 4 / 2) / 0.98)
     assert engine.rate is not None
-    assert sum(topic.cost or 0 for topic in retry.send.topics) <= engine.rate * 0.1 + 4
+    assert retry.send.mutations <= engine.rate * 0.1 + 4
 
 
 def test_a_re_send_refused_again_waits_longer_each_time() -> None:
@@ -283,7 +288,7 @@ def test_a_re_send_refused_again_waits_longer_each_time() -> None:
     for _ in range(3):
         assert out.send is not None
         engine.on_throttle(1, 0.1, now)
-        engine.on_results(out.send, {"a": REDPANDA}, now)
+        engine.on_results(out.send.request_id, {"a": REDPANDA}, now)
         waited = engine.step(now)
         waits.append(waited.wake_at - now)
         now = waited.wake_at
@@ -306,7 +311,7 @@ def test_no_other_unknown_server_error_is_retried(operation: Operation, error: K
     assert first.send is not None
     if throttle_s:
         engine.on_throttle(1, throttle_s, 0.01)
-    engine.on_results(first.send, {"a": KafkaException(error)}, 0.01)
+    engine.on_results(first.send.request_id, {"a": KafkaException(error)}, 0.01)
     exc = settled(drain(engine.step(0.01), sink))
     assert type(exc) is KafkaException
     assert exc.args[0].code() == KafkaError.UNKNOWN
@@ -328,7 +333,7 @@ def test_redpandas_throttles_teach_the_learning_pacer() -> None:
             results: dict[str, BaseException | None] = {
                 t.name: (None if i == 0 else REDPANDA) for i, t in enumerate(request.topics)
             }
-            engine.on_results(request, results, now)
+            engine.on_results(request.request_id, results, now)
         now = max(now, min(out.wake_at, now + 0.05))
         out = engine.step(now)
         if pacer.rate is not None:
@@ -343,22 +348,24 @@ def test_a_request_refused_whole_for_the_batch_cap_is_split_and_the_cap_learned(
     sink = RecordingSink()
     assert first.send is not None
     assert len(first.send.topics) == 8
-    engine.on_results(first.send, dict.fromkeys(names, BATCH_CAP), 0.01)
+    engine.on_results(first.send.request_id, dict.fromkeys(names, BATCH_CAP), 0.01)
     out = drain(engine.step(0.01), sink)
     assert not out.settle
     assert out.send is not None
     assert engine.max_records_per_request == 16
     assert [t.name for t in out.send.topics] == names[:4]
-    engine.on_results(out.send, dict.fromkeys(names[:4], PARTITIONS_CAP), 0.02)  # the partitions check, as well
+    engine.on_results(
+        out.send.request_id, dict.fromkeys(names[:4], PARTITIONS_CAP), 0.02
+    )  # the partitions check, as well
     out = drain(engine.step(0.02), sink)
     assert engine.max_records_per_request == 8
     assert out.send is not None
     done: dict[str, BaseException | None] = {}
     now = 0.02
     while out.send is not None:
-        assert sum(t.records for t in out.send.topics) <= 8
+        assert sum(CREATE_TOPICS.records(item) for item in out.send.items) <= 8
         now += 0.01
-        engine.on_results(out.send, {t.name: None for t in out.send.topics}, now)
+        engine.on_results(out.send.request_id, {t.name: None for t in out.send.topics}, now)
         out = engine.step(now)
         done.update({topic.name: exc for topic, exc in out.settle})
     assert done == dict.fromkeys(names)
@@ -368,7 +375,7 @@ def test_a_request_refused_whole_for_the_batch_cap_is_split_and_the_cap_learned(
 def test_a_single_topic_beyond_the_cap_gets_the_brokers_error() -> None:
     engine, _, first = engine_with(["big"], partitions=20000)
     assert first.send is not None  # larger than 10,000 records by itself: sent alone, the broker decides
-    engine.on_results(first.send, {"big": PARTITIONS_CAP}, 0.01)
+    engine.on_results(first.send.request_id, {"big": PARTITIONS_CAP}, 0.01)
     exc = settled(engine.step(0.01))
     assert exc is PARTITIONS_CAP
     assert engine.max_records_per_request == 10_000  # nothing learned from a topic alone
@@ -378,7 +385,7 @@ def test_a_single_topic_beyond_the_cap_gets_the_brokers_error() -> None:
 def test_any_other_policy_violation_is_final_and_never_splits(error: KafkaException) -> None:
     engine, _, first = engine_with(["a", "b"])
     assert first.send is not None
-    engine.on_results(first.send, {"a": error, "b": error}, 0.01)
+    engine.on_results(first.send.request_id, {"a": error, "b": error}, 0.01)
     out = engine.step(0.01)
     assert [exc for _, exc in out.settle] == [error, error]
     assert out.send is None
@@ -388,7 +395,7 @@ def test_any_other_policy_violation_is_final_and_never_splits(error: KafkaExcept
 def test_a_cap_refusal_of_only_part_of_a_request_is_final() -> None:
     engine, _, first = engine_with(["a", "b"])
     assert first.send is not None
-    engine.on_results(first.send, {"a": BATCH_CAP, "b": None}, 0.01)
+    engine.on_results(first.send.request_id, {"a": BATCH_CAP, "b": None}, 0.01)
     out = engine.step(0.01)
     assert {t.name: exc for t, exc in out.settle} == {"a": BATCH_CAP, "b": None}
 
@@ -401,7 +408,7 @@ def view(partitions: int = 1, led: bool = True, topic_id: uuid.UUID | None = Non
 def test_wait_for_metadata_resolves_once_every_broker_shows_the_change(operation: Operation) -> None:
     engine, _, first = engine_with(["a"], operation=operation, wait=True, partitions=2)
     assert first.send is not None
-    engine.on_results(first.send, {"a": None}, 0.01)
+    engine.on_results(first.send.request_id, {"a": None}, 0.01)
     out = engine.step(0.01)
     assert not out.settle
     assert out.read_views == ["a"]
@@ -431,7 +438,7 @@ def test_wait_for_metadata_resolves_once_every_broker_shows_the_change(operation
 def test_wait_for_metadata_past_the_deadline_is_not_yet_visible_naming_the_brokers() -> None:
     engine, _, first = engine_with(["a"], wait=True, timeout_s=1.0)
     assert first.send is not None
-    engine.on_results(first.send, {"a": None}, 0.01)
+    engine.on_results(first.send.request_id, {"a": None}, 0.01)
     engine.step(0.01)
     engine.on_views({1: {"a": view()}, 2: {}, 3: None}, 0.05)
     engine.step(0.05)
@@ -444,13 +451,13 @@ def test_wait_for_metadata_past_the_deadline_is_not_yet_visible_naming_the_broke
 def test_wait_for_metadata_holds_the_name_until_visible_and_close_says_applied() -> None:
     engine, topics, first = engine_with(["a"], wait=True)
     assert first.send is not None
-    engine.on_results(first.send, {"a": None}, 0.01)
+    engine.on_results(first.send.request_id, {"a": None}, 0.01)
     engine.step(0.01)
     later = Call(CallSpec(RequestKind(DELETE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.02))
-    engine.submit(later, [Topic("a", "a", later, None, 0, 1)])
+    engine.submit(later, [Topic("a", "a", later, 0, 1)])
     assert engine.step(0.02).send is None  # rule a: the create's call still holds the name
     engine.close(0.03)
-    settled_now = {topic.call.id: exc for topic, exc in engine.step(0.03).settle}
+    settled_now = {topic.call_id: exc for topic, exc in engine.step(0.03).settle}
     assert isinstance(settled_now[topics[0].call.id], NotYetVisibleError)
     assert "closed" in str(settled_now[topics[0].call.id])
 
@@ -458,7 +465,7 @@ def test_wait_for_metadata_holds_the_name_until_visible_and_close_says_applied()
 def test_wait_for_metadata_with_nothing_readable_asks_again_and_fails_at_the_deadline() -> None:
     engine, _, first = engine_with(["a"], wait=True, timeout_s=0.5)
     assert first.send is not None
-    engine.on_results(first.send, {"a": None}, 0.01)
+    engine.on_results(first.send.request_id, {"a": None}, 0.01)
     engine.step(0.01)
     engine.on_views({}, 0.02)
     out = engine.step(0.02)
@@ -474,7 +481,7 @@ def test_delete_applied_during_a_read_for_other_names_is_not_resolved_by_it() ->
     while a read for other names was out was taken for gone everywhere, since no view listed it)."""
     engine, _, first = engine_with(["a"], operation=DELETE_TOPICS, wait=True)
     assert first.send is not None
-    engine.on_results(first.send, {"a": None}, 0.01)
+    engine.on_results(first.send.request_id, {"a": None}, 0.01)
     out = engine.step(0.01)
     assert out.read_views == ["a"]  # a read of broker views for ["a"] starts
     # a second call deletes "b" (wait_for_metadata) while that read is in progress
@@ -483,11 +490,11 @@ def test_delete_applied_during_a_read_for_other_names_is_not_resolved_by_it() ->
             RequestKind(DELETE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.02, wait_for_metadata=True
         )
     )
-    engine.submit(later, [Topic("b", "b", later, None, 0, 1)])
+    engine.submit(later, [Topic("b", "b", later, 0, 1)])
     out = engine.step(0.02)
     assert out.send is not None
     assert out.send.names == ["b"]
-    engine.on_results(out.send, {"b": None}, 0.03)
+    engine.on_results(out.send.request_id, {"b": None}, 0.03)
     out = engine.step(0.03)
     assert not out.settle
     assert out.read_views is None
@@ -501,13 +508,13 @@ def test_delete_applied_during_a_read_for_other_names_is_not_resolved_by_it() ->
     assert [topic.name for topic, exc in engine.step(0.05).settle if exc is None] == ["b"]
 
 
-def bulk_wait_call(requests: int, timeout_s: float = 30.0) -> tuple[Engine, list[Request]]:
+def bulk_wait_call(requests: int, timeout_s: float = 30.0) -> tuple[Engine, list[Send]]:
     """A wait_for_metadata create of ``requests`` full requests' worth of topics and one more, its first request
     answered at 0.01 (its topics applied) and read about at once."""
     names = [f"t{i}" for i in range(MAX_TOPICS_PER_REQUEST * requests + 1)]
     engine, _, first = engine_with(names, wait=True, timeout_s=timeout_s)
     assert first.send is not None
-    engine.on_results(first.send, dict.fromkeys(first.send.names), 0.01)
+    engine.on_results(first.send.request_id, dict.fromkeys(first.send.names), 0.01)
     out = engine.step(0.01)
     assert out.read_views == first.send.names  # the first applied topics are read about at once
     assert out.send is not None
@@ -520,7 +527,7 @@ def test_wait_for_metadata_reads_a_call_still_sending_at_most_every_two_seconds(
     engine, (first, second) = bulk_wait_call(requests=2)
     engine.on_views({1: {name: view() for name in first.names}}, 0.02)
     assert len(engine.step(0.02).settle) == MAX_TOPICS_PER_REQUEST
-    engine.on_results(second, dict.fromkeys(second.names), 0.03)
+    engine.on_results(second.request_id, dict.fromkeys(second.names), 0.03)
     out = engine.step(0.03)
     assert out.read_views is None  # read 0.02 s ago, and the call still sends
     assert out.send is not None  # the last topic
@@ -534,7 +541,7 @@ def test_wait_for_metadata_reads_a_call_still_sending_less_often_when_reads_are_
     engine, (first, second) = bulk_wait_call(requests=2)
     engine.on_views({1: {name: view() for name in first.names}}, 1.01)  # the read took 1 s
     engine.step(1.01)
-    engine.on_results(second, dict.fromkeys(second.names), 1.02)
+    engine.on_results(second.request_id, dict.fromkeys(second.names), 1.02)
     assert engine.step(1.02).send is not None
     assert engine.step(0.01 + READ_WHILE_SENDING_S).read_views is None
     assert engine.step(0.01 + READ_COST_FACTOR * 1.0).read_views == second.names
@@ -544,7 +551,7 @@ def test_wait_for_metadata_reads_a_call_at_once_when_it_has_nothing_left_to_send
     engine, (first, second) = bulk_wait_call(requests=1)
     engine.on_views({1: {name: view() for name in first.names}}, 0.02)
     engine.step(0.02)
-    engine.on_results(second, dict.fromkeys(second.names), 0.03)
+    engine.on_results(second.request_id, dict.fromkeys(second.names), 0.03)
     assert engine.step(0.03).read_views == second.names  # the call's last request: no waiting for the interval
 
 
@@ -552,7 +559,7 @@ def test_wait_for_metadata_reads_a_call_still_sending_from_near_its_deadline() -
     engine, (first, second) = bulk_wait_call(requests=2, timeout_s=READ_BEFORE_DEADLINE_S + 0.5)
     engine.on_views({1: {name: view() for name in first.names}}, 0.02)
     engine.step(0.02)
-    engine.on_results(second, dict.fromkeys(second.names), 0.03)
+    engine.on_results(second.request_id, dict.fromkeys(second.names), 0.03)
     out = engine.step(0.03)
     assert out.send is not None  # left unanswered
     assert out.wake_at <= 0.5
@@ -572,7 +579,7 @@ def _wait_call(engine: Engine, names: list[str], at: float, timeout_s: float) ->
             wait_for_metadata=True,
         )
     )
-    topics = [Topic(name, NewTopic(name, 1, 1), call, None, 1, 2) for name in names]
+    topics = [Topic(name, NewTopic(name, 1, 1), call, 1, 2) for name in names]
     engine.submit(call, topics)
     return topics
 
@@ -586,7 +593,7 @@ def _ids_read(engine: Engine, now: float) -> None:
     engine.on_views({1: {}, 2: {}}, now)
 
 
-def _sent(out: Outbox) -> Request:
+def _sent(out: Outbox) -> Send:
     assert out.send is not None, f"nothing sent (wake at {out.wake_at})"
     return out.send
 
@@ -607,7 +614,7 @@ def test_a_call_deferred_while_sending_does_not_make_another_calls_reads_back_to
     _wait_call(engine, bulk, 0.0, 30.0)
     _ids_read(engine, 0.0)
     first = _sent(engine.step(0.0))  # x and B's first topics share the request
-    engine.on_results(first, dict.fromkeys(first.names), 0.01)
+    engine.on_results(first.request_id, dict.fromkeys(first.names), 0.01)
     out = engine.step(0.01)
     assert out.read_views is not None
     assert "x" in out.read_views
@@ -615,7 +622,7 @@ def test_a_call_deferred_while_sending_does_not_make_another_calls_reads_back_to
     shown = dict.fromkeys(bulk, TopicView(1, True))  # B's topics shown everywhere; x on no broker yet
     engine.on_views({1: dict(shown), 2: dict(shown)}, 0.02)
     engine.step(0.02)
-    engine.on_results(second, dict.fromkeys(second.names), 0.03)
+    engine.on_results(second.request_id, dict.fromkeys(second.names), 0.03)
     _sent(engine.step(0.03))  # B's last topic: B still sends, its second request's topics are deferred
     now, reads = 0.03, []
     while now < 2.0:
@@ -641,14 +648,14 @@ def test_a_call_still_sending_is_not_reported_not_yet_visible_for_topics_visible
     _wait_call(engine, bulk, start, 43.0)  # deadline 60 s
     _ids_read(engine, start)
     first = _sent(engine.step(start))
-    engine.on_results(first, dict.fromkeys(first.names), start + 0.01)
+    engine.on_results(first.request_id, dict.fromkeys(first.names), start + 0.01)
     out = engine.step(start + 0.01)
     assert out.read_views is not None
     second = _sent(out)
     shown = dict.fromkeys(bulk, TopicView(1, True))
     engine.on_views({1: dict(shown), 2: dict(shown)}, start + 4.01)  # the read took 4 s
     engine.step(start + 4.01)
-    engine.on_results(second, dict.fromkeys(second.names), 21.5)
+    engine.on_results(second.request_id, dict.fromkeys(second.names), 21.5)
     out = engine.step(21.5)
     _sent(out)  # the last topic goes out and is never answered
     now = 21.5
@@ -714,22 +721,22 @@ def submit(
     topics = []
     for name, item in zip(names, items, strict=True):
         cost = operation.known_cost(item)
-        topics.append(Topic(name, item, call, None, cost if cost is not None else 0, operation.records(item)))
+        topics.append(Topic(name, item, call, cost if cost is not None else 0, operation.records(item)))
     engine.submit(call, topics)
     return topics
 
 
 def answer(
-    engine: Engine, request: Request, results: dict[str, BaseException | None], at: float, throttle_s: float = 0.0
+    engine: Engine, request: Send, results: dict[str, BaseException | None], at: float, throttle_s: float = 0.0
 ) -> Outbox:
     """The broker's response at ``at``: its throttle event first (librdkafka queues it before the result)."""
     if throttle_s:
         engine.on_throttle(1, throttle_s, at)
-    engine.on_results(request, results, at)
+    engine.on_results(request.request_id, results, at)
     return engine.step(at)
 
 
-def sent(out: Outbox) -> Request:
+def sent(out: Outbox) -> Send:
     assert out.send is not None, f"nothing sent (wake at {out.wake_at})"
     return out.send
 
@@ -819,9 +826,10 @@ def test_topics_refused_together_without_a_throttle_are_re_sent_together_and_pro
     engine = reached()
     submit(engine, ["a", "b", "c"])
     out = answer(engine, sent(engine.step(0.0)), dict.fromkeys("abc", quota_refusal()), 0.01)
-    retry = sent(engine.step(out.wake_at))
+    retry_at = out.wake_at
+    retry = sent(engine.step(retry_at))
     assert retry.names == ["a", "b", "c"]  # one back-off for the call: they go out together again
-    now = retry.sent_at + 0.01
+    now = retry_at + 0.01
     out = answer(engine, retry, {"a": quota_refusal(), "b": None, "c": quota_refusal()}, now)
     assert outcomes(out) == {"b": None}
     # "b" made progress: back at the start (one round trip), not doubled to two
@@ -874,7 +882,7 @@ def test_a_call_queued_behind_an_unanswered_request_is_failed_as_not_sent_by_its
     assert exc.args[0].code() == KafkaError._TIMED_OUT
     assert "not sent" in str(exc)
     assert out.send is None
-    assert engine.in_flight is hung  # one request in flight: nothing else went out meanwhile
+    assert engine.in_flight == hung.request_id  # one request in flight: nothing else went out meanwhile
 
 
 def test_queued_calls_of_one_kind_share_the_next_request_and_other_kinds_wait_their_turn() -> None:
@@ -941,9 +949,9 @@ def given_up_on(timeout_s: float = 10.0) -> tuple[Engine, Call]:
     """librdkafka gave up waiting for the answer of the one request sent; a second call is queued."""
     engine, _, first = started(timeout_s=1.0)
     assert first.send is not None
-    engine.on_results(first.send, {"t": GAVE_UP}, 1.0)
+    engine.on_results(first.send.request_id, {"t": GAVE_UP}, 1.0)
     call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 1.0 + timeout_s, 10000, True, None, None, started_at=1.0))
-    engine.submit(call, [Topic("u", NewTopic("u", 1, 1), call, None, 1, 2)])
+    engine.submit(call, [Topic("u", NewTopic("u", 1, 1), call, 1, 2)])
     return engine, call
 
 
@@ -992,7 +1000,7 @@ def test_a_call_that_waits_for_the_sentinel_past_its_deadline_is_not_sent_and_sa
 def test_which_results_leave_the_connection_busy(result: KafkaException, busy: bool) -> None:
     engine, _, first = started(timeout_s=10.0)
     assert first.send is not None
-    engine.on_results(first.send, {"t": result}, 0.1)
+    engine.on_results(first.send.request_id, {"t": result}, 0.1)
     assert (engine.step(0.1).drain is not None) is busy
 
 
@@ -1001,7 +1009,7 @@ def test_which_results_leave_the_connection_busy(result: KafkaException, busy: b
 
 def default_creates(engine: Engine, names: list[str], now: float) -> list[Topic]:
     call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), now + 30.0, 30000, True, None, None, started_at=now))
-    topics = [Topic(name, NewTopic(name), call, None, None, CREATE_TOPICS.records(NewTopic(name))) for name in names]
+    topics = [Topic(name, NewTopic(name), call, None, CREATE_TOPICS.records(NewTopic(name))) for name in names]
     engine.submit(call, topics)
     return topics
 
@@ -1018,7 +1026,10 @@ def test_a_create_of_the_default_partition_count_waits_for_the_clusters_setting_
     sent = engine.step(0.1).send
     assert sent is not None
     assert sent.mutations == 20  # what the broker charges
-    assert [topic.records for topic in sent.topics] == [11, 11]  # a TopicRecord and ten PartitionRecords each
+    assert [CREATE_TOPICS.records(item, 10) for item in sent.items] == [
+        11,
+        11,
+    ]  # a TopicRecord and ten PartitionRecords each
     later = default_creates(engine, ["c"], 0.2)
     assert later[0].cost == 10  # known from now on: no read
 
@@ -1032,7 +1043,7 @@ def test_an_unreadable_default_is_counted_as_one_until_a_topic_created_with_it_i
     first = engine.step(0.1).send
     assert first is not None
     assert first.mutations == 1  # Kafka's own default, stated in docs/semantics.md
-    engine.on_results(first, {"a": None}, 0.2)
+    engine.on_results(first.request_id, {"a": None}, 0.2)
     assert engine.step(0.2).settle
     default_creates(engine, ["b"], 0.3)
     assert engine.step(0.3).read_metadata  # "a" is read back before the next send

@@ -103,7 +103,7 @@ def test_a_call_that_finds_the_turn_taken_is_sent_by_the_schedulers_thread(quota
 
 def _create(engine: Engine, names: list[str]) -> None:
     call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 60.0, 60_000, True, None, None, 0.0))
-    engine.submit(call, [Topic(name, NewTopic(name, 1, 1), call, None, 1, 2) for name in names])
+    engine.submit(call, [Topic(name, NewTopic(name, 1, 1), call, 1, 2) for name in names])
 
 
 def test_callbacks_are_served_often_only_while_a_request_is_in_flight_or_calls_wait_for_first_contact() -> None:
@@ -124,7 +124,7 @@ def test_callbacks_are_served_often_only_while_a_request_is_in_flight_or_calls_w
     assert out.send is not None
     assert out.send.names == ["first"]
     assert _poll_interval(engine) == _BUSY_POLL_S  # in flight
-    engine.on_results(out.send, {"first": None}, 0.02)
+    engine.on_results(out.send.request_id, {"first": None}, 0.02)
     out = engine.step(0.02)
     assert out.send is None
     assert 0.02 < out.wake_at < math.inf
@@ -134,7 +134,7 @@ def test_callbacks_are_served_often_only_while_a_request_is_in_flight_or_calls_w
     assert out.send is not None
     assert out.send.names == ["second"]
     assert _poll_interval(engine) == _BUSY_POLL_S
-    engine.on_results(out.send, {"second": None}, paced_at + 0.01)
+    engine.on_results(out.send.request_id, {"second": None}, paced_at + 0.01)
     engine.step(paced_at + 0.01)
     assert engine.idle
     assert _poll_interval(engine) == _IDLE_POLL_S

@@ -30,7 +30,6 @@ from throttled_admin._engine import (
     Reached,
     ReadMetadata,
     ReadViews,
-    Request,
     RequestKind,
     Send,
     Settle,
@@ -90,15 +89,15 @@ class Recorder:
         self._do("probe")
 
 
-def a_request() -> Request:
+def a_request() -> Send:
     call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 10.0, 10000, True, None, None, started_at=0.0))
-    topic = Topic("t", NewTopic("t", 1, 1), call, None, 1, 2)
-    return Request(call.kind, [topic], 1, 0.0, 12.0, 10.0, 9.5, 1)
+    topic = Topic("t", NewTopic("t", 1, 1), call, 1, 2)
+    return Send(1, call.kind, (topic.ref,), (topic.item,), 1, 10.0, 9.5)
 
 
 def an_outbox() -> Outbox:
     request = a_request()
-    return Outbox((Emit(Retried("m1")), Emit(Retried("m2")), Send(request), Settle(request.topics[0], None)))
+    return Outbox((Emit(Retried("m1")), Emit(Retried("m2")), request, Settle(*request.topics[0], None)))
 
 
 def test_one_turn_at_a_time_and_its_owner_is_known() -> None:
@@ -128,14 +127,14 @@ def test_a_turn_carries_out_a_step_in_order_each_action_once() -> None:
 def test_a_turn_does_every_kind_of_action_in_the_engines_order_and_leaves_the_reads_of_one_that_sends() -> None:
     turns, actions = Turns(), Recorder()
     request = a_request()
-    decided: list[Action] = [Probe(), ReadMetadata(), Settle(request.topics[0], None), Drain(1.5), WakeAt(5.0)]
+    decided: list[Action] = [Probe(), ReadMetadata(), Settle(*request.topics[0], None), Drain(1.5), WakeAt(5.0)]
     decided += [ReadViews(("t", "u")), Reached(), Emit(Retried("m1"))]
     turns.take()
     turns.carry(Outbox.of(decided), actions, flush=True)
     exported_first = ["export, waited for", "settle"]  # the points of the results before the results (issue 38)
     assert actions.done == ["metric m1", "reached", "views t,u", "drain 1.5", *exported_first, "metadata", "probe"]
     actions.done.clear()
-    turns.carry(Outbox.of([*decided, Send(request)]), actions, flush=False)  # a caller's turn: the same
+    turns.carry(Outbox.of([*decided, request]), actions, flush=False)  # a caller's turn: the same
     assert actions.done == ["metric m1", "reached", "views t,u", "send", "drain 1.5", *exported_first]
     actions.done.clear()
     unsettled = [a for a in decided if not isinstance(a, Settle)]

@@ -61,10 +61,11 @@ from throttled_admin._engine import (
     Outbox,
     Outcome,
     Pacer,
-    Request,
     RetryBackoff,
+    Send,
     Settle,
     Topic,
+    TopicRef,
     classify,
     closed_here,
     is_broker_answer,
@@ -102,11 +103,11 @@ class SendOrder:
     validate_only: bool | None = None  # None: the method takes no validate_only (DeleteTopics)
 
     @classmethod
-    def of(cls, request: Request) -> SendOrder:
-        kind = request.kind
+    def of(cls, send: Send) -> SendOrder:
+        kind = send.kind
         validate_only = kind.validate_only if kind.operation.validate_only else None
-        timeouts = request.request_timeout_s, request.operation_timeout_s
-        return cls(kind.operation.method, request.items, *timeouts, validate_only)
+        timeouts = send.request_timeout_s, send.operation_timeout_s
+        return cls(kind.operation.method, list(send.items), *timeouts, validate_only)
 
 
 class MetricsExport(MetricsSink, Protocol):
@@ -174,12 +175,14 @@ class Scheduler:
         self._assisting = 0
         self._turns = Turns()  # the one way to step the engine and send
         self.caller_turns = True  # calls and waiting callers take turns on their own threads (the fast path)
-        self._arrived: list[tuple[Request, Answer]] = []  # librdkafka's completed results
+        self._arrived: list[tuple[Send, Answer]] = []  # librdkafka's completed results
         self._dirty = False
         self._poll_s = _IDLE_POLL_S  # how often the scheduler's thread serves librdkafka's callbacks (_poll_interval)
         self._wake_at = -math.inf  # when the engine's last step asked to be stepped again if nothing happens first
         self._asleep_until: float | None = None  # while the thread waits: when it wakes by itself
-        self._open: dict[int, list[Topic]] = {}  # call id -> its topics, while any may be pending (close() here)
+        # call id -> its topics and their futures, while any may be pending (settled here; close() here): the
+        # futures live here only, the engine names a topic by its call's id and its name
+        self._open: dict[int, dict[str, tuple[Topic, TopicFuture]]] = {}
         self._closed = False
         self._metadata_wanted = False
         self._metadata_reading = False
@@ -221,18 +224,21 @@ class Scheduler:
         per topic."""
         futures: dict[str, Future[None]] = {}
         topics: list[Topic] = []
+        pending: dict[str, tuple[Topic, TopicFuture]] = {}
         runner, withdraw, assist, wake = self._callbacks, self._withdraw, self.assist, self._wake_assisting
         for name, item, cost, records in items:
             future = TopicFuture(runner, assist, wake)
-            topic = Topic(name, item, call, future, cost, records)
+            topic = Topic(name, item, call, cost, records)
             future.bind_withdraw(withdraw, topic)
             futures[name] = future
+            pending[name] = (topic, future)
             topics.append(topic)
         with self._cv:
             if self._closed:
                 raise RuntimeError(CLOSED_MESSAGE)
             self._engine.submit(call, topics)
-            self._open[call.id] = topics
+            if pending:
+                self._open[call.id] = pending
             # Nothing in flight: this thread takes the turn and sends, saving a wake of the scheduler's thread on
             # the way out (that thread is woken only if it sleeps past what the step wants done next).
             here = self.caller_turns and self._engine.in_flight is None
@@ -248,8 +254,8 @@ class Scheduler:
     def _withdraw(self, topic: Topic) -> bool:
         with self._cv:
             withdrawn = self._engine.withdraw(topic, self._clock())
-            if topic.call.unsettled == 0:
-                self._open.pop(topic.call.id, None)
+            if withdrawn:
+                self._forget(topic.ref)
             self._wake()
             return withdrawn
 
@@ -323,7 +329,7 @@ class Scheduler:
         if threading.current_thread() is self._thread or self._turns.held_here() or self._cv._is_owned():  # type: ignore[attr-defined]
             return True
         with self._cv:
-            return any(topic.future.held_here() for topics in self._open.values() for topic in topics)
+            return any(future.held_here() for pending in self._open.values() for _, future in pending.values())
 
     def _close_here(self) -> None:
         """Closed from a frame that cannot wait: settle every future now, from what can be known without the
@@ -335,12 +341,12 @@ class Scheduler:
             self._assisted.notify_all()
             unsent = self._turns.unsent()
             open_calls, self._open = self._open, {}
-        for topics in open_calls.values():
-            for topic in topics:
-                if not topic.future.done():
-                    exc = closed_here(topic, unsent=unsent is not None and topic in unsent.topics)
+        for pending in open_calls.values():
+            for topic, future in pending.values():
+                if not future.done():
+                    exc = closed_here(topic, unsent=unsent is not None and topic.ref in unsent.topics)
                     with contextlib.suppress(InvalidStateError):  # settled meanwhile, by another thread
-                        topic.future.set_exception(exc)
+                        future.set_exception(exc)
         self._wake_assisting()
 
     def _wake(self) -> None:
@@ -541,7 +547,7 @@ class Scheduler:
         except Exception:
             log.exception("serving librdkafka's callbacks failed")
 
-    def _step(self, arrived: list[tuple[Request, Answer]]) -> Outbox | None:
+    def _step(self, arrived: list[tuple[Send, Answer]]) -> Outbox | None:
         """The driver's one call of ``Engine.step``, under the engine's lock, with what arrived and the sends cut
         short since the last step. Once closed, the engine closes here (the last turn). Cut short itself (a signal
         handler that raises, on the main thread), the engine's state is no longer known: the client closes here."""
@@ -553,7 +559,7 @@ class Scheduler:
             now = self._clock()
             try:
                 for cut in self._turns.take_cuts():
-                    self._engine.on_send_cut_short(cut.request, handed=True, now=now)
+                    self._engine.on_send_cut_short(cut.request.request_id, handed=True, now=now)
                 if found is not None:
                     self._engine.on_error(found, now)
                 _deliver(self._engine, arrived, now)
@@ -590,19 +596,15 @@ class Scheduler:
         self._send_probe()
 
     def settle(self, settlements: list[Settle]) -> None:
-        for settle in settlements:
-            future: TopicFuture = settle.topic.future
-            if future.done():  # withdrawn, or settled by a close() here
+        with self._cv:
+            futures = [self._forget(settle.ref) for settle in settlements]
+        for settle, future in zip(settlements, futures, strict=True):
+            if future is None or future.done():  # withdrawn, or settled by a close() here
                 continue
-            if settle.error is None:
+            if settle.outcome is None:
                 future.set_result(None)
             else:
-                future.set_exception(settle.error)
-        with self._cv:
-            for settle in settlements:
-                topic = settle.topic
-                if topic.call.unsettled == 0:
-                    self._open.pop(topic.call.id, None)
+                future.set_exception(settle.outcome)
         self._wake_assisting()  # callers waiting in assist() for futures this turn settled
 
     def send(self, sending: Sending) -> None:
@@ -616,13 +618,22 @@ class Scheduler:
             raise
         except Exception as exc:  # confluent-kafka refused the call itself: final for every topic, with its reason
             with self._cv:
-                self._engine.on_send_refused(request, exc, self._clock())
+                self._engine.on_send_refused(request.request_id, exc, self._clock())
                 self._wake()
             return
         if not handed:  # closed before confluent-kafka's call began: not sent
             with self._cv:
-                self._engine.on_send_cut_short(request, handed=False, now=self._clock())
+                self._engine.on_send_cut_short(request.request_id, handed=False, now=self._clock())
                 self._dirty = True  # the engine's next step has news (the scheduler's thread is not woken for it)
+
+    def _forget(self, ref: TopicRef) -> TopicFuture | None:
+        """The topic's future, no longer pending here (settled, or withdrawn); under the engine's lock."""
+        pending = self._open.get(ref.call_id)
+        if pending is None or (taken := pending.pop(ref.name, None)) is None:
+            return None
+        if not pending:
+            del self._open[ref.call_id]
+        return taken[1]
 
     def _is_closed(self) -> bool:
         return self._closed
@@ -655,7 +666,7 @@ class Scheduler:
             self._engine.on_drained(drained, self._clock())
             self._wake()
 
-    def _on_answer(self, request: Request, answer: Answer) -> None:
+    def _on_answer(self, request: Send, answer: Answer) -> None:
         # Runs on librdkafka's background thread: a brief lock to hand the results over and wake, never a wait.
         # A caller's thread waiting for its futures takes the turn itself (assist): one thread hand-off fewer.
         with self._cv:
@@ -782,9 +793,9 @@ def _poll_interval(engine: Engine) -> float:
     return _IDLE_POLL_S
 
 
-def _deliver(engine: Engine, arrived: list[tuple[Request, Answer]], now: float) -> None:
+def _deliver(engine: Engine, arrived: list[tuple[Send, Answer]], now: float) -> None:
     for request, answer in arrived:
         if isinstance(answer, BaseException):  # the request failed as a whole: the same for every topic
-            engine.on_results(request, dict.fromkeys(request.names, answer), now)
+            engine.on_results(request.request_id, dict.fromkeys(request.names, answer), now)
         else:
-            engine.on_results(request, answer, now)
+            engine.on_results(request.request_id, answer, now)

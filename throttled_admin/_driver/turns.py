@@ -43,7 +43,6 @@ from throttled_admin._engine import (
     Reached,
     ReadMetadata,
     ReadViews,
-    Request,
     Send,
     Settle,
     WakeAt,
@@ -61,7 +60,7 @@ class Sending:
     """A send under way (``request`` None: the sentinel). ``begin()`` is called just before confluent-kafka's call;
     the transport clears ``began`` again when it knows the call did not run."""
 
-    request: Request | None
+    request: Send | None
     began: bool = False
     closed: Callable[[], bool] = _never
 
@@ -78,7 +77,7 @@ class Sending:
 class Cut:
     """A send cut short after its call may have begun: the engine is told before the next step."""
 
-    request: Request
+    request: Send
 
 
 class Actions(Protocol):
@@ -212,15 +211,15 @@ class Turns:
         cuts, self._cuts = self._cuts, []
         return cuts
 
-    def unsent(self) -> Request | None:
+    def unsent(self) -> Send | None:
         """The request a turn (this one, cut short) was about to send and certainly did not hand over yet."""
         for carry in self._leftover:
             sending = carry.sending
             for action in carry.actions[carry.done :]:
                 if isinstance(action, Send) and not (
-                    sending is not None and sending.request is action.request and sending.began
+                    sending is not None and sending.request is action and sending.began
                 ):
-                    return action.request
+                    return action
         return None
 
     def finish_leftover(self, actions: Actions) -> None:
@@ -242,12 +241,12 @@ class Turns:
         while carry.done < len(carry.actions):
             action = carry.actions[carry.done]
             if isinstance(action, Send):
-                self._send(carry, action.request, actions)
+                self._send(carry, action, actions)
             else:
                 _do(actions, action)
             carry.done += 1
 
-    def _send(self, carry: _Carry, request: Request, actions: Actions) -> None:
+    def _send(self, carry: _Carry, request: Send, actions: Actions) -> None:
         sending = carry.sending
         if sending is None or sending.request is not request:
             sending = carry.sending = Sending(request)

@@ -36,7 +36,6 @@ from throttled_admin._engine.machine import (
     CONTACT_PROBE_TIMEOUT_S,
     FIRST_CONTACT_TIMEOUT_S,
     Engine,
-    Request,
     closed_here,
 )
 from throttled_admin._engine.metric_events import MetricEvent, MetricsSink, RecordingSink
@@ -52,6 +51,7 @@ from throttled_admin._engine.work import (
     Operation,
     RequestKind,
     Topic,
+    TopicRef,
 )
 
 __all__ = [
@@ -83,12 +83,12 @@ __all__ = [
     "ReadMetadata",
     "ReadViews",
     "RecordingSink",
-    "Request",
     "RequestKind",
     "RetryBackoff",
     "Send",
     "Settle",
     "Topic",
+    "TopicRef",
     "TopicView",
     "WakeAt",
     "broker_address",

@@ -6,9 +6,9 @@
    the metrics after its results finds its call);
 2. ``Reached``: a request got through to a broker (the driver's handshake-drop diagnosis resets);
 3. ``ReadViews``: read every broker's Metadata for these topics (wait_for_metadata; answered by ``on_views``);
-4. ``Send``: hand this request to librdkafka (answered by ``on_results``);
+4. ``Send``: hand this request to librdkafka (answered by ``on_results``): plain values, ids and the items;
 5. ``Drain``: send the sentinel behind an abandoned request (``connection``; answered by ``on_drained``);
-6. ``Settle``: resolve a topic's future, with None or its error;
+6. ``Settle``: resolve the future of a call's topic, with None or its error (the driver holds the futures);
 7. ``ReadMetadata``: read the cluster's metadata (partition counts, ``num.partitions``; answered by ``on_metadata``);
 8. ``Probe``: ask the cluster something light (has any broker answered this client? answered by ``on_probe``);
 9. ``WakeAt``: step again at this time if nothing happens first (last; absent once closed: never).
@@ -24,13 +24,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import Any, TypeVar
 
 from throttled_admin._engine.metric_events import MetricEvent
-
-if TYPE_CHECKING:
-    from throttled_admin._engine.request import Request
-    from throttled_admin._engine.work import Topic
+from throttled_admin._engine.work import RequestKind, TopicRef
 
 __all__ = [
     "Action",
@@ -69,9 +66,20 @@ class ReadViews:
 
 @dataclass(frozen=True, slots=True)
 class Send:
-    """Hand this mutation request to librdkafka; its results go to ``Engine.on_results``."""
+    """Hand this mutation request to librdkafka: confluent-kafka's method for ``kind``, the items (in the order of
+    ``topics``) and the two timeouts; its results, by topic name, go to ``Engine.on_results(request_id, ...)``."""
 
-    request: Request
+    request_id: int  # numbered by the engine, from 1
+    kind: RequestKind
+    topics: tuple[TopicRef, ...]
+    items: tuple[Any, ...]
+    mutations: int  # KIP-599 mutations, as far as the topics' costs are known
+    request_timeout_s: float  # librdkafka's own timeout for the request
+    operation_timeout_s: float  # the controller's deadline (the request's timeout_ms)
+
+    @property
+    def names(self) -> list[str]:
+        return [topic.name for topic in self.topics]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,10 +91,15 @@ class Drain:
 
 @dataclass(frozen=True, slots=True)
 class Settle:
-    """Resolve the topic's future: with None (it succeeded) or with ``error``."""
+    """Resolve the future of the topic named ``topic`` in call ``call_id``: with None (it succeeded) or the error."""
 
-    topic: Topic
-    error: BaseException | None
+    call_id: int
+    topic: str
+    outcome: BaseException | None
+
+    @property
+    def ref(self) -> TopicRef:
+        return TopicRef(self.call_id, self.topic)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,15 +158,15 @@ class Outbox:
         return [action.event for action in self.of_kind(Emit)]
 
     @property
-    def settle(self) -> list[tuple[Topic, BaseException | None]]:
+    def settle(self) -> list[tuple[TopicRef, BaseException | None]]:
         """Each topic settled, with None or its error."""
-        return [(action.topic, action.error) for action in self.of_kind(Settle)]
+        return [(action.ref, action.outcome) for action in self.of_kind(Settle)]
 
     @property
-    def send(self) -> Request | None:
+    def send(self) -> Send | None:
         for action in self.actions:
             if isinstance(action, Send):
-                return action.request
+                return action
         return None
 
     @property

@@ -118,7 +118,6 @@ __all__ = [
     "MAX_TOPICS_PER_REQUEST",
     "Engine",
     "Outbox",
-    "Request",
     "closed_here",
 ]
 
@@ -220,8 +219,9 @@ class Engine:
         return None if self._pacer is None else self._pacer.rate
 
     @property
-    def in_flight(self) -> Request | None:
-        return self._request
+    def in_flight(self) -> int | None:
+        """The id of the request in flight (its ``Send``'s ``request_id``), if one is."""
+        return None if self._request is None else self._request.id
 
     @property
     def closed(self) -> bool:
@@ -319,9 +319,10 @@ class Engine:
     def auth_failing(self) -> bool:
         return self._auth_error is not None
 
-    def on_results(self, request: Request, results: dict[str, BaseException | None], now: float) -> None:
+    def on_results(self, request_id: int, results: dict[str, BaseException | None], now: float) -> None:
         """Results of topics of the request in flight, as librdkafka completed them."""
-        if request is not self._request:
+        request = self._request
+        if request is None or request.id != request_id:
             return
         if request.first_result_at is None:
             request.first_result_at = now
@@ -329,9 +330,10 @@ class Engine:
             request.answered_at = now
         request.results.update(results)
 
-    def on_send_refused(self, request: Request, exc: BaseException, now: float) -> None:
+    def on_send_refused(self, request_id: int, exc: BaseException, now: float) -> None:
         """confluent-kafka refused the call itself: final for every topic, with its reason; nothing was sent."""
-        if request is not self._request:
+        request = self._request
+        if request is None or request.id != request_id:
             return
         self._request = None
         self._record_response_throttle(request, answered=False)
@@ -339,12 +341,13 @@ class Engine:
             if topic.state is TopicState.IN_FLIGHT:
                 self._end(topic, Ending.SEND_REFUSED, now, exc=exc)
 
-    def on_send_cut_short(self, request: Request, *, handed: bool, now: float) -> None:
+    def on_send_cut_short(self, request_id: int, *, handed: bool, now: float) -> None:
         """The driver's send of ``request`` was cut short (Ctrl-C, a signal handler, close() from inside the turn):
         ``handed`` False, confluent-kafka's call certainly did not run (the topics go back to the queue, this
         attempt uncounted); True, it may have, and the request counts as handed over with its answer lost (its
         topics' outcome unknown, the slot held until the connection is known to be free: rule b)."""
-        if request is not self._request:
+        request = self._request
+        if request is None or request.id != request_id:
             return
         if handed:
             self._complete(request, now)  # no result: every topic's is missing, and the connection may be busy
@@ -571,7 +574,7 @@ class Engine:
             error = error_of(exc)
             call.error_type = error.name() if error is not None else type(exc).__name__
         call.unsettled -= 1
-        self._out.append(Settle(topic, exc))
+        self._out.append(Settle(call.id, topic.name, exc))
         self._account(call, now)
 
     def _release(self, topic: Topic) -> None:
@@ -1028,7 +1031,10 @@ class Engine:
         request = Request(kind, chosen, mutations, now, expires_at, request_timeout_s, operation_timeout_s, request_id)
         self._request = request
         self._gate.sent(request_id, now)
-        self._out.append(Send(request))
+        refs = tuple(topic.ref for topic in chosen)
+        items = tuple(topic.item for topic in chosen)
+        timeouts = request_timeout_s, operation_timeout_s
+        self._out.append(Send(request_id, kind, refs, items, mutations, *timeouts))
         operation, count = kind.operation.name, len(chosen)
         self._metric(RequestSent(operation, count, mutations))
         return self._request_wake_at(request)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from throttled_admin._engine.classify import Outcome
 from throttled_admin._engine.lifecycle import MOVES, NO_PAST, Attempt, Past, TopicState
@@ -25,6 +25,7 @@ __all__ = [
     "Operation",
     "RequestKind",
     "Topic",
+    "TopicRef",
     "TopicState",
 ]
 
@@ -218,6 +219,13 @@ class Call:
 _UNKNOWN = Outcome.UNKNOWN
 
 
+class TopicRef(NamedTuple):
+    """A topic of a call, as the engine names it to the driver: the call's id and the topic's name."""
+
+    call_id: int
+    name: str
+
+
 @dataclass(eq=False, slots=True)  # one per topic of a call: 100,000 in a bulk call
 class Topic:
     """One topic of a call: what is sent, where it is in its lifecycle (``lifecycle``), and its attempts so far."""
@@ -225,7 +233,6 @@ class Topic:
     name: str
     item: Any  # the snapshot sent to confluent-kafka: NewTopic, NewPartitions or the name
     call: Call
-    future: Any  # the driver's handle (a TopicFuture): the engine only hands it back in settlements
     cost: int | None  # KIP-599 mutations; None until known
     records: int = 1  # KRaft metadata records, at most
     state: TopicState = TopicState.NEW  # changed by ``Call.move`` only
@@ -235,6 +242,10 @@ class Topic:
     guessed: bool = False  # a create of -1 partitions costed before the cluster's default was known
     cancelled: bool = False  # its caller cancelled it: never sent again (its attempt in flight is its last)
     ids_before: frozenset[uuid.UUID] | None = None  # the ids every broker showed of the name before the first send
+
+    @property
+    def ref(self) -> TopicRef:
+        return TopicRef(self.call.id, self.name)
 
     @property
     def attempts(self) -> int:
