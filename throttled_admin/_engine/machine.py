@@ -46,10 +46,8 @@ from __future__ import annotations
 
 import itertools
 import math
-import random
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from confluent_kafka import KafkaError, KafkaException
 
@@ -65,6 +63,14 @@ from throttled_admin._engine.actions import (
     Send,
     Settle,
     WakeAt,
+)
+from throttled_admin._engine.after_answer import (
+    AfterAnswer,
+    Decision,
+    Finish,
+    Requeue,
+    Response,
+    not_controller,
 )
 from throttled_admin._engine.batch_cap import BatchCap
 from throttled_admin._engine.classify import (
@@ -107,7 +113,6 @@ from throttled_admin._errors import (
     NotSentReason,
     NotYetVisibleError,
     OutcomeUnknownReason,
-    ThrottlingQuotaExceededException,
     closed_error,
     not_visible_error,
 )
@@ -126,7 +131,6 @@ COALESCE_RATIO = 2.0  # rule c: the longest time budget in a request is at most 
 _LIBRDKAFKA_MAX_TIMEOUT_S = 3600.0  # request_timeout / operation_timeout range of librdkafka
 _MIN_MARGIN_S = 0.05  # the least time kept between the controller's deadline and the call's
 _MIN_OPERATION_TIMEOUT_S = 0.001
-_MIN_QUOTA_BACKOFF_S = 0.005
 # A request librdkafka never completes frees the slot this long after its timeout (librdkafka scans timeouts
 # once a second).
 ABANDON_GRACE_S = 2.0
@@ -191,8 +195,7 @@ class Engine:
         connection (``connection``). ``config``: the engine's limits and its back-off's seed (``config``)."""
         self._config = config
         self._pacer = pacer
-        self._backoff = backoff
-        self._random = random.Random(config.seed)  # the back-off's jitter
+        self._after = AfterAnswer(backoff, config.seed)  # what becomes of an answered topic, and its back-off
         self._call_ids, self._request_ids = itertools.count(1), itertools.count(1)
         self._gate = ThrottleTracker()  # KIP-219: the broker's throttle, and how long work waited for it
         self._cap = BatchCap(config.max_records_per_request)
@@ -688,7 +691,7 @@ class Engine:
         throttle_s = self._record_response_throttle(request, answered)
         operation = request.kind.operation.name
         outcomes = {name: classify(exc, operation=operation, throttled=throttle_s > 0) for name, exc in results.items()}
-        response = _Response(results, outcomes, throttle_s, split=self._learn_batch_cap(request, outcomes))
+        response = Response(results, outcomes, throttle_s, split=self._learn_batch_cap(request, outcomes))
         charged = 0
         if answered:
             response.throttle_s, charged = self._redpanda_refusals(request, response, now)
@@ -728,7 +731,7 @@ class Engine:
             self._cap.refused(sum(topic.records for topic in request.topics))
         return split
 
-    def _settle_answered(self, request: Request, response: _Response, now: float) -> bool:
+    def _settle_answered(self, request: Request, response: Response, now: float) -> bool:
         """Carry out each topic's verdict (a topic no longer in flight was settled already: its deadline passed,
         or authentication failed). True when any topic is queued again (a retry)."""
         retried = False
@@ -746,8 +749,27 @@ class Engine:
                 cannot_connect=self._contact.failure is not None,
                 outcome_unknown=topic.outcome_unknown,
             )
-            retried |= self._CARRY_OUT[decided](self, topic, response.results[topic.name], outcome, response, now)
+            if decided is Verdict.THROTTLED:
+                self._metric(QuotaViolations(topic.call.kind.operation.name, 1))
+            elif decided is Verdict.RETRY and not_controller(response.results[topic.name]):
+                self._metadata.refresh = True
+            retried |= self._carry_out(topic, self._after.decide(topic, decided, response, self._round_trip, now), now)
         return retried
+
+    def _carry_out(self, topic: Topic, decision: Decision, now: float) -> bool:
+        """Do what ``after_answer`` decided for an answered topic; True when it was queued again (a retry)."""
+        if isinstance(decision, Requeue):
+            if decision.not_before is not None:
+                topic.not_before = decision.not_before
+            topic.call.move(topic, TopicState.QUEUED)
+            return True
+        if isinstance(decision, Finish):
+            self._end(topic, decision.ending, now, exc=decision.exc, why=decision.why)
+            return False
+        if decision.read_back and self._metadata.default_partitions is None:
+            self._metadata.read_back(topic.name)  # a create made with a guessed partition count (``MetadataReads``)
+        self._applied(topic, now)
+        return False
 
     def _learn_from_answer(
         self, request: Request, results: dict[str, BaseException | None], admitted: int, throttle_s: float, now: float
@@ -772,7 +794,7 @@ class Engine:
             self._metric(ResponseThrottle(None, 0.0))  # librdkafka sends no event for an unthrottled response
         return max((throttle_s for _, throttle_s in request.events), default=0.0)
 
-    def _redpanda_refusals(self, request: Request, response: _Response, now: float) -> tuple[float, int]:
+    def _redpanda_refusals(self, request: Request, response: Response, now: float) -> tuple[float, int]:
         """Redpanda charges the topics it refuses: the wait is longer than its throttle (``redpanda``). Returns the
         throttle to wait out, and what the refused topics were charged."""
         results, outcomes, throttle_s = response.results, response.outcomes, response.throttle_s
@@ -798,99 +820,6 @@ class Engine:
             self._pacer.sample(estimate)
             self._own_pacer = True
         return throttle_s, sum(refused)
-
-    def _on_applied(
-        self, topic: Topic, exc: BaseException | None, outcome: Outcome, response: _Response, now: float
-    ) -> bool:
-        """``Verdict.APPLIED``; a create made with a guessed partition count is read back (``MetadataReads``)."""
-        if topic.guessed and self._metadata.default_partitions is None and not topic.call.kind.validate_only:
-            self._metadata.read_back(topic.name)
-        self._applied(topic, now)
-        return False
-
-    def _on_throttled(
-        self, topic: Topic, exc: BaseException | None, outcome: Outcome, response: _Response, now: float
-    ) -> bool:
-        """``Verdict.THROTTLED``: queued again behind the throttle (or after a back-off when the response carried
-        none), or settled with it when its call does not retry or its caller cancelled it."""
-        throttle_s, delays, message = response.throttle_s, response.quota_delays, _message(exc)
-        call = topic.call
-        operation = call.kind.operation.name
-        self._metric(QuotaViolations(operation, 1))
-        if not call.spec.retry_on_quota_violation or topic.cancelled:  # after an unanswered attempt: outcome unknown
-            refused = ThrottlingQuotaExceededException(topic.history[-1].throttle_ms, topic.name, message, sent=True)
-            self._end(topic, Ending.ANSWERED, now, exc=refused)
-            return False
-        if throttle_s <= 0:
-            # Error 89 with no throttle to wait (the bucket was a fraction of a token short): exponential back-off
-            # with jitter per call, starting at about one round trip and reset whenever the call makes progress.
-            if call.id not in delays:
-                initial_ms = max(_MIN_QUOTA_BACKOFF_S, self._round_trip.expected_s(1, now, min_samples=1)) * 1000
-                delays[call.id] = self._backoff.delay_s(call.quota_backoffs, self._random, initial_ms)
-                call.quota_backoffs += 1
-            topic.not_before = now + delays[call.id]
-        call.move(topic, TopicState.QUEUED)
-        return True
-
-    def _on_too_large(
-        self, topic: Topic, exc: BaseException | None, outcome: Outcome, response: _Response, now: float
-    ) -> bool:
-        """``Verdict.RESEND_SMALLER``: queued again, for a request within the batch cap just learned (its history
-        keeps the broker's word, should time run out before a smaller request goes)."""
-        topic.call.move(topic, TopicState.QUEUED)
-        return True
-
-    def _on_cannot_connect(
-        self, topic: Topic, exc: BaseException | None, outcome: Outcome, response: _Response, now: float
-    ) -> bool:
-        """``Verdict.CANNOT_CONNECT``: no broker was ever reached; say so now, not at the deadline."""
-        self._end(topic, Ending.CANNOT_CONNECT, now)
-        return False
-
-    def _on_final(
-        self, topic: Topic, exc: BaseException | None, outcome: Outcome, response: _Response, now: float
-    ) -> bool:
-        """``Verdict.FINAL``: the broker's last word (outcome unknown after an earlier unanswered attempt)."""
-        self._end(topic, Ending.ANSWERED, now, exc=exc)
-        return False
-
-    def _on_transient(
-        self, topic: Topic, exc: BaseException | None, outcome: Outcome, response: _Response, now: float
-    ) -> bool:
-        """``Verdict.RETRY``: re-queue a topic the broker did not apply (or whose answer was lost) after one
-        back-off per call and response, so the topics of one refused request go out together again, as Java
-        re-sends a failed call."""
-        delays = response.delays
-        call = topic.call
-        error = error_of(exc)
-        if error is not None and error.code() == KafkaError.NOT_CONTROLLER:
-            self._metadata.refresh = True
-        if call.id not in delays:
-            delays[call.id] = self._backoff.delay_s(call.transient_retries, self._random)
-            call.transient_retries += 1
-        delay_s = delays[call.id]
-        if topic.cancelled or call.remaining_s(now) <= delay_s + self._round_trip.expected_s(1, now, min_samples=1):
-            # no time left (or never again): what this attempt and the earlier ones leave true
-            if outcome is Outcome.UNKNOWN:
-                self._end(topic, Ending.ANSWER_LOST, now, why=_reason(exc))
-            elif outcome is Outcome.NOT_SENT:
-                self._end(topic, Ending.CANCELLED if topic.cancelled else Ending.DEADLINE, now)
-            else:
-                self._end(topic, Ending.ANSWERED, now, exc=exc)  # the broker's refusal
-            return False
-        topic.not_before = now + delay_s
-        call.move(topic, TopicState.QUEUED)
-        return True
-
-    # How ``_settle_answered`` carries out each verdict: the handler returns whether the topic was queued again.
-    _CARRY_OUT: ClassVar[dict[Verdict, _OnVerdict]] = {
-        Verdict.APPLIED: _on_applied,
-        Verdict.THROTTLED: _on_throttled,
-        Verdict.RESEND_SMALLER: _on_too_large,
-        Verdict.CANNOT_CONNECT: _on_cannot_connect,
-        Verdict.RETRY: _on_transient,
-        Verdict.FINAL: _on_final,
-    }
 
     # -- the next request -------------------------------------------------------------------------
 
@@ -1121,25 +1050,6 @@ class Engine:
         return request_timeout_s, operation_timeout_s
 
 
-@dataclass(slots=True)
-class _Response:
-    """What the engine knows of an answered request while it carries out its topics' verdicts."""
-
-    results: dict[str, BaseException | None]  # every topic's result (``_MISSING`` where none came)
-    outcomes: dict[str, Outcome]  # what each result means (``classify``)
-    throttle_s: float  # the throttle to wait out (Redpanda's charge included)
-    split: bool  # refused whole for the batch cap: sent again in smaller requests
-    # call id -> the back-off its topics wait after this response, drawn once per call (with its jitter), so topics
-    # refused together are sent together again: after error 89 without a throttle, and after a transient failure
-    quota_delays: dict[int, float] = field(default_factory=dict)
-    delays: dict[int, float] = field(default_factory=dict)
-
-
-# How ``Engine._settle_answered`` carries out a verdict: (the engine, the topic, its result, its outcome, the
-# response, now) -> whether the topic was queued again (a retry).
-_OnVerdict = Callable[[Engine, Topic, "BaseException | None", Outcome, _Response, float], bool]
-
-
 def _throttle_event(node_id: int, throttle_s: float, *, mutation: bool = False) -> ResponseThrottle:
     return ResponseThrottle(node_id, throttle_s * 1000, mutation)
 
@@ -1205,16 +1115,3 @@ def _redpanda_refused(exc: BaseException | None, outcome: Outcome) -> bool:
     if error is None or outcome is not Outcome.THROTTLED:
         return False
     return error.code() == KafkaError.UNKNOWN or error.str() == REDPANDA_QUOTA_MESSAGE
-
-
-def _message(exc: BaseException | None) -> str | None:
-    """The broker's own message for an error 89 or its Redpanda form, if it gave one."""
-    error = error_of(exc)
-    if error is None or error.str() in (KafkaError(error.code()).str(), KafkaError(KafkaError.UNKNOWN).str()):
-        return None
-    return error.str()
-
-
-def _reason(exc: BaseException | None) -> str:
-    error = error_of(exc)
-    return error.str() if error is not None else "no response"
