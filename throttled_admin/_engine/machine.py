@@ -47,7 +47,6 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, KafkaException
 
@@ -105,7 +104,8 @@ from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.round_trip import MIN_SAMPLES, RoundTrip
 from throttled_admin._engine.throttle import ThrottleTracker, failed_node
 from throttled_admin._engine.verdict import Verdict, verdict
-from throttled_admin._engine.visibility import READ_BEFORE_DEADLINE_S, BrokerViews, Visibility, ids_shown, lagging
+from throttled_admin._engine.view_reads import ViewReads
+from throttled_admin._engine.visibility import BrokerViews
 from throttled_admin._engine.work import CREATE_TOPICS, Call, NameHolds, RequestKind, Topic
 from throttled_admin._errors import (
     CLOSED_MESSAGE,
@@ -172,14 +172,6 @@ _SPEAKS_FOR_QUOTA = frozenset((Outcome.SUCCESS, Outcome.THROTTLED))  # charged, 
 _DEFAULT_CONFIG = EngineConfig()
 
 
-@dataclass(eq=False)
-class _IdsBefore:
-    """wait_for_metadata creates not sent until every broker's ids of the name are read (``visibility``)."""
-
-    unread: dict[Topic, None] = field(default_factory=dict)  # in order
-    asked: list[Topic] = field(default_factory=list)  # those of them the read out asks about
-
-
 class Engine:
     """Not thread-safe: the driver serializes every call (under its lock)."""
 
@@ -201,8 +193,7 @@ class Engine:
         self._cap = BatchCap(config.max_records_per_request)
         self._own_pacer = False  # the pacer is the engine's own (Redpanda's answers), not the caller's
         self._redpanda = RedpandaHold()
-        self._visibility = Visibility()
-        self._ids_before = _IdsBefore()  # wait_for_metadata creates: the ids of their names before the send
+        self._views = ViewReads()  # wait_for_metadata: every broker's Metadata, and the ids before a create
         self._round_trip = RoundTrip()
         self._connection = Connection(socket_timeout_s)  # rule b: the slot follows the connection
         self._final_at = -math.inf  # see ``final_at``
@@ -260,7 +251,7 @@ class Engine:
             raise RuntimeError(CLOSED_MESSAGE)
         if call.spec.wait_for_metadata and not call.kind.validate_only and call.kind.operation is CREATE_TOPICS:
             # incarnations: the ids before the send (``visibility``)
-            self._ids_before.unread.update(dict.fromkeys(topics))
+            self._views.want_ids(topics)
         default = self._metadata.default_partitions
         for topic in topics:
             if topic.cost is None and default is not None and call.kind.operation is CREATE_TOPICS:
@@ -406,24 +397,8 @@ class Engine:
 
     def on_views(self, views: BrokerViews, now: float) -> None:
         """Every broker's Metadata for the topics asked about (a ``ReadViews`` action); see ``visibility``."""
-        asked, deferred, unasked = self._visibility.asked, self._visibility.deferred, False
-        for topic in self._ids_before.asked:  # the ids before a create is sent, from every broker that could be read
-            if topic in self._ids_before.unread:  # still queued (not withdrawn, not settled)
-                del self._ids_before.unread[topic]
-                topic.ids_before = ids_shown(topic.name, views)
-        self._ids_before.asked = []
-        for call in list(self._calls.values()):
-            operation = call.kind.operation.name
-            for topic in list(call.awaiting.values()):
-                if topic.name not in asked:
-                    # applied while the read was out: no broker was asked about it (a call still sending, left out
-                    # of the read on purpose, waits for its own interval instead)
-                    unasked |= topic.name not in deferred
-                    continue
-                topic.lagging = lagging(operation, topic.name, topic.item, views, topic.ids_before)
-                if topic.lagging == ():
-                    self._finish(topic, None, now)
-        self._visibility.answered(now, any(call.awaiting for call in self._calls.values()), unasked)
+        for topic in self._views.answered(list(self._calls.values()), views, now):
+            self._finish(topic, None, now)
 
     def close(self, now: float) -> None:
         """Fail everything pending: queued topics were not sent; in-flight ones may have been applied."""
@@ -453,7 +428,10 @@ class Engine:
             else:
                 wake_at = min(wake_at, self._request_wake_at(self._request))
             # after the sending, which may settle queued topics: nothing is read about a topic settled in this step
-            self._out.append(WakeAt(min(wake_at, self._ask_views(now))))
+            read, read_at = self._views.plan(self._calls.values(), now)
+            if read is not None:
+                self._out.append(ReadViews(read))
+            self._out.append(WakeAt(min(wake_at, read_at)))
         out, self._out = Outbox.of(self._out), []
         return out
 
@@ -505,66 +483,12 @@ class Engine:
     def _metric(self, event: MetricEvent) -> None:
         self._out.append(Emit(event))
 
-    def _ask_views(self, now: float) -> float:
-        """wait_for_metadata: ask for every broker's Metadata when a read is due; returns when the next is. The
-        topics of a call still sending are read at most every READ_WHILE_SENDING_S (``visibility``)."""
-        calls, names, deferred, deferred_until = self._awaiting_views(now)
-        first = self._ids_to_read(now)
-        if not names and not first:
-            if deferred_until == math.inf and not self._visibility.reading:
-                self._visibility.idle()
-            return deferred_until
-        if self._visibility.due(now):
-            names.extend(topic.name for topic in first)
-            self._visibility.read(now, names, deferred)
-            self._out.append(ReadViews(tuple(names)))
-            self._ids_before.asked = first
-            for call in calls:
-                call.views_read_at = now
-        wake_at = self._visibility.wake_at()
-        return min(deferred_until, math.inf if wake_at is None else wake_at)
-
-    def _awaiting_views(self, now: float) -> tuple[list[Call], list[str], list[str], float]:
-        """The calls whose applied topics may be read now, those topics' names, the names left for later (a call
-        still sending, read recently), and when those may be read next."""
-        calls: list[Call] = []
-        names: list[str] = []
-        deferred: list[str] = []
-        deferred_until = math.inf  # when a call still sending may be read next
-        interval_s = self._visibility.sending_interval_s()
-        # Near the deadline every call is read freely; how near grows with what reads take (an answer must come
-        # back before the deadline).
-        margin_s = READ_BEFORE_DEADLINE_S + 2 * self._visibility.last_read_s
-        for call in self._calls.values():
-            if not call.awaiting:
-                continue
-            if call.queued or call.in_flight:
-                last = call.views_read_at
-                ready_at = now if last is None else min(last + interval_s, call.spec.deadline - margin_s)
-                if now < ready_at:
-                    deferred_until = min(deferred_until, ready_at)
-                    deferred.extend(call.awaiting)
-                    continue
-            calls.append(call)
-            names.extend(call.awaiting)
-        return calls, names, deferred, deferred_until
-
-    def _ids_to_read(self, now: float) -> list[Topic]:
-        """wait_for_metadata creates whose ids before the send are to be read (those holding their names, rule a),
-        unless a read is out already."""
-        if not self._ids_before.unread or self._visibility.reading:
-            return []
-        first = [topic for topic in self._ids_before.unread if self._holds(topic)]
-        if first:
-            self._visibility.soon(now)
-        return first
-
     def _applied(self, topic: Topic, now: float) -> None:
         """The broker applied the topic: resolved now, or once every broker shows it (wait_for_metadata)."""
         call = topic.call
         if call.spec.wait_for_metadata and not call.kind.validate_only:
             call.move(topic, TopicState.AWAITING_VISIBILITY)
-            self._visibility.awaiting(now)
+            self._views.applied(now)
         else:
             self._finish(topic, None, now)
 
@@ -582,15 +506,10 @@ class Engine:
 
     def _release(self, topic: Topic) -> None:
         """The topic is settled or withdrawn: the next call waiting for its name may send it."""
-        if self._ids_before.unread:
-            self._ids_before.unread.pop(topic, None)
+        self._views.forget(topic)
         holder = self._names.release(topic)
         if holder is not None:  # the earliest pending call naming it may send it now
             holder.call.move(holder, TopicState.QUEUED)
-
-    def _holds(self, topic: Topic) -> bool:
-        """True when no earlier pending call holds the topic's name (rule a)."""
-        return topic.state is not _HELD
 
     def _account(self, call: Call, now: float) -> None:
         if call.unsettled > 0 or self._calls.pop(call.id, None) is None:
@@ -667,9 +586,9 @@ class Engine:
         """Why a topic that was never sent (or whose attempts were never built) was not sent by its deadline."""
         if not self._contact.reached:
             return "no broker had answered this client", NotSentReason.NO_BROKER_ANSWERED
-        if not self._holds(topic):
+        if topic.state is _HELD:
             return "an earlier call still held the topic's name", NotSentReason.NAME_HELD
-        if topic in self._ids_before.unread:
+        if self._views.reads_ids(topic):
             why = "the brokers' topic ids of the name (to tell the new topic from an earlier one) were still being read"
             return why, NotSentReason.READING_IDS
         if self._connection.busy:
@@ -923,7 +842,7 @@ class Engine:
 
     def _sendable(self, topic: Topic) -> bool:
         """It holds its name (rule a), and, a wait_for_metadata create, the ids before its send are known."""
-        return self._holds(topic) and (not self._ids_before.unread or topic not in self._ids_before.unread)
+        return topic.state is not _HELD and not self._views.reads_ids(topic)
 
     def _next_eligible(self, now: float) -> float:
         """When the next queued topic becomes sendable (one waiting for a name's holder is woken by its settling,

@@ -1,0 +1,125 @@
+"""``wait_for_metadata``'s reads, as decisions: which names to ask every broker about and when (``visibility``),
+the ids of a create's name before its first send (incarnations), and which applied topics a read showed everywhere.
+
+``ViewReads`` takes the engine's calls and topics and returns what to read (``plan``) and what is visible
+(``answered``); the engine emits the ``ReadViews`` action and settles the topics.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from throttled_admin._engine.lifecycle import TopicState
+from throttled_admin._engine.visibility import READ_BEFORE_DEADLINE_S, BrokerViews, Visibility, ids_shown, lagging
+from throttled_admin._engine.work import Call, Topic
+
+__all__ = ["ViewReads"]
+
+
+class ViewReads:
+    """When to read the brokers' views, and of what. Not thread-safe: the engine's own state."""
+
+    def __init__(self) -> None:
+        self._when = Visibility()
+        self._unread: dict[Topic, None] = {}  # creates whose name's ids before the send are not read yet, in order
+        self._asked: list[Topic] = []  # those of them the read out asks about
+
+    def want_ids(self, topics: Iterable[Topic]) -> None:
+        """wait_for_metadata creates: not sent until every broker's ids of the name are read."""
+        self._unread.update(dict.fromkeys(topics))
+
+    def reads_ids(self, topic: Topic) -> bool:
+        """The topic waits for the ids of its name before its send."""
+        return bool(self._unread) and topic in self._unread
+
+    def forget(self, topic: Topic) -> None:
+        """The topic is settled or withdrawn: its ids are no longer wanted."""
+        if self._unread:
+            self._unread.pop(topic, None)
+
+    def applied(self, now: float) -> None:
+        """A topic was applied and now waits for every broker to show it."""
+        self._when.awaiting(now)
+
+    def plan(self, calls: Iterable[Call], now: float) -> tuple[tuple[str, ...] | None, float]:
+        """The names to read now (None: no read now) and when the next read is due. The topics of a call still
+        sending are read at most every READ_WHILE_SENDING_S (``visibility``)."""
+        ready, names, deferred, deferred_until = self._awaiting(calls, now)
+        first = self._ids_to_read(now)
+        if not names and not first:
+            if deferred_until == math.inf and not self._when.reading:
+                self._when.idle()
+            return None, deferred_until
+        read: tuple[str, ...] | None = None
+        if self._when.due(now):
+            names.extend(topic.name for topic in first)
+            self._when.read(now, names, deferred)
+            read = tuple(names)
+            self._asked = first
+            for call in ready:
+                call.views_read_at = now
+        wake_at = self._when.wake_at()
+        return read, min(deferred_until, math.inf if wake_at is None else wake_at)
+
+    def answered(self, calls: Iterable[Call], views: BrokerViews, now: float) -> list[Topic]:
+        """Every broker's Metadata for the names asked about: the applied topics it shows everywhere, in order."""
+        asked, deferred, unasked = self._when.asked, self._when.deferred, False
+        for topic in self._asked:  # the ids before a create is sent, from every broker that could be read
+            if topic in self._unread:  # still queued (not withdrawn, not settled)
+                del self._unread[topic]
+                topic.ids_before = ids_shown(topic.name, views)
+        self._asked = []
+        visible: list[Topic] = []
+        waiting = False
+        for call in calls:
+            operation = call.kind.operation.name
+            for topic in call.awaiting.values():
+                if topic.name not in asked:
+                    # applied while the read was out: no broker was asked about it (a call still sending, left out
+                    # of the read on purpose, waits for its own interval instead)
+                    unasked |= topic.name not in deferred
+                    waiting = True
+                    continue
+                topic.lagging = lagging(operation, topic.name, topic.item, views, topic.ids_before)
+                if topic.lagging == ():
+                    visible.append(topic)
+                else:
+                    waiting = True
+        self._when.answered(now, waiting, unasked)
+        return visible
+
+    def _awaiting(self, calls: Iterable[Call], now: float) -> tuple[list[Call], list[str], list[str], float]:
+        """The calls whose applied topics may be read now, those topics' names, the names left for later (a call
+        still sending, read recently), and when those may be read next."""
+        ready: list[Call] = []
+        names: list[str] = []
+        deferred: list[str] = []
+        deferred_until = math.inf  # when a call still sending may be read next
+        interval_s = self._when.sending_interval_s()
+        # Near the deadline every call is read freely; how near grows with what reads take (an answer must come
+        # back before the deadline).
+        margin_s = READ_BEFORE_DEADLINE_S + 2 * self._when.last_read_s
+        for call in calls:
+            if not call.awaiting:
+                continue
+            if call.queued or call.in_flight:
+                last = call.views_read_at
+                ready_at = now if last is None else min(last + interval_s, call.spec.deadline - margin_s)
+                if now < ready_at:
+                    deferred_until = min(deferred_until, ready_at)
+                    deferred.extend(call.awaiting)
+                    continue
+            ready.append(call)
+            names.extend(call.awaiting)
+        return ready, names, deferred, deferred_until
+
+    def _ids_to_read(self, now: float) -> list[Topic]:
+        """wait_for_metadata creates whose ids before the send are to be read (those holding their names, rule a),
+        unless a read is out already."""
+        if not self._unread or self._when.reading:
+            return []
+        first = [topic for topic in self._unread if topic.state is not TopicState.HELD_BEHIND_NAME]
+        if first:
+            self._when.soon(now)
+        return first
