@@ -76,13 +76,12 @@ from throttled_admin._engine.classify import (
     REDPANDA_QUOTA_MESSAGE,
     Outcome,
     classify,
-    connection_lost,
     error_of,
     is_broker_answer,
     was_written,
 )
 from throttled_admin._engine.config import MAX_RECORDS_PER_REQUEST, MAX_TOPICS_PER_REQUEST, EngineConfig
-from throttled_admin._engine.connection import Connection, Drained
+from throttled_admin._engine.connection import Drained
 from throttled_admin._engine.contact import Contact, ProbeState, contact_failure
 from throttled_admin._engine.lifecycle import Attempt, TopicState
 from throttled_admin._engine.metadata import MetadataReads
@@ -102,6 +101,7 @@ from throttled_admin._engine.redpanda import RedpandaHold
 from throttled_admin._engine.request import Request
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.round_trip import MIN_SAMPLES, RoundTrip
+from throttled_admin._engine.slot import Slot
 from throttled_admin._engine.throttle import ThrottleTracker, failed_node
 from throttled_admin._engine.verdict import Verdict, verdict
 from throttled_admin._engine.view_reads import ViewReads
@@ -131,12 +131,6 @@ COALESCE_RATIO = 2.0  # rule c: the longest time budget in a request is at most 
 _LIBRDKAFKA_MAX_TIMEOUT_S = 3600.0  # request_timeout / operation_timeout range of librdkafka
 _MIN_MARGIN_S = 0.05  # the least time kept between the controller's deadline and the call's
 _MIN_OPERATION_TIMEOUT_S = 0.001
-# A request librdkafka never completes frees the slot this long after its timeout (librdkafka scans timeouts
-# once a second).
-ABANDON_GRACE_S = 2.0
-# librdkafka completes every topic of one response together; a topic still open this long after the first
-# answer was left out of the response (a garbled answer): its outcome is unknown.
-PARTIAL_GRACE_S = 0.5
 _AUTH_ERRORS = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
 # First contact (docs/semantics.md, "First contact"). A client asks the cluster something light as it starts (the
 # driver's contact probe: describe_cluster, whose librdkafka timeout is FIRST_CONTACT_TIMEOUT_S, so that a probe not
@@ -188,18 +182,16 @@ class Engine:
         self._config = config
         self._pacer = pacer
         self._after = AfterAnswer(backoff, config.seed)  # what becomes of an answered topic, and its back-off
-        self._call_ids, self._request_ids = itertools.count(1), itertools.count(1)
+        self._call_ids = itertools.count(1)
         self._gate = ThrottleTracker()  # KIP-219: the broker's throttle, and how long work waited for it
         self._cap = BatchCap(config.max_records_per_request)
         self._own_pacer = False  # the pacer is the engine's own (Redpanda's answers), not the caller's
         self._redpanda = RedpandaHold()
         self._views = ViewReads()  # wait_for_metadata: every broker's Metadata, and the ids before a create
         self._round_trip = RoundTrip()
-        self._connection = Connection(socket_timeout_s)  # rule b: the slot follows the connection
-        self._final_at = -math.inf  # see ``final_at``
+        self._slot = Slot(socket_timeout_s)  # rule b: one request in flight, and the slot follows the connection
         self._calls: dict[int, Call] = {}  # in submission order
         self._names = NameHolds()  # rule a: which pending topic holds each name
-        self._request: Request | None = None
         self._auth_error: tuple[KafkaError, float] | None = None  # (error, when it was reported)
         self._contact = Contact()  # first contact: has a broker answered this client?
         self._metadata = MetadataReads()  # partition counts, and the cluster's default partition count
@@ -215,7 +207,8 @@ class Engine:
     @property
     def in_flight(self) -> int | None:
         """The id of the request in flight (its ``Send``'s ``request_id``), if one is."""
-        return None if self._request is None else self._request.id
+        request = self._slot.request
+        return None if request is None else request.id
 
     @property
     def closed(self) -> bool:
@@ -226,13 +219,11 @@ class Engine:
         """From when no request this client handed over can still be applied: every one was answered, or its
         connection is known closed and its controller deadline (counted from the close: the broker may have read
         it just before) has passed. ``math.inf`` while a request is in flight or the connection may be busy."""
-        if self._request is not None or self._connection.busy:
-            return math.inf
-        return self._final_at
+        return self._slot.final_at
 
     @property
     def idle(self) -> bool:
-        return not self._calls and self._request is None and not self._connection.busy
+        return not self._calls and self._slot.request is None and not self._slot.busy
 
     @property
     def reached(self) -> bool:
@@ -284,7 +275,7 @@ class Engine:
         """A response's throttle_time_ms (librdkafka sends an event when it changes)."""
         self._gate.record(node_id, throttle_s, now)
         self._contact.answered()  # a response's throttle: a broker has answered this client
-        request = self._request
+        request = self._slot.request
         if request is not None:
             request.events.append((node_id, throttle_s))
         else:  # the response of another AdminClient method
@@ -315,7 +306,7 @@ class Engine:
 
     def on_results(self, request_id: int, results: dict[str, BaseException | None], now: float) -> None:
         """Results of topics of the request in flight, as librdkafka completed them."""
-        request = self._request
+        request = self._slot.request
         if request is None or request.id != request_id:
             return
         if request.first_result_at is None:
@@ -326,10 +317,10 @@ class Engine:
 
     def on_send_refused(self, request_id: int, exc: BaseException, now: float) -> None:
         """confluent-kafka refused the call itself: final for every topic, with its reason; nothing was sent."""
-        request = self._request
+        request = self._slot.request
         if request is None or request.id != request_id:
             return
-        self._request = None
+        self._slot.free()
         self._record_response_throttle(request, answered=False)
         for topic in request.topics:
             if topic.state is TopicState.IN_FLIGHT:
@@ -340,13 +331,13 @@ class Engine:
         ``handed`` False, confluent-kafka's call certainly did not run (the topics go back to the queue, this
         attempt uncounted); True, it may have, and the request counts as handed over with its answer lost (its
         topics' outcome unknown, the slot held until the connection is known to be free: rule b)."""
-        request = self._request
+        request = self._slot.request
         if request is None or request.id != request_id:
             return
         if handed:
             self._complete(request, now)  # no result: every topic's is missing, and the connection may be busy
             return
-        self._request = None
+        self._slot.free()
         for node_id, throttle_s in request.events:  # other responses' throttles: this request was never sent
             self._metric(_throttle_event(node_id, throttle_s))
         for topic in request.topics:
@@ -361,7 +352,7 @@ class Engine:
         """What became of the sentinel sent for a ``Drain`` action (``connection``)."""
         if outcome is Drained.ANSWERED:
             self._contact.answered()  # a broker answered this client
-        self._final_at = max(self._final_at, now + self._connection.drained(outcome))
+        self._slot.drained(outcome, now)
 
     def on_probe(self, answered: bool, now: float) -> None:
         """The contact probe's outcome: a broker answered it (even with an error), or not."""
@@ -403,30 +394,32 @@ class Engine:
     def close(self, now: float) -> None:
         """Fail everything pending: queued topics were not sent; in-flight ones may have been applied."""
         self._closed = True
-        if self._request is not None:  # its responses' throttles still count (KIP-124), answered or not
-            self._record_response_throttle(self._request, answered=False)
+        if self._slot.request is not None:  # its responses' throttles still count (KIP-124), answered or not
+            self._record_response_throttle(self._slot.request, answered=False)
         for call in list(self._calls.values()):
             for topic in [*call.queued.values(), *call.in_flight.values(), *call.awaiting.values()]:
                 self._end(topic, Ending.CLOSED, now)
-        self._request = None
+        self._slot.free()
 
     # -- the decision -----------------------------------------------------------------------------
 
     def step(self, now: float) -> Outbox:
         """Decide what can be decided at ``now``; returns (and clears) everything to do, in order (``actions``)."""
         if not self._closed:
-            request = self._request
-            if request is not None and self._settled_in_flight(request, now):
+            if (request := self._slot.done(now)) is not None:
                 self._complete(request, now)
             if self._auth_error is not None:
                 self._fail_on_auth_error(now)
-            wake_at = min(self._expire(now), self._drain(now))
+            drain, drain_at = self._slot.drain(now)
+            if drain is not None:  # rule b: the sentinel that tells when the connection is free
+                self._out.append(Drain(drain))
+            wake_at = min(self._expire(now), drain_at)
             if not self._contact.reached:
                 wake_at = min(wake_at, self._first_contact(now))
-            if self._request is None:
+            if self._slot.request is None:
                 wake_at = min(wake_at, self._next_request(now))
             else:
-                wake_at = min(wake_at, self._request_wake_at(self._request))
+                wake_at = min(wake_at, self._slot.settles_at())
             # after the sending, which may settle queued topics: nothing is read about a topic settled in this step
             read, read_at = self._views.plan(self._calls.values(), now)
             if read is not None:
@@ -434,22 +427,6 @@ class Engine:
             self._out.append(WakeAt(min(wake_at, read_at)))
         out, self._out = Outbox.of(self._out), []
         return out
-
-    def _drain(self, now: float) -> float:
-        """Rule b: while the connection may carry an abandoned request, the sentinel that tells when it is free."""
-        ask, wake_at = self._connection.step(now)
-        if ask:
-            self._out.append(Drain(self._connection.sentinel_timeout_s))
-        return wake_at
-
-    def _settled_in_flight(self, request: Request, now: float) -> bool:
-        return len(request.results) >= len(request.topics) or now >= self._request_wake_at(request)
-
-    def _request_wake_at(self, request: Request) -> float:
-        """When the request in flight settles without more results: abandoned, or partly answered."""
-        if request.first_result_at is not None:
-            return min(request.expires_at, request.first_result_at + PARTIAL_GRACE_S)
-        return request.expires_at
 
     # -- settling ---------------------------------------------------------------------------------
 
@@ -591,7 +568,7 @@ class Engine:
         if self._views.reads_ids(topic):
             why = "the brokers' topic ids of the name (to tell the new topic from an earlier one) were still being read"
             return why, NotSentReason.READING_IDS
-        if self._connection.busy:
+        if self._slot.busy:
             why = "the connection to the controller still carried an earlier request that got no answer"
             return why, NotSentReason.CONNECTION_BUSY
         return "its deadline passed before it could be sent", NotSentReason.DEADLINE
@@ -603,10 +580,13 @@ class Engine:
         been handed over. Every topic still in flight gets its verdict (``verdict``: rule f), and what the answer
         teaches (the connection, the throttle, the batch cap, Redpanda's charge, the round trip, the pacer's rate)
         is learned."""
-        self._request = None
+        self._slot.free()
         results = {topic.name: request.results.get(topic.name, _MISSING) for topic in request.topics}
         answered = request.answered_at is not None
-        self._note_connection(request, results, answered, now)
+        if answered or any(was_written(exc) for exc in results.values()):
+            self._contact.answered()  # a broker answered, or the request was written
+            self._out.append(Reached())
+        self._slot.ended(request, results, answered, now)  # what its end leaves on the connection (rule b)
         throttle_s = self._record_response_throttle(request, answered)
         operation = request.kind.operation.name
         outcomes = {name: classify(exc, operation=operation, throttled=throttle_s > 0) for name, exc in results.items()}
@@ -625,22 +605,6 @@ class Engine:
             self._metric(MutationsAdmitted(operation, accepted))
         if retried:
             self._metric(Retried(operation))
-
-    def _note_connection(
-        self, request: Request, results: dict[str, BaseException | None], answered: bool, now: float
-    ) -> None:
-        """What the request's end says of the connection: a broker answered (or the request was written), the
-        request may still hold the connection (rule b), or it was written and its connection is gone (``final_at``)."""
-        if answered or any(was_written(exc) for exc in results.values()):
-            self._contact.answered()
-            self._out.append(Reached())
-        if request.first_result_at is None or (
-            not answered and any(_may_still_be_on_the_connection(exc) for exc in request.results.values())
-        ):
-            self._connection.abandoned(now, request.operation_timeout_s)  # it may still hold the connection
-        elif not answered and any(was_written(exc) for exc in results.values()):
-            # written and not answered, its connection gone: the broker may have read it just before
-            self._final_at = max(self._final_at, now + request.operation_timeout_s)
 
     def _learn_batch_cap(self, request: Request, outcomes: dict[str, Outcome]) -> bool:
         """Refused whole for the controller's batch cap: learn it, and send the topics again in smaller requests
@@ -750,7 +714,7 @@ class Engine:
             return math.inf
         if (wake_at := self._throttle_wait(now)) is not None:
             return wake_at
-        if self._connection.busy:
+        if self._slot.busy:
             return math.inf  # rule b: woken by the sentinel's outcome (or a deadline)
         head = self._head(now)
         if head is None:
@@ -874,10 +838,8 @@ class Engine:
         request_timeout_s, operation_timeout_s = self._timeouts(chosen, shortest, longest, margin_s, now)
         for topic in chosen:
             topic.call.move(topic, _IN_FLIGHT)
-        expires_at = now + request_timeout_s + ABANDON_GRACE_S
-        request_id = next(self._request_ids)
-        request = Request(kind, chosen, mutations, now, expires_at, request_timeout_s, operation_timeout_s, request_id)
-        self._request = request
+        request = self._slot.hand_over(kind, chosen, mutations, (request_timeout_s, operation_timeout_s), now)
+        request_id = request.id
         self._gate.sent(request_id, now)
         refs = tuple(topic.ref for topic in chosen)
         items = tuple(topic.item for topic in chosen)
@@ -885,7 +847,7 @@ class Engine:
         self._out.append(Send(request_id, kind, refs, items, mutations, *timeouts))
         operation, count = kind.operation.name, len(chosen)
         self._metric(RequestSent(operation, count, mutations))
-        return self._request_wake_at(request)
+        return self._slot.settles_at()
 
     def _choose(
         self, candidates: list[Topic], estimates: dict[int, tuple[float, float]], now: float
@@ -994,16 +956,6 @@ def closed_here(topic: Topic, *, unsent: bool) -> ClientClosedError | NotYetVisi
             return closed_error(operation, sent=False, refused=refused, in_flight=False)
     # in flight, or settled or withdrawn (its future not yet resolved), or after an unanswered attempt
     return closed_error(operation, sent=True, in_flight=not queued)
-
-
-def _may_still_be_on_the_connection(exc: BaseException | None) -> bool:
-    """librdkafka gave up waiting for the answer, or could not read it (its throttle is then unknown): the request,
-    or the mute after its answer, may still hold the connection (``connection``). A transport failure closed the
-    connection; a request never built ("waiting for controller") was not written."""
-    error = error_of(exc)
-    if error is None:
-        return False
-    return error.code() == KafkaError._BAD_MSG or (was_written(exc) and not connection_lost(exc))
 
 
 def _progress(topics: list[Topic], outcomes: dict[str, Outcome]) -> int:

@@ -1,0 +1,112 @@
+"""Rule b's slot: the one mutation request in flight, and what its end leaves on the connection (``connection``).
+
+``Slot`` numbers and holds the request handed over, says when it is done (answered whole, or given up on:
+``ABANDON_GRACE_S`` after librdkafka's own timeout, ``PARTIAL_GRACE_S`` after a partial answer), whether the
+connection may still carry it (a sentinel is then asked for: ``drain``), and from when nothing this client handed
+over can still be applied (``final_at``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from confluent_kafka import KafkaError
+
+from throttled_admin._engine.classify import connection_lost, error_of, was_written
+from throttled_admin._engine.connection import Connection, Drained
+from throttled_admin._engine.request import Request
+from throttled_admin._engine.work import RequestKind, Topic
+
+__all__ = ["ABANDON_GRACE_S", "PARTIAL_GRACE_S", "Slot"]
+
+# A request librdkafka never completes frees the slot this long after its timeout (librdkafka scans timeouts
+# once a second).
+ABANDON_GRACE_S = 2.0
+# librdkafka completes every topic of one response together; a topic still open this long after the first
+# answer was left out of the response (a garbled answer): its outcome is unknown.
+PARTIAL_GRACE_S = 0.5
+
+
+class Slot:
+    """The request in flight and its connection. Not thread-safe: the engine's own state."""
+
+    def __init__(self, socket_timeout_s: float) -> None:
+        """``socket_timeout_s``: librdkafka's ``socket.timeout.ms``, how long an abandoned request may stay on its
+        connection (``connection``)."""
+        self.request: Request | None = None
+        self._ids = itertools.count(1)
+        self._connection = Connection(socket_timeout_s)
+        self._final_at = -math.inf
+
+    @property
+    def busy(self) -> bool:
+        """The connection may still carry an abandoned request: nothing is written (rule b)."""
+        return self._connection.busy
+
+    @property
+    def final_at(self) -> float:
+        """From when no request this client handed over can still be applied: every one was answered, or its
+        connection is known closed and its controller deadline (counted from the close: the broker may have read
+        it just before) has passed. ``math.inf`` while a request is in flight or the connection may be busy."""
+        if self.request is not None or self._connection.busy:
+            return math.inf
+        return self._final_at
+
+    def hand_over(
+        self, kind: RequestKind, topics: list[Topic], mutations: int, timeouts: tuple[float, float], now: float
+    ) -> Request:
+        """The next request takes the slot; ``timeouts``: librdkafka's own and the controller's, in seconds."""
+        expires_at = now + timeouts[0] + ABANDON_GRACE_S
+        request = Request(kind, topics, mutations, now, expires_at, *timeouts, next(self._ids))
+        self.request = request
+        return request
+
+    def settles_at(self) -> float:
+        """When the request in flight is done without more results: abandoned, or partly answered."""
+        request = self.request
+        if request is None:
+            return math.inf
+        if request.first_result_at is not None:
+            return min(request.expires_at, request.first_result_at + PARTIAL_GRACE_S)
+        return request.expires_at
+
+    def done(self, now: float) -> Request | None:
+        """The request in flight, if every topic has its result or its time is up."""
+        request = self.request
+        if request is not None and (len(request.results) >= len(request.topics) or now >= self.settles_at()):
+            return request
+        return None
+
+    def free(self) -> None:
+        self.request = None
+
+    def drain(self, now: float) -> tuple[float | None, float]:
+        """The sentinel's librdkafka timeout if one is to be sent now (else None), and when to look again."""
+        ask, wake_at = self._connection.step(now)
+        return (self._connection.sentinel_timeout_s if ask else None), wake_at
+
+    def drained(self, outcome: Drained, now: float) -> None:
+        """What became of the sentinel."""
+        self._final_at = max(self._final_at, now + self._connection.drained(outcome))
+
+    def ended(self, request: Request, results: dict[str, BaseException | None], answered: bool, now: float) -> None:
+        """What the request's end says of the connection: it may still hold the request (rule b), or the request
+        was written and its connection is gone (``final_at``)."""
+        if request.first_result_at is None or (
+            not answered and any(_may_still_be_on_the_connection(exc) for exc in request.results.values())
+        ):
+            self._connection.abandoned(now, request.operation_timeout_s)  # it may still hold the connection
+        elif not answered and any(was_written(exc) for exc in results.values()):
+            # written and not answered, its connection gone: the broker may have read it just before
+            self._final_at = max(self._final_at, now + request.operation_timeout_s)
+
+
+def _may_still_be_on_the_connection(exc: BaseException | None) -> bool:
+    """librdkafka gave up waiting for the answer, or could not read it (its throttle is then unknown): the request,
+    or the mute after its answer, may still hold the connection (``connection``). A transport failure closed the
+    connection; a request never built ("waiting for controller") was not written."""
+    error = error_of(exc)
+    if error is None:
+        return False
+    return error.code() == KafkaError._BAD_MSG or (was_written(exc) and not connection_lost(exc))
