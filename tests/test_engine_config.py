@@ -58,7 +58,7 @@ def test_the_topics_per_request_and_the_records_cap_are_the_configs() -> None:
     assert out.send is not None
     assert out.send.names == ["t0", "t1"]
     engine, _, _ = engine_with(names, EngineConfig(max_records_per_request=6))  # 2 records a topic
-    assert engine.max_records_per_request == 6
+    assert engine.status.max_records_per_request == 6
     out = engine.step(0.0)
     assert out.send is not None
     assert out.send.names == ["t0", "t1", "t2"]

@@ -72,7 +72,7 @@ def unknown(out: Outbox) -> OutcomeUnknownReason | None:
 
 def garbled(machine: Engine, request: Send, at: float) -> None:
     """The answer to the request in flight is garbled (it may have been applied); the sentinel comes back."""
-    assert machine.in_flight == request.request_id
+    assert machine.status.in_flight == request.request_id
     machine.on_results(request.request_id, dict.fromkeys(request.names, BAD_MSG), at)
     out = machine.step(at)
     assert not out.settle

@@ -317,7 +317,9 @@ class EngineModel(RuleBasedStateMachine):
         for metric in out.metrics:
             metric.report(self.sink)
         done = (
-            self.flight if self.flight is not None and self.engine.in_flight != self.flight.request.request_id else None
+            self.flight
+            if self.flight is not None and self.engine.status.in_flight != self.flight.request.request_id
+            else None
         )
         if done is not None and done.fate in ABANDONED and not self.closed:
             # librdkafka gave up on it, never completed it, or could not read its answer: the request (or the mute
@@ -1018,7 +1020,9 @@ class EngineModel(RuleBasedStateMachine):
         self.engine.on_send_cut_short(flight.request.request_id, handed=handed, now=self.now)
         self.step()
         # nothing stalls the client: the slot is free at once (not handed), or the sentinel is asked for (handed)
-        assert self.engine.in_flight != flight.request.request_id, "rule i: a send cut short still holds the slot"
+        assert self.engine.status.in_flight != flight.request.request_id, (
+            "rule i: a send cut short still holds the slot"
+        )
         asked = self.drain_asked_at is not None
         assert not handed or asked or self.closed, "rule i: a send that may have run asks for no sentinel"
 

@@ -276,9 +276,9 @@ def test_redpandas_wait_adds_the_last_refused_topics_charge_at_a_rate_read_from_
     assert retry.send is not None
     assert sent_at - gate_end == pytest.approx(0.1, abs=0.01)
     # paced to the middle of what the response says of R: 192 / 0.98 <= R <= (192 + 4) / 0.98
-    assert engine.rate == pytest.approx((192 + 4 / 2) / 0.98)
-    assert engine.rate is not None
-    assert retry.send.mutations <= engine.rate * 0.1 + 4
+    assert engine.status.rate == pytest.approx((192 + 4 / 2) / 0.98)
+    assert engine.status.rate is not None
+    assert retry.send.mutations <= engine.status.rate * 0.1 + 4
 
 
 def test_a_re_send_refused_again_waits_longer_each_time() -> None:
@@ -352,13 +352,13 @@ def test_a_request_refused_whole_for_the_batch_cap_is_split_and_the_cap_learned(
     out = drain(engine.step(0.01), sink)
     assert not out.settle
     assert out.send is not None
-    assert engine.max_records_per_request == 16
+    assert engine.status.max_records_per_request == 16
     assert [t.name for t in out.send.topics] == names[:4]
     engine.on_results(
         out.send.request_id, dict.fromkeys(names[:4], PARTITIONS_CAP), 0.02
     )  # the partitions check, as well
     out = drain(engine.step(0.02), sink)
-    assert engine.max_records_per_request == 8
+    assert engine.status.max_records_per_request == 8
     assert out.send is not None
     done: dict[str, BaseException | None] = {}
     now = 0.02
@@ -378,7 +378,7 @@ def test_a_single_topic_beyond_the_cap_gets_the_brokers_error() -> None:
     engine.on_results(first.send.request_id, {"big": PARTITIONS_CAP}, 0.01)
     exc = settled(engine.step(0.01))
     assert exc is PARTITIONS_CAP
-    assert engine.max_records_per_request == 10_000  # nothing learned from a topic alone
+    assert engine.status.max_records_per_request == 10_000  # nothing learned from a topic alone
 
 
 @pytest.mark.parametrize("error", [POLICY, KafkaException(KafkaError(KafkaError.POLICY_VIOLATION))])
@@ -389,7 +389,7 @@ def test_any_other_policy_violation_is_final_and_never_splits(error: KafkaExcept
     out = engine.step(0.01)
     assert [exc for _, exc in out.settle] == [error, error]
     assert out.send is None
-    assert engine.max_records_per_request == 10_000
+    assert engine.status.max_records_per_request == 10_000
 
 
 def test_a_cap_refusal_of_only_part_of_a_request_is_final() -> None:
@@ -882,7 +882,7 @@ def test_a_call_queued_behind_an_unanswered_request_is_failed_as_not_sent_by_its
     assert exc.args[0].code() == KafkaError._TIMED_OUT
     assert "not sent" in str(exc)
     assert out.send is None
-    assert engine.in_flight == hung.request_id  # one request in flight: nothing else went out meanwhile
+    assert engine.status.in_flight == hung.request_id  # one request in flight: nothing else went out meanwhile
 
 
 def test_queued_calls_of_one_kind_share_the_next_request_and_other_kinds_wait_their_turn() -> None:
@@ -1021,7 +1021,7 @@ def test_a_create_of_the_default_partition_count_waits_for_the_clusters_setting_
     out = engine.step(0.0)
     assert out.send is None
     assert out.read_metadata  # num.partitions is read before the first send
-    assert engine.wants_default_partitions
+    assert engine.status.wants_default_partitions
     engine.on_metadata({}, 0.1, default_partitions=10)
     sent = engine.step(0.1).send
     assert sent is not None

@@ -230,7 +230,7 @@ def test_close_racing_a_call_sent_from_the_callers_thread_reports_what_happened(
     original_send = scheduler_module.Scheduler.send
 
     def send(self: scheduler_module.Scheduler, sending: Any) -> None:
-        closed_before_send.append(self._engine.closed)  # had the engine already failed this request's topics?
+        closed_before_send.append(self._engine.status.closed)  # had the engine already failed this request's topics?
         original_send(self, sending)
 
     monkeypatch.setattr(Turns, "carry", carry)

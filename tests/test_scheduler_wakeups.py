@@ -136,5 +136,5 @@ def test_callbacks_are_served_often_only_while_a_request_is_in_flight_or_calls_w
     assert _poll_interval(engine) == _BUSY_POLL_S
     engine.on_results(out.send.request_id, {"second": None}, paced_at + 0.01)
     engine.step(paced_at + 0.01)
-    assert engine.idle
+    assert engine.status.idle
     assert _poll_interval(engine) == _IDLE_POLL_S

@@ -207,7 +207,7 @@ class Scheduler:
         with self._cv:
             while True:
                 now = self._clock()
-                final_at = self._engine.final_at
+                final_at = self._engine.status.final_at
                 if final_at <= now:
                     return True
                 if self._closed or now >= end:
@@ -217,7 +217,7 @@ class Scheduler:
     @property
     def learned_rate(self) -> float | None:
         with self._cv:
-            return self._engine.rate
+            return self._engine.status.rate
 
     def submit(self, call: Call, items: list[tuple[str, Any, int | None, int]]) -> dict[str, Future[None]]:
         """Queue a validated call's topics: (name, snapshot, cost or None, metadata records). Returns one future
@@ -241,7 +241,7 @@ class Scheduler:
                 self._open[call.id] = pending
             # Nothing in flight: this thread takes the turn and sends, saving a wake of the scheduler's thread on
             # the way out (that thread is woken only if it sleeps past what the step wants done next).
-            here = self.caller_turns and self._engine.in_flight is None
+            here = self.caller_turns and self._engine.status.in_flight is None
             if not here:
                 self._wake()
         if here and not self._turn_here():
@@ -288,7 +288,7 @@ class Scheduler:
         connection failure no retry gets past, reported once to the application (``report``)."""
         with self._cv:
             if error.code() == KafkaError._AUTHENTICATION:
-                first = not self._engine.auth_failing  # reported again once the failure has lapsed
+                first = not self._engine.status.auth_failing  # reported again once the failure has lapsed
             else:
                 first, self._reported = error.str() != self._reported, error.str()
             self._engine.on_error(error, self._clock())
@@ -554,7 +554,7 @@ class Scheduler:
         assert self._turns.held_here()
         found = self._handshake_drops.found()  # a listener of another protocol: the failure holds until answered
         with self._cv:
-            if self._closed and self._engine.closed:
+            if self._closed and self._engine.status.closed:
                 return None
             now = self._clock()
             try:
@@ -722,7 +722,7 @@ class Scheduler:
                         self._cv.notify_all()
                         return
                     self._metadata_wanted = False
-                    want_default = self._engine.wants_default_partitions
+                    want_default = self._engine.status.wants_default_partitions
                 counts: dict[str, int] | None
                 try:
                     counts = self._transport.partition_counts(_METADATA_TIMEOUT_S)
@@ -788,7 +788,8 @@ def _poll_interval(engine: Engine) -> float:
     """How often librdkafka's callbacks are served until the next step: often while a request is in flight or calls
     wait for first contact; otherwise as when idle, work waiting for the engine's wake time (a paced client waits for
     its pacer most of the time: 20 wake-ups a second each were most of a 200-client fleet's scheduler time)."""
-    if engine.in_flight is not None or not (engine.reached or engine.idle):
+    status = engine.status
+    if status.in_flight is not None or not (status.reached or status.idle):
         return _BUSY_POLL_S
     return _IDLE_POLL_S
 

@@ -41,6 +41,7 @@ from throttled_admin._engine.machine import (
 from throttled_admin._engine.metric_events import MetricEvent, MetricsSink, RecordingSink
 from throttled_admin._engine.pacer import MutationQuota, Pacer
 from throttled_admin._engine.retry import RetryBackoff
+from throttled_admin._engine.status import Status
 from throttled_admin._engine.visibility import BrokerViews, TopicView
 from throttled_admin._engine.work import (
     CREATE_PARTITIONS,
@@ -87,6 +88,7 @@ __all__ = [
     "RetryBackoff",
     "Send",
     "Settle",
+    "Status",
     "Topic",
     "TopicRef",
     "TopicView",

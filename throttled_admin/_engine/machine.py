@@ -102,6 +102,7 @@ from throttled_admin._engine.request import Request
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.round_trip import MIN_SAMPLES, RoundTrip
 from throttled_admin._engine.slot import Slot
+from throttled_admin._engine.status import Status
 from throttled_admin._engine.throttle import ThrottleTracker, failed_node
 from throttled_admin._engine.verdict import Verdict, verdict
 from throttled_admin._engine.view_reads import ViewReads
@@ -201,39 +202,20 @@ class Engine:
     # -- state the driver reads -------------------------------------------------------------------
 
     @property
-    def rate(self) -> float | None:
-        return None if self._pacer is None else self._pacer.rate
-
-    @property
-    def in_flight(self) -> int | None:
-        """The id of the request in flight (its ``Send``'s ``request_id``), if one is."""
-        request = self._slot.request
-        return None if request is None else request.id
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    @property
-    def final_at(self) -> float:
-        """From when no request this client handed over can still be applied: every one was answered, or its
-        connection is known closed and its controller deadline (counted from the close: the broker may have read
-        it just before) has passed. ``math.inf`` while a request is in flight or the connection may be busy."""
-        return self._slot.final_at
-
-    @property
-    def idle(self) -> bool:
-        return not self._calls and self._slot.request is None and not self._slot.busy
-
-    @property
-    def reached(self) -> bool:
-        """A broker has answered this client (first contact)."""
-        return self._contact.reached
-
-    @property
-    def max_records_per_request(self) -> int:
-        """The batch cap as learned so far (``batch_cap``)."""
-        return self._cap.limit
+    def status(self) -> Status:
+        """What the driver acts on between steps (``status``)."""
+        request, slot = self._slot.request, self._slot
+        return Status(
+            in_flight=None if request is None else request.id,
+            closed=self._closed,
+            idle=not self._calls and request is None and not slot.busy,
+            reached=self._contact.reached,
+            final_at=slot.final_at,
+            rate=None if self._pacer is None else self._pacer.rate,
+            auth_failing=self._auth_error is not None,
+            wants_default_partitions=self._metadata.default_partitions is None,
+            max_records_per_request=self._cap.limit,
+        )
 
     # -- events -----------------------------------------------------------------------------------
 
@@ -300,10 +282,6 @@ class Engine:
         if not self._contact.reached:
             self._contact.failed(contact_failure(line))
 
-    @property
-    def auth_failing(self) -> bool:
-        return self._auth_error is not None
-
     def on_results(self, request_id: int, results: dict[str, BaseException | None], now: float) -> None:
         """Results of topics of the request in flight, as librdkafka completed them."""
         request = self._slot.request
@@ -357,11 +335,6 @@ class Engine:
     def on_probe(self, answered: bool, now: float) -> None:
         """The contact probe's outcome: a broker answered it (even with an error), or not."""
         self._contact.probed(answered)
-
-    @property
-    def wants_default_partitions(self) -> bool:
-        """Whether a metadata read should also read the cluster's default partition count (``num.partitions``)."""
-        return self._metadata.default_partitions is None
 
     def on_metadata(self, counts: dict[str, int] | None, now: float, default_partitions: int | None = None) -> None:
         """Partition counts by topic (None: the read failed, and costs not known are taken as 1), and the cluster's

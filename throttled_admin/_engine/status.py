@@ -1,0 +1,25 @@
+"""What the driver reads of the engine between steps, as one frozen value (``Engine.status``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Status"]
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """A snapshot of the engine's state the driver acts on."""
+
+    in_flight: int | None  # the id of the request in flight (its ``Send``'s ``request_id``), if one is
+    closed: bool
+    idle: bool  # no call pending, no request in flight, and the connection free
+    reached: bool  # a broker has answered this client (first contact)
+    # From when no request this client handed over can still be applied: every one was answered, or its connection
+    # is known closed and its controller deadline (counted from the close: the broker may have read it just
+    # before) has passed. ``math.inf`` while a request is in flight or the connection may be busy.
+    final_at: float
+    rate: float | None  # the pacer's rate (learned, or the quota's), if the client paces
+    auth_failing: bool  # an authentication failure is failing the work (reported again once it lapsed)
+    wants_default_partitions: bool  # a metadata read should also read the cluster's ``num.partitions``
+    max_records_per_request: int  # the batch cap as learned so far (``batch_cap``)
