@@ -85,7 +85,7 @@ def main() -> None:
         now = time.monotonic()
         engine.on_probe(True, now)
         for _ in range(16):  # a client that has been answered before: the round-trip floor has its samples
-            engine._round_trip.observe(n, 0.002, now)
+            engine._learned.round_trip.observe(n, 0.002, now)
         return engine
 
     def engine_with_call() -> tuple[Engine, Call]:
@@ -93,7 +93,7 @@ def main() -> None:
         now = time.monotonic()
         engine.on_probe(True, now)
         for _ in range(16):  # a client that has been answered before: the round-trip floor has its samples
-            engine._round_trip.observe(n, 0.002, now)
+            engine._learned.round_trip.observe(n, 0.002, now)
         call = new_call()
         engine.submit(call, objects(call))
         return engine, call

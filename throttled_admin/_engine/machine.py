@@ -71,9 +71,7 @@ from throttled_admin._engine.after_answer import (
     Response,
     not_controller,
 )
-from throttled_admin._engine.batch_cap import BatchCap
 from throttled_admin._engine.classify import (
-    REDPANDA_QUOTA_MESSAGE,
     Outcome,
     classify,
     error_of,
@@ -83,6 +81,7 @@ from throttled_admin._engine.classify import (
 from throttled_admin._engine.config import MAX_RECORDS_PER_REQUEST, MAX_TOPICS_PER_REQUEST, EngineConfig
 from throttled_admin._engine.connection import Drained
 from throttled_admin._engine.contact import Contact, ProbeState, contact_failure
+from throttled_admin._engine.learning import Learning
 from throttled_admin._engine.lifecycle import Attempt, TopicState
 from throttled_admin._engine.metadata import MetadataReads
 from throttled_admin._engine.metric_events import (
@@ -96,11 +95,10 @@ from throttled_admin._engine.metric_events import (
     Retried,
 )
 from throttled_admin._engine.outcome import Ending, Facts, settle_error
-from throttled_admin._engine.pacer import MutationQuota, Pacer
-from throttled_admin._engine.redpanda import RedpandaHold
+from throttled_admin._engine.pacer import Pacer
 from throttled_admin._engine.request import Request
 from throttled_admin._engine.retry import RetryBackoff
-from throttled_admin._engine.round_trip import MIN_SAMPLES, RoundTrip
+from throttled_admin._engine.round_trip import MIN_SAMPLES
 from throttled_admin._engine.slot import Slot
 from throttled_admin._engine.status import Status
 from throttled_admin._engine.throttle import ThrottleTracker, failed_node
@@ -181,15 +179,11 @@ class Engine:
         """``socket_timeout_s``: librdkafka's ``socket.timeout.ms``, how long an abandoned request may stay on its
         connection (``connection``). ``config``: the engine's limits and its back-off's seed (``config``)."""
         self._config = config
-        self._pacer = pacer
+        self._learned = Learning(pacer, config.max_records_per_request)  # round trip, batch cap, pacer
         self._after = AfterAnswer(backoff, config.seed)  # what becomes of an answered topic, and its back-off
         self._call_ids = itertools.count(1)
         self._gate = ThrottleTracker()  # KIP-219: the broker's throttle, and how long work waited for it
-        self._cap = BatchCap(config.max_records_per_request)
-        self._own_pacer = False  # the pacer is the engine's own (Redpanda's answers), not the caller's
-        self._redpanda = RedpandaHold()
         self._views = ViewReads()  # wait_for_metadata: every broker's Metadata, and the ids before a create
-        self._round_trip = RoundTrip()
         self._slot = Slot(socket_timeout_s)  # rule b: one request in flight, and the slot follows the connection
         self._calls: dict[int, Call] = {}  # in submission order
         self._names = NameHolds()  # rule a: which pending topic holds each name
@@ -211,10 +205,10 @@ class Engine:
             idle=not self._calls and request is None and not slot.busy,
             reached=self._contact.reached,
             final_at=slot.final_at,
-            rate=None if self._pacer is None else self._pacer.rate,
+            rate=None if self._learned.pacer is None else self._learned.pacer.rate,
             auth_failing=self._auth_error is not None,
             wants_default_partitions=self._metadata.default_partitions is None,
-            max_records_per_request=self._cap.limit,
+            max_records_per_request=self._learned.cap.limit,
         )
 
     # -- events -----------------------------------------------------------------------------------
@@ -563,29 +557,24 @@ class Engine:
         throttle_s = self._record_response_throttle(request, answered)
         operation = request.kind.operation.name
         outcomes = {name: classify(exc, operation=operation, throttled=throttle_s > 0) for name, exc in results.items()}
-        response = Response(results, outcomes, throttle_s, split=self._learn_batch_cap(request, outcomes))
+        response = Response(results, outcomes, throttle_s, split=self._learned.batch_cap(request, outcomes))
         charged = 0
         if answered:
-            response.throttle_s, charged = self._redpanda_refusals(request, response, now)
+            response.throttle_s, charged = self._learned.redpanda(request, results, outcomes, throttle_s)
+            if response.throttle_s > throttle_s:  # Redpanda's charge: waited out as a throttle
+                self._gate.record(-1, response.throttle_s, now)
         accepted = _progress(request.topics, outcomes)
         retried = self._settle_answered(request, response, now)
         if answered:  # Redpanda's refused topics are charged all the same: the pacer's mirror counts them
-            self._learn_from_answer(request, results, charged + accepted, response.throttle_s, now)
+            self._learned.answered(request, results, charged + accepted, response.throttle_s, now)
+            self._auth_error = None  # a broker answered: an authentication failure is over
         spoke = answered and not _SPEAKS_FOR_QUOTA.isdisjoint(outcomes.values())
-        if self._gate.completed(request.id, spoke_for_quota=spoke) and self._pacer is not None:
-            self._pacer.connection_renewed(response.throttle_s, now)  # the debt the fresh answer disproved
+        if self._gate.completed(request.id, spoke_for_quota=spoke) and self._learned.pacer is not None:
+            self._learned.pacer.connection_renewed(response.throttle_s, now)  # the debt the fresh answer disproved
         if accepted:
             self._metric(MutationsAdmitted(operation, accepted))
         if retried:
             self._metric(Retried(operation))
-
-    def _learn_batch_cap(self, request: Request, outcomes: dict[str, Outcome]) -> bool:
-        """Refused whole for the controller's batch cap: learn it, and send the topics again in smaller requests
-        (True)."""
-        split = len(request.topics) > 1 and all(outcome is Outcome.TOO_LARGE for outcome in outcomes.values())
-        if split:
-            self._cap.refused(sum(topic.records for topic in request.topics))
-        return split
 
     def _settle_answered(self, request: Request, response: Response, now: float) -> bool:
         """Carry out each topic's verdict (a topic no longer in flight was settled already: its deadline passed,
@@ -609,7 +598,9 @@ class Engine:
                 self._metric(QuotaViolations(topic.call.kind.operation.name, 1))
             elif decided is Verdict.RETRY and not_controller(response.results[topic.name]):
                 self._metadata.refresh = True
-            retried |= self._carry_out(topic, self._after.decide(topic, decided, response, self._round_trip, now), now)
+            retried |= self._carry_out(
+                topic, self._after.decide(topic, decided, response, self._learned.round_trip, now), now
+            )
         return retried
 
     def _carry_out(self, topic: Topic, decision: Decision, now: float) -> bool:
@@ -627,18 +618,6 @@ class Engine:
         self._applied(topic, now)
         return False
 
-    def _learn_from_answer(
-        self, request: Request, results: dict[str, BaseException | None], admitted: int, throttle_s: float, now: float
-    ) -> None:
-        """A broker answered: a whole answer is a round trip (rule d), an authentication failure is over, and the
-        pacer learns what was admitted and the throttle."""
-        assert request.answered_at is not None
-        if all(is_broker_answer(exc) for exc in results.values()):
-            self._round_trip.observe(len(request.topics), request.answered_at - request.sent_at, now)
-        self._auth_error = None
-        if self._pacer is not None:
-            self._pacer.on_response(admitted=admitted, throttle_s=throttle_s, sent_at=request.sent_at, now=now)
-
     def _record_response_throttle(self, request: Request, answered: bool) -> float:
         """Each response's throttle goes to the sensor once, for the request it came from (KIP-124); a request
         that got no response records nothing, as Kafka's NetworkClient. Returns the response's throttle."""
@@ -649,33 +628,6 @@ class Engine:
         if not request.events:
             self._metric(ResponseThrottle(None, 0.0))  # librdkafka sends no event for an unthrottled response
         return max((throttle_s for _, throttle_s in request.events), default=0.0)
-
-    def _redpanda_refusals(self, request: Request, response: Response, now: float) -> tuple[float, int]:
-        """Redpanda charges the topics it refuses: the wait is longer than its throttle (``redpanda``). Returns the
-        throttle to wait out, and what the refused topics were charged."""
-        results, outcomes, throttle_s = response.results, response.outcomes, response.throttle_s
-        refused = [t.cost or 0 for t in request.topics if _redpanda_refused(results[t.name], outcomes[t.name])]
-        if not refused:
-            self._redpanda.extra_s([], 0, True, throttle_s, None)
-            return throttle_s, 0
-        admitted_any = any(outcome is Outcome.SUCCESS for outcome in outcomes.values())
-        before = _admitted_before_refusal(request.topics, outcomes)
-        configured = None if self._pacer is None or self._own_pacer else self._pacer.quota.rate  # exact
-        extra_s = self._redpanda.extra_s(refused, before, admitted_any, throttle_s, configured)
-        if extra_s > 0:
-            throttle_s += extra_s
-            self._gate.record(-1, throttle_s, now)
-        estimate = self._redpanda.estimate or self._redpanda.rate
-        if self._pacer is not None and estimate is not None:
-            self._pacer.sample(estimate)  # a learning pacer: Redpanda's answer bounds the rate
-        elif self._pacer is None and estimate is not None:
-            # Re-sending everything would have Redpanda admit one topic and charge all the others, again and again:
-            # from now on the client paces itself, as MutationQuota() would, starting from the rate read from the
-            # response (a learned rate's bucket holds one second of it, as Redpanda's does).
-            self._pacer = Pacer(MutationQuota())
-            self._pacer.sample(estimate)
-            self._own_pacer = True
-        return throttle_s, sum(refused)
 
     # -- the next request -------------------------------------------------------------------------
 
@@ -742,10 +694,10 @@ class Engine:
     def _pacing_wait(self, head: Topic, topics: list[Topic], now: float) -> float | None:
         """The pacer holds the head of the queue back: returns when it may go (None: now). A call of the same kind
         whose deadline comes first fails at once, as throttled."""
-        if self._pacer is None:
+        if self._learned.pacer is None:
             return None
         pending_cost = sum(topic.cost or 0 for topic in topics)
-        wait_s = self._pacer.wait_s(head.cost or 0, pending_cost, now)
+        wait_s = self._learned.pacer.wait_s(head.cost or 0, pending_cost, now)
         if wait_s <= 0:
             return None
         kind = head.call.kind
@@ -803,7 +755,7 @@ class Engine:
         """Put the next request in the outbox: the candidates (queued, sendable, of one kind, in call order) that
         fit it (``_choose``), with the timeouts their calls allow (``_timeouts``). Returns when to look again."""
         # The round-trip floor for a first attempt and for a retry, computed once for the whole request.
-        estimates = {samples: self._round_trip.estimate(now, samples) for samples in (1, MIN_SAMPLES)}
+        estimates = {samples: self._learned.round_trip.estimate(now, samples) for samples in (1, MIN_SAMPLES)}
         chosen, mutations, shortest, longest = self._choose(candidates, estimates, now)
         if not chosen:
             return now
@@ -830,7 +782,7 @@ class Engine:
         budget is far from the others' waits for a request of its own (rule c). Returns the topics, their
         mutations, and the shortest and longest time budget of their calls."""
         pending_cost = sum(topic.cost or 0 for topic in candidates)
-        budget = self._pacer.batch_budget(now, pending_cost) if self._pacer is not None else math.inf
+        budget = self._learned.pacer.batch_budget(now, pending_cost) if self._learned.pacer is not None else math.inf
         chosen: list[Topic] = []
         mutations = records = 0
         shortest = longest = 0.0  # the time budgets of the calls chosen (rule c)
@@ -838,7 +790,7 @@ class Engine:
         remaining_s = time_s = 0.0
         for topic in candidates:
             cost = topic.cost or 0
-            if chosen and (mutations + cost > budget or records + topic.records > self._cap.limit):
+            if chosen and (mutations + cost > budget or records + topic.records > self._learned.cap.limit):
                 break
             call = topic.call
             if call is not last_call:  # a call's topics are in a row: its times once
@@ -940,22 +892,3 @@ def _progress(topics: list[Topic], outcomes: dict[str, Outcome]) -> int:
             topic.call.quota_backoffs = topic.call.transient_retries = 0
             accepted += topic.cost or 0
     return accepted
-
-
-def _admitted_before_refusal(topics: list[Topic], outcomes: dict[str, Outcome]) -> int:
-    """The cost of the topic admitted just before the first one refused for the quota, in request order (0: none)."""
-    previous = 0
-    for topic in topics:
-        outcome = outcomes[topic.name]
-        if outcome is Outcome.THROTTLED:
-            return previous
-        previous = (topic.cost or 0) if outcome is Outcome.SUCCESS else 0
-    return 0
-
-
-def _redpanda_refused(exc: BaseException | None, outcome: Outcome) -> bool:
-    """Refused for the quota in Redpanda's form: its message, or the message-less -1 of DeleteTopics < v5."""
-    error = error_of(exc)
-    if error is None or outcome is not Outcome.THROTTLED:
-        return False
-    return error.code() == KafkaError.UNKNOWN or error.str() == REDPANDA_QUOTA_MESSAGE

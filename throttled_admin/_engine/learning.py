@@ -1,0 +1,100 @@
+"""What the answers teach the client: the round-trip floor (rule d), the controller's batch cap, Redpanda's charge
+for the topics it refuses, and the pacer's rate (a pacer of the engine's own once Redpanda's answers call for one).
+
+``Learning`` takes a finished request and what came back of it, and returns what the engine needs to decide (the
+request is split, the throttle to wait out, what was charged); the engine reads its floor, cap and pacer when it
+composes the next request.
+"""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaError
+
+from throttled_admin._engine.batch_cap import BatchCap
+from throttled_admin._engine.classify import REDPANDA_QUOTA_MESSAGE, Outcome, error_of, is_broker_answer
+from throttled_admin._engine.pacer import MutationQuota, Pacer
+from throttled_admin._engine.redpanda import RedpandaHold
+from throttled_admin._engine.request import Request
+from throttled_admin._engine.round_trip import RoundTrip
+from throttled_admin._engine.work import Topic
+
+__all__ = ["Learning"]
+
+
+class Learning:
+    """The round trip, the batch cap, Redpanda's hold and the pacer. Not thread-safe: the engine's own state."""
+
+    def __init__(self, pacer: Pacer | None, max_records_per_request: int) -> None:
+        self.pacer = pacer
+        self.round_trip = RoundTrip()
+        self.cap = BatchCap(max_records_per_request)
+        self._redpanda = RedpandaHold()
+        self._own_pacer = False  # the pacer is the engine's own (Redpanda's answers), not the caller's
+
+    def batch_cap(self, request: Request, outcomes: dict[str, Outcome]) -> bool:
+        """Refused whole for the controller's batch cap: learn it, and send the topics again in smaller requests
+        (True)."""
+        split = len(request.topics) > 1 and all(outcome is Outcome.TOO_LARGE for outcome in outcomes.values())
+        if split:
+            self.cap.refused(sum(topic.records for topic in request.topics))
+        return split
+
+    def redpanda(
+        self,
+        request: Request,
+        results: dict[str, BaseException | None],
+        outcomes: dict[str, Outcome],
+        throttle_s: float,
+    ) -> tuple[float, int]:
+        """Redpanda charges the topics it refuses: the wait is longer than its throttle (``redpanda``). Returns the
+        throttle to wait out (longer than the response's when Redpanda's charge adds to it), and what the refused
+        topics were charged."""
+        refused = [t.cost or 0 for t in request.topics if _redpanda_refused(results[t.name], outcomes[t.name])]
+        if not refused:
+            self._redpanda.extra_s([], 0, True, throttle_s, None)
+            return throttle_s, 0
+        admitted_any = any(outcome is Outcome.SUCCESS for outcome in outcomes.values())
+        before = _admitted_before_refusal(request.topics, outcomes)
+        configured = None if self.pacer is None or self._own_pacer else self.pacer.quota.rate  # exact
+        throttle_s += self._redpanda.extra_s(refused, before, admitted_any, throttle_s, configured)
+        estimate = self._redpanda.estimate or self._redpanda.rate
+        if self.pacer is not None and estimate is not None:
+            self.pacer.sample(estimate)  # a learning pacer: Redpanda's answer bounds the rate
+        elif self.pacer is None and estimate is not None:
+            # Re-sending everything would have Redpanda admit one topic and charge all the others, again and again:
+            # from now on the client paces itself, as MutationQuota() would, starting from the rate read from the
+            # response (a learned rate's bucket holds one second of it, as Redpanda's does).
+            self.pacer = Pacer(MutationQuota())
+            self.pacer.sample(estimate)
+            self._own_pacer = True
+        return throttle_s, sum(refused)
+
+    def answered(
+        self, request: Request, results: dict[str, BaseException | None], admitted: int, throttle_s: float, now: float
+    ) -> None:
+        """A broker answered: a whole answer is a round trip (rule d), and the pacer learns what was admitted and
+        the throttle."""
+        assert request.answered_at is not None
+        if all(is_broker_answer(exc) for exc in results.values()):
+            self.round_trip.observe(len(request.topics), request.answered_at - request.sent_at, now)
+        if self.pacer is not None:
+            self.pacer.on_response(admitted=admitted, throttle_s=throttle_s, sent_at=request.sent_at, now=now)
+
+
+def _admitted_before_refusal(topics: list[Topic], outcomes: dict[str, Outcome]) -> int:
+    """The cost of the topic admitted just before the first one refused for the quota, in request order (0: none)."""
+    previous = 0
+    for topic in topics:
+        outcome = outcomes[topic.name]
+        if outcome is Outcome.THROTTLED:
+            return previous
+        previous = (topic.cost or 0) if outcome is Outcome.SUCCESS else 0
+    return 0
+
+
+def _redpanda_refused(exc: BaseException | None, outcome: Outcome) -> bool:
+    """Refused for the quota in Redpanda's form: its message, or the message-less -1 of DeleteTopics < v5."""
+    error = error_of(exc)
+    if error is None or outcome is not Outcome.THROTTLED:
+        return False
+    return error.code() == KafkaError.UNKNOWN or error.str() == REDPANDA_QUOTA_MESSAGE
