@@ -44,9 +44,7 @@ why it ends, its state and what its attempts leave true, in one table (``outcome
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Iterator
 
 from confluent_kafka import KafkaError, KafkaException
 
@@ -96,6 +94,7 @@ from throttled_admin._engine.metric_events import (
 )
 from throttled_admin._engine.outcome import Ending, Facts, settle_error
 from throttled_admin._engine.pacer import Pacer
+from throttled_admin._engine.queue import WorkQueue
 from throttled_admin._engine.request import Request
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.round_trip import MIN_SAMPLES
@@ -105,7 +104,7 @@ from throttled_admin._engine.throttle import ThrottleTracker, failed_node
 from throttled_admin._engine.verdict import Verdict, verdict
 from throttled_admin._engine.view_reads import ViewReads
 from throttled_admin._engine.visibility import BrokerViews
-from throttled_admin._engine.work import CREATE_TOPICS, Call, NameHolds, RequestKind, Topic
+from throttled_admin._engine.work import CREATE_TOPICS, Call, RequestKind, Topic
 from throttled_admin._errors import (
     CLOSED_MESSAGE,
     ClientClosedError,
@@ -181,12 +180,10 @@ class Engine:
         self._config = config
         self._learned = Learning(pacer, config.max_records_per_request)  # round trip, batch cap, pacer
         self._after = AfterAnswer(backoff, config.seed)  # what becomes of an answered topic, and its back-off
-        self._call_ids = itertools.count(1)
         self._gate = ThrottleTracker()  # KIP-219: the broker's throttle, and how long work waited for it
         self._views = ViewReads()  # wait_for_metadata: every broker's Metadata, and the ids before a create
         self._slot = Slot(socket_timeout_s)  # rule b: one request in flight, and the slot follows the connection
-        self._calls: dict[int, Call] = {}  # in submission order
-        self._names = NameHolds()  # rule a: which pending topic holds each name
+        self._queue = WorkQueue(config.max_topics_per_request)  # the pending calls; rule a's name holds
         self._auth_error: tuple[KafkaError, float] | None = None  # (error, when it was reported)
         self._contact = Contact()  # first contact: has a broker answered this client?
         self._metadata = MetadataReads()  # partition counts, and the cluster's default partition count
@@ -202,7 +199,7 @@ class Engine:
         return Status(
             in_flight=None if request is None else request.id,
             closed=self._closed,
-            idle=not self._calls and request is None and not slot.busy,
+            idle=not self._queue.calls and request is None and not slot.busy,
             reached=self._contact.reached,
             final_at=slot.final_at,
             rate=None if self._learned.pacer is None else self._learned.pacer.rate,
@@ -220,14 +217,11 @@ class Engine:
             # incarnations: the ids before the send (``visibility``)
             self._views.want_ids(topics)
         default = self._metadata.default_partitions
-        for topic in topics:
-            if topic.cost is None and default is not None and call.kind.operation is CREATE_TOPICS:
-                self._cost_with_default(topic, default)  # -1 partitions: the cluster's default, known already
-            # rule a: held behind its name while an earlier pending call names it too
-            call.move(topic, _QUEUED if self._names.hold(topic) else _HELD)
-        call.unsettled = len(topics)
-        call.id = next(self._call_ids)
-        self._calls[call.id] = call
+        if default is not None and call.kind.operation is CREATE_TOPICS:
+            for topic in topics:
+                if topic.cost is None:
+                    self._cost_with_default(topic, default)  # -1 partitions: the cluster's default, known already
+        self._queue.add(call, topics)  # rule a: held behind its name while an earlier pending call names it too
         if not topics:
             self._account(call, call.spec.started_at)
 
@@ -334,7 +328,7 @@ class Engine:
         """Partition counts by topic (None: the read failed, and costs not known are taken as 1), and the cluster's
         default partition count if it was read (what a create with -1 partitions makes, and is charged)."""
         default = self._metadata.answered(counts, default_partitions)
-        for call in self._calls.values():
+        for call in self._queue.calls.values():
             operation = call.kind.operation
             for topic in call.queued.values():
                 if topic.cost is not None:
@@ -355,7 +349,7 @@ class Engine:
 
     def on_views(self, views: BrokerViews, now: float) -> None:
         """Every broker's Metadata for the topics asked about (a ``ReadViews`` action); see ``visibility``."""
-        for topic in self._views.answered(list(self._calls.values()), views, now):
+        for topic in self._views.answered(list(self._queue.calls.values()), views, now):
             self._finish(topic, None, now)
 
     def close(self, now: float) -> None:
@@ -363,7 +357,7 @@ class Engine:
         self._closed = True
         if self._slot.request is not None:  # its responses' throttles still count (KIP-124), answered or not
             self._record_response_throttle(self._slot.request, answered=False)
-        for call in list(self._calls.values()):
+        for call in list(self._queue.calls.values()):
             for topic in [*call.queued.values(), *call.in_flight.values(), *call.awaiting.values()]:
                 self._end(topic, Ending.CLOSED, now)
         self._slot.free()
@@ -388,7 +382,7 @@ class Engine:
             else:
                 wake_at = min(wake_at, self._slot.settles_at())
             # after the sending, which may settle queued topics: nothing is read about a topic settled in this step
-            read, read_at = self._views.plan(self._calls.values(), now)
+            read, read_at = self._views.plan(self._queue.calls.values(), now)
             if read is not None:
                 self._out.append(ReadViews(read))
             self._out.append(WakeAt(min(wake_at, read_at)))
@@ -404,7 +398,7 @@ class Engine:
         the other protocol). Nothing of theirs was handed over. Returns when to look again."""
         wake_at = math.inf
         failure = self._contact.failure
-        ask_at = self._contact.probe_at(bool(self._calls), FIRST_CONTACT_TIMEOUT_S)
+        ask_at = self._contact.probe_at(bool(self._queue.calls), FIRST_CONTACT_TIMEOUT_S)
         if ask_at is not None:
             if now < ask_at:
                 wake_at = ask_at
@@ -413,7 +407,7 @@ class Engine:
                 self._out.append(Probe())
         if failure is None:
             return wake_at
-        for call in list(self._calls.values()):
+        for call in list(self._queue.calls.values()):
             if not call.queued:
                 continue
             give_up_at = call.spec.started_at + (0.0 if failure.definite else FIRST_CONTACT_TIMEOUT_S)
@@ -451,12 +445,10 @@ class Engine:
     def _release(self, topic: Topic) -> None:
         """The topic is settled or withdrawn: the next call waiting for its name may send it."""
         self._views.forget(topic)
-        holder = self._names.release(topic)
-        if holder is not None:  # the earliest pending call naming it may send it now
-            holder.call.move(holder, TopicState.QUEUED)
+        self._queue.release(topic)  # the earliest pending call naming it may send it now
 
     def _account(self, call: Call, now: float) -> None:
-        if call.unsettled > 0 or self._calls.pop(call.id, None) is None:
+        if not self._queue.finished(call):
             return
         # Recorded before the call's last future resolves (metric events go first): a caller that waits for the
         # results and then reads the metrics always finds this call in them.
@@ -469,14 +461,14 @@ class Engine:
         if now - reported_at > AUTH_ERROR_TTL_S:
             self._auth_error = None
             return
-        for call in list(self._calls.values()):
+        for call in list(self._queue.calls.values()):
             for topic in [*call.queued.values(), *call.in_flight.values()]:  # applied topics stay applied
                 self._end(topic, Ending.AUTH_FAILED, now, error=error)
 
     def _expire(self, now: float) -> float:
         """Settle what is past its call's deadline; returns the next deadline (rule e)."""
         next_deadline = math.inf
-        for call in list(self._calls.values()):
+        for call in list(self._queue.calls.values()):
             if call.spec.deadline > now:
                 next_deadline = min(next_deadline, call.spec.deadline)
                 continue
@@ -635,19 +627,19 @@ class Engine:
         """Compose the next request into the outbox, or ask for metadata; returns when to look again. Nothing is
         sent while a throttle lasts (KIP-219), while the connection may carry an abandoned request (rule b), before
         first contact allows it, while costs are unknown, or while the pacer holds the head of the queue back."""
-        if not self._calls:
+        if not self._queue.calls:
             return math.inf
         if (wake_at := self._throttle_wait(now)) is not None:
             return wake_at
         if self._slot.busy:
             return math.inf  # rule b: woken by the sentinel's outcome (or a deadline)
-        head = self._head(now)
+        head = self._queue.head(now, self._views.reads_ids)
         if head is None:
-            return self._next_eligible(now)
+            return self._queue.next_eligible(now, self._views.reads_ids)
         if (wake_at := self._contact_wait(head, now)) is not None:
             return wake_at
         kind = head.call.kind
-        topics = list(self._eligible(kind, now))
+        topics = list(self._queue.eligible(kind, now, self._views.reads_ids))
         if probe := self._gate.probe_due(now):  # a throttle whose connection is gone: one topic, the cheapest, first
             topics = [min(topics, key=lambda topic: (topic.cost is None, topic.cost or 0))]
         if (wake_at := self._metadata_wait(topics)) is not None:
@@ -665,7 +657,7 @@ class Engine:
         if gate_s <= 0:
             return None
         gate_ms = int(gate_s * 1000 + 0.5)
-        for call in list(self._calls.values()):
+        for call in list(self._queue.calls.values()):
             if call.queued and (not call.spec.retry_on_quota_violation or gate_s >= call.remaining_s(now)):
                 self._refuse(call, gate_ms, now)
         return now + gate_s
@@ -701,7 +693,7 @@ class Engine:
         if wait_s <= 0:
             return None
         kind = head.call.kind
-        for call in list(self._calls.values()):
+        for call in list(self._queue.calls.values()):
             if call.kind == kind and call.queued and wait_s >= call.remaining_s(now):
                 self._refuse(call, int(wait_s * 1000 + 0.5), now)
         return now + wait_s
@@ -709,7 +701,7 @@ class Engine:
     def _note_gate_wait(self, waiting: bool, now: float) -> None:
         """Local back-off time (KIP-219): how long queued work waited for the broker's throttle to end."""
         if waiting and not self._gate.waiting:
-            head = next(iter(self._calls.values()))
+            head = next(iter(self._queue.calls.values()))
             self._gate.wait_began(head.kind.operation.name, now)
         elif not waiting and (waited := self._gate.wait_ended(now)) is not None:
             self._metric(BackedOff(*waited))
@@ -721,35 +713,6 @@ class Engine:
         self._metric(QuotaViolations(operation, len(queued)))
         for topic in queued:  # an earlier throttle of the topic's own, if longer, is the one it is told
             self._end(topic, Ending.THROTTLED_HERE, now, throttle_ms=throttle_ms)
-
-    def _head(self, now: float) -> Topic | None:
-        for call in self._calls.values():
-            for topic in call.queued.values():
-                if topic.not_before <= now and self._sendable(topic):
-                    return topic
-        return None
-
-    def _sendable(self, topic: Topic) -> bool:
-        """It holds its name (rule a), and, a wait_for_metadata create, the ids before its send are known."""
-        return topic.state is not _HELD and not self._views.reads_ids(topic)
-
-    def _next_eligible(self, now: float) -> float:
-        """When the next queued topic becomes sendable (one waiting for a name's holder is woken by its settling,
-        one waiting for the ids before its send by the read's answer)."""
-        waits = [t.not_before for c in self._calls.values() for t in c.queued.values() if self._sendable(t)]
-        return max(now, min(waits, default=math.inf))
-
-    def _eligible(self, kind: RequestKind, now: float) -> Iterator[Topic]:
-        count = 0
-        for call in self._calls.values():
-            if call.kind != kind:
-                continue
-            for topic in call.queued.values():
-                if topic.not_before <= now and self._sendable(topic):
-                    yield topic
-                    count += 1
-                    if count >= self._config.max_topics_per_request:
-                        return
 
     def _compose(self, kind: RequestKind, candidates: list[Topic], now: float) -> float:
         """Put the next request in the outbox: the candidates (queued, sendable, of one kind, in call order) that

@@ -1,0 +1,83 @@
+"""The pending calls, in submission order, and rule a's name holds: which queued topics may be sent, and when.
+
+``WorkQueue`` numbers the calls it is given, holds each topic behind an earlier pending call of its name (rule a),
+lets the next holder go when a topic is settled or withdrawn, and answers what the engine asks before composing a
+request: the head of the queue, the topics of one kind that may go now, and when the next one may. A topic that
+waits for the ids of its name before its send (``view_reads``) is not sendable: the engine passes that test in.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterator
+
+from throttled_admin._engine.lifecycle import TopicState
+from throttled_admin._engine.work import Call, NameHolds, RequestKind, Topic
+
+__all__ = ["WorkQueue"]
+
+_HELD = TopicState.HELD_BEHIND_NAME
+
+# A topic that must wait for something besides its name and its back-off (the ids before a create's send)
+Waits = Callable[[Topic], bool]
+
+
+class WorkQueue:
+    """Not thread-safe: the engine's own state."""
+
+    def __init__(self, max_topics_per_request: int) -> None:
+        self.calls: dict[int, Call] = {}  # in submission order, until every topic of the call is settled
+        self._ids = itertools.count(1)
+        self._names = NameHolds()  # rule a: which pending topic holds each name
+        self._max_topics = max_topics_per_request
+
+    def add(self, call: Call, topics: list[Topic]) -> None:
+        """Number the call and queue its topics, each held behind its name while an earlier pending call names it."""
+        for topic in topics:
+            call.move(topic, TopicState.QUEUED if self._names.hold(topic) else _HELD)
+        call.unsettled = len(topics)
+        call.id = next(self._ids)
+        self.calls[call.id] = call
+
+    def release(self, topic: Topic) -> None:
+        """The topic is settled or withdrawn: the earliest pending call naming it may send it now."""
+        holder = self._names.release(topic)
+        if holder is not None:
+            holder.call.move(holder, TopicState.QUEUED)
+
+    def finished(self, call: Call) -> bool:
+        """True once, when the call's last topic is settled or withdrawn (the call leaves the queue)."""
+        return call.unsettled <= 0 and self.calls.pop(call.id, None) is not None
+
+    def head(self, now: float, waits: Waits) -> Topic | None:
+        """The first topic that may be sent now, in call order."""
+        for call in self.calls.values():
+            for topic in call.queued.values():
+                if topic.not_before <= now and _sendable(topic, waits):
+                    return topic
+        return None
+
+    def eligible(self, kind: RequestKind, now: float, waits: Waits) -> Iterator[Topic]:
+        """The topics of one kind that may be sent now, in call order, at most a request's worth."""
+        count = 0
+        for call in self.calls.values():
+            if call.kind != kind:
+                continue
+            for topic in call.queued.values():
+                if topic.not_before <= now and _sendable(topic, waits):
+                    yield topic
+                    count += 1
+                    if count >= self._max_topics:
+                        return
+
+    def next_eligible(self, now: float, waits: Waits) -> float:
+        """When the next queued topic becomes sendable (one waiting for a name's holder is woken by its settling,
+        one waiting for the ids before its send by the read's answer)."""
+        ready = [t.not_before for c in self.calls.values() for t in c.queued.values() if _sendable(t, waits)]
+        return max(now, min(ready, default=math.inf))
+
+
+def _sendable(topic: Topic, waits: Waits) -> bool:
+    """It holds its name (rule a) and waits for nothing else."""
+    return topic.state is not _HELD and not waits(topic)
