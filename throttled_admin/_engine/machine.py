@@ -92,7 +92,7 @@ from throttled_admin._engine.metric_events import (
     ResponseThrottle,
     Retried,
 )
-from throttled_admin._engine.outcome import Ending, Facts, settle_error
+from throttled_admin._engine.outcome import Ending, Facts, settle_error, why_not_sent
 from throttled_admin._engine.pacer import Pacer
 from throttled_admin._engine.queue import WorkQueue
 from throttled_admin._engine.request import Request
@@ -104,7 +104,7 @@ from throttled_admin._engine.throttle import ThrottleTracker, failed_node
 from throttled_admin._engine.verdict import Verdict, verdict
 from throttled_admin._engine.view_reads import ViewReads
 from throttled_admin._engine.visibility import BrokerViews
-from throttled_admin._engine.work import CREATE_TOPICS, Call, RequestKind, Topic
+from throttled_admin._engine.work import CREATE_TOPICS, Call, RequestKind, Topic, cost_with_default
 from throttled_admin._errors import (
     CLOSED_MESSAGE,
     ClientClosedError,
@@ -220,7 +220,7 @@ class Engine:
         if default is not None and call.kind.operation is CREATE_TOPICS:
             for topic in topics:
                 if topic.cost is None:
-                    self._cost_with_default(topic, default)  # -1 partitions: the cluster's default, known already
+                    cost_with_default(topic, default)  # -1 partitions: the cluster's default, known already
         self._queue.add(call, topics)  # rule a: held behind its name while an earlier pending call names it too
         if not topics:
             self._account(call, call.spec.started_at)
@@ -287,7 +287,7 @@ class Engine:
         if request is None or request.id != request_id:
             return
         self._slot.free()
-        self._record_response_throttle(request, answered=False)
+        self._metric(*request.throttle_events(answered=False))
         for topic in request.topics:
             if topic.state is TopicState.IN_FLIGHT:
                 self._end(topic, Ending.SEND_REFUSED, now, exc=exc)
@@ -334,18 +334,11 @@ class Engine:
                 if topic.cost is not None:
                     continue
                 if operation is CREATE_TOPICS:
-                    self._cost_with_default(topic, default)
+                    cost_with_default(topic, default)
                 elif counts is None:
                     topic.cost = 1
                 else:
                     topic.cost = operation.cost_from_metadata(topic.item, counts.get(topic.name))
-
-    def _cost_with_default(self, topic: Topic, default: int | None) -> None:
-        """A create of -1 partitions costs the cluster's default; while that is unknown, FALLBACK_PARTITIONS, and
-        the first such topic applied is read back to learn it (``MetadataReads.read_back``)."""
-        topic.cost = CREATE_TOPICS.cost_from_metadata(topic.item, None, default)
-        topic.records = CREATE_TOPICS.records(topic.item, default)
-        topic.guessed = default is None
 
     def on_views(self, views: BrokerViews, now: float) -> None:
         """Every broker's Metadata for the topics asked about (a ``ReadViews`` action); see ``visibility``."""
@@ -356,7 +349,7 @@ class Engine:
         """Fail everything pending: queued topics were not sent; in-flight ones may have been applied."""
         self._closed = True
         if self._slot.request is not None:  # its responses' throttles still count (KIP-124), answered or not
-            self._record_response_throttle(self._slot.request, answered=False)
+            self._metric(*self._slot.request.throttle_events(answered=False))
         for call in list(self._queue.calls.values()):
             for topic in [*call.queued.values(), *call.in_flight.values(), *call.awaiting.values()]:
                 self._end(topic, Ending.CLOSED, now)
@@ -418,8 +411,8 @@ class Engine:
                 self._end(topic, Ending.CANNOT_CONNECT, now)
         return wake_at
 
-    def _metric(self, event: MetricEvent) -> None:
-        self._out.append(Emit(event))
+    def _metric(self, *events: MetricEvent) -> None:
+        self._out.extend(Emit(event) for event in events)
 
     def _applied(self, topic: Topic, now: float) -> None:
         """The broker applied the topic: resolved now, or once every broker shows it (wait_for_metadata)."""
@@ -502,7 +495,9 @@ class Engine:
         why in words, ``because`` typed."""
         call = topic.call
         if ending is Ending.DEADLINE:
-            why, because = self._why_not_sent(topic)
+            why, because = why_not_sent(
+                self._contact.reached, topic.state is _HELD, self._views.reads_ids(topic), self._slot.busy
+            )
         facts = Facts(
             call.kind.operation.name,
             topic.name,
@@ -518,20 +513,6 @@ class Engine:
         )
         self._finish(topic, settle_error(ending, topic.state, topic.past, facts), now)
 
-    def _why_not_sent(self, topic: Topic) -> tuple[str, NotSentReason]:
-        """Why a topic that was never sent (or whose attempts were never built) was not sent by its deadline."""
-        if not self._contact.reached:
-            return "no broker had answered this client", NotSentReason.NO_BROKER_ANSWERED
-        if topic.state is _HELD:
-            return "an earlier call still held the topic's name", NotSentReason.NAME_HELD
-        if self._views.reads_ids(topic):
-            why = "the brokers' topic ids of the name (to tell the new topic from an earlier one) were still being read"
-            return why, NotSentReason.READING_IDS
-        if self._slot.busy:
-            why = "the connection to the controller still carried an earlier request that got no answer"
-            return why, NotSentReason.CONNECTION_BUSY
-        return "its deadline passed before it could be sent", NotSentReason.DEADLINE
-
     # -- a response -------------------------------------------------------------------------------
 
     def _complete(self, request: Request, now: float) -> None:
@@ -546,7 +527,8 @@ class Engine:
             self._contact.answered()  # a broker answered, or the request was written
             self._out.append(Reached())
         self._slot.ended(request, results, answered, now)  # what its end leaves on the connection (rule b)
-        throttle_s = self._record_response_throttle(request, answered)
+        self._metric(*request.throttle_events(answered=answered))  # KIP-124: each response's throttle, once
+        throttle_s = request.throttle_s if answered else 0.0
         operation = request.kind.operation.name
         outcomes = {name: classify(exc, operation=operation, throttled=throttle_s > 0) for name, exc in results.items()}
         response = Response(results, outcomes, throttle_s, split=self._learned.batch_cap(request, outcomes))
@@ -609,17 +591,6 @@ class Engine:
             self._metadata.read_back(topic.name)  # a create made with a guessed partition count (``MetadataReads``)
         self._applied(topic, now)
         return False
-
-    def _record_response_throttle(self, request: Request, answered: bool) -> float:
-        """Each response's throttle goes to the sensor once, for the request it came from (KIP-124); a request
-        that got no response records nothing, as Kafka's NetworkClient. Returns the response's throttle."""
-        for node_id, throttle_s in request.events:  # every event stands for one response
-            self._metric(_throttle_event(node_id, throttle_s, mutation=True))
-        if not answered:
-            return 0.0
-        if not request.events:
-            self._metric(ResponseThrottle(None, 0.0))  # librdkafka sends no event for an unthrottled response
-        return max((throttle_s for _, throttle_s in request.events), default=0.0)
 
     # -- the next request -------------------------------------------------------------------------
 

@@ -51,7 +51,7 @@ from throttled_admin._errors import (
     unknown_outcome_error,
 )
 
-__all__ = ["CANCELLED_WHY", "RULES", "Ending", "Facts", "settle_error"]
+__all__ = ["CANCELLED_WHY", "RULES", "Ending", "Facts", "settle_error", "why_not_sent"]
 
 CANCELLED_WHY = "its caller cancelled it while librdkafka was still looking for the controller"
 
@@ -227,3 +227,20 @@ RULES: dict[tuple[TopicState, Ending], Rule] = {
     (_A, Ending.DEADLINE): _not_visible,
     (_A, Ending.CLOSED): _not_visible_closed,
 }
+
+
+def why_not_sent(reached: bool, held: bool, reading_ids: bool, busy: bool) -> tuple[str, NotSentReason]:
+    """Why a topic that was never sent (or whose attempts were never built) was not sent by its deadline: no broker
+    had answered, an earlier call held its name (rule a), its name's ids were being read, or the connection still
+    carried an abandoned request (rule b)."""
+    if not reached:
+        return "no broker had answered this client", NotSentReason.NO_BROKER_ANSWERED
+    if held:
+        return "an earlier call still held the topic's name", NotSentReason.NAME_HELD
+    if reading_ids:
+        why = "the brokers' topic ids of the name (to tell the new topic from an earlier one) were still being read"
+        return why, NotSentReason.READING_IDS
+    if busy:
+        why = "the connection to the controller still carried an earlier request that got no answer"
+        return why, NotSentReason.CONNECTION_BUSY
+    return "its deadline passed before it could be sent", NotSentReason.DEADLINE

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from throttled_admin._engine.metric_events import ResponseThrottle
 from throttled_admin._engine.work import RequestKind, Topic
 
 __all__ = ["Request"]
@@ -34,3 +35,17 @@ class Request:
     @property
     def names(self) -> list[str]:
         return [topic.name for topic in self.topics]
+
+    @property
+    def throttle_s(self) -> float:
+        """The longest throttle a response to it carried (0: none)."""
+        return max((throttle_s for _, throttle_s in self.events), default=0.0)
+
+    def throttle_events(self, *, answered: bool) -> list[ResponseThrottle]:
+        """Each response's throttle goes to the sensor once, for the request it came from (KIP-124); a request that
+        got no response records no unthrottled one, as Kafka's NetworkClient (librdkafka sends no event for an
+        unthrottled response)."""
+        events = [ResponseThrottle(node_id, throttle_s * 1000, True) for node_id, throttle_s in self.events]
+        if answered and not self.events:
+            events.append(ResponseThrottle(None, 0.0))
+        return events

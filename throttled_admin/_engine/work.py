@@ -27,6 +27,7 @@ __all__ = [
     "Topic",
     "TopicRef",
     "TopicState",
+    "cost_with_default",
 ]
 
 
@@ -301,3 +302,11 @@ class NameHolds:
         if not behind:
             del self._behind[name]
         return holder
+
+
+def cost_with_default(topic: Topic, default: int | None) -> None:
+    """A create of -1 partitions costs the cluster's default; while that is unknown, FALLBACK_PARTITIONS, and the
+    first such topic applied is read back to learn it (``MetadataReads.read_back``)."""
+    topic.cost = CREATE_TOPICS.cost_from_metadata(topic.item, None, default)
+    topic.records = CREATE_TOPICS.records(topic.item, default)
+    topic.guessed = default is None
