@@ -84,7 +84,6 @@ from throttled_admin._engine.lifecycle import Attempt, TopicState
 from throttled_admin._engine.metadata import MetadataReads
 from throttled_admin._engine.metric_events import (
     BackedOff,
-    CallFinished,
     MetricEvent,
     MutationsAdmitted,
     QuotaViolations,
@@ -222,8 +221,8 @@ class Engine:
                 if topic.cost is None:
                     cost_with_default(topic, default)  # -1 partitions: the cluster's default, known already
         self._queue.add(call, topics)  # rule a: held behind its name while an earlier pending call names it too
-        if not topics:
-            self._account(call, call.spec.started_at)
+        if not topics and (finished := self._queue.finished(call, call.spec.started_at)) is not None:
+            self._metric(finished)
 
     def withdraw(self, topic: Topic, now: float) -> bool:
         """Its caller cancelled the topic (its future's cancel()). Not yet sent: taken back, and True to this and
@@ -236,9 +235,9 @@ class Engine:
             return False
         call = topic.call
         call.move(topic, TopicState.WITHDRAWN)
-        self._release(topic)
-        call.unsettled -= 1
-        self._account(call, now)
+        self._views.forget(topic)
+        if (finished := self._queue.settled(topic, now)) is not None:
+            self._metric(finished)
         return True
 
     def on_throttle(self, node_id: int, throttle_s: float, now: float) -> None:
@@ -414,39 +413,17 @@ class Engine:
     def _metric(self, *events: MetricEvent) -> None:
         self._out.extend(Emit(event) for event in events)
 
-    def _applied(self, topic: Topic, now: float) -> None:
-        """The broker applied the topic: resolved now, or once every broker shows it (wait_for_metadata)."""
-        call = topic.call
-        if call.spec.wait_for_metadata and not call.kind.validate_only:
-            call.move(topic, TopicState.AWAITING_VISIBILITY)
-            self._views.applied(now)
-        else:
-            self._finish(topic, None, now)
-
     def _finish(self, topic: Topic, exc: BaseException | None, now: float) -> None:
         """Book a topic's outcome; the driver resolves its future."""
         call = topic.call
         call.move(topic, _SETTLED)
-        self._release(topic)
+        self._views.forget(topic)
         if exc is not None and call.error_type is None:
             error = error_of(exc)
             call.error_type = error.name() if error is not None else type(exc).__name__
-        call.unsettled -= 1
         self._out.append(Settle(call.id, topic.name, exc))
-        self._account(call, now)
-
-    def _release(self, topic: Topic) -> None:
-        """The topic is settled or withdrawn: the next call waiting for its name may send it."""
-        self._views.forget(topic)
-        self._queue.release(topic)  # the earliest pending call naming it may send it now
-
-    def _account(self, call: Call, now: float) -> None:
-        if not self._queue.finished(call):
-            return
-        # Recorded before the call's last future resolves (metric events go first): a caller that waits for the
-        # results and then reads the metrics always finds this call in them.
-        operation, seconds, error_type = call.kind.operation.name, now - call.spec.started_at, call.error_type
-        self._metric(CallFinished(operation, seconds, error_type))
+        if (finished := self._queue.settled(topic, now)) is not None:  # the next call naming it may send it
+            self._metric(finished)
 
     def _fail_on_auth_error(self, now: float) -> None:
         assert self._auth_error is not None
@@ -578,7 +555,8 @@ class Engine:
         return retried
 
     def _carry_out(self, topic: Topic, decision: Decision, now: float) -> bool:
-        """Do what ``after_answer`` decided for an answered topic; True when it was queued again (a retry)."""
+        """Do what ``after_answer`` decided for an answered topic: queued again (True: a retry), settled, or applied
+        (resolved now, or once every broker shows it: wait_for_metadata)."""
         if isinstance(decision, Requeue):
             if decision.not_before is not None:
                 topic.not_before = decision.not_before
@@ -589,7 +567,12 @@ class Engine:
             return False
         if decision.read_back and self._metadata.default_partitions is None:
             self._metadata.read_back(topic.name)  # a create made with a guessed partition count (``MetadataReads``)
-        self._applied(topic, now)
+        call = topic.call
+        if call.spec.wait_for_metadata and not call.kind.validate_only:  # resolved once every broker shows it
+            call.move(topic, TopicState.AWAITING_VISIBILITY)
+            self._views.applied(now)
+        else:
+            self._finish(topic, None, now)
         return False
 
     # -- the next request -------------------------------------------------------------------------

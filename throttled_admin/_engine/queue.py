@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable, Iterator
 
 from throttled_admin._engine.lifecycle import TopicState
+from throttled_admin._engine.metric_events import CallFinished
 from throttled_admin._engine.work import Call, NameHolds, RequestKind, Topic
 
 __all__ = ["WorkQueue"]
@@ -40,15 +41,22 @@ class WorkQueue:
         call.id = next(self._ids)
         self.calls[call.id] = call
 
-    def release(self, topic: Topic) -> None:
-        """The topic is settled or withdrawn: the earliest pending call naming it may send it now."""
+    def settled(self, topic: Topic, now: float) -> CallFinished | None:
+        """The topic is settled or withdrawn: the earliest pending call naming it may send it now; the call's
+        metric event if that was its last topic."""
         holder = self._names.release(topic)
         if holder is not None:
             holder.call.move(holder, TopicState.QUEUED)
+        topic.call.unsettled -= 1
+        return self.finished(topic.call, now)
 
-    def finished(self, call: Call) -> bool:
-        """True once, when the call's last topic is settled or withdrawn (the call leaves the queue)."""
-        return call.unsettled <= 0 and self.calls.pop(call.id, None) is not None
+    def finished(self, call: Call, now: float) -> CallFinished | None:
+        """Once, when the call's last topic is settled or withdrawn: the call leaves the queue, and its duration is
+        recorded (before its last future resolves: metric events go first, so a caller that waits for the results
+        and then reads the metrics always finds this call in them)."""
+        if call.unsettled > 0 or self.calls.pop(call.id, None) is None:
+            return None
+        return CallFinished(call.kind.operation.name, now - call.spec.started_at, call.error_type)
 
     def head(self, now: float, waits: Waits) -> Topic | None:
         """The first topic that may be sent now, in call order."""
