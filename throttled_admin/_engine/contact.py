@@ -123,6 +123,7 @@ class Contact:
     failure: ContactFailure | None = None  # the last connection failed before its handshake (until reached)
     probe: ProbeState = ProbeState.NOT_ASKED
     probe_asked_at: float = -math.inf
+    auth: tuple[KafkaError, float] | None = None  # an authentication failure, and when it was reported
 
     def answered(self) -> None:
         """A broker has answered this client: no first-contact rule, no 'cannot connect' from now on."""
@@ -156,3 +157,28 @@ class Contact:
 
     def asked(self, now: float) -> None:
         self.probe, self.probe_asked_at = ProbeState.ASKED, now
+
+    def hold(self, started_at: float, now: float, wait_s: float) -> float | None:
+        """Until a broker has answered, hand over only what librdkafka may be able to write: when to look again
+        for a call started at ``started_at`` (None: send now). While connections fail before their handshake,
+        nothing goes (woken by an answer, or when the calls give up); while the probe is out, a call waits for it
+        ``wait_s`` at most."""
+        if self.reached:
+            return None
+        if self.failure is not None:
+            return math.inf
+        wait_until = started_at + wait_s
+        if self.probe is ProbeState.ASKED and now < wait_until:
+            return wait_until  # or by the probe's answer
+        return None
+
+    def auth_error(self, now: float, ttl_s: float) -> KafkaError | None:
+        """The authentication failure that fails the work now: reported within ``ttl_s`` (librdkafka reports it
+        again while it lasts); None once it has lapsed."""
+        if self.auth is None:
+            return None
+        error, reported_at = self.auth
+        if now - reported_at > ttl_s:
+            self.auth = None
+            return None
+        return error

@@ -63,7 +63,7 @@ from throttled_admin._engine.actions import (
 )
 from throttled_admin._engine.after_answer import (
     AfterAnswer,
-    Decision,
+    Applied,
     Finish,
     Requeue,
     Response,
@@ -78,7 +78,7 @@ from throttled_admin._engine.classify import (
 )
 from throttled_admin._engine.config import MAX_RECORDS_PER_REQUEST, MAX_TOPICS_PER_REQUEST, EngineConfig
 from throttled_admin._engine.connection import Drained
-from throttled_admin._engine.contact import Contact, ProbeState, contact_failure
+from throttled_admin._engine.contact import Contact, contact_failure
 from throttled_admin._engine.learning import Learning
 from throttled_admin._engine.lifecycle import Attempt, TopicState
 from throttled_admin._engine.metadata import MetadataReads
@@ -183,7 +183,6 @@ class Engine:
         self._views = ViewReads()  # wait_for_metadata: every broker's Metadata, and the ids before a create
         self._slot = Slot(socket_timeout_s)  # rule b: one request in flight, and the slot follows the connection
         self._queue = WorkQueue(config.max_topics_per_request)  # the pending calls; rule a's name holds
-        self._auth_error: tuple[KafkaError, float] | None = None  # (error, when it was reported)
         self._contact = Contact()  # first contact: has a broker answered this client?
         self._metadata = MetadataReads()  # partition counts, and the cluster's default partition count
         self._closed = False
@@ -202,7 +201,7 @@ class Engine:
             reached=self._contact.reached,
             final_at=slot.final_at,
             rate=None if self._learned.pacer is None else self._learned.pacer.rate,
-            auth_failing=self._auth_error is not None,
+            auth_failing=self._contact.auth is not None,
             wants_default_partitions=self._metadata.default_partitions is None,
             max_records_per_request=self._learned.cap.limit,
         )
@@ -255,7 +254,7 @@ class Engine:
         within ``AUTH_ERROR_TTL_S`` after it (librdkafka reports it again while it lasts). A connection that
         failed before its handshake (``contact``) counts until a broker has answered."""
         if error.code() in _AUTH_ERRORS:
-            self._auth_error = (error, now)
+            self._contact.auth = (error, now)
         elif error.code() == KafkaError._ALL_BROKERS_DOWN:
             self._gate.every_connection_gone()  # every connection is down: none carries a throttle
         else:  # _TIMED_OUT: librdkafka's own request timed out, perhaps in the mute: the connection's throttle holds
@@ -361,8 +360,10 @@ class Engine:
         if not self._closed:
             if (request := self._slot.done(now)) is not None:
                 self._complete(request, now)
-            if self._auth_error is not None:
-                self._fail_on_auth_error(now)
+            if (error := self._contact.auth_error(now, AUTH_ERROR_TTL_S)) is not None:
+                for call in list(self._queue.calls.values()):  # applied topics stay applied
+                    for topic in [*call.queued.values(), *call.in_flight.values()]:
+                        self._end(topic, Ending.AUTH_FAILED, now, error=error)
             drain, drain_at = self._slot.drain(now)
             if drain is not None:  # rule b: the sentinel that tells when the connection is free
                 self._out.append(Drain(drain))
@@ -424,16 +425,6 @@ class Engine:
         self._out.append(Settle(call.id, topic.name, exc))
         if (finished := self._queue.settled(topic, now)) is not None:  # the next call naming it may send it
             self._metric(finished)
-
-    def _fail_on_auth_error(self, now: float) -> None:
-        assert self._auth_error is not None
-        error, reported_at = self._auth_error
-        if now - reported_at > AUTH_ERROR_TTL_S:
-            self._auth_error = None
-            return
-        for call in list(self._queue.calls.values()):
-            for topic in [*call.queued.values(), *call.in_flight.values()]:  # applied topics stay applied
-                self._end(topic, Ending.AUTH_FAILED, now, error=error)
 
     def _expire(self, now: float) -> float:
         """Settle what is past its call's deadline; returns the next deadline (rule e)."""
@@ -518,7 +509,7 @@ class Engine:
         retried = self._settle_answered(request, response, now)
         if answered:  # Redpanda's refused topics are charged all the same: the pacer's mirror counts them
             self._learned.answered(request, results, charged + accepted, response.throttle_s, now)
-            self._auth_error = None  # a broker answered: an authentication failure is over
+            self._contact.auth = None  # a broker answered: an authentication failure is over
         spoke = answered and not _SPEAKS_FOR_QUOTA.isdisjoint(outcomes.values())
         if self._gate.completed(request.id, spoke_for_quota=spoke) and self._learned.pacer is not None:
             self._learned.pacer.connection_renewed(response.throttle_s, now)  # the debt the fresh answer disproved
@@ -529,15 +520,15 @@ class Engine:
 
     def _settle_answered(self, request: Request, response: Response, now: float) -> bool:
         """Carry out each topic's verdict (a topic no longer in flight was settled already: its deadline passed,
-        or authentication failed). True when any topic is queued again (a retry)."""
+        or authentication failed), as ``after_answer`` decides: queued again, settled, or applied (resolved now, or
+        once every broker shows it: wait_for_metadata). True when any topic is queued again (a retry)."""
         retried = False
         for topic in request.topics:
             if topic.state is not _IN_FLIGHT:
                 continue
-            outcome = response.outcomes[topic.name]
+            outcome, exc = response.outcomes[topic.name], response.results[topic.name]
             throttle_ms = int(response.throttle_s * 1000 + 0.5) if outcome is _THROTTLED else 0
-            attempt = Attempt(request.id, request.sent_at, now, outcome, response.results[topic.name], throttle_ms)
-            topic.history += (attempt,)
+            topic.history += (Attempt(request.id, request.sent_at, now, outcome, exc, throttle_ms),)
             decided = verdict(
                 outcome,
                 split=response.split,
@@ -547,33 +538,23 @@ class Engine:
             )
             if decided is Verdict.THROTTLED:
                 self._metric(QuotaViolations(topic.call.kind.operation.name, 1))
-            elif decided is Verdict.RETRY and not_controller(response.results[topic.name]):
+            elif decided is Verdict.RETRY and not_controller(exc):
                 self._metadata.refresh = True
-            retried |= self._carry_out(
-                topic, self._after.decide(topic, decided, response, self._learned.round_trip, now), now
-            )
+            decision = self._after.decide(topic, decided, response, self._learned.round_trip, now)
+            if isinstance(decision, Applied) and decision.read_back and self._metadata.default_partitions is None:
+                self._metadata.read_back(topic.name)  # a create made with a guessed partition count (``metadata``)
+            if isinstance(decision, Requeue):
+                topic.not_before = topic.not_before if decision.not_before is None else decision.not_before
+                topic.call.move(topic, TopicState.QUEUED)
+                retried = True
+            elif isinstance(decision, Finish):
+                self._end(topic, decision.ending, now, exc=decision.exc, why=decision.why)
+            elif topic.call.spec.wait_for_metadata and not topic.call.kind.validate_only:
+                topic.call.move(topic, TopicState.AWAITING_VISIBILITY)
+                self._views.applied(now)
+            else:
+                self._finish(topic, None, now)
         return retried
-
-    def _carry_out(self, topic: Topic, decision: Decision, now: float) -> bool:
-        """Do what ``after_answer`` decided for an answered topic: queued again (True: a retry), settled, or applied
-        (resolved now, or once every broker shows it: wait_for_metadata)."""
-        if isinstance(decision, Requeue):
-            if decision.not_before is not None:
-                topic.not_before = decision.not_before
-            topic.call.move(topic, TopicState.QUEUED)
-            return True
-        if isinstance(decision, Finish):
-            self._end(topic, decision.ending, now, exc=decision.exc, why=decision.why)
-            return False
-        if decision.read_back and self._metadata.default_partitions is None:
-            self._metadata.read_back(topic.name)  # a create made with a guessed partition count (``MetadataReads``)
-        call = topic.call
-        if call.spec.wait_for_metadata and not call.kind.validate_only:  # resolved once every broker shows it
-            call.move(topic, TopicState.AWAITING_VISIBILITY)
-            self._views.applied(now)
-        else:
-            self._finish(topic, None, now)
-        return False
 
     # -- the next request -------------------------------------------------------------------------
 
@@ -581,92 +562,61 @@ class Engine:
         """Compose the next request into the outbox, or ask for metadata; returns when to look again. Nothing is
         sent while a throttle lasts (KIP-219), while the connection may carry an abandoned request (rule b), before
         first contact allows it, while costs are unknown, or while the pacer holds the head of the queue back."""
-        if not self._queue.calls:
+        calls = self._queue.calls
+        if not calls:
             return math.inf
-        if (wake_at := self._throttle_wait(now)) is not None:
-            return wake_at
+        gate_s = self._gate.remaining_s(now)
+        first = next(iter(calls.values())).kind.operation.name
+        if (waited := self._gate.note_wait(gate_s > 0, first, now)) is not None:
+            self._metric(BackedOff(*waited))  # local back-off time: how long queued work waited for the throttle
+        if gate_s > 0:
+            return self._hold_back(gate_s, None, now)
         if self._slot.busy:
             return math.inf  # rule b: woken by the sentinel's outcome (or a deadline)
         head = self._queue.head(now, self._views.reads_ids)
         if head is None:
             return self._queue.next_eligible(now, self._views.reads_ids)
-        if (wake_at := self._contact_wait(head, now)) is not None:
-            return wake_at
+        if (wake_at := self._contact.hold(head.call.spec.started_at, now, FIRST_CONTACT_TIMEOUT_S)) is not None:
+            return wake_at  # first contact: hand over only what librdkafka may be able to write
+        return self._send_or_hold(head, now)
+
+    def _send_or_hold(self, head: Topic, now: float) -> float:
+        """The head of the queue may go: compose a request of its kind, unless costs are to be read first or the
+        pacer holds it back. Returns when to look again."""
         kind = head.call.kind
         topics = list(self._queue.eligible(kind, now, self._views.reads_ids))
         if probe := self._gate.probe_due(now):  # a throttle whose connection is gone: one topic, the cheapest, first
             topics = [min(topics, key=lambda topic: (topic.cost is None, topic.cost or 0))]
-        if (wake_at := self._metadata_wait(topics)) is not None:
-            return wake_at
-        if not probe and (wake_at := self._pacing_wait(head, topics, now)) is not None:  # the probe tests its debt
-            return wake_at
+        if self._metadata.refresh or any(topic.cost is None for topic in topics):
+            # costs not yet known, or metadata to refresh (after NOT_CONTROLLER): a read off the deadline-keeping
+            # path (expiry goes on meanwhile), waited for
+            if self._metadata.ask():
+                self._out.append(ReadMetadata())
+            return math.inf
+        pacer = self._learned.pacer
+        if pacer is not None and not probe:  # the probe tests its debt
+            pending_cost = sum(topic.cost or 0 for topic in topics)
+            if (wait_s := pacer.wait_s(head.cost or 0, pending_cost, now)) > 0:
+                return self._hold_back(wait_s, kind, now)
         return self._compose(kind, topics, now)
 
-    def _throttle_wait(self, now: float) -> float | None:
-        """KIP-219: nothing is sent while a throttle lasts; returns when it ends (None: no throttle). A call that
-        cannot wait fails at once (retry off, or the throttle outlasts its deadline: Java would sleep through it
-        for nothing)."""
-        gate_s = self._gate.remaining_s(now)
-        self._note_gate_wait(gate_s > 0, now)
-        if gate_s <= 0:
-            return None
-        gate_ms = int(gate_s * 1000 + 0.5)
+    def _hold_back(self, wait_s: float, paced: RequestKind | None, now: float) -> float:
+        """Nothing goes for ``wait_s``; returns when to look again. A call that cannot wait fails its queued topics
+        at once as throttled, without sending them (counted as quota violations): behind the broker's throttle
+        (``paced`` None: KIP-219), one whose retry is off or whose deadline comes first (Java would sleep through
+        it for nothing); behind the pacer, one of the ``paced`` kind whose deadline comes first."""
+        throttle_ms = int(wait_s * 1000 + 0.5)
         for call in list(self._queue.calls.values()):
-            if call.queued and (not call.spec.retry_on_quota_violation or gate_s >= call.remaining_s(now)):
-                self._refuse(call, gate_ms, now)
-        return now + gate_s
-
-    def _contact_wait(self, head: Topic, now: float) -> float | None:
-        """First contact: hand over only what librdkafka may be able to write. Returns when to look again (None:
-        send now)."""
-        if self._contact.reached:
-            return None
-        if self._contact.failure is not None:
-            return math.inf  # woken by a broker's answer, or when the calls give up (_first_contact)
-        wait_until = head.call.spec.started_at + FIRST_CONTACT_TIMEOUT_S
-        if self._contact.probe is ProbeState.ASKED and now < wait_until:
-            return wait_until  # or by the probe's answer
-        return None
-
-    def _metadata_wait(self, topics: list[Topic]) -> float | None:
-        """Costs not yet known, or metadata to refresh (after NOT_CONTROLLER): ask for a metadata read, read off the
-        deadline-keeping path (expiry goes on meanwhile), and wait for it (None: nothing to read)."""
-        if not self._metadata.refresh and all(topic.cost is not None for topic in topics):
-            return None
-        if self._metadata.ask():
-            self._out.append(ReadMetadata())
-        return math.inf  # woken by the metadata read (or a deadline)
-
-    def _pacing_wait(self, head: Topic, topics: list[Topic], now: float) -> float | None:
-        """The pacer holds the head of the queue back: returns when it may go (None: now). A call of the same kind
-        whose deadline comes first fails at once, as throttled."""
-        if self._learned.pacer is None:
-            return None
-        pending_cost = sum(topic.cost or 0 for topic in topics)
-        wait_s = self._learned.pacer.wait_s(head.cost or 0, pending_cost, now)
-        if wait_s <= 0:
-            return None
-        kind = head.call.kind
-        for call in list(self._queue.calls.values()):
-            if call.kind == kind and call.queued and wait_s >= call.remaining_s(now):
-                self._refuse(call, int(wait_s * 1000 + 0.5), now)
+            if not call.queued or (paced is not None and call.kind != paced):
+                continue
+            retries = paced is not None or call.spec.retry_on_quota_violation
+            if retries and wait_s < call.remaining_s(now):
+                continue
+            queued = list(call.queued.values())
+            self._metric(QuotaViolations(call.kind.operation.name, len(queued)))
+            for topic in queued:  # an earlier throttle of the topic's own, if longer, is the one it is told
+                self._end(topic, Ending.THROTTLED_HERE, now, throttle_ms=throttle_ms)
         return now + wait_s
-
-    def _note_gate_wait(self, waiting: bool, now: float) -> None:
-        """Local back-off time (KIP-219): how long queued work waited for the broker's throttle to end."""
-        if waiting and not self._gate.waiting:
-            head = next(iter(self._queue.calls.values()))
-            self._gate.wait_began(head.kind.operation.name, now)
-        elif not waiting and (waited := self._gate.wait_ended(now)) is not None:
-            self._metric(BackedOff(*waited))
-
-    def _refuse(self, call: Call, throttle_ms: int, now: float) -> None:
-        """Fail a call's queued topics as throttled without sending them (counted as quota violations)."""
-        queued = list(call.queued.values())
-        operation = call.kind.operation.name
-        self._metric(QuotaViolations(operation, len(queued)))
-        for topic in queued:  # an earlier throttle of the topic's own, if longer, is the one it is told
-            self._end(topic, Ending.THROTTLED_HERE, now, throttle_ms=throttle_ms)
 
     def _compose(self, kind: RequestKind, candidates: list[Topic], now: float) -> float:
         """Put the next request in the outbox: the candidates (queued, sendable, of one kind, in call order) that

@@ -108,15 +108,12 @@ class ThrottleTracker:
             self._until = {node: t for node, t in self._until.items() if not t.gone}
         return spoke_for_quota
 
-    @property
-    def waiting(self) -> bool:
-        return self._wait is not None
-
-    def wait_began(self, operation: str, now: float) -> None:
-        """Work of ``operation`` (the first waiting) began to wait for the gate."""
-        self._wait = (operation, now)
-
-    def wait_ended(self, now: float) -> tuple[str, float] | None:
-        """The gate opened: the operation that waited and how long, if work was waiting."""
-        wait, self._wait = self._wait, None
-        return None if wait is None else (wait[0], now - wait[1])
+    def note_wait(self, waiting: bool, operation: str, now: float) -> tuple[str, float] | None:
+        """Local back-off time (KIP-219): queued work of ``operation`` waits for the gate (``waiting``) or not; when
+        the gate opens after a wait, the operation that waited first and how long."""
+        if waiting and self._wait is None:
+            self._wait = (operation, now)
+        elif not waiting and self._wait is not None:
+            wait, self._wait = self._wait, None
+            return wait[0], now - wait[1]
+        return None
