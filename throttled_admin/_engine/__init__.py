@@ -1,6 +1,8 @@
 """The client's core: every decision of the scheduler as a pure state machine (``machine.Engine``) and its pure
 parts: calls and topics (``work``), a topic's states and attempts (``lifecycle``), what a result means
-(``classify``), what then becomes of the topic (``verdict``) and the error it is settled with (``outcome``), the
+(``classify``), what then becomes of the topic (``verdict``, ``after_answer``) and the error it is settled with
+(``outcome``), the pending calls and rule a's name holds (``queue``), the request in flight (``slot``), what the
+answers teach (``learning``), wait_for_metadata's reads (``view_reads``), the
 metadata read before sending (``metadata``), the round-trip floor (``round_trip``), the KIP-219 gate
 (``throttle``), the connection an abandoned request may still hold (``connection``), pacing to the mutation quota
 (``pacer``), the retry back-off (``retry``), the controller's batch cap (``batch_cap``), waiting for every broker's
