@@ -25,7 +25,8 @@ when they settle futures, and leave the rest to the scheduler's thread.
 ``close()`` works from any frame: where it may not wait (a signal handler that interrupted a turn, a handler running
 inside one) it settles every future from its own thread and leaves the rest to another (``close`` returns False).
 
-Nothing here blocks where deadlines are kept: metadata reads run on a thread of their own, futures' done-callbacks
+Nothing here blocks where deadlines are kept: the reads the engine asks for run on one reader thread (``reader``;
+the engine alone records which are out), futures' done-callbacks
 and the application's code run elsewhere (``_driver.user_code``), and librdkafka's calls that send return at once.
 """
 
@@ -46,6 +47,7 @@ from confluent_kafka import KafkaError
 
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.handshake_drops import HandshakeDrops
+from throttled_admin._driver.reader import Reader
 from throttled_admin._driver.throttle_notice import FirstThrottleNotice
 from throttled_admin._driver.turns import Sending, Turns
 from throttled_admin._driver.user_code import CallbackRunner
@@ -184,9 +186,7 @@ class Scheduler:
         # futures live here only, the engine names a topic by its call's id and its name
         self._open: dict[int, dict[str, tuple[Topic, TopicFuture]]] = {}
         self._closed = False
-        self._metadata_wanted = False
-        self._metadata_reading = False
-        self._views_reading = False  # a wait_for_metadata read of every broker's Metadata is in progress
+        self._reader = Reader()  # one thread for the reads the engine asks for (the engine records them)
         self._thread = threading.Thread(target=self._run, name="throttled-admin-scheduler", daemon=True)
         self._thread.start()
 
@@ -317,11 +317,7 @@ class Scheduler:
             self._wake()
             self._assisted.notify_all()
         self._thread.join()
-        with self._cv:
-            self._cv.wait_for(
-                lambda: not self._metadata_reading and not self._views_reading,
-                timeout=_METADATA_TIMEOUT_S + max(0.0, end - self._clock()),
-            )
+        self._reader.close(_METADATA_TIMEOUT_S + max(0.0, end - self._clock()))
         self._callbacks.close(time.monotonic() + max(0.0, end - self._clock()))
         return True
 
@@ -700,48 +696,29 @@ class Scheduler:
             self._wake()
 
     def _start_metadata_read(self) -> None:
-        with self._cv:
-            self._metadata_wanted = True
-            if self._metadata_reading:
-                return
-            self._metadata_reading = True
-        threading.Thread(target=self._read_metadata, name="throttled-admin-metadata", daemon=True).start()
+        self._reader.submit(self._read_metadata)
 
     def _read_metadata(self) -> None:
         """Metadata requests, off the driver's thread: librdkafka learns the current controller from them (after
         NOT_CONTROLLER), and the costs of deletes and partition additions need the topics' current partition
         counts (KIP-599). A slow or absent broker delays only the sends that wait for them, never a deadline."""
-        stop = False
+        with self._cv:
+            if self._closed:
+                return
+            want_default = self._engine.status.wants_default_partitions
+        counts: dict[str, int] | None
         try:
-            while True:
-                with self._cv:
-                    if stop or not self._metadata_wanted or self._closed:
-                        # Cleared in the same critical section as the decision to stop, and only here: a read asked
-                        # for from now on starts a new reader, and close() never sees a reader as gone too early.
-                        self._metadata_reading = False
-                        self._cv.notify_all()
-                        return
-                    self._metadata_wanted = False
-                    want_default = self._engine.status.wants_default_partitions
-                counts: dict[str, int] | None
-                try:
-                    counts = self._transport.partition_counts(_METADATA_TIMEOUT_S)
-                except ClientGone:
-                    stop = True
-                    continue
-                except Exception as exc:
-                    log.warning("could not read the cluster's metadata (%s); costs not known are taken as 1", exc)
-                    counts = None
-                default = self._read_default_partitions() if want_default and counts is not None else None
-                with self._cv:
-                    if not self._closed:
-                        self._engine.on_metadata(counts, self._clock(), default)
-                    self._wake()
-        except BaseException:  # a bug: the reader is gone all the same
-            with self._cv:
-                self._metadata_reading = False
-                self._cv.notify_all()
-            raise
+            counts = self._transport.partition_counts(_METADATA_TIMEOUT_S)
+        except ClientGone:
+            return
+        except Exception as exc:
+            log.warning("could not read the cluster's metadata (%s); costs not known are taken as 1", exc)
+            counts = None
+        default = self._read_default_partitions() if want_default and counts is not None else None
+        with self._cv:
+            if not self._closed:
+                self._engine.on_metadata(counts, self._clock(), default)
+            self._wake()
 
     def _read_default_partitions(self) -> int | None:
         """The cluster's num.partitions, or None (not described, not allowed: the engine then reads back a topic
@@ -755,12 +732,7 @@ class Scheduler:
             return None
 
     def _start_views_read(self, names: list[str]) -> None:
-        with self._cv:
-            self._views_reading = True
-        thread = threading.Thread(target=self._read_views, args=(names,), name="throttled-admin-views", daemon=True)
-        try:
-            thread.start()
-        except RuntimeError:  # interpreter shutdown: no new threads
+        if not self._reader.submit(functools.partial(self._read_views, names)):  # closed, or the interpreter exits
             self._views_done({})
 
     def _read_views(self, names: list[str]) -> None:
@@ -778,7 +750,6 @@ class Scheduler:
 
     def _views_done(self, views: BrokerViews) -> None:
         with self._cv:
-            self._views_reading = False
             if not self._closed:
                 self._engine.on_views(views, self._clock())
             self._wake()
