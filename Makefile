@@ -1,8 +1,8 @@
 # The commands of the README. They create their venvs on first use and install from this project's own files.
 PYTHON ?= python3
 # Three workers on two cores, a test file each at a time: the suite mostly waits on sockets and deadlines, not
-# on the CPU (docs/reliability.md has the runs). loadgroup: tests/conftest.py makes each file a group, as loadfile
-# does, and puts every test on the three-node Kafka quorum in one (one quorum per run, on one worker).
+# on the CPU (the soak runs: git log -p docs/reliability.md). loadgroup: tests/conftest.py makes each file a group,
+# as loadfile does, and puts every test on the three-node Kafka quorum in one (one quorum per run, on one worker).
 PYTEST_ARGS ?= -n 3 --dist loadgroup
 VENV := .venv
 BIN := $(VENV)/bin

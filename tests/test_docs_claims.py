@@ -1,8 +1,10 @@
 """What README.md, docs/ and the examples tell a user holds: the README's quick start under a tight quota, the
-pipeline docs' way to quiet librdkafka's log, and one wording of the retry hint everywhere."""
+pipeline docs' way to quiet librdkafka's log, one wording of the retry hint everywhere, links that lead somewhere,
+and the rules lettered alike in docs/semantics.md, the engine and its model, each with tests that exist."""
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -91,3 +93,76 @@ def test_the_pipeline_docs_say_how_to_quiet_librdkafkas_log(tmp_path: Path, refu
     assert quiet.stderr == "", quiet.stderr
     for done in (loud, quiet):
         assert done.stdout.startswith("failed not sent: cannot connect to 127.0.0.1:"), done.stdout
+
+
+def _github_anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _prose(text: str) -> str:
+    """The text outside fenced code blocks."""
+    return re.sub(r"^```.*?^```", "", text, flags=re.MULTILINE | re.DOTALL)
+
+
+def test_every_link_of_the_readme_and_the_docs_leads_to_a_file_and_heading_that_exist() -> None:
+    """The docs were cut to half their size (issue 39): a link into a section that was cut or renamed fails here."""
+    from tests.support import REPO
+
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    broken = []
+    for page in pages:
+        for target in re.findall(r"\]\(([^)\s]+)\)", _prose(page.read_text(encoding="utf-8"))):
+            if re.match(r"[a-z]+:", target):
+                continue  # http(s), mailto: not ours to check
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            if not linked.exists():
+                broken.append(f"{page.relative_to(REPO)}: {target}: no such file")
+            elif anchor and linked.suffix == ".md":
+                headings = re.findall(r"^#+ (.+)$", _prose(linked.read_text(encoding="utf-8")), re.MULTILINE)
+                if anchor not in {_github_anchor(h) for h in headings}:
+                    broken.append(f"{page.relative_to(REPO)}: {target}: no such heading")
+    assert not broken, "\n".join(broken)
+
+
+def _rules_docstring() -> str:
+    """The engine module's docstring that states the rules (wherever the engine keeps it)."""
+    from tests.support import REPO
+
+    for path in sorted((REPO / "throttled_admin" / "_engine").glob("*.py")):
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        if "The rules (docs/semantics.md)" in doc:
+            return doc
+    raise AssertionError("no module of throttled_admin/_engine states the rules (docs/semantics.md)")
+
+
+def test_the_rules_are_lettered_alike_in_the_docs_the_engine_and_the_model_and_each_names_tests_that_exist() -> None:
+    """docs/semantics.md stated rules a-k while the engine's docstring and the model lettered them a-j (its broker
+    defaults checked as "rule g"), and the map from rules to tests was a paragraph: now one table, one letter each,
+    the same in the three, and every test the table names is defined in tests/."""
+    from tests.support import REPO
+
+    docs = (REPO / "docs" / "semantics.md").read_text(encoding="utf-8")
+    assert "\n## The rules\n" in docs, "docs/semantics.md has no table of the rules (## The rules)"
+    start = docs.index("\n## The rules\n")
+    table = docs[start : docs.index("\n## ", start + 1)]
+    rows = re.findall(r"^\| \*\*([a-z])\*\* \| .+ \| (.+) \|$", table, re.MULTILINE)
+    letters = [letter for letter, _ in rows]
+    assert letters == [chr(ord("a") + i) for i in range(len(letters))], letters
+    engine = re.findall(r"^([a-z])\. ", _rules_docstring(), re.MULTILINE)
+    assert engine == letters, f"the engine states rules {engine}, docs/semantics.md {letters}"
+    model = (REPO / "tests" / "test_engine_model.py").read_text(encoding="utf-8")
+    checked = sorted(set(re.findall(r"\brule ([a-z])\b", model, re.IGNORECASE)))
+    assert checked == letters, f"the model checks rules {checked}, docs/semantics.md states {letters}"
+    defined: set[str] = set()
+    for path in (REPO / "tests").rglob("test_*.py"):
+        for match in re.finditer(
+            r"^\s*(?:async def|def) (test_\w+)|^(test_\w+) =", path.read_text(encoding="utf-8"), re.MULTILINE
+        ):
+            defined.add(match.group(1) or match.group(2))
+    for letter, tests in rows:
+        named = re.findall(r"`(test_\w+)`", tests)
+        assert named, f"rule {letter} names no test"
+        missing = [name for name in named if name not in defined]
+        assert not missing, f"rule {letter} names tests that do not exist: {missing}"

@@ -26,7 +26,8 @@ A slow controller: a topic named by :meth:`Run.slow` holds Kafka's controller (`
 
 ``python -m tests.real_kafka.differential [--markdown] [--write docs/testing-broker.md] [ID ...]`` runs every
 scenario (or those whose id contains an ID) outside pytest, on clusters of its own, and prints each outcome, or
-docs/testing-broker.md's table (``--write`` puts it between the table's markers there).
+the table of both brokers' answers (``--markdown``). ``--write`` puts the short table (each scenario's verdict)
+between the table's markers in docs/testing-broker.md.
 """
 
 from __future__ import annotations
@@ -1096,17 +1097,24 @@ def _cut(text: str, limit: int) -> str:
 
 def markdown_row(outcome: Outcome) -> str:
     kafka = _describe(outcome.kafka)
+    qb = _describe(outcome.quota_broker) if outcome.differences or outcome.deliberate else _timed_deltas(outcome)
+    return _row([outcome.scenario.id, kafka, qb, _verdict(outcome)])
+
+
+def verdict_row(outcome: Outcome) -> str:
+    """docs/testing-broker.md's row: the scenario and whether the brokers agree (``--markdown`` shows the answers)."""
+    return _row([outcome.scenario.id, _verdict(outcome)])
+
+
+def _verdict(outcome: Outcome) -> str:
     if outcome.differences:
-        verdict = "**no**: " + "; ".join(_cut(d, 400) for d in outcome.differences)
-        qb = _describe(outcome.quota_broker)
-    elif outcome.deliberate:
-        reasons = "; ".join(sorted(set(outcome.scenario.deliberate.values())))
-        verdict = f"no, on purpose: {reasons}"
-        qb = _describe(outcome.quota_broker)
-    else:
-        verdict = "yes"
-        qb = _timed_deltas(outcome)
-    cells = [outcome.scenario.id, kafka, qb, verdict]
+        return "**no**: " + "; ".join(_cut(d, 400) for d in outcome.differences)
+    if outcome.deliberate:
+        return "no, on purpose: " + "; ".join(sorted(set(outcome.scenario.deliberate.values())))
+    return "yes"
+
+
+def _row(cells: list[str]) -> str:
     return "| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
 
 
@@ -1121,6 +1129,7 @@ def _timed_deltas(outcome: Outcome) -> str:
 
 
 MARKDOWN_HEADER = "| scenario | what Kafka 4.4.0 did | what QuotaBroker did | agree |\n|---|---|---|---|"
+VERDICT_HEADER = "| scenario | agree |\n|---|---|"
 TABLE_START = "<!-- differential table: python -m tests.real_kafka.differential --write docs/testing-broker.md -->"
 TABLE_END = "<!-- end of the differential table -->"
 
@@ -1148,7 +1157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     root = make_share_dir()
     failures = 0
-    rows = []
+    rows, verdicts = [], []
     quorums: dict[BrokerSpec, KafkaCluster] = {}  # started here: their scenarios stop and start this process's JVMs
     try:
         for sc in all_scenarios():
@@ -1161,6 +1170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             outcome = run_scenario(sc, cluster, KafkaNamespace.for_test(f"differential::{sc.id}::{time.time()}"))
             failures += not outcome.agree
             rows.append(markdown_row(outcome))
+            verdicts.append(verdict_row(outcome))
             if not args.markdown:
                 print(f"{'agree' if outcome.agree else 'DIFFER'} {sc.id}", flush=True)
                 for line in outcome.differences + outcome.deliberate:
@@ -1173,7 +1183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.markdown:
         print(table)
     if args.write:
-        write_table(args.write, table)
+        write_table(args.write, VERDICT_HEADER + "\n" + "\n".join(verdicts))
     return 1 if failures else 0
 
 

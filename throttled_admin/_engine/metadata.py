@@ -1,6 +1,6 @@
 """What the engine reads of the cluster's metadata before it sends: partition counts (the KIP-599 cost of a delete
 or a grow), and the cluster's default partition count (what a create of -1 partitions makes and is charged: the
-controller's ``num.partitions``, docs/semantics.md "Broker defaults")."""
+controller's ``num.partitions``, docs/semantics.md, rule g)."""
 
 from __future__ import annotations
 

@@ -57,7 +57,7 @@ class Operation:
 
 
 # When the cluster's default partition count cannot be read, a topic created with it (-1) is counted as Kafka's own
-# default, 1, until a topic created so is read (docs/semantics.md, "Broker defaults").
+# default, 1, until a topic created so is read (docs/semantics.md, rule g).
 FALLBACK_PARTITIONS = 1
 
 

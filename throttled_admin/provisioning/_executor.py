@@ -708,8 +708,9 @@ def _when_settled(future: Future[Any], put: Callable[[Future[Any]], None]) -> No
     """``put(future)`` once the future is settled. A topic's future calls it on the thread that settles it (the
     client's, mostly): ``put`` never blocks, so it needs no hop through the client's pool for done-callbacks, which
     starts a thread for each callback that finds no idle one, and settled topics come in bursts (every topic a
-    metadata read found visible): 39 % of a Python worker's samples went to those threads (docs/benchmarks.md,
-    the fleet). Other futures (``incremental_alter_configs``) call it from librdkafka's thread, as before."""
+    metadata read found visible): 39 % of a Python worker's samples went to those threads (the fleet benchmark's
+    profile of issue 29: git log -p docs/benchmarks.md). Other futures (``incremental_alter_configs``) call it from
+    librdkafka's thread, as before."""
     if isinstance(future, TopicFuture):
         future.add_settled_callback(put)
     else:
