@@ -38,9 +38,9 @@ from throttled_admin._engine.machine import (
     CONTACT_PROBE_TIMEOUT_S,
     FIRST_CONTACT_TIMEOUT_S,
     Engine,
-    closed_here,
 )
 from throttled_admin._engine.metric_events import MetricEvent, MetricsSink, RecordingSink
+from throttled_admin._engine.outcome import closed_here
 from throttled_admin._engine.pacer import MutationQuota, Pacer
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.status import Status

@@ -106,12 +106,8 @@ from throttled_admin._engine.visibility import BrokerViews
 from throttled_admin._engine.work import CREATE_TOPICS, Call, RequestKind, Topic, cost_with_default
 from throttled_admin._errors import (
     CLOSED_MESSAGE,
-    ClientClosedError,
     NotSentReason,
-    NotYetVisibleError,
     OutcomeUnknownReason,
-    closed_error,
-    not_visible_error,
 )
 
 __all__ = [
@@ -120,7 +116,6 @@ __all__ = [
     "MAX_TOPICS_PER_REQUEST",
     "Engine",
     "Outbox",
-    "closed_here",
 ]
 
 # MAX_TOPICS_PER_REQUEST and MAX_RECORDS_PER_REQUEST: the defaults of the engine's limits (``EngineConfig``)
@@ -729,25 +724,6 @@ def _throttle_event(node_id: int, throttle_s: float, *, mutation: bool = False) 
 
 # No result for the topic: the response left it out, or librdkafka never completed the request.
 _MISSING = KafkaException(KafkaError(KafkaError._TIMED_OUT, "no result for the topic in the response"))
-
-
-def closed_here(topic: Topic, *, unsent: bool) -> ClientClosedError | NotYetVisibleError:
-    """The error of a topic settled by close() from a frame that cannot wait for the engine (a signal handler that
-    interrupted it): what its own fields say, and where they cannot tell, outcome unknown. ``unsent``: its request
-    was about to be sent and certainly was not (the driver knows)."""
-    call = topic.call
-    operation = call.kind.operation.name
-    if topic.state is TopicState.AWAITING_VISIBILITY:  # applied
-        return not_visible_error(operation, call.spec.timeout_ms, topic.lagging, closed=True)
-    queued = topic.state is TopicState.QUEUED or topic.state is TopicState.HELD_BEHIND_NAME or unsent
-    if queued and not topic.outcome_unknown:
-        if topic.attempts == 0:
-            return closed_error(operation, sent=False)
-        refused = topic.past.refusal
-        if refused is not None:
-            return closed_error(operation, sent=False, refused=refused, in_flight=False)
-    # in flight, or settled or withdrawn (its future not yet resolved), or after an unanswered attempt
-    return closed_error(operation, sent=True, in_flight=not queued)
 
 
 def _progress(topics: list[Topic], outcomes: dict[str, Outcome]) -> int:

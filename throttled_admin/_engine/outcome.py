@@ -37,8 +37,11 @@ from confluent_kafka import KafkaError, KafkaException
 from throttled_admin._engine.classify import error_of
 from throttled_admin._engine.contact import ContactFailure
 from throttled_admin._engine.lifecycle import Past, TopicState
+from throttled_admin._engine.work import Topic
 from throttled_admin._errors import (
+    ClientClosedError,
     NotSentReason,
+    NotYetVisibleError,
     OutcomeUnknownReason,
     ThrottlingQuotaExceededException,
     after_unknown_attempt,
@@ -51,7 +54,7 @@ from throttled_admin._errors import (
     unknown_outcome_error,
 )
 
-__all__ = ["CANCELLED_WHY", "RULES", "Ending", "Facts", "settle_error", "why_not_sent"]
+__all__ = ["CANCELLED_WHY", "RULES", "Ending", "Facts", "closed_here", "settle_error", "why_not_sent"]
 
 CANCELLED_WHY = "its caller cancelled it while librdkafka was still looking for the controller"
 
@@ -244,3 +247,22 @@ def why_not_sent(reached: bool, held: bool, reading_ids: bool, busy: bool) -> tu
         why = "the connection to the controller still carried an earlier request that got no answer"
         return why, NotSentReason.CONNECTION_BUSY
     return "its deadline passed before it could be sent", NotSentReason.DEADLINE
+
+
+def closed_here(topic: Topic, *, unsent: bool) -> ClientClosedError | NotYetVisibleError:
+    """The error of a topic settled by close() from a frame that cannot wait for the engine (a signal handler that
+    interrupted it): what its own fields say, and where they cannot tell, outcome unknown. ``unsent``: its request
+    was about to be sent and certainly was not (the driver knows)."""
+    call = topic.call
+    operation = call.kind.operation.name
+    if topic.state is TopicState.AWAITING_VISIBILITY:  # applied
+        return not_visible_error(operation, call.spec.timeout_ms, topic.lagging, closed=True)
+    queued = topic.state is TopicState.QUEUED or topic.state is TopicState.HELD_BEHIND_NAME or unsent
+    if queued and not topic.outcome_unknown:
+        if topic.attempts == 0:
+            return closed_error(operation, sent=False)
+        refused = topic.past.refusal
+        if refused is not None:
+            return closed_error(operation, sent=False, refused=refused, in_flight=False)
+    # in flight, or settled or withdrawn (its future not yet resolved), or after an unanswered attempt
+    return closed_error(operation, sent=True, in_flight=not queued)

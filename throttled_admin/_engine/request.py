@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from throttled_admin._engine.metric_events import ResponseThrottle
 from throttled_admin._engine.work import RequestKind, Topic
@@ -27,14 +26,6 @@ class Request:
     first_result_at: float | None = None
     answered_at: float | None = None  # when the first broker answer came
     events: list[tuple[int, float]] = field(default_factory=list)  # throttle events while in flight
-
-    @property
-    def items(self) -> list[Any]:
-        return [topic.item for topic in self.topics]
-
-    @property
-    def names(self) -> list[str]:
-        return [topic.name for topic in self.topics]
 
     @property
     def throttle_s(self) -> float:
