@@ -592,8 +592,10 @@ class Scheduler:
         self._send_probe()
 
     def settle(self, settlements: list[Settle]) -> None:
+        # Resolved first, forgotten after: a turn cut short in between (Ctrl-C in result()) leaves the futures it
+        # did not reach where close() settles them from this thread.
         with self._cv:
-            futures = [self._forget(settle.ref) for settle in settlements]
+            futures = [self._pending(settle.ref) for settle in settlements]
         for settle, future in zip(settlements, futures, strict=True):
             if future is None or future.done():  # withdrawn, or settled by a close() here
                 continue
@@ -601,7 +603,15 @@ class Scheduler:
                 future.set_result(None)
             else:
                 future.set_exception(settle.outcome)
-        self._wake_assisting()  # callers waiting in assist() for futures this turn settled
+        with self._cv:
+            for settle in settlements:
+                self._forget(settle.ref)
+        self._wake_assisting()
+
+    def _pending(self, ref: TopicRef) -> TopicFuture | None:
+        pending = self._open.get(ref.call_id)
+        taken = None if pending is None else pending.get(ref.name)
+        return None if taken is None else taken[1]  # callers waiting in assist() for futures this turn settled
 
     def send(self, sending: Sending) -> None:
         request = sending.request
