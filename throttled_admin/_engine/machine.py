@@ -18,9 +18,10 @@ b. At most one mutation request is in flight, nothing is sent while the broker's
 c. Calls share a request only when their time budgets are within a factor of ``COALESCE_RATIO``, and sharing never
    hurts: the request carries the longest call's timeouts (librdkafka's and the controller's deadline), and each
    call's topics are settled at its own deadline (a shorter call's in flight then: "outcome unknown").
-d. Nothing is sent with less time left than the fastest recent answer took (``RoundTrip``: a floor that
-   forgets, fed by whole answers only), so a slow outlier cannot lock calls out: a first attempt is refused
-   only when ``MIN_SAMPLES`` recent answers agree, a retry when any recent answer says it cannot fit.
+d. Nothing is sent with less time left than the fastest recent answer took, nor with a shorter request_timeout of
+   the caller's (``RoundTrip``: a floor that forgets, fed by whole answers only), so a slow outlier cannot lock
+   calls out: a first attempt is refused only when ``MIN_SAMPLES`` recent answers agree, a retry when any recent
+   answer says it cannot fit.
 e. Every topic is settled by its call's deadline: the engine asks to be woken then.
 f. Outcomes are truthful: success when the broker says so; "not sent" only for what was never written (never
    handed over, or librdkafka's verdict says it never built the request); "outcome unknown" when a request was
