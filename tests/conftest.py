@@ -132,15 +132,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 _KAFKA_SHARE = pytest.StashKey[Path]()
-_KAFKA_FIXTURES = {
-    "kafka_broker",
-    "kafka_slow_broker",
-    "kafka_slow_cluster",
-    "kafka_cluster_of",
-    "kafka_ns",
-    "kafka_tools",
-    "kafka_quorum",
-}
+_KAFKA_FIXTURES = {"kafka_broker", "kafka_slow_broker", "kafka_cluster_of", "kafka_ns", "kafka_tools", "kafka_quorum"}
 # Every test that takes ``kafka_quorum`` runs on one pytest worker (an xdist group): one quorum per run.
 QUORUM_GROUP = "kafka-quorum"
 # Every test on a slow controller (``kafka_slow_broker``, the differential suite's slow scenarios) runs on one worker:
@@ -150,7 +142,7 @@ SLOW_CONTROLLER_GROUP = "kafka-slow-controller"
 
 
 def _on_slow_controller(item: pytest.Item, fixtures: set[str]) -> bool:
-    if fixtures & {"kafka_slow_broker", "kafka_slow_cluster"}:
+    if "kafka_slow_broker" in fixtures:
         return True
     scenario = getattr(getattr(item, "callspec", None), "params", {}).get("scenario")
     return bool(getattr(getattr(scenario, "setup", None), "slow", False))
@@ -182,13 +174,6 @@ def kafka_slow_broker(kafka_cluster_of: Callable[..., KafkaCluster]) -> KafkaClu
     """Kafka 4.4 whose controller sleeps on its own thread for topics named ``slow-<ms>-...`` (a
     CreateTopicPolicy, tests/real_kafka/java/SlowCreatePolicy.java): every mutation behind it waits unread."""
     return kafka_cluster_of(slow_controller=True)
-
-
-@pytest.fixture(scope="session")
-def kafka_slow_cluster(kafka_cluster_of: Callable[..., KafkaCluster]) -> KafkaCluster:
-    """A slow controller (``kafka_slow_broker``'s policy) behind two brokers (three JVMs): a mutation forwarded by
-    one broker waits in the held controller's queue, where its deadline (``timeout_ms``) runs."""
-    return kafka_cluster_of(slow_controller=True, brokers=2)
 
 
 @pytest.fixture
