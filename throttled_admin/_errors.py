@@ -366,8 +366,8 @@ def after_lost_forward(error: KafkaError, operation: str) -> PossiblyAppliedErro
     return PossiblyAppliedError(
         _amended(
             error,
-            f"A node went away while this {operation} was in flight: its broker may have re-sent it to the next "
-            "controller after the old one applied it.",
+            f"A node went away while this {operation} was in flight (outcome unknown): its broker may have re-sent "
+            "it to the next controller after the old one applied it.",
         )
     )
 
