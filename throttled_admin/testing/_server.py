@@ -679,10 +679,12 @@ class Server:
         controller's, and its deadline (timeout_ms) starts only when the controller receives it. One sent
         through another node reaches the controller's queue at once, and its deadline may pass there.
 
-        A controller that fails over while it handles the request (it was stopped, or ``fail_over``) applied it
-        and never answered: the node re-sends it to the next controller, whose answer is the client's ("already
-        exists" for a create it applied: ``NodeToControllerRequestThread`` puts a request whose controller went
-        away back first in its queue; seen on a three-node Kafka 4.4 quorum's rolling restart)."""
+        A controller that fails over while it handles the request (it was stopped, or ``fail_over``) is taken to
+        have applied it and never answered: the node re-sends it to the next controller, whose answer is the
+        client's ("already exists" for a create: ``NodeToControllerRequestThread`` puts a request whose controller
+        went away back first in its queue; seen on a three-node Kafka 4.4 quorum's rolling restart). Kafka's
+        controller applies nothing it was still holding (a slow policy runs before the records): there the re-send
+        creates it."""
         assert self._controller is not None
         cluster, loop = self.context.cluster, asyncio.get_running_loop()
         async with self._forwarding[node_id]:
