@@ -31,19 +31,19 @@ def test_after_the_controller_node_is_killed_the_next_call_goes_to_the_next_cont
 
 
 class _Reads:
-    """Metadata that names the lost node ``stale`` times, then node 2."""
+    """Metadata from node 3 that names the lost node 1 ``stale`` times, then ``then`` (answered by ``then_by``)."""
 
-    def __init__(self, stale: int) -> None:
-        self.stale = stale
+    def __init__(self, stale: int, then: int = 2, then_by: int = 3) -> None:
+        self.stale, self.then, self.then_by = stale, then, then_by
         self.count = 0
         self.done = threading.Event()
 
-    def __call__(self, timeout_s: float) -> int:
+    def __call__(self, timeout_s: float) -> tuple[int, int]:
         self.count += 1
         if self.count > self.stale:
             self.done.set()
-            return 2
-        return 1
+            return self.then, self.then_by
+        return 1, 3
 
 
 def test_metadata_is_read_until_it_names_a_node_not_lost() -> None:
@@ -53,6 +53,15 @@ def test_metadata_is_read_until_it_names_a_node_not_lost() -> None:
     assert reads.done.wait(10)
     refresh.close(10)
     assert reads.count == 3
+
+
+def test_metadata_answered_by_the_lost_node_it_names_ends_the_reads() -> None:
+    reads = _Reads(stale=1, then=1, then_by=1)  # the node is back (a restart): librdkafka's controller is up
+    refresh = ControllerRefresh(reads, LookupError)
+    refresh.lost(1)
+    assert reads.done.wait(10)
+    refresh.close(10)
+    assert reads.count == 2
 
 
 def test_no_metadata_is_read_after_close() -> None:

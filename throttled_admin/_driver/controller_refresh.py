@@ -10,8 +10,9 @@ kill -9 of the node librdkafka sent to, the topics queued behind the request in 
 unknown" 20 s later, the cluster never having received them.
 
 So when librdkafka reports a node's connection lost (``failed_node``), the driver reads Metadata (``list_topics``,
-whose response sets librdkafka's controller) until one names a node not lost since, every ``INTERVAL_S`` for at
-most ``LIMIT_S`` after the last loss, on a thread of its own (one at a time; never the driver's).
+whose response sets librdkafka's controller) until one names a node not lost since, or is answered by the node it
+names (back up: a restart), every ``INTERVAL_S`` for at most ``LIMIT_S`` after the last loss, on a thread of its
+own (one at a time; never the driver's).
 """
 
 from __future__ import annotations
@@ -27,16 +28,16 @@ log = logging.getLogger("throttled_admin")
 
 INTERVAL_S = 1.0
 LIMIT_S = 30.0  # past Kafka's default broker.session.timeout.ms (9 s): the stopped node is fenced by then
-_READ_TIMEOUT_S = 5.0
+_READ_TIMEOUT_S = 2.0  # a live broker answers Metadata in milliseconds; close() may wait this long for a read
 
 
 class ControllerRefresh:
     """``read`` reads Metadata (librdkafka learns its controller from the response) and returns the node it names
-    as controller; it raises ``stop_on`` when the client is gone."""
+    as controller and the node that answered; it raises ``stop_on`` when the client is gone."""
 
     def __init__(
         self,
-        read: Callable[[float], int],
+        read: Callable[[float], tuple[int, int]],
         stop_on: type[BaseException],
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -75,17 +76,17 @@ class ControllerRefresh:
     def _run(self) -> None:
         try:
             while self._due():
+                named: tuple[int, int] | None = None
                 try:
-                    controller = self._read(_READ_TIMEOUT_S)
+                    named = self._read(_READ_TIMEOUT_S)
                 except self._stop_on:
                     self._closed.set()
                     continue
                 except Exception as exc:  # no broker answered: librdkafka is reconnecting; read again
                     log.debug("could not read Metadata after a node went away (%s)", exc)
-                    controller = None
                 with self._lock:
-                    if controller is not None and controller not in self._lost:
-                        self._lost.clear()  # librdkafka's controller is a node not lost since
+                    if named is not None and (named[0] not in self._lost or named[0] == named[1]):
+                        self._lost.clear()  # librdkafka's controller is a node that is up
                         continue
                 self._closed.wait(INTERVAL_S)
         except BaseException:  # a bug: the reader is gone all the same

@@ -143,8 +143,9 @@ class Transport(Protocol):
 
     def broker_views(self, names: list[str], timeout_s: float) -> BrokerViews: ...
 
-    def controller_id(self, timeout_s: float) -> int:
-        """Read Metadata (librdkafka's controller is the node the response names); returns that node's id."""
+    def controller(self, timeout_s: float) -> tuple[int, int]:
+        """Read Metadata (librdkafka's controller is the node the response names): (that node, the one that
+        answered)."""
 
 
 class Scheduler:
@@ -190,7 +191,7 @@ class Scheduler:
         self._metadata_reading = False
         self._views_reading = False  # a wait_for_metadata read of every broker's Metadata is in progress
         # after a node went away, Metadata reads until one names another controller (``controller_refresh``)
-        self._controller_refresh = ControllerRefresh(transport.controller_id, ClientGone, clock)
+        self._controller_refresh = ControllerRefresh(transport.controller, ClientGone, clock)
         self._thread = threading.Thread(target=self._run, name="throttled-admin-scheduler", daemon=True)
         self._thread.start()
 
