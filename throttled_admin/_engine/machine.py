@@ -182,6 +182,7 @@ class Request:
     first_result_at: float | None = None
     answered_at: float | None = None  # when the first broker answer came
     events: list[tuple[int, float]] = field(default_factory=list)  # throttle events while in flight
+    node_lost: bool = False  # a node went away while it was in flight: its broker may re-send it (``outcome``)
 
     @property
     def items(self) -> list[Any]:
@@ -330,16 +331,24 @@ class Engine:
             self._auth_error = (error, now)
         elif error.code() == KafkaError._ALL_BROKERS_DOWN:
             self._gate.every_connection_gone()  # every connection is down: none carries a throttle
+            self._node_lost()
         else:  # _TIMED_OUT: librdkafka's own request timed out, perhaps in the mute: the connection's throttle holds
             self.on_log(error.str(), now, lost=error.code() != KafkaError._TIMED_OUT)
 
     def on_log(self, line: str, now: float, *, lost: bool = True) -> None:
         """A librdkafka ``FAIL`` log line (some failures before the handshake are told only there); a connection
         the broker's side lost no longer carries its node's throttle (``throttle``)."""
-        if lost:
-            self._gate.connection_gone(failed_node(line))
+        node = failed_node(line) if lost else None
+        if node is not None:
+            self._gate.connection_gone(node)
+            self._node_lost()
         if not self._contact.reached:
             self._contact.failed(contact_failure(line))
+
+    def _node_lost(self) -> None:
+        """A node went away: the request in flight may have been forwarded to it as the controller."""
+        if self._request is not None and not self._request.kind.validate_only:
+            self._request.node_lost = True
 
     @property
     def auth_failing(self) -> bool:
@@ -662,6 +671,7 @@ class Engine:
         throttle_ms: int = 0,
         why: str = "",
         because: NotSentReason | OutcomeUnknownReason | None = None,
+        node_lost: bool = False,
     ) -> None:
         """Settle the topic with the error its ending and its attempts call for (``outcome``: rule f); ``why`` says
         why in words, ``because`` typed."""
@@ -680,6 +690,7 @@ class Engine:
             self._contact.failure,
             topic.lagging,
             because,
+            node_lost,
         )
         self._finish(topic, settle_error(ending, topic.state, topic.past, facts), now)
 
@@ -711,7 +722,8 @@ class Engine:
         throttle_s = self._record_response_throttle(request, answered)
         operation = request.kind.operation.name
         outcomes = {name: classify(exc, operation=operation, throttled=throttle_s > 0) for name, exc in results.items()}
-        response = _Response(results, outcomes, throttle_s, split=self._learn_batch_cap(request, outcomes))
+        split = self._learn_batch_cap(request, outcomes)
+        response = _Response(results, outcomes, throttle_s, split=split, node_lost=request.node_lost)
         charged = 0
         if answered:
             response.throttle_s, charged = self._redpanda_refusals(request, response, now)
@@ -873,8 +885,9 @@ class Engine:
     def _on_final(
         self, topic: Topic, exc: BaseException | None, outcome: Outcome, response: _Response, now: float
     ) -> bool:
-        """``Verdict.FINAL``: the broker's last word (outcome unknown after an earlier unanswered attempt)."""
-        self._end(topic, Ending.ANSWERED, now, exc=exc)
+        """``Verdict.FINAL``: the broker's last word (outcome unknown after an earlier unanswered attempt, possibly
+        applied when it says "already done" after a node went away in flight)."""
+        self._end(topic, Ending.ANSWERED, now, exc=exc, node_lost=response.node_lost)
         return False
 
     def _on_transient(
@@ -1165,6 +1178,7 @@ class _Response:
     outcomes: dict[str, Outcome]  # what each result means (``classify``)
     throttle_s: float  # the throttle to wait out (Redpanda's charge included)
     split: bool  # refused whole for the batch cap: sent again in smaller requests
+    node_lost: bool  # a node went away while the request was in flight (``Request.node_lost``)
     # call id -> the back-off its topics wait after this response, drawn once per call (with its jitter), so topics
     # refused together are sent together again: after error 89 without a throttle, and after a transient failure
     quota_delays: dict[int, float] = field(default_factory=dict)
