@@ -13,7 +13,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
-from throttled_admin import ThrottledAdminClient
+from throttled_admin import OutcomeUnknownError, ThrottledAdminClient
 from throttled_admin.testing import QuotaBroker
 
 __all__ = [
@@ -50,6 +50,8 @@ def error_code(exc: BaseException | None) -> int | None:
 
 def hedged(exc: BaseException) -> bool:
     """True when the error admits that the broker may have applied the topic."""
+    if isinstance(exc, OutcomeUnknownError):
+        return True
     text = error_text(exc)
     return "outcome unknown" in text or "earlier attempt" in text
 

@@ -17,6 +17,7 @@ from tests.wire import WireClient, create_topics_request
 
 THROTTLED = 89
 INVALID_REPLICATION_FACTOR = 38
+TOPIC_ALREADY_EXISTS = 36
 
 
 def address(broker: Any, node: int) -> str:
@@ -105,6 +106,29 @@ def test_fail_over_moves_the_bucket_to_the_new_controller(quota_broker: BrokerFa
     broker.stop_node(2)
     with pytest.raises(ValueError, match="not serving"):
         broker.fail_over(to=2)
+
+
+@pytest.mark.parametrize("how", ["stop", "fail over"])
+def test_a_create_forwarded_to_a_controller_that_went_away_is_re_sent_and_answered_already_exists(
+    quota_broker: BrokerFactory, how: str
+) -> None:
+    """Kafka 4.4.0, three nodes, a rolling restart: creates forwarded to a controller that stopped before answering
+    were re-sent by their broker to the next controller (``NodeToControllerRequestThread``), which answered
+    TOPIC_ALREADY_EXISTS: the old one had applied them (issue 37)."""
+    broker = quota_broker(num_brokers=3, controller_mutation_rate=2)
+    held = broker.hold_controller_next(1.0)
+    with WireClient(address(broker, 1)) as wire:
+        request = create_topics_request(4, ("t", 3))
+        wire.send(request)
+        assert held.wait(10)
+        if how == "stop":
+            broker.stop_node(0)
+        else:
+            broker.fail_over()
+        answer = wire.receive(request)
+    assert answer.topics[0].error_code == TOPIC_ALREADY_EXISTS
+    assert broker.topics() == {"t": 3}
+    assert broker.tokens() == pytest.approx(22 - 3, abs=0.5)  # charged once: the re-send found it, charging nothing
 
 
 def test_a_stopped_node_stays_registered_and_an_unregistered_one_is_not_counted(

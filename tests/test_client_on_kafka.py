@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -23,6 +24,8 @@ from throttled_admin import (
     MutationQuota,
     NewPartitions,
     NewTopic,
+    NotSentError,
+    OutcomeUnknownError,
     ThrottledAdminClient,
     ThrottlingQuotaExceededException,
 )
@@ -163,3 +166,28 @@ def test_cancel_and_close_leave_every_topic_with_a_truthful_outcome(
             if not outcome.sent:
                 assert name not in holds
     assert all(isinstance(result[n], ClientClosedError) for n in list(waiting)[3:])
+
+
+def test_a_request_timeout_shorter_than_a_round_trip_ends_at_once_with_few_sends(
+    kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace
+) -> None:
+    """Rule d judges the time a request may take, which the caller's request_timeout caps: a 1 ms request_timeout on
+    a client that has three recent answers is not re-sent until the call's 60 s deadline. Was (issue 39): the first
+    attempt created the topic, librdkafka dropped every answer at 1 ms, and it was re-sent 60-63 times over 59 s
+    (each answered TOPIC_ALREADY_EXISTS) before "outcome unknown"; bare confluent-kafka answers _TIMED_OUT at once."""
+    conf = {"bootstrap.servers": kafka_broker.bootstrap_servers, "client.id": kafka_ns.client_id, "log_level": 0}
+    with ThrottledAdminClient(conf) as client:
+        warm = [kafka_ns.topic(f"warm{i}") for i in range(3)]
+        for name in warm:  # three whole answers: rule d's estimate
+            assert outcomes(client.create_topics([NewTopic(name, 1, 1)])) == {name: None}
+        name = kafka_ns.topic("x")
+        started = time.monotonic()
+        exc = client.create_topics([NewTopic(name, 1, 1)], request_timeout=0.001)[name].exception(90)
+        took_s = time.monotonic() - started
+        sends = client.metrics()["request-total"] - len(warm)
+        assert client.wait_until_final(30)
+    assert took_s < 5.0, f"{exc!r} after {took_s:.1f} s and {sends:.0f} sends"
+    assert sends <= 3, f"{exc!r} after {took_s:.1f} s and {sends:.0f} sends"
+    assert isinstance(exc, NotSentError | OutcomeUnknownError), repr(exc)
+    if isinstance(exc, NotSentError):  # truthful: never written, never applied
+        assert name not in held(kafka_broker, kafka_ns.prefix)

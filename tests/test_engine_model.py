@@ -400,7 +400,7 @@ class EngineModel(RuleBasedStateMachine):
         self.check_one_slot()
         self.check_probe(request)
         self.check_names(tracks)
-        self.check_sharing(request, budgets)
+        self.check_sharing(request, budgets, tracks)
         self.check_cap_learned(tracks)
         self.check_first_contact(request, tracks)
         self.check_charged(request, tracks)
@@ -439,17 +439,25 @@ class EngineModel(RuleBasedStateMachine):
             if _reads_ids_first(track):
                 assert track.ids_read, f"{track.topic.name} created before its name's ids were read"
 
-    def check_sharing(self, request: Send, budgets: list[float]) -> None:
+    def check_sharing(self, request: Send, budgets: list[float], tracks: list[Track]) -> None:
         """Rule c: the time budgets of the calls sharing a request are within COALESCE_RATIO. Sharing never hurts:
-        librdkafka waits as long as the longest call would alone, no longer (the first contact's cap aside); the
-        controller's deadline ends before every call's own."""
+        the request carries the longest call's timeouts: librdkafka waits as long as that call would alone, no
+        longer (the first contact's cap aside), and the controller's deadline is that call's own, ends before its
+        budget by the answer's margin at most (a 50 ms floor, or a recent round trip), unless a caller capped it."""
         assert max(budgets) <= COALESCE_RATIO * min(budgets) + EPSILON, f"rule c: budgets {budgets} share a request"
         assert request.request_timeout_s <= max(budgets) + EPSILON, "rule c: librdkafka waits longer than any call"
         if self.answered:
             assert request.request_timeout_s >= max(budgets) - EPSILON, f"rule c: librdkafka waits less than {budgets}"
         if len({round(b, 6) for b in budgets}) > 1:
             event("rule c: calls of different budgets share a request")
-        assert request.operation_timeout_s <= min(budgets) + EPSILON, "rule c: the controller's deadline is too late"
+        assert request.operation_timeout_s <= max(budgets) + EPSILON, "rule c: the controller's deadline is too late"
+        capped = any(t.topic.call.spec.operation_timeout_s for t in tracks)
+        if self.answered and not capped:
+            margin_s = max([0.05, *self.recent_round_trips()])
+            assert request.operation_timeout_s >= max(budgets) - margin_s - EPSILON, (
+                f"rule c: the controller's deadline ({request.operation_timeout_s} s) is not the longest call's "
+                f"(budgets {budgets})"
+            )
 
     def check_cap_learned(self, tracks: list[Track]) -> None:
         """The batch cap, once learned: a request of several topics is smaller than every one refused whole."""
@@ -585,7 +593,8 @@ class EngineModel(RuleBasedStateMachine):
             recent = self.recent_round_trips()
             assert len(recent) >= (MIN_SAMPLES if track.handed == 0 else 1), "rule d: refused with no recent estimate"
             floor = min(recent)
-            assert remaining_s <= floor + max(0.05, floor) + EPSILON, "rule d: refused with time for a round trip"
+            hopeless = remaining_s <= floor + max(0.05, floor) + EPSILON or _budget_s(track, self.now) <= floor
+            assert hopeless, "rule d: refused with time for a round trip"
             event("rule d: refused, less than a round trip left")
         if exc.why is NotSentReason.ANSWER_MARGIN:
             assert remaining_s <= 0.05 + EPSILON, "rule d: refused for the answer's margin with more than 50 ms left"
@@ -1712,6 +1721,54 @@ def test_the_model_states_rule_c_calls_three_times_apart_do_not_share() -> None:
             assert len(state.flight.tracks) == (2 if shared else 1)
         finally:
             state.teardown()
+
+
+def test_the_model_states_rule_c_a_shared_request_carries_the_longest_calls_controller_deadline() -> None:
+    """Rule c, issue 39: a 5 s call and a 9.5 s call share a request, and the controller's deadline is the long call's
+    own (``check_sharing`` failed the engine that gave it the short call's: "the controller's deadline (4.95 s) is not
+    the longest call's"). The controller answers after 6 s: the short call, in flight at its deadline, is told
+    "outcome unknown", never "not sent"; the long call succeeds, as alone."""
+    state = EngineModel()
+    try:
+        _start(state)
+        state.submit("create", ["a"], 30.0, True, False, 1, None, None, False)
+        state.submit_pair("create", 5.0, 1.9, False)
+        state.answer_ok(views_after=False)
+        flight = state.flight
+        assert flight is not None
+        assert [t.topic.name for t in flight.tracks] == ["b", "c"]
+        state.advance(6.0)
+        state.answer("ok", applied=False, delay=0.0, quota_first=False)
+        state.what_each_topic_was_told_stays_true()
+        short, long = state.tracks[1:]
+        assert short.settled is not None
+        assert isinstance(short.settled[1], OutcomeUnknownError)
+        assert long.settled is not None
+        assert long.settled[1] is None
+    finally:
+        state.teardown()
+
+
+def test_the_model_states_rule_d_on_the_budget_the_callers_request_timeout_caps() -> None:
+    """Rule d, issue 39: with three recent answers, a 60 s call whose request_timeout (1 ms) is shorter than any
+    of them is not sent (``check_too_late`` holds the refusal to the budget). Was: rule d judged the 60 s left, so
+    the create was sent, librdkafka dropped its answer at 1 ms, and it was re-sent until the deadline."""
+    state = EngineModel()
+    try:
+        _start(state)
+        for name in ("a", "b", "c"):
+            state.submit("create", [name], 30.0, True, False, 1, None, None, False)
+            state.answer("ok", applied=False, delay=0.01, quota_first=False)
+        state.submit("create", ["d"], 60.0, True, False, 1, 0.001, None, False)
+        assert state.flight is None
+        track = state.tracks[-1]
+        assert track.settled is not None
+        exc = track.settled[1]
+        assert isinstance(exc, NotSentError), repr(exc)
+        assert exc.why is NotSentReason.ROUND_TRIP
+        assert track.settled[0] == state.now  # at once, not at the deadline
+    finally:
+        state.teardown()
 
 
 def test_the_model_states_rule_d_a_first_attempt_needs_three_answers() -> None:

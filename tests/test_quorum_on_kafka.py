@@ -10,19 +10,20 @@ own topic prefix and client-id quota entity (``kafka_ns``)."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError
 
 from tests.real_kafka.broker import USERS, KafkaCluster, Node
 from tests.real_kafka.namespace import KafkaNamespace
-from tests.reliability_helpers import Outcomes, assert_truthful, error_code, error_text, hedged, outcomes
+from tests.reliability_helpers import Outcomes, assert_truthful, error_text, hedged, outcomes
 from tests.support import wait_until
 from throttled_admin import MutationQuota, NewTopic, ThrottledAdminClient
 from throttled_admin.provisioning import PlanRow, apply_plan, summarize
@@ -69,47 +70,15 @@ class DoneCount:
                 self.reached.set()
 
 
-# Found by scenario 1 (a run at 06:38 UTC, 2026-11-29): 4 of 300 topics, sent once each (retry-total 0,
-# mutations-sent-total 300), were answered TOPIC_ALREADY_EXISTS when the first node of the roll (SIGTERM) stopped, and
-# the client reported them failed, unhedged, though the cluster holds them and nothing else created them. Kafka 4.4's
-# forwarding re-sends a forwarded request to the new controller when the old one goes away before answering
-# (``NodeToControllerRequestThread``: a disconnect or NOT_CONTROLLER puts the request back first in the queue), and
-# the old controller's records were committed: the re-send finds the topic. The client settles a first attempt's
-# "already exists" as final (``_engine/outcome.py``, ``_answered``: only after an attempt of its own whose outcome
-# was unknown does it say PossiblyAppliedError). It shows only when a forwarded create is in flight at the
-# controller's resignation, so the tests below cannot expect it (no strict xfail): they mark the run xfail when it
-# shows, and fail on any other untruth.
-FORWARDING_DUPLICATE = (
-    "issue 37, found on the quorum: a create forwarded to a controller that went away was re-sent by its broker to "
-    "the next controller and answered TOPIC_ALREADY_EXISTS; the client reported {n} topic(s) its own request created "
-    "as failed ({names}). Fix: _engine/outcome.py _answered (see the comment above)"
-)
-
-
-def _forwarding_duplicates(results: Outcomes, held: Mapping[str, int]) -> dict[str, BaseException | None]:
-    """The topics reported TOPIC_ALREADY_EXISTS that the cluster holds: created by this job's own request, re-sent."""
-    return {n: e for n, e in results.items() if error_code(e) == KafkaError.TOPIC_ALREADY_EXISTS and n in held}
-
-
-def _xfail_if_duplicated(duplicates: Mapping[str, BaseException | None]) -> None:
-    if duplicates:
-        pytest.xfail(FORWARDING_DUPLICATE.format(n=len(duplicates), names=", ".join(sorted(duplicates)[:5])))
-
-
-# Found by scenario 3 (runs at 06:55, 07:03 and 07:04 UTC, 2026-11-29; it passed at 06:38 and 07:20): after the kill -9
-# of the node librdkafka sends mutations to, nothing more was answered within the call's 30 s (now 20 s). The 41 topics
-# queued behind the request in flight were handed to librdkafka (request-total 3, mutations-sent-total 151) while its
-# controller was still the killed node (librdkafka switches only on a Metadata answer naming another; a broker keeps
-# naming the killed one until its session times out and it is fenced), and they ended "outcome unknown: no response by
-# the deadline" (once "not sent: its deadline passed before it could be sent"), though the cluster never got them (the
-# read after wait_until_final(), settled: two reads 3 s apart agree). The client's own deadline came before any answer
-# from librdkafka (for a request never written, its "Failed while waiting for controller" would be a NOT_SENT answer,
-# _engine/classify.py; not checked: how the driver sets librdkafka's request_timeout against the deadline), and nothing
-# made librdkafka look for another controller (a Metadata refresh when the controller's connection fails).
-STRANDED = (
-    "issue 37, found on the quorum: {n} topic(s) queued behind the request in flight, handed to librdkafka while its "
-    "controller was the killed node, were never applied and ended {errors}"
-)
+# Issue 37's two bugs, found by these scenarios on 2026-11-29 and fixed since (each has a fast test too):
+# - forwarding duplicates (scenario 1): a create forwarded to a controller that stopped before answering was re-sent by
+#   its broker to the next one (NodeToControllerRequestThread), which answered TOPIC_ALREADY_EXISTS for a topic this
+#   job's own request created (4 of 300), reported as a plain failure; now PossiblyAppliedError when a node went away
+#   while the request was in flight (tests/test_engine_forwarding.py, tests/test_broker_nodes.py);
+# - the stranded queue (scenarios 2 and 3): after the kill -9 of the node librdkafka sends to, the topics queued
+#   behind the request in flight ended "not sent" or "outcome unknown", unsent: librdkafka waited for the controller
+#   its last Metadata named (a broker names the killed node until it is fenced); now the driver reads Metadata until
+#   it names another (tests/test_controller_refresh.py).
 
 
 def _applied_or_hedged(results: Outcomes) -> None:
@@ -118,35 +87,65 @@ def _applied_or_hedged(results: Outcomes) -> None:
     assert not final, f"{len(final)} topic(s) failed: {list(final.items())[:5]}"
 
 
+@dataclass
+class PacedJob:
+    """A paced create of one-partition topics under way, with a client-id quota at its rate."""
+
+    admin: ThrottledAdminClient
+    names: list[str]
+    futures: dict[str, Future[None]]
+    count: DoneCount
+
+    def results(self, timeout_s: float) -> Outcomes:
+        """Every topic's outcome, once no request of the client can still be applied: a request written on a
+        connection that was then lost may be applied until its controller deadline (the call's timeout_ms) has
+        passed since (``Engine.final_at``)."""
+        results = outcomes(self.futures, timeout_s)
+        assert self.admin.wait_until_final(200), self.admin.metrics()
+        return results
+
+
+@contextlib.contextmanager
+def paced_job(
+    cluster: KafkaCluster, ns: KafkaNamespace, rate: float, names: list[str], timeout_ms: int, done_at: int
+) -> Iterator[PacedJob]:
+    """``names`` created at ``rate`` (the client's quota too); ``count.reached`` is set once ``done_at`` are done."""
+    cluster.set_quota(client_id=ns.client_id, controller_mutation_rate=rate)
+    with _client(cluster, ns, rate) as admin:
+        admin.list_topics(timeout=30)
+        futures = admin.create_topics([NewTopic(n, 1, RF) for n in names], timeout_ms=timeout_ms)
+        yield PacedJob(admin, names, futures, DoneCount(futures, at=done_at))
+
+
+def _held_and_truthful(cluster: KafkaCluster, ns: KafkaNamespace, job: PacedJob, results: Outcomes) -> dict[str, int]:
+    """The settled cluster's topics, every outcome checked against them: true, and applied or hedged."""
+    held = settled(cluster, ns.prefix)
+    assert_truthful("create", results, held, wanted=dict.fromkeys(job.names, 1))
+    _applied_or_hedged(results)
+    assert {n for n, exc in results.items() if exc is None} <= set(held)
+    return held
+
+
 # Scenario 1: 300 one-partition topics paced at 9/s (burst 99: about 22 s of job), with every node stopped (SIGTERM, as
 # a rolling upgrade does it) and started again in turn while it runs. Then the same topics as a plan: all unchanged.
 def test_a_rolling_restart_during_a_paced_job_loses_nothing_and_a_rerun_of_the_plan_is_unchanged(
     kafka_quorum: KafkaCluster, kafka_ns: KafkaNamespace
 ) -> None:
     rate = 9.0
-    kafka_quorum.set_quota(client_id=kafka_ns.client_id, controller_mutation_rate=rate)
     names = [kafka_ns.topic(f"r{i:03d}") for i in range(300)]
     pending_at_stop: dict[int, int] = {}
-    with _client(kafka_quorum, kafka_ns, rate) as admin:
-        admin.list_topics(timeout=30)
-        futures = admin.create_topics([NewTopic(n, 1, RF) for n in names], timeout_ms=180_000)
-        count = DoneCount(futures, at=1)
-        assert count.reached.wait(60), "no topic created within 60 s"
+    with paced_job(kafka_quorum, kafka_ns, rate, names, timeout_ms=180_000, done_at=1) as job:
+        assert job.count.reached.wait(60), "no topic created within 60 s"
 
         def note(node: Node) -> None:
-            pending_at_stop[node.node_id] = len(names) - count.done
+            pending_at_stop[node.node_id] = len(names) - job.count.done
 
         kafka_quorum.roll(between=note)
-        results = outcomes(futures, 180)
-        assert admin.wait_until_final(120)
-        metrics = admin.metrics()
+        results = job.results(180)
+        metrics = job.admin.metrics()
     # The job spanned the roll: topics were still pending when the first node stopped.
     assert pending_at_stop[kafka_quorum.nodes[0].node_id] > 0, pending_at_stop
-    held = settled(kafka_quorum, kafka_ns.prefix)
-    duplicates = _forwarding_duplicates(results, held)
-    results = {n: e for n, e in results.items() if n not in duplicates}
-    assert_truthful("create", results, held, wanted=dict.fromkeys(names, 1))
-    _applied_or_hedged(results)
+    held = _held_and_truthful(kafka_quorum, kafka_ns, job, results)
     assert held == dict.fromkeys(names, 1)  # nothing lost, nothing else
     assert metrics["quota-violation-total"] == 0
 
@@ -159,7 +158,6 @@ def test_a_rolling_restart_during_a_paced_job_loses_nothing_and_a_rerun_of_the_p
     }
     rerun = apply_plan([PlanRow("main", "ensure", n, 1, RF) for n in names], profiles)
     assert summarize(rerun) == {"unchanged": len(names)}, [(r.topic, r.status, r.error_message) for r in rerun][:5]
-    _xfail_if_duplicated(duplicates)
 
 
 # Scenario 2: 200 topics paced at 8/s (burst 88: about 14 s of job); once 110 are done, the active controller (raft
@@ -167,36 +165,19 @@ def test_a_rolling_restart_during_a_paced_job_loses_nothing_and_a_rerun_of_the_p
 def test_kill_9_of_the_active_controller_mid_job_every_outcome_true(
     kafka_quorum: KafkaCluster, kafka_ns: KafkaNamespace
 ) -> None:
-    rate = 8.0
-    kafka_quorum.set_quota(client_id=kafka_ns.client_id, controller_mutation_rate=rate)
     names = [kafka_ns.topic(f"c{i:03d}") for i in range(200)]
-    with _client(kafka_quorum, kafka_ns, rate) as admin:
-        admin.list_topics(timeout=30)
-        futures = admin.create_topics([NewTopic(n, 1, RF) for n in names], timeout_ms=120_000)
-        count = DoneCount(futures, at=110)
-        assert count.reached.wait(90), f"only {count.done} topics done within 90 s"
+    with paced_job(kafka_quorum, kafka_ns, 8.0, names, timeout_ms=120_000, done_at=110) as job:
+        assert job.count.reached.wait(90), f"only {job.count.done} topics done within 90 s"
         active = kafka_quorum.node(kafka_quorum.active_controller())
         kafka_quorum.stop_node(active, kill=True)
-        pending_at_kill = len(names) - count.done
+        pending_at_kill = len(names) - job.count.done
         successor = kafka_quorum.active_controller()
-        results = outcomes(futures, 150)
-        assert admin.wait_until_final(120)
+        results = job.results(150)
     kafka_quorum.start_node(active)
     assert successor != active.node_id
     assert pending_at_kill > 0
-    held = settled(kafka_quorum, kafka_ns.prefix)
-    duplicates = _forwarding_duplicates(results, held)
-    results = {n: e for n, e in results.items() if n not in duplicates}
-    assert_truthful("create", results, held, wanted=dict.fromkeys(names, 1))
-    # The queue behind the request in flight at the kill, stranded (STRANDED, found by scenario 3: when the killed
-    # node was the one librdkafka sends to): truthful (checked above), never applied, and a known open bug.
-    stranded = {n: error_text(e) for n, e in results.items() if e is not None and not hedged(e) and n not in held}
-    if stranded:
-        pytest.xfail(STRANDED.format(n=len(stranded), errors=sorted(set(stranded.values()))[:3]))
-    _applied_or_hedged(results)
+    held = _held_and_truthful(kafka_quorum, kafka_ns, job, results)
     assert set(held) <= set(names)
-    assert {n for n, exc in results.items() if exc is None} <= set(held)
-    _xfail_if_duplicated(duplicates)
 
 
 def _our_unread_bytes(cluster: KafkaCluster) -> dict[int, int]:
@@ -272,10 +253,8 @@ def test_kill_9_of_the_node_the_client_sends_to_mid_request_outcome_unknown_only
     # The topics queued behind the request in flight were never on the killed node's connection: each must end
     # applied (through another node), never "outcome unknown" or "not sent" while the cluster has live nodes.
     stranded = {n: error_text(e) for n, e in results.items() if n not in names[:in_flight] and e is not None}
-    _applied_or_hedged({n: e for n, e in results.items() if n not in stranded})
-    if stranded and not set(stranded) & set(held):
-        pytest.xfail(STRANDED.format(n=len(stranded), errors=sorted(set(stranded.values()))))
     assert not stranded, sorted(stranded.items())[:5]
+    _applied_or_hedged(results)
 
 
 def _provision(

@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 
 from tests.real_kafka.broker import KafkaCluster
+from tests.real_kafka.differential import Exact, KafkaSide, Run
 from tests.real_kafka.namespace import KafkaNamespace
 from tests.support import wait_until
+from tests.wire import WireClient
 from throttled_admin import MutationQuota, NewTopic, NotSentError, OutcomeUnknownError, ThrottledAdminClient
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -71,6 +73,42 @@ def test_kafka_a_call_sharing_a_request_with_a_shorter_one_gets_the_answer_it_wo
         assert _outcome(held, first) is None
     assert long_exc is None, repr(long_exc)
     assert short_exc is None or isinstance(short_exc, OutcomeUnknownError), repr(short_exc)
+
+
+# Was (issue 39, rule c): a shared request carried the short call's controller deadline (timeout_ms). Waiting in the
+# controller's queue behind another client's 8 s create, it was refused unbegun (REQUEST_TIMED_OUT) once that deadline
+# passed, and the long call's retry no longer fitted its time: it failed, where alone it waits and succeeds.
+def test_kafka_a_call_sharing_a_request_with_a_shorter_one_keeps_its_own_controller_deadline(
+    kafka_slow_broker: KafkaCluster, kafka_ns: KafkaNamespace
+) -> None:
+    first, short, long = kafka_ns.slow(2000, "first"), kafka_ns.topic("short"), kafka_ns.topic("long")
+    hold = Exact(kafka_ns.slow(8000, "hold"))
+    # first's 13 mutations against a burst of 11 at 1/s: a throttle of about 2 s once its 2 s on the controller end,
+    # which holds short and long back together until the hold has begun.
+    kafka_slow_broker.set_quota(client_id=kafka_ns.client_id, controller_mutation_rate=1.0)
+    run = Run(KafkaSide(kafka_slow_broker), kafka_ns, sasl=False)
+    with _client(kafka_slow_broker, kafka_ns) as admin:
+        admin.list_topics(timeout=30)
+        held = admin.create_topics([NewTopic(first, 13, 1)], timeout_ms=30000)
+        short_f = admin.create_topics([NewTopic(short, 1, 1)], timeout_ms=9000)
+        long_f = admin.create_topics([NewTopic(long, 1, 1)], timeout_ms=13000)  # x1.8 when sent: they share
+        assert _outcome(held, first) is None
+        # The hold goes to the controller's own listener: a broker forwards one request at a time, so sent through
+        # the broker it would hold the shared request there, and its deadline would start only after the hold.
+        controller = WireClient(f"127.0.0.1:{kafka_slow_broker.nodes[0].controller_port}", f"{kafka_ns.client_id}-h")
+        holding = run.hold(hold)
+        try:
+            controller.send(run.create_request(7, ((hold, 1),), timeout_ms=30000))  # the controller's next 8 s
+            assert holding()
+            long_exc = _outcome(long_f, long)
+            short_exc = _outcome(short_f, short)
+        finally:
+            controller.close()
+        requests = admin.metrics()["request-total"]
+    assert long_exc is None, repr(long_exc)
+    assert isinstance(short_exc, OutcomeUnknownError), repr(short_exc)  # in flight at its deadline
+    assert requests == 2  # first, then short and long together
+    assert {short, long} <= set(kafka_slow_broker.topics(kafka_ns.prefix))  # both applied, after the hold
 
 
 # Was (finding 4): NewTopic(name) on a cluster with num.partitions=10 was counted as one partition: a paced client

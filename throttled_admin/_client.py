@@ -108,6 +108,10 @@ class _Transport:
         metadata = AdminClient.list_topics(self._get(), timeout=timeout_s)
         return {name: len(topic.partitions) for name, topic in metadata.topics.items()}
 
+    def controller(self, timeout_s: float) -> tuple[int, int]:
+        metadata = AdminClient.list_topics(self._get(), timeout=timeout_s)
+        return int(metadata.controller_id), int(metadata.orig_broker_id)
+
     def default_partitions(self, timeout_s: float) -> int | None:
         """The partitions a create of -1 makes: ``num.partitions`` as a broker describes it (Kafka 4.3+ applies the
         controller's, KIP-1211: the same where every node has the same settings); None when not described."""

@@ -45,6 +45,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import KafkaError
 
+from throttled_admin._driver.controller_refresh import ControllerRefresh
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.handshake_drops import HandshakeDrops
 from throttled_admin._driver.reader import Reader
@@ -72,6 +73,7 @@ from throttled_admin._engine import (
     closed_here,
     is_broker_answer,
 )
+from throttled_admin._engine.throttle import failed_node
 from throttled_admin._errors import CLOSED_MESSAGE
 
 __all__ = ["USER_CODE_WAIT_S", "Answer", "ClientGone", "Scheduler", "SendOrder", "Transport"]
@@ -144,6 +146,10 @@ class Transport(Protocol):
 
     def broker_views(self, names: list[str], timeout_s: float) -> BrokerViews: ...
 
+    def controller(self, timeout_s: float) -> tuple[int, int]:
+        """Read Metadata (librdkafka's controller is the node the response names): (that node, the one that
+        answered)."""
+
 
 class Scheduler:
     def __init__(
@@ -187,6 +193,8 @@ class Scheduler:
         self._open: dict[int, dict[str, tuple[Topic, TopicFuture]]] = {}
         self._closed = False
         self._reader = Reader()  # one thread for the reads the engine asks for (the engine records them)
+        # after a node went away, Metadata reads until one names another controller (``controller_refresh``)
+        self._controller_refresh = ControllerRefresh(transport.controller, ClientGone, clock)
         self._thread = threading.Thread(target=self._run, name="throttled-admin-scheduler", daemon=True)
         self._thread.start()
 
@@ -270,6 +278,8 @@ class Scheduler:
         with self._cv:
             self._engine.on_error(error, self._clock())
             self._wake()
+        if error.code() != KafkaError._TIMED_OUT:  # librdkafka's own request timing out: no node went away
+            self._node_lost(error.str())
 
     def on_log(self, message: str) -> None:
         """A librdkafka ``FAIL`` log line: how far a connection got before it failed (the engine's first-contact
@@ -280,8 +290,15 @@ class Scheduler:
             self._engine.on_log(message, self._clock())
             error = self._handshake_drops.observe(message, self._clock())
             self._wake()
+        self._node_lost(message)
         if error is not None:
             self._on_listener_found(error)
+
+    def _node_lost(self, line: str) -> None:
+        """A node's connection lost: librdkafka may still take it for the controller (``controller_refresh``)."""
+        node = failed_node(line)
+        if node is not None and not self._closed:
+            self._controller_refresh.lost(node)
 
     def _on_listener_found(self, error: KafkaError) -> None:
         """The listener speaks another protocol than this client (SASL, TLS): an authentication failure or a
@@ -317,6 +334,7 @@ class Scheduler:
             self._wake()
             self._assisted.notify_all()
         self._thread.join()
+        self._controller_refresh.close(_METADATA_TIMEOUT_S)
         self._reader.close(_METADATA_TIMEOUT_S + max(0.0, end - self._clock()))
         self._callbacks.close(time.monotonic() + max(0.0, end - self._clock()))
         return True

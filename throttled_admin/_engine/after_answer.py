@@ -35,6 +35,7 @@ class Response:
     outcomes: dict[str, Outcome]  # what each result means (``classify``)
     throttle_s: float  # the throttle to wait out (Redpanda's charge included)
     split: bool  # refused whole for the batch cap: sent again in smaller requests
+    node_lost: bool  # a node went away while the request was in flight (``Request.node_lost``)
     # call id -> the back-off its topics wait after this response, drawn once per call (with its jitter), so topics
     # refused together are sent together again: after error 89 without a throttle, and after a transient failure
     quota_delays: dict[int, float] = field(default_factory=dict)
@@ -62,6 +63,7 @@ class Finish:
     ending: Ending
     exc: BaseException | None = None
     why: str = ""
+    node_lost: bool = False  # a node went away while its request was in flight (``outcome``: "already done")
 
 
 Decision = Applied | Requeue | Finish
@@ -86,7 +88,9 @@ class AfterAnswer:
             return Finish(Ending.CANNOT_CONNECT)
         if verdict is Verdict.RETRY:
             return self._transient(topic, exc, response.outcomes[topic.name], response, round_trip, now)
-        return Finish(Ending.ANSWERED, exc)  # the broker's last word (outcome unknown after an unanswered attempt)
+        # the broker's last word (outcome unknown after an unanswered attempt, possibly applied when it says "already
+        # done" after a node went away in flight)
+        return Finish(Ending.ANSWERED, exc, node_lost=response.node_lost)
 
     def _throttled(
         self, topic: Topic, exc: BaseException | None, response: Response, round_trip: RoundTrip, now: float

@@ -16,11 +16,12 @@ b. At most one mutation request is in flight, nothing is sent while the broker's
    until a sentinel behind it says the connection is free or closed. Nothing ever waits in a muted connection or
    behind an unanswered request.
 c. Calls share a request only when their time budgets are within a factor of ``COALESCE_RATIO``, and sharing never
-   hurts: librdkafka waits for the answer as long as the longest call would alone, the controller's deadline is
-   the shortest call's, and each call's topics are settled at its own deadline.
-d. Nothing is sent with less time left than the fastest recent answer took (``RoundTrip``: a floor that
-   forgets, fed by whole answers only), so a slow outlier cannot lock calls out: a first attempt is refused
-   only when ``MIN_SAMPLES`` recent answers agree, a retry when any recent answer says it cannot fit.
+   hurts: the request carries the longest call's timeouts (librdkafka's and the controller's deadline), and each
+   call's topics are settled at its own deadline (a shorter call's in flight then: "outcome unknown").
+d. Nothing is sent with less time left than the fastest recent answer took, nor with a shorter request_timeout of
+   the caller's (``RoundTrip``: a floor that forgets, fed by whole answers only), so a slow outlier cannot lock
+   calls out: a first attempt is refused only when ``MIN_SAMPLES`` recent answers agree, a retry when any recent
+   answer says it cannot fit.
 e. Every topic is settled by its call's deadline: the engine asks to be woken then.
 f. Outcomes are truthful: success when the broker says so; "not sent" only for what was never written (never
    handed over, or librdkafka's verdict says it never built the request); "outcome unknown" when a request was
@@ -252,14 +253,17 @@ class Engine:
             self._contact.auth = (error, now)
         elif error.code() == KafkaError._ALL_BROKERS_DOWN:
             self._gate.every_connection_gone()  # every connection is down: none carries a throttle
+            self._slot.node_lost()
         else:  # _TIMED_OUT: librdkafka's own request timed out, perhaps in the mute: the connection's throttle holds
             self.on_log(error.str(), now, lost=error.code() != KafkaError._TIMED_OUT)
 
     def on_log(self, line: str, now: float, *, lost: bool = True) -> None:
         """A librdkafka ``FAIL`` log line (some failures before the handshake are told only there); a connection
         the broker's side lost no longer carries its node's throttle (``throttle``)."""
-        if lost:
-            self._gate.connection_gone(failed_node(line))
+        node = failed_node(line) if lost else None
+        if node is not None:
+            self._gate.connection_gone(node)
+            self._slot.node_lost()
         if not self._contact.reached:
             self._contact.failed(contact_failure(line))
 
@@ -453,6 +457,7 @@ class Engine:
         throttle_ms: int = 0,
         why: str = "",
         because: NotSentReason | OutcomeUnknownReason | None = None,
+        node_lost: bool = False,
     ) -> None:
         """Settle the topic with the error its ending and its attempts call for (``outcome``: rule f); ``why`` says
         why in words, ``because`` typed."""
@@ -473,6 +478,7 @@ class Engine:
             self._contact.failure,
             topic.lagging,
             because,
+            node_lost,
         )
         self._finish(topic, settle_error(ending, topic.state, topic.past, facts), now)
 
@@ -494,7 +500,8 @@ class Engine:
         throttle_s = request.throttle_s if answered else 0.0
         operation = request.kind.operation.name
         outcomes = {name: classify(exc, operation=operation, throttled=throttle_s > 0) for name, exc in results.items()}
-        response = Response(results, outcomes, throttle_s, split=self._learned.batch_cap(request, outcomes))
+        split = self._learned.batch_cap(request, outcomes)
+        response = Response(results, outcomes, throttle_s, split=split, node_lost=request.node_lost)
         charged = 0
         if answered:
             response.throttle_s, charged = self._learned.redpanda(request, results, outcomes, throttle_s)
@@ -543,7 +550,7 @@ class Engine:
                 topic.call.move(topic, TopicState.QUEUED)
                 retried = True
             elif isinstance(decision, Finish):
-                self._end(topic, decision.ending, now, exc=decision.exc, why=decision.why)
+                self._end(topic, decision.ending, now, exc=decision.exc, why=decision.why, node_lost=decision.node_lost)
             elif topic.call.spec.wait_for_metadata and not topic.call.kind.validate_only:
                 topic.call.move(topic, TopicState.AWAITING_VISIBILITY)
                 self._views.applied(now)
@@ -618,11 +625,11 @@ class Engine:
         fit it (``_choose``), with the timeouts their calls allow (``_timeouts``). Returns when to look again."""
         # The round-trip floor for a first attempt and for a retry, computed once for the whole request.
         estimates = {samples: self._learned.round_trip.estimate(now, samples) for samples in (1, MIN_SAMPLES)}
-        chosen, mutations, shortest, longest = self._choose(candidates, estimates, now)
+        chosen, mutations, _, longest = self._choose(candidates, estimates, now)
         if not chosen:
             return now
         margin_s = max(_MIN_MARGIN_S, estimates[MIN_SAMPLES][0])  # the controller's deadline ends this early
-        request_timeout_s, operation_timeout_s = self._timeouts(chosen, shortest, longest, margin_s, now)
+        request_timeout_s, operation_timeout_s = self._timeouts(chosen, longest, margin_s, now)
         for topic in chosen:
             topic.call.move(topic, _IN_FLIGHT)
         request = self._slot.hand_over(kind, chosen, mutations, (request_timeout_s, operation_timeout_s), now)
@@ -657,7 +664,7 @@ class Engine:
             call = topic.call
             if call is not last_call:  # a call's topics are in a row: its times once
                 last_call, remaining_s, time_s = call, call.remaining_s(now), call.budget_s(now)
-            late = self._too_late(topic, estimates, len(chosen) + 1, remaining_s, now)
+            late = self._too_late(topic, estimates, len(chosen) + 1, (remaining_s, time_s), now)
             if late is not None:
                 self._end(topic, late[0], now, why=late[1], because=late[2])
                 continue
@@ -671,14 +678,21 @@ class Engine:
         return chosen, mutations, shortest, longest
 
     def _too_late(
-        self, topic: Topic, estimates: dict[int, tuple[float, float]], size: int, remaining_s: float, now: float
+        self,
+        topic: Topic,
+        estimates: dict[int, tuple[float, float]],
+        size: int,
+        times: tuple[float, float],
+        now: float,
     ) -> tuple[Ending, str, NotSentReason | None] | None:
-        """Send nothing that cannot be answered before its deadline: it would be applied after the caller was told
-        it failed. Returns how the topic ends, and why it was not sent, if it is too late for a request of ``size``
-        topics (else None).
+        """Send nothing that cannot be answered in time: before its deadline (it would be applied after the caller
+        was told it failed), and within its time budget, which the caller's request_timeout caps (librdkafka drops
+        a later answer). ``times``: the call's time left and its budget. Returns how the topic ends, and why it was
+        not sent, if it is too late for a request of ``size`` topics (else None).
 
         A first attempt is refused only on a robust estimate (rule d: no lockout); a retry is not sent when any
         recent answer says it cannot come back in time (the caller gets the broker's last word instead)."""
+        remaining_s, budget_s = times
         base_s, per_topic_s = estimates[1 if topic.attempts else MIN_SAMPLES]
         expected_s = base_s + per_topic_s * size
         kept_s = max(_MIN_MARGIN_S, base_s)
@@ -692,30 +706,39 @@ class Engine:
                 return Ending.TOO_LATE, why, NotSentReason.ROUND_TRIP
             why += f"the {kept_s * 1000:.0f} ms kept for the answer"
             return Ending.TOO_LATE, why, NotSentReason.ANSWER_MARGIN
+        if 0 < expected_s >= budget_s:  # time is left, but the caller's request_timeout ends first
+            why = f"its request_timeout ({budget_s * 1000:.0f} ms) is shorter than a round trip "
+            why += f"({expected_s * 1000:.0f} ms recently)"
+            return Ending.TOO_LATE, why, NotSentReason.ROUND_TRIP
         return None
 
-    def _timeouts(
-        self, chosen: list[Topic], shortest: float, longest: float, margin_s: float, now: float
-    ) -> tuple[float, float]:
+    def _timeouts(self, chosen: list[Topic], longest: float, margin_s: float, now: float) -> tuple[float, float]:
         """The request's librdkafka timeout and its controller deadline (``operation_timeout``), in seconds.
 
-        Sharing never hurts: librdkafka waits for the answer as long as the longest call would alone (each call's
-        topics are settled at its own deadline); the controller's deadline is the shortest call's, ``margin_s``
-        early."""
+        Sharing never hurts (rule c): the request carries what the longest call would carry alone. librdkafka waits
+        for the answer as long as that call would (each call's topics are still settled at its own deadline), and
+        the controller's deadline is that call's own, ``margin_s`` early (capped by its caller's operation_timeout),
+        so a controller busy past a shorter call's deadline still applies the request, as it would that call's
+        alone: the shorter call is told "outcome unknown" at its deadline, never "not sent"."""
         calls = {topic.call.id: topic.call for topic in chosen}.values()
-        remaining_s = min(call.remaining_s(now) for call in calls)
         request_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(longest, _LIBRDKAFKA_MAX_TIMEOUT_S))
         if not self._contact.reached:  # librdkafka's verdict comes before the (shortest call's) deadline
+            remaining_s = min(call.remaining_s(now) for call in calls)
             request_timeout_s = min(request_timeout_s, remaining_s - CONTACT_VERDICT_MARGIN_S)
-        operation_timeout_s = min(remaining_s, shortest, request_timeout_s) - margin_s
-        # A caller's operation_timeout of 0 (confluent-kafka's "do not wait") is no cap: a Kafka 4 controller
-        # refuses a request whose timeout_ms is 0 at once (REQUEST_TIMED_OUT, nothing applied), and answers after
-        # the commit whatever the timeout, so the controller deadline derived from the call's deadline stays.
-        caps = [call.spec.operation_timeout_s for call in calls if call.spec.operation_timeout_s]
-        if caps:
-            operation_timeout_s = min(operation_timeout_s, *caps)
+        longest_own_s = max(_own_operation_timeout_s(call, margin_s, now) for call in calls)
+        operation_timeout_s = min(longest_own_s, request_timeout_s - margin_s)
         operation_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(operation_timeout_s, _LIBRDKAFKA_MAX_TIMEOUT_S))
         return request_timeout_s, operation_timeout_s
+
+
+def _own_operation_timeout_s(call: Call, margin_s: float, now: float) -> float:
+    """The controller deadline a call would carry alone: its time budget, ``margin_s`` early, capped by its caller's
+    own operation_timeout. A caller's operation_timeout of 0 (confluent-kafka's "do not wait") is no cap: a Kafka 4
+    controller refuses a request whose timeout_ms is 0 at once (REQUEST_TIMED_OUT, nothing applied), and answers
+    after the commit whatever the timeout, so the controller deadline derived from the call's deadline stays."""
+    own_s = call.budget_s(now) - margin_s
+    cap_s = call.spec.operation_timeout_s
+    return min(own_s, cap_s) if cap_s else own_s
 
 
 def _throttle_event(node_id: int, throttle_s: float, *, mutation: bool = False) -> ResponseThrottle:

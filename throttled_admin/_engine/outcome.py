@@ -7,7 +7,7 @@ gives. What each rule returns, by what the topic's past says (the first column t
 ==================  ==================  =====================  =====================  ==========================
 ending              an answer was lost  the broker said 89     the broker refused     none of these (never sent)
 ==================  ==================  =====================  =====================  ==========================
-``ANSWERED``        possibly applied    the answer             the answer             the answer
+``ANSWERED``        possibly applied    the answer             the answer             the answer (*)
 ``DEADLINE``        outcome unknown     89, throttle left      that refusal           cannot connect / not sent
 ``TOO_LATE``        as DEADLINE         as DEADLINE            as DEADLINE            not sent (too late)
 ``CANCELLED``       outcome unknown     as DEADLINE            as DEADLINE            not sent (cancelled)
@@ -18,6 +18,10 @@ ending              an answer was lost  the broker said 89     the broker refuse
 ``ANSWER_LOST``     outcome unknown     outcome unknown        outcome unknown        outcome unknown (why)
 ``CLOSED``          closed, unknown     closed, refused        closed, refused        closed, not sent
 ==================  ==================  =====================  =====================  ==========================
+
+(*) A first attempt's "already done" (``ALREADY_DONE``) with ``Facts.node_lost`` (a node went away while it was in
+flight) is possibly applied: a KRaft broker re-sends a forwarded request whose controller went away, and the next
+controller finds what the old one applied (issue 37, seen on a Kafka 4.4 quorum's rolling restart).
 
 In flight (handed over): ``ANSWERED``, ``SEND_REFUSED`` and ``ANSWER_LOST`` (no usable answer: at the deadline,
 or with no time left for another attempt) as above; ``DEADLINE``, ``CANCELLED`` and ``CANNOT_CONNECT`` as queued
@@ -44,6 +48,7 @@ from throttled_admin._errors import (
     NotYetVisibleError,
     OutcomeUnknownReason,
     ThrottlingQuotaExceededException,
+    after_lost_forward,
     after_unknown_attempt,
     cannot_connect_error,
     closed_error,
@@ -54,8 +59,14 @@ from throttled_admin._errors import (
     unknown_outcome_error,
 )
 
-__all__ = ["CANCELLED_WHY", "RULES", "Ending", "Facts", "closed_here", "settle_error", "why_not_sent"]
+__all__ = ["ALREADY_DONE", "CANCELLED_WHY", "RULES", "Ending", "Facts", "closed_here", "settle_error", "why_not_sent"]
 
+# Kafka's answer, by API, to a request whose change is already there (a re-sent one that was applied before)
+ALREADY_DONE = {
+    "CreateTopics": KafkaError.TOPIC_ALREADY_EXISTS,
+    "DeleteTopics": KafkaError.UNKNOWN_TOPIC_OR_PART,
+    "CreatePartitions": KafkaError.INVALID_PARTITIONS,
+}
 CANCELLED_WHY = "its caller cancelled it while librdkafka was still looking for the controller"
 
 
@@ -86,6 +97,7 @@ class Facts(NamedTuple):
     failure: ContactFailure | None = None
     lagging: tuple[int, ...] | None = None  # applied: the brokers whose Metadata did not show it
     because: NotSentReason | OutcomeUnknownReason | None = None  # ``why``, typed (``NotSentError.why`` ...)
+    node_lost: bool = False  # a node went away while the attempt was in flight (not validate-only)
 
 
 Rule = Callable[[Past, Facts], BaseException]
@@ -105,6 +117,8 @@ def _answered(past: Past, facts: Facts) -> BaseException:
         # An earlier attempt had no usable answer and may have applied the change: whatever the broker says of
         # this one ("already done", or a refusal that applied nothing), the outcome is unknown.
         return after_unknown_attempt(error, facts.operation)
+    if facts.node_lost and error is not None and error.code() == ALREADY_DONE.get(facts.operation):
+        return after_lost_forward(error, facts.operation)  # perhaps the answer to its broker's re-send
     return facts.exc
 
 

@@ -81,6 +81,11 @@ class Slot:
     def free(self) -> None:
         self.request = None
 
+    def node_lost(self) -> None:
+        """A node went away: the request in flight may have been forwarded to it as the controller."""
+        if self.request is not None and not self.request.kind.validate_only:
+            self.request.node_lost = True
+
     def drain(self, now: float) -> tuple[float | None, float]:
         """The sentinel's librdkafka timeout if one is to be sent now (else None), and when to look again."""
         ask, wake_at = self._connection.step(now)

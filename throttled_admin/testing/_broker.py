@@ -201,7 +201,9 @@ class QuotaBroker:
 
     # -- one node at a time (a quorum's rolling restart, a crash, a controller failover) -------------
 
-    def stop_node(self, node_id: int, *, kill: bool = False, unregister: bool = False) -> None:
+    def stop_node(
+        self, node_id: int, *, kill: bool = False, unregister: bool = False, fenced_after_s: float = 0.0
+    ) -> None:
         """Stop one node, keeping its port: its connections are cut (requests it had not answered get nothing), its
         request sensors and, were it the controller, its quota buckets are gone. A stopped controller fails over to
         the next live node, whose buckets are charged from then on (fresh: the principal's debt is forgiven, as on
@@ -209,7 +211,10 @@ class QuotaBroker:
         stays registered, so replicas are still placed on it (as Kafka 4.4.0 did); ``unregister`` also removes it
         from the brokers the controller counts until it starts again, so a create whose replication factor exceeds
         the rest fails with INVALID_REPLICATION_FACTOR ("... only N broker(s) are registered ...", uncharged), as
-        issue 37's rolling restart saw on Kafka."""
+        issue 37's rolling restart saw on Kafka. ``fenced_after_s``: Metadata goes on naming the stopped controller
+        as controller for that long (a KRaft broker names any unfenced broker, a stopped one until its session
+        times out: ``broker.session.timeout.ms``, 9 s by default), as librdkafka was told after a kill -9 on Kafka
+        4.4.0."""
         if self._server is None or node_id not in self._ports:
             raise ValueError(f"node {node_id} is not serving")
         live = self._cluster.live()
@@ -222,6 +227,7 @@ class QuotaBroker:
         self._quotas.forget_node(node_id)
         self._context.addresses.pop(node_id, None)
         if node_id == self._cluster.controller_id:
+            self._cluster.name_until_fenced(node_id, fenced_after_s)
             self.fail_over()
 
     def start_node(self, node_id: int) -> None:
@@ -250,6 +256,7 @@ class QuotaBroker:
             raise ValueError(f"node {to} is not serving: it cannot become the controller")
         with self._cluster.lock, self._quotas.lock:
             self._cluster.controller_id = to
+            self._cluster.controller_epoch += 1
             self._quotas.controller = to
         return to
 

@@ -102,7 +102,10 @@ class Cluster:
         self.node_ids = list(node_ids)
         self._nodes = set(self.node_ids)
         self.controller_id = self.node_ids[0]
+        self.controller_epoch = 0  # one more at each failover
         self._down: set[int] = set()  # nodes stopped (they stay registered: see registered())
+        self._named: tuple[int, float] | None = None  # a stopped node Metadata names as controller, until when
+        self._clock = clock
         self._unregistered: set[int] = set()
         # Unique per cluster, in Kafka's form (Uuid.randomUuid().toString(): URL-safe base64, no padding), so that
         # clients of two test clusters tell them apart as they would two real ones (messaging.kafka.cluster.id).
@@ -130,6 +133,18 @@ class Cluster:
             self._down.add(node_id)
             if unregister:
                 self._unregistered.add(node_id)
+
+    def name_until_fenced(self, node_id: int, seconds: float) -> None:
+        """Metadata goes on naming the stopped node ``node_id`` as the controller for ``seconds``."""
+        with self.lock:
+            self._named = (node_id, self._clock() + seconds) if seconds > 0 else None
+
+    def named_controller(self) -> int:
+        """The controller Metadata names: the active one, or a stopped node not yet fenced (``name_until_fenced``)."""
+        named = self._named
+        if named is not None and named[0] in self._down and self._clock() < named[1]:
+            return named[0]
+        return self.controller_id
 
     def node_up(self, node_id: int) -> None:
         with self.lock:

@@ -322,7 +322,7 @@ def handle_metadata(request: Any, ctx: RequestContext) -> Handled:
         throttle_time_ms=0,
         brokers=brokers,
         cluster_id=cluster.cluster_id,
-        controller_id=cluster.controller_id,
+        controller_id=cluster.named_controller(),
         topics=topics,
         authorized_operations=None,
         error_code=0,

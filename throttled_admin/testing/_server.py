@@ -677,11 +677,22 @@ class Server:
         """A KRaft broker forwards a mutation to the controller and waits for its answer before it forwards the
         next (one request in flight): a mutation behind a slow one on the same node is not yet the
         controller's, and its deadline (timeout_ms) starts only when the controller receives it. One sent
-        through another node reaches the controller's queue at once, and its deadline may pass there."""
+        through another node reaches the controller's queue at once, and its deadline may pass there.
+
+        A controller that fails over while it handles the request (it was stopped, or ``fail_over``) is taken to
+        have applied it and never answered: the node re-sends it to the next controller, whose answer is the
+        client's ("already exists" for a create: ``NodeToControllerRequestThread`` puts a request whose controller
+        went away back first in its queue; seen on a three-node Kafka 4.4 quorum's rolling restart). Kafka's
+        controller applies nothing it was still holding (a slow policy runs before the records): there the re-send
+        creates it."""
         assert self._controller is not None
+        cluster, loop = self.context.cluster, asyncio.get_running_loop()
         async with self._forwarding[node_id]:
-            forwarded_at = time.monotonic()
-            return await asyncio.get_running_loop().run_in_executor(self._controller, job, forwarded_at)
+            epoch = cluster.controller_epoch
+            answer: _Answer = await loop.run_in_executor(self._controller, job, time.monotonic())
+            if cluster.controller_epoch != epoch and node_id not in self._stopped:
+                answer = await loop.run_in_executor(self._controller, job, time.monotonic())
+            return answer
 
     # -- on the loop, or on the controller thread for mutations -------------------------------------
 

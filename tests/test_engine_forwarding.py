@@ -1,0 +1,109 @@
+"""A forwarded mutation re-sent by its broker (issue 37, found on the three-node Kafka 4.4 quorum), on simulated time.
+
+A KRaft broker forwards CreateTopics, DeleteTopics and CreatePartitions to the active controller; when its
+connection to the controller drops before the answer, ``NodeToControllerRequestThread`` puts the request back first
+in its queue and sends it to the next controller, which finds what the old one applied: "already exists" for a
+topic this client's own request created. So a first attempt's "already done" answer is hedged
+(``PossiblyAppliedError``) when a connection was lost while its request was in flight (a node stopped: the client's
+connection to it, or every broker down); an answer with no such loss in flight is the broker's last word."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import NewPartitions, NewTopic
+
+from tests.test_engine_gate import DISCONNECTED, EXISTS, TIMED_OUT, answer, create, reached
+from throttled_admin import PossiblyAppliedError
+from throttled_admin._engine import (
+    CREATE_PARTITIONS,
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    Call,
+    CallSpec,
+    Engine,
+    Outbox,
+    RequestKind,
+    Topic,
+)
+from throttled_admin._engine.work import Operation
+
+# Node 2 stopped while the request was in flight on node 1's connection: node 2 may have been the active controller
+# that node 1 forwarded the request to.
+OTHER_NODE_GONE = DISCONNECTED.replace("/1", "/2")
+ALL_DOWN = KafkaError(KafkaError._ALL_BROKERS_DOWN, "3/3 brokers are down")
+
+
+def settled(out: Outbox) -> BaseException | None:
+    [(_, exc)] = out.settle
+    return exc
+
+
+def submit(engine: Engine, kind: RequestKind, item: object, cost: int) -> Outbox:
+    call = Call(CallSpec(kind, 10.0, 10_000, True, None, None, 0.0))
+    engine.submit(call, [Topic("t", item, call, None, cost)])
+    return engine.step(0.0)
+
+
+@pytest.mark.parametrize("line", [DISCONNECTED, OTHER_NODE_GONE], ids=["its own node", "another node"])
+def test_already_exists_after_a_node_stopped_in_flight_is_possibly_applied(line: str) -> None:
+    engine = reached()
+    out = create(engine, ["t"], 0.0)
+    engine.on_log(line, 0.05)
+    exc = settled(answer(engine, out, 0.9, exc=EXISTS))
+    assert isinstance(exc, PossiblyAppliedError), exc
+    assert exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
+    assert "re-sent" in exc.args[0].str()
+
+
+def test_already_exists_after_every_broker_went_down_in_flight_is_possibly_applied() -> None:
+    engine = reached()
+    out = create(engine, ["t"], 0.0)
+    engine.on_error(ALL_DOWN, 0.05)
+    assert isinstance(settled(answer(engine, out, 0.9, exc=EXISTS)), PossiblyAppliedError)
+
+
+def test_already_exists_with_no_connection_lost_in_flight_is_the_brokers_word() -> None:
+    engine = reached()
+    engine.on_log(OTHER_NODE_GONE, 0.0)  # before the request: nothing it forwarded was in flight then
+    out = create(engine, ["t"], 0.1)
+    engine.on_log(TIMED_OUT, 0.2)  # librdkafka's own timeout: no node went away
+    exc = settled(answer(engine, out, 0.9, exc=EXISTS))
+    assert type(exc) is KafkaException
+    assert exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
+
+
+def test_a_refusal_that_is_not_already_done_stays_the_brokers_word() -> None:
+    engine = reached()
+    out = create(engine, ["t"], 0.0)
+    engine.on_log(OTHER_NODE_GONE, 0.05)
+    refused = KafkaException(KafkaError(KafkaError.INVALID_REPLICATION_FACTOR, "only 2 broker(s) are registered"))
+    exc = settled(answer(engine, out, 0.9, exc=refused))
+    assert type(exc) is KafkaException
+    assert exc.args[0].code() == KafkaError.INVALID_REPLICATION_FACTOR
+
+
+def test_a_validate_only_already_exists_stays_the_brokers_word() -> None:
+    engine = reached()
+    out = submit(engine, RequestKind(CREATE_TOPICS, True), NewTopic("t", 1, 1), cost=1)
+    engine.on_log(OTHER_NODE_GONE, 0.05)
+    exc = settled(answer(engine, out, 0.9, exc=EXISTS))  # a validate-only request applies nothing, re-sent or not
+    assert type(exc) is KafkaException
+
+
+@pytest.mark.parametrize(
+    ("operation", "item", "code"),
+    [
+        (DELETE_TOPICS, "t", KafkaError.UNKNOWN_TOPIC_OR_PART),
+        (CREATE_PARTITIONS, NewPartitions("t", 3), KafkaError.INVALID_PARTITIONS),
+    ],
+    ids=["delete: unknown topic", "create partitions: invalid partitions"],
+)
+def test_each_operations_already_done_after_a_node_stopped_in_flight_is_possibly_applied(
+    operation: Operation, item: object, code: int
+) -> None:
+    engine = reached()
+    out = submit(engine, RequestKind(operation, False), item, cost=2)
+    engine.on_log(OTHER_NODE_GONE, 0.05)
+    exc = settled(answer(engine, out, 0.9, exc=KafkaException(KafkaError(code))))
+    assert isinstance(exc, PossiblyAppliedError), exc
