@@ -41,7 +41,7 @@ def settled(out: Outbox) -> BaseException | None:
 
 def submit(engine: Engine, kind: RequestKind, item: object, cost: int) -> Outbox:
     call = Call(CallSpec(kind, 10.0, 10_000, True, None, None, 0.0))
-    engine.submit(call, [Topic("t", item, call, None, cost)])
+    engine.submit(call, [Topic("t", item, call, cost)])
     return engine.step(0.0)
 
 
