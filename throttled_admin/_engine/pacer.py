@@ -143,9 +143,15 @@ class Pacer:
 
     # -- before a request ------------------------------------------------------------------------
 
+    @property
+    def horizon(self) -> float:
+        """A pending cost above this is all alike to ``batch_budget`` and ``wait_s``: more than the bucket holds."""
+        return self._bucket.burst if self._bucket is not None else 0.0
+
     def batch_budget(self, now: float, pending_cost: float = math.inf) -> float:
         """Mutations that can be sent now without a throttle (the slow-start size while the rate is unknown). From a
-        full mirror before any round trip is known, when the ``pending_cost`` queued is more than the bucket holds,
+        full mirror before any round trip is known, when the ``pending_cost`` queued (all of it, not one request's
+        worth: the engine's ``_queued_cost``) is more than the bucket holds,
         only the steady size: the commit of a whole bucket's request would be lost to the mirror, and what is left
         would wait for it (module docstring). What the bucket covers goes at once, in one request."""
         bucket = self._bucket
@@ -171,7 +177,7 @@ class Pacer:
         if pending_cost <= bucket.burst and pending_cost - wanted < bucket.rate * round_trip_s:
             wanted = pending_cost
         wanted = max(wanted, min(cost, bucket.burst))
-        missing = wanted - bucket.measure(now)
+        missing = wanted - round(bucket.measure(now), _BUDGET_DECIMALS)  # as the budget: no wait of a rounding error
         return max(0.0, missing / bucket.rate)
 
     # -- after a response ------------------------------------------------------------------------
