@@ -92,3 +92,15 @@ def test_kafkas_default_window_is_paced_within_three_percent_of_t_star() -> None
     assert run.throttled == 0, run.charges
     assert run.first_size == rate * 0.1  # the steady size: 10 topics
     assert run.end <= 1.03 * t_star, run.end / t_star
+
+
+def test_the_learner_keeps_the_peak_within_r_w_plus_b_and_ends_within_ten_percent_of_t_star() -> None:
+    """Issue 40: ``MutationQuota()``, 300 x 4 at R = B = 400 (T* = 2 s, R·W + B = 800 in W = 1 s). Slow start doubled
+    from 32 after each unthrottled answer: 32, 64, 128, 256 before the first throttle, and two more of 256 within
+    the same second, 992 mutations (1.24 x), as on Kafka 4.4. Now each request is kept within what the answers
+    prove the window holds (``slow_start.py``)."""
+    rate = burst = 400.0
+    topics, partitions = 300, 4
+    run = run_engine_job(Pacer(MutationQuota()), topics, partitions, rate, burst)
+    assert run.peak(1.0) <= rate * 1.0 + burst, run.peak(1.0)
+    assert run.end <= 1.1 * (topics * partitions - burst) / rate, run.end
