@@ -287,6 +287,16 @@ def test_slow_start_learns_nothing_from_answers_that_admitted_nothing() -> None:
     assert pacer.batch_budget(0.05, 1000) == 32
 
 
+def test_slow_start_after_a_first_request_of_one_topic_is_not_held_to_a_topic_a_second() -> None:
+    """A provisioning plan's first create was one topic of 5 partitions: its answer proves R·W + B >= 2 x 5 / 1.002,
+    9.98, so a second topic did not fit beside it, nor after (S = 5n over n seconds): one topic a second, 60 rows
+    in 59 s at R = 20 (tests/test_provisioning_executor.py). A window may always hold slow start's first 32."""
+    pacer = Pacer(MutationQuota())
+    pacer.on_response(admitted=5, throttle_s=0.0, sent_at=0.0, now=0.002)
+    assert pacer.wait_s(5, pending_cost=300, now=0.002) == 0.0
+    assert pacer.batch_budget(0.002, 300) == pytest.approx(32 - 5)
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     rate=st.sampled_from([5.0, 10.0, 16.0, 40.0, 100.0, 400.0]),

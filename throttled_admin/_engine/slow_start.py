@@ -11,8 +11,9 @@ The bound: the broker's bucket held at most B = q·R when slow start began (q se
 (0 or more). So S mutations admitted over the c seconds from the first send to that answer mean R·(q + c + t) >= S,
 and R·W + B = R·(W + q) >= S·(W + q) / (q + c + t). The best such bound so far is what any window may hold; a window
 ending at the next charge may hold every request answered in the W before its send (its charge, unseen, came
-before its answer), and the next request fits beside them or waits for them to leave. The first request, before
-any answer, carries 32 (a quota whose R·W + B is less is overdrawn by it alone).
+before its answer), and the next request fits beside them or waits for them to leave. A window may always hold 32,
+the first request's size (a quota whose R·W + B is less is overdrawn by it): a first request of one topic would
+otherwise prove too little for the next to fit beside it.
 
 q is the broker's configuration, which the client does not know: the learner takes q = 1 s, the least Kafka allows,
 and its bound is exact where R = B. For q > 1 the bound overestimates by at most 2q / (1 + q) (at c + t = 0), so the
@@ -69,7 +70,9 @@ class SlowStart:
             self._size *= 2
 
     def _limit(self) -> float:
-        return self._bound if self._bound is not None else _FIRST_MUTATIONS
+        """What a window may hold: the bound, and at least the first request's 32 (a request of one topic would
+        otherwise prove too little for the next topic to fit beside it)."""
+        return max(self._bound or 0.0, _FIRST_MUTATIONS)
 
     def _held(self, now: float) -> float:
         """What the window ending at a charge at ``now`` or later may hold already."""
