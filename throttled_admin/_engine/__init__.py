@@ -1,12 +1,12 @@
-"""The client's core: every decision of the scheduler as a pure state machine (``machine.Engine``) and its pure
-parts: calls and topics (``work``), a topic's states and attempts (``lifecycle``), what a result means
-(``classify``), what then becomes of the topic (``verdict``) and the error it is settled with (``outcome``), the
-metadata read before sending (``metadata``), the round-trip floor (``round_trip``), the KIP-219 gate
-(``throttle``), the connection an abandoned request may still hold (``connection``), pacing to the mutation quota
-(``pacer``), the retry back-off (``retry``), the controller's batch cap (``batch_cap``), waiting for every broker's
-Metadata (``visibility``), how far a client's connections got before any broker answered it (``contact``), the
-metric events the engine emits (``metric_events``), what a step says to do (``actions``: an ``Outbox`` of frozen
-actions), and the engine's own settings (``config``).
+"""The client's core: every decision of the scheduler as a pure state machine (``machine.Engine``) and its pure parts:
+calls and topics (``work``), a topic's states and attempts (``lifecycle``), what a result means (``classify``), what
+then becomes of the topic (``verdict``) and the error it is settled with (``outcome``), the metadata read before
+sending (``metadata``), the round-trip floor (``round_trip``), the KIP-219 gate (``throttle``), the connection an
+abandoned request may still hold (``connection``), pacing to the mutation quota (``pacer``; its learner's first
+requests: ``slow_start``), the retry back-off (``retry``), the controller's batch cap (``batch_cap``), waiting for
+every broker's Metadata (``visibility``), how far a client's connections got before any broker answered it
+(``contact``), the metric events the engine emits (``metric_events``), what a step says to do (``actions``: an
+``Outbox`` of frozen actions), and the engine's own settings (``config``).
 
 No threads, no clock, no sockets: the driver (``throttled_admin._driver``) feeds it events and the time, and
 carries out the actions of its ``Outbox``. It depends only on ``throttled_admin._kafka`` (Kafka's own rules) and the

@@ -951,7 +951,7 @@ class Engine:
             topics = [min(topics, key=lambda topic: (topic.cost is None, topic.cost or 0))]
         if (wake_at := self._metadata_wait(topics)) is not None:
             return wake_at
-        if not probe and (wake_at := self._pacing_wait(head, topics, now)) is not None:  # the probe tests its debt
+        if not probe and (wake_at := self._pacing_wait(head, now)) is not None:  # the probe tests its debt
             return wake_at
         return self._compose(kind, topics, now)
 
@@ -990,12 +990,12 @@ class Engine:
             self._out.append(ReadMetadata())
         return math.inf  # woken by the metadata read (or a deadline)
 
-    def _pacing_wait(self, head: Topic, topics: list[Topic], now: float) -> float | None:
+    def _pacing_wait(self, head: Topic, now: float) -> float | None:
         """The pacer holds the head of the queue back: returns when it may go (None: now). A call of the same kind
         whose deadline comes first fails at once, as throttled."""
         if self._pacer is None:
             return None
-        pending_cost = sum(topic.cost or 0 for topic in topics)
+        pending_cost = self._queued_cost(head.call.kind, self._pacer.horizon, now)
         wait_s = self._pacer.wait_s(head.cost or 0, pending_cost, now)
         if wait_s <= 0:
             return None
@@ -1038,6 +1038,21 @@ class Engine:
         waits = [t.not_before for c in self._calls.values() for t in c.queued.values() if self._sendable(t)]
         return max(now, min(waits, default=math.inf))
 
+    def _queued_cost(self, kind: RequestKind, horizon: float, now: float) -> float:
+        """What the pacer paces: the cost of every topic of ``kind`` that could go now, not only one request's worth
+        (a first request the full bucket covers while more waits would be charged late: ``pacer.py``), summed until
+        it exceeds ``horizon`` (beyond that, all costs are alike to the pacer)."""
+        total = 0.0
+        for call in self._calls.values():
+            if call.kind != kind:
+                continue
+            for topic in call.queued.values():
+                if topic.not_before <= now and self._sendable(topic):
+                    total += topic.cost or 0
+                    if total > horizon:
+                        return total
+        return total
+
     def _eligible(self, kind: RequestKind, now: float) -> Iterator[Topic]:
         count = 0
         for call in self._calls.values():
@@ -1079,8 +1094,10 @@ class Engine:
         no longer be answered before its deadline is settled instead (``_too_late``), and one whose call's time
         budget is far from the others' waits for a request of its own (rule c). Returns the topics, their
         mutations, and the shortest and longest time budget of their calls."""
-        pending_cost = sum(topic.cost or 0 for topic in candidates)
-        budget = self._pacer.batch_budget(now, pending_cost) if self._pacer is not None else math.inf
+        budget = math.inf
+        if self._pacer is not None and candidates:
+            pending_cost = self._queued_cost(candidates[0].call.kind, self._pacer.horizon, now)
+            budget = self._pacer.batch_budget(now, pending_cost)
         chosen: list[Topic] = []
         mutations = records = 0
         shortest = longest = 0.0  # the time budgets of the calls chosen (rule c)
