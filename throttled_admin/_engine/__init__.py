@@ -5,7 +5,8 @@ parts: calls and topics (``work``), a topic's states and attempts (``lifecycle``
 answers teach (``learning``), wait_for_metadata's reads (``view_reads``), the
 metadata read before sending (``metadata``), the round-trip floor (``round_trip``), the KIP-219 gate
 (``throttle``), the connection an abandoned request may still hold (``connection``), pacing to the mutation quota
-(``pacer``), the retry back-off (``retry``), the controller's batch cap (``batch_cap``), waiting for every broker's
+(``pacer``; its learner's first requests: ``slow_start``), the retry back-off (``retry``), the controller's
+batch cap (``batch_cap``), waiting for every broker's
 Metadata (``visibility``), how far a client's connections got before any broker answered it (``contact``), the
 metric events the engine emits (``metric_events``), what a step says to do (``actions``: an ``Outbox`` of frozen
 actions), and the engine's own settings (``config``).

@@ -597,7 +597,7 @@ class Engine:
             return math.inf
         pacer = self._learned.pacer
         if pacer is not None and not probe:  # the probe tests its debt
-            pending_cost = sum(topic.cost or 0 for topic in topics)
+            pending_cost = self._queue.queued_cost(kind, pacer.horizon, now, self._views.reads_ids)
             if (wait_s := pacer.wait_s(head.cost or 0, pending_cost, now)) > 0:
                 return self._hold_back(wait_s, kind, now)
         return self._compose(kind, topics, now)
@@ -650,8 +650,11 @@ class Engine:
         no longer be answered before its deadline is settled instead (``_too_late``), and one whose call's time
         budget is far from the others' waits for a request of its own (rule c). Returns the topics, their
         mutations, and the shortest and longest time budget of their calls."""
-        pending_cost = sum(topic.cost or 0 for topic in candidates)
-        budget = self._learned.pacer.batch_budget(now, pending_cost) if self._learned.pacer is not None else math.inf
+        budget = math.inf
+        pacer = self._learned.pacer
+        if pacer is not None and candidates:
+            pending_cost = self._queue.queued_cost(candidates[0].call.kind, pacer.horizon, now, self._views.reads_ids)
+            budget = pacer.batch_budget(now, pending_cost)
         chosen: list[Topic] = []
         mutations = records = 0
         shortest = longest = 0.0  # the time budgets of the calls chosen (rule c)

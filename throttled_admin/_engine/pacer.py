@@ -25,8 +25,9 @@ mutations are admitted in the requests sent over the next dt seconds (the bucket
 and the last of them is answered with throttle t1, then -t1 x R = -t0 x R + dt x R - N, so
 R = N / (t1 - t0 + dt). A sample is taken over at least 0.25 s, so millisecond timing noise stays small; the
 median of the last five is the estimate, paced at 95 % of it so an estimate a little high draws no throttle.
-Until a rate is known, requests grow from 32 mutations, doubling after each answer without a throttle (slow start), so
-the first request never floods a permissive broker (Apache Kafka with librdkafka's old request versions).
+Until a rate is known, requests grow from 32 mutations, doubling after each answer without a throttle (slow start),
+each kept within what the answers prove any window of one second may hold (``slow_start.py``), so the learner
+never pushes a permissive broker past R·W + B.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from throttled_admin._engine.rate_probe import RateProbe
+from throttled_admin._engine.slow_start import SlowStart
 from throttled_admin._kafka.token_bucket import TokenBucket
 
 __all__ = ["MutationQuota", "Pacer"]
@@ -46,7 +48,6 @@ __all__ = ["MutationQuota", "Pacer"]
 _MIN_REQUEST_S = 0.1
 _LEARNED_SAMPLES = 5
 _MIN_SAMPLE_SPAN_S = 0.25
-_SLOW_START_MUTATIONS = 32.0
 _LEARNED_PACE = 0.95  # a learned rate is paced at this share of the estimate
 # A known rate gives way to the broker's word only when the learned estimate is this far below it (the estimate's
 # own error is a few percent).
@@ -97,7 +98,7 @@ class Pacer:
         self._anchor: tuple[float, float] | None = None
         self._admitted_since_anchor = 0.0
         self._last_throttle_end = -math.inf  # send time + throttle of the latest throttled request
-        self._slow_start = _SLOW_START_MUTATIONS  # the request size while the rate is unknown
+        self._slow_start = SlowStart()  # the requests while the rate is unknown
         self._shortest_round_trip_s = math.inf  # of a mutation request: charged before it is answered
         self._first_charge: _FirstCharge | None = None  # a request from a full mirror, charged late (docstring)
         self._believed: float | None = None  # the broker's rate as the pacer believes it (paced below if learned)
@@ -143,14 +144,20 @@ class Pacer:
 
     # -- before a request ------------------------------------------------------------------------
 
+    @property
+    def horizon(self) -> float:
+        """A pending cost above this is all alike to ``batch_budget`` and ``wait_s``: more than the bucket holds."""
+        return self._bucket.burst if self._bucket is not None else 0.0
+
     def batch_budget(self, now: float, pending_cost: float = math.inf) -> float:
         """Mutations that can be sent now without a throttle (the slow-start size while the rate is unknown). From a
-        full mirror before any round trip is known, when the ``pending_cost`` queued is more than the bucket holds,
+        full mirror before any round trip is known, when the ``pending_cost`` queued (all of it, not one request's
+        worth: the engine's ``_queued_cost``) is more than the bucket holds,
         only the steady size: the commit of a whole bucket's request would be lost to the mirror, and what is left
         would wait for it (module docstring). What the bucket covers goes at once, in one request."""
         bucket = self._bucket
         if bucket is None:
-            return self._slow_start
+            return self._slow_start.budget(now)
         tokens = max(0.0, round(bucket.measure(now), _BUDGET_DECIMALS))
         if tokens >= bucket.burst and pending_cost > tokens and self._shortest_round_trip_s == math.inf:
             tokens = min(tokens, bucket.rate * _MIN_REQUEST_S)
@@ -165,13 +172,13 @@ class Pacer:
         commit (Kafka 4.4: 30-34 ms for 10 topics, 37-40 ms for 92)."""
         bucket = self._bucket
         if bucket is None:
-            return 0.0
+            return self._slow_start.wait_s(cost, pending_cost, now)
         wanted = min(max(cost, bucket.rate * _MIN_REQUEST_S), pending_cost, bucket.burst)
         round_trip_s = self._shortest_round_trip_s if math.isfinite(self._shortest_round_trip_s) else 0.0
         if pending_cost <= bucket.burst and pending_cost - wanted < bucket.rate * round_trip_s:
             wanted = pending_cost
         wanted = max(wanted, min(cost, bucket.burst))
-        missing = wanted - bucket.measure(now)
+        missing = round(wanted - bucket.measure(now), _BUDGET_DECIMALS)  # as the budget: no wait of a rounding error
         return max(0.0, missing / bucket.rate)
 
     # -- after a response ------------------------------------------------------------------------
@@ -184,6 +191,8 @@ class Pacer:
         round_trip_s = max(0.0, now - sent_at)
         self._shortest_round_trip_s = min(self._shortest_round_trip_s, round_trip_s)
         bucket = self._bucket
+        if bucket is None:
+            self._slow_start.answered(admitted, throttle_s=throttle_s, sent_at=sent_at, now=now)
         if bucket is not None and admitted > 0:
             self._charge(bucket, admitted, round_trip_s, throttled=throttle_s > 0, sent_at=sent_at, now=now)
         if self._believed is not None:  # a step refused goes back before the broker's word is read at its rate
@@ -195,8 +204,6 @@ class Pacer:
                 bucket.measure(now)
                 bucket.tokens = -throttle_s * bucket.rate  # the broker's own word on its bucket
                 self._first_charge = None
-        elif self._bucket is None:
-            self._slow_start *= 2  # answered without a throttle: the quota (if any) allows more
 
     def connection_renewed(self, throttle_s: float, now: float) -> None:
         """The gate's probe was answered for the quota on a fresh connection, after the one that carried a throttle

@@ -79,6 +79,21 @@ class WorkQueue:
                     if count >= self._max_topics:
                         return
 
+    def queued_cost(self, kind: RequestKind, horizon: float, now: float, waits: Waits) -> float:
+        """What the pacer paces: the cost of every topic of ``kind`` that could go now, not only one request's worth
+        (a first request the full bucket covers while more waits would be charged late: ``pacer.py``), summed until
+        it exceeds ``horizon`` (beyond that, all costs are alike to the pacer)."""
+        total = 0.0
+        for call in self.calls.values():
+            if call.kind != kind:
+                continue
+            for topic in call.queued.values():
+                if topic.not_before <= now and _sendable(topic, waits):
+                    total += topic.cost or 0
+                    if total > horizon:
+                        return total
+        return total
+
     def next_eligible(self, now: float, waits: Waits) -> float:
         """When the next queued topic becomes sendable (one waiting for a name's holder is woken by its settling,
         one waiting for the ids before its send by the read's answer)."""
