@@ -68,31 +68,26 @@ class WorkQueue:
 
     def eligible(self, kind: RequestKind, now: float, waits: Waits) -> Iterator[Topic]:
         """The topics of one kind that may be sent now, in call order, at most a request's worth."""
-        count = 0
-        for call in self.calls.values():
-            if call.kind != kind:
-                continue
-            for topic in call.queued.values():
-                if topic.not_before <= now and _sendable(topic, waits):
-                    yield topic
-                    count += 1
-                    if count >= self._max_topics:
-                        return
+        return itertools.islice(self._ready(kind, now, waits), self._max_topics)
 
     def queued_cost(self, kind: RequestKind, horizon: float, now: float, waits: Waits) -> float:
         """What the pacer paces: the cost of every topic of ``kind`` that could go now, not only one request's worth
         (a first request the full bucket covers while more waits would be charged late: ``pacer.py``), summed until
         it exceeds ``horizon`` (beyond that, all costs are alike to the pacer)."""
         total = 0.0
-        for call in self.calls.values():
-            if call.kind != kind:
-                continue
-            for topic in call.queued.values():
-                if topic.not_before <= now and _sendable(topic, waits):
-                    total += topic.cost or 0
-                    if total > horizon:
-                        return total
+        for topic in self._ready(kind, now, waits):
+            total += topic.cost or 0
+            if total > horizon:
+                break
         return total
+
+    def _ready(self, kind: RequestKind, now: float, waits: Waits) -> Iterator[Topic]:
+        """The topics of one kind that may be sent now, in call order."""
+        for call in self.calls.values():
+            if call.kind == kind:
+                for topic in call.queued.values():
+                    if topic.not_before <= now and _sendable(topic, waits):
+                        yield topic
 
     def next_eligible(self, now: float, waits: Waits) -> float:
         """When the next queued topic becomes sendable (one waiting for a name's holder is woken by its settling,
