@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from tests.support import BrokerFactory
-from throttled_admin import NewPartitions, NewTopic, ThrottledAdminClient
+from throttled_admin import MutationQuota, NewPartitions, NewTopic, ThrottledAdminClient
 from throttled_admin._driver.reader import Reader
 from throttled_admin._driver.scheduler import Scheduler
 
@@ -74,18 +74,55 @@ def _recording(method: Callable[..., Any], seen: list[threading.Thread]) -> Call
     return wrapper
 
 
-def test_a_clients_metadata_and_view_reads_share_one_thread(
+def test_a_clients_reads_of_each_kind_share_one_thread(
     quota_broker: BrokerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A grow (its cost needs a metadata read) and creates waiting for every broker's Metadata (view reads, more than
-    one): every read runs on the same thread."""
-    seen: list[threading.Thread] = []
-    monkeypatch.setattr(Scheduler, "_read_metadata", _recording(Scheduler._read_metadata, seen))
-    monkeypatch.setattr(Scheduler, "_read_views", _recording(Scheduler._read_views, seen))
+    """Grows (their cost needs a metadata read) and creates waiting for every broker's Metadata (view reads): the reads
+    of each kind run on one thread of their own, not on a thread per read."""
+    metadata: list[threading.Thread] = []
+    views: list[threading.Thread] = []
+    monkeypatch.setattr(Scheduler, "_read_metadata", _recording(Scheduler._read_metadata, metadata))
+    monkeypatch.setattr(Scheduler, "_read_views", _recording(Scheduler._read_views, views))
     broker = quota_broker(num_brokers=3, metadata_lag_ms=300)
-    with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+    conf = {"bootstrap.servers": broker.bootstrap_servers}
+    with ThrottledAdminClient(conf, mutation_quota=MutationQuota(rate=1000, burst=1000)) as admin:  # paced: costs read
         for name in ("a", "b"):
             assert admin.create_topics([NewTopic(name, 1, 1)], wait_for_metadata=True)[name].exception(30) is None
-        assert admin.create_partitions([NewPartitions("a", 2)])["a"].exception(30) is None
-    assert len(seen) >= 3, seen
-    assert len(set(seen)) == 1, f"{len(set(seen))} threads served {len(seen)} reads"
+        for count in (2, 3):
+            assert admin.create_partitions([NewPartitions("a", count)])["a"].exception(30) is None
+    assert len(metadata) >= 2, metadata
+    assert len(views) >= 2, views
+    assert len(set(metadata)) == 1, f"{len(set(metadata))} threads served {len(metadata)} metadata reads"
+    assert len(set(views)) == 1, f"{len(set(views))} threads served {len(views)} view reads"
+    assert set(metadata).isdisjoint(views)
+
+
+@pytest.fixture
+def slow_views(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """Every broker-views read (wait_for_metadata) hangs, as on a broker that does not answer, until released."""
+    release, original = threading.Event(), Scheduler._read_views
+
+    def hanging(self: Scheduler, names: list[str]) -> None:
+        release.wait(5)  # _METADATA_TIMEOUT_S: what a read of a broker that does not answer takes
+        original(self, names)
+
+    monkeypatch.setattr(Scheduler, "_read_views", hanging)
+    yield release
+    release.set()
+
+
+def test_a_slow_views_read_does_not_hold_back_another_calls_metadata_read(
+    quota_broker: BrokerFactory, slow_views: threading.Event
+) -> None:
+    """A paced delete needs a metadata read (its cost). While a wait_for_metadata create's read of every broker hangs
+    on a slow broker, the delete is sent at once (found by review: with one reader thread for both kinds, the metadata
+    read waited behind the views read and the delete ended "not sent" at its 3 s deadline)."""
+    broker = quota_broker()
+    conf = {"bootstrap.servers": broker.bootstrap_servers}
+    with ThrottledAdminClient(conf, mutation_quota=MutationQuota(rate=50, burst=50)) as admin:
+        assert admin.create_topics([NewTopic("gone", 1, 1)])["gone"].exception(30) is None
+        waiting = admin.create_topics([NewTopic("visible", 1, 1)], wait_for_metadata=True)
+        delete = admin.delete_topics(["gone"], timeout_ms=3000)["gone"]
+        assert delete.exception(10) is None
+        slow_views.set()
+        assert waiting["visible"].exception(30) is None

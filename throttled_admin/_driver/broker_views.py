@@ -19,7 +19,7 @@ The fallback (``librdkafka_views``), for set-ups these connections do not speak 
 settings) and for brokers without Metadata v10 (Kafka before 2.8): librdkafka's ``list_topics``, one small client
 per broker, whose views carry no topic ids and list every topic. The choice is logged once, without secrets.
 
-Reads run on the scheduler's reader thread, one at a time; ``close()`` may come from any thread.
+Reads run on the scheduler's views reader thread, one at a time; ``close()`` may come from any thread.
 """
 
 from __future__ import annotations

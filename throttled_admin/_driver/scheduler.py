@@ -25,8 +25,8 @@ when they settle futures, and leave the rest to the scheduler's thread.
 ``close()`` works from any frame: where it may not wait (a signal handler that interrupted a turn, a handler running
 inside one) it settles every future from its own thread and leaves the rest to another (``close`` returns False).
 
-Nothing here blocks where deadlines are kept: the reads the engine asks for run on one reader thread (``reader``;
-the engine alone records which are out), futures' done-callbacks
+Nothing here blocks where deadlines are kept: the reads the engine asks for run on a reader thread for each kind
+(``reader``; the engine alone records which are out), futures' done-callbacks
 and the application's code run elsewhere (``_driver.user_code``), and librdkafka's calls that send return at once.
 """
 
@@ -192,7 +192,10 @@ class Scheduler:
         # futures live here only, the engine names a topic by its call's id and its name
         self._open: dict[int, dict[str, tuple[Topic, TopicFuture]]] = {}
         self._closed = False
-        self._reader = Reader()  # one thread for the reads the engine asks for (the engine records them)
+        # the reads the engine asks for (the engine records them), a thread for each kind: a views read that waits for
+        # a silent broker never holds back the metadata read a paced delete's cost needs, nor the reverse
+        self._metadata_reader = Reader("throttled-admin-metadata")
+        self._views_reader = Reader("throttled-admin-views")
         # after a node went away, Metadata reads until one names another controller (``controller_refresh``)
         self._controller_refresh = ControllerRefresh(transport.controller, ClientGone, clock)
         self._thread = threading.Thread(target=self._run, name="throttled-admin-scheduler", daemon=True)
@@ -335,7 +338,8 @@ class Scheduler:
             self._assisted.notify_all()
         self._thread.join()
         self._controller_refresh.close(_METADATA_TIMEOUT_S)
-        self._reader.close(_METADATA_TIMEOUT_S + max(0.0, end - self._clock()))
+        for reader in (self._metadata_reader, self._views_reader):
+            reader.close(_METADATA_TIMEOUT_S + max(0.0, end - self._clock()))
         self._callbacks.close(time.monotonic() + max(0.0, end - self._clock()))
         return True
 
@@ -724,7 +728,11 @@ class Scheduler:
             self._wake()
 
     def _start_metadata_read(self) -> None:
-        self._reader.submit(self._read_metadata)
+        if not self._metadata_reader.submit(self._read_metadata):  # closed, or the interpreter exits
+            with self._cv:
+                if not self._closed:
+                    self._engine.on_metadata(None, self._clock(), None)  # as a failed read: the engine goes on
+                self._wake()
 
     def _read_metadata(self) -> None:
         """Metadata requests, off the driver's thread: librdkafka learns the current controller from them (after
@@ -760,7 +768,9 @@ class Scheduler:
             return None
 
     def _start_views_read(self, names: list[str]) -> None:
-        if not self._reader.submit(functools.partial(self._read_views, names)):  # closed, or the interpreter exits
+        if not self._views_reader.submit(
+            functools.partial(self._read_views, names)
+        ):  # closed, or the interpreter exits
             self._views_done({})
 
     def _read_views(self, names: list[str]) -> None:
