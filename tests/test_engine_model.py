@@ -1200,6 +1200,16 @@ class EngineModel(RuleBasedStateMachine):
         self.throttle(2, throttle_s)
         self.step()
 
+    @precondition(lambda self: not self.closed and self.bucket is not None)
+    @rule(seconds=st.sampled_from([2.0, 4.0]))
+    def another_client_spends_the_quota(self, seconds: float) -> None:
+        """Another client of the same principal spends ``seconds`` of the quota (KIP-599's bucket is the principal's,
+        not the connection's): this client's next request may be refused with 89, with no throttle it knew of, and
+        rule g counts each such topic as a violation."""
+        assert self.bucket is not None
+        self.bucket.record(seconds * RATE, self.now)
+        event("another client spent the quota")
+
     @precondition(lambda self: not self.closed and self.gate_until > self.now)
     @rule(node_id=st.sampled_from([1, 2]))
     def throttle_back_to_zero(self, node_id: int) -> None:
