@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from tests.reliability_helpers import outcomes
 from tests.support import BrokerFactory
 from throttled_admin import NewTopic, ThrottledAdminClient
@@ -46,22 +48,20 @@ class _Reads:
         return 1, 3
 
 
-def test_metadata_is_read_until_it_names_a_node_not_lost() -> None:
-    reads = _Reads(stale=2)
+@pytest.mark.parametrize(
+    ("reads", "expected"),
+    [
+        pytest.param(_Reads(stale=2), 3, id="until it names a node not lost"),
+        # the node is back (a restart): librdkafka's controller is up
+        pytest.param(_Reads(stale=1, then=1, then_by=1), 2, id="until the lost node it names answers it itself"),
+    ],
+)
+def test_metadata_is_read_until_it_names_a_controller_that_answers(reads: _Reads, expected: int) -> None:
     refresh = ControllerRefresh(reads, LookupError)
     refresh.lost(1)
     assert reads.done.wait(10)
     refresh.close(10)
-    assert reads.count == 3
-
-
-def test_metadata_answered_by_the_lost_node_it_names_ends_the_reads() -> None:
-    reads = _Reads(stale=1, then=1, then_by=1)  # the node is back (a restart): librdkafka's controller is up
-    refresh = ControllerRefresh(reads, LookupError)
-    refresh.lost(1)
-    assert reads.done.wait(10)
-    refresh.close(10)
-    assert reads.count == 2
+    assert reads.count == expected
 
 
 def test_no_metadata_is_read_after_close() -> None:
