@@ -84,7 +84,8 @@ test-suite: $(VENV)/.installed-test kafka
 	$(BIN)/python -m pytest $(PYTEST_ARGS) -m "not cluster" $(addprefix --ignore=,$(UNIT_TESTS))
 
 # The tests marked `cluster`: on the three-node Kafka 4.4 quorum (rolling restarts, failovers, kill -9), one at a
-# time on one cluster in one process, and on one-node brokers restarted or owed minutes of quota. They take minutes
+# time on one cluster in one process, and on one-node brokers restarted, owed minutes of quota, or held by the slow
+# controller (answers timed against its holds). They take minutes
 # of restarts and waits, more than `make test`'s 10 minutes can hold beside the rest; .ci/run runs them after it.
 test-cluster: $(VENV)/.installed-test kafka
 	$(BIN)/python -m pytest -p no:xdist -m cluster tests

@@ -239,8 +239,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         uses = _KAFKA_FIXTURES & fixtures
         if uses and item.get_closest_marker("kafka") is None:
             raise pytest.UsageError(f"{item.nodeid} uses {sorted(uses)} but is not marked `kafka`")
-        if "kafka_quorum" in fixtures:
-            item.add_marker(pytest.mark.cluster)  # `make test-cluster` selects these, `make test` leaves them out
+        if "kafka_quorum" in fixtures or _on_slow_controller(item, fixtures):
+            # `make test-cluster` selects these, one at a time, `make test` leaves them out: the slow controller's
+            # hold-timed tests failed in clean-clone runs beside the other workers' JVM start-ups
+            item.add_marker(pytest.mark.cluster)
         if grouped and item.get_closest_marker("xdist_group") is None:
             group = QUORUM_GROUP if "kafka_quorum" in fixtures else item.path.stem
             if _on_slow_controller(item, fixtures):
