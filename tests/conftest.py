@@ -141,11 +141,6 @@ QUORUM_GROUP = "kafka-quorum"
 SLOW_CONTROLLER_GROUP = "kafka-slow-controller"
 
 
-def _in_group(item: pytest.Item, group: str) -> bool:
-    marker = item.get_closest_marker("xdist_group")
-    return marker is not None and marker.args[:1] == (group,)
-
-
 def _on_slow_controller(item: pytest.Item, fixtures: set[str]) -> bool:
     if "kafka_slow_broker" in fixtures:
         return True
@@ -250,10 +245,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group(group))
     slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
     order = {id(item): index for index, item in enumerate(items)}
-    # The slow controller's group first: its tests run one after another on one worker (minutes), so it starts first.
-    items.sort(
-        key=lambda item: (not _in_group(item, SLOW_CONTROLLER_GROUP), item.path not in slow_files, order[id(item)])
-    )
+    items.sort(key=lambda item: (item.path not in slow_files, order[id(item)]))
 
 
 @pytest.fixture(scope="session")
