@@ -398,7 +398,7 @@ class Scheduler:
         Only a turn that nobody else is taking (``Turns``: one at a time, each whole)."""
         if threading.current_thread() is self._thread or not self.caller_turns:
             return timeout
-        end = None if timeout is None else self._clock() + timeout
+        end = None if timeout is None else time.monotonic() + timeout  # the caller's wait: real time, not the clock
         with self._cv:
             self._assisting += 1
         try:
@@ -425,8 +425,9 @@ class Scheduler:
             return not (future.done() or self._closed)
 
     def _left(self, end: float | None) -> float | None:
-        """The time left until ``end`` (None: no end)."""
-        return None if end is None else end - self._clock()
+        """The time left of a caller's wait until ``end`` (None: no end), in real time as ``Condition.wait`` and
+        concurrent.futures time it: the driver's clock (``clock``, a test's) times only the engine's deadlines."""
+        return None if end is None else end - time.monotonic()
 
     def _stop_assisting(self) -> None:
         """This thread no longer waits in assist(); an answer it was woken for and left goes to the scheduler's
