@@ -203,3 +203,18 @@ def test_a_callers_wait_for_its_result_is_timed_by_real_time_not_the_drivers_clo
     waiter.join(SIGNAL_S)
     assert not waiter.is_alive(), "result(timeout=0.05) still waiting"
     assert [type(exc) for exc in raised] == [TimeoutError]
+
+
+def test_waiting_until_final_is_timed_by_real_time_not_the_drivers_clock(driver: Driver) -> None:
+    """``wait_until_final(timeout)`` is the caller's wait: on a clock that does not move it still times out (it
+    waited for ever), while what it waits for (no request handed over can still be applied) is the engine's."""
+    futures = driver.create(["t"], timeout_s=30.0)
+    _, on_answer = driver.sent()  # in flight: it may be applied until its answer comes
+    returned: list[bool] = []
+    waiter = threading.Thread(target=lambda: returned.append(driver.scheduler.wait_final(0.05)), daemon=True)
+    waiter.start()
+    waiter.join(SIGNAL_S)
+    assert returned == [False], "wait_final(0.05) still waiting"
+    driver.answer(on_answer, {"t": None})
+    assert futures["t"].exception(timeout=SIGNAL_S) is None
+    assert driver.scheduler.wait_final(SIGNAL_S)

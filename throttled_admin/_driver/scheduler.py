@@ -214,17 +214,18 @@ class Scheduler:
 
     def wait_final(self, timeout_s: float) -> bool:
         """Wait until no request handed over can still be applied (``Engine.final_at``); False if ``timeout_s``
-        passed first or the client closed before."""
-        end = self._clock() + timeout_s
+        passed first (in real time: the caller's wait) or the client closed before."""
+        end = time.monotonic() + timeout_s
         with self._cv:
             while True:
                 now = self._clock()
                 final_at = self._engine.status.final_at
                 if final_at <= now:
                     return True
-                if self._closed or now >= end:
+                left_s = end - time.monotonic()
+                if self._closed or left_s <= 0:
                     return False
-                self._cv.wait(min(end, final_at) - now)
+                self._cv.wait(min(left_s, final_at - now))
 
     @property
     def learned_rate(self) -> float | None:
