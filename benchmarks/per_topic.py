@@ -2,7 +2,8 @@
 
 Each stage of a ``create_topics`` call of ``--topics`` one-partition topics is run ``--repeat`` times on its
 own, as the client runs it, and timed with ``time.perf_counter`` (best of ``--rounds``, to keep other processes'
-load out): validation; the per-topic objects (``Topic`` and its future); the engine composing the request; the
+load out): validation; the per-topic objects (its plain values and its future); the engine making its records and
+composing the request; the
 futures librdkafka's answer goes through; the engine settling the answer; resolving the caller's futures; the
 metric events of one request and one call. The end-to-end cost, with librdkafka, the broker and the thread
 hand-offs, is what ``benchmarks/overhead.py`` measures.
@@ -34,7 +35,7 @@ except ImportError:  # before issue 21: AdminClient's futures, one per topic
     _answer_of = None
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.user_code import CallbackRunner, SerialRunner
-from throttled_admin._engine import CREATE_TOPICS, Call, CallSpec, Engine, RequestKind, RetryBackoff, Topic
+from throttled_admin._engine import CREATE_TOPICS, CallSpec, Engine, RequestKind, RetryBackoff, TopicSpec
 from throttled_admin._telemetry.metrics import ClientMetrics
 from throttled_admin._validation import check_new_topics
 
@@ -62,21 +63,20 @@ def main() -> None:
     runner = CallbackRunner()
     kind = RequestKind(CREATE_TOPICS, False)
 
-    def new_call() -> Call:
+    def new_call() -> CallSpec:
         now = time.monotonic()
-        return Call(CallSpec(kind, now + 60, 60000, True, None, None, now))
+        return CallSpec(kind, now + 60, 60000, True, None, None, now)
 
     futures: list[Any] = []  # the driver's futures of the last call made (the engine's topics carry none)
 
-    def objects(call: Call | None = None) -> list[Topic]:
-        call = call or new_call()
-        topics = []
+    def objects() -> list[TopicSpec]:
+        """What the client and the driver make per topic: its plain values for the engine, and its future."""
+        topics: list[TopicSpec] = []
         futures.clear()
         for name, item in zip(names, items, strict=True):
             future = _future(runner)
-            topic = Topic(name, item, call, 1, 2)
-            _bind(future, topic)
-            topics.append(topic)
+            _bind(future, name)
+            topics.append((name, item, 1, 2))
             futures.append(future)
         return topics
 
@@ -88,14 +88,14 @@ def main() -> None:
             engine._learned.round_trip.observe(n, 0.002, now)
         return engine
 
-    def engine_with_call() -> tuple[Engine, Call]:
+    def engine_with_call() -> tuple[Engine, CallSpec]:
         engine = Engine(pacer=None, backoff=RetryBackoff())
         now = time.monotonic()
         engine.on_probe(True, now)
         for _ in range(16):  # a client that has been answered before: the round-trip floor has its samples
             engine._learned.round_trip.observe(n, 0.002, now)
         call = new_call()
-        engine.submit(call, objects(call))
+        engine.submit(1, call, objects())  # the engine makes its records of the call and its topics
         return engine, call
 
     def compose() -> None:
@@ -154,8 +154,8 @@ def main() -> None:
     settled = us(settle_in_engine)
     stages: list[tuple[str, float]] = [
         ("validation (check_new_topics: names, snapshots)", us(lambda: check_new_topics(new_topics))),
-        ("objects: a Topic and its future per topic", made),
-        ("engine: submit and compose the request", composed - setup - made),
+        ("objects: a topic's plain values and its future", made),
+        ("engine: submit (its records) and compose the request", composed - setup - made),
     ]
     if _answer_of is not None:
         stages.append(("librdkafka's answer: one future per request (now)", us(librdkafka_futures_ours)))
@@ -180,9 +180,9 @@ def _future(runner: CallbackRunner) -> TopicFuture:
     return TopicFuture(runner)  # its Condition made on first need (issue 21); before, made in __init__
 
 
-def _bind(future: TopicFuture, topic: Topic) -> None:
+def _bind(future: TopicFuture, name: str) -> None:
     try:
-        future.bind_withdraw(lambda _: False, topic)  # type: ignore[call-arg,arg-type,unused-ignore]
+        future.bind_withdraw(lambda _: False, name)  # type: ignore[call-arg,arg-type,unused-ignore]
     except TypeError:  # before issue 21
         future.bind_withdraw(lambda: False)  # type: ignore[call-arg,arg-type,unused-ignore]
 

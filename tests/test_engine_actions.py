@@ -12,7 +12,6 @@ from confluent_kafka.admin import NewTopic
 from throttled_admin._engine import (
     CREATE_TOPICS,
     Action,
-    Call,
     CallSpec,
     Drain,
     Emit,
@@ -26,7 +25,7 @@ from throttled_admin._engine import (
     RetryBackoff,
     Send,
     Settle,
-    Topic,
+    TopicRef,
     WakeAt,
 )
 from throttled_admin._engine.metric_events import RequestSent, Retried
@@ -34,17 +33,12 @@ from throttled_admin._engine.metric_events import RequestSent, Retried
 KIND = RequestKind(CREATE_TOPICS, False)
 
 
-def a_call(timeout_s: float = 10.0) -> Call:
-    return Call(CallSpec(KIND, timeout_s, int(timeout_s * 1000), True, None, None, started_at=0.0))
-
-
-def a_topic(name: str, call: Call) -> Topic:
-    return Topic(name, NewTopic(name, 1, 1), call, 1, 2)
+def a_call(timeout_s: float = 10.0) -> CallSpec:
+    return CallSpec(KIND, timeout_s, int(timeout_s * 1000), True, None, None, started_at=0.0)
 
 
 def a_request() -> Send:
-    topic = a_topic("t", a_call())
-    return Send(1, KIND, (topic.ref,), (topic.item,), 1, 10.0, 9.5)
+    return Send(1, KIND, (TopicRef(1, "t"),), (NewTopic("t", 1, 1),), 1, 10.0, 9.5)
 
 
 def test_of_puts_actions_in_the_drivers_order_each_kind_in_the_order_decided() -> None:
@@ -124,20 +118,19 @@ def test_a_step_returns_its_actions_in_the_drivers_order_not_the_order_decided()
     engine = Engine(pacer=None, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
     assert engine.step(0.0).of_kind(Probe) == [Probe()]  # no broker has answered yet: the contact probe
     engine.on_probe(True, 0.0)
-    first, second = a_call(), a_call()
-    a, b = a_topic("a", first), a_topic("b", second)
-    engine.submit(first, [a])
+    a, b = TopicRef(1, "a"), TopicRef(2, "b")
+    engine.submit(1, a_call(), [("a", NewTopic("a", 1, 1), 1, 2)])
     sent = engine.step(0.0).send
     assert sent is not None
-    assert sent.topics == (a.ref,)
-    engine.submit(second, [b])  # waits: one request in flight
+    assert sent.topics == (a,)
+    engine.submit(2, a_call(), [("b", NewTopic("b", 1, 1), 1, 2)])  # waits: one request in flight
     engine.on_results(sent.request_id, {"a": None}, 0.01)
     out = engine.step(0.01)
     emits = [action for action in out.actions if isinstance(action, Emit)]
     assert list(out.actions[: len(emits)]) == emits
     assert [type(action) for action in out.actions[len(emits) :]] == [Reached, Send, Settle, WakeAt]
     assert out.send is not None
-    assert out.send.topics == (b.ref,)
-    assert out.settle == [(a.ref, None)]
+    assert out.send.topics == (b,)
+    assert out.settle == [(a, None)]
     assert RequestSent("CreateTopics", 1, 1) in out.metrics
     assert out.wake_at == out.actions[-1].at  # type: ignore[union-attr]

@@ -6,16 +6,17 @@ from __future__ import annotations
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 
+from tests.engine_records import submit_call
 from throttled_admin._engine import (
     CREATE_TOPICS,
-    Call,
     CallSpec,
     Engine,
     EngineConfig,
     RequestKind,
     RetryBackoff,
-    Topic,
+    TopicRef,
 )
+from throttled_admin._engine.work import Call, Topic
 
 REQUEST_TIMED_OUT = KafkaException(KafkaError(KafkaError.REQUEST_TIMED_OUT))  # nothing applied: retried
 
@@ -23,9 +24,8 @@ REQUEST_TIMED_OUT = KafkaException(KafkaError(KafkaError.REQUEST_TIMED_OUT))  # 
 def engine_with(names: list[str], config: EngineConfig) -> tuple[Engine, Call, list[Topic]]:
     engine = Engine(pacer=None, backoff=RetryBackoff(), config=config)  # retry.backoff.ms 100, jitter 20 %
     engine.on_probe(True, 0.0)
-    call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.0))
-    topics = [Topic(name, NewTopic(name, 1, 1), call, 1, 2) for name in names]
-    engine.submit(call, topics)
+    spec = CallSpec(RequestKind(CREATE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.0)
+    call, topics = submit_call(engine, spec, [(name, NewTopic(name, 1, 1), 1, 2) for name in names])
     return engine, call, topics
 
 
@@ -64,9 +64,12 @@ def test_the_topics_per_request_and_the_records_cap_are_the_configs() -> None:
     assert out.send.names == ["t0", "t1", "t2"]
 
 
-def test_each_engine_numbers_its_calls_and_requests_from_one() -> None:
+def test_each_engine_numbers_its_requests_from_one_and_names_topics_by_the_drivers_call_ids() -> None:
     for _ in range(2):
-        engine, call, _ = engine_with(["a"], EngineConfig())
+        engine = Engine(pacer=None, backoff=RetryBackoff(), config=EngineConfig())
+        engine.on_probe(True, 0.0)
+        spec = CallSpec(RequestKind(CREATE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.0)
+        engine.submit(41, spec, [("a", NewTopic("a", 1, 1), 1, 2)])
         out = engine.step(0.0)
         assert out.send is not None
-        assert (call.id, out.send.request_id) == (1, 1)
+        assert (out.send.topics, out.send.request_id) == ((TopicRef(41, "a"),), 1)

@@ -7,10 +7,10 @@ from __future__ import annotations
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 
+from tests.engine_records import submit_call
 from throttled_admin import NotSentError, NotSentReason, OutcomeUnknownError, OutcomeUnknownReason
 from throttled_admin._engine import (
     CREATE_TOPICS,
-    Call,
     CallSpec,
     Drained,
     Engine,
@@ -18,8 +18,8 @@ from throttled_admin._engine import (
     RequestKind,
     RetryBackoff,
     Send,
-    Topic,
 )
+from throttled_admin._engine.work import Topic
 
 BAD_MSG = KafkaException(KafkaError(KafkaError._BAD_MSG, "Local: Bad message format"))
 GAVE_UP = KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed while waiting for response from broker: Local"))
@@ -42,9 +42,7 @@ def create(machine: Engine, name: str, at: float, timeout_s: float) -> Topic:
         request_timeout_s=None,
         operation_timeout_s=None,
     )
-    call = Call(spec)
-    topic = Topic(name, NewTopic(name, 1, 1), call, 1, 2)
-    machine.submit(call, [topic])
+    _, [topic] = submit_call(machine, spec, [(name, NewTopic(name, 1, 1), 1, 2)])
     return topic
 
 
@@ -141,7 +139,7 @@ def test_a_topic_cancelled_in_flight_whose_only_attempt_was_never_built_is_cance
     machine = engine()
     topic = create(machine, "a", 0.0, 30.0)
     request = sent(machine.step(0.0))
-    assert not machine.withdraw(topic, 0.1)  # in flight: it may complete, and is never sent again
+    assert not machine.withdraw(*topic.ref, 0.1)  # in flight: it may complete, and is never sent again
     machine.on_results(request.request_id, {"a": NO_CONTROLLER}, 0.2)
     assert not_sent(machine.step(0.2)) is NotSentReason.CANCELLED
 
@@ -175,7 +173,7 @@ def test_a_retry_cancelled_in_flight_and_never_built_after_a_garbled_answer_is_c
     garbled(machine, sent(machine.step(0.0)), 0.01)
     retry = sent(machine.step(1.0))
     assert retry.topics == (topic.ref,)
-    assert not machine.withdraw(topic, 1.1)
+    assert not machine.withdraw(*topic.ref, 1.1)
     machine.on_results(retry.request_id, {"a": NO_CONTROLLER}, 1.2)
     assert unknown(machine.step(1.2)) is OutcomeUnknownReason.CANCELLED
 

@@ -10,19 +10,19 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 
+from tests.engine_records import submit_call
 from throttled_admin import CannotConnectError, NotSentError, OutcomeUnknownError
 from throttled_admin._engine import (
     CREATE_TOPICS,
-    Call,
     CallSpec,
     Engine,
     Outbox,
     RequestKind,
     RetryBackoff,
-    Topic,
     wrong_listener,
 )
 from throttled_admin._engine.contact import broker_address, contact_failure
+from throttled_admin._engine.work import Topic
 
 REFUSED = (
     "sasl_ssl://127.0.0.1:9/bootstrap: Connect to ipv4#127.0.0.1:9 failed: Connection refused (after 0ms in state "
@@ -42,11 +42,8 @@ def engine() -> Engine:
 
 
 def create(engine: Engine, at: float, timeout_s: float, name: str = "t") -> Topic:
-    call = Call(
-        CallSpec(RequestKind(CREATE_TOPICS, False), at + timeout_s, int(timeout_s * 1000), True, None, None, at)
-    )
-    topic = Topic(name, NewTopic(name, 1, 1), call, 1, 2)
-    engine.submit(call, [topic])
+    spec = CallSpec(RequestKind(CREATE_TOPICS, False), at + timeout_s, int(timeout_s * 1000), True, None, None, at)
+    _, [topic] = submit_call(engine, spec, [(name, NewTopic(name, 1, 1), 1, 2)])
     return topic
 
 

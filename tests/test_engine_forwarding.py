@@ -13,18 +13,17 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewPartitions, NewTopic
 
+from tests.engine_records import submit_call
 from tests.test_engine_gate import DISCONNECTED, EXISTS, TIMED_OUT, answer, create, reached
 from throttled_admin import PossiblyAppliedError
 from throttled_admin._engine import (
     CREATE_PARTITIONS,
     CREATE_TOPICS,
     DELETE_TOPICS,
-    Call,
     CallSpec,
     Engine,
     Outbox,
     RequestKind,
-    Topic,
 )
 from throttled_admin._engine.work import Operation
 
@@ -40,8 +39,7 @@ def settled(out: Outbox) -> BaseException | None:
 
 
 def submit(engine: Engine, kind: RequestKind, item: object, cost: int) -> Outbox:
-    call = Call(CallSpec(kind, 10.0, 10_000, True, None, None, 0.0))
-    engine.submit(call, [Topic("t", item, call, cost)])
+    submit_call(engine, CallSpec(kind, 10.0, 10_000, True, None, None, 0.0), [("t", item, cost, 1)])
     return engine.step(0.0)
 
 

@@ -12,10 +12,10 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 
+from tests.engine_records import submit_call
 from throttled_admin import OutcomeUnknownError, PossiblyAppliedError, ThrottlingQuotaExceededException
 from throttled_admin._engine import (
     CREATE_TOPICS,
-    Call,
     CallSpec,
     Engine,
     MutationQuota,
@@ -23,7 +23,6 @@ from throttled_admin._engine import (
     Pacer,
     RequestKind,
     RetryBackoff,
-    Topic,
 )
 from throttled_admin._engine.classify import Outcome, classify, connection_lost, was_written
 from throttled_admin._engine.throttle import failed_node
@@ -53,8 +52,7 @@ def reached(pacer: Pacer | None = None) -> Engine:
 
 def create(engine: Engine, names: list[str], now: float, timeout_s: float = 10.0, partitions: int = 1) -> Outbox:
     spec = CallSpec(RequestKind(CREATE_TOPICS, False), now + timeout_s, int(timeout_s * 1000), True, None, None, now)
-    call = Call(spec)
-    engine.submit(call, [Topic(n, NewTopic(n, partitions, 1), call, partitions, 1 + partitions) for n in names])
+    submit_call(engine, spec, [(n, NewTopic(n, partitions, 1), partitions, 1 + partitions) for n in names])
     return engine.step(now)
 
 
@@ -124,13 +122,13 @@ def test_the_probe_is_the_cheapest_topic_of_known_cost(first: tuple[str, int, in
     engine = throttled()
     engine.on_log(DISCONNECTED, 2.0)
     spec = CallSpec(RequestKind(CREATE_TOPICS, False), 14.0, 10000, True, None, None, 4.0)
-    call = Call(spec)
     name, partitions, cost = first
-    engine.submit(
-        call,
+    submit_call(
+        engine,
+        spec,
         [
-            Topic(name, NewTopic(name, partitions, 1), call, cost, 1 + max(partitions, 0)),
-            Topic("narrow", NewTopic("narrow", 1, 1), call, 1, 2),
+            (name, NewTopic(name, partitions, 1), cost, 1 + max(partitions, 0)),
+            ("narrow", NewTopic("narrow", 1, 1), 1, 2),
         ],
     )
     out = engine.step(4.0)

@@ -9,21 +9,21 @@ import uuid
 
 from confluent_kafka.admin import NewPartitions, NewTopic
 
+from tests.engine_records import submit_call
 from throttled_admin import NotSentError, NotYetVisibleError
 from throttled_admin._engine import (
     CREATE_PARTITIONS,
     CREATE_TOPICS,
     DELETE_TOPICS,
-    Call,
     CallSpec,
     Engine,
     Operation,
     Outbox,
     RequestKind,
     RetryBackoff,
-    Topic,
 )
 from throttled_admin._engine.visibility import BrokerViews, TopicView, ids_shown, lagging
+from throttled_admin._engine.work import Topic
 
 OLD, NEW, OTHER = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
 BROKERS = (0, 1, 2)
@@ -35,13 +35,12 @@ def views(*shown: TopicView | None, name: str = "x") -> BrokerViews:
 
 
 def submit(engine: Engine, operation: Operation, item: object, name: str = "x", timeout_s: float = 30.0) -> Topic:
-    call = Call(CallSpec(
+    spec = CallSpec(
         RequestKind(operation, False), timeout_s, int(timeout_s * 1000), True, None, None, started_at=0.0,
         wait_for_metadata=True,
-    ))  # fmt: skip
+    )  # fmt: skip
     known = operation.known_cost(item)
-    topic = Topic(name, item, call, known if known is not None else 0, operation.records(item))
-    engine.submit(call, [topic])
+    _, [topic] = submit_call(engine, spec, [(name, item, known if known is not None else 0, operation.records(item))])
     return topic
 
 

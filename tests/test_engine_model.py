@@ -39,6 +39,7 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from tests.engine_records import submit_call
 from throttled_admin import (
     ClientClosedError,
     MutationQuota,
@@ -49,7 +50,7 @@ from throttled_admin import (
     OutcomeUnknownReason,
     ThrottlingQuotaExceededException,
 )
-from throttled_admin._engine import Send, TopicRef, wrong_listener
+from throttled_admin._engine import Send, TopicRef, TopicSpec, wrong_listener
 from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST, EngineConfig
 from throttled_admin._engine.connection import Drained
 from throttled_admin._engine.machine import Engine, Outbox
@@ -686,19 +687,17 @@ class EngineModel(RuleBasedStateMachine):
     ) -> None:
         op = OPERATIONS[operation]
         validate_only = validate_only and op.validate_only
-        call = Call(
-            CallSpec(
-                kind=RequestKind(op, validate_only),
-                deadline=self.now + timeout_s,
-                timeout_ms=int(timeout_s * 1000),
-                retry_on_quota_violation=retry,
-                request_timeout_s=request_timeout_s,
-                operation_timeout_s=operation_timeout_s,
-                started_at=self.now,
-                wait_for_metadata=wait and not validate_only,  # the options refuse both at once
-            )
+        spec = CallSpec(
+            kind=RequestKind(op, validate_only),
+            deadline=self.now + timeout_s,
+            timeout_ms=int(timeout_s * 1000),
+            retry_on_quota_violation=retry,
+            request_timeout_s=request_timeout_s,
+            operation_timeout_s=operation_timeout_s,
+            started_at=self.now,
+            wait_for_metadata=wait and not validate_only,  # the options refuse both at once
         )
-        topics = []
+        specs: list[TopicSpec] = []
         for name in names:
             item: Any
             if op is CREATE_TOPICS:
@@ -709,15 +708,15 @@ class EngineModel(RuleBasedStateMachine):
                 item = name
             known = op.known_cost(item)
             cost = known if known is not None else (None if self.paced or op is CREATE_TOPICS else 0)
-            topic = Topic(name, item, call, cost, op.records(item))
+            specs.append((name, item, cost, op.records(item)))
+        # the driver numbers the call; the engine names a topic by that id and its name
+        call, topics = submit_call(self.engine, spec, specs)
+        for topic in topics:  # the engine's own records of them, read by the model
             track = Track(topic, len(self.tracks))
             self.tracks.append(track)
-            topics.append(topic)
             if _is_default_create(topic) and self.engine_default is not None:
                 self.count_default_create(track)
-        self.engine.submit(call, topics)
-        for track in self.tracks[-len(topics) :]:  # the engine names a topic by its call's id (from submit) and name
-            self.by_topic[TopicRef(call.id, track.topic.name)] = track
+            self.by_topic[TopicRef(call.id, topic.name)] = track
         self.step()
 
     @precondition(lambda self: not self.closed)
@@ -751,12 +750,12 @@ class EngineModel(RuleBasedStateMachine):
 
     def withdraw_track(self, track: Track) -> None:
         queued = self.queued(track)
-        withdrawn = self.engine.withdraw(track.topic, self.now)
+        withdrawn = self.engine.withdraw(*track.topic.ref, self.now)
         assert withdrawn == queued, "rule j: only what has not been handed over can be taken back"
         track.withdrawn = withdrawn
         track.cancelled = True
-        if withdrawn:  # Future's contract: every later cancel() of a cancelled topic is True too
-            assert self.engine.withdraw(track.topic, self.now), "rule j: a second cancel() of a withdrawn topic failed"
+        if withdrawn:  # taken back once: a later cancel() is its future's to answer (the driver's)
+            assert not self.engine.withdraw(*track.topic.ref, self.now), "rule j: a withdrawn topic was pending still"
             event("withdrawn")
         else:
             event("cancelled in flight")
@@ -1605,14 +1604,11 @@ def test_closed_errors_in_flight_are_outcome_unknown_and_queued_are_not_sent() -
     """close() (rule h) as the model checks it, by type."""
     engine = Engine(pacer=None, backoff=RetryBackoff())
     engine.on_probe(True, 0.0)
-    call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 10.0, 10000, True, None, None, started_at=0.0))
-    first = Topic("x", NewTopic("x", 1, 1), call, 1, 2)
-    engine.submit(call, [first])
+    spec = CallSpec(RequestKind(CREATE_TOPICS, False), 10.0, 10000, True, None, None, started_at=0.0)
+    call, _ = submit_call(engine, spec, [("x", NewTopic("x", 1, 1), 1, 2)])
     out = engine.step(0.0)
     assert out.send is not None
-    later = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 10.0, 10000, True, None, None, started_at=0.0))
-    second = Topic("x", NewTopic("x", 1, 1), later, 1, 2)
-    engine.submit(later, [second])
+    later, _ = submit_call(engine, spec, [("x", NewTopic("x", 1, 1), 1, 2)])
     engine.close(0.1)
     settled = {topic.call_id: exc for topic, exc in engine.step(0.1).settle}
     assert isinstance(settled[call.id], ClientClosedError)

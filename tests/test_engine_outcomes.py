@@ -12,12 +12,13 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 
-from throttled_admin._engine import CREATE_TOPICS, Call, CallSpec, Engine, RequestKind, RetryBackoff, Topic
+from tests.engine_records import submit_call
+from throttled_admin._engine import CREATE_TOPICS, CallSpec, Engine, RequestKind, RetryBackoff
 from throttled_admin._engine.classify import Outcome
 from throttled_admin._engine.contact import ContactFailure
 from throttled_admin._engine.lifecycle import MOVES, Attempt, Past, TopicState
 from throttled_admin._engine.outcome import CANCELLED_WHY, RULES, Ending, Facts, settle_error
-from throttled_admin._engine.work import NameHolds
+from throttled_admin._engine.work import Call, NameHolds, Topic
 from throttled_admin._errors import (
     CannotConnectError,
     ClientClosedError,
@@ -177,9 +178,8 @@ def engine_with_calls(*names: str) -> tuple[Engine, list[Topic]]:
     engine.on_probe(True, 0.0)
     topics = []
     for name in names:
-        call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 10.0, 10_000, True, None, None, started_at=0.0))
-        topic = Topic(name, NewTopic(name, 1, 1), call, 1, 2)
-        engine.submit(call, [topic])
+        spec = CallSpec(RequestKind(CREATE_TOPICS, False), 10.0, 10_000, True, None, None, started_at=0.0)
+        _, [topic] = submit_call(engine, spec, [(name, NewTopic(name, 1, 1), 1, 2)])
         topics.append(topic)
     return engine, topics
 

@@ -8,16 +8,15 @@ from dataclasses import dataclass, field
 
 from confluent_kafka.admin import NewTopic
 
+from tests.engine_records import submit_call
 from throttled_admin._engine import (
     CREATE_TOPICS,
-    Call,
     CallSpec,
     Engine,
     MutationQuota,
     Pacer,
     RequestKind,
     RetryBackoff,
-    Topic,
 )
 from throttled_admin._kafka.token_bucket import TokenBucket, throttle_time_ms
 
@@ -52,9 +51,8 @@ def run_engine_job(pacer: Pacer, topics: int, partitions: int, rate: float, burs
     engine = Engine(pacer=pacer, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
     engine.on_probe(True, 0.0)
     spec = CallSpec(RequestKind(CREATE_TOPICS, False), 60.0, 60000, True, None, None, started_at=0.0)
-    call = Call(spec)
     items = [NewTopic(f"t{i}", partitions, 1) for i in range(topics)]
-    engine.submit(call, [Topic(item.topic, item, call, partitions, 1) for item in items])
+    submit_call(engine, spec, [(item.topic, item, partitions, 1) for item in items])
     broker = TokenBucket(rate, window_num=1, window_size_s=burst / rate)
     run = Run(0.0)
     now, settled = 0.0, 0

@@ -13,6 +13,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewPartitions, NewTopic
 
+from tests.engine_records import submit_call
 from throttled_admin import (
     MutationQuota,
     NotSentError,
@@ -26,7 +27,6 @@ from throttled_admin._engine import (
     CREATE_PARTITIONS,
     CREATE_TOPICS,
     DELETE_TOPICS,
-    Call,
     CallSpec,
     Drained,
     Engine,
@@ -36,7 +36,7 @@ from throttled_admin._engine import (
     RequestKind,
     RetryBackoff,
     Send,
-    Topic,
+    TopicSpec,
 )
 from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST
 from throttled_admin._engine.metric_events import (
@@ -56,6 +56,7 @@ from throttled_admin._engine.visibility import (
     READ_WHILE_SENDING_S,
     TopicView,
 )
+from throttled_admin._engine.work import Call, Topic
 
 BROKERS = (1, 2, 3)
 BAD_MSG = KafkaException(KafkaError(KafkaError._BAD_MSG, "Local: Bad message format"))
@@ -65,11 +66,10 @@ def started(retry: bool = True, timeout_s: float = 10.0) -> tuple[Engine, Topic,
     """A client that has reached the cluster, with one create sent."""
     engine = Engine(pacer=None, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
     engine.on_probe(True, 0.0)
-    call = Call(
-        CallSpec(RequestKind(CREATE_TOPICS, False), timeout_s, int(timeout_s * 1000), retry, None, None, started_at=0.0)
+    spec = CallSpec(
+        RequestKind(CREATE_TOPICS, False), timeout_s, int(timeout_s * 1000), retry, None, None, started_at=0.0
     )
-    topic = Topic("t", NewTopic("t", 1, 1), call, 1, 2)
-    engine.submit(call, [topic])
+    _, [topic] = submit_call(engine, spec, [("t", NewTopic("t", 1, 1), 1, 2)])
     out = engine.step(0.0)
     assert out.send is not None
     return engine, topic, out
@@ -135,8 +135,8 @@ def test_an_authentication_failure_with_a_request_in_flight_is_outcome_unknown()
     """librdkafka keeps the request and sends it once a connection authenticates: it may yet be applied."""
     engine = Engine(pacer=None, backoff=RetryBackoff())
     engine.on_probe(False, 5.0)  # never answered
-    call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 60.0, 60000, True, None, None, started_at=0.0))
-    engine.submit(call, [Topic("t", NewTopic("t", 1, 1), call, 1, 2)])
+    spec = CallSpec(RequestKind(CREATE_TOPICS, False), 60.0, 60000, True, None, None, started_at=0.0)
+    submit_call(engine, spec, [("t", NewTopic("t", 1, 1), 1, 2)])
     assert engine.step(5.0).send is not None
     engine.on_error(KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error"), 5.1)
     exc = settled(engine.step(5.1))
@@ -168,26 +168,24 @@ def engine_with(
 ) -> tuple[Engine, list[Topic], Outbox]:
     engine = Engine(pacer=pacer, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
     engine.on_probe(True, 0.0)
-    call = Call(
-        CallSpec(
-            RequestKind(operation, False),
-            timeout_s,
-            int(timeout_s * 1000),
-            retry,
-            None,
-            None,
-            started_at=0.0,
-            wait_for_metadata=wait,
-        )
+    spec = CallSpec(
+        RequestKind(operation, False),
+        timeout_s,
+        int(timeout_s * 1000),
+        retry,
+        None,
+        None,
+        started_at=0.0,
+        wait_for_metadata=wait,
     )
-    topics = []
+    specs: list[TopicSpec] = []
     for name in names:
         item: object = NewTopic(name, partitions, 1) if operation is CREATE_TOPICS else name
         if operation is CREATE_PARTITIONS:
             item = NewPartitions(name, partitions)
         cost = operation.known_cost(item)
-        topics.append(Topic(name, item, call, cost if cost is not None else 0, operation.records(item)))
-    engine.submit(call, topics)
+        specs.append((name, item, cost if cost is not None else 0, operation.records(item)))
+    _, topics = submit_call(engine, spec, specs)
     out = engine.step(0.0)
     if wait and operation is CREATE_TOPICS:  # incarnations: every broker's ids of the names, before the send
         assert out.send is None
@@ -453,8 +451,8 @@ def test_wait_for_metadata_holds_the_name_until_visible_and_close_says_applied()
     assert first.send is not None
     engine.on_results(first.send.request_id, {"a": None}, 0.01)
     engine.step(0.01)
-    later = Call(CallSpec(RequestKind(DELETE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.02))
-    engine.submit(later, [Topic("a", "a", later, 0, 1)])
+    later = CallSpec(RequestKind(DELETE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.02)
+    submit_call(engine, later, [("a", "a", 0, 1)])
     assert engine.step(0.02).send is None  # rule a: the create's call still holds the name
     engine.close(0.03)
     settled_now = {topic.call_id: exc for topic, exc in engine.step(0.03).settle}
@@ -485,12 +483,10 @@ def test_delete_applied_during_a_read_for_other_names_is_not_resolved_by_it() ->
     out = engine.step(0.01)
     assert out.read_views == ["a"]  # a read of broker views for ["a"] starts
     # a second call deletes "b" (wait_for_metadata) while that read is in progress
-    later = Call(
-        CallSpec(
-            RequestKind(DELETE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.02, wait_for_metadata=True
-        )
+    later = CallSpec(
+        RequestKind(DELETE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.02, wait_for_metadata=True
     )
-    engine.submit(later, [Topic("b", "b", later, 0, 1)])
+    submit_call(engine, later, [("b", "b", 0, 1)])
     out = engine.step(0.02)
     assert out.send is not None
     assert out.send.names == ["b"]
@@ -567,20 +563,17 @@ def test_wait_for_metadata_reads_a_call_still_sending_from_near_its_deadline() -
 
 
 def _wait_call(engine: Engine, names: list[str], at: float, timeout_s: float) -> list[Topic]:
-    call = Call(
-        CallSpec(
-            RequestKind(CREATE_TOPICS, False),
-            at + timeout_s,
-            int(timeout_s * 1000),
-            True,
-            None,
-            None,
-            started_at=at,
-            wait_for_metadata=True,
-        )
+    spec = CallSpec(
+        RequestKind(CREATE_TOPICS, False),
+        at + timeout_s,
+        int(timeout_s * 1000),
+        True,
+        None,
+        None,
+        started_at=at,
+        wait_for_metadata=True,
     )
-    topics = [Topic(name, NewTopic(name, 1, 1), call, 1, 2) for name in names]
-    engine.submit(call, topics)
+    _, topics = submit_call(engine, spec, [(name, NewTopic(name, 1, 1), 1, 2) for name in names])
     return topics
 
 
@@ -705,24 +698,22 @@ def submit(
     items: list[object] | None = None,
 ) -> list[Topic]:
     """A call of ``names`` submitted at ``at`` (items: NewTopic(name, 1, 1) or the names themselves, unless given)."""
-    call = Call(
-        CallSpec(
-            RequestKind(operation, validate_only),
-            at + timeout_s,
-            int(timeout_s * 1000),
-            retry,
-            request_timeout_s,
-            operation_timeout_s,
-            started_at=at,
-        )
+    spec = CallSpec(
+        RequestKind(operation, validate_only),
+        at + timeout_s,
+        int(timeout_s * 1000),
+        retry,
+        request_timeout_s,
+        operation_timeout_s,
+        started_at=at,
     )
     if items is None:
         items = [NewTopic(name, 1, 1) if operation is CREATE_TOPICS else name for name in names]
-    topics = []
+    specs: list[TopicSpec] = []
     for name, item in zip(names, items, strict=True):
         cost = operation.known_cost(item)
-        topics.append(Topic(name, item, call, cost if cost is not None else 0, operation.records(item)))
-    engine.submit(call, topics)
+        specs.append((name, item, cost if cost is not None else 0, operation.records(item)))
+    _, topics = submit_call(engine, spec, specs)
     return topics
 
 
@@ -930,12 +921,12 @@ def test_a_withdrawn_topic_is_never_sent_and_one_in_flight_cannot_be_withdrawn()
     [first] = submit(engine, ["first"])
     in_flight = sent(engine.step(0.0))
     keep, drop = submit(engine, ["keep", "drop"], at=0.01)
-    assert engine.withdraw(drop, 0.02)
-    assert not engine.withdraw(first, 0.02)  # handed to librdkafka: too late
+    assert engine.withdraw(*drop.ref, 0.02)
+    assert not engine.withdraw(*first.ref, 0.02)  # handed to librdkafka: too late
     later = sent(answer(engine, in_flight, {"first": None}, 0.03))
     assert later.names == ["keep"]
     assert outcomes(answer(engine, later, {"keep": None}, 0.04)) == {"keep": None}
-    assert not engine.withdraw(keep, 0.05)  # resolved: too late
+    assert not engine.withdraw(*keep.ref, 0.05)  # resolved: too late
 
 
 # -- rule b: the slot follows the connection (issue 27, finding 1) ------------------------------------------------
@@ -950,8 +941,8 @@ def given_up_on(timeout_s: float = 10.0) -> tuple[Engine, Call]:
     engine, _, first = started(timeout_s=1.0)
     assert first.send is not None
     engine.on_results(first.send.request_id, {"t": GAVE_UP}, 1.0)
-    call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 1.0 + timeout_s, 10000, True, None, None, started_at=1.0))
-    engine.submit(call, [Topic("u", NewTopic("u", 1, 1), call, 1, 2)])
+    spec = CallSpec(RequestKind(CREATE_TOPICS, False), 1.0 + timeout_s, 10000, True, None, None, started_at=1.0)
+    call, _ = submit_call(engine, spec, [("u", NewTopic("u", 1, 1), 1, 2)])
     return engine, call
 
 
@@ -1008,9 +999,10 @@ def test_which_results_leave_the_connection_busy(result: KafkaException, busy: b
 
 
 def default_creates(engine: Engine, names: list[str], now: float) -> list[Topic]:
-    call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), now + 30.0, 30000, True, None, None, started_at=now))
-    topics = [Topic(name, NewTopic(name), call, None, CREATE_TOPICS.records(NewTopic(name))) for name in names]
-    engine.submit(call, topics)
+    spec = CallSpec(RequestKind(CREATE_TOPICS, False), now + 30.0, 30000, True, None, None, started_at=now)
+    _, topics = submit_call(
+        engine, spec, [(name, NewTopic(name), None, CREATE_TOPICS.records(NewTopic(name))) for name in names]
+    )
     return topics
 
 

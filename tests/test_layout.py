@@ -271,3 +271,42 @@ def test_no_import_points_back_up() -> None:
 def test_no_engine_module_imports_the_engine(name: str) -> None:
     """The machines the engine coordinates take plain data and return decisions: none of them knows ``Engine``."""
     check(name, lambda target: target == f"{ROOT}._engine.machine", "the engine's parts do not import the engine")
+
+
+# The engine's own records (issue 39): it builds them of the ids and plain values the driver hands in
+# (``Engine.submit``: a call's id, its ``CallSpec``, a ``TopicSpec`` per topic) and changes them alone; above it, a
+# topic is named by ``TopicRef`` and a request by its id.
+ENGINE_RECORDS = {"Call", "Topic", "Request", "NameHolds"}
+
+
+@pytest.mark.parametrize("name", sorted(set(ALL) - set(ENGINE)))
+def test_nothing_above_the_engine_takes_its_records(name: str) -> None:
+    path = ALL[name]
+    wrong = [
+        f"{location(path, line)} imports {sorted(set(taken) & ENGINE_RECORDS)} from {target}"
+        for line, target, taken in imports(name, path)
+        if within(target, "_engine") and set(taken) & ENGINE_RECORDS
+    ]
+    assert not wrong, "the engine's records are its own: the driver passes ids and plain values\n" + "\n".join(wrong)
+
+
+# h11's ``Connection``: 22 methods, 11 attributes. The issue's count: every function in the class body (properties
+# included), every ``self.x`` it assigns; no mixins, base classes or attribute bags.
+MAX_ENGINE_METHODS, MAX_ENGINE_ATTRIBUTES = 30, 12
+
+
+def test_the_engine_stays_small() -> None:
+    tree = ast.parse((PACKAGE / "_engine" / "machine.py").read_text())
+    [engine] = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Engine"]
+    assert not engine.bases, "no base classes or mixins"
+    methods = [node.name for node in engine.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
+    attributes = {
+        node.attr
+        for node in ast.walk(engine)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.ctx, ast.Store)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    }
+    assert len(methods) <= MAX_ENGINE_METHODS, f"Engine has {len(methods)} methods: {methods}"
+    assert len(attributes) <= MAX_ENGINE_ATTRIBUTES, f"Engine assigns {len(attributes)}: {sorted(attributes)}"

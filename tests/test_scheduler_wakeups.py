@@ -11,10 +11,11 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from tests.engine_records import submit_call
 from tests.support import BrokerFactory
 from throttled_admin import MutationQuota, NewTopic, ThrottledAdminClient
 from throttled_admin._driver.scheduler import _BUSY_POLL_S, _IDLE_POLL_S, Scheduler, _poll_interval
-from throttled_admin._engine import CREATE_TOPICS, Call, CallSpec, Engine, Pacer, RequestKind, RetryBackoff, Topic
+from throttled_admin._engine import CREATE_TOPICS, CallSpec, Engine, Pacer, RequestKind, RetryBackoff
 from throttled_admin.testing import QuotaBroker
 
 
@@ -102,8 +103,8 @@ def test_a_call_that_finds_the_turn_taken_is_sent_by_the_schedulers_thread(quota
 
 
 def _create(engine: Engine, names: list[str]) -> None:
-    call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 60.0, 60_000, True, None, None, 0.0))
-    engine.submit(call, [Topic(name, NewTopic(name, 1, 1), call, 1, 2) for name in names])
+    spec = CallSpec(RequestKind(CREATE_TOPICS, False), 60.0, 60_000, True, None, None, 0.0)
+    submit_call(engine, spec, [(name, NewTopic(name, 1, 1), 1, 2) for name in names])
 
 
 def test_callbacks_are_served_often_only_while_a_request_is_in_flight_or_calls_wait_for_first_contact() -> None:

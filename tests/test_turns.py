@@ -20,8 +20,6 @@ from throttled_admin._driver.turns import Sending, Turns
 from throttled_admin._engine import (
     CREATE_TOPICS,
     Action,
-    Call,
-    CallSpec,
     Drain,
     Emit,
     MetricEvent,
@@ -33,10 +31,10 @@ from throttled_admin._engine import (
     RequestKind,
     Send,
     Settle,
-    Topic,
     WakeAt,
 )
 from throttled_admin._engine.metric_events import Retried
+from throttled_admin._engine.work import TopicRef
 
 # -- the invariants, on Turns itself ---------------------------------------------------------------------------
 
@@ -90,9 +88,7 @@ class Recorder:
 
 
 def a_request() -> Send:
-    call = Call(CallSpec(RequestKind(CREATE_TOPICS, False), 10.0, 10000, True, None, None, started_at=0.0))
-    topic = Topic("t", NewTopic("t", 1, 1), call, 1, 2)
-    return Send(1, call.kind, (topic.ref,), (topic.item,), 1, 10.0, 9.5)
+    return Send(1, RequestKind(CREATE_TOPICS, False), (TopicRef(1, "t"),), (NewTopic("t", 1, 1),), 1, 10.0, 9.5)
 
 
 def an_outbox() -> Outbox:

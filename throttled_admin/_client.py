@@ -40,7 +40,6 @@ from throttled_admin._engine import (
     CREATE_TOPICS,
     DELETE_TOPICS,
     BrokerViews,
-    Call,
     CallSpec,
     MutationQuota,
     Operation,
@@ -451,7 +450,6 @@ class ThrottledAdminClient(AdminClient):
             operation_timeout_s=options.operation_timeout,
             wait_for_metadata=options.wait_for_metadata,
         )
-        call = Call(spec)
         # Costs the input does not tell (deletes, partition additions) are read from the cluster only for pacing; a
         # create of -1 partitions costs the cluster's default, which is read for the metrics too.
         unknown = None if self._mutation_quota is not None or operation is CREATE_TOPICS else 0
@@ -459,7 +457,7 @@ class ThrottledAdminClient(AdminClient):
             (operation.topic_of(item), item, _or(operation.known_cost(item), unknown), operation.records(item))
             for item in items
         ]
-        sent = scheduler.submit(call, work) if work else {}
+        sent = scheduler.submit(spec, work) if work else {}
         futures: dict[Any, Future[None]] = {}
         for key, item in checked:
             if isinstance(item, KafkaError):

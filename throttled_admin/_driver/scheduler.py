@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import logging
 import math
 import threading
@@ -56,7 +57,7 @@ from throttled_admin._engine import (
     CONTACT_PROBE_TIMEOUT_S,
     DRAIN_NAME,
     BrokerViews,
-    Call,
+    CallSpec,
     Drained,
     Engine,
     MetricEvent,
@@ -67,10 +68,9 @@ from throttled_admin._engine import (
     RetryBackoff,
     Send,
     Settle,
-    Topic,
     TopicRef,
+    TopicSpec,
     classify,
-    closed_here,
     is_broker_answer,
 )
 from throttled_admin._engine.throttle import failed_node
@@ -188,9 +188,10 @@ class Scheduler:
         self._poll_s = _IDLE_POLL_S  # how often the scheduler's thread serves librdkafka's callbacks (_poll_interval)
         self._wake_at = -math.inf  # when the engine's last step asked to be stepped again if nothing happens first
         self._asleep_until: float | None = None  # while the thread waits: when it wakes by itself
-        # call id -> its topics and their futures, while any may be pending (settled here; close() here): the
-        # futures live here only, the engine names a topic by its call's id and its name
-        self._open: dict[int, dict[str, tuple[Topic, TopicFuture]]] = {}
+        # call id -> its topics' futures (with the call's Kafka API name), while any may be pending (settled here;
+        # close() here): the futures live here only, the engine names a topic by its call's id and its name
+        self._open: dict[int, dict[str, tuple[str, TopicFuture]]] = {}
+        self._call_ids = itertools.count(1)  # the engine's ids of the calls submitted
         self._closed = False
         # the reads the engine asks for (the engine records them), a thread for each kind: a views read that waits for
         # a silent broker never holds back the metadata read a paced delete's cost needs, nor the reverse
@@ -213,43 +214,44 @@ class Scheduler:
 
     def wait_final(self, timeout_s: float) -> bool:
         """Wait until no request handed over can still be applied (``Engine.final_at``); False if ``timeout_s``
-        passed first or the client closed before."""
-        end = self._clock() + timeout_s
+        passed first (in real time: the caller's wait) or the client closed before."""
+        end = time.monotonic() + timeout_s
         with self._cv:
             while True:
                 now = self._clock()
                 final_at = self._engine.status.final_at
                 if final_at <= now:
                     return True
-                if self._closed or now >= end:
+                left_s = end - time.monotonic()
+                if self._closed or left_s <= 0:
                     return False
-                self._cv.wait(min(end, final_at) - now)
+                self._cv.wait(min(left_s, final_at - now))
 
     @property
     def learned_rate(self) -> float | None:
         with self._cv:
             return self._engine.status.rate
 
-    def submit(self, call: Call, items: list[tuple[str, Any, int | None, int]]) -> dict[str, Future[None]]:
-        """Queue a validated call's topics: (name, snapshot, cost or None, metadata records). Returns one future
-        per topic."""
+    def submit(self, spec: CallSpec, items: list[TopicSpec]) -> dict[str, Future[None]]:
+        """Queue a validated call's topics: (name, snapshot, cost or None, metadata records), distinct names.
+        Returns one future per topic."""
         futures: dict[str, Future[None]] = {}
-        topics: list[Topic] = []
-        pending: dict[str, tuple[Topic, TopicFuture]] = {}
-        runner, withdraw, assist, wake = self._callbacks, self._withdraw, self.assist, self._wake_assisting
-        for name, item, cost, records in items:
+        pending: dict[str, tuple[str, TopicFuture]] = {}
+        call_id = next(self._call_ids)
+        operation = spec.kind.operation.name
+        runner, assist, wake = self._callbacks, self.assist, self._wake_assisting
+        withdraw = functools.partial(self._withdraw, call_id)
+        for name, _, _, _ in items:
             future = TopicFuture(runner, assist, wake)
-            topic = Topic(name, item, call, cost, records)
-            future.bind_withdraw(withdraw, topic)
+            future.bind_withdraw(withdraw, name)
             futures[name] = future
-            pending[name] = (topic, future)
-            topics.append(topic)
+            pending[name] = (operation, future)
         with self._cv:
             if self._closed:
                 raise RuntimeError(CLOSED_MESSAGE)
-            self._engine.submit(call, topics)
+            self._engine.submit(call_id, spec, items)
             if pending:
-                self._open[call.id] = pending
+                self._open[call_id] = pending
             # Nothing in flight: this thread takes the turn and sends, saving a wake of the scheduler's thread on
             # the way out (that thread is woken only if it sleeps past what the step wants done next).
             here = self.caller_turns and self._engine.status.in_flight is None
@@ -262,11 +264,16 @@ class Scheduler:
                 self._wake()
         return futures
 
-    def _withdraw(self, topic: Topic) -> bool:
+    def _withdraw(self, call_id: int, name: str) -> bool:
+        """A future's cancel(): True if the engine took the topic back, or if it is no longer pending here while
+        the client is open (another thread's cancel() withdrew it, and its future is cancelled by that cancel() or
+        this one; a settled future is resolved before it is forgotten, and its cancel() then says False)."""
         with self._cv:
-            withdrawn = self._engine.withdraw(topic, self._clock())
+            if self._pending(TopicRef(call_id, name)) is None:
+                return not self._closed
+            withdrawn = self._engine.withdraw(call_id, name, self._clock())
             if withdrawn:
-                self._forget(topic.ref)
+                self._forget(TopicRef(call_id, name))
             self._wake()
             return withdrawn
 
@@ -358,13 +365,18 @@ class Scheduler:
             self._wake()
             self._assisted.notify_all()
             unsent = self._turns.unsent()
+            unsent_refs = () if unsent is None else unsent.topics
             open_calls, self._open = self._open, {}
-        for pending in open_calls.values():
-            for topic, future in pending.values():
-                if not future.done():
-                    exc = closed_here(topic, unsent=unsent is not None and topic.ref in unsent.topics)
-                    with contextlib.suppress(InvalidStateError):  # settled meanwhile, by another thread
-                        future.set_exception(exc)
+            closing = []  # what the engine's records say, read under its lock (read only: it may be mid-step)
+            for call_id, pending in open_calls.items():
+                for name, (operation, future) in pending.items():
+                    if not future.done():
+                        ref = TopicRef(call_id, name)
+                        exc = self._engine.closed_here(ref, operation, unsent=ref in unsent_refs)
+                        closing.append((future, exc))
+        for future, exc in closing:
+            with contextlib.suppress(InvalidStateError):  # settled meanwhile, by another thread
+                future.set_exception(exc)
         self._wake_assisting()
 
     def _wake(self) -> None:
@@ -387,7 +399,7 @@ class Scheduler:
         Only a turn that nobody else is taking (``Turns``: one at a time, each whole)."""
         if threading.current_thread() is self._thread or not self.caller_turns:
             return timeout
-        end = None if timeout is None else self._clock() + timeout
+        end = None if timeout is None else time.monotonic() + timeout  # the caller's wait: real time, not the clock
         with self._cv:
             self._assisting += 1
         try:
@@ -414,8 +426,9 @@ class Scheduler:
             return not (future.done() or self._closed)
 
     def _left(self, end: float | None) -> float | None:
-        """The time left until ``end`` (None: no end)."""
-        return None if end is None else end - self._clock()
+        """The time left of a caller's wait until ``end`` (None: no end), in real time as ``Condition.wait`` and
+        concurrent.futures time it: the driver's clock (``clock``, a test's) times only the engine's deadlines."""
+        return None if end is None else end - time.monotonic()
 
     def _stop_assisting(self) -> None:
         """This thread no longer waits in assist(); an answer it was woken for and left goes to the scheduler's

@@ -1,14 +1,14 @@
-"""The client's core: every decision of the scheduler as a pure state machine (``machine.Engine``) and its pure
-parts: calls and topics (``work``), a topic's states and attempts (``lifecycle``), what a result means
+"""The client's core: every decision of the scheduler as a pure state machine (``machine.Engine``) and its pure parts:
+calls and topics (``work``: the driver hands in a call's id and plain values, ``CallSpec`` and ``TopicSpec``; the
+records built of them are the engine's own), a topic's states and attempts (``lifecycle``), what a result means
 (``classify``), what then becomes of the topic (``verdict``, ``after_answer``) and the error it is settled with
 (``outcome``), the pending calls and rule a's name holds (``queue``), the request in flight (``slot``), what the
-answers teach (``learning``), wait_for_metadata's reads (``view_reads``), the
-metadata read before sending (``metadata``), the round-trip floor (``round_trip``), the KIP-219 gate
-(``throttle``), the connection an abandoned request may still hold (``connection``), pacing to the mutation quota
-(``pacer``; its learner's first requests: ``slow_start``), the retry back-off (``retry``), the controller's
-batch cap (``batch_cap``), waiting for every broker's
-Metadata (``visibility``), how far a client's connections got before any broker answered it (``contact``), the
-metric events the engine emits (``metric_events``), what a step says to do (``actions``: an ``Outbox`` of frozen
+answers teach (``learning``), wait_for_metadata's reads (``view_reads``), the metadata read before sending
+(``metadata``), the round-trip floor (``round_trip``), the KIP-219 gate (``throttle``), the connection an abandoned
+request may still hold (``connection``), pacing to the mutation quota (``pacer``; its learner's first requests:
+``slow_start``), the retry back-off (``retry``), the controller's batch cap (``batch_cap``), waiting for every
+broker's Metadata (``visibility``), how far a client's connections got before any broker answered it (``contact``),
+the metric events the engine emits (``metric_events``), what a step says to do (``actions``: an ``Outbox`` of frozen
 actions), and the engine's own settings (``config``).
 
 No threads, no clock, no sockets: the driver (``throttled_admin._driver``) feeds it events and the time, and
@@ -41,7 +41,6 @@ from throttled_admin._engine.machine import (
     Engine,
 )
 from throttled_admin._engine.metric_events import MetricEvent, MetricsSink, RecordingSink
-from throttled_admin._engine.outcome import closed_here
 from throttled_admin._engine.pacer import MutationQuota, Pacer
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.status import Status
@@ -50,12 +49,11 @@ from throttled_admin._engine.work import (
     CREATE_PARTITIONS,
     CREATE_TOPICS,
     DELETE_TOPICS,
-    Call,
     CallSpec,
     Operation,
     RequestKind,
-    Topic,
     TopicRef,
+    TopicSpec,
 )
 
 __all__ = [
@@ -67,7 +65,6 @@ __all__ = [
     "FIRST_CONTACT_TIMEOUT_S",
     "Action",
     "BrokerViews",
-    "Call",
     "CallSpec",
     "ContactFailure",
     "Drain",
@@ -92,13 +89,12 @@ __all__ = [
     "Send",
     "Settle",
     "Status",
-    "Topic",
     "TopicRef",
+    "TopicSpec",
     "TopicView",
     "WakeAt",
     "broker_address",
     "classify",
-    "closed_here",
     "contact_failure",
     "error_of",
     "is_broker_answer",

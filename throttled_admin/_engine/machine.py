@@ -46,6 +46,7 @@ why it ends, its state and what its attempts leave true, in one table (``outcome
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 from confluent_kafka import KafkaError, KafkaException
 
@@ -92,7 +93,7 @@ from throttled_admin._engine.metric_events import (
     ResponseThrottle,
     Retried,
 )
-from throttled_admin._engine.outcome import Ending, Facts, settle_error, why_not_sent
+from throttled_admin._engine.outcome import Ending, Facts, closed_here, settle_error, why_not_sent
 from throttled_admin._engine.pacer import Pacer
 from throttled_admin._engine.queue import WorkQueue
 from throttled_admin._engine.request import Request
@@ -104,10 +105,21 @@ from throttled_admin._engine.throttle import ThrottleTracker, failed_node
 from throttled_admin._engine.verdict import Verdict, verdict
 from throttled_admin._engine.view_reads import ViewReads
 from throttled_admin._engine.visibility import BrokerViews
-from throttled_admin._engine.work import CREATE_TOPICS, Call, RequestKind, Topic, cost_with_default
+from throttled_admin._engine.work import (
+    CREATE_TOPICS,
+    Call,
+    CallSpec,
+    RequestKind,
+    Topic,
+    TopicRef,
+    TopicSpec,
+    cost_with_default,
+)
 from throttled_admin._errors import (
     CLOSED_MESSAGE,
+    ClientClosedError,
     NotSentReason,
+    NotYetVisibleError,
     OutcomeUnknownReason,
 )
 
@@ -202,33 +214,47 @@ class Engine:
             max_records_per_request=self._learned.cap.limit,
         )
 
+    def closed_here(self, ref: TopicRef, operation: str, *, unsent: bool) -> ClientClosedError | NotYetVisibleError:
+        """The error of a topic settled by close() from a frame that cannot wait for a step (``outcome.closed_here``):
+        read only, from what the engine's record of the topic says (``operation``: its call's Kafka API name, for a
+        topic no longer pending here). ``unsent``: its request was about to be sent and certainly was not."""
+        call = self._queue.calls.get(ref.call_id)
+        return closed_here(None if call is None else call.find(ref.name), operation, unsent=unsent)
+
     # -- events -----------------------------------------------------------------------------------
 
-    def submit(self, call: Call, topics: list[Topic]) -> None:
+    def submit(self, call_id: int, spec: CallSpec, topics: Iterable[TopicSpec]) -> None:
+        """A call the driver numbered ``call_id`` (unique among its pending calls; a topic is then named to the driver
+        by ``TopicRef(call_id, name)``), as its caller asked for it, and its topics (distinct names). The engine's
+        own records of them (``Call``, ``Topic``) never leave it."""
         if self._closed:
             raise RuntimeError(CLOSED_MESSAGE)
+        call = Call(spec, call_id)
+        own = [Topic(name, item, call, cost, records) for name, item, cost, records in topics]
         if call.spec.wait_for_metadata and not call.kind.validate_only and call.kind.operation is CREATE_TOPICS:
             # incarnations: the ids before the send (``visibility``)
-            self._views.want_ids(topics)
+            self._views.want_ids(own)
         default = self._metadata.default_partitions
         if default is not None and call.kind.operation is CREATE_TOPICS:
-            for topic in topics:
+            for topic in own:
                 if topic.cost is None:
                     cost_with_default(topic, default)  # -1 partitions: the cluster's default, known already
-        self._queue.add(call, topics)  # rule a: held behind its name while an earlier pending call names it too
-        if not topics and (finished := self._queue.finished(call, call.spec.started_at)) is not None:
+        self._queue.add(call, own)  # rule a: held behind its name while an earlier pending call names it too
+        if not own and (finished := self._queue.finished(call, call.spec.started_at)) is not None:
             self._metric(finished)
 
-    def withdraw(self, topic: Topic, now: float) -> bool:
-        """Its caller cancelled the topic (its future's cancel()). Not yet sent: taken back, and True to this and
-        every later cancel. In flight: False, and its current attempt is its last (cancelled is final: it may
-        still complete, but is never sent again). Settled: False."""
+    def withdraw(self, call_id: int, name: str, now: float) -> bool:
+        """Its caller cancelled the topic (its future's cancel()). Not yet sent: taken back, and True. In flight:
+        False, and its current attempt is its last (cancelled is final: it may still complete, but is never sent
+        again). Settled or withdrawn already (no longer pending here): False; a later cancel() of a withdrawn topic
+        is its future's to answer."""
+        call = self._queue.calls.get(call_id)
+        topic = None if call is None else call.find(name)
+        if call is None or topic is None:
+            return False
         topic.cancelled = True
-        if topic.state is TopicState.WITHDRAWN:
-            return True
         if topic.state is not TopicState.QUEUED and topic.state is not TopicState.HELD_BEHIND_NAME:
             return False
-        call = topic.call
         call.move(topic, TopicState.WITHDRAWN)
         self._views.forget(topic)
         if (finished := self._queue.settled(topic, now)) is not None:
@@ -629,7 +655,7 @@ class Engine:
         if not chosen:
             return now
         margin_s = max(_MIN_MARGIN_S, estimates[MIN_SAMPLES][0])  # the controller's deadline ends this early
-        request_timeout_s, operation_timeout_s = self._timeouts(chosen, longest, margin_s, now)
+        request_timeout_s, operation_timeout_s = _timeouts(chosen, longest, margin_s, now, self._contact.reached)
         for topic in chosen:
             topic.call.move(topic, _IN_FLIGHT)
         request = self._slot.hand_over(kind, chosen, mutations, (request_timeout_s, operation_timeout_s), now)
@@ -715,23 +741,24 @@ class Engine:
             return Ending.TOO_LATE, why, NotSentReason.ROUND_TRIP
         return None
 
-    def _timeouts(self, chosen: list[Topic], longest: float, margin_s: float, now: float) -> tuple[float, float]:
-        """The request's librdkafka timeout and its controller deadline (``operation_timeout``), in seconds.
 
-        Sharing never hurts (rule c): the request carries what the longest call would carry alone. librdkafka waits
-        for the answer as long as that call would (each call's topics are still settled at its own deadline), and
-        the controller's deadline is that call's own, ``margin_s`` early (capped by its caller's operation_timeout),
-        so a controller busy past a shorter call's deadline still applies the request, as it would that call's
-        alone: the shorter call is told "outcome unknown" at its deadline, never "not sent"."""
-        calls = {topic.call.id: topic.call for topic in chosen}.values()
-        request_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(longest, _LIBRDKAFKA_MAX_TIMEOUT_S))
-        if not self._contact.reached:  # librdkafka's verdict comes before the (shortest call's) deadline
-            remaining_s = min(call.remaining_s(now) for call in calls)
-            request_timeout_s = min(request_timeout_s, remaining_s - CONTACT_VERDICT_MARGIN_S)
-        longest_own_s = max(_own_operation_timeout_s(call, margin_s, now) for call in calls)
-        operation_timeout_s = min(longest_own_s, request_timeout_s - margin_s)
-        operation_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(operation_timeout_s, _LIBRDKAFKA_MAX_TIMEOUT_S))
-        return request_timeout_s, operation_timeout_s
+def _timeouts(chosen: list[Topic], longest: float, margin_s: float, now: float, reached: bool) -> tuple[float, float]:
+    """The request's librdkafka timeout and its controller deadline (``operation_timeout``), in seconds.
+
+    Sharing never hurts (rule c): the request carries what the longest call would carry alone. librdkafka waits
+    for the answer as long as that call would (each call's topics are still settled at its own deadline), and
+    the controller's deadline is that call's own, ``margin_s`` early (capped by its caller's operation_timeout),
+    so a controller busy past a shorter call's deadline still applies the request, as it would that call's
+    alone: the shorter call is told "outcome unknown" at its deadline, never "not sent"."""
+    calls = {topic.call.id: topic.call for topic in chosen}.values()
+    request_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(longest, _LIBRDKAFKA_MAX_TIMEOUT_S))
+    if not reached:  # librdkafka's verdict comes before the (shortest call's) deadline
+        remaining_s = min(call.remaining_s(now) for call in calls)
+        request_timeout_s = min(request_timeout_s, remaining_s - CONTACT_VERDICT_MARGIN_S)
+    longest_own_s = max(_own_operation_timeout_s(call, margin_s, now) for call in calls)
+    operation_timeout_s = min(longest_own_s, request_timeout_s - margin_s)
+    operation_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(operation_timeout_s, _LIBRDKAFKA_MAX_TIMEOUT_S))
+    return request_timeout_s, operation_timeout_s
 
 
 def _own_operation_timeout_s(call: Call, margin_s: float, now: float) -> float:

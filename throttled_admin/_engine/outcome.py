@@ -263,14 +263,15 @@ def why_not_sent(reached: bool, held: bool, reading_ids: bool, busy: bool) -> tu
     return "its deadline passed before it could be sent", NotSentReason.DEADLINE
 
 
-def closed_here(topic: Topic, *, unsent: bool) -> ClientClosedError | NotYetVisibleError:
+def closed_here(topic: Topic | None, operation: str, *, unsent: bool) -> ClientClosedError | NotYetVisibleError:
     """The error of a topic settled by close() from a frame that cannot wait for the engine (a signal handler that
-    interrupted it): what its own fields say, and where they cannot tell, outcome unknown. ``unsent``: its request
-    was about to be sent and certainly was not (the driver knows)."""
-    call = topic.call
-    operation = call.kind.operation.name
+    interrupted it): what the engine's record of it says (None: no longer pending there, its future not yet
+    resolved), and where that cannot tell, outcome unknown. ``unsent``: its request was about to be sent and
+    certainly was not (the driver knows)."""
+    if topic is None:  # settled or withdrawn, its future not yet resolved: its outcome is not known here
+        return closed_error(operation, sent=True)
     if topic.state is TopicState.AWAITING_VISIBILITY:  # applied
-        return not_visible_error(operation, call.spec.timeout_ms, topic.lagging, closed=True)
+        return not_visible_error(operation, topic.call.spec.timeout_ms, topic.lagging, closed=True)
     queued = topic.state is TopicState.QUEUED or topic.state is TopicState.HELD_BEHIND_NAME or unsent
     if queued and not topic.outcome_unknown:
         if topic.attempts == 0:
@@ -278,5 +279,5 @@ def closed_here(topic: Topic, *, unsent: bool) -> ClientClosedError | NotYetVisi
         refused = topic.past.refusal
         if refused is not None:
             return closed_error(operation, sent=False, refused=refused, in_flight=False)
-    # in flight, or settled or withdrawn (its future not yet resolved), or after an unanswered attempt
+    # in flight, or after an unanswered attempt
     return closed_error(operation, sent=True, in_flight=not queued)

@@ -1,9 +1,10 @@
 """The pending calls, in submission order, and rule a's name holds: which queued topics may be sent, and when.
 
-``WorkQueue`` numbers the calls it is given, holds each topic behind an earlier pending call of its name (rule a),
-lets the next holder go when a topic is settled or withdrawn, and answers what the engine asks before composing a
-request: the head of the queue, the topics of one kind that may go now, and when the next one may. A topic that
-waits for the ids of its name before its send (``view_reads``) is not sendable: the engine passes that test in.
+``WorkQueue`` keeps the calls it is given by their ids (the driver's), holds each topic behind an earlier pending
+call of its name (rule a), lets the next holder go when a topic is settled or withdrawn, and answers what the engine
+asks before composing a request: the head of the queue, the topics of one kind that may go now, and when the next one
+may. A topic that waits for the ids of its name before its send (``view_reads``) is not sendable: the engine passes
+that test in.
 """
 
 from __future__ import annotations
@@ -28,17 +29,17 @@ class WorkQueue:
     """Not thread-safe: the engine's own state."""
 
     def __init__(self, max_topics_per_request: int) -> None:
-        self.calls: dict[int, Call] = {}  # in submission order, until every topic of the call is settled
-        self._ids = itertools.count(1)
+        self.calls: dict[int, Call] = {}  # by id, in submission order, until every topic of the call is settled
         self._names = NameHolds()  # rule a: which pending topic holds each name
         self._max_topics = max_topics_per_request
 
     def add(self, call: Call, topics: list[Topic]) -> None:
-        """Number the call and queue its topics, each held behind its name while an earlier pending call names it."""
+        """Queue the call's topics, each held behind its name while an earlier pending call names it."""
+        if call.id in self.calls:
+            raise ValueError(f"call id {call.id} is already pending")
         for topic in topics:
             call.move(topic, TopicState.QUEUED if self._names.hold(topic) else _HELD)
         call.unsettled = len(topics)
-        call.id = next(self._ids)
         self.calls[call.id] = call
 
     def settled(self, topic: Topic, now: float) -> CallFinished | None:

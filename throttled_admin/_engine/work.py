@@ -2,7 +2,11 @@
 
 A call is the caller's unit (one deadline, one retry setting, one future per topic); a topic is the unit the
 scheduler sends, retries and settles. Topics of different calls with the same ``RequestKind`` can share a
-request (coalescing). Everything here is guarded by the scheduler's lock.
+request (coalescing).
+
+The driver hands the engine plain frozen values only (a call's id, its ``CallSpec`` and a ``TopicSpec`` per topic)
+and names a topic by ``TopicRef``; ``Call`` and ``Topic`` are the engine's own records, built and changed by the
+engine alone (``Engine.submit``), never seen by the driver.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ __all__ = [
     "RequestKind",
     "Topic",
     "TopicRef",
+    "TopicSpec",
     "TopicState",
     "cost_with_default",
 ]
@@ -157,13 +162,18 @@ class CallSpec:
         )
 
 
+# A topic of a call as the driver hands it over: (name, the snapshot sent to confluent-kafka, KIP-599 cost or None
+# while unknown, KRaft metadata records at most). A plain tuple: one per topic of a bulk call of 100,000.
+TopicSpec = tuple[str, Any, "int | None", int]
+
+
 @dataclass(eq=False)
 class Call:
     """The engine's state of one call: its topics by where they are, its back-off counters, what its metrics need;
     the caller's input is ``spec``."""
 
     spec: CallSpec
-    id: int = 0  # numbered by the engine it is submitted to, from 1
+    id: int = 0  # the driver's id of the call (``Engine.submit``), unique among pending calls
     # its topics by state (``lifecycle``; a settled or withdrawn topic is in none), each in order
     queued: dict[str, Topic] = field(default_factory=dict)  # waiting to be sent (held behind their names too)
     in_flight: dict[str, Topic] = field(default_factory=dict)
@@ -206,6 +216,14 @@ class Call:
                 del was_in[topic.name]
             if goes_to is not None:
                 goes_to[topic.name] = topic
+
+    def find(self, name: str) -> Topic | None:
+        """Its topic of that name while it is pending (queued, held, in flight or awaiting visibility)."""
+        for held in (self.queued, self.in_flight, self.awaiting):
+            topic = held.get(name)
+            if topic is not None:
+                return topic
+        return None
 
     def remaining_s(self, now: float) -> float:
         return self.spec.deadline - now

@@ -1,0 +1,220 @@
+"""The driver on an injected clock: a deadline, a back-off and the broker's throttle end when the test moves the
+clock, not when real time has passed (issue 39: "the clock is injected by the tests that need time").
+
+The scheduler runs as the client runs it (its thread, turns on the caller's thread), over a scripted transport in
+place of librdkafka: each request handed over is queued for the test, which answers it or not. After moving the
+clock the test takes a turn on its own thread, so what the engine decides at the new time is done before the test
+looks: no sleeps, and no wait longer than the signal it waits for. The end-to-end tests over sockets keep real time.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from throttled_admin import NewTopic, OutcomeUnknownError, OutcomeUnknownReason, ThrottlingQuotaExceededException
+from throttled_admin._driver.scheduler import Answer, Scheduler, SendOrder
+from throttled_admin._driver.turns import Sending
+from throttled_admin._engine import CREATE_TOPICS, DRAIN_NAME, BrokerViews, CallSpec, RecordingSink, RequestKind
+from throttled_admin._engine.retry import RetryBackoff
+
+SIGNAL_S = 10.0  # how long a test waits for a signal that must come (only a failing test waits this long)
+REQUEST_TIMED_OUT = KafkaException(KafkaError(KafkaError.REQUEST_TIMED_OUT))  # nothing applied: retried
+
+
+class ManualClock:
+    """Monotonic seconds that move only when the test moves them."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class ScriptedTransport:
+    """librdkafka as the test scripts it: the contact probe is answered at once, every request handed over is queued
+    (with the callback its answer goes to), and the sentinel after an abandoned request is never answered."""
+
+    def __init__(self) -> None:
+        self.sent: queue.Queue[tuple[SendOrder, Callable[[Answer], None]]] = queue.Queue()
+
+    def send(self, order: SendOrder, on_answer: Callable[[Answer], None], sending: Sending) -> bool:
+        if not sending.begin():
+            return False
+        if order.method != "delete_topics" or order.items != [DRAIN_NAME]:  # (a NewTopic compares to nothing)
+            self.sent.put((order, on_answer))
+        return True
+
+    def poll(self) -> None:
+        pass
+
+    def partition_counts(self, timeout_s: float) -> dict[str, int]:
+        return {}
+
+    def default_partitions(self, timeout_s: float) -> int | None:
+        return 1
+
+    def probe(self, timeout_s: float) -> Future[Any]:
+        answered: Future[Any] = Future()
+        answered.set_result(SimpleNamespace(cluster_id="scripted"))
+        return answered
+
+    def broker_views(self, names: list[str], timeout_s: float) -> BrokerViews:
+        return {}
+
+    def controller(self, timeout_s: float) -> tuple[int, int]:
+        return 1, 1
+
+
+class Metrics(RecordingSink):
+    def flush(self, wait: bool = False) -> None:
+        pass
+
+    def identify(self, cluster_id: str | None) -> None:
+        pass
+
+
+class Driver:
+    """A scheduler on a ``ManualClock`` over a ``ScriptedTransport``."""
+
+    def __init__(self, backoff: RetryBackoff) -> None:
+        self.clock = ManualClock()
+        self.transport = ScriptedTransport()
+        self.scheduler = Scheduler(self.transport, Metrics(), pacer=None, backoff=backoff, clock=self.clock)
+
+    def create(self, names: list[str], timeout_s: float) -> dict[str, Future[None]]:
+        spec = CallSpec.starting(
+            RequestKind(CREATE_TOPICS, False),
+            self.scheduler.now(),
+            int(timeout_s * 1000),
+            retry_on_quota_violation=True,
+            request_timeout_s=None,
+            operation_timeout_s=None,
+        )
+        return self.scheduler.submit(spec, [(name, NewTopic(name, 1, 1), 1, 2) for name in names])
+
+    def sent(self) -> tuple[list[str], Callable[[Answer], None]]:
+        """The next request handed over (waited for: it must come), as its names and where its answer goes."""
+        order, on_answer = self.transport.sent.get(timeout=SIGNAL_S)
+        return [item.topic for item in order.items], on_answer
+
+    def answer(self, on_answer: Callable[[Answer], None], results: dict[str, BaseException | None]) -> None:
+        """librdkafka completes the request, and the answer is taken in a turn at the current time."""
+        on_answer(results)
+        self.advance(0.0)
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock, then take a turn on this thread: what the engine decides at the new time is done when
+        this returns (the scheduler's thread, woken, may take one too, at the same time)."""
+        self.clock.now += seconds
+        turns = self.scheduler._turns
+        while not self.scheduler._turn_here():  # the scheduler's thread holds the turn: the next one is ours
+            assert turns.wait_free(SIGNAL_S)
+
+    def nothing_sent(self) -> bool:
+        return self.transport.sent.empty()
+
+
+@pytest.fixture
+def driver() -> Iterator[Driver]:
+    made = Driver(RetryBackoff(initial_ms=10_000, max_ms=10_000, jitter=0.0))  # a back-off of 10 s exactly
+    yield made
+    made.scheduler.close()
+
+
+def test_a_request_never_answered_settles_when_the_clock_reaches_its_calls_deadline(driver: Driver) -> None:
+    futures = driver.create(["t"], timeout_s=30.0)
+    assert driver.sent()[0] == ["t"]  # handed over, and never answered
+    driver.advance(29.9)
+    assert not futures["t"].done()
+    driver.advance(0.1)
+    exc = futures["t"].exception(timeout=SIGNAL_S)
+    assert isinstance(exc, OutcomeUnknownError), repr(exc)
+    assert exc.why is OutcomeUnknownReason.NO_RESPONSE
+
+
+def test_a_retry_waits_for_its_back_off_on_the_drivers_clock(driver: Driver) -> None:
+    futures = driver.create(["t"], timeout_s=60.0)
+    _, on_answer = driver.sent()
+    driver.answer(on_answer, {"t": REQUEST_TIMED_OUT})  # queued again behind its 10 s back-off
+    driver.advance(9.99)
+    assert driver.nothing_sent()
+    driver.advance(0.01)
+    names, on_answer = driver.sent()
+    assert names == ["t"]
+    on_answer({"t": None})
+    assert futures["t"].exception(timeout=SIGNAL_S) is None
+
+
+def test_nothing_is_sent_until_the_brokers_throttle_ends_on_the_drivers_clock(driver: Driver) -> None:
+    first = driver.create(["a"], timeout_s=60.0)
+    _, on_answer = driver.sent()
+    driver.scheduler.on_throttle(1, 20.0)  # the response's throttle_time_ms, told before its result (KIP-219)
+    on_answer({"a": None})
+    assert first["a"].exception(timeout=SIGNAL_S) is None
+    later = driver.create(["b"], timeout_s=60.0)
+    driver.advance(19.99)
+    assert driver.nothing_sent()
+    driver.advance(0.01)
+    names, on_answer = driver.sent()
+    assert names == ["b"]
+    on_answer({"b": None})
+    assert later["b"].exception(timeout=SIGNAL_S) is None
+
+
+def test_a_call_that_cannot_outwait_the_throttle_fails_at_once_with_the_throttle_left(driver: Driver) -> None:
+    first = driver.create(["a"], timeout_s=60.0)
+    _, on_answer = driver.sent()
+    driver.scheduler.on_throttle(1, 20.0)
+    on_answer({"a": None})
+    assert first["a"].exception(timeout=SIGNAL_S) is None
+    driver.advance(5.0)
+    short = driver.create(["b"], timeout_s=10.0)  # its deadline comes before the throttle ends: failed, not sent
+    exc = short["b"].exception(timeout=SIGNAL_S)
+    assert isinstance(exc, ThrottlingQuotaExceededException), repr(exc)
+    assert exc.throttle_time_ms == 15_000
+    assert driver.nothing_sent()
+
+
+def test_a_callers_wait_for_its_result_is_timed_by_real_time_not_the_drivers_clock(driver: Driver) -> None:
+    """``result(timeout)`` is the caller's wait, as concurrent.futures times it: on a clock that does not move it
+    still times out (it waited for ever: the caller's thread assisting the driver timed its wait on the driver's
+    clock)."""
+    futures = driver.create(["t"], timeout_s=30.0)
+    driver.sent()  # handed over, and never answered
+    raised: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            futures["t"].result(timeout=0.05)
+        except BaseException as exc:
+            raised.append(exc)
+
+    waiter = threading.Thread(target=wait, daemon=True)
+    waiter.start()
+    waiter.join(SIGNAL_S)
+    assert not waiter.is_alive(), "result(timeout=0.05) still waiting"
+    assert [type(exc) for exc in raised] == [TimeoutError]
+
+
+def test_waiting_until_final_is_timed_by_real_time_not_the_drivers_clock(driver: Driver) -> None:
+    """``wait_until_final(timeout)`` is the caller's wait: on a clock that does not move it still times out (it
+    waited for ever), while what it waits for (no request handed over can still be applied) is the engine's."""
+    futures = driver.create(["t"], timeout_s=30.0)
+    _, on_answer = driver.sent()  # in flight: it may be applied until its answer comes
+    returned: list[bool] = []
+    waiter = threading.Thread(target=lambda: returned.append(driver.scheduler.wait_final(0.05)), daemon=True)
+    waiter.start()
+    waiter.join(SIGNAL_S)
+    assert returned == [False], "wait_final(0.05) still waiting"
+    driver.answer(on_answer, {"t": None})
+    assert futures["t"].exception(timeout=SIGNAL_S) is None
+    assert driver.scheduler.wait_final(SIGNAL_S)
