@@ -14,7 +14,10 @@ from throttled_admin._engine.batch_cap import MAX_RECORDS_PER_REQUEST
 
 __all__ = ["MAX_RECORDS_PER_REQUEST", "MAX_TOPICS_PER_REQUEST", "EngineConfig"]
 
-MAX_TOPICS_PER_REQUEST = 1000  # librdkafka's cost per request grows faster than linearly with its size
+# The most topics in one request: Kafka's per-request commit and the gap between an answer and the next write (rule b)
+# favour large requests, librdkafka's parse of an answer (a linear search per topic: quadratic) small ones. Requests
+# of 4,000 one-partition topics (8,000 records) are the sweet spot measured on Kafka 4.4 (issue 40).
+MAX_TOPICS_PER_REQUEST = 4000
 
 
 @dataclass(frozen=True)
