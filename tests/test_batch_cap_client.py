@@ -55,7 +55,7 @@ def test_bare_confluent_kafka_is_refused_whole_and_the_client_creates_twenty_tho
 
 
 def test_a_request_refused_whole_is_split_and_the_cap_learned(quota_broker: BrokerFactory) -> None:
-    broker = quota_broker(max_records_per_op=500)
+    broker = quota_broker(max_records_per_op=750)
     with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
         results = outcomes(admin.create_topics(one_partition(1500), timeout_ms=60_000))
         # the cap is the client's from now on: a later call is sized by it at once
@@ -65,9 +65,9 @@ def test_a_request_refused_whole_is_split_and_the_cap_learned(quota_broker: Brok
     assert len(broker.topics()) == 2100
     requests = create_requests(broker)
     refused = [errors for errors in requests if set(errors.values()) == {POLICY_VIOLATION}]
-    assert [len(errors) for errors in refused] == [1000, 500]  # 2,000 and 1,000 records; then halved to 500
-    assert all(len(errors) * 2 <= 500 for errors in requests if errors not in refused)
-    assert len(requests) == len(refused) + 1500 // 250 + 600 // 250 + 1
+    assert [len(errors) for errors in refused] == [1500, 750]  # 3,000 and 1,500 records; then halved to 750
+    assert all(len(errors) * 2 <= 750 for errors in requests if errors not in refused)
+    assert len(requests) == len(refused) + 1500 // 375 + 600 // 375 + 1
 
 
 def test_a_single_topic_beyond_the_cap_gets_the_brokers_error_and_the_rest_are_created(

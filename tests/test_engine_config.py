@@ -73,3 +73,18 @@ def test_each_engine_numbers_its_requests_from_one_and_names_topics_by_the_drive
         out = engine.step(0.0)
         assert out.send is not None
         assert (out.send.topics, out.send.request_id) == ((TopicRef(41, "a"),), 1)
+
+
+def test_a_bulk_call_goes_in_requests_of_the_sweet_spot_not_of_a_thousand() -> None:
+    """Issue 40: 10,000 one-partition topics went in ten requests of 1,000, one at a time (rule b), each paying
+    Kafka's per-request commit and the answer-to-write gap. Requests of 2,000 topics (4,000 records, under the
+    controller's cap of 10,000): larger ones pay librdkafka's parse, which grows with the square of a response's
+    size, and cost QuotaBroker more than they save (docs/benchmarks.md)."""
+    names = [f"t{i}" for i in range(10_000)]
+    engine, _, _ = engine_with(names, EngineConfig())
+    sizes, now = [], 0.0
+    while (out := engine.step(now)).send is not None:
+        sizes.append(len(out.send.names))
+        now += 0.01
+        engine.on_results(out.send.request_id, dict.fromkeys(out.send.names), now)
+    assert sizes == [2000] * 5

@@ -23,6 +23,7 @@ from confluent_kafka import KafkaError
 from tests.reliability_helpers import assert_truthful, error_code, error_text, hedged, mutation_requests, outcomes
 from tests.support import BrokerFactory, wait_until
 from throttled_admin import NewPartitions, NewTopic, ThrottledAdminClient
+from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST
 
 THREADS = 32
 CALLS_PER_THREAD = 100
@@ -275,14 +276,16 @@ def test_clients_sharing_one_quota(quota_broker: BrokerFactory) -> None:
 
 
 @pytest.mark.slow
-def test_one_call_of_3000_topics(quota_broker: BrokerFactory) -> None:
-    """More topics than one request carries (1000): split into requests in call order, all created."""
+def test_one_call_of_5000_topics(quota_broker: BrokerFactory) -> None:
+    """More topics than one request carries (MAX_TOPICS_PER_REQUEST, 2000): split into requests in call order, all
+    created."""
     broker = quota_broker()
-    names = [f"big-{i:04d}" for i in range(3000)]
+    names = [f"big-{i:04d}" for i in range(2 * MAX_TOPICS_PER_REQUEST + 1000)]
     with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
         assert outcomes(admin.create_topics([NewTopic(n, 1, 1) for n in names])) == dict.fromkeys(names)
         assert outcomes(admin.delete_topics(names)) == dict.fromkeys(names)
     log = mutation_requests(broker)
-    assert all(len(r.errors) <= 1000 for r in log)
+    assert all(len(r.errors) <= MAX_TOPICS_PER_REQUEST for r in log)
+    assert len([r for r in log if r.api_key == 19]) == 3
     assert [t for r in log if r.api_key == 19 for t in r.errors] == names
     assert broker.topics() == {}
