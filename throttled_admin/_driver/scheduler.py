@@ -177,8 +177,10 @@ class Scheduler:
         self._clock = clock
         self._engine = Engine(pacer=pacer, backoff=backoff, socket_timeout_s=socket_timeout_s)
         self._callbacks = callbacks if callbacks is not None else CallbackRunner()
-        lock = threading.RLock()
-        self._cv = threading.Condition(lock)  # the engine's lock; the scheduler's thread sleeps on it
+        # the engine's lock, taken as itself on the per-call path (a Condition's __enter__ and __exit__ are Python
+        # functions around the lock's own: two calls more each time)
+        self._lock = lock = threading.RLock()
+        self._cv = threading.Condition(lock)  # the scheduler's thread sleeps on it
         self._assisted = threading.Condition(lock)  # callers' threads waiting for their futures (assist) sleep here
         self._assisting = 0
         self._turns = Turns()  # the one way to step the engine and send
@@ -244,7 +246,7 @@ class Scheduler:
             futures[name] = future
             pending[name] = (topic, future)
             topics.append(topic)
-        with self._cv:
+        with self._lock:
             if self._closed:
                 raise RuntimeError(CLOSED_MESSAGE)
             self._engine.submit(call, topics)
@@ -258,7 +260,7 @@ class Scheduler:
         if here and not self._turn_here():
             # Another thread holds the turn and may have stepped before this call was queued: the scheduler's thread
             # steps for it (a wake-up with nothing new does not step the engine).
-            with self._cv:
+            with self._lock:
                 self._wake()
         return futures
 
@@ -373,7 +375,7 @@ class Scheduler:
 
     def _wake_assisting(self) -> None:
         """Futures were settled (by a turn, or cancelled): callers waiting for theirs in assist() look again."""
-        with self._cv:
+        with self._lock:
             if self._assisting:
                 self._assisted.notify_all()
 
@@ -388,7 +390,7 @@ class Scheduler:
         if threading.current_thread() is self._thread or not self.caller_turns:
             return timeout
         end = None if timeout is None else self._clock() + timeout
-        with self._cv:
+        with self._lock:
             self._assisting += 1
         try:
             while self._await_answer(future, end):
@@ -405,7 +407,7 @@ class Scheduler:
     def _await_answer(self, future: TopicFuture, end: float | None) -> bool:
         """Sleep until an answer arrives for this thread to take (True), or until the future is settled, the client
         closes (the scheduler's thread then settles everything) or ``end`` passes (False)."""
-        with self._cv:
+        with self._lock:
             while not (self._arrived or future.done() or self._closed):
                 left = self._left(end)
                 if left is not None and left <= 0:
@@ -420,7 +422,7 @@ class Scheduler:
     def _stop_assisting(self) -> None:
         """This thread no longer waits in assist(); an answer it was woken for and left goes to the scheduler's
         thread."""
-        with self._cv:
+        with self._lock:
             self._assisting -= 1
             if self._arrived and not self._closed:
                 self._wake()
@@ -439,7 +441,7 @@ class Scheduler:
             out = None
         finally:
             self._turns.release()
-        with self._cv:
+        with self._lock:
             if out is None or self._asleep_until is None or out.wake_at < self._asleep_until:
                 self._wake()
         return True
@@ -536,13 +538,13 @@ class Scheduler:
         result, reaches the engine first), the step, and what it says carried out. None once closed and done."""
         try:
             self._turns.finish_leftover(self)
-            with self._cv:
+            with self._lock:
                 arrived, self._arrived = self._arrived, []
                 self._dirty = False  # what arrives from now on wakes the next turn
             try:
                 self._poll()
             except BaseException:
-                with self._cv:
+                with self._lock:
                     self._arrived[:0] = arrived  # taken, not delivered: the next turn takes them
                 raise
             out = self._step(arrived)
@@ -550,7 +552,7 @@ class Scheduler:
                 self._turns.carry(out, self, flush=flush)
             return out
         except BaseException:
-            with self._cv:
+            with self._lock:
                 self._wake()  # cut short: the scheduler's thread does what this turn left
             raise
 
@@ -571,7 +573,7 @@ class Scheduler:
         handler that raises, on the main thread), the engine's state is no longer known: the client closes here."""
         assert self._turns.held_here()
         found = self._handshake_drops.found()  # a listener of another protocol: the failure holds until answered
-        with self._cv:
+        with self._lock:
             if self._closed and self._engine.status.closed:
                 return None
             now = self._clock()
@@ -598,7 +600,7 @@ class Scheduler:
         self._first_throttle.see(event)
 
     def reached(self) -> None:
-        with self._cv:
+        with self._lock:
             self._handshake_drops.answered()  # the connection carried a request past the handshake
 
     def read_views(self, names: list[str]) -> None:
@@ -616,7 +618,7 @@ class Scheduler:
     def settle(self, settlements: list[Settle]) -> None:
         # Resolved first, forgotten after: a turn cut short in between (Ctrl-C in result()) leaves the futures it
         # did not reach where close() settles them from this thread.
-        with self._cv:
+        with self._lock:
             futures = [self._pending(settle.ref) for settle in settlements]
         for settle, future in zip(settlements, futures, strict=True):
             if future is None or future.done():  # withdrawn, or settled by a close() here
@@ -625,7 +627,7 @@ class Scheduler:
                 future.set_result(None)
             else:
                 future.set_exception(settle.outcome)
-        with self._cv:
+        with self._lock:
             for settle in settlements:
                 self._forget(settle.ref)
         self._wake_assisting()
@@ -697,7 +699,7 @@ class Scheduler:
     def _on_answer(self, request: Send, answer: Answer) -> None:
         # Runs on librdkafka's background thread: a brief lock to hand the results over and wake, never a wait.
         # A caller's thread waiting for its futures takes the turn itself (assist): one thread hand-off fewer.
-        with self._cv:
+        with self._lock:
             self._arrived.append((request, answer))
             if self._assisting:
                 self._dirty = True
