@@ -442,7 +442,10 @@ class Scheduler:
         finally:
             self._turns.release()
         with self._lock:
-            if out is None or self._asleep_until is None or out.wake_at < self._asleep_until:
+            # Awake, the scheduler's thread reads the step's wake time before it sleeps again (``_sleep``): woken
+            # only if it sleeps past it. (Woken when awake too, it took a turn for nothing, and woken again by the
+            # next call's turn while in that one, took a turn beside every call: 13-17 % of 1-topic calls on Tansu.)
+            if out is None or (self._asleep_until is not None and out.wake_at < self._asleep_until):
                 self._wake()
         return True
 
