@@ -140,6 +140,47 @@ def test_a_callers_turn_leaves_the_schedulers_thread_alone_while_it_is_awake(quo
     assert "sent" in broker.topics()
 
 
+def test_an_answer_that_arrives_during_the_callers_turn_is_taken_by_the_caller(quota_broker: BrokerFactory) -> None:
+    """librdkafka's answer can come while the caller's thread is still in its turn (inside the send, its thread not
+    running on a loaded machine: 14-38 % of 1-topic calls on Tansu): the caller takes it in one more turn, and the
+    scheduler's thread is not woken to take it instead, while the caller waits in result() for that thread's turn
+    (issue 39's latency)."""
+    broker = quota_broker()
+    with _client(broker) as admin:
+        admin.create_topics([NewTopic("warm", 1, 1)])["warm"].result(30)  # reached, idle: a call sends from submit()
+        scheduler = _scheduler(admin)
+        answered = threading.Event()
+        on_answer, send, wake = scheduler._on_answer, scheduler._transport.send, scheduler._wake
+        wakes: list[str] = []
+
+        def answer_seen(request: Any, answer: Any) -> None:
+            on_answer(request, answer)
+            answered.set()
+
+        def send_then_await_answer(*args: Any) -> bool:  # the caller's turn lasts until the answer is in
+            handed = send(*args)
+            assert answered.wait(15)
+            return handed
+
+        def counted_wake() -> None:
+            wakes.append(sys._getframe(1).f_code.co_name)
+            wake()
+
+        scheduler._on_answer = answer_seen  # type: ignore[method-assign]
+        scheduler._transport.send = send_then_await_answer  # type: ignore[method-assign,assignment]
+        scheduler._wake = counted_wake  # type: ignore[method-assign]
+        try:
+            (future,) = admin.create_topics([NewTopic("answered", 1, 1)], timeout_ms=20_000).values()
+            assert future.done()  # settled on this thread before create_topics returned
+        finally:
+            scheduler._on_answer = on_answer  # type: ignore[method-assign]
+            scheduler._transport.send = send  # type: ignore[method-assign]
+            scheduler._wake = wake  # type: ignore[method-assign]
+        assert "_on_answer" not in wakes
+        assert future.exception(15) is None
+    assert "answered" in broker.topics()
+
+
 # -- how often librdkafka's callbacks are served, on simulated time ----------------------------------------------
 
 
