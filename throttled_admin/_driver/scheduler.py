@@ -19,8 +19,9 @@ serve librdkafka's callbacks (every 50 ms while a request is in flight or calls 
 otherwise); such a wake-up steps the engine only if a callback told it something. Callers' threads take turns
 too (the fast path, ``caller_turns``): a call made while no request is in flight sends from its own thread, and a
 caller waiting in ``result()`` or ``exception()`` takes the turn its answer needs (``assist``): the answer goes
-librdkafka -> the waiting caller, as with bare confluent-kafka. Their turns hand the metric exports over only
-when they settle futures, and leave the rest to the scheduler's thread.
+librdkafka -> the waiting caller, as with bare confluent-kafka; an answer that comes before a caller's turn ends
+is taken by that caller in one more turn. Their turns hand the metric exports over only when they settle futures,
+and leave the rest to the scheduler's thread.
 
 ``close()`` works from any frame: where it may not wait (a signal handler that interrupted a turn, a handler running
 inside one) it settles every future from its own thread and leaves the rest to another (``close`` returns False).
