@@ -197,6 +197,19 @@ def test_options_are_frozen_values_changed_by_copying() -> None:
         CreateTopicsOptions(request_timeout=-1)
 
 
+def test_a_call_without_options_shares_one_default_options_value_per_type() -> None:
+    """The common call (no options, no keywords) makes no options object of its own (issue 39's latency): the
+    defaults are one frozen value per type; keywords still copy."""
+    from throttled_admin._options import merge_options
+
+    default = merge_options(CreateTopicsOptions, None, {})
+    assert default == CreateTopicsOptions()
+    assert merge_options(CreateTopicsOptions, None, {}) is default
+    assert type(merge_options(CreatePartitionsOptions, None, {})) is CreatePartitionsOptions
+    assert merge_options(CreateTopicsOptions, None, {"timeout_ms": 5}) == CreateTopicsOptions(timeout_ms=5)
+    assert default == CreateTopicsOptions()
+
+
 def test_inherited_futures_resolve_once_whichever_of_librdkafka_and_close_comes_first() -> None:
     """The futures of inherited methods are chained to librdkafka's: its outcome passes through unchanged until
     close(), which fails those still pending; librdkafka completing one later changes nothing and raises

@@ -123,6 +123,20 @@ def test_a_pending_future_makes_no_condition_until_something_waits() -> None:
     assert future._made is None  # settled before anyone waited: never made
 
 
+@pytest.mark.parametrize("read", ["result", "exception"])
+def test_a_future_settled_while_its_caller_assists_makes_no_condition(read: str) -> None:
+    """The fast path (issue 39's latency): a caller in result() that takes the turn settling its own future
+    (``Scheduler.assist``) returns without making the Condition a waiter needs."""
+
+    def assist(future: TopicFuture, timeout: float | None) -> float | None:
+        future.set_result(None)  # as the caller's own turn settles it
+        return timeout
+
+    future = TopicFuture(CallbackRunner(), assist)
+    assert getattr(future, read)(60) is None
+    assert future._made is None
+
+
 def test_wait_first_completed_wakes_when_another_thread_settles() -> None:
     future, other = _pending(), _pending()
     settler = _settle_when_waited_on(future, lambda: future.set_result(None))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import sys
 import threading
@@ -59,6 +60,8 @@ from throttled_admin._validation import Checked, check_delete_topics, check_new_
 
 __all__ = ["ThrottledAdminClient"]
 
+log = logging.getLogger("throttled_admin")
+
 
 class _Transport:
     """The scheduler's way to the librdkafka handle, through a weak reference: the scheduler (and its thread)
@@ -83,16 +86,14 @@ class _Transport:
         try:
             client = self._get()
             call = getattr(_AdminClientImpl, order.method)
-            request: Future[dict[str, KafkaError | None]] = Future()
-            request.set_running_or_notify_cancel()  # as AdminClient._create_future: cancel() returns False
-            request.add_done_callback(functools.partial(_answer_of, on_answer))
+            request = _Answering(on_answer)
             held = sys.getrefcount(request)
             if not sending.begin():
                 return False
             call(client, order.items, request, **_keywords(order))
             return True
         except BaseException:
-            if sending.began and not request.done() and sys.getrefcount(request) <= held:
+            if sending.began and not request.answered and sys.getrefcount(request) <= held:
                 sending.began = False  # confluent-kafka's call did not run: not handed over
             raise
 
@@ -141,14 +142,31 @@ def _keywords(order: SendOrder) -> dict[str, Any]:
     return keywords
 
 
-def _answer_of(on_answer: Callable[[Answer], None], request: Future[dict[str, KafkaError | None]]) -> None:
-    """A request's outcome as AdminClient's ``_make_topics_result`` makes it: KafkaException(error) per topic that
-    failed, or the request's own exception for all of them."""
-    exc = request.exception()
-    if exc is not None:
-        on_answer(exc)
-        return
-    on_answer({name: None if error is None else KafkaException(error) for name, error in request.result().items()})
+class _Answering:
+    """The future confluent-kafka's C methods are given for one request: librdkafka's thread calls ``set_result``
+    or ``set_exception`` once (the only methods it calls), and the answer goes straight to ``on_answer``, as
+    AdminClient's ``_make_topics_result`` makes it (KafkaException(error) per topic that failed, or the request's
+    own exception for all of them). A ``concurrent.futures.Future`` there made a Condition, took its lock four times
+    and ran its callbacks list on librdkafka's thread, holding the GIL the waiting caller needs (issue 39)."""
+
+    __slots__ = ("_on_answer", "answered")
+
+    def __init__(self, on_answer: Callable[[Answer], None]) -> None:
+        self._on_answer = on_answer
+        self.answered = False
+
+    def set_result(self, result: dict[str, KafkaError | None]) -> None:
+        self._answer({name: None if error is None else KafkaException(error) for name, error in result.items()})
+
+    def set_exception(self, exc: BaseException) -> None:
+        self._answer(exc)
+
+    def _answer(self, answer: Answer) -> None:
+        self.answered = True
+        try:
+            self._on_answer(answer)
+        except Exception:  # on librdkafka's thread: logged, as a Future logs a failing done-callback
+            log.exception("handing over a request's answer failed")
 
 
 class _InheritedFutures:

@@ -88,6 +88,8 @@ OptionsT = TypeVar("OptionsT", bound=MutationOptions)
 def merge_options(options_type: type[OptionsT], options: OptionsT | None, kwargs: dict[str, Any]) -> OptionsT:
     """``options`` (or the defaults) with any keyword settings applied on top, by copying."""
     if options is None:
+        if not kwargs:  # the common call: the defaults, made once per type (frozen, so shared)
+            return _default(options_type)
         options = options_type()
     elif not isinstance(options, options_type):
         raise TypeError(f"options must be {options_type.__name__}, got {type(options).__name__}")
@@ -99,3 +101,14 @@ def merge_options(options_type: type[OptionsT], options: OptionsT | None, kwargs
             f"{', '.join(sorted(known))}"
         )
     return dataclasses.replace(options, **kwargs) if kwargs else options
+
+
+_DEFAULTS: dict[type[MutationOptions], MutationOptions] = {}
+
+
+def _default(options_type: type[OptionsT]) -> OptionsT:
+    made = _DEFAULTS.get(options_type)
+    if made is None:
+        made = _DEFAULTS[options_type] = options_type()
+    assert isinstance(made, options_type)
+    return made

@@ -144,6 +144,8 @@ class TopicFuture(Future[None]):
                 return None
             if self._state == PENDING and self._assist is not None:
                 timeout = self._assist(self, timeout)
+                if self._state == FINISHED and self._exception is None:  # settled in the wait: no Condition made
+                    return None
             return super().result(timeout)
         finally:
             # Break the reference cycle future -> exception -> traceback -> this frame -> future, as Future does.
@@ -156,6 +158,8 @@ class TopicFuture(Future[None]):
             raise CancelledError()
         if self._assist is not None:
             timeout = self._assist(self, timeout)
+            if self._state == FINISHED:  # settled in the wait: no Condition made
+                return self._exception
         return super().exception(timeout)
 
     # -- callbacks and cancelling ---------------------------------------------------------------------
