@@ -1883,3 +1883,22 @@ def test_the_model_counts_a_default_create_as_the_engine_after_num_partitions_is
         assert state.flight.request.mutations == 1 + DEFAULT_PARTITIONS
     finally:
         state.teardown()
+
+
+def test_the_model_states_rule_g_a_topic_refused_by_the_broker_and_held_past_its_deadline_is_one_violation() -> None:
+    """Found by the model's random runs ('rule g: 2 violations recorded, 1 quota refusals'): another client of the
+    principal spent the quota; a 0.3 s create is refused with 89 and a throttle longer than its time left. The
+    broker's refusal is its one violation: the throttle that then keeps it from a retry, in the same step, is not
+    a second refusal (it was counted twice)."""
+    state = EngineModel()
+    try:
+        _start(state, mode="strict")
+        state.another_client_spends_the_quota(seconds=2.0)
+        state.another_client_spends_the_quota(seconds=2.0)
+        state.submit("create", ["a"], 0.3, True, False, 1, None, None, False)
+        state.answer_ok(views_after=False)
+        [track] = state.tracks
+        assert isinstance(track.settled[1] if track.settled else None, ThrottlingQuotaExceededException)
+        state.metrics_equal_what_the_responses_said()
+    finally:
+        state.teardown()

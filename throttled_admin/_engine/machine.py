@@ -632,7 +632,8 @@ class Engine:
         """Nothing goes for ``wait_s``; returns when to look again. A call that cannot wait fails its queued topics
         at once as throttled, without sending them (counted as quota violations): behind the broker's throttle
         (``paced`` None: KIP-219), one whose retry is off or whose deadline comes first (Java would sleep through
-        it for nothing); behind the pacer, one of the ``paced`` kind whose deadline comes first."""
+        it for nothing); behind the pacer, one of the ``paced`` kind whose deadline comes first. A topic the broker
+        refused with 89 in this same step was counted then (rule g: one violation per refusal)."""
         throttle_ms = int(wait_s * 1000 + 0.5)
         for call in list(self._queue.calls.values()):
             if not call.queued or (paced is not None and call.kind != paced):
@@ -641,7 +642,8 @@ class Engine:
             if retries and wait_s < call.remaining_s(now):
                 continue
             queued = list(call.queued.values())
-            self._metric(QuotaViolations(call.kind.operation.name, len(queued)))
+            if refused_here := sum(not _refused_by_the_broker_at(topic, now) for topic in queued):
+                self._metric(QuotaViolations(call.kind.operation.name, refused_here))
             for topic in queued:  # an earlier throttle of the topic's own, if longer, is the one it is told
                 self._end(topic, Ending.THROTTLED_HERE, now, throttle_ms=throttle_ms)
         return now + wait_s
@@ -769,6 +771,12 @@ def _own_operation_timeout_s(call: Call, margin_s: float, now: float) -> float:
     own_s = call.budget_s(now) - margin_s
     cap_s = call.spec.operation_timeout_s
     return min(own_s, cap_s) if cap_s else own_s
+
+
+def _refused_by_the_broker_at(topic: Topic, now: float) -> bool:
+    """The broker refused the topic's last attempt with 89 at ``now`` (this step): that refusal is its violation,
+    not a second one when the throttle then keeps it past its deadline (rule g)."""
+    return bool(topic.history) and topic.history[-1].outcome is _THROTTLED and topic.history[-1].ended_at == now
 
 
 def _throttle_event(node_id: int, throttle_s: float, *, mutation: bool = False) -> ResponseThrottle:
