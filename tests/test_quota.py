@@ -492,6 +492,23 @@ def test_a_raise_between_calls_is_followed_within_five_seconds() -> None:
 
 
 @pytest.mark.parametrize(("rate", "burst"), [(10, 110), (10, 10), (400, 400)])
+def test_with_no_change_calls_back_to_back_cost_at_most_one_small_throttle_each(rate: float, burst: float) -> None:
+    """The price of following a raise between calls: each call held back for a second starts its probe afresh, so
+    under an unchanged quota 20 calls of 3 s each draw one throttle each at most (10-87 ms on simulated time; none
+    before, when the back-off of the learning call's refused steps carried over), and keep R·W + B."""
+    pacer, broker, learned = learned_under(rate, burst)
+    start = at = learned.end + 1
+    throttles: list[int] = []
+    for _ in range(20):
+        job = run_job(pacer, broker, int(rate * 3), start=at)
+        throttles += [ms for _, ms in job.answers if ms > 0]
+        at = job.end + 0.05
+    assert len(throttles) <= 20, throttles
+    assert max(throttles, default=0) < 100, throttles
+    assert broker.peak(1.0, start=start) <= rate * 1.0 + burst
+
+
+@pytest.mark.parametrize(("rate", "burst"), [(10, 110), (10, 10), (400, 400)])
 def test_with_no_change_the_probe_never_overdraws_the_quota(rate: float, burst: float) -> None:
     """Issue 40's bound for the probe: with the quota unchanged, the peak admitted in any window of W = 1 s stays
     at or below R·W + B (the probe's steps above the rate are spent from the bucket the broker has shown), over a
