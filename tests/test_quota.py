@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from throttled_admin import MutationQuota
 from throttled_admin._engine import pacer as pacer_module
-from throttled_admin._engine.pacer import _CHARGE_JITTER_S, _LEARNED_PACE, Pacer
+from throttled_admin._engine.pacer import _CHARGE_JITTER_S, _LEARNED_PACE, _STEP_BANK_S, Pacer
 from throttled_admin._kafka.token_bucket import TokenBucket, throttle_time_ms
 
 
@@ -556,9 +556,8 @@ def test_a_failovers_fresh_bucket_is_not_taken_for_a_raised_quota(rate: float, b
     """A controller failover gives the principal a fresh, full bucket (Kafka 4.4, reference §8): the mirror is then
     merely conservative. The probe cannot tell a full bucket from a raised quota until the bucket is spent; the
     first throttle then takes it back, and the second gives the rate again: the rate learned is the broker's, and the
-    peak in any window is R·W + B, plus at most the one request that found the bucket's end (at most what the mirror
-    banks during a step: 95 % of a second of the rate, as in ``test_the_probe_keeps_the_bound_and_follows_the_quota``;
-    this took 0.4 x R before steps after one that held went 3 x)."""
+    peak in any window is R·W + B, plus at most the one request that found the bucket's end (the 0.4 s of the rate a
+    step's mirror banks: ``_STEP_BANK_S``)."""
     pacer, broker, before = learned_under(rate, burst)
     start = before.end + 1
     job = run_job(pacer, broker, int(rate * 40), start=start, changes=[Change(start + 5, failover=True)])
@@ -566,7 +565,7 @@ def test_a_failovers_fresh_bucket_is_not_taken_for_a_raised_quota(rate: float, b
     assert pacer.rate <= rate * 1.05
     assert job.throttled(start) <= 6
     for window_s in (1.0, 3.0, 11.0):
-        assert broker.peak(window_s, start=start) <= rate * window_s + burst + rate * _LEARNED_PACE, window_s
+        assert broker.peak(window_s, start=start) <= rate * window_s + burst + rate * _STEP_BANK_S, window_s
 
 
 @settings(max_examples=25, deadline=None)
