@@ -49,9 +49,6 @@ _MIN_REQUEST_S = 0.1
 _LEARNED_SAMPLES = 5
 _MIN_SAMPLE_SPAN_S = 0.25
 _LEARNED_PACE = 0.95  # a learned rate is paced at this share of the estimate
-# While the probe's step is a guess, the mirror banks this many seconds of the last rate the broker's word gave: the
-# request that finds the end of a bucket the steps spent (a failover's fresh one) overdraws it by no more.
-_STEP_BANK_S = 0.4
 # A known rate gives way to the broker's word only when the learned estimate is this far below it (the estimate's
 # own error is a few percent).
 _CONTRADICTED = 0.9
@@ -121,10 +118,9 @@ class Pacer:
     def _believe(self, rate: float, *, probed: bool = False) -> None:
         """A configured rate (or one above it: it is a ceiling) is paced as given, with its burst; a rate from the
         broker's answers at 95 %, with one second's worth of burst (cautious until a throttle says more). A rate the
-        probe stepped to refills the mirror faster but banks no more than ``_STEP_BANK_S`` of the last rate the
-        broker's word (or the configuration) gave: a step the broker's bucket funded (a failover's, an idle client's)
-        is never saved up as a larger burst, and the request that finds the end of a bucket the steps spent overdraws
-        it by at most that much."""
+        probe stepped to refills the mirror faster but banks no more than one second of the last rate the broker's
+        word (or the configuration) gave: a step the broker's bucket funded (a failover's, an idle client's) is never
+        saved up as a larger burst."""
         self._believed = rate
         if not probed:
             self._base = rate
@@ -135,7 +131,7 @@ class Pacer:
             configured_burst = self.quota.burst if self.quota.burst is not None else 11 * ceiling
             self._set_rate(ceiling, configured_burst if base >= ceiling else base * _LEARNED_PACE)
         else:
-            self._set_rate(rate * _LEARNED_PACE, base * _banked_s(stepped=rate > base))
+            self._set_rate(rate * _LEARNED_PACE, base * _LEARNED_PACE)
 
     def _set_rate(self, rate: float, burst: float) -> None:
         if self._bucket is None:
@@ -324,12 +320,6 @@ class _FirstCharge:
     charged_after_s: float
     steady_round_trips_s: list[float] = field(default_factory=list)
     charges: list[tuple[float, float]] = field(default_factory=list)  # (when the mirror charged it, mutations)
-
-
-def _banked_s(*, stepped: bool) -> float:
-    """The seconds of the broker's last word on the rate the mirror may bank: 95 % of one (a rate from the answers,
-    cautious until a throttle says more), or ``_STEP_BANK_S`` while the probe's step above it is a guess."""
-    return _STEP_BANK_S if stepped else _LEARNED_PACE
 
 
 def _full_at(bucket: TokenBucket, at: float) -> bool:

@@ -5,8 +5,7 @@ when the operator raises the quota (Kafka 4.4 applies a change at once). So afte
 throttle while the pacer held work back (``_STRETCH_ANSWERS`` of them over ``_STRETCH_S``), the believed rate steps
 up by ``_STEP``: the step is taken as the broker's rate until a throttle says otherwise. A step that ran a whole
 stretch unthrottled holds (the broker admitted more than the old rate allows), and the next goes further
-(``_STEP_CONFIRMED``): from 10/s, 100/s is passed in three steps, not four. While a step is a guess the mirror banks
-only 0.4 s of the old rate (``Pacer``), so a step's requests stay small. A throttle after a step takes the rate
+(``_STEP_CONFIRMED``): from 10/s, 100/s is passed in three steps, not four. A throttle after a step takes the rate
 back to the one the last stretch ran on, and each step refused so waits twice as long as the one before (up to
 ``_MAX_STRETCH_S``), so an unchanged quota costs one small throttle every so often, not one a second. No answer
 can tell a raise from an unchanged quota without that throttle: only an answer the old rate would have throttled
