@@ -178,6 +178,7 @@ class Flight:
     quota_first: bool = False  # the broker checks the quota first (a 89 can follow an applied attempt)
     contact_capped: bool = False  # sent before first contact: librdkafka's verdict comes before the shortest deadline
     throttles: list[float] = field(default_factory=list)  # seconds, the throttle events delivered while in flight
+    refused_89: int = 0  # its topics' 89s the client saw: violations once the engine completes the request
 
 
 class EngineModel(RuleBasedStateMachine):
@@ -929,7 +930,7 @@ class EngineModel(RuleBasedStateMachine):
         without its last topic (``drop last``)."""
         tracks = flight.tracks
         last = tracks[-1]
-        last_answered_before = last.answered_ok
+        last_answered_before, last_89_before = last.answered_ok, last.answered_89_at
         results, throttle_s = self.cluster_apply(flight, answered=fate != "bad msg")
         _mark_written(tracks)
         if throttle_s > 0:
@@ -940,6 +941,10 @@ class EngineModel(RuleBasedStateMachine):
         if fate == "drop last":
             last.answered_ok = last_answered_before  # its answer never reaches the client
             last.unanswered += 1
+            if last.answered_89_at != last_89_before:  # nor its 89: no violation the client could count
+                last.answered_89_at = last_89_before
+                self.answers_89 -= 1
+                flight.refused_89 -= 1
             results.pop(last.topic.name)
         elif all(_broker_answer(exc) for exc in results.values()):
             self.note_round_trip(flight)
@@ -1081,7 +1086,7 @@ class EngineModel(RuleBasedStateMachine):
             elif by_quota and answered and track.settled is None:
                 quota_refused.append(track)
         throttle_s = self.throttle_s()
-        self.count_quota_refusals(flight.request.kind.operation, quota_refused, throttle_s)
+        flight.refused_89 += self.count_quota_refusals(flight.request.kind.operation, quota_refused, throttle_s)
         return results, throttle_s
 
     def throttle_s(self) -> float:
@@ -1142,15 +1147,18 @@ class EngineModel(RuleBasedStateMachine):
         else:
             self.cluster[name] = topic.item.new_total_count
 
-    def count_quota_refusals(self, operation: Any, refused: list[Track], throttle_s: float) -> None:
-        """The 89s the client will see (rule g counts them as violations)."""
+    def count_quota_refusals(self, operation: Any, refused: list[Track], throttle_s: float) -> int:
+        """The 89s the client will see (rule g counts them as violations); returns how many."""
+        counted = 0
         for track in refused:
             # Redpanda's DeleteTopics v4 refusal has no message: a violation only with a throttle in its response
             if self.mode == "redpanda" and operation is DELETE_TOPICS and throttle_s <= 0:
                 continue
             self.answers_89 += 1
+            counted += 1
             track.answered_89_at = self.now
             event("refused by the quota (89)")
+        return counted
 
     def quota_error(self, operation: Any) -> KafkaException:
         if self.mode != "redpanda":
@@ -1480,7 +1488,8 @@ class EngineModel(RuleBasedStateMachine):
         recorded = [t for t in self.throttle_events_recorded() if t > 0]
         assert [t for t in throttles if t > 0] == recorded, f"rule g: throttles {throttles}, responses {recorded}"
         violations = sum(event.topics for event in self.sink.of(QuotaViolations))
-        refusals = self.answers_89 + self.local_refusals
+        # the 89s of a request still in flight (an answer missing a topic) are counted when it completes
+        refusals = self.answers_89 - (self.flight.refused_89 if self.flight is not None else 0) + self.local_refusals
         maybe = self.maybe_local_refusals
         assert refusals <= violations <= refusals + maybe, (
             f"rule g: {violations} violations recorded, {refusals} quota refusals (and {maybe} perhaps)"
