@@ -180,10 +180,9 @@ def test_kill_9_of_the_active_controller_mid_job_every_outcome_true(
     assert set(held) <= set(names)
 
 
-def _our_unread_bytes(cluster: KafkaCluster) -> dict[int, int]:
-    """Node id -> bytes this process wrote to the node that the node has not read (its socket's receive queue):
-    a paused node's unread requests. From /proc/net/tcp and tcp6: this process's sockets (by inode) towards a
-    node's port, and the node's side of each of those connections."""
+def _our_connections(cluster: KafkaCluster) -> list[tuple[int, int, bool]]:
+    """This process's TCP connections to the nodes' ports, from /proc/net/tcp and tcp6 (the JVM's sockets are IPv6,
+    dual-stack): (node id, bytes the node has not read from it (its side's receive queue), established)."""
     import os
 
     inodes = set()
@@ -194,20 +193,35 @@ def _our_unread_bytes(cluster: KafkaCluster) -> dict[int, int]:
             continue
         if target.startswith("socket:["):
             inodes.add(target[8:-1])
-    rows: list[tuple[int, int, int, str]] = []  # local port, remote port, receive queue, inode
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):  # the JVM's sockets are IPv6 (dual-stack)
+    rows: list[tuple[int, int, int, str, bool]] = []  # local port, remote port, receive queue, inode, established
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         with open(table) as f:
             for line in f.readlines()[1:]:
                 fields = line.split()
                 port = [int(address.split(":")[1], 16) for address in fields[1:3]]
-                rows.append((port[0], port[1], int(fields[4].split(":")[1], 16), fields[9]))
+                rx = int(fields[4].split(":")[1], 16)
+                rows.append((port[0], port[1], rx, fields[9], fields[3] == "01"))
     ports = {n.plaintext_port: n.node_id for n in cluster.nodes}
-    ours = {(local, remote) for local, remote, _, inode in rows if inode in inodes and remote in ports}
+    ours = {(local, remote): up for local, remote, _, inode, up in rows if inode in inodes and remote in ports}
+    return [
+        (ports[local], rx, ours[(remote, local)])
+        for local, remote, rx, _, _ in rows
+        if local in ports and (remote, local) in ours
+    ]
+
+
+def _our_unread_bytes(cluster: KafkaCluster) -> dict[int, int]:
+    """Node id -> bytes this process wrote to the node that the node has not read: a paused node's unread requests."""
     unread: dict[int, int] = {}
-    for local, remote, rx, _ in rows:
-        if local in ports and (remote, local) in ours and rx > 0:
-            unread[ports[local]] = unread.get(ports[local], 0) + rx
+    for node_id, rx, _ in _our_connections(cluster):
+        if rx > 0:
+            unread[node_id] = unread.get(node_id, 0) + rx
     return unread
+
+
+def _nodes_connected(cluster: KafkaCluster) -> set[int]:
+    """The nodes this process has an established connection to."""
+    return {node_id for node_id, _, up in _our_connections(cluster) if up}
 
 
 # Scenario 3: kill -9 of the node the client is sending to, with a request certainly in flight. Every node is paused
@@ -229,6 +243,10 @@ def test_kill_9_of_the_node_the_client_sends_to_mid_request_outcome_unknown_only
         # A first answer (a round trip known): the pacer's next request takes what the bucket holds at once.
         assert outcomes(admin.create_topics([NewTopic(warm, 1, RF)])) == {warm: None}
         sent_before = admin.metrics()["mutations-sent-total"]
+        # Whichever node librdkafka names controller next, its connection is up before the nodes are paused (a node
+        # back from the last test's restart may join Metadata late, and its handshake would never be answered).
+        every = {node.node_id for node in kafka_quorum.nodes}
+        assert wait_until(lambda: _nodes_connected(kafka_quorum) == every, 30), _nodes_connected(kafka_quorum)
         for node in kafka_quorum.nodes:
             kafka_quorum.pause(node)
         try:
