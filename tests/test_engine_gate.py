@@ -262,6 +262,11 @@ def test_failed_node_counts_no_timed_out_request_or_connection() -> None:
         )
         is None
     )
+    # a connect that timed out (the kernel's ETIMEDOUT), in the words of a connect that failed: not the broker's side
+    connect = (
+        "127.0.0.1:9092/1: Connect to ipv4#127.0.0.1:9092 failed: Connection timed out (after 30001ms in state CONNECT)"
+    )
+    assert failed_node(connect) is None
 
 
 # -- a request in flight on a node that goes away --------------------------------------------------------------
