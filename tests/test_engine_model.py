@@ -51,7 +51,7 @@ from throttled_admin import (
     ThrottlingQuotaExceededException,
 )
 from throttled_admin._engine import Send, TopicRef, TopicSpec, wrong_listener
-from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST, EngineConfig
+from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST, SETTLE_AFTER_SEND_FROM, EngineConfig
 from throttled_admin._engine.connection import Drained
 from throttled_admin._engine.machine import Engine, Outbox
 from throttled_admin._engine.metric_events import (
@@ -263,6 +263,7 @@ class EngineModel(RuleBasedStateMachine):
         reached=st.sampled_from([True, True, True, False, "unreachable"]),
         per_request=st.sampled_from([None, 1, 2]),
         bulk=st.sampled_from([None, "create", "delete", "delete", "grow"]),
+        settle_late_from=st.sampled_from([SETTLE_AFTER_SEND_FROM, 1]),
     )
     def start(
         self,
@@ -274,6 +275,7 @@ class EngineModel(RuleBasedStateMachine):
         reached: bool | str,
         per_request: int | None,
         bulk: str | None,
+        settle_late_from: int = SETTLE_AFTER_SEND_FROM,
     ) -> None:
         """A cluster (its quota mode, its topics, its batch cap), an engine (paced or not), whether a broker has
         answered the contact probe (or never can be reached), and mostly a bulk wait_for_metadata call first."""
@@ -289,7 +291,10 @@ class EngineModel(RuleBasedStateMachine):
             self.bucket = TokenBucket(RATE, window_num=2, window_size_s=1.0)
         pacer = Pacer(MutationQuota(rate=RATE, burst=2 * RATE)) if paced and mode != "none" else None
         backoff = RetryBackoff(initial_ms=100, max_ms=1000)
-        config = EngineConfig(max_topics_per_request=self.per_request, seed=seed)
+        # an applied answer of this many topics settles after the next send (issue 40): often every answer here
+        config = EngineConfig(
+            max_topics_per_request=self.per_request, seed=seed, settle_after_send_from=settle_late_from
+        )
         self.engine = Engine(pacer=pacer, backoff=backoff, config=config)
         self.paced = pacer is not None
         self.unreachable = reached == "unreachable"

@@ -81,6 +81,7 @@ from throttled_admin._engine.classify import (
 from throttled_admin._engine.config import MAX_RECORDS_PER_REQUEST, MAX_TOPICS_PER_REQUEST, EngineConfig
 from throttled_admin._engine.connection import Drained
 from throttled_admin._engine.contact import Contact, contact_failure
+from throttled_admin._engine.late_settle import LateSettlement
 from throttled_admin._engine.learning import Learning
 from throttled_admin._engine.lifecycle import Attempt, TopicState
 from throttled_admin._engine.metadata import MetadataReads
@@ -194,6 +195,7 @@ class Engine:
         self._contact = Contact()  # first contact: has a broker answered this client?
         self._metadata = MetadataReads()  # partition counts, and the cluster's default partition count
         self._closed = False
+        self._late = LateSettlement(config.settle_after_send_from)  # a large applied answer settled after the send
         self._out: list[Action] = []  # what to do, decided since the last step (``actions``)
 
     # -- state the driver reads -------------------------------------------------------------------
@@ -370,6 +372,8 @@ class Engine:
 
     def close(self, now: float) -> None:
         """Fail everything pending: queued topics were not sent; in-flight ones may have been applied."""
+        if (late := self._late.take()) is not None:  # an answer taken already: what it said
+            self._settle_answered(*late, now)
         self._closed = True
         if self._slot.request is not None:  # its responses' throttles still count (KIP-124), answered or not
             self._metric(*self._slot.request.throttle_events(answered=False))
@@ -383,6 +387,8 @@ class Engine:
     def step(self, now: float) -> Outbox:
         """Decide what can be decided at ``now``; returns (and clears) everything to do, in order (``actions``)."""
         if not self._closed:
+            if (late := self._late.take()) is not None:  # before anything looks at its topics (a deadline: rule e)
+                self._settle_answered(*late, now)
             if (request := self._slot.done(now)) is not None:
                 self._complete(request, now)
             if (error := self._contact.auth_error(now, AUTH_ERROR_TTL_S)) is not None:
@@ -399,6 +405,10 @@ class Engine:
                 wake_at = min(wake_at, self._next_request(now))
             else:
                 wake_at = min(wake_at, self._slot.settles_at())
+            if self._late.held:  # settled after the next request, at once; if none went, now
+                wake_at = now
+                if self._slot.request is None and (late := self._late.take()) is not None:
+                    self._settle_answered(*late, now)
             # after the sending, which may settle queued topics: nothing is read about a topic settled in this step
             read, read_at = self._views.plan(self._queue.calls.values(), now)
             if read is not None:
@@ -534,17 +544,14 @@ class Engine:
             if response.throttle_s > throttle_s:  # Redpanda's charge: waited out as a throttle
                 self._gate.record(-1, response.throttle_s, now)
         accepted = _progress(request.topics, outcomes)
-        retried = self._settle_answered(request, response, now)
+        retried = not self._late.hold(request, response, now) and self._settle_answered(request, response, now)
         if answered:  # Redpanda's refused topics are charged all the same: the pacer's mirror counts them
             self._learned.answered(request, results, charged + accepted, response.throttle_s, now)
             self._contact.auth = None  # a broker answered: an authentication failure is over
         spoke = answered and not _SPEAKS_FOR_QUOTA.isdisjoint(outcomes.values())
         if self._gate.completed(request.id, spoke_for_quota=spoke) and self._learned.pacer is not None:
             self._learned.pacer.connection_renewed(response.throttle_s, now)  # the debt the fresh answer disproved
-        if accepted:
-            self._metric(MutationsAdmitted(operation, accepted))
-        if retried:
-            self._metric(Retried(operation))
+        self._metric(*_answer_events(operation, accepted, retried))
 
     def _settle_answered(self, request: Request, response: Response, now: float) -> bool:
         """Carry out each topic's verdict (a topic no longer in flight was settled already: its deadline passed,
@@ -785,6 +792,14 @@ def _throttle_event(node_id: int, throttle_s: float, *, mutation: bool = False) 
 
 # No result for the topic: the response left it out, or librdkafka never completed the request.
 _MISSING = KafkaException(KafkaError(KafkaError._TIMED_OUT, "no result for the topic in the response"))
+
+
+def _answer_events(operation: str, accepted: int, retried: bool) -> list[MetricEvent]:
+    """An answer's metric events: the mutations it admitted, and a retry if any topic was queued again."""
+    events: list[MetricEvent] = [MutationsAdmitted(operation, accepted)] if accepted else []
+    if retried:
+        events.append(Retried(operation))
+    return events
 
 
 def _progress(topics: list[Topic], outcomes: dict[str, Outcome]) -> int:
