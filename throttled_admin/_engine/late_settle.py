@@ -19,7 +19,7 @@ from throttled_admin._engine.request import Request
 
 __all__ = ["LateSettlement"]
 
-_SUCCESS = Outcome.SUCCESS
+_ALL_APPLIED = {Outcome.SUCCESS}
 
 
 class LateSettlement:
@@ -41,11 +41,10 @@ class LateSettlement:
             return False
         if response.throttle_s > 0 or response.split:
             return False
-        if not all(outcome is _SUCCESS for outcome in response.outcomes.values()):
+        if set(response.outcomes.values()) != _ALL_APPLIED:
             return False
-        if not all(
-            topic.call.spec.deadline > now and not topic.call.spec.wait_for_metadata for topic in request.topics
-        ):
+        specs = [call.spec for call in {topic.call for topic in request.topics}]  # a Call hashes by identity
+        if not all(spec.deadline > now and not spec.wait_for_metadata for spec in specs):
             return False
         self._held = request, response
         return True

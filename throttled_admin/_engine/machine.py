@@ -694,22 +694,26 @@ class Engine:
         mutations = records = 0
         shortest = longest = 0.0  # the time budgets of the calls chosen (rule c)
         last_call: Call | None = None
-        remaining_s = time_s = 0.0
+        time_s = 0.0
+        times = (0.0, 0.0)
+        cap = self._learned.cap.limit
         for topic in candidates:
             cost = topic.cost or 0
-            if chosen and (mutations + cost > budget or records + topic.records > self._learned.cap.limit):
+            if chosen and (mutations + cost > budget or records + topic.records > cap):
                 break
             call = topic.call
             if call is not last_call:  # a call's topics are in a row: its times once
-                last_call, remaining_s, time_s = call, call.remaining_s(now), call.budget_s(now)
-            late = self._too_late(topic, estimates, len(chosen) + 1, (remaining_s, time_s), now)
+                last_call, time_s = call, call.budget_s(now)
+                times = call.remaining_s(now), time_s
+            late = self._too_late(topic, estimates, len(chosen) + 1, times, now)
             if late is not None:
                 self._end(topic, late[0], now, why=late[1], because=late[2])
                 continue
-            if chosen and max(longest, time_s) > COALESCE_RATIO * min(shortest, time_s):
-                continue  # rule c: its budget is far from the others'; it goes in a request of its own
-            shortest = time_s if not chosen else min(shortest, time_s)
-            longest = max(longest, time_s)
+            if not chosen or chosen[-1].call is not call:  # the last one chosen of its call: its budget is in
+                if chosen and max(longest, time_s) > COALESCE_RATIO * min(shortest, time_s):
+                    continue  # rule c: its budget is far from the others'; it goes in a request of its own
+                shortest = time_s if not chosen else min(shortest, time_s)
+                longest = max(longest, time_s)
             chosen.append(topic)
             mutations += cost
             records += topic.records
