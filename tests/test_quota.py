@@ -520,6 +520,26 @@ def test_with_no_change_the_probe_never_overdraws_the_quota(rate: float, burst: 
     assert job.end - learned.end <= 60 * 1.1 + 1 + burst / rate
 
 
+@pytest.mark.parametrize("rate", [40.0, 400.0])
+@pytest.mark.parametrize("learned_share", [0.85, 0.9])
+@pytest.mark.parametrize("cost", [1, 4])
+def test_a_step_after_one_the_brokers_full_bucket_funded_keeps_the_bound(
+    rate: float, learned_share: float, cost: int
+) -> None:
+    """Issue 40, the quorum's learned peak (91 and 87 against R·W + B = 80 at R = B = 40): a rate learned a little low
+    (33-35/s paced against 40 in the trace) lets the broker's bucket fill; the probe's 2 x step ran a whole stretch
+    unthrottled on it and held, and the 4 x step after it added a request to a window that already held the stretch:
+    85-93 on simulated time. Every window stays within R·W + B, and the job still ends within 1.1 x T*."""
+    burst = rate
+    pacer, broker = Pacer(MutationQuota()), ChangingBroker(rate, burst)
+    for _ in range(5):
+        pacer.sample(rate * learned_share)  # a rate read as a sample (``Pacer.sample``): the median of five
+    topics = int(rate * 25 / cost)
+    job = run_job(pacer, broker, topics, cost)
+    assert broker.peak(1.0) <= rate * 1.0 + burst, broker.peak(1.0) / (rate + burst)
+    assert job.end <= 1.1 * (topics * cost - burst) / rate
+
+
 @pytest.mark.parametrize("learned", [False, True])
 def test_after_a_drop_from_40_to_4_at_most_six_answers_are_throttled(learned: bool) -> None:
     """Issue 37: ``MutationQuota(rate=40)`` kept pacing at 40/s after the quota was lowered to 4/s and was throttled
