@@ -20,19 +20,19 @@ jitter of their own charges, that is when the mirror is replayed from (every lat
 bucket that filled up meanwhile loses the refill again). A first request held before the broker read it (a slow
 thread) has a round trip longer than theirs by the hold, and gets nothing back.
 
-With no configured rate the pacer learns it. Right after a throttle t0 the bucket holds K = -t0 x R; if N
-mutations are admitted in the requests sent over the next dt seconds (the bucket never filling up meanwhile),
-and the last of them is answered with throttle t1, then -t1 x R = -t0 x R + dt x R - N, so
-R = N / (t1 - t0 + dt). A sample is taken over at least 0.25 s, so millisecond timing noise stays small; the
-median of the last five is the estimate, paced at 95 % of it so an estimate a little high draws no throttle.
-Until a rate is known, requests grow from 32 mutations, doubling after each answer without a throttle (slow start),
-each kept within what the answers prove any window of one second may hold (``slow_start.py``), so the learner
-never pushes a permissive broker past R·W + B. Once the rate is learned, that proof goes on (``_window_limit``):
-every window of W holds at most R·W + B at the rate paced and the q = B / R slow start proved (at least one second,
-the least Kafka allows), or what the answers since the last learned rate prove, if more. The probe's steps
+With no configured rate the pacer learns it. Right after a throttle t0 the bucket holds K = -t0 x R; if N mutations
+are admitted in the requests sent over the next dt seconds (the bucket never filling up meanwhile), and the last of
+them is answered with throttle t1, then -t1 x R = -t0 x R + dt x R - N, so R = N / (t1 - t0 + dt). A sample is taken
+over at least 0.25 s, so millisecond timing noise stays small; the median of the last five is the estimate, paced at
+95 % of it so an estimate a little high draws no throttle. Until a rate is known, requests grow from 32 mutations,
+doubling after each answer without a throttle (slow start), each kept within what the answers prove any window of
+one second may hold (``slow_start.py``), so the learner never pushes a permissive broker past R·W + B. Once the rate
+is learned, that proof goes on (``_window_limit``): every window of W holds at most R·W + B at the rate paced and
+the q = B / R slow start proved (at least one second, the least Kafka allows), or what the answers since the last
+estimate or step prove, if more (a failover's fresh bucket inflates a proof across it). The probe's steps
 (``rate_probe.py``) refill the mirror faster but stay within it: a step funded by a bucket that filled while the
-pace ran below the broker's rate holds, and the next step's request then found a window the stretch had filled
-(91 against R·W + B = 80 on a three-node quorum).
+pace ran below the broker's rate holds, and the next step's request then found a window the stretch had filled (91
+against R·W + B = 80 on a three-node quorum).
 """
 
 from __future__ import annotations
@@ -133,11 +133,11 @@ class Pacer:
         self._believed = rate
         if not probed:
             self._base = rate
-            if self.quota.rate is None:
-                if self._windows_s is None:
-                    proved = self._slow_start.proved  # R·(W + q) >= proved, with R the rate learned
-                    self._windows_s = max(_LEAST_WINDOWS_S, (proved or 0.0) / rate - _WINDOW_S)
-                self._slow_start = self._slow_start.restart(self._windows_s)
+            if self.quota.rate is None and self._windows_s is None:
+                proved = self._slow_start.proved  # R·(W + q) >= proved, with R the rate learned
+                self._windows_s = max(_LEAST_WINDOWS_S, (proved or 0.0) / rate - _WINDOW_S)
+        if self._windows_s is not None:
+            self._slow_start = self._slow_start.restart(self._windows_s)
         ceiling = self.quota.rate
         base = min(rate, self._base if self._base is not None else rate)
         if ceiling is not None and rate >= ceiling:

@@ -16,7 +16,8 @@ the first request's size (a quota whose R·W + B is less is overdrawn by it): a 
 otherwise prove too little for the next to fit beside it.
 
 After the rate is known, the pacer keeps the proof going (``Pacer._window_limit``): a new one from each rate learned
-(q as slow start proved it, ``restart``), beside the same window of answers, and at least R·W + B at the rate paced.
+or stepped to (q as slow start proved it, ``restart``), beside the same window of answers, and at least R·W + B at the
+rate paced.
 
 q is the broker's configuration, which the client does not know: the learner takes q = 1 s, the least Kafka allows,
 and its bound is exact where R = B. For q > 1 the bound overestimates by at most 2q / (1 + q) (at c + t = 0), so the
