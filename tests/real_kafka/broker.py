@@ -406,14 +406,18 @@ class KafkaCluster:
                 raise RuntimeError(f"quota of user={user} client-id={client_id} not visible after 30 s")
             time.sleep(0.02)
 
-    def describe_quota(self, *, user: str | None = None, client_id: str | None = None) -> float | None:
+    def describe_quota(
+        self, *, user: str | None = None, client_id: str | None = None, port: int | None = None
+    ) -> float | None:
+        """The quota as one broker (``port``, by default the first) describes it."""
         from kafka.protocol.admin.client_quotas import DescribeClientQuotasRequest
 
         C = DescribeClientQuotasRequest.ComponentData
         components = [
             C(entity_type=t, match_type=0, match=n) for t, n in (("user", user), ("client-id", client_id)) if n
         ]
-        response = self._wire_request(DescribeClientQuotasRequest(version=1, components=components, strict=True))
+        request = DescribeClientQuotasRequest(version=1, components=components, strict=True)
+        response = self._wire_request(request, port)
         for entry in response.entries or []:
             for value in entry.values:
                 if value.key == "controller_mutation_rate":

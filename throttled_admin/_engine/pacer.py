@@ -20,14 +20,19 @@ jitter of their own charges, that is when the mirror is replayed from (every lat
 bucket that filled up meanwhile loses the refill again). A first request held before the broker read it (a slow
 thread) has a round trip longer than theirs by the hold, and gets nothing back.
 
-With no configured rate the pacer learns it. Right after a throttle t0 the bucket holds K = -t0 x R; if N
-mutations are admitted in the requests sent over the next dt seconds (the bucket never filling up meanwhile),
-and the last of them is answered with throttle t1, then -t1 x R = -t0 x R + dt x R - N, so
-R = N / (t1 - t0 + dt). A sample is taken over at least 0.25 s, so millisecond timing noise stays small; the
-median of the last five is the estimate, paced at 95 % of it so an estimate a little high draws no throttle.
-Until a rate is known, requests grow from 32 mutations, doubling after each answer without a throttle (slow start),
-each kept within what the answers prove any window of one second may hold (``slow_start.py``), so the learner
-never pushes a permissive broker past R·W + B.
+With no configured rate the pacer learns it. Right after a throttle t0 the bucket holds K = -t0 x R; if N mutations
+are admitted in the requests sent over the next dt seconds (the bucket never filling up meanwhile), and the last of
+them is answered with throttle t1, then -t1 x R = -t0 x R + dt x R - N, so R = N / (t1 - t0 + dt). A sample is taken
+over at least 0.25 s, so millisecond timing noise stays small; the median of the last five is the estimate, paced at
+95 % of it so an estimate a little high draws no throttle. Until a rate is known, requests grow from 32 mutations,
+doubling after each answer without a throttle (slow start), each kept within what the answers prove any window of
+one second may hold (``slow_start.py``), so the learner never pushes a permissive broker past R·W + B. Once the rate
+is learned, that proof goes on (``_window_limit``): every window of W holds at most R·W + B at the rate paced and
+the q = B / R slow start proved (at least one second, the least Kafka allows), or what the answers since the last
+estimate or step prove, if more (a failover's fresh bucket inflates a proof across it). The probe's steps
+(``rate_probe.py``) refill the mirror faster but stay within it: a step funded by a bucket that filled while the
+pace ran below the broker's rate holds, and the next step's request then found a window the stretch had filled (91
+against R·W + B = 80 on a three-node quorum).
 """
 
 from __future__ import annotations
@@ -49,6 +54,9 @@ _MIN_REQUEST_S = 0.1
 _LEARNED_SAMPLES = 5
 _MIN_SAMPLE_SPAN_S = 0.25
 _LEARNED_PACE = 0.95  # a learned rate is paced at this share of the estimate
+# A learned rate's window limit (``_window_limit``): W, and the least q = B / R Kafka allows (one window of 1 s).
+_WINDOW_S = 1.0
+_LEAST_WINDOWS_S = 1.0
 # A known rate gives way to the broker's word only when the learned estimate is this far below it (the estimate's
 # own error is a few percent).
 _CONTRADICTED = 0.9
@@ -105,6 +113,7 @@ class Pacer:
         self._base: float | None = None  # the last rate from the broker's word or the configuration (not a probe's)
         self._probe = RateProbe(quota.rate)  # steps the believed rate up after a stretch without a throttle
         self._held = False  # the last request's budget left work waiting: the rate, not the work, was the limit
+        self._windows_s: float | None = None  # a learned rate's q = B / R as slow start proved it (``_window_limit``)
         if quota.rate is not None:
             self._believe(quota.rate)
 
@@ -124,6 +133,11 @@ class Pacer:
         self._believed = rate
         if not probed:
             self._base = rate
+            if self.quota.rate is None and self._windows_s is None:
+                proved = self._slow_start.proved  # R·(W + q) >= proved, with R the rate learned
+                self._windows_s = max(_LEAST_WINDOWS_S, (proved or 0.0) / rate - _WINDOW_S)
+        if self._windows_s is not None:
+            self._slow_start = self._slow_start.restart(self._windows_s)
         ceiling = self.quota.rate
         base = min(rate, self._base if self._base is not None else rate)
         if ceiling is not None and rate >= ceiling:
@@ -161,6 +175,8 @@ class Pacer:
         tokens = max(0.0, round(bucket.measure(now), _BUDGET_DECIMALS))
         if tokens >= bucket.burst and pending_cost > tokens and self._shortest_round_trip_s == math.inf:
             tokens = min(tokens, bucket.rate * _MIN_REQUEST_S)
+        if (limit := self._window_limit()) is not None:
+            tokens = max(0.0, min(tokens, round(self._slow_start.room(now, limit), _BUDGET_DECIMALS)))
         self._held = pending_cost > tokens
         return tokens
 
@@ -179,7 +195,18 @@ class Pacer:
             wanted = pending_cost
         wanted = max(wanted, min(cost, bucket.burst))
         missing = round(wanted - bucket.measure(now), _BUDGET_DECIMALS)  # as the budget: no wait of a rounding error
-        return max(0.0, missing / bucket.rate)
+        wait_s = max(0.0, missing / bucket.rate)
+        if (limit := self._window_limit()) is not None:
+            wait_s = max(wait_s, self._slow_start.wait_for(wanted, now, limit))
+        return wait_s
+
+    def _window_limit(self) -> float | None:
+        """What any window of W may hold under a learned rate (None: a configured one, whose mirror is exact): R·W + B
+        at the rate paced and the q = B / R that slow start proved, at least one second (module docstring). Steps of
+        the probe (``rate_probe.py``) refill the mirror faster, never past it."""
+        if self.quota.rate is not None or self._base is None or self._windows_s is None:
+            return None
+        return self._base * _LEARNED_PACE * (_WINDOW_S + self._windows_s)
 
     # -- after a response ------------------------------------------------------------------------
 
@@ -191,7 +218,7 @@ class Pacer:
         round_trip_s = max(0.0, now - sent_at)
         self._shortest_round_trip_s = min(self._shortest_round_trip_s, round_trip_s)
         bucket = self._bucket
-        if bucket is None:
+        if bucket is None or self.quota.rate is None:  # learned: what the window holds (``_window_limit``)
             self._slow_start.answered(admitted, throttle_s=throttle_s, sent_at=sent_at, now=now)
         if bucket is not None and admitted > 0:
             self._charge(bucket, admitted, round_trip_s, throttled=throttle_s > 0, sent_at=sent_at, now=now)

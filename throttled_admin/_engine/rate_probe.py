@@ -11,13 +11,13 @@ back to the one the last stretch ran on, and each step refused so waits twice as
 can tell a raise from an unchanged quota without that throttle: only an answer the old rate would have throttled
 shows the new one.
 
-The back-off belongs to one run of work held back. Once the client caught up (an answer of a request that sent
-all it had), the next run's first step goes after ``_STRETCH_S`` again: a quota raised between calls is followed
-within about four seconds, at the cost of one small throttle per held run when it was not. A step that held does
-not shorten the back-off: a failover's fresh bucket funds steps as a raise does. A step raises the mirror's refill,
-never its tokens: what a step may overdraw is bounded by the requests sent between it and the broker's throttle,
-one at a time (docs/semantics.md, "Pacing to the quota"). A known rate is a ceiling: the probe takes a rate the
-broker lowered back up to it, never beyond."""
+The back-off belongs to one run of work held back. Once the client caught up (an answer of a request that sent all it
+had), the next run's first step goes after ``_STRETCH_S`` again: a quota raised between calls is followed within about
+four seconds, at the cost of one small throttle per held run when it was not. A step that held does not shorten the
+back-off: a failover's fresh bucket funds steps as a raise does. A step raises the mirror's refill, never its tokens,
+and never what a window may hold (``Pacer._window_limit``: R·W + B as the answers prove it), so a step the broker's full
+bucket funded does not overdraw it (docs/semantics.md, "Pacing to the quota"). A known rate is a ceiling: the probe
+takes a rate the broker lowered back up to it, never beyond."""
 
 from __future__ import annotations
 

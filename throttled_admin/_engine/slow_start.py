@@ -15,6 +15,10 @@ before its answer), and the next request fits beside them or waits for them to l
 the first request's size (a quota whose R·W + B is less is overdrawn by it): a first request of one topic would
 otherwise prove too little for the next to fit beside it.
 
+After the rate is known, the pacer keeps the proof going (``Pacer._window_limit``): a new one from each rate learned
+or stepped to (q as slow start proved it, ``restart``), beside the same window of answers, and at least R·W + B at the
+rate paced.
+
 q is the broker's configuration, which the client does not know: the learner takes q = 1 s, the least Kafka allows,
 and its bound is exact where R = B. For q > 1 the bound overestimates by at most 2q / (1 + q) (at c + t = 0), so the
 learner stays within 2q / (1 + q) x R·W + B: 1.83 x for Kafka's default 11 windows. (Taking q = 11 would be exact
@@ -47,15 +51,24 @@ class SlowStart:
 
     def budget(self, now: float) -> float:
         """Mutations the next request may carry now."""
-        return max(0.0, min(self._size, self._room(now)))
+        return max(0.0, min(self._size, self.room(now)))
+
+    def restart(self, windows_s: float) -> SlowStart:
+        """A new proof from the next send (the pacer's rate changed), with ``windows_s`` for q, beside the same window
+        of answers."""
+        return SlowStart(windows_s=windows_s, _answers=self._answers)
+
+    @property
+    def proved(self) -> float | None:
+        """The best lower bound of R·W + B the answers proved (None: nothing admitted yet)."""
+        return self._bound
 
     def wait_s(self, cost: float, pending_cost: float, now: float) -> float:
         """How long until a request of the next topic's ``cost`` (and, while more is pending, a tenth of what the window
         may hold) fits the window: an answer leaves it W after it came."""
-        self._held(now)
         limit = self._limit()
         wanted = max(min(max(cost, limit * _WORTHWHILE), pending_cost, self._size, limit), min(cost, limit))
-        return max(0.0, self._leaves_at(wanted) - now)
+        return self.wait_for(wanted, now)
 
     def answered(self, mutations: float, *, throttle_s: float, sent_at: float, now: float) -> None:
         """``mutations`` admitted by a request sent at ``sent_at``, answered at ``now`` with ``throttle_s``."""
@@ -69,10 +82,11 @@ class SlowStart:
         if throttle_s <= 0:
             self._size *= 2
 
-    def _limit(self) -> float:
-        """What a window may hold: the bound, and at least the first request's 32 (a request of one topic would
-        otherwise prove too little for the next topic to fit beside it)."""
-        return max(self._bound or 0.0, _FIRST_MUTATIONS)
+    def _limit(self, floor: float = 0.0) -> float:
+        """What a window may hold: the bound, at least ``floor`` (what the pacer's rate proves), and at least the
+        first request's 32 (a request of one topic would otherwise prove too little for the next topic to fit beside
+        it)."""
+        return max(self._bound or 0.0, _FIRST_MUTATIONS, floor)
 
     def _held(self, now: float) -> float:
         """What the window ending at a charge at ``now`` or later may hold already."""
@@ -80,16 +94,19 @@ class SlowStart:
             self._answers.popleft()
         return sum(mutations for _, mutations in self._answers)
 
-    def _room(self, now: float) -> float:
-        return self._limit() - self._held(now)
+    def room(self, now: float, floor: float = 0.0) -> float:
+        """What the next request may add to the window (``floor``: as ``_limit``)."""
+        return self._limit(floor) - self._held(now)
 
-    def _leaves_at(self, wanted: float) -> float:
-        """When the window has room for ``wanted`` (at most the limit): as answers leave it."""
-        held = sum(mutations for _, mutations in self._answers)
-        at = 0.0
+    def wait_for(self, wanted: float, now: float, floor: float = 0.0) -> float:
+        """How long until the window has room for ``wanted`` (at most the limit): as answers leave it."""
+        limit = self._limit(floor)
+        wanted = min(wanted, limit)
+        held = self._held(now)
+        at = now
         for answered_at, mutations in self._answers:
-            if self._limit() - held >= wanted:
+            if limit - held >= wanted:
                 break
             held -= mutations
             at = answered_at + _WINDOW_S
-        return at
+        return max(0.0, at - now)
