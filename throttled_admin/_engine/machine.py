@@ -437,7 +437,9 @@ class Engine:
         return wake_at
 
     def _metric(self, *events: MetricEvent) -> None:
-        self._out.extend(Emit(event) for event in events)
+        out = self._out
+        for event in events:
+            out.append(Emit(event))
 
     def _finish(self, topic: Topic, exc: BaseException | None, now: float) -> None:
         """Book a topic's outcome; the driver resolves its future."""
@@ -615,7 +617,7 @@ class Engine:
         topics = list(self._queue.eligible(kind, now, self._views.reads_ids))
         if probe := self._gate.probe_due(now):  # a throttle whose connection is gone: one topic, the cheapest, first
             topics = [min(topics, key=lambda topic: (topic.cost is None, topic.cost or 0))]
-        if self._metadata.refresh or any(topic.cost is None for topic in topics):
+        if self._metadata.refresh or _any_cost_unknown(topics):
             # costs not yet known, or metadata to refresh (after NOT_CONTROLLER): a read off the deadline-keeping
             # path (expiry goes on meanwhile), waited for
             if self._metadata.ask():
@@ -652,7 +654,8 @@ class Engine:
         """Put the next request in the outbox: the candidates (queued, sendable, of one kind, in call order) that
         fit it (``_choose``), with the timeouts their calls allow (``_timeouts``). Returns when to look again."""
         # The round-trip floor for a first attempt and for a retry, computed once for the whole request.
-        estimates = {samples: self._learned.round_trip.estimate(now, samples) for samples in (1, MIN_SAMPLES)}
+        round_trip = self._learned.round_trip
+        estimates = {1: round_trip.estimate(now, 1), MIN_SAMPLES: round_trip.estimate(now, MIN_SAMPLES)}
         chosen, mutations, _, longest = self._choose(candidates, estimates, now)
         if not chosen:
             return now
@@ -663,8 +666,8 @@ class Engine:
         request = self._slot.hand_over(kind, chosen, mutations, (request_timeout_s, operation_timeout_s), now)
         request_id = request.id
         self._gate.sent(request_id, now)
-        refs = tuple(topic.ref for topic in chosen)
-        items = tuple(topic.item for topic in chosen)
+        refs = tuple([TopicRef(topic.call.id, topic.name) for topic in chosen])
+        items = tuple([topic.item for topic in chosen])
         timeouts = request_timeout_s, operation_timeout_s
         self._out.append(Send(request_id, kind, refs, items, mutations, *timeouts))
         operation, count = kind.operation.name, len(chosen)
@@ -771,6 +774,13 @@ def _own_operation_timeout_s(call: Call, margin_s: float, now: float) -> float:
     own_s = call.budget_s(now) - margin_s
     cap_s = call.spec.operation_timeout_s
     return min(own_s, cap_s) if cap_s else own_s
+
+
+def _any_cost_unknown(topics: list[Topic]) -> bool:
+    for topic in topics:  # noqa: SIM110 (cheaper than any() over a generator: every request)
+        if topic.cost is None:
+            return True
+    return False
 
 
 def _refused_by_the_broker_at(topic: Topic, now: float) -> bool:

@@ -11,6 +11,7 @@ call is sent. An estimate needs ``MIN_SAMPLES`` recent answers; with fewer it is
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -44,12 +45,24 @@ class RoundTrip:
         return (base, per_topic) if count >= min_samples else (0.0, 0.0)
 
     def _floor(self, now: float) -> tuple[float, float, int, float]:
-        recent = [sample for sample in self._samples if now - sample[0] <= RECENT_S]
+        # Plain loops over at most _SAMPLES samples: every answer asks for a new floor (a call's request, once).
+        oldest = per_topic = math.inf
+        recent: list[tuple[float, int, float]] = []
+        for sample in self._samples:
+            at, topics, seconds = sample
+            if now - at <= RECENT_S:
+                recent.append(sample)
+                oldest = at if at < oldest else oldest
+                if topics >= _LARGE and seconds / topics < per_topic:
+                    per_topic = seconds / topics
+        per_topic = 0.0 if per_topic == math.inf else per_topic
         # It holds until the oldest recent sample expires (older ones have; none: until a new sample).
-        holds_until = min((at for at, _, _ in recent), default=float("inf")) + RECENT_S
-        per_topic = min((seconds / topics for _, topics, seconds in recent if topics >= _LARGE), default=0.0)
-        base = min((max(0.0, seconds - per_topic * topics) for _, topics, seconds in recent), default=0.0)
-        return base, per_topic, len(recent), holds_until
+        base = math.inf
+        for _, topics, seconds in recent:
+            left = seconds - per_topic * topics
+            base = left if left < base else base
+        base = 0.0 if base == math.inf else (base if base > 0.0 else 0.0)
+        return base, per_topic, len(recent), oldest + RECENT_S
 
     def expected_s(self, topics: int, now: float, min_samples: int = MIN_SAMPLES) -> float:
         """The least a request of ``topics`` topics has recently taken (0 with fewer than ``min_samples`` recent
