@@ -171,7 +171,7 @@ _NEW, _HELD, _QUEUED, _IN_FLIGHT = TopicState.NEW, TopicState.HELD_BEHIND_NAME, 
 _AWAITING, _SETTLED, _WITHDRAWN = TopicState.AWAITING_VISIBILITY, TopicState.SETTLED, TopicState.WITHDRAWN
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Call:
     """The engine's state of one call: its topics by where they are, its back-off counters, what its metrics need;
     the caller's input is ``spec``."""
