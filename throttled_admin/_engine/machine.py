@@ -755,12 +755,13 @@ def _timeouts(chosen: list[Topic], longest: float, margin_s: float, now: float, 
     the controller's deadline is that call's own, ``margin_s`` early (capped by its caller's operation_timeout),
     so a controller busy past a shorter call's deadline still applies the request, as it would that call's
     alone: the shorter call is told "outcome unknown" at its deadline, never "not sent"."""
-    calls = {topic.call.id: topic.call for topic in chosen}.values()
+    # the calls of the request (a 1-topic request's: no dict of them)
+    calls = [chosen[0].call] if len(chosen) == 1 else list({topic.call.id: topic.call for topic in chosen}.values())
     request_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(longest, _LIBRDKAFKA_MAX_TIMEOUT_S))
     if not reached:  # librdkafka's verdict comes before the (shortest call's) deadline
         remaining_s = min(call.remaining_s(now) for call in calls)
         request_timeout_s = min(request_timeout_s, remaining_s - CONTACT_VERDICT_MARGIN_S)
-    longest_own_s = max(_own_operation_timeout_s(call, margin_s, now) for call in calls)
+    longest_own_s = max([_own_operation_timeout_s(call, margin_s, now) for call in calls])
     operation_timeout_s = min(longest_own_s, request_timeout_s - margin_s)
     operation_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(operation_timeout_s, _LIBRDKAFKA_MAX_TIMEOUT_S))
     return request_timeout_s, operation_timeout_s
