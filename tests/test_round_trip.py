@@ -45,3 +45,14 @@ def test_the_cached_floor_is_always_the_one_computed_afresh(script: list[tuple[f
             base, per_topic = floor(list(cached._samples), now, min_samples)
             assert cached.estimate(now, min_samples) == (base, per_topic)
             assert cached.expected_s(10, now, min_samples) == base + per_topic * 10
+
+
+def test_the_floor_rises_when_the_answer_that_set_it_is_pushed_out() -> None:
+    """16 samples are kept: the 17th answer pushes out the first, the fastest, while it is still recent."""
+    round_trip = RoundTrip()
+    round_trip.observe(1, 0.001, 0.0)
+    for i in range(1, 16):
+        round_trip.observe(1, 0.005, i * 0.01)
+    assert round_trip.estimate(0.2) == (0.001, 0.0)
+    round_trip.observe(1, 0.004, 0.3)
+    assert round_trip.estimate(0.3) == (0.004, 0.0) == floor(list(round_trip._samples), 0.3, MIN_SAMPLES)

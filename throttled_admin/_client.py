@@ -63,6 +63,18 @@ __all__ = ["ThrottledAdminClient"]
 log = logging.getLogger("throttled_admin")
 
 
+# One RequestKind per operation and validate_only, made once: the engine compares a call's kind on every step (the
+# same object: no dataclass __eq__).
+_REQUEST_KINDS: dict[tuple[str, bool], RequestKind] = {}
+
+
+def _request_kind(operation: Operation, validate_only: bool) -> RequestKind:
+    kind = _REQUEST_KINDS.get((operation.name, validate_only))
+    if kind is None or kind.operation is not operation:
+        kind = _REQUEST_KINDS[operation.name, validate_only] = RequestKind(operation, validate_only)
+    return kind
+
+
 class _Transport:
     """The scheduler's way to the librdkafka handle, through a weak reference: the scheduler (and its thread)
     never keeps the client alive, so dropping the last reference releases librdkafka."""
@@ -460,7 +472,7 @@ class ThrottledAdminClient(AdminClient):
         retry = options.retry_on_quota_violation
         timeout_ms = self.default_api_timeout_ms if options.timeout_ms is None else options.timeout_ms
         spec = CallSpec.starting(
-            RequestKind(operation, bool(getattr(options, "validate_only", False))),
+            _request_kind(operation, bool(getattr(options, "validate_only", False))),
             scheduler.now(),
             timeout_ms,
             retry_on_quota_violation=self.retry_on_quota_violation if retry is None else retry,

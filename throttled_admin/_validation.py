@@ -93,14 +93,14 @@ def _keyed(
     """One entry per key, in call order, with what the broker says per topic checked first (as its controller
     does): a name given twice (INVALID_REQUEST, the one future of that name), an illegal name (``illegal_name``),
     and for creates a name colliding with one sent before it in the call (INVALID_TOPIC_EXCEPTION)."""
-    counts = Counter(keys)
+    counts = Counter(keys) if len(set(keys)) < len(keys) else None  # None: every key once (most calls)
     out: dict[Any, T | KafkaError] = {}
     sent: dict[str, str] = {}  # collision key -> the name sent under it
     for key, item in zip(keys, items, strict=True):
         if key in out:
             continue
         error = topic_name_error(key) if isinstance(key, str) else None
-        if counts[key] > 1:
+        if counts is not None and counts[key] > 1:
             item = _refused(KafkaError.INVALID_REQUEST, key, "it appears more than once in this call")
         elif error:
             # Kafka's own words, which name the topic: what the broker (and kafka-topics.sh) would say.

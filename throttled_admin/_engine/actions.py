@@ -21,6 +21,7 @@ of a flag asked for twice. The ``Outbox``'s properties are read-only views of on
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -123,13 +124,17 @@ Action = Emit | Reached | ReadViews | Send | Drain | Settle | ReadMetadata | Pro
 
 _KINDS = (Emit, Reached, ReadViews, Send, Drain, Settle, ReadMetadata, Probe, WakeAt)  # the driver's order
 _RANK: dict[type[Action], int] = {kind: rank for rank, kind in enumerate(_KINDS)}
-_FLAGS = (Reached, ReadMetadata, Probe)  # asked for twice between two steps: done once
+_rank = _RANK.__getitem__  # a C-level key: Outbox.of sorts every step's actions by their type's rank
 
 _Kind = TypeVar("_Kind", bound=Action)
 
 
-def _rank(action: Action) -> int:
-    return _RANK[type(action)]
+def _dedupe_flags(ordered: list[Action]) -> list[Action]:
+    """The same flag (``Reached``, ``ReadMetadata``, ``Probe``) twice (rare): keep the first."""
+    return [a for i, a in enumerate(ordered) if not (i and isinstance(a, _FLAGS) and ordered[i - 1] == a)]
+
+
+_FLAGS = (Reached, ReadMetadata, Probe)  # asked for twice between two steps: done once
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,10 +146,11 @@ class Outbox:
     @classmethod
     def of(cls, actions: Iterable[Action]) -> Outbox:
         """The actions in the driver's order (stable: a kind's own as they were decided), each flag once."""
-        ordered = sorted(actions, key=_rank)
-        kinds = list(map(type, ordered))
-        if any(kinds.count(flag) > 1 for flag in _FLAGS):  # the same flag twice (rare): keep the first
-            ordered = [a for i, a in enumerate(ordered) if not (i and isinstance(a, _FLAGS) and ordered[i - 1] == a)]
+        actions = list(actions)
+        kinds = list(map(type, actions))
+        ordered = [action for _, _, action in sorted(zip(map(_rank, kinds), itertools.count(), actions))]
+        if kinds.count(Reached) > 1 or kinds.count(ReadMetadata) > 1 or kinds.count(Probe) > 1:
+            ordered = _dedupe_flags(ordered)
         return cls(tuple(ordered))
 
     def of_kind(self, kind: type[_Kind]) -> list[_Kind]:

@@ -50,6 +50,8 @@ class Outcome(enum.Enum):
     NOT_SENT = "not sent"
     UNKNOWN = "unknown"
 
+    __hash__ = object.__hash__  # members are singletons: Enum's own hash is a Python call (every answer hashes one)
+
 
 _NOT_APPLIED = {KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT}
 # A request in flight on a broker that goes away fails _TRANSPORT in librdkafka 2.16, _DESTROY_BROKER before

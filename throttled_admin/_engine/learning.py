@@ -18,6 +18,8 @@ from throttled_admin._engine.request import Request
 from throttled_admin._engine.round_trip import RoundTrip
 from throttled_admin._engine.work import Topic
 
+_THROTTLED = Outcome.THROTTLED
+
 __all__ = ["Learning"]
 
 
@@ -75,7 +77,7 @@ class Learning:
         """A broker answered: a whole answer is a round trip (rule d), and the pacer learns what was admitted and
         the throttle."""
         assert request.answered_at is not None
-        if all(is_broker_answer(exc) for exc in results.values()):
+        if _all_broker_answers(results):
             self.round_trip.observe(len(request.topics), request.answered_at - request.sent_at, now)
         if self.pacer is not None:
             self.pacer.on_response(admitted=admitted, throttle_s=throttle_s, sent_at=request.sent_at, now=now)
@@ -92,9 +94,18 @@ def _admitted_before_refusal(topics: list[Topic], outcomes: dict[str, Outcome]) 
     return 0
 
 
+def _all_broker_answers(results: dict[str, BaseException | None]) -> bool:
+    for exc in results.values():  # noqa: SIM110 (cheaper than all() over a generator: every answer)
+        if not is_broker_answer(exc):
+            return False
+    return True
+
+
 def _redpanda_refused(exc: BaseException | None, outcome: Outcome) -> bool:
     """Refused for the quota in Redpanda's form: its message, or the message-less -1 of DeleteTopics < v5."""
+    if outcome is not _THROTTLED:  # most topics (success): no error to read
+        return False
     error = error_of(exc)
-    if error is None or outcome is not Outcome.THROTTLED:
+    if error is None:
         return False
     return error.code() == KafkaError.UNKNOWN or error.str() == REDPANDA_QUOTA_MESSAGE

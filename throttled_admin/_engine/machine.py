@@ -447,7 +447,9 @@ class Engine:
         return wake_at
 
     def _metric(self, *events: MetricEvent) -> None:
-        self._out.extend(Emit(event) for event in events)
+        out = self._out
+        for event in events:
+            out.append(Emit(event))
 
     def _finish(self, topic: Topic, exc: BaseException | None, now: float) -> None:
         """Book a topic's outcome; the driver resolves its future."""
@@ -622,7 +624,7 @@ class Engine:
         topics = list(self._queue.eligible(kind, now, self._views.reads_ids))
         if probe := self._gate.probe_due(now):  # a throttle whose connection is gone: one topic, the cheapest, first
             topics = [min(topics, key=lambda topic: (topic.cost is None, topic.cost or 0))]
-        if self._metadata.refresh or any(topic.cost is None for topic in topics):
+        if self._metadata.refresh or _any_cost_unknown(topics):
             # costs not yet known, or metadata to refresh (after NOT_CONTROLLER): a read off the deadline-keeping
             # path (expiry goes on meanwhile), waited for
             if self._metadata.ask():
@@ -659,7 +661,8 @@ class Engine:
         """Put the next request in the outbox: the candidates (queued, sendable, of one kind, in call order) that
         fit it (``_choose``), with the timeouts their calls allow (``_timeouts``). Returns when to look again."""
         # The round-trip floor for a first attempt and for a retry, computed once for the whole request.
-        estimates = {samples: self._learned.round_trip.estimate(now, samples) for samples in (1, MIN_SAMPLES)}
+        round_trip = self._learned.round_trip
+        estimates = {1: round_trip.estimate(now, 1), MIN_SAMPLES: round_trip.estimate(now, MIN_SAMPLES)}
         chosen, mutations, _, longest = self._choose(candidates, estimates, now)
         if not chosen:
             return now
@@ -670,8 +673,8 @@ class Engine:
         request = self._slot.hand_over(kind, chosen, mutations, (request_timeout_s, operation_timeout_s), now)
         request_id = request.id
         self._gate.sent(request_id, now)
-        refs = tuple(topic.ref for topic in chosen)
-        items = tuple(topic.item for topic in chosen)
+        refs = tuple([TopicRef(topic.call.id, topic.name) for topic in chosen])
+        items = tuple([topic.item for topic in chosen])
         timeouts = request_timeout_s, operation_timeout_s
         self._out.append(Send(request_id, kind, refs, items, mutations, *timeouts))
         operation, count = kind.operation.name, len(chosen)
@@ -763,12 +766,13 @@ def _timeouts(chosen: list[Topic], longest: float, margin_s: float, now: float, 
     the controller's deadline is that call's own, ``margin_s`` early (capped by its caller's operation_timeout),
     so a controller busy past a shorter call's deadline still applies the request, as it would that call's
     alone: the shorter call is told "outcome unknown" at its deadline, never "not sent"."""
-    calls = {topic.call.id: topic.call for topic in chosen}.values()
+    # the calls of the request (a 1-topic request's: no dict of them)
+    calls = [chosen[0].call] if len(chosen) == 1 else list({topic.call.id: topic.call for topic in chosen}.values())
     request_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(longest, _LIBRDKAFKA_MAX_TIMEOUT_S))
     if not reached:  # librdkafka's verdict comes before the (shortest call's) deadline
         remaining_s = min(call.remaining_s(now) for call in calls)
         request_timeout_s = min(request_timeout_s, remaining_s - CONTACT_VERDICT_MARGIN_S)
-    longest_own_s = max(_own_operation_timeout_s(call, margin_s, now) for call in calls)
+    longest_own_s = max([_own_operation_timeout_s(call, margin_s, now) for call in calls])
     operation_timeout_s = min(longest_own_s, request_timeout_s - margin_s)
     operation_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(operation_timeout_s, _LIBRDKAFKA_MAX_TIMEOUT_S))
     return request_timeout_s, operation_timeout_s
@@ -782,6 +786,13 @@ def _own_operation_timeout_s(call: Call, margin_s: float, now: float) -> float:
     own_s = call.budget_s(now) - margin_s
     cap_s = call.spec.operation_timeout_s
     return min(own_s, cap_s) if cap_s else own_s
+
+
+def _any_cost_unknown(topics: list[Topic]) -> bool:
+    for topic in topics:  # noqa: SIM110 (cheaper than any() over a generator: every request)
+        if topic.cost is None:
+            return True
+    return False
 
 
 def _refused_by_the_broker_at(topic: Topic, now: float) -> bool:

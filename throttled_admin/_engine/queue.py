@@ -85,7 +85,7 @@ class WorkQueue:
     def _ready(self, kind: RequestKind, now: float, waits: Waits) -> Iterator[Topic]:
         """The topics of one kind that may be sent now, in call order."""
         for call in self.calls.values():
-            if call.kind == kind:
+            if call.kind is kind or call.kind == kind:  # the same object most often: no dataclass __eq__
                 for topic in call.queued.values():
                     if topic.not_before <= now and _sendable(topic, waits):
                         yield topic

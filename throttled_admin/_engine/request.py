@@ -9,8 +9,10 @@ from throttled_admin._engine.work import RequestKind, Topic
 
 __all__ = ["Request"]
 
+_UNTHROTTLED = ResponseThrottle(None, 0.0)  # frozen: one for every unthrottled answer
 
-@dataclass(eq=False)
+
+@dataclass(eq=False, slots=True)
 class Request:
     """One mutation request: handed to confluent-kafka by the driver, answered through ``Engine.on_results``."""
 
@@ -31,13 +33,14 @@ class Request:
     @property
     def throttle_s(self) -> float:
         """The longest throttle a response to it carried (0: none)."""
+        if not self.events:
+            return 0.0
         return max((throttle_s for _, throttle_s in self.events), default=0.0)
 
     def throttle_events(self, *, answered: bool) -> list[ResponseThrottle]:
         """Each response's throttle goes to the sensor once, for the request it came from (KIP-124); a request that
         got no response records no unthrottled one, as Kafka's NetworkClient (librdkafka sends no event for an
         unthrottled response)."""
-        events = [ResponseThrottle(node_id, throttle_s * 1000, True) for node_id, throttle_s in self.events]
-        if answered and not self.events:
-            events.append(ResponseThrottle(None, 0.0))
-        return events
+        if not self.events:  # most requests: one unthrottled response, or none
+            return [_UNTHROTTLED] if answered else []
+        return [ResponseThrottle(node_id, throttle_s * 1000, True) for node_id, throttle_s in self.events]

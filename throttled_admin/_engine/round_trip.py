@@ -11,6 +11,7 @@ call is sent. An estimate needs ``MIN_SAMPLES`` recent answers; with fewer it is
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -31,8 +32,10 @@ class RoundTrip:
 
     def observe(self, topics: int, seconds: float, now: float) -> None:
         """An answered request of ``topics`` topics took ``seconds`` (sent to answered), seen at ``now``."""
-        self._samples.append((now, max(1, topics), max(0.0, seconds)))
-        self._cached = None
+        samples, sample = self._samples, (now, max(1, topics), max(0.0, seconds))
+        oldest = samples[0] if len(samples) == _SAMPLES else None  # the sample this one pushes out
+        samples.append(sample)
+        self._cached = _updated(self._cached, sample, oldest, samples[0][0], now)
 
     def estimate(self, now: float, min_samples: int = MIN_SAMPLES) -> tuple[float, float]:
         """(base, per topic) at ``now``: ``expected_s(n)`` is ``base + per_topic * n``, for sizing many topics at
@@ -44,12 +47,24 @@ class RoundTrip:
         return (base, per_topic) if count >= min_samples else (0.0, 0.0)
 
     def _floor(self, now: float) -> tuple[float, float, int, float]:
-        recent = [sample for sample in self._samples if now - sample[0] <= RECENT_S]
+        # Plain loops over at most _SAMPLES samples: every answer asks for a new floor (a call's request, once).
+        oldest = per_topic = math.inf
+        recent: list[tuple[float, int, float]] = []
+        for sample in self._samples:
+            at, topics, seconds = sample
+            if now - at <= RECENT_S:
+                recent.append(sample)
+                oldest = at if at < oldest else oldest
+                if topics >= _LARGE and seconds / topics < per_topic:
+                    per_topic = seconds / topics
+        per_topic = 0.0 if per_topic == math.inf else per_topic
         # It holds until the oldest recent sample expires (older ones have; none: until a new sample).
-        holds_until = min((at for at, _, _ in recent), default=float("inf")) + RECENT_S
-        per_topic = min((seconds / topics for _, topics, seconds in recent if topics >= _LARGE), default=0.0)
-        base = min((max(0.0, seconds - per_topic * topics) for _, topics, seconds in recent), default=0.0)
-        return base, per_topic, len(recent), holds_until
+        base = math.inf
+        for _, topics, seconds in recent:
+            left = seconds - per_topic * topics
+            base = left if left < base else base
+        base = 0.0 if base == math.inf else (base if base > 0.0 else 0.0)
+        return base, per_topic, len(recent), oldest + RECENT_S
 
     def expected_s(self, topics: int, now: float, min_samples: int = MIN_SAMPLES) -> float:
         """The least a request of ``topics`` topics has recently taken (0 with fewer than ``min_samples`` recent
@@ -58,3 +73,26 @@ class RoundTrip:
         never a lockout."""
         base, per_topic = self.estimate(now, min_samples)
         return base + per_topic * topics
+
+
+def _updated(
+    cached: tuple[float, float, int, float] | None,
+    sample: tuple[float, int, float],
+    oldest: tuple[float, int, float] | None,
+    first_at: float,
+    now: float,
+) -> tuple[float, float, int, float] | None:
+    """The floor after a new ``sample`` (seen at ``now``, the newest), from the floor before it, when that can be
+    told without going over the samples again (else None: ``_floor`` then recomputes it). ``oldest``: the sample it
+    pushed out, if any; ``first_at``: when the oldest sample left was seen (time only moves forward)."""
+    if cached is None or now >= cached[3] or sample[1] >= _LARGE:  # stale, or the per-topic term may change
+        return None
+    base, per_topic, count, holds_until = cached
+    if oldest is not None and now - oldest[0] <= RECENT_S:  # a recent sample left: the oldest recent one
+        if oldest[1] >= _LARGE or oldest[2] - per_topic * oldest[1] <= base:
+            return None  # it may have set the floor
+        count, holds_until = count - 1, first_at + RECENT_S
+    new_base = max(0.0, sample[2] - per_topic * sample[1])
+    if not count:  # the only recent sample
+        return new_base, per_topic, 1, now + RECENT_S
+    return min(base, new_base), per_topic, count + 1, holds_until

@@ -86,12 +86,14 @@ class ThrottleTracker:
 
     def remaining_s(self, now: float) -> float:
         """Seconds until every throttle a live connection carries has ended (0 when none)."""
+        if not self._until:  # no throttle seen (asked before every request)
+            return 0.0
         live = [throttle.until for throttle in self._until.values() if not throttle.gone]
         return max(0.0, max(live, default=0.0) - now)
 
     def probe_due(self, now: float) -> bool:
         """A throttle whose connection is gone has not ended: the next request is a probe of one topic."""
-        return any(t.gone and t.until > now for t in self._until.values())
+        return bool(self._until) and any(t.gone and t.until > now for t in self._until.values())
 
     def sent(self, request_id: int, now: float) -> None:
         if self.probe_due(now):

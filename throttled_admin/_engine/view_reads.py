@@ -8,7 +8,7 @@ the ids of a create's name before its first send (incarnations), and which appli
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from throttled_admin._engine.lifecycle import TopicState
 from throttled_admin._engine.visibility import READ_BEFORE_DEADLINE_S, BrokerViews, Visibility, ids_shown, lagging
@@ -42,9 +42,13 @@ class ViewReads:
         """A topic was applied and now waits for every broker to show it."""
         self._when.awaiting(now)
 
-    def plan(self, calls: Iterable[Call], now: float) -> tuple[tuple[str, ...] | None, float]:
+    def plan(self, calls: Collection[Call], now: float) -> tuple[tuple[str, ...] | None, float]:
         """The names to read now (None: no read now) and when the next read is due. The topics of a call still
         sending are read at most every READ_WHILE_SENDING_S (``visibility``)."""
+        if not self._unread and not _any_awaiting(calls):  # the common case: nothing to read, at once
+            if not self._when.reading:
+                self._when.idle()
+            return None, math.inf
         ready, names, deferred, deferred_until = self._awaiting(calls, now)
         first = self._ids_to_read(now)
         if not names and not first:
@@ -123,3 +127,10 @@ class ViewReads:
         if first:
             self._when.soon(now)
         return first
+
+
+def _any_awaiting(calls: Collection[Call]) -> bool:
+    for call in calls:  # noqa: SIM110 (cheaper than any() over a generator: every step)
+        if call.awaiting:
+            return True
+    return False

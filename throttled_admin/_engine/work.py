@@ -167,7 +167,11 @@ class CallSpec:
 TopicSpec = tuple[str, Any, "int | None", int]
 
 
-@dataclass(eq=False)
+_NEW, _HELD, _QUEUED, _IN_FLIGHT = TopicState.NEW, TopicState.HELD_BEHIND_NAME, TopicState.QUEUED, TopicState.IN_FLIGHT
+_AWAITING, _SETTLED, _WITHDRAWN = TopicState.AWAITING_VISIBILITY, TopicState.SETTLED, TopicState.WITHDRAWN
+
+
+@dataclass(eq=False, slots=True)
 class Call:
     """The engine's state of one call: its topics by where they are, its back-off counters, what its metrics need;
     the caller's input is ``spec``."""
@@ -187,14 +191,15 @@ class Call:
     _held_in: dict[TopicState, dict[str, Topic] | None] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        queued = self.queued  # the states as module constants: on Python 3.11 an Enum member off its class is slow
         self._held_in = {
-            TopicState.NEW: None,
-            TopicState.HELD_BEHIND_NAME: self.queued,
-            TopicState.QUEUED: self.queued,
-            TopicState.IN_FLIGHT: self.in_flight,
-            TopicState.AWAITING_VISIBILITY: self.awaiting,
-            TopicState.SETTLED: None,
-            TopicState.WITHDRAWN: None,
+            _NEW: None,
+            _HELD: queued,
+            _QUEUED: queued,
+            _IN_FLIGHT: self.in_flight,
+            _AWAITING: self.awaiting,
+            _SETTLED: None,
+            _WITHDRAWN: None,
         }
 
     @property

@@ -280,6 +280,7 @@ class ClientMetrics:
             self._base["server.address"], self._base["server.port"] = server
         self._base.update(attributes or {})
         self._frozen = False  # set by the first recording: the attributes no longer change (identify)
+        self._by_operation: dict[str | None, dict[str, Any]] = {}  # made once, after _frozen
         try:
             self._instruments = _instruments_for(meter_provider)
         except Exception:  # a broken meter provider must not break the client: metrics() still works
@@ -304,6 +305,9 @@ class ClientMetrics:
                 self._base[CLUSTER_ID_ATTRIBUTE] = cluster_id
 
     def _attributes(self, operation: str | None = None, node_id: int | None = None) -> dict[str, Any]:
+        """The attributes of a point (shared, never changed once made: an operation's are made once)."""
+        if node_id is None and (made := self._by_operation.get(operation)) is not None:
+            return made
         if not self._frozen:
             with self._lock:
                 self._frozen = True
@@ -312,6 +316,8 @@ class ClientMetrics:
             attributes["messaging.operation.name"] = operation
         if node_id is not None:
             attributes[NODE_ID_ATTRIBUTE] = node_id
+        else:
+            self._by_operation[operation] = attributes
         return attributes
 
     # -- recording -------------------------------------------------------------------------------
@@ -368,7 +374,7 @@ class ClientMetrics:
     def record_call(self, operation: str, seconds: float, error_type: str | None) -> None:
         attributes = self._attributes(operation)
         if error_type is not None:
-            attributes["error.type"] = error_type
+            attributes = {**attributes, "error.type": error_type}
         self._export(self._instruments.duration.record, seconds, attributes)
 
     def _export(self, instrument: Any, value: float, attributes: dict[str, Any]) -> None:
