@@ -15,7 +15,8 @@ quota and enough work to need ``--target-seconds`` of quota time (T*). Reports:
 ``apply_plan``'s ``max_concurrent_entities``), each broker in a process of its own (``--broker-processes``,
 implied), so that the CPU figures are the pipeline's. ``--execution driver`` runs the admin calls in this
 process instead of the Python workers (``apply_plan(..., execution="driver")``). The client's CPU per topic
-is the Python workers' CPU (executors) or this process's (driver) over the plan's topics.
+is the Python workers' CPU (executors) or this process's (driver) over the plan's topics. ``--bare`` runs the same
+plan, split over the same tasks (or in this process), with bare confluent-kafka instead (``bare_apply``): the floor.
 
 T* = max(0, M - B) / R: the earliest moment a KIP-599 bucket of rate R and burst B = 11 R, starting
 full, admits the last of M mutations. Every run uses fresh brokers.
@@ -24,6 +25,7 @@ full, admits the last of M mutations. Every run uses fresh brokers.
     .venv/bin/python benchmarks/pipeline.py --target-seconds 5 --no-sequential
     .venv/bin/python benchmarks/pipeline.py --fleet           # the fleet table in docs/benchmarks.md
     .venv/bin/python benchmarks/pipeline.py --fleet --execution driver
+    .venv/bin/python benchmarks/pipeline.py --fleet --bare    # the floor: bare confluent-kafka, same processes
 """
 
 from __future__ import annotations
@@ -87,6 +89,83 @@ def t_star(rows: list[PlanRow], rates: dict[str, float]) -> dict[str, float]:
     return {user: predicted_seconds(m, rates[user]) or 0.0 for user, m in mutations.items()}
 
 
+def _bare_entity(conf: dict[str, str], rate: float, topics: list[tuple[str, int]]) -> list[tuple[str, str]]:
+    """One quota entity with a bare confluent-kafka AdminClient: one metadata read (as ``execute`` reads what
+    exists), then ``create_topics`` calls paced by a bucket of the entity's rate and burst (B = 11 R, full at the
+    start), each call's futures waited for before the next: (topic, status) for each."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient(conf)
+    admin.list_topics(timeout=30)
+    started, spent, out = time.monotonic(), 0.0, []
+    queue = list(topics)
+    while queue:
+        level = 11 * rate + rate * (time.monotonic() - started) - spent  # mutations the bucket admits now
+        batch = []
+        while queue and queue[0][1] <= level:
+            level -= queue[0][1]
+            spent += queue[0][1]
+            batch.append(queue.pop(0))
+        if not batch:
+            time.sleep((queue[0][1] - level) / rate)
+            continue
+        futures = admin.create_topics([NewTopic(name, partitions, 1) for name, partitions in batch], request_timeout=30)
+        for name, future in futures.items():
+            exc = future.exception()
+            out.append((name, "created" if exc is None else type(exc).__name__))
+    return out
+
+
+def _bare_rows(profiles: dict[str, Profile], records: list[dict[str, Any]], max_entities: int) -> Any:
+    """The rows of a task (or of the driver), grouped by entity, one thread per entity (at most ``max_entities``)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pyarrow as pa
+
+    groups: dict[str, list[tuple[str, int]]] = {}
+    for record in records:
+        groups.setdefault(record["cluster"], []).append((record["topic"], record["partitions"] or 1))
+    with ThreadPoolExecutor(max(1, min(max_entities, len(groups)))) as pool:
+        done = pool.map(
+            lambda item: [
+                (item[0], *result)
+                for result in _bare_entity(profiles[item[0]].conf, profiles[item[0]].mutation_rate or 1.0, item[1])
+            ],
+            groups.items(),
+        )
+        rows = [row for results in done for row in results]
+    schema = pa.schema([("cluster", pa.string()), ("topic", pa.string()), ("status", pa.string())])
+    return pa.RecordBatch.from_pylist([{"cluster": c, "topic": t, "status": s} for c, t, s in rows], schema=schema)
+
+
+def bare_apply(plan_df: Any, profiles: dict[str, Profile], execution: str, max_entities: int | None) -> Any:
+    """The plan with bare confluent-kafka (``_bare_entity``): on ``execution="executors"`` in as many tasks as
+    ``apply_plan`` makes, each entity's rows in one task (the same partitioning by entity); with ``"driver"``
+    in this process. A DataFrame of (cluster, topic, status)."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    from throttled_admin.provisioning._apply import MAX_CONCURRENT_ENTITIES
+
+    bound = max_entities or MAX_CONCURRENT_ENTITIES
+    spark = plan_df.sparkSession
+    selected = plan_df.select("cluster", "topic", "partitions")
+    if execution == "driver":
+        batch = _bare_rows(profiles, selected.toArrow().to_pylist(), bound)
+        return spark.createDataFrame(pa.Table.from_batches([batch]))
+    numbers = {name: n for n, name in enumerate(sorted(profiles))}
+    slots = spark.sparkContext.defaultParallelism
+    group = F.create_map(*[F.lit(x) for name, n in numbers.items() for x in (name, n)])[F.col("cluster")]
+    tagged = selected.withColumn("_g", group).repartition(max(1, min(len(numbers), slots)), "_g").drop("_g")
+
+    def task(batches: Any) -> Any:
+        records = [record for batch in batches for record in batch.to_pylist()]
+        if records:
+            yield _bare_rows(profiles, records, bound)
+
+    return tagged.mapInArrow(task, "cluster string, topic string, status string").localCheckpoint(eager=True)
+
+
 def run_spark(
     spark: Any,
     rows: list[PlanRow],
@@ -94,6 +173,7 @@ def run_spark(
     brokers: int,
     max_entities: int | None = None,
     execution: str = "executors",
+    bare: bool = False,
 ) -> tuple[float, dict[str, int], float, float]:
     """Wall time, status counts, when the first request reached a broker, and the longest time from an
     entity's first request to its last admitted create (both from the brokers' request logs)."""
@@ -104,7 +184,10 @@ def run_spark(
         plan_df.count()  # the plan is in Spark before the clock starts
         started = time.monotonic()
         bound = {} if max_entities is None else {"max_concurrent_entities": max_entities}
-        results = apply_plan(plan_df, profiles, execution=execution, **bound)  # type: ignore[arg-type]
+        if bare:
+            results = bare_apply(plan_df, profiles, execution, max_entities)
+        else:
+            results = apply_plan(plan_df, profiles, execution=execution, **bound)  # type: ignore[arg-type]
         wall = time.monotonic() - started
         counts = {r["status"]: r["count"] for r in results.groupBy("status").count().collect()}
         log = [r for broker in servers for r in broker.request_log()]
@@ -178,6 +261,7 @@ def main() -> None:
     parser.add_argument("--plain", action="store_true", help="also run the plan without Spark, all entities at once")
     parser.add_argument("--execution", choices=("executors", "driver"), default="executors")
     parser.add_argument("--broker-processes", action="store_true", help="each broker in a process of its own")
+    parser.add_argument("--bare", action="store_true", help="bare confluent-kafka clients instead (the floor)")
     args = parser.parse_args()
     if args.fleet:
         args.entities, args.brokers, args.no_sequential, args.broker_processes = 200, 10, True, True
@@ -201,13 +285,13 @@ def main() -> None:
     try:
         with Sampler() as sampler:
             wall, counts, first_request, span = run_spark(
-                spark, rows, rates, args.brokers, args.max_entities, args.execution
+                spark, rows, rates, args.brokers, args.max_entities, args.execution, args.bare
             )
     finally:
         spark.stop()
     print("\n| run | wall time | / slowest T* | rows |\n|---|---|---|---|")
     print(f"| Spark fixed cost (session {session_s:.1f} s + Python workers) | {startup_s:.1f} s | - | - |")
-    mode = f"{args.master}, execution={args.execution}"
+    mode = f"{args.master}, execution={args.execution}{', bare confluent-kafka' if args.bare else ''}"
     print(f"| Spark pipeline, {mode} | {wall:.1f} s | {wall / slowest:.2f} | {counts} |")
     print(f"| of which: the first request reached a broker after | {first_request:.1f} s | - | - |")
     print(
