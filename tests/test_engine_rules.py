@@ -1043,3 +1043,26 @@ def test_an_unreadable_default_is_counted_as_one_until_a_topic_created_with_it_i
     second = engine.step(0.4).send
     assert second is not None
     assert second.mutations == 6
+
+
+def test_a_default_create_applied_after_it_was_settled_is_still_read_back() -> None:
+    """Found by the model (ENGINE_MODEL_RANDOM=1: 'rule g: 1 mutations counted, 3 charged'): an authentication
+    failure settles a -1 create in flight, then its answer says the broker made it. The answer still shows what the
+    broker made: the topic is read back, and the next -1 create is counted as the default read (it was counted 1)."""
+    engine = Engine(pacer=None, backoff=RetryBackoff())
+    engine.on_probe(True, 0.0)
+    default_creates(engine, ["a"], 0.0)
+    assert engine.step(0.0).read_metadata
+    engine.on_metadata({}, 0.1, default_partitions=None)  # DescribeConfigs refused
+    first = engine.step(0.1).send
+    assert first is not None
+    engine.on_error(KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error"), 0.2)
+    assert engine.step(0.2).settle  # settled in flight: outcome unknown
+    engine.on_results(first.request_id, {"a": None}, 0.3)  # the broker made it all the same
+    engine.step(0.3)
+    default_creates(engine, ["b"], 0.4)
+    assert engine.step(0.4).read_metadata  # "a" is read back before the next send
+    engine.on_metadata({"a": 6}, 0.5)
+    second = engine.step(0.5).send
+    assert second is not None
+    assert second.mutations == 6

@@ -65,7 +65,6 @@ from throttled_admin._engine.actions import (
 )
 from throttled_admin._engine.after_answer import (
     AfterAnswer,
-    Applied,
     Finish,
     Requeue,
     Response,
@@ -534,6 +533,7 @@ class Engine:
             if response.throttle_s > throttle_s:  # Redpanda's charge: waited out as a throttle
                 self._gate.record(-1, response.throttle_s, now)
         accepted = _progress(request.topics, outcomes)
+        self._metadata.read_back(_made_with_a_guess(request.topics, outcomes))
         retried = self._settle_answered(request, response, now)
         if answered:  # Redpanda's refused topics are charged all the same: the pacer's mirror counts them
             self._learned.answered(request, results, charged + accepted, response.throttle_s, now)
@@ -569,8 +569,6 @@ class Engine:
             elif decided is Verdict.RETRY and not_controller(exc):
                 self._metadata.refresh = True
             decision = self._after.decide(topic, decided, response, self._learned.round_trip, now)
-            if isinstance(decision, Applied) and decision.read_back and self._metadata.default_partitions is None:
-                self._metadata.read_back(topic.name)  # a create made with a guessed partition count (``metadata``)
             if isinstance(decision, Requeue):
                 topic.not_before = topic.not_before if decision.not_before is None else decision.not_before
                 topic.call.move(topic, TopicState.QUEUED)
@@ -785,6 +783,13 @@ def _throttle_event(node_id: int, throttle_s: float, *, mutation: bool = False) 
 
 # No result for the topic: the response left it out, or librdkafka never completed the request.
 _MISSING = KafkaException(KafkaError(KafkaError._TIMED_OUT, "no result for the topic in the response"))
+
+
+def _made_with_a_guess(topics: list[Topic], outcomes: dict[str, Outcome]) -> list[str]:
+    """The creates the broker made that were costed with a guessed partition count, to be read back (``metadata``):
+    whenever the answer says so, settled here already or not (its deadline, an authentication failure; rule g)."""
+    made = [t for t in topics if outcomes[t.name] is Outcome.SUCCESS]
+    return [t.name for t in made if t.guessed and not t.call.kind.validate_only]
 
 
 def _progress(topics: list[Topic], outcomes: dict[str, Outcome]) -> int:
