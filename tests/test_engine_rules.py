@@ -1066,3 +1066,20 @@ def test_a_default_create_applied_after_it_was_settled_is_still_read_back() -> N
     second = engine.step(0.5).send
     assert second is not None
     assert second.mutations == 6
+
+
+def test_close_counts_the_quota_refusals_of_a_request_answered_in_part() -> None:
+    """Found by the model (ENGINE_MODEL_RANDOM=1: 'rule g: 0 violations recorded, 2 quota refusals'): the broker
+    refused two topics of a request with 89 and the answer for the third never came; close() then ends the request.
+    Its 89s were said all the same: one violation each, as its throttle is recorded (rule g)."""
+    engine, _, first = engine_with(["a", "b", "c"])
+    sink = RecordingSink()
+    assert first.send is not None
+    engine.on_throttle(1, 0.4, 0.01)
+    engine.on_results(first.send.request_id, {"a": quota_refusal(), "b": quota_refusal()}, 0.01)
+    drain(engine.step(0.01), sink)  # "c" still in flight
+    assert sink.of(QuotaViolations) == []
+    engine.close(0.02)
+    drain(engine.step(0.02), sink)
+    assert sink.of(QuotaViolations) == [QuotaViolations("CreateTopics", 2)]
+    assert sink.of(ResponseThrottle) == [ResponseThrottle(1, 400.0)]

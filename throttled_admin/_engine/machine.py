@@ -370,8 +370,10 @@ class Engine:
     def close(self, now: float) -> None:
         """Fail everything pending: queued topics were not sent; in-flight ones may have been applied."""
         self._closed = True
-        if self._slot.request is not None:  # its responses' throttles still count (KIP-124), answered or not
-            self._metric(*self._slot.request.throttle_events(answered=False))
+        if (request := self._slot.request) is not None:  # its responses' throttles still count (KIP-124), answered
+            self._metric(*request.throttle_events(answered=False))  # or not, and its 89s so far (rule g)
+            if refused := _quota_refusals(request):
+                self._metric(QuotaViolations(request.kind.operation.name, refused))
         for call in list(self._queue.calls.values()):
             for topic in [*call.queued.values(), *call.in_flight.values(), *call.awaiting.values()]:
                 self._end(topic, Ending.CLOSED, now)
@@ -783,6 +785,13 @@ def _throttle_event(node_id: int, throttle_s: float, *, mutation: bool = False) 
 
 # No result for the topic: the response left it out, or librdkafka never completed the request.
 _MISSING = KafkaException(KafkaError(KafkaError._TIMED_OUT, "no result for the topic in the response"))
+
+
+def _quota_refusals(request: Request) -> int:
+    """The topics of a request the broker refused for the quota, as far as its answer came (rule g)."""
+    operation, throttled = request.kind.operation.name, request.throttle_s > 0
+    outcomes = [classify(exc, operation=operation, throttled=throttled) for exc in request.results.values()]
+    return outcomes.count(_THROTTLED)
 
 
 def _made_with_a_guess(topics: list[Topic], outcomes: dict[str, Outcome]) -> list[str]:
