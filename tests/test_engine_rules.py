@@ -1043,3 +1043,43 @@ def test_an_unreadable_default_is_counted_as_one_until_a_topic_created_with_it_i
     second = engine.step(0.4).send
     assert second is not None
     assert second.mutations == 6
+
+
+def test_a_default_create_applied_after_it_was_settled_is_still_read_back() -> None:
+    """Found by the model (ENGINE_MODEL_RANDOM=1: 'rule g: 1 mutations counted, 3 charged'): an authentication
+    failure settles a -1 create in flight, then its answer says the broker made it. The answer still shows what the
+    broker made: the topic is read back, and the next -1 create is counted as the default read (it was counted 1)."""
+    engine = Engine(pacer=None, backoff=RetryBackoff())
+    engine.on_probe(True, 0.0)
+    default_creates(engine, ["a"], 0.0)
+    assert engine.step(0.0).read_metadata
+    engine.on_metadata({}, 0.1, default_partitions=None)  # DescribeConfigs refused
+    first = engine.step(0.1).send
+    assert first is not None
+    engine.on_error(KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error"), 0.2)
+    assert engine.step(0.2).settle  # settled in flight: outcome unknown
+    engine.on_results(first.request_id, {"a": None}, 0.3)  # the broker made it all the same
+    engine.step(0.3)
+    default_creates(engine, ["b"], 0.4)
+    assert engine.step(0.4).read_metadata  # "a" is read back before the next send
+    engine.on_metadata({"a": 6}, 0.5)
+    second = engine.step(0.5).send
+    assert second is not None
+    assert second.mutations == 6
+
+
+def test_close_counts_the_quota_refusals_of_a_request_answered_in_part() -> None:
+    """Found by the model (ENGINE_MODEL_RANDOM=1: 'rule g: 0 violations recorded, 2 quota refusals'): the broker
+    refused two topics of a request with 89 and the answer for the third never came; close() then ends the request.
+    Its 89s were said all the same: one violation each, as its throttle is recorded (rule g)."""
+    engine, _, first = engine_with(["a", "b", "c"])
+    sink = RecordingSink()
+    assert first.send is not None
+    engine.on_throttle(1, 0.4, 0.01)
+    engine.on_results(first.send.request_id, {"a": quota_refusal(), "b": quota_refusal()}, 0.01)
+    drain(engine.step(0.01), sink)  # "c" still in flight
+    assert sink.of(QuotaViolations) == []
+    engine.close(0.02)
+    drain(engine.step(0.02), sink)
+    assert sink.of(QuotaViolations) == [QuotaViolations("CreateTopics", 2)]
+    assert sink.of(ResponseThrottle) == [ResponseThrottle(1, 400.0)]

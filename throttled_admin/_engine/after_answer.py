@@ -44,9 +44,7 @@ class Response:
 
 @dataclass(frozen=True, slots=True)
 class Applied:
-    """The broker applied it; ``read_back``: a create costed with a guessed partition count, to be read back."""
-
-    read_back: bool
+    """The broker applied it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +77,7 @@ class AfterAnswer:
     def decide(self, topic: Topic, verdict: Verdict, response: Response, round_trip: RoundTrip, now: float) -> Decision:
         exc = response.results[topic.name]
         if verdict is Verdict.APPLIED:
-            return Applied(topic.guessed and not topic.call.kind.validate_only)
+            return Applied()
         if verdict is Verdict.THROTTLED:
             return self._throttled(topic, exc, response, round_trip, now)
         if verdict is Verdict.RESEND_SMALLER:  # its history keeps the broker's word, should time run out first

@@ -65,7 +65,6 @@ from throttled_admin._engine.actions import (
 )
 from throttled_admin._engine.after_answer import (
     AfterAnswer,
-    Applied,
     Finish,
     Requeue,
     Response,
@@ -375,8 +374,10 @@ class Engine:
         if (late := self._late.take()) is not None:  # an answer taken already: what it said
             self._settle_answered(*late, now)
         self._closed = True
-        if self._slot.request is not None:  # its responses' throttles still count (KIP-124), answered or not
-            self._metric(*self._slot.request.throttle_events(answered=False))
+        if (request := self._slot.request) is not None:  # its responses' throttles still count (KIP-124), answered
+            self._metric(*request.throttle_events(answered=False))  # or not, and its 89s so far (rule g)
+            if refused := _quota_refusals(request):
+                self._metric(QuotaViolations(request.kind.operation.name, refused))
         for call in list(self._queue.calls.values()):
             for topic in [*call.queued.values(), *call.in_flight.values(), *call.awaiting.values()]:
                 self._end(topic, Ending.CLOSED, now)
@@ -546,6 +547,7 @@ class Engine:
             if response.throttle_s > throttle_s:  # Redpanda's charge: waited out as a throttle
                 self._gate.record(-1, response.throttle_s, now)
         accepted = _progress(request.topics, outcomes)
+        self._metadata.read_back(_made_with_a_guess(request.topics, outcomes))
         retried = not self._late.hold(request, response, now) and self._settle_answered(request, response, now)
         if answered:  # Redpanda's refused topics are charged all the same: the pacer's mirror counts them
             self._learned.answered(request, results, charged + accepted, response.throttle_s, now)
@@ -578,8 +580,6 @@ class Engine:
             elif decided is Verdict.RETRY and not_controller(exc):
                 self._metadata.refresh = True
             decision = self._after.decide(topic, decided, response, self._learned.round_trip, now)
-            if isinstance(decision, Applied) and decision.read_back and self._metadata.default_partitions is None:
-                self._metadata.read_back(topic.name)  # a create made with a guessed partition count (``metadata``)
             if isinstance(decision, Requeue):
                 topic.not_before = topic.not_before if decision.not_before is None else decision.not_before
                 topic.call.move(topic, TopicState.QUEUED)
@@ -815,6 +815,20 @@ def _answer_events(operation: str, accepted: int, retried: bool) -> list[MetricE
     if retried:
         events.append(Retried(operation))
     return events
+
+
+def _quota_refusals(request: Request) -> int:
+    """The topics of a request the broker refused for the quota, as far as its answer came (rule g)."""
+    operation, throttled = request.kind.operation.name, request.throttle_s > 0
+    outcomes = [classify(exc, operation=operation, throttled=throttled) for exc in request.results.values()]
+    return outcomes.count(_THROTTLED)
+
+
+def _made_with_a_guess(topics: list[Topic], outcomes: dict[str, Outcome]) -> list[str]:
+    """The creates the broker made that were costed with a guessed partition count, to be read back (``metadata``):
+    whenever the answer says so, settled here already or not (its deadline, an authentication failure; rule g)."""
+    made = [t for t in topics if outcomes[t.name] is Outcome.SUCCESS]
+    return [t.name for t in made if t.guessed and not t.call.kind.validate_only]
 
 
 def _progress(topics: list[Topic], outcomes: dict[str, Outcome]) -> int:

@@ -25,9 +25,11 @@ class MetadataReads:
         self.refresh, self.reading = False, True
         return True
 
-    def read_back(self, name: str) -> None:
-        """The topic ``name`` was created with the cluster's default partition count, not known yet: read it."""
-        self.default_from, self.refresh = name, True
+    def read_back(self, names: list[str]) -> None:
+        """Topics created with the cluster's default partition count, guessed: read the last back (unless the default
+        is known by now)."""
+        if names and self.default_partitions is None:
+            self.default_from, self.refresh = names[-1], True
 
     def answered(self, counts: dict[str, int] | None, default_partitions: int | None) -> int | None:
         """The read came back: partition counts by topic (None: the read failed) and the cluster's default if it was
