@@ -74,8 +74,22 @@ def test_a_policy_refusing_every_topic_alike_costs_a_few_requests_and_each_topic
     names = {f"t{i}": 1 for i in range(4)}  # 2 records each
     cap = engine()
     sizes, settled = run(cap, submit(cap, names, 0.0), dict.fromkeys(names, POLICY))
-    assert sizes == [4, 2, 1, 1, 1, 1]  # halved down to a lone topic, which gets the policy's own error
+    # halved down to a lone topic, refused alike: the policy's words, not the cap's; the rest go whole again
+    assert sizes == [4, 2, 1, 3]
     assert settled == dict.fromkeys(names, POLICY)
+
+
+def test_a_policy_refusing_every_topic_alike_leaves_the_limit_as_it_was() -> None:
+    """Was: the shape's cuts stayed, so a client that met such a policy once (before any request was accepted)
+    sent one topic per request for the rest of its life."""
+    names = {f"t{i}": 1 for i in range(4)}
+    cap = engine()
+    run(cap, submit(cap, names, 0.0), dict.fromkeys(names, POLICY))
+    assert cap.status.max_records_per_request == 10_000
+    later = {f"u{i}": 1 for i in range(4)}
+    sizes, settled = run(cap, submit(cap, later, 1.0), dict.fromkeys(later, POLICY))
+    assert sizes == [4]  # its words are known to be a policy's: each topic's own answer at once
+    assert settled == dict.fromkeys(later, POLICY)
 
 
 def test_a_refusal_alike_no_larger_than_a_request_accepted_is_each_topics_own_answer() -> None:

@@ -16,8 +16,10 @@ engine sizes requests by records (a topic's own estimate, never below what the c
 accepted (``max(largest accepted, refused // 2)``), and its topics are sent again at once in smaller requests,
 within their deadlines; a lone topic refused so gets the broker's error. A CreateTopicPolicy that refuses some
 topics of a request (other messages, or some applied) is each topic's own answer; one that refuses every topic
-with one message costs a few extra requests (halving down to a lone topic, which then gets the policy's error) and
-a smaller limit, once per size never accepted before.
+with one message costs a few extra requests, once: halving down to a lone topic, refused alike, proves the words a
+policy's; the limit goes back to what it was, and the topics left go whole again, each with the policy's error.
+(A lone topic larger than a cap in new words by itself makes those words a policy's too: later requests refused
+in them fail, not split.)
 """
 
 from __future__ import annotations
@@ -36,11 +38,13 @@ def is_batch_cap(error: KafkaError) -> bool:
     return error.code() == KafkaError.POLICY_VIOLATION and error.str() in BATCH_CAP_MESSAGES
 
 
-def refused_alike(errors: list[KafkaError | None]) -> bool:
-    """Several topics, every one refused POLICY_VIOLATION with one and the same message (none applied)."""
+def refused_alike(errors: list[KafkaError | None]) -> str | None:
+    """Several topics, every one refused POLICY_VIOLATION with one and the same message (none applied): that
+    message."""
     if len(errors) < 2 or any(e is None or e.code() != KafkaError.POLICY_VIOLATION for e in errors):
-        return False
-    return len({e.str() for e in errors if e is not None}) == 1
+        return None
+    messages = {e.str() for e in errors if e is not None}
+    return messages.pop() if len(messages) == 1 else None
 
 
 class BatchCap:
@@ -50,6 +54,8 @@ class BatchCap:
         self.limit = limit
         self.refusals = 0
         self.largest_accepted = 0  # records of the largest request of which the controller applied a topic
+        self.policies: set[str] = set()  # refusals' words a lone topic got: a policy's, never taken for the cap's
+        self._by_shape: dict[str, int] = {}  # words taken for the cap's by their shape: the limit before them
 
     def accepted(self, records: int) -> None:
         """A request of ``records`` records (its applied topics') passed the cap."""
@@ -58,6 +64,29 @@ class BatchCap:
     def beyond_accepted(self, records: int) -> bool:
         """Larger than every request accepted so far: a refusal of it alike for every topic may be the cap's."""
         return records > self.largest_accepted
+
+    def refused_by_shape(self, records: int, errors: list[KafkaError | None]) -> bool:
+        """A request's errors, one per topic: refused alike, larger than any request accepted, in words not known to
+        be a policy's, it is taken for the cap (``refused``: True) until a lone topic gets the same words
+        (``_lone_refusal``)."""
+        if len(errors) == 1:
+            if (lone := errors[0]) is not None and lone.code() == KafkaError.POLICY_VIOLATION:
+                self._lone_refusal(lone.str())
+            return False
+        message = refused_alike(errors) if self.beyond_accepted(records) else None
+        if message is None or message in self.policies:
+            return False
+        self._by_shape.setdefault(message, self.limit)
+        self.refused(records)
+        return True
+
+    def _lone_refusal(self, message: str) -> None:
+        """A lone topic refused POLICY_VIOLATION with ``message``: if the shape made those words the cap's, they
+        are a policy's (a topic refused alone is not a request too large, unless it is by itself); the limit goes
+        back to what it was before them."""
+        if (limit := self._by_shape.pop(message, None)) is not None:
+            self.policies.add(message)
+            self.limit = max(self.limit, limit)
 
     def refused(self, records: int) -> None:
         """A request of ``records`` records (several topics) was refused whole: the cap is below it, and at or above

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError
 
-from throttled_admin._engine.batch_cap import BatchCap, refused_alike
+from throttled_admin._engine.batch_cap import BatchCap
 from throttled_admin._engine.classify import REDPANDA_QUOTA_MESSAGE, Outcome, error_of, is_broker_answer
 from throttled_admin._engine.pacer import MutationQuota, Pacer
 from throttled_admin._engine.redpanda import RedpandaHold
@@ -44,8 +44,7 @@ class Learning:
             self.cap.refused(records)
             return True
         errors = [error_of(request.results.get(topic.name)) for topic in request.topics]
-        if several and self.cap.beyond_accepted(records) and refused_alike(errors):
-            self.cap.refused(records)
+        if (several or len(errors) == 1) and self.cap.refused_by_shape(records, errors):
             outcomes.update(dict.fromkeys(outcomes, Outcome.TOO_LARGE))
             return True
         return False
