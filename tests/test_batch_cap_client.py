@@ -84,16 +84,51 @@ def test_a_single_topic_beyond_the_cap_gets_the_brokers_error_and_the_rest_are_c
     assert set(broker.topics()) == set(results)
 
 
-def test_any_other_policy_violation_fails_at_once_and_is_never_split(quota_broker: BrokerFactory) -> None:
+def test_any_other_policy_violation_no_larger_than_a_request_accepted_fails_at_once_and_is_never_split(
+    quota_broker: BrokerFactory,
+) -> None:
     broker = quota_broker()
-    broker.fail_next("CreateTopics", POLICY_VIOLATION)  # as a CreateTopicPolicy would answer: not the cap's message
     with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        accepted = outcomes(admin.create_topics(one_partition(50, "a"), timeout_ms=30_000))
+        assert accepted == dict.fromkeys(accepted)
+        broker.fail_next("CreateTopics", POLICY_VIOLATION)  # as a CreateTopicPolicy would answer: not the cap's words
         results = outcomes(admin.create_topics(one_partition(50), timeout_ms=30_000))
     for exc in results.values():
         assert isinstance(exc, KafkaException)
         assert exc.args[0].code() == KafkaError.POLICY_VIOLATION
-    assert len(create_requests(broker)) == 1
-    assert broker.topics() == {}
+    assert len(create_requests(broker)) == 2
+    assert set(broker.topics()) == set(accepted)
+
+
+# Issue 40: Kafka 4.5 makes the cap a setting (KAFKA-20976) and its words may change. Was: a refusal in other words
+# failed every topic of the call; a refusal just above a request accepted halved the limit below it.
+NEW_WORDS = "Request makes more records than max.records.per.user.op (750)."
+
+
+def test_a_cap_refusal_in_new_words_is_split_and_the_cap_learned(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker(max_records_per_op=750, cap_message=NEW_WORDS)
+    with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        results = outcomes(admin.create_topics(one_partition(1500), timeout_ms=60_000))
+        lone = outcomes(admin.create_topics([NewTopic("big", 800, 1)], timeout_ms=30_000))
+    assert results == dict.fromkeys(results)
+    assert len(broker.topics()) == 1500
+    requests = create_requests(broker)
+    refused = [errors for errors in requests if set(errors.values()) == {POLICY_VIOLATION}]
+    assert [len(errors) for errors in refused] == [1500, 750, 1]  # 3,000 and 1,500 records; then the lone topic
+    big = lone["big"]  # a topic alone gets the broker's own error
+    assert isinstance(big, KafkaException)
+    assert (big.args[0].code(), big.args[0].str()) == (KafkaError.POLICY_VIOLATION, NEW_WORDS)
+
+
+def test_a_refusal_just_above_a_request_accepted_never_splits_below_it(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker(max_records_per_op=1000)
+    with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        first = outcomes(admin.create_topics(one_partition(500, "a"), timeout_ms=30_000))  # 1,000 records
+        later = outcomes(admin.create_topics(one_partition(501, "b"), timeout_ms=30_000))  # 1,002: refused whole
+    assert first == dict.fromkeys(first)
+    assert later == dict.fromkeys(later)
+    # the limit falls to the 1,000 accepted, not to half of 1,002 (which sent 250, 250 and 1)
+    assert [len(errors) for errors in create_requests(broker)] == [500, 501, 500, 1]
 
 
 def test_grows_refused_whole_for_the_partitions_they_add_are_split(quota_broker: BrokerFactory) -> None:

@@ -127,6 +127,32 @@ def test_create_partitions_is_capped_by_the_partitions_it_adds(quota_broker: Bro
     assert broker.topics() == {"t": 101}
 
 
+def test_cap_message_replaces_all_three_refusals_words(quota_broker: BrokerFactory) -> None:
+    """QuotaBroker(cap_message=...): a cluster whose cap refusal has other words (Kafka 4.5 makes the cap a
+    setting, KAFKA-20976); every check still refuses whole, in those words."""
+    words = "Request exceeds max.records.per.user.op (100)."
+    broker = quota_broker(max_records_per_op=100, cap_message=words)
+    broker.create_topic("t", 1)
+    T = CreatePartitionsRequest.CreatePartitionsTopic
+    with WireClient(broker.bootstrap_servers) as wire:
+        partitions = wire.request(create(("a", 60), ("b", 41)))
+        records = wire.request(create(("a", 60), ("b", 40)))
+        grow = wire.request(
+            CreatePartitionsRequest(
+                version=3, topics=[T(name="t", count=102, assignments=None)], timeout_ms=30000, validate_only=False
+            )
+        )
+    assert outcomes(partitions) == outcomes(records) == dict.fromkeys(("a", "b"), (POLICY_VIOLATION, words))
+    assert outcomes(grow) == {"t": (POLICY_VIOLATION, words)}
+    assert broker.topics() == {"t": 1}
+
+
+@pytest.mark.parametrize("bad", ["", 1])
+def test_cap_message_is_validated(bad: Any) -> None:
+    with pytest.raises(ValueError, match="cap_message must be a non-empty str or None"):
+        QuotaBroker(cap_message=bad)
+
+
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "10"])
 def test_max_records_per_op_is_validated(bad: Any) -> None:
     with pytest.raises(ValueError, match="max_records_per_op must be an int >= 1"):

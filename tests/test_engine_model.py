@@ -6,12 +6,13 @@ librdkafka's event when one drops back to 0 before it has ended),
 slow, lost, garbled and partial answers, NOT_CONTROLLER, REQUEST_TIMED_OUT, connections that die after the write,
 and a cluster librdkafka never reaches (connections failing before their handshake: refused, closed in the TLS
 handshake, ApiVersions unanswered, a listener of the other protocol); Redpanda's quota refusal
-(UNKNOWN_SERVER_ERROR), Kafka 4's batch cap (a whole request refused with POLICY_VIOLATION) and CreateTopicPolicy
-refusals; three brokers whose Metadata lags (``wait_for_metadata``), topics deleted and created again under the same
-name (incarnations: topic ids); a connection that still carries a request librdkafka gave up on (the sentinel
-answered, closed or never sent), sends cut short before or after confluent-kafka's call, topics cancelled in flight,
-calls of close budgets sharing a request, creates of the cluster's default partition count; a connection that carried a
-throttle failing (a broker restart, its debt forgiven or not) and a request in flight lost with its node
+(UNKNOWN_SERVER_ERROR), Kafka 4's batch cap (a whole request refused with POLICY_VIOLATION, in Kafka 4.4's words or new
+ones) and CreateTopicPolicy refusals; three brokers whose Metadata lags (``wait_for_metadata``), topics deleted and
+created again under the same name (incarnations: topic ids); a connection that still carries a request librdkafka gave
+up on (the sentinel answered, closed or never sent), sends cut short before or after confluent-kafka's call, topics
+cancelled in flight, calls of close budgets sharing a request, creates of the cluster's default partition count; a
+connection that carried a throttle failing (a broker restart, its debt forgiven or not) and a request in flight lost
+with its node
 (``_TRANSPORT``, ``_DESTROY_BROKER``). A simulated driver does
 what the engine's outbox says, waking it when it asks. Rules a-j of
 ``throttled_admin/_engine/machine.py`` are checked after every step (and at every send and settlement), against
@@ -94,9 +95,12 @@ MIN_SAMPLES = 3
 RECENT_S = 30.0
 DEFAULT_PARTITIONS = 3  # the simulated cluster's num.partitions: what NewTopic(name) (-1) makes, and is charged
 FALLBACK_PARTITIONS = 1  # what a -1 create counts while num.partitions is not known (Kafka's own default)
-# Kafka 4's batch cap: its two messages (the only POLICY_VIOLATION the engine splits on), and a policy's
+# Kafka 4's batch cap: its two messages, a cap's refusal in words the engine never saw (a cluster of Kafka 4.5, whose
+# cap is a setting: KAFKA-20976), and a policy's. The engine splits a request of several topics refused whole with
+# the cap's words, or refused alike (one message) and larger than every request accepted (issue 40).
 CAP_RECORDS = "Unable to perform excessively large batch operation."
 CAP_PARTITIONS = "Excessively large number of partitions per request."
+CAP_NEW_WORDS = "The request makes more records than max.records.per.user.op."
 POLICY = "Topic name is not allowed by the cluster's CreateTopicPolicy"
 REDPANDA = "Too many partition mutations requested"
 BROKERS = (1, 2, 3)
@@ -221,6 +225,7 @@ class EngineModel(RuleBasedStateMachine):
         self.wake_at = math.inf
         self.cap: int | None = None  # the cluster's batch cap (records per request)
         self.smallest_refused = math.inf  # records of the smallest request of several topics refused for the cap
+        self.largest_accepted = 0  # records of the topics applied by the largest answered request that applied any
         self.ids: dict[str, uuid.UUID] = {}  # each topic's id: a new one for every create (its incarnation)
         # The cluster (partitions, ids) before each of its last LAG_DEPTH changes, oldest first: what a broker that
         # many changes behind shows (a KRaft broker replays the metadata log in order)
@@ -259,7 +264,7 @@ class EngineModel(RuleBasedStateMachine):
         paced=st.booleans(),
         seed=st.integers(0, 2**16),
         existing=st.dictionaries(st.sampled_from(NAMES), st.integers(1, 3), max_size=4),
-        cap=st.sampled_from([None, None, 4, 7]),
+        cap=st.sampled_from([None, None, 4, 7]),  # 7: refused in new words (``over_the_cap``)
         reached=st.sampled_from([True, True, True, False, "unreachable"]),
         per_request=st.sampled_from([None, 1, 2]),
         bulk=st.sampled_from([None, "create", "delete", "delete", "grow"]),
@@ -472,6 +477,9 @@ class EngineModel(RuleBasedStateMachine):
         if len(tracks) > 1:
             records = sum(t.topic.records for t in tracks)
             assert records < self.smallest_refused, f"{records} records sent after {self.smallest_refused} were refused"
+        if self.largest_accepted < self.smallest_refused:  # never split below what the cluster accepted
+            limit = self.engine.status.max_records_per_request
+            assert limit >= min(self.largest_accepted, 10_000), f"limit {limit} below {self.largest_accepted} accepted"
 
     def check_first_contact(self, request: Send, tracks: list[Track]) -> None:
         """Until a broker has answered: nothing handed over while connections fail before their handshake, and
@@ -631,7 +639,7 @@ class EngineModel(RuleBasedStateMachine):
     def check_cap_final(self, track: Track, exc: BaseException | None) -> None:
         """The batch cap's refusal is final only for a topic alone, or when no time is left to split (or when its
         caller cancelled it: the attempt in flight was its last)."""
-        if _is_cap(exc) and track.cap_refused_with_others and not track.cancelled:
+        if _is_policy(exc) and track.cap_refused_with_others and not track.cancelled:
             floor = min(self.recent_round_trips(), default=0.0)
             remaining_s = _remaining_s(track, self.now)
             assert remaining_s <= floor + max(0.05, floor) + EPSILON, "not split, time was left"
@@ -901,8 +909,8 @@ class EngineModel(RuleBasedStateMachine):
         flight.fate = fate
         event(f"answer: {fate}")
         results = self.broker_handles(flight, fate, applied)
-        self.note_cap_refusal(flight, fate, results)
-        flight.retryable = _any_retryable(flight, results)
+        whole = self.note_cap_refusal(flight, fate, results)
+        flight.retryable = whole or _any_retryable(flight, results)
         self.note_contact(fate, len(flight.tracks))
         self.note_fresh_answer(fate, results)
         if results or fate == "drop last":  # the driver hands over what librdkafka completed (an empty answer too)
@@ -927,7 +935,7 @@ class EngineModel(RuleBasedStateMachine):
             }
         _mark_written(flight.tracks)
         self.note_round_trip(flight)
-        if fate == "policy":  # a CreateTopicPolicy (or any other policy) refuses every topic: final, never split
+        if fate == "policy":  # a CreateTopicPolicy (or any other policy) refuses every topic alike
             return {n: _error(KafkaError.POLICY_VIOLATION, POLICY) for n in names}
         code = KafkaError.NOT_CONTROLLER if fate == "not controller" else KafkaError.REQUEST_TIMED_OUT
         return {n: _error(code) for n in names}
@@ -977,15 +985,23 @@ class EngineModel(RuleBasedStateMachine):
         """A whole answer: what the round trip took (rule d's estimate rests on these)."""
         self.round_trips.append((self.now, self.now - flight.sent_at))
 
-    def note_cap_refusal(self, flight: Flight, fate: str, results: Results) -> None:
-        """A request of several topics refused whole for the batch cap: later ones must be smaller."""
+    def note_cap_refusal(self, flight: Flight, fate: str, results: Results) -> bool:
+        """A request of several topics refused whole for the batch cap, by its words or by its shape (every topic
+        refused alike, and larger than every request accepted): later ones must be smaller. True when so."""
         tracks = flight.tracks
-        whole = fate == "ok" and len(tracks) > 1 and all(_is_cap(results[t.topic.name]) for t in tracks)
+        records = sum(t.topic.records for t in tracks)
+        every = [results.get(t.topic.name) for t in tracks] if fate in ("ok", "policy") and len(tracks) > 1 else []
+        words = bool(every) and all(_is_cap(exc) for exc in every)
+        alike = bool(every) and all(_is_policy(exc) for exc in every) and len({str(exc) for exc in every}) == 1
+        whole = words or (alike and records > self.largest_accepted)
         if whole:
-            self.smallest_refused = min(self.smallest_refused, sum(t.topic.records for t in tracks))
-            event("a request refused whole for the batch cap")
+            self.smallest_refused = min(self.smallest_refused, records)
+            event("a request refused whole for the batch cap" if words else "a request refused alike, split")
+        applied = sum(t.topic.records for t in tracks if t.topic.name in results and results[t.topic.name] is None)
+        self.largest_accepted = max(self.largest_accepted, applied)
         for track in tracks:
             track.cap_refused_with_others = whole
+        return whole
 
     def note_contact(self, fate: str, topics: int) -> None:
         """Written means a connection completed its handshake; most answers mean a broker answered."""
@@ -1188,6 +1204,8 @@ class EngineModel(RuleBasedStateMachine):
                 records += max(0, item.new_total_count - current) if current is not None else 0
             else:
                 records += 1 if current is not None else 0
+        if self.cap == 7 and max(partitions, records) > self.cap:  # a cluster whose cap's words are new
+            return CAP_NEW_WORDS
         if operation is CREATE_TOPICS and partitions > self.cap:
             return CAP_PARTITIONS
         return CAP_RECORDS if records > self.cap else None
@@ -1529,13 +1547,13 @@ def _mark_unanswered(tracks: list[Track]) -> None:
 
 
 def _any_retryable(flight: Flight, results: Results) -> bool:
-    """Whether the engine may retry a topic of the request: a retryable error, the batch cap's refusal of several
-    topics, or a topic left out of the answer."""
+    """Whether the engine may retry a topic of the request: a retryable error, or a topic left out of the answer
+    (the batch cap's refusal of several topics: ``note_cap_refusal``)."""
     tracks = flight.tracks
     throttled = any(throttle_s > 0 for throttle_s in flight.throttles)  # what the engine knows of it
     if any(_retryable(results[t.topic.name], t, throttled) for t in tracks if t.topic.name in results):
         return True
-    return (len(tracks) > 1 and any(_is_cap(exc) for exc in results.values())) or len(results) < len(tracks)
+    return len(results) < len(tracks)
 
 
 def _quota_code(exc: BaseException) -> bool:
@@ -1625,6 +1643,10 @@ def _budget_s(track: Track, now: float) -> float:
 
 def _is_cap(exc: BaseException | None) -> bool:
     return isinstance(exc, KafkaException) and exc.args[0].str() in (CAP_RECORDS, CAP_PARTITIONS)
+
+
+def _is_policy(exc: BaseException | None) -> bool:
+    return isinstance(exc, KafkaException) and exc.args[0].code() == KafkaError.POLICY_VIOLATION
 
 
 def _broker_answer(exc: BaseException | None) -> bool:

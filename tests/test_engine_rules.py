@@ -2,8 +2,9 @@
 
 Rule f (truthful outcomes) for the sequences an independent review found: after an attempt whose outcome is
 unknown, no later answer may be reported as a plain failure. Issue 19: Redpanda's quota refusal (UNKNOWN_SERVER_ERROR
-"Too many partition mutations requested"), Kafka 4's batch cap (split on its two messages only) and
-``wait_for_metadata`` (resolved once every broker's Metadata shows the change)."""
+"Too many partition mutations requested"), Kafka 4's batch cap (split on its messages, or on a refusal of every topic
+alike larger than any request accepted: tests/test_engine_batch_cap.py) and ``wait_for_metadata`` (resolved once
+every broker's Metadata shows the change)."""
 
 from __future__ import annotations
 
@@ -380,11 +381,18 @@ def test_a_single_topic_beyond_the_cap_gets_the_brokers_error() -> None:
 
 
 @pytest.mark.parametrize("error", [POLICY, KafkaException(KafkaError(KafkaError.POLICY_VIOLATION))])
-def test_any_other_policy_violation_is_final_and_never_splits(error: KafkaException) -> None:
+def test_any_other_policy_violation_no_larger_than_a_request_accepted_is_final_and_never_splits(
+    error: KafkaException,
+) -> None:
     engine, _, first = engine_with(["a", "b"])
     assert first.send is not None
-    engine.on_results(first.send.request_id, {"a": error, "b": error}, 0.01)
-    out = engine.step(0.01)
+    engine.on_results(first.send.request_id, {"a": None, "b": None}, 0.01)  # two topics accepted
+    spec = CallSpec(RequestKind(CREATE_TOPICS, False), 30.0, 30_000, True, None, None, started_at=0.01)
+    submit_call(engine, spec, [(n, NewTopic(n, 1, 1), 1, 2) for n in ("c", "d")])
+    second = engine.step(0.01)
+    assert second.send is not None
+    engine.on_results(second.send.request_id, {"c": error, "d": error}, 0.02)
+    out = engine.step(0.02)
     assert [exc for _, exc in out.settle] == [error, error]
     assert out.send is None
     assert engine.status.max_records_per_request == 10_000

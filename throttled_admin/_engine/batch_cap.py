@@ -5,14 +5,21 @@ three messages: "Excessively large number of partitions per request." (``Replica
 CreateTopics whose partitions add up to more than the cap), "Excessively large number of additional partitions per
 request." (Kafka 4.4: a CreatePartitions adding more) and "Unable to perform excessively large batch operation."
 (``QuorumController``: an operation making more than the cap's metadata records). The cap is
-``MAX_RECORDS_PER_USER_OP`` = 10,000, a constant in Kafka 4.4.0; other clusters use other caps (AutoMQ raised it),
-so the client learns it. The cap and the messages are in ``_kafka/refusals.py``, shared with the test broker.
+``MAX_RECORDS_PER_USER_OP`` = 10,000, a constant in Kafka 4.4.0; Kafka 4.5 makes it a setting (KAFKA-20976) and its
+words may change, other clusters use other caps (AutoMQ raised it), so the client learns it. The cap and the
+messages are in ``_kafka/refusals.py``, shared with the test broker.
 
-The engine sizes requests by records (a topic's own estimate, never below what the controller counts), starting
-at 10,000. A request of several topics refused whole with one of those messages halves the limit below its own
-size, and its topics are sent again at once in smaller requests, within their deadlines; a lone topic refused so
-is larger than the cap by itself and gets the broker's error. Any other POLICY_VIOLATION (a CreateTopicPolicy's)
-is the topic's own answer: Kafka's AdminClient cannot tell them apart by code (KAFKA-19327), the messages can.
+A refusal is the cap's by its words, or by its shape: every topic of a request of several refused POLICY_VIOLATION
+with one message, none applied, the request larger (in records) than the largest this client saw accepted. The
+engine sizes requests by records (a topic's own estimate, never below what the controller counts), starting at
+10,000. A cap refusal of several topics sets the limit below the refused size but never below the largest request
+accepted (``max(largest accepted, refused // 2)``), and its topics are sent again at once in smaller requests,
+within their deadlines; a lone topic refused so gets the broker's error. A CreateTopicPolicy that refuses some
+topics of a request (other messages, or some applied) is each topic's own answer; one that refuses every topic
+with one message costs a few extra requests, once: halving down to a lone topic, refused alike, proves the words a
+policy's; the limit goes back to what it was, and the topics left go whole again, each with the policy's error.
+(A lone topic larger than a cap in new words by itself makes those words a policy's too: later requests refused
+in them fail, not split.)
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from confluent_kafka import KafkaError
 
 from throttled_admin._kafka.refusals import BATCH_CAP_MESSAGES, MAX_RECORDS_PER_USER_OP
 
-__all__ = ["BATCH_CAP_MESSAGES", "MAX_RECORDS_PER_REQUEST", "BatchCap", "is_batch_cap"]
+__all__ = ["BATCH_CAP_MESSAGES", "MAX_RECORDS_PER_REQUEST", "BatchCap", "is_batch_cap", "refused_alike"]
 
 MAX_RECORDS_PER_REQUEST = MAX_RECORDS_PER_USER_OP  # the limit to start from: Kafka 4.4's cap
 
@@ -31,14 +38,60 @@ def is_batch_cap(error: KafkaError) -> bool:
     return error.code() == KafkaError.POLICY_VIOLATION and error.str() in BATCH_CAP_MESSAGES
 
 
+def refused_alike(errors: list[KafkaError | None]) -> str | None:
+    """Several topics, every one refused POLICY_VIOLATION with one and the same message (none applied): that
+    message."""
+    if len(errors) < 2 or any(e is None or e.code() != KafkaError.POLICY_VIOLATION for e in errors):
+        return None
+    messages = {e.str() for e in errors if e is not None}
+    return messages.pop() if len(messages) == 1 else None
+
+
 class BatchCap:
     """Not thread-safe: the engine's own state."""
 
     def __init__(self, limit: int = MAX_RECORDS_PER_REQUEST) -> None:
         self.limit = limit
         self.refusals = 0
+        self.largest_accepted = 0  # records of the largest request of which the controller applied a topic
+        self.policies: set[str] = set()  # refusals' words a lone topic got: a policy's, never taken for the cap's
+        self._by_shape: dict[str, int] = {}  # words taken for the cap's by their shape: the limit before them
+
+    def accepted(self, records: int) -> None:
+        """A request of ``records`` records (its applied topics') passed the cap."""
+        self.largest_accepted = max(self.largest_accepted, records)
+
+    def beyond_accepted(self, records: int) -> bool:
+        """Larger than every request accepted so far: a refusal of it alike for every topic may be the cap's."""
+        return records > self.largest_accepted
+
+    def refused_by_shape(self, records: int, errors: list[KafkaError | None]) -> bool:
+        """A request's errors, one per topic: refused alike, larger than any request accepted, in words not known to
+        be a policy's, it is taken for the cap (``refused``: True) until a lone topic gets the same words
+        (``_lone_refusal``)."""
+        if len(errors) == 1:
+            if (lone := errors[0]) is not None and lone.code() == KafkaError.POLICY_VIOLATION:
+                self._lone_refusal(lone.str())
+            return False
+        message = refused_alike(errors) if self.beyond_accepted(records) else None
+        if message is None or message in self.policies:
+            return False
+        self._by_shape.setdefault(message, self.limit)
+        self.refused(records)
+        return True
+
+    def _lone_refusal(self, message: str) -> None:
+        """A lone topic refused POLICY_VIOLATION with ``message``: if the shape made those words the cap's, they
+        are a policy's (a topic refused alone is not a request too large, unless it is by itself); the limit goes
+        back to what it was before them."""
+        if (limit := self._by_shape.pop(message, None)) is not None:
+            self.policies.add(message)
+            self.limit = max(self.limit, limit)
 
     def refused(self, records: int) -> None:
-        """A request of ``records`` records (several topics) was refused whole: the cap is below it."""
+        """A request of ``records`` records (several topics) was refused whole: the cap is below it, and at or above
+        the largest request accepted (unless the cap was lowered since: then that is forgotten)."""
         self.refusals += 1
-        self.limit = min(self.limit, max(1, records // 2))
+        if self.largest_accepted >= records:
+            self.largest_accepted = 0
+        self.limit = min(self.limit, max(1, self.largest_accepted, records // 2))

@@ -34,12 +34,22 @@ class Learning:
         self._own_pacer = False  # the pacer is the engine's own (Redpanda's answers), not the caller's
 
     def batch_cap(self, request: Request, outcomes: dict[str, Outcome]) -> bool:
-        """Refused whole for the controller's batch cap: learn it, and send the topics again in smaller requests
-        (True)."""
-        split = len(request.topics) > 1 and all(outcome is Outcome.TOO_LARGE for outcome in outcomes.values())
-        if split:
-            self.cap.refused(sum(topic.records for topic in request.topics))
-        return split
+        """Refused whole for the controller's batch cap, by its words or its shape (``batch_cap``): learn it, mark
+        every topic ``TOO_LARGE`` in ``outcomes``, and send the topics again in smaller requests (True). A request
+        of which a topic was applied passed the cap: its size is learned too."""
+        records = sum(topic.records for topic in request.topics)
+        applied = sum(t.records for t in request.topics if outcomes.get(t.name) is Outcome.SUCCESS)
+        if applied:
+            self.cap.accepted(applied)
+        several = len(request.topics) > 1 and len(outcomes) == len(request.topics)
+        if several and all(outcome is Outcome.TOO_LARGE for outcome in outcomes.values()):
+            self.cap.refused(records)
+            return True
+        errors = [error_of(request.results.get(topic.name)) for topic in request.topics]
+        if (several or len(errors) == 1) and self.cap.refused_by_shape(records, errors):
+            outcomes.update(dict.fromkeys(outcomes, Outcome.TOO_LARGE))
+            return True
+        return False
 
     def redpanda(
         self,

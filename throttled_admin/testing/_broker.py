@@ -72,7 +72,8 @@ class QuotaBroker:
     use another): a CreateTopics whose partitions add up to more is refused whole with POLICY_VIOLATION
     "Excessively large number of partitions per request.", a CreatePartitions adding more partitions with
     "Excessively large number of additional partitions per request.", and a CreateTopics making more metadata
-    records with "Unable to perform excessively large batch operation.". ``metadata_lag_ms``: every node but
+    records with "Unable to perform excessively large batch operation."; ``cap_message`` replaces all three
+    (a cluster whose words differ, as Kafka 4.5's may: KAFKA-20976). ``metadata_lag_ms``: every node but
     the controller (node 0) shows a topic change (create, grow, delete) that much later in its Metadata
     answers, as a KRaft broker replaying the metadata log; mutations themselves are decided by the controller
     at once.
@@ -98,6 +99,7 @@ class QuotaBroker:
         request_log_limit: int = DEFAULT_REQUEST_LOG_LIMIT,
         broker_configs: Mapping[str, str] | None = None,
         max_records_per_op: int = MAX_RECORDS_PER_USER_OP,
+        cap_message: str | None = None,
         metadata_lag_ms: float = 0,
         sasl_mechanisms: Sequence[str] = ("PLAIN",),
         ssl_context: ssl.SSLContext | None = None,
@@ -114,6 +116,8 @@ class QuotaBroker:
             raise ValueError(f"request_log_limit must be an int >= 1, got {request_log_limit!r}")
         if isinstance(max_records_per_op, bool) or not isinstance(max_records_per_op, int) or max_records_per_op < 1:
             raise ValueError(f"max_records_per_op must be an int >= 1, got {max_records_per_op!r}")
+        if cap_message is not None and (not isinstance(cap_message, str) or not cap_message):
+            raise ValueError(f"cap_message must be a non-empty str or None, got {cap_message!r}")
         lag_ms = _seconds("metadata_lag_ms", metadata_lag_ms, "milliseconds")
         mechanisms = tuple(sasl_mechanisms) if not isinstance(sasl_mechanisms, str) else (sasl_mechanisms,)
         if not mechanisms or any(m not in SASL_MECHANISMS for m in mechanisms):
@@ -151,6 +155,7 @@ class QuotaBroker:
             users=dict(users) if users is not None else None,
             addresses={},
             max_records_per_op=max_records_per_op,
+            cap_message=cap_message,
             sasl_mechanisms=mechanisms,
             scram_credentials=ScramCredentials(dict(users or {})),
         )

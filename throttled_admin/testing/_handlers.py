@@ -92,6 +92,7 @@ class BrokerContext:
     sasl_mechanisms: tuple[str, ...] = ("PLAIN",)  # Kafka's sasl.enabled.mechanisms, when ``users`` is set
     scram_credentials: ScramCredentials = field(default_factory=lambda: ScramCredentials({}))
     max_records_per_op: int = MAX_RECORDS_PER_USER_OP  # KRaft's cap on one operation's records and partitions
+    cap_message: str | None = None  # the cap's refusal in other words than Kafka 4.4's three (all of them)
 
 
 @dataclass
@@ -401,6 +402,8 @@ def _mutate(
         if refusal is None and records is not None and sum(records(index) for index in to_controller) > cap:
             refusal = TOO_LARGE
         if refusal is not None:
+            if ctx.broker.cap_message is not None:
+                refusal = ApiError.of(kerr.PolicyViolationError, ctx.broker.cap_message)
             return _Mutations(indices, [early.get(index, refusal) for index in indices], 0, 0)
     errors, charged = [], 0
     for index in indices:

@@ -1,0 +1,144 @@
+"""Issue 40: Kafka 4's batch cap recognised by more than its words, and never split below what a cluster accepts,
+on simulated time.
+
+Kafka 4.5 makes the cap a setting (KAFKA-20976) and its refusal's words may change. Was: a refusal was the cap's
+only by Kafka 4.4's three messages (any other POLICY_VIOLATION of every topic failed the whole call), and a refused
+request halved the limit below its own size even after a larger request was accepted (a 10,001-record refusal after
+a 10,000-record acceptance left 5,000)."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import NewTopic
+
+from tests.engine_records import submit_call
+from throttled_admin._engine import CREATE_TOPICS, CallSpec, Engine, Outbox, RequestKind, RetryBackoff
+
+BATCH_CAP = KafkaException(
+    KafkaError(KafkaError.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
+)
+# a cap refusal in words the engine has never seen (as Kafka 4.5's may be)
+NEW_WORDS = KafkaException(
+    KafkaError(KafkaError.POLICY_VIOLATION, "Request makes 32 records, over max.records.per.user.op (10).")
+)
+POLICY = KafkaException(KafkaError(KafkaError.POLICY_VIOLATION, "Topic name 'x' is not allowed by the policy"))
+OTHER_POLICY = KafkaException(KafkaError(KafkaError.POLICY_VIOLATION, "Replication factor 1 is not allowed"))
+
+
+def engine() -> Engine:
+    engine = Engine(pacer=None, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
+    engine.on_probe(True, 0.0)
+    return engine
+
+
+def submit(engine: Engine, partitions: dict[str, int], now: float) -> Outbox:
+    """A create of these topics (NewTopic(name, partitions, 1) makes 1 + partitions records)."""
+    spec = CallSpec(RequestKind(CREATE_TOPICS, False), 30.0, 30_000, True, None, None, started_at=now)
+    submit_call(engine, spec, [(n, NewTopic(n, p, 1), p, 1 + p) for n, p in partitions.items()])
+    return engine.step(now)
+
+
+def answer(engine: Engine, out: Outbox, results: dict[str, BaseException | None], now: float) -> Outbox:
+    assert out.send is not None
+    assert set(results) == {t.name for t in out.send.topics}
+    engine.on_results(out.send.request_id, results, now)
+    return engine.step(now)
+
+
+def run(engine: Engine, out: Outbox, answer_of: dict[str, BaseException | None]) -> tuple[list[int], dict[str, object]]:
+    """Answer every request with ``answer_of`` per topic until none is left: the sizes sent, and each outcome."""
+    sizes: list[int] = []
+    settled: dict[str, object] = {}
+    now = 0.0
+    while out.send is not None:
+        now += 0.01
+        sizes.append(len(out.send.topics))
+        out = answer(engine, out, {t.name: answer_of[t.name] for t in out.send.topics}, now)
+        settled.update({topic.name: exc for topic, exc in out.settle})
+    return sizes, settled
+
+
+def test_a_refusal_of_every_topic_alike_in_new_words_is_split_and_the_cap_learned() -> None:
+    names = {f"t{i}": 3 for i in range(8)}  # 4 records each, 32 in all
+    cap = engine()
+    out = answer(cap, submit(cap, names, 0.0), dict.fromkeys(names, NEW_WORDS), 0.01)
+    assert not out.settle  # was: every topic failed with the refusal
+    assert cap.status.max_records_per_request == 16
+    sizes, settled = run(cap, out, dict.fromkeys(names, None))
+    assert sizes == [4, 4]
+    assert settled == dict.fromkeys(names)
+
+
+def test_a_policy_refusing_every_topic_alike_costs_a_few_requests_and_each_topic_gets_its_error() -> None:
+    names = {f"t{i}": 1 for i in range(4)}  # 2 records each
+    cap = engine()
+    sizes, settled = run(cap, submit(cap, names, 0.0), dict.fromkeys(names, POLICY))
+    # halved down to a lone topic, refused alike: the policy's words, not the cap's; the rest go whole again
+    assert sizes == [4, 2, 1, 3]
+    assert settled == dict.fromkeys(names, POLICY)
+
+
+def test_a_policy_refusing_every_topic_alike_leaves_the_limit_as_it_was() -> None:
+    """Was: the shape's cuts stayed, so a client that met such a policy once (before any request was accepted)
+    sent one topic per request for the rest of its life."""
+    names = {f"t{i}": 1 for i in range(4)}
+    cap = engine()
+    run(cap, submit(cap, names, 0.0), dict.fromkeys(names, POLICY))
+    assert cap.status.max_records_per_request == 10_000
+    later = {f"u{i}": 1 for i in range(4)}
+    sizes, settled = run(cap, submit(cap, later, 1.0), dict.fromkeys(later, POLICY))
+    assert sizes == [4]  # its words are known to be a policy's: each topic's own answer at once
+    assert settled == dict.fromkeys(later, POLICY)
+
+
+def test_a_refusal_alike_no_larger_than_a_request_accepted_is_each_topics_own_answer() -> None:
+    cap = engine()
+    sizes, settled = run(cap, submit(cap, {"a": 1, "b": 1}, 0.0), {"a": None, "b": None})
+    assert (sizes, settled) == ([2], {"a": None, "b": None})
+    out = answer(cap, submit(cap, {"c": 1, "d": 1}, 1.0), {"c": POLICY, "d": POLICY}, 1.01)
+    assert {t.name: exc for t, exc in out.settle} == {"c": POLICY, "d": POLICY}
+    assert out.send is None
+    assert cap.status.max_records_per_request == 10_000
+
+
+@pytest.mark.parametrize(
+    "results",
+    [{"a": POLICY, "b": None}, {"a": POLICY, "b": OTHER_POLICY}, {"a": NEW_WORDS, "b": None}],
+    ids=["some applied", "other words", "new words, some applied"],
+)
+def test_a_policy_refusing_some_topics_is_each_topics_own_answer(results: dict[str, BaseException | None]) -> None:
+    cap = engine()
+    out = answer(cap, submit(cap, {"a": 1, "b": 1}, 0.0), results, 0.01)
+    assert {t.name: exc for t, exc in out.settle} == results
+    assert out.send is None
+    assert cap.status.max_records_per_request == 10_000
+
+
+def test_a_lone_topic_refused_in_new_words_gets_the_brokers_error() -> None:
+    cap = engine()
+    out = answer(cap, submit(cap, {"big": 20_000}, 0.0), {"big": NEW_WORDS}, 0.01)
+    assert [exc for _, exc in out.settle] == [NEW_WORDS]
+    assert cap.status.max_records_per_request == 10_000
+
+
+def test_a_refusal_just_above_a_request_accepted_never_splits_below_it() -> None:
+    cap = engine()
+    run(cap, submit(cap, {"a": 4999, "b": 4999}, 0.0), {"a": None, "b": None})  # 10,000 records accepted
+    assert cap.status.max_records_per_request == 10_000
+    cap._learned.cap.limit = 20_000  # as if the cluster's cap were larger (a cluster of Kafka 4.5's setting)
+    out = answer(cap, submit(cap, {"c": 4999, "d": 5000}, 1.0), {"c": BATCH_CAP, "d": BATCH_CAP}, 1.01)  # 10,001
+    assert cap.status.max_records_per_request == 10_000  # was 5,000: below a request the cluster accepted
+    assert out.send is not None
+
+
+def test_a_cap_refusal_in_its_words_at_a_size_once_accepted_halves_the_limit() -> None:
+    """The cap was lowered since (a setting in Kafka 4.5): what was accepted no longer holds."""
+    cap = engine()
+    names = {f"t{i}": 1 for i in range(8)}  # 16 records
+    run(cap, submit(cap, names, 0.0), dict.fromkeys(names, None))
+    later = {f"u{i}": 1 for i in range(8)}
+    out = answer(cap, submit(cap, later, 1.0), dict.fromkeys(later, BATCH_CAP), 1.01)
+    assert cap.status.max_records_per_request == 8
+    assert out.send is not None
+    assert len(out.send.topics) == 4
