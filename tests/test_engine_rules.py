@@ -1034,6 +1034,16 @@ def test_a_create_of_the_default_partition_count_waits_for_the_clusters_setting_
     assert later[0].cost == 10  # known from now on: no read
 
 
+def _a_is_read_back_before_the_next_default_create(engine: Engine, now: float) -> None:
+    """A -1 create of "b" at ``now``: "a" (6 partitions) is read back first, and "b" is counted as 6."""
+    default_creates(engine, ["b"], now)
+    assert engine.step(now).read_metadata
+    engine.on_metadata({"a": 6}, now + 0.1)
+    second = engine.step(now + 0.1).send
+    assert second is not None
+    assert second.mutations == 6
+
+
 def test_an_unreadable_default_is_counted_as_one_until_a_topic_created_with_it_is_read_back() -> None:
     engine = Engine(pacer=None, backoff=RetryBackoff())
     engine.on_probe(True, 0.0)
@@ -1045,12 +1055,7 @@ def test_an_unreadable_default_is_counted_as_one_until_a_topic_created_with_it_i
     assert first.mutations == 1  # Kafka's own default, stated in docs/semantics.md
     engine.on_results(first.request_id, {"a": None}, 0.2)
     assert engine.step(0.2).settle
-    default_creates(engine, ["b"], 0.3)
-    assert engine.step(0.3).read_metadata  # "a" is read back before the next send
-    engine.on_metadata({"a": 6}, 0.4)
-    second = engine.step(0.4).send
-    assert second is not None
-    assert second.mutations == 6
+    _a_is_read_back_before_the_next_default_create(engine, 0.3)
 
 
 def test_a_default_create_applied_after_it_was_settled_is_still_read_back() -> None:
@@ -1068,12 +1073,7 @@ def test_a_default_create_applied_after_it_was_settled_is_still_read_back() -> N
     assert engine.step(0.2).settle  # settled in flight: outcome unknown
     engine.on_results(first.request_id, {"a": None}, 0.3)  # the broker made it all the same
     engine.step(0.3)
-    default_creates(engine, ["b"], 0.4)
-    assert engine.step(0.4).read_metadata  # "a" is read back before the next send
-    engine.on_metadata({"a": 6}, 0.5)
-    second = engine.step(0.5).send
-    assert second is not None
-    assert second.mutations == 6
+    _a_is_read_back_before_the_next_default_create(engine, 0.4)
 
 
 def test_close_counts_the_quota_refusals_of_a_request_answered_in_part() -> None:
