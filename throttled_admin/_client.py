@@ -488,6 +488,8 @@ class ThrottledAdminClient(AdminClient):
             for item in items
         ]
         sent = scheduler.submit(spec, work) if work else {}
+        if len(sent) == len(checked):
+            return sent  # nothing refused (most calls): the scheduler's own new dict, in the order of the call
         futures: dict[Any, Future[None]] = {}
         for key, item in checked:
             if isinstance(item, KafkaError):

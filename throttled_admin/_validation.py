@@ -22,6 +22,7 @@ keeps exactly what it was given, so a caller changing its objects afterwards can
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Hashable
 from typing import Any, TypeVar
@@ -30,7 +31,7 @@ from confluent_kafka import KafkaError
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
 from throttled_admin._errors import TopicValueError
-from throttled_admin._kafka.topic_names import collision_key, topic_name_error
+from throttled_admin._kafka.topic_names import MAX_NAME_LENGTH, collision_key, topic_name_error
 
 __all__ = [
     "MAX_PARTITIONS",
@@ -46,6 +47,8 @@ __all__ = [
 MAX_PARTITIONS = 100000
 MAX_REPLICATION_FACTOR = 10000
 _MAX_BROKER_ID = 2**31 - 1  # an INT32 on the wire
+# Legal topic names (``topic_names``'s character rule), one a line: a call's names checked in one match.
+_LEGAL_LINES = re.compile(r"[a-zA-Z0-9._-]+(?:\n[a-zA-Z0-9._-]+)*")
 
 T = TypeVar("T")
 # One entry per future the call returns, in call order: its key and what is sent, or why that topic is not.
@@ -66,6 +69,8 @@ def _spec_list(value: Any, element: type, argument: str) -> list[Any]:
         items = list(value)
     except TypeError:
         raise TypeError(f"{argument} must be a list of {what}, got {type(value).__name__}") from None
+    if type(value) is list and items and all(type(item) is element for item in items):
+        return items  # the plain case, which the checks below all pass
     for index, item in enumerate(items):
         if not hasattr(item, "topic"):
             raise NotATopicSpecError(f"{argument}[{index}] must be {what}, got {type(item).__name__}: {item!r}")
@@ -93,7 +98,10 @@ def _keyed(
     """One entry per key, in call order, with what the broker says per topic checked first (as its controller
     does): a name given twice (INVALID_REQUEST, the one future of that name), an illegal name (``illegal_name``),
     and for creates a name colliding with one sent before it in the call (INVALID_TOPIC_EXCEPTION)."""
-    counts = Counter(keys) if len(set(keys)) < len(keys) else None  # None: every key once (most calls)
+    distinct = len(set(keys)) == len(keys)
+    if distinct and _all_plain(keys, collisions=collisions):
+        return list(zip(keys, items, strict=True))  # nothing to refuse by name (most calls): one pass in C
+    counts = None if distinct else Counter(keys)  # None: every key once
     out: dict[Any, T | KafkaError] = {}
     sent: dict[str, str] = {}  # collision key -> the name sent under it
     for key, item in zip(keys, items, strict=True):
@@ -115,6 +123,19 @@ def _keyed(
             sent.setdefault(collision_key(key), key)
         out[key] = item
     return list(out.items())
+
+
+def _all_plain(keys: list[Any], *, collisions: bool) -> bool:
+    """True when every key is a legal topic name (a str that ``topic_name_error`` passes) and, for creates, no two
+    collide: checked over the whole list at once; False sends the call through the per-key checks."""
+    if not all(type(key) is str for key in keys):
+        return False
+    if max(map(len, keys)) > MAX_NAME_LENGTH or "." in keys or ".." in keys:
+        return False
+    lines = "\n".join(keys)
+    if lines.count("\n") != len(keys) - 1 or _LEGAL_LINES.fullmatch(lines) is None:  # also refuses an empty name
+        return False
+    return not collisions or len({collision_key(key) for key in keys}) == len(keys)
 
 
 def _is_int(value: Any) -> bool:
@@ -187,9 +208,16 @@ def _out_of_range(name: str, field: str, value: Any, maximum: int, *, broker_def
     )
 
 
-def _snapshot_topic(t: NewTopic) -> NewTopic | KafkaError:
-    name = str(t.topic)
-    partitions, replication = t.num_partitions, t.replication_factor
+def _snapshot_topic(t: NewTopic, name: str) -> NewTopic | KafkaError:
+    """``name``: ``str(t.topic)``, read once per topic by the caller."""
+    partitions, replication, assignment, config = t.num_partitions, t.replication_factor, t.replica_assignment, t.config
+    if (
+        assignment is None
+        and config is None
+        and (0 < partitions <= MAX_PARTITIONS or partitions == -1)
+        and (0 < replication <= MAX_REPLICATION_FACTOR or replication == -1)
+    ):
+        return NewTopic(name, int(partitions), int(replication))  # the plain case, which the checks below all pass
     # confluent-kafka's call-time checks first: any of them fails the whole call, as it does (0 is left to the
     # broker's per-topic refusal below).
     if not -1 <= partitions <= MAX_PARTITIONS:
@@ -199,7 +227,6 @@ def _snapshot_topic(t: NewTopic) -> NewTopic | KafkaError:
     # An explicit replica_assignment=None reads back as None and is taken as no assignment (confluent-kafka
     # refuses it, a quirk of its C binding). An empty list is no assignment when the partition count is the
     # broker default, as confluent-kafka has it.
-    assignment = t.replica_assignment
     copied: list[list[int]] = []
     if assignment is not None:
         if replication != -1:
@@ -219,9 +246,9 @@ def _snapshot_topic(t: NewTopic) -> NewTopic | KafkaError:
                 f"topic {name!r}: replica_assignment has {len(copied)} partition(s), num_partitions is {partitions}"
             )
     # What confluent-kafka sends and every broker refuses: this topic's future fails, in the broker's order.
-    config = _copy_config(name, t.config) if t.config is not None else None  # NewTopic refuses config=None
-    if isinstance(config, KafkaError):
-        return config
+    copied_config = _copy_config(name, config) if config is not None else None  # NewTopic refuses config=None
+    if isinstance(copied_config, KafkaError):
+        return copied_config
     refusal = _assignment_refusal(name, copied)
     if refusal is not None:
         return refusal
@@ -234,8 +261,8 @@ def _snapshot_topic(t: NewTopic) -> NewTopic | KafkaError:
     extra: dict[str, Any] = {}
     if copied:
         extra["replica_assignment"] = copied
-    if config is not None:
-        extra["config"] = config
+    if copied_config is not None:
+        extra["config"] = copied_config
     return NewTopic(name, int(partitions), int(replication), **extra)
 
 
@@ -243,8 +270,9 @@ def check_new_topics(new_topics: Any) -> Checked[NewTopic]:
     """Each topic's snapshot or the broker's error for it, keyed by name; confluent-kafka's call-time errors
     (TypeError / ValueError / AttributeError, naming the topic) raised."""
     topics = _spec_list(new_topics, NewTopic, "new_topics")
-    snapshots = [_snapshot_topic(t) for t in topics]
-    return _keyed([str(t.topic) for t in topics], snapshots, illegal_name=KafkaError.TOPIC_EXCEPTION, collisions=True)
+    names = [str(t.topic) for t in topics]
+    snapshots = [_snapshot_topic(t, name) for t, name in zip(topics, names, strict=True)]
+    return _keyed(names, snapshots, illegal_name=KafkaError.TOPIC_EXCEPTION, collisions=True)
 
 
 def _snapshot_partitions(p: NewPartitions) -> NewPartitions | KafkaError:

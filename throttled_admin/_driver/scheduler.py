@@ -246,8 +246,7 @@ class Scheduler:
         runner, assist, wake = self._callbacks, self.assist, self._wake_assisting
         withdraw = functools.partial(self._withdraw, call_id)
         for name, _, _, _ in items:
-            future = TopicFuture(runner, assist, wake)
-            future.bind_withdraw(withdraw, name)
+            future = TopicFuture(runner, assist, wake, withdraw, name)
             futures[name] = future
             pending[name] = (operation, future)
         with self._lock:
