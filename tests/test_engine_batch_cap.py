@@ -132,6 +132,17 @@ def test_a_refusal_just_above_a_request_accepted_never_splits_below_it() -> None
     assert out.send is not None
 
 
+def test_a_lone_topic_accepted_above_the_limit_raises_it() -> None:
+    """Found by the model's random runs ('limit 3 below 5 accepted'): a request of 7 records (one topic's count a
+    guess) refused in the cap's words halved the limit to 3; a topic of 5 records then went alone and was applied.
+    The cluster accepts 5: the limit rises to it (it stayed at 3, splitting below what the cluster accepts)."""
+    cap = engine()
+    out = answer(cap, submit(cap, {"d": 4, "a": 1}, 0.0), {"d": BATCH_CAP, "a": BATCH_CAP}, 0.01)  # 7 records
+    assert cap.status.max_records_per_request == 3
+    run(cap, out, {"d": None, "a": None})
+    assert cap.status.max_records_per_request == 5
+
+
 def test_a_cap_refusal_in_its_words_at_a_size_once_accepted_halves_the_limit() -> None:
     """The cap was lowered since (a setting in Kafka 4.5): what was accepted no longer holds."""
     cap = engine()

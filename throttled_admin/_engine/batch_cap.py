@@ -58,8 +58,10 @@ class BatchCap:
         self._by_shape: dict[str, int] = {}  # words taken for the cap's by their shape: the limit before them
 
     def accepted(self, records: int) -> None:
-        """A request of ``records`` records (its applied topics') passed the cap."""
+        """A request of ``records`` records (its applied topics') passed the cap: the limit is at least that (a lone
+        topic above the limit goes alone)."""
         self.largest_accepted = max(self.largest_accepted, records)
+        self.limit = max(self.limit, records)
 
     def beyond_accepted(self, records: int) -> bool:
         """Larger than every request accepted so far: a refusal of it alike for every topic may be the cap's."""
