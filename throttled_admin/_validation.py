@@ -22,7 +22,6 @@ keeps exactly what it was given, so a caller changing its objects afterwards can
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Hashable
 from typing import Any, TypeVar
@@ -31,7 +30,7 @@ from confluent_kafka import KafkaError
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
 from throttled_admin._errors import TopicValueError
-from throttled_admin._kafka.topic_names import MAX_NAME_LENGTH, collision_key, topic_name_error
+from throttled_admin._kafka.topic_names import all_legal, collision_key, topic_name_error
 
 __all__ = [
     "MAX_PARTITIONS",
@@ -47,8 +46,6 @@ __all__ = [
 MAX_PARTITIONS = 100000
 MAX_REPLICATION_FACTOR = 10000
 _MAX_BROKER_ID = 2**31 - 1  # an INT32 on the wire
-# Legal topic names (``topic_names``'s character rule), one a line: a call's names checked in one match.
-_LEGAL_LINES = re.compile(r"[a-zA-Z0-9._-]+(?:\n[a-zA-Z0-9._-]+)*")
 
 T = TypeVar("T")
 # One entry per future the call returns, in call order: its key and what is sent, or why that topic is not.
@@ -126,14 +123,9 @@ def _keyed(
 
 
 def _all_plain(keys: list[Any], *, collisions: bool) -> bool:
-    """True when every key is a legal topic name (a str that ``topic_name_error`` passes) and, for creates, no two
-    collide: checked over the whole list at once; False sends the call through the per-key checks."""
-    if not all(type(key) is str for key in keys):
-        return False
-    if max(map(len, keys)) > MAX_NAME_LENGTH or "." in keys or ".." in keys:
-        return False
-    lines = "\n".join(keys)
-    if lines.count("\n") != len(keys) - 1 or _LEGAL_LINES.fullmatch(lines) is None:  # also refuses an empty name
+    """True when every key is a legal topic name (``all_legal``) and, for creates, no two collide: checked over the
+    whole list at once; False sends the call through the per-key checks."""
+    if not all(type(key) is str for key in keys) or not all_legal(keys):
         return False
     return not collisions or len({collision_key(key) for key in keys}) == len(keys)
 
