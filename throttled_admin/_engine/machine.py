@@ -538,7 +538,7 @@ class Engine:
         self._metric(*request.throttle_events(answered=answered))  # KIP-124: each response's throttle, once
         throttle_s = request.throttle_s if answered else 0.0
         operation = request.kind.operation.name
-        outcomes = {name: classify(exc, operation=operation, throttled=throttle_s > 0) for name, exc in results.items()}
+        outcomes = _outcomes(results, operation, throttled=throttle_s > 0)
         split = self._learned.batch_cap(request, outcomes)
         response = Response(results, outcomes, throttle_s, split=split, node_lost=request.node_lost)
         charged = 0
@@ -817,11 +817,15 @@ def _answer_events(operation: str, accepted: int, retried: bool) -> list[MetricE
     return events
 
 
+def _outcomes(results: dict[str, BaseException | None], operation: str, *, throttled: bool) -> dict[str, Outcome]:
+    """Each topic's result classified (``classify``), as an answer of ``operation`` with or without a throttle."""
+    return {name: classify(exc, operation=operation, throttled=throttled) for name, exc in results.items()}
+
+
 def _quota_refusals(request: Request) -> int:
     """The topics of a request the broker refused for the quota, as far as its answer came (rule g)."""
-    operation, throttled = request.kind.operation.name, request.throttle_s > 0
-    outcomes = [classify(exc, operation=operation, throttled=throttled) for exc in request.results.values()]
-    return outcomes.count(_THROTTLED)
+    outcomes = _outcomes(request.results, request.kind.operation.name, throttled=request.throttle_s > 0)
+    return list(outcomes.values()).count(_THROTTLED)
 
 
 def _made_with_a_guess(topics: list[Topic], outcomes: dict[str, Outcome]) -> list[str]:
