@@ -11,6 +11,7 @@ own topic prefix and client-id quota entity (``kafka_ns``)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import multiprocessing
 import threading
 import time
@@ -180,6 +181,20 @@ def test_kill_9_of_the_active_controller_mid_job_every_outcome_true(
     assert set(held) <= set(names)
 
 
+class BrokerStates:
+    """librdkafka's state of each broker (node id -> "UP", "APIVERSION_QUERY", "DOWN", ...), from its statistics."""
+
+    def __init__(self) -> None:
+        self.brokers: dict[int, str] = {}
+
+    def update(self, stats: str) -> None:
+        brokers = json.loads(stats)["brokers"].values()
+        self.brokers = {b["nodeid"]: b["state"] for b in brokers if b["nodeid"] >= 0}
+
+    def up(self) -> set[int]:
+        return {node_id for node_id, state in self.brokers.items() if state == "UP"}
+
+
 def _our_connections(cluster: KafkaCluster) -> list[tuple[int, int, bool]]:
     """This process's TCP connections to the nodes' ports, from /proc/net/tcp and tcp6 (the JVM's sockets are IPv6,
     dual-stack): (node id, bytes the node has not read from it (its side's receive queue), established)."""
@@ -238,23 +253,37 @@ def test_kill_9_of_the_node_the_client_sends_to_mid_request_outcome_unknown_only
     # A connection to every node from the start (librdkafka connects lazily by default): whichever node librdkafka
     # then names controller, the request is written on a connection that is up, not held behind a handshake that a
     # paused node never answers.
-    with _client(kafka_quorum, kafka_ns, rate, **{"enable.sparse.connections": False}) as admin:
+    states = BrokerStates()
+    conf = {"enable.sparse.connections": False, "statistics.interval.ms": 100, "stats_cb": states.update}
+    with _client(kafka_quorum, kafka_ns, rate, **conf) as admin:
         admin.list_topics(timeout=30)
         # A first answer (a round trip known): the pacer's next request takes what the bucket holds at once.
         assert outcomes(admin.create_topics([NewTopic(warm, 1, RF)])) == {warm: None}
         sent_before = admin.metrics()["mutations-sent-total"]
-        # Whichever node librdkafka names controller next, its connection is up before the nodes are paused (a node
-        # back from the last test's restart may join Metadata late, and its handshake would never be answered).
+        # Whichever node librdkafka names controller next, its connection is UP (handshake done: librdkafka sends an
+        # admin request only to a controller in state UP) and quiet before the nodes are paused (a node back from
+        # the last test's restart may join Metadata late, and its handshake would never be answered).
         every = {node.node_id for node in kafka_quorum.nodes}
-        assert wait_until(lambda: _nodes_connected(kafka_quorum) == every, 30), _nodes_connected(kafka_quorum)
+
+        def ready() -> bool:
+            return (
+                states.up() >= every and _nodes_connected(kafka_quorum) == every and not _our_unread_bytes(kafka_quorum)
+            )
+
+        assert wait_until(ready, 30), (states.brokers, _nodes_connected(kafka_quorum), _our_unread_bytes(kafka_quorum))
         for node in kafka_quorum.nodes:
             kafka_quorum.pause(node)
         try:
             futures = admin.create_topics([NewTopic(n, 1, RF) for n in names], timeout_ms=20_000)
             # The CreateTopics of 109 topics is over 3 KB; librdkafka's own Metadata requests are under 100 bytes.
             written = wait_until(lambda: max(_our_unread_bytes(kafka_quorum).values(), default=0) > 2000, 30)
-            # if not: what the client sent meanwhile, and what lies unread where (one CI run failed here, unexplained)
-            assert written, (admin.metrics()["mutations-sent-total"] - sent_before, _our_unread_bytes(kafka_quorum))
+            # if not: what the client sent meanwhile, what lies unread where, and librdkafka's view of each broker
+            # (two CI runs failed here before the wait for UP above and pause()'s wait for the JVM to stop)
+            assert written, (
+                admin.metrics()["mutations-sent-total"] - sent_before,
+                _our_unread_bytes(kafka_quorum),
+                states.brokers,
+            )
             unread = _our_unread_bytes(kafka_quorum)
             target = kafka_quorum.node(max(unread, key=unread.__getitem__))
             in_flight = int(admin.metrics()["mutations-sent-total"] - sent_before)

@@ -228,8 +228,15 @@ class KafkaCluster:
         shutil.rmtree(self.root, ignore_errors=True)
 
     def pause(self, node: Node) -> None:
-        """SIGSTOP one JVM (a broker that stops replaying the metadata log: metadata lag)."""
+        """SIGSTOP one JVM (a broker that stops replaying the metadata log: metadata lag). Returns once every
+        thread of it has stopped: the signal is only queued when ``kill`` returns, and a network thread still
+        running for a moment would read what the test writes next."""
         os.kill(node.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 10
+        while not _all_threads_stopped(node.pid):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"node {node.node_id} (pid {node.pid}) did not stop within 10 s of SIGSTOP")
+            time.sleep(0.005)
 
     def resume(self, node: Node) -> None:
         os.kill(node.pid, signal.SIGCONT)
@@ -694,6 +701,19 @@ def _start_time(pid: int) -> int | None:
     except (OSError, IndexError):
         return None
     return None if fields[0] == "Z" else int(fields[19])
+
+
+def _all_threads_stopped(pid: int) -> bool:
+    """Whether every thread of ``pid`` is stopped by a signal (state T in /proc; the kernel has no event for it)."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # a thread that ended meanwhile
+        if state not in ("T", "t", "Z", "X"):  # stopped, traced; a thread already gone
+            return False
+    return True
 
 
 def _pid_alive(pid: int, started: int) -> bool:
