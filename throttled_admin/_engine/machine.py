@@ -561,6 +561,10 @@ class Engine:
         """Carry out each topic's verdict (a topic no longer in flight was settled already: its deadline passed,
         or authentication failed), as ``after_answer`` decides: queued again, settled, or applied (resolved now, or
         once every broker shows it: wait_for_metadata). True when any topic is queued again (a retry)."""
+        if (runs := _applied_runs(request, response)) is not None:  # every topic applied (a bulk call's answer)
+            attempt = (Attempt(request.id, request.sent_at, now, Outcome.SUCCESS),)
+            _settle_applied(runs, attempt, self._views, self._queue, self._out, now)
+            return False
         retried = False
         for topic in request.topics:
             if topic.state is not _IN_FLIGHT:
@@ -793,6 +797,50 @@ def _any_cost_unknown(topics: list[Topic]) -> bool:
         if topic.cost is None:
             return True
     return False
+
+
+_APPLIED_ONLY = {Outcome.SUCCESS}
+
+
+def _applied_runs(request: Request, response: Response) -> list[tuple[Call, list[Topic]]] | None:
+    """When the broker applied every topic of ``request`` and no call of it waits for metadata: its topics still in
+    flight, a run for each call in request order; else None (``Engine._settle_answered`` decides topic by topic)."""
+    if set(response.outcomes.values()) != _APPLIED_ONLY:
+        return None
+    runs: list[tuple[Call, list[Topic]]] = []
+    last: Call | None = None
+    for topic in request.topics:
+        if topic.state is not _IN_FLIGHT:
+            continue
+        if topic.call is not last:
+            last = topic.call
+            if last.spec.wait_for_metadata and not last.kind.validate_only:
+                return None  # applied topics await every broker's Metadata
+            runs.append((last, []))
+        runs[-1][1].append(topic)
+    return runs
+
+
+def _settle_applied(
+    runs: list[tuple[Call, list[Topic]]],
+    attempt: tuple[Attempt],
+    views: ViewReads,
+    queue: WorkQueue,
+    out: list[Action],
+    now: float,
+) -> None:
+    """``Engine._finish`` of applied topics, a call's run at once (issue 40: one at a time was most of an answer's
+    cost), with the same outcome: each attempt booked (``attempt``, alike for all: frozen, shared), its future
+    resolved with None, its name let go, its call's duration recorded with its last topic."""
+    for call, topics in runs:
+        for topic in topics:
+            topic.history = topic.history + attempt if topic.history else attempt
+        call.move_all(topics, _SETTLED)
+        views.forget_all(topics)
+        call_id = call.id
+        out += [Settle(call_id, topic.name, None) for topic in topics]
+        if (finished := queue.settled_all(call, topics, now)) is not None:
+            out.append(Emit(finished))
 
 
 def _refused_by_the_broker_at(topic: Topic, now: float) -> bool:

@@ -51,6 +51,13 @@ class WorkQueue:
         topic.call.unsettled -= 1
         return self.finished(topic.call, now)
 
+    def settled_all(self, call: Call, topics: list[Topic], now: float) -> CallFinished | None:
+        """``settled`` of each of ``topics``, all of ``call``, in order."""
+        for holder in self._names.release_all(topics):
+            holder.call.move(holder, TopicState.QUEUED)
+        call.unsettled -= len(topics)
+        return self.finished(call, now)
+
     def finished(self, call: Call, now: float) -> CallFinished | None:
         """Once, when the call's last topic is settled or withdrawn: the call leaves the queue, and its duration is
         recorded (before its last future resolves: metric events go first, so a caller that waits for the results

@@ -222,6 +222,22 @@ class Call:
             if goes_to is not None:
                 goes_to[topic.name] = topic
 
+    def move_all(self, topics: list[Topic], to: TopicState) -> None:
+        """``move`` of each of ``topics`` (this call's), in order: one call for a request's worth (issue 40)."""
+        held_in = self._held_in
+        goes_to = held_in[to]
+        for topic in topics:
+            here = topic.state
+            if to not in MOVES[here]:
+                raise AssertionError(f"topic {topic.name!r}: no move from {here.value} to {to.value}")
+            topic.state = to
+            was_in = held_in[here]
+            if was_in is not goes_to:
+                if was_in is not None:
+                    del was_in[topic.name]
+                if goes_to is not None:
+                    goes_to[topic.name] = topic
+
     def find(self, name: str) -> Topic | None:
         """Its topic of that name while it is pending (queued, held, in flight or awaiting visibility)."""
         for held in (self.queued, self.in_flight, self.awaiting):
@@ -307,6 +323,17 @@ class NameHolds:
             return True
         self._behind.setdefault(topic.name, []).append(topic)
         return False
+
+    def release_all(self, topics: list[Topic]) -> list[Topic]:
+        """``release`` of each of ``topics``, in order: the topics that hold their names from now on. With nobody
+        waiting behind any name (a bulk call's), only the holders' entries go."""
+        if self._behind:
+            return [holder for topic in topics if (holder := self.release(topic)) is not None]
+        holders = self._holder
+        for topic in topics:
+            if holders.get(topic.name) is topic:
+                del holders[topic.name]
+        return []
 
     def release(self, topic: Topic) -> Topic | None:
         """The topic was settled or withdrawn: the topic that holds the name from now on, if it changed hands."""
