@@ -30,7 +30,7 @@ from confluent_kafka import KafkaError
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
 from throttled_admin._errors import TopicValueError
-from throttled_admin._kafka.topic_names import all_legal, collision_key, topic_name_error
+from throttled_admin._kafka.topic_names import all_legal, collision_key, none_collide, topic_name_error
 
 __all__ = [
     "MAX_PARTITIONS",
@@ -66,7 +66,7 @@ def _spec_list(value: Any, element: type, argument: str) -> list[Any]:
         items = list(value)
     except TypeError:
         raise TypeError(f"{argument} must be a list of {what}, got {type(value).__name__}") from None
-    if type(value) is list and items and all(type(item) is element for item in items):
+    if type(value) is list and items and set(map(type, items)) == {element}:
         return items  # the plain case, which the checks below all pass
     for index, item in enumerate(items):
         if not hasattr(item, "topic"):
@@ -125,9 +125,9 @@ def _keyed(
 def _all_plain(keys: list[Any], *, collisions: bool) -> bool:
     """True when every key is a legal topic name (``all_legal``) and, for creates, no two collide: checked over the
     whole list at once; False sends the call through the per-key checks."""
-    if not all(type(key) is str for key in keys) or not all_legal(keys):
+    if set(map(type, keys)) != {str} or not all_legal(keys):
         return False
-    return not collisions or len({collision_key(key) for key in keys}) == len(keys)
+    return not collisions or none_collide(keys)
 
 
 def _is_int(value: Any) -> bool:

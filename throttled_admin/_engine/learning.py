@@ -41,6 +41,8 @@ class Learning:
         applied = sum(t.records for t in request.topics if outcomes.get(t.name) is Outcome.SUCCESS)
         if applied:
             self.cap.accepted(applied)
+            if applied == records:  # every topic applied (most answers): passed the cap, nothing refused to read
+                return False
         several = len(request.topics) > 1 and len(outcomes) == len(request.topics)
         if several and all(outcome is Outcome.TOO_LARGE for outcome in outcomes.values()):
             self.cap.refused(records)

@@ -46,7 +46,7 @@ why it ends, its state and what its attempts leave true, in one table (``outcome
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from confluent_kafka import KafkaError, KafkaException
 
@@ -164,7 +164,7 @@ _HELD, _QUEUED, _IN_FLIGHT, _SETTLED = (
     TopicState.IN_FLIGHT,
     TopicState.SETTLED,
 )
-_THROTTLED = Outcome.THROTTLED
+_THROTTLED, _SUCCESS = Outcome.THROTTLED, Outcome.SUCCESS
 _SPEAKS_FOR_QUOTA = frozenset((Outcome.SUCCESS, Outcome.THROTTLED))  # charged, or refused for the quota
 
 
@@ -672,15 +672,17 @@ class Engine:
             return now
         margin_s = max(_MIN_MARGIN_S, estimates[MIN_SAMPLES][0])  # the controller's deadline ends this early
         request_timeout_s, operation_timeout_s = _timeouts(chosen, longest, margin_s, now, self._contact.reached)
-        for topic in chosen:
-            topic.call.move(topic, _IN_FLIGHT)
+        refs: list[TopicRef] = []
+        for call, topics in _by_call(chosen):
+            call.move_all(topics, _IN_FLIGHT)
+            call_id = call.id
+            refs += [TopicRef(call_id, topic.name) for topic in topics]
         request = self._slot.hand_over(kind, chosen, mutations, (request_timeout_s, operation_timeout_s), now)
         request_id = request.id
         self._gate.sent(request_id, now)
-        refs = tuple([TopicRef(topic.call.id, topic.name) for topic in chosen])
         items = tuple([topic.item for topic in chosen])
         timeouts = request_timeout_s, operation_timeout_s
-        self._out.append(Send(request_id, kind, refs, items, mutations, *timeouts))
+        self._out.append(Send(request_id, kind, tuple(refs), items, mutations, *timeouts))
         operation, count = kind.operation.name, len(chosen)
         self._metric(RequestSent(operation, count, mutations))
         return self._slot.settles_at()
@@ -703,6 +705,7 @@ class Engine:
         last_call: Call | None = None
         time_s = 0.0
         times = (0.0, 0.0)
+        too_late: _TooLate = self._too_late
         cap = self._learned.cap.limit
         for topic in candidates:
             cost = topic.cost or 0
@@ -712,7 +715,8 @@ class Engine:
             if call is not last_call:  # a call's topics are in a row: its times once
                 last_call, time_s = call, call.budget_s(now)
                 times = call.remaining_s(now), time_s
-            late = self._too_late(topic, estimates, len(chosen) + 1, times, now)
+                too_late = _asked_per_topic(self._too_late, estimates, len(candidates), times, now)
+            late = too_late(bool(topic.history), estimates, len(chosen) + 1, times, now)
             if late is not None:
                 self._end(topic, late[0], now, why=late[1], because=late[2])
                 continue
@@ -728,7 +732,7 @@ class Engine:
 
     def _too_late(
         self,
-        topic: Topic,
+        retry: bool,
         estimates: dict[int, tuple[float, float]],
         size: int,
         times: tuple[float, float],
@@ -736,13 +740,14 @@ class Engine:
     ) -> tuple[Ending, str, NotSentReason | None] | None:
         """Send nothing that cannot be answered in time: before its deadline (it would be applied after the caller
         was told it failed), and within its time budget, which the caller's request_timeout caps (librdkafka drops
-        a later answer). ``times``: the call's time left and its budget. Returns how the topic ends, and why it was
-        not sent, if it is too late for a request of ``size`` topics (else None).
+        a later answer). ``retry``: the topic has been sent before; ``times``: its call's time left and its budget.
+        Returns how the topic ends, and why it was not sent, if it is too late for a request of ``size`` topics
+        (else None).
 
         A first attempt is refused only on a robust estimate (rule d: no lockout); a retry is not sent when any
         recent answer says it cannot come back in time (the caller gets the broker's last word instead)."""
         remaining_s, budget_s = times
-        base_s, per_topic_s = estimates[1 if topic.attempts else MIN_SAMPLES]
+        base_s, per_topic_s = estimates[1 if retry else MIN_SAMPLES]
         expected_s = base_s + per_topic_s * size
         kept_s = max(_MIN_MARGIN_S, base_s)
         if not self._contact.reached and remaining_s <= CONTACT_VERDICT_MARGIN_S + kept_s:
@@ -760,6 +765,28 @@ class Engine:
             why += f"({expected_s * 1000:.0f} ms recently)"
             return Ending.TOO_LATE, why, NotSentReason.ROUND_TRIP
         return None
+
+
+# ``Engine._too_late``: (retry, estimates, request size, the call's time left and budget, now) -> how it ends, or None
+_Lateness = tuple[Ending, str, NotSentReason | None] | None
+_TooLate = Callable[[bool, dict[int, tuple[float, float]], int, tuple[float, float], float], _Lateness]
+
+
+def _never_late(
+    retry: bool, estimates: dict[int, tuple[float, float]], size: int, times: tuple[float, float], now: float
+) -> None:
+    return None
+
+
+def _asked_per_topic(
+    too_late: _TooLate, estimates: dict[int, tuple[float, float]], size: int, times: tuple[float, float], now: float
+) -> _TooLate:
+    """What ``Engine._choose`` asks of each topic of a call: ``too_late``, unless the call's topics are in time for a
+    request of ``size`` (the largest it can make), sent before or not; then in time for any smaller one (a
+    request's expected time grows with its size), and no topic needs asking."""
+    if too_late(False, estimates, size, times, now) is None and too_late(True, estimates, size, times, now) is None:
+        return _never_late
+    return too_late
 
 
 def _timeouts(chosen: list[Topic], longest: float, margin_s: float, now: float, reached: bool) -> tuple[float, float]:
@@ -807,15 +834,20 @@ def _applied_runs(request: Request, response: Response) -> list[tuple[Call, list
     flight, a run for each call in request order; else None (``Engine._settle_answered`` decides topic by topic)."""
     if set(response.outcomes.values()) != _APPLIED_ONLY:
         return None
+    runs = _by_call([topic for topic in request.topics if topic.state is _IN_FLIGHT])
+    for call, _ in runs:
+        if call.spec.wait_for_metadata and not call.kind.validate_only:
+            return None  # applied topics await every broker's Metadata
+    return runs
+
+
+def _by_call(topics: list[Topic]) -> list[tuple[Call, list[Topic]]]:
+    """``topics`` in runs of one call each, in order (a call's topics are in a row in a request)."""
     runs: list[tuple[Call, list[Topic]]] = []
     last: Call | None = None
-    for topic in request.topics:
-        if topic.state is not _IN_FLIGHT:
-            continue
+    for topic in topics:
         if topic.call is not last:
             last = topic.call
-            if last.spec.wait_for_metadata and not last.kind.validate_only:
-                return None  # applied topics await every broker's Metadata
             runs.append((last, []))
         runs[-1][1].append(topic)
     return runs
@@ -867,7 +899,11 @@ def _answer_events(operation: str, accepted: int, retried: bool) -> list[MetricE
 
 def _outcomes(results: dict[str, BaseException | None], operation: str, *, throttled: bool) -> dict[str, Outcome]:
     """Each topic's result classified (``classify``), as an answer of ``operation`` with or without a throttle."""
-    return {name: classify(exc, operation=operation, throttled=throttled) for name, exc in results.items()}
+    # applied (None: most results of a bulk call) needs no call
+    return {
+        name: _SUCCESS if exc is None else classify(exc, operation=operation, throttled=throttled)
+        for name, exc in results.items()
+    }
 
 
 def _quota_refusals(request: Request) -> int:

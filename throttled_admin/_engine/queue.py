@@ -37,8 +37,11 @@ class WorkQueue:
         """Queue the call's topics, each held behind its name while an earlier pending call names it."""
         if call.id in self.calls:
             raise ValueError(f"call id {call.id} is already pending")
-        for topic in topics:
-            call.move(topic, TopicState.QUEUED if self._names.hold(topic) else _HELD)
+        if self._names.hold_all(topics):  # no earlier pending call names any (a bulk call's, most often)
+            call.move_all(topics, TopicState.QUEUED)
+        else:
+            for topic in topics:
+                call.move(topic, TopicState.QUEUED if self._names.hold(topic) else _HELD)
         call.unsettled = len(topics)
         self.calls[call.id] = call
 
