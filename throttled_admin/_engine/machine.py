@@ -797,8 +797,8 @@ def _timeouts(chosen: list[Topic], longest: float, margin_s: float, now: float, 
     the controller's deadline is that call's own, ``margin_s`` early (capped by its caller's operation_timeout),
     so a controller busy past a shorter call's deadline still applies the request, as it would that call's
     alone: the shorter call is told "outcome unknown" at its deadline, never "not sent"."""
-    # the calls of the request (a 1-topic request's: no dict of them)
-    calls = [chosen[0].call] if len(chosen) == 1 else list({topic.call.id: topic.call for topic in chosen}.values())
+    # the calls of the request (a call's topics are in a row: one call's request, no dict of them)
+    calls = [chosen[0].call] if chosen[0].call is chosen[-1].call else [call for call, _ in _by_call(chosen)]
     request_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(longest, _LIBRDKAFKA_MAX_TIMEOUT_S))
     if not reached:  # librdkafka's verdict comes before the (shortest call's) deadline
         remaining_s = min(call.remaining_s(now) for call in calls)
@@ -843,6 +843,8 @@ def _applied_runs(request: Request, response: Response) -> list[tuple[Call, list
 
 def _by_call(topics: list[Topic]) -> list[tuple[Call, list[Topic]]]:
     """``topics`` in runs of one call each, in order (a call's topics are in a row in a request)."""
+    if not topics or topics[0].call is topics[-1].call:  # one call's (most requests)
+        return [(topics[0].call, topics)] if topics else []
     runs: list[tuple[Call, list[Topic]]] = []
     last: Call | None = None
     for topic in topics:
@@ -915,8 +917,7 @@ def _quota_refusals(request: Request) -> int:
 def _made_with_a_guess(topics: list[Topic], outcomes: dict[str, Outcome]) -> list[str]:
     """The creates the broker made that were costed with a guessed partition count, to be read back (``metadata``):
     whenever the answer says so, settled here already or not (its deadline, an authentication failure; rule g)."""
-    made = [t for t in topics if outcomes[t.name] is Outcome.SUCCESS]
-    return [t.name for t in made if t.guessed and not t.call.kind.validate_only]
+    return [t.name for t in topics if t.guessed and outcomes[t.name] is _SUCCESS and not t.call.kind.validate_only]
 
 
 def _progress(topics: list[Topic], outcomes: dict[str, Outcome]) -> int:

@@ -96,8 +96,8 @@ class WorkQueue:
         """The topics of one kind that may be sent now, in call order."""
         for call in self.calls.values():
             if call.kind is kind or call.kind == kind:  # the same object most often: no dataclass __eq__
-                for topic in call.queued.values():
-                    if topic.not_before <= now and _sendable(topic, waits):
+                for topic in call.queued.values():  # ``_sendable`` inline: a bulk call's every topic
+                    if topic.not_before <= now and topic.state is not _HELD and not waits(topic):
                         yield topic
 
     def next_eligible(self, now: float, waits: Waits) -> float:
