@@ -22,6 +22,7 @@ keeps exactly what it was given, so a caller changing its objects afterwards can
 from __future__ import annotations
 
 import math
+import operator
 from collections import Counter
 from collections.abc import Hashable
 from typing import Any, TypeVar
@@ -258,13 +259,34 @@ def _snapshot_topic(t: NewTopic, name: str) -> NewTopic | KafkaError:
     return NewTopic(name, int(partitions), int(replication), **extra)
 
 
+# a NewTopic's attributes, read over a whole list in C (``_plain_snapshots``)
+_TOPIC, _PARTITIONS, _REPLICAS = (operator.attrgetter(a) for a in ("topic", "num_partitions", "replication_factor"))
+_ASSIGNMENT, _CONFIG = operator.attrgetter("replica_assignment"), operator.attrgetter("config")
+
+
 def check_new_topics(new_topics: Any) -> Checked[NewTopic]:
     """Each topic's snapshot or the broker's error for it, keyed by name; confluent-kafka's call-time errors
     (TypeError / ValueError / AttributeError, naming the topic) raised."""
     topics = _spec_list(new_topics, NewTopic, "new_topics")
-    names = [str(t.topic) for t in topics]
-    snapshots = [_snapshot_topic(t, name) for t, name in zip(topics, names, strict=True)]
+    names = list(map(str, map(_TOPIC, topics)))
+    snapshots = _plain_snapshots(topics, names)
+    if snapshots is None:
+        snapshots = [_snapshot_topic(t, name) for t, name in zip(topics, names, strict=True)]
     return _keyed(names, snapshots, illegal_name=KafkaError.TOPIC_EXCEPTION, collisions=True)
+
+
+def _plain_snapshots(topics: list[NewTopic], names: list[str]) -> list[NewTopic | KafkaError] | None:
+    """When every topic is of the plain case of ``_snapshot_topic`` (no assignment, no config, counts in range or
+    -1), the snapshots it makes, read and made over the whole list at once (issue 40); else None."""
+    count = len(topics)
+    if list(map(_ASSIGNMENT, topics)).count(None) != count or list(map(_CONFIG, topics)).count(None) != count:
+        return None
+    partitions, replicas = list(map(_PARTITIONS, topics)), list(map(_REPLICAS, topics))
+    if not all(type(n) is int and (0 < n <= MAX_PARTITIONS or n == -1) for n in set(partitions)):
+        return None
+    if not all(type(n) is int and (0 < n <= MAX_REPLICATION_FACTOR or n == -1) for n in set(replicas)):
+        return None
+    return list(map(NewTopic, names, partitions, replicas))
 
 
 def _snapshot_partitions(p: NewPartitions) -> NewPartitions | KafkaError:
