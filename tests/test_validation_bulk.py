@@ -7,7 +7,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from throttled_admin._kafka.topic_names import MAX_NAME_LENGTH, collision_key, topic_name_error
-from throttled_admin._validation import _all_plain, check_new_topics
+from throttled_admin._validation import (
+    MAX_PARTITIONS,
+    MAX_REPLICATION_FACTOR,
+    _all_plain,
+    _plain_snapshots,
+    _snapshot_topic,
+    check_new_topics,
+)
 from throttled_admin.admin import NewTopic
 
 _names = st.one_of(
@@ -42,3 +49,42 @@ def test_plain_topics_keep_their_per_topic_refusals(names: list[str], partitions
         assert topic_name_error(key) is None
         assert 0 not in (partitions, replicas)
         assert names.count(key) == 1
+
+
+def _fields(item: NewTopic | KafkaError) -> object:
+    if isinstance(item, KafkaError):
+        return item
+    return (item.topic, item.num_partitions, item.replication_factor, item.replica_assignment, item.config)
+
+
+_specs = st.builds(
+    lambda name, partitions, replicas, config: (
+        NewTopic(name, partitions, replicas) if config is None else NewTopic(name, partitions, replicas, config=config)
+    ),
+    st.sampled_from(["a", "b", "c.d", "c_d"]),
+    st.sampled_from([-1, 1, 3, 0, MAX_PARTITIONS]),
+    st.sampled_from([-1, 1, 2, 0, MAX_REPLICATION_FACTOR]),
+    st.one_of(st.none(), st.just({"cleanup.policy": "compact"})),
+)
+
+
+@given(st.lists(_specs, min_size=1, max_size=6))
+def test_plain_snapshots_over_the_list_are_the_per_topic_ones(topics: list[NewTopic]) -> None:
+    """The whole-list snapshots (``_plain_snapshots``) equal ``_snapshot_topic``'s, topic by topic."""
+    names = [str(t.topic) for t in topics]
+    per_topic = [_fields(_snapshot_topic(t, name)) for t, name in zip(topics, names, strict=True)]
+    whole = _plain_snapshots(topics, names)
+    plain = all(t.config is None and t.num_partitions != 0 and t.replication_factor != 0 for t in topics)
+    assert (whole is not None) == plain
+    if whole is not None:
+        assert [_fields(item) for item in whole] == per_topic
+        assert all(item is not topic for item, topic in zip(whole, topics, strict=True))
+
+
+def test_a_topic_with_an_assignment_or_a_config_takes_the_per_topic_checks() -> None:
+    with_assignment = NewTopic("b", 2, replica_assignment=[[1], [2]])
+    assert _plain_snapshots([NewTopic("a", 1, 1), with_assignment], ["a", "b"]) is None
+    assert _plain_snapshots([NewTopic("a", 1, 1), NewTopic("b", 1, 1, config={})], ["a", "b"]) is None
+    [(_, snapshot)] = check_new_topics([with_assignment])
+    assert isinstance(snapshot, NewTopic)
+    assert snapshot.replica_assignment == [[1], [2]]

@@ -283,10 +283,6 @@ def _release(
         failing.join(max(0.0, deadline - time.monotonic()))
 
 
-def _or(cost: int | None, default: int | None) -> int | None:
-    return default if cost is None else cost
-
-
 _CLOSE_WAIT_S = 30.0
 _POLL_SLICE_S = 0.05  # poll() looks at least this often for what the user's callbacks raised on their thread
 
@@ -483,10 +479,7 @@ class ThrottledAdminClient(AdminClient):
         # Costs the input does not tell (deletes, partition additions) are read from the cluster only for pacing; a
         # create of -1 partitions costs the cluster's default, which is read for the metrics too.
         unknown = None if self._mutation_quota is not None or operation is CREATE_TOPICS else 0
-        work = [
-            (operation.topic_of(item), item, _or(operation.known_cost(item), unknown), operation.records(item))
-            for item in items
-        ]
+        work = operation.specs(items, unknown)
         sent = scheduler.submit(spec, work) if work else {}
         if len(sent) == len(checked):
             return sent  # nothing refused (most calls): the scheduler's own new dict, in the order of the call

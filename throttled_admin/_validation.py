@@ -22,6 +22,7 @@ keeps exactly what it was given, so a caller changing its objects afterwards can
 from __future__ import annotations
 
 import math
+import operator
 from collections import Counter
 from collections.abc import Hashable
 from typing import Any, TypeVar
@@ -30,7 +31,7 @@ from confluent_kafka import KafkaError
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
 from throttled_admin._errors import TopicValueError
-from throttled_admin._kafka.topic_names import all_legal, collision_key, topic_name_error
+from throttled_admin._kafka.topic_names import all_legal, collision_key, none_collide, topic_name_error
 
 __all__ = [
     "MAX_PARTITIONS",
@@ -66,7 +67,7 @@ def _spec_list(value: Any, element: type, argument: str) -> list[Any]:
         items = list(value)
     except TypeError:
         raise TypeError(f"{argument} must be a list of {what}, got {type(value).__name__}") from None
-    if type(value) is list and items and all(type(item) is element for item in items):
+    if type(value) is list and items and set(map(type, items)) == {element}:
         return items  # the plain case, which the checks below all pass
     for index, item in enumerate(items):
         if not hasattr(item, "topic"):
@@ -125,9 +126,9 @@ def _keyed(
 def _all_plain(keys: list[Any], *, collisions: bool) -> bool:
     """True when every key is a legal topic name (``all_legal``) and, for creates, no two collide: checked over the
     whole list at once; False sends the call through the per-key checks."""
-    if not all(type(key) is str for key in keys) or not all_legal(keys):
+    if set(map(type, keys)) != {str} or not all_legal(keys):
         return False
-    return not collisions or len({collision_key(key) for key in keys}) == len(keys)
+    return not collisions or none_collide(keys)
 
 
 def _is_int(value: Any) -> bool:
@@ -258,13 +259,34 @@ def _snapshot_topic(t: NewTopic, name: str) -> NewTopic | KafkaError:
     return NewTopic(name, int(partitions), int(replication), **extra)
 
 
+# a NewTopic's attributes, read over a whole list in C (``_plain_snapshots``)
+_TOPIC, _PARTITIONS, _REPLICAS = (operator.attrgetter(a) for a in ("topic", "num_partitions", "replication_factor"))
+_ASSIGNMENT, _CONFIG = operator.attrgetter("replica_assignment"), operator.attrgetter("config")
+
+
 def check_new_topics(new_topics: Any) -> Checked[NewTopic]:
     """Each topic's snapshot or the broker's error for it, keyed by name; confluent-kafka's call-time errors
     (TypeError / ValueError / AttributeError, naming the topic) raised."""
     topics = _spec_list(new_topics, NewTopic, "new_topics")
-    names = [str(t.topic) for t in topics]
-    snapshots = [_snapshot_topic(t, name) for t, name in zip(topics, names, strict=True)]
+    names = list(map(str, map(_TOPIC, topics)))
+    snapshots = _plain_snapshots(topics, names)
+    if snapshots is None:
+        snapshots = [_snapshot_topic(t, name) for t, name in zip(topics, names, strict=True)]
     return _keyed(names, snapshots, illegal_name=KafkaError.TOPIC_EXCEPTION, collisions=True)
+
+
+def _plain_snapshots(topics: list[NewTopic], names: list[str]) -> list[NewTopic | KafkaError] | None:
+    """When every topic is of the plain case of ``_snapshot_topic`` (no assignment, no config, counts in range or
+    -1), the snapshots it makes, read and made over the whole list at once (issue 40); else None."""
+    count = len(topics)
+    if list(map(_ASSIGNMENT, topics)).count(None) != count or list(map(_CONFIG, topics)).count(None) != count:
+        return None
+    partitions, replicas = list(map(_PARTITIONS, topics)), list(map(_REPLICAS, topics))
+    if not all(type(n) is int and (0 < n <= MAX_PARTITIONS or n == -1) for n in set(partitions)):
+        return None
+    if not all(type(n) is int and (0 < n <= MAX_REPLICATION_FACTOR or n == -1) for n in set(replicas)):
+        return None
+    return list(map(NewTopic, names, partitions, replicas))
 
 
 def _snapshot_partitions(p: NewPartitions) -> NewPartitions | KafkaError:

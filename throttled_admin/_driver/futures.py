@@ -120,7 +120,8 @@ class TopicFuture(Future[None]):
                     else:
                         waiter.add_exception(self)
                 made.notify_all()
-        self._invoke_callbacks()
+        if self._callbacks is not None:  # none added (most of a bulk call's): nothing to run
+            self._invoke_callbacks()
 
     def _invoke_callbacks(self) -> None:
         callbacks = self._callbacks or []

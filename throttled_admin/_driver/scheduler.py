@@ -656,7 +656,7 @@ class Scheduler:
         # Resolved first, forgotten after: a turn cut short in between (Ctrl-C in result()) leaves the futures it
         # did not reach where close() settles them from this thread.
         with self._lock:
-            futures = [self._pending(settle.ref) for settle in settlements]
+            futures = _futures_of(self._open, settlements)
         for settle, future in zip(settlements, futures, strict=True):
             if future is None or future.done():  # withdrawn, or settled by a close() here
                 continue
@@ -665,8 +665,7 @@ class Scheduler:
             else:
                 future.set_exception(settle.outcome)
         with self._lock:
-            for settle in settlements:
-                self._forget(settle.ref)
+            _forget_all(self._open, settlements)
         self._wake_assisting()
 
     def _pending(self, ref: TopicRef) -> TopicFuture | None:
@@ -842,6 +841,38 @@ def _poll_interval(engine: Engine) -> float:
     if status.in_flight is not None or not (status.reached or status.idle):
         return _BUSY_POLL_S
     return _IDLE_POLL_S
+
+
+# call id -> its topics still pending here: name -> (the Kafka API name, its future)
+OpenCalls = dict[int, dict[str, tuple[str, TopicFuture]]]
+
+
+def _futures_of(open_calls: OpenCalls, settlements: list[Settle]) -> list[TopicFuture | None]:
+    """Each settlement's future while pending here (``Scheduler._pending``; None: withdrawn, or settled by a close()
+    here), a call's topics looked up once per run of its settlements (a bulk answer's are one run)."""
+    futures: list[TopicFuture | None] = []
+    call_id, pending = None, None
+    for settle in settlements:
+        if settle.call_id != call_id:
+            call_id = settle.call_id
+            pending = open_calls.get(call_id)
+        taken = None if pending is None else pending.get(settle.topic)
+        futures.append(None if taken is None else taken[1])
+    return futures
+
+
+def _forget_all(open_calls: OpenCalls, settlements: list[Settle]) -> None:
+    """``Scheduler._forget`` of each settlement's topic, a call's topics once per run of its settlements."""
+    call_id, pending = None, None
+    for settle in settlements:
+        if settle.call_id != call_id:
+            call_id = settle.call_id
+            pending = open_calls.get(call_id)
+        if pending is not None:
+            pending.pop(settle.topic, None)
+            if not pending:
+                del open_calls[call_id]
+                pending = None
 
 
 def _deliver(engine: Engine, arrived: list[tuple[Send, Answer]], now: float) -> None:

@@ -41,6 +41,8 @@ class Learning:
         applied = sum(t.records for t in request.topics if outcomes.get(t.name) is Outcome.SUCCESS)
         if applied:
             self.cap.accepted(applied)
+            if applied == records:  # every topic applied (most answers): passed the cap, nothing refused to read
+                return False
         several = len(request.topics) > 1 and len(outcomes) == len(request.topics)
         if several and all(outcome is Outcome.TOO_LARGE for outcome in outcomes.values()):
             self.cap.refused(records)
@@ -61,7 +63,9 @@ class Learning:
         """Redpanda charges the topics it refuses: the wait is longer than its throttle (``redpanda``). Returns the
         throttle to wait out (longer than the response's when Redpanda's charge adds to it), and what the refused
         topics were charged."""
-        refused = [t.cost or 0 for t in request.topics if _redpanda_refused(results[t.name], outcomes[t.name])]
+        refused = []
+        if _THROTTLED in outcomes.values():  # none refused for the quota (most answers): none of Redpanda's
+            refused = [t.cost or 0 for t in request.topics if _redpanda_refused(results[t.name], outcomes[t.name])]
         if not refused:
             self._redpanda.extra_s([], 0, True, throttle_s, None)
             return throttle_s, 0
@@ -106,7 +110,7 @@ def _admitted_before_refusal(topics: list[Topic], outcomes: dict[str, Outcome]) 
 
 def _all_broker_answers(results: dict[str, BaseException | None]) -> bool:
     for exc in results.values():  # noqa: SIM110 (cheaper than all() over a generator: every answer)
-        if not is_broker_answer(exc):
+        if exc is not None and not is_broker_answer(exc):  # None (applied): the broker's answer, no call
             return False
     return True
 

@@ -46,7 +46,7 @@ why it ends, its state and what its attempts leave true, in one table (``outcome
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from confluent_kafka import KafkaError, KafkaException
 
@@ -164,7 +164,7 @@ _HELD, _QUEUED, _IN_FLIGHT, _SETTLED = (
     TopicState.IN_FLIGHT,
     TopicState.SETTLED,
 )
-_THROTTLED = Outcome.THROTTLED
+_THROTTLED, _SUCCESS = Outcome.THROTTLED, Outcome.SUCCESS
 _SPEAKS_FOR_QUOTA = frozenset((Outcome.SUCCESS, Outcome.THROTTLED))  # charged, or refused for the quota
 
 
@@ -561,6 +561,10 @@ class Engine:
         """Carry out each topic's verdict (a topic no longer in flight was settled already: its deadline passed,
         or authentication failed), as ``after_answer`` decides: queued again, settled, or applied (resolved now, or
         once every broker shows it: wait_for_metadata). True when any topic is queued again (a retry)."""
+        if (runs := _applied_runs(request, response)) is not None:  # every topic applied (a bulk call's answer)
+            attempt = (Attempt(request.id, request.sent_at, now, Outcome.SUCCESS),)
+            _settle_applied(runs, attempt, self._views, self._queue, self._out, now)
+            return False
         retried = False
         for topic in request.topics:
             if topic.state is not _IN_FLIGHT:
@@ -668,15 +672,17 @@ class Engine:
             return now
         margin_s = max(_MIN_MARGIN_S, estimates[MIN_SAMPLES][0])  # the controller's deadline ends this early
         request_timeout_s, operation_timeout_s = _timeouts(chosen, longest, margin_s, now, self._contact.reached)
-        for topic in chosen:
-            topic.call.move(topic, _IN_FLIGHT)
+        refs: list[TopicRef] = []
+        for call, topics in _by_call(chosen):
+            call.move_all(topics, _IN_FLIGHT)
+            call_id = call.id
+            refs += [TopicRef(call_id, topic.name) for topic in topics]
         request = self._slot.hand_over(kind, chosen, mutations, (request_timeout_s, operation_timeout_s), now)
         request_id = request.id
         self._gate.sent(request_id, now)
-        refs = tuple([TopicRef(topic.call.id, topic.name) for topic in chosen])
         items = tuple([topic.item for topic in chosen])
         timeouts = request_timeout_s, operation_timeout_s
-        self._out.append(Send(request_id, kind, refs, items, mutations, *timeouts))
+        self._out.append(Send(request_id, kind, tuple(refs), items, mutations, *timeouts))
         operation, count = kind.operation.name, len(chosen)
         self._metric(RequestSent(operation, count, mutations))
         return self._slot.settles_at()
@@ -699,6 +705,7 @@ class Engine:
         last_call: Call | None = None
         time_s = 0.0
         times = (0.0, 0.0)
+        too_late: _TooLate = self._too_late
         cap = self._learned.cap.limit
         for topic in candidates:
             cost = topic.cost or 0
@@ -708,7 +715,8 @@ class Engine:
             if call is not last_call:  # a call's topics are in a row: its times once
                 last_call, time_s = call, call.budget_s(now)
                 times = call.remaining_s(now), time_s
-            late = self._too_late(topic, estimates, len(chosen) + 1, times, now)
+                too_late = _asked_per_topic(self._too_late, estimates, len(candidates), times, now)
+            late = too_late(bool(topic.history), estimates, len(chosen) + 1, times, now)
             if late is not None:
                 self._end(topic, late[0], now, why=late[1], because=late[2])
                 continue
@@ -724,7 +732,7 @@ class Engine:
 
     def _too_late(
         self,
-        topic: Topic,
+        retry: bool,
         estimates: dict[int, tuple[float, float]],
         size: int,
         times: tuple[float, float],
@@ -732,13 +740,14 @@ class Engine:
     ) -> tuple[Ending, str, NotSentReason | None] | None:
         """Send nothing that cannot be answered in time: before its deadline (it would be applied after the caller
         was told it failed), and within its time budget, which the caller's request_timeout caps (librdkafka drops
-        a later answer). ``times``: the call's time left and its budget. Returns how the topic ends, and why it was
-        not sent, if it is too late for a request of ``size`` topics (else None).
+        a later answer). ``retry``: the topic has been sent before; ``times``: its call's time left and its budget.
+        Returns how the topic ends, and why it was not sent, if it is too late for a request of ``size`` topics
+        (else None).
 
         A first attempt is refused only on a robust estimate (rule d: no lockout); a retry is not sent when any
         recent answer says it cannot come back in time (the caller gets the broker's last word instead)."""
         remaining_s, budget_s = times
-        base_s, per_topic_s = estimates[1 if topic.attempts else MIN_SAMPLES]
+        base_s, per_topic_s = estimates[1 if retry else MIN_SAMPLES]
         expected_s = base_s + per_topic_s * size
         kept_s = max(_MIN_MARGIN_S, base_s)
         if not self._contact.reached and remaining_s <= CONTACT_VERDICT_MARGIN_S + kept_s:
@@ -758,6 +767,28 @@ class Engine:
         return None
 
 
+# ``Engine._too_late``: (retry, estimates, request size, the call's time left and budget, now) -> how it ends, or None
+_Lateness = tuple[Ending, str, NotSentReason | None] | None
+_TooLate = Callable[[bool, dict[int, tuple[float, float]], int, tuple[float, float], float], _Lateness]
+
+
+def _never_late(
+    retry: bool, estimates: dict[int, tuple[float, float]], size: int, times: tuple[float, float], now: float
+) -> None:
+    return None
+
+
+def _asked_per_topic(
+    too_late: _TooLate, estimates: dict[int, tuple[float, float]], size: int, times: tuple[float, float], now: float
+) -> _TooLate:
+    """What ``Engine._choose`` asks of each topic of a call: ``too_late``, unless the call's topics are in time for a
+    request of ``size`` (the largest it can make), sent before or not; then in time for any smaller one (a
+    request's expected time grows with its size), and no topic needs asking."""
+    if too_late(False, estimates, size, times, now) is None and too_late(True, estimates, size, times, now) is None:
+        return _never_late
+    return too_late
+
+
 def _timeouts(chosen: list[Topic], longest: float, margin_s: float, now: float, reached: bool) -> tuple[float, float]:
     """The request's librdkafka timeout and its controller deadline (``operation_timeout``), in seconds.
 
@@ -766,8 +797,8 @@ def _timeouts(chosen: list[Topic], longest: float, margin_s: float, now: float, 
     the controller's deadline is that call's own, ``margin_s`` early (capped by its caller's operation_timeout),
     so a controller busy past a shorter call's deadline still applies the request, as it would that call's
     alone: the shorter call is told "outcome unknown" at its deadline, never "not sent"."""
-    # the calls of the request (a 1-topic request's: no dict of them)
-    calls = [chosen[0].call] if len(chosen) == 1 else list({topic.call.id: topic.call for topic in chosen}.values())
+    # the calls of the request (a call's topics are in a row: one call's request, no dict of them)
+    calls = [chosen[0].call] if chosen[0].call is chosen[-1].call else [call for call, _ in _by_call(chosen)]
     request_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(longest, _LIBRDKAFKA_MAX_TIMEOUT_S))
     if not reached:  # librdkafka's verdict comes before the (shortest call's) deadline
         remaining_s = min(call.remaining_s(now) for call in calls)
@@ -795,6 +826,57 @@ def _any_cost_unknown(topics: list[Topic]) -> bool:
     return False
 
 
+_APPLIED_ONLY = {Outcome.SUCCESS}
+
+
+def _applied_runs(request: Request, response: Response) -> list[tuple[Call, list[Topic]]] | None:
+    """When the broker applied every topic of ``request`` and no call of it waits for metadata: its topics still in
+    flight, a run for each call in request order; else None (``Engine._settle_answered`` decides topic by topic)."""
+    if set(response.outcomes.values()) != _APPLIED_ONLY:
+        return None
+    runs = _by_call([topic for topic in request.topics if topic.state is _IN_FLIGHT])
+    for call, _ in runs:
+        if call.spec.wait_for_metadata and not call.kind.validate_only:
+            return None  # applied topics await every broker's Metadata
+    return runs
+
+
+def _by_call(topics: list[Topic]) -> list[tuple[Call, list[Topic]]]:
+    """``topics`` in runs of one call each, in order (a call's topics are in a row in a request)."""
+    if not topics or topics[0].call is topics[-1].call:  # one call's (most requests)
+        return [(topics[0].call, topics)] if topics else []
+    runs: list[tuple[Call, list[Topic]]] = []
+    last: Call | None = None
+    for topic in topics:
+        if topic.call is not last:
+            last = topic.call
+            runs.append((last, []))
+        runs[-1][1].append(topic)
+    return runs
+
+
+def _settle_applied(
+    runs: list[tuple[Call, list[Topic]]],
+    attempt: tuple[Attempt],
+    views: ViewReads,
+    queue: WorkQueue,
+    out: list[Action],
+    now: float,
+) -> None:
+    """``Engine._finish`` of applied topics, a call's run at once (issue 40: one at a time was most of an answer's
+    cost), with the same outcome: each attempt booked (``attempt``, alike for all: frozen, shared), its future
+    resolved with None, its name let go, its call's duration recorded with its last topic."""
+    for call, topics in runs:
+        for topic in topics:
+            topic.history = topic.history + attempt if topic.history else attempt
+        call.move_all(topics, _SETTLED)
+        views.forget_all(topics)
+        call_id = call.id
+        out += [Settle(call_id, topic.name, None) for topic in topics]
+        if (finished := queue.settled_all(call, topics, now)) is not None:
+            out.append(Emit(finished))
+
+
 def _refused_by_the_broker_at(topic: Topic, now: float) -> bool:
     """The broker refused the topic's last attempt with 89 at ``now`` (this step): that refusal is its violation,
     not a second one when the throttle then keeps it past its deadline (rule g)."""
@@ -819,7 +901,11 @@ def _answer_events(operation: str, accepted: int, retried: bool) -> list[MetricE
 
 def _outcomes(results: dict[str, BaseException | None], operation: str, *, throttled: bool) -> dict[str, Outcome]:
     """Each topic's result classified (``classify``), as an answer of ``operation`` with or without a throttle."""
-    return {name: classify(exc, operation=operation, throttled=throttled) for name, exc in results.items()}
+    # applied (None: most results of a bulk call) needs no call
+    return {
+        name: _SUCCESS if exc is None else classify(exc, operation=operation, throttled=throttled)
+        for name, exc in results.items()
+    }
 
 
 def _quota_refusals(request: Request) -> int:
@@ -831,8 +917,7 @@ def _quota_refusals(request: Request) -> int:
 def _made_with_a_guess(topics: list[Topic], outcomes: dict[str, Outcome]) -> list[str]:
     """The creates the broker made that were costed with a guessed partition count, to be read back (``metadata``):
     whenever the answer says so, settled here already or not (its deadline, an authentication failure; rule g)."""
-    made = [t for t in topics if outcomes[t.name] is Outcome.SUCCESS]
-    return [t.name for t in made if t.guessed and not t.call.kind.validate_only]
+    return [t.name for t in topics if t.guessed and outcomes[t.name] is _SUCCESS and not t.call.kind.validate_only]
 
 
 def _progress(topics: list[Topic], outcomes: dict[str, Outcome]) -> int:

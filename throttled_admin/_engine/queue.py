@@ -37,8 +37,11 @@ class WorkQueue:
         """Queue the call's topics, each held behind its name while an earlier pending call names it."""
         if call.id in self.calls:
             raise ValueError(f"call id {call.id} is already pending")
-        for topic in topics:
-            call.move(topic, TopicState.QUEUED if self._names.hold(topic) else _HELD)
+        if self._names.hold_all(topics):  # no earlier pending call names any (a bulk call's, most often)
+            call.move_all(topics, TopicState.QUEUED)
+        else:
+            for topic in topics:
+                call.move(topic, TopicState.QUEUED if self._names.hold(topic) else _HELD)
         call.unsettled = len(topics)
         self.calls[call.id] = call
 
@@ -50,6 +53,13 @@ class WorkQueue:
             holder.call.move(holder, TopicState.QUEUED)
         topic.call.unsettled -= 1
         return self.finished(topic.call, now)
+
+    def settled_all(self, call: Call, topics: list[Topic], now: float) -> CallFinished | None:
+        """``settled`` of each of ``topics``, all of ``call``, in order."""
+        for holder in self._names.release_all(topics):
+            holder.call.move(holder, TopicState.QUEUED)
+        call.unsettled -= len(topics)
+        return self.finished(call, now)
 
     def finished(self, call: Call, now: float) -> CallFinished | None:
         """Once, when the call's last topic is settled or withdrawn: the call leaves the queue, and its duration is
@@ -86,8 +96,8 @@ class WorkQueue:
         """The topics of one kind that may be sent now, in call order."""
         for call in self.calls.values():
             if call.kind is kind or call.kind == kind:  # the same object most often: no dataclass __eq__
-                for topic in call.queued.values():
-                    if topic.not_before <= now and _sendable(topic, waits):
+                for topic in call.queued.values():  # ``_sendable`` inline: a bulk call's every topic
+                    if topic.not_before <= now and topic.state is not _HELD and not waits(topic):
                         yield topic
 
     def next_eligible(self, now: float, waits: Waits) -> float:

@@ -38,6 +38,12 @@ class ViewReads:
         if self._unread:
             self._unread.pop(topic, None)
 
+    def forget_all(self, topics: list[Topic]) -> None:
+        """``forget`` of each of ``topics``."""
+        if self._unread:
+            for topic in topics:
+                self._unread.pop(topic, None)
+
     def applied(self, now: float) -> None:
         """A topic was applied and now waits for every broker to show it."""
         self._when.awaiting(now)

@@ -53,6 +53,15 @@ class Operation:
     # cluster's default partition count (None: not known)
     metadata_cost: Callable[[Any, int | None, int | None], int]
     validate_only: bool  # confluent-kafka's method takes validate_only
+    # ``specs`` made in one pass, each item read once (None: from the three functions above)
+    one_pass: Callable[[list[Any], int | None], list[TopicSpec]] | None = None
+
+    def specs(self, items: list[Any], unknown: int | None) -> list[TopicSpec]:
+        """Each item's ``TopicSpec``: its name, the item, its cost as the input tells it (else ``unknown``), and its
+        records with no default partition count known."""
+        if self.one_pass is not None:
+            return self.one_pass(items, unknown)
+        return [(self.topic_of(i), i, _or(self.known_cost(i), unknown), self.records(i)) for i in items]
 
     def cost_from_metadata(self, item: Any, current: int | None, default_partitions: int | None = None) -> int:
         return self.metadata_cost(item, current, default_partitions)
@@ -83,6 +92,25 @@ def _create_records(topic: Any, default: int | None) -> int:
     return 1 + _create_cost(topic, None, default) + len(topic.config or {})  # TopicRecord, PartitionRecords, configs
 
 
+def _or(cost: int | None, default: int | None) -> int | None:
+    return default if cost is None else cost
+
+
+def _create_specs(topics: list[Any], unknown: int | None) -> list[TopicSpec]:
+    """CREATE_TOPICS' ``specs``: what ``topic_of``, ``_partitions`` and ``_create_records`` make of each topic, its
+    attributes read once (issue 40: five calls a topic of a bulk call)."""
+    specs: list[TopicSpec] = []
+    for topic in topics:
+        assignment, config = topic.replica_assignment, topic.config
+        if assignment:
+            partitions: int | None = len(assignment)
+        else:
+            partitions = topic.num_partitions if topic.num_partitions > 0 else None
+        records = 1 + (FALLBACK_PARTITIONS if partitions is None else partitions) + (len(config) if config else 0)
+        specs.append((topic.topic, topic, unknown if partitions is None else partitions, records))
+    return specs
+
+
 def _added(partitions: Any, current: int | None) -> int:
     return max(1, partitions.new_total_count - current) if current else 1
 
@@ -95,6 +123,7 @@ CREATE_TOPICS = Operation(
     _create_records,
     _create_cost,
     validate_only=True,
+    one_pass=_create_specs,
 )
 DELETE_TOPICS = Operation(
     "DeleteTopics",
@@ -222,6 +251,22 @@ class Call:
             if goes_to is not None:
                 goes_to[topic.name] = topic
 
+    def move_all(self, topics: list[Topic], to: TopicState) -> None:
+        """``move`` of each of ``topics`` (this call's), in order: one call for a request's worth (issue 40)."""
+        held_in = self._held_in
+        goes_to = held_in[to]
+        for topic in topics:
+            here = topic.state
+            if to not in MOVES[here]:
+                raise AssertionError(f"topic {topic.name!r}: no move from {here.value} to {to.value}")
+            topic.state = to
+            was_in = held_in[here]
+            if was_in is not goes_to:
+                if was_in is not None:
+                    del was_in[topic.name]
+                if goes_to is not None:
+                    goes_to[topic.name] = topic
+
     def find(self, name: str) -> Topic | None:
         """Its topic of that name while it is pending (queued, held, in flight or awaiting visibility)."""
         for held in (self.queued, self.in_flight, self.awaiting):
@@ -307,6 +352,26 @@ class NameHolds:
             return True
         self._behind.setdefault(topic.name, []).append(topic)
         return False
+
+    def hold_all(self, topics: list[Topic]) -> bool:
+        """A call's topics were submitted: True when every one holds its name, as ``hold`` would have it, in one step;
+        False, and none held, when an earlier call names any or two of them share a name (``hold`` each, then)."""
+        names = [topic.name for topic in topics]
+        if not self._holder.keys().isdisjoint(names) or len(set(names)) != len(names):
+            return False
+        self._holder.update(zip(names, topics, strict=True))
+        return True
+
+    def release_all(self, topics: list[Topic]) -> list[Topic]:
+        """``release`` of each of ``topics``, in order: the topics that hold their names from now on. With nobody
+        waiting behind any name (a bulk call's), only the holders' entries go."""
+        if self._behind:
+            return [holder for topic in topics if (holder := self.release(topic)) is not None]
+        holders = self._holder
+        for topic in topics:
+            if holders.get(topic.name) is topic:
+                del holders[topic.name]
+        return []
 
     def release(self, topic: Topic) -> Topic | None:
         """The topic was settled or withdrawn: the topic that holds the name from now on, if it changed hands."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_NAME_LENGTH", "all_legal", "collision_key", "topic_name_error"]
+__all__ = ["MAX_NAME_LENGTH", "all_legal", "collision_key", "none_collide", "topic_name_error"]
 
 MAX_NAME_LENGTH = 249
 _CHARACTERS = r"[a-zA-Z0-9._-]+"
@@ -44,3 +44,10 @@ def all_legal(names: list[str]) -> bool:
 def collision_key(name: str) -> str:
     """Topics whose names differ only in '.' versus '_' collide in Kafka's metric names."""
     return name.replace(".", "_")
+
+
+def none_collide(names: list[str]) -> bool:
+    """True when no two of ``names`` (legal names: ``all_legal``) have the same ``collision_key``, checked over the
+    whole list at once (one replace of the names joined, not one call a name)."""
+    keys = "\n".join(names).replace(".", "_").split("\n")  # collision_key of each: a legal name has no newline
+    return len(set(keys)) == len(names)
