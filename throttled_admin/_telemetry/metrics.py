@@ -473,4 +473,8 @@ def _inert(instrument: Any) -> bool:
     """An instrument's method (``add``, ``record``) of the API's own no-op instruments, or of the global provider's
     proxy before an SDK is set: it exports nothing and cannot hang."""
     target = getattr(instrument, "__self__", None)
-    return isinstance(target, _INERT) or (target is not None and getattr(target, "_real_instrument", True) is None)
+    if target is None:
+        return False
+    # The proxy first: a client made before any SDK records through it on every call, and an ABC's isinstance is a
+    # Python-level call
+    return getattr(target, "_real_instrument", True) is None or isinstance(target, _INERT)
