@@ -189,7 +189,6 @@ class Scheduler:
         self.caller_turns = True  # calls and waiting callers take turns on their own threads (the fast path)
         self._arrived: list[tuple[Send, Answer]] = []  # librdkafka's completed results
         self._dirty = False
-        self._poll_s = _IDLE_POLL_S  # how often the scheduler's thread serves librdkafka's callbacks (_poll_interval)
         self._wake_at = -math.inf  # when the engine's last step asked to be stepped again if nothing happens first
         self._asleep_until: float | None = None  # while the thread waits: when it wakes by itself
         # call id -> its topics' futures (with the call's Kafka API name), while any may be pending (settled here;
@@ -530,7 +529,9 @@ class Scheduler:
         with self._cv:
             if self._news():
                 return False
-            timeout_s = max(0.0, min(self._wake_at - self._clock(), self._poll_s))
+            # How often to serve librdkafka's callbacks, read here (not after every step: two engine snapshots a call
+            # less on the callers' turns, which only this thread's sleeps need)
+            timeout_s = max(0.0, min(self._wake_at - self._clock(), _poll_interval(self._engine)))
             self._asleep_until = self._clock() + timeout_s
             self._cv.wait(timeout_s)
             self._asleep_until = None
@@ -626,7 +627,6 @@ class Scheduler:
             except BaseException:
                 self._close_here()
                 raise
-            self._poll_s = _poll_interval(self._engine)
             self._wake_at = out.wake_at
             return out
 
