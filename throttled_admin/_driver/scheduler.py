@@ -7,10 +7,10 @@ engine cannot: threads, the clock (one, injected: ``clock``) and I/O.
 
 Everything the engine decides happens in a turn (``_driver/turns.py``: one at a time, each whole, a turn cut short
 finished by the next): take the results librdkafka has completed (one batch per response: librdkafka is given one
-future per request), serve librdkafka's callbacks (``poll``: a response's throttle event, queued before its
-result, reaches the engine first), step the engine (``_step``, the driver's one call of ``Engine.step``), and do
-what the step says outside the lock: metric events first (a caller that waits for its results and then reads the
-metrics finds its call), the next request or the sentinel, the metric exports (waited for within a bound when
+future per request), serve librdkafka's callbacks (``poll``: a response's throttle event, queued before its result,
+reaches the engine first), step the engine (``_step``, the driver's one call of ``Engine.step``), and do what the
+step says outside the lock: the next request or the sentinel, metric events (before any settlement: a caller that
+waits for its results and then reads the metrics finds its call), the metric exports (waited for within a bound when
 futures are settled next: an OpenTelemetry reader that looks right after ``result()`` finds the call's points), the
 settlements (overlapping with the broker's work on the next request), then a metadata read or the contact probe.
 
