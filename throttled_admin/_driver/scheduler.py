@@ -74,6 +74,7 @@ from throttled_admin._engine import (
     classify,
     is_broker_answer,
 )
+from throttled_admin._engine.metric_events import ResponseThrottle
 from throttled_admin._engine.throttle import failed_node
 from throttled_admin._errors import CLOSED_MESSAGE
 
@@ -634,7 +635,8 @@ class Scheduler:
 
     def metric(self, event: MetricEvent) -> None:
         event.report(self._metrics)
-        self._first_throttle.see(event)
+        if type(event) is ResponseThrottle:  # the only kind the notice reads (three of a 1-topic call's four are not)
+            self._first_throttle.see(event)
 
     def reached(self) -> None:
         with self._lock:
