@@ -412,6 +412,8 @@ class Scheduler:
                     break
                 if not self._turn_here():  # another thread is taking this turn: wait for it (within our time)
                     self._turns.wait_free(left)
+                elif future.done():  # settled by this thread's turn (most calls): nothing more to wait for
+                    break
         finally:
             self._stop_assisting()
         left = self._left(end)
