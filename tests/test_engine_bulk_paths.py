@@ -28,7 +28,7 @@ from throttled_admin._engine import (
     WakeAt,
     machine,
 )
-from throttled_admin._engine.actions import _rank
+from throttled_admin._engine.actions import _by_rank
 from throttled_admin._engine.config import EngineConfig
 from throttled_admin._engine.metric_events import Retried
 from throttled_admin._engine.work import NameHolds, _or
@@ -118,6 +118,6 @@ _actions = st.lists(
 
 @given(_actions)
 def test_the_outbox_is_a_stable_sort_by_kind(actions: list[Any]) -> None:
-    expected = [a for _, _, a in sorted(zip(map(_rank, map(type, actions)), itertools.count(), actions))]
+    expected = [a for _, _, a in sorted(zip(map(_by_rank, actions), itertools.count(), actions))]
     expected = [a for i, a in enumerate(expected) if not (i and isinstance(a, ReadMetadata) and expected[i - 1] == a)]
     assert list(Outbox.of(actions).actions) == expected

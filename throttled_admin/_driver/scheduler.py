@@ -7,10 +7,10 @@ engine cannot: threads, the clock (one, injected: ``clock``) and I/O.
 
 Everything the engine decides happens in a turn (``_driver/turns.py``: one at a time, each whole, a turn cut short
 finished by the next): take the results librdkafka has completed (one batch per response: librdkafka is given one
-future per request), serve librdkafka's callbacks (``poll``: a response's throttle event, queued before its
-result, reaches the engine first), step the engine (``_step``, the driver's one call of ``Engine.step``), and do
-what the step says outside the lock: metric events first (a caller that waits for its results and then reads the
-metrics finds its call), the next request or the sentinel, the metric exports (waited for within a bound when
+future per request), serve librdkafka's callbacks (``poll``: a response's throttle event, queued before its result,
+reaches the engine first), step the engine (``_step``, the driver's one call of ``Engine.step``), and do what the
+step says outside the lock: the next request or the sentinel, metric events (before any settlement: a caller that
+waits for its results and then reads the metrics finds its call), the metric exports (waited for within a bound when
 futures are settled next: an OpenTelemetry reader that looks right after ``result()`` finds the call's points), the
 settlements (overlapping with the broker's work on the next request), then a metadata read or the contact probe.
 
@@ -74,6 +74,7 @@ from throttled_admin._engine import (
     classify,
     is_broker_answer,
 )
+from throttled_admin._engine.metric_events import ResponseThrottle
 from throttled_admin._engine.throttle import failed_node
 from throttled_admin._errors import CLOSED_MESSAGE
 
@@ -189,7 +190,6 @@ class Scheduler:
         self.caller_turns = True  # calls and waiting callers take turns on their own threads (the fast path)
         self._arrived: list[tuple[Send, Answer]] = []  # librdkafka's completed results
         self._dirty = False
-        self._poll_s = _IDLE_POLL_S  # how often the scheduler's thread serves librdkafka's callbacks (_poll_interval)
         self._wake_at = -math.inf  # when the engine's last step asked to be stepped again if nothing happens first
         self._asleep_until: float | None = None  # while the thread waits: when it wakes by itself
         # call id -> its topics' futures (with the call's Kafka API name), while any may be pending (settled here;
@@ -412,6 +412,8 @@ class Scheduler:
                     break
                 if not self._turn_here():  # another thread is taking this turn: wait for it (within our time)
                     self._turns.wait_free(left)
+                elif future.done():  # settled by this thread's turn (most calls): nothing more to wait for
+                    break
         finally:
             self._stop_assisting()
         left = self._left(end)
@@ -530,7 +532,9 @@ class Scheduler:
         with self._cv:
             if self._news():
                 return False
-            timeout_s = max(0.0, min(self._wake_at - self._clock(), self._poll_s))
+            # How often to serve librdkafka's callbacks, read here (not after every step: two engine snapshots a call
+            # less on the callers' turns, which only this thread's sleeps need)
+            timeout_s = max(0.0, min(self._wake_at - self._clock(), _poll_interval(self._engine)))
             self._asleep_until = self._clock() + timeout_s
             self._cv.wait(timeout_s)
             self._asleep_until = None
@@ -626,7 +630,6 @@ class Scheduler:
             except BaseException:
                 self._close_here()
                 raise
-            self._poll_s = _poll_interval(self._engine)
             self._wake_at = out.wake_at
             return out
 
@@ -634,7 +637,8 @@ class Scheduler:
 
     def metric(self, event: MetricEvent) -> None:
         event.report(self._metrics)
-        self._first_throttle.see(event)
+        if type(event) is ResponseThrottle:  # the only kind the notice reads (three of a 1-topic call's four are not)
+            self._first_throttle.see(event)
 
     def reached(self) -> None:
         with self._lock:

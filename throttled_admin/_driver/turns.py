@@ -1,13 +1,13 @@
 """Taking turns: the one way the driver steps the engine and does what it says.
 
 A turn takes what librdkafka has completed, serves librdkafka's callbacks, steps the engine, and carries out the
-step's ``Outbox``, a sequence of frozen actions (``_engine/actions.py``) in the engine's order: metric events, a
-views read, the send (or the sentinel), the metric exports (the driver's own: waited for, within a bound, when
-settlements follow), the settlements (as one batch), a metadata read, the contact probe; the turn dispatches on
-each action's type. The scheduler's thread takes turns in its loop; a caller's thread takes one when its call finds
-the turn free (``Scheduler.submit``) or when the answer its ``result()`` waits for arrives (``Scheduler.assist``).
-``Turns`` is the lock and the bookkeeping around them; the driver's one call of ``Engine.step`` is in the turn it
-runs (``Scheduler._step``).
+step's ``Outbox``, a sequence of frozen actions (``_engine/actions.py``) in the engine's order: metric events (after
+the send in a step that sends), a views read, the send (or the sentinel), the metric exports (the driver's own:
+waited for, within a bound, when settlements follow), the settlements (as one batch), a metadata read, the contact
+probe; the turn dispatches on each action's type. The scheduler's thread takes turns in its loop; a caller's thread
+takes one when its call finds the turn free (``Scheduler.submit``) or when the answer its ``result()`` waits for
+arrives (``Scheduler.assist``). ``Turns`` is the lock and the bookkeeping around them; the driver's one call of
+``Engine.step`` is in the turn it runs (``Scheduler._step``).
 
 Invariants (tests/test_turns.py checks each):
 
@@ -133,26 +133,35 @@ class _Carry:
 _FLUSH, _FLUSH_FIRST = _Flush(wait=False), _Flush(wait=True)
 # Where the plan puts each kind of the engine's actions: before the settlements, with them, after them (the reads),
 # or nowhere (the wake: the scheduler reads it).
-_BEFORE, _WITH, _AFTER, _NOWHERE = range(4)
-_PLACE = {Emit: _BEFORE, Reached: _BEFORE, ReadViews: _BEFORE, Send: _BEFORE, Drain: _BEFORE}
+_BEFORE, _WITH, _AFTER, _NOWHERE, _METRIC = range(5)
+_PLACE = {Emit: _METRIC, Reached: _BEFORE, ReadViews: _BEFORE, Send: _BEFORE, Drain: _BEFORE}
 _PLACE |= {Settle: _WITH, ReadMetadata: _AFTER, Probe: _AFTER, WakeAt: _NOWHERE}
 
 
 def _plan(out: Outbox, flush: bool) -> list[_Planned]:
     """The step's actions in the engine's order, its settlements as one batch after the metric exports (every turn
     that settles, on any thread: the points come before the results), or the exports alone (``flush``: the
-    scheduler's thread's turns); a turn that sends leaves the reads to the next (the send's answer comes first)."""
+    scheduler's thread's turns); a turn that sends leaves the reads to the next (the send's answer comes first).
+    The metric events of a step that sends are recorded right after the send, the rest first: still before any
+    settlement, but off the way of the request to the broker (a 1-topic call's ``RequestSent``, issue 39)."""
     plan: list[_Planned] = []
+    metrics: list[_Planned] = []
     settlements: list[Settle] = []
     reads: list[_Planned] = []
+    metrics_at = 0  # where the metric events go: first, or right after the send
     for action in out.actions:
         place = _PLACE[type(action)]
-        if place == _BEFORE:
+        if place == _METRIC:
+            metrics.append(action)
+        elif place == _BEFORE:
             plan.append(action)
+            if isinstance(action, Send):
+                metrics_at = len(plan)
         elif isinstance(action, Settle):
             settlements.append(action)
         elif place == _AFTER:
             reads.append(action)
+    plan[metrics_at:metrics_at] = metrics
     if settlements:
         plan += [_FLUSH_FIRST, _SettleAll(settlements)]
     elif flush:
@@ -172,6 +181,9 @@ class Turns:
         # acquire() left one bytecode where it held the turn and held_here() said not: close() from a handler
         # there waited for the scheduler's thread, which waited for the turn.) It is never taken re-entrantly.
         self._lock = threading.RLock()
+        # Whether this thread holds the turn: the RLock's own C method (asked several times a turn, by the asserts of
+        # invariant 2 too; a Python method around it was ten calls more per 1-topic call, issue 39)
+        self.held_here: Callable[[], bool] = self._lock._is_owned  # type: ignore[attr-defined]
         self._leftover: list[_Carry] = []  # carries cut short, oldest first
         self._cuts: list[Cut] = []  # sends cut short after they may have begun, for the engine
 
@@ -192,9 +204,6 @@ class Turns:
 
     def release(self) -> None:
         self._lock.release()
-
-    def held_here(self) -> bool:
-        return bool(self._lock._is_owned())  # type: ignore[attr-defined]
 
     def wait_free(self, timeout: float | None) -> bool:
         """Wait until another thread's turn ends (without taking it); False if ``timeout`` passed first."""
@@ -243,7 +252,7 @@ class Turns:
             if isinstance(action, Send):
                 self._send(carry, action, actions)
             else:
-                _do(actions, action)
+                _HANDLERS[type(action)](actions, action)
             carry.done += 1
 
     def _send(self, carry: _Carry, request: Send, actions: Actions) -> None:
@@ -271,8 +280,3 @@ _HANDLERS: dict[type[_Planned], Callable[[Actions, Any], None]] = {
     ReadMetadata: lambda actions, _: actions.read_metadata(),
     Probe: lambda actions, _: actions.probe(),
 }
-
-
-def _do(actions: Actions, action: _Planned) -> None:
-    """Carry out one action of the plan other than a send."""
-    _HANDLERS[type(action)](actions, action)

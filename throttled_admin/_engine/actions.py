@@ -22,6 +22,7 @@ of a flag asked for twice. The ``Outbox``'s properties are read-only views of on
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -122,8 +123,12 @@ class WakeAt:
 Action = Emit | Reached | ReadViews | Send | Drain | Settle | ReadMetadata | Probe | WakeAt
 
 _KINDS = (Emit, Reached, ReadViews, Send, Drain, Settle, ReadMetadata, Probe, WakeAt)  # the driver's order
-_RANK: dict[type[Action], int] = {kind: rank for rank, kind in enumerate(_KINDS)}
-_rank = _RANK.__getitem__  # a C-level key: Outbox.of sorts every step's actions by their type's rank
+# Each kind's rank in that order, as a class attribute read by a C-level key: Outbox.of sorts every step's actions
+# with it (a stable sort: a kind's own stay in the order they were decided)
+for _rank_of_kind, _kind in enumerate(_KINDS):
+    setattr(_kind, "_rank", _rank_of_kind)  # noqa: B010 (not a slot: the class's own, one per kind)
+_by_rank = operator.attrgetter("_rank")
+_REACHED, _READ_METADATA, _PROBE = (_KINDS.index(flag) for flag in (Reached, ReadMetadata, Probe))
 
 _Kind = TypeVar("_Kind", bound=Action)
 
@@ -145,12 +150,9 @@ class Outbox:
     @classmethod
     def of(cls, actions: Iterable[Action]) -> Outbox:
         """The actions in the driver's order (stable: a kind's own as they were decided), each flag once."""
-        actions = list(actions)
-        kinds = list(map(type, actions))
-        ranks = list(map(_rank, kinds))
-        # a stable sort of the positions by rank, every step in C (a bulk answer's 2,000 settlements: no tuples)
-        ordered = list(map(actions.__getitem__, sorted(range(len(actions)), key=ranks.__getitem__)))
-        if kinds.count(Reached) > 1 or kinds.count(ReadMetadata) > 1 or kinds.count(Probe) > 1:
+        ordered = sorted(actions, key=_by_rank)
+        ranks = list(map(_by_rank, ordered))
+        if ranks.count(_REACHED) > 1 or ranks.count(_READ_METADATA) > 1 or ranks.count(_PROBE) > 1:
             ordered = _dedupe_flags(ordered)
         return cls(tuple(ordered))
 

@@ -18,7 +18,7 @@ from throttled_admin._engine.request import Request
 from throttled_admin._engine.round_trip import RoundTrip
 from throttled_admin._engine.work import Topic
 
-_THROTTLED = Outcome.THROTTLED
+_THROTTLED, _SUCCESS = Outcome.THROTTLED, Outcome.SUCCESS  # module constants: an Enum member off its class is slow
 
 __all__ = ["Learning"]
 
@@ -37,8 +37,11 @@ class Learning:
         """Refused whole for the controller's batch cap, by its words or its shape (``batch_cap``): learn it, mark
         every topic ``TOO_LARGE`` in ``outcomes``, and send the topics again in smaller requests (True). A request
         of which a topic was applied passed the cap: its size is learned too."""
-        records = sum(topic.records for topic in request.topics)
-        applied = sum(t.records for t in request.topics if outcomes.get(t.name) is Outcome.SUCCESS)
+        records = applied = 0
+        for topic in request.topics:  # one plain loop (two sums over generators were four frames a 1-topic answer)
+            records += topic.records
+            if outcomes.get(topic.name) is _SUCCESS:
+                applied += topic.records
         if applied:
             self.cap.accepted(applied)
             if applied == records:  # every topic applied (most answers): passed the cap, nothing refused to read

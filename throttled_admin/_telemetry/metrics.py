@@ -381,11 +381,18 @@ class ClientMetrics:
         """An exporter or meter provider that fails or hangs must never change an outcome, nor delay it by more than
         ``EXPORT_WAIT_S``. The API's own instruments without an SDK (no-op, or the global proxy before an SDK is
         set) export nothing and cannot hang: called in place, they cost results no hand-off."""
-        if self._exporter is None or _inert(instrument):
-            self._call_instrument(instrument, value, attributes)
-            return
-        with self._lock:
-            self._unexported.append((instrument, value, attributes))
+        if self._exporter is not None:
+            # Inert: a method (``add``, ``record``) of the global provider's proxy before an SDK is set (tested first:
+            # a client made before any SDK records every point through it, and an ABC's isinstance is a Python-level
+            # call), or of the API's own no-op instruments.
+            target = getattr(instrument, "__self__", None)
+            if target is None or (
+                getattr(target, "_real_instrument", True) is not None and not isinstance(target, _INERT)
+            ):
+                with self._lock:
+                    self._unexported.append((instrument, value, attributes))
+                return
+        self._call_instrument(instrument, value, attributes)
 
     def flush(self, wait: bool = False) -> None:
         """Hand what was recorded since the last flush to the exporter's thread, as one job; with ``wait`` (a turn
@@ -467,10 +474,3 @@ class ClientMetrics:
 
 
 _INERT = (NoOpCounter, NoOpHistogram)
-
-
-def _inert(instrument: Any) -> bool:
-    """An instrument's method (``add``, ``record``) of the API's own no-op instruments, or of the global provider's
-    proxy before an SDK is set: it exports nothing and cannot hang."""
-    target = getattr(instrument, "__self__", None)
-    return isinstance(target, _INERT) or (target is not None and getattr(target, "_real_instrument", True) is None)
