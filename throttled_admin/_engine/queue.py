@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from throttled_admin._engine.lifecycle import TopicState
 from throttled_admin._engine.metric_events import CallFinished
@@ -48,13 +48,9 @@ class WorkQueue:
     def settled(self, topic: Topic, now: float) -> CallFinished | None:
         """The topic is settled or withdrawn: the earliest pending call naming it may send it now; the call's
         metric event if that was its last topic."""
-        holder = self._names.release(topic)
-        if holder is not None:
-            holder.call.move(holder, TopicState.QUEUED)
-        topic.call.unsettled -= 1
-        return self.finished(topic.call, now)
+        return self.settled_all(topic.call, (topic,), now)
 
-    def settled_all(self, call: Call, topics: list[Topic], now: float) -> CallFinished | None:
+    def settled_all(self, call: Call, topics: Sequence[Topic], now: float) -> CallFinished | None:
         """``settled`` of each of ``topics``, all of ``call``, in order."""
         for holder in self._names.release_all(topics):
             holder.call.move(holder, TopicState.QUEUED)

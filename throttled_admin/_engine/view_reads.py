@@ -35,10 +35,9 @@ class ViewReads:
 
     def forget(self, topic: Topic) -> None:
         """The topic is settled or withdrawn: its ids are no longer wanted."""
-        if self._unread:
-            self._unread.pop(topic, None)
+        self.forget_all((topic,))
 
-    def forget_all(self, topics: list[Topic]) -> None:
+    def forget_all(self, topics: Iterable[Topic]) -> None:
         """``forget`` of each of ``topics``."""
         if self._unread:
             for topic in topics:

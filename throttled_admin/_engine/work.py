@@ -12,7 +12,7 @@ engine alone (``Engine.submit``), never seen by the driver.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -89,7 +89,12 @@ def _create_cost(topic: Any, _current: int | None, default: int | None) -> int:
 
 
 def _create_records(topic: Any, default: int | None) -> int:
-    return 1 + _create_cost(topic, None, default) + len(topic.config or {})  # TopicRecord, PartitionRecords, configs
+    return _records(_partitions(topic, default), topic.config)
+
+
+def _records(partitions: int | None, config: Any) -> int:
+    """A create's metadata records: its TopicRecord, a PartitionRecord each, its configs."""
+    return 1 + (FALLBACK_PARTITIONS if partitions is None else partitions) + (len(config) if config else 0)
 
 
 def _or(cost: int | None, default: int | None) -> int | None:
@@ -98,15 +103,11 @@ def _or(cost: int | None, default: int | None) -> int | None:
 
 def _create_specs(topics: list[Any], unknown: int | None) -> list[TopicSpec]:
     """CREATE_TOPICS' ``specs``: what ``topic_of``, ``_partitions`` and ``_create_records`` make of each topic, its
-    attributes read once (issue 40: five calls a topic of a bulk call)."""
+    partitions found once (issue 40: five calls a topic of a bulk call)."""
     specs: list[TopicSpec] = []
     for topic in topics:
-        assignment, config = topic.replica_assignment, topic.config
-        if assignment:
-            partitions: int | None = len(assignment)
-        else:
-            partitions = topic.num_partitions if topic.num_partitions > 0 else None
-        records = 1 + (FALLBACK_PARTITIONS if partitions is None else partitions) + (len(config) if config else 0)
+        partitions = _partitions(topic)
+        records = _records(partitions, topic.config)
         specs.append((topic.topic, topic, unknown if partitions is None else partitions, records))
     return specs
 
@@ -236,23 +237,13 @@ class Call:
         return self.spec.kind
 
     def move(self, topic: Topic, to: TopicState) -> None:
-        """The one place a topic's state changes: a move ``lifecycle.MOVES`` allows, kept in step with the dicts
-        above (a topic queued again goes to the end of the queue; one no longer held behind its name keeps its
-        place)."""
-        here = topic.state
-        if to not in MOVES[here]:
-            raise AssertionError(f"topic {topic.name!r}: no move from {here.value} to {to.value}")
-        topic.state = to
-        held_in = self._held_in
-        was_in, goes_to = held_in[here], held_in[to]
-        if was_in is not goes_to:
-            if was_in is not None:
-                del was_in[topic.name]
-            if goes_to is not None:
-                goes_to[topic.name] = topic
+        """``move_all`` of one topic."""
+        self.move_all((topic,), to)
 
-    def move_all(self, topics: list[Topic], to: TopicState) -> None:
-        """``move`` of each of ``topics`` (this call's), in order: one call for a request's worth (issue 40)."""
+    def move_all(self, topics: Sequence[Topic], to: TopicState) -> None:
+        """The one place a topic's state changes, for each of ``topics`` (this call's) in order: a move
+        ``lifecycle.MOVES`` allows, kept in step with the dicts above (a topic queued again goes to the end of the
+        queue; one no longer held behind its name keeps its place). One call for a request's worth (issue 40)."""
         held_in = self._held_in
         goes_to = held_in[to]
         for topic in topics:
@@ -362,7 +353,7 @@ class NameHolds:
         self._holder.update(zip(names, topics, strict=True))
         return True
 
-    def release_all(self, topics: list[Topic]) -> list[Topic]:
+    def release_all(self, topics: Sequence[Topic]) -> list[Topic]:
         """``release`` of each of ``topics``, in order: the topics that hold their names from now on. With nobody
         waiting behind any name (a bulk call's), only the holders' entries go."""
         if self._behind:
