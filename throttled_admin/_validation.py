@@ -282,11 +282,14 @@ def _plain_snapshots(topics: list[NewTopic], names: list[str]) -> list[NewTopic 
     if list(map(_ASSIGNMENT, topics)).count(None) != count or list(map(_CONFIG, topics)).count(None) != count:
         return None
     partitions, replicas = list(map(_PARTITIONS, topics)), list(map(_REPLICAS, topics))
-    if not all(type(n) is int and (0 < n <= MAX_PARTITIONS or n == -1) for n in set(partitions)):
-        return None
-    if not all(type(n) is int and (0 < n <= MAX_REPLICATION_FACTOR or n == -1) for n in set(replicas)):
+    if not _plain_counts(partitions, MAX_PARTITIONS) or not _plain_counts(replicas, MAX_REPLICATION_FACTOR):
         return None
     return list(map(NewTopic, names, partitions, replicas))
+
+
+def _plain_counts(counts: list[Any], maximum: int) -> bool:
+    """Every count an int from 1 to ``maximum``, or -1 (the broker's default): nothing ``_snapshot_topic`` refuses."""
+    return all(type(n) is int and (0 < n <= maximum or n == -1) for n in set(counts))
 
 
 def _snapshot_partitions(p: NewPartitions) -> NewPartitions | KafkaError:

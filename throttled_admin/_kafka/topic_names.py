@@ -49,5 +49,5 @@ def collision_key(name: str) -> str:
 def none_collide(names: list[str]) -> bool:
     """True when no two of ``names`` (legal names: ``all_legal``) have the same ``collision_key``, checked over the
     whole list at once (one replace of the names joined, not one call a name)."""
-    keys = "\n".join(names).replace(".", "_").split("\n")  # collision_key of each: a legal name has no newline
+    keys = collision_key("\n".join(names)).split("\n")  # collision_key of each: a legal name has no newline
     return len(set(keys)) == len(names)
