@@ -5,10 +5,13 @@ client's own connections do not speak (GSSAPI, OAUTHBEARER, TLS settings other t
 Each broker is asked with a small AdminClient configured as the application's (its callbacks left out) and
 bootstrapped with that broker's address. librdkafka sends an application's Metadata request to whichever broker it
 has a connection to, and it connects to the brokers it learns of, but it says which one answered
-(``ClusterMetadata.orig_broker_id`` / ``orig_broker_name``): an answer from another broker is not taken for this
-broker's view, and the client is replaced by a fresh one, whose first connection is to that broker (up to
-``_ATTEMPTS`` times a read). What this path costs: librdkafka asks for every topic of the cluster, and its views
-carry no topic ids, so a re-created topic is judged by its partitions alone (``_engine/visibility.py``).
+(``ClusterMetadata.orig_broker_id`` / ``orig_broker_name``). A fresh client's first answer comes from the broker it
+was bootstrapped with only about half the time (librdkafka 2.16 prefers a broker it has learned the id of): an
+answer from another listed broker is taken as that broker's view, the client becomes that broker's, and a fresh
+client is made for the broker still unread, up to ``_ATTEMPTS`` times a broker and read. Once right, a broker's client
+keeps answering from it (librdkafka prefers the broker it used last). What this path costs: librdkafka asks for every
+topic of the cluster, and its views carry no topic ids, so a re-created topic is judged by its partitions alone
+(``_engine/visibility.py``).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ __all__ = ["LibrdkafkaViews"]
 
 # The application's callbacks stay with the application's client; these clients only read Metadata.
 _OWN_CALLBACKS = ("error_cb", "throttle_cb", "stats_cb")
-_ATTEMPTS = 3
+_ATTEMPTS = 12  # fresh clients a broker: each is answered by another broker about half the time
 _BOOTSTRAP = (-1, "bootstrap")  # the key of the client that lists the brokers
 
 
@@ -51,13 +54,13 @@ class LibrdkafkaViews:
             brokers, answer = self._list_brokers(timeout_s)
             self._brokers = brokers = brokers or self._brokers
             views: BrokerViews = {}
+            if answer is not None:
+                _take(views, answer, brokers, names)
             for node_id, address in sorted(brokers.items()):
-                if answer is not None and _answered_by(answer, node_id, address):
-                    views[node_id] = _view(answer, names)
-                else:
-                    views[node_id] = self._read_broker(node_id, address, names, timeout_s)
+                if node_id not in views:
+                    views[node_id] = self._read_broker(node_id, address, names, timeout_s, views, brokers)
             self._forget_others(brokers)
-            return views
+            return {node_id: views[node_id] for node_id in sorted(brokers)}
         finally:
             self._end_read()
 
@@ -90,8 +93,15 @@ class LibrdkafkaViews:
             client.__exit__(None, None, None)
 
     def _read_broker(
-        self, node_id: int, address: str, names: list[str], timeout_s: float
+        self,
+        node_id: int,
+        address: str,
+        names: list[str],
+        timeout_s: float,
+        views: BrokerViews,
+        brokers: dict[int, str],
     ) -> dict[str, TopicView] | None:
+        """This broker's view; an answer from another listed broker is that broker's view (``views``)."""
         for _ in range(_ATTEMPTS):
             client = self._client(node_id, address)
             if client is None:
@@ -102,12 +112,16 @@ class LibrdkafkaViews:
                 return None
             if _answered_by(metadata, node_id, address):
                 return _view(metadata, names)
-            self._drop((node_id, address))  # it answered from another broker: a fresh client next
+            self._hand_over((node_id, address), _take(views, metadata, brokers, names))  # a fresh client next
         return None
 
-    def _drop(self, key: tuple[int, str]) -> None:
+    def _hand_over(self, key: tuple[int, str], answered: tuple[int, str] | None) -> None:
+        """The client of ``key`` answered from another broker: it becomes that broker's client if that broker has
+        none (librdkafka goes on asking the broker it used last), and is destroyed otherwise."""
         with self._lock:
             client = self._clients.pop(key, None)
+            if client is not None and answered is not None and answered not in self._clients:
+                self._clients[answered], client = client, None
         if client is not None:
             client.__exit__(None, None, None)
 
@@ -140,6 +154,18 @@ class LibrdkafkaViews:
             clients = [self._clients.pop(key) for key in gone]
         for client in clients:
             client.__exit__(None, None, None)
+
+
+def _take(
+    views: BrokerViews, metadata: ClusterMetadata, brokers: dict[int, str], names: list[str]
+) -> tuple[int, str] | None:
+    """The listed broker that gave ``metadata``, its view recorded in ``views`` unless it has one; None when the
+    answer came from no listed broker (a bootstrap address that is no broker's advertised one)."""
+    for node_id, address in brokers.items():
+        if _answered_by(metadata, node_id, address):
+            views.setdefault(node_id, _view(metadata, names))
+            return node_id, address
+    return None
 
 
 def _answered_by(metadata: ClusterMetadata, node_id: int, address: str) -> bool:
