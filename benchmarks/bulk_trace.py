@@ -1,0 +1,172 @@
+"""Where a bulk call's time goes, request by request (issue 40): one call of ``--topics`` one-partition creates.
+
+Each run starts a fresh broker (Apache Kafka 4.4.0 as ``overhead.py --broker kafka`` starts it, or ``--broker
+quota``: a QuotaBroker process) and one client process, which times, for each CreateTopics request: when
+ThrottledAdminClient handed it to librdkafka, librdkafka's own round trip (``debug=protocol``: from the request's
+last byte written to the response's last byte read, the broker's time), when its answer reached the client (after
+librdkafka's parse, quadratic in the request's size), and the gap from that answer to the next write. Variants:
+``ours`` (the engine's defaults), ``ours-N`` (requests of at most N topics), ``bare-N`` (confluent-kafka, calls of
+N topics all submitted at once, as in overhead.py). The broker's CPU is shown beside the client's: over the client
+process's life, and within the call.
+
+    THROTTLED_ADMIN_KAFKA_HOME=.kafka/4.4.0 .venv/bin/python benchmarks/bulk_trace.py ours-2000 ours-4000 bare-4000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import Future
+from typing import Any
+
+from overhead import _cpu_s, broker_process, kafka_process
+
+_RTT = re.compile(r"Received CreateTopicsResponse .*CorrId (\d+), rtt ([\d.]+)ms")
+
+
+def child(variant: str, bootstrap: str, count: int) -> None:
+    """In the subprocess: one variant's call, timed; prints JSON on stdout."""
+    from confluent_kafka.admin import AdminClient
+
+    import throttled_admin._client as client_module
+    from throttled_admin import NewTopic, ThrottledAdminClient
+    from throttled_admin._engine import machine
+    from throttled_admin._engine.config import EngineConfig
+
+    rtts: list[float] = []
+
+    class Rtts(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if match := _RTT.search(record.getMessage()):
+                rtts.append(float(match.group(2)))
+
+    logger = logging.getLogger("bulk_trace.librdkafka")
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(Rtts())
+    logger.propagate = False
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "debug": "protocol", "logger": logger, "log_level": 7}
+    events: list[tuple[str, float]] = []  # ("write" | "answer", seconds since the call)
+    started = 0.0
+    if variant.startswith("ours"):
+        if "-" in variant:  # the size as the engine's own setting (Engine's default config, before the client)
+            size = int(variant.split("-")[1])
+            defaults = machine.Engine.__init__.__kwdefaults__
+            assert defaults is not None
+            defaults["config"] = EngineConfig(max_topics_per_request=size)
+        send = client_module._Transport.send
+
+        def timed_send(self: Any, order: Any, on_answer: Any, sending: Any) -> bool:
+            def answered(answer: Any) -> None:
+                events.append(("answer", time.perf_counter() - started))
+                on_answer(answer)
+
+            events.append(("write", time.perf_counter() - started))
+            return send(self, order, answered, sending)
+
+        client_module._Transport.send = timed_send  # type: ignore[method-assign]
+        admin: AdminClient = ThrottledAdminClient(conf)
+    else:
+        admin = AdminClient(conf)
+    admin.list_topics(timeout=30)
+    topics = [NewTopic(f"bulk.{i:06d}", 1, 1) for i in range(count)]
+    admin.poll(0.1)
+    rtts.clear()
+    broker = int(os.environ["BULK_TRACE_BROKER_PID"])
+    broker_before = _cpu_s(broker)
+    cpu_before = time.process_time()
+    started = time.perf_counter()
+    futures: dict[str, Future[None]] = {}
+    if variant.startswith("bare-"):
+        split = int(variant.removeprefix("bare-"))
+        for first in range(0, count, split):
+            batch = admin.create_topics(topics[first : first + split], request_timeout=1800, operation_timeout=1800)
+            events.append(("write", time.perf_counter() - started))
+            futures.update(batch)
+    else:
+        futures = admin.create_topics(topics, timeout_ms=1_800_000)
+    failed = sum(future.exception() is not None for future in futures.values())
+    wall_s = time.perf_counter() - started
+    cpu_s = time.process_time() - cpu_before
+    call_broker_cpu_s = _cpu_s(broker) - broker_before
+    admin.poll(0.5)  # librdkafka's log lines arrive when the client polls
+    out = {"wall_s": wall_s, "cpu_s": cpu_s, "failed": failed, "events": events, "rtts_ms": rtts}
+    out["call_broker_cpu_s"] = call_broker_cpu_s
+    print(json.dumps(out), flush=True)
+    close = getattr(admin, "close", None)
+    if close is not None:
+        close()
+
+
+def run(variant: str, count: int, kafka: bool) -> dict[str, Any]:
+    """One measurement: a fresh broker process, one client process."""
+    with kafka_process() if kafka else broker_process() as (bootstrap, pid):
+        load = os.getloadavg()[0]
+        broker_cpu = _cpu_s(pid)
+        command = [sys.executable, __file__, "--child", variant, bootstrap, "--topics", str(count)]
+        env = dict(os.environ, BULK_TRACE_BROKER_PID=str(pid))
+        done = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False, env=env)
+        if done.returncode != 0:
+            raise RuntimeError(f"{variant} child failed ({done.returncode}): {done.stderr[-2000:]}")
+        result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        result.update(variant=variant, load=load, broker_cpu_s=_cpu_s(pid) - broker_cpu)
+    writes = [t for kind, t in result["events"] if kind == "write"]
+    answers = [t for kind, t in result["events"] if kind == "answer"]
+    result["first_write_ms"] = 1000 * writes[0]
+    # ours: each answer's time past librdkafka's round trip (its parse, and the hand-over to Python), and the gap
+    # from an answer to the next write (bare: no answers timed; the last write has no next)
+    rtts = result["rtts_ms"]
+    result["after_rtt_ms"] = [1000 * (a - w) - rtt for w, a, rtt in zip(writes, answers, rtts, strict=False)]
+    result["gap_ms"] = [1000 * (w - a) for a, w in zip(answers, writes[1:], strict=False)]
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("variants", nargs="*", default=["ours", "bare-4000"])
+    parser.add_argument("--topics", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=3, help="rounds, every variant once, the order reversed")
+    parser.add_argument("--broker", choices=("kafka", "quota"), default="kafka")
+    parser.add_argument("--child", nargs=2, metavar=("VARIANT", "BOOTSTRAP"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child[0], args.child[1], args.topics)
+        return
+    results: dict[str, list[dict[str, Any]]] = {variant: [] for variant in args.variants}
+    for round_ in range(args.runs):
+        for variant in args.variants if round_ % 2 == 0 else args.variants[::-1]:
+            result = run(variant, args.topics, args.broker == "kafka")
+            results[variant].append(result)
+            after, gaps = result["after_rtt_ms"], result["gap_ms"]
+            print(
+                f"{variant}: wall {result['wall_s']:.2f} s, client CPU {result['cpu_s']:.2f} s, broker CPU "
+                f"{result['broker_cpu_s']:.2f} s ({result['call_broker_cpu_s']:.2f} s in the call), load "
+                f"{result['load']:.1f}; first write {result['first_write_ms']:.0f}"
+                f" ms; round trips {[round(r) for r in result['rtts_ms']]} ms"
+                + (f"; past them {[round(a) for a in after]} ms; gaps {[round(g) for g in gaps]} ms" if gaps else ""),
+                flush=True,
+            )
+    print()
+    for variant, runs in results.items():
+        after = [a for r in runs for a in r["after_rtt_ms"]]
+        gaps = [g for r in runs for g in r["gap_ms"]]
+        line = f"{variant}: wall {statistics.median(r['wall_s'] for r in runs):.2f} s (median of {len(runs)})"
+        line += f", broker CPU {statistics.median(r['broker_cpu_s'] for r in runs):.2f} s"
+        line += f" ({statistics.median(r['call_broker_cpu_s'] for r in runs):.2f} s in the call)"
+        if after:  # one request at a time: the broker's time is the sum of the round trips
+            line += f", round trips {statistics.median(sum(r['rtts_ms']) for r in runs):.0f} ms in all"
+            line += f", past them {statistics.median(after):.0f} ms and gaps {statistics.median(gaps or [0]):.0f} ms"
+            line += " a request"
+        else:  # all written at once: the last answer's round trip is the broker's time for all
+            line += f", the last round trip {statistics.median(max(r['rtts_ms']) for r in runs):.0f} ms"
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
