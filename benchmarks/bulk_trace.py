@@ -23,10 +23,9 @@ import statistics
 import subprocess
 import sys
 import time
-from concurrent.futures import Future
 from typing import Any
 
-from overhead import _cpu_s, broker_process, kafka_process
+from overhead import _cpu_s, broker_process, kafka_process, submit_bulk
 
 _RTT = re.compile(r"Received CreateTopicsResponse .*CorrId (\d+), rtt ([\d.]+)ms")
 
@@ -82,15 +81,7 @@ def child(variant: str, bootstrap: str, count: int) -> None:
     broker_before = _cpu_s(broker)
     cpu_before = time.process_time()
     started = time.perf_counter()
-    futures: dict[str, Future[None]] = {}
-    if variant.startswith("bare-"):
-        split = int(variant.removeprefix("bare-"))
-        for first in range(0, count, split):
-            batch = admin.create_topics(topics[first : first + split], request_timeout=1800, operation_timeout=1800)
-            events.append(("write", time.perf_counter() - started))
-            futures.update(batch)
-    else:
-        futures = admin.create_topics(topics, timeout_ms=1_800_000)
+    futures = submit_bulk(admin, variant, topics, lambda: events.append(("write", time.perf_counter() - started)))
     failed = sum(future.exception() is not None for future in futures.values())
     wall_s = time.perf_counter() - started
     cpu_s = time.process_time() - cpu_before

@@ -40,7 +40,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
@@ -267,6 +267,22 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def submit_bulk(
+    admin: AdminClient, variant: str, topics: list[NewTopic], wrote: Callable[[], None] = lambda: None
+) -> dict[str, Future[None]]:
+    """``bare-N``: calls of N topics, all submitted before waiting on any (``wrote`` after each); else one call of
+    the ThrottledAdminClient ``admin``."""
+    if not variant.startswith("bare-"):
+        return admin.create_topics(topics, timeout_ms=1_800_000)
+    futures: dict[str, Future[None]] = {}
+    split = int(variant.removeprefix("bare-"))
+    for first in range(0, len(topics), split):
+        batch = topics[first : first + split]
+        futures.update(admin.create_topics(batch, request_timeout=1800, operation_timeout=1800))
+        wrote()
+    return futures
+
+
 def bulk_child(variant: str, bootstrap: str, count: int) -> None:
     """In the subprocess: ``count`` one-partition topics, as ``variant`` says; prints JSON on stdout.
 
@@ -281,14 +297,7 @@ def bulk_child(variant: str, bootstrap: str, count: int) -> None:
     before_kib = _rss_kib()
     cpu_before = time.process_time()
     started = time.perf_counter()
-    futures: dict[str, Future[None]] = {}
-    if variant.startswith("bare-"):
-        split = int(variant.removeprefix("bare-"))
-        for first in range(0, count, split):
-            batch = topics[first : first + split]
-            futures.update(admin.create_topics(batch, request_timeout=1800, operation_timeout=1800))
-    else:
-        futures = admin.create_topics(topics, timeout_ms=1_800_000)
+    futures = submit_bulk(admin, variant, topics)
     failed = failures(futures)
     wall_s = time.perf_counter() - started
     cpu_s = time.process_time() - cpu_before
