@@ -96,7 +96,9 @@ class _Transport:
         reference to its future ("we need to keep our own refcount", Admin.c), so a count that did not grow says it
         never ran."""
         try:
-            client = self._get()
+            client = self._client()
+            if client is None:
+                raise ClientGone
             call = getattr(_AdminClientImpl, order.method)
             request = _Answering(on_answer)
             held = sys.getrefcount(request)
@@ -110,7 +112,10 @@ class _Transport:
             raise
 
     def poll(self) -> None:
-        AdminClient.poll(self._get(), 0)
+        client = self._client()  # as _get(), a call fewer: every turn polls
+        if client is None:
+            raise ClientGone
+        AdminClient.poll(client, 0)
 
     def probe(self, timeout_s: float) -> Future[Any]:
         future: Future[Any] = AdminClient.describe_cluster(self._get(), request_timeout=timeout_s)

@@ -578,7 +578,8 @@ class Scheduler:
         completed, its callbacks served (after taking the results: a response's throttle event, queued before its
         result, reaches the engine first), the step, and what it says carried out. None once closed and done."""
         try:
-            self._turns.finish_leftover(self)
+            if self._turns.leftover:
+                self._turns.finish_leftover(self)
             with self._lock:
                 arrived, self._arrived = self._arrived, []
                 self._dirty = False  # what arrives from now on wakes the next turn
@@ -619,11 +620,16 @@ class Scheduler:
                 return None
             now = self._clock()
             try:
-                for cut in self._turns.take_cuts():
-                    self._engine.on_send_cut_short(cut.request.request_id, handed=True, now=now)
+                if self._turns.cuts:
+                    for cut in self._turns.take_cuts():
+                        self._engine.on_send_cut_short(cut.request.request_id, handed=True, now=now)
                 if found is not None:
                     self._engine.on_error(found, now)
-                _deliver(self._engine, arrived, now)
+                for request, answer in arrived:  # a request that failed as a whole: the same for every topic
+                    results: dict[str, BaseException | None] = (
+                        dict.fromkeys(request.names, answer) if isinstance(answer, BaseException) else answer
+                    )
+                    self._engine.on_results(request.request_id, results, now)
                 if self._closed:
                     self._engine.close(now)
                 out = self._engine.step(now)
@@ -877,11 +883,3 @@ def _forget_all(open_calls: OpenCalls, settlements: list[Settle]) -> None:
             if not pending:
                 del open_calls[call_id]
                 pending = None
-
-
-def _deliver(engine: Engine, arrived: list[tuple[Send, Answer]], now: float) -> None:
-    for request, answer in arrived:
-        if isinstance(answer, BaseException):  # the request failed as a whole: the same for every topic
-            engine.on_results(request.request_id, dict.fromkeys(request.names, answer), now)
-        else:
-            engine.on_results(request.request_id, answer, now)

@@ -185,8 +185,10 @@ class Turns:
         # Whether this thread holds the turn: the RLock's own C method (asked several times a turn, by the asserts of
         # invariant 2 too; a Python method around it was ten calls more per 1-topic call, issue 39)
         self.held_here: Callable[[], bool] = self._lock._is_owned  # type: ignore[attr-defined]
-        self._leftover: list[_Carry] = []  # carries cut short, oldest first
-        self._cuts: list[Cut] = []  # sends cut short after they may have begun, for the engine
+        # Read by the turn's owner before it calls finish_leftover() and take_cuts() (most turns have neither: two calls
+        # fewer a turn, issue 39)
+        self.leftover: list[_Carry] = []  # carries cut short, oldest first
+        self.cuts: list[Cut] = []  # sends cut short after they may have begun, for the engine
 
     # -- the lock --------------------------------------------------------------------------------
 
@@ -218,12 +220,12 @@ class Turns:
     def take_cuts(self) -> list[Cut]:
         """Sends cut short after they may have begun, for the engine (the turn's owner calls this before its step)."""
         assert self.held_here()
-        cuts, self._cuts = self._cuts, []
+        cuts, self.cuts = self.cuts, []
         return cuts
 
     def unsent(self) -> Send | None:
         """The request a turn (this one, cut short) was about to send and certainly did not hand over yet."""
-        for carry in self._leftover:
+        for carry in self.leftover:
             sending = carry.sending
             for action in carry.actions[carry.done :]:
                 if isinstance(action, Send) and not (
@@ -235,17 +237,17 @@ class Turns:
     def finish_leftover(self, actions: Actions) -> None:
         """Do what turns cut short left undone, oldest first (invariant 3)."""
         assert self.held_here()
-        while self._leftover:
-            self._run(self._leftover[0], actions)
-            self._leftover.pop(0)
+        while self.leftover:
+            self._run(self.leftover[0], actions)
+            self.leftover.pop(0)
 
     def carry(self, out: Outbox, actions: Actions, *, flush: bool) -> None:
         """Do what a step says, in order (outside the engine's lock)."""
         assert self.held_here()
         carry = _Carry(out, _plan(out, flush))
-        self._leftover.append(carry)  # until done: a cut leaves it for the next turn
+        self.leftover.append(carry)  # until done: a cut leaves it for the next turn
         self._run(carry, actions)
-        self._leftover.remove(carry)
+        self.leftover.remove(carry)
 
     def _run(self, carry: _Carry, actions: Actions) -> None:
         planned = carry.actions
@@ -269,7 +271,7 @@ class Turns:
             actions.send(sending)  # sets sending.began just before confluent-kafka's call, checks closed after it
         except BaseException:
             if sending.began:  # it may have begun: handed over, the answer lost; skipped by the next turn
-                self._cuts.append(Cut(request))
+                self.cuts.append(Cut(request))
                 carry.done += 1
             raise
 
