@@ -470,13 +470,13 @@ class ThrottledAdminClient(AdminClient):
         (NotSentError with the broker's error code), the others go on. Futures in the order of the call."""
         scheduler = self._open_scheduler()
         items = [item for _, item in checked if not isinstance(item, KafkaError)]
-        retry = options.retry_on_quota_violation
-        timeout_ms = self.default_api_timeout_ms if options.timeout_ms is None else options.timeout_ms
+        retry, settings = options.retry_on_quota_violation, self._settings  # its fields, not the properties around them
+        timeout_ms = settings.default_api_timeout_ms if options.timeout_ms is None else options.timeout_ms
         spec = CallSpec.starting(
             _request_kind(operation, bool(getattr(options, "validate_only", False))),
             scheduler.now(),
             timeout_ms,
-            retry_on_quota_violation=self.retry_on_quota_violation if retry is None else retry,
+            retry_on_quota_violation=settings.retry_on_quota_violation if retry is None else retry,
             request_timeout_s=options.request_timeout,
             operation_timeout_s=options.operation_timeout,
             wait_for_metadata=options.wait_for_metadata,

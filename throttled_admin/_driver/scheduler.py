@@ -252,12 +252,12 @@ class Scheduler:
         with self._lock:
             if self._closed:
                 raise RuntimeError(CLOSED_MESSAGE)
-            self._engine.submit(call_id, spec, items)
+            idle = self._engine.submit(call_id, spec, items)
             if pending:
                 self._open[call_id] = pending
             # Nothing in flight: this thread takes the turn and sends, saving a wake of the scheduler's thread on
             # the way out (that thread is woken only if it sleeps past what the step wants done next).
-            here = self.caller_turns and self._engine.status.in_flight is None
+            here = self.caller_turns and idle
             if not here:
                 self._wake()
         if here and not self._turn_here():

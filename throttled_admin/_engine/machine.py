@@ -225,10 +225,11 @@ class Engine:
 
     # -- events -----------------------------------------------------------------------------------
 
-    def submit(self, call_id: int, spec: CallSpec, topics: Iterable[TopicSpec]) -> None:
+    def submit(self, call_id: int, spec: CallSpec, topics: Iterable[TopicSpec]) -> bool:
         """A call the driver numbered ``call_id`` (unique among its pending calls; a topic is then named to the driver
         by ``TopicRef(call_id, name)``), as its caller asked for it, and its topics (distinct names). The engine's
-        own records of them (``Call``, ``Topic``) never leave it."""
+        own records of them (``Call``, ``Topic``) never leave it. True when no request is in flight (``status``'s
+        ``in_flight`` None: a step now may send the call; the driver's caller then takes the turn)."""
         if self._closed:
             raise RuntimeError(CLOSED_MESSAGE)
         call = Call(spec, call_id)
@@ -244,6 +245,7 @@ class Engine:
         self._queue.add(call, own)  # rule a: held behind its name while an earlier pending call names it too
         if not own and (finished := self._queue.finished(call, call.spec.started_at)) is not None:
             self._metric(finished)
+        return self._slot.request is None
 
     def withdraw(self, call_id: int, name: str, now: float) -> bool:
         """Its caller cancelled the topic (its future's cancel()). Not yet sent: taken back, and True. In flight:
