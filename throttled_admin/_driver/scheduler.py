@@ -643,7 +643,7 @@ class Scheduler:
 
     def metric(self, event: MetricEvent) -> None:
         event.report(self._metrics)
-        if type(event) is ResponseThrottle:  # the only kind the notice reads (three of a 1-topic call's four are not)
+        if type(event) is ResponseThrottle and event.throttle_ms > 0:  # the only kind the notice reads, throttled
             self._first_throttle.see(event)
 
     def reached(self) -> None:
