@@ -510,7 +510,8 @@ class ThrottledAdminClient(AdminClient):
         scheduler: Scheduler | None = vars(self).get("_scheduler")
         if scheduler is None or self._closed or scheduler.closed:
             raise RuntimeError(CLOSED_MESSAGE)
-        self._check_process()
+        if os.getpid() != self._pid:  # looked at here first: a call fewer on every call
+            self._check_process()
         return scheduler
 
     def poll(self, timeout: float = -1) -> int:

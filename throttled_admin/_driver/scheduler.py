@@ -197,6 +197,7 @@ class Scheduler:
         self._open: dict[int, dict[str, tuple[str, TopicFuture]]] = {}
         self._call_ids = itertools.count(1)  # the engine's ids of the calls submitted
         self._closed = False
+        self._closed_now: Callable[[], bool] = functools.partial(getattr, self, "_closed")  # whether closed, now
         # the reads the engine asks for (the engine records them), a thread for each kind: a views read that waits for
         # a silent broker never holds back the metadata read a paced delete's cost needs, nor the reverse
         self._metadata_reader = Reader("throttled-admin-metadata")
@@ -686,7 +687,7 @@ class Scheduler:
     def send(self, sending: Sending) -> None:
         request = sending.request
         assert request is not None
-        sending.closed = self._is_closed
+        sending.closed = self._closed_now  # (read in C: no frame between confluent-kafka's call and the look)
         on_answer = functools.partial(self._on_answer, request)
         try:
             handed = self._transport.send(SendOrder.of(request), on_answer, sending)
@@ -710,9 +711,6 @@ class Scheduler:
         if not pending:
             del self._open[ref.call_id]
         return taken[1]
-
-    def _is_closed(self) -> bool:
-        return self._closed
 
     def drain(self, timeout_s: float) -> None:
         """The sentinel (``_engine/connection``): a DeleteTopics of a name no topic can have, behind the request
