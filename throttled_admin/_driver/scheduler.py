@@ -401,14 +401,14 @@ class Scheduler:
         instead of handing them to the scheduler's thread and waiting to be woken by it. Returns the time left.
 
         Only a turn that nobody else is taking (``Turns``: one at a time, each whole)."""
-        if threading.current_thread() is self._thread or not self.caller_turns:
+        if threading.get_ident() == self._thread.ident or not self.caller_turns:  # (C: current_thread() is not)
             return timeout
         end = None if timeout is None else time.monotonic() + timeout  # the caller's wait: real time, not the clock
         with self._lock:
             self._assisting += 1
         try:
             while self._await_answer(future, end):
-                left = self._left(end)
+                left = None if end is None else end - time.monotonic()  # ``_left``, read in place: every answer
                 if left is not None and left <= 0:
                     break
                 if not self._turn_here():  # another thread is taking this turn: wait for it (within our time)
@@ -417,8 +417,7 @@ class Scheduler:
                     break
         finally:
             self._stop_assisting()
-        left = self._left(end)
-        return None if left is None else max(0.0, left)
+        return None if end is None else max(0.0, end - time.monotonic())
 
     def _await_answer(self, future: TopicFuture, end: float | None) -> bool:
         """Sleep until an answer arrives for this thread to take (True), or until the future is settled, the client
