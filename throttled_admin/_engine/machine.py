@@ -543,7 +543,7 @@ class Engine:
             self._out.append(_REACHED)
         self._slot.ended(request, results, answered, now)  # what its end leaves on the connection (rule b)
         self._metric(*request.throttle_events(answered=answered))  # KIP-124: each response's throttle, once
-        throttle_s = request.throttle_s if answered else 0.0
+        throttle_s = request.throttle_s if answered and request.events else 0.0  # (events: any throttle told)
         operation = request.kind.operation.name
         outcomes = _outcomes(results, operation, throttled=throttle_s > 0)
         split = self._learned.batch_cap(request, outcomes)
