@@ -96,7 +96,9 @@ class _Transport:
         reference to its future ("we need to keep our own refcount", Admin.c), so a count that did not grow says it
         never ran."""
         try:
-            client = self._get()
+            client = self._client()
+            if client is None:
+                raise ClientGone
             call = getattr(_AdminClientImpl, order.method)
             request = _Answering(on_answer)
             held = sys.getrefcount(request)
@@ -110,7 +112,10 @@ class _Transport:
             raise
 
     def poll(self) -> None:
-        AdminClient.poll(self._get(), 0)
+        client = self._client()  # as _get(), a call fewer: every turn polls
+        if client is None:
+            raise ClientGone
+        AdminClient.poll(client, 0)
 
     def probe(self, timeout_s: float) -> Future[Any]:
         future: Future[Any] = AdminClient.describe_cluster(self._get(), request_timeout=timeout_s)
@@ -465,13 +470,13 @@ class ThrottledAdminClient(AdminClient):
         (NotSentError with the broker's error code), the others go on. Futures in the order of the call."""
         scheduler = self._open_scheduler()
         items = [item for _, item in checked if not isinstance(item, KafkaError)]
-        retry = options.retry_on_quota_violation
-        timeout_ms = self.default_api_timeout_ms if options.timeout_ms is None else options.timeout_ms
+        retry, settings = options.retry_on_quota_violation, self._settings  # its fields, not the properties around them
+        timeout_ms = settings.default_api_timeout_ms if options.timeout_ms is None else options.timeout_ms
         spec = CallSpec.starting(
             _request_kind(operation, bool(getattr(options, "validate_only", False))),
             scheduler.now(),
             timeout_ms,
-            retry_on_quota_violation=self.retry_on_quota_violation if retry is None else retry,
+            retry_on_quota_violation=settings.retry_on_quota_violation if retry is None else retry,
             request_timeout_s=options.request_timeout,
             operation_timeout_s=options.operation_timeout,
             wait_for_metadata=options.wait_for_metadata,
@@ -505,7 +510,8 @@ class ThrottledAdminClient(AdminClient):
         scheduler: Scheduler | None = vars(self).get("_scheduler")
         if scheduler is None or self._closed or scheduler.closed:
             raise RuntimeError(CLOSED_MESSAGE)
-        self._check_process()
+        if os.getpid() != self._pid:  # looked at here first: a call fewer on every call
+            self._check_process()
         return scheduler
 
     def poll(self, timeout: float = -1) -> int:

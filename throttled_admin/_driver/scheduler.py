@@ -197,6 +197,7 @@ class Scheduler:
         self._open: dict[int, dict[str, tuple[str, TopicFuture]]] = {}
         self._call_ids = itertools.count(1)  # the engine's ids of the calls submitted
         self._closed = False
+        self._closed_now: Callable[[], bool] = functools.partial(getattr, self, "_closed")  # whether closed, now
         # the reads the engine asks for (the engine records them), a thread for each kind: a views read that waits for
         # a silent broker never holds back the metadata read a paced delete's cost needs, nor the reverse
         self._metadata_reader = Reader("throttled-admin-metadata")
@@ -252,12 +253,12 @@ class Scheduler:
         with self._lock:
             if self._closed:
                 raise RuntimeError(CLOSED_MESSAGE)
-            self._engine.submit(call_id, spec, items)
+            idle = self._engine.submit(call_id, spec, items)
             if pending:
                 self._open[call_id] = pending
             # Nothing in flight: this thread takes the turn and sends, saving a wake of the scheduler's thread on
             # the way out (that thread is woken only if it sleeps past what the step wants done next).
-            here = self.caller_turns and self._engine.status.in_flight is None
+            here = self.caller_turns and idle
             if not here:
                 self._wake()
         if here and not self._turn_here():
@@ -400,14 +401,14 @@ class Scheduler:
         instead of handing them to the scheduler's thread and waiting to be woken by it. Returns the time left.
 
         Only a turn that nobody else is taking (``Turns``: one at a time, each whole)."""
-        if threading.current_thread() is self._thread or not self.caller_turns:
+        if threading.get_ident() == self._thread.ident or not self.caller_turns:  # (C: current_thread() is not)
             return timeout
         end = None if timeout is None else time.monotonic() + timeout  # the caller's wait: real time, not the clock
         with self._lock:
             self._assisting += 1
         try:
             while self._await_answer(future, end):
-                left = self._left(end)
+                left = None if end is None else end - time.monotonic()  # ``_left``, read in place: every answer
                 if left is not None and left <= 0:
                     break
                 if not self._turn_here():  # another thread is taking this turn: wait for it (within our time)
@@ -416,8 +417,7 @@ class Scheduler:
                     break
         finally:
             self._stop_assisting()
-        left = self._left(end)
-        return None if left is None else max(0.0, left)
+        return None if end is None else max(0.0, end - time.monotonic())
 
     def _await_answer(self, future: TopicFuture, end: float | None) -> bool:
         """Sleep until an answer arrives for this thread to take (True), or until the future is settled, the client
@@ -578,7 +578,8 @@ class Scheduler:
         completed, its callbacks served (after taking the results: a response's throttle event, queued before its
         result, reaches the engine first), the step, and what it says carried out. None once closed and done."""
         try:
-            self._turns.finish_leftover(self)
+            if self._turns.leftover:
+                self._turns.finish_leftover(self)
             with self._lock:
                 arrived, self._arrived = self._arrived, []
                 self._dirty = False  # what arrives from now on wakes the next turn
@@ -619,11 +620,16 @@ class Scheduler:
                 return None
             now = self._clock()
             try:
-                for cut in self._turns.take_cuts():
-                    self._engine.on_send_cut_short(cut.request.request_id, handed=True, now=now)
+                if self._turns.cuts:
+                    for cut in self._turns.take_cuts():
+                        self._engine.on_send_cut_short(cut.request.request_id, handed=True, now=now)
                 if found is not None:
                     self._engine.on_error(found, now)
-                _deliver(self._engine, arrived, now)
+                for request, answer in arrived:  # a request that failed as a whole: the same for every topic
+                    results: dict[str, BaseException | None] = (
+                        dict.fromkeys(request.names, answer) if isinstance(answer, BaseException) else answer
+                    )
+                    self._engine.on_results(request.request_id, results, now)
                 if self._closed:
                     self._engine.close(now)
                 out = self._engine.step(now)
@@ -637,7 +643,7 @@ class Scheduler:
 
     def metric(self, event: MetricEvent) -> None:
         event.report(self._metrics)
-        if type(event) is ResponseThrottle:  # the only kind the notice reads (three of a 1-topic call's four are not)
+        if type(event) is ResponseThrottle and event.throttle_ms > 0:  # the only kind the notice reads, throttled
             self._first_throttle.see(event)
 
     def reached(self) -> None:
@@ -680,7 +686,7 @@ class Scheduler:
     def send(self, sending: Sending) -> None:
         request = sending.request
         assert request is not None
-        sending.closed = self._is_closed
+        sending.closed = self._closed_now  # (read in C: no frame between confluent-kafka's call and the look)
         on_answer = functools.partial(self._on_answer, request)
         try:
             handed = self._transport.send(SendOrder.of(request), on_answer, sending)
@@ -704,9 +710,6 @@ class Scheduler:
         if not pending:
             del self._open[ref.call_id]
         return taken[1]
-
-    def _is_closed(self) -> bool:
-        return self._closed
 
     def drain(self, timeout_s: float) -> None:
         """The sentinel (``_engine/connection``): a DeleteTopics of a name no topic can have, behind the request
@@ -877,11 +880,3 @@ def _forget_all(open_calls: OpenCalls, settlements: list[Settle]) -> None:
             if not pending:
                 del open_calls[call_id]
                 pending = None
-
-
-def _deliver(engine: Engine, arrived: list[tuple[Send, Answer]], now: float) -> None:
-    for request, answer in arrived:
-        if isinstance(answer, BaseException):  # the request failed as a whole: the same for every topic
-            engine.on_results(request.request_id, dict.fromkeys(request.names, answer), now)
-        else:
-            engine.on_results(request.request_id, answer, now)

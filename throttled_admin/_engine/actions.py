@@ -146,6 +146,9 @@ class Outbox:
     """A step's actions, in the order the driver carries them out (``Outbox.of`` puts them in it)."""
 
     actions: tuple[Action, ...] = ()
+    # When to step again if nothing happens first (``math.inf``: only when something happens): the last action's, a
+    # ``WakeAt``, found once here (the driver reads it twice a turn: a property was four calls a 1-topic call)
+    wake_at: float = math.inf
 
     @classmethod
     def of(cls, actions: Iterable[Action]) -> Outbox:
@@ -154,7 +157,8 @@ class Outbox:
         ranks = list(map(_by_rank, ordered))
         if ranks.count(_REACHED) > 1 or ranks.count(_READ_METADATA) > 1 or ranks.count(_PROBE) > 1:
             ordered = _dedupe_flags(ordered)
-        return cls(tuple(ordered))
+        last = ordered[-1] if ordered else None
+        return cls(tuple(ordered), last.at if type(last) is WakeAt else math.inf)
 
     def of_kind(self, kind: type[_Kind]) -> list[_Kind]:
         """The actions of one kind, in order."""
@@ -200,9 +204,3 @@ class Outbox:
     @property
     def reached(self) -> bool:
         return any(isinstance(action, Reached) for action in self.actions)
-
-    @property
-    def wake_at(self) -> float:
-        """When to step again if nothing happens first (``math.inf``: only when something happens)."""
-        last = self.actions[-1] if self.actions else None
-        return last.at if isinstance(last, WakeAt) else math.inf

@@ -104,8 +104,10 @@ def _redpanda_quota(error: KafkaError, operation: str, throttled: bool) -> bool:
 
 def is_broker_answer(exc: BaseException | None) -> bool:
     """True when the result came from a broker's response, not from librdkafka itself."""
+    if exc is None:  # applied: most results
+        return True
     error = error_of(exc)
-    return exc is None or (error is not None and error.code() not in _LOCAL_ERRORS)
+    return error is not None and error.code() not in _LOCAL_ERRORS
 
 
 def was_written(exc: BaseException | None) -> bool:

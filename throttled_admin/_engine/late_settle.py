@@ -27,17 +27,14 @@ class LateSettlement:
 
     def __init__(self, from_topics: int) -> None:
         self._from = from_topics
-        self._held: tuple[Request, Response] | None = None
-
-    @property
-    def held(self) -> bool:
-        return self._held is not None
+        # the held answer (an attribute, not a property: every step looks, issue 39)
+        self.held: tuple[Request, Response] | None = None
 
     def hold(self, request: Request, response: Response, now: float) -> bool:
         """Hold ``request``'s answer (True) if it is large, answered, every topic applied, with no throttle, no
         split, every call's deadline still ahead and none waiting for metadata (its reads are planned in the step
         that takes the answer)."""
-        if len(request.topics) < self._from or request.answered_at is None or self._held is not None:
+        if len(request.topics) < self._from or request.answered_at is None or self.held is not None:
             return False
         if response.throttle_s > 0 or response.split:
             return False
@@ -46,10 +43,11 @@ class LateSettlement:
         specs = [call.spec for call in {topic.call for topic in request.topics}]  # a Call hashes by identity
         if not all(spec.deadline > now and not spec.wait_for_metadata for spec in specs):
             return False
-        self._held = request, response
+        self.held = request, response
         return True
 
-    def take(self) -> tuple[Request, Response] | None:
-        """The held answer, if any, to settle now; held no longer."""
-        held, self._held = self._held, None
+    def take(self) -> tuple[Request, Response]:
+        """The held answer (``held`` is not None), to settle now; held no longer."""
+        held, self.held = self.held, None
+        assert held is not None, "nothing held"
         return held

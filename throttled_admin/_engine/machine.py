@@ -169,6 +169,7 @@ _SPEAKS_FOR_QUOTA = frozenset((Outcome.SUCCESS, Outcome.THROTTLED))  # charged, 
 
 
 _DEFAULT_CONFIG = EngineConfig()
+_REACHED = Reached()  # a flag with no fields: made once
 
 
 class Engine:
@@ -224,10 +225,11 @@ class Engine:
 
     # -- events -----------------------------------------------------------------------------------
 
-    def submit(self, call_id: int, spec: CallSpec, topics: Iterable[TopicSpec]) -> None:
+    def submit(self, call_id: int, spec: CallSpec, topics: Iterable[TopicSpec]) -> bool:
         """A call the driver numbered ``call_id`` (unique among its pending calls; a topic is then named to the driver
         by ``TopicRef(call_id, name)``), as its caller asked for it, and its topics (distinct names). The engine's
-        own records of them (``Call``, ``Topic``) never leave it."""
+        own records of them (``Call``, ``Topic``) never leave it. True when no request is in flight (``status``'s
+        ``in_flight`` None: a step now may send the call; the driver's caller then takes the turn)."""
         if self._closed:
             raise RuntimeError(CLOSED_MESSAGE)
         call = Call(spec, call_id)
@@ -243,6 +245,7 @@ class Engine:
         self._queue.add(call, own)  # rule a: held behind its name while an earlier pending call names it too
         if not own and (finished := self._queue.finished(call, call.spec.started_at)) is not None:
             self._metric(finished)
+        return self._slot.request is None
 
     def withdraw(self, call_id: int, name: str, now: float) -> bool:
         """Its caller cancelled the topic (its future's cancel()). Not yet sent: taken back, and True. In flight:
@@ -374,8 +377,8 @@ class Engine:
 
     def close(self, now: float) -> None:
         """Fail everything pending: queued topics were not sent; in-flight ones may have been applied."""
-        if (late := self._late.take()) is not None:  # an answer taken already: what it said
-            self._settle_answered(*late, now)
+        if self._late.held is not None:  # an answer taken already: what it said
+            self._settle_answered(*self._late.take(), now)
         self._closed = True
         if (request := self._slot.request) is not None:  # its responses' throttles still count (KIP-124), answered
             self._metric(*request.throttle_events(answered=False))  # or not, and its 89s so far (rule g)
@@ -391,11 +394,12 @@ class Engine:
     def step(self, now: float) -> Outbox:
         """Decide what can be decided at ``now``; returns (and clears) everything to do, in order (``actions``)."""
         if not self._closed:
-            if (late := self._late.take()) is not None:  # before anything looks at its topics (a deadline: rule e)
-                self._settle_answered(*late, now)
-            if (request := self._slot.done(now)) is not None:
+            # each guarded by what it reads (a call fewer each, every step: issue 39)
+            if self._late.held is not None:  # before anything looks at its topics (a deadline: rule e)
+                self._settle_answered(*self._late.take(), now)
+            if self._slot.request is not None and (request := self._slot.done(now)) is not None:
                 self._complete(request, now)
-            if (error := self._contact.auth_error(now, AUTH_ERROR_TTL_S)) is not None:
+            if self._contact.auth and (error := self._contact.auth_error(now, AUTH_ERROR_TTL_S)) is not None:
                 for call in list(self._queue.calls.values()):  # applied topics stay applied
                     for topic in [*call.queued.values(), *call.in_flight.values()]:
                         self._end(topic, Ending.AUTH_FAILED, now, error=error)
@@ -409,10 +413,10 @@ class Engine:
                 wake_at = min(wake_at, self._next_request(now))
             else:
                 wake_at = min(wake_at, self._slot.settles_at())
-            if self._late.held:  # settled after the next request, at once; if none went, now
+            if self._late.held is not None:  # settled after the next request, at once; if none went, now
                 wake_at = now
-                if self._slot.request is None and (late := self._late.take()) is not None:
-                    self._settle_answered(*late, now)
+                if self._slot.request is None:
+                    self._settle_answered(*self._late.take(), now)
             # after the sending, which may settle queued topics: nothing is read about a topic settled in this step
             read, read_at = self._views.plan(self._queue.calls.values(), now)
             if read is not None:
@@ -536,10 +540,10 @@ class Engine:
         answered = request.answered_at is not None
         if answered or any(was_written(exc) for exc in results.values()):
             self._contact.answered()  # a broker answered, or the request was written
-            self._out.append(Reached())
+            self._out.append(_REACHED)
         self._slot.ended(request, results, answered, now)  # what its end leaves on the connection (rule b)
         self._metric(*request.throttle_events(answered=answered))  # KIP-124: each response's throttle, once
-        throttle_s = request.throttle_s if answered else 0.0
+        throttle_s = request.throttle_s if answered and request.events else 0.0  # (events: any throttle told)
         operation = request.kind.operation.name
         outcomes = _outcomes(results, operation, throttled=throttle_s > 0)
         split = self._learned.batch_cap(request, outcomes)
@@ -550,7 +554,8 @@ class Engine:
             if response.throttle_s > throttle_s:  # Redpanda's charge: waited out as a throttle
                 self._gate.record(-1, response.throttle_s, now)
         accepted = _progress(request.topics, outcomes)
-        self._metadata.read_back(_made_with_a_guess(request.topics, outcomes))
+        if guessed := _made_with_a_guess(request.topics, outcomes):
+            self._metadata.read_back(guessed)
         retried = not self._late.hold(request, response, now) and self._settle_answered(request, response, now)
         if answered:  # Redpanda's refused topics are charged all the same: the pacer's mirror counts them
             self._learned.answered(request, results, charged + accepted, response.throttle_s, now)

@@ -51,7 +51,7 @@ class ViewReads:
         """The names to read now (None: no read now) and when the next read is due. The topics of a call still
         sending are read at most every READ_WHILE_SENDING_S (``visibility``)."""
         if not self._unread and not _any_awaiting(calls):  # the common case: nothing to read, at once
-            if not self._when.reading:
+            if not self._when.reading and self._when.next_at is not None:  # (idle already: nothing to reset)
                 self._when.idle()
             return None, math.inf
         ready, names, deferred, deferred_until = self._awaiting(calls, now)

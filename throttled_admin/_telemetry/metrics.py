@@ -354,7 +354,7 @@ class ClientMetrics:
         with self._lock:
             self._requests += 1
             self._mutations += mutations
-        attributes = self._attributes(operation)
+        attributes = self._by_operation.get(operation) or self._attributes(operation)  # made once: every call
         self._export(self._instruments.requests.add, 1, attributes)
         self._export(self._instruments.mutations.add, mutations, attributes)
 
@@ -362,7 +362,8 @@ class ClientMetrics:
         """Mutations of topics the broker applied, counted when its answer comes (the progress of ``apply``)."""
         with self._lock:
             self._admitted += mutations
-        self._export(self._instruments.admitted.add, mutations, self._attributes(operation))
+        attributes = self._by_operation.get(operation) or self._attributes(operation)
+        self._export(self._instruments.admitted.add, mutations, attributes)
 
     def record_backoff(self, operation: str, seconds: float) -> None:
         if seconds <= 0:
@@ -372,7 +373,7 @@ class ClientMetrics:
         self._export(self._instruments.backoff.add, seconds, self._attributes(operation))
 
     def record_call(self, operation: str, seconds: float, error_type: str | None) -> None:
-        attributes = self._attributes(operation)
+        attributes = self._by_operation.get(operation) or self._attributes(operation)
         if error_type is not None:
             attributes = {**attributes, "error.type": error_type}
         self._export(self._instruments.duration.record, seconds, attributes)
@@ -380,18 +381,17 @@ class ClientMetrics:
     def _export(self, instrument: Any, value: float, attributes: dict[str, Any]) -> None:
         """An exporter or meter provider that fails or hangs must never change an outcome, nor delay it by more than
         ``EXPORT_WAIT_S``. The API's own instruments without an SDK (no-op, or the global proxy before an SDK is
-        set) export nothing and cannot hang: called in place, they cost results no hand-off."""
+        set) export nothing and cannot hang: not called at all (two calls fewer a point, issue 39)."""
+        # Inert: a method (``add``, ``record``) of the global provider's proxy before an SDK is set (tested first: a
+        # client made before any SDK records every point through it, and an ABC's isinstance is a Python-level call),
+        # or of the API's own no-op instruments.
+        target = getattr(instrument, "__self__", None)
+        if target is not None and (getattr(target, "_real_instrument", True) is None or isinstance(target, _INERT)):
+            return
         if self._exporter is not None:
-            # Inert: a method (``add``, ``record``) of the global provider's proxy before an SDK is set (tested first:
-            # a client made before any SDK records every point through it, and an ABC's isinstance is a Python-level
-            # call), or of the API's own no-op instruments.
-            target = getattr(instrument, "__self__", None)
-            if target is None or (
-                getattr(target, "_real_instrument", True) is not None and not isinstance(target, _INERT)
-            ):
-                with self._lock:
-                    self._unexported.append((instrument, value, attributes))
-                return
+            with self._lock:
+                self._unexported.append((instrument, value, attributes))
+            return
         self._call_instrument(instrument, value, attributes)
 
     def flush(self, wait: bool = False) -> None:
