@@ -224,7 +224,11 @@ class EngineModel(RuleBasedStateMachine):
         self.wrong_listener = False  # ... and the client found the listener to speak the other protocol
         self.wake_at = math.inf
         self.cap: int | None = None  # the cluster's batch cap (records per request)
-        self.smallest_refused = math.inf  # records of the smallest request of several topics refused for the cap
+        self.smallest_refused = math.inf  # records of the smallest request of several topics refused in the cap's words
+        # refused alike and larger than every request accepted, taken for the cap by its shape: the smallest such
+        # request's records, by the refusal's words, until a lone topic refused in those words proves them a policy's
+        self.refused_by_shape: dict[str, float] = {}
+        self.policy_words: set[str] = set()  # words a lone topic was refused in after the shape took them for the cap's
         self.largest_accepted = 0  # records of the topics applied by the largest answered request that applied any
         self.ids: dict[str, uuid.UUID] = {}  # each topic's id: a new one for every create (its incarnation)
         # The cluster (partitions, ids) before each of its last LAG_DEPTH changes, oldest first: what a broker that
@@ -476,10 +480,15 @@ class EngineModel(RuleBasedStateMachine):
         """The batch cap, once learned: a request of several topics is smaller than every one refused whole."""
         if len(tracks) > 1:
             records = sum(t.topic.records for t in tracks)
-            assert records < self.smallest_refused, f"{records} records sent after {self.smallest_refused} were refused"
-        if self.largest_accepted < self.smallest_refused:  # never split below what the cluster accepted
+            assert records < self.cap_bound(), f"{records} records sent after {self.cap_bound()} were refused"
+        if self.largest_accepted < self.cap_bound():  # never split below what the cluster accepted
             limit = self.engine.status.max_records_per_request
             assert limit >= min(self.largest_accepted, 10_000), f"limit {limit} below {self.largest_accepted} accepted"
+
+    def cap_bound(self) -> float:
+        """Records of the smallest request of several topics refused for the cap: in its words, or by its shape in
+        words not proven a policy's."""
+        return min([self.smallest_refused, *self.refused_by_shape.values()])
 
     def check_first_contact(self, request: Send, tracks: list[Track]) -> None:
         """Until a broker has answered: nothing handed over while connections fail before their handshake, and
@@ -993,10 +1002,19 @@ class EngineModel(RuleBasedStateMachine):
         every = [results.get(t.topic.name) for t in tracks] if fate in ("ok", "policy") and len(tracks) > 1 else []
         words = bool(every) and all(_is_cap(exc) for exc in every)
         alike = bool(every) and all(_is_policy(exc) for exc in every) and len({str(exc) for exc in every}) == 1
-        whole = words or (alike and records > self.largest_accepted)
-        if whole:
+        whole = words or (alike and records > self.largest_accepted and str(every[0]) not in self.policy_words)
+        if words:
             self.smallest_refused = min(self.smallest_refused, records)
-            event("a request refused whole for the batch cap" if words else "a request refused alike, split")
+            event("a request refused whole for the batch cap")
+        elif whole:
+            message = str(every[0])
+            self.refused_by_shape[message] = min(self.refused_by_shape.get(message, math.inf), records)
+            event("a request refused alike, split")
+        lone = results.get(tracks[0].topic.name) if len(tracks) == 1 and fate in ("ok", "policy") else None
+        if _is_policy(lone) and self.refused_by_shape.pop(str(lone), None) is not None:
+            # a lone topic refused in words the shape took for the cap's: a policy's; the limit goes back
+            self.policy_words.add(str(lone))
+            event("a lone topic's refusal proved a policy's words")
         applied = sum(t.topic.records for t in tracks if t.topic.name in results and results[t.topic.name] is None)
         self.largest_accepted = max(self.largest_accepted, applied)
         for track in tracks:
@@ -1973,5 +1991,24 @@ def test_the_model_lets_close_settle_a_held_applied_answer_as_applied() -> None:
         [a] = [t for t in state.tracks if t.topic.name == "a"]
         assert a.settled is not None
         assert a.settled[1] is None  # applied, as the broker said
+    finally:
+        state.teardown()
+
+
+def test_the_model_knows_a_lone_topics_refusal_proves_the_words_a_policys() -> None:
+    """Found by the model's random runs ("10 records sent after 10 were refused", and "not split, time was left"):
+    a bulk create refused alike by a CreateTopicPolicy is split as the batch cap's shape says, down to a lone topic
+    refused in the same words; those words are then a policy's, the limit goes back (``batch_cap``) and the topics
+    left go whole again, each with the policy's error. The model kept the refused size as the cap's bound."""
+    state = EngineModel()
+    try:
+        _start(state, mode="strict", per_request=2, bulk="create")
+        state.advance(0.001)
+        state.advance(0.001)
+        state.views(delay=0.0, lags=[0, 0, 0], late=False, unreadable=False)
+        state.answer("policy", applied=False, delay=0.0, quota_first=False)
+        state.answer("policy", applied=False, delay=0.0, quota_first=False)
+        state.every_topic_is_settled_by_its_deadline()
+        state.what_each_topic_was_told_stays_true()
     finally:
         state.teardown()
