@@ -228,6 +228,9 @@ class EngineModel(RuleBasedStateMachine):
         # refused alike and larger than every request accepted, taken for the cap by its shape: the smallest such
         # request's records, by the refusal's words, until a lone topic refused in those words proves them a policy's
         self.refused_by_shape: dict[str, float] = {}
+        # the engine's limit before the shape first took each such message for the cap's: where it goes back to
+        self.limit_before_shape: dict[str, int] = {}
+        self.limit_restored_to: int | None = None  # set by a lone topic's proof, checked once the engine had the answer
         self.policy_words: set[str] = set()  # words a lone topic was refused in after the shape took them for the cap's
         self.largest_accepted = 0  # records of the topics applied by the largest answered request that applied any
         self.ids: dict[str, uuid.UUID] = {}  # each topic's id: a new one for every create (its incarnation)
@@ -484,6 +487,14 @@ class EngineModel(RuleBasedStateMachine):
         if self.largest_accepted < self.cap_bound():  # never split below what the cluster accepted
             limit = self.engine.status.max_records_per_request
             assert limit >= min(self.largest_accepted, 10_000), f"limit {limit} below {self.largest_accepted} accepted"
+
+    def check_limit_restored(self) -> None:
+        """A lone topic's refusal proved words a policy's: the limit is back at least where it was before the shape
+        took them for the cap's."""
+        restored, self.limit_restored_to = self.limit_restored_to, None
+        if restored is not None:
+            limit = self.engine.status.max_records_per_request
+            assert limit >= restored, f"batch cap: limit {limit}, not back at {restored} after a policy's words"
 
     def cap_bound(self) -> float:
         """Records of the smallest request of several topics refused for the cap: in its words, or by its shape in
@@ -925,6 +936,7 @@ class EngineModel(RuleBasedStateMachine):
         if results or fate == "drop last":  # the driver hands over what librdkafka completed (an empty answer too)
             self.engine.on_results(flight.request.request_id, results, self.now)
         self.step()
+        self.check_limit_restored()
 
     # -- the simulated cluster: what a broker does with a request ----------------------------------
 
@@ -1005,15 +1017,19 @@ class EngineModel(RuleBasedStateMachine):
         whole = words or (alike and records > self.largest_accepted and str(every[0]) not in self.policy_words)
         if words:
             self.smallest_refused = min(self.smallest_refused, records)
+            if records <= self.largest_accepted:  # the cap was lowered: what it accepted before proves nothing now
+                self.largest_accepted = 0
             event("a request refused whole for the batch cap")
         elif whole:
             message = str(every[0])
             self.refused_by_shape[message] = min(self.refused_by_shape.get(message, math.inf), records)
+            self.limit_before_shape.setdefault(message, self.engine.status.max_records_per_request)
             event("a request refused alike, split")
         lone = results.get(tracks[0].topic.name) if len(tracks) == 1 and fate in ("ok", "policy") else None
         if _is_policy(lone) and self.refused_by_shape.pop(str(lone), None) is not None:
             # a lone topic refused in words the shape took for the cap's: a policy's; the limit goes back
             self.policy_words.add(str(lone))
+            self.limit_restored_to = self.limit_before_shape.pop(str(lone))
             event("a lone topic's refusal proved a policy's words")
         applied = sum(t.topic.records for t in tracks if t.topic.name in results and results[t.topic.name] is None)
         self.largest_accepted = max(self.largest_accepted, applied)
