@@ -102,7 +102,7 @@ def main() -> None:
             thread.join()
     print(f"{len(profiles)} entities, {len(rows)} topics; CPU of this process (os.times), every entity at once:")
     print("| phase | wall | CPU | per entity | per topic |\n|---|---|---|---|---|")
-    for phase, (cpu0, wall0), (cpu1, wall1) in zip(phases, marks, marks[1:], strict=True):
+    for phase, (cpu0, wall0), (cpu1, wall1) in zip(phases, marks[:-1], marks[1:], strict=True):
         cpu = cpu1 - cpu0
         print(
             f"| {phase} | {wall1 - wall0:.2f} s | {cpu:.2f} s | {1000 * cpu / len(profiles):.2f} ms | "
