@@ -35,6 +35,7 @@ from throttled_admin.provisioning import (
     Profile,
     Progress,
     RowResult,
+    _executor,
     apply_plan,
     execute,
     predicted_seconds,
@@ -198,6 +199,31 @@ def test_the_clients_metrics_are_read_once_a_batch_not_twice_a_topic(
     assert summarize(results) == {"created": 60}
     assert any(r.throttle_time_ms > 0 for r in results)
     assert calls < len(rows), calls
+
+
+def test_a_group_counts_the_brokers_at_its_start_from_its_first_read_not_a_request_more(
+    quota_broker: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The brokers a group had when it began (issue 37's node away) come from the DescribeCluster its first read
+    waits for: a second one per entity before sending was 2-5 ms of a fleet entity's CPU (issue 40). Two brokers,
+    counted: a refusal counting one means a node is away."""
+    broker = quota_broker(controller_mutation_rate=50, num_brokers=2)
+    counted: list[int | None] = []
+    await_brokers = _executor._await_brokers
+
+    def seen(group: Any, admin: ThrottledAdminClient, runs: list[_Run]) -> Any:
+        counted.append(group.brokers_at_start)
+        return await_brokers(group, admin, runs)
+
+    monkeypatch.setattr(_executor, "_await_brokers", seen)
+    results = execute([PlanRow("east", "ensure", f"count.{i}", 1) for i in range(3)], profile_for(broker))
+    assert summarize(results) == {"created": 3}
+    assert set(counted) == {2}
+    log = [r for r in broker.request_log() if r.api_name != "ApiVersions"]
+    read = next(i for i, r in enumerate(log) if r.api_name == "Metadata" and r.errors)  # the group's names
+    sent = next(i for i, r in enumerate(log) if r.api_name == "CreateTopics")
+    # librdkafka's DescribeCluster is a Metadata request naming no topic: none more between the read and the send
+    assert [r for r in log[read:sent] if r.api_name == "Metadata" and not r.errors and not r.all_topics] == []
 
 
 def test_grow_and_the_changes_kafka_cannot_make(quota_broker: BrokerFactory) -> None:

@@ -57,6 +57,7 @@ class ContactWatch:
         self._fatal: KafkaError | None = None
         self._failure: ContactFailure | None = None  # while no broker has answered
         self._reached = False
+        self._brokers: int | None = None  # the brokers the first contact's DescribeCluster answer listed
 
     def on_error(self, error: KafkaError) -> None:
         # Runs on the client's callback thread.
@@ -73,10 +74,13 @@ class ContactWatch:
     def on_throttle(self, event: Any) -> None:
         self.reached()
 
-    def reached(self) -> None:
+    def reached(self, brokers: int | None = None) -> None:
         """A broker has answered: no "cannot connect" from now on, and an earlier authentication failure is
-        over (a connection authenticated since), so a later read is not failed by a stale one."""
+        over (a connection authenticated since), so a later read is not failed by a stale one. ``brokers``: how
+        many the answer listed, when it was DescribeCluster's (``brokers``)."""
         with self._lock:
+            if brokers is not None:
+                self._brokers = brokers
             self._reached = True
             self._failure = None
             self._fatal = None
@@ -86,6 +90,14 @@ class ContactWatch:
         """A broker has answered this client."""
         with self._lock:
             return self._reached
+
+    @property
+    def brokers(self) -> int | None:
+        """How many brokers (live, unfenced) the cluster had at first contact, from the DescribeCluster answer
+        ``read_metadata`` and ``read_topics`` wait for: None if none was read (the client had already been answered,
+        or that answer was an error)."""
+        with self._lock:
+            return self._brokers
 
     @property
     def fatal(self) -> KafkaError | None:
@@ -180,7 +192,7 @@ def _first_contact(admin: AdminClient, watch: ContactWatch, started: float, dead
     _wait([probe], watch, started, deadline)
     watch.check_fatal()
     if is_broker_answer(probe.exception()):
-        watch.reached()
+        watch.reached(None if probe.exception() is not None else len(probe.result().nodes))
     else:
         watch.check_unreachable(started)
 

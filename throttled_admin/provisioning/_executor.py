@@ -118,7 +118,7 @@ class _Group:
         self.started = time.monotonic()
         self.timeout_s = timeout_s
         self.budget = Budget(timeout_s, None, self.started)  # set again once the rows' mutations are known
-        self.brokers_at_start: int | None = None  # how many brokers the cluster had when the group began to send
+        self.brokers_at_start: int | None = None  # the brokers the cluster had at the group's first read
         self.rows = rows
         self.profile = profile
         self.secrets = profile.secrets()
@@ -484,7 +484,9 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
     request_timeout = group.profile.request_timeout_s
     futures: dict[Future[Any], tuple[_Run, str]] = {}
     if any(run.change.kind in ("create", "grow") for run in runs):
-        group.brokers_at_start = registered_brokers(admin, request_timeout)
+        # The count the group's first read already had (its first contact's DescribeCluster), else one read now.
+        known = group.watch.brokers
+        group.brokers_at_start = known if known is not None else registered_brokers(admin, request_timeout)
 
     def start(run: _Run, backoff_ms: float) -> None:
         run.started_at = run.started_at or time.time()
