@@ -53,7 +53,6 @@ from confluent_kafka import KafkaError, KafkaException
 from throttled_admin._engine.actions import (
     Action,
     Drain,
-    Emit,
     Outbox,
     Probe,
     Reached,
@@ -455,9 +454,7 @@ class Engine:
         return wake_at
 
     def _metric(self, *events: MetricEvent) -> None:
-        out = self._out
-        for event in events:
-            out.append(Emit(event))
+        self._out += events
 
     def _finish(self, topic: Topic, exc: BaseException | None, now: float) -> None:
         """Book a topic's outcome; the driver resolves its future."""
@@ -542,7 +539,7 @@ class Engine:
             self._contact.answered()  # a broker answered, or the request was written
             self._out.append(_REACHED)
         self._slot.ended(request, results, answered, now)  # what its end leaves on the connection (rule b)
-        self._metric(*request.throttle_events(answered=answered))  # KIP-124: each response's throttle, once
+        self._out += request.throttle_events(answered=answered)  # KIP-124: each response's throttle, once
         throttle_s = request.throttle_s if answered and request.events else 0.0  # (events: any throttle told)
         operation = request.kind.operation.name
         outcomes = _outcomes(results, operation, throttled=throttle_s > 0)
@@ -563,7 +560,7 @@ class Engine:
         spoke = answered and not _SPEAKS_FOR_QUOTA.isdisjoint(outcomes.values())
         if self._gate.completed(request.id, spoke_for_quota=spoke) and self._learned.pacer is not None:
             self._learned.pacer.connection_renewed(response.throttle_s, now)  # the debt the fresh answer disproved
-        self._metric(*_answer_events(operation, accepted, retried))
+        self._out += _answer_events(operation, accepted, retried)
 
     def _settle_answered(self, request: Request, response: Response, now: float) -> bool:
         """Carry out each topic's verdict (a topic no longer in flight was settled already: its deadline passed,
@@ -692,7 +689,7 @@ class Engine:
         timeouts = request_timeout_s, operation_timeout_s
         self._out.append(Send(request_id, kind, tuple(refs), items, mutations, *timeouts))
         operation, count = kind.operation.name, len(chosen)
-        self._metric(RequestSent(operation, count, mutations))
+        self._out.append(RequestSent(operation, count, mutations))
         return self._slot.settles_at()
 
     def _choose(
@@ -882,7 +879,7 @@ def _settle_applied(
         call_id = call.id
         out += [Settle(call_id, topic.name, None) for topic in topics]
         if (finished := queue.settled_all(call, topics, now)) is not None:
-            out.append(Emit(finished))
+            out.append(finished)
 
 
 def _refused_by_the_broker_at(topic: Topic, now: float) -> bool:
