@@ -46,7 +46,9 @@ why it ends, its state and what its attempts leave true, in one table (``outcome
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Iterable
+from itertools import repeat
 
 from confluent_kafka import KafkaError, KafkaException
 
@@ -685,7 +687,7 @@ class Engine:
         request = self._slot.hand_over(kind, chosen, mutations, (request_timeout_s, operation_timeout_s), now)
         request_id = request.id
         self._gate.sent(request_id, now)
-        items = tuple([topic.item for topic in chosen])
+        items = tuple(map(_ITEM, chosen))
         timeouts = request_timeout_s, operation_timeout_s
         self._out.append(Send(request_id, kind, tuple(refs), items, mutations, *timeouts))
         operation, count = kind.operation.name, len(chosen)
@@ -718,8 +720,8 @@ class Engine:
                 break
             call = topic.call
             if call is not last_call:  # a call's topics are in a row: its times once
-                last_call, time_s = call, call.budget_s(now)
-                times = call.remaining_s(now), time_s
+                last_call, times = call, call.times(now)
+                time_s = times[1]
                 too_late = _asked_per_topic(self._too_late, estimates, len(candidates), times, now)
             late = too_late(bool(topic.history), estimates, len(chosen) + 1, times, now)
             if late is not None:
@@ -789,6 +791,8 @@ def _asked_per_topic(
     """What ``Engine._choose`` asks of each topic of a call: ``too_late``, unless the call's topics are in time for a
     request of ``size`` (the largest it can make), sent before or not; then in time for any smaller one (a
     request's expected time grows with its size), and no topic needs asking."""
+    if size == 1:  # its one topic is asked once, as it is (the answer is the same: issue 39)
+        return too_late
     if too_late(False, estimates, size, times, now) is None and too_late(True, estimates, size, times, now) is None:
         return _never_late
     return too_late
@@ -808,7 +812,7 @@ def _timeouts(chosen: list[Topic], longest: float, margin_s: float, now: float, 
     if not reached:  # librdkafka's verdict comes before the (shortest call's) deadline
         remaining_s = min(call.remaining_s(now) for call in calls)
         request_timeout_s = min(request_timeout_s, remaining_s - CONTACT_VERDICT_MARGIN_S)
-    longest_own_s = max([_own_operation_timeout_s(call, margin_s, now) for call in calls])
+    longest_own_s = max(map(_own_operation_timeout_s, calls, repeat(margin_s), repeat(now)))  # (no frame for a list)
     operation_timeout_s = min(longest_own_s, request_timeout_s - margin_s)
     operation_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(operation_timeout_s, _LIBRDKAFKA_MAX_TIMEOUT_S))
     return request_timeout_s, operation_timeout_s
@@ -819,7 +823,7 @@ def _own_operation_timeout_s(call: Call, margin_s: float, now: float) -> float:
     own operation_timeout. A caller's operation_timeout of 0 (confluent-kafka's "do not wait") is no cap: a Kafka 4
     controller refuses a request whose timeout_ms is 0 at once (REQUEST_TIMED_OUT, nothing applied), and answers
     after the commit whatever the timeout, so the controller deadline derived from the call's deadline stays."""
-    own_s = call.budget_s(now) - margin_s
+    own_s = call.times(now)[1] - margin_s  # its budget
     cap_s = call.spec.operation_timeout_s
     return min(own_s, cap_s) if cap_s else own_s
 
@@ -832,6 +836,7 @@ def _any_cost_unknown(topics: list[Topic]) -> bool:
 
 
 _APPLIED_ONLY = {Outcome.SUCCESS}
+_ITEM = operator.attrgetter("item")  # a topic's snapshot, as the request carries it
 
 
 def _applied_runs(request: Request, response: Response) -> list[tuple[Call, list[Topic]]] | None:

@@ -268,11 +268,13 @@ class Call:
     def remaining_s(self, now: float) -> float:
         return self.spec.deadline - now
 
-    def budget_s(self, now: float) -> float:
-        """How long a request of this call may take: what is left, capped by the caller's request_timeout."""
-        remaining = self.remaining_s(now)
-        cap = self.spec.request_timeout_s
-        return remaining if cap is None else min(remaining, cap)
+    def times(self, now: float) -> tuple[float, float]:
+        """What is left of the call at ``now``, and its budget: how long a request of it may take (what is left,
+        capped by the caller's request_timeout); both at once (a request asks both of its every call: issue 39)."""
+        spec = self.spec
+        remaining = spec.deadline - now
+        cap = spec.request_timeout_s
+        return remaining, remaining if cap is None else min(remaining, cap)
 
 
 _UNKNOWN = Outcome.UNKNOWN
