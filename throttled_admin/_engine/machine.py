@@ -535,7 +535,8 @@ class Engine:
         teaches (the connection, the throttle, the batch cap, Redpanda's charge, the round trip, the pacer's rate)
         is learned."""
         self._slot.free()
-        results = {topic.name: request.results.get(topic.name, _MISSING) for topic in request.topics}
+        names = list(map(_NAME, request.topics))  # each topic's result, read in C (issue 39)
+        results = dict(zip(names, map(request.results.get, names, repeat(_MISSING)), strict=True))
         answered = request.answered_at is not None
         if answered or any(was_written(exc) for exc in results.values()):
             self._contact.answered()  # a broker answered, or the request was written
@@ -836,7 +837,8 @@ def _any_cost_unknown(topics: list[Topic]) -> bool:
 
 
 _APPLIED_ONLY = {Outcome.SUCCESS}
-_ITEM = operator.attrgetter("item")  # a topic's snapshot, as the request carries it
+# a topic's snapshot as the request carries it, its name, whether its cost was guessed: read in C (issue 39)
+_ITEM, _NAME, _GUESSED = operator.attrgetter("item"), operator.attrgetter("name"), operator.attrgetter("guessed")
 
 
 def _applied_runs(request: Request, response: Response) -> list[tuple[Call, list[Topic]]] | None:
@@ -882,7 +884,7 @@ def _settle_applied(
         call.move_all(topics, _SETTLED)
         views.forget_all(topics)
         call_id = call.id
-        out += [Settle(call_id, topic.name, None) for topic in topics]
+        out += map(Settle, repeat(call_id), map(_NAME, topics), repeat(None))
         if (finished := queue.settled_all(call, topics, now)) is not None:
             out.append(finished)
 
@@ -911,7 +913,9 @@ def _answer_events(operation: str, accepted: int, retried: bool) -> list[MetricE
 
 def _outcomes(results: dict[str, BaseException | None], operation: str, *, throttled: bool) -> dict[str, Outcome]:
     """Each topic's result classified (``classify``), as an answer of ``operation`` with or without a throttle."""
-    # applied (None: most results of a bulk call) needs no call
+    # applied (None: most results of a bulk call) needs no call; every topic applied (most answers), none at all
+    if not any(results.values()):
+        return dict.fromkeys(results, _SUCCESS)
     return {
         name: _SUCCESS if exc is None else classify(exc, operation=operation, throttled=throttled)
         for name, exc in results.items()
@@ -927,6 +931,8 @@ def _quota_refusals(request: Request) -> int:
 def _made_with_a_guess(topics: list[Topic], outcomes: dict[str, Outcome]) -> list[str]:
     """The creates the broker made that were costed with a guessed partition count, to be read back (``metadata``):
     whenever the answer says so, settled here already or not (its deadline, an authentication failure; rule g)."""
+    if not any(map(_GUESSED, topics)):  # none guessed (most requests): nothing to look at
+        return []
     return [t.name for t in topics if t.guessed and outcomes[t.name] is _SUCCESS and not t.call.kind.validate_only]
 
 

@@ -11,6 +11,7 @@ engine alone (``Engine.submit``), never seen by the driver.
 
 from __future__ import annotations
 
+import operator
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -197,6 +198,7 @@ class CallSpec:
 TopicSpec = tuple[str, Any, "int | None", int]
 
 
+_NAME = operator.attrgetter("name")  # a topic's
 _NEW, _HELD, _QUEUED, _IN_FLIGHT = TopicState.NEW, TopicState.HELD_BEHIND_NAME, TopicState.QUEUED, TopicState.IN_FLIGHT
 _AWAITING, _SETTLED, _WITHDRAWN = TopicState.AWAITING_VISIBILITY, TopicState.SETTLED, TopicState.WITHDRAWN
 
@@ -348,7 +350,7 @@ class NameHolds:
     def hold_all(self, topics: list[Topic]) -> bool:
         """A call's topics were submitted: True when every one holds its name, as ``hold`` would have it, in one step;
         False, and none held, when an earlier call names any or two of them share a name (``hold`` each, then)."""
-        names = [topic.name for topic in topics]
+        names = list(map(_NAME, topics))  # (read in C: issue 39)
         if not self._holder.keys().isdisjoint(names) or len(set(names)) != len(names):
             return False
         self._holder.update(zip(names, topics, strict=True))
