@@ -14,7 +14,6 @@ from throttled_admin._engine import (
     Action,
     CallSpec,
     Drain,
-    Emit,
     Engine,
     Outbox,
     Probe,
@@ -28,7 +27,7 @@ from throttled_admin._engine import (
     TopicRef,
     WakeAt,
 )
-from throttled_admin._engine.metric_events import RequestSent, Retried
+from throttled_admin._engine.metric_events import METRIC_KINDS, RequestSent, Retried
 
 KIND = RequestKind(CREATE_TOPICS, False)
 
@@ -49,7 +48,7 @@ def test_of_puts_actions_in_the_drivers_order_each_kind_in_the_order_decided() -
     decided: list[Action] = [
         Settle(*topic, None),
         Probe(),
-        Emit(Retried("first")),
+        Retried("first"),
         ReadMetadata(),
         request,
         WakeAt(3.0),
@@ -57,12 +56,12 @@ def test_of_puts_actions_in_the_drivers_order_each_kind_in_the_order_decided() -
         Settle(*other, failed),
         ReadViews(("a",)),
         Reached(),
-        Emit(Retried("second")),
+        Retried("second"),
     ]
     out = Outbox.of(decided)
     assert out.actions == (
-        Emit(Retried("first")),
-        Emit(Retried("second")),
+        Retried("first"),
+        Retried("second"),
         Reached(),
         ReadViews(("a",)),
         request,
@@ -86,10 +85,10 @@ def test_of_puts_actions_in_the_drivers_order_each_kind_in_the_order_decided() -
 
 
 def test_a_flag_asked_for_twice_between_two_steps_is_done_once() -> None:
-    out = Outbox.of([Reached(), Emit(Retried("m")), Reached(), Probe(), ReadMetadata(), Probe(), ReadMetadata()])
-    assert out.actions == (Emit(Retried("m")), Reached(), ReadMetadata(), Probe())
-    assert out.of_kind(Emit) == [Emit(Retried("m"))]  # events are records: equal ones are all kept
-    twice = Outbox.of([Emit(Retried("m")), Emit(Retried("m"))])
+    out = Outbox.of([Reached(), Retried("m"), Reached(), Probe(), ReadMetadata(), Probe(), ReadMetadata()])
+    assert out.actions == (Retried("m"), Reached(), ReadMetadata(), Probe())
+    assert out.of_kind(Retried) == [Retried("m")]  # events are records: equal ones are all kept
+    twice = Outbox.of([Retried("m"), Retried("m")])
     assert twice.metrics == [Retried("m"), Retried("m")]
 
 
@@ -126,7 +125,7 @@ def test_a_step_returns_its_actions_in_the_drivers_order_not_the_order_decided()
     engine.submit(2, a_call(), [("b", NewTopic("b", 1, 1), 1, 2)])  # waits: one request in flight
     engine.on_results(sent.request_id, {"a": None}, 0.01)
     out = engine.step(0.01)
-    emits = [action for action in out.actions if isinstance(action, Emit)]
+    emits = [action for action in out.actions if isinstance(action, METRIC_KINDS)]
     assert list(out.actions[: len(emits)]) == emits
     assert [type(action) for action in out.actions[len(emits) :]] == [Reached, Send, Settle, WakeAt]
     assert out.send is not None

@@ -29,6 +29,14 @@ def test_a_result_reaches_the_scheduler_per_topic_in_the_same_call() -> None:
     assert refused.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
 
 
+def test_an_answer_that_applied_every_topic_hands_over_none_for_each_in_order() -> None:
+    answers: list[Answer] = []
+    _Answering(answers.append).set_result({"b": None, "a": None})
+    assert answers == [{"b": None, "a": None}]
+    assert isinstance(answers[0], dict)
+    assert list(answers[0]) == ["b", "a"]
+
+
 def test_a_failed_request_hands_over_its_one_exception() -> None:
     answers: list[Answer] = []
     request = _Answering(answers.append)

@@ -21,7 +21,6 @@ from throttled_admin._engine import (
     CREATE_TOPICS,
     Action,
     Drain,
-    Emit,
     MetricEvent,
     Outbox,
     Probe,
@@ -93,7 +92,7 @@ def a_request() -> Send:
 
 def an_outbox() -> Outbox:
     request = a_request()
-    return Outbox((Emit(Retried("m1")), Emit(Retried("m2")), request, Settle(*request.topics[0], None)))
+    return Outbox((Retried("m1"), Retried("m2"), request, Settle(*request.topics[0], None)))
 
 
 def test_one_turn_at_a_time_and_its_owner_is_known() -> None:
@@ -125,7 +124,7 @@ def test_a_turn_does_every_kind_of_action_in_the_engines_order_and_leaves_the_re
     turns, actions = Turns(), Recorder()
     request = a_request()
     decided: list[Action] = [Probe(), ReadMetadata(), Settle(*request.topics[0], None), Drain(1.5), WakeAt(5.0)]
-    decided += [ReadViews(("t", "u")), Reached(), Emit(Retried("m1"))]
+    decided += [ReadViews(("t", "u")), Reached(), Retried("m1")]
     turns.take()
     turns.carry(Outbox.of(decided), actions, flush=True)
     exported_first = ["export, waited for", "settle"]  # the points of the results before the results (issue 38)

@@ -1,6 +1,9 @@
-"""The whole-list fast paths of the input checks (issue 40) decide exactly as the per-topic checks do."""
+"""The whole-list fast paths of the input checks (issue 40), and the lone topic's (issue 39), decide exactly as the
+per-topic checks do."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from confluent_kafka import KafkaError
 from hypothesis import given
@@ -88,3 +91,36 @@ def test_a_topic_with_an_assignment_or_a_config_takes_the_per_topic_checks() -> 
     [(_, snapshot)] = check_new_topics([with_assignment])
     assert isinstance(snapshot, NewTopic)
     assert snapshot.replica_assignment == [[1], [2]]
+
+
+class _ListSubclass(list[NewTopic]):
+    """A list the lone-topic path of ``check_new_topics`` does not take (its type is not ``list``)."""
+
+
+def _checked(call: object) -> object:
+    try:
+        checked = check_new_topics(call)
+    except (TypeError, ValueError) as exc:
+        return type(exc), str(exc)
+    return [(name, (i.code(), i.str()) if isinstance(i, KafkaError) else _fields(i)) for name, i in checked]
+
+
+@given(
+    _names,
+    st.sampled_from([-1, 0, 1, 3, MAX_PARTITIONS, MAX_PARTITIONS + 1, -2]),
+    st.sampled_from([-1, 0, 2, MAX_REPLICATION_FACTOR, MAX_REPLICATION_FACTOR + 1]),
+    st.one_of(st.none(), st.just({"cleanup.policy": "compact"}), st.just({"": "x"})),
+    st.one_of(st.none(), st.just([[1]]), st.just([[1], [2]])),
+)
+def test_a_lone_topic_is_checked_as_in_a_list(
+    name: str, partitions: int, replicas: int, config: dict[str, str] | None, assignment: list[list[int]] | None
+) -> None:
+    """The lone-topic path (issue 39) decides, refuses and raises exactly as the list's passes do."""
+    extra: dict[str, Any] = {} if config is None else {"config": config}
+    if assignment is not None:
+        extra["replica_assignment"] = assignment
+    try:
+        topic = NewTopic(name, partitions, replicas, **extra)
+    except (TypeError, ValueError):
+        return  # confluent-kafka's own refusal: no call to check
+    assert _checked([topic]) == _checked(_ListSubclass([topic]))

@@ -173,6 +173,9 @@ class _Answering:
         self.answered = False
 
     def set_result(self, result: dict[str, KafkaError | None]) -> None:
+        if not any(result.values()):  # every topic applied (most answers): the same dict, made in C (issue 39)
+            self._answer(dict.fromkeys(result))
+            return
         self._answer({name: None if error is None else KafkaException(error) for name, error in result.items()})
 
     def set_exception(self, exc: BaseException) -> None:

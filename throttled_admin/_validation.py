@@ -267,6 +267,12 @@ _ASSIGNMENT, _CONFIG = operator.attrgetter("replica_assignment"), operator.attrg
 def check_new_topics(new_topics: Any) -> Checked[NewTopic]:
     """Each topic's snapshot or the broker's error for it, keyed by name; confluent-kafka's call-time errors
     (TypeError / ValueError / AttributeError, naming the topic) raised."""
+    if type(new_topics) is list and len(new_topics) == 1 and type(new_topics[0]) is NewTopic:
+        # A lone topic (most calls): what the lines below make of it, without their passes over a list (issue 39)
+        name = str(new_topics[0].topic)
+        snapshot = _snapshot_topic(new_topics[0], name)
+        error = topic_name_error(name)
+        return [(name, KafkaError(KafkaError.TOPIC_EXCEPTION, error) if error else snapshot)]
     topics = _spec_list(new_topics, NewTopic, "new_topics")
     names = list(map(str, map(_TOPIC, topics)))
     snapshots = _plain_snapshots(topics, names)

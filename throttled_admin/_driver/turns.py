@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from throttled_admin._engine import (
+    METRIC_KINDS,
     Action,
     Drain,
-    Emit,
     MetricEvent,
     Outbox,
     Probe,
@@ -135,7 +135,8 @@ _FLUSH, _FLUSH_FIRST = _Flush(wait=False), _Flush(wait=True)
 # Where the plan puts each kind of the engine's actions: before the settlements, with them, after them (the reads),
 # or nowhere (the wake: the scheduler reads it).
 _BEFORE, _WITH, _AFTER, _NOWHERE, _METRIC = range(5)
-_PLACE = {Emit: _METRIC, Reached: _BEFORE, ReadViews: _BEFORE, Send: _BEFORE, Drain: _BEFORE}
+_PLACE: dict[type, int] = dict.fromkeys(METRIC_KINDS, _METRIC)
+_PLACE |= {Reached: _BEFORE, ReadViews: _BEFORE, Send: _BEFORE, Drain: _BEFORE}
 _PLACE |= {Settle: _WITH, ReadMetadata: _AFTER, Probe: _AFTER, WakeAt: _NOWHERE}
 
 
@@ -259,6 +260,8 @@ class Turns:
                 method, argument = _HANDLERS[type(action)]
                 if argument is None:
                     getattr(actions, method)()
+                elif argument is _ITSELF:
+                    getattr(actions, method)(action)
                 else:
                     getattr(actions, method)(argument(action))
             carry.done += 1
@@ -276,11 +279,19 @@ class Turns:
             raise
 
 
+def _itself(action: Any) -> Any:
+    return action  # (never called: ``Turns._run`` hands the action itself over)
+
+
+_ITSELF = _itself
 # What the driver does for each kind of action but the send (``Turns._send``): the ``Actions`` method for the action's
 # type, and what of the action it is given (read in C: a Python function between was a frame more for each action, seven
-# a 1-topic call, issue 39); the wake is not in the plan: the scheduler reads it.
-_HANDLERS: dict[type[_Planned], tuple[str, Callable[[Any], Any] | None]] = {
-    Emit: ("metric", operator.attrgetter("event")),
+# a 1-topic call, issue 39; ``_ITSELF``: the action itself, a metric event); the wake is not in the plan: the scheduler
+# reads it.
+_HANDLERS: dict[type[_Planned], tuple[str, Callable[[Any], Any] | None]] = dict.fromkeys(
+    METRIC_KINDS, ("metric", _ITSELF)
+)
+_HANDLERS |= {
     Reached: ("reached", None),
     ReadViews: ("read_views", lambda read: list(read.names)),
     Drain: ("drain", operator.attrgetter("request_timeout_s")),

@@ -21,7 +21,6 @@ from __future__ import annotations
 from throttled_admin._engine.actions import (
     Action,
     Drain,
-    Emit,
     Outbox,
     Probe,
     Reached,
@@ -40,7 +39,7 @@ from throttled_admin._engine.machine import (
     FIRST_CONTACT_TIMEOUT_S,
     Engine,
 )
-from throttled_admin._engine.metric_events import MetricEvent, MetricsSink, RecordingSink
+from throttled_admin._engine.metric_events import METRIC_KINDS, MetricEvent, MetricsSink, RecordingSink
 from throttled_admin._engine.pacer import MutationQuota, Pacer
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.status import Status
@@ -63,13 +62,13 @@ __all__ = [
     "DELETE_TOPICS",
     "DRAIN_NAME",
     "FIRST_CONTACT_TIMEOUT_S",
+    "METRIC_KINDS",
     "Action",
     "BrokerViews",
     "CallSpec",
     "ContactFailure",
     "Drain",
     "Drained",
-    "Emit",
     "Engine",
     "EngineConfig",
     "MetricEvent",

@@ -46,14 +46,15 @@ why it ends, its state and what its attempts leave true, in one table (``outcome
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Iterable
+from itertools import repeat
 
 from confluent_kafka import KafkaError, KafkaException
 
 from throttled_admin._engine.actions import (
     Action,
     Drain,
-    Emit,
     Outbox,
     Probe,
     Reached,
@@ -456,9 +457,7 @@ class Engine:
         return wake_at
 
     def _metric(self, *events: MetricEvent) -> None:
-        out = self._out
-        for event in events:
-            out.append(Emit(event))
+        self._out += events
 
     def _finish(self, topic: Topic, exc: BaseException | None, now: float) -> None:
         """Book a topic's outcome; the driver resolves its future."""
@@ -537,13 +536,14 @@ class Engine:
         teaches (the connection, the throttle, the batch cap, Redpanda's charge, the round trip, the pacer's rate)
         is learned."""
         self._slot.free()
-        results = {topic.name: request.results.get(topic.name, _MISSING) for topic in request.topics}
+        names = list(map(_NAME, request.topics))  # each topic's result, read in C (issue 39)
+        results = dict(zip(names, map(request.results.get, names, repeat(_MISSING)), strict=True))
         answered = request.answered_at is not None
         if answered or any(was_written(exc) for exc in results.values()):
             self._contact.answered()  # a broker answered, or the request was written
             self._out.append(_REACHED)
         self._slot.ended(request, results, answered, now)  # what its end leaves on the connection (rule b)
-        self._metric(*request.throttle_events(answered=answered))  # KIP-124: each response's throttle, once
+        self._out += request.throttle_events(answered=answered)  # KIP-124: each response's throttle, once
         throttle_s = request.throttle_s if answered and request.events else 0.0  # (events: any throttle told)
         operation = request.kind.operation.name
         outcomes = _outcomes(results, operation, throttled=throttle_s > 0)
@@ -564,7 +564,7 @@ class Engine:
         spoke = answered and not _SPEAKS_FOR_QUOTA.isdisjoint(outcomes.values())
         if self._gate.completed(request.id, spoke_for_quota=spoke) and self._learned.pacer is not None:
             self._learned.pacer.connection_renewed(response.throttle_s, now)  # the debt the fresh answer disproved
-        self._metric(*_answer_events(operation, accepted, retried))
+        self._out += _answer_events(operation, accepted, retried)
 
     def _settle_answered(self, request: Request, response: Response, now: float) -> bool:
         """Carry out each topic's verdict (a topic no longer in flight was settled already: its deadline passed,
@@ -689,11 +689,11 @@ class Engine:
         request = self._slot.hand_over(kind, chosen, mutations, (request_timeout_s, operation_timeout_s), now)
         request_id = request.id
         self._gate.sent(request_id, now)
-        items = tuple([topic.item for topic in chosen])
+        items = tuple(map(_ITEM, chosen))
         timeouts = request_timeout_s, operation_timeout_s
         self._out.append(Send(request_id, kind, tuple(refs), items, mutations, *timeouts))
         operation, count = kind.operation.name, len(chosen)
-        self._metric(RequestSent(operation, count, mutations))
+        self._out.append(RequestSent(operation, count, mutations))
         return self._slot.settles_at()
 
     def _choose(
@@ -722,8 +722,8 @@ class Engine:
                 break
             call = topic.call
             if call is not last_call:  # a call's topics are in a row: its times once
-                last_call, time_s = call, call.budget_s(now)
-                times = call.remaining_s(now), time_s
+                last_call, times = call, call.times(now)
+                time_s = times[1]
                 too_late = _asked_per_topic(self._too_late, estimates, len(candidates), times, now)
             late = too_late(bool(topic.history), estimates, len(chosen) + 1, times, now)
             if late is not None:
@@ -793,6 +793,8 @@ def _asked_per_topic(
     """What ``Engine._choose`` asks of each topic of a call: ``too_late``, unless the call's topics are in time for a
     request of ``size`` (the largest it can make), sent before or not; then in time for any smaller one (a
     request's expected time grows with its size), and no topic needs asking."""
+    if size == 1:  # its one topic is asked once, as it is (the answer is the same: issue 39)
+        return too_late
     if too_late(False, estimates, size, times, now) is None and too_late(True, estimates, size, times, now) is None:
         return _never_late
     return too_late
@@ -812,7 +814,7 @@ def _timeouts(chosen: list[Topic], longest: float, margin_s: float, now: float, 
     if not reached:  # librdkafka's verdict comes before the (shortest call's) deadline
         remaining_s = min(call.remaining_s(now) for call in calls)
         request_timeout_s = min(request_timeout_s, remaining_s - CONTACT_VERDICT_MARGIN_S)
-    longest_own_s = max([_own_operation_timeout_s(call, margin_s, now) for call in calls])
+    longest_own_s = max(map(_own_operation_timeout_s, calls, repeat(margin_s), repeat(now)))  # (no frame for a list)
     operation_timeout_s = min(longest_own_s, request_timeout_s - margin_s)
     operation_timeout_s = max(_MIN_OPERATION_TIMEOUT_S, min(operation_timeout_s, _LIBRDKAFKA_MAX_TIMEOUT_S))
     return request_timeout_s, operation_timeout_s
@@ -823,7 +825,7 @@ def _own_operation_timeout_s(call: Call, margin_s: float, now: float) -> float:
     own operation_timeout. A caller's operation_timeout of 0 (confluent-kafka's "do not wait") is no cap: a Kafka 4
     controller refuses a request whose timeout_ms is 0 at once (REQUEST_TIMED_OUT, nothing applied), and answers
     after the commit whatever the timeout, so the controller deadline derived from the call's deadline stays."""
-    own_s = call.budget_s(now) - margin_s
+    own_s = call.times(now)[1] - margin_s  # its budget
     cap_s = call.spec.operation_timeout_s
     return min(own_s, cap_s) if cap_s else own_s
 
@@ -836,6 +838,8 @@ def _any_cost_unknown(topics: list[Topic]) -> bool:
 
 
 _APPLIED_ONLY = {Outcome.SUCCESS}
+# a topic's snapshot as the request carries it, its name, whether its cost was guessed: read in C (issue 39)
+_ITEM, _NAME, _GUESSED = operator.attrgetter("item"), operator.attrgetter("name"), operator.attrgetter("guessed")
 
 
 def _applied_runs(request: Request, response: Response) -> list[tuple[Call, list[Topic]]] | None:
@@ -881,9 +885,9 @@ def _settle_applied(
         call.move_all(topics, _SETTLED)
         views.forget_all(topics)
         call_id = call.id
-        out += [Settle(call_id, topic.name, None) for topic in topics]
+        out += map(Settle, repeat(call_id), map(_NAME, topics), repeat(None))
         if (finished := queue.settled_all(call, topics, now)) is not None:
-            out.append(Emit(finished))
+            out.append(finished)
 
 
 def _refused_by_the_broker_at(topic: Topic, now: float) -> bool:
@@ -910,7 +914,9 @@ def _answer_events(operation: str, accepted: int, retried: bool) -> list[MetricE
 
 def _outcomes(results: dict[str, BaseException | None], operation: str, *, throttled: bool) -> dict[str, Outcome]:
     """Each topic's result classified (``classify``), as an answer of ``operation`` with or without a throttle."""
-    # applied (None: most results of a bulk call) needs no call
+    # applied (None: most results of a bulk call) needs no call; every topic applied (most answers), none at all
+    if not any(results.values()):
+        return dict.fromkeys(results, _SUCCESS)
     return {
         name: _SUCCESS if exc is None else classify(exc, operation=operation, throttled=throttled)
         for name, exc in results.items()
@@ -926,6 +932,8 @@ def _quota_refusals(request: Request) -> int:
 def _made_with_a_guess(topics: list[Topic], outcomes: dict[str, Outcome]) -> list[str]:
     """The creates the broker made that were costed with a guessed partition count, to be read back (``metadata``):
     whenever the answer says so, settled here already or not (its deadline, an authentication failure; rule g)."""
+    if not any(map(_GUESSED, topics)):  # none guessed (most requests): nothing to look at
+        return []
     return [t.name for t in topics if t.guessed and outcomes[t.name] is _SUCCESS and not t.call.kind.validate_only]
 
 

@@ -1,6 +1,6 @@
 """The engine's metric events, as frozen records, and where they go.
 
-The engine puts each in its ``Outbox`` as an ``Emit`` action (``actions``); the driver reports each to its
+The engine puts each in its ``Outbox`` as an action of its own (``actions``); the driver reports each to its
 ``MetricsSink`` with ``event.report(sink)`` (``ClientMetrics`` exports them through OpenTelemetry). They compare
 equal by value, and ``RecordingSink`` keeps what a sink is told as such records, so tests assert on them.
 """
@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 __all__ = [
+    "METRIC_KINDS",
     "BackedOff",
     "CallFinished",
     "MetricEvent",
@@ -124,6 +125,7 @@ class CallFinished:
 
 
 MetricEvent = ResponseThrottle | QuotaViolations | Retried | RequestSent | MutationsAdmitted | BackedOff | CallFinished
+METRIC_KINDS = (ResponseThrottle, QuotaViolations, Retried, RequestSent, MutationsAdmitted, BackedOff, CallFinished)
 
 _Event = TypeVar("_Event", bound=MetricEvent)
 

@@ -11,6 +11,7 @@ engine alone (``Engine.submit``), never seen by the driver.
 
 from __future__ import annotations
 
+import operator
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -197,6 +198,7 @@ class CallSpec:
 TopicSpec = tuple[str, Any, "int | None", int]
 
 
+_NAME = operator.attrgetter("name")  # a topic's
 _NEW, _HELD, _QUEUED, _IN_FLIGHT = TopicState.NEW, TopicState.HELD_BEHIND_NAME, TopicState.QUEUED, TopicState.IN_FLIGHT
 _AWAITING, _SETTLED, _WITHDRAWN = TopicState.AWAITING_VISIBILITY, TopicState.SETTLED, TopicState.WITHDRAWN
 
@@ -268,11 +270,13 @@ class Call:
     def remaining_s(self, now: float) -> float:
         return self.spec.deadline - now
 
-    def budget_s(self, now: float) -> float:
-        """How long a request of this call may take: what is left, capped by the caller's request_timeout."""
-        remaining = self.remaining_s(now)
-        cap = self.spec.request_timeout_s
-        return remaining if cap is None else min(remaining, cap)
+    def times(self, now: float) -> tuple[float, float]:
+        """What is left of the call at ``now``, and its budget: how long a request of it may take (what is left,
+        capped by the caller's request_timeout); both at once (a request asks both of its every call: issue 39)."""
+        spec = self.spec
+        remaining = spec.deadline - now
+        cap = spec.request_timeout_s
+        return remaining, remaining if cap is None else min(remaining, cap)
 
 
 _UNKNOWN = Outcome.UNKNOWN
@@ -346,7 +350,7 @@ class NameHolds:
     def hold_all(self, topics: list[Topic]) -> bool:
         """A call's topics were submitted: True when every one holds its name, as ``hold`` would have it, in one step;
         False, and none held, when an earlier call names any or two of them share a name (``hold`` each, then)."""
-        names = [topic.name for topic in topics]
+        names = list(map(_NAME, topics))  # (read in C: issue 39)
         if not self._holder.keys().isdisjoint(names) or len(set(names)) != len(names):
             return False
         self._holder.update(zip(names, topics, strict=True))
