@@ -309,7 +309,7 @@ class Engine:
             for exc in results.values():  # a plain loop: any() over a generator is two frames more, every answer
                 if is_broker_answer(exc):
                     request.answered_at = now
-                    self._contact.answered()  # a broker answered, though librdkafka may still owe a topic
+                    self._contact.answered()  # a broker answered, though the answer may leave a topic out
                     break
         request.results.update(results)
 

@@ -8,7 +8,7 @@ equal by value, and ``RecordingSink`` keeps what a sink is told as such records,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, get_args
 
 __all__ = [
     "METRIC_KINDS",
@@ -125,7 +125,7 @@ class CallFinished:
 
 
 MetricEvent = ResponseThrottle | QuotaViolations | Retried | RequestSent | MutationsAdmitted | BackedOff | CallFinished
-METRIC_KINDS = (ResponseThrottle, QuotaViolations, Retried, RequestSent, MutationsAdmitted, BackedOff, CallFinished)
+METRIC_KINDS: tuple[type[MetricEvent], ...] = get_args(MetricEvent)  # the union's classes, said once
 
 _Event = TypeVar("_Event", bound=MetricEvent)
 
