@@ -47,25 +47,13 @@ def ours(profile: Profile, rows: list[PlanRow], step: Callable[[], None], visibl
 
 
 def bare(profile: Profile, rows: list[PlanRow], step: Callable[[], None], visible: bool) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient
 
     admin = AdminClient(profile.conf)
     step()
     admin.list_topics(timeout=30)
     step()
-    rate, started, spent = profile.mutation_rate or 1.0, time.monotonic(), 0.0
-    queue = [(r.topic, r.partitions or 1) for r in rows]
-    while queue:  # as pipeline._bare_entity
-        level = 11 * rate + rate * (time.monotonic() - started) - spent
-        batch = []
-        while queue and queue[0][1] <= level:
-            level, spent = level - queue[0][1], spent + queue[0][1]
-            batch.append(queue.pop(0))
-        if not batch:
-            time.sleep((queue[0][1] - level) / rate)  # a bucket's refill: nothing signals it
-            continue
-        for future in admin.create_topics([NewTopic(n, p, 1) for n, p in batch], request_timeout=30).values():
-            future.exception()
+    pipeline.bare_paced_creates(admin, profile.mutation_rate or 1.0, [(r.topic, r.partitions or 1) for r in rows])
     step()
     del admin  # confluent-kafka destroys the client when the last reference goes
 

@@ -93,10 +93,18 @@ def _bare_entity(conf: dict[str, str], rate: float, topics: list[tuple[str, int]
     """One quota entity with a bare confluent-kafka AdminClient: one metadata read (as ``execute`` reads what
     exists), then ``create_topics`` calls paced by a bucket of the entity's rate and burst (B = 11 R, full at the
     start), each call's futures waited for before the next: (topic, status) for each."""
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient
 
     admin = AdminClient(conf)
     admin.list_topics(timeout=30)
+    return bare_paced_creates(admin, rate, topics)
+
+
+def bare_paced_creates(admin: Any, rate: float, topics: list[tuple[str, int]]) -> list[tuple[str, str]]:
+    """``create_topics`` calls of a bare AdminClient paced by a bucket of ``rate`` and burst 11 R (full at the start),
+    each call's futures waited for before the next: (topic, status) for each."""
+    from confluent_kafka.admin import NewTopic
+
     started, spent, out = time.monotonic(), 0.0, []
     queue = list(topics)
     while queue:

@@ -191,8 +191,8 @@ def _first_contact(admin: AdminClient, watch: ContactWatch, started: float, dead
     probe = admin.describe_cluster(request_timeout=max(0.05, deadline - started))
     _wait([probe], watch, started, deadline)
     watch.check_fatal()
-    if is_broker_answer(probe.exception()):
-        watch.reached(None if probe.exception() is not None else len(probe.result().nodes))
+    if is_broker_answer(exc := probe.exception()):
+        watch.reached(None if exc is not None else len(probe.result().nodes))
     else:
         watch.check_unreachable(started)
 
