@@ -224,6 +224,7 @@ class EngineModel(RuleBasedStateMachine):
         self.wrong_listener = False  # ... and the client found the listener to speak the other protocol
         self.wake_at = math.inf
         self.cap: int | None = None  # the cluster's batch cap (records per request)
+        self.new_words = False  # the cap's refusals in words the engine never saw (a Kafka 4.5 cluster)
         self.smallest_refused = math.inf  # records of the smallest request of several topics refused in the cap's words
         # refused alike and larger than every request accepted, taken for the cap by its shape: the smallest such
         # request's records, by the refusal's words, until a lone topic refused in those words proves them a policy's
@@ -297,6 +298,7 @@ class EngineModel(RuleBasedStateMachine):
             self.per_request = per_request
         self.mode = mode
         self.cap = cap
+        self.new_words = cap == 7
         self.cluster = dict(existing)
         self.ids = {name: next(self.new_ids) for name in existing}
         if mode != "none":
@@ -1020,6 +1022,7 @@ class EngineModel(RuleBasedStateMachine):
             self.smallest_refused = min(self.smallest_refused, records)
             if records <= self.largest_accepted:  # the cap was lowered: what it accepted before proves nothing now
                 self.largest_accepted = 0
+                event("a lowered cap refused a request as large as one accepted before")
             event("a request refused whole for the batch cap")
         elif whole:
             message = str(every[0])
@@ -1239,7 +1242,7 @@ class EngineModel(RuleBasedStateMachine):
                 records += max(0, item.new_total_count - current) if current is not None else 0
             else:
                 records += 1 if current is not None else 0
-        if self.cap == 7 and max(partitions, records) > self.cap:  # a cluster whose cap's words are new
+        if self.new_words and max(partitions, records) > self.cap:  # a cluster whose cap's words are new
             return CAP_NEW_WORDS
         if operation is CREATE_TOPICS and partitions > self.cap:
             return CAP_PARTITIONS
@@ -1297,6 +1300,16 @@ class EngineModel(RuleBasedStateMachine):
         assert self.bucket is not None
         self.bucket.record(seconds * RATE, self.now)
         event("another client spent the quota")
+
+    @precondition(lambda self: not self.closed and self.cap is not None and self.cap > 2)
+    @rule()
+    def an_operator_lowers_the_cap(self) -> None:
+        """The cluster's batch cap is lowered to 2 records while the client runs (Kafka 4.5 makes it a setting,
+        KAFKA-20976): what it accepted before proves nothing now (``note_cap_refusal``), and the engine learns the
+        new cap from refusals alone."""
+        assert self.cap is not None
+        self.cap = 2
+        event("the batch cap was lowered")
 
     @precondition(lambda self: not self.closed and self.gate_until > self.now)
     @rule(node_id=st.sampled_from([1, 2]))
@@ -2070,5 +2083,35 @@ def test_the_model_knows_an_accepted_request_disproves_a_shapes_bound() -> None:
         state.answer_ok(views_after=False)
         state.every_topic_is_settled_by_its_deadline()
         state.what_each_topic_was_told_stays_true()
+    finally:
+        state.teardown()
+
+
+def test_the_model_knows_a_lowered_cap_refuses_what_it_accepted_before() -> None:
+    """A cluster's batch cap lowered while the client runs (Kafka 4.5 makes it a setting, KAFKA-20976): a create of
+    two topics (4 records) is applied under a cap of 4; the cap goes down to 2, and the same shape is refused whole in
+    the cap's words. What was accepted before proves nothing now: the engine splits (one topic a request), and the
+    model's bound (``note_cap_refusal``) follows the new cap instead of the old acceptance."""
+    state = EngineModel()
+    try:
+        _start(state, cap=4)
+        state.submit("create", ["a", "b"], 30.0, False, False, 1, None, None, False)
+        assert state.flight is not None
+        assert len(state.flight.tracks) == 2
+        state.answer_ok(views_after=False)
+        state.an_operator_lowers_the_cap()
+        state.submit("create", ["c", "d"], 30.0, False, False, 1, None, None, False)
+        assert state.flight is not None
+        assert len(state.flight.tracks) == 2  # 4 records: accepted before
+        state.answer_ok(views_after=False)  # refused whole in the cap's words
+        assert state.largest_accepted == 0
+        assert state.flight is not None
+        assert len(state.flight.tracks) == 1  # split below the refusal
+        state.answer_ok(views_after=False)
+        state.answer_ok(views_after=False)
+        state.every_topic_is_settled_by_its_deadline()
+        state.what_each_topic_was_told_stays_true()
+        outcomes = [t.settled for t in state.tracks]
+        assert all(settled is not None and settled[1] is None for settled in outcomes), outcomes
     finally:
         state.teardown()
