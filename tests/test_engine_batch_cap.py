@@ -153,3 +153,44 @@ def test_a_cap_refusal_in_its_words_at_a_size_once_accepted_halves_the_limit() -
     assert cap.status.max_records_per_request == 8
     assert out.send is not None
     assert len(out.send.topics) == 4
+
+
+def _cluster(cap: Engine, out: Outbox, records_cap: int, records: dict[str, int], now: float) -> dict[str, object]:
+    """Answer as a cluster whose cap (``records_cap`` records a request) refuses in new words: each outcome."""
+    settled: dict[str, object] = {}
+    while out.send is not None:
+        now += 0.01
+        names = [t.name for t in out.send.topics]
+        over = sum(records[n] for n in names) > records_cap
+        out = answer(cap, out, dict.fromkeys(names, NEW_WORDS if over else None), now)
+        settled.update({topic.name: exc for topic, exc in out.settle})
+    return settled
+
+
+def test_a_cap_lowered_in_words_learned_by_shape_is_followed_below_what_was_accepted() -> None:
+    """Found by review: a cap in new words, learned by its shape, then lowered (Kafka 4.5's setting). A refusal in
+    those words at or below the largest request accepted was taken for each topic's own answer, and every topic of
+    every later call of that size failed with it, for the client's life."""
+    cap = engine()
+    first = {f"a{i}": 99 for i in range(60)}  # 100 records each
+    records = dict.fromkeys(first, 100)
+    assert _cluster(cap, submit(cap, first, 0.0), 1_000, records, 0.0) == dict.fromkeys(first)
+    later = {f"b{i}": 99 for i in range(6)}  # 600 records: below what the cap of 1,000 accepted
+    records |= dict.fromkeys(later, 100)
+    assert _cluster(cap, submit(cap, later, 1.0), 300, records, 1.0) == dict.fromkeys(later)  # lowered to 300
+
+
+def test_a_lone_topic_over_a_cap_in_new_words_leaves_the_words_the_caps() -> None:
+    """Found by review: a lone topic larger than the cap is refused alone in the cap's new words (rightly: it cannot
+    be split). It made those words a policy's and put the limit back to 10,000: the next call of 30 topics (3,000
+    records) was refused whole and every topic failed, unsplit. A lone topic proves the words a policy's only when no
+    larger than the limit the engine keeps (a request that size may pass the cap)."""
+    cap = engine()
+    first = {f"a{i}": 99 for i in range(60)}
+    records = dict.fromkeys(first, 100) | {"huge": 2_000}
+    _cluster(cap, submit(cap, first, 0.0), 1_000, records, 0.0)
+    huge = _cluster(cap, submit(cap, {"huge": 1_999}, 1.0), 1_000, records, 1.0)
+    assert huge == {"huge": NEW_WORDS}
+    later = {f"c{i}": 99 for i in range(30)}
+    records |= dict.fromkeys(later, 100)
+    assert _cluster(cap, submit(cap, later, 2.0), 1_000, records, 2.0) == dict.fromkeys(later)

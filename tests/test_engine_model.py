@@ -1014,15 +1014,19 @@ class EngineModel(RuleBasedStateMachine):
         refused alike, and larger than every request accepted): later ones must be smaller. True when so."""
         tracks = flight.tracks
         records = sum(t.topic.records for t in tracks)
+        limit = self.engine.status.max_records_per_request  # before the engine reads this answer
         every = [results.get(t.topic.name) for t in tracks] if fate in ("ok", "policy") and len(tracks) > 1 else []
         words = bool(every) and all(_is_cap(exc) for exc in every)
         alike = bool(every) and all(_is_policy(exc) for exc in every) and len({str(exc) for exc in every}) == 1
-        whole = words or (alike and records > self.largest_accepted and str(every[0]) not in self.policy_words)
+        # words the shape took for the cap's stay the cap's at any size (a cap lowered since refuses what it accepted)
+        shaped = alike and str(every[0]) in self.refused_by_shape
+        beyond = records > self.largest_accepted
+        whole = words or (alike and (beyond or shaped) and str(every[0]) not in self.policy_words)
+        if whole and not beyond:  # the cap was lowered: what it accepted before proves nothing now
+            self.largest_accepted = 0
+            event("a lowered cap refused a request as large as one accepted before")
         if words:
             self.smallest_refused = min(self.smallest_refused, records)
-            if records <= self.largest_accepted:  # the cap was lowered: what it accepted before proves nothing now
-                self.largest_accepted = 0
-                event("a lowered cap refused a request as large as one accepted before")
             event("a request refused whole for the batch cap")
         elif whole:
             message = str(every[0])
@@ -1030,8 +1034,9 @@ class EngineModel(RuleBasedStateMachine):
             self.limit_before_shape.setdefault(message, self.engine.status.max_records_per_request)
             event("a request refused alike, split")
         lone = results.get(tracks[0].topic.name) if len(tracks) == 1 and fate in ("ok", "policy") else None
-        if _is_policy(lone) and self.refused_by_shape.pop(str(lone), None) is not None:
-            # a lone topic refused in words the shape took for the cap's: a policy's; the limit goes back
+        if _is_policy(lone) and records <= limit and self.refused_by_shape.pop(str(lone), None) is not None:
+            # a lone topic no larger than the limit refused in words the shape took for the cap's: a policy's (one
+            # larger may be over the cap by itself); the limit goes back
             self.policy_words.add(str(lone))
             self.limit_restored_to = self.limit_before_shape.pop(str(lone))
             event("a lone topic's refusal proved a policy's words")

@@ -10,7 +10,8 @@ words may change, other clusters use other caps (AutoMQ raised it), so the clien
 messages are in ``_kafka/refusals.py``, shared with the test broker.
 
 A refusal is the cap's by its words, or by its shape: every topic of a request of several refused POLICY_VIOLATION
-with one message, none applied, the request larger (in records) than the largest this client saw accepted. The
+with one message, none applied, the request larger (in records) than the largest this client saw accepted (or at
+any size, once its words were so taken: a cap lowered since refuses what it accepted before). The
 engine sizes requests by records (a topic's own estimate, never below what the controller counts), starting at
 10,000. A cap refusal of several topics sets the limit below the refused size but never below the largest request
 accepted (``max(largest accepted, refused // 2)``), and its topics are sent again at once in smaller requests,
@@ -18,8 +19,7 @@ within their deadlines; a lone topic refused so gets the broker's error. A Creat
 topics of a request (other messages, or some applied) is each topic's own answer; one that refuses every topic
 with one message costs a few extra requests, once: halving down to a lone topic, refused alike, proves the words a
 policy's; the limit goes back to what it was, and the topics left go whole again, each with the policy's error.
-(A lone topic larger than a cap in new words by itself makes those words a policy's too: later requests refused
-in them fail, not split.)
+A lone topic larger than the limit, refused alone, proves nothing: it may be over the cap by itself.
 """
 
 from __future__ import annotations
@@ -73,20 +73,24 @@ class BatchCap:
         (``_lone_refusal``)."""
         if len(errors) == 1:
             if (lone := errors[0]) is not None and lone.code() == KafkaError.POLICY_VIOLATION:
-                self._lone_refusal(lone.str())
+                self._lone_refusal(lone.str(), records)
             return False
-        message = refused_alike(errors) if self.beyond_accepted(records) else None
+        message = refused_alike(errors)
         if message is None or message in self.policies:
+            return False
+        # words the shape took for the cap's are the cap's at any size: a cap lowered since refuses what it accepted
+        if message not in self._by_shape and not self.beyond_accepted(records):
             return False
         self._by_shape.setdefault(message, self.limit)
         self.refused(records)
         return True
 
-    def _lone_refusal(self, message: str) -> None:
-        """A lone topic refused POLICY_VIOLATION with ``message``: if the shape made those words the cap's, they
-        are a policy's (a topic refused alone is not a request too large, unless it is by itself); the limit goes
-        back to what it was before them."""
-        if (limit := self._by_shape.pop(message, None)) is not None:
+    def _lone_refusal(self, message: str, records: int) -> None:
+        """A lone topic of ``records`` refused POLICY_VIOLATION with ``message``: if the shape made those words the
+        cap's, and the topic is no larger than the limit (a request as large may pass the cap), they are a policy's;
+        the limit goes back to what it was before them. A topic larger than the limit, refused alone, may be over
+        the cap by itself: the words stay the cap's."""
+        if records <= self.limit and (limit := self._by_shape.pop(message, None)) is not None:
             self.policies.add(message)
             self.limit = max(self.limit, limit)
 
