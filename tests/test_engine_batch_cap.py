@@ -10,10 +10,18 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import NewTopic
+from confluent_kafka.admin import NewPartitions, NewTopic
 
 from tests.engine_records import submit_call
-from throttled_admin._engine import CREATE_TOPICS, CallSpec, Engine, Outbox, RequestKind, RetryBackoff
+from throttled_admin._engine import (
+    CREATE_PARTITIONS,
+    CREATE_TOPICS,
+    CallSpec,
+    Engine,
+    Outbox,
+    RequestKind,
+    RetryBackoff,
+)
 
 BATCH_CAP = KafkaException(
     KafkaError(KafkaError.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
@@ -194,3 +202,21 @@ def test_a_lone_topic_over_a_cap_in_new_words_leaves_the_words_the_caps() -> Non
     later = {f"c{i}": 99 for i in range(30)}
     records |= dict.fromkeys(later, 100)
     assert _cluster(cap, submit(cap, later, 2.0), 1_000, records, 2.0) == dict.fromkeys(later)
+
+
+def test_a_grow_teaches_the_cap_only_the_partitions_it_adds() -> None:
+    """Found by review: a grow is sized as its new total (an upper bound: the controller makes only the partitions
+    it adds), and that bound was learned as accepted. Nine grows of 1,000 to 1,001 partitions (9 records made, 9,009
+    counted) then made a cap of 5,000 in new words look like a policy at 9,000 records: 90 creates failed."""
+    cap = engine()
+    spec = CallSpec(RequestKind(CREATE_PARTITIONS, False), 30.0, 30_000, True, None, None, started_at=0.0)
+    grows = [f"g{i}" for i in range(9)]
+    submit_call(cap, spec, [(n, NewPartitions(n, 1001), None, 1001) for n in grows])
+    assert cap.step(0.0).read_metadata  # a grow's cost (what it adds) is read first
+    cap.on_metadata(dict.fromkeys(grows, 1000), 0.01)
+    out = cap.step(0.01)
+    assert out.send is not None
+    answer(cap, out, dict.fromkeys(grows), 0.02)
+    creates = {f"t{i}": 99 for i in range(90)}  # 100 records each: one request of 9,000
+    records = dict.fromkeys(creates, 100)
+    assert _cluster(cap, submit(cap, creates, 1.0), 5_000, records, 1.0) == dict.fromkeys(creates)

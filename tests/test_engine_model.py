@@ -1040,7 +1040,9 @@ class EngineModel(RuleBasedStateMachine):
             self.policy_words.add(str(lone))
             self.limit_restored_to = self.limit_before_shape.pop(str(lone))
             event("a lone topic's refusal proved a policy's words")
-        applied = sum(t.topic.records for t in tracks if t.topic.name in results and results[t.topic.name] is None)
+        applied = sum(
+            _records_made(t.topic) for t in tracks if t.topic.name in results and results[t.topic.name] is None
+        )
         self.largest_accepted = max(self.largest_accepted, applied)
         for track in tracks:
             track.cap_refused_with_others = whole
@@ -1692,6 +1694,13 @@ def _budget_s(track: Track, now: float) -> float:
     cap = track.topic.call.spec.request_timeout_s
     remaining = _remaining_s(track, now)
     return remaining if cap is None else min(remaining, cap)
+
+
+def _records_made(topic: Topic) -> int:
+    """The records an applied topic made, at least: a grow is sized as its new total, but makes what it adds."""
+    if topic.call.kind.operation is CREATE_PARTITIONS:
+        return max(1, topic.cost or 0)
+    return topic.records
 
 
 def _is_cap(exc: BaseException | None) -> bool:

@@ -16,7 +16,7 @@ from throttled_admin._engine.pacer import MutationQuota, Pacer
 from throttled_admin._engine.redpanda import RedpandaHold
 from throttled_admin._engine.request import Request
 from throttled_admin._engine.round_trip import RoundTrip
-from throttled_admin._engine.work import Topic
+from throttled_admin._engine.work import CREATE_PARTITIONS, Topic
 
 _THROTTLED, _SUCCESS = Outcome.THROTTLED, Outcome.SUCCESS  # module constants: an Enum member off its class is slow
 
@@ -37,13 +37,17 @@ class Learning:
         """Refused whole for the controller's batch cap, by its words or its shape (``batch_cap``): learn it, mark
         every topic ``TOO_LARGE`` in ``outcomes``, and send the topics again in smaller requests (True). A request
         of which a topic was applied passed the cap: its size is learned too."""
-        records = applied = 0
+        records = applied = made = 0
+        grows = request.kind.operation is CREATE_PARTITIONS
         for topic in request.topics:  # one plain loop (two sums over generators were four frames a 1-topic answer)
             records += topic.records
             if outcomes.get(topic.name) is _SUCCESS:
                 applied += topic.records
+                # what the controller made, at least: a grow's records are sized as its new total (an upper bound),
+                # but it makes only the partitions it adds
+                made += max(1, topic.cost or 0) if grows else topic.records
         if applied:
-            self.cap.accepted(applied)
+            self.cap.accepted(made)
             if applied == records:  # every topic applied (most answers): passed the cap, nothing refused to read
                 return False
         several = len(request.topics) > 1 and len(outcomes) == len(request.topics)
