@@ -309,7 +309,8 @@ class Engine:
             for exc in results.values():  # a plain loop: any() over a generator is two frames more, every answer
                 if is_broker_answer(exc):
                     request.answered_at = now
-                    self._contact.answered()  # a broker answered, though the answer may leave a topic out
+                    if not self._contact.reached:  # a broker answered, though the answer may leave a topic out
+                        self._contact.answered()
                     break
         request.results.update(results)
 
@@ -402,19 +403,18 @@ class Engine:
             if self._slot.request is not None and (request := self._slot.done(now)) is not None:
                 self._complete(request, now)
             if self._contact.auth and (error := self._contact.auth_error(now, AUTH_ERROR_TTL_S)) is not None:
-                for call in list(self._queue.calls.values()):  # applied topics stay applied
-                    for topic in [*call.queued.values(), *call.in_flight.values()]:
-                        self._end(topic, Ending.AUTH_FAILED, now, error=error)
+                for topic in _unapplied(self._queue.calls):  # applied topics stay applied
+                    self._end(topic, Ending.AUTH_FAILED, now, error=error)
             drain, drain_at = self._slot.drain(now)
             if drain is not None:  # rule b: the sentinel that tells when the connection is free
                 self._out.append(Drain(drain))
             wake_at = min(self._expire(now), drain_at)
             if not self._contact.reached:
                 wake_at = min(wake_at, self._first_contact(now))
-            if self._slot.request is None:
-                wake_at = min(wake_at, self._next_request(now))
-            else:
+            if self._slot.request is not None:
                 wake_at = min(wake_at, self._slot.settles_at())
+            elif self._queue.calls:  # (none pending, as after a lone call's answer: nothing to send, no call)
+                wake_at = min(wake_at, self._next_request(now))
             if self._late.held is not None:  # settled after the next request, at once; if none went, now
                 wake_at = now
                 if self._slot.request is None:
@@ -539,10 +539,10 @@ class Engine:
         names = list(map(_NAME, request.topics))  # each topic's result, read in C (issue 39)
         results = dict(zip(names, map(request.results.get, names, repeat(_MISSING)), strict=True))
         answered = request.answered_at is not None
-        if answered or any(was_written(exc) for exc in results.values()):
-            self._contact.answered()  # a broker answered, or the request was written
+        if answered:  # on_results told the contact, and an answered request leaves nothing on its connection
             self._out.append(_REACHED)
-        self._slot.ended(request, results, answered, now)  # what its end leaves on the connection (rule b)
+        else:
+            _unanswered(request, results, self._contact, self._slot, self._out, now)
         self._out += request.throttle_events(answered=answered)  # KIP-124: each response's throttle, once
         throttle_s = request.throttle_s if answered and request.events else 0.0  # (events: any throttle told)
         operation = request.kind.operation.name
@@ -828,6 +828,27 @@ def _own_operation_timeout_s(call: Call, margin_s: float, now: float) -> float:
     own_s = call.times(now)[1] - margin_s  # its budget
     cap_s = call.spec.operation_timeout_s
     return min(own_s, cap_s) if cap_s else own_s
+
+
+def _unanswered(
+    request: Request,
+    results: dict[str, BaseException | None],
+    contact: Contact,
+    slot: Slot,
+    out: list[Action],
+    now: float,
+) -> None:
+    """``Engine._complete`` of a request no broker answered: written, it reached a broker; what its end leaves on the
+    connection (rule b)."""
+    if any(was_written(exc) for exc in results.values()):
+        contact.answered()  # the request was written
+        out.append(_REACHED)
+    slot.ended(request, results, False, now)
+
+
+def _unapplied(calls: dict[int, Call]) -> list[Topic]:
+    """The topics of ``calls`` not applied yet: queued (held too) and in flight, call by call."""
+    return [topic for call in list(calls.values()) for topic in [*call.queued.values(), *call.in_flight.values()]]
 
 
 def _any_cost_unknown(topics: list[Topic]) -> bool:

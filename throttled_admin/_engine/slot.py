@@ -88,6 +88,8 @@ class Slot:
 
     def drain(self, now: float) -> tuple[float | None, float]:
         """The sentinel's librdkafka timeout if one is to be sent now (else None), and when to look again."""
+        if not self._connection.busy:  # (every step: no call into the connection while it is free)
+            return None, math.inf
         ask, wake_at = self._connection.step(now)
         return (self._connection.sentinel_timeout_s if ask else None), wake_at
 

@@ -50,10 +50,14 @@ class ViewReads:
     def plan(self, calls: Collection[Call], now: float) -> tuple[tuple[str, ...] | None, float]:
         """The names to read now (None: no read now) and when the next read is due. The topics of a call still
         sending are read at most every READ_WHILE_SENDING_S (``visibility``)."""
-        if not self._unread and not _any_awaiting(calls):  # the common case: nothing to read, at once
-            if not self._when.reading and self._when.next_at is not None:  # (idle already: nothing to reset)
-                self._when.idle()
-            return None, math.inf
+        if not self._unread:
+            for call in calls:  # (a plain loop, not a call: every step)
+                if call.awaiting:
+                    break
+            else:  # the common case: nothing to read, at once
+                if not self._when.reading and self._when.next_at is not None:  # (idle already: nothing to reset)
+                    self._when.idle()
+                return None, math.inf
         ready, names, deferred, deferred_until = self._awaiting(calls, now)
         first = self._ids_to_read(now)
         if not names and not first:
@@ -132,10 +136,3 @@ class ViewReads:
         if first:
             self._when.soon(now)
         return first
-
-
-def _any_awaiting(calls: Collection[Call]) -> bool:
-    for call in calls:  # noqa: SIM110 (cheaper than any() over a generator: every step)
-        if call.awaiting:
-            return True
-    return False
