@@ -45,10 +45,11 @@ why it ends, its state and what its attempts leave true, in one table (``outcome
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Callable, Iterable
-from itertools import repeat
+from itertools import compress, repeat
 
 from confluent_kafka import KafkaError, KafkaException
 
@@ -637,7 +638,7 @@ class Engine:
         topics = list(self._queue.eligible(kind, now, self._views.reads_ids))
         if probe := self._gate.probe_due(now):  # a throttle whose connection is gone: one topic, the cheapest, first
             topics = [min(topics, key=lambda topic: (topic.cost is None, topic.cost or 0))]
-        if self._metadata.refresh or _any_cost_unknown(topics):
+        if self._metadata.refresh or None in map(_COST, topics):  # (read in C: every request)
             # costs not yet known, or metadata to refresh (after NOT_CONTROLLER): a read off the deadline-keeping
             # path (expiry goes on meanwhile), waited for
             if self._metadata.ask():
@@ -648,7 +649,7 @@ class Engine:
             pending_cost = self._queue.queued_cost(kind, pacer.horizon, now, self._views.reads_ids)
             if (wait_s := pacer.wait_s(head.cost or 0, pending_cost, now)) > 0:
                 return self._hold_back(wait_s, kind, now)
-        return self._compose(kind, topics, now)
+        return self._compose(kind, topics, now, probe)
 
     def _hold_back(self, wait_s: float, paced: RequestKind | None, now: float) -> float:
         """Nothing goes for ``wait_s``; returns when to look again. A call that cannot wait fails its queued topics
@@ -670,12 +671,12 @@ class Engine:
                 self._end(topic, Ending.THROTTLED_HERE, now, throttle_ms=throttle_ms)
         return now + wait_s
 
-    def _compose(self, kind: RequestKind, candidates: list[Topic], now: float) -> float:
+    def _compose(self, kind: RequestKind, candidates: list[Topic], now: float, probe: bool) -> float:
         """Put the next request in the outbox: the candidates (queued, sendable, of one kind, in call order) that
-        fit it (``_choose``), with the timeouts their calls allow (``_timeouts``). Returns when to look again."""
+        fit it (``_choose``), with the timeouts their calls allow (``_timeouts``); ``probe``: the gate asks for a
+        probe (``ThrottleTracker.probe_due``). Returns when to look again."""
         # The round-trip floor for a first attempt and for a retry, computed once for the whole request.
-        round_trip = self._learned.round_trip
-        estimates = {1: round_trip.estimate(now, 1), MIN_SAMPLES: round_trip.estimate(now, MIN_SAMPLES)}
+        estimates = self._learned.round_trip.estimates(now)
         chosen, mutations, _, longest = self._choose(candidates, estimates, now)
         if not chosen:
             return now
@@ -684,17 +685,16 @@ class Engine:
         refs: list[TopicRef] = []
         for call, topics in _by_call(chosen):
             call.move_all(topics, _IN_FLIGHT)
-            call_id = call.id
-            refs += [TopicRef(call_id, topic.name) for topic in topics]
+            refs += map(_new_ref, zip(repeat(call.id), map(_NAME, topics)))
         request = self._slot.hand_over(kind, chosen, mutations, (request_timeout_s, operation_timeout_s), now)
         request_id = request.id
-        self._gate.sent(request_id, now)
+        self._gate.sent(request_id, probe)
         items = tuple(map(_ITEM, chosen))
         timeouts = request_timeout_s, operation_timeout_s
         self._out.append(Send(request_id, kind, tuple(refs), items, mutations, *timeouts))
         operation, count = kind.operation.name, len(chosen)
         self._out.append(RequestSent(operation, count, mutations))
-        return self._slot.settles_at()
+        return request.expires_at  # (``Slot.settles_at`` of a request with no result yet)
 
     def _choose(
         self, candidates: list[Topic], estimates: dict[int, tuple[float, float]], now: float
@@ -851,16 +851,12 @@ def _unapplied(calls: dict[int, Call]) -> list[Topic]:
     return [topic for call in list(calls.values()) for topic in [*call.queued.values(), *call.in_flight.values()]]
 
 
-def _any_cost_unknown(topics: list[Topic]) -> bool:
-    for topic in topics:  # noqa: SIM110 (cheaper than any() over a generator: every request)
-        if topic.cost is None:
-            return True
-    return False
-
-
 _APPLIED_ONLY = {Outcome.SUCCESS}
-# a topic's snapshot as the request carries it, its name, whether its cost was guessed: read in C (issue 39)
+# a topic's snapshot as the request carries it, its name, whether its cost was guessed, its cost, its state: read in C
+# (issue 39)
 _ITEM, _NAME, _GUESSED = operator.attrgetter("item"), operator.attrgetter("name"), operator.attrgetter("guessed")
+_COST, _STATE = operator.attrgetter("cost"), operator.attrgetter("state")
+_new_ref = functools.partial(tuple.__new__, TopicRef)  # TopicRef((call id, name)), made in C (its __new__ is Python)
 
 
 def _applied_runs(request: Request, response: Response) -> list[tuple[Call, list[Topic]]] | None:
@@ -868,7 +864,8 @@ def _applied_runs(request: Request, response: Response) -> list[tuple[Call, list
     flight, a run for each call in request order; else None (``Engine._settle_answered`` decides topic by topic)."""
     if set(response.outcomes.values()) != _APPLIED_ONLY:
         return None
-    runs = _by_call([topic for topic in request.topics if topic.state is _IN_FLIGHT])
+    topics = request.topics  # those still in flight (read in C)
+    runs = _by_call(list(compress(topics, map(operator.is_, map(_STATE, topics), repeat(_IN_FLIGHT)))))
     for call, _ in runs:
         if call.spec.wait_for_metadata and not call.kind.validate_only:
             return None  # applied topics await every broker's Metadata

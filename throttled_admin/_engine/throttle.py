@@ -95,8 +95,9 @@ class ThrottleTracker:
         """A throttle whose connection is gone has not ended: the next request is a probe of one topic."""
         return bool(self._until) and any(t.gone and t.until > now for t in self._until.values())
 
-    def sent(self, request_id: int, now: float) -> None:
-        if self.probe_due(now):
+    def sent(self, request_id: int, probe: bool) -> None:
+        """A request was sent; ``probe``: as the probe (``probe_due`` when it was composed)."""
+        if probe:
             self._probe = request_id
 
     def completed(self, request_id: int, *, spoke_for_quota: bool) -> bool:
