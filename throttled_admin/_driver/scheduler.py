@@ -185,6 +185,7 @@ class Scheduler:
         self._cv = threading.Condition(lock)  # the scheduler's thread sleeps on it
         self._assisted = threading.Condition(lock)  # callers' threads waiting for their futures (assist) sleep here
         self._assisting = 0
+        self._asleep_assisting = 0  # of them, those asleep on ``_assisted`` (not in a turn of their own)
         self._in_caller_turn = False  # a caller's thread holds the turn (``_caller_turn``)
         self._turns = Turns()  # the one way to step the engine and send
         self.caller_turns = True  # calls and waiting callers take turns on their own threads (the fast path)
@@ -390,7 +391,7 @@ class Scheduler:
     def _wake_assisting(self) -> None:
         """Futures were settled (by a turn, or cancelled): callers waiting for theirs in assist() look again."""
         with self._lock:
-            if self._assisting:
+            if self._asleep_assisting:  # (the waiting caller that settled them in its own turn is awake: issue 39)
                 self._assisted.notify_all()
 
     # -- a caller's thread waiting for a future takes the turn itself -------------------------------
@@ -427,7 +428,11 @@ class Scheduler:
                 left = self._left(end)
                 if left is not None and left <= 0:
                     return False
-                self._assisted.wait(left)
+                self._asleep_assisting += 1
+                try:
+                    self._assisted.wait(left)
+                finally:
+                    self._asleep_assisting -= 1
             return not (future.done() or self._closed)
 
     def _left(self, end: float | None) -> float | None:
@@ -614,7 +619,8 @@ class Scheduler:
         short since the last step. Once closed, the engine closes here (the last turn). Cut short itself (a signal
         handler that raises, on the main thread), the engine's state is no longer known: the client closes here."""
         assert self._turns.held_here()
-        found = self._handshake_drops.found()  # a listener of another protocol: the failure holds until answered
+        drops = self._handshake_drops  # a listener of another protocol: the failure holds until answered
+        found = drops.found() if drops.found_any else None
         with self._lock:
             if self._closed and self._engine.status.closed:
                 return None

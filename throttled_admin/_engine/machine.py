@@ -308,7 +308,7 @@ class Engine:
             request.first_result_at = now
         if request.answered_at is None:
             for exc in results.values():  # a plain loop: any() over a generator is two frames more, every answer
-                if is_broker_answer(exc):
+                if exc is None or is_broker_answer(exc):  # (None: applied, a broker's answer; no call)
                     request.answered_at = now
                     if not self._contact.reached:  # a broker answered, though the answer may leave a topic out
                         self._contact.answered()
