@@ -674,12 +674,15 @@ class Scheduler:
         with self._lock:
             futures = _futures_of(self._open, settlements)
         for settle, future in zip(settlements, futures, strict=True):
-            if future is None or future.done():  # withdrawn, or settled by a close() here
+            if future is None:  # withdrawn
                 continue
-            if settle.outcome is None:
-                future.set_result(None)
-            else:
-                future.set_exception(settle.outcome)
+            try:  # (not done() first: a call more a topic, issue 39; contextlib.suppress is two)
+                if settle.outcome is None:
+                    future.set_result(None)
+                else:
+                    future.set_exception(settle.outcome)
+            except InvalidStateError:  # settled by a close() here
+                pass
         with self._lock:
             _forget_all(self._open, settlements)
         self._wake_assisting()

@@ -556,7 +556,7 @@ class Engine:
             if response.throttle_s > throttle_s:  # Redpanda's charge: waited out as a throttle
                 self._gate.record(-1, response.throttle_s, now)
         accepted = _progress(request.topics, outcomes)
-        if guessed := _made_with_a_guess(request.topics, outcomes):
+        if any(map(_GUESSED, request.topics)) and (guessed := _made_with_a_guess(request.topics, outcomes)):
             self._metadata.read_back(guessed)
         retried = not self._late.hold(request, response, now) and self._settle_answered(request, response, now)
         if answered:  # Redpanda's refused topics are charged all the same: the pacer's mirror counts them
@@ -949,9 +949,8 @@ def _quota_refusals(request: Request) -> int:
 
 def _made_with_a_guess(topics: list[Topic], outcomes: dict[str, Outcome]) -> list[str]:
     """The creates the broker made that were costed with a guessed partition count, to be read back (``metadata``):
-    whenever the answer says so, settled here already or not (its deadline, an authentication failure; rule g)."""
-    if not any(map(_GUESSED, topics)):  # none guessed (most requests): nothing to look at
-        return []
+    whenever the answer says so, settled here already or not (its deadline, an authentication failure; rule g).
+    Asked only of a request with a topic guessed (most have none: ``Engine._complete`` looks first, in C)."""
     return [t.name for t in topics if t.guessed and outcomes[t.name] is _SUCCESS and not t.call.kind.validate_only]
 
 
