@@ -38,6 +38,7 @@ import functools
 import itertools
 import logging
 import math
+import operator
 import threading
 import time
 from collections.abc import Callable
@@ -175,8 +176,14 @@ class Scheduler:
         self._handshake_drops = HandshakeDrops(security_protocol, self._on_listener_found, clock=clock)
         self._reported: str | None = None  # the last finding about a listener reported to ``report``
         self._metrics = metrics
+        # Every other metric event (``turns.Actions.metric``): ``event.report(metrics)``, called in C (a method around
+        # it was a call more each, two a 1-topic call's answer: issue 39)
+        self.metric: Callable[[MetricEvent], None] = operator.methodcaller("report", metrics)
         self._first_throttle = FirstThrottleNotice(paced=pacer is not None)
         self._clock = clock
+        # The driver's clock, which a call's start and deadline are read from: the clock itself (a method around it
+        # was a call more every call, issue 39)
+        self.now: Callable[[], float] = clock
         self._engine = Engine(pacer=pacer, backoff=backoff, socket_timeout_s=socket_timeout_s)
         self._callbacks = callbacks if callbacks is not None else CallbackRunner()
         # the engine's lock, taken as itself on the per-call path (a Condition's __enter__ and __exit__ are Python
@@ -213,10 +220,6 @@ class Scheduler:
     @property
     def closed(self) -> bool:
         return self._closed
-
-    def now(self) -> float:
-        """The driver's clock (a call's start and deadline are read from it)."""
-        return self._clock()
 
     def wait_final(self, timeout_s: float) -> bool:
         """Wait until no request handed over can still be applied (``Engine.final_at``); False if ``timeout_s``
@@ -647,9 +650,10 @@ class Scheduler:
 
     # -- what a turn carries out (``turns.Actions``; outside the lock) ------------------------------
 
-    def metric(self, event: MetricEvent) -> None:
+    def throttle(self, event: ResponseThrottle) -> None:
+        """A response's throttle: recorded, and seen by the first-throttle notice (the only kind it reads) if any."""
         event.report(self._metrics)
-        if type(event) is ResponseThrottle and event.throttle_ms > 0:  # the only kind the notice reads, throttled
+        if event.throttle_ms > 0:
             self._first_throttle.see(event)
 
     def reached(self) -> None:

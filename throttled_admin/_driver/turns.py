@@ -48,6 +48,7 @@ from throttled_admin._engine import (
     Settle,
     WakeAt,
 )
+from throttled_admin._engine.metric_events import ResponseThrottle
 
 __all__ = ["Actions", "Cut", "Sending", "Turns"]
 
@@ -85,6 +86,9 @@ class Actions(Protocol):
     """What the driver does for each kind of action of a step (outside the engine's lock)."""
 
     def metric(self, event: MetricEvent) -> None: ...
+
+    def throttle(self, event: ResponseThrottle) -> None:
+        """A ``ResponseThrottle``: ``metric``, and what the driver does of a throttle besides."""
 
     def read_views(self, names: list[str]) -> None: ...
 
@@ -292,6 +296,7 @@ _HANDLERS: dict[type[_Planned], tuple[str, Callable[[Any], Any] | None]] = dict.
     METRIC_KINDS, ("metric", _ITSELF)
 )
 _HANDLERS |= {
+    ResponseThrottle: ("throttle", _ITSELF),
     Reached: ("reached", None),
     ReadViews: ("read_views", lambda read: list(read.names)),
     Drain: ("drain", operator.attrgetter("request_timeout_s")),

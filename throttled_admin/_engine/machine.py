@@ -627,7 +627,10 @@ class Engine:
         head = self._queue.head(now, self._views.reads_ids)
         if head is None:
             return self._queue.next_eligible(now, self._views.reads_ids)
-        if (wake_at := self._contact.hold(head.call.spec.started_at, now, FIRST_CONTACT_TIMEOUT_S)) is not None:
+        if (
+            not self._contact.reached
+            and (wake_at := self._contact.hold(head.call.spec.started_at, now, FIRST_CONTACT_TIMEOUT_S)) is not None
+        ):  # (reached, as most of the time: nothing held, no call)
             return wake_at  # first contact: hand over only what librdkafka may be able to write
         return self._send_or_hold(head, now)
 
