@@ -179,6 +179,8 @@ class Scheduler:
         # Every other metric event (``turns.Actions.metric``): ``event.report(metrics)``, called in C (a method around
         # it was a call more each, two a 1-topic call's answer: issue 39)
         self.metric: Callable[[MetricEvent], None] = operator.methodcaller("report", metrics)
+        # The metric exports (``turns.Actions.flush``): the sink's own, no call between
+        self.flush: Callable[[bool], None] = metrics.flush
         self._first_throttle = FirstThrottleNotice(paced=pacer is not None)
         self._clock = clock
         # The driver's clock, which a call's start and deadline are read from: the clock itself (a method around it
@@ -571,7 +573,7 @@ class Scheduler:
             return False
         try:
             self._poll()
-            self.flush()
+            self.flush(False)
         except BaseException:
             with self._cv:
                 self._wake()  # cut short (ClientGone, a bug): a full turn next, which meets it again
@@ -662,9 +664,6 @@ class Scheduler:
 
     def read_views(self, names: list[str]) -> None:
         self._start_views_read(names)
-
-    def flush(self, wait: bool = False) -> None:
-        self._metrics.flush(wait)
 
     def read_metadata(self) -> None:
         self._start_metadata_read()

@@ -558,12 +558,15 @@ class Engine:
         accepted = _progress(request.topics, outcomes)
         if any(map(_GUESSED, request.topics)) and (guessed := _made_with_a_guess(request.topics, outcomes)):
             self._metadata.read_back(guessed)
-        retried = not self._late.hold(request, response, now) and self._settle_answered(request, response, now)
+        # (held only from ``from_topics`` topics: most answers are not asked)
+        late = len(request.topics) >= self._late.from_topics and self._late.hold(request, response, now)
+        retried = not late and self._settle_answered(request, response, now)
         if answered:  # Redpanda's refused topics are charged all the same: the pacer's mirror counts them
             self._learned.answered(request, results, charged + accepted, response.throttle_s, now)
             self._contact.auth = None  # a broker answered: an authentication failure is over
         spoke = answered and not _SPEAKS_FOR_QUOTA.isdisjoint(outcomes.values())
-        if self._gate.completed(request.id, spoke_for_quota=spoke) and self._learned.pacer is not None:
+        probe = request.id == self._gate.probe_id  # (most requests are none: no call)
+        if probe and self._gate.completed(request.id, spoke_for_quota=spoke) and self._learned.pacer is not None:
             self._learned.pacer.connection_renewed(response.throttle_s, now)  # the debt the fresh answer disproved
         self._out += _answer_events(operation, accepted, retried)
 
@@ -691,7 +694,8 @@ class Engine:
             refs += map(_new_ref, zip(repeat(call.id), map(_NAME, topics)))
         request = self._slot.hand_over(kind, chosen, mutations, (request_timeout_s, operation_timeout_s), now)
         request_id = request.id
-        self._gate.sent(request_id, probe)
+        if probe:  # (most requests are none: no call)
+            self._gate.sent(request_id, probe)
         items = tuple(map(_ITEM, chosen))
         timeouts = request_timeout_s, operation_timeout_s
         self._out.append(Send(request_id, kind, tuple(refs), items, mutations, *timeouts))
