@@ -49,8 +49,8 @@ class Learning:
                 applied += topic.records
         if applied > self.cap.largest_accepted:  # (no larger than one accepted before: the cap knows it already)
             self.cap.accepted(applied)
-            if applied == records:  # every topic applied (most answers): passed the cap, nothing refused to read
-                return False
+        if 0 < applied == records:  # every topic applied (most answers): passed the cap, nothing refused to read
+            return False
         several = len(request.topics) > 1 and len(outcomes) == len(request.topics)
         if several and all(outcome is Outcome.TOO_LARGE for outcome in outcomes.values()):
             self.cap.refused(records)
