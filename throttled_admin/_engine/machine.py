@@ -55,7 +55,6 @@ from confluent_kafka import KafkaError, KafkaException
 
 from throttled_admin._engine.actions import (
     Action,
-    Drain,
     Outbox,
     Probe,
     Reached,
@@ -406,10 +405,10 @@ class Engine:
             if self._contact.auth and (error := self._contact.auth_error(now, AUTH_ERROR_TTL_S)) is not None:
                 for topic in _unapplied(self._queue.calls):  # applied topics stay applied
                     self._end(topic, Ending.AUTH_FAILED, now, error=error)
-            drain, drain_at = self._slot.drain(now)
-            if drain is not None:  # rule b: the sentinel that tells when the connection is free
-                self._out.append(Drain(drain))
-            wake_at = min(self._expire(now), drain_at)
+            drains, drain_at = self._slot.drain(now)
+            self._out += drains  # rule b: the sentinel that tells when the connection is free, if one is due
+            # (none pending, as after a lone call's answer: nothing to expire, no call)
+            wake_at = min(self._expire(now), drain_at) if self._queue.calls else drain_at
             if not self._contact.reached:
                 wake_at = min(wake_at, self._first_contact(now))
             if self._slot.request is not None:
