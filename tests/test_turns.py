@@ -32,7 +32,7 @@ from throttled_admin._engine import (
     Settle,
     WakeAt,
 )
-from throttled_admin._engine.metric_events import Retried
+from throttled_admin._engine.metric_events import ResponseThrottle, Retried
 from throttled_admin._engine.work import TopicRef
 
 # -- the invariants, on Turns itself ---------------------------------------------------------------------------
@@ -56,6 +56,9 @@ class Recorder:
     def metric(self, event: MetricEvent) -> None:
         assert isinstance(event, Retried)
         self._do(f"metric {event.operation}")
+
+    def throttle(self, event: ResponseThrottle) -> None:
+        self._do(f"throttle {event.throttle_ms:g}")
 
     def reached(self) -> None:
         self._do("reached")
@@ -118,6 +121,18 @@ def test_a_turn_carries_out_a_step_in_order_each_action_once() -> None:
     turns.release()
     with pytest.raises(AssertionError):  # invariant 2: only inside a turn
         turns.carry(an_outbox(), actions, flush=True)
+
+
+def test_a_responses_throttle_goes_to_its_own_handler_among_the_metric_events_in_order() -> None:
+    """A ``ResponseThrottle`` is handed to ``Actions.throttle`` (the first-throttle notice reads it), every other
+    metric event to ``Actions.metric``, in the order the engine decided them (issue 39)."""
+    turns, actions = Turns(), Recorder()
+    turns.take()
+    turns.carry(
+        Outbox.of([ResponseThrottle(None, 0.0), Retried("m1"), ResponseThrottle(1, 250.0)]), actions, flush=True
+    )
+    assert actions.done == ["throttle 0", "metric m1", "throttle 250", "export"]
+    turns.release()
 
 
 def test_a_turn_does_every_kind_of_action_in_the_engines_order_and_leaves_the_reads_of_one_that_sends() -> None:

@@ -35,7 +35,7 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from confluent_kafka import KafkaError
 
@@ -97,6 +97,9 @@ class HandshakeDrops:
         self._ask_plaintext = ask_plaintext or serves_plaintext
         self._drops: dict[str, deque[float]] = {}
         self._found: dict[str, KafkaError] = {}
+        # Whether anything was found (``found()`` may say more): the dict itself, whose truth needs no lock, read by
+        # the scheduler before every step (issue 39)
+        self.found_any: Mapping[str, KafkaError] = self._found
         self._asked_at: dict[str, float] = {}
         self._asking: set[str] = set()
         self._generation = 0  # changes whenever what was found may no longer hold: a late answer is dropped

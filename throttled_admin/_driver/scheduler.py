@@ -38,6 +38,7 @@ import functools
 import itertools
 import logging
 import math
+import operator
 import threading
 import time
 from collections.abc import Callable
@@ -175,8 +176,16 @@ class Scheduler:
         self._handshake_drops = HandshakeDrops(security_protocol, self._on_listener_found, clock=clock)
         self._reported: str | None = None  # the last finding about a listener reported to ``report``
         self._metrics = metrics
+        # Every other metric event (``turns.Actions.metric``): ``event.report(metrics)``, called in C (a method around
+        # it was a call more each, two a 1-topic call's answer: issue 39)
+        self.metric: Callable[[MetricEvent], None] = operator.methodcaller("report", metrics)
+        # The metric exports (``turns.Actions.flush``): the sink's own, no call between
+        self.flush: Callable[[bool], None] = metrics.flush
         self._first_throttle = FirstThrottleNotice(paced=pacer is not None)
         self._clock = clock
+        # The driver's clock, which a call's start and deadline are read from: the clock itself (a method around it
+        # was a call more every call, issue 39)
+        self.now: Callable[[], float] = clock
         self._engine = Engine(pacer=pacer, backoff=backoff, socket_timeout_s=socket_timeout_s)
         self._callbacks = callbacks if callbacks is not None else CallbackRunner()
         # the engine's lock, taken as itself on the per-call path (a Condition's __enter__ and __exit__ are Python
@@ -185,6 +194,7 @@ class Scheduler:
         self._cv = threading.Condition(lock)  # the scheduler's thread sleeps on it
         self._assisted = threading.Condition(lock)  # callers' threads waiting for their futures (assist) sleep here
         self._assisting = 0
+        self._asleep_assisting = 0  # of them, those asleep on ``_assisted`` (not in a turn of their own)
         self._in_caller_turn = False  # a caller's thread holds the turn (``_caller_turn``)
         self._turns = Turns()  # the one way to step the engine and send
         self.caller_turns = True  # calls and waiting callers take turns on their own threads (the fast path)
@@ -212,10 +222,6 @@ class Scheduler:
     @property
     def closed(self) -> bool:
         return self._closed
-
-    def now(self) -> float:
-        """The driver's clock (a call's start and deadline are read from it)."""
-        return self._clock()
 
     def wait_final(self, timeout_s: float) -> bool:
         """Wait until no request handed over can still be applied (``Engine.final_at``); False if ``timeout_s``
@@ -390,7 +396,7 @@ class Scheduler:
     def _wake_assisting(self) -> None:
         """Futures were settled (by a turn, or cancelled): callers waiting for theirs in assist() look again."""
         with self._lock:
-            if self._assisting:
+            if self._asleep_assisting:  # (the waiting caller that settled them in its own turn is awake: issue 39)
                 self._assisted.notify_all()
 
     # -- a caller's thread waiting for a future takes the turn itself -------------------------------
@@ -427,7 +433,11 @@ class Scheduler:
                 left = self._left(end)
                 if left is not None and left <= 0:
                     return False
-                self._assisted.wait(left)
+                self._asleep_assisting += 1
+                try:
+                    self._assisted.wait(left)
+                finally:
+                    self._asleep_assisting -= 1
             return not (future.done() or self._closed)
 
     def _left(self, end: float | None) -> float | None:
@@ -563,7 +573,7 @@ class Scheduler:
             return False
         try:
             self._poll()
-            self.flush()
+            self.flush(False)
         except BaseException:
             with self._cv:
                 self._wake()  # cut short (ClientGone, a bug): a full turn next, which meets it again
@@ -614,7 +624,8 @@ class Scheduler:
         short since the last step. Once closed, the engine closes here (the last turn). Cut short itself (a signal
         handler that raises, on the main thread), the engine's state is no longer known: the client closes here."""
         assert self._turns.held_here()
-        found = self._handshake_drops.found()  # a listener of another protocol: the failure holds until answered
+        drops = self._handshake_drops  # a listener of another protocol: the failure holds until answered
+        found = drops.found() if drops.found_any else None
         with self._lock:
             if self._closed and self._engine.status.closed:
                 return None
@@ -641,9 +652,10 @@ class Scheduler:
 
     # -- what a turn carries out (``turns.Actions``; outside the lock) ------------------------------
 
-    def metric(self, event: MetricEvent) -> None:
+    def throttle(self, event: ResponseThrottle) -> None:
+        """A response's throttle: recorded, and seen by the first-throttle notice (the only kind it reads) if any."""
         event.report(self._metrics)
-        if type(event) is ResponseThrottle and event.throttle_ms > 0:  # the only kind the notice reads, throttled
+        if event.throttle_ms > 0:
             self._first_throttle.see(event)
 
     def reached(self) -> None:
@@ -652,9 +664,6 @@ class Scheduler:
 
     def read_views(self, names: list[str]) -> None:
         self._start_views_read(names)
-
-    def flush(self, wait: bool = False) -> None:
-        self._metrics.flush(wait)
 
     def read_metadata(self) -> None:
         self._start_metadata_read()
@@ -668,12 +677,15 @@ class Scheduler:
         with self._lock:
             futures = _futures_of(self._open, settlements)
         for settle, future in zip(settlements, futures, strict=True):
-            if future is None or future.done():  # withdrawn, or settled by a close() here
+            if future is None:  # withdrawn
                 continue
-            if settle.outcome is None:
-                future.set_result(None)
-            else:
-                future.set_exception(settle.outcome)
+            try:  # (not done() first: a call more a topic, issue 39; contextlib.suppress is two)
+                if settle.outcome is None:
+                    future.set_result(None)
+                else:
+                    future.set_exception(settle.outcome)
+            except InvalidStateError:  # settled by a close() here
+                pass
         with self._lock:
             _forget_all(self._open, settlements)
         self._wake_assisting()

@@ -48,6 +48,7 @@ from throttled_admin._engine import (
     Settle,
     WakeAt,
 )
+from throttled_admin._engine.metric_events import ResponseThrottle
 
 __all__ = ["Actions", "Cut", "Sending", "Turns"]
 
@@ -86,6 +87,9 @@ class Actions(Protocol):
 
     def metric(self, event: MetricEvent) -> None: ...
 
+    def throttle(self, event: ResponseThrottle) -> None:
+        """A ``ResponseThrottle``: ``metric``, and what the driver does of a throttle besides."""
+
     def read_views(self, names: list[str]) -> None: ...
 
     def send(self, sending: Sending) -> None: ...
@@ -103,11 +107,11 @@ class Actions(Protocol):
     def reached(self) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class _SettleAll:
-    """The step's settlements, carried out together (one pass over the futures, one wake of waiting callers)."""
+class _SettleAll(list[Settle]):
+    """The step's settlements, carried out together (one pass over the futures, one wake of waiting callers): a list
+    of its own kind (made in C, handed over as itself: issue 39)."""
 
-    settlements: list[Settle]
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +152,7 @@ def _plan(out: Outbox, flush: bool) -> list[_Planned]:
     settlement, but off the way of the request to the broker (a 1-topic call's ``RequestSent``, issue 39)."""
     plan: list[_Planned] = []
     metrics: list[_Planned] = []
-    settlements: list[Settle] = []
+    settlements = _SettleAll()
     reads: list[_Planned] = []
     metrics_at = 0  # where the metric events go: first, or right after the send
     for action in out.actions:
@@ -165,7 +169,7 @@ def _plan(out: Outbox, flush: bool) -> list[_Planned]:
             reads.append(action)
     plan[metrics_at:metrics_at] = metrics
     if settlements:
-        plan += [_FLUSH_FIRST, _SettleAll(settlements)]
+        plan += [_FLUSH_FIRST, settlements]
     elif flush:
         plan.append(_FLUSH)
     if reads and out.send is None:
@@ -292,10 +296,11 @@ _HANDLERS: dict[type[_Planned], tuple[str, Callable[[Any], Any] | None]] = dict.
     METRIC_KINDS, ("metric", _ITSELF)
 )
 _HANDLERS |= {
+    ResponseThrottle: ("throttle", _ITSELF),
     Reached: ("reached", None),
     ReadViews: ("read_views", lambda read: list(read.names)),
     Drain: ("drain", operator.attrgetter("request_timeout_s")),
-    _SettleAll: ("settle", operator.attrgetter("settlements")),
+    _SettleAll: ("settle", _ITSELF),
     _Flush: ("flush", operator.attrgetter("wait")),
     ReadMetadata: ("read_metadata", None),
     Probe: ("probe", None),

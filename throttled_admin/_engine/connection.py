@@ -65,10 +65,8 @@ class Connection:
     def __init__(self, socket_timeout_s: float = 60.0) -> None:
         self._sentinel_timeout_s = min(_LIBRDKAFKA_MAX_TIMEOUT_S, socket_timeout_s + SCAN_S)
         self._busy: _Busy | None = None
-
-    @property
-    def busy(self) -> bool:
-        return self._busy is not None
+        # whether ``_busy`` is set: an attribute, read by every step of the engine (a property was a call each)
+        self.busy = False
 
     @property
     def sentinel_timeout_s(self) -> float:
@@ -78,7 +76,7 @@ class Connection:
         """A request may still be on the connection (librdkafka gave up on it, or its answer could not be read);
         ``apply_s``: its controller deadline (``timeout_ms``), which starts when the broker reads it."""
         if self._busy is None:
-            self._busy = _Busy(now, apply_s)
+            self._busy, self.busy = _Busy(now, apply_s), True
         else:
             self._busy.apply_s = max(self._busy.apply_s, apply_s)
 
@@ -92,7 +90,7 @@ class Connection:
             return True, now + self._sentinel_timeout_s + _GRACE_S
         given_up_at = busy.asked_at + self._sentinel_timeout_s + _GRACE_S
         if now >= given_up_at:  # librdkafka never completed the sentinel: its connection is long gone
-            self._busy = None
+            self._busy, self.busy = None, False
             return False, now
         return False, given_up_at
 
@@ -106,5 +104,5 @@ class Connection:
         if outcome is Drained.NOT_SENT:
             busy.asked_at = None  # ask again
             return 0.0
-        self._busy = None
+        self._busy, self.busy = None, False
         return busy.apply_s if outcome is Drained.CLOSED else 0.0

@@ -26,7 +26,7 @@ class LateSettlement:
     """At most one answered request whose topics are still to be settled."""
 
     def __init__(self, from_topics: int) -> None:
-        self._from = from_topics
+        self.from_topics = from_topics
         # the held answer (an attribute, not a property: every step looks, issue 39)
         self.held: tuple[Request, Response] | None = None
 
@@ -34,7 +34,7 @@ class LateSettlement:
         """Hold ``request``'s answer (True) if it is large, answered, every topic applied, with no throttle, no
         split, every call's deadline still ahead and none waiting for metadata (its reads are planned in the step
         that takes the answer)."""
-        if len(request.topics) < self._from or request.answered_at is None or self.held is not None:
+        if len(request.topics) < self.from_topics or request.answered_at is None or self.held is not None:
             return False
         if response.throttle_s > 0 or response.split:
             return False

@@ -22,6 +22,11 @@ _THROTTLED, _SUCCESS = Outcome.THROTTLED, Outcome.SUCCESS  # module constants: a
 
 __all__ = ["Learning"]
 
+_AT_REST = (
+    None,
+    0,
+)  # Redpanda's hold after an answer that refused nothing in its form: no estimate, no refusal in a row
+
 
 class Learning:
     """The round trip, the batch cap, Redpanda's hold and the pacer. Not thread-safe: the engine's own state."""
@@ -46,10 +51,10 @@ class Learning:
                 # what the controller made, at least: a grow's records are sized as its new total (an upper bound),
                 # but it makes only the partitions it adds
                 made += max(1, topic.cost or 0) if grows else topic.records
-        if applied:
+        if made > self.cap.largest_accepted:  # (no larger than one accepted before: the cap knows it already)
             self.cap.accepted(made)
-            if applied == records:  # every topic applied (most answers): passed the cap, nothing refused to read
-                return False
+        if 0 < applied == records:  # every topic applied (most answers): passed the cap, nothing refused to read
+            return False
         several = len(request.topics) > 1 and len(outcomes) == len(request.topics)
         if several and all(outcome is Outcome.TOO_LARGE for outcome in outcomes.values()):
             self.cap.refused(records)
@@ -74,7 +79,9 @@ class Learning:
         if _THROTTLED in outcomes.values():  # none refused for the quota (most answers): none of Redpanda's
             refused = [t.cost or 0 for t in request.topics if _redpanda_refused(results[t.name], outcomes[t.name])]
         if not refused:
-            self._redpanda.extra_s([], 0, True, throttle_s, None)
+            hold = self._redpanda
+            if (hold.estimate, hold.refusals_in_a_row) != _AT_REST:  # (at rest, most answers: nothing to reset)
+                hold.extra_s([], 0, True, throttle_s, None)
             return throttle_s, 0
         admitted_any = any(outcome is Outcome.SUCCESS for outcome in outcomes.values())
         before = _admitted_before_refusal(request.topics, outcomes)
@@ -98,7 +105,7 @@ class Learning:
         """A broker answered: a whole answer is a round trip (rule d), and the pacer learns what was admitted and
         the throttle."""
         assert request.answered_at is not None
-        if _all_broker_answers(results):
+        if not any(results.values()) or _all_broker_answers(results):  # (every topic applied: the broker's answers)
             self.round_trip.observe(len(request.topics), request.answered_at - request.sent_at, now)
         if self.pacer is not None:
             self.pacer.on_response(admitted=admitted, throttle_s=throttle_s, sent_at=request.sent_at, now=now)

@@ -45,16 +45,16 @@ why it ends, its state and what its attempts leave true, in one table (``outcome
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Callable, Iterable
-from itertools import repeat
+from itertools import compress, repeat
 
 from confluent_kafka import KafkaError, KafkaException
 
 from throttled_admin._engine.actions import (
     Action,
-    Drain,
     Outbox,
     Probe,
     Reached,
@@ -307,9 +307,10 @@ class Engine:
             request.first_result_at = now
         if request.answered_at is None:
             for exc in results.values():  # a plain loop: any() over a generator is two frames more, every answer
-                if is_broker_answer(exc):
+                if exc is None or is_broker_answer(exc):  # (None: applied, a broker's answer; no call)
                     request.answered_at = now
-                    self._contact.answered()  # a broker answered, though the answer may leave a topic out
+                    if not self._contact.reached:  # a broker answered, though the answer may leave a topic out
+                        self._contact.answered()
                     break
         request.results.update(results)
 
@@ -402,19 +403,18 @@ class Engine:
             if self._slot.request is not None and (request := self._slot.done(now)) is not None:
                 self._complete(request, now)
             if self._contact.auth and (error := self._contact.auth_error(now, AUTH_ERROR_TTL_S)) is not None:
-                for call in list(self._queue.calls.values()):  # applied topics stay applied
-                    for topic in [*call.queued.values(), *call.in_flight.values()]:
-                        self._end(topic, Ending.AUTH_FAILED, now, error=error)
-            drain, drain_at = self._slot.drain(now)
-            if drain is not None:  # rule b: the sentinel that tells when the connection is free
-                self._out.append(Drain(drain))
-            wake_at = min(self._expire(now), drain_at)
+                for topic in _unapplied(self._queue.calls):  # applied topics stay applied
+                    self._end(topic, Ending.AUTH_FAILED, now, error=error)
+            drains, drain_at = self._slot.drain(now)
+            self._out += drains  # rule b: the sentinel that tells when the connection is free, if one is due
+            # (none pending, as after a lone call's answer: nothing to expire, no call)
+            wake_at = min(self._expire(now), drain_at) if self._queue.calls else drain_at
             if not self._contact.reached:
                 wake_at = min(wake_at, self._first_contact(now))
-            if self._slot.request is None:
-                wake_at = min(wake_at, self._next_request(now))
-            else:
+            if self._slot.request is not None:
                 wake_at = min(wake_at, self._slot.settles_at())
+            elif self._queue.calls:  # (none pending, as after a lone call's answer: nothing to send, no call)
+                wake_at = min(wake_at, self._next_request(now))
             if self._late.held is not None:  # settled after the next request, at once; if none went, now
                 wake_at = now
                 if self._slot.request is None:
@@ -539,10 +539,10 @@ class Engine:
         names = list(map(_NAME, request.topics))  # each topic's result, read in C (issue 39)
         results = dict(zip(names, map(request.results.get, names, repeat(_MISSING)), strict=True))
         answered = request.answered_at is not None
-        if answered or any(was_written(exc) for exc in results.values()):
-            self._contact.answered()  # a broker answered, or the request was written
+        if answered:  # on_results told the contact, and an answered request leaves nothing on its connection
             self._out.append(_REACHED)
-        self._slot.ended(request, results, answered, now)  # what its end leaves on the connection (rule b)
+        else:
+            _unanswered(request, results, self._contact, self._slot, self._out, now)
         self._out += request.throttle_events(answered=answered)  # KIP-124: each response's throttle, once
         throttle_s = request.throttle_s if answered and request.events else 0.0  # (events: any throttle told)
         operation = request.kind.operation.name
@@ -555,14 +555,17 @@ class Engine:
             if response.throttle_s > throttle_s:  # Redpanda's charge: waited out as a throttle
                 self._gate.record(-1, response.throttle_s, now)
         accepted = _progress(request.topics, outcomes)
-        if guessed := _made_with_a_guess(request.topics, outcomes):
+        if any(map(_GUESSED, request.topics)) and (guessed := _made_with_a_guess(request.topics, outcomes)):
             self._metadata.read_back(guessed)
-        retried = not self._late.hold(request, response, now) and self._settle_answered(request, response, now)
+        # (held only from ``from_topics`` topics: most answers are not asked)
+        late = len(request.topics) >= self._late.from_topics and self._late.hold(request, response, now)
+        retried = not late and self._settle_answered(request, response, now)
         if answered:  # Redpanda's refused topics are charged all the same: the pacer's mirror counts them
             self._learned.answered(request, results, charged + accepted, response.throttle_s, now)
             self._contact.auth = None  # a broker answered: an authentication failure is over
         spoke = answered and not _SPEAKS_FOR_QUOTA.isdisjoint(outcomes.values())
-        if self._gate.completed(request.id, spoke_for_quota=spoke) and self._learned.pacer is not None:
+        probe = request.id == self._gate.probe_id  # (most requests are none: no call)
+        if probe and self._gate.completed(request.id, spoke_for_quota=spoke) and self._learned.pacer is not None:
             self._learned.pacer.connection_renewed(response.throttle_s, now)  # the debt the fresh answer disproved
         self._out += _answer_events(operation, accepted, retried)
 
@@ -626,7 +629,10 @@ class Engine:
         head = self._queue.head(now, self._views.reads_ids)
         if head is None:
             return self._queue.next_eligible(now, self._views.reads_ids)
-        if (wake_at := self._contact.hold(head.call.spec.started_at, now, FIRST_CONTACT_TIMEOUT_S)) is not None:
+        if (
+            not self._contact.reached
+            and (wake_at := self._contact.hold(head.call.spec.started_at, now, FIRST_CONTACT_TIMEOUT_S)) is not None
+        ):  # (reached, as most of the time: nothing held, no call)
             return wake_at  # first contact: hand over only what librdkafka may be able to write
         return self._send_or_hold(head, now)
 
@@ -637,7 +643,7 @@ class Engine:
         topics = list(self._queue.eligible(kind, now, self._views.reads_ids))
         if probe := self._gate.probe_due(now):  # a throttle whose connection is gone: one topic, the cheapest, first
             topics = [min(topics, key=lambda topic: (topic.cost is None, topic.cost or 0))]
-        if self._metadata.refresh or _any_cost_unknown(topics):
+        if self._metadata.refresh or None in map(_COST, topics):  # (read in C: every request)
             # costs not yet known, or metadata to refresh (after NOT_CONTROLLER): a read off the deadline-keeping
             # path (expiry goes on meanwhile), waited for
             if self._metadata.ask():
@@ -648,7 +654,7 @@ class Engine:
             pending_cost = self._queue.queued_cost(kind, pacer.horizon, now, self._views.reads_ids)
             if (wait_s := pacer.wait_s(head.cost or 0, pending_cost, now)) > 0:
                 return self._hold_back(wait_s, kind, now)
-        return self._compose(kind, topics, now)
+        return self._compose(kind, topics, now, probe)
 
     def _hold_back(self, wait_s: float, paced: RequestKind | None, now: float) -> float:
         """Nothing goes for ``wait_s``; returns when to look again. A call that cannot wait fails its queued topics
@@ -670,12 +676,12 @@ class Engine:
                 self._end(topic, Ending.THROTTLED_HERE, now, throttle_ms=throttle_ms)
         return now + wait_s
 
-    def _compose(self, kind: RequestKind, candidates: list[Topic], now: float) -> float:
+    def _compose(self, kind: RequestKind, candidates: list[Topic], now: float, probe: bool) -> float:
         """Put the next request in the outbox: the candidates (queued, sendable, of one kind, in call order) that
-        fit it (``_choose``), with the timeouts their calls allow (``_timeouts``). Returns when to look again."""
+        fit it (``_choose``), with the timeouts their calls allow (``_timeouts``); ``probe``: the gate asks for a
+        probe (``ThrottleTracker.probe_due``). Returns when to look again."""
         # The round-trip floor for a first attempt and for a retry, computed once for the whole request.
-        round_trip = self._learned.round_trip
-        estimates = {1: round_trip.estimate(now, 1), MIN_SAMPLES: round_trip.estimate(now, MIN_SAMPLES)}
+        estimates = self._learned.round_trip.estimates(now)
         chosen, mutations, _, longest = self._choose(candidates, estimates, now)
         if not chosen:
             return now
@@ -684,17 +690,17 @@ class Engine:
         refs: list[TopicRef] = []
         for call, topics in _by_call(chosen):
             call.move_all(topics, _IN_FLIGHT)
-            call_id = call.id
-            refs += [TopicRef(call_id, topic.name) for topic in topics]
+            refs += map(_new_ref, zip(repeat(call.id), map(_NAME, topics)))
         request = self._slot.hand_over(kind, chosen, mutations, (request_timeout_s, operation_timeout_s), now)
         request_id = request.id
-        self._gate.sent(request_id, now)
+        if probe:  # (most requests are none: no call)
+            self._gate.sent(request_id, probe)
         items = tuple(map(_ITEM, chosen))
         timeouts = request_timeout_s, operation_timeout_s
         self._out.append(Send(request_id, kind, tuple(refs), items, mutations, *timeouts))
         operation, count = kind.operation.name, len(chosen)
         self._out.append(RequestSent(operation, count, mutations))
-        return self._slot.settles_at()
+        return request.expires_at  # (``Slot.settles_at`` of a request with no result yet)
 
     def _choose(
         self, candidates: list[Topic], estimates: dict[int, tuple[float, float]], now: float
@@ -830,16 +836,33 @@ def _own_operation_timeout_s(call: Call, margin_s: float, now: float) -> float:
     return min(own_s, cap_s) if cap_s else own_s
 
 
-def _any_cost_unknown(topics: list[Topic]) -> bool:
-    for topic in topics:  # noqa: SIM110 (cheaper than any() over a generator: every request)
-        if topic.cost is None:
-            return True
-    return False
+def _unanswered(
+    request: Request,
+    results: dict[str, BaseException | None],
+    contact: Contact,
+    slot: Slot,
+    out: list[Action],
+    now: float,
+) -> None:
+    """``Engine._complete`` of a request no broker answered: written, it reached a broker; what its end leaves on the
+    connection (rule b)."""
+    if any(was_written(exc) for exc in results.values()):
+        contact.answered()  # the request was written
+        out.append(_REACHED)
+    slot.ended(request, results, False, now)
+
+
+def _unapplied(calls: dict[int, Call]) -> list[Topic]:
+    """The topics of ``calls`` not applied yet: queued (held too) and in flight, call by call."""
+    return [topic for call in list(calls.values()) for topic in [*call.queued.values(), *call.in_flight.values()]]
 
 
 _APPLIED_ONLY = {Outcome.SUCCESS}
-# a topic's snapshot as the request carries it, its name, whether its cost was guessed: read in C (issue 39)
+# a topic's snapshot as the request carries it, its name, whether its cost was guessed, its cost, its state: read in C
+# (issue 39)
 _ITEM, _NAME, _GUESSED = operator.attrgetter("item"), operator.attrgetter("name"), operator.attrgetter("guessed")
+_COST, _STATE = operator.attrgetter("cost"), operator.attrgetter("state")
+_new_ref = functools.partial(tuple.__new__, TopicRef)  # TopicRef((call id, name)), made in C (its __new__ is Python)
 
 
 def _applied_runs(request: Request, response: Response) -> list[tuple[Call, list[Topic]]] | None:
@@ -847,7 +870,8 @@ def _applied_runs(request: Request, response: Response) -> list[tuple[Call, list
     flight, a run for each call in request order; else None (``Engine._settle_answered`` decides topic by topic)."""
     if set(response.outcomes.values()) != _APPLIED_ONLY:
         return None
-    runs = _by_call([topic for topic in request.topics if topic.state is _IN_FLIGHT])
+    topics = request.topics  # those still in flight (read in C)
+    runs = _by_call(list(compress(topics, map(operator.is_, map(_STATE, topics), repeat(_IN_FLIGHT)))))
     for call, _ in runs:
         if call.spec.wait_for_metadata and not call.kind.validate_only:
             return None  # applied topics await every broker's Metadata
@@ -931,9 +955,8 @@ def _quota_refusals(request: Request) -> int:
 
 def _made_with_a_guess(topics: list[Topic], outcomes: dict[str, Outcome]) -> list[str]:
     """The creates the broker made that were costed with a guessed partition count, to be read back (``metadata``):
-    whenever the answer says so, settled here already or not (its deadline, an authentication failure; rule g)."""
-    if not any(map(_GUESSED, topics)):  # none guessed (most requests): nothing to look at
-        return []
+    whenever the answer says so, settled here already or not (its deadline, an authentication failure; rule g).
+    Asked only of a request with a topic guessed (most have none: ``Engine._complete`` looks first, in C)."""
     return [t.name for t in topics if t.guessed and outcomes[t.name] is _SUCCESS and not t.call.kind.validate_only]
 
 

@@ -68,8 +68,8 @@ class WorkQueue:
     def head(self, now: float, waits: Waits) -> Topic | None:
         """The first topic that may be sent now, in call order."""
         for call in self.calls.values():
-            for topic in call.queued.values():
-                if topic.not_before <= now and _sendable(topic, waits):
+            for topic in call.queued.values():  # ``_sendable`` inline: every request
+                if topic.not_before <= now and topic.state is not _HELD and not waits(topic):
                     return topic
         return None
 

@@ -20,6 +20,7 @@ __all__ = ["MIN_SAMPLES", "RECENT_S", "RoundTrip"]
 RECENT_S = 30.0
 MIN_SAMPLES = 3
 _SAMPLES = 16
+_NONE = (0.0, 0.0)  # no estimate: too few recent answers
 _LARGE = 50  # requests of at least this many topics say something about the per-topic term
 
 
@@ -44,7 +45,17 @@ class RoundTrip:
         if cached is None or now >= cached[3]:
             cached = self._cached = self._floor(now)
         base, per_topic, count, _ = cached
-        return (base, per_topic) if count >= min_samples else (0.0, 0.0)
+        return (base, per_topic) if count >= min_samples else _NONE
+
+    def estimates(self, now: float) -> dict[int, tuple[float, float]]:
+        """``estimate`` with 1 and with ``MIN_SAMPLES`` samples, by that number: a request asks both (a retry is
+        sized by any recent answer, a first attempt by ``MIN_SAMPLES``), once."""
+        cached = self._cached
+        if cached is None or now >= cached[3]:
+            cached = self._cached = self._floor(now)
+        base, per_topic, count, _ = cached
+        both = (base, per_topic) if count else _NONE
+        return {1: both, MIN_SAMPLES: both if count >= MIN_SAMPLES else _NONE}
 
     def _floor(self, now: float) -> tuple[float, float, int, float]:
         # Plain loops over at most _SAMPLES samples: every answer asks for a new floor (a call's request, once).

@@ -13,6 +13,7 @@ import math
 
 from confluent_kafka import KafkaError
 
+from throttled_admin._engine.actions import Drain
 from throttled_admin._engine.classify import connection_lost, error_of, was_written
 from throttled_admin._engine.connection import Connection, Drained
 from throttled_admin._engine.request import Request
@@ -26,6 +27,7 @@ ABANDON_GRACE_S = 2.0
 # librdkafka completes every topic of one response together; a topic still open this long after the first
 # answer was left out of the response (a garbled answer): its outcome is unknown.
 PARTIAL_GRACE_S = 0.5
+_NO_DRAIN: tuple[tuple[Drain, ...], float] = ((), math.inf)  # nothing to send, nothing to look at again
 
 
 class Slot:
@@ -86,10 +88,12 @@ class Slot:
         if self.request is not None and not self.request.kind.validate_only:
             self.request.node_lost = True
 
-    def drain(self, now: float) -> tuple[float | None, float]:
-        """The sentinel's librdkafka timeout if one is to be sent now (else None), and when to look again."""
+    def drain(self, now: float) -> tuple[tuple[Drain, ...], float]:
+        """The sentinel to send now, if any (``Drain``, with its librdkafka timeout), and when to look again."""
+        if not self._connection.busy:  # (every step: no call into the connection while it is free)
+            return _NO_DRAIN
         ask, wake_at = self._connection.step(now)
-        return (self._connection.sentinel_timeout_s if ask else None), wake_at
+        return ((Drain(self._connection.sentinel_timeout_s),) if ask else ()), wake_at
 
     def drained(self, outcome: Drained, now: float) -> None:
         """What became of the sentinel."""

@@ -59,7 +59,7 @@ class ThrottleTracker:
 
     def __init__(self) -> None:
         self._until: dict[int, _Throttle] = {}  # node id -> its throttle
-        self._probe: int | None = None  # the id of the latest request sent as a probe
+        self.probe_id: int | None = None  # the id of the latest request sent as a probe, until it completes
         self._wait: tuple[str, float] | None = None  # (operation, since when) work waits for the gate
 
     def record(self, node_id: int, throttle_s: float, now: float) -> None:
@@ -95,17 +95,18 @@ class ThrottleTracker:
         """A throttle whose connection is gone has not ended: the next request is a probe of one topic."""
         return bool(self._until) and any(t.gone and t.until > now for t in self._until.values())
 
-    def sent(self, request_id: int, now: float) -> None:
-        if self.probe_due(now):
-            self._probe = request_id
+    def sent(self, request_id: int, probe: bool) -> None:
+        """A request was sent; ``probe``: as the probe (``probe_due`` when it was composed)."""
+        if probe:
+            self.probe_id = request_id
 
     def completed(self, request_id: int, *, spoke_for_quota: bool) -> bool:
         """A request completed; ``spoke_for_quota``: a broker answered it, charging a topic or refusing one for the
         quota (its throttle, if any, was recorded first). The probe's such answer ends every throttle whose
         connection is gone; returns whether it did (the pacer's mirror then follows: ``Pacer.connection_renewed``)."""
-        if request_id != self._probe:
+        if request_id != self.probe_id:
             return False
-        self._probe = None
+        self.probe_id = None
         if spoke_for_quota:
             self._until = {node: t for node, t in self._until.items() if not t.gone}
         return spoke_for_quota

@@ -180,8 +180,10 @@ class CallSpec:
         operation_timeout_s: float | None,
         wait_for_metadata: bool = False,
     ) -> CallSpec:
-        """The call started at ``started_at``: its deadline is ``timeout_ms`` later."""
-        return cls(
+        """The call started at ``started_at``: its deadline is ``timeout_ms`` later. Its fields are set at once, as
+        the frozen ``__init__`` would set them one by one (eight calls of object.__setattr__: every call, issue 39)."""
+        spec = object.__new__(cls)
+        spec.__dict__.update(
             kind=kind,
             deadline=started_at + timeout_ms / 1000,
             timeout_ms=timeout_ms,
@@ -191,6 +193,7 @@ class CallSpec:
             started_at=started_at,
             wait_for_metadata=wait_for_metadata,
         )
+        return spec
 
 
 # A topic of a call as the driver hands it over: (name, the snapshot sent to confluent-kafka, KIP-599 cost or None
@@ -203,30 +206,36 @@ _NEW, _HELD, _QUEUED, _IN_FLIGHT = TopicState.NEW, TopicState.HELD_BEHIND_NAME, 
 _AWAITING, _SETTLED, _WITHDRAWN = TopicState.AWAITING_VISIBILITY, TopicState.SETTLED, TopicState.WITHDRAWN
 
 
-@dataclass(eq=False, slots=True)
+@dataclass(eq=False, slots=True, init=False)
 class Call:
     """The engine's state of one call: its topics by where they are, its back-off counters, what its metrics need;
     the caller's input is ``spec``."""
 
     spec: CallSpec
-    id: int = 0  # the driver's id of the call (``Engine.submit``), unique among pending calls
+    id: int  # the driver's id of the call (``Engine.submit``), unique among pending calls
     # its topics by state (``lifecycle``; a settled or withdrawn topic is in none), each in order
-    queued: dict[str, Topic] = field(default_factory=dict)  # waiting to be sent (held behind their names too)
-    in_flight: dict[str, Topic] = field(default_factory=dict)
-    awaiting: dict[str, Topic] = field(default_factory=dict)  # applied, until every broker shows it (visibility)
-    unsettled: int = 0
-    quota_backoffs: int = 0  # error 89 with no throttle, in a row without progress: exponential back-off
-    transient_retries: int = 0  # transient errors in a row without progress: exponential back-off
-    error_type: str | None = None  # the first failure's type, for the call's duration metric
-    views_read_at: float | None = None  # wait_for_metadata: when its applied topics were last read about
+    queued: dict[str, Topic]  # waiting to be sent (held behind their names too)
+    in_flight: dict[str, Topic]
+    awaiting: dict[str, Topic]  # applied, until every broker shows it (visibility)
+    unsettled: int
+    quota_backoffs: int  # error 89 with no throttle, in a row without progress: exponential back-off
+    transient_retries: int  # transient errors in a row without progress: exponential back-off
+    error_type: str | None  # the first failure's type, for the call's duration metric
+    views_read_at: float | None  # wait_for_metadata: when its applied topics were last read about
     # state -> the dict above that holds its topics (new, settled or withdrawn: none)
-    _held_in: dict[TopicState, dict[str, Topic] | None] = field(init=False, repr=False)
+    _held_in: dict[TopicState, dict[str, Topic] | None] = field(repr=False)
     # ``spec.kind``, read on every step (an attribute, not a property: three calls fewer a 1-topic call, issue 39)
-    kind: RequestKind = field(init=False, repr=False)
+    kind: RequestKind = field(repr=False)
 
-    def __post_init__(self) -> None:
-        self.kind = self.spec.kind
-        queued = self.queued  # the states as module constants: on Python 3.11 an Enum member off its class is slow
+    # Written out (a generated __init__ and a __post_init__ were two calls a call, issue 39)
+    def __init__(self, spec: CallSpec, id: int = 0) -> None:
+        self.spec, self.id, self.kind = spec, id, spec.kind
+        queued: dict[str, Topic] = {}
+        self.queued = queued
+        self.in_flight, self.awaiting = {}, {}
+        self.unsettled = self.quota_backoffs = self.transient_retries = 0
+        self.error_type = self.views_read_at = None
+        # the states as module constants: on Python 3.11 an Enum member off its class is slow
         self._held_in = {
             _NEW: None,
             _HELD: queued,
