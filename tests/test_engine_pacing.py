@@ -44,13 +44,17 @@ class Run:
         )
 
 
-def run_engine_job(pacer: Pacer, topics: int, partitions: int, rate: float, burst: float) -> Run:
+def run_engine_job(
+    pacer: Pacer, topics: int, partitions: int, rate: float, burst: float, timeout_s: float = 60.0
+) -> Run:
     """One call of ``topics`` creates through the engine, against a controller at (``rate``, ``burst``) that charges
     a request 1 ms after its send and answers 20 ms plus 1 ms a topic later (Kafka 4.4's single node: 30 ms for 10
-    topics, 240-530 ms for 1,000)."""
+    topics, 240-530 ms for 1,000). Every topic must be applied."""
     engine = Engine(pacer=pacer, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
     engine.on_probe(True, 0.0)
-    spec = CallSpec(RequestKind(CREATE_TOPICS, False), 60.0, 60000, True, None, None, started_at=0.0)
+    spec = CallSpec(
+        RequestKind(CREATE_TOPICS, False), timeout_s, int(timeout_s * 1000), True, None, None, started_at=0.0
+    )
     items = [NewTopic(f"t{i}", partitions, 1) for i in range(topics)]
     submit_call(engine, spec, [(item.topic, item, partitions, 1) for item in items])
     broker = TokenBucket(rate, window_num=1, window_size_s=burst / rate)
@@ -61,6 +65,7 @@ def run_engine_job(pacer: Pacer, topics: int, partitions: int, rate: float, burs
             break
         out = engine.step(now)
         settled += len(out.settle)
+        assert not [outcome for _, outcome in out.settle if outcome is not None], out.settle
         request = out.send
         if request is None:
             now = max(now, out.wake_at) if settled < topics else now
@@ -102,3 +107,31 @@ def test_the_learner_keeps_the_peak_within_r_w_plus_b_and_ends_within_ten_percen
     run = run_engine_job(Pacer(MutationQuota()), topics, partitions, rate, burst)
     assert run.peak(1.0) <= rate * 1.0 + burst, run.peak(1.0)
     assert run.end <= 1.1 * (topics * partitions - burst) / rate, run.end
+
+
+def test_a_slow_paced_stream_gathers_a_few_topics_a_request_and_ends_when_it_did() -> None:
+    """Issue 40's fleet: 5-partition topics at 25 mutations/s (T* = 10 s): one topic a request (every 200 ms) cost
+    each client a turn, an answer and their wake-ups per topic. Gathered four at a time (800 ms of the rate), the job
+    sends a quarter of the requests, without a throttle, and ends as it did: one commit after T*."""
+    rate, partitions = 25.0, 5
+    topics = int(21 * rate / partitions)
+    run = run_engine_job(Pacer(MutationQuota(rate=rate)), topics, partitions, rate, 11 * rate)
+    assert run.throttled == 0, run.charges
+    assert [mutations for _, mutations, _ in run.charges[2:-1]] == [20] * (len(run.charges) - 3), run.charges
+    assert len(run.charges) <= 3 + (topics - 55) // 4, run.charges
+    assert run.end <= 10.0 + 0.030, run.end
+
+
+def test_a_call_near_its_deadline_is_not_held_for_company() -> None:
+    """The same job in a call of 12 s: a topic is held for company no longer than a tenth of its call's time left,
+    so requests are gathered early on, and once under 5 s are left (a gathered request still waits 600 ms after a
+    steady one) each topic goes as soon as the bucket covers it, one a request. Every topic is applied, and the job
+    ends as it did (a hold past the deadline would fail the call's topics without sending them)."""
+    rate, partitions = 25.0, 5
+    topics = int(21 * rate / partitions)
+    run = run_engine_job(Pacer(MutationQuota(rate=rate)), topics, partitions, rate, 11 * rate, timeout_s=12.0)
+    assert run.throttled == 0, run.charges
+    late = [mutations for at, mutations, _ in run.charges if at > 7.0]
+    assert late[:-1] == [5] * (len(late) - 1), run.charges
+    assert {mutations for at, mutations, _ in run.charges if 1.0 < at < 3.5} == {20}, run.charges
+    assert run.end <= 10.0 + 0.030, run.end

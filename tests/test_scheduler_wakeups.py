@@ -16,7 +16,13 @@ from typing import Any
 from tests.engine_records import submit_call
 from tests.support import BrokerFactory
 from throttled_admin import MutationQuota, NewTopic, ThrottledAdminClient
-from throttled_admin._driver.scheduler import _BUSY_POLL_S, _IDLE_POLL_S, Scheduler, _poll_interval
+from throttled_admin._driver.scheduler import (
+    _BUSY_POLL_S,
+    _IDLE_POLL_S,
+    _WAITING_POLL_S,
+    Scheduler,
+    _poll_interval,
+)
 from throttled_admin._engine import CREATE_TOPICS, CallSpec, Engine, Pacer, RequestKind, RetryBackoff
 from throttled_admin.testing import QuotaBroker
 
@@ -62,6 +68,8 @@ def test_waiting_for_the_pacer_the_client_polls_librdkafka_but_steps_the_engine_
     # every poll of librdkafka came with a step (about 50 steps in these 2.5 s).
     assert steps <= 5, (steps, polls)
     assert polls > steps, (steps, polls)
+    # ... once a second (issue 40): 12 polls without a step in these 2.5 s at 200 ms, most of a paced client's cost
+    assert polls - steps <= 4, (steps, polls)
 
 
 def test_a_paced_client_steps_the_engine_twice_a_request_its_send_and_its_answer(quota_broker: BrokerFactory) -> None:
@@ -192,9 +200,9 @@ def _create(engine: Engine, names: list[str]) -> None:
 
 def test_callbacks_are_served_often_only_while_a_request_is_in_flight_or_calls_wait_for_first_contact() -> None:
     """50 ms while what a callback tells decides pending work at once (an error_cb settles the request in flight; a
-    connection's failure, told in a log line, fails calls waiting for first contact), 200 ms while the work waits for
-    the engine's own wake time (here the pacer's: a fleet's paced clients wait so most of the time) or none is
-    pending. Before, every client with work pending was woken every 50 ms."""
+    connection's failure, told in a log line, fails calls waiting for first contact), every second while the work
+    waits for the engine's own wake time (here the pacer's: a fleet's paced clients wait so most of the time; 200 ms
+    before issue 40), 200 ms while none is pending. Before, every client with work pending was woken every 50 ms."""
     engine = Engine(
         pacer=Pacer(MutationQuota(rate=1.0, burst=1.0)), backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0)
     )
@@ -212,7 +220,7 @@ def test_callbacks_are_served_often_only_while_a_request_is_in_flight_or_calls_w
     out = engine.step(0.02)
     assert out.send is None
     assert 0.02 < out.wake_at < math.inf
-    assert _poll_interval(engine) == _IDLE_POLL_S
+    assert _poll_interval(engine) == _WAITING_POLL_S
     paced_at = out.wake_at
     out = engine.step(paced_at)
     assert out.send is not None

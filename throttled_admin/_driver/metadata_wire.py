@@ -13,6 +13,7 @@ tagged fields. They differ in little: v10 has ``include_cluster_authorized_opera
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 
 from throttled_admin._driver.wire_codec import Reader, Writer
@@ -24,6 +25,7 @@ API_KEY = 3
 MIN_VERSION = 10  # topic ids in the answer (Kafka 2.8, KIP-516)
 MAX_VERSION = 13
 _UNKNOWN_TOPIC_OR_PARTITION = 3
+_PARTITION = struct.Struct(">hiii")  # a partition's error code, index, leader and leader epoch
 
 
 @dataclass
@@ -69,13 +71,8 @@ def decode(version: int, reader: Reader, names: set[str]) -> MetadataAnswer:
         partitions = reader.compact_array_length()
         led = error == 0
         for _ in range(partitions):
-            partition_error = reader.int16()
-            reader.int32()  # partition index
-            leader = reader.int32()
-            reader.int32()  # leader epoch
-            reader.skip_compact_int32_array()  # replicas
-            reader.skip_compact_int32_array()  # in-sync replicas
-            reader.skip_compact_int32_array()  # offline replicas
+            partition_error, _, leader, _ = reader.fields(_PARTITION)  # error, index, leader, leader epoch
+            reader.skip_compact_int32_arrays(3)  # replicas, in-sync replicas, offline replicas
             reader.skip_tags()
             led = led and partition_error == 0 and leader >= 0
         reader.int32()  # topic_authorized_operations

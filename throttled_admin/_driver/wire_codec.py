@@ -10,6 +10,7 @@ import socket
 import struct
 import time
 import uuid
+from typing import Any
 
 __all__ = ["Reader", "Writer", "read_exactly", "read_frame", "request_frame", "response_body"]
 
@@ -73,6 +74,9 @@ class Writer:
         return self.uvarint(0)
 
 
+_INT8, _INT16, _INT32, _INT64 = (struct.Struct(layout) for layout in (">b", ">h", ">i", ">q"))
+
+
 class Reader:
     """Reads a response body; raises ValueError (or struct.error) when it ends early or does not parse."""
 
@@ -80,29 +84,44 @@ class Reader:
         self._data = data
         self._offset = offset
 
-    def _take(self, size: int) -> bytes:
-        if size < 0 or self._offset + size > len(self._data):
+    def _at(self, size: int) -> int:
+        """Where the next ``size`` bytes start; the reader moves past them (read in place, not sliced: a Metadata
+        answer is a few fields a partition, and the broker-views reader reads every partition of what it awaits)."""
+        offset = self._offset
+        end = offset + size
+        if size < 0 or end > len(self._data):
             raise ValueError("the answer ends early")
-        chunk = self._data[self._offset : self._offset + size]
-        self._offset += size
-        return chunk
+        self._offset = end
+        return offset
+
+    def _take(self, size: int) -> bytes:
+        offset = self._at(size)
+        return self._data[offset : offset + size]
+
+    def fields(self, layout: struct.Struct) -> tuple[Any, ...]:
+        """Fixed-size fields in a row, at once (``layout``: a big-endian ``struct.Struct``)."""
+        return layout.unpack_from(self._data, self._at(layout.size))
 
     def int8(self) -> int:
-        return int(struct.unpack(">b", self._take(1))[0])
+        return int(_INT8.unpack_from(self._data, self._at(1))[0])
 
     def boolean(self) -> bool:
         return self.int8() != 0
 
     def int16(self) -> int:
-        return int(struct.unpack(">h", self._take(2))[0])
+        return int(_INT16.unpack_from(self._data, self._at(2))[0])
 
     def int32(self) -> int:
-        return int(struct.unpack(">i", self._take(4))[0])
+        return int(_INT32.unpack_from(self._data, self._at(4))[0])
 
     def int64(self) -> int:
-        return int(struct.unpack(">q", self._take(8))[0])
+        return int(_INT64.unpack_from(self._data, self._at(8))[0])
 
     def uvarint(self) -> int:
+        offset, data = self._offset, self._data
+        if offset < len(data) and not data[offset] & 0x80:  # one byte: lengths, counts, empty tag sections
+            self._offset = offset + 1
+            return data[offset]
         value = shift = 0
         while True:
             byte = self._take(1)[0]
@@ -139,9 +158,27 @@ class Reader:
         return max(0, self.uvarint() - 1)
 
     def skip_compact_int32_array(self) -> None:
-        self._take(4 * self.compact_array_length())
+        self._at(4 * self.compact_array_length())
+
+    def skip_compact_int32_arrays(self, count: int) -> None:
+        """``count`` compact int32 arrays in a row (a partition's replicas, in-sync and offline replicas)."""
+        data, offset, size = self._data, self._offset, len(self._data)
+        for _ in range(count):
+            if offset < size and 0 < data[offset] < 0x80:  # a one-byte length, not null: skipped in place
+                offset += 1 + 4 * (data[offset] - 1)
+            else:  # (past the end: the length's read raises)
+                self._offset = offset
+                self._at(4 * self.compact_array_length())
+                offset = self._offset
+        if offset > size:
+            raise ValueError("the answer ends early")
+        self._offset = offset
 
     def skip_tags(self) -> None:
+        offset = self._offset
+        if offset < len(self._data) and self._data[offset] == 0:  # none (almost every section)
+            self._offset = offset + 1
+            return
         for _ in range(self.uvarint()):
             self.uvarint()  # tag
             self._take(self.uvarint())

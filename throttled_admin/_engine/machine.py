@@ -652,7 +652,8 @@ class Engine:
         pacer = self._learned.pacer
         if pacer is not None and not probe:  # the probe tests its debt
             pending_cost = self._queue.queued_cost(kind, pacer.horizon, now, self._views.reads_ids)
-            if (wait_s := pacer.wait_s(head.cost or 0, pending_cost, now)) > 0:
+            time_left_s = _time_left_s(self._queue.calls.values(), kind, now)
+            if (wait_s := pacer.wait_s(head.cost or 0, pending_cost, now, time_left_s)) > 0:
                 return self._hold_back(wait_s, kind, now)
         return self._compose(kind, topics, now, probe)
 
@@ -804,6 +805,17 @@ def _asked_per_topic(
     if too_late(False, estimates, size, times, now) is None and too_late(True, estimates, size, times, now) is None:
         return _never_late
     return too_late
+
+
+def _time_left_s(calls: Iterable[Call], kind: RequestKind, now: float) -> float:
+    """The shortest time left of the calls with topics of ``kind`` queued: the pacer holds none of them for company
+    past a share of it (``pacer._GATHER_SHARE``), so that ``Engine._hold_back`` fails nothing the pacer itself would
+    have let go."""
+    left_s = math.inf
+    for call in calls:
+        if call.queued and call.kind == kind:
+            left_s = min(left_s, call.remaining_s(now))
+    return left_s
 
 
 def _timeouts(chosen: list[Topic], longest: float, margin_s: float, now: float, reached: bool) -> tuple[float, float]:
