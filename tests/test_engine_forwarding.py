@@ -105,3 +105,28 @@ def test_each_operations_already_done_after_a_node_stopped_in_flight_is_possibly
     engine.on_log(OTHER_NODE_GONE, 0.05)
     exc = settled(answer(engine, out, 0.9, exc=KafkaException(KafkaError(code))))
     assert isinstance(exc, PossiblyAppliedError), exc
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT],
+    ids=["not controller", "request timed out"],
+)
+def test_already_exists_after_a_refusal_a_failover_may_follow_is_possibly_applied(refusal: int) -> None:
+    """Seen on the three-node Kafka 4.4 quorum's rolling restart during a paced job (CI, 2026-11-30): an attempt in
+    flight as the controller moved was refused (a controller losing its leadership after it wrote the records says
+    NOT_CONTROLLER; a broker whose forwarded request timed out while re-sent says REQUEST_TIMED_OUT), yet applied.
+    The retry's "already exists" was reported as the broker's last word: a topic this client created, told failed."""
+    engine = reached()
+    out = create(engine, ["t"], 0.0)
+    out = answer(engine, out, 0.1, exc=KafkaException(KafkaError(refusal)))
+    for now in (0.2, 0.4, 0.6):  # a metadata read first, after NOT_CONTROLLER; then the back-off
+        if out.send is not None:
+            break
+        if out.read_metadata:
+            engine.on_metadata({}, now)
+        out = engine.step(now)
+    exc = settled(answer(engine, out, 0.9, exc=EXISTS))
+    assert isinstance(exc, PossiblyAppliedError), exc
+    assert exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
+    assert "earlier attempt" in exc.args[0].str()

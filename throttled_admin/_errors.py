@@ -372,6 +372,19 @@ def after_lost_forward(error: KafkaError, operation: str) -> PossiblyAppliedErro
     )
 
 
+def after_failover_refusal(error: KafkaError, operation: str, refusal: KafkaError) -> PossiblyAppliedError:
+    """``error`` ("already done") for a retry after an attempt refused with NOT_CONTROLLER or REQUEST_TIMED_OUT: a
+    KRaft controller that lost its leadership after writing the records says the first, a broker whose forwarded
+    request timed out while it re-sent it to the next controller the second; either may have applied it."""
+    return PossiblyAppliedError(
+        _amended(
+            error,
+            f"An earlier attempt of this {operation} was refused with {refusal.name()}, which a controller failing "
+            "over may say after applying it: that attempt may have applied it.",
+        )
+    )
+
+
 def in_flight_error(error: KafkaError, operation: str) -> OutcomeUnknownError:
     """``error`` (an authentication failure) for a topic whose request was in flight when it came."""
     return OutcomeUnknownError(

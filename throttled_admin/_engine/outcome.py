@@ -21,7 +21,9 @@ ending              an answer was lost  the broker said 89     the broker refuse
 
 (*) A first attempt's "already done" (``ALREADY_DONE``) with ``Facts.node_lost`` (a node went away while it was in
 flight) is possibly applied: a KRaft broker re-sends a forwarded request whose controller went away, and the next
-controller finds what the old one applied (issue 37, seen on a Kafka 4.4 quorum's rolling restart).
+controller finds what the old one applied (issue 37, seen on a Kafka 4.4 quorum's rolling restart); so is a retry's
+"already done" after an attempt refused with NOT_CONTROLLER or REQUEST_TIMED_OUT, which a controller failing over
+may say after it applied the change (seen there too).
 
 In flight (handed over): ``ANSWERED``, ``SEND_REFUSED`` and ``ANSWER_LOST`` (no usable answer: at the deadline,
 or with no time left for another attempt) as above; ``DEADLINE``, ``CANCELLED`` and ``CANNOT_CONNECT`` as queued
@@ -48,6 +50,7 @@ from throttled_admin._errors import (
     NotYetVisibleError,
     OutcomeUnknownReason,
     ThrottlingQuotaExceededException,
+    after_failover_refusal,
     after_lost_forward,
     after_unknown_attempt,
     cannot_connect_error,
@@ -68,6 +71,9 @@ ALREADY_DONE = {
     "CreatePartitions": KafkaError.INVALID_PARTITIONS,
 }
 CANCELLED_WHY = "its caller cancelled it while librdkafka was still looking for the controller"
+# Refusals that applied nothing as far as the client is told, but that a controller failing over may give after it
+# applied the change (a retry's "already done" is then perhaps this client's own: issue 37's quorum, CI 2026-11-30)
+_FAILOVER_REFUSALS = frozenset({KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT})
 
 
 class Ending(enum.Enum):
@@ -117,8 +123,12 @@ def _answered(past: Past, facts: Facts) -> BaseException:
         # An earlier attempt had no usable answer and may have applied the change: whatever the broker says of
         # this one ("already done", or a refusal that applied nothing), the outcome is unknown.
         return after_unknown_attempt(error, facts.operation)
-    if facts.node_lost and error is not None and error.code() == ALREADY_DONE.get(facts.operation):
+    if error is None or error.code() != ALREADY_DONE.get(facts.operation):
+        return facts.exc
+    if facts.node_lost:
         return after_lost_forward(error, facts.operation)  # perhaps the answer to its broker's re-send
+    if (refusal := error_of(past.refused)) is not None and refusal.code() in _FAILOVER_REFUSALS:
+        return after_failover_refusal(error, facts.operation, refusal)  # perhaps applied by that attempt
     return facts.exc
 
 
