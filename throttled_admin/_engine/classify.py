@@ -31,6 +31,7 @@ from throttled_admin._engine.batch_cap import is_batch_cap
 from throttled_admin._kafka.refusals import REDPANDA_QUOTA_MESSAGE
 
 __all__ = [
+    "NOT_APPLIED_CODES",
     "REDPANDA_QUOTA_MESSAGE",
     "Outcome",
     "classify",
@@ -53,7 +54,9 @@ class Outcome(enum.Enum):
     __hash__ = object.__hash__  # members are singletons: Enum's own hash is a Python call (every answer hashes one)
 
 
-_NOT_APPLIED = {KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT}
+# NOT_APPLIED's codes: refusals that applied nothing as far as the client is told, re-sent; a controller failing over
+# may give either after it applied the change (``outcome``: a retry's "already done" is then perhaps its own)
+NOT_APPLIED_CODES = frozenset({KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT})
 # A request in flight on a broker that goes away fails _TRANSPORT in librdkafka 2.16, _DESTROY_BROKER before
 # (confluent-kafka>=2.6 allows those): either way it may have been applied.
 _CONNECTION_LOST = {KafkaError._TRANSPORT, KafkaError._DESTROY_BROKER}
@@ -85,7 +88,7 @@ def classify(exc: BaseException | None, *, operation: str = "", throttled: bool 
         return Outcome.THROTTLED
     if code == KafkaError.POLICY_VIOLATION and is_batch_cap(error):
         return Outcome.TOO_LARGE
-    if code in _NOT_APPLIED:
+    if code in NOT_APPLIED_CODES:
         return Outcome.NOT_APPLIED
     if code == KafkaError._TIMED_OUT and any(state in error.str() for state in _BEFORE_A_REQUEST):
         return Outcome.NOT_SENT

@@ -22,10 +22,8 @@ _THROTTLED, _SUCCESS = Outcome.THROTTLED, Outcome.SUCCESS  # module constants: a
 
 __all__ = ["Learning"]
 
-_AT_REST = (
-    None,
-    0,
-)  # Redpanda's hold after an answer that refused nothing in its form: no estimate, no refusal in a row
+# Redpanda's hold after an answer that refused nothing in its form: no estimate, no refusal in a row
+_AT_REST = (None, 0)
 
 
 class Learning:

@@ -40,7 +40,7 @@ from typing import NamedTuple
 
 from confluent_kafka import KafkaError, KafkaException
 
-from throttled_admin._engine.classify import error_of
+from throttled_admin._engine.classify import NOT_APPLIED_CODES, error_of
 from throttled_admin._engine.contact import ContactFailure
 from throttled_admin._engine.lifecycle import Past, TopicState
 from throttled_admin._engine.work import Topic
@@ -71,9 +71,6 @@ ALREADY_DONE = {
     "CreatePartitions": KafkaError.INVALID_PARTITIONS,
 }
 CANCELLED_WHY = "its caller cancelled it while librdkafka was still looking for the controller"
-# Refusals that applied nothing as far as the client is told, but that a controller failing over may give after it
-# applied the change (a retry's "already done" is then perhaps this client's own: issue 37's quorum, CI 2026-11-30)
-_FAILOVER_REFUSALS = frozenset({KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT})
 
 
 class Ending(enum.Enum):
@@ -127,7 +124,7 @@ def _answered(past: Past, facts: Facts) -> BaseException:
         return facts.exc
     if facts.node_lost:
         return after_lost_forward(error, facts.operation)  # perhaps the answer to its broker's re-send
-    if (refusal := error_of(past.refused)) is not None and refusal.code() in _FAILOVER_REFUSALS:
+    if (refusal := error_of(past.refused)) is not None and refusal.code() in NOT_APPLIED_CODES:
         return after_failover_refusal(error, facts.operation, refusal)  # perhaps applied by that attempt
     return facts.exc
 
