@@ -23,7 +23,8 @@ UNIT_TESTS := \
 	tests/test_engine_actions.py tests/test_engine_error_reasons.py tests/test_call_outcomes.py
 
 # The Pythons besides .venv's (3.11, the full suite) that `requires-python` admits: each gets a venv of its own,
-# .venv-3.X, from pyenv's newest 3.X.* or python3.X on PATH. On them, the unit tests above and two end-to-end
+# .venv-3.X, from pyenv's newest 3.X.* or python3.X on PATH, with only what those tests need (the `unit` extra: about
+# a tenth of .venv's 1.2 GB, which is mostly pyspark and pyarrow). On them, the unit tests above and two end-to-end
 # suites over loopback: a QuotaBroker create/throttle round trip, and the asyncio client (aio.py reads
 # Task.cancelling, which Python 3.10 lacks).
 OTHER_PYTHONS ?= 3.10 3.12 3.13
@@ -90,16 +91,16 @@ test-suite: $(VENV)/.installed-test kafka
 test-cluster: $(VENV)/.installed-test kafka
 	$(BIN)/python -m pytest -p no:xdist -m cluster tests
 
-.venv-%/.installed-test: pyproject.toml
+.venv-%/.installed-unit: pyproject.toml
 	@test -n "$(call python_for,$*)" || { echo "Python $* not found: install it (pyenv install $*) or put python$* on PATH"; exit 1; }
 	$(call python_for,$*) -m venv .venv-$*
 	.venv-$*/bin/python -m pip install --quiet --upgrade pip
-	.venv-$*/bin/python -m pip install --quiet -e '.[test]'
+	.venv-$*/bin/python -m pip install --quiet -e '.[unit]'
 	touch $@
 
-.PRECIOUS: .venv-%/.installed-test  # an intermediate of test-python-%: make would delete it
+.PRECIOUS: .venv-%/.installed-unit  # an intermediate of test-python-%: make would delete it
 
-test-python-%: .venv-%/.installed-test
+test-python-%: .venv-%/.installed-unit
 	.venv-$*/bin/python -m pytest $(PYTEST_ARGS) $(UNIT_TESTS) $(E2E_TESTS)
 
 test-pythons: $(foreach version,$(OTHER_PYTHONS),test-python-$(version))
