@@ -129,4 +129,4 @@ def test_already_exists_after_a_refusal_a_failover_may_follow_is_possibly_applie
     exc = settled(answer(engine, out, 0.9, exc=EXISTS))
     assert isinstance(exc, PossiblyAppliedError), exc
     assert exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
-    assert "earlier attempt" in exc.args[0].str()
+    assert f"refused with {KafkaError(refusal).name()}" in exc.args[0].str()

@@ -32,6 +32,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 from hypothesis import HealthCheck, settings
@@ -916,9 +917,10 @@ class EngineModel(RuleBasedStateMachine):
     def answer(self, fate: str, applied: bool, delay: float, quota_first: bool) -> None:
         """The broker answers the request in flight ``delay`` later, unless librdkafka times it out first: ``ok``
         (the cluster decides each topic's result), a garbled answer or one missing its last topic (both applied),
-        a transport failure (after the broker applied it, if ``applied``), NOT_CONTROLLER, REQUEST_TIMED_OUT, no
-        controller (never written), or a policy refusing every topic. ``quota_first``: the broker checks the quota
-        before each topic's state (KIP-599 lets a 89 follow an applied attempt)."""
+        a transport failure, NOT_CONTROLLER or REQUEST_TIMED_OUT (each after the cluster applied it, if ``applied``:
+        a controller failing over), no controller (never written), or a policy refusing every topic.
+        ``quota_first``: the broker checks the quota before each topic's state (KIP-599 lets a 89 follow an applied
+        attempt)."""
         flight = self.flight
         assert flight is not None
         flight.quota_first = quota_first
@@ -962,6 +964,10 @@ class EngineModel(RuleBasedStateMachine):
         if fate == "policy":  # a CreateTopicPolicy (or any other policy) refuses every topic alike
             return {n: _error(KafkaError.POLICY_VIOLATION, POLICY) for n in names}
         code = KafkaError.NOT_CONTROLLER if fate == "not controller" else KafkaError.REQUEST_TIMED_OUT
+        if applied:  # a controller that resigns fails what it has not committed, and its successor may commit it
+            self.cluster_apply(flight, answered=False)
+            _mark_unanswered(flight.tracks)  # the client is told a refusal: the change may have been applied
+            event(f"answer: {fate}, the change applied by a failover")
         return {n: _error(code) for n in names}
 
     def broker_applies(self, flight: Flight, fate: str) -> Results:
@@ -2129,3 +2135,40 @@ def test_the_model_knows_a_lowered_cap_refuses_what_it_accepted_before() -> None
         assert all(settled is not None and settled[1] is None for settled in outcomes), outcomes
     finally:
         state.teardown()
+
+
+@pytest.mark.parametrize("fate", ["not controller", "timed out"])
+def test_the_model_knows_a_failover_may_refuse_what_it_applied(fate: str) -> None:
+    """Rule f (seen on Kafka 4.4's rolling restart): a controller that resigns fails the writes it has not committed
+    with NOT_CONTROLLER, and the next one may commit them; a broker whose forwarded request timed out says
+    REQUEST_TIMED_OUT. A create so applied whose retry finds no time before the deadline is told outcome unknown,
+    not the plain refusal (nothing applied); two whose retry is answered "already exists" are told it as possibly
+    applied."""
+    state = EngineModel()
+    try:
+        _start(state)
+        state.submit("create", ["a"], 0.3, False, False, 1, None, None, False)
+        state.answer(fate, applied=True, delay=0.0, quota_first=False)
+        state.advance(1.0)  # its retry, if it went, is abandoned at the deadline: the sentinel frees the connection
+        _serve_reads(state)
+        state.submit("create", ["b", "c"], 30.0, False, False, 1, None, None, False)
+        state.answer(fate, applied=True, delay=0.0, quota_first=False)
+        state.advance(1.0)
+        _serve_reads(state)
+        state.advance(1.0)
+        state.answer_ok(views_after=False)
+        state.advance(1.0)
+        state.every_topic_is_settled_by_its_deadline()
+        state.what_each_topic_was_told_stays_true()
+        told = {t.topic.name: t.settled[1] for t in state.told if t.settled is not None}
+        assert all(isinstance(told[name], OutcomeUnknownError) for name in "abc"), told
+    finally:
+        state.teardown()
+
+
+def _serve_reads(state: EngineModel) -> None:
+    """A pinned run's sentinel answered and metadata read (after NOT_CONTROLLER), where the engine asked for them."""
+    if state.drain_asked_at is not None:
+        state.drained("answered", 0.0)
+    if state.metadata_wanted:
+        state.metadata(fails=False, default_readable=True)

@@ -48,7 +48,8 @@ PASTS = {
     "never answered": Past(),
     "lost": Past(unknown=True),
     "throttled": Past(throttled=THROTTLED),
-    "refused": Past(refused=NOT_CONTROLLER),
+    "refused": Past(refused=NOT_CONTROLLER),  # of validate_only (or a cap's refusal): applied nothing
+    "failover": Past(refused=NOT_CONTROLLER, failover=NOT_CONTROLLER),  # of a change: a failover may have applied it
     "lost, then refused": Past(unknown=True, refused=NOT_CONTROLLER),
 }
 FACTS = Facts("CreateTopics", "t", 5000, now=10.5, why="its deadline passed before it could be sent")
@@ -59,10 +60,13 @@ ROWS: list[tuple[TopicState, Ending, str, dict[str, Any], type[BaseException], s
     (F, Ending.ANSWERED, "never answered", {"exc": EXISTS}, KafkaException, "already exists"),
     (F, Ending.ANSWERED, "throttled", {"exc": EXISTS}, KafkaException, "already exists"),
     (F, Ending.ANSWERED, "lost", {"exc": EXISTS}, PossiblyAppliedError, "may have applied it"),
+    (F, Ending.ANSWERED, "failover", {"exc": EXISTS}, PossiblyAppliedError, "refused with NOT_CONTROLLER"),
+    (F, Ending.ANSWERED, "failover", {"exc": THROTTLED.error}, PossiblyAppliedError, "may have applied it"),
     # the deadline: truth first, then Java's form (the throttle that remains), then the broker's refusal
     (Q, Ending.DEADLINE, "lost, then refused", {}, OutcomeUnknownError, "no attempt was answered by the deadline"),
     (Q, Ending.DEADLINE, "throttled", {}, ThrottlingQuotaExceededException, "throttle_time_ms=500"),
     (Q, Ending.DEADLINE, "refused", {}, KafkaException, "NOT_CONTROLLER"),
+    (Q, Ending.DEADLINE, "failover", {}, PossiblyAppliedError, "a controller failing over may say after applying"),
     (Q, Ending.DEADLINE, "never answered", {}, NotSentError, "its deadline passed before it could be sent"),
     (Q, Ending.DEADLINE, "never answered", {"failure": FAILURE}, CannotConnectError, "cannot connect to 127.0.0.1:1"),
     (F, Ending.DEADLINE, "never answered", {}, NotSentError, "not sent within timeout_ms=5000"),
@@ -70,6 +74,8 @@ ROWS: list[tuple[TopicState, Ending, str, dict[str, Any], type[BaseException], s
     (Q, Ending.TOO_LATE, "never answered", {"why": "less time"}, NotSentError, "less time"),
     (Q, Ending.TOO_LATE, "lost", {"why": "less time"}, OutcomeUnknownError, "no attempt was answered"),
     (Q, Ending.TOO_LATE, "refused", {"why": "less time"}, KafkaException, "NOT_CONTROLLER"),
+    (Q, Ending.TOO_LATE, "failover", {"why": "less time"}, PossiblyAppliedError, "refused with NOT_CONTROLLER"),
+    (F, Ending.CANCELLED, "failover", {}, PossiblyAppliedError, "refused with NOT_CONTROLLER"),
     # cancelled, its latest attempt not sent
     (F, Ending.CANCELLED, "never answered", {}, NotSentError, CANCELLED_WHY),
     (F, Ending.CANCELLED, "lost", {}, OutcomeUnknownError, "its caller cancelled it after an attempt"),
@@ -78,22 +84,27 @@ ROWS: list[tuple[TopicState, Ending, str, dict[str, Any], type[BaseException], s
     (Q, Ending.THROTTLED_HERE, "never answered", {"throttle_ms": 700}, ThrottlingQuotaExceededException, "=700"),
     (Q, Ending.THROTTLED_HERE, "throttled", {"throttle_ms": 700}, ThrottlingQuotaExceededException, "=1000"),
     (Q, Ending.THROTTLED_HERE, "lost", {"throttle_ms": 700}, OutcomeUnknownError, "throttle (700 ms) kept it"),
+    (Q, Ending.THROTTLED_HERE, "failover", {"throttle_ms": 700}, OutcomeUnknownError, "with NOT_CONTROLLER, which"),
     # authentication failed: queued topics get it, in-flight ones are outcome unknown
     (Q, Ending.AUTH_FAILED, "never answered", {"error": AUTH}, KafkaException, "SASL authentication failed"),
     (Q, Ending.AUTH_FAILED, "lost", {"error": AUTH}, PossiblyAppliedError, "may have applied it"),
+    (Q, Ending.AUTH_FAILED, "failover", {"error": AUTH}, PossiblyAppliedError, "refused with NOT_CONTROLLER"),
     (F, Ending.AUTH_FAILED, "never answered", {"error": AUTH}, OutcomeUnknownError, "was in flight"),
     # connections fail before their handshake
     (Q, Ending.CANNOT_CONNECT, "never answered", {"failure": FAILURE}, CannotConnectError, "Connection refused"),
     (Q, Ending.CANNOT_CONNECT, "lost", {"failure": FAILURE}, OutcomeUnknownError, "may have been handed over"),
+    (Q, Ending.CANNOT_CONNECT, "failover", {"failure": FAILURE}, OutcomeUnknownError, "refused with NOT_CONTROLLER"),
     # confluent-kafka refused the call: not sent, and not a NotSentError once a broker refused an earlier attempt
     (F, Ending.SEND_REFUSED, "never answered", {"exc": TypeError("x")}, NotSentError, "refused by confluent-kafka"),
     (F, Ending.SEND_REFUSED, "lost", {"exc": TypeError("x")}, PossiblyAppliedError, "refused by confluent-kafka"),
+    (F, Ending.SEND_REFUSED, "failover", {"exc": TypeError("x")}, PossiblyAppliedError, "with NOT_CONTROLLER"),
     # an answer lost, with no time to try again
     (F, Ending.ANSWER_LOST, "never answered", {"why": "no response"}, OutcomeUnknownError, "no response"),
     # closed
     (Q, Ending.CLOSED, "never answered", {}, ClientClosedNotSentError, "it was not sent"),
     (Q, Ending.CLOSED, "refused", {}, ClientClosedError, "the broker refused its last attempt"),
     (Q, Ending.CLOSED, "lost", {}, ClientClosedOutcomeUnknownError, "an earlier attempt was not answered"),
+    (Q, Ending.CLOSED, "failover", {}, ClientClosedOutcomeUnknownError, "refused with NOT_CONTROLLER, which"),
     (F, Ending.CLOSED, "never answered", {}, ClientClosedOutcomeUnknownError, "its request was in flight"),
     # applied, not yet shown by every broker
     (A, Ending.DEADLINE, "never answered", {"lagging": (2,)}, NotYetVisibleError, "broker 2 does not"),
@@ -133,9 +144,11 @@ def test_what_attempts_leave_true_is_read_off_the_history() -> None:
     refused = attempt(Outcome.NOT_APPLIED, NOT_CONTROLLER)
     assert Past.of([]) == Past()
     assert Past.of([attempt(Outcome.UNKNOWN), attempt(Outcome.NOT_SENT)]) == Past(unknown=True)
-    # a refusal that applied nothing ends what a throttle said, and stays until another refusal replaces it
-    assert Past.of([THROTTLED, refused]) == Past(refused=NOT_CONTROLLER)
-    assert Past.of([refused, THROTTLED]) == Past(throttled=THROTTLED, refused=NOT_CONTROLLER)
+    # a refusal ends what a throttle said, and stays until another refusal replaces it; NOT_CONTROLLER of a change
+    # stays as a failover's, which may follow an applied change (never of validate_only, which applies nothing)
+    assert Past.of([THROTTLED, refused]) == Past(refused=NOT_CONTROLLER, failover=NOT_CONTROLLER)
+    assert Past.of([refused, THROTTLED]) == Past(throttled=THROTTLED, refused=NOT_CONTROLLER, failover=NOT_CONTROLLER)
+    assert Past.of([THROTTLED, refused], writes=False) == Past(refused=NOT_CONTROLLER)
     assert Past.of([refused, THROTTLED, attempt(Outcome.NOT_SENT)]).refusal == KafkaError(89).str()
     assert Past.of([refused]).refusal == KafkaError(KafkaError.NOT_CONTROLLER).str()
     assert not Past.of([attempt(Outcome.NOT_SENT)]).answered

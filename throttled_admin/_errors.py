@@ -373,14 +373,15 @@ def after_lost_forward(error: KafkaError, operation: str) -> PossiblyAppliedErro
 
 
 def after_failover_refusal(error: KafkaError, operation: str, refusal: KafkaError) -> PossiblyAppliedError:
-    """``error`` ("already done") for a retry after an attempt refused with NOT_CONTROLLER or REQUEST_TIMED_OUT: a
-    KRaft controller that lost its leadership after writing the records says the first, a broker whose forwarded
-    request timed out while it re-sent it to the next controller the second; either may have applied it."""
+    """``error`` (a later attempt's answer, or ``refusal`` itself at the deadline) for a change an attempt of which
+    was refused with NOT_CONTROLLER or REQUEST_TIMED_OUT: a KRaft controller that resigns fails the writes it has
+    not committed with the first, and the next controller may still commit them; a broker whose forwarded request
+    timed out while it re-sent it to the next controller says the second. Either may follow an applied change."""
     return PossiblyAppliedError(
         _amended(
             error,
-            f"An earlier attempt of this {operation} was refused with {refusal.name()}, which a controller failing "
-            "over may say after applying it: that attempt may have applied it.",
+            f"An attempt of this {operation} was refused with {refusal.name()}, which a controller failing over may "
+            "say after applying it: outcome unknown, that attempt may have applied it.",
         )
     )
 
@@ -401,14 +402,20 @@ def refused_error(operation: str, exc: BaseException) -> NotSentError:
 
 
 def closed_error(
-    operation: str, *, sent: bool, refused: str | None = None, in_flight: bool = True
+    operation: str, *, sent: bool, refused: str | None = None, in_flight: bool = True, failover: str | None = None
 ) -> ClientClosedError:
     """_DESTROY for a topic pending at close(): a queued one was not sent (also a NotSentError); one that may have
     been applied (also an OutcomeUnknownError) was in flight, or (``in_flight=False``) queued again after an
-    attempt whose answer was lost. ``refused``: a queued topic whose last attempt the broker refused without
-    applying it (the broker's reason): sent before, so not a NotSentError, but not applied."""
+    attempt whose answer was lost, or (``failover``: the refusal's name) refused with NOT_CONTROLLER or
+    REQUEST_TIMED_OUT, which a failover may give after applying it. ``refused``: a queued topic whose last attempt
+    the broker refused without applying it (the broker's reason): sent before, so not a NotSentError, not applied."""
     if sent and in_flight:
         what = "its request was in flight: outcome unknown, the broker may or may not have applied it"
+    elif sent and failover is not None:
+        what = (
+            f"an earlier attempt was refused with {failover}, which a controller failing over may say after applying"
+            " it: outcome unknown"
+        )
     elif sent:
         what = "an earlier attempt was not answered: outcome unknown, the broker may or may not have applied it"
     elif refused is not None:

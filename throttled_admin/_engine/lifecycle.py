@@ -78,12 +78,19 @@ class Past:
     unknown: bool = False  # an attempt got no usable answer: it may have been applied
     throttled: Attempt | None = None  # the broker's last refusal was error 89 (none since that applied nothing)
     refused: BaseException | None = None  # the broker's last refusal that applied nothing (NOT_CONTROLLER, ...)
+    # The first refusal of a change with NOT_CONTROLLER or REQUEST_TIMED_OUT (``Outcome.NOT_APPLIED``): a KRaft
+    # controller that resigns fails the writes it has not committed with NOT_CONTROLLER, and the next one may still
+    # commit them; a broker whose forwarded request timed out while it re-sent it says REQUEST_TIMED_OUT. So the
+    # change may have been applied, as after a lost answer (never for validate_only, which applies nothing).
+    failover: BaseException | None = None
 
     @classmethod
-    def of(cls, history: Sequence[Attempt]) -> Past:
+    def of(cls, history: Sequence[Attempt], *, writes: bool = True) -> Past:
+        """``writes``: the attempts could apply a change (False for validate_only)."""
         unknown = False
         throttled: Attempt | None = None
         refused: BaseException | None = None
+        failover: BaseException | None = None
         for attempt in history:
             if attempt.outcome is Outcome.UNKNOWN:
                 unknown = True
@@ -91,7 +98,9 @@ class Past:
                 throttled = attempt
             elif attempt.outcome in (Outcome.NOT_APPLIED, Outcome.TOO_LARGE):  # refused, then re-sent
                 throttled, refused = None, attempt.error
-        return cls(unknown, throttled, refused)
+                if writes and failover is None and attempt.outcome is Outcome.NOT_APPLIED:
+                    failover = attempt.error
+        return cls(unknown, throttled, refused, failover)
 
     @property
     def answered(self) -> bool:

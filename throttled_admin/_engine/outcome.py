@@ -21,9 +21,11 @@ ending              an answer was lost  the broker said 89     the broker refuse
 
 (*) A first attempt's "already done" (``ALREADY_DONE``) with ``Facts.node_lost`` (a node went away while it was in
 flight) is possibly applied: a KRaft broker re-sends a forwarded request whose controller went away, and the next
-controller finds what the old one applied (issue 37, seen on a Kafka 4.4 quorum's rolling restart); so is a retry's
-"already done" after an attempt refused with NOT_CONTROLLER or REQUEST_TIMED_OUT, which a controller failing over
-may say after it applied the change (seen there too).
+controller finds what the old one applied (issue 37, seen on a Kafka 4.4 quorum's rolling restart).
+
+A change refused with NOT_CONTROLLER or REQUEST_TIMED_OUT (``Past.failover``; never validate_only) is in the first
+column, "an answer was lost", whatever came after: a controller failing over may give either after it applied the
+change (a retry's "already done" was seen on that rolling restart). The refusal, amended, is what the deadline tells.
 
 In flight (handed over): ``ANSWERED``, ``SEND_REFUSED`` and ``ANSWER_LOST`` (no usable answer: at the deadline,
 or with no time left for another attempt) as above; ``DEADLINE``, ``CANCELLED`` and ``CANNOT_CONNECT`` as queued
@@ -40,7 +42,7 @@ from typing import NamedTuple
 
 from confluent_kafka import KafkaError, KafkaException
 
-from throttled_admin._engine.classify import NOT_APPLIED_CODES, error_of
+from throttled_admin._engine.classify import error_of
 from throttled_admin._engine.contact import ContactFailure
 from throttled_admin._engine.lifecycle import Past, TopicState
 from throttled_admin._engine.work import Topic
@@ -120,12 +122,12 @@ def _answered(past: Past, facts: Facts) -> BaseException:
         # An earlier attempt had no usable answer and may have applied the change: whatever the broker says of
         # this one ("already done", or a refusal that applied nothing), the outcome is unknown.
         return after_unknown_attempt(error, facts.operation)
+    if (failover := error_of(past.failover)) is not None and error is not None:
+        return after_failover_refusal(error, facts.operation, failover)  # perhaps applied by that attempt, as above
     if error is None or error.code() != ALREADY_DONE.get(facts.operation):
         return facts.exc
     if facts.node_lost:
         return after_lost_forward(error, facts.operation)  # perhaps the answer to its broker's re-send
-    if (refusal := error_of(past.refused)) is not None and refusal.code() in NOT_APPLIED_CODES:
-        return after_failover_refusal(error, facts.operation, refusal)  # perhaps applied by that attempt
     return facts.exc
 
 
@@ -135,6 +137,8 @@ def _deadline(past: Past, facts: Facts) -> BaseException:
         return unknown_outcome_error(
             facts.operation, "no attempt was answered by the deadline", why=OutcomeUnknownReason.UNANSWERED
         )
+    if (failover := error_of(past.failover)) is not None:  # refused as a failover may refuse what it applied
+        return after_failover_refusal(failover, facts.operation, failover)
     if past.throttled is not None:
         throttled = past.throttled
         remaining_ms = max(0, int(throttled.throttle_ms - (facts.now - throttled.ended_at) * 1000))
@@ -162,8 +166,10 @@ def _cancelled(past: Past, facts: Facts) -> BaseException:
 
 
 def _throttled_here(past: Past, facts: Facts) -> BaseException:
-    if past.unknown:  # its earlier attempt may have been applied: not a plain "throttled"
-        why = f"an earlier attempt was not answered, and the broker's throttle ({facts.throttle_ms} ms) kept it from "
+    if past.unknown or past.failover is not None:  # its earlier attempt may have been applied: not "throttled"
+        failover = _name(past.failover)
+        earlier = "was not answered" if past.unknown else f"was refused with {failover}, which a failover may give"
+        why = f"an earlier attempt {earlier}, and the broker's throttle ({facts.throttle_ms} ms) kept it from "
         return unknown_outcome_error(facts.operation, why + "being sent again", why=OutcomeUnknownReason.THROTTLED)
     throttle_ms = facts.throttle_ms if past.throttled is None else max(facts.throttle_ms, past.throttled.throttle_ms)
     # Never written, unless a broker refused an earlier attempt (nothing applied either way).
@@ -174,14 +180,18 @@ def _auth_failed(past: Past, facts: Facts) -> BaseException:
     assert facts.error is not None
     if past.unknown:  # an earlier attempt was sent and its answer lost: it may have applied
         return after_unknown_attempt(facts.error, facts.operation)
+    if (failover := error_of(past.failover)) is not None:
+        return after_failover_refusal(facts.error, facts.operation, failover)
     return KafkaException(facts.error)
 
 
 def _cannot_connect(past: Past, facts: Facts) -> BaseException:
     failure = facts.failure
     assert failure is not None
-    if past.unknown:  # a send cut short after its call may have begun (librdkafka may write it once connected)
-        why = f"an attempt may have been handed over, and connections to {failure.address} fail"
+    if past.unknown or past.failover is not None:  # a send cut short after its call may have begun (librdkafka may
+        # write it once connected), or a refusal a failover may give after applying it
+        earlier = "may have been handed over" if past.unknown else f"was refused with {_name(past.failover)}"
+        why = f"an attempt {earlier}, and connections to {failure.address} fail"
         return unknown_outcome_error(facts.operation, why, why=OutcomeUnknownReason.CANNOT_CONNECT)
     return cannot_connect_error(facts.operation, failure.address, failure.reason)
 
@@ -206,7 +216,14 @@ def _not_sent(facts: Facts) -> NotSentReason:
 
 
 def _closed_queued(past: Past, facts: Facts) -> BaseException:
+    if past.failover is not None and not past.unknown:
+        return closed_error(facts.operation, sent=True, in_flight=False, failover=_name(past.failover))
     return closed_error(facts.operation, sent=past.unknown, refused=past.refusal, in_flight=False)
+
+
+def _name(exc: BaseException | None) -> str:
+    error = error_of(exc)
+    return error.name() if error is not None else repr(exc)
 
 
 def _in_flight_auth_failed(past: Past, facts: Facts) -> BaseException:
@@ -283,8 +300,10 @@ def closed_here(topic: Topic | None, operation: str, *, unsent: bool) -> ClientC
     if queued and not topic.outcome_unknown:
         if topic.attempts == 0:
             return closed_error(operation, sent=False)
-        refused = topic.past.refusal
-        if refused is not None:
-            return closed_error(operation, sent=False, refused=refused, in_flight=False)
+        past = topic.past
+        if past.failover is not None:
+            return closed_error(operation, sent=True, in_flight=False, failover=_name(past.failover))
+        if past.refusal is not None:
+            return closed_error(operation, sent=False, refused=past.refusal, in_flight=False)
     # in flight, or after an unanswered attempt
     return closed_error(operation, sent=True, in_flight=not queued)

@@ -326,7 +326,7 @@ class Topic:
     @property
     def past(self) -> Past:
         """What its attempts so far leave true (outcome unknown, the broker's throttle or refusal)."""
-        return Past.of(self.history) if self.history else NO_PAST
+        return Past.of(self.history, writes=not self.call.kind.validate_only) if self.history else NO_PAST
 
     @property
     def outcome_unknown(self) -> bool:
