@@ -28,7 +28,13 @@ from tests.reliability_helpers import (
     outcomes,
 )
 from tests.support import BrokerFactory, wait_until
-from throttled_admin import MutationQuota, NewPartitions, NewTopic, ThrottlingQuotaExceededException
+from throttled_admin import (
+    MutationQuota,
+    NewPartitions,
+    NewTopic,
+    PossiblyAppliedError,
+    ThrottlingQuotaExceededException,
+)
 from throttled_admin.testing import QuotaBroker
 
 CREATE_TOPICS = 19
@@ -325,6 +331,27 @@ def test_transient_error_until_the_deadline_is_retried_and_truthful(quota_broker
     assert len(mutation_requests(broker)) >= 2  # it was retried
     assert broker.topics() == {}
     assert_truthful("create", {"never": result}, broker.topics())
+
+
+@pytest.mark.parametrize(
+    ("refusals", "told"),
+    [(1, KafkaError.TOPIC_ALREADY_EXISTS), (10_000, KafkaError.NOT_CONTROLLER)],
+    ids=["retry finds it", "no retry answered otherwise"],
+)
+def test_a_create_a_resigning_controller_applied_and_refused_is_never_told_a_plain_refusal(
+    quota_broker: BrokerFactory, refusals: int, told: int
+) -> None:
+    """QuotaBroker applies the create and answers NOT_CONTROLLER, as a KRaft controller that resigns before it
+    answers (its successor commits what it wrote). Retried, the create is told "already exists"; refused again until
+    the deadline, NOT_CONTROLLER: either way as possibly applied (rule f), and the broker holds the topic."""
+    broker = quota_broker()
+    broker.fail_next("CreateTopics", KafkaError.NOT_CONTROLLER, count=refusals, applied=True)
+    with admin_for(broker) as admin:
+        result = outcomes(admin.create_topics([NewTopic("resigned", 1, 1)], timeout_ms=3000))["resigned"]
+    assert isinstance(result, PossiblyAppliedError), repr(result)
+    assert error_code(result) == told, error_text(result)
+    assert broker.topics() == {"resigned": 1}
+    assert_truthful("create", {"resigned": result}, broker.topics())
 
 
 def test_transient_error_until_the_deadline_fails_with_the_brokers_error(quota_broker: BrokerFactory) -> None:

@@ -392,10 +392,12 @@ class QuotaBroker:
         if self._server:
             self._server.drop_connections()
 
-    def fail_next(self, api: int | str, error_code: int, count: int = 1) -> None:
+    def fail_next(self, api: int | str, error_code: int, count: int = 1, *, applied: bool = False) -> None:
         """The next ``count`` (>= 1) requests of ``api`` fail every topic (or resource) with ``error_code``
-        (non-zero), charging nothing. ``fail_next("CreateTopics", 41)`` injects NOT_CONTROLLER."""
-        self._faults.fail_next(_api_key(api), error_code, count)
+        (non-zero), charging nothing. ``fail_next("CreateTopics", 41)`` injects NOT_CONTROLLER. ``applied``: a
+        mutation is applied and charged as usual first, then answered so, as by a KRaft controller that resigns
+        before it answers (it fails what it has not committed with NOT_CONTROLLER; its successor commits it)."""
+        self._faults.fail_next(_api_key(api), error_code, count, applied)
 
     def fail_metadata_next(self, error_code: int, count: int = 1) -> None:
         """The next ``count`` (>= 1) Metadata requests of v13 or later (the first with a top-level ``error_code``)

@@ -105,6 +105,7 @@ class RequestContext:
     principal: str
     sasl_mechanism: str | None = None
     injected_error: int | None = None  # fault injection: every topic/resource fails with this code
+    injected_after_apply: bool = False  # ... after the mutation was applied and charged (a controller failing over)
     metadata_error: int | None = None  # fault injection: Metadata v13+'s top-level error_code (KIP-1102)
     # KRaft's controller deadline (ControllerRequestContext): received_at + the request's timeout_ms, on the
     # time.monotonic() clock; a mutation not handled by then fails with REQUEST_TIMED_OUT and changes nothing.
@@ -173,7 +174,7 @@ def _request_quota(ctx: RequestContext, *, validate_only: bool = False) -> Reque
 def _not_controller(ctx: RequestContext) -> ApiError | None:
     """The injected error, if any. KRaft brokers forward mutations to the active controller, so every node
     accepts them; NOT_CONTROLLER (41) now only comes from fault injection (``fail_next``)."""
-    if ctx.injected_error is not None:
+    if ctx.injected_error is not None and not ctx.injected_after_apply:
         return ApiError(ctx.injected_error, "Injected by QuotaBroker fault injection.")
     return None
 
@@ -416,6 +417,12 @@ def _mutate(
         errors.append(error)
     if isinstance(quota, RedpandaQuota):
         charged += quota.refused_mutations  # Redpanda charges a refused topic too
+    if ctx.injected_error is not None and ctx.injected_after_apply:
+        # applied and charged, then answered as a controller that resigned before it answered: its successor
+        # committed what it wrote (``fail_next(..., applied=True)``)
+        errors = [ApiError(ctx.injected_error, "Injected by QuotaBroker fault injection, after applying.")] * len(
+            errors
+        )
     return _Mutations(indices, errors, charged, quota.throttle_time_ms())
 
 

@@ -139,7 +139,7 @@ class Faults:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._failures: dict[int, deque[int]] = {}
+        self._failures: dict[int, deque[tuple[int, bool]]] = {}  # (error code, after applying)
         self._metadata_errors: deque[int] = deque()  # Metadata v13+'s top-level error_code (KIP-1102)
         self._blackholes: dict[int, int] = {}
         self._garbles: dict[int, deque[str]] = {}
@@ -150,11 +150,11 @@ class Faults:
         self.slow_policy: tuple[str, float] | None = None  # (topic name prefix, seconds per topic)
         self.unresponsive = False  # requests are read and logged, none is handled or answered (a hung broker)
 
-    def fail_next(self, api_key: int, error_code: int, count: int) -> None:
+    def fail_next(self, api_key: int, error_code: int, count: int, applied: bool = False) -> None:
         _check_count(count)
         _check_error_code(error_code, "41 (NOT_CONTROLLER)")
         with self._lock:
-            self._failures.setdefault(api_key, deque()).extend([error_code] * count)
+            self._failures.setdefault(api_key, deque()).extend([(error_code, applied)] * count)
 
     def fail_metadata_next(self, error_code: int, count: int) -> None:
         _check_count(count)
@@ -214,7 +214,8 @@ class Faults:
             queue = self._delays.get(api_key)
             return queue.popleft() if queue else 0.0
 
-    def take_failure(self, api_key: int) -> int | None:
+    def take_failure(self, api_key: int) -> tuple[int, bool] | None:
+        """The error the request handled now fails with, and whether it is applied first, if one was injected."""
         with self._lock:
             queue = self._failures.get(api_key)
             return queue.popleft() if queue else None
@@ -715,7 +716,9 @@ class Server:
             name = ApiKey(context.api_key).name
             raise _Refused(f"cannot decode {name} v{context.api_version}: {type(exc).__name__}") from None
         decode_s = time.perf_counter() - started
-        context.injected_error = self.faults.take_failure(context.api_key)
+        failure = self.faults.take_failure(context.api_key)
+        if failure is not None:
+            context.injected_error, context.injected_after_apply = failure
         if context.api_key == ApiKey.Metadata and context.api_version >= 13:  # v13 has the top-level error_code
             context.metadata_error = self.faults.take_metadata_error()
         timeout_ms: int | None = None
