@@ -964,7 +964,8 @@ class EngineModel(RuleBasedStateMachine):
         if fate == "policy":  # a CreateTopicPolicy (or any other policy) refuses every topic alike
             return {n: _error(KafkaError.POLICY_VIOLATION, POLICY) for n in names}
         code = KafkaError.NOT_CONTROLLER if fate == "not controller" else KafkaError.REQUEST_TIMED_OUT
-        if applied:  # a controller that resigns fails what it has not committed, and its successor may commit it
+        if applied and not flight.request.kind.validate_only:  # a controller that resigns fails what it has not
+            # committed, and its successor may commit it (a validate_only request writes nothing)
             self.cluster_apply(flight, answered=False)
             _mark_unanswered(flight.tracks)  # the client is told a refusal: the change may have been applied
             event(f"answer: {fate}, the change applied by a failover")
