@@ -11,12 +11,15 @@ from pathlib import Path
 
 import pexpect
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from tests.cli_helpers import REPO, cli_env
 from tests.support import BrokerFactory
+from throttled_admin._errors import after_failover_refusal
 from throttled_admin.cli import main
 from throttled_admin.cli._args import UsageError, parse_replica_assignment, parse_topic_configs, topic_pattern
 from throttled_admin.cli._conf import Redactor, build_conf
+from throttled_admin.cli._output import QUOTA_MESSAGE, describe_error
 from throttled_admin.cli._properties import PropertiesError, load_properties, parse_properties
 
 
@@ -145,3 +148,15 @@ def test_console_script_and_module_entry_points() -> None:
         )
         assert run.returncode == 0, run.stderr
         assert run.stdout.startswith("throttled-admin ")
+
+
+def test_a_quota_refusal_that_may_follow_an_applied_attempt_keeps_its_hedge() -> None:
+    """A 89 after an attempt that may have been applied (its answer lost, or refused as a failover refuses) is a
+    PossiblyAppliedError: the CLI prints its words, not kafka-topics.sh's bare quota message."""
+    refusal = KafkaError(KafkaError.NOT_CONTROLLER)
+    hedged = after_failover_refusal(KafkaError(KafkaError.THROTTLING_QUOTA_EXCEEDED), "CreateTopics", refusal)
+    info = describe_error(hedged)
+    assert info.code == KafkaError.THROTTLING_QUOTA_EXCEEDED
+    assert "may have applied it" in info.message, info
+    plain = describe_error(KafkaException(KafkaError(KafkaError.THROTTLING_QUOTA_EXCEEDED, "x")))
+    assert plain.message == QUOTA_MESSAGE

@@ -130,3 +130,22 @@ def test_already_exists_after_a_refusal_a_failover_may_follow_is_possibly_applie
     assert isinstance(exc, PossiblyAppliedError), exc
     assert exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
     assert f"refused with {KafkaError(refusal).name()}" in exc.args[0].str()
+
+
+@pytest.mark.parametrize("validate_only", [False, True], ids=["a change", "validate_only"])
+def test_nothing_is_final_until_a_failovers_refusal_could_be_committed(validate_only: bool) -> None:
+    """A controller that resigns fails with NOT_CONTROLLER what it wrote and did not commit; the next one commits it
+    once elected. So ``final_at`` (``wait_until_final``: read the cluster after it) is not the moment of the answer
+    but the request's controller deadline from it. A validate_only request writes nothing: final at its answer."""
+    engine = reached()
+    spec = CallSpec(RequestKind(CREATE_TOPICS, validate_only), 10.0, 10_000, True, None, None, 0.0)
+    submit_call(engine, spec, [("t", NewTopic("t", 1, 1), 1, 2)])
+    out = engine.step(0.0)
+    assert out.send is not None
+    engine.on_results(out.send.request_id, {"t": KafkaException(KafkaError(KafkaError.NOT_CONTROLLER))}, 0.1)
+    engine.step(0.1)
+    final_at = engine.status.final_at
+    if validate_only:
+        assert final_at <= 0.1, final_at
+    else:
+        assert final_at >= 0.1 + out.send.operation_timeout_s - 1e-9, (final_at, out.send.operation_timeout_s)

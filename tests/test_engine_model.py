@@ -2152,13 +2152,14 @@ def test_the_model_knows_a_failover_may_refuse_what_it_applied(fate: str) -> Non
         _start(state)
         state.submit("create", ["a"], 0.3, False, False, 1, None, None, False)
         state.answer(fate, applied=True, delay=0.0, quota_first=False)
-        state.advance(1.0)  # its retry, if it went, is abandoned at the deadline: the sentinel frees the connection
+        _await_a_send(state, 1000.25)  # its retry, after the back-off (and a metadata read)
+        state.answer(fate, applied=False, delay=0.0, quota_first=False)  # refused again: no time for a third
+        state.advance(1.0)
         _serve_reads(state)
         state.submit("create", ["b", "c"], 30.0, False, False, 1, None, None, False)
+        _await_a_send(state, state.now + 5.0)
         state.answer(fate, applied=True, delay=0.0, quota_first=False)
-        state.advance(1.0)
-        _serve_reads(state)
-        state.advance(1.0)
+        _await_a_send(state, state.now + 5.0)
         state.answer_ok(views_after=False)
         state.advance(1.0)
         state.every_topic_is_settled_by_its_deadline()
@@ -2169,9 +2170,7 @@ def test_the_model_knows_a_failover_may_refuse_what_it_applied(fate: str) -> Non
         state.teardown()
 
 
-def test_the_model_counts_one_violation_for_a_89_whose_throttle_then_holds_a_topic_a_failover_may_have_applied() -> (
-    None
-):
+def test_the_model_counts_one_violation_for_a_89_whose_throttle_holds_a_topic_a_failover_may_have_applied() -> None:
     """Found by the model's random runs ("rule g: 3 violations recorded, 6 quota refusals"): a create refused with
     NOT_CONTROLLER after it was applied (a failover), retried, refused with 89 (the quota checked first) with a
     throttle past its deadline: held back in that same step, it is told outcome unknown (THROTTLED), and that 89 is
@@ -2194,6 +2193,14 @@ def test_the_model_counts_one_violation_for_a_89_whose_throttle_then_holds_a_top
         assert isinstance(track.settled[1], OutcomeUnknownError), track.settled
     finally:
         state.teardown()
+
+
+def _await_a_send(state: EngineModel, until: float) -> None:
+    """A pinned run's clock moved on, reads served, until a request is in flight (before ``until``)."""
+    while state.flight is None and state.now < until:
+        state.advance(0.01)
+        _serve_reads(state)
+    assert state.flight is not None, f"nothing sent by {until}"
 
 
 def _serve_reads(state: EngineModel) -> None:

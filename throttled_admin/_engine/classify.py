@@ -8,8 +8,9 @@
   its response carried a throttle; every other -1 is final;
 - ``TOO_LARGE``: POLICY_VIOLATION with one of the messages of a KRaft controller's batch cap (``batch_cap``):
   the engine splits the request when it was refused whole; any other POLICY_VIOLATION is final;
-- ``NOT_APPLIED``: the broker refused before applying anything, and a retry may succeed (NOT_CONTROLLER,
-  and REQUEST_TIMED_OUT from a KRaft controller whose deadline passed), re-sent like Java's AdminClient does;
+- ``NOT_APPLIED``: the broker refused, as a rule before applying anything, and a retry may succeed (NOT_CONTROLLER,
+  and REQUEST_TIMED_OUT from a KRaft controller whose deadline passed), re-sent like Java's AdminClient does; a
+  resigning controller refuses so what it wrote, which the next may commit (``lifecycle.Past.failover``);
 - ``NOT_SENT``: librdkafka gave up before it built the request ("Failed while waiting for controller" or "...
   for broker": ``rd_kafka_admin_worker`` builds a request only once the controller is up, and a timed-out
   operation is freed, so it can never be sent later);
@@ -54,8 +55,8 @@ class Outcome(enum.Enum):
     __hash__ = object.__hash__  # members are singletons: Enum's own hash is a Python call (every answer hashes one)
 
 
-# NOT_APPLIED's codes: refusals that applied nothing as far as the client is told, re-sent; a controller failing over
-# may give either after it applied the change (``outcome``: a retry's "already done" is then perhaps its own)
+# NOT_APPLIED's codes: refusals, re-sent; a controller failing over may give either after it applied the change
+# (``lifecycle.Past.failover``: the change's outcome is then unknown)
 NOT_APPLIED_CODES = frozenset({KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT})
 # A request in flight on a broker that goes away fails _TRANSPORT in librdkafka 2.16, _DESTROY_BROKER before
 # (confluent-kafka>=2.6 allows those): either way it may have been applied.

@@ -77,7 +77,7 @@ class Past:
 
     unknown: bool = False  # an attempt got no usable answer: it may have been applied
     throttled: Attempt | None = None  # the broker's last refusal was error 89 (none since that applied nothing)
-    refused: BaseException | None = None  # the broker's last refusal that applied nothing (NOT_CONTROLLER, ...)
+    refused: BaseException | None = None  # the broker's last refusal (NOT_CONTROLLER, a cap's, ...): see ``failover``
     # The first refusal of a change with NOT_CONTROLLER or REQUEST_TIMED_OUT (``Outcome.NOT_APPLIED``): a KRaft
     # controller that resigns fails the writes it has not committed with NOT_CONTROLLER, and the next one may still
     # commit them; a broker whose forwarded request timed out while it re-sent it says REQUEST_TIMED_OUT. So the

@@ -563,6 +563,7 @@ class Engine:
         if answered:  # Redpanda's refused topics are charged all the same: the pacer's mirror counts them
             self._learned.answered(request, results, charged + accepted, response.throttle_s, now)
             self._contact.auth = None  # a broker answered: an authentication failure is over
+            self._slot.answered(request, outcomes.values(), now)  # a failover's refusal: committed later, perhaps
         spoke = answered and not _SPEAKS_FOR_QUOTA.isdisjoint(outcomes.values())
         probe = request.id == self._gate.probe_id  # (most requests are none: no call)
         if probe and self._gate.completed(request.id, spoke_for_quota=spoke) and self._learned.pacer is not None:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Collection
 
 from confluent_kafka import KafkaError
 
 from throttled_admin._engine.actions import Drain
-from throttled_admin._engine.classify import connection_lost, error_of, was_written
+from throttled_admin._engine.classify import Outcome, connection_lost, error_of, was_written
 from throttled_admin._engine.connection import Connection, Drained
 from throttled_admin._engine.request import Request
 from throttled_admin._engine.work import RequestKind, Topic
@@ -98,6 +99,14 @@ class Slot:
     def drained(self, outcome: Drained, now: float) -> None:
         """What became of the sentinel."""
         self._final_at = max(self._final_at, now + self._connection.drained(outcome))
+
+    def answered(self, request: Request, outcomes: Collection[Outcome], now: float) -> None:
+        """A broker answered the request. Topics refused with NOT_CONTROLLER or REQUEST_TIMED_OUT (``NOT_APPLIED``):
+        a controller that resigns fails what it wrote but did not commit, and the next one may commit it once
+        elected. Nothing this client handed over is then final before the request's controller deadline from now
+        (``final_at``), as for a request whose connection closed; a validate_only request writes nothing."""
+        if Outcome.NOT_APPLIED in outcomes and not request.kind.validate_only:
+            self._final_at = max(self._final_at, now + request.operation_timeout_s)
 
     def ended(self, request: Request, results: dict[str, BaseException | None], answered: bool, now: float) -> None:
         """What the request's end says of the connection: it may still hold the request (rule b), or the request

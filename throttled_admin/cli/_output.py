@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 from confluent_kafka import KafkaError, KafkaException
 
-from throttled_admin import NotSentError, ThrottlingQuotaExceededException, TopicValueError
+from throttled_admin import NotSentError, OutcomeUnknownError, ThrottlingQuotaExceededException, TopicValueError
 from throttled_admin._kafka.refusals import THROTTLING_QUOTA_MESSAGE
 from throttled_admin.cli._conf import Redactor
 
@@ -76,8 +76,8 @@ def describe_error(exc: BaseException) -> ErrorInfo:
         return ErrorInfo(timed_out.code(), timed_out.name(), text)
     if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
         error: KafkaError = exc.args[0]
-        if error.code() == KafkaError.THROTTLING_QUOTA_EXCEEDED:
-            return ErrorInfo(error.code(), error.name(), QUOTA_MESSAGE, None)
+        if error.code() == KafkaError.THROTTLING_QUOTA_EXCEEDED and not isinstance(exc, OutcomeUnknownError):
+            return ErrorInfo(error.code(), error.name(), QUOTA_MESSAGE, None)  # (a hedged 89 keeps its words)
         return ErrorInfo(error.code(), error.name(), error.str())
     return ErrorInfo(None, type(exc).__name__, str(exc) or type(exc).__name__)
 
