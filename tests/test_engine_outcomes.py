@@ -33,6 +33,7 @@ from throttled_admin._errors import (
 
 Q, F, A = TopicState.QUEUED, TopicState.IN_FLIGHT, TopicState.AWAITING_VISIBILITY
 NOT_CONTROLLER = KafkaException(KafkaError(KafkaError.NOT_CONTROLLER))
+FAILOVER = NOT_CONTROLLER.args[0]  # ``Past.failover``: the refusal's KafkaError
 EXISTS = KafkaException(KafkaError(KafkaError.TOPIC_ALREADY_EXISTS, "Topic 't' already exists."))
 AUTH = KafkaError(KafkaError._AUTHENTICATION, "SASL authentication failed")
 FAILURE = ContactFailure("127.0.0.1:1", "Connection refused", "tcp")
@@ -49,7 +50,7 @@ PASTS = {
     "lost": Past(unknown=True),
     "throttled": Past(throttled=THROTTLED),
     "refused": Past(refused=NOT_CONTROLLER),  # of validate_only (or a cap's refusal): applied nothing
-    "failover": Past(refused=NOT_CONTROLLER, failover=NOT_CONTROLLER),  # of a change: a failover may have applied it
+    "failover": Past(refused=NOT_CONTROLLER, failover=FAILOVER),  # of a change: a failover may have applied it
     "lost, then refused": Past(unknown=True, refused=NOT_CONTROLLER),
 }
 FACTS = Facts("CreateTopics", "t", 5000, now=10.5, why="its deadline passed before it could be sent")
@@ -146,8 +147,8 @@ def test_what_attempts_leave_true_is_read_off_the_history() -> None:
     assert Past.of([attempt(Outcome.UNKNOWN), attempt(Outcome.NOT_SENT)]) == Past(unknown=True)
     # a refusal ends what a throttle said, and stays until another refusal replaces it; NOT_CONTROLLER of a change
     # stays as a failover's, which may follow an applied change (never of validate_only, which applies nothing)
-    assert Past.of([THROTTLED, refused]) == Past(refused=NOT_CONTROLLER, failover=NOT_CONTROLLER)
-    assert Past.of([refused, THROTTLED]) == Past(throttled=THROTTLED, refused=NOT_CONTROLLER, failover=NOT_CONTROLLER)
+    assert Past.of([THROTTLED, refused]) == Past(refused=NOT_CONTROLLER, failover=FAILOVER)
+    assert Past.of([refused, THROTTLED]) == Past(throttled=THROTTLED, refused=NOT_CONTROLLER, failover=FAILOVER)
     assert Past.of([THROTTLED, refused], writes=False) == Past(refused=NOT_CONTROLLER)
     assert Past.of([refused, THROTTLED, attempt(Outcome.NOT_SENT)]).refusal == KafkaError(89).str()
     assert Past.of([refused]).refusal == KafkaError(KafkaError.NOT_CONTROLLER).str()

@@ -32,7 +32,6 @@ from throttled_admin._engine.batch_cap import is_batch_cap
 from throttled_admin._kafka.refusals import REDPANDA_QUOTA_MESSAGE
 
 __all__ = [
-    "NOT_APPLIED_CODES",
     "REDPANDA_QUOTA_MESSAGE",
     "Outcome",
     "classify",
@@ -57,7 +56,7 @@ class Outcome(enum.Enum):
 
 # NOT_APPLIED's codes: refusals, re-sent; a controller failing over may give either after it applied the change
 # (``lifecycle.Past.failover``: the change's outcome is then unknown)
-NOT_APPLIED_CODES = frozenset({KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT})
+_NOT_APPLIED_CODES = frozenset({KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT})
 # A request in flight on a broker that goes away fails _TRANSPORT in librdkafka 2.16, _DESTROY_BROKER before
 # (confluent-kafka>=2.6 allows those): either way it may have been applied.
 _CONNECTION_LOST = {KafkaError._TRANSPORT, KafkaError._DESTROY_BROKER}
@@ -89,7 +88,7 @@ def classify(exc: BaseException | None, *, operation: str = "", throttled: bool 
         return Outcome.THROTTLED
     if code == KafkaError.POLICY_VIOLATION and is_batch_cap(error):
         return Outcome.TOO_LARGE
-    if code in NOT_APPLIED_CODES:
+    if code in _NOT_APPLIED_CODES:
         return Outcome.NOT_APPLIED
     if code == KafkaError._TIMED_OUT and any(state in error.str() for state in _BEFORE_A_REQUEST):
         return Outcome.NOT_SENT

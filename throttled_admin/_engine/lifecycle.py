@@ -82,7 +82,7 @@ class Past:
     # controller that resigns fails the writes it has not committed with NOT_CONTROLLER, and the next one may still
     # commit them; a broker whose forwarded request timed out while it re-sent it says REQUEST_TIMED_OUT. So the
     # change may have been applied, as after a lost answer (never for validate_only, which applies nothing).
-    failover: BaseException | None = None
+    failover: KafkaError | None = None
 
     @classmethod
     def of(cls, history: Sequence[Attempt], *, writes: bool = True) -> Past:
@@ -90,7 +90,7 @@ class Past:
         unknown = False
         throttled: Attempt | None = None
         refused: BaseException | None = None
-        failover: BaseException | None = None
+        failover: KafkaError | None = None
         for attempt in history:
             if attempt.outcome is Outcome.UNKNOWN:
                 unknown = True
@@ -99,7 +99,7 @@ class Past:
             elif attempt.outcome in (Outcome.NOT_APPLIED, Outcome.TOO_LARGE):  # refused, then re-sent
                 throttled, refused = None, attempt.error
                 if writes and failover is None and attempt.outcome is Outcome.NOT_APPLIED:
-                    failover = attempt.error
+                    failover = error_of(attempt.error)
         return cls(unknown, throttled, refused, failover)
 
     @property

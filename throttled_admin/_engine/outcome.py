@@ -122,8 +122,8 @@ def _answered(past: Past, facts: Facts) -> BaseException:
         # An earlier attempt had no usable answer and may have applied the change: whatever the broker says of
         # this one ("already done", or a refusal that applied nothing), the outcome is unknown.
         return after_unknown_attempt(error, facts.operation)
-    if (failover := error_of(past.failover)) is not None and error is not None:
-        return after_failover_refusal(error, facts.operation, failover)  # perhaps applied by that attempt, as above
+    if past.failover is not None and error is not None:
+        return after_failover_refusal(error, facts.operation, past.failover)  # perhaps applied by that attempt
     if error is None or error.code() != ALREADY_DONE.get(facts.operation):
         return facts.exc
     if facts.node_lost:
@@ -137,8 +137,8 @@ def _deadline(past: Past, facts: Facts) -> BaseException:
         return unknown_outcome_error(
             facts.operation, "no attempt was answered by the deadline", why=OutcomeUnknownReason.UNANSWERED
         )
-    if (failover := error_of(past.failover)) is not None:  # refused as a failover may refuse what it applied
-        return after_failover_refusal(failover, facts.operation, failover)
+    if past.failover is not None:  # refused as a failover may refuse what it applied
+        return after_failover_refusal(past.failover, facts.operation, past.failover)
     if past.throttled is not None:
         throttled = past.throttled
         remaining_ms = max(0, int(throttled.throttle_ms - (facts.now - throttled.ended_at) * 1000))
@@ -167,8 +167,9 @@ def _cancelled(past: Past, facts: Facts) -> BaseException:
 
 def _throttled_here(past: Past, facts: Facts) -> BaseException:
     if past.unknown or past.failover is not None:  # its earlier attempt may have been applied: not "throttled"
-        failover = _name(past.failover)
-        earlier = "was not answered" if past.unknown else f"was refused with {failover}, which a failover may give"
+        earlier = "was not answered"
+        if (failover := None if past.unknown else past.failover) is not None:
+            earlier = f"was refused with {failover.name()}, which a failover may give"
         why = f"an earlier attempt {earlier}, and the broker's throttle ({facts.throttle_ms} ms) kept it from "
         return unknown_outcome_error(facts.operation, why + "being sent again", why=OutcomeUnknownReason.THROTTLED)
     throttle_ms = facts.throttle_ms if past.throttled is None else max(facts.throttle_ms, past.throttled.throttle_ms)
@@ -180,8 +181,8 @@ def _auth_failed(past: Past, facts: Facts) -> BaseException:
     assert facts.error is not None
     if past.unknown:  # an earlier attempt was sent and its answer lost: it may have applied
         return after_unknown_attempt(facts.error, facts.operation)
-    if (failover := error_of(past.failover)) is not None:
-        return after_failover_refusal(facts.error, facts.operation, failover)
+    if past.failover is not None:
+        return after_failover_refusal(facts.error, facts.operation, past.failover)
     return KafkaException(facts.error)
 
 
@@ -190,7 +191,9 @@ def _cannot_connect(past: Past, facts: Facts) -> BaseException:
     assert failure is not None
     if past.unknown or past.failover is not None:  # a send cut short after its call may have begun (librdkafka may
         # write it once connected), or a refusal a failover may give after applying it
-        earlier = "may have been handed over" if past.unknown else f"was refused with {_name(past.failover)}"
+        earlier = "may have been handed over"
+        if (failover := None if past.unknown else past.failover) is not None:
+            earlier = f"was refused with {failover.name()}"
         why = f"an attempt {earlier}, and connections to {failure.address} fail"
         return unknown_outcome_error(facts.operation, why, why=OutcomeUnknownReason.CANNOT_CONNECT)
     return cannot_connect_error(facts.operation, failure.address, failure.reason)
@@ -217,13 +220,8 @@ def _not_sent(facts: Facts) -> NotSentReason:
 
 def _closed_queued(past: Past, facts: Facts) -> BaseException:
     if past.failover is not None and not past.unknown:
-        return closed_error(facts.operation, sent=True, in_flight=False, failover=_name(past.failover))
+        return closed_error(facts.operation, sent=True, in_flight=False, failover=past.failover.name())
     return closed_error(facts.operation, sent=past.unknown, refused=past.refusal, in_flight=False)
-
-
-def _name(exc: BaseException | None) -> str:
-    error = error_of(exc)
-    return error.name() if error is not None else repr(exc)
 
 
 def _in_flight_auth_failed(past: Past, facts: Facts) -> BaseException:
@@ -302,7 +300,7 @@ def closed_here(topic: Topic | None, operation: str, *, unsent: bool) -> ClientC
             return closed_error(operation, sent=False)
         past = topic.past
         if past.failover is not None:
-            return closed_error(operation, sent=True, in_flight=False, failover=_name(past.failover))
+            return closed_error(operation, sent=True, in_flight=False, failover=past.failover.name())
         if past.refusal is not None:
             return closed_error(operation, sent=False, refused=past.refusal, in_flight=False)
     # in flight, or after an unanswered attempt
