@@ -14,6 +14,7 @@ from throttled_admin._engine import (
     EngineConfig,
     RequestKind,
     RetryBackoff,
+    Send,
     TopicRef,
 )
 from throttled_admin._engine.work import Call, Topic
@@ -83,8 +84,9 @@ def test_a_bulk_call_goes_in_requests_of_the_sweet_spot_not_of_a_thousand() -> N
     names = [f"t{i}" for i in range(10_000)]
     engine, _, _ = engine_with(names, EngineConfig())
     sizes, now = [], 0.0
-    while (out := engine.step(now)).send is not None:
-        sizes.append(len(out.send.names))
+    while sends := [action for action in engine.step(now).actions if isinstance(action, Send)]:
         now += 0.01
-        engine.on_results(out.send.request_id, dict.fromkeys(out.send.names), now)
+        for send in sends:  # the first lane's, and the second's beside it (``lanes``)
+            sizes.append(len(send.names))
+            engine.on_results(send.request_id, dict.fromkeys(send.names), now)
     assert sizes == [2000] * 5

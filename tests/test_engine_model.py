@@ -53,6 +53,7 @@ from throttled_admin import (
     ThrottlingQuotaExceededException,
 )
 from throttled_admin._engine import Send, TopicRef, TopicSpec, wrong_listener
+from throttled_admin._engine.actions import Drain
 from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST, SETTLE_AFTER_SEND_FROM, EngineConfig
 from throttled_admin._engine.connection import Drained
 from throttled_admin._engine.machine import Engine, Outbox
@@ -132,6 +133,8 @@ Results = dict[str, BaseException | None]  # a request's results by topic name, 
 # A request's fates after which it (or the mute after its answer) may still hold the connection: librdkafka gave up
 # waiting, never completed it, could not read its answer, or its send was cut short when it may have run
 ABANDONED = ("abandoned", "silent", "bad msg", "cut")
+# a request whose answer reached the client (perhaps without a topic): what may leave the second lane open
+ANSWERED = ("ok", "not controller", "timed out", "policy", "drop last")
 # A request in flight on a node that goes away: librdkafka 2.16 fails it _TRANSPORT, earlier versions _DESTROY_BROKER
 LOST_WITH_THE_NODE = {
     "transport": (KafkaError._TRANSPORT, "Local: Broker transport failure"),
@@ -184,6 +187,7 @@ class Flight:
     contact_capped: bool = False  # sent before first contact: librdkafka's verdict comes before the shortest deadline
     throttles: list[float] = field(default_factory=list)  # seconds, the throttle events delivered while in flight
     refused_89: int = 0  # its topics' 89s the client saw: violations once the engine completes the request
+    lane: int = 0  # the connection it went on: the client's own (0), or the second lane's (1, ``lanes``)
 
 
 class EngineModel(RuleBasedStateMachine):
@@ -200,7 +204,12 @@ class EngineModel(RuleBasedStateMachine):
         self.sink = RecordingSink()
         self.tracks: list[Track] = []
         self.by_topic: dict[TopicRef, Track] = {}
-        self.flight: Flight | None = None
+        self.flights: dict[int, Flight] = {}  # lane -> the request in flight on its connection (rule b)
+        self.focus = 0  # the lane whose request the rule at hand acts on (``flight``)
+        self.second_from: int | None = None  # the engine's second lane opens beside a request this large
+        # the second lane may not go again: a throttle was seen (a response's, or a topic refused for the quota), or
+        # a request of the second lane went unanswered (``lanes``: the engine retires it then, at the latest)
+        self.lane_retired = False
         self.cluster: dict[str, int] = {}
         self.bucket: TokenBucket | None = None
         self.mode = "none"
@@ -209,7 +218,9 @@ class EngineModel(RuleBasedStateMachine):
             int, float
         ] = {}  # node id -> the end of a throttle whose connection failed, no fresh answer yet
         self.round_trips: list[tuple[float, float]] = []  # (answered at, seconds) of whole answers
-        self.throttle_events: list[float] = []  # ms, every event delivered to the engine
+        # ms, the throttle events the engine must have recorded by now: a request's once it completed, another
+        # method's at once, in that order (rule g)
+        self.recorded_throttles: list[float] = []
         self.answers_89 = 0
         self.local_refusals = 0
         self.maybe_local_refusals = 0  # a hopeless retry after a 89: held for a throttle, or too late (rule d)
@@ -249,15 +260,39 @@ class EngineModel(RuleBasedStateMachine):
         self.last_views: BrokerViews = {}
         self.last_views_asked: set[str] = set()  # a view says nothing of a name it was not asked about
         self.per_request = MAX_TOPICS_PER_REQUEST
-        self.connection_busy = False  # an abandoned request may still hold the connection (rule b)
+        self.busy_lanes: set[int] = set()  # connections an abandoned request may still hold (rule b)
         self.default_told = False  # the engine was told the cluster's num.partitions (or read it back)
         self.engine_default: int | None = None  # what the engine takes num.partitions to be
         self.default_from: str | None = None  # the -1 create applied last while it was not known: read back
-        self.drain_asked_at: float | None = None  # the sentinel asked for, not yet answered
-        self.drain_timeout_s = 0.0
+        self.drains: dict[
+            int, tuple[float, float]
+        ] = {}  # lane -> the sentinel asked for (when, its timeout), not answered
         self.told: list[Track] = []  # the topics settled, in order
         self.pending_at_close: list[Track] = []
         self.engine: Engine
+
+    @property
+    def flight(self) -> Flight | None:
+        """The request in flight the rule at hand acts on: the ``focus`` lane's, else the other's."""
+        return self.flights.get(self.focus) or next(iter(self.flights.values()), None)
+
+    def focus_on(self, lane: int, *, open_only: bool = True) -> Flight | None:
+        """Act on the ``lane``'s request in flight (else the other's); ``open_only``: one the broker has not dealt
+        with yet."""
+        lanes = [n for n, f in self.flights.items() if not open_only or f.fate is None]
+        if not lanes:
+            return None
+        self.focus = lane if lane in lanes else lanes[0]
+        return self.flights[self.focus]
+
+    def open_flight(self) -> bool:
+        return any(f.fate is None for f in self.flights.values())
+
+    def let_go(self, flight: Flight) -> bool:
+        """The engine let the request go (done, or settled by close())."""
+        status = self.engine.status
+        held = status.in_flight if flight.lane == 0 else status.second_in_flight
+        return held != flight.request.request_id
 
     @property
     def gate_until(self) -> float:
@@ -278,6 +313,7 @@ class EngineModel(RuleBasedStateMachine):
         per_request=st.sampled_from([None, 1, 2]),
         bulk=st.sampled_from([None, "create", "delete", "delete", "grow"]),
         settle_late_from=st.sampled_from([SETTLE_AFTER_SEND_FROM, 1]),
+        lanes=st.booleans(),
     )
     def start(
         self,
@@ -290,6 +326,7 @@ class EngineModel(RuleBasedStateMachine):
         per_request: int | None,
         bulk: str | None,
         settle_late_from: int = SETTLE_AFTER_SEND_FROM,
+        lanes: bool = False,
     ) -> None:
         """A cluster (its quota mode, its topics, its batch cap), an engine (paced or not), whether a broker has
         answered the contact probe (or never can be reached), and mostly a bulk wait_for_metadata call first."""
@@ -307,11 +344,17 @@ class EngineModel(RuleBasedStateMachine):
         pacer = Pacer(MutationQuota(rate=RATE, burst=2 * RATE)) if paced and mode != "none" else None
         backoff = RetryBackoff(initial_ms=100, max_ms=1000)
         # an applied answer of this many topics settles after the next send (issue 40): often every answer here
+        # ``lanes``: a second request beside a full one, on a connection of its own (``lanes``), as beside a bulk one
+        self.second_from = self.per_request if lanes else None
         config = EngineConfig(
-            max_topics_per_request=self.per_request, seed=seed, settle_after_send_from=settle_late_from
+            max_topics_per_request=self.per_request,
+            seed=seed,
+            settle_after_send_from=settle_late_from,
+            second_lane_from=self.second_from,
         )
         self.engine = Engine(pacer=pacer, backoff=backoff, config=config)
         self.paced = pacer is not None
+        self.lane_retired |= self.paced  # a pacing client never opens a second lane
         self.unreachable = reached == "unreachable"
         if reached is True:  # mostly, the contact probe is answered before the first call (the rule ``probe`` is rarer)
             self.step()
@@ -339,25 +382,23 @@ class EngineModel(RuleBasedStateMachine):
         completed request let go, the next send, the sentinel, the reads, and when to wake it next."""
         for metric in out.metrics:
             metric.report(self.sink)
-        done = (
-            self.flight
-            if self.flight is not None and self.engine.status.in_flight != self.flight.request.request_id
-            else None
-        )
-        if done is not None and done.fate in ABANDONED and not self.closed:
-            # librdkafka gave up on it, never completed it, or could not read its answer: the request (or the mute
-            # after its answer) may still hold the connection until the sentinel says otherwise (rule b), from now:
-            # a topic settled in this step may be told so
-            self.connection_busy = True
-            event("an abandoned request holds the connection")
+        done = [self.flights[lane] for lane in sorted(self.flights) if self.let_go(self.flights[lane])]
+        for flight in done:
+            if flight.fate in ABANDONED and not self.closed:
+                # librdkafka gave up on it, never completed it, or could not read its answer: the request (or the
+                # mute after its answer) may still hold its connection until the sentinel says otherwise (rule b),
+                # from now: a topic settled in this step may be told so
+                self.busy_lanes.add(flight.lane)
+                event("an abandoned request holds the connection")
         for topic, exc in out.settle:
             self.settle(self.by_topic[topic], exc)
-        if done is not None:
-            self.completed(done)
-        if out.send is not None:
-            self.sent(out.send)
-        if out.drain is not None:
-            self.sentinel_asked(out.drain)
+        for flight in done:
+            self.completed(flight)
+        for action in out.actions:
+            if isinstance(action, Send):
+                self.sent(action)
+            elif isinstance(action, Drain):
+                self.sentinel_asked(action.request_timeout_s, action.lane)
         self.metadata_wanted |= out.read_metadata
         if out.read_views is not None:
             self.views_asked(out.read_views)
@@ -368,7 +409,10 @@ class EngineModel(RuleBasedStateMachine):
         """The engine let the request in flight go. A retry is counted when a topic of it is queued again: certainly
         when one is still pending now; perhaps when one had a result that is retried (queued again, it may have been
         settled in the same step, refused by a throttle or out of time)."""
-        self.flight = None
+        del self.flights[flight.lane]
+        self.recorded_throttles += [throttle_s * 1000 for throttle_s in flight.throttles]
+        if flight.lane != 0 and flight.fate not in ANSWERED:  # the second lane is retired by then
+            self.lane_retired = True
         if self.closed:
             return
         if flight.fate == "not handed":  # a send cut before its call: no retry, no attempt
@@ -378,11 +422,12 @@ class EngineModel(RuleBasedStateMachine):
         if flight.retryable:
             self.retries_at_most += 1
 
-    def sentinel_asked(self, timeout_s: float) -> None:
-        """Rule b: a sentinel only while an abandoned request may hold the connection, one at a time."""
-        assert self.connection_busy, "rule b: a sentinel asked for while the connection is free"
-        assert self.drain_asked_at is None, "rule b: a second sentinel while one is out"
-        self.drain_asked_at, self.drain_timeout_s = self.now, timeout_s
+    def sentinel_asked(self, timeout_s: float, lane: int) -> None:
+        """Rule b: a sentinel only while an abandoned request may hold its connection, one at a time, on that
+        connection."""
+        assert lane in self.busy_lanes, "rule b: a sentinel asked for while the connection is free"
+        assert lane not in self.drains, "rule b: a second sentinel while one is out"
+        self.drains[lane] = (self.now, timeout_s)
 
     def views_asked(self, names: list[str]) -> None:
         """wait_for_metadata: a read of every broker's Metadata asks about applied changes still awaited and, at
@@ -420,7 +465,7 @@ class EngineModel(RuleBasedStateMachine):
         batch cap, broker defaults, cancelled is final)."""
         tracks = [self.by_topic[ref] for ref in request.topics]
         budgets = [_budget_s(t, self.now) for t in tracks]
-        self.check_one_slot()
+        self.check_one_slot(request.lane)
         self.check_probe(request)
         self.check_names(tracks)
         self.check_sharing(request, budgets, tracks)
@@ -432,15 +477,26 @@ class EngineModel(RuleBasedStateMachine):
             # cancelled is final: a topic whose caller cancelled it may complete in flight, never be sent again
             assert not track.cancelled, f"rule j: {track.topic.name} sent after its caller cancelled it"
             track.handed += 1
-        self.flight = Flight(request, tracks, request.request_timeout_s, self.now, budgets=budgets)
-        self.flight.contact_capped = not self.answered
+        flight = Flight(request, tracks, request.request_timeout_s, self.now, budgets=budgets, lane=request.lane)
+        flight.contact_capped = not self.answered
+        self.flights[request.lane] = flight
 
-    def check_one_slot(self) -> None:
-        """Rule b: one request in flight, nothing sent while a throttle lasts, nothing written behind a request
-        librdkafka abandoned (the slot follows the connection)."""
-        assert self.flight is None, "rule b: a second request while one is in flight"
-        assert not self.connection_busy, "rule b: written behind a request librdkafka abandoned, before the sentinel"
+    def check_one_slot(self, lane: int) -> None:
+        """Rule b: one request in flight per connection, nothing sent while a throttle lasts, nothing written behind
+        a request librdkafka abandoned (the slot follows the connection); a second connection's request only beside
+        a full one, while no throttle was ever seen, the client does not pace and a broker has answered, and never
+        after a request of the second lane went unanswered (``lanes``)."""
+        assert lane not in self.flights, "rule b: a second request on a connection while one is in flight"
+        assert lane not in self.busy_lanes, "rule b: written behind a request librdkafka abandoned, before the sentinel"
         assert self.now >= self.gate_until - EPSILON, "rule b: sent while the broker's throttle lasts"
+        if lane != 0:
+            first = self.flights.get(0)
+            assert self.second_from is not None, "rule b: a second lane the engine was not given"
+            assert first is not None, "rule b: a second request with none on the first connection"
+            assert len(first.request.topics) >= self.second_from, "rule b: a second request beside no full one"
+            assert not self.lane_retired, "rule b: a second request after a throttle, or after one went unanswered"
+            assert self.reached, "rule b: a second request before a broker answered"
+            event("rule b: a second request on the second lane's connection")
 
     def check_probe(self, request: Send) -> None:
         """Rule b: a throttle whose connection failed closes nothing, but it ends only with a fresh answer: until
@@ -555,7 +611,7 @@ class EngineModel(RuleBasedStateMachine):
             assert not self.holds(track), f"rule a: {name} not sent for a name no earlier call held"
             event("rule a: not sent, an earlier call held the name")
         elif why is NotSentReason.CONNECTION_BUSY:
-            assert self.connection_busy, f"rule b: {name} not sent for a busy connection, but it was free"
+            assert 0 in self.busy_lanes, f"rule b: {name} not sent for a busy connection, but it was free"
             event("rule b: not sent, the connection carried an abandoned request")
         elif why is OutcomeUnknownReason.NO_RESPONSE:
             assert self.in_flight(track), f"rule e: {name} told 'no response by the deadline', not in flight"
@@ -675,8 +731,8 @@ class EngineModel(RuleBasedStateMachine):
         return [s for at, s in self.round_trips if self.now - at <= RECENT_S + EPSILON]
 
     def in_flight(self, track: Track) -> bool:
-        """Pending, in the request in flight (librdkafka completes a request's topics together)."""
-        return _pending(track) and self.flight is not None and track in self.flight.tracks
+        """Pending, in a request in flight (librdkafka completes a request's topics together)."""
+        return _pending(track) and any(track in flight.tracks for flight in self.flights.values())
 
     def awaiting(self, track: Track) -> bool:
         """Pending, applied as a broker said, and waiting for every broker to show it (wait_for_metadata)."""
@@ -788,7 +844,7 @@ class EngineModel(RuleBasedStateMachine):
         """NewTopic(name): creates of the cluster's default partition count (-1), which the broker charges."""
         self.submit("create", names, 30.0, True, False, 0, None, None, False)
 
-    @precondition(lambda self: not self.closed and self.flight is not None)
+    @precondition(lambda self: not self.closed and bool(self.flights))
     @rule(
         operation=st.sampled_from(sorted(OPERATIONS)),
         timeout_s=st.sampled_from([0.3, 5.0, 8.0]),
@@ -824,20 +880,24 @@ class EngineModel(RuleBasedStateMachine):
             event("cancelled in flight")
         self.step()
 
-    @precondition(lambda self: not self.closed and self.flight is not None and self.flight.fate is None)
-    @rule(pick=st.integers(0, 1000), then=st.sampled_from([None, "ok", "not controller", "timed out", "transport"]))
-    def cancel_in_flight(self, pick: int, then: str | None) -> None:
+    @precondition(lambda self: not self.closed and self.open_flight())
+    @rule(
+        pick=st.integers(0, 1000),
+        then=st.sampled_from([None, "ok", "not controller", "timed out", "transport"]),
+        lane=st.integers(0, 1),
+    )
+    def cancel_in_flight(self, pick: int, then: str | None, lane: int = 0) -> None:
         """A caller cancels a topic of the request in flight (an asyncio timeout): False, and never sent again.
         ``then``: the broker answers at once, perhaps with what would be retried (a 89, NOT_CONTROLLER, ...), and a
         second passes, long enough for a retry's back-off (cancelled is final: rule j)."""
-        flight = self.flight
+        flight = self.focus_on(lane)
         assert flight is not None
         pending = [t for t in flight.tracks if _pending(t)]
         if not pending:
             return
         self.withdraw_track(pending[pick % len(pending)])
-        if then is not None and self.flight is flight and flight.fate is None and not self.closed:
-            self.answer(then, applied=True, delay=0.0, quota_first=False)
+        if then is not None and self.flights.get(flight.lane) is flight and flight.fate is None and not self.closed:
+            self.answer(then, applied=True, delay=0.0, quota_first=False, lane=flight.lane)
             self.advance(1.0)
 
     @rule(dt=st.sampled_from([0.001, 0.01, 0.05, 0.2, 1.0, 3.0, 10.0, 40.0]))
@@ -847,20 +907,22 @@ class EngineModel(RuleBasedStateMachine):
         target = self.now + dt
         stepped_at = None
         for _ in range(100_000):
-            flight = self.flight
-            lost_at = flight.sent_at + flight.timeout_s if flight and flight.fate == "lost" else math.inf
-            if flight is not None and flight.fate is None:
-                lost_at = flight.sent_at + flight.timeout_s  # librdkafka gives up waiting too
-            drain_done_at = math.inf if self.drain_asked_at is None else self.drain_asked_at + self.drain_timeout_s
+            # librdkafka gives up waiting at a request's timeout, answered or not, and completes a sentinel by its own
+            lost_at = min(
+                (f.sent_at + f.timeout_s for f in self.flights.values() if f.fate in (None, "lost")), default=math.inf
+            )
+            drain_done_at = min((at + timeout_s for at, timeout_s in self.drains.values()), default=math.inf)
             next_at = min(target, self.wake_at, lost_at, drain_done_at)
             if next_at <= self.now == stepped_at:
                 # Woken at once again (a pacer's wait below the clock's resolution): a driver's clock has moved on.
                 next_at = math.nextafter(self.now, math.inf)
             self.now = max(self.now, next_at)
-            if flight is not None and self.now >= lost_at and flight.fate in (None, "lost"):
-                self.time_out(flight)
+            for flight in list(self.flights.values()):
+                if self.now >= flight.sent_at + flight.timeout_s and flight.fate in (None, "lost"):
+                    self.time_out(flight)
             if self.now >= drain_done_at:  # librdkafka completes the sentinel by its own timeout, at the latest
-                self.drained_as("closed")
+                lane = min(self.drains, key=lambda n: sum(self.drains[n]))
+                self.drained_as("closed", lane)
                 continue
             self.step()
             stepped_at = self.now
@@ -897,7 +959,7 @@ class EngineModel(RuleBasedStateMachine):
 
     # -- rules: the broker -------------------------------------------------------------------------
 
-    @precondition(lambda self: not self.closed and self.flight is not None and self.flight.fate is None)
+    @precondition(lambda self: not self.closed and self.open_flight())
     @rule(
         fate=st.sampled_from(
             [
@@ -915,27 +977,30 @@ class EngineModel(RuleBasedStateMachine):
         applied=st.booleans(),
         delay=st.sampled_from([0.0, 0.001, 0.05, 0.5, 3.0]),
         quota_first=st.booleans(),
+        lane=st.integers(0, 1),
     )
-    def answer(self, fate: str, applied: bool, delay: float, quota_first: bool) -> None:
+    def answer(self, fate: str, applied: bool, delay: float, quota_first: bool, lane: int = 0) -> None:
         """The broker answers the request in flight ``delay`` later, unless librdkafka times it out first: ``ok``
         (the cluster decides each topic's result), a garbled answer or one missing its last topic (both applied),
         a transport failure, NOT_CONTROLLER or REQUEST_TIMED_OUT (each after the cluster applied it, if ``applied``:
         a controller failing over), no controller (never written), or a policy refusing every topic.
         ``quota_first``: the broker checks the quota before each topic's state (KIP-599 lets a 89 follow an applied
-        attempt)."""
-        flight = self.flight
+        attempt). ``lane``: the connection whose request is answered, if two are in flight."""
+        flight = self.focus_on(lane)
         assert flight is not None
         flight.quota_first = quota_first
         if self.now + delay >= flight.sent_at + flight.timeout_s:
             return  # too late: librdkafka times it out first (``advance``)
         self.advance(delay)  # the engine is woken on the way, as the driver wakes it
-        if self.flight is not flight or flight.fate is not None:
+        if self.flights.get(flight.lane) is not flight or flight.fate is not None:
             return  # settled meanwhile (abandoned, or the client closed)
         if self.unreachable:
             fate = "no controller"  # no connection completes its handshake: librdkafka never builds the request
         flight.fate = fate
         event(f"answer: {fate}")
         results = self.broker_handles(flight, fate, applied)
+        if flight.refused_89 > 0:  # the client sees a topic refused for the quota: no second lane again
+            self.lane_retired = True
         whole = self.note_cap_refusal(flight, fate, results)
         flight.retryable = whole or _any_retryable(flight, results)
         self.note_contact(fate, len(flight.tracks))
@@ -982,7 +1047,7 @@ class EngineModel(RuleBasedStateMachine):
         results, throttle_s = self.cluster_apply(flight, answered=fate != "bad msg")
         _mark_written(tracks)
         if throttle_s > 0:
-            self.throttle(1, throttle_s)
+            self.throttle(1, throttle_s, lane=flight.lane)
         if fate == "bad msg":
             _mark_unanswered(tracks)
             return {t.topic.name: _error(KafkaError._BAD_MSG, "Local: Bad message format") for t in tracks}
@@ -1064,20 +1129,21 @@ class EngineModel(RuleBasedStateMachine):
         if fate in ("ok", "not controller", "timed out", "policy") or (fate == "drop last" and topics > 1):
             self.answered = True
 
-    @precondition(lambda self: not self.closed and self.flight is not None and self.flight.fate is None)
-    @rule(views_after=st.booleans())
-    def answer_ok(self, views_after: bool) -> None:
+    @precondition(lambda self: not self.closed and self.open_flight())
+    @rule(views_after=st.booleans(), lane=st.integers(0, 1))
+    def answer_ok(self, views_after: bool, lane: int = 0) -> None:
         """The common case, drawn more often: the broker answers at once (the rules above decide what it answers).
         ``views_after``: then the brokers' views read that is out comes back (it may have been asked before this
         request was applied, about other names)."""
-        self.answer("ok", applied=False, delay=0.0, quota_first=False)
+        self.answer("ok", applied=False, delay=0.0, quota_first=False, lane=lane)
         if views_after and not self.closed and self.views_wanted is not None:
             self.views([0] * len(BROKERS), unreadable=False, delay=0.0, late=False)
 
-    @precondition(lambda self: not self.closed and self.flight is not None and self.flight.fate is None)
-    @rule(how=st.sampled_from(["lost", "never completed", "refused"]), applied=st.booleans())
-    def no_answer(self, how: str, applied: bool) -> None:
+    @precondition(lambda self: not self.closed and self.open_flight())
+    @rule(how=st.sampled_from(["lost", "never completed", "refused"]), applied=st.booleans(), lane=st.integers(0, 1))
+    def no_answer(self, how: str, applied: bool, lane: int = 0) -> None:
         """The request gets no answer (one rule for the three ways, so that answers are drawn more often)."""
+        self.focus_on(lane)
         if how == "lost" or (how == "never completed" and self.unreachable):  # librdkafka's timer always fires
             self.lose(applied)
         elif how == "never completed":
@@ -1087,9 +1153,10 @@ class EngineModel(RuleBasedStateMachine):
 
     def lose(self, applied: bool) -> None:
         """No answer comes: librdkafka times the request out at its request_timeout."""
-        assert self.flight is not None
-        self.flight.fate = "lost"
-        self.flight.applied_if_lost = applied
+        flight = self.flight
+        assert flight is not None
+        flight.fate = "lost"
+        flight.applied_if_lost = applied
 
     def never_completed(self, applied: bool) -> None:
         """librdkafka never completes the request (the engine abandons it after its timeout and a grace)."""
@@ -1103,17 +1170,15 @@ class EngineModel(RuleBasedStateMachine):
         flight.retryable = True
 
     @precondition(
-        lambda self: (
-            not self.closed and self.flight is not None and self.flight.fate is None and self.flight.sent_at == self.now
-        )
+        lambda self: not self.closed and any(f.fate is None and f.sent_at == self.now for f in self.flights.values())
     )
-    @rule(handed=st.booleans(), applied=st.booleans())
-    def send_cut_short(self, handed: bool, applied: bool) -> None:
+    @rule(handed=st.booleans(), applied=st.booleans(), lane=st.integers(0, 1))
+    def send_cut_short(self, handed: bool, applied: bool, lane: int = 0) -> None:
         """The driver's send of the request just composed was cut short (Ctrl-C on a caller's turn): before
         confluent-kafka's call ran (not handed over), or when it may have run (handed over, its answer lost: it may
         even have been written and applied)."""
-        flight = self.flight
-        assert flight is not None
+        lanes = [n for n, f in self.flights.items() if f.fate is None and f.sent_at == self.now]
+        flight = self.flights[lane if lane in lanes else lanes[0]]
         if handed:
             flight.fate = "cut"
             if applied:
@@ -1131,10 +1196,8 @@ class EngineModel(RuleBasedStateMachine):
         self.engine.on_send_cut_short(flight.request.request_id, handed=handed, now=self.now)
         self.step()
         # nothing stalls the client: the slot is free at once (not handed), or the sentinel is asked for (handed)
-        assert self.engine.status.in_flight != flight.request.request_id, (
-            "rule i: a send cut short still holds the slot"
-        )
-        asked = self.drain_asked_at is not None
+        assert self.let_go(flight), "rule i: a send cut short still holds the slot"
+        asked = flight.lane in self.drains
         assert not handed or asked or self.closed, "rule i: a send that may have run asks for no sentinel"
 
     def confluent_kafka_refuses(self) -> None:
@@ -1264,7 +1327,7 @@ class EngineModel(RuleBasedStateMachine):
             return CAP_PARTITIONS
         return CAP_RECORDS if records > self.cap else None
 
-    def throttle(self, node_id: int, throttle_s: float) -> None:
+    def throttle(self, node_id: int, throttle_s: float, lane: int = 0) -> None:
         """A response carried a throttle (librdkafka's throttle event): nothing may be sent to it until it ends."""
         if throttle_s > 0:
             event("throttled")
@@ -1273,10 +1336,14 @@ class EngineModel(RuleBasedStateMachine):
             self.gates[node_id] = self.now + throttle_s  # a fresh connection's answer: the truth from then on
         elif throttle_s > 0:
             self.gates[node_id] = max(self.gates.get(node_id, 0.0), self.now + throttle_s)
-        self.throttle_events.append(throttle_s * 1000)
-        if self.flight is not None:  # recorded when the request completes (rule g)
-            self.flight.throttles.append(throttle_s)
-        self.engine.on_throttle(node_id, throttle_s, self.now)
+        if throttle_s > 0:
+            self.lane_retired = True  # the engine opens no second lane again (``lanes``)
+        flight = self.flights.get(lane)
+        if flight is not None:  # recorded when the request completes (rule g)
+            flight.throttles.append(throttle_s)
+        else:  # another method's response: recorded at once
+            self.recorded_throttles.append(throttle_s * 1000)
+        self.engine.on_throttle(node_id, throttle_s, self.now, lane)
 
     # Events that settle or hold up everything: one rule drawn at most twice an example, so examples reach answers.
     @precondition(lambda self: not self.closed and self.disruptions < 2)
@@ -1335,7 +1402,7 @@ class EngineModel(RuleBasedStateMachine):
         self.throttle(node_id, 0.0)
         self.step()
 
-    @precondition(lambda self: not self.closed and self.flight is None and self.gate_until > self.now)
+    @precondition(lambda self: not self.closed and not self.flights and self.gate_until > self.now)
     @rule(
         how=st.sampled_from(["log", "log", "error_cb", "all down"]),
         node_id=st.sampled_from([1, 1, 2]),
@@ -1361,7 +1428,7 @@ class EngineModel(RuleBasedStateMachine):
             self.engine.on_error(KafkaError(KafkaError._ALL_BROKERS_DOWN, "2/2 brokers are down"), self.now)
         self.step()
 
-    @precondition(lambda self: not self.closed and self.flight is None and self.gate_until > self.now)
+    @precondition(lambda self: not self.closed and not self.flights and self.gate_until > self.now)
     @rule(how=st.sampled_from(["log", "error_cb"]), node_id=st.sampled_from([1, 2]))
     def request_times_out(self, how: str, node_id: int) -> None:
         """librdkafka's own request timed out (in a muted connection): it tears the connection down, but the broker
@@ -1421,7 +1488,7 @@ class EngineModel(RuleBasedStateMachine):
         before them (an earlier incarnation of a name, too); one may not answer at all. ``late``: the request in
         flight is answered first (the next request of a bulk call applied while the read for the names before it is
         out)."""
-        if late and self.flight is not None and self.flight.fate is None:
+        if late and self.open_flight():
             self.answer("ok", applied=False, delay=0.0, quota_first=False)
         if delay and self.views_out():
             self.advance(delay)
@@ -1464,24 +1531,29 @@ class EngineModel(RuleBasedStateMachine):
                 name = track.topic.name
                 track.ids_before = {view[name].topic_id for view in views.values() if view and name in view}
 
-    @precondition(lambda self: not self.closed and self.drain_asked_at is not None)
-    @rule(how=st.sampled_from(["answered", "answered", "closed", "not sent"]), throttle_s=st.sampled_from([0.0, 2.0]))
-    def drained(self, how: str, throttle_s: float) -> None:
+    @precondition(lambda self: not self.closed and bool(self.drains))
+    @rule(
+        how=st.sampled_from(["answered", "answered", "closed", "not sent"]),
+        throttle_s=st.sampled_from([0.0, 2.0]),
+        lane=st.integers(0, 1),
+    )
+    def drained(self, how: str, throttle_s: float, lane: int = 0) -> None:
         """The sentinel's outcome: answered after the abandoned request's late answer and its mute (its own
         throttle, if any, reported first), written and never answered (librdkafka tore the connection down), or
-        never written (no controller in time)."""
+        never written (no controller in time). ``lane``: whose connection's sentinel, if two are out."""
+        lane = lane if lane in self.drains else min(self.drains)
         if how == "answered" and throttle_s > 0:
-            self.throttle(1, throttle_s)
-        self.drained_as(how)
+            self.throttle(1, throttle_s, lane=lane)
+        self.drained_as(how, lane)
 
-    def drained_as(self, how: str) -> None:
-        self.drain_asked_at = None
+    def drained_as(self, how: str, lane: int) -> None:
+        del self.drains[lane]
         if how != "not sent":
-            self.connection_busy = False
+            self.busy_lanes.discard(lane)
         if how == "answered":
             self.reached = self.answered = True
-        event(f"sentinel {how}")
-        self.engine.on_drained(Drained(how), self.now)
+        event(f"sentinel {how}" + (" (the second lane's)" if lane else ""))
+        self.engine.on_drained(Drained(how), self.now, lane)
         self.step()
 
     @precondition(lambda self: not self.closed and self.probe_wanted)
@@ -1513,7 +1585,7 @@ class EngineModel(RuleBasedStateMachine):
         self.engine.on_error(KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error"), self.now)
         self.step()
 
-    @precondition(lambda self: not self.closed and (self.flight is not None or any(_pending(t) for t in self.tracks)))
+    @precondition(lambda self: not self.closed and (bool(self.flights) or any(_pending(t) for t in self.tracks)))
     @rule()
     def close(self) -> None:
         self.closed = True
@@ -1576,11 +1648,12 @@ class EngineModel(RuleBasedStateMachine):
         """Rule g: the sink's throttles are the responses' (a request's when it completes), one violation per topic
         refused by the quota (by the broker's 89, or locally), a retry per response that queued a topic again."""
         throttles = [event.throttle_ms for event in self.sink.of(ResponseThrottle)]
-        recorded = [t for t in self.throttle_events_recorded() if t > 0]
+        recorded = [t for t in self.recorded_throttles if t > 0]
         assert [t for t in throttles if t > 0] == recorded, f"rule g: throttles {throttles}, responses {recorded}"
         violations = sum(event.topics for event in self.sink.of(QuotaViolations))
         # the 89s of a request still in flight (an answer missing a topic) are counted when it completes
-        refusals = self.answers_89 - (self.flight.refused_89 if self.flight is not None else 0) + self.local_refusals
+        in_flight = sum(flight.refused_89 for flight in self.flights.values())
+        refusals = self.answers_89 - in_flight + self.local_refusals
         maybe = self.maybe_local_refusals
         assert refusals <= violations <= refusals + maybe, (
             f"rule g: {violations} violations recorded, {refusals} quota refusals (and {maybe} perhaps)"
@@ -1589,11 +1662,6 @@ class EngineModel(RuleBasedStateMachine):
         assert self.retries_at_least <= retried <= self.retries_at_most, f"rule g: {retried} retries recorded"
         assert all(event.mutations > 0 for event in self.sink.of(MutationsAdmitted)), "rule g: admitted nothing"
         assert all(event.seconds >= 0 for event in self.sink.of(BackedOff)), "rule g: a negative back-off"
-
-    def throttle_events_recorded(self) -> list[float]:
-        """Events of a request still in flight are recorded when it completes."""
-        pending = len(self.flight.throttles) if self.flight is not None else 0
-        return self.throttle_events[: len(self.throttle_events) - pending]
 
 
 def _mark_written(tracks: list[Track], *, unanswered: bool = False) -> None:
@@ -2205,7 +2273,7 @@ def _await_a_send(state: EngineModel, until: float) -> None:
 
 def _serve_reads(state: EngineModel) -> None:
     """A pinned run's sentinel answered and metadata read (after NOT_CONTROLLER), where the engine asked for them."""
-    if state.drain_asked_at is not None:
+    if state.drains:
         state.drained("answered", 0.0)
     if state.metadata_wanted:
         state.metadata(fails=False, default_readable=True)

@@ -39,7 +39,7 @@ from throttled_admin._engine import (
     Send,
     TopicSpec,
 )
-from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST
+from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST, EngineConfig
 from throttled_admin._engine.metric_events import (
     BackedOff,
     MutationsAdmitted,
@@ -166,8 +166,11 @@ def engine_with(
     wait: bool = False,
     partitions: int = 1,
     pacer: Pacer | None = None,
+    config: EngineConfig | None = None,
 ) -> tuple[Engine, list[Topic], Outbox]:
-    engine = Engine(pacer=pacer, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
+    engine = Engine(
+        pacer=pacer, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0), config=config or EngineConfig()
+    )
     engine.on_probe(True, 0.0)
     spec = CallSpec(
         RequestKind(operation, False),
@@ -514,9 +517,9 @@ def test_delete_applied_during_a_read_for_other_names_is_not_resolved_by_it() ->
 
 def bulk_wait_call(requests: int, timeout_s: float = 30.0) -> tuple[Engine, list[Send]]:
     """A wait_for_metadata create of ``requests`` full requests' worth of topics and one more, its first request
-    answered at 0.01 (its topics applied) and read about at once."""
+    answered at 0.01 (its topics applied) and read about at once; one request at a time."""
     names = [f"t{i}" for i in range(MAX_TOPICS_PER_REQUEST * requests + 1)]
-    engine, _, first = engine_with(names, wait=True, timeout_s=timeout_s)
+    engine, _, first = engine_with(names, wait=True, timeout_s=timeout_s, config=EngineConfig(second_lane_from=None))
     assert first.send is not None
     engine.on_results(first.send.request_id, dict.fromkeys(first.send.names), 0.01)
     out = engine.step(0.01)
@@ -600,7 +603,12 @@ def _sent(out: Outbox) -> Send:
 
 
 def _engine() -> Engine:
-    engine = Engine(pacer=None, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
+    """One request at a time: the reads of a call still sending, request after request."""
+    engine = Engine(
+        pacer=None,
+        backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0),
+        config=EngineConfig(second_lane_from=None),
+    )
     engine.on_probe(True, 0.0)
     return engine
 

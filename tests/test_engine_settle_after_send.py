@@ -17,9 +17,12 @@ from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST, SETTLE_AFTER_
 
 
 def bulk(count: int, timeout_s: float = 30.0, config: EngineConfig | None = None) -> tuple[Engine, Outbox]:
-    """An engine that has reached the cluster, one call of ``count`` one-partition creates, its first request out."""
+    """An engine that has reached the cluster, one call of ``count`` one-partition creates, its first request out;
+    one request at a time (the second lane's request, beside it, is ``test_engine_lanes``'s)."""
     engine = Engine(
-        pacer=None, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0), config=config or EngineConfig()
+        pacer=None,
+        backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0),
+        config=config or EngineConfig(second_lane_from=None),
     )
     engine.on_probe(True, 0.0)
     spec = CallSpec(
@@ -80,7 +83,7 @@ def test_settled_late_they_are_applied_past_the_deadline_and_through_close() -> 
 
 def test_a_small_answer_or_one_with_a_refusal_is_settled_in_the_step_that_takes_it() -> None:
     small = SETTLE_AFTER_SEND_FROM - 1
-    engine, first = bulk(2 * small, config=EngineConfig(max_topics_per_request=small))
+    engine, first = bulk(2 * small, config=EngineConfig(max_topics_per_request=small, second_lane_from=None))
     assert first.send is not None
     assert len(first.send.topics) == small
     second = answer(engine, first, 0.1)

@@ -73,8 +73,8 @@ class Recorder:
             return
         self._do("send")
 
-    def drain(self, timeout_s: float) -> None:
-        self._do(f"drain {timeout_s}")
+    def drain(self, drain: Drain) -> None:
+        self._do(f"drain {drain.request_timeout_s}")
 
     def settle(self, settlements: list[Settle]) -> None:
         self._do("settle")

@@ -33,13 +33,14 @@ from throttled_admin._driver.broker_views import BrokerViewReader
 from throttled_admin._driver.callback_errors import CallbackErrors
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.scheduler import USER_CODE_WAIT_S, Answer, ClientGone, Scheduler, SendOrder
-from throttled_admin._driver.settings import ClientSettings, install_callbacks
+from throttled_admin._driver.settings import USER_CALLBACKS, ClientSettings, install_callbacks
 from throttled_admin._driver.turns import Sending
 from throttled_admin._driver.user_code import CallbackRunner, SerialRunner
 from throttled_admin._engine import (
     CREATE_PARTITIONS,
     CREATE_TOPICS,
     DELETE_TOPICS,
+    FIRST,
     BrokerViews,
     CallSpec,
     MutationQuota,
@@ -100,11 +101,16 @@ class _Transport:
             if client is None:
                 raise ClientGone
             call = getattr(_AdminClientImpl, order.method)
+            handle: AdminClient | None = client
+            if order.lane != FIRST:  # the second lane's connection: a handle of its own (``_engine/lanes``)
+                handle = client._second_lane_handle()
+                if handle is None:  # it could not be made: not handed over (the engine retires the second lane)
+                    return False
             request = _Answering(on_answer)
             held = sys.getrefcount(request)
             if not sending.begin():
                 return False
-            call(client, order.items, request, **_keywords(order))
+            call(handle, order.items, request, **_keywords(order))
             return True
         except BaseException:
             if sending.began and not request.answered and sys.getrefcount(request) <= held:
@@ -116,6 +122,8 @@ class _Transport:
         if client is None:
             raise ClientGone
         AdminClient.poll(client, 0)
+        if (second := client._second) is not None:  # the second lane's callbacks (throttles, failures)
+            second.poll(0)
 
     def probe(self, timeout_s: float) -> Future[Any]:
         future: Future[Any] = AdminClient.describe_cluster(self._get(), request_timeout=timeout_s)
@@ -388,6 +396,18 @@ class ThrottledAdminClient(AdminClient):
             conf, lambda: sink[0] if sink else None, self._user_code.submit, self._callback_errors
         )
         super().__init__(owned_conf, **kwargs)
+        # The second lane's handle (``_engine/lanes``), made when a bulk call first needs it: the same settings, its
+        # events told as the second lane's (the application's own callbacks hear the first handle's only)
+        lane_conf = {key: value for key, value in conf.items() if key not in USER_CALLBACKS}
+        self._second_conf = functools.partial(
+            install_callbacks,
+            lane_conf,
+            lambda: sink[0].second_lane if sink else None,
+            self._user_code.submit,
+            self._callback_errors,
+        )
+        self._second: AdminClient | None = None
+        self._second_lock = threading.Lock()
         scheduler = Scheduler(
             _Transport(self),
             self._metrics,
@@ -608,6 +628,7 @@ class ThrottledAdminClient(AdminClient):
                 scheduler.close(USER_CODE_WAIT_S)
                 _live.discard(scheduler)
             self._broker_views.close()
+            self._close_second_lane()
             self._metrics.close()
             with contextlib.suppress(Exception):
                 AdminClient.poll(self, 0)  # the last of librdkafka's log lines, while they can still be printed
@@ -619,6 +640,23 @@ class ThrottledAdminClient(AdminClient):
             AdminClient.__exit__(self, None, None, None)  # destroys librdkafka's handle now, not at collection
         finally:
             self._close_done.set()
+
+    def _second_lane_handle(self) -> AdminClient | None:
+        """The second lane's librdkafka handle (``_engine/lanes``), made on first use; None if it cannot be made
+        (or the client is closing)."""
+        with self._second_lock:
+            if self._second is None and not self._closed:
+                try:
+                    self._second = AdminClient(self._second_conf()[0])
+                except Exception as exc:  # the first handle was made with these settings: resources, most likely
+                    log.warning("a second connection for bulk requests could not be made (%s)", type(exc).__name__)
+            return self._second
+
+    def _close_second_lane(self) -> None:
+        with self._second_lock:
+            second, self._second = self._second, None
+        if second is not None:
+            second.__exit__(None, None, None)  # destroys its librdkafka handle now
 
     def __del__(self) -> None:
         """A client dropped without close() and freed by the garbage collector on one of librdkafka's own threads

@@ -34,6 +34,7 @@ and the application's code run elsewhere (``_driver.user_code``), and librdkafka
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import itertools
 import logging
@@ -58,8 +59,11 @@ from throttled_admin._driver.user_code import CallbackRunner
 from throttled_admin._engine import (
     CONTACT_PROBE_TIMEOUT_S,
     DRAIN_NAME,
+    FIRST,
+    SECOND,
     BrokerViews,
     CallSpec,
+    Drain,
     Drained,
     Engine,
     MetricEvent,
@@ -110,13 +114,14 @@ class SendOrder:
     request_timeout_s: float
     operation_timeout_s: float
     validate_only: bool | None = None  # None: the method takes no validate_only (DeleteTopics)
+    lane: int = 0  # the connection (``_engine/lanes``): the client's own handle's, or the second handle's (1)
 
     @classmethod
     def of(cls, send: Send) -> SendOrder:
         kind = send.kind
         validate_only = kind.validate_only if kind.operation.validate_only else None
         timeouts = send.request_timeout_s, send.operation_timeout_s
-        return cls(kind.operation.method, list(send.items), *timeouts, validate_only)
+        return cls(kind.operation.method, list(send.items), *timeouts, validate_only, send.lane)
 
 
 class MetricsExport(MetricsSink, Protocol):
@@ -289,25 +294,37 @@ class Scheduler:
             self._wake()
             return withdrawn
 
-    def on_throttle(self, node_id: int, throttle_s: float) -> None:
-        """librdkafka's throttle event: one response's throttle_time_ms (sent when it changes)."""
+    def on_throttle(self, node_id: int, throttle_s: float, lane: int = FIRST) -> None:
+        """librdkafka's throttle event: one response's throttle_time_ms (sent when it changes), on the ``lane``'s
+        handle (``_engine/lanes``)."""
         with self._cv:
-            self._engine.on_throttle(node_id, throttle_s, self._clock())
+            self._engine.on_throttle(node_id, throttle_s, self._clock(), lane)
             self._wake()
 
-    def on_error(self, error: KafkaError) -> None:
+    def on_error(self, error: KafkaError, lane: int = FIRST) -> None:
         """librdkafka's error_cb: an authentication failure fails the work at once instead of at its deadline."""
         with self._cv:
-            self._engine.on_error(error, self._clock())
+            self._engine.on_error(error, self._clock(), lane)
             self._wake()
-        if error.code() != KafkaError._TIMED_OUT:  # librdkafka's own request timing out: no node went away
+        if lane == FIRST and error.code() != KafkaError._TIMED_OUT:  # librdkafka's own timeout: no node went away
             self._node_lost(error.str())
 
-    def on_log(self, message: str) -> None:
+    @property
+    def second_lane(self) -> SecondLaneEvents:
+        """Where the second handle's callbacks deliver (``_engine/lanes``): its connection failures retire the second
+        lane; they say nothing of first contact or of the first handle's controller."""
+        return SecondLaneEvents(self)
+
+    def on_log(self, message: str, lane: int = FIRST) -> None:
         """A librdkafka ``FAIL`` log line: how far a connection got before it failed (the engine's first-contact
         rule; some failures are told only here), which node's connection failed (the engine's gate: a throttle ends
         with its connection), and whether its listener may speak another protocol than the client
-        (``_driver.handshake_drops`` asks it)."""
+        (``_driver.handshake_drops`` asks it). The second handle's (``lane``) only retire the second lane."""
+        if lane != FIRST:
+            with self._cv:
+                self._engine.on_log(message, self._clock(), lane=lane)
+                self._wake()
+            return
         with self._cv:
             self._engine.on_log(message, self._clock())
             error = self._handshake_drops.observe(message, self._clock())
@@ -725,32 +742,38 @@ class Scheduler:
             del self._open[ref.call_id]
         return taken[1]
 
-    def drain(self, timeout_s: float) -> None:
+    def drain(self, drain: Drain) -> None:
         """The sentinel (``_engine/connection``): a DeleteTopics of a name no topic can have, behind the request
-        librdkafka abandoned on the same connection; its outcome tells when the connection is free or closed."""
-        order = SendOrder("delete_topics", [DRAIN_NAME], request_timeout_s=timeout_s, operation_timeout_s=1.0)
+        librdkafka abandoned on the same connection (the lane's handle); its outcome tells when the connection is
+        free or closed."""
+        order = SendOrder(
+            "delete_topics", [DRAIN_NAME], request_timeout_s=drain.request_timeout_s, operation_timeout_s=1.0
+        )
+        order = dataclasses.replace(order, lane=drain.lane)
         try:
-            self._transport.send(order, self._drained, Sending(None))
+            handed = self._transport.send(order, functools.partial(self._drained, drain.lane), Sending(None))
         except ClientGone:
             raise
         except Exception:  # confluent-kafka refused it (it never does): asking again would only spin
             log.warning("the sentinel after an abandoned request could not be sent", exc_info=True)
-            self._on_drained(Drained.CLOSED)
+            handed = False
+        if not handed:
+            self._on_drained(Drained.CLOSED, drain.lane)
 
-    def _drained(self, answer: Answer) -> None:
+    def _drained(self, lane: int, answer: Answer) -> None:
         """The sentinel's outcome, on librdkafka's thread: a broker's answer, or a local failure after the write
         (the connection was torn down), or before it (never sent)."""
         exc = answer if isinstance(answer, BaseException) else next(iter(answer.values()), None)
         if is_broker_answer(exc):
-            self._on_drained(Drained.ANSWERED)
+            self._on_drained(Drained.ANSWERED, lane)
         elif classify(exc) is Outcome.NOT_SENT:
-            self._on_drained(Drained.NOT_SENT)
+            self._on_drained(Drained.NOT_SENT, lane)
         else:
-            self._on_drained(Drained.CLOSED)
+            self._on_drained(Drained.CLOSED, lane)
 
-    def _on_drained(self, drained: Drained) -> None:
+    def _on_drained(self, drained: Drained, lane: int) -> None:
         with self._cv:
-            self._engine.on_drained(drained, self._clock())
+            self._engine.on_drained(drained, self._clock(), lane)
             self._wake()
 
     def _on_answer(self, request: Send, answer: Answer) -> None:
@@ -860,7 +883,7 @@ def _poll_interval(engine: Engine) -> float:
     most of the time: 20 wake-ups a second each were most of a 200-client fleet's scheduler time, and at 5 a second a
     paced client's polls still cost 0.35 ms of its 0.97 ms a second, issue 40)."""
     status = engine.status
-    if status.in_flight is not None or not (status.reached or status.idle):
+    if status.in_flight is not None or status.second_in_flight is not None or not (status.reached or status.idle):
         return _BUSY_POLL_S
     return _IDLE_POLL_S if status.idle else _WAITING_POLL_S
 
@@ -895,3 +918,20 @@ def _forget_all(open_calls: OpenCalls, settlements: list[Settle]) -> None:
             if not pending:
                 del open_calls[call_id]
                 pending = None
+
+
+class SecondLaneEvents:
+    """The second handle's callbacks (``Scheduler.second_lane``): its throttles and failures, told as the second
+    lane's."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._scheduler = scheduler
+
+    def on_throttle(self, node_id: int, throttle_s: float) -> None:
+        self._scheduler.on_throttle(node_id, throttle_s, SECOND)
+
+    def on_error(self, error: KafkaError) -> None:
+        self._scheduler.on_error(error, SECOND)
+
+    def on_log(self, message: str) -> None:
+        self._scheduler.on_log(message, SECOND)

@@ -32,11 +32,11 @@ from throttled_admin._driver.librdkafka_log import tap_logs
 from throttled_admin._engine import RetryBackoff
 from throttled_admin._telemetry.metrics import check_metric_attributes
 
-__all__ = ["ClientSettings", "EventSink", "install_callbacks"]
+__all__ = ["USER_CALLBACKS", "ClientSettings", "EventSink", "install_callbacks"]
 
 log = logging.getLogger("throttled_admin")
 
-_USER_CALLBACKS = ("throttle_cb", "error_cb", "stats_cb")
+USER_CALLBACKS = ("throttle_cb", "error_cb", "stats_cb")  # the application's own callbacks in conf
 _LIBRDKAFKA_MAX_TIMEOUT_MS = 3_600_000
 
 
@@ -92,7 +92,7 @@ class ClientSettings:
             raise TypeError(f"meter_provider must be an opentelemetry.metrics.MeterProvider or None, got {kind}")
         if mutation_quota is not None and not isinstance(mutation_quota, MutationQuota):
             raise TypeError(f"mutation_quota must be a MutationQuota or None, got {type(mutation_quota).__name__}")
-        for key in _USER_CALLBACKS:
+        for key in USER_CALLBACKS:
             if key in conf and conf[key] is not None and not callable(conf[key]):
                 raise TypeError(f"conf[{key!r}] must be callable, got {type(conf[key]).__name__}")
         backoff = RetryBackoff(
@@ -152,8 +152,8 @@ def install_callbacks(
     ``errors``."""
     conf = dict(conf)
     run_user = errors.counted(run_user)  # only conf callbacks are handed over here: poll() waits for them
-    user = {key: errors.wrap(key, conf[key]) for key in _USER_CALLBACKS if conf.get(key) is not None}
-    for key in _USER_CALLBACKS:
+    user = {key: errors.wrap(key, conf[key]) for key in USER_CALLBACKS if conf.get(key) is not None}
+    for key in USER_CALLBACKS:
         conf.pop(key, None)
     user_throttle, user_error, user_stats = user.get("throttle_cb"), user.get("error_cb"), user.get("stats_cb")
 

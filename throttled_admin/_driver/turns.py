@@ -94,7 +94,7 @@ class Actions(Protocol):
 
     def send(self, sending: Sending) -> None: ...
 
-    def drain(self, timeout_s: float) -> None: ...
+    def drain(self, drain: Drain) -> None: ...
 
     def settle(self, settlements: list[Settle]) -> None: ...
 
@@ -299,7 +299,7 @@ _HANDLERS |= {
     ResponseThrottle: ("throttle", _ITSELF),
     Reached: ("reached", None),
     ReadViews: ("read_views", lambda read: list(read.names)),
-    Drain: ("drain", operator.attrgetter("request_timeout_s")),
+    Drain: ("drain", _ITSELF),
     _SettleAll: ("settle", _ITSELF),
     _Flush: ("flush", operator.attrgetter("wait")),
     ReadMetadata: ("read_metadata", None),

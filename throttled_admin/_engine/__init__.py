@@ -34,6 +34,7 @@ from throttled_admin._engine.classify import Outcome, classify, error_of, is_bro
 from throttled_admin._engine.config import EngineConfig
 from throttled_admin._engine.connection import DRAIN_NAME, Drained
 from throttled_admin._engine.contact import ContactFailure, broker_address, contact_failure, wrong_listener
+from throttled_admin._engine.lanes import FIRST, SECOND
 from throttled_admin._engine.machine import (
     CONTACT_PROBE_TIMEOUT_S,
     FIRST_CONTACT_TIMEOUT_S,
@@ -61,8 +62,10 @@ __all__ = [
     "CREATE_TOPICS",
     "DELETE_TOPICS",
     "DRAIN_NAME",
+    "FIRST",
     "FIRST_CONTACT_TIMEOUT_S",
     "METRIC_KINDS",
+    "SECOND",
     "Action",
     "BrokerViews",
     "CallSpec",

@@ -69,6 +69,7 @@ class Send:
     mutations: int  # KIP-599 mutations, as far as the topics' costs are known
     request_timeout_s: float  # librdkafka's own timeout for the request
     operation_timeout_s: float  # the controller's deadline (the request's timeout_ms)
+    lane: int = 0  # the connection it goes on (``lanes``): 0, the client's own; 1, the driver's second handle's
 
     @property
     def names(self) -> list[str]:
@@ -77,9 +78,11 @@ class Send:
 
 @dataclass(frozen=True, slots=True)
 class Drain:
-    """Send the sentinel (``connection``) with this librdkafka timeout; its outcome goes to ``Engine.on_drained``."""
+    """Send the sentinel (``connection``) with this librdkafka timeout on the ``lane``'s connection (``lanes``); its
+    outcome goes to ``Engine.on_drained``."""
 
     request_timeout_s: float
+    lane: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,13 @@ from dataclasses import dataclass
 
 from throttled_admin._engine.batch_cap import MAX_RECORDS_PER_REQUEST
 
-__all__ = ["MAX_RECORDS_PER_REQUEST", "MAX_TOPICS_PER_REQUEST", "SETTLE_AFTER_SEND_FROM", "EngineConfig"]
+__all__ = [
+    "MAX_RECORDS_PER_REQUEST",
+    "MAX_TOPICS_PER_REQUEST",
+    "SECOND_LANE_FROM",
+    "SETTLE_AFTER_SEND_FROM",
+    "EngineConfig",
+]
 
 # The most topics in one request (issue 40). Kafka's per-request commit and the gap between an answer and the next
 # write (rule b) favour large requests; librdkafka's parse of an answer (a linear search per topic: quadratic, about
@@ -23,6 +29,10 @@ MAX_TOPICS_PER_REQUEST = 2000
 # the step after (issue 40: its settling, 8-10 us a topic, was most of the gap between an answer and the next write).
 # A smaller answer (a 1-topic or 50-topic call's) is settled in the step that takes it: no extra step.
 SETTLE_AFTER_SEND_FROM = 100
+# The second lane opens beside a request of at least this many topics, a bulk call's (``lanes``): a call of fewer
+# topics is answered before a second request would gain much, and a client that never makes one never opens a
+# second connection.
+SECOND_LANE_FROM = 1000
 
 
 @dataclass(frozen=True)
@@ -35,5 +45,8 @@ class EngineConfig:
     # metadata records than its cap; the engine starts at Kafka's 10,000 and learns a lower cap. A single topic
     # larger than the limit is sent alone, and gets the broker's answer.
     max_records_per_request: int = MAX_RECORDS_PER_REQUEST
+    # a second request goes beside one of at least this many topics, on a connection of its own (``lanes``); None:
+    # one request at a time
+    second_lane_from: int | None = SECOND_LANE_FROM
     # the seed of the retry back-off's jitter (``retry``); None: seeded from the operating system
     seed: int | None = None

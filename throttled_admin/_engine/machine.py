@@ -81,6 +81,7 @@ from throttled_admin._engine.classify import (
 from throttled_admin._engine.config import MAX_RECORDS_PER_REQUEST, MAX_TOPICS_PER_REQUEST, EngineConfig
 from throttled_admin._engine.connection import Drained
 from throttled_admin._engine.contact import Contact, contact_failure
+from throttled_admin._engine.lanes import FIRST, Lanes
 from throttled_admin._engine.late_settle import LateSettlement
 from throttled_admin._engine.learning import Learning
 from throttled_admin._engine.lifecycle import Attempt, TopicState
@@ -191,7 +192,9 @@ class Engine:
         self._after = AfterAnswer(backoff, config.seed)  # what becomes of an answered topic, and its back-off
         self._gate = ThrottleTracker()  # KIP-219: the broker's throttle, and how long work waited for it
         self._views = ViewReads()  # wait_for_metadata: every broker's Metadata, and the ids before a create
-        self._slot = Slot(socket_timeout_s)  # rule b: one request in flight, and the slot follows the connection
+        # rule b: one request in flight per connection, the slot follows its connection, and a second connection
+        # for bulk work (``lanes``)
+        self._lanes = Lanes(socket_timeout_s, config.second_lane_from)
         self._queue = WorkQueue(config.max_topics_per_request)  # the pending calls; rule a's name holds
         self._contact = Contact()  # first contact: has a broker answered this client?
         self._metadata = MetadataReads()  # partition counts, and the cluster's default partition count
@@ -204,17 +207,19 @@ class Engine:
     @property
     def status(self) -> Status:
         """What the driver acts on between steps (``status``)."""
-        request, slot = self._slot.request, self._slot
+        lanes = self._lanes
+        request, second = lanes.first.request, lanes.second.request
         return Status(
             in_flight=None if request is None else request.id,
             closed=self._closed,
-            idle=not self._queue.calls and request is None and not slot.busy,
+            idle=not self._queue.calls and request is None and second is None and not lanes.busy,
             reached=self._contact.reached,
-            final_at=slot.final_at,
+            final_at=lanes.final_at,
             rate=None if self._learned.pacer is None else self._learned.pacer.rate,
             auth_failing=self._contact.auth is not None,
             wants_default_partitions=self._metadata.default_partitions is None,
             max_records_per_request=self._learned.cap.limit,
+            second_in_flight=None if second is None else second.id,
         )
 
     def closed_here(self, ref: TopicRef, operation: str, *, unsent: bool) -> ClientClosedError | NotYetVisibleError:
@@ -246,7 +251,7 @@ class Engine:
         self._queue.add(call, own)  # rule a: held behind its name while an earlier pending call names it too
         if not own and (finished := self._queue.finished(call, call.spec.started_at)) is not None:
             self._metric(finished)
-        return self._slot.request is None
+        return self._lanes.first.request is None
 
     def withdraw(self, call_id: int, name: str, now: float) -> bool:
         """Its caller cancelled the topic (its future's cancel()). Not yet sent: taken back, and True. In flight:
@@ -266,43 +271,56 @@ class Engine:
             self._metric(finished)
         return True
 
-    def on_throttle(self, node_id: int, throttle_s: float, now: float) -> None:
-        """A response's throttle_time_ms (librdkafka sends an event when it changes)."""
+    def on_throttle(self, node_id: int, throttle_s: float, now: float, lane: int = FIRST) -> None:
+        """A response's throttle_time_ms on the ``lane``'s connection (librdkafka sends an event when it changes)."""
         self._gate.record(node_id, throttle_s, now)
         self._contact.answered()  # a response's throttle: a broker has answered this client
-        request = self._slot.request
+        if throttle_s > 0:
+            self._lanes.retire()  # a throttle: no second request goes beside the first again
+        request = self._lanes.slots[lane].request
         if request is not None:
             request.events.append((node_id, throttle_s))
         else:  # the response of another AdminClient method
             self._metric(_throttle_event(node_id, throttle_s))
 
-    def on_error(self, error: KafkaError, now: float) -> None:
+    def on_error(self, error: KafkaError, now: float, lane: int = FIRST) -> None:
         """An authentication failure fails the work at once instead of at its deadline, and what is submitted
         within ``AUTH_ERROR_TTL_S`` after it (librdkafka reports it again while it lasts). A connection that
-        failed before its handshake (``contact``) counts until a broker has answered."""
+        failed before its handshake (``contact``) counts until a broker has answered. ``lane``: whose handle told
+        it (``lanes``)."""
         if error.code() in _AUTH_ERRORS:
             self._contact.auth = (error, now)
         elif error.code() == KafkaError._ALL_BROKERS_DOWN:
-            self._gate.every_connection_gone()  # every connection is down: none carries a throttle
-            self._slot.node_lost()
+            if lane == FIRST:
+                self._gate.every_connection_gone()  # every connection is down: none carries a throttle
+            else:
+                self._lanes.retire()
+            self._lanes.node_lost()
         else:  # _TIMED_OUT: librdkafka's own request timed out, perhaps in the mute: the connection's throttle holds
-            self.on_log(error.str(), now, lost=error.code() != KafkaError._TIMED_OUT)
+            self.on_log(error.str(), now, lost=error.code() != KafkaError._TIMED_OUT, lane=lane)
 
-    def on_log(self, line: str, now: float, *, lost: bool = True) -> None:
+    def on_log(self, line: str, now: float, *, lost: bool = True, lane: int = FIRST) -> None:
         """A librdkafka ``FAIL`` log line (some failures before the handshake are told only there); a connection
-        the broker's side lost no longer carries its node's throttle (``throttle``)."""
+        the broker's side lost no longer carries its node's throttle (``throttle``). A throttle is only ever carried
+        by the first lane's connections (the second goes only while none was seen, and is retired by one); a failure
+        of the second's retires it."""
         node = failed_node(line) if lost else None
         if node is not None:
-            self._gate.connection_gone(node)
-            self._slot.node_lost()
-        if not self._contact.reached:
+            if lane == FIRST:
+                self._gate.connection_gone(node)
+            else:
+                self._lanes.retire()
+            self._lanes.node_lost()
+        if not self._contact.reached and lane == FIRST:
             self._contact.failed(contact_failure(line))
 
     def on_results(self, request_id: int, results: dict[str, BaseException | None], now: float) -> None:
-        """Results of topics of the request in flight, as librdkafka completed them."""
-        request = self._slot.request
-        if request is None or request.id != request_id:
+        """Results of topics of a request in flight, as librdkafka completed them."""
+        slot = self._lanes.of(request_id)
+        if slot is None:
             return
+        request = slot.request
+        assert request is not None
         if request.first_result_at is None:
             request.first_result_at = now
         if request.answered_at is None:
@@ -316,10 +334,14 @@ class Engine:
 
     def on_send_refused(self, request_id: int, exc: BaseException, now: float) -> None:
         """confluent-kafka refused the call itself: final for every topic, with its reason; nothing was sent."""
-        request = self._slot.request
-        if request is None or request.id != request_id:
+        slot = self._lanes.of(request_id)
+        if slot is None:
             return
-        self._slot.free()
+        request = slot.request
+        assert request is not None
+        slot.free()
+        if slot.lane != FIRST:
+            self._lanes.retire()
         self._metric(*request.throttle_events(answered=False))
         for topic in request.topics:
             if topic.state is TopicState.IN_FLIGHT:
@@ -329,14 +351,19 @@ class Engine:
         """The driver's send of ``request`` was cut short (Ctrl-C, a signal handler, close() from inside the turn):
         ``handed`` False, confluent-kafka's call certainly did not run (the topics go back to the queue, this
         attempt uncounted); True, it may have, and the request counts as handed over with its answer lost (its
-        topics' outcome unknown, the slot held until the connection is known to be free: rule b)."""
-        request = self._slot.request
-        if request is None or request.id != request_id:
+        topics' outcome unknown, the slot held until the connection is known to be free: rule b). On the second
+        lane (``lanes``), either retires it (the driver reports a second handle it could not make as not handed)."""
+        slot = self._lanes.of(request_id)
+        if slot is None:
             return
+        request = slot.request
+        assert request is not None
+        if slot.lane != FIRST:
+            self._lanes.retire()
         if handed:
-            self._complete(request, now)  # no result: every topic's is missing, and the connection may be busy
+            self._complete(request, slot, now)  # no result: every topic's is missing; the connection may be busy
             return
-        self._slot.free()
+        slot.free()
         for node_id, throttle_s in request.events:  # other responses' throttles: this request was never sent
             self._metric(_throttle_event(node_id, throttle_s))
         for topic in request.topics:
@@ -347,11 +374,11 @@ class Engine:
             else:
                 topic.call.move(topic, TopicState.QUEUED)
 
-    def on_drained(self, outcome: Drained, now: float) -> None:
-        """What became of the sentinel sent for a ``Drain`` action (``connection``)."""
+    def on_drained(self, outcome: Drained, now: float, lane: int = FIRST) -> None:
+        """What became of the sentinel sent for a ``Drain`` action (``connection``) on the ``lane``'s connection."""
         if outcome is Drained.ANSWERED:
             self._contact.answered()  # a broker answered this client
-        self._slot.drained(outcome, now)
+        self._lanes.slots[lane].drained(outcome, now)
 
     def on_probe(self, answered: bool, now: float) -> None:
         """The contact probe's outcome: a broker answered it (even with an error), or not."""
@@ -383,14 +410,16 @@ class Engine:
         if self._late.held is not None:  # an answer taken already: what it said
             self._settle_answered(*self._late.take(), now)
         self._closed = True
-        if (request := self._slot.request) is not None:  # its responses' throttles still count (KIP-124), answered
-            self._metric(*request.throttle_events(answered=False))  # or not, and its 89s so far (rule g)
-            if refused := _quota_refusals(request):
-                self._metric(QuotaViolations(request.kind.operation.name, refused))
+        for slot in self._lanes.slots:
+            if (request := slot.request) is not None:  # its responses' throttles still count (KIP-124), answered
+                self._metric(*request.throttle_events(answered=False))  # or not, and its 89s so far (rule g)
+                if refused := _quota_refusals(request):
+                    self._metric(QuotaViolations(request.kind.operation.name, refused))
         for call in list(self._queue.calls.values()):
             for topic in [*call.queued.values(), *call.in_flight.values(), *call.awaiting.values()]:
                 self._end(topic, Ending.CLOSED, now)
-        self._slot.free()
+        for slot in self._lanes.slots:
+            slot.free()
 
     # -- the decision -----------------------------------------------------------------------------
 
@@ -400,24 +429,26 @@ class Engine:
             # each guarded by what it reads (a call fewer each, every step: issue 39)
             if self._late.held is not None:  # before anything looks at its topics (a deadline: rule e)
                 self._settle_answered(*self._late.take(), now)
-            if self._slot.request is not None and (request := self._slot.done(now)) is not None:
-                self._complete(request, now)
+            lanes = self._lanes
+            for request, slot in lanes.done(now):
+                self._complete(request, slot, now)
             if self._contact.auth and (error := self._contact.auth_error(now, AUTH_ERROR_TTL_S)) is not None:
                 for topic in _unapplied(self._queue.calls):  # applied topics stay applied
                     self._end(topic, Ending.AUTH_FAILED, now, error=error)
-            drains, drain_at = self._slot.drain(now)
-            self._out += drains  # rule b: the sentinel that tells when the connection is free, if one is due
+            drains, drain_at = lanes.drain(now)
+            self._out += drains  # rule b: the sentinel that tells when a connection is free, if one is due
             # (none pending, as after a lone call's answer: nothing to expire, no call)
             wake_at = min(self._expire(now), drain_at) if self._queue.calls else drain_at
             if not self._contact.reached:
                 wake_at = min(wake_at, self._first_contact(now))
-            if self._slot.request is not None:
-                wake_at = min(wake_at, self._slot.settles_at())
-            elif self._queue.calls:  # (none pending, as after a lone call's answer: nothing to send, no call)
-                wake_at = min(wake_at, self._next_request(now))
+            wake_at = min(wake_at, lanes.settles_at())
+            if self._queue.calls:  # (none pending, as after a lone call's answer: nothing to send, no call)
+                # the first lane's connection when free; then a second request beside a bulk one (``lanes``)
+                for slot in lanes.senders(self._contact.reached, self._learned.pacer is not None, self._gate, now):
+                    wake_at = min(wake_at, self._next_request(slot, now))
             if self._late.held is not None:  # settled after the next request, at once; if none went, now
                 wake_at = now
-                if self._slot.request is None:
+                if lanes.first.request is None:
                     self._settle_answered(*self._late.take(), now)
             # after the sending, which may settle queued topics: nothing is read about a topic settled in this step
             read, read_at = self._views.plan(self._queue.calls.values(), now)
@@ -510,7 +541,7 @@ class Engine:
         call = topic.call
         if ending is Ending.DEADLINE:
             why, because = why_not_sent(
-                self._contact.reached, topic.state is _HELD, self._views.reads_ids(topic), self._slot.busy
+                self._contact.reached, topic.state is _HELD, self._views.reads_ids(topic), self._lanes.first.busy
             )
         facts = Facts(
             call.kind.operation.name,
@@ -530,19 +561,19 @@ class Engine:
 
     # -- a response -------------------------------------------------------------------------------
 
-    def _complete(self, request: Request, now: float) -> None:
-        """The request in flight is done: answered whole or in part, abandoned, or cut short after it may have
-        been handed over. Every topic still in flight gets its verdict (``verdict``: rule f), and what the answer
-        teaches (the connection, the throttle, the batch cap, Redpanda's charge, the round trip, the pacer's rate)
-        is learned."""
-        self._slot.free()
+    def _complete(self, request: Request, slot: Slot, now: float) -> None:
+        """The request in flight in ``slot`` is done: answered whole or in part, abandoned, or cut short after it
+        may have been handed over. Every topic still in flight gets its verdict (``verdict``: rule f), and what the
+        answer teaches (the connection, the throttle, the batch cap, Redpanda's charge, the round trip, the pacer's
+        rate) is learned. A throttle, or a second lane's request that got no answer, retires the second lane."""
+        slot.free()
         names = list(map(_NAME, request.topics))  # each topic's result, read in C (issue 39)
         results = dict(zip(names, map(request.results.get, names, repeat(_MISSING)), strict=True))
         answered = request.answered_at is not None
         if answered:  # on_results told the contact, and an answered request leaves nothing on its connection
             self._out.append(_REACHED)
         else:
-            _unanswered(request, results, self._contact, self._slot, self._out, now)
+            _unanswered(request, results, self._contact, slot, self._out, now)
         self._out += request.throttle_events(answered=answered)  # KIP-124: each response's throttle, once
         throttle_s = request.throttle_s if answered and request.events else 0.0  # (events: any throttle told)
         operation = request.kind.operation.name
@@ -554,6 +585,7 @@ class Engine:
             response.throttle_s, charged = self._learned.redpanda(request, results, outcomes, throttle_s)
             if response.throttle_s > throttle_s:  # Redpanda's charge: waited out as a throttle
                 self._gate.record(-1, response.throttle_s, now)
+        self._lanes.ended(slot, answered, response.throttle_s, outcomes)  # a throttle retires the second lane
         accepted = _progress(request.topics, outcomes)
         if any(map(_GUESSED, request.topics)) and (guessed := _made_with_a_guess(request.topics, outcomes)):
             self._metadata.read_back(guessed)
@@ -563,7 +595,7 @@ class Engine:
         if answered:  # Redpanda's refused topics are charged all the same: the pacer's mirror counts them
             self._learned.answered(request, results, charged + accepted, response.throttle_s, now)
             self._contact.auth = None  # a broker answered: an authentication failure is over
-            self._slot.answered(request, outcomes.values(), now)  # a failover's refusal: committed later, perhaps
+            slot.answered(request, outcomes.values(), now)  # a failover's refusal: committed later, perhaps
         spoke = answered and not _SPEAKS_FOR_QUOTA.isdisjoint(outcomes.values())
         probe = request.id == self._gate.probe_id  # (most requests are none: no call)
         if probe and self._gate.completed(request.id, spoke_for_quota=spoke) and self._learned.pacer is not None:
@@ -612,10 +644,11 @@ class Engine:
 
     # -- the next request -------------------------------------------------------------------------
 
-    def _next_request(self, now: float) -> float:
-        """Compose the next request into the outbox, or ask for metadata; returns when to look again. Nothing is
-        sent while a throttle lasts (KIP-219), while the connection may carry an abandoned request (rule b), before
-        first contact allows it, while costs are unknown, or while the pacer holds the head of the queue back."""
+    def _next_request(self, slot: Slot, now: float) -> float:
+        """Compose the next request for ``slot``'s connection into the outbox, or ask for metadata; returns when to
+        look again. Nothing is sent while a throttle lasts (KIP-219), while the connection may carry an abandoned
+        request (rule b), before first contact allows it, while costs are unknown, or while the pacer holds the head
+        of the queue back."""
         calls = self._queue.calls
         if not calls:
             return math.inf
@@ -625,7 +658,7 @@ class Engine:
             self._metric(BackedOff(*waited))  # local back-off time: how long queued work waited for the throttle
         if gate_s > 0:
             return self._hold_back(gate_s, None, now)
-        if self._slot.busy:
+        if slot.busy:
             return math.inf  # rule b: woken by the sentinel's outcome (or a deadline)
         head = self._queue.head(now, self._views.reads_ids)
         if head is None:
@@ -635,9 +668,9 @@ class Engine:
             and (wake_at := self._contact.hold(head.call.spec.started_at, now, FIRST_CONTACT_TIMEOUT_S)) is not None
         ):  # (reached, as most of the time: nothing held, no call)
             return wake_at  # first contact: hand over only what librdkafka may be able to write
-        return self._send_or_hold(head, now)
+        return self._send_or_hold(head, slot, now)
 
-    def _send_or_hold(self, head: Topic, now: float) -> float:
+    def _send_or_hold(self, head: Topic, slot: Slot, now: float) -> float:
         """The head of the queue may go: compose a request of its kind, unless costs are to be read first or the
         pacer holds it back. Returns when to look again."""
         kind = head.call.kind
@@ -656,7 +689,7 @@ class Engine:
             time_left_s = _time_left_s(self._queue.calls.values(), kind, now)
             if (wait_s := pacer.wait_s(head.cost or 0, pending_cost, now, time_left_s)) > 0:
                 return self._hold_back(wait_s, kind, now)
-        return self._compose(kind, topics, now, probe)
+        return self._compose(kind, topics, slot, now, probe)
 
     def _hold_back(self, wait_s: float, paced: RequestKind | None, now: float) -> float:
         """Nothing goes for ``wait_s``; returns when to look again. A call that cannot wait fails its queued topics
@@ -678,10 +711,10 @@ class Engine:
                 self._end(topic, Ending.THROTTLED_HERE, now, throttle_ms=throttle_ms)
         return now + wait_s
 
-    def _compose(self, kind: RequestKind, candidates: list[Topic], now: float, probe: bool) -> float:
-        """Put the next request in the outbox: the candidates (queued, sendable, of one kind, in call order) that
-        fit it (``_choose``), with the timeouts their calls allow (``_timeouts``); ``probe``: the gate asks for a
-        probe (``ThrottleTracker.probe_due``). Returns when to look again."""
+    def _compose(self, kind: RequestKind, candidates: list[Topic], slot: Slot, now: float, probe: bool) -> float:
+        """Put the next request for ``slot``'s connection in the outbox: the candidates (queued, sendable, of one
+        kind, in call order) that fit it (``_choose``), with the timeouts their calls allow (``_timeouts``);
+        ``probe``: the gate asks for a probe (``ThrottleTracker.probe_due``). Returns when to look again."""
         # The round-trip floor for a first attempt and for a retry, computed once for the whole request.
         estimates = self._learned.round_trip.estimates(now)
         chosen, mutations, _, longest = self._choose(candidates, estimates, now)
@@ -693,13 +726,13 @@ class Engine:
         for call, topics in _by_call(chosen):
             call.move_all(topics, _IN_FLIGHT)
             refs += map(_new_ref, zip(repeat(call.id), map(_NAME, topics)))
-        request = self._slot.hand_over(kind, chosen, mutations, (request_timeout_s, operation_timeout_s), now)
+        request = slot.hand_over(kind, chosen, mutations, (request_timeout_s, operation_timeout_s), now)
         request_id = request.id
         if probe:  # (most requests are none: no call)
             self._gate.sent(request_id, probe)
         items = tuple(map(_ITEM, chosen))
         timeouts = request_timeout_s, operation_timeout_s
-        self._out.append(Send(request_id, kind, tuple(refs), items, mutations, *timeouts))
+        self._out.append(Send(request_id, kind, tuple(refs), items, mutations, *timeouts, slot.lane))
         operation, count = kind.operation.name, len(chosen)
         self._out.append(RequestSent(operation, count, mutations))
         return request.expires_at  # (``Slot.settles_at`` of a request with no result yet)

@@ -29,6 +29,7 @@ class Request:
     answered_at: float | None = None  # when the first broker answer came
     events: list[tuple[int, float]] = field(default_factory=list)  # throttle events while in flight
     node_lost: bool = False  # a node went away while it was in flight: its broker may re-send it (``outcome``)
+    lane: int = 0  # the connection it went on (``lanes``)
 
     @property
     def throttle_s(self) -> float:

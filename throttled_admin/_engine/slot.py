@@ -1,4 +1,4 @@
-"""Rule b's slot: the one mutation request in flight, and what its end leaves on the connection (``connection``).
+"""Rule b's slot: the mutation request in flight on one connection, and what its end leaves there (``connection``).
 
 ``Slot`` numbers and holds the request handed over, says when it is done (answered whole, or given up on:
 ``ABANDON_GRACE_S`` after librdkafka's own timeout, ``PARTIAL_GRACE_S`` after a partial answer), whether the
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 
 from confluent_kafka import KafkaError
 
@@ -34,11 +34,13 @@ _NO_DRAIN: tuple[tuple[Drain, ...], float] = ((), math.inf)  # nothing to send, 
 class Slot:
     """The request in flight and its connection. Not thread-safe: the engine's own state."""
 
-    def __init__(self, socket_timeout_s: float) -> None:
+    def __init__(self, socket_timeout_s: float, ids: Iterator[int] | None = None, lane: int = 0) -> None:
         """``socket_timeout_s``: librdkafka's ``socket.timeout.ms``, how long an abandoned request may stay on its
-        connection (``connection``)."""
+        connection (``connection``); ``ids``: where request ids come from (shared by the lanes, ``lanes``);
+        ``lane``: the connection's, as its sends and sentinels name it."""
         self.request: Request | None = None
-        self._ids = itertools.count(1)
+        self.lane = lane
+        self._ids = itertools.count(1) if ids is None else ids
         self._connection = Connection(socket_timeout_s)
         self._final_at = -math.inf
 
@@ -61,7 +63,7 @@ class Slot:
     ) -> Request:
         """The next request takes the slot; ``timeouts``: librdkafka's own and the controller's, in seconds."""
         expires_at = now + timeouts[0] + ABANDON_GRACE_S
-        request = Request(kind, topics, mutations, now, expires_at, *timeouts, next(self._ids))
+        request = Request(kind, topics, mutations, now, expires_at, *timeouts, next(self._ids), lane=self.lane)
         self.request = request
         return request
 
@@ -94,7 +96,7 @@ class Slot:
         if not self._connection.busy:  # (every step: no call into the connection while it is free)
             return _NO_DRAIN
         ask, wake_at = self._connection.step(now)
-        return ((Drain(self._connection.sentinel_timeout_s),) if ask else ()), wake_at
+        return ((Drain(self._connection.sentinel_timeout_s, self.lane),) if ask else ()), wake_at
 
     def drained(self, outcome: Drained, now: float) -> None:
         """What became of the sentinel."""

@@ -23,3 +23,4 @@ class Status(NamedTuple):
     auth_failing: bool  # an authentication failure is failing the work (reported again once it lapsed)
     wants_default_partitions: bool  # a metadata read should also read the cluster's ``num.partitions``
     max_records_per_request: int  # the batch cap as learned so far (``batch_cap``)
+    second_in_flight: int | None = None  # the id of the request in flight on the second lane's connection (``lanes``)

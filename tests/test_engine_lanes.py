@@ -1,0 +1,121 @@
+"""Rule b's second lane (``_engine/lanes.py``, issue 40): a second request beside a bulk one, on a connection of its
+own, only while nothing a throttle or an unanswered request says is in the way. The model (``test_engine_model``)
+checks the same after every step; these are its cases by name."""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import NewTopic
+
+from tests.engine_records import submit_call
+from throttled_admin._engine import (
+    CREATE_TOPICS,
+    FIRST,
+    SECOND,
+    CallSpec,
+    Drain,
+    Engine,
+    MutationQuota,
+    Outbox,
+    Pacer,
+    RequestKind,
+    RetryBackoff,
+    Send,
+)
+from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST, SECOND_LANE_FROM, EngineConfig
+from throttled_admin._engine.machine import FIRST_CONTACT_TIMEOUT_S
+
+
+def bulk(count: int, *, reached: bool = True, pacer: Pacer | None = None) -> tuple[Engine, Outbox]:
+    """An engine (that has reached the cluster, unless not ``reached``) with one call of ``count`` one-partition
+    creates, stepped once."""
+    engine = Engine(pacer=pacer, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
+    if reached:
+        engine.on_probe(True, 0.0)
+    spec = CallSpec(RequestKind(CREATE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.0)
+    submit_call(engine, spec, [(name, NewTopic(name, 1, 1), 1, 2) for name in (f"t{i}" for i in range(count))])
+    return engine, engine.step(0.0)
+
+
+def sends(out: Outbox) -> list[Send]:
+    return [action for action in out.actions if isinstance(action, Send)]
+
+
+def applied(engine: Engine, send: Send, now: float) -> None:
+    engine.on_results(send.request_id, dict.fromkeys(send.names), now)
+
+
+def test_a_bulk_call_sends_a_second_request_beside_the_first_on_the_second_connection() -> None:
+    engine, out = bulk(3 * MAX_TOPICS_PER_REQUEST)
+    first, second = sends(out)
+    assert (first.lane, second.lane) == (FIRST, SECOND)
+    assert len(first.names) == len(second.names) == MAX_TOPICS_PER_REQUEST
+    assert not set(first.names) & set(second.names)  # rule a: a name in one request
+    assert engine.status.in_flight == first.request_id
+    assert engine.status.second_in_flight == second.request_id
+
+    applied(engine, second, 0.1)  # the second connection's answer comes first: its lane goes again beside the first
+    [third] = sends(engine.step(0.1))
+    assert third.lane == SECOND
+    applied(engine, first, 0.2)
+    applied(engine, third, 0.2)
+    engine.step(0.2)
+    assert engine.status.idle
+
+
+def test_a_call_smaller_than_a_bulk_one_goes_one_request_at_a_time() -> None:
+    per_request = SECOND_LANE_FROM - 1
+    engine = Engine(pacer=None, backoff=RetryBackoff(), config=EngineConfig(max_topics_per_request=per_request))
+    engine.on_probe(True, 0.0)
+    spec = CallSpec(RequestKind(CREATE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.0)
+    submit_call(engine, spec, [(f"t{i}", NewTopic(f"t{i}", 1, 1), 1, 2) for i in range(3 * per_request)])
+    assert [send.lane for send in sends(engine.step(0.0))] == [FIRST]
+
+
+def test_no_second_request_before_a_broker_has_answered_the_client() -> None:
+    engine, out = bulk(3 * MAX_TOPICS_PER_REQUEST, reached=False)
+    assert sends(out) == []  # the first waits for the contact probe, at most FIRST_CONTACT_TIMEOUT_S
+    assert [send.lane for send in sends(engine.step(FIRST_CONTACT_TIMEOUT_S))] == [FIRST]
+
+
+def test_a_pacing_client_never_opens_the_second_lane() -> None:
+    _, out = bulk(3 * MAX_TOPICS_PER_REQUEST, pacer=Pacer(MutationQuota(rate=1e6, burst=1e7)))
+    assert [send.lane for send in sends(out)] == [FIRST]
+
+
+def test_a_throttle_retires_the_second_lane_for_the_clients_life() -> None:
+    engine, out = bulk(5 * MAX_TOPICS_PER_REQUEST)
+    first, second = sends(out)
+    engine.on_throttle(1, 0.5, 0.05, SECOND)  # the second connection's response was throttled
+    applied(engine, second, 0.05)
+    applied(engine, first, 0.06)
+    assert sends(engine.step(0.06)) == []  # the gate: nothing while the throttle lasts
+    nxt = sends(engine.step(0.6))
+    assert [send.lane for send in nxt] == [FIRST]  # then one request at a time, on the first connection
+    applied(engine, nxt[0], 0.7)
+    assert [send.lane for send in sends(engine.step(0.7))] == [FIRST]
+
+
+def test_a_topic_refused_for_the_quota_retires_the_second_lane_too() -> None:
+    engine, out = bulk(4 * MAX_TOPICS_PER_REQUEST)
+    first, second = sends(out)
+    results: dict[str, BaseException | None] = dict.fromkeys(first.names)
+    results[first.names[0]] = KafkaException(KafkaError(KafkaError.THROTTLING_QUOTA_EXCEEDED))
+    engine.on_results(first.request_id, results, 0.05)  # no throttle event told: the 89 says it
+    applied(engine, second, 0.05)
+    assert all(send.lane == FIRST for send in sends(engine.step(0.05)))
+
+
+def test_a_second_lane_request_librdkafka_abandons_is_drained_on_its_own_connection_and_retires_it() -> None:
+    engine, out = bulk(3 * MAX_TOPICS_PER_REQUEST)
+    first, second = sends(out)
+    lost = KafkaException(
+        KafkaError(KafkaError._TIMED_OUT, "Failed while waiting for response from broker: Local: Timed out")
+    )
+    engine.on_results(second.request_id, dict.fromkeys(second.names, lost), 30.0)
+    out = engine.step(30.0)
+    drains = [action for action in out.actions if isinstance(action, Drain)]
+    assert [drain.lane for drain in drains] == [SECOND]  # the sentinel goes behind it, on that connection
+    assert engine.status.final_at == float("inf")  # until then, what it carried may still be applied
+    applied(engine, first, 30.1)
+    assert all(send.lane == FIRST for send in sends(engine.step(30.1)))  # retired: the first lane alone
