@@ -399,13 +399,12 @@ class ThrottledAdminClient(AdminClient):
         # The second lane's handle (``_engine/lanes``), made when a bulk call first needs it: the same settings, its
         # events told as the second lane's (the application's own callbacks hear the first handle's only)
         lane_conf = {key: value for key, value in conf.items() if key not in USER_CALLBACKS}
-        self._second_conf = functools.partial(
-            install_callbacks,
-            lane_conf,
-            lambda: sink[0].second_lane if sink else None,
-            self._user_code.submit,
-            self._callback_errors,
-        )
+        run_user, errors = self._user_code.submit, self._callback_errors
+
+        def second_conf() -> dict[str, Any]:  # (a closure: no attribute shows the conf or its secrets)
+            return install_callbacks(lane_conf, lambda: sink[0].second_lane if sink else None, run_user, errors)[0]
+
+        self._second_conf = second_conf
         self._second: AdminClient | None = None
         self._second_lock = threading.Lock()
         scheduler = Scheduler(
@@ -647,7 +646,7 @@ class ThrottledAdminClient(AdminClient):
         with self._second_lock:
             if self._second is None and not self._closed:
                 try:
-                    self._second = AdminClient(self._second_conf()[0])
+                    self._second = AdminClient(self._second_conf())
                 except Exception as exc:  # the first handle was made with these settings: resources, most likely
                     log.warning("a second connection for bulk requests could not be made (%s)", type(exc).__name__)
             return self._second

@@ -11,10 +11,12 @@ The rules (docs/semantics.md):
 
 a. A topic name is in at most one request, and held by one call at a time: a later call naming it waits until
    the earlier one has settled it (Kafka 4 answers a doubled name once; confluent-kafka 2.16 then crashes).
-b. At most one mutation request is in flight, nothing is sent while the broker's throttle lasts (KIP-219), and
-   the slot follows the connection (``connection``): after librdkafka gives up on a request, nothing is written
-   until a sentinel behind it says the connection is free or closed. Nothing ever waits in a muted connection or
-   behind an unanswered request.
+b. At most one mutation request is in flight per connection, nothing is sent while the broker's throttle lasts
+   (KIP-219), and the slot follows the connection (``connection``): after librdkafka gives up on a request, nothing
+   is written on it until a sentinel behind it says the connection is free or closed. A second connection carries
+   a second request beside a bulk one only while no throttle was ever seen, the client does not pace and no
+   request of it went unanswered (``lanes``). Nothing ever waits in a muted connection or behind an unanswered
+   request.
 c. Calls share a request only when their time budgets are within a factor of ``COALESCE_RATIO``, and sharing never
    hurts: the request carries the longest call's timeouts (librdkafka's and the controller's deadline), and each
    call's topics are settled at its own deadline (a shorter call's in flight then: "outcome unknown").
