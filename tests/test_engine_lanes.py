@@ -119,3 +119,17 @@ def test_a_second_lane_request_librdkafka_abandons_is_drained_on_its_own_connect
     assert engine.status.final_at == float("inf")  # until then, what it carried may still be applied
     applied(engine, first, 30.1)
     assert all(send.lane == FIRST for send in sends(engine.step(30.1)))  # retired: the first lane alone
+
+
+def test_a_failing_over_controllers_refusal_on_the_second_lane_retires_it() -> None:
+    """NOT_CONTROLLER on the second connection: the driver refreshes the first handle's view of the controller
+    only, so the second lane is not used again."""
+    engine, out = bulk(4 * MAX_TOPICS_PER_REQUEST)
+    first, second = sends(out)
+    refused = KafkaException(KafkaError(KafkaError.NOT_CONTROLLER))
+    engine.on_results(second.request_id, dict.fromkeys(second.names, refused), 0.05)
+    engine.on_metadata({}, 0.06)  # the refresh NOT_CONTROLLER asks for
+    applied(engine, first, 0.06)
+    later = [send for now in (0.06, 0.2, 0.5, 1.0) for send in sends(engine.step(now))]
+    assert later
+    assert all(send.lane == FIRST for send in later)

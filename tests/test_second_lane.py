@@ -21,7 +21,7 @@ def test_the_broker_takes_up_a_bulk_calls_second_request_while_the_first_is_unan
     quota_broker: BrokerFactory,
 ) -> None:
     broker = quota_broker()
-    broker.delay_next("CreateTopics", 1.0)  # the first answer is held: the second goes meanwhile, or never
+    broker.delay_next("CreateTopics", 3.0)  # the first answer is held: the second goes meanwhile, or never
     names = [f"bulk-{i:05d}" for i in range(3 * MAX_TOPICS_PER_REQUEST)]
     with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
         admin.list_topics(timeout=30)  # first contact

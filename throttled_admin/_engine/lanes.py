@@ -14,9 +14,10 @@ A request goes on the second lane only while everything rule b asks of a request
   controller deadline starts then, as a request alone on its connection;
 - a broker has answered this client (first contact), and the second connection carries no abandoned request.
 
-Whatever else happens on the second lane (a throttle anywhere, a request of its no broker answered) retires it
-for the client's life: the first lane goes on alone. A request librdkafka abandons there is drained by a sentinel
-on that same connection (``connection``), as on the first, before the second lane's ``final_at`` is known.
+Whatever else happens (a throttle anywhere; on the second lane, a request no broker answered, a failing-over
+controller's refusal, a lost connection) retires the second lane for the client's life: the first goes on alone.
+A request librdkafka abandons there is drained by a sentinel on that same connection (``connection``), as on the
+first, before the second lane's ``final_at`` is known.
 """
 
 from __future__ import annotations
@@ -30,13 +31,9 @@ from throttled_admin._engine.request import Request
 from throttled_admin._engine.slot import Slot
 from throttled_admin._engine.throttle import ThrottleTracker
 
-__all__ = ["FIRST", "SECOND", "SECOND_LANE_FROM", "Lanes"]
+__all__ = ["FIRST", "SECOND", "Lanes"]
 
-FIRST, SECOND = 0, 1
-# The second lane opens beside a request of at least this many topics: a bulk call's (a call of fewer topics is
-# answered before a second request would gain anything, and a client that never makes one never opens a second
-# connection).
-SECOND_LANE_FROM = 1000
+FIRST, SECOND = 0, 1  # the client's own connection, and the second lane's
 
 
 class Lanes:
@@ -95,9 +92,15 @@ class Lanes:
 
     def ended(self, slot: Slot, answered: bool, throttle_s: float, outcomes: dict[str, Outcome]) -> None:
         """A request ended: a throttle (of the response, or a topic refused for the quota) retires the second lane,
-        and so does a request of the second lane that no broker answered."""
-        if not self.retired and (
-            throttle_s > 0 or (slot.lane != FIRST and not answered) or Outcome.THROTTLED in outcomes.values()
+        and so does a request of the second lane that no broker answered, or that a failing-over controller refused
+        (NOT_CONTROLLER, REQUEST_TIMED_OUT: the driver refreshes the first handle's view of the controller only)."""
+        if self.retired:
+            return
+        values = outcomes.values()
+        if (
+            throttle_s > 0
+            or Outcome.THROTTLED in values
+            or (slot.lane != FIRST and (not answered or Outcome.NOT_APPLIED in values))
         ):
             self.retired = True
 
