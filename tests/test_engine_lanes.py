@@ -4,6 +4,7 @@ checks the same after every step; these are its cases by name."""
 
 from __future__ import annotations
 
+import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 
@@ -49,17 +50,24 @@ def test_a_bulk_call_sends_a_second_request_beside_the_first_on_the_second_conne
     engine, out = bulk(3 * MAX_TOPICS_PER_REQUEST)
     first, second = sends(out)
     assert (first.lane, second.lane) == (FIRST, SECOND)
-    assert len(first.names) == len(second.names) == MAX_TOPICS_PER_REQUEST
+    assert len(first.names) == MAX_TOPICS_PER_REQUEST
+    # the second connection has not answered yet: one topic, and librdkafka's verdict before the deadline (a handle
+    # that cannot connect leaves one topic "not sent"); the first connection's carries the call's own timeout
+    assert len(second.names) == 1
+    assert second.request_timeout_s < first.request_timeout_s
     assert not set(first.names) & set(second.names)  # rule a: a name in one request
     assert engine.status.in_flight == first.request_id
     assert engine.status.second_in_flight == second.request_id
 
-    applied(engine, second, 0.1)  # the second connection's answer comes first: its lane goes again beside the first
+    applied(engine, second, 0.1)  # the second connection answered: its lane goes again beside the first, in full
     [third] = sends(engine.step(0.1))
-    assert third.lane == SECOND
+    assert (third.lane, len(third.names)) == (SECOND, MAX_TOPICS_PER_REQUEST)
+    assert third.request_timeout_s == pytest.approx(first.request_timeout_s - 0.1)  # the call's own budget
     applied(engine, first, 0.2)
     applied(engine, third, 0.2)
-    engine.step(0.2)
+    while request := sends(engine.step(0.3)):
+        for send in request:
+            applied(engine, send, 0.3)
     assert engine.status.idle
 
 
@@ -109,6 +117,9 @@ def test_a_topic_refused_for_the_quota_retires_the_second_lane_too() -> None:
 def test_a_second_lane_request_librdkafka_abandons_is_drained_on_its_own_connection_and_retires_it() -> None:
     engine, out = bulk(3 * MAX_TOPICS_PER_REQUEST)
     first, second = sends(out)
+    applied(engine, second, 0.01)  # the second connection answered once
+    applied(engine, first, 0.02)
+    first, second = sends(engine.step(0.02))
     lost = KafkaException(
         KafkaError(KafkaError._TIMED_OUT, "Failed while waiting for response from broker: Local: Timed out")
     )
@@ -133,3 +144,19 @@ def test_a_failing_over_controllers_refusal_on_the_second_lane_retires_it() -> N
     later = [send for now in (0.06, 0.2, 0.5, 1.0) for send in sends(engine.step(now))]
     assert later
     assert all(send.lane == FIRST for send in later)
+
+
+def test_a_second_handle_that_fails_retires_the_second_lane_and_fails_nothing_else() -> None:
+    """An authentication error or a failed connection of the second handle (before any node is known, too): the
+    second lane is not used again, and nothing pending fails for it (the first handle's would)."""
+    for error in (
+        KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error"),
+        KafkaError(KafkaError._TRANSPORT, "127.0.0.1:9092/bootstrap: Connect to ipv4#127.0.0.1:9092 failed"),
+    ):
+        engine, out = bulk(4 * MAX_TOPICS_PER_REQUEST)
+        first, _ = sends(out)
+        engine.on_error(error, 0.01, SECOND)
+        out = engine.step(0.01)
+        assert out.settle == []
+        applied(engine, first, 0.02)
+        assert [send.lane for send in sends(engine.step(0.02))] == [FIRST]

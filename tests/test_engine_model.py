@@ -52,7 +52,7 @@ from throttled_admin import (
     OutcomeUnknownReason,
     ThrottlingQuotaExceededException,
 )
-from throttled_admin._engine import Send, TopicRef, TopicSpec, wrong_listener
+from throttled_admin._engine import SECOND, Send, TopicRef, TopicSpec, wrong_listener
 from throttled_admin._engine.actions import Drain
 from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST, SETTLE_AFTER_SEND_FROM, EngineConfig
 from throttled_admin._engine.connection import Drained
@@ -210,6 +210,7 @@ class EngineModel(RuleBasedStateMachine):
         # the second lane may not go again: a throttle was seen (a response's, or a topic refused for the quota), or
         # a request of the second lane went unanswered (``lanes``: the engine retires it then, at the latest)
         self.lane_retired = False
+        self.second_answered = False  # a request on the second lane's connection was answered (its first contact)
         self.cluster: dict[str, int] = {}
         self.bucket: TokenBucket | None = None
         self.mode = "none"
@@ -411,8 +412,13 @@ class EngineModel(RuleBasedStateMachine):
         settled in the same step, refused by a throttle or out of time)."""
         del self.flights[flight.lane]
         self.recorded_throttles += [throttle_s * 1000 for throttle_s in flight.throttles]
-        if flight.lane != 0 and flight.fate not in ANSWERED:  # the second lane is retired by then
-            self.lane_retired = True
+        if flight.lane != 0 and (
+            flight.fate in ("ok", "not controller", "timed out", "policy")
+            or (flight.fate == "drop last" and len(flight.tracks) > 1)
+        ):
+            self.second_answered = True
+        if flight.lane != 0 and (flight.fate not in ANSWERED or flight.fate in ("not controller", "timed out")):
+            self.lane_retired = True  # unanswered, or a failing-over controller's refusal: retired by then
         if self.closed:
             return
         if flight.fate == "not handed":  # a send cut before its call: no retry, no attempt
@@ -465,7 +471,7 @@ class EngineModel(RuleBasedStateMachine):
         batch cap, broker defaults, cancelled is final)."""
         tracks = [self.by_topic[ref] for ref in request.topics]
         budgets = [_budget_s(t, self.now) for t in tracks]
-        self.check_one_slot(request.lane)
+        self.check_one_slot(request)
         self.check_probe(request)
         self.check_names(tracks)
         self.check_sharing(request, budgets, tracks)
@@ -478,14 +484,15 @@ class EngineModel(RuleBasedStateMachine):
             assert not track.cancelled, f"rule j: {track.topic.name} sent after its caller cancelled it"
             track.handed += 1
         flight = Flight(request, tracks, request.request_timeout_s, self.now, budgets=budgets, lane=request.lane)
-        flight.contact_capped = not self.answered
+        flight.contact_capped = not self.answered or (request.lane != 0 and not self.second_answered)
         self.flights[request.lane] = flight
 
-    def check_one_slot(self, lane: int) -> None:
+    def check_one_slot(self, request: Send) -> None:
         """Rule b: one request in flight per connection, nothing sent while a throttle lasts, nothing written behind
         a request librdkafka abandoned (the slot follows the connection); a second connection's request only beside
         a full one, while no throttle was ever seen, the client does not pace and a broker has answered, and never
         after a request of the second lane went unanswered (``lanes``)."""
+        lane = request.lane
         assert lane not in self.flights, "rule b: a second request on a connection while one is in flight"
         assert lane not in self.busy_lanes, "rule b: written behind a request librdkafka abandoned, before the sentinel"
         assert self.now >= self.gate_until - EPSILON, "rule b: sent while the broker's throttle lasts"
@@ -496,6 +503,12 @@ class EngineModel(RuleBasedStateMachine):
             assert len(first.request.topics) >= self.second_from, "rule b: a second request beside no full one"
             assert not self.lane_retired, "rule b: a second request after a throttle, or after one went unanswered"
             assert self.reached, "rule b: a second request before a broker answered"
+            if not self.second_answered:  # its handle may never connect: one topic, its verdict before the deadline
+                assert len(request.topics) == 1, "rule b: a full request on a connection that never answered"
+                remaining = min(_remaining_s(self.by_topic[ref], self.now) for ref in request.topics)
+                assert request.request_timeout_s <= remaining - VERDICT_MARGIN_S + EPSILON, (
+                    "first contact: the second connection's verdict would not come before the deadline"
+                )
             event("rule b: a second request on the second lane's connection")
 
     def check_probe(self, request: Send) -> None:
@@ -525,13 +538,15 @@ class EngineModel(RuleBasedStateMachine):
         budget by the answer's margin at most (a 50 ms floor, or a recent round trip), unless a caller capped it."""
         assert max(budgets) <= COALESCE_RATIO * min(budgets) + EPSILON, f"rule c: budgets {budgets} share a request"
         assert request.request_timeout_s <= max(budgets) + EPSILON, "rule c: librdkafka waits longer than any call"
-        if self.answered:
+        # the first contact's cap: a client no broker answered yet, or the second connection before its first answer
+        reached = self.answered and (request.lane == 0 or self.second_answered)
+        if reached:
             assert request.request_timeout_s >= max(budgets) - EPSILON, f"rule c: librdkafka waits less than {budgets}"
         if len({round(b, 6) for b in budgets}) > 1:
             event("rule c: calls of different budgets share a request")
         assert request.operation_timeout_s <= max(budgets) + EPSILON, "rule c: the controller's deadline is too late"
         capped = any(t.topic.call.spec.operation_timeout_s for t in tracks)
-        if self.answered and not capped:
+        if reached and not capped:
             margin_s = max([0.05, *self.recent_round_trips()])
             assert request.operation_timeout_s >= max(budgets) - margin_s - EPSILON, (
                 f"rule c: the controller's deadline ({request.operation_timeout_s} s) is not the longest call's "
@@ -1439,6 +1454,27 @@ class EngineModel(RuleBasedStateMachine):
             self.engine.on_log(f"[thrd:127.0.0.1:9092/{node_id}]: {line}", self.now)
         else:
             self.engine.on_error(KafkaError(KafkaError._TIMED_OUT, line), self.now)
+        self.step()
+
+    @precondition(lambda self: not self.closed and self.second_from is not None and self.disruptions < 2)
+    @rule(how=st.sampled_from(["bootstrap", "node", "authentication", "timed out"]))
+    def second_handle_fails(self, how: str) -> None:
+        """The second handle's connection fails (to a bootstrap server, before any node is known, or to a node), its
+        authentication fails, or its own request times out: the second lane is not used again, and nothing else
+        changes (``lanes``: no gate ends, no first contact fails, no pending work fails for it)."""
+        self.disruptions += 1
+        self.lane_retired = True
+        event(f"the second handle fails ({how})")
+        if how == "bootstrap":
+            line = "127.0.0.1:9092/bootstrap: Connect to ipv4#127.0.0.1:9092 failed: Connection refused"
+            self.engine.on_log(f"[thrd:127.0.0.1:9092/bootstrap]: {line}", self.now, lane=SECOND)
+        elif how == "node":
+            line = "127.0.0.1:9092/1: Disconnected: connection closed by peer (after 2205ms in state UP)"
+            self.engine.on_log(f"[thrd:127.0.0.1:9092/1]: {line}", self.now, lane=SECOND)
+        elif how == "authentication":
+            self.engine.on_error(KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error"), self.now, SECOND)
+        else:
+            self.engine.on_error(KafkaError(KafkaError._TIMED_OUT, "1 request(s) timed out"), self.now, SECOND)
         self.step()
 
     @precondition(lambda self: not self.closed and self.metadata_wanted)

@@ -19,6 +19,7 @@ from confluent_kafka.admin import NewTopic
 from throttled_admin._driver.turns import Sending, Turns
 from throttled_admin._engine import (
     CREATE_TOPICS,
+    SECOND,
     Action,
     Drain,
     MetricEvent,
@@ -178,12 +179,25 @@ def test_a_send_cut_before_its_call_began_is_sent_by_the_next_turn() -> None:
     out = an_outbox()
     with pytest.raises(KeyboardInterrupt):
         turns.carry(out, actions, flush=False)
-    assert turns.unsent() is out.send  # close() from here would say: not sent
+    assert turns.unsent() == [out.send]  # close() from here would say: not sent
     assert turns.take_cuts() == []
     actions.begin = True
     assert actions.done == []  # cut before anything: the metric events come after the send
     turns.finish_leftover(actions)  # invariant 4: not handed over, so sent now
     assert actions.done == ["send", "metric m1", "metric m2", "export, waited for", "settle"]
+    turns.release()
+
+
+def test_a_turn_cut_before_its_two_sends_began_says_neither_was_sent() -> None:
+    """A bulk call's step carries the first connection's request and the second's (``_engine/lanes``): close() from
+    a handler that cut the turn before either began says that neither topic was sent."""
+    turns, actions = Turns(), Recorder(fail_at="send", begin=False)
+    turns.take()
+    first = a_request()
+    second = Send(2, first.kind, (TopicRef(1, "u"),), (NewTopic("u", 1, 1),), 1, 10.0, 9.5, SECOND)
+    with pytest.raises(KeyboardInterrupt):
+        turns.carry(Outbox((first, second)), actions, flush=False)
+    assert turns.unsent() == [first, second]
     turns.release()
 
 
@@ -193,7 +207,7 @@ def test_a_send_cut_after_its_call_may_have_begun_is_reported_and_not_sent_again
     out = an_outbox()
     with pytest.raises(KeyboardInterrupt):
         turns.carry(out, actions, flush=False)
-    assert turns.unsent() is None
+    assert turns.unsent() == []
     [cut] = turns.take_cuts()  # invariant 4: the engine hears of it before the next step
     assert cut.request is out.send
     turns.finish_leftover(actions)

@@ -122,8 +122,8 @@ class _Transport:
         if client is None:
             raise ClientGone
         AdminClient.poll(client, 0)
-        if (second := client._second) is not None:  # the second lane's callbacks (throttles, failures)
-            second.poll(0)
+        if client._second is not None:  # the second lane's callbacks (throttles, failures)
+            client._poll_second_lane()
 
     def probe(self, timeout_s: float) -> Future[Any]:
         future: Future[Any] = AdminClient.describe_cluster(self._get(), request_timeout=timeout_s)
@@ -651,11 +651,16 @@ class ThrottledAdminClient(AdminClient):
                     log.warning("a second connection for bulk requests could not be made (%s)", type(exc).__name__)
             return self._second
 
+    def _poll_second_lane(self) -> None:
+        with self._second_lock:  # never beside its destruction (a caller's turn may still run as close() ends)
+            if self._second is not None:
+                self._second.poll(0)
+
     def _close_second_lane(self) -> None:
         with self._second_lock:
             second, self._second = self._second, None
-        if second is not None:
-            second.__exit__(None, None, None)  # destroys its librdkafka handle now
+            if second is not None:
+                second.__exit__(None, None, None)  # destroys its librdkafka handle now
 
     def __del__(self) -> None:
         """A client dropped without close() and freed by the garbage collector on one of librdkafka's own threads

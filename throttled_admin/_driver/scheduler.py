@@ -393,8 +393,7 @@ class Scheduler:
             self._closed = True
             self._wake()
             self._assisted.notify_all()
-            unsent = self._turns.unsent()
-            unsent_refs = () if unsent is None else unsent.topics
+            unsent_refs = {ref for send in self._turns.unsent() for ref in send.topics}
             open_calls, self._open = self._open, {}
             closing = []  # what the engine's records say, read under its lock (read only: it may be mid-step)
             for call_id, pending in open_calls.items():

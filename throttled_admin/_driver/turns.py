@@ -228,16 +228,18 @@ class Turns:
         cuts, self.cuts = self.cuts, []
         return cuts
 
-    def unsent(self) -> Send | None:
-        """The request a turn (this one, cut short) was about to send and certainly did not hand over yet."""
+    def unsent(self) -> list[Send]:
+        """The requests a turn (this one, cut short) was about to send and certainly did not hand over yet (a step
+        may carry two: the first connection's and the second's, ``_engine/lanes``)."""
+        unsent: list[Send] = []
         for carry in self.leftover:
             sending = carry.sending
             for action in carry.actions[carry.done :]:
                 if isinstance(action, Send) and not (
                     sending is not None and sending.request is action and sending.began
                 ):
-                    return action
-        return None
+                    unsent.append(action)
+        return unsent
 
     def finish_leftover(self, actions: Actions) -> None:
         """Do what turns cut short left undone, oldest first (invariant 3)."""

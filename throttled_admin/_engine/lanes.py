@@ -12,10 +12,14 @@ A request goes on the second lane only while everything rule b asks of a request
 - this client has never seen a throttle (no response throttled, no topic refused with 89, no Redpanda charge) and
   does not pace: no connection of its is muted, so each request is read by the broker as it arrives and its
   controller deadline starts then, as a request alone on its connection;
-- a broker has answered this client (first contact), and the second connection carries no abandoned request.
+- a broker has answered this client (first contact), and the second connection carries no abandoned request;
+  until the second connection has answered once, its request carries one topic, and librdkafka's verdict on it
+  comes before its deadline (a handle that cannot connect leaves one topic "not sent", not 2,000 "unknown").
 
 Whatever else happens (a throttle anywhere; on the second lane, a request no broker answered, a failing-over
-controller's refusal, a lost connection) retires the second lane for the client's life: the first goes on alone.
+controller's refusal, any error or failed connection of its handle) retires the second lane for the client's life:
+the first goes on alone. A throttle answered on the second connection mutes it; the gate holds every send for it
+all the same (the first connection's failure ends it, as for any throttle whose connection is gone: ``throttle``).
 A request librdkafka abandons there is drained by a sentinel on that same connection (``connection``), as on the
 first, before the second lane's ``final_at`` is known.
 """
@@ -46,6 +50,9 @@ class Lanes:
         self.slots = (self.first, self.second)
         self._second_from = second_from
         self.retired = second_from is None  # the second lane is never used again
+        # The lanes whose connection has answered (the first's is the client's first contact): a request on the
+        # second before then carries one topic, and librdkafka's verdict comes before its deadline.
+        self.reached = {FIRST}
 
     def of(self, request_id: int) -> Slot | None:
         """The slot whose request in flight is ``request_id``, if any."""
@@ -90,10 +97,19 @@ class Lanes:
         ):
             yield second
 
+    def second_failed(self, lost: bool) -> None:
+        """The second handle reported an error or a failed connection: not used again; ``lost``, a connection went
+        away, and the request in flight there may have been forwarded to a node that went with it (``outcome``)."""
+        self.retired = True
+        if lost:
+            self.second.node_lost()
+
     def ended(self, slot: Slot, answered: bool, throttle_s: float, outcomes: dict[str, Outcome]) -> None:
         """A request ended: a throttle (of the response, or a topic refused for the quota) retires the second lane,
         and so does a request of the second lane that no broker answered, or that a failing-over controller refused
         (NOT_CONTROLLER, REQUEST_TIMED_OUT: the driver refreshes the first handle's view of the controller only)."""
+        if answered:
+            self.reached.add(slot.lane)
         if self.retired:
             return
         values = outcomes.values()

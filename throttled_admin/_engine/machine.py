@@ -290,30 +290,28 @@ class Engine:
         within ``AUTH_ERROR_TTL_S`` after it (librdkafka reports it again while it lasts). A connection that
         failed before its handshake (``contact``) counts until a broker has answered. ``lane``: whose handle told
         it (``lanes``)."""
-        if error.code() in _AUTH_ERRORS:
+        if lane != FIRST:  # the second handle's: it fails alone, and is not used again (``lanes``)
+            self._lanes.second_failed(error.code() != KafkaError._TIMED_OUT)
+        elif error.code() in _AUTH_ERRORS:
             self._contact.auth = (error, now)
         elif error.code() == KafkaError._ALL_BROKERS_DOWN:
-            if lane == FIRST:
-                self._gate.every_connection_gone()  # every connection is down: none carries a throttle
-            else:
-                self._lanes.retire()
+            self._gate.every_connection_gone()  # every connection is down: none carries a throttle
             self._lanes.node_lost()
         else:  # _TIMED_OUT: librdkafka's own request timed out, perhaps in the mute: the connection's throttle holds
             self.on_log(error.str(), now, lost=error.code() != KafkaError._TIMED_OUT, lane=lane)
 
     def on_log(self, line: str, now: float, *, lost: bool = True, lane: int = FIRST) -> None:
         """A librdkafka ``FAIL`` log line (some failures before the handshake are told only there); a connection
-        the broker's side lost no longer carries its node's throttle (``throttle``). A throttle is only ever carried
-        by the first lane's connections (the second goes only while none was seen, and is retired by one); a failure
-        of the second's retires it."""
+        the broker's side lost no longer carries its node's throttle (``throttle``). A failure of the second
+        handle's connections (``lane``) retires the second lane and says nothing of the first's."""
+        if lane != FIRST:  # the second handle's connection failed (a bootstrap one, too): not used again
+            self._lanes.second_failed(lost)
+            return
         node = failed_node(line) if lost else None
         if node is not None:
-            if lane == FIRST:
-                self._gate.connection_gone(node)
-            else:
-                self._lanes.retire()
+            self._gate.connection_gone(node)
             self._lanes.node_lost()
-        if not self._contact.reached and lane == FIRST:
+        if not self._contact.reached:
             self._contact.failed(contact_failure(line))
 
     def on_results(self, request_id: int, results: dict[str, BaseException | None], now: float) -> None:
@@ -677,7 +675,9 @@ class Engine:
         pacer holds it back. Returns when to look again."""
         kind = head.call.kind
         topics = list(self._queue.eligible(kind, now, self._views.reads_ids))
-        if probe := self._gate.probe_due(now):  # a throttle whose connection is gone: one topic, the cheapest, first
+        # one topic, the cheapest, first: a throttle whose connection is gone, or a second connection never answered
+        # (its handle may not connect: what waits there until librdkafka's verdict is one topic, ``lanes``)
+        if (probe := self._gate.probe_due(now)) or slot.lane not in self._lanes.reached:
             topics = [min(topics, key=lambda topic: (topic.cost is None, topic.cost or 0))]
         if self._metadata.refresh or None in map(_COST, topics):  # (read in C: every request)
             # costs not yet known, or metadata to refresh (after NOT_CONTROLLER): a read off the deadline-keeping
@@ -723,7 +723,9 @@ class Engine:
         if not chosen:
             return now
         margin_s = max(_MIN_MARGIN_S, estimates[MIN_SAMPLES][0])  # the controller's deadline ends this early
-        request_timeout_s, operation_timeout_s = _timeouts(chosen, longest, margin_s, now, self._contact.reached)
+        # until its connection has answered, a request's librdkafka verdict comes before its deadline (first contact)
+        reached = self._contact.reached and slot.lane in self._lanes.reached
+        request_timeout_s, operation_timeout_s = _timeouts(chosen, longest, margin_s, now, reached)
         refs: list[TopicRef] = []
         for call, topics in _by_call(chosen):
             call.move_all(topics, _IN_FLIGHT)
