@@ -428,7 +428,7 @@ def main() -> None:
         "50000 100000, or 10000 with --broker kafka"
     )  # fmt: skip
     parser.add_argument("--bulk-splits", type=int, nargs="+", default=[1000, 2000, 4000], help="bare calls' sizes")
-    parser.add_argument("--runs", type=int, default=3, help="rounds of the bulk comparison")
+    parser.add_argument("--runs", type=int, default=3, help="rounds of the bulk comparison (0: none)")
     parser.add_argument("--latency-runs", type=int, default=1, help="latency runs (fresh clients each): median, range")
     parser.add_argument(
         "--scheduler-thread-only",
@@ -454,7 +454,7 @@ def main() -> None:
         print(f"### Latency on {on}, no quota (A B C, rotated)\n")
         print(latency(args), flush=True)
         print()
-    if args.bulk_topics:
+    if args.bulk_topics and args.runs > 0:
         on = "Apache Kafka 4.4.0" if args.broker == "kafka" else "QuotaBroker"
         print(f"### Bulk: one call against the best hand-split bare run, {on} in its own process\n")
         print(bulk(args), flush=True)
