@@ -412,10 +412,7 @@ class EngineModel(RuleBasedStateMachine):
         settled in the same step, refused by a throttle or out of time)."""
         del self.flights[flight.lane]
         self.recorded_throttles += [throttle_s * 1000 for throttle_s in flight.throttles]
-        if flight.lane != 0 and (
-            flight.fate in ("ok", "not controller", "timed out", "policy")
-            or (flight.fate == "drop last" and len(flight.tracks) > 1)
-        ):
+        if flight.lane != 0 and flight.fate in ANSWERED and (flight.fate != "drop last" or len(flight.tracks) > 1):
             self.second_answered = True
         if flight.lane != 0 and (flight.fate not in ANSWERED or flight.fate in ("not controller", "timed out")):
             self.lane_retired = True  # unanswered, or a failing-over controller's refusal: retired by then

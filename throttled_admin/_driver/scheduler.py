@@ -34,7 +34,6 @@ and the application's code run elsewhere (``_driver.user_code``), and librdkafka
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import itertools
 import logging
@@ -746,9 +745,12 @@ class Scheduler:
         librdkafka abandoned on the same connection (the lane's handle); its outcome tells when the connection is
         free or closed."""
         order = SendOrder(
-            "delete_topics", [DRAIN_NAME], request_timeout_s=drain.request_timeout_s, operation_timeout_s=1.0
+            "delete_topics",
+            [DRAIN_NAME],
+            request_timeout_s=drain.request_timeout_s,
+            operation_timeout_s=1.0,
+            lane=drain.lane,
         )
-        order = dataclasses.replace(order, lane=drain.lane)
         try:
             handed = self._transport.send(order, functools.partial(self._drained, drain.lane), Sending(None))
         except ClientGone:

@@ -121,10 +121,6 @@ class Lanes:
             self.retired = True
 
     @property
-    def in_flight(self) -> bool:
-        return self.first.request is not None or self.second.request is not None
-
-    @property
     def busy(self) -> bool:
         """A connection may still carry an abandoned request."""
         return self.first.busy or self.second.busy
