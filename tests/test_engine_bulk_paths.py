@@ -101,12 +101,12 @@ _topics = st.builds(
 def test_a_creates_specs_in_one_pass_are_what_its_functions_make(topics: list[NewTopic], unknown: int | None) -> None:
     op = CREATE_TOPICS
     by_function = [(op.topic_of(t), t, _or(op.known_cost(t), unknown), op.records(t)) for t in topics]
-    assert op.specs(topics, unknown) == by_function
+    assert list(op.specs(topics, unknown)) == by_function
 
 
 def test_a_create_with_an_assignment_costs_its_length_in_one_pass_too() -> None:
     topic = NewTopic("a", 2, replica_assignment=[[1], [2]], config={"x": "1"})
-    assert CREATE_TOPICS.specs([topic], None) == [("a", topic, 2, 1 + 2 + 1)]
+    assert list(CREATE_TOPICS.specs([topic], None)) == [("a", topic, 2, 1 + 2 + 1)]
 
 
 _actions = st.lists(

@@ -31,7 +31,7 @@ from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 
 from throttled_admin import NotSentError, ThrottledAdminClient
-from throttled_admin._validation import check_delete_topics, check_new_partitions, check_new_topics
+from throttled_admin._validation import Checked, check_delete_topics, check_new_partitions, check_new_topics
 from throttled_admin.admin import NewPartitions, NewTopic
 
 UNREACHABLE: dict[str, Any] = {"bootstrap.servers": "127.0.0.1:1", "log_level": 0}
@@ -273,7 +273,7 @@ def _same_refusal(row: Row, theirs: BaseException | None, error: BaseException |
         assert repr(N) in str(error), f"the message does not name the topic: {error}"
 
 
-CHECKS: dict[str, Callable[[Any], list[Any]]] = {
+CHECKS: dict[str, Callable[[Any], Checked[Any]]] = {
     CT: check_new_topics,
     CP: check_new_partitions,
     DT: check_delete_topics,

@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from throttled_admin._validation import check_delete_topics, check_new_partitions, check_new_topics
+from throttled_admin._validation import Checked, check_delete_topics, check_new_partitions, check_new_topics
 from throttled_admin.admin import NewPartitions, NewTopic
 
 PROPERTY_SETTINGS = settings(
@@ -44,7 +44,7 @@ def same_decision(ours: BaseException | None, theirs: BaseException | None) -> N
         assert isinstance(ours, type(theirs)), f"confluent-kafka raises {theirs!r}, we raise {ours!r}"
 
 
-def sent(checked: list[tuple[Any, Any]]) -> list[Any]:
+def sent(checked: Checked[Any]) -> list[Any]:
     return [item for _, item in checked if not isinstance(item, KafkaError)]
 
 

@@ -19,10 +19,24 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from throttled_admin import NewTopic, OutcomeUnknownError, OutcomeUnknownReason, ThrottlingQuotaExceededException
+from throttled_admin import (
+    NewTopic,
+    NotSentError,
+    OutcomeUnknownError,
+    OutcomeUnknownReason,
+    ThrottlingQuotaExceededException,
+)
 from throttled_admin._driver.scheduler import Answer, Scheduler, SendOrder
 from throttled_admin._driver.turns import Sending
-from throttled_admin._engine import CREATE_TOPICS, DRAIN_NAME, BrokerViews, CallSpec, RecordingSink, RequestKind
+from throttled_admin._engine import (
+    CREATE_TOPICS,
+    DRAIN_NAME,
+    BrokerViews,
+    CallSpec,
+    RecordingSink,
+    RequestKind,
+    TopicSpecs,
+)
 from throttled_admin._engine.retry import RetryBackoff
 
 SIGNAL_S = 10.0  # how long a test waits for a signal that must come (only a failing test waits this long)
@@ -99,7 +113,7 @@ class Driver:
             request_timeout_s=None,
             operation_timeout_s=None,
         )
-        return self.scheduler.submit(spec, [(name, NewTopic(name, 1, 1), 1, 2) for name in names])
+        return self.scheduler.submit(spec, TopicSpecs.of((name, NewTopic(name, 1, 1), 1, 2) for name in names))
 
     def sent(self) -> tuple[list[str], Callable[[Answer], None]]:
         """The next request handed over (waited for: it must come), as its names and where its answer goes."""
@@ -139,6 +153,28 @@ def test_a_request_never_answered_settles_when_the_clock_reaches_its_calls_deadl
     exc = futures["t"].exception(timeout=SIGNAL_S)
     assert isinstance(exc, OutcomeUnknownError), repr(exc)
     assert exc.why is OutcomeUnknownReason.NO_RESPONSE
+
+
+def test_what_is_settled_before_the_calls_futures_are_made_settles_them(driver: Driver) -> None:
+    """The futures are made after the first write (issue 40): a topic settled before, by its deadline or by a broker
+    that answers at once, is told all the same."""
+    late = driver.create(["x"], timeout_s=0.0)  # settled by the step that would send it
+    assert isinstance(late["x"].exception(timeout=0), NotSentError)
+    scripted = driver.transport.send
+    exists = KafkaException(KafkaError(KafkaError.TOPIC_ALREADY_EXISTS))
+
+    def answered_at_once(order: SendOrder, on_answer: Callable[[Answer], None], sending: Sending) -> bool:
+        handed = scripted(order, on_answer, sending)
+        if handed and order.method == "create_topics":
+            on_answer({item.topic: None if item.topic == "a" else exists for item in order.items})
+        return handed
+
+    driver.transport.send = answered_at_once  # type: ignore[method-assign]
+    futures = driver.create(["a", "b"], timeout_s=60.0)
+    assert futures["a"].exception(timeout=0) is None
+    refused = futures["b"].exception(timeout=0)
+    assert isinstance(refused, KafkaException), repr(refused)
+    assert refused.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
 
 
 def test_a_retry_waits_for_its_back_off_on_the_drivers_clock(driver: Driver) -> None:

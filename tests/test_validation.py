@@ -9,12 +9,12 @@ import pytest
 from confluent_kafka import KafkaError
 
 from throttled_admin import ThrottledAdminClient
-from throttled_admin._validation import check_delete_topics, check_new_partitions, check_new_topics
+from throttled_admin._validation import Checked, check_delete_topics, check_new_partitions, check_new_topics
 from throttled_admin.admin import NewPartitions, NewTopic
 from throttled_admin.testing import QuotaBroker
 
 
-def only(checked: list[tuple[Any, Any]]) -> Any:
+def only(checked: Checked[Any]) -> Any:
     """The one topic's snapshot (or refusal) of a checked call."""
     ((_, item),) = checked
     return item
@@ -119,7 +119,7 @@ def test_messages_say_what_and_where(make: Callable[[], Any], words: list[str]) 
         ),
     ],
 )
-def test_refusals_say_what_and_where(checked: list[tuple[Any, Any]], code: int, words: list[str]) -> None:
+def test_refusals_say_what_and_where(checked: Checked[Any], code: int, words: list[str]) -> None:
     refusal = only(checked)
     assert isinstance(refusal, KafkaError)
     assert refusal.code() == code

@@ -491,7 +491,7 @@ class ThrottledAdminClient(AdminClient):
         """Hand the call's topics to the scheduler; a topic the checks refused gets its future failed at once
         (NotSentError with the broker's error code), the others go on. Futures in the order of the call."""
         scheduler = self._open_scheduler()
-        items = [item for _, item in checked if not isinstance(item, KafkaError)]
+        items = checked.sent()
         retry, settings = options.retry_on_quota_violation, self._settings  # its fields, not the properties around them
         timeout_ms = settings.default_api_timeout_ms if options.timeout_ms is None else options.timeout_ms
         spec = CallSpec.starting(
@@ -508,7 +508,7 @@ class ThrottledAdminClient(AdminClient):
         unknown = None if self._mutation_quota is not None or operation is CREATE_TOPICS else 0
         work = operation.specs(items, unknown)
         sent = scheduler.submit(spec, work) if work else {}
-        if len(sent) == len(checked):
+        if not checked.refused:
             return sent  # nothing refused (most calls): the scheduler's own new dict, in the order of the call
         futures: dict[Any, Future[None]] = {}
         for key, item in checked:

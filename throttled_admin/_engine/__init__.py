@@ -54,6 +54,7 @@ from throttled_admin._engine.work import (
     RequestKind,
     TopicRef,
     TopicSpec,
+    TopicSpecs,
 )
 
 __all__ = [
@@ -93,6 +94,7 @@ __all__ = [
     "Status",
     "TopicRef",
     "TopicSpec",
+    "TopicSpecs",
     "TopicView",
     "WakeAt",
     "broker_address",

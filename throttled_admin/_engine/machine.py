@@ -48,6 +48,7 @@ why it ends, its state and what its attempts leave true, in one table (``outcome
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import operator
 from collections.abc import Callable, Iterable
@@ -117,6 +118,7 @@ from throttled_admin._engine.work import (
     Topic,
     TopicRef,
     TopicSpec,
+    TopicSpecs,
     cost_with_default,
 )
 from throttled_admin._errors import (
@@ -241,7 +243,8 @@ class Engine:
         if self._closed:
             raise RuntimeError(CLOSED_MESSAGE)
         call = Call(spec, call_id)
-        own = [Topic(name, item, call, cost, records) for name, item, cost, records in topics]
+        given = TopicSpecs.of(topics)
+        own = list(map(Topic, given.names, given.items, itertools.repeat(call), given.costs, given.records))
         if call.spec.wait_for_metadata and not call.kind.validate_only and call.kind.operation is CREATE_TOPICS:
             # incarnations: the ids before the send (``visibility``)
             self._views.want_ids(own)

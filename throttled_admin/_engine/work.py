@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import operator
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -32,6 +32,7 @@ __all__ = [
     "Topic",
     "TopicRef",
     "TopicSpec",
+    "TopicSpecs",
     "TopicState",
     "cost_with_default",
 ]
@@ -55,14 +56,15 @@ class Operation:
     metadata_cost: Callable[[Any, int | None, int | None], int]
     validate_only: bool  # confluent-kafka's method takes validate_only
     # ``specs`` made in one pass, each item read once (None: from the three functions above)
-    one_pass: Callable[[list[Any], int | None], list[TopicSpec]] | None = None
+    one_pass: Callable[[list[Any], int | None], TopicSpecs] | None = None
 
-    def specs(self, items: list[Any], unknown: int | None) -> list[TopicSpec]:
+    def specs(self, items: list[Any], unknown: int | None) -> TopicSpecs:
         """Each item's ``TopicSpec``: its name, the item, its cost as the input tells it (else ``unknown``), and its
         records with no default partition count known."""
         if self.one_pass is not None:
             return self.one_pass(items, unknown)
-        return [(self.topic_of(i), i, _or(self.known_cost(i), unknown), self.records(i)) for i in items]
+        costs = [_or(self.known_cost(i), unknown) for i in items]
+        return TopicSpecs(list(map(self.topic_of, items)), items, costs, [self.records(i) for i in items])
 
     def cost_from_metadata(self, item: Any, current: int | None, default_partitions: int | None = None) -> int:
         return self.metadata_cost(item, current, default_partitions)
@@ -102,15 +104,17 @@ def _or(cost: int | None, default: int | None) -> int | None:
     return default if cost is None else cost
 
 
-def _create_specs(topics: list[Any], unknown: int | None) -> list[TopicSpec]:
+def _create_specs(topics: list[Any], unknown: int | None) -> TopicSpecs:
     """CREATE_TOPICS' ``specs``: what ``topic_of``, ``_partitions`` and ``_create_records`` make of each topic, its
     partitions found once (issue 40: five calls a topic of a bulk call)."""
-    specs: list[TopicSpec] = []
+    costs: list[int | None] = []
+    records: list[int] = []
+    add_cost, add_records = costs.append, records.append
     for topic in topics:
         partitions = _partitions(topic)
-        records = _records(partitions, topic.config)
-        specs.append((topic.topic, topic, unknown if partitions is None else partitions, records))
-    return specs
+        add_records(_records(partitions, topic.config))
+        add_cost(unknown if partitions is None else partitions)
+    return TopicSpecs([topic.topic for topic in topics], topics, costs, records)
 
 
 def _added(partitions: Any, current: int | None) -> int:
@@ -197,8 +201,36 @@ class CallSpec:
 
 
 # A topic of a call as the driver hands it over: (name, the snapshot sent to confluent-kafka, KIP-599 cost or None
-# while unknown, KRaft metadata records at most). A plain tuple: one per topic of a bulk call of 100,000.
+# while unknown, KRaft metadata records at most).
 TopicSpec = tuple[str, Any, "int | None", int]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpecs:
+    """A call's ``TopicSpec``s as four columns, one index a topic: a bulk call's 50,000 tuples were as many objects
+    for the garbage collector to walk before its first write (issue 40). Iterates as ``TopicSpec`` tuples."""
+
+    names: Sequence[str]
+    items: Sequence[Any]  # the snapshots sent to confluent-kafka
+    costs: Sequence[int | None]
+    records: Sequence[int]
+
+    @classmethod
+    def of(cls, specs: Iterable[TopicSpec]) -> TopicSpecs:
+        """``specs`` as columns (itself if it is)."""
+        if isinstance(specs, TopicSpecs):
+            return specs
+        columns = tuple(zip(*specs, strict=True))
+        if not columns:
+            return cls((), (), (), ())
+        names, items, costs, records = columns
+        return cls(names, items, costs, records)
+
+    def __iter__(self) -> Iterator[TopicSpec]:
+        return zip(self.names, self.items, self.costs, self.records, strict=True)
+
+    def __len__(self) -> int:
+        return len(self.names)
 
 
 _NAME = operator.attrgetter("name")  # a topic's
