@@ -1,6 +1,7 @@
 """Issue 37's scenarios 1 (a rolling restart under a paced job, and the plan's rerun), 2 (kill -9 of the active
 controller mid-job), 3 (kill -9 of the node the client is sending to, mid-request) and 6 (SCRAM principals with user
-quotas, two processes sharing one) on the run's three-node Kafka 4.4 quorum (``kafka_quorum``).
+quotas, two processes sharing one), and issue 40's bulk call through a controller's restart, on the run's three-node
+Kafka 4.4 quorum (``kafka_quorum``).
 
 Every outcome is checked against the cluster's final state as an independent client reads it (the fixture's
 ``topics``: Metadata over the wire from every live node, after a barrier topic), read only once two reads a few
@@ -159,6 +160,30 @@ def test_a_rolling_restart_during_a_paced_job_loses_nothing_and_a_rerun_of_the_p
     }
     rerun = apply_plan([PlanRow("main", "ensure", n, 1, RF) for n in names], profiles)
     assert summarize(rerun) == {"unchanged": len(names)}, [(r.topic, r.status, r.error_message) for r in rerun][:5]
+
+
+# A bulk call through a controller's restart (issue 40): 10,000 one-partition topics in one call, no quota, so the
+# client keeps a second request in flight on a connection of its own; the active controller is stopped (SIGTERM, as a
+# rolling upgrade stops each node) as soon as a topic is done, and started again. Every topic ends true, and applied or
+# hedged. (The rest of a roll adds nothing: the call ends while the first node is away.)
+def test_a_bulk_call_with_a_second_request_in_flight_through_a_controllers_restart_every_outcome_true(
+    kafka_quorum: KafkaCluster, kafka_ns: KafkaNamespace
+) -> None:
+    names = [kafka_ns.topic(f"b{i:05d}") for i in range(10_000)]
+    conf = {"bootstrap.servers": kafka_quorum.bootstrap_servers, "client.id": kafka_ns.client_id, "log_level": 0}
+    with ThrottledAdminClient(conf) as admin:
+        admin.list_topics(timeout=30)
+        futures = admin.create_topics([NewTopic(n, 1, RF) for n in names], timeout_ms=180_000)
+        job = PacedJob(admin, names, futures, DoneCount(futures, at=1))
+        assert job.count.reached.wait(60), "no topic created within 60 s"
+        active = kafka_quorum.node(kafka_quorum.active_controller())
+        pending_at_stop = len(names) - job.count.done
+        kafka_quorum.restart_node(active)
+        results = job.results(180)
+        assert admin._second is not None  # the second connection's handle was made and used
+    assert pending_at_stop > 0  # the stop came while the call was under way
+    held = _held_and_truthful(kafka_quorum, kafka_ns, job, results)
+    assert set(held) <= set(names)
 
 
 # Scenario 2: 200 topics paced at 8/s (burst 88: about 14 s of job); once 110 are done, the active controller (raft
