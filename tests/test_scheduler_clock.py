@@ -20,6 +20,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from throttled_admin import (
+    ClientClosedError,
     NewTopic,
     NotSentError,
     OutcomeUnknownError,
@@ -175,6 +176,44 @@ def test_what_is_settled_before_the_calls_futures_are_made_settles_them(driver: 
     refused = futures["b"].exception(timeout=0)
     assert isinstance(refused, KafkaException), repr(refused)
     assert refused.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
+
+
+def test_a_close_while_a_calls_futures_are_made_settles_them(driver: Driver) -> None:
+    """close() from another thread while ``submit`` makes the futures: the last turn's settlements wait for them, and
+    are carried out on them (once lost: the call's futures stayed pending for good)."""
+    scheduler = driver.scheduler
+    make = scheduler._futures
+
+    def made_then_closed(*args: Any) -> Any:
+        futures = make(*args)
+        closing = threading.Thread(target=scheduler.close)
+        closing.start()
+        closing.join(SIGNAL_S)
+        return futures
+
+    scheduler._futures = made_then_closed  # type: ignore[method-assign,assignment]
+    futures = driver.create(["x"], timeout_s=60.0)
+    assert isinstance(futures["x"].exception(timeout=SIGNAL_S), ClientClosedError)
+
+
+def test_a_call_cut_short_before_its_futures_are_made_sends_nothing_more(driver: Driver) -> None:
+    """Ctrl-C in ``submit`` after the first write: the topics not sent yet are taken back, never sent."""
+
+    def interrupted(*_: Any) -> Any:
+        raise KeyboardInterrupt
+
+    driver.scheduler._futures = interrupted  # type: ignore[method-assign,assignment]
+    names = [f"t{i:04d}" for i in range(2100)]
+    with pytest.raises(KeyboardInterrupt):
+        driver.create(names, timeout_s=60.0)
+    written: list[str] = []
+    while not driver.nothing_sent():
+        sent, on_answer = driver.sent()
+        written += sent
+        driver.answer(on_answer, dict.fromkeys(sent))
+    driver.advance(1.0)
+    assert driver.nothing_sent()
+    assert 0 < len(written) < len(names), len(written)  # the first request (and the second connection's) only
 
 
 def test_a_retry_waits_for_its_back_off_on_the_drivers_clock(driver: Driver) -> None:

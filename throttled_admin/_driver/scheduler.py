@@ -41,7 +41,7 @@ import math
 import operator
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -254,8 +254,9 @@ class Scheduler:
         """Queue a validated call's topics: (name, snapshot, cost or None, metadata records), distinct names.
         Returns one future per topic.
 
-        The futures are made after the call's first request is written (issue 40: 50,000 of them took a fifth of a
-        bulk call's time to its first write). Until they are, the call's settlements wait in ``_unborn``."""
+        When this thread takes the turn, the futures are made after the call's first request is written (issue 40:
+        50,000 of them took a fifth of a bulk call's time to its first write). Until they are, the call's
+        settlements wait in ``_unborn`` (a broker that answers at once, a deadline already passed, a close)."""
         call_id = next(self._call_ids)
         with self._lock:
             if self._closed:
@@ -273,27 +274,36 @@ class Scheduler:
                 # thread steps for it (a wake-up with nothing new does not step the engine).
                 with self._lock:
                     self._wake()
-            futures = self._futures(call_id, spec, items)
-        finally:
-            with self._lock:
-                early = self._unborn.pop(call_id)
-        if early:
-            self.settle(early)
-        return futures
+            futures = self._futures(call_id, items)
+        except BaseException:  # cut short (Ctrl-C) before its caller has the futures: what is not sent, never is
+            self._abandon(call_id, items.names)
+            raise
+        pending = OpenCall(spec.kind.operation.name, futures)
+        with self._lock:  # one step: a settlement after this goes to ``_open``, one before it is in ``early``
+            early = self._unborn.pop(call_id)
+            if pending:
+                self._open[call_id] = pending
+        if early:  # resolved on the futures made here (a close since may have cleared ``_open`` already)
+            self._resolve(early, [futures.get(settle.topic) for settle in early])
+        return futures  # type: ignore[return-value]  # (TopicFutures)
 
-    def _futures(self, call_id: int, spec: CallSpec, items: TopicSpecs) -> dict[str, Future[None]]:
-        """The call's futures, pending here from now on. (After a close, the scheduler's thread's last turn settles
-        them as it settles every topic: here, or in ``_unborn`` if that turn came first.)"""
-        futures: dict[str, Future[None]] = {}
+    def _futures(self, call_id: int, items: TopicSpecs) -> dict[str, TopicFuture]:
+        futures: dict[str, TopicFuture] = {}
         runner, assist, wake = self._callbacks, self.assist, self._wake_assisting
         withdraw = functools.partial(self._withdraw, call_id)
         for name in items.names:
             futures[name] = TopicFuture(runner, assist, wake, withdraw, name)
-        pending = OpenCall(spec.kind.operation.name, futures)
-        if pending:
-            with self._lock:
-                self._open[call_id] = pending
         return futures
+
+    def _abandon(self, call_id: int, names: Sequence[str]) -> None:
+        """``submit`` was cut short before its caller had the futures: the call's topics not sent yet are taken back
+        (``Engine.withdraw``); a request already written ends unseen, as a call whose futures were dropped."""
+        with self._cv:
+            self._unborn.pop(call_id, None)
+            now = self._clock()
+            for name in names:
+                self._engine.withdraw(call_id, name, now)
+            self._wake()
 
     def _withdraw(self, call_id: int, name: str) -> bool:
         """A future's cancel(): True if the engine took the topic back, or if it is no longer pending here while
@@ -710,6 +720,11 @@ class Scheduler:
             if self._unborn:  # a call whose futures are not made yet: its settlements wait for them (``submit``)
                 settlements = _held_for_unborn(self._unborn, settlements)
             futures = _futures_of(self._open, settlements)
+        self._resolve(settlements, futures)
+
+    def _resolve(self, settlements: list[Settle], futures: list[TopicFuture | None]) -> None:
+        """Each settlement carried out on its future (None: withdrawn, or settled by a close() here), which is then
+        no longer pending here."""
         for settle, future in zip(settlements, futures, strict=True):
             if future is None:  # withdrawn
                 continue
@@ -911,8 +926,8 @@ class OpenCall(dict[str, TopicFuture]):
 
     __slots__ = ("operation",)
 
-    def __init__(self, operation: str, futures: dict[str, Future[None]]) -> None:
-        super().__init__(futures)  # type: ignore[arg-type]  # (the TopicFutures ``submit`` made)
+    def __init__(self, operation: str, futures: dict[str, TopicFuture]) -> None:
+        super().__init__(futures)
         self.operation = operation
 
 
