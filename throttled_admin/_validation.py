@@ -66,9 +66,6 @@ class Checked(Generic[T]):
     def __iter__(self) -> Iterator[tuple[Any, T | KafkaError]]:
         return zip(self.keys, self.items, strict=True)
 
-    def __len__(self) -> int:
-        return len(self.keys)
-
     def sent(self) -> list[T]:
         """The items to send, in call order."""
         if not self.refused:
