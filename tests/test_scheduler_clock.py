@@ -196,6 +196,35 @@ def test_a_close_while_a_calls_futures_are_made_settles_them(driver: Driver) -> 
     assert isinstance(futures["x"].exception(timeout=SIGNAL_S), ClientClosedError)
 
 
+def test_a_close_here_as_a_calls_early_settlements_are_carried_out_keeps_what_is_known(driver: Driver) -> None:
+    """A close() from a frame that cannot wait (``_close_here``: on another thread in a turn, say) just as ``submit``
+    carries out what was settled before the call's futures were made: a topic whose outcome is known keeps it (for a
+    few instructions between the futures' registration and those settlements, the close's hedge won: "outcome
+    unknown" for a topic the broker had created)."""
+    scheduler = driver.scheduler
+    scripted, resolve = driver.transport.send, scheduler._resolve
+    closes: list[threading.Thread] = []
+
+    def answered_at_once(order: SendOrder, on_answer: Callable[[Answer], None], sending: Sending) -> bool:
+        handed = scripted(order, on_answer, sending)
+        if handed and order.method == "create_topics":
+            on_answer(dict.fromkeys(item.topic for item in order.items))
+        return handed
+
+    def closed_here_first(*args: Any) -> Any:
+        if args[0] and not closes:  # the first settlements carried out: the call's early ones
+            closes.append(threading.Thread(target=scheduler._close_here))
+            closes[0].start()
+            closes[0].join(SIGNAL_S)
+        return resolve(*args)
+
+    driver.transport.send = answered_at_once  # type: ignore[method-assign]
+    scheduler._resolve = closed_here_first  # type: ignore[method-assign,assignment]
+    futures = driver.create(["a"], timeout_s=60.0)
+    scheduler._close_here()  # closed all the same, wherever the early settlements are carried out
+    assert futures["a"].exception(timeout=SIGNAL_S) is None
+
+
 def test_a_call_cut_short_before_its_futures_are_made_sends_nothing_more(driver: Driver) -> None:
     """Ctrl-C in ``submit`` after the first write: the topics not sent yet are taken back, never sent."""
 

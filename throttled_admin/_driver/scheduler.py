@@ -279,12 +279,16 @@ class Scheduler:
             self._abandon(call_id, items.names)
             raise
         pending = OpenCall(spec.kind.operation.name, futures)
-        with self._lock:  # one step: a settlement after this goes to ``_open``, one before it is in ``early``
+        # One step: a settlement after it goes to ``_open``, one before it is carried out here, on futures no other
+        # thread has seen (nothing waits on them, no callback is added), before the others are registered: a close()
+        # from a frame that cannot wait (``_close_here``) finds only what is still pending (once, between the two,
+        # it told a topic the broker had created as outcome unknown)
+        with self._lock:
             early = self._unborn.pop(call_id)
+            if early:
+                _carry_out(early, [pending.pop(settle.topic, None) for settle in early])
             if pending:
                 self._open[call_id] = pending
-        if early:  # resolved on the futures made here (a close since may have cleared ``_open`` already)
-            self._resolve(early, [futures.get(settle.topic) for settle in early])
         return futures  # type: ignore[return-value]  # (TopicFutures)
 
     def _futures(self, call_id: int, items: TopicSpecs) -> dict[str, TopicFuture]:
@@ -725,16 +729,7 @@ class Scheduler:
     def _resolve(self, settlements: list[Settle], futures: list[TopicFuture | None]) -> None:
         """Each settlement carried out on its future (None: withdrawn, or settled by a close() here), which is then
         no longer pending here."""
-        for settle, future in zip(settlements, futures, strict=True):
-            if future is None:  # withdrawn
-                continue
-            try:  # (not done() first: a call more a topic, issue 39; contextlib.suppress is two)
-                if settle.outcome is None:
-                    future.set_result(None)
-                else:
-                    future.set_exception(settle.outcome)
-            except InvalidStateError:  # settled by a close() here
-                pass
+        _carry_out(settlements, futures)
         with self._lock:
             _forget_all(self._open, settlements)
         self._wake_assisting()
@@ -932,6 +927,20 @@ class OpenCall(dict[str, TopicFuture]):
 
 
 OpenCalls = dict[int, OpenCall]  # by call id
+
+
+def _carry_out(settlements: list[Settle], futures: list[TopicFuture | None]) -> None:
+    """Each settlement on its future (None: withdrawn, or settled by a close() here)."""
+    for settle, future in zip(settlements, futures, strict=True):
+        if future is None:  # withdrawn
+            continue
+        try:  # (not done() first: a call more a topic, issue 39; contextlib.suppress is two)
+            if settle.outcome is None:
+                future.set_result(None)
+            else:
+                future.set_exception(settle.outcome)
+        except InvalidStateError:  # settled by a close() here
+            pass
 
 
 def _held_for_unborn(unborn: dict[int, list[Settle]], settlements: list[Settle]) -> list[Settle]:
