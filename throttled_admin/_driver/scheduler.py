@@ -51,6 +51,7 @@ from confluent_kafka import KafkaError
 from throttled_admin._driver.controller_refresh import ControllerRefresh
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.handshake_drops import HandshakeDrops
+from throttled_admin._driver.open_calls import OpenCall, OpenCalls, carry_out
 from throttled_admin._driver.reader import Reader
 from throttled_admin._driver.throttle_notice import FirstThrottleNotice
 from throttled_admin._driver.turns import Sending, Turns
@@ -208,10 +209,7 @@ class Scheduler:
         self._dirty = False
         self._wake_at = -math.inf  # when the engine's last step asked to be stepped again if nothing happens first
         self._asleep_until: float | None = None  # while the thread waits: when it wakes by itself
-        # call id -> its topics' futures (with the call's Kafka API name), while any may be pending (settled here;
-        # close() here): the futures live here only, the engine names a topic by its call's id and its name
-        self._open: OpenCalls = {}
-        self._unborn: dict[int, list[Settle]] = {}  # call id -> its settlements before its futures were made
+        self._open = OpenCalls()  # the calls' futures, while any may be pending, and what waits for them to be made
         self._call_ids = itertools.count(1)  # the engine's ids of the calls submitted
         self._closed = False
         self._closed_now: Callable[[], bool] = functools.partial(getattr, self, "_closed")  # whether closed, now
@@ -256,13 +254,13 @@ class Scheduler:
 
         When this thread takes the turn, the futures are made after the call's first request is written (issue 40:
         50,000 of them took a fifth of a bulk call's time to its first write). Until they are, the call's
-        settlements wait in ``_unborn`` (a broker that answers at once, a deadline already passed, a close)."""
+        settlements wait for them (``OpenCalls``: a broker that answers at once, a deadline already passed, a close)."""
         call_id = next(self._call_ids)
         with self._lock:
             if self._closed:
                 raise RuntimeError(CLOSED_MESSAGE)
             idle = self._engine.submit(call_id, spec, items)
-            self._unborn[call_id] = []
+            self._open.expect(call_id)
             # Nothing in flight: this thread takes the turn and sends, saving a wake of the scheduler's thread on
             # the way out (that thread is woken only if it sleeps past what the step wants done next).
             here = self.caller_turns and idle
@@ -278,17 +276,11 @@ class Scheduler:
         except BaseException:  # cut short (Ctrl-C) before its caller has the futures: what is not sent, never is
             self._abandon(call_id, items.names)
             raise
-        pending = OpenCall(spec.kind.operation.name, futures)
-        # One step: a settlement after it goes to ``_open``, one before it is carried out here, on futures no other
-        # thread has seen (nothing waits on them, no callback is added), before the others are registered: a close()
-        # from a frame that cannot wait (``_close_here``) finds only what is still pending (once, between the two,
-        # it told a topic the broker had created as outcome unknown)
+        # One step (``OpenCalls.register``): a close() from a frame that cannot wait (``_close_here``) finds only what
+        # is still pending (once, between registering the futures and carrying out what came before, it told a topic
+        # the broker had created as outcome unknown)
         with self._lock:
-            early = self._unborn.pop(call_id)
-            if early:
-                _carry_out(early, [pending.pop(settle.topic, None) for settle in early])
-            if pending:
-                self._open[call_id] = pending
+            self._open.register(call_id, OpenCall(spec.kind.operation.name, futures))
         return futures  # type: ignore[return-value]  # (TopicFutures)
 
     def _futures(self, call_id: int, items: TopicSpecs) -> dict[str, TopicFuture]:
@@ -303,7 +295,7 @@ class Scheduler:
         """``submit`` was cut short before its caller had the futures: the call's topics not sent yet are taken back
         (``Engine.withdraw``); a request already written ends unseen, as a call whose futures were dropped."""
         with self._cv:
-            self._unborn.pop(call_id, None)
+            self._open.abandon(call_id)
             now = self._clock()
             for name in names:
                 self._engine.withdraw(call_id, name, now)
@@ -314,11 +306,11 @@ class Scheduler:
         the client is open (another thread's cancel() withdrew it, and its future is cancelled by that cancel() or
         this one; a settled future is resolved before it is forgotten, and its cancel() then says False)."""
         with self._cv:
-            if self._pending(TopicRef(call_id, name)) is None:
+            if self._open.pending(TopicRef(call_id, name)) is None:
                 return not self._closed
             withdrawn = self._engine.withdraw(call_id, name, self._clock())
             if withdrawn:
-                self._forget(TopicRef(call_id, name))
+                self._open.forget(TopicRef(call_id, name))
             self._wake()
             return withdrawn
 
@@ -411,7 +403,7 @@ class Scheduler:
         if threading.current_thread() is self._thread or self._turns.held_here() or self._cv._is_owned():  # type: ignore[attr-defined]
             return True
         with self._cv:
-            return any(future.held_here() for pending in self._open.values() for future in pending.values())
+            return any(future.held_here() for future in self._open.futures())
 
     def _close_here(self) -> None:
         """Closed from a frame that cannot wait: settle every future now, from what can be known without the
@@ -422,7 +414,7 @@ class Scheduler:
             self._wake()
             self._assisted.notify_all()
             unsent_refs = {ref for send in self._turns.unsent() for ref in send.topics}
-            open_calls, self._open = self._open, {}
+            open_calls = self._open.take_all()
             closing = []  # what the engine's records say, read under its lock (read only: it may be mid-step)
             for call_id, pending in open_calls.items():
                 for name, future in pending.items():
@@ -565,7 +557,7 @@ class Scheduler:
             finally:
                 self._turns.release()
             with self._cv:
-                self._open.clear()
+                self._open.take_all()
                 self._cv.notify_all()
 
     def _iterate(self) -> None:
@@ -720,23 +712,17 @@ class Scheduler:
     def settle(self, settlements: list[Settle]) -> None:
         # Resolved first, forgotten after: a turn cut short in between (Ctrl-C in result()) leaves the futures it
         # did not reach where close() settles them from this thread.
-        with self._lock:
-            if self._unborn:  # a call whose futures are not made yet: its settlements wait for them (``submit``)
-                settlements = _held_for_unborn(self._unborn, settlements)
-            futures = _futures_of(self._open, settlements)
+        with self._lock:  # (a call whose futures are not made yet: its settlements wait for them, ``submit``)
+            settlements, futures = self._open.route(settlements)
         self._resolve(settlements, futures)
 
     def _resolve(self, settlements: list[Settle], futures: list[TopicFuture | None]) -> None:
         """Each settlement carried out on its future (None: withdrawn, or settled by a close() here), which is then
         no longer pending here."""
-        _carry_out(settlements, futures)
+        carry_out(settlements, futures)
         with self._lock:
-            _forget_all(self._open, settlements)
+            self._open.forget_all(settlements)
         self._wake_assisting()
-
-    def _pending(self, ref: TopicRef) -> TopicFuture | None:
-        pending = self._open.get(ref.call_id)
-        return None if pending is None else pending.get(ref.name)  # callers waiting in assist() for futures settled
 
     def send(self, sending: Sending) -> None:
         request = sending.request
@@ -756,15 +742,6 @@ class Scheduler:
             with self._cv:
                 self._engine.on_send_cut_short(request.request_id, handed=False, now=self._clock())
                 self._dirty = True  # the engine's next step has news (the scheduler's thread is not woken for it)
-
-    def _forget(self, ref: TopicRef) -> TopicFuture | None:
-        """The topic's future, no longer pending here (settled, or withdrawn); under the engine's lock."""
-        pending = self._open.get(ref.call_id)
-        if pending is None or (taken := pending.pop(ref.name, None)) is None:
-            return None
-        if not pending:
-            del self._open[ref.call_id]
-        return taken
 
     def drain(self, drain: Drain) -> None:
         """The sentinel (``_engine/connection``): a DeleteTopics of a name no topic can have, behind the request
@@ -913,73 +890,6 @@ def _poll_interval(engine: Engine) -> float:
     if status.in_flight is not None or status.second_in_flight is not None or not (status.reached or status.idle):
         return _BUSY_POLL_S
     return _IDLE_POLL_S if status.idle else _WAITING_POLL_S
-
-
-class OpenCall(dict[str, TopicFuture]):
-    """A call's futures still pending here, by topic name, and the call's Kafka API name (``operation``): one
-    dict for the call, not a pair a topic (issue 40)."""
-
-    __slots__ = ("operation",)
-
-    def __init__(self, operation: str, futures: dict[str, TopicFuture]) -> None:
-        super().__init__(futures)
-        self.operation = operation
-
-
-OpenCalls = dict[int, OpenCall]  # by call id
-
-
-def _carry_out(settlements: list[Settle], futures: list[TopicFuture | None]) -> None:
-    """Each settlement on its future (None: withdrawn, or settled by a close() here)."""
-    for settle, future in zip(settlements, futures, strict=True):
-        if future is None:  # withdrawn
-            continue
-        try:  # (not done() first: a call more a topic, issue 39; contextlib.suppress is two)
-            if settle.outcome is None:
-                future.set_result(None)
-            else:
-                future.set_exception(settle.outcome)
-        except InvalidStateError:  # settled by a close() here
-            pass
-
-
-def _held_for_unborn(unborn: dict[int, list[Settle]], settlements: list[Settle]) -> list[Settle]:
-    """The settlements of calls whose futures exist; the others are kept in ``unborn``, by call."""
-    born = []
-    for settle in settlements:
-        held = unborn.get(settle.call_id)
-        if held is None:
-            born.append(settle)
-        else:
-            held.append(settle)
-    return born
-
-
-def _futures_of(open_calls: OpenCalls, settlements: list[Settle]) -> list[TopicFuture | None]:
-    """Each settlement's future while pending here (``Scheduler._pending``; None: withdrawn, or settled by a close()
-    here), a call's topics looked up once per run of its settlements (a bulk answer's are one run)."""
-    futures: list[TopicFuture | None] = []
-    call_id, pending = None, None
-    for settle in settlements:
-        if settle.call_id != call_id:
-            call_id = settle.call_id
-            pending = open_calls.get(call_id)
-        futures.append(None if pending is None else pending.get(settle.topic))
-    return futures
-
-
-def _forget_all(open_calls: OpenCalls, settlements: list[Settle]) -> None:
-    """``Scheduler._forget`` of each settlement's topic, a call's topics once per run of its settlements."""
-    call_id, pending = None, None
-    for settle in settlements:
-        if settle.call_id != call_id:
-            call_id = settle.call_id
-            pending = open_calls.get(call_id)
-        if pending is not None:
-            pending.pop(settle.topic, None)
-            if not pending:
-                del open_calls[call_id]
-                pending = None
 
 
 class SecondLaneEvents:
