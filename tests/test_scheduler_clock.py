@@ -27,6 +27,7 @@ from throttled_admin import (
     OutcomeUnknownReason,
     ThrottlingQuotaExceededException,
 )
+from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.scheduler import Answer, Scheduler, SendOrder
 from throttled_admin._driver.turns import Sending
 from throttled_admin._engine import (
@@ -105,7 +106,9 @@ class Driver:
         self.transport = ScriptedTransport()
         self.scheduler = Scheduler(self.transport, Metrics(), pacer=None, backoff=backoff, clock=self.clock)
 
-    def create(self, names: list[str], timeout_s: float) -> dict[str, Future[None]]:
+    def create(self, names: list[str], timeout_s: float, records: int = 2) -> dict[str, Future[None]]:
+        """A call creating ``names``, each of ``records`` KRaft records (6,000: one topic a request, the cap being
+        10,000)."""
         spec = CallSpec.starting(
             RequestKind(CREATE_TOPICS, False),
             self.scheduler.now(),
@@ -114,7 +117,7 @@ class Driver:
             request_timeout_s=None,
             operation_timeout_s=None,
         )
-        return self.scheduler.submit(spec, TopicSpecs.of((name, NewTopic(name, 1, 1), 1, 2) for name in names))
+        return self.scheduler.submit(spec, TopicSpecs.of((name, NewTopic(name, 1, 1), 1, records) for name in names))
 
     def sent(self) -> tuple[list[str], Callable[[Answer], None]]:
         """The next request handed over (waited for: it must come), as its names and where its answer goes."""
@@ -136,6 +139,18 @@ class Driver:
 
     def nothing_sent(self) -> bool:
         return self.transport.sent.empty()
+
+    def answered_until_quiet(self) -> list[str]:
+        """Answer every request handed over (applied), and those sent after them, until the clock moved 1 s on
+        sends nothing more: the names written, in order."""
+        written: list[str] = []
+        while not self.nothing_sent():
+            sent, on_answer = self.sent()
+            written += sent
+            self.answer(on_answer, dict.fromkeys(sent))
+        self.advance(1.0)
+        assert self.nothing_sent()
+        return written
 
 
 @pytest.fixture
@@ -196,33 +211,86 @@ def test_a_close_while_a_calls_futures_are_made_settles_them(driver: Driver) -> 
     assert isinstance(futures["x"].exception(timeout=SIGNAL_S), ClientClosedError)
 
 
-def test_a_close_here_as_a_calls_early_settlements_are_carried_out_keeps_what_is_known(driver: Driver) -> None:
-    """A close() from a frame that cannot wait (``_close_here``: on another thread in a turn, say) just as ``submit``
-    carries out what was settled before the call's futures were made: a topic whose outcome is known keeps it (for a
-    few instructions between the futures' registration and those settlements, the close's hedge won: "outcome
-    unknown" for a topic the broker had created)."""
-    scheduler = driver.scheduler
-    scripted, resolve = driver.transport.send, scheduler._resolve
+def _closed_here_at_first_result(scheduler: Scheduler, monkeypatch: pytest.MonkeyPatch) -> list[threading.Thread]:
+    """The first future settled with a result starts a close() from a frame that cannot wait (``_close_here``: on
+    another thread in a turn, say) and gives it a moment: the close threads, to join."""
     closes: list[threading.Thread] = []
+    set_result = TopicFuture.set_result
+
+    def closed_here_first(future: TopicFuture, result: None) -> None:
+        if not closes:
+            closes.append(threading.Thread(target=scheduler._close_here))
+            closes[0].start()
+            closes[0].join(0.3)  # (it may wait for the scheduler's lock, which this thread may hold)
+        set_result(future, result)
+
+    monkeypatch.setattr(TopicFuture, "set_result", closed_here_first)
+    return closes
+
+
+def test_a_close_here_as_a_calls_early_settlements_are_carried_out_keeps_what_is_known(
+    driver: Driver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A close() from a frame that cannot wait, just as ``submit`` carries out what was settled before the call's
+    futures were made: a topic whose outcome is known keeps it (for a few instructions between the futures'
+    registration and those settlements, the close's hedge won: "outcome unknown" for a topic the broker had
+    created), and what is still pending is the close's."""
+    scripted = driver.transport.send
 
     def answered_at_once(order: SendOrder, on_answer: Callable[[Answer], None], sending: Sending) -> bool:
         handed = scripted(order, on_answer, sending)
         if handed and order.method == "create_topics":
-            on_answer(dict.fromkeys(item.topic for item in order.items))
+            on_answer({"a": None, "b": REQUEST_TIMED_OUT})  # b: queued again behind its 10 s back-off
         return handed
 
-    def closed_here_first(*args: Any) -> Any:
-        if args[0] and not closes:  # the first settlements carried out: the call's early ones
-            closes.append(threading.Thread(target=scheduler._close_here))
-            closes[0].start()
-            closes[0].join(SIGNAL_S)
-        return resolve(*args)
-
     driver.transport.send = answered_at_once  # type: ignore[method-assign]
-    scheduler._resolve = closed_here_first  # type: ignore[method-assign,assignment]
-    futures = driver.create(["a"], timeout_s=60.0)
-    scheduler._close_here()  # closed all the same, wherever the early settlements are carried out
+    closes = _closed_here_at_first_result(driver.scheduler, monkeypatch)
+    futures = driver.create(["a", "b"], timeout_s=60.0)
+    assert closes, "no close() was made"
+    closes[0].join(SIGNAL_S)
     assert futures["a"].exception(timeout=SIGNAL_S) is None
+    assert isinstance(futures["b"].exception(timeout=SIGNAL_S), ClientClosedError)
+
+
+def test_a_close_here_while_a_turn_carries_out_its_settlements_keeps_what_is_known(
+    driver: Driver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same for a turn's settlements: a close() from a frame that cannot wait, on another thread while a turn
+    carries out what the engine decided, tells those topics as decided (it told a topic the broker had created as
+    outcome unknown)."""
+    futures = driver.create(["a"], timeout_s=60.0)
+    _, on_answer = driver.sent()
+    closes = _closed_here_at_first_result(driver.scheduler, monkeypatch)
+    driver.answer(on_answer, {"a": None})
+    assert closes, "no close() was made"
+    closes[0].join(SIGNAL_S)
+    assert futures["a"].exception(timeout=SIGNAL_S) is None
+
+
+def test_a_call_cut_short_as_its_early_settlements_are_carried_out_sends_nothing_more(
+    driver: Driver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C in ``submit`` while it carries out what was settled before the call's futures were made: the topics
+    not sent yet are taken back, never sent (they were all sent, with nobody holding their futures)."""
+    scripted = driver.transport.send
+
+    def first_answered_at_once(order: SendOrder, on_answer: Callable[[Answer], None], sending: Sending) -> bool:
+        handed = scripted(order, on_answer, sending)
+        if handed and order.method == "create_topics" and order.items[0].topic == "t0":
+            on_answer({"t0": None})
+        return handed
+
+    def interrupted(future: TopicFuture, result: None) -> None:
+        raise KeyboardInterrupt
+
+    driver.transport.send = first_answered_at_once  # type: ignore[method-assign]
+    monkeypatch.setattr(TopicFuture, "set_result", interrupted)
+    names = ["t0", "t1", "t2", "t3"]
+    with pytest.raises(KeyboardInterrupt):
+        driver.create(names, timeout_s=60.0, records=6000)  # one topic a request
+    monkeypatch.undo()
+    written = driver.answered_until_quiet()
+    assert written == ["t0", "t1"], written  # the first and the one sent in the same turn as t0's answer was taken
 
 
 def test_a_call_cut_short_before_its_futures_are_made_sends_nothing_more(driver: Driver) -> None:
@@ -235,13 +303,7 @@ def test_a_call_cut_short_before_its_futures_are_made_sends_nothing_more(driver:
     names = [f"t{i:04d}" for i in range(2100)]
     with pytest.raises(KeyboardInterrupt):
         driver.create(names, timeout_s=60.0)
-    written: list[str] = []
-    while not driver.nothing_sent():
-        sent, on_answer = driver.sent()
-        written += sent
-        driver.answer(on_answer, dict.fromkeys(sent))
-    driver.advance(1.0)
-    assert driver.nothing_sent()
+    written = driver.answered_until_quiet()
     assert 0 < len(written) < len(names), len(written)  # the first request (and the second connection's) only
 
 

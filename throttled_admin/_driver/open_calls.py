@@ -57,8 +57,10 @@ class OpenCalls:
             self._calls[call_id] = pending
 
     def abandon(self, call_id: int) -> None:
-        """The call's futures will never be made (its ``submit`` was cut short): its settlements are dropped."""
+        """The call's ``submit`` was cut short before its caller had the futures: its settlements are dropped, and
+        its futures, if registered, are no longer pending here."""
         self._unborn.pop(call_id, None)
+        self._calls.pop(call_id, None)
 
     def route(self, settlements: list[Settle]) -> tuple[list[Settle], list[TopicFuture | None]]:
         """The settlements of calls whose futures exist, each with its future (None: withdrawn, or settled by a

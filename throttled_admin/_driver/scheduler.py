@@ -273,14 +273,14 @@ class Scheduler:
                 with self._lock:
                     self._wake()
             futures = self._futures(call_id, items)
+            # One step (``OpenCalls.register``): a close() from a frame that cannot wait (``_close_here``) finds only
+            # what is still pending (once, between registering the futures and carrying out what came before, it
+            # told a topic the broker had created as outcome unknown)
+            with self._lock:
+                self._open.register(call_id, OpenCall(spec.kind.operation.name, futures))
         except BaseException:  # cut short (Ctrl-C) before its caller has the futures: what is not sent, never is
             self._abandon(call_id, items.names)
             raise
-        # One step (``OpenCalls.register``): a close() from a frame that cannot wait (``_close_here``) finds only what
-        # is still pending (once, between registering the futures and carrying out what came before, it told a topic
-        # the broker had created as outcome unknown)
-        with self._lock:
-            self._open.register(call_id, OpenCall(spec.kind.operation.name, futures))
         return futures  # type: ignore[return-value]  # (TopicFutures)
 
     def _futures(self, call_id: int, items: TopicSpecs) -> dict[str, TopicFuture]:
@@ -407,24 +407,36 @@ class Scheduler:
 
     def _close_here(self) -> None:
         """Closed from a frame that cannot wait: settle every future now, from what can be known without the
-        engine (which this thread may have been interrupted in): a topic whose request may have been handed over
-        is outcome unknown; the scheduler's thread settles again what this missed (a future is settled once)."""
+        engine (which this thread may have been interrupted in): what a turn has decided and not carried out yet as
+        decided, else a topic whose request may have been handed over as outcome unknown; the scheduler's thread
+        settles again what this missed (a future is settled once)."""
         with self._cv:
             self._closed = True
             self._wake()
             self._assisted.notify_all()
             unsent_refs = {ref for send in self._turns.unsent() for ref in send.topics}
+            # outcomes the engine decided that a turn has yet to carry out (on another thread, or this one's cut
+            # short): told as decided (once hedged: a topic the broker had created was told outcome unknown)
+            known = {settle.ref: settle.outcome for settle in self._turns.unsettled()}
             open_calls = self._open.take_all()
-            closing = []  # what the engine's records say, read under its lock (read only: it may be mid-step)
+            closing: list[tuple[TopicFuture, BaseException | None]] = []  # (None: it succeeded)
             for call_id, pending in open_calls.items():
                 for name, future in pending.items():
                     if not future.done():
                         ref = TopicRef(call_id, name)
-                        exc = self._engine.closed_here(ref, pending.operation, unsent=ref in unsent_refs)
-                        closing.append((future, exc))
-        for future, exc in closing:
+                        # else what the engine's records say, read under its lock (read only: it may be mid-step)
+                        outcome = (
+                            known[ref]
+                            if ref in known
+                            else self._engine.closed_here(ref, pending.operation, unsent=ref in unsent_refs)
+                        )
+                        closing.append((future, outcome))
+        for future, outcome in closing:
             with contextlib.suppress(InvalidStateError):  # settled meanwhile, by another thread
-                future.set_exception(exc)
+                if outcome is None:
+                    future.set_result(None)
+                else:
+                    future.set_exception(outcome)
         self._wake_assisting()
 
     def _wake(self) -> None:

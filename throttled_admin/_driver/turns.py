@@ -228,6 +228,16 @@ class Turns:
         cuts, self.cuts = self.cuts, []
         return cuts
 
+    def unsettled(self) -> list[Settle]:
+        """The settlements a turn (on another thread, or this one cut short) has not carried out yet: outcomes the
+        engine has decided, which a close() from a frame that cannot wait tells as they are, not hedged."""
+        unsettled: list[Settle] = []
+        for carry in list(self.leftover):
+            for action in carry.actions[carry.done :]:
+                if type(action) is _SettleAll:
+                    unsettled += action
+        return unsettled
+
     def unsent(self) -> list[Send]:
         """The requests a turn (this one, cut short) was about to send and certainly did not hand over yet (a step
         may carry two: the first connection's and the second's, ``_engine/lanes``)."""
