@@ -27,6 +27,7 @@ from throttled_admin import (
     OutcomeUnknownReason,
     ThrottlingQuotaExceededException,
 )
+from throttled_admin._driver import turns as turns_module
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.scheduler import Answer, Scheduler, SendOrder
 from throttled_admin._driver.turns import Sending
@@ -35,8 +36,10 @@ from throttled_admin._engine import (
     DRAIN_NAME,
     BrokerViews,
     CallSpec,
+    Outbox,
     RecordingSink,
     RequestKind,
+    Settle,
     TopicSpecs,
 )
 from throttled_admin._engine.retry import RetryBackoff
@@ -265,6 +268,95 @@ def test_a_close_here_while_a_turn_carries_out_its_settlements_keeps_what_is_kno
     assert closes, "no close() was made"
     closes[0].join(SIGNAL_S)
     assert futures["a"].exception(timeout=SIGNAL_S) is None
+
+
+def _at_first_plan_that_settles(monkeypatch: pytest.MonkeyPatch, then: Callable[[], None]) -> list[bool]:
+    """``then`` runs as the first step that settles anything is planned (after the engine's step, before anything
+    of it is done): whether it ran."""
+    plan = turns_module._plan
+    ran: list[bool] = []
+
+    def planned(out: Outbox, flush: bool) -> Any:
+        if not ran and any(type(action) is Settle for action in out.actions):
+            ran.append(True)
+            then()
+        return plan(out, flush)
+
+    monkeypatch.setattr(turns_module, "_plan", planned)
+    return ran
+
+
+@pytest.mark.parametrize("same_thread", [False, True], ids=["another thread", "the turn's own thread"])
+def test_a_close_here_between_a_step_and_what_it_says_keeps_what_is_known(
+    driver: Driver, monkeypatch: pytest.MonkeyPatch, same_thread: bool
+) -> None:
+    """A close() from a frame that cannot wait after a step decided a topic's outcome and before the turn does what
+    it says, on another thread or on the turn's own (a signal handler): told as decided (the engine no longer held
+    the topic and nothing else did: "outcome unknown" for a topic the broker had created)."""
+    scheduler = driver.scheduler
+
+    def close_here() -> None:
+        if same_thread:
+            scheduler._close_here()
+            return
+        closing = threading.Thread(target=scheduler._close_here)
+        closing.start()
+        closing.join(SIGNAL_S)
+
+    futures = driver.create(["a"], timeout_s=60.0)
+    _, on_answer = driver.sent()
+    ran = _at_first_plan_that_settles(monkeypatch, close_here)
+    driver.answer(on_answer, {"a": None})
+    assert ran, "no close() was made"
+    assert futures["a"].exception(timeout=SIGNAL_S) is None
+
+
+def test_a_turn_cut_short_between_a_step_and_what_it_says_leaves_it_to_the_next(
+    driver: Driver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C after a step and before the turn does what it says: the next turn does it (the step was lost, its
+    settlement with it: the future stayed pending past its deadline)."""
+    futures = driver.create(["a"], timeout_s=60.0)
+    _, on_answer = driver.sent()
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    def a_turn_here() -> None:
+        while not driver.scheduler._turn_here():  # (the scheduler's thread may take one first)
+            pass
+
+    ran = _at_first_plan_that_settles(monkeypatch, interrupted)
+    on_answer({"a": None})
+    with pytest.raises(KeyboardInterrupt):
+        a_turn_here()
+    monkeypatch.undo()
+    assert ran
+    driver.advance(0.0)
+    assert futures["a"].exception(timeout=SIGNAL_S) is None
+
+
+def test_a_close_here_while_a_large_answer_waits_to_be_settled_tells_it_applied(driver: Driver) -> None:
+    """An answer of many topics, every one applied, is settled in the step after the next request is written
+    (``_engine/late_settle.py``): a close() from a frame that cannot wait in between tells those topics applied."""
+    names = [f"t{i:03d}" for i in range(400)]
+    futures = driver.create(names, timeout_s=60.0, records=60)
+    first, on_answer = driver.sent()
+    assert len(first) >= 100, len(first)
+    scripted = driver.transport.send
+    closed: list[bool] = []
+
+    def closed_in_the_next_send(order: SendOrder, on_answer: Callable[[Answer], None], sending: Sending) -> bool:
+        if order.method == "create_topics" and not closed:
+            closed.append(True)
+            driver.scheduler._close_here()  # a signal handler in this turn's send, say
+        return scripted(order, on_answer, sending)
+
+    driver.transport.send = closed_in_the_next_send  # type: ignore[method-assign]
+    driver.answer(on_answer, dict.fromkeys(first))
+    assert closed
+    told = {name: futures[name].exception(timeout=SIGNAL_S) for name in first}
+    assert all(exc is None for exc in told.values()), next(exc for exc in told.values() if exc is not None)
 
 
 def test_a_call_cut_short_as_its_early_settlements_are_carried_out_sends_nothing_more(

@@ -649,9 +649,9 @@ class Scheduler:
                 with self._lock:
                     self._arrived[:0] = arrived  # taken, not delivered: the next turn takes them
                 raise
-            out = self._step(arrived)
+            out = self._step(arrived, flush=flush)
             if out is not None:
-                self._turns.carry(out, self, flush=flush)
+                self._turns.finish_leftover(self)  # what the step says (kept in ``_step``)
             return out
         except BaseException:
             with self._lock:
@@ -669,10 +669,11 @@ class Scheduler:
         except Exception:
             log.exception("serving librdkafka's callbacks failed")
 
-    def _step(self, arrived: list[tuple[Send, Answer]]) -> Outbox | None:
+    def _step(self, arrived: list[tuple[Send, Answer]], *, flush: bool) -> Outbox | None:
         """The driver's one call of ``Engine.step``, under the engine's lock, with what arrived and the sends cut
-        short since the last step. Once closed, the engine closes here (the last turn). Cut short itself (a signal
-        handler that raises, on the main thread), the engine's state is no longer known: the client closes here."""
+        short since the last step; what it says is kept for the turn to do (``Turns.keep``) in the same critical
+        section. Once closed, the engine closes here (the last turn). Cut short itself (a signal handler that
+        raises, on the main thread), the engine's state is no longer known: the client closes here."""
         assert self._turns.held_here()
         drops = self._handshake_drops  # a listener of another protocol: the failure holds until answered
         found = drops.found() if drops.found_any else None
@@ -694,6 +695,7 @@ class Scheduler:
                 if self._closed:
                     self._engine.close(now)
                 out = self._engine.step(now)
+                self._turns.keep(out, flush=flush)
             except BaseException:
                 self._close_here()
                 raise

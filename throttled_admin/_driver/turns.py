@@ -14,9 +14,11 @@ Invariants (tests/test_turns.py checks each):
 1. One turn at a time: at most one thread holds the turn, and ``held_here()`` tells that thread from the others.
 2. Every step of the engine and every send happen inside a turn: ``carry`` and the driver's step assert
    ``held_here()``.
-3. Each action of a step is done once, in order. A turn cut short (an exception out of an action: Ctrl-C or a
-   raising signal handler on the main thread, a bug) keeps what it had not done yet (``leftover``), and the next
-   turn does it first, before stepping again: nothing a step decided is lost, nothing is done twice.
+3. Each action of a step is done once, in order. A step's actions are kept (``keep``, ``leftover``) in the
+   step's own critical section, before anything of them is done; a turn cut short (an exception out of an action
+   or out of the planning: Ctrl-C or a raising signal handler on the main thread, a bug) keeps what it had not
+   done yet, and the next turn does it first, before stepping again: nothing a step decided is lost, nothing is
+   done twice, and a close() from a frame that cannot wait finds what is not done yet (``unsettled``, ``unsent``).
 4. A send cut short is reported as it happened: cut before confluent-kafka's call began, the request was not
    handed over, and the next turn sends it (``Sending.began`` False); once the call may have begun, it counts as
    handed over, and the next turn tells the engine (``Cut.maybe_sent``), which treats it as a request whose
@@ -31,7 +33,7 @@ from __future__ import annotations
 import operator
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from throttled_admin._engine import (
@@ -127,12 +129,23 @@ _Planned = Action | _SettleAll | _Flush
 
 @dataclass
 class _Carry:
-    """One step's actions, done front to back; ``done`` counts those completed."""
+    """One step's actions, done front to back; ``done`` counts those completed. Kept (``Turns.keep``) before it is
+    planned: ``actions`` None until then (a turn cut short while planning: the next turn plans it)."""
 
     out: Outbox
-    actions: list[_Planned] = field(default_factory=list)
+    flush: bool
+    actions: list[_Planned] | None = None
     done: int = 0
     sending: Sending | None = None
+
+    def planned(self) -> list[_Planned]:
+        if self.actions is None:
+            self.actions = _plan(self.out, self.flush)
+        return self.actions
+
+    def undone(self) -> list[Any]:
+        """What is left to do: the planned actions not done, or every action of the step if not planned yet."""
+        return list(self.out.actions) if self.actions is None else self.actions[self.done :]
 
 
 _FLUSH, _FLUSH_FIRST = _Flush(wait=False), _Flush(wait=True)
@@ -233,18 +246,20 @@ class Turns:
         engine has decided, which a close() from a frame that cannot wait tells as they are, not hedged."""
         unsettled: list[Settle] = []
         for carry in list(self.leftover):
-            for action in carry.actions[carry.done :]:
+            for action in carry.undone():
                 if type(action) is _SettleAll:
                     unsettled += action
+                elif type(action) is Settle:  # (a step kept and not planned yet)
+                    unsettled.append(action)
         return unsettled
 
     def unsent(self) -> list[Send]:
         """The requests a turn (this one, cut short) was about to send and certainly did not hand over yet (a step
         may carry two: the first connection's and the second's, ``_engine/lanes``)."""
         unsent: list[Send] = []
-        for carry in self.leftover:
+        for carry in list(self.leftover):
             sending = carry.sending
-            for action in carry.actions[carry.done :]:
+            for action in carry.undone():
                 if isinstance(action, Send) and not (
                     sending is not None and sending.request is action and sending.began
                 ):
@@ -258,16 +273,23 @@ class Turns:
             self._run(self.leftover[0], actions)
             self.leftover.pop(0)
 
-    def carry(self, out: Outbox, actions: Actions, *, flush: bool) -> None:
-        """Do what a step says, in order (outside the engine's lock)."""
+    def keep(self, out: Outbox, *, flush: bool) -> None:
+        """What a step says, kept as this turn's to do (``finish_leftover`` does it), from the step's own critical
+        section (the engine's lock): a close() from a frame that cannot wait finds what the step decided
+        (``unsettled``, ``unsent``) from the moment the engine no longer holds it, and a turn cut short before doing
+        it leaves it to the next."""
         assert self.held_here()
-        carry = _Carry(out, _plan(out, flush))
-        self.leftover.append(carry)  # until done: a cut leaves it for the next turn
+        self.leftover.append(_Carry(out, flush))
+
+    def carry(self, out: Outbox, actions: Actions, *, flush: bool) -> None:
+        """Do what a step says, in order (outside the engine's lock): ``keep``, then done."""
+        self.keep(out, flush=flush)
+        carry = self.leftover[-1]
         self._run(carry, actions)
         self.leftover.remove(carry)
 
     def _run(self, carry: _Carry, actions: Actions) -> None:
-        planned = carry.actions
+        planned = carry.planned()
         while carry.done < len(planned):
             action = planned[carry.done]
             if type(action) is Send:

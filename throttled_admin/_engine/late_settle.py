@@ -16,6 +16,7 @@ from __future__ import annotations
 from throttled_admin._engine.after_answer import Response
 from throttled_admin._engine.classify import Outcome
 from throttled_admin._engine.request import Request
+from throttled_admin._engine.work import Topic
 
 __all__ = ["LateSettlement"]
 
@@ -29,6 +30,7 @@ class LateSettlement:
         self.from_topics = from_topics
         # the held answer (an attribute, not a property: every step looks, issue 39)
         self.held: tuple[Request, Response] | None = None
+        self._members: tuple[Request, frozenset[Topic]] | None = None  # its topics, made when first asked (``holds``)
 
     def hold(self, request: Request, response: Response, now: float) -> bool:
         """Hold ``request``'s answer (True) if it is large, answered, every topic applied, with no throttle, no
@@ -45,6 +47,16 @@ class LateSettlement:
             return False
         self.held = request, response
         return True
+
+    def holds(self, topic: Topic) -> bool:
+        """Whether ``topic`` is of the held answer: applied, to be settled so in the next step (asked only by
+        close() from a frame that cannot wait for a step)."""
+        if self.held is None:
+            return False
+        request = self.held[0]
+        if self._members is None or self._members[0] is not request:
+            self._members = request, frozenset(request.topics)
+        return topic in self._members[1]
 
     def take(self) -> tuple[Request, Response]:
         """The held answer (``held`` is not None), to settle now; held no longer."""

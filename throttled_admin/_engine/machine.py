@@ -226,12 +226,18 @@ class Engine:
             second_in_flight=None if second is None else second.id,
         )
 
-    def closed_here(self, ref: TopicRef, operation: str, *, unsent: bool) -> ClientClosedError | NotYetVisibleError:
+    def closed_here(
+        self, ref: TopicRef, operation: str, *, unsent: bool
+    ) -> ClientClosedError | NotYetVisibleError | None:
         """The error of a topic settled by close() from a frame that cannot wait for a step (``outcome.closed_here``):
         read only, from what the engine's record of the topic says (``operation``: its call's Kafka API name, for a
-        topic no longer pending here). ``unsent``: its request was about to be sent and certainly was not."""
+        topic no longer pending here). ``unsent``: its request was about to be sent and certainly was not. None: it
+        was applied, of an answer held to be settled in the next step (``late_settle``), and is settled so."""
         call = self._queue.calls.get(ref.call_id)
-        return closed_here(None if call is None else call.find(ref.name), operation, unsent=unsent)
+        topic = None if call is None else call.find(ref.name)
+        if topic is not None and self._late.holds(topic):
+            return None
+        return closed_here(topic, operation, unsent=unsent)
 
     # -- events -----------------------------------------------------------------------------------
 
