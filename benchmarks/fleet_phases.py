@@ -8,16 +8,27 @@ what ``pipeline.py --bare`` does (AdminClient, one ``list_topics``, creates pace
     .venv/bin/python benchmarks/fleet_phases.py            # ours
     .venv/bin/python benchmarks/fleet_phases.py --bare     # bare confluent-kafka
     .venv/bin/python benchmarks/fleet_phases.py --no-wait-for-metadata
+    .venv/bin/python benchmarks/fleet_phases.py --threads [--entities 50]   # and CPU by kind of thread, per phase
+
+``--threads`` also reads each thread's CPU (``/proc/self/task/*/schedstat``, with every entity held at the barrier)
+and the garbage collector's time (``gc.callbacks``) at each barrier: per phase, the CPU of the schedulers' threads,
+the ``wait_for_metadata`` readers, librdkafka's threads, the entities' own threads, and the collector's share of
+them all. ``--entities`` runs fewer (or more) entities of the same plan: the cost per topic against the number of
+clients in the process.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import wait
+from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import pipeline
@@ -58,20 +69,64 @@ def bare(profile: Profile, rows: list[PlanRow], step: Callable[[], None], visibl
     del admin  # confluent-kafka destroys the client when the last reference goes
 
 
+def thread_cpu() -> dict[int, tuple[str, float]]:
+    """Each thread of this process: its kind (Python's by thread name, numbers dropped; the others, librdkafka's, by
+    their own name) and its CPU seconds so far."""
+    names = {t.native_id: t.name.rstrip("0123456789-_") for t in threading.enumerate()}
+    out: dict[int, tuple[str, float]] = {}
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            ran_ns = int((task / "schedstat").read_text().split()[0])
+            stat = (task / "stat").read_text()
+        except OSError:  # ended meanwhile
+            continue
+        name = names.get(int(task.name)) or stat[stat.index("(") + 1 : stat.rindex(")")]
+        if name.startswith("rdk:"):
+            name = "librdkafka (rdk:*)"
+        elif name.startswith("Thread"):
+            name = "the entities"
+        out[int(task.name)] = name, ran_ns / 1e9
+    return out
+
+
+class Collector:
+    """The garbage collector's time, from ``gc.callbacks``."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._started = 0.0
+        gc.callbacks.append(self._on)
+
+    def _on(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bare", action="store_true")
     parser.add_argument("--no-wait-for-metadata", action="store_true")
     parser.add_argument("--target-seconds", type=float, default=10.0)
+    parser.add_argument("--entities", type=int, default=200)
+    parser.add_argument("--threads", action="store_true", help="also CPU by kind of thread, per phase")
     args = parser.parse_args()
     pipeline.BROKER_PROCESSES["on"] = True
-    rates, rows = pipeline.entity_plan(200, args.target_seconds, 5)
+    rates, rows = pipeline.entity_plan(args.entities, args.target_seconds, 5)
     mine: dict[str, list[PlanRow]] = {}
     for row in rows:
         mine.setdefault(row.cluster, []).append(row)
     phases, run = (BARE, bare) if args.bare else (OURS, ours)
     with pipeline.brokers_for(rates, 10) as (_, profiles):
-        barrier = threading.Barrier(len(profiles) + 1)
+        collector = Collector()
+        kinds: list[tuple[dict[int, tuple[str, float]], float]] = []  # at each barrier, every entity held there
+
+        def mark() -> None:
+            if args.threads:
+                kinds.append((thread_cpu(), collector.seconds))
+
+        barrier = threading.Barrier(len(profiles) + 1, action=mark)
 
         def entity(user: str) -> None:
             barrier.wait()
@@ -98,6 +153,26 @@ def main() -> None:
         )
     total = marks[-1][0] - marks[0][0]
     print(f"| all | {marks[-1][1] - marks[0][1]:.2f} s | {total:.2f} s | - | {1000 * total / len(rows):.3f} ms |")
+    if kinds:
+        print_threads(phases, kinds)
+
+
+def print_threads(phases: tuple[str, ...], kinds: list[tuple[dict[int, tuple[str, float]], float]]) -> None:
+    """CPU by kind of thread in each phase: of the threads alive at its end (close ends the clients' own, whose
+    CPU in it is missed)."""
+    rows: list[Counter[str]] = []
+    for (before, _), (after, _) in pairwise(kinds):
+        row: Counter[str] = Counter()
+        for tid, (kind, seconds) in after.items():
+            row[kind] += seconds - (before[tid][1] if tid in before else 0.0)
+        rows.append(row)
+    names = sorted({kind for row in rows for kind in row}, key=lambda kind: -sum(row[kind] for row in rows))
+    print("\nCPU by kind of thread, per phase (s), the garbage collector's share included (its own column):")
+    print("| phase | " + " | ".join(names) + " | garbage collector |")
+    print("|---" * (len(names) + 2) + "|")
+    for phase, row, (_, gc0), (_, gc1) in zip(phases, rows, kinds[:-1], kinds[1:], strict=True):
+        cells = [f"{row[kind]:.2f}" for kind in names]
+        print(f"| {phase} | " + " | ".join(cells) + f" | {gc1 - gc0:.2f} |")
 
 
 if __name__ == "__main__":

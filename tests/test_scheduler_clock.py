@@ -42,6 +42,7 @@ from throttled_admin._engine import (
     Settle,
     TopicSpecs,
 )
+from throttled_admin._engine.late_settle import LateSettlement
 from throttled_admin._engine.retry import RetryBackoff
 
 SIGNAL_S = 10.0  # how long a test waits for a signal that must come (only a failing test waits this long)
@@ -355,6 +356,75 @@ def test_a_close_here_while_a_large_answer_waits_to_be_settled_tells_it_applied(
     driver.transport.send = closed_in_the_next_send  # type: ignore[method-assign]
     driver.answer(on_answer, dict.fromkeys(first))
     assert closed
+    told = {name: futures[name].exception(timeout=SIGNAL_S) for name in first}
+    assert all(exc is None for exc in told.values()), next(exc for exc in told.values() if exc is not None)
+
+
+def _cut_short_in_its_own_turn(driver: Driver) -> None:
+    """Calls of one topic each until one is cut short (KeyboardInterrupt) in the turn its ``submit`` takes on this
+    thread (the scheduler's thread takes some turns first: those calls are answered, and another is made)."""
+    for i in range(50):
+        try:
+            driver.create([f"a{i}"], timeout_s=60.0)
+        except KeyboardInterrupt:
+            return
+        sent, on_answer = driver.sent()
+        driver.answer(on_answer, dict.fromkeys(sent))
+    raise AssertionError("no call was cut short in its own turn")
+
+
+@pytest.mark.parametrize("where", ["planning its step", "making its send"])
+def test_a_call_cut_short_in_its_own_turn_before_its_send_began_is_never_sent(
+    driver: Driver, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Ctrl-C in ``submit``'s own turn after its step decided the send and before the send began: create_topics()
+    raises, and the request is never sent (the next turn sent it: topics created that no future reported)."""
+    main = threading.current_thread()
+    plan, of = turns_module._plan, SendOrder.of
+
+    def interrupted(*_: Any) -> None:
+        if threading.current_thread() is main:
+            monkeypatch.undo()  # once
+            raise KeyboardInterrupt
+
+    def planned(out: Outbox, flush: bool) -> Any:
+        if out.send is not None:
+            interrupted()
+        return plan(out, flush)
+
+    def order_of(request: Any) -> SendOrder:
+        interrupted()
+        return of(request)
+
+    if where == "planning its step":
+        monkeypatch.setattr(turns_module, "_plan", planned)
+    else:
+        monkeypatch.setattr(SendOrder, "of", staticmethod(order_of))
+    _cut_short_in_its_own_turn(driver)
+    assert driver.answered_until_quiet() == []
+
+
+def test_a_close_here_as_a_step_settles_a_large_answer_tells_it_applied(
+    driver: Driver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same close() as the step after the next send settles the held answer (``late_settle``), from a signal
+    handler on the turn's thread: those topics are told applied."""
+    names = [f"t{i:03d}" for i in range(400)]
+    futures = driver.create(names, timeout_s=60.0, records=60)
+    first, on_answer = driver.sent()
+    take = LateSettlement.take
+
+    def taken(late: LateSettlement) -> Any:
+        monkeypatch.undo()  # once
+        held = take(late)
+        driver.scheduler._close_here()
+        return held
+
+    monkeypatch.setattr(LateSettlement, "take", taken)
+    driver.answer(on_answer, dict.fromkeys(first))  # held: the next request goes first
+    driver.sent()
+    driver.advance(0.0)  # the step that settles the held answer
+    assert LateSettlement.take is take, "no close() was made"
     told = {name: futures[name].exception(timeout=SIGNAL_S) for name in first}
     assert all(exc is None for exc in told.values()), next(exc for exc in told.values() if exc is not None)
 

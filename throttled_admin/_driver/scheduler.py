@@ -293,13 +293,22 @@ class Scheduler:
 
     def _abandon(self, call_id: int, names: Sequence[str]) -> None:
         """``submit`` was cut short before its caller had the futures: the call's topics not sent yet are taken back
-        (``Engine.withdraw``); a request already written ends unseen, as a call whose futures were dropped."""
-        with self._cv:
-            self._open.abandon(call_id)
-            now = self._clock()
-            for name in names:
-                self._engine.withdraw(call_id, name, now)
-            self._wake()
+        (``Engine.withdraw``), those of a request its own turn decided and did not begin to send included (the
+        request is not sent: its other topics, of other calls, go in another); a request already written ends
+        unseen, as a call whose futures were dropped."""
+        taken = self._turns.take()  # (False: this thread holds it already)
+        try:
+            with self._cv:
+                self._open.abandon(call_id)
+                now = self._clock()
+                for send in self._turns.drop_unsent(call_id):
+                    self._engine.on_send_cut_short(send.request_id, handed=False, now=now)
+                for name in names:
+                    self._engine.withdraw(call_id, name, now)
+                self._wake()
+        finally:
+            if taken:
+                self._turns.release()
 
     def _withdraw(self, call_id: int, name: str) -> bool:
         """A future's cancel(): True if the engine took the topic back, or if it is no longer pending here while

@@ -207,6 +207,7 @@ class Turns:
         # fewer a turn, issue 39)
         self.leftover: list[_Carry] = []  # carries cut short, oldest first
         self.cuts: list[Cut] = []  # sends cut short after they may have begun, for the engine
+        self._dropped: set[int] = set()  # kept requests taken back before they began (``drop_unsent``), by id
 
     # -- the lock --------------------------------------------------------------------------------
 
@@ -260,11 +261,21 @@ class Turns:
         for carry in list(self.leftover):
             sending = carry.sending
             for action in carry.undone():
-                if isinstance(action, Send) and not (
-                    sending is not None and sending.request is action and sending.began
+                if (
+                    isinstance(action, Send)
+                    and not (sending is not None and sending.request is action and sending.began)
+                    and action.request_id not in self._dropped
                 ):
                     unsent.append(action)
         return unsent
+
+    def drop_unsent(self, call_id: int) -> list[Send]:
+        """The kept requests not handed over yet that carry a topic of call ``call_id`` (its ``submit`` cut short):
+        never sent now (the engine is told they were not handed over, and takes their topics back)."""
+        assert self.held_here()
+        dropped = [send for send in self.unsent() if any(ref.call_id == call_id for ref in send.topics)]
+        self._dropped.update(send.request_id for send in dropped)
+        return dropped
 
     def finish_leftover(self, actions: Actions) -> None:
         """Do what turns cut short left undone, oldest first (invariant 3)."""
@@ -305,6 +316,9 @@ class Turns:
             carry.done += 1
 
     def _send(self, carry: _Carry, request: Send, actions: Actions) -> None:
+        if request.request_id in self._dropped:  # taken back before it began (``drop_unsent``)
+            self._dropped.discard(request.request_id)
+            return
         sending = carry.sending
         if sending is None or sending.request is not request:
             sending = carry.sending = Sending(request)

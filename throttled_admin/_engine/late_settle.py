@@ -16,7 +16,7 @@ from __future__ import annotations
 from throttled_admin._engine.after_answer import Response
 from throttled_admin._engine.classify import Outcome
 from throttled_admin._engine.request import Request
-from throttled_admin._engine.work import Topic
+from throttled_admin._engine.work import TopicRef
 
 __all__ = ["LateSettlement"]
 
@@ -30,7 +30,10 @@ class LateSettlement:
         self.from_topics = from_topics
         # the held answer (an attribute, not a property: every step looks, issue 39)
         self.held: tuple[Request, Response] | None = None
-        self._members: tuple[Request, frozenset[Topic]] | None = None  # its topics, made when first asked (``holds``)
+        # the last answer taken (every topic applied: settled, or being settled), and each answer's topics as
+        # ``holds`` reads them, made when first asked
+        self._taken: Request | None = None
+        self._refs: list[tuple[Request, frozenset[TopicRef]]] = []
 
     def hold(self, request: Request, response: Response, now: float) -> bool:
         """Hold ``request``'s answer (True) if it is large, answered, every topic applied, with no throttle, no
@@ -48,18 +51,24 @@ class LateSettlement:
         self.held = request, response
         return True
 
-    def holds(self, topic: Topic) -> bool:
-        """Whether ``topic`` is of the held answer: applied, to be settled so in the next step (asked only by
-        close() from a frame that cannot wait for a step)."""
-        if self.held is None:
-            return False
-        request = self.held[0]
-        if self._members is None or self._members[0] is not request:
-            self._members = request, frozenset(request.topics)
-        return topic in self._members[1]
+    def holds(self, ref: TopicRef) -> bool:
+        """Whether the topic is of the held answer, or of the last one taken (which the step that took it may still
+        be settling): applied, and settled so. Asked only by close() from a frame that cannot wait for a step."""
+        held = None if self.held is None else self.held[0]
+        return any(ref in self._refs_of(request) for request in (held, self._taken) if request is not None)
+
+    def _refs_of(self, request: Request) -> frozenset[TopicRef]:
+        """The request's topics, made once (a close asks about every topic pending); the last two kept."""
+        for known, refs in self._refs:
+            if known is request:
+                return refs
+        refs = frozenset(topic.ref for topic in request.topics)
+        self._refs = [*self._refs[-1:], (request, refs)]
+        return refs
 
     def take(self) -> tuple[Request, Response]:
         """The held answer (``held`` is not None), to settle now; held no longer."""
         held, self.held = self.held, None
         assert held is not None, "nothing held"
+        self._taken = held[0]
         return held

@@ -232,12 +232,11 @@ class Engine:
         """The error of a topic settled by close() from a frame that cannot wait for a step (``outcome.closed_here``):
         read only, from what the engine's record of the topic says (``operation``: its call's Kafka API name, for a
         topic no longer pending here). ``unsent``: its request was about to be sent and certainly was not. None: it
-        was applied, of an answer held to be settled in the next step (``late_settle``), and is settled so."""
-        call = self._queue.calls.get(ref.call_id)
-        topic = None if call is None else call.find(ref.name)
-        if topic is not None and self._late.holds(topic):
+        was applied, of an answer held to be settled after the next send (``late_settle``), and is settled so."""
+        if self._late.holds(ref):
             return None
-        return closed_here(topic, operation, unsent=unsent)
+        call = self._queue.calls.get(ref.call_id)
+        return closed_here(None if call is None else call.find(ref.name), operation, unsent=unsent)
 
     # -- events -----------------------------------------------------------------------------------
 
