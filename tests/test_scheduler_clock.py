@@ -10,6 +10,7 @@ looks: no sleeps, and no wait longer than the signal it waits for. The end-to-en
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -401,6 +402,44 @@ def test_a_call_cut_short_in_its_own_turn_before_its_send_began_is_never_sent(
     else:
         monkeypatch.setattr(SendOrder, "of", staticmethod(order_of))
     _cut_short_in_its_own_turn(driver)
+    assert driver.answered_until_quiet() == []
+
+
+def test_a_call_cut_short_in_its_own_turn_is_not_sent_by_the_turn_waiting_for_it(
+    driver: Driver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same Ctrl-C while another thread waits for the turn (the scheduler's, its poll due): its turn, taken as
+    soon as the cut one is let go, does not send the abandoned call either (it did, before ``_abandon`` ran)."""
+    scheduler, main = driver.scheduler, threading.current_thread()
+    plan = turns_module._plan
+    waiting = threading.Event()
+    others: list[threading.Thread] = []
+
+    def the_next_turn() -> None:
+        waiting.set()
+        assert scheduler._turns.take()
+        try:
+            scheduler._turns.finish_leftover(scheduler)
+        finally:
+            scheduler._turns.release()
+
+    def planned(out: Outbox, flush: bool) -> Any:
+        if out.send is not None and threading.current_thread() is main and not others:
+            monkeypatch.undo()  # once
+            others.append(threading.Thread(target=the_next_turn))
+            others[0].start()
+            waiting.wait(SIGNAL_S)
+            raise KeyboardInterrupt
+        return plan(out, flush)
+
+    monkeypatch.setattr(turns_module, "_plan", planned)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # the waiting thread gets the interpreter as soon as the turn is let go
+    try:
+        _cut_short_in_its_own_turn(driver)
+    finally:
+        sys.setswitchinterval(interval)
+    others[0].join(SIGNAL_S)
     assert driver.answered_until_quiet() == []
 
 

@@ -267,7 +267,7 @@ class Scheduler:
             if not here:
                 self._wake()
         try:
-            if here and not self._turn_here():
+            if here and not self._turn_here((call_id, items.names)):
                 # Another thread holds the turn and may have stepped before this call was queued: the scheduler's
                 # thread steps for it (a wake-up with nothing new does not step the engine).
                 with self._lock:
@@ -292,23 +292,31 @@ class Scheduler:
         return futures
 
     def _abandon(self, call_id: int, names: Sequence[str]) -> None:
-        """``submit`` was cut short before its caller had the futures: the call's topics not sent yet are taken back
-        (``Engine.withdraw``), those of a request its own turn decided and did not begin to send included (the
-        request is not sent: its other topics, of other calls, go in another); a request already written ends
-        unseen, as a call whose futures were dropped."""
-        taken = self._turns.take()  # (False: this thread holds it already)
-        try:
-            with self._cv:
-                self._open.abandon(call_id)
-                now = self._clock()
+        """``submit`` was cut short before its caller had the futures: the call is no longer pending here, and what
+        of it is not sent yet is taken back (``_take_back``; in the call's own turn, before that turn was let go:
+        ``_caller_turn``). A request already written ends unseen, as a call whose futures were dropped."""
+        with self._cv:
+            self._open.abandon(call_id)
+        if self._turns.take(0):  # (never waited for: a second Ctrl-C there would leave the turn held)
+            try:
+                self._take_back(call_id, names)
+            finally:
+                self._turns.release()
+        else:
+            self._take_back(call_id, names)
+
+    def _take_back(self, call_id: int, names: Sequence[str]) -> None:
+        """The call's topics not sent yet are withdrawn (``Engine.withdraw``); holding the turn, so are those of the
+        requests kept and not begun (``Turns.drop_unsent``: never sent, the engine told they were not handed over;
+        their topics of other calls go in another request)."""
+        with self._cv:
+            now = self._clock()
+            if self._turns.held_here():
                 for send in self._turns.drop_unsent(call_id):
                     self._engine.on_send_cut_short(send.request_id, handed=False, now=now)
-                for name in names:
-                    self._engine.withdraw(call_id, name, now)
-                self._wake()
-        finally:
-            if taken:
-                self._turns.release()
+            for name in names:
+                self._engine.withdraw(call_id, name, now)
+            self._wake()
 
     def _withdraw(self, call_id: int, name: str) -> bool:
         """A future's cancel(): True if the engine took the topic back, or if it is no longer pending here while
@@ -512,36 +520,44 @@ class Scheduler:
             if self._arrived and not self._closed:
                 self._wake()
 
-    def _turn_here(self) -> bool:
+    def _turn_here(self, submitting: tuple[int, Sequence[str]] | None = None) -> bool:
         """One turn on a caller's thread, if the turn is free (False if not). Its metric exports are handed over
         only before settlements (a wake of the exporter's thread per call made the caller's next call wait for the
         GIL, about 0.25 ms), else left to the scheduler's thread, which is woken if the engine wants something done
         before it would wake. An answer that arrived during the turn (librdkafka's, while the caller's thread was
-        inside the send) is taken in one more turn here, instead of waking the scheduler's thread for it."""
+        inside the send) is taken in one more turn here, instead of waking the scheduler's thread for it.
+        ``submitting``: the call (its id and names) whose ``submit`` takes it (``_caller_turn``)."""
         if not self._turns.take(0):
             return False
-        out = self._caller_turn()
+        out = self._caller_turn(submitting)
         with self._lock:
             again = bool(self._arrived) and not self._closed
             if not again:
                 self._wake_for(out)
         if again:
-            out = self._caller_turn() if self._turns.take(0) else None
+            out = self._caller_turn(submitting) if self._turns.take(0) else None
             with self._lock:
                 self._wake_for(out)
                 if self._arrived:  # arrived during that one too: the scheduler's thread takes it
                     self._wake()
         return True
 
-    def _caller_turn(self) -> Outbox | None:
+    def _caller_turn(self, submitting: tuple[int, Sequence[str]] | None = None) -> Outbox | None:
         """A turn on a caller's thread that holds it; None if it failed. While it lasts, an answer that arrives
-        leaves the scheduler's thread asleep (``_on_answer``): this thread looks for it when the turn ends."""
+        leaves the scheduler's thread asleep (``_on_answer``): this thread looks for it when the turn ends. Cut
+        short (Ctrl-C) in the turn of the ``submit`` of call ``submitting`` (id, names), that call is abandoned
+        (``_abandon``): what of it is not sent, its step's request that did not begin included, is taken back before
+        the turn is let go, so that no other thread's turn sends it."""
         self._in_caller_turn = True
         try:
             return self._turn(flush=False)
         except Exception:  # ClientGone or a bug: the scheduler's thread takes over (and closes)
             log.debug("a turn on a caller's thread failed; the scheduler's thread goes on", exc_info=True)
             return None
+        except BaseException:
+            if submitting is not None:
+                self._take_back(*submitting)
+            raise
         finally:
             self._in_caller_turn = False
             self._turns.release()
