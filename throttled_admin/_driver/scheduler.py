@@ -297,7 +297,7 @@ class Scheduler:
         ``_caller_turn``). A request already written ends unseen, as a call whose futures were dropped."""
         with self._cv:
             self._open.abandon(call_id)
-        if self._turns.take(0):  # (never waited for: a second Ctrl-C there would leave the turn held)
+        if self._turns.take(0):  # (not waited for: the call's own turn took back what it decided, ``_caller_turn``)
             try:
                 self._take_back(call_id, names)
             finally:

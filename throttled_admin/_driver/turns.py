@@ -20,7 +20,8 @@ Invariants (tests/test_turns.py checks each):
    done yet, and the next turn does it first, before stepping again: nothing a step decided is lost, nothing is
    done twice, and a close() from a frame that cannot wait finds what is not done yet (``unsettled``, ``unsent``).
 4. A send cut short is reported as it happened: cut before confluent-kafka's call began, the request was not
-   handed over, and the next turn sends it (``Sending.began`` False); once the call may have begun, it counts as
+   handed over, and the next turn sends it (``Sending.began`` False; unless the cut also cut short the ``submit``
+   of a call it carries, which takes it back: ``drop_unsent``); once the call may have begun, it counts as
    handed over, and the next turn tells the engine (``Cut.maybe_sent``), which treats it as a request whose
    answer is lost (the slot follows the connection).
 5. Nothing is sent once the client is closed: the send marks itself begun, then looks at ``closed``; so close()
@@ -205,7 +206,7 @@ class Turns:
         self.held_here: Callable[[], bool] = self._lock._is_owned  # type: ignore[attr-defined]
         # Read by the turn's owner before it calls finish_leftover() and take_cuts() (most turns have neither: two calls
         # fewer a turn, issue 39)
-        self.leftover: list[_Carry] = []  # carries cut short, oldest first
+        self.leftover: list[_Carry] = []  # steps kept and not done yet (this turn's, or cut short), oldest first
         self.cuts: list[Cut] = []  # sends cut short after they may have begun, for the engine
         self._dropped: set[int] = set()  # kept requests taken back before they began (``drop_unsent``), by id
 
