@@ -40,6 +40,7 @@ from throttled_admin._engine import (
     Outbox,
     RecordingSink,
     RequestKind,
+    Send,
     Settle,
     TopicSpecs,
 )
@@ -441,6 +442,35 @@ def test_a_call_cut_short_in_its_own_turn_is_not_sent_by_the_turn_waiting_for_it
         sys.setswitchinterval(interval)
     others[0].join(SIGNAL_S)
     assert driver.answered_until_quiet() == []
+
+
+def test_a_bulk_call_cut_short_in_its_own_turn_leaves_the_second_connection_in_use(
+    driver: Driver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bulk call cut short as its first step is planned (a request on each connection, ``_engine/lanes.py``): both
+    are taken back, and the next bulk call still sends on both connections (the second was retired for the
+    client's life, as if its handle had failed)."""
+    main = threading.current_thread()
+    plan = turns_module._plan
+
+    def planned(out: Outbox, flush: bool) -> Any:
+        if threading.current_thread() is main and len(out.of_kind(Send)) == 2:
+            monkeypatch.undo()  # once
+            raise KeyboardInterrupt
+        return plan(out, flush)
+
+    monkeypatch.setattr(turns_module, "_plan", planned)
+    for attempt in range(50):  # (the scheduler's thread may take a call's turn: that call is answered, another made)
+        try:
+            driver.create([f"x{attempt}.{i:04d}" for i in range(2100)], timeout_s=60.0)
+        except KeyboardInterrupt:
+            break
+        driver.answered_until_quiet()
+    assert turns_module._plan is plan, "no call was cut short in its own turn"
+    assert driver.nothing_sent()
+    driver.create([f"y{i:04d}" for i in range(2100)], timeout_s=60.0)
+    first, second = driver.sent(), driver.sent()  # one on each connection, both in flight
+    assert first[0] != second[0]
 
 
 def test_a_close_here_as_a_step_settles_a_large_answer_tells_it_applied(

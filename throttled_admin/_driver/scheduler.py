@@ -313,7 +313,7 @@ class Scheduler:
             now = self._clock()
             if self._turns.held_here():
                 for send in self._turns.drop_unsent(call_id):
-                    self._engine.on_send_cut_short(send.request_id, handed=False, now=now)
+                    self._engine.on_send_cut_short(send.request_id, handed=False, now=now, retire=False)
             for name in names:
                 self._engine.withdraw(call_id, name, now)
             self._wake()

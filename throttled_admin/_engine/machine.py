@@ -355,18 +355,19 @@ class Engine:
             if topic.state is TopicState.IN_FLIGHT:
                 self._end(topic, Ending.SEND_REFUSED, now, exc=exc)
 
-    def on_send_cut_short(self, request_id: int, *, handed: bool, now: float) -> None:
+    def on_send_cut_short(self, request_id: int, *, handed: bool, now: float, retire: bool = True) -> None:
         """The driver's send of ``request`` was cut short (Ctrl-C, a signal handler, close() from inside the turn):
         ``handed`` False, confluent-kafka's call certainly did not run (the topics go back to the queue, this
         attempt uncounted); True, it may have, and the request counts as handed over with its answer lost (its
         topics' outcome unknown, the slot held until the connection is known to be free: rule b). On the second
-        lane (``lanes``), either retires it (the driver reports a second handle it could not make as not handed)."""
+        lane (``lanes``), either retires it (the driver reports a second handle it could not make as not handed),
+        unless ``retire`` False: the driver took back, before it began, a request of a call whose caller gave up."""
         slot = self._lanes.of(request_id)
         if slot is None:
             return
         request = slot.request
         assert request is not None
-        if slot.lane != FIRST:
+        if slot.lane != FIRST and retire:
             self._lanes.retire()
         if handed:
             self._complete(request, slot, now)  # no result: every topic's is missing; the connection may be busy
