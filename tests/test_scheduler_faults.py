@@ -217,14 +217,16 @@ def test_close_racing_a_call_sent_from_the_callers_thread_reports_what_happened(
     went to a closed handle, so a request never sent was reported as possibly applied. The pause stands for the
     caller's thread losing the GIL there (Events, no sleeping)."""
     paused, resume = threading.Event(), threading.Event()
-    original = Turns.carry
+    original = Turns.finish_leftover
 
-    def carry(self: Turns, out: Any, actions: Any, *, flush: bool) -> None:
-        # the "late" call's own turn (a waiting caller's thread also takes turns: assist)
-        if not flush and out.send is not None and out.send.names == ["late"]:
+    def finish_leftover(self: Turns, actions: Any) -> None:
+        # the step kept under the lock, about to be carried out: the "late" call's own turn (a waiting caller's
+        # thread also takes turns: assist)
+        kept = self.leftover[-1] if self.leftover else None
+        if kept is not None and not kept.flush and kept.out.send is not None and kept.out.send.names == ["late"]:
             paused.set()
             resume.wait(10)
-        original(self, out, actions, flush=flush)
+        original(self, actions)
 
     closed_before_send: list[bool] = []
     original_send = scheduler_module.Scheduler.send
@@ -233,7 +235,7 @@ def test_close_racing_a_call_sent_from_the_callers_thread_reports_what_happened(
         closed_before_send.append(self._engine.status.closed)  # had the engine already failed this request's topics?
         original_send(self, sending)
 
-    monkeypatch.setattr(Turns, "carry", carry)
+    monkeypatch.setattr(Turns, "finish_leftover", finish_leftover)
     monkeypatch.setattr(scheduler_module.Scheduler, "send", send)
     broker = quota_broker()
     admin = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers})
@@ -259,6 +261,7 @@ def test_close_racing_a_call_sent_from_the_callers_thread_reports_what_happened(
     exc = admin.create_topics([NewTopic("late", 1, 1)], timeout_ms=30000)["late"].exception(30)
     for thread in threads:
         thread.join(30)
+    assert paused.is_set(), "the late call's turn was never paused between its step and its send"
     # The request for "late" is either handed to librdkafka before close() fails what is in flight ("outcome
     # unknown", or its answer, is then the truth), or, close() having come first, never sent and said so (since the
     # turn takes the send: close() waits for the turn, and a send begun after close is dropped); before the fix it

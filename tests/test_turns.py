@@ -113,15 +113,21 @@ def test_one_turn_at_a_time_and_its_owner_is_known() -> None:
     assert turns.wait_free(0.1)
 
 
+def carry(turns: Turns, out: Outbox, actions: Recorder, *, flush: bool) -> None:
+    """What the driver's turn does with a step: keeps it (in the step's critical section), then does it."""
+    turns.keep(out, flush=flush)
+    turns.finish_leftover(actions)
+
+
 def test_a_turn_carries_out_a_step_in_order_each_action_once() -> None:
     turns, actions = Turns(), Recorder()
     turns.take()
-    turns.carry(an_outbox(), actions, flush=True)
+    carry(turns, an_outbox(), actions, flush=True)
     # the metric events of a step that sends after the send (off its way to the broker), still before the settle
     assert actions.done == ["send", "metric m1", "metric m2", "export, waited for", "settle"]
     turns.release()
     with pytest.raises(AssertionError):  # invariant 2: only inside a turn
-        turns.carry(an_outbox(), actions, flush=True)
+        carry(turns, an_outbox(), actions, flush=True)
 
 
 def test_a_responses_throttle_goes_to_its_own_handler_among_the_metric_events_in_order() -> None:
@@ -129,8 +135,8 @@ def test_a_responses_throttle_goes_to_its_own_handler_among_the_metric_events_in
     metric event to ``Actions.metric``, in the order the engine decided them (issue 39)."""
     turns, actions = Turns(), Recorder()
     turns.take()
-    turns.carry(
-        Outbox.of([ResponseThrottle(None, 0.0), Retried("m1"), ResponseThrottle(1, 250.0)]), actions, flush=True
+    carry(
+        turns, Outbox.of([ResponseThrottle(None, 0.0), Retried("m1"), ResponseThrottle(1, 250.0)]), actions, flush=True
     )
     assert actions.done == ["throttle 0", "metric m1", "throttle 250", "export"]
     turns.release()
@@ -142,18 +148,18 @@ def test_a_turn_does_every_kind_of_action_in_the_engines_order_and_leaves_the_re
     decided: list[Action] = [Probe(), ReadMetadata(), Settle(*request.topics[0], None), Drain(1.5), WakeAt(5.0)]
     decided += [ReadViews(("t", "u")), Reached(), Retried("m1")]
     turns.take()
-    turns.carry(Outbox.of(decided), actions, flush=True)
+    carry(turns, Outbox.of(decided), actions, flush=True)
     exported_first = ["export, waited for", "settle"]  # the points of the results before the results (issue 38)
     assert actions.done == ["metric m1", "reached", "views t,u", "drain 1.5", *exported_first, "metadata", "probe"]
     actions.done.clear()
-    turns.carry(Outbox.of([*decided, request]), actions, flush=False)  # a caller's turn: the same
+    carry(turns, Outbox.of([*decided, request]), actions, flush=False)  # a caller's turn: the same
     assert actions.done == ["reached", "views t,u", "send", "metric m1", "drain 1.5", *exported_first]
     actions.done.clear()
     unsettled = [a for a in decided if not isinstance(a, Settle)]
-    turns.carry(Outbox.of(unsettled), actions, flush=True)  # nothing settled: exports handed over, not waited for
+    carry(turns, Outbox.of(unsettled), actions, flush=True)  # nothing settled: exports handed over, not waited for
     assert actions.done == ["metric m1", "reached", "views t,u", "drain 1.5", "export", "metadata", "probe"]
     actions.done.clear()
-    turns.carry(Outbox.of(unsettled), actions, flush=False)  # ... and on a caller's thread left to the scheduler's
+    carry(turns, Outbox.of(unsettled), actions, flush=False)  # ... and on a caller's thread left to the scheduler's
     assert "export" not in actions.done
     turns.release()
 
@@ -162,7 +168,7 @@ def test_a_turn_cut_short_is_finished_by_the_next_and_nothing_is_done_twice() ->
     turns, actions = Turns(), Recorder(fail_at="settle")
     turns.take()
     with pytest.raises(KeyboardInterrupt):
-        turns.carry(an_outbox(), actions, flush=True)
+        carry(turns, an_outbox(), actions, flush=True)
     turns.release()
     assert actions.done == ["send", "metric m1", "metric m2", "export, waited for"]
     turns.take()
@@ -178,7 +184,7 @@ def test_a_send_cut_before_its_call_began_is_sent_by_the_next_turn() -> None:
     turns.take()
     out = an_outbox()
     with pytest.raises(KeyboardInterrupt):
-        turns.carry(out, actions, flush=False)
+        carry(turns, out, actions, flush=False)
     assert turns.unsent() == [out.send]  # close() from here would say: not sent
     assert turns.take_cuts() == []
     actions.begin = True
@@ -196,7 +202,7 @@ def test_a_turn_cut_before_its_two_sends_began_says_neither_was_sent() -> None:
     first = a_request()
     second = Send(2, first.kind, (TopicRef(1, "u"),), (NewTopic("u", 1, 1),), 1, 10.0, 9.5, SECOND)
     with pytest.raises(KeyboardInterrupt):
-        turns.carry(Outbox((first, second)), actions, flush=False)
+        carry(turns, Outbox((first, second)), actions, flush=False)
     assert turns.unsent() == [first, second]
     turns.release()
 
@@ -206,7 +212,7 @@ def test_a_send_cut_after_its_call_may_have_begun_is_reported_and_not_sent_again
     turns.take()
     out = an_outbox()
     with pytest.raises(KeyboardInterrupt):
-        turns.carry(out, actions, flush=False)
+        carry(turns, out, actions, flush=False)
     assert turns.unsent() == []
     [cut] = turns.take_cuts()  # invariant 4: the engine hears of it before the next step
     assert cut.request is out.send
@@ -218,7 +224,7 @@ def test_a_send_cut_after_its_call_may_have_begun_is_reported_and_not_sent_again
 def test_nothing_is_sent_once_closed() -> None:
     turns, actions = Turns(), Recorder(closed=True)
     turns.take()
-    turns.carry(an_outbox(), actions, flush=False)  # invariant 5
+    carry(turns, an_outbox(), actions, flush=False)  # invariant 5
     assert "send" not in actions.done
     assert "not sent: closed" in actions.done
     turns.release()

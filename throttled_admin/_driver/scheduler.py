@@ -33,7 +33,6 @@ and the application's code run elsewhere (``_driver.user_code``), and librdkafka
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import itertools
 import logging
@@ -42,7 +41,7 @@ import operator
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -297,13 +296,12 @@ class Scheduler:
         ``_caller_turn``). A request already written ends unseen, as a call whose futures were dropped."""
         with self._cv:
             self._open.abandon(call_id)
-        if self._turns.take(0):  # (not waited for: the call's own turn took back what it decided, ``_caller_turn``)
-            try:
-                self._take_back(call_id, names)
-            finally:
-                self._turns.release()
-        else:
+        taken = self._turns.take(0)  # (not waited for: the call's own turn took back what it decided, ``_caller_turn``)
+        try:
             self._take_back(call_id, names)
+        finally:
+            if taken:
+                self._turns.release()
 
     def _take_back(self, call_id: int, names: Sequence[str]) -> None:
         """The call's topics not sent yet are withdrawn (``Engine.withdraw``); holding the turn, so are those of the
@@ -436,7 +434,8 @@ class Scheduler:
             # short): told as decided (once hedged: a topic the broker had created was told outcome unknown)
             known = {settle.ref: settle.outcome for settle in self._turns.unsettled()}
             open_calls = self._open.take_all()
-            closing: list[tuple[TopicFuture, BaseException | None]] = []  # (None: it succeeded)
+            closing: list[Settle] = []
+            futures: list[TopicFuture | None] = []
             for call_id, pending in open_calls.items():
                 for name, future in pending.items():
                     if not future.done():
@@ -447,13 +446,9 @@ class Scheduler:
                             if ref in known
                             else self._engine.closed_here(ref, pending.operation, unsent=ref in unsent_refs)
                         )
-                        closing.append((future, outcome))
-        for future, outcome in closing:
-            with contextlib.suppress(InvalidStateError):  # settled meanwhile, by another thread
-                if outcome is None:
-                    future.set_result(None)
-                else:
-                    future.set_exception(outcome)
+                        closing.append(Settle(call_id, name, outcome))
+                        futures.append(future)
+        carry_out(closing, futures)  # (one settled meanwhile, by another thread, keeps what it was told)
         self._wake_assisting()
 
     def _wake(self) -> None:

@@ -12,7 +12,7 @@ arrives (``Scheduler.assist``). ``Turns`` is the lock and the bookkeeping around
 Invariants (tests/test_turns.py checks each):
 
 1. One turn at a time: at most one thread holds the turn, and ``held_here()`` tells that thread from the others.
-2. Every step of the engine and every send happen inside a turn: ``carry`` and the driver's step assert
+2. Every step of the engine and every send happen inside a turn: ``keep`` and the driver's step assert
    ``held_here()``.
 3. Each action of a step is done once, in order. A step's actions are kept (``keep``, ``leftover``) in the
    step's own critical section, before anything of them is done; a turn cut short (an exception out of an action
@@ -292,13 +292,6 @@ class Turns:
         it leaves it to the next."""
         assert self.held_here()
         self.leftover.append(_Carry(out, flush))
-
-    def carry(self, out: Outbox, actions: Actions, *, flush: bool) -> None:
-        """Do what a step says, in order (outside the engine's lock): ``keep``, then done."""
-        self.keep(out, flush=flush)
-        carry = self.leftover[-1]
-        self._run(carry, actions)
-        self.leftover.remove(carry)
 
     def _run(self, carry: _Carry, actions: Actions) -> None:
         planned = carry.planned()
