@@ -30,7 +30,7 @@ from throttled_admin import (
 )
 from throttled_admin._driver import turns as turns_module
 from throttled_admin._driver.futures import TopicFuture
-from throttled_admin._driver.scheduler import Answer, Scheduler, SendOrder
+from throttled_admin._driver.scheduler import Answer, ClientGone, Scheduler, SendOrder
 from throttled_admin._driver.turns import Sending
 from throttled_admin._engine import (
     CREATE_TOPICS,
@@ -45,6 +45,7 @@ from throttled_admin._engine import (
     TopicSpecs,
 )
 from throttled_admin._engine.late_settle import LateSettlement
+from throttled_admin._engine.metric_events import RequestSent
 from throttled_admin._engine.retry import RetryBackoff
 
 SIGNAL_S = 10.0  # how long a test waits for a signal that must come (only a failing test waits this long)
@@ -110,7 +111,9 @@ class Driver:
     def __init__(self, backoff: RetryBackoff) -> None:
         self.clock = ManualClock()
         self.transport = ScriptedTransport()
-        self.scheduler = Scheduler(self.transport, Metrics(), pacer=None, backoff=backoff, clock=self.clock)
+        self.metrics = Metrics()
+        self.scheduler = Scheduler(self.transport, self.metrics, pacer=None, backoff=backoff, clock=self.clock)
+        self.written = 0  # requests handed over
 
     def create(self, names: list[str], timeout_s: float, records: int = 2) -> dict[str, Future[None]]:
         """A call creating ``names``, each of ``records`` KRaft records (6,000: one topic a request, the cap being
@@ -128,6 +131,7 @@ class Driver:
     def sent(self) -> tuple[list[str], Callable[[Answer], None]]:
         """The next request handed over (waited for: it must come), as its names and where its answer goes."""
         order, on_answer = self.transport.sent.get(timeout=SIGNAL_S)
+        self.written += 1
         return [item.topic for item in order.items], on_answer
 
     def answer(self, on_answer: Callable[[Answer], None], results: dict[str, BaseException | None]) -> None:
@@ -380,7 +384,8 @@ def test_a_call_cut_short_in_its_own_turn_before_its_send_began_is_never_sent(
     driver: Driver, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
     """Ctrl-C in ``submit``'s own turn after its step decided the send and before the send began: create_topics()
-    raises, and the request is never sent (the next turn sent it: topics created that no future reported)."""
+    raises, and the request is never sent (the next turn sent it: topics created that no future reported), nor
+    counted as sent in the metrics."""
     main = threading.current_thread()
     plan, of = turns_module._plan, SendOrder.of
 
@@ -404,6 +409,7 @@ def test_a_call_cut_short_in_its_own_turn_before_its_send_began_is_never_sent(
         monkeypatch.setattr(SendOrder, "of", staticmethod(order_of))
     _cut_short_in_its_own_turn(driver)
     assert driver.answered_until_quiet() == []
+    assert len(driver.metrics.of(RequestSent)) == driver.written
 
 
 def test_a_call_cut_short_in_its_own_turn_is_not_sent_by_the_turn_waiting_for_it(
@@ -536,6 +542,27 @@ def test_a_call_cut_short_before_its_futures_are_made_sends_nothing_more(driver:
         driver.create(names, timeout_s=60.0)
     written = driver.answered_until_quiet()
     assert 0 < len(written) < len(names), len(written)  # the first request (and the second connection's) only
+
+
+def test_a_client_dropped_while_a_send_waits_settles_every_future(driver: Driver) -> None:
+    """The client is garbage-collected between two requests of a call: the send that finds it gone is not handed
+    over, and the scheduler's last turn settles the topic as not sent (once, the last turn met the same send again,
+    skipped the engine's close, and the future stayed pending for good)."""
+    futures = driver.create(["t0", "t1"], timeout_s=60.0, records=6000)  # one topic a request
+    sent, on_answer = driver.sent()
+    assert sent == ["t0"], sent
+    scripted = driver.transport.send
+
+    def gone(order: SendOrder, on_answer: Callable[[Answer], None], sending: Sending) -> bool:
+        raise ClientGone  # as ``_Transport.send`` once the client's last reference is dropped
+
+    driver.transport.send = gone  # type: ignore[method-assign]
+    driver.answer(on_answer, {"t0": None})
+    assert futures["t0"].exception(timeout=SIGNAL_S) is None
+    exc = futures["t1"].exception(timeout=SIGNAL_S)
+    assert isinstance(exc, ClientClosedError), repr(exc)
+    assert not exc.sent
+    driver.transport.send = scripted  # type: ignore[method-assign]
 
 
 def test_a_retry_waits_for_its_back_off_on_the_drivers_clock(driver: Driver) -> None:

@@ -766,7 +766,9 @@ class Scheduler:
         try:
             handed = self._transport.send(SendOrder.of(request), on_answer, sending)
         except ClientGone:
-            raise
+            if not self._closed:
+                raise  # the scheduler's thread closes, and its last turn meets this send again
+            handed = False  # that last turn: not handed over, and the engine closes after it (every future settled)
         except Exception as exc:  # confluent-kafka refused the call itself: final for every topic, with its reason
             with self._cv:
                 self._engine.on_send_refused(request.request_id, exc, self._clock())
@@ -791,7 +793,9 @@ class Scheduler:
         try:
             handed = self._transport.send(order, functools.partial(self._drained, drain.lane), Sending(None))
         except ClientGone:
-            raise
+            if not self._closed:
+                raise  # (as ``send``)
+            handed = False
         except Exception:  # confluent-kafka refused it (it never does): asking again would only spin
             log.warning("the sentinel after an abandoned request could not be sent", exc_info=True)
             handed = False
@@ -833,7 +837,10 @@ class Scheduler:
         try:
             future = self._transport.probe(CONTACT_PROBE_TIMEOUT_S)
         except ClientGone:
-            raise
+            if not self._closed:
+                raise  # (as ``send``)
+            self._on_probe_done(None)
+            return
         except Exception:
             log.debug("the contact probe could not be sent", exc_info=True)
             self._on_probe_done(None)

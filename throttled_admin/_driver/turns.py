@@ -51,7 +51,7 @@ from throttled_admin._engine import (
     Settle,
     WakeAt,
 )
-from throttled_admin._engine.metric_events import ResponseThrottle
+from throttled_admin._engine.metric_events import RequestSent, ResponseThrottle
 
 __all__ = ["Actions", "Cut", "Sending", "Turns"]
 
@@ -310,8 +310,14 @@ class Turns:
             carry.done += 1
 
     def _send(self, carry: _Carry, request: Send, actions: Actions) -> None:
-        if request.request_id in self._dropped:  # taken back before it began (``drop_unsent``)
+        if request.request_id in self._dropped:  # taken back before it began (``drop_unsent``): nor counted as sent
             self._dropped.discard(request.request_id)
+            planned = carry.planned()
+            planned[carry.done + 1 :] = [
+                action
+                for action in planned[carry.done + 1 :]
+                if not (type(action) is RequestSent and action.request_id == request.request_id)
+            ]
             return
         sending = carry.sending
         if sending is None or sending.request is not request:

@@ -747,7 +747,7 @@ class Engine:
         timeouts = request_timeout_s, operation_timeout_s
         self._out.append(Send(request_id, kind, tuple(refs), items, mutations, *timeouts, slot.lane))
         operation, count = kind.operation.name, len(chosen)
-        self._out.append(RequestSent(operation, count, mutations))
+        self._out.append(RequestSent(operation, count, mutations, request_id))
         return request.expires_at  # (``Slot.settles_at`` of a request with no result yet)
 
     def _choose(

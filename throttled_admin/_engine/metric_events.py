@@ -80,11 +80,13 @@ class Retried:
 
 @dataclass(frozen=True, slots=True)
 class RequestSent:
-    """A mutation request put in the outbox: its topics and the mutations they cost (KIP-599)."""
+    """A mutation request put in the outbox: its topics and the mutations they cost (KIP-599). ``request_id``: the
+    ``Send``'s (None as a sink records it): a request the driver takes back before it began is not counted."""
 
     operation: str
     topics: int
     mutations: int
+    request_id: int | None = field(default=None, compare=False)
 
     def report(self, sink: MetricsSink) -> None:
         sink.record_request(self.operation, self.topics, self.mutations)
