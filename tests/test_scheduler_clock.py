@@ -31,7 +31,7 @@ from throttled_admin import (
 from throttled_admin._driver import turns as turns_module
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.scheduler import Answer, ClientGone, Scheduler, SendOrder
-from throttled_admin._driver.turns import Sending
+from throttled_admin._driver.turns import Sending, Turns
 from throttled_admin._engine import (
     CREATE_TOPICS,
     DRAIN_NAME,
@@ -46,7 +46,9 @@ from throttled_admin._engine import (
 )
 from throttled_admin._engine.late_settle import LateSettlement
 from throttled_admin._engine.metric_events import RequestSent
+from throttled_admin._engine.queue import WorkQueue
 from throttled_admin._engine.retry import RetryBackoff
+from throttled_admin._engine.work import Call, Topic
 
 SIGNAL_S = 10.0  # how long a test waits for a signal that must come (only a failing test waits this long)
 REQUEST_TIMED_OUT = KafkaException(KafkaError(KafkaError.REQUEST_TIMED_OUT))  # nothing applied: retried
@@ -502,6 +504,56 @@ def test_a_close_here_as_a_step_settles_a_large_answer_tells_it_applied(
     assert LateSettlement.take is take, "no close() was made"
     told = {name: futures[name].exception(timeout=SIGNAL_S) for name in first}
     assert all(exc is None for exc in told.values()), next(exc for exc in told.values() if exc is not None)
+
+
+def test_a_call_cut_short_as_it_takes_the_turn_lets_the_turn_go(
+    driver: Driver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C in ``submit`` just after its thread took the turn, before the turn's own guard: the turn is let go
+    (once, this thread held it for good: the scheduler's thread waited for it, and no call was settled again)."""
+    main = threading.current_thread()
+    take = Turns.take
+
+    def taken_then_interrupted(turns: Turns, timeout: float | None = None) -> bool:
+        taken = take(turns, timeout)
+        caller = sys._getframe(1)
+        if taken and threading.current_thread() is main and caller.f_locals.get("submitting") is not None:
+            monkeypatch.undo()  # once
+            raise KeyboardInterrupt
+        return taken
+
+    monkeypatch.setattr(Turns, "take", taken_then_interrupted)
+    _cut_short_in_its_own_turn(driver)
+    assert not driver.scheduler._turns.held_here()
+    futures = driver.create(["b"], timeout_s=60.0)
+    assert driver.answered_until_quiet() == ["b"]
+    assert futures["b"].exception(timeout=SIGNAL_S) is None
+
+
+@pytest.mark.parametrize("where", ["once queued", "while its names are held"])
+def test_a_call_cut_short_inside_the_engines_submit_is_never_sent(
+    driver: Driver, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Ctrl-C inside ``Engine.submit`` (a bulk call's is long): none of the call stays queued, and its names are not
+    held (once, the engine sent the call with nobody holding its futures, or a later call of its name waited behind
+    it until its deadline)."""
+    add = WorkQueue.add
+
+    def interrupted(queue: WorkQueue, call: Call, topics: list[Topic]) -> None:
+        monkeypatch.undo()  # once
+        if where == "once queued":
+            add(queue, call, topics)
+        else:
+            queue._names.hold_all(topics)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(WorkQueue, "add", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        driver.create(["a", "b"], timeout_s=60.0)
+    assert driver.answered_until_quiet() == []
+    futures = driver.create(["a"], timeout_s=60.0)
+    assert driver.answered_until_quiet() == ["a"]
+    assert futures["a"].exception(timeout=SIGNAL_S) is None
 
 
 def test_a_call_cut_short_as_its_early_settlements_are_carried_out_sends_nothing_more(

@@ -255,17 +255,17 @@ class Scheduler:
         50,000 of them took a fifth of a bulk call's time to its first write). Until they are, the call's
         settlements wait for them (``OpenCalls``: a broker that answers at once, a deadline already passed, a close)."""
         call_id = next(self._call_ids)
-        with self._lock:
-            if self._closed:
-                raise RuntimeError(CLOSED_MESSAGE)
-            idle = self._engine.submit(call_id, spec, items)
-            self._open.expect(call_id)
-            # Nothing in flight: this thread takes the turn and sends, saving a wake of the scheduler's thread on
-            # the way out (that thread is woken only if it sleeps past what the step wants done next).
-            here = self.caller_turns and idle
-            if not here:
-                self._wake()
         try:
+            with self._lock:
+                if self._closed:
+                    raise RuntimeError(CLOSED_MESSAGE)
+                idle = self._engine.submit(call_id, spec, items)  # (cut short inside, it keeps none of the call)
+                self._open.expect(call_id)
+                # Nothing in flight: this thread takes the turn and sends, saving a wake of the scheduler's thread on
+                # the way out (that thread is woken only if it sleeps past what the step wants done next).
+                here = self.caller_turns and idle
+                if not here:
+                    self._wake()
             if here and not self._turn_here((call_id, items.names)):
                 # Another thread holds the turn and may have stepped before this call was queued: the scheduler's
                 # thread steps for it (a wake-up with nothing new does not step the engine).
@@ -296,11 +296,12 @@ class Scheduler:
         ``_caller_turn``). A request already written ends unseen, as a call whose futures were dropped."""
         with self._cv:
             self._open.abandon(call_id)
-        taken = self._turns.take(0)  # (not waited for: the call's own turn took back what it decided, ``_caller_turn``)
+        held = self._turns.held_here()
         try:
+            self._turns.take(0)  # (not waited for: the call's own turn took back what it decided, ``_caller_turn``)
             self._take_back(call_id, names)
         finally:
-            if taken:
+            if not held and self._turns.held_here():  # taken here (a second Ctrl-C as it was taken included)
                 self._turns.release()
 
     def _take_back(self, call_id: int, names: Sequence[str]) -> None:
@@ -521,20 +522,31 @@ class Scheduler:
         GIL, about 0.25 ms), else left to the scheduler's thread, which is woken if the engine wants something done
         before it would wake. An answer that arrived during the turn (librdkafka's, while the caller's thread was
         inside the send) is taken in one more turn here, instead of waking the scheduler's thread for it.
-        ``submitting``: the call (its id and names) whose ``submit`` takes it (``_caller_turn``)."""
-        if not self._turns.take(0):
+        ``submitting``: the call (its id and names) whose ``submit`` takes it (``_caller_turn``). Cut short (Ctrl-C)
+        between taking the turn and the turn's own guard, the turn is let go (it was held for good, and every call
+        with it)."""
+        if self._turns.held_here():  # (a turn is whole: never taken inside another)
             return False
-        out = self._caller_turn(submitting)
-        with self._lock:
-            again = bool(self._arrived) and not self._closed
-            if not again:
-                self._wake_for(out)
-        if again:
-            out = self._caller_turn(submitting) if self._turns.take(0) else None
+        try:
+            if not self._turns.take(0):
+                return False
+            out = self._caller_turn(submitting)
             with self._lock:
-                self._wake_for(out)
-                if self._arrived:  # arrived during that one too: the scheduler's thread takes it
+                again = bool(self._arrived) and not self._closed
+                if not again:
+                    self._wake_for(out)
+            if again:
+                out = self._caller_turn(submitting) if self._turns.take(0) else None
+                with self._lock:
+                    self._wake_for(out)
+                    if self._arrived:  # arrived during that one too: the scheduler's thread takes it
+                        self._wake()
+        except BaseException:
+            if self._turns.held_here():  # taken here, and the turn's guard not reached
+                self._turns.release()
+                with self._lock:
                     self._wake()
+            raise
         return True
 
     def _caller_turn(self, submitting: tuple[int, Sequence[str]] | None = None) -> Outbox | None:

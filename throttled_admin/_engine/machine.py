@@ -248,17 +248,23 @@ class Engine:
         if self._closed:
             raise RuntimeError(CLOSED_MESSAGE)
         call = Call(spec, call_id)
-        given = TopicSpecs.of(topics)
-        own = list(map(Topic, given.names, given.items, itertools.repeat(call), given.costs, given.records))
-        if call.spec.wait_for_metadata and not call.kind.validate_only and call.kind.operation is CREATE_TOPICS:
-            # incarnations: the ids before the send (``visibility``)
-            self._views.want_ids(own)
-        default = self._metadata.default_partitions
-        if default is not None and call.kind.operation is CREATE_TOPICS:
-            for topic in own:
-                if topic.cost is None:
-                    cost_with_default(topic, default)  # -1 partitions: the cluster's default, known already
-        self._queue.add(call, own)  # rule a: held behind its name while an earlier pending call names it too
+        own: list[Topic] = []
+        try:
+            given = TopicSpecs.of(topics)
+            own = list(map(Topic, given.names, given.items, itertools.repeat(call), given.costs, given.records))
+            if call.spec.wait_for_metadata and not call.kind.validate_only and call.kind.operation is CREATE_TOPICS:
+                # incarnations: the ids before the send (``visibility``)
+                self._views.want_ids(own)
+            default = self._metadata.default_partitions
+            if default is not None and call.kind.operation is CREATE_TOPICS:
+                for topic in own:
+                    if topic.cost is None:
+                        cost_with_default(topic, default)  # -1 partitions: the cluster's default, known already
+            self._queue.add(call, own)  # rule a: held behind its name while an earlier pending call names it too
+        except BaseException:  # cut short (Ctrl-C on the caller's thread, a bulk call's long submit): none of it stays
+            self._queue.discard(call, own)
+            self._views.forget_all(own)
+            raise
         if not own and (finished := self._queue.finished(call, call.spec.started_at)) is not None:
             self._metric(finished)
         return self._lanes.first.request is None

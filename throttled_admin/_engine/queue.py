@@ -45,6 +45,13 @@ class WorkQueue:
         call.unsettled = len(topics)
         self.calls[call.id] = call
 
+    def discard(self, call: Call, topics: list[Topic]) -> None:
+        """The call's ``add`` was cut short, or the engine's ``submit`` after it: the call leaves the queue, and its
+        topics' names are let go (none is settled: nobody holds them)."""
+        self.calls.pop(call.id, None)
+        for topic in topics:
+            self._names.release(topic)
+
     def settled(self, topic: Topic, now: float) -> CallFinished | None:
         """The topic is settled or withdrawn: the earliest pending call naming it may send it now; the call's
         metric event if that was its last topic."""
