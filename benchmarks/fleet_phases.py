@@ -9,12 +9,17 @@ what ``pipeline.py --bare`` does (AdminClient, one ``list_topics``, creates pace
     .venv/bin/python benchmarks/fleet_phases.py --bare     # bare confluent-kafka
     .venv/bin/python benchmarks/fleet_phases.py --no-wait-for-metadata
     .venv/bin/python benchmarks/fleet_phases.py --threads [--entities 50]   # and CPU by kind of thread, per phase
+    .venv/bin/python benchmarks/fleet_phases.py --turns    # and the schedulers' turns: how many, and their CPU
 
 ``--threads`` also reads each thread's CPU (``/proc/self/task/*/schedstat``, with every entity held at the barrier)
 and the garbage collector's time (``gc.callbacks``) at each barrier: per phase, the CPU of the schedulers' threads,
 the ``wait_for_metadata`` readers, librdkafka's threads, the entities' own threads, and the collector's share of
 them all. ``--entities`` runs fewer (or more) entities of the same plan: the cost per topic against the number of
-clients in the process.
+clients in the process. ``--turns`` counts the scheduler's turns and their parts, and times each on its thread's
+CPU clock (``TurnCosts``).
+
+Ours waits for its futures as ``provisioning.execute`` does (a callback each, ``_when_settled``): a
+``concurrent.futures.wait`` on them made a ``Condition`` a future, and the garbage collector's share with them.
 """
 
 from __future__ import annotations
@@ -22,11 +27,12 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import queue
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import wait
+from concurrent.futures import Future
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -34,10 +40,12 @@ from typing import Any
 import pipeline
 
 from throttled_admin._driver.metadata_read import ContactWatch
+from throttled_admin._driver.scheduler import Scheduler
+from throttled_admin._driver.turns import Turns
 from throttled_admin.provisioning import PlanRow, Profile
 from throttled_admin.provisioning._brokers import registered_brokers
 from throttled_admin.provisioning._cluster_read import names_to_read, read_cluster_topics
-from throttled_admin.provisioning._executor import _new_client, _new_topic
+from throttled_admin.provisioning._executor import _new_client, _new_topic, _when_settled
 
 OURS = ("client", "read the group's names", "a second DescribeCluster (main's, cut)", "creates, paced", "close")
 BARE = ("client", "list_topics", "creates, paced", "close")
@@ -52,7 +60,11 @@ def ours(profile: Profile, rows: list[PlanRow], step: Callable[[], None], visibl
     registered_brokers(admin, 30)
     step()
     futures = admin.create_topics([_new_topic(r) for r in rows], request_timeout=30, wait_for_metadata=visible)
-    wait(list(futures.values()))
+    settled: queue.SimpleQueue[Future[Any]] = queue.SimpleQueue()
+    for future in futures.values():  # as ``provisioning.execute`` waits (a wait() would make a Condition each)
+        _when_settled(future, settled.put)
+    for _ in futures:
+        settled.get()
     step()
     admin.close()
 
@@ -89,6 +101,49 @@ def thread_cpu() -> dict[int, tuple[str, float]]:
     return out
 
 
+class TurnCosts:
+    """``--turns``: how many times the driver's parts ran over the whole run, and their CPU (``time.thread_time``
+    of the thread running each, nested parts inside their callers'), by wrapping them: what a scheduler's turn
+    costs and what it is made of. The wrapping adds about 2 us a call to what it measures."""
+
+    PARTS = (
+        (Scheduler, "_turn", "a turn (any thread)"),
+        (Scheduler, "_step", "of which the engine's step"),
+        (Turns, "finish_leftover", "of which carrying out what it says"),
+        (Scheduler, "send", "of which sends"),
+        (Scheduler, "_poll", "of which polls"),
+        (Scheduler, "_sleep", "the scheduler's thread's sleeps (waking)"),
+        (Scheduler, "_poll_only", "its polls between turns"),
+        (Scheduler, "_read_views", "a wait_for_metadata read (the views reader)"),
+        (Scheduler, "_views_done", "its answer handed to the engine"),
+    )
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.seconds: Counter[str] = Counter()
+        for owner, name, label in self.PARTS:
+            setattr(owner, name, self._wrapped(getattr(owner, name), label))
+
+    def _wrapped(self, method: Callable[..., Any], label: str) -> Callable[..., Any]:
+        counts, seconds, clock = self.counts, self.seconds, time.thread_time
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = clock()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                seconds[label] += clock() - started  # (a Counter's += on one key: the GIL keeps it whole enough)
+                counts[label] += 1
+
+        return timed
+
+    def print(self) -> None:
+        print("\nThe driver's parts over the whole run (--turns):\n| part | times | CPU | each |\n|---|---|---|---|")
+        for _, _, label in self.PARTS:
+            n, cpu = self.counts[label], self.seconds[label]
+            print(f"| {label} | {n} | {cpu:.2f} s | {1e6 * cpu / max(n, 1):.0f} us |")
+
+
 class Collector:
     """The garbage collector's time, from ``gc.callbacks``."""
 
@@ -111,7 +166,9 @@ def main() -> None:
     parser.add_argument("--target-seconds", type=float, default=10.0)
     parser.add_argument("--entities", type=int, default=200)
     parser.add_argument("--threads", action="store_true", help="also CPU by kind of thread, per phase")
+    parser.add_argument("--turns", action="store_true", help="also the schedulers' turns: how many, their CPU")
     args = parser.parse_args()
+    turns = TurnCosts() if args.turns and not args.bare else None
     pipeline.BROKER_PROCESSES["on"] = True
     rates, rows = pipeline.entity_plan(args.entities, args.target_seconds, 5)
     mine: dict[str, list[PlanRow]] = {}
@@ -155,6 +212,8 @@ def main() -> None:
     print(f"| all | {marks[-1][1] - marks[0][1]:.2f} s | {total:.2f} s | - | {1000 * total / len(rows):.3f} ms |")
     if kinds:
         print_threads(phases, kinds)
+    if turns is not None:
+        turns.print()
 
 
 def print_threads(phases: tuple[str, ...], kinds: list[tuple[dict[int, tuple[str, float]], float]]) -> None:
