@@ -48,6 +48,7 @@ from throttled_admin._engine.metric_events import (
     ResponseThrottle,
     Retried,
 )
+from throttled_admin._engine.queue import WorkQueue
 from throttled_admin._engine.visibility import (
     FIRST_READ_S,
     GROWTH,
@@ -1099,3 +1100,33 @@ def test_close_counts_the_quota_refusals_of_a_request_answered_in_part() -> None
     drain(engine.step(0.02), sink)
     assert sink.of(QuotaViolations) == [QuotaViolations("CreateTopics", 2)]
     assert sink.of(ResponseThrottle) == [ResponseThrottle(1, 400.0)]
+
+
+def _one_topic(name: str, call: Call) -> Topic:
+    return Topic(name, NewTopic(name, 1, 1), call, 1)
+
+
+def test_a_call_discarded_from_the_queue_hands_its_names_to_the_calls_behind() -> None:
+    """``Engine.submit`` cut short (Ctrl-C) discards the call: a later call of the same name, queued behind it, may
+    go (it stayed held behind a call that was gone, and failed at its deadline)."""
+    queue = WorkQueue(max_topics_per_request=100)
+    spec = CallSpec(RequestKind(CREATE_TOPICS, False), 60.0, 60_000, True, None, None, started_at=0.0)
+    cut, later = Call(spec, 1), Call(spec, 2)
+    mine, theirs = _one_topic("x", cut), _one_topic("x", later)
+    queue.add(cut, [mine])
+    queue.add(later, [theirs])
+    queue.discard(cut, [mine])
+    assert list(queue.calls) == [2]
+    assert queue.head(0.0, lambda _: False) is theirs, theirs.state
+
+
+def test_a_duplicate_call_id_is_refused_and_the_pending_call_is_kept() -> None:
+    engine = Engine(pacer=None, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
+    engine.on_probe(True, 0.0)
+    spec = CallSpec(RequestKind(CREATE_TOPICS, False), 10.0, 10_000, True, None, None, started_at=0.0)
+    engine.submit(1, spec, [("a", NewTopic("a", 1, 1), 1, 2)])
+    with pytest.raises(ValueError, match="already pending"):
+        engine.submit(1, spec, [("b", NewTopic("b", 1, 1), 1, 2)])
+    sent = engine.step(0.0).send
+    assert sent is not None
+    assert [ref.name for ref in sent.topics] == ["a"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import queue
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from types import SimpleNamespace
 from typing import Any
@@ -506,25 +506,37 @@ def test_a_close_here_as_a_step_settles_a_large_answer_tells_it_applied(
     assert all(exc is None for exc in told.values()), next(exc for exc in told.values() if exc is not None)
 
 
-def test_a_call_cut_short_as_it_takes_the_turn_lets_the_turn_go(
+def test_a_call_cut_short_as_it_takes_the_turn_lets_the_turn_go_and_is_never_sent(
     driver: Driver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Ctrl-C in ``submit`` just after its thread took the turn, before the turn's own guard: the turn is let go
-    (once, this thread held it for good: the scheduler's thread waited for it, and no call was settled again)."""
+    (once, this thread held it for good: no call was settled again), and the call is taken back before it is, so
+    that the scheduler's thread, woken, does not send it even if it runs first (here: given up to 1 s)."""
     main = threading.current_thread()
-    take = Turns.take
+    take, abandon = Turns.take, Scheduler._abandon
+    cut: list[bool] = []
 
     def taken_then_interrupted(turns: Turns, timeout: float | None = None) -> bool:
         taken = take(turns, timeout)
         caller = sys._getframe(1)
-        if taken and threading.current_thread() is main and caller.f_locals.get("submitting") is not None:
-            monkeypatch.undo()  # once
+        if taken and threading.current_thread() is main and caller.f_locals.get("submitting") is not None and not cut:
+            cut.append(True)
             raise KeyboardInterrupt
         return taken
 
+    def abandon_after_a_switch(scheduler: Scheduler, call_id: int, names: Sequence[str]) -> None:
+        if cut and threading.current_thread() is main:  # the scheduler's thread, woken, may send before this runs
+            sent = driver.transport.sent
+            with sent.not_empty:
+                sent.not_empty.wait_for(sent._qsize, timeout=0.5)  # (qsize() would take the mutex again)
+        abandon(scheduler, call_id, names)
+
     monkeypatch.setattr(Turns, "take", taken_then_interrupted)
+    monkeypatch.setattr(Scheduler, "_abandon", abandon_after_a_switch)
     _cut_short_in_its_own_turn(driver)
+    monkeypatch.undo()
     assert not driver.scheduler._turns.held_here()
+    assert driver.answered_until_quiet() == []
     futures = driver.create(["b"], timeout_s=60.0)
     assert driver.answered_until_quiet() == ["b"]
     assert futures["b"].exception(timeout=SIGNAL_S) is None
@@ -554,6 +566,27 @@ def test_a_call_cut_short_inside_the_engines_submit_is_never_sent(
     futures = driver.create(["a"], timeout_s=60.0)
     assert driver.answered_until_quiet() == ["a"]
     assert futures["a"].exception(timeout=SIGNAL_S) is None
+
+
+def test_a_call_queued_behind_a_call_cut_inside_the_engines_submit_is_sent(
+    driver: Driver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A signal handler that calls the client inside ``Engine.submit`` (the scheduler's lock is re-entrant), then
+    raises: its call, queued behind the cut one's name, is sent (it waited behind a call that was gone)."""
+    made: dict[str, Future[None]] = {}
+
+    def handler_runs_then_raises(queue: WorkQueue, call: Call, topics: list[Topic]) -> None:
+        monkeypatch.undo()  # once
+        queue._names.hold_all(topics)  # the cut call holds its names ...
+        made.update(driver.create(["x"], timeout_s=60.0))  # ... when a signal handler calls the client ...
+        raise KeyboardInterrupt  # ... and raises
+
+    monkeypatch.setattr(WorkQueue, "add", handler_runs_then_raises)
+    with pytest.raises(KeyboardInterrupt):
+        driver.create(["x"], timeout_s=30.0)
+    driver.advance(0.0)
+    assert driver.answered_until_quiet() == ["x"]
+    assert made["x"].exception(timeout=SIGNAL_S) is None
 
 
 def test_a_call_cut_short_as_its_early_settlements_are_carried_out_sends_nothing_more(
@@ -614,6 +647,7 @@ def test_a_client_dropped_while_a_send_waits_settles_every_future(driver: Driver
     exc = futures["t1"].exception(timeout=SIGNAL_S)
     assert isinstance(exc, ClientClosedError), repr(exc)
     assert not exc.sent
+    assert len(driver.metrics.of(RequestSent)) == driver.written  # (the send that found it gone is not counted)
     driver.transport.send = scripted  # type: ignore[method-assign]
 
 

@@ -67,12 +67,13 @@ class Recorder:
     def read_views(self, names: list[str]) -> None:
         self._do(f"views {','.join(names)}")
 
-    def send(self, sending: Sending) -> None:
+    def send(self, sending: Sending) -> bool:
         sending.closed = lambda: self.closed
         if self.begin and not sending.begin():
             self.done.append("not sent: closed")
-            return
+            return False
         self._do("send")
+        return True
 
     def drain(self, drain: Drain) -> None:
         self._do(f"drain {drain.request_timeout_s}")

@@ -542,10 +542,15 @@ class Scheduler:
                     if self._arrived:  # arrived during that one too: the scheduler's thread takes it
                         self._wake()
         except BaseException:
-            if self._turns.held_here():  # taken here, and the turn's guard not reached
-                self._turns.release()
-                with self._lock:
-                    self._wake()
+            if self._turns.held_here():  # taken here, and the turn's guard not reached: as that guard would
+                self._in_caller_turn = False
+                try:
+                    if submitting is not None:  # before the turn is let go (``_caller_turn``)
+                        self._take_back(*submitting)
+                finally:
+                    self._turns.release()
+                    with self._lock:
+                        self._wake()
             raise
         return True
 
@@ -770,7 +775,8 @@ class Scheduler:
             self._open.forget_all(settlements)
         self._wake_assisting()
 
-    def send(self, sending: Sending) -> None:
+    def send(self, sending: Sending) -> bool:
+        """False: not handed over (closed first, or refused by confluent-kafka), and the engine told so."""
         request = sending.request
         assert request is not None
         sending.closed = self._closed_now  # (read in C: no frame between confluent-kafka's call and the look)
@@ -785,11 +791,12 @@ class Scheduler:
             with self._cv:
                 self._engine.on_send_refused(request.request_id, exc, self._clock())
                 self._wake()
-            return
+            return False
         if not handed:  # closed before confluent-kafka's call began: not sent
             with self._cv:
                 self._engine.on_send_cut_short(request.request_id, handed=False, now=self._clock())
                 self._dirty = True  # the engine's next step has news (the scheduler's thread is not woken for it)
+        return handed
 
     def drain(self, drain: Drain) -> None:
         """The sentinel (``_engine/connection``): a DeleteTopics of a name no topic can have, behind the request

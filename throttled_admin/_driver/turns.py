@@ -95,7 +95,8 @@ class Actions(Protocol):
 
     def read_views(self, names: list[str]) -> None: ...
 
-    def send(self, sending: Sending) -> None: ...
+    def send(self, sending: Sending) -> bool:
+        """False: not handed over (and the engine told so): the request is not counted as sent."""
 
     def drain(self, drain: Drain) -> None: ...
 
@@ -310,25 +311,33 @@ class Turns:
             carry.done += 1
 
     def _send(self, carry: _Carry, request: Send, actions: Actions) -> None:
-        if request.request_id in self._dropped:  # taken back before it began (``drop_unsent``): nor counted as sent
+        if request.request_id in self._dropped:  # taken back before it began (``drop_unsent``)
             self._dropped.discard(request.request_id)
-            planned = carry.planned()
-            planned[carry.done + 1 :] = [
-                action
-                for action in planned[carry.done + 1 :]
-                if not (type(action) is RequestSent and action.request_id == request.request_id)
-            ]
+            _uncount(carry, request)
             return
         sending = carry.sending
         if sending is None or sending.request is not request:
             sending = carry.sending = Sending(request)
         try:
-            actions.send(sending)  # sets sending.began just before confluent-kafka's call, checks closed after it
+            handed = actions.send(sending)  # sets sending.began just before confluent-kafka's call, checks closed after
         except BaseException:
             if sending.began:  # it may have begun: handed over, the answer lost; skipped by the next turn
                 self.cuts.append(Cut(request))
                 carry.done += 1
             raise
+        if not handed:
+            _uncount(carry, request)
+
+
+def _uncount(carry: _Carry, request: Send) -> None:
+    """The request was not handed over (taken back, closed first, refused): its ``RequestSent``, planned after the
+    step's sends, is not recorded."""
+    planned = carry.planned()
+    planned[carry.done + 1 :] = [
+        action
+        for action in planned[carry.done + 1 :]
+        if not (type(action) is RequestSent and action.request_id == request.request_id)
+    ]
 
 
 def _itself(action: Any) -> Any:

@@ -46,11 +46,13 @@ class WorkQueue:
         self.calls[call.id] = call
 
     def discard(self, call: Call, topics: list[Topic]) -> None:
-        """The call's ``add`` was cut short, or the engine's ``submit`` after it: the call leaves the queue, and its
-        topics' names are let go (none is settled: nobody holds them)."""
-        self.calls.pop(call.id, None)
+        """The engine's ``submit`` of the call was cut short (in ``add`` or after it): the call leaves the queue, and
+        its topics' names go to the calls behind them (none of its topics is settled: nobody holds them)."""
+        if self.calls.get(call.id) is call:  # (not another call of the same id, refused by ``add``)
+            del self.calls[call.id]
         for topic in topics:
-            self._names.release(topic)
+            if (holder := self._names.release(topic)) is not None:
+                holder.call.move(holder, TopicState.QUEUED)
 
     def settled(self, topic: Topic, now: float) -> CallFinished | None:
         """The topic is settled or withdrawn: the earliest pending call naming it may send it now; the call's
