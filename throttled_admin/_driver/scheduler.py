@@ -523,8 +523,8 @@ class Scheduler:
         before it would wake. An answer that arrived during the turn (librdkafka's, while the caller's thread was
         inside the send) is taken in one more turn here, instead of waking the scheduler's thread for it.
         ``submitting``: the call (its id and names) whose ``submit`` takes it (``_caller_turn``). Cut short (Ctrl-C)
-        between taking the turn and the turn's own guard, the turn is let go (it was held for good, and every call
-        with it)."""
+        between taking the turn and the turn's own guard, it does what that guard does: the call is taken back, then
+        the turn is let go (it was held for good, and every call with it)."""
         if self._turns.held_here():  # (a turn is whole: never taken inside another)
             return False
         try:

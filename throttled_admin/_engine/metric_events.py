@@ -81,7 +81,7 @@ class Retried:
 @dataclass(frozen=True, slots=True)
 class RequestSent:
     """A mutation request put in the outbox: its topics and the mutations they cost (KIP-599). ``request_id``: the
-    ``Send``'s (None as a sink records it): a request the driver takes back before it began is not counted."""
+    ``Send``'s (None as a sink records it): a request the driver did not hand over is not counted."""
 
     operation: str
     topics: int
