@@ -1115,8 +1115,8 @@ def test_a_call_discarded_from_the_queue_hands_its_names_to_the_calls_behind() -
     mine, theirs = _one_topic("x", cut), _one_topic("x", later)
     queue.add(cut, [mine])
     queue.add(later, [theirs])
-    queue.discard(cut, [mine])
-    assert list(queue.calls) == [2]
+    del queue.calls[1]  # (cut short as ``add`` queued it: the call was not queued yet)
+    queue.discard([mine])
     assert queue.head(0.0, lambda _: False) is theirs, theirs.state
 
 
@@ -1130,3 +1130,34 @@ def test_a_duplicate_call_id_is_refused_and_the_pending_call_is_kept() -> None:
     sent = engine.step(0.0).send
     assert sent is not None
     assert [ref.name for ref in sent.topics] == ["a"]
+
+
+def test_a_call_cut_short_after_the_engine_queued_it_keeps_the_names_it_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signal handler that calls the client just as ``Engine.submit`` queued a call, then raises: the handler's own
+    turn sent that call. It stays as it is (the driver's abandon guard takes back what is not sent): its names are
+    not handed to the handler's call while it is in flight (a duplicate send on the second connection)."""
+    engine = Engine(
+        pacer=None,
+        backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0),
+        config=EngineConfig(second_lane_from=2),
+    )
+    engine.on_probe(True, 0.0)
+    spec = CallSpec(RequestKind(CREATE_TOPICS, False), 60.0, 60_000, True, None, None, started_at=0.0)
+    add = WorkQueue.add
+    sent: list[Send | None] = []
+
+    def add_then_handler_runs(queue: WorkQueue, call: Call, topics: list[Topic]) -> None:
+        monkeypatch.undo()  # once
+        add(queue, call, topics)
+        engine.submit(2, spec, [("x", NewTopic("x", 1, 1), 1, 2)])  # the handler's call, and its turn's step
+        sent.append(engine.step(0.0).send)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(WorkQueue, "add", add_then_handler_runs)
+    with pytest.raises(KeyboardInterrupt):
+        engine.submit(1, spec, [("x", NewTopic("x", 1, 1), 1, 2), ("y", NewTopic("y", 1, 1), 1, 2)])
+    first = sent[0]
+    assert first is not None
+    assert sorted(first.names) == ["x", "y"]
+    second = engine.step(0.0).send
+    assert second is None or "x" not in second.names, second

@@ -231,9 +231,9 @@ def test_close_racing_a_call_sent_from_the_callers_thread_reports_what_happened(
     closed_before_send: list[bool] = []
     original_send = scheduler_module.Scheduler.send
 
-    def send(self: scheduler_module.Scheduler, sending: Any) -> None:
+    def send(self: scheduler_module.Scheduler, sending: Any) -> bool:
         closed_before_send.append(self._engine.status.closed)  # had the engine already failed this request's topics?
-        original_send(self, sending)
+        return original_send(self, sending)
 
     monkeypatch.setattr(Turns, "finish_leftover", finish_leftover)
     monkeypatch.setattr(scheduler_module.Scheduler, "send", send)

@@ -261,10 +261,11 @@ class Engine:
                     if topic.cost is None:
                         cost_with_default(topic, default)  # -1 partitions: the cluster's default, known already
             self._queue.add(call, own)  # rule a: held behind its name while an earlier pending call names it too
-        except BaseException:  # cut short (Ctrl-C on the caller's thread, a bulk call's long submit): none of it stays
-            self._queue.discard(call, own)
-            self._views.forget_all(own)
-            raise
+        except BaseException:  # cut short (Ctrl-C on the caller's thread, a bulk call's long submit)
+            if self._queue.calls.get(call_id) is not call:  # inside ``add``: none of it stays
+                self._queue.discard(own)
+                self._views.forget_all(own)
+            raise  # (queued whole, perhaps sent by a signal handler's turn: the driver takes back what is not sent)
         if not own and (finished := self._queue.finished(call, call.spec.started_at)) is not None:
             self._metric(finished)
         return self._lanes.first.request is None

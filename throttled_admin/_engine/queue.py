@@ -45,11 +45,9 @@ class WorkQueue:
         call.unsettled = len(topics)
         self.calls[call.id] = call
 
-    def discard(self, call: Call, topics: list[Topic]) -> None:
-        """The engine's ``submit`` of the call was cut short (in ``add`` or after it): the call leaves the queue, and
-        its topics' names go to the calls behind them (none of its topics is settled: nobody holds them)."""
-        if self.calls.get(call.id) is call:  # (not another call of the same id, refused by ``add``)
-            del self.calls[call.id]
+    def discard(self, topics: list[Topic]) -> None:
+        """``add`` of these topics' call was cut short, or refused it, before the call was queued (none of them was
+        sent): the names they hold go to the calls behind them, and those they wait behind no longer count them."""
         for topic in topics:
             if (holder := self._names.release(topic)) is not None:
                 holder.call.move(holder, TopicState.QUEUED)
