@@ -385,7 +385,11 @@ class NameHolds:
         holder = self._holder.setdefault(topic.name, topic)
         if holder is topic:
             return True
-        self._behind.setdefault(topic.name, []).append(topic)
+        behind = self._behind.get(topic.name)
+        if behind is None:  # (no empty list at any point: a Ctrl-C in between left one, and every release slow)
+            self._behind[topic.name] = [topic]
+        else:
+            behind.append(topic)
         return False
 
     def hold_all(self, topics: list[Topic]) -> bool:
