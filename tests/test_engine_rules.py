@@ -8,17 +8,15 @@ every broker's Metadata shows the change)."""
 
 from __future__ import annotations
 
-import dis
-import sys
-import types
+import contextlib
 import uuid
-from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewPartitions, NewTopic
 
 from tests.engine_records import submit_call
+from tests.interrupts import interrupt_at, offsets
 from throttled_admin import (
     MutationQuota,
     NotSentError,
@@ -1167,49 +1165,20 @@ def test_a_call_cut_short_after_the_engine_queued_it_keeps_the_names_it_sent(mon
     assert second is None or "x" not in second.names, second
 
 
-def test_a_call_cut_short_anywhere_in_holding_its_names_leaves_nothing_held(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_call_cut_short_anywhere_in_holding_its_names_leaves_nothing_held() -> None:
     """Ctrl-C at each bytecode of ``NameHolds.hold`` (where a signal handler may raise) as a topic waits behind an
     earlier call's name: the call is discarded whole, and nothing of it is left held or waiting (once, an empty
     list was left behind the name: every later settlement then took the slow path, a Python call per topic)."""
-    for offset in [instruction.offset for instruction in dis.get_instructions(NameHolds.hold)]:
+    for offset in offsets(NameHolds.hold):
         engine = Engine(pacer=None, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
         engine.on_probe(True, 0.0)
         spec = CallSpec(RequestKind(CREATE_TOPICS, False), 60.0, 60_000, True, None, None, started_at=0.0)
         engine.submit(1, spec, [("x", NewTopic("x", 1, 1), 1, 2)])
         names = engine._queue._names
         first = names._holder["x"]
-        tracing = sys.gettrace()  # (coverage.py's, under `make test`: put back after)
-        reached = _interrupt_at(NameHolds.hold.__code__, offset)
-        try:
+        with interrupt_at(NameHolds.hold.__code__, offset) as reached, contextlib.suppress(KeyboardInterrupt):
             engine.submit(2, spec, [("x", NewTopic("x", 1, 1), 1, 2)])
-        except KeyboardInterrupt:
-            pass
-        finally:
-            sys.settrace(tracing)
         if 2 in engine._queue.calls:  # (after hold: a cut here leaves the call queued, for the driver to take back)
             continue
         assert names._holder == {"x": first}, (offset, reached)
         assert names._behind == {}, (offset, names._behind)
-
-
-def _interrupt_at(code: types.CodeType, offset: int) -> list[bool]:
-    """Raise KeyboardInterrupt before the instruction at ``offset`` of ``code`` runs (the first time), as a signal
-    handler may; the list says whether it was reached."""
-    reached: list[bool] = []
-
-    def local(frame: types.FrameType, event: str, arg: Any) -> Any:
-        if event == "opcode" and frame.f_lasti == offset and not reached:
-            reached.append(True)
-            raise KeyboardInterrupt
-        return local
-
-    def calls(frame: types.FrameType, event: str, arg: Any) -> Any:
-        if frame.f_code is code:
-            frame.f_trace_opcodes = True
-            return local
-        return None
-
-    sys.settrace(calls)
-    return reached

@@ -9,6 +9,7 @@ looks: no sleeps, and no wait longer than the signal it waits for. The end-to-en
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import sys
 import threading
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from tests.interrupts import interrupt_at, offsets
 from throttled_admin import (
     ClientClosedError,
     NewTopic,
@@ -30,6 +32,7 @@ from throttled_admin import (
 )
 from throttled_admin._driver import turns as turns_module
 from throttled_admin._driver.futures import TopicFuture
+from throttled_admin._driver.open_calls import OpenCalls, carry_out
 from throttled_admin._driver.scheduler import Answer, ClientGone, Scheduler, SendOrder
 from throttled_admin._driver.turns import Sending, Turns
 from throttled_admin._engine import (
@@ -66,16 +69,20 @@ class ManualClock:
 
 class ScriptedTransport:
     """librdkafka as the test scripts it: the contact probe is answered at once, every request handed over is queued
-    (with the callback its answer goes to), and the sentinel after an abandoned request is never answered."""
+    (with the callback its answer goes to), and the sentinel after an abandoned request is never answered (or, with
+    ``answer_sentinels``, answered at once as a broker answers it: no such topic)."""
 
     def __init__(self) -> None:
         self.sent: queue.Queue[tuple[SendOrder, Callable[[Answer], None]]] = queue.Queue()
+        self.answer_sentinels = False
 
     def send(self, order: SendOrder, on_answer: Callable[[Answer], None], sending: Sending) -> bool:
         if not sending.begin():
             return False
         if order.method != "delete_topics" or order.items != [DRAIN_NAME]:  # (a NewTopic compares to nothing)
             self.sent.put((order, on_answer))
+        elif self.answer_sentinels:
+            on_answer({DRAIN_NAME: KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))})
         return True
 
     def poll(self) -> None:
@@ -148,6 +155,14 @@ class Driver:
         turns = self.scheduler._turns
         while not self.scheduler._turn_here():  # the scheduler's thread holds the turn: the next one is ours
             assert turns.wait_free(SIGNAL_S)
+
+    def answered_until_quiet_after(self, futures: dict[str, Future[None]]) -> list[str]:
+        """``answered_until_quiet`` once the call of ``futures`` is sent (a turn here: the scheduler's thread may be
+        the one to send it), then every future of ``futures`` settled as applied."""
+        self.advance(0.0)
+        written = self.answered_until_quiet()
+        assert all(future.exception(timeout=SIGNAL_S) is None for future in futures.values())
+        return written
 
     def nothing_sent(self) -> bool:
         return self.transport.sent.empty()
@@ -649,6 +664,106 @@ def test_a_client_dropped_while_a_send_waits_settles_every_future(driver: Driver
     assert not exc.sent
     assert len(driver.metrics.of(RequestSent)) == driver.written  # (the send that found it gone is not counted)
     driver.transport.send = scripted  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize(
+    "function",
+    [
+        Scheduler.submit,
+        Scheduler._turn_here,
+        Scheduler._caller_turn,
+        Scheduler._turn,
+        Scheduler.send,
+        Scheduler._step,
+        Scheduler._futures,
+        OpenCalls.register,
+        Turns.take,
+        Turns.keep,
+        Turns.finish_leftover,
+        Turns._run,
+        Turns._send,
+    ],
+    ids=lambda function: function.__qualname__,
+)
+def test_ctrl_c_at_any_bytecode_of_a_calls_own_turn_sends_nothing_twice_and_stalls_nothing(function: Any) -> None:
+    """Ctrl-C at each bytecode of the path a call takes on its caller's thread (its ``submit``, its turn, the send):
+    afterwards the turn is free, nothing is handed over twice or after the interrupt, and the next call completes
+    (or, cut inside the engine's step, the client closed and the call is settled). Once, a cut just after a send
+    returned made the next turn send the request again."""
+    for offset in offsets(function):
+        driver = Driver(RetryBackoff(initial_ms=10_000, max_ms=10_000, jitter=0.0))
+        driver.transport.answer_sentinels = True  # (a request cut short as it may have been sent: the slot waits)
+        try:
+            assert driver.answered_until_quiet_after(driver.create(["w"], timeout_s=60.0)) == ["w"]
+            futures: dict[str, Future[None]] | None = None
+            with interrupt_at(function.__code__, offset) as reached, contextlib.suppress(KeyboardInterrupt):
+                futures = driver.create(["a"], timeout_s=60.0)
+            if not reached:
+                continue
+            where = f"{function.__qualname__} at {offset}"
+            assert not driver.scheduler._turns.held_here(), where
+            if driver.scheduler._closed:  # cut inside the engine's step: its state unknown, the client closed here
+                assert futures is None or futures["a"].done(), where
+                continue
+            handed = driver.transport.sent.qsize()  # before the interrupt, if it cut the call short
+            driver.advance(0.0)  # (the scheduler's thread may be the one to send it)
+            written = driver.answered_until_quiet()
+            assert written == (["a"] if futures is not None else ["a"] * handed), (where, written)
+            assert futures is None or futures["a"].exception(timeout=SIGNAL_S) is None, where
+            assert driver.answered_until_quiet_after(driver.create(["b"], timeout_s=60.0)) == ["b"], where
+        finally:
+            driver.scheduler.close()
+
+
+@pytest.mark.parametrize(
+    "function",
+    [
+        Scheduler.assist,
+        Scheduler._turn_here,
+        Scheduler._caller_turn,
+        Scheduler._turn,
+        Scheduler._step,
+        Scheduler.settle,
+        Scheduler._resolve,
+        Scheduler._await_answer,
+        Scheduler._stop_assisting,
+        Scheduler._wake_assisting,
+        OpenCalls.route,
+        OpenCalls.forget_all,
+        carry_out,
+        Turns.take,
+        Turns.release,
+        Turns._run,
+        TopicFuture._settle,
+        TopicFuture.exception,
+    ],
+    ids=lambda function: function.__qualname__,
+)
+def test_ctrl_c_at_any_bytecode_of_a_wait_that_takes_the_answer_loses_nothing(function: Any) -> None:
+    """Ctrl-C at each bytecode of a ``result()``/``exception()`` that takes its answer's turn on its own thread
+    (``assist``): afterwards the turn is free, the future is settled as the broker answered (by the next turn, if
+    the cut one did not), and the next call completes (or, cut inside the engine's step, the client closed)."""
+    for offset in offsets(function):
+        driver = Driver(RetryBackoff(initial_ms=10_000, max_ms=10_000, jitter=0.0))
+        driver.transport.answer_sentinels = True
+        try:
+            futures = driver.create(["a"], timeout_s=60.0)
+            sent, on_answer = driver.sent()
+            with interrupt_at(function.__code__, offset) as reached, contextlib.suppress(KeyboardInterrupt):
+                on_answer(dict.fromkeys(sent))
+                futures["a"].exception(timeout=SIGNAL_S)
+            if not reached:
+                continue
+            where = f"{function.__qualname__} at {offset}"
+            assert not driver.scheduler._turns.held_here(), where
+            if driver.scheduler._closed:
+                assert futures["a"].done(), where
+                continue
+            driver.advance(0.0)  # what the cut turn left, done by the next
+            assert futures["a"].exception(timeout=SIGNAL_S) is None, where
+            assert driver.answered_until_quiet_after(driver.create(["b"], timeout_s=60.0)) == ["b"], where
+        finally:
+            driver.scheduler.close()
 
 
 def test_a_retry_waits_for_its_back_off_on_the_drivers_clock(driver: Driver) -> None:

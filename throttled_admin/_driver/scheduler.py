@@ -677,16 +677,18 @@ class Scheduler:
         try:
             if self._turns.leftover:
                 self._turns.finish_leftover(self)
-            with self._lock:
-                arrived, self._arrived = self._arrived, []
-                self._dirty = False  # what arrives from now on wakes the next turn
+            arrived: list[tuple[Send, Answer]] = []
             try:
+                with self._lock:
+                    arrived, self._arrived = self._arrived, []
+                    self._dirty = False  # what arrives from now on wakes the next turn
                 self._poll()
+                out = self._step(arrived, flush=flush)  # (which empties ``arrived`` once the engine has taken them)
             except BaseException:
                 with self._lock:
-                    self._arrived[:0] = arrived  # taken, not delivered: the next turn takes them
+                    if arrived is not self._arrived:  # taken, not delivered: the next turn takes them
+                        self._arrived[:0] = arrived
                 raise
-            out = self._step(arrived, flush=flush)
             if out is not None:
                 self._turns.finish_leftover(self)  # what the step says (kept in ``_step``)
             return out
@@ -729,6 +731,7 @@ class Scheduler:
                         dict.fromkeys(request.names, answer) if isinstance(answer, BaseException) else answer
                     )
                     self._engine.on_results(request.request_id, results, now)
+                arrived.clear()  # the engine has them (``_turn``)
                 if self._closed:
                     self._engine.close(now)
                 out = self._engine.step(now)

@@ -17,8 +17,12 @@ Invariants (tests/test_turns.py checks each):
 3. Each action of a step is done once, in order. A step's actions are kept (``keep``, ``leftover``) in the
    step's own critical section, before anything of them is done; a turn cut short (an exception out of an action
    or out of the planning: Ctrl-C or a raising signal handler on the main thread, a bug) keeps what it had not
-   done yet, and the next turn does it first, before stepping again: nothing a step decided is lost, nothing is
-   done twice, and a close() from a frame that cannot wait finds what is not done yet (``unsettled``, ``unsent``).
+   done yet, and the next turn does it first, before stepping again: nothing a step decided is lost, no request is
+   sent twice (``Sending.handed``, even cut short just after the send returned), and a close() from a frame that
+   cannot wait finds what is not done yet (``unsettled``, ``unsent``). Cut short just after another action
+   returned, before it is marked done, that action is done again: a settled future keeps what it was told, and
+   a metric event may be recorded twice. (tests/test_scheduler_clock.py cuts the caller's paths at every
+   bytecode.)
 4. A send cut short is reported as it happened: cut before confluent-kafka's call began, the request was not
    handed over, and the next turn sends it (``Sending.began`` False; unless the cut also cut short the ``submit``
    of a call it carries, which takes it back: ``drop_unsent``); once the call may have begun, it counts as
@@ -63,11 +67,14 @@ def _never() -> bool:
 @dataclass
 class Sending:
     """A send under way (``request`` None: the sentinel). ``begin()`` is called just before confluent-kafka's call;
-    the transport clears ``began`` again when it knows the call did not run."""
+    the transport clears ``began`` again when it knows the call did not run. ``handed``: set once the driver's send
+    has returned (whether it handed the request over), so that a turn cut short right after it does not send it
+    again (invariant 3)."""
 
     request: Send | None
     began: bool = False
     closed: Callable[[], bool] = _never
+    handed: bool | None = None
 
     def begin(self) -> bool:
         """Mark the send begun, then look at ``closed`` (invariant 5): False, and not begun, once closed."""
@@ -311,21 +318,25 @@ class Turns:
             carry.done += 1
 
     def _send(self, carry: _Carry, request: Send, actions: Actions) -> None:
-        if request.request_id in self._dropped:  # taken back before it began (``drop_unsent``)
-            self._dropped.discard(request.request_id)
+        if request.request_id in self._dropped:  # taken back before it began (``drop_unsent``; kept: ids are unique)
             _uncount(carry, request)
             return
         sending = carry.sending
         if sending is None or sending.request is not request:
             sending = carry.sending = Sending(request)
+        elif sending.handed is not None:  # sent by a turn cut short just after: not again
+            if not sending.handed:
+                _uncount(carry, request)
+            return
         try:
-            handed = actions.send(sending)  # sets sending.began just before confluent-kafka's call, checks closed after
+            # sets sending.began just before confluent-kafka's call, checks closed after it
+            sending.handed = actions.send(sending)
         except BaseException:
             if sending.began:  # it may have begun: handed over, the answer lost; skipped by the next turn
                 self.cuts.append(Cut(request))
                 carry.done += 1
             raise
-        if not handed:
+        if not sending.handed:
             _uncount(carry, request)
 
 
