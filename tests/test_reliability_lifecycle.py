@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 
 import pytest
-from confluent_kafka import KafkaError, TopicCollection
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from tests.reliability_helpers import admin_for, assert_truthful, error_code, outcomes
@@ -570,3 +570,38 @@ def test_a_client_collected_on_a_librdkafka_thread_does_not_abort_the_process(qu
     assert report["thread"] == ["_DummyThread"], report  # collected where librdkafka runs Python code
     # Sent and answered while the client was being closed: applied, or outcome unknown; never "not sent".
     assert report["outcome"] is None or "outcome unknown" in report["outcome"], report
+
+
+@pytest.mark.parametrize("where", ["the scheduler's thread", "a reader"])
+def test_ctrl_c_while_close_waits_then_close_again_leaves_nothing_pending(
+    monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Ctrl-C while close() waits (for the scheduler's thread, or a reader), then close() again, as a ``with``
+    block's __exit__ does: every future is settled and the scheduler's thread ends (once, the second close()
+    returned at once, and the thread, the futures and librdkafka's handle were left as they were)."""
+    admin = ThrottledAdminClient({"bootstrap.servers": "127.0.0.1:9", "log_level": 0})
+    created = admin.create_topics([NewTopic("x", 1, 1)], request_timeout=60)["x"]
+    described = admin.describe_cluster(request_timeout=60)
+    scheduler = admin._scheduler
+    assert scheduler is not None
+    thread = scheduler._thread
+    waited = threading.Event()
+
+    def interrupted(*_: object) -> None:
+        if threading.current_thread() is threading.main_thread() and not waited.is_set():
+            waited.set()
+            raise KeyboardInterrupt  # as a signal handler does in the wait
+
+    if where == "the scheduler's thread":
+        monkeypatch.setattr(thread, "join", interrupted)
+    else:
+        monkeypatch.setattr(scheduler._views_reader, "close", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        admin.close()
+    monkeypatch.undo()
+    admin.close()
+    assert waited.is_set()
+    assert isinstance(created.exception(timeout=10), KafkaException)
+    assert isinstance(described.exception(timeout=10), KafkaException)
+    thread.join(10)
+    assert not thread.is_alive()

@@ -610,15 +610,25 @@ class ThrottledAdminClient(AdminClient):
                 # Called from a frame that holds what the scheduler's thread needs (a signal handler that
                 # interrupted a turn, a logging handler in one): every future is settled already, and the rest
                 # (the threads, librdkafka's handle) is done by a thread of ours once that frame lets go.
-                closer = threading.Thread(target=self._close_rest, name="throttled-admin-close", daemon=True)
-                closer.start()
+                self._close_elsewhere()
                 return
-        except BaseException:
+        except Exception:
             self._close_done.set()
+            raise
+        except BaseException:  # cut short (Ctrl-C while it waits for the scheduler's thread): as ``_close_rest``
+            self._close_elsewhere()
             raise
         self._close_rest()
 
+    def _close_elsewhere(self) -> None:
+        """The rest of the close, on a thread of ours (every step of it may be done again)."""
+        threading.Thread(target=self._close_rest, name="throttled-admin-close", daemon=True).start()
+
     def _close_rest(self) -> None:
+        """The close after the scheduler's: every step may be done again. Cut short on this thread (Ctrl-C in a
+        join), a thread of ours does it all (once, a later close() returned at once and left the scheduler's
+        thread running, futures pending and librdkafka's handle open)."""
+        done = True
         try:
             deadline = time.monotonic() + USER_CODE_WAIT_S  # one budget for all user code still running
             failing = _fail_inherited(self._inherited)
@@ -637,8 +647,15 @@ class ThrottledAdminClient(AdminClient):
             if failing is not None:
                 failing.join(max(0.0, deadline - time.monotonic()))
             AdminClient.__exit__(self, None, None, None)  # destroys librdkafka's handle now, not at collection
+        except Exception:  # (a bug: done as far as it went)
+            raise
+        except BaseException:
+            done = False
+            self._close_elsewhere()
+            raise
         finally:
-            self._close_done.set()
+            if done:
+                self._close_done.set()
 
     def _second_lane_handle(self) -> AdminClient | None:
         """The second lane's librdkafka handle (``_engine/lanes``), made on first use; None if it cannot be made

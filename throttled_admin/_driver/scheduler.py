@@ -791,11 +791,13 @@ class Scheduler:
                 raise  # the scheduler's thread closes, and its last turn meets this send again
             handed = False  # that last turn: not handed over, and the engine closes after it (every future settled)
         except Exception as exc:  # confluent-kafka refused the call itself: final for every topic, with its reason
+            sending.handed = False  # (before the engine is told: a turn cut short after it never sends it again)
             with self._cv:
                 self._engine.on_send_refused(request.request_id, exc, self._clock())
                 self._wake()
             return False
         if not handed:  # closed before confluent-kafka's call began: not sent
+            sending.handed = False  # (as above)
             with self._cv:
                 self._engine.on_send_cut_short(request.request_id, handed=False, now=self._clock())
                 self._dirty = True  # the engine's next step has news (the scheduler's thread is not woken for it)

@@ -17,8 +17,9 @@ Invariants (tests/test_turns.py checks each):
 3. Each action of a step is done once, in order. A step's actions are kept (``keep``, ``leftover``) in the
    step's own critical section, before anything of them is done; a turn cut short (an exception out of an action
    or out of the planning: Ctrl-C or a raising signal handler on the main thread, a bug) keeps what it had not
-   done yet, and the next turn does it first, before stepping again: nothing a step decided is lost, no request is
-   sent twice (``Sending.handed``, even cut short just after the send returned), and a close() from a frame that
+   done yet, and the next turn does it first, before stepping again: nothing a step decided is lost, no mutation
+   request is sent twice (``Sending.handed``, even cut short just after the send returned; the sentinel, a
+   DeleteTopics of a name no topic has, may be), and a close() from a frame that
    cannot wait finds what is not done yet (``unsettled``, ``unsent``). Cut short just after another action
    returned, before it is marked done, that action is done again: a settled future keeps what it was told, and
    a metric event may be recorded twice. (tests/test_scheduler_clock.py cuts the caller's paths at every
