@@ -65,8 +65,10 @@ from throttled_admin._engine.metric_events import (
     ResponseThrottle,
     Retried,
 )
+from throttled_admin._engine.outcome import ALREADY_DONE
 from throttled_admin._engine.pacer import Pacer
 from throttled_admin._engine.retry import RetryBackoff
+from throttled_admin._engine.slot import FORWARD_GRACE_S
 from throttled_admin._engine.visibility import (
     READ_BEFORE_DEADLINE_S,
     READ_COST_FACTOR,
@@ -134,7 +136,7 @@ Results = dict[str, BaseException | None]  # a request's results by topic name, 
 # waiting, never completed it, could not read its answer, or its send was cut short when it may have run
 ABANDONED = ("abandoned", "silent", "bad msg", "cut")
 # a request whose answer reached the client (perhaps without a topic): what may leave the second lane open
-ANSWERED = ("ok", "not controller", "timed out", "policy", "drop last")
+ANSWERED = ("ok", "not controller", "timed out", "policy", "drop last", "resent")
 # A request in flight on a node that goes away: librdkafka 2.16 fails it _TRANSPORT, earlier versions _DESTROY_BROKER
 LOST_WITH_THE_NODE = {
     "transport": (KafkaError._TRANSPORT, "Local: Broker transport failure"),
@@ -188,6 +190,9 @@ class Flight:
     throttles: list[float] = field(default_factory=list)  # seconds, the throttle events delivered while in flight
     refused_89: int = 0  # its topics' 89s the client saw: violations once the engine completes the request
     lane: int = 0  # the connection it went on: the client's own (0), or the second lane's (1, ``lanes``)
+    # a node went away while it was in flight, or within FORWARD_GRACE_S before it was sent: its broker may have
+    # forwarded it to that node as the controller, and re-send it to the next (the ``resent`` answer)
+    forwardable: bool = False
 
 
 class EngineModel(RuleBasedStateMachine):
@@ -215,6 +220,7 @@ class EngineModel(RuleBasedStateMachine):
         self.bucket: TokenBucket | None = None
         self.mode = "none"
         self.gates: dict[int, float] = {}  # node id -> when the throttle its live connection carries ends
+        self.lost_at = {0: -math.inf, SECOND: -math.inf}  # lane -> when its handle last reported a node gone
         self.gone: dict[
             int, float
         ] = {}  # node id -> the end of a throttle whose connection failed, no fresh answer yet
@@ -482,6 +488,7 @@ class EngineModel(RuleBasedStateMachine):
             track.handed += 1
         flight = Flight(request, tracks, request.request_timeout_s, self.now, budgets=budgets, lane=request.lane)
         flight.contact_capped = not self.answered or (request.lane != 0 and not self.second_answered)
+        flight.forwardable = self.now - self.lost_at[request.lane] < FORWARD_GRACE_S
         self.flights[request.lane] = flight
 
     def check_one_slot(self, request: Send) -> None:
@@ -984,6 +991,7 @@ class EngineModel(RuleBasedStateMachine):
                 "timed out",
                 "no controller",
                 "policy",
+                "resent",
             ]
         ),
         applied=st.booleans(),
@@ -995,7 +1003,9 @@ class EngineModel(RuleBasedStateMachine):
         """The broker answers the request in flight ``delay`` later, unless librdkafka times it out first: ``ok``
         (the cluster decides each topic's result), a garbled answer or one missing its last topic (both applied),
         a transport failure, NOT_CONTROLLER or REQUEST_TIMED_OUT (each after the cluster applied it, if ``applied``:
-        a controller failing over), no controller (never written), or a policy refusing every topic.
+        a controller failing over), no controller (never written), a policy refusing every topic, or (``resent``,
+        as ``ok`` unless a node went away around it) the answer to its broker's re-send after the controller it
+        forwarded it to applied it and went away.
         ``quota_first``: the broker checks the quota before each topic's state (KIP-599 lets a 89 follow an applied
         attempt). ``lane``: the connection whose request is answered, if two are in flight."""
         flight = self.focus_on(lane)
@@ -1008,6 +1018,8 @@ class EngineModel(RuleBasedStateMachine):
             return  # settled meanwhile (abandoned, or the client closed)
         if self.unreachable:
             fate = "no controller"  # no connection completes its handshake: librdkafka never builds the request
+        elif fate == "resent" and (not flight.forwardable or flight.request.kind.validate_only):
+            fate = "ok"  # no node went away around it (or it applies nothing): its broker's answer is the truth
         flight.fate = fate
         event(f"answer: {fate}")
         results = self.broker_handles(flight, fate, applied)
@@ -1027,6 +1039,8 @@ class EngineModel(RuleBasedStateMachine):
     def broker_handles(self, flight: Flight, fate: str, applied: bool) -> Results:
         """The results librdkafka completes the request with, for each way an answer can come."""
         names = [t.topic.name for t in flight.tracks]
+        if fate == "resent":
+            return self.broker_resends(flight)
         if fate in ("ok", "bad msg", "drop last"):
             return self.broker_applies(flight, fate)
         if fate in LOST_WITH_THE_NODE:  # the connection died after the write (perhaps after the broker applied it)
@@ -1076,6 +1090,23 @@ class EngineModel(RuleBasedStateMachine):
         self.note_guessed_applied(tracks, results)
         return results
 
+    def broker_resends(self, flight: Flight) -> Results:
+        """Kafka's forwarding (issue 37): the controller the broker forwarded the request to applied it and went away
+        before it answered, and the broker re-sent it to the next controller, which finds what the old one applied:
+        "already done" for each topic applied, the client never told it was."""
+        was_ok = {track.topic.name: track.answered_ok for track in flight.tracks}
+        results, throttle_s = self.cluster_apply(flight, answered=True)
+        _mark_written(flight.tracks)
+        if throttle_s > 0:
+            self.throttle(1, throttle_s, lane=flight.lane)
+        done = _error(ALREADY_DONE[flight.request.kind.operation.name])
+        for track in flight.tracks:
+            if results[track.topic.name] is None:
+                track.answered_ok = was_ok[track.topic.name]
+                results[track.topic.name] = done
+        event("answer: the broker's re-send of what a controller that went away applied")
+        return results
+
     def note_guessed_applied(self, tracks: list[Track], results: Results) -> None:
         """A -1 create counted as 1, applied as the client learns while num.partitions is unknown: read back."""
         for track in tracks:
@@ -1087,7 +1118,7 @@ class EngineModel(RuleBasedStateMachine):
         """Rule b: an answer, after a connection failed, that charged a topic or refused one for the quota ends the
         throttles whose connections failed; its own throttle, if any, was recorded first (``throttle``)."""
         spoke = any(exc is None or _quota_code(exc) for exc in results.values())
-        if self.gone and fate in ("ok", "drop last") and spoke:
+        if self.gone and fate in ("ok", "drop last", "resent") and spoke:
             self.gone.clear()
             event("rule b: a fresh answer ended a throttle whose connection failed")
 
@@ -1101,7 +1132,11 @@ class EngineModel(RuleBasedStateMachine):
         tracks = flight.tracks
         records = sum(t.topic.records for t in tracks)
         limit = self.engine.status.max_records_per_request  # before the engine reads this answer
-        every = [results.get(t.topic.name) for t in tracks] if fate in ("ok", "policy") and len(tracks) > 1 else []
+        every = (
+            [results.get(t.topic.name) for t in tracks]
+            if fate in ("ok", "resent", "policy") and len(tracks) > 1
+            else []
+        )
         words = bool(every) and all(_is_cap(exc) for exc in every)
         alike = bool(every) and all(_is_policy(exc) for exc in every) and len({str(exc) for exc in every}) == 1
         # words the shape took for the cap's stay the cap's at any size (a cap lowered since refuses what it accepted)
@@ -1119,7 +1154,7 @@ class EngineModel(RuleBasedStateMachine):
             self.refused_by_shape[message] = min(self.refused_by_shape.get(message, math.inf), records)
             self.limit_before_shape.setdefault(message, self.engine.status.max_records_per_request)
             event("a request refused alike, split")
-        lone = results.get(tracks[0].topic.name) if len(tracks) == 1 and fate in ("ok", "policy") else None
+        lone = results.get(tracks[0].topic.name) if len(tracks) == 1 and fate in ("ok", "resent", "policy") else None
         if _is_policy(lone) and records <= limit and self.refused_by_shape.pop(str(lone), None) is not None:
             # a lone topic no larger than the limit refused in words the shape took for the cap's: a policy's (one
             # larger may be over the cap by itself); the limit goes back
@@ -1138,7 +1173,7 @@ class EngineModel(RuleBasedStateMachine):
         """Written means a connection completed its handshake; most answers mean a broker answered."""
         if fate != "no controller":
             self.reached = True
-        if fate in ("ok", "not controller", "timed out", "policy") or (fate == "drop last" and topics > 1):
+        if fate in ("ok", "resent", "not controller", "timed out", "policy") or (fate == "drop last" and topics > 1):
             self.answered = True
 
     @precondition(lambda self: not self.closed and self.open_flight())
@@ -1438,7 +1473,37 @@ class EngineModel(RuleBasedStateMachine):
             self.engine.on_error(KafkaError(KafkaError._TRANSPORT, line), self.now)
         else:
             self.engine.on_error(KafkaError(KafkaError._ALL_BROKERS_DOWN, "2/2 brokers are down"), self.now)
+        self.node_went_away(0, SECOND)
         self.step()
+
+    @precondition(lambda self: not self.closed and self.answered and self.lost_at[0] == -math.inf)
+    @rule()
+    def a_node_goes_away(self) -> None:
+        """A node that carried no throttle (node 3: throttles come from nodes 1 and 2) stops, once (a rolling restart):
+        librdkafka reports its connection lost, with requests in flight or not; a broker may have forwarded one to it
+        as the controller (the ``resent`` answer)."""
+        line = "127.0.0.1:9094/3: Disconnected: connection closed by peer (after 2205ms in state UP)"
+        self.engine.on_log(f"[thrd:127.0.0.1:9094/3]: {line}", self.now)
+        self.node_went_away(0, SECOND)
+        event("a node that carried no throttle went away" + (" with a request in flight" if self.flights else ""))
+        self.step()
+
+    @precondition(lambda self: not self.closed and any(f.fate is None and f.forwardable for f in self.flights.values()))
+    @rule(delay=st.sampled_from([0.0, 0.5]))
+    def answer_resent(self, delay: float) -> None:
+        """The request in flight that a node's going away may have sent through it is answered by its broker's
+        re-send (``broker_resends``)."""
+        lane = next(n for n, f in self.flights.items() if f.fate is None and f.forwardable)
+        self.answer("resent", applied=True, delay=delay, quota_first=False, lane=lane)
+
+    def node_went_away(self, *lanes: int) -> None:
+        """The ``lanes``' handles reported a node gone: their requests in flight, and those sent within
+        ``FORWARD_GRACE_S``, may have been forwarded to it (``resent``)."""
+        for lane in lanes:
+            self.lost_at[lane] = self.now
+            flight = self.flights.get(lane)
+            if flight is not None:
+                flight.forwardable = True
 
     @precondition(lambda self: not self.closed and not self.flights and self.gate_until > self.now)
     @rule(how=st.sampled_from(["log", "error_cb"]), node_id=st.sampled_from([1, 2]))
@@ -1462,6 +1527,8 @@ class EngineModel(RuleBasedStateMachine):
         self.disruptions += 1
         self.lane_retired = True
         event(f"the second handle fails ({how})")
+        if how != "timed out":  # a failure of its handle that is not a request timing out: a node may have gone
+            self.node_went_away(SECOND)
         if how == "bootstrap":
             line = "127.0.0.1:9092/bootstrap: Connect to ipv4#127.0.0.1:9092 failed: Connection refused"
             self.engine.on_log(f"[thrd:127.0.0.1:9092/bootstrap]: {line}", self.now, lane=SECOND)
@@ -2068,6 +2135,34 @@ def test_the_model_states_rule_f_already_exists_after_a_lost_answer_may_have_bee
         exc = track.settled[1]
         assert isinstance(exc, OutcomeUnknownError)
         assert exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
+    finally:
+        state.teardown()
+
+
+@pytest.mark.parametrize("when", ["in flight", "just before", "long before"])
+def test_the_model_knows_a_forwarded_request_re_sent_after_its_controller_went_away(when: str) -> None:
+    """Rule f (issue 37, and a CI run of 31c5ec6 on the Kafka 4.4 quorum's roll): a node goes away while a create is
+    in flight, or just before it is sent; its broker had forwarded it to that node as the controller, which applied
+    it, and re-sends it to the next: "already exists". The topic is told possibly applied, never a plain failure
+    (``what_each_topic_was_told_stays_true``). A node gone long before says nothing of a topic that already existed:
+    the broker's word."""
+    state = EngineModel()
+    try:
+        _start(state, existing={"a": 1} if when == "long before" else {})
+        if when != "in flight":
+            state.a_node_goes_away()
+            state.advance(FORWARD_GRACE_S if when == "long before" else 0.2)
+        state.submit("create", ["a"], 30.0, True, False, 1, None, None, False)
+        if when == "in flight":
+            state.a_node_goes_away()
+        state.answer("resent", applied=True, delay=0.0, quota_first=False)
+        state.what_each_topic_was_told_stays_true()
+        [track] = state.tracks
+        assert track.settled is not None
+        exc = track.settled[1]
+        assert exc is not None
+        assert exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
+        assert isinstance(exc, OutcomeUnknownError) is (when != "long before"), exc
     finally:
         state.teardown()
 

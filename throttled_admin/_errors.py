@@ -34,8 +34,9 @@ engine's model, branch on them and never on the message's words.
   earlier attempt of this ..., whose outcome was unknown ..., may have applied it.": the broker's "already done"
   (TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PART, INVALID_PARTITIONS), a refusal that applied nothing this time
   (REQUEST_TIMED_OUT, NOT_CONTROLLER, error 89 with retry off, ...), confluent-kafka refusing the retry, or an
-  authentication failure; and a first attempt's "already done" when a node went away while it was in flight ("... its
-  broker may have re-sent it to the next controller ...": Kafka's forwarding re-sends it).
+  authentication failure; and a first attempt's "already done" when a node went away while it was in flight or in the
+  5 s before it was sent ("... its broker may have re-sent it to the next controller ...": Kafka's forwarding
+  re-sends it).
 - ``NotYetVisibleError``: ``_TIMED_OUT`` "... applied, but not yet visible in every broker's metadata by the
   deadline (timeout_ms=...): broker N does not ...", with ``brokers`` (the ids that lag), for a call with
   ``wait_for_metadata=True`` whose change the controller applied but some broker did not yet show by the
@@ -360,14 +361,14 @@ def after_unknown_attempt(error: KafkaError, operation: str) -> PossiblyAppliedE
 
 
 def after_lost_forward(error: KafkaError, operation: str) -> PossiblyAppliedError:
-    """``error`` ("already done") for a first attempt in flight when a node went away: a KRaft broker re-sends a
-    forwarded request whose controller went away (``NodeToControllerRequestThread``), and the next controller finds
-    what the old one applied."""
+    """``error`` ("already done") for a first attempt in flight when a node went away, or sent just after: a KRaft
+    broker re-sends a forwarded request whose controller went away (``NodeToControllerRequestThread``), and the next
+    controller finds what the old one applied."""
     return PossiblyAppliedError(
         _amended(
             error,
-            f"A node went away while this {operation} was in flight (outcome unknown): its broker may have re-sent "
-            "it to the next controller after the old one applied it.",
+            f"A node went away while this {operation} was in flight, or just before it was sent (outcome unknown): its "
+            "broker may have re-sent it to the next controller after the old one applied it.",
         )
     )
 

@@ -35,7 +35,7 @@ class Response:
     outcomes: dict[str, Outcome]  # what each result means (``classify``)
     throttle_s: float  # the throttle to wait out (Redpanda's charge included)
     split: bool  # refused whole for the batch cap: sent again in smaller requests
-    node_lost: bool  # a node went away while the request was in flight (``Request.node_lost``)
+    node_lost: bool  # a node went away while the request was in flight, or just before (``Request.node_lost``)
     # call id -> the back-off its topics wait after this response, drawn once per call (with its jitter), so topics
     # refused together are sent together again: after error 89 without a throttle, and after a transient failure
     quota_delays: dict[int, float] = field(default_factory=dict)
@@ -61,7 +61,7 @@ class Finish:
     ending: Ending
     exc: BaseException | None = None
     why: str = ""
-    node_lost: bool = False  # a node went away while its request was in flight (``outcome``: "already done")
+    node_lost: bool = False  # a node went away around its request's flight (``outcome``: "already done")
 
 
 Decision = Applied | Requeue | Finish

@@ -97,12 +97,12 @@ class Lanes:
         ):
             yield second
 
-    def second_failed(self, lost: bool) -> None:
+    def second_failed(self, lost: bool, now: float) -> None:
         """The second handle reported an error or a failed connection: not used again; ``lost``, a connection went
         away, and the request in flight there may have been forwarded to a node that went with it (``outcome``)."""
         self.retired = True
         if lost:
-            self.second.node_lost()
+            self.second.node_lost(now)
 
     def ended(self, slot: Slot, answered: bool, throttle_s: float, outcomes: dict[str, Outcome]) -> None:
         """A request ended: a throttle (of the response, or a topic refused for the quota) retires the second lane,
@@ -139,7 +139,8 @@ class Lanes:
             return drains + more, min(drain_at, more_at)
         return drains, drain_at
 
-    def node_lost(self) -> None:
-        """A node went away: each request in flight may have been forwarded to it as the controller."""
-        self.first.node_lost()
-        self.second.node_lost()
+    def node_lost(self, now: float) -> None:
+        """A node went away: each request in flight, or sent soon after, may have been forwarded to it as the
+        controller (``Slot.node_lost``)."""
+        self.first.node_lost(now)
+        self.second.node_lost(now)

@@ -306,12 +306,12 @@ class Engine:
         failed before its handshake (``contact``) counts until a broker has answered. ``lane``: whose handle told
         it (``lanes``)."""
         if lane != FIRST:  # the second handle's: it fails alone, and is not used again (``lanes``)
-            self._lanes.second_failed(error.code() != KafkaError._TIMED_OUT)
+            self._lanes.second_failed(error.code() != KafkaError._TIMED_OUT, now)
         elif error.code() in _AUTH_ERRORS:
             self._contact.auth = (error, now)
         elif error.code() == KafkaError._ALL_BROKERS_DOWN:
             self._gate.every_connection_gone()  # every connection is down: none carries a throttle
-            self._lanes.node_lost()
+            self._lanes.node_lost(now)
         else:  # _TIMED_OUT: librdkafka's own request timed out, perhaps in the mute: the connection's throttle holds
             self.on_log(error.str(), now, lost=error.code() != KafkaError._TIMED_OUT, lane=lane)
 
@@ -320,12 +320,12 @@ class Engine:
         the broker's side lost no longer carries its node's throttle (``throttle``). A failure of the second
         handle's connections (``lane``) retires the second lane and says nothing of the first's."""
         if lane != FIRST:  # the second handle's connection failed (a bootstrap one, too): not used again
-            self._lanes.second_failed(lost)
+            self._lanes.second_failed(lost, now)
             return
         node = failed_node(line) if lost else None
         if node is not None:
             self._gate.connection_gone(node)
-            self._lanes.node_lost()
+            self._lanes.node_lost(now)
         if not self._contact.reached:
             self._contact.failed(contact_failure(line))
 

@@ -20,8 +20,10 @@ ending              an answer was lost  the broker said 89     the broker refuse
 ==================  ==================  =====================  =====================  ==========================
 
 (*) A first attempt's "already done" (``ALREADY_DONE``) with ``Facts.node_lost`` (a node went away while it was in
-flight) is possibly applied: a KRaft broker re-sends a forwarded request whose controller went away, and the next
-controller finds what the old one applied (issue 37, seen on a Kafka 4.4 quorum's rolling restart).
+flight, or in the ``slot.FORWARD_GRACE_S`` before it was sent) is possibly applied: a KRaft broker re-sends a forwarded
+request whose controller went away, and the next controller finds what the old one applied (issue 37, seen on a Kafka
+4.4 quorum's rolling restart). A node this client holds no connection to goes away unreported: that re-send's answer
+is told as the broker's word.
 
 A change refused with NOT_CONTROLLER or REQUEST_TIMED_OUT (``Past.failover``; never validate_only) is in the first
 column, "an answer was lost", whatever came after: a controller failing over may give either after it applied the
@@ -102,7 +104,7 @@ class Facts(NamedTuple):
     failure: ContactFailure | None = None
     lagging: tuple[int, ...] | None = None  # applied: the brokers whose Metadata did not show it
     because: NotSentReason | OutcomeUnknownReason | None = None  # ``why``, typed (``NotSentError.why`` ...)
-    node_lost: bool = False  # a node went away while the attempt was in flight (not validate-only)
+    node_lost: bool = False  # a node went away while the attempt was in flight, or just before (not validate-only)
 
 
 Rule = Callable[[Past, Facts], BaseException]

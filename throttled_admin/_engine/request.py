@@ -28,7 +28,7 @@ class Request:
     first_result_at: float | None = None
     answered_at: float | None = None  # when the first broker answer came
     events: list[tuple[int, float]] = field(default_factory=list)  # throttle events while in flight
-    node_lost: bool = False  # a node went away while it was in flight: its broker may re-send it (``outcome``)
+    node_lost: bool = False  # a node went away while it was in flight or just before: re-sent, perhaps (``outcome``)
     lane: int = 0  # the connection it went on (``lanes``)
 
     @property

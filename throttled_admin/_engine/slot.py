@@ -20,7 +20,7 @@ from throttled_admin._engine.connection import Connection, Drained
 from throttled_admin._engine.request import Request
 from throttled_admin._engine.work import RequestKind, Topic
 
-__all__ = ["ABANDON_GRACE_S", "PARTIAL_GRACE_S", "Slot"]
+__all__ = ["ABANDON_GRACE_S", "FORWARD_GRACE_S", "PARTIAL_GRACE_S", "Slot"]
 
 # A request librdkafka never completes frees the slot this long after its timeout (librdkafka scans timeouts
 # once a second).
@@ -28,6 +28,10 @@ ABANDON_GRACE_S = 2.0
 # librdkafka completes every topic of one response together; a topic still open this long after the first
 # answer was left out of the response (a garbled answer): its outcome is unknown.
 PARTIAL_GRACE_S = 0.5
+# A request sent this soon after a node went away may still have been forwarded to it as the controller: a combined
+# KRaft node closes its broker listener (the loss librdkafka reports) before its controller resigns, 0.13-0.26 s later
+# on Kafka 4.4's three-node quorum (SIGTERM, load 6-13).
+FORWARD_GRACE_S = 5.0
 _NO_DRAIN: tuple[tuple[Drain, ...], float] = ((), math.inf)  # nothing to send, nothing to look at again
 
 
@@ -43,6 +47,7 @@ class Slot:
         self._ids = itertools.count(1) if ids is None else ids
         self._connection = Connection(socket_timeout_s)
         self._final_at = -math.inf
+        self._lost_at = -math.inf  # when a node last went away (``node_lost``)
 
     @property
     def busy(self) -> bool:
@@ -64,6 +69,7 @@ class Slot:
         """The next request takes the slot; ``timeouts``: librdkafka's own and the controller's, in seconds."""
         expires_at = now + timeouts[0] + ABANDON_GRACE_S
         request = Request(kind, topics, mutations, now, expires_at, *timeouts, next(self._ids), lane=self.lane)
+        request.node_lost = now - self._lost_at < FORWARD_GRACE_S and not kind.validate_only
         self.request = request
         return request
 
@@ -86,8 +92,10 @@ class Slot:
     def free(self) -> None:
         self.request = None
 
-    def node_lost(self) -> None:
-        """A node went away: the request in flight may have been forwarded to it as the controller."""
+    def node_lost(self, now: float) -> None:
+        """A node went away: the request in flight, and one sent within ``FORWARD_GRACE_S``, may have been forwarded
+        to it as the controller."""
+        self._lost_at = now
         if self.request is not None and not self.request.kind.validate_only:
             self.request.node_lost = True
 
