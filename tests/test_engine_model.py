@@ -1018,7 +1018,9 @@ class EngineModel(RuleBasedStateMachine):
             return  # settled meanwhile (abandoned, or the client closed)
         if self.unreachable:
             fate = "no controller"  # no connection completes its handshake: librdkafka never builds the request
-        elif fate == "resent" and (not flight.forwardable or flight.request.kind.validate_only):
+        elif fate == "resent" and (
+            not flight.forwardable or flight.request.kind.validate_only or self.mode == "redpanda"
+        ):
             fate = "ok"  # no node went away around it (or it applies nothing): its broker's answer is the truth
         flight.fate = fate
         event(f"answer: {fate}")
@@ -1097,6 +1099,7 @@ class EngineModel(RuleBasedStateMachine):
         was_ok = {track.topic.name: track.answered_ok for track in flight.tracks}
         results, throttle_s = self.cluster_apply(flight, answered=True)
         _mark_written(flight.tracks)
+        self.note_round_trip(flight)  # a whole answer, every topic's a broker's word
         if throttle_s > 0:
             self.throttle(1, throttle_s, lane=flight.lane)
         done = _error(ALREADY_DONE[flight.request.kind.operation.name])
@@ -1488,13 +1491,19 @@ class EngineModel(RuleBasedStateMachine):
         event("a node that carried no throttle went away" + (" with a request in flight" if self.flights else ""))
         self.step()
 
-    @precondition(lambda self: not self.closed and any(f.fate is None and f.forwardable for f in self.flights.values()))
-    @rule(delay=st.sampled_from([0.0, 0.5]))
-    def answer_resent(self, delay: float) -> None:
-        """The request in flight that a node's going away may have sent through it is answered by its broker's
-        re-send (``broker_resends``)."""
-        lane = next(n for n, f in self.flights.items() if f.fate is None and f.forwardable)
-        self.answer("resent", applied=True, delay=delay, quota_first=False, lane=lane)
+    @precondition(
+        lambda self: (
+            not self.closed
+            and self.mode != "redpanda"  # (no KRaft forwarding)
+            and any(f.fate is None and f.forwardable for f in self.flights.values())
+        )
+    )
+    @rule(delay=st.sampled_from([0.0, 0.5]), lane=st.integers(0, 1))
+    def answer_resent(self, delay: float, lane: int) -> None:
+        """A request in flight that a node's going away may have sent through it (``lane``'s, else the other's) is
+        answered by its broker's re-send (``broker_resends``)."""
+        lanes = [n for n, f in self.flights.items() if f.fate is None and f.forwardable]
+        self.answer("resent", applied=True, delay=delay, quota_first=False, lane=lane if lane in lanes else lanes[0])
 
     def node_went_away(self, *lanes: int) -> None:
         """The ``lanes``' handles reported a node gone: their requests in flight, and those sent within
@@ -1527,7 +1536,9 @@ class EngineModel(RuleBasedStateMachine):
         self.disruptions += 1
         self.lane_retired = True
         event(f"the second handle fails ({how})")
-        if how != "timed out":  # a failure of its handle that is not a request timing out: a node may have gone
+        if how == "node":  # a node gone, for both lanes' requests (``Engine.on_log``)
+            self.node_went_away(0, SECOND)
+        elif how != "timed out":  # a failure of its handle that names no node: its own lane's requests only
             self.node_went_away(SECOND)
         if how == "bootstrap":
             line = "127.0.0.1:9092/bootstrap: Connect to ipv4#127.0.0.1:9092 failed: Connection refused"

@@ -34,8 +34,8 @@ engine's model, branch on them and never on the message's words.
   earlier attempt of this ..., whose outcome was unknown ..., may have applied it.": the broker's "already done"
   (TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PART, INVALID_PARTITIONS), a refusal that applied nothing this time
   (REQUEST_TIMED_OUT, NOT_CONTROLLER, error 89 with retry off, ...), confluent-kafka refusing the retry, or an
-  authentication failure; and a first attempt's "already done" when a node went away while it was in flight or in the
-  5 s before it was sent ("... its broker may have re-sent it to the next controller ...": Kafka's forwarding
+  authentication failure; and any other "already done" when a node went away while it was in flight or in the 5 s
+  before it was sent ("... its broker may have re-sent it to the next controller ...": Kafka's forwarding
   re-sends it).
 - ``NotYetVisibleError``: ``_TIMED_OUT`` "... applied, but not yet visible in every broker's metadata by the
   deadline (timeout_ms=...): broker N does not ...", with ``brokers`` (the ids that lag), for a call with

@@ -87,7 +87,7 @@ class AfterAnswer:
         if verdict is Verdict.RETRY:
             return self._transient(topic, exc, response.outcomes[topic.name], response, round_trip, now)
         # the broker's last word (outcome unknown after an unanswered attempt, possibly applied when it says "already
-        # done" after a node went away in flight)
+        # done" after a node went away in flight or just before)
         return Finish(Ending.ANSWERED, exc, node_lost=response.node_lost)
 
     def _throttled(

@@ -307,6 +307,8 @@ class Engine:
         it (``lanes``)."""
         if lane != FIRST:  # the second handle's: it fails alone, and is not used again (``lanes``)
             self._lanes.second_failed(error.code() != KafkaError._TIMED_OUT, now)
+            if error.code() == KafkaError._ALL_BROKERS_DOWN or failed_node(error.str()) is not None:
+                self._lanes.node_lost(now)  # a node went away for both handles: forwarded requests (``outcome``)
         elif error.code() in _AUTH_ERRORS:
             self._contact.auth = (error, now)
         elif error.code() == KafkaError._ALL_BROKERS_DOWN:
@@ -318,9 +320,12 @@ class Engine:
     def on_log(self, line: str, now: float, *, lost: bool = True, lane: int = FIRST) -> None:
         """A librdkafka ``FAIL`` log line (some failures before the handshake are told only there); a connection
         the broker's side lost no longer carries its node's throttle (``throttle``). A failure of the second
-        handle's connections (``lane``) retires the second lane and says nothing of the first's."""
+        handle's connections (``lane``) retires the second lane and says nothing of the first's throttles or first
+        contact; a node it names went away for both lanes' requests (``Slot.node_lost``)."""
         if lane != FIRST:  # the second handle's connection failed (a bootstrap one, too): not used again
             self._lanes.second_failed(lost, now)
+            if lost and failed_node(line) is not None:
+                self._lanes.node_lost(now)
             return
         node = failed_node(line) if lost else None
         if node is not None:
