@@ -14,6 +14,7 @@ from kafka.protocol.metadata.metadata import MetadataRequest
 
 from tests.support import BrokerFactory, wait_until
 from tests.wire import WireClient, create_topics_request
+from throttled_admin import NewTopic, PossiblyAppliedError, ThrottledAdminClient
 
 THROTTLED = 89
 INVALID_REPLICATION_FACTOR = 38
@@ -129,6 +130,32 @@ def test_a_create_forwarded_to_a_controller_that_went_away_is_re_sent_and_answer
     assert answer.topics[0].error_code == TOPIC_ALREADY_EXISTS
     assert broker.topics() == {"t": 3}
     assert broker.tokens() == pytest.approx(22 - 3, abs=0.5)  # charged once: the re-send found it, charging nothing
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known limitation (docs/reliability.md): a controller that moves with no connection of the client lost "
+    "is not seen, and its re-send's TOPIC_ALREADY_EXISTS is told as the broker's word",
+)
+def test_a_create_re_sent_after_a_failover_that_lost_no_connection_is_possibly_applied(
+    quota_broker: BrokerFactory,
+) -> None:
+    """The client's own create, forwarded by node 1 to the controller (node 0), applied, then the controller moves
+    (a leadership change; with dedicated controllers, any of their restarts): node 1 re-sends it and the next
+    controller answers "already exists". No connection of the client was lost, so it tells the plain refusal."""
+    broker = quota_broker(num_brokers=3)
+    conf = {"bootstrap.servers": address(broker, 1), "client.id": "failover"}
+    with ThrottledAdminClient(conf) as admin:
+        admin.list_topics(timeout=10)
+        held = broker.hold_controller_next(1.0)
+        future = admin.create_topics([NewTopic("t", 3, 1)])["t"]
+        assert held.wait(10)
+        broker.fail_over()
+        exc = future.exception(30)
+    assert broker.topics() == {"t": 3}
+    assert exc is not None
+    assert exc.args[0].code() == TOPIC_ALREADY_EXISTS, exc
+    assert isinstance(exc, PossiblyAppliedError), exc
 
 
 def test_a_stopped_node_stays_registered_and_an_unregistered_one_is_not_counted(

@@ -78,8 +78,8 @@ class DoneCount:
 #   job's own request created (4 of 300), reported as a plain failure; now PossiblyAppliedError when a node went away
 #   while the request was in flight or in the 5 s before it was sent (a CI run of 31c5ec6: 4 topics of a request sent
 #   between a node's listener closing and its controller resigning) (tests/test_engine_forwarding.py,
-#   tests/test_engine_model.py, tests/test_broker_nodes.py); a node the client holds no connection to still goes away
-#   unreported;
+#   tests/test_engine_model.py, tests/test_broker_nodes.py); a controller that moves with no connection of the client
+#   lost is still not seen (docs/reliability.md);
 # - the stranded queue (scenarios 2 and 3): after the kill -9 of the node librdkafka sends to, the topics queued
 #   behind the request in flight ended "not sent" or "outcome unknown", unsent: librdkafka waited for the controller
 #   its last Metadata named (a broker names the killed node until it is fenced); now the driver reads Metadata until
