@@ -361,7 +361,7 @@ def after_unknown_attempt(error: KafkaError, operation: str) -> PossiblyAppliedE
 
 
 def after_lost_forward(error: KafkaError, operation: str) -> PossiblyAppliedError:
-    """``error`` ("already done") for a first attempt in flight when a node went away, or sent just after: a KRaft
+    """``error`` ("already done") for an attempt in flight when a node went away, or sent just after: a KRaft
     broker re-sends a forwarded request whose controller went away (``NodeToControllerRequestThread``), and the next
     controller finds what the old one applied."""
     return PossiblyAppliedError(

@@ -19,11 +19,11 @@ ending              an answer was lost  the broker said 89     the broker refuse
 ``CLOSED``          closed, unknown     closed, refused        closed, refused        closed, not sent
 ==================  ==================  =====================  =====================  ==========================
 
-(*) A first attempt's "already done" (``ALREADY_DONE``) with ``Facts.node_lost`` (a node went away while it was in
-flight, or in the ``slot.FORWARD_GRACE_S`` before it was sent) is possibly applied: a KRaft broker re-sends a forwarded
-request whose controller went away, and the next controller finds what the old one applied (issue 37, seen on a Kafka
-4.4 quorum's rolling restart). A controller that moves with no connection of this client lost is not seen: that
-re-send's answer is told as the broker's word (docs/reliability.md).
+(*) An "already done" (``ALREADY_DONE``) with no earlier attempt unanswered and ``Facts.node_lost`` (a node went
+away while it was in flight, or in the ``slot.FORWARD_GRACE_S`` before it was sent) is possibly applied: a KRaft broker
+re-sends a forwarded request whose controller went away, and the next controller finds what the old one applied
+(issue 37, seen on a Kafka 4.4 quorum's rolling restart). A controller that moves with no connection of this client
+lost is not seen: that re-send's answer is told as the broker's word (docs/reliability.md).
 
 A change refused with NOT_CONTROLLER or REQUEST_TIMED_OUT (``Past.failover``; never validate_only) is in the first
 column, "an answer was lost", whatever came after: a controller failing over may give either after it applied the
