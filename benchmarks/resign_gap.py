@@ -40,7 +40,7 @@ def gap_s(log: str) -> float:
         elif _RESIGNED in line and stopped is not None:
             resigned = _at(line)
     if stopped is None or resigned is None:
-        raise RuntimeError("the log shows no broker listener stopping before its controller resigned")
+        raise RuntimeError("no controller resignation after its broker listener stopped: not the leader by then?")
     return resigned - stopped
 
 
@@ -54,12 +54,18 @@ def main() -> None:
         for _ in range(args.rounds):
             node = cluster.node(cluster.active_controller())
             cluster.stop_node(node)
-            gaps.append(gap_s(cluster.log_path(node).read_text()))
-            print(f"node {node.node_id}: {gaps[-1] * 1000:.0f} ms (load {load_average():.1f})", flush=True)
+            try:
+                gaps.append(gap_s(cluster.log_path(node).read_text()))
+            except RuntimeError as exc:  # a round lost, not the run
+                print(f"node {node.node_id}: not measured ({exc})", flush=True)
+            else:
+                print(f"node {node.node_id}: {gaps[-1] * 1000:.0f} ms (load {load_average():.1f})", flush=True)
             cluster.start_node(node)
     finally:
         cluster.stop()
-    print(f"median {statistics.median(gaps) * 1000:.0f} ms, range {min(gaps) * 1000:.0f}-{max(gaps) * 1000:.0f} ms")
+    if gaps:
+        low, high = min(gaps) * 1000, max(gaps) * 1000
+        print(f"{len(gaps)} measured: median {statistics.median(gaps) * 1000:.0f} ms, range {low:.0f}-{high:.0f} ms")
 
 
 if __name__ == "__main__":

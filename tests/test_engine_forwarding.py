@@ -106,7 +106,7 @@ def test_already_exists_with_no_connection_lost_in_flight_is_the_brokers_word() 
 
 
 def test_already_exists_for_a_request_sent_just_after_a_node_went_away_is_possibly_applied() -> None:
-    """A combined KRaft node closes its broker listener, the loss librdkafka reports, 0.13-0.26 s before its
+    """A combined KRaft node closes its broker listener, the loss librdkafka reports, 0.09-0.26 s before its
     controller resigns (Kafka 4.4): a request sent in between is forwarded to that controller, which may apply it and
     resign before it answers, and the broker re-sends it to the next one (the rolling restart's "already exists" of
     4 topics of one request, a CI run of 31c5ec6, with no loss reported while it was in flight)."""

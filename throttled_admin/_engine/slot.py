@@ -29,8 +29,8 @@ ABANDON_GRACE_S = 2.0
 # answer was left out of the response (a garbled answer): its outcome is unknown.
 PARTIAL_GRACE_S = 0.5
 # A request sent this soon after a node went away may still have been forwarded to it as the controller: a combined
-# KRaft node closes its broker listener (the loss librdkafka reports) before its controller resigns, 0.13-0.26 s later
-# on Kafka 4.4's three-node quorum (SIGTERM, load 6-13: ``benchmarks/resign_gap.py``).
+# KRaft node closes its broker listener (the loss librdkafka reports) before its controller resigns, 0.09-0.26 s later
+# on Kafka 4.4's three-node quorum (SIGTERM, load 0.6-13: ``benchmarks/resign_gap.py``).
 FORWARD_GRACE_S = 5.0
 _NO_DRAIN: tuple[tuple[Drain, ...], float] = ((), math.inf)  # nothing to send, nothing to look at again
 
