@@ -1166,7 +1166,7 @@ def test_a_call_cut_short_after_the_engine_queued_it_keeps_the_names_it_sent(mon
 
 
 def test_a_call_cut_short_anywhere_in_holding_its_names_leaves_nothing_held() -> None:
-    """Ctrl-C at each bytecode of ``NameHolds.hold`` (where a signal handler may raise) as a topic waits behind an
+    """Ctrl-C at each point of ``NameHolds.hold`` where a signal handler may raise as a topic waits behind an
     earlier call's name: the call is discarded whole, and nothing of it is left held or waiting (once, an empty
     list was left behind the name: every later settlement then took the slow path, a Python call per topic)."""
     for offset in offsets(NameHolds.hold):

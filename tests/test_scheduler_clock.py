@@ -686,10 +686,10 @@ def test_a_client_dropped_while_a_send_waits_settles_every_future(driver: Driver
     ids=lambda function: function.__qualname__,
 )
 def test_ctrl_c_at_any_bytecode_of_a_calls_own_turn_sends_nothing_twice_and_stalls_nothing(function: Any) -> None:
-    """Ctrl-C at each bytecode of the path a call takes on its caller's thread (its ``submit``, its turn, the send):
-    afterwards the turn is free, nothing is handed over twice or after the interrupt, and the next call completes
-    (or, cut inside the engine's step, the client closed and the call is settled). Once, a cut just after a send
-    returned made the next turn send the request again."""
+    """Ctrl-C at each point a signal can land (``tests/interrupts``) in the path a call takes on its caller's thread
+    (its ``submit``, its turn, the send): afterwards the turn is free, nothing is handed over twice or after the
+    interrupt, and the next call completes (or, cut inside the engine's step, the client closed and the call is
+    settled). Once, a cut just after a send returned made the next turn send the request again."""
     for offset in offsets(function):
         driver = Driver(RetryBackoff(initial_ms=10_000, max_ms=10_000, jitter=0.0))
         driver.transport.answer_sentinels = True  # (a request cut short as it may have been sent: the slot waits)
@@ -740,8 +740,8 @@ def test_ctrl_c_at_any_bytecode_of_a_calls_own_turn_sends_nothing_twice_and_stal
     ids=lambda function: function.__qualname__,
 )
 def test_ctrl_c_at_any_bytecode_of_a_wait_that_takes_the_answer_loses_nothing(function: Any) -> None:
-    """Ctrl-C at each bytecode of a ``result()``/``exception()`` that takes its answer's turn on its own thread
-    (``assist``): afterwards the turn is free, the future is settled as the broker answered (by the next turn, if
+    """Ctrl-C at each point a signal can land in a ``result()``/``exception()`` that takes its answer's turn on its own
+    thread (``assist``): afterwards the turn is free, the future is settled as the broker answered (by the next turn, if
     the cut one did not), and the next call completes (or, cut inside the engine's step, the client closed)."""
     for offset in offsets(function):
         driver = Driver(RetryBackoff(initial_ms=10_000, max_ms=10_000, jitter=0.0))
