@@ -16,20 +16,20 @@ from confluent_kafka.admin import NewPartitions, NewTopic
 
 from tests.engine_records import submit_call
 from tests.test_engine_gate import DISCONNECTED, EXISTS, TIMED_OUT, answer, create, reached
+from tests.test_engine_lanes import bulk, sends
 from throttled_admin import PossiblyAppliedError
 from throttled_admin._engine import (
     CREATE_PARTITIONS,
     CREATE_TOPICS,
     DELETE_TOPICS,
+    FIRST,
     SECOND,
     CallSpec,
     Engine,
     Outbox,
     RequestKind,
-    Send,
 )
-from throttled_admin._engine.config import EngineConfig
-from throttled_admin._engine.retry import RetryBackoff
+from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST
 from throttled_admin._engine.slot import FORWARD_GRACE_S
 from throttled_admin._engine.work import Operation
 
@@ -71,27 +71,16 @@ def test_already_exists_after_every_broker_went_down_in_flight_is_possibly_appli
 def test_a_node_the_second_handle_reports_gone_hedges_the_first_lanes_request_too(report: str) -> None:
     """Found by review (helper 56): only the second handle may hold a connection to the node that went away (the
     controller the first lane's request was forwarded to); its report is a node gone for both lanes' requests."""
-    engine = Engine(
-        pacer=None,
-        backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0),
-        config=EngineConfig(second_lane_from=2),
-    )
-    engine.on_probe(True, 0.0)
-    kind = RequestKind(CREATE_TOPICS, False)
-    submit_call(
-        engine, CallSpec(kind, 60.0, 60_000, True, None, None, 0.0), [(n, NewTopic(n, 1, 1), 1, 1) for n in "ab"]
-    )
-    submit_call(engine, CallSpec(kind, 10.0, 10_000, True, None, None, 0.0), [("c", NewTopic("c", 1, 1), 1, 1)])
-    sends = engine.step(0.0).of_kind(Send)
-    first = next(send for send in sends if send.lane == 0)
-    assert any(send.lane == SECOND for send in sends), sends
+    engine, out = bulk(4 * MAX_TOPICS_PER_REQUEST)
+    first, second = sends(out)
+    assert (first.lane, second.lane) == (FIRST, SECOND)
     if report == "log":
         engine.on_log(OTHER_NODE_GONE, 0.05, lane=SECOND)
     else:
         engine.on_error(KafkaError(KafkaError._TRANSPORT, OTHER_NODE_GONE.partition("]: ")[2]), 0.05, lane=SECOND)
     engine.on_results(first.request_id, dict.fromkeys(first.names, EXISTS), 0.9)
     told = {ref.name: exc for ref, exc in engine.step(0.9).settle}
-    assert all(isinstance(told[name], PossiblyAppliedError) for name in "ab"), told
+    assert all(isinstance(told[name], PossiblyAppliedError) for name in first.names), told
 
 
 def test_already_exists_with_no_connection_lost_in_flight_is_the_brokers_word() -> None:

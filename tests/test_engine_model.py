@@ -991,7 +991,6 @@ class EngineModel(RuleBasedStateMachine):
                 "timed out",
                 "no controller",
                 "policy",
-                "resent",
             ]
         ),
         applied=st.booleans(),
@@ -1003,9 +1002,9 @@ class EngineModel(RuleBasedStateMachine):
         """The broker answers the request in flight ``delay`` later, unless librdkafka times it out first: ``ok``
         (the cluster decides each topic's result), a garbled answer or one missing its last topic (both applied),
         a transport failure, NOT_CONTROLLER or REQUEST_TIMED_OUT (each after the cluster applied it, if ``applied``:
-        a controller failing over), no controller (never written), a policy refusing every topic, or (``resent``,
-        as ``ok`` unless a node went away around it) the answer to its broker's re-send after the controller it
-        forwarded it to applied it and went away.
+        a controller failing over), no controller (never written), a policy refusing every topic, or (``resent``, a
+        forwardable flight's: ``answer_resent``) the answer to its broker's re-send after the controller it forwarded
+        it to applied it and went away.
         ``quota_first``: the broker checks the quota before each topic's state (KIP-599 lets a 89 follow an applied
         attempt). ``lane``: the connection whose request is answered, if two are in flight."""
         flight = self.focus_on(lane)
@@ -1018,10 +1017,8 @@ class EngineModel(RuleBasedStateMachine):
             return  # settled meanwhile (abandoned, or the client closed)
         if self.unreachable:
             fate = "no controller"  # no connection completes its handshake: librdkafka never builds the request
-        elif fate == "resent" and (
-            not flight.forwardable or flight.request.kind.validate_only or self.mode == "redpanda"
-        ):
-            fate = "ok"  # no node went away around it (or it applies nothing): its broker's answer is the truth
+        elif fate == "resent" and flight.request.kind.validate_only:
+            fate = "ok"  # it applies nothing: its broker's answer is the truth
         flight.fate = fate
         event(f"answer: {fate}")
         results = self.broker_handles(flight, fate, applied)

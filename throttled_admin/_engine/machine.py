@@ -305,10 +305,10 @@ class Engine:
         within ``AUTH_ERROR_TTL_S`` after it (librdkafka reports it again while it lasts). A connection that
         failed before its handshake (``contact``) counts until a broker has answered. ``lane``: whose handle told
         it (``lanes``)."""
-        if lane != FIRST:  # the second handle's: it fails alone, and is not used again (``lanes``)
-            self._lanes.second_failed(error.code() != KafkaError._TIMED_OUT, now)
-            if error.code() == KafkaError._ALL_BROKERS_DOWN or failed_node(error.str()) is not None:
+        if lane != FIRST:  # the second handle's: it fails alone, and is not used again (``lanes``, ``on_log``)
+            if error.code() == KafkaError._ALL_BROKERS_DOWN:
                 self._lanes.node_lost(now)  # a node went away for both handles: forwarded requests (``outcome``)
+            self.on_log(error.str(), now, lost=error.code() != KafkaError._TIMED_OUT, lane=lane)
         elif error.code() in _AUTH_ERRORS:
             self._contact.auth = (error, now)
         elif error.code() == KafkaError._ALL_BROKERS_DOWN:
