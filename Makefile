@@ -18,9 +18,10 @@ UNIT_TESTS := \
 	tests/test_engine_rules.py tests/test_engine_verdicts.py tests/test_turns.py tests/test_topic_futures.py \
 	tests/test_quota.py tests/test_token_bucket.py tests/test_sensor.py tests/test_round_trip.py \
 	tests/test_errors.py tests/test_properties.py tests/test_input_parity_properties.py tests/test_validation.py \
-	tests/test_parity_closed_client.py tests/test_metadata_wire.py tests/test_librdkafka_log.py \
-	tests/test_public_api.py tests/test_layout.py tests/test_cli_units.py tests/test_engine_outcomes.py \
-	tests/test_engine_actions.py tests/test_engine_error_reasons.py tests/test_call_outcomes.py
+	tests/test_parity_closed_client.py tests/test_metadata_wire.py tests/test_quorum_wire.py tests/test_quorum_watch.py \
+	tests/test_librdkafka_log.py tests/test_public_api.py tests/test_layout.py tests/test_cli_units.py \
+	tests/test_engine_outcomes.py tests/test_engine_actions.py tests/test_engine_error_reasons.py \
+	tests/test_call_outcomes.py
 
 # The Pythons besides .venv's (3.11, the full suite) that `requires-python` admits: each gets a venv of its own,
 # .venv-3.X, from pyenv's newest 3.X.* or python3.X on PATH, with only what those tests need (the `unit` extra: about

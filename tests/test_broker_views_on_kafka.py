@@ -48,6 +48,24 @@ def test_the_reader_reads_kafkas_topic_ids_on_every_listener(
     assert USERS["bob"] not in caplog.text
 
 
+@pytest.mark.parametrize("mechanism", [None, "SCRAM-SHA-512"])
+def test_the_reader_reads_kafkas_controller_quorum(
+    kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace, mechanism: str | None
+) -> None:
+    """DescribeQuorum (``_driver/quorum_wire``) on the reader's own connection, as ``quorum_watch`` reads it: the
+    leader kafka-metadata-quorum.sh's request names (the fixture's, encoded by kafka-python), in a first epoch."""
+    plain: Conf = {"bootstrap.servers": kafka_broker.bootstrap_servers}
+    conf = plain if mechanism is None else kafka_broker.sasl_conf("bob", mechanism)
+    reader = BrokerViewReader(conf | {"client.id": kafka_ns.client_id})
+    try:
+        answer = reader.read_quorum(timeout_s=10)
+    finally:
+        reader.close()
+    assert answer is not None
+    assert (answer.error_code, answer.leader_id) == (0, kafka_broker.active_controller())
+    assert answer.leader_epoch >= 1
+
+
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_a_wrong_password_on_kafka_leaves_no_view_and_no_secret(
     kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace, mechanism: str, caplog: pytest.LogCaptureFixture

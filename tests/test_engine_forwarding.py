@@ -107,6 +107,40 @@ def test_already_exists_for_a_request_sent_just_after_a_node_went_away_is_possib
     assert exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
 
 
+@pytest.mark.parametrize("validate_only", [False, True], ids=["a change", "validate_only"])
+def test_already_exists_when_the_driver_read_the_controller_moved_is_possibly_applied(validate_only: bool) -> None:
+    """No connection lost, but the driver read the controller quorum's leader epoch grown while the request was in
+    flight (``_driver/quorum_watch``: a leadership change, a dedicated controller restarting): the answer may be its
+    broker's re-send, in the controller's words; a validate-only request applies nothing, re-sent or not."""
+    engine = reached()
+    out = submit(engine, RequestKind(CREATE_TOPICS, validate_only), NewTopic("t", 1, 1), cost=1)
+    assert out.send is not None
+    engine.on_results(out.send.request_id, {"t": EXISTS}, 0.9, controller_moved=True)
+    exc = settled(engine.step(0.9))
+    assert exc is not None
+    assert exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
+    if validate_only:
+        assert type(exc) is KafkaException
+        return
+    assert isinstance(exc, PossiblyAppliedError), exc
+    said = exc.args[0].str()
+    assert said.endswith(
+        " The cluster's controller changed since the client last read it, before or while this CreateTopics was in "
+        "flight (outcome unknown): its broker may have re-sent it to the next controller after the old one applied it."
+    ), said
+
+
+def test_a_node_lost_in_flight_is_told_as_such_when_the_controller_moved_too() -> None:
+    engine = reached()
+    out = create(engine, ["t"], 0.0)
+    engine.on_log(OTHER_NODE_GONE, 0.05)
+    assert out.send is not None
+    engine.on_results(out.send.request_id, {"t": EXISTS}, 0.9, controller_moved=True)
+    exc = settled(engine.step(0.9))
+    assert isinstance(exc, PossiblyAppliedError), exc
+    assert "A node went away while this CreateTopics was in flight, or just before it was sent" in str(exc)
+
+
 def test_a_refusal_that_is_not_already_done_stays_the_brokers_word() -> None:
     engine = reached()
     out = create(engine, ["t"], 0.0)

@@ -193,6 +193,9 @@ class Flight:
     # a node went away while it was in flight, or within FORWARD_GRACE_S before it was sent: its broker may have
     # forwarded it to that node as the controller, and re-send it to the next (the ``resent`` answer)
     forwardable: bool = False
+    # the controller changed while it was in flight with no connection lost: the driver's quorum read says so with
+    # its answer (``Engine.on_results(controller_moved=True)``, ``_driver/quorum_watch``)
+    controller_moved: bool = False
 
 
 class EngineModel(RuleBasedStateMachine):
@@ -1029,7 +1032,8 @@ class EngineModel(RuleBasedStateMachine):
         self.note_contact(fate, len(flight.tracks))
         self.note_fresh_answer(fate, results)
         if results or fate == "drop last":  # the driver hands over what librdkafka completed (an empty answer too)
-            self.engine.on_results(flight.request.request_id, results, self.now)
+            moved = flight.controller_moved
+            self.engine.on_results(flight.request.request_id, results, self.now, controller_moved=moved)
         self.step()
         self.check_limit_restored()
 
@@ -1501,6 +1505,24 @@ class EngineModel(RuleBasedStateMachine):
         answered by its broker's re-send (``broker_resends``)."""
         lanes = [n for n, f in self.flights.items() if f.fate is None and f.forwardable]
         self.answer("resent", applied=True, delay=delay, quota_first=False, lane=lane if lane in lanes else lanes[0])
+
+    @precondition(
+        lambda self: (
+            not self.closed
+            and self.mode != "redpanda"  # (no KRaft quorum)
+            and any(f.fate is None and not f.controller_moved for f in self.flights.values())
+        )
+    )
+    @rule()
+    def the_controller_moves_silently(self) -> None:
+        """The active controller changes while requests are in flight, with no connection of the client lost (a
+        leadership change, a dedicated controller restarting): the driver's read of the quorum's leader epoch tells
+        the engine with the answer (``controller_moved``), and a broker may have forwarded a request to the old
+        controller (the ``resent`` answer)."""
+        for flight in self.flights.values():
+            if flight.fate is None:
+                flight.forwardable = flight.controller_moved = True
+        event("the controller moved with no connection lost")
 
     def node_went_away(self, *lanes: int) -> None:
         """The ``lanes``' handles reported a node gone: their requests in flight, and those sent within
@@ -2147,22 +2169,25 @@ def test_the_model_states_rule_f_already_exists_after_a_lost_answer_may_have_bee
         state.teardown()
 
 
-@pytest.mark.parametrize("when", ["in flight", "just before", "long before"])
+@pytest.mark.parametrize("when", ["in flight", "just before", "long before", "controller moved in flight"])
 def test_the_model_knows_a_forwarded_request_re_sent_after_its_controller_went_away(when: str) -> None:
     """Rule f (issue 37, and a CI run of 31c5ec6 on the Kafka 4.4 quorum's roll): a node goes away while a create is
-    in flight, or just before it is sent; its broker had forwarded it to that node as the controller, which applied
-    it, and re-sends it to the next: "already exists". The topic is told possibly applied, never a plain failure
+    in flight, or just before it is sent, or the controller moves in flight with no connection lost (the driver's
+    quorum read says so); its broker had forwarded it to the old controller, which applied it, and re-sends it to
+    the next: "already exists". The topic is told possibly applied, never a plain failure
     (``what_each_topic_was_told_stays_true``). A node gone long before says nothing of a topic that already existed:
     the broker's word."""
     state = EngineModel()
     try:
         _start(state, existing={"a": 1} if when == "long before" else {})
-        if when != "in flight":
+        if when in ("just before", "long before"):
             state.a_node_goes_away()
             state.advance(FORWARD_GRACE_S if when == "long before" else 0.2)
         state.submit("create", ["a"], 30.0, True, False, 1, None, None, False)
         if when == "in flight":
             state.a_node_goes_away()
+        elif when == "controller moved in flight":
+            state.the_controller_moves_silently()
         state.answer("resent", applied=True, delay=0.0, quota_first=False)
         state.what_each_topic_was_told_stays_true()
         [track] = state.tracks

@@ -28,6 +28,7 @@ from tests.real_kafka.namespace import KafkaNamespace
 from tests.reliability_helpers import Outcomes, assert_truthful, error_text, hedged, outcomes
 from tests.support import wait_until
 from throttled_admin import MutationQuota, NewTopic, ThrottledAdminClient
+from throttled_admin._driver.broker_views import BrokerViewReader
 from throttled_admin.provisioning import PlanRow, apply_plan, summarize
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -175,6 +176,7 @@ def test_a_bulk_call_with_a_second_request_in_flight_through_a_controllers_resta
 ) -> None:
     names = [kafka_ns.topic(f"b{i:04d}") for i in range(5_000)]
     conf = {"bootstrap.servers": kafka_quorum.bootstrap_servers, "client.id": kafka_ns.client_id, "log_level": 0}
+    quorum = BrokerViewReader(conf)  # the client's own reader's kind, on connections of the test's
     with ThrottledAdminClient(conf) as admin:
         admin.list_topics(timeout=30)
         futures = admin.create_topics([NewTopic(n, 1, RF) for n in names], timeout_ms=180_000)
@@ -182,10 +184,17 @@ def test_a_bulk_call_with_a_second_request_in_flight_through_a_controllers_resta
         assert job.count.reached.wait(60), "no topic created within 60 s"
         active = kafka_quorum.node(kafka_quorum.active_controller())
         pending_at_stop = len(names) - job.count.done
+        before = quorum.read_quorum(10)
         kafka_quorum.restart_node(active)
         results = job.results(180)
         assert admin._second is not None  # the second connection's handle was made and used
+        after = quorum.read_quorum(10)
+    quorum.close()
     assert pending_at_stop > 0  # the stop came while the call was under way
+    # what ``_driver/quorum_watch`` reads, on Kafka: a leader epoch grown by the restart's election(s)
+    assert before is not None
+    assert after is not None
+    assert after.leader_epoch > before.leader_epoch, (before, after)
     held = _held_and_truthful(kafka_quorum, kafka_ns, job, results)
     assert set(held) <= set(names)
     with ThrottledAdminClient(conf) as admin:

@@ -33,6 +33,7 @@ from throttled_admin import (
 from throttled_admin._driver import turns as turns_module
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.open_calls import OpenCalls, carry_out
+from throttled_admin._driver.quorum_wire import QuorumAnswer
 from throttled_admin._driver.scheduler import Answer, ClientGone, Scheduler, SendOrder
 from throttled_admin._driver.turns import Sending, Turns
 from throttled_admin._engine import (
@@ -101,6 +102,9 @@ class ScriptedTransport:
 
     def broker_views(self, names: list[str], timeout_s: float) -> BrokerViews:
         return {}
+
+    def quorum(self, timeout_s: float) -> QuorumAnswer | None:
+        return None  # no quorum read: answers are handed over as they come
 
     def controller(self, timeout_s: float) -> tuple[int, int]:
         return 1, 1

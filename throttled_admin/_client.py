@@ -32,6 +32,7 @@ from opentelemetry.metrics import MeterProvider
 from throttled_admin._driver.broker_views import BrokerViewReader
 from throttled_admin._driver.callback_errors import CallbackErrors
 from throttled_admin._driver.futures import TopicFuture
+from throttled_admin._driver.quorum_wire import QuorumAnswer
 from throttled_admin._driver.scheduler import USER_CODE_WAIT_S, Answer, ClientGone, Scheduler, SendOrder
 from throttled_admin._driver.settings import USER_CALLBACKS, ClientSettings, install_callbacks
 from throttled_admin._driver.turns import Sending
@@ -154,6 +155,11 @@ class _Transport:
         """Each broker's Metadata of ``names``, read on connections of the reader's own (``_driver/broker_views``)."""
         reader: BrokerViewReader = self._get()._broker_views
         return reader.read_cluster(names, timeout_s)
+
+    def quorum(self, timeout_s: float) -> QuorumAnswer | None:
+        """The controller quorum's leader and epoch, read on the same connections (``_driver/quorum_watch``)."""
+        reader: BrokerViewReader = self._get()._broker_views
+        return reader.read_quorum(timeout_s)
 
 
 def _keywords(order: SendOrder) -> dict[str, Any]:

@@ -360,15 +360,18 @@ def after_unknown_attempt(error: KafkaError, operation: str) -> PossiblyAppliedE
     )
 
 
-def after_lost_forward(error: KafkaError, operation: str) -> PossiblyAppliedError:
-    """``error`` ("already done") for an attempt in flight when a node went away, or sent just after: a KRaft
-    broker re-sends a forwarded request whose controller went away (``NodeToControllerRequestThread``), and the next
-    controller finds what the old one applied."""
+def after_lost_forward(error: KafkaError, operation: str, how: str) -> PossiblyAppliedError:
+    """``error`` ("already done") for an attempt that may have been forwarded to a controller that went away:
+    ``how`` that may be, in words, for ``{operation}`` (a node went away while it was in flight or just before, or
+    the controller changed since the client last read it, before or while it was in flight). A KRaft broker re-sends
+    a forwarded request whose controller went away (``NodeToControllerRequestThread``), and the next controller finds
+    what the old one applied."""
+    said = how.format(operation=operation)
     return PossiblyAppliedError(
         _amended(
             error,
-            f"A node went away while this {operation} was in flight, or just before it was sent (outcome unknown): its "
-            "broker may have re-sent it to the next controller after the old one applied it.",
+            f"{said[:1].upper()}{said[1:]} (outcome unknown): its broker may have re-sent it to the next controller "
+            "after the old one applied it.",
         )
     )
 

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from throttled_admin._driver import metadata_wire
+from throttled_admin._driver import metadata_wire, quorum_wire
 from throttled_admin._driver.sasl_client import SUPPORTED_MECHANISMS, exchange_for
 from throttled_admin._driver.wire_codec import Reader, Writer, read_frame, request_frame, response_body
 
@@ -161,6 +161,7 @@ class BrokerConnection:
         except BaseException:
             sock.close()
             raise
+        self._versions = versions
         highest = versions.get(metadata_wire.API_KEY, (0, -1))[1]
         if highest < metadata_wire.MIN_VERSION:
             self.close()
@@ -179,6 +180,16 @@ class BrokerConnection:
         version = self.metadata_version
         body = self._exchange(metadata_wire.API_KEY, version, metadata_wire.encode(version, names), True, deadline)
         return metadata_wire.decode(version, body, set(names))
+
+    def quorum(self, deadline: float) -> quorum_wire.QuorumAnswer | None:
+        """Who leads the controller quorum, and in which epoch (DescribeQuorum); None when the broker does not
+        serve the API (Kafka before 3.3, ZooKeeper mode, Redpanda)."""
+        low, high = self._versions.get(quorum_wire.API_KEY, (0, -1))
+        if high < max(low, quorum_wire.MIN_VERSION):
+            return None
+        version = min(high, quorum_wire.MAX_VERSION)
+        body = self._exchange(quorum_wire.API_KEY, version, quorum_wire.encode(version), True, deadline)
+        return quorum_wire.decode(version, body)
 
     def close(self) -> None:
         self._sock.close()

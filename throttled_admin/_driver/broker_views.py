@@ -29,7 +29,8 @@ import ssl
 import struct
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from throttled_admin._driver.broker_connection import (
     BrokerConnection,
@@ -40,6 +41,7 @@ from throttled_admin._driver.broker_connection import (
 )
 from throttled_admin._driver.librdkafka_views import LibrdkafkaViews
 from throttled_admin._driver.metadata_wire import MetadataAnswer
+from throttled_admin._driver.quorum_wire import QuorumAnswer
 from throttled_admin._driver.sasl_client import SaslError
 from throttled_admin._engine.visibility import BrokerViews
 
@@ -51,6 +53,13 @@ _READ_TIMEOUT_S = 2.0
 _REBOOTSTRAP_REQUIRED = 129  # Metadata v13's top-level error asking the client to rebootstrap (KIP-1102)
 # What a broker that cannot be read raises (the connection is dropped; its view is None).
 _UNREADABLE = (OSError, ValueError, struct.error, UnicodeError, BrokerRefused, SaslError)
+
+
+_T = TypeVar("_T")
+
+
+def _ask_quorum(connection: BrokerConnection, deadline: float) -> QuorumAnswer | None:
+    return connection.quorum(deadline)
 
 
 class BrokerViewReader:
@@ -118,32 +127,53 @@ class BrokerViewReader:
         self._forget_others(set(brokers.values()))
         return views
 
-    def _ask(self, address: str, names: list[str], timeout_s: float) -> MetadataAnswer | None:
-        """One broker's answer, or None when it cannot be read or refuses the request as a whole. A connection
-        kept from an earlier read that fails is tried once more on a fresh one."""
+    def read_quorum(self, timeout_s: float = _READ_TIMEOUT_S) -> QuorumAnswer | None:
+        """Who leads the controller quorum, and in which epoch (DescribeQuorum, which a broker forwards to the
+        controller), from the first broker that answers; None when none can be read, none serves the API, or the
+        reader is librdkafka's (which cannot send it)."""
+        if self._fallback is not None:
+            return None
         deadline = time.monotonic() + timeout_s
+        try:
+            for address in dict.fromkeys([*self._brokers.values(), *self._bootstrap]):
+                if (answer := self._on_connection(address, deadline, _ask_quorum)) is not None:
+                    return answer
+        except (NoTopicIds, Unsupported):  # (a views read falls back on librdkafka for these; this read has none)
+            pass
+        return None
+
+    def _ask(self, address: str, names: list[str], timeout_s: float) -> MetadataAnswer | None:
+        """One broker's answer, or None when it cannot be read or refuses the request as a whole."""
+        answer = self._on_connection(
+            address, time.monotonic() + timeout_s, lambda connection, deadline: connection.metadata(names, deadline)
+        )
+        if answer is None or answer.error_code == 0:
+            return answer
+        # Metadata v13's top-level error (KIP-1102) refuses the whole answer: its empty topic list says nothing of
+        # the topics, so the broker has no view. On REBOOTSTRAP_REQUIRED Java's clients drop what they know of the
+        # cluster and start again from the bootstrap servers (NetworkClient, KafkaAdminClient's metadata call): the
+        # broker list is forgotten likewise.
+        log.debug("wait_for_metadata: %s refused Metadata (error %d)", address, answer.error_code)
+        if answer.error_code == _REBOOTSTRAP_REQUIRED:
+            self._brokers = {}
+        return None
+
+    def _on_connection(
+        self, address: str, deadline: float, ask: Callable[[BrokerConnection, float], _T | None]
+    ) -> _T | None:
+        """``ask`` on the open connection to ``address``, or None when it cannot be read. A connection kept from an
+        earlier read that fails is tried once more on a fresh one."""
         for _ in range(2):
             connection, fresh = self._connection(address, deadline)
             if connection is None:
                 return None
             try:
-                answer = connection.metadata(names, deadline)
+                return ask(connection, deadline)
             except _UNREADABLE as exc:
-                log.debug("wait_for_metadata: cannot read %s (%s)", address, type(exc).__name__)
+                log.debug("cannot read %s (%s)", address, type(exc).__name__)
                 self._drop(address, connection)
                 if fresh:
                     return None
-                continue
-            if answer.error_code == 0:
-                return answer
-            # Metadata v13's top-level error (KIP-1102) refuses the whole answer: its empty topic list says
-            # nothing of the topics, so the broker has no view. On REBOOTSTRAP_REQUIRED Java's clients drop what
-            # they know of the cluster and start again from the bootstrap servers (NetworkClient,
-            # KafkaAdminClient's metadata call): the broker list is forgotten likewise.
-            log.debug("wait_for_metadata: %s refused Metadata (error %d)", address, answer.error_code)
-            if answer.error_code == _REBOOTSTRAP_REQUIRED:
-                self._brokers = {}
-            return None
         return None
 
     def _connection(self, address: str, deadline: float) -> tuple[BrokerConnection | None, bool]:

@@ -51,6 +51,8 @@ from throttled_admin._driver.controller_refresh import ControllerRefresh
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.handshake_drops import HandshakeDrops
 from throttled_admin._driver.open_calls import OpenCall, OpenCalls, carry_out
+from throttled_admin._driver.quorum_watch import READ_TIMEOUT_S, QuorumWatch, asks_for_a_check
+from throttled_admin._driver.quorum_wire import QuorumAnswer
 from throttled_admin._driver.reader import Reader
 from throttled_admin._driver.throttle_notice import FirstThrottleNotice
 from throttled_admin._driver.turns import Sending, Turns
@@ -155,6 +157,9 @@ class Transport(Protocol):
 
     def broker_views(self, names: list[str], timeout_s: float) -> BrokerViews: ...
 
+    def quorum(self, timeout_s: float) -> QuorumAnswer | None:
+        """Who leads the controller quorum, and in which epoch (``_driver/quorum_watch``); None: unknown."""
+
     def controller(self, timeout_s: float) -> tuple[int, int]:
         """Read Metadata (librdkafka's controller is the node the response names): (that node, the one that
         answered)."""
@@ -216,10 +221,18 @@ class Scheduler:
         # a silent broker never holds back the metadata read a paced delete's cost needs, nor the reverse
         self._metadata_reader = Reader("throttled-admin-metadata")
         self._views_reader = Reader("throttled-admin-views")
+        # the controller quorum's leader epoch, read on the views reader's thread: a controller that changed while an
+        # "already done" answer's request was in flight (``quorum_watch``); the requests the engine is told of
+        self._quorum = QuorumWatch(clock)
+        self._moved: set[int] = set()
+        self._quorum_due = False  # a broker answered the first contact's probe, and no baseline is read yet
         # after a node went away, Metadata reads until one names another controller (``controller_refresh``)
         self._controller_refresh = ControllerRefresh(transport.controller, ClientGone, clock)
         self._thread = threading.Thread(target=self._run, name="throttled-admin-scheduler", daemon=True)
         self._thread.start()
+        # the baseline of ``quorum_watch``, read before the first mutation is sent, most often: a request sent before
+        # it is read is checked only for a change after it
+        self._views_reader.submit(functools.partial(self._read_quorum, None))
 
     # -- called by the facade and by librdkafka's callbacks (any thread) --------------------------
 
@@ -615,6 +628,9 @@ class Scheduler:
             out = self._turn(flush=True)
         finally:
             self._turns.release()
+        if self._quorum_due:
+            self._quorum_due = False
+            self._views_reader.submit(functools.partial(self._read_quorum, None))
         if out is None:
             return
         # Then only what is new steps the engine again (a turn that sent once looked again at once, for nothing: the
@@ -726,11 +742,16 @@ class Scheduler:
                         self._engine.on_send_cut_short(cut.request.request_id, handed=True, now=now)
                 if found is not None:
                     self._engine.on_error(found, now)
+                moved = self._moved
                 for request, answer in arrived:  # a request that failed as a whole: the same for every topic
                     results: dict[str, BaseException | None] = (
                         dict.fromkeys(request.names, answer) if isinstance(answer, BaseException) else answer
                     )
-                    self._engine.on_results(request.request_id, results, now)
+                    if moved and request.request_id in moved:  # (``_check_quorum``; most answers: no call)
+                        self._engine.on_results(request.request_id, results, now, controller_moved=True)
+                        moved.discard(request.request_id)
+                    else:
+                        self._engine.on_results(request.request_id, results, now)
                 arrived.clear()  # the engine has them (``_turn``)
                 if self._closed:
                     self._engine.close(now)
@@ -844,7 +865,41 @@ class Scheduler:
 
     def _on_answer(self, request: Send, answer: Answer) -> None:
         # Runs on librdkafka's background thread: a brief lock to hand the results over and wake, never a wait.
-        # A caller's thread waiting for its futures takes the turn itself (assist): one thread hand-off fewer.
+        # An "already done" result is handed over after a read of the controller quorum (``quorum_watch``), on the
+        # views reader's thread.
+        if (
+            self._quorum.watching
+            and not isinstance(answer, BaseException)
+            and asks_for_a_check(request, answer)
+            and self._views_reader.submit(functools.partial(self._read_quorum, (request, answer)))
+        ):
+            return
+        self._hand_over(request, answer)
+
+    def _read_quorum(self, held: tuple[Send, Answer] | None) -> None:
+        """Read the controller quorum's leader epoch (``quorum_watch``): the baseline (``held`` None), or for an answer
+        held until then, which is handed over after it, the engine told if the controller changed since the last
+        read."""
+        answer: QuorumAnswer | None = None
+        try:
+            answer = self._transport.quorum(READ_TIMEOUT_S)
+        except ClientGone:
+            pass
+        except Exception as exc:
+            log.debug("could not read the controller quorum (%s)", type(exc).__name__)
+        finally:
+            moved = self._quorum.read(answer)
+            if held is not None:
+                if moved:
+                    with self._lock:
+                        self._moved.add(held[0].request_id)
+                self._hand_over(*held)
+
+    def _hand_over(self, request: Send, answer: Answer) -> None:
+        """A request's results to the engine's next step. A caller's thread waiting for its futures takes the turn
+        itself (assist): one thread hand-off fewer. A baseline a minute old is read again meanwhile."""
+        if self._quorum.due():
+            self._views_reader.submit(functools.partial(self._read_quorum, None))
         with self._lock:
             self._arrived.append((request, answer))
             if self._assisting:
@@ -878,6 +933,9 @@ class Scheduler:
             self._metrics.identify(getattr(future.result(), "cluster_id", None))
         with self._cv:
             self._engine.on_probe(answered, self._clock())
+            # the controller quorum's baseline (``quorum_watch``), asked for by the scheduler's thread (``_iterate``):
+            # never a thread started in a caller's turn
+            self._quorum_due = answered and self._quorum.wanted
             self._wake()
 
     def _start_metadata_read(self) -> None:

@@ -41,6 +41,7 @@ from throttled_admin._engine.machine import (
     Engine,
 )
 from throttled_admin._engine.metric_events import METRIC_KINDS, MetricEvent, MetricsSink, RecordingSink
+from throttled_admin._engine.outcome import ALREADY_DONE
 from throttled_admin._engine.pacer import MutationQuota, Pacer
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.status import Status
@@ -58,6 +59,7 @@ from throttled_admin._engine.work import (
 )
 
 __all__ = [
+    "ALREADY_DONE",
     "CONTACT_PROBE_TIMEOUT_S",
     "CREATE_PARTITIONS",
     "CREATE_TOPICS",

@@ -16,6 +16,7 @@ from confluent_kafka import KafkaError
 
 from throttled_admin._engine.classify import Outcome, error_of
 from throttled_admin._engine.outcome import Ending
+from throttled_admin._engine.request import Forwarded
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.round_trip import RoundTrip
 from throttled_admin._engine.verdict import Verdict
@@ -35,7 +36,7 @@ class Response:
     outcomes: dict[str, Outcome]  # what each result means (``classify``)
     throttle_s: float  # the throttle to wait out (Redpanda's charge included)
     split: bool  # refused whole for the batch cap: sent again in smaller requests
-    node_lost: bool  # a node went away while the request was in flight, or just before (``Request.node_lost``)
+    forwarded: Forwarded | None  # why an "already done" may be its broker's re-send (``Request.forwarded``)
     # call id -> the back-off its topics wait after this response, drawn once per call (with its jitter), so topics
     # refused together are sent together again: after error 89 without a throttle, and after a transient failure
     quota_delays: dict[int, float] = field(default_factory=dict)
@@ -61,7 +62,7 @@ class Finish:
     ending: Ending
     exc: BaseException | None = None
     why: str = ""
-    node_lost: bool = False  # a node went away around its request's flight (``outcome``: "already done")
+    forwarded: Forwarded | None = None  # why an "already done" may be its broker's re-send (``outcome``)
 
 
 Decision = Applied | Requeue | Finish
@@ -87,8 +88,8 @@ class AfterAnswer:
         if verdict is Verdict.RETRY:
             return self._transient(topic, exc, response.outcomes[topic.name], response, round_trip, now)
         # the broker's last word (outcome unknown after an unanswered attempt, possibly applied when it says "already
-        # done" after a node went away in flight or just before)
-        return Finish(Ending.ANSWERED, exc, node_lost=response.node_lost)
+        # done" after a node went away in flight or just before, or the controller changed in flight)
+        return Finish(Ending.ANSWERED, exc, forwarded=response.forwarded)
 
     def _throttled(
         self, topic: Topic, exc: BaseException | None, response: Response, round_trip: RoundTrip, now: float

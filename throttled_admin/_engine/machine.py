@@ -101,7 +101,7 @@ from throttled_admin._engine.metric_events import (
 from throttled_admin._engine.outcome import Ending, Facts, closed_here, settle_error, why_not_sent
 from throttled_admin._engine.pacer import Pacer
 from throttled_admin._engine.queue import WorkQueue
-from throttled_admin._engine.request import Request
+from throttled_admin._engine.request import Forwarded, Request
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.round_trip import MIN_SAMPLES
 from throttled_admin._engine.slot import Slot
@@ -334,13 +334,19 @@ class Engine:
         if not self._contact.reached:
             self._contact.failed(contact_failure(line))
 
-    def on_results(self, request_id: int, results: dict[str, BaseException | None], now: float) -> None:
-        """Results of topics of a request in flight, as librdkafka completed them."""
+    def on_results(
+        self, request_id: int, results: dict[str, BaseException | None], now: float, *, controller_moved: bool = False
+    ) -> None:
+        """Results of topics of a request in flight, as librdkafka completed them. ``controller_moved``: the driver
+        read the controller quorum's leader epoch grown while the request was in flight (``_driver/quorum_watch``),
+        so an "already done" among them may be its broker's re-send (``outcome``)."""
         slot = self._lanes.of(request_id)
         if slot is None:
             return
         request = slot.request
         assert request is not None
+        if controller_moved and request.forwarded is None and not request.kind.validate_only:
+            request.forwarded = Forwarded.CONTROLLER_MOVED
         if request.first_result_at is None:
             request.first_result_at = now
         if request.answered_at is None:
@@ -555,7 +561,7 @@ class Engine:
         throttle_ms: int = 0,
         why: str = "",
         because: NotSentReason | OutcomeUnknownReason | None = None,
-        node_lost: bool = False,
+        forwarded: Forwarded | None = None,
     ) -> None:
         """Settle the topic with the error its ending and its attempts call for (``outcome``: rule f); ``why`` says
         why in words, ``because`` typed."""
@@ -576,7 +582,7 @@ class Engine:
             self._contact.failure,
             topic.lagging,
             because,
-            node_lost,
+            forwarded,
         )
         self._finish(topic, settle_error(ending, topic.state, topic.past, facts), now)
 
@@ -600,7 +606,7 @@ class Engine:
         operation = request.kind.operation.name
         outcomes = _outcomes(results, operation, throttled=throttle_s > 0)
         split = self._learned.batch_cap(request, outcomes)
-        response = Response(results, outcomes, throttle_s, split=split, node_lost=request.node_lost)
+        response = Response(results, outcomes, throttle_s, split=split, forwarded=request.forwarded)
         charged = 0
         if answered:
             response.throttle_s, charged = self._learned.redpanda(request, results, outcomes, throttle_s)
@@ -655,7 +661,7 @@ class Engine:
                 topic.call.move(topic, TopicState.QUEUED)
                 retried = True
             elif isinstance(decision, Finish):
-                self._end(topic, decision.ending, now, exc=decision.exc, why=decision.why, node_lost=decision.node_lost)
+                self._end(topic, decision.ending, now, exc=decision.exc, why=decision.why, forwarded=decision.forwarded)
             elif topic.call.spec.wait_for_metadata and not topic.call.kind.validate_only:
                 topic.call.move(topic, TopicState.AWAITING_VISIBILITY)
                 self._views.applied(now)

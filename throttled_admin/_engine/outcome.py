@@ -19,11 +19,11 @@ ending              an answer was lost  the broker said 89     the broker refuse
 ``CLOSED``          closed, unknown     closed, refused        closed, refused        closed, not sent
 ==================  ==================  =====================  =====================  ==========================
 
-(*) An "already done" (``ALREADY_DONE``) with no earlier attempt unanswered and ``Facts.node_lost`` (a node went
-away while it was in flight, or in the ``slot.FORWARD_GRACE_S`` before it was sent) is possibly applied: a KRaft broker
-re-sends a forwarded request whose controller went away, and the next controller finds what the old one applied
-(issue 37, seen on a Kafka 4.4 quorum's rolling restart). A controller that moves with no connection of this client
-lost is not seen: that re-send's answer is told as the broker's word (docs/reliability.md).
+(*) An "already done" (``ALREADY_DONE``) with no earlier attempt unanswered and ``Facts.forwarded`` (a node went
+away while it was in flight, or in the ``slot.FORWARD_GRACE_S`` before it was sent; or the driver read the controller
+quorum's leader epoch grown, ``on_results(controller_moved=True)``) is possibly applied: a KRaft broker re-sends a
+forwarded request whose controller went away, and the next controller finds what the old one applied (issue 37, seen
+on a Kafka 4.4 quorum's rolling restart; docs/reliability.md).
 
 A change refused with NOT_CONTROLLER or REQUEST_TIMED_OUT (``Past.failover``; never validate_only) is in the first
 column, "an answer was lost", whatever came after: a controller failing over may give either after it applied the
@@ -47,6 +47,7 @@ from confluent_kafka import KafkaError, KafkaException
 from throttled_admin._engine.classify import error_of
 from throttled_admin._engine.contact import ContactFailure
 from throttled_admin._engine.lifecycle import Past, TopicState
+from throttled_admin._engine.request import Forwarded
 from throttled_admin._engine.work import Topic
 from throttled_admin._errors import (
     ClientClosedError,
@@ -104,7 +105,7 @@ class Facts(NamedTuple):
     failure: ContactFailure | None = None
     lagging: tuple[int, ...] | None = None  # applied: the brokers whose Metadata did not show it
     because: NotSentReason | OutcomeUnknownReason | None = None  # ``why``, typed (``NotSentError.why`` ...)
-    node_lost: bool = False  # a node went away while the attempt was in flight, or just before (not validate-only)
+    forwarded: Forwarded | None = None  # why an "already done" may be its broker's re-send (never validate-only)
 
 
 Rule = Callable[[Past, Facts], BaseException]
@@ -128,8 +129,8 @@ def _answered(past: Past, facts: Facts) -> BaseException:
         return after_failover_refusal(error, facts.operation, past.failover)  # perhaps applied by that attempt
     if error is None or error.code() != ALREADY_DONE.get(facts.operation):
         return facts.exc
-    if facts.node_lost:
-        return after_lost_forward(error, facts.operation)  # perhaps the answer to its broker's re-send
+    if facts.forwarded is not None:  # perhaps the answer to its broker's re-send
+        return after_lost_forward(error, facts.operation, facts.forwarded.value)
     return facts.exc
 
 

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
 from throttled_admin._engine.metric_events import ResponseThrottle
 from throttled_admin._engine.work import RequestKind, Topic
 
-__all__ = ["Request"]
+__all__ = ["Forwarded", "Request"]
 
 _UNTHROTTLED = ResponseThrottle(None, 0.0)  # frozen: one for every unthrottled answer
+
+
+class Forwarded(enum.Enum):
+    """Why an "already done" answer to a change may be its broker's re-send of it: a KRaft broker re-sends a
+    forwarded request whose controller went away (``NodeToControllerRequestThread``), and the next controller finds
+    what the old one applied (``outcome``). The value says so in words, for ``{operation}``."""
+
+    NODE_LOST = "a node went away while this {operation} was in flight, or just before it was sent"
+    CONTROLLER_MOVED = (
+        "the cluster's controller changed since the client last read it, before or while this {operation} was in flight"
+    )
 
 
 @dataclass(eq=False, slots=True)
@@ -28,7 +40,7 @@ class Request:
     first_result_at: float | None = None
     answered_at: float | None = None  # when the first broker answer came
     events: list[tuple[int, float]] = field(default_factory=list)  # throttle events while in flight
-    node_lost: bool = False  # a node went away while it was in flight or just before: re-sent, perhaps (``outcome``)
+    forwarded: Forwarded | None = None  # re-sent to the next controller, perhaps (``outcome``); never validate_only
     lane: int = 0  # the connection it went on (``lanes``)
 
     @property

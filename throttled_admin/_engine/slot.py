@@ -17,7 +17,7 @@ from confluent_kafka import KafkaError
 from throttled_admin._engine.actions import Drain
 from throttled_admin._engine.classify import Outcome, connection_lost, error_of, was_written
 from throttled_admin._engine.connection import Connection, Drained
-from throttled_admin._engine.request import Request
+from throttled_admin._engine.request import Forwarded, Request
 from throttled_admin._engine.work import RequestKind, Topic
 
 __all__ = ["ABANDON_GRACE_S", "FORWARD_GRACE_S", "PARTIAL_GRACE_S", "Slot"]
@@ -69,7 +69,8 @@ class Slot:
         """The next request takes the slot; ``timeouts``: librdkafka's own and the controller's, in seconds."""
         expires_at = now + timeouts[0] + ABANDON_GRACE_S
         request = Request(kind, topics, mutations, now, expires_at, *timeouts, next(self._ids), lane=self.lane)
-        request.node_lost = now - self._lost_at < FORWARD_GRACE_S and not kind.validate_only
+        if now - self._lost_at < FORWARD_GRACE_S and not kind.validate_only:
+            request.forwarded = Forwarded.NODE_LOST
         self.request = request
         return request
 
@@ -97,7 +98,7 @@ class Slot:
         to it as the controller."""
         self._lost_at = now
         if self.request is not None and not self.request.kind.validate_only:
-            self.request.node_lost = True
+            self.request.forwarded = Forwarded.NODE_LOST
 
     def drain(self, now: float) -> tuple[tuple[Drain, ...], float]:
         """The sentinel to send now, if any (``Drain``, with its librdkafka timeout), and when to look again."""

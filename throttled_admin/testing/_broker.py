@@ -200,9 +200,12 @@ class QuotaBroker:
 
     def restart(self) -> None:
         """Stop and start again on the same ports (a broker bounce): topics and quota settings are kept, the quota
-        buckets and sensors start fresh (seen on Kafka 4.4.0: a principal that owed 30 s was admitted at once)."""
+        buckets and sensors start fresh (seen on Kafka 4.4.0: a principal that owed 30 s was admitted at once), and
+        the controller quorum elects its leader again (DescribeQuorum's leader epoch grows by one)."""
         self.stop()
         self.start()
+        with self._cluster.lock:
+            self._cluster.controller_epoch += 1
 
     # -- one node at a time (a quorum's rolling restart, a crash, a controller failover) -------------
 

@@ -16,6 +16,7 @@ from kafka.protocol.admin.client_quotas import (
     DescribeClientQuotasRequest,
     DescribeClientQuotasResponse,
 )
+from kafka.protocol.admin.cluster import DescribeQuorumRequest, DescribeQuorumResponse
 from kafka.protocol.admin.configs import (
     AlterConfigsRequest,
     AlterConfigsResponse,
@@ -206,20 +207,19 @@ THROTTLED_NO_MESSAGE = ApiError(THROTTLING_QUOTA_EXCEEDED)
 # -- ApiVersions ---------------------------------------------------------------------------------
 
 
-def _api_keys(response_class: Any) -> list[Any]:
+def _api_keys(response_class: Any, redpanda: bool = False) -> list[Any]:
+    """The APIs served, Kafka 4.4's ranges; Redpanda has no KRaft quorum to describe (DescribeQuorum)."""
     return [
         response_class.ApiVersion(api_key=key, min_version=spec.min_version, max_version=spec.max_version)
         for key, spec in sorted(API_SPECS.items())
+        if not (redpanda and key == DescribeQuorumRequest.API_KEY)
     ]
 
 
 def handle_api_versions(request: Any, ctx: RequestContext) -> Handled:
     error = ctx.injected_error or 0
-    return Handled(
-        ApiVersionsResponse(
-            version=ctx.api_version, error_code=error, api_keys=_api_keys(ApiVersionsResponse), throttle_time_ms=0
-        )
-    )
+    keys = _api_keys(ApiVersionsResponse, _redpanda(ctx))
+    return Handled(ApiVersionsResponse(version=ctx.api_version, error_code=error, api_keys=keys, throttle_time_ms=0))
 
 
 def api_versions_unsupported() -> Any:
@@ -759,6 +759,34 @@ def handle_describe_client_quotas(request: Any, ctx: RequestContext) -> Handled:
     return Handled(response)
 
 
+def handle_describe_quorum(request: Any, ctx: RequestContext) -> Handled:
+    """The metadata log's leader and epoch, as the active controller answers a request any node forwards to it: an
+    election at each failover and restart (``Cluster.controller_epoch``, from 1 as Kafka's first election). Another
+    partition, or another topic, is UNKNOWN_TOPIC_OR_PARTITION; voters and observers are the nodes serving."""
+    R = DescribeQuorumResponse
+    T = R.TopicData
+    P = T.PartitionData
+    cluster = ctx.broker.cluster
+    with cluster.lock:
+        leader, epoch = cluster.controller_id, cluster.controller_epoch + 1
+    voters = [P.ReplicaState(replica_id=n, replica_directory_id=None, log_end_offset=0) for n in cluster.live()]
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for partition in topic.partitions:
+            if topic.topic_name == "__cluster_metadata" and partition.partition_index == 0:
+                data = P(partition_index=0, error_code=0, error_message=None, leader_id=leader, leader_epoch=epoch)
+                data.high_watermark, data.current_voters, data.observers = 0, voters, []
+            else:
+                unknown = kerr.UnknownTopicOrPartitionError.errno
+                data = P(partition_index=partition.partition_index, error_code=unknown, error_message=None)
+                data.leader_id, data.leader_epoch, data.high_watermark = -1, -1, -1
+                data.current_voters, data.observers = [], []
+            partitions.append(data)
+        topics.append(T(topic_name=topic.topic_name, partitions=partitions))
+    return Handled(R(version=ctx.api_version, error_code=0, error_message=None, topics=topics, nodes=[]))
+
+
 def _alter_entity(entry: Any, ctx: RequestContext, validate_only: bool) -> ApiError:
     """One AlterClientQuotas entry, checked in ``ClientQuotaControlManager``'s order with its messages and
     applied all or nothing: entity, then each key and value; a removal of an unset key is a no-op."""
@@ -885,5 +913,6 @@ API_SPECS: dict[int, ApiSpec] = {
         ApiSpec(AlterClientQuotasRequest, AlterClientQuotasResponse, 0, 1, handle_alter_client_quotas),
         ApiSpec(SaslHandshakeRequest, SaslHandshakeResponse, 1, 1, handle_sasl_handshake),
         ApiSpec(SaslAuthenticateRequest, SaslAuthenticateResponse, 0, 2, handle_sasl_authenticate),
+        ApiSpec(DescribeQuorumRequest, DescribeQuorumResponse, 0, 2, handle_describe_quorum),
     )
 }
