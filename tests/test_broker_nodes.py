@@ -163,23 +163,23 @@ def test_a_create_re_sent_after_a_failover_that_lost_no_connection_is_possibly_a
 ) -> None:
     """The client's own create reaches node 0 (QuotaBroker's Metadata names the controller), which applies it; the
     controller moves to node 1 before it answers (a leadership change: no node stops, no connection drops), so node 0
-    re-sends it there, and node 1 answers "already exists". The client read the quorum's leader epoch when it was
-    made, and reads it again before it tells that answer: grown, so the answer may be the re-send's, and the
-    topic's outcome unknown (``_driver/quorum_watch``)."""
+    re-sends it there, and node 1 answers "already exists". The client read the quorum's leader epoch as its first
+    call came, and reads it again before it tells that answer: grown since the create was sent, so the answer may
+    be the re-send's, and the topic's outcome unknown (``_driver/quorum_watch``)."""
     broker = quota_broker(num_brokers=3)
     conf = {"bootstrap.servers": address(broker, 1), "client.id": "failover"}
     with ThrottledAdminClient(conf) as admin:
-        admin.list_topics(timeout=10)
+        admin.create_topics([NewTopic("first", 1, 1)])["first"].result(30)
         scheduler = admin._scheduler
         assert scheduler is not None
-        # its baseline, read as the client was made (a test of that read: nothing else says it is done)
-        assert wait_until(lambda: scheduler._quorum.watching, 10)
+        # the baseline, read as the first call came (a test of that read: nothing else says it is done)
+        assert wait_until(lambda: scheduler._quorum.epoch == 1, 10)
         held = broker.hold_controller_next(1.0)
         future = admin.create_topics([NewTopic("t", 3, 1)])["t"]
         assert held.wait(10)
         assert broker.fail_over() == 1
         exc = future.exception(30)
-    assert broker.topics() == {"t": 3}
+    assert broker.topics() == {"first": 1, "t": 3}
     assert isinstance(exc, PossiblyAppliedError), exc
     assert exc.args[0].code() == TOPIC_ALREADY_EXISTS
     said = "The cluster's controller changed since the client last read it, before or while this CreateTopics was"
@@ -191,10 +191,10 @@ def test_an_already_exists_with_the_controller_unchanged_is_the_brokers_word(quo
     broker = quota_broker(num_brokers=3)
     conf = {"bootstrap.servers": address(broker, 1), "client.id": "unchanged"}
     with ThrottledAdminClient(conf) as admin:
+        admin.create_topics([NewTopic("t", 3, 1)])["t"].result(30)
         scheduler = admin._scheduler
         assert scheduler is not None
-        assert wait_until(lambda: scheduler._quorum.watching, 10)
-        admin.create_topics([NewTopic("t", 3, 1)])["t"].result(30)
+        assert wait_until(lambda: scheduler._quorum.epoch == 1, 10)
         exc = admin.create_topics([NewTopic("t", 3, 1)])["t"].exception(30)
     assert type(exc) is KafkaException, exc
     assert exc.args[0].code() == TOPIC_ALREADY_EXISTS

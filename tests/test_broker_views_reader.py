@@ -29,6 +29,7 @@ from throttled_admin import NewTopic, ThrottledAdminClient
 from throttled_admin._driver.broker_connection import ConnectionSettings, Unsupported
 from throttled_admin._driver.broker_views import BrokerViewReader
 from throttled_admin._driver.librdkafka_views import LibrdkafkaViews, _take
+from throttled_admin._driver.quorum_wire import UNSUPPORTED_VERSION, QuorumAnswer
 from throttled_admin._engine.visibility import BrokerViews, TopicView
 
 PASSWORD = "Pw-93be1f-s3cr3t"
@@ -426,3 +427,28 @@ def test_a_scram_server_asking_for_fewer_than_4096_iterations_gets_no_proof(
     assert any(b"n=alice" in frame for frame in proxy.client_frames)  # the exchange began through the proxy
     assert not any(b",p=" in frame for frame in proxy.client_frames), "a proof went out for i=1024"
     assert "less than the minimum 4096" in caplog.text
+
+
+def test_a_node_that_never_answers_leaves_the_quorum_read_time_for_the_next(quota_broker: BrokerFactory) -> None:
+    """Found by review (helper 58): every address shared one deadline, so a node that accepts and never answers,
+    asked first, took all of the read's time, and the check told an answer as the broker's word."""
+    broker = quota_broker()
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # (the kernel accepts; nobody ever reads)
+        hung = f"127.0.0.1:{silent.getsockname()[1]}"
+        reader = BrokerViewReader({"bootstrap.servers": f"{hung},{broker.bootstrap_servers}"})
+        try:
+            assert reader.read_quorum(2.0) == QuorumAnswer(0, 0, 1)
+        finally:
+            reader.close()
+
+
+def test_brokers_without_describe_quorum_are_asked_once(quota_broker: BrokerFactory) -> None:
+    """Redpanda's dialect serves no DescribeQuorum: the first broker says so for the cluster, and no other is
+    connected to for it (found by review, helper 58: each was, and each connection kept)."""
+    broker = quota_broker(num_brokers=3, enforcement="redpanda")
+    reader = BrokerViewReader({"bootstrap.servers": ",".join(f"127.0.0.1:{p}" for p in broker.ports.values())})
+    try:
+        assert reader.read_quorum(2.0) == QuorumAnswer(UNSUPPORTED_VERSION)
+        assert len(broker.request_log()) == 1  # its ApiVersions, on one connection
+    finally:
+        reader.close()

@@ -8,38 +8,90 @@ import logging
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from throttled_admin._driver.quorum_watch import REFRESH_S, QuorumWatch, asks_for_a_check
-from throttled_admin._driver.quorum_wire import QuorumAnswer
+from throttled_admin._driver.quorum_watch import REFRESH_S, RETRY_S, QuorumWatch, asks_for_a_check
+from throttled_admin._driver.quorum_wire import UNSUPPORTED_VERSION, QuorumAnswer
 from throttled_admin._engine import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, RequestKind, Send, TopicRef
 from throttled_admin._engine.work import Operation
 
-CLUSTER_AUTHORIZATION_FAILED = 31
+CLUSTER_AUTHORIZATION_FAILED, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT = 31, 6, 7
 
 
-def test_an_epoch_grown_since_the_last_read_says_the_controller_changed() -> None:
+def test_the_baseline_is_the_latest_epoch_read() -> None:
     watch = QuorumWatch()
-    assert not watch.read(None)  # nothing read: no baseline
-    assert not watch.watching
-    assert not watch.read(QuorumAnswer(0, 1, 3))  # the baseline
-    assert watch.watching
-    assert not watch.read(QuorumAnswer(0, 1, 3))
-    assert watch.read(QuorumAnswer(0, 2, 4))  # an election since: and 4 is the next baseline
-    assert not watch.read(QuorumAnswer(0, 2, 4))
-    assert not watch.read(QuorumAnswer(0, 1, 3))  # a broker that forwards to a stale leader: nothing new
-    assert watch.read(QuorumAnswer(0, 3, 5))
-    assert not watch.read(None)  # a read that fails says nothing, and keeps the baseline
-    assert watch.watching
+    assert watch.read(None) is None  # nothing read: no baseline
+    assert watch.epoch is None
+    assert watch.read(QuorumAnswer(0, 1, 3)) == 3
+    assert watch.epoch == 3
+    assert watch.read(QuorumAnswer(0, 2, 4)) == 4
+    assert watch.read(QuorumAnswer(0, 1, 3)) == 3  # a broker that forwards to a stale leader: read, not the baseline
+    assert watch.epoch == 4
+    assert watch.read(QuorumAnswer(NOT_LEADER_OR_FOLLOWER)) is None  # a read that fails keeps the baseline
+    assert watch.epoch == 4
 
 
-def test_a_refused_read_is_logged_once_and_watches_nothing(caplog: pytest.LogCaptureFixture) -> None:
+def test_each_request_is_checked_against_the_epoch_known_as_it_was_sent() -> None:
+    """Found by review (helper 58): one baseline advanced by every read told only the first of two requests in flight
+    (two lanes) that the controller moved; each request now carries the epoch known at its send (``Scheduler``)."""
     watch = QuorumWatch()
+    watch.read(QuorumAnswer(0, 1, 5))
+    first, second = watch.epoch, watch.epoch  # both sent, then the controller moves
+    for sent in (first, second):
+        read = watch.read(QuorumAnswer(0, 2, 6))
+        assert read is not None
+        assert sent is not None
+        assert read > sent
+
+
+def test_a_read_the_cluster_refuses_for_good_is_asked_once(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    watch = QuorumWatch(lambda: now[0])
     with caplog.at_level(logging.DEBUG, logger="throttled_admin"):
-        for _ in range(3):
-            assert not watch.read(QuorumAnswer(CLUSTER_AUTHORIZATION_FAILED))
+        assert watch.due()
+        watch.read(QuorumAnswer(CLUSTER_AUTHORIZATION_FAILED))
+        now[0] += 10 * REFRESH_S
+        assert not watch.due()  # an authorizer logs every denial: asked once
     infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
     assert len(infos) == 1, infos
     assert "DESCRIBE on CLUSTER" in infos[0]
-    assert not watch.watching
+
+
+@pytest.mark.parametrize("code", [None, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT])
+def test_a_first_read_that_got_nothing_is_asked_again_later(code: int | None) -> None:
+    """Found by review (helper 58): an election at start-up (NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT) turned the
+    watch off for the client's life; only a refusal that lasts does."""
+    now = [0.0]
+    watch = QuorumWatch(lambda: now[0])
+    assert watch.due()
+    assert not watch.due()  # asked for once until it ends
+    watch.read(None if code is None else QuorumAnswer(code))
+    now[0] += RETRY_S - 0.1
+    assert not watch.due()
+    now[0] += 0.1
+    assert watch.due()
+
+
+def test_a_baseline_a_minute_old_is_read_again_once() -> None:
+    now = [0.0]
+    watch = QuorumWatch(lambda: now[0])
+    assert watch.due()
+    watch.read(QuorumAnswer(0, 1, 3))
+    now[0] = REFRESH_S - 1
+    assert not watch.due()
+    now[0] = REFRESH_S
+    assert watch.due()
+    assert not watch.due()  # under way: asked for once
+    watch.read(QuorumAnswer(0, 2, 4))
+    assert not watch.due()  # fresh again
+    now[0] = 2 * REFRESH_S + 1
+    assert watch.due()
+
+
+def test_a_broker_without_describe_quorum_turns_the_watch_off() -> None:
+    watch = QuorumWatch()
+    assert watch.due()
+    watch.read(QuorumAnswer(UNSUPPORTED_VERSION))
+    assert watch.epoch is None
+    assert not watch.due()
 
 
 def send(operation: Operation, validate_only: bool = False) -> Send:
@@ -67,31 +119,3 @@ def test_an_answer_is_held_for_a_read_when_a_result_says_already_done(operation:
 
 def test_another_operations_already_done_is_not_held() -> None:
     assert not asks_for_a_check(send(CREATE_TOPICS), {"t": error(KafkaError.UNKNOWN_TOPIC_OR_PART), "u": None})
-
-
-def test_a_baseline_a_minute_old_is_read_again_once() -> None:
-    now = [0.0]
-    watch = QuorumWatch(lambda: now[0])
-    assert not watch.due()  # no baseline: nothing to refresh
-    watch.read(QuorumAnswer(0, 1, 3))
-    now[0] = REFRESH_S - 1
-    assert not watch.due()
-    now[0] = REFRESH_S
-    assert watch.due()
-    assert not watch.due()  # under way: asked for once
-    assert watch.read(QuorumAnswer(0, 2, 4))
-    assert not watch.due()  # fresh again
-    now[0] = 2 * REFRESH_S
-    assert watch.due()
-    assert not watch.read(None)  # a refresh that fails may be asked for again
-    assert watch.due()
-
-
-def test_a_read_the_cluster_refused_is_not_wanted_again_one_nobody_answered_is() -> None:
-    watch = QuorumWatch()
-    assert watch.wanted
-    watch.read(None)  # not reachable yet, or not served
-    assert watch.wanted
-    watch.read(QuorumAnswer(CLUSTER_AUTHORIZATION_FAILED))
-    assert not watch.wanted  # an authorizer logs every denial: asked once
-    assert not watch.watching

@@ -22,14 +22,17 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from tests.interrupts import interrupt_at, offsets
+from tests.support import wait_until
 from throttled_admin import (
     ClientClosedError,
     NewTopic,
     NotSentError,
     OutcomeUnknownError,
     OutcomeUnknownReason,
+    PossiblyAppliedError,
     ThrottlingQuotaExceededException,
 )
+from throttled_admin._driver import quorum_watch
 from throttled_admin._driver import turns as turns_module
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.open_calls import OpenCalls, carry_out
@@ -76,6 +79,10 @@ class ScriptedTransport:
     def __init__(self) -> None:
         self.sent: queue.Queue[tuple[SendOrder, Callable[[Answer], None]]] = queue.Queue()
         self.answer_sentinels = False
+        self.epoch: int | None = None  # the controller quorum's leader epoch DescribeQuorum reads (None: not served)
+        self.quorum_reads = 0  # reads made
+        self.quorum_gate = threading.Event()  # cleared: a read waits for it (an answer held meanwhile)
+        self.quorum_gate.set()
 
     def send(self, order: SendOrder, on_answer: Callable[[Answer], None], sending: Sending) -> bool:
         if not sending.begin():
@@ -104,7 +111,9 @@ class ScriptedTransport:
         return {}
 
     def quorum(self, timeout_s: float) -> QuorumAnswer | None:
-        return None  # no quorum read: answers are handed over as they come
+        assert self.quorum_gate.wait(SIGNAL_S)
+        self.quorum_reads += 1
+        return None if self.epoch is None else QuorumAnswer(0, 1, self.epoch)
 
     def controller(self, timeout_s: float) -> tuple[int, int]:
         return 1, 1
@@ -189,6 +198,74 @@ def driver() -> Iterator[Driver]:
     made = Driver(RetryBackoff(initial_ms=10_000, max_ms=10_000, jitter=0.0))  # a back-off of 10 s exactly
     yield made
     made.scheduler.close()
+
+
+EXISTS = KafkaException(KafkaError(KafkaError.TOPIC_ALREADY_EXISTS))
+
+
+def _watching(driver: Driver, epoch: int) -> None:
+    """A first call answered, and the quorum's epoch read as it came (the baseline)."""
+    driver.transport.epoch = epoch
+    futures = driver.create(["first"], timeout_s=30.0)
+    driver.answer(driver.sent()[1], {"first": None})
+    assert futures["first"].exception(timeout=SIGNAL_S) is None
+    assert wait_until(lambda: driver.scheduler._quorum.epoch == epoch, SIGNAL_S)
+
+
+def test_an_already_exists_is_held_for_a_quorum_read_and_hedged_if_the_epoch_grew_since_its_send(
+    driver: Driver,
+) -> None:
+    """``_driver/quorum_watch``: the epoch known as the request was sent goes with its answer; an "already done"
+    answer waits for a read of the quorum, and an epoch grown since makes it possibly applied. One sent after that
+    read, answered alike, is the broker's word."""
+    _watching(driver, 1)
+    reads = driver.transport.quorum_reads
+    futures = driver.create(["t"], timeout_s=30.0)
+    on_answer = driver.sent()[1]
+    driver.transport.epoch = 2  # an election while it is in flight
+    driver.answer(on_answer, {"t": EXISTS})
+    exc = futures["t"].exception(timeout=SIGNAL_S)
+    assert isinstance(exc, PossiblyAppliedError), repr(exc)
+    assert "controller changed" in str(exc)
+    assert driver.transport.quorum_reads == reads + 1
+    again = driver.create(["t"], timeout_s=30.0)
+    driver.answer(driver.sent()[1], {"t": EXISTS})
+    exc = again["t"].exception(timeout=SIGNAL_S)
+    assert type(exc) is KafkaException, repr(exc)
+
+
+def test_a_read_between_a_requests_send_and_its_answer_does_not_hide_the_election(
+    driver: Driver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by review (helper 58): one baseline, moved on by every read, hid an election from a request in flight
+    when another read came in between (the other lane's answer's, a refresh): each request is checked against the
+    epoch known as it was sent."""
+    monkeypatch.setattr(quorum_watch, "REFRESH_S", 5.0)
+    _watching(driver, 1)
+    futures = driver.create(["t"], timeout_s=60.0)
+    on_answer = driver.sent()[1]  # sent knowing 1
+    driver.transport.epoch = 2  # an election while it is in flight
+    driver.clock.now += 6.0
+    driver.create(["u"], timeout_s=60.0)  # a call comes: the baseline, 6 s old, is read again (2)
+    assert wait_until(lambda: driver.scheduler._quorum.epoch == 2, SIGNAL_S)
+    driver.answer(on_answer, {"t": EXISTS})
+    exc = futures["t"].exception(timeout=SIGNAL_S)
+    assert isinstance(exc, PossiblyAppliedError), repr(exc)
+
+
+def test_a_close_while_an_answer_waits_for_the_quorum_read_settles_its_topic(driver: Driver) -> None:
+    _watching(driver, 1)
+    futures = driver.create(["t"], timeout_s=30.0)
+    on_answer = driver.sent()[1]
+    driver.transport.quorum_gate.clear()  # the read holds the answer until the gate opens
+    on_answer({"t": EXISTS})
+    closing = threading.Thread(target=driver.scheduler.close)
+    closing.start()
+    exc = futures["t"].exception(timeout=SIGNAL_S)  # settled by the close, the answer still held
+    driver.transport.quorum_gate.set()
+    closing.join(SIGNAL_S)
+    assert not closing.is_alive()
+    assert isinstance(exc, ClientClosedError), repr(exc)
 
 
 def test_a_request_never_answered_settles_when_the_clock_reaches_its_calls_deadline(driver: Driver) -> None:

@@ -162,8 +162,8 @@ def test_an_answer_that_arrives_during_the_callers_turn_is_taken_by_the_caller(q
         on_answer, send, wake = scheduler._on_answer, scheduler._transport.send, scheduler._wake
         wakes: list[str] = []
 
-        def answer_seen(request: Any, answer: Any) -> None:
-            on_answer(request, answer)
+        def answer_seen(request: Any, epoch: Any, answer: Any) -> None:
+            on_answer(request, epoch, answer)
             answered.set()
 
         def send_then_await_answer(*args: Any) -> bool:  # the caller's turn lasts until the answer is in

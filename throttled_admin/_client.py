@@ -396,7 +396,8 @@ class ThrottledAdminClient(AdminClient):
         self._pid = os.getpid()
         self._callbacks = CallbackRunner()  # done-callbacks of every future this client returns
         self._inherited = _InheritedFutures(self._callbacks)
-        self._broker_views = BrokerViewReader(conf)  # wait_for_metadata: one small client per broker, when used
+        # wait_for_metadata's views and the controller quorum's epoch: connections of its own, made when first used
+        self._broker_views = BrokerViewReader(conf)
         sink: list[Scheduler] = []  # filled below; the callbacks only ever see the scheduler weakly
         owned_conf, report = install_callbacks(
             conf, lambda: sink[0] if sink else None, self._user_code.submit, self._callback_errors

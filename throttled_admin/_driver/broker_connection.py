@@ -181,12 +181,12 @@ class BrokerConnection:
         body = self._exchange(metadata_wire.API_KEY, version, metadata_wire.encode(version, names), True, deadline)
         return metadata_wire.decode(version, body, set(names))
 
-    def quorum(self, deadline: float) -> quorum_wire.QuorumAnswer | None:
-        """Who leads the controller quorum, and in which epoch (DescribeQuorum); None when the broker does not
-        serve the API (Kafka before 3.3, ZooKeeper mode, Redpanda)."""
+    def quorum(self, deadline: float) -> quorum_wire.QuorumAnswer:
+        """Who leads the controller quorum, and in which epoch (DescribeQuorum); UNSUPPORTED_VERSION when the broker
+        serves no version of it that the client speaks (Kafka before 3.3, ZooKeeper mode, Redpanda)."""
         low, high = self._versions.get(quorum_wire.API_KEY, (0, -1))
-        if high < max(low, quorum_wire.MIN_VERSION):
-            return None
+        if high < max(low, quorum_wire.MIN_VERSION) or low > quorum_wire.MAX_VERSION:
+            return quorum_wire.QuorumAnswer(quorum_wire.UNSUPPORTED_VERSION)
         version = min(high, quorum_wire.MAX_VERSION)
         body = self._exchange(quorum_wire.API_KEY, version, quorum_wire.encode(version), True, deadline)
         return quorum_wire.decode(version, body)

@@ -58,7 +58,7 @@ _UNREADABLE = (OSError, ValueError, struct.error, UnicodeError, BrokerRefused, S
 _T = TypeVar("_T")
 
 
-def _ask_quorum(connection: BrokerConnection, deadline: float) -> QuorumAnswer | None:
+def _ask_quorum(connection: BrokerConnection, deadline: float) -> QuorumAnswer:
     return connection.quorum(deadline)
 
 
@@ -75,6 +75,7 @@ class BrokerViewReader:
         self._lock = threading.Lock()
         self._connections: dict[str, BrokerConnection] = {}  # address -> an open connection
         self._brokers: dict[int, str] = {}  # the last list read: used when no broker answers
+        self._quorum_from: list[str] = []  # the address that answered the last DescribeQuorum
         self._closed = False
         self._fallback: LibrdkafkaViews | None = None
         self._context: ssl.SSLContext | None = None
@@ -129,14 +130,18 @@ class BrokerViewReader:
 
     def read_quorum(self, timeout_s: float = _READ_TIMEOUT_S) -> QuorumAnswer | None:
         """Who leads the controller quorum, and in which epoch (DescribeQuorum, which a broker forwards to the
-        controller), from the first broker that answers; None when none can be read, none serves the API, or the
-        reader is librdkafka's (which cannot send it)."""
+        controller), from the first broker that answers: the one that answered last, then the others, each for half
+        of ``timeout_s`` at most (a node that does not answer leaves time for the next). None when none can be read
+        in ``timeout_s`` or the reader is librdkafka's (which cannot send it); a broker without the API answers
+        UNSUPPORTED_VERSION for the cluster."""
         if self._fallback is not None:
             return None
-        deadline = time.monotonic() + timeout_s
+        end = time.monotonic() + timeout_s
         try:
-            for address in dict.fromkeys([*self._brokers.values(), *self._bootstrap]):
+            for address in dict.fromkeys([*self._quorum_from, *self._brokers.values(), *self._bootstrap]):
+                deadline = min(end, time.monotonic() + timeout_s / 2)
                 if (answer := self._on_connection(address, deadline, _ask_quorum)) is not None:
+                    self._quorum_from = [address]
                     return answer
         except (NoTopicIds, Unsupported):  # (a views read falls back on librdkafka for these; this read has none)
             pass

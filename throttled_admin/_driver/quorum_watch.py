@@ -9,21 +9,28 @@ was sent (``slot.FORWARD_GRACE_S``). A controller that moves with no connection 
 at all: dedicated controllers (clients never connect to them), a stopping node the client holds no connection to,
 a leadership change.
 
-This watch tells it from the controller quorum's leader epoch, which grows by one at every election
-(DescribeQuorum, read on the broker-views reader's connections: ``quorum_wire``). The epoch is read once at first
-contact (the baseline), and again when an answer with an "already done" result comes, before the engine is given the
-answer: an epoch grown since the last read says the controller changed, perhaps while the request was in flight, and
-the engine is told so (``Engine.on_results(controller_moved=True)``). What it cannot tell, it leaves to the
-broker's word, as before:
+This watch tells it from the controller quorum's leader epoch, which grows by one at every election (DescribeQuorum,
+read on the broker-views reader's connections: ``quorum_wire``). It is read as the client's first call comes (the
+baseline), again when ``REFRESH_S`` old as calls and answers come, and when an answer with an "already done" result
+comes, before the engine is given it. Each request carries the epoch known as it was sent (``Scheduler.send``); an
+epoch read at its answer later than that says the controller changed since, perhaps while the request was in
+flight, and the engine is told so (``Engine.on_results(controller_moved=True)``). What it cannot tell:
 
 - a controller that changed between the last read and the request's send is taken for one that may have changed in
-  flight (the answer is hedged, its code kept, in words that say "before or while"). The baseline is read again when
-  ``REFRESH_S`` old, as an answer comes, so that window is a minute at most for a client in use (an election in
-  the millisecond such a read takes, while another request is in flight, is taken into the baseline unseen);
-- no read before the first request's send (the baseline read is under way), a principal without DESCRIBE on the
-  cluster (CLUSTER_AUTHORIZATION_FAILED), a broker without DescribeQuorum (Kafka before 3.3, Redpanda, Tansu), a
-  set-up the reader's own connections do not speak (``broker_views``: librdkafka's fallback) and a read that fails
-  or takes more than ``READ_TIMEOUT_S``: no watch.
+  flight: the answer is hedged, its code kept, in words that say "before or while" (a minute at most for a client in
+  use, more for one idle since its last read);
+- a request sent before the first read ended is compared with the first epoch read after it: a move in between is
+  not seen;
+- a principal without DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED: asked once, since an authorizer logs
+  each denial), brokers without DescribeQuorum (Kafka before 3.3, Redpanda, Tansu), a set-up the reader's own
+  connections do not speak (``broker_views``: librdkafka's fallback), a check that cannot read the quorum within
+  ``READ_TIMEOUT_S``, and a broker that re-sends to the same controller after their connection dropped (no
+  election): the broker's word, as before.
+
+The read runs on the views reader's thread, after any ``wait_for_metadata`` read under way there (its connections
+are not thread-safe): an answer is held that long too, at most a views read's time (``broker_views``) plus
+``READ_TIMEOUT_S``. The engine's deadlines go on meanwhile; an answer held past its request's expiry is not taken,
+and its topics go on as an unanswered request's do (outcome unknown, sent again within their deadline).
 """
 
 from __future__ import annotations
@@ -33,91 +40,84 @@ import threading
 import time
 from collections.abc import Callable
 
-from throttled_admin._driver.quorum_wire import QuorumAnswer
+from throttled_admin._driver.quorum_wire import UNSUPPORTED_VERSION, QuorumAnswer
 from throttled_admin._engine import ALREADY_DONE, Send, error_of
 
-__all__ = ["READ_TIMEOUT_S", "REFRESH_S", "QuorumWatch", "asks_for_a_check"]
+__all__ = ["READ_TIMEOUT_S", "REFRESH_S", "RETRY_S", "QuorumWatch", "asks_for_a_check"]
 
 log = logging.getLogger("throttled_admin")
 
-# The longest an answer is held for the read (the engine's deadlines go on meanwhile): a quorum that answers "already
-# done" after a failover has its next leader, and a broker that forwards the read answers within a round trip or two.
+# The longest a read may take (an answer held for it meanwhile: the engine's deadlines go on; one address gets half,
+# ``broker_views.read_quorum``): a quorum that answers "already done" after a failover has its next leader, and a
+# broker that forwards the read answers within a round trip or two.
 READ_TIMEOUT_S = 2.0
-# A baseline this old is read again when an answer comes (off the answer's way): one request a minute, at most, for a
-# client in use; none for one that is not.
+# A baseline this old is read again as a call or an answer comes (off their way): one request a minute at most, for
+# a client in use; none for one that is not. A first read that got nothing is asked again this much later.
 REFRESH_S = 60.0
-_CLUSTER_AUTHORIZATION_FAILED = 31
+RETRY_S = 5.0
+# The cluster's refusals that hold for the client's life: it is not asked again (an authorizer logs each denial).
+_REFUSALS = {
+    31: "the principal may not describe the cluster (DescribeQuorum needs DESCRIBE on CLUSTER)",
+    UNSUPPORTED_VERSION: "the brokers do not serve DescribeQuorum (Kafka before 3.3, Redpanda, Tansu)",
+}
 
 
 class QuorumWatch:
-    """The leader epoch last read. Thread-safe: read by librdkafka's thread (``watching``), written by the
-    reader's."""
+    """The leader epoch last read (the baseline), and when to read it. Thread-safe: read on librdkafka's thread and
+    the callers' (``epoch``, ``due``), written on the views reader's (``read``)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._lock = threading.Lock()
         self._clock = clock
         self._epoch: int | None = None
-        self._read_at = -float("inf")  # when the baseline was last read
-        self._reading = False  # a refresh is under way (``due``)
-        self._refused = False  # the cluster refused the read: not asked again (an authorizer logs each denial)
-        self._told_why = False
+        self._tried_at = -float("inf")  # when the last read ended
+        self._reading = False  # a read asked for by ``due`` is under way
+        self._refused = False  # the cluster refused the read for good (``_REFUSALS``)
 
     @property
-    def watching(self) -> bool:
-        """A baseline was read: answers can be checked."""
-        return self._epoch is not None
-
-    @property
-    def wanted(self) -> bool:
-        """No baseline yet, and the cluster has not refused the read: worth asking (again)."""
-        return self._epoch is None and not self._refused
+    def epoch(self) -> int | None:
+        """The baseline: the latest leader epoch read (None: none yet). A request's send takes it as its own."""
+        return self._epoch
 
     def due(self) -> bool:
-        """Whether the baseline is old enough to be read again (``REFRESH_S``); True once, until that read's answer
-        (``read``)."""
-        if self._epoch is None or self._reading or self._clock() - self._read_at < REFRESH_S:
+        """Whether a read is to be asked for now (a call or an answer comes): the first, one ``RETRY_S`` after a
+        first that got nothing, or one ``REFRESH_S`` after the last; True once, until that read ends (``read``)."""
+        if self._refused or self._reading:
+            return False
+        if self._clock() - self._tried_at < (RETRY_S if self._epoch is None else REFRESH_S):
             return False
         with self._lock:
             due, self._reading = not self._reading, True
         return due
 
-    def read(self, answer: QuorumAnswer | None) -> bool:
-        """A read's answer (None: nothing could be read). True when it shows a leader epoch later than the last one
-        read: the controller changed since. The epoch read becomes the baseline either way."""
-        if answer is None or answer.error_code != 0 or answer.leader_epoch < 0:
-            self._reading = False
-            self._unread(answer)
-            return False
+    def read(self, answer: QuorumAnswer | None) -> int | None:
+        """A read's answer (None: nothing could be read): the leader epoch it shows, which becomes the baseline when
+        later than it, or None."""
+        epoch = None
+        if answer is not None and answer.error_code == 0 and answer.leader_epoch >= 0:
+            epoch = answer.leader_epoch
         with self._lock:
-            moved = self._epoch is not None and answer.leader_epoch > self._epoch
-            if self._epoch is None or answer.leader_epoch > self._epoch:
-                self._epoch = answer.leader_epoch
-            self._read_at, self._reading = self._clock(), False
-        return moved
-
-    def _unread(self, answer: QuorumAnswer | None) -> None:
-        """Why nothing was read, logged once while no baseline is read: at INFO when the cluster refuses the read
-        (it will go on refusing), at DEBUG when nothing answered (the broker may not serve it, or not be up yet)."""
-        if self._told_why or self._epoch is not None:
-            return
-        if answer is None:
-            log.debug("no broker answered DescribeQuorum (not served, or not reachable yet)")
-            return
-        self._told_why = self._refused = True
-        why = f"DescribeQuorum was answered with error {answer.error_code}"
-        if answer.error_code == _CLUSTER_AUTHORIZATION_FAILED:
-            why = "the principal may not describe the cluster (DescribeQuorum needs DESCRIBE on CLUSTER)"
-        log.info(
-            "an 'already done' answer is told as the broker's word when the controller changes with no connection "
-            "lost: %s",
-            why,
-        )
+            if epoch is not None and (self._epoch is None or epoch > self._epoch):
+                self._epoch = epoch
+            self._tried_at, self._reading = self._clock(), False
+            refused = answer is not None and answer.error_code in _REFUSALS and self._epoch is None
+            refused, self._refused = refused and not self._refused, self._refused or refused
+        if refused:
+            assert answer is not None
+            log.info(
+                "an 'already done' answer is told as the broker's word when the controller changes with no "
+                "connection lost: %s",
+                _REFUSALS[answer.error_code],
+            )
+        elif epoch is None:
+            log.debug("DescribeQuorum was not answered (%s)", "no broker" if answer is None else answer.error_code)
+        return epoch
 
 
 def asks_for_a_check(request: Send, answer: dict[str, BaseException | None]) -> bool:
     """Whether an answer has a result that a re-send to the next controller would give: "already done" for a
     change (validate-only excepted)."""
-    if request.kind.validate_only:
+    if request.kind.validate_only or not any(answer.values()):  # (every topic applied: most answers, read in C)
         return False
     code = ALREADY_DONE.get(request.kind.operation.name)
     for exc in answer.values():

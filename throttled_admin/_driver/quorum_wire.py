@@ -16,12 +16,13 @@ from typing import NamedTuple
 
 from throttled_admin._driver.wire_codec import Reader, Writer
 
-__all__ = ["API_KEY", "MAX_VERSION", "MIN_VERSION", "QuorumAnswer", "decode", "encode"]
+__all__ = ["API_KEY", "MAX_VERSION", "MIN_VERSION", "UNSUPPORTED_VERSION", "QuorumAnswer", "decode", "encode"]
 
 API_KEY = 55
 MIN_VERSION = 0
 MAX_VERSION = 2
 METADATA_TOPIC = "__cluster_metadata"
+UNSUPPORTED_VERSION = 35  # Kafka's code; also the answer for a broker that does not serve DescribeQuorum at all
 
 
 class QuorumAnswer(NamedTuple):

@@ -31,12 +31,16 @@ class Reader:
         self._running = False  # a job is running
         self._closed = False
 
-    def submit(self, job: Callable[[], None]) -> bool:
-        """Queue a job; False if it will not run (closed, or no thread can start: the interpreter is exiting)."""
+    def submit(self, job: Callable[[], None], *, first: bool = False) -> bool:
+        """Queue a job (``first``: ahead of those queued); False if it will not run (closed, or no thread can start:
+        the interpreter is exiting)."""
         with self._lock:
             if self._closed:
                 return False
-            self._jobs.append(job)
+            if first:
+                self._jobs.appendleft(job)
+            else:
+                self._jobs.append(job)
             if self._thread is not None:
                 self._lock.notify()
                 return True
@@ -44,7 +48,7 @@ class Reader:
             try:
                 thread.start()
             except RuntimeError:  # interpreter shutdown: no new threads
-                self._jobs.pop()
+                self._jobs.remove(job)
                 return False
             self._thread = thread
             return True

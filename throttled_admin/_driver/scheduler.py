@@ -225,14 +225,10 @@ class Scheduler:
         # "already done" answer's request was in flight (``quorum_watch``); the requests the engine is told of
         self._quorum = QuorumWatch(clock)
         self._moved: set[int] = set()
-        self._quorum_due = False  # a broker answered the first contact's probe, and no baseline is read yet
         # after a node went away, Metadata reads until one names another controller (``controller_refresh``)
         self._controller_refresh = ControllerRefresh(transport.controller, ClientGone, clock)
         self._thread = threading.Thread(target=self._run, name="throttled-admin-scheduler", daemon=True)
         self._thread.start()
-        # the baseline of ``quorum_watch``, read before the first mutation is sent, most often: a request sent before
-        # it is read is checked only for a change after it
-        self._views_reader.submit(functools.partial(self._read_quorum, None))
 
     # -- called by the facade and by librdkafka's callbacks (any thread) --------------------------
 
@@ -266,7 +262,9 @@ class Scheduler:
 
         When this thread takes the turn, the futures are made after the call's first request is written (issue 40:
         50,000 of them took a fifth of a bulk call's time to its first write). Until they are, the call's
-        settlements wait for them (``OpenCalls``: a broker that answers at once, a deadline already passed, a close)."""
+        settlements wait for them (``OpenCalls``: a broker that answers at once, a deadline already passed, a close).
+        The controller quorum is read as a client's first call comes, and when its read is old (``quorum_watch``)."""
+        self._read_quorum_if_due()
         call_id = next(self._call_ids)
         try:
             with self._lock:
@@ -628,9 +626,6 @@ class Scheduler:
             out = self._turn(flush=True)
         finally:
             self._turns.release()
-        if self._quorum_due:
-            self._quorum_due = False
-            self._views_reader.submit(functools.partial(self._read_quorum, None))
         if out is None:
             return
         # Then only what is new steps the engine again (a turn that sent once looked again at once, for nothing: the
@@ -747,7 +742,7 @@ class Scheduler:
                     results: dict[str, BaseException | None] = (
                         dict.fromkeys(request.names, answer) if isinstance(answer, BaseException) else answer
                     )
-                    if moved and request.request_id in moved:  # (``_check_quorum``; most answers: no call)
+                    if moved and request.request_id in moved:  # (``_read_quorum``; most answers: no call)
                         self._engine.on_results(request.request_id, results, now, controller_moved=True)
                         moved.discard(request.request_id)
                     else:
@@ -804,7 +799,8 @@ class Scheduler:
         request = sending.request
         assert request is not None
         sending.closed = self._closed_now  # (read in C: no frame between confluent-kafka's call and the look)
-        on_answer = functools.partial(self._on_answer, request)
+        # the leader epoch known as it is sent goes with its answer (``quorum_watch``)
+        on_answer = functools.partial(self._on_answer, request, self._quorum.epoch)
         try:
             handed = self._transport.send(SendOrder.of(request), on_answer, sending)
         except ClientGone:
@@ -863,23 +859,24 @@ class Scheduler:
             self._engine.on_drained(drained, self._clock(), lane)
             self._wake()
 
-    def _on_answer(self, request: Send, answer: Answer) -> None:
+    def _on_answer(self, request: Send, epoch: int | None, answer: Answer) -> None:
         # Runs on librdkafka's background thread: a brief lock to hand the results over and wake, never a wait.
         # An "already done" result is handed over after a read of the controller quorum (``quorum_watch``), on the
-        # views reader's thread.
+        # views reader's thread, ahead of the reads queued there; ``epoch``: the one known as the request was sent.
         if (
-            self._quorum.watching
+            (epoch is not None or self._quorum.epoch is not None)
             and not isinstance(answer, BaseException)
             and asks_for_a_check(request, answer)
-            and self._views_reader.submit(functools.partial(self._read_quorum, (request, answer)))
+            and self._views_reader.submit(functools.partial(self._read_quorum, (request, epoch, answer)), first=True)
         ):
             return
         self._hand_over(request, answer)
 
-    def _read_quorum(self, held: tuple[Send, Answer] | None) -> None:
+    def _read_quorum(self, held: tuple[Send, int | None, Answer] | None) -> None:
         """Read the controller quorum's leader epoch (``quorum_watch``): the baseline (``held`` None), or for an answer
-        held until then, which is handed over after it, the engine told if the controller changed since the last
-        read."""
+        held until then, handed over after it, the engine told if the epoch grew since the request was sent (or,
+        sent before any was known, since the first read after it)."""
+        before = None if held is None else held[1] if held[1] is not None else self._quorum.epoch
         answer: QuorumAnswer | None = None
         try:
             answer = self._transport.quorum(READ_TIMEOUT_S)
@@ -888,18 +885,27 @@ class Scheduler:
         except Exception as exc:
             log.debug("could not read the controller quorum (%s)", type(exc).__name__)
         finally:
-            moved = self._quorum.read(answer)
-            if held is not None:
-                if moved:
-                    with self._lock:
-                        self._moved.add(held[0].request_id)
-                self._hand_over(*held)
+            epoch: int | None = None
+            try:
+                epoch = self._quorum.read(answer)
+            finally:
+                if held is not None:  # handed over whatever came of the read
+                    request, _, results = held
+                    if epoch is not None and before is not None and epoch > before:
+                        with self._lock:
+                            self._moved.add(request.request_id)
+                    self._hand_over(request, results)
+
+    def _read_quorum_if_due(self) -> None:
+        """Ask for a read of the controller quorum when one is due (``QuorumWatch.due``): as a call is submitted, as
+        an answer comes."""
+        if self._quorum.due() and not self._views_reader.submit(functools.partial(self._read_quorum, None)):
+            self._quorum.read(None)  # (closed: the read ends unmade)
 
     def _hand_over(self, request: Send, answer: Answer) -> None:
         """A request's results to the engine's next step. A caller's thread waiting for its futures takes the turn
         itself (assist): one thread hand-off fewer. A baseline a minute old is read again meanwhile."""
-        if self._quorum.due():
-            self._views_reader.submit(functools.partial(self._read_quorum, None))
+        self._read_quorum_if_due()
         with self._lock:
             self._arrived.append((request, answer))
             if self._assisting:
@@ -933,9 +939,6 @@ class Scheduler:
             self._metrics.identify(getattr(future.result(), "cluster_id", None))
         with self._cv:
             self._engine.on_probe(answered, self._clock())
-            # the controller quorum's baseline (``quorum_watch``), asked for by the scheduler's thread (``_iterate``):
-            # never a thread started in a caller's turn
-            self._quorum_due = answered and self._quorum.wanted
             self._wake()
 
     def _start_metadata_read(self) -> None:

@@ -203,9 +203,9 @@ class QuotaBroker:
         buckets and sensors start fresh (seen on Kafka 4.4.0: a principal that owed 30 s was admitted at once), and
         the controller quorum elects its leader again (DescribeQuorum's leader epoch grows by one)."""
         self.stop()
-        self.start()
         with self._cluster.lock:
-            self._cluster.controller_epoch += 1
+            self._cluster.controller_epoch += 1  # (before it serves: a forward re-sent meanwhile finds the new one)
+        self.start()
 
     # -- one node at a time (a quorum's rolling restart, a crash, a controller failover) -------------
 
