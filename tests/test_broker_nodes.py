@@ -174,7 +174,7 @@ def test_a_create_re_sent_after_a_failover_that_lost_no_connection_is_possibly_a
         assert scheduler is not None
         # the baseline, read as the first call came (a test of that read: nothing else says it is done)
         assert wait_until(lambda: scheduler._quorum.epoch == 1, 10)
-        held = broker.hold_controller_next(1.0)
+        held = broker.hold_controller_next(5.0)  # (the failover ends the hold: the old controller applies, re-sends)
         future = admin.create_topics([NewTopic("t", 3, 1)])["t"]
         assert held.wait(10)
         assert broker.fail_over() == 1

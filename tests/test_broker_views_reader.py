@@ -144,6 +144,7 @@ def test_a_lost_connection_is_made_anew(quota_broker: BrokerFactory) -> None:
 
 
 REBOOTSTRAP_REQUIRED = 129
+NOT_LEADER_OR_FOLLOWER = 6
 
 
 @pytest.mark.parametrize("error_code", [REBOOTSTRAP_REQUIRED, 56])  # 56: KAFKA_STORAGE_ERROR, any other code
@@ -437,7 +438,7 @@ def test_a_node_that_never_answers_leaves_the_quorum_read_time_for_the_next(quot
         hung = f"127.0.0.1:{silent.getsockname()[1]}"
         reader = BrokerViewReader({"bootstrap.servers": f"{hung},{broker.bootstrap_servers}"})
         try:
-            assert reader.read_quorum(2.0) == QuorumAnswer(0, 0, 1)
+            assert reader.read_quorum(6.0) == QuorumAnswer(0, 0, 1)  # the silent node gets half
         finally:
             reader.close()
 
@@ -450,5 +451,19 @@ def test_brokers_without_describe_quorum_are_asked_once(quota_broker: BrokerFact
     try:
         assert reader.read_quorum(2.0) == QuorumAnswer(UNSUPPORTED_VERSION)
         assert len(broker.request_log()) == 1  # its ApiVersions, on one connection
+    finally:
+        reader.close()
+
+
+def test_a_broker_whose_view_lags_the_election_leaves_the_quorum_read_to_the_next(quota_broker: BrokerFactory) -> None:
+    """Found by review (helper 59): the first address's NOT_LEADER_OR_FOLLOWER ended the read, and a check told an
+    answer as the broker's word just after an election, when it matters."""
+    broker = quota_broker(num_brokers=2)
+    broker.fail_next("DescribeQuorum", NOT_LEADER_OR_FOLLOWER)
+    reader = BrokerViewReader({"bootstrap.servers": ",".join(f"127.0.0.1:{p}" for p in broker.ports.values())})
+    try:
+        assert reader.read_quorum(4.0) == QuorumAnswer(0, 0, 1)
+        broker.fail_next("DescribeQuorum", NOT_LEADER_OR_FOLLOWER, count=2)
+        assert reader.read_quorum(4.0) == QuorumAnswer(NOT_LEADER_OR_FOLLOWER)  # every broker said so: that answer
     finally:
         reader.close()

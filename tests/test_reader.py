@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 from collections.abc import Callable, Iterator
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.interrupts import interrupt_at, offsets
 from tests.support import BrokerFactory
 from throttled_admin import MutationQuota, NewPartitions, NewTopic, ThrottledAdminClient
 from throttled_admin._driver.reader import Reader
@@ -50,6 +52,37 @@ def test_close_waits_for_the_running_job_and_runs_no_more() -> None:
     assert reader.close(5)
     assert not later.is_set()  # dropped at close
     assert not reader.submit(later.set)
+
+
+def test_ctrl_c_as_a_job_starts_the_thread_leaves_one_thread_at_most() -> None:
+    """Found by review (helper 59): a client's first call starts the views reader's thread on the caller's thread
+    (``quorum_watch``'s first read); Ctrl-C just after ``start`` returned left no thread recorded, and the next job
+    started a second one beside it, two jobs at once on connections that are not thread-safe. At each point a signal
+    can land in ``submit``: afterwards one worker at most, jobs never two at once, and the next job runs."""
+    for offset in offsets(Reader.submit):
+        reader = Reader(f"sweep-{offset}")
+        running: list[int] = []
+        overlapped: list[bool] = []
+        release = threading.Event()
+
+        def job(
+            running: list[int] = running, overlapped: list[bool] = overlapped, release: threading.Event = release
+        ) -> None:
+            running.append(1)
+            overlapped.append(len(running) > 1)
+            release.wait(0.05)
+            running.pop()
+
+        with interrupt_at(Reader.submit.__code__, offset), contextlib.suppress(KeyboardInterrupt):
+            reader.submit(job)
+        done = threading.Event()
+        assert reader.submit(job)
+        assert reader.submit(done.set), offset
+        assert done.wait(5), offset
+        workers = [t for t in threading.enumerate() if t.name == f"sweep-{offset}"]
+        assert len(workers) <= 1, (offset, workers)
+        assert not any(overlapped), offset
+        assert reader.close(1.0), offset
 
 
 def test_a_failing_job_does_not_stop_the_reader(caplog: pytest.LogCaptureFixture) -> None:

@@ -524,9 +524,9 @@ from throttled_admin._driver.scheduler import Scheduler
 gc.disable()  # no collection but the one below
 on_answer, finalized_on, finalized = Scheduler._on_answer, [], threading.Event()
 
-def collecting_on_answer(self, request, answer):
+def collecting_on_answer(self, request, epoch, answer):
     gc.collect()  # the collector happens to run here: on librdkafka's thread, delivering the answer
-    on_answer(self, request, answer)
+    on_answer(self, request, epoch, answer)
 
 Scheduler._on_answer = collecting_on_answer
 

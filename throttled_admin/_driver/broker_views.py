@@ -56,6 +56,9 @@ _UNREADABLE = (OSError, ValueError, struct.error, UnicodeError, BrokerRefused, S
 
 
 _T = TypeVar("_T")
+# DescribeQuorum's errors another broker may not give: NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, NOT_CONTROLLER,
+# COORDINATOR_NOT_AVAILABLE (a broker that forwards it while the quorum elects)
+_QUORUM_TRANSIENT = frozenset({6, 7, 41, 15})
 
 
 def _ask_quorum(connection: BrokerConnection, deadline: float) -> QuorumAnswer:
@@ -137,15 +140,20 @@ class BrokerViewReader:
         if self._fallback is not None:
             return None
         end = time.monotonic() + timeout_s
+        refused: QuorumAnswer | None = None
         try:
             for address in dict.fromkeys([*self._quorum_from, *self._brokers.values(), *self._bootstrap]):
                 deadline = min(end, time.monotonic() + timeout_s / 2)
-                if (answer := self._on_connection(address, deadline, _ask_quorum)) is not None:
-                    self._quorum_from = [address]
-                    return answer
+                if time.monotonic() >= end or (answer := self._on_connection(address, deadline, _ask_quorum)) is None:
+                    continue
+                if answer.error_code in _QUORUM_TRANSIENT:  # (a broker whose view of the controller lags an election)
+                    refused = answer
+                    continue
+                self._quorum_from = [address]
+                return answer
         except (NoTopicIds, Unsupported):  # (a views read falls back on librdkafka for these; this read has none)
             pass
-        return None
+        return refused
 
     def _ask(self, address: str, names: list[str], timeout_s: float) -> MetadataAnswer | None:
         """One broker's answer, or None when it cannot be read or refuses the request as a whole."""

@@ -19,8 +19,8 @@ flight, and the engine is told so (``Engine.on_results(controller_moved=True)``)
 - a controller that changed between the last read and the request's send is taken for one that may have changed in
   flight: the answer is hedged, its code kept, in words that say "before or while" (a minute at most for a client in
   use, more for one idle since its last read);
-- a request sent before the first read ended is compared with the first epoch read after it: a move in between is
-  not seen;
+- a request sent before the first read ended is compared with the baseline as its check starts, read after its
+  send: a move between its send and that read is not seen, and one answered before any read ended is not checked;
 - a principal without DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED: asked once, since an authorizer logs
   each denial), brokers without DescribeQuorum (Kafka before 3.3, Redpanda, Tansu), a set-up the reader's own
   connections do not speak (``broker_views``: librdkafka's fallback), a check that cannot read the quorum within
@@ -28,9 +28,10 @@ flight, and the engine is told so (``Engine.on_results(controller_moved=True)``)
   election): the broker's word, as before.
 
 The read runs on the views reader's thread, after any ``wait_for_metadata`` read under way there (its connections
-are not thread-safe): an answer is held that long too, at most a views read's time (``broker_views``) plus
-``READ_TIMEOUT_S``. The engine's deadlines go on meanwhile; an answer held past its request's expiry is not taken,
-and its topics go on as an unanswered request's do (outcome unknown, sent again within their deadline).
+are not thread-safe): an answer is held that long too, behind a views read under way (``broker_views``: up to 5 s a
+broker that does not answer) plus ``READ_TIMEOUT_S``. The answers held meanwhile share one read. The engine's
+deadlines go on meanwhile; an answer held past its request's expiry is not taken, and its topics go on as an
+unanswered request's do (outcome unknown, sent again within their deadline).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from collections.abc import Callable
 from throttled_admin._driver.quorum_wire import UNSUPPORTED_VERSION, QuorumAnswer
 from throttled_admin._engine import ALREADY_DONE, Send, error_of
 
-__all__ = ["READ_TIMEOUT_S", "REFRESH_S", "RETRY_S", "QuorumWatch", "asks_for_a_check"]
+__all__ = ["READ_TIMEOUT_S", "REFRESH_S", "RETRY_S", "STUCK_S", "QuorumWatch", "asks_for_a_check"]
 
 log = logging.getLogger("throttled_admin")
 
@@ -55,6 +56,8 @@ READ_TIMEOUT_S = 2.0
 # a client in use; none for one that is not. A first read that got nothing is asked again this much later.
 REFRESH_S = 60.0
 RETRY_S = 5.0
+# A read asked for and not ended this long after (behind views reads, or never handed to the reader) is asked again.
+STUCK_S = 60.0
 # The cluster's refusals that hold for the client's life: it is not asked again (an authorizer logs each denial).
 _REFUSALS = {
     31: "the principal may not describe the cluster (DescribeQuorum needs DESCRIBE on CLUSTER)",
@@ -72,6 +75,7 @@ class QuorumWatch:
         self._epoch: int | None = None
         self._tried_at = -float("inf")  # when the last read ended
         self._reading = False  # a read asked for by ``due`` is under way
+        self._asked_at = -float("inf")  # when it was asked for
         self._refused = False  # the cluster refused the read for good (``_REFUSALS``)
 
     @property
@@ -82,12 +86,16 @@ class QuorumWatch:
     def due(self) -> bool:
         """Whether a read is to be asked for now (a call or an answer comes): the first, one ``RETRY_S`` after a
         first that got nothing, or one ``REFRESH_S`` after the last; True once, until that read ends (``read``)."""
-        if self._refused or self._reading:
+        now = self._clock()
+        # (a read asked for that never ended, its hand-over to the reader cut short, is asked for again)
+        if self._refused or (self._reading and now - self._asked_at < STUCK_S):
             return False
-        if self._clock() - self._tried_at < (RETRY_S if self._epoch is None else REFRESH_S):
+        if now - self._tried_at < (RETRY_S if self._epoch is None else REFRESH_S):
             return False
         with self._lock:
-            due, self._reading = not self._reading, True
+            due = not self._reading or now - self._asked_at >= STUCK_S
+            if due:
+                self._reading, self._asked_at = True, now
         return due
 
     def read(self, answer: QuorumAnswer | None) -> int | None:

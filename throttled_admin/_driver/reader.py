@@ -26,12 +26,12 @@ class Reader:
     def __init__(self, name: str = "throttled-admin-reader") -> None:
         self._name = name
         self._lock = threading.Condition()
-        self._jobs: deque[Callable[[], None]] = deque()
+        self._jobs: deque[Callable[[], object]] = deque()
         self._thread: threading.Thread | None = None
         self._running = False  # a job is running
         self._closed = False
 
-    def submit(self, job: Callable[[], None], *, first: bool = False) -> bool:
+    def submit(self, job: Callable[[], object], *, first: bool = False) -> bool:
         """Queue a job (``first``: ahead of those queued); False if it will not run (closed, or no thread can start:
         the interpreter is exiting)."""
         with self._lock:
@@ -44,13 +44,18 @@ class Reader:
             if self._thread is not None:
                 self._lock.notify()
                 return True
-            thread = threading.Thread(target=self._work, name=self._name, daemon=True)
+            # Known before it starts: a start cut short (Ctrl-C on a caller's thread, inside ``start`` or just after
+            # it) leaves either no thread, and the next submit starts one, or this one, never a second beside it.
+            thread = self._thread = threading.Thread(target=self._work, name=self._name, daemon=True)
             try:
                 thread.start()
-            except RuntimeError:  # interpreter shutdown: no new threads
-                self._jobs.remove(job)
-                return False
-            self._thread = thread
+            except BaseException as exc:
+                if not thread.is_alive():
+                    self._thread = None
+                    if isinstance(exc, RuntimeError):  # interpreter shutdown: no new threads
+                        self._jobs.remove(job)
+                        return False
+                raise
             return True
 
     def _work(self) -> None:

@@ -224,6 +224,7 @@ class Scheduler:
         # the controller quorum's leader epoch, read on the views reader's thread: a controller that changed while an
         # "already done" answer's request was in flight (``quorum_watch``); the requests the engine is told of
         self._quorum = QuorumWatch(clock)
+        self._held: list[tuple[Send, int | None, Answer]] = []  # answers waiting for a read (``_check_held``)
         self._moved: set[int] = set()
         # after a node went away, Metadata reads until one names another controller (``controller_refresh``)
         self._controller_refresh = ControllerRefresh(transport.controller, ClientGone, clock)
@@ -867,16 +868,19 @@ class Scheduler:
             (epoch is not None or self._quorum.epoch is not None)
             and not isinstance(answer, BaseException)
             and asks_for_a_check(request, answer)
-            and self._views_reader.submit(functools.partial(self._read_quorum, (request, epoch, answer)), first=True)
         ):
+            with self._lock:
+                self._held.append((request, epoch, answer))
+                asked = len(self._held) > 1  # a check is queued already: it takes this one too
+            if asked or self._views_reader.submit(self._check_held, first=True):
+                return
+            self._check_held(read=False)  # (the reader is closed: handed over unchecked)
             return
         self._hand_over(request, answer)
 
-    def _read_quorum(self, held: tuple[Send, int | None, Answer] | None) -> None:
-        """Read the controller quorum's leader epoch (``quorum_watch``): the baseline (``held`` None), or for an answer
-        held until then, handed over after it, the engine told if the epoch grew since the request was sent (or,
-        sent before any was known, since the first read after it)."""
-        before = None if held is None else held[1] if held[1] is not None else self._quorum.epoch
+    def _read_quorum(self) -> int | None:
+        """Read the controller quorum's leader epoch (``quorum_watch``; on the views reader's thread); None when it
+        could not be read."""
         answer: QuorumAnswer | None = None
         try:
             answer = self._transport.quorum(READ_TIMEOUT_S)
@@ -884,22 +888,31 @@ class Scheduler:
             pass
         except Exception as exc:
             log.debug("could not read the controller quorum (%s)", type(exc).__name__)
-        finally:
-            epoch: int | None = None
-            try:
-                epoch = self._quorum.read(answer)
-            finally:
-                if held is not None:  # handed over whatever came of the read
-                    request, _, results = held
-                    if epoch is not None and before is not None and epoch > before:
-                        with self._lock:
-                            self._moved.add(request.request_id)
-                    self._hand_over(request, results)
+        return self._quorum.read(answer)
+
+    def _check_held(self, *, read: bool = True) -> None:
+        """The answers held for a read of the quorum (``_on_answer``), all of them with one read, handed over after
+        it, the engine told of each whose request's epoch (known as it was sent, else the baseline before this read:
+        one read after its send) the read shows grown."""
+        with self._lock:
+            held, self._held = self._held, []
+        baseline = self._quorum.epoch
+        epoch: int | None = None
+        try:
+            if read:
+                epoch = self._read_quorum()
+        finally:  # handed over whatever came of the read
+            for request, sent, results in held:
+                before = sent if sent is not None else baseline
+                if epoch is not None and before is not None and epoch > before:
+                    with self._lock:
+                        self._moved.add(request.request_id)
+                self._hand_over(request, results)
 
     def _read_quorum_if_due(self) -> None:
         """Ask for a read of the controller quorum when one is due (``QuorumWatch.due``): as a call is submitted, as
         an answer comes."""
-        if self._quorum.due() and not self._views_reader.submit(functools.partial(self._read_quorum, None)):
+        if self._quorum.due() and not self._views_reader.submit(self._read_quorum):
             self._quorum.read(None)  # (closed: the read ends unmade)
 
     def _hand_over(self, request: Send, answer: Answer) -> None:

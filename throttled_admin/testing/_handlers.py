@@ -762,7 +762,9 @@ def handle_describe_client_quotas(request: Any, ctx: RequestContext) -> Handled:
 def handle_describe_quorum(request: Any, ctx: RequestContext) -> Handled:
     """The metadata log's leader and epoch, as the active controller answers a request any node forwards to it: an
     election at each failover and restart (``Cluster.controller_epoch``, from 1 as Kafka's first election). Another
-    partition, or another topic, is UNKNOWN_TOPIC_OR_PARTITION; voters and observers are the nodes serving."""
+    partition, or another topic, is UNKNOWN_TOPIC_OR_PARTITION; voters and observers are the nodes serving.
+    ``fail_next("DescribeQuorum", code)``: the partition's error (NOT_LEADER_OR_FOLLOWER, as a node whose view of
+    the quorum lags an election answers)."""
     R = DescribeQuorumResponse
     T = R.TopicData
     P = T.PartitionData
@@ -774,11 +776,11 @@ def handle_describe_quorum(request: Any, ctx: RequestContext) -> Handled:
     for topic in request.topics:
         partitions = []
         for partition in topic.partitions:
-            if topic.topic_name == "__cluster_metadata" and partition.partition_index == 0:
+            if topic.topic_name == "__cluster_metadata" and partition.partition_index == 0 and not ctx.injected_error:
                 data = P(partition_index=0, error_code=0, error_message=None, leader_id=leader, leader_epoch=epoch)
                 data.high_watermark, data.current_voters, data.observers = 0, voters, []
             else:
-                unknown = kerr.UnknownTopicOrPartitionError.errno
+                unknown = ctx.injected_error or kerr.UnknownTopicOrPartitionError.errno
                 data = P(partition_index=partition.partition_index, error_code=unknown, error_message=None)
                 data.leader_id, data.leader_epoch, data.high_watermark = -1, -1, -1
                 data.current_voters, data.observers = [], []
