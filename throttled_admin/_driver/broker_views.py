@@ -143,8 +143,10 @@ class BrokerViewReader:
         refused: QuorumAnswer | None = None
         try:
             for address in dict.fromkeys([*self._quorum_from, *self._brokers.values(), *self._bootstrap]):
-                deadline = min(end, time.monotonic() + timeout_s / 2)
-                if time.monotonic() >= end or (answer := self._on_connection(address, deadline, _ask_quorum)) is None:
+                if (now := time.monotonic()) >= end:
+                    break
+                answer = self._on_connection(address, min(end, now + timeout_s / 2), _ask_quorum)
+                if answer is None:
                     continue
                 if answer.error_code in _QUORUM_TRANSIENT:  # (a broker whose view of the controller lags an election)
                     refused = answer

@@ -27,11 +27,11 @@ flight, and the engine is told so (``Engine.on_results(controller_moved=True)``)
   ``READ_TIMEOUT_S``, and a broker that re-sends to the same controller after their connection dropped (no
   election): the broker's word, as before.
 
-The read runs on the views reader's thread, after any ``wait_for_metadata`` read under way there (its connections
-are not thread-safe): an answer is held that long too, behind a views read under way (``broker_views``: up to 5 s a
-broker that does not answer) plus ``READ_TIMEOUT_S``. The answers held meanwhile share one read. The engine's
-deadlines go on meanwhile; an answer held past its request's expiry is not taken, and its topics go on as an
-unanswered request's do (outcome unknown, sent again within their deadline).
+The read runs on the views reader's thread (its connections are not thread-safe), after the views read under way
+there, if any: an answer is held behind that read (``broker_views``: up to 5 s a broker that does not answer) and
+for its own ``READ_TIMEOUT_S``, and the answers held meanwhile share one read. The engine's deadlines go on
+meanwhile; an answer held past its request's expiry is not taken, and its topics go on as an unanswered request's do
+(outcome unknown, sent again within their deadline).
 """
 
 from __future__ import annotations

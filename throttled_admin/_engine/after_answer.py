@@ -88,7 +88,7 @@ class AfterAnswer:
         if verdict is Verdict.RETRY:
             return self._transient(topic, exc, response.outcomes[topic.name], response, round_trip, now)
         # the broker's last word (outcome unknown after an unanswered attempt, possibly applied when it says "already
-        # done" after a node went away in flight or just before, or the controller changed in flight)
+        # done" after a node went away in flight or just before, or the controller changed around its flight)
         return Finish(Ending.ANSWERED, exc, forwarded=response.forwarded)
 
     def _throttled(

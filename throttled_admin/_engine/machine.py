@@ -338,8 +338,8 @@ class Engine:
         self, request_id: int, results: dict[str, BaseException | None], now: float, *, controller_moved: bool = False
     ) -> None:
         """Results of topics of a request in flight, as librdkafka completed them. ``controller_moved``: the driver
-        read the controller quorum's leader epoch grown while the request was in flight (``_driver/quorum_watch``),
-        so an "already done" among them may be its broker's re-send (``outcome``)."""
+        read the controller quorum's leader epoch grown since the last read before the request's send
+        (``_driver/quorum_watch``), so an "already done" among them may be its broker's re-send (``outcome``)."""
         slot = self._lanes.of(request_id)
         if slot is None:
             return
