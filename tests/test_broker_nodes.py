@@ -158,6 +158,14 @@ def test_describe_quorum_names_the_active_controller_and_an_epoch_each_election_
     assert quorum(0) == (2, 4)
 
 
+def _quorum_read(admin: ThrottledAdminClient) -> bool:
+    """The client's baseline of the quorum's epoch, read as its first call came (a test of that read: nothing else
+    says it is done)."""
+    scheduler = admin._scheduler
+    assert scheduler is not None
+    return wait_until(lambda: scheduler._quorum.epoch == 1, 10)
+
+
 def test_a_create_re_sent_after_a_failover_that_lost_no_connection_is_possibly_applied(
     quota_broker: BrokerFactory,
 ) -> None:
@@ -170,10 +178,7 @@ def test_a_create_re_sent_after_a_failover_that_lost_no_connection_is_possibly_a
     conf = {"bootstrap.servers": address(broker, 1), "client.id": "failover"}
     with ThrottledAdminClient(conf) as admin:
         admin.create_topics([NewTopic("first", 1, 1)])["first"].result(30)
-        scheduler = admin._scheduler
-        assert scheduler is not None
-        # the baseline, read as the first call came (a test of that read: nothing else says it is done)
-        assert wait_until(lambda: scheduler._quorum.epoch == 1, 10)
+        assert _quorum_read(admin)
         held = broker.hold_controller_next(5.0)  # (the failover ends the hold: the old controller applies, re-sends)
         future = admin.create_topics([NewTopic("t", 3, 1)])["t"]
         assert held.wait(10)
@@ -192,9 +197,7 @@ def test_an_already_exists_with_the_controller_unchanged_is_the_brokers_word(quo
     conf = {"bootstrap.servers": address(broker, 1), "client.id": "unchanged"}
     with ThrottledAdminClient(conf) as admin:
         admin.create_topics([NewTopic("t", 3, 1)])["t"].result(30)
-        scheduler = admin._scheduler
-        assert scheduler is not None
-        assert wait_until(lambda: scheduler._quorum.epoch == 1, 10)
+        assert _quorum_read(admin)
         exc = admin.create_topics([NewTopic("t", 3, 1)])["t"].exception(30)
     assert type(exc) is KafkaException, exc
     assert exc.args[0].code() == TOPIC_ALREADY_EXISTS

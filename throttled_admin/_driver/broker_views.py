@@ -61,10 +61,6 @@ _T = TypeVar("_T")
 _QUORUM_TRANSIENT = frozenset({6, 7, 41, 15})
 
 
-def _ask_quorum(connection: BrokerConnection, deadline: float) -> QuorumAnswer:
-    return connection.quorum(deadline)
-
-
 class BrokerViewReader:
     def __init__(self, conf: dict[str, Any]) -> None:
 
@@ -145,7 +141,7 @@ class BrokerViewReader:
             for address in dict.fromkeys([*self._quorum_from, *self._brokers.values(), *self._bootstrap]):
                 if (now := time.monotonic()) >= end:
                     break
-                answer = self._on_connection(address, min(end, now + timeout_s / 2), _ask_quorum)
+                answer = self._on_connection(address, min(end, now + timeout_s / 2), BrokerConnection.quorum)
                 if answer is None:
                     continue
                 if answer.error_code in _QUORUM_TRANSIENT:  # (a broker whose view of the controller lags an election)

@@ -74,8 +74,7 @@ class QuorumWatch:
         self._clock = clock
         self._epoch: int | None = None
         self._tried_at = -float("inf")  # when the last read ended
-        self._reading = False  # a read asked for by ``due`` is under way
-        self._asked_at = -float("inf")  # when it was asked for
+        self._asked_at = -float("inf")  # when ``due`` last asked for one: under way while later than ``_tried_at``
         self._refused = False  # the cluster refused the read for good (``_REFUSALS``)
 
     @property
@@ -86,16 +85,16 @@ class QuorumWatch:
     def due(self) -> bool:
         """Whether a read is to be asked for now (a call or an answer comes): the first, one ``RETRY_S`` after a
         first that got nothing, or one ``REFRESH_S`` after the last; True once, until that read ends (``read``)."""
-        now = self._clock()
-        # (a read asked for that never ended, its hand-over to the reader cut short, is asked for again)
-        if self._refused or (self._reading and now - self._asked_at < STUCK_S):
+        if self._refused:
             return False
+        now = self._clock()
         if now - self._tried_at < (RETRY_S if self._epoch is None else REFRESH_S):
             return False
         with self._lock:
-            due = not self._reading or now - self._asked_at >= STUCK_S
+            # (a read asked for that never ended, its hand-over to the reader cut short, is asked for again)
+            due = self._asked_at <= self._tried_at or now - self._asked_at >= STUCK_S
             if due:
-                self._reading, self._asked_at = True, now
+                self._asked_at = now
         return due
 
     def read(self, answer: QuorumAnswer | None) -> int | None:
@@ -107,9 +106,12 @@ class QuorumWatch:
         with self._lock:
             if epoch is not None and (self._epoch is None or epoch > self._epoch):
                 self._epoch = epoch
-            self._tried_at, self._reading = self._clock(), False
-            refused = answer is not None and answer.error_code in _REFUSALS and self._epoch is None
-            refused, self._refused = refused and not self._refused, self._refused or refused
+            self._tried_at = self._clock()
+            refused = (
+                not self._refused and self._epoch is None and answer is not None and answer.error_code in _REFUSALS
+            )
+            if refused:
+                self._refused = True
         if refused:
             assert answer is not None
             log.info(

@@ -743,11 +743,10 @@ class Scheduler:
                     results: dict[str, BaseException | None] = (
                         dict.fromkeys(request.names, answer) if isinstance(answer, BaseException) else answer
                     )
-                    if moved and request.request_id in moved:  # (``_read_quorum``; most answers: no call)
-                        self._engine.on_results(request.request_id, results, now, controller_moved=True)
+                    controller_moved = bool(moved) and request.request_id in moved  # (``_check_held``)
+                    self._engine.on_results(request.request_id, results, now, controller_moved=controller_moved)
+                    if controller_moved:
                         moved.discard(request.request_id)
-                    else:
-                        self._engine.on_results(request.request_id, results, now)
                 arrived.clear()  # the engine has them (``_turn``)
                 if self._closed:
                     self._engine.close(now)
