@@ -112,7 +112,7 @@ class TurnCosts:
         (Turns, "finish_leftover", "of which carrying out what it says"),
         (Scheduler, "send", "of which sends"),
         (Scheduler, "_poll", "of which polls"),
-        (Scheduler, "_sleep", "the scheduler's thread's sleeps (waking)"),
+        (Scheduler, "_serve", "the scheduler's thread's serves (a turn, or a poll)"),
         (Scheduler, "_poll_only", "its polls between turns"),
         (Scheduler, "_read_views", "a wait_for_metadata read (the views reader)"),
         (Scheduler, "_views_done", "its answer handed to the engine"),

@@ -252,7 +252,7 @@ def test_close_racing_a_call_sent_from_the_callers_thread_reports_what_happened(
         scheduler = admin._scheduler
         assert scheduler is not None
         wait_until(lambda: scheduler.closed)
-        wait_until(lambda: not scheduler._thread.is_alive(), timeout_s=2.0)
+        scheduler._finished.wait(2.0)  # its last turn done
         resume.set()
 
     threads = [threading.Thread(target=closer), threading.Thread(target=release)]

@@ -110,21 +110,22 @@ def test_a_call_that_finds_the_turn_taken_is_sent_by_the_schedulers_thread(quota
 
 
 def test_a_callers_turn_leaves_the_schedulers_thread_alone_while_it_is_awake(quota_broker: BrokerFactory) -> None:
-    """The scheduler's thread, awake (in its loop, not asleep), reads the engine's wake time before it sleeps
-    again: a caller's turn does not wake it. Woken, it took a turn for nothing, and the next call's turn, finding it
-    awake in that one, woke it again: a turn of the scheduler's thread beside 13-17 % of 1-topic calls waited for
-    one after another on Tansu, each contending for the GIL with the caller (issue 39's latency)."""
+    """The scheduler's thread (the process's loop, ``driver_loop``), awake (serving this client, not waiting to),
+    reads the engine's wake time before it says when to serve it next: a caller's turn does not wake it. Woken, it
+    took a turn for nothing, and the next call's turn, finding it awake in that one, woke it again: a turn of the
+    scheduler's thread beside 13-17 % of 1-topic calls waited for one after another on Tansu, each contending for
+    the GIL with the caller (issue 39's latency)."""
     broker = quota_broker()
     with _client(broker) as admin:
         admin.create_topics([NewTopic("warm", 1, 1)])["warm"].result(30)  # reached, idle: a call sends from submit()
         scheduler = _scheduler(admin)
         parked, release = threading.Event(), threading.Event()
-        sleep = scheduler._sleep
+        next_due = scheduler._next_due
 
-        def park() -> bool:  # the scheduler's thread, awake in its loop, held before it sleeps again
+        def park() -> float:  # the loop's thread, serving this client, held before it says when to serve it next
             parked.set()
             release.wait(30)
-            return sleep()
+            return next_due()
 
         wakes: list[str] = []
         wake = scheduler._wake
@@ -133,7 +134,7 @@ def test_a_callers_turn_leaves_the_schedulers_thread_alone_while_it_is_awake(quo
             wakes.append(sys._getframe(1).f_code.co_name)
             wake()
 
-        scheduler._sleep = park  # type: ignore[method-assign]
+        scheduler._next_due = park  # type: ignore[method-assign]
         with scheduler._cv:
             scheduler._wake()  # out of its sleep: a turn (nothing new), then park()
         assert parked.wait(30)
@@ -143,7 +144,7 @@ def test_a_callers_turn_leaves_the_schedulers_thread_alone_while_it_is_awake(quo
             assert "_turn_here" not in wakes
         finally:
             scheduler._wake = wake  # type: ignore[method-assign]
-            scheduler._sleep = sleep  # type: ignore[method-assign]
+            scheduler._next_due = next_due  # type: ignore[method-assign]
             release.set()
         assert future.exception(15) is None
     assert "sent" in broker.topics()

@@ -664,6 +664,12 @@ class ThrottledAdminClient(AdminClient):
             if done:
                 self._close_done.set()
 
+    def _first_probe(self, timeout_s: float) -> Future[Any] | None:
+        """The contact probe this client sent as it started, for a first read that would send one of its own
+        (``_driver.metadata_read``); None if none was sent within ``timeout_s``."""
+        scheduler = self._scheduler
+        return None if scheduler is None else scheduler.first_probe(timeout_s)
+
     def _second_lane_handle(self) -> AdminClient | None:
         """The second lane's librdkafka handle (``_engine/lanes``), made on first use; None if it cannot be made
         (or the client is closing)."""

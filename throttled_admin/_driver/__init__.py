@@ -1,4 +1,5 @@
-"""What runs around the engine (``throttled_admin._engine``): the scheduler's thread (``scheduler``), futures
+"""What runs around the engine (``throttled_admin._engine``): each client's scheduler (``scheduler``) and the one
+thread that serves them all (``driver_loop``), futures
 (``futures``) and where each settlement finds its own (``open_calls``), the threads that run the application's code
 (``user_code``), the client's settings and its librdkafka callbacks (``settings``), the librdkafka adapters that tell
 connection failures apart (``librdkafka_log``, ``handshake_drops``, ``sasl_probe``), a metadata read that fails as

@@ -44,6 +44,8 @@ FATAL_CODES = frozenset({KafkaError._AUTHENTICATION, KafkaError._SSL, KafkaError
 _ABSENT = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.TOPIC_AUTHORIZATION_FAILED})
 #: How often a read waiting for its first answer looks at the watch (a wrong password, no broker reachable).
 _SLICE_S = 0.25
+#: How long a read waits for a ThrottledAdminClient's first turn to send its contact probe (``_client_probe``).
+_PROBE_SENT_WAIT_S = 1.0
 
 
 class ContactWatch:
@@ -185,16 +187,32 @@ def read_topics(admin: AdminClient, watch: ContactWatch, names: Iterable[str], t
 
 
 def _first_contact(admin: AdminClient, watch: ContactWatch, started: float, deadline: float) -> None:
-    """Until a broker has answered this client: wait for a ``describe_cluster`` while looking at the watch."""
+    """Until a broker has answered this client: wait for a ``describe_cluster`` while looking at the watch (a
+    ThrottledAdminClient's own first contact probe, unless it failed: one request fewer)."""
     if watch.has_reached:
         return
-    probe = admin.describe_cluster(request_timeout=max(0.05, deadline - started))
+    probe = _client_probe(admin, deadline)
+    if probe is None:
+        probe = admin.describe_cluster(request_timeout=max(0.05, deadline - started))
     _wait([probe], watch, started, deadline)
     watch.check_fatal()
     if is_broker_answer(exc := probe.exception()):
         watch.reached(None if exc is not None else len(probe.result().nodes))
     else:
         watch.check_unreachable(started)
+
+
+def _client_probe(admin: AdminClient, deadline: float) -> Future[Any] | None:
+    """The DescribeCluster a ThrottledAdminClient sends as it starts (``Scheduler.first_probe``), waited for to be
+    sent ``_PROBE_SENT_WAIT_S`` at most; None for another client, or when it was not sent or not answered by a
+    broker (a read then asks for itself)."""
+    first_probe = getattr(admin, "_first_probe", None)
+    if first_probe is None:
+        return None
+    probe: Future[Any] | None = first_probe(max(0.0, min(_PROBE_SENT_WAIT_S, deadline - time.monotonic())))
+    if probe is not None and probe.done() and not is_broker_answer(probe.exception()):
+        return None
+    return probe
 
 
 def _wait(futures: list[Future[Any]], watch: ContactWatch, started: float, deadline: float) -> None:

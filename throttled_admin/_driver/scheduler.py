@@ -1,5 +1,5 @@
 """The thread driver around the mutation engine: one per client, the only sender of CreateTopics, DeleteTopics
-and CreatePartitions.
+and CreatePartitions, served by the process's one driver thread (``driver_loop``).
 
 Calls validate their input, hand their topics to the driver and return futures at once; no call holds a thread.
 Every decision is the engine's (``_engine``: a deterministic state machine); this module only does what the
@@ -14,9 +14,10 @@ waits for its results and then reads the metrics finds its call), the metric exp
 futures are settled next: an OpenTelemetry reader that looks right after ``result()`` finds the call's points), the
 settlements (overlapping with the broker's work on the next request), then a metadata read or the contact probe.
 
-The scheduler's thread takes a turn whenever something arrives or the engine's wake time comes. It also wakes to
-serve librdkafka's callbacks (every 50 ms while a request is in flight or calls wait for first contact, 200 ms
-otherwise); such a wake-up steps the engine only if a callback told it something. Callers' threads take turns
+The scheduler's thread (the process's loop thread, which serves every client's scheduler: ``_serve``) takes a turn
+whenever something arrives or the engine's wake time comes. It also serves librdkafka's callbacks (every 50 ms while
+a request is in flight or calls wait for first contact, 200 ms otherwise); such a serve steps the engine only if a
+callback told it something. Callers' threads take turns
 too (the fast path, ``caller_turns``): a call made while no request is in flight sends from its own thread, and a
 caller waiting in ``result()`` or ``exception()`` takes the turn its answer needs (``assist``): the answer goes
 librdkafka -> the waiting caller, as with bare confluent-kafka; an answer that comes before a caller's turn ends
@@ -48,6 +49,7 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError
 
 from throttled_admin._driver.controller_refresh import ControllerRefresh
+from throttled_admin._driver.driver_loop import driver_loop
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.handshake_drops import HandshakeDrops
 from throttled_admin._driver.open_calls import OpenCall, OpenCalls, carry_out
@@ -97,6 +99,8 @@ _BUSY_POLL_S = 0.05
 _IDLE_POLL_S = 0.2
 _WAITING_POLL_S = 1.0
 _METADATA_TIMEOUT_S = 5.0
+# A turn held by a caller's thread (a send, an answer taken: well under a millisecond): served again this much later.
+_TURN_BUSY_S = 0.002
 # close() waits this long in all for user code still running (done-callbacks, conf callbacks, exports).
 USER_CODE_WAIT_S = 2.0
 
@@ -202,7 +206,7 @@ class Scheduler:
         # the engine's lock, taken as itself on the per-call path (a Condition's __enter__ and __exit__ are Python
         # functions around the lock's own: two calls more each time)
         self._lock = lock = threading.RLock()
-        self._cv = threading.Condition(lock)  # the scheduler's thread sleeps on it
+        self._cv = threading.Condition(lock)  # wait_final waits on it; every wake notifies it
         self._assisted = threading.Condition(lock)  # callers' threads waiting for their futures (assist) sleep here
         self._assisting = 0
         self._asleep_assisting = 0  # of them, those asleep on ``_assisted`` (not in a turn of their own)
@@ -226,10 +230,16 @@ class Scheduler:
         self._quorum = QuorumWatch(clock)
         self._held: list[tuple[Send, int | None, Answer]] = []  # answers waiting for a read (``_check_held``)
         self._moved: set[int] = set()
+        self._first_probe: Future[Any] | None = None  # the first contact probe's answer (``first_probe``)
+        self._probed = threading.Event()  # set once it is sent, or cannot be (closed first)
         # after a node went away, Metadata reads until one names another controller (``controller_refresh``)
         self._controller_refresh = ControllerRefresh(transport.controller, ClientGone, clock)
-        self._thread = threading.Thread(target=self._run, name="throttled-admin-scheduler", daemon=True)
-        self._thread.start()
+        # served by the process's one driver thread (``driver_loop``); ``_finished``: its last turn is done
+        self._loop = driver_loop()
+        self._served = self._loop.add(self._serve)
+        self._finished = self._served.finished
+        self._loop_ident = self._loop.ident
+        self._served.wake()  # the first turn
 
     # -- called by the facade and by librdkafka's callbacks (any thread) --------------------------
 
@@ -403,15 +413,16 @@ class Scheduler:
     # -- close ------------------------------------------------------------------------------------
 
     def close(self, budget_s: float = USER_CODE_WAIT_S) -> bool:
-        """Fail everything pending with _DESTROY and stop the threads. Waits for the scheduler's thread, a metadata
-        read in progress (librdkafka's handle must outlive it) and done-callbacks still running, these last two
-        ``budget_s`` at the most, and returns True.
+        """Fail everything pending with _DESTROY and stop the threads. Waits for the scheduler's last turn (and for
+        the loop's thread to end, if this was the process's last client), a metadata read in progress (librdkafka's
+        handle must outlive it) and done-callbacks still running, these last two ``budget_s`` at the most, and returns
+        True.
 
         Called on a thread that holds what the scheduler's thread needs to finish (the turn, the engine's lock, a
-        future's lock: a signal handler that interrupted this thread, a logging handler in a turn, the scheduler's
-        own thread), it waits for nothing: every future is settled from this thread (rule h, from what can be
-        known here: a topic whose send may have begun is outcome unknown), and it returns False; the caller then
-        closes again from another thread (``ThrottledAdminClient.close``)."""
+        future's lock: a signal handler that interrupted this thread, a logging handler in a turn, the loop's own
+        thread, whichever client it is serving), it waits for nothing: every future is settled from this thread
+        (rule h, from what can be known here: a topic whose send may have begun is outcome unknown), and it returns
+        False; the caller then closes again from another thread (``ThrottledAdminClient.close``)."""
         if self._holds_what_the_thread_needs():
             self._close_here()
             return False
@@ -420,7 +431,9 @@ class Scheduler:
             self._closed = True
             self._wake()
             self._assisted.notify_all()
-        self._thread.join()
+        self._finished.wait()
+        if self._served.ended is not None:  # the loop's thread ended with this client, the last: gone when we return
+            self._served.ended.join()
         self._controller_refresh.close(_METADATA_TIMEOUT_S)
         for reader in (self._metadata_reader, self._views_reader):
             reader.close(_METADATA_TIMEOUT_S + max(0.0, end - self._clock()))
@@ -428,7 +441,7 @@ class Scheduler:
         return True
 
     def _holds_what_the_thread_needs(self) -> bool:
-        if threading.current_thread() is self._thread or self._turns.held_here() or self._cv._is_owned():  # type: ignore[attr-defined]
+        if threading.current_thread() is self._loop.thread or self._turns.held_here() or self._cv._is_owned():  # type: ignore[attr-defined]
             return True
         with self._cv:
             return any(future.held_here() for future in self._open.futures())
@@ -466,7 +479,8 @@ class Scheduler:
 
     def _wake(self) -> None:
         self._dirty = True
-        self._cv.notify_all()
+        self._cv.notify_all()  # (``wait_final``)
+        self._served.wake()
 
     def _wake_assisting(self) -> None:
         """Futures were settled (by a turn, or cancelled): callers waiting for theirs in assist() look again."""
@@ -482,7 +496,7 @@ class Scheduler:
         instead of handing them to the scheduler's thread and waiting to be woken by it. Returns the time left.
 
         Only a turn that nobody else is taking (``Turns``: one at a time, each whole)."""
-        if threading.get_ident() == self._thread.ident or not self.caller_turns:  # (C: current_thread() is not)
+        if threading.get_ident() == self._loop_ident or not self.caller_turns:  # (C: current_thread() is not)
             return timeout
         end = None if timeout is None else time.monotonic() + timeout  # the caller's wait: real time, not the clock
         with self._lock:
@@ -587,67 +601,80 @@ class Scheduler:
             self._turns.release()
 
     def _wake_for(self, out: Outbox | None) -> None:
-        """Under the lock, after a caller's turn. Awake, the scheduler's thread reads the step's wake time before it
-        sleeps again (``_sleep``): woken only if it sleeps past it. (Woken when awake too, it took a turn for
-        nothing, and woken again by the next call's turn while in that one: a turn beside 28-36 % of 1-topic calls
-        on Tansu.)"""
+        """Under the lock, after a caller's turn. Serving this client, the scheduler's thread reads the step's wake
+        time before it says when to serve it next (``_next_due``): woken only if that is past it. (Woken when awake
+        too, it took a turn for nothing, and woken again by the next call's turn while in that one: a turn beside
+        28-36 % of 1-topic calls on Tansu.)"""
         if out is None or (self._asleep_until is not None and out.wake_at < self._asleep_until):
             self._wake()
 
     # -- the loop --------------------------------------------------------------------------------
 
-    def _run(self) -> None:
+    def _serve(self) -> float | None:
+        """The loop's one go for this client (``driver_loop``: one thread serves every client of the process): a
+        full turn when there is something new to step the engine for, else only librdkafka's callbacks served
+        (``_poll_only``); then when to be served next, in real time (None: closed and done). A turn held by a caller's
+        thread is tried again shortly; the loop's thread never waits for it."""
         try:
-            while not self._closed:
-                self._iterate()
+            if not self._closed:
+                with self._lock:
+                    self._asleep_until = None
+                    full = self._news()
+                if not full:
+                    full = not self._poll_only()
+                if full:
+                    if not self._turns.take(0):
+                        return time.monotonic() + _TURN_BUSY_S
+                    try:
+                        out = self._turn(flush=True)
+                    finally:
+                        self._turns.release()
+                    if out is None:
+                        return self._finish()
+                if not self._closed:
+                    return self._next_due()
         except ClientGone:
             with self._cv:
                 self._closed = True
-        except Exception:  # a bug here must not leave calls hanging: everything pending fails, new calls are refused
+        except BaseException:  # a bug here must not leave calls hanging: everything pending fails, new calls refused
             log.exception("the mutation scheduler failed; the client refuses further mutations")
             with self._cv:
                 self._closed = True
+        return self._finish()
+
+    def _next_due(self) -> float:
+        """When to be served next: at once if something is new, else when the engine's wake time comes or it is time
+        to serve librdkafka's callbacks (``_poll_interval``), whichever is first (in real time; ``_asleep_until`` in
+        the driver's clock, which a caller's turn reads: ``_wake_for``)."""
+        now = time.monotonic()
+        with self._cv:
+            if self._news():
+                return now
+            # How often to serve librdkafka's callbacks, read here (not after every step: two engine snapshots a call
+            # less on the callers' turns, which only the loop's waits need)
+            clock = self._clock()
+            timeout_s = max(0.0, min(self._wake_at - clock, _poll_interval(self._engine)))
+            self._asleep_until = clock + timeout_s
+            return now + timeout_s
+
+    def _finish(self) -> float | None:
+        """The last turn: whatever a caller's thread is doing in its turn is finished first (tried again shortly while
+        it is), then the engine closes and its settlements are carried out. None: done (``close`` returns)."""
+        if not self._turns.take(0):
+            return time.monotonic() + _TURN_BUSY_S
+        try:
+            self._turn(flush=True)
+        except ClientGone:
+            pass
+        except BaseException:
+            log.exception("the mutation scheduler's last turn failed")
         finally:
-            # The last turn: whatever a caller's thread is doing in its turn is finished first (it never waits on
-            # this thread), then the engine closes and its settlements are carried out.
-            self._turns.take()
-            try:
-                self._turn(flush=True)
-            except ClientGone:
-                pass
-            finally:
-                self._turns.release()
+            self._turns.release()
             with self._cv:
                 self._open.take_all()
                 self._cv.notify_all()
-
-    def _iterate(self) -> None:
-        self._turns.take()
-        try:
-            out = self._turn(flush=True)
-        finally:
-            self._turns.release()
-        if out is None:
-            return
-        # Then only what is new steps the engine again (a turn that sent once looked again at once, for nothing: the
-        # engine has done all it can at a time until something happens or its wake time comes).
-        while self._sleep() and self._poll_only():
-            pass
-
-    def _sleep(self) -> bool:
-        """Wait until something happens, the engine's wake time comes, or it is time to serve librdkafka's callbacks
-        (``_poll_interval``). True if nothing new is there to step the engine for:
-        the wake-up was only the callbacks' (``_poll_only``)."""
-        with self._cv:
-            if self._news():
-                return False
-            # How often to serve librdkafka's callbacks, read here (not after every step: two engine snapshots a call
-            # less on the callers' turns, which only this thread's sleeps need)
-            timeout_s = max(0.0, min(self._wake_at - self._clock(), _poll_interval(self._engine)))
-            self._asleep_until = self._clock() + timeout_s
-            self._cv.wait(timeout_s)
-            self._asleep_until = None
-            return not self._news()
+            self._probed.set()  # (no probe from now on: ``first_probe`` need not wait)
+        return None
 
     def _news(self) -> bool:
         """Under the lock: something the engine has not been stepped with, or its wake time has come. Every event
@@ -667,7 +694,7 @@ class Scheduler:
         step (which cost a 200-client fleet most of a core in wake-ups: 4,000 turns a second finding nothing).
         Inside the turn, as every poll (a throttle event is served before the step that takes its response's
         results), or not at all when another thread holds it (its turn polls). True if nothing new came of it: the
-        scheduler's thread sleeps again; False: it takes a full turn."""
+        scheduler's thread serves this client again at its next time; False: it takes a full turn."""
         if not self._turns.take(0):
             return False
         try:
@@ -930,19 +957,33 @@ class Scheduler:
 
     def _send_probe(self) -> None:
         """Ask the cluster to describe itself (no quota, answered by any broker): an answer, even an error, says
-        a broker has served this client; librdkafka's local failure says none could be reached."""
+        a broker has served this client; librdkafka's local failure says none could be reached. The first is kept
+        for a first read of the application's (``first_probe``)."""
         try:
             future = self._transport.probe(CONTACT_PROBE_TIMEOUT_S)
         except ClientGone:
+            self._probed.set()
             if not self._closed:
                 raise  # (as ``send``)
             self._on_probe_done(None)
             return
         except Exception:
+            self._probed.set()
             log.debug("the contact probe could not be sent", exc_info=True)
             self._on_probe_done(None)
             return
+        if self._first_probe is None:
+            self._first_probe = future
+        self._probed.set()
         future.add_done_callback(self._on_probe_done)
+
+    def first_probe(self, timeout_s: float) -> Future[Any] | None:
+        """The client's first contact probe (DescribeCluster, sent in its first turn, ``Probe``), waited for to be
+        sent ``timeout_s`` at most: a read that needs a first contact of its own (``metadata_read``) waits for this
+        one instead of sending another (a DescribeCluster costs about 1 ms of client CPU, issue 40). None: not sent
+        (closed first, or it could not be sent)."""
+        self._probed.wait(timeout_s)
+        return self._first_probe
 
     def _on_probe_done(self, future: Future[Any] | None) -> None:
         answered = future is not None and is_broker_answer(future.exception())

@@ -1,0 +1,113 @@
+"""The process's one driver thread (``_driver/driver_loop.py``): it serves every client's scheduler, on a wake or at
+the time each asked for, outlives a client whose serve fails, and ends with the last client. Plain serve functions
+here (Events, no sleeps); then real clients against QuotaBroker: one thread for many, none once all are closed."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from tests.support import BrokerFactory
+from throttled_admin import NewTopic, ThrottledAdminClient
+from throttled_admin._driver.driver_loop import THREAD_NAME, DriverLoop
+
+
+def _loop_threads() -> list[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.name == THREAD_NAME]
+
+
+class _Client:
+    """A serve function that records where it ran and says what ``answers`` says next (a float: in that many
+    seconds; None: done)."""
+
+    def __init__(self, *answers: float | None) -> None:
+        self.answers = list(answers)
+        self.served = threading.Event()
+        self.threads: list[threading.Thread] = []
+
+    def serve(self) -> float | None:
+        self.threads.append(threading.current_thread())
+        self.served.set()
+        answer = self.answers.pop(0) if self.answers else None
+        return None if answer is None else time.monotonic() + answer
+
+
+def test_clients_are_served_on_one_thread_when_woken_and_at_the_time_they_ask_for() -> None:
+    loop = DriverLoop()
+    first, second = _Client(0.0, None), _Client(3600.0, None)  # first asks again at once; second in an hour
+    served = [loop.add(first.serve), loop.add(second.serve)]
+    for one in served:
+        one.wake()
+    assert served[0].finished.wait(10)  # served twice: on its wake, then at the time it asked for
+    assert second.served.wait(10)
+    assert not served[1].finished.is_set()  # waiting for its hour
+    served[1].wake()  # woken before its time: served now
+    assert served[1].finished.wait(10)
+    threads = set(first.threads + second.threads)
+    assert len(first.threads) == 2
+    assert len(second.threads) == 2
+    assert len(threads) == 1
+    assert threads != {threading.current_thread()}
+
+
+def test_a_serve_that_raises_is_logged_and_the_other_clients_are_still_served(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    loop = DriverLoop()
+    failed = threading.Event()
+
+    def broken() -> float | None:  # a bug the first time; done the next
+        if failed.is_set():
+            return None
+        failed.set()
+        raise RuntimeError("a bug")
+
+    bad = loop.add(broken)
+    good = _Client(None)
+    served = loop.add(good.serve)
+    bad.wake()
+    served.wake()
+    assert served.finished.wait(10)
+    assert failed.is_set()
+    assert "failed to be served" in caplog.text
+    assert bad.finished.wait(10)  # served again a second later (its own code closes it: ``Scheduler._serve``)
+
+
+def test_the_thread_ends_with_the_last_client_and_the_next_client_starts_another() -> None:
+    loop = DriverLoop()
+    client = _Client(None)
+    served = loop.add(client.serve)
+    served.wake()
+    assert served.finished.wait(10)
+    ended = served.ended
+    assert ended is not None  # the last client: the thread ended with it
+    ended.join(10)
+    assert not ended.is_alive()
+    again = _Client(None)
+    later = loop.add(again.serve)
+    later.wake()
+    assert later.finished.wait(10)
+    assert again.threads
+    assert again.threads[0] is not ended
+    served.wake()  # a wake after the end: nothing (not served again)
+    assert len(client.threads) == 1
+
+
+def _clients(broker_servers: str, count: int) -> list[ThrottledAdminClient]:
+    return [ThrottledAdminClient({"bootstrap.servers": broker_servers, "log_level": 0}) for _ in range(count)]
+
+
+def test_many_clients_share_one_driver_thread_and_leave_none_once_closed(quota_broker: BrokerFactory) -> None:
+    broker = quota_broker()
+    admins = _clients(broker.bootstrap_servers, 8)
+    try:
+        futures = [admin.create_topics([NewTopic(f"t{i}", 1, 1)])[f"t{i}"] for i, admin in enumerate(admins)]
+        assert all(future.exception(30) is None for future in futures)
+        assert len(_loop_threads()) == 1
+    finally:
+        for admin in admins:
+            admin.close()
+    assert _loop_threads() == []  # the last close() waited for the thread to end
+    assert {f"t{i}" for i in range(8)} <= broker.topics().keys()

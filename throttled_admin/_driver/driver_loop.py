@@ -1,0 +1,187 @@
+"""One thread that serves every client's scheduler in the process, as an event loop serves many connections.
+
+A scheduler (``scheduler``) is served when something happens for it (``Served.wake``) or when the time it asked for
+comes; serving it is one call of its ``serve`` function, which takes its turn (or only serves librdkafka's callbacks)
+and says when it wants to be served next, in real (monotonic) time, or None once it is done. Nothing else is shared:
+each client keeps its own engine, lock, turn and futures.
+
+Before this, each client had a thread of its own that slept on its own condition: a process with 200 paced clients
+(the fleet benchmark's executors) had 200 threads waking on their own, and more clients in a process cost each one
+more (issue 40). Here a wake-up serves every client due at that moment.
+
+The loop thread never waits for a client: a turn held by a caller's thread is tried again shortly
+(``serve`` says when), and a ``serve`` that raises is a bug logged, never the loop's end. A serve's own waits are
+bounded (a metric export waited for, ``_telemetry.metrics``): while one runs, the other clients wait with it.
+
+One loop per process; its thread starts with the first client and ends with the last (a closed client leaves no
+thread behind), and a process forked from one with a loop makes its own.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+__all__ = ["DriverLoop", "Served", "driver_loop"]
+
+log = logging.getLogger("throttled_admin")
+
+THREAD_NAME = "throttled-admin-scheduler"
+
+
+class Served:
+    """One client's place in the loop: ``wake()`` asks for a serve as soon as the loop can; ``finished`` is set once
+    its ``serve`` has said it is done (None), and ``ended`` is then the loop's thread if it ended with this client,
+    the last (``close`` joins it: a closed client leaves no thread behind)."""
+
+    __slots__ = ("_loop", "due", "ended", "finished", "queued", "serve")
+
+    def __init__(self, loop: DriverLoop, serve: Callable[[], float | None]) -> None:
+        self._loop = loop
+        self.serve = serve
+        self.queued = False  # in the loop's ready queue (cleared just before it is served)
+        self.due: float | None = None  # when the loop serves it by itself (real time); None: not waiting for a time
+        self.finished = threading.Event()
+        self.ended: threading.Thread | None = None
+
+    def wake(self) -> None:
+        """Serve soon. Cheap when already queued: what the caller changed before calling is seen by that serve,
+        which clears ``queued`` before it looks."""
+        if not self.queued and not self.finished.is_set():
+            self._loop.ready(self)
+
+
+class DriverLoop:
+    def __init__(self) -> None:
+        self._cv = threading.Condition(threading.Lock())
+        self._ready: deque[Served] = deque()
+        self._timers: list[tuple[float, int, Served]] = []
+        self._order = itertools.count()
+        self._asleep = False
+        self._thread: threading.Thread | None = None
+        self._clients = 0  # added and not finished: the thread ends when none is left, and starts with the next
+
+    @property
+    def thread(self) -> threading.Thread | None:
+        return self._thread
+
+    @property
+    def ident(self) -> int | None:
+        """The loop thread's id (None before its first client)."""
+        return None if self._thread is None else self._thread.ident
+
+    def add(self, serve: Callable[[], float | None]) -> Served:
+        """A client to serve, from its first ``wake()``; the loop's thread starts with its first client
+        (RuntimeError: the interpreter is shutting down)."""
+        served = Served(self, serve)
+        with self._cv:
+            self._clients += 1
+            if self._thread is None:
+                thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
+                try:
+                    thread.start()
+                except BaseException:
+                    self._clients -= 1
+                    raise
+                self._thread = thread
+        return served
+
+    def ready(self, served: Served) -> None:
+        with self._cv:
+            if served.queued or served.finished.is_set():
+                return
+            served.queued = True
+            self._ready.append(served)
+            if self._asleep:
+                self._cv.notify()
+
+    def _run(self) -> None:
+        while True:
+            for served in self._wait():
+                if served.finished.is_set():  # (a wake that came as it finished)
+                    continue
+                try:
+                    due = served.serve()
+                except BaseException:  # (``serve`` handles its own failures: a bug, which never ends the loop)
+                    log.exception("a throttled_admin scheduler failed to be served")
+                    due = time.monotonic() + 1.0
+                if due is not None:
+                    self._at(served, due)
+                elif self._finish(served):
+                    return
+
+    def _finish(self, served: Served) -> bool:
+        """``served`` is done; True if it was the last client: this thread ends (the next client starts another)."""
+        with self._cv:
+            self._clients -= 1
+            last = self._clients == 0
+            if last:
+                served.ended, self._thread = self._thread, None
+                self._ready.clear()
+                self._timers.clear()
+        served.finished.set()
+        return last
+
+    def _wait(self) -> list[Served]:
+        """Sleep until a client is woken or its time comes; those, each marked not queued (a wake from now on
+        queues it again)."""
+        with self._cv:
+            while True:
+                now = time.monotonic()
+                timers = self._timers
+                while timers and timers[0][0] <= now:
+                    due, _, served = heapq.heappop(timers)
+                    if served.due == due and not served.queued:  # (else a stale time: served since, or queued)
+                        served.queued = True
+                        self._ready.append(served)
+                if self._ready:
+                    break
+                self._asleep = True
+                try:
+                    self._cv.wait(timers[0][0] - now if timers else None)
+                finally:
+                    self._asleep = False
+            batch = list(self._ready)
+            self._ready.clear()
+            for served in batch:
+                served.queued = False
+                served.due = None
+            return batch
+
+    def _at(self, served: Served, due: float | None) -> None:
+        if due is None:
+            return
+        with self._cv:
+            if served.queued:  # woken while it was served: served again anyway
+                return
+            served.due = due
+            heapq.heappush(self._timers, (due, next(self._order), served))
+
+
+_loop: DriverLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def driver_loop() -> DriverLoop:
+    """The process's loop."""
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            _loop = DriverLoop()
+        return _loop
+
+
+def _forget_in_child() -> None:
+    """A forked child has none of its parent's threads: its clients get a loop of their own."""
+    global _loop, _loop_lock
+    _loop, _loop_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
