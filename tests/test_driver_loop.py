@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
+from opentelemetry.metrics import Meter, NoOpMeter, NoOpMeterProvider
 
 from tests.support import BrokerFactory
 from throttled_admin import NewTopic, ThrottledAdminClient
@@ -101,6 +103,7 @@ def _clients(broker_servers: str, count: int) -> list[ThrottledAdminClient]:
 
 def test_many_clients_share_one_driver_thread_and_leave_none_once_closed(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()
+    before = _loop_threads()  # (another test's client still open in this process: its thread, which stays)
     admins = _clients(broker.bootstrap_servers, 8)
     try:
         futures = [admin.create_topics([NewTopic(f"t{i}", 1, 1)])[f"t{i}"] for i, admin in enumerate(admins)]
@@ -109,5 +112,55 @@ def test_many_clients_share_one_driver_thread_and_leave_none_once_closed(quota_b
     finally:
         for admin in admins:
             admin.close()
-    assert _loop_threads() == []  # the last close() waited for the thread to end
+    assert _loop_threads() == before  # the last close() waited for the thread to end
     assert {f"t{i}" for i in range(8)} <= broker.topics().keys()
+
+
+class _HungInstrument:
+    """An OpenTelemetry instrument whose recording hangs until released (an exporter stuck on the network)."""
+
+    def __init__(self, release: threading.Event) -> None:
+        self._release = release
+
+    def add(self, *args: object, **kwargs: object) -> None:
+        self._release.wait(60)
+
+    record = add
+
+
+class _HungProvider(NoOpMeterProvider):
+    def __init__(self, release: threading.Event) -> None:
+        self._release = release
+
+    def get_meter(self, name: str, *args: Any, **kwargs: Any) -> Meter:
+        release = self._release
+
+        class HungMeter(NoOpMeter):
+            def create_counter(self, *args: Any, **kwargs: Any) -> Any:
+                return _HungInstrument(release)
+
+            create_histogram = create_up_down_counter = create_counter
+
+        return HungMeter(name)
+
+
+def test_clients_whose_exports_hang_do_not_hold_another_clients_results(quota_broker: BrokerFactory) -> None:
+    """Review of 4d60753: a turn waits (0.5 s at most) for its client's metric export before it settles futures. On
+    the one driver thread every client's wait held every other client's turns: with ten clients whose exporter hangs,
+    a healthy client's result came 5 s late, past its deadline. The driver's thread now looks again later instead."""
+    broker = quota_broker()
+    conf = {"bootstrap.servers": broker.bootstrap_servers, "log_level": 0}
+    release = threading.Event()
+    hung = [ThrottledAdminClient(conf, meter_provider=_HungProvider(release)) for _ in range(12)]
+    healthy = ThrottledAdminClient(conf)
+    try:
+        assert healthy.create_topics([NewTopic("warm", 1, 1)])["warm"].exception(30) is None
+        for i, admin in enumerate(hung):  # not waited for in result(): the driver's thread settles them
+            admin.create_topics([NewTopic(f"hung{i}", 1, 1)])
+        settled = threading.Event()
+        healthy.create_topics([NewTopic("healthy", 1, 1)])["healthy"].add_done_callback(lambda _: settled.set())
+        assert settled.wait(3.0), "a healthy client's result waited for other clients' exports (0.5 s each)"
+    finally:
+        release.set()
+        for admin in [*hung, healthy]:
+            admin.close()

@@ -4,6 +4,7 @@ asks a slow cluster."""
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable
 from typing import Any
@@ -208,3 +209,22 @@ def test_a_clients_first_read_waits_for_its_contact_probe_instead_of_asking_agai
         assert watch.has_reached
         assert watch.brokers == 1  # the probe's answer counted the brokers, as the read's own did
     assert asked == ["AdminClient"], f"DescribeCluster asked {asked} for one client's start and first read"
+
+
+def test_a_first_read_made_after_the_clients_probe_gave_up_still_fails_at_the_first_contact_limit() -> None:
+    """Review of 4d60753: the client's own contact probe times out FIRST_CONTACT_TIMEOUT_S after the client was made,
+    before the limit counted from a later read's start; the read then asks for itself instead of waiting out its
+    whole timeout in ``list_topics``."""
+    with socket.socket() as closed_port:
+        closed_port.bind(("127.0.0.1", 0))
+        port = closed_port.getsockname()[1]
+    watch = ContactWatch()
+    conf = {"bootstrap.servers": f"127.0.0.1:{port}", "error_cb": watch.on_error, "log_level": 0}
+    with ThrottledAdminClient(conf) as admin:
+        probe = admin._first_probe(10.0)
+        assert probe is not None
+        time.sleep(0.5)  # the read starts after the probe: the gap is the test's subject, not a wait for it
+        started = time.monotonic()
+        with pytest.raises(CannotConnectError):
+            read_metadata(admin, watch, 60.0)
+    assert time.monotonic() - started < 30.0  # at the first-contact limit (5 s), not the read's 60 s

@@ -107,7 +107,7 @@ def test_settled_topics_reach_the_group_without_a_callback_thread_each(quota_bro
     finally:
         threading.setprofile(None)
     assert summarize(results) == {"created": 30}
-    assert "throttled-admin-scheduler" in started  # the hook saw the client's threads
+    assert "throttled-admin-views" in started  # the hook saw the client's threads (its wait_for_metadata reader)
     # One at most: the future of the describe_cluster the group's first read waits for (an inherited method's).
     assert started.count("throttled-admin-callbacks") <= 1, started
 

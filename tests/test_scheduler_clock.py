@@ -123,6 +123,9 @@ class Metrics(RecordingSink):
     def flush(self, wait: bool = False) -> None:
         pass
 
+    def flush_pending(self) -> bool:
+        return False
+
     def identify(self, cluster_id: str | None) -> None:
         pass
 

@@ -293,10 +293,16 @@ def _release(
     views: BrokerViewReader,
     callback_errors: CallbackErrors,
 ) -> None:
-    """A client dropped without close(): its threads end too (librdkafka's handle is freed with the object)."""
+    """A client dropped without close(): its threads end too (librdkafka's handle is freed with the object). Collected
+    on a thread that may not wait for the driver (its own: a collection there), every future is settled at once and
+    the rest is done by a thread of its own."""
+    if not scheduler.close(USER_CODE_WAIT_S):
+        args = (scheduler, user_code, exports, inherited, views, callback_errors)
+        with contextlib.suppress(RuntimeError):  # (the interpreter is exiting: its exit hook closes every client)
+            threading.Thread(target=_release, args=args, name="throttled-admin-close", daemon=True).start()
+        return
     deadline = time.monotonic() + USER_CODE_WAIT_S
     failing = _fail_inherited(inherited)
-    scheduler.close(USER_CODE_WAIT_S)
     views.close()
     user_code.close(deadline)
     exports.close(deadline)

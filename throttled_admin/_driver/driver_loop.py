@@ -23,9 +23,10 @@ import heapq
 import itertools
 import logging
 import os
+import queue
 import threading
 import time
-from collections import deque
+import weakref
 from collections.abc import Callable
 
 __all__ = ["DriverLoop", "Served", "driver_loop"]
@@ -40,32 +41,34 @@ class Served:
     its ``serve`` has said it is done (None), and ``ended`` is then the loop's thread if it ended with this client,
     the last (``close`` joins it: a closed client leaves no thread behind)."""
 
-    __slots__ = ("_loop", "due", "ended", "finished", "queued", "serve")
+    __slots__ = ("__weakref__", "_loop", "due", "ended", "finished", "queued", "serve")
 
     def __init__(self, loop: DriverLoop, serve: Callable[[], float | None]) -> None:
         self._loop = loop
         self.serve = serve
-        self.queued = False  # in the loop's ready queue (cleared just before it is served)
+        self.queued = False  # in the loop's inbox (cleared just before it is served)
         self.due: float | None = None  # when the loop serves it by itself (real time); None: not waiting for a time
         self.finished = threading.Event()
         self.ended: threading.Thread | None = None
 
     def wake(self) -> None:
-        """Serve soon. Cheap when already queued: what the caller changed before calling is seen by that serve,
-        which clears ``queued`` before it looks."""
+        """Serve soon. Takes no lock (``queue.SimpleQueue.put``): safe from a signal handler, a finalizer or a garbage
+        collection on any thread, the loop's own included. Cheap when already queued: what the caller changed before
+        calling is seen by that serve, which clears ``queued`` before it looks."""
         if not self.queued and not self.finished.is_set():
-            self._loop.ready(self)
+            self.queued = True
+            self._loop.inbox.put(self)
 
 
 class DriverLoop:
     def __init__(self) -> None:
-        self._cv = threading.Condition(threading.Lock())
-        self._ready: deque[Served] = deque()
-        self._timers: list[tuple[float, int, Served]] = []
+        self.inbox: queue.SimpleQueue[Served] = queue.SimpleQueue()  # the clients woken
+        self._timers: list[tuple[float, int, Served]] = []  # (due, order, client): the loop's thread's alone
         self._order = itertools.count()
-        self._asleep = False
+        self._life = threading.Lock()  # the thread's start and end, and the clients' count (never taken in a wake)
         self._thread: threading.Thread | None = None
         self._clients = 0  # added and not finished: the thread ends when none is left, and starts with the next
+        self._known: weakref.WeakSet[Served] = weakref.WeakSet()  # for a forked child (``_forget_in_child``)
 
     @property
     def thread(self) -> threading.Thread | None:
@@ -74,36 +77,40 @@ class DriverLoop:
     @property
     def ident(self) -> int | None:
         """The loop thread's id (None before its first client)."""
-        return None if self._thread is None else self._thread.ident
+        thread = self._thread
+        return None if thread is None else thread.ident
 
     def add(self, serve: Callable[[], float | None]) -> Served:
         """A client to serve, from its first ``wake()``; the loop's thread starts with its first client
         (RuntimeError: the interpreter is shutting down)."""
         served = Served(self, serve)
-        with self._cv:
+        self._known.add(served)
+        thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)  # (used if none runs)
+        with self._life:  # (nothing made in here: a collection it set off could close a client, which waits for us)
             self._clients += 1
-            if self._thread is None:
-                thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
-                try:
-                    thread.start()
-                except BaseException:
-                    self._clients -= 1
-                    raise
+            starts = self._thread is None
+            if starts:
                 self._thread = thread
+        if starts:
+            # Known before it starts: a start cut short (Ctrl-C) leaves either no thread, and the next client starts
+            # one, or this one, never a second beside it (as ``Reader.submit``)
+            try:
+                thread.start()
+            except BaseException:
+                if thread.is_alive():  # the client is not made: the thread finishes it (and ends if it was the last)
+                    served.serve = _done
+                    served.wake()
+                else:
+                    with self._life:
+                        if self._thread is thread:
+                            self._thread = None
+                        self._clients -= 1
+                raise
         return served
-
-    def ready(self, served: Served) -> None:
-        with self._cv:
-            if served.queued or served.finished.is_set():
-                return
-            served.queued = True
-            self._ready.append(served)
-            if self._asleep:
-                self._cv.notify()
 
     def _run(self) -> None:
         while True:
-            for served in self._wait():
+            for served in self._next():
                 if served.finished.is_set():  # (a wake that came as it finished)
                     continue
                 try:
@@ -116,52 +123,55 @@ class DriverLoop:
                 elif self._finish(served):
                     return
 
+    def _next(self) -> list[Served]:
+        """Wait until a client is woken or its time comes: those, each marked not queued (a wake from now on queues
+        it again) and not waiting for a time."""
+        timers = self._timers
+        batch: list[Served] = []
+        while not batch:
+            now = time.monotonic()
+            while timers and (timers[0][0] <= now or timers[0][2].due != timers[0][0]):
+                due, _, served = heapq.heappop(timers)
+                if served.due == due:  # (else a stale time: served since)
+                    batch.append(served)
+            try:
+                if not batch:  # nothing due: sleep until a wake or the next time
+                    batch.append(self.inbox.get(timeout=timers[0][0] - now if timers else None))
+                while True:
+                    batch.append(self.inbox.get_nowait())
+            except queue.Empty:
+                pass
+        for served in batch:
+            served.queued = False
+            served.due = None
+        return list(dict.fromkeys(batch))  # (a client both due and woken: once)
+
+    def _at(self, served: Served, due: float) -> None:
+        if served.queued:  # woken while it was served: served again anyway
+            return
+        served.due = due
+        heapq.heappush(self._timers, (due, next(self._order), served))
+
     def _finish(self, served: Served) -> bool:
         """``served`` is done; True if it was the last client: this thread ends (the next client starts another)."""
-        with self._cv:
+        with self._life:
             self._clients -= 1
             last = self._clients == 0
             if last:
                 served.ended, self._thread = self._thread, None
-                self._ready.clear()
                 self._timers.clear()
         served.finished.set()
         return last
 
-    def _wait(self) -> list[Served]:
-        """Sleep until a client is woken or its time comes; those, each marked not queued (a wake from now on
-        queues it again)."""
-        with self._cv:
-            while True:
-                now = time.monotonic()
-                timers = self._timers
-                while timers and timers[0][0] <= now:
-                    due, _, served = heapq.heappop(timers)
-                    if served.due == due and not served.queued:  # (else a stale time: served since, or queued)
-                        served.queued = True
-                        self._ready.append(served)
-                if self._ready:
-                    break
-                self._asleep = True
-                try:
-                    self._cv.wait(timers[0][0] - now if timers else None)
-                finally:
-                    self._asleep = False
-            batch = list(self._ready)
-            self._ready.clear()
-            for served in batch:
-                served.queued = False
-                served.due = None
-            return batch
+    def forget(self) -> None:
+        """In a forked child: no thread of the parent's runs here; every client it served is done (its ``close()``
+        waits for nothing)."""
+        for served in list(self._known):
+            served.finished.set()
 
-    def _at(self, served: Served, due: float | None) -> None:
-        if due is None:
-            return
-        with self._cv:
-            if served.queued:  # woken while it was served: served again anyway
-                return
-            served.due = due
-            heapq.heappush(self._timers, (due, next(self._order), served))
+
+def _done() -> None:
+    return None
 
 
 _loop: DriverLoop | None = None
@@ -178,8 +188,11 @@ def driver_loop() -> DriverLoop:
 
 
 def _forget_in_child() -> None:
-    """A forked child has none of its parent's threads: its clients get a loop of their own."""
+    """A forked child has none of its parent's threads: the clients it inherited are done, and its own get a loop of
+    their own."""
     global _loop, _loop_lock
+    if _loop is not None:
+        _loop.forget()
     _loop, _loop_lock = None, threading.Lock()
 
 

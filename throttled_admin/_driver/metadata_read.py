@@ -192,14 +192,23 @@ def _first_contact(admin: AdminClient, watch: ContactWatch, started: float, dead
     if watch.has_reached:
         return
     probe = _client_probe(admin, deadline)
-    if probe is None:
-        probe = admin.describe_cluster(request_timeout=max(0.05, deadline - started))
+    if probe is not None and _answered(probe, watch, started, deadline):
+        return
+    # (the client's probe ended unanswered, its librdkafka timeout counted from the client's start: this read's own,
+    # which waits until the first-contact limit counted from the read's start)
+    if not _answered(admin.describe_cluster(request_timeout=max(0.05, deadline - started)), watch, started, deadline):
+        watch.check_unreachable(started)
+
+
+def _answered(probe: Future[Any], watch: ContactWatch, started: float, deadline: float) -> bool:
+    """Wait for a DescribeCluster while looking at the watch: True if a broker answered it (the watch then counts
+    the brokers it listed)."""
     _wait([probe], watch, started, deadline)
     watch.check_fatal()
     if is_broker_answer(exc := probe.exception()):
         watch.reached(None if exc is not None else len(probe.result().nodes))
-    else:
-        watch.check_unreachable(started)
+        return True
+    return False
 
 
 def _client_probe(admin: AdminClient, deadline: float) -> Future[Any] | None:

@@ -39,6 +39,7 @@ import itertools
 import logging
 import math
 import operator
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -86,7 +87,7 @@ from throttled_admin._engine.metric_events import ResponseThrottle
 from throttled_admin._engine.throttle import failed_node
 from throttled_admin._errors import CLOSED_MESSAGE
 
-__all__ = ["USER_CODE_WAIT_S", "Answer", "ClientGone", "Scheduler", "SendOrder", "Transport"]
+__all__ = ["USER_CODE_WAIT_S", "Answer", "ClientGone", "ExportPending", "Scheduler", "SendOrder", "Transport"]
 
 log = logging.getLogger("throttled_admin")
 
@@ -101,6 +102,8 @@ _WAITING_POLL_S = 1.0
 _METADATA_TIMEOUT_S = 5.0
 # A turn held by a caller's thread (a send, an answer taken: well under a millisecond): served again this much later.
 _TURN_BUSY_S = 0.002
+# A turn stopped for a pending metric export (``ExportPending``): served again this much later.
+_EXPORT_LOOK_S = 0.005
 # close() waits this long in all for user code still running (done-callbacks, conf callbacks, exports).
 USER_CODE_WAIT_S = 2.0
 
@@ -135,7 +138,15 @@ class MetricsExport(MetricsSink, Protocol):
 
     def flush(self, wait: bool = False) -> None: ...
 
+    def flush_pending(self) -> bool:
+        """``flush(wait=True)`` that never blocks: True while the export is still to be waited for."""
+
     def identify(self, cluster_id: str | None) -> None: ...
+
+
+class ExportPending(Exception):
+    """A turn on the driver's thread stops before its settlements while their metric export is pending (``flush``);
+    what it had not done is the next turn's (``Turns.leftover``)."""
 
 
 class ClientGone(Exception):
@@ -194,8 +205,6 @@ class Scheduler:
         # Every other metric event (``turns.Actions.metric``): ``event.report(metrics)``, called in C (a method around
         # it was a call more each, two a 1-topic call's answer: issue 39)
         self.metric: Callable[[MetricEvent], None] = operator.methodcaller("report", metrics)
-        # The metric exports (``turns.Actions.flush``): the sink's own, no call between
-        self.flush: Callable[[bool], None] = metrics.flush
         self._first_throttle = FirstThrottleNotice(paced=pacer is not None)
         self._clock = clock
         # The driver's clock, which a call's start and deadline are read from: the clock itself (a method around it
@@ -235,10 +244,11 @@ class Scheduler:
         # after a node went away, Metadata reads until one names another controller (``controller_refresh``)
         self._controller_refresh = ControllerRefresh(transport.controller, ClientGone, clock)
         # served by the process's one driver thread (``driver_loop``); ``_finished``: its last turn is done
+        self._pid = os.getpid()
         self._loop = driver_loop()
         self._served = self._loop.add(self._serve)
         self._finished = self._served.finished
-        self._loop_ident = self._loop.ident
+        self._loop_thread = self._loop.thread  # (the thread serving this client for its life)
         self._served.wake()  # the first turn
 
     # -- called by the facade and by librdkafka's callbacks (any thread) --------------------------
@@ -423,6 +433,9 @@ class Scheduler:
         thread, whichever client it is serving), it waits for nothing: every future is settled from this thread
         (rule h, from what can be known here: a topic whose send may have begun is outcome unknown), and it returns
         False; the caller then closes again from another thread (``ThrottledAdminClient.close``)."""
+        if os.getpid() != self._pid:  # a forked child: no thread of the parent's runs here, and its locks may be held
+            self._closed = True
+            return True
         if self._holds_what_the_thread_needs():
             self._close_here()
             return False
@@ -441,7 +454,7 @@ class Scheduler:
         return True
 
     def _holds_what_the_thread_needs(self) -> bool:
-        if threading.current_thread() is self._loop.thread or self._turns.held_here() or self._cv._is_owned():  # type: ignore[attr-defined]
+        if threading.current_thread() is self._loop_thread or self._turns.held_here() or self._cv._is_owned():  # type: ignore[attr-defined]
             return True
         with self._cv:
             return any(future.held_here() for future in self._open.futures())
@@ -496,7 +509,7 @@ class Scheduler:
         instead of handing them to the scheduler's thread and waiting to be woken by it. Returns the time left.
 
         Only a turn that nobody else is taking (``Turns``: one at a time, each whole)."""
-        if threading.get_ident() == self._loop_ident or not self.caller_turns:  # (C: current_thread() is not)
+        if not self.caller_turns or threading.get_ident() == _ident(self._loop_thread):
             return timeout
         end = None if timeout is None else time.monotonic() + timeout  # the caller's wait: real time, not the clock
         with self._lock:
@@ -619,7 +632,7 @@ class Scheduler:
             if not self._closed:
                 with self._lock:
                     self._asleep_until = None
-                    full = self._news()
+                    full = self._news() or bool(self._turns.leftover)
                 if not full:
                     full = not self._poll_only()
                 if full:
@@ -627,6 +640,8 @@ class Scheduler:
                         return time.monotonic() + _TURN_BUSY_S
                     try:
                         out = self._turn(flush=True)
+                    except ExportPending:
+                        return time.monotonic() + _EXPORT_LOOK_S
                     finally:
                         self._turns.release()
                     if out is None:
@@ -731,6 +746,8 @@ class Scheduler:
             if out is not None:
                 self._turns.finish_leftover(self)  # what the step says (kept in ``_step``)
             return out
+        except ExportPending:  # (the driver's thread serves this client again shortly: ``_serve``)
+            raise
         except BaseException:
             with self._lock:
                 self._wake()  # cut short: the scheduler's thread does what this turn left
@@ -792,6 +809,18 @@ class Scheduler:
         event.report(self._metrics)
         if event.throttle_ms > 0:
             self._first_throttle.see(event)
+
+    def flush(self, wait: bool) -> None:
+        """The metric exports (``turns.Actions.flush``). Waited for on the driver's thread without blocking it (it
+        serves every client of the process): while the export is pending, the turn stops here (``ExportPending``)
+        and the client is served again shortly, its settlements after it; once closed, not waited for there."""
+        if wait and threading.get_ident() == _ident(self._loop_thread):
+            if not self._closed and self._metrics.flush_pending():
+                raise ExportPending
+            if self._closed:
+                self._metrics.flush(False)
+            return
+        self._metrics.flush(wait)
 
     def reached(self) -> None:
         with self._lock:
@@ -1058,6 +1087,10 @@ class Scheduler:
             if not self._closed:
                 self._engine.on_views(views, self._clock())
             self._wake()
+
+
+def _ident(thread: threading.Thread | None) -> int | None:
+    return None if thread is None else thread.ident
 
 
 def _poll_interval(engine: Engine) -> float:

@@ -274,6 +274,7 @@ class ClientMetrics:
         self._job_queued = False  # a job is queued that has not taken them yet
         self._job_done: threading.Event | None = None  # set once the last job handed over has run
         self._overran: threading.Event | None = None  # the job that outlasted EXPORT_WAIT_S, until it has run
+        self._pending: tuple[threading.Event, float] | None = None  # the job ``flush_pending`` looks at, since when
         self._base: dict[str, Any] = {"messaging.system": "kafka", "messaging.client.id": client_id}
         server = server_of(bootstrap_servers)
         if server is not None:
@@ -411,13 +412,37 @@ class ClientMetrics:
         if not wait or done is None or (overran is not None and not overran.is_set()):
             return
         if not done.wait(EXPORT_WAIT_S):
-            first, self._overran = self._overran is None, done
-            if first:
-                log.warning(
-                    "a throttled_admin metric export took over %.1f s; results no longer wait for exports until it "
-                    "ends (logged once; see docs/metrics.md)",
-                    EXPORT_WAIT_S,
-                )
+            self._overrun(done)
+
+    def flush_pending(self) -> bool:
+        """``flush(wait=True)`` that never blocks, for the driver's thread, which serves every client (a stuck
+        exporter held every other client's turns there): the points handed over as ``flush`` does, and True while
+        their export has not run and ``EXPORT_WAIT_S`` has not passed since the first ask for it (the caller's turn
+        then stops before its settlements and looks again soon)."""
+        if self._exporter is None:
+            return False
+        self.flush(False)
+        done, overran = self._job_done, self._overran
+        if done is None or done.is_set() or (overran is not None and not overran.is_set()):
+            self._pending = None
+            return False
+        now = time.monotonic()
+        if self._pending is None or self._pending[0] is not done:
+            self._pending = (done, now)
+        if now - self._pending[1] < EXPORT_WAIT_S:
+            return True
+        self._overrun(done)
+        return False
+
+    def _overrun(self, done: threading.Event) -> None:
+        """The export ``done`` outlasted EXPORT_WAIT_S: not waited for again until it has run; logged once."""
+        first, self._overran = self._overran is None, done
+        if first:
+            log.warning(
+                "a throttled_admin metric export took over %.1f s; results no longer wait for exports until it "
+                "ends (logged once; see docs/metrics.md)",
+                EXPORT_WAIT_S,
+            )
 
     def _export_queued(self) -> None:
         with self._lock:
