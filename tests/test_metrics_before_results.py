@@ -9,6 +9,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -208,6 +209,35 @@ def test_a_hung_exporter_delays_results_by_the_bound_once_while_it_hangs() -> No
     assert runner.waits == [metrics_module.EXPORT_WAIT_S] * 2
     metrics.flush(wait=False)  # a turn without settlements never waits
     assert len(runner.waits) == 2
+
+
+def test_the_driver_threads_look_at_a_hung_export_waits_a_moment_once_then_never_blocks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``flush_pending`` (the driver's thread, which serves every client: a turn stops before its settlements while
+    the export is pending, and looks again): a moment's wait for a job just handed over, then none; pending until
+    EXPORT_WAIT_S has passed since the first look, then not waited for again while it hangs (logged once)."""
+    now = [100.0]
+    monkeypatch.setattr("throttled_admin._telemetry.metrics.time", SimpleNamespace(monotonic=lambda: now[0]))
+    runner = _HungRunner()
+    recorded: list[Any] = []
+    metrics = ClientMetrics(client_id="hung", exporter=runner)
+    metrics._instruments = _Recording(recorded)  # type: ignore[assignment]
+    metrics.record_request("CreateTopics", 1, 4)
+    assert metrics.flush_pending()  # handed over, not run: the turn stops and looks again
+    assert runner.waits == [metrics_module.EXPORT_FIRST_LOOK_S]
+    now[0] += metrics_module.EXPORT_WAIT_S / 2
+    assert metrics.flush_pending()
+    assert runner.waits == [metrics_module.EXPORT_FIRST_LOOK_S]  # no second wait for the same job
+    now[0] += metrics_module.EXPORT_WAIT_S
+    assert not metrics.flush_pending()  # past the bound: settled without it
+    metrics.record_request("CreateTopics", 1, 4)
+    assert not metrics.flush_pending()  # still hung: not waited for again
+    runner.run_all()  # it comes back: the points are exported, in order
+    assert [value for value, _ in recorded] == [1, 4, 1, 4]
+    metrics.record_request("CreateTopics", 1, 4)
+    assert metrics.flush_pending()  # waited for again, a moment first
+    assert runner.waits == [metrics_module.EXPORT_FIRST_LOOK_S] * 2
 
 
 class _Recording:

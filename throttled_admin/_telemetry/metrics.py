@@ -67,6 +67,8 @@ _UNEXPORTED_LIMIT = 100_000
 # reader that looks right after result() sees them. An exporter that is still stuck past it is not waited for again
 # until it has finished that job, so a hung exporter delays one turn's results by this much, once each time it hangs.
 EXPORT_WAIT_S = 0.5
+# How long the driver's thread waits for a job it has just handed over before it looks again later (``flush_pending``)
+EXPORT_FIRST_LOOK_S = 0.005
 
 
 class Exporter(Protocol):
@@ -427,8 +429,11 @@ class ClientMetrics:
             self._pending = None
             return False
         now = time.monotonic()
-        if self._pending is None or self._pending[0] is not done:
-            self._pending = (done, now)
+        if self._pending is None or self._pending[0] is not done:  # a job just handed over: the exporter's thread
+            self._pending = (done, now)  # takes it within a GIL switch, so it is waited for a moment once
+            if done.wait(EXPORT_FIRST_LOOK_S):
+                self._pending = None
+                return False
         if now - self._pending[1] < EXPORT_WAIT_S:
             return True
         self._overrun(done)
