@@ -26,10 +26,9 @@ import os
 import queue
 import threading
 import time
-import weakref
 from collections.abc import Callable
 
-__all__ = ["DriverLoop", "Served", "driver_loop"]
+__all__ = ["DriverLoop", "Served", "done_serving", "driver_loop"]
 
 log = logging.getLogger("throttled_admin")
 
@@ -68,7 +67,7 @@ class DriverLoop:
         self._life = threading.Lock()  # the thread's start and end, and the clients' count (never taken in a wake)
         self._thread: threading.Thread | None = None
         self._clients = 0  # added and not finished: the thread ends when none is left, and starts with the next
-        self._known: weakref.WeakSet[Served] = weakref.WeakSet()  # for a forked child (``_forget_in_child``)
+        self._claimed: threading.Thread | None = None  # the thread that runs (``_run`` claims it as it starts)
 
     @property
     def thread(self) -> threading.Thread | None:
@@ -84,7 +83,6 @@ class DriverLoop:
         """A client to serve, from its first ``wake()``; the loop's thread starts with its first client
         (RuntimeError: the interpreter is shutting down)."""
         served = Served(self, serve)
-        self._known.add(served)
         thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)  # (used if none runs)
         with self._life:  # (nothing made in here: a collection it set off could close a client, which waits for us)
             self._clients += 1
@@ -97,18 +95,23 @@ class DriverLoop:
             try:
                 thread.start()
             except BaseException:
-                if thread.is_alive():  # the client is not made: the thread finishes it (and ends if it was the last)
-                    served.serve = _done
-                    served.wake()
-                else:
-                    with self._life:
+                with self._life:
+                    running = self._claimed is thread
+                    if not running:  # it never ran, and exits if it runs later (``_run``)
                         if self._thread is thread:
                             self._thread = None
                         self._clients -= 1
+                if running:  # the client is not made: the thread finishes it (and ends if it was the last)
+                    served.serve = done_serving
+                    served.wake()
                 raise
         return served
 
     def _run(self) -> None:
+        with self._life:  # a start cut short before this thread ran: ``add`` let it go (a later client made another)
+            if self._thread is not threading.current_thread():
+                return
+            self._claimed = self._thread
         while True:
             for served in self._next():
                 if served.finished.is_set():  # (a wake that came as it finished)
@@ -163,14 +166,9 @@ class DriverLoop:
         served.finished.set()
         return last
 
-    def forget(self) -> None:
-        """In a forked child: no thread of the parent's runs here; every client it served is done (its ``close()``
-        waits for nothing)."""
-        for served in list(self._known):
-            served.finished.set()
 
-
-def _done() -> None:
+def done_serving() -> float | None:
+    """A serve that says the client is done: for a client whose making was cut short."""
     return None
 
 
@@ -188,11 +186,10 @@ def driver_loop() -> DriverLoop:
 
 
 def _forget_in_child() -> None:
-    """A forked child has none of its parent's threads: the clients it inherited are done, and its own get a loop of
-    their own."""
+    """A forked child has none of its parent's threads: its clients get a loop of their own (those it inherited are
+    closed without the loop: ``Scheduler.close``). Nothing else here: a lock a parent's thread held at the fork is
+    held for good in the child."""
     global _loop, _loop_lock
-    if _loop is not None:
-        _loop.forget()
     _loop, _loop_lock = None, threading.Lock()
 
 

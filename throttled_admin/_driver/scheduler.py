@@ -50,7 +50,7 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError
 
 from throttled_admin._driver.controller_refresh import ControllerRefresh
-from throttled_admin._driver.driver_loop import driver_loop
+from throttled_admin._driver.driver_loop import done_serving, driver_loop
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.handshake_drops import HandshakeDrops
 from throttled_admin._driver.open_calls import OpenCall, OpenCalls, carry_out
@@ -246,10 +246,15 @@ class Scheduler:
         # served by the process's one driver thread (``driver_loop``); ``_finished``: its last turn is done
         self._pid = os.getpid()
         self._loop = driver_loop()
-        self._served = self._loop.add(self._serve)
-        self._finished = self._served.finished
-        self._loop_thread = self._loop.thread  # (the thread serving this client for its life)
-        self._served.wake()  # the first turn
+        self._served = served = self._loop.add(self._serve)
+        try:
+            self._finished = served.finished
+            self._loop_thread = self._loop.thread  # (the thread serving this client for its life)
+        except BaseException:  # cut short (Ctrl-C): the client is not made, and the loop's thread counts it no more
+            served.serve = done_serving
+            served.wake()
+            raise
+        served.wake()  # the first turn
 
     # -- called by the facade and by librdkafka's callbacks (any thread) --------------------------
 
@@ -295,7 +300,8 @@ class Scheduler:
                 self._open.expect(call_id)
                 # Nothing in flight: this thread takes the turn and sends, saving a wake of the scheduler's thread on
                 # the way out (that thread is woken only if it sleeps past what the step wants done next).
-                here = self.caller_turns and idle
+                # (not while a turn of the driver's thread is stopped at its export: the caller would wait for it)
+                here = self.caller_turns and idle and not self._turns.leftover
                 if not here:
                     self._wake()
             if here and not self._turn_here((call_id, items.names)):
@@ -674,21 +680,24 @@ class Scheduler:
 
     def _finish(self) -> float | None:
         """The last turn: whatever a caller's thread is doing in its turn is finished first (tried again shortly while
-        it is), then the engine closes and its settlements are carried out. None: done (``close`` returns)."""
+        it is), then the engine closes and its settlements are carried out (after their metric export, looked at
+        again shortly while it is pending: ``flush``). None: done (``close`` returns)."""
         if not self._turns.take(0):
             return time.monotonic() + _TURN_BUSY_S
         try:
             self._turn(flush=True)
+        except ExportPending:
+            return time.monotonic() + _EXPORT_LOOK_S
         except ClientGone:
             pass
         except BaseException:
             log.exception("the mutation scheduler's last turn failed")
         finally:
             self._turns.release()
-            with self._cv:
-                self._open.take_all()
-                self._cv.notify_all()
-            self._probed.set()  # (no probe from now on: ``first_probe`` need not wait)
+        with self._cv:
+            self._open.take_all()
+            self._cv.notify_all()
+        self._probed.set()  # (no probe from now on: ``first_probe`` need not wait)
         return None
 
     def _news(self) -> bool:
@@ -813,12 +822,10 @@ class Scheduler:
     def flush(self, wait: bool) -> None:
         """The metric exports (``turns.Actions.flush``). Waited for on the driver's thread without blocking it (it
         serves every client of the process): while the export is pending, the turn stops here (``ExportPending``)
-        and the client is served again shortly, its settlements after it; once closed, not waited for there."""
+        and the client is served again shortly, its settlements after it."""
         if wait and threading.get_ident() == _ident(self._loop_thread):
-            if not self._closed and self._metrics.flush_pending():
+            if self._metrics.flush_pending():
                 raise ExportPending
-            if self._closed:
-                self._metrics.flush(False)
             return
         self._metrics.flush(wait)
 

@@ -23,7 +23,8 @@ Invariants (tests/test_turns.py checks each):
    cannot wait finds what is not done yet (``unsettled``, ``unsent``). Cut short just after another action
    returned, before it is marked done, that action is done again: a settled future keeps what it was told, and
    a metric event may be recorded twice. (tests/test_scheduler_clock.py cuts the caller's paths at every
-   bytecode.)
+   bytecode.) A turn on the driver's thread stops on purpose at its metric export while that is pending
+   (``scheduler.ExportPending``, before its settlements, after its send): the next turn goes on from there.
 4. A send cut short is reported as it happened: cut before confluent-kafka's call began, the request was not
    handed over, and the next turn sends it (``Sending.began`` False; unless the cut also cut short the ``submit``
    of a call it carries, which takes it back: ``drop_unsent``); once the call may have begun, it counts as

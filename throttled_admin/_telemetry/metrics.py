@@ -413,7 +413,9 @@ class ClientMetrics:
             done, overran = self._job_done, self._overran
         if not wait or done is None or (overran is not None and not overran.is_set()):
             return
-        if not done.wait(EXPORT_WAIT_S):
+        pending = self._pending  # the driver's thread looked at this job first: the bound counts from then
+        waited_s = time.monotonic() - pending[1] if pending is not None and pending[0] is done else 0.0
+        if not done.wait(max(0.0, EXPORT_WAIT_S - waited_s)):
             self._overrun(done)
 
     def flush_pending(self) -> bool:
