@@ -4,16 +4,30 @@ here (Events, no sleeps); then real clients against QuotaBroker: one thread for 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from opentelemetry.metrics import Meter, NoOpMeter, NoOpMeterProvider
 
+from tests.interrupts import interrupt_at, offsets
 from tests.support import BrokerFactory
 from throttled_admin import NewTopic, ThrottledAdminClient
-from throttled_admin._driver.driver_loop import THREAD_NAME, DriverLoop
+from throttled_admin._driver.driver_loop import THREAD_NAME, DriverLoop, Served
+
+
+def _add(loop: DriverLoop, serve: Callable[[], float | None]) -> Served:
+    """As a client's scheduler is added (``Scheduler.__init__``): let go if the add fails."""
+    served = Served(loop, serve)
+    try:
+        loop.add(served)
+    except BaseException:
+        loop.abandon(served)
+        raise
+    return served
 
 
 def _loop_threads() -> list[threading.Thread]:
@@ -39,7 +53,7 @@ class _Client:
 def test_clients_are_served_on_one_thread_when_woken_and_at_the_time_they_ask_for() -> None:
     loop = DriverLoop()
     first, second = _Client(0.0, None), _Client(3600.0, None)  # first asks again at once; second in an hour
-    served = [loop.add(first.serve), loop.add(second.serve)]
+    served = [_add(loop, first.serve), _add(loop, second.serve)]
     for one in served:
         one.wake()
     assert served[0].finished.wait(10)  # served twice: on its wake, then at the time it asked for
@@ -66,9 +80,9 @@ def test_a_serve_that_raises_is_logged_and_the_other_clients_are_still_served(
         failed.set()
         raise RuntimeError("a bug")
 
-    bad = loop.add(broken)
+    bad = _add(loop, broken)
     good = _Client(None)
-    served = loop.add(good.serve)
+    served = _add(loop, good.serve)
     bad.wake()
     served.wake()
     assert served.finished.wait(10)
@@ -80,7 +94,7 @@ def test_a_serve_that_raises_is_logged_and_the_other_clients_are_still_served(
 def test_the_thread_ends_with_the_last_client_and_the_next_client_starts_another() -> None:
     loop = DriverLoop()
     client = _Client(None)
-    served = loop.add(client.serve)
+    served = _add(loop, client.serve)
     served.wake()
     assert served.finished.wait(10)
     ended = served.ended
@@ -88,13 +102,77 @@ def test_the_thread_ends_with_the_last_client_and_the_next_client_starts_another
     ended.join(10)
     assert not ended.is_alive()
     again = _Client(None)
-    later = loop.add(again.serve)
+    later = _add(loop, again.serve)
     later.wake()
     assert later.finished.wait(10)
     assert again.threads
     assert again.threads[0] is not ended
     served.wake()  # a wake after the end: nothing (not served again)
     assert len(client.threads) == 1
+
+
+def test_a_client_added_while_another_clients_thread_fails_to_start_is_still_served(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Review of 537aadf: a client added while the first client's thread was starting saw that thread and started
+    none; the start then failed (no thread can start, or Ctrl-C), and nothing ever served the second client. A
+    thread that never ran is now replaced by the next client that needs one."""
+    loop = DriverLoop()
+    second = _Client(None)
+    added: list[Served] = []
+    starts: list[threading.Thread] = []
+    real_start = threading.Thread.start
+
+    def start(thread: threading.Thread) -> None:
+        starts.append(thread)
+        if len(starts) == 1:  # the first client's start: meanwhile the second client is added, then this start fails
+            added.append(_add(loop, second.serve))
+            raise RuntimeError("can't start new thread")
+        real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    with pytest.raises(RuntimeError):
+        _add(loop, _Client(None).serve)
+    added[0].wake()
+    assert added[0].finished.wait(10)  # served, by the thread its own add started in place of the one that failed
+    assert second.threads == [starts[1]]
+    ended = added[0].ended  # the last client: the thread ended with it (the failed one is not counted)
+    assert ended is starts[1]
+    ended.join(10)
+
+
+@pytest.mark.parametrize(
+    "function", [DriverLoop.add, DriverLoop.ensure_thread], ids=["DriverLoop.add", "DriverLoop.ensure_thread"]
+)
+def test_ctrl_c_anywhere_in_adding_a_client_leaves_the_next_client_served_and_no_thread_behind(
+    function: Callable[..., object],
+) -> None:
+    """Review of 537aadf: Ctrl-C just after the lock in ``add`` left a thread recorded that never started, and no
+    later client was served; Ctrl-C just after ``add`` returned left a client counted for good (the thread never
+    ended). At each point a signal can land: the client cut short is let go (``abandon``, as a scheduler does), the
+    next client is served, and once it is done no loop thread is left."""
+    for offset in offsets(function):
+        loop = DriverLoop()
+        cut = Served(loop, _Client(None).serve)
+        with interrupt_at(function.__code__, offset), contextlib.suppress(KeyboardInterrupt):
+            try:
+                loop.add(cut)
+            except BaseException:
+                loop.abandon(cut)  # as ``Scheduler.__init__`` does
+                raise
+            cut.wake()
+        client = _Client(None)
+        served = _add(loop, client.serve)
+        served.wake()
+        assert served.finished.wait(10), offset
+        if cut.counted:  # added, or let go to the thread running (``abandon``): finished by it
+            cut.wake()
+            assert cut.finished.wait(10), offset
+        assert loop._clients == 0, offset
+        ended = served.ended or cut.ended
+        assert ended is not None, offset  # the thread ended with the last of them
+        ended.join(10)
+        assert not ended.is_alive(), offset
 
 
 def _clients(broker_servers: str, count: int) -> list[ThrottledAdminClient]:

@@ -545,7 +545,14 @@ gc.disable()  # no collection but the one below
 on_answer, finalized_on, finalized = Scheduler._on_answer, [], threading.Event()
 
 def collecting_on_answer(self, request, epoch, answer):
-    gc.collect()  # the collector happens to run here: on librdkafka's thread, delivering the answer
+    # The collector happens to run here: on librdkafka's thread, delivering the answer. Again if the client was not
+    # garbage yet: the scheduler's thread holds it for the few microseconds of each librdkafka poll (a collection
+    # that met one was this test's rare failure, the client freed by no collection after it).
+    for _ in range(100):
+        gc.collect()
+        if finalized.is_set():
+            break
+        time.sleep(0.005)
     on_answer(self, request, epoch, answer)
 
 Scheduler._on_answer = collecting_on_answer

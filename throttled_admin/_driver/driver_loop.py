@@ -40,7 +40,7 @@ class Served:
     its ``serve`` has said it is done (None), and ``ended`` is then the loop's thread if it ended with this client,
     the last (``close`` joins it: a closed client leaves no thread behind)."""
 
-    __slots__ = ("__weakref__", "_loop", "due", "ended", "finished", "queued", "serve")
+    __slots__ = ("_loop", "counted", "due", "ended", "finished", "queued", "serve")
 
     def __init__(self, loop: DriverLoop, serve: Callable[[], float | None]) -> None:
         self._loop = loop
@@ -49,6 +49,7 @@ class Served:
         self.due: float | None = None  # when the loop serves it by itself (real time); None: not waiting for a time
         self.finished = threading.Event()
         self.ended: threading.Thread | None = None
+        self.counted = False  # among the loop's clients (``DriverLoop.add``), until it is done
 
     def wake(self) -> None:
         """Serve soon. Takes no lock (``queue.SimpleQueue.put``): safe from a signal handler, a finalizer or a garbage
@@ -69,46 +70,54 @@ class DriverLoop:
         self._clients = 0  # added and not finished: the thread ends when none is left, and starts with the next
         self._claimed: threading.Thread | None = None  # the thread that runs (``_run`` claims it as it starts)
 
-    @property
-    def thread(self) -> threading.Thread | None:
-        return self._thread
+    def on_its_thread(self) -> bool:
+        """Whether the caller is the loop's running thread."""
+        claimed = self._claimed
+        return claimed is not None and claimed.ident == threading.get_ident()
 
-    @property
-    def ident(self) -> int | None:
-        """The loop thread's id (None before its first client)."""
-        thread = self._thread
-        return None if thread is None else thread.ident
-
-    def add(self, serve: Callable[[], float | None]) -> Served:
-        """A client to serve, from its first ``wake()``; the loop's thread starts with its first client
-        (RuntimeError: the interpreter is shutting down)."""
-        served = Served(self, serve)
-        thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)  # (used if none runs)
-        with self._life:  # (nothing made in here: a collection it set off could close a client, which waits for us)
+    def add(self, served: Served) -> None:
+        """Count ``served`` among the clients to serve, from its first ``wake()``, and see that a thread runs
+        (RuntimeError: none can start, the interpreter is shutting down). Cut short (Ctrl-C), the caller lets it go
+        (``abandon``): made first, then counted in one step, it is never counted unseen."""
+        with self._life:
             self._clients += 1
-            starts = self._thread is None
-            if starts:
-                self._thread = thread
-        if starts:
-            # Known before it starts: a start cut short (Ctrl-C) leaves either no thread, and the next client starts
-            # one, or this one, never a second beside it (as ``Reader.submit``)
+            served.counted = True
+        self.ensure_thread()
+
+    def abandon(self, served: Served) -> None:
+        """A client whose making was cut short after ``add``: no longer counted (once), so the thread still ends
+        with the last client."""
+        with self._life:
+            if not served.counted or served.serve is done_serving:
+                return
+            if self._thread is None:
+                served.counted = False
+                self._clients -= 1
+                return
+            served.serve = done_serving  # a thread runs: it finishes the client as it finishes any
+        served.wake()
+
+    def ensure_thread(self) -> None:
+        """While any client is counted, a thread runs or starts. One made earlier that never ran (its start failed or
+        was cut short, before or in ``start()``) is replaced; if it runs after all, it finds itself replaced and exits
+        (``_run``), so two never serve at once."""
+        while True:
+            with self._life:
+                current = self._thread
+                if self._clients == 0 or (current is not None and (current is self._claimed or current.is_alive())):
+                    return
+                thread = self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
             try:
                 thread.start()
             except BaseException:
                 with self._life:
-                    running = self._claimed is thread
-                    if not running:  # it never ran, and exits if it runs later (``_run``)
-                        if self._thread is thread:
-                            self._thread = None
-                        self._clients -= 1
-                if running:  # the client is not made: the thread finishes it (and ends if it was the last)
-                    served.serve = done_serving
-                    served.wake()
+                    if self._thread is thread and self._claimed is not thread and not thread.is_alive():
+                        self._thread = None  # never ran: the next add, call or close starts another
                 raise
-        return served
+            return
 
     def _run(self) -> None:
-        with self._life:  # a start cut short before this thread ran: ``add`` let it go (a later client made another)
+        with self._life:  # replaced before it ran (``ensure_thread``): another serves
             if self._thread is not threading.current_thread():
                 return
             self._claimed = self._thread
@@ -159,6 +168,7 @@ class DriverLoop:
         """``served`` is done; True if it was the last client: this thread ends (the next client starts another)."""
         with self._life:
             self._clients -= 1
+            served.counted = False
             last = self._clients == 0
             if last:
                 served.ended, self._thread = self._thread, None

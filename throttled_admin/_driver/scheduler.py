@@ -50,7 +50,7 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError
 
 from throttled_admin._driver.controller_refresh import ControllerRefresh
-from throttled_admin._driver.driver_loop import done_serving, driver_loop
+from throttled_admin._driver.driver_loop import Served, driver_loop
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.handshake_drops import HandshakeDrops
 from throttled_admin._driver.open_calls import OpenCall, OpenCalls, carry_out
@@ -246,15 +246,14 @@ class Scheduler:
         # served by the process's one driver thread (``driver_loop``); ``_finished``: its last turn is done
         self._pid = os.getpid()
         self._loop = driver_loop()
-        self._served = served = self._loop.add(self._serve)
+        self._served = served = Served(self._loop, self._serve)
+        self._finished = served.finished
         try:
-            self._finished = served.finished
-            self._loop_thread = self._loop.thread  # (the thread serving this client for its life)
-        except BaseException:  # cut short (Ctrl-C): the client is not made, and the loop's thread counts it no more
-            served.serve = done_serving
-            served.wake()
+            self._loop.add(served)
+            served.wake()  # the first turn
+        except BaseException:  # cut short (Ctrl-C), or no thread can start: the client is not made, nor counted
+            self._loop.abandon(served)
             raise
-        served.wake()  # the first turn
 
     # -- called by the facade and by librdkafka's callbacks (any thread) --------------------------
 
@@ -290,6 +289,7 @@ class Scheduler:
         50,000 of them took a fifth of a bulk call's time to its first write). Until they are, the call's
         settlements wait for them (``OpenCalls``: a broker that answers at once, a deadline already passed, a close).
         The controller quorum is read as a client's first call comes, and when its read is old (``quorum_watch``)."""
+        self._loop.ensure_thread()  # (RuntimeError when none can start: the call is refused, nothing queued)
         self._read_quorum_if_due()
         call_id = next(self._call_ids)
         try:
@@ -445,6 +445,11 @@ class Scheduler:
         if self._holds_what_the_thread_needs():
             self._close_here()
             return False
+        try:
+            self._loop.ensure_thread()  # (one whose start failed beside this client's: ``DriverLoop.ensure_thread``)
+        except Exception:  # no thread can start: every future is settled from here, and nothing is waited for
+            self._close_here()
+            return True
         end = self._clock() + budget_s
         with self._cv:
             self._closed = True
@@ -460,7 +465,7 @@ class Scheduler:
         return True
 
     def _holds_what_the_thread_needs(self) -> bool:
-        if threading.current_thread() is self._loop_thread or self._turns.held_here() or self._cv._is_owned():  # type: ignore[attr-defined]
+        if self._loop.on_its_thread() or self._turns.held_here() or self._cv._is_owned():  # type: ignore[attr-defined]
             return True
         with self._cv:
             return any(future.held_here() for future in self._open.futures())
@@ -515,7 +520,7 @@ class Scheduler:
         instead of handing them to the scheduler's thread and waiting to be woken by it. Returns the time left.
 
         Only a turn that nobody else is taking (``Turns``: one at a time, each whole)."""
-        if not self.caller_turns or threading.get_ident() == _ident(self._loop_thread):
+        if not self.caller_turns or self._loop.on_its_thread():
             return timeout
         end = None if timeout is None else time.monotonic() + timeout  # the caller's wait: real time, not the clock
         with self._lock:
@@ -823,7 +828,7 @@ class Scheduler:
         """The metric exports (``turns.Actions.flush``). Waited for on the driver's thread without blocking it (it
         serves every client of the process): while the export is pending, the turn stops here (``ExportPending``)
         and the client is served again shortly, its settlements after it."""
-        if wait and threading.get_ident() == _ident(self._loop_thread):
+        if wait and self._loop.on_its_thread():
             if self._metrics.flush_pending():
                 raise ExportPending
             return
@@ -1094,10 +1099,6 @@ class Scheduler:
             if not self._closed:
                 self._engine.on_views(views, self._clock())
             self._wake()
-
-
-def _ident(thread: threading.Thread | None) -> int | None:
-    return None if thread is None else thread.ident
 
 
 def _poll_interval(engine: Engine) -> float:
