@@ -9,9 +9,10 @@ Before this, each client had a thread of its own that slept on its own condition
 (the fleet benchmark's executors) had 200 threads waking on their own, and more clients in a process cost each one
 more (issue 40). Here a wake-up serves every client due at that moment.
 
-The loop thread never waits for a client: a turn held by a caller's thread is tried again shortly
-(``serve`` says when), and a ``serve`` that raises is a bug logged, never the loop's end. A serve's own waits are
-bounded (a metric export waited for, ``_telemetry.metrics``): while one runs, the other clients wait with it.
+The loop thread never waits for a client: a turn held by a caller's thread is tried again shortly, a metric export
+still pending is looked at again later (``serve`` says when), and a ``serve`` that raises is a bug logged, never the
+loop's end. While a serve runs, the other clients wait for it: what runs inside a turn (the application's logging
+handlers, an ``oauth_cb``) delays them all. Wakes take no lock: safe from signal handlers and finalizers.
 
 One loop per process; its thread starts with the first client and ends with the last (a closed client leaves no
 thread behind), and a process forked from one with a loop makes its own.
