@@ -118,7 +118,7 @@ def test_close_from_a_done_callback(quota_broker: BrokerFactory) -> None:
     # the scheduler is done, not half closed (its last turn taken by the driver's thread)
     scheduler = admin._scheduler
     assert scheduler is not None
-    assert scheduler._finished.wait(10)
+    assert scheduler._served.finished.wait(10)
     admin.close()  # idempotent
 
 
@@ -611,7 +611,7 @@ def test_ctrl_c_while_close_waits_then_close_again_leaves_nothing_pending(
     described = admin.describe_cluster(request_timeout=60)
     scheduler = admin._scheduler
     assert scheduler is not None
-    finished = scheduler._finished  # set by the scheduler's last turn, which close() waits for
+    finished = scheduler._served.finished  # set by the scheduler's last turn, which close() waits for
     waited = threading.Event()
 
     def interrupted(*_: object) -> None:

@@ -252,7 +252,7 @@ def test_close_racing_a_call_sent_from_the_callers_thread_reports_what_happened(
         scheduler = admin._scheduler
         assert scheduler is not None
         wait_until(lambda: scheduler.closed)
-        scheduler._finished.wait(2.0)  # its last turn done
+        scheduler._served.finished.wait(2.0)  # its last turn done
         resume.set()
 
     threads = [threading.Thread(target=closer), threading.Thread(target=release)]

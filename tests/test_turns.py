@@ -455,7 +455,7 @@ def test_close_from_code_running_in_a_turn_returns_and_settles_everything() -> N
     assert returned.wait(30)  # the callback runs on whichever thread settled first
     excs = [f.exception(30) for f in rest.values()]
     assert all(isinstance(exc, ClientClosedError) for exc in excs), excs
-    print(not admin._scheduler._finished.wait(10))  # the scheduler's last turn done
+    print(not admin._scheduler._served.finished.wait(10))  # the scheduler's last turn done
     broker.stop()  # everything it received is in its log now
     sent = any(r.api_name == "CreateTopics" and "r0" in r.errors for r in broker.request_log())
     # "not sent" only for what the broker never received; what was handed over is "outcome unknown"

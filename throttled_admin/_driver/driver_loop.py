@@ -102,6 +102,11 @@ class DriverLoop:
         """While any client is counted, a thread runs or starts. One made earlier that never ran (its start failed or
         was cut short, before or in ``start()``) is replaced; if it runs after all, it finds itself replaced and exits
         (``_run``), so two never serve at once."""
+        current = self._thread
+        if current is not None and current is self._claimed:
+            # (without the lock, on every call: the running thread ends only with the last client, and the caller's
+            # client is counted, ``add`` having taken the lock before)
+            return
         while True:
             with self._life:
                 current = self._thread

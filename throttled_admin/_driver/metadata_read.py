@@ -213,14 +213,12 @@ def _answered(probe: Future[Any], watch: ContactWatch, started: float, deadline:
 
 def _client_probe(admin: AdminClient, deadline: float) -> Future[Any] | None:
     """The DescribeCluster a ThrottledAdminClient sends as it starts (``Scheduler.first_probe``), waited for to be
-    sent ``_PROBE_SENT_WAIT_S`` at most; None for another client, or when it was not sent or not answered by a
-    broker (a read then asks for itself)."""
+    sent ``_PROBE_SENT_WAIT_S`` at most; None for another client, or when it was not sent (a read then asks for
+    itself, as it does when the probe ends unanswered)."""
     first_probe = getattr(admin, "_first_probe", None)
     if first_probe is None:
         return None
     probe: Future[Any] | None = first_probe(max(0.0, min(_PROBE_SENT_WAIT_S, deadline - time.monotonic())))
-    if probe is not None and probe.done() and not is_broker_answer(probe.exception()):
-        return None
     return probe
 
 

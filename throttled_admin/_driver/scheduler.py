@@ -243,11 +243,10 @@ class Scheduler:
         self._probed = threading.Event()  # set once it is sent, or cannot be (closed first)
         # after a node went away, Metadata reads until one names another controller (``controller_refresh``)
         self._controller_refresh = ControllerRefresh(transport.controller, ClientGone, clock)
-        # served by the process's one driver thread (``driver_loop``); ``_finished``: its last turn is done
+        # served by the process's one driver thread (``driver_loop``; ``_served.finished``: its last turn is done)
         self._pid = os.getpid()
         self._loop = driver_loop()
         self._served = served = Served(self._loop, self._serve)
-        self._finished = served.finished
         try:
             self._loop.add(served)
             served.wake()  # the first turn
@@ -455,7 +454,7 @@ class Scheduler:
             self._closed = True
             self._wake()
             self._assisted.notify_all()
-        self._finished.wait()
+        self._served.finished.wait()
         if self._served.ended is not None:  # the loop's thread ended with this client, the last: gone when we return
             self._served.ended.join()
         self._controller_refresh.close(_METADATA_TIMEOUT_S)
@@ -1003,20 +1002,18 @@ class Scheduler:
         try:
             future = self._transport.probe(CONTACT_PROBE_TIMEOUT_S)
         except ClientGone:
-            self._probed.set()
             if not self._closed:
                 raise  # (as ``send``)
             self._on_probe_done(None)
-            return
         except Exception:
-            self._probed.set()
             log.debug("the contact probe could not be sent", exc_info=True)
             self._on_probe_done(None)
-            return
-        if self._first_probe is None:
-            self._first_probe = future
-        self._probed.set()
-        future.add_done_callback(self._on_probe_done)
+        else:
+            if self._first_probe is None:
+                self._first_probe = future
+            future.add_done_callback(self._on_probe_done)
+        finally:
+            self._probed.set()
 
     def first_probe(self, timeout_s: float) -> Future[Any] | None:
         """The client's first contact probe (DescribeCluster, sent in its first turn, ``Probe``), waited for to be
