@@ -133,3 +133,32 @@ def test_tagged_fields_the_reader_does_not_know_are_skipped() -> None:
     reader = Reader(data)
     reader.skip_tags()
     assert reader.int32() == 42
+
+
+def test_structures_read_in_place_take_long_arrays_null_arrays_and_tags_the_slow_way() -> None:
+    """``Reader.structs`` (a Metadata answer's partitions, issue 40) skips one-byte array lengths in place; a length
+    of two bytes (127 replicas or more), a null array and a tagged field go the general way, to the same place."""
+    layout = struct.Struct(">hi")
+
+    def compact_int32s(count: int) -> bytes:
+        length = count + 1
+        varint = bytes([length]) if length < 0x80 else bytes([(length & 0x7F) | 0x80, length >> 7])
+        return varint + struct.pack(f">{count}i", *range(count))
+
+    data = (
+        layout.pack(0, 1)
+        + compact_int32s(2)
+        + compact_int32s(200)
+        + b"\x00"  # no tags
+        + layout.pack(9, 2)
+        + b"\x00"
+        + compact_int32s(0)
+        + bytes([1, 3, 2, 0xAA, 0xBB])  # null array, one tag
+        + struct.pack(">i", 42)
+    )
+    reader = Reader(data)
+    assert reader.structs(2, layout, 2) == [(0, 1), (9, 2)]
+    assert reader.int32() == 42
+    for cut in range(len(data) - 4):
+        with pytest.raises(ValueError, match="ends early"):
+            Reader(data[:cut]).structs(2, layout, 2)

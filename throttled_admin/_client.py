@@ -29,6 +29,7 @@ from confluent_kafka.admin._resource import ResourceType
 from confluent_kafka.cimpl import NewPartitions, NewTopic, _AdminClientImpl
 from opentelemetry.metrics import MeterProvider
 
+from throttled_admin._driver import collector
 from throttled_admin._driver.broker_views import BrokerViewReader
 from throttled_admin._driver.callback_errors import CallbackErrors
 from throttled_admin._driver.futures import TopicFuture
@@ -475,9 +476,13 @@ class ThrottledAdminClient(AdminClient):
     ) -> dict[str, Future[None]]:
         """Create topics. kwargs: validate_only, request_timeout, operation_timeout (confluent-kafka's),
         retry_on_quota_violation, timeout_ms, wait_for_metadata."""
-        checked = check_new_topics(new_topics)
-        opts = merge_options(CreateTopicsOptions, options, kwargs)
-        return self._submit(CREATE_TOPICS, checked, opts)
+        held = collector.hold(new_topics)  # (a bulk call's: until it returns)
+        try:
+            checked = check_new_topics(new_topics)
+            opts = merge_options(CreateTopicsOptions, options, kwargs)
+            return self._submit(CREATE_TOPICS, checked, opts)
+        finally:
+            collector.let_go(held)
 
     def create_partitions(  # type: ignore[override]
         self,
@@ -487,18 +492,26 @@ class ThrottledAdminClient(AdminClient):
         **kwargs: Any,
     ) -> dict[str, Future[None]]:
         """Add partitions. kwargs as for create_topics."""
-        checked = check_new_partitions(new_partitions)
-        opts = merge_options(CreatePartitionsOptions, options, kwargs)
-        return self._submit(CREATE_PARTITIONS, checked, opts)
+        held = collector.hold(new_partitions)
+        try:
+            checked = check_new_partitions(new_partitions)
+            opts = merge_options(CreatePartitionsOptions, options, kwargs)
+            return self._submit(CREATE_PARTITIONS, checked, opts)
+        finally:
+            collector.let_go(held)
 
     def delete_topics(  # type: ignore[override]
         self, topics: list[str], *, options: DeleteTopicsOptions | None = None, **kwargs: Any
     ) -> dict[str, Future[None]]:
         """Delete topics. kwargs: request_timeout, operation_timeout, retry_on_quota_violation, timeout_ms,
         wait_for_metadata."""
-        checked = check_delete_topics(topics)
-        opts = merge_options(DeleteTopicsOptions, options, kwargs)
-        return self._submit(DELETE_TOPICS, checked, opts)
+        held = collector.hold(topics)
+        try:
+            checked = check_delete_topics(topics)
+            opts = merge_options(DeleteTopicsOptions, options, kwargs)
+            return self._submit(DELETE_TOPICS, checked, opts)
+        finally:
+            collector.let_go(held)
 
     def _submit(self, operation: Operation, checked: Checked[Any], options: MutationOptions) -> dict[Any, Future[None]]:
         """Hand the call's topics to the scheduler; a topic the checks refused gets its future failed at once

@@ -14,6 +14,7 @@ tagged fields. They differ in little: v10 has ``include_cluster_authorized_opera
 from __future__ import annotations
 
 import struct
+import uuid
 from dataclasses import dataclass, field
 
 from throttled_admin._driver.wire_codec import Reader, Writer
@@ -26,6 +27,8 @@ MIN_VERSION = 10  # topic ids in the answer (Kafka 2.8, KIP-516)
 MAX_VERSION = 13
 _UNKNOWN_TOPIC_OR_PARTITION = 3
 _PARTITION = struct.Struct(">hiii")  # a partition's error code, index, leader and leader epoch
+_ID_AND_INTERNAL = struct.Struct(">16s?")  # a topic's id and is_internal
+_NO_ID = bytes(16)
 
 
 @dataclass
@@ -66,19 +69,15 @@ def decode(version: int, reader: Reader, names: set[str]) -> MetadataAnswer:
     for _ in range(reader.compact_array_length()):
         error = reader.int16()
         name = reader.compact_string()
-        topic_id = reader.uuid()
-        reader.boolean()  # is_internal
-        partitions = reader.compact_array_length()
-        led = error == 0
-        for _ in range(partitions):
-            partition_error, _, leader, _ = reader.fields(_PARTITION)  # error, index, leader, leader epoch
-            reader.skip_compact_int32_arrays(3)  # replicas, in-sync replicas, offline replicas
-            reader.skip_tags()
-            led = led and partition_error == 0 and leader >= 0
+        raw_id, _ = reader.fields(_ID_AND_INTERNAL)  # topic id, is_internal
+        # each partition: error, index, leader and leader epoch; replicas, in-sync and offline replicas skipped
+        partitions = reader.structs(reader.compact_array_length(), _PARTITION, 3)
         reader.int32()  # topic_authorized_operations
         reader.skip_tags()
         if name is not None and name in names and error != _UNKNOWN_TOPIC_OR_PARTITION:
-            answer.topics[name] = TopicView(partitions, led, topic_id)
+            led = error == 0 and all(fields[0] == 0 and fields[2] >= 0 for fields in partitions)
+            topic_id = None if raw_id == _NO_ID else uuid.UUID(bytes=raw_id)  # (Kafka's zero UUID: no id)
+            answer.topics[name] = TopicView(len(partitions), led, topic_id)
     if version == 10:
         reader.int32()  # cluster_authorized_operations
     if version >= 13:

@@ -701,7 +701,10 @@ class Engine:
         """The head of the queue may go: compose a request of its kind, unless costs are to be read first or the
         pacer holds it back. Returns when to look again."""
         kind = head.call.kind
-        topics = list(self._queue.eligible(kind, now, self._views.reads_ids))
+        pacer = self._learned.pacer
+        topics, pending_cost = self._queue.eligible(
+            kind, now, self._views.reads_ids, None if pacer is None else pacer.horizon
+        )
         # one topic, the cheapest, first: a throttle whose connection is gone, or a second connection never answered
         # (its handle may not connect: what waits there until librdkafka's verdict is one topic, ``lanes``)
         if (probe := self._gate.probe_due(now)) or slot.lane not in self._lanes.reached:
@@ -712,13 +715,11 @@ class Engine:
             if self._metadata.ask():
                 self._out.append(ReadMetadata())
             return math.inf
-        pacer = self._learned.pacer
         if pacer is not None and not probe:  # the probe tests its debt
-            pending_cost = self._queue.queued_cost(kind, pacer.horizon, now, self._views.reads_ids)
             time_left_s = _time_left_s(self._queue.calls.values(), kind, now)
             if (wait_s := pacer.wait_s(head.cost or 0, pending_cost, now, time_left_s)) > 0:
                 return self._hold_back(wait_s, kind, now)
-        return self._compose(kind, topics, slot, now, probe)
+        return self._compose(kind, topics, pending_cost, slot, now, probe)
 
     def _hold_back(self, wait_s: float, paced: RequestKind | None, now: float) -> float:
         """Nothing goes for ``wait_s``; returns when to look again. A call that cannot wait fails its queued topics
@@ -740,13 +741,16 @@ class Engine:
                 self._end(topic, Ending.THROTTLED_HERE, now, throttle_ms=throttle_ms)
         return now + wait_s
 
-    def _compose(self, kind: RequestKind, candidates: list[Topic], slot: Slot, now: float, probe: bool) -> float:
+    def _compose(
+        self, kind: RequestKind, candidates: list[Topic], pending_cost: float, slot: Slot, now: float, probe: bool
+    ) -> float:
         """Put the next request for ``slot``'s connection in the outbox: the candidates (queued, sendable, of one
         kind, in call order) that fit it (``_choose``), with the timeouts their calls allow (``_timeouts``);
-        ``probe``: the gate asks for a probe (``ThrottleTracker.probe_due``). Returns when to look again."""
+        ``pending_cost``: what the pacer paces (``WorkQueue.eligible``); ``probe``: the gate asks for a probe
+        (``ThrottleTracker.probe_due``). Returns when to look again."""
         # The round-trip floor for a first attempt and for a retry, computed once for the whole request.
         estimates = self._learned.round_trip.estimates(now)
-        chosen, mutations, _, longest = self._choose(candidates, estimates, now)
+        chosen, mutations, _, longest = self._choose(candidates, pending_cost, estimates, now)
         if not chosen:
             return now
         margin_s = max(_MIN_MARGIN_S, estimates[MIN_SAMPLES][0])  # the controller's deadline ends this early
@@ -769,7 +773,7 @@ class Engine:
         return request.expires_at  # (``Slot.settles_at`` of a request with no result yet)
 
     def _choose(
-        self, candidates: list[Topic], estimates: dict[int, tuple[float, float]], now: float
+        self, candidates: list[Topic], pending_cost: float, estimates: dict[int, tuple[float, float]], now: float
     ) -> tuple[list[Topic], int, float, float]:
         """The topics of the next request, in order, within the pacer's budget and the batch cap; a topic that can
         no longer be answered before its deadline is settled instead (``_too_late``), and one whose call's time
@@ -778,7 +782,6 @@ class Engine:
         budget = math.inf
         pacer = self._learned.pacer
         if pacer is not None and candidates:
-            pending_cost = self._queue.queued_cost(candidates[0].call.kind, pacer.horizon, now, self._views.reads_ids)
             budget = pacer.batch_budget(now, pending_cost)
         chosen: list[Topic] = []
         mutations = records = 0

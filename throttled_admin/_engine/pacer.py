@@ -179,7 +179,7 @@ class Pacer:
     def batch_budget(self, now: float, pending_cost: float = math.inf) -> float:
         """Mutations that can be sent now without a throttle (the slow-start size while the rate is unknown). From a
         full mirror before any round trip is known, when the ``pending_cost`` queued (all of it, not one request's
-        worth: the engine's ``_queued_cost``) is more than the bucket holds,
+        worth: ``WorkQueue.eligible``) is more than the bucket holds,
         only the steady size: the commit of a whole bucket's request would be lost to the mirror, and what is left
         would wait for it (module docstring). What the bucket covers goes at once, in one request."""
         bucket = self._bucket

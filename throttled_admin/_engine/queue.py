@@ -9,9 +9,8 @@ that test in.
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 from throttled_admin._engine.lifecycle import TopicState
 from throttled_admin._engine.metric_events import CallFinished
@@ -80,28 +79,32 @@ class WorkQueue:
                     return topic
         return None
 
-    def eligible(self, kind: RequestKind, now: float, waits: Waits) -> Iterator[Topic]:
-        """The topics of one kind that may be sent now, in call order, at most a request's worth."""
-        return itertools.islice(self._ready(kind, now, waits), self._max_topics)
-
-    def queued_cost(self, kind: RequestKind, horizon: float, now: float, waits: Waits) -> float:
-        """What the pacer paces: the cost of every topic of ``kind`` that could go now, not only one request's worth
-        (a first request the full bucket covers while more waits would be charged late: ``pacer.py``), summed until
-        it exceeds ``horizon`` (beyond that, all costs are alike to the pacer)."""
+    def eligible(
+        self, kind: RequestKind, now: float, waits: Waits, horizon: float | None = None
+    ) -> tuple[list[Topic], float]:
+        """The topics of one kind that may be sent now, in call order, at most a request's worth; and, for the
+        pacer (``horizon`` given), the cost of every one that may go now, not only a request's worth (a first request
+        the full bucket covers while more waits would be charged late: ``pacer.py``), summed until it exceeds
+        ``horizon`` (beyond that, all costs are alike to the pacer). One pass for both (issue 40: a paced fleet
+        composes or holds thousands of times a second)."""
+        topics: list[Topic] = []
+        room = self._max_topics
         total = 0.0
-        for topic in self._ready(kind, now, waits):
-            total += topic.cost or 0
-            if total > horizon:
-                break
-        return total
-
-    def _ready(self, kind: RequestKind, now: float, waits: Waits) -> Iterator[Topic]:
-        """The topics of one kind that may be sent now, in call order."""
+        summing, limit = horizon is not None, math.inf if horizon is None else horizon
         for call in self.calls.values():
-            if call.kind is kind or call.kind == kind:  # the same object most often: no dataclass __eq__
-                for topic in call.queued.values():  # ``_sendable`` inline: a bulk call's every topic
-                    if topic.not_before <= now and topic.state is not _HELD and not waits(topic):
-                        yield topic
+            if call.kind is not kind and call.kind != kind:  # the same object most often: no dataclass __eq__
+                continue
+            for topic in call.queued.values():  # ``_sendable`` inline: a bulk call's every topic
+                if topic.not_before <= now and topic.state is not _HELD and not waits(topic):
+                    if room:
+                        topics.append(topic)
+                        room -= 1
+                    if summing:
+                        total += topic.cost or 0
+                        summing = total <= limit
+                    elif not room:
+                        return topics, total
+        return topics, total
 
     def next_eligible(self, now: float, waits: Waits) -> float:
         """When the next queued topic becomes sendable (one waiting for a name's holder is woken by its settling,
