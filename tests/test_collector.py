@@ -4,15 +4,19 @@ at the call's checks, on a client with no broker (nothing is sent; ``close`` set
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from confluent_kafka.admin import NewPartitions, NewTopic
 
+from tests.interrupts import interrupt_at, offsets
 from throttled_admin import ThrottledAdminClient
 from throttled_admin import _client as client_module
+from throttled_admin._client import ThrottledAdminClient as Client
 from throttled_admin._driver.collector import BULK_CALL_FROM
 
 
@@ -90,3 +94,18 @@ def test_a_bulk_call_leaves_a_collector_that_was_off_off(
         if was:
             gc.enable()
     assert seen == [False]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="before 3.11 a signal can land at any bytecode (interrupts.py)")
+@pytest.mark.usefixtures("collector_on")
+def test_ctrl_c_anywhere_in_a_bulk_call_leaves_the_collector_on(admin: ThrottledAdminClient) -> None:
+    """Review of a286bf2: the collector was turned off before the call's ``try`` was entered, and on again in a
+    function of its own, so Ctrl-C landing between (as a function starts, or as a call returns) left it off for the
+    process's life. At every point a signal can land in the call's own frame, it is on again after."""
+    topics = [NewTopic(f"t{i}", 1, 1) for i in range(BULK_CALL_FROM)]
+    points = offsets(Client._call)
+    assert points
+    for offset in points:
+        with interrupt_at(Client._call.__code__, offset), contextlib.suppress(KeyboardInterrupt):
+            admin.create_topics(topics, request_timeout=5)
+        assert gc.isenabled(), offset

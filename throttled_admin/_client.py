@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import logging
 import os
 import sys
@@ -476,13 +477,7 @@ class ThrottledAdminClient(AdminClient):
     ) -> dict[str, Future[None]]:
         """Create topics. kwargs: validate_only, request_timeout, operation_timeout (confluent-kafka's),
         retry_on_quota_violation, timeout_ms, wait_for_metadata."""
-        held = collector.hold(new_topics)  # (a bulk call's: until it returns)
-        try:
-            checked = check_new_topics(new_topics)
-            opts = merge_options(CreateTopicsOptions, options, kwargs)
-            return self._submit(CREATE_TOPICS, checked, opts)
-        finally:
-            collector.let_go(held)
+        return self._call(CREATE_TOPICS, check_new_topics, new_topics, CreateTopicsOptions, options, kwargs)
 
     def create_partitions(  # type: ignore[override]
         self,
@@ -492,26 +487,40 @@ class ThrottledAdminClient(AdminClient):
         **kwargs: Any,
     ) -> dict[str, Future[None]]:
         """Add partitions. kwargs as for create_topics."""
-        held = collector.hold(new_partitions)
-        try:
-            checked = check_new_partitions(new_partitions)
-            opts = merge_options(CreatePartitionsOptions, options, kwargs)
-            return self._submit(CREATE_PARTITIONS, checked, opts)
-        finally:
-            collector.let_go(held)
+        return self._call(
+            CREATE_PARTITIONS, check_new_partitions, new_partitions, CreatePartitionsOptions, options, kwargs
+        )
 
     def delete_topics(  # type: ignore[override]
         self, topics: list[str], *, options: DeleteTopicsOptions | None = None, **kwargs: Any
     ) -> dict[str, Future[None]]:
         """Delete topics. kwargs: request_timeout, operation_timeout, retry_on_quota_violation, timeout_ms,
         wait_for_metadata."""
-        held = collector.hold(topics)
+        return self._call(DELETE_TOPICS, check_delete_topics, topics, DeleteTopicsOptions, options, kwargs)
+
+    def _call(
+        self,
+        operation: Operation,
+        check: Callable[[Any], Checked[Any]],
+        items: Any,
+        options_type: type[MutationOptions],
+        options: MutationOptions | None,
+        kwargs: dict[str, Any],
+    ) -> dict[Any, Future[None]]:
+        """A mutation call: its input checked (``check``), its options merged, its topics handed over. A bulk call
+        holds the garbage collector off until it returns (``_driver/collector.py``); the switch is turned inside the
+        ``try`` and back in the ``finally``, inline: no Ctrl-C between them leaves it off (on Python 3.11+, where a
+        signal is acted on only at a call or a jump back)."""
+        bulk = collector.worth_holding(items)
         try:
-            checked = check_delete_topics(topics)
-            opts = merge_options(DeleteTopicsOptions, options, kwargs)
-            return self._submit(DELETE_TOPICS, checked, opts)
+            if bulk:
+                gc.disable()
+            checked = check(items)
+            futures = self._submit(operation, checked, merge_options(options_type, options, kwargs))
         finally:
-            collector.let_go(held)
+            if bulk:
+                gc.enable()
+        return futures
 
     def _submit(self, operation: Operation, checked: Checked[Any], options: MutationOptions) -> dict[Any, Future[None]]:
         """Hand the call's topics to the scheduler; a topic the checks refused gets its future failed at once

@@ -3,36 +3,32 @@
 A call of many topics makes a few objects a topic that live as long as the call (its checked copy, the engine's
 record, its future). Made in one go, they set off collections that trace every one of them again as it is promoted
 from generation to generation, and the first often falls in the call's checks: a full collection of 11-15 ms for a
-call of 10,000 topics, 17-26 ms for 50,000, paid there for objects the application made just before, and for 50,000
-another of 30-45 ms before ``create_topics`` returns (issue 40). Held off until the call returns, one collection does
-the work later, while the broker is busy with the requests in flight, and the first request goes sooner.
+call of 10,000 topics, 17-26 ms for 50,000, paid there for objects the application made just before; for 50,000 a
+second of 30-45 ms came before ``create_topics`` returned (issue 40). Held off until the call returns, the first
+request goes sooner, and the next collection (on whichever thread allocates next: the driver's loop, say) does the
+work once, while the broker is busy with the requests in flight.
 
-This is what Mercurial's ``util.nogc`` does while it builds large dicts. The collector's switch is the process's, so
-it is touched only for calls of ``BULK_CALL_FROM`` topics or more, only if it is on, and always put back: a thread
-that turns it off meanwhile (rare: an application that runs without it) finds it on again when the call returns.
+Mercurial's ``util.nogc`` does the same while it builds large dicts. The collector's switch is the process's, so a
+call touches it only with ``BULK_CALL_FROM`` topics or more and only if it is on, and turns it on again when it
+returns, however it ends (on Python 3.11 and later even when Ctrl-C lands in it: ``ThrottledAdminClient._call``).
+Calls that overlap share the switch: the first to return turns it on. A thread that turns it off while a bulk call
+runs finds it on again when the call returns.
 """
 
 from __future__ import annotations
 
 import gc
 
-__all__ = ["BULK_CALL_FROM", "hold", "let_go"]
+from throttled_admin._engine.config import SECOND_LANE_FROM
 
-#: The fewest topics of a call for which the collector is held off: a bulk call's (``SECOND_LANE_FROM`` too).
-BULK_CALL_FROM = 1000
+__all__ = ["BULK_CALL_FROM", "worth_holding"]
 
-
-def hold(topics: object) -> bool:
-    """Turn the collector off if it is on and ``topics`` is a list of at least ``BULK_CALL_FROM`` items (a call's
-    input, not yet checked): True if it did; give that to ``let_go`` in a ``finally`` (no context manager: a few
-    microseconds on every 1-topic call)."""
-    if isinstance(topics, list) and len(topics) >= BULK_CALL_FROM and gc.isenabled():
-        gc.disable()
-        return True
-    return False
+#: The fewest topics of a call for which the collector is held off: a bulk call's, as for its second connection.
+BULK_CALL_FROM = SECOND_LANE_FROM
 
 
-def let_go(held: bool) -> None:
-    """The collector on again if ``hold`` turned it off."""
-    if held:
-        gc.enable()
+def worth_holding(topics: object) -> bool:
+    """Whether a call of ``topics`` (its input, not yet checked) holds the collector off: a list of at least
+    ``BULK_CALL_FROM`` items, and the collector on. Changes nothing: the caller turns it off inside its ``try`` and
+    on in the ``finally``, so that no Ctrl-C between the two leaves it off."""
+    return isinstance(topics, list) and len(topics) >= BULK_CALL_FROM and gc.isenabled()
