@@ -22,7 +22,7 @@ from throttled_admin._driver.collector import BULK_CALL_FROM
 
 @pytest.fixture
 def admin() -> Iterator[ThrottledAdminClient]:
-    made = ThrottledAdminClient({"bootstrap.servers": "127.0.0.1:1"})  # nothing listens: no request goes out
+    made = ThrottledAdminClient({"bootstrap.servers": "127.0.0.1:1", "log_level": 0})  # nothing listens: no request
     yield made
     made.close()
 
