@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -425,6 +426,21 @@ def test_alter_configs_replaces_every_override(any_broker: AnyBroker) -> None:
 def described(admin: AdminClient, topic: str) -> dict[str, Any]:
     [future] = admin.describe_configs([ConfigResource("topic", topic)]).values()
     return dict(future.result(30))
+
+
+def test_settling_on_kafka_waits_out_a_broker_that_does_not_know_the_topic_yet() -> None:
+    """CI of 03d3c76: right after a create and an AlterConfigs, Kafka's broker answered DescribeConfigs
+    UNKNOWN_TOPIC_OR_PART (it had not replayed the topic yet), and ``settle`` let that out instead of asking again."""
+    answers: list[bool | KafkaException] = [KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)), True]
+
+    def shows() -> bool:
+        answer = answers.pop(0)
+        if isinstance(answer, KafkaException):
+            raise answer
+        return answer
+
+    EitherBroker.settle(SimpleNamespace(quota=None), shows)  # type: ignore[arg-type]  # as on Kafka
+    assert answers == []  # asked again after the unknown topic
 
 
 def test_describe_configs_all_types_sources_synonyms_and_documentation(any_broker: AnyBroker) -> None:
