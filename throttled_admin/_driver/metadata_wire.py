@@ -17,7 +17,7 @@ import struct
 import uuid
 from dataclasses import dataclass, field
 
-from throttled_admin._driver.wire_codec import Reader, Writer
+from throttled_admin._driver.wire_codec import NO_UUID, Reader, Writer
 from throttled_admin._engine.visibility import TopicView
 
 __all__ = ["API_KEY", "MAX_VERSION", "MIN_VERSION", "MetadataAnswer", "decode", "encode"]
@@ -28,7 +28,6 @@ MAX_VERSION = 13
 _UNKNOWN_TOPIC_OR_PARTITION = 3
 _PARTITION = struct.Struct(">hiii")  # a partition's error code, index, leader and leader epoch
 _ID_AND_INTERNAL = struct.Struct(">16s?")  # a topic's id and is_internal
-_NO_ID = bytes(16)
 
 
 @dataclass
@@ -76,7 +75,7 @@ def decode(version: int, reader: Reader, names: set[str]) -> MetadataAnswer:
         reader.skip_tags()
         if name is not None and name in names and error != _UNKNOWN_TOPIC_OR_PARTITION:
             led = error == 0 and all(fields[0] == 0 and fields[2] >= 0 for fields in partitions)
-            topic_id = None if raw_id == _NO_ID else uuid.UUID(bytes=raw_id)  # (Kafka's zero UUID: no id)
+            topic_id = None if raw_id == NO_UUID else uuid.UUID(bytes=raw_id)
             answer.topics[name] = TopicView(len(partitions), led, topic_id)
     if version == 10:
         reader.int32()  # cluster_authorized_operations

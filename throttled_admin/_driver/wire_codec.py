@@ -12,9 +12,9 @@ import time
 import uuid
 from typing import Any
 
-__all__ = ["Reader", "Writer", "read_exactly", "read_frame", "request_frame", "response_body"]
+__all__ = ["NO_UUID", "Reader", "Writer", "read_exactly", "read_frame", "request_frame", "response_body"]
 
-_NO_UUID = bytes(16)  # Kafka's zero UUID: no id
+NO_UUID = bytes(16)  # Kafka's zero UUID: no id
 
 
 class Writer:
@@ -68,7 +68,7 @@ class Writer:
         return self
 
     def uuid(self, value: uuid.UUID | None) -> Writer:
-        self._data += _NO_UUID if value is None else value.bytes
+        self._data += NO_UUID if value is None else value.bytes
         return self
 
     def no_tags(self) -> Writer:
