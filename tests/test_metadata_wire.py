@@ -135,30 +135,60 @@ def test_tagged_fields_the_reader_does_not_know_are_skipped() -> None:
     assert reader.int32() == 42
 
 
-def test_structures_read_in_place_take_long_arrays_null_arrays_and_tags_the_slow_way() -> None:
-    """``Reader.structs`` (a Metadata answer's partitions, issue 40) skips one-byte array lengths in place; a length
-    of two bytes (127 replicas or more), a null array and a tagged field go the general way, to the same place."""
-    layout = struct.Struct(">hi")
+def test_long_arrays_long_names_null_arrays_and_tagged_fields_are_read_the_slow_way_to_the_same_place() -> None:
+    """The decoder reads in place (issue 40) with one-byte lengths as its fast path; a length of two bytes (127
+    replicas or more, a name of 127 bytes or more), a null array or name, and a tagged field anywhere (KIP-482: a
+    broker may add them to any flexible structure) go the general way. A cut anywhere still raises."""
+
+    def varint(value: int) -> bytes:
+        return bytes([value]) if value < 0x80 else bytes([(value & 0x7F) | 0x80, value >> 7])
 
     def compact_int32s(count: int) -> bytes:
-        length = count + 1
-        varint = bytes([length]) if length < 0x80 else bytes([(length & 0x7F) | 0x80, length >> 7])
-        return varint + struct.pack(f">{count}i", *range(count))
+        return varint(count + 1) + struct.pack(f">{count}i", *range(count))
 
-    data = (
-        layout.pack(0, 1)
-        + compact_int32s(2)
-        + compact_int32s(200)
-        + b"\x00"  # no tags
-        + layout.pack(9, 2)
+    def string(text: str) -> bytes:
+        return varint(len(text.encode()) + 1) + text.encode()
+
+    one_tag = bytes([1, 3, 2, 0xAA, 0xBB])  # one tagged field: tag 3, two bytes
+    long_name = "t" * 200
+
+    def topic(name: bytes, topic_id: uuid.UUID, partitions: bytes, count: int) -> bytes:
+        return struct.pack(">h", 0) + name + topic_id.bytes + b"\x00" + varint(count + 1) + partitions
+
+    body = (
+        struct.pack(">i", 0)  # throttle_time_ms
+        + varint(2)  # one broker
+        + struct.pack(">i", 4)
+        + string("127.0.0.1")
+        + struct.pack(">i", 9094)
+        + b"\x00"  # a null rack
+        + one_tag
+        + b"\x00"  # a null cluster id
+        + struct.pack(">i", 4)  # controller id
+        + varint(3)  # two topics
+        + topic(
+            string(long_name),
+            READY,
+            struct.pack(">hiii", 0, 0, 4, 1)
+            + b"\x00"  # null replicas
+            + compact_int32s(200)  # in-sync: a two-byte length
+            + compact_int32s(0)
+            + one_tag
+            + struct.pack(">hiii", 0, 1, 4, 1)
+            + compact_int32s(1) * 3
+            + b"\x00",
+            2,
+        )
+        + struct.pack(">i", 0)  # topic_authorized_operations
+        + one_tag
+        + topic(b"\x00", OLD, b"", 0)  # a null name: not one asked about
+        + struct.pack(">i", 0)
         + b"\x00"
-        + compact_int32s(0)
-        + bytes([1, 3, 2, 0xAA, 0xBB])  # null array, one tag
-        + struct.pack(">i", 42)
+        + one_tag  # the answer's own tagged fields
     )
-    reader = Reader(data)
-    assert reader.structs(2, layout, 2) == [(0, 1), (9, 2)]
-    assert reader.int32() == 42
-    for cut in range(len(data) - 4):
+    got = metadata_wire.decode(12, Reader(body), {long_name})
+    assert got.brokers == {4: "127.0.0.1:9094"}
+    assert got.topics == {long_name: TopicView(2, True, READY)}
+    for cut in range(len(body)):
         with pytest.raises(ValueError, match="ends early"):
-            Reader(data[:cut]).structs(2, layout, 2)
+            metadata_wire.decode(12, Reader(body[:cut]), {long_name})

@@ -10,7 +10,6 @@ import socket
 import struct
 import time
 import uuid
-from typing import Any
 
 __all__ = ["NO_UUID", "Reader", "Writer", "read_exactly", "read_frame", "request_frame", "response_body"]
 
@@ -100,9 +99,16 @@ class Reader:
         offset = self._at(size)
         return self._data[offset : offset + size]
 
-    def fields(self, layout: struct.Struct) -> tuple[Any, ...]:
-        """Fixed-size fields in a row, at once (``layout``: a big-endian ``struct.Struct``)."""
-        return layout.unpack_from(self._data, self._at(layout.size))
+    def rest(self) -> tuple[bytes, int]:
+        """The bytes read and where the reader stands in them: for a decoder that reads in place itself
+        (``metadata_wire``), then tells the reader where it stopped (``skip_to``)."""
+        return self._data, self._offset
+
+    def skip_to(self, offset: int) -> None:
+        """Move on to ``offset`` (at most the end), as a decoder that read in place stopped there."""
+        if not self._offset <= offset <= len(self._data):
+            raise ValueError("the answer ends early")
+        self._offset = offset
 
     def int8(self) -> int:
         return int(_INT8.unpack_from(self._data, self._at(1))[0])
@@ -153,41 +159,6 @@ class Reader:
     def compact_array_length(self) -> int:
         """A compact array's length (null read as empty)."""
         return max(0, self.uvarint() - 1)
-
-    def skip_compact_int32_array(self) -> None:
-        self._at(4 * self.compact_array_length())
-
-    def structs(self, count: int, layout: struct.Struct, arrays: int) -> list[tuple[Any, ...]]:
-        """``count`` flexible structures in a row, each of ``layout``'s fixed fields (big-endian), then ``arrays``
-        compact int32 arrays and its tagged fields, both skipped: the fixed fields of each. Read in place, one call
-        for them all (a Metadata answer's partitions: the broker-views reader's main cost in a fleet, issue 40)."""
-        data, offset, size = self._data, self._offset, len(self._data)
-        unpack, fixed = layout.unpack_from, layout.size
-        out: list[tuple[Any, ...]] = []
-        each = range(arrays)
-        for _ in range(count):
-            if offset + fixed > size:
-                raise ValueError("the answer ends early")
-            out.append(unpack(data, offset))
-            offset += fixed
-            for _ in each:
-                length = data[offset] if offset < size else 0
-                if 0 < length < 0x80:  # a one-byte length, not null: skipped in place
-                    offset += 4 * length - 3
-                else:  # (past the end: the length's read raises)
-                    self._offset = offset
-                    self.skip_compact_int32_array()
-                    offset = self._offset
-            if offset < size and data[offset] == 0:  # no tagged fields (almost every structure)
-                offset += 1
-            else:
-                self._offset = offset
-                self.skip_tags()
-                offset = self._offset
-        if offset > size:
-            raise ValueError("the answer ends early")
-        self._offset = offset
-        return out
 
     def skip_tags(self) -> None:
         offset = self._offset

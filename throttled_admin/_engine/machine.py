@@ -429,8 +429,8 @@ class Engine:
 
     def on_views(self, views: BrokerViews, now: float) -> None:
         """Every broker's Metadata for the topics asked about (a ``ReadViews`` action); see ``visibility``."""
-        for topic in self._views.answered(list(self._queue.calls.values()), views, now):
-            self._finish(topic, None, now)
+        visible = self._views.answered(list(self._queue.calls.values()), views, now)
+        _settle_applied(_by_call(visible), (), self._views, self._queue, self._out, now)  # (their attempts booked)
 
     def close(self, now: float) -> None:
         """Fail everything pending: queued topics were not sent; in-flight ones may have been applied."""
@@ -974,18 +974,20 @@ def _by_call(topics: list[Topic]) -> list[tuple[Call, list[Topic]]]:
 
 def _settle_applied(
     runs: list[tuple[Call, list[Topic]]],
-    attempt: tuple[Attempt],
+    attempt: tuple[Attempt, ...],
     views: ViewReads,
     queue: WorkQueue,
     out: list[Action],
     now: float,
 ) -> None:
     """``Engine._finish`` of applied topics, a call's run at once (issue 40: one at a time was most of an answer's
-    cost), with the same outcome: each attempt booked (``attempt``, alike for all: frozen, shared), its future
-    resolved with None, its name let go, its call's duration recorded with its last topic."""
+    cost), with the same outcome: each attempt booked (``attempt``, alike for all: frozen, shared; none for topics
+    a read of the brokers' views shows, booked when answered), its future resolved with None, its name let go, its
+    call's duration recorded with its last topic."""
     for call, topics in runs:
-        for topic in topics:
-            topic.history = topic.history + attempt if topic.history else attempt
+        if attempt:
+            for topic in topics:
+                topic.history = topic.history + attempt if topic.history else attempt
         call.move_all(topics, _SETTLED)
         views.forget_all(topics)
         call_id = call.id
