@@ -86,8 +86,7 @@ class Reader:
         self._offset = offset
 
     def _at(self, size: int) -> int:
-        """Where the next ``size`` bytes start; the reader moves past them (read in place, not sliced: a Metadata
-        answer is a few fields a partition, and the broker-views reader reads every partition of what it awaits)."""
+        """Where the next ``size`` bytes start; the reader moves past them."""
         offset = self._offset
         end = offset + size
         if size < 0 or end > len(self._data):

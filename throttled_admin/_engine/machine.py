@@ -959,7 +959,8 @@ def _applied_runs(request: Request, response: Response) -> list[tuple[Call, list
 
 
 def _by_call(topics: list[Topic]) -> list[tuple[Call, list[Topic]]]:
-    """``topics`` in runs of one call each, in order (a call's topics are in a row in a request)."""
+    """``topics`` in runs of one call each, in order. A call's topics must be in a row: they are in a request, and in
+    what a read of the brokers' views shows (``ViewReads.answered`` walks each call once)."""
     if not topics or topics[0].call is topics[-1].call:  # one call's (most requests)
         return [(topics[0].call, topics)] if topics else []
     runs: list[tuple[Call, list[Topic]]] = []
