@@ -119,8 +119,8 @@ def test_a_truncated_answer_raises(cut: int) -> None:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_an_answer_cut_anywhere_raises_that_it_ends_early(version: int) -> None:
-    """The answer is read in place, in one function (issue 40): a cut anywhere still raises, never reads past the end
-    nor takes what is there for a whole answer."""
+    """The answer is read in place, without a method call a field (issue 40): a cut anywhere still raises, never
+    reads past the end nor takes what is there for a whole answer."""
     whole = answer(version)
     for cut in range(8, len(whole)):
         with pytest.raises(ValueError, match="ends early"):
