@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import gc
+import shutil
 import socket
 import ssl
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -249,14 +251,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def _kafka_quorum_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    from tests.real_kafka.broker import BrokerSpec, KafkaCluster
+def _kafka_quorum_cluster() -> Iterator[KafkaCluster]:
+    from tests.real_kafka.broker import BrokerSpec, KafkaCluster, scratch_root
 
-    cluster = KafkaCluster.start(BrokerSpec(quorum=3), tmp_path_factory.mktemp("kafka-quorum"))
+    root = Path(tempfile.mkdtemp(prefix="throttled-admin-quorum-", dir=scratch_root()))
     try:
-        yield cluster
+        cluster = KafkaCluster.start(BrokerSpec(quorum=3), root)
+        try:
+            yield cluster
+        finally:
+            cluster.stop()
     finally:
-        cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture

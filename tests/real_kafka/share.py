@@ -17,14 +17,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.real_kafka.broker import OWNER_ENV, BrokerSpec, KafkaCluster, stop_pids
+from tests.real_kafka.broker import OWNER_ENV, BrokerSpec, KafkaCluster, scratch_root, stop_pids
 
 SHARE_ENV = "THROTTLED_ADMIN_KAFKA_SHARE"
 
 
 def make_share_dir() -> Path:
     """Called by the main process: the folder the workers' clusters are recorded in."""
-    path = Path(tempfile.mkdtemp(prefix="throttled-admin-kafka-"))
+    path = Path(tempfile.mkdtemp(prefix="throttled-admin-kafka-", dir=scratch_root()))
     os.environ[SHARE_ENV] = str(path)
     os.environ[OWNER_ENV] = str(os.getpid())  # the JVMs the workers start end with this process at the latest
     return path
