@@ -1,9 +1,10 @@
 # The commands of the README. They create their venvs on first use and install from this project's own files.
 PYTHON ?= python3
 # Three workers on two cores, a test file each at a time: the suite mostly waits on sockets and deadlines, not
-# on the CPU (the soak runs: git log -p docs/reliability.md). loadgroup: tests/conftest.py makes each file a group,
-# as loadfile does, and puts every test on the three-node Kafka quorum in one (one quorum per run, on one worker).
-PYTEST_ARGS ?= -n 3 --dist loadgroup
+# on the CPU (the soak runs: git log -p docs/reliability.md). loadfile: a file's module-scoped Spark session or Spark
+# Connect server starts once (tests/test_suite_groups.py). The tests on the three-node quorum run in test-cluster,
+# without workers. (loadgroup groups nothing under pytest 9.2: pytest-xdist issue 1386.)
+PYTEST_ARGS ?= -n 3 --dist loadfile
 VENV := .venv
 BIN := $(VENV)/bin
 

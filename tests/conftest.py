@@ -135,12 +135,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 _KAFKA_SHARE = pytest.StashKey[Path]()
 _KAFKA_FIXTURES = {"kafka_broker", "kafka_slow_broker", "kafka_cluster_of", "kafka_ns", "kafka_tools", "kafka_quorum"}
-# Every test that takes ``kafka_quorum`` runs on one pytest worker (an xdist group): one quorum per run.
-QUORUM_GROUP = "kafka-quorum"
-# Every test on a slow controller (``kafka_slow_broker``, the differential suite's slow scenarios) runs on one worker:
-# the slow broker is shared by the run, and a hold on its one controller thread delays every other worker's test on it
-# (a CI run: a 9 s call behind another worker's 6 s hold ended "outcome unknown").
-SLOW_CONTROLLER_GROUP = "kafka-slow-controller"
 
 
 def _on_slow_controller(item: pytest.Item, fixtures: set[str]) -> bool:
@@ -223,14 +217,14 @@ def any_broker(
         either_broker.stop(broker)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Files with a slow test (Spark sessions and clusters, faults, load) run first: with workers taking a file at a
-    time, a long file collected last would run alone at the end. A test that uses Apache Kafka must say so with the
-    ``kafka`` marker. Under ``--dist loadgroup`` (the Makefile's) each file is a group, as ``loadfile`` makes it,
-    except that every test on the three-node quorum joins one group (its destructive tests share one cluster, on
-    one worker), and so does every test on the run's shared slow controller (``SLOW_CONTROLLER_GROUP``)."""
-    grouped = config.getoption("dist", "no") == "loadgroup"
+    time (``--dist loadfile``, the Makefile's), a long file collected last would run alone at the end. A test that
+    uses Apache Kafka must say so with the ``kafka`` marker. Every test on the three-node quorum, and every test on
+    the run's shared slow controller, is marked ``cluster``: ``make test-cluster`` runs them one at a time in one
+    process (the quorum's destructive tests share one cluster; a hold on the slow controller's one thread delays
+    every other test on it: a CI run's 9 s call behind another worker's 6 s hold ended "outcome unknown")."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         uses = _KAFKA_FIXTURES & fixtures
@@ -240,11 +234,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             # `make test-cluster` selects these, one at a time, `make test` leaves them out: the slow controller's
             # hold-timed tests failed in clean-clone runs beside the other workers' JVM start-ups
             item.add_marker(pytest.mark.cluster)
-        if grouped and item.get_closest_marker("xdist_group") is None:
-            group = QUORUM_GROUP if "kafka_quorum" in fixtures else item.path.stem
-            if _on_slow_controller(item, fixtures):
-                group = SLOW_CONTROLLER_GROUP
-            item.add_marker(pytest.mark.xdist_group(group))
     slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
     order = {id(item): index for index, item in enumerate(items)}
     items.sort(key=lambda item: (item.path not in slow_files, order[id(item)]))
@@ -268,8 +257,8 @@ def _kafka_quorum_cluster() -> Iterator[KafkaCluster]:
 @pytest.fixture
 def kafka_quorum(_kafka_quorum_cluster: KafkaCluster) -> Iterator[KafkaCluster]:
     """The run's own Kafka 4.4 quorum: three combined broker+controller nodes (tests/real_kafka/broker.py) that a
-    test may stop, kill -9, restart and roll. Not shared between workers: every test that takes it runs on one
-    worker (``QUORUM_GROUP``), one at a time, and whatever nodes a test left stopped are started again after it, so
+    test may stop, kill -9, restart and roll. Every test that takes it is marked ``cluster`` and runs in ``make
+    test-cluster``, one at a time in one process; whatever nodes a test left stopped are started again after it, so
     the next test finds all three up. Keep tests apart with ``kafka_ns`` as on the shared broker."""
     yield _kafka_quorum_cluster
     for node in _kafka_quorum_cluster.nodes:
