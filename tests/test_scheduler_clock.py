@@ -322,6 +322,17 @@ def test_a_close_while_a_calls_futures_are_made_settles_them(driver: Driver) -> 
     assert isinstance(futures["x"].exception(timeout=SIGNAL_S), ClientClosedError)
 
 
+def _calls_own_turn_writes(driver: Driver) -> None:
+    """The next call's own turn is the one to write (and to carry out what its answer settles at once): the client's
+    first turn (its probe, queued to the loop's thread) is done and taken after, and the loop's thread takes the turn
+    only for something new (not to poll), so the calling thread finds it free. Without this the loop's thread could
+    be in that first turn as the call came, and send the call itself (2 runs in 25; the early-settlement tests, 4 runs
+    in 12 of their file alone)."""
+    assert driver.scheduler.first_probe(SIGNAL_S) is not None
+    driver.scheduler._poll_only = lambda: True  # type: ignore[method-assign]
+    driver.advance(0.0)
+
+
 def _closed_here_at_first_result(scheduler: Scheduler, monkeypatch: pytest.MonkeyPatch) -> list[threading.Thread]:
     """The first future settled with a result starts a close() from a frame that cannot wait (``_close_here``: on
     another thread in a turn, say) and gives it a moment: the close threads, to join."""
@@ -355,6 +366,7 @@ def test_a_close_here_as_a_calls_early_settlements_are_carried_out_keeps_what_is
         return handed
 
     driver.transport.send = answered_at_once  # type: ignore[method-assign]
+    _calls_own_turn_writes(driver)
     closes = _closed_here_at_first_result(driver.scheduler, monkeypatch)
     futures = driver.create(["a", "b"], timeout_s=60.0)
     assert closes, "no close() was made"
@@ -559,19 +571,24 @@ def test_a_bulk_call_cut_short_in_its_own_turn_leaves_the_second_connection_in_u
     client's life, as if its handle had failed)."""
     main = threading.current_thread()
     plan = turns_module._plan
+    in_create = threading.Event()  # the cut only in ``create``'s own turn, never in a later turn of this thread's
 
     def planned(out: Outbox, flush: bool) -> Any:
-        if threading.current_thread() is main and len(out.of_kind(Send)) == 2:
+        if in_create.is_set() and threading.current_thread() is main and len(out.of_kind(Send)) == 2:
             monkeypatch.undo()  # once
             raise KeyboardInterrupt
         return plan(out, flush)
 
+    _calls_own_turn_writes(driver)
     monkeypatch.setattr(turns_module, "_plan", planned)
     for attempt in range(50):  # (the scheduler's thread may take a call's turn: that call is answered, another made)
+        in_create.set()
         try:
             driver.create([f"x{attempt}.{i:04d}" for i in range(2100)], timeout_s=60.0)
         except KeyboardInterrupt:
             break
+        finally:
+            in_create.clear()
         driver.answered_until_quiet()
     assert turns_module._plan is plan, "no call was cut short in its own turn"
     assert driver.nothing_sent()
@@ -705,6 +722,7 @@ def test_a_call_cut_short_as_its_early_settlements_are_carried_out_sends_nothing
         raise KeyboardInterrupt
 
     driver.transport.send = first_answered_at_once  # type: ignore[method-assign]
+    _calls_own_turn_writes(driver)
     monkeypatch.setattr(TopicFuture, "set_result", interrupted)
     names = ["t0", "t1", "t2", "t3"]
     with pytest.raises(KeyboardInterrupt):
@@ -720,12 +738,7 @@ def test_a_call_cut_short_before_its_futures_are_made_sends_nothing_more(driver:
     def interrupted(*_: Any) -> Any:
         raise KeyboardInterrupt
 
-    # The call's own turn is the one to write: the client's first turn (its probe, queued to the loop's thread) is
-    # done and taken after, and the loop's thread takes the turn only for something new (not to poll), so this
-    # thread finds it free (once, 2 runs in 25 found the first turn under way: the loop's thread sent instead).
-    assert driver.scheduler.first_probe(SIGNAL_S) is not None
-    driver.scheduler._poll_only = lambda: True  # type: ignore[method-assign]
-    driver.advance(0.0)
+    _calls_own_turn_writes(driver)
     driver.scheduler._futures = interrupted  # type: ignore[method-assign,assignment]
     names = [f"t{i:04d}" for i in range(2100)]
     with pytest.raises(KeyboardInterrupt):
