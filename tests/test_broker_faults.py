@@ -162,6 +162,22 @@ def test_blackholed_request_is_processed_but_never_answered(quota_broker: Broker
     assert broker.topics() == {"lost": 1}  # processed: the classic timed-out-but-created case
 
 
+def test_blackhole_next_signals_when_its_last_request_is_swallowed(quota_broker: BrokerFactory) -> None:
+    """The event ``blackhole_next`` returns is set once the last of its ``count`` requests is processed and left
+    unanswered, not before: a test waits on it instead of polling the request log."""
+    broker = quota_broker()
+    swallowed = broker.blackhole_next("CreateTopics", 2)
+    with WireClient(broker.bootstrap_servers) as wire:
+        wire.send(create_topics_request(7, ("first", 1)))
+        wire.request(MetadataRequest(version=12, topics=None))  # served after the first create: it was handled
+        assert not swallowed.is_set()
+        wire.send(create_topics_request(7, ("second", 1)))
+        assert swallowed.wait(10)
+        assert broker.topics() == {"first": 1, "second": 1}  # processed before the event
+        assert wire.request(create_topics_request(7, ("third", 1))).topics[0].error_code == 0  # the next is answered
+    assert [r.responded_at is None for r in broker.request_log() if r.api_key == 19] == [True, True, False]
+
+
 def test_latency_delays_every_response(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()
     broker.set_latency(0.3)

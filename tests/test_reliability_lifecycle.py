@@ -124,13 +124,10 @@ def test_close_from_a_done_callback(quota_broker: BrokerFactory) -> None:
 
 def test_close_fails_pending_topics_with_destroy(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()
-    broker.blackhole_next("CreateTopics")
+    swallowed = broker.blackhole_next("CreateTopics")
     admin = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers})
     futures = admin.create_topics([NewTopic("in-flight", 1, 1)], timeout_ms=60000)
-    deadline = time.monotonic() + 10
-    while not broker.request_log() or broker.request_log()[-1].api_name != "CreateTopics":
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    assert swallowed.wait(20)  # the create is in flight (the quorum watch's read may come after it)
     started = time.monotonic()
     admin.close()
     assert time.monotonic() - started < 10
@@ -142,13 +139,10 @@ def test_close_fails_pending_topics_with_destroy(quota_broker: BrokerFactory) ->
 
 def test_close_with_a_request_in_flight_is_truthful(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()
-    broker.blackhole_next("CreateTopics")  # applied, never answered
+    swallowed = broker.blackhole_next("CreateTopics")  # applied, never answered
     admin = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers})
     futures = admin.create_topics([NewTopic("in-flight", 1, 1)], timeout_ms=60000)
-    deadline = time.monotonic() + 10
-    while not broker.topics():
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    assert swallowed.wait(20)
     admin.close()
     assert_truthful("create", outcomes(futures, timeout_s=0), broker.topics())
 
@@ -413,39 +407,44 @@ def test_interpreter_exit_fails_pending_work_instead_of_hanging(quota_broker: Br
     """A script that exits with a call pending (a 60 s deadline, its response swallowed) ends at once, and the
     pending topic's done-callback hears _DESTROY."""
     broker = quota_broker()
-    broker.blackhole_next("CreateTopics")
+    swallowed = broker.blackhole_next("CreateTopics")
     script = textwrap.dedent(
         f"""
-        import time
+        import sys
         from throttled_admin import NewTopic, ThrottledAdminClient
         admin = ThrottledAdminClient({{"bootstrap.servers": "{broker.bootstrap_servers}"}})
         futures = admin.create_topics([NewTopic("at-exit", 1, 1)], timeout_ms=60000)
         futures["at-exit"].add_done_callback(lambda f: print("resolved:", f.exception().args[0].name(), flush=True))
-        time.sleep(1)
+        sys.stdin.readline()  # the test says when: with the create in flight
         print("exiting", flush=True)
         """
     )
-    started = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=30, check=False
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert time.monotonic() - started < 20
-    assert "exiting" in proc.stdout
-    assert "resolved: _DESTROY" in proc.stdout, proc.stdout + proc.stderr
+    with subprocess.Popen(
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as child:
+        try:
+            assert swallowed.wait(20)
+            stdout, stderr = child.communicate("exit\n", timeout=20)  # a script that hung at exit fails here
+        finally:
+            child.kill()
+    assert child.returncode == 0, stderr
+    assert "exiting" in stdout
+    assert "resolved: _DESTROY" in stdout, stdout + stderr
 
 
 def test_concurrent_close_from_many_threads(quota_broker: BrokerFactory) -> None:
     """Eight threads close one client with a request in flight and topics queued: none raises or hangs, and when
     any close() returns, every future has resolved and new calls are refused."""
     broker = quota_broker(controller_mutation_rate=50, quota_window_num=1, enforcement="strict")
-    broker.blackhole_next("CreateTopics")
+    swallowed = broker.blackhole_next("CreateTopics")
     admin = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers})
     futures = admin.create_topics([NewTopic(f"cc-{i}", 5, 1) for i in range(50)], timeout_ms=60000)
-    deadline = time.monotonic() + 10
-    while not broker.topics():
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    assert swallowed.wait(20)
     problems: list[str] = []
 
     def close() -> None:

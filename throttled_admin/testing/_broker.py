@@ -409,9 +409,11 @@ class QuotaBroker:
         KIP-1102). Requests of earlier versions are answered as usual and do not consume the fault."""
         self._faults.fail_metadata_next(error_code, count)
 
-    def blackhole_next(self, api: int | str, count: int = 1) -> None:
-        """The next ``count`` (>= 1) requests of ``api`` are processed but never answered."""
-        self._faults.blackhole_next(_api_key(api), count)
+    def blackhole_next(self, api: int | str, count: int = 1) -> threading.Event:
+        """The next ``count`` (>= 1) requests of ``api`` are processed but never answered. Returns an event set
+        when the last of them has been processed (logged, a mutation applied) and left unanswered: a test waits on
+        it to act while the request is in flight."""
+        return self._faults.blackhole_next(_api_key(api), count)
 
     def garble_next(self, api: int | str, how: str, count: int = 1) -> None:
         """The responses to the next ``count`` (>= 1) requests of ``api`` (CreateTopics, DeleteTopics or

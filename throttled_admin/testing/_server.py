@@ -141,7 +141,7 @@ class Faults:
         self._lock = threading.Lock()
         self._failures: dict[int, deque[tuple[int, bool]]] = {}  # (error code, after applying)
         self._metadata_errors: deque[int] = deque()  # Metadata v13+'s top-level error_code (KIP-1102)
-        self._blackholes: dict[int, int] = {}
+        self._blackholes: dict[int, deque[threading.Event]] = {}  # one entry per request, an event per call
         self._garbles: dict[int, deque[str]] = {}
         self._delays: dict[int, deque[float]] = {}
         self._holds: deque[tuple[float, threading.Event]] = deque()
@@ -162,10 +162,12 @@ class Faults:
         with self._lock:
             self._metadata_errors.extend([error_code] * count)
 
-    def blackhole_next(self, api_key: int, count: int) -> None:
+    def blackhole_next(self, api_key: int, count: int) -> threading.Event:
         _check_count(count)
+        swallowed = threading.Event()
         with self._lock:
-            self._blackholes[api_key] = self._blackholes.get(api_key, 0) + count
+            self._blackholes.setdefault(api_key, deque()).extend([swallowed] * count)
+        return swallowed
 
     def garble_next(self, api_key: int, how: str, count: int) -> None:
         _check_count(count)
@@ -226,11 +228,17 @@ class Faults:
             return self._metadata_errors.popleft() if self._metadata_errors else None
 
     def take_blackhole(self, api_key: int) -> bool:
+        """Whether the request handled now goes unanswered; the event of its ``blackhole_next`` is set when it
+        was the last of that call's requests."""
         with self._lock:
-            if self._blackholes.get(api_key, 0) > 0:
-                self._blackholes[api_key] -= 1
-                return True
-            return False
+            queue = self._blackholes.get(api_key)
+            if not queue:
+                return False
+            swallowed = queue.popleft()
+            last = not queue or queue[0] is not swallowed
+        if last:
+            swallowed.set()
+        return True
 
 
 def _garble(response: Any, api_key: int, how: str) -> None:
