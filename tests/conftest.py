@@ -1,11 +1,9 @@
 from __future__ import annotations
 
 import gc
-import shutil
 import socket
 import ssl
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -241,17 +239,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def _kafka_quorum_cluster() -> Iterator[KafkaCluster]:
-    from tests.real_kafka.broker import BrokerSpec, KafkaCluster, scratch_root
+    from tests.real_kafka.broker import BrokerSpec, KafkaCluster, scratch_dir
 
-    root = Path(tempfile.mkdtemp(prefix="throttled-admin-quorum-", dir=scratch_root()))
-    try:
+    with scratch_dir("throttled-admin-quorum-") as root:
         cluster = KafkaCluster.start(BrokerSpec(quorum=3), root)
         try:
             yield cluster
         finally:
             cluster.stop()
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
 from tests.gate_helpers import BIG, Disconnects, outcomes, throttled_client
-from tests.real_kafka.broker import BrokerSpec, KafkaCluster
+from tests.real_kafka.broker import BrokerSpec, KafkaCluster, scratch_dir
 from tests.real_kafka.namespace import KafkaNamespace
 from throttled_admin import MutationQuota, NewTopic, ThrottlingQuotaExceededException
 
@@ -26,12 +25,13 @@ LONG = 120  # partitions: a create admitted and throttled about 109 s
 
 
 @pytest.fixture(scope="module")
-def restartable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    cluster = KafkaCluster.start(BrokerSpec(), Path(tmp_path_factory.mktemp("kafka-gate")))
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+def restartable() -> Iterator[KafkaCluster]:
+    with scratch_dir("kafka-gate-") as root:
+        cluster = KafkaCluster.start(BrokerSpec(), root)
+        try:
+            yield cluster
+        finally:
+            cluster.stop()
 
 
 def test_kafka_after_a_restart_the_next_call_goes_as_soon_as_a_fresh_answer_allows(

@@ -12,12 +12,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
-from tests.real_kafka.broker import BrokerSpec, KafkaCluster, Node
+from tests.real_kafka.broker import BrokerSpec, KafkaCluster, Node, scratch_dir
 from tests.real_kafka.namespace import KafkaNamespace
 from tests.wire import WireClient
 from throttled_admin import NewPartitions, NewTopic, ThrottledAdminClient
@@ -28,21 +27,17 @@ PAUSE_S = 2.0  # the induced lag: how long one broker stays stopped
 
 
 @pytest.fixture(scope="module")
-def two_brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    cluster = KafkaCluster.start(
-        BrokerSpec(
-            brokers=2,
-            # A stopped broker must lag, not leave: a controller fences a broker whose heartbeats stop for
-            # broker.session.timeout.ms (9 s by default, reached on a loaded machine), and a fenced broker is no longer
-            # listed in Metadata, so nothing waits for it. 60 s keeps the stopped broker in the cluster.
-            extra=(("broker.session.timeout.ms", "60000"),),
-        ),
-        Path(tmp_path_factory.mktemp("kafka-3-nodes")),
-    )
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+def two_brokers() -> Iterator[KafkaCluster]:
+    # A stopped broker must lag, not leave: a controller fences a broker whose heartbeats stop for
+    # broker.session.timeout.ms (9 s by default, reached on a loaded machine), and a fenced broker is no longer
+    # listed in Metadata, so nothing waits for it. 60 s keeps the stopped broker in the cluster.
+    spec = BrokerSpec(brokers=2, extra=(("broker.session.timeout.ms", "60000"),))
+    with scratch_dir("kafka-3-nodes-") as root:
+        cluster = KafkaCluster.start(spec, root)
+        try:
+            yield cluster
+        finally:
+            cluster.stop()
 
 
 def listed(cluster: KafkaCluster) -> dict[int, dict[str, int]]:

@@ -31,9 +31,10 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,17 @@ def scratch_root() -> Path | None:
     if not os.access(MEMORY_ROOT, os.W_OK) or free.f_bavail * free.f_frsize < MEMORY_ROOT_MIN_FREE:
         return None
     return MEMORY_ROOT
+
+
+@contextlib.contextmanager
+def scratch_dir(prefix: str) -> Iterator[Path]:
+    """A new folder for a cluster's files under ``scratch_root()``, removed with everything in it afterwards (even
+    when the cluster never started)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=scratch_root()))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def barrier_prefix() -> str:
