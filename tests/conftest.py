@@ -239,14 +239,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def _kafka_quorum_cluster() -> Iterator[KafkaCluster]:
-    from tests.real_kafka.broker import BrokerSpec, KafkaCluster, scratch_dir
+    from tests.real_kafka.broker import BrokerSpec, running_cluster
 
-    with scratch_dir("throttled-admin-quorum-") as root:
-        cluster = KafkaCluster.start(BrokerSpec(quorum=3), root)
-        try:
-            yield cluster
-        finally:
-            cluster.stop()
+    with running_cluster(BrokerSpec(quorum=3), "throttled-admin-quorum-") as cluster:
+        yield cluster
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from tests.gate_helpers import BIG, Disconnects, outcomes, throttled_client
-from tests.real_kafka.broker import BrokerSpec, KafkaCluster, scratch_dir
+from tests.real_kafka.broker import BrokerSpec, KafkaCluster, running_cluster
 from tests.real_kafka.namespace import KafkaNamespace
 from throttled_admin import MutationQuota, NewTopic, ThrottlingQuotaExceededException
 
@@ -26,12 +26,8 @@ LONG = 120  # partitions: a create admitted and throttled about 109 s
 
 @pytest.fixture(scope="module")
 def restartable() -> Iterator[KafkaCluster]:
-    with scratch_dir("kafka-gate-") as root:
-        cluster = KafkaCluster.start(BrokerSpec(), root)
-        try:
-            yield cluster
-        finally:
-            cluster.stop()
+    with running_cluster(BrokerSpec(), "kafka-gate-") as cluster:
+        yield cluster
 
 
 def test_kafka_after_a_restart_the_next_call_goes_as_soon_as_a_fresh_answer_allows(

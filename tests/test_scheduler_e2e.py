@@ -160,11 +160,11 @@ def test_the_rate_is_learned_from_throttles_within_five_percent(
         # (held back a second, the probe tries twice the rate, issue 37) after that step.
         before = len(creates(broker))
         assert set(outcomes(admin.create_topics([NewTopic(f"l3.{i}", 10, 1) for i in range(10)])).values()) == {None}
-    throttled = [r.received_at for r in creates(broker) if r.throttle_time_ms > 0]
-    paced = [r.received_at for r in creates(broker)[before:] if r.throttle_time_ms > 0]
-    for at in paced:
-        since = max(t for t in throttled if t < at) if any(t < at for t in throttled) else 0.0
-        assert any(since < step < at for step in steps), (creates(broker)[before:], steps)
+    log = creates(broker)
+    throttled = [r.received_at for r in log if r.throttle_time_ms > 0]
+    for at in (r.received_at for r in log[before:] if r.throttle_time_ms > 0):
+        since = max((t for t in throttled if t < at), default=0.0)  # the throttle before it, if any
+        assert any(since < step < at for step in steps), (log[before:], steps)
 
 
 def test_retry_off_under_a_throttle_fails_at_once_with_the_remaining_throttle(quota_broker: BrokerFactory) -> None:

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 import pytest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
-from tests.real_kafka.broker import BrokerSpec, KafkaCluster, Node, scratch_dir
+from tests.real_kafka.broker import BrokerSpec, KafkaCluster, Node, running_cluster
 from tests.real_kafka.namespace import KafkaNamespace
 from tests.wire import WireClient
 from throttled_admin import NewPartitions, NewTopic, ThrottledAdminClient
@@ -32,12 +32,8 @@ def two_brokers() -> Iterator[KafkaCluster]:
     # broker.session.timeout.ms (9 s by default, reached on a loaded machine), and a fenced broker is no longer
     # listed in Metadata, so nothing waits for it. 60 s keeps the stopped broker in the cluster.
     spec = BrokerSpec(brokers=2, extra=(("broker.session.timeout.ms", "60000"),))
-    with scratch_dir("kafka-3-nodes-") as root:
-        cluster = KafkaCluster.start(spec, root)
-        try:
-            yield cluster
-        finally:
-            cluster.stop()
+    with running_cluster(spec, "kafka-3-nodes-") as cluster:
+        yield cluster
 
 
 def listed(cluster: KafkaCluster) -> dict[int, dict[str, int]]:

@@ -96,14 +96,18 @@ def scratch_root() -> Path | None:
 
 
 @contextlib.contextmanager
-def scratch_dir(prefix: str) -> Iterator[Path]:
-    """A new folder for a cluster's files under ``scratch_root()``, removed with everything in it afterwards (even
-    when the cluster never started)."""
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir=scratch_root()))
+def running_cluster(spec: BrokerSpec, prefix: str) -> Iterator[KafkaCluster]:
+    """A cluster of ``spec`` in a new folder under ``scratch_root()``, stopped afterwards and its folder removed with
+    everything in it (even when the cluster never started)."""
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir=scratch_root()))
     try:
-        yield path
+        cluster = KafkaCluster.start(spec, root)
+        try:
+            yield cluster
+        finally:
+            cluster.stop()
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def barrier_prefix() -> str:
