@@ -531,7 +531,7 @@ def bulk_wait_call(requests: int, timeout_s: float = 30.0) -> tuple[Engine, list
     return engine, [first.send, out.send]
 
 
-def test_wait_for_metadata_reads_a_call_still_sending_at_most_every_two_seconds() -> None:
+def test_wait_for_metadata_reads_a_call_still_sending_at_most_every_read_while_sending_s() -> None:
     """Found by the fleet benchmark: a read after each request (every topic of the cluster, through librdkafka on
     SASL listeners) from 200 pipeline entities kept ten brokers from answering anything else."""
     engine, (first, second) = bulk_wait_call(requests=2)
@@ -573,7 +573,7 @@ def test_wait_for_metadata_reads_a_call_still_sending_from_near_its_deadline() -
     out = engine.step(0.03)
     assert out.send is not None  # left unanswered
     assert out.wake_at <= 0.5
-    assert engine.step(0.5).read_views == second.names  # before the two seconds: the deadline is near
+    assert engine.step(0.5).read_views == second.names  # before READ_WHILE_SENDING_S: the deadline is near
 
 
 def _wait_call(engine: Engine, names: list[str], at: float, timeout_s: float) -> list[Topic]:
