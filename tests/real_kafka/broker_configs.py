@@ -22,12 +22,11 @@ import argparse
 import json
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.real_kafka.broker import KAFKA_VERSION, REPO, BrokerSpec, KafkaCluster, classpath
+from tests.real_kafka.broker import KAFKA_VERSION, REPO, BrokerSpec, classpath, running_cluster
 from tests.wire import WireClient
 
 DATA_FILE = REPO / "throttled_admin" / "testing" / "broker_configs.json"
@@ -143,12 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="compare only; exit 1 if the file differs")
     parser.add_argument("--output", type=Path, default=DATA_FILE)
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="broker-configs-") as root:
-        cluster = KafkaCluster.start(BrokerSpec(), Path(root) / "kafka")
-        try:
-            entries = describe_broker(cluster.bootstrap_servers, cluster.brokers[0].node_id)
-        finally:
-            cluster.stop()
+    with running_cluster(BrokerSpec(), "broker-configs-") as cluster:
+        entries = describe_broker(cluster.bootstrap_servers, cluster.brokers[0].node_id)
     wanted = data_of(entries)
     current = json.loads(args.output.read_text(encoding="utf-8")) if args.output.exists() else {"configs": []}
     changes = differences(current, wanted)
