@@ -30,9 +30,9 @@ everywhere at its call's deadline fails with ``NotYetVisibleError``: applied, no
 While a call still has topics to send or in flight, its applied topics are read about at once the first time
 and then at most every ``READ_WHILE_SENDING_S`` (and as usual from ``READ_BEFORE_DEADLINE_S`` before its
 deadline, and once it has nothing left to send): a bulk call of many requests does not ask every broker after
-each request, and a paced call (a fleet's client's) asks every broker every 5 s, not every 2 s as before (issue 40:
-6 % less client CPU in the fleet benchmark), at the cost of its early topics settling up to one interval (and a read)
-after every broker shows them. A command line's bar shows the admitted rate as mutations are admitted; its count of
+each request, and a paced call (a fleet's client's) asks every broker every 5 s (issue 40: 6 % less client CPU in
+the fleet benchmark than at 2 s), at the cost of its early topics settling up to one interval (and a read) after
+every broker shows them. A command line's bar shows the admitted rate as mutations are admitted; its count of
 rows done moves with each read.
 The interval grows with what reads cost: at least ``READ_COST_FACTOR`` times as long as the last read took, so
 busy brokers, whose answers come slowly, are asked less often; and reads near the deadline start earlier by twice
