@@ -62,3 +62,29 @@ def test_once_the_quota_speaks_a_bulk_call_goes_one_request_at_a_time(quota_brok
     ]
     assert len(overlapping) <= 1, f"{len(overlapping)} requests in flight beside another after the quota spoke"
     assert broker.topics() == dict.fromkeys(names, 1)
+
+
+@pytest.mark.slow
+def test_the_applications_throttle_cb_hears_a_throttle_the_second_connection_carried(
+    quota_broker: BrokerFactory,
+) -> None:
+    """The second handle is the client's own, but a throttle is what the broker said to the application's principal:
+    ``throttle_cb`` from conf hears every throttled response, whichever connection carried it (the second handle's
+    errors and statistics stay the engine's). The first answer is held, so the second connection's first request
+    (one topic) is charged after the first's 2,000 mutations and answered throttled at once."""
+    broker = quota_broker(controller_mutation_rate=1000, quota_window_num=1)  # librdkafka's v4: admitted, throttled
+    broker.delay_next("CreateTopics", 3.0)  # the first answer is held: the second goes meanwhile
+    heard: list[float] = []
+    names = [f"lane-{i:05d}" for i in range(MAX_TOPICS_PER_REQUEST + 1000)]
+    conf = {"bootstrap.servers": broker.bootstrap_servers, "throttle_cb": lambda e: heard.append(e.throttle_time)}
+    with ThrottledAdminClient(conf) as admin:
+        admin.list_topics(timeout=30)  # first contact
+        assert outcomes(admin.create_topics([NewTopic(n, 1, 1) for n in names])) == dict.fromkeys(names)
+        admin.poll(0)  # (conf callbacks run on the client's user-code thread: poll() waits for those handed over)
+    log = mutation_requests(broker, CREATE_TOPICS)
+    [second] = [r for r in log if len(r.errors) == 1]  # the second connection's first request: one topic
+    assert second.received_at < log[0].responded_at  # beside the first, unanswered: on the second connection
+    assert second.throttle_time_ms > 0
+    throttled = sorted(r.throttle_time_ms / 1000 for r in log if r.throttle_time_ms > 0)
+    assert sorted(t for t in heard if t > 0) == pytest.approx(throttled, abs=0.001)
+    assert broker.topics() == dict.fromkeys(names, 1)
