@@ -70,12 +70,12 @@ def test_the_applications_throttle_cb_hears_a_throttle_the_second_connection_car
 ) -> None:
     """The second handle is the client's own, but a throttle is what the broker said to the application's principal:
     ``throttle_cb`` from conf hears every throttled response, whichever connection carried it (the second handle's
-    errors and statistics stay the engine's). The first answer is held, so the second connection's first request
-    (one topic) is charged after the first's 2,000 mutations and answered throttled at once."""
-    broker = quota_broker(controller_mutation_rate=1000, quota_window_num=1)  # librdkafka's v4: admitted, throttled
-    broker.delay_next("CreateTopics", 3.0)  # the first answer is held: the second goes meanwhile
+    errors stay the engine's). The first answer is held, so the second connection's first request (the last topic)
+    is charged after the first's 2,000 mutations, within the 5.7 s of debt they leave, and answered throttled."""
+    broker = quota_broker(controller_mutation_rate=300, quota_window_num=1)  # librdkafka's v4: admitted, throttled
+    broker.delay_next("CreateTopics", 5.0)  # the first answer is held: the second goes meanwhile
     heard: list[float] = []
-    names = [f"lane-{i:05d}" for i in range(MAX_TOPICS_PER_REQUEST + 1000)]
+    names = [f"lane-{i:05d}" for i in range(MAX_TOPICS_PER_REQUEST + 1)]
     conf = {"bootstrap.servers": broker.bootstrap_servers, "throttle_cb": lambda e: heard.append(e.throttle_time)}
     with ThrottledAdminClient(conf) as admin:
         admin.list_topics(timeout=30)  # first contact

@@ -36,7 +36,7 @@ from throttled_admin._driver.callback_errors import CallbackErrors
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.quorum_wire import QuorumAnswer
 from throttled_admin._driver.scheduler import USER_CODE_WAIT_S, Answer, ClientGone, Scheduler, SendOrder
-from throttled_admin._driver.settings import ClientSettings, install_callbacks
+from throttled_admin._driver.settings import USER_CALLBACKS, ClientSettings, install_callbacks
 from throttled_admin._driver.turns import Sending
 from throttled_admin._driver.user_code import CallbackRunner, SerialRunner
 from throttled_admin._engine import (
@@ -64,8 +64,9 @@ from throttled_admin._validation import Checked, check_delete_topics, check_new_
 
 __all__ = ["ThrottledAdminClient"]
 
-# The conf callbacks the second lane's handle does not call: its errors and statistics are the engine's alone.
-_SECOND_HANDLE_SILENT = ("error_cb", "stats_cb")
+# The conf callbacks the second lane's handle does not call: all but throttle_cb (its errors are the engine's alone,
+# and it makes no statistics for the application).
+_SECOND_HANDLE_SILENT = tuple(key for key in USER_CALLBACKS if key != "throttle_cb")
 
 log = logging.getLogger("throttled_admin")
 
@@ -416,7 +417,7 @@ class ThrottledAdminClient(AdminClient):
         super().__init__(owned_conf, **kwargs)
         # The second lane's handle (``_engine/lanes``), made when a bulk call first needs it: the same settings, its
         # events told as the second lane's. The application's throttle_cb hears its throttles too (a response comes on
-        # one connection: none is told twice); its errors and statistics only the engine (an error retires the lane).
+        # one connection: none is told twice); its errors only the engine (an error retires the lane).
         lane_conf = {key: value for key, value in conf.items() if key not in _SECOND_HANDLE_SILENT}
         run_user, errors = self._user_code.submit, self._callback_errors
 
