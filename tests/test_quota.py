@@ -74,9 +74,9 @@ def test_a_slow_paced_stream_gathers_a_few_topics_a_request_and_ends_when_it_did
 ) -> None:
     """Issue 40's fleet: 5-partition topics at 10-25 mutations/s, each topic 200-500 ms of the rate. One topic a
     request (the steady size, 100 ms of the rate, is less than a topic) cost every client a turn, an answer and
-    their wake-ups per topic. Gathering about four topics' worth (at most two seconds of the rate) sends a quarter
-    of the requests at every rate (at 10/s, four topics are two seconds of it: two a request when the bound was one
-    second), and the job ends as it did: its last topics go as soon as the bucket covers them."""
+    their wake-ups per topic. Gathering about four topics' worth (at most two seconds of the rate) sends about a
+    quarter of the requests at every rate (at 10/s, four topics are two seconds of it: two a request when the bound
+    was one second), and the job ends as it did: its last topics go as soon as the bucket covers them."""
     for rate in (10.0, 15.0, 20.0, 25.0):
         burst, cost = 11 * rate, 5
         topics = int((11 + 10) * rate / cost)  # T* = 10 s, as the fleet's entities
