@@ -120,16 +120,22 @@ def test_the_bar_reads_what_the_broker_admitted_during_a_throttle(quota_broker: 
 
 
 def test_the_demo_progress_lines_are_per_cluster_as_its_plot(capsys: pytest.CaptureFixture[str]) -> None:
-    """They added both clusters together (``payments: 296/300``) while the plot shows 150 per cluster."""
+    """They added both clusters together (``payments: 296/300``) while the plot shows 150 per cluster, and counted the
+    unpaced baseline's topics on east as the plan's (``topics 325/250``)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
     from throttled_admin.demo import _progress_from_brokers
     from throttled_admin.demo._fleet import embedded_fleet, fleet_plan
     from throttled_admin.provisioning import apply_plan
 
-    with embedded_fleet() as (brokers, profiles, _):
+    with embedded_fleet() as (brokers, profiles, unpaced_conf):
         rows = fleet_plan(20, profiles, "p")
         east_payments = [row for row in rows if row.cluster == "east-payments"]
         origin = time.monotonic()
         assert {r.status for r in apply_plan(east_payments, profiles)} == {"created"}
+        bare = AdminClient(dict(unpaced_conf))  # the baseline's user: a topic on east that is not the plan's
+        assert bare.create_topics([NewTopic("p.unpaced.t0", 1, 1)])["p.unpaced.t0"].result(30) is None
+        del bare  # (destroyed before its broker stops)
         _progress_from_brokers(brokers, rows, origin)()
     lines = capsys.readouterr().out.splitlines()
     planned = sum(row.partitions or 1 for row in east_payments)  # the same plan on each cluster

@@ -64,14 +64,14 @@ def _every(seconds: float, report: Callable[[], None]) -> Callable[[], None]:
 
 
 def _progress_from_brokers(brokers: dict[str, QuotaBroker], rows: list[PlanRow], origin: float) -> Callable[[], None]:
-    """One line per cluster, as the plot has one panel per cluster: its topics, and each tenant's mutations the
-    cluster admitted against those planned there."""
+    """One line per cluster, as the plot has one panel per cluster: the planned topics it holds (not the unpaced
+    baseline's), and each tenant's mutations the cluster admitted against those planned there."""
     planned: Counter[tuple[str, str]] = Counter()
-    planned_topics: Counter[str] = Counter()
+    planned_topics: dict[str, set[str]] = {}
     for row in rows:
         cluster, tenant = row.cluster.split("-", 1)
         planned[cluster, tenant] += row.partitions or 1
-        planned_topics[cluster] += 1
+        planned_topics.setdefault(cluster, set()).add(row.topic)
 
     def report() -> None:
         admitted = {(e.cluster, e.tenant): e.steps[-1][1] if e.steps else 0 for e in admitted_series(brokers, origin)}
@@ -83,7 +83,8 @@ def _progress_from_brokers(brokers: dict[str, QuotaBroker], rows: list[PlanRow],
                 if c == cluster
             )
             print(
-                f"  {elapsed}  {cluster}: topics {len(broker.topics()):>4}/{planned_topics[cluster]}  "
+                f"  {elapsed}  {cluster}: topics {len(planned_topics.get(cluster, set()) & broker.topics().keys()):>4}/"
+                f"{len(planned_topics.get(cluster, set()))}  "
                 f"mutations admitted  {tenants}",
                 flush=True,
             )
