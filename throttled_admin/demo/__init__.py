@@ -82,12 +82,9 @@ def _progress_from_brokers(brokers: dict[str, QuotaBroker], rows: list[PlanRow],
                 for (c, tenant), count in planned.items()
                 if c == cluster
             )
-            print(
-                f"  {elapsed}  {cluster}: topics {len(planned_topics.get(cluster, set()) & broker.topics().keys()):>4}/"
-                f"{len(planned_topics.get(cluster, set()))}  "
-                f"mutations admitted  {tenants}",
-                flush=True,
-            )
+            mine = planned_topics.get(cluster, set())
+            held = len(mine & broker.topics().keys())
+            print(f"  {elapsed}  {cluster}: topics {held:>4}/{len(mine)}  mutations admitted  {tenants}", flush=True)
             elapsed = " " * len(elapsed)
 
     return report
