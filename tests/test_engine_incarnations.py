@@ -22,6 +22,7 @@ from throttled_admin._engine import (
     RequestKind,
     RetryBackoff,
 )
+from throttled_admin._engine.view_reads import AHEAD_FRESH_S
 from throttled_admin._engine.visibility import BrokerViews, TopicView, ids_shown, lagging
 from throttled_admin._engine.work import Topic
 
@@ -176,4 +177,83 @@ def test_grows_and_deletes_are_sent_without_reading_ids_first() -> None:
     submit(engine, DELETE_TOPICS, "y", name="y")
     out = engine.step(0.0)
     assert out.send is not None
+    assert out.read_views is None
+
+
+# -- ids read ahead (``Engine.read_ahead``: the provisioning executor names its creates before it sends them) --------
+
+
+def submit_at(engine: Engine, started_at: float, operation: Operation = CREATE_TOPICS, name: str = "x") -> Topic:
+    item: object = NewTopic(name, 3, 1) if operation is CREATE_TOPICS else name
+    spec = CallSpec(
+        RequestKind(operation, False), 30.0, 30000, True, None, None, started_at=started_at, wait_for_metadata=True,
+    )  # fmt: skip
+    known = operation.known_cost(item)
+    _, [topic] = submit_call(engine, spec, [(name, item, known if known is not None else 0, operation.records(item))])
+    return topic
+
+
+def read_ahead_answered(engine: Engine, at: float, *shown: TopicView | None) -> None:
+    engine.read_ahead(["x"], at)
+    assert engine.step(at).read_views == ["x"]  # at once, with no call pending
+    engine.on_views(views(*shown), at + 0.01)
+    assert engine.step(at + 0.01).read_views is None
+
+
+def test_a_create_soon_after_its_ids_were_read_ahead_is_sent_at_once_and_judged_by_them() -> None:
+    """The ids read ahead stand for the create's own read: it is sent in the step that takes it, and a lagging
+    broker's old incarnation, which that read showed, is still not the new topic."""
+    engine = client()
+    read_ahead_answered(engine, 0.0, None, TopicView(8, True, OLD), TopicView(8, True, OLD))
+    topic = submit_at(engine, 5.0)
+    assert topic.ids_before == frozenset({OLD})
+    out = engine.step(5.0)
+    assert out.read_views is None
+    assert out.send is not None
+    assert out.send.names == ["x"]
+    engine.on_results(out.send.request_id, {"x": None}, 5.02)
+    assert engine.step(5.02).read_views == ["x"]
+    engine.on_views(views(TopicView(3, True, NEW), TopicView(8, True, OLD), TopicView(3, True, NEW)), 5.03)
+    assert settled(engine.step(5.03)) == {}
+    engine.step(5.2)
+    engine.on_views(views(TopicView(3, True, NEW), TopicView(3, True, NEW), TopicView(3, True, NEW)), 5.3)
+    assert settled(engine.step(5.3)) == {"x": None}
+
+
+def test_ids_read_ahead_too_long_before_the_create_or_named_by_another_call_are_read_again() -> None:
+    stale = client()
+    read_ahead_answered(stale, 0.0, None, None, None)
+    submit_at(stale, AHEAD_FRESH_S + 0.02)
+    out = stale.step(AHEAD_FRESH_S + 0.02)
+    assert out.send is None
+    assert out.read_views == ["x"]
+    dropped = client()
+    read_ahead_answered(dropped, 0.0, None, None, None)
+    submit_at(dropped, 1.0, DELETE_TOPICS)  # another call names it: what was read ahead no longer holds
+    out = dropped.step(1.0)
+    assert out.send is not None
+    assert out.send.names == ["x"]
+    dropped.on_results(out.send.request_id, {"x": None}, 1.01)
+    assert dropped.step(1.01).read_views == ["x"]
+    dropped.on_views(views(None, None, None), 1.02)
+    assert settled(dropped.step(1.02)) == {"x": None}  # deleted everywhere: the name is free again
+    submit_at(dropped, 1.03)
+    out = dropped.step(1.03)
+    assert out.send is None
+    assert out.read_views == ["x"]
+
+
+def test_a_create_submitted_while_its_ids_are_read_ahead_takes_them_from_that_answer() -> None:
+    engine = client()
+    engine.read_ahead(["x"], 0.0)
+    assert engine.step(0.0).read_views == ["x"]
+    topic = submit_at(engine, 0.01)
+    out = engine.step(0.01)
+    assert out.send is None
+    assert out.read_views is None  # the read out asks about it already
+    engine.on_views(views(None, TopicView(8, True, OLD), None), 0.02)
+    out = engine.step(0.02)
+    assert topic.ids_before == frozenset({OLD})
+    assert out.send is not None
+    assert out.send.names == ["x"]
     assert out.read_views is None

@@ -69,6 +69,7 @@ from throttled_admin._engine.outcome import ALREADY_DONE
 from throttled_admin._engine.pacer import Pacer
 from throttled_admin._engine.retry import RetryBackoff
 from throttled_admin._engine.slot import FORWARD_GRACE_S
+from throttled_admin._engine.view_reads import AHEAD_FRESH_S
 from throttled_admin._engine.visibility import (
     READ_BEFORE_DEADLINE_S,
     READ_COST_FACTOR,
@@ -263,6 +264,12 @@ class EngineModel(RuleBasedStateMachine):
         self.last_views_current = False  # a broker of the last views read was up to date
         self.new_ids = (uuid.UUID(int=n) for n in itertools.count(1))
         self.views_wanted: list[str] | None = None
+        # ids read ahead (``Engine.read_ahead``): names to ask about, those the read out asks about, those of them a
+        # call named since, and what came back (name -> the ids every broker showed, when)
+        self.ahead_wanted: set[str] = set()
+        self.ahead_asked: set[str] = set()
+        self.ahead_spoiled: set[str] = set()
+        self.ahead_read: dict[str, tuple[set[uuid.UUID | None], float]] = {}
         self.views_read_at: dict[int, float] = {}  # call id -> when the engine last asked about its topics
         self.views_asked_at = 0.0
         self.last_read_s = 0.0
@@ -447,9 +454,15 @@ class EngineModel(RuleBasedStateMachine):
         assert self.views_wanted is None, "a second read of the brokers' views while one is in progress"
         awaiting = {t.topic.name: t.topic.call for t in self.tracks if self.awaiting(t)}
         unread = {t.topic.name: t for t in self.tracks if self.holds(t) and _reads_ids_first(t) and not t.ids_read}
-        wanted = set(awaiting) | set(unread)
-        assert set(names) <= wanted, f"views asked for {names}, awaiting or unread {wanted}"
+        # names read ahead: those no pending call names (a pending call's name is its call's to read)
+        ahead = self.ahead_wanted
+        wanted = set(awaiting) | set(unread) | ahead
+        assert set(names) <= wanted, f"views asked for {names}, awaiting, unread or ahead {wanted}"
         assert set(unread) <= set(names), f"a create's ids not read at once: {unread}"
+        assert ahead <= set(names), f"names to read ahead not read at once: {ahead - set(names)}"
+        self.ahead_asked, self.ahead_wanted = ahead, set()
+        if ahead:
+            event("ids read ahead")
         for track in unread.values():
             track.ids_asked = True
         for call in {id(call): call for name, call in awaiting.items() if name in names}.values():
@@ -855,10 +868,31 @@ class EngineModel(RuleBasedStateMachine):
         for topic in topics:  # the engine's own records of them, read by the model
             track = Track(topic, len(self.tracks))
             self.tracks.append(track)
+            self.named_after_read_ahead(track)
             if _is_default_create(topic) and self.engine_default is not None:
                 self.count_default_create(track)
             self.by_topic[TopicRef(call.id, topic.name)] = track
         self.step()
+
+    @precondition(lambda self: not self.closed)
+    @rule(
+        names=st.lists(st.sampled_from(NAMES), min_size=1, max_size=3, unique=True),
+        then=st.sampled_from(["nothing", "a create while it is out", "a create after its answer"]),
+        lags=st.lists(st.integers(0, LAG_DEPTH), min_size=3, max_size=3),
+    )
+    def read_ahead(self, names: list[str], then: str, lags: list[int]) -> None:
+        """The provisioning executor names creates to come (``Engine.read_ahead``): their names' ids are read with
+        the next read, and a create submitted soon after, holding its name, is sent without a read of its own.
+        ``then``: the executor's next row, a wait_for_metadata create of the first name, before or after the read's
+        answer (``lags``: how far each broker is behind in it)."""
+        self.engine.read_ahead(names, self.now)
+        self.ahead_wanted |= set(names) - {t.topic.name for t in self.tracks if _pending(t)}  # (its call's to read)
+        self.step()
+        if then == "nothing" or self.closed:
+            return
+        if then == "a create after its answer" and self.views_out():
+            self.views(lags, unreadable=False, delay=0.0, late=False)
+        self.submit("create", names[:1], 30.0, True, False, 1, None, None, True)
 
     @precondition(lambda self: not self.closed)
     @rule(names=st.lists(st.sampled_from(NAMES), min_size=1, max_size=2, unique=True))
@@ -1632,6 +1666,7 @@ class EngineModel(RuleBasedStateMachine):
         current = [node for node, lag in zip(BROKERS, lags, strict=True) if lag == 0]
         self.last_views_current = any(views[node] is not None for node in current)
         self.note_ids_read(views)
+        self.note_ids_read_ahead(views)
         self.last_read_s = self.now - self.views_asked_at  # what the read cost: later reads are spaced by it
         event(f"views read, {sum(1 for lag in lags if lag)} broker(s) behind")
         self.engine.on_views(views, self.now)
@@ -1652,6 +1687,37 @@ class EngineModel(RuleBasedStateMachine):
             seen, ids = self.history[-min(lag, len(self.history))] if lag and self.history else (self.cluster, self.ids)
             views[node] = {name: TopicView(seen[name], True, ids[name]) for name in names if name in seen}
         return views
+
+    def named_after_read_ahead(self, track: Track) -> None:
+        """A call names the topic: ids read ahead of its name within AHEAD_FRESH_S stand for a create's own read
+        when it holds its name; any call naming it takes them, and spoils a read ahead of it that is out."""
+        name = track.topic.name
+        read = self.ahead_read.pop(name, None)
+        self.ahead_wanted.discard(name)
+        if name in self.ahead_asked:
+            self.ahead_spoiled.add(name)
+        if read is not None and _reads_ids_first(track) and self.holds(track) and self.now - read[1] <= AHEAD_FRESH_S:
+            track.ids_asked = track.ids_read = True
+            track.ids_before = set(read[0])
+            event("a create took the ids read ahead")
+
+    def note_ids_read_ahead(self, views: BrokerViews) -> None:
+        """The read ahead came back: a create of its names submitted meanwhile, holding its name, takes its ids;
+        for the others they are kept, unless a call named them meanwhile."""
+        for name in self.ahead_asked:
+            ids = {view[name].topic_id for view in views.values() if view and name in view}
+            takers = [
+                t
+                for t in self.tracks
+                if t.topic.name == name and self.holds(t) and _reads_ids_first(t) and not t.ids_read and not t.ids_asked
+            ]
+            for track in takers:
+                track.ids_asked = track.ids_read = True
+                track.ids_before = ids
+                event("a create submitted while the read ahead was out took its ids")
+            if not takers and name not in self.ahead_spoiled:
+                self.ahead_read[name] = ids, self.now
+        self.ahead_asked, self.ahead_spoiled = set(), set()
 
     def note_ids_read(self, views: BrokerViews) -> None:
         """A create of a wait_for_metadata call asked about: the ids its name had on every broker before its send."""

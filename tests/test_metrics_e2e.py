@@ -138,3 +138,24 @@ def test_closed_clients_stop_reporting_gauges(
 def test_window_settings_are_client_keywords() -> None:
     with pytest.raises(ValueError, match="metrics_num_samples"):
         ThrottledAdminClient({"bootstrap.servers": "127.0.0.1:1"}, metrics_num_samples=0)
+
+
+def test_an_answer_that_tells_of_the_quota_calls_the_listeners_until_stopped() -> None:
+    """``_on_answer``: admitted mutations, topics the quota refused and a positive throttle each tell the listener
+    (provisioning wakes on it); a zero throttle, a request sent or a retry do not; after ``stop()`` nothing does."""
+    client = ThrottledAdminClient({"bootstrap.servers": "127.0.0.1:1"})
+    heard: list[str] = []
+    stop = client._on_answer(lambda: heard.append("answer"))
+    recorder = client._metrics
+    recorder.record_throttle(1, 0.0)
+    recorder.record_request("create_topics", 2, 2)
+    recorder.record_retry("create_topics")
+    assert heard == []
+    recorder.record_admitted("create_topics", 2)
+    recorder.record_violations("create_topics", 1)
+    recorder.record_throttle(1, 120.0)
+    assert heard == ["answer"] * 3
+    stop()
+    recorder.record_admitted("create_topics", 1)
+    assert heard == ["answer"] * 3
+    client.close()

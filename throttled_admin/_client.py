@@ -616,6 +616,18 @@ class ThrottledAdminClient(AdminClient):
         out["mutation-rate"] = float("nan") if rate is None else rate
         return out
 
+    def _read_ahead(self, names: list[str]) -> None:
+        """Every broker's ids of these names, read now for ``wait_for_metadata`` creates of them to come, which then
+        need no read of their own before their send (``_engine/view_reads``). For ``provisioning``, which names the
+        topics it may create before it reads the cluster."""
+        if self._scheduler is not None and names:
+            self._scheduler.read_ahead(list(names))
+
+    def _on_answer(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """``listener()`` whenever an answer moves the quota's metrics (``ClientMetrics.on_answer``: it must not
+        block); returns what stops it. For ``provisioning``, which waits for a first answer."""
+        return self._metrics.on_answer(listener)
+
     def wait_until_final(self, timeout: float) -> bool:
         """Wait until no mutation this client has handed over can still change the cluster, at most ``timeout``
         seconds; True once none can. A request whose answer was lost ("outcome unknown") may still be applied:

@@ -374,6 +374,14 @@ class Scheduler:
             self._engine.on_throttle(node_id, throttle_s, self._clock(), lane)
             self._wake()
 
+    def read_ahead(self, names: list[str]) -> None:
+        """``Engine.read_ahead``: these names' ids read with the next views read, for creates of them to come."""
+        with self._cv:
+            if self._closed:
+                return
+            self._engine.read_ahead(names, self._clock())
+            self._wake()
+
     def on_error(self, error: KafkaError, lane: int = FIRST) -> None:
         """librdkafka's error_cb: an authentication failure fails the work at once instead of at its deadline."""
         with self._cv:

@@ -252,15 +252,17 @@ class Engine:
         try:
             given = TopicSpecs.of(topics)
             own = list(map(Topic, given.names, given.items, itertools.repeat(call), given.costs, given.records))
-            if call.spec.wait_for_metadata and not call.kind.validate_only and call.kind.operation is CREATE_TOPICS:
-                # incarnations: the ids before the send (``visibility``)
-                self._views.want_ids(own)
             default = self._metadata.default_partitions
             if default is not None and call.kind.operation is CREATE_TOPICS:
                 for topic in own:
                     if topic.cost is None:
                         cost_with_default(topic, default)  # -1 partitions: the cluster's default, known already
             self._queue.add(call, own)  # rule a: held behind its name while an earlier pending call names it too
+            if call.spec.wait_for_metadata and not call.kind.validate_only and call.kind.operation is CREATE_TOPICS:
+                # incarnations: the ids before the send (``visibility``), or those read ahead (``read_ahead``)
+                self._views.want_ids(own, call.spec.started_at)
+            else:
+                self._views.named(given.names)
         except BaseException:  # cut short (Ctrl-C on the caller's thread, a bulk call's long submit)
             if self._queue.calls.get(call_id) is not call:  # inside ``add``: none of it stays
                 self._queue.discard(own)
@@ -269,6 +271,12 @@ class Engine:
         if not own and (finished := self._queue.finished(call, call.spec.started_at)) is not None:
             self._metric(finished)
         return self._lanes.first.request is None
+
+    def read_ahead(self, names: Iterable[str], now: float) -> None:
+        """Read every broker's ids of these names with the next read, for wait_for_metadata creates of them to come
+        (``view_reads``: a create submitted soon after takes them instead of a read of its own before its send)."""
+        if not self._closed:
+            self._views.read_ahead(names, self._queue.calls.values(), now)
 
     def withdraw(self, call_id: int, name: str, now: float) -> bool:
         """Its caller cancelled the topic (its future's cancel()). Not yet sent: taken back, and True. In flight:
@@ -789,7 +797,8 @@ class Engine:
         last_call: Call | None = None
         time_s = 0.0
         times = (0.0, 0.0)
-        too_late: _TooLate = self._too_late
+        too_late: _TooLate = functools.partial(_too_late, self._contact.reached)
+        asked = too_late
         cap = self._learned.cap.limit
         for topic in candidates:
             cost = topic.cost or 0
@@ -799,7 +808,7 @@ class Engine:
             if call is not last_call:  # a call's topics are in a row: its times once
                 last_call, times = call, call.times(now)
                 time_s = times[1]
-                too_late = _asked_per_topic(self._too_late, estimates, len(candidates), times, now)
+                too_late = _asked_per_topic(asked, estimates, len(candidates), times, now)
             late = too_late(bool(topic.history), estimates, len(chosen) + 1, times, now)
             if late is not None:
                 self._end(topic, late[0], now, why=late[1], because=late[2])
@@ -814,44 +823,47 @@ class Engine:
             records += topic.records
         return chosen, mutations, shortest, longest
 
-    def _too_late(
-        self,
-        retry: bool,
-        estimates: dict[int, tuple[float, float]],
-        size: int,
-        times: tuple[float, float],
-        now: float,
-    ) -> tuple[Ending, str, NotSentReason | None] | None:
-        """Send nothing that cannot be answered in time: before its deadline (it would be applied after the caller
-        was told it failed), and within its time budget, which the caller's request_timeout caps (librdkafka drops
-        a later answer). ``retry``: the topic has been sent before; ``times``: its call's time left and its budget.
-        Returns how the topic ends, and why it was not sent, if it is too late for a request of ``size`` topics
-        (else None).
 
-        A first attempt is refused only on a robust estimate (rule d: no lockout); a retry is not sent when any
-        recent answer says it cannot come back in time (the caller gets the broker's last word instead)."""
-        remaining_s, budget_s = times
-        base_s, per_topic_s = estimates[1 if retry else MIN_SAMPLES]
-        expected_s = base_s + per_topic_s * size
-        kept_s = max(_MIN_MARGIN_S, base_s)
-        if not self._contact.reached and remaining_s <= CONTACT_VERDICT_MARGIN_S + kept_s:
-            return Ending.DEADLINE, "", None  # no time for librdkafka's verdict to come
-        if remaining_s <= expected_s + kept_s:
-            left_ms = max(0.0, remaining_s) * 1000
-            why = f"less time was left ({left_ms:.0f} ms) than "
-            if expected_s > 0:
-                why += f"a round trip takes ({expected_s * 1000:.0f} ms recently)"
-                return Ending.TOO_LATE, why, NotSentReason.ROUND_TRIP
-            why += f"the {kept_s * 1000:.0f} ms kept for the answer"
-            return Ending.TOO_LATE, why, NotSentReason.ANSWER_MARGIN
-        if 0 < expected_s >= budget_s:  # time is left, but the caller's request_timeout ends first
-            why = f"its request_timeout ({budget_s * 1000:.0f} ms) is shorter than a round trip "
-            why += f"({expected_s * 1000:.0f} ms recently)"
+def _too_late(
+    reached: bool,
+    retry: bool,
+    estimates: dict[int, tuple[float, float]],
+    size: int,
+    times: tuple[float, float],
+    now: float,
+) -> tuple[Ending, str, NotSentReason | None] | None:
+    """Send nothing that cannot be answered in time: before its deadline (it would be applied after the caller
+    was told it failed), and within its time budget, which the caller's request_timeout caps (librdkafka drops
+    a later answer). ``reached``: a broker has answered (first contact); ``retry``: the topic has been sent before;
+    ``times``: its call's time left and its budget.
+    Returns how the topic ends, and why it was not sent, if it is too late for a request of ``size`` topics
+    (else None).
+
+    A first attempt is refused only on a robust estimate (rule d: no lockout); a retry is not sent when any
+    recent answer says it cannot come back in time (the caller gets the broker's last word instead)."""
+    remaining_s, budget_s = times
+    base_s, per_topic_s = estimates[1 if retry else MIN_SAMPLES]
+    expected_s = base_s + per_topic_s * size
+    kept_s = max(_MIN_MARGIN_S, base_s)
+    if not reached and remaining_s <= CONTACT_VERDICT_MARGIN_S + kept_s:
+        return Ending.DEADLINE, "", None  # no time for librdkafka's verdict to come
+    if remaining_s <= expected_s + kept_s:
+        left_ms = max(0.0, remaining_s) * 1000
+        why = f"less time was left ({left_ms:.0f} ms) than "
+        if expected_s > 0:
+            why += f"a round trip takes ({expected_s * 1000:.0f} ms recently)"
             return Ending.TOO_LATE, why, NotSentReason.ROUND_TRIP
-        return None
+        why += f"the {kept_s * 1000:.0f} ms kept for the answer"
+        return Ending.TOO_LATE, why, NotSentReason.ANSWER_MARGIN
+    if 0 < expected_s >= budget_s:  # time is left, but the caller's request_timeout ends first
+        why = f"its request_timeout ({budget_s * 1000:.0f} ms) is shorter than a round trip "
+        why += f"({expected_s * 1000:.0f} ms recently)"
+        return Ending.TOO_LATE, why, NotSentReason.ROUND_TRIP
+    return None
 
 
-# ``Engine._too_late``: (retry, estimates, request size, the call's time left and budget, now) -> how it ends, or None
+# ``_too_late`` once first contact is given: (retry, estimates, request size, the call's time left and budget,
+# now) -> how it ends, or None
 _Lateness = tuple[Ending, str, NotSentReason | None] | None
 _TooLate = Callable[[bool, dict[int, tuple[float, float]], int, tuple[float, float], float], _Lateness]
 

@@ -3,18 +3,30 @@ the ids of a create's name before its first send (incarnations), and which appli
 
 ``ViewReads`` takes the engine's calls and topics and returns what to read (``plan``) and what is visible
 (``answered``); the engine emits the ``ReadViews`` action and settles the topics.
+
+Ids may be read ahead (``read_ahead``: the provisioning executor names its other creates while its first row is
+answered). A name no pending call names is asked about with the next read; a create of it submitted while that read
+is out, or within ``AHEAD_FRESH_S`` of its answer, takes those ids if it holds its name, instead of a read of its own.
+A call naming it meanwhile spoils them (a create of it takes them, or reads its own): a read ahead stands only for a
+name this client left alone from the read to the create.
 """
 
 from __future__ import annotations
 
 import math
+import uuid
 from collections.abc import Callable, Collection, Iterable
 
 from throttled_admin._engine.lifecycle import TopicState
 from throttled_admin._engine.visibility import READ_BEFORE_DEADLINE_S, BrokerViews, Visibility, ids_shown, lagging
 from throttled_admin._engine.work import Call, Topic
 
-__all__ = ["ViewReads"]
+__all__ = ["AHEAD_FRESH_S", "ViewReads"]
+
+#: How long ids read ahead of a create stand for a read of its own (``read_ahead``): a create's name changing hands
+#: (another client's create and delete) between the read and the send is what they could miss, as a read of its own
+#: could between its answer and the send, over a shorter time.
+AHEAD_FRESH_S = 10.0
 
 
 class ViewReads:
@@ -27,10 +39,45 @@ class ViewReads:
         # identity), asked of every topic before a request is composed (a method was three calls a request, issue 39)
         self.reads_ids: Callable[[Topic], bool] = self._unread.__contains__
         self._asked: list[Topic] = []  # those of them the read out asks about
+        self._ahead: dict[str, None] = {}  # names whose ids to read ahead, not yet asked about (``read_ahead``)
+        self._ahead_asked: frozenset[str] = frozenset()  # those the read out asks about
+        self._spoiled: set[str] = set()  # ... that a call named since
+        self._ahead_read: dict[str, tuple[frozenset[uuid.UUID], float]] = {}  # name -> (ids read ahead, when)
 
-    def want_ids(self, topics: Iterable[Topic]) -> None:
-        """wait_for_metadata creates: not sent until every broker's ids of the name are read."""
-        self._unread.update(dict.fromkeys(topics))
+    def read_ahead(self, names: Iterable[str], calls: Iterable[Call], now: float) -> None:
+        """Read these names' ids with the next read (at once when none is out), for creates of them to come; not
+        those a pending call names (its call's to read: its own, or its create's)."""
+        pending = {name for call in calls for name in (*call.queued, *call.in_flight, *call.awaiting)}
+        self._ahead.update(dict.fromkeys(name for name in names if name not in pending))
+        if self._ahead:
+            self._when.soon(now)
+
+    def want_ids(self, topics: Iterable[Topic], now: float) -> None:
+        """wait_for_metadata creates (queued already): not sent until every broker's ids of the name are read, unless
+        read ahead within ``AHEAD_FRESH_S`` and the topic holds its name (no earlier pending call names it)."""
+        if not (self._ahead_read or self._ahead_asked or self._ahead):
+            self._unread.update(dict.fromkeys(topics))
+            return
+        for topic in topics:
+            read = self._named(topic.name)
+            if read is not None and now - read[1] <= AHEAD_FRESH_S and topic.state is not TopicState.HELD_BEHIND_NAME:
+                topic.ids_before = read[0]
+            else:
+                self._unread[topic] = None  # (holding its name while the read ahead is out: it takes that answer)
+
+    def named(self, names: Iterable[str]) -> None:
+        """A call other than a wait_for_metadata create names these topics: what was read ahead of them no longer
+        holds."""
+        if self._ahead_read or self._ahead_asked or self._ahead:
+            for name in names:
+                self._named(name)
+
+    def _named(self, name: str) -> tuple[frozenset[uuid.UUID], float] | None:
+        """A call names ``name``: what was read ahead of it, taken (none is kept, nor asked about any more)."""
+        self._ahead.pop(name, None)
+        if name in self._ahead_asked:
+            self._spoiled.add(name)
+        return self._ahead_read.pop(name, None)
 
     def forget(self, topic: Topic) -> None:
         """The topic is settled or withdrawn: its ids are no longer wanted."""
@@ -49,7 +96,7 @@ class ViewReads:
     def plan(self, calls: Collection[Call], now: float) -> tuple[tuple[str, ...] | None, float]:
         """The names to read now (None: no read now) and when the next read is due. The topics of a call still
         sending are read at most every READ_WHILE_SENDING_S (``visibility``)."""
-        if not self._unread:
+        if not self._unread and not self._ahead:
             for call in calls:  # (a plain loop, not a call: every step)
                 if call.awaiting:
                     break
@@ -59,20 +106,27 @@ class ViewReads:
                 return None, math.inf
         ready, names, deferred, deferred_until = self._awaiting(calls, now)
         first = self._ids_to_read(now)
-        if not names and not first:
+        if not names and not first and not self._ahead:
             if deferred_until == math.inf and not self._when.reading:
                 self._when.idle()
             return None, deferred_until
-        read: tuple[str, ...] | None = None
-        if self._when.due(now):
-            names.extend(topic.name for topic in first)
-            self._when.read(now, names, deferred)
-            read = tuple(names)
-            self._asked = first
-            for call in ready:
-                call.views_read_at = now
+        read = self._read(ready, names, first, deferred, now) if self._when.due(now) else None
         wake_at = self._when.wake_at()
         return read, min(deferred_until, math.inf if wake_at is None else wake_at)
+
+    def _read(
+        self, ready: list[Call], names: list[str], first: list[Topic], deferred: list[str], now: float
+    ) -> tuple[str, ...]:
+        """The read that goes now: the awaited names, the ids of creates not yet sent, and the names to read ahead."""
+        names.extend(topic.name for topic in first)
+        if self._ahead:  # (a call naming one since took it out: ``_named``)
+            self._ahead_asked, self._ahead = frozenset(self._ahead), {}
+            names.extend(self._ahead_asked)
+        self._when.read(now, names, deferred)
+        self._asked = first
+        for call in ready:
+            call.views_read_at = now
+        return tuple(names)
 
     def answered(self, calls: Iterable[Call], views: BrokerViews, now: float) -> list[Topic]:
         """Every broker's Metadata for the names asked about: the applied topics it shows everywhere, in order."""
@@ -82,6 +136,8 @@ class ViewReads:
                 del self._unread[topic]
                 topic.ids_before = ids_shown(topic.name, views)
         self._asked = []
+        if self._ahead_asked:
+            self._answered_ahead(views, now)
         visible: list[Topic] = []
         waiting = False
         for call in calls:
@@ -100,6 +156,19 @@ class ViewReads:
                     waiting = True
         self._when.answered(now, waiting, unasked)
         return visible
+
+    def _answered_ahead(self, views: BrokerViews, now: float) -> None:
+        """The ids read ahead: taken at once by the creates of those names submitted while the read was out (holding
+        their names, as ``want_ids`` asks), kept for creates to come unless a call named them meanwhile."""
+        asked, spoiled = self._ahead_asked, self._spoiled
+        self._ahead_asked, self._spoiled = frozenset(), set()
+        takers = {t.name: t for t in self._unread if t.name in asked and t.state is not TopicState.HELD_BEHIND_NAME}
+        for name in asked:
+            if (taker := takers.get(name)) is not None:
+                del self._unread[taker]
+                taker.ids_before = ids_shown(name, views)
+            elif name not in spoiled:
+                self._ahead_read[name] = ids_shown(name, views), now
 
     def _awaiting(self, calls: Iterable[Call], now: float) -> tuple[list[Call], list[str], list[str], float]:
         """The calls whose applied topics may be read now, those topics' names, the names left for later (a call
@@ -129,6 +198,8 @@ class ViewReads:
     def _ids_to_read(self, now: float) -> list[Topic]:
         """wait_for_metadata creates whose ids before the send are to be read (those holding their names, rule a),
         unless a read is out already."""
+        if self._ahead and not self._when.reading:  # (to read ahead, perhaps named while a read was out)
+            self._when.soon(now)
         if not self._unread or self._when.reading:
             return []
         first = [topic for topic in self._unread if topic.state is not TopicState.HELD_BEHIND_NAME]

@@ -266,6 +266,7 @@ class ClientMetrics:
         self._admitted = 0
         self._backoff_s = 0.0
         self._throttled = 0
+        self._heard: tuple[Callable[[], None], ...] = ()  # ``on_answer``'s listeners
         self._export_failed = False
         # OpenTelemetry exports run on a thread of their own, never on the scheduler's nor behind the conf callbacks:
         # an exporter that is slow or hung delays results by EXPORT_WAIT_S at most (flush), and stalls nothing else.
@@ -323,6 +324,23 @@ class ClientMetrics:
             self._by_operation[operation] = attributes
         return attributes
 
+    def on_answer(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener()`` whenever an answer is recorded that tells of the quota: mutations admitted, topics the
+        quota refused, a positive throttle. It runs on the recording thread (a turn's) and must not block. Returns
+        what stops it (the provisioning executor waits on an ``Event`` it sets, not by polling ``metrics()``)."""
+        with self._lock:
+            self._heard = (*self._heard, listener)
+
+        def stop() -> None:
+            with self._lock:
+                self._heard = tuple(heard for heard in self._heard if heard is not listener)
+
+        return stop
+
+    def _tell(self) -> None:
+        for listener in self._heard:
+            listener()
+
     # -- recording -------------------------------------------------------------------------------
 
     def record_throttle(self, node_id: int | None, throttle_ms: float) -> None:
@@ -340,6 +358,7 @@ class ClientMetrics:
             attributes = self._attributes(node_id=node_id)
             self._export(self._instruments.throttle.record, throttle_ms / 1000, attributes)
             self._export(self._instruments.throttled.add, 1, attributes)
+            self._tell()
 
     def record_violations(self, operation: str, topics: int) -> None:
         """``topics`` refused by the quota: each refusal of a topic counts once (a topic refused three times
@@ -347,6 +366,7 @@ class ClientMetrics:
         with self._lock:
             self._violations += topics
         self._export(self._instruments.violations.add, topics, self._attributes(operation))
+        self._tell()
 
     def record_retry(self, operation: str) -> None:
         with self._lock:
@@ -367,6 +387,7 @@ class ClientMetrics:
             self._admitted += mutations
         attributes = self._by_operation.get(operation) or self._attributes(operation)
         self._export(self._instruments.admitted.add, mutations, attributes)
+        self._tell()
 
     def record_backoff(self, operation: str, seconds: float) -> None:
         if seconds <= 0:
