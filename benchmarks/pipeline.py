@@ -207,7 +207,8 @@ def run_spark(
 
 def entity_times(log: list[Any], rates: dict[str, float]) -> tuple[float, float]:
     """From the brokers' request logs: the longest time from an entity's first request to its last create, and the
-    median time from an entity's first create (its first row, sent alone: issue 38) to its next."""
+    median time from an entity's first CreateTopics to its next (in a plan of creates, its first row, sent alone,
+    issue 38, to the rest)."""
     span, gaps = 0.0, []
     for user in rates:
         mine = [r for r in log if r.principal == user]

@@ -269,7 +269,10 @@ class EngineModel(RuleBasedStateMachine):
         self.ahead_wanted: set[str] = set()
         self.ahead_asked: set[str] = set()
         self.ahead_spoiled: set[str] = set()
-        self.ahead_read: dict[str, tuple[set[uuid.UUID | None], float]] = {}
+        self.ahead_read: dict[str, tuple[set[uuid.UUID | None], float, int]] = {}  # (ids, asked at, changes then)
+        self.ahead_takers: dict[str, Track] = {}  # the create of each name asked about that takes its answer
+        self.ahead_asked_changes: dict[str, int] = {}  # ``changes`` of each name when the read ahead out was asked
+        self.changes: dict[str, int] = {}  # name -> how many times the cluster changed it
         self.views_read_at: dict[int, float] = {}  # call id -> when the engine last asked about its topics
         self.views_asked_at = 0.0
         self.last_read_s = 0.0
@@ -461,6 +464,7 @@ class EngineModel(RuleBasedStateMachine):
         assert set(unread) <= set(names), f"a create's ids not read at once: {unread}"
         assert ahead <= set(names), f"names to read ahead not read at once: {ahead - set(names)}"
         self.ahead_asked, self.ahead_wanted = ahead, set()
+        self.ahead_asked_changes = {name: self.changes.get(name, 0) for name in ahead}
         if ahead:
             event("ids read ahead")
         for track in unread.values():
@@ -550,6 +554,7 @@ class EngineModel(RuleBasedStateMachine):
             assert self.holds(track), f"rule a: {track.topic.name} sent while an earlier call still holds it"
             if _reads_ids_first(track):
                 assert track.ids_read, f"{track.topic.name} created before its name's ids were read"
+                assert track.topic.ids_before == frozenset(track.ids_before), f"{track.topic.name}: other ids before"
 
     def check_sharing(self, request: Send, budgets: list[float], tracks: list[Track]) -> None:
         """Rule c: the time budgets of the calls sharing a request are within COALESCE_RATIO. Sharing never hurts:
@@ -1362,6 +1367,7 @@ class EngineModel(RuleBasedStateMachine):
     def change(self, operation: Any, topic: Topic) -> None:
         """The cluster's metadata changes; a lagging broker still shows it as it was (``history``)."""
         name = topic.name
+        self.changes[name] = self.changes.get(name, 0) + 1
         self.history = [*self.history, (dict(self.cluster), dict(self.ids))][-LAG_DEPTH:]
         if operation is CREATE_TOPICS:
             self.cluster[name] = _made(topic.item)
@@ -1662,7 +1668,7 @@ class EngineModel(RuleBasedStateMachine):
         assert names is not None
         self.views_wanted = None
         views = self.broker_views(names, lags, unreadable)
-        self.last_views, self.last_views_asked = views, set(names)
+        self.last_views, self.last_views_asked = views, set(names) - self.ahead_asked  # (read ahead: judges nothing)
         current = [node for node, lag in zip(BROKERS, lags, strict=True) if lag == 0]
         self.last_views_current = any(views[node] is not None for node in current)
         self.note_ids_read(views)
@@ -1689,34 +1695,37 @@ class EngineModel(RuleBasedStateMachine):
         return views
 
     def named_after_read_ahead(self, track: Track) -> None:
-        """A call names the topic: ids read ahead of its name within AHEAD_FRESH_S stand for a create's own read
-        when it holds its name; any call naming it takes them, and spoils a read ahead of it that is out."""
-        name = track.topic.name
+        """A call names the topic. A wait_for_metadata create that holds its name takes the ids read ahead of it
+        within AHEAD_FRESH_S of that read's asking, or, when that read is out and no call named the name since it was
+        asked, that read's answer; any call naming it takes them, or spoils the read out for it."""
+        name, holds = track.topic.name, self.holds(track)
+        if holds and _reads_ids_first(track) and name in self.ahead_asked and name not in self.ahead_spoiled:
+            self.ahead_takers[name] = track
         read = self.ahead_read.pop(name, None)
         self.ahead_wanted.discard(name)
         if name in self.ahead_asked:
             self.ahead_spoiled.add(name)
-        if read is not None and _reads_ids_first(track) and self.holds(track) and self.now - read[1] <= AHEAD_FRESH_S:
+        if read is not None and _reads_ids_first(track) and holds and self.now - read[1] <= AHEAD_FRESH_S:
+            assert self.changes.get(name, 0) == read[2], f"{name} changed since its ids were read ahead"
             track.ids_asked = track.ids_read = True
             track.ids_before = set(read[0])
             event("a create took the ids read ahead")
 
     def note_ids_read_ahead(self, views: BrokerViews) -> None:
-        """The read ahead came back: a create of its names submitted meanwhile, holding its name, takes its ids;
-        for the others they are kept, unless a call named them meanwhile."""
-        for name in self.ahead_asked:
+        """The read ahead came back: the creates chosen while it was out take its ids, if still waiting; for the
+        other names they are kept, unless a call named them meanwhile; a read that missed a broker is neither."""
+        takers, self.ahead_takers = self.ahead_takers, {}
+        complete = bool(views) and all(view is not None for view in views.values())
+        for name in self.ahead_asked if complete else ():
             ids = {view[name].topic_id for view in views.values() if view and name in view}
-            takers = [
-                t
-                for t in self.tracks
-                if t.topic.name == name and self.holds(t) and _reads_ids_first(t) and not t.ids_read and not t.ids_asked
-            ]
-            for track in takers:
-                track.ids_asked = track.ids_read = True
-                track.ids_before = ids
+            taker = takers.get(name)
+            if taker is not None and _pending(taker) and not taker.ids_read:
+                assert self.changes.get(name, 0) == self.ahead_asked_changes[name], f"{name} changed since asked"
+                taker.ids_asked = taker.ids_read = True
+                taker.ids_before = ids
                 event("a create submitted while the read ahead was out took its ids")
-            if not takers and name not in self.ahead_spoiled:
-                self.ahead_read[name] = ids, self.now
+            elif taker is None and name not in self.ahead_spoiled:
+                self.ahead_read[name] = ids, self.views_asked_at, self.ahead_asked_changes[name]
         self.ahead_asked, self.ahead_spoiled = set(), set()
 
     def note_ids_read(self, views: BrokerViews) -> None:

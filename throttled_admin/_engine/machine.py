@@ -257,10 +257,14 @@ class Engine:
                 for topic in own:
                     if topic.cost is None:
                         cost_with_default(topic, default)  # -1 partitions: the cluster's default, known already
+            reads_ids = (
+                call.spec.wait_for_metadata and not call.kind.validate_only and call.kind.operation is CREATE_TOPICS
+            )
+            if reads_ids:  # incarnations: the ids before the send (``visibility``)
+                self._views.want_ids(own)
             self._queue.add(call, own)  # rule a: held behind its name while an earlier pending call names it too
-            if call.spec.wait_for_metadata and not call.kind.validate_only and call.kind.operation is CREATE_TOPICS:
-                # incarnations: the ids before the send (``visibility``), or those read ahead (``read_ahead``)
-                self._views.want_ids(own, call.spec.started_at)
+            if reads_ids:  # ... or those read ahead, by a create that holds its name (``read_ahead``)
+                self._views.take_ahead(own, call.spec.started_at)
             else:
                 self._views.named(given.names)
         except BaseException:  # cut short (Ctrl-C on the caller's thread, a bulk call's long submit)

@@ -5,10 +5,11 @@ the ids of a create's name before its first send (incarnations), and which appli
 (``answered``); the engine emits the ``ReadViews`` action and settles the topics.
 
 Ids may be read ahead (``read_ahead``: the provisioning executor names its other creates while its first row is
-answered). A name no pending call names is asked about with the next read; a create of it submitted while that read
-is out, or within ``AHEAD_FRESH_S`` of its answer, takes those ids if it holds its name, instead of a read of its own.
-A call naming it meanwhile spoils them (a create of it takes them, or reads its own): a read ahead stands only for a
-name this client left alone from the read to the create.
+answered). A name no pending call names is asked about with the next read; a create of it that holds its name when
+submitted, while that read is out or within ``AHEAD_FRESH_S`` of its asking, takes those ids instead of a read of its
+own, if every broker answered it. Any call naming the name takes them or spoils them: a read ahead stands only for a
+name this client left alone from the read's asking to the create. The names read ahead are not among those a read
+asks about (``Visibility.asked``): no change applied meanwhile is judged by it.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from throttled_admin._engine.work import Call, Topic
 
 __all__ = ["AHEAD_FRESH_S", "ViewReads"]
 
-#: How long ids read ahead of a create stand for a read of its own (``read_ahead``): a create's name changing hands
-#: (another client's create and delete) between the read and the send is what they could miss, as a read of its own
-#: could between its answer and the send, over a shorter time.
+#: How long ids read ahead of a create stand for a read of its own (``read_ahead``), from that read's asking: what they
+#: could miss is another client's create and delete of the name in that time (a read of its own, between its answer
+#: and the create's send).
 AHEAD_FRESH_S = 10.0
 
 
@@ -41,8 +42,11 @@ class ViewReads:
         self._asked: list[Topic] = []  # those of them the read out asks about
         self._ahead: dict[str, None] = {}  # names whose ids to read ahead, not yet asked about (``read_ahead``)
         self._ahead_asked: frozenset[str] = frozenset()  # those the read out asks about
+        self._ahead_asked_at = 0.0  # when it was asked
         self._spoiled: set[str] = set()  # ... that a call named since
-        self._ahead_read: dict[str, tuple[frozenset[uuid.UUID], float]] = {}  # name -> (ids read ahead, when)
+        self._takers: dict[str, Topic] = {}  # ... the create of each that takes its answer (``take_ahead``)
+        # name -> (the ids every broker showed, when that read was asked)
+        self._ahead_read: dict[str, tuple[frozenset[uuid.UUID], float]] = {}
 
     def read_ahead(self, names: Iterable[str], calls: Iterable[Call], now: float) -> None:
         """Read these names' ids with the next read (at once when none is out), for creates of them to come; not
@@ -52,18 +56,24 @@ class ViewReads:
         if self._ahead:
             self._when.soon(now)
 
-    def want_ids(self, topics: Iterable[Topic], now: float) -> None:
-        """wait_for_metadata creates (queued already): not sent until every broker's ids of the name are read, unless
-        read ahead within ``AHEAD_FRESH_S`` and the topic holds its name (no earlier pending call names it)."""
+    def want_ids(self, topics: Iterable[Topic]) -> None:
+        """wait_for_metadata creates: not sent until every broker's ids of the name are read (or ``take_ahead``)."""
+        self._unread.update(dict.fromkeys(topics))
+
+    def take_ahead(self, topics: Iterable[Topic], now: float) -> None:
+        """Those creates, queued now: one that holds its name (no earlier pending call names it) takes the ids read
+        ahead of it within ``AHEAD_FRESH_S`` of that read's asking, or, while that read is out and no call named it
+        since it was asked, that read's answer. Either way none is kept for another."""
         if not (self._ahead_read or self._ahead_asked or self._ahead):
-            self._unread.update(dict.fromkeys(topics))
             return
         for topic in topics:
-            read = self._named(topic.name)
-            if read is not None and now - read[1] <= AHEAD_FRESH_S and topic.state is not TopicState.HELD_BEHIND_NAME:
-                topic.ids_before = read[0]
-            else:
-                self._unread[topic] = None  # (holding its name while the read ahead is out: it takes that answer)
+            name, holds = topic.name, topic.state is not TopicState.HELD_BEHIND_NAME
+            if holds and name in self._ahead_asked and name not in self._spoiled:
+                self._takers[name] = topic
+            read = self._named(name)
+            if holds and read is not None and now - read[1] <= AHEAD_FRESH_S:
+                topic.ids_before = read[0]  # (before it leaves the unread: cut short between, it is read again)
+                del self._unread[topic]
 
     def named(self, names: Iterable[str]) -> None:
         """A call other than a wait_for_metadata create names these topics: what was read ahead of them no longer
@@ -119,10 +129,11 @@ class ViewReads:
     ) -> tuple[str, ...]:
         """The read that goes now: the awaited names, the ids of creates not yet sent, and the names to read ahead."""
         names.extend(topic.name for topic in first)
-        if self._ahead:  # (a call naming one since took it out: ``_named``)
-            self._ahead_asked, self._ahead = frozenset(self._ahead), {}
-            names.extend(self._ahead_asked)
+        # (the names read ahead are not among those it asks about: nothing applied meanwhile is judged by it)
         self._when.read(now, names, deferred)
+        if self._ahead:  # (a call naming one since took it out: ``_named``)
+            self._ahead_asked, self._ahead_asked_at, self._ahead = frozenset(self._ahead), now, {}
+            names.extend(self._ahead_asked)
         self._asked = first
         for call in ready:
             call.views_read_at = now
@@ -158,17 +169,21 @@ class ViewReads:
         return visible
 
     def _answered_ahead(self, views: BrokerViews, now: float) -> None:
-        """The ids read ahead: taken at once by the creates of those names submitted while the read was out (holding
-        their names, as ``want_ids`` asks), kept for creates to come unless a call named them meanwhile."""
-        asked, spoiled = self._ahead_asked, self._spoiled
-        self._ahead_asked, self._spoiled = frozenset(), set()
-        takers = {t.name: t for t in self._unread if t.name in asked and t.state is not TopicState.HELD_BEHIND_NAME}
+        """The ids read ahead: taken by the creates that ``take_ahead`` chose while the read was out, if still waiting
+        for them, and kept for creates to come unless a call named them since it was asked. A read that missed a
+        broker (or all of them) is neither: those creates read their own."""
+        asked, spoiled, takers, asked_at = self._ahead_asked, self._spoiled, self._takers, self._ahead_asked_at
+        self._ahead_asked, self._spoiled, self._takers = frozenset(), set(), {}
+        self._ahead_read = {name: read for name, read in self._ahead_read.items() if now - read[1] <= AHEAD_FRESH_S}
+        if not views or None in views.values():
+            return
         for name in asked:
             if (taker := takers.get(name)) is not None:
-                del self._unread[taker]
-                taker.ids_before = ids_shown(name, views)
+                if taker in self._unread:  # (not withdrawn, not settled)
+                    taker.ids_before = ids_shown(name, views)
+                    del self._unread[taker]
             elif name not in spoiled:
-                self._ahead_read[name] = ids_shown(name, views), now
+                self._ahead_read[name] = ids_shown(name, views), asked_at
 
     def _awaiting(self, calls: Iterable[Call], now: float) -> tuple[list[Call], list[str], list[str], float]:
         """The calls whose applied topics may be read now, those topics' names, the names left for later (a call

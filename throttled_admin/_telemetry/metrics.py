@@ -339,7 +339,10 @@ class ClientMetrics:
 
     def _tell(self) -> None:
         for listener in self._heard:
-            listener()
+            try:
+                listener()
+            except Exception:  # (a listener's bug must not cut the recording short)
+                log.exception("a throttled_admin answer listener failed")
 
     # -- recording -------------------------------------------------------------------------------
 
