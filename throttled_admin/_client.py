@@ -618,8 +618,8 @@ class ThrottledAdminClient(AdminClient):
 
     def _read_ahead(self, names: list[str]) -> None:
         """Every broker's ids of these names, read now for ``wait_for_metadata`` creates of them to come, which then
-        need no read of their own before their send (``_engine/view_reads``). For ``provisioning``, which names the
-        topics it may create before it reads the cluster."""
+        need no read of their own before their send (``_engine/view_reads``). For ``provisioning``, which names its
+        other creates while its first row is answered."""
         if self._scheduler is not None and names:
             self._scheduler.read_ahead(list(names))
 
