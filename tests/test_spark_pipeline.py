@@ -398,8 +398,14 @@ from throttled_admin.spark import local_session
 
 spark = local_session("bind-check", "local[1]")
 jvm = spark.sparkContext._gateway.proc.pid
-inodes = {os.readlink(f"/proc/{jvm}/fd/{fd}")[8:-1] for fd in os.listdir(f"/proc/{jvm}/fd")
-          if os.readlink(f"/proc/{jvm}/fd/{fd}").startswith("socket:[")}
+
+def link(fd):
+    try:
+        return os.readlink(f"/proc/{jvm}/fd/{fd}")
+    except FileNotFoundError:  # closed since the listing (a listener stays open)
+        return ""
+
+inodes = {target[8:-1] for target in map(link, os.listdir(f"/proc/{jvm}/fd")) if target.startswith("socket:[")}
 for table in ("tcp", "tcp6"):
     for line in open(f"/proc/{jvm}/net/{table}").read().splitlines()[1:]:
         fields = line.split()
