@@ -35,10 +35,19 @@ def views(*shown: TopicView | None, name: str = "x") -> BrokerViews:
     return {node: ({} if view is None else {name: view}) for node, view in zip(BROKERS, shown, strict=True)}
 
 
-def submit(engine: Engine, operation: Operation, item: object, name: str = "x", timeout_s: float = 30.0) -> Topic:
+def submit(
+    engine: Engine,
+    operation: Operation,
+    item: object,
+    name: str = "x",
+    timeout_s: float = 30.0,
+    *,
+    started_at: float = 0.0,
+    wait: bool = True,
+) -> Topic:
     spec = CallSpec(
-        RequestKind(operation, False), timeout_s, int(timeout_s * 1000), True, None, None, started_at=0.0,
-        wait_for_metadata=True,
+        RequestKind(operation, False), timeout_s, int(timeout_s * 1000), True, None, None, started_at=started_at,
+        wait_for_metadata=wait,
     )  # fmt: skip
     known = operation.known_cost(item)
     _, [topic] = submit_call(engine, spec, [(name, item, known if known is not None else 0, operation.records(item))])
@@ -183,14 +192,12 @@ def test_grows_and_deletes_are_sent_without_reading_ids_first() -> None:
 # -- ids read ahead (``Engine.read_ahead``: the provisioning executor names its creates before it sends them) --------
 
 
-def submit_at(engine: Engine, started_at: float, operation: Operation = CREATE_TOPICS, name: str = "x") -> Topic:
+def submit_at(
+    engine: Engine, started_at: float, operation: Operation = CREATE_TOPICS, name: str = "x", *, wait: bool = True
+) -> Topic:
+    """``submit`` of a 3-partition create (or of a delete) of ``name`` at ``started_at``."""
     item: object = NewTopic(name, 3, 1) if operation is CREATE_TOPICS else name
-    spec = CallSpec(
-        RequestKind(operation, False), 30.0, 30000, True, None, None, started_at=started_at, wait_for_metadata=True,
-    )  # fmt: skip
-    known = operation.known_cost(item)
-    _, [topic] = submit_call(engine, spec, [(name, item, known if known is not None else 0, operation.records(item))])
-    return topic
+    return submit(engine, operation, item, name, started_at=started_at, wait=wait)
 
 
 def read_ahead_answered(engine: Engine, at: float, *shown: TopicView | None) -> None:
@@ -287,11 +294,9 @@ def test_a_create_takes_no_ids_read_ahead_when_a_call_named_its_topic_after_the_
     engine = client()
     engine.read_ahead(["x"], 0.0)
     engine.step(0.0)
-    spec = CallSpec(RequestKind(CREATE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.01)
-    submit_call(engine, spec, [("x", NewTopic("x", 3, 1), 3, CREATE_TOPICS.records(NewTopic("x", 3, 1)))])
+    submit_at(engine, 0.01, wait=False)
     settle_sent(engine, 0.01)
-    spec = CallSpec(RequestKind(DELETE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.03)
-    submit_call(engine, spec, [("x", "x", 0, DELETE_TOPICS.records("x"))])
+    submit_at(engine, 0.03, DELETE_TOPICS, wait=False)
     settle_sent(engine, 0.03)
     topic = submit_at(engine, 0.05)
     assert engine.step(0.05).send is None

@@ -801,8 +801,8 @@ class Engine:
         last_call: Call | None = None
         time_s = 0.0
         times = (0.0, 0.0)
-        too_late: _TooLate = functools.partial(_too_late, self._contact.reached)
-        asked = too_late
+        lateness: _TooLate = functools.partial(_too_late, self._contact.reached)  # (first contact: once a request)
+        too_late = lateness
         cap = self._learned.cap.limit
         for topic in candidates:
             cost = topic.cost or 0
@@ -812,7 +812,7 @@ class Engine:
             if call is not last_call:  # a call's topics are in a row: its times once
                 last_call, times = call, call.times(now)
                 time_s = times[1]
-                too_late = _asked_per_topic(asked, estimates, len(candidates), times, now)
+                too_late = _asked_per_topic(lateness, estimates, len(candidates), times, now)
             late = too_late(bool(topic.history), estimates, len(chosen) + 1, times, now)
             if late is not None:
                 self._end(topic, late[0], now, why=late[1], because=late[2])
