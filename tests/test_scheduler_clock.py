@@ -51,6 +51,7 @@ from throttled_admin._engine import (
     Settle,
     TopicSpecs,
 )
+from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST
 from throttled_admin._engine.late_settle import LateSettlement
 from throttled_admin._engine.metric_events import RequestSent
 from throttled_admin._engine.queue import WorkQueue
@@ -584,7 +585,7 @@ def test_a_bulk_call_cut_short_in_its_own_turn_leaves_the_second_connection_in_u
     for attempt in range(50):  # (the scheduler's thread may take a call's turn: that call is answered, another made)
         in_create.set()
         try:
-            driver.create([f"x{attempt}.{i:04d}" for i in range(2100)], timeout_s=60.0)
+            driver.create([f"x{attempt}.{i:04d}" for i in range(MAX_TOPICS_PER_REQUEST + 100)], timeout_s=60.0)
         except KeyboardInterrupt:
             break
         finally:
@@ -592,7 +593,7 @@ def test_a_bulk_call_cut_short_in_its_own_turn_leaves_the_second_connection_in_u
         driver.answered_until_quiet()
     assert turns_module._plan is plan, "no call was cut short in its own turn"
     assert driver.nothing_sent()
-    driver.create([f"y{i:04d}" for i in range(2100)], timeout_s=60.0)
+    driver.create([f"y{i:04d}" for i in range(MAX_TOPICS_PER_REQUEST + 100)], timeout_s=60.0)
     first, second = driver.sent(), driver.sent()  # one on each connection, both in flight
     assert first[0] != second[0]
 
@@ -740,7 +741,7 @@ def test_a_call_cut_short_before_its_futures_are_made_sends_nothing_more(driver:
 
     _calls_own_turn_writes(driver)
     driver.scheduler._futures = interrupted  # type: ignore[method-assign,assignment]
-    names = [f"t{i:04d}" for i in range(2100)]
+    names = [f"t{i:04d}" for i in range(MAX_TOPICS_PER_REQUEST + 100)]
     with pytest.raises(KeyboardInterrupt):
         driver.create(names, timeout_s=60.0)
     written = driver.answered_until_quiet()
