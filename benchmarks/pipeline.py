@@ -214,7 +214,8 @@ def entity_times(log: list[Any], rates: dict[str, float]) -> tuple[float, float]
         mine = [r for r in log if r.principal == user]
         creates = sorted(r.received_at for r in mine if r.api_name == "CreateTopics")
         span = max(span, max(creates) - min(r.received_at for r in mine))
-        gaps += [creates[1] - creates[0]] if len(creates) > 1 else []
+        if len(creates) > 1:
+            gaps.append(creates[1] - creates[0])
     return span, statistics.median(gaps) if gaps else math.nan
 
 
