@@ -111,27 +111,29 @@ def test_the_learner_keeps_the_peak_within_r_w_plus_b_and_ends_within_ten_percen
 
 def test_a_slow_paced_stream_gathers_a_few_topics_a_request_and_ends_when_it_did() -> None:
     """Issue 40's fleet: 5-partition topics at 25 mutations/s (T* = 10 s): one topic a request (every 200 ms) cost
-    each client a turn, an answer and their wake-ups per topic. Gathered four at a time (800 ms of the rate), the job
-    sends a quarter of the requests, without a throttle, and ends as it did: one commit after T*."""
+    each client a turn, an answer and their wake-ups per topic. Gathered eight at a time (1.6 s of the rate), the job
+    sends an eighth of the requests, without a throttle, and ends as it did: one commit after T*."""
     rate, partitions = 25.0, 5
     topics = int(21 * rate / partitions)
     run = run_engine_job(Pacer(MutationQuota(rate=rate)), topics, partitions, rate, 11 * rate)
     assert run.throttled == 0, run.charges
-    assert [mutations for _, mutations, _ in run.charges[2:-1]] == [20] * (len(run.charges) - 3), run.charges
-    assert len(run.charges) <= 3 + (topics - 55) // 4, run.charges
+    assert [mutations for _, mutations, _ in run.charges[2:-1]] == [40] * (len(run.charges) - 3), run.charges
+    assert len(run.charges) <= 3 + (topics - 55) // 8, run.charges
     assert run.end <= 10.0 + 0.030, run.end
 
 
 def test_a_call_near_its_deadline_is_not_held_for_company() -> None:
     """The same job in a call of 12 s: a topic is held for company no longer than a tenth of its call's time left,
-    so requests are gathered early on, and once under 5 s are left (a gathered request still waits 600 ms after a
-    steady one) each topic goes as soon as the bucket covers it, one a request. Every topic is applied, and the job
-    ends as it did (a hold past the deadline would fail the call's topics without sending them)."""
+    so requests gather eight topics early on, four once eight would be held longer (a request of eight waits 1.6 s,
+    of four 800 ms), and once under 5 s are left each topic goes as soon as the bucket covers it, one a request. Every
+    topic is applied, and the job ends as it did, one commit after T* (a hold past the deadline would fail the call's
+    topics without sending them)."""
     rate, partitions = 25.0, 5
     topics = int(21 * rate / partitions)
     run = run_engine_job(Pacer(MutationQuota(rate=rate)), topics, partitions, rate, 11 * rate, timeout_s=12.0)
     assert run.throttled == 0, run.charges
     late = [mutations for at, mutations, _ in run.charges if at > 7.0]
     assert late[:-1] == [5] * (len(late) - 1), run.charges
-    assert {mutations for at, mutations, _ in run.charges if 1.0 < at < 3.5} == {20}, run.charges
-    assert run.end <= 10.0 + 0.030, run.end
+    assert {mutations for at, mutations, _ in run.charges if 1.0 < at < 3.5} == {40}, run.charges
+    assert {mutations for at, mutations, _ in run.charges if 3.5 < at < 6.5} == {20}, run.charges
+    assert run.end <= 10.0 + 0.032, run.end  # its last request, of two topics, sent 10 ms after T*
