@@ -55,6 +55,10 @@ def test_the_pacer_waits_for_the_next_topic_and_a_worthwhile_request() -> None:
     assert pacer.wait_s(4, pending_cost=400, now=0.0, time_left_s=3.1) == pytest.approx(0.16)
     assert pacer.wait_s(4, pending_cost=400, now=0.0, time_left_s=1.5) == pytest.approx(0.1)
     assert pacer.wait_s(4, pending_cost=400, now=0.0, time_left_s=1.6) == pytest.approx(0.16)
+    # a topic of 8 at 10/s: eight topics' worth is capped at half a second of the rate each (40 mutations, 4 s)
+    slow = Pacer(MutationQuota(rate=10, burst=110))
+    slow.on_response(admitted=110, throttle_s=0.0, sent_at=0.0, now=0.0)
+    assert slow.wait_s(8, pending_cost=800, now=0.0) == pytest.approx(4.0)
     # with only 4 mutations pending, it goes as soon as they fit
     assert pacer.wait_s(4, pending_cost=4, now=0.0) == pytest.approx(0.04)
     # a topic larger than the burst goes when the bucket is full (it will be throttled, but it can go)
@@ -92,7 +96,7 @@ def test_a_slow_paced_stream_gathers_a_few_topics_a_request_and_ends_when_it_did
         assert gathered_end <= alone_end + _ROUND_TRIP_S, (rate, gathered_end, alone_end)
 
 
-_ROUND_TRIP_S = 0.030  # run_paced_job's answer to a request of ten topics
+_ROUND_TRIP_S = 0.030  # about a round trip of run_paced_job's (20 ms and 1 ms a topic)
 
 
 def test_a_reported_throttle_sets_the_mirror_to_the_brokers_bucket() -> None:
@@ -540,6 +544,26 @@ def test_with_no_change_calls_back_to_back_cost_at_most_one_small_throttle_each(
     assert len(throttles) <= 20, throttles
     assert max(throttles, default=0) < 100, throttles
     assert broker.peak(1.0, start=start) <= rate * 1.0 + burst
+
+
+@pytest.mark.parametrize(("configured", "rate", "burst"), [(20, 10, 110), (100, 25, 275)])
+def test_a_configured_rate_the_broker_contradicts_gathers_as_a_learned_one(
+    configured: float, rate: float, burst: float
+) -> None:
+    """A rate configured above the broker's (a quota lowered since) gives way to the broker's word and probes back up,
+    as a learned rate does: its requests then gather four topics at most, as a learned rate's, since a step of the
+    probe overdraws by what a request carries. With eight, 20 calls of 3 s back to back drew throttles of up to
+    137-322 ms (against under 100 ms, as a learned rate's)."""
+    pacer, broker = Pacer(MutationQuota(rate=configured)), ChangingBroker(rate, burst)
+    job = run_job(pacer, broker, 30 * int(rate) + 2 * int(burst))
+    job = run_job(pacer, broker, 30 * int(rate), start=job.end + 1)
+    at, throttles = job.end + 1, []
+    for _ in range(20):
+        job = run_job(pacer, broker, int(rate * 3), start=at)
+        throttles += [ms for _, ms in job.answers if ms > 0]
+        at = job.end + 0.05
+    assert len(throttles) <= 20, throttles
+    assert max(throttles, default=0) < 100, throttles
 
 
 @pytest.mark.parametrize(("rate", "burst"), [(10, 110), (10, 10), (400, 400)])

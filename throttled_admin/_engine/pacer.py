@@ -59,9 +59,9 @@ _MIN_REQUEST_S = 0.1
 # an answer and their wake-ups (about 1 ms of CPU, issue 40's fleet), however few its topics; the last topics still go
 # as soon as the bucket covers them, so the work ends when it did, within a round trip. fleet_phases.py --turns (100
 # entities at 10-25/s, five partitions a topic): 675 paced requests, 1,100 with four topics a request, 1,275 with one;
-# the paced creates' CPU 12 % below four's. A learned rate gathers four at most: the steps of its rate probe overdraw
-# by what a request carries (with eight, a step's throttle grew from under 100 ms to 150-250 ms: tests/test_quota.py,
-# calls back to back).
+# the paced creates' CPU 12 % below four's. A learned rate gathers four at most, and so does a configured one once the
+# broker's word contradicted it: the steps of the rate probe overdraw by what a request carries (with eight, a step's
+# throttle grew from under 100 ms to 140-320 ms: tests/test_quota.py, calls back to back).
 _GATHER_TOPICS = (8, 4)
 _GATHER_TOPICS_LEARNED = (4,)
 _GATHER_S_A_TOPIC = 0.5
@@ -132,6 +132,7 @@ class Pacer:
         # full mirror is no larger, so that steady answers correct its charge (``_correct_first_charge``)
         self._steady: float | None = None
         self._windows_s: float | None = None  # a learned rate's q = B / R as slow start proved it (``_window_limit``)
+        self._contradicted = False  # the broker's word was once well below the configured rate (``_learn``)
         if quota.rate is not None:
             self._believe(quota.rate)
 
@@ -211,7 +212,7 @@ class Pacer:
         if bucket is None:
             return self._slow_start.wait_s(cost, pending_cost, now)
         steady = max(cost, bucket.rate * _MIN_REQUEST_S)
-        for topics in _GATHER_TOPICS if self.quota.rate is not None else _GATHER_TOPICS_LEARNED:
+        for topics in _GATHER_TOPICS_LEARNED if self.quota.rate is None or self._contradicted else _GATHER_TOPICS:
             gathered = min(topics * cost, topics * bucket.rate * _GATHER_S_A_TOPIC, bucket.burst / 2)
             if gathered > steady:
                 wait_s = self._wait_for(bucket, gathered, cost, pending_cost, now)
@@ -366,8 +367,10 @@ class Pacer:
         estimate = statistics.median(self._samples)
         self._probe.reset()
         ceiling = self.quota.rate
+        contradicted = ceiling is not None and estimate < _CONTRADICTED * ceiling
+        self._contradicted = self._contradicted or contradicted
         # An estimate a few percent high would let the mirror run ahead of the broker and draw small throttles.
-        self._believe(ceiling if ceiling is not None and estimate >= _CONTRADICTED * ceiling else estimate)
+        self._believe(estimate if contradicted or ceiling is None else ceiling)
 
 
 @dataclass
