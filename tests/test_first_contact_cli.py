@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import ssl
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -81,9 +82,15 @@ def test_cannot_connect_names_host_and_port_in_topics_apply_and_its_rows(
 ) -> None:
     address = refused_address
     config = command_config(tmp_path / "client.properties", protocol)
-    runs = [topics(address, "--command-config", config, *action) for action in (CREATE, ("--list",))]
-    run_apply = apply_json(tmp_path, address, settings(protocol))
-    rows = apply_plan([PlanRow("dev", "create", "t0")], {"dev": {"bootstrap.servers": address, **settings(protocol)}})
+    # The four wait out the same few seconds of diagnosis: side by side, not one after another.
+    with ThreadPoolExecutor(4) as pool:
+        running = [
+            pool.submit(topics, address, "--command-config", config, *action) for action in (CREATE, ("--list",))
+        ]
+        applying = pool.submit(apply_json, tmp_path, address, settings(protocol))
+        profiles = {"dev": {"bootstrap.servers": address, **settings(protocol)}}
+        rows = apply_plan([PlanRow("dev", "create", "t0")], profiles)
+        runs, run_apply = [run.result() for run in running], applying.result()
     for run in [*runs, run_apply]:
         report(f"refused, {protocol}", run)
         assert f"{protocol.lower()}:" not in run.output, run.output

@@ -8,6 +8,8 @@ import struct
 import uuid
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from throttled_admin._driver import metadata_wire
@@ -192,3 +194,36 @@ def test_long_arrays_long_names_null_arrays_and_tagged_fields_are_read_the_slow_
     for cut in range(len(body)):
         with pytest.raises(ValueError, match="ends early"):
             metadata_wire.decode(12, Reader(body[:cut]), {long_name})
+
+
+# null, or up to 20 nodes (past the fast path's 15; a two-byte length, 127 or more, is tested above)
+_ARRAYS = st.one_of(st.none(), st.lists(st.integers(0, 9), max_size=20))
+_TAGS = st.one_of(st.just(b"\x00"), st.just(bytes([1, 3, 2, 0xAA, 0xBB])))
+
+
+@st.composite
+def partitions(draw: st.DrawFn) -> bytes:
+    """A partition as a broker writes it: any error, any leader (-1: none), arrays of any length or null, tags."""
+    error = draw(st.sampled_from([0, 0, 0, 5, 9]))
+    leader = draw(st.sampled_from([0, 1, 7, -1, 2**31 - 1]))
+    data = struct.pack(">hiii", error, draw(st.integers(0, 99)), leader, draw(st.integers(0, 9)))
+    for nodes in (draw(_ARRAYS) for _ in range(3)):
+        data += b"\x00" if nodes is None else bytes([len(nodes) + 1]) + struct.pack(f">{len(nodes)}i", *nodes)
+    return data + draw(_TAGS)
+
+
+@given(st.lists(partitions(), max_size=8), st.integers(0, 400))
+def test_partitions_read_in_one_match_are_read_as_one_by_one(parts: list[bytes], cut: int) -> None:
+    """The fast path (every partition led, short arrays, no tags: one regular-expression match, issue 40) says what
+    the partition-at-a-time reader says, and stops at the same place; cut short, both fail."""
+    data = b"\x07" + b"".join(parts) + b"\x00"  # a byte before and after: neither is read as a partition
+    for whole in (data, data[: 1 + cut]):
+        try:
+            expected: tuple[bool, int] | type[Exception] = metadata_wire._partitions_one_by_one(whole, 1, len(parts))
+        except (IndexError, struct.error):
+            expected = IndexError
+        try:
+            got: tuple[bool, int] | type[Exception] = metadata_wire._partitions(whole, 1, len(parts))
+        except (IndexError, struct.error):
+            got = IndexError
+        assert got == expected

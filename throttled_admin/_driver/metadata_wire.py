@@ -13,6 +13,8 @@ tagged fields. They differ in little: v10 has ``include_cluster_authorized_opera
 
 from __future__ import annotations
 
+import functools
+import re
 import struct
 import uuid
 from dataclasses import dataclass, field
@@ -29,6 +31,12 @@ _UNKNOWN_TOPIC_OR_PARTITION = 3
 _PARTITION = struct.Struct(">hiii").unpack_from  # a partition's error code, index, leader and leader epoch
 _INT16, _INT32 = struct.Struct(">h").unpack_from, struct.Struct(">i").unpack_from
 _ARRAYS = range(3)  # a partition's replicas, in-sync and offline replicas: compact int32 arrays
+# A partition with no error and a leader, its arrays of at most 14 nodes and no tagged field (almost every one): error
+# 0, index, leader (its first byte under 0x80: not negative), leader epoch; each array's one-byte length (0: null) and
+# its nodes; an empty tagged-field section. Matched in C: a topic's partitions in one match (issue 40: decoding was
+# half of a views read's CPU).
+_ARRAY = b"(?:" + b"|".join(rb"\x%02x.{%d}" % (n, 4 * max(0, n - 1)) for n in range(16)) + b")"
+_LED = rb"\x00\x00.{4}[\x00-\x7f].{7}" + _ARRAY * 3 + rb"\x00"
 
 
 @dataclass
@@ -120,6 +128,20 @@ def _brokers(data: bytes, pos: int, size: int, brokers: dict[int, str]) -> int:
 def _partitions(data: bytes, pos: int, count: int) -> tuple[bool, int]:
     """Whether each of ``count`` partitions has a leader and no error; where the next field starts. Each partition:
     error, index, leader, leader epoch, then its replicas, in-sync and offline replicas (skipped) and tagged fields."""
+    matched = _all_led(count).match(data, pos)
+    if matched is not None:
+        return True, matched.end()
+    return _partitions_one_by_one(data, pos, count)
+
+
+@functools.lru_cache(maxsize=64)
+def _all_led(count: int) -> re.Pattern[bytes]:
+    """``count`` partitions that each have a leader and no error (``_LED``), in one match."""
+    return re.compile(b"(?:%s){%d}" % (_LED, count), re.DOTALL)
+
+
+def _partitions_one_by_one(data: bytes, pos: int, count: int) -> tuple[bool, int]:
+    """``_partitions`` in Python, a partition at a time: any partition, any length, any tagged field."""
     led = True
     for _ in range(count):
         partition_error, _, leader, _ = _PARTITION(data, pos)
