@@ -196,23 +196,28 @@ def test_long_arrays_long_names_null_arrays_and_tagged_fields_are_read_the_slow_
             metadata_wire.decode(12, Reader(body[:cut]), {long_name})
 
 
-# null, or up to 20 nodes (past the fast path's 15; a two-byte length, 127 or more, is tested above)
-_ARRAYS = st.one_of(st.none(), st.lists(st.integers(0, 9), max_size=20))
+# A partition's nodes: null, or up to 20 (the fast path takes 14 at most; a two-byte length, 127 or more, is above)
+_NODES = st.one_of(st.none(), st.lists(st.integers(0, 9), max_size=20))
 _TAGS = st.one_of(st.just(b"\x00"), st.just(bytes([1, 3, 2, 0xAA, 0xBB])))
 
 
 @st.composite
-def partitions(draw: st.DrawFn) -> bytes:
-    """A partition as a broker writes it: any error, any leader (-1: none), arrays of any length or null, tags."""
-    error = draw(st.sampled_from([0, 0, 0, 5, 9]))
-    leader = draw(st.sampled_from([0, 1, 7, -1, 2**31 - 1]))
+def partitions(draw: st.DrawFn, led: bool = False) -> bytes:
+    """A partition as a broker writes it: any error, any leader (-1: none), nodes of any number or null, tags;
+    ``led``: one the fast path takes (no error, a leader, at most 14 nodes an array, no tags)."""
+    error = 0 if led else draw(st.sampled_from([0, 0, 0, 5, 9]))
+    leader = draw(st.sampled_from([0, 1, 7, 2**31 - 1] if led else [0, 1, 7, -1, 2**31 - 1]))
     data = struct.pack(">hiii", error, draw(st.integers(0, 99)), leader, draw(st.integers(0, 9)))
-    for nodes in (draw(_ARRAYS) for _ in range(3)):
-        data += b"\x00" if nodes is None else bytes([len(nodes) + 1]) + struct.pack(f">{len(nodes)}i", *nodes)
-    return data + draw(_TAGS)
+    nodes = st.lists(st.integers(0, 9), max_size=14) if led else _NODES
+    for some in (draw(nodes) for _ in range(3)):
+        data += b"\x00" if some is None else bytes([len(some) + 1]) + struct.pack(f">{len(some)}i", *some)
+    return data + (b"\x00" if led else draw(_TAGS))
 
 
-@given(st.lists(partitions(), max_size=8), st.integers(0, 400))
+@given(
+    st.one_of(st.lists(partitions(), max_size=8), st.lists(partitions(led=True), max_size=30)),
+    st.integers(0, 400),
+)
 def test_partitions_read_in_one_match_are_read_as_one_by_one(parts: list[bytes], cut: int) -> None:
     """The fast path (every partition led, short arrays, no tags: one regular-expression match, issue 40) says what
     the partition-at-a-time reader says, and stops at the same place; cut short, both fail."""
@@ -227,3 +232,32 @@ def test_partitions_read_in_one_match_are_read_as_one_by_one(parts: list[bytes],
         except (IndexError, struct.error):
             got = IndexError
         assert got == expected
+
+
+@pytest.mark.parametrize("count", [3, 2**32 - 1, 2**35 - 2])
+def test_more_partitions_than_the_answer_holds_is_an_answer_cut_short(count: int) -> None:
+    """A count no answer of this length can hold (each partition takes 18 bytes at least) is read as an answer that
+    ends early, never tried as a pattern (a repeat count past 2**32 - 2 is one Python's ``re`` refuses)."""
+    varint = bytearray()
+    value = count + 1
+    while value > 0x7F:
+        varint.append((value & 0x7F) | 0x80)
+        value >>= 7
+    varint.append(value)
+    body = (
+        struct.pack(">i", 0)  # throttle_time_ms
+        + b"\x01"  # no broker
+        + b"\x00"  # a null cluster id
+        + struct.pack(">i", 1)  # controller id
+        + b"\x02"  # one topic
+        + struct.pack(">h", 0)
+        + b"\x06ready"
+        + READY.bytes
+        + b"\x00"
+        + bytes(varint)  # its partitions: more than follow
+        + struct.pack(">hiii", 0, 0, 1, 1)
+        + b"\x02\x00\x00\x00\x01" * 2
+        + b"\x01\x00"
+    )
+    with pytest.raises(ValueError, match="ends early"):
+        metadata_wire.decode(12, Reader(body), {"ready"})
