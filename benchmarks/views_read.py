@@ -1,7 +1,7 @@
 """What one ``wait_for_metadata`` read costs the client: the broker-views reader's Metadata request to one QuotaBroker
 (a process of its own, SASL PLAIN, as in the fleet of ``pipeline.py --fleet``) about topics that exist, on its kept
-connection, timed on the reading thread's CPU clock; and the answer's decode alone (``_driver/metadata_wire``), on
-the answer's bytes as read. Best of ``--rounds`` rounds of ``--reads`` reads each.
+connection, timed on the reading thread's CPU clock; and the answer's decode alone (its response header and body:
+``_driver/metadata_wire``), on the answer's bytes as read. Best of ``--rounds`` rounds of ``--reads`` reads each.
 
     .venv/bin/python benchmarks/views_read.py                    # 17 topics of 5 partitions (a fleet read)
     .venv/bin/python benchmarks/views_read.py --topics 73 --partitions 1

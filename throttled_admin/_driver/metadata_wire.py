@@ -130,7 +130,7 @@ def _brokers(data: bytes, pos: int, size: int, brokers: dict[int, str]) -> int:
 def _partitions(data: bytes, pos: int, count: int) -> tuple[bool, int]:
     """Whether each of ``count`` partitions has a leader and no error; where the next field starts. Each partition:
     error, index, leader, leader epoch, then its replicas, in-sync and offline replicas (skipped) and tagged fields."""
-    if count * _MIN_PARTITION <= len(data) - pos:  # (more cannot be there: the answer is cut short, read as such)
+    if count * _MIN_PARTITION <= len(data) - pos:  # (a count the rest cannot hold: cut short, read one at a time)
         matched = _all_led(count).match(data, pos)
         if matched is not None:
             return True, matched.end()
