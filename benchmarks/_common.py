@@ -1,4 +1,4 @@
-"""What the benchmarks share: reading the broker's request log, futures' outcomes and markdown tables.
+"""What the benchmarks share: reading the broker's request log, futures' outcomes, timing a stage and markdown tables.
 
 Benchmarks run as scripts (``python benchmarks/provision.py``), so this module is imported as ``_common``.
 """
@@ -6,7 +6,8 @@ Benchmarks run as scripts (``python benchmarks/provision.py``), so this module i
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -17,6 +18,7 @@ from throttled_admin.testing import RequestRecord
 __all__ = [
     "CREATE_TOPICS",
     "QUOTA_EXCEEDED",
+    "best_us",
     "failures",
     "markdown_table",
     "mutation_records",
@@ -26,6 +28,20 @@ __all__ = [
 
 CREATE_TOPICS = 19  # Kafka API key
 QUOTA_EXCEEDED = 89  # THROTTLING_QUOTA_EXCEEDED
+
+
+def best_us(
+    stage: Callable[[], Any], repeat: int, rounds: int, clock: Callable[[], float] = time.perf_counter
+) -> float:
+    """The best of ``rounds`` rounds of ``repeat`` calls of ``stage``: us a call on ``clock`` (``time.thread_time``:
+    the calling thread's CPU)."""
+    best = float("inf")
+    for _ in range(rounds):
+        started = clock()
+        for _ in range(repeat):
+            stage()
+        best = min(best, (clock() - started) / repeat)
+    return best * 1e6
 
 
 def failures(futures: dict[str, Future[None]], timeout_s: float | None = None) -> dict[str, str]:

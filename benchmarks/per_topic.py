@@ -24,7 +24,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from _common import markdown_table
+from _common import best_us, markdown_table
 from confluent_kafka.admin import AdminClient
 
 from throttled_admin import NewTopic
@@ -38,16 +38,6 @@ from throttled_admin._driver.user_code import CallbackRunner, SerialRunner
 from throttled_admin._engine import CREATE_TOPICS, CallSpec, Engine, RequestKind, RetryBackoff, TopicSpec
 from throttled_admin._telemetry.metrics import ClientMetrics
 from throttled_admin._validation import check_new_topics
-
-
-def best_us(stage: Callable[[], Any], repeat: int, rounds: int) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        started = time.perf_counter()
-        for _ in range(repeat):
-            stage()
-        best = min(best, (time.perf_counter() - started) / repeat)
-    return best * 1e6
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 import pipeline
+from _common import best_us
 from confluent_kafka.admin import NewTopic
 
 from throttled_admin import ThrottledAdminClient
@@ -46,32 +47,22 @@ def main() -> None:
             broker_connection.response_body = kept  # the answer's bytes, once
             reader.read_cluster(names)
             broker_connection.response_body = keep
-            read_us = best(lambda: reader.read_cluster(names), args.reads, args.rounds)
+            read_us = best_us(lambda: reader.read_cluster(names), args.reads, args.rounds, time.thread_time)
             frame, asked = frames[-1], set(names)
             correlation_id = int.from_bytes(frame[:4], "big")
             (connection,) = reader._connections.values()  # one broker: one connection, the version it speaks
             version = connection.metadata_version
-            decode_us = best(
+            decode_us = best_us(
                 lambda: metadata_wire.decode(version, response_body(frame, correlation_id, flexible=True), asked),
                 args.reads * 10,
                 args.rounds,
+                time.thread_time,
             )
         finally:
             admin.close()
     print(f"{args.topics} topics of {args.partitions} partitions, {len(frame)} bytes an answer:")
     print(f"| a views read (its thread's CPU) | {read_us:.0f} us |")
     print(f"| of which the answer's decode | {decode_us:.0f} us |")
-
-
-def best(stage: Any, repeat: int, rounds: int) -> float:
-    """The best round's CPU of this thread per call of ``stage``, in us."""
-    times = []
-    for _ in range(rounds):
-        started = time.thread_time()
-        for _ in range(repeat):
-            stage()
-        times.append((time.thread_time() - started) / repeat * 1e6)
-    return min(times)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from throttled_admin._driver import metadata_wire
-from throttled_admin._driver.wire_codec import Reader, request_frame, response_body
+from throttled_admin._driver.wire_codec import Reader, Writer, request_frame, response_body
 from throttled_admin._engine.visibility import TopicView
 
 R = MetadataResponse
@@ -238,12 +238,6 @@ def test_partitions_read_in_one_match_are_read_as_one_by_one(parts: list[bytes],
 def test_more_partitions_than_the_answer_holds_is_an_answer_cut_short(count: int) -> None:
     """A count no answer of this length can hold (each partition takes 18 bytes at least) is read as an answer that
     ends early, never tried as a pattern (a repeat count past 2**32 - 2 is one Python's ``re`` refuses)."""
-    varint = bytearray()
-    value = count + 1
-    while value > 0x7F:
-        varint.append((value & 0x7F) | 0x80)
-        value >>= 7
-    varint.append(value)
     body = (
         struct.pack(">i", 0)  # throttle_time_ms
         + b"\x01"  # no broker
@@ -254,7 +248,7 @@ def test_more_partitions_than_the_answer_holds_is_an_answer_cut_short(count: int
         + b"\x06ready"
         + READY.bytes
         + b"\x00"
-        + bytes(varint)  # its partitions: more than follow
+        + Writer().uvarint(count + 1).build()  # its partitions: more than follow
         + struct.pack(">hiii", 0, 0, 1, 1)
         + b"\x02\x00\x00\x00\x01" * 2
         + b"\x01\x00"
