@@ -4,6 +4,7 @@ stay out of results and logs."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import subprocess
@@ -15,6 +16,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.support import BrokerFactory, wait_until
 from throttled_admin import ThrottledAdminClient
@@ -166,6 +169,13 @@ def test_the_spellings_a_row_may_collide_with_are_asked_about_up_to_a_cap() -> N
     many = "." * MAX_SEPARATORS + "z"
     assert len(names_to_read([PlanRow("east", "ensure", many, 1)]) or []) == 2**MAX_SEPARATORS
     assert names_to_read([*rows, PlanRow("east", "ensure", "_" + many, 1)]) is None  # every topic is listed instead
+
+
+@given(st.text("ab._", max_size=9))
+def test_every_spelling_of_a_name_in_product_order_however_many_separators(name: str) -> None:
+    # One character at a time: a separator either way, any other kept; the first spelling all '.', the last all '_'.
+    choices = [("._" if c in "._" else c) for c in name]
+    assert spellings(name) == ["".join(chars) for chars in itertools.product(*choices)]
 
 
 def test_a_name_past_the_cap_lists_the_cluster_once_and_still_finds_its_twin(quota_broker: BrokerFactory) -> None:
