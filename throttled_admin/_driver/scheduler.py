@@ -21,8 +21,9 @@ callback told it something. Callers' threads take turns
 too (the fast path, ``caller_turns``): a call made while no request is in flight sends from its own thread, and a
 caller waiting in ``result()`` or ``exception()`` takes the turn its answer needs (``assist``): the answer goes
 librdkafka -> the waiting caller, as with bare confluent-kafka; an answer that comes before a caller's turn ends
-is taken by that caller in one more turn. Their turns hand the metric exports over only when they settle futures,
-and leave the rest to the scheduler's thread.
+is taken by that caller in one more turn. A reader's thread (below) takes the turn its read's result asks for in the
+same way (``_after_read``): a wait_for_metadata create goes once its ids are read, not after the loop's queue. Their
+turns hand the metric exports over only when they settle futures, and leave the rest to the scheduler's thread.
 
 ``close()`` works from any frame: where it may not wait (a signal handler that interrupted a turn, a handler running
 inside one) it settles every future from its own thread and leaves the rest to another (``close`` returns False).
@@ -1064,10 +1065,7 @@ class Scheduler:
             log.warning("could not read the cluster's metadata (%s); costs not known are taken as 1", exc)
             counts = None
         default = self._read_default_partitions() if want_default and counts is not None else None
-        with self._cv:
-            if not self._closed:
-                self._engine.on_metadata(counts, self._clock(), default)
-            self._wake()
+        self._after_read(lambda now: self._engine.on_metadata(counts, now, default))
 
     def _read_default_partitions(self) -> int | None:
         """The cluster's num.partitions, or None (not described, not allowed: the engine then reads back a topic
@@ -1100,10 +1098,23 @@ class Scheduler:
             self._views_done(views)
 
     def _views_done(self, views: BrokerViews) -> None:
+        self._after_read(lambda now: self._engine.on_views(views, now))
+
+    def _after_read(self, tell: Callable[[float], None]) -> None:
+        """A read's result to the engine (``tell(now)``, unless closed), and the turn it asks for taken on the reader's
+        thread, as a caller's thread takes one (``_turn_here``), when the turn is free; else the scheduler's thread
+        takes it. In a fleet's start-up the loop thread's queue held an entity's first create after its ids were read
+        0.15 s (median; 0.5 s for one in ten), 0.01 s taken here (issue 40)."""
         with self._cv:
-            if not self._closed:
-                self._engine.on_views(views, self._clock())
-            self._wake()
+            closed = self._closed
+            if not closed:
+                tell(self._clock())
+            if closed or not self.caller_turns:
+                self._wake()
+                return
+        if not self._turn_here():
+            with self._lock:
+                self._wake()
 
 
 def _poll_interval(engine: Engine) -> float:
