@@ -103,6 +103,10 @@ _WAITING_POLL_S = 1.0
 _METADATA_TIMEOUT_S = 5.0
 # A turn held by a caller's thread (a send, an answer taken: well under a millisecond): served again this much later.
 _TURN_BUSY_S = 0.002
+# A reader's thread waits this long at most for another thread's turn to end before taking its own (``_after_read``):
+# a turn that ended just after the read's result came would not have stepped the engine with it. Longer (a bulk call's
+# submit, a close), the scheduler's thread takes it.
+_READ_TURN_WAIT_S = 0.05
 # A turn stopped for a pending metric export (``ExportPending``): served again this much later.
 _EXPORT_LOOK_S = 0.005
 # close() waits this long in all for user code still running (done-callbacks, conf callbacks, exports).
@@ -574,19 +578,19 @@ class Scheduler:
             if self._arrived and not self._closed:
                 self._wake()
 
-    def _turn_here(self, submitting: tuple[int, Sequence[str]] | None = None) -> bool:
-        """One turn on a caller's thread, if the turn is free (False if not). Its metric exports are handed over
-        only before settlements (a wake of the exporter's thread per call made the caller's next call wait for the
-        GIL, about 0.25 ms), else left to the scheduler's thread, which is woken if the engine wants something done
-        before it would wake. An answer that arrived during the turn (librdkafka's, while the caller's thread was
-        inside the send) is taken in one more turn here, instead of waking the scheduler's thread for it.
+    def _turn_here(self, submitting: tuple[int, Sequence[str]] | None = None, wait_s: float = 0.0) -> bool:
+        """One turn on a caller's thread, if the turn is free or freed within ``wait_s`` (False if not). Its metric
+        exports are handed over only before settlements (a wake of the exporter's thread per call made the caller's next
+        call wait for the GIL, about 0.25 ms), else left to the scheduler's thread, which is woken if the engine wants
+        something done before it would wake. An answer that arrived during the turn (librdkafka's, while the caller's
+        thread was inside the send) is taken in one more turn here, instead of waking the scheduler's thread for it.
         ``submitting``: the call (its id and names) whose ``submit`` takes it (``_caller_turn``). Cut short (Ctrl-C)
-        between taking the turn and the turn's own guard, it does what that guard does: the call is taken back, then
-        the turn is let go (it was held for good, and every call with it)."""
+        between taking the turn and the turn's own guard, it does what that guard does: the call is taken back, then the
+        turn is let go (it was held for good, and every call with it)."""
         if self._turns.held_here():  # (a turn is whole: never taken inside another)
             return False
         try:
-            if not self._turns.take(0):
+            if not self._turns.take(wait_s):
                 return False
             out = self._caller_turn(submitting)
             with self._lock:
@@ -1102,9 +1106,10 @@ class Scheduler:
 
     def _after_read(self, tell: Callable[[float], None]) -> None:
         """A read's result to the engine (``tell(now)``, unless closed), and the turn it asks for taken on the reader's
-        thread, as a caller's thread takes one (``_turn_here``), when the turn is free; else the scheduler's thread
-        takes it. In a fleet's start-up the loop thread's queue held an entity's first create after its ids were read
-        0.15 s (median; 0.5 s for one in ten), 0.01 s taken here (issue 40)."""
+        thread, as a caller's thread takes one (``_turn_here``), when the turn is free or soon freed
+        (``_READ_TURN_WAIT_S``); else the scheduler's thread takes it. In a fleet's start-up the loop thread's queue
+        held an entity's first create after its ids were read 0.15 s (median; 0.5 s for one in ten), 0.01 s taken here
+        (issue 40)."""
         with self._cv:
             closed = self._closed
             if not closed:
@@ -1112,7 +1117,7 @@ class Scheduler:
             if closed or not self.caller_turns:
                 self._wake()
                 return
-        if not self._turn_here():
+        if not self._turn_here(wait_s=_READ_TURN_WAIT_S):
             with self._lock:
                 self._wake()
 
