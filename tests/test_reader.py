@@ -185,7 +185,7 @@ def test_a_reads_result_takes_its_turn_on_the_reader_thread_while_the_loop_serve
             visible = admin.create_topics([NewTopic("visible", 1, 1)], wait_for_metadata=True)["visible"]
             assert visible.exception(10) is None
             assert admin.create_partitions([NewPartitions("first", 2)])["first"].exception(10) is None
-            assert not release.is_set()  # (the loop was held throughout)
+            assert not held.finished.is_set()  # (the loop was held throughout)
         finally:
             release.set()
         assert held.finished.wait(10)
@@ -197,3 +197,57 @@ def _hold_serve(serving: threading.Event, release: threading.Event) -> float | N
     serving.set()
     release.wait(30)
     return None
+
+
+def test_after_a_reader_threads_send_the_loop_plans_again_to_serve_callbacks_while_it_is_in_flight(
+    quota_broker: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by review (helper 70): while a create waits for its ids' read, the loop thread sleeps a second between
+    serves of librdkafka's callbacks; the reader thread's turn that then sends the create left it asleep, so an
+    error_cb (an authentication failure settles the request in flight) came up to a second late instead of within
+    50 ms. Now the send wakes the loop, whose next serve plans the 50 ms cadence. The create's answer is held by the
+    broker (``blackhole_next``) so that the request stays in flight."""
+    reading, release = threading.Event(), threading.Event()
+    original = Scheduler._read_views
+
+    def held_read(self: Scheduler, names: list[str]) -> None:
+        reading.set()
+        release.wait(10)
+        original(self, names)
+
+    monkeypatch.setattr(Scheduler, "_read_views", held_read)
+    broker = quota_broker()
+    with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        assert admin.create_topics([NewTopic("first", 1, 1)])["first"].exception(30) is None  # first contact made
+        scheduler = admin._scheduler
+        assert scheduler is not None
+        waiting, woken, planned = threading.Event(), threading.Event(), threading.Event()
+        wake, next_due = Served.wake, scheduler._next_due
+
+        def recorded_wake(served: Served) -> None:
+            if served is scheduler._served and release.is_set():
+                woken.set()
+            wake(served)
+
+        def recorded_plan() -> float:
+            due = next_due()
+            if woken.is_set():
+                planned.set()
+            elif reading.is_set() and not release.is_set():
+                waiting.set()
+            return due
+
+        monkeypatch.setattr(Served, "wake", recorded_wake)
+        monkeypatch.setattr(scheduler, "_next_due", recorded_plan)
+        in_flight = broker.blackhole_next("CreateTopics")
+        try:
+            visible = admin.create_topics([NewTopic("visible", 1, 1)], wait_for_metadata=True)["visible"]
+            assert reading.wait(10)  # the create waits for its ids' read
+            assert waiting.wait(10)  # the loop has planned its next serve meanwhile: a second on
+            release.set()  # the read ends: its turn, on the reader thread, sends the create
+            assert in_flight.wait(10)
+            assert woken.wait(10)  # the loop was woken after the send (before, it slept on)
+            assert planned.wait(10)  # and planned its next serve of the callbacks
+        finally:
+            release.set()
+        assert not visible.done()

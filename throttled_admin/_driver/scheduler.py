@@ -1109,17 +1109,23 @@ class Scheduler:
         thread, as a caller's thread takes one (``_turn_here``), when the turn is free or soon freed
         (``_READ_TURN_WAIT_S``); else the scheduler's thread takes it. In a fleet's start-up the loop thread's queue
         held an entity's first create after its ids were read 0.15 s (median; 0.5 s for one in ten), 0.01 s taken here
-        (issue 40)."""
+        (issue 40). After a send here the loop thread, asleep for up to a second, is woken to plan again: librdkafka's
+        callbacks are served every 50 ms while a request is in flight (``_poll_interval``)."""
         with self._cv:
             closed = self._closed
             if not closed:
                 tell(self._clock())
-            if closed or not self.caller_turns:
+            if closed or not self.caller_turns or self._turns.leftover:  # (a turn to finish: the loop's, as submit's)
                 self._wake()
                 return
         if not self._turn_here(wait_s=_READ_TURN_WAIT_S):
             with self._lock:
                 self._wake()
+            return
+        with self._lock:  # a request sent here: the loop thread, asleep for longer, plans its callbacks' serving again
+            asleep_until = self._asleep_until
+            if asleep_until is not None and asleep_until > self._clock() + _poll_interval(self._engine):
+                self._served.wake()
 
 
 def _poll_interval(engine: Engine) -> float:
