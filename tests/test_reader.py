@@ -7,6 +7,7 @@ import contextlib
 import functools
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -23,9 +24,9 @@ def _note(ran: list[tuple[int, threading.Thread]], index: int) -> None:
     ran.append((index, threading.current_thread()))
 
 
-def _hold(started: threading.Event, release: threading.Event) -> None:
+def _hold(started: threading.Event, release: threading.Event, timeout_s: float = 5) -> None:
     started.set()
-    release.wait(5)
+    release.wait(timeout_s)
 
 
 def test_jobs_run_in_order_on_one_thread() -> None:
@@ -131,22 +132,29 @@ def test_a_clients_reads_of_each_kind_share_one_thread(
     assert set(metadata).isdisjoint(views)
 
 
+@dataclass
+class _HeldViews:
+    reading: threading.Event  # a read has begun
+    release: threading.Event  # ... and goes on once this is set
+
+
 @pytest.fixture
-def slow_views(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+def slow_views(monkeypatch: pytest.MonkeyPatch) -> Iterator[_HeldViews]:
     """Every broker-views read (wait_for_metadata) hangs, as on a broker that does not answer, until released."""
-    release, original = threading.Event(), Scheduler._read_views
+    held, original = _HeldViews(threading.Event(), threading.Event()), Scheduler._read_views
 
     def hanging(self: Scheduler, names: list[str]) -> None:
-        release.wait(5)  # _METADATA_TIMEOUT_S: what a read of a broker that does not answer takes
+        held.reading.set()
+        held.release.wait(5)  # _METADATA_TIMEOUT_S: what a read of a broker that does not answer takes
         original(self, names)
 
     monkeypatch.setattr(Scheduler, "_read_views", hanging)
-    yield release
-    release.set()
+    yield held
+    held.release.set()
 
 
 def test_a_slow_views_read_does_not_hold_back_another_calls_metadata_read(
-    quota_broker: BrokerFactory, slow_views: threading.Event
+    quota_broker: BrokerFactory, slow_views: _HeldViews
 ) -> None:
     """A paced delete needs a metadata read (its cost). While a wait_for_metadata create's read of every broker hangs
     on a slow broker, the delete is sent at once (found by review: with one reader thread for both kinds, the metadata
@@ -158,7 +166,7 @@ def test_a_slow_views_read_does_not_hold_back_another_calls_metadata_read(
         waiting = admin.create_topics([NewTopic("visible", 1, 1)], wait_for_metadata=True)
         delete = admin.delete_topics(["gone"], timeout_ms=3000)["gone"]
         assert delete.exception(10) is None
-        slow_views.set()
+        slow_views.release.set()
         assert waiting["visible"].exception(30) is None
 
 
@@ -177,7 +185,7 @@ def test_a_reads_result_takes_its_turn_on_the_reader_thread_while_the_loop_serve
         assert admin.create_topics([NewTopic("first", 1, 1)])["first"].exception(30) is None  # first contact made
         serving, release = threading.Event(), threading.Event()
         loop = driver_loop()
-        held = Served(loop, functools.partial(_hold_serve, serving, release))
+        held = Served(loop, functools.partial(_hold, serving, release, 30))
         loop.add(held)
         held.wake()
         try:
@@ -192,30 +200,15 @@ def test_a_reads_result_takes_its_turn_on_the_reader_thread_while_the_loop_serve
     assert broker.topics() == {"first": 2, "visible": 1}
 
 
-def _hold_serve(serving: threading.Event, release: threading.Event) -> float | None:
-    """A serve that holds the loop thread until released, then is done."""
-    serving.set()
-    release.wait(30)
-    return None
-
-
 def test_after_a_reader_threads_send_the_loop_plans_again_to_serve_callbacks_while_it_is_in_flight(
-    quota_broker: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+    quota_broker: BrokerFactory, monkeypatch: pytest.MonkeyPatch, slow_views: _HeldViews
 ) -> None:
     """Found by review (helper 70): while a create waits for its ids' read, the loop thread sleeps a second between
     serves of librdkafka's callbacks; the reader thread's turn that then sends the create left it asleep, so an
     error_cb (an authentication failure settles the request in flight) came up to a second late instead of within
     50 ms. Now the send wakes the loop, whose next serve plans the 50 ms cadence. The create's answer is held by the
     broker (``blackhole_next``) so that the request stays in flight."""
-    reading, release = threading.Event(), threading.Event()
-    original = Scheduler._read_views
-
-    def held_read(self: Scheduler, names: list[str]) -> None:
-        reading.set()
-        release.wait(10)
-        original(self, names)
-
-    monkeypatch.setattr(Scheduler, "_read_views", held_read)
+    reading, release = slow_views.reading, slow_views.release
     broker = quota_broker()
     with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
         assert admin.create_topics([NewTopic("first", 1, 1)])["first"].exception(30) is None  # first contact made
