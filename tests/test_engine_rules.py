@@ -1148,9 +1148,9 @@ def test_a_call_cut_short_after_the_engine_queued_it_keeps_the_names_it_sent(mon
     add = WorkQueue.add
     sent: list[Send | None] = []
 
-    def add_then_handler_runs(queue: WorkQueue, call: Call, topics: list[Topic]) -> None:
+    def add_then_handler_runs(queue: WorkQueue, call: Call, topics: list[Topic], *, more: bool = False) -> None:
         monkeypatch.undo()  # once
-        add(queue, call, topics)
+        add(queue, call, topics, more=more)
         engine.submit(2, spec, [("x", NewTopic("x", 1, 1), 1, 2)])  # the handler's call, and its turn's step
         sent.append(engine.step(0.0).send)
         raise KeyboardInterrupt

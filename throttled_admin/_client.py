@@ -71,6 +71,11 @@ _SECOND_HANDLE_SILENT = tuple(key for key in USER_CALLBACKS if key != "throttle_
 log = logging.getLogger("throttled_admin")
 
 
+# A call of more topics is handed to the scheduler in two parts: this many, then the rest, made ready (its costs and
+# records, the engine's own records of it) after the first request is handed to librdkafka (issue 40: 50,000 topics
+# took 45 ms of their 140 ms to the first write). Two requests' worth, so that the second lane has one too.
+_FIRST_PART = 4000
+
 # One RequestKind per operation and validate_only, made once: the engine compares a call's kind on every step (the
 # same object: no dataclass __eq__).
 _REQUEST_KINDS: dict[tuple[str, bool], RequestKind] = {}
@@ -546,8 +551,13 @@ class ThrottledAdminClient(AdminClient):
         # Costs the input does not tell (deletes, partition additions) are read from the cluster only for pacing; a
         # create of -1 partitions costs the cluster's default, which is read for the metrics too.
         unknown = None if self._mutation_quota is not None or operation is CREATE_TOPICS else 0
-        work = operation.specs(items, unknown)
-        sent = scheduler.submit(spec, work) if work else {}
+        if len(items) > _FIRST_PART:  # a bulk call: the rest is made ready once its first request is on its way
+            first, rest = items[:_FIRST_PART], items[_FIRST_PART:]
+            later = functools.partial(operation.specs, rest, unknown)
+            sent = scheduler.submit(spec, operation.specs(first, unknown), later)
+        else:
+            work = operation.specs(items, unknown)
+            sent = scheduler.submit(spec, work) if work else {}
         if not checked.refused:
             return sent  # nothing refused (most calls): the scheduler's own new dict, in the order of the call
         futures: dict[Any, Future[None]] = {}

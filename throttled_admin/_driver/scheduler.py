@@ -35,6 +35,7 @@ and the application's code run elsewhere (``_driver.user_code``), and librdkafka
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import logging
@@ -86,7 +87,7 @@ from throttled_admin._engine import (
 )
 from throttled_admin._engine.metric_events import ResponseThrottle
 from throttled_admin._engine.throttle import failed_node
-from throttled_admin._errors import CLOSED_MESSAGE
+from throttled_admin._errors import CLOSED_MESSAGE, closed_error
 
 __all__ = ["USER_CODE_WAIT_S", "Answer", "ClientGone", "ExportPending", "Scheduler", "SendOrder", "Transport"]
 
@@ -111,6 +112,7 @@ _READ_TURN_WAIT_S = 0.05
 _EXPORT_LOOK_S = 0.005
 # close() waits this long in all for user code still running (done-callbacks, conf callbacks, exports).
 USER_CODE_WAIT_S = 2.0
+_NO_TOPICS = TopicSpecs((), (), (), ())  # the rest of a call whose caller gave up on it (``_abandon``)
 
 
 # A request's answer from librdkafka: each topic's result, or one exception for the whole request.
@@ -285,22 +287,30 @@ class Scheduler:
         with self._cv:
             return self._engine.status.rate
 
-    def submit(self, spec: CallSpec, items: TopicSpecs) -> dict[str, Future[None]]:
+    def submit(
+        self, spec: CallSpec, items: TopicSpecs, rest: Callable[[], TopicSpecs] | None = None
+    ) -> dict[str, Future[None]]:
         """Queue a validated call's topics: (name, snapshot, cost or None, metadata records), distinct names.
         Returns one future per topic.
 
         When this thread takes the turn, the futures are made after the call's first request is written (issue 40:
         50,000 of them took a fifth of a bulk call's time to its first write). Until they are, the call's
         settlements wait for them (``OpenCalls``: a broker that answers at once, a deadline already passed, a close).
-        The controller quorum is read as a client's first call comes, and when its read is old (``quorum_watch``)."""
+        ``rest``: the call's other topics, made ready by ``rest()`` once the turn for ``items`` has been taken, and
+        queued behind them (``Engine.extend``): a bulk call's first request goes before the rest of it is ready. A
+        call from another thread in between that names one of them goes first (the two calls overlap); a client
+        closed in between tells the rest "not sent". The controller quorum is read as a client's first call comes,
+        and when its read is old (``quorum_watch``)."""
         self._loop.ensure_thread()  # (RuntimeError when none can start: the call is refused, nothing queued)
         self._read_quorum_if_due()
         call_id = next(self._call_ids)
+        names: Sequence[str] = items.names
         try:
             with self._lock:
                 if self._closed:
                     raise RuntimeError(CLOSED_MESSAGE)
-                idle = self._engine.submit(call_id, spec, items)  # (cut short inside, it keeps none of the call)
+                # (cut short inside, it keeps none of the call)
+                idle = self._engine.submit(call_id, spec, items, more=rest is not None)
                 self._open.expect(call_id)
                 # Nothing in flight: this thread takes the turn and sends, saving a wake of the scheduler's thread on
                 # the way out (that thread is woken only if it sleeps past what the step wants done next).
@@ -308,36 +318,68 @@ class Scheduler:
                 here = self.caller_turns and idle and not self._turns.leftover
                 if not here:
                     self._wake()
-            if here and not self._turn_here((call_id, items.names)):
+            if here and not self._turn_here((call_id, names)):
                 # Another thread holds the turn and may have stepped before this call was queued: the scheduler's
                 # thread steps for it (a wake-up with nothing new does not step the engine).
                 with self._lock:
                     self._wake()
-            futures = self._futures(call_id, items)
+            unsent: Sequence[str] = ()
+            if rest is not None:
+                more = rest()
+                names = [*names, *more.names]
+                unsent = self._extend(call_id, more)
+            futures = self._futures(call_id, names)
+            pending = futures
+            if unsent:  # (the client closed before the rest was queued)
+                pending = self._not_sent(spec, futures, unsent)
             # One step (``OpenCalls.register``): a close() from a frame that cannot wait (``_close_here``) finds only
             # what is still pending (once, between registering the futures and carrying out what came before, it
             # told a topic the broker had created as outcome unknown)
             with self._lock:
-                self._open.register(call_id, OpenCall(spec.kind.operation.name, futures))
+                self._open.register(call_id, OpenCall(spec.kind.operation.name, pending))
         except BaseException:  # cut short (Ctrl-C) before its caller has the futures: what is not sent, never is
-            self._abandon(call_id, items.names)
+            self._abandon(call_id, names, whole=rest is None)
             raise
         return futures  # type: ignore[return-value]  # (TopicFutures)
 
-    def _futures(self, call_id: int, items: TopicSpecs) -> dict[str, TopicFuture]:
+    def _extend(self, call_id: int, more: TopicSpecs) -> Sequence[str]:
+        """``submit``'s rest queued behind its first part; the names not queued (the client closed first)."""
+        with self._lock:
+            try:
+                self._engine.extend(call_id, more, self._clock())
+            except RuntimeError:  # closed
+                return more.names
+            self._wake()  # (the scheduler's thread plans the next requests: the second lane's, if it may go)
+        return ()
+
+    def _not_sent(
+        self, spec: CallSpec, futures: dict[str, TopicFuture], unsent: Sequence[str]
+    ) -> dict[str, TopicFuture]:
+        """The futures of ``unsent`` told "not sent: the client was closed"; the others, still pending."""
+        operation = spec.kind.operation.name
+        for name in unsent:
+            futures[name].set_exception(closed_error(operation, sent=False))
+        left = set(unsent)
+        return {name: future for name, future in futures.items() if name not in left}
+
+    def _futures(self, call_id: int, names: Sequence[str]) -> dict[str, TopicFuture]:
         futures: dict[str, TopicFuture] = {}
         runner, assist, wake = self._callbacks, self.assist, self._wake_assisting
         withdraw = functools.partial(self._withdraw, call_id)
-        for name in items.names:
+        for name in names:
             futures[name] = TopicFuture(runner, assist, wake, withdraw, name)
         return futures
 
-    def _abandon(self, call_id: int, names: Sequence[str]) -> None:
+    def _abandon(self, call_id: int, names: Sequence[str], *, whole: bool = True) -> None:
         """``submit`` was cut short before its caller had the futures: the call is no longer pending here, and what
         of it is not sent yet is taken back (``_take_back``; in the call's own turn, before that turn was let go:
-        ``_caller_turn``). A request already written ends unseen, as a call whose futures were dropped."""
+        ``_caller_turn``). A request already written ends unseen, as a call whose futures were dropped. Not
+        ``whole``: the call had a rest to come, and the engine is told none comes (``Engine.extend``)."""
         with self._cv:
             self._open.abandon(call_id)
+            if not whole:
+                with contextlib.suppress(RuntimeError):  # (closed: nothing waits for it)
+                    self._engine.extend(call_id, _NO_TOPICS, self._clock())
         held = self._turns.held_here()
         try:
             self._turns.take(0)  # (not waited for: the call's own turn took back what it decided, ``_caller_turn``)

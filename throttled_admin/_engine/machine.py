@@ -240,14 +240,38 @@ class Engine:
 
     # -- events -----------------------------------------------------------------------------------
 
-    def submit(self, call_id: int, spec: CallSpec, topics: Iterable[TopicSpec]) -> bool:
+    def submit(self, call_id: int, spec: CallSpec, topics: Iterable[TopicSpec], *, more: bool = False) -> bool:
         """A call the driver numbered ``call_id`` (unique among its pending calls; a topic is then named to the driver
         by ``TopicRef(call_id, name)``), as its caller asked for it, and its topics (distinct names). The engine's
-        own records of them (``Call``, ``Topic``) never leave it. True when no request is in flight (``status``'s
-        ``in_flight`` None: a step now may send the call; the driver's caller then takes the turn)."""
+        own records of them (``Call``, ``Topic``) never leave it. ``more``: the call's other topics come later, in
+        one ``extend``; until then the call is not finished, however many of these are settled. True when no request
+        is in flight (``status``'s ``in_flight`` None: a step now may send the call; the driver's caller then takes
+        the turn)."""
         if self._closed:
             raise RuntimeError(CLOSED_MESSAGE)
         call = Call(spec, call_id)
+        self._take(call, topics, more=more, new=True)
+        return self._lanes.first.request is None
+
+    def extend(self, call_id: int, topics: Iterable[TopicSpec], now: float) -> None:
+        """The rest of a call submitted with ``more`` (distinct names, none in its first part), queued behind what is
+        queued now: a bulk call's first request is sent before the rest of it is made ready (issue 40). The call is
+        then whole; an empty ``topics`` only says so (the caller gave up on the rest), and is a no-op on a whole
+        call. Raises RuntimeError once closed, as ``submit`` does (the driver tells the rest "not sent")."""
+        if self._closed:
+            raise RuntimeError(CLOSED_MESSAGE)
+        call = self._queue.calls.get(call_id)
+        given = TopicSpecs.of(topics)
+        if call is None or call.whole:
+            if len(given):
+                raise ValueError(f"call {call_id} is not waiting for its other topics")
+            return
+        self._take(call, given, more=False, new=False)
+        if (finished := self._queue.finished(call, now)) is not None:
+            self._metric(finished)
+
+    def _take(self, call: Call, topics: Iterable[TopicSpec], *, more: bool, new: bool) -> None:
+        """``submit``'s and ``extend``'s topics, given to the queue (``new``: the call with them)."""
         own: list[Topic] = []
         try:
             given = TopicSpecs.of(topics)
@@ -262,19 +286,24 @@ class Engine:
             )
             if reads_ids:  # incarnations: the ids before the send (``visibility``)
                 self._views.want_ids(own)
-            self._queue.add(call, own)  # rule a: held behind its name while an earlier pending call names it too
+            if new:
+                self._queue.add(call, own, more=more)  # rule a: held behind its name while an earlier pending call
+            else:  # names it too
+                self._queue.extend(call, own)
             if reads_ids:  # ... or those read ahead, by a create that holds its name (``read_ahead``)
                 self._views.take_ahead(own, call.spec.started_at)
             else:
                 self._views.named(given.names)
         except BaseException:  # cut short (Ctrl-C on the caller's thread, a bulk call's long submit)
-            if self._queue.calls.get(call_id) is not call:  # inside ``add``: none of it stays
+            if not new and not call.whole:  # inside ``extend``: none of the rest stays
+                self._queue.take_back(call, own)
+                self._views.forget_all(own)
+            elif new and self._queue.calls.get(call.id) is not call:  # inside ``add``: none of it stays
                 self._queue.discard(own)
                 self._views.forget_all(own)
             raise  # (queued whole, perhaps sent by a signal handler's turn: the driver takes back what is not sent)
-        if not own and (finished := self._queue.finished(call, call.spec.started_at)) is not None:
+        if new and not own and (finished := self._queue.finished(call, call.spec.started_at)) is not None:
             self._metric(finished)
-        return self._lanes.first.request is None
 
     def read_ahead(self, names: Iterable[str], now: float) -> None:
         """Read every broker's ids of these names with the next read, for wait_for_metadata creates of them to come

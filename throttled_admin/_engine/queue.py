@@ -32,17 +32,36 @@ class WorkQueue:
         self._names = NameHolds()  # rule a: which pending topic holds each name
         self._max_topics = max_topics_per_request
 
-    def add(self, call: Call, topics: list[Topic]) -> None:
-        """Queue the call's topics, each held behind its name while an earlier pending call names it."""
+    def add(self, call: Call, topics: list[Topic], *, more: bool = False) -> None:
+        """Queue the call's topics, each held behind its name while an earlier pending call names it. ``more``: the
+        rest of the call comes in one ``extend``; until then the call is not whole, and not finished."""
         if call.id in self.calls:
             raise ValueError(f"call id {call.id} is already pending")
+        self._hold(call, topics)
+        call.unsettled = len(topics)
+        call.whole = not more
+        self.calls[call.id] = call
+
+    def extend(self, call: Call, topics: list[Topic]) -> None:
+        """The rest of a call added with ``more``, queued behind what is queued now; the call is whole (``finished``
+        is asked next). Cut short, ``take_back`` of the same topics."""
+        self._hold(call, topics)
+        call.unsettled, call.whole = call.unsettled + len(topics), True  # (together: no signal between them)
+
+    def take_back(self, call: Call, topics: list[Topic]) -> None:
+        """``extend`` of these topics was cut short: those it queued are withdrawn (none sent), their names given
+        back; the call is as before it (not whole)."""
+        for topic in topics:
+            if topic.state is TopicState.QUEUED or topic.state is _HELD:
+                call.move(topic, TopicState.WITHDRAWN)
+        self.discard(topics)
+
+    def _hold(self, call: Call, topics: list[Topic]) -> None:
         if self._names.hold_all(topics):  # no earlier pending call names any (a bulk call's, most often)
             call.move_all(topics, TopicState.QUEUED)
         else:
             for topic in topics:
                 call.move(topic, TopicState.QUEUED if self._names.hold(topic) else _HELD)
-        call.unsettled = len(topics)
-        self.calls[call.id] = call
 
     def discard(self, topics: list[Topic]) -> None:
         """``add`` of these topics' call was cut short, or refused it, before the call was queued (none of them was
@@ -67,7 +86,7 @@ class WorkQueue:
         """Once, when the call's last topic is settled or withdrawn: the call leaves the queue, and its duration is
         recorded (before its last future resolves: metric events go first, so a caller that waits for the results
         and then reads the metrics always finds this call in them)."""
-        if call.unsettled > 0 or self.calls.pop(call.id, None) is None:
+        if call.unsettled > 0 or not call.whole or self.calls.pop(call.id, None) is None:
             return None
         return CallFinished(call.kind.operation.name, now - call.spec.started_at, call.error_type)
 

@@ -250,6 +250,7 @@ class Call:
     in_flight: dict[str, Topic]
     awaiting: dict[str, Topic]  # applied, until every broker shows it (visibility)
     unsettled: int
+    whole: bool  # every topic of the call is here (``Engine.extend``)
     quota_backoffs: int  # error 89 with no throttle, in a row without progress: exponential back-off
     transient_retries: int  # transient errors in a row without progress: exponential back-off
     error_type: str | None  # the first failure's type, for the call's duration metric
@@ -266,6 +267,7 @@ class Call:
         self.queued = queued
         self.in_flight, self.awaiting = {}, {}
         self.unsettled = self.quota_backoffs = self.transient_retries = 0
+        self.whole = True
         self.error_type = self.views_read_at = None
         # the states as module constants: on Python 3.11 an Enum member off its class is slow
         self._held_in = {

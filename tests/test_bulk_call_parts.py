@@ -1,0 +1,97 @@
+"""A bulk call is handed to the engine in two parts (issue 40): its first request goes to the broker before the rest
+of the call is made ready (its costs and records, the engine's records of it), end to end on QuotaBroker. The
+first part's size is made small here (``_client._FIRST_PART``, 4,000 topics) so that a few topics show it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from opentelemetry.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+import throttled_admin._client as client_module
+from tests.support import BrokerFactory, wait_until
+from tests.test_metrics_e2e import _durations
+from throttled_admin import ClientClosedNotSentError, NewTopic, ThrottledAdminClient
+from throttled_admin._engine import Operation
+
+NAMES = [f"part{i}" for i in range(5)]
+
+
+@pytest.fixture
+def specs_made(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes ``Operation.specs`` is asked for, in order (``_watch_specs``); first parts of two topics."""
+    monkeypatch.setattr(client_module, "_FIRST_PART", 2)
+    return []
+
+
+def _watch_specs(monkeypatch: pytest.MonkeyPatch, sizes: list[int], on_rest: Any) -> None:
+    specs = Operation.specs
+
+    def watched(self: Operation, items: list[Any], unknown: int | None) -> Any:
+        sizes.append(len(items))
+        if len(sizes) == 2:
+            on_rest()
+        return specs(self, items, unknown)
+
+    monkeypatch.setattr(Operation, "specs", watched)
+
+
+def test_a_bulk_calls_first_request_reaches_the_broker_before_the_rest_is_made_ready(
+    quota_broker: BrokerFactory, specs_made: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker = quota_broker()
+    started = broker.hold_controller_next(0)  # set when the controller takes up the first mutation
+    seen: list[bool] = []
+    _watch_specs(monkeypatch, specs_made, lambda: seen.append(started.wait(10)))
+    client = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    try:
+        futures = client.create_topics([NewTopic(name, 1, 1) for name in NAMES])
+        assert list(futures) == NAMES  # in the order of the call
+        assert {name: future.result(10) for name, future in futures.items()} == dict.fromkeys(NAMES)
+    finally:
+        client.close()
+    assert specs_made == [2, 3]
+    assert seen == [True]  # the rest was made ready once the broker had the first request
+    assert broker.topics() == dict.fromkeys(NAMES, 1)
+
+
+def test_a_client_closed_before_the_rest_is_queued_tells_the_rest_it_was_not_sent(
+    quota_broker: BrokerFactory, specs_made: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker = quota_broker()
+    client = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    _watch_specs(monkeypatch, specs_made, client.close)
+    futures = client.create_topics([NewTopic(name, 1, 1) for name in NAMES])
+    assert list(futures) == NAMES
+    for name in NAMES[2:]:
+        with pytest.raises(ClientClosedNotSentError):
+            futures[name].result(10)
+    for name in NAMES[:2]:  # sent, or not: an outcome each, by close()
+        assert futures[name].done()
+    assert set(broker.topics()) <= set(NAMES[:2])
+
+
+def test_a_call_cut_short_between_its_parts_is_finished_once_its_first_part_is_settled(
+    quota_broker: BrokerFactory,
+    specs_made: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+    meter_provider: MeterProvider,
+    metric_reader: InMemoryMetricReader,
+) -> None:
+    """Ctrl-C as the rest is made ready: the rest is never queued, and the engine is told that no more of the call
+    comes, so the call ends (its duration recorded) once its first part is settled, instead of staying pending."""
+    broker = quota_broker()
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    _watch_specs(monkeypatch, specs_made, interrupted)
+    conf = {"bootstrap.servers": broker.bootstrap_servers}
+    with ThrottledAdminClient(conf, meter_provider=meter_provider) as client:
+        with pytest.raises(KeyboardInterrupt):
+            client.create_topics([NewTopic(name, 1, 1) for name in NAMES])
+        assert client.wait_until_final(10)
+        assert wait_until(lambda: _durations(metric_reader) == 1, timeout_s=10)
+    assert set(broker.topics()) <= set(NAMES[:2])
