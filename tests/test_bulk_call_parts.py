@@ -13,7 +13,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 import throttled_admin._client as client_module
 from tests.support import BrokerFactory, wait_until
 from tests.test_metrics_e2e import _durations
-from throttled_admin import ClientClosedNotSentError, NewTopic, ThrottledAdminClient
+from throttled_admin import ClientClosedNotSentError, MutationQuota, NewTopic, ThrottledAdminClient
 from throttled_admin._engine import Operation
 
 NAMES = [f"part{i}" for i in range(5)]
@@ -95,3 +95,17 @@ def test_a_call_cut_short_between_its_parts_is_finished_once_its_first_part_is_s
         assert client.wait_until_final(10)
         assert wait_until(lambda: _durations(metric_reader) == 1, timeout_s=10)
     assert set(broker.topics()) <= set(NAMES[:2])
+
+
+def test_a_paced_call_is_handed_over_whole(
+    quota_broker: BrokerFactory, specs_made: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A paced call's first request is sized from everything it has queued, and its unknown costs come from one read
+    of the cluster: it is not given in parts."""
+    broker = quota_broker()
+    _watch_specs(monkeypatch, specs_made, lambda: None)
+    conf = {"bootstrap.servers": broker.bootstrap_servers}
+    with ThrottledAdminClient(conf, mutation_quota=MutationQuota(rate=1000)) as client:
+        futures = client.create_topics([NewTopic(name, 1, 1) for name in NAMES])
+        assert {name: future.result(10) for name, future in futures.items()} == dict.fromkeys(NAMES)
+    assert specs_made == [5]

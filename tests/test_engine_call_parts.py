@@ -82,6 +82,40 @@ def test_a_call_given_in_two_parts_before_any_step_decides_as_the_call_given_who
     assert run(parts=True) == run(parts=False)
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.sampled_from([f"t{i}" for i in range(10)]), min_size=1, max_size=10, unique=True),
+    st.integers(min_value=0, max_value=10),
+    st.integers(min_value=0, max_value=4),
+    st.lists(st.one_of(st.none(), st.integers(min_value=0, max_value=3)), min_size=12, max_size=12),
+)
+def test_a_call_extended_after_some_steps_settles_each_topic_once_and_finishes_once_after_the_last(
+    names: list[str], split: int, steps_before: int, answers: list[int | None]
+) -> None:
+    """The rest comes after sends, answers and settlements of the first part (refusals: settled with their error),
+    as on the caller's thread: every topic is settled once, and the call finishes once, after its last topic."""
+    engine, now, seen = _engine(), 0.0, []
+    engine.submit(1, SPEC, _specs(names[:split]), more=True)
+    for step, refused in enumerate(answers):
+        if step == steps_before:
+            engine.extend(1, _specs(names[split:]), now)
+        now += 0.25
+        out = engine.step(now)
+        seen.append(out)
+        if out.send is not None:
+            results: dict[str, BaseException | None] = dict.fromkeys(out.send.names)
+            if refused is not None:
+                results[out.send.names[refused % len(out.send.names)]] = EXISTS
+            engine.on_results(out.send.request_id, results, now + 0.01)
+    seen += _answer_all(engine, now + 1)
+    settled = [ref.name for out in seen for ref, _ in out.settle]
+    assert sorted(settled) == sorted(names)
+    finished = [i for i, out in enumerate(seen) if _finished([out])]
+    assert len(finished) == 1
+    assert not any(out.settle for out in seen[finished[0] + 1 :])
+    assert engine.status.idle
+
+
 def test_a_call_is_finished_once_when_it_is_whole_and_its_last_topic_settled() -> None:
     engine = _engine()
     engine.submit(1, SPEC, _specs(["a", "b"]), more=True)

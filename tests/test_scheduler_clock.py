@@ -641,12 +641,12 @@ def test_a_call_cut_short_as_it_takes_the_turn_lets_the_turn_go_and_is_never_sen
             raise KeyboardInterrupt
         return taken
 
-    def abandon_after_a_switch(scheduler: Scheduler, call_id: int, names: Sequence[str]) -> None:
+    def abandon_after_a_switch(scheduler: Scheduler, call_id: int, names: Sequence[str], *, whole: bool = True) -> None:
         if cut and threading.current_thread() is main:  # the scheduler's thread, woken, may send before this runs
             sent = driver.transport.sent
             with sent.not_empty:
                 sent.not_empty.wait_for(sent._qsize, timeout=0.5)  # (qsize() would take the mutex again)
-        abandon(scheduler, call_id, names)
+        abandon(scheduler, call_id, names, whole=whole)
 
     monkeypatch.setattr(Turns, "take", taken_then_interrupted)
     monkeypatch.setattr(Scheduler, "_abandon", abandon_after_a_switch)
@@ -668,10 +668,10 @@ def test_a_call_cut_short_inside_the_engines_submit_is_never_sent(
     it until its deadline)."""
     add = WorkQueue.add
 
-    def interrupted(queue: WorkQueue, call: Call, topics: list[Topic]) -> None:
+    def interrupted(queue: WorkQueue, call: Call, topics: list[Topic], *, more: bool = False) -> None:
         monkeypatch.undo()  # once
         if where == "once queued":
-            add(queue, call, topics)
+            add(queue, call, topics, more=more)
         else:
             queue._names.hold_all(topics)
         raise KeyboardInterrupt
@@ -692,7 +692,7 @@ def test_a_call_queued_behind_a_call_cut_inside_the_engines_submit_is_sent(
     raises: its call, queued behind the cut one's name, is sent (it waited behind a call that was gone)."""
     made: dict[str, Future[None]] = {}
 
-    def handler_runs_then_raises(queue: WorkQueue, call: Call, topics: list[Topic]) -> None:
+    def handler_runs_then_raises(queue: WorkQueue, call: Call, topics: list[Topic], *, more: bool = False) -> None:
         monkeypatch.undo()  # once
         queue._names.hold_all(topics)  # the cut call holds its names ...
         made.update(driver.create(["x"], timeout_s=60.0))  # ... when a signal handler calls the client ...

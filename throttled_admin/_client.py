@@ -71,9 +71,9 @@ _SECOND_HANDLE_SILENT = tuple(key for key in USER_CALLBACKS if key != "throttle_
 log = logging.getLogger("throttled_admin")
 
 
-# A call of more topics is handed to the scheduler in two parts: this many, then the rest, made ready (its costs and
-# records, the engine's own records of it) after the first request is handed to librdkafka (issue 40: 50,000 topics
-# took 45 ms of their 140 ms to the first write). Two requests' worth, so that the second lane has one too.
+# A call of more topics, not paced, is handed to the scheduler in two parts: this many, then the rest, made ready (its
+# costs and records, the engine's own records of it) after the first request is handed to librdkafka (issue 40: 50,000
+# topics took 45 ms of their 140 ms to the first write). Two requests' worth, so that the second lane has one too.
 _FIRST_PART = 4000
 
 # One RequestKind per operation and validate_only, made once: the engine compares a call's kind on every step (the
@@ -551,7 +551,9 @@ class ThrottledAdminClient(AdminClient):
         # Costs the input does not tell (deletes, partition additions) are read from the cluster only for pacing; a
         # create of -1 partitions costs the cluster's default, which is read for the metrics too.
         unknown = None if self._mutation_quota is not None or operation is CREATE_TOPICS else 0
-        if len(items) > _FIRST_PART:  # a bulk call: the rest is made ready once its first request is on its way
+        # A bulk call's rest is made ready once its first request is on its way; not a paced call's: its first request
+        # is sized from all it has queued, and its unknown costs come from one read of the cluster.
+        if len(items) > _FIRST_PART and self._mutation_quota is None:
             first, rest = items[:_FIRST_PART], items[_FIRST_PART:]
             later = functools.partial(operation.specs, rest, unknown)
             sent = scheduler.submit(spec, operation.specs(first, unknown), later)

@@ -35,7 +35,6 @@ and the application's code run elsewhere (``_driver.user_code``), and librdkafka
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import itertools
 import logging
@@ -376,10 +375,12 @@ class Scheduler:
         ``_caller_turn``). A request already written ends unseen, as a call whose futures were dropped. Not
         ``whole``: the call had a rest to come, and the engine is told none comes (``Engine.extend``)."""
         with self._cv:
-            self._open.abandon(call_id)
-            if not whole:
-                with contextlib.suppress(RuntimeError):  # (closed: nothing waits for it)
+            if not whole:  # (first, and no call before it but the clock's: fewer points for a second Ctrl-C)
+                try:  # noqa: SIM105 (suppress() is one call more: one more point)
                     self._engine.extend(call_id, _NO_TOPICS, self._clock())
+                except RuntimeError:  # closed: nothing waits for it
+                    pass
+            self._open.abandon(call_id)
         held = self._turns.held_here()
         try:
             self._turns.take(0)  # (not waited for: the call's own turn took back what it decided, ``_caller_turn``)
