@@ -9,12 +9,11 @@ import itertools
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.engine_records import submit_call
+from tests.engine_records import answered_steps, submit_call
 from throttled_admin._engine import (
     CREATE_TOPICS,
     CallSpec,
@@ -31,8 +30,6 @@ from throttled_admin._engine.actions import _by_rank
 from throttled_admin._engine.config import EngineConfig
 from throttled_admin._engine.metric_events import Retried
 from throttled_admin._engine.work import NameHolds, _or
-
-EXISTS = KafkaException(KafkaError(KafkaError.TOPIC_ALREADY_EXISTS, "exists"))
 
 # a scenario: calls (each a list of names from a small pool, so later calls wait behind earlier ones' names, and
 # whether it waits for metadata), then for each request sent: which of its topics the broker refuses (none: all
@@ -59,19 +56,7 @@ def _run(calls: list[tuple[list[str], bool]], answers: list[int | None], per_req
     for names, wait in calls:
         spec = CallSpec(RequestKind(CREATE_TOPICS, False), 30.0, 30_000, True, None, None, 0.0, wait_for_metadata=wait)
         topics += submit_call(engine, spec, [(name, NewTopic(name, 1, 1), 1, 2) for name in names])[1]
-    seen: list[Any] = []
-    now = 0.0
-    for refused in answers:
-        now += 0.25
-        out = engine.step(now)
-        seen.append(out)
-        if out.send is not None:
-            results: dict[str, BaseException | None] = dict.fromkeys(out.send.names)
-            if refused is not None:
-                results[out.send.names[refused % len(out.send.names)]] = EXISTS
-            engine.on_results(out.send.request_id, results, now + 0.01)
-        if out.read_views is not None:
-            engine.on_views({}, now)
+    seen, _ = answered_steps(engine, answers)
     return [*seen, [(topic.state, topic.history) for topic in topics]]
 
 

@@ -7,12 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.engine_records import records
+from tests.engine_records import answered_steps, records
 from throttled_admin._engine import CREATE_TOPICS, CallSpec, Engine, RequestKind, RetryBackoff
 from throttled_admin._engine.config import EngineConfig
 from throttled_admin._engine.lifecycle import TopicState
@@ -20,7 +19,6 @@ from throttled_admin._engine.metric_events import CallFinished
 from throttled_admin._engine.queue import WorkQueue
 
 SPEC = CallSpec(RequestKind(CREATE_TOPICS, False), 30.0, 30_000, True, None, None, 0.0)
-EXISTS = KafkaException(KafkaError(KafkaError.TOPIC_ALREADY_EXISTS, "exists"))
 
 
 def _specs(names: list[str]) -> list[tuple[str, NewTopic, int, int]]:
@@ -62,22 +60,13 @@ def test_a_call_given_in_two_parts_before_any_step_decides_as_the_call_given_who
     names: list[str], split: int, answers: list[int | None]
 ) -> None:
     def run(parts: bool) -> list[Any]:
-        engine, now, seen = _engine(), 0.0, []
+        engine = _engine()
         if parts:
             engine.submit(1, SPEC, _specs(names[:split]), more=True)
             engine.extend(1, _specs(names[split:]), 0.0)
         else:
             engine.submit(1, SPEC, _specs(names))
-        for refused in answers:
-            now += 0.25
-            out = engine.step(now)
-            seen.append(out)
-            if out.send is not None:
-                results: dict[str, BaseException | None] = dict.fromkeys(out.send.names)
-                if refused is not None:
-                    results[out.send.names[refused % len(out.send.names)]] = EXISTS
-                engine.on_results(out.send.request_id, results, now + 0.01)
-        return seen
+        return answered_steps(engine, answers)[0]
 
     assert run(parts=True) == run(parts=False)
 
@@ -94,19 +83,14 @@ def test_a_call_extended_after_some_steps_settles_each_topic_once_and_finishes_o
 ) -> None:
     """The rest comes after sends, answers and settlements of the first part (refusals: settled with their error),
     as on the caller's thread: every topic is settled once, and the call finishes once, after its last topic."""
-    engine, now, seen = _engine(), 0.0, []
+    engine = _engine()
     engine.submit(1, SPEC, _specs(names[:split]), more=True)
-    for step, refused in enumerate(answers):
+
+    def extend_at(step: int, now: float) -> None:
         if step == steps_before:
             engine.extend(1, _specs(names[split:]), now)
-        now += 0.25
-        out = engine.step(now)
-        seen.append(out)
-        if out.send is not None:
-            results: dict[str, BaseException | None] = dict.fromkeys(out.send.names)
-            if refused is not None:
-                results[out.send.names[refused % len(out.send.names)]] = EXISTS
-            engine.on_results(out.send.request_id, results, now + 0.01)
+
+    seen, now = answered_steps(engine, answers, before=extend_at)
     seen += _answer_all(engine, now + 1)
     settled = [ref.name for out in seen for ref, _ in out.settle]
     assert sorted(settled) == sorted(names)
