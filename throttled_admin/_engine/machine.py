@@ -48,7 +48,6 @@ why it ends, its state and what its attempts leave true, in one table (``outcome
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 import operator
 from collections.abc import Callable, Iterable
@@ -84,6 +83,7 @@ from throttled_admin._engine.classify import (
 from throttled_admin._engine.config import MAX_RECORDS_PER_REQUEST, MAX_TOPICS_PER_REQUEST, EngineConfig
 from throttled_admin._engine.connection import Drained
 from throttled_admin._engine.contact import Contact, contact_failure
+from throttled_admin._engine.intake import take_in
 from throttled_admin._engine.lanes import FIRST, Lanes
 from throttled_admin._engine.late_settle import LateSettlement
 from throttled_admin._engine.learning import Learning
@@ -243,14 +243,16 @@ class Engine:
     def submit(self, call_id: int, spec: CallSpec, topics: Iterable[TopicSpec], *, more: bool = False) -> bool:
         """A call the driver numbered ``call_id`` (unique among its pending calls; a topic is then named to the driver
         by ``TopicRef(call_id, name)``), as its caller asked for it, and its topics (distinct names). The engine's
-        own records of them (``Call``, ``Topic``) never leave it. ``more``: the call's other topics come later, in
-        one ``extend``; until then the call is not finished, however many of these are settled. True when no request
-        is in flight (``status``'s ``in_flight`` None: a step now may send the call; the driver's caller then takes
-        the turn)."""
+        own records of them (``Call``, ``Topic``) never leave it (``intake``). ``more``: the call's other topics come
+        later, in one ``extend``; until then the call is not finished, however many of these are settled. True when
+        no request is in flight (``status``'s ``in_flight`` None: a step now may send the call; the driver's caller
+        then takes the turn)."""
         if self._closed:
             raise RuntimeError(CLOSED_MESSAGE)
         call = Call(spec, call_id)
-        self._take(call, topics, more=more, new=True)
+        own = take_in(call, topics, self._queue, self._views, self._metadata.default_partitions, more=more)
+        if not own and (finished := self._queue.finished(call, spec.started_at)) is not None:
+            self._out.append(finished)
         return self._lanes.first.request is None
 
     def extend(self, call_id: int, topics: Iterable[TopicSpec], now: float) -> None:
@@ -266,44 +268,9 @@ class Engine:
             if len(given):
                 raise ValueError(f"call {call_id} is not waiting for its other topics")
             return
-        self._take(call, given, more=False, new=False)
+        take_in(call, given, self._queue, self._views, self._metadata.default_partitions, rest=True)
         if (finished := self._queue.finished(call, now)) is not None:
-            self._metric(finished)
-
-    def _take(self, call: Call, topics: Iterable[TopicSpec], *, more: bool, new: bool) -> None:
-        """``submit``'s and ``extend``'s topics, given to the queue (``new``: the call with them)."""
-        own: list[Topic] = []
-        try:
-            given = TopicSpecs.of(topics)
-            own = list(map(Topic, given.names, given.items, itertools.repeat(call), given.costs, given.records))
-            default = self._metadata.default_partitions
-            if default is not None and call.kind.operation is CREATE_TOPICS:
-                for topic in own:
-                    if topic.cost is None:
-                        cost_with_default(topic, default)  # -1 partitions: the cluster's default, known already
-            reads_ids = (
-                call.spec.wait_for_metadata and not call.kind.validate_only and call.kind.operation is CREATE_TOPICS
-            )
-            if reads_ids:  # incarnations: the ids before the send (``visibility``)
-                self._views.want_ids(own)
-            if new:
-                self._queue.add(call, own, more=more)  # rule a: held behind its name while an earlier pending call
-            else:  # names it too
-                self._queue.extend(call, own)
-            if reads_ids:  # ... or those read ahead, by a create that holds its name (``read_ahead``)
-                self._views.take_ahead(own, call.spec.started_at)
-            else:
-                self._views.named(given.names)
-        except BaseException:  # cut short (Ctrl-C on the caller's thread, a bulk call's long submit)
-            if not new and not call.whole:  # inside ``extend``: none of the rest stays
-                self._queue.take_back(call, own)
-                self._views.forget_all(own)
-            elif new and self._queue.calls.get(call.id) is not call:  # inside ``add``: none of it stays
-                self._queue.discard(own)
-                self._views.forget_all(own)
-            raise  # (queued whole, perhaps sent by a signal handler's turn: the driver takes back what is not sent)
-        if new and not own and (finished := self._queue.finished(call, call.spec.started_at)) is not None:
-            self._metric(finished)
+            self._out.append(finished)
 
     def read_ahead(self, names: Iterable[str], now: float) -> None:
         """Read every broker's ids of these names with the next read, for wait_for_metadata creates of them to come
@@ -326,7 +293,7 @@ class Engine:
         call.move(topic, TopicState.WITHDRAWN)
         self._views.forget(topic)
         if (finished := self._queue.settled(topic, now)) is not None:
-            self._metric(finished)
+            self._out.append(finished)
         return True
 
     def on_throttle(self, node_id: int, throttle_s: float, now: float, lane: int = FIRST) -> None:
@@ -339,7 +306,7 @@ class Engine:
         if request is not None:
             request.events.append((node_id, throttle_s))
         else:  # the response of another AdminClient method
-            self._metric(_throttle_event(node_id, throttle_s))
+            self._out.append(_throttle_event(node_id, throttle_s))
 
     def on_error(self, error: KafkaError, now: float, lane: int = FIRST) -> None:
         """An authentication failure fails the work at once instead of at its deadline, and what is submitted
@@ -409,7 +376,7 @@ class Engine:
         slot.free()
         if slot.lane != FIRST:
             self._lanes.retire()
-        self._metric(*request.throttle_events(answered=False))
+        self._out += request.throttle_events(answered=False)
         for topic in request.topics:
             if topic.state is TopicState.IN_FLIGHT:
                 self._end(topic, Ending.SEND_REFUSED, now, exc=exc)
@@ -433,7 +400,7 @@ class Engine:
             return
         slot.free()
         for node_id, throttle_s in request.events:  # other responses' throttles: this request was never sent
-            self._metric(_throttle_event(node_id, throttle_s))
+            self._out.append(_throttle_event(node_id, throttle_s))
         for topic in request.topics:
             if topic.state is not TopicState.IN_FLIGHT:
                 continue
@@ -480,9 +447,9 @@ class Engine:
         self._closed = True
         for slot in self._lanes.slots:
             if (request := slot.request) is not None:  # its responses' throttles still count (KIP-124), answered
-                self._metric(*request.throttle_events(answered=False))  # or not, and its 89s so far (rule g)
+                self._out += request.throttle_events(answered=False)  # or not, and its 89s so far (rule g)
                 if refused := _quota_refusals(request):
-                    self._metric(QuotaViolations(request.kind.operation.name, refused))
+                    self._out.append(QuotaViolations(request.kind.operation.name, refused))
         for call in list(self._queue.calls.values()):
             for topic in [*call.queued.values(), *call.in_flight.values(), *call.awaiting.values()]:
                 self._end(topic, Ending.CLOSED, now)
@@ -555,9 +522,6 @@ class Engine:
                 self._end(topic, Ending.CANNOT_CONNECT, now)
         return wake_at
 
-    def _metric(self, *events: MetricEvent) -> None:
-        self._out += events
-
     def _finish(self, topic: Topic, exc: BaseException | None, now: float) -> None:
         """Book a topic's outcome; the driver resolves its future."""
         call = topic.call
@@ -568,7 +532,7 @@ class Engine:
             call.error_type = error.name() if error is not None else type(exc).__name__
         self._out.append(Settle(call.id, topic.name, exc))
         if (finished := self._queue.settled(topic, now)) is not None:  # the next call naming it may send it
-            self._metric(finished)
+            self._out.append(finished)
 
     def _expire(self, now: float) -> float:
         """Settle what is past its call's deadline; returns the next deadline (rule e)."""
@@ -693,7 +657,7 @@ class Engine:
                 outcome_unknown=topic.outcome_unknown,
             )
             if decided is Verdict.THROTTLED:
-                self._metric(QuotaViolations(topic.call.kind.operation.name, 1))
+                self._out.append(QuotaViolations(topic.call.kind.operation.name, 1))
             elif decided is Verdict.RETRY and not_controller(exc):
                 self._metadata.refresh = True
             decision = self._after.decide(topic, decided, response, self._learned.round_trip, now)
@@ -723,7 +687,7 @@ class Engine:
         gate_s = self._gate.remaining_s(now)
         first = next(iter(calls.values())).kind.operation.name
         if (waited := self._gate.note_wait(gate_s > 0, first, now)) is not None:
-            self._metric(BackedOff(*waited))  # local back-off time: how long queued work waited for the throttle
+            self._out.append(BackedOff(*waited))  # local back-off time: how long queued work waited for the throttle
         if gate_s > 0:
             return self._hold_back(gate_s, None, now)
         if slot.busy:
@@ -777,7 +741,7 @@ class Engine:
                 continue
             queued = list(call.queued.values())
             if refused_here := sum(not _refused_by_the_broker_at(topic, now) for topic in queued):
-                self._metric(QuotaViolations(call.kind.operation.name, refused_here))
+                self._out.append(QuotaViolations(call.kind.operation.name, refused_here))
             for topic in queued:  # an earlier throttle of the topic's own, if longer, is the one it is told
                 self._end(topic, Ending.THROTTLED_HERE, now, throttle_ms=throttle_ms)
         return now + wait_s
