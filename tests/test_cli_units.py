@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -160,3 +161,13 @@ def test_a_quota_refusal_that_may_follow_an_applied_attempt_keeps_its_hedge() ->
     assert "may have applied it" in info.message, info
     plain = describe_error(KafkaException(KafkaError(KafkaError.THROTTLING_QUOTA_EXCEEDED, "x")))
     assert plain.message == QUOTA_MESSAGE
+
+
+def test_the_command_line_prints_every_threads_python_frames_when_native_code_crashes() -> None:
+    """``throttled-admin``'s entry point turns Python's fault handler on: a crash in native code (a rare SIGSEGV as
+    the process exited, seen in CI) says where each thread was, not only exit code -11."""
+    crash = "import ctypes, throttled_admin.cli as cli; cli.main = lambda: ctypes.string_at(0); cli.run()"
+    proc = subprocess.run([sys.executable, "-c", crash], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == -signal.SIGSEGV
+    assert "Fatal Python error: Segmentation fault" in proc.stderr
+    assert ", in run" in proc.stderr or " in run" in proc.stderr

@@ -1,5 +1,5 @@
 """``python -m throttled_admin``: the throttled-admin command line."""
 
-from throttled_admin.cli import main
+from throttled_admin.cli import run
 
-raise SystemExit(main())
+raise SystemExit(run())

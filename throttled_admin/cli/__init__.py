@@ -8,6 +8,7 @@ time reported; ``throttled-admin apply PLAN`` runs a provisioning plan paced to 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
 import sys
 from collections.abc import Sequence
@@ -18,7 +19,7 @@ from throttled_admin.cli._args import UsageError, build_parser, check_topics_arg
 from throttled_admin.cli._conf import Redactor, build_conf
 from throttled_admin.cli._output import ErrorInfo, Output, describe_error
 
-__all__ = ["EXIT_FAILURE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
+__all__ = ["EXIT_FAILURE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main", "run"]
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -63,6 +64,14 @@ def _topics(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             out.command_error(info)
         return EXIT_FAILURE
     return EXIT_OK
+
+
+def run() -> int:
+    """The ``throttled-admin`` console script and ``python -m throttled_admin``: ``main`` with Python's fault handler
+    on, so that a crash in native code (librdkafka's threads) prints every thread's Python frames to stderr instead of
+    a bare exit code (a rare SIGSEGV as the process exits, seen in CI, is to be caught so)."""
+    faulthandler.enable()
+    return main()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,5 +1,5 @@
 """``python -m throttled_admin.cli``: the throttled-admin command line (as ``python -m throttled_admin``)."""
 
-from throttled_admin.cli import main
+from throttled_admin.cli import run
 
-raise SystemExit(main())
+raise SystemExit(run())
