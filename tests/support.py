@@ -1,5 +1,6 @@
 """Helpers shared by the test files: the repository's root, free loopback ports, waiting on a condition, what a
-future failed with, and the types of the ``quota_broker`` fixture and of a confluent-kafka conf.
+future failed with, the calls an OpenTelemetry reader has timed, and the types of the ``quota_broker`` fixture and of
+a confluent-kafka conf.
 
 Test files import these from here, never from conftest.py (which holds only fixtures and hooks)."""
 
@@ -12,9 +13,11 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
+
 from throttled_admin.testing import QuotaBroker
 
-__all__ = ["REPO", "BrokerFactory", "Conf", "free_port", "port_open", "raised", "wait_until"]
+__all__ = ["REPO", "BrokerFactory", "Conf", "call_durations", "free_port", "port_open", "raised", "wait_until"]
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -54,3 +57,19 @@ def raised(future: Future[Any], timeout_s: float | None = None) -> BaseException
     exc = future.exception(timeout_s)
     assert exc is not None, "the future succeeded"
     return exc
+
+
+def call_durations(reader: InMemoryMetricReader) -> int:
+    """How many calls' durations (``messaging.client.operation.duration``, a histogram) the reader has collected."""
+    data = reader.get_metrics_data()
+    if data is None:
+        return 0
+    count = 0
+    for resource in data.resource_metrics:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                if metric.name == "messaging.client.operation.duration":
+                    for point in metric.data.data_points:
+                        assert isinstance(point, HistogramDataPoint)  # the duration is a histogram
+                        count += point.count
+    return count

@@ -11,8 +11,7 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import throttled_admin._client as client_module
-from tests.support import BrokerFactory, wait_until
-from tests.test_metrics_e2e import _durations
+from tests.support import BrokerFactory, call_durations, wait_until
 from throttled_admin import ClientClosedNotSentError, MutationQuota, NewTopic, ThrottledAdminClient
 from throttled_admin._engine import Operation
 
@@ -93,7 +92,7 @@ def test_a_call_cut_short_between_its_parts_is_finished_once_its_first_part_is_s
         with pytest.raises(KeyboardInterrupt):
             client.create_topics([NewTopic(name, 1, 1) for name in NAMES])
         assert client.wait_until_final(10)
-        assert wait_until(lambda: _durations(metric_reader) == 1, timeout_s=10)
+        assert wait_until(lambda: call_durations(metric_reader) == 1, timeout_s=10)
     assert set(broker.topics()) <= set(NAMES[:2])
 
 

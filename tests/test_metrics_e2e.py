@@ -7,34 +7,19 @@ from typing import Any
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from tests.support import BrokerFactory, wait_until
+from tests.support import BrokerFactory, call_durations, wait_until
 from throttled_admin import NewTopic, ThrottledAdminClient, ThrottlingQuotaExceededException
 
 SECRET = "metrics-secret-pw"
-
-
-def _durations(reader: InMemoryMetricReader) -> int:
-    data = reader.get_metrics_data()
-    if data is None:
-        return 0
-    count = 0
-    for resource in data.resource_metrics:
-        for scope in resource.scope_metrics:
-            for metric in scope.metrics:
-                if metric.name == "messaging.client.operation.duration":
-                    for point in metric.data.data_points:
-                        assert isinstance(point, HistogramDataPoint)  # the duration is a histogram
-                        count += point.count
-    return count
 
 
 def points(reader: InMemoryMetricReader, calls: int | None = None) -> dict[str, list[Any]]:
     """The exported points; with ``calls``, once that many call durations are in (exports run off the client's
     thread and follow the results by moments)."""
     if calls is not None:
-        wait_until(lambda: _durations(reader) >= calls, timeout_s=10)
+        wait_until(lambda: call_durations(reader) >= calls, timeout_s=10)
     data = reader.get_metrics_data()
     out: dict[str, list[Any]] = {}
     assert data is not None
