@@ -1,19 +1,23 @@
 """A bulk call is handed to the engine in two parts (issue 40): its first request goes to the broker before the rest
-of the call is made ready (its costs and records, the engine's records of it), end to end on QuotaBroker. The
-first part's size is made small here (``_client._FIRST_PART``, 4,000 topics) so that a few topics show it."""
+of the call is made ready (its costs and records, the engine's records of it, a create's checks but those that
+raise and a name given twice), end to end on QuotaBroker. The first part's size is made small here
+(``_client._FIRST_PART``, 4,000 topics) so that a few topics show it."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import throttled_admin._client as client_module
+import throttled_admin._validation as validation_module
 from tests.support import BrokerFactory, call_durations, wait_until
-from throttled_admin import ClientClosedNotSentError, MutationQuota, NewTopic, ThrottledAdminClient
+from throttled_admin import ClientClosedNotSentError, MutationQuota, NewTopic, NotSentError, ThrottledAdminClient
 from throttled_admin._engine import Operation
+from throttled_admin._kafka.topic_names import all_legal
 
 NAMES = [f"part{i}" for i in range(5)]
 
@@ -54,6 +58,35 @@ def test_a_bulk_calls_first_request_reaches_the_broker_before_the_rest_is_made_r
     assert specs_made == [2, 3]
     assert seen == [True]  # the rest was made ready once the broker had the first request
     assert broker.topics() == dict.fromkeys(NAMES, 1)
+
+
+def test_a_bulk_creates_rest_is_checked_once_its_first_request_reaches_the_broker(
+    quota_broker: BrokerFactory, specs_made: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The names' legality, checked over the first part before it is sent, and over the call once its first request
+    is with the broker; an illegal name and a collision in the rest are refused as they are in a call checked whole
+    (not sent, with the broker's error), and the rest is created."""
+    broker = quota_broker()
+    started = broker.hold_controller_next(0)
+    checked: list[tuple[int, bool]] = []  # (names, whether the broker had the first request)
+
+    def watched(names: list[str]) -> bool:
+        checked.append((len(names), started.wait(10) if len(names) > 2 else started.is_set()))
+        return all_legal(names)
+
+    monkeypatch.setattr(validation_module, "all_legal", watched)
+    names = ["part0", "part1", "part.2", "bad name", "part_2"]
+    with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as client:
+        futures = client.create_topics([NewTopic(name, 1, 1) for name in names])
+        assert list(futures) == names
+        for name in ("bad name", "part_2"):
+            with pytest.raises(NotSentError) as refused:
+                futures[name].result(10)
+            assert refused.value.args[0].code() == KafkaError.TOPIC_EXCEPTION
+            assert repr(name) in refused.value.args[0].str()
+        assert [futures[name].result(10) for name in names[:3]] == [None] * 3
+    assert checked == [(2, False), (5, True)]
+    assert broker.topics() == dict.fromkeys(names[:3], 1)
 
 
 def test_a_client_closed_before_the_rest_is_queued_tells_the_rest_it_was_not_sent(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from confluent_kafka import KafkaError
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,7 +15,7 @@ from throttled_admin._validation import (
     MAX_PARTITIONS,
     MAX_REPLICATION_FACTOR,
     _all_plain,
-    _plain_snapshots,
+    _plain_counts_of,
     _snapshot_topic,
     check_new_topics,
 )
@@ -73,21 +74,24 @@ _specs = st.builds(
 
 @given(st.lists(_specs, min_size=1, max_size=6))
 def test_plain_snapshots_over_the_list_are_the_per_topic_ones(topics: list[NewTopic]) -> None:
-    """The whole-list snapshots (``_plain_snapshots``) equal ``_snapshot_topic``'s, topic by topic."""
+    """The counts read over the whole list (``_plain_counts_of``) make the snapshots ``_snapshot_topic`` makes, topic
+    by topic, and ``check_new_topics`` sends fresh objects."""
     names = [str(t.topic) for t in topics]
     per_topic = [_fields(_snapshot_topic(t, name)) for t, name in zip(topics, names, strict=True)]
-    whole = _plain_snapshots(topics, names)
+    counts = _plain_counts_of(topics)
     plain = all(t.config is None and t.num_partitions != 0 and t.replication_factor != 0 for t in topics)
-    assert (whole is not None) == plain
-    if whole is not None:
-        assert [_fields(item) for item in whole] == per_topic
-        assert all(item is not topic for item, topic in zip(whole, topics, strict=True))
+    assert (counts is not None) == plain
+    if counts is not None:
+        made = [NewTopic(name, p, r) for name, p, r in zip(names, *counts, strict=True)]
+        assert [_fields(item) for item in made] == per_topic
+        sent = [item for _, item in check_new_topics(topics) if not isinstance(item, KafkaError)]
+        assert not {id(item) for item in sent} & {id(topic) for topic in topics}
 
 
 def test_a_topic_with_an_assignment_or_a_config_takes_the_per_topic_checks() -> None:
     with_assignment = NewTopic("b", 2, replica_assignment=[[1], [2]])
-    assert _plain_snapshots([NewTopic("a", 1, 1), with_assignment], ["a", "b"]) is None
-    assert _plain_snapshots([NewTopic("a", 1, 1), NewTopic("b", 1, 1, config={})], ["a", "b"]) is None
+    assert _plain_counts_of([NewTopic("a", 1, 1), with_assignment]) is None
+    assert _plain_counts_of([NewTopic("a", 1, 1), NewTopic("b", 1, 1, config={})]) is None
     [(_, snapshot)] = check_new_topics([with_assignment])
     assert isinstance(snapshot, NewTopic)
     assert snapshot.replica_assignment == [[1], [2]]
@@ -124,3 +128,52 @@ def test_a_lone_topic_is_checked_as_in_a_list(
     except (TypeError, ValueError):
         return  # confluent-kafka's own refusal: no call to check
     assert _checked([topic]) == _checked(_ListSubclass([topic]))
+
+
+_part_names = st.sampled_from(["a", "b", "c.d", "c_d", "e", "bad name", "", "f", "g"])
+_part_counts = st.sampled_from([-1, 1, 2, 0, MAX_PARTITIONS + 1])
+
+
+@given(
+    st.lists(st.tuples(_part_names, _part_counts, st.sampled_from([-1, 1, 0])), min_size=2, max_size=8),
+    st.integers(1, 8),
+    st.booleans(),
+)
+def test_a_call_checked_in_two_parts_decides_as_one_checked_whole(
+    rows: list[tuple[str, int, int]], first: int, configured: bool
+) -> None:
+    """``first`` (issue 40): the same errors raised, and the same items per name, sent or refused, as the call checked
+    whole; while staged, only the first part's items exist, and ``finish`` gives the rest's to send."""
+    topics = [NewTopic(name, partitions, replicas) for name, partitions, replicas in rows]
+    if configured:
+        topics[-1] = NewTopic(*rows[-1], config={"cleanup.policy": "compact"})
+    whole = _checked(topics)
+    if isinstance(whole, tuple):  # raised: the same error, whole or in two parts
+        with pytest.raises(whole[0]) as raised:
+            check_new_topics(topics, first=first)
+        assert str(raised.value) == whole[1]
+        return
+    checked = check_new_topics(topics, first=first)
+    sent = checked.sent()
+    if checked.staged:
+        assert len(checked.items) == first < len(topics)
+        sent += checked.finish()
+        assert not checked.staged
+    as_whole = [(name, (i.code(), i.str()) if isinstance(i, KafkaError) else _fields(i)) for name, i in checked]
+    assert as_whole == whole
+    assert [_fields(item) for item in sent] == [fields for _, fields in whole if not isinstance(fields[0], int)]
+
+
+def test_which_calls_are_checked_in_two_parts() -> None:
+    """Plain topics, more than the first part, no name twice, the first part all legal and apart: else whole."""
+    plain = [NewTopic(f"t{i}", 1, 1) for i in range(5)]
+    assert check_new_topics(plain, first=2).staged
+    assert not check_new_topics(plain).staged
+    assert not check_new_topics(plain, first=5).staged
+    assert not check_new_topics([*plain, NewTopic("t4", 1, 1)], first=2).staged  # t4 twice
+    assert not check_new_topics([NewTopic("bad name", 1, 1), *plain], first=2).staged
+    assert not check_new_topics([NewTopic("a.b", 1, 1), NewTopic("a_b", 1, 1), *plain], first=2).staged
+    assert check_new_topics([*plain, NewTopic("bad name", 1, 1)], first=2).staged  # refused when finished
+    assert not check_new_topics([*plain, NewTopic("c", 1, 1, config={})], first=2).staged
+    with pytest.raises(RuntimeError, match="checked whole"):
+        check_new_topics(plain).finish()
