@@ -5,9 +5,10 @@ Benchmarks run as scripts (``python benchmarks/provision.py``), so this module i
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -20,10 +21,12 @@ __all__ = [
     "QUOTA_EXCEEDED",
     "best_us",
     "failures",
+    "interleaved",
     "markdown_table",
     "mutation_records",
     "peak_in_window",
     "percentile",
+    "variants_parser",
 ]
 
 CREATE_TOPICS = 19  # Kafka API key
@@ -54,6 +57,23 @@ def failures(futures: dict[str, Future[None]], timeout_s: float | None = None) -
         error = exc.args[0] if exc.args else None
         out[name] = str(error.name()) if isinstance(error, KafkaError) else type(exc).__name__
     return out
+
+
+def variants_parser(doc: str | None, variants: list[str], topics: int, runs: int) -> argparse.ArgumentParser:
+    """The command line of a benchmark of client variants (``ours``, ``bare-N``) over ``--runs`` rounds, each run's
+    client a subprocess of its own (``--child VARIANT BOOTSTRAP``)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("variants", nargs="*", default=variants)
+    parser.add_argument("--topics", type=int, default=topics)
+    parser.add_argument("--runs", type=int, default=runs, help="rounds, every variant once, the order reversed")
+    parser.add_argument("--child", nargs=2, metavar=("VARIANT", "BOOTSTRAP"), help=argparse.SUPPRESS)
+    return parser
+
+
+def interleaved(variants: Sequence[str], runs: int) -> Iterator[str]:
+    """``runs`` rounds of every variant once, the order reversed every other round (drift hits all alike)."""
+    for round_ in range(runs):
+        yield from variants if round_ % 2 == 0 else variants[::-1]
 
 
 def mutation_records(records: Iterable[RequestRecord], api_key: int = CREATE_TOPICS) -> list[RequestRecord]:

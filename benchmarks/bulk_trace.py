@@ -14,7 +14,6 @@ process's life, and within the call.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -25,6 +24,7 @@ import sys
 import time
 from typing import Any
 
+from _common import interleaved, variants_parser
 from overhead import _cpu_s, broker_process, kafka_process, submit_bulk
 
 _RTT = re.compile(r"Received CreateTopicsResponse .*CorrId (\d+), rtt ([\d.]+)ms")
@@ -119,30 +119,25 @@ def run(variant: str, count: int, kafka: bool) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("variants", nargs="*", default=["ours", "bare-4000"])
-    parser.add_argument("--topics", type=int, default=10_000)
-    parser.add_argument("--runs", type=int, default=3, help="rounds, every variant once, the order reversed")
+    parser = variants_parser(__doc__, ["ours", "bare-4000"], 10_000, 3)
     parser.add_argument("--broker", choices=("kafka", "quota"), default="kafka")
-    parser.add_argument("--child", nargs=2, metavar=("VARIANT", "BOOTSTRAP"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child[0], args.child[1], args.topics)
         return
     results: dict[str, list[dict[str, Any]]] = {variant: [] for variant in args.variants}
-    for round_ in range(args.runs):
-        for variant in args.variants if round_ % 2 == 0 else args.variants[::-1]:
-            result = run(variant, args.topics, args.broker == "kafka")
-            results[variant].append(result)
-            after, gaps = result["after_rtt_ms"], result["gap_ms"]
-            print(
-                f"{variant}: wall {result['wall_s']:.2f} s, client CPU {result['cpu_s']:.2f} s, broker CPU "
-                f"{result['broker_cpu_s']:.2f} s ({result['call_broker_cpu_s']:.2f} s in the call), load "
-                f"{result['load']:.1f}; first write {result['first_write_ms']:.0f}"
-                f" ms; round trips {[round(r) for r in result['rtts_ms']]} ms"
-                + (f"; past them {[round(a) for a in after]} ms; gaps {[round(g) for g in gaps]} ms" if gaps else ""),
-                flush=True,
-            )
+    for variant in interleaved(args.variants, args.runs):
+        result = run(variant, args.topics, args.broker == "kafka")
+        results[variant].append(result)
+        after, gaps = result["after_rtt_ms"], result["gap_ms"]
+        print(
+            f"{variant}: wall {result['wall_s']:.2f} s, client CPU {result['cpu_s']:.2f} s, broker CPU "
+            f"{result['broker_cpu_s']:.2f} s ({result['call_broker_cpu_s']:.2f} s in the call), load "
+            f"{result['load']:.1f}; first write {result['first_write_ms']:.0f}"
+            f" ms; round trips {[round(r) for r in result['rtts_ms']]} ms"
+            + (f"; past them {[round(a) for a in after]} ms; gaps {[round(g) for g in gaps]} ms" if gaps else ""),
+            flush=True,
+        )
     print()
     for variant, runs in results.items():
         after = [a for r in runs for a in r["after_rtt_ms"]]

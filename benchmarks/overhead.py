@@ -46,7 +46,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from _common import failures, markdown_table, percentile
+from _common import failures, interleaved, markdown_table, percentile
 from _kafka import plain_kafka
 from confluent_kafka.admin import AdminClient
 
@@ -370,11 +370,10 @@ def bulk(args: argparse.Namespace) -> str:
     rows = []
     for count in args.bulk_topics:
         runs: dict[str, list[dict[str, Any]]] = {variant: [] for variant in variants}
-        for round_ in range(args.runs):
-            for variant in variants if round_ % 2 == 0 else variants[::-1]:
-                result = bulk_run(variant, count, kafka=args.broker == "kafka")
-                runs[variant].append(result)
-                print(f"  {count} {variant}: {json.dumps(result)}", file=sys.stderr, flush=True)
+        for variant in interleaved(variants, args.runs):
+            result = bulk_run(variant, count, kafka=args.broker == "kafka")
+            runs[variant].append(result)
+            print(f"  {count} {variant}: {json.dumps(result)}", file=sys.stderr, flush=True)
         best_bare = min(variants[:-1], key=lambda v: statistics.median(r["wall_s"] for r in runs[v]))
         base = {key: statistics.median(r[key] for r in runs[best_bare]) for key in ("wall_s", "cpu_s", "max_rss_kib")}
         for variant in variants:

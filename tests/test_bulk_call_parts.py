@@ -5,17 +5,25 @@ raise and a name given twice), end to end on QuotaBroker. The first part's size 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import throttled_admin._client as client_module
 import throttled_admin._validation as validation_module
+from tests.either_broker import EitherBroker
 from tests.support import BrokerFactory, call_durations, wait_until
-from throttled_admin import ClientClosedNotSentError, MutationQuota, NewTopic, NotSentError, ThrottledAdminClient
+from throttled_admin import (
+    ClientClosedNotSentError,
+    MutationQuota,
+    NewTopic,
+    NotSentError,
+    ThrottledAdminClient,
+)
 from throttled_admin._engine import Operation
 from throttled_admin._kafka.topic_names import all_legal
 
@@ -87,6 +95,35 @@ def test_a_bulk_creates_rest_is_checked_once_its_first_request_reaches_the_broke
         assert [futures[name].result(10) for name in names[:3]] == [None] * 3
     assert checked == [(2, False), (5, True)]
     assert broker.topics() == dict.fromkeys(names[:3], 1)
+
+
+def test_calls_in_two_parts_end_every_topic_as_the_broker_holds_it(
+    any_broker: Callable[..., EitherBroker], specs_made: list[int]
+) -> None:
+    """On QuotaBroker and on Kafka 4.4: a create in two parts whose rest holds an illegal name, a name colliding
+    with one of the rest, a topic the broker has, and new ones; then a delete in two parts of what it made. Each
+    topic's outcome is what the broker holds afterwards."""
+    broker = any_broker()
+    there = broker.t("part.there")
+    broker.create_topic(there)
+    made = [broker.t(name) for name in ("part0", "part1", "part.2", "part3")]
+    collides = broker.t("part_2")
+    given = [*made[:3], "bad name", collides, there, made[3]]
+    with ThrottledAdminClient(broker.conf()) as client:
+        futures = client.create_topics([NewTopic(name, 1, 1) for name in given])
+        assert list(futures) == given
+        for name in ("bad name", collides):
+            with pytest.raises(NotSentError) as refused:
+                futures[name].result(30)
+            assert refused.value.args[0].code() == KafkaError.TOPIC_EXCEPTION
+        with pytest.raises(KafkaException) as exists:
+            futures[there].result(30)
+        assert exists.value.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
+        assert [futures[name].result(30) for name in made] == [None] * 4
+        assert broker.settled_topics(dict.fromkeys([*made, there], 1)) == dict.fromkeys([*made, there], 1)
+        deleted = client.delete_topics(made)
+        assert [deleted[name].result(30) for name in made] == [None] * 4
+    assert broker.settled_topics({there: 1}) == {there: 1}
 
 
 def test_a_client_closed_before_the_rest_is_queued_tells_the_rest_it_was_not_sent(
