@@ -19,10 +19,13 @@ __all__ = ["EXISTS", "answered_steps", "records", "submit_call"]
 _ids: weakref.WeakKeyDictionary[Engine, Iterator[int]] = weakref.WeakKeyDictionary()
 
 
-def submit_call(engine: Engine, spec: CallSpec, topics: list[TopicSpec]) -> tuple[Call, list[Topic]]:
-    """Submit a call numbered as the driver would (1, 2, ... per engine); returns the engine's records of it."""
+def submit_call(
+    engine: Engine, spec: CallSpec, topics: list[TopicSpec], *, more: bool = False
+) -> tuple[Call, list[Topic]]:
+    """Submit a call numbered as the driver would (1, 2, ... per engine); returns the engine's records of it.
+    ``more``: its first part, the rest to come (``Engine.extend``)."""
     call_id = next(_ids.setdefault(engine, itertools.count(1)))
-    engine.submit(call_id, spec, topics)
+    engine.submit(call_id, spec, topics, more=more)
     return records(engine, call_id, [name for name, _, _, _ in topics])
 
 

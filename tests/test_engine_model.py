@@ -41,7 +41,7 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from tests.engine_records import submit_call
+from tests.engine_records import records, submit_call
 from throttled_admin import (
     ClientClosedError,
     MutationQuota,
@@ -59,6 +59,7 @@ from throttled_admin._engine.connection import Drained
 from throttled_admin._engine.machine import Engine, Outbox
 from throttled_admin._engine.metric_events import (
     BackedOff,
+    CallFinished,
     MutationsAdmitted,
     QuotaViolations,
     RecordingSink,
@@ -83,6 +84,7 @@ from throttled_admin._engine.work import (
     DELETE_TOPICS,
     Call,
     CallSpec,
+    Operation,
     RequestKind,
     Topic,
 )
@@ -155,6 +157,7 @@ class Track:
 
     topic: Topic
     order: int  # submission order
+    given_at: float  # when the engine was given it (a call's rest may come after the call's deadline: ``extend``)
     handed: int = 0  # requests it was handed to librdkafka in
     written: int = 0  # requests a broker received
     accepted: bool = False  # a broker accepted an attempt (applied it, or validated it under validate_only)
@@ -212,6 +215,7 @@ class EngineModel(RuleBasedStateMachine):
         self.now = 1000.0
         self.sink = RecordingSink()
         self.tracks: list[Track] = []
+        self.rest: tuple[int, list[TopicSpec]] | None = None  # a call given in two parts: its id and its rest, to come
         self.by_topic: dict[TopicRef, Track] = {}
         self.flights: dict[int, Flight] = {}  # lane -> the request in flight on its connection (rule b)
         self.focus = 0  # the lane whose request the rule at hand acts on (``flight``)
@@ -628,7 +632,8 @@ class EngineModel(RuleBasedStateMachine):
         locally only as rule d and the batch cap allow."""
         assert track.settled is None, f"{track.topic.name} settled twice"
         assert not track.withdrawn, f"{track.topic.name} settled after it was withdrawn"
-        assert self.now <= track.topic.call.spec.deadline + EPSILON, "rule e: settled after its deadline"
+        # (a rest given after its call's deadline is settled as it comes)
+        assert self.now <= max(track.topic.call.spec.deadline, track.given_at) + EPSILON, "rule e: settled late"
         self.check_why(track, exc)  # before it is settled: whether an earlier call held its name, it in flight
         track.settled = (self.now, exc)
         self.told.append(track)
@@ -843,7 +848,10 @@ class EngineModel(RuleBasedStateMachine):
         request_timeout_s: float | None,
         operation_timeout_s: float | None,
         wait: bool,
+        part: int | None = None,
     ) -> None:
+        """``part``: the call is given in two parts (a bulk call's, issue 40): its first ``part`` topics now, the rest
+        by ``extend`` (a rule of its own, when hypothesis draws it)."""
         op = OPERATIONS[operation]
         validate_only = validate_only and op.validate_only
         spec = CallSpec(
@@ -856,28 +864,38 @@ class EngineModel(RuleBasedStateMachine):
             started_at=self.now,
             wait_for_metadata=wait and not validate_only,  # the options refuse both at once
         )
-        specs: list[TopicSpec] = []
-        for name in names:
-            item: Any
-            if op is CREATE_TOPICS:
-                item = NewTopic(name, size, 1) if size else NewTopic(name)
-            elif op is CREATE_PARTITIONS:
-                item = NewPartitions(name, size + 1)
-            else:
-                item = name
-            known = op.known_cost(item)
-            cost = known if known is not None else (None if self.paced or op is CREATE_TOPICS else 0)
-            specs.append((name, item, cost, op.records(item)))
+        specs = [self.spec_of(op, name, size) for name in names]
+        split = len(specs) if part is None else part
         # the driver numbers the call; the engine names a topic by that id and its name
-        call, topics = submit_call(self.engine, spec, specs)
-        for topic in topics:  # the engine's own records of them, read by the model
-            track = Track(topic, len(self.tracks))
+        call, topics = submit_call(self.engine, spec, specs[:split], more=part is not None)
+        self.track(call.id, topics)
+        if part is not None:
+            self.rest = (call.id, specs[split:])
+        self.step()
+
+    def spec_of(self, op: Operation, name: str, size: int) -> TopicSpec:
+        """What the driver hands over of one topic: its name, its snapshot, its cost (None where a read tells it) and
+        its metadata records."""
+        item: Any
+        if op is CREATE_TOPICS:
+            item = NewTopic(name, size, 1) if size else NewTopic(name)
+        elif op is CREATE_PARTITIONS:
+            item = NewPartitions(name, size + 1)
+        else:
+            item = name
+        known = op.known_cost(item)
+        cost = known if known is not None else (None if self.paced or op is CREATE_TOPICS else 0)
+        return name, item, cost, op.records(item)
+
+    def track(self, call_id: int, topics: list[Topic]) -> None:
+        """The engine's own records of a call's topics, read by the model."""
+        for topic in topics:
+            track = Track(topic, len(self.tracks), self.now)
             self.tracks.append(track)
             self.named_after_read_ahead(track)
             if _is_default_create(topic) and self.engine_default is not None:
                 self.count_default_create(track)
-            self.by_topic[TopicRef(call.id, topic.name)] = track
-        self.step()
+            self.by_topic[TopicRef(call_id, topic.name)] = track
 
     @precondition(lambda self: not self.closed)
     @rule(
@@ -904,6 +922,38 @@ class EngineModel(RuleBasedStateMachine):
     def submit_default_creates(self, names: list[str]) -> None:
         """NewTopic(name): creates of the cluster's default partition count (-1), which the broker charges."""
         self.submit("create", names, 30.0, True, False, 0, None, None, False)
+
+    @precondition(lambda self: not self.closed and self.rest is None)
+    @rule(
+        operation=st.sampled_from(sorted(OPERATIONS)),
+        names=st.lists(st.sampled_from(NAMES), min_size=2, max_size=4, unique=True),
+        part=st.integers(1, 3),
+        timeout_s=st.sampled_from([0.3, 5.0, 30.0]),
+        wait=st.booleans(),
+    )
+    def submit_in_two_parts(self, operation: str, names: list[str], part: int, timeout_s: float, wait: bool) -> None:
+        """A bulk call's first part, the rest to come (``extend``): until then the call is not whole, and it does not
+        finish however its first part ends."""
+        self.submit(operation, names, timeout_s, True, False, 1, None, None, wait, part=min(part, len(names) - 1))
+
+    @precondition(lambda self: self.rest is not None)
+    @rule(given_up=st.sampled_from([False, False, True]))
+    def extend(self, given_up: bool) -> None:
+        """The rest of the call given in two parts, queued behind what is queued now; ``given_up``: none of it (its
+        caller was cut short: the call is whole with its first part). Once closed, the engine refuses it (the driver
+        tells the rest "not sent"), and the call never finishes."""
+        assert self.rest is not None
+        (call_id, rest), self.rest = self.rest, None
+        given = [] if given_up else rest
+        if self.closed:
+            with pytest.raises(RuntimeError):
+                self.engine.extend(call_id, given, self.now)
+            return
+        self.engine.extend(call_id, given, self.now)
+        if given:
+            self.track(call_id, records(self.engine, call_id, [name for name, _, _, _ in given])[1])
+        event("a call given in two parts, its rest " + ("given up" if given_up else "queued"))
+        self.step()
 
     @precondition(lambda self: not self.closed and bool(self.flights))
     @rule(
@@ -1845,6 +1895,23 @@ class EngineModel(RuleBasedStateMachine):
         accepted."""
         for track in self.told:
             _still_true(track)
+
+    @invariant()
+    def a_call_finishes_once_whole_and_settled(self) -> None:
+        """A call's duration is recorded once, when it is whole and its last topic is settled or withdrawn: never for a
+        call given in two parts whose rest is still to come."""
+        calls: dict[int, list[Track]] = {}
+        for track in self.tracks:
+            calls.setdefault(track.topic.call.id, []).append(track)
+        pending_rest = None if self.rest is None else self.rest[0]
+        done = [
+            call_id
+            for call_id, tracks in calls.items()
+            if call_id != pending_rest and tracks[0].topic.call.whole and not any(_pending(t) for t in tracks)
+        ]
+        assert len(self.sink.of(CallFinished)) == len(done), (
+            f"{len(self.sink.of(CallFinished))} calls finished, {len(done)} whole and settled"
+        )
 
     @invariant()
     def metrics_equal_what_the_responses_said(self) -> None:  # rule g

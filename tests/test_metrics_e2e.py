@@ -19,7 +19,7 @@ def points(reader: InMemoryMetricReader, calls: int | None = None) -> dict[str, 
     """The exported points; with ``calls``, once that many call durations are in (exports run off the client's
     thread and follow the results by moments)."""
     if calls is not None:
-        wait_until(lambda: call_durations(reader) >= calls, timeout_s=10)
+        assert wait_until(lambda: call_durations(reader) >= calls, timeout_s=10), f"{calls} call durations never came"
     data = reader.get_metrics_data()
     out: dict[str, list[Any]] = {}
     assert data is not None
