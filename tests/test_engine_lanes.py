@@ -19,6 +19,7 @@ from throttled_admin._engine import (
     MutationQuota,
     Outbox,
     Pacer,
+    Probe,
     RequestKind,
     RetryBackoff,
     Send,
@@ -27,15 +28,22 @@ from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST, SECOND_LANE_F
 from throttled_admin._engine.machine import FIRST_CONTACT_TIMEOUT_S
 
 
-def bulk(count: int, *, reached: bool = True, pacer: Pacer | None = None) -> tuple[Engine, Outbox]:
+def bulk(
+    count: int, *, reached: bool = True, pacer: Pacer | None = None, lane_probed: bool = True
+) -> tuple[Engine, Outbox]:
     """An engine (that has reached the cluster, unless not ``reached``) with one call of ``count`` one-partition
-    creates, stepped once."""
+    creates, stepped once; ``lane_probed``: the second connection's probe, if asked for, answered then, and stepped
+    again (the two steps' actions)."""
     engine = Engine(pacer=pacer, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
     if reached:
         engine.on_probe(True, 0.0)
     spec = CallSpec(RequestKind(CREATE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.0)
     submit_call(engine, spec, [(name, NewTopic(name, 1, 1), 1, 2) for name in (f"t{i}" for i in range(count))])
-    return engine, engine.step(0.0)
+    out = engine.step(0.0)
+    if lane_probed and Probe(SECOND) in out.actions:
+        engine.on_probe(True, 0.0, SECOND)
+        out = Outbox.of([*out.actions, *engine.step(0.0).actions])
+    return engine, out
 
 
 def sends(out: Outbox) -> list[Send]:
@@ -47,28 +55,42 @@ def applied(engine: Engine, send: Send, now: float) -> None:
 
 
 def test_a_bulk_call_sends_a_second_request_beside_the_first_on_the_second_connection() -> None:
-    engine, out = bulk(3 * MAX_TOPICS_PER_REQUEST)
-    first, second = sends(out)
-    assert (first.lane, second.lane) == (FIRST, SECOND)
-    assert len(first.names) == MAX_TOPICS_PER_REQUEST
-    # the second connection has not answered yet: one topic, and librdkafka's verdict before the deadline (a handle
-    # that cannot connect leaves one topic "not sent"); the first connection's carries the call's own timeout
-    assert len(second.names) == 1
-    assert second.request_timeout_s < first.request_timeout_s
+    engine, out = bulk(3 * MAX_TOPICS_PER_REQUEST, lane_probed=False)
+    [first] = sends(out)
+    assert (first.lane, len(first.names)) == (FIRST, MAX_TOPICS_PER_REQUEST)
+    # the second connection is asked to answer something light first (a handle that cannot connect never holds a
+    # request of 2,000 topics until their deadline), once
+    assert out.of_kind(Probe) == [Probe(SECOND)]
+    assert not out.probe  # (not the contact probe)
+    assert engine.step(0.05).of_kind(Probe) == []
+    engine.on_probe(True, 0.1, SECOND)  # it answered: a full request beside the first, at once
+    [second] = sends(engine.step(0.1))
+    assert (second.lane, len(second.names)) == (SECOND, MAX_TOPICS_PER_REQUEST)
+    assert second.request_timeout_s == pytest.approx(first.request_timeout_s - 0.1)  # the call's own budget
     assert not set(first.names) & set(second.names)  # rule a: a name in one request
     assert engine.status.in_flight == first.request_id
     assert engine.status.second_in_flight == second.request_id
-
-    applied(engine, second, 0.1)  # the second connection answered: its lane goes again beside the first, in full
-    [third] = sends(engine.step(0.1))
-    assert (third.lane, len(third.names)) == (SECOND, MAX_TOPICS_PER_REQUEST)
-    assert third.request_timeout_s == pytest.approx(first.request_timeout_s - 0.1)  # the call's own budget
     applied(engine, first, 0.2)
-    applied(engine, third, 0.2)
+    applied(engine, second, 0.2)
     while request := sends(engine.step(0.3)):
         for send in request:
             applied(engine, send, 0.3)
     assert engine.status.idle
+
+
+def test_a_second_connection_that_does_not_answer_its_probe_is_never_used() -> None:
+    """Its handle could not be made, or reached no broker: the second lane is retired, the first goes on alone."""
+    engine, out = bulk(3 * MAX_TOPICS_PER_REQUEST, lane_probed=False)
+    [first] = sends(out)
+    engine.on_probe(False, 5.0, SECOND)
+    assert sends(engine.step(5.0)) == []
+    applied(engine, first, 5.1)
+    nxt = sends(engine.step(5.1))
+    assert [send.lane for send in nxt] == [FIRST]
+    applied(engine, nxt[0], 5.2)
+    later = engine.step(5.2)
+    assert [send.lane for send in sends(later)] == [FIRST]
+    assert later.of_kind(Probe) == []  # never asked again
 
 
 def test_a_call_smaller_than_a_bulk_one_goes_one_request_at_a_time() -> None:
@@ -115,9 +137,9 @@ def test_a_topic_refused_for_the_quota_retires_the_second_lane_too() -> None:
 
 
 def test_a_second_lane_request_librdkafka_abandons_is_drained_on_its_own_connection_and_retires_it() -> None:
-    engine, out = bulk(3 * MAX_TOPICS_PER_REQUEST)
+    engine, out = bulk(4 * MAX_TOPICS_PER_REQUEST)
     first, second = sends(out)
-    applied(engine, second, 0.01)  # the second connection answered once
+    applied(engine, second, 0.01)
     applied(engine, first, 0.02)
     first, second = sends(engine.step(0.02))
     lost = KafkaException(

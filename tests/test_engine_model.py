@@ -53,7 +53,7 @@ from throttled_admin import (
     ThrottlingQuotaExceededException,
 )
 from throttled_admin._engine import SECOND, Send, TopicRef, TopicSpec, wrong_listener
-from throttled_admin._engine.actions import Drain
+from throttled_admin._engine.actions import Drain, Probe
 from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST, SETTLE_AFTER_SEND_FROM, EngineConfig
 from throttled_admin._engine.connection import Drained
 from throttled_admin._engine.machine import Engine, Outbox
@@ -243,6 +243,8 @@ class EngineModel(RuleBasedStateMachine):
         self.retries_at_most = 0
         self.metadata_wanted = False
         self.probe_wanted = False
+        self.lane_answers = False  # the second lane's probe is answered as it is asked (else the rule ``lane_probe``)
+        self.lane_probe_wanted = False  # the second lane's connection is to be probed before its first request
         self.closed = False
         self.reached = False  # a broker has answered this client (or a request of it was written)
         self.answered = False  # a broker has answered this client (certainly: an answer, the probe, a throttle)
@@ -338,6 +340,7 @@ class EngineModel(RuleBasedStateMachine):
         bulk=st.sampled_from([None, "create", "delete", "delete", "grow"]),
         settle_late_from=st.sampled_from([SETTLE_AFTER_SEND_FROM, 1]),
         lanes=st.booleans(),
+        lane_answers=st.sampled_from([True, True, False]),
     )
     def start(
         self,
@@ -351,6 +354,7 @@ class EngineModel(RuleBasedStateMachine):
         bulk: str | None,
         settle_late_from: int = SETTLE_AFTER_SEND_FROM,
         lanes: bool = False,
+        lane_answers: bool = False,
     ) -> None:
         """A cluster (its quota mode, its topics, its batch cap), an engine (paced or not), whether a broker has
         answered the contact probe (or never can be reached), and mostly a bulk wait_for_metadata call first."""
@@ -370,6 +374,7 @@ class EngineModel(RuleBasedStateMachine):
         # an applied answer of this many topics settles after the next send (issue 40): often every answer here
         # ``lanes``: a second request beside a full one, on a connection of its own (``lanes``), as beside a bulk one
         self.second_from = self.per_request if lanes else None
+        self.lane_answers = lane_answers
         config = EngineConfig(
             max_topics_per_request=self.per_request,
             seed=seed,
@@ -400,6 +405,8 @@ class EngineModel(RuleBasedStateMachine):
     def step(self) -> None:
         out = self.engine.step(self.now)
         self.apply(out)
+        if self.lane_probe_wanted and self.lane_answers:  # mostly, the second connection answers its probe at once
+            self.lane_probe(answered=True)
 
     def apply(self, out: Outbox) -> None:
         """The driver does what the engine's outbox says, in its order: metric events to the sink, settlements, the
@@ -427,6 +434,11 @@ class EngineModel(RuleBasedStateMachine):
         if out.read_views is not None:
             self.views_asked(out.read_views)
         self.probe_wanted |= out.probe
+        if Probe(SECOND) in out.actions:
+            assert not self.lane_retired, "lanes: a probe of a retired second lane"
+            assert not self.second_answered, "lanes: a probe of a second lane that has answered"
+            assert not self.lane_probe_wanted, "lanes: the second lane probed twice"
+            self.lane_probe_wanted = True
         self.wake_at = out.wake_at
 
     def completed(self, flight: Flight) -> None:
@@ -511,7 +523,7 @@ class EngineModel(RuleBasedStateMachine):
             assert not track.cancelled, f"rule j: {track.topic.name} sent after its caller cancelled it"
             track.handed += 1
         flight = Flight(request, tracks, request.request_timeout_s, self.now, budgets=budgets, lane=request.lane)
-        flight.contact_capped = not self.answered or (request.lane != 0 and not self.second_answered)
+        flight.contact_capped = not self.answered
         flight.forwardable = self.now - self.lost_at[request.lane] < FORWARD_GRACE_S
         self.flights[request.lane] = flight
 
@@ -531,12 +543,8 @@ class EngineModel(RuleBasedStateMachine):
             assert len(first.request.topics) >= self.second_from, "rule b: a second request beside no full one"
             assert not self.lane_retired, "rule b: a second request after a throttle, or after one went unanswered"
             assert self.reached, "rule b: a second request before a broker answered"
-            if not self.second_answered:  # its handle may never connect: one topic, its verdict before the deadline
-                assert len(request.topics) == 1, "rule b: a full request on a connection that never answered"
-                remaining = min(_remaining_s(self.by_topic[ref], self.now) for ref in request.topics)
-                assert request.request_timeout_s <= remaining - VERDICT_MARGIN_S + EPSILON, (
-                    "first contact: the second connection's verdict would not come before the deadline"
-                )
+            # its handle may never connect: nothing goes there before it has answered (its probe: ``lanes``)
+            assert self.second_answered, "rule b: a request on a second connection that never answered"
             event("rule b: a second request on the second lane's connection")
 
     def check_probe(self, request: Send) -> None:
@@ -1819,6 +1827,21 @@ class EngineModel(RuleBasedStateMachine):
         self.reached |= answered
         self.answered |= answered
         self.engine.on_probe(answered, self.now)
+        self.step()
+
+    @precondition(lambda self: not self.closed and self.lane_probe_wanted)
+    @rule(answered=st.booleans())
+    def lane_probe(self, answered: bool) -> None:
+        """The second lane's connection answers its probe (its first contact: full requests may go there), or does
+        not (its handle could not be made, or reached no broker: the lane is retired)."""
+        answered &= not self.unreachable
+        self.lane_probe_wanted = False
+        if answered:
+            self.second_answered = True
+        else:
+            self.lane_retired = True
+        event(f"the second lane's probe {'answered' if answered else 'not answered'}")
+        self.engine.on_probe(answered, self.now, SECOND)
         self.step()
 
     def handshake_fails(self, text: str) -> None:

@@ -42,6 +42,7 @@ from throttled_admin._driver.turns import Sending, Turns
 from throttled_admin._engine import (
     CREATE_TOPICS,
     DRAIN_NAME,
+    FIRST,
     BrokerViews,
     CallSpec,
     Outbox,
@@ -103,7 +104,7 @@ class ScriptedTransport:
     def default_partitions(self, timeout_s: float) -> int | None:
         return 1
 
-    def probe(self, timeout_s: float) -> Future[Any]:
+    def probe(self, timeout_s: float, lane: int = FIRST) -> Future[Any]:
         answered: Future[Any] = Future()
         answered.set_result(SimpleNamespace(cluster_id="scripted"))
         return answered

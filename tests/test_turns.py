@@ -87,7 +87,7 @@ class Recorder:
     def read_metadata(self) -> None:
         self._do("metadata")
 
-    def probe(self) -> None:
+    def probe(self, lane: int) -> None:
         self._do("probe")
 
 

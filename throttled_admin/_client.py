@@ -145,8 +145,13 @@ class _Transport:
         if client._second is not None:  # the second lane's callbacks (throttles, failures)
             client._poll_second_lane()
 
-    def probe(self, timeout_s: float) -> Future[Any]:
-        future: Future[Any] = AdminClient.describe_cluster(self._get(), request_timeout=timeout_s)
+    def probe(self, timeout_s: float, lane: int = FIRST) -> Future[Any]:
+        """A DescribeCluster on ``lane``'s connection (the second lane's handle made for it, ``_engine/lanes``)."""
+        client = self._get()
+        handle = client if lane == FIRST else client._second_lane_handle()
+        if handle is None:  # it could not be made: not answered (the engine retires the second lane)
+            raise RuntimeError("the second lane's handle could not be made")
+        future: Future[Any] = AdminClient.describe_cluster(handle, request_timeout=timeout_s)
         return future
 
     def partition_counts(self, timeout_s: float) -> dict[str, int]:

@@ -174,7 +174,7 @@ class Transport(Protocol):
 
     def default_partitions(self, timeout_s: float) -> int | None: ...
 
-    def probe(self, timeout_s: float) -> Future[Any]: ...
+    def probe(self, timeout_s: float, lane: int = FIRST) -> Future[Any]: ...
 
     def broker_views(self, names: list[str], timeout_s: float) -> BrokerViews: ...
 
@@ -899,8 +899,8 @@ class Scheduler:
     def read_metadata(self) -> None:
         self._start_metadata_read()
 
-    def probe(self) -> None:
-        self._send_probe()
+    def probe(self, lane: int) -> None:
+        self._send_probe(lane)
 
     def settle(self, settlements: list[Settle]) -> None:
         # Resolved first, forgotten after: a turn cut short in between (Ctrl-C in result()) leaves the futures it
@@ -1051,25 +1051,28 @@ class Scheduler:
             else:
                 self._wake()
 
-    def _send_probe(self) -> None:
-        """Ask the cluster to describe itself (no quota, answered by any broker): an answer, even an error, says
-        a broker has served this client; librdkafka's local failure says none could be reached. The first is kept
-        for a first read of the application's (``first_probe``)."""
+    def _send_probe(self, lane: int = FIRST) -> None:
+        """Ask the cluster to describe itself (no quota, answered by any broker) on ``lane``'s connection: an answer,
+        even an error, says a broker has served this client there; librdkafka's local failure says none could be
+        reached. The first lane's first is kept for a first read of the application's (``first_probe``); the second
+        lane's handle is made for it (``lanes``)."""
+        done = functools.partial(self._on_probe_done, lane=lane)
         try:
-            future = self._transport.probe(CONTACT_PROBE_TIMEOUT_S)
+            future = self._transport.probe(CONTACT_PROBE_TIMEOUT_S, lane)
         except ClientGone:
             if not self._closed:
                 raise  # (as ``send``)
-            self._on_probe_done(None)
+            done(None)
         except Exception:
             log.debug("the contact probe could not be sent", exc_info=True)
-            self._on_probe_done(None)
+            done(None)
         else:
-            if self._first_probe is None:
+            if self._first_probe is None and lane == FIRST:
                 self._first_probe = future
-            future.add_done_callback(self._on_probe_done)
+            future.add_done_callback(done)
         finally:
-            self._probed.set()
+            if lane == FIRST:
+                self._probed.set()
 
     def first_probe(self, timeout_s: float) -> Future[Any] | None:
         """The client's first contact probe (DescribeCluster, sent in its first turn, ``Probe``), waited for to be
@@ -1079,13 +1082,13 @@ class Scheduler:
         self._probed.wait(timeout_s)
         return self._first_probe
 
-    def _on_probe_done(self, future: Future[Any] | None) -> None:
+    def _on_probe_done(self, future: Future[Any] | None, lane: int = FIRST) -> None:
         answered = future is not None and is_broker_answer(future.exception())
         if future is not None and future.exception() is None:
             # Before the engine hears of it: the first mutation's series already carry the cluster's id.
             self._metrics.identify(getattr(future.result(), "cluster_id", None))
         with self._cv:
-            self._engine.on_probe(answered, self._clock())
+            self._engine.on_probe(answered, self._clock(), lane)
             self._wake()
 
     def _start_metadata_read(self) -> None:

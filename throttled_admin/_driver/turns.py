@@ -115,7 +115,7 @@ class Actions(Protocol):
 
     def read_metadata(self) -> None: ...
 
-    def probe(self) -> None: ...
+    def probe(self, lane: int) -> None: ...
 
     def reached(self) -> None: ...
 
@@ -190,7 +190,8 @@ def _plan(out: Outbox, flush: bool) -> list[_Planned]:
         elif isinstance(action, Settle):
             settlements.append(action)
         elif place == _AFTER:
-            reads.append(action)
+            # (the second lane's probe goes in the turn of the send it is to go beside, not after it: ``lanes``)
+            (plan if type(action) is Probe and action.lane else reads).append(action)
     plan[metrics_at:metrics_at] = metrics
     if settlements:
         plan += [_FLUSH_FIRST, settlements]
@@ -373,5 +374,5 @@ _HANDLERS |= {
     _SettleAll: ("settle", _ITSELF),
     _Flush: ("flush", operator.attrgetter("wait")),
     ReadMetadata: ("read_metadata", None),
-    Probe: ("probe", None),
+    Probe: ("probe", operator.attrgetter("lane")),
 }

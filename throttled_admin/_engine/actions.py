@@ -10,7 +10,8 @@
 5. ``Drain``: send the sentinel behind an abandoned request (``connection``; answered by ``on_drained``);
 6. ``Settle``: resolve the future of a call's topic, with None or its error (the driver holds the futures);
 7. ``ReadMetadata``: read the cluster's metadata (partition counts, ``num.partitions``; answered by ``on_metadata``);
-8. ``Probe``: ask the cluster something light (has any broker answered this client? answered by ``on_probe``);
+8. ``Probe``: ask the cluster something light (has any broker answered this client? on the second lane's connection:
+   does it reach the cluster? answered by ``on_probe``);
 9. ``WakeAt``: step again at this time if nothing happens first (last; absent once closed: never).
 
 Events that come between two steps (a result, a withdrawal, close) may add actions too; the next step returns them
@@ -105,7 +106,10 @@ class ReadMetadata:
 
 @dataclass(frozen=True, slots=True)
 class Probe:
-    """Ask the cluster something light: has any broker answered this client? (``Engine.on_probe``)"""
+    """Ask the cluster something light: has any broker answered this client? On the second lane's connection
+    (``lane`` 1, ``lanes``): does it reach the cluster? (``Engine.on_probe``)"""
+
+    lane: int = 0  # the client's own connection (``lanes.FIRST``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +200,8 @@ class Outbox:
 
     @property
     def probe(self) -> bool:
-        return any(isinstance(action, Probe) for action in self.actions)
+        """The contact probe (the first lane's) is asked for."""
+        return any(isinstance(action, Probe) and not action.lane for action in self.actions)
 
     @property
     def reached(self) -> bool:

@@ -13,8 +13,11 @@ A request goes on the second lane only while everything rule b asks of a request
   does not pace: no connection of its is muted, so each request is read by the broker as it arrives and its
   controller deadline starts then, as a request alone on its connection;
 - a broker has answered this client (first contact), and the second connection carries no abandoned request;
-  until the second connection has answered once, its request carries one topic, and librdkafka's verdict on it
-  comes before its deadline (a handle that cannot connect leaves one topic "not sent", not 2,000 "unknown").
+- the second connection has reached the cluster: the first time all else holds, its handle is made and asked
+  something light (``Probe`` of lane 1, a DescribeCluster that any broker answers at once); the lane goes once it is
+  answered, and is retired if it is not (a handle that cannot connect never holds 2,000 topics until their deadline).
+  The request beside the first one of a bulk call is then of full size, and the broker has it to take up while the
+  caller makes the rest of the call ready (a request of one topic there, before, left it idle 10-48 ms, issue 40).
 
 Whatever else happens (a throttle anywhere; on the second lane, a request no broker answered, a failing-over
 controller's refusal, any error or failed connection of its handle) retires the second lane for the client's life:
@@ -50,9 +53,11 @@ class Lanes:
         self.slots = (self.first, self.second)
         self._second_from = second_from
         self.retired = second_from is None  # the second lane is never used again
-        # The lanes whose connection has answered (the first's is the client's first contact): a request on the
-        # second before then carries one topic, and librdkafka's verdict comes before its deadline.
+        # The lanes whose connection has answered (the first's is the client's first contact): the second carries a
+        # request only once it has (its probe, ``probed``).
         self.reached = {FIRST}
+        self.probing = False  # the second connection's probe is out (``probed``)
+        self.probe_asked = False  # ... asked for by ``senders`` in this step: the engine says so (``Probe``)
 
     def of(self, request_id: int) -> Slot | None:
         """The slot whose request in flight is ``request_id``, if any."""
@@ -95,7 +100,18 @@ class Lanes:
             and not paced
             and gate.remaining_s(now) <= 0
         ):
-            yield second
+            if SECOND in self.reached:
+                yield second
+            elif not self.probing:  # first, its connection is asked to answer something light
+                self.probing = self.probe_asked = True
+
+    def probed(self, answered: bool) -> None:
+        """The second connection's probe came back: answered, the lane carries full requests; not, it is retired."""
+        self.probing = False
+        if answered:
+            self.reached.add(SECOND)
+        else:
+            self.retired = True
 
     def second_failed(self, lost: bool, now: float) -> None:
         """The second handle reported an error or a failed connection: not used again; ``lost``, a connection went

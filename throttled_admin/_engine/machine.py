@@ -84,7 +84,7 @@ from throttled_admin._engine.config import MAX_RECORDS_PER_REQUEST, MAX_TOPICS_P
 from throttled_admin._engine.connection import Drained
 from throttled_admin._engine.contact import Contact, contact_failure
 from throttled_admin._engine.intake import take_in
-from throttled_admin._engine.lanes import FIRST, Lanes
+from throttled_admin._engine.lanes import FIRST, SECOND, Lanes
 from throttled_admin._engine.late_settle import LateSettlement
 from throttled_admin._engine.learning import Learning
 from throttled_admin._engine.lifecycle import Attempt, TopicState
@@ -415,9 +415,13 @@ class Engine:
             self._contact.answered()  # a broker answered this client
         self._lanes.slots[lane].drained(outcome, now)
 
-    def on_probe(self, answered: bool, now: float) -> None:
-        """The contact probe's outcome: a broker answered it (even with an error), or not."""
-        self._contact.probed(answered)
+    def on_probe(self, answered: bool, now: float, lane: int = FIRST) -> None:
+        """A probe's outcome (``Probe``): a broker answered it (even with an error), or not. The first lane's is the
+        contact probe; the second's says whether that connection reaches the cluster (``lanes``)."""
+        if lane == FIRST:
+            self._contact.probed(answered)
+        else:
+            self._lanes.probed(answered)
 
     def on_metadata(self, counts: dict[str, int] | None, now: float, default_partitions: int | None = None) -> None:
         """Partition counts by topic (None: the read failed, and costs not known are taken as 1), and the cluster's
@@ -481,6 +485,9 @@ class Engine:
                 # the first lane's connection when free; then a second request beside a bulk one (``lanes``)
                 for slot in lanes.senders(self._contact.reached, self._learned.pacer is not None, self._gate, now):
                     wake_at = min(wake_at, self._next_request(slot, now))
+                if lanes.probe_asked:  # (the second lane's connection, before its first request: ``lanes``)
+                    lanes.probe_asked = False
+                    self._out.append(Probe(SECOND))
             if self._late.held is not None:  # settled after the next request, at once; if none went, now
                 wake_at = now
                 if lanes.first.request is None:
@@ -710,9 +717,9 @@ class Engine:
         topics, pending_cost = self._queue.eligible(
             kind, now, self._views.reads_ids, None if pacer is None else pacer.horizon
         )
-        # one topic, the cheapest, first: a throttle whose connection is gone, or a second connection never answered
-        # (its handle may not connect: what waits there until librdkafka's verdict is one topic, ``lanes``)
-        if (probe := self._gate.probe_due(now)) or slot.lane not in self._lanes.reached:
+        # one topic, the cheapest, first: a throttle whose connection is gone (the second lane's connection goes only
+        # once it has answered its probe: ``lanes``)
+        if probe := self._gate.probe_due(now):
             topics = [min(topics, key=lambda topic: (topic.cost is None, topic.cost or 0))]
         if self._metadata.refresh or None in map(_COST, topics):  # (read in C: every request)
             # costs not yet known, or metadata to refresh (after NOT_CONTROLLER): a read off the deadline-keeping
@@ -759,9 +766,8 @@ class Engine:
         if not chosen:
             return now
         margin_s = max(_MIN_MARGIN_S, estimates[MIN_SAMPLES][0])  # the controller's deadline ends this early
-        # until its connection has answered, a request's librdkafka verdict comes before its deadline (first contact)
-        reached = self._contact.reached and slot.lane in self._lanes.reached
-        request_timeout_s, operation_timeout_s = _timeouts(chosen, longest, margin_s, now, reached)
+        # until a broker has answered, a request's librdkafka verdict comes before its deadline (first contact)
+        request_timeout_s, operation_timeout_s = _timeouts(chosen, longest, margin_s, now, self._contact.reached)
         refs: list[TopicRef] = []
         for call, topics in _by_call(chosen):
             call.move_all(topics, _IN_FLIGHT)
