@@ -501,7 +501,8 @@ class ThrottledAdminClient(AdminClient):
         """Create topics. kwargs: validate_only, request_timeout, operation_timeout (confluent-kafka's),
         retry_on_quota_violation, timeout_ms, wait_for_metadata."""
         check: Callable[[Any], Checked[NewTopic]] = check_new_topics
-        if self._mutation_quota is None and type(new_topics) is list and len(new_topics) > _FIRST_PART:
+        # (a subclass that never called __init__ has no quota: checked whole, then refused as closed, as confluent's)
+        if type(new_topics) is list and len(new_topics) > _FIRST_PART and vars(self).get("_mutation_quota", 0) is None:
             check = functools.partial(check_new_topics, first=_FIRST_PART)  # in two parts, as it is sent
         return self._call(CREATE_TOPICS, check, new_topics, CreateTopicsOptions, options, kwargs)
 
