@@ -177,3 +177,19 @@ def test_which_calls_are_checked_in_two_parts() -> None:
     assert not check_new_topics([*plain, NewTopic("c", 1, 1, config={})], first=2).staged
     with pytest.raises(RuntimeError, match="checked whole"):
         check_new_topics(plain).finish()
+
+
+class _Named(NewTopic):
+    """A NewTopic whose name is what its property says: one that NewTopic itself refuses (a NUL in it)."""
+
+    @property
+    def topic(self) -> str:  # type: ignore[override]
+        return "x\x00y" if self.num_partitions == 2 else "t"
+
+
+def test_a_call_that_would_raise_late_is_checked_whole() -> None:
+    """A subclass's name may be one a snapshot refuses (ValueError): the call raises before anything is sent, as
+    checked whole, not after its first part went (found by review)."""
+    topics = [NewTopic(f"t{i}", 1, 1) for i in range(4)] + [_Named("n", 2, 1)]
+    with pytest.raises(ValueError, match="null"):
+        check_new_topics(topics, first=2)
