@@ -347,6 +347,8 @@ def test_fault_injection_arguments_are_checked(quota_broker: BrokerFactory) -> N
         broker.blackhole_next(19, 0)
     with pytest.raises(ValueError, match="unknown Kafka API"):
         broker.fail_next("CreateTopic", 41)
+    with pytest.raises(ValueError, match="message"):
+        broker.fail_next("CreateTopics", 41, message=b"bytes")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="latency"):
         broker.set_latency(float("nan"))
     # nothing was queued by the refused calls

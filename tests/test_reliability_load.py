@@ -280,6 +280,7 @@ def test_one_call_of_5000_topics(quota_broker: BrokerFactory) -> None:
     """More topics than one request carries (MAX_TOPICS_PER_REQUEST, 2000): split into requests in call order, all
     created."""
     broker = quota_broker()
+    broker.hold_controller_next(2.0)  # the first request is with the controller long enough for the second to come
     names = [f"big-{i:04d}" for i in range(2 * MAX_TOPICS_PER_REQUEST + 1000)]
     with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
         assert outcomes(admin.create_topics([NewTopic(n, 1, 1) for n in names])) == dict.fromkeys(names)

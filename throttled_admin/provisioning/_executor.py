@@ -49,7 +49,8 @@ log = logging.getLogger("throttled_admin.provisioning")
 
 #: Kafka's burst: controller.quota.window.num (11) one-second windows of the rate.
 BURST_WINDOWS = 11
-#: A change is sent at most this many times; between attempts the cluster is read to see what happened.
+#: A change is sent again after an unknown outcome (the cluster read shows it missing) until this many of its
+#: attempts had no definite answer; re-sends after a wait for a node that was away, or for the quota, count apart.
 MAX_ATTEMPTS = 3
 #: Verifying reads the cluster (metadata, configs) up to this many times before a row gives up.
 READ_ATTEMPTS = 3
@@ -97,6 +98,7 @@ class _Run:
     error: tuple[int | None, str] | None = None  # a definite failure
     error_name: str | None = None  # its name when it has no Kafka code
     unknown: tuple[int | None, str] | None = None  # the last answer that left the outcome unknown
+    unknowns: int = 0  # attempts with no definite answer (lost, or PossiblyAppliedError): up to MAX_ATTEMPTS
     verify: bool = False  # an outcome is unknown: read the cluster before deciding
     existed: bool = False  # the cluster already had the change (TOPIC_ALREADY_EXISTS, a delete's UNKNOWN_TOPIC)
     notes: list[str] = field(default_factory=list)
@@ -706,6 +708,7 @@ def _drain(
                 labelled = (code, f"{kind}: {message}" if kind == "alter" else message)
                 if _outcome_unknown(exc, run):
                     run.verify, run.unknown = True, labelled
+                    run.unknowns += 1
                 elif isinstance(exc, ThrottlingQuotaExceededException) and run.error is None:
                     # Nothing applied. Never written: not an attempt. Refused with 89: Kafka's answer if it ends here.
                     run.attempts -= exc.sent is False
@@ -819,7 +822,14 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
             _settle(group, run, metrics)
         elif run.error is not None:
             _settle(group, run, metrics)
-        elif run.attempts < MAX_ATTEMPTS:
+        elif _hedged_away(group, run):
+            # Refused while a node was away, the refusal hedged by an earlier attempt (lost, or refused as a
+            # controller failing over refuses what it applied): the cluster shows nothing applied, so the refusal
+            # stands, and the row waits for the node (``_await_brokers``) as a plain one does.
+            code, message = run.unknown or (None, "")
+            run.error = (code, f"{message} (the cluster read after it does not show it)")
+            run.unknown, run.away = None, True
+        elif run.unknowns < MAX_ATTEMPTS:
             # e.g. a planned create found someone's topic: grown, not created (a grow left to set its configs stays)
             if needed.kind != run.change.kind and (run.change.kind, needed.kind) != ("grow", "reconfigure"):
                 run.notes.append(f"the topic already existed (created outside this run): {needed.kind} instead")
@@ -830,10 +840,20 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
             retry.append((run, needed))
         else:
             code, message = run.unknown or (int(KafkaError._TIMED_OUT), "outcome unknown")
-            why = f"after {run.attempts} attempts the cluster does not show the change, and none was answered"
+            why = f"after {run.unknowns} attempts with no definite answer the cluster does not show the change"
             run.error = (code, f"{message} ({why})")
             _settle(group, run, metrics)
     return retry
+
+
+def _hedged_away(group: _Group, run: _Run) -> bool:
+    """Whether the row's last answer, hedged (``PossiblyAppliedError``), was a refusal while a node was away."""
+    code, message = run.unknown or (None, "")
+    return (
+        run.change.kind in _GROWS
+        and code == KafkaError.INVALID_REPLICATION_FACTOR
+        and away_refusal(message, group.brokers_at_start)
+    )
 
 
 _STATUS = {"create": "created", "grow": "grown", "reconfigure": "reconfigured", "delete": "deleted"}

@@ -395,12 +395,17 @@ class QuotaBroker:
         if self._server:
             self._server.drop_connections()
 
-    def fail_next(self, api: int | str, error_code: int, count: int = 1, *, applied: bool = False) -> None:
+    def fail_next(
+        self, api: int | str, error_code: int, count: int = 1, *, applied: bool = False, message: str | None = None
+    ) -> None:
         """The next ``count`` (>= 1) requests of ``api`` fail every topic (or resource) with ``error_code``
         (non-zero), charging nothing. ``fail_next("CreateTopics", 41)`` injects NOT_CONTROLLER. ``applied``: a
         mutation is applied and charged as usual first, then answered so, as by a KRaft controller that resigns
-        before it answers (it fails what it has not committed with NOT_CONTROLLER; its successor commits it)."""
-        self._faults.fail_next(_api_key(api), error_code, count, applied)
+        before it answers (it fails what it has not committed with NOT_CONTROLLER; its successor commits it).
+        ``message``: the error message, as a broker words it (default: one saying QuotaBroker injected it). Calls
+        queue in order: ``fail_next(api, 38, message=...)`` then ``fail_next(api, 41)`` fails the next request with
+        38 and the one after with 41."""
+        self._faults.fail_next(_api_key(api), error_code, count, applied, message)
 
     def fail_metadata_next(self, error_code: int, count: int = 1) -> None:
         """The next ``count`` (>= 1) Metadata requests of v13 or later (the first with a top-level ``error_code``)

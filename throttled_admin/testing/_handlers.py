@@ -107,6 +107,7 @@ class RequestContext:
     sasl_mechanism: str | None = None
     injected_error: int | None = None  # fault injection: every topic/resource fails with this code
     injected_after_apply: bool = False  # ... after the mutation was applied and charged (a controller failing over)
+    injected_message: str | None = None  # ... with these words (default: that QuotaBroker injected it)
     metadata_error: int | None = None  # fault injection: Metadata v13+'s top-level error_code (KIP-1102)
     # KRaft's controller deadline (ControllerRequestContext): received_at + the request's timeout_ms, on the
     # time.monotonic() clock; a mutation not handled by then fails with REQUEST_TIMED_OUT and changes nothing.
@@ -176,8 +177,15 @@ def _not_controller(ctx: RequestContext) -> ApiError | None:
     """The injected error, if any. KRaft brokers forward mutations to the active controller, so every node
     accepts them; NOT_CONTROLLER (41) now only comes from fault injection (``fail_next``)."""
     if ctx.injected_error is not None and not ctx.injected_after_apply:
-        return ApiError(ctx.injected_error, "Injected by QuotaBroker fault injection.")
+        return _injected(ctx)
     return None
+
+
+def _injected(ctx: RequestContext) -> ApiError:
+    """The error ``fail_next`` injected, in its words."""
+    assert ctx.injected_error is not None
+    after = ", after applying" if ctx.injected_after_apply else ""
+    return ApiError(ctx.injected_error, ctx.injected_message or f"Injected by QuotaBroker fault injection{after}.")
 
 
 def _deadline_passed(ctx: RequestContext) -> bool:
@@ -420,9 +428,7 @@ def _mutate(
     if ctx.injected_error is not None and ctx.injected_after_apply:
         # applied and charged, then answered as a controller that resigned before it answered: its successor
         # committed what it wrote (``fail_next(..., applied=True)``)
-        errors = [ApiError(ctx.injected_error, "Injected by QuotaBroker fault injection, after applying.")] * len(
-            errors
-        )
+        errors = [_injected(ctx)] * len(errors)
     return _Mutations(indices, errors, charged, quota.throttle_time_ms())
 
 
@@ -653,7 +659,7 @@ def handle_describe_configs(request: Any, ctx: RequestContext) -> Handled:
     for res in request.resources:
         entries: list[ConfigEntry] = []
         if ctx.injected_error is not None:
-            error = ApiError(ctx.injected_error, "Injected by QuotaBroker fault injection.")
+            error = _injected(ctx)
         elif malformed:
             error = ApiError.of(kerr.InvalidRequestError, MALFORMED_REQUEST)
         else:
@@ -704,7 +710,7 @@ def _alter_configs(request: Any, ctx: RequestContext, response_class: Any, *, in
         for r in request.resources
     ]
     if ctx.injected_error is not None:
-        errors = [ApiError(ctx.injected_error, "Injected by QuotaBroker fault injection.")] * len(resources)
+        errors = [_injected(ctx)] * len(resources)
     else:
         errors = alter_resources(
             ctx.broker.cluster, resources, incremental=incremental, validate_only=bool(request.validate_only)

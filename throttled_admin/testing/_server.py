@@ -139,7 +139,7 @@ class Faults:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._failures: dict[int, deque[tuple[int, bool]]] = {}  # (error code, after applying)
+        self._failures: dict[int, deque[tuple[int, bool, str | None]]] = {}  # (error code, after applying, words)
         self._metadata_errors: deque[int] = deque()  # Metadata v13+'s top-level error_code (KIP-1102)
         self._blackholes: dict[int, deque[threading.Event]] = {}  # one entry per request, an event per call
         self._garbles: dict[int, deque[str]] = {}
@@ -150,11 +150,15 @@ class Faults:
         self.slow_policy: tuple[str, float] | None = None  # (topic name prefix, seconds per topic)
         self.unresponsive = False  # requests are read and logged, none is handled or answered (a hung broker)
 
-    def fail_next(self, api_key: int, error_code: int, count: int, applied: bool = False) -> None:
+    def fail_next(
+        self, api_key: int, error_code: int, count: int, applied: bool = False, message: str | None = None
+    ) -> None:
         _check_count(count)
         _check_error_code(error_code, "41 (NOT_CONTROLLER)")
+        if message is not None and not isinstance(message, str):
+            raise ValueError(f"message must be a str or None, got {message!r}")
         with self._lock:
-            self._failures.setdefault(api_key, deque()).extend([(error_code, applied)] * count)
+            self._failures.setdefault(api_key, deque()).extend([(error_code, applied, message)] * count)
 
     def fail_metadata_next(self, error_code: int, count: int) -> None:
         _check_count(count)
@@ -216,8 +220,9 @@ class Faults:
             queue = self._delays.get(api_key)
             return queue.popleft() if queue else 0.0
 
-    def take_failure(self, api_key: int) -> tuple[int, bool] | None:
-        """The error the request handled now fails with, and whether it is applied first, if one was injected."""
+    def take_failure(self, api_key: int) -> tuple[int, bool, str | None] | None:
+        """The error the request handled now fails with, whether it is applied first, and its words (None: the
+        default), if one was injected."""
         with self._lock:
             queue = self._failures.get(api_key)
             return queue.popleft() if queue else None
@@ -726,7 +731,7 @@ class Server:
         decode_s = time.perf_counter() - started
         failure = self.faults.take_failure(context.api_key)
         if failure is not None:
-            context.injected_error, context.injected_after_apply = failure
+            context.injected_error, context.injected_after_apply, context.injected_message = failure
         if context.api_key == ApiKey.Metadata and context.api_version >= 13:  # v13 has the top-level error_code
             context.metadata_error = self.faults.take_metadata_error()
         timeout_ms: int | None = None

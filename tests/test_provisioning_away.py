@@ -1,0 +1,64 @@
+"""A plan's rows refused while a node is away for a restart (issue 37), on a three-node QuotaBroker, each answer
+scripted with ``fail_next`` in Kafka 4.4's words: a row waits for the node as often as a rolling restart takes
+nodes away, and a refusal hedged by an earlier attempt (NOT_CONTROLLER, a lost answer: ``PossiblyAppliedError``)
+waits too, once the cluster read shows that nothing was applied. Found by the CI run of 29a34f0: on the three-node
+Kafka 4.4 quorum, 22 of 300 rows of a plan through a roll failed "after 6 attempts the cluster does not show the
+change, and none was answered", the re-sends after each wait for a node counted against the cap on re-sends after
+an unknown outcome (tests/test_provisioning_quorum.py)."""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaError
+
+from tests.support import BrokerFactory
+from tests.test_provisioning_budget import KAFKA_44
+from tests.test_provisioning_executor import profile_for
+from throttled_admin.provisioning import PlanRow, execute, summarize
+from throttled_admin.provisioning._executor import MAX_ATTEMPTS
+from throttled_admin.testing import RequestRecord
+
+AWAY, NOT_CONTROLLER = KafkaError.INVALID_REPLICATION_FACTOR, KafkaError.NOT_CONTROLLER
+
+
+def _creates(log: list[RequestRecord]) -> list[dict[str, int]]:
+    return [r.errors for r in log if r.api_name == "CreateTopics"]
+
+
+def test_a_row_waits_for_a_node_each_time_one_is_away_and_a_hedged_refusal_waits_too(
+    quota_broker: BrokerFactory,
+) -> None:
+    broker = quota_broker(num_brokers=3)
+    # A rolling restart as the row meets it: refused while the first and the second node are away (a wait each),
+    # then refused NOT_CONTROLLER as the controller's node stops, and its retry, in the same call, refused while
+    # that node is away: hedged, as that attempt may have been applied by the controller that resigned.
+    broker.fail_next("CreateTopics", AWAY, count=MAX_ATTEMPTS - 1, message=KAFKA_44)
+    broker.fail_next("CreateTopics", NOT_CONTROLLER)
+    broker.fail_next("CreateTopics", AWAY, message=KAFKA_44)
+    rows = [PlanRow("east", "ensure", "rolled", 2, 3)]
+    [result] = execute(rows, profile_for(broker, rate=None))
+    assert (result.status, result.error_message) == ("created", None)
+    assert result.attempts == MAX_ATTEMPTS + 1
+    assert (result.detail or "").count("waited") == MAX_ATTEMPTS
+    codes = [set(errors.values()) for errors in _creates(broker.request_log())]
+    assert codes == [{AWAY}] * (MAX_ATTEMPTS - 1) + [{NOT_CONTROLLER}, {AWAY}, {0}]
+    assert broker.topics() == {"rolled": 2}
+    assert summarize(execute(rows, profile_for(broker, rate=None))) == {"unchanged": 1}
+
+
+def test_re_sends_after_waits_for_a_node_leave_the_cap_on_re_sends_after_an_unknown_outcome_whole(
+    quota_broker: BrokerFactory,
+) -> None:
+    """The cap counts attempts that had no definite answer, not every attempt: after waits for nodes, an attempt
+    refused NOT_CONTROLLER and then, in the same call, refused by a policy (hedged: the first may have been applied)
+    is read, found missing, and sent again."""
+    broker = quota_broker(num_brokers=3)
+    broker.fail_next("CreateTopics", AWAY, count=MAX_ATTEMPTS, message=KAFKA_44)
+    broker.fail_next("CreateTopics", NOT_CONTROLLER)
+    broker.fail_next("CreateTopics", KafkaError.POLICY_VIOLATION, message="refused while its controller moved")
+    [result] = execute([PlanRow("east", "ensure", "rolled", 2, 3)], profile_for(broker, rate=None))
+    assert (result.status, result.error_message) == ("created", None)
+    assert result.attempts == MAX_ATTEMPTS + 2
+    assert "verified by reading the cluster" not in (result.detail or "")  # sent again, and answered
+    codes = [set(errors.values()) for errors in _creates(broker.request_log())]
+    assert codes == [{AWAY}] * MAX_ATTEMPTS + [{NOT_CONTROLLER}, {KafkaError.POLICY_VIOLATION}, {0}]
+    assert broker.topics() == {"rolled": 2}
