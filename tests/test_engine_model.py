@@ -29,6 +29,7 @@ import itertools
 import math
 import os
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +55,7 @@ from throttled_admin import (
 )
 from throttled_admin._engine import SECOND, Send, TopicRef, TopicSpec, wrong_listener
 from throttled_admin._engine.actions import Drain, Probe
+from throttled_admin._engine.classify import error_of
 from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST, SETTLE_AFTER_SEND_FROM, EngineConfig
 from throttled_admin._engine.connection import Drained
 from throttled_admin._engine.machine import Engine, Outbox
@@ -245,6 +247,10 @@ class EngineModel(RuleBasedStateMachine):
         self.probe_wanted = False
         self.lane_answers = False  # the second lane's probe is answered as it is asked (else the rule ``lane_probe``)
         self.lane_probe_wanted = False  # the second lane's connection is to be probed before its first request
+        self.call_operations: dict[int, str] = {}  # each call's operation, by its id
+        self.whole_calls: set[int] = set()  # calls the engine has been given whole (a call in two parts: its rest too)
+        self.first_errors: dict[int, str] = {}  # each call's first failure's type, as its futures were settled
+        self.finished_calls: list[int] = []  # calls seen whole and settled, in the order seen
         self.closed = False
         self.reached = False  # a broker has answered this client (or a request of it was written)
         self.answered = False  # a broker has answered this client (certainly: an answer, the probe, a throttle)
@@ -435,6 +441,14 @@ class EngineModel(RuleBasedStateMachine):
             self.views_asked(out.read_views)
         self.probe_wanted |= out.probe
         if Probe(SECOND) in out.actions:
+            # asked beside a full request in flight on the first connection, never when pacing (retired), before a
+            # broker answered the client, or after a close
+            first = self.flights.get(0)
+            assert first is not None, "lanes: a probe beside no request"
+            assert self.second_from is not None, "lanes: a probe of a second lane the engine was not given"
+            assert len(first.request.topics) >= self.second_from, "lanes: a probe beside no full request"
+            assert self.reached, "lanes: a probe before a broker answered the client"
+            assert not self.closed, "lanes: a probe after a close"
             assert not self.lane_retired, "lanes: a probe of a retired second lane"
             assert not self.second_answered, "lanes: a probe of a second lane that has answered"
             assert not self.lane_probe_wanted, "lanes: the second lane probed twice"
@@ -645,6 +659,9 @@ class EngineModel(RuleBasedStateMachine):
         self.check_why(track, exc)  # before it is settled: whether an earlier call held its name, it in flight
         track.settled = (self.now, exc)
         self.told.append(track)
+        if exc is not None:  # the call's duration metric carries its first failure's type
+            error = error_of(exc)
+            self.first_errors.setdefault(track.topic.call.id, error.name() if error is not None else type(exc).__name__)
         event(f"settled: {_outcome(exc)}")
         if not self.reached and self.contact_failing:
             event("settled while connections fail before their handshake")
@@ -877,8 +894,11 @@ class EngineModel(RuleBasedStateMachine):
         # the driver numbers the call; the engine names a topic by that id and its name
         call, topics = submit_call(self.engine, spec, specs[:split], more=part is not None)
         self.track(call.id, topics)
+        self.call_operations[call.id] = op.name
         if part is not None:
             self.rest = (call.id, specs[split:])
+        else:
+            self.whole_calls.add(call.id)
         self.step()
 
     def spec_of(self, op: Operation, name: str, size: int) -> TopicSpec:
@@ -958,6 +978,7 @@ class EngineModel(RuleBasedStateMachine):
                 self.engine.extend(call_id, given, self.now)
             return
         self.engine.extend(call_id, given, self.now)
+        self.whole_calls.add(call_id)
         if given:
             self.track(call_id, records(self.engine, call_id, [name for name, _, _, _ in given])[1])
         event("a call given in two parts, its rest " + ("given up" if given_up else "queued"))
@@ -1921,20 +1942,24 @@ class EngineModel(RuleBasedStateMachine):
 
     @invariant()
     def a_call_finishes_once_whole_and_settled(self) -> None:
-        """A call's duration is recorded once, when it is whole and its last topic is settled or withdrawn: never for a
-        call given in two parts whose rest is still to come."""
+        """A call's duration is recorded once, when it is whole (as the model gave it) and its last topic is settled
+        or withdrawn: never for a call given in two parts whose rest is still to come. Each finish is its call's:
+        its operation, and its first failure's type (None when every topic succeeded)."""
         calls: dict[int, list[Track]] = {}
         for track in self.tracks:
             calls.setdefault(track.topic.call.id, []).append(track)
-        pending_rest = None if self.rest is None else self.rest[0]
+        seen = set(self.finished_calls)
         done = [
             call_id
             for call_id, tracks in calls.items()
-            if call_id != pending_rest and tracks[0].topic.call.whole and not any(_pending(t) for t in tracks)
+            if call_id in self.whole_calls and call_id not in seen and not any(_pending(t) for t in tracks)
         ]
-        assert len(self.sink.of(CallFinished)) == len(done), (
-            f"{len(self.sink.of(CallFinished))} calls finished, {len(done)} whole and settled"
+        fresh = self.sink.of(CallFinished)[len(self.finished_calls) :]
+        expected = Counter((self.call_operations[call_id], self.first_errors.get(call_id)) for call_id in done)
+        assert Counter((e.operation, e.error_type) for e in fresh) == expected, (
+            f"calls finished {[(e.operation, e.error_type) for e in fresh]}, whole and settled {expected}"
         )
+        self.finished_calls += done
 
     @invariant()
     def metrics_equal_what_the_responses_said(self) -> None:  # rule g

@@ -43,6 +43,7 @@ from throttled_admin._engine import (
     CREATE_TOPICS,
     DRAIN_NAME,
     FIRST,
+    SECOND,
     BrokerViews,
     CallSpec,
     Outbox,
@@ -85,6 +86,7 @@ class ScriptedTransport:
         self.quorum_reads = 0  # reads made
         self.quorum_gate = threading.Event()  # cleared: a read waits for it (an answer held meanwhile)
         self.quorum_gate.set()
+        self.probes: list[int] = []  # the lanes probed, in order
 
     def send(self, order: SendOrder, on_answer: Callable[[Answer], None], sending: Sending) -> bool:
         if not sending.begin():
@@ -105,6 +107,7 @@ class ScriptedTransport:
         return 1
 
     def probe(self, timeout_s: float, lane: int = FIRST) -> Future[Any]:
+        self.probes.append(lane)
         answered: Future[Any] = Future()
         answered.set_result(SimpleNamespace(cluster_id="scripted"))
         return answered
@@ -597,6 +600,22 @@ def test_a_bulk_call_cut_short_in_its_own_turn_leaves_the_second_connection_in_u
     driver.create([f"y{i:04d}" for i in range(MAX_TOPICS_PER_REQUEST + 100)], timeout_s=60.0)
     first, second = driver.sent(), driver.sent()  # one on each connection, both in flight
     assert first[0] != second[0]
+
+
+def test_the_second_connection_is_probed_on_its_own_lane_once_before_its_first_request(driver: Driver) -> None:
+    """A request goes beside a bulk one on the second connection only once that connection has answered a probe
+    of its own (``_engine/lanes.py``): asked once, on lane 1, in the turn of the send beside which it goes."""
+    _calls_own_turn_writes(driver)
+    assert driver.transport.probes == [FIRST]  # the client's contact probe
+    driver.create([f"x{i:04d}" for i in range(MAX_TOPICS_PER_REQUEST + 100)], timeout_s=60.0)
+    first, second = driver.sent(), driver.sent()
+    assert driver.transport.probes == [FIRST, SECOND]
+    assert (len(first[0]), len(second[0])) == (MAX_TOPICS_PER_REQUEST, 100)
+    driver.answer(first[1], dict.fromkeys(first[0]))
+    driver.answer(second[1], dict.fromkeys(second[0]))
+    driver.create([f"y{i:04d}" for i in range(MAX_TOPICS_PER_REQUEST + 100)], timeout_s=60.0)
+    assert driver.answered_until_quiet()[-1] == f"y{MAX_TOPICS_PER_REQUEST + 99:04d}"
+    assert driver.transport.probes == [FIRST, SECOND], "the second connection was probed again"
 
 
 def test_a_close_here_as_a_step_settles_a_large_answer_tells_it_applied(

@@ -161,6 +161,7 @@ def test_a_call_checked_in_two_parts_decides_as_one_checked_whole(
         assert not checked.staged
     as_whole = [(name, (i.code(), i.str()) if isinstance(i, KafkaError) else _fields(i)) for name, i in checked]
     assert as_whole == whole
+    assert checked.refused == check_new_topics(topics).refused
     assert [_fields(item) for item in sent] == [fields for _, fields in whole if not isinstance(fields[0], int)]
 
 
