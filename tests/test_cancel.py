@@ -12,7 +12,7 @@ import threading
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from tests.support import BrokerFactory, Conf
+from tests.support import BrokerFactory, Conf, wait_until
 from throttled_admin import NewTopic, ThrottledAdminClient, ThrottlingQuotaExceededException
 from throttled_admin.aio import AIOThrottledAdminClient
 from throttled_admin.testing import QuotaBroker
@@ -79,4 +79,25 @@ async def test_a_topic_in_flight_when_its_task_times_out_is_never_sent_again(quo
         assert isinstance(exc, ThrottlingQuotaExceededException), repr(exc)  # the broker's answer, final
     named_x = [r for r in broker.request_log() if r.api_key == 19 and "x" in r.errors]
     assert len(named_x) == 1, f"x was sent {len(named_x)} times after its caller gave up"
+    assert "x" not in broker.topics()
+
+
+# Was (a CI run of 947c014, test_cancel_under_load_withdraws_only_what_was_not_sent): a topic refused with 89 and
+# queued to be sent again after the throttle was "withdrawn" by cancel(), which returned True: docs/api.md's "not yet
+# sent ... never sent", while the broker's log held its first attempt.
+def test_a_cancel_of_a_topic_refused_and_waiting_to_be_sent_again_is_told_the_refusal(
+    quota_broker: BrokerFactory,
+) -> None:
+    broker = quota_broker(controller_mutation_rate=1, quota_window_num=1, enforcement="strict")
+    with _client(broker) as admin:
+        admin.create_topics([NewTopic("spend", 30, 1)])["spend"].result(30)  # the principal now owes about 29 s
+        future = admin.create_topics([NewTopic("x", 1, 1)], timeout_ms=60000)["x"]
+        # its 89 counted: the client has the answer, and x waits for the throttle to be sent again
+        assert wait_until(lambda: admin.metrics()["quota-violation-total"] >= 1, 30)
+        assert not future.cancel(), "a broker had x's attempt: it cannot be withdrawn as never sent"
+        exc = future.exception(10)  # settled at once: cancelled is final, so it is not sent again
+        assert isinstance(exc, ThrottlingQuotaExceededException), repr(exc)
+        assert exc.sent
+        assert exc.throttle_time_ms > 20000
+    assert [r.errors for r in broker.request_log() if r.api_key == 19 and "x" in r.errors] == [{"x": 89}]
     assert "x" not in broker.topics()

@@ -948,6 +948,39 @@ def test_a_withdrawn_topic_is_never_sent_and_one_in_flight_cannot_be_withdrawn()
     assert not engine.withdraw(*keep.ref, 0.05)  # resolved: too late
 
 
+def test_a_topic_queued_again_after_a_refusal_is_not_withdrawn_but_settled_with_what_its_attempt_left_true() -> None:
+    """Found by CI (``test_cancel_under_load_withdraws_only_what_was_not_sent``): a topic refused with 89 waits to
+    be sent again; its caller's cancel() took it back and returned True, which says it was never sent, while a
+    broker had its first attempt. Now cancel() returns False (it was sent), and, cancelled being final, it is settled
+    at once with the throttle left (nothing applied) instead of being sent again."""
+    engine = reached()
+    [refused] = submit(engine, ["refused"])
+    first = sent(engine.step(0.0))
+    out = answer(engine, first, {"refused": quota_refusal()}, 0.01, throttle_s=5.0)
+    assert out.send is None
+    assert not engine.withdraw(*refused.ref, 1.0)
+    [(topic, exc)] = engine.step(1.0).settle
+    assert topic.name == "refused"
+    assert isinstance(exc, ThrottlingQuotaExceededException)
+    assert exc.sent
+    assert exc.throttle_time_ms == pytest.approx(4010, abs=10)
+    assert engine.step(6.0).send is None  # never sent again
+
+
+def test_a_topic_queued_again_after_a_lost_answer_is_not_withdrawn_and_its_outcome_stays_unknown() -> None:
+    """A topic whose attempt got no usable answer may have been applied: a cancel() of its retry must not tell its
+    caller it was withdrawn (cancelled, so not applied); it is settled with its outcome unknown."""
+    engine = reached()
+    [lost] = submit(engine, ["lost"])
+    first = sent(engine.step(0.0))
+    engine.on_results(first.request_id, {"lost": GAVE_UP}, 0.5)
+    engine.step(0.5)
+    assert not engine.withdraw(*lost.ref, 0.6)
+    settled = outcomes(engine.step(0.6))
+    assert list(settled) == ["lost"]
+    assert isinstance(settled["lost"], OutcomeUnknownError), repr(settled["lost"])
+
+
 # -- rule b: the slot follows the connection (issue 27, finding 1) ------------------------------------------------
 
 GAVE_UP = KafkaException(

@@ -279,16 +279,21 @@ class Engine:
             self._views.read_ahead(names, self._queue.calls.values(), now)
 
     def withdraw(self, call_id: int, name: str, now: float) -> bool:
-        """Its caller cancelled the topic (its future's cancel()). Not yet sent: taken back, and True. In flight:
+        """Its caller cancelled the topic (its future's cancel()). Never sent: taken back, and True. In flight:
         False, and its current attempt is its last (cancelled is final: it may still complete, but is never sent
-        again). Settled or withdrawn already (no longer pending here): False; a later cancel() of a withdrawn topic
-        is its future's to answer."""
+        again). Queued again after an attempt a broker had (refused, or its answer lost): False, and settled now with
+        what that attempt left true (rule j: the throttle left, the refusal, outcome unknown), for a cancelled future
+        says it was never sent. Settled or withdrawn already (no longer pending here): False; a later cancel() of a
+        withdrawn topic is its future's to answer."""
         call = self._queue.calls.get(call_id)
         topic = None if call is None else call.find(name)
         if call is None or topic is None:
             return False
         topic.cancelled = True
         if topic.state is not TopicState.QUEUED and topic.state is not TopicState.HELD_BEHIND_NAME:
+            return False
+        if topic.history and topic.past.answered:
+            self._end(topic, Ending.CANCELLED, now)
             return False
         call.move(topic, TopicState.WITHDRAWN)
         self._views.forget(topic)
