@@ -101,3 +101,25 @@ def test_a_cancel_of_a_topic_refused_and_waiting_to_be_sent_again_is_told_the_re
         assert exc.throttle_time_ms > 20000
     assert [r.errors for r in broker.request_log() if r.api_key == 19 and "x" in r.errors] == [{"x": 89}]
     assert "x" not in broker.topics()
+
+
+def test_a_cancel_then_a_close_that_cannot_wait_keeps_the_refusal(quota_broker: BrokerFactory) -> None:
+    """Found by review: the cancel above settles x outside a step, and a close() from a frame that cannot wait for
+    one (a signal handler on a thread holding the scheduler's lock: ``Scheduler._close_here``) read the engine's
+    record, found x no longer pending and told it "in flight: outcome unknown"; it keeps the refusal."""
+    broker = quota_broker(controller_mutation_rate=1, quota_window_num=1, enforcement="strict")
+    admin = _client(broker)
+    try:
+        admin.create_topics([NewTopic("spend", 30, 1)])["spend"].result(30)
+        future = admin.create_topics([NewTopic("x", 1, 1)], timeout_ms=60000)["x"]
+        assert wait_until(lambda: admin.metrics()["quota-violation-total"] >= 1, 30)  # refused, queued again
+        scheduler = admin._scheduler
+        assert scheduler is not None
+        with scheduler._cv:  # as a signal handler's frame that interrupted a holder of the lock
+            assert not future.cancel()
+            admin.close()
+        exc = future.exception(10)
+    finally:
+        admin.close()
+    assert isinstance(exc, ThrottlingQuotaExceededException), repr(exc)
+    assert exc.sent

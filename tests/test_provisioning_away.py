@@ -8,14 +8,15 @@ an unknown outcome (tests/test_provisioning_quorum.py)."""
 
 from __future__ import annotations
 
+import pytest
 from confluent_kafka import KafkaError
 
 from tests.support import BrokerFactory
 from tests.test_provisioning_budget import KAFKA_44
 from tests.test_provisioning_executor import profile_for
-from throttled_admin.provisioning import PlanRow, execute, summarize
+from throttled_admin.provisioning import PlanRow, _brokers, execute, summarize
 from throttled_admin.provisioning._executor import MAX_ATTEMPTS
-from throttled_admin.testing import RequestRecord
+from throttled_admin.testing import QuotaBroker, RequestRecord
 
 AWAY, NOT_CONTROLLER = KafkaError.INVALID_REPLICATION_FACTOR, KafkaError.NOT_CONTROLLER
 
@@ -62,3 +63,38 @@ def test_re_sends_after_waits_for_a_node_leave_the_cap_on_re_sends_after_an_unkn
     codes = [set(errors.values()) for errors in _creates(broker.request_log())]
     assert codes == [{AWAY}] * MAX_ATTEMPTS + [{NOT_CONTROLLER}, {KafkaError.POLICY_VIOLATION}, {0}]
     assert broker.topics() == {"rolled": 2}
+
+
+def _grow_applied_then_hedged(quota_broker: BrokerFactory) -> QuotaBroker:
+    """A grow applied by a controller that then resigned (NOT_CONTROLLER), its retry in the same call refused while a
+    node was away: hedged, and the cluster read shows the partitions there, only the row's configs still to set."""
+    broker = quota_broker(num_brokers=3)
+    broker.create_topic("g", 2)
+    broker.fail_next("CreatePartitions", NOT_CONTROLLER, applied=True)
+    broker.fail_next("CreatePartitions", AWAY, message=KAFKA_44)
+    return broker
+
+
+GROW = PlanRow("east", "ensure", "g", 4, None, {"retention.ms": "1000"})
+
+
+def test_a_hedged_refusal_of_a_grow_that_was_applied_sends_its_config_change_without_waiting(
+    quota_broker: BrokerFactory,
+) -> None:
+    """Found by review: the wait for a node is for a change still to make; the read shows what is (review 73)."""
+    broker = _grow_applied_then_hedged(quota_broker)
+    [result] = execute([GROW], profile_for(broker, rate=None))
+    assert (result.status, result.error_message) == ("grown", None)
+    assert "waited" not in (result.detail or "")
+    assert len([r for r in broker.request_log() if r.api_name == "CreatePartitions"]) == 2  # not grown again
+    assert broker.topics()["g"] == 4
+
+
+def test_a_hedged_refusal_of_a_grow_that_was_applied_is_not_failed_when_a_node_stays_away(
+    quota_broker: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker = _grow_applied_then_hedged(quota_broker)
+    monkeypatch.setattr(_brokers, "registered_brokers", lambda admin, timeout_s: 2)  # away for the whole budget
+    [result] = execute([GROW], profile_for(broker, rate=None), timeout_s=8)
+    assert (result.status, result.error_message) == ("grown", None)
+    assert broker.topics()["g"] == 4

@@ -123,9 +123,7 @@ from throttled_admin._engine.work import (
 )
 from throttled_admin._errors import (
     CLOSED_MESSAGE,
-    ClientClosedError,
     NotSentReason,
-    NotYetVisibleError,
     OutcomeUnknownReason,
 )
 
@@ -226,13 +224,15 @@ class Engine:
             second_in_flight=None if second is None else second.id,
         )
 
-    def closed_here(
-        self, ref: TopicRef, operation: str, *, unsent: bool
-    ) -> ClientClosedError | NotYetVisibleError | None:
+    def closed_here(self, ref: TopicRef, operation: str, *, unsent: bool) -> BaseException | None:
         """The error of a topic settled by close() from a frame that cannot wait for a step (``outcome.closed_here``):
         read only, from what the engine's record of the topic says (``operation``: its call's Kafka API name, for a
         topic no longer pending here). ``unsent``: its request was about to be sent and certainly was not. None: it
-        was applied, of an answer held to be settled after the next send (``late_settle``), and is settled so."""
+        was applied, of an answer held to be settled after the next send (``late_settle``), and is settled so. A
+        topic settled since the last step (a cancel of one queued again: ``withdraw``) keeps that outcome."""
+        for action in list(self._out):
+            if isinstance(action, Settle) and action.ref == ref:
+                return action.outcome
         if self._late.holds(ref):
             return None
         call = self._queue.calls.get(ref.call_id)

@@ -822,10 +822,11 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
             _settle(group, run, metrics)
         elif run.error is not None:
             _settle(group, run, metrics)
-        elif _hedged_away(group, run):
+        elif needed.kind == run.change.kind and _hedged_away(group, run):
             # Refused while a node was away, the refusal hedged by an earlier attempt (lost, or refused as a
-            # controller failing over refuses what it applied): the cluster shows nothing applied, so the refusal
-            # stands, and the row waits for the node (``_await_brokers``) as a plain one does.
+            # controller failing over refuses what it applied): the cluster shows the change still to make (not a
+            # grow applied with its configs to set), so the refusal stands, and the row waits for the node
+            # (``_await_brokers``) as a plain one does.
             code, message = run.unknown or (None, "")
             run.error = (code, f"{message} (the cluster read after it does not show it)")
             run.unknown, run.away = None, True
