@@ -230,13 +230,15 @@ class Engine:
         topic no longer pending here). ``unsent``: its request was about to be sent and certainly was not. None: it
         was applied, of an answer held to be settled after the next send (``late_settle``), and is settled so. A
         topic settled since the last step (a cancel of one queued again: ``withdraw``) keeps that outcome."""
-        for action in list(self._out):
-            if isinstance(action, Settle) and action.ref == ref:
-                return action.outcome
         if self._late.holds(ref):
             return None
         call = self._queue.calls.get(ref.call_id)
-        return closed_here(None if call is None else call.find(ref.name), operation, unsent=unsent)
+        topic = None if call is None else call.find(ref.name)
+        if topic is None:  # no longer pending: settled since the last step, perhaps (looked for only then)
+            for action in list(self._out):
+                if isinstance(action, Settle) and action.ref == ref:
+                    return action.outcome
+        return closed_here(topic, operation, unsent=unsent)
 
     # -- events -----------------------------------------------------------------------------------
 
