@@ -729,6 +729,9 @@ class EngineModel(RuleBasedStateMachine):
             if self.too_late_after_a_refusal(track, exc):
                 self.maybe_local_refusals += 1
                 event("rule g: a hopeless retry after a 89 ended with the broker's refusal, or was held")
+            elif track.cancelled and track.answered_89_at is not None:
+                # cancelled while queued again after a 89: told that refusal, which its answer counted (rule j)
+                event("rule g: a cancel of a topic refused with 89 is told the refusal, counted once")
             elif track.answered_89_at != self.now and self.now < track.topic.call.spec.deadline - EPSILON:
                 self.local_refusals += 1  # refused without sending
         if isinstance(exc, OutcomeUnknownError) and exc.why is OutcomeUnknownReason.THROTTLED:
