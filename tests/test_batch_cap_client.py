@@ -131,6 +131,29 @@ def test_a_refusal_just_above_a_request_accepted_never_splits_below_it(quota_bro
     assert [len(errors) for errors in create_requests(broker)] == [500, 501, 500, 1]
 
 
+def test_a_cap_raised_under_a_long_lived_client_is_followed(quota_broker: BrokerFactory) -> None:
+    """The cap learned was kept for the client's life: after the cluster's cap rose (Kafka 4.5's setting changed, a
+    newer controller elected) a long-lived client still sent requests of the old limit. Now, after 32 requests of
+    the limit, one tries twice it; applied, the next tries twice again; a probe refused is sent again at once."""
+    broker = quota_broker(max_records_per_op=40)
+    with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        low = outcomes(admin.create_topics(one_partition(600, "a"), timeout_ms=60_000))
+        low_requests = create_requests(broker)
+        broker.set_max_records_per_op(10_000)
+        broker.clear_request_log()
+        high = outcomes(admin.create_topics(one_partition(3000, "b"), timeout_ms=60_000))
+    assert low == dict.fromkeys(low)
+    assert high == dict.fromkeys(high)
+    assert len(broker.topics()) == 3600
+    refused = [len(errors) for errors in low_requests if set(errors.values()) == {POLICY_VIOLATION}]
+    # learned: a limit of 37 records, 18 topics a request; after 32 such, a probe (the 24 topics left) refused
+    assert refused == [600, 300, 150, 75, 37, 24]
+    assert all(set(errors.values()) == {0} for errors in create_requests(broker))
+    sizes = [len(errors) for errors in create_requests(broker)]
+    # the next probe after 64 requests of the limit (one of them in the first call), then doubling
+    assert sizes == [18] * 63 + [37, 74, 148, 296, 592, 3000 - 63 * 18 - 1147]  # was 167 requests of 18
+
+
 def test_grows_refused_whole_for_the_partitions_they_add_are_split(quota_broker: BrokerFactory) -> None:
     """Kafka 4.4 refuses a CreatePartitions adding more partitions than the cap with its own message,
     "Excessively large number of additional partitions per request." (checked against Kafka 4.4.0 by the

@@ -159,6 +159,27 @@ def test_max_records_per_op_is_validated(bad: Any) -> None:
         QuotaBroker(max_records_per_op=bad)
 
 
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "10"])
+def test_a_changed_cap_is_validated_and_a_bad_one_changes_nothing(bad: Any, quota_broker: BrokerFactory) -> None:
+    broker = quota_broker(max_records_per_op=2)
+    with pytest.raises(ValueError, match="max_records_per_op must be an int >= 1"):
+        broker.set_max_records_per_op(bad)
+    with WireClient(broker.bootstrap_servers) as wire:
+        refused = wire.request(create(("a", 1), ("b", 1)))  # 4 records
+    assert set(outcomes(refused).values()) == {(POLICY_VIOLATION, TOO_LARGE)}
+
+
+def test_a_cap_changed_holds_from_the_next_mutation(quota_broker: BrokerFactory) -> None:
+    """As an operator changes Kafka 4.5's setting (KAFKA-20976), or a controller of another version is elected."""
+    broker = quota_broker(max_records_per_op=2)
+    with WireClient(broker.bootstrap_servers) as wire:
+        refused = wire.request(create(("a", 1), ("b", 1)))  # 4 records
+        broker.set_max_records_per_op(4)
+        fits = wire.request(create(("a", 1), ("b", 1)))
+    assert set(outcomes(refused).values()) == {(POLICY_VIOLATION, TOO_LARGE)}
+    assert outcomes(fits) == {"a": (0, None), "b": (0, None)}
+
+
 def test_standalone_broker_takes_the_cap_and_the_metadata_lag() -> None:
     args = ["--port", "0", "--num-brokers", "2", "--max-records-per-op", "5", "--metadata-lag-ms", "60000"]
     with standalone_broker(*args) as ports:

@@ -22,6 +22,7 @@ from throttled_admin._engine import (
     RequestKind,
     RetryBackoff,
 )
+from throttled_admin._engine.batch_cap import PROBE_AFTER
 
 BATCH_CAP = KafkaException(
     KafkaError(KafkaError.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
@@ -220,3 +221,47 @@ def test_a_grow_teaches_the_cap_only_the_partitions_it_adds() -> None:
     creates = {f"t{i}": 99 for i in range(90)}  # 100 records each: one request of 9,000
     records = dict.fromkeys(creates, 100)
     assert _cluster(cap, submit(cap, creates, 1.0), 5_000, records, 1.0) == dict.fromkeys(creates)
+
+
+def _sizes_against(cap: Engine, out: Outbox, records_cap: int, now: float) -> list[tuple[int, bool]]:
+    """Answer one-partition creates (2 records each) as a cluster of cap ``records_cap`` in Kafka's words: each
+    request's topics, and whether it was refused whole."""
+    sizes: list[tuple[int, bool]] = []
+    while out.send is not None:
+        now += 0.01
+        names = [t.name for t in out.send.topics]
+        over = 2 * len(names) > records_cap
+        sizes.append((len(names), over))
+        out = answer(cap, out, dict.fromkeys(names, BATCH_CAP if over else None), now)
+        assert all(exc is None for _, exc in out.settle)
+    return sizes
+
+
+def test_a_cap_that_stays_low_costs_one_refused_probe_in_32_then_64_requests() -> None:
+    """A cap learned is tried again at twice the limit after PROBE_AFTER requests of at least half of it, and each
+    probe refused doubles the wait; nothing is lost (was: the limit learned was kept for the client's life)."""
+    assert PROBE_AFTER == 32
+    cap = engine()
+    names = {f"t{i}": 1 for i in range(800)}
+    sizes = _sizes_against(cap, submit(cap, names, 0.0), 8, 0.0)
+    assert cap.status.max_records_per_request == 6  # 800 topics, 1,600 records: halved to 6 (12 refused)
+    learning = next(i for i, (_, refused) in enumerate(sizes) if not refused)
+    probes = [i - learning for i, (n, refused) in enumerate(sizes) if refused and i > learning]
+    assert [n for n, _ in sizes[learning:] if n != 3] == [6, 6, 6, 2]  # three probes (the last request: a remnant)
+    assert probes == [32, 32 + 1 + 64, 32 + 1 + 64 + 1 + 128]
+
+
+def test_a_cap_raised_since_is_followed_by_doubling_up_to_the_request_size() -> None:
+    """A probe applied raises the limit to its size and the next request probes again: a cap raised (Kafka 4.5's
+    setting, a newer controller) is followed within a few requests of the first probe."""
+    cap = engine()
+    low = {f"t{i}": 1 for i in range(60)}
+    assert _sizes_against(cap, submit(cap, low, 0.0), 8, 0.0)[4:] == [(3, False)] * 20
+    assert cap.status.max_records_per_request == 7  # 60 topics, 120 records: halved to 7 (14 refused)
+    high = {f"u{i}": 1 for i in range(6000)}
+    sizes = _sizes_against(cap, submit(cap, high, 1.0), 10_000, 1.0)
+    assert not any(refused for _, refused in sizes)
+    first_probe = next(i for i, (n, _) in enumerate(sizes) if n > 3)
+    assert first_probe == PROBE_AFTER - 20  # the low call's requests counted towards it
+    assert [n for n, _ in sizes[first_probe : first_probe + 10]] == [7, 14, 28, 56, 112, 224, 448, 896, 1792, 2000]
+    assert cap.status.max_records_per_request == 4000  # 2,000 topics a request (MAX_TOPICS_PER_REQUEST)

@@ -55,6 +55,7 @@ from throttled_admin import (
 )
 from throttled_admin._engine import SECOND, Send, TopicRef, TopicSpec, wrong_listener
 from throttled_admin._engine.actions import Drain, Probe
+from throttled_admin._engine.batch_cap import PROBE_AFTER
 from throttled_admin._engine.classify import error_of
 from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST, SETTLE_AFTER_SEND_FROM, EngineConfig
 from throttled_admin._engine.connection import Drained
@@ -269,6 +270,8 @@ class EngineModel(RuleBasedStateMachine):
         self.limit_restored_to: int | None = None  # set by a lone topic's proof, checked once the engine had the answer
         self.policy_words: set[str] = set()  # words a lone topic was refused in after the shape took them for the cap's
         self.largest_accepted = 0  # records of the topics applied by the largest answered request that applied any
+        self.applied_since_cap_refusal = 0  # answers that applied a topic since the last refusal for the cap
+        self.cap_probe_after = PROBE_AFTER  # the engine's: accepted requests before a lowered limit is tried at twice
         self.ids: dict[str, uuid.UUID] = {}  # each topic's id: a new one for every create (its incarnation)
         # The cluster (partitions, ids) before each of its last LAG_DEPTH changes, oldest first: what a broker that
         # many changes behind shows (a KRaft broker replays the metadata log in order)
@@ -347,6 +350,7 @@ class EngineModel(RuleBasedStateMachine):
         settle_late_from=st.sampled_from([SETTLE_AFTER_SEND_FROM, 1]),
         lanes=st.booleans(),
         lane_answers=st.sampled_from([True, True, False]),
+        cap_probe_after=st.sampled_from([PROBE_AFTER, 1, 2]),
     )
     def start(
         self,
@@ -361,9 +365,11 @@ class EngineModel(RuleBasedStateMachine):
         settle_late_from: int = SETTLE_AFTER_SEND_FROM,
         lanes: bool = False,
         lane_answers: bool = False,
+        cap_probe_after: int = PROBE_AFTER,
     ) -> None:
         """A cluster (its quota mode, its topics, its batch cap), an engine (paced or not), whether a broker has
-        answered the contact probe (or never can be reached), and mostly a bulk wait_for_metadata call first."""
+        answered the contact probe (or never can be reached), and mostly a bulk wait_for_metadata call first;
+        ``cap_probe_after``: a lowered cap is tried at twice the limit after that many accepted requests."""
         # A bulk call spans several requests (the engine's MAX_TOPICS_PER_REQUEST, made small for the model): the
         # next request is answered while the views read for the names before it is out.
         if per_request is not None:
@@ -386,7 +392,9 @@ class EngineModel(RuleBasedStateMachine):
             seed=seed,
             settle_after_send_from=settle_late_from,
             second_lane_from=self.second_from,
+            cap_probe_after=cap_probe_after,
         )
+        self.cap_probe_after = cap_probe_after
         self.engine = Engine(pacer=pacer, backoff=backoff, config=config)
         self.paced = pacer is not None
         self.lane_retired |= self.paced  # a pacing client never opens a second lane
@@ -605,10 +613,20 @@ class EngineModel(RuleBasedStateMachine):
             )
 
     def check_cap_learned(self, tracks: list[Track]) -> None:
-        """The batch cap, once learned: a request of several topics is smaller than every one refused whole."""
-        if len(tracks) > 1:
-            records = sum(t.topic.records for t in tracks)
-            assert records < self.cap_bound(), f"{records} records sent after {self.cap_bound()} were refused"
+        """The batch cap, once learned: a request of several topics is smaller than every one refused whole, but
+        for a probe of a cap raised since: after ``cap_probe_after`` answers that applied topics since the last
+        refusal, at most twice the limit and never above Kafka's 10,000."""
+        records = sum(t.topic.records for t in tracks)
+        limit = self.engine.status.max_records_per_request
+        if len(tracks) > 1 and records > limit:
+            event("a request above the limit learned: a probe")
+        if len(tracks) > 1 and records >= self.cap_bound():
+            assert self.applied_since_cap_refusal >= self.cap_probe_after, (
+                f"{records} records sent after {self.cap_bound()} were refused, "
+                f"{self.applied_since_cap_refusal} answers applied since (a probe needs {self.cap_probe_after})"
+            )
+            assert records <= min(2 * limit, 10_000), f"a probe of {records} records, the limit {limit}"
+            event("a probe of a cap raised since")
         if self.largest_accepted < self.cap_bound():  # never split below what the cluster accepted
             limit = self.engine.status.max_records_per_request
             assert limit >= min(self.largest_accepted, 10_000), f"limit {limit} below {self.largest_accepted} accepted"
@@ -625,7 +643,9 @@ class EngineModel(RuleBasedStateMachine):
         """Records of the smallest request of several topics refused for the cap: in its words, or by its shape in
         words not proven a policy's and larger than every request accepted (one as large passed: not the cap's)."""
         shapes = [records for records in self.refused_by_shape.values() if records > self.largest_accepted]
-        return min([self.smallest_refused, *shapes])
+        # a probe applied as large as a request refused: the cap was raised since (the refusal bounds it no more)
+        words = self.smallest_refused if self.smallest_refused > self.largest_accepted else math.inf
+        return min([words, *shapes])
 
     def check_first_contact(self, request: Send, tracks: list[Track]) -> None:
         """Until a broker has answered: nothing handed over while connections fail before their handshake, and
@@ -1274,6 +1294,8 @@ class EngineModel(RuleBasedStateMachine):
         if whole and not beyond:  # the cap was lowered: what it accepted before proves nothing now
             self.largest_accepted = 0
             event("a lowered cap refused a request as large as one accepted before")
+        if whole:
+            self.applied_since_cap_refusal = 0
         if words:
             self.smallest_refused = min(self.smallest_refused, records)
             event("a request refused whole for the batch cap")
@@ -1293,6 +1315,7 @@ class EngineModel(RuleBasedStateMachine):
             _records_made(t.topic) for t in tracks if t.topic.name in results and results[t.topic.name] is None
         )
         self.largest_accepted = max(self.largest_accepted, applied)
+        self.applied_since_cap_refusal += applied > 0
         for track in tracks:
             track.cap_refused_with_others = whole
         return whole

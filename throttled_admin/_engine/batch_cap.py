@@ -20,6 +20,14 @@ topics of a request (other messages, or some applied) is each topic's own answer
 with one message costs a few extra requests, once: halving down to a lone topic, refused alike, proves the words a
 policy's; the limit goes back to what it was, and the topics left go whole again, each with the policy's error.
 A lone topic larger than the limit, refused alone, proves nothing: it may be over the cap by itself.
+
+A limit learned is not kept for the client's life: a cap raised since (Kafka 4.5's setting changed, a controller of
+a newer version elected) would leave a long-lived client in small requests. Once ``PROBE_AFTER`` requests of at
+least half the limit have passed it since it was lowered, the next may make up to twice the limit (a probe, never
+above the limit started from). A probe applied raises the limit to its size, and the next request probes again; a
+probe refused leaves the limit, its topics go again at once in requests of the limit, and the next probe waits twice
+as many requests (up to 32 times ``PROBE_AFTER``). So a cap that stays low costs one refused request in every
+``PROBE_AFTER`` to 1,024 requests, and a cap raised is followed by doubling.
 """
 
 from __future__ import annotations
@@ -28,9 +36,17 @@ from confluent_kafka import KafkaError
 
 from throttled_admin._kafka.refusals import BATCH_CAP_MESSAGES, MAX_RECORDS_PER_USER_OP
 
-__all__ = ["BATCH_CAP_MESSAGES", "MAX_RECORDS_PER_REQUEST", "BatchCap", "is_batch_cap", "refused_alike"]
+__all__ = [
+    "BATCH_CAP_MESSAGES",
+    "MAX_RECORDS_PER_REQUEST",
+    "PROBE_AFTER",
+    "BatchCap",
+    "is_batch_cap",
+    "refused_alike",
+]
 
 MAX_RECORDS_PER_REQUEST = MAX_RECORDS_PER_USER_OP  # the limit to start from: Kafka 4.4's cap
+PROBE_AFTER = 32  # requests of at least half a lowered limit accepted before a request may make twice the limit
 
 
 def is_batch_cap(error: KafkaError) -> bool:
@@ -50,18 +66,35 @@ def refused_alike(errors: list[KafkaError | None]) -> str | None:
 class BatchCap:
     """Not thread-safe: the engine's own state."""
 
-    def __init__(self, limit: int = MAX_RECORDS_PER_REQUEST) -> None:
+    def __init__(self, limit: int = MAX_RECORDS_PER_REQUEST, probe_after: int = PROBE_AFTER) -> None:
         self.limit = limit
+        self.start = limit  # the probe's ceiling
+        self._first_probe_after = probe_after
+        self.probe_after = probe_after  # requests of at least half the limit accepted before the next probe
+        self._since = 0  # such requests since the limit was lowered or a probe refused
         self.refusals = 0
         self.largest_accepted = 0  # records of the largest request of which the controller applied a topic
         self.policies: set[str] = set()  # refusals' words a lone topic got: a policy's, never taken for the cap's
         self._by_shape: dict[str, int] = {}  # words taken for the cap's by their shape: the limit before them
 
+    def next_limit(self) -> int:
+        """The most records the next request may make: the limit, or twice it (up to ``start``) once a probe is
+        due."""
+        if self._since >= self.probe_after and self.limit < self.start:
+            return min(self.start, 2 * self.limit)
+        return self.limit
+
     def accepted(self, records: int) -> None:
         """A request of ``records`` records (its applied topics') passed the cap: the limit is at least that (a lone
-        topic above the limit goes alone)."""
-        self.largest_accepted = max(self.largest_accepted, records)
-        self.limit = max(self.limit, records)
+        topic above the limit goes alone). One above the limit (a probe) raises it, and the next request may probe
+        further; one of at least half the limit counts towards the next probe."""
+        if records > self.largest_accepted:
+            self.largest_accepted = records
+        if records > self.limit:
+            self.limit = records
+            self.probe_after = self._since = self._first_probe_after
+        elif 2 * records >= self.limit:
+            self._since += 1
 
     def beyond_accepted(self, records: int) -> bool:
         """Larger than every request accepted so far: a refusal of it alike for every topic may be the cap's."""
@@ -96,8 +129,13 @@ class BatchCap:
 
     def refused(self, records: int) -> None:
         """A request of ``records`` records (several topics) was refused whole: the cap is below it, and at or above
-        the largest request accepted (unless the cap was lowered since: then that is forgotten)."""
+        the largest request accepted (unless the cap was lowered since: then that is forgotten). A probe refused
+        (larger than the limit) leaves the limit, and the next probe waits twice as long."""
         self.refusals += 1
+        self._since = 0
+        if records > self.limit:
+            self.probe_after = min(32 * self._first_probe_after, 2 * self.probe_after)
+            return
         if self.largest_accepted >= records:
             self.largest_accepted = 0
         self.limit = min(self.limit, max(1, self.largest_accepted, records // 2))

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from throttled_admin._engine.batch_cap import MAX_RECORDS_PER_REQUEST
+from throttled_admin._engine.batch_cap import MAX_RECORDS_PER_REQUEST, PROBE_AFTER
 
 __all__ = [
     "MAX_RECORDS_PER_REQUEST",
     "MAX_TOPICS_PER_REQUEST",
+    "PROBE_AFTER",
     "SECOND_LANE_FROM",
     "SETTLE_AFTER_SEND_FROM",
     "EngineConfig",
@@ -45,6 +46,8 @@ class EngineConfig:
     # metadata records than its cap; the engine starts at Kafka's 10,000 and learns a lower cap. A single topic
     # larger than the limit is sent alone, and gets the broker's answer.
     max_records_per_request: int = MAX_RECORDS_PER_REQUEST
+    # requests of at least half a lowered limit accepted before one of twice the limit is tried (``batch_cap``)
+    cap_probe_after: int = PROBE_AFTER
     # a second request goes beside one of at least this many topics, on a connection of its own (``lanes``); None:
     # one request at a time
     second_lane_from: int | None = SECOND_LANE_FROM

@@ -29,10 +29,10 @@ _AT_REST = (None, 0)
 class Learning:
     """The round trip, the batch cap, Redpanda's hold and the pacer. Not thread-safe: the engine's own state."""
 
-    def __init__(self, pacer: Pacer | None, max_records_per_request: int) -> None:
+    def __init__(self, pacer: Pacer | None, max_records_per_request: int, cap_probe_after: int) -> None:
         self.pacer = pacer
         self.round_trip = RoundTrip()
-        self.cap = BatchCap(max_records_per_request)
+        self.cap = BatchCap(max_records_per_request, cap_probe_after)
         self._redpanda = RedpandaHold()
         self._own_pacer = False  # the pacer is the engine's own (Redpanda's answers), not the caller's
 
@@ -49,7 +49,7 @@ class Learning:
                 # what the controller made, at least: a grow's records are sized as its new total (an upper bound),
                 # but it makes only the partitions it adds
                 made += max(1, topic.cost or 0) if grows else topic.records
-        if made > self.cap.largest_accepted:  # (no larger than one accepted before: the cap knows it already)
+        if made:
             self.cap.accepted(made)
         if 0 < applied == records:  # every topic applied (most answers): passed the cap, nothing refused to read
             return False

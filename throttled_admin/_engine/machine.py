@@ -190,7 +190,9 @@ class Engine:
         """``socket_timeout_s``: librdkafka's ``socket.timeout.ms``, how long an abandoned request may stay on its
         connection (``connection``). ``config``: the engine's limits and its back-off's seed (``config``)."""
         self._config = config
-        self._learned = Learning(pacer, config.max_records_per_request)  # round trip, batch cap, pacer
+        self._learned = Learning(
+            pacer, config.max_records_per_request, config.cap_probe_after
+        )  # round trip, batch cap, pacer
         self._after = AfterAnswer(backoff, config.seed)  # what becomes of an answered topic, and its back-off
         self._gate = ThrottleTracker()  # KIP-219: the broker's throttle, and how long work waited for it
         self._views = ViewReads()  # wait_for_metadata: every broker's Metadata, and the ids before a create
@@ -809,7 +811,7 @@ class Engine:
         times = (0.0, 0.0)
         lateness: _TooLate = functools.partial(_too_late, self._contact.reached)  # (first contact: once a request)
         too_late = lateness
-        cap = self._learned.cap.limit
+        cap = self._learned.cap.next_limit()  # twice the limit when a probe is due (``batch_cap``)
         for topic in candidates:
             cost = topic.cost or 0
             if chosen and (mutations + cost > budget or records + topic.records > cap):

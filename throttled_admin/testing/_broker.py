@@ -356,6 +356,13 @@ class QuotaBroker:
         for key, value in changes.items():
             self._quotas.set_quota(entity, value, key)
 
+    def set_max_records_per_op(self, records: int) -> None:
+        """Change the batch cap (``max_records_per_op``) from the next mutation on, as an operator changes Kafka
+        4.5's setting (KAFKA-20976) or a controller of another version is elected."""
+        if isinstance(records, bool) or not isinstance(records, int) or records < 1:
+            raise ValueError(f"max_records_per_op must be an int >= 1, got {records!r}")
+        self._context.max_records_per_op = records
+
     def quotas(self, key: str = QUOTA_KEY) -> dict[QuotaEntity, float]:
         """Entity -> quota ``key`` (default ``controller_mutation_rate``), for the entities that set it."""
         return self._quotas.quotas(key)
