@@ -265,3 +265,15 @@ def test_a_cap_raised_since_is_followed_by_doubling_up_to_the_request_size() -> 
     assert first_probe == PROBE_AFTER - 20  # the low call's requests counted towards it
     assert [n for n, _ in sizes[first_probe : first_probe + 10]] == [7, 14, 28, 56, 112, 224, 448, 896, 1792, 2000]
     assert cap.status.max_records_per_request == 4000  # 2,000 topics a request (MAX_TOPICS_PER_REQUEST)
+
+
+def test_a_lone_topic_accepted_above_the_limit_is_no_probe_that_held() -> None:
+    """A topic larger than the limit goes alone; applied, it raises the limit, but was no probe: the next request
+    keeps to the limit (a request of 7 records was refused just before)."""
+    cap = engine()
+    out = answer(cap, submit(cap, {"d": 4, "a": 1}, 0.0), {"d": BATCH_CAP, "a": BATCH_CAP}, 0.01)  # 7 records
+    run(cap, out, {"d": None, "a": None})
+    assert cap.status.max_records_per_request == 5
+    later = {f"u{i}": 1 for i in range(5)}  # 2 records each
+    sizes, _ = run(cap, submit(cap, later, 1.0), dict.fromkeys(later, None))
+    assert sizes == [2, 2, 1]

@@ -86,13 +86,14 @@ class BatchCap:
 
     def accepted(self, records: int) -> None:
         """A request of ``records`` records (its applied topics') passed the cap: the limit is at least that (a lone
-        topic above the limit goes alone). One above the limit (a probe) raises it, and the next request may probe
-        further; one of at least half the limit counts towards the next probe."""
+        topic above the limit goes alone). One above the limit raises it, and if it was a probe, the next request
+        may probe further; one of at least half the limit counts towards the next probe."""
         if records > self.largest_accepted:
             self.largest_accepted = records
         if records > self.limit:
+            if self._since >= self.probe_after:  # a probe was due: it held, and the next probes further
+                self.probe_after = self._since = self._first_probe_after
             self.limit = records
-            self.probe_after = self._since = self._first_probe_after
         elif 2 * records >= self.limit:
             self._since += 1
 
