@@ -68,9 +68,9 @@ class BatchCap:
 
     def __init__(self, limit: int = MAX_RECORDS_PER_REQUEST, probe_after: int = PROBE_AFTER) -> None:
         self.limit = limit
-        self.start = limit  # the probe's ceiling
+        self._start = limit  # the probe's ceiling
         self._first_probe_after = probe_after
-        self.probe_after = probe_after  # requests of at least half the limit accepted before the next probe
+        self._probe_after = probe_after  # requests of at least half the limit accepted before the next probe
         self._since = 0  # such requests since the limit was lowered or a probe refused
         self.refusals = 0
         self.largest_accepted = 0  # records of the largest request of which the controller applied a topic
@@ -78,10 +78,10 @@ class BatchCap:
         self._by_shape: dict[str, int] = {}  # words taken for the cap's by their shape: the limit before them
 
     def next_limit(self) -> int:
-        """The most records the next request may make: the limit, or twice it (up to ``start``) once a probe is
-        due."""
-        if self._since >= self.probe_after and self.limit < self.start:
-            return min(self.start, 2 * self.limit)
+        """The most records the next request may make: the limit, or twice it (up to the limit started from) once a
+        probe is due."""
+        if self._since >= self._probe_after and self.limit < self._start:
+            return min(self._start, 2 * self.limit)
         return self.limit
 
     def accepted(self, records: int) -> None:
@@ -91,8 +91,8 @@ class BatchCap:
         if records > self.largest_accepted:
             self.largest_accepted = records
         if records > self.limit:
-            if self._since >= self.probe_after:  # a probe was due: it held, and the next probes further
-                self.probe_after = self._since = self._first_probe_after
+            if self._since >= self._probe_after:  # a probe was due: it held, and the next probes further
+                self._probe_after = self._since = self._first_probe_after
             self.limit = records
         elif 2 * records >= self.limit:
             self._since += 1
@@ -135,7 +135,7 @@ class BatchCap:
         self.refusals += 1
         self._since = 0
         if records > self.limit:
-            self.probe_after = min(32 * self._first_probe_after, 2 * self.probe_after)
+            self._probe_after = min(32 * self._first_probe_after, 2 * self._probe_after)
             return
         if self.largest_accepted >= records:
             self.largest_accepted = 0

@@ -190,9 +190,8 @@ class Engine:
         """``socket_timeout_s``: librdkafka's ``socket.timeout.ms``, how long an abandoned request may stay on its
         connection (``connection``). ``config``: the engine's limits and its back-off's seed (``config``)."""
         self._config = config
-        self._learned = Learning(
-            pacer, config.max_records_per_request, config.cap_probe_after
-        )  # round trip, batch cap, pacer
+        # round trip, batch cap, pacer
+        self._learned = Learning(pacer, config.max_records_per_request, config.cap_probe_after)
         self._after = AfterAnswer(backoff, config.seed)  # what becomes of an answered topic, and its back-off
         self._gate = ThrottleTracker()  # KIP-219: the broker's throttle, and how long work waited for it
         self._views = ViewReads()  # wait_for_metadata: every broker's Metadata, and the ids before a create

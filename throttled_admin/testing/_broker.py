@@ -112,10 +112,8 @@ class QuotaBroker:
             raise ValueError("quota_window_num must be >= 1 and quota_window_size_s > 0")
         if not 0 <= port <= 65535 or (port and port + num_brokers - 1 > 65535):
             raise ValueError(f"port {port} does not leave room for {num_brokers} broker(s)")
-        if isinstance(request_log_limit, bool) or not isinstance(request_log_limit, int) or request_log_limit < 1:
-            raise ValueError(f"request_log_limit must be an int >= 1, got {request_log_limit!r}")
-        if isinstance(max_records_per_op, bool) or not isinstance(max_records_per_op, int) or max_records_per_op < 1:
-            raise ValueError(f"max_records_per_op must be an int >= 1, got {max_records_per_op!r}")
+        _positive_int("request_log_limit", request_log_limit)
+        _positive_int("max_records_per_op", max_records_per_op)
         if cap_message is not None and (not isinstance(cap_message, str) or not cap_message):
             raise ValueError(f"cap_message must be a non-empty str or None, got {cap_message!r}")
         lag_ms = _seconds("metadata_lag_ms", metadata_lag_ms, "milliseconds")
@@ -359,9 +357,7 @@ class QuotaBroker:
     def set_max_records_per_op(self, records: int) -> None:
         """Change the batch cap (``max_records_per_op``) from the next mutation on, as an operator changes Kafka
         4.5's setting (KAFKA-20976) or a controller of another version is elected."""
-        if isinstance(records, bool) or not isinstance(records, int) or records < 1:
-            raise ValueError(f"max_records_per_op must be an int >= 1, got {records!r}")
-        self._context.max_records_per_op = records
+        self._context.max_records_per_op = _positive_int("max_records_per_op", records)
 
     def quotas(self, key: str = QUOTA_KEY) -> dict[QuotaEntity, float]:
         """Entity -> quota ``key`` (default ``controller_mutation_rate``), for the entities that set it."""
@@ -476,6 +472,13 @@ class QuotaBroker:
         queue behind each other, as on a busy KRaft controller. A request whose ``timeout_ms`` has passed by
         then fails with REQUEST_TIMED_OUT and changes nothing."""
         self._faults.controller_latency_s = _seconds("controller latency", seconds)
+
+
+def _positive_int(name: str, value: Any) -> int:
+    """``value`` if an int >= 1 (not a bool), else ValueError naming the setting."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    return value
 
 
 @contextmanager
