@@ -16,13 +16,17 @@ from tests.engine_records import submit_call
 from throttled_admin._engine import (
     CREATE_PARTITIONS,
     CREATE_TOPICS,
+    SECOND,
     CallSpec,
     Engine,
     Outbox,
+    Probe,
     RequestKind,
     RetryBackoff,
+    Send,
 )
 from throttled_admin._engine.batch_cap import PROBE_AFTER
+from throttled_admin._engine.config import EngineConfig
 
 BATCH_CAP = KafkaException(
     KafkaError(KafkaError.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
@@ -35,8 +39,10 @@ POLICY = KafkaException(KafkaError(KafkaError.POLICY_VIOLATION, "Topic name 'x' 
 OTHER_POLICY = KafkaException(KafkaError(KafkaError.POLICY_VIOLATION, "Replication factor 1 is not allowed"))
 
 
-def engine() -> Engine:
-    engine = Engine(pacer=None, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
+def engine(config: EngineConfig | None = None) -> Engine:
+    engine = Engine(
+        pacer=None, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0), config=config or EngineConfig()
+    )
     engine.on_probe(True, 0.0)
     return engine
 
@@ -277,3 +283,79 @@ def test_a_lone_topic_accepted_above_the_limit_is_no_probe_that_held() -> None:
     later = {f"u{i}": 1 for i in range(5)}  # 2 records each
     sizes, _ = run(cap, submit(cap, later, 1.0), dict.fromkeys(later, None))
     assert sizes == [2, 2, 1]
+
+
+def _sizes_on_two_lanes(cap: Engine, out: Outbox, records_cap: int) -> list[tuple[int, bool, int]]:
+    """As ``_sizes_against``, with two requests in flight (the second lane): answered oldest first. Each request's
+    topics, whether it was refused whole, and, if it was above the limit (a probe), how many others were in flight
+    with it."""
+    sizes: list[tuple[int, bool, int]] = []
+    flying: list[tuple[Send, bool]] = []  # in flight: the request, and whether it was above the limit when sent
+    now = 0.0
+    while True:
+        if Probe(SECOND) in out.actions:
+            cap.on_probe(True, now, SECOND)
+            out = Outbox.of([*out.actions, *cap.step(now).actions])
+        limit = cap.status.max_records_per_request
+        for send in out.of_kind(Send):
+            flying.append((send, len(send.names) > 1 and 2 * len(send.names) > limit))
+        if not flying:
+            return sizes
+        now += 0.002
+        send, probe = flying.pop(0)
+        over = 2 * len(send.names) > records_cap
+        sizes.append((len(send.names), over, sum(beside for _, beside in flying) if probe else 0))
+        cap.on_results(send.request_id, dict.fromkeys(send.names, BATCH_CAP if over else None), now)
+        out = cap.step(now)
+        assert all(exc is None for _, exc in out.settle)
+
+
+def test_two_lanes_probe_one_request_at_a_time_and_a_stale_refusal_is_no_probe() -> None:
+    """Found by review: with two requests in flight, a refusal of the second lane's request, built under an older
+    and higher limit, was taken for a refused probe (the wait before the first probe doubled), and once a probe was
+    due both lanes probed at once (two refusals a cycle, the wait growing four times)."""
+    cap = engine(EngineConfig(second_lane_from=2))
+    names = {f"t{i}": 1 for i in range(3300)}  # 2 records each: 7 topics refused, then 3 a request, two at a time
+    sizes = _sizes_on_two_lanes(cap, submit(cap, names, 0.0), 8)
+    assert cap.status.max_records_per_request == 7
+    assert all(probes_beside == 0 for _, _, probes_beside in sizes)  # was: two at once, from the 1,025th request
+    learning = next(i for i, (_, refused, _) in enumerate(sizes) if not refused)
+    probes = [i - learning for i, (n, _, _) in enumerate(sizes) if n > 3 and i > learning]
+    # a probe once 32 requests were answered (the 33rd, composed before, goes beside it), then 64, 128, ...
+    assert probes == [33, 33 + 66, 99 + 130, 229 + 258, 487 + 514]  # was: none before the 1,025th
+
+
+def test_a_policy_refusing_a_probe_alike_costs_one_request_more() -> None:
+    """Found by review: words a refused probe got were kept as the cap's, so a policy refusing every topic of a
+    probe alike refused its topics again in requests of the limit, and those were halved down to a lone topic:
+    here 5 requests where 3 tell each topic the policy's error (the review's case: 7 where 2)."""
+    cap = engine(EngineConfig(cap_probe_after=1))
+    first = {f"t{i}": 1 for i in range(6)}  # 2 records each: 12 refused, limit 6; then 2 requests of 6
+    assert _sizes_against(cap, submit(cap, first, 0.0), 8, 0.0) == [(6, True), (3, False), (3, False)]
+    later = {f"u{i}": 1 for i in range(6)}  # a probe of 12 records due: the policy refuses every topic alike
+    sizes, settled = run(cap, submit(cap, later, 1.0), dict.fromkeys(later, POLICY))
+    assert sizes == [6, 3, 3]
+    assert settled == dict.fromkeys(later, POLICY)
+    assert cap.status.max_records_per_request == 6
+
+
+def test_a_policys_words_met_after_the_limit_rose_give_back_the_limit_risen() -> None:
+    """Found by review: words taken for the cap's by their shape kept the limit from before them; met again after
+    probes had raised the limit, and proved a policy's by a lone topic, they set the limit back to that old value
+    (30 records after 4,000 had been accepted)."""
+    cap = engine(EngineConfig(cap_probe_after=1))
+    first = {f"t{i}": 1 for i in range(8)}  # 2 records each: 16 refused in Kafka's words, limit 8
+    out = answer(cap, submit(cap, first, 0.0), dict.fromkeys(first, BATCH_CAP), 0.01)
+    assert out.send is not None
+    assert len(out.send.topics) == 4  # 8 records refused alike in new words: the cap's
+    out = answer(cap, out, dict.fromkeys(out.send.names, NEW_WORDS), 0.02)
+    assert cap.status.max_records_per_request == 4
+    run(cap, out, dict.fromkeys(first, None))
+    raised = {f"u{i}": 1 for i in range(64)}  # the cap was never 8: probes raise the limit
+    run(cap, submit(cap, raised, 1.0), dict.fromkeys(raised, None))
+    risen = cap.status.max_records_per_request
+    assert risen >= 64
+    later = {f"v{i}": 1 for i in range(risen // 2)}  # the same words, now a policy's, at the limit risen
+    _, settled = run(cap, submit(cap, later, 2.0), dict.fromkeys(later, NEW_WORDS))
+    assert settled == dict.fromkeys(later, NEW_WORDS)
+    assert cap.status.max_records_per_request == risen  # was: 8

@@ -197,6 +197,7 @@ class Flight:
     throttles: list[float] = field(default_factory=list)  # seconds, the throttle events delivered while in flight
     refused_89: int = 0  # its topics' 89s the client saw: violations once the engine completes the request
     lane: int = 0  # the connection it went on: the client's own (0), or the second lane's (1, ``lanes``)
+    cap_probe: bool = False  # several topics above the batch cap's limit learned: a probe of a cap raised since
     # a node went away while it was in flight, or within FORWARD_GRACE_S before it was sent: its broker may have
     # forwarded it to that node as the controller, and re-send it to the next (the ``resent`` answer)
     forwardable: bool = False
@@ -536,7 +537,7 @@ class EngineModel(RuleBasedStateMachine):
         self.check_probe(request)
         self.check_names(tracks)
         self.check_sharing(request, budgets, tracks)
-        self.check_cap_learned(tracks)
+        cap_probe = self.check_cap_learned(tracks)
         self.check_first_contact(request, tracks)
         self.check_charged(request, tracks)
         assert not self.closed, "rule h: sent after close()"
@@ -545,6 +546,7 @@ class EngineModel(RuleBasedStateMachine):
             assert not track.cancelled, f"rule j: {track.topic.name} sent after its caller cancelled it"
             track.handed += 1
         flight = Flight(request, tracks, request.request_timeout_s, self.now, budgets=budgets, lane=request.lane)
+        flight.cap_probe = cap_probe
         flight.contact_capped = not self.answered
         flight.forwardable = self.now - self.lost_at[request.lane] < FORWARD_GRACE_S
         self.flights[request.lane] = flight
@@ -612,13 +614,15 @@ class EngineModel(RuleBasedStateMachine):
                 f"(budgets {budgets})"
             )
 
-    def check_cap_learned(self, tracks: list[Track]) -> None:
+    def check_cap_learned(self, tracks: list[Track]) -> bool:
         """The batch cap, once learned: a request of several topics is smaller than every one refused whole, but
         for a probe of a cap raised since: after ``cap_probe_after`` answers that applied topics since the last
-        refusal, at most twice the limit and never above Kafka's 10,000."""
+        refusal, at most twice the limit and never above Kafka's 10,000, and one at a time. True for a probe."""
         records = sum(t.topic.records for t in tracks)
         limit = self.engine.status.max_records_per_request
-        if len(tracks) > 1 and records > limit:
+        probe = len(tracks) > 1 and records > limit
+        if probe:
+            assert not any(flight.cap_probe for flight in self.flights.values()), "two batch cap probes in flight"
             event("a request above the limit learned: a probe")
         if len(tracks) > 1 and records >= self.cap_bound():
             assert self.applied_since_cap_refusal >= self.cap_probe_after, (
@@ -630,6 +634,7 @@ class EngineModel(RuleBasedStateMachine):
         if self.largest_accepted < self.cap_bound():  # never split below what the cluster accepted
             limit = self.engine.status.max_records_per_request
             assert limit >= min(self.largest_accepted, 10_000), f"limit {limit} below {self.largest_accepted} accepted"
+        return probe
 
     def check_limit_restored(self) -> None:
         """A lone topic's refusal proved words a policy's: the limit is back at least where it was before the shape

@@ -23,11 +23,15 @@ A lone topic larger than the limit, refused alone, proves nothing: it may be ove
 
 A limit learned is not kept for the client's life: a cap raised since (Kafka 4.5's setting changed, a controller of
 a newer version elected) would leave a long-lived client in small requests. Once ``PROBE_AFTER`` requests of at
-least half the limit have passed it since it was lowered, the next may make up to twice the limit (a probe, never
-above the limit started from). A probe applied raises the limit to its size, and the next request probes again; a
+least half the limit have passed it since it was lowered, the next may make up to twice the limit: a probe, never
+above the limit started from, one at a time, and marked when composed (a second lane's request built under an
+older, higher limit is none). A probe applied raises the limit to its size, and the next request probes again; a
 probe refused leaves the limit, its topics go again at once in requests of the limit, and the next probe waits twice
 as many requests (up to 32 times ``PROBE_AFTER``). So a cap that stays low costs one refused request in every
-``PROBE_AFTER`` to 1,024 requests, and a cap raised is followed by doubling.
+``PROBE_AFTER`` to 1,024 requests, and a cap raised is followed by doubling. A probe refused alike in words not yet
+the cap's does not make them the cap's: a policy refusing the probe refuses its topics again in requests of the
+limit, which the cluster accepted, and each gets its error. A limit raised also raises the one that words taken by
+shape give back once a lone topic proves them a policy's.
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ class BatchCap:
         self._first_probe_after = probe_after
         self._probe_after = probe_after  # requests of at least half the limit accepted before the next probe
         self._since = 0  # such requests since the limit was lowered or a probe refused
+        self._probe: int | None = None  # the request out as a probe (its id), if one is
         self.refusals = 0
         self.largest_accepted = 0  # records of the largest request of which the controller applied a topic
         self.policies: set[str] = set()  # refusals' words a lone topic got: a policy's, never taken for the cap's
@@ -80,20 +85,35 @@ class BatchCap:
     def next_limit(self) -> int:
         """The most records the next request may make: the limit, or twice it (up to the limit started from) once a
         probe is due."""
-        if self._since >= self._probe_after and self.limit < self._start:
+        if self._since >= self._probe_after and self.limit < self._start and self._probe is None:
             return min(self._start, 2 * self.limit)
         return self.limit
 
-    def accepted(self, records: int) -> None:
+    def sent(self, request_id: int, records: int, topics: int) -> None:
+        """A request of ``topics`` topics making ``records`` records went: several above the limit are a probe (a
+        lone topic above it goes alone, and proves nothing)."""
+        if records > self.limit and topics > 1:
+            self._probe = request_id
+
+    def ended(self, request_id: int) -> bool:
+        """The request is done (answered or not): True if it was the probe, which is then no longer out."""
+        if request_id != self._probe:
+            return False
+        self._probe = None
+        return True
+
+    def accepted(self, records: int, probe: bool) -> None:
         """A request of ``records`` records (its applied topics') passed the cap: the limit is at least that (a lone
         topic above the limit goes alone). One above the limit raises it, and if it was a probe, the next request
         may probe further; one of at least half the limit counts towards the next probe."""
         if records > self.largest_accepted:
             self.largest_accepted = records
         if records > self.limit:
-            if self._since >= self._probe_after:  # a probe was due: it held, and the next probes further
+            if probe:  # it held, and the next probes further
                 self._probe_after = self._since = self._first_probe_after
             self.limit = records
+            for message, before in self._by_shape.items():  # a cap raised since: a policy's words restore this
+                self._by_shape[message] = max(before, records)
         elif 2 * records >= self.limit:
             self._since += 1
 
@@ -101,10 +121,11 @@ class BatchCap:
         """Larger than every request accepted so far: a refusal of it alike for every topic may be the cap's."""
         return records > self.largest_accepted
 
-    def refused_by_shape(self, records: int, errors: list[KafkaError | None]) -> bool:
+    def refused_by_shape(self, records: int, errors: list[KafkaError | None], probe: bool) -> bool:
         """A request's errors, one per topic: refused alike, larger than any request accepted, in words not known to
         be a policy's, it is taken for the cap (``refused``: True) until a lone topic gets the same words
-        (``_lone_refusal``)."""
+        (``_lone_refusal``). A probe's words are not kept as the cap's: its topics go again in requests of the
+        limit, and a policy refuses them there."""
         if len(errors) == 1:
             if (lone := errors[0]) is not None and lone.code() == KafkaError.POLICY_VIOLATION:
                 self._lone_refusal(lone.str(), records)
@@ -115,8 +136,9 @@ class BatchCap:
         # words the shape took for the cap's are the cap's at any size: a cap lowered since refuses what it accepted
         if message not in self._by_shape and not self.beyond_accepted(records):
             return False
-        self._by_shape.setdefault(message, self.limit)
-        self.refused(records)
+        if not probe:
+            self._by_shape.setdefault(message, self.limit)
+        self.refused(records, probe)
         return True
 
     def _lone_refusal(self, message: str, records: int) -> None:
@@ -128,14 +150,16 @@ class BatchCap:
             self.policies.add(message)
             self.limit = max(self.limit, limit)
 
-    def refused(self, records: int) -> None:
+    def refused(self, records: int, probe: bool) -> None:
         """A request of ``records`` records (several topics) was refused whole: the cap is below it, and at or above
         the largest request accepted (unless the cap was lowered since: then that is forgotten). A probe refused
-        (larger than the limit) leaves the limit, and the next probe waits twice as long."""
+        leaves the limit, and the next probe waits twice as long; so does a request built under an older, higher
+        limit (a second lane's), without the wait."""
         self.refusals += 1
         self._since = 0
-        if records > self.limit:
+        if probe:
             self._probe_after = min(32 * self._first_probe_after, 2 * self._probe_after)
+        if records > self.limit:
             return
         if self.largest_accepted >= records:
             self.largest_accepted = 0

@@ -49,16 +49,17 @@ class Learning:
                 # what the controller made, at least: a grow's records are sized as its new total (an upper bound),
                 # but it makes only the partitions it adds
                 made += max(1, topic.cost or 0) if grows else topic.records
+        probe = self.cap.ended(request.id)  # (one request at a time may be a probe: ``batch_cap``)
         if made:
-            self.cap.accepted(made)
+            self.cap.accepted(made, probe)
         if 0 < applied == records:  # every topic applied (most answers): passed the cap, nothing refused to read
             return False
         several = len(request.topics) > 1 and len(outcomes) == len(request.topics)
         if several and all(outcome is Outcome.TOO_LARGE for outcome in outcomes.values()):
-            self.cap.refused(records)
+            self.cap.refused(records, probe)
             return True
         errors = [error_of(request.results.get(topic.name)) for topic in request.topics]
-        if (several or len(errors) == 1) and self.cap.refused_by_shape(records, errors):
+        if (several or len(errors) == 1) and self.cap.refused_by_shape(records, errors, probe):
             outcomes.update(dict.fromkeys(outcomes, Outcome.TOO_LARGE))
             return True
         return False

@@ -770,7 +770,7 @@ class Engine:
         (``ThrottleTracker.probe_due``). Returns when to look again."""
         # The round-trip floor for a first attempt and for a retry, computed once for the whole request.
         estimates = self._learned.round_trip.estimates(now)
-        chosen, mutations, _, longest = self._choose(candidates, pending_cost, estimates, now)
+        chosen, mutations, records, longest = self._choose(candidates, pending_cost, estimates, now)
         if not chosen:
             return now
         margin_s = max(_MIN_MARGIN_S, estimates[MIN_SAMPLES][0])  # the controller's deadline ends this early
@@ -782,6 +782,7 @@ class Engine:
             refs += map(_new_ref, zip(repeat(call.id), map(_NAME, topics)))
         request = slot.hand_over(kind, chosen, mutations, (request_timeout_s, operation_timeout_s), now)
         request_id = request.id
+        self._learned.cap.sent(request_id, records, len(chosen))  # above the limit: the batch cap's probe
         if probe:  # (most requests are none: no call)
             self._gate.sent(request_id, probe)
         items = tuple(map(_ITEM, chosen))
@@ -793,11 +794,11 @@ class Engine:
 
     def _choose(
         self, candidates: list[Topic], pending_cost: float, estimates: dict[int, tuple[float, float]], now: float
-    ) -> tuple[list[Topic], int, float, float]:
+    ) -> tuple[list[Topic], int, int, float]:
         """The topics of the next request, in order, within the pacer's budget and the batch cap; a topic that can
         no longer be answered before its deadline is settled instead (``_too_late``), and one whose call's time
         budget is far from the others' waits for a request of its own (rule c). Returns the topics, their
-        mutations, and the shortest and longest time budget of their calls."""
+        mutations and records, and the longest time budget of their calls."""
         budget = math.inf
         pacer = self._learned.pacer
         if pacer is not None and candidates:
@@ -832,7 +833,7 @@ class Engine:
             chosen.append(topic)
             mutations += cost
             records += topic.records
-        return chosen, mutations, shortest, longest
+        return chosen, mutations, records, longest
 
 
 def _too_late(
