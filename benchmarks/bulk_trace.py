@@ -97,10 +97,10 @@ def child(variant: str, bootstrap: str, count: int) -> None:
         close()
 
 
-def _cpu_until_quiet(pid: int) -> float:
-    """The broker's CPU once it has gone quiet (less than ``_QUIET_CPU_S`` in ``_QUIET_S``, waited for at most
-    ``_QUIET_MAX_S``): Kafka answers a create once its controller has committed it, and goes on applying the new
-    partitions after (10,000 topics: 36-63 s of CPU in all, 1.6-2.0 s in the call, whichever client made them)."""
+def _cpu_until_quiet(pid: int) -> float | None:
+    """The broker's CPU once it has gone quiet (less than ``_QUIET_CPU_S`` in ``_QUIET_S``); None if it has not
+    within ``_QUIET_MAX_S``. Kafka answers a create once its controller has committed it, and goes on applying the
+    new partitions after (10,000 topics: 36-63 s of CPU in all, 1.6-2.0 s in the call, whichever client made them)."""
     end, before = time.monotonic() + _QUIET_MAX_S, _cpu_s(pid)
     while time.monotonic() < end:
         time.sleep(_QUIET_S)  # (a process's CPU time signals nothing: it is read at intervals)
@@ -108,7 +108,7 @@ def _cpu_until_quiet(pid: int) -> float:
         if now - before < _QUIET_CPU_S:
             return now
         before = now
-    return _cpu_s(pid)
+    return None
 
 
 def run(variant: str, count: int, kafka: bool, until_quiet: bool) -> dict[str, Any]:
@@ -123,7 +123,9 @@ def run(variant: str, count: int, kafka: bool, until_quiet: bool) -> dict[str, A
             raise RuntimeError(f"{variant} child failed ({done.returncode}): {done.stderr[-2000:]}")
         result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
         result.update(variant=variant, load=load, broker_cpu_s=_cpu_s(pid) - broker_cpu)
-        result["quiet_broker_cpu_s"] = _cpu_until_quiet(pid) - broker_cpu if until_quiet else None
+        if until_quiet:
+            quiet = _cpu_until_quiet(pid)
+            result["quiet_broker_cpu_s"] = None if quiet is None else quiet - broker_cpu
     writes = [t for kind, t in result["events"] if kind == "write"]
     answers = [t for kind, t in result["events"] if kind == "answer"]
     result["first_write_ms"] = 1000 * writes[0]
@@ -135,9 +137,15 @@ def run(variant: str, count: int, kafka: bool, until_quiet: bool) -> dict[str, A
     return result
 
 
-def _quiet(result: dict[str, Any]) -> str:
-    quiet = result["quiet_broker_cpu_s"]
-    return "" if quiet is None else f", {quiet:.2f} s until quiet"
+def _quiet(runs: list[dict[str, Any]]) -> str:
+    """The broker's CPU until quiet over ``runs`` (``--until-quiet``; the median), and how many runs it never went
+    quiet in; "" without ``--until-quiet``."""
+    if "quiet_broker_cpu_s" not in runs[0]:
+        return ""
+    quiet = [r["quiet_broker_cpu_s"] for r in runs if r["quiet_broker_cpu_s"] is not None]
+    text = f", {statistics.median(quiet):.2f} s until quiet" if quiet else ""
+    late = len(runs) - len(quiet)
+    return text + (f", {late} not quiet within {_QUIET_MAX_S:.0f} s" if late else "")
 
 
 def main() -> None:
@@ -155,7 +163,7 @@ def main() -> None:
         after, gaps = result["after_rtt_ms"], result["gap_ms"]
         print(
             f"{variant}: wall {result['wall_s']:.2f} s, client CPU {result['cpu_s']:.2f} s, broker CPU "
-            f"{result['broker_cpu_s']:.2f} s ({result['call_broker_cpu_s']:.2f} s in the call{_quiet(result)}), load "
+            f"{result['broker_cpu_s']:.2f} s ({result['call_broker_cpu_s']:.2f} s in the call{_quiet([result])}), load "
             f"{result['load']:.1f}; first write {result['first_write_ms']:.0f}"
             f" ms; round trips {[round(r) for r in result['rtts_ms']]} ms"
             + (f"; past them {[round(a) for a in after]} ms; gaps {[round(g) for g in gaps]} ms" if gaps else ""),
@@ -167,9 +175,7 @@ def main() -> None:
         gaps = [g for r in runs for g in r["gap_ms"]]
         line = f"{variant}: wall {statistics.median(r['wall_s'] for r in runs):.2f} s (median of {len(runs)})"
         line += f", broker CPU {statistics.median(r['broker_cpu_s'] for r in runs):.2f} s"
-        line += f" ({statistics.median(r['call_broker_cpu_s'] for r in runs):.2f} s in the call"
-        quiet = [r["quiet_broker_cpu_s"] for r in runs if r["quiet_broker_cpu_s"] is not None]
-        line += f", {statistics.median(quiet):.2f} s until quiet)" if quiet else ")"
+        line += f" ({statistics.median(r['call_broker_cpu_s'] for r in runs):.2f} s in the call{_quiet(runs)})"
         if after:  # one request at a time: the broker's time is the sum of the round trips
             line += f", round trips {statistics.median(sum(r['rtts_ms']) for r in runs):.0f} ms in all"
             line += f", past them {statistics.median(after):.0f} ms and gaps {statistics.median(gaps or [0]):.0f} ms"
