@@ -194,3 +194,21 @@ def test_a_call_that_would_raise_late_is_checked_whole() -> None:
     topics = [NewTopic(f"t{i}", 1, 1) for i in range(4)] + [_Named("n", 2, 1)]
     with pytest.raises(ValueError, match="null"):
         check_new_topics(topics, first=2)
+
+
+class _NumberNamed(NewTopic):
+    """A NewTopic whose ``topic`` property gives an int or a str subclass: keyed by its ``str()``, as before the
+    names were read without ``str()`` when every one is a str already (issue 40)."""
+
+    class _Text(str):
+        pass
+
+    @property
+    def topic(self) -> Any:
+        return self.num_partitions if self.replication_factor == 1 else self._Text(f"s{self.num_partitions}")
+
+
+def test_a_name_that_is_no_plain_str_is_keyed_by_its_str() -> None:
+    checked = check_new_topics([_NumberNamed("unused", 7, 1), _NumberNamed("unused", 8, 2), NewTopic("t", 1, 1)])
+    assert checked.keys == ["7", "s8", "t"]
+    assert {type(key) for key in checked.keys} == {str}

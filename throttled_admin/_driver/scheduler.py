@@ -16,8 +16,9 @@ settlements (overlapping with the broker's work on the next request), then a met
 
 The scheduler's thread (the process's loop thread, which serves every client's scheduler: ``_serve``) takes a turn
 whenever something arrives or the engine's wake time comes. It also serves librdkafka's callbacks (every 50 ms while
-a request is in flight or calls wait for first contact, 200 ms otherwise); such a serve steps the engine only if a
-callback told it something. Callers' threads take turns
+a request is in flight or calls wait for first contact, 1 s while work waits for the wake time, 200 ms when idle; a
+send from a caller's thread does not shorten a wait already begun: ``_wake_for``); such a serve steps the engine only
+if a callback told it something. Callers' threads take turns
 too (the fast path, ``caller_turns``): a call made while no request is in flight sends from its own thread, and a
 caller waiting in ``result()`` or ``exception()`` takes the turn its answer needs (``assist``): the answer goes
 librdkafka -> the waiting caller, as with bare confluent-kafka; an answer that comes before a caller's turn ends
@@ -683,7 +684,10 @@ class Scheduler:
         """Under the lock, after a caller's turn. Serving this client, the scheduler's thread reads the step's wake
         time before it says when to serve it next (``_next_due``): woken only if that is past it. (Woken when awake
         too, it took a turn for nothing, and woken again by the next call's turn while in that one: a turn beside
-        28-36 % of 1-topic calls on Tansu.)"""
+        28-36 % of 1-topic calls on Tansu.) Not woken for a request the turn sent: the thread may serve librdkafka's
+        callbacks up to 200 ms after it (its wait when idle), not 50 ms (``_poll_interval``), so what they tell a
+        request in flight (an authentication failure) comes that much later, and a call saves a wake-up of the loop's
+        thread (``_after_read`` wakes it: a read's turn is rare)."""
         if out is None or (self._asleep_until is not None and out.wake_at < self._asleep_until):
             self._wake()
 
