@@ -359,3 +359,40 @@ def test_a_policys_words_met_after_the_limit_rose_give_back_the_limit_risen() ->
     _, settled = run(cap, submit(cap, later, 2.0), dict.fromkeys(later, NEW_WORDS))
     assert settled == dict.fromkeys(later, NEW_WORDS)
     assert cap.status.max_records_per_request == risen  # was: 8
+
+
+def _probe_composed() -> tuple[Engine, Send]:
+    """A limit learned (6 records, of a cap of 8) and a probe of 12 composed: the request, not yet answered."""
+    cap = engine(EngineConfig(cap_probe_after=1))
+    first = {f"t{i}": 1 for i in range(6)}
+    assert _sizes_against(cap, submit(cap, first, 0.0), 8, 0.0) == [(6, True), (3, False), (3, False)]
+    out = submit(cap, {f"u{i}": 1 for i in range(6)}, 1.0)
+    assert out.send is not None
+    assert len(out.send.topics) == 6  # the probe
+    return cap, out.send
+
+
+def _probes_again(cap: Engine) -> bool:
+    """Whether the next request, once due, is a probe again (6 topics of 2 records: above the limit of 6)."""
+    again = {f"v{i}": 1 for i in range(6)}
+    sizes, _ = run(cap, submit(cap, again, 3.0), dict.fromkeys(again, None))
+    return sizes[0] == 6
+
+
+def test_a_probe_taken_back_before_it_was_handed_over_is_no_probe_out() -> None:
+    """Found by review: a probe composed and taken back unsent (its caller cancelled, or Ctrl-C, before the send
+    began: ``on_send_cut_short(handed=False)``) stayed marked as the probe out, and no request probed again for the
+    client's life."""
+    cap, probe = _probe_composed()
+    cap.on_send_cut_short(probe.request_id, handed=False, now=1.0, retire=False)
+    run(cap, cap.step(1.0), {f"u{i}": None for i in range(6)})
+    assert _probes_again(cap)
+
+
+def test_a_probe_confluent_kafka_refused_to_send_is_no_probe_out() -> None:
+    """Found by review: a probe whose send confluent-kafka refused (``on_send_refused``) stayed marked as the probe
+    out, and no request probed again for the client's life."""
+    cap, probe = _probe_composed()
+    cap.on_send_refused(probe.request_id, KafkaException(KafkaError(KafkaError._INVALID_ARG, "refused")), 1.0)
+    cap.step(1.0)
+    assert _probes_again(cap)

@@ -204,7 +204,7 @@ class _NumberNamed(NewTopic):
         pass
 
     @property
-    def topic(self) -> Any:
+    def topic(self) -> Any:  # type: ignore[override]
         return self.num_partitions if self.replication_factor == 1 else self._Text(f"s{self.num_partitions}")
 
 

@@ -95,6 +95,11 @@ class BatchCap:
         if records > self.limit and topics > 1:
             self._probe = request_id
 
+    @property
+    def probe(self) -> int | None:
+        """The id of the request out as a probe, if one is (``Status.cap_probe``)."""
+        return self._probe
+
     def ended(self, request_id: int) -> bool:
         """The request is done (answered or not): True if it was the probe, which is then no longer out."""
         if request_id != self._probe:

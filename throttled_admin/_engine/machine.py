@@ -223,6 +223,7 @@ class Engine:
             wants_default_partitions=self._metadata.default_partitions is None,
             max_records_per_request=self._learned.cap.limit,
             second_in_flight=None if second is None else second.id,
+            cap_probe=self._learned.cap.probe,
         )
 
     def closed_here(self, ref: TopicRef, operation: str, *, unsent: bool) -> BaseException | None:
@@ -382,6 +383,7 @@ class Engine:
         request = slot.request
         assert request is not None
         slot.free()
+        self._learned.cap.ended(request.id)  # never sent: no batch cap probe out (``_complete`` ends a sent one's)
         if slot.lane != FIRST:
             self._lanes.retire()
         self._out += request.throttle_events(answered=False)
@@ -407,6 +409,7 @@ class Engine:
             self._complete(request, slot, now)  # no result: every topic's is missing; the connection may be busy
             return
         slot.free()
+        self._learned.cap.ended(request.id)  # (as ``on_send_refused``)
         for node_id, throttle_s in request.events:  # other responses' throttles: this request was never sent
             self._out.append(_throttle_event(node_id, throttle_s))
         for topic in request.topics:

@@ -24,3 +24,4 @@ class Status(NamedTuple):
     wants_default_partitions: bool  # a metadata read should also read the cluster's ``num.partitions``
     max_records_per_request: int  # the batch cap as learned so far (``batch_cap``)
     second_in_flight: int | None = None  # the id of the request in flight on the second lane's connection (``lanes``)
+    cap_probe: int | None = None  # the id of the request in flight as a batch cap probe, if one is (``batch_cap``)
