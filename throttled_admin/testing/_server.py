@@ -31,6 +31,7 @@ from typing import Any
 
 from kafka.protocol.api_key import ApiKey
 
+from throttled_admin.testing._codecs import compile_codecs
 from throttled_admin.testing._handlers import (
     ANONYMOUS,
     API_SPECS,
@@ -381,6 +382,7 @@ class Server:
 
     def start(self, ports: dict[int, int]) -> dict[int, int]:
         """Bind every node (port 0 picks a free one) and return node id -> bound port."""
+        compile_codecs()  # (once per process: no first answer of a kind compiles its codec while served)
         loop = asyncio.new_event_loop()
         loop.set_exception_handler(_log_loop_error)
         self._loop = loop
