@@ -2697,3 +2697,20 @@ def test_the_model_knows_a_batch_cap_probe_never_sent_is_no_probe_out(how: str) 
         state.a_batch_cap_probe_out_is_a_request_in_flight()
     finally:
         state.teardown()
+
+
+def test_the_model_knows_a_batch_cap_probe_in_flight_at_close_is_no_probe_out() -> None:
+    """Found by review: close() freed the slots without ending the probe, so ``Status.cap_probe`` named a request no
+    longer in flight (the model's invariant, reached by a random run, would have failed)."""
+    state = EngineModel()
+    try:
+        _start(state, cap=4, cap_probe_after=1)
+        state.submit("create", ["a", "b", "c"], 30.0, False, False, 1, None, None, False)
+        state.answer_ok(views_after=False)
+        state.answer_ok(views_after=False)
+        assert state.flight is not None
+        assert state.engine.status.cap_probe == state.flight.request.request_id
+        state.close()
+        state.a_batch_cap_probe_out_is_a_request_in_flight()
+    finally:
+        state.teardown()

@@ -685,9 +685,10 @@ class Scheduler:
         time before it says when to serve it next (``_next_due``): woken only if that is past it. (Woken when awake
         too, it took a turn for nothing, and woken again by the next call's turn while in that one: a turn beside
         28-36 % of 1-topic calls on Tansu.) Not woken for a request the turn sent: the thread may serve librdkafka's
-        callbacks up to 200 ms after it (its wait when idle), not 50 ms (``_poll_interval``), so what they tell a
-        request in flight (an authentication failure) comes that much later, and a call saves a wake-up of the loop's
-        thread (``_after_read`` wakes it: a read's turn is rare)."""
+        callbacks up to 200 ms after it (its wait when idle; 1 s when other work waited for the engine's wake time),
+        not 50 ms (``_poll_interval``), so what they tell a request in flight (an authentication failure) comes that
+        much later, and a call saves a wake-up of the loop's thread (``_after_read`` wakes it: a read's turn is
+        rare)."""
         if out is None or (self._asleep_until is not None and out.wake_at < self._asleep_until):
             self._wake()
 

@@ -469,6 +469,8 @@ class Engine:
             for topic in [*call.queued.values(), *call.in_flight.values(), *call.awaiting.values()]:
                 self._end(topic, Ending.CLOSED, now)
         for slot in self._lanes.slots:
+            if (request := slot.request) is not None:
+                self._learned.cap.ended(request.id)  # (no probe out once closed)
             slot.free()
 
     # -- the decision -----------------------------------------------------------------------------
