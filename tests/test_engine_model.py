@@ -2675,21 +2675,25 @@ def _serve_reads(state: EngineModel) -> None:
         state.metadata(fails=False, default_readable=True)
 
 
+def _a_probe_in_flight(state: EngineModel) -> None:
+    """Under a cap of 4 records, a create of three one-partition topics (6) is refused and the limit learned is 3;
+    ``a`` (2) is accepted, and ``b`` and ``c`` (4) go as a probe, in flight."""
+    _start(state, cap=4, cap_probe_after=1)
+    state.submit("create", ["a", "b", "c"], 30.0, False, False, 1, None, None, False)
+    state.answer_ok(views_after=False)  # refused whole: 6 records
+    state.answer_ok(views_after=False)  # a
+    assert state.flight is not None
+    assert [t.topic.name for t in state.flight.tracks] == ["b", "c"]
+    assert state.engine.status.cap_probe == state.flight.request.request_id
+
+
 @pytest.mark.parametrize("how", ["cut short unsent", "refused by confluent-kafka"])
 def test_the_model_knows_a_batch_cap_probe_never_sent_is_no_probe_out(how: str) -> None:
     """Found by review of the probe's one-at-a-time rule: a probe taken back before confluent-kafka's call ran, or
-    refused by that call, stayed the probe out, and no request probed again for the client's life. Under a cap of 4
-    records, a create of three one-partition topics (6) is refused and the limit learned is 3; ``a`` (2) is accepted,
-    and ``b`` and ``c`` (4) go as a probe, which is never sent."""
+    refused by that call, stayed the probe out, and no request probed again for the client's life."""
     state = EngineModel()
     try:
-        _start(state, cap=4, cap_probe_after=1)
-        state.submit("create", ["a", "b", "c"], 30.0, False, False, 1, None, None, False)
-        state.answer_ok(views_after=False)  # refused whole: 6 records
-        state.answer_ok(views_after=False)  # a
-        assert state.flight is not None
-        assert [t.topic.name for t in state.flight.tracks] == ["b", "c"]
-        assert state.engine.status.cap_probe == state.flight.request.request_id
+        _a_probe_in_flight(state)
         if how == "cut short unsent":
             state.send_cut_short(handed=False, applied=False)
         else:
@@ -2704,12 +2708,7 @@ def test_the_model_knows_a_batch_cap_probe_in_flight_at_close_is_no_probe_out() 
     longer in flight (the model's invariant, reached by a random run, would have failed)."""
     state = EngineModel()
     try:
-        _start(state, cap=4, cap_probe_after=1)
-        state.submit("create", ["a", "b", "c"], 30.0, False, False, 1, None, None, False)
-        state.answer_ok(views_after=False)
-        state.answer_ok(views_after=False)
-        assert state.flight is not None
-        assert state.engine.status.cap_probe == state.flight.request.request_id
+        _a_probe_in_flight(state)
         state.close()
         state.a_batch_cap_probe_out_is_a_request_in_flight()
     finally:

@@ -109,8 +109,15 @@ class NotATopicSpecError(TypeError, AttributeError):
     reads ``.topic`` of each element); this is one too, and a ``TypeError`` as this client raised before."""
 
 
+def _plain_list(value: Any, element: type) -> bool:
+    """A non-empty list of ``element`` objects, no subclass: the plain case, which ``_spec_list``'s checks all pass."""
+    return type(value) is list and bool(value) and set(map(type, value)) == {element}
+
+
 def _spec_list(value: Any, element: type, argument: str) -> list[Any]:
     """confluent-kafka's call-time checks of a list of NewTopic / NewPartitions, with its exception types."""
+    if _plain_list(value, element):
+        return list(value)
     what = element.__name__
     if isinstance(value, str):
         raise NotATopicSpecError(f"{argument} must be a list of {what}, got str {value!r}")
@@ -118,8 +125,6 @@ def _spec_list(value: Any, element: type, argument: str) -> list[Any]:
         items = list(value)
     except TypeError:
         raise TypeError(f"{argument} must be a list of {what}, got {type(value).__name__}") from None
-    if type(value) is list and items and set(map(type, items)) == {element}:
-        return items  # the plain case, which the checks below all pass
     for index, item in enumerate(items):
         if not hasattr(item, "topic"):
             raise NotATopicSpecError(f"{argument}[{index}] must be {what}, got {type(item).__name__}: {item!r}")
@@ -337,8 +342,7 @@ def check_new_topics(new_topics: Any, *, first: int | None = None) -> Checked[Ne
         error = topic_name_error(name)
         item = KafkaError(KafkaError.TOPIC_EXCEPTION, error) if error else snapshot
         return Checked([name], [item], refused=isinstance(item, KafkaError))
-    # (a list of NewTopic objects, no subclass: what _spec_list passes at once, and what may be checked in two parts)
-    plain = type(new_topics) is list and bool(new_topics) and set(map(type, new_topics)) == {NewTopic}
+    plain = _plain_list(new_topics, NewTopic)  # (what may be checked in two parts)
     topics = list(new_topics) if plain else _spec_list(new_topics, NewTopic, "new_topics")
     names = list(map(_TOPIC, topics))  # (str already, from NewTopic itself: made a str only if not, in one more pass)
     if set(map(type, names)) != {str}:
