@@ -5,8 +5,11 @@ record, its future). Made in one go, they set off collections that trace every o
 from generation to generation, and the first often falls in the call's checks: a full collection of 11-15 ms for a
 call of 10,000 topics, 17-26 ms for 50,000, paid there for objects the application made just before; for 50,000 a
 second of 30-45 ms came before ``create_topics`` returned (issue 40). Held off until the call returns, the first
-request goes sooner, and the next collection (on whichever thread allocates next: the driver's loop, say) does the
-work once, while the broker is busy with the requests in flight.
+request goes sooner, and the collections come after, on whichever thread allocates next, while the broker is busy
+with the requests in flight. They still walk the call's objects three times as they are promoted: 50,000 topics on
+QuotaBroker, 15-20 ms in generation 0 soon after the call returns, 17-25 in generation 1 and a full collection of
+37-50 ms about a second later (``benchmarks/broker_gaps.py``, which lists a client's collections run by run); a
+collection that lands as an answer comes may hold the next write back.
 
 Mercurial's ``util.nogc`` does the same while it builds large dicts. The collector's switch is the process's, so a
 call touches it only with ``BULK_CALL_FROM`` topics or more and only if it is on, and turns it on again when it
