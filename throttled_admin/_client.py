@@ -539,17 +539,22 @@ class ThrottledAdminClient(AdminClient):
         ``try`` and back in the ``finally``, inline: no Ctrl-C between them leaves it off (on Python 3.11+, where a
         signal is acted on only at a call or a jump back)."""
         bulk = collector.worth_holding(items)
+        hold = collector.Hold() if bulk else None
         try:
             if bulk:
                 gc.disable()
             checked = check(items)
-            futures = self._submit(operation, checked, merge_options(options_type, options, kwargs))
+            futures = self._submit(operation, checked, merge_options(options_type, options, kwargs), hold)
+            if hold is not None:
+                hold.start()  # (its objects frozen until the call is no longer pending: no collection walks them)
         finally:
             if bulk:
                 gc.enable()
         return futures
 
-    def _submit(self, operation: Operation, checked: Checked[Any], options: MutationOptions) -> dict[Any, Future[None]]:
+    def _submit(
+        self, operation: Operation, checked: Checked[Any], options: MutationOptions, hold: collector.Hold | None = None
+    ) -> dict[Any, Future[None]]:
         """Hand the call's topics to the scheduler; a topic the checks refused gets its future failed at once
         (NotSentError with the broker's error code), the others go on. Futures in the order of the call."""
         scheduler = self._open_scheduler()
@@ -570,16 +575,19 @@ class ThrottledAdminClient(AdminClient):
         unknown = None if self._mutation_quota is not None or operation is CREATE_TOPICS else 0
         # A bulk call's rest is made ready once its first request is on its way; not a paced call's: its first request
         # is sized from all it has queued, and its unknown costs come from one read of the cluster.
+        ended = None if hold is None else hold.end
         if checked.staged:  # (its rest checked as it is made ready)
             later = functools.partial(_checked_later, operation, checked, unknown)
-            sent = scheduler.submit(spec, operation.specs(items, unknown), later)
+            sent = scheduler.submit(spec, operation.specs(items, unknown), later, ended)
         elif len(items) > _FIRST_PART and self._mutation_quota is None:
             first, rest = items[:_FIRST_PART], items[_FIRST_PART:]
             later = functools.partial(operation.specs, rest, unknown)
-            sent = scheduler.submit(spec, operation.specs(first, unknown), later)
+            sent = scheduler.submit(spec, operation.specs(first, unknown), later, ended)
         else:
             work = operation.specs(items, unknown)
-            sent = scheduler.submit(spec, work) if work else {}
+            sent = scheduler.submit(spec, work, None, ended) if work else {}
+            if not work and hold is not None:  # (nothing sent, nothing pending: every topic refused by the checks)
+                hold.end()
         if not checked.refused:
             return sent  # nothing refused (most calls): the scheduler's own new dict, in the order of the call
         futures: dict[Any, Future[None]] = {}

@@ -13,7 +13,7 @@ Not thread-safe: the scheduler uses it under its lock. Settling a future that ot
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import InvalidStateError
 
 from throttled_admin._driver.futures import TopicFuture
@@ -24,13 +24,17 @@ __all__ = ["OpenCall", "OpenCalls", "carry_out"]
 
 class OpenCall(dict[str, TopicFuture]):
     """A call's futures still pending here, by topic name, and the call's Kafka API name (``operation``): one
-    dict for the call, not a pair a topic (issue 40)."""
+    dict for the call, not a pair a topic (issue 40). ``ended``: called once when none is pending here any more
+    (settled, withdrawn, taken by a close, or the call abandoned), under the scheduler's lock: it must not block."""
 
-    __slots__ = ("operation",)
+    __slots__ = ("ended", "operation")
 
-    def __init__(self, operation: str, futures: dict[str, TopicFuture]) -> None:
+    def __init__(
+        self, operation: str, futures: dict[str, TopicFuture], ended: Callable[[], None] | None = None
+    ) -> None:
         super().__init__(futures)
         self.operation = operation
+        self.ended = ended
 
 
 class OpenCalls:
@@ -55,12 +59,15 @@ class OpenCalls:
             carry_out(early, [pending.pop(settle.topic, None) for settle in early])
         if pending:
             self._calls[call_id] = pending
+        else:
+            _ended(pending)
 
     def abandon(self, call_id: int) -> None:
         """The call's ``submit`` was cut short before its caller had the futures: its settlements are dropped, and
         its futures, if registered, are no longer pending here."""
         self._unborn.pop(call_id, None)
-        self._calls.pop(call_id, None)
+        if (call := self._calls.pop(call_id, None)) is not None:
+            _ended(call)
 
     def route(self, settlements: list[Settle]) -> tuple[list[Settle], list[TopicFuture | None]]:
         """The settlements of calls whose futures exist, each with its future (None: withdrawn, or settled by a
@@ -89,6 +96,7 @@ class OpenCalls:
             return None
         if not call:
             del self._calls[ref.call_id]
+            _ended(call)
         return taken
 
     def forget_all(self, settlements: list[Settle]) -> None:
@@ -102,17 +110,25 @@ class OpenCalls:
                 pending.pop(settle.topic, None)
                 if not pending:
                     del self._calls[call_id]
+                    _ended(pending)
                     pending = None
 
     def take_all(self) -> dict[int, OpenCall]:
         """Every call still pending here, no longer pending (a close() here settles them)."""
         calls, self._calls = self._calls, {}
+        for call in calls.values():
+            _ended(call)
         return calls
 
     def futures(self) -> Iterator[TopicFuture]:
         """Every future pending here."""
         for call in self._calls.values():
             yield from call.values()
+
+
+def _ended(call: OpenCall) -> None:
+    if call.ended is not None:
+        call.ended()
 
 
 def carry_out(settlements: list[Settle], futures: list[TopicFuture | None]) -> None:

@@ -288,7 +288,11 @@ class Scheduler:
             return self._engine.status.rate
 
     def submit(
-        self, spec: CallSpec, items: TopicSpecs, rest: Callable[[], TopicSpecs] | None = None
+        self,
+        spec: CallSpec,
+        items: TopicSpecs,
+        rest: Callable[[], TopicSpecs] | None = None,
+        ended: Callable[[], None] | None = None,
     ) -> dict[str, Future[None]]:
         """Queue a validated call's topics: (name, snapshot, cost or None, metadata records), distinct names.
         Returns one future per topic.
@@ -300,7 +304,8 @@ class Scheduler:
         queued behind them (``Engine.extend``): a bulk call's first request goes before the rest of it is ready. A
         call from another thread in between that names one of them goes first (the two calls overlap); a client
         closed in between tells the rest "not sent". The controller quorum is read as a client's first call comes,
-        and when its read is old (``quorum_watch``)."""
+        and when its read is old (``quorum_watch``). ``ended``: called once none of the call's futures is pending here
+        any more (``OpenCall``; not if this raises)."""
         self._loop.ensure_thread()  # (RuntimeError when none can start: the call is refused, nothing queued)
         self._read_quorum_if_due()
         call_id = next(self._call_ids)
@@ -336,7 +341,7 @@ class Scheduler:
             # what is still pending (once, between registering the futures and carrying out what came before, it
             # told a topic the broker had created as outcome unknown)
             with self._lock:
-                self._open.register(call_id, OpenCall(spec.kind.operation.name, pending))
+                self._open.register(call_id, OpenCall(spec.kind.operation.name, pending, ended))
         except BaseException:  # cut short (Ctrl-C) before its caller has the futures: what is not sent, never is
             self._abandon(call_id, names, whole=rest is None)
             raise
