@@ -537,9 +537,10 @@ class ThrottledAdminClient(AdminClient):
         """A mutation call: its input checked (``check``), its options merged, its topics handed over. A bulk call
         holds the garbage collector off until it returns (``_driver/collector.py``); the switch is turned inside the
         ``try`` and back in the ``finally``, inline: no Ctrl-C between them leaves it off (on Python 3.11+, where a
-        signal is acted on only at a call or a jump back)."""
+        signal is acted on only at a call or a jump back). An unpaced one's objects are then frozen until it ends
+        (``collector.Hold``)."""
         bulk = collector.worth_holding(items)
-        hold = collector.Hold() if bulk else None
+        hold = collector.Hold() if bulk and vars(self).get("_mutation_quota", 0) is None else None  # (unpaced)
         try:
             if bulk:
                 gc.disable()

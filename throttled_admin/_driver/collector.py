@@ -6,25 +6,26 @@ record, its future). Made in one go, they set off collections that trace every o
 from generation to generation, and the first often falls in the call's checks: a full collection of 11-15 ms for a
 call of 10,000 topics, 17-26 ms for 50,000, paid there for objects the application made just before; for 50,000 a
 second of 30-45 ms came before ``create_topics`` returned (issue 40). Held off until the call returns, the first
-request goes sooner. As it returns, its objects are frozen (``Hold``: ``gc.freeze``) until none of its topics is
-pending, and the collector goes on without them: turned on plainly, it walked them three times while the call ran
-(50,000 topics on QuotaBroker: 15-20 ms in generation 0, 17-25 in generation 1, then a full collection of 37-50 ms;
-``benchmarks/broker_gaps.py`` lists a client's collections run by run), and one that landed as an answer came held
-the next write back (QuotaBroker's controller idle 16-21 ms more in a call, medians of 8 interleaved runs).
+request goes sooner. As an unpaced one returns, the process's objects are frozen (``Hold``: ``gc.freeze``) until
+none of its topics is pending, and the collector goes on without them: turned on plainly, it walked the call's
+objects three times while the call ran (50,000 topics on QuotaBroker: 15-20 ms in generation 0, 17-25 in generation
+1, then a full collection of 37-50 ms; ``benchmarks/broker_gaps.py`` lists a client's collections run by run), and
+one that landed as an answer came held the next write back.
 
 Mercurial's ``util.nogc`` does the same while it builds large dicts; Instagram's servers freeze what they keep. The
 collector's switch and its freeze are the process's, so a call touches them only with ``BULK_CALL_FROM`` topics or
 more and only if it is on, and turns it on again when it returns, however it ends (on Python 3.11 and later even
 when Ctrl-C lands in it: ``ThrottledAdminClient._call``). Calls that overlap share the switch (the first to return
-turns it on) and the freeze (the last to end gives it back). A thread that turns it off while a bulk call runs
-finds it on again when the call returns; an application that froze objects itself is left alone, and one that
-freezes objects while a bulk call is pending has them given back with the call's. A process forked while a bulk
-call is pending keeps what was frozen (the call never ends in the child: ``gc.unfreeze`` there gives it back).
+turns it on); the freeze is one call's at a time. A thread that turns it off while a bulk call runs finds it on
+again when the call returns; an application that has frozen objects itself is left alone, and one that freezes
+objects while a hold is on has them given back with it. A child forked while a hold is on gives it back at once.
 """
 
 from __future__ import annotations
 
 import gc
+import os
+import sys
 import threading
 
 from throttled_admin._engine.config import SECOND_LANE_FROM
@@ -42,45 +43,78 @@ def worth_holding(topics: object) -> bool:
     return isinstance(topics, list) and len(topics) >= BULK_CALL_FROM and gc.isenabled()
 
 
-_lock = threading.RLock()  # (reentrant: a hold dropped while another starts or ends gives its end in place)
-_holds = 0  # bulk calls whose objects are frozen now: started, not ended
+class _State:
+    """The process's one hold (``Hold``) and what it knows of the application's own freezes."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()  # (reentrant: a hold dropped while another starts or ends gives its end in place)
+        self.held = False  # a hold's freeze is on: one at a time (no reference to it: its __del__ must run)
+        # The application froze objects of its own: no hold from then on (``gc.get_freeze_count`` walks every frozen
+        # object on CPython 3.10-3.13, 27 ms for 2 million, and those objects are the application's to give back).
+        self.application_freezes = False
+
+
+_state = _State()
+# Free-threaded CPython stops every thread to freeze and unfreeze: no hold there.
+_CAN_HOLD = bool(getattr(sys, "_is_gil_enabled", lambda: True)())
+
+
+def _forget_in_child() -> None:
+    """A child forked while a hold was on: the parent's call never ends here, so its freeze is given back now, and the
+    child starts with no hold (and a lock no thread holds)."""
+    global _state
+    if _state.held:
+        gc.unfreeze()
+    _state = _State()
+
+
+if hasattr(os, "register_at_fork"):  # (POSIX)
+    os.register_at_fork(after_in_child=_forget_in_child)
 
 
 class Hold:
-    """One bulk call's objects kept out of the collections while the call is pending: frozen (``gc.freeze``) as the
-    call returns (``start``), given back (``gc.unfreeze``, into the oldest generation) when its last topic is no
-    longer pending (``end``, from ``OpenCalls``; it may come first, and ``start`` then does nothing). Calls that
-    overlap share the freeze: the last to end gives it back. An application that froze objects of its own is left
-    alone (no call freezes while any are), and a freeze it makes during a bulk call is given back with the call's.
-    What is frozen is still freed when nothing refers to it; only garbage in reference cycles among it waits for
-    the end."""
+    """One bulk call's objects kept out of the collections while the call is pending: every object of the process is
+    frozen (``gc.freeze``) as the call returns (``start``) and given back (``gc.unfreeze``, into the oldest
+    generation) when its last topic is no longer pending (``end``, from ``OpenCalls``; it may come first, and
+    ``start`` then does nothing). One hold at a time: a bulk call that returns while another's freeze is on adds
+    nothing to it, so that calls that overlap never keep the process frozen past the first one's end. Not for a
+    paced call (its caller does not ask for a hold: its pacing keeps it pending for as long as it needs), not once
+    the application has frozen objects of its own, and not on free-threaded CPython. What is frozen is still freed
+    when nothing refers to it; only garbage in reference cycles among it waits for the end, and a freeze the
+    application makes meanwhile is given back with the hold's."""
 
-    __slots__ = ("_ended", "_started")
+    __slots__ = ("_ended", "_epoch", "_started")
 
     def __init__(self) -> None:
         self._started = self._ended = False
+        self._epoch = _state  # (a hold made before a fork is not the child's to end)
 
     def start(self) -> None:
         """The call returned, its objects made: they are frozen, before the collector is turned on again."""
-        global _holds
-        with _lock:
-            if self._ended or self._started or (_holds == 0 and gc.get_freeze_count()):
+        state = _state
+        if not _CAN_HOLD or state.application_freezes or state is not self._epoch:
+            return
+        with state.lock:
+            if self._ended or state.held:
                 return
-            self._started = True
-            _holds += 1  # (counted before the freeze: a Ctrl-C between the two leaves nothing frozen uncounted)
+            if gc.get_freeze_count():  # (none frozen by a hold now: these are the application's)
+                state.application_freezes = True
+                return
+            state.held = self._started = True  # (before the freeze: a Ctrl-C between leaves nothing frozen unowned)
             gc.freeze()
 
     def end(self) -> None:
-        """None of the call's topics is pending any more: the last call frozen gives the frozen objects back."""
-        global _holds
-        with _lock:
+        """None of the call's topics is pending any more: its freeze, if on, is given back."""
+        state = self._epoch
+        if state is not _state:  # (made before a fork: the child gave its freeze back as it started; the lock may
+            self._started, self._ended = False, True  # have been held by a thread the child does not have)
+            return
+        with state.lock:
             self._ended = True
             if not self._started:
                 return
-            self._started = False
-            _holds -= 1
-            if _holds == 0:
-                gc.unfreeze()
+            self._started = state.held = False
+            gc.unfreeze()
 
     def __del__(self) -> None:
         # An end lost to a Ctrl-C on the thread that was giving it (``OpenCalls``, as a close() settles the call):

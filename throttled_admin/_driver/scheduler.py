@@ -305,7 +305,7 @@ class Scheduler:
         call from another thread in between that names one of them goes first (the two calls overlap); a client
         closed in between tells the rest "not sent". The controller quorum is read as a client's first call comes,
         and when its read is old (``quorum_watch``). ``ended``: called once none of the call's futures is pending here
-        any more (``OpenCall``; not if this raises)."""
+        any more (``OpenCall``: also when this raises after registering the call, which it then abandons)."""
         self._loop.ensure_thread()  # (RuntimeError when none can start: the call is refused, nothing queued)
         self._read_quorum_if_due()
         call_id = next(self._call_ids)
