@@ -112,8 +112,8 @@ def test_ctrl_c_anywhere_in_a_bulk_call_leaves_the_collector_on(admin: Throttled
         with interrupt_at(Client._call.__code__, offset), contextlib.suppress(KeyboardInterrupt):
             admin.create_topics(topics, request_timeout=5)
         assert gc.isenabled(), offset
-    admin.close()  # (settles every call: what was frozen for them is given back)
-    assert gc.get_freeze_count() == 0
+    admin.close()  # (settles every call: a hold that was on is given back)
+    assert not collector._state.held
 
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="before 3.11 a signal can land at any bytecode (interrupts.py)")
@@ -127,17 +127,22 @@ def test_ctrl_c_anywhere_in_a_holds_start_or_end_leaves_nothing_frozen_once_it_i
         with interrupt_at(function.__code__, offset), contextlib.suppress(KeyboardInterrupt):
             function(hold)
         del hold
-        assert gc.get_freeze_count() == 0, offset
+        assert not frozen(), offset
+
+
+def frozen() -> bool:
+    """Whether more is frozen than before any hold (CPython 3.12 starts with 375 tuples frozen)."""
+    return gc.get_freeze_count() > collector._state.baseline
 
 
 @pytest.fixture
 def nothing_frozen(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No hold on and nothing frozen before and after; the process's hold state the test's own."""
-    assert gc.get_freeze_count() == 0, "frozen before the test: a bulk call left pending, or an application freeze"
-    monkeypatch.setattr(collector, "_state", collector._State())
+    """No hold on before and after, and nothing frozen after but what was before; the test's own hold state."""
+    assert not collector._state.held, "a hold on before the test: a bulk call left pending"
+    monkeypatch.setattr(collector, "_state", collector._State(gc.get_freeze_count()))
     yield
     assert not collector._state.held
-    assert gc.get_freeze_count() == 0
+    assert not frozen()
 
 
 def bulk_names(prefix: str) -> list[str]:
@@ -156,9 +161,9 @@ def test_a_bulk_calls_objects_are_frozen_while_it_is_pending_and_given_back_once
     client = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers})
     try:
         pending = client.create_topics([NewTopic(name, 1, 1) for name in bulk_names("held")])
-        assert gc.get_freeze_count() > 0
+        assert frozen()
         assert held.wait(10)
-        assert gc.get_freeze_count() > 0
+        assert frozen()
     finally:
         client.close()
     assert all(future.done() for future in pending.values())
@@ -174,7 +179,7 @@ def test_a_bulk_call_answered_gives_its_freeze_back_before_a_later_call_of_its_c
         futures = client.create_topics([NewTopic(name, 1, 1) for name in names])
         assert [futures[name].result(10) for name in names] == [None] * len(names)
         client.create_topics([NewTopic("after", 1, 1)])["after"].result(10)  # (its turn came after the bulk call's)
-        assert gc.get_freeze_count() == 0
+        assert not frozen()
 
 
 @pytest.mark.usefixtures("collector_on", "nothing_frozen")
@@ -186,7 +191,7 @@ def test_a_paced_bulk_call_freezes_nothing(quota_broker: BrokerFactory) -> None:
     try:
         client.create_topics([NewTopic(name, 1, 1) for name in bulk_names("paced")])
         assert held.wait(10)
-        assert gc.get_freeze_count() == 0
+        assert not frozen()
     finally:
         client.close()
 
@@ -194,7 +199,7 @@ def test_a_paced_bulk_call_freezes_nothing(quota_broker: BrokerFactory) -> None:
 @pytest.mark.usefixtures("collector_on", "nothing_frozen")
 def test_a_bulk_call_whose_every_topic_its_checks_refuse_leaves_nothing_frozen(admin: ThrottledAdminClient) -> None:
     futures = admin.create_topics([NewTopic(f"bad name {i}", 1, 1) for i in range(BULK_CALL_FROM)])
-    assert gc.get_freeze_count() == 0
+    assert not frozen()
     assert all(future.exception(0) is not None for future in futures.values())
 
 
@@ -203,23 +208,23 @@ def test_a_call_that_returns_while_another_holds_the_freeze_adds_nothing_to_it()
     """One hold at a time (review 79): calls that overlap never keep the process frozen past the first one's end."""
     first, second, late = Hold(), Hold(), Hold()
     first.start()
-    assert gc.get_freeze_count() > 0
+    assert frozen()
     second.start()
     first.end()
-    assert gc.get_freeze_count() == 0  # (the second call, still pending, froze nothing)
+    assert not frozen()  # (the second call, still pending, froze nothing)
     second.end()
     late.end()  # (a call that ended before it returned: its start freezes nothing)
     late.start()
-    assert gc.get_freeze_count() == 0
+    assert not frozen()
 
 
 @pytest.mark.usefixtures("nothing_frozen")
 def test_a_hold_whose_end_was_lost_gives_the_freeze_back_once_it_is_dropped() -> None:
     hold = Hold()
     hold.start()
-    assert gc.get_freeze_count() > 0
+    assert frozen()
     del hold  # (its end lost to a Ctrl-C: nothing refers to it any more)
-    assert gc.get_freeze_count() == 0
+    assert not frozen()
 
 
 @pytest.mark.usefixtures("collector_on", "nothing_frozen")
@@ -227,14 +232,14 @@ def test_an_application_that_froze_objects_of_its_own_is_left_alone(admin: Throt
     kept: list[list[int]] = [[] for _ in range(10)]  # (objects of its own, frozen by it)
     gc.freeze()
     try:
-        frozen = gc.get_freeze_count()
-        assert frozen >= len(kept)
+        theirs = gc.get_freeze_count()
+        assert theirs >= len(kept)
         hold = Hold()
         hold.start()
-        assert gc.get_freeze_count() <= frozen  # (no more: what it froze may be freed meanwhile)
+        assert gc.get_freeze_count() <= theirs  # (no more: what it froze may be freed meanwhile)
         hold.end()
         admin.create_topics([NewTopic(f"t{i}", 1, 1) for i in range(BULK_CALL_FROM)], request_timeout=5)
-        assert gc.get_freeze_count() <= frozen
+        assert gc.get_freeze_count() <= theirs
         assert collector._state.application_freezes  # (not looked at again: it walks every frozen object)
     finally:
         gc.unfreeze()
@@ -248,7 +253,7 @@ def test_a_child_forked_while_a_hold_is_on_gives_the_freeze_back_and_holds_again
     at every bulk call after, never giving it back."""
     hold = Hold()
     hold.start()
-    assert gc.get_freeze_count() > 0
+    assert frozen()
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: as little as can be, and out without cleaning up the parent's state
