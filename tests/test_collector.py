@@ -23,6 +23,11 @@ from throttled_admin._driver import collector
 from throttled_admin._driver.collector import BULK_CALL_FROM, Hold
 
 
+def frozen() -> bool:
+    """Whether more is frozen than before any hold (CPython 3.12 starts with 375 tuples frozen)."""
+    return gc.get_freeze_count() > collector._state.baseline
+
+
 @pytest.fixture
 def admin() -> Iterator[ThrottledAdminClient]:
     made = ThrottledAdminClient({"bootstrap.servers": "127.0.0.1:1", "log_level": 0})  # nothing listens: no request
@@ -128,11 +133,6 @@ def test_ctrl_c_anywhere_in_a_holds_start_or_end_leaves_nothing_frozen_once_it_i
             function(hold)
         del hold
         assert not frozen(), offset
-
-
-def frozen() -> bool:
-    """Whether more is frozen than before any hold (CPython 3.12 starts with 375 tuples frozen)."""
-    return gc.get_freeze_count() > collector._state.baseline
 
 
 @pytest.fixture

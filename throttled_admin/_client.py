@@ -545,7 +545,8 @@ class ThrottledAdminClient(AdminClient):
             if bulk:
                 gc.disable()
             checked = check(items)
-            futures = self._submit(operation, checked, merge_options(options_type, options, kwargs), hold)
+            ended = None if hold is None else hold.end
+            futures = self._submit(operation, checked, merge_options(options_type, options, kwargs), ended)
             if hold is not None:
                 hold.start()  # (its objects frozen until the call is no longer pending: no collection walks them)
         finally:
@@ -554,10 +555,15 @@ class ThrottledAdminClient(AdminClient):
         return futures
 
     def _submit(
-        self, operation: Operation, checked: Checked[Any], options: MutationOptions, hold: collector.Hold | None = None
+        self,
+        operation: Operation,
+        checked: Checked[Any],
+        options: MutationOptions,
+        ended: Callable[[], None] | None = None,
     ) -> dict[Any, Future[None]]:
         """Hand the call's topics to the scheduler; a topic the checks refused gets its future failed at once
-        (NotSentError with the broker's error code), the others go on. Futures in the order of the call."""
+        (NotSentError with the broker's error code), the others go on. Futures in the order of the call. ``ended``:
+        called once none of them is pending (``Scheduler.submit``; at once when the checks refused every one)."""
         scheduler = self._open_scheduler()
         items = checked.sent()
         retry, settings = options.retry_on_quota_violation, self._settings  # its fields, not the properties around them
@@ -576,7 +582,6 @@ class ThrottledAdminClient(AdminClient):
         unknown = None if self._mutation_quota is not None or operation is CREATE_TOPICS else 0
         # A bulk call's rest is made ready once its first request is on its way; not a paced call's: its first request
         # is sized from all it has queued, and its unknown costs come from one read of the cluster.
-        ended = None if hold is None else hold.end
         if checked.staged:  # (its rest checked as it is made ready)
             later = functools.partial(_checked_later, operation, checked, unknown)
             sent = scheduler.submit(spec, operation.specs(items, unknown), later, ended)
@@ -587,8 +592,8 @@ class ThrottledAdminClient(AdminClient):
         else:
             work = operation.specs(items, unknown)
             sent = scheduler.submit(spec, work, None, ended) if work else {}
-            if not work and hold is not None:  # (nothing sent, nothing pending: every topic refused by the checks)
-                hold.end()
+            if not work and ended is not None:  # (nothing sent, nothing pending: every topic refused by the checks)
+                ended()
         if not checked.refused:
             return sent  # nothing refused (most calls): the scheduler's own new dict, in the order of the call
         futures: dict[Any, Future[None]] = {}
