@@ -264,13 +264,14 @@ def test_a_cap_raised_since_is_followed_by_doubling_up_to_the_request_size() -> 
     low = {f"t{i}": 1 for i in range(60)}
     assert _sizes_against(cap, submit(cap, low, 0.0), 8, 0.0)[4:] == [(3, False)] * 20
     assert cap.status.max_records_per_request == 7  # 60 topics, 120 records: halved to 7 (14 refused)
-    high = {f"u{i}": 1 for i in range(6000)}
+    high = {f"u{i}": 1 for i in range(12_000)}
     sizes = _sizes_against(cap, submit(cap, high, 1.0), 10_000, 1.0)
     assert not any(refused for _, refused in sizes)
     first_probe = next(i for i, (n, _) in enumerate(sizes) if n > 3)
     assert first_probe == PROBE_AFTER - 20  # the low call's requests counted towards it
-    assert [n for n, _ in sizes[first_probe : first_probe + 10]] == [7, 14, 28, 56, 112, 224, 448, 896, 1792, 2000]
-    assert cap.status.max_records_per_request == 4000  # 2,000 topics a request (MAX_TOPICS_PER_REQUEST)
+    doubling = [7, 14, 28, 56, 112, 224, 448, 896, 1792, 3584, 4000]  # up to MAX_TOPICS_PER_REQUEST
+    assert [n for n, _ in sizes[first_probe : first_probe + 11]] == doubling
+    assert cap.status.max_records_per_request == 8000  # 4,000 topics a request, 2 records each
 
 
 def test_a_lone_topic_accepted_above_the_limit_is_no_probe_that_held() -> None:
@@ -314,7 +315,8 @@ def test_two_lanes_probe_one_request_at_a_time_and_a_stale_refusal_is_no_probe()
     """Found by review: with two requests in flight, a refusal of the second lane's request, built under an older
     and higher limit, was taken for a refused probe (the wait before the first probe doubled), and once a probe was
     due both lanes probed at once (two refusals a cycle, the wait growing four times)."""
-    cap = engine(EngineConfig(second_lane_from=2))
+    # (requests of 2,000 topics: of other sizes, the halving comes down to another limit)
+    cap = engine(EngineConfig(second_lane_from=2, max_topics_per_request=2000))
     names = {f"t{i}": 1 for i in range(3300)}  # 2 records each: 7 topics refused, then 3 a request, two at a time
     sizes = _sizes_on_two_lanes(cap, submit(cap, names, 0.0), 8)
     assert cap.status.max_records_per_request == 7

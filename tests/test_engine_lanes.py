@@ -59,7 +59,7 @@ def test_a_bulk_call_sends_a_second_request_beside_the_first_on_the_second_conne
     [first] = sends(out)
     assert (first.lane, len(first.names)) == (FIRST, MAX_TOPICS_PER_REQUEST)
     # the second connection is asked to answer something light first (a handle that cannot connect never holds a
-    # request of 2,000 topics until their deadline), once
+    # request of 4,000 topics until their deadline), once
     assert out.of_kind(Probe) == [Probe(SECOND)]
     assert not out.probe  # (not the contact probe)
     assert engine.step(0.05).of_kind(Probe) == []

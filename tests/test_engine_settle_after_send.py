@@ -53,7 +53,7 @@ def test_an_applied_bulk_answer_hands_over_the_next_request_before_settling_its_
     second = answer(engine, first, 0.1)
     assert second.send is not None
     assert len(second.send.topics) == MAX_TOPICS_PER_REQUEST
-    assert second.settle == []  # the write does not wait for 2,000 settlements
+    assert second.settle == []  # the write does not wait for 4,000 settlements
     assert second.wake_at == 0.1  # they are next, at once
 
     settled = engine.step(0.1)

@@ -71,7 +71,7 @@ def test_the_applications_throttle_cb_hears_a_throttle_the_second_connection_car
     """The second handle is the client's own, but a throttle is what the broker said to the application's principal:
     ``throttle_cb`` from conf hears every throttled response, whichever connection carried it (the second handle's
     errors stay the engine's). The first answer is held, so the second connection's first request (the last topic)
-    is charged after the first's 2,000 mutations, within the 5.7 s of debt they leave, and answered throttled."""
+    is charged after the first's 4,000 mutations, within the 12.3 s of debt they leave, and answered throttled."""
     broker = quota_broker(controller_mutation_rate=300, quota_window_num=1)  # librdkafka's v4: admitted, throttled
     broker.delay_next("CreateTopics", 5.0)  # the first answer is held: the second goes meanwhile
     heard: list[float] = []

@@ -3,7 +3,7 @@
 Every request may go on the first lane, the application client's own connection, one at a time (``slot``). The
 second lane, a connection of its own (the driver's second librdkafka handle, made when first used), carries one
 more request beside the first lane's, so that the broker takes up the next request while this client reads the
-last answer: librdkafka's parse of a 2,000-topic answer (9-18 ms, quadratic in its size) and the write of the next
+last answer: librdkafka's parse of a 4,000-topic answer (about 50 ms, quadratic in its size) and the write of the next
 request (3-8 ms) were the client's alone, between two of the broker's requests.
 
 A request goes on the second lane only while everything rule b asks of a request holds for it there:
@@ -15,7 +15,7 @@ A request goes on the second lane only while everything rule b asks of a request
 - a broker has answered this client (first contact), and the second connection carries no abandoned request;
 - the second connection has reached the cluster: the first time all else holds, its handle is made and asked
   something light (``Probe`` of lane 1, a DescribeCluster that any broker answers at once); the lane goes once it is
-  answered, and is retired if it is not (a handle that cannot connect never holds 2,000 topics until their deadline).
+  answered, and is retired if it is not (a handle that cannot connect never holds 4,000 topics until their deadline).
   The request beside the first one of a bulk call is then of full size, and the broker has it to take up while the
   caller makes the rest of the call ready (a request of one topic there, before, left it idle 10-48 ms, issue 40).
 
