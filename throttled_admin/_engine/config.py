@@ -26,7 +26,7 @@ __all__ = [
 # librdkafka's parse of an answer (a linear search per topic: quadratic, 50-110 ms an answer of 4,000) is hidden
 # behind the broker's work on the other lane's request, but for the last answer's.
 # 4,000 one-partition topics are 8,000 metadata records, under Kafka's cap of 10,000. A 10,000-topic call on Kafka
-# took 1.19 s in requests of 4,000, 1.30 s in requests of 2,000 (medians of 14 and 13 interleaved runs); QuotaBroker's
+# took 1.21 s in requests of 4,000, 1.30 s in requests of 2,000 (medians of 13 interleaved runs each); QuotaBroker's
 # controller sat idle 81-106 ms in a 50,000-topic call, against 108-122 ms (broker_gaps.py).
 MAX_TOPICS_PER_REQUEST = 4000
 # An answer of at least this many topics, every one applied, is settled after the next request is handed over, in
