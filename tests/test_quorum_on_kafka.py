@@ -166,15 +166,16 @@ def test_a_rolling_restart_during_a_paced_job_loses_nothing_and_a_rerun_of_the_p
     assert summarize(rerun) == {"unchanged": len(names)}, [(r.topic, r.status, r.error_message) for r in rerun][:5]
 
 
-# A bulk call through a controller's restart (issue 40): 5,000 one-partition topics in one call, no quota, so the
-# client keeps a second request in flight on a connection of its own; the active controller is stopped (SIGTERM, as a
-# rolling upgrade stops each node) as soon as a topic is done, and started again. Every topic ends true, and applied or
-# hedged. (The rest of a roll adds nothing: the call ends while the first node is away.) The topics are deleted after:
-# the quorum's later tests read every topic's Metadata, and 10,000 more held a node's answer past 30 s.
+# A bulk call through a controller's restart (issue 40): 9,000 one-partition topics in one call (requests of 4,000,
+# 4,000 and 1,000), no quota, so the client keeps a second request in flight on a connection of its own; the active
+# controller is stopped (SIGTERM, as a rolling upgrade stops each node) as soon as a topic is done, and started
+# again. Every topic ends true, and applied or hedged. (The rest of a roll adds nothing: the call ends while the first
+# node is away.) The topics are deleted after: the quorum's later tests read every topic's Metadata, and 10,000 more
+# held a node's answer past 30 s.
 def test_a_bulk_call_with_a_second_request_in_flight_through_a_controllers_restart_every_outcome_true(
     kafka_quorum: KafkaCluster, kafka_ns: KafkaNamespace
 ) -> None:
-    names = [kafka_ns.topic(f"b{i:04d}") for i in range(5_000)]
+    names = [kafka_ns.topic(f"b{i:04d}") for i in range(9_000)]
     conf = {"bootstrap.servers": kafka_quorum.bootstrap_servers, "client.id": kafka_ns.client_id, "log_level": 0}
     quorum = BrokerViewReader(conf)  # the client's own reader's kind, on connections of the test's
     with ThrottledAdminClient(conf) as admin:
