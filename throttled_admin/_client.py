@@ -52,6 +52,7 @@ from throttled_admin._engine import (
     RequestKind,
     TopicSpecs,
 )
+from throttled_admin._engine.config import MAX_TOPICS_PER_REQUEST
 from throttled_admin._errors import CLOSED_MESSAGE, NotSentError, closed_error
 from throttled_admin._options import (
     CreatePartitionsOptions,
@@ -75,10 +76,9 @@ log = logging.getLogger("throttled_admin")
 # A call of more topics, not paced, is handed to the scheduler in two parts: this many, then the rest, made ready (its
 # costs and records, the engine's own records of it, and for a create its checks but those that raise and a name
 # given twice) after the first request is handed to librdkafka (issue 40: 50,000 topics took 45 ms of their 140 ms to
-# the first write, then 20 of the 40 left). One request's worth (``MAX_TOPICS_PER_REQUEST``): the second lane's goes
-# once the rest is queued, while the first is with the broker (4,000 topics: 150-330 ms on QuotaBroker, 450-730 on
-# Kafka 4.4).
-_FIRST_PART = 4000
+# the first write, then 20 of the 40 left). One request's worth: the second lane's goes once the rest is queued,
+# while the first is with the broker (4,000 topics: 150-330 ms on QuotaBroker, 450-730 on Kafka 4.4).
+_FIRST_PART = MAX_TOPICS_PER_REQUEST
 
 # One RequestKind per operation and validate_only, made once: the engine compares a call's kind on every step (the
 # same object: no dataclass __eq__).
