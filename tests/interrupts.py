@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dis
 import itertools
+import signal
 import sys
 import threading
 import types
@@ -37,16 +38,20 @@ def offsets(function: Callable[..., Any]) -> list[int]:
 
 
 @contextmanager
-def interrupt_at(code: types.CodeType, offset: int) -> Iterator[list[bool]]:
+def interrupt_at(code: types.CodeType, offset: int, *, by_signal: bool = False) -> Iterator[list[bool]]:
     """While inside: KeyboardInterrupt before the instruction at ``offset`` of ``code`` runs, the first time this
-    thread reaches it. The list yielded says whether it was reached. The thread's tracer (coverage.py's, under
-    ``make test``) is put back after."""
+    thread reaches it; ``by_signal``, a real SIGINT raised there instead, for whatever handler is in place (the main
+    thread's: Python runs it at once). The list yielded says whether it was reached. The thread's tracer
+    (coverage.py's, under ``make test``) is put back after."""
     reached: list[bool] = []
     thread = threading.current_thread()
 
     def local(frame: types.FrameType, event: str, arg: Any) -> Any:
         if event == "opcode" and frame.f_lasti == offset and not reached and threading.current_thread() is thread:
             reached.append(True)
+            if by_signal:
+                signal.raise_signal(signal.SIGINT)
+                return local
             raise KeyboardInterrupt
         return local
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -837,6 +838,51 @@ def test_ctrl_c_at_any_bytecode_of_a_calls_own_turn_sends_nothing_twice_and_stal
             assert driver.answered_until_quiet_after(driver.create(["b"], timeout_s=60.0)) == ["b"], where
         finally:
             driver.scheduler.close()
+
+
+@pytest.mark.parametrize("function", [Scheduler._abandon, Scheduler._take_back], ids=lambda f: f.__qualname__)
+def test_a_second_ctrl_c_while_a_cut_call_is_taken_back_waits_for_it(
+    function: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call cut short by Ctrl-C as its futures are made, queued behind a request in flight, and a second SIGINT
+    at each point a signal can land in its clean-up (``_abandon``): the second waits for the clean-up to end
+    (``interrupts``), so none of the call is ever sent, and the caller is told KeyboardInterrupt. Once, the second
+    cut the clean-up short and left the call queued, to be sent for a caller that never had its futures."""
+    assert threading.current_thread() is threading.main_thread()  # (where Python runs a signal's handler)
+    armed: list[bool] = []  # the next call's futures are not made: Ctrl-C there
+    made = Scheduler._futures
+
+    def cut(scheduler: Scheduler, call_id: int, names: Sequence[str]) -> dict[str, TopicFuture]:
+        if armed:
+            armed.clear()
+            raise KeyboardInterrupt
+        return made(scheduler, call_id, names)
+
+    monkeypatch.setattr(Scheduler, "_futures", cut)
+    landed = 0
+    for offset in offsets(function):
+        driver = Driver(RetryBackoff(initial_ms=10_000, max_ms=10_000, jitter=0.0))
+        try:
+            in_flight = driver.create(["w"], timeout_s=60.0)
+            driver.advance(0.0)
+            sent, on_answer = driver.sent()
+
+            armed.append(True)
+            with interrupt_at(function.__code__, offset, by_signal=True) as reached, pytest.raises(KeyboardInterrupt):
+                driver.create(["a"], timeout_s=60.0)
+            if not reached:  # (a branch this call does not take)
+                continue
+            landed += 1
+            where = f"{function.__qualname__} at {offset}"
+            assert not driver.scheduler._turns.held_here(), where
+            driver.answer(on_answer, dict.fromkeys(sent))
+            assert driver.answered_until_quiet() == [], where
+            assert in_flight["w"].exception(timeout=SIGNAL_S) is None, where
+            assert driver.answered_until_quiet_after(driver.create(["a"], timeout_s=60.0)) == ["a"], where
+        finally:
+            driver.scheduler.close()
+    assert landed > len(offsets(function)) // 2
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 @pytest.mark.parametrize(

@@ -55,6 +55,7 @@ from throttled_admin._driver.controller_refresh import ControllerRefresh
 from throttled_admin._driver.driver_loop import Served, driver_loop
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.handshake_drops import HandshakeDrops
+from throttled_admin._driver.interrupts import sigint_held
 from throttled_admin._driver.open_calls import OpenCall, OpenCalls, carry_out
 from throttled_admin._driver.quorum_watch import READ_TIMEOUT_S, QuorumWatch, asks_for_a_check
 from throttled_admin._driver.quorum_wire import QuorumAnswer
@@ -343,7 +344,8 @@ class Scheduler:
             with self._lock:
                 self._open.register(call_id, OpenCall(spec.kind.operation.name, pending, ended))
         except BaseException:  # cut short (Ctrl-C) before its caller has the futures: what is not sent, never is
-            self._abandon(call_id, names, whole=rest is None)
+            with sigint_held():  # (a second Ctrl-C waits for the clean-up: ``interrupts``)
+                self._abandon(call_id, names, whole=rest is None)
             raise
         return futures  # type: ignore[return-value]  # (TopicFutures)
 
@@ -379,10 +381,11 @@ class Scheduler:
         """``submit`` was cut short before its caller had the futures: the call is no longer pending here, and what
         of it is not sent yet is taken back (``_take_back``; in the call's own turn, before that turn was let go:
         ``_caller_turn``). A request already written ends unseen, as a call whose futures were dropped. Not
-        ``whole``: the call had a rest to come, and the engine is told none comes (``Engine.extend``)."""
+        ``whole``: the call had a rest to come, and the engine is told none comes (``Engine.extend``). On the main
+        thread a second Ctrl-C waits until this returns (``interrupts``)."""
         with self._cv:
-            if not whole:  # (first, and no call before it but the clock's: fewer points for a second Ctrl-C)
-                try:  # noqa: SIM105 (suppress() is one call more: one more point)
+            if not whole:
+                try:  # noqa: SIM105 (no import for one use)
                     self._engine.extend(call_id, _NO_TOPICS, self._clock())
                 except RuntimeError:  # closed: nothing waits for it
                     pass
@@ -392,7 +395,7 @@ class Scheduler:
             self._turns.take(0)  # (not waited for: the call's own turn took back what it decided, ``_caller_turn``)
             self._take_back(call_id, names)
         finally:
-            if not held and self._turns.held_here():  # taken here (a second Ctrl-C as it was taken included)
+            if not held and self._turns.held_here():  # taken here
                 self._turns.release()
 
     def _take_back(self, call_id: int, names: Sequence[str]) -> None:
