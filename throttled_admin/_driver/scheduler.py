@@ -381,8 +381,8 @@ class Scheduler:
         """``submit`` was cut short before its caller had the futures: the call is no longer pending here, and what
         of it is not sent yet is taken back (``_take_back``; in the call's own turn, before that turn was let go:
         ``_caller_turn``). A request already written ends unseen, as a call whose futures were dropped. Not
-        ``whole``: the call had a rest to come, and the engine is told none comes (``Engine.extend``). On the main
-        thread a second Ctrl-C waits until this returns (``interrupts``)."""
+        ``whole``: the call had a rest to come, and the engine is told none comes (``Engine.extend``). ``submit``
+        holds a second Ctrl-C back until this returns (``interrupts``: on the main thread)."""
         with self._cv:
             if not whole:
                 try:  # noqa: SIM105 (no import for one use)
