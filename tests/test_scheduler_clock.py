@@ -859,6 +859,14 @@ def test_a_second_ctrl_c_while_a_cut_call_is_taken_back_waits_for_it(
         return made(scheduler, call_id, names)
 
     monkeypatch.setattr(Scheduler, "_futures", cut)
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)  # (not as the test run was started)
+    try:
+        _second_ctrl_c_at_each_point(function, armed)
+    finally:
+        signal.signal(signal.SIGINT, inherited)
+
+
+def _second_ctrl_c_at_each_point(function: Any, armed: list[bool]) -> None:
     landed = 0
     for offset in offsets(function):
         driver = Driver(RetryBackoff(initial_ms=10_000, max_ms=10_000, jitter=0.0))
@@ -879,10 +887,10 @@ def test_a_second_ctrl_c_while_a_cut_call_is_taken_back_waits_for_it(
             assert driver.answered_until_quiet() == [], where
             assert in_flight["w"].exception(timeout=SIGNAL_S) is None, where
             assert driver.answered_until_quiet_after(driver.create(["a"], timeout_s=60.0)) == ["a"], where
+            assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, where
         finally:
             driver.scheduler.close()
     assert landed > len(offsets(function)) // 2
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 @pytest.mark.parametrize(

@@ -3,10 +3,11 @@
 Python runs a signal's handler on the main thread only, between two bytecodes; the default SIGINT handler raises
 KeyboardInterrupt there. A call cut short by Ctrl-C takes back what of it is not sent; a second Ctrl-C in the middle
 of that would leave the rest queued, to be sent for a caller who never got its futures. So, on the main thread, the
-clean-up runs with a handler that only notes a SIGINT, and the signal is raised again as it ends, for whatever
-handler was there before (the application's own, or the default: KeyboardInterrupt from the clean-up's end). A
-SIGINT before the handler is in place (a few bytecodes) still cuts, as anywhere else. Off the main thread no handler
-can run, and where Python did not install the handler (one set from C) it is left alone.
+clean-up runs with a handler that only notes a SIGINT, and hands it as it ends to whatever handler was there before
+(the application's own, called once; or the default: KeyboardInterrupt from the clean-up's end). Not held: a
+SIGINT in the points before the handler is in place (about ten: the except clause, this context manager's start),
+which can still cut the clean-up as before; off the main thread, where no handler runs; and a handler set from C
+(``getsignal`` says None), left alone. Several SIGINTs while held are handed on as one.
 """
 
 from __future__ import annotations
@@ -15,25 +16,45 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import FrameType
+from typing import Any
 
 __all__ = ["sigint_held"]
 
 
 @contextmanager
 def sigint_held() -> Iterator[None]:
-    """While inside, a SIGINT is noted, not handled; it is raised again on the way out (module docstring)."""
-    caught: list[int] = []
+    """While inside, a SIGINT is noted, not handled; it is handed on the way out (module docstring)."""
+    caught: list[FrameType | None] = []
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        caught.append(frame)
+
     previous = signal.getsignal(signal.SIGINT)
     held = previous is not None and threading.current_thread() is threading.main_thread()
-    if held:
-        try:
-            signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
-        except ValueError:  # (not the main interpreter)
-            held = False
     try:
+        if held:
+            try:
+                signal.signal(signal.SIGINT, note)
+            except ValueError:  # (not the main interpreter)
+                held = False
         yield
     finally:
         if held and previous is not None:
-            signal.signal(signal.SIGINT, previous)
+            try:  # (another signal's handler may raise in signal.signal: put the previous one back all the same)
+                if signal.getsignal(signal.SIGINT) is note:
+                    signal.signal(signal.SIGINT, previous)
+            finally:
+                if signal.getsignal(signal.SIGINT) is note:
+                    signal.signal(signal.SIGINT, previous)
             if caught:
-                signal.raise_signal(signal.SIGINT)  # (its handler runs at once, here)
+                _hand_on(previous, caught[0])
+
+
+def _hand_on(previous: Any, frame: FrameType | None) -> None:
+    """The SIGINT noted, to the handler that was in place: called once (a wakeup fd, asyncio's, was written as it
+    came), raised again for the default action, dropped if ignored."""
+    if callable(previous):
+        previous(signal.SIGINT, frame)
+    elif previous == signal.SIG_DFL:
+        signal.raise_signal(signal.SIGINT)
