@@ -12,7 +12,9 @@ by hand into calls of ``--bulk-splits`` topics (all submitted before waiting on 
 a request of more than 10,000 metadata records whole), each run against a fresh ``python -m
 throttled_admin.testing`` broker process with no quota and each client in a subprocess of its own (its CPU time
 and peak RSS are its own). ``--runs`` rounds, every variant once per round, the order reversed every other round;
-the load average is recorded with each run.
+the load average is recorded with each run. ``--broker-gc off`` starts the broker with Python's garbage collector
+off: what is left is the clients' part (the broker's collections take a fifth of its CPU at 50,000 topics, and
+more for larger requests).
 
     .venv/bin/python benchmarks/overhead.py                                 # both parts, defaults as in docs
     .venv/bin/python benchmarks/overhead.py --pairs 100 --bulk-topics       # latency only
@@ -316,10 +318,16 @@ def bulk_child(variant: str, bootstrap: str, count: int) -> None:
     print(json.dumps(out), flush=True)
 
 
+_GC_OFF = "import gc, runpy; gc.disable(); runpy.run_module('throttled_admin.testing', run_name='__main__')"
+
+
 @contextmanager
-def broker_process() -> Iterator[tuple[str, int]]:
-    """``python -m throttled_admin.testing`` with no quota, on a free port: (bootstrap, pid)."""
+def broker_process(gc_on: bool = True) -> Iterator[tuple[str, int]]:
+    """``python -m throttled_admin.testing`` with no quota, on a free port: (bootstrap, pid); not ``gc_on``: with
+    Python's garbage collector off in it."""
     command = [sys.executable, "-m", "throttled_admin.testing", "--port", "0"]
+    if not gc_on:
+        command[1:3] = ["-c", _GC_OFF]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert proc.stdout is not None
@@ -350,9 +358,10 @@ def kafka_bootstrap() -> Iterator[str]:
         yield bootstrap
 
 
-def bulk_run(variant: str, count: int, kafka: bool = False) -> dict[str, Any]:
-    """One measurement: a fresh broker process, one client process."""
-    with kafka_process() if kafka else broker_process() as (bootstrap, pid):
+def bulk_run(variant: str, count: int, kafka: bool = False, broker_gc: bool = True) -> dict[str, Any]:
+    """One measurement: a fresh broker process (QuotaBroker's: with its garbage collector off if not ``broker_gc``),
+    one client process."""
+    with kafka_process() if kafka else broker_process(broker_gc) as (bootstrap, pid):
         load = os.getloadavg()[0]
         broker_cpu = _cpu_s(pid)
         command = [sys.executable, __file__, "--bulk-child", variant, bootstrap, "--bulk-topics", str(count)]
@@ -371,7 +380,7 @@ def bulk(args: argparse.Namespace) -> str:
     for count in args.bulk_topics:
         runs: dict[str, list[dict[str, Any]]] = {variant: [] for variant in variants}
         for variant in interleaved(variants, args.runs):
-            result = bulk_run(variant, count, kafka=args.broker == "kafka")
+            result = bulk_run(variant, count, kafka=args.broker == "kafka", broker_gc=args.broker_gc == "on")
             runs[variant].append(result)
             print(f"  {count} {variant}: {json.dumps(result)}", file=sys.stderr, flush=True)
         best_bare = min(variants[:-1], key=lambda v: statistics.median(r["wall_s"] for r in runs[v]))
@@ -440,6 +449,12 @@ def main() -> None:
         default="tansu",
         help="tansu: latency on Tansu, bulk on QuotaBroker processes (default); kafka: both on Apache Kafka 4.4.0",
     )
+    parser.add_argument(
+        "--broker-gc",
+        choices=("on", "off"),
+        default="on",
+        help="QuotaBroker's Python garbage collector in the bulk part (off: the clients' part alone)",
+    )
     parser.add_argument("--bulk-child", nargs=2, metavar=("VARIANT", "BOOTSTRAP"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.bulk_topics is None:
@@ -455,6 +470,7 @@ def main() -> None:
         print()
     if args.bulk_topics and args.runs > 0:
         on = "Apache Kafka 4.4.0" if args.broker == "kafka" else "QuotaBroker"
+        on += ", its garbage collector off," if args.broker_gc == "off" and args.broker != "kafka" else ""
         print(f"### Bulk: one call against the best hand-split bare run, {on} in its own process\n")
         print(bulk(args), flush=True)
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")

@@ -10,6 +10,7 @@ looks: no sleeps, and no wait longer than the signal it waits for. The end-to-en
 from __future__ import annotations
 
 import contextlib
+import functools
 import queue
 import signal
 import sys
@@ -146,9 +147,11 @@ class Driver:
         self.scheduler = Scheduler(self.transport, self.metrics, pacer=None, backoff=backoff, clock=self.clock)
         self.written = 0  # requests handed over
 
-    def create(self, names: list[str], timeout_s: float, records: int = 2) -> dict[str, Future[None]]:
+    def create(
+        self, names: list[str], timeout_s: float, records: int = 2, rest: list[str] | None = None
+    ) -> dict[str, Future[None]]:
         """A call creating ``names``, each of ``records`` KRaft records (6,000: one topic a request, the cap being
-        10,000)."""
+        10,000); ``rest``: more names, made ready once the call's turn is taken, as a bulk call's rest."""
         spec = CallSpec.starting(
             RequestKind(CREATE_TOPICS, False),
             self.scheduler.now(),
@@ -157,7 +160,11 @@ class Driver:
             request_timeout_s=None,
             operation_timeout_s=None,
         )
-        return self.scheduler.submit(spec, TopicSpecs.of((name, NewTopic(name, 1, 1), 1, records) for name in names))
+
+        def specs(names: list[str]) -> TopicSpecs:
+            return TopicSpecs.of((name, NewTopic(name, 1, 1), 1, records) for name in names)
+
+        return self.scheduler.submit(spec, specs(names), None if rest is None else functools.partial(specs, rest))
 
     def sent(self) -> tuple[list[str], Callable[[Answer], None]]:
         """The next request handed over (waited for: it must come), as its names and where its answer goes."""
@@ -840,14 +847,17 @@ def test_ctrl_c_at_any_bytecode_of_a_calls_own_turn_sends_nothing_twice_and_stal
             driver.scheduler.close()
 
 
+@pytest.mark.parametrize("rest", [None, ["a2"]], ids=["whole", "with-rest"])
 @pytest.mark.parametrize("function", [Scheduler._abandon, Scheduler._take_back], ids=lambda f: f.__qualname__)
 def test_a_second_ctrl_c_while_a_cut_call_is_taken_back_waits_for_it(
-    function: Any, monkeypatch: pytest.MonkeyPatch
+    function: Any, rest: list[str] | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A call cut short by Ctrl-C as its futures are made, queued behind a request in flight, and a second SIGINT
     at each point a signal can land in its clean-up (``_abandon``): the second waits for the clean-up to end
     (``interrupts``), so none of the call is ever sent, and the caller is told KeyboardInterrupt. Once, the second
-    cut the clean-up short and left the call queued, to be sent for a caller that never had its futures."""
+    cut the clean-up short and left the call queued, to be sent for a caller that never had its futures. With a
+    rest (a bulk call's second part, queued already), the clean-up also passes ``_abandon``'s branch for a call
+    that is not whole, and takes back both parts."""
     assert threading.current_thread() is threading.main_thread()  # (where Python runs a signal's handler)
     armed: list[bool] = []  # the next call's futures are not made: Ctrl-C there
     made = Scheduler._futures
@@ -861,12 +871,12 @@ def test_a_second_ctrl_c_while_a_cut_call_is_taken_back_waits_for_it(
     monkeypatch.setattr(Scheduler, "_futures", cut)
     inherited = signal.signal(signal.SIGINT, signal.default_int_handler)  # (not as the test run was started)
     try:
-        _second_ctrl_c_at_each_point(function, armed)
+        _second_ctrl_c_at_each_point(function, armed, rest)
     finally:
         signal.signal(signal.SIGINT, inherited)
 
 
-def _second_ctrl_c_at_each_point(function: Any, armed: list[bool]) -> None:
+def _second_ctrl_c_at_each_point(function: Any, armed: list[bool], rest: list[str] | None) -> None:
     landed = 0
     for offset in offsets(function):
         driver = Driver(RetryBackoff(initial_ms=10_000, max_ms=10_000, jitter=0.0))
@@ -877,7 +887,7 @@ def _second_ctrl_c_at_each_point(function: Any, armed: list[bool]) -> None:
 
             armed.append(True)
             with interrupt_at(function.__code__, offset, by_signal=True) as reached, pytest.raises(KeyboardInterrupt):
-                driver.create(["a"], timeout_s=60.0)
+                driver.create(["a"], timeout_s=60.0, rest=rest)
             if not reached:  # (a branch this call does not take)
                 continue
             landed += 1
@@ -886,7 +896,8 @@ def _second_ctrl_c_at_each_point(function: Any, armed: list[bool]) -> None:
             driver.answer(on_answer, dict.fromkeys(sent))
             assert driver.answered_until_quiet() == [], where
             assert in_flight["w"].exception(timeout=SIGNAL_S) is None, where
-            assert driver.answered_until_quiet_after(driver.create(["a"], timeout_s=60.0)) == ["a"], where
+            again = driver.create(["a"], timeout_s=60.0, rest=rest)
+            assert driver.answered_until_quiet_after(again) == ["a", *(rest or ())], where
             assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, where
         finally:
             driver.scheduler.close()
