@@ -37,6 +37,7 @@ from throttled_admin import (
 from throttled_admin._driver import quorum_watch
 from throttled_admin._driver import turns as turns_module
 from throttled_admin._driver.futures import TopicFuture
+from throttled_admin._driver.interrupts import sigint_held
 from throttled_admin._driver.open_calls import OpenCalls, carry_out
 from throttled_admin._driver.quorum_wire import QuorumAnswer
 from throttled_admin._driver.scheduler import Answer, ClientGone, Scheduler, SendOrder
@@ -848,7 +849,11 @@ def test_ctrl_c_at_any_bytecode_of_a_calls_own_turn_sends_nothing_twice_and_stal
 
 
 @pytest.mark.parametrize("rest", [None, ["a2"]], ids=["whole", "with-rest"])
-@pytest.mark.parametrize("function", [Scheduler._abandon, Scheduler._take_back], ids=lambda f: f.__qualname__)
+@pytest.mark.parametrize(
+    "function",
+    [sigint_held.__wrapped__, Scheduler._abandon, Scheduler._take_back],  # type: ignore[attr-defined]
+    ids=lambda f: f.__qualname__,
+)
 def test_a_second_ctrl_c_while_a_cut_call_is_taken_back_waits_for_it(
     function: Any, rest: list[str] | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -857,7 +862,8 @@ def test_a_second_ctrl_c_while_a_cut_call_is_taken_back_waits_for_it(
     (``interrupts``), so none of the call is ever sent, and the caller is told KeyboardInterrupt. Once, the second
     cut the clean-up short and left the call queued, to be sent for a caller that never had its futures. With a
     rest (a bulk call's second part, queued already), the clean-up also passes ``_abandon``'s branch for a call
-    that is not whole, and takes back both parts."""
+    that is not whole, and takes back both parts. A SIGINT in ``sigint_held`` before its handler is in place cut the
+    hold short before the clean-up began, and left the call queued: ``run_held`` begins it again."""
     assert threading.current_thread() is threading.main_thread()  # (where Python runs a signal's handler)
     armed: list[bool] = []  # the next call's futures are not made: Ctrl-C there
     made = Scheduler._futures
@@ -901,7 +907,7 @@ def _second_ctrl_c_at_each_point(function: Any, armed: list[bool], rest: list[st
             assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, where
         finally:
             driver.scheduler.close()
-    assert landed > len(offsets(function)) // 2
+    assert landed > len(offsets(function)) // 4  # (sigint_held: 6-9 of 20-22, the others in branches not taken)
 
 
 @pytest.mark.parametrize(

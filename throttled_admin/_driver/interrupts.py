@@ -4,22 +4,24 @@ Python runs a signal's handler on the main thread only, between two bytecodes; t
 KeyboardInterrupt there. A call cut short by Ctrl-C takes back what of it is not sent; a second Ctrl-C in the middle
 of that would leave the rest queued, to be sent for a caller who never got its futures. So, on the main thread, the
 clean-up runs with a handler that only notes a SIGINT, and hands it as it ends to whatever handler was there before
-(the application's own, called once; or the default: KeyboardInterrupt from the clean-up's end). Not held: a
-SIGINT in the points before the handler is in place (about ten: the except clause, this context manager's start),
-which can still cut the clean-up as before; off the main thread, where no handler runs; and a handler set from C
-(``getsignal`` says None), left alone. Several SIGINTs while held are handed on as one.
+(the application's own, called once; or the default: KeyboardInterrupt from the clean-up's end). A SIGINT in the
+points before the handler is in place (this context manager's start) cuts the hold short before the clean-up began:
+``run_held`` then begins again, and hands on one KeyboardInterrupt. Not held: a SIGINT in the few points before
+``run_held``'s ``try`` (the except clause that calls it, its own loop), which can still cut the clean-up; off the
+main thread, where no handler runs; and a handler set from C (``getsignal`` says None), left alone. Several SIGINTs
+while held are handed on as one.
 """
 
 from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-__all__ = ["sigint_held"]
+__all__ = ["run_held", "sigint_held"]
 
 
 @contextmanager
@@ -49,6 +51,22 @@ def sigint_held() -> Iterator[None]:
                     signal.signal(signal.SIGINT, previous)
             if caught:
                 _hand_on(previous, caught[0])
+
+
+def run_held(clean_up: Callable[..., object], *args: Any, **kwargs: Any) -> None:
+    """``clean_up(*args, **kwargs)`` inside ``sigint_held``, begun again if a SIGINT cut the hold short before the
+    clean-up began (module docstring); a KeyboardInterrupt from the clean-up, or handed on as the hold ends, is
+    raised."""
+    begun = False
+    while True:
+        try:
+            with sigint_held():
+                begun = True
+                clean_up(*args, **kwargs)
+            return
+        except KeyboardInterrupt:
+            if begun:
+                raise
 
 
 def _hand_on(previous: Any, frame: FrameType | None) -> None:

@@ -55,7 +55,7 @@ from throttled_admin._driver.controller_refresh import ControllerRefresh
 from throttled_admin._driver.driver_loop import Served, driver_loop
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.handshake_drops import HandshakeDrops
-from throttled_admin._driver.interrupts import sigint_held
+from throttled_admin._driver.interrupts import run_held
 from throttled_admin._driver.open_calls import OpenCall, OpenCalls, carry_out
 from throttled_admin._driver.quorum_watch import READ_TIMEOUT_S, QuorumWatch, asks_for_a_check
 from throttled_admin._driver.quorum_wire import QuorumAnswer
@@ -344,8 +344,7 @@ class Scheduler:
             with self._lock:
                 self._open.register(call_id, OpenCall(spec.kind.operation.name, pending, ended))
         except BaseException:  # cut short (Ctrl-C) before its caller has the futures: what is not sent, never is
-            with sigint_held():  # (a second Ctrl-C waits for the clean-up: ``interrupts``)
-                self._abandon(call_id, names, whole=rest is None)
+            run_held(self._abandon, call_id, names, whole=rest is None)  # (a second Ctrl-C waits: ``interrupts``)
             raise
         return futures  # type: ignore[return-value]  # (TopicFutures)
 
