@@ -457,6 +457,8 @@ def main() -> None:
     )
     parser.add_argument("--bulk-child", nargs=2, metavar=("VARIANT", "BOOTSTRAP"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.broker == "kafka" and args.broker_gc == "off":
+        parser.error("--broker-gc off is QuotaBroker's: not with --broker kafka")
     if args.bulk_topics is None:
         args.bulk_topics = [10_000] if args.broker == "kafka" else [50_000, 100_000]
     if args.bulk_child:
@@ -470,7 +472,7 @@ def main() -> None:
         print()
     if args.bulk_topics and args.runs > 0:
         on = "Apache Kafka 4.4.0" if args.broker == "kafka" else "QuotaBroker"
-        on += ", its garbage collector off," if args.broker_gc == "off" and args.broker != "kafka" else ""
+        on += ", its garbage collector off," if args.broker_gc == "off" else ""
         print(f"### Bulk: one call against the best hand-split bare run, {on} in its own process\n")
         print(bulk(args), flush=True)
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")

@@ -6,7 +6,8 @@ of that would leave the rest queued, to be sent for a caller who never got its f
 clean-up runs with a handler that only notes a SIGINT, and hands it as it ends to whatever handler was there before
 (the application's own, called once; or the default: KeyboardInterrupt from the clean-up's end). A SIGINT in the
 points before the handler is in place (this context manager's start) cuts the hold short before the clean-up began:
-``run_held`` then begins again, and hands on one KeyboardInterrupt. Not held: a SIGINT in the few points before
+``run_held`` then begins again, and raises what the SIGINT's handler raised once the clean-up has run (the caller
+is told of the Ctrl-C, even if what cut the call first was something else). Not held: a SIGINT in the few points before
 ``run_held``'s ``try`` (the except clause that calls it, its own loop), which can still cut the clean-up; off the
 main thread, where no handler runs; and a handler set from C (``getsignal`` says None), left alone. Several SIGINTs
 while held are handed on as one.
@@ -22,6 +23,8 @@ from types import FrameType
 from typing import Any
 
 __all__ = ["run_held", "sigint_held"]
+
+_TRIES = 3  # (``run_held``: a hold cut short this often before its clean-up began, the clean-up runs unheld)
 
 
 @contextmanager
@@ -54,19 +57,27 @@ def sigint_held() -> Iterator[None]:
 
 
 def run_held(clean_up: Callable[..., object], *args: Any, **kwargs: Any) -> None:
-    """``clean_up(*args, **kwargs)`` inside ``sigint_held``, begun again if a SIGINT cut the hold short before the
-    clean-up began (module docstring); a KeyboardInterrupt from the clean-up, or handed on as the hold ends, is
-    raised."""
-    begun = False
-    while True:
+    """``clean_up(*args, **kwargs)`` inside ``sigint_held``, begun again if a SIGINT's handler raised (Python's
+    KeyboardInterrupt, or an application's own exception: ``sys.exit``) before the clean-up began (module docstring),
+    and that exception raised once it has run; after ``_TRIES`` such cuts, run unheld. What the clean-up raises, or
+    a SIGINT handed on as the hold ends, is raised as it comes."""
+    cut: BaseException | None = None
+    for _ in range(_TRIES):
+        begun = False
         try:
             with sigint_held():
                 begun = True
                 clean_up(*args, **kwargs)
-            return
-        except KeyboardInterrupt:
+        except BaseException as exc:
             if begun:
                 raise
+            cut = cut or exc
+            continue
+        break
+    else:
+        clean_up(*args, **kwargs)
+    if cut is not None:
+        raise cut
 
 
 def _hand_on(previous: Any, frame: FrameType | None) -> None:
