@@ -325,9 +325,8 @@ _GC_OFF = "import gc, runpy; gc.disable(); runpy.run_module('throttled_admin.tes
 def broker_process(gc_on: bool = True) -> Iterator[tuple[str, int]]:
     """``python -m throttled_admin.testing`` with no quota, on a free port: (bootstrap, pid); not ``gc_on``: with
     Python's garbage collector off in it."""
-    command = [sys.executable, "-m", "throttled_admin.testing", "--port", "0"]
-    if not gc_on:
-        command[1:3] = ["-c", _GC_OFF]
+    run = ["-m", "throttled_admin.testing"] if gc_on else ["-c", _GC_OFF]
+    command = [sys.executable, *run, "--port", "0"]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert proc.stdout is not None

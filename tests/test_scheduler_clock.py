@@ -935,8 +935,10 @@ def _second_ctrl_c_at_each_point(function: Any, armed: list[bool], rest: list[st
             assert signal.getsignal(signal.SIGINT) is handler, where
         finally:
             driver.scheduler.close()
-    # (sigint_held: 6-9 of its 20-22 points, _abandon 7-10 of 12-14; the others in branches this call does not take)
-    assert landed > len(offsets(function)) // (4 if function.__name__ == "sigint_held" else 3)
+    # Reached: sigint_held 6-9 of its 20-22 points (81 of 198 on 3.10), _abandon and _take_back at least half (7 of
+    # 14 on 3.13); the others are in branches this call does not take.
+    points = len(offsets(function))
+    assert landed * 4 > points if function.__name__ == "sigint_held" else landed * 2 >= points
 
 
 @pytest.mark.parametrize(

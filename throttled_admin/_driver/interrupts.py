@@ -68,12 +68,11 @@ def run_held(clean_up: Callable[..., object], *args: Any, **kwargs: Any) -> None
             with sigint_held():
                 begun = True
                 clean_up(*args, **kwargs)
+            break
         except BaseException as exc:
             if begun:
                 raise
             cut = cut or exc
-            continue
-        break
     else:
         clean_up(*args, **kwargs)
     if cut is not None:
