@@ -854,34 +854,40 @@ def _exits(signum: int, frame: object) -> None:
 
 
 @pytest.mark.parametrize("handler", [signal.default_int_handler, _exits], ids=["default", "sys-exit"])
-@pytest.mark.parametrize("rest", [None, ["a2"]], ids=["whole", "with-rest"])
+@pytest.mark.parametrize(
+    ("rest", "cut_in"),
+    [(None, "_futures"), (["a2"], "_futures"), (["a2"], "_extend")],
+    ids=["whole", "with-rest", "as-its-rest-is-queued"],
+)
 @pytest.mark.parametrize(
     "function",
     [sigint_held.__wrapped__, Scheduler._abandon, Scheduler._take_back],  # type: ignore[attr-defined]
     ids=lambda f: f.__qualname__,
 )
 def test_a_second_ctrl_c_while_a_cut_call_is_taken_back_waits_for_it(
-    function: Any, rest: list[str] | None, handler: Any, monkeypatch: pytest.MonkeyPatch
+    function: Any, rest: list[str] | None, cut_in: str, handler: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A call cut short by Ctrl-C as its futures are made, queued behind a request in flight, and a second SIGINT
     at each point a signal can land in its clean-up (``_abandon``): the second waits for the clean-up to end
     (``interrupts``), so none of the call is ever sent, and the caller is told KeyboardInterrupt. Once, the second
     cut the clean-up short and left the call queued, to be sent for a caller that never had its futures. With a
     rest (a bulk call's second part, queued already), the clean-up also passes ``_abandon``'s branch for a call
-    that is not whole, and takes back both parts. A SIGINT in ``sigint_held`` before its handler is in place cut the
-    hold short before the clean-up began, and left the call queued: ``run_held`` begins it again, also when the
-    application's handler raises something else (``sys.exit``), and raises that once the clean-up has run."""
+    that is not whole, and takes back both parts; cut as its rest is queued (before the engine has it), the
+    engine is told no rest comes, and the first part is taken back. A SIGINT in ``sigint_held`` before its handler
+    is in place cut the hold short before the clean-up began, and left the call queued: ``run_held`` begins it
+    again, also when the application's handler raises something else (``sys.exit``), and raises that once the
+    clean-up has run."""
     assert threading.current_thread() is threading.main_thread()  # (where Python runs a signal's handler)
-    armed: list[bool] = []  # the next call's futures are not made: Ctrl-C there
-    made = Scheduler._futures
+    armed: list[bool] = []  # the next call is cut there (``cut_in``): Ctrl-C
+    made = getattr(Scheduler, cut_in)
 
-    def cut(scheduler: Scheduler, call_id: int, names: Sequence[str]) -> dict[str, TopicFuture]:
+    def cut(scheduler: Scheduler, call_id: int, arg: Any) -> Any:
         if armed:
             armed.clear()
             raise KeyboardInterrupt
-        return made(scheduler, call_id, names)
+        return made(scheduler, call_id, arg)
 
-    monkeypatch.setattr(Scheduler, "_futures", cut)
+    monkeypatch.setattr(Scheduler, cut_in, cut)
     inherited = signal.signal(signal.SIGINT, handler)  # (not as the test run was started)
     try:
         _second_ctrl_c_at_each_point(function, armed, rest, handler)
@@ -930,6 +936,8 @@ def _second_ctrl_c_at_each_point(function: Any, armed: list[bool], rest: list[st
             driver.answer(on_answer, dict.fromkeys(sent))
             assert driver.answered_until_quiet() == [], where
             assert in_flight["w"].exception(timeout=SIGNAL_S) is None, where
+            # the cut call is gone from the engine too (cut before its rest was queued: told none comes)
+            assert driver.scheduler._engine.status.idle, where
             again = driver.create(["a"], timeout_s=60.0, rest=rest)
             assert driver.answered_until_quiet_after(again) == ["a", *(rest or ())], where
             assert signal.getsignal(signal.SIGINT) is handler, where
