@@ -503,8 +503,7 @@ class ThrottledAdminClient(AdminClient):
         """Create topics. kwargs: validate_only, request_timeout, operation_timeout (confluent-kafka's),
         retry_on_quota_violation, timeout_ms, wait_for_metadata."""
         check: Callable[[Any], Checked[NewTopic]] = check_new_topics
-        # (a subclass that never called __init__ has no quota: checked whole, then refused as closed, as confluent's)
-        if type(new_topics) is list and len(new_topics) > _FIRST_PART and vars(self).get("_mutation_quota", 0) is None:
+        if type(new_topics) is list and len(new_topics) > _FIRST_PART and self._unpaced():
             check = functools.partial(check_new_topics, first=_FIRST_PART)  # in two parts, as it is sent
         return self._call(CREATE_TOPICS, check, new_topics, CreateTopicsOptions, options, kwargs)
 
@@ -542,7 +541,7 @@ class ThrottledAdminClient(AdminClient):
         signal is acted on only at a call or a jump back). An unpaced one's objects are then frozen until it ends
         (``collector.Hold``)."""
         bulk = collector.worth_holding(items)
-        hold = collector.Hold() if bulk and vars(self).get("_mutation_quota", 0) is None else None  # (unpaced)
+        hold = collector.Hold() if bulk and self._unpaced() else None
         try:
             if bulk:
                 gc.disable()
@@ -606,6 +605,12 @@ class ThrottledAdminClient(AdminClient):
             else:
                 futures[key] = sent[key]
         return futures
+
+    def _unpaced(self) -> bool:
+        """No mutation quota: the client does not pace (a bulk call goes in two parts, its objects held from the
+        collector). False in a subclass that never called ``__init__``: its call is checked whole, then refused as
+        closed, as confluent-kafka's."""
+        return vars(self).get("_mutation_quota", 0) is None
 
     def _check_process(self) -> None:
         if os.getpid() != self._pid:
