@@ -5,14 +5,13 @@
 
 kafka-topics.sh passes retryOnQuotaViolation(false) and prints
 "Error while executing topic command : The throttling quota has been exceeded."; so does this script, and
-it also says how long to wait before trying again (``throttle_time_ms``).
+it also says how long to wait before trying again (``throttle_time_ms``), on stdout as kafka-topics.sh does.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -57,15 +56,12 @@ def main(argv: list[str] | None = None) -> int:
             admin.create_topics([topic])[topic.topic].result()
         except ThrottlingQuotaExceededException as exc:
             # kafka-topics.sh's line, then the hint as `throttled-admin topics` words it
-            print("Error while executing topic command : The throttling quota has been exceeded.", file=sys.stderr)
-            print(f"Retry after {exc.throttle_time_ms} ms.", file=sys.stderr)
+            print("Error while executing topic command : The throttling quota has been exceeded.")
+            print(f"Retry after {exc.throttle_time_ms} ms.")
             return 1
         except KafkaException as exc:
             error = exc.args[0]
-            print(
-                f"Error while executing topic command : {error.str() if isinstance(error, KafkaError) else exc}",
-                file=sys.stderr,
-            )
+            print(f"Error while executing topic command : {error.str() if isinstance(error, KafkaError) else exc}")
             return 1
     print(f"Created topic {topic.topic}.")
     return 0

@@ -161,3 +161,41 @@ def test_without_a_timeout_the_debt_is_waited_out_with_a_countdown(quota_broker:
     assert len(creates[0].errors) == 1  # one row first, not the whole plan into the debt (before: all 10 at once)
     assert sorted(name for r in creates for name in r.errors) == sorted(names)  # each sent once
     assert all(code == 0 for r in creates for code in r.errors.values())
+
+
+def test_the_timeout_a_budget_that_ended_suggests_covers_every_row_left(
+    quota_broker: BrokerFactory, tmp_path: Path
+) -> None:
+    """No debt, but more rows than the budget covers: the hint's ``--timeout`` covers the quota's hold and then every
+    row left at the rate. It said the hold alone (a new user, 60 rows of 10 partitions at 5/s: ``--timeout 13 or
+    more``, where 64 s were needed; with 13, 21 rows were again not sent): 12 rows of 10 here, given 3 s, said 5."""
+    rate, rows = 5.0, 12
+    plan = tmp_path / "plan.csv"
+    lines = [
+        "cluster,action,topic,partitions,replication_factor,configs",
+        *(f"main,ensure,t.{i},10,," for i in range(rows)),
+    ]
+    plan.write_text("\n".join(lines) + "\n")
+
+    def apply(timeout_s: int) -> tuple[int, list[dict[str, Any]], dict[str, Any]]:
+        broker = quota_broker(controller_mutation_rate=rate)
+        run = run_cli(
+            "apply", str(plan), "--bootstrap-server", broker.bootstrap_servers, "--mutation-rate", str(rate),
+            "--timeout", str(timeout_s), "--output", "json",
+        )  # fmt: skip
+        return run.returncode, *records(run.stdout)
+
+    code, results, summary = apply(3)
+    assert code == 1
+    not_sent = [r for r in results if r["status"] == "not_sent"]
+    assert not_sent, results
+    left = sum(r["mutations"] for r in not_sent)
+    ended = summary["budget_ended"]["main"]
+    suggested = int(re.search(r"--timeout (\d+) or more", ended["hint"]).group(1))  # type: ignore[union-attr]
+    # at least the hold and the rows left at the rate (the burst, 11 windows of 5, is spent by the rows created)
+    assert suggested >= ended["quota_debt_ms"] / 1000 + left / rate, ended
+    assert all(r["predicted_s"] is not None and r["predicted_s"] <= suggested for r in not_sent), not_sent
+
+    code, results, summary = apply(suggested)  # the same plan, with the budget the hint gave
+    assert code == 0, summary
+    assert summary["summary"] == {"created": rows}

@@ -47,6 +47,11 @@ def test_demo_provisions_every_topic_through_spark_and_plots(
     assert "why pace: the payments rows of east (9 topics created, 0 failed)" in out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "sasl.password" not in out + captured.err
+    # Spark's start-up log, named as it starts, is removed once the run succeeds (a new user found one left in the
+    # temporary directory by every run)
+    log = re.search(r"its start-up log: (\S+), removed unless the run fails", out)
+    assert log is not None, out
+    assert not Path(log.group(1)).parent.exists()
 
 
 def test_demo_module_runs_as_a_script() -> None:

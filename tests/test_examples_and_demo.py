@@ -70,7 +70,7 @@ def test_asyncio_example_deadline_withdraws_unsent_topics() -> None:
 def test_script_with_retry_off_fails_like_kafka_topics_sh() -> None:
     result = run("examples/script_retry_off.py")
     assert result.returncode == 1
-    assert "Error while executing topic command : The throttling quota has been exceeded." in result.stderr
+    assert "Error while executing topic command : The throttling quota has been exceeded." in result.stdout
 
 
 def test_script_with_retry_off_in_a_loop_on_a_given_cluster(quota_broker: Callable[..., QuotaBroker]) -> None:
@@ -83,7 +83,7 @@ def test_script_with_retry_off_in_a_loop_on_a_given_cluster(quota_broker: Callab
     assert first.stdout.strip() == "Created topic audit.x."
     again = run("examples/script_retry_off.py", *given, "--topic", "audit.x", "--partitions", "3")
     assert again.returncode == 1
-    assert again.stderr.strip() == "Error while executing topic command : Topic 'audit.x' already exists."
+    assert again.stdout.strip() == "Error while executing topic command : Topic 'audit.x' already exists."
     # 40 mutations put the principal 32 s in debt (1/s, burst 11): the next run is refused however slowly the
     # processes start on a loaded machine (12 owed 4 s, and a run 4 s later was admitted).
     over = run("examples/script_retry_off.py", *given, "--topic", "audit.y", "--partitions", "40")
@@ -91,7 +91,7 @@ def test_script_with_retry_off_in_a_loop_on_a_given_cluster(quota_broker: Callab
     assert over.returncode == 0, over.stderr  # admitted while the bucket was not in debt (Kafka's strict rule)
     assert over_quota.returncode == 1
     # One wording of the retry hint, the command line's (issue 28: the example said "(retry in N ms)").
-    message, hint = over_quota.stderr.strip().splitlines()
+    message, hint = over_quota.stdout.strip().splitlines()
     assert message == "Error while executing topic command : The throttling quota has been exceeded."
     assert re.fullmatch(r"Retry after \d+ ms\.", hint), hint
     assert set(broker.topics()) == {"audit.x", "audit.y"}

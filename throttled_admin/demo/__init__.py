@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import textwrap
@@ -221,8 +222,10 @@ def run(
     with _stderr_to(spark_log):
         spark = local_session("throttled-admin-demo", args.master)
     print(
-        f"Spark {spark.version} on {args.master} started in {time.monotonic() - started:.1f} s (its log: {spark_log})"
+        f"Spark {spark.version} on {args.master} started in {time.monotonic() - started:.1f} s "
+        f"(its start-up log: {spark_log}, removed unless the run fails)"
     )
+    failed = 1  # (kept so until the summary says otherwise: an exception keeps the log)
     try:
         plan_df = plan_dataframe(spark, rows).cache()
         plan_df.count()
@@ -243,6 +246,10 @@ def run(
             print("\nrerun of the same plan: " + ", ".join(f"{s} {n}" for s, n in rerun.items()))
     finally:
         spark.stop()
+        if failed:
+            print(f"Spark's start-up log kept: {spark_log}", file=sys.stderr)
+        else:
+            shutil.rmtree(spark_log.parent, ignore_errors=True)
     if brokers and args.plot:
         from throttled_admin.demo._plot import plot_admitted
 

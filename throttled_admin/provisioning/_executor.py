@@ -105,6 +105,9 @@ class _Run:
     held_ms: int | None = None  # the quota held it past the budget (ThrottlingQuotaExceededException): for how long
     budget_moves: int = 0  # how often a default budget moved on for it (_held_again)
     debt_ms: int | None = None  # the quota's hold when it was given up: its result's quota_debt_ms
+    # given up (not_sent): when the quota would have admitted every row left, in seconds from the group's start (its
+    # result's predicted_s); None when the rate is unknown
+    needed_s: float | None = None
     away: bool = False  # refused INVALID_REPLICATION_FACTOR while a node was away: waits for it (_await_brokers)
 
 
@@ -618,6 +621,8 @@ def _held_again(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) ->
             retry.append((run, run.change))
         else:
             run.debt_ms, run.held_ms = held_ms, None
+            if predicted is not None:  # the hold, then every row left at the rate (no burst left)
+                run.needed_s = round(now - group.started + held_ms / 1000 + predicted, 3)
             _settle(group, run, metrics)
     return retry
 
@@ -874,6 +879,7 @@ def _settle(group: _Group, run: _Run, metrics: dict[str, float], status: str | N
         "mutations": change.mutations,
         "detail": detail,
         "quota_debt_ms": run.debt_ms,
+        "predicted_s": run.needed_s,
     }
     if run.error is None and run.debt_ms is not None and status is None:
         message = (

@@ -37,7 +37,8 @@ class RowResult:
     this row was pending. ``started_at``/``finished_at``: epoch seconds. Beyond the required columns:
     ``mutations`` the quota units the row costs (created partitions, added partitions, or the deleted
     topic's partitions), ``detail`` what was (or in a dry run would be) done, and in a dry run
-    ``predicted_s``, when the row's mutations would be admitted, in seconds from the group's start.
+    ``predicted_s``, when the row's mutations would be admitted, in seconds from the group's start (on a ``not_sent``
+    row: when the quota would have admitted every row left, had the budget allowed).
     ``error_name``: set on every failed row, Kafka's name of ``error_code`` when there is one, else one of the
     plan's own (``PLAN_ERROR``, ``DELETE_NOT_ALLOWED``, ``PLAN_CONFLICT``) or the exception's type.
     ``quota_debt_ms``: how long the principal's quota still held the row when it was given up (``not_sent``, or
