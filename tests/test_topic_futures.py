@@ -280,3 +280,65 @@ def test_a_failing_callback_added_to_a_settled_future_is_logged_not_raised(caplo
 
     future.add_done_callback(failing)  # concurrent.futures.Future: logged as "exception calling callback for ..."
     assert "exception calling callback" in caplog.text
+
+
+def _gated_starts(runner: CallbackRunner) -> threading.Event:
+    """The runner's new threads wait, before they take any callback, until the returned event is set: they stay
+    'starting' (a thread start that the machine is slow to schedule, as under a burst)."""
+    gate = threading.Event()
+    work = runner._work
+
+    def gated() -> None:
+        gate.wait()
+        work()
+
+    runner._work = gated  # type: ignore[method-assign]
+    return gate
+
+
+def test_a_burst_of_callbacks_while_a_thread_starts_starts_no_other() -> None:
+    """Found by an adversarial run: a bulk call's 8,001 futures settled at once, each with a done-callback, started
+    130-150 threads (one per callback while none was idle: the pool kept a thread per queued callback), and settled
+    0.5 s past the call's deadline. While a thread is starting, it is the free one: no other is started."""
+    runner = CallbackRunner()
+    gate = _gated_starts(runner)
+    ran: list[int] = []
+    all_ran = threading.Event()
+
+    def job(i: int) -> Callable[[], None]:
+        def run() -> None:
+            ran.append(i)
+            if len(ran) == 200:
+                all_ran.set()
+
+        return run
+
+    for i in range(200):
+        runner.submit(job(i))
+    assert len(runner._threads) == 1
+    gate.set()
+    assert all_ran.wait(10)
+    assert sorted(ran) == list(range(200))
+    runner.close(0.0)
+
+
+def test_a_blocked_callback_leaves_no_callback_behind_it() -> None:
+    """The free thread takes a callback that blocks with another queued behind it: it starts another thread first,
+    so the second runs while the first is blocked (with no submit after them to start one)."""
+    runner = CallbackRunner()
+    gate = _gated_starts(runner)
+    release, blocked, second = threading.Event(), threading.Event(), threading.Event()
+
+    def blocking() -> None:
+        blocked.set()
+        release.wait(10)
+
+    runner.submit(blocking)
+    runner.submit(second.set)  # (queued behind it: the one thread is still starting)
+    assert len(runner._threads) == 1
+    gate.set()
+    assert blocked.wait(10)
+    assert second.wait(10)  # while the first is blocked
+    assert not release.is_set()
+    release.set()
+    runner.close(0.0)
