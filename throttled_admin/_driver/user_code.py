@@ -5,10 +5,8 @@ The scheduler must never wait for code it does not own, but for a bounded wait f
 ``stats_cb`` that writes to a slow sink, an OpenTelemetry exporter stuck on the network. Each would stall every
 call of the client. So:
 
-- ``CallbackRunner`` runs the done-callbacks of the futures: an elastic pool that keeps one thread free (idle or
-  starting) while callbacks are queued, starting another when the last free one takes a callback, so a blocked
-  callback costs one thread, never the client, and a burst of quick ones (a bulk call's 8,001 futures settled at
-  once) a few threads, not one a callback (130-150 threads, the last callback 0.5 s late: an adversarial run);
+- ``CallbackRunner`` runs the done-callbacks of the futures: an elastic pool that starts another thread whenever
+  all of its threads are busy, so a blocked callback costs one thread, never the client;
 - ``SerialRunner`` runs jobs in order on one thread of its own; a client has one for the callbacks from ``conf``
   and another for the metric exports, so a slow callback delays only the callbacks after it, never a result (a
   turn waits for its exports only, ``EXPORT_WAIT_S`` at most). Its queue is bounded; past the bound, work is
@@ -32,15 +30,13 @@ _SERIAL_QUEUE_LIMIT = 100_000
 
 
 class CallbackRunner:
-    """An elastic pool for done-callbacks: while callbacks are queued, one thread is free (idle, or starting) to
-    take the next; the last free thread to take one starts another first. Idle threads exit."""
+    """An elastic pool for done-callbacks: a new thread whenever none is idle; idle threads exit."""
 
     def __init__(self, name: str = "throttled-admin-callbacks") -> None:
         self._name = name
         self._lock = threading.Condition()
         self._jobs: deque[Callable[[], None]] = deque()
         self._idle = 0
-        self._starting = 0  # started, not yet taking callbacks: free
         self._threads: set[threading.Thread] = set()
         self._closed = False
 
@@ -51,29 +47,17 @@ class CallbackRunner:
             else:
                 run_inline = False
                 self._jobs.append(job)
-                if self._idle:
+                if self._idle > len(self._jobs) - 1:
                     self._lock.notify()
-                elif not self._starting:
-                    self._start()
+                else:
+                    thread = threading.Thread(target=self._work, name=self._name, daemon=True)
+                    self._threads.add(thread)
+                    thread.start()
         if run_inline:  # after close: nobody else will run it
             run_contained(job)
 
-    def _start(self) -> None:
-        """Another thread (under the lock)."""
-        thread = threading.Thread(target=self._work, name=self._name, daemon=True)
-        self._threads.add(thread)
-        self._starting += 1
-        try:
-            thread.start()
-        except BaseException:
-            self._starting -= 1
-            self._threads.discard(thread)
-            raise
-
     def _work(self) -> None:
         me = threading.current_thread()
-        with self._lock:
-            self._starting -= 1
         try:
             while True:
                 with self._lock:
@@ -86,11 +70,6 @@ class CallbackRunner:
                         if not woke and not self._jobs:
                             return
                     job = self._jobs.popleft()
-                    if self._jobs and not self._idle and not self._starting and not self._closed:
-                        try:  # (this callback may block: the next is not left behind it)
-                            self._start()
-                        except RuntimeError:  # (no thread to be had: this one goes on, as before)
-                            log.warning("no thread for the next done-callback: it waits for this one")
                 run_contained(job)
         finally:
             with self._lock:
