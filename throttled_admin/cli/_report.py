@@ -120,11 +120,11 @@ def budget_summary(results: Sequence[RowResult], timeout_s: float | None) -> dic
         started = min((r.started_at for r in rows if r.started_at is not None), default=0.0)
         finished = max((r.finished_at for r in rows if r.finished_at is not None), default=started)
         budget = f"--timeout {timeout_s:g}" if timeout_s is not None else "the default budget"
-        needed = [r.predicted_s for r in held]
-        if None in needed:  # (the rate unknown: what the hold alone asks, a floor)
+        needed = [r.predicted_s for r in held if r.predicted_s is not None]
+        if len(needed) < len(held):  # (the rate unknown: what the hold alone asks, a floor)
             longer = f"longer than --timeout {math.ceil(finished - started + debt_ms / 1000)}"
         else:  # the hold, then every row left admitted at the rate
-            longer = f"--timeout {math.ceil(max(n for n in needed if n is not None)) + 1} or more"
+            longer = f"--timeout {math.ceil(max(needed)) + 1} or more"
         hint = (
             f"{cluster}: the time budget ({budget}) ended with {len(held)} row(s) not sent: the principal's quota "
             f"held them {debt_ms} ms more. Run the same plan again once that has passed (rows done come back "
