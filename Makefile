@@ -22,7 +22,8 @@ UNIT_TESTS := \
 	tests/test_parity_closed_client.py tests/test_metadata_wire.py tests/test_quorum_wire.py tests/test_quorum_watch.py \
 	tests/test_librdkafka_log.py tests/test_public_api.py tests/test_layout.py tests/test_cli_units.py \
 	tests/test_engine_outcomes.py tests/test_engine_actions.py tests/test_engine_error_reasons.py \
-	tests/test_call_outcomes.py tests/test_driver_loop.py tests/test_collector.py tests/test_engine_call_parts.py
+	tests/test_call_outcomes.py tests/test_driver_loop.py tests/test_collector.py tests/test_engine_call_parts.py \
+	tests/test_callback_runner.py
 
 # The Pythons besides .venv's (3.11, the full suite) that `requires-python` admits: each gets a venv of its own,
 # .venv-3.X, from pyenv's newest 3.X.* or python3.X on PATH, with only what those tests need (the `unit` extra: about

@@ -5,8 +5,11 @@ The scheduler must never wait for code it does not own, but for a bounded wait f
 ``stats_cb`` that writes to a slow sink, an OpenTelemetry exporter stuck on the network. Each would stall every
 call of the client. So:
 
-- ``CallbackRunner`` runs the done-callbacks of the futures: an elastic pool that starts another thread whenever
-  all of its threads are busy, so a blocked callback costs one thread, never the client;
+- ``CallbackRunner`` runs the done-callbacks of the futures: an elastic pool whose watcher starts another thread
+  whenever the queue has not moved for ``STALL_S`` with every thread in a callback, so a blocked callback costs
+  one thread and 10 ms to the callbacks behind it, never the client, and a burst of quick ones (a bulk call's
+  8,001 futures settled at once) costs one thread, not one a callback (which started 130-150 threads and settled
+  the call 0.5 s past its deadline: an adversarial run);
 - ``SerialRunner`` runs jobs in order on one thread of its own; a client has one for the callbacks from ``conf``
   and another for the metric exports, so a slow callback delays only the callbacks after it, never a result (a
   turn waits for its exports only, ``EXPORT_WAIT_S`` at most). Its queue is bounded; past the bound, work is
@@ -21,40 +24,97 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-__all__ = ["CallbackRunner", "SerialRunner", "run_contained"]
+__all__ = ["STALL_S", "CallbackRunner", "SerialRunner", "run_contained"]
 
 log = logging.getLogger("throttled_admin")
 
 _IDLE_EXIT_S = 5.0  # an idle callback thread exits after this long
+STALL_S = 0.01  # a queue that has not moved for this long, no worker idle: another worker
 _SERIAL_QUEUE_LIMIT = 100_000
 
 
 class CallbackRunner:
-    """An elastic pool for done-callbacks: a new thread whenever none is idle; idle threads exit."""
+    """An elastic pool for done-callbacks. Workers take callbacks in order; a watcher thread, up while callbacks
+    are queued, starts a worker when there is none and another whenever the queue has not moved for ``STALL_S``
+    with no worker idle (each is in a callback, and one of them may never return). Only the watcher starts
+    workers, so a Ctrl-C in ``submit`` can cost a watcher start at most, never a count. Idle threads exit."""
 
     def __init__(self, name: str = "throttled-admin-callbacks") -> None:
         self._name = name
-        self._lock = threading.Condition()
+        self._lock = threading.Lock()
+        self._work_cv = threading.Condition(self._lock)  # idle workers wait here for a callback
+        self._watch_cv = threading.Condition(self._lock)  # an idle watcher waits here for a queue
+        self._stall_cv = threading.Condition(self._lock)  # the watcher's look every STALL_S (close() wakes it)
         self._jobs: deque[Callable[[], None]] = deque()
-        self._idle = 0
-        self._threads: set[threading.Thread] = set()
+        self._idle = 0  # workers waiting for a callback
+        self._workers = 0  # workers started (the watcher's count; a worker lowers it as it exits)
+        self._taken = 0  # callbacks taken so far: whether the queue moves
+        self._watcher: threading.Thread | None = None
+        self._threads: set[threading.Thread] = set()  # workers and watchers, for close()
         self._closed = False
 
     def submit(self, job: Callable[[], None]) -> None:
         with self._lock:
-            if self._closed:
-                run_inline = True
-            else:
-                run_inline = False
+            if not self._closed:
                 self._jobs.append(job)
-                if self._idle > len(self._jobs) - 1:
-                    self._lock.notify()
-                else:
-                    thread = threading.Thread(target=self._work, name=self._name, daemon=True)
-                    self._threads.add(thread)
-                    thread.start()
-        if run_inline:  # after close: nobody else will run it
-            run_contained(job)
+                if self._idle:
+                    self._work_cv.notify()
+                if len(self._jobs) > self._idle:  # more than the idle workers take: the watcher looks
+                    if self._watcher is None:
+                        self._start_watcher()
+                    else:
+                        self._watch_cv.notify()
+                return
+        run_contained(job)  # after close: nobody else will run it
+
+    def _start_watcher(self) -> None:
+        """(Under the lock.) A Ctrl-C here may leave the thread running or not: either way ``_watcher`` is None
+        again, so the next submit starts one (two watchers for a while start no more than twice the workers)."""
+        thread = threading.Thread(target=self._watch, name=f"{self._name}-watcher", daemon=True)
+        self._watcher = thread
+        self._threads.add(thread)
+        try:
+            thread.start()
+        except BaseException:
+            self._watcher = None
+            self._threads.discard(thread)
+            raise
+
+    def _watch(self) -> None:
+        me = threading.current_thread()
+        try:
+            with self._lock:
+                while True:
+                    if not self._jobs:
+                        if self._closed:
+                            return
+                        woke = self._watch_cv.wait(_IDLE_EXIT_S)
+                        if not woke and not self._jobs:
+                            return
+                        continue
+                    if not self._workers:
+                        self._start_worker()
+                    taken = self._taken
+                    self._stall_cv.wait(STALL_S)
+                    if self._jobs and self._taken == taken and not self._idle:
+                        self._start_worker()
+        finally:
+            with self._lock:
+                if self._watcher is me:
+                    self._watcher = None
+                self._threads.discard(me)
+
+    def _start_worker(self) -> None:
+        """(Under the lock, on the watcher's thread: no Ctrl-C lands here.)"""
+        thread = threading.Thread(target=self._work, name=self._name, daemon=True)
+        self._threads.add(thread)
+        self._workers += 1
+        try:
+            thread.start()
+        except RuntimeError:  # no thread to be had: the watcher tries again after STALL_S
+            self._workers -= 1
+            self._threads.discard(thread)
+            log.warning("no thread for a done-callback; trying again in %.0f ms", STALL_S * 1000)
 
     def _work(self) -> None:
         me = threading.current_thread()
@@ -65,22 +125,27 @@ class CallbackRunner:
                         if self._closed:
                             return
                         self._idle += 1
-                        woke = self._lock.wait(_IDLE_EXIT_S)
+                        woke = self._work_cv.wait(_IDLE_EXIT_S)
                         self._idle -= 1
                         if not woke and not self._jobs:
                             return
                     job = self._jobs.popleft()
+                    self._taken += 1
                 run_contained(job)
         finally:
             with self._lock:
+                self._workers -= 1
                 self._threads.discard(me)
 
     def close(self, deadline: float) -> None:
-        """Run what is queued, then let idle threads exit; waits until ``deadline`` (monotonic) at the most, in
-        total, for threads still in a callback, and never for the calling thread itself."""
+        """Run what is queued (a blocked callback still leaves none behind it), then let idle threads exit; waits
+        until ``deadline`` (monotonic) at the most, in total, for threads still in a callback, and never for the
+        calling thread itself."""
         with self._lock:
             self._closed = True
-            self._lock.notify_all()
+            self._work_cv.notify_all()
+            self._watch_cv.notify_all()
+            self._stall_cv.notify_all()
             threads = [t for t in self._threads if t is not threading.current_thread()]
         _join(threads, deadline)
 

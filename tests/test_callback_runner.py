@@ -1,0 +1,165 @@
+"""The done-callbacks' pool (``_driver/user_code.CallbackRunner``): a blocked callback costs one thread and
+``STALL_S`` to the callbacks behind it, never the client; a burst costs a thread, not a thread a callback; a Ctrl-C
+in ``submit`` leaves nothing stuck.
+
+Found by an adversarial run: a bulk call of 8,001 topics with a done-callback on every future started 130-200
+threads (the pool started one for each callback queued while none was idle) and settled 0.4-0.55 s past its
+deadline, against +40-120 ms without callbacks. A first fix (a thread kept free by the workers themselves) was
+reverted after its review: a Ctrl-C in ``Thread.start`` drove its count of starting threads to -1, after which no
+callback ran again, and after ``close()`` a blocked callback stranded those behind it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from throttled_admin._driver import user_code
+from throttled_admin._driver.user_code import CallbackRunner
+
+WAIT_S = 30.0  # what a test waits for something that should happen at once (never reached when it passes)
+
+
+@pytest.fixture
+def runner() -> Iterator[CallbackRunner]:
+    runner = CallbackRunner()
+    yield runner
+    runner.close(time.monotonic() + WAIT_S)
+
+
+def _gated_workers(runner: CallbackRunner) -> threading.Event:
+    """The runner's workers wait, before they take any callback, until the returned event is set (a machine slow to
+    schedule new threads, as under a burst)."""
+    gate = threading.Event()
+    work = runner._work
+
+    def gated() -> None:
+        gate.wait()
+        work()
+
+    runner._work = gated  # type: ignore[method-assign]
+    return gate
+
+
+def _recorder(count: int) -> tuple[list[int], threading.Event, Callable[[int], Callable[[], None]]]:
+    ran: list[int] = []
+    all_ran = threading.Event()
+
+    def job(index: int) -> Callable[[], None]:
+        def run() -> None:
+            ran.append(index)
+            if len(ran) == count:
+                all_ran.set()
+
+        return run
+
+    return ran, all_ran, job
+
+
+def test_a_burst_of_callbacks_while_no_thread_is_free_starts_one_worker(
+    runner: CallbackRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """200 callbacks queued while the only worker has not started yet: one worker, and the watcher (the pool
+    started one thread per callback here). With no stall to see (``STALL_S`` of a minute), nothing else starts."""
+    monkeypatch.setattr(user_code, "STALL_S", 60.0, raising=False)
+    gate = _gated_workers(runner)
+    ran, all_ran, job = _recorder(200)
+    for index in range(200):
+        runner.submit(job(index))
+    assert len(runner._threads) <= 2
+    gate.set()
+    assert all_ran.wait(WAIT_S)
+    assert ran == list(range(200))  # one worker: in order
+    assert len(runner._threads) <= 2
+
+
+@pytest.mark.parametrize("together", [True, False], ids=["queued-together", "submitted-while-blocked"])
+def test_a_blocked_callback_leaves_no_callback_behind_it(runner: CallbackRunner, together: bool) -> None:
+    """The only worker is blocked in a callback with another queued behind it: the watcher sees the queue stand
+    still and starts another worker, which runs it, whether it was queued with the blocked one (no submit after
+    to start anything) or after it blocked."""
+    release, blocked, second = threading.Event(), threading.Event(), threading.Event()
+
+    def blocking() -> None:
+        blocked.set()
+        release.wait(2 * WAIT_S)  # longer than the test waits for the second: a pool that waits for it fails
+
+    try:
+        runner.submit(blocking)
+        if together:
+            runner.submit(second.set)
+        assert blocked.wait(WAIT_S)
+        if not together:
+            runner.submit(second.set)
+        assert second.wait(WAIT_S)
+    finally:
+        release.set()
+
+
+def test_after_close_a_blocked_callback_still_leaves_none_behind_it(runner: CallbackRunner) -> None:
+    """close() runs what is queued: a callback blocked at that moment does not strand those behind it (the first
+    fix's workers stopped starting threads once closed)."""
+    release, blocked, second = threading.Event(), threading.Event(), threading.Event()
+
+    def blocking() -> None:
+        blocked.set()
+        release.wait(2 * WAIT_S)
+
+    try:
+        runner.submit(blocking)
+        runner.submit(second.set)
+        assert blocked.wait(WAIT_S)
+        runner.close(time.monotonic())  # waits for nothing: the blocked thread is left to itself
+        assert second.wait(WAIT_S)
+    finally:
+        release.set()
+
+
+@pytest.mark.parametrize("started", [False, True], ids=["before-the-thread-ran", "after-it-ran"])
+def test_a_ctrl_c_while_submit_starts_a_thread_leaves_every_callback_run(
+    runner: CallbackRunner, monkeypatch: pytest.MonkeyPatch, started: bool
+) -> None:
+    """A KeyboardInterrupt raised in ``Thread.start`` (a signal landing on the main thread, where a call's futures
+    may be settled), before the new thread ran or once it had: the callback queued by that submit and every later
+    one still run, and the pool is not left believing in a thread that never came."""
+    start = threading.Thread.start
+    interrupted: list[threading.Thread] = []
+
+    def start_then_interrupt(thread: threading.Thread) -> None:
+        if not interrupted:
+            interrupted.append(thread)
+            if started:
+                start(thread)
+            raise KeyboardInterrupt
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start_then_interrupt)
+    first, second = threading.Event(), threading.Event()
+    with pytest.raises(KeyboardInterrupt):
+        runner.submit(first.set)
+    runner.submit(second.set)
+    assert first.wait(WAIT_S)
+    assert second.wait(WAIT_S)
+    monkeypatch.undo()
+    later = threading.Event()
+    for _ in range(3):  # and on: nothing drifted
+        later.clear()
+        runner.submit(later.set)
+        assert later.wait(WAIT_S)
+
+
+def test_idle_threads_exit_and_the_next_callback_starts_them_again(
+    runner: CallbackRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(user_code, "_IDLE_EXIT_S", 0.05)
+    done = threading.Event()
+    runner.submit(done.set)
+    assert done.wait(WAIT_S)
+    for thread in list(runner._threads):
+        thread.join(WAIT_S)
+    assert not runner._threads
+    again = threading.Event()
+    runner.submit(again.set)
+    assert again.wait(WAIT_S)
