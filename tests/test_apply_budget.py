@@ -199,3 +199,28 @@ def test_the_timeout_a_budget_that_ended_suggests_covers_every_row_left(
     code, results, summary = apply(suggested)  # the same plan, with the budget the hint gave
     assert code == 0, summary
     assert summary["summary"] == {"created": rows}
+
+
+def test_the_progress_of_a_budget_that_ended_says_how_many_rows_were_not_sent(
+    quota_broker: BrokerFactory, tmp_path: Path
+) -> None:
+    """A new user: the progress line ended "12/12 rows" while two rows were not sent (the table said so only below
+    it). Rows done that were not applied are counted beside the bar."""
+    rate = 5.0
+    plan = tmp_path / "plan.csv"
+    lines = [
+        "cluster,action,topic,partitions,replication_factor,configs",
+        *(f"main,ensure,t.{i},10,," for i in range(12)),
+    ]
+    plan.write_text("\n".join(lines) + "\n")
+    broker = quota_broker(controller_mutation_rate=rate)
+    run = run_cli(
+        "apply", str(plan), "--bootstrap-server", broker.bootstrap_servers, "--mutation-rate", str(rate),
+        "--timeout", "3",
+    )  # fmt: skip
+    assert run.returncode == 1, run.output
+    progress = [line for line in run.stdout.splitlines() if line.startswith("[main] ")]
+    not_sent = 12 - len(broker.topics())
+    assert not_sent > 0
+    assert progress[-1].startswith(f"[main] 12/12 rows ({not_sent} not sent), "), progress
+    assert f"ended with {not_sent} row(s) not sent" in run.stdout

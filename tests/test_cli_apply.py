@@ -110,8 +110,8 @@ def test_apply_table_output_and_failed_rows_exit_1(quota_broker: BrokerFactory, 
     )
     run = run_cli("apply", str(plan), "--bootstrap-server", broker.bootstrap_servers)
     assert run.returncode == 1, run.output
-    # Not a terminal: plain progress lines, then the tables.
-    line = r"^\[c1\] 2/2 rows, [\d.]+ mutations/s \(quota \S+/s\), " + THROTTLE_TEXT + "$"
+    # Not a terminal: plain progress lines (the failed row counted apart), then the tables.
+    line = r"^\[c1\] 2/2 rows \(1 failed\), [\d.]+ mutations/s \(quota \S+/s\), " + THROTTLE_TEXT + "$"
     assert re.search(line, run.stdout, re.M), run.stdout
     assert "Failed rows" in run.stdout
     assert re.search(r"bad .*[Rr]eplication", run.stdout), run.stdout

@@ -374,3 +374,14 @@ def test_the_plain_progress_lines_count_the_throttle_down(quota_broker: BrokerFa
     waiting = [line for line in lines if re.search(r"waiting out throttle: \d+ s left$", line)]
     assert waiting, lines
     assert all(not line.startswith("[dev] 24/24 ") for line in waiting), lines  # done: nothing waits
+
+
+def test_the_rows_done_say_how_many_were_not_applied() -> None:
+    from throttled_admin.cli._progress import ClusterStats
+    from throttled_admin.provisioning import Progress
+
+    stats = ClusterStats("dev", 40, started=0.0)
+    stats.update(_progress(40, 32, 0), now=1.0)
+    assert stats.rows_text() == "rows"
+    stats.update(Progress("dev", 40, 40, 32, 0.0, 2.0, 0, rows_not_sent=2, rows_failed=1), now=2.0)
+    assert stats.rows_text() == "rows (2 not sent, 1 failed)"

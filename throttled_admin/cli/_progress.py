@@ -55,6 +55,8 @@ class ClusterStats:
     cluster: str
     rows_total: int
     rows_done: int = 0
+    rows_not_sent: int = 0  # of rows_done
+    rows_failed: int = 0
     mutations_admitted: int = 0
     quota_rate: float | None = None
     throttle_time_ms: int = 0
@@ -69,6 +71,8 @@ class ClusterStats:
         now = time.monotonic() if now is None else now
         self.rows_done = progress.rows_done
         self.rows_total = progress.rows_total
+        self.rows_not_sent = progress.rows_not_sent
+        self.rows_failed = progress.rows_failed
         self.admitted.update(progress.mutations_admitted, now)
         self.mutations_admitted = progress.mutations_admitted
         if progress.quota_rate is not None and not math.isnan(progress.quota_rate):
@@ -91,6 +95,11 @@ class ClusterStats:
     def throttle_left_s(self, now: float | None = None) -> float:
         now = time.monotonic() if now is None else now
         return max(0.0, self.throttle_until - now)
+
+    def rows_text(self) -> str:
+        """ "rows", and of those done, how many were not applied: a full bar is not a plan applied."""
+        ended = [f"{n} {what}" for n, what in ((self.rows_not_sent, "not sent"), (self.rows_failed, "failed")) if n]
+        return f"rows ({', '.join(ended)})" if ended else "rows"
 
     def rate_text(self, now: float | None = None) -> str:
         return f"{self.recent_rate(now):.1f} mutations/s (quota {format_rate(self.quota_rate)}/s)"
@@ -164,7 +173,7 @@ class PlainLines(_Base):
                 return
             self._last_line[progress.cluster] = (now, stats.rows_done)
             print(
-                f"[{stats.cluster}] {stats.rows_done}/{stats.rows_total} rows, {stats.rate_text(now)}, "
+                f"[{stats.cluster}] {stats.rows_done}/{stats.rows_total} {stats.rows_text()}, {stats.rate_text(now)}, "
                 f"{stats.throttle_text(now)}",
                 file=self._stream,
                 flush=True,
@@ -194,7 +203,7 @@ class LiveBar(_Base):
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("rows"),
+            StatsColumn(lambda stats: stats.rows_text()),
             StatsColumn(lambda stats: stats.rate_text()),
             StatsColumn(lambda stats: stats.throttle_text()),
             TimeElapsedColumn(),

@@ -127,8 +127,8 @@ def budget_summary(results: Sequence[RowResult], timeout_s: float | None) -> dic
             longer = f"--timeout {math.ceil(max(needed)) + 1} or more"
         hint = (
             f"{cluster}: the time budget ({budget}) ended with {len(held)} row(s) not sent: the principal's quota "
-            f"held them {debt_ms} ms more. Run the same plan again once that has passed (rows done come back "
-            f"unchanged), or with {longer}."
+            f"would have admitted the next of them {debt_ms} ms later. Run the same plan again once that has passed "
+            f"(rows done come back unchanged), or with {longer}."
         )
         ended[cluster] = {"rows_not_sent": len(held), "quota_debt_ms": debt_ms, "hint": hint}
     return ended

@@ -8,6 +8,7 @@ import math
 import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -130,6 +131,7 @@ class _Group:
         self.secrets = profile.secrets()
         self.progress = progress
         self.results: dict[int, RowResult] = {}
+        self.ended: Counter[str] = Counter()  # the results' statuses, counted as they come (the progress reports)
         self.admitted = AdmittedRate()  # the client's mutations-admitted-total over time
         self.watch = ContactWatch()  # what librdkafka says about the connections of the group's client
 
@@ -141,6 +143,9 @@ class _Group:
         if status == "failed" and fields.get("error_name") is None:
             code = fields.get("error_code")
             fields["error_name"] = KafkaError(code).name() if code is not None else "UNKNOWN_ERROR"
+        if (before := self.results.get(index)) is not None:
+            self.ended[before.status] -= 1
+        self.ended[status] += 1
         self.results[index] = RowResult(
             cluster=row.cluster,
             topic=str(row.topic),
@@ -198,6 +203,8 @@ class _Group:
                 throttle_time_ms=int(_metric(metrics, "throttle-time-max")),
                 throttled_responses=int(_metric(metrics, "throttled-response-total")),
                 refused_by_quota=int(_metric(metrics, "quota-violation-total")),
+                rows_not_sent=self.ended["not_sent"],
+                rows_failed=self.ended["failed"],
             )
         )
 

@@ -19,7 +19,9 @@ class Progress:
     ``mutations_per_s`` those admitted in the last quota window (``QUOTA_WINDOW_S``) per second, ``quota_rate``
     the configured or learned rate (None while unknown), ``throttle_time_ms`` the largest throttle the broker sent
     in the client's current metrics window; ``throttled_responses`` the responses with a throttle and
-    ``refused_by_quota`` the topic refusals (error 89), counted apart (the client's metrics)."""
+    ``refused_by_quota`` the topic refusals (error 89), counted apart (the client's metrics). Of ``rows_done``,
+    ``rows_not_sent`` and ``rows_failed`` ended so (a bar full at the end may still hold rows that were not
+    applied)."""
 
     cluster: str
     rows_done: int
@@ -30,6 +32,8 @@ class Progress:
     throttle_time_ms: int
     throttled_responses: int = 0
     refused_by_quota: int = 0
+    rows_not_sent: int = 0
+    rows_failed: int = 0
 
 
 ProgressCallback = Callable[[Progress], None]
