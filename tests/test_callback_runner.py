@@ -163,3 +163,39 @@ def test_idle_threads_exit_and_the_next_callback_starts_them_again(
     again = threading.Event()
     runner.submit(again.set)
     assert again.wait(WAIT_S)
+
+
+def test_a_callback_submitted_as_the_idle_watcher_ends_is_run(
+    runner: CallbackRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by review: the idle watcher decided to end, let go of the lock, and only then, taking it again, said so;
+    a callback submitted in between found a watcher that would never look at it, and was never run. Here the
+    watcher is stopped just after it first lets go of the lock (its waits let go through its Conditions, not here),
+    until the next callback is submitted."""
+    monkeypatch.setattr(user_code, "_IDLE_EXIT_S", 0.05)
+    lock = runner._lock
+    ending, go_on = threading.Event(), threading.Event()
+    stopped: list[threading.Thread] = []
+
+    class StopsTheEndingWatcher:  # the runner's lock for its `with` blocks (its Conditions keep the real one)
+        def __enter__(self) -> None:
+            lock.acquire()
+
+        def __exit__(self, *_: object) -> None:
+            lock.release()
+            if threading.current_thread().name.endswith("-watcher") and not stopped:
+                stopped.append(threading.current_thread())
+                ending.set()
+                go_on.wait(WAIT_S)
+
+    runner._lock = StopsTheEndingWatcher()  # type: ignore[assignment]
+    try:
+        first = threading.Event()
+        runner.submit(first.set)
+        assert first.wait(WAIT_S)
+        assert ending.wait(WAIT_S)  # idle for _IDLE_EXIT_S: the watcher ends
+        late = threading.Event()
+        runner.submit(late.set)
+        assert late.wait(WAIT_S)
+    finally:
+        go_on.set()

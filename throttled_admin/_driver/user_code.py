@@ -82,8 +82,8 @@ class CallbackRunner:
 
     def _watch(self) -> None:
         me = threading.current_thread()
-        try:
-            with self._lock:
+        with self._lock:
+            try:
                 while True:
                     if not self._jobs:
                         if self._closed:
@@ -98,8 +98,7 @@ class CallbackRunner:
                     self._stall_cv.wait(STALL_S)
                     if self._jobs and self._taken == taken and not self._idle:
                         self._start_worker()
-        finally:
-            with self._lock:
+            finally:  # (in the same hold of the lock as the decision to end: a submit after it starts a watcher)
                 if self._watcher is me:
                     self._watcher = None
                 self._threads.discard(me)
@@ -117,25 +116,32 @@ class CallbackRunner:
             log.warning("no thread for a done-callback; trying again in %.0f ms", STALL_S * 1000)
 
     def _work(self) -> None:
-        me = threading.current_thread()
-        try:
-            while True:
-                with self._lock:
-                    while not self._jobs:
-                        if self._closed:
-                            return
-                        self._idle += 1
-                        woke = self._work_cv.wait(_IDLE_EXIT_S)
-                        self._idle -= 1
-                        if not woke and not self._jobs:
-                            return
-                    job = self._jobs.popleft()
-                    self._taken += 1
-                run_contained(job)
-        finally:
+        while True:
             with self._lock:
-                self._workers -= 1
-                self._threads.discard(me)
+                while not self._jobs:
+                    if self._closed:
+                        self._gone()
+                        return
+                    self._idle += 1
+                    woke = self._work_cv.wait(_IDLE_EXIT_S)
+                    self._idle -= 1
+                    if not woke and not self._jobs:
+                        self._gone()
+                        return
+                job = self._jobs.popleft()
+                self._taken += 1
+            try:
+                run_contained(job)
+            except BaseException:  # (a callback's SystemExit: this thread ends, counted out)
+                with self._lock:
+                    self._gone()
+                raise
+
+    def _gone(self) -> None:
+        """(Under the lock, in the same hold as the worker's decision to end: the watcher never counts a worker
+        that will take no more callbacks.)"""
+        self._workers -= 1
+        self._threads.discard(threading.current_thread())
 
     def close(self, deadline: float) -> None:
         """Run what is queued (a blocked callback still leaves none behind it), then let idle threads exit; waits
