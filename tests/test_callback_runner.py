@@ -199,3 +199,33 @@ def test_a_callback_submitted_as_the_idle_watcher_ends_is_run(
         assert late.wait(WAIT_S)
     finally:
         go_on.set()
+
+
+def test_close_waits_for_the_worker_started_for_what_was_queued(runner: CallbackRunner) -> None:
+    """Found by review: close() waited for the threads there were when it was called, not for the worker the watcher
+    started afterwards to run what was queued: it returned with a callback still running. Here that worker starts
+    once the watcher sees the queue stand still, ``STALL_S`` after the callback is queued, most often after close()
+    began, and its callback looks for a second whether close() has returned."""
+    release, blocked, returned = threading.Event(), threading.Event(), threading.Event()
+    early: list[bool] = []
+
+    def blocking() -> None:
+        blocked.set()
+        release.wait(WAIT_S)
+
+    def queued() -> None:
+        release.set()
+        early.append(returned.wait(1.0))  # (a second of a close() that has wrongly returned: at once, here)
+
+    runner.submit(blocking)
+    assert blocked.wait(WAIT_S)
+    runner.submit(queued)
+
+    def close() -> None:
+        runner.close(time.monotonic() + WAIT_S)
+        returned.set()
+
+    closing = threading.Thread(target=close)
+    closing.start()
+    closing.join(2 * WAIT_S)
+    assert early == [False]

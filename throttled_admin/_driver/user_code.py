@@ -152,8 +152,14 @@ class CallbackRunner:
             self._work_cv.notify_all()
             self._watch_cv.notify_all()
             self._stall_cv.notify_all()
-            threads = [t for t in self._threads if t is not threading.current_thread()]
-        _join(threads, deadline)
+        joined: set[threading.Thread] = {threading.current_thread()}
+        while time.monotonic() < deadline:  # and the workers the watcher starts meanwhile for what is queued
+            with self._lock:
+                threads = [t for t in self._threads if t not in joined]
+            if not threads:
+                return
+            joined.update(threads)
+            _join(threads, deadline)
 
 
 def run_contained(job: Callable[[], None]) -> None:
