@@ -7,7 +7,7 @@ call of the client. So:
 
 - ``CallbackRunner`` runs the done-callbacks of the futures: an elastic pool whose watcher starts another thread
   whenever the queue has not moved for ``STALL_S`` with every thread in a callback, so a blocked callback costs
-  one thread and 10 ms to the callbacks behind it, never the client, and a burst of quick ones (a bulk call's
+  one thread and 10-20 ms to the callbacks behind it, never the client, and a burst of quick ones (a bulk call's
   8,001 futures settled at once) costs one thread, not one a callback (which started 130-150 threads and settled
   the call 0.5 s past its deadline: an adversarial run);
 - ``SerialRunner`` runs jobs in order on one thread of its own; a client has one for the callbacks from ``conf``
