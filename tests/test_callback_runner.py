@@ -10,6 +10,7 @@ callback ran again, and after ``close()`` a blocked callback stranded those behi
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -117,25 +118,38 @@ def test_after_close_a_blocked_callback_still_leaves_none_behind_it(runner: Call
         release.set()
 
 
-@pytest.mark.parametrize("started", [False, True], ids=["before-the-thread-ran", "after-it-ran"])
+class _InterruptedOnce(set[threading.Thread]):
+    """The runner's set of threads, whose first ``add`` raises KeyboardInterrupt: a signal landing between the
+    watcher's bookkeeping and its start (found by review: the watcher was noted first, outside the ``try``)."""
+
+    def add(self, thread: threading.Thread) -> None:
+        if not getattr(self, "interrupted", False):
+            self.interrupted = True
+            raise KeyboardInterrupt
+        super().add(thread)
+
+
+@pytest.mark.parametrize("where", ["in-thread-start", "before-it"])
 def test_a_ctrl_c_while_submit_starts_a_thread_leaves_every_callback_run(
-    runner: CallbackRunner, monkeypatch: pytest.MonkeyPatch, started: bool
+    runner: CallbackRunner, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
-    """A KeyboardInterrupt raised in ``Thread.start`` (a signal landing on the main thread, where a call's futures
-    may be settled), before the new thread ran or once it had: the callback queued by that submit and every later
-    one still run, and the pool is not left believing in a thread that never came."""
+    """A KeyboardInterrupt raised while ``submit`` starts the watcher (a signal landing on the main thread, where a
+    call's futures may be settled), in ``Thread.start`` before the thread ran, or in the bookkeeping before it: the
+    callback queued by that submit and every later one still run, and the pool is not left believing in a watcher
+    that never came."""
     start = threading.Thread.start
     interrupted: list[threading.Thread] = []
 
-    def start_then_interrupt(thread: threading.Thread) -> None:
+    def interrupt_once(thread: threading.Thread) -> None:
         if not interrupted:
             interrupted.append(thread)
-            if started:
-                start(thread)
             raise KeyboardInterrupt
         start(thread)
 
-    monkeypatch.setattr(threading.Thread, "start", start_then_interrupt)
+    if where == "in-thread-start":
+        monkeypatch.setattr(threading.Thread, "start", interrupt_once)
+    else:
+        runner._threads = _InterruptedOnce()
     first, second = threading.Event(), threading.Event()
     with pytest.raises(KeyboardInterrupt):
         runner.submit(first.set)
@@ -229,3 +243,43 @@ def test_close_waits_for_the_worker_started_for_what_was_queued(runner: Callback
     closing.start()
     closing.join(2 * WAIT_S)
     assert early == [False]
+
+
+@pytest.mark.parametrize("watchers_refused", [0, 1], ids=["no-worker", "no-watcher-then-no-worker"])
+def test_no_thread_to_be_had_is_said_once_outside_the_lock_and_the_callbacks_run_when_one_is(
+    runner: CallbackRunner, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, watchers_refused: int
+) -> None:
+    """Found by review: when no worker thread could be started, the watcher logged under the runner's lock, twice
+    every 10 ms. A logging handler is user code: one that took a while held up every submit, and one that submits a
+    callback (as here) deadlocked the client. Said once, outside the lock; the watcher tries again, and when the
+    watcher itself cannot be started, the submit neither raises into the scheduler nor loses its callback."""
+    start = threading.Thread.start
+    refused = {"watcher": watchers_refused, "worker": 5}
+
+    def start_or_refuse(thread: threading.Thread) -> None:
+        kind = "watcher" if thread.name.endswith("-watcher") else "worker"
+        if refused[kind]:
+            refused[kind] -= 1
+            raise RuntimeError("can't start new thread")
+        start(thread)
+
+    logged = threading.Event()
+
+    class SubmitsFromTheHandler(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            runner.submit(logged.set)
+
+    handler = SubmitsFromTheHandler(logging.WARNING)
+    logging.getLogger("throttled_admin").addHandler(handler)
+    monkeypatch.setattr(threading.Thread, "start", start_or_refuse)
+    first, second = threading.Event(), threading.Event()
+    try:
+        runner.submit(first.set)  # (no watcher: queued, said from here)
+        runner.submit(second.set)  # (no worker five times: said from the watcher)
+        assert first.wait(WAIT_S)
+        assert second.wait(WAIT_S)
+        assert logged.wait(WAIT_S)
+    finally:
+        logging.getLogger("throttled_admin").removeHandler(handler)
+    said = [r for r in caplog.records if "no thread to be had" in r.getMessage()]
+    assert len(said) == 1

@@ -52,33 +52,42 @@ class CallbackRunner:
         self._watcher: threading.Thread | None = None
         self._threads: set[threading.Thread] = set()  # workers and watchers, for close()
         self._closed = False
+        self._said_no_thread = False
 
     def submit(self, job: Callable[[], None]) -> None:
+        started = True
         with self._lock:
-            if not self._closed:
+            closed = self._closed
+            if not closed:
                 self._jobs.append(job)
                 if self._idle:
                     self._work_cv.notify()
                 if len(self._jobs) > self._idle:  # more than the idle workers take: the watcher looks
                     if self._watcher is None:
-                        self._start_watcher()
+                        started = self._start_watcher()
                     else:
                         self._watch_cv.notify()
-                return
-        run_contained(job)  # after close: nobody else will run it
+        if closed:
+            run_contained(job)  # after close: nobody else will run it
+        elif not started:
+            self._no_thread()
 
-    def _start_watcher(self) -> None:
+    def _start_watcher(self) -> bool:
         """(Under the lock.) A Ctrl-C here may leave the thread running or not: either way ``_watcher`` is None
-        again, so the next submit starts one (two watchers for a while start no more than twice the workers)."""
+        again, so the next submit starts one (two watchers for a while start no more than twice the workers).
+        False when no thread is to be had: the callbacks wait for the next submit."""
         thread = threading.Thread(target=self._watch, name=f"{self._name}-watcher", daemon=True)
-        self._watcher = thread
-        self._threads.add(thread)
         try:
+            self._watcher = thread
+            self._threads.add(thread)
             thread.start()
-        except BaseException:
+        except BaseException as exc:
             self._watcher = None
             self._threads.discard(thread)
+            if isinstance(exc, RuntimeError):
+                return False
             raise
+        return True
 
     def _watch(self) -> None:
         me = threading.current_thread()
@@ -113,7 +122,16 @@ class CallbackRunner:
         except RuntimeError:  # no thread to be had: the watcher tries again after STALL_S
             self._workers -= 1
             self._threads.discard(thread)
-            log.warning("no thread for a done-callback; trying again in %.0f ms", STALL_S * 1000)
+            self._lock.release()  # (a logging handler is user code: never under the lock)
+            try:
+                self._no_thread()
+            finally:
+                self._lock.acquire()
+
+    def _no_thread(self) -> None:
+        if not self._said_no_thread:  # (once: the watcher tries again every STALL_S)
+            self._said_no_thread = True
+            log.warning("no thread to be had for done-callbacks: they wait until one can be started")
 
     def _work(self) -> None:
         while True:
@@ -184,17 +202,19 @@ class SerialRunner:
         """Queue ``job``; the returned event is set once it has run (or was dropped)."""
         done = threading.Event()
         with self._cv:
-            if self._closed or len(self._jobs) >= _SERIAL_QUEUE_LIMIT:
-                if not self._closed and not self._dropped:
-                    self._dropped = True
-                    log.warning("%s is %d jobs behind; dropping work (logged once)", self._name, len(self._jobs))
+            drop = self._closed or len(self._jobs) >= _SERIAL_QUEUE_LIMIT
+            say = drop and not self._closed and not self._dropped
+            if drop:
+                self._dropped = self._dropped or say
                 done.set()
-                return done
-            self._jobs.append((job, done))
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._work, name=self._name, daemon=True)
-                self._thread.start()
-            self._cv.notify()
+            else:
+                self._jobs.append((job, done))
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._work, name=self._name, daemon=True)
+                    self._thread.start()
+                self._cv.notify()
+        if say:  # (a logging handler is user code: never under the lock)
+            log.warning("%s is %d jobs behind; dropping work (logged once)", self._name, _SERIAL_QUEUE_LIMIT)
         return done
 
     def _work(self) -> None:
