@@ -283,3 +283,23 @@ def test_no_thread_to_be_had_is_said_once_outside_the_lock_and_the_callbacks_run
         logging.getLogger("throttled_admin").removeHandler(handler)
     said = [r for r in caplog.records if "no thread to be had" in r.getMessage()]
     assert len(said) == 1
+
+
+def test_close_runs_what_was_queued_when_no_watcher_could_be_started(
+    runner: CallbackRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by review: a Ctrl-C while submit started the watcher (the likely case: the Ctrl-C goes on to close the
+    client) left its callback queued with no thread, and close() returned at once without running it. close() runs
+    such callbacks itself, as a submit after close() does."""
+    start = threading.Thread.start
+
+    def interrupt(thread: threading.Thread) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(threading.Thread, "start", interrupt)
+    ran = threading.Event()
+    with pytest.raises(KeyboardInterrupt):
+        runner.submit(ran.set)
+    monkeypatch.setattr(threading.Thread, "start", start)
+    runner.close(time.monotonic() + WAIT_S)
+    assert ran.is_set()

@@ -170,6 +170,12 @@ class CallbackRunner:
             self._work_cv.notify_all()
             self._watch_cv.notify_all()
             self._stall_cv.notify_all()
+            orphaned: list[Callable[[], None]] = []
+            if self._watcher is None:  # (a Ctrl-C, or no thread, as submit started one): nobody else will run them
+                orphaned = list(self._jobs)
+                self._jobs.clear()
+        for job in orphaned:  # here, as a submit after close runs its callback
+            run_contained(job)
         joined: set[threading.Thread] = {threading.current_thread()}
         while time.monotonic() < deadline:  # and the workers the watcher starts meanwhile for what is queued
             with self._lock:
