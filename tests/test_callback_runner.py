@@ -192,6 +192,12 @@ def test_a_callback_submitted_as_the_idle_watcher_ends_is_run(
     stopped: list[threading.Thread] = []
 
     class StopsTheEndingWatcher:  # the runner's lock for its `with` blocks (its Conditions keep the real one)
+        def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:  # (a worker's Condition's)
+            return lock.acquire(blocking, timeout)
+
+        def release(self) -> None:
+            lock.release()
+
         def __enter__(self) -> None:
             lock.acquire()
 
@@ -303,3 +309,109 @@ def test_close_runs_what_was_queued_when_no_watcher_could_be_started(
     monkeypatch.setattr(threading.Thread, "start", start)
     runner.close(time.monotonic() + WAIT_S)
     assert ran.is_set()
+
+
+def _workers_blocked(runner: CallbackRunner, count: int) -> threading.Event:
+    """``count`` workers, each in a callback that waits for the returned event (the watcher starts one for each
+    stall)."""
+    release = threading.Event()
+    started = threading.Semaphore(0)
+
+    def blocked() -> None:
+        started.release()
+        release.wait(WAIT_S)
+
+    for _ in range(count):
+        runner.submit(blocked)
+    for _ in range(count):
+        assert started.acquire(timeout=WAIT_S)
+    return release
+
+
+def test_spare_workers_exit_under_a_steady_trickle_of_callbacks(
+    runner: CallbackRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by review: the idle workers waited on one Condition, whose notify wakes the longest idle, so a callback
+    every few milliseconds woke each in turn and none ever stayed idle long enough to exit: the threads a stall had
+    started stayed for good. The worker idle for the shortest time takes the next callback; the others exit."""
+    monkeypatch.setattr(user_code, "_IDLE_EXIT_S", 1.0)
+    _workers_blocked(runner, 3).set()
+    with runner._lock:
+        assert runner._workers == 3
+    ran = threading.Semaphore(0)
+    give_up = time.monotonic() + WAIT_S
+    while time.monotonic() < give_up:  # a callback every 10 ms: each of three woken in turn every 30 ms
+        runner.submit(ran.release)
+        assert ran.acquire(timeout=WAIT_S)
+        with runner._lock:
+            if runner._workers == 1:
+                break
+        time.sleep(0.01)  # (the trickle's pace, not a wait for a signal)
+    with runner._lock:
+        assert runner._workers == 1
+
+
+@pytest.mark.parametrize("closing", [False, True], ids=["open", "close-cuts-a-look"])
+def test_a_queue_that_moves_starts_no_worker_and_one_that_stands_still_does(
+    runner: CallbackRunner, closing: bool
+) -> None:
+    """Found by review: no test failed without the watcher's check that the queue stood still, and close() cutting
+    the watcher's look short started a worker at once. Here each look is held until the test lets it go: a look
+    after a callback was taken starts nothing, nor one that close() cuts short; one that sees nothing taken, every
+    worker in a callback, starts a worker."""
+    entered = threading.Semaphore(0)
+    held, stalled = [True], [False]
+
+    class HeldLook(threading.Condition):
+        def wait(self, timeout: float | None = None) -> bool:
+            if not held[0]:
+                return super().wait(timeout)
+            entered.release()
+            super().wait(WAIT_S)
+            cut = not stalled[0]  # (the test's notify stands for STALL_S gone by; close()'s cuts the look)
+            stalled[0] = False
+            return cut
+
+    def stall() -> None:
+        with runner._lock:
+            stalled[0] = True
+            runner._stall_cv.notify()
+
+    runner._stall_cv = HeldLook(runner._lock)
+    release = threading.Event()
+    started = {"a": threading.Event(), "b": threading.Event()}
+
+    def job(name: str) -> Callable[[], None]:
+        def run() -> None:
+            started[name].set()
+            release.wait(WAIT_S)
+
+        return run
+
+    closer = threading.Thread(target=runner.close, args=(time.monotonic() + WAIT_S,))
+    try:
+        runner.submit(job("a"))
+        runner.submit(job("b"))
+        assert entered.acquire(timeout=WAIT_S)  # the watcher's first look: its worker started, nothing taken yet
+        assert started["a"].wait(WAIT_S)  # the queue moved
+        stall()
+        assert entered.acquire(timeout=WAIT_S)  # the second look: after the first's decision
+        with runner._lock:
+            assert runner._workers == 1
+        if closing:
+            closer.start()  # (it waits for the threads: b's worker, once the next look starts it)
+            assert entered.acquire(timeout=WAIT_S)  # cut short: looks again
+            with runner._lock:
+                assert runner._workers == 1
+                assert runner._closed
+        stall()
+        assert started["b"].wait(WAIT_S)  # nothing taken since: b's worker
+        with runner._lock:
+            assert runner._workers == 2
+    finally:
+        held[0] = False
+        with runner._lock:
+            runner._stall_cv.notify_all()
+        release.set()
+        if closing:
+            closer.join(WAIT_S)

@@ -37,14 +37,15 @@ class CallbackRunner:
     """An elastic pool for done-callbacks. Workers take callbacks in order; a watcher thread, up while callbacks
     are queued, starts a worker when there is none and another whenever the queue has not moved for ``STALL_S``
     with no worker idle (each is in a callback, and one of them may never return). Only the watcher starts
-    workers, so a Ctrl-C in ``submit`` can cost a watcher start at most, never a count. Idle threads exit."""
+    workers, so a Ctrl-C in ``submit`` can cost a watcher start at most, never a count. Idle threads exit: the
+    worker idle for the shortest time takes the next callback, so under a trickle the spare ones still do."""
 
     def __init__(self, name: str = "throttled-admin-callbacks") -> None:
         self._name = name
         self._lock = threading.Lock()
-        self._work_cv = threading.Condition(self._lock)  # idle workers wait here for a callback
+        self._idle_cvs: list[threading.Condition] = []  # the idle workers', the last to come idle on top
         self._watch_cv = threading.Condition(self._lock)  # an idle watcher waits here for a queue
-        self._stall_cv = threading.Condition(self._lock)  # the watcher's look every STALL_S (close() wakes it)
+        self._stall_cv = threading.Condition(self._lock)  # the watcher's look every STALL_S (close() cuts it)
         self._jobs: deque[Callable[[], None]] = deque()
         self._idle = 0  # workers waiting for a callback
         self._workers = 0  # workers started (the watcher's count; a worker lowers it as it exits)
@@ -60,8 +61,8 @@ class CallbackRunner:
             closed = self._closed
             if not closed:
                 self._jobs.append(job)
-                if self._idle:
-                    self._work_cv.notify()
+                if self._idle_cvs:  # the worker idle for the shortest time: the others can time out and exit
+                    self._idle_cvs.pop().notify()
                 if len(self._jobs) > self._idle:  # more than the idle workers take: the watcher looks
                     if self._watcher is None:
                         started = self._start_watcher()
@@ -104,7 +105,8 @@ class CallbackRunner:
                     if not self._workers:
                         self._start_worker()
                     taken = self._taken
-                    self._stall_cv.wait(STALL_S)
+                    if self._stall_cv.wait(STALL_S):  # close(): look again (a look cut short starts nothing)
+                        continue
                     if self._jobs and self._taken == taken and not self._idle:
                         self._start_worker()
             finally:  # (in the same hold of the lock as the decision to end: a submit after it starts a watcher)
@@ -129,11 +131,14 @@ class CallbackRunner:
                 self._lock.acquire()
 
     def _no_thread(self) -> None:
-        if not self._said_no_thread:  # (once: the watcher tries again every STALL_S)
-            self._said_no_thread = True
+        """(Not under the lock.) Once: the watcher tries again every STALL_S."""
+        with self._lock:
+            said, self._said_no_thread = self._said_no_thread, True
+        if not said:
             log.warning("no thread to be had for done-callbacks: they wait until one can be started")
 
     def _work(self) -> None:
+        woken = threading.Condition(self._lock)  # this worker's, on the idle stack while it waits
         while True:
             with self._lock:
                 while not self._jobs:
@@ -141,11 +146,15 @@ class CallbackRunner:
                         self._gone()
                         return
                     self._idle += 1
-                    woke = self._work_cv.wait(_IDLE_EXIT_S)
+                    self._idle_cvs.append(woken)
+                    woken.wait(_IDLE_EXIT_S)
                     self._idle -= 1
-                    if not woke and not self._jobs:
-                        self._gone()
-                        return
+                    timed_out = woken in self._idle_cvs  # (popped by a submit or close() if not)
+                    if timed_out:
+                        self._idle_cvs.remove(woken)
+                        if not self._jobs:
+                            self._gone()
+                            return
                 job = self._jobs.popleft()
                 self._taken += 1
             try:
@@ -167,7 +176,8 @@ class CallbackRunner:
         calling thread itself."""
         with self._lock:
             self._closed = True
-            self._work_cv.notify_all()
+            while self._idle_cvs:
+                self._idle_cvs.pop().notify()
             self._watch_cv.notify_all()
             self._stall_cv.notify_all()
             orphaned: list[Callable[[], None]] = []
