@@ -157,6 +157,24 @@ def test_the_budget_bounds_a_config_change_sent_behind_a_throttle(quota_broker: 
     assert not [x for x in broker.request_log() if x.api_name == "IncrementalAlterConfigs"]
 
 
+def test_a_dry_run_says_the_debt_once_and_every_row_carries_it(quota_broker: BrokerFactory) -> None:
+    # Found in stop 72's review: a dry run wrote "(after the principal's quota debt of N ms)" into every planned row's
+    # change, so `apply --dry-run` repeated it down the table, a row each. The group's first row waits for the debt
+    # and says so; every row still carries it in quota_debt_ms (and its prediction counts it).
+    _, profile = _in_debt(quota_broker, "t", request_timeout_s=3.0)
+    rows = [PlanRow("east", "ensure", f"new.{i}", 1) for i in range(3)]
+    first, *rest = execute(rows, profile, dry_run=True)
+    assert first.status == "planned", first
+    assert "quota debt of" in (first.detail or ""), first
+    assert first.quota_debt_ms is not None
+    assert first.predicted_s is not None
+    assert first.predicted_s >= first.quota_debt_ms / 1000
+    for row in rest:
+        assert row.status == "planned", row
+        assert "quota debt" not in (row.detail or ""), row
+        assert row.quota_debt_ms == first.quota_debt_ms
+
+
 def test_a_dry_runs_debt_message_never_shows_a_secret(
     quota_broker: BrokerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

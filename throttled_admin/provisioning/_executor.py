@@ -427,10 +427,18 @@ def _check_configs(group: _Group, admin: ThrottledAdminClient, runs: list[_Run],
 
 def _plan_only(group: _Group, runs: list[_Run], debt_ms: int | None, unknown: str | None) -> None:
     """Each row ``planned``, ``predicted_s`` when its mutations would be admitted: from a full burst, or after the
-    principal's debt ``debt_ms`` (with no burst left), which each row's ``quota_debt_ms`` reports."""
+    principal's debt ``debt_ms`` (with no burst left), which each row's ``quota_debt_ms`` reports. What holds for the
+    group (the debt, an unknown rate or debt) is said in the first planned row's ``detail`` only, not down a table."""
     rate = group.profile.mutation_rate
     total = 0
     now = time.time()
+    said: list[str] = []
+    if predicted_seconds(0, rate) is None:
+        said.append("(quota rate unknown: no prediction)")
+    if debt_ms:
+        said.append(f"(after the principal's quota debt of {debt_ms} ms)")
+    if unknown:
+        said.append(f"({unknown})")
     for run in runs:
         change = run.change
         if change.kind in ("none", "fail"):
@@ -451,13 +459,7 @@ def _plan_only(group: _Group, runs: list[_Run], debt_ms: int | None, unknown: st
         predicted = predicted_seconds(total, rate, burst=0.0 if debt_ms else None)
         if predicted is not None and debt_ms:
             predicted += debt_ms / 1000
-        notes = [change.detail]
-        if predicted is None:
-            notes.append("(quota rate unknown: no prediction)")
-        if debt_ms:
-            notes.append(f"(after the principal's quota debt of {debt_ms} ms)")
-        if unknown:
-            notes.append(f"({unknown})")
+        notes, said = [change.detail, *said], []
         group.finish(
             run.index,
             "planned",
