@@ -178,14 +178,16 @@ def test_a_bulk_call_with_a_second_request_in_flight_through_a_controllers_resta
     names = [kafka_ns.topic(f"b{i:04d}") for i in range(9_000)]
     conf = {"bootstrap.servers": kafka_quorum.bootstrap_servers, "client.id": kafka_ns.client_id, "log_level": 0}
     quorum = BrokerViewReader(conf)  # the client's own reader's kind, on connections of the test's
+    # Read before the call: the stop must follow the first answer at once (asking took 2 s on 12-05, and the call's
+    # other 8,000 topics were done by then).
+    active = kafka_quorum.node(kafka_quorum.active_controller())
+    before = quorum.read_quorum(10)
     with ThrottledAdminClient(conf) as admin:
         admin.list_topics(timeout=30)
         futures = admin.create_topics([NewTopic(n, 1, RF) for n in names], timeout_ms=180_000)
         job = PacedJob(admin, names, futures, DoneCount(futures, at=1))
         assert job.count.reached.wait(60), "no topic created within 60 s"
-        active = kafka_quorum.node(kafka_quorum.active_controller())
         pending_at_stop = len(names) - job.count.done
-        before = quorum.read_quorum(10)
         kafka_quorum.restart_node(active)
         results = job.results(180)
         assert admin._second is not None  # the second connection's handle was made and used
