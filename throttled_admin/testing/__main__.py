@@ -90,24 +90,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def make_broker(args: argparse.Namespace) -> QuotaBroker:
+    """The broker the options describe (ValueError for a bad combination). It owns its process: its controller
+    holds the garbage collector off while it handles a mutation (``QuotaBroker(owns_process=True)``)."""
+    return QuotaBroker(
+        port=args.port,
+        num_brokers=args.num_brokers,
+        controller_mutation_rate=args.controller_mutation_rate,
+        quota_window_num=args.quota_window_num,
+        quota_window_size_s=args.quota_window_size_s,
+        enforcement=args.enforcement,
+        users=dict(args.user) if args.user else None,
+        request_percentage=args.request_percentage,
+        request_time_cost_ms=args.request_time_cost_ms,
+        max_records_per_op=args.max_records_per_op,
+        metadata_lag_ms=args.metadata_lag_ms,
+        broker_configs=dict(args.broker_config) or None,
+        owns_process=True,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        broker = QuotaBroker(
-            port=args.port,
-            num_brokers=args.num_brokers,
-            controller_mutation_rate=args.controller_mutation_rate,
-            quota_window_num=args.quota_window_num,
-            quota_window_size_s=args.quota_window_size_s,
-            enforcement=args.enforcement,
-            users=dict(args.user) if args.user else None,
-            request_percentage=args.request_percentage,
-            request_time_cost_ms=args.request_time_cost_ms,
-            max_records_per_op=args.max_records_per_op,
-            metadata_lag_ms=args.metadata_lag_ms,
-            broker_configs=dict(args.broker_config) or None,
-        )
+        broker = make_broker(args)
     except ValueError as exc:
         parser.error(str(exc))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")

@@ -80,6 +80,9 @@ class QuotaBroker:
     ``ssl_context`` (a server-side ``ssl.SSLContext`` holding the broker's certificate) makes every listener a
     TLS listener (``SSL``, or ``SASL_SSL`` with ``users``), as Kafka's: the handshake comes first, and a client
     that does not speak TLS is disconnected. Python 3.11 or later.
+    ``owns_process``: the broker is all its process runs (``python -m throttled_admin.testing`` says so): its
+    controller turns Python's garbage collector off while it handles a mutation, so that a request's topics cost the
+    same whatever its size. Leave it False in a process that runs anything else: the switch is process-wide.
     """
 
     def __init__(
@@ -103,6 +106,7 @@ class QuotaBroker:
         metadata_lag_ms: float = 0,
         sasl_mechanisms: Sequence[str] = ("PLAIN",),
         ssl_context: ssl.SSLContext | None = None,
+        owns_process: bool = False,
     ) -> None:
         if num_brokers < 1:
             raise ValueError(f"num_brokers must be >= 1, got {num_brokers}")
@@ -158,6 +162,7 @@ class QuotaBroker:
             scram_credentials=ScramCredentials(dict(users or {})),
         )
         self._ssl_context = ssl_context
+        self.owns_process = bool(owns_process)  # (the controller's collections: ``_server.collections_held``)
         self._server: Server | None = None
         self._records: deque[RequestRecord] = deque(maxlen=request_log_limit)  # kept across restarts
 
@@ -177,6 +182,7 @@ class QuotaBroker:
             request_log_limit=self._request_log_limit,
             request_time_cost_ms=self._request_time_cost_ms,
             ssl_context=self._ssl_context,
+            owns_process=self.owns_process,
         )
         self._ports = server.start(self._ports)  # later starts reuse the bound ports
         self._context.addresses = {node: ("127.0.0.1", port) for node, port in self._ports.items()}
