@@ -30,6 +30,7 @@ def collector_seen(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
         return create(self, *args, **kwargs)
 
     monkeypatch.setattr(Cluster, "create", noting)
+    gc.enable()  # (whatever an earlier test left)
     try:
         yield seen
     finally:
@@ -73,9 +74,13 @@ def test_a_mutation_that_raises_turns_the_collector_on_again() -> None:
         assert not gc.isenabled()
         raise RuntimeError(f"handled at {received_at}")
 
-    with pytest.raises(RuntimeError, match=r"handled at 1\.5"):
-        collections_held(failing)(1.5)
-    assert gc.isenabled()
+    gc.enable()
+    try:
+        with pytest.raises(RuntimeError, match=r"handled at 1\.5"):
+            collections_held(failing)(1.5)
+        assert gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_the_standalone_broker_owns_its_process() -> None:

@@ -415,3 +415,55 @@ def test_a_queue_that_moves_starts_no_worker_and_one_that_stands_still_does(
         release.set()
         if closing:
             closer.join(WAIT_S)
+
+
+def test_the_watcher_is_woken_only_for_more_callbacks_than_the_idle_workers_take(
+    runner: CallbackRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Left without a test by review 90: none failed with this rule removed. A callback that an idle worker takes
+    leaves the watcher asleep; one that finds no worker idle wakes it, and it starts another worker for a callback
+    stuck behind one that blocks."""
+    monkeypatch.setattr(user_code, "_IDLE_EXIT_S", WAIT_S)  # (neither the watcher nor the worker leaves meanwhile)
+    watching, idle = threading.Semaphore(0), threading.Semaphore(0)
+    woken = [0]
+
+    class CountedWakes(threading.Condition):
+        def wait(self, timeout: float | None = None) -> bool:
+            watching.release()  # the watcher waits for a queue
+            return super().wait(timeout)
+
+        def notify(self, n: int = 1) -> None:
+            woken[0] += 1
+            super().notify(n)
+
+    class IdleStack(list[threading.Condition]):
+        def append(self, cv: threading.Condition) -> None:
+            super().append(cv)
+            idle.release()  # a worker waits for a callback
+
+    runner._watch_cv = CountedWakes(runner._lock)
+    runner._idle_cvs = IdleStack()
+    ran, all_ran, job = _recorder(3)
+    runner.submit(job(0))
+    assert watching.acquire(timeout=WAIT_S)  # taken: the watcher waits for a queue
+    assert idle.acquire(timeout=WAIT_S)  # and its worker for a callback
+    runner.submit(job(1))  # one callback, one idle worker
+    assert idle.acquire(timeout=WAIT_S)  # taken by it, and idle again
+    with runner._lock:
+        assert woken[0] == 0
+        assert runner._workers == 1
+    release = threading.Event()
+
+    def blocks() -> None:
+        release.wait(WAIT_S)
+
+    runner.submit(blocks)  # the idle worker takes it, and blocks
+    runner.submit(job(2))  # no worker left idle for it: the watcher, woken, starts one
+    try:
+        assert all_ran.wait(WAIT_S)
+        with runner._lock:
+            assert woken[0] >= 1
+            assert runner._workers == 2
+    finally:
+        release.set()
+    assert ran == [0, 1, 2]

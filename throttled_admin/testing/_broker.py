@@ -82,7 +82,9 @@ class QuotaBroker:
     that does not speak TLS is disconnected. Python 3.11 or later.
     ``owns_process``: the broker is all its process runs (``python -m throttled_admin.testing`` says so): its
     controller turns Python's garbage collector off while it handles a mutation, so that a request's topics cost the
-    same whatever its size. Leave it False in a process that runs anything else: the switch is process-wide.
+    same whatever its size; a collector already off when a mutation starts is left off. Leave it False in a process
+    that runs anything else: the switch is process-wide, and a ThrottledAdminClient's own hold during a bulk call
+    (which leaves a collector it finds off alone) could find it off and skip its own.
     """
 
     def __init__(
