@@ -61,6 +61,7 @@ def child(variant: str, bootstrap: str, count: int) -> None:
             defaults = machine.Engine.__init__.__kwdefaults__
             assert defaults is not None
             defaults["config"] = EngineConfig(max_topics_per_request=size)
+            client_module._FIRST_PART = size  # (the first request goes as soon as its part is checked)
         send = client_module._Transport.send
 
         def timed_send(self: Any, order: Any, on_answer: Any, sending: Any) -> bool:
