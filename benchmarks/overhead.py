@@ -376,6 +376,7 @@ def bulk(args: argparse.Namespace) -> str:
     """``--runs`` rounds per size; each round runs every variant once, the order reversed every other round."""
     variants = [f"bare-{split}" for split in args.bulk_splits] + ["ours"]
     rows = []
+    paired: list[str] = []
     for count in args.bulk_topics:
         runs: dict[str, list[dict[str, Any]]] = {variant: [] for variant in variants}
         for variant in interleaved(variants, args.runs):
@@ -384,6 +385,7 @@ def bulk(args: argparse.Namespace) -> str:
             print(f"  {count} {variant}: {json.dumps(result)}", file=sys.stderr, flush=True)
         best_bare = min(variants[:-1], key=lambda v: statistics.median(r["wall_s"] for r in runs[v]))
         base = {key: statistics.median(r[key] for r in runs[best_bare]) for key in ("wall_s", "cpu_s", "max_rss_kib")}
+        paired.append(f"{count} topics, {_paired(runs)}")
         for variant in variants:
             results = runs[variant]
 
@@ -423,7 +425,28 @@ def bulk(args: argparse.Namespace) -> str:
         "topics failed",
         "load average per run",
     ]
-    return markdown_table(columns, rows)
+    return (
+        markdown_table(columns, rows)
+        + "\n\nPer round (ours against each bare split run in the same round):\n"
+        + ("\n".join(f"- {line}" for line in paired))
+    )
+
+
+def _paired(runs: dict[str, list[dict[str, Any]]]) -> str:
+    """Ours's wall time over each bare split's in the same round, median (range) over the rounds, and in how many
+    rounds ours was no slower: a drift over the runs (a machine faster one minute than the next) cancels within a
+    round, and the best split's median, the least of several noisy medians, is not favoured."""
+    cells = []
+    for variant, results in runs.items():
+        if variant == "ours":
+            continue
+        ratios = sorted(o["wall_s"] / b["wall_s"] for o, b in zip(runs["ours"], results, strict=True))
+        no_slower = sum(ratio <= 1 for ratio in ratios)
+        cells.append(
+            f"calls of {variant[5:]}: x{statistics.median(ratios):.2f} (x{ratios[0]:.2f}-x{ratios[-1]:.2f}), "
+            f"ours no slower in {no_slower} of {len(ratios)} rounds"
+        )
+    return "; ".join(cells)
 
 
 def main() -> None:
