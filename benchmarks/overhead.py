@@ -434,8 +434,9 @@ def bulk(args: argparse.Namespace) -> str:
 
 def _paired(runs: dict[str, list[dict[str, Any]]]) -> str:
     """Ours's wall time over each bare split's in the same round, median (range) over the rounds, and in how many
-    rounds ours was no slower: a drift over the runs (a machine faster one minute than the next) cancels within a
-    round, and the best split's median, the least of several noisy medians, is not favoured."""
+    rounds ours was no slower: a drift between rounds (a machine faster one minute than the next) cancels, as ours
+    and the split ran in the same round (within a round ours runs beside one split before the other, not both), and
+    the best split's median, the least of several noisy medians, is not favoured."""
     cells = []
     for variant, results in runs.items():
         if variant == "ours":
@@ -443,8 +444,8 @@ def _paired(runs: dict[str, list[dict[str, Any]]]) -> str:
         ratios = sorted(o["wall_s"] / b["wall_s"] for o, b in zip(runs["ours"], results, strict=True))
         no_slower = sum(ratio <= 1 for ratio in ratios)
         cells.append(
-            f"calls of {variant[5:]}: x{statistics.median(ratios):.2f} (x{ratios[0]:.2f}-x{ratios[-1]:.2f}), "
-            f"ours no slower in {no_slower} of {len(ratios)} rounds"
+            f"calls of {variant[5:]}: ours/bare median x{statistics.median(ratios):.2f} "
+            f"(x{ratios[0]:.2f}-x{ratios[-1]:.2f}), ours no slower in {no_slower} of {len(ratios)} rounds"
         )
     return "; ".join(cells)
 

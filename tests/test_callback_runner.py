@@ -340,7 +340,7 @@ def test_spare_workers_exit_under_a_steady_trickle_of_callbacks(
         assert runner._workers >= 3
     ran = threading.Semaphore(0)
     give_up = time.monotonic() + WAIT_S
-    while time.monotonic() < give_up:  # a callback every 10 ms: each of three woken in turn every 30 ms
+    while time.monotonic() < give_up:  # a callback every 10 ms (once, each spare worker woken in turn)
         runner.submit(ran.release)
         assert ran.acquire(timeout=WAIT_S)
         with runner._lock:
@@ -464,12 +464,14 @@ def test_the_watcher_is_woken_only_for_more_callbacks_than_the_idle_workers_take
     def blocks() -> None:
         release.wait(WAIT_S)
 
-    runner.submit(blocks)  # the idle worker takes it, and blocks
-    runner.submit(job(2))  # no worker left idle for it: the watcher is woken
-    with runner._lock:
-        assert woken[0] >= 1
-        stalls[0] = True  # its looks may now find the queue stood still, and start a worker
-    try:
+    try:  # (from here a failed assertion must not leave the worker blocked through the teardown)
+        runner.submit(blocks)  # the idle worker takes it, and blocks
+        with runner._lock:
+            assert woken[0] == 0
+        runner.submit(job(2))  # no worker left idle for it: the watcher is woken, once
+        with runner._lock:
+            assert woken[0] == 1
+            stalls[0] = True  # its looks may now find the queue stood still, and start a worker
         assert all_ran.wait(WAIT_S)
         with runner._lock:
             assert runner._workers >= 2

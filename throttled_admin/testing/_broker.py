@@ -83,8 +83,9 @@ class QuotaBroker:
     ``owns_process``: the broker is all its process runs (``python -m throttled_admin.testing`` says so): its
     controller turns Python's garbage collector off while it handles a mutation, so that a request's topics cost the
     same whatever its size; a collector already off when a mutation starts is left off. Leave it False in a process
-    that runs anything else: the switch is process-wide, and a ThrottledAdminClient's own hold during a bulk call
-    (which leaves a collector it finds off alone) could find it off and skip its own.
+    that runs anything else: the switch is process-wide. A ThrottledAdminClient's own hold during a bulk call (which
+    leaves a collector it finds off alone) could find it off and skip its own, and a hold of the client's that ends
+    during a mutation turns the collector on under it.
     """
 
     def __init__(

@@ -296,8 +296,8 @@ def collections_held(job: Callable[[float], _T]) -> Callable[[float], _T]:
     so a topic cost more the larger its request was (50,000 topics in requests of 4,000: 7 such collections against
     6 in requests of 2,000, a fifth of the broker's CPU in all). With the collector off, they are freed by reference
     counting as the request ends; it is turned on again after, and the next allocation may collect. A collector
-    already off when the mutation starts is left off (and one turned off during it is turned on again). Never for a
-    broker that shares its process: the switch is process-wide."""
+    already off when the mutation starts is left off; one that another thread turns off during it is turned on again
+    as it ends. Never for a broker that shares its process: the switch is process-wide."""
 
     def held(received_at: float) -> _T:
         if not gc.isenabled():
