@@ -915,6 +915,37 @@ def test_a_hold_cut_before_its_clean_up_every_time_runs_the_clean_up_unheld(monk
     assert raised.value is cuts[0]
 
 
+def test_several_sigints_while_held_are_handed_on_one_by_one_until_the_handler_raises() -> None:
+    """Each SIGINT noted during a hold reaches the handler that was in place, in order, as the hold ends: a handler
+    that counts them (``asyncio.run``'s cancels the main task on the first and raises on the second) sees each. Was:
+    several were handed on as one, and a second Ctrl-C meant to force the exit was lost. The first to raise ends it."""
+    assert threading.current_thread() is threading.main_thread()  # (where Python runs a signal's handler)
+    seen: list[int] = []
+
+    def counts(signum: int, frame: object) -> None:
+        seen.append(len(seen) + 1)
+        if len(seen) == 2:
+            raise KeyboardInterrupt  # (asyncio.Runner's second)
+
+    def three_while_held() -> None:
+        with sigint_held():
+            for _ in range(3):
+                signal.raise_signal(signal.SIGINT)  # (its handler runs before the next call returns)
+            assert seen == []  # noted, not handled
+
+    inherited = signal.signal(signal.SIGINT, counts)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            three_while_held()
+        assert seen == [1, 2]  # the third was dropped with the second's exception
+        with sigint_held():
+            signal.raise_signal(signal.SIGINT)
+        assert seen == [1, 2, 3]
+        assert signal.getsignal(signal.SIGINT) is counts
+    finally:
+        signal.signal(signal.SIGINT, inherited)
+
+
 def _second_ctrl_c_at_each_point(function: Any, armed: list[bool], rest: list[str] | None, handler: Any) -> None:
     landed = 0
     told = KeyboardInterrupt if handler is signal.default_int_handler else (KeyboardInterrupt, SystemExit)

@@ -4,13 +4,14 @@ Python runs a signal's handler on the main thread only, between two bytecodes; t
 KeyboardInterrupt there. A call cut short by Ctrl-C takes back what of it is not sent; a second Ctrl-C in the middle
 of that would leave the rest queued, to be sent for a caller who never got its futures. So, on the main thread, the
 clean-up runs with a handler that only notes a SIGINT, and hands it as it ends to whatever handler was there before
-(the application's own, called once; or the default: KeyboardInterrupt from the clean-up's end). A SIGINT in the
+(the application's own, called for each; or the default: KeyboardInterrupt from the clean-up's end). A SIGINT in the
 points before the handler is in place (this context manager's start) cuts the hold short before the clean-up began:
 ``run_held`` then begins again, and raises what the SIGINT's handler raised once the clean-up has run (the caller
 is told of the Ctrl-C, even if what cut the call first was something else). Not held: a SIGINT in the few points before
 ``run_held``'s ``try`` (the except clause that calls it, its own loop), which can still cut the clean-up; off the
 main thread, where no handler runs; and a handler set from C (``getsignal`` says None), left alone. Several SIGINTs
-while held are handed on as one.
+while held are handed on one by one, in order, until the handler raises: an application's handler that counts
+them (``asyncio.run``'s: the first cancels the main task, the second raises KeyboardInterrupt) sees each.
 """
 
 from __future__ import annotations
@@ -52,8 +53,7 @@ def sigint_held() -> Iterator[None]:
             finally:
                 if signal.getsignal(signal.SIGINT) is note:
                     signal.signal(signal.SIGINT, previous)
-            if caught:
-                _hand_on(previous, caught[0])
+            _hand_on(previous, caught)
 
 
 def run_held(clean_up: Callable[..., object], *args: Any, **kwargs: Any) -> None:
@@ -79,10 +79,12 @@ def run_held(clean_up: Callable[..., object], *args: Any, **kwargs: Any) -> None
         raise cut
 
 
-def _hand_on(previous: Any, frame: FrameType | None) -> None:
-    """The SIGINT noted, to the handler that was in place: called once (a wakeup fd, asyncio's, was written as it
-    came), raised again for the default action, dropped if ignored."""
-    if callable(previous):
-        previous(signal.SIGINT, frame)
-    elif previous == signal.SIG_DFL:
-        signal.raise_signal(signal.SIGINT)
+def _hand_on(previous: Any, caught: list[FrameType | None]) -> None:
+    """The SIGINTs noted, one by one, to the handler that was in place: called (a wakeup fd, asyncio's, was written
+    as each came), raised again for the default action, dropped if ignored. The first that raises ends it: the
+    SIGINTs after it are dropped."""
+    for frame in caught:
+        if callable(previous):
+            previous(signal.SIGINT, frame)
+        elif previous == signal.SIG_DFL:
+            signal.raise_signal(signal.SIGINT)
