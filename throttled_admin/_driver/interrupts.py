@@ -10,8 +10,8 @@ points before the handler is in place (this context manager's start) cuts the ho
 is told of the Ctrl-C, even if what cut the call first was something else). Not held: a SIGINT in the few points before
 ``run_held``'s ``try`` (the except clause that calls it, its own loop), which can still cut the clean-up; off the
 main thread, where no handler runs; and a handler set from C (``getsignal`` says None), left alone. Several SIGINTs
-while held are handed on one by one, in order, until the handler raises: an application's handler that counts
-them (``asyncio.run``'s: the first cancels the main task, the second raises KeyboardInterrupt) sees each.
+while held are handed on one by one, in order, until a handler raises: an application's handler that counts them,
+or that puts a forced exit in place for the next press, sees each as it would unheld.
 """
 
 from __future__ import annotations
@@ -80,11 +80,14 @@ def run_held(clean_up: Callable[..., object], *args: Any, **kwargs: Any) -> None
 
 
 def _hand_on(previous: Any, caught: list[FrameType | None]) -> None:
-    """The SIGINTs noted, one by one, to the handler that was in place: called (a wakeup fd, asyncio's, was written
-    as each came), raised again for the default action, dropped if ignored. The first that raises ends it: the
-    SIGINTs after it are dropped."""
+    """The SIGINTs noted, one by one, each to the handler in place as it comes (the one there before the hold, or
+    what that one put in its place: a first press's graceful stop that sets a forced exit for the next): called (a
+    wakeup fd, such as a loop's from ``add_signal_handler``, was written as each came), raised again for the default
+    action, dropped if ignored. The first that raises ends it: the SIGINTs after it are dropped, as a further call
+    would only replace the exception on its way (CPython would call the handler again as it unwinds)."""
     for frame in caught:
         if callable(previous):
             previous(signal.SIGINT, frame)
         elif previous == signal.SIG_DFL:
             signal.raise_signal(signal.SIGINT)
+        previous = signal.getsignal(signal.SIGINT)
