@@ -38,6 +38,17 @@ def offsets(function: Callable[..., Any]) -> list[int]:
 
 
 @contextmanager
+def sigint_handler(handler: Any) -> Iterator[None]:
+    """While inside, ``handler`` handles SIGINT (on the main thread, where Python runs it); the one there before is
+    put back after."""
+    inherited = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, inherited)
+
+
+@contextmanager
 def interrupt_at(code: types.CodeType, offset: int, *, by_signal: bool = False) -> Iterator[list[bool]]:
     """While inside: KeyboardInterrupt before the instruction at ``offset`` of ``code`` runs, the first time this
     thread reaches it; ``by_signal``, a real SIGINT raised there instead, for whatever handler is in place (the main

@@ -13,6 +13,7 @@ from typing import Any
 
 from confluent_kafka.admin import NewTopic
 
+from tests.interrupts import sigint_handler
 from tests.support import BrokerFactory, wait_until
 from throttled_admin import ThrottledAdminClient
 from throttled_admin._driver.futures import TopicFuture
@@ -124,8 +125,7 @@ def test_ctrl_c_in_result_leaves_no_future_pending_after_close(quota_broker: Bro
     caller waiting for the last topic of a 50,000-topic call spends most of its wait settling other topics)."""
     broker = quota_broker()
     broker.set_controller_latency(0.3)  # the caller is surely waiting in result() when the answer arrives
-    previous = signal.signal(signal.SIGINT, _interrupt)
-    try:
+    with sigint_handler(_interrupt):
         admin = _client(broker)
         try:
             for attempt in range(5):  # the scheduler's thread may take the turn itself (its 50 ms poll): again
@@ -148,7 +148,5 @@ def test_ctrl_c_in_result_leaves_no_future_pending_after_close(quota_broker: Bro
                 return
         finally:
             admin.close()  # what `with ThrottledAdminClient(...)` does on the way out of the interrupt
-    finally:
-        signal.signal(signal.SIGINT, previous)
     pending = [future for future in futures if not future.done()]
     assert not pending, f"{len(pending)} of {len(futures)} futures pending after close()"

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from tests.interrupts import interrupt_at, offsets
+from tests.interrupts import interrupt_at, offsets, sigint_handler
 from tests.support import wait_until
 from throttled_admin import (
     ClientClosedError,
@@ -888,11 +888,8 @@ def test_a_second_ctrl_c_while_a_cut_call_is_taken_back_waits_for_it(
         return made(scheduler, call_id, arg)
 
     monkeypatch.setattr(Scheduler, cut_in, cut)
-    inherited = signal.signal(signal.SIGINT, handler)  # (not as the test run was started)
-    try:
+    with sigint_handler(handler):  # (not as the test run was started)
         _second_ctrl_c_at_each_point(function, armed, rest, handler)
-    finally:
-        signal.signal(signal.SIGINT, inherited)
 
 
 def test_a_hold_cut_before_its_clean_up_every_time_runs_the_clean_up_unheld(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -939,8 +936,7 @@ def test_several_sigints_while_held_are_handed_on_one_by_one_until_the_handler_r
         if len(handled) == 3:
             raise _Forced  # (on the second press)
 
-    inherited = signal.signal(signal.SIGINT, counts)
-    try:
+    with sigint_handler(counts):
         with pytest.raises(_Forced):
             _sigints_while_held(3, handled)
         assert handled == ["body done", "press", "press"]  # the third dropped with the second's exception
@@ -948,8 +944,6 @@ def test_several_sigints_while_held_are_handed_on_one_by_one_until_the_handler_r
         _sigints_while_held(1, handled)
         assert handled == ["body done", "press"]
         assert signal.getsignal(signal.SIGINT) is counts
-    finally:
-        signal.signal(signal.SIGINT, inherited)
 
 
 def test_a_handler_that_puts_another_in_place_hands_the_next_sigint_held_to_that_one() -> None:
@@ -967,13 +961,9 @@ def test_a_handler_that_puts_another_in_place_hands_the_next_sigint_held_to_that
         handled.append("graceful")
         signal.signal(signal.SIGINT, forced)
 
-    inherited = signal.signal(signal.SIGINT, graceful)
-    try:
-        with pytest.raises(_Forced):
-            _sigints_while_held(2, handled)
-        assert handled == ["body done", "graceful", "forced"]
-    finally:
-        signal.signal(signal.SIGINT, inherited)
+    with sigint_handler(graceful), pytest.raises(_Forced):
+        _sigints_while_held(2, handled)
+    assert handled == ["body done", "graceful", "forced"]
 
 
 def _second_ctrl_c_at_each_point(function: Any, armed: list[bool], rest: list[str] | None, handler: Any) -> None:
