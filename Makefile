@@ -41,16 +41,17 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# pip shows the build backend's warnings even with --quiet (setuptools' boxed note on editable installs): its
-# output goes to a log, printed only if the install fails.
+# pip shows the build backend's warnings even with --quiet (setuptools' boxed note on editable installs): each
+# install's output goes to a log in its venv, printed only if the install fails.
 $(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
 	@echo "installing throttled_admin[demo] into $(VENV) (pip's output: $(VENV)/pip-demo.log)"
 	@$(BIN)/python -m pip install --quiet -e '.[demo]' >$(VENV)/pip-demo.log 2>&1 || { cat $(VENV)/pip-demo.log; exit 1; }
 	@touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $@ $(VENV)/.installed-demo
+	@echo "installing throttled_admin[test] into $(VENV) (pip's output: $(VENV)/pip-test.log)"
+	@$(BIN)/python -m pip install --quiet -e '.[test]' >$(VENV)/pip-test.log 2>&1 || { cat $(VENV)/pip-test.log; exit 1; }
+	@touch $@ $(VENV)/.installed-demo
 
 demo: $(VENV)/.installed-demo
 	$(BIN)/python -m throttled_admin.demo $(ARGS)
@@ -98,7 +99,8 @@ test-cluster: $(VENV)/.installed-test kafka
 	@test -n "$(call python_for,$*)" || { echo "Python $* not found: install it (pyenv install $*) or put python$* on PATH"; exit 1; }
 	$(call python_for,$*) -m venv .venv-$*
 	.venv-$*/bin/python -m pip install --quiet --upgrade pip
-	.venv-$*/bin/python -m pip install --quiet -e '.[unit]'
+	@echo "installing throttled_admin[unit] into .venv-$* (pip's output: .venv-$*/pip-unit.log)"
+	@.venv-$*/bin/python -m pip install --quiet -e '.[unit]' >.venv-$*/pip-unit.log 2>&1 || { cat .venv-$*/pip-unit.log; exit 1; }
 	touch $@
 
 .PRECIOUS: .venv-%/.installed-unit  # an intermediate of test-python-%: make would delete it

@@ -4,7 +4,8 @@ Each stage of a ``create_topics`` call of ``--topics`` one-partition topics is r
 own, as the client runs it, and timed with ``time.perf_counter`` (best of ``--rounds``, to keep other processes'
 load out): validation; the per-topic objects (its plain values and its future); the engine making its records and
 composing the request; the
-futures librdkafka's answer goes through; the engine settling the answer; resolving the caller's futures; the
+futures librdkafka's answer goes through; the engine settling the answer, or the call's deadline with the request
+unanswered; resolving the caller's futures; the
 metric events of one request and one call. The end-to-end cost, with librdkafka, the broker and the thread
 hand-offs, is what ``benchmarks/overhead.py`` measures.
 
@@ -30,8 +31,12 @@ from confluent_kafka.admin import AdminClient
 from throttled_admin import NewTopic
 
 try:
+    from throttled_admin._client import _Answering
+except ImportError:  # before issue 39: a Future per request, and a done-callback (``_answer_of``)
+    _Answering = None
+try:
     from throttled_admin._client import _answer_of
-except ImportError:  # before issue 21: AdminClient's futures, one per topic
+except ImportError:  # before issue 21 (AdminClient's futures, one per topic), or since issue 39
     _answer_of = None
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.user_code import CallbackRunner, SerialRunner
@@ -103,6 +108,18 @@ def main() -> None:
         settled = engine.step(time.monotonic()).settle
         assert len(settled) == n
 
+    def deadline_in_engine() -> None:
+        """The call's deadline comes with its request unanswered: every topic is told "outcome unknown"."""
+        engine, call = engine_with_call()
+        out = engine.step(time.monotonic())
+        assert out.send is not None
+        settled = engine.step(call.deadline).settle
+        assert len(settled) == n
+
+    def librdkafka_answer_ours() -> None:
+        got: list[Any] = []
+        _Answering(got.append).set_result(dict.fromkeys(names))
+
     def librdkafka_futures_ours() -> None:
         request: Future[Any] = Future()
         request.set_running_or_notify_cancel()
@@ -147,14 +164,17 @@ def main() -> None:
         ("objects: a topic's plain values and its future", made),
         ("engine: submit (its records) and compose the request", composed - setup - made),
     ]
-    if _answer_of is not None:
-        stages.append(("librdkafka's answer: one future per request (now)", us(librdkafka_futures_ours)))
+    if _Answering is not None:
+        stages.append(("librdkafka's answer: the request's own answer object (now)", us(librdkafka_answer_ours)))
+    elif _answer_of is not None:
+        stages.append(("librdkafka's answer: one future per request (issue 21)", us(librdkafka_futures_ours)))
     stages += [
         (
             "librdkafka's answer: AdminClient's future per topic, a callback each (before)",
             us(librdkafka_futures_per_topic),
         ),
         ("engine: take the answer, classify, settle", settled - composed),
+        ("engine: settle at the deadline, the request unanswered", us(deadline_in_engine) - composed),
         ("resolving the caller's futures", us(resolve) - made),
         ("metric events of one request and one call (per call)", us(metric_events)),
     ]

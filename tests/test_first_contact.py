@@ -11,12 +11,15 @@ from __future__ import annotations
 import concurrent.futures
 import ssl
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from tests.either_broker import EitherBroker
 from tests.support import BrokerFactory
 from throttled_admin import (
     CannotConnectError,
@@ -151,6 +154,26 @@ def test_a_plaintext_client_on_a_tls_listener_is_told_the_listener_requires_tls(
         f"check security.protocol, which is {protocol})"
     ) == error.args[0].str()
     assert broker.request_log() == []  # no request got through the TLS handshake
+
+
+def test_a_sasl_client_on_a_listener_without_sasl_is_told_the_listener_does_not_use_sasl(
+    any_broker: Callable[..., EitherBroker],
+) -> None:
+    """Both brokers answer a SaslHandshake on a listener without SASL with ILLEGAL_SASL_STATE and no mechanism
+    (``test_a_listener_without_sasl_answers_sasl_requests_with_illegal_sasl_state``); librdkafka's words for it
+    ("Request not valid in current SASL state: broker's supported mechanisms: ") are said plainly."""
+    broker = any_broker()
+    conf = {**client_conf(broker.bootstrap_servers, "SASL_PLAINTEXT"), "client.id": broker.client_id}
+    error, took_s = create(conf, 120_000, name=broker.t("t"))
+    print(f"[timing] SASL_PLAINTEXT client, listener without SASL: {took_s:.2f} s: {error}")
+    assert type(error) is KafkaException, repr(error)  # never sent: the authentication failure itself
+    kafka_error = error.args[0]
+    assert kafka_error.code() == KafkaError._AUTHENTICATION
+    text = kafka_error.str()
+    assert f"the listener at {broker.bootstrap_servers} does not use SASL" in text, text
+    assert text.endswith("check security.protocol, which is SASL_PLAINTEXT (PLAINTEXT for this listener)"), text
+    assert PASSWORD not in text
+    assert broker.topics() == {}
 
 
 @pytest.mark.parametrize("protocol", ["SSL", "SASL_SSL"])

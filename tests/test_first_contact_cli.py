@@ -136,6 +136,32 @@ def test_a_plaintext_client_on_a_tls_listener_is_told_so_in_topics_apply_and_its
     assert broker.request_log() == []
 
 
+@pytest.mark.parametrize("protocol", ["SASL_PLAINTEXT", "SASL_SSL"])
+def test_a_sasl_client_on_a_listener_without_sasl_is_told_so_in_topics_apply_and_its_rows(
+    quota_broker: BrokerFactory, tls: tuple[ssl.SSLContext, Path], tmp_path: Path, protocol: str
+) -> None:
+    """librdkafka's own words: "SASL PLAIN mechanism handshake failed: Broker: Request not valid in current SASL
+    state: broker's supported mechanisms: " (none)."""
+    broker = quota_broker(ssl_context=tls[0] if protocol == "SASL_SSL" else None)
+    address = broker.bootstrap_servers
+    config = command_config(tmp_path / "client.properties", protocol, tls[1])
+    runs = [topics(address, "--command-config", config, *action) for action in (CREATE, ("--list",))]
+    run_apply = apply_json(tmp_path, address, settings(protocol, tls[1]))
+    rows = apply_plan(
+        [PlanRow("dev", "create", "t0")], {"dev": {"bootstrap.servers": address, **settings(protocol, tls[1])}}
+    )
+    for run in [*runs, run_apply]:
+        report(f"{protocol} client, listener without SASL", run)
+        assert PASSWORD not in run.output
+    fits = "PLAINTEXT" if protocol == "SASL_PLAINTEXT" else "SSL"
+    reason = (
+        f"{protocol.lower()}://{address}/bootstrap: the listener at {address} does not use SASL (it answered the SASL "
+        f"handshake offering no mechanism); check security.protocol, which is {protocol} ({fits} for this listener)"
+    )
+    expect_everywhere(runs, run_apply, rows, reason)
+    assert broker.topics() == {}
+
+
 def test_a_cluster_whose_read_times_out_says_cannot_read_the_clusters_topics_in_apply_and_its_rows(
     quota_broker: BrokerFactory, tmp_path: Path
 ) -> None:

@@ -20,7 +20,7 @@ import trustme
 from confluent_kafka import KafkaError
 
 from tests.support import wait_until
-from throttled_admin._driver.handshake_drops import DROPS, WINDOW_S, HandshakeDrops, questions
+from throttled_admin._driver.handshake_drops import DROPS, WINDOW_S, HandshakeDrops, questions, said_plainly
 from throttled_admin._driver.sasl_probe import _mechanisms, required_sasl_mechanisms, serves_plaintext, speaks_tls
 from throttled_admin._engine import contact_failure
 from throttled_admin.testing import QuotaBroker
@@ -333,3 +333,31 @@ def test_a_tls_listener_that_wants_a_client_certificate_still_speaks_tls(tmp_pat
         assert speaks_tls(f"127.0.0.1:{server.getsockname()[1]}", timeout_s=5) is True
     finally:
         server.close()
+
+
+def test_only_an_authentication_failure_whose_handshake_offered_no_mechanism_is_said_plainly() -> None:
+    broker = "sasl_ssl://kafka-1:9093/bootstrap"
+    failed = "SASL PLAIN mechanism handshake failed: Broker: Request not valid in current SASL state"
+    none = KafkaError(
+        KafkaError._AUTHENTICATION,
+        f"[thrd:{broker}]: {broker}: {failed}: broker's supported mechanisms:  (after 0ms in state AUTH_HANDSHAKE)",
+    )
+    said = said_plainly(none, "sasl_ssl")
+    assert said.code() == KafkaError._AUTHENTICATION
+    assert said.str() == (
+        f"{broker}: the listener at kafka-1:9093 does not use SASL (it answered the SASL handshake offering no "
+        "mechanism); check security.protocol, which is SASL_SSL (SSL for this listener)"
+    )
+    offered = KafkaError(
+        KafkaError._AUTHENTICATION,
+        f"{broker}: SASL SCRAM-SHA-512 mechanism handshake failed: Broker: Unsupported SASL mechanism: broker's "
+        "supported mechanisms: PLAIN (after 1ms in state AUTH_HANDSHAKE)",
+    )
+    wrong_password = KafkaError(
+        KafkaError._AUTHENTICATION,
+        f"{broker}: SASL authentication error: Authentication failed: Invalid username or password (after 2ms in "
+        "state AUTH_REQ)",
+    )
+    not_authentication = KafkaError(KafkaError._TRANSPORT, none.str())
+    for error in (offered, wrong_password, not_authentication):
+        assert said_plainly(error, "sasl_ssl") is error

@@ -17,6 +17,11 @@ waits for its deadline:
   client's first bytes (an ApiVersions request, which is no TLS record; Kafka sends a 7-byte alert first):
   librdkafka logs ``FAIL "...: Disconnected: ... (after 1ms in state APIVERSION_QUERY)"`` at level 6 (not an
   error_cb event). The listener is asked whether it completes a TLS handshake (``sasl_probe.speaks_tls``).
+- **No SASL, SASL client** (SASL_PLAINTEXT, SASL_SSL). A listener without SASL answers the SASL handshake with
+  ILLEGAL_SASL_STATE and no mechanism (Kafka's ``KafkaApis.handleSaslHandshakeRequest``; a SASL listener names its
+  own): librdkafka reports ``"...: SASL PLAIN mechanism handshake failed: Broker: Request not valid in current SASL
+  state: broker's supported mechanisms:  (after 0ms in state AUTH_HANDSHAKE)"`` (error_cb, an authentication
+  failure). Nothing needs asking: ``said_plainly`` says so, to the client and to the error_cb from conf.
 - **No TLS, TLS client** (SSL, SASL_SSL). A plaintext Kafka listener reads the ClientHello as a frame too large to
   take and closes the connection: librdkafka reports ``"...: SSL handshake failed: Disconnected: ... connecting to
   a PLAINTEXT broker listener? (after 1ms in state SSL_HANDSHAKE)"`` (error_cb, and the log). The listener is asked
@@ -42,7 +47,7 @@ from confluent_kafka import KafkaError
 from throttled_admin._driver.sasl_probe import required_sasl_mechanisms, serves_plaintext, speaks_tls
 from throttled_admin._engine import broker_address, contact_failure, wrong_listener
 
-__all__ = ["DROPS", "WINDOW_S", "HandshakeDrops", "questions"]
+__all__ = ["DROPS", "WINDOW_S", "HandshakeDrops", "questions", "said_plainly"]
 
 DROPS = 3
 WINDOW_S = 30.0
@@ -55,6 +60,9 @@ _DISCONNECTED = re.compile(
     r"(?:, (?P<suppressed>\d+) identical error\(s\) suppressed)?\)"
 )
 _CLOSED_AT_APIVERSIONS = re.compile(r"^(?P<broker>\S+): Disconnected\b.*\(after \d+ms in state APIVERSION_QUERY\b")
+_NO_MECHANISM = re.compile(
+    r"^(?P<broker>\S+): SASL \S+ mechanism handshake failed: .*: broker's supported mechanisms: *\(after "
+)
 _CLOSED_AT_TLS = re.compile(r"^(?P<broker>\S+): (?:SSL handshake failed: )?Disconnected\b.*in state SSL_HANDSHAKE\b")
 
 
@@ -70,6 +78,21 @@ def questions(security_protocol: object) -> frozenset[str]:
     if protocol in ("ssl", "sasl_ssl"):
         return frozenset({"plaintext"})
     return frozenset()
+
+
+def said_plainly(error: KafkaError, security_protocol: object) -> KafkaError:
+    """An error_cb event said plainly when it shows a listener without SASL to a SASL client (its answer to the SASL
+    handshake offered no mechanism); otherwise ``error`` itself."""
+    match = _NO_MECHANISM.match(_THREAD.sub("", error.str(), count=1))
+    if match is None or error.code() != KafkaError._AUTHENTICATION:
+        return error
+    broker, protocol = match["broker"], str(security_protocol).upper()
+    fits = "PLAINTEXT" if protocol == "SASL_PLAINTEXT" else "SSL"
+    text = (
+        f"{broker}: the listener at {broker_address(broker)} does not use SASL (it answered the SASL handshake "
+        f"offering no mechanism); check security.protocol, which is {protocol} ({fits} for this listener)"
+    )
+    return KafkaError(KafkaError._AUTHENTICATION, text, fatal=False)
 
 
 class HandshakeDrops:

@@ -28,6 +28,7 @@ from confluent_kafka import KafkaError
 from opentelemetry.metrics import MeterProvider
 
 from throttled_admin._driver.callback_errors import CallbackErrors
+from throttled_admin._driver.handshake_drops import said_plainly
 from throttled_admin._driver.librdkafka_log import tap_logs
 from throttled_admin._engine import RetryBackoff
 from throttled_admin._telemetry.metrics import check_metric_attributes
@@ -149,7 +150,7 @@ def install_callbacks(
     """A copy of ``conf`` whose callbacks feed ``sink()`` (None until the scheduler exists) and then the user's own,
     and where an error the client finds itself goes: where librdkafka's own go, the ``error_cb`` from conf (on the
     user-code thread), or the log when there is none. What the user's callbacks (and ``logger``) raise goes to
-    ``errors``."""
+    ``errors``. librdkafka's error events reach both said plainly where it says too little (``said_plainly``)."""
     conf = dict(conf)
     run_user = errors.counted(run_user)  # only conf callbacks are handed over here: poll() waits for them
     user = {key: errors.wrap(key, conf[key]) for key in USER_CALLBACKS if conf.get(key) is not None}
@@ -173,6 +174,7 @@ def install_callbacks(
             log.warning("%s", error.str())
 
     def error_cb(error: KafkaError) -> None:
+        error = said_plainly(error, conf.get("security.protocol", "plaintext"))
         _deliver(sink, "handling a librdkafka error event", lambda target: target.on_error(error))
         if user_error is not None:
             run_user(functools.partial(user_error, error))

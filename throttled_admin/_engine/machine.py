@@ -50,7 +50,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import compress, repeat
 
 from confluent_kafka import KafkaError, KafkaException
@@ -297,7 +297,7 @@ class Engine:
         if topic.state is not TopicState.QUEUED and topic.state is not TopicState.HELD_BEHIND_NAME:
             return False
         if topic.history and topic.past.answered:
-            self._end(topic, Ending.CANCELLED, now)
+            self._end((topic,), Ending.CANCELLED, now)
             return False
         call.move(topic, TopicState.WITHDRAWN)
         self._views.forget(topic)
@@ -387,9 +387,8 @@ class Engine:
         if slot.lane != FIRST:
             self._lanes.retire()
         self._out += request.throttle_events(answered=False)
-        for topic in request.topics:
-            if topic.state is TopicState.IN_FLIGHT:
-                self._end(topic, Ending.SEND_REFUSED, now, exc=exc)
+        in_flight = [topic for topic in request.topics if topic.state is TopicState.IN_FLIGHT]
+        self._end(in_flight, Ending.SEND_REFUSED, now, exc=exc)
 
     def on_send_cut_short(self, request_id: int, *, handed: bool, now: float, retire: bool = True) -> None:
         """The driver's send of ``request`` was cut short (Ctrl-C, a signal handler, close() from inside the turn):
@@ -416,7 +415,7 @@ class Engine:
             if topic.state is not TopicState.IN_FLIGHT:
                 continue
             if topic.cancelled:  # its caller gave up on it in flight: this attempt not sent, and none will be
-                self._end(topic, Ending.CANCELLED, now)
+                self._end((topic,), Ending.CANCELLED, now)
             else:
                 topic.call.move(topic, TopicState.QUEUED)
 
@@ -466,8 +465,7 @@ class Engine:
                 if refused := _quota_refusals(request):
                     self._out.append(QuotaViolations(request.kind.operation.name, refused))
         for call in list(self._queue.calls.values()):
-            for topic in [*call.queued.values(), *call.in_flight.values(), *call.awaiting.values()]:
-                self._end(topic, Ending.CLOSED, now)
+            self._end([*call.queued.values(), *call.in_flight.values(), *call.awaiting.values()], Ending.CLOSED, now)
         for slot in self._lanes.slots:
             if (request := slot.request) is not None:
                 self._learned.cap.ended(request.id)  # (no probe out once closed)
@@ -485,8 +483,7 @@ class Engine:
             for request, slot in lanes.done(now):
                 self._complete(request, slot, now)
             if self._contact.auth and (error := self._contact.auth_error(now, AUTH_ERROR_TTL_S)) is not None:
-                for topic in _unapplied(self._queue.calls):  # applied topics stay applied
-                    self._end(topic, Ending.AUTH_FAILED, now, error=error)
+                self._end(_unapplied(self._queue.calls), Ending.AUTH_FAILED, now, error=error)  # applied ones stay
             drains, drain_at = lanes.drain(now)
             self._out += drains  # rule b: the sentinel that tells when a connection is free, if one is due
             # (none pending, as after a lone call's answer: nothing to expire, no call)
@@ -538,21 +535,8 @@ class Engine:
             if now < give_up_at:
                 wake_at = min(wake_at, give_up_at)
                 continue
-            for topic in list(call.queued.values()):
-                self._end(topic, Ending.CANNOT_CONNECT, now)
+            self._end(list(call.queued.values()), Ending.CANNOT_CONNECT, now)
         return wake_at
-
-    def _finish(self, topic: Topic, exc: BaseException | None, now: float) -> None:
-        """Book a topic's outcome; the driver resolves its future."""
-        call = topic.call
-        call.move(topic, _SETTLED)
-        self._views.forget(topic)
-        if exc is not None and call.error_type is None:
-            error = error_of(exc)
-            call.error_type = error.name() if error is not None else type(exc).__name__
-        self._out.append(Settle(call.id, topic.name, exc))
-        if (finished := self._queue.settled(topic, now)) is not None:  # the next call naming it may send it
-            self._out.append(finished)
 
     def _expire(self, now: float) -> float:
         """Settle what is past its call's deadline; returns the next deadline (rule e)."""
@@ -561,23 +545,16 @@ class Engine:
             if call.spec.deadline > now:
                 next_deadline = min(next_deadline, call.spec.deadline)
                 continue
-            for topic in list(call.queued.values()):
-                self._end(topic, Ending.DEADLINE, now)
-            for topic in list(call.in_flight.values()):  # sent, not answered: it may or may not have been applied
-                self._end(
-                    topic,
-                    Ending.ANSWER_LOST,
-                    now,
-                    why="no response by the deadline",
-                    because=OutcomeUnknownReason.NO_RESPONSE,
-                )
-            for topic in list(call.awaiting.values()):  # applied, not yet shown by every broker
-                self._end(topic, Ending.DEADLINE, now)
+            self._end(list(call.queued.values()), Ending.DEADLINE, now)
+            # sent, not answered: it may or may not have been applied
+            why, because = "no response by the deadline", OutcomeUnknownReason.NO_RESPONSE
+            self._end(list(call.in_flight.values()), Ending.ANSWER_LOST, now, why=why, because=because)
+            self._end(list(call.awaiting.values()), Ending.DEADLINE, now)  # applied, not yet shown by every broker
         return next_deadline
 
     def _end(
         self,
-        topic: Topic,
+        topics: Sequence[Topic],
         ending: Ending,
         now: float,
         *,
@@ -588,28 +565,34 @@ class Engine:
         because: NotSentReason | OutcomeUnknownReason | None = None,
         forwarded: Forwarded | None = None,
     ) -> None:
-        """Settle the topic with the error its ending and its attempts call for (``outcome``: rule f); ``why`` says
-        why in words, ``because`` typed."""
-        call = topic.call
-        if ending is Ending.DEADLINE:
-            why, because = why_not_sent(
-                self._contact.reached, topic.state is _HELD, self._views.reads_ids(topic), self._lanes.first.busy
-            )
-        facts = Facts(
-            call.kind.operation.name,
-            topic.name,
-            call.spec.timeout_ms,
-            now,
-            exc,
-            error,
-            throttle_ms,
-            why,
-            self._contact.failure,
-            topic.lagging,
-            because,
-            forwarded,
-        )
-        self._finish(topic, settle_error(ending, topic.state, topic.past, facts), now)
+        """Settle each of ``topics`` with the error its ending and its attempts call for (``outcome``: rule f), a
+        call's run of them at once (``_settle``: one at a time cost half again as much at a bulk call's deadline);
+        ``why`` says why in words, ``because`` typed. A run's names are distinct (``submit``), and each run is
+        settled before the next one's errors are made: a name one lets go (rule a) is seen by the next, as when
+        each topic was settled alone."""
+        reached, failure, busy = self._contact.reached, self._contact.failure, self._lanes.first.busy
+        for call, run in _runs(topics):
+            operation, timeout_ms = call.kind.operation.name, call.spec.timeout_ms
+            excs: list[BaseException | None] = []
+            for topic in run:
+                if ending is Ending.DEADLINE:
+                    why, because = why_not_sent(reached, topic.state is _HELD, self._views.reads_ids(topic), busy)
+                facts = Facts(
+                    operation,
+                    topic.name,
+                    timeout_ms,
+                    now,
+                    exc,
+                    error,
+                    throttle_ms,
+                    why,
+                    failure,
+                    topic.lagging,
+                    because,
+                    forwarded,
+                )
+                excs.append(settle_error(ending, topic.state, topic.past, facts))
+            _settle(call, run, excs, self._views, self._queue, self._out, now)
 
     # -- a response -------------------------------------------------------------------------------
 
@@ -686,12 +669,14 @@ class Engine:
                 topic.call.move(topic, TopicState.QUEUED)
                 retried = True
             elif isinstance(decision, Finish):
-                self._end(topic, decision.ending, now, exc=decision.exc, why=decision.why, forwarded=decision.forwarded)
+                self._end(
+                    (topic,), decision.ending, now, exc=decision.exc, why=decision.why, forwarded=decision.forwarded
+                )
             elif topic.call.spec.wait_for_metadata and not topic.call.kind.validate_only:
                 topic.call.move(topic, TopicState.AWAITING_VISIBILITY)
                 self._views.applied(now)
             else:
-                self._finish(topic, None, now)
+                _settle(topic.call, (topic,), (None,), self._views, self._queue, self._out, now)
         return retried
 
     # -- the next request -------------------------------------------------------------------------
@@ -762,8 +747,8 @@ class Engine:
             queued = list(call.queued.values())
             if refused_here := sum(not _refused_by_the_broker_at(topic, now) for topic in queued):
                 self._out.append(QuotaViolations(call.kind.operation.name, refused_here))
-            for topic in queued:  # an earlier throttle of the topic's own, if longer, is the one it is told
-                self._end(topic, Ending.THROTTLED_HERE, now, throttle_ms=throttle_ms)
+            # an earlier throttle of the topic's own, if longer, is the one it is told
+            self._end(queued, Ending.THROTTLED_HERE, now, throttle_ms=throttle_ms)
         return now + wait_s
 
     def _compose(
@@ -828,7 +813,7 @@ class Engine:
                 too_late = _asked_per_topic(lateness, estimates, len(candidates), times, now)
             late = too_late(bool(topic.history), estimates, len(chosen) + 1, times, now)
             if late is not None:
-                self._end(topic, late[0], now, why=late[1], because=late[2])
+                self._end((topic,), late[0], now, why=late[1], because=late[2])
                 continue
             if not chosen or chosen[-1].call is not call:  # the last one chosen of its call: its budget is in
                 if chosen and max(longest, time_s) > COALESCE_RATIO * min(shortest, time_s):
@@ -1010,20 +995,49 @@ def _settle_applied(
     out: list[Action],
     now: float,
 ) -> None:
-    """``Engine._finish`` of applied topics, a call's run at once (issue 40: one at a time was most of an answer's
-    cost), with the same outcome: each attempt booked (``attempt``, alike for all: frozen, shared; none for topics
-    a read of the brokers' views shows, booked when answered), its future resolved with None, its name let go, its
-    call's duration recorded with its last topic."""
+    """``_settle`` of applied topics, a call's run at once (issue 40: one at a time was most of an answer's cost),
+    each attempt booked first (``attempt``, alike for all: frozen, shared; none for topics a read of the brokers'
+    views shows, booked when answered)."""
     for call, topics in runs:
         if attempt:
             for topic in topics:
                 topic.history = topic.history + attempt if topic.history else attempt
-        call.move_all(topics, _SETTLED)
-        views.forget_all(topics)
-        call_id = call.id
-        out += map(Settle, repeat(call_id), map(_NAME, topics), repeat(None))
-        if (finished := queue.settled_all(call, topics, now)) is not None:
-            out.append(finished)
+        _settle(call, topics, None, views, queue, out, now)
+
+
+def _settle(
+    call: Call,
+    topics: Sequence[Topic],
+    excs: Sequence[BaseException | None] | None,
+    views: ViewReads,
+    queue: WorkQueue,
+    out: list[Action],
+    now: float,
+) -> None:
+    """Book the outcomes of ``topics``, ``call``'s, in order: each one's error in ``excs`` (None: applied; ``excs``
+    None: all applied). Settled, their ids no longer wanted, the call's first error noted (its metric attribute),
+    their futures resolved (``Settle``), their names let go to the calls waiting behind them, the call's duration
+    recorded with its last topic."""
+    call.move_all(topics, _SETTLED)
+    views.forget_all(topics)
+    if excs is None:
+        out += map(Settle, repeat(call.id), map(_NAME, topics), repeat(None))
+    else:
+        if call.error_type is None and (first := next(filter(None, excs), None)) is not None:
+            error = error_of(first)
+            call.error_type = error.name() if error is not None else type(first).__name__
+        out += map(Settle, repeat(call.id), map(_NAME, topics), excs)
+    if (finished := queue.settled_all(call, topics, now)) is not None:
+        out.append(finished)
+
+
+def _runs(topics: Sequence[Topic]) -> Iterator[tuple[Call, Sequence[Topic]]]:
+    """``topics`` in runs of one call each, in order (a call's topics need not be in a row)."""
+    start = 0
+    for i in range(1, len(topics) + 1):
+        if i == len(topics) or topics[i].call is not topics[start].call:
+            yield topics[start].call, topics[start:i]
+            start = i
 
 
 def _refused_by_the_broker_at(topic: Topic, now: float) -> bool:

@@ -216,7 +216,8 @@ def run(
 
     rows = fleet_plan(args.topics, profiles, args.prefix)
     total = sum(r.partitions or 1 for r in rows)
-    print(f"plan: {len(rows)} topics, {total} mutations, {len(profiles)} quota entities: {', '.join(profiles)}")
+    entities = "quota entity" if len(profiles) == 1 else "quota entities"
+    print(f"plan: {len(rows)} topics, {total} mutations, {len(profiles)} {entities}: {', '.join(profiles)}")
     started = time.monotonic()
     spark_log = Path(tempfile.mkdtemp(prefix="throttled-admin-demo-")) / "spark.log"
     with _stderr_to(spark_log):
