@@ -161,18 +161,31 @@ def test_a_sasl_client_on_a_listener_without_sasl_is_told_the_listener_does_not_
 ) -> None:
     """Both brokers answer a SaslHandshake on a listener without SASL with ILLEGAL_SASL_STATE and no mechanism
     (``test_a_listener_without_sasl_answers_sasl_requests_with_illegal_sasl_state``); librdkafka's words for it
-    ("Request not valid in current SASL state: broker's supported mechanisms: ") are said plainly."""
+    ("Request not valid in current SASL state: broker's supported mechanisms: ") are said plainly first, to the
+    topic and to the error_cb from conf, and kept after it."""
     broker = any_broker()
-    conf = {**client_conf(broker.bootstrap_servers, "SASL_PLAINTEXT"), "client.id": broker.client_id}
+    events: list[KafkaError] = []
+    conf = {
+        **client_conf(broker.bootstrap_servers, "SASL_PLAINTEXT"),
+        "client.id": broker.client_id,
+        "error_cb": events.append,
+    }
     error, took_s = create(conf, 120_000, name=broker.t("t"))
     print(f"[timing] SASL_PLAINTEXT client, listener without SASL: {took_s:.2f} s: {error}")
     assert type(error) is KafkaException, repr(error)  # never sent: the authentication failure itself
-    kafka_error = error.args[0]
-    assert kafka_error.code() == KafkaError._AUTHENTICATION
-    text = kafka_error.str()
-    assert f"the listener at {broker.bootstrap_servers} does not use SASL" in text, text
-    assert text.endswith("check security.protocol, which is SASL_PLAINTEXT (PLAINTEXT for this listener)"), text
-    assert PASSWORD not in text
+    plainly = (
+        f"sasl_plaintext://{broker.bootstrap_servers}/bootstrap: the listener at {broker.bootstrap_servers} does not "
+        "use SASL; check security.protocol, which is SASL_PLAINTEXT (PLAINTEXT for this listener). librdkafka: SASL "
+        "PLAIN mechanism handshake failed: Broker: Request not valid in current SASL state: broker's supported "
+        "mechanisms:  (after "
+    )
+    authentication = [e for e in events if e.code() == KafkaError._AUTHENTICATION]  # (and "1/1 brokers are down")
+    assert authentication, events  # (create() closes the client: its error_cb events are all in)
+    for told in (error.args[0], *authentication):
+        assert told.code() == KafkaError._AUTHENTICATION
+        assert told.str().startswith(plainly), told.str()
+        assert told.str().endswith("in state AUTH_HANDSHAKE)"), told.str()
+        assert PASSWORD not in told.str()
     assert broker.topics() == {}
 
 

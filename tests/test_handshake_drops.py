@@ -345,9 +345,13 @@ def test_only_an_authentication_failure_whose_handshake_offered_no_mechanism_is_
     said = said_plainly(none, "sasl_ssl")
     assert said.code() == KafkaError._AUTHENTICATION
     assert said.str() == (
-        f"{broker}: the listener at kafka-1:9093 does not use SASL (it answered the SASL handshake offering no "
-        "mechanism); check security.protocol, which is SASL_SSL (SSL for this listener)"
+        f"{broker}: the listener at kafka-1:9093 does not use SASL; check security.protocol, which is SASL_SSL (SSL "
+        f"for this listener). librdkafka: {failed}: broker's supported mechanisms:  (after 0ms in state AUTH_HANDSHAKE)"
     )
+    before, after = contact_failure(none.str()), contact_failure(said.str())  # where and how far it got, as before
+    assert before is not None
+    assert after is not None
+    assert (after.address, after.stage) == (before.address, before.stage) == ("kafka-1:9093", "sasl")
     offered = KafkaError(
         KafkaError._AUTHENTICATION,
         f"{broker}: SASL SCRAM-SHA-512 mechanism handshake failed: Broker: Unsupported SASL mechanism: broker's "
@@ -358,6 +362,17 @@ def test_only_an_authentication_failure_whose_handshake_offered_no_mechanism_is_
         f"{broker}: SASL authentication error: Authentication failed: Invalid username or password (after 2ms in "
         "state AUTH_REQ)",
     )
+    # an empty list after another refusal, or a frame librdkafka could not read: not a listener without SASL
+    offers_none = KafkaError(
+        KafkaError._AUTHENTICATION,
+        f"{broker}: SASL PLAIN mechanism handshake failed: Broker: Unsupported SASL mechanism: broker's supported "
+        "mechanisms:  (after 1ms in state AUTH_HANDSHAKE)",
+    )
+    unreadable = KafkaError(
+        KafkaError._AUTHENTICATION,
+        f"{broker}: SASL PLAIN mechanism handshake failed: Local: Bad message format: broker's supported "
+        "mechanisms:  (after 1ms in state AUTH_HANDSHAKE)",
+    )
     not_authentication = KafkaError(KafkaError._TRANSPORT, none.str())
-    for error in (offered, wrong_password, not_authentication):
+    for error in (offered, wrong_password, offers_none, unreadable, not_authentication):
         assert said_plainly(error, "sasl_ssl") is error

@@ -60,8 +60,12 @@ _DISCONNECTED = re.compile(
     r"(?:, (?P<suppressed>\d+) identical error\(s\) suppressed)?\)"
 )
 _CLOSED_AT_APIVERSIONS = re.compile(r"^(?P<broker>\S+): Disconnected\b.*\(after \d+ms in state APIVERSION_QUERY\b")
-_NO_MECHANISM = re.compile(
-    r"^(?P<broker>\S+): SASL \S+ mechanism handshake failed: .*: broker's supported mechanisms: *\(after "
+# ILLEGAL_SASL_STATE with no mechanism (librdkafka's rd_kafka_broker_handle_SaslHandshake), and nothing else: an
+# empty list also follows other refusals (UNSUPPORTED_SASL_MECHANISM from a listener offering none) and a bad frame.
+_NO_SASL = re.compile(
+    r"^(?P<broker>\S+): (?P<said>SASL \S+ mechanism handshake failed: Broker: Request not valid in current SASL state: "
+    r"broker's supported mechanisms: *\(after .*)$",
+    re.DOTALL,
 )
 _CLOSED_AT_TLS = re.compile(r"^(?P<broker>\S+): (?:SSL handshake failed: )?Disconnected\b.*in state SSL_HANDSHAKE\b")
 
@@ -81,16 +85,17 @@ def questions(security_protocol: object) -> frozenset[str]:
 
 
 def said_plainly(error: KafkaError, security_protocol: object) -> KafkaError:
-    """An error_cb event said plainly when it shows a listener without SASL to a SASL client (its answer to the SASL
-    handshake offered no mechanism); otherwise ``error`` itself."""
-    match = _NO_MECHANISM.match(_THREAD.sub("", error.str(), count=1))
+    """An error_cb event said plainly when it shows a listener without SASL to a SASL client (it answered the SASL
+    handshake with ILLEGAL_SASL_STATE and no mechanism), librdkafka's words kept after it (they still end with the
+    state the connection failed in: ``contact``); otherwise ``error`` itself."""
+    match = _NO_SASL.match(_THREAD.sub("", error.str(), count=1))
     if match is None or error.code() != KafkaError._AUTHENTICATION:
         return error
     broker, protocol = match["broker"], str(security_protocol).upper()
     fits = "PLAINTEXT" if protocol == "SASL_PLAINTEXT" else "SSL"
     text = (
-        f"{broker}: the listener at {broker_address(broker)} does not use SASL (it answered the SASL handshake "
-        f"offering no mechanism); check security.protocol, which is {protocol} ({fits} for this listener)"
+        f"{broker}: the listener at {broker_address(broker)} does not use SASL; check security.protocol, which is "
+        f"{protocol} ({fits} for this listener). librdkafka: {match['said']}"
     )
     return KafkaError(KafkaError._AUTHENTICATION, text, fatal=False)
 

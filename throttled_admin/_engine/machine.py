@@ -1023,7 +1023,7 @@ def _settle(
     if excs is None:
         out += map(Settle, repeat(call.id), map(_NAME, topics), repeat(None))
     else:
-        if call.error_type is None and (first := next(filter(None, excs), None)) is not None:
+        if call.error_type is None and (first := next((e for e in excs if e is not None), None)) is not None:
             error = error_of(first)
             call.error_type = error.name() if error is not None else type(first).__name__
         out += map(Settle, repeat(call.id), map(_NAME, topics), excs)
