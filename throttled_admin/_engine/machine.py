@@ -50,7 +50,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import compress, repeat
 
 from confluent_kafka import KafkaError, KafkaException
@@ -297,7 +297,7 @@ class Engine:
         if topic.state is not TopicState.QUEUED and topic.state is not TopicState.HELD_BEHIND_NAME:
             return False
         if topic.history and topic.past.answered:
-            self._end((topic,), Ending.CANCELLED, now)
+            self._end([topic], Ending.CANCELLED, now)
             return False
         call.move(topic, TopicState.WITHDRAWN)
         self._views.forget(topic)
@@ -415,7 +415,7 @@ class Engine:
             if topic.state is not TopicState.IN_FLIGHT:
                 continue
             if topic.cancelled:  # its caller gave up on it in flight: this attempt not sent, and none will be
-                self._end((topic,), Ending.CANCELLED, now)
+                self._end([topic], Ending.CANCELLED, now)
             else:
                 topic.call.move(topic, TopicState.QUEUED)
 
@@ -554,7 +554,7 @@ class Engine:
 
     def _end(
         self,
-        topics: Sequence[Topic],
+        topics: list[Topic],
         ending: Ending,
         now: float,
         *,
@@ -567,11 +567,11 @@ class Engine:
     ) -> None:
         """Settle each of ``topics`` with the error its ending and its attempts call for (``outcome``: rule f), a
         call's run of them at once (``_settle``: one at a time cost half again as much at a bulk call's deadline);
-        ``why`` says why in words, ``because`` typed. A run's names are distinct (``submit``), and each run is
-        settled before the next one's errors are made: a name one lets go (rule a) is seen by the next, as when
-        each topic was settled alone."""
+        ``why`` says why in words, ``because`` typed. A call's topics come in a row (``_by_call``), their names
+        distinct (``submit``), and each run is settled before the next one's errors are made: a name one lets go
+        (rule a) is seen by the next, as when each topic was settled alone."""
         reached, failure, busy = self._contact.reached, self._contact.failure, self._lanes.first.busy
-        for call, run in _runs(topics):
+        for call, run in _by_call(topics):
             operation, timeout_ms = call.kind.operation.name, call.spec.timeout_ms
             excs: list[BaseException | None] = []
             for topic in run:
@@ -670,7 +670,7 @@ class Engine:
                 retried = True
             elif isinstance(decision, Finish):
                 self._end(
-                    (topic,), decision.ending, now, exc=decision.exc, why=decision.why, forwarded=decision.forwarded
+                    [topic], decision.ending, now, exc=decision.exc, why=decision.why, forwarded=decision.forwarded
                 )
             elif topic.call.spec.wait_for_metadata and not topic.call.kind.validate_only:
                 topic.call.move(topic, TopicState.AWAITING_VISIBILITY)
@@ -813,7 +813,7 @@ class Engine:
                 too_late = _asked_per_topic(lateness, estimates, len(candidates), times, now)
             late = too_late(bool(topic.history), estimates, len(chosen) + 1, times, now)
             if late is not None:
-                self._end((topic,), late[0], now, why=late[1], because=late[2])
+                self._end([topic], late[0], now, why=late[1], because=late[2])
                 continue
             if not chosen or chosen[-1].call is not call:  # the last one chosen of its call: its budget is in
                 if chosen and max(longest, time_s) > COALESCE_RATIO * min(shortest, time_s):
@@ -1029,15 +1029,6 @@ def _settle(
         out += map(Settle, repeat(call.id), map(_NAME, topics), excs)
     if (finished := queue.settled_all(call, topics, now)) is not None:
         out.append(finished)
-
-
-def _runs(topics: Sequence[Topic]) -> Iterator[tuple[Call, Sequence[Topic]]]:
-    """``topics`` in runs of one call each, in order (a call's topics need not be in a row)."""
-    start = 0
-    for i in range(1, len(topics) + 1):
-        if i == len(topics) or topics[i].call is not topics[start].call:
-            yield topics[start].call, topics[start:i]
-            start = i
 
 
 def _refused_by_the_broker_at(topic: Topic, now: float) -> bool:
