@@ -184,3 +184,36 @@ def test_an_authentication_failure_in_flight_is_authentication() -> None:
     sent(machine.step(0.0))
     machine.on_error(KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error"), 0.1)
     assert unknown(machine.step(0.1)) is OutcomeUnknownReason.AUTHENTICATION
+
+
+def test_topics_not_sent_at_a_deadline_each_get_their_own_error_with_their_own_reason() -> None:
+    """At a deadline a call's topics with no attempts share the words of one error (``outcome.copied``), each with
+    an error of its own; a topic whose reason differs from the one before it (held by an earlier call's name, here
+    between topics that are not) gets its own words."""
+    machine = engine()
+    for name in ("a", "b"):
+        create(machine, name, 0.0, 30.0)
+    sent(machine.step(0.0))  # a and b in flight: the connection is busy, and their names are held
+    spec = CallSpec.starting(
+        RequestKind(CREATE_TOPICS, False),
+        0.0,
+        300,
+        retry_on_quota_violation=True,
+        request_timeout_s=None,
+        operation_timeout_s=None,
+    )
+    names = ["x", "a", "y", "b", "z"]
+    submit_call(machine, spec, [(name, NewTopic(name, 1, 1), 1, 2) for name in names])
+    assert machine.step(0.0).send is None
+    errors = {ref.name: error for ref, error in machine.step(0.3).settle}
+    assert list(errors) == names
+    reasons = {name: error.why for name, error in errors.items() if isinstance(error, NotSentError)}
+    assert reasons == {
+        "x": NotSentReason.DEADLINE,
+        "a": NotSentReason.NAME_HELD,
+        "y": NotSentReason.DEADLINE,
+        "b": NotSentReason.NAME_HELD,
+        "z": NotSentReason.DEADLINE,
+    }
+    assert len({id(error) for error in errors.values()}) == len(names)  # raising one never touches another
+    assert str(errors["x"]) == str(errors["y"]) == str(errors["z"]) != str(errors["a"]) == str(errors["b"])

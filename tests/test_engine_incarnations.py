@@ -10,7 +10,7 @@ import uuid
 from confluent_kafka.admin import NewPartitions, NewTopic
 
 from tests.engine_records import submit_call
-from throttled_admin import NotSentError, NotYetVisibleError
+from throttled_admin import NotSentError, NotSentReason, NotYetVisibleError
 from throttled_admin._engine import (
     CREATE_PARTITIONS,
     CREATE_TOPICS,
@@ -332,3 +332,25 @@ def test_a_read_ahead_that_missed_a_broker_stands_for_no_create() -> None:
     later.on_views({0: None, 1: None, 2: None}, 0.2)
     submit_at(later, 0.3, name="y")
     assert later.step(0.3).read_views == ["y"]
+
+
+def test_at_a_deadline_a_topic_whose_ids_were_read_ahead_is_told_its_own_reason_among_those_still_read() -> None:
+    """One call's topics of one state, not sent by its deadline for different reasons: x's ids were read ahead (it
+    waited for the connection), y's and z's were still being read. Each is told its own (the engine shares one
+    error's words between topics with no attempts only while their reason is the same: ``outcome.copied``)."""
+    engine = client()
+    read_ahead_answered(engine, 0.0, None, None, None)
+    submit(engine, CREATE_TOPICS, NewTopic("busy", 1, 1), "busy", wait=False)
+    assert engine.step(0.02).send is not None  # in flight, never answered: the connection is busy
+    spec = CallSpec(
+        RequestKind(CREATE_TOPICS, False), 0.32, 300, True, None, None, started_at=0.02, wait_for_metadata=True
+    )
+    names = ["y", "x", "z"]
+    submit_call(engine, spec, [(name, NewTopic(name, 1, 1), 1, 2) for name in names])
+    assert engine.step(0.02).read_views == ["y", "z"]  # x takes the ids read ahead
+    errors = settled(engine.step(0.32))
+    assert list(errors) == names
+    reasons = {name: error.why for name, error in errors.items() if isinstance(error, NotSentError)}
+    assert reasons == {"y": NotSentReason.READING_IDS, "x": NotSentReason.DEADLINE, "z": NotSentReason.READING_IDS}
+    assert errors["y"] is not errors["z"]
+    assert str(errors["y"]) == str(errors["z"])

@@ -17,7 +17,15 @@ from throttled_admin._engine import CREATE_TOPICS, CallSpec, Engine, RequestKind
 from throttled_admin._engine.classify import Outcome
 from throttled_admin._engine.contact import ContactFailure
 from throttled_admin._engine.lifecycle import MOVES, Attempt, Past, TopicState
-from throttled_admin._engine.outcome import CANCELLED_WHY, RULES, Ending, Facts, settle_error
+from throttled_admin._engine.outcome import (
+    CANCELLED_WHY,
+    NAMES_THE_TOPIC,
+    RULES,
+    Ending,
+    Facts,
+    copied,
+    settle_error,
+)
 from throttled_admin._engine.work import Call, NameHolds, Topic
 from throttled_admin._errors import (
     CannotConnectError,
@@ -79,6 +87,7 @@ ROWS: list[tuple[TopicState, Ending, str, dict[str, Any], type[BaseException], s
     (F, Ending.CANCELLED, "failover", {}, PossiblyAppliedError, "refused with NOT_CONTROLLER"),
     # cancelled, its latest attempt not sent
     (F, Ending.CANCELLED, "never answered", {}, NotSentError, CANCELLED_WHY),
+    (Q, Ending.CANCELLED, "never answered", {}, NotSentError, CANCELLED_WHY),
     (F, Ending.CANCELLED, "lost", {}, OutcomeUnknownError, "its caller cancelled it after an attempt"),
     (F, Ending.CANCELLED, "throttled", {}, ThrottlingQuotaExceededException, "throttle_time_ms=500"),
     # held back by the throttle or the pacer: the longer of this throttle and the topic's own
@@ -93,6 +102,7 @@ ROWS: list[tuple[TopicState, Ending, str, dict[str, Any], type[BaseException], s
     (F, Ending.AUTH_FAILED, "never answered", {"error": AUTH}, OutcomeUnknownError, "was in flight"),
     # connections fail before their handshake
     (Q, Ending.CANNOT_CONNECT, "never answered", {"failure": FAILURE}, CannotConnectError, "Connection refused"),
+    (F, Ending.CANNOT_CONNECT, "never answered", {"failure": FAILURE}, CannotConnectError, "Connection refused"),
     (Q, Ending.CANNOT_CONNECT, "lost", {"failure": FAILURE}, OutcomeUnknownError, "may have been handed over"),
     (Q, Ending.CANNOT_CONNECT, "failover", {"failure": FAILURE}, OutcomeUnknownError, "refused with NOT_CONTROLLER"),
     # confluent-kafka refused the call: not sent, and not a NotSentError once a broker refused an earlier attempt
@@ -120,6 +130,32 @@ def test_each_case_of_rule_f_has_its_error(
     error = settle_error(ending, state, PASTS[past], FACTS._replace(**given))
     assert isinstance(error, kind), repr(error)
     assert says in str(error), str(error)
+
+
+FIRST_ATTEMPTS = [row for row in ROWS if row[2] == "never answered" and "lagging" not in row[3]]
+
+
+@pytest.mark.parametrize(("state", "ending", "past", "given", "kind", "says"), FIRST_ATTEMPTS)
+def test_a_topic_with_no_attempts_is_named_by_its_error_only_where_the_engine_makes_each_anew(
+    state: TopicState, ending: Ending, past: str, given: dict[str, Any], kind: type[BaseException], says: str
+) -> None:
+    """The engine shares one error's words between the topics with no attempts of a run (``Engine._end``), but for
+    the endings in NAMES_THE_TOPIC: so no other rule may put the topic's name in the error. ``copied`` makes each
+    topic's own: of the same type, with the same args and attributes, never the same object."""
+    one, other = (settle_error(ending, state, Past(), FACTS._replace(topic=name, **given)) for name in ("t", "u"))
+    names_it = ending in NAMES_THE_TOPIC
+    assert (str(one) != str(other) or vars(one) != vars(other)) is names_it
+    twin = copied(one)
+    assert type(twin) is type(one)
+    assert twin is not one
+    assert twin.args == one.args
+    assert vars(twin) == vars(one)
+    assert (twin.__cause__, twin.__context__, twin.__traceback__) == (None, None, None)
+
+
+def test_every_ending_a_first_attempt_can_have_is_checked_for_the_name() -> None:
+    rules = {(state, ending) for state, ending, *_ in FIRST_ATTEMPTS}
+    assert rules == {(state, ending) for state, ending in RULES if state is not A}
 
 
 def test_a_refusal_after_an_earlier_refusal_is_not_a_not_sent_error() -> None:
