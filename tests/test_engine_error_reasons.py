@@ -8,12 +8,20 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 
 from tests.engine_records import submit_call
-from throttled_admin import NotSentError, NotSentReason, OutcomeUnknownError, OutcomeUnknownReason
+from throttled_admin import (
+    ClientClosedNotSentError,
+    ClientClosedOutcomeUnknownError,
+    NotSentError,
+    NotSentReason,
+    OutcomeUnknownError,
+    OutcomeUnknownReason,
+)
 from throttled_admin._engine import (
     CREATE_TOPICS,
     CallSpec,
     Drained,
     Engine,
+    EngineConfig,
     Outbox,
     RequestKind,
     RetryBackoff,
@@ -217,3 +225,29 @@ def test_topics_not_sent_at_a_deadline_each_get_their_own_error_with_their_own_r
     }
     assert len({id(error) for error in errors.values()}) == len(names)  # raising one never touches another
     assert str(errors["x"]) == str(errors["y"]) == str(errors["z"]) != str(errors["a"]) == str(errors["b"])
+
+
+def test_a_close_tells_a_calls_topics_in_flight_and_queued_apart_though_none_has_an_attempt() -> None:
+    """close() ends a call's queued and in-flight topics together, none of them answered yet: the queued ones were
+    not sent, those in flight may have been applied. The engine shares an error's words only within one state."""
+    machine = Engine(pacer=None, backoff=RetryBackoff(), config=EngineConfig(max_topics_per_request=2))
+    machine.on_probe(True, 0.0)
+    spec = CallSpec.starting(
+        RequestKind(CREATE_TOPICS, False),
+        0.0,
+        30_000,
+        retry_on_quota_violation=True,
+        request_timeout_s=None,
+        operation_timeout_s=None,
+    )
+    names = ["a", "b", "c", "d"]
+    submit_call(machine, spec, [(name, NewTopic(name, 1, 1), 1, 2) for name in names])
+    assert sent(machine.step(0.0)).names == ["a", "b"]
+    machine.close(0.1)
+    kinds = {ref.name: type(error) for ref, error in machine.step(0.1).settle}
+    assert kinds == {
+        "a": ClientClosedOutcomeUnknownError,
+        "b": ClientClosedOutcomeUnknownError,
+        "c": ClientClosedNotSentError,
+        "d": ClientClosedNotSentError,
+    }
