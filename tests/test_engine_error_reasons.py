@@ -196,8 +196,8 @@ def test_an_authentication_failure_in_flight_is_authentication() -> None:
 
 def test_topics_not_sent_at_a_deadline_each_get_their_own_error_with_their_own_reason() -> None:
     """At a deadline a call's topics with no attempts share the words of one error (``outcome.copied``), each with
-    an error of its own; a topic whose reason differs from the one before it (held by an earlier call's name, here
-    between topics that are not) gets its own words."""
+    an error of its own; a topic held by an earlier call's name, between topics that are not, gets its own words (it
+    differs in state and reason: the incarnations test has topics of one state that differ in reason alone)."""
     machine = engine()
     for name in ("a", "b"):
         create(machine, name, 0.0, 30.0)

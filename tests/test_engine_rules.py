@@ -18,6 +18,8 @@ from confluent_kafka.admin import NewPartitions, NewTopic
 from tests.engine_records import submit_call
 from tests.interrupts import interrupt_at, offsets
 from throttled_admin import (
+    ClientClosedError,
+    ClientClosedNotSentError,
     MutationQuota,
     NotSentError,
     NotYetVisibleError,
@@ -810,6 +812,39 @@ def test_a_throttle_longer_than_the_deadline_fails_every_refused_topic_at_once_w
         assert isinstance(exc, ThrottlingQuotaExceededException), repr(exc)
         assert (exc.topic, exc.throttle_time_ms) == (name, 30000)
     assert out.send is None
+
+
+def test_topics_the_throttle_holds_past_their_deadline_before_any_attempt_are_each_told_with_their_own_name() -> None:
+    """THROTTLED_HERE names the topic (``outcome.NAMES_THE_TOPIC``): the engine never shares one error's words
+    between such topics, though none has an attempt."""
+    engine = reached()
+    submit(engine, ["t"])
+    answer(engine, sent(engine.step(0.0)), {"t": None}, 0.01, 5.0)
+    submit(engine, ["x", "y", "z"], at=0.01, timeout_s=1.0)
+    errors = outcomes(engine.step(0.01))
+    assert list(errors) == ["x", "y", "z"]
+    for name, exc in errors.items():
+        assert isinstance(exc, ThrottlingQuotaExceededException), repr(exc)
+        assert not exc.sent
+        assert exc.topic == name
+
+
+def test_a_close_tells_a_topic_the_broker_refused_apart_from_the_never_sent_topics_beside_it() -> None:
+    """a was refused with 89 and queued again behind the throttle, c and d were never sent: a close tells a that the
+    broker refused it (nothing applied, but sent), not that it was never sent. The engine shares an error's words
+    only between topics with no attempts."""
+    engine = Engine(pacer=None, backoff=RetryBackoff(), config=EngineConfig(max_topics_per_request=2))
+    engine.on_probe(True, 0.0)
+    submit(engine, ["a", "b", "c", "d"])
+    first = sent(engine.step(0.0))
+    assert first.names == ["a", "b"]
+    assert outcomes(answer(engine, first, {"a": quota_refusal(), "b": None}, 0.01, 5.0)) == {"b": None}
+    engine.close(0.02)
+    errors = outcomes(engine.step(0.02))
+    assert set(errors) == {"a", "c", "d"}
+    assert isinstance(errors["a"], ClientClosedError)
+    assert not isinstance(errors["a"], NotSentError)
+    assert [type(errors[name]) for name in ("c", "d")] == [ClientClosedNotSentError] * 2
 
 
 def test_error_89_without_a_throttle_backs_off_from_about_a_round_trip_doubling_not_from_retry_backoff_ms() -> None:

@@ -580,7 +580,7 @@ class Engine:
         (rule a) is seen by the next, as when each topic was settled alone. Within a run, a topic with no attempts
         whose state and reason are the last such topic's gets a copy of its error (``outcome.copied``: the rules
         name no topic that has none, but where ``NAMES_THE_TOPIC``), not one made anew: the last of a 50,000-topic
-        call's futures came 0.47 s after its deadline, 0.22 s so (``benchmarks/deadline.py``)."""
+        call's futures came 0.47 s after its deadline, 0.22-0.23 s so (``benchmarks/deadline.py``)."""
         reached, failure, busy = self._contact.reached, self._contact.failure, self._lanes.first.busy
         alike = ending not in NAMES_THE_TOPIC  # (topics with no attempts: one error's words for each state and why)
         for call, run in _by_call(topics):

@@ -131,8 +131,9 @@ def settle_error(ending: Ending, state: TopicState, past: Past, facts: Facts) ->
 
 # The endings whose error names the topic even when it has no attempts (the throttle it is told of). Under every other
 # ending, topics with no attempts and no lagging brokers, of one state and with one ``why``, get errors alike but for
-# being distinct objects: a call's run of them at a deadline shares the first one's words (``copied``), and the rest
-# of ``Facts`` is the same for the whole run (tests/test_engine_outcomes.py checks each rule so).
+# being distinct objects, the rest of ``Facts`` being the same for a call's run: ``Engine._end`` gives such a topic a
+# copy of the error of the one before it in the run (``copied``) when they match (tests/test_engine_outcomes.py checks
+# each rule so).
 NAMES_THE_TOPIC = frozenset({Ending.THROTTLED_HERE})
 
 
