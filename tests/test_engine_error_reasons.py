@@ -18,6 +18,7 @@ from throttled_admin import (
 )
 from throttled_admin._engine import (
     CREATE_TOPICS,
+    DELETE_TOPICS,
     CallSpec,
     Drained,
     Engine,
@@ -27,6 +28,7 @@ from throttled_admin._engine import (
     RetryBackoff,
     Send,
 )
+from throttled_admin._engine.lanes import SECOND
 from throttled_admin._engine.work import Topic
 
 BAD_MSG = KafkaException(KafkaError(KafkaError._BAD_MSG, "Local: Bad message format"))
@@ -251,3 +253,34 @@ def test_a_close_tells_a_calls_topics_in_flight_and_queued_apart_though_none_has
         "c": ClientClosedNotSentError,
         "d": ClientClosedNotSentError,
     }
+
+
+def test_an_authentication_failure_tells_each_call_in_flight_its_own_operation() -> None:
+    """A delete goes on the second lane beside a bulk create (``lanes``); an authentication failure then ends both
+    calls' topics together, none of them answered: each is told its own operation was in flight. The engine shares
+    an error's words only within a call's run."""
+    machine = Engine(
+        pacer=None, backoff=RetryBackoff(), config=EngineConfig(second_lane_from=2, max_topics_per_request=2)
+    )
+    machine.on_probe(True, 0.0)
+    specs = {
+        operation: CallSpec.starting(
+            RequestKind(operation, False),
+            0.0,
+            30_000,
+            retry_on_quota_violation=True,
+            request_timeout_s=None,
+            operation_timeout_s=None,
+        )
+        for operation in (CREATE_TOPICS, DELETE_TOPICS)
+    }
+    submit_call(machine, specs[CREATE_TOPICS], [(name, NewTopic(name, 1, 1), 1, 2) for name in ("a", "b")])
+    submit_call(machine, specs[DELETE_TOPICS], [("x", "x", 1, 1)])
+    assert sent(machine.step(0.0)).names == ["a", "b"]
+    machine.on_probe(True, 0.01, SECOND)
+    assert sent(machine.step(0.01)).lane == SECOND
+    machine.on_error(KafkaError(KafkaError._AUTHENTICATION, "SASL authentication failed"), 0.02)
+    said = {ref.name: str(error) for ref, error in machine.step(0.02).settle}
+    assert list(said) == ["a", "b", "x"]
+    assert all("This CreateTopics was in flight" in said[name] for name in ("a", "b")), said
+    assert "This DeleteTopics was in flight" in said["x"], said
