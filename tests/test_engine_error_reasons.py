@@ -23,6 +23,7 @@ from throttled_admin._engine import (
     Drained,
     Engine,
     EngineConfig,
+    Operation,
     Outbox,
     RequestKind,
     RetryBackoff,
@@ -43,16 +44,25 @@ def engine(reached: bool = True) -> Engine:
     return machine
 
 
-def create(machine: Engine, name: str, at: float, timeout_s: float) -> Topic:
-    spec = CallSpec.starting(
-        RequestKind(CREATE_TOPICS, False),
+def spec_of(at: float, timeout_s: float, operation: Operation = CREATE_TOPICS) -> CallSpec:
+    return CallSpec.starting(
+        RequestKind(operation, False),
         at,
         int(timeout_s * 1000),
         retry_on_quota_violation=True,
         request_timeout_s=None,
         operation_timeout_s=None,
     )
-    _, [topic] = submit_call(machine, spec, [(name, NewTopic(name, 1, 1), 1, 2)])
+
+
+def create_all(machine: Engine, names: list[str], at: float, timeout_s: float) -> list[Topic]:
+    """One call creating ``names`` (one partition each)."""
+    _, topics = submit_call(machine, spec_of(at, timeout_s), [(name, NewTopic(name, 1, 1), 1, 2) for name in names])
+    return topics
+
+
+def create(machine: Engine, name: str, at: float, timeout_s: float) -> Topic:
+    [topic] = create_all(machine, [name], at, timeout_s)
     return topic
 
 
@@ -204,16 +214,8 @@ def test_topics_not_sent_at_a_deadline_each_get_their_own_error_with_their_own_r
     for name in ("a", "b"):
         create(machine, name, 0.0, 30.0)
     sent(machine.step(0.0))  # a and b in flight: the connection is busy, and their names are held
-    spec = CallSpec.starting(
-        RequestKind(CREATE_TOPICS, False),
-        0.0,
-        300,
-        retry_on_quota_violation=True,
-        request_timeout_s=None,
-        operation_timeout_s=None,
-    )
     names = ["x", "a", "y", "b", "z"]
-    submit_call(machine, spec, [(name, NewTopic(name, 1, 1), 1, 2) for name in names])
+    create_all(machine, names, 0.0, 0.3)
     assert machine.step(0.0).send is None
     errors = {ref.name: error for ref, error in machine.step(0.3).settle}
     assert list(errors) == names
@@ -234,16 +236,8 @@ def test_a_close_tells_a_calls_topics_in_flight_and_queued_apart_though_none_has
     not sent, those in flight may have been applied. The engine shares an error's words only within one state."""
     machine = Engine(pacer=None, backoff=RetryBackoff(), config=EngineConfig(max_topics_per_request=2))
     machine.on_probe(True, 0.0)
-    spec = CallSpec.starting(
-        RequestKind(CREATE_TOPICS, False),
-        0.0,
-        30_000,
-        retry_on_quota_violation=True,
-        request_timeout_s=None,
-        operation_timeout_s=None,
-    )
     names = ["a", "b", "c", "d"]
-    submit_call(machine, spec, [(name, NewTopic(name, 1, 1), 1, 2) for name in names])
+    create_all(machine, names, 0.0, 30.0)
     assert sent(machine.step(0.0)).names == ["a", "b"]
     machine.close(0.1)
     kinds = {ref.name: type(error) for ref, error in machine.step(0.1).settle}
@@ -263,19 +257,8 @@ def test_an_authentication_failure_tells_each_call_in_flight_its_own_operation()
         pacer=None, backoff=RetryBackoff(), config=EngineConfig(second_lane_from=2, max_topics_per_request=2)
     )
     machine.on_probe(True, 0.0)
-    specs = {
-        operation: CallSpec.starting(
-            RequestKind(operation, False),
-            0.0,
-            30_000,
-            retry_on_quota_violation=True,
-            request_timeout_s=None,
-            operation_timeout_s=None,
-        )
-        for operation in (CREATE_TOPICS, DELETE_TOPICS)
-    }
-    submit_call(machine, specs[CREATE_TOPICS], [(name, NewTopic(name, 1, 1), 1, 2) for name in ("a", "b")])
-    submit_call(machine, specs[DELETE_TOPICS], [("x", "x", 1, 1)])
+    create_all(machine, ["a", "b"], 0.0, 30.0)
+    submit_call(machine, spec_of(0.0, 30.0, DELETE_TOPICS), [("x", "x", 1, 1)])
     assert sent(machine.step(0.0)).names == ["a", "b"]
     machine.on_probe(True, 0.01, SECOND)
     assert sent(machine.step(0.01)).lane == SECOND
