@@ -3,7 +3,9 @@ test broker sharing the pipeline's process (and its GIL).
 
 Each broker runs in a ``spawn``-ed process and answers commands over a pipe: set a quota, hand over its
 request log (principal, API name, ``received_at``; ``time.monotonic()`` is one clock for every process of
-the machine), stop. Benchmarks run as scripts, so this module is imported as ``_broker_processes``.
+the machine), stop. The broker is all its process runs, so it owns the process's garbage collector
+(``QuotaBroker(owns_process=True)``, as ``python -m throttled_admin.testing`` does): a mutation is handled with
+it off. Benchmarks run as scripts, so this module is imported as ``_broker_processes``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ class Record(NamedTuple):
 def _serve(conn: Connection, kwargs: dict[str, Any]) -> None:
     from throttled_admin.testing import QuotaBroker
 
-    with QuotaBroker(**kwargs) as broker:
+    with QuotaBroker(**{"owns_process": True, **kwargs}) as broker:
         conn.send(broker.bootstrap_servers)
         while True:
             command, argument = conn.recv()

@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import SupportsIndex
 
 import pytest
 
@@ -478,3 +479,50 @@ def test_the_watcher_is_woken_only_for_more_callbacks_than_the_idle_workers_take
     finally:
         release.set()
     assert ran == [0, 1, 2]
+
+
+class _InterruptedPop(list[threading.Condition]):
+    """The idle workers' stack, whose first ``pop`` raises KeyboardInterrupt, before it takes the worker off
+    (``popped`` False) or after: a signal landing in ``submit`` as it takes an idle worker off the stack to wake it
+    (the carried "Ctrl-C between pop and notify")."""
+
+    popped = False
+
+    def pop(self, index: SupportsIndex = -1) -> threading.Condition:
+        if getattr(self, "interrupted", False):
+            return super().pop(index)
+        self.interrupted = True
+        if self.popped:
+            super().pop(index)
+        raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("popped", [False, True])
+def test_a_ctrl_c_as_submit_wakes_an_idle_worker_leaves_no_callback_waiting_for_it(
+    runner: CallbackRunner, monkeypatch: pytest.MonkeyPatch, popped: bool
+) -> None:
+    """A KeyboardInterrupt raised in ``submit`` as it takes the idle worker off the stack, before or after: the worker
+    is woken all the same and runs the callback, and the next ones. Before, it was taken off unwoken, or neither: it
+    slept until its idle time ran out (``_IDLE_EXIT_S``, 5 s; here made longer than the test waits), counted idle all
+    the while, so the watcher started no other worker for the callback."""
+    monkeypatch.setattr(user_code, "_IDLE_EXIT_S", 10 * WAIT_S)
+    idle = threading.Semaphore(0)
+
+    class Stack(_InterruptedPop):
+        def append(self, cv: threading.Condition) -> None:
+            super().append(cv)
+            idle.release()  # a worker waits for a callback
+
+    stack = Stack()
+    stack.popped = popped
+    runner._idle_cvs = stack
+    first = threading.Event()
+    runner.submit(first.set)
+    assert first.wait(WAIT_S)
+    assert idle.acquire(timeout=WAIT_S)  # its worker is idle
+    second, third = threading.Event(), threading.Event()
+    with pytest.raises(KeyboardInterrupt):
+        runner.submit(second.set)
+    assert second.wait(WAIT_S)
+    runner.submit(third.set)
+    assert third.wait(WAIT_S)

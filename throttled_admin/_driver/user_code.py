@@ -37,7 +37,8 @@ class CallbackRunner:
     """An elastic pool for done-callbacks. Workers take callbacks in order; a watcher thread, up while callbacks
     are queued, starts a worker when there is none and another whenever the queue has not moved for ``STALL_S``
     with no worker idle (each is in a callback, and one of them may never return). Only the watcher starts
-    workers, so a Ctrl-C in ``submit`` can cost a watcher start at most, never a count. Idle threads exit: the
+    workers, so a Ctrl-C in ``submit`` can cost a watcher start at most, never a count, and an idle worker is woken
+    before it is taken off the idle stack, so a Ctrl-C between the two never leaves it asleep. Idle threads exit: the
     worker idle for the shortest time takes the next callback, so under a trickle the spare ones still do."""
 
     def __init__(self, name: str = "throttled-admin-callbacks") -> None:
@@ -62,7 +63,8 @@ class CallbackRunner:
             if not closed:
                 self._jobs.append(job)
                 if self._idle_cvs:  # the worker idle for the shortest time: the others can time out and exit
-                    self._idle_cvs.pop().notify()
+                    self._idle_cvs[-1].notify()  # woken before it is taken off: a Ctrl-C between the two leaves it
+                    self._idle_cvs.pop()  # on the stack, awake, and it takes the callback as one that timed out
                 if len(self._jobs) > self._idle:  # more than the idle workers take: the watcher looks
                     if self._watcher is None:
                         started = self._start_watcher()
@@ -176,8 +178,9 @@ class CallbackRunner:
         calling thread itself."""
         with self._lock:
             self._closed = True
-            while self._idle_cvs:
-                self._idle_cvs.pop().notify()
+            while self._idle_cvs:  # (each woken before it is taken off, as in submit)
+                self._idle_cvs[-1].notify()
+                self._idle_cvs.pop()
             self._watch_cv.notify_all()
             self._stall_cv.notify_all()
             orphaned: list[Callable[[], None]] = []
