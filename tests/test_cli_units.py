@@ -102,6 +102,8 @@ def test_kafka_topics_argument_syntax() -> None:
 def test_main_returns_exit_codes_without_exiting(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--version"]) == 0
     assert re.match(r"throttled-admin \S+", capsys.readouterr().out)
+    assert main(["topics", "--version"]) == 0  # as kafka-topics.sh --version (docs/cli.md's options)
+    assert re.match(r"throttled-admin \S+", capsys.readouterr().out)
     assert main(["topics", "--help"]) == 0
     assert "--bootstrap-server" in capsys.readouterr().out
     assert main(["topics", "--bootstrap-server", "x:1", "--list", "--partitions", "3"]) == 2

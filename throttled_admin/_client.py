@@ -631,9 +631,9 @@ class ThrottledAdminClient(AdminClient):
 
     def poll(self, timeout: float = -1) -> int:
         """Serve librdkafka's callbacks for up to ``timeout`` seconds (-1: until one is served), as confluent-kafka's
-        ``poll``; returns the number served. An exception raised by the ``error_cb``, ``stats_cb`` or
-        ``throttle_cb`` from conf (which run on the client's user-code thread, whoever serves them) is raised here:
-        the oldest not yet raised, one a call."""
+        ``poll``; returns the number served. An exception raised by the ``error_cb``, ``stats_cb``,
+        ``throttle_cb`` or ``logger`` from conf (which run on the client's user-code thread, whoever serves them) is
+        raised here: the oldest not yet raised, one a call."""
         if not isinstance(timeout, (int, float)):  # confluent-kafka's checks, in its order
             raise TypeError(f"must be real number, not {type(timeout).__name__}")
         self._open_scheduler()
@@ -660,8 +660,9 @@ class ThrottledAdminClient(AdminClient):
 
     def metrics(self) -> dict[str, float]:
         """Throttle-time avg/max (ms; client-wide and ``node-<id>-``), ``quota-violation-total``, ``retry-total``,
-        ``request-total``, ``mutations-sent-total``, ``mutations-admitted-total``, ``backoff-time-ms-total`` and
-        ``mutation-rate`` (the configured or learned quota in mutations/s; NaN when unknown)."""
+        ``request-total``, ``throttled-response-total`` (responses with a throttle above 0), ``mutations-sent-total``,
+        ``mutations-admitted-total``, ``backoff-time-ms-total`` and ``mutation-rate`` (the configured or learned quota
+        in mutations/s; NaN when unknown)."""
         if "_metrics" not in vars(self):
             raise RuntimeError(CLOSED_MESSAGE)
         out = self._metrics.snapshot()
@@ -807,6 +808,8 @@ class ThrottledAdminClient(AdminClient):
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        """``close()``: safe from any thread, a done-callback included (confluent-kafka's own ``__exit__`` warns
+        that it deadlocks in a callback)."""
         self.close()
 
 

@@ -6,11 +6,12 @@ As ``AIOProducer.produce`` returns an ``asyncio.Future``, the three topic mutati
         futures = await admin.create_topics([NewTopic("orders", 6, 3)])
         await asyncio.gather(*futures.values())
 
-It wraps one ``ThrottledAdminClient`` (same scheduler, retries, deadlines and metrics): the mutation calls only
-validate and queue, so they never block the event loop, and each throttle wait happens on the client's own
-thread. Each ``asyncio.Future`` is chained to its topic's future as ``asyncio.wrap_future`` would chain it (results
-reach the loop in batches, one ``call_soon_threadsafe`` per batch), so cancelling it cancels the topic's future,
-whose ``cancel()`` withdraws the topic if it has not been sent yet.
+It wraps one ``ThrottledAdminClient`` (same scheduler, retries, deadlines and metrics): the mutation calls
+validate, queue and at most hand a request to librdkafka without waiting, so they never block the event loop, and
+each throttle wait happens on the client's own thread. Each ``asyncio.Future`` is chained to its topic's future as
+``asyncio.wrap_future`` would chain it (results reach the loop in batches, one ``call_soon_threadsafe`` per
+batch), so cancelling it cancels the topic's future, whose ``cancel()`` withdraws the topic if it has not been sent
+yet.
 
 A call belongs to the task that made it: when that task is cancelled (``task.cancel()``, ``asyncio.timeout()``)
 while it waits on any of the call's futures, or ends cancelled, every topic of the call not yet sent is withdrawn,

@@ -98,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Create, delete, describe, or change a topic, as kafka-topics.sh does. Quota retry is "
         "off unless --retry-on-quota-violation is given.",
     )
+    topics.add_argument("--version", action="version", version=f"throttled-admin {__version__}")  # kafka-topics.sh's
     _add_connection(topics, required_note="REQUIRED.")
     actions = topics.add_argument_group("actions (exactly one)")
     actions.add_argument("--create", action="store_true", help="Create a new topic.")

@@ -308,7 +308,8 @@ class QuotaBroker:
 
     @property
     def cluster_id(self) -> str:
-        """The cluster id DescribeCluster and Metadata answer: random per QuotaBroker, in Kafka's form."""
+        """The cluster id Metadata answers (what ``describe_cluster()`` reports): random per QuotaBroker, in Kafka's
+        form."""
         return self._cluster.cluster_id
 
     # -- state -----------------------------------------------------------------------------------
