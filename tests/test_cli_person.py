@@ -79,6 +79,7 @@ def test_apply_with_nothing_listening_fails_each_row_with_the_reason_and_stays_q
     assert [r["status"] for r in rows] == ["failed"] * 3
     assert all(r["error_message"].startswith(f"not sent: cannot connect to {address} (") for r in rows), rows
     assert {r["error_code"] for r in rows} == {-195}, rows  # librdkafka's _TRANSPORT, as the client core says
+    assert {r["error_name"] for r in rows} == {"_TRANSPORT"}, rows  # its name, as apply_plan's rows (was UNKNOWN_ERROR)
     assert summary["connection_problems"]["dev"].startswith(f"cannot connect to {address}")
     # Quiet as `topics`: no librdkafka log lines, one summary line of the connection problems.
     assert "%3|" not in run.stderr, run.stderr
