@@ -21,6 +21,7 @@ from throttled_admin import _client as client_module
 from throttled_admin._client import ThrottledAdminClient as Client
 from throttled_admin._driver import collector
 from throttled_admin._driver.collector import BULK_CALL_FROM, Hold
+from throttled_admin._engine.machine import Engine
 
 
 def frozen() -> bool:
@@ -274,3 +275,59 @@ def test_a_child_forked_while_a_hold_is_on_gives_the_freeze_back_and_holds_again
     hold.end()
     assert (after_fork, given_back, parents_end) == (0, 0, 0)
     assert held > 0
+
+
+def steps_seen(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool, bool]]:
+    """For each step of an engine: whether a hold was on, and whether the collector was on."""
+    seen: list[tuple[bool, bool]] = []
+    step = Engine.step
+
+    def observed(self: Engine, now: float) -> Any:
+        seen.append((collector._state.held, gc.isenabled()))
+        return step(self, now)
+
+    monkeypatch.setattr(Engine, "step", observed)
+    return seen
+
+
+@pytest.mark.usefixtures("collector_on", "nothing_frozen")
+def test_a_turn_while_a_bulk_call_holds_its_objects_makes_no_collection_and_puts_the_collector_back(
+    quota_broker: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn of the scheduler while a bulk call's hold is on runs with the collector off, and puts it back on: at
+    the call's deadline a turn settles every topic at once, and the 50,000 errors it makes set off 280 collections,
+    two of them full (40-60 ms in all; ``benchmarks/deadline.py``). The call's first request is held unanswered until
+    its deadline; the turns before and after the hold run with the collector on."""
+    seen = steps_seen(monkeypatch)
+    broker = quota_broker()
+    with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as client:
+        client.create_topics([NewTopic("before", 1, 1)])["before"].result(10)
+        broker.blackhole_next("CreateTopics", 1)
+        pending = client.create_topics([NewTopic(name, 1, 1) for name in bulk_names("held")], timeout_ms=2000)
+        assert {type(future.exception(30)).__name__ for future in pending.values()} == {"OutcomeUnknownError"}
+        assert gc.isenabled()
+        client.create_topics([NewTopic("after", 1, 1)])["after"].result(10)
+    assert gc.isenabled()
+    assert any(held for held, _ in seen), "no step while the hold was on"
+    assert all(not on for held, on in seen if held), seen
+    assert seen[0] == seen[-1] == (False, True), seen  # the calls before and after: no hold, the collector on
+
+
+@pytest.mark.usefixtures("nothing_frozen")
+def test_a_turn_while_a_bulk_call_holds_its_objects_leaves_a_collector_that_was_off_off(
+    quota_broker: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = steps_seen(monkeypatch)
+    broker = quota_broker()
+    broker.blackhole_next("CreateTopics", 1)
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as client:
+            pending = client.create_topics([NewTopic(name, 1, 1) for name in bulk_names("off")], timeout_ms=2000)
+            assert all(future.exception(30) is not None for future in pending.values())
+            assert not gc.isenabled()
+        assert not any(on for _, on in seen)
+    finally:
+        if was:
+            gc.enable()

@@ -37,6 +37,7 @@ and the application's code run elsewhere (``_driver.user_code``), and librdkafka
 from __future__ import annotations
 
 import functools
+import gc
 import itertools
 import logging
 import math
@@ -51,6 +52,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import KafkaError
 
+from throttled_admin._driver import collector
 from throttled_admin._driver.controller_refresh import ControllerRefresh
 from throttled_admin._driver.driver_loop import Served, driver_loop
 from throttled_admin._driver.futures import TopicFuture
@@ -216,7 +218,8 @@ class Scheduler:
         self._first_throttle = FirstThrottleNotice(paced=pacer is not None)
         self._clock = clock
         # The driver's clock, which a call's start and deadline are read from: the clock itself (a method around it
-        # was a call more every call, issue 39)
+        # was a call more every call, issue 39). ThrottledAdminClient gives every scheduler time.monotonic and reads
+        # it itself as a call begins, before the call's checks (``_call``).
         self.now: Callable[[], float] = clock
         self._engine = Engine(pacer=pacer, backoff=backoff, socket_timeout_s=socket_timeout_s)
         self._callbacks = callbacks if callbacks is not None else CallbackRunner()
@@ -808,8 +811,13 @@ class Scheduler:
     def _turn(self, *, flush: bool) -> Outbox | None:
         """One turn (its thread holds it): what turns cut short left undone, then the results librdkafka has
         completed, its callbacks served (after taking the results: a response's throttle event, queued before its
-        result, reaches the engine first), the step, and what it says carried out. None once closed and done."""
+        result, reaches the engine first), the step, and what it says carried out. None once closed and done. While a
+        bulk call's hold is on, with the collector off (``collector.turn_holds``)."""
+        held = False
         try:
+            if collector.turn_holds():
+                held = True
+                gc.disable()
             if self._turns.leftover:
                 self._turns.finish_leftover(self)
             arrived: list[tuple[Send, Answer]] = []
@@ -833,6 +841,9 @@ class Scheduler:
             with self._lock:
                 self._wake()  # cut short: the scheduler's thread does what this turn left
             raise
+        finally:
+            if held:
+                gc.enable()
 
     def _poll(self) -> None:
         try:
