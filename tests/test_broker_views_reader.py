@@ -23,15 +23,17 @@ from confluent_kafka import TopicCollection
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._metadata import ClusterMetadata
 
-from tests.support import BrokerFactory
+from tests.support import BrokerFactory, wait_until
 from tests.tls_helpers import Tls, make_tls
 from throttled_admin import NewTopic, ThrottledAdminClient
+from throttled_admin._driver import scheduler as scheduler_module
 from throttled_admin._driver.broker_connection import ConnectionSettings, Unsupported
 from throttled_admin._driver.broker_views import BrokerViewReader
 from throttled_admin._driver.librdkafka_views import LibrdkafkaViews, _take
 from throttled_admin._driver.quorum_wire import UNSUPPORTED_VERSION, QuorumAnswer
 from throttled_admin._engine.visibility import BrokerViews, TopicView
 
+WAIT_S = 30.0  # what a test waits for something that should happen at once (never reached when it passes)
 PASSWORD = "Pw-93be1f-s3cr3t"
 WRONG = "Pw-5c07d2-wr0ng"
 KEY_PASSWORD = "Kp-0e7a66-k3y"
@@ -467,3 +469,29 @@ def test_a_broker_whose_view_lags_the_election_leaves_the_quorum_read_to_the_nex
         assert reader.read_quorum(4.0) == QuorumAnswer(NOT_LEADER_OR_FOLLOWER)  # every broker said so: that answer
     finally:
         reader.close()
+
+
+def test_close_cuts_short_a_read_of_the_brokers_views_that_no_broker_answers(
+    quota_broker: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a new user's run (helper 99): against a broker that accepts connections and never answers,
+    ``close()`` waited for the read under way on the reader's own connections (the controller quorum's, then
+    ``wait_for_metadata``'s) to time out: 4-5 s, and Ctrl-C in ``throttled-admin topics --create`` took as long. The
+    connection, still in its handshake, is now shut by the close, which returns at once. Here the reads' time is made
+    longer than the test waits."""
+    monkeypatch.setattr(scheduler_module, "READ_TIMEOUT_S", 600.0)
+    monkeypatch.setattr(scheduler_module, "_METADATA_TIMEOUT_S", 600.0)
+    broker = quota_broker()
+    broker.set_unresponsive()
+    client = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    future = client.create_topics([NewTopic("t", 1, 1)], wait_for_metadata=True, timeout_ms=600_000)["t"]
+
+    def ours_in_handshake() -> bool:  # the reader's ApiVersions v0 (librdkafka asks in v3 or later)
+        return any(r.api_name == "ApiVersions" and r.api_version == 0 for r in broker.request_log())
+
+    assert wait_until(ours_in_handshake)
+    closing = threading.Thread(target=client.close, name="closing")
+    closing.start()
+    closing.join(WAIT_S)
+    assert not closing.is_alive(), "close() waited for the read"
+    assert future.done()

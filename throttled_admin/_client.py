@@ -717,6 +717,9 @@ class ThrottledAdminClient(AdminClient):
             return
         scheduler = self._scheduler
         try:
+            # First: a read of the brokers' views under way (wait_for_metadata) ends at once, instead of the
+            # scheduler's close waiting for it, up to 5 s against a broker that never answers.
+            self._broker_views.close()
             if scheduler is not None and not scheduler.close():
                 # Called from a frame that holds what the scheduler's thread needs (a signal handler that
                 # interrupted a turn, a logging handler in one): every future is settled already, and the rest

@@ -19,11 +19,12 @@ refused by ``ConnectionSettings.from_conf`` with ``Unsupported``, and the reader
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,15 +143,27 @@ class BrokerConnection:
     Raises OSError (unreachable, TLS, closed, timed out), ValueError (an answer that does not parse),
     ``BrokerRefused`` (SASL), ``SaslError`` (a SCRAM server that does not check out) or ``NoTopicIds``."""
 
-    def __init__(self, address: str, settings: ConnectionSettings, context: ssl.SSLContext | None, deadline: float):
+    def __init__(
+        self,
+        address: str,
+        settings: ConnectionSettings,
+        context: ssl.SSLContext | None,
+        deadline: float,
+        opened: Callable[[BrokerConnection], None] | None = None,
+    ):
+        """Connects and shakes hands by ``deadline``. ``opened``: told of the connection as soon as its socket is
+        connected, before the handshake, so that another thread can ``close`` it meanwhile (it may raise OSError to
+        stop it there)."""
         host, _, port = address.rpartition(":")
         host = host.strip("[]")
         self.address = address
         self._settings = settings
         self._correlation_id = 0
         self._expires_at: float | None = None
-        sock = socket.create_connection((host, int(port)), timeout=_remaining(deadline))
+        sock = self._sock = socket.create_connection((host, int(port)), timeout=_remaining(deadline))
         try:
+            if opened is not None:
+                opened(self)
             if context is not None:
                 sock.settimeout(_remaining(deadline))
                 sock = context.wrap_socket(sock, server_hostname=host)
@@ -192,6 +205,10 @@ class BrokerConnection:
         return quorum_wire.decode(version, body)
 
     def close(self) -> None:
+        """Shut, then close: an exchange under way on another thread ends at once (closing alone leaves its wait for
+        the answer blocked until the deadline)."""
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
         self._sock.close()
 
     def _exchange(self, api_key: int, version: int, body: bytes, flexible: bool, deadline: float) -> Reader:

@@ -24,6 +24,7 @@ Reads run on the scheduler's views reader thread, one at a time; ``close()`` may
 
 from __future__ import annotations
 
+import functools
 import logging
 import ssl
 import struct
@@ -73,6 +74,7 @@ class BrokerViewReader:
         ]
         self._lock = threading.Lock()
         self._connections: dict[str, BrokerConnection] = {}  # address -> an open connection
+        self._opening: set[BrokerConnection] = set()  # connections in their handshake (``close`` shuts them too)
         self._brokers: dict[int, str] = {}  # the last list read: used when no broker answers
         self._quorum_from: list[str] = []  # the address that answered the last DescribeQuorum
         self._closed = False
@@ -203,17 +205,31 @@ class BrokerViewReader:
                 self._context = self._settings.tls.context()
             except OSError as exc:  # ssl.SSLError too: files librdkafka loaded that Python's ssl does not
                 raise Unsupported(f"its TLS files do not load here ({type(exc).__name__})") from None
+        opening: list[BrokerConnection] = []
         try:
-            connection = BrokerConnection(address, self._settings, self._context, deadline)
+            connection = BrokerConnection(
+                address, self._settings, self._context, deadline, functools.partial(self._opened, opening)
+            )
         except _UNREADABLE as exc:
             log.debug("wait_for_metadata: cannot connect to %s (%s: %s)", address, type(exc).__name__, exc)
             return None, True
+        finally:
+            with self._lock:
+                self._opening.difference_update(opening)
         with self._lock:
             if self._closed:
                 connection.close()
                 return None, True
             self._connections[address] = connection
         return connection, True
+
+    def _opened(self, opening: list[BrokerConnection], connection: BrokerConnection) -> None:
+        """A connection's socket is connected, its handshake to come: ``close`` shuts it too (none once closed)."""
+        with self._lock:
+            if self._closed:
+                raise OSError("the broker-views reader is closed")
+            self._opening.add(connection)
+        opening.append(connection)
 
     def _drop(self, address: str, connection: BrokerConnection) -> None:
         with self._lock:
@@ -230,10 +246,11 @@ class BrokerViewReader:
             connection.close()
 
     def close(self) -> None:
-        """Close every connection (a read under way finds its socket closed: its broker has no view)."""
+        """Close every connection, those in their handshake too (a read under way finds its socket shut, and ends at
+        once: its broker has no view)."""
         with self._lock:
             self._closed = True
-            connections, self._connections = list(self._connections.values()), {}
+            connections, self._connections = [*self._connections.values(), *self._opening], {}
             fallback = self._fallback
         for connection in connections:
             connection.close()
