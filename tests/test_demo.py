@@ -42,6 +42,8 @@ def test_demo_provisions_every_topic_through_spark_and_plots(
     # 9 topics of 2 partitions on east at once, 18 mutations within the burst of 55, so nothing is throttled at this
     # size; the table says which rate it shows, and what each column means.
     assert re.search(r"^  east-payments unpaced +5/s +18 +0\.0s +0\.0s +at once +0/1 +0 ms +none$", out, re.M), out
+    rows = re.findall(r"^  ((?:east|west)-\w+(?: unpaced)?) ", out, re.M)
+    assert rows[-1] == "east-payments unpaced", rows  # last, as the README says (a new user found it fourth)
     assert "steady rate" in out
     assert "steady rate: the mutations past the burst of 11 R (admitted at once) per second of took" in out
     assert "why pace: the payments rows of east (9 topics created, 0 failed)" in out

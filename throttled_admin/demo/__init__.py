@@ -132,7 +132,7 @@ def _print_throttles(
         f"  {'entity':<23} {'quota':>7} {'mutations':>9} {'T*':>6} {'took':>6} {'steady rate':>11} "
         f"{'throttled':>9} {'max throttle':>12} {'client back-off':>15}"
     )
-    for entity in series:
+    for entity in sorted(series, key=lambda entity: not entity.paced):  # the baseline last
         admitted = entity.steps[-1][1] if entity.steps else 0
         took = entity.steps[-1][0] - entity.steps[0][0] if entity.steps else 0.0
         star = predicted_seconds(admitted, entity.rate) or 0.0
