@@ -19,7 +19,7 @@ from tests.support import BrokerFactory
 from throttled_admin._errors import after_failover_refusal
 from throttled_admin.cli import main
 from throttled_admin.cli._args import UsageError, parse_replica_assignment, parse_topic_configs, topic_pattern
-from throttled_admin.cli._conf import Redactor, build_conf
+from throttled_admin.cli._conf import Redactor, build_conf, java_only
 from throttled_admin.cli._output import QUOTA_MESSAGE, describe_error
 from throttled_admin.cli._properties import PropertiesError, load_properties, parse_properties
 
@@ -100,14 +100,17 @@ def test_kafka_topics_argument_syntax() -> None:
 
 
 def test_main_returns_exit_codes_without_exiting(capsys: pytest.CaptureFixture[str]) -> None:
+    """Also: ``main`` runs ``topics`` more than once in one process (the second raised TypeError: the package's
+    function was shadowed by its submodule ``_topics`` once imported)."""
     assert main(["--version"]) == 0
     assert re.match(r"throttled-admin \S+", capsys.readouterr().out)
     assert main(["topics", "--version"]) == 0  # as kafka-topics.sh --version (docs/cli.md's options)
     assert re.match(r"throttled-admin \S+", capsys.readouterr().out)
     assert main(["topics", "--help"]) == 0
     assert "--bootstrap-server" in capsys.readouterr().out
-    assert main(["topics", "--bootstrap-server", "x:1", "--list", "--partitions", "3"]) == 2
-    assert 'Option "[partitions]" can\'t be used with option "[list]"' in capsys.readouterr().err
+    for _ in range(2):
+        assert main(["topics", "--bootstrap-server", "x:1", "--list", "--partitions", "3"]) == 2
+        assert 'Option "[partitions]" can\'t be used with option "[list]"' in capsys.readouterr().err
 
 
 def test_apply_without_rich_in_a_terminal_hints_at_the_extra(quota_broker: BrokerFactory, tmp_path: Path) -> None:
@@ -173,3 +176,44 @@ def test_the_command_line_prints_every_threads_python_frames_when_native_code_cr
     assert proc.returncode == -signal.SIGSEGV
     assert "Fatal Python error: Segmentation fault" in proc.stderr
     assert " in run" in proc.stderr  # (faulthandler's frame: File "...", line N in run)
+
+
+@pytest.mark.parametrize(
+    ("properties", "named"),
+    [
+        ("ssl.truststore.location=/etc/kafka/truststore.jks\n", "ssl.truststore.location"),
+        (
+            "sasl.mechanism=OAUTHBEARER\nsasl.jaas.config=org.apache.kafka.common.security.oauthbearer."
+            'OAuthBearerLoginModule required clientId="c" clientSecret="s3cr3t-9d";\n',
+            "OAuthBearerLoginModule",
+        ),
+    ],
+    ids=["truststore", "oauthbearer-jaas"],
+)
+def test_a_java_only_command_config_setting_is_a_usage_error_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], properties: str, named: str
+) -> None:
+    """Found by a new user's run (helper 99): librdkafka's own words named neither ("Java TrustStores are not
+    supported, ..."; for an OAuthBearer JAAS line, "sasl.username and sasl.password must be set")."""
+    config = tmp_path / "client.properties"
+    config.write_text(properties)
+    code = main(["topics", "--bootstrap-server", "127.0.0.1:1", "--command-config", str(config), "--list"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert named in err, err
+    assert "s3cr3t-9d" not in err
+
+
+def test_a_java_only_setting_beside_librdkafkas_own_is_left_to_java() -> None:
+    """One file for both tools: a TrustStore beside ssl.ca.location, or an OAuthBearer JAAS line beside librdkafka's
+    sasl.oauthbearer settings, is the Java client's and is left out of librdkafka's conf."""
+    properties = {
+        "ssl.truststore.location": "/etc/kafka/truststore.jks",
+        "ssl.truststore.password": "x",
+        "ssl.ca.location": "/etc/kafka/ca.pem",
+        "sasl.jaas.config": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+        "sasl.oauthbearer.method": "oidc",
+    }
+    assert java_only(properties) is None
+    conf = build_conf(properties, "b:9092")
+    assert not any(key.startswith("ssl.truststore.") or key == "sasl.jaas.config" for key in conf), conf

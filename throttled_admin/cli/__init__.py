@@ -38,7 +38,9 @@ def _usage_error(error: UsageError, fallback: argparse.ArgumentParser, *, json_m
     return EXIT_USAGE
 
 
-def _topics(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+def _topics_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """(Not named ``_topics``: importing the submodule of that name sets the package's attribute, and a second
+    ``main`` in one process then called the module.)"""
     from throttled_admin.cli._session import AdminSession, CommandTimeout
     from throttled_admin.cli._topics import TopicsFailed, run_topics
 
@@ -87,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _usage_error(UsageError(unrecognized(extras, subparser), subparser), parser, json_mode=json_mode)
         try:
             if args.command == "topics":
-                return _topics(args, subparser)
+                return _topics_command(args, subparser)
             from throttled_admin.cli._apply import run_apply
 
             return run_apply(args, subparser)

@@ -13,6 +13,7 @@ import re
 from typing import NoReturn
 
 from throttled_admin import __version__
+from throttled_admin.cli._conf import java_only
 from throttled_admin.cli._properties import PropertiesError, load_properties
 
 __all__ = [
@@ -355,6 +356,10 @@ def read_command_config(path: str | None, parser: argparse.ArgumentParser) -> di
     if path is None:
         return {}
     try:
-        return load_properties(path)
+        properties = load_properties(path)
     except PropertiesError as exc:
         raise UsageError(f"--command-config {exc}", parser) from None
+    problem = java_only(properties)
+    if problem is not None:
+        raise UsageError(f"--command-config {path}: {problem}", parser)
+    return properties

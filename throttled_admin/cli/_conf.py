@@ -3,7 +3,10 @@
 kafka-topics.sh passes its --command-config properties to the Java Admin client; here they go into the
 librdkafka conf. Java-only SASL settings are translated where librdkafka has an equivalent, so one file
 serves both tools: ``sasl.jaas.config`` with a PlainLoginModule or ScramLoginModule becomes
-``sasl.username`` / ``sasl.password``.
+``sasl.username`` / ``sasl.password``. Java's other settings are the Java client's: beside librdkafka's own for the
+same thing (``ssl.ca.location`` for a TrustStore, ``sasl.oauthbearer.*`` or ``sasl.kerberos.*`` for another login
+module) they are left out; alone, the file is refused, naming the setting (``java_only``), as librdkafka's words
+name neither ("Java TrustStores are not supported, ...").
 """
 
 from __future__ import annotations
@@ -11,11 +14,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["Redactor", "build_conf", "is_secret_key"]
+__all__ = ["Redactor", "build_conf", "is_secret_key", "java_only"]
 
 _SECRET_KEY = re.compile(r"password|secret|token|credential|jaas", re.IGNORECASE)
 _JAAS_OPTION = re.compile(r"""(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)'|([^\s;]+))""")
 _REDACTED = "[hidden]"
+_JAAS_MODULE = re.compile(r"^\s*([\w.$]+)\s")  # a JAAS line's login module class, its first word
+_TRANSLATED_MODULES = ("PlainLoginModule", "ScramLoginModule")
+# A login module librdkafka has settings of its own for: their prefix.
+_MODULE_SETTINGS = {"OAuthBearerLoginModule": "sasl.oauthbearer.", "Krb5LoginModule": "sasl.kerberos."}
 
 
 def is_secret_key(key: str) -> bool:
@@ -35,10 +42,42 @@ def _jaas_credentials(jaas: str) -> dict[str, str]:
     return {name: raw.replace('\\"', '"') for name, raw in _jaas_options(jaas) if name in ("username", "password")}
 
 
+def _login_module(jaas: str) -> str:
+    """The JAAS line's login module, by its class's own name; "login module" for a line that names none (never
+    another word of it: a value may be a secret)."""
+    match = _JAAS_MODULE.match(jaas)
+    name = match.group(1).rpartition(".")[2] if match else ""
+    return name if name.endswith("LoginModule") else "login module"
+
+
+def java_only(properties: Mapping[str, str]) -> str | None:
+    """Why the properties cannot serve librdkafka: a Java-only setting with nothing of librdkafka's for the same thing
+    beside it, named (the setting's name, never its value); None when they can."""
+    if "ssl.ca.location" not in properties:
+        for key in properties:
+            if key.startswith("ssl.truststore."):
+                return (
+                    f"{key} is the Java client's: librdkafka reads no TrustStore; give the CA certificate as a PEM "
+                    "file in ssl.ca.location"
+                )
+    jaas = properties.get("sasl.jaas.config")
+    if jaas is not None:
+        module = _login_module(jaas)
+        prefix = _MODULE_SETTINGS.get(module)
+        if module not in _TRANSLATED_MODULES and not (prefix and any(k.startswith(prefix) for k in properties)):
+            own = f"librdkafka's {prefix}* settings" if prefix else "librdkafka's own SASL settings"
+            return (
+                f"sasl.jaas.config's {module} is the Java client's: only PlainLoginModule and ScramLoginModule are "
+                f"translated; give {own}"
+            )
+    return None
+
+
 def build_conf(properties: Mapping[str, str], bootstrap_server: str | None) -> dict[str, str]:
     """The librdkafka conf: the properties, Java's sasl.jaas.config translated, bootstrap.servers on top
-    (kafka-topics.sh lets --bootstrap-server override the file, as here)."""
-    conf = dict(properties)
+    (kafka-topics.sh lets --bootstrap-server override the file, as here). Java-only settings beside librdkafka's own
+    for the same thing are left out (``java_only`` refuses them alone)."""
+    conf = {key: value for key, value in properties.items() if not key.startswith("ssl.truststore.")}
     jaas = conf.pop("sasl.jaas.config", None)
     if jaas is not None:
         credentials = _jaas_credentials(jaas)
