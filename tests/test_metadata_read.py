@@ -14,10 +14,10 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from tests.support import BrokerFactory
-from throttled_admin import CannotConnectError, ThrottledAdminClient
+from throttled_admin import CannotConnectError, NotSentError, NotSentReason, ThrottledAdminClient
 from throttled_admin._driver.metadata_read import ContactWatch, read_failure, read_metadata, read_topics
 from throttled_admin._engine import FIRST_CONTACT_TIMEOUT_S, wrong_listener
-from throttled_admin._errors import cannot_connect_error
+from throttled_admin._errors import cannot_connect_error, not_sent_error
 from throttled_admin.testing import QuotaBroker
 
 REFUSED = KafkaError(
@@ -82,6 +82,12 @@ def test_a_listener_found_to_speak_the_other_protocol_ends_a_read_at_once_and_ho
             (-185, "cannot read the cluster's topics: Failed to get metadata: Local: Timed out"),
         ),
         (RuntimeError("boom"), (None, "cannot read the cluster's topics: RuntimeError: boom")),
+        (
+            not_sent_error(
+                "Metadata", 30000, "no broker had answered this client", why=NotSentReason.NO_BROKER_ANSWERED
+            ),
+            (-185, "no broker had answered this client within 30000 ms"),
+        ),
     ],
 )
 def test_a_failed_read_is_worded_once_for_every_caller(exc: BaseException, expected: tuple[int | None, str]) -> None:
@@ -228,3 +234,24 @@ def test_a_first_read_made_after_the_clients_probe_gave_up_still_fails_at_the_fi
         with pytest.raises(CannotConnectError):
             read_metadata(admin, watch, 60.0)
     assert time.monotonic() - started < 30.0  # at the first-contact limit (5 s), not the read's 60 s
+
+
+def test_a_read_that_no_broker_ever_answered_says_so_not_only_timed_out(
+    quota_broker: Callable[..., QuotaBroker],
+) -> None:
+    """Found by a new user's run (helper 99): against a broker that accepts connections and never answers,
+    ``throttled-admin topics --list`` said only librdkafka's "Failed to get metadata: Local: Timed out" (a create
+    said "no broker had answered this client"). The read is not sent: librdkafka writes nothing before its
+    handshake is answered."""
+    broker = quota_broker()
+    broker.set_unresponsive()
+    watch = ContactWatch()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers, "error_cb": watch.on_error, "log_level": 0})  # type: ignore[dict-item]
+    with pytest.raises(NotSentError) as caught:
+        read_metadata(admin, watch, 2.0)
+    assert caught.value.why is NotSentReason.NO_BROKER_ANSWERED
+    assert (
+        str(caught.value.args[0].str())
+        == "Metadata not sent within timeout_ms=2000: no broker had answered this client"
+    )
+    assert {r.api_name for r in broker.request_log()} == {"ApiVersions"}  # all the listener ever received

@@ -34,7 +34,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import _AdminClientImpl
 
 from throttled_admin._engine import FIRST_CONTACT_TIMEOUT_S, ContactFailure, contact_failure, is_broker_answer
-from throttled_admin._errors import NotSentError, cannot_connect_error
+from throttled_admin._errors import NotSentError, NotSentReason, cannot_connect_error, not_sent_error
 
 __all__ = ["FATAL_CODES", "ContactWatch", "read_failure", "read_metadata", "read_topics"]
 
@@ -121,12 +121,22 @@ class ContactWatch:
         if failure is not None and (failure.definite or time.monotonic() - since >= FIRST_CONTACT_TIMEOUT_S):
             raise cannot_connect_error(operation, failure.address, failure.reason)
 
+    def check_never_answered(self, timeout_s: float) -> None:
+        """A read of ``timeout_s`` has timed out, and no broker has ever answered this client: raise ``NotSentError``
+        (NO_BROKER_ANSWERED) saying so, as a mutation's deadline does (librdkafka writes nothing before its handshake
+        is answered: a listener that accepts and never answers), not librdkafka's bare "Timed out"."""
+        if not self.has_reached:
+            reason, why = "no broker had answered this client", NotSentReason.NO_BROKER_ANSWERED
+            raise not_sent_error("Metadata", round(timeout_s * 1000), reason, why=why) from None
+
 
 def read_metadata(admin: AdminClient, watch: ContactWatch, timeout_s: float) -> Any:
     """The cluster's metadata (confluent-kafka's ClusterMetadata) within ``timeout_s``, with one Metadata request.
 
     Raises at once the watch's fatal error (e.g. SASL authentication failed), ``CannotConnectError`` after
-    FIRST_CONTACT_TIMEOUT_S when no broker could be reached, else librdkafka's last error at ``timeout_s``.
+    FIRST_CONTACT_TIMEOUT_S when no broker could be reached, ``NotSentError`` (NO_BROKER_ANSWERED) at ``timeout_s``
+    when none has answered this client (librdkafka writes nothing before its handshake is answered: a listener that
+    accepts and never answers), else librdkafka's last error at ``timeout_s``.
 
     A blocking ``list_topics`` cannot be abandoned (destroying the client waits for it), and each call sends a
     Metadata request of its own, which a busy broker answers behind the ones before on the same connection: asked
@@ -141,6 +151,7 @@ def read_metadata(admin: AdminClient, watch: ContactWatch, timeout_s: float) -> 
     except KafkaException:
         watch.check_fatal()
         watch.check_unreachable(started)
+        watch.check_never_answered(timeout_s)
         raise
     watch.reached()
     return metadata
@@ -229,19 +240,23 @@ def _wait(futures: list[Future[Any]], watch: ContactWatch, started: float, deadl
         watch.check_fatal()
         watch.check_unreachable(started)
         if time.monotonic() >= deadline:
+            watch.check_never_answered(deadline - started)
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed to get metadata: Local: Timed out"))
         wait(futures, timeout=_SLICE_S)
 
 
 def read_failure(exc: BaseException) -> tuple[int | None, str]:
     """Why a read of the cluster failed before anything was sent, with Kafka's (librdkafka's) error code: no broker
-    reachable ("cannot connect to HOST:PORT (reason)"), an authentication failure (librdkafka's message), or
-    anything else ("cannot read the cluster's topics: " and the error)."""
+    reachable ("cannot connect to HOST:PORT (reason)"), none answering ("no broker had answered this client within
+    N ms"), an authentication failure (librdkafka's message), or anything else ("cannot read the cluster's topics: "
+    and the error)."""
     error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
     if not isinstance(error, KafkaError):
         return None, f"cannot read the cluster's topics: {type(exc).__name__}: {exc}"
     code, message = int(error.code()), str(error.str())
     if isinstance(exc, NotSentError):
+        if exc.why is NotSentReason.NO_BROKER_ANSWERED:
+            return code, f"{exc.reason} within {exc.timeout_ms} ms"
         return code, message.split(" not sent: ", 1)[-1]
     if code in FATAL_CODES:
         return code, message
