@@ -25,7 +25,7 @@ from confluent_kafka.admin._metadata import ClusterMetadata
 
 from tests.support import BrokerFactory, wait_until
 from tests.tls_helpers import Tls, make_tls
-from throttled_admin import NewTopic, ThrottledAdminClient
+from throttled_admin import NewTopic, NotSentError, ThrottledAdminClient
 from throttled_admin._driver import scheduler as scheduler_module
 from throttled_admin._driver.broker_connection import ConnectionSettings, Unsupported
 from throttled_admin._driver.broker_views import BrokerViewReader
@@ -495,3 +495,68 @@ def test_close_cuts_short_a_read_of_the_brokers_views_that_no_broker_answers(
     closing.join(WAIT_S)
     assert not closing.is_alive(), "close() waited for the read"
     assert future.done()
+
+
+def test_a_create_waiting_for_its_ids_is_never_sent_by_the_close_that_cuts_the_read_short(
+    quota_broker: BrokerFactory,
+) -> None:
+    """Found by review (helper 101) of the fix above, which closed the reader before the scheduler: the read cut
+    short told the engine the brokers had no view, and a ``wait_for_metadata`` create waiting for its ids was sent
+    as the client closed, and created (3 runs in 5). The reads are now cut only once the engine has closed: the
+    topic is not sent, and the close does not wait for the read's answer (held here for 10 minutes)."""
+    broker = quota_broker()
+    client = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    try:
+        assert client.create_topics([NewTopic("reached", 1, 1)])["reached"].exception(WAIT_S) is None
+        before = len(broker.request_log())
+        broker.delay_next("Metadata", 600.0, count=100)
+        future = client.create_topics([NewTopic("victim", 1, 1)], wait_for_metadata=True)["victim"]
+
+        def reading_ids() -> bool:  # the reader's own Metadata (v10 or later: topic ids) has reached the broker
+            return any(r.api_name == "Metadata" and r.api_version >= 10 for r in broker.request_log()[before:])
+
+        assert wait_until(reading_ids)
+        closing = threading.Thread(target=client.close, name="closing")
+        closing.start()
+        closing.join(WAIT_S)
+        assert not closing.is_alive(), "close() waited for the read"
+    finally:
+        client.close()
+    assert isinstance(future.exception(0), NotSentError), future.exception(0)
+    assert "victim" not in broker.topics()
+    assert all("victim" not in r.errors for r in broker.request_log() if r.api_name == "CreateTopics")
+
+
+def test_close_cuts_short_a_tls_handshake_that_no_broker_answers(tmp_path: Path) -> None:
+    """Found by review (helper 101): the TLS handshake ran on a socket the close could not reach (``wrap_socket``
+    detaches the one it wraps), so a read of a TLS listener that accepts and never answers ended only at its
+    timeout. Here that is 10 minutes; the close ends it at once."""
+    tls = make_tls(tmp_path)
+    hello = threading.Event()
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        held: list[socket.socket] = []
+
+        def accept() -> None:
+            with contextlib.suppress(OSError):
+                conn, _ = silent.accept()
+                held.append(conn)
+                if conn.recv(1):  # the client's hello: the handshake has begun, and is never answered
+                    hello.set()
+
+        acceptor = threading.Thread(target=accept, daemon=True)
+        acceptor.start()
+        conf = {"bootstrap.servers": f"127.0.0.1:{silent.getsockname()[1]}", "security.protocol": "SSL"}
+        reader = BrokerViewReader(conf | tls.client_conf())
+        answers: list[Any] = []
+        reading = threading.Thread(target=lambda: answers.append(reader.read_quorum(600.0)), daemon=True)
+        reading.start()
+        try:
+            assert hello.wait(WAIT_S)
+            reader.close()
+            reading.join(WAIT_S)
+            assert not reading.is_alive(), "the handshake went on after the close"
+            assert answers == [None]  # no broker read
+        finally:
+            reader.close()
+            for conn in held:
+                conn.close()

@@ -217,3 +217,26 @@ def test_a_java_only_setting_beside_librdkafkas_own_is_left_to_java() -> None:
     assert java_only(properties) is None
     conf = build_conf(properties, "b:9092")
     assert not any(key.startswith("ssl.truststore.") or key == "sasl.jaas.config" for key in conf), conf
+
+
+@pytest.mark.parametrize(
+    ("properties", "refused"),
+    [
+        ({"ssl.truststore.location": "t.jks", "ssl.ca.pem": "-----BEGIN CERTIFICATE-----"}, False),
+        ({"ssl.truststore.location": "t.jks", "ssl.ca.certificate.stores": "Root"}, False),
+        (
+            {"sasl.jaas.config": "x.OAuthBearerLoginModule required;", "enable.sasl.oauthbearer.unsecure.jwt": "true"},
+            False,
+        ),
+        ({"sasl.jaas.config": "x.Krb5LoginModule required;", "sasl.kerberos.keytab": "k.keytab"}, False),
+        # Java reads sasl.kerberos.service.name too: not librdkafka's own
+        ({"sasl.jaas.config": "x.Krb5LoginModule required;", "sasl.kerberos.service.name": "kafka"}, True),
+        ({"ssl.keystore.location": "client.p12", "ssl.keystore.password": "x"}, False),  # librdkafka's PKCS#12 too
+    ],
+)
+def test_librdkafkas_own_settings_for_the_same_thing_count_and_javas_shared_ones_do_not(
+    properties: dict[str, str], refused: bool
+) -> None:
+    """Found by review (helper 101): only ssl.ca.location counted beside a TrustStore, and any sasl.kerberos.* key
+    beside a Krb5 JAAS line, one Java reads as well."""
+    assert (java_only(properties) is not None) is refused

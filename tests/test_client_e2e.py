@@ -282,10 +282,10 @@ def test_sasl_secret_never_leaks(
 def test_a_calls_deadline_counts_from_the_call_its_checks_included(
     quota_broker: BrokerFactory, client_for: Callable[..., ThrottledAdminClient], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``timeout_ms`` counts from the call, as Java's AdminClient counts it (its deadline is read as the call
-    begins), not from the end of the call's checks: those of 50,000 topics take 20-30 ms, which the deadline left
-    out (``benchmarks/deadline.py``: every future 30 ms later). Here the checks take longer than the call's timeout:
-    no time is left, so nothing is sent and the topic is told "not sent"."""
+    """``timeout_ms`` counts from the call, as its caller counts, not from the end of the call's checks: those of
+    50,000 topics take 20-30 ms, which the deadline left out (``benchmarks/deadline.py``: every future 30 ms later).
+    Here the checks take longer than the call's timeout: no time is left, so nothing is sent and the topic is told
+    "not sent"."""
     broker = quota_broker()
     client = client_for(broker)
     assert results(client.create_topics([NewTopic("reached", 1, 1)])) == {"reached": None}

@@ -8,6 +8,7 @@ import contextlib
 import gc
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -305,7 +306,6 @@ def test_a_turn_while_a_bulk_call_holds_its_objects_makes_no_collection_and_puts
         broker.blackhole_next("CreateTopics", 1)
         pending = client.create_topics([NewTopic(name, 1, 1) for name in bulk_names("held")], timeout_ms=2000)
         assert {type(future.exception(30)).__name__ for future in pending.values()} == {"OutcomeUnknownError"}
-        assert gc.isenabled()
         client.create_topics([NewTopic("after", 1, 1)])["after"].result(10)
     assert gc.isenabled()
     assert any(held for held, _ in seen), "no step while the hold was on"
@@ -331,3 +331,38 @@ def test_a_turn_while_a_bulk_call_holds_its_objects_leaves_a_collector_that_was_
     finally:
         if was:
             gc.enable()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+@pytest.mark.usefixtures("collector_on", "nothing_frozen")
+def test_a_child_forked_while_a_turn_holds_the_collector_off_turns_it_on(
+    quota_broker: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by review (helper 101): the turn's thread, which turns the collector on as it ends, does not exist in a
+    child forked meanwhile (``multiprocessing``'s fork), whose collector then stayed off for good."""
+    parked, go = threading.Event(), threading.Event()
+    step = Engine.step
+
+    def park(self: Engine, now: float) -> Any:
+        if collector._state.held and not gc.isenabled() and not go.is_set():
+            parked.set()  # a turn with the collector off, held here
+            go.wait(30)
+        return step(self, now)
+
+    monkeypatch.setattr(Engine, "step", park)
+    broker = quota_broker()
+    with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as client:
+        client.create_topics([NewTopic("before", 1, 1)])["before"].result(10)
+        broker.blackhole_next("CreateTopics", 1)
+        pending = client.create_topics([NewTopic(name, 1, 1) for name in bulk_names("fork")], timeout_ms=2000)
+        try:
+            assert parked.wait(30)
+            pid = os.fork()
+            if pid == 0:  # the child: out at once, saying whether its collector is on
+                os._exit(0 if gc.isenabled() else 7)
+            _, status = os.waitpid(pid, 0)
+        finally:
+            go.set()
+        assert all(future.exception(30) is not None for future in pending.values())
+    assert os.waitstatus_to_exitcode(status) == 0, "the child's collector was left off"

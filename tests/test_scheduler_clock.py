@@ -118,6 +118,9 @@ class ScriptedTransport:
     def broker_views(self, names: list[str], timeout_s: float) -> BrokerViews:
         return {}
 
+    def close_reads(self) -> None:
+        pass
+
     def quorum(self, timeout_s: float) -> QuorumAnswer | None:
         assert self.quorum_gate.wait(SIGNAL_S)
         self.quorum_reads += 1

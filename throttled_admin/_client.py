@@ -104,6 +104,7 @@ class _Transport:
 
     def __init__(self, client: ThrottledAdminClient) -> None:
         self._client = weakref.ref(client)
+        self._views = client._broker_views  # (no reference to the client: closed by ``close_reads`` once it is gone)
 
     def _get(self) -> ThrottledAdminClient:
         client = self._client()
@@ -181,6 +182,10 @@ class _Transport:
         """Each broker's Metadata of ``names``, read on connections of the reader's own (``_driver/broker_views``)."""
         reader: BrokerViewReader = self._get()._broker_views
         return reader.read_cluster(names, timeout_s)
+
+    def close_reads(self) -> None:
+        """The reads on the client's own broker connections end at once: their connections are shut."""
+        self._views.close()
 
     def quorum(self, timeout_s: float) -> QuorumAnswer | None:
         """The controller quorum's leader and epoch, read on the same connections (``_driver/quorum_watch``)."""
@@ -539,8 +544,8 @@ class ThrottledAdminClient(AdminClient):
         holds the garbage collector off until it returns (``_driver/collector.py``); the switch is turned inside the
         ``try`` and back in the ``finally``, inline: no Ctrl-C between them leaves it off (on Python 3.11+, where a
         signal is acted on only at a call or a jump back). An unpaced one's objects are then frozen until it ends
-        (``collector.Hold``). The call's deadline counts from here, its checks included, as Java's AdminClient
-        counts it: a call of 50,000 topics takes 20-30 ms to check."""
+        (``collector.Hold``). The call's deadline counts from here, its checks included: a call of 50,000 topics
+        takes 20-30 ms to check, and its caller's timeout counts from the call."""
         started_at = time.monotonic()  # (the clock every scheduler of the client reads: ``Scheduler.now``)
         bulk = collector.worth_holding(items)
         hold = collector.Hold() if bulk and self._unpaced() else None
@@ -717,9 +722,6 @@ class ThrottledAdminClient(AdminClient):
             return
         scheduler = self._scheduler
         try:
-            # First: a read of the brokers' views under way (wait_for_metadata) ends at once, instead of the
-            # scheduler's close waiting for it, up to 5 s against a broker that never answers.
-            self._broker_views.close()
             if scheduler is not None and not scheduler.close():
                 # Called from a frame that holds what the scheduler's thread needs (a signal handler that
                 # interrupted a turn, a logging handler in one): every future is settled already, and the rest

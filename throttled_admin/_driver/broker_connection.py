@@ -160,14 +160,18 @@ class BrokerConnection:
         self._settings = settings
         self._correlation_id = 0
         self._expires_at: float | None = None
+        self._closed = False
         sock = self._sock = socket.create_connection((host, int(port)), timeout=_remaining(deadline))
         try:
             if opened is not None:
                 opened(self)
             if context is not None:
                 sock.settimeout(_remaining(deadline))
-                sock = context.wrap_socket(sock, server_hostname=host)
-            self._sock = sock
+                # (wrapped before its handshake, so that a close meanwhile shuts the socket the handshake reads)
+                sock = self._sock = context.wrap_socket(sock, server_hostname=host, do_handshake_on_connect=False)
+                if self._closed:
+                    raise OSError("the connection was closed")
+                sock.do_handshake()
             versions = self._api_versions(deadline)
             if settings.mechanism is not None:
                 self._authenticate(settings.mechanism, versions, deadline)
@@ -206,7 +210,8 @@ class BrokerConnection:
 
     def close(self) -> None:
         """Shut, then close: an exchange under way on another thread ends at once (closing alone leaves its wait for
-        the answer blocked until the deadline)."""
+        the answer blocked until the deadline), a TLS handshake too; not a TCP connect."""
+        self._closed = True
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)
         self._sock.close()

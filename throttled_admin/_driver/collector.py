@@ -14,7 +14,9 @@ one that landed as an answer came held the next write back.
 
 While a hold is on, a turn of the scheduler (``Scheduler._turn``: a step of the engine and what it says carried out,
 a deadline's settlements of every topic or an answer's of thousands) runs with the collector off, turned on again as
-it ends (``turn_holds``); between turns the collector goes on.
+it ends (``turn_holds``); between turns the collector goes on. An application thread that turns the collector off
+during a turn finds it on again when the turn ends, as when a bulk call returns; on Python 3.10, where a signal can
+land at any bytecode, a Ctrl-C in a turn on the caller's thread just before it turns the collector on leaves it off.
 
 Mercurial's ``util.nogc`` does the same while it builds large dicts; Instagram's servers freeze what they keep. The
 collector's switch and its freeze are the process's, so a call touches them only with ``BULK_CALL_FROM`` topics or
@@ -34,7 +36,7 @@ import threading
 
 from throttled_admin._engine.config import SECOND_LANE_FROM
 
-__all__ = ["BULK_CALL_FROM", "Hold", "turn_holds", "worth_holding"]
+__all__ = ["BULK_CALL_FROM", "TURNS_OFF", "Hold", "turn_holds", "worth_holding"]
 
 #: The fewest topics of a call for which the collector is held off: a bulk call's, as for its second connection.
 BULK_CALL_FROM = SECOND_LANE_FROM
@@ -45,6 +47,12 @@ def worth_holding(topics: object) -> bool:
     ``BULK_CALL_FROM`` items, and the collector on. Changes nothing: the caller turns it off inside its ``try`` and
     on in the ``finally``, so that no Ctrl-C between the two leaves it off."""
     return isinstance(topics, list) and len(topics) >= BULK_CALL_FROM and gc.isenabled()
+
+
+#: One item per turn that has the collector off now (appended after its ``gc.disable()``, popped after its
+#: ``gc.enable()``; a list's append and pop are each one step under the GIL): a child forked meanwhile, where that
+#: turn's thread does not exist to turn it on, turns it on as it starts.
+TURNS_OFF: list[None] = []
 
 
 def turn_holds() -> bool:
@@ -77,8 +85,12 @@ _CAN_HOLD = bool(getattr(sys, "_is_gil_enabled", lambda: True)())
 
 def _forget_in_child() -> None:
     """In a forked child: a hold that was on in the parent is given back now (the parent's call never ends here), and
-    the child starts with no hold and a lock no thread holds, knowing what the parent knew of its application."""
+    the child starts with no hold and a lock no thread holds, knowing what the parent knew of its application. A
+    turn's collector switched off in the parent (``TURNS_OFF``) is switched on."""
     global _state
+    if TURNS_OFF:
+        TURNS_OFF.clear()
+        gc.enable()
     if _state.held:
         gc.unfreeze()
         _state = _State(0, _state.application_freezes)

@@ -36,6 +36,7 @@ and the application's code run elsewhere (``_driver.user_code``), and librdkafka
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import itertools
@@ -181,6 +182,9 @@ class Transport(Protocol):
     def probe(self, timeout_s: float, lane: int = FIRST) -> Future[Any]: ...
 
     def broker_views(self, names: list[str], timeout_s: float) -> BrokerViews: ...
+
+    def close_reads(self) -> None:
+        """End the reads under way on the client's own broker connections (``broker_views``, ``quorum``) at once."""
 
     def quorum(self, timeout_s: float) -> QuorumAnswer | None:
         """Who leads the controller quorum, and in which epoch (``_driver/quorum_watch``); None: unknown."""
@@ -524,6 +528,11 @@ class Scheduler:
         self._served.finished.wait()
         if self._served.ended is not None:  # the loop's thread ended with this client, the last: gone when we return
             self._served.ended.join()
+        # The engine is closed: a read under way on the client's own connections (the quorum's, wait_for_metadata's)
+        # is no one's now; cut short (its connections shut), it ends at once instead of at its timeout (4-5 s against
+        # a broker that never answers), and what it tells is not taken. Not before the last turn: a read cut short
+        # sooner told the engine a broker had no view, and a create waiting for its ids was sent as it closed.
+        self._transport.close_reads()
         self._controller_refresh.close(_METADATA_TIMEOUT_S)
         for reader in (self._metadata_reader, self._views_reader):
             reader.close(_METADATA_TIMEOUT_S + max(0.0, end - self._clock()))
@@ -818,6 +827,7 @@ class Scheduler:
             if collector.turn_holds():
                 held = True
                 gc.disable()
+                collector.TURNS_OFF.append(None)
             if self._turns.leftover:
                 self._turns.finish_leftover(self)
             arrived: list[tuple[Send, Answer]] = []
@@ -844,6 +854,8 @@ class Scheduler:
         finally:
             if held:
                 gc.enable()
+                with contextlib.suppress(IndexError):  # (a Ctrl-C between its disable and its append)
+                    collector.TURNS_OFF.pop()
 
     def _poll(self) -> None:
         try:

@@ -21,8 +21,20 @@ _JAAS_OPTION = re.compile(r"""(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)'|([^\s
 _REDACTED = "[hidden]"
 _JAAS_MODULE = re.compile(r"^\s*([\w.$]+)\s")  # a JAAS line's login module class, its first word
 _TRANSLATED_MODULES = ("PlainLoginModule", "ScramLoginModule")
-# A login module librdkafka has settings of its own for: their prefix.
-_MODULE_SETTINGS = {"OAuthBearerLoginModule": "sasl.oauthbearer.", "Krb5LoginModule": "sasl.kerberos."}
+# librdkafka's own ways to trust a CA (a TrustStore's librdkafka equivalents)
+_CA_SETTINGS = ("ssl.ca.location", "ssl.ca.pem", "ssl.ca.certificate.stores")
+# A login module librdkafka has settings of its own for: those of them Java does not read too (Java reads
+# sasl.kerberos.service.name, and sasl.oauthbearer.* on Kafka 3.1 and later, so only librdkafka's own names count).
+_MODULE_SETTINGS = {
+    "OAuthBearerLoginModule": (
+        "sasl.oauthbearer.method",
+        "sasl.oauthbearer.config",
+        "sasl.oauthbearer.client.id",
+        "sasl.oauthbearer.token.endpoint.url",
+        "enable.sasl.oauthbearer.unsecure.jwt",
+    ),
+    "Krb5LoginModule": ("sasl.kerberos.keytab", "sasl.kerberos.principal", "sasl.kerberos.kinit.cmd"),
+}
 
 
 def is_secret_key(key: str) -> bool:
@@ -53,7 +65,7 @@ def _login_module(jaas: str) -> str:
 def java_only(properties: Mapping[str, str]) -> str | None:
     """Why the properties cannot serve librdkafka: a Java-only setting with nothing of librdkafka's for the same thing
     beside it, named (the setting's name, never its value); None when they can."""
-    if "ssl.ca.location" not in properties:
+    if not any(key in properties for key in _CA_SETTINGS):
         for key in properties:
             if key.startswith("ssl.truststore."):
                 return (
@@ -63,9 +75,9 @@ def java_only(properties: Mapping[str, str]) -> str | None:
     jaas = properties.get("sasl.jaas.config")
     if jaas is not None:
         module = _login_module(jaas)
-        prefix = _MODULE_SETTINGS.get(module)
-        if module not in _TRANSLATED_MODULES and not (prefix and any(k.startswith(prefix) for k in properties)):
-            own = f"librdkafka's {prefix}* settings" if prefix else "librdkafka's own SASL settings"
+        own_keys = _MODULE_SETTINGS.get(module, ())
+        if module not in _TRANSLATED_MODULES and not any(key in properties for key in own_keys):
+            own = f"librdkafka's own ({', '.join(own_keys[:2])}, ...)" if own_keys else "librdkafka's own SASL settings"
             return (
                 f"sasl.jaas.config's {module} is the Java client's: only PlainLoginModule and ScramLoginModule are "
                 f"translated; give {own}"
