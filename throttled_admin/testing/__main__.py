@@ -57,14 +57,27 @@ def settings_text(args: argparse.Namespace) -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m throttled_admin.testing", description=__doc__)
     parser.add_argument("--port", type=int, default=9092, help="port of node 0 (others follow); 0 = free port")
-    parser.add_argument("--num-brokers", type=int, default=1)
-    parser.add_argument("--controller-mutation-rate", type=float, default=None, help="mutations/s per principal")
-    parser.add_argument("--quota-window-num", type=int, default=11)
-    parser.add_argument("--quota-window-size-s", type=float, default=1.0)
+    parser.add_argument("--num-brokers", type=int, default=1, metavar="N", help="nodes of the cluster (default 1)")
+    parser.add_argument(
+        "--controller-mutation-rate", type=float, default=None, metavar="R", help="mutations/s per principal"
+    )
+    parser.add_argument(
+        "--quota-window-num",
+        type=int,
+        default=11,
+        metavar="N",
+        help="quota windows, Kafka's default 11 (burst N x S x R)",
+    )
+    parser.add_argument(
+        "--quota-window-size-s", type=float, default=1.0, metavar="S", help="seconds a quota window, Kafka's default 1"
+    )
     parser.add_argument("--request-percentage", type=float, default=None, help="request quota per principal (KIP-124)")
     parser.add_argument("--request-time-cost-ms", type=float, default=None, help="fixed request time per request")
     parser.add_argument(
-        "--enforcement", choices=["by-version", "strict", "permissive", "redpanda"], default="by-version"
+        "--enforcement",
+        choices=["by-version", "strict", "permissive", "redpanda"],
+        default="by-version",
+        help="how the quota refuses (docs/testing-broker.md's dialects; default by-version: Apache Kafka 4)",
     )
     parser.add_argument(
         "--max-records-per-op",
