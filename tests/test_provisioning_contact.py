@@ -104,18 +104,3 @@ def test_a_profile_without_sasl_on_a_sasl_listener_fails_every_row_as_not_sent(q
         assert "the listener requires SASL authentication" in (result.error_message or ""), result
         assert result.error_code == KafkaError._AUTHENTICATION, result
     assert broker.topics() == {}
-
-
-def test_a_listener_that_never_answers_fails_every_row_as_not_sent_saying_no_broker_answered(
-    quota_broker: BrokerFactory,
-) -> None:
-    """Found by a new user's run (helper 99): the rows said "cannot read the cluster's topics: Failed to get
-    metadata: Local: Timed out", which names no cause; librdkafka writes nothing before its handshake is answered."""
-    broker = quota_broker()
-    broker.set_unresponsive()
-    profiles = {"hung": {"bootstrap.servers": broker.bootstrap_servers, "request_timeout_s": 2}}
-    results = _apply("a listener that never answers", _rows("hung"), profiles)
-    _not_sent(results)
-    assert {r.error_message for r in results} == {"not sent: no broker had answered this client within 2000 ms"}
-    assert {r.error_code for r in results} == {KafkaError._TIMED_OUT}
-    assert {r.api_name for r in broker.request_log()} == {"ApiVersions"}  # all the listener ever received
