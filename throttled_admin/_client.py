@@ -554,8 +554,7 @@ class ThrottledAdminClient(AdminClient):
                 gc.disable()
             checked = check(items)
             ended = None if hold is None else hold.end
-            options_in = merge_options(options_type, options, kwargs)
-            futures = self._submit(operation, checked, options_in, started_at, ended)
+            futures = self._submit(operation, checked, merge_options(options_type, options, kwargs), started_at, ended)
             if hold is not None:
                 hold.start()  # (its objects frozen until the call is no longer pending: no collection walks them)
         finally:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaException
 
 from throttled_admin._driver.metadata_read import read_failure
 from throttled_admin.cli._output import describe_error
@@ -39,8 +39,7 @@ def _check(conf: Mapping[str, Any], timeout_s: float) -> Problem | None:
         with AdminSession(conf, retry_on_quota_violation=False, timeout_ms=int(timeout_s * 1000)) as session:
             session.list_topics()
     except KafkaException as exc:  # worded and named as the provisioning executor's own reads: "cannot connect to ..."
-        code, message = read_failure(exc)
-        return Problem(code, message, KafkaError(code).name() if code is not None else type(exc).__name__)
+        return Problem(*read_failure(exc), describe_error(exc).name)
     except (CommandTimeout, ValueError, TypeError) as exc:
         info = describe_error(exc)
         message = info.message
