@@ -121,6 +121,53 @@ def test_apply_table_output_and_failed_rows_exit_1(quota_broker: BrokerFactory, 
     assert set(broker.topics()) == {"good"}
 
 
+# A name as long as a real one can be (a platform's prefixes), and the grow's error that repeats it.
+LONG_NAME = "com.example.platform.payments-settlement-service.ledger-entries-by-merchant-and-currency.v2"
+
+
+def _long_name_plan(path: Path) -> Path:
+    """One row created, one failing (a grow of a topic that does not exist: its error repeats the long name)."""
+    lines = ["cluster,action,topic,partitions,replication_factor,configs", "dev,ensure,short,1,1,"]
+    path.write_text("\n".join([*lines, f"dev,grow,{LONG_NAME},4,,"]) + "\n")
+    return path
+
+
+def test_apply_tables_in_a_pipe_keep_every_name_and_error_whole(quota_broker: BrokerFactory, tmp_path: Path) -> None:
+    """Found by a new user's run: piped (a CI log), the tables were drawn 120 columns wide and cut a long topic
+    name and its error with an ellipsis, so the log did not say which topic failed. Each stays whole, on one line."""
+    broker = quota_broker()
+    run = run_cli("apply", str(_long_name_plan(tmp_path / "plan.csv")), "--bootstrap-server", broker.bootstrap_servers)
+    assert run.returncode == 1, run.output
+    assert "…" not in run.stdout, run.stdout
+    [row] = [line for line in run.stdout.splitlines() if LONG_NAME in line and "grow" in line]
+    assert f"cannot grow '{LONG_NAME}'" in row, run.stdout  # the error, whole, on the row's line
+    assert "mutations/s" in run.stdout
+    assert "max throttle ms" in run.stdout
+
+
+def test_apply_tables_on_a_narrow_terminal_fold_what_does_not_fit(quota_broker: BrokerFactory, tmp_path: Path) -> None:
+    """On a terminal narrower than a table, a cell too long for its column goes on over the next lines of that
+    cell: nothing is cut."""
+    broker = quota_broker()
+    plan = _long_name_plan(tmp_path / "plan.csv")
+    screen = io.StringIO()
+    args = ["-m", "throttled_admin", "apply", str(plan), "--bootstrap-server", broker.bootstrap_servers]
+    child = pexpect.spawn(
+        sys.executable, args, env=cli_env(), cwd=str(REPO), encoding="utf-8", timeout=60, dimensions=(40, 80)
+    )
+    child.logfile_read = screen
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1, screen.getvalue()
+    output = screen.getvalue()
+    assert "Failed rows" in output, output
+    assert "Throttle metrics" in output, output
+    assert "…" not in output, output
+    failed = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", output.partition("Failed rows")[2].partition("Summary")[0])
+    topic = "".join(line.split("│")[2].strip() for line in failed.splitlines() if line.count("│") == 5)
+    assert topic == LONG_NAME, output  # the topic's column, read down its lines
+
+
 def test_apply_bad_plan_exits_2_naming_the_row_and_field(tmp_path: Path) -> None:
     plan = tmp_path / "plan.csv"
     plan.write_text("cluster,action,topic,partitions\nmain,ensure,t1,1\nmain,ensure,t2,many\n")

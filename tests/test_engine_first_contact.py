@@ -96,6 +96,38 @@ def test_a_failure_says_how_far_its_connection_got(line: str, stage: str | None)
         assert " (after " not in failure.reason
 
 
+_TOO_LARGE = "Receive failed: Invalid response size {} (0..100000000): increase receive.message.max.bytes"
+
+
+@pytest.mark.parametrize(
+    ("size", "began"),
+    [
+        (int.from_bytes(b"HTTP", "big"), "'HTTP'"),  # a web server's "HTTP/1.1 400 Bad Request"
+        (int.from_bytes(b"\x15\x03\x03\x00", "big"), "bytes 15 03 03 00"),  # a TLS alert record
+    ],
+)
+def test_a_first_answer_too_large_for_kafka_says_the_listener_speaks_another_protocol(size: int, began: str) -> None:
+    """Found by a new user's run: a web port as bootstrap.servers said "increase receive.message.max.bytes",
+    librdkafka's advice for a Kafka answer larger than the client takes. ApiVersions' answer is a few hundred bytes:
+    the listener speaks something else, and what its first four bytes read says what."""
+    line = f"h:1/bootstrap: {_TOO_LARGE.format(size)} (after 2ms in state APIVERSION_QUERY)"
+    failure = contact_failure(line)
+    assert failure is not None
+    assert failure.stage == "apiversions"  # (not definite: another bootstrap address may be a broker)
+    assert failure.reason == f"the listener at h:1 does not speak Kafka's protocol: its answer began with {began}"
+    # Once the handshake is complete, the size is a Kafka answer's, and librdkafka's advice stands.
+    assert contact_failure(f"h:1/0: {_TOO_LARGE.format(size)} (after 9ms in state UP)") is None
+
+
+def test_a_listener_silent_through_the_handshake_is_said_so_not_an_old_broker() -> None:
+    """librdkafka's "probably due to broker version < 0.10" for an ApiVersions never answered: a Kafka 4 client
+    meets no such broker; a listener that accepts and never answers is what it was (a new user's run)."""
+    failure = contact_failure(NEVER_ANSWERED)
+    assert failure is not None
+    assert failure.stage == "apiversions"
+    assert failure.reason == "the listener at 127.0.0.1:9 did not answer the Kafka handshake (ApiVersions) in 10011 ms"
+
+
 # -- issue 27, finding 9: no cap of librdkafka's timeouts, before or after contact -----------------------------------
 
 
@@ -163,7 +195,10 @@ def test_a_verdict_after_a_failure_before_the_handshake_says_how_far_the_connect
     machine.on_results(out.send.request_id, {"t": NO_CONTROLLER}, 19.5)
     exc = settled(machine.step(19.5))
     assert isinstance(exc, CannotConnectError), repr(exc)
-    assert str(exc.args[0].str()).startswith("CreateTopics not sent: cannot connect to 127.0.0.1:9 (ApiVersionRequest")
+    assert str(exc.args[0].str()) == (
+        "CreateTopics not sent: cannot connect to 127.0.0.1:9 (the listener at 127.0.0.1:9 did not answer the Kafka "
+        "handshake (ApiVersions) in 10011 ms)"
+    )
 
 
 # -- issue 28, findings 2 and 3: nothing handed over while connections fail before their handshake ------------------

@@ -10,8 +10,12 @@ takes, so a diagnosis that waited for the timeout fails the assertion on what wa
 from __future__ import annotations
 
 import json
+import socket
 import ssl
+import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -189,3 +193,60 @@ def test_a_cluster_that_never_answers_says_no_broker_answered_in_apply_and_its_r
     assert {r["error_name"] for r in records} == {"_TIMED_OUT"}, records
     assert summary["connection_problems"]["dev"] == "no broker had answered this client within 3000 ms", summary
     assert {r.api_name for r in broker.request_log()} == {"ApiVersions"}
+
+
+@contextmanager
+def web_listener() -> Iterator[str]:
+    """A listener that answers whatever it reads as a web server does, "HTTP/1.1 400 Bad Request", and closes the
+    connection: a web port given as bootstrap.servers. Its address; stopped at the end."""
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:  # closed
+                return
+            with conn:
+                if conn.recv(4096):
+                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        stop.set()
+        server.close()
+        thread.join(5)
+
+
+def test_a_web_port_says_the_listener_does_not_speak_kafka_in_topics_apply_and_its_rows(tmp_path: Path) -> None:
+    """Found by a new user's run: librdkafka's "Invalid response size 1213486160 ...: increase
+    receive.message.max.bytes" (the bytes 'HTTP' read as a size) advised a setting that cannot help."""
+    with web_listener() as address, ThreadPoolExecutor(3) as pool:
+        running = [pool.submit(topics, address, *action) for action in (CREATE, ("--list",))]
+        applying = pool.submit(apply_json, tmp_path, address, {})
+        rows = apply_plan([PlanRow("dev", "create", "t0")], {"dev": {"bootstrap.servers": address}})
+        runs, run_apply = [run.result() for run in running], applying.result()
+    for run in [*runs, run_apply]:
+        report("a web port", run)
+        assert "receive.message.max.bytes" not in run.output, run.output
+    why = f"the listener at {address} does not speak Kafka's protocol: its answer began with 'HTTP'"
+    expect_everywhere(runs, run_apply, rows, f"cannot connect to {address} ({why})")
+
+
+def test_a_create_of_the_default_partition_count_on_a_silent_listener_prints_only_its_error(
+    quota_broker: BrokerFactory,
+) -> None:
+    """Found by a new user's run: `--create` without `--partitions` on a listener that never answers printed the
+    library's warning "could not read the cluster's metadata (...); costs not known are taken as 1" on stderr above
+    the command's own error. Before any broker has answered, that read's failure is the calls' to tell."""
+    broker = quota_broker()
+    broker.set_unresponsive()
+    run = topics(broker.bootstrap_servers, "--create", "--topic", "x", "--timeout-ms", "120000")
+    report("create -1 partitions, nothing answers", run)
+    assert run.returncode == 1, run.output
+    assert "did not answer the Kafka handshake (ApiVersions)" in run.stdout, run.output
+    assert run.stderr == "", run.stderr

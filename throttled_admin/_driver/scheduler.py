@@ -1147,7 +1147,11 @@ class Scheduler:
         except ClientGone:
             return
         except Exception as exc:
-            log.warning("could not read the cluster's metadata (%s); costs not known are taken as 1", exc)
+            # A warning once a broker has answered; before, the calls' own errors say why nothing can be read
+            # ("cannot connect to ..."), and a command line printed this line above them (a new user's run)
+            with self._cv:
+                level = logging.WARNING if self._engine.status.reached else logging.DEBUG
+            log.log(level, "could not read the cluster's metadata (%s); costs not known are taken as 1", exc)
             counts = None
         default = self._read_default_partitions() if want_default and counts is not None else None
         self._after_read(lambda now: self._engine.on_metadata(counts, now, default))

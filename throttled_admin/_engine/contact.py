@@ -9,7 +9,9 @@ librdkafka reports every connection attempt that fails, as ``NAME: REASON (after
   listener?" when the listener closed the connection on the ClientHello; a certificate problem);
 - ``APIVERSION_QUERY``: connected, waiting for the broker's first answer, to ApiVersions ("Disconnected: connection
   closed by peer" when a TLS listener closed it on a plaintext request, "ApiVersionRequest failed: Local: Timed
-  out" when nothing answered within ``api.version.request.timeout.ms``);
+  out: probably due to broker version < 0.10" when nothing answered within ``api.version.request.timeout.ms``,
+  "Invalid response size N ...: increase receive.message.max.bytes" when something not Kafka answered, a web
+  server's "HTTP/1.1 400": each said as what it means instead);
 - ``AUTH_LEGACY``, ``AUTH_HANDSHAKE``, ``AUTH_REQ``: SASL (a refused password);
 - ``UP``: the handshake was complete; only then does librdkafka write a request of the application's
   (``rd_kafka_send`` holds everything else back until the broker is UP).
@@ -50,13 +52,16 @@ _STAGES = {
     "AUTH_REQ": "sasl",
 }
 _FAILED = re.compile(
-    r"^(?P<broker>\S+): (?P<reason>.*?) \(after \d+ms in state (?P<state>[A-Z_]+)"
+    r"^(?P<broker>\S+): (?P<reason>.*?) \(after (?P<ms>\d+)ms in state (?P<state>[A-Z_]+)"
     r"(?:, \d+ identical error\(s\) suppressed)?\)$",
     re.DOTALL,
 )
 _RESOLVE = re.compile(r"^(?P<broker>\S+): (?P<reason>Failed to resolve .*)$", re.DOTALL)
 _THREAD = re.compile(r"^\[thrd:[^\]]*\]: ")
 _CHECK = "; check security.protocol"
+# librdkafka's words for an answer larger than ``receive.message.max.bytes`` (rdkafka_transport.c)
+_SILENT = "ApiVersionRequest failed: Local: Timed out"  # nothing answered in ``api.version.request.timeout.ms``
+_TOO_LARGE = re.compile(r"Invalid response size (?P<size>-?\d+) \(")
 _WRONG_LISTENER = re.compile(r"^(?P<broker>\S+): (?P<reason>the listener at \S+ (?:does not speak|requires) TLS; .*)$")
 
 
@@ -92,9 +97,25 @@ def contact_failure(message: str) -> ContactFailure | None:
     match = _FAILED.match(message)
     if match is not None:
         stage = _STAGES.get(match["state"])
-        return None if stage is None else ContactFailure(broker_address(match["broker"]), match["reason"], stage)
+        if stage is None:
+            return None
+        address, reason = broker_address(match["broker"]), match["reason"]
+        if stage == "apiversions" and (size := _TOO_LARGE.search(reason)) is not None:
+            reason = _not_kafka(address, int(size["size"]))
+        elif stage == "apiversions" and reason.startswith(_SILENT):  # (librdkafka: "probably ... version < 0.10")
+            reason = f"the listener at {address} did not answer the Kafka handshake (ApiVersions) in {match['ms']} ms"
+        return ContactFailure(address, reason, stage)
     match = _RESOLVE.match(message)  # in case a version leaves out the state
     return None if match is None else ContactFailure(broker_address(match["broker"]), match["reason"], "tcp")
+
+
+def _not_kafka(address: str, size: int) -> str:
+    """The reason for a first answer too large for Kafka's (librdkafka's "Invalid response size N ...: increase
+    receive.message.max.bytes"): ApiVersions' answer is a few hundred bytes, so the listener speaks another
+    protocol; its first four bytes, read as the answer's size, say which ('HTTP': a web server)."""
+    head = (size & 0xFFFFFFFF).to_bytes(4, "big")
+    began = f"'{head.decode()}'" if all(32 <= b < 127 for b in head) else "bytes " + " ".join(f"{b:02x}" for b in head)
+    return f"the listener at {address} does not speak Kafka's protocol: its answer began with {began}"
 
 
 def wrong_listener(broker: str, security_protocol: str, *, requires_tls: bool) -> KafkaError:

@@ -23,6 +23,9 @@ from throttled_admin.cli._reach import Problem
 
 __all__ = ["run_apply"]
 
+# The report's width in a pipe: wider than any table, which rich draws as wide as its cells (it never stretches one)
+_LOG_WIDTH = 10_000
+
 
 def _profiles(args: argparse.Namespace, parser: argparse.ArgumentParser, clusters: list[str]) -> dict[str, Any]:
     from throttled_admin.provisioning import Profile, read_profiles
@@ -105,8 +108,9 @@ def _display(args: argparse.Namespace, rows_per_cluster: dict[str, int], out: Ou
         return PlainLines(rows_per_cluster, sys.stdout), None
     from rich.console import Console
 
-    # Not a terminal: plain progress lines, and tables without colour at a fixed width for logs.
-    return PlainLines(rows_per_cluster, sys.stdout), Console(file=sys.stdout, no_color=True, width=120)
+    # Not a terminal (a log): plain progress lines, and tables without colour, each as wide as its cells, a row on one
+    # line (at a fixed width, the widest cells were cut: a long topic name that failed, and its error)
+    return PlainLines(rows_per_cluster, sys.stdout), Console(file=sys.stdout, no_color=True, width=_LOG_WIDTH)
 
 
 def _run_interruptibly(work: Callable[[], list[Any]]) -> list[Any]:

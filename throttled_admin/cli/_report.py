@@ -1,7 +1,7 @@
 """The end of ``apply``: rows that need attention, a summary table per cluster, and the throttle metrics.
 
-Drawn with rich when it is installed (boxes and colour on a terminal, plain boxes in a pipe), else as
-aligned text columns.
+Drawn with rich when it is installed (boxes and colour on a terminal, plain boxes in a pipe, each as wide as what it
+holds), else as aligned text columns. No cell is ever cut short.
 """
 
 from __future__ import annotations
@@ -46,7 +46,9 @@ class Table:
         table = RichTable(title=self.title, title_justify="left")
         for index, header in enumerate(self.headers):
             numeric = bool(self.rows) and all(_is_number(row[index]) for row in self.rows)
-            table.add_column(header, justify="right" if numeric else "left")
+            # never cut (rich's default ends a cell too long for its column with an ellipsis: a failed topic's name in
+            # a narrow terminal): it goes on over the next lines of its cell
+            table.add_column(header, justify="right" if numeric else "left", overflow="fold")
         for row in self.rows:
             table.add_row(*row)
         return table
