@@ -284,17 +284,34 @@ def _partitions(result: dict[str, Any], request: dict[str, Any]) -> int:
 
 
 @contextmanager
-def plain_kafka(heap: str = "512m") -> Iterator[KafkaCluster]:
-    """A single-node Kafka 4.4 broker with no quota, no request log and no proxy (for timing clients), stopped and
-    removed at the end."""
+def plain_kafka(heap: str = "512m", request_log: bool = False) -> Iterator[KafkaCluster]:
+    """A single-node Kafka 4.4 broker with no quota and no proxy (for timing clients), and no request log unless
+    asked (``forwarded_creates`` reads it), stopped and removed at the end."""
     root = Path(tempfile.mkdtemp(prefix="bench-kafka-"))
     real_broker.HEAP_MAX = heap
-    cluster = KafkaCluster.start(BrokerSpec(extra=(("log.segment.delete.delay.ms", "1000"),)), root / "cluster")
+    spec = BrokerSpec(request_log=request_log, extra=(("log.segment.delete.delay.ms", "1000"),))
+    cluster = KafkaCluster.start(spec, root / "cluster")
     try:
         yield cluster
     finally:
         cluster.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def forwarded_creates(cluster: KafkaCluster, client_id: str) -> list[tuple[float, float]]:
+    """The CreateTopics of ``client_id`` as the controller handled them, forwarded by the broker (a combined node's
+    request log names both sides; ``plain_kafka(request_log=True)``): (start, end) in wall-clock seconds, in order."""
+    spans = []
+    with cluster.log_path(name="request.log").open("rb") as log:
+        for raw in log:
+            stamp, _, rest = raw.decode(errors="replace").partition("] Completed request:")
+            if not rest or '"requestApiKey":19,' not in rest:
+                continue
+            entry = json.loads(rest)
+            if entry.get("isForwarded") and entry["requestHeader"]["clientId"] == client_id:
+                end = _wall(stamp.lstrip("["))
+                spans.append((end - entry["totalTimeMs"] / 1000, end))
+    return sorted(spans)
 
 
 def load_average() -> float:

@@ -5,16 +5,21 @@ quota``: a QuotaBroker process) and one client process, which times, for each Cr
 ThrottledAdminClient handed it to librdkafka, librdkafka's own round trip (``debug=protocol``: from the request's
 last byte written to the response's last byte read, the broker's time), when its answer reached the client (after
 librdkafka's parse, quadratic in the request's size), and the gap from that answer to the next write. Variants:
-``ours`` (the engine's defaults), ``ours-N`` (requests of at most N topics), ``bare-N`` (confluent-kafka, calls of
-N topics all submitted at once, as in overhead.py). The broker's CPU is shown beside the client's: over the client
-process's life, within the call, and with ``--until-quiet`` until the broker is quiet (Kafka goes on applying the
-created partitions after it answers: most of their cost comes after the call).
+``ours`` (the engine's defaults), ``ours-N`` (requests of at most N topics), ``ours-noquorum`` (no DescribeQuorum
+read, ``_driver/quorum_watch``: Kafka forwards it to the controller beside the call's first request), ``bare-N``
+(confluent-kafka, calls of N topics all submitted at once, as in overhead.py). The broker's CPU is shown beside
+the client's: over the client process's life, within the call, and with ``--until-quiet`` until the broker is quiet
+(Kafka goes on applying the created partitions after it answers: most of their cost comes after the call). With
+``--request-log`` (Kafka only) the broker logs every request (which slows it) and each run also shows the
+controller's side: how long it spent on each forwarded CreateTopics, and how long it sat between them (a broker
+forwards its mutations one at a time).
 
     THROTTLED_ADMIN_KAFKA_HOME=.kafka/4.4.0 .venv/bin/python benchmarks/bulk_trace.py ours-2000 ours-4000 bare-4000
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -23,10 +28,13 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from _common import interleaved, variants_parser
-from overhead import _cpu_s, broker_process, kafka_process, submit_bulk
+from _kafka import forwarded_creates, plain_kafka
+from overhead import _cpu_s, broker_process, submit_bulk
 
 _QUIET_S, _QUIET_CPU_S, _QUIET_MAX_S = 1.0, 0.3, 120.0
 _RTT = re.compile(r"Received CreateTopicsResponse .*CorrId (\d+), rtt ([\d.]+)ms")
@@ -56,7 +64,11 @@ def child(variant: str, bootstrap: str, count: int) -> None:
     events: list[tuple[str, float]] = []  # ("write" | "answer", seconds since the call)
     started = 0.0
     if variant.startswith("ours"):
-        if "-" in variant:  # the size as the engine's own setting (Engine's default config, before the client)
+        if variant == "ours-noquorum":  # the quorum watch never reads (``_driver/quorum_watch``)
+            from throttled_admin._driver.quorum_watch import QuorumWatch
+
+            QuorumWatch.due = lambda self: False  # type: ignore[method-assign]
+        elif "-" in variant:  # the size as the engine's own setting (Engine's default config, before the client)
             size = int(variant.split("-")[1])
             defaults = machine.Engine.__init__.__kwdefaults__
             assert defaults is not None
@@ -112,9 +124,34 @@ def _cpu_until_quiet(pid: int) -> float | None:
     return None
 
 
-def run(variant: str, count: int, kafka: bool, until_quiet: bool) -> dict[str, Any]:
+@contextmanager
+def _broker(kafka: bool, request_log: bool) -> Iterator[tuple[str, int, Any]]:
+    """A fresh broker process: (bootstrap, pid, the Kafka cluster or None). Kafka with 1 GiB of heap (10,000
+    partitions need more than 512 MiB), as ``overhead.kafka_process``."""
+    if not kafka:
+        with broker_process() as (bootstrap, pid):
+            yield bootstrap, pid, None
+        return
+    with plain_kafka("1g", request_log) as cluster:
+        yield cluster.bootstrap_servers, cluster.nodes[0].pid, cluster
+
+
+def _controller_side(cluster: Any, requests: int) -> tuple[list[float], list[float]]:
+    """From Kafka's request log: ms the controller spent on each forwarded CreateTopics, and ms between them. The log
+    is written as requests complete: read until it holds the run's ``requests`` (10 s at most)."""
+    end = time.monotonic() + 10
+    spans = forwarded_creates(cluster, "rdkafka")
+    while len(spans) < requests and time.monotonic() < end:
+        time.sleep(0.1)  # (a file written by another process signals nothing)
+        spans = forwarded_creates(cluster, "rdkafka")
+    took = [1000 * (b - a) for a, b in spans]
+    between = [1000 * (later[0] - earlier[1]) for earlier, later in itertools.pairwise(spans)]
+    return took, between
+
+
+def run(variant: str, count: int, kafka: bool, until_quiet: bool, request_log: bool = False) -> dict[str, Any]:
     """One measurement: a fresh broker process, one client process."""
-    with kafka_process() if kafka else broker_process() as (bootstrap, pid):
+    with _broker(kafka, request_log) as (bootstrap, pid, cluster):
         load = os.getloadavg()[0]
         broker_cpu = _cpu_s(pid)
         command = [sys.executable, __file__, "--child", variant, bootstrap, "--topics", str(count)]
@@ -127,6 +164,9 @@ def run(variant: str, count: int, kafka: bool, until_quiet: bool) -> dict[str, A
         if until_quiet:
             quiet = _cpu_until_quiet(pid)
             result["quiet_broker_cpu_s"] = None if quiet is None else quiet - broker_cpu
+        if cluster is not None and request_log:
+            requests = sum(kind == "write" for kind, _ in result["events"])
+            result["controller_ms"], result["between_ms"] = _controller_side(cluster, requests)
     writes = [t for kind, t in result["events"] if kind == "write"]
     answers = [t for kind, t in result["events"] if kind == "answer"]
     result["first_write_ms"] = 1000 * writes[0]
@@ -136,6 +176,14 @@ def run(variant: str, count: int, kafka: bool, until_quiet: bool) -> dict[str, A
     result["after_rtt_ms"] = [1000 * (a - w) - rtt for w, a, rtt in zip(writes, answers, rtts, strict=False)]
     result["gap_ms"] = [1000 * (w - a) for a, w in zip(answers, writes[1:], strict=False)]
     return result
+
+
+def _controller_text(result: dict[str, Any]) -> str:
+    """``--request-log``: the controller's time on each request and between them, in one run's line."""
+    if "controller_ms" not in result:
+        return ""
+    took, between = ([round(ms) for ms in result[key]] for key in ("controller_ms", "between_ms"))
+    return f"; the controller {took} ms, between {between} ms"
 
 
 def _quiet(runs: list[dict[str, Any]]) -> str:
@@ -153,13 +201,16 @@ def main() -> None:
     parser = variants_parser(__doc__, ["ours", "bare-4000"], 10_000, 3)
     parser.add_argument("--broker", choices=("kafka", "quota"), default="kafka")
     parser.add_argument("--until-quiet", action="store_true", help="also the broker's CPU until it is quiet")
+    parser.add_argument(
+        "--request-log", action="store_true", help="Kafka: the controller's time per request and between requests"
+    )
     args = parser.parse_args()
     if args.child:
         child(args.child[0], args.child[1], args.topics)
         return
     results: dict[str, list[dict[str, Any]]] = {variant: [] for variant in args.variants}
     for variant in interleaved(args.variants, args.runs):
-        result = run(variant, args.topics, args.broker == "kafka", args.until_quiet)
+        result = run(variant, args.topics, args.broker == "kafka", args.until_quiet, args.request_log)
         results[variant].append(result)
         after, gaps = result["after_rtt_ms"], result["gap_ms"]
         print(
@@ -167,7 +218,8 @@ def main() -> None:
             f"{result['broker_cpu_s']:.2f} s ({result['call_broker_cpu_s']:.2f} s in the call{_quiet([result])}), load "
             f"{result['load']:.1f}; first write {result['first_write_ms']:.0f}"
             f" ms; round trips {[round(r) for r in result['rtts_ms']]} ms"
-            + (f"; past them {[round(a) for a in after]} ms; gaps {[round(g) for g in gaps]} ms" if gaps else ""),
+            + (f"; past them {[round(a) for a in after]} ms; gaps {[round(g) for g in gaps]} ms" if gaps else "")
+            + _controller_text(result),
             flush=True,
         )
     print()
@@ -183,6 +235,10 @@ def main() -> None:
             line += " a request"
         else:  # all written at once: the last answer's round trip is the broker's time for all
             line += f", the last round trip {statistics.median(max(r['rtts_ms']) for r in runs):.0f} ms"
+        if "controller_ms" in runs[0]:
+            took = statistics.median(sum(r["controller_ms"]) for r in runs)
+            between = statistics.median(sum(r["between_ms"]) for r in runs)
+            line += f"; the controller {took:.0f} ms on the requests, {between:.0f} ms between them"
         print(line)
 
 

@@ -119,6 +119,15 @@ def test_a_first_answer_too_large_for_kafka_says_the_listener_speaks_another_pro
     assert contact_failure(f"h:1/0: {_TOO_LARGE.format(size)} (after 9ms in state UP)") is None
 
 
+def test_a_first_answer_of_a_kafka_frames_size_keeps_librdkafkas_advice() -> None:
+    """Found by review (helper 102): a Kafka 4 ApiVersions answer is about a kilobyte, over a receive.message.max.bytes
+    set to its minimum (1,000): a size whose first byte is 0 may be Kafka's, and the setting is the fix."""
+    reason = _TOO_LARGE.format(1100).replace("100000000", "1000")
+    failure = contact_failure(f"h:1/bootstrap: {reason} (after 2ms in state APIVERSION_QUERY)")
+    assert failure is not None
+    assert failure.reason == reason
+
+
 def test_a_listener_silent_through_the_handshake_is_said_so_not_an_old_broker() -> None:
     """librdkafka's "probably due to broker version < 0.10" for an ApiVersions never answered: a Kafka 4 client
     meets no such broker; a listener that accepts and never answers is what it was (a new user's run)."""
@@ -126,6 +135,12 @@ def test_a_listener_silent_through_the_handshake_is_said_so_not_an_old_broker() 
     assert failure is not None
     assert failure.stage == "apiversions"
     assert failure.reason == "the listener at 127.0.0.1:9 did not answer the Kafka handshake (ApiVersions) in 10011 ms"
+    # librdkafka's other timeouts keep their words
+    queued = contact_failure(
+        "h:1/bootstrap: ApiVersionRequest failed: Local: Timed out in queue (after 5ms in state APIVERSION_QUERY)"
+    )
+    assert queued is not None
+    assert queued.reason == "ApiVersionRequest failed: Local: Timed out in queue"
 
 
 # -- issue 27, finding 9: no cap of librdkafka's timeouts, before or after contact -----------------------------------

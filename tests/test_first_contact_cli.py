@@ -9,13 +9,13 @@ takes, so a diagnosis that waited for the timeout fails the assertion on what wa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import ssl
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -195,7 +195,7 @@ def test_a_cluster_that_never_answers_says_no_broker_answered_in_apply_and_its_r
     assert {r.api_name for r in broker.request_log()} == {"ApiVersions"}
 
 
-@contextmanager
+@contextlib.contextmanager
 def web_listener() -> Iterator[str]:
     """A listener that answers whatever it reads as a web server does, "HTTP/1.1 400 Bad Request", and closes the
     connection: a web port given as bootstrap.servers. Its address; stopped at the end."""
@@ -206,9 +206,10 @@ def web_listener() -> Iterator[str]:
         while not stop.is_set():
             try:
                 conn, _ = server.accept()
-            except OSError:  # closed
+            except OSError:  # shut down
                 return
-            with conn:
+            with conn, contextlib.suppress(OSError):  # (the client went away, or sent nothing in 5 s)
+                conn.settimeout(5)
                 if conn.recv(4096):
                     conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 
@@ -218,6 +219,7 @@ def web_listener() -> Iterator[str]:
         yield f"127.0.0.1:{server.getsockname()[1]}"
     finally:
         stop.set()
+        server.shutdown(socket.SHUT_RDWR)  # (wakes the accept; a close alone does not on Linux)
         server.close()
         thread.join(5)
 

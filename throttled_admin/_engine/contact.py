@@ -60,7 +60,8 @@ _RESOLVE = re.compile(r"^(?P<broker>\S+): (?P<reason>Failed to resolve .*)$", re
 _THREAD = re.compile(r"^\[thrd:[^\]]*\]: ")
 _CHECK = "; check security.protocol"
 # librdkafka's words for an answer larger than ``receive.message.max.bytes`` (rdkafka_transport.c)
-_SILENT = "ApiVersionRequest failed: Local: Timed out"  # nothing answered in ``api.version.request.timeout.ms``
+# nothing answered in ``api.version.request.timeout.ms`` (not "Local: Timed out in queue")
+_SILENT = re.compile(r"ApiVersionRequest failed: Local: Timed out(?::|$)")
 _TOO_LARGE = re.compile(r"Invalid response size (?P<size>-?\d+) \(")
 _WRONG_LISTENER = re.compile(r"^(?P<broker>\S+): (?P<reason>the listener at \S+ (?:does not speak|requires) TLS; .*)$")
 
@@ -101,19 +102,23 @@ def contact_failure(message: str) -> ContactFailure | None:
             return None
         address, reason = broker_address(match["broker"]), match["reason"]
         if stage == "apiversions" and (size := _TOO_LARGE.search(reason)) is not None:
-            reason = _not_kafka(address, int(size["size"]))
-        elif stage == "apiversions" and reason.startswith(_SILENT):  # (librdkafka: "probably ... version < 0.10")
+            reason = _not_kafka(address, int(size["size"])) or reason
+        elif stage == "apiversions" and _SILENT.match(reason):  # (librdkafka: "probably ... version < 0.10")
             reason = f"the listener at {address} did not answer the Kafka handshake (ApiVersions) in {match['ms']} ms"
         return ContactFailure(address, reason, stage)
     match = _RESOLVE.match(message)  # in case a version leaves out the state
     return None if match is None else ContactFailure(broker_address(match["broker"]), match["reason"], "tcp")
 
 
-def _not_kafka(address: str, size: int) -> str:
+def _not_kafka(address: str, size: int) -> str | None:
     """The reason for a first answer too large for Kafka's (librdkafka's "Invalid response size N ...: increase
-    receive.message.max.bytes"): ApiVersions' answer is a few hundred bytes, so the listener speaks another
-    protocol; its first four bytes, read as the answer's size, say which ('HTTP': a web server)."""
+    receive.message.max.bytes"): ApiVersions' answer is about a kilobyte, so the listener speaks another protocol;
+    its first four bytes, read as the answer's size, say which ('HTTP': a web server). None for a size a Kafka frame
+    may have (its first byte 0: up to 16 MiB), over a ``receive.message.max.bytes`` set low: librdkafka's advice
+    stands."""
     head = (size & 0xFFFFFFFF).to_bytes(4, "big")
+    if head[0] == 0:
+        return None
     began = f"'{head.decode()}'" if all(32 <= b < 127 for b in head) else "bytes " + " ".join(f"{b:02x}" for b in head)
     return f"the listener at {address} does not speak Kafka's protocol: its answer began with {began}"
 
