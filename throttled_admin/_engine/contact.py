@@ -59,9 +59,9 @@ _FAILED = re.compile(
 _RESOLVE = re.compile(r"^(?P<broker>\S+): (?P<reason>Failed to resolve .*)$", re.DOTALL)
 _THREAD = re.compile(r"^\[thrd:[^\]]*\]: ")
 _CHECK = "; check security.protocol"
-# librdkafka's words for an answer larger than ``receive.message.max.bytes`` (rdkafka_transport.c)
 # nothing answered in ``api.version.request.timeout.ms`` (not "Local: Timed out in queue")
 _SILENT = re.compile(r"ApiVersionRequest failed: Local: Timed out(?::|$)")
+# librdkafka's words for an answer larger than ``receive.message.max.bytes`` (rdkafka_broker.c)
 _TOO_LARGE = re.compile(r"Invalid response size (?P<size>-?\d+) \(")
 _WRONG_LISTENER = re.compile(r"^(?P<broker>\S+): (?P<reason>the listener at \S+ (?:does not speak|requires) TLS; .*)$")
 

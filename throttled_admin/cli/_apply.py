@@ -108,8 +108,8 @@ def _display(args: argparse.Namespace, rows_per_cluster: dict[str, int], out: Ou
         return PlainLines(rows_per_cluster, sys.stdout), None
     from rich.console import Console
 
-    # Not a terminal (a log): plain progress lines, and tables without colour, each as wide as its cells, a row on one
-    # line (at a fixed width, the widest cells were cut: a long topic name that failed, and its error)
+    # Not a terminal (a log): plain progress lines, and tables without colour, each as wide as its cells (at a fixed
+    # width, the widest cells were cut: a long topic name that failed, and its error)
     return PlainLines(rows_per_cluster, sys.stdout), Console(file=sys.stdout, no_color=True, width=_LOG_WIDTH)
 
 
