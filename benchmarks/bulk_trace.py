@@ -34,7 +34,7 @@ from typing import Any
 
 from _common import interleaved, variants_parser
 from _kafka import forwarded_creates, plain_kafka
-from overhead import _cpu_s, broker_process, submit_bulk
+from overhead import BULK_HEAP, _cpu_s, broker_process, submit_bulk
 
 _QUIET_S, _QUIET_CPU_S, _QUIET_MAX_S = 1.0, 0.3, 120.0
 _RTT = re.compile(r"Received CreateTopicsResponse .*CorrId (\d+), rtt ([\d.]+)ms")
@@ -126,13 +126,13 @@ def _cpu_until_quiet(pid: int) -> float | None:
 
 @contextmanager
 def _broker(kafka: bool, request_log: bool) -> Iterator[tuple[str, int, Any]]:
-    """A fresh broker process: (bootstrap, pid, the Kafka cluster or None). Kafka with 1 GiB of heap (10,000
-    partitions need more than 512 MiB), as ``overhead.kafka_process``."""
+    """A fresh broker process: (bootstrap, pid, the Kafka cluster or None), Kafka as ``overhead.kafka_process`` starts
+    it; the cluster itself for its request log."""
     if not kafka:
         with broker_process() as (bootstrap, pid):
             yield bootstrap, pid, None
         return
-    with plain_kafka("1g", request_log) as cluster:
+    with plain_kafka(BULK_HEAP, request_log) as cluster:
         yield cluster.bootstrap_servers, cluster.nodes[0].pid, cluster
 
 

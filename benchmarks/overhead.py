@@ -343,10 +343,13 @@ def broker_process(gc_on: bool = True) -> Iterator[tuple[str, int]]:
             proc.wait()
 
 
+# Kafka's heap for a bulk run: 10,000 partitions need more than 512 MiB (``bulk_trace.py`` too)
+BULK_HEAP = "1g"
+
+
 @contextmanager
-def kafka_process(heap: str = "1g") -> Iterator[tuple[str, int]]:
-    """Apache Kafka 4.4.0 with no quota, by default with 1 GiB of heap (10,000 partitions need more than 512 MiB):
-    (bootstrap, pid)."""
+def kafka_process(heap: str = BULK_HEAP) -> Iterator[tuple[str, int]]:
+    """Apache Kafka 4.4.0 with no quota, by default with ``BULK_HEAP``: (bootstrap, pid)."""
     with plain_kafka(heap) as cluster:
         yield cluster.bootstrap_servers, cluster.nodes[0].pid
 

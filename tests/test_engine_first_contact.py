@@ -108,7 +108,7 @@ _TOO_LARGE = "Receive failed: Invalid response size {} (0..100000000): increase 
 )
 def test_a_first_answer_too_large_for_kafka_says_the_listener_speaks_another_protocol(size: int, began: str) -> None:
     """Found by a new user's run: a web port as bootstrap.servers said "increase receive.message.max.bytes",
-    librdkafka's advice for a Kafka answer larger than the client takes. ApiVersions' answer is a few hundred bytes:
+    librdkafka's advice for a Kafka answer larger than the client takes. ApiVersions' answer is about a kilobyte:
     the listener speaks something else, and what its first four bytes read says what."""
     line = f"h:1/bootstrap: {_TOO_LARGE.format(size)} (after 2ms in state APIVERSION_QUERY)"
     failure = contact_failure(line)
