@@ -239,16 +239,32 @@ def test_a_web_port_says_the_listener_does_not_speak_kafka_in_topics_apply_and_i
     expect_everywhere(runs, run_apply, rows, f"cannot connect to {address} ({why})")
 
 
-def test_a_create_of_the_default_partition_count_on_a_silent_listener_prints_only_its_error(
+def test_a_silent_listener_is_said_as_one_by_a_create_of_the_default_partition_count_and_by_a_listing(
     quota_broker: BrokerFactory,
 ) -> None:
     """Found by a new user's run: `--create` without `--partitions` on a listener that never answers printed the
     library's warning "could not read the cluster's metadata (...); costs not known are taken as 1" on stderr above
-    the command's own error. Before any broker has answered, that read's failure is the calls' to tell."""
+    the command's own error. Before any broker has answered, that read's failure is the calls' to tell.
+
+    And `--list` on the same listener waited out its whole --timeout-ms and said "no broker had answered", where
+    `--create` says the handshake was not answered (librdkafka tells an ApiVersions timeout only in a log line, which
+    the client reads and a read's ``ContactWatch`` did not): both say the same, long before the timeout, and so do a
+    plan's rows (docs/pipeline.md), whose group reads the cluster first."""
     broker = quota_broker()
     broker.set_unresponsive()
-    run = topics(broker.bootstrap_servers, "--create", "--topic", "x", "--timeout-ms", "120000")
+    address = broker.bootstrap_servers
+    with ThreadPoolExecutor(2) as pool:
+        creating = pool.submit(topics, address, "--create", "--topic", "x", "--timeout-ms", "120000")
+        listing = pool.submit(topics, address, "--list", "--timeout-ms", "60000")
+        rows = apply_plan(
+            [PlanRow("dev", "create", "t0")], {"dev": {"bootstrap.servers": address, "request_timeout_s": 60}}
+        )
+        run, run_list = creating.result(), listing.result()
     report("create -1 partitions, nothing answers", run)
-    assert run.returncode == 1, run.output
-    assert "did not answer the Kafka handshake (ApiVersions)" in run.stdout, run.output
-    assert run.stderr == "", run.stderr
+    report("list, nothing answers", run_list)
+    why = f"cannot connect to {address} (the listener at {address} did not answer the Kafka handshake (ApiVersions)"
+    for each in (run, run_list):
+        assert each.returncode == 1, each.output
+        assert why in each.stdout, each.output
+        assert each.stderr == "", each.stderr
+    assert [(r.status, str(r.error_message).startswith(f"not sent: {why}")) for r in rows] == [("failed", True)], rows

@@ -46,6 +46,7 @@ from throttled_admin._engine import (
     FIRST,
     BrokerViews,
     CallSpec,
+    ContactFailure,
     MutationQuota,
     Operation,
     Pacer,
@@ -777,6 +778,13 @@ class ThrottledAdminClient(AdminClient):
         (``_driver.metadata_read``); None if none was sent within ``timeout_s``."""
         scheduler = self._scheduler
         return None if scheduler is None else scheduler.first_probe(timeout_s)
+
+    def _contact_failure(self) -> ContactFailure | None:
+        """While no broker has answered this client, how its last connection failed before its handshake, as the
+        engine read it from librdkafka's error_cb and log lines (``_driver.metadata_read``: a read's watch sees
+        only error_cb); None once a broker has answered, or if the client is closed."""
+        scheduler = self._scheduler
+        return None if scheduler is None else scheduler.contact_failure()
 
     def _second_lane_handle(self) -> AdminClient | None:
         """The second lane's librdkafka handle (``_engine/lanes``), made on first use; None if it cannot be made

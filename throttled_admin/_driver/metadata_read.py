@@ -112,12 +112,20 @@ class ContactWatch:
         if fatal is not None:
             raise KafkaException(fatal)
 
-    def check_unreachable(self, since: float, operation: str = "Metadata") -> None:
+    def check_unreachable(
+        self, since: float, operation: str = "Metadata", client: ContactFailure | None = None
+    ) -> None:
         """No broker has answered since ``since`` (monotonic) for FIRST_CONTACT_TIMEOUT_S and connection attempts
         fail before their handshake, or the listener speaks the other protocol: raise ``CannotConnectError`` now
-        (nothing was sent), not at the caller's timeout."""
+        (nothing was sent), not at the caller's timeout. ``client``: what the client itself read of its connections
+        (a ThrottledAdminClient also reads librdkafka's log lines, where some failures are told only), used when
+        ``error_cb`` told nothing, or something less definite."""
         with self._lock:
-            failure = None if self._reached else self._failure
+            if self._reached:
+                return
+            failure = self._failure
+        if client is not None and (failure is None or (client.definite and not failure.definite)):
+            failure = client
         if failure is not None and (failure.definite or time.monotonic() - since >= FIRST_CONTACT_TIMEOUT_S):
             raise cannot_connect_error(operation, failure.address, failure.reason)
 
@@ -150,7 +158,7 @@ def read_metadata(admin: AdminClient, watch: ContactWatch, timeout_s: float) -> 
         metadata = admin.list_topics(timeout=max(0.05, deadline - time.monotonic()))
     except KafkaException:
         watch.check_fatal()
-        watch.check_unreachable(started)
+        _check_unreachable(admin, watch, started)
         watch.check_never_answered(timeout_s)
         raise
     watch.reached()
@@ -180,11 +188,11 @@ def read_topics(admin: AdminClient, watch: ContactWatch, names: Iterable[str], t
     left = max(0.05, deadline - time.monotonic())
     # Names, then the future, as AdminClient.describe_topics calls it (confluent-kafka's stub has them swapped).
     _AdminClientImpl.describe_topics(admin, wanted, request, request_timeout=left)  # type: ignore[arg-type]
-    _wait([request], watch, started, deadline)
+    _wait(admin, [request], watch, started, deadline)
     error = request.exception()
     if error is not None:
         watch.check_fatal()
-        watch.check_unreachable(started)
+        _check_unreachable(admin, watch, started)
         raise error
     topics: dict[str, Any] = {}
     for name, answer in zip(wanted, request.result(), strict=True):  # in the order asked
@@ -203,18 +211,20 @@ def _first_contact(admin: AdminClient, watch: ContactWatch, started: float, dead
     if watch.has_reached:
         return
     probe = _client_probe(admin, deadline)
-    if probe is not None and _answered(probe, watch, started, deadline):
+    if probe is not None and _answered(admin, probe, watch, started, deadline):
         return
     # (the client's probe ended unanswered, its librdkafka timeout counted from the client's start: this read's own,
     # which waits until the first-contact limit counted from the read's start)
-    if not _answered(admin.describe_cluster(request_timeout=max(0.05, deadline - started)), watch, started, deadline):
-        watch.check_unreachable(started)
+    if not _answered(
+        admin, admin.describe_cluster(request_timeout=max(0.05, deadline - started)), watch, started, deadline
+    ):
+        _check_unreachable(admin, watch, started)
 
 
-def _answered(probe: Future[Any], watch: ContactWatch, started: float, deadline: float) -> bool:
+def _answered(admin: AdminClient, probe: Future[Any], watch: ContactWatch, started: float, deadline: float) -> bool:
     """Wait for a DescribeCluster while looking at the watch: True if a broker answered it (the watch then counts
     the brokers it listed)."""
-    _wait([probe], watch, started, deadline)
+    _wait(admin, [probe], watch, started, deadline)
     watch.check_fatal()
     if is_broker_answer(exc := probe.exception()):
         watch.reached(None if exc is not None else len(probe.result().nodes))
@@ -233,16 +243,24 @@ def _client_probe(admin: AdminClient, deadline: float) -> Future[Any] | None:
     return probe
 
 
-def _wait(futures: list[Future[Any]], watch: ContactWatch, started: float, deadline: float) -> None:
+def _wait(admin: AdminClient, futures: list[Future[Any]], watch: ContactWatch, started: float, deadline: float) -> None:
     """Until every future is settled, looking at the watch every ``_SLICE_S``; librdkafka's timeout at the
     deadline."""
     while not all(future.done() for future in futures):
         watch.check_fatal()
-        watch.check_unreachable(started)
+        _check_unreachable(admin, watch, started)
         if time.monotonic() >= deadline:
             watch.check_never_answered(deadline - started)
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed to get metadata: Local: Timed out"))
         wait(futures, timeout=_SLICE_S)
+
+
+def _check_unreachable(admin: AdminClient, watch: ContactWatch, started: float) -> None:
+    """``ContactWatch.check_unreachable`` with what a ThrottledAdminClient read of its own connections
+    (``_contact_failure``: an ApiVersions request never answered is told only in librdkafka's log, which the client
+    reads and the watch does not)."""
+    client_failure = getattr(admin, "_contact_failure", None)
+    watch.check_unreachable(started, client=None if client_failure is None else client_failure())
 
 
 def read_failure(exc: BaseException) -> tuple[int | None, str]:

@@ -73,6 +73,7 @@ from throttled_admin._engine import (
     SECOND,
     BrokerViews,
     CallSpec,
+    ContactFailure,
     Drain,
     Drained,
     Engine,
@@ -1116,6 +1117,12 @@ class Scheduler:
         (closed first, or it could not be sent)."""
         self._probed.wait(timeout_s)
         return self._first_probe
+
+    def contact_failure(self) -> ContactFailure | None:
+        """``Engine.contact_failure``: how the last connection failed before its handshake while no broker has
+        answered (None once one has)."""
+        with self._cv:
+            return self._engine.contact_failure
 
     def _on_probe_done(self, future: Future[Any] | None, lane: int = FIRST) -> None:
         answered = future is not None and is_broker_answer(future.exception())

@@ -82,7 +82,7 @@ from throttled_admin._engine.classify import (
 )
 from throttled_admin._engine.config import MAX_RECORDS_PER_REQUEST, MAX_TOPICS_PER_REQUEST, EngineConfig
 from throttled_admin._engine.connection import Drained
-from throttled_admin._engine.contact import Contact, contact_failure
+from throttled_admin._engine.contact import Contact, ContactFailure, contact_failure
 from throttled_admin._engine.intake import take_in
 from throttled_admin._engine.lanes import FIRST, SECOND, Lanes
 from throttled_admin._engine.late_settle import LateSettlement
@@ -233,6 +233,13 @@ class Engine:
             second_in_flight=None if second is None else second.id,
             cap_probe=self._learned.cap.probe,
         )
+
+    @property
+    def contact_failure(self) -> ContactFailure | None:
+        """While no broker has answered this client: how its last connection failed before its handshake (``contact``;
+        some failures librdkafka tells only in a log line), for a read that waits on its own futures
+        (``_driver.metadata_read``). None once a broker has answered."""
+        return self._contact.failure
 
     def closed_here(self, ref: TopicRef, operation: str, *, unsent: bool) -> BaseException | None:
         """The error of a topic settled by close() from a frame that cannot wait for a step (``outcome.closed_here``):
