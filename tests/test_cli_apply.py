@@ -166,6 +166,11 @@ def test_apply_tables_on_a_narrow_terminal_fold_what_does_not_fit(quota_broker: 
     failed = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", output.partition("Failed rows")[2].partition("Summary")[0])
     topic = "".join(line.split("│")[2].strip() for line in failed.splitlines() if line.count("│") == 5)
     assert topic == LONG_NAME, output  # the topic's column, read down its lines
+    # The throttle table's ten columns need 109 columns for their words: turned, a row per metric, none is folded
+    # within a word (it read "clus/ter", "throt/tled" down the lines of its headers).
+    throttle = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", output.partition("Throttle metrics")[2])
+    for header in ("cluster", "max throttle ms", "throttled responses", "quota refusals", "attempts"):
+        assert f"┃ {header} " in throttle or f"│ {header} " in throttle, output
 
 
 def test_apply_bad_plan_exits_2_naming_the_row_and_field(tmp_path: Path) -> None:

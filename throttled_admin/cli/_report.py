@@ -25,6 +25,9 @@ def _is_number(text: str) -> bool:
     return True
 
 
+_UNBOUNDED = 1_000_000  # a width no table reaches: where a table's own least width is measured
+
+
 class Table:
     """Title, headers and rows of strings; printed through rich or as aligned columns."""
 
@@ -40,16 +43,35 @@ class Table:
             lines.append("  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip())
         return "\n".join(lines)
 
-    def rich(self) -> Any:
+    def rich(self, console: Any) -> Any:
+        """The table for ``console`` (rich's): as it is if every word fits its column on the console's width, else
+        turned (a row per header, a column per row: the throttle table's ten columns on an 80-column terminal) if
+        that fits, else as it is with words folded."""
+        from rich.measure import Measurement
+
+        unbounded = console.options.update_width(_UNBOUNDED)  # (a measure is clamped to the width it is given)
+
+        def fits(table: Any) -> bool:
+            return bool(Measurement.get(console, unbounded, table).minimum <= console.width)
+
+        table = self._rich(self.headers, self.rows)
+        if fits(table) or not self.rows:
+            return table
+        turned_headers = [self.headers[0], *(row[0] for row in self.rows)]
+        turned_rows = [[header, *(row[index] for row in self.rows)] for index, header in enumerate(self.headers)][1:]
+        turned = self._rich(turned_headers, turned_rows)
+        return turned if fits(turned) else table
+
+    def _rich(self, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> Any:
         from rich.table import Table as RichTable
 
         table = RichTable(title=self.title, title_justify="left")
-        for index, header in enumerate(self.headers):
-            numeric = bool(self.rows) and all(_is_number(row[index]) for row in self.rows)
+        for index, header in enumerate(headers):
+            numeric = bool(rows) and all(_is_number(row[index]) for row in rows)
             # never cut (rich's default ends a cell too long for its column with an ellipsis: a failed topic's name in
             # a narrow terminal): it goes on over the next lines of its cell
             table.add_column(header, justify="right" if numeric else "left", overflow="fold")
-        for row in self.rows:
+        for row in rows:
             table.add_row(*row)
         return table
 
@@ -252,6 +274,6 @@ def render_report(
     for table in _tables(results, throttle, dry_run):
         redacted = Table(redact(table.title), table.headers, [[redact(c) for c in row] for row in table.rows])
         if rich_console is not None:
-            rich_console.print(redacted.rich())
+            rich_console.print(redacted.rich(rich_console))
         else:
             print(redacted.plain() + "\n", file=stream, flush=True)
