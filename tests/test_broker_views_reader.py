@@ -560,3 +560,49 @@ def test_close_cuts_short_a_tls_handshake_that_no_broker_answers(tmp_path: Path)
             reader.close()
             for conn in held:
                 conn.close()
+
+
+def _connecting_to(port: int) -> bool:
+    """A TCP connect to 127.0.0.1:``port`` is under way, its SYN unanswered (``/proc/net/tcp``: state SYN_SENT)."""
+    with open("/proc/net/tcp") as table:
+        rows = [line.split() for line in table.readlines()[1:]]
+    return any(row[2] == f"0100007F:{port:04X}" and row[3] == "02" for row in rows)
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads the connect's state in /proc/net/tcp (Linux)")
+def test_close_cuts_short_a_tcp_connect_that_no_broker_answers() -> None:
+    """A broker whose host drops the connection's SYN (a firewall, a listener whose backlog is full: here) kept a
+    read on the reader's own connection in its TCP connect until the read's timeout, and ``close()`` waited for it
+    (the connect ran on a socket the close could not reach: ``socket.create_connection``'s). Here the timeout is 10
+    minutes; the close ends the connect at once (Linux aborts a connect whose socket is shut)."""
+    with socket.socket() as full:
+        full.bind(("127.0.0.1", 0))
+        full.listen(0)
+        port = full.getsockname()[1]
+        queued: list[socket.socket] = []
+        try:
+            for _ in range(8):  # until a connect is left unanswered: the backlog is full, SYNs are dropped
+                probe = socket.socket()
+                queued.append(probe)
+                try:
+                    probe.settimeout(0.5)
+                    probe.connect(("127.0.0.1", port))
+                except TimeoutError:
+                    break
+            probe.close()
+            assert wait_until(lambda: not _connecting_to(port))
+            reader = BrokerViewReader({"bootstrap.servers": f"127.0.0.1:{port}"})
+            answers: list[Any] = []
+            reading = threading.Thread(target=lambda: answers.append(reader.read_quorum(600.0)), daemon=True)
+            reading.start()
+            try:
+                assert wait_until(lambda: _connecting_to(port))
+                reader.close()
+                reading.join(WAIT_S)
+                assert not reading.is_alive(), "the connect went on after the close"
+                assert answers == [None]  # no broker read
+            finally:
+                reader.close()
+        finally:
+            for each in queued:
+                each.close()

@@ -143,6 +143,8 @@ class BrokerConnection:
     Raises OSError (unreachable, TLS, closed, timed out), ValueError (an answer that does not parse),
     ``BrokerRefused`` (SASL), ``SaslError`` (a SCRAM server that does not check out) or ``NoTopicIds``."""
 
+    _sock: socket.socket  # the socket of the moment: connecting, then shaking hands (TLS wraps it), then open
+
     def __init__(
         self,
         address: str,
@@ -151,9 +153,9 @@ class BrokerConnection:
         deadline: float,
         opened: Callable[[BrokerConnection], None] | None = None,
     ):
-        """Connects and shakes hands by ``deadline``. ``opened``: told of the connection as soon as its socket is
-        connected, before the handshake, so that another thread can ``close`` it meanwhile (it may raise OSError to
-        stop it there)."""
+        """Connects and shakes hands by ``deadline``. ``opened``: told of the connection as soon as its socket
+        exists, before it connects, so that another thread can ``close`` it meanwhile, its TCP connect too (a broker
+        whose host drops the connection's SYN); it may raise OSError to stop it there."""
         host, _, port = address.rpartition(":")
         host = host.strip("[]")
         self.address = address
@@ -161,10 +163,8 @@ class BrokerConnection:
         self._correlation_id = 0
         self._expires_at: float | None = None
         self._closed = False
-        sock = self._sock = socket.create_connection((host, int(port)), timeout=_remaining(deadline))
+        sock = self._connect(host, int(port), deadline, opened)
         try:
-            if opened is not None:
-                opened(self)
             if context is not None:
                 sock.settimeout(_remaining(deadline))
                 # (wrapped before its handshake, so that a close meanwhile shuts the socket the handshake reads)
@@ -208,9 +208,34 @@ class BrokerConnection:
         body = self._exchange(quorum_wire.API_KEY, version, quorum_wire.encode(version), True, deadline)
         return quorum_wire.decode(version, body)
 
+    def _connect(
+        self, host: str, port: int, deadline: float, opened: Callable[[BrokerConnection], None] | None
+    ) -> socket.socket:
+        """``socket.create_connection``, each socket ``self._sock`` before it connects (``close`` shuts a connect
+        under way: Linux aborts it), and ``opened`` told before the first."""
+        error: OSError = OSError(f"{host}:{port} resolves to no address")
+        for family, kind, proto, _, address in socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM):
+            sock = self._sock = socket.socket(family, kind, proto)
+            try:
+                if opened is not None:  # (its OSError stops the connection)
+                    opened(self)
+                    opened = None
+                if self._closed:
+                    raise OSError("the connection was closed")
+                sock.settimeout(_remaining(deadline))
+                sock.connect(address)
+            except BaseException as exc:
+                sock.close()
+                if opened is not None or self._closed or not isinstance(exc, OSError):
+                    raise
+                error = exc  # the next address, if any
+                continue
+            return sock
+        raise error
+
     def close(self) -> None:
         """Shut, then close: an exchange under way on another thread ends at once (closing alone leaves its wait for
-        the answer blocked until the deadline), a TLS handshake too; not a TCP connect."""
+        the answer blocked until the deadline), a TLS handshake and a TCP connect too."""
         self._closed = True
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)

@@ -224,7 +224,8 @@ class BrokerViewReader:
         return connection, True
 
     def _opened(self, opening: list[BrokerConnection], connection: BrokerConnection) -> None:
-        """A connection's socket is connected, its handshake to come: ``close`` shuts it too (none once closed)."""
+        """A connection's socket exists, its connect and handshake to come: ``close`` shuts it too (none once
+        closed)."""
         with self._lock:
             if self._closed:
                 raise OSError("the broker-views reader is closed")
