@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient
 from tests.support import BrokerFactory
 from throttled_admin import CannotConnectError, NotSentError, NotSentReason, ThrottledAdminClient
 from throttled_admin._driver.metadata_read import ContactWatch, read_failure, read_metadata, read_topics
-from throttled_admin._engine import FIRST_CONTACT_TIMEOUT_S, contact_failure, wrong_listener
+from throttled_admin._engine import FIRST_CONTACT_TIMEOUT_S, ContactFailure, contact_failure, wrong_listener
 from throttled_admin._errors import cannot_connect_error, not_sent_error
 from throttled_admin.testing import QuotaBroker
 
@@ -98,8 +98,8 @@ def test_a_failed_read_is_worded_once_for_every_caller(exc: BaseException, expec
 def test_a_failure_the_client_read_in_a_log_line_counts_as_error_cbs_do() -> None:
     """librdkafka tells an ApiVersions request never answered only in its log (level 4), which ThrottledAdminClient
     reads and ``error_cb`` never sees (`topics --list` on a silent listener waited out --timeout-ms): the client's
-    failure counts past the first-contact limit; one the watch found itself that is definite (the other protocol)
-    wins over a less definite one of the client's; a broker that answered ends both."""
+    failure counts past the first-contact limit, and is taken before the watch's own (the client reads error_cb
+    too); a broker that answered ends both."""
     silent = contact_failure(
         "127.0.0.1:9/bootstrap: ApiVersionRequest failed: Local: Timed out: probably due to broker version < 0.10 "
         "(see api.version.request configuration) (after 10010ms in state APIVERSION_QUERY)"
@@ -113,11 +113,20 @@ def test_a_failure_the_client_read_in_a_log_line_counts_as_error_cbs_do() -> Non
         "Metadata not sent: cannot connect to 127.0.0.1:9 (the listener at 127.0.0.1:9 did not answer the Kafka "
         "handshake (ApiVersions) in 10010 ms)"
     )
-    watch.on_error(wrong_listener("ssl://127.0.0.1:9/bootstrap", "SSL", requires_tls=False))
-    with pytest.raises(CannotConnectError, match="does not speak TLS"):
-        watch.check_unreachable(time.monotonic(), client=silent)
+    watch.on_error(REFUSED)
+    with pytest.raises(CannotConnectError, match="did not answer the Kafka handshake"):
+        watch.check_unreachable(LONG_AGO, client=silent)
+    with pytest.raises(CannotConnectError, match="does not speak TLS"):  # the client's, definite: at once
+        watch.check_unreachable(time.monotonic(), client=wrong_listener_failure())
     watch.reached()
     watch.check_unreachable(LONG_AGO, client=silent)
+
+
+def wrong_listener_failure() -> ContactFailure:
+    failure = contact_failure(wrong_listener("ssl://127.0.0.1:9/bootstrap", "SSL", requires_tls=False).str())
+    assert failure is not None
+    assert failure.definite
+    return failure
 
 
 def test_a_broker_that_answered_is_never_unreachable() -> None:

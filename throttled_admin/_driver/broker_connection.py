@@ -215,7 +215,12 @@ class BrokerConnection:
         under way: Linux aborts it), and ``opened`` told before the first."""
         error: OSError = OSError(f"{host}:{port} resolves to no address")
         for family, kind, proto, _, address in socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM):
-            sock = self._sock = socket.socket(family, kind, proto)
+            try:
+                sock = socket.socket(family, kind, proto)
+            except OSError as exc:  # (an address family this host lacks: IPv6's, say)
+                error = exc
+                continue
+            self._sock = sock
             try:
                 if opened is not None:  # (its OSError stops the connection)
                     opened(self)

@@ -8,7 +8,8 @@ once with the AuthenticationException. Here a ``ContactWatch`` (the client's ``e
 waits for a first answer: a wrong password ends it as soon as the broker refuses it (the SASL message, its code
 kept), a listener the client found to speak the other protocol (TLS or not) as soon as it is found, and no broker
 answering for ``FIRST_CONTACT_TIMEOUT_S`` while connection attempts fail before their handshake (librdkafka's
-reports to ``error_cb``, read as the engine's ``contact`` does) ends it with ``CannotConnectError``
+reports to ``error_cb``, read as the engine's ``contact`` does; a ThrottledAdminClient's own reading, which has its
+log lines too: an ApiVersions request never answered) ends it with ``CannotConnectError``
 "Metadata not sent: cannot connect to HOST:PORT (reason)", as the core does for mutations. A slow broker is
 waited for: no timer of its own cuts a read short before the caller's ``timeout_s``.
 
@@ -118,14 +119,12 @@ class ContactWatch:
         """No broker has answered since ``since`` (monotonic) for FIRST_CONTACT_TIMEOUT_S and connection attempts
         fail before their handshake, or the listener speaks the other protocol: raise ``CannotConnectError`` now
         (nothing was sent), not at the caller's timeout. ``client``: what the client itself read of its connections
-        (a ThrottledAdminClient also reads librdkafka's log lines, where some failures are told only), used when
-        ``error_cb`` told nothing, or something less definite."""
+        (a ThrottledAdminClient reads ``error_cb`` and librdkafka's log lines, where some failures are told only),
+        taken before the watch's own when there is one."""
         with self._lock:
             if self._reached:
                 return
-            failure = self._failure
-        if client is not None and (failure is None or (client.definite and not failure.definite)):
-            failure = client
+            failure = client if client is not None else self._failure
         if failure is not None and (failure.definite or time.monotonic() - since >= FIRST_CONTACT_TIMEOUT_S):
             raise cannot_connect_error(operation, failure.address, failure.reason)
 
@@ -142,9 +141,10 @@ def read_metadata(admin: AdminClient, watch: ContactWatch, timeout_s: float) -> 
     """The cluster's metadata (confluent-kafka's ClusterMetadata) within ``timeout_s``, with one Metadata request.
 
     Raises at once the watch's fatal error (e.g. SASL authentication failed), ``CannotConnectError`` after
-    FIRST_CONTACT_TIMEOUT_S when no broker could be reached, ``NotSentError`` (NO_BROKER_ANSWERED) at ``timeout_s``
-    when none has answered this client (librdkafka writes nothing before its handshake is answered: a listener that
-    accepts and never answers), else librdkafka's last error at ``timeout_s``.
+    FIRST_CONTACT_TIMEOUT_S when no broker could be reached (with a ThrottledAdminClient, also a listener that
+    accepts and never answers, once librdkafka's ApiVersions request to it times out: 10 s by default),
+    ``NotSentError`` (NO_BROKER_ANSWERED) at ``timeout_s`` when none has answered this client (librdkafka writes
+    nothing before its handshake is answered), else librdkafka's last error at ``timeout_s``.
 
     A blocking ``list_topics`` cannot be abandoned (destroying the client waits for it), and each call sends a
     Metadata request of its own, which a busy broker answers behind the ones before on the same connection: asked
@@ -260,7 +260,8 @@ def _check_unreachable(admin: AdminClient, watch: ContactWatch, started: float) 
     (``_contact_failure``: an ApiVersions request never answered is told only in librdkafka's log, which the client
     reads and the watch does not)."""
     client_failure = getattr(admin, "_contact_failure", None)
-    watch.check_unreachable(started, client=None if client_failure is None else client_failure())
+    failure = None if client_failure is None else client_failure()
+    watch.check_unreachable(started, client=failure if isinstance(failure, ContactFailure) else None)
 
 
 def read_failure(exc: BaseException) -> tuple[int | None, str]:

@@ -31,10 +31,14 @@ _UNBOUNDED = 1_000_000  # a width no table reaches: where a table's own least wi
 class Table:
     """Title, headers and rows of strings; printed through rich or as aligned columns."""
 
-    def __init__(self, title: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    def __init__(
+        self, title: str, headers: Sequence[str], rows: Sequence[Sequence[str]], *, turnable: bool = False
+    ) -> None:
+        """``turnable``: the first column names each row once (a cluster), so that the table reads as well turned."""
         self.title = title
         self.headers = list(headers)
         self.rows = [list(row) for row in rows]
+        self.turnable = turnable
 
     def plain(self) -> str:
         widths = [max(len(str(cell)) for cell in column) for column in zip(self.headers, *self.rows, strict=True)]
@@ -44,18 +48,18 @@ class Table:
         return "\n".join(lines)
 
     def rich(self, console: Any) -> Any:
-        """The table for ``console`` (rich's): as it is if every word fits its column on the console's width, else
+        """The table for ``console`` (rich's). A turnable one that does not fit the console's width whole is drawn
         turned (a row per header, a column per row: the throttle table's ten columns on an 80-column terminal) if
-        that fits, else as it is with words folded."""
+        that fits whole; any other is drawn as it is, a cell too long for its column folded over its lines."""
         from rich.measure import Measurement
 
         unbounded = console.options.update_width(_UNBOUNDED)  # (a measure is clamped to the width it is given)
 
-        def fits(table: Any) -> bool:
-            return bool(Measurement.get(console, unbounded, table).minimum <= console.width)
+        def fits(table: Any) -> bool:  # at its natural width: no column narrowed, no word folded
+            return bool(Measurement.get(console, unbounded, table).maximum <= console.width)
 
         table = self._rich(self.headers, self.rows)
-        if fits(table) or not self.rows:
+        if not self.turnable or not self.rows or fits(table):
             return table
         turned_headers = [self.headers[0], *(row[0] for row in self.rows)]
         turned_rows = [[header, *(row[index] for row in self.rows)] for index, header in enumerate(self.headers)][1:]
@@ -224,7 +228,7 @@ def _tables(results: Sequence[RowResult], throttle: list[dict[str, Any]], dry_ru
         for c in clusters
     ]
     rows.append(["total", *[str(sum(1 for r in results if r.status == s)) for s in present], str(len(results))])
-    tables.append(Table("Summary", ["cluster", *present, "rows"], rows))
+    tables.append(Table("Summary", ["cluster", *present, "rows"], rows, turnable=True))
     if dry_run or not throttle:
         return tables
     tables.append(
@@ -257,6 +261,7 @@ def _tables(results: Sequence[RowResult], throttle: list[dict[str, Any]], dry_ru
                 ]
                 for t in throttle
             ],
+            turnable=True,
         )
     )
     return tables
@@ -272,7 +277,8 @@ def render_report(
     rich_console: Any | None,
 ) -> None:
     for table in _tables(results, throttle, dry_run):
-        redacted = Table(redact(table.title), table.headers, [[redact(c) for c in row] for row in table.rows])
+        rows = [[redact(c) for c in row] for row in table.rows]
+        redacted = Table(redact(table.title), table.headers, rows, turnable=table.turnable)
         if rich_console is not None:
             rich_console.print(redacted.rich(rich_console))
         else:
