@@ -90,6 +90,35 @@ def test_the_dry_run_reports_the_debt(quota_broker: BrokerFactory, tmp_path: Pat
     assert re.search(r"main\s+\W*\s*\d{5} .*validate-only create of 1 partition", table.stdout), table.stdout
 
 
+def test_under_a_strict_quota_the_row_sent_alone_is_refused_and_failed_and_the_rest_not_sent(
+    quota_broker: BrokerFactory, tmp_path: Path
+) -> None:
+    """docs/pipeline.md: where the quota refuses instead of throttling (error 89 for every version, as some
+    Kafka-compatible services do), the row that goes alone first is refused and ends ``failed`` with error 89 and the
+    broker's throttle as its debt, not applied; the rows held past the budget are ``not_sent`` (a new user's run found
+    the first row's status undocumented)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    broker = quota_broker(controller_mutation_rate=RATE, enforcement="strict")
+    # Admitted whole from a full bucket, unthrottled (strict throttles only a refusal): 61 s of debt all the same.
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers, "client.id": "debtor", "log_level": 0})
+    admin.create_topics([NewTopic("debt", DEBT_PARTITIONS, 1)])["debt"].result(timeout=60)
+    plan = tmp_path / "plan.csv"
+    names = write_plan(plan)
+    run = run_cli(
+        "apply", str(plan), "--bootstrap-server", broker.bootstrap_servers, "--mutation-rate", str(RATE),
+        "--timeout", "10", "--output", "json",
+    )  # fmt: skip
+    assert run.returncode == 1, run.output
+    rows, summary = records(run.stdout)
+    [first] = [r for r in rows if r["status"] != "not_sent"]
+    assert (first["status"], first["error_code"], first["attempts"]) == ("failed", 89, 1), first
+    assert first["quota_debt_ms"] > 10_000, first  # the broker's throttle: past the budget, not waited out
+    assert f"(throttle_time_ms={first['quota_debt_ms']})" in first["error_message"], first
+    assert summary["summary"] == {"failed": 1, "not_sent": ROWS - 1}
+    assert not set(names) & set(broker.topics())
+
+
 def test_a_timeout_shorter_than_the_debt_sends_one_row_and_reports_the_rest_not_sent(
     quota_broker: BrokerFactory, tmp_path: Path
 ) -> None:
