@@ -239,3 +239,27 @@ def test_plan_errors_have_one_location_format_and_suggest_field_names(tmp_path: 
     assert _LOCATION.match(message), message
     assert message.startswith(f"{colliding}: row 2: field 'topic': 'a_b' collides with 'a.b'")
     assert results[1].error_name == "PLAN_ERROR"
+
+
+@pytest.mark.parametrize(
+    ("value", "where"),
+    [
+        ("@Xk9-hunter2", "line 3, column 18: found character ... that cannot start any token"),
+        ("*Xk9-hunter2", "line 3, column 18: found undefined alias ..."),
+        ("Xk9: hunter2", "line 3, column 21: mapping values are not allowed here"),
+        ("'Xk9-hunter2", "line 4, column 1: found unexpected end of stream"),
+    ],
+)
+def test_a_profiles_file_that_is_not_valid_yaml_says_where_without_its_text(
+    tmp_path: Path, value: str, where: str
+) -> None:
+    """Found by a new user's run (helper 104): an unquoted password starting with '@' printed the file's line, the
+    password in it, in `apply`'s error, its JSON and ``read_profiles``' PlanError (PyYAML quotes the line, and some
+    problems a token of it)."""
+    path = tmp_path / "profiles.yaml"
+    path.write_text(f"dev:\n  sasl.username: alice\n  sasl.password: {value}\n")
+    with pytest.raises(PlanError) as info:
+        read_profiles(path)
+    message = str(info.value)
+    assert "hunter2" not in message, message
+    assert message.startswith(f"{path}: not valid YAML at {where} (quote a value that starts with @"), message

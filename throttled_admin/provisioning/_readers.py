@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import difflib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,23 @@ def _load_document(path: Path, kinds: tuple[str, ...]) -> Any:
         raise PlanError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
         return json.loads(text) if suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise PlanError(f"{path}: not valid {suffix[1:].upper()}: {exc}") from None
+    except json.JSONDecodeError as exc:  # (its message quotes nothing of the file: where, and what was expected)
+        raise PlanError(f"{path}: not valid JSON: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise PlanError(f"{path}: not valid YAML{_yaml_problem(exc)}") from None
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """Where and what, without the file's text: PyYAML's message quotes the line (a profile's ``sasl.password``) and
+    some problems quote a token (an alias named by a value that starts with ``*``), so neither is shown."""
+    mark = getattr(exc, "problem_mark", None)
+    where = "" if mark is None else f" at line {mark.line + 1}, column {mark.column + 1}"
+    problem = _QUOTED.sub("...", str(getattr(exc, "problem", "") or ""))
+    return f"{where}: {problem or 'cannot parse'} ({_YAML_HINT})"
+
+
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`")
+_YAML_HINT = "quote a value that starts with @, `, *, &, !, |, >, %, {, [ or a quote, or that holds ': '"
 
 
 def _count(value: Any, *, from_text: bool) -> int | str | None:
