@@ -17,6 +17,7 @@ import yaml
 
 from tests.cli_helpers import REPO, Run, broker_banner, run_cli, topics
 from tests.support import BrokerFactory
+from throttled_admin import ThrottledAdminClient
 
 if TYPE_CHECKING:
     from throttled_admin.provisioning import Progress
@@ -65,6 +66,28 @@ def test_a_malformed_bootstrap_server_is_a_usage_error() -> None:
         assert run.returncode == 2, run.output
         assert "Invalid url in bootstrap.servers: localhost9092 (expected HOST:PORT)" in run.stderr
         assert f"usage: throttled-admin {command[0]}" in run.stderr
+
+
+def test_a_bootstrap_entry_of_another_protocol_than_security_protocol_fails_at_once_saying_so(
+    tmp_path: Path,
+) -> None:
+    """Found by a new user's run (helper 104): `--bootstrap-server SSL://HOST:PORT` (a listener's string, copied) with
+    security.protocol plaintext waited out --timeout-ms (60 s) and said "no broker had answered this client":
+    librdkafka drops an entry whose protocol is not security.protocol's, saying so only in its log. The client refuses
+    such conf, naming the entry and the setting, before anything is sent; `topics`, `apply` and its rows alike."""
+    told = "bootstrap.servers: 'SSL://127.0.0.1:9' names SSL, but security.protocol is plaintext"
+    run = topics("SSL://127.0.0.1:9", "--list", "--timeout-ms", "60000")
+    assert run.returncode == 1, run.output
+    assert f"Error while executing topic command : {told}" in run.stdout, run.output
+    web = topics("http://127.0.0.1:9", "--create", "--topic", "x", "--timeout-ms", "60000")
+    assert "bootstrap.servers: 'http://127.0.0.1:9': 'http' is not a Kafka protocol" in web.stdout, web.output
+    plan = _plan(tmp_path / "plan.json", [{"cluster": "dev", "action": "create", "topic": "t"}])
+    applied = run_cli("apply", str(plan), "--bootstrap-server", "SSL://127.0.0.1:9", "--output", "json")
+    *rows, _ = _records(applied)
+    assert [r["status"] for r in rows] == ["failed"], rows
+    assert told in rows[0]["error_message"], rows
+    with_tls = ThrottledAdminClient({"bootstrap.servers": "ssl://127.0.0.1:9", "security.protocol": "SSL"})
+    with_tls.close()  # the protocol it names: accepted, whatever its case
 
 
 def test_apply_with_nothing_listening_fails_each_row_with_the_reason_and_stays_quiet(

@@ -59,6 +59,33 @@ def _milliseconds(conf: dict[str, Any], key: str, default: float) -> float:
     return number
 
 
+_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def _check_bootstrap_protocols(conf: dict[str, Any]) -> None:
+    """A ``PROTOCOL://HOST:PORT`` entry of ``bootstrap.servers`` names ``security.protocol``'s protocol: librdkafka
+    drops one that names another (its log's "protocol ... does not match security.protocol setting", and nowhere
+    else), so a client given only such entries tries no broker and every call waits out its timeout."""
+    servers = conf.get("bootstrap.servers", conf.get("metadata.broker.list"))
+    if not isinstance(servers, str):
+        return
+    setting = str(conf.get("security.protocol", "plaintext"))
+    for entry in (part.strip() for part in servers.split(",")):
+        prefix, found, _ = entry.partition("://")
+        if not found:
+            continue
+        if prefix.upper() not in _PROTOCOLS:
+            raise ValueError(
+                f"bootstrap.servers: {entry!r}: {prefix!r} is not a Kafka protocol ({', '.join(_PROTOCOLS)}); "
+                "give HOST:PORT"
+            )
+        if prefix.upper() != setting.upper():
+            raise ValueError(
+                f"bootstrap.servers: {entry!r} names {prefix.upper()}, but security.protocol is {setting} (librdkafka "
+                f"would drop the entry and try no broker): set security.protocol={prefix.upper()}, or give HOST:PORT"
+            )
+
+
 @dataclass(frozen=True)
 class ClientSettings:
     retry_on_quota_violation: bool
@@ -96,6 +123,7 @@ class ClientSettings:
         for key in USER_CALLBACKS:
             if key in conf and conf[key] is not None and not callable(conf[key]):
                 raise TypeError(f"conf[{key!r}] must be callable, got {type(conf[key]).__name__}")
+        _check_bootstrap_protocols(conf)
         backoff = RetryBackoff(
             initial_ms=_milliseconds(conf, "retry.backoff.ms", 100),
             max_ms=_milliseconds(conf, "retry.backoff.max.ms", 1000),
