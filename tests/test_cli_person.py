@@ -303,6 +303,18 @@ def test_usage_errors_are_json_objects_under_output_json() -> None:
             "error_message": "The partitions must be greater than 0",
         }
     ]
+    # Found by a new user's run (helper 104): a value of the wrong type printed nothing on stdout (argparse's own
+    # check, before the arguments had parsed); either spelling of --output, topics and apply alike.
+    for command in (
+        ["topics", "--bootstrap-server", "127.0.0.1:9", "--create", "--topic", "x", "--partitions", "abc"],
+        ["apply", "plan.json", "--bootstrap-server", "127.0.0.1:9", "--timeout", "soon"],
+    ):
+        for output in (["--output", "json"], ["--output=json"]):
+            run = run_cli(*command, *output)
+            assert run.returncode == 2, run.output
+            [record] = _records(run)
+            assert record["error_name"] == "USAGE", record
+            assert "invalid" in record["error_message"], record
 
 
 def test_a_typo_in_a_flag_prints_the_subcommand_usage() -> None:

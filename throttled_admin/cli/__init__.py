@@ -38,6 +38,14 @@ def _usage_error(error: UsageError, fallback: argparse.ArgumentParser, *, json_m
     return EXIT_USAGE
 
 
+def _json_requested(words: Sequence[str]) -> bool:
+    """``--output json`` (or ``--output=json``) among the command line's words, for an error before they parsed."""
+    return any(
+        (word == "--output" and following == "json") or word == "--output=json"
+        for word, following in zip(words, [*words[1:], ""], strict=True)
+    )
+
+
 def _topics_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """(Not named ``_topics``: importing the submodule of that name sets the package's attribute, and a second
     ``main`` in one process then called the module.)"""
@@ -79,8 +87,9 @@ def run() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (the console script exits with it)."""
     parser = build_parser()
+    words = list(argv) if argv is not None else sys.argv[1:]
     try:
-        args, extras = parser.parse_known_args(list(argv) if argv is not None else None)
+        args, extras = parser.parse_known_args(words)
         if args.command is None:
             raise UsageError("a command is required: topics or apply", parser)
         subparser: argparse.ArgumentParser = args.command_parser
@@ -95,8 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_apply(args, subparser)
         except UsageError as error:
             return _usage_error(error, subparser, json_mode=json_mode)
-    except UsageError as error:
-        return _usage_error(error, parser)
+    except UsageError as error:  # the arguments did not parse (``--partitions abc``): --output read from the words
+        return _usage_error(error, parser, json_mode=_json_requested(words))
     except SystemExit as exit_:  # --help and --version
         return exit_.code if isinstance(exit_.code, int) else EXIT_OK
     except KeyboardInterrupt:
