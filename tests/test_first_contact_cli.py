@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import socket
 import ssl
 import threading
@@ -268,3 +269,30 @@ def test_a_silent_listener_is_said_as_one_by_a_create_of_the_default_partition_c
         assert why in each.stdout, each.output
         assert each.stderr == "", each.stderr
     assert [(r.status, str(r.error_message).startswith(f"not sent: {why}")) for r in rows] == [("failed", True)], rows
+
+
+def test_apply_timeout_bounds_the_first_read_of_a_cluster_that_never_answers(
+    quota_broker: BrokerFactory, tmp_path: Path
+) -> None:
+    """Found by a new user's run (helper 104): `apply --timeout 3` (each group's budget) on a listener that never
+    answers took 10.6 s, its reads waiting the profile's request_timeout_s; ``apply_plan(timeout_s=3)`` alike. The
+    reads wait within the budget: 'no broker had answered this client within 3000 ms'."""
+    broker = quota_broker()
+    broker.set_unresponsive()
+    address = broker.bootstrap_servers
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps([{"cluster": "dev", "action": "create", "topic": "t0"}]))
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(
+            run_cli, "apply", str(plan), "--bootstrap-server", address, "--timeout", "3", "--output", "json"
+        )
+        rows = apply_plan([PlanRow("dev", "create", "t0")], {"dev": {"bootstrap.servers": address}}, timeout_s=3)
+        run = running.result()
+    report("apply --timeout 3, nothing answers", run)
+    records, summary = rows_and_summary(run)
+    why = "no broker had answered this client within 3000 ms"
+    assert [r["error_message"] for r in records] == [f"not sent: {why}"], records
+    assert summary["connection_problems"] == {"dev": why}, summary
+    # (the budget's own read: what is left of the 3 s when it starts)
+    [told] = [r.error_message for r in rows]
+    assert re.fullmatch(r"not sent: no broker had answered this client within (2\d\d\d|3000) ms", str(told)), rows

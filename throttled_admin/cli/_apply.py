@@ -187,7 +187,7 @@ def run_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         group_rows(rows, profiles)
         from throttled_admin.cli._reach import unreachable
 
-        problems = unreachable({name: profiles[name] for name in clusters})
+        problems = unreachable({name: profiles[name] for name in clusters}, args.timeout)
     except PlanError as exc:
         return _plan_error(exc, json_mode, redact)
     except KeyboardInterrupt:

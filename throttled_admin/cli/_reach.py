@@ -50,9 +50,10 @@ def _check(conf: Mapping[str, Any], timeout_s: float) -> Problem | None:
     return None
 
 
-def unreachable(profiles: Mapping[str, Any]) -> dict[str, Problem]:
+def unreachable(profiles: Mapping[str, Any], budget_s: float | None = None) -> dict[str, Problem]:
     """Profile name -> why its cluster cannot be used; profiles whose cluster answered are left out.
-    ``profiles`` are provisioning ``Profile``s; those with the same settings are checked once, all at once."""
+    ``profiles`` are provisioning ``Profile``s; those with the same settings are checked once, all at once, each read
+    waiting ``request_timeout_s`` at most, and ``budget_s`` (``--timeout``: each group's budget) if that is less."""
     by_conf: dict[tuple[tuple[str, str], ...], list[str]] = {}
     for name, profile in profiles.items():
         key = tuple(sorted((str(k), str(v)) for k, v in profile.conf.items()))
@@ -62,7 +63,8 @@ def unreachable(profiles: Mapping[str, Any]) -> dict[str, Problem]:
 
     def run(names: list[str]) -> None:
         profile = profiles[names[0]]
-        problem = _check(profile.conf, profile.request_timeout_s)
+        timeout_s = profile.request_timeout_s if budget_s is None else min(profile.request_timeout_s, budget_s)
+        problem = _check(profile.conf, timeout_s)
         if problem is not None:
             with lock:
                 problems.update(dict.fromkeys(names, problem))

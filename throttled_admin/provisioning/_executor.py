@@ -345,7 +345,9 @@ def _check_rows(group: _Group) -> list[int]:
 def _run_group(
     group: _Group, admin: ThrottledAdminClient, candidates: list[int], *, allow_delete: bool, dry_run: bool
 ) -> None:
-    timeout_s = group.profile.request_timeout_s
+    # The reads wait for their answers within the group's budget too (``apply --timeout 3`` on a cluster that never
+    # answers: 3 s, not the profile's request_timeout_s).
+    timeout_s = group.budget.cap_s(group.profile.request_timeout_s, time.monotonic())
     try:
         # The group's own names and what may collide with them, not every topic of the cluster (_cluster_read).
         topics = read_cluster_topics(admin, group.watch, names_to_read(group.rows[i] for i in candidates), timeout_s)
