@@ -19,7 +19,7 @@ from tests.support import BrokerFactory
 from throttled_admin._errors import after_failover_refusal
 from throttled_admin.cli import main
 from throttled_admin.cli._args import UsageError, parse_replica_assignment, parse_topic_configs, topic_pattern
-from throttled_admin.cli._conf import Redactor, build_conf, java_only
+from throttled_admin.cli._conf import Redactor, build_conf, jaas_problem, java_only
 from throttled_admin.cli._output import QUOTA_MESSAGE, describe_error
 from throttled_admin.cli._properties import PropertiesError, load_properties, parse_properties
 
@@ -202,6 +202,49 @@ def test_a_java_only_command_config_setting_is_a_usage_error_naming_it(
     assert code == 2, err
     assert named in err, err
     assert "s3cr3t-9d" not in err
+
+
+_PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
+
+
+@pytest.mark.parametrize(
+    ("jaas", "problem"),
+    [
+        (f'{_PLAIN} required username="alice" password="s3cr3t-9d;', "option 'password': its value is not one word"),
+        (f'{_PLAIN} required username="alice"; password="s3cr3t-9d";', "text after its ';'"),
+        (f'{_PLAIN} required username="alice" password="s3cr3t-9d" extra;', "expected NAME=VALUE after option 'pass"),
+        (f'{_PLAIN} required username="alice" password="s3cr3t-9d"', "it does not end with ';'"),
+        (
+            f'{_PLAIN} requird username="alice" password="s3cr3t-9d";',
+            "the login module's control flag must be one of required",
+        ),
+    ],
+    ids=["unclosed-quote", "option-after-end", "stray-word", "no-end", "bad-flag"],
+)
+def test_a_jaas_line_java_would_refuse_is_a_usage_error_saying_why_without_its_values(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], jaas: str, problem: str
+) -> None:
+    """Found by a new user's run (helper 104): a missing closing quote after the right password was read leniently
+    (the password's quote and ';' kept in it) and failed as "Invalid username or password", sending the user to their
+    credentials; an option after the ';' or a stray word was taken without a word. Java's JAAS parser refuses each."""
+    config = tmp_path / "client.properties"
+    config.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config={jaas}\n")
+    code = main(["topics", "--bootstrap-server", "127.0.0.1:1", "--command-config", str(config), "--list"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"--command-config {config}: sasl.jaas.config: {problem}" in err, err
+    assert "s3cr3t-9d" not in err
+    assert "alice" not in err
+
+
+def test_a_jaas_line_as_java_writes_it_reads() -> None:
+    for jaas in (
+        f'{_PLAIN} required username="alice" password="p;w \\"q\\"";',
+        f"{_PLAIN} required username=alice password='p w';",
+        'org.apache.kafka.common.security.scram.ScramLoginModule required\n  username="bob"\n  password="x";  ',
+        "x.OAuthBearerLoginModule required;",
+    ):
+        assert jaas_problem(jaas) is None, jaas
 
 
 def test_a_java_only_setting_beside_librdkafkas_own_is_left_to_java() -> None:

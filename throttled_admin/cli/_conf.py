@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["Redactor", "build_conf", "is_secret_key", "java_only"]
+__all__ = ["Redactor", "build_conf", "is_secret_key", "jaas_problem", "java_only"]
 
 _SECRET_KEY = re.compile(r"password|secret|token|credential|jaas", re.IGNORECASE)
 _JAAS_OPTION = re.compile(r"""(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)'|([^\s;]+))""")
@@ -60,6 +60,43 @@ def _login_module(jaas: str) -> str:
     match = _JAAS_MODULE.match(jaas)
     name = match.group(1).rpartition(".")[2] if match else ""
     return name if name.endswith("LoginModule") else "login module"
+
+
+_JAAS_HEAD = re.compile(r"\s*[\w.$]+\s+(?P<flag>\w+)")
+_JAAS_NAME = re.compile(r"\s*(?P<name>\w+)\s*=\s*")
+_JAAS_VALUE = re.compile(r"""\"(?:[^"\\]|\\.)*\"|'[^']*'|[^\s;="']+""")
+_JAAS_FLAGS = ("required", "requisite", "sufficient", "optional")
+
+
+def jaas_problem(jaas: str) -> str | None:
+    """What is wrong with a ``sasl.jaas.config`` line, as Java's JAAS parser would refuse it: ``CLASS FLAG
+    (NAME=VALUE)* ;``, one login module, a value quoted or one word; None when it reads. A value is never quoted
+    back (it may be the password); an option is named by its name."""
+    head = _JAAS_HEAD.match(jaas)
+    if head is None:
+        return "expected a login module class and its control flag (required), as in 'PlainLoginModule required ...;'"
+    if head.group("flag") not in _JAAS_FLAGS:
+        return f"the login module's control flag must be one of {', '.join(_JAAS_FLAGS)}"
+    at = head.end()
+    while True:
+        rest = jaas[at:].lstrip()
+        if rest.startswith(";"):
+            return None if not rest[1:].strip() else "text after its ';' (Kafka takes one login module)"
+        if not rest:
+            return "it does not end with ';'"
+        option = _JAAS_NAME.match(jaas, at)
+        if option is None:
+            return f"expected NAME=VALUE after {_jaas_place(jaas, at)}"
+        value = _JAAS_VALUE.match(jaas, option.end())
+        if value is None:
+            return f"option {option.group('name')!r}: its value is not one word or a closed quote"
+        at = value.end()
+
+
+def _jaas_place(jaas: str, at: int) -> str:
+    """Where, without a value: after the last option named, else after the control flag."""
+    names = [match.group("name") for match in _JAAS_NAME.finditer(jaas[:at])]
+    return f"option {names[-1]!r}" if names else "the control flag"
 
 
 def java_only(properties: Mapping[str, str]) -> str | None:
