@@ -309,12 +309,15 @@ def test_usage_errors_are_json_objects_under_output_json() -> None:
         ["topics", "--bootstrap-server", "127.0.0.1:9", "--create", "--topic", "x", "--partitions", "abc"],
         ["apply", "plan.json", "--bootstrap-server", "127.0.0.1:9", "--timeout", "soon"],
     ):
-        for output in (["--output", "json"], ["--output=json"]):
+        for output in (["--output", "json"], ["--output=json"], ["--out", "json"]):  # (argparse takes --out too)
             run = run_cli(*command, *output)
             assert run.returncode == 2, run.output
             [record] = _records(run)
             assert record["error_name"] == "USAGE", record
             assert "invalid" in record["error_message"], record
+        last = run_cli(*command, "--output", "json", "--output", "table" if command[0] == "apply" else "text")
+        assert last.returncode == 2, last.output
+        assert last.stdout == "", last.output  # the last --output is the one argparse keeps
 
 
 def test_a_typo_in_a_flag_prints_the_subcommand_usage() -> None:

@@ -218,8 +218,10 @@ _PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
             f'{_PLAIN} requird username="alice" password="s3cr3t-9d";',
             "the login module's control flag must be one of required",
         ),
+        (f'{_PLAIN} required username="alice" password=s3cr3t-9d= @;', "a quote not closed, or a character"),
+        (f'{_PLAIN} required username="alice" password="czNjcjN0LTlk=" extra;', "expected NAME=VALUE after option"),
     ],
-    ids=["unclosed-quote", "option-after-end", "stray-word", "no-end", "bad-flag"],
+    ids=["unclosed-quote", "option-after-end", "stray-word", "no-end", "bad-flag", "odd-character", "base64-then-word"],
 )
 def test_a_jaas_line_java_would_refuse_is_a_usage_error_saying_why_without_its_values(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], jaas: str, problem: str
@@ -234,6 +236,7 @@ def test_a_jaas_line_java_would_refuse_is_a_usage_error_saying_why_without_its_v
     assert code == 2, err
     assert f"--command-config {config}: sasl.jaas.config: {problem}" in err, err
     assert "s3cr3t-9d" not in err
+    assert "czNjcjN0LTlk" not in err  # (review 105: a base64 password's '=' once made it read as an option's name)
     assert "alice" not in err
 
 
@@ -243,6 +246,12 @@ def test_a_jaas_line_as_java_writes_it_reads() -> None:
         f"{_PLAIN} required username=alice password='p w';",
         'org.apache.kafka.common.security.scram.ScramLoginModule required\n  username="bob"\n  password="x";  ',
         "x.OAuthBearerLoginModule required;",
+        # review 105: Java upper-cases the flag; escapes in single quotes; comments; a module the CLI does not read
+        # (Strimzi's OAuth line, dotted names) is Java's to read
+        f'{_PLAIN} REQUIRED username="a" password="b";',
+        f"{_PLAIN} required username='it\\'s' password=\"x\"; // a comment",
+        f'{_PLAIN} required /* a comment */ username="a"\n  password="x";',
+        'x.OAuthBearerLoginModule required oauth.client.id="c" oauth.client.secret="s" oauth.token.endpoint.uri="u";',
     ):
         assert jaas_problem(jaas) is None, jaas
 

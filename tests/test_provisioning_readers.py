@@ -248,6 +248,10 @@ def test_plan_errors_have_one_location_format_and_suggest_field_names(tmp_path: 
         ("*Xk9-hunter2", "line 3, column 18: found undefined alias ..."),
         ("Xk9: hunter2", "line 3, column 21: mapping values are not allowed here"),
         ("'Xk9-hunter2", "line 4, column 1: found unexpected end of stream"),
+        # review 105: a tag whose value does not parse raised ValueError with the value in it (a traceback in apply)
+        ("!!int Xk9-hunter2", ": a tagged value (!!int, !!float, !!timestamp, ...) does not parse as its tag"),
+        ("!!timestamp 20x-hunter2", ": a tagged value (!!int, !!float, !!timestamp, ...) does not parse as its tag"),
+        ("\x01Xk9-hunter2", "character 46: a character YAML does not allow (#x0001)"),
     ],
 )
 def test_a_profiles_file_that_is_not_valid_yaml_says_where_without_its_text(
@@ -262,4 +266,4 @@ def test_a_profiles_file_that_is_not_valid_yaml_says_where_without_its_text(
         read_profiles(path)
     message = str(info.value)
     assert "hunter2" not in message, message
-    assert message.startswith(f"{path}: not valid YAML at {where} (quote a value that starts with @"), message
+    assert message.startswith(f"{path}: not valid YAML{'' if where.startswith(':') else ' at '}{where}"), message

@@ -66,7 +66,8 @@ def _check_bootstrap_protocols(conf: dict[str, Any]) -> None:
     """A ``PROTOCOL://HOST:PORT`` entry of ``bootstrap.servers`` names ``security.protocol``'s protocol: librdkafka
     drops one that names another (its log's "protocol ... does not match security.protocol setting", and nowhere
     else), so a client given only such entries tries no broker and every call waits out its timeout."""
-    servers = conf.get("bootstrap.servers", conf.get("metadata.broker.list"))
+    key = "bootstrap.servers" if "bootstrap.servers" in conf else "metadata.broker.list"
+    servers = conf.get(key)
     if not isinstance(servers, str):
         return
     setting = str(conf.get("security.protocol", "plaintext"))
@@ -76,12 +77,11 @@ def _check_bootstrap_protocols(conf: dict[str, Any]) -> None:
             continue
         if prefix.upper() not in _PROTOCOLS:
             raise ValueError(
-                f"bootstrap.servers: {entry!r}: {prefix!r} is not a Kafka protocol ({', '.join(_PROTOCOLS)}); "
-                "give HOST:PORT"
+                f"{key}: {entry!r}: {prefix!r} is not a Kafka protocol ({', '.join(_PROTOCOLS)}); give HOST:PORT"
             )
         if prefix.upper() != setting.upper():
             raise ValueError(
-                f"bootstrap.servers: {entry!r} names {prefix.upper()}, but security.protocol is {setting} (librdkafka "
+                f"{key}: {entry!r} names {prefix.upper()}, but security.protocol is {setting} (librdkafka "
                 f"would drop the entry and try no broker): set security.protocol={prefix.upper()}, or give HOST:PORT"
             )
 

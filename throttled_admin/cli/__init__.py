@@ -39,11 +39,14 @@ def _usage_error(error: UsageError, fallback: argparse.ArgumentParser, *, json_m
 
 
 def _json_requested(words: Sequence[str]) -> bool:
-    """``--output json`` (or ``--output=json``) among the command line's words, for an error before they parsed."""
-    return any(
-        (word == "--output" and following == "json") or word == "--output=json"
-        for word, following in zip(words, [*words[1:], ""], strict=True)
-    )
+    """The command line's last ``--output`` (``--output json``, ``--output=json``, or an abbreviation argparse takes,
+    ``--out json``) asks for JSON: for an error before the words parsed."""
+    chosen = None
+    for word, following in zip(words, [*words[1:], ""], strict=True):
+        flag, equals, value = word.partition("=")
+        if len(flag) >= 3 and "--output".startswith(flag):
+            chosen = value if equals else following
+    return chosen == "json"
 
 
 def _topics_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:

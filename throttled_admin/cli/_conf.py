@@ -62,41 +62,59 @@ def _login_module(jaas: str) -> str:
     return name if name.endswith("LoginModule") else "login module"
 
 
-_JAAS_HEAD = re.compile(r"\s*[\w.$]+\s+(?P<flag>\w+)")
-_JAAS_NAME = re.compile(r"\s*(?P<name>\w+)\s*=\s*")
-_JAAS_VALUE = re.compile(r"""\"(?:[^"\\]|\\.)*\"|'[^']*'|[^\s;="']+""")
 _JAAS_FLAGS = ("required", "requisite", "sufficient", "optional")
+_JAAS_TOKEN = re.compile(
+    r"""\s+|//[^\n]*|/\*.*?\*/"""  # space and comments, skipped
+    r"""|(?P<word>[\w.$-]+)|(?P<quoted>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')|(?P<mark>[=;])""",
+    re.DOTALL,
+)
 
 
 def jaas_problem(jaas: str) -> str | None:
-    """What is wrong with a ``sasl.jaas.config`` line, as Java's JAAS parser would refuse it: ``CLASS FLAG
-    (NAME=VALUE)* ;``, one login module, a value quoted or one word; None when it reads. A value is never quoted
-    back (it may be the password); an option is named by its name."""
-    head = _JAAS_HEAD.match(jaas)
-    if head is None:
+    """What is wrong with a ``sasl.jaas.config`` line of a login module the CLI reads (PlainLoginModule,
+    ScramLoginModule), as Java's JAAS parser (Kafka's ``JaasConfig``) would refuse it: ``CLASS FLAG (NAME=VALUE)* ;``,
+    one login module, comments allowed; None when it reads, and for another module (Java's to read). A value is never
+    quoted back (it may be the password): only an option's name, once parsed as one."""
+    if _login_module(jaas) not in _TRANSLATED_MODULES:
+        return None
+    kinds: list[str] = []  # "word", "quoted", "=", ";", or "?" for what is none of them (an unclosed quote)
+    texts: list[str] = []
+    at = 0
+    while at < len(jaas) and (match := _JAAS_TOKEN.match(jaas, at)) is not None:
+        at = match.end()
+        if match.lastgroup is not None:
+            kinds.append(match.group("mark") or match.lastgroup)
+            texts.append(match.group(match.lastgroup))
+    if at < len(jaas):
+        kinds.append("?")
+        texts.append("")
+    return _jaas_grammar(kinds, texts)
+
+
+def _jaas_grammar(kinds: list[str], texts: list[str]) -> str | None:
+    if kinds[:2] != ["word", "word"]:
         return "expected a login module class and its control flag (required), as in 'PlainLoginModule required ...;'"
-    if head.group("flag") not in _JAAS_FLAGS:
+    if texts[1].lower() not in _JAAS_FLAGS:
         return f"the login module's control flag must be one of {', '.join(_JAAS_FLAGS)}"
-    at = head.end()
-    while True:
-        rest = jaas[at:].lstrip()
-        if rest.startswith(";"):
-            return None if not rest[1:].strip() else "text after its ';' (Kafka takes one login module)"
-        if not rest:
-            return "it does not end with ';'"
-        option = _JAAS_NAME.match(jaas, at)
-        if option is None:
-            return f"expected NAME=VALUE after {_jaas_place(jaas, at)}"
-        value = _JAAS_VALUE.match(jaas, option.end())
-        if value is None:
-            return f"option {option.group('name')!r}: its value is not one word or a closed quote"
-        at = value.end()
+    index, last = 2, None
+    while index < len(kinds) and kinds[index] != ";":
+        if kinds[index : index + 2] != ["word", "="] or index + 2 >= len(kinds) or kinds[index + 2] not in _VALUES:
+            if kinds[index : index + 2] == ["word", "="]:  # (a name, in a name's place)
+                return f"option {texts[index]!r}: its value is not one word or a closed quote"
+            where = "the control flag" if last is None else f"option {last!r}"
+            if "?" in kinds[index : index + 3]:
+                return f"a quote not closed, or a character that is not a word, a quote, '=' or ';', after {where}"
+            return f"expected NAME=VALUE after {where}"
+        last = texts[index]
+        index += 3
+    if index == len(kinds):
+        return "it does not end with ';'"
+    if index != len(kinds) - 1:
+        return "text after its ';' (Kafka takes one login module)"
+    return None
 
 
-def _jaas_place(jaas: str, at: int) -> str:
-    """Where, without a value: after the last option named, else after the control flag."""
-    names = [match.group("name") for match in _JAAS_NAME.finditer(jaas[:at])]
-    return f"option {names[-1]!r}" if names else "the control flag"
+_VALUES = ("word", "quoted")
 
 
 def java_only(properties: Mapping[str, str]) -> str | None:

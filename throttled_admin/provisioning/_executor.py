@@ -342,17 +342,22 @@ def _check_rows(group: _Group) -> list[int]:
     return candidates
 
 
+def _read_s(group: _Group) -> float:
+    """How long a read of the cluster may wait for its answer now: the profile's ``request_timeout_s``, within what
+    is left of the group's budget (``apply --timeout 3`` on a cluster that never answers: 3 s in all)."""
+    return group.budget.cap_s(group.profile.request_timeout_s, time.monotonic())
+
+
 def _run_group(
     group: _Group, admin: ThrottledAdminClient, candidates: list[int], *, allow_delete: bool, dry_run: bool
 ) -> None:
-    # The reads wait for their answers within the group's budget too (``apply --timeout 3`` on a cluster that never
-    # answers: 3 s, not the profile's request_timeout_s).
-    timeout_s = group.budget.cap_s(group.profile.request_timeout_s, time.monotonic())
     try:
         # The group's own names and what may collide with them, not every topic of the cluster (_cluster_read).
-        topics = read_cluster_topics(admin, group.watch, names_to_read(group.rows[i] for i in candidates), timeout_s)
+        topics = read_cluster_topics(
+            admin, group.watch, names_to_read(group.rows[i] for i in candidates), _read_s(group)
+        )
         wanted = [group.rows[i].topic for i in candidates if group.rows[i].configs and group.rows[i].topic in topics]
-        configs = _read_configs(admin, wanted, timeout_s)
+        configs = _read_configs(admin, wanted, _read_s(group))
     except Exception as exc:  # nothing has been sent: every row says why
         code, why = read_failure(exc)  # "cannot connect to ...", the SASL message, "cannot read the cluster's ..."
         group.fail_all(f"not sent: {why}", code, _error_name(exc))
@@ -387,7 +392,7 @@ def _run_group(
             return
         creates = [group.rows[r.index].topic for r in runs if r.change.kind == "create"]
         needed = any(r.change.mutations for r in runs if r.change.kind not in ("none", "fail"))
-        debt = owed_ms(admin, creates[0] if creates else None, group.profile.request_timeout_s) if needed else (0, None)
+        debt = owed_ms(admin, creates[0] if creates else None, _read_s(group)) if needed else (0, None)
         _plan_only(group, runs, *debt)
         return
     now = time.time()
@@ -416,10 +421,9 @@ def _check_configs(group: _Group, admin: ThrottledAdminClient, runs: list[_Run],
     wanted = [r for r in runs if r.change.kind in ("create", "grow", "reconfigure") and group.rows[r.index].configs]
     if not wanted:
         return
-    timeout_s = group.profile.request_timeout_s
     # Any topic of the cluster tells the config names it knows: one of the group's, else one the cluster lists.
-    described = topics or read_cluster_topics(admin, group.watch, None, timeout_s)
-    known = _known_config_names(admin, described, timeout_s)
+    described = topics or read_cluster_topics(admin, group.watch, None, _read_s(group))
+    known = _known_config_names(admin, described, _read_s(group))
     for run in wanted:
         problem = config_problem(group.rows[run.index].configs or {}, known)
         if problem is not None:

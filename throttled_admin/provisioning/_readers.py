@@ -37,11 +37,22 @@ def _load_document(path: Path, kinds: tuple[str, ...]) -> Any:
         raise PlanError(f"{path}: not valid JSON: {exc}") from None
     except yaml.YAMLError as exc:
         raise PlanError(f"{path}: not valid YAML{_yaml_problem(exc)}") from None
+    except (ValueError, TypeError, AttributeError):  # a tag whose value does not parse (``!!int x``): PyYAML's own
+        # message quotes the value, and names no place
+        raise PlanError(
+            f"{path}: not valid YAML: a tagged value (!!int, !!float, !!timestamp, ...) does not parse as its tag"
+        ) from None
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:
     """Where and what, without the file's text: PyYAML's message quotes the line (a profile's ``sasl.password``) and
     some problems quote a token (an alias named by a value that starts with ``*``), so neither is shown."""
+    if isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow anywhere (a control character)
+        return (
+            f" at character {exc.position + 1}: a character YAML does not allow (#x{exc.character:04x})"
+            if isinstance(exc.character, int)
+            else f" at character {exc.position + 1}: the file's bytes are not text YAML reads"
+        )
     mark = getattr(exc, "problem_mark", None)
     where = "" if mark is None else f" at line {mark.line + 1}, column {mark.column + 1}"
     problem = _QUOTED.sub("...", str(getattr(exc, "problem", "") or ""))
