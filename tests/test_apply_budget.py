@@ -61,6 +61,19 @@ def records(stdout: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return lines[:-1], lines[-1]
 
 
+def apply_within_10_s(bootstrap_servers: str, tmp_path: Path) -> tuple[list[str], list[dict[str, Any]], dict[str, Any]]:
+    """`apply --timeout 10` of the plan's ROWS rows, which does not finish (exit 1): the names, rows and summary."""
+    plan = tmp_path / "plan.csv"
+    names = write_plan(plan)
+    run = run_cli(
+        "apply", str(plan), "--bootstrap-server", bootstrap_servers, "--mutation-rate", str(RATE),
+        "--timeout", "10", "--output", "json",
+    )  # fmt: skip
+    assert run.returncode == 1, run.output  # the plan is not done
+    rows, summary = records(run.stdout)
+    return names, rows, summary
+
+
 def test_the_dry_run_reports_the_debt(quota_broker: BrokerFactory, tmp_path: Path) -> None:
     broker = quota_broker(controller_mutation_rate=RATE)
     owed_ms = owe_just_over_a_minute(broker.bootstrap_servers)
@@ -103,14 +116,7 @@ def test_under_a_strict_quota_the_row_sent_alone_is_refused_and_failed_and_the_r
     # Admitted whole from a full bucket, unthrottled (strict throttles only a refusal): 61 s of debt all the same.
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers, "client.id": "debtor", "log_level": 0})
     admin.create_topics([NewTopic("debt", DEBT_PARTITIONS, 1)])["debt"].result(timeout=60)
-    plan = tmp_path / "plan.csv"
-    names = write_plan(plan)
-    run = run_cli(
-        "apply", str(plan), "--bootstrap-server", broker.bootstrap_servers, "--mutation-rate", str(RATE),
-        "--timeout", "10", "--output", "json",
-    )  # fmt: skip
-    assert run.returncode == 1, run.output
-    rows, summary = records(run.stdout)
+    names, rows, summary = apply_within_10_s(broker.bootstrap_servers, tmp_path)
     [first] = [r for r in rows if r["status"] != "not_sent"]
     assert (first["status"], first["error_code"], first["attempts"]) == ("failed", 89, 1), first
     assert first["quota_debt_ms"] > 10_000, first  # the broker's throttle: past the budget, not waited out
@@ -124,14 +130,7 @@ def test_a_timeout_shorter_than_the_debt_sends_one_row_and_reports_the_rest_not_
 ) -> None:
     broker = quota_broker(controller_mutation_rate=RATE)
     owe_just_over_a_minute(broker.bootstrap_servers)
-    plan = tmp_path / "plan.csv"
-    names = write_plan(plan)
-    run = run_cli(
-        "apply", str(plan), "--bootstrap-server", broker.bootstrap_servers, "--mutation-rate", str(RATE),
-        "--timeout", "10", "--output", "json",
-    )  # fmt: skip
-    assert run.returncode == 1, run.output  # the plan is not done
-    rows, summary = records(run.stdout)
+    names, rows, summary = apply_within_10_s(broker.bootstrap_servers, tmp_path)
     sent = [r for r in rows if r["status"] != "not_sent"]
     assert len(sent) <= 1, sent
     assert [r["status"] for r in sent] == ["created"]  # admitted (and throttled), as Kafka admits librdkafka's v4
@@ -153,8 +152,8 @@ def test_a_timeout_shorter_than_the_debt_sends_one_row_and_reports_the_rest_not_
     assert sent[0]["topic"] in names
 
     text = run_cli(
-        "apply", str(plan), "--bootstrap-server", broker.bootstrap_servers, "--mutation-rate", str(RATE),
-        "--timeout", "5",
+        "apply", str(tmp_path / "plan.csv"), "--bootstrap-server", broker.bootstrap_servers,
+        "--mutation-rate", str(RATE), "--timeout", "5",
     )  # fmt: skip
     assert text.returncode == 1, text.output
     # The row created above is unchanged; one more goes alone, and the 8 others wait for no one.
