@@ -42,7 +42,8 @@ def _json_requested(words: Sequence[str]) -> bool:
     """The command line's last ``--output`` (``--output json``, ``--output=json``, or an abbreviation argparse takes,
     ``--out json``) asks for JSON: for an error before the words parsed."""
     chosen = None
-    for word, following in zip(words, [*words[1:], ""], strict=True):
+    for index, word in enumerate(words):
+        following = words[index + 1] if index + 1 < len(words) else ""
         flag, equals, value = word.partition("=")
         if len(flag) >= 3 and "--output".startswith(flag):
             chosen = value if equals else following
