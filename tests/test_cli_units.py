@@ -240,6 +240,16 @@ def test_a_jaas_line_java_would_refuse_is_a_usage_error_saying_why_without_its_v
     assert "alice" not in err
 
 
+def test_a_single_quoted_jaas_value_with_an_escaped_quote_is_taken_as_java_means_it() -> None:
+    """Found on the reread: the check reads `password='it\\'s'` as Java does (it's), but the credentials were taken by a
+    pattern that stopped at the escaped quote: the password sent was `it\\`."""
+    jaas = f"{_PLAIN} required username='al\\'ice' password='it\\'s';"
+    assert jaas_problem(jaas) is None
+    conf = build_conf({"sasl.jaas.config": jaas}, None)
+    assert (conf["sasl.username"], conf["sasl.password"]) == ("al'ice", "it's")
+    assert Redactor([{"sasl.jaas.config": jaas}])("it's, written it\\'s") == "[hidden], written [hidden]"
+
+
 def test_a_jaas_line_as_java_writes_it_reads() -> None:
     for jaas in (
         f'{_PLAIN} required username="alice" password="p;w \\"q\\"";',

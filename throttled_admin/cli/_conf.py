@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 __all__ = ["Redactor", "build_conf", "is_secret_key", "jaas_problem", "java_only"]
 
 _SECRET_KEY = re.compile(r"password|secret|token|credential|jaas", re.IGNORECASE)
-_JAAS_OPTION = re.compile(r"""(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)'|([^\s;]+))""")
+_JAAS_OPTION = re.compile(r"""(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|([^\s;]+))""")
 _REDACTED = "[hidden]"
 _JAAS_MODULE = re.compile(r"^\s*([\w.$]+)\s")  # a JAAS line's login module class, its first word
 _TRANSLATED_MODULES = ("PlainLoginModule", "ScramLoginModule")
@@ -51,7 +51,12 @@ def _jaas_options(jaas: str) -> list[tuple[str, str]]:
 
 
 def _jaas_credentials(jaas: str) -> dict[str, str]:
-    return {name: raw.replace('\\"', '"') for name, raw in _jaas_options(jaas) if name in ("username", "password")}
+    return {name: _meant(raw) for name, raw in _jaas_options(jaas) if name in ("username", "password")}
+
+
+def _meant(raw: str) -> str:
+    """A JAAS value as written (between its quotes) as meant: an escaped quote, either kind, is the quote."""
+    return raw.replace('\\"', '"').replace("\\'", "'")
 
 
 def _login_module(jaas: str) -> str:
@@ -175,7 +180,7 @@ class Redactor:
                 # A JAAS line's password too, both as written (escaped) and as meant.
                 for name, raw in _jaas_options(value):
                     if name == "password" and raw:
-                        self._secrets.update({raw, raw.replace('\\"', '"')})
+                        self._secrets.update({raw, _meant(raw)})
 
     def __call__(self, text: str) -> str:
         # Longest first, so a secret that contains another is hidden whole.
