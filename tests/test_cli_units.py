@@ -250,6 +250,37 @@ def test_a_single_quoted_jaas_value_with_an_escaped_quote_is_taken_as_java_means
     assert Redactor([{"sasl.jaas.config": jaas}])("it's, written it\\'s") == "[hidden], written [hidden]"
 
 
+@pytest.mark.parametrize(
+    "rest",
+    [' /* password="old" */;', '; // password="old"', " /* an old one: */ ;\n// password=old"],
+    ids=["block-comment", "line-comment", "both"],
+)
+def test_a_password_in_a_jaas_comment_is_not_the_one_sent(rest: str) -> None:
+    """The reread of stop 81: the check skipped comments as Java does, but the credentials were taken by a pattern
+    that read every `password=` of the line, the last one winning: a password in a comment after the real one was
+    the one sent."""
+    jaas = f'{_PLAIN} required username="alice" password="real"{rest}'
+    assert jaas_problem(jaas) is None, jaas
+    assert build_conf({"sasl.jaas.config": jaas}, None)["sasl.password"] == "real"
+
+
+def test_a_jaas_value_is_unescaped_as_javas_tokenizer_does() -> None:
+    r"""Java's JAAS parser (a StreamTokenizer) reads a backslash in a quoted value as C does: \\ is one backslash,
+    \t a tab, \101 the octal character A, any other escaped character itself. Only quotes were unescaped here."""
+    jaas = f'{_PLAIN} required username="a\\\\b" password="\\t\\101\\q\\\\";'
+    assert jaas_problem(jaas) is None
+    conf = build_conf({"sasl.jaas.config": jaas}, None)
+    assert (conf["sasl.username"], conf["sasl.password"]) == ("a\\b", "\tAq\\")
+    assert Redactor([{"sasl.jaas.config": jaas}])("\tAq\\ and \\t\\101\\q\\\\") == "[hidden] and [hidden]"
+
+
+def test_an_unquoted_jaas_value_that_java_reads_as_a_number_is_refused() -> None:
+    """Java reads an unquoted value that starts with a digit, '.' or '-' as a number, and refuses it ("Value not
+    specified for key"); the check took it as a word."""
+    problem = jaas_problem(f"{_PLAIN} required username=alice password=2024secret;")
+    assert problem == "option 'password': a value that starts with a digit, '.' or '-' must be quoted", problem
+
+
 def test_a_jaas_line_as_java_writes_it_reads() -> None:
     for jaas in (
         f'{_PLAIN} required username="alice" password="p;w \\"q\\"";',

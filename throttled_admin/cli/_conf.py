@@ -42,8 +42,8 @@ def is_secret_key(key: str) -> bool:
 
 
 def _jaas_options(jaas: str) -> list[tuple[str, str]]:
-    """(name, value as written) of each option in a JAAS line such as
-    ``org.apache.kafka.common.security.plain.PlainLoginModule required username="a" password="b";``"""
+    """(name, value as written) of everything in a JAAS line that looks like an option, comments included: a lenient
+    reading, for ``Redactor`` alone (it hides what may be a secret even in a line that does not parse)."""
     options = []
     for match in _JAAS_OPTION.finditer(jaas):
         options.append((match.group(1), next(group for group in match.groups()[1:] if group is not None)))
@@ -51,12 +51,27 @@ def _jaas_options(jaas: str) -> list[tuple[str, str]]:
 
 
 def _jaas_credentials(jaas: str) -> dict[str, str]:
-    return {name: _meant(raw) for name, raw in _jaas_options(jaas) if name in ("username", "password")}
+    """username and password of a PlainLoginModule or ScramLoginModule line, as Java reads them; none of another
+    module's line, or of a line that does not read (``jaas_problem`` refuses it first)."""
+    if _login_module(jaas) not in _TRANSLATED_MODULES:
+        return {}
+    options, problem = _read_jaas(jaas)
+    return {} if problem is not None else {k: v for k, v in options.items() if k in ("username", "password")}
+
+
+_ESCAPE = re.compile(r"\\(?:([0-3][0-7]{0,2}|[4-7][0-7]?)|(.))", re.DOTALL)
+_NAMED_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
 
 
 def _meant(raw: str) -> str:
-    """A JAAS value as written (between its quotes) as meant: an escaped quote, either kind, is the quote."""
-    return raw.replace('\\"', '"').replace("\\'", "'")
+    """A JAAS value as written (between its quotes) as meant, as Java's StreamTokenizer reads it: a backslash escapes
+    as in C (\\t, \\101 in octal), and before any other character is that character (\\", \\', \\\\)."""
+
+    def unescaped(match: re.Match[str]) -> str:
+        octal, other = match.groups()
+        return chr(int(octal, 8)) if octal else _NAMED_ESCAPES.get(other, other)
+
+    return _ESCAPE.sub(unescaped, raw)
 
 
 def _login_module(jaas: str) -> str:
@@ -68,9 +83,11 @@ def _login_module(jaas: str) -> str:
 
 
 _JAAS_FLAGS = ("required", "requisite", "sufficient", "optional")
+# Java's tokenizer: a word starts with a letter, '_' or '$'; what starts with a digit, '.' or '-' it reads as a number
 _JAAS_TOKEN = re.compile(
     r"""\s+|//[^\n]*|/\*.*?\*/"""  # space and comments, skipped
-    r"""|(?P<word>[\w.$-]+)|(?P<quoted>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')|(?P<mark>[=;])""",
+    r"""|(?P<word>(?:[^\W\d]|\$)[\w.$-]*)|(?P<number>[\d.-][\w.$-]*)"""
+    r"""|(?P<quoted>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')|(?P<mark>[=;])""",
     re.DOTALL,
 )
 
@@ -80,9 +97,13 @@ def jaas_problem(jaas: str) -> str | None:
     ScramLoginModule), as Java's JAAS parser (Kafka's ``JaasConfig``) would refuse it: ``CLASS FLAG (NAME=VALUE)* ;``,
     one login module, comments allowed; None when it reads, and for another module (Java's to read). A value is never
     quoted back (it may be the password): only an option's name, once parsed as one."""
-    if _login_module(jaas) not in _TRANSLATED_MODULES:
-        return None
-    kinds: list[str] = []  # "word", "quoted", "=", ";", or "?" for what is none of them (an unclosed quote)
+    return _read_jaas(jaas)[1] if _login_module(jaas) in _TRANSLATED_MODULES else None
+
+
+def _read_jaas(jaas: str) -> tuple[dict[str, str], str | None]:
+    """A JAAS line read as Java reads it: its options by name (the last of a name wins), values as meant, and what
+    is wrong with it (None when it reads): one reading for the check and for the credentials sent."""
+    kinds: list[str] = []  # "word", "number", "quoted", "=", ";", or "?" for none of them (an unclosed quote)
     texts: list[str] = []
     at = 0
     while at < len(jaas) and (match := _JAAS_TOKEN.match(jaas, at)) is not None:
@@ -93,10 +114,12 @@ def jaas_problem(jaas: str) -> str | None:
     if at < len(jaas):
         kinds.append("?")
         texts.append("")
-    return _jaas_grammar(kinds, texts)
+    options: dict[str, str] = {}
+    return options, _jaas_grammar(kinds, texts, options)
 
 
-def _jaas_grammar(kinds: list[str], texts: list[str]) -> str | None:
+def _jaas_grammar(kinds: list[str], texts: list[str], options: dict[str, str]) -> str | None:
+    """What is wrong with the tokens, None when they read; each option read goes into ``options``."""
     if kinds[:2] != ["word", "word"]:
         return "expected a login module class and its control flag (required), as in 'PlainLoginModule required ...;'"
     if texts[1].lower() not in _JAAS_FLAGS:
@@ -104,13 +127,16 @@ def _jaas_grammar(kinds: list[str], texts: list[str]) -> str | None:
     index, last = 2, None
     while index < len(kinds) and kinds[index] != ";":
         if kinds[index : index + 2] != ["word", "="] or index + 2 >= len(kinds) or kinds[index + 2] not in _VALUES:
+            if kinds[index : index + 3] == ["word", "=", "number"]:
+                return f"option {texts[index]!r}: a value that starts with a digit, '.' or '-' must be quoted"
             if kinds[index : index + 2] == ["word", "="]:  # (a name, in a name's place)
                 return f"option {texts[index]!r}: its value is not one word or a closed quote"
             where = "the control flag" if last is None else f"option {last!r}"
             if "?" in kinds[index : index + 3]:
                 return f"a quote not closed, or a character that is not a word, a quote, '=' or ';', after {where}"
             return f"expected NAME=VALUE after {where}"
-        last = texts[index]
+        last, value = texts[index], texts[index + 2]
+        options[last] = _meant(value[1:-1]) if kinds[index + 2] == "quoted" else value
         index += 3
     if index == len(kinds):
         return "it does not end with ';'"
