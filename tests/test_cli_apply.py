@@ -173,6 +173,33 @@ def test_apply_tables_on_a_narrow_terminal_fold_what_does_not_fit(quota_broker: 
         assert f"┃ {header} " in throttle or f"│ {header} " in throttle, output
 
 
+def test_two_cluster_names_on_one_bootstrap_server_are_one_entity_shown_under_both_names(
+    quota_broker: BrokerFactory, tmp_path: Path
+) -> None:
+    """Found by a new user's run (helper 104): with --bootstrap-server, a plan's two cluster names are one quota
+    entity, run by one client; its progress came under the first name alone ("[a] 7/7", b's bar never moved) and the
+    throttle table put every mutation under a, with b's rows and none of its mutations on a line of their own."""
+    broker = quota_broker(controller_mutation_rate=50)
+    lines = ["cluster,action,topic,partitions,replication_factor,configs"]
+    lines += [f"a,ensure,a.{i},1,1," for i in range(4)] + [f"b,ensure,b.{i},1,1," for i in range(3)]
+    plan = tmp_path / "plan.csv"
+    plan.write_text("\n".join(lines) + "\n")
+    base = ("apply", str(plan), "--bootstrap-server", broker.bootstrap_servers)
+    done = run_cli(*base, "--output", "json")
+    assert done.returncode == 0, done.output
+    rows, summary = _records(done.stdout)
+    assert [r["cluster"] for r in rows] == ["a"] * 4 + ["b"] * 3  # each row under its own name
+    assert summary["summary"] == {"created": 7}
+    (throttle,) = summary["throttle"]
+    assert (throttle["cluster"], throttle["clusters"]) == ("a, b", ["a", "b"])
+    assert (throttle["rows"], throttle["mutations_admitted"], throttle["attempts"]) == (7, 7, 7)
+    again = run_cli(*base)  # a pipe: plain progress lines, then the tables
+    assert again.returncode == 0, again.output
+    assert "[a, b] 7/7 rows" in again.stdout, again.stdout
+    assert "[a]" not in again.stdout, again.stdout
+    assert "[b]" not in again.stdout, again.stdout
+
+
 def test_apply_bad_plan_exits_2_naming_the_row_and_field(tmp_path: Path) -> None:
     plan = tmp_path / "plan.csv"
     plan.write_text("cluster,action,topic,partitions\nmain,ensure,t1,1\nmain,ensure,t2,many\n")

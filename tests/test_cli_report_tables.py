@@ -43,3 +43,30 @@ def test_a_table_that_does_not_fit_turned_either_keeps_its_shape() -> None:
     lines = drawn(Table("Throttle metrics", HEADERS, clusters, turnable=True), 50)
     assert not any("│ max" in line for line in lines), lines
     assert lines[1].count("┳") == len(HEADERS) - 1, lines  # its six columns
+
+
+def test_a_table_too_wide_folds_no_value_word_where_the_terminal_has_room_for_it() -> None:
+    """Found by a new user's run (helper 104): the dry run's table on 80 columns folded a config setting mid-number
+    (``retention.ms=864000`` over ``00``) and the topics' names, while its number columns kept their headers whole.
+    Each value's words are whole now, and a header folds first."""
+    changes = [
+        ["prod-east", "orders.events.v2", "ensure", "4", "0.0", "create with 4 partitions; set retention.ms=864000000"],
+        [
+            "prod-east",
+            "payments.ledger",
+            "ensure",
+            "2",
+            "0.0",
+            "grow from 3 to 12 partitions; set cleanup.policy=compact",
+        ],
+    ]
+    headers = ["cluster", "topic", "action", "mutations", "admitted at s", "change"]
+    lines = drawn(Table("Planned changes", headers, changes), 80)
+    assert max(len(line) for line in lines) <= 80, lines
+    cells = {cell.strip() for line in lines for cell in line.split("│")}
+    assert {"orders.events.v2", "payments.ledger"} <= cells, lines
+    words = {word for line in lines for word in line.split()}
+    assert {"retention.ms=864000000", "cleanup.policy=compact"} <= words, lines
+    # Too narrow for the values' longest words: rich's own shares, every cell still there
+    narrow = drawn(Table("Planned changes", headers, changes), 40)
+    assert max(len(line) for line in narrow) <= 40, narrow

@@ -10,7 +10,6 @@ import re
 import sys
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -89,28 +88,41 @@ def connection_summary(problems: Mapping[str, Problem], rows: list[Any]) -> str:
     return "throttled-admin apply: connection problems: " + "; ".join(parts)
 
 
-def _display(args: argparse.Namespace, rows_per_cluster: dict[str, int], out: Output) -> tuple[Any, Any | None]:
+def _groups(rows: list[Any], profiles: Mapping[str, Any]) -> tuple[dict[str, int], dict[str, list[str]]]:
+    """Rows per group, by its profile's name (the name its progress carries), and the plan's cluster names each
+    serves: profiles of one quota entity (two cluster names on one --bootstrap-server) run as one group."""
+    from throttled_admin.provisioning import group_rows
+
+    rows_per_group, clusters = {}, {}
+    for profile, indexes in group_rows(rows, profiles).values():
+        rows_per_group[profile.name] = len(indexes)
+        clusters[profile.name] = list(dict.fromkeys(rows[i].cluster for i in indexes))
+    return rows_per_group, clusters
+
+
+def _display(args: argparse.Namespace, rows: list[Any], profiles: Mapping[str, Any], out: Output) -> tuple[Any, Any]:
     """(progress display, rich console for the report or None)."""
     from throttled_admin.cli._progress import CLI_EXTRA_HINT, LiveBar, PlainLines, Silent, load_rich
 
+    groups, clusters = _groups(rows, profiles)
     if args.output == "json":
-        return Silent(rows_per_cluster), None
+        return Silent(groups, clusters), None
     rich = load_rich()
     if sys.stdout.isatty():
         if rich is None:
             out.error(f"(for a live progress bar and tables: {CLI_EXTRA_HINT})")
-            return PlainLines(rows_per_cluster, sys.stdout), None
+            return PlainLines(groups, sys.stdout, clusters), None
         from rich.console import Console
 
         console = Console()
-        return LiveBar(rows_per_cluster, console), console
+        return LiveBar(groups, console, clusters), console
     if rich is None:
-        return PlainLines(rows_per_cluster, sys.stdout), None
+        return PlainLines(groups, sys.stdout, clusters), None
     from rich.console import Console
 
     # Not a terminal (a log): plain progress lines, and tables without colour, each as wide as its cells (at a fixed
     # width, the widest cells were cut: a long topic name that failed, and its error)
-    return PlainLines(rows_per_cluster, sys.stdout), Console(file=sys.stdout, no_color=True, width=_LOG_WIDTH)
+    return PlainLines(groups, sys.stdout, clusters), Console(file=sys.stdout, no_color=True, width=_LOG_WIDTH)
 
 
 def _run_interruptibly(work: Callable[[], list[Any]]) -> list[Any]:
@@ -196,8 +208,7 @@ def run_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if problems:
         out.error(connection_summary(problems, rows))
     runnable = [row for index, row in enumerate(rows) if index not in failed_early]
-    rows_per_cluster = dict(Counter(row.cluster for row in runnable))
-    display, console = _display(args, rows_per_cluster, out)
+    display, console = _display(args, runnable, profiles, out)
     try:
         with display:  # left (the live bar stopped, the cursor restored) before an interrupt ends the process
             ran = _run_interruptibly(

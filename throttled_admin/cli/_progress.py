@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Protocol, TextIO
@@ -50,10 +50,13 @@ def format_rate(rate: float | None) -> str:
 
 @dataclass
 class ClusterStats:
-    """What the display learned about one cluster's group, kept for the final throttle report."""
+    """What the display learned about one cluster's group, kept for the final throttle report. ``cluster`` is the
+    group's profile (the name its progress carries); ``clusters``, the plan's names it serves: more than one where
+    profiles name one quota entity (``--bootstrap-server`` with a plan of two clusters, say)."""
 
     cluster: str
     rows_total: int
+    clusters: tuple[str, ...] = ()
     rows_done: int = 0
     rows_not_sent: int = 0  # of rows_done
     rows_failed: int = 0
@@ -66,6 +69,13 @@ class ClusterStats:
     throttle_until: float = 0.0  # monotonic time the broker's last throttle ends
     started: float = field(default_factory=time.monotonic)
     admitted: AdmittedRate = field(default_factory=AdmittedRate)  # when the broker admitted how many
+
+    def __post_init__(self) -> None:
+        self.clusters = self.clusters or (self.cluster,)
+
+    @property
+    def label(self) -> str:
+        return ", ".join(self.clusters)
 
     def update(self, progress: Progress, now: float | None = None) -> None:
         now = time.monotonic() if now is None else now
@@ -124,8 +134,15 @@ class ProgressDisplay(Protocol):
 
 
 class _Base:
-    def __init__(self, rows_per_cluster: Mapping[str, int]) -> None:
-        self.stats = {name: ClusterStats(name, total) for name, total in rows_per_cluster.items()}
+    def __init__(
+        self, rows_per_cluster: Mapping[str, int], clusters: Mapping[str, Sequence[str]] | None = None
+    ) -> None:
+        """``rows_per_cluster``: rows per group, by the name its progress carries; ``clusters``: the plan's cluster
+        names of a group that serves more than its own."""
+        named = clusters or {}
+        self.stats = {
+            name: ClusterStats(name, total, tuple(named.get(name, ()))) for name, total in rows_per_cluster.items()
+        }
         self._lock = threading.Lock()
 
     def _record(self, progress: Progress) -> ClusterStats:
@@ -156,8 +173,10 @@ class PlainLines(_Base):
     """One line per cluster at most every second, one when a broker's throttle begins, and one when it finishes:
     readable in CI logs."""
 
-    def __init__(self, rows_per_cluster: Mapping[str, int], stream: TextIO) -> None:
-        super().__init__(rows_per_cluster)
+    def __init__(
+        self, rows_per_cluster: Mapping[str, int], stream: TextIO, clusters: Mapping[str, Sequence[str]] | None = None
+    ) -> None:
+        super().__init__(rows_per_cluster, clusters)
         self._stream = stream
         self._last_line: dict[str, tuple[float, int]] = {}
 
@@ -173,7 +192,7 @@ class PlainLines(_Base):
                 return
             self._last_line[progress.cluster] = (now, stats.rows_done)
             print(
-                f"[{stats.cluster}] {stats.rows_done}/{stats.rows_total} {stats.rows_text()}, {stats.rate_text(now)}, "
+                f"[{stats.label}] {stats.rows_done}/{stats.rows_total} {stats.rows_text()}, {stats.rate_text(now)}, "
                 f"{stats.throttle_text(now)}",
                 file=self._stream,
                 flush=True,
@@ -186,8 +205,13 @@ class LiveBar(_Base):
     each time the bar is drawn (8 times a second), so they move while no row finishes. Updates come from
     the executor's threads; rich's Progress is thread-safe."""
 
-    def __init__(self, rows_per_cluster: Mapping[str, int], rich_console: Any) -> None:
-        super().__init__(rows_per_cluster)
+    def __init__(
+        self,
+        rows_per_cluster: Mapping[str, int],
+        rich_console: Any,
+        clusters: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
+        super().__init__(rows_per_cluster, clusters)
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
         from rich.text import Text
 
@@ -211,7 +235,7 @@ class LiveBar(_Base):
             refresh_per_second=8,
         )
         self._tasks = {
-            name: self._progress.add_task(name, total=stats.rows_total, stats=stats)
+            name: self._progress.add_task(stats.label, total=stats.rows_total, stats=stats)
             for name, stats in self.stats.items()
         }
 

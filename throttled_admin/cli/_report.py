@@ -28,6 +28,30 @@ def _is_number(text: str) -> bool:
 _UNBOUNDED = 1_000_000  # a width no table reaches: where a table's own least width is measured
 
 
+def _word_widths(headers: Sequence[str], rows: Sequence[Sequence[str]], console_width: int) -> list[int] | None:
+    """Column widths for a table that does not fit ``console_width`` at its natural width, none of its values' words
+    folded: each column its longest value word, and its header's longest word as far as the width allows (header words
+    cut alike, at the longest length that fits); the width left is shared in proportion to what each column's longest
+    line wants beyond that. None when the values' longest words alone do not fit: rich's own shares then."""
+    columns = [[header, *(row[index] for row in rows)] for index, header in enumerate(headers)]
+    room = console_width - 3 * len(columns) - 1  # a box: a border before each column and after the last, padding 1+1
+    most = [max((len(line) for cell in column for line in cell.splitlines()), default=1) for column in columns]
+    values = [max((len(word) for cell in column[1:] for word in cell.split()), default=1) for column in columns]
+    titles = [max((len(word) for word in header.split()), default=1) for header in headers]
+    for cap in range(max(titles), -1, -1):
+        least = [max(value, min(title, cap)) for value, title in zip(values, titles, strict=True)]
+        if sum(least) <= room:
+            break
+    else:
+        return None
+    wants = [max(0, m - w) for m, w in zip(most, least, strict=True)]
+    spare, wanted = room - sum(least), sum(wants)
+    widths = [w + (spare * want // wanted if wanted else 0) for w, want in zip(least, wants, strict=True)]
+    for index in sorted(range(len(widths)), key=lambda i: widths[i] - most[i]):  # what the rounding left
+        widths[index] += min(room - sum(widths), max(0, most[index] - widths[index]))
+    return [max(1, width) for width in widths]
+
+
 class Table:
     """Title, headers and rows of strings; printed through rich or as aligned columns."""
 
@@ -50,7 +74,9 @@ class Table:
     def rich(self, console: Any) -> Any:
         """The table for ``console`` (rich's). A turnable one that does not fit the console's width whole is drawn
         turned (a row per header, a column per row: the throttle table's ten columns on an 80-column terminal) if
-        that fits whole; any other is drawn as it is, a cell too long for its column folded over its lines."""
+        that fits whole; any other is drawn with its columns as wide as their longest words (values' before headers')
+        and the rest of the width shared by what each wants beyond that, so that no word is folded (a config setting
+        ``retention.ms=864000000``, a topic's name) where the terminal has room for it."""
         from rich.measure import Measurement
 
         unbounded = console.options.update_width(_UNBOUNDED)  # (a measure is clamped to the width it is given)
@@ -59,43 +85,50 @@ class Table:
             return bool(Measurement.get(console, unbounded, table).maximum <= console.width)
 
         table = self._rich(self.headers, self.rows)
-        if not self.turnable or not self.rows or fits(table):
+        if fits(table):
+            return table
+        table = self._rich(self.headers, self.rows, console.width)
+        if not self.turnable or not self.rows:
             return table
         turned_headers = [self.headers[0], *(row[0] for row in self.rows)]
         turned_rows = [[header, *(row[index] for row in self.rows)] for index, header in enumerate(self.headers)][1:]
         turned = self._rich(turned_headers, turned_rows)
         return turned if fits(turned) else table
 
-    def _rich(self, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> Any:
+    def _rich(self, headers: Sequence[str], rows: Sequence[Sequence[str]], console_width: int | None = None) -> Any:
         from rich.table import Table as RichTable
 
         table = RichTable(title=self.title, title_justify="left")
+        widths = _word_widths(headers, rows, console_width) if console_width is not None else None
         for index, header in enumerate(headers):
             numeric = bool(rows) and all(_is_number(row[index]) for row in rows)
             # never cut (rich's default ends a cell too long for its column with an ellipsis: a failed topic's name in
             # a narrow terminal): it goes on over the next lines of its cell
-            table.add_column(header, justify="right" if numeric else "left", overflow="fold")
+            width = widths[index] if widths else None
+            table.add_column(header, justify="right" if numeric else "left", overflow="fold", width=width)
         for row in rows:
             table.add_row(*row)
         return table
 
 
 def throttle_summary(stats: Mapping[str, ClusterStats], results: Sequence[RowResult]) -> list[dict[str, Any]]:
-    """Per cluster: mutations admitted and their rate against the quota, the largest broker throttle seen,
-    the most time a row spent waiting out throttles, and the throttled responses and quota refusals (error 89)
-    apart: Apache Kafka admits librdkafka's requests over the quota and throttles them, with no refusal.
+    """Per group (one quota entity, named by its clusters): mutations admitted and their rate against the quota, the
+    largest broker throttle seen, the most time a row spent waiting out throttles, and the throttled responses and
+    quota refusals (error 89) apart: Apache Kafka admits librdkafka's requests over the quota and throttles them,
+    with no refusal.
 
     The rate is taken over the time the rows took plus the quota's window (QUOTA_WINDOW_S), as the broker's
     quota sees it: a run paced to the quota from a full burst reads as the quota, and a few mutations
     admitted at once read as few, not as a burst's instant rate."""
     summary = []
-    for name, cluster in stats.items():
-        rows = [r for r in results if r.cluster == name]
+    for cluster in stats.values():
+        rows = [r for r in results if r.cluster in cluster.clusters]
         sent = [r for r in rows if r.attempts > 0 and r.started_at is not None and r.finished_at is not None]
         elapsed = max(r.finished_at or 0.0 for r in sent) - min(r.started_at or 0.0 for r in sent) if sent else 0.0
         summary.append(
             {
-                "cluster": name,
+                "cluster": cluster.label,  # the group's cluster names, "a, b" for one entity that serves two
+                "clusters": list(cluster.clusters),
                 "rows": len(rows),
                 "mutations_admitted": cluster.mutations_admitted,
                 "elapsed_s": round(elapsed, 3),
@@ -139,7 +172,8 @@ def quota_debts(results: Sequence[RowResult]) -> dict[str, int]:
 
 
 def budget_summary(results: Sequence[RowResult], timeout_s: float | None) -> dict[str, dict[str, Any]]:
-    """Per cluster whose time budget ended with rows not sent: how many, the quota's hold then, and how to go on."""
+    """Per cluster with rows the quota would have held past its time budget (not sent): how many, the quota's hold
+    then, and how to go on."""
     ended: dict[str, dict[str, Any]] = {}
     for cluster in dict.fromkeys(r.cluster for r in results if r.status == "not_sent"):
         rows = [r for r in results if r.cluster == cluster]
@@ -154,9 +188,9 @@ def budget_summary(results: Sequence[RowResult], timeout_s: float | None) -> dic
         else:  # the hold, then every row left admitted at the rate
             longer = f"--timeout {math.ceil(max(needed)) + 1} or more"
         hint = (
-            f"{cluster}: the time budget ({budget}) ended with {len(held)} row(s) not sent: the principal's quota "
-            f"would have admitted the next of them {debt_ms} ms later. Run the same plan again once that has passed "
-            f"(rows done come back unchanged), or with {longer}."
+            f"{cluster}: {len(held)} row(s) not sent: the principal's quota would have admitted the next of them in "
+            f"{debt_ms} ms, past the time budget ({budget}). Run the same plan again once that has passed (rows done "
+            f"come back unchanged), or with {longer}."
         )
         ended[cluster] = {"rows_not_sent": len(held), "quota_debt_ms": debt_ms, "hint": hint}
     return ended
