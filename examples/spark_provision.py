@@ -7,7 +7,8 @@
 
 The plan (JSON, YAML or CSV) is checked before anything is sent: a malformed file stops with its file,
 row and field named. profiles.yaml maps each plan cluster to its librdkafka conf (credentials stay in the
-task closures, never in a DataFrame). Exit code 0 when no row failed, 1 otherwise, 2 for a bad file.
+task closures, never in a DataFrame). Exit code 0 when every row was applied, unchanged or planned, 1 when one
+failed or was not sent, 2 for a bad file.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {row['cluster']}: {row['mutations']} mutations, {when}")
         print(f"  total (clusters in parallel): {total}")
     print(f"results written to {args.output}")
-    return 1 if counts.get("failed") else 0
+    return 1 if counts.get("failed") or counts.get("not_sent") else 0  # as `throttled-admin apply`
 
 
 def _predicted(results: Any) -> list[Any]:

@@ -160,8 +160,8 @@ def test_a_timeout_shorter_than_the_debt_sends_one_row_and_reports_the_rest_not_
     # (given up at once, on the prediction: the budget had not ended, it would have before the quota admitted them;
     # helper 104 found "the time budget ended with 8 row(s) not sent" said of it)
     assert re.search(
-        r"main: 8 row\(s\) not sent: the principal's quota would have admitted the next of them in \d+ ms, past the "
-        r"time budget \(--timeout 5\)",
+        r"main: 8 row\(s\) not applied \(8 not sent\): the principal's quota would have admitted the next of them in "
+        r"\d+ ms, past the time budget \(--timeout 5\)",
         text.stdout,
     ), text.stdout
     assert "Run the same plan again once that has passed" in text.stdout
@@ -257,4 +257,33 @@ def test_the_progress_of_a_budget_that_ended_says_how_many_rows_were_not_sent(
     not_sent = 12 - len(broker.topics())
     assert not_sent > 0
     assert progress[-1].startswith(f"[main] 12/12 rows ({not_sent} not sent), "), progress
-    assert f"main: {not_sent} row(s) not sent: the principal's quota would have admitted" in run.stdout
+    assert f"main: {not_sent} row(s) not applied ({not_sent} not sent): the principal's quota would have" in run.stdout
+
+
+def test_rows_a_strict_quota_refused_at_the_budgets_end_are_counted_with_those_not_sent(
+    quota_broker: BrokerFactory, tmp_path: Path
+) -> None:
+    """Found by a new user's run (helper 107): under a strict quota, of 16 rows held alike (3,998 ms), 9 were
+    refused (error 89) and 7 not sent, and the line that says how to go on counted only the 7."""
+    broker = quota_broker(controller_mutation_rate=1, enforcement="strict")
+    plan = tmp_path / "plan.csv"
+    lines = [
+        "cluster,action,topic,partitions,replication_factor,configs",
+        *(f"main,ensure,t.{i},4,," for i in range(20)),
+    ]
+    plan.write_text("\n".join(lines) + "\n")
+    run = run_cli(
+        "apply", str(plan), "--bootstrap-server", broker.bootstrap_servers, "--timeout", "5", "--output", "json"
+    )
+    assert run.returncode == 1, run.output
+    records = [json.loads(line) for line in run.stdout.splitlines()]
+    rows, summary = records[:-1], records[-1]
+    refused = sum(1 for r in rows if r["status"] == "failed" and r["error_code"] == 89)
+    not_sent = sum(1 for r in rows if r["status"] == "not_sent")
+    assert refused > 0, rows
+    assert refused + not_sent + len(broker.topics()) == 20
+    ended = summary["budget_ended"]["main"]
+    assert (ended["rows_refused_by_quota"], ended["rows_not_sent"]) == (refused, not_sent)
+    assert ended["hint"].startswith(
+        f"main: {refused + not_sent} row(s) not applied ({not_sent} not sent, {refused} refused by the quota: error 89)"
+    ), ended

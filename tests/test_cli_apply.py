@@ -214,6 +214,26 @@ def test_apply_bad_plan_exits_2_naming_the_row_and_field(tmp_path: Path) -> None
     assert no_target.stderr.startswith("usage: throttled-admin apply")
 
 
+def test_apply_with_a_command_config_librdkafka_refuses_exits_2_naming_the_setting(
+    quota_broker: BrokerFactory, tmp_path: Path
+) -> None:
+    """Found beside helper 107's findings: a --command-config setting librdkafka refuses failed every row at run
+    time (exit 1, "not sent: conf['socket.timeout.ms'] must be ...") where the same setting in a profiles file is
+    a file error (exit 2), before anything is sent."""
+    broker = quota_broker()
+    config = tmp_path / "client.properties"
+    config.write_text("socket.timeout.ms=-5\nsasl.password=S3cret-Pw-991\n")
+    plan = _write_plan(tmp_path / "plan.csv", "main", 1)
+    run = run_cli("apply", str(plan), "--bootstrap-server", broker.bootstrap_servers, "--command-config", str(config))
+    assert run.returncode == 2, run.output
+    assert run.stderr.startswith(
+        f"throttled-admin apply: error: --command-config {config}: field 'socket.timeout.ms': librdkafka refuses it: "
+        'Configuration property "socket.timeout.ms" value -5 is outside allowed range 10..300000'
+    ), run.stderr
+    assert SECRET not in run.output
+    assert not broker.request_log()
+
+
 def _tmux(socket: str, *args: str) -> str:
     return subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True, check=True).stdout
 

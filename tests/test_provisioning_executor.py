@@ -278,6 +278,7 @@ def test_delete_needs_allow_delete(quota_broker: BrokerFactory) -> None:
     deleted = execute(rows, profile_for(broker), allow_delete=True)
     assert [r.status for r in deleted] == ["deleted", "unchanged"]
     assert deleted[0].mutations == 4
+    assert deleted[1].detail == "already gone"  # as docs/pipeline.md says (helper 107: it said "already as planned")
     assert "old.events" not in broker.topics()
 
 
@@ -381,6 +382,10 @@ def test_apply_plan_rejects_an_unknown_cluster_before_sending(quota_broker: Brok
     with pytest.raises(PlanError, match=r"row 2: field 'cluster': no profile named 'nowhere' \(profiles: east\)"):
         apply_plan(rows, {"east": profile_for(broker)})
     assert broker.topics() == {}
+    # A new user's run (helper 107): a plan's "west" against profiles east and west-payments was "did you mean 'east'?"
+    profiles = {name: profile_for(broker, name) for name in ("east", "west-payments")}
+    with pytest.raises(PlanError, match=r"no profile named 'west' .*; did you mean 'west-payments'\?$"):
+        apply_plan([PlanRow("west", "ensure", "b", 1)], profiles)
 
 
 def test_ensure_reconfigures_differing_configs(quota_broker: BrokerFactory) -> None:

@@ -252,6 +252,8 @@ def test_plan_errors_have_one_location_format_and_suggest_field_names(tmp_path: 
         ("!!int Xk9-hunter2", ": a tagged value (!!int, !!float, !!timestamp, ...) does not parse as its tag"),
         ("!!timestamp 20x-hunter2", ": a tagged value (!!int, !!float, !!timestamp, ...) does not parse as its tag"),
         ("\x01Xk9-hunter2", "character 46: a character YAML does not allow (#x0001)"),
+        ("!Xk9-hunter2 x", "line 3, column 18: could not determine a constructor for the tag ..."),
+        ("{a: Xk9-hunter2", "line 4, column 1: expected ',' or '}', but got '<stream end>' (while parsing a flow"),
     ],
 )
 def test_a_profiles_file_that_is_not_valid_yaml_says_where_without_its_text(
@@ -267,3 +269,61 @@ def test_a_profiles_file_that_is_not_valid_yaml_says_where_without_its_text(
     message = str(info.value)
     assert "hunter2" not in message, message
     assert message.startswith(f"{path}: not valid YAML{'' if where.startswith(':') else ' at '}{where}"), message
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        # librdkafka's range error begins "Configuration property" (capital C): no key was named
+        (
+            {"socket.timeout.ms": -5},
+            "field 'socket.timeout.ms': librdkafka refuses it: Configuration property \"socket.timeout.ms\" value -5 "
+            "is outside allowed range 10..300000",
+        ),
+        # named by the key written, not librdkafka's alias (queue.buffering.max.ms)
+        (
+            {"linger.ms": "x"},
+            "field 'linger.ms': librdkafka refuses it: Invalid value for configuration property "
+            '"queue.buffering.max.ms"',
+        ),
+        # its own words, which name the setting by its meaning
+        ({"sasl.jaas.config": "x"}, "field 'sasl.jaas.config': librdkafka refuses it: Java JAAS configuration is not"),
+        (
+            {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAN"},
+            "field 'sasl.mechanisms': librdkafka refuses it: Unsupported SASL mechanism: PLAN",
+        ),
+        # the check set its own log_level over the profile's: a bad one went to the run, every row failed
+        (
+            {"log_level": "Hunter2Secret"},
+            "field 'log_level': librdkafka refuses it: Invalid value for configuration property \"log_level\"",
+        ),
+        # a number is a host called "19092" on port 9092 to librdkafka: every row failed to connect
+        ({"bootstrap.servers": 19092}, "field 'bootstrap.servers': must be a string of HOST:PORT entries"),
+    ],
+    ids=["range", "alias", "jaas", "sasl-mechanism", "log-level", "bootstrap-number"],
+)
+def test_a_setting_librdkafka_refuses_is_named_with_its_reason(
+    tmp_path: Path, settings: dict[str, object], expected: str
+) -> None:
+    """Found by a new user's run (helper 107): each of these was "profile 'east': librdkafka refuses the settings",
+    naming no key, or no error at all before the run."""
+    conf = {"bootstrap.servers": "127.0.0.1:9092", "sasl.password": "Hunter2Secret", **settings}
+    path = write(tmp_path, "profiles.json", json.dumps({"east": conf}))
+    with pytest.raises(PlanError) as info:
+        read_profiles(path)
+    message = str(info.value)
+    assert f"{path}: profile 'east': {expected}" in message, message
+    assert "Hunter2Secret" not in message
+
+
+def test_an_unclosed_brace_in_a_plan_says_which_and_where_it_opened(tmp_path: Path) -> None:
+    """Found by a new user's run (helper 107): a row without its closing '}' read "expected ... or ..., but got ..."
+    (PyYAML's names of its own tokens hidden with the file's text), with a hint about quoting a value."""
+    path = write(tmp_path, "plan.yaml", "- {cluster: east, action: ensure, topic: a\n- {cluster: east, topic: b}\n")
+    with pytest.raises(PlanError) as info:
+        read_plan(path)
+    assert str(info.value) == (
+        f"{path}: not valid YAML at line 2, column 3: expected ',' or '}}', but got '{{' (while parsing a flow mapping "
+        "from line 1, column 3) (close each { and [, and quote a value inside them that holds a comma, ': ', a "
+        "bracket or a brace)"
+    )

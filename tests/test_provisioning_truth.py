@@ -36,9 +36,23 @@ def test_apply_plan_takes_conf_mappings_as_profiles_yaml_has_them(quota_broker: 
     assert summarize(results) == {"created": 5}
     assert broker.topics() == {f"dev.{i}": 2 for i in range(5)}
     # Both forms in one call, and the same entity named twice shares one group.
-    mixed: dict[str, Profile | Mapping[str, Any]] = {"dev": conf_for(broker), "also": profile_for(broker, "also")}
+    mixed: dict[str, Profile | Mapping[str, Any]] = {"dev": conf_for(broker), "also": profile_for(broker, "also", None)}
     rerun = apply_plan([*rows, PlanRow("also", "ensure", "also.0", 1)], mixed)
     assert [r.status for r in rerun] == ["unchanged"] * 5 + ["created"]
+    # Found by a new user's run (helper 107): two profiles of one entity that differ ran with the first one's
+    # settings, the other's (a mutation_rate, a request_timeout_s, a librdkafka setting) dropped without a word.
+    differing: dict[str, Profile | Mapping[str, Any]] = {
+        "dev": conf_for(broker, **{"client.id": "x"}),
+        "also": profile_for(broker, "also", 50.0),
+    }
+    with pytest.raises(PlanError) as info:
+        apply_plan([*rows, PlanRow("also", "ensure", "also.1", 1)], differing)
+    assert str(info.value) == (
+        "profiles 'dev' and 'also' name one quota entity (bootstrap.servers and principal) and would run as one group, "
+        "with the settings of 'dev', but differ in mutation_rate, client.id: give them the same settings, or plan one "
+        "of them"
+    )
+    assert "also.1" not in broker.topics()
 
 
 @pytest.mark.parametrize(

@@ -172,12 +172,13 @@ def quota_debts(results: Sequence[RowResult]) -> dict[str, int]:
 
 
 def budget_summary(results: Sequence[RowResult], timeout_s: float | None) -> dict[str, dict[str, Any]]:
-    """Per cluster with rows the quota would have held past its time budget (not sent): how many, the quota's hold
-    then, and how to go on."""
+    """Per cluster with rows the quota held past its time budget (not sent, or refused by a strict quota, error 89,
+    at its end): how many, the quota's hold then, and how to go on."""
     ended: dict[str, dict[str, Any]] = {}
-    for cluster in dict.fromkeys(r.cluster for r in results if r.status == "not_sent"):
+    for cluster in dict.fromkeys(r.cluster for r in results if _held(r)):
         rows = [r for r in results if r.cluster == cluster]
-        held = [r for r in rows if r.status == "not_sent"]
+        held = [r for r in rows if _held(r)]
+        refused = sum(1 for r in held if r.status == "failed")
         debt_ms = max(r.quota_debt_ms or 0 for r in held)
         started = min((r.started_at for r in rows if r.started_at is not None), default=0.0)
         finished = max((r.finished_at for r in rows if r.finished_at is not None), default=started)
@@ -187,13 +188,27 @@ def budget_summary(results: Sequence[RowResult], timeout_s: float | None) -> dic
             longer = f"longer than --timeout {math.ceil(finished - started + debt_ms / 1000)}"
         else:  # the hold, then every row left admitted at the rate
             longer = f"--timeout {math.ceil(max(needed)) + 1} or more"
+        what = f"{len(held) - refused} not sent" + (f", {refused} refused by the quota: error 89" if refused else "")
         hint = (
-            f"{cluster}: {len(held)} row(s) not sent: the principal's quota would have admitted the next of them in "
-            f"{debt_ms} ms, past the time budget ({budget}). Run the same plan again once that has passed (rows done "
-            f"come back unchanged), or with {longer}."
+            f"{cluster}: {len(held)} row(s) not applied ({what}): the principal's quota would have admitted the next "
+            f"of them in {debt_ms} ms, past the time budget ({budget}). Run the same plan again once that has passed "
+            f"(rows done come back unchanged), or with {longer}."
         )
-        ended[cluster] = {"rows_not_sent": len(held), "quota_debt_ms": debt_ms, "hint": hint}
+        ended[cluster] = {
+            "rows_not_sent": len(held) - refused,
+            "rows_refused_by_quota": refused,
+            "quota_debt_ms": debt_ms,
+            "hint": hint,
+        }
     return ended
+
+
+def _held(result: RowResult) -> bool:
+    """Held by the quota past the budget: not sent, or refused by a strict quota (error 89) when it ended."""
+    return result.status == "not_sent" or (result.status == "failed" and result.error_code == _QUOTA_REFUSED)
+
+
+_QUOTA_REFUSED = 89  # THROTTLING_QUOTA_EXCEEDED
 
 
 def _seconds(value: float | None) -> str:

@@ -34,7 +34,9 @@ def group_rows(
     unknown = sorted({row.cluster for row in rows if row.cluster not in profiles}, key=str)
     if unknown:
         index = next(i for i, row in enumerate(rows) if row.cluster == unknown[0])
-        close = difflib.get_close_matches(str(unknown[0]), list(profiles), n=1)
+        # a profile named by more of the same words first (west for west-payments), else the closest spelling
+        close = [p for p in profiles if p.startswith(str(unknown[0])) or str(unknown[0]).startswith(p)]
+        close = close or difflib.get_close_matches(str(unknown[0]), list(profiles), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise PlanError(
             f"{rows[index].where(index)}: field 'cluster': no profile named {unknown[0]!r} "
@@ -43,8 +45,22 @@ def group_rows(
     groups: dict[tuple[str, str], tuple[Profile, list[int]]] = {}
     for index, row in enumerate(rows):
         profile = profiles[row.cluster]
-        groups.setdefault(profile.group_key, (profile, []))[1].append(index)
+        runs, indexes = groups.setdefault(profile.group_key, (profile, []))
+        if runs is not profile and (differ := _differences(runs, profile)):
+            raise PlanError(
+                f"profiles {runs.name!r} and {profile.name!r} name one quota entity (bootstrap.servers and principal) "
+                f"and would run as one group, with the settings of {runs.name!r}, but differ in {', '.join(differ)}: "
+                "give them the same settings, or plan one of them"
+            )
+        indexes.append(index)
     return groups
+
+
+def _differences(one: Profile, other: Profile) -> list[str]:
+    """The settings two profiles of one entity differ in, by name (never a value: it may be a secret)."""
+    keys = sorted(k for k in one.conf.keys() | other.conf.keys() if one.conf.get(k) != other.conf.get(k))
+    fields = [f for f in ("mutation_rate", "request_timeout_s") if getattr(one, f) != getattr(other, f)]
+    return fields + keys
 
 
 def apply_plan(

@@ -53,7 +53,7 @@ class Change:
             parts.append(f"delete ({_count(self.from_partitions, 'partition')})")
         if self.alter:
             parts.append("set " + ", ".join(f"{k}={v}" for k, v in sorted(self.alter.items())))
-        return "; ".join(parts) or "already as planned"
+        return "; ".join(parts) or ("already gone" if self.row.action == "delete" else "already as planned")
 
 
 def _count(number: int, noun: str) -> str:

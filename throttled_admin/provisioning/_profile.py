@@ -4,22 +4,15 @@ holds credentials, so nothing here ever prints them."""
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from throttled_admin.provisioning._plan import PlanError
+from throttled_admin.provisioning._secrets import is_secret_key, redact
 from throttled_admin.provisioning._settings_check import check_settings
 
 __all__ = ["Profile", "ProfilesArg", "as_profiles", "conf_value", "is_secret_key", "profile_from_conf", "redact"]
-
-_SECRET_KEY = re.compile(r"password|secret|token|credential", re.IGNORECASE)
-
-
-def is_secret_key(key: str) -> bool:
-    """sasl.password, sasl.oauthbearer.client.secret, ssl.key.password and their kind."""
-    return bool(_SECRET_KEY.search(key))
 
 
 @dataclass(frozen=True)
@@ -36,7 +29,10 @@ class Profile:
 
     def __repr__(self) -> str:
         shown = {k: ("***" if is_secret_key(k) else v) for k, v in self.conf.items()}
-        return f"Profile(name={self.name!r}, conf={shown!r}, mutation_rate={self.mutation_rate!r})"
+        return (
+            f"Profile(name={self.name!r}, conf={shown!r}, mutation_rate={self.mutation_rate!r}, "
+            f"request_timeout_s={self.request_timeout_s!r})"
+        )
 
     __str__ = __repr__
 
@@ -56,13 +52,6 @@ class Profile:
 
     def secrets(self) -> list[str]:
         return [str(v) for k, v in self.conf.items() if is_secret_key(k) and str(v)]
-
-
-def redact(text: str, secrets: list[str]) -> str:
-    """``text`` with every secret value replaced by ***, for messages that might echo a conf value."""
-    for secret in sorted(secrets, key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return text
 
 
 #: What ``apply_plan`` takes: cluster name -> a ``Profile`` or a conf mapping as profiles.yaml has it.
@@ -101,6 +90,8 @@ def profile_from_conf(name: str, raw: Mapping[str, Any], where: str = "") -> Pro
             if not _positive(value):
                 raise PlanError(f"{label}: field 'request_timeout_s': must be a number > 0, got {value!r}")
             request_timeout_s = float(value)
+        elif key == "bootstrap.servers" and not isinstance(value, str):  # (a number is a host name to librdkafka)
+            raise PlanError(f"{label}: field 'bootstrap.servers': must be a string of HOST:PORT entries")
         else:
             text = conf_value(value)
             if not isinstance(key, str) or text is None:

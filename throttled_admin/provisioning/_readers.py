@@ -53,14 +53,24 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
             if isinstance(exc.character, int)
             else f" at character {exc.position + 1}: the file's bytes are not text YAML reads"
         )
+    problem = _unquoted(str(getattr(exc, "problem", "") or "")) or "cannot parse"
+    context = _unquoted(str(getattr(exc, "context", "") or ""))  # PyYAML's own words: "while parsing a flow mapping"
+    if context and (mark := getattr(exc, "context_mark", None)) is not None:
+        problem += f" ({context} from line {mark.line + 1}, column {mark.column + 1})"
     mark = getattr(exc, "problem_mark", None)
     where = "" if mark is None else f" at line {mark.line + 1}, column {mark.column + 1}"
-    problem = _QUOTED.sub("...", str(getattr(exc, "problem", "") or ""))
-    return f"{where}: {problem or 'cannot parse'} ({_YAML_HINT})"
+    return f"{where}: {problem} ({_FLOW_HINT if 'flow' in context else _YAML_HINT})"
+
+
+def _unquoted(text: str) -> str:
+    """PyYAML's words with what they quote of the file hidden ("..."); its own tokens' names ('<scalar>', '}') kept."""
+    return _QUOTED.sub(lambda quoted: quoted[0] if _TOKEN.fullmatch(quoted[0]) else "...", text)
 
 
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`")
+_TOKEN = re.compile(r"'(?:<[a-z ]+>|[,{}\[\]:?-])'")  # a token's kind, as PyYAML names it: never the file's text
 _YAML_HINT = "quote a value that starts with @, `, *, &, !, |, >, %, {, [ or a quote, or that holds ': '"
+_FLOW_HINT = "close each { and [, and quote a value inside them that holds a comma, ': ', a bracket or a brace"
 
 
 def _count(value: Any, *, from_text: bool) -> int | str | None:

@@ -1,15 +1,17 @@
-"""A profile's librdkafka settings checked by librdkafka itself, before anything is sent: a misspelt key is an
-error naming it, with the closest known key, not a failure of every row at run time. Values are never echoed
-(they may be secrets)."""
+"""A profile's librdkafka settings checked by librdkafka itself, before anything is sent: a misspelt key, or a value
+librdkafka refuses, is an error naming the key, not a failure of every row at run time. A secret's value is never
+echoed."""
 
 from __future__ import annotations
 
 import difflib
+import logging
 import re
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from throttled_admin.provisioning._plan import PlanError
+from throttled_admin.provisioning._secrets import is_secret_key, redact
 
 __all__ = ["PROFILE_FIELDS", "check_settings"]
 
@@ -47,29 +49,67 @@ _COMMON_SETTINGS = (
     "debug",
 )
 _UNKNOWN_SETTING = re.compile(r'No such configuration property: "([^"]*)"')
-_BAD_VALUE = re.compile(r'configuration property "([^"]*)"')
+_NAMED = re.compile(r'configuration property "([^"]*)"', re.IGNORECASE)  # "Invalid value for ...", "Configuration ..."
+# librdkafka's refusals that name a setting by what it is, not by its key, and show no value of it: the profile's
+# keys they can be about
+_MEANT = (
+    ("Java JAAS configuration is not supported", ("sasl.jaas.config",)),
+    ("SASL mechanism", ("sasl.mechanisms", "sasl.mechanism")),
+)
+# librdkafka's log during the check goes nowhere (its conf warnings, a log_level of the profile's own)
+_QUIET = logging.getLogger(f"{__name__}.quiet")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
+
+
+def _refusal(conf: dict[str, str]) -> str | None:
+    """librdkafka's words refusing ``conf`` (an unconnected client is built and dropped), None when it takes it."""
+    try:
+        Producer({**conf, "logger": _QUIET})
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+        return (error.str() if error is not None else str(exc)).strip().removeprefix("Failed to create producer: ")
+    return None
+
+
+def _culprit(conf: dict[str, str], message: str) -> tuple[str | None, bool]:
+    """The profile's key that ``message`` refuses: a key it means (then True: its words show no value), else the
+    property it names (or the key written for it, where librdkafka names its alias: linger.ms for
+    queue.buffering.max.ms), else a key it mentions."""
+    meant = next((k for words, keys in _MEANT if words in message for k in keys if k in conf), None)
+    if meant is not None:
+        return meant, True
+    named = _NAMED.search(message)
+    if named is not None:
+        key = named.group(1)
+        if key in conf:
+            return key, False
+        return next((k for k in conf if (alone := _refusal({k: conf[k]})) and key in alone), None), False
+    mentioned = [key for key in conf if key in message]
+    return (max(mentioned, key=len) if mentioned else None), False
 
 
 def check_settings(conf: dict[str, str], *, where: str) -> None:
-    """librdkafka's own check of a profile's settings (an unconnected client is built and dropped), so a
-    misspelt key is a file error naming it, with the closest known key, and not a failure of every row."""
+    """librdkafka's own check of a profile's settings, so a misspelt key or a value it refuses is a file error naming
+    the key, with the closest known key or librdkafka's reason, and not a failure of every row. A secret's value is
+    never shown: librdkafka's words are left out for a secret key, and any secret's value hidden in them."""
     check = {key: value for key, value in conf.items() if key != "bootstrap.servers"}
-    check["log_level"] = "0"
-    try:
-        Producer(check)
-    except KafkaException as exc:
-        error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-        message = error.str() if error is not None else str(exc)
-        unknown = _UNKNOWN_SETTING.search(message)
-        if unknown is not None:
-            key = unknown.group(1)
-            close = difflib.get_close_matches(key, [*PROFILE_FIELDS, *_COMMON_SETTINGS], n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise PlanError(
-                f"{where}: field {key!r}: unknown key (a profile holds librdkafka settings, "
-                f"{' and '.join(PROFILE_FIELDS)}){hint}"
-            ) from None
-        bad = _BAD_VALUE.search(message)
-        if bad is not None:  # the value is not echoed: it may be a secret
-            raise PlanError(f"{where}: field {bad.group(1)!r}: librdkafka refuses its value") from None
-        raise PlanError(f"{where}: librdkafka refuses the settings") from None
+    message = _refusal(check)
+    if message is None:
+        return
+    unknown = _UNKNOWN_SETTING.search(message)
+    if unknown is not None:
+        key = unknown.group(1)
+        close = difflib.get_close_matches(key, [*PROFILE_FIELDS, *_COMMON_SETTINGS], n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise PlanError(
+            f"{where}: field {key!r}: unknown key (a profile holds librdkafka settings, "
+            f"{' and '.join(PROFILE_FIELDS)}){hint}"
+        ) from None
+    message = redact(message, [value for key, value in conf.items() if is_secret_key(key) and value])
+    key, value_free = _culprit(check, message)
+    if key is None:
+        raise PlanError(f"{where}: librdkafka refuses the settings: {message}") from None
+    if is_secret_key(key) and not value_free:
+        raise PlanError(f"{where}: field {key!r}: librdkafka refuses its value") from None
+    raise PlanError(f"{where}: field {key!r}: librdkafka refuses it: {message}") from None
