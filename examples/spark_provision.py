@@ -28,6 +28,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="report what would change and how long it takes")
     parser.add_argument("--master", help="Spark master for plain python runs (default local[2])")
     parser.add_argument(
+        "--timeout",
+        type=float,
+        help="each cluster's time budget in seconds (default: twice the predicted time plus 60 s); rows the quota "
+        "would hold past it end not_sent",
+    )
+    parser.add_argument(
         "--execution",
         choices=("executors", "driver"),
         default="executors",
@@ -35,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
         "executors without network access: Spark Connect, serverless (docs/pipeline.md)",
     )
     args = parser.parse_args(argv)
+    if args.timeout is not None and not 0 < args.timeout < float("inf"):
+        parser.error(f"--timeout: expected a positive number of seconds, got {args.timeout}")
 
     from throttled_admin.provisioning import PlanError, read_plan, read_profiles
     from throttled_admin.spark import apply_plan, local_session, plan_dataframe
@@ -60,17 +68,22 @@ def main(argv: list[str] | None = None) -> int:
             allow_delete=args.allow_delete,
             dry_run=args.dry_run,
             execution=args.execution,
+            timeout_s=args.timeout,
         )
         results.write.mode("overwrite").parquet(args.output)
         counts = {row["status"]: row["count"] for row in results.groupBy("status").count().collect()}
-        failed = results.filter("status = 'failed'").select("cluster", "topic", "error_name", "error_message").collect()
+        failed = (
+            results.filter("status IN ('failed', 'not_sent')")
+            .select("cluster", "topic", "status", "error_name", "error_message")
+            .collect()
+        )
         predicted = _predicted(results) if args.dry_run else []
     finally:
         spark.stop()
     for row in failed[:20]:
         # The pipeline's words name its Python parameter (allow_delete=True); this script's flag is --allow-delete.
         why = "refused: pass --allow-delete to delete topics" if row["error_name"] == "DELETE_NOT_ALLOWED" else None
-        print(f"failed: {row['cluster']}/{row['topic']}: {why or row['error_message']}")
+        print(f"{row['status']}: {row['cluster']}/{row['topic']}: {why or row['error_message']}")
     print(f"{len(rows)} rows: " + ", ".join(f"{status} {n}" for status, n in sorted(counts.items())))
     if predicted:
         # clusters run at the same time: the plan takes as long as its slowest cluster

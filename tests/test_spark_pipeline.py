@@ -433,3 +433,23 @@ def test_a_local_session_listens_on_loopback_only_and_says_nothing_about_the_hos
     assert set(listening) <= LOOPBACK, listening
     assert "driver 127.0.0.1" in run.stdout
     assert "resolves to a loopback address" not in run.stderr
+
+
+@pytest.mark.parametrize("execution", ["executors", "driver"])
+def test_a_time_budget_reaches_the_groups_where_they_run(
+    spark: Any, quota_broker: BrokerFactory, execution: str
+) -> None:
+    """Found by a new user's run (helper 107): the Spark apply_plan had no timeout_s, so a Spark job could not bound
+    a group as `apply --timeout` and provisioning.apply_plan do. 12 topics of 3 partitions at 2 mutations/s from a
+    full burst of 22 need 7 s; a budget of 2 s sends what the burst admits and ends the rest not_sent."""
+    broker = quota_broker(controller_mutation_rate=2)
+    df = plan(spark, *[("east", "ensure", f"budget.{i}", 3) for i in range(12)])
+    results = by_topic(apply_plan(df, {"east": plain(broker, "east", 2.0)}, execution=execution, timeout_s=2.0))  # type: ignore[arg-type]
+    statuses = Counter(row["status"] for row in results.values())
+    assert set(statuses) == {"created", "not_sent"}, statuses
+    assert statuses["created"] == len(broker.topics())
+    for row in results.values():
+        if row["status"] == "not_sent":
+            assert "timeout_s=2" in row["error_message"], row
+    with pytest.raises(ValueError, match="timeout_s"):
+        apply_plan(df, {"east": plain(broker, "east", 2.0)}, timeout_s=0)

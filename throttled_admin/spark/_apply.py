@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from throttled_admin.provisioning import PlanError
 from throttled_admin.provisioning._apply import MAX_CONCURRENT_ENTITIES
+from throttled_admin.provisioning._budget import check_timeout
 from throttled_admin.provisioning._profile import ProfilesArg, as_profiles
 from throttled_admin.spark._quiet import pandas3_warning_ignored
 from throttled_admin.spark._reach import reachable
@@ -110,6 +111,7 @@ def apply_plan(
     dry_run: bool = False,
     max_concurrent_entities: int = MAX_CONCURRENT_ENTITIES,
     execution: Execution = "executors",
+    timeout_s: float | None = None,
 ) -> Any:
     """Apply the plan in ``plan_df`` (columns cluster, action, topic and optionally partitions,
     replication_factor, configs as map<string,string> or 'k=v;k=v', source) and return one result row per
@@ -126,12 +128,14 @@ def apply_plan(
     data with the driver): using the returned DataFrame again never re-runs the provisioning. Rows whose
     cluster has no profile, or that are invalid, end ``failed``. ``max_concurrent_entities``: how many
     quota entities one task (with executors) or this process (with the driver) runs at once (one thread
-    and one client each); more wait for a free one."""
+    and one client each); more wait for a free one. ``timeout_s``: each group's time budget from its start, as
+    ``throttled_admin.provisioning.apply_plan``'s: rows the quota would hold past it end ``not_sent``."""
     from pyspark.sql import functions as F
 
     if execution not in EXECUTIONS:
         raise ValueError(f"execution: expected 'executors' or 'driver', got {execution!r}")
     checked = as_profiles(profiles)
+    timeout_s = check_timeout(timeout_s)
     if isinstance(max_concurrent_entities, bool) or not isinstance(max_concurrent_entities, int):
         raise TypeError(f"max_concurrent_entities: expected an int >= 1, got {max_concurrent_entities!r}")
     if max_concurrent_entities < 1:
@@ -140,7 +144,7 @@ def apply_plan(
     spark = plan_df.sparkSession
     columns = [F.col(name) for name in (*_REQUIRED, *optional)]
     if execution == "driver":
-        task = make_task(checked, allow_delete, dry_run, max_concurrent_entities)
+        task = make_task(checked, allow_delete, dry_run, max_concurrent_entities, timeout_s=timeout_s)
         return _run_on_driver(spark, plan_df.select(*columns), task)
     entity_numbers: dict[tuple[str, str], int] = {}
     group_of = {
@@ -154,7 +158,7 @@ def apply_plan(
     # Which clusters this process reaches: the tasks tell those they cannot reach from a cluster that is down.
     probed = reachable(profile.bootstrap_servers for profile in checked.values())
     driver_reaches = frozenset(servers for servers, ok in probed.items() if ok)
-    task = make_task(checked, allow_delete, dry_run, max_concurrent_entities, driver_reaches)
+    task = make_task(checked, allow_delete, dry_run, max_concurrent_entities, driver_reaches, timeout_s)
     with pandas3_warning_ignored():
         results = tagged.mapInArrow(task, spark_schema())
     return results.localCheckpoint(eager=True)

@@ -73,10 +73,12 @@ def make_task(
     dry_run: bool,
     max_entities: int,
     driver_reaches: frozenset[str] = frozenset(),
+    timeout_s: float | None = None,
 ) -> Any:
     """A ``mapInArrow`` function: record batches of plan rows in, one batch of result rows out.
     ``driver_reaches``: the ``bootstrap.servers`` values the driver connected to before the job (empty when
-    this runs on the driver); their rows fail at once here when this process cannot connect to them."""
+    this runs on the driver); their rows fail at once here when this process cannot connect to them.
+    ``timeout_s``: each group's time budget, from its start in the task (``provisioning.apply_plan``'s)."""
 
     def run_partition(batches: Iterator[Any]) -> Iterator[Any]:
         records = [record for batch in batches for record in batch.to_pylist()]
@@ -105,6 +107,7 @@ def make_task(
             allow_delete=allow_delete,
             dry_run=dry_run,
             max_concurrent_entities=max_entities,
+            timeout_s=timeout_s,
         )
         for (i, _), result in zip(known, done, strict=True):
             results[i] = result
