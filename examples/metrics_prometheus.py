@@ -7,7 +7,8 @@ python examples/metrics_prometheus.py --serve-port 9464  # and keep serving it o
 from __future__ import annotations
 
 import argparse
-import time
+import math
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -52,7 +53,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.serve_port is not None:
             start_http_server(args.serve_port, addr="127.0.0.1", registry=registry)
             print(f"serving http://127.0.0.1:{args.serve_port}/metrics", flush=True)
-            time.sleep(args.serve_seconds)
+            try:  # until Ctrl-C by default (time.sleep(inf) raises OverflowError)
+                threading.Event().wait(None if math.isinf(args.serve_seconds) else args.serve_seconds)
+            except KeyboardInterrupt:
+                print("stopped", flush=True)
     provider.shutdown()
     return 0
 

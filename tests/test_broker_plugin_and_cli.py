@@ -91,10 +91,31 @@ def test_standalone_broker_reports_a_port_in_use_in_one_line() -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_a_port_in_use_among_several_nodes_ports_names_them_all_and_the_one_in_use() -> None:
+    """A new user's run (helper 106): with node 1's port taken, "cannot listen on 127.0.0.1:9091: ... ('127.0.0.1',
+    9092): address already in use" named node 0's port as the one that could not be listened on."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1] - 1
+        result = subprocess.run(
+            [sys.executable, "-m", "throttled_admin.testing", "--port", str(port), "--num-brokers", "2"],
+            capture_output=True, text=True, timeout=60, cwd=REPO,
+        )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert f"cannot listen on 127.0.0.1:{port}-{port + 1}: " in result.stderr, result.stderr
+    assert str(port + 1) in result.stderr.partition(": error: cannot listen on")[2].partition(": ")[2]
+
+
 def test_standalone_broker_refuses_bad_settings_without_echoing_secrets() -> None:
     for args, expected in (
-        (["--controller-mutation-rate", "nan"], "controller_mutation_rate"),
+        (["--controller-mutation-rate", "nan"], "--controller-mutation-rate must be a finite number"),
         (["--user", "no-colon-s3cret"], "expected NAME:PASSWORD"),
+        # a new user's run (helper 106): an empty password started a broker no client could log in to, and a bad
+        # window was said by the constructor's names, both at once ("quota_window_num must be >= 1 and ...")
+        (["--user", "alice:"], "argument --user: expected NAME:PASSWORD, neither empty"),
+        (["--quota-window-num", "0"], "error: --quota-window-num must be >= 1, got 0"),
+        (["--quota-window-size-s", "0"], "error: --quota-window-size-s must be > 0, got 0"),
     ):
         result = subprocess.run(
             [sys.executable, "-m", "throttled_admin.testing", *args],

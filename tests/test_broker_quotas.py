@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from throttled_admin.testing import QuotaBroker
 from throttled_admin.testing._quotas import QuotaEntity, QuotaManager
 
 D = QuotaEntity.DEFAULT
@@ -177,6 +178,8 @@ def test_all_four_client_quota_keys_are_stored_with_kafkas_validation(clock: Clo
     }
     assert quotas.quotas() == {alice: 2.5}
     assert quotas.quotas("request_percentage") == {alice: 12.5}
+    with pytest.raises(ValueError, match=r"^Invalid configuration key nope \(quota keys: producer_byte_rate, "):
+        quotas.quotas("nope")  # a new user's run (helper 106): {} as if no entity set it
     with pytest.raises(ValueError, match=r"^producer_byte_rate cannot be a fractional value\.$"):
         quotas.set_quota(alice, 10.5, "producer_byte_rate")
     with pytest.raises(ValueError, match=r"^Invalid configuration key connection_creation_rate$"):
@@ -186,3 +189,11 @@ def test_all_four_client_quota_keys_are_stored_with_kafkas_validation(clock: Clo
     for key in ("producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate"):
         quotas.set_quota(alice, None, key)
     assert quotas.entity_quotas() == {}
+
+
+@pytest.mark.parametrize("users", [{"bob": ""}, {"": "pw"}])
+def test_a_sasl_user_without_a_name_or_password_is_refused_at_construction(users: dict[str, str]) -> None:
+    """A new user's run (helper 106): QuotaBroker(users={"bob": ""}) started, and no client could log in as bob
+    (librdkafka will not send an empty password; Kafka's PLAIN refuses one)."""
+    with pytest.raises(ValueError, match=r"^users: .* needs a name and a password"):
+        QuotaBroker(users=users)

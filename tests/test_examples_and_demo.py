@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 import urllib.request
@@ -109,9 +110,11 @@ def test_console_metrics_example() -> None:
 
 
 def test_prometheus_metrics_example_prints_and_serves() -> None:
+    """As docs/metrics.md runs it: no --serve-seconds, it serves until stopped (helper 106: it died at once with
+    OverflowError, time.sleep of its default, infinity; this test gave --serve-seconds 60)."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "examples/metrics_prometheus.py", "--serve-port", str(port), "--serve-seconds", "60"],
+        [sys.executable, "examples/metrics_prometheus.py", "--serve-port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -131,10 +134,13 @@ def test_prometheus_metrics_example_prints_and_serves() -> None:
         body = scrape()
         assert 'messaging_operation_name="CreateTopics"' in body
         assert "throttled_admin_backoff_time_seconds_total" in body
+        proc.send_signal(signal.SIGINT)  # Ctrl-C ends it
+        out, err = proc.communicate(timeout=30)
     finally:
-        proc.terminate()
-        out, _err = proc.communicate(timeout=30)
+        proc.kill()
+    assert proc.returncode == 0, err
     assert "throttled_admin_throttle_time_max_seconds" in out
+    assert out.endswith("stopped\n"), out[-300:]
 
 
 def test_the_harness_really_hides_the_testing_extra() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import signal
 import sys
 import threading
@@ -14,8 +15,8 @@ from throttled_admin.testing import QuotaBroker
 
 def _user(value: str) -> tuple[str, str]:
     name, sep, password = value.partition(":")
-    if not sep or not name:
-        raise argparse.ArgumentTypeError("expected NAME:PASSWORD")  # never echo the value: it holds a password
+    if not sep or not name or not password:  # (Kafka's SASL logins refuse an empty password)
+        raise argparse.ArgumentTypeError("expected NAME:PASSWORD, neither empty")  # never echo it: a password
     return name, password
 
 
@@ -123,13 +124,22 @@ def make_broker(args: argparse.Namespace) -> QuotaBroker:
     )
 
 
+def _in_flags(message: str, parser: argparse.ArgumentParser) -> str:
+    """QuotaBroker's words for a bad setting, its parameters named by this command's flags (quota_window_num is
+    --quota-window-num)."""
+    for action in parser._actions:
+        if action.option_strings and "_" in action.dest:  # (not a word of the message: user, port)
+            message = re.sub(rf"(?<![\w-]){re.escape(action.dest)}\b", action.option_strings[-1], message)
+    return message
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         broker = make_broker(args)
     except ValueError as exc:
-        parser.error(str(exc))
+        parser.error(_in_flags(str(exc), parser))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -137,8 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         broker.start()
     except OSError as exc:
-        # One line, no traceback: the usual cause is a port already in use.
-        print(f"{parser.prog}: error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        # One line, no traceback: the usual cause is a port already in use (its words name which of the ports)
+        ports = f"{args.port}" if args.num_brokers == 1 else f"{args.port}-{args.port + args.num_brokers - 1}"
+        print(f"{parser.prog}: error: cannot listen on 127.0.0.1:{ports}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     try:
         print(

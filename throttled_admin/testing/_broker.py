@@ -115,8 +115,10 @@ class QuotaBroker:
             raise ValueError(f"num_brokers must be >= 1, got {num_brokers}")
         if enforcement not in _ENFORCEMENTS:
             raise ValueError(f"enforcement must be one of {_ENFORCEMENTS}, got {enforcement!r}")
-        if quota_window_num < 1 or quota_window_size_s <= 0:
-            raise ValueError("quota_window_num must be >= 1 and quota_window_size_s > 0")
+        if quota_window_num < 1:
+            raise ValueError(f"quota_window_num must be >= 1, got {quota_window_num}")
+        if not quota_window_size_s > 0:
+            raise ValueError(f"quota_window_size_s must be > 0, got {quota_window_size_s}")
         if not 0 <= port <= 65535 or (port and port + num_brokers - 1 > 65535):
             raise ValueError(f"port {port} does not leave room for {num_brokers} broker(s)")
         _positive_int("request_log_limit", request_log_limit)
@@ -129,8 +131,16 @@ class QuotaBroker:
             raise ValueError(f"sasl_mechanisms must be some of {SASL_MECHANISMS}, got {sasl_mechanisms!r}")
         if request_time_cost_ms is not None:
             _seconds("request_time_cost_ms", request_time_cost_ms, "milliseconds")
-        if request_quota_window_num < 1 or not request_quota_window_size_s >= 0.001:
-            raise ValueError("request_quota_window_num must be >= 1 and request_quota_window_size_s >= 0.001")
+        if request_quota_window_num < 1:
+            raise ValueError(f"request_quota_window_num must be >= 1, got {request_quota_window_num}")
+        if not request_quota_window_size_s >= 0.001:
+            raise ValueError(f"request_quota_window_size_s must be >= 0.001, got {request_quota_window_size_s}")
+        for user, password in (users or {}).items():  # (Kafka's PLAIN and SCRAM refuse either empty; librdkafka too)
+            if not user or not password:
+                named = f"user {user!r}" if user else "a user with no name"
+                raise ValueError(
+                    f"users: {named} needs a name and a password (Kafka's SASL logins refuse an empty one)"
+                )
         if ssl_context is not None and not isinstance(ssl_context, ssl.SSLContext):
             raise TypeError(f"ssl_context must be an ssl.SSLContext, got {type(ssl_context).__name__}")
         if ssl_context is not None and sys.version_info < (3, 11):

@@ -177,7 +177,10 @@ class QuotaManager:
                 del self._sensors[key]
 
     def quotas(self, key: str = QUOTA_KEY) -> dict[QuotaEntity, float]:
-        """Entity -> value of quota ``key``, for the entities that set it."""
+        """Entity -> value of quota ``key``, for the entities that set it; ValueError for a key Kafka does not
+        have (``set_quota``'s message), not an empty answer."""
+        if key not in QUOTA_KEYS:
+            raise ValueError(f"Invalid configuration key {key} (quota keys: {', '.join(QUOTA_KEYS)})")
         with self.lock:
             return {entity: values[key] for entity, values in self._quotas.items() if key in values}
 

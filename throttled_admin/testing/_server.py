@@ -180,7 +180,8 @@ class Faults:
         _check_count(count)
         if api_key not in CONTROLLER_APIS:
             raise ValueError(
-                f"garble_next applies to CreateTopics (19), DeleteTopics (20) and CreatePartitions (37), not {api_key}"
+                "garble_next applies to CreateTopics (19), DeleteTopics (20) and CreatePartitions (37), not "
+                f"{ApiKey(api_key).name} ({api_key})"
             )
         if how not in GARBLES:
             raise ValueError(f"how must be one of {GARBLES}, got {how!r}")
