@@ -232,6 +232,12 @@ def test_apply_with_a_command_config_librdkafka_refuses_exits_2_naming_the_setti
     ), run.stderr
     assert SECRET not in run.output
     assert not broker.request_log()
+    # review 108: a profile's own field in it was "unknown key (a profile holds ..., mutation_rate ...); did you mean
+    # 'mutation_rate'?"
+    config.write_text("mutation_rate=5\n")
+    ours = run_cli("apply", str(plan), "--bootstrap-server", broker.bootstrap_servers, "--command-config", str(config))
+    assert ours.returncode == 2, ours.output
+    assert "field 'mutation_rate': unknown key (it holds librdkafka settings only)" in ours.stderr, ours.stderr
 
 
 def _tmux(socket: str, *args: str) -> str:

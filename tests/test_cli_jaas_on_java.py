@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from tests.real_kafka.broker import classpath
-from throttled_admin.cli._conf import _read_jaas
+from throttled_admin.cli._jaas import read
 
 pytestmark = pytest.mark.kafka
 
@@ -49,6 +49,34 @@ LINES = [
     f'{_PLAIN} username="alice" = "x";',
     f'{_PLAIN} username="alice" password=;',
     "required;",
+    # review 108: StreamTokenizer's own character classes (not Python's \s and \w), comments and quotes
+    f'{_PLAIN} username="a" password="ab\ncd";',  # a quote a line's end ends: Java refuses what follows
+    f'{_PLAIN} username="a" password="abc\n;',  # ... and takes what is before it
+    f'{_PLAIN} username="a" password="ab\rcd";',
+    f'{_PLAIN} username="a" password="ab\\\ncd";',  # an escaped line end is kept
+    f'{_PLAIN} username="a" password="ab\\',  # a backslash at the end
+    f'{_PLAIN} username="a" password="b"; / a lone slash is a line comment',
+    f'{_PLAIN} username="a" password=ab/cd\n;',
+    f'{_PLAIN} username="a" password="b"; /* not closed',
+    f'{_PLAIN} username="a" /* */ password="b" /**/;',
+    f'{_PLAIN} username="a" // a comment a CR ends\r password="b";',
+    f'{_PLAIN} username="a" password=p\u20acss;',  # word characters: 160-255 and above 255
+    f'{_PLAIN} username="a" password=\u00a3100;',
+    f'{_PLAIN} username="a" password=p\u00a0ss;',
+    f"{_PLAIN} username=a\u00a0password=b;",  # NBSP is a word character to Java, not a space
+    f"{_PLAIN} username=a\u2003password=b;",
+    f"{_PLAIN} username=a\u0085password=b;",  # NEL: an ordinary character
+    f'{_PLAIN} username="a"\x01password="b";',  # control characters are spaces
+    f'{_PLAIN}\tusername="a"\tpassword="b";',
+    f'{_PLAIN} "username"="a" "password"="b";',  # quoted names, flag and class are Java's too
+    'org.apache.kafka.common.security.plain.PlainLoginModule "required" username="a" password="b";',
+    '"org.apache.kafka.common.security.plain.PlainLoginModule" required username="a" password="b";',
+    f'{_PLAIN} username="a" password=\u00b2x;',
+    f'{_PLAIN} username="a" password=x\u0663;',
+    f'{_PLAIN} username="a" password=\u0663x;',
+    f"{_PLAIN} username=a=b;",
+    f'{_PLAIN} username="a" password=-.5;',
+    f'{_PLAIN} username="a" password="\\101\\1011\\400\\08";',  # octal: three digits from 0-3, two above
 ]
 
 
@@ -70,6 +98,6 @@ def _java_reads(lines: list[str]) -> list[dict[str, str] | None]:
 
 def test_the_cli_reads_each_jaas_line_as_javas_parser_does() -> None:
     for line, java in zip(LINES, _java_reads(LINES), strict=True):
-        options, problem = _read_jaas(line)
+        options, problem = read(line)
         ours = options if problem is None else None
         assert ours == java, (line, problem)

@@ -210,7 +210,10 @@ _PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 @pytest.mark.parametrize(
     ("jaas", "problem"),
     [
-        (f'{_PLAIN} required username="alice" password="s3cr3t-9d;', "option 'password': its value is not one word"),
+        (
+            f'{_PLAIN} required username="alice" password="s3cr3t-9d;',
+            "option 'password': its value's quote is not closed",
+        ),
         (f'{_PLAIN} required username="alice"; password="s3cr3t-9d";', "text after its ';'"),
         (f'{_PLAIN} required username="alice" password="s3cr3t-9d" extra;', "expected NAME=VALUE after option 'pass"),
         (f'{_PLAIN} required username="alice" password="s3cr3t-9d"', "it does not end with ';'"),
@@ -218,7 +221,10 @@ _PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
             f'{_PLAIN} requird username="alice" password="s3cr3t-9d";',
             "the login module's control flag must be one of required",
         ),
-        (f'{_PLAIN} required username="alice" password=s3cr3t-9d= @;', "a quote not closed, or a character"),
+        (
+            f'{_PLAIN} required username="alice" password=s3cr3t-9d= @;',
+            "expected NAME=VALUE after option 'password' (quote a value that holds anything but letters, digits",
+        ),
         (f'{_PLAIN} required username="alice" password="czNjcjN0LTlk=" extra;', "expected NAME=VALUE after option"),
     ],
     ids=["unclosed-quote", "option-after-end", "stray-word", "no-end", "bad-flag", "odd-character", "base64-then-word"],

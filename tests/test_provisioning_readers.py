@@ -254,6 +254,8 @@ def test_plan_errors_have_one_location_format_and_suggest_field_names(tmp_path: 
         ("\x01Xk9-hunter2", "character 46: a character YAML does not allow (#x0001)"),
         ("!Xk9-hunter2 x", "line 3, column 18: could not determine a constructor for the tag ..."),
         ("{a: Xk9-hunter2", "line 4, column 1: expected ',' or '}', but got '<stream end>' (while parsing a flow"),
+        # review 108: a one-character token kept showed a password's character
+        ('"Xk9\\-hunter2"', "line 3, column 23: found unknown escape character ... (while scanning a double-quoted"),
     ],
 )
 def test_a_profiles_file_that_is_not_valid_yaml_says_where_without_its_text(
@@ -293,6 +295,11 @@ def test_a_profiles_file_that_is_not_valid_yaml_says_where_without_its_text(
             "field 'sasl.mechanisms': librdkafka refuses it: Unsupported SASL mechanism: PLAN",
         ),
         # the check set its own log_level over the profile's: a bad one went to the run, every row failed
+        # review 108: the key a dependency refusal is about, the first the message names (not the longest)
+        (
+            {"enable.idempotence": "true", "max.in.flight": "10"},
+            "field 'max.in.flight': librdkafka refuses it: `max.in.flight` must be set <= 5 when `enable.idempotence`",
+        ),
         (
             {"log_level": "Hunter2Secret"},
             "field 'log_level': librdkafka refuses it: Invalid value for configuration property \"log_level\"",
@@ -300,7 +307,7 @@ def test_a_profiles_file_that_is_not_valid_yaml_says_where_without_its_text(
         # a number is a host called "19092" on port 9092 to librdkafka: every row failed to connect
         ({"bootstrap.servers": 19092}, "field 'bootstrap.servers': must be a string of HOST:PORT entries"),
     ],
-    ids=["range", "alias", "jaas", "sasl-mechanism", "log-level", "bootstrap-number"],
+    ids=["range", "alias", "jaas", "sasl-mechanism", "dependency", "log-level", "bootstrap-number"],
 )
 def test_a_setting_librdkafka_refuses_is_named_with_its_reason(
     tmp_path: Path, settings: dict[str, object], expected: str

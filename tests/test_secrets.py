@@ -208,3 +208,28 @@ def test_other_secret_settings_are_not_echoed(caplog: pytest.LogCaptureFixture) 
     finally:
         admin.close()
     _assert_hidden("logs", caplog.text)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "sasl.password",
+        "ssl.key.password",
+        "sasl.oauthbearer.client.secret",
+        "sasl.jaas.config",
+        "sasl.oauthbearer.assertion.private.key.passphrase",  # review 108: these three were shown
+        "ssl.key.pem",
+        "sasl.oauthbearer.assertion.private.key.pem",
+    ],
+)
+def test_a_profile_and_the_cli_hide_every_secret_setting(key: str) -> None:
+    """One list of secret settings for provisioning's Profile and the CLI's Redactor (there were two, and neither
+    knew a passphrase or a private key in PEM)."""
+    from throttled_admin.cli._conf import Redactor
+    from throttled_admin.provisioning import Profile
+
+    secret = "PASSPHRASE-123-never"
+    profile = Profile("east", {"bootstrap.servers": "h:1", key: secret})
+    assert secret not in repr(profile)
+    assert Redactor([{key: secret}])(f"librdkafka said {secret}") == "librdkafka said [hidden]"
+    assert "h:1" in repr(profile)

@@ -453,3 +453,19 @@ def test_a_time_budget_reaches_the_groups_where_they_run(
             assert "timeout_s=2" in row["error_message"], row
     with pytest.raises(ValueError, match="timeout_s"):
         apply_plan(df, {"east": plain(broker, "east", 2.0)}, timeout_s=0)
+
+
+def test_two_profiles_of_one_entity_that_differ_fail_before_any_task_sends(
+    spark: Any, quota_broker: BrokerFactory
+) -> None:
+    """Review 108: on executors, the check ran in each task, so tasks of other entities applied their rows before the
+    job failed (a PythonException, no results)."""
+    shared, other = quota_broker(), quota_broker()
+    profiles = {"x": plain(shared, "x", 50.0), "y": plain(shared, "y", 10.0), "z": plain(other, "z")}
+    df = plan(
+        spark, ("x", "ensure", "x.0", 1), ("y", "ensure", "y.0", 1), *[("z", "ensure", f"z.{i}", 1) for i in range(3)]
+    )
+    with pytest.raises(PlanError, match=r"^profiles 'x' and 'y' name one quota entity .* differ in mutation_rate"):
+        apply_plan(df, profiles)
+    assert other.topics() == {}
+    assert shared.topics() == {}

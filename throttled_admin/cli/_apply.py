@@ -35,7 +35,7 @@ def _profiles(args: argparse.Namespace, parser: argparse.ArgumentParser, cluster
     else:
         conf = build_conf(read_command_config(args.command_config, parser), args.bootstrap_server)
         if args.command_config is not None:  # a setting librdkafka refuses is the file's, as in a profiles file
-            check_settings(conf, where=f"--command-config {args.command_config}")
+            check_settings(conf, where=f"--command-config {args.command_config}", fields=())
         # One connection serves every cluster named in the plan.
         profiles = {name: Profile(name=name, conf=dict(conf), mutation_rate=args.mutation_rate) for name in clusters}
     # Quiet, as `topics`: librdkafka's log would repeat every failed connection attempt; the command reports

@@ -14,12 +14,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from throttled_admin._kafka.secrets import is_secret_key, redact
+from throttled_admin.cli._jaas import login_module as jaas_module
+from throttled_admin.cli._jaas import read as read_jaas
+from throttled_admin.cli._jaas import unescape
+
 __all__ = ["Redactor", "build_conf", "is_secret_key", "jaas_problem", "java_only"]
 
-_SECRET_KEY = re.compile(r"password|secret|token|credential|jaas", re.IGNORECASE)
 _JAAS_OPTION = re.compile(r"""(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|([^\s;]+))""")
 _REDACTED = "[hidden]"
-_JAAS_MODULE = re.compile(r"^\s*([\w.$]+)\s")  # a JAAS line's login module class, its first word
 _TRANSLATED_MODULES = ("PlainLoginModule", "ScramLoginModule")
 # librdkafka's own ways to trust a CA (a TrustStore's librdkafka equivalents)
 _CA_SETTINGS = ("ssl.ca.location", "ssl.ca.pem", "ssl.ca.certificate.stores")
@@ -37,10 +40,6 @@ _MODULE_SETTINGS = {
 }
 
 
-def is_secret_key(key: str) -> bool:
-    return bool(_SECRET_KEY.search(key))
-
-
 def _jaas_options(jaas: str) -> list[tuple[str, str]]:
     """(name, value as written) of everything in a JAAS line that looks like an option, comments included: a lenient
     reading, for ``Redactor`` alone (it hides what may be a secret even in a line that does not parse)."""
@@ -53,99 +52,17 @@ def _jaas_options(jaas: str) -> list[tuple[str, str]]:
 def _jaas_credentials(jaas: str) -> dict[str, str]:
     """username and password of a PlainLoginModule or ScramLoginModule line, as Java reads them; none of another
     module's line, or of a line that does not read (``jaas_problem`` refuses it first)."""
-    if _login_module(jaas) not in _TRANSLATED_MODULES:
+    if jaas_module(jaas) not in _TRANSLATED_MODULES:
         return {}
-    options, problem = _read_jaas(jaas)
+    options, problem = read_jaas(jaas)
     return {} if problem is not None else {k: v for k, v in options.items() if k in ("username", "password")}
 
 
-_ESCAPE = re.compile(r"\\(?:([0-3][0-7]{0,2}|[4-7][0-7]?)|(.))", re.DOTALL)
-_NAMED_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
-
-
-def _meant(raw: str) -> str:
-    """A JAAS value as written (between its quotes) as meant, as Java's StreamTokenizer reads it: a backslash escapes
-    as in C (\\t, \\101 in octal), and before any other character is that character (\\", \\', \\\\)."""
-
-    def unescaped(match: re.Match[str]) -> str:
-        octal, other = match.groups()
-        return chr(int(octal, 8)) if octal else _NAMED_ESCAPES.get(other, other)
-
-    return _ESCAPE.sub(unescaped, raw)
-
-
-def _login_module(jaas: str) -> str:
-    """The JAAS line's login module, by its class's own name; "login module" for a line that names none (never
-    another word of it: a value may be a secret)."""
-    match = _JAAS_MODULE.match(jaas)
-    name = match.group(1).rpartition(".")[2] if match else ""
-    return name if name.endswith("LoginModule") else "login module"
-
-
-_JAAS_FLAGS = ("required", "requisite", "sufficient", "optional")
-# Java's tokenizer: a word starts with a letter, '_' or '$'; what starts with a digit, '.' or '-' it reads as a number
-_JAAS_TOKEN = re.compile(
-    r"""\s+|//[^\n]*|/\*.*?\*/"""  # space and comments, skipped
-    r"""|(?P<word>(?:[^\W\d]|\$)[\w.$-]*)|(?P<number>[\d.-][\w.$-]*)"""
-    r"""|(?P<quoted>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')|(?P<mark>[=;])""",
-    re.DOTALL,
-)
-
-
 def jaas_problem(jaas: str) -> str | None:
-    """What is wrong with a ``sasl.jaas.config`` line of a login module the CLI reads (PlainLoginModule,
-    ScramLoginModule), as Java's JAAS parser (Kafka's ``JaasConfig``) would refuse it: ``CLASS FLAG (NAME=VALUE)* ;``,
-    one login module, comments allowed; None when it reads, and for another module (Java's to read). A value is never
-    quoted back (it may be the password): only an option's name, once parsed as one."""
-    return _read_jaas(jaas)[1] if _login_module(jaas) in _TRANSLATED_MODULES else None
-
-
-def _read_jaas(jaas: str) -> tuple[dict[str, str], str | None]:
-    """A JAAS line read as Java reads it: its options by name (the last of a name wins), values as meant, and what
-    is wrong with it (None when it reads): one reading for the check and for the credentials sent."""
-    kinds: list[str] = []  # "word", "number", "quoted", "=", ";", or "?" for none of them (an unclosed quote)
-    texts: list[str] = []
-    at = 0
-    while at < len(jaas) and (match := _JAAS_TOKEN.match(jaas, at)) is not None:
-        at = match.end()
-        if match.lastgroup is not None:
-            kinds.append(match.group("mark") or match.lastgroup)
-            texts.append(match.group(match.lastgroup))
-    if at < len(jaas):
-        kinds.append("?")
-        texts.append("")
-    options: dict[str, str] = {}
-    return options, _jaas_grammar(kinds, texts, options)
-
-
-def _jaas_grammar(kinds: list[str], texts: list[str], options: dict[str, str]) -> str | None:
-    """What is wrong with the tokens, None when they read; each option read goes into ``options``."""
-    if kinds[:2] != ["word", "word"]:
-        return "expected a login module class and its control flag (required), as in 'PlainLoginModule required ...;'"
-    if texts[1].lower() not in _JAAS_FLAGS:
-        return f"the login module's control flag must be one of {', '.join(_JAAS_FLAGS)}"
-    index, last = 2, None
-    while index < len(kinds) and kinds[index] != ";":
-        if kinds[index : index + 2] != ["word", "="] or index + 2 >= len(kinds) or kinds[index + 2] not in _VALUES:
-            if kinds[index : index + 3] == ["word", "=", "number"]:
-                return f"option {texts[index]!r}: a value that starts with a digit, '.' or '-' must be quoted"
-            if kinds[index : index + 2] == ["word", "="]:  # (a name, in a name's place)
-                return f"option {texts[index]!r}: its value is not one word or a closed quote"
-            where = "the control flag" if last is None else f"option {last!r}"
-            if "?" in kinds[index : index + 3]:
-                return f"a quote not closed, or a character that is not a word, a quote, '=' or ';', after {where}"
-            return f"expected NAME=VALUE after {where}"
-        last, value = texts[index], texts[index + 2]
-        options[last] = _meant(value[1:-1]) if kinds[index + 2] == "quoted" else value
-        index += 3
-    if index == len(kinds):
-        return "it does not end with ';'"
-    if index != len(kinds) - 1:
-        return "text after its ';' (Kafka takes one login module)"
-    return None
-
-
-_VALUES = ("word", "quoted")
+    """What Java's JAAS parser would refuse in a ``sasl.jaas.config`` line of a login module the CLI reads
+    (PlainLoginModule, ScramLoginModule): ``CLASS FLAG (NAME=VALUE)* ;``, one login module, comments allowed; None
+    when it reads, and for another module (Java's to read)."""
+    return read_jaas(jaas)[1] if jaas_module(jaas) in _TRANSLATED_MODULES else None
 
 
 def java_only(properties: Mapping[str, str]) -> str | None:
@@ -160,7 +77,7 @@ def java_only(properties: Mapping[str, str]) -> str | None:
                 )
     jaas = properties.get("sasl.jaas.config")
     if jaas is not None:
-        module = _login_module(jaas)
+        module = jaas_module(jaas)
         own_keys = _MODULE_SETTINGS.get(module, ())
         if module not in _TRANSLATED_MODULES and not any(key in properties for key in own_keys):
             own = f"librdkafka's own ({', '.join(own_keys[:2])}, ...)" if own_keys else "librdkafka's own SASL settings"
@@ -206,10 +123,7 @@ class Redactor:
                 # A JAAS line's password too, both as written (escaped) and as meant.
                 for name, raw in _jaas_options(value):
                     if name == "password" and raw:
-                        self._secrets.update({raw, _meant(raw)})
+                        self._secrets.update({raw, unescape(raw)})
 
     def __call__(self, text: str) -> str:
-        # Longest first, so a secret that contains another is hidden whole.
-        for secret in sorted(self._secrets, key=len, reverse=True):
-            text = text.replace(secret, _REDACTED)
-        return text
+        return redact(text, self._secrets, _REDACTED)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from opentelemetry.metrics import MeterProvider
@@ -18,7 +18,7 @@ from throttled_admin.provisioning._profile import Profile, ProfilesArg, as_profi
 from throttled_admin.provisioning._progress import Progress, ProgressCallback
 from throttled_admin.provisioning._results import RowResult
 
-__all__ = ["MAX_CONCURRENT_ENTITIES", "apply_plan", "group_rows"]
+__all__ = ["MAX_CONCURRENT_ENTITIES", "apply_plan", "check_entities", "group_rows"]
 
 #: How many quota entities one ``apply_plan`` call (one Spark task) runs at once by default: one thread
 #: and one librdkafka client each (a few MB and a few threads apiece); more wait for a free one.
@@ -35,32 +35,45 @@ def group_rows(
     if unknown:
         index = next(i for i, row in enumerate(rows) if row.cluster == unknown[0])
         # a profile named by more of the same words first (west for west-payments), else the closest spelling
-        close = [p for p in profiles if p.startswith(str(unknown[0])) or str(unknown[0]).startswith(p)]
+        close = sorted(p for p in profiles if p.startswith(str(unknown[0])) or str(unknown[0]).startswith(p))
         close = close or difflib.get_close_matches(str(unknown[0]), list(profiles), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise PlanError(
             f"{rows[index].where(index)}: field 'cluster': no profile named {unknown[0]!r} "
             f"(profiles: {', '.join(sorted(profiles)) or 'none'}){hint}"
         )
+    check_entities(profiles, [row.cluster for row in rows])
     groups: dict[tuple[str, str], tuple[Profile, list[int]]] = {}
     for index, row in enumerate(rows):
         profile = profiles[row.cluster]
-        runs, indexes = groups.setdefault(profile.group_key, (profile, []))
+        groups.setdefault(profile.group_key, (profile, []))[1].append(index)
+    return groups
+
+
+def check_entities(profiles: Mapping[str, Profile], clusters: Iterable[str]) -> None:
+    """``PlanError`` when two of the profiles the plan's ``clusters`` name are one quota entity and differ: they
+    would run as one group with the first one's settings, the other's dropped without a word."""
+    first: dict[tuple[str, str], Profile] = {}
+    for name in dict.fromkeys(clusters):
+        profile = profiles[name]
+        runs = first.setdefault(profile.group_key, profile)
         if runs is not profile and (differ := _differences(runs, profile)):
             raise PlanError(
                 f"profiles {runs.name!r} and {profile.name!r} name one quota entity (bootstrap.servers and principal) "
                 f"and would run as one group, with the settings of {runs.name!r}, but differ in {', '.join(differ)}: "
                 "give them the same settings, or plan one of them"
             )
-        indexes.append(index)
-    return groups
 
 
 def _differences(one: Profile, other: Profile) -> list[str]:
     """The settings two profiles of one entity differ in, by name (never a value: it may be a secret)."""
-    keys = sorted(k for k in one.conf.keys() | other.conf.keys() if one.conf.get(k) != other.conf.get(k))
+    keys = [
+        key
+        for key in one.conf.keys() | other.conf.keys()
+        if (key in one.conf) != (key in other.conf) or str(one.conf.get(key)) != str(other.conf.get(key))
+    ]
     fields = [f for f in ("mutation_rate", "request_timeout_s") if getattr(one, f) != getattr(other, f)]
-    return fields + keys
+    return fields + sorted(keys)
 
 
 def apply_plan(

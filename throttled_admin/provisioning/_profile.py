@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from throttled_admin._kafka.secrets import is_secret_key, redact
 from throttled_admin.provisioning._plan import PlanError
-from throttled_admin.provisioning._secrets import is_secret_key, redact
 from throttled_admin.provisioning._settings_check import check_settings
 
 __all__ = ["Profile", "ProfilesArg", "as_profiles", "conf_value", "is_secret_key", "profile_from_conf", "redact"]

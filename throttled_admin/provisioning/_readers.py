@@ -63,12 +63,16 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
 
 
 def _unquoted(text: str) -> str:
-    """PyYAML's words with what they quote of the file hidden ("..."); its own tokens' names ('<scalar>', '}') kept."""
-    return _QUOTED.sub(lambda quoted: quoted[0] if _TOKEN.fullmatch(quoted[0]) else "...", text)
+    """PyYAML's words with what they quote of the file hidden ("..."); its own tokens' names kept: '<scalar>', and
+    the one-character ones ('}', ',') where it says what it expected (elsewhere one may be a password's: "found
+    unknown escape character '-'")."""
+    token = _TOKEN if text.startswith(("expected", "did not find expected")) else _TOKEN_NAME
+    return _QUOTED.sub(lambda quoted: quoted[0] if token.fullmatch(quoted[0]) else "...", text)
 
 
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`")
-_TOKEN = re.compile(r"'(?:<[a-z ]+>|[,{}\[\]:?-])'")  # a token's kind, as PyYAML names it: never the file's text
+_TOKEN_NAME = re.compile(r"'<[a-z ]+>'")  # a token's kind, as PyYAML names it: never the file's text
+_TOKEN = re.compile(r"'(?:<[a-z ]+>|[,{}\[\]:?-])'")
 _YAML_HINT = "quote a value that starts with @, `, *, &, !, |, >, %, {, [ or a quote, or that holds ': '"
 _FLOW_HINT = "close each { and [, and quote a value inside them that holds a comma, ': ', a bracket or a brace"
 

@@ -10,8 +10,8 @@ import re
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from throttled_admin._kafka.secrets import is_secret_key, redact
 from throttled_admin.provisioning._plan import PlanError
-from throttled_admin.provisioning._secrets import is_secret_key, redact
 
 __all__ = ["PROFILE_FIELDS", "check_settings"]
 
@@ -85,14 +85,17 @@ def _culprit(conf: dict[str, str], message: str) -> tuple[str | None, bool]:
         if key in conf:
             return key, False
         return next((k for k in conf if (alone := _refusal({k: conf[k]})) and key in alone), None), False
-    mentioned = [key for key in conf if key in message]
-    return (max(mentioned, key=len) if mentioned else None), False
+    # the first key the message names (`max.in.flight` must be set <= 5 when `enable.idempotence` ...), the longer
+    # of two at one place (sasl.mechanisms, not sasl.mechanism)
+    mentioned = [(message.find(key), -len(key), key) for key in conf if key in message]
+    return (min(mentioned)[2] if mentioned else None), False
 
 
-def check_settings(conf: dict[str, str], *, where: str) -> None:
+def check_settings(conf: dict[str, str], *, where: str, fields: tuple[str, ...] = PROFILE_FIELDS) -> None:
     """librdkafka's own check of a profile's settings, so a misspelt key or a value it refuses is a file error naming
     the key, with the closest known key or librdkafka's reason, and not a failure of every row. A secret's value is
-    never shown: librdkafka's words are left out for a secret key, and any secret's value hidden in them."""
+    never shown: librdkafka's words are left out for a secret key, and any secret's value hidden in them. ``fields``:
+    the keys of ours the settings' file may hold besides librdkafka's (a profile's; none in --command-config)."""
     check = {key: value for key, value in conf.items() if key != "bootstrap.servers"}
     message = _refusal(check)
     if message is None:
@@ -100,12 +103,10 @@ def check_settings(conf: dict[str, str], *, where: str) -> None:
     unknown = _UNKNOWN_SETTING.search(message)
     if unknown is not None:
         key = unknown.group(1)
-        close = difflib.get_close_matches(key, [*PROFILE_FIELDS, *_COMMON_SETTINGS], n=1)
+        close = difflib.get_close_matches(key, [*fields, *_COMMON_SETTINGS], n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise PlanError(
-            f"{where}: field {key!r}: unknown key (a profile holds librdkafka settings, "
-            f"{' and '.join(PROFILE_FIELDS)}){hint}"
-        ) from None
+        holds = f"librdkafka settings, {' and '.join(fields)}" if fields else "librdkafka settings only"
+        raise PlanError(f"{where}: field {key!r}: unknown key (it holds {holds}){hint}") from None
     message = redact(message, [value for key, value in conf.items() if is_secret_key(key) and value])
     key, value_free = _culprit(check, message)
     if key is None:

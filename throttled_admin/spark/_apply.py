@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from throttled_admin.provisioning import PlanError
-from throttled_admin.provisioning._apply import MAX_CONCURRENT_ENTITIES
+from throttled_admin.provisioning._apply import MAX_CONCURRENT_ENTITIES, check_entities
 from throttled_admin.provisioning._budget import check_timeout
 from throttled_admin.provisioning._profile import ProfilesArg, as_profiles
 from throttled_admin.spark._quiet import pandas3_warning_ignored
@@ -141,6 +141,10 @@ def apply_plan(
     if max_concurrent_entities < 1:
         raise ValueError(f"max_concurrent_entities: expected an int >= 1, got {max_concurrent_entities}")
     optional = _check_columns(plan_df)
+    # Two profiles of one entity that differ fail here, before any task sends (a task would find it only after
+    # other tasks had applied their rows)
+    planned = sorted(row["cluster"] for row in plan_df.select("cluster").distinct().collect() if row["cluster"])
+    check_entities(checked, [name for name in planned if name in checked])
     spark = plan_df.sparkSession
     columns = [F.col(name) for name in (*_REQUIRED, *optional)]
     if execution == "driver":

@@ -124,12 +124,12 @@ def make_broker(args: argparse.Namespace) -> QuotaBroker:
     )
 
 
-def _in_flags(message: str, parser: argparse.ArgumentParser) -> str:
+def _in_flags(message: str, args: argparse.Namespace) -> str:
     """QuotaBroker's words for a bad setting, its parameters named by this command's flags (quota_window_num is
     --quota-window-num)."""
-    for action in parser._actions:
-        if action.option_strings and "_" in action.dest:  # (not a word of the message: user, port)
-            message = re.sub(rf"(?<![\w-]){re.escape(action.dest)}\b", action.option_strings[-1], message)
+    for dest in vars(args):
+        if "_" in dest:  # (not a word of the message: user, port)
+            message = re.sub(rf"(?<![\w-]){re.escape(dest)}\b", "--" + dest.replace("_", "-"), message)
     return message
 
 
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         broker = make_broker(args)
     except ValueError as exc:
-        parser.error(_in_flags(str(exc), parser))
+        parser.error(_in_flags(str(exc), args))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -149,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         # One line, no traceback: the usual cause is a port already in use (its words name which of the ports)
         ports = f"{args.port}" if args.num_brokers == 1 else f"{args.port}-{args.port + args.num_brokers - 1}"
-        print(f"{parser.prog}: error: cannot listen on 127.0.0.1:{ports}: {exc.strerror or exc}", file=sys.stderr)
+        where = f"127.0.0.1:{ports}" if args.port else "127.0.0.1 (free ports)"
+        print(f"{parser.prog}: error: cannot listen on {where}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     try:
         print(
