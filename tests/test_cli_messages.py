@@ -189,6 +189,28 @@ def test_a_create_the_controller_applied_is_created_with_a_warning_while_brokers
     assert (record["status"], record["visible"]) == ("created", True)
 
 
+def test_an_alter_waits_until_every_broker_shows_the_new_partitions(quota_broker: BrokerFactory) -> None:
+    """The clean-clone CI (stop 82): on Kafka, `--alter --partitions 5` returned as the controller answered, and the
+    next command's read of the topic (`--alter --partitions 0`, refused in Kafka's words with the current count)
+    said 3 from a broker that did not show the 5 yet, where kafka-topics.sh said 5. An alter now returns once every
+    broker shows the new count, as a create does, or warns which broker does not."""
+    broker = quota_broker(num_brokers=3, metadata_lag_ms=1_500)
+    broker.create_topic("grown", 3)
+    run = topics(broker.bootstrap_servers, "--alter", "--topic", "grown", "--partitions", "5", "--output", "json")
+    assert run.returncode == 0, run.output
+    [record] = [json.loads(line) for line in run.stdout.splitlines()]
+    assert (record["status"], record["visible"]) == ("altered", True)
+    again = topics(broker.bootstrap_servers, "--alter", "--topic", "grown", "--partitions", "0")
+    assert again.returncode == 1, again.output
+    assert "The topic grown currently has 5 partition(s); 0 would not be an increase." in again.stdout
+    lagged = topics(broker.bootstrap_servers, "--alter", "--topic", "grown", "--partitions", "7", "--timeout-ms", "800")
+    assert lagged.returncode == 0, lagged.output
+    assert lagged.stdout == (
+        "WARNING: Topic grown was altered, but brokers 1, 2 do not show its new partitions yet (within --timeout-ms "
+        "800); it is usable on every broker once they show them.\n"
+    )
+
+
 def test_a_call_that_runs_out_of_time_names_the_option(quota_broker: BrokerFactory) -> None:
     """The client's "not sent within timeout_ms=1" reached the command line as it was."""
     broker = quota_broker()

@@ -272,6 +272,51 @@ def test_close_is_not_held_up_by_a_blocked_callback_of_an_inherited_call(quota_b
     _assert_closed_error("describe_cluster", cluster)
 
 
+def test_close_is_not_held_up_by_an_inherited_call_blocked_in_librdkafka(quota_broker: BrokerFactory) -> None:
+    """Found by an adversarial run (helper 109): close() waited, in confluent-kafka's handle destroy, for another
+    thread's list_topics() left unanswered: forever with its default timeout, 19.7 s with 20. It returns within its
+    budget now; the handle goes when the call returns, and a call made after close() has begun raises
+    confluent-kafka's own error."""
+    broker = quota_broker()
+    admin = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.list_topics(timeout=20)
+    in_flight = broker.blackhole_next("Metadata")
+    lister = concurrent.futures.ThreadPoolExecutor(1)
+    listed = lister.submit(admin.list_topics, timeout=15)
+    try:
+        assert in_flight.wait(15), "the Metadata request never reached the broker"
+        started = time.monotonic()
+        admin.close()
+        elapsed_s = time.monotonic() - started
+        assert elapsed_s < 5, f"close() took {elapsed_s:.1f} s"
+        with pytest.raises(RuntimeError, match=r"^Handle has been closed$"):
+            admin.list_topics(timeout=1)
+    finally:
+        with contextlib.suppress(KafkaException):
+            listed.result(60)  # at its own timeout
+        lister.shutdown()
+
+
+@pytest.mark.asyncio
+async def test_aio_close_is_not_held_up_by_a_task_in_list_topics(quota_broker: BrokerFactory) -> None:
+    """The same through AIOThrottledAdminClient (helper 109: leaving `async with` hung while another task awaited
+    list_topics(): the sync close, then the executor's shutdown, waited for it)."""
+    broker = quota_broker()
+    admin = AIOThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    await admin.list_topics(timeout=20)
+    in_flight = broker.blackhole_next("Metadata")
+    lister = asyncio.create_task(admin.list_topics(timeout=15))
+    try:
+        assert await asyncio.to_thread(in_flight.wait, 15), "the Metadata request never reached the broker"
+        started = time.monotonic()
+        await admin.close()
+        elapsed_s = time.monotonic() - started
+        assert elapsed_s < 5, f"close() took {elapsed_s:.1f} s"
+    finally:
+        with contextlib.suppress(KafkaException):
+            await asyncio.wait_for(lister, 60)
+
+
 @pytest.mark.asyncio
 async def test_aio_close_fails_inherited_calls_in_flight(quota_broker: BrokerFactory) -> None:
     """The same through AIOThrottledAdminClient: the asyncio futures of inherited calls resolve at close()."""

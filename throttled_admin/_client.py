@@ -26,6 +26,7 @@ from confluent_kafka.admin import AdminClient
 
 # The public names live in confluent_kafka.admin, which re-exports them without __all__ (mypy --strict).
 from confluent_kafka.admin._config import ConfigResource
+from confluent_kafka.admin._metadata import ClusterMetadata
 from confluent_kafka.admin._resource import ResourceType
 from confluent_kafka.cimpl import NewPartitions, NewTopic, _AdminClientImpl
 from opentelemetry.metrics import MeterProvider
@@ -34,6 +35,7 @@ from throttled_admin._driver import collector
 from throttled_admin._driver.broker_views import BrokerViewReader
 from throttled_admin._driver.callback_errors import CallbackErrors
 from throttled_admin._driver.futures import TopicFuture
+from throttled_admin._driver.handle_calls import HandleCalls
 from throttled_admin._driver.quorum_wire import QuorumAnswer
 from throttled_admin._driver.scheduler import USER_CODE_WAIT_S, Answer, ClientGone, Scheduler, SendOrder
 from throttled_admin._driver.settings import USER_CALLBACKS, ClientSettings, install_callbacks
@@ -434,6 +436,7 @@ class ThrottledAdminClient(AdminClient):
         self._pid = os.getpid()
         self._callbacks = CallbackRunner()  # done-callbacks of every future this client returns
         self._inherited = _InheritedFutures(self._callbacks)
+        self._handle_calls = HandleCalls()  # the inherited calls that block in librdkafka's handle (list_topics)
         # wait_for_metadata's views and the controller quorum's epoch: connections of its own, made when first used
         self._broker_views = BrokerViewReader(conf)
         sink: list[Scheduler] = []  # filled below; the callbacks only ever see the scheduler weakly
@@ -639,6 +642,15 @@ class ThrottledAdminClient(AdminClient):
             self._check_process()
         return scheduler
 
+    def list_topics(self, *args: Any, **kwargs: Any) -> ClusterMetadata:
+        """confluent-kafka's ``list_topics``, unchanged, but for ``close()`` on another thread meanwhile: it does not
+        wait for the call (the handle goes when the call returns: ``_driver/handle_calls``), and a call after it has
+        begun raises confluent-kafka's own error."""
+        calls: HandleCalls | None = vars(self).get("_handle_calls")
+        if calls is None:  # (a client whose construction failed)
+            return AdminClient.list_topics(self, *args, **kwargs)
+        return calls.call(AdminClient.list_topics, self, *args, **kwargs)
+
     def poll(self, timeout: float = -1) -> int:
         """Serve librdkafka's callbacks for up to ``timeout`` seconds (-1: until one is served), as confluent-kafka's
         ``poll``; returns the number served. An exception raised by the ``error_cb``, ``stats_cb``,
@@ -762,7 +774,8 @@ class ThrottledAdminClient(AdminClient):
             self._callback_errors.close()
             if failing is not None:
                 failing.join(max(0.0, deadline - time.monotonic()))
-            AdminClient.__exit__(self, None, None, None)  # destroys librdkafka's handle now, not at collection
+            # destroys librdkafka's handle now, not at collection; after another thread's list_topics under way
+            self._handle_calls.close(functools.partial(AdminClient.__exit__, self, None, None, None))
         except Exception:  # (a bug: done as far as it went)
             raise
         except BaseException:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import functools
 import inspect
 import logging
@@ -43,6 +44,7 @@ from confluent_kafka.cimpl import NewPartitions, NewTopic, TopicPartition
 
 from throttled_admin._client import ThrottledAdminClient
 from throttled_admin._driver.futures import TopicFuture
+from throttled_admin._driver.scheduler import USER_CODE_WAIT_S
 from throttled_admin._options import CreatePartitionsOptions, CreateTopicsOptions, DeleteTopicsOptions
 
 __all__ = ["AIOThrottledAdminClient"]
@@ -176,6 +178,24 @@ class _TopicAioFuture(asyncio.Future[None]):
         return True
 
 
+def _shut_down(executor: concurrent.futures.Executor, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
+    """Done when ``executor``'s threads have ended, joined on a daemon thread of ours (never one of the loop's
+    executor: ``asyncio.run`` waits for those as it ends, and a thread may be in a call that blocks for long)."""
+    joined: asyncio.Future[None] = loop.create_future()
+
+    def done() -> None:
+        if not joined.done():
+            joined.set_result(None)
+
+    def join() -> None:
+        executor.shutdown(wait=True)
+        with contextlib.suppress(RuntimeError):  # (the loop closed meanwhile)
+            loop.call_soon_threadsafe(done)
+
+    threading.Thread(target=join, name="throttled-admin-close", daemon=True).start()
+    return joined
+
+
 class AIOThrottledAdminClient:
     """The asyncio ``ThrottledAdminClient``. ``conf`` and ``client_kwargs`` are ``ThrottledAdminClient``'s
     (``mutation_quota``, ``retry_on_quota_violation``, ``default_api_timeout_ms``, ``meter_provider``, ...).
@@ -298,8 +318,8 @@ class AIOThrottledAdminClient:
             if self._owns_client:
                 await loop.run_in_executor(None, self._client.close)
         finally:
-            if self._owns_executor:
-                await loop.run_in_executor(None, functools.partial(self._executor.shutdown, wait=True))
+            if self._owns_executor:  # its threads, within close()'s budget: not a list_topics blocked in librdkafka
+                await asyncio.wait([_shut_down(self._executor, loop)], timeout=USER_CODE_WAIT_S)
 
     async def __aenter__(self) -> AIOThrottledAdminClient:
         return self

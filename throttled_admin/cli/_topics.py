@@ -27,6 +27,7 @@ __all__ = ["TopicsFailed", "run_topics"]
 # org.apache.kafka.common.internals.Topic.INTERNAL_TOPICS
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 _PAST_TENSE = {"create": "created", "alter": "altered", "delete": "deleted"}
+_WAITED = ("create", "alter")  # waited for until every broker shows the change (wait_for_metadata)
 
 
 class TopicsFailed(Exception):
@@ -41,7 +42,7 @@ class TopicResult:
     error: ErrorInfo | None = None
     throttle_time_ms: int | None = None  # the broker's throttle_time_ms on the request's response
     hint: str | None = None
-    visible: bool | None = None  # a create: listed by every broker by --timeout-ms (None for other actions)
+    visible: bool | None = None  # a create or grow: shown by every broker by --timeout-ms (None for other actions)
     lagging: tuple[int, ...] = ()  # ... if not, the brokers known not to list it yet
 
     def as_dict(self) -> dict[str, Any]:
@@ -132,20 +133,20 @@ class TopicsCommand:
         throttle_ms = self.session.throttle_time_ms()
         self._admitted_over_quota = throttle_ms > 0 and self.session.quota_violations() == 0
         results: list[TopicResult] = []
-        creating = operation == "create"
+        waited = operation in _WAITED  # (a create, a grow: until every broker shows it)
         for topic in sorted(futures):
             exc = futures[topic].exception()
+            status = _PAST_TENSE[operation]
             if exc is None:
-                status = _PAST_TENSE[operation]
                 results.append(
-                    TopicResult(topic, operation, status, throttle_time_ms=throttle_ms, visible=creating or None)
+                    TopicResult(topic, operation, status, throttle_time_ms=throttle_ms, visible=waited or None)
                 )
-            elif isinstance(exc, NotYetVisibleError) and creating:
-                # The controller created it (kafka-topics.sh says so once the controller accepts): created, exit 0,
-                # with a warning that some broker does not list it yet.
+            elif isinstance(exc, NotYetVisibleError) and waited:
+                # The controller applied it (kafka-topics.sh says so once the controller accepts): exit 0, with a
+                # warning that some broker does not show it yet.
                 results.append(
                     TopicResult(
-                        topic, operation, "created", throttle_time_ms=throttle_ms, visible=False, lagging=exc.brokers
+                        topic, operation, status, throttle_time_ms=throttle_ms, visible=False, lagging=exc.brokers
                     )
                 )
             elif tolerate(exc):
@@ -183,8 +184,8 @@ class TopicsCommand:
             for result in results:
                 if result.status == "created":
                     self.out.line(f"Created topic {result.topic}.")
-                    if result.visible is False:
-                        self.out.line(visibility_warning(result.topic, result.lagging, self.args.timeout_ms))
+                if result.visible is False:
+                    self.out.line(visibility_warning(result, self.args.timeout_ms))
             throttled = max((r.throttle_time_ms or 0 for r in results if r.status != "failed"), default=0)
             if throttled > 0 and self._admitted_over_quota:
                 # Admitted and throttled, never refused: without this line the throttle would go unseen.
@@ -248,7 +249,10 @@ class TopicsCommand:
                         maximum=total - 1,
                     )
                 new_partitions.append(NewPartitions(name, self.args.partitions, replica_assignment=added))
-        futures = self.session.admin.create_partitions(new_partitions, **self._mutation_kwargs())
+        # every broker shows the new count when it says altered (a --describe or a next --alter reads it)
+        futures = self.session.admin.create_partitions(
+            new_partitions, **self._mutation_kwargs(), wait_for_metadata=True
+        )
         self._collect("alter", futures)
 
     def delete(self) -> None:
@@ -334,16 +338,18 @@ def _not_an_increase(topic: str, current: int, requested: int) -> TopicResult:
     return TopicResult(topic, "alter", "failed", ErrorInfo(None, "INVALID_PARTITIONS", message))
 
 
-def visibility_warning(topic: str, lagging: tuple[int, ...], timeout_ms: int) -> str:
-    """The warning for a topic the controller created that some broker did not list by --timeout-ms."""
+def visibility_warning(result: TopicResult, timeout_ms: int) -> str:
+    """The warning for a topic the controller created, or grew, that some broker did not show by --timeout-ms."""
+    lagging, grown = result.lagging, result.operation == "alter"
+    shows = "show its new partitions" if grown else "list it"
     if not lagging:
-        who = "no broker's metadata could be read to see whether every broker lists it"
+        who = f"no broker's metadata could be read to see whether every broker {'shows them' if grown else 'lists it'}"
     else:
         brokers = f"broker{'s' if len(lagging) > 1 else ''} {', '.join(map(str, lagging))}"
-        who = f"{brokers} {'does' if len(lagging) == 1 else 'do'} not list it yet"
+        who = f"{brokers} {'does' if len(lagging) == 1 else 'do'} not {shows} yet"
     return (
-        f"WARNING: Topic {topic} was created, but {who} (within --timeout-ms {timeout_ms}); it is usable on every "
-        "broker once they list it."
+        f"WARNING: Topic {result.topic} was {'altered' if grown else 'created'}, but {who} (within --timeout-ms "
+        f"{timeout_ms}); it is usable on every broker once they {'show them' if grown else 'list it'}."
     )
 
 
