@@ -320,6 +320,24 @@ async def test_shares_the_sync_clients_scheduler_and_metrics(quota_broker: Broke
 
 
 @pytest.mark.asyncio
+async def test_a_close_while_another_is_under_way_returns_once_that_one_has_ended(quota_broker: Broker) -> None:
+    """An adversarial run (helper 109): a second `await admin.close()` returned at once, the first still closing, the
+    call's futures pending; the sync client's close() waits for another thread's."""
+    broker = throttling_broker(quota_broker)
+    admin = AIOThrottledAdminClient(conf(broker))
+    await throttle_the_broker(admin, broker)
+    futures = await admin.create_topics([NewTopic(f"pending.{i}", 1, 1) for i in range(3)])
+    first = asyncio.create_task(admin.close())
+    await asyncio.sleep(0)  # (the first close under way: it has marked the client closed)
+    assert admin.closed
+    await admin.close()
+    assert admin.sync_client.closed
+    assert all(future.done() for future in futures.values()), futures
+    assert all(isinstance(future.exception(), KafkaException) for future in futures.values())
+    await first
+
+
+@pytest.mark.asyncio
 async def test_close_fails_pending_topics_and_coroutine_callbacks_run_on_the_loop(quota_broker: Broker) -> None:
     broker = throttling_broker(quota_broker)
     loop = asyncio.get_running_loop()

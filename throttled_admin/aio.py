@@ -252,6 +252,7 @@ class AIOThrottledAdminClient:
         self._client = client
         self._owns_client = owns_client
         self._closed = False
+        self._close_done: concurrent.futures.Future[None] = concurrent.futures.Future()  # the first close() ended
 
     def __repr__(self) -> str:
         return f"AIOThrottledAdminClient({self._client!r})"
@@ -309,8 +310,10 @@ class AIOThrottledAdminClient:
 
     async def close(self) -> None:
         """Close the client (pending topics fail with KafkaError._DESTROY) and the executor, off the loop.
-        Idempotent. A client given to ``wrap()`` stays open."""
+        Idempotent: a close() while another is under way (another task's, another loop's) returns once that one has
+        ended. A client given to ``wrap()`` stays open."""
         if self._closed:
+            await asyncio.shield(asyncio.wrap_future(self._close_done))
             return
         self._closed = True
         loop = asyncio.get_running_loop()
@@ -318,8 +321,11 @@ class AIOThrottledAdminClient:
             if self._owns_client:
                 await loop.run_in_executor(None, self._client.close)
         finally:
-            if self._owns_executor:  # its threads, within close()'s budget: not a list_topics blocked in librdkafka
-                await asyncio.wait([_shut_down(self._executor, loop)], timeout=USER_CODE_WAIT_S)
+            try:
+                if self._owns_executor:  # its threads, within the budget: not a list_topics blocked in librdkafka
+                    await asyncio.wait([_shut_down(self._executor, loop)], timeout=USER_CODE_WAIT_S)
+            finally:
+                self._close_done.set_result(None)
 
     async def __aenter__(self) -> AIOThrottledAdminClient:
         return self
