@@ -339,3 +339,13 @@ def test_librdkafkas_own_settings_for_the_same_thing_count_and_javas_shared_ones
     """Found by review (helper 101): only ssl.ca.location counted beside a TrustStore, and any sasl.kerberos.* key
     beside a Krb5 JAAS line, one Java reads as well."""
     assert (java_only(properties) is not None) is refused
+
+
+def test_a_jaas_problem_names_no_word_of_an_unquoted_password() -> None:
+    """On the reread: an unquoted password with a space (``password=s3cr3t xk9=...``) read as a second option, whose
+    name, a word of the password, the problem quoted. Only the Plain and Scram modules' own option names are."""
+    problem = jaas_problem(f"{_PLAIN} required username=alice password=s3cr3t xk9=;")
+    assert problem == "an option: its value is not one word or a quote", problem
+    problem = jaas_problem(f"{_PLAIN} required username=alice password=s3cr3t xk9=q w;")
+    assert problem is not None
+    assert "xk9" not in problem

@@ -12,6 +12,7 @@ __all__ = ["login_module", "read", "unescape"]
 
 _WHITESPACE, _ALPHA, _DIGIT, _QUOTE = 1, 2, 4, 8
 _FLAGS = ("required", "requisite", "sufficient", "optional")
+_OPTIONS = ("username", "password", "tokenauth")  # PlainLoginModule's and ScramLoginModule's
 _NAMED_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
 _OCTAL = "01234567"
 _EOF = "EOF"
@@ -157,25 +158,31 @@ def _entry(tokens: list[_Token], options: dict[str | None, str]) -> str | None:
     index, last = 2, None
     while tokens[index].kind not in (_EOF, ";"):
         name, mark, value = tokens[index], tokens[index + 1], tokens[min(index + 2, len(tokens) - 1)]
-        where = "the control flag" if last is None else f"option {last.text!r}"
+        where = "the control flag" if last is None else _named(last.text)
         if mark.kind != "=":
             if name.text is None and name.kind not in ("=", ";"):
                 return f"a character that is not a word, a quote, '=' or ';' after {where}{_unquoted(last)}"
             return f"expected NAME=VALUE after {where}{_unquoted(last)}"
         if value.kind == _NUMBER or value.kind == "-":
-            return f"option {name.text!r}: a value that starts with a digit, '.' or '-' must be quoted"
+            return f"{_named(name.text)}: a value that starts with a digit, '.' or '-' must be quoted"
         if value.text is None:
-            return f"option {name.text!r}: its value is not one word or a quote"
+            return f"{_named(name.text)}: its value is not one word or a quote"
         options[name.text] = value.text
         last = _Token(value.kind, name.text, value.closed)  # (the option's name, its value's kind)
         index += 3
     if tokens[index].kind == _EOF:
         if last is not None and not last.closed:
-            return f"option {last.text!r}: its value's quote is not closed"
+            return f"{_named(last.text)}: its value's quote is not closed"
         return "it does not end with ';'"
     if tokens[index + 1].kind != _EOF:
         return "text after its ';' (Kafka takes one login module)"
     return None
+
+
+def _named(name: str | None) -> str:
+    """An option by its name, if the Plain and Scram modules have it: what reads as another name may be a word of an
+    unquoted password that holds a space (``password=ab cd=...``)."""
+    return f"option {name!r}" if name in _OPTIONS else "an option"
 
 
 def _unquoted(last: _Token | None) -> str:
