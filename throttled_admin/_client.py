@@ -26,7 +26,6 @@ from confluent_kafka.admin import AdminClient
 
 # The public names live in confluent_kafka.admin, which re-exports them without __all__ (mypy --strict).
 from confluent_kafka.admin._config import ConfigResource
-from confluent_kafka.admin._metadata import ClusterMetadata
 from confluent_kafka.admin._resource import ResourceType
 from confluent_kafka.cimpl import NewPartitions, NewTopic, _AdminClientImpl
 from opentelemetry.metrics import MeterProvider
@@ -642,15 +641,6 @@ class ThrottledAdminClient(AdminClient):
             self._check_process()
         return scheduler
 
-    def list_topics(self, *args: Any, **kwargs: Any) -> ClusterMetadata:
-        """confluent-kafka's ``list_topics``, unchanged, but for ``close()`` on another thread meanwhile: it does not
-        wait for the call (the handle goes when the call returns: ``_driver/handle_calls``), and a call after it has
-        begun raises confluent-kafka's own error."""
-        calls: HandleCalls | None = vars(self).get("_handle_calls")
-        if calls is None:  # (a client whose construction failed)
-            return AdminClient.list_topics(self, *args, **kwargs)
-        return calls.call(AdminClient.list_topics, self, *args, **kwargs)
-
     def poll(self, timeout: float = -1) -> int:
         """Serve librdkafka's callbacks for up to ``timeout`` seconds (-1: until one is served), as confluent-kafka's
         ``poll``; returns the number served. An exception raised by the ``error_cb``, ``stats_cb``,
@@ -845,19 +835,27 @@ class ThrottledAdminClient(AdminClient):
 
 def _checked_in_child(name: str) -> Callable[..., Any]:
     """An inherited method, unchanged but for the fork check (in a forked child librdkafka's handle is dead and
-    its calls would time out or never resolve) and its futures, which close() fails if still pending."""
+    its calls would time out or never resolve), its futures, which close() fails if still pending, and a close()
+    meanwhile, which does not wait for a call blocked in librdkafka (``list_topics``: ``_driver/handle_calls``)."""
     inherited = getattr(AdminClient, name)
+    blocking = name in _BLOCKING_CALLS
 
     @functools.wraps(inherited)
     def method(self: ThrottledAdminClient, *args: Any, **kwargs: Any) -> Any:
         futures: _InheritedFutures | None = vars(self).get("_inherited")
-        if futures is None:  # a subclass that never called __init__: confluent-kafka's own RuntimeError
+        calls: HandleCalls | None = vars(self).get("_handle_calls")
+        if futures is None or calls is None:  # a subclass that never called __init__: confluent-kafka's own error
             return inherited(self, *args, **kwargs)
         self._check_process()
-        return futures.chain(name, inherited(self, *args, **kwargs))
+        answer = calls.call(inherited, self, *args, **kwargs) if blocking else inherited(self, *args, **kwargs)
+        return futures.chain(name, answer)
 
     return method
 
+
+# The inherited calls that block in librdkafka's handle (confluent-kafka's own words for them once it is closed:
+# "Handle has been closed")
+_BLOCKING_CALLS = frozenset({"list_topics", "list_groups", "cluster_id"})
 
 # Set after the class body, so type checkers still see confluent-kafka's own signatures and stubs.
 for _name in dir(AdminClient):
