@@ -5,6 +5,7 @@ here (Events, no sleeps); then real clients against QuotaBroker: one thread for 
 from __future__ import annotations
 
 import contextlib
+import subprocess
 import sys
 import threading
 import time
@@ -247,3 +248,45 @@ def test_clients_whose_exports_hang_do_not_hold_another_clients_results(quota_br
         release.set()
         for admin in [*hung, healthy]:
             admin.close()
+
+
+_COLLECTED_IN_THE_LOOPS_LOCK = """
+import gc, sys, threading
+from throttled_admin import ThrottledAdminClient
+from throttled_admin._driver import driver_loop
+
+conf = {"bootstrap.servers": sys.argv[1]}
+gc.disable()
+first = ThrottledAdminClient(conf)
+first.list_topics(timeout=20)
+first.close()  # the last client: the loop's thread ends
+first.cycle = first  # collected only by a collection, which runs its finalizer (_release)
+del first
+made = threading.Thread
+
+def collecting(*args, **kwargs):  # a collection as the loop makes its thread, under its lock
+    gc.collect()
+    return made(*args, **kwargs)
+
+driver_loop.threading.Thread = collecting  # (threading.Thread, while the second client is made)
+second = ThrottledAdminClient(conf)
+driver_loop.threading.Thread = made
+second.list_topics(timeout=20)
+second.close()
+print("ok")
+"""
+
+
+def test_a_client_collected_while_the_loop_makes_its_thread_does_not_deadlock_it(
+    quota_broker: BrokerFactory,
+) -> None:
+    """The clean-clone CI (stop 82) hung a worker: a collection in DriverLoop.ensure_thread, under its lock, ran the
+    finalizer of a client closed earlier (_release), whose scheduler.close() took the loop's lock again. A closed
+    client's finalizer now does nothing, and a dropped client's, on a thread that holds the loop's lock, closes from
+    a thread of its own."""
+    broker = quota_broker()
+    done = subprocess.run(
+        [sys.executable, "-c", _COLLECTED_IN_THE_LOOPS_LOCK, broker.bootstrap_servers],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr[-3000:]

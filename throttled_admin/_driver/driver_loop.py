@@ -20,6 +20,7 @@ thread behind), and a process forked from one with a loop makes its own.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import logging
@@ -27,7 +28,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 __all__ = ["DriverLoop", "Served", "done_serving", "driver_loop"]
 
@@ -70,6 +71,21 @@ class DriverLoop:
         self._thread: threading.Thread | None = None
         self._clients = 0  # added and not finished: the thread ends when none is left, and starts with the next
         self._claimed: threading.Thread | None = None  # the thread that runs (``_run`` claims it as it starts)
+        self._holder: int | None = None  # the thread in a ``_life`` section: a collection there may close a client
+
+    @contextlib.contextmanager
+    def _holding(self) -> Iterator[None]:
+        with self._life:
+            self._holder = threading.get_ident()
+            try:
+                yield
+            finally:
+                self._holder = None
+
+    def held_here(self) -> bool:
+        """Whether the caller is in one of the loop's sections: a garbage collection there runs the finalizers of
+        dropped clients, whose close must not wait (``Scheduler.close``)."""
+        return self._holder == threading.get_ident()
 
     def on_its_thread(self) -> bool:
         """Whether the caller is the loop's running thread."""
@@ -80,7 +96,7 @@ class DriverLoop:
         """Count ``served`` among the clients to serve, from its first ``wake()``, and see that a thread runs
         (RuntimeError: none can start, the interpreter is shutting down). Cut short (Ctrl-C), the caller lets it go
         (``abandon``): made first, then counted in one step, it is never counted unseen."""
-        with self._life:
+        with self._holding():
             self._clients += 1
             served.counted = True
         self.ensure_thread()
@@ -88,7 +104,7 @@ class DriverLoop:
     def abandon(self, served: Served) -> None:
         """A client whose making was cut short after ``add``: no longer counted (once), so the thread still ends
         with the last client."""
-        with self._life:
+        with self._holding():
             if not served.counted or served.serve is done_serving:
                 return
             if self._thread is None:
@@ -108,7 +124,7 @@ class DriverLoop:
             # client is counted, ``add`` having taken the lock before)
             return
         while True:
-            with self._life:
+            with self._holding():
                 current = self._thread
                 if self._clients == 0 or (current is not None and (current is self._claimed or current.is_alive())):
                     return
@@ -116,14 +132,14 @@ class DriverLoop:
             try:
                 thread.start()
             except BaseException:
-                with self._life:
+                with self._holding():
                     if self._thread is thread and self._claimed is not thread and not thread.is_alive():
                         self._thread = None  # never ran: the next add, call or close starts another
                 raise
             return
 
     def _run(self) -> None:
-        with self._life:  # replaced before it ran (``ensure_thread``): another serves
+        with self._holding():  # replaced before it ran (``ensure_thread``): another serves
             if self._thread is not threading.current_thread():
                 return
             self._claimed = self._thread
@@ -172,7 +188,7 @@ class DriverLoop:
 
     def _finish(self, served: Served) -> bool:
         """``served`` is done; True if it was the last client: this thread ends (the next client starts another)."""
-        with self._life:
+        with self._holding():
             self._clients -= 1
             served.counted = False
             last = self._clients == 0

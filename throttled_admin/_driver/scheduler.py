@@ -513,6 +513,8 @@ class Scheduler:
         if os.getpid() != self._pid:  # a forked child: no thread of the parent's runs here, and its locks may be held
             self._closed = True
             return True
+        if self._served.finished.is_set():  # closed before (a closed client's finalizer): nothing is left to do
+            return True
         if self._holds_what_the_thread_needs():
             self._close_here()
             return False
@@ -541,7 +543,8 @@ class Scheduler:
         return True
 
     def _holds_what_the_thread_needs(self) -> bool:
-        if self._loop.on_its_thread() or self._turns.held_here() or self._cv._is_owned():  # type: ignore[attr-defined]
+        loop = self._loop
+        if loop.on_its_thread() or loop.held_here() or self._turns.held_here() or self._cv._is_owned():  # type: ignore[attr-defined]
             return True
         with self._cv:
             return any(future.held_here() for future in self._open.futures())
