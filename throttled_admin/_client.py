@@ -34,7 +34,7 @@ from throttled_admin._driver import collector
 from throttled_admin._driver.broker_views import BrokerViewReader
 from throttled_admin._driver.callback_errors import CallbackErrors
 from throttled_admin._driver.futures import TopicFuture
-from throttled_admin._driver.handle_calls import HandleCalls
+from throttled_admin._driver.handle_calls import HandleCalls, closed_twin
 from throttled_admin._driver.quorum_wire import QuorumAnswer
 from throttled_admin._driver.scheduler import USER_CODE_WAIT_S, Answer, ClientGone, Scheduler, SendOrder
 from throttled_admin._driver.settings import USER_CALLBACKS, ClientSettings, install_callbacks
@@ -847,6 +847,8 @@ def _checked_in_child(name: str) -> Callable[..., Any]:
         if futures is None or calls is None:  # a subclass that never called __init__: confluent-kafka's own error
             return inherited(self, *args, **kwargs)
         self._check_process()
+        if calls.closed:  # (the handle may outlive the close a while: a list_topics under way)
+            return inherited(closed_twin(), *args, **kwargs)
         answer = calls.call(inherited, self, *args, **kwargs) if blocking else inherited(self, *args, **kwargs)
         return futures.chain(name, answer)
 

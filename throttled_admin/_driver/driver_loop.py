@@ -20,7 +20,6 @@ thread behind), and a process forked from one with a loop makes its own.
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import itertools
 import logging
@@ -28,7 +27,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 __all__ = ["DriverLoop", "Served", "done_serving", "driver_loop"]
 
@@ -67,25 +66,17 @@ class DriverLoop:
         self.inbox: queue.SimpleQueue[Served] = queue.SimpleQueue()  # the clients woken
         self._timers: list[tuple[float, int, Served]] = []  # (due, order, client): the loop's thread's alone
         self._order = itertools.count()
-        self._life = threading.Lock()  # the thread's start and end, and the clients' count (never taken in a wake)
+        # the thread's start and end, and the clients' count (never taken in a wake); an RLock for its owner alone
+        # (``held_here``): no section of it is entered again
+        self._life = threading.RLock()
         self._thread: threading.Thread | None = None
         self._clients = 0  # added and not finished: the thread ends when none is left, and starts with the next
         self._claimed: threading.Thread | None = None  # the thread that runs (``_run`` claims it as it starts)
-        self._holder: int | None = None  # the thread in a ``_life`` section: a collection there may close a client
-
-    @contextlib.contextmanager
-    def _holding(self) -> Iterator[None]:
-        with self._life:
-            self._holder = threading.get_ident()
-            try:
-                yield
-            finally:
-                self._holder = None
 
     def held_here(self) -> bool:
         """Whether the caller is in one of the loop's sections: a garbage collection there runs the finalizers of
-        dropped clients, whose close must not wait (``Scheduler.close``)."""
-        return self._holder == threading.get_ident()
+        dropped clients, whose close must not wait for the loop (``Scheduler.close``)."""
+        return bool(self._life._is_owned())  # type: ignore[attr-defined]
 
     def on_its_thread(self) -> bool:
         """Whether the caller is the loop's running thread."""
@@ -96,7 +87,7 @@ class DriverLoop:
         """Count ``served`` among the clients to serve, from its first ``wake()``, and see that a thread runs
         (RuntimeError: none can start, the interpreter is shutting down). Cut short (Ctrl-C), the caller lets it go
         (``abandon``): made first, then counted in one step, it is never counted unseen."""
-        with self._holding():
+        with self._life:
             self._clients += 1
             served.counted = True
         self.ensure_thread()
@@ -104,7 +95,7 @@ class DriverLoop:
     def abandon(self, served: Served) -> None:
         """A client whose making was cut short after ``add``: no longer counted (once), so the thread still ends
         with the last client."""
-        with self._holding():
+        with self._life:
             if not served.counted or served.serve is done_serving:
                 return
             if self._thread is None:
@@ -124,7 +115,7 @@ class DriverLoop:
             # client is counted, ``add`` having taken the lock before)
             return
         while True:
-            with self._holding():
+            with self._life:
                 current = self._thread
                 if self._clients == 0 or (current is not None and (current is self._claimed or current.is_alive())):
                     return
@@ -132,14 +123,14 @@ class DriverLoop:
             try:
                 thread.start()
             except BaseException:
-                with self._holding():
+                with self._life:
                     if self._thread is thread and self._claimed is not thread and not thread.is_alive():
                         self._thread = None  # never ran: the next add, call or close starts another
                 raise
             return
 
     def _run(self) -> None:
-        with self._holding():  # replaced before it ran (``ensure_thread``): another serves
+        with self._life:  # replaced before it ran (``ensure_thread``): another serves
             if self._thread is not threading.current_thread():
                 return
             self._claimed = self._thread
@@ -188,7 +179,7 @@ class DriverLoop:
 
     def _finish(self, served: Served) -> bool:
         """``served`` is done; True if it was the last client: this thread ends (the next client starts another)."""
-        with self._holding():
+        with self._life:
             self._clients -= 1
             served.counted = False
             last = self._clients == 0

@@ -513,8 +513,6 @@ class Scheduler:
         if os.getpid() != self._pid:  # a forked child: no thread of the parent's runs here, and its locks may be held
             self._closed = True
             return True
-        if self._served.finished.is_set():  # closed before (a closed client's finalizer): nothing is left to do
-            return True
         if self._holds_what_the_thread_needs():
             self._close_here()
             return False
