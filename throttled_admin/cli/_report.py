@@ -10,6 +10,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
+from confluent_kafka import KafkaError
+
 from throttled_admin.cli._conf import Redactor
 from throttled_admin.cli._progress import QUOTA_WINDOW_S, ClusterStats, format_rate
 from throttled_admin.provisioning import STATUSES, RowResult
@@ -205,10 +207,9 @@ def budget_summary(results: Sequence[RowResult], timeout_s: float | None) -> dic
 
 def _held(result: RowResult) -> bool:
     """Held by the quota past the budget: not sent, or refused by a strict quota (error 89) when it ended."""
-    return result.status == "not_sent" or (result.status == "failed" and result.error_code == _QUOTA_REFUSED)
-
-
-_QUOTA_REFUSED = 89  # THROTTLING_QUOTA_EXCEEDED
+    return result.status == "not_sent" or (
+        result.status == "failed" and result.error_code == KafkaError.THROTTLING_QUOTA_EXCEEDED
+    )
 
 
 def _seconds(value: float | None) -> str:
