@@ -330,9 +330,10 @@ def test_ctrl_c_ends_apply_at_once_and_a_rerun_finishes_the_plan(quota_broker: B
     child.sendintr()
     interrupted_at = time.monotonic()
     try:
-        child.expect("Interrupted: changes already sent may have been applied")
+        child.expect(r"Interrupted: changes already sent may have been applied\. (\d+) of 40 rows done")
     except pexpect.EOF:
         pytest.fail(f"the apply was not interrupted:\n{screen.getvalue()}")
+    rows_done = int(child.match.group(1))
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 130, screen.getvalue()
@@ -342,6 +343,7 @@ def test_ctrl_c_ends_apply_at_once_and_a_rerun_finishes_the_plan(quota_broker: B
     assert output.rfind("\x1b[?25h") > output.rfind("\x1b[?25l") >= 0
     created_before = len(broker.topics())
     assert 3 <= created_before < 40
+    assert rows_done <= created_before  # the rows done, as it knew them
 
     rerun = run_cli(*args[2:], "--output", "json", timeout_s=120)
     assert rerun.returncode == 0, rerun.output
@@ -349,6 +351,49 @@ def test_ctrl_c_ends_apply_at_once_and_a_rerun_finishes_the_plan(quota_broker: B
     assert summary["summary"].get("created", 0) == 40 - created_before
     assert summary["summary"].get("unchanged", 0) == created_before
     assert len(broker.topics()) == 40
+
+
+def test_ctrl_c_under_output_json_prints_a_record_for_every_row_as_the_interrupt_left_it(
+    quota_broker: BrokerFactory, tmp_path: Path
+) -> None:
+    # As above, with --output json: a consumer of the records still gets one per row (the rows done with their
+    # result, the rest INTERRUPTED, their outcome unknown) and a summary that says the run was interrupted.
+    broker = quota_broker(controller_mutation_rate=10, quota_window_num=1, enforcement="strict")
+    plan = _write_plan(tmp_path / "plan.csv", "main", 40, partitions=2)
+    args = ["-m", "throttled_admin", "apply", str(plan), "--bootstrap-server", broker.bootstrap_servers]
+    screen = io.StringIO()
+    child = pexpect.spawn(
+        sys.executable,
+        [*args, "--mutation-rate", "2", "--output", "json"],
+        env=cli_env(),
+        cwd=str(REPO),
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(30, 140),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as in the test above
+    )
+    child.logfile_read = screen
+    assert wait_until(lambda: len(broker.topics()) >= 6, timeout_s=30), screen.getvalue()  # some rows finished
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130, screen.getvalue()
+    lines = [line.removeprefix("^C") for line in screen.getvalue().splitlines()]  # the terminal echoes the Ctrl-C
+    records = [json.loads(line) for line in lines if line.startswith("{")]
+    assert len(records) == 41, screen.getvalue()
+    rows, summary = records[:-1], records[-1]
+    assert [r["topic"] for r in rows] == [f"orders.{i:03d}" for i in range(40)]
+    on_broker = broker.topics()
+    created = [r["topic"] for r in rows if r["status"] == "created"]
+    assert created, rows
+    assert set(created) <= set(on_broker), (created, sorted(on_broker))
+    rest = [r for r in rows if r["status"] != "created"]
+    assert rest, rows
+    assert all(r["status"] == "failed" and r["error_name"] == "INTERRUPTED" for r in rest), rest
+    assert all("outcome was known" in r["error_message"] for r in rest)
+    assert summary == {"summary": {"created": len(created), "failed": len(rest)}, "dry_run": False, "interrupted": True}
+    said = f"{len(created)} of 40 rows done (created: {len(created)}); outcome unknown: {len(rest)}."
+    assert said in screen.getvalue(), screen.getvalue()
 
 
 def test_apply_report_counts_refusals_and_throttled_apart(quota_broker: BrokerFactory, tmp_path: Path) -> None:

@@ -144,3 +144,37 @@ def test_the_demo_progress_lines_are_per_cluster_as_its_plot(capsys: pytest.Capt
     assert f"topics {len(east_payments):>4}/{len(rows) // 2}" in east
     assert re.search(rf"payments:\s+{planned}/{planned}\b", east), east
     assert re.search(rf"payments:\s+0/{planned}\b", west), west
+
+
+@pytest.mark.parametrize("width", [80, 99, 140])
+def test_the_live_bar_keeps_one_line_a_cluster_on_a_narrow_terminal(width: int) -> None:
+    """A new user's run at 80 columns (helper 107): the rate's and the throttle's words were folded onto a second
+    line of each bar ("(quota 4/s)", "ms" under the rest). Too narrow for the words at their longest, they are
+    compact (``4.0 of 4/s``, ``throttle: 5 s left``), so one bar stays one line, in every state of the throttle."""
+    from rich.console import Console
+
+    from throttled_admin.cli._progress import LiveBar
+    from throttled_admin.provisioning import Progress
+
+    console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=True)
+    bar = LiveBar({"main": 40, "west-payments": 120}, console)
+    compact = width < 120  # the widest cells of each column, the longest words, a bar of 10, the elapsed time
+    for throttle_ms in (3392, 0):  # a throttle being waited out, then one in the past
+        bar(Progress("main", 22, 40, 44, 4.0, 4.0, throttle_ms, rows_failed=2))
+        bar(Progress("west-payments", 0, 120, 0, 0.0, None, 0))
+        bar.stats["main"].throttle_until = time.monotonic() + (99 if throttle_ms else 0)
+        bar.stats["main"].throttle_time_ms = throttle_ms or 3392
+        console.file = io.StringIO()
+        console.print(bar._progress.get_renderable())
+        lines = console.file.getvalue().splitlines()
+        assert len(lines) == 2, lines
+        assert all(len(line) <= width for line in lines), lines
+        main = _ANSI.sub("", lines[0])
+        assert ("4.0 of 4/s" in main) is compact, main
+        assert ("4.0 mutations/s (quota 4/s)" in main) is not compact, main
+        if throttle_ms:
+            assert ("throttle: 99 s left" if compact else "waiting out throttle: 99 s left") in main, main
+        else:
+            assert ("last throttle 3.4 s" if compact else "last throttle 3392 ms") in main, main
+        assert re.search(r"22/40\s+rows \(2 failed\)", main), main
+        assert ("0.0 of ?/s" if compact else "(quota ?/s)") in _ANSI.sub("", lines[1]), lines[1]

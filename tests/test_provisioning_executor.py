@@ -376,6 +376,21 @@ def test_apply_plan_runs_groups_concurrently_in_plan_order(quota_broker: BrokerF
     assert time.monotonic() - started > 5.0  # the quota was honoured, not bypassed
 
 
+def test_apply_plan_tells_each_rows_result_by_its_plan_index_as_it_is_known(quota_broker: BrokerFactory) -> None:
+    # Two groups whose rows alternate in the plan: each result is told once, under the row's place in the whole
+    # plan (not in its group), and is the one apply_plan returns for it.
+    one, two = quota_broker(controller_mutation_rate=50), quota_broker(controller_mutation_rate=50)
+    rows = [PlanRow("east" if i % 2 else "west", "ensure", f"told.{i:02d}", 1) for i in range(12)]
+    rows.append(PlanRow("east", "ensure", "bad name!", 1))  # failed by the plan's rules, before anything is sent
+    told: list[tuple[int, RowResult, str]] = []
+    profiles = {"east": profile_for(one, "east"), "west": profile_for(two, "west")}
+    results = apply_plan(rows, profiles, on_result=lambda i, r: told.append((i, r, threading.current_thread().name)))
+    assert sorted(i for i, _, _ in told) == list(range(13))
+    assert all(results[i] is result for i, result, _ in told)
+    assert all(name.startswith("provision") for _, _, name in told)  # the groups' threads, before the call returned
+    assert [r.status for r in results] == ["created"] * 12 + ["failed"]
+
+
 def test_apply_plan_rejects_an_unknown_cluster_before_sending(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()
     rows = [PlanRow("east", "ensure", "a", 1), PlanRow("nowhere", "ensure", "b", 1)]

@@ -233,3 +233,19 @@ def test_a_profile_and_the_cli_hide_every_secret_setting(key: str) -> None:
     assert secret not in repr(profile)
     assert Redactor([{key: secret}])(f"librdkafka said {secret}") == "librdkafka said [hidden]"
     assert "h:1" in repr(profile)
+
+
+def test_a_short_secret_is_hidden_where_it_stands_alone_not_inside_an_address_or_a_word() -> None:
+    """Review 108: a short password was hidden wherever its characters occurred, which mangled the text and said
+    what the password was (``kafka`` made ``kafka:9092`` read ``***:9092``)."""
+    from throttled_admin._kafka.secrets import SHORT_SECRET, redact
+
+    assert redact("cannot connect to kafka:9092 (kafka-1, mykafka)", ["kafka"]) == (
+        "cannot connect to kafka:9092 (kafka-1, mykafka)"
+    )
+    assert redact("127.0.0.1:9092, node 1", ["1"]) == "127.0.0.1:9092, node ***"
+    said = "password=kafka; value 'kafka' or \"kafka\", [kafka] kafka"
+    assert redact(said, ["kafka"]) == "password=***; value '***' or \"***\", [***] ***"
+    long = "x" * SHORT_SECRET  # as long as that, a secret is hidden wherever it occurs, inside a URL too
+    assert redact(f"https://user:{long}@host/{long}x", [long]) == "https://user:***@host/***x"
+    assert redact("a+b (a+b)", ["a+b"]) == "*** (***)"  # a secret is text, not a pattern

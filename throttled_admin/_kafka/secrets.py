@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["is_secret_key", "redact"]
+__all__ = ["SHORT_SECRET", "is_secret_key", "redact"]
 
 _SECRET_KEY = re.compile(r"password|passphrase|secret|token|credential|jaas|key\.pem$", re.IGNORECASE)
 
@@ -17,9 +17,21 @@ def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(key))
 
 
+#: A secret shorter than this is hidden only where it stands alone (see ``redact``).
+SHORT_SECRET = 8
+# What may continue a host name, an address, a number or a word: a short secret beside one is part of something else.
+_CONTINUES = r"[\w.:/@-]"
+
+
 def redact(text: str, secrets: Iterable[str], marker: str = "***") -> str:
     """``text`` with every secret value replaced by ``marker``, the longest first (a secret that holds another is
-    hidden whole), for messages that might echo a setting's value."""
+    hidden whole), for messages that might echo a setting's value. A secret of fewer than ``SHORT_SECRET`` characters
+    only where it stands alone, not inside a host name, an address, a number or a word: hidden wherever it occurs,
+    the password ``kafka`` turned ``kafka:9092`` into ``***:9092``, and ``1`` every address into ``***27.0.0.***``,
+    mangling the text and saying what the password was."""
     for secret in sorted(secrets, key=len, reverse=True):
-        text = text.replace(secret, marker)
+        if len(secret) >= SHORT_SECRET:
+            text = text.replace(secret, marker)
+        else:
+            text = re.sub(f"(?<!{_CONTINUES}){re.escape(secret)}(?!{_CONTINUES})", lambda _: marker, text)
     return text

@@ -146,13 +146,49 @@ def _run_interruptibly(work: Callable[[], list[Any]]) -> list[Any]:
             continue
 
 
-def _interrupted(out: Output) -> NoReturn:
+def _interrupted(
+    out: Output, rows: list[Any], known: Mapping[int, Any], *, sent: bool, dry_run: bool = False
+) -> NoReturn:
     """The executor's groups cannot be cancelled and its worker threads would be joined at interpreter exit,
-    so an interrupt ends the process here (exit 130), after saying what that means."""
-    out.error(
-        "Interrupted: changes already sent may have been applied. Run the same plan again to finish it "
-        "(rows already done come back unchanged)."
-    )
+    so an interrupt ends the process here (exit 130), after saying what that means: the rows whose result was
+    ``known`` (plan index -> result), and the others as the interrupt left them: not sent (``sent`` False: before
+    anything was sent, or a dry run) or their outcome unknown. Under --output json, a record a row and the summary."""
+    from throttled_admin.provisioning import RowResult, summarize
+
+    if not sent or dry_run:
+        status, left = "not_sent", "interrupted before it was sent (nothing of it applied)"
+    else:
+        status, left = "failed", "interrupted before its outcome was known: its change may have been applied"
+    now = time.time()
+    results = [
+        _in_cli_terms(known[i])
+        if i in known
+        else RowResult(
+            cluster=row.cluster,
+            topic=str(row.topic),
+            action=str(row.action),
+            status=status,
+            error_name="INTERRUPTED",
+            error_message=left,
+            finished_at=now,
+        )
+        for i, row in enumerate(rows)
+    ]
+    if out.json_mode:
+        for result in results:
+            out.record(result.as_dict())
+        out.record({"summary": summarize(results), "dry_run": dry_run, "interrupted": True})
+    done = summarize(r for i, r in enumerate(results) if i in known)
+    counts = f" ({', '.join(f'{name}: {n}' for name, n in done.items())})" if done else ""
+    if not sent:
+        out.error(f"Interrupted before anything was sent; {len(rows) - len(known)} of {len(rows)} rows not sent.")
+    else:
+        rest = len(rows) - len(known)
+        out.error(
+            f"Interrupted: changes already sent may have been applied. {len(known)} of {len(rows)} rows done{counts}; "
+            f"{'not planned' if dry_run else 'outcome unknown'}: {rest}. Run the same plan again to finish it (rows "
+            "already done come back unchanged)."
+        )
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(130)
@@ -206,11 +242,13 @@ def run_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     except PlanError as exc:
         return _plan_error(exc, json_mode, redact)
     except KeyboardInterrupt:
-        _interrupted(out)
+        _interrupted(out, rows, {}, sent=False)
     failed_early = _unreachable_results(rows, problems)
     if problems:
         out.error(connection_summary(problems, rows))
-    runnable = [row for index, row in enumerate(rows) if index not in failed_early]
+    in_plan = [index for index in range(len(rows)) if index not in failed_early]
+    runnable = [rows[index] for index in in_plan]
+    known: dict[int, Any] = dict(failed_early)  # plan index -> the row's result, as each is known
     display, console = _display(args, runnable, profiles, out)
     try:
         with display:  # left (the live bar stopped, the cursor restored) before an interrupt ends the process
@@ -222,10 +260,11 @@ def run_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                     dry_run=args.dry_run,
                     progress=display,
                     timeout_s=args.timeout,
+                    on_result=lambda index, result: known.__setitem__(in_plan[index], result),
                 )
             )
     except KeyboardInterrupt:
-        _interrupted(out)
+        _interrupted(out, rows, dict(known), sent=True, dry_run=bool(args.dry_run))
     except PlanError as exc:
         return _plan_error(exc, json_mode, redact)
     ran_iter = iter(ran)

@@ -31,6 +31,9 @@ __all__ = [
 
 CLI_EXTRA_HINT = install_hint("cli")
 _PLAIN_INTERVAL_S = 1.0
+# The live bar at its least before its words turn compact, the rate's and throttle's longest words, and the elapsed
+# time (0:00:04) with the gaps between the seven columns
+_LEAST_BAR, _LONGEST_WORDS, _ELAPSED_AND_GAPS = 10, 31 + 31, 7 + 6
 
 
 def load_rich() -> Any | None:
@@ -111,14 +114,23 @@ class ClusterStats:
         ended = [f"{n} {what}" for n, what in ((self.rows_not_sent, "not sent"), (self.rows_failed, "failed")) if n]
         return f"rows ({', '.join(ended)})" if ended else "rows"
 
-    def rate_text(self, now: float | None = None) -> str:
+    def rate_text(self, now: float | None = None, *, compact: bool = False) -> str:
+        """``compact``: a terminal too narrow for the words (``4.0 of 4/s``)."""
+        if compact:
+            return f"{self.recent_rate(now):.1f} of {format_rate(self.quota_rate)}/s"
         return f"{self.recent_rate(now):.1f} mutations/s (quota {format_rate(self.quota_rate)}/s)"
 
-    def throttle_text(self, now: float | None = None) -> str:
+    def throttle_text(self, now: float | None = None, *, compact: bool = False) -> str:
         left = self.throttle_left_s(now) if self.rows_done < self.rows_total else 0.0  # done: nothing waits
         if left > 0:
-            return f"waiting out throttle: {math.ceil(left)} s left"
-        return f"last throttle {self.throttle_time_ms} ms" if self.throttle_time_ms else "no throttle"
+            return f"{'throttle' if compact else 'waiting out throttle'}: {math.ceil(left)} s left"
+        if not self.throttle_time_ms:
+            return "no throttle"
+        return (
+            f"last throttle {self.throttle_time_ms / 1000:.1f} s"
+            if compact
+            else f"last throttle {self.throttle_time_ms} ms"
+        )
 
 
 class ProgressDisplay(Protocol):
@@ -213,24 +225,32 @@ class LiveBar(_Base):
     ) -> None:
         super().__init__(rows_per_cluster, clusters)
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+        from rich.table import Column
         from rich.text import Text
 
         class StatsColumn(ProgressColumn):
             def __init__(self, render: Any) -> None:
-                super().__init__()
+                super().__init__(Column(no_wrap=True))  # never folded: where the line is short, the bar gives way
                 self._render = render
 
             def render(self, task: Any) -> Any:
                 return Text(self._render(task.fields["stats"]))
 
+        bar = self
+
+        class Elapsed(TimeElapsedColumn):
+            def render(self, task: Any) -> Any:
+                return Text("") if bar._compact() else super().render(task)
+
+        self._console = rich_console
         self._progress = Progress(
-            TextColumn("[bold]{task.description}"),
+            TextColumn("[bold]{task.description}", table_column=Column(no_wrap=True)),
             BarColumn(),
-            MofNCompleteColumn(),
+            MofNCompleteColumn(table_column=Column(no_wrap=True)),
             StatsColumn(lambda stats: stats.rows_text()),
-            StatsColumn(lambda stats: stats.rate_text()),
-            StatsColumn(lambda stats: stats.throttle_text()),
-            TimeElapsedColumn(),
+            StatsColumn(lambda stats: stats.rate_text(compact=self._compact())),
+            StatsColumn(lambda stats: stats.throttle_text(compact=self._compact())),
+            Elapsed(),  # the summary has it too: left out where the words are compact
             console=rich_console,
             refresh_per_second=8,
         )
@@ -238,6 +258,23 @@ class LiveBar(_Base):
             name: self._progress.add_task(stats.label, total=stats.rows_total, stats=stats)
             for name, stats in self.stats.items()
         }
+
+    def _compact(self) -> bool:
+        """Whether the bars' words, at their longest (a rate of ``999.9 mutations/s (quota 999/s)``, ``waiting out
+        throttle: 99 s left``), would not fit on one line of the terminal as it is now beside a bar of
+        ``_LEAST_BAR`` cells: rich would fold each column's words onto a second line. Each column is as wide as its
+        widest cell, whichever bar it is in. Decided on the longest words, not the moment's, so the bars do not
+        change form as a throttle comes and goes."""
+        stats = self.stats.values()
+        widest = sum(
+            max((len(text) for text in column), default=0)
+            for column in (
+                [s.label for s in stats],
+                [f"{s.rows_total}/{s.rows_total}" for s in stats],
+                [s.rows_text() for s in stats],
+            )
+        )
+        return widest + _LONGEST_WORDS + _LEAST_BAR + _ELAPSED_AND_GAPS > int(self._console.width)
 
     def __call__(self, progress: Progress) -> None:
         with self._lock:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from opentelemetry.metrics import MeterProvider
@@ -86,6 +86,7 @@ def apply_plan(
     max_concurrent_entities: int = MAX_CONCURRENT_ENTITIES,
     meter_provider: MeterProvider | None = None,
     timeout_s: float | None = None,
+    on_result: Callable[[int, RowResult], None] | None = None,
 ) -> list[RowResult]:
     """Run every group concurrently (the work is I/O: waiting on brokers and quotas) and return one
     result per row, in plan order. ``progress`` is called from the groups' threads, one call at a time.
@@ -97,7 +98,9 @@ def apply_plan(
     global provider); each group's series carry its profile's name and principal (``throttled_admin.cluster``,
     ``throttled_admin.principal``). ``timeout_s``: each group's time budget, from its start; by default twice its
     predicted time plus a minute, moved on by a throttle its client learns (3 times a row at most), so a debt the
-    principal owes is waited out. Rows the quota would hold past the budget end ``not_sent`` (docs/pipeline.md)."""
+    principal owes is waited out. Rows the quota would hold past the budget end ``not_sent`` (docs/pipeline.md).
+    ``on_result(index, result)``: called as each row's result is known (``index`` its place in ``rows``; told again
+    if it changes, the last told is the one returned), one call at a time with ``progress``, before the call returns."""
     checked = as_profiles(profiles)
     timeout_s = check_timeout(timeout_s)
     if isinstance(max_concurrent_entities, bool) or not isinstance(max_concurrent_entities, int):
@@ -131,6 +134,7 @@ def apply_plan(
                 progress=callback,
                 meter_provider=meter_provider,
                 timeout_s=timeout_s,
+                on_result=_in_plan(on_result, indexes, lock),
             ): indexes
             for profile, indexes in groups.values()
         }
@@ -138,3 +142,18 @@ def apply_plan(
             for index, result in zip(indexes, future.result(), strict=True):
                 results[index] = result
     return [r for r in results if r is not None]
+
+
+def _in_plan(
+    on_result: Callable[[int, RowResult], None] | None, indexes: list[int], lock: threading.Lock
+) -> Callable[[int, RowResult], None] | None:
+    """A group's ``on_result``, its row's index turned into the plan's, one call at a time across the groups."""
+    if on_result is None:
+        return None
+    callback = on_result
+
+    def in_plan(index: int, result: RowResult) -> None:
+        with lock:
+            callback(indexes[index], result)
+
+    return in_plan

@@ -121,6 +121,7 @@ class _Group:
         profile: Profile,
         progress: ProgressCallback | None,
         timeout_s: float | None = None,
+        on_result: Callable[[int, RowResult], None] | None = None,
     ) -> None:
         self.started = time.monotonic()
         self.timeout_s = timeout_s
@@ -130,6 +131,7 @@ class _Group:
         self.profile = profile
         self.secrets = profile.secrets()
         self.progress = progress
+        self.on_result = on_result
         self.results: dict[int, RowResult] = {}
         self.ended: Counter[str] = Counter()  # the results' statuses, counted as they come (the progress reports)
         self.admitted = AdmittedRate()  # the client's mutations-admitted-total over time
@@ -154,6 +156,8 @@ class _Group:
             error_message=None if message is None else redact(message, self.secrets),
             **fields,
         )
+        if self.on_result is not None:
+            self.on_result(index, self.results[index])
 
     def fail_all(self, message: str, code: int | None = None, name: str | None = None) -> None:
         now = time.time()
@@ -280,6 +284,7 @@ def execute(
     progress: ProgressCallback | None = None,
     meter_provider: MeterProvider | None = None,
     timeout_s: float | None = None,
+    on_result: Callable[[int, RowResult], None] | None = None,
 ) -> list[RowResult]:
     """Apply ``rows`` (one group: they all use ``profile``) and return one result per row, in order.
 
@@ -290,8 +295,8 @@ def execute(
     ``detail`` and ``predicted_s``. ``meter_provider``: where the client's metrics go (else the global provider),
     labelled with ``metric_attributes(profile)``. ``timeout_s``: the group's time budget from its start (default:
     twice the predicted time plus a minute, moved on by a throttle the client learns, 3 times a row at most); rows
-    the quota would hold past it end ``not_sent``."""
-    group = _Group(list(rows), profile, progress, check_timeout(timeout_s))
+    the quota would hold past it end ``not_sent``. ``on_result(index, result)``: as each row's result is known."""
+    group = _Group(list(rows), profile, progress, check_timeout(timeout_s), on_result)
     log.debug("group %s: %d rows (dry_run=%s, allow_delete=%s)", profile.name, len(group.rows), dry_run, allow_delete)
     candidates = _check_rows(group)
     if candidates:
