@@ -70,3 +70,15 @@ def test_a_table_too_wide_folds_no_value_word_where_the_terminal_has_room_for_it
     # Too narrow for the values' longest words: rich's own shares, every cell still there
     narrow = drawn(Table("Planned changes", headers, changes), 40)
     assert max(len(line) for line in narrow) <= 40, narrow
+
+
+def test_wide_characters_count_as_the_two_columns_they_take() -> None:
+    """Review 108: the words' widths were their lengths in characters, so a cluster named 東京 took half the columns
+    its words were given and folded; the plain table's columns were as far off."""
+    rows = [["東京-payments", "orders.events.v2", "ensure", "refused: the quota would hold this row past the budget"]]
+    headers = ["cluster", "topic", "action", "error"]
+    lines = drawn(Table("Failed rows", headers, rows), 60)
+    assert max(len(line) + sum(1 for c in line if c in "東京") for line in lines) <= 60, lines
+    assert any("東京-payments" in line for line in lines), lines  # its word whole, not folded over two lines
+    plain = Table("Summary", ["cluster", "rows"], [["東京", "3"], ["east-1", "4"]]).plain().splitlines()
+    assert [line.index(line.split()[-1]) + line.count("東") + line.count("京") for line in plain[1:]] == [9] * 3, plain

@@ -7,6 +7,7 @@ holds), else as aligned text columns. No cell is ever cut short.
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
@@ -30,6 +31,11 @@ def _is_number(text: str) -> bool:
 _UNBOUNDED = 1_000_000  # a width no table reaches: where a table's own least width is measured
 
 
+def _cells(text: str) -> int:
+    """The columns ``text`` takes on a terminal: 2 for a wide character (東), none for a combining one."""
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
 def _word_widths(headers: Sequence[str], rows: Sequence[Sequence[str]], console_width: int) -> list[int] | None:
     """Column widths for a table that does not fit ``console_width`` at its natural width, none of its values' words
     folded: each column its longest value word, and its header's longest word as far as the width allows (header words
@@ -37,9 +43,9 @@ def _word_widths(headers: Sequence[str], rows: Sequence[Sequence[str]], console_
     line wants beyond that. None when the values' longest words alone do not fit: rich's own shares then."""
     columns = [[header, *(row[index] for row in rows)] for index, header in enumerate(headers)]
     room = console_width - 3 * len(columns) - 1  # a box: a border before each column and after the last, padding 1+1
-    most = [max((len(line) for cell in column for line in cell.splitlines()), default=1) for column in columns]
-    values = [max((len(word) for cell in column[1:] for word in cell.split()), default=1) for column in columns]
-    titles = [max((len(word) for word in header.split()), default=1) for header in headers]
+    most = [max((_cells(line) for cell in column for line in cell.splitlines()), default=1) for column in columns]
+    values = [max((_cells(word) for cell in column[1:] for word in cell.split()), default=1) for column in columns]
+    titles = [max((_cells(word) for word in header.split()), default=1) for header in headers]
     for cap in range(max(titles), -1, -1):
         least = [max(value, min(title, cap)) for value, title in zip(values, titles, strict=True)]
         if sum(least) <= room:
@@ -67,10 +73,11 @@ class Table:
         self.turnable = turnable
 
     def plain(self) -> str:
-        widths = [max(len(str(cell)) for cell in column) for column in zip(self.headers, *self.rows, strict=True)]
+        widths = [max(_cells(str(cell)) for cell in column) for column in zip(self.headers, *self.rows, strict=True)]
         lines = [self.title]
         for cells in (self.headers, *self.rows):
-            lines.append("  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip())
+            padded = (cell + " " * (width - _cells(cell)) for cell, width in zip(cells, widths, strict=True))
+            lines.append("  ".join(padded).rstrip())
         return "\n".join(lines)
 
     def rich(self, console: Any) -> Any:
