@@ -34,6 +34,7 @@ _PLAIN_INTERVAL_S = 1.0
 # The live bar at its least before its words turn compact, the rate's and throttle's longest words, and the elapsed
 # time (0:00:04) with the gaps between the seven columns
 _LEAST_BAR, _LONGEST_WORDS, _ELAPSED_AND_GAPS = 10, 31 + 31, 7 + 6
+_COMPACT_AGE_S = 0.1  # how long that decision holds (a terminal resized, a row failed)
 
 
 def load_rich() -> Any | None:
@@ -243,6 +244,7 @@ class LiveBar(_Base):
                 return Text("") if bar._compact() else super().render(task)
 
         self._console = rich_console
+        self._compact_at = (-math.inf, False)  # when _compact last decided, and what
         self._progress = Progress(
             TextColumn("[bold]{task.description}", table_column=Column(no_wrap=True)),
             BarColumn(),
@@ -265,16 +267,23 @@ class LiveBar(_Base):
         ``_LEAST_BAR`` cells: rich would fold each column's words onto a second line. Each column is as wide as its
         widest cell, whichever bar it is in. Decided on the longest words, not the moment's, so the bars do not
         change form as a throttle comes and goes."""
+        from rich.cells import cell_len
+
+        now = time.monotonic()
+        if now - self._compact_at[0] < _COMPACT_AGE_S:  # asked by three columns of every bar, 8 times a second
+            return self._compact_at[1]
         stats = self.stats.values()
         widest = sum(
-            max((len(text) for text in column), default=0)
+            max((cell_len(text) for text in column), default=0)
             for column in (
                 [s.label for s in stats],
                 [f"{s.rows_total}/{s.rows_total}" for s in stats],
                 [s.rows_text() for s in stats],
             )
         )
-        return widest + _LONGEST_WORDS + _LEAST_BAR + _ELAPSED_AND_GAPS > int(self._console.width)
+        compact = widest + _LONGEST_WORDS + _LEAST_BAR + _ELAPSED_AND_GAPS > int(self._console.width)
+        self._compact_at = (now, compact)
+        return compact
 
     def __call__(self, progress: Progress) -> None:
         with self._lock:
