@@ -7,6 +7,7 @@ import logging
 import struct
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError
@@ -199,6 +200,12 @@ def test_constructor_rejects_bad_settings() -> None:
         QuotaBroker(controller_mutation_rate=0)
     with pytest.raises(ValueError, match="room"):
         QuotaBroker(port=65535, num_brokers=2)
+    # The counts are ints, said alike (a window of 2.5 or True was taken, and said otherwise than the other counts)
+    for name in ("num_brokers", "quota_window_num", "request_quota_window_num"):
+        for value in (0, 2.5, True, "3"):
+            settings: dict[str, Any] = {name: value}
+            with pytest.raises(ValueError, match=f"^{name} must be an int >= 1, got {value!r}$"):
+                QuotaBroker(**settings)
 
 
 def test_stopping_while_clients_connect_leaks_no_socket() -> None:

@@ -114,7 +114,7 @@ def test_standalone_broker_refuses_bad_settings_without_echoing_secrets() -> Non
         # a new user's run (helper 106): an empty password started a broker no client could log in to, and a bad
         # window was said by the constructor's names, both at once ("quota_window_num must be >= 1 and ...")
         (["--user", "alice:"], "argument --user: expected NAME:PASSWORD, neither empty"),
-        (["--quota-window-num", "0"], "error: --quota-window-num must be >= 1, got 0"),
+        (["--quota-window-num", "0"], "error: --quota-window-num must be an int >= 1, got 0"),
         (["--quota-window-size-s", "0"], "error: --quota-window-size-s must be > 0, got 0"),
     ):
         result = subprocess.run(

@@ -111,12 +111,10 @@ class QuotaBroker:
         ssl_context: ssl.SSLContext | None = None,
         owns_process: bool = False,
     ) -> None:
-        if num_brokers < 1:
-            raise ValueError(f"num_brokers must be >= 1, got {num_brokers}")
+        _positive_int("num_brokers", num_brokers)
         if enforcement not in _ENFORCEMENTS:
             raise ValueError(f"enforcement must be one of {_ENFORCEMENTS}, got {enforcement!r}")
-        if quota_window_num < 1:
-            raise ValueError(f"quota_window_num must be >= 1, got {quota_window_num}")
+        _positive_int("quota_window_num", quota_window_num)
         if not quota_window_size_s > 0:
             raise ValueError(f"quota_window_size_s must be > 0, got {quota_window_size_s}")
         if not 0 <= port <= 65535 or (port and port + num_brokers - 1 > 65535):
@@ -131,8 +129,7 @@ class QuotaBroker:
             raise ValueError(f"sasl_mechanisms must be some of {SASL_MECHANISMS}, got {sasl_mechanisms!r}")
         if request_time_cost_ms is not None:
             _seconds("request_time_cost_ms", request_time_cost_ms, "milliseconds")
-        if request_quota_window_num < 1:
-            raise ValueError(f"request_quota_window_num must be >= 1, got {request_quota_window_num}")
+        _positive_int("request_quota_window_num", request_quota_window_num)
         if not request_quota_window_size_s >= 0.001:
             raise ValueError(f"request_quota_window_size_s must be >= 0.001, got {request_quota_window_size_s}")
         for user, password in (users or {}).items():  # (Kafka's PLAIN and SCRAM refuse either empty; librdkafka too)
