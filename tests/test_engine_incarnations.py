@@ -130,6 +130,30 @@ def test_the_rule() -> None:
     assert lagging("CreatePartitions", "x", grow, views(grown, TopicView(8, True, OLD), grown)) == (0, 1, 2)
     # a delete: absent, whatever the id
     assert lagging("DeleteTopics", "x", "x", views(None, TopicView(1, True, OLD), None)) == (1,)
+
+
+def test_a_grow_waits_for_the_partitions_it_added_to_be_led_not_those_offline_before_it() -> None:
+    """Helper 111 on a three-node Kafka: a grow of a topic whose partitions 0 and 1 had lost their only replica's
+    node waited out its deadline, then named every broker as not showing it (tests/test_visibility_on_quorum.py)."""
+    offline = frozenset({0, 1})
+    old_offline = TopicView(3, False, NEW, offline)  # partition 2, added, led
+    added_offline = TopicView(3, False, NEW, frozenset({0, 1, 2}))
+    erred = TopicView(3, False, NEW)  # not led, yet every partition is: the topic's own error
+    assigned, placed = NewPartitions("x", 3, replica_assignment=[[1]]), NewPartitions("x", 3)
+    for grow in (assigned, placed):
+        assert lagging("CreatePartitions", "x", grow, views(old_offline, old_offline, old_offline)) == ()
+        assert lagging("CreatePartitions", "x", grow, views(old_offline, added_offline, erred)) == (1, 2)
+        assert lagging("CreatePartitions", "x", grow, views(old_offline, TopicView(2, False, NEW, offline), None)) == (
+            1,
+            2,
+        )
+    # Two added, by assignment: both must be led; placed by Kafka, the last one stands for them
+    two = NewPartitions("x", 4, replica_assignment=[[1], [2]])
+    second_led = TopicView(4, False, NEW, frozenset({0, 1, 2}))
+    assert lagging("CreatePartitions", "x", two, views(second_led, second_led, second_led)) == (0, 1, 2)
+    assert lagging("CreatePartitions", "x", NewPartitions("x", 4), views(second_led, second_led, second_led)) == ()
+    # A create still wants every partition led
+    assert lagging("CreateTopics", "x", NewTopic("x", 3, 1), views(old_offline, old_offline, old_offline)) == (0, 1, 2)
     assert ids_shown("x", views(TopicView(8, True, OLD), None, TopicView(8, True))) == {OLD}
     assert ids_shown("x", {0: None, 1: {}}) == frozenset()
 

@@ -77,8 +77,8 @@ def test_what_a_broker_shows_of_the_topics_asked_about(version: int) -> None:
     assert got.brokers == {0: "127.0.0.1:9000", 1: "127.0.0.1:9001"}
     assert got.topics == {
         "ready": TopicView(2, True, READY),
-        "leaderless": TopicView(2, False, OLD),
-        "sick": (1, False, got.topics["sick"].topic_id),
+        "leaderless": TopicView(2, False, OLD, frozenset({1})),  # the partitions without a leader, by index
+        "sick": (1, False, got.topics["sick"].topic_id, frozenset({0})),  # ... or with an error
         "electing": TopicView(0, False, None),  # listed with an error: not usable yet, no id (zero UUID)
     }  # UNKNOWN_TOPIC_OR_PARTITION, and topics not asked about, are not shown
     assert got.error_code == 0
@@ -224,11 +224,13 @@ def test_partitions_read_in_one_match_are_read_as_one_by_one(parts: list[bytes],
     data = b"\x07" + b"".join(parts) + b"\x00"  # a byte before and after: neither is read as a partition
     for whole in (data, data[: 1 + cut]):
         try:
-            expected: tuple[bool, int] | type[Exception] = metadata_wire._partitions_one_by_one(whole, 1, len(parts))
+            expected: tuple[frozenset[int], int] | type[Exception] = metadata_wire._partitions_one_by_one(
+                whole, 1, len(parts)
+            )
         except (IndexError, struct.error):
             expected = IndexError
         try:
-            got: tuple[bool, int] | type[Exception] = metadata_wire._partitions(whole, 1, len(parts))
+            got: tuple[frozenset[int], int] | type[Exception] = metadata_wire._partitions(whole, 1, len(parts))
         except (IndexError, struct.error):
             got = IndexError
         assert got == expected

@@ -186,6 +186,7 @@ def _view(metadata: ClusterMetadata, names: list[str]) -> dict[str, TopicView]:
         error = topic.error
         if error is not None and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
             continue  # not listed
-        led = error is None and all(p.error is None and p.leader >= 0 for p in topic.partitions.values())
-        view[name] = TopicView(len(topic.partitions), led)  # librdkafka's metadata carries no topic id
+        leaderless = frozenset(p.id for p in topic.partitions.values() if p.error is not None or p.leader < 0)
+        # (librdkafka's metadata carries no topic id)
+        view[name] = TopicView(len(topic.partitions), error is None and not leaderless, None, leaderless)
     return view

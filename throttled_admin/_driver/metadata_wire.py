@@ -39,6 +39,7 @@ _ARRAYS = range(3)  # a partition's replicas, in-sync and offline replicas: comp
 _ARRAY = b"(?:" + b"|".join(rb"\x%02x.{%d}" % (n, 4 * max(0, n - 1)) for n in range(16)) + b")"
 _LED = rb"\x00\x00.{4}[\x00-\x7f].{7}" + _ARRAY * 3 + rb"\x00"
 _MIN_PARTITION = 14 + 3 + 1
+_NONE: frozenset[int] = frozenset()
 
 
 @dataclass
@@ -98,11 +99,11 @@ def _decode(version: int, data: bytes, pos: int, names: set[str]) -> tuple[Metad
             pos += 18
         else:
             partitions, pos = _length(data, pos + 17)
-        led, pos = _partitions(data, pos, partitions)
+        leaderless, pos = _partitions(data, pos, partitions)
         pos = _tags(data, pos + 4)  # (after topic_authorized_operations)
         if name is not None and name in names and error != _UNKNOWN_TOPIC_OR_PARTITION:
             topic_id = None if raw_id == NO_UUID else uuid.UUID(bytes=raw_id)
-            answer.topics[name] = TopicView(partitions, led and error == 0, topic_id)
+            answer.topics[name] = TopicView(partitions, not leaderless and error == 0, topic_id, leaderless)
     if version == 10:
         pos += 4  # cluster_authorized_operations
     if version >= 13:
@@ -127,13 +128,14 @@ def _brokers(data: bytes, pos: int, size: int, brokers: dict[int, str]) -> int:
     return pos
 
 
-def _partitions(data: bytes, pos: int, count: int) -> tuple[bool, int]:
-    """Whether each of ``count`` partitions has a leader and no error; where the next field starts. Each partition:
-    error, index, leader, leader epoch, then its replicas, in-sync and offline replicas (skipped) and tagged fields."""
+def _partitions(data: bytes, pos: int, count: int) -> tuple[frozenset[int], int]:
+    """Those of ``count`` partitions without a leader or with an error (their indexes; none: every one led); where the
+    next field starts. Each partition: error, index, leader, leader epoch, then its replicas, in-sync and offline
+    replicas (skipped) and tagged fields."""
     if count * _MIN_PARTITION <= len(data) - pos:  # (a count the rest cannot hold: cut short, read one at a time)
         matched = _all_led(count).match(data, pos)
         if matched is not None:
-            return True, matched.end()
+            return _NONE, matched.end()
     return _partitions_one_by_one(data, pos, count)
 
 
@@ -143,13 +145,13 @@ def _all_led(count: int) -> re.Pattern[bytes]:
     return re.compile(b"(?:%s){%d}" % (_LED, count), re.DOTALL)
 
 
-def _partitions_one_by_one(data: bytes, pos: int, count: int) -> tuple[bool, int]:
+def _partitions_one_by_one(data: bytes, pos: int, count: int) -> tuple[frozenset[int], int]:
     """``_partitions`` in Python, a partition at a time: any partition, any length, any tagged field."""
-    led = True
+    leaderless: list[int] = []
     for _ in range(count):
-        partition_error, _, leader, _ = _PARTITION(data, pos)
+        partition_error, index, leader, _ = _PARTITION(data, pos)
         if partition_error or leader < 0:
-            led = False
+            leaderless.append(index)
         pos += 14
         for _ in _ARRAYS:
             length = data[pos]
@@ -159,7 +161,7 @@ def _partitions_one_by_one(data: bytes, pos: int, count: int) -> tuple[bool, int
                 length, pos = _length(data, pos)
                 pos += 4 * length
         pos = pos + 1 if data[pos] == 0 else _tags(data, pos)
-    return led, pos
+    return frozenset(leaderless), pos
 
 
 def _uvarint(data: bytes, pos: int) -> tuple[int, int]:

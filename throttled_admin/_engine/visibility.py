@@ -8,7 +8,9 @@ it:
 
 - a create: listed, with at least the partitions asked for (any count for the broker's default), each with a
   leader, and every broker showing one topic id that none showed before the create was sent (its *incarnation*);
-- a grow: listed with at least the new count, each partition with a leader, and every broker showing one id;
+- a grow: listed with at least the new count, each partition it added with a leader (those its replica assignment
+  names, else at least the last: partitions offline before it are not its to wait for), and every broker showing one
+  id;
 - a delete: absent.
 
 Incarnations (docs/semantics.md, "Incarnations"): a name deleted and created again is another topic, with another
@@ -73,6 +75,7 @@ class TopicView(NamedTuple):
     partitions: int
     led: bool  # every partition has a leader and no error
     topic_id: uuid.UUID | None = None  # None: the view carries no id (the fallback reader, Metadata < v10)
+    leaderless: frozenset[int] = frozenset()  # the partitions without a leader or with an error (by index)
 
 
 # node id -> its Metadata for the topics asked about (absent: not listed), or None when it could not be read
@@ -85,6 +88,17 @@ def _wanted_partitions(operation: str, item: Any) -> int:
     if item.replica_assignment:
         return len(item.replica_assignment)
     return max(1, int(item.num_partitions))  # -1: the broker's default, at least one
+
+
+def _added_led(operation: str, item: Any, listed: TopicView) -> bool:
+    """A grow, on a broker that lists its new count: whether the partitions it added have a leader, whatever became of
+    those before it (offline while their only replicas' node is away: not the grow's to wait for). The added ones are
+    the last: as many as its replica assignment names, else at least the very last (Kafka places them on live
+    brokers)."""
+    if operation != "CreatePartitions" or not listed.leaderless:  # (not led, yet every partition led: a topic error)
+        return False
+    added = len(item.replica_assignment) if item.replica_assignment else 1
+    return max(listed.leaderless) < int(item.new_total_count) - added
 
 
 def ids_shown(name: str, views: BrokerViews) -> frozenset[uuid.UUID]:
@@ -110,7 +124,7 @@ def lagging(
     shown: dict[int, uuid.UUID | None] = {}  # the brokers that show enough: the id each shows
     for node_id, view in views.items():
         listed = None if view is None else view.get(name)
-        if listed is None or listed.partitions < wanted or not listed.led:
+        if listed is None or listed.partitions < wanted or not (listed.led or _added_led(operation, item, listed)):
             behind.add(node_id)
         elif listed.topic_id in (before or ()):
             behind.add(node_id)  # an incarnation that was there before the create: not ours
