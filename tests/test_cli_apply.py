@@ -413,3 +413,35 @@ def test_apply_report_counts_refusals_and_throttled_apart(quota_broker: BrokerFa
     table = run_cli("apply", str(plan), "--profiles", str(profiles))
     assert "throttled" in table.stdout  # the table's columns (rich may wrap their headers)
     assert "refusals" in table.stdout
+
+
+def test_ctrl_c_under_output_json_into_a_reader_gone_still_says_so_and_exits_130(
+    quota_broker: BrokerFactory, tmp_path: Path
+) -> None:
+    """Review 112: piped into a reader the same Ctrl-C ended (``| jq``), the first record raised BrokenPipeError
+    before the message: exit 1, nothing said. The message comes first, and the exit code stays 130."""
+    broker = quota_broker(controller_mutation_rate=10, quota_window_num=1, enforcement="strict")
+    plan = _write_plan(tmp_path / "plan.csv", "main", 40, partitions=2)
+    apply = [
+        sys.executable,
+        "-m",
+        "throttled_admin",
+        "apply",
+        str(plan),
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+    ]
+    line = shlex.join([*apply, "--mutation-rate", "2", "--output", "json"]) + ' | true; echo "rc=${PIPESTATUS[0]}"'
+    screen = io.StringIO()
+    child = pexpect.spawn(
+        "bash", ["-c", line], env=cli_env(), cwd=str(REPO), encoding="utf-8", timeout=60,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as in the tests above
+    )  # fmt: skip
+    child.logfile_read = screen
+    assert wait_until(lambda: len(broker.topics()) >= 3, timeout_s=30), screen.getvalue()
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert "Interrupted: changes already sent may have been applied." in screen.getvalue(), screen.getvalue()
+    assert "rc=130" in screen.getvalue(), screen.getvalue()
+    assert "Traceback" not in screen.getvalue(), screen.getvalue()

@@ -424,3 +424,50 @@ def test_the_rows_done_say_how_many_were_not_applied() -> None:
     assert stats.rows_text() == "rows"
     stats.update(Progress("dev", 40, 40, 32, 0.0, 2.0, 0, rows_not_sent=2, rows_failed=1), now=2.0)
     assert stats.rows_text() == "rows (2 not sent, 1 failed)"
+
+
+def test_output_that_cannot_be_written_is_said_in_a_line_not_a_traceback(quota_broker: BrokerFactory) -> None:
+    """Helper 111: ``--describe > /dev/full`` ended in a Python traceback ("OSError: [Errno 28] No space left on
+    device")."""
+    import subprocess
+    import sys
+
+    from tests.cli_helpers import cli_env
+
+    broker = quota_broker()
+    broker.create_topic("full", 1)
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "throttled_admin", "topics", "--bootstrap-server", broker.bootstrap_servers,
+             "--describe", "--topic", "full"],
+            stdout=full, stderr=subprocess.PIPE, text=True, timeout=90, env=cli_env(), cwd=REPO, check=False,
+        )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr == "throttled-admin: cannot write the output: No space left on device\n", proc.stderr
+
+
+def test_ctrl_c_while_a_create_is_in_flight_says_it_may_have_been_applied(quota_broker: BrokerFactory) -> None:
+    """Helper 111: Ctrl-C while ``--create`` waited (for an answer, or for every broker to list the topic) said only
+    "Interrupted.", though the topic was created."""
+    import signal
+    import sys
+
+    import pexpect
+
+    from tests.cli_helpers import cli_env
+
+    broker = quota_broker()
+    swallowed = broker.blackhole_next("CreateTopics")
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "throttled_admin", "topics", "--bootstrap-server", broker.bootstrap_servers, "--create", "--topic", "t"],
+        env=cli_env(), cwd=str(REPO), encoding="utf-8", timeout=60,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # (a test run in the background ignores it)
+    )  # fmt: skip
+    assert swallowed.wait(timeout=60), child.before
+    child.sendintr()
+    child.expect("Interrupted: a change already sent may have been applied; see --describe")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+    assert "t" in broker.topics()  # it was: the broker applied it and never answered

@@ -249,3 +249,12 @@ def test_a_short_secret_is_hidden_where_it_stands_alone_not_inside_an_address_or
     long = "x" * SHORT_SECRET  # as long as that, a secret is hidden wherever it occurs, inside a URL too
     assert redact(f"https://user:{long}@host/{long}x", [long]) == "https://user:***@host/***x"
     assert redact("a+b (a+b)", ["a+b"]) == "*** (***)"  # a secret is text, not a pattern
+    # Where a credential goes (review 112): in a URL, after a ':' or at a sentence's end, a short secret is hidden too
+    for said, hidden in (
+        ("Failed to resolve 'alice:kafka@broker:9092'", "Failed to resolve 'alice:***@broker:9092'"),
+        ("https://client:kafka@idp/token", "https://client:***@idp/token"),
+        ("password:kafka", "password:***"),
+        ("the password is kafka.", "the password is ***."),
+        ("https://kafka.example/ and kafka.internal:9092", "https://kafka.example/ and kafka.internal:9092"),
+    ):
+        assert redact(said, ["kafka"]) == hidden

@@ -19,8 +19,10 @@ def is_secret_key(key: str) -> bool:
 
 #: A secret shorter than this is hidden only where it stands alone (see ``redact``).
 SHORT_SECRET = 8
-# What may continue a host name, an address, a number or a word: a short secret beside one is part of something else.
-_CONTINUES = r"[\w.:/@-]"
+# A short secret stands alone unless a host name, an address, a number or a word goes on before it or after it: a
+# letter, digit, '-' or '/' beside it, '.' or '@' before it, '.' or ':' and then a letter or digit after it. So it is
+# hidden in 'alice:kafka@broker', 'password:kafka' and 'is kafka.', and left in 'kafka:9092', 'kafka-1', '127.0.0.1'.
+_ALONE = r"(?<![\w.@/-]){}(?![\w/-]|[.:]\w)"
 
 
 def redact(text: str, secrets: Iterable[str], marker: str = "***") -> str:
@@ -33,5 +35,5 @@ def redact(text: str, secrets: Iterable[str], marker: str = "***") -> str:
         if len(secret) >= SHORT_SECRET:
             text = text.replace(secret, marker)
         else:
-            text = re.sub(f"(?<!{_CONTINUES}){re.escape(secret)}(?!{_CONTINUES})", lambda _: marker, text)
+            text = re.sub(_ALONE.format(re.escape(secret)), lambda _: marker, text)
     return text

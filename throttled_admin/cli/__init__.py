@@ -8,6 +8,7 @@ time reported; ``throttled-admin apply PLAN`` runs a provisioning plan paced to 
 from __future__ import annotations
 
 import argparse
+import errno
 import faulthandler
 import os
 import sys
@@ -92,8 +93,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (the console script exits with it)."""
     parser = build_parser()
     words = list(argv) if argv is not None else sys.argv[1:]
+    changes = False  # a topics command that changes the cluster (create, alter, delete)
     try:
         args, extras = parser.parse_known_args(words)
+        changes = args.command == "topics" and any(getattr(args, a, False) for a in ("create", "alter", "delete"))
         if args.command is None:
             raise UsageError("a command is required: topics or apply", parser)
         subparser: argparse.ArgumentParser = args.command_parser
@@ -113,11 +116,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # --help and --version
         return exit_.code if isinstance(exit_.code, int) else EXIT_OK
     except KeyboardInterrupt:
-        print("Interrupted.", file=sys.stderr)
+        # (a change sent may have been applied: the command may have been waiting for every broker to show it)
+        said = ": a change already sent may have been applied; see --describe" if changes else "."
+        print(f"Interrupted{said}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
-        # The reader went away (`throttled-admin topics --list | head -1`): no traceback; silence the flush
-        # Python attempts at exit on the dead pipe.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        # The reader went away (`throttled-admin topics --list | head -1`): no traceback
+        _stdout_gone()
         return EXIT_FAILURE
+    except OSError as exc:
+        if exc.errno not in _WRITE_ERRORS:
+            raise
+        # stdout cannot be written (`> /dev/full`): said in a line, not a traceback
+        _stdout_gone()
+        print(f"throttled-admin: cannot write the output: {exc.strerror}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+# A write to stdout that cannot be done: no space, an I/O error, a file too large
+_WRITE_ERRORS = (errno.ENOSPC, errno.EIO, errno.EFBIG)
+
+
+def _stdout_gone() -> None:
+    """stdout onto /dev/null: the flush Python attempts at exit would fail again, with a message of its own."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())

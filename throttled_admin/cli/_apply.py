@@ -147,15 +147,23 @@ def _run_interruptibly(work: Callable[[], list[Any]]) -> list[Any]:
 
 
 def _interrupted(
-    out: Output, rows: list[Any], known: Mapping[int, Any], *, sent: bool, dry_run: bool = False
+    out: Output,
+    rows: list[Any],
+    known: Mapping[int, Any],
+    *,
+    sent: bool,
+    dry_run: bool,
+    problems: Mapping[str, Problem],
 ) -> NoReturn:
     """The executor's groups cannot be cancelled and its worker threads would be joined at interpreter exit,
     so an interrupt ends the process here (exit 130), after saying what that means: the rows whose result was
     ``known`` (plan index -> result), and the others as the interrupt left them: not sent (``sent`` False: before
-    anything was sent, or a dry run) or their outcome unknown. Under --output json, a record a row and the summary."""
+    anything was sent; or a dry run) or their outcome unknown. Under --output json, a record a row and the summary,
+    after the message (a reader that the same Ctrl-C ended, ``| jq``, takes none of them)."""
     from throttled_admin.provisioning import RowResult, summarize
 
-    if not sent or dry_run:
+    nothing_sent = not sent or dry_run
+    if nothing_sent:
         status, left = "not_sent", "interrupted before it was sent (nothing of it applied)"
     else:
         status, left = "failed", "interrupted before its outcome was known: its change may have been applied"
@@ -174,24 +182,34 @@ def _interrupted(
         )
         for i, row in enumerate(rows)
     ]
-    if out.json_mode:
-        for result in results:
-            out.record(result.as_dict())
-        out.record({"summary": summarize(results), "dry_run": dry_run, "interrupted": True})
     done = summarize(r for i, r in enumerate(results) if i in known)
     counts = f" ({', '.join(f'{name}: {n}' for name, n in done.items())})" if done else ""
-    if not sent:
-        out.error(f"Interrupted before anything was sent; {len(rows) - len(known)} of {len(rows)} rows not sent.")
-    else:
-        rest = len(rows) - len(known)
-        out.error(
-            f"Interrupted: changes already sent may have been applied. {len(known)} of {len(rows)} rows done{counts}; "
-            f"{'not planned' if dry_run else 'outcome unknown'}: {rest}. Run the same plan again to finish it (rows "
-            "already done come back unchanged)."
-        )
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(130)
+    rest = len(rows) - len(known)
+    try:
+        if nothing_sent:
+            what = "not planned" if sent else "not sent"  # (sent in a dry run: the clusters were read)
+            out.error(
+                f"Interrupted: nothing was changed. {len(known)} of {len(rows)} rows done{counts}; {what}: {rest}."
+            )
+        else:
+            out.error(
+                f"Interrupted: changes already sent may have been applied. {len(known)} of {len(rows)} rows "
+                f"done{counts}; outcome unknown: {rest}. Run the same plan again to finish it (rows already done come "
+                "back unchanged)."
+            )
+        if out.json_mode:
+            for result in results:
+                out.record(result.as_dict())
+            summary: dict[str, Any] = {"summary": summarize(results), "dry_run": dry_run, "interrupted": True}
+            if problems:
+                summary["connection_problems"] = {name: p.message for name, p in problems.items()}
+            out.record(summary)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:  # (the reader is gone, or the disk full: the exit code still says what happened)
+        pass
+    finally:
+        os._exit(130)
 
 
 def check_apply_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
@@ -242,7 +260,7 @@ def run_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     except PlanError as exc:
         return _plan_error(exc, json_mode, redact)
     except KeyboardInterrupt:
-        _interrupted(out, rows, {}, sent=False)
+        _interrupted(out, rows, {}, sent=False, dry_run=bool(args.dry_run), problems={})
     failed_early = _unreachable_results(rows, problems)
     if problems:
         out.error(connection_summary(problems, rows))
@@ -264,7 +282,7 @@ def run_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 )
             )
     except KeyboardInterrupt:
-        _interrupted(out, rows, dict(known), sent=True, dry_run=bool(args.dry_run))
+        _interrupted(out, rows, dict(known), sent=True, dry_run=bool(args.dry_run), problems=problems)
     except PlanError as exc:
         return _plan_error(exc, json_mode, redact)
     ran_iter = iter(ran)

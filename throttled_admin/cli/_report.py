@@ -32,8 +32,15 @@ _UNBOUNDED = 1_000_000  # a width no table reaches: where a table's own least wi
 
 
 def _cells(text: str) -> int:
-    """The columns ``text`` takes on a terminal: 2 for a wide character (東), none for a combining one."""
-    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    """The columns ``text`` takes on a terminal: 2 for a wide character (東), none for a combining or format one (a
+    zero-width joiner). Where rich draws, its own measure (``rich.cells.cell_len``) is used instead."""
+    return sum(map(_cell, text))
+
+
+def _cell(char: str) -> int:
+    if unicodedata.combining(char) or unicodedata.category(char) == "Cf":
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in "WF" else 1
 
 
 def _word_widths(headers: Sequence[str], rows: Sequence[Sequence[str]], console_width: int) -> list[int] | None:
@@ -41,11 +48,13 @@ def _word_widths(headers: Sequence[str], rows: Sequence[Sequence[str]], console_
     folded: each column its longest value word, and its header's longest word as far as the width allows (header words
     cut alike, at the longest length that fits); the width left is shared in proportion to what each column's longest
     line wants beyond that. None when the values' longest words alone do not fit: rich's own shares then."""
+    from rich.cells import cell_len  # rich's measure of what it draws
+
     columns = [[header, *(row[index] for row in rows)] for index, header in enumerate(headers)]
     room = console_width - 3 * len(columns) - 1  # a box: a border before each column and after the last, padding 1+1
-    most = [max((_cells(line) for cell in column for line in cell.splitlines()), default=1) for column in columns]
-    values = [max((_cells(word) for cell in column[1:] for word in cell.split()), default=1) for column in columns]
-    titles = [max((_cells(word) for word in header.split()), default=1) for header in headers]
+    most = [max((cell_len(line) for cell in column for line in cell.splitlines()), default=1) for column in columns]
+    values = [max((cell_len(word) for cell in column[1:] for word in cell.split()), default=1) for column in columns]
+    titles = [max((cell_len(word) for word in header.split()), default=1) for header in headers]
     for cap in range(max(titles), -1, -1):
         least = [max(value, min(title, cap)) for value, title in zip(values, titles, strict=True)]
         if sum(least) <= room:
