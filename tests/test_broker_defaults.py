@@ -47,3 +47,42 @@ def test_a_learned_rate_counts_the_default_partitions(quota_broker: BrokerFactor
         rate = admin.metrics()["mutation-rate"]
     assert results == dict.fromkeys(names)
     assert 35 <= rate <= 60, f"learned {rate:.1f}/s for a 50/s quota"
+
+
+def test_the_default_partitions_are_asked_of_the_broker_that_answered(quota_broker: BrokerFactory) -> None:
+    """Helper 111 on a three-node Kafka: a create of the broker's default partitions after a node's kill -9 was not
+    sent by its deadline, and close() then waited 3 s more: num.partitions was asked of the controller the Metadata
+    named, which a KRaft broker picks among the brokers it believes alive, the killed one until it is fenced."""
+    from throttled_admin._client import _Transport
+
+    broker = quota_broker(num_brokers=3, broker_configs={"num.partitions": "10"})
+    broker.stop_node(0, fenced_after_s=300)  # the stopped node 0 named the controller, as Kafka names one not fenced
+    with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers, "log_level": 0}) as admin:
+        transport = _Transport(admin)
+        assert transport.default_partitions(20.0) == 10  # (before: the DescribeConfigs to node 0 timed out)
+
+
+def test_a_read_of_the_default_partitions_ends_when_the_reads_are_closed(quota_broker: BrokerFactory) -> None:
+    """close() waits for a read under way (librdkafka's handle must outlive it): one waiting on an answer that does
+    not come ends once the client's reads are closed, not at its timeout."""
+    import threading
+
+    from throttled_admin._client import _Transport
+    from throttled_admin._driver.scheduler import ClientGone
+
+    broker = quota_broker()
+    swallowed = broker.blackhole_next("DescribeConfigs")
+    with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers, "log_level": 0}) as admin:
+        transport = _Transport(admin)
+        ended: Future[int | None] = Future()
+
+        def read() -> None:
+            try:
+                ended.set_result(transport.default_partitions(600.0))
+            except BaseException as exc:
+                ended.set_exception(exc)
+
+        threading.Thread(target=read, daemon=True).start()
+        assert swallowed.wait(timeout=30)
+        transport.close_reads()
+        assert isinstance(ended.exception(timeout=30), ClientGone)

@@ -18,7 +18,7 @@ from kafka.protocol.metadata.metadata import MetadataRequest
 from tests.support import BrokerFactory
 from tests.wire import WireClient
 from throttled_admin import NewPartitions, NewTopic, NotYetVisibleError, ThrottledAdminClient
-from throttled_admin._driver.librdkafka_views import _answered_by
+from throttled_admin._driver.librdkafka_views import answered_by
 from throttled_admin.aio import AIOThrottledAdminClient
 from throttled_admin.testing import QuotaBroker
 
@@ -154,10 +154,10 @@ def test_an_answer_from_a_tls_or_sasl_bootstrap_connection_counts_as_that_broker
     metadata.orig_broker_id = -1
     # confluent-kafka types orig_broker_name by its None in ClusterMetadata.__init__; librdkafka sets a str
     metadata.orig_broker_name = "sasl_plaintext://127.0.0.1:9092/bootstrap"  # type: ignore[assignment]
-    assert _answered_by(metadata, 0, "127.0.0.1:9092")
-    assert not _answered_by(metadata, 1, "127.0.0.1:9093")
+    assert answered_by(metadata, 0, "127.0.0.1:9092")
+    assert not answered_by(metadata, 1, "127.0.0.1:9093")
     metadata.orig_broker_name = "127.0.0.1:9093/1"  # type: ignore[assignment]
-    assert _answered_by(metadata, 1, "127.0.0.1:9093")
+    assert answered_by(metadata, 1, "127.0.0.1:9093")
 
 
 def test_the_views_are_read_beside_a_muted_connection_not_through_it(quota_broker: BrokerFactory) -> None:

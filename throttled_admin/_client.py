@@ -17,7 +17,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from concurrent.futures import CancelledError, Future, InvalidStateError
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, InvalidStateError, wait
 from types import TracebackType
 from typing import Any
 
@@ -35,6 +35,7 @@ from throttled_admin._driver.broker_views import BrokerViewReader
 from throttled_admin._driver.callback_errors import CallbackErrors
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.handle_calls import HandleCalls, closed_twin
+from throttled_admin._driver.librdkafka_views import answered_by
 from throttled_admin._driver.quorum_wire import QuorumAnswer
 from throttled_admin._driver.scheduler import USER_CODE_WAIT_S, Answer, ClientGone, Scheduler, SendOrder
 from throttled_admin._driver.settings import USER_CALLBACKS, ClientSettings, install_callbacks
@@ -107,6 +108,7 @@ class _Transport:
     def __init__(self, client: ThrottledAdminClient) -> None:
         self._client = weakref.ref(client)
         self._views = client._broker_views  # (no reference to the client: closed by ``close_reads`` once it is gone)
+        self._reads_closed: Future[None] = Future()  # done by ``close_reads``: a read waiting on an answer ends
 
     def _get(self) -> ThrottledAdminClient:
         client = self._client()
@@ -169,15 +171,24 @@ class _Transport:
 
     def default_partitions(self, timeout_s: float) -> int | None:
         """The partitions a create of -1 makes: ``num.partitions`` as a broker describes it (Kafka 4.3+ applies the
-        controller's, KIP-1211: the same where every node has the same settings); None when not described."""
+        controller's, KIP-1211: the same where every node has the same settings); None when not described. Asked of
+        the broker that just answered: the controller a KRaft broker names is any broker it believes alive, a node
+        killed until it is fenced among them (helper 111: the read waited out its timeout, and the create with it).
+        The wait for the answer ends when ``close_reads`` is called (``ClientGone``)."""
         client = self._get()
         metadata = AdminClient.list_topics(client, timeout=timeout_s)
-        node = metadata.controller_id if metadata.controller_id >= 0 else min(metadata.brokers, default=-1)
+        answered = (n for n, b in metadata.brokers.items() if answered_by(metadata, n, f"{b.host}:{b.port}"))
+        node = next(
+            answered, metadata.controller_id if metadata.controller_id >= 0 else min(metadata.brokers, default=-1)
+        )
         if node < 0:
             return None
         resource = ConfigResource(ResourceType.BROKER, str(node))
         (future,) = AdminClient.describe_configs(client, [resource], request_timeout=timeout_s).values()
-        entry = future.result(timeout_s).get("num.partitions")
+        wait([future, self._reads_closed], timeout_s, return_when=FIRST_COMPLETED)
+        if self._reads_closed.done():
+            raise ClientGone
+        entry = future.result(0).get("num.partitions")
         return int(entry.value) if entry is not None and entry.value is not None else None
 
     def broker_views(self, names: list[str], timeout_s: float) -> BrokerViews:
@@ -186,8 +197,11 @@ class _Transport:
         return reader.read_cluster(names, timeout_s)
 
     def close_reads(self) -> None:
-        """The reads on the client's own broker connections end at once: their connections are shut."""
+        """The reads on the client's own broker connections end at once: their connections are shut; and a read
+        waiting on librdkafka's answer (``default_partitions``) ends, its answer taken by no one."""
         self._views.close()
+        with contextlib.suppress(InvalidStateError):  # (closed before)
+            self._reads_closed.set_result(None)
 
     def quorum(self, timeout_s: float) -> QuorumAnswer | None:
         """The controller quorum's leader and epoch, read on the same connections (``_driver/quorum_watch``)."""

@@ -25,7 +25,7 @@ from confluent_kafka.admin._metadata import ClusterMetadata
 
 from throttled_admin._engine.visibility import BrokerViews, TopicView
 
-__all__ = ["LibrdkafkaViews"]
+__all__ = ["LibrdkafkaViews", "answered_by"]
 
 # The application's callbacks stay with the application's client; these clients only read Metadata.
 _OWN_CALLBACKS = ("error_cb", "throttle_cb", "stats_cb")
@@ -110,7 +110,7 @@ class LibrdkafkaViews:
                 metadata = client.list_topics(timeout=timeout_s)
             except Exception:
                 return None
-            if _answered_by(metadata, node_id, address):
+            if answered_by(metadata, node_id, address):
                 return _view(metadata, names)
             self._hand_over((node_id, address), _take(views, metadata, brokers, names))  # a fresh client next
         return None
@@ -162,13 +162,13 @@ def _take(
     """The listed broker that gave ``metadata``, its view recorded in ``views`` unless it has one; None when the
     answer came from no listed broker (a bootstrap address that is no broker's advertised one)."""
     for node_id, address in brokers.items():
-        if _answered_by(metadata, node_id, address):
+        if answered_by(metadata, node_id, address):
             views.setdefault(node_id, _view(metadata, names))
             return node_id, address
     return None
 
 
-def _answered_by(metadata: ClusterMetadata, node_id: int, address: str) -> bool:
+def answered_by(metadata: ClusterMetadata, node_id: int, address: str) -> bool:
     """The answer came from that broker: its id, or its address (librdkafka's bootstrap broker has no id yet)."""
     if metadata.orig_broker_id == node_id:
         return True
