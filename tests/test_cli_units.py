@@ -19,7 +19,7 @@ from tests.support import BrokerFactory
 from throttled_admin._errors import after_failover_refusal
 from throttled_admin.cli import main
 from throttled_admin.cli._args import UsageError, parse_replica_assignment, parse_topic_configs, topic_pattern
-from throttled_admin.cli._conf import Redactor, build_conf, jaas_problem, java_only
+from throttled_admin.cli._conf import Redactor, build_conf, credentials_twice, jaas_problem, java_only
 from throttled_admin.cli._output import QUOTA_MESSAGE, describe_error
 from throttled_admin.cli._properties import PropertiesError, load_properties, parse_properties
 
@@ -349,3 +349,25 @@ def test_a_jaas_problem_names_no_word_of_an_unquoted_password() -> None:
     problem = jaas_problem(f"{_PLAIN} required username=alice password=s3cr3t xk9=q w;")
     assert problem is not None
     assert "xk9" not in problem
+
+
+def test_a_command_config_naming_two_principals_is_refused_naming_the_settings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Helper 111: a file with bob's JAAS line and alice's sasl.username/sasl.password logged in as alice, where
+    kafka-topics.sh (Java reads the line) is bob: the principal depended on the tool. Both naming the same is fine."""
+    jaas = f'{_PLAIN} required username="bob" password="HUNTER2xyz";'
+    config = tmp_path / "client.properties"
+    config.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config={jaas}\n"
+                      "sasl.username=alice\nsasl.password=alice-secret\n")  # fmt: skip
+    code = main(["topics", "--bootstrap-server", "127.0.0.1:1", "--command-config", str(config), "--list"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "sasl.username and sasl.password differ from sasl.jaas.config's (Java reads the JAAS line" in err, err
+    assert "HUNTER2xyz" not in err
+    assert "alice-secret" not in err
+    assert credentials_twice({"sasl.jaas.config": jaas, "sasl.username": "bob"}) is None
+    assert credentials_twice({"sasl.jaas.config": jaas, "sasl.password": "other"}) == (
+        "sasl.password differs from sasl.jaas.config's (Java reads the JAAS line, librdkafka its own settings): "
+        "keep one"
+    )

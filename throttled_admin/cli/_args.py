@@ -13,7 +13,7 @@ import re
 from typing import NoReturn
 
 from throttled_admin import __version__
-from throttled_admin.cli._conf import jaas_problem, java_only
+from throttled_admin.cli._conf import credentials_twice, jaas_problem, java_only
 from throttled_admin.cli._properties import PropertiesError, load_properties
 
 __all__ = [
@@ -366,4 +366,7 @@ def read_command_config(path: str | None, parser: argparse.ArgumentParser) -> di
     problem = None if jaas is None else jaas_problem(jaas)
     if problem is not None:  # (librdkafka would get what a lenient reading took from it: a password cut short)
         raise UsageError(f"--command-config {path}: sasl.jaas.config: {problem}", parser)
+    problem = credentials_twice(properties)
+    if problem is not None:
+        raise UsageError(f"--command-config {path}: {problem}", parser)
     return properties

@@ -19,7 +19,7 @@ from throttled_admin.cli._jaas import login_module as jaas_module
 from throttled_admin.cli._jaas import read as read_jaas
 from throttled_admin.cli._jaas import unescape
 
-__all__ = ["Redactor", "build_conf", "is_secret_key", "jaas_problem", "java_only"]
+__all__ = ["Redactor", "build_conf", "credentials_twice", "is_secret_key", "jaas_problem", "java_only"]
 
 _JAAS_OPTION = re.compile(r"""(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|([^\s;]+))""")
 _REDACTED = "[hidden]"
@@ -63,6 +63,27 @@ def jaas_problem(jaas: str) -> str | None:
     (PlainLoginModule, ScramLoginModule): ``CLASS FLAG (NAME=VALUE)* ;``, one login module, comments allowed; None
     when it reads, and for another module (Java's to read)."""
     return read_jaas(jaas)[1] if jaas_module(jaas) in _TRANSLATED_MODULES else None
+
+
+def credentials_twice(properties: Mapping[str, str]) -> str | None:
+    """Why the properties name two principals: a sasl.jaas.config line's username or password that differs from
+    librdkafka's own sasl.username or sasl.password beside it (Java reads the line, librdkafka its own settings: the
+    principal would depend on the client); None when they agree or only one gives them. Names, never values."""
+    jaas = properties.get("sasl.jaas.config")
+    if jaas is None:
+        return None
+    credentials = _jaas_credentials(jaas)
+    differ = [
+        f"sasl.{k}"
+        for k in ("username", "password")
+        if k in credentials and properties.get(f"sasl.{k}", credentials[k]) != credentials[k]
+    ]
+    if not differ:
+        return None
+    return (
+        f"{' and '.join(differ)} differ{'s' if len(differ) == 1 else ''} from sasl.jaas.config's (Java reads the JAAS "
+        "line, librdkafka its own settings): keep one"
+    )
 
 
 def java_only(properties: Mapping[str, str]) -> str | None:
