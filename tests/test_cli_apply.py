@@ -36,6 +36,11 @@ def _write_plan(path: Path, cluster: str, topics: int, partitions: int = 1) -> P
     return path
 
 
+def _apply_args(plan: Path, broker: Any) -> list[str]:
+    """``python``'s arguments for ``throttled-admin apply PLAN`` against ``broker``."""
+    return ["-m", "throttled_admin", "apply", str(plan), "--bootstrap-server", broker.bootstrap_servers]
+
+
 def _found(pattern: re.Pattern[str], text: str) -> re.Match[str]:
     match = pattern.search(text)
     assert match is not None, text
@@ -151,7 +156,7 @@ def test_apply_tables_on_a_narrow_terminal_fold_what_does_not_fit(quota_broker: 
     broker = quota_broker()
     plan = _long_name_plan(tmp_path / "plan.csv")
     screen = io.StringIO()
-    args = ["-m", "throttled_admin", "apply", str(plan), "--bootstrap-server", broker.bootstrap_servers]
+    args = _apply_args(plan, broker)
     child = pexpect.spawn(
         sys.executable, args, env=cli_env(), cwd=str(REPO), encoding="utf-8", timeout=60, dimensions=(40, 80)
     )
@@ -252,20 +257,7 @@ def test_apply_shows_a_live_progress_bar_in_a_terminal(quota_broker: BrokerFacto
     broker = quota_broker(controller_mutation_rate=20, quota_window_num=1, enforcement="strict")
     plan = _write_plan(tmp_path / "plan.csv", "main", 60, partitions=2)
     done_marker = tmp_path / "exit-code"
-    command = " ".join(
-        shlex.quote(part)
-        for part in [
-            sys.executable,
-            "-m",
-            "throttled_admin",
-            "apply",
-            str(plan),
-            "--bootstrap-server",
-            broker.bootstrap_servers,
-            "--mutation-rate",
-            "20",
-        ]
-    )
+    command = shlex.join([sys.executable, *_apply_args(plan, broker), "--mutation-rate", "20"])
     socket = f"throttled-admin-test-{uuid.uuid4().hex[:8]}"
     env = cli_env()
     env_prefix = " ".join(f"{k}={shlex.quote(env[k])}" for k in ("PYTHONPATH",))
@@ -305,26 +297,29 @@ def test_apply_shows_a_live_progress_bar_in_a_terminal(quota_broker: BrokerFacto
     assert final.index("Summary") > final.index("60/60 rows")
 
 
-def test_ctrl_c_ends_apply_at_once_and_a_rerun_finishes_the_plan(quota_broker: BrokerFactory, tmp_path: Path) -> None:
-    # 40 topics x 2 partitions paced at 2/s (the broker allows 10/s, strict, one-second burst): about 35 s of
-    # work, interrupted after a few rows however slow the machine; the rerun finishes at the broker's pace.
+def _paced_apply(
+    quota_broker: BrokerFactory, tmp_path: Path, *options: str, shell_tail: str | None = None
+) -> tuple[Any, pexpect.spawn, io.StringIO]:
+    """``apply`` of 40 topics x 2 partitions paced at 2/s (the broker allows 10/s, strict, one-second burst): about
+    35 s of work, in a terminal, to be interrupted after a few rows however slow the machine. ``shell_tail``: the
+    command run by bash with this after it (a pipe). (broker, the terminal, what it showed)"""
     broker = quota_broker(controller_mutation_rate=10, quota_window_num=1, enforcement="strict")
     plan = _write_plan(tmp_path / "plan.csv", "main", 40, partitions=2)
-    args = ["-m", "throttled_admin", "apply", str(plan), "--bootstrap-server", broker.bootstrap_servers]
+    command = [sys.executable, *_apply_args(plan, broker), "--mutation-rate", "2", *options]
+    program, args = ("bash", ["-c", shlex.join(command) + shell_tail]) if shell_tail else (command[0], command[1:])
     screen = io.StringIO()
     child = pexpect.spawn(
-        sys.executable,
-        [*args, "--mutation-rate", "2"],
-        env=cli_env(),
-        cwd=str(REPO),
-        encoding="utf-8",
-        timeout=60,
-        dimensions=(30, 140),
+        program, args, env=cli_env(), cwd=str(REPO), encoding="utf-8", timeout=60, dimensions=(30, 140),
         # A test run started in the background (``make test &``, nohup, some CI runners) ignores SIGINT, and
         # its children inherit that: give the CLI the disposition of a terminal's foreground process.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
+    )  # fmt: skip
     child.logfile_read = screen
+    return broker, child, screen
+
+
+def test_ctrl_c_ends_apply_at_once_and_a_rerun_finishes_the_plan(quota_broker: BrokerFactory, tmp_path: Path) -> None:
+    broker, child, screen = _paced_apply(quota_broker, tmp_path)
     child.expect(r"mutations/s \(quota")  # the live bar is up (the final report's header has no "(quota")
     assert wait_until(lambda: len(broker.topics()) >= 3, timeout_s=30), screen.getvalue()  # some rows finished
     child.sendintr()
@@ -345,7 +340,7 @@ def test_ctrl_c_ends_apply_at_once_and_a_rerun_finishes_the_plan(quota_broker: B
     assert 3 <= created_before < 40
     assert rows_done <= created_before  # the rows done, as it knew them
 
-    rerun = run_cli(*args[2:], "--output", "json", timeout_s=120)
+    rerun = run_cli(*_apply_args(tmp_path / "plan.csv", broker)[2:], "--output", "json", timeout_s=120)
     assert rerun.returncode == 0, rerun.output
     _, summary = _records(rerun.stdout)
     assert summary["summary"].get("created", 0) == 40 - created_before
@@ -358,21 +353,7 @@ def test_ctrl_c_under_output_json_prints_a_record_for_every_row_as_the_interrupt
 ) -> None:
     # As above, with --output json: a consumer of the records still gets one per row (the rows done with their
     # result, the rest INTERRUPTED, their outcome unknown) and a summary that says the run was interrupted.
-    broker = quota_broker(controller_mutation_rate=10, quota_window_num=1, enforcement="strict")
-    plan = _write_plan(tmp_path / "plan.csv", "main", 40, partitions=2)
-    args = ["-m", "throttled_admin", "apply", str(plan), "--bootstrap-server", broker.bootstrap_servers]
-    screen = io.StringIO()
-    child = pexpect.spawn(
-        sys.executable,
-        [*args, "--mutation-rate", "2", "--output", "json"],
-        env=cli_env(),
-        cwd=str(REPO),
-        encoding="utf-8",
-        timeout=60,
-        dimensions=(30, 140),
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as in the test above
-    )
-    child.logfile_read = screen
+    broker, child, screen = _paced_apply(quota_broker, tmp_path, "--output", "json")
     assert wait_until(lambda: len(broker.topics()) >= 6, timeout_s=30), screen.getvalue()  # some rows finished
     child.sendintr()
     child.expect(pexpect.EOF)
@@ -420,24 +401,8 @@ def test_ctrl_c_under_output_json_into_a_reader_gone_still_says_so_and_exits_130
 ) -> None:
     """Review 112: piped into a reader the same Ctrl-C ended (``| jq``), the first record raised BrokenPipeError
     before the message: exit 1, nothing said. The message comes first, and the exit code stays 130."""
-    broker = quota_broker(controller_mutation_rate=10, quota_window_num=1, enforcement="strict")
-    plan = _write_plan(tmp_path / "plan.csv", "main", 40, partitions=2)
-    apply = [
-        sys.executable,
-        "-m",
-        "throttled_admin",
-        "apply",
-        str(plan),
-        "--bootstrap-server",
-        broker.bootstrap_servers,
-    ]
-    line = shlex.join([*apply, "--mutation-rate", "2", "--output", "json"]) + ' | true; echo "rc=${PIPESTATUS[0]}"'
-    screen = io.StringIO()
-    child = pexpect.spawn(
-        "bash", ["-c", line], env=cli_env(), cwd=str(REPO), encoding="utf-8", timeout=60,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as in the tests above
-    )  # fmt: skip
-    child.logfile_read = screen
+    tail = ' | true; echo "rc=${PIPESTATUS[0]}"'
+    broker, child, screen = _paced_apply(quota_broker, tmp_path, "--output", "json", shell_tail=tail)
     assert wait_until(lambda: len(broker.topics()) >= 3, timeout_s=30), screen.getvalue()
     child.sendintr()
     child.expect(pexpect.EOF)
