@@ -90,6 +90,11 @@ def _wanted_partitions(operation: str, item: Any) -> int:
     return max(1, int(item.num_partitions))  # -1: the broker's default, at least one
 
 
+def _shows_enough(operation: str, item: Any, wanted: int, listed: TopicView) -> bool:
+    """The topic a broker lists has the partitions wanted, led (a grow: those it added)."""
+    return listed.partitions >= wanted and (listed.led or _added_led(operation, item, listed))
+
+
 def _added_led(operation: str, item: Any, listed: TopicView) -> bool:
     """A grow, on a broker that lists its new count: whether the partitions it added have a leader, whatever became of
     those before it (offline while their only replicas' node is away: not the grow's to wait for). The added ones are
@@ -124,7 +129,7 @@ def lagging(
     shown: dict[int, uuid.UUID | None] = {}  # the brokers that show enough: the id each shows
     for node_id, view in views.items():
         listed = None if view is None else view.get(name)
-        if listed is None or listed.partitions < wanted or not (listed.led or _added_led(operation, item, listed)):
+        if listed is None or not _shows_enough(operation, item, wanted, listed):
             behind.add(node_id)
         elif listed.topic_id in (before or ()):
             behind.add(node_id)  # an incarnation that was there before the create: not ours
