@@ -147,11 +147,17 @@ def test_a_grow_waits_for_the_partitions_it_added_to_be_led_not_those_offline_be
             1,
             2,
         )
-    # Two added, by assignment: both must be led; placed by Kafka, the last one stands for them
+    # Two added, by assignment: both must be led; placed by Kafka, as many as the grow's cost says (review 113: the
+    # last one alone stood for them), else the last
     two = NewPartitions("x", 4, replica_assignment=[[1], [2]])
     second_led = TopicView(4, False, NEW, frozenset({0, 1, 2}))
     assert lagging("CreatePartitions", "x", two, views(second_led, second_led, second_led)) == (0, 1, 2)
-    assert lagging("CreatePartitions", "x", NewPartitions("x", 4), views(second_led, second_led, second_led)) == ()
+    placed_two = NewPartitions("x", 4)
+    assert lagging("CreatePartitions", "x", placed_two, views(second_led, second_led, second_led), None, 2) == (0, 1, 2)
+    assert lagging("CreatePartitions", "x", placed_two, views(second_led, second_led, second_led)) == ()
+    # Grown further since by another client, whose partitions have no leader (yet): not this grow's to wait for
+    further = TopicView(6, False, NEW, frozenset({0, 1, 4, 5}))
+    assert lagging("CreatePartitions", "x", two, views(further, further, further)) == ()
     # A create still wants every partition led
     assert lagging("CreateTopics", "x", NewTopic("x", 3, 1), views(old_offline, old_offline, old_offline)) == (0, 1, 2)
     assert ids_shown("x", views(TopicView(8, True, OLD), None, TopicView(8, True))) == {OLD}

@@ -55,6 +55,7 @@ def test_a_grow_of_a_topic_with_offline_partitions_is_shown_once_the_partitions_
             )[name].exception(timeout=60)
             assert isinstance(refused, KafkaException), refused
             assert refused.args[0].code() == KafkaError.INVALID_REPLICA_ASSIGNMENT, refused
+            assert "are fenced or in controlled shutdown" in refused.args[0].str(), refused  # Kafka's words
     finally:
         kafka_quorum.start_node(away)
         AdminClient({"bootstrap.servers": kafka_quorum.bootstrap_servers, "log_level": 0}).delete_topics([name])[

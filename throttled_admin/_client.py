@@ -174,8 +174,10 @@ class _Transport:
         controller's, KIP-1211: the same where every node has the same settings); None when not described. Asked of
         the broker that just answered: the controller a KRaft broker names is any broker it believes alive, a node
         killed until it is fenced among them (helper 111: the read waited out its timeout, and the create with it).
-        The wait for the answer ends when ``close_reads`` is called (``ClientGone``)."""
+        Once ``close_reads`` is called, nothing more is asked, and the wait for the answer ends (``ClientGone``)."""
         client = self._get()
+        if self._reads_closed.done():
+            raise ClientGone
         metadata = AdminClient.list_topics(client, timeout=timeout_s)
         answered = (n for n, b in metadata.brokers.items() if answered_by(metadata, n, f"{b.host}:{b.port}"))
         node = next(
@@ -184,6 +186,8 @@ class _Transport:
         if node < 0:
             return None
         resource = ConfigResource(ResourceType.BROKER, str(node))
+        if self._reads_closed.done():
+            raise ClientGone
         (future,) = AdminClient.describe_configs(client, [resource], request_timeout=timeout_s).values()
         wait([future, self._reads_closed], timeout_s, return_when=FIRST_COMPLETED)
         if self._reads_closed.done():

@@ -160,7 +160,7 @@ class ViewReads:
                     unasked |= topic.name not in deferred
                     waiting = True
                     continue
-                topic.lagging = lagging(operation, topic.name, topic.item, views, topic.ids_before)
+                topic.lagging = lagging(operation, topic.name, topic.item, views, topic.ids_before, topic.cost)
                 if topic.lagging == ():
                     visible.append(topic)
                 else:

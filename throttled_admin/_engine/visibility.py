@@ -8,9 +8,8 @@ it:
 
 - a create: listed, with at least the partitions asked for (any count for the broker's default), each with a
   leader, and every broker showing one topic id that none showed before the create was sent (its *incarnation*);
-- a grow: listed with at least the new count, each partition it added with a leader (those its replica assignment
-  names, else at least the last: partitions offline before it are not its to wait for), and every broker showing one
-  id;
+- a grow: listed with at least the new count, each partition it added with a leader (partitions offline before it are
+  not its to wait for), and every broker showing one id;
 - a delete: absent.
 
 Incarnations (docs/semantics.md, "Incarnations"): a name deleted and created again is another topic, with another
@@ -90,20 +89,22 @@ def _wanted_partitions(operation: str, item: Any) -> int:
     return max(1, int(item.num_partitions))  # -1: the broker's default, at least one
 
 
-def _shows_enough(operation: str, item: Any, wanted: int, listed: TopicView) -> bool:
+def _shows_enough(operation: str, item: Any, wanted: int, listed: TopicView, added: int | None) -> bool:
     """The topic a broker lists has the partitions wanted, led (a grow: those it added)."""
-    return listed.partitions >= wanted and (listed.led or _added_led(operation, item, listed))
+    return listed.partitions >= wanted and (listed.led or _added_led(operation, item, listed, added))
 
 
-def _added_led(operation: str, item: Any, listed: TopicView) -> bool:
+def _added_led(operation: str, item: Any, listed: TopicView, added: int | None) -> bool:
     """A grow, on a broker that lists its new count: whether the partitions it added have a leader, whatever became of
-    those before it (offline while their only replicas' node is away: not the grow's to wait for). The added ones are
-    the last: as many as its replica assignment names, else at least the very last (Kafka places them on live
-    brokers)."""
+    those before it (offline while their only replicas' node is away: not the grow's to wait for) and of any added
+    since by another client. The added ones are the last up to the new count: as many as its replica assignment
+    names, else ``added`` (the grow's cost, once the partitions before it were read), else at least the very last
+    (Kafka places added partitions on live brokers, and refuses an assignment to brokers all away)."""
     if operation != "CreatePartitions" or not listed.leaderless:  # (not led, yet every partition led: a topic error)
         return False
-    added = len(item.replica_assignment) if item.replica_assignment else 1
-    return max(listed.leaderless) < int(item.new_total_count) - added
+    total = int(item.new_total_count)
+    count = len(item.replica_assignment) if item.replica_assignment else (added or 1)
+    return not any(total - count <= index < total for index in listed.leaderless)
 
 
 def ids_shown(name: str, views: BrokerViews) -> frozenset[uuid.UUID]:
@@ -116,10 +117,16 @@ def ids_shown(name: str, views: BrokerViews) -> frozenset[uuid.UUID]:
 
 
 def lagging(
-    operation: str, name: str, item: Any, views: BrokerViews, before: frozenset[uuid.UUID] | None = None
+    operation: str,
+    name: str,
+    item: Any,
+    views: BrokerViews,
+    before: frozenset[uuid.UUID] | None = None,
+    added: int | None = None,
 ) -> tuple[int, ...] | None:
     """The brokers that do not show the change yet (sorted); None when no broker's view is known at all.
-    ``before``: the ids the brokers showed of the name before a create was sent (None: not read)."""
+    ``before``: the ids the brokers showed of the name before a create was sent (None: not read); ``added``: the
+    partitions a grow adds, when known."""
     if not views:
         return None
     if operation == "DeleteTopics":
@@ -129,7 +136,7 @@ def lagging(
     shown: dict[int, uuid.UUID | None] = {}  # the brokers that show enough: the id each shows
     for node_id, view in views.items():
         listed = None if view is None else view.get(name)
-        if listed is None or not _shows_enough(operation, item, wanted, listed):
+        if listed is None or not _shows_enough(operation, item, wanted, listed, added):
             behind.add(node_id)
         elif listed.topic_id in (before or ()):
             behind.add(node_id)  # an incarnation that was there before the create: not ours

@@ -8,9 +8,11 @@ time reported; ``throttled-admin apply PLAN`` runs a provisioning plan paced to 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import faulthandler
 import os
+import ssl
 import sys
 from collections.abc import Sequence
 
@@ -125,11 +127,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         _stdout_gone()
         return EXIT_FAILURE
     except OSError as exc:
-        if exc.errno not in _WRITE_ERRORS:
+        if isinstance(exc, ssl.SSLError) or exc.errno not in _WRITE_ERRORS:  # (an SSL error's errno is its own)
             raise
         # stdout cannot be written (`> /dev/full`): said in a line, not a traceback
         _stdout_gone()
-        print(f"throttled-admin: cannot write the output: {exc.strerror}", file=sys.stderr)
+        with contextlib.suppress(OSError):  # (stderr too: `&> /dev/full`)
+            print(f"throttled-admin: cannot write the output: {exc.strerror}", file=sys.stderr)
         return EXIT_FAILURE
 
 
