@@ -410,3 +410,30 @@ def test_ctrl_c_under_output_json_into_a_reader_gone_still_says_so_and_exits_130
     assert "Interrupted: changes already sent may have been applied." in screen.getvalue(), screen.getvalue()
     assert "rc=130" in screen.getvalue(), screen.getvalue()
     assert "Traceback" not in screen.getvalue(), screen.getvalue()
+
+
+def test_ctrl_c_in_a_dry_run_says_nothing_was_changed_and_every_row_was_not_sent(
+    quota_broker: BrokerFactory, tmp_path: Path
+) -> None:
+    """Review 112: a dry run interrupted spoke of changes sent that may have been applied, and its JSON summary could
+    say ``"dry_run": false``. Interrupted while it reads the cluster (each answer a second late), whether in its reach
+    check or its reads, nothing was sent."""
+    broker = quota_broker()
+    broker.set_latency(1.0)
+    plan = _write_plan(tmp_path / "plan.csv", "main", 5)
+    child = pexpect.spawn(
+        sys.executable, [*_apply_args(plan, broker), "--dry-run", "--output", "json"], env=cli_env(), cwd=str(REPO),
+        encoding="utf-8", timeout=60, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    screen = io.StringIO()
+    child.logfile_read = screen
+    assert wait_until(lambda: len(broker.request_log()) >= 2, timeout_s=30), screen.getvalue()  # reading the cluster
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130, screen.getvalue()
+    assert "Interrupted: nothing was changed. 0 of 5 rows done; not " in screen.getvalue(), screen.getvalue()
+    records = [json.loads(line) for line in screen.getvalue().splitlines() if line.startswith("{")]
+    assert [(r["status"], r["error_name"]) for r in records[:-1]] == [("not_sent", "INTERRUPTED")] * 5, records
+    assert records[-1] == {"summary": {"not_sent": 5}, "dry_run": True, "interrupted": True}
+    assert broker.topics() == {}
