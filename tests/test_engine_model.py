@@ -867,8 +867,10 @@ class EngineModel(RuleBasedStateMachine):
                     return False
                 continue
             listed = view.get(name)
-            if listed is None or listed.partitions < self.cluster.get(name, 0) or not listed.led:
+            if listed is None or listed.partitions < self.cluster.get(name, 0):
                 return False
+            if not listed.led and (operation is not CREATE_PARTITIONS or listed.leaderless != {0}):
+                return False  # (a grow adds at least one partition past the first: its first is not the grow's)
             shown.add(listed.topic_id)
         if operation is DELETE_TOPICS:
             return True
@@ -1765,12 +1767,14 @@ class EngineModel(RuleBasedStateMachine):
         unreadable=st.booleans(),
         delay=st.sampled_from([0.0, 0.3]),
         late=st.booleans(),
+        offline_first=st.booleans(),
     )
-    def views(self, lags: list[int], unreadable: bool, delay: float, late: bool) -> None:
+    def views(self, lags: list[int], unreadable: bool, delay: float, late: bool, offline_first: bool = False) -> None:
         """Every broker's Metadata (wait_for_metadata): a broker ``lag`` changes behind still sees the cluster
         before them (an earlier incarnation of a name, too); one may not answer at all. ``late``: the request in
         flight is answered first (the next request of a bulk call applied while the read for the names before it is
-        out)."""
+        out). ``offline_first``: every topic of two partitions or more lists its first without a leader (its only
+        replica's node away): a create is not shown, a grow is (the partition is not one it added)."""
         if late and self.open_flight():
             self.answer("ok", applied=False, delay=0.0, quota_first=False)
         if delay and self.views_out():
@@ -1780,7 +1784,7 @@ class EngineModel(RuleBasedStateMachine):
         names = self.views_wanted
         assert names is not None
         self.views_wanted = None
-        views = self.broker_views(names, lags, unreadable)
+        views = self.broker_views(names, lags, unreadable, offline_first)
         self.last_views, self.last_views_asked = views, set(names) - self.ahead_asked  # (read ahead: judges nothing)
         current = [node for node, lag in zip(BROKERS, lags, strict=True) if lag == 0]
         self.last_views_current = any(views[node] is not None for node in current)
@@ -1795,16 +1799,19 @@ class EngineModel(RuleBasedStateMachine):
         """A read of the brokers' views is out, and the client is open."""
         return not self.closed and self.views_wanted is not None
 
-    def broker_views(self, names: list[str], lags: list[int], unreadable: bool) -> BrokerViews:
+    def broker_views(
+        self, names: list[str], lags: list[int], unreadable: bool, offline_first: bool = False
+    ) -> BrokerViews:
         """What each broker's Metadata shows of ``names``: the cluster ``lag`` changes ago (KRaft brokers replay the
-        metadata log in order); the last broker none at all when ``unreadable``."""
+        metadata log in order); the last broker none at all when ``unreadable``; ``offline_first``: partition 0 of
+        a topic of two partitions or more without a leader."""
         views: BrokerViews = {}
         for node, lag in zip(BROKERS, lags, strict=True):
             if unreadable and node == BROKERS[-1]:
                 views[node] = None
                 continue
             seen, ids = self.history[-min(lag, len(self.history))] if lag and self.history else (self.cluster, self.ids)
-            views[node] = {name: TopicView(seen[name], True, ids[name]) for name in names if name in seen}
+            views[node] = {name: _view(seen[name], ids[name], offline_first) for name in names if name in seen}
         return views
 
     def named_after_read_ahead(self, track: Track) -> None:
@@ -2114,6 +2121,13 @@ def _pending(track: Track) -> bool:
     return track.settled is None and not track.withdrawn
 
 
+def _view(partitions: int, topic_id: uuid.UUID, offline_first: bool) -> TopicView:
+    """A broker's view of a topic of ``partitions``, every one led, or its first without a leader."""
+    if offline_first and partitions >= 2:
+        return TopicView(partitions, False, topic_id, frozenset({0}))
+    return TopicView(partitions, True, topic_id)
+
+
 def _reads_ids_first(track: Track) -> bool:
     """A create of a wait_for_metadata call: every broker's ids of its name are read before it is first sent."""
     call = track.topic.call
@@ -2209,6 +2223,36 @@ def test_the_model_sees_an_earlier_incarnation_on_lagging_brokers() -> None:
         state.views([0, 2, 2], unreadable=False, delay=0.0, late=False)
         [create] = [t for t in state.tracks if t.topic.call.kind.operation is CREATE_TOPICS]
         assert create.settled is None  # two brokers show the old incarnation
+        state.advance(1.0)
+        state.views([0, 0, 0], unreadable=False, delay=0.0, late=False)
+        assert create.settled is not None
+        assert create.settled[1] is None
+    finally:
+        state.teardown()
+
+
+def test_the_model_shows_a_grow_past_an_offline_first_partition_and_holds_a_create() -> None:
+    """Helper 111 on a three-node Kafka, as a pinned run of the model: ``a`` (2 partitions) grown to 3 with
+    wait_for_metadata while every broker lists its partition 0 without a leader (its only replica's node away) is
+    shown, the partition not being one the grow added; a create of ``b`` (2 partitions) read so is not, until its
+    first partition has a leader. The model's check at settlement (``shown_everywhere``) holds the engine to both."""
+    state = EngineModel()
+    try:
+        state.start(
+            mode="none", paced=False, seed=0, existing={"a": 2}, cap=None, reached=True, per_request=None, bulk=None
+        )
+        state.submit("grow", ["a"], 30.0, True, False, 2, None, None, True)
+        state.answer_ok(views_after=False)
+        state.views([0, 0, 0], unreadable=False, delay=0.0, late=False, offline_first=True)
+        [grow] = [t for t in state.tracks if t.topic.call.kind.operation is CREATE_PARTITIONS]
+        assert grow.settled is not None
+        assert grow.settled[1] is None
+        state.submit("create", ["b"], 30.0, True, False, 2, None, None, True)
+        state.views([0, 0, 0], unreadable=False, delay=0.0, late=False)  # the ids before the send: none
+        state.answer_ok(views_after=False)
+        state.views([0, 0, 0], unreadable=False, delay=0.0, late=False, offline_first=True)
+        [create] = [t for t in state.tracks if t.topic.call.kind.operation is CREATE_TOPICS]
+        assert create.settled is None  # its first partition has no leader: not usable yet
         state.advance(1.0)
         state.views([0, 0, 0], unreadable=False, delay=0.0, late=False)
         assert create.settled is not None
