@@ -561,3 +561,20 @@ def test_the_creates_ids_are_read_ahead_so_the_rows_after_the_first_need_no_read
     sent_at = next(i for i, (kind, names) in enumerate(events) if kind == "send" and names & rest)
     assert any(kind == "read" and rest <= names for kind, names in events[:called_at])  # read ahead
     assert all(kind != "read" or not names & rest for kind, names in events[called_at:sent_at])
+
+
+def test_a_raising_callback_is_logged_and_every_row_still_gets_its_result(
+    quota_broker: BrokerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Review 112: an exception raised by ``on_result`` (or ``progress``) ended the group's run: its rows failed as
+    "unexpected error", and telling them so raised again, out of ``apply_plan``: every result was lost."""
+    broker = quota_broker(controller_mutation_rate=50)
+    rows = [PlanRow("east", "ensure", f"raising.{i}", 1) for i in range(3)]
+
+    def raising(*_: Any) -> None:
+        raise RuntimeError("the application's bug")
+
+    with caplog.at_level(logging.ERROR, logger="throttled_admin.provisioning"):
+        results = apply_plan(rows, {"east": profile_for(broker)}, on_result=raising, progress=raising)
+    assert [r.status for r in results] == ["created"] * 3
+    assert "a progress or on_result callback of apply_plan raised" in caplog.text
