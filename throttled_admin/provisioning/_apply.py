@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from opentelemetry.metrics import MeterProvider
 
@@ -21,8 +19,6 @@ from throttled_admin.provisioning._progress import Progress, ProgressCallback
 from throttled_admin.provisioning._results import RowResult
 
 __all__ = ["MAX_CONCURRENT_ENTITIES", "apply_plan", "check_entities", "group_rows"]
-
-log = logging.getLogger("throttled_admin.provisioning")
 
 #: How many quota entities one ``apply_plan`` call (one Spark task) runs at once by default: one thread
 #: and one librdkafka client each (a few MB and a few threads apiece); more wait for a free one.
@@ -119,7 +115,7 @@ def apply_plan(
     def serialized(update: Progress) -> None:
         assert progress is not None
         with lock:
-            _call_user(progress, update)
+            progress(update)
 
     callback = serialized if progress is not None else None
     results: list[RowResult | None] = [None] * len(rows)
@@ -158,16 +154,6 @@ def _in_plan(
 
     def in_plan(index: int, result: RowResult) -> None:
         with lock:
-            _call_user(callback, indexes[index], result)
+            callback(indexes[index], result)
 
     return in_plan
-
-
-def _call_user(callback: Callable[..., None], *args: Any) -> None:
-    """The application's ``progress`` or ``on_result``: an exception it raises is logged and the plan goes on, every
-    row to its result (it ended the group's run, whose rows then failed as "unexpected error", and ``apply_plan``
-    raised it from a group's rows told again)."""
-    try:
-        callback(*args)
-    except Exception:
-        log.exception("a progress or on_result callback of apply_plan raised; the plan goes on")

@@ -157,7 +157,7 @@ class _Group:
             **fields,
         )
         if self.on_result is not None:
-            self.on_result(index, self.results[index])
+            _call_user(self.on_result, index, self.results[index])
 
     def fail_all(self, message: str, code: int | None = None, name: str | None = None) -> None:
         now = time.time()
@@ -196,7 +196,8 @@ class _Group:
             return
         rate = metrics.get("mutation-rate")
         quota = self.profile.mutation_rate if rate is None or math.isnan(rate) else float(rate)
-        self.progress(
+        _call_user(
+            self.progress,
             Progress(
                 cluster=self.profile.name,
                 rows_done=len(self.results),
@@ -209,8 +210,18 @@ class _Group:
                 refused_by_quota=int(_metric(metrics, "quota-violation-total")),
                 rows_not_sent=self.ended["not_sent"],
                 rows_failed=self.ended["failed"],
-            )
+            ),
         )
+
+
+def _call_user(callback: Callable[..., None], *args: Any) -> None:
+    """The application's ``progress`` or ``on_result``: an exception it raises is logged and the group goes on, every
+    row to its result (it ended the group's run, whose rows then failed as "unexpected error", and telling them so
+    raised it again, out of ``execute`` and ``apply_plan``)."""
+    try:
+        callback(*args)
+    except Exception:
+        log.exception("a progress or on_result callback raised; the plan goes on")
 
 
 def _read_configs(admin: ThrottledAdminClient, names: Iterable[str], timeout_s: float) -> dict[str, dict[str, str]]:
