@@ -2212,9 +2212,7 @@ def test_the_model_sees_an_earlier_incarnation_on_lagging_brokers() -> None:
     them for the new topic."""
     state = EngineModel()
     try:
-        state.start(
-            mode="none", paced=False, seed=0, existing={"a": 3}, cap=None, reached=True, per_request=None, bulk=None
-        )
+        _start(state, existing={"a": 3})
         state.submit("delete", ["a"], 30.0, True, False, 1, None, None, False)
         state.answer_ok(views_after=False)
         state.submit("create", ["a"], 30.0, True, False, 1, None, None, True)
@@ -2238,9 +2236,7 @@ def test_the_model_shows_a_grow_past_an_offline_first_partition_and_holds_a_crea
     first partition has a leader. The model's check at settlement (``shown_everywhere``) holds the engine to both."""
     state = EngineModel()
     try:
-        state.start(
-            mode="none", paced=False, seed=0, existing={"a": 2}, cap=None, reached=True, per_request=None, bulk=None
-        )
+        _start(state, existing={"a": 2})
         state.submit("grow", ["a"], 30.0, True, False, 2, None, None, True)
         state.answer_ok(views_after=False)
         state.views([0, 0, 0], unreadable=False, delay=0.0, late=False, offline_first=True)
