@@ -471,3 +471,50 @@ def test_ctrl_c_while_a_create_is_in_flight_says_it_may_have_been_applied(quota_
     child.close()
     assert child.exitstatus == 130
     assert "t" in broker.topics()  # it was: the broker applied it and never answered
+
+
+def _reader_gone(*args: str) -> tuple[int, str]:
+    """``throttled-admin ARGS`` with stdout a pipe whose reader has already gone (``| head -1`` after its line):
+    every write fails with EPIPE. (exit code, stderr)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.cli_helpers import cli_env
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # before the command writes anything: its first write is refused, every time
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "throttled_admin", *args],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=90, env=cli_env(), cwd=REPO, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    return proc.returncode, proc.stderr
+
+
+@pytest.mark.parametrize("output", ["text", "json"])
+def test_a_reader_gone_leaves_the_exit_code_to_what_the_command_did(
+    quota_broker: BrokerFactory, tmp_path: Path, output: str
+) -> None:
+    """Helper 111: ``--describe | head -1`` exited 1 (kafka-topics.sh 0): the reader going away ended the command
+    as a failure. As kafka-topics.sh, the command goes on to its end and its exit code says what it did: 0 for a
+    describe, a list or a change done, 1 for a change or a read that failed."""
+    broker = quota_broker()
+    broker.create_topic("seen", 3)
+    server = ("--bootstrap-server", broker.bootstrap_servers, "--output", output)
+    for args, code in [
+        (("--describe", "--topic", "seen"), 0),
+        (("--list",), 0),
+        (("--describe", "--topic", "missing"), 1),
+        (("--create", "--topic", "made", "--partitions", "2"), 0),
+        (("--create", "--topic", "seen", "--partitions", "2"), 1),  # exists
+    ]:
+        assert _reader_gone("topics", *server, *args) == (code, ""), args
+    assert broker.topics().get("made") == 2
+    server = ("--bootstrap-server", broker.bootstrap_servers, "--output", "table" if output == "text" else output)
+    ok = _plan(tmp_path / "ok.json", [{"cluster": "dev", "action": "create", "topic": "planned", "partitions": 1}])
+    assert _reader_gone("apply", str(ok), *server) == (0, "")
+    bad = _plan(tmp_path / "bad.json", [{"cluster": "dev", "action": "delete", "topic": "seen"}])  # no --allow-delete
+    assert _reader_gone("apply", str(bad), *server)[0] == 1

@@ -11,7 +11,6 @@ import argparse
 import contextlib
 import errno
 import faulthandler
-import os
 import ssl
 import sys
 from collections.abc import Sequence
@@ -20,7 +19,7 @@ from confluent_kafka import KafkaException
 
 from throttled_admin.cli._args import UsageError, build_parser, check_topics_args, read_command_config, unrecognized
 from throttled_admin.cli._conf import Redactor, build_conf
-from throttled_admin.cli._output import ErrorInfo, Output, describe_error
+from throttled_admin.cli._output import ErrorInfo, Output, describe_error, stdout_gone
 
 __all__ = ["EXIT_FAILURE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main", "run"]
 
@@ -123,14 +122,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"Interrupted{said}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
-        # The reader went away (`throttled-admin topics --list | head -1`): no traceback
-        _stdout_gone()
+        # The reader went away during a write that is not the command's output (which goes on: reader_may_go), as
+        # argparse's --help into `| head -1`: no traceback
+        stdout_gone()
         return EXIT_FAILURE
     except OSError as exc:
         if isinstance(exc, ssl.SSLError) or exc.errno not in _WRITE_ERRORS:  # (an SSL error's errno is its own)
             raise
         # stdout cannot be written (`> /dev/full`): said in a line, not a traceback
-        _stdout_gone()
+        stdout_gone()
         with contextlib.suppress(OSError):  # (stderr too: `&> /dev/full`)
             print(f"throttled-admin: cannot write the output: {exc.strerror}", file=sys.stderr)
         return EXIT_FAILURE
@@ -138,9 +138,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # A write to stdout that cannot be done: no space, an I/O error, a file too large
 _WRITE_ERRORS = (errno.ENOSPC, errno.EIO, errno.EFBIG)
-
-
-def _stdout_gone() -> None:
-    """stdout onto /dev/null: the flush Python attempts at exit would fail again, with a message of its own."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())

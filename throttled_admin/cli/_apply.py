@@ -105,7 +105,7 @@ def _groups(rows: list[Any], profiles: Mapping[str, Any]) -> tuple[dict[str, int
 
 def _display(args: argparse.Namespace, rows: list[Any], profiles: Mapping[str, Any], out: Output) -> tuple[Any, Any]:
     """(progress display, rich console for the report or None)."""
-    from throttled_admin.cli._progress import CLI_EXTRA_HINT, LiveBar, PlainLines, Silent, load_rich
+    from throttled_admin.cli._progress import CLI_EXTRA_HINT, LiveBar, PlainLines, Silent, load_rich, new_console
 
     groups, clusters = _groups(rows, profiles)
     if args.output == "json":
@@ -115,17 +115,13 @@ def _display(args: argparse.Namespace, rows: list[Any], profiles: Mapping[str, A
         if rich is None:
             out.error(f"(for a live progress bar and tables: {CLI_EXTRA_HINT})")
             return PlainLines(groups, sys.stdout, clusters), None
-        from rich.console import Console
-
-        console = Console()
+        console = new_console()
         return LiveBar(groups, console, clusters), console
     if rich is None:
         return PlainLines(groups, sys.stdout, clusters), None
-    from rich.console import Console
-
     # Not a terminal (a log): plain progress lines, and tables without colour, each as wide as its cells (at a fixed
     # width, the widest cells were cut: a long topic name that failed, and its error)
-    return PlainLines(groups, sys.stdout, clusters), Console(file=sys.stdout, no_color=True, width=_LOG_WIDTH)
+    return PlainLines(groups, sys.stdout, clusters), new_console(file=sys.stdout, no_color=True, width=_LOG_WIDTH)
 
 
 def _run_interruptibly(work: Callable[[], list[Any]]) -> list[Any]:
@@ -305,7 +301,7 @@ def run_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     else:
         render_report(results, throttle, dry_run=args.dry_run, stream=sys.stdout, redact=redact, rich_console=console)
         for ended in budget.values():  # where a budget ended the plan: what was left, and how to go on
-            print(redact(ended["hint"]), flush=True)
+            out.line(ended["hint"])
     return 1 if failed else 0
 
 

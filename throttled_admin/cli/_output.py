@@ -6,8 +6,11 @@ profile, whatever a message happens to contain.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -17,7 +20,7 @@ from throttled_admin import NotSentError, OutcomeUnknownError, ThrottlingQuotaEx
 from throttled_admin._kafka.refusals import THROTTLING_QUOTA_MESSAGE
 from throttled_admin.cli._conf import Redactor
 
-__all__ = ["ErrorInfo", "Output", "describe_error"]
+__all__ = ["ErrorInfo", "Output", "describe_error", "reader_may_go", "stdout_gone"]
 
 # Java's ThrottlingQuotaExceededException message when the broker sends none (error 89 never carries one).
 QUOTA_MESSAGE = THROTTLING_QUOTA_MESSAGE
@@ -82,6 +85,24 @@ def describe_error(exc: BaseException) -> ErrorInfo:
     return ErrorInfo(None, type(exc).__name__, str(exc) or type(exc).__name__)
 
 
+def stdout_gone() -> None:
+    """stdout onto /dev/null: the flush Python attempts at exit would fail again, with a message of its own."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+@contextlib.contextmanager
+def reader_may_go() -> Iterator[None]:
+    """A write to stdout whose reader has gone (``| head -1``) is dropped, and so is the rest: as kafka-topics.sh
+    (Java's System.out drops what it cannot write), the command goes on to its end, and its exit code says what it
+    did, not whether it was read."""
+    try:
+        yield
+    except BrokenPipeError:
+        stdout_gone()
+
+
 class Output:
     """Prints records (JSON mode) or lines (text mode), redacted."""
 
@@ -94,14 +115,16 @@ class Output:
         self._stderr = stderr or sys.stderr
 
     def line(self, text: str = "") -> None:
-        print(self.redact(text), file=self._stdout, flush=True)
+        with reader_may_go():
+            print(self.redact(text), file=self._stdout, flush=True)
 
     def error(self, text: str) -> None:
         print(self.redact(text), file=self._stderr, flush=True)
 
     def record(self, value: dict[str, Any]) -> None:
         """One JSON object on one line (JSON Lines), secrets hidden in every string."""
-        print(json.dumps(self._scrub(value), sort_keys=False), file=self._stdout, flush=True)
+        with reader_may_go():
+            print(json.dumps(self._scrub(value), sort_keys=False), file=self._stdout, flush=True)
 
     def _scrub(self, value: Any) -> Any:
         if isinstance(value, str):

@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Any, Protocol, TextIO
 
 from throttled_admin._extras import install_hint
+from throttled_admin.cli._output import reader_may_go, stdout_gone
 from throttled_admin.provisioning import Progress
 from throttled_admin.provisioning._progress import QUOTA_WINDOW_S, AdmittedRate
 
@@ -44,6 +45,19 @@ def load_rich() -> Any | None:
     except ImportError:
         return None
     return rich
+
+
+def new_console(**settings: Any) -> Any:
+    """rich's Console, but a reader gone (``| head -1``) silences it instead of ending the process with exit 1, as
+    rich's own does: the command's exit code says what it did (``reader_may_go``)."""
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            stdout_gone()
+
+    return _Console(**settings)
 
 
 def format_rate(rate: float | None) -> str:
@@ -204,12 +218,9 @@ class PlainLines(_Base):
             if not throttled and (stats.rows_done == last_done or (now - last_at < _PLAIN_INTERVAL_S and not finished)):
                 return
             self._last_line[progress.cluster] = (now, stats.rows_done)
-            print(
-                f"[{stats.label}] {stats.rows_done}/{stats.rows_total} {stats.rows_text()}, {stats.rate_text(now)}, "
-                f"{stats.throttle_text(now)}",
-                file=self._stream,
-                flush=True,
-            )
+            line = f"[{stats.label}] {stats.rows_done}/{stats.rows_total} {stats.rows_text()}, {stats.rate_text(now)}, "
+            with reader_may_go():
+                print(line + stats.throttle_text(now), file=self._stream, flush=True)
 
 
 class LiveBar(_Base):

@@ -14,6 +14,7 @@ from typing import Any, TextIO
 from confluent_kafka import KafkaError
 
 from throttled_admin.cli._conf import Redactor
+from throttled_admin.cli._output import reader_may_go
 from throttled_admin.cli._progress import QUOTA_WINDOW_S, ClusterStats, format_rate
 from throttled_admin.provisioning import STATUSES, RowResult
 
@@ -348,4 +349,5 @@ def render_report(
         if rich_console is not None:
             rich_console.print(redacted.rich(rich_console))
         else:
-            print(redacted.plain() + "\n", file=stream, flush=True)
+            with reader_may_go():
+                print(redacted.plain() + "\n", file=stream, flush=True)
