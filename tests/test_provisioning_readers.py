@@ -156,6 +156,56 @@ def test_missing_plan_file_is_a_plan_error(tmp_path: Path) -> None:
         read_plan(tmp_path / "absent.yaml")
 
 
+@pytest.mark.parametrize(
+    ("name", "text", "where"),
+    [
+        ("plan.csv", b"cluster,action,topic\ndev,create,ok\ndev,create,caf\xe9\n", "line 3, column 15"),
+        ("plan.json", b'[{"cluster": "dev", "action": "create", "topic": "caf\xe9"}]', "line 1, column 54"),
+        ("plan.yaml", b"- {cluster: dev, action: create, topic: caf\xe9}\n", "line 1, column 44"),
+    ],
+)
+def test_a_plan_that_is_not_utf8_is_a_plan_error(tmp_path: Path, name: str, text: bytes, where: str) -> None:
+    """A plan saved in Latin-1 (``caf\\xe9``) ended ``apply`` in a UnicodeDecodeError traceback."""
+    path = tmp_path / name
+    path.write_bytes(text)
+    with pytest.raises(PlanError) as info:
+        read_plan(path)
+    assert str(info.value) == f"{path}: not UTF-8 text: byte 0xe9 at {where} (save it as UTF-8)"
+
+
+def test_a_csv_plan_with_a_byte_order_mark_reads_as_without(tmp_path: Path) -> None:
+    """A spreadsheet's "CSV UTF-8" starts with a byte order mark: its header's first column read as "\\ufeffcluster",
+    and the plan was refused for want of the column 'cluster'."""
+    plain, marked = tmp_path / "plain.csv", tmp_path / "marked.csv"
+    plain.write_text(CSV, encoding="utf-8")
+    marked.write_text(CSV, encoding="utf-8-sig")
+    assert (
+        [r.topic for r in read_plan(marked)]
+        == [r.topic for r in read_plan(plain)]
+        == ["orders", "payments", "old.events"]
+    )
+
+
+def test_a_plan_that_cannot_be_read_says_so(tmp_path: Path) -> None:
+    """Helper 111: an I/O error while a CSV plan was read (its rows read after the open) was reported by the command
+    line as "cannot write the output"; here /proc/self/mem, whose first page is unmapped: EIO on read."""
+    mem = Path("/proc/self/mem")
+    if not mem.exists():
+        pytest.skip("needs Linux's /proc")
+    for name in ("plan.csv", "plan.json"):
+        (tmp_path / name).symlink_to(mem)
+        with pytest.raises(PlanError, match=re.escape(f"{tmp_path / name}: cannot read: Input/output error")):
+            read_plan(tmp_path / name)
+
+
+def test_profiles_that_are_not_utf8_are_a_file_error_without_their_text(tmp_path: Path) -> None:
+    path = tmp_path / "profiles.yaml"
+    path.write_bytes(b"dev:\n  bootstrap.servers: 127.0.0.1:9092\n  sasl.password: s\xe9cret-value\n")
+    with pytest.raises(PlanError) as info:
+        read_profiles(path)
+    assert str(info.value) == f"{path}: not UTF-8 text: byte 0xe9 at line 3, column 19 (save it as UTF-8)"
+
+
 PROFILES = {
     "east": {"bootstrap.servers": "127.0.0.1:9092", "mutation_rate": 5, "request_timeout_s": 10},
     "tenant-a": {

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import difflib
+import io
 import json
 import re
 from pathlib import Path
@@ -27,10 +28,7 @@ def _load_document(path: Path, kinds: tuple[str, ...]) -> Any:
     suffix = path.suffix.lower()
     if suffix not in kinds:
         raise PlanError(f"{path}: unsupported file type {suffix or '(none)'!r}; expected one of {', '.join(kinds)}")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PlanError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    text = _read_text(path)
     try:
         return json.loads(text) if suffix == ".json" else yaml.safe_load(text)
     except json.JSONDecodeError as exc:  # (its message quotes nothing of the file: where, and what was expected)
@@ -41,6 +39,22 @@ def _load_document(path: Path, kinds: tuple[str, ...]) -> Any:
         # message quotes the value, and names no place
         raise PlanError(
             f"{path}: not valid YAML: a tagged value (!!int, !!float, !!timestamp, ...) does not parse as its tag"
+        ) from None
+
+
+def _read_text(path: Path) -> str:
+    """The file's text, read whole: UTF-8, with or without the byte order mark a spreadsheet's "CSV UTF-8" writes."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:  # (EIO on a failing disk)
+        raise PlanError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:  # (its message would quote nothing of the file, but names no line)
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - data.rfind(b"\n", 0, exc.start)
+        raise PlanError(
+            f"{path}: not UTF-8 text: byte 0x{data[exc.start]:02x} at line {line}, column {column} (save it as UTF-8)"
         ) from None
 
 
@@ -196,12 +210,8 @@ def read_plan(path: str | Path) -> list[PlanRow]:
 
 
 def _read_csv(file: Path) -> list[PlanRow]:
-    try:
-        handle = file.open(encoding="utf-8", newline="")
-    except OSError as exc:
-        raise PlanError(f"{file}: cannot read: {exc.strerror or exc}") from None
     rows: list[PlanRow] = []
-    with handle:
+    with io.StringIO(_read_text(file), newline="") as handle:
         reader = csv.DictReader(handle)
         header = reader.fieldnames or []
         missing = [name for name in REQUIRED if name not in header]
