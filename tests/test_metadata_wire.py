@@ -8,13 +8,14 @@ import struct
 import uuid
 
 import pytest
+from confluent_kafka.admin import NewPartitions
 from hypothesis import given
 from hypothesis import strategies as st
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from throttled_admin._driver import metadata_wire
 from throttled_admin._driver.wire_codec import Reader, Writer, request_frame, response_body
-from throttled_admin._engine.visibility import TopicView
+from throttled_admin._engine.visibility import TopicView, lagging
 
 R = MetadataResponse
 P = R.MetadataResponseTopic.MetadataResponsePartition
@@ -82,6 +83,26 @@ def test_what_a_broker_shows_of_the_topics_asked_about(version: int) -> None:
         "electing": TopicView(0, False, None),  # listed with an error: not usable yet, no id (zero UUID)
     }  # UNKNOWN_TOPIC_OR_PARTITION, and topics not asked about, are not shown
     assert got.error_code == 0
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_topic_error_leaves_a_grow_unshown_whatever_its_partitions(version: int) -> None:
+    """Helper 111's leftover: a broker listing a grown topic with a topic-level error (LEADER_NOT_AVAILABLE) and a
+    partition without a leader before the added ones showed the grow: the added partitions' leaders alone decided."""
+    response = R(
+        version=version,
+        throttle_time_ms=0,
+        brokers=[R.MetadataResponseBroker(node_id=0, host="127.0.0.1", port=9000, rack=None)],
+        cluster_id="c",
+        controller_id=0,
+        topics=[topic("grown", READY, error=5, partitions=[partition(0, -1), partition(1, 0), partition(2, 0)])],
+        authorized_operations=None,
+        error_code=0,
+    )
+    response.with_header(correlation_id=7)
+    got = metadata_wire.decode(version, response_body(bytes(response.encode(header=True)), 7, flexible=True), {"grown"})
+    assert got.topics == {"grown": TopicView(3, False, READY, frozenset({0, 1, 2}))}
+    assert lagging("CreatePartitions", "grown", NewPartitions("grown", 3), {0: got.topics}, added=1) == (0,)
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -23,7 +23,7 @@ from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._metadata import ClusterMetadata
 
-from throttled_admin._engine.visibility import BrokerViews, TopicView
+from throttled_admin._engine.visibility import BrokerViews, TopicView, topic_view
 
 __all__ = ["LibrdkafkaViews", "answered_by"]
 
@@ -188,5 +188,5 @@ def _view(metadata: ClusterMetadata, names: list[str]) -> dict[str, TopicView]:
             continue  # not listed
         leaderless = frozenset(p.id for p in topic.partitions.values() if p.error is not None or p.leader < 0)
         # (librdkafka's metadata carries no topic id)
-        view[name] = TopicView(len(topic.partitions), error is None and not leaderless, None, leaderless)
+        view[name] = topic_view(len(topic.partitions), error is not None, None, leaderless)
     return view

@@ -20,7 +20,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from throttled_admin._driver.wire_codec import NO_UUID, Reader, Writer
-from throttled_admin._engine.visibility import TopicView
+from throttled_admin._engine.visibility import TopicView, topic_view
 
 __all__ = ["API_KEY", "MAX_VERSION", "MIN_VERSION", "MetadataAnswer", "decode", "encode"]
 
@@ -103,7 +103,7 @@ def _decode(version: int, data: bytes, pos: int, names: set[str]) -> tuple[Metad
         pos = _tags(data, pos + 4)  # (after topic_authorized_operations)
         if name is not None and name in names and error != _UNKNOWN_TOPIC_OR_PARTITION:
             topic_id = None if raw_id == NO_UUID else uuid.UUID(bytes=raw_id)
-            answer.topics[name] = TopicView(partitions, not leaderless and error == 0, topic_id, leaderless)
+            answer.topics[name] = topic_view(partitions, error != 0, topic_id, leaderless)
     if version == 10:
         pos += 4  # cluster_authorized_operations
     if version >= 13:

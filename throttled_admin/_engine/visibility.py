@@ -58,6 +58,7 @@ __all__ = [
     "Visibility",
     "ids_shown",
     "lagging",
+    "topic_view",
 ]
 
 FIRST_READ_S = 0.05
@@ -75,6 +76,15 @@ class TopicView(NamedTuple):
     led: bool  # every partition has a leader and no error
     topic_id: uuid.UUID | None = None  # None: the view carries no id (the fallback reader, Metadata < v10)
     leaderless: frozenset[int] = frozenset()  # the partitions without a leader or with an error (by index)
+
+
+def topic_view(partitions: int, topic_error: bool, topic_id: uuid.UUID | None, leaderless: frozenset[int]) -> TopicView:
+    """A broker's view of a topic it lists, from its Metadata: ``leaderless`` the partitions without a leader or with
+    an error. A topic-level error (LEADER_NOT_AVAILABLE) leaves none usable: every partition counts as leaderless, so
+    that a grow waits for it (its added partitions' leaders alone passed it)."""
+    if topic_error:
+        leaderless = frozenset(range(partitions))
+    return TopicView(partitions, not topic_error and not leaderless, topic_id, leaderless)
 
 
 # node id -> its Metadata for the topics asked about (absent: not listed), or None when it could not be read
@@ -100,7 +110,7 @@ def _added_led(operation: str, item: Any, listed: TopicView, added: int | None) 
     since by another client. The added ones are the last up to the new count: as many as its replica assignment
     names, else ``added`` (the grow's cost, once the partitions before it were read), else at least the very last
     (Kafka places added partitions on live brokers, and refuses an assignment to brokers all away)."""
-    if operation != "CreatePartitions" or not listed.leaderless:  # (not led, yet every partition led: a topic error)
+    if operation != "CreatePartitions" or not listed.leaderless:  # (not led, yet none leaderless: no partition)
         return False
     total = int(item.new_total_count)
     count = len(item.replica_assignment) if item.replica_assignment else (added or 1)
