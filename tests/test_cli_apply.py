@@ -352,7 +352,9 @@ def test_ctrl_c_under_output_json_prints_a_record_for_every_row_as_the_interrupt
     quota_broker: BrokerFactory, tmp_path: Path
 ) -> None:
     # As above, with --output json: a consumer of the records still gets one per row (the rows done with their
-    # result, the rest INTERRUPTED, their outcome unknown) and a summary that says the run was interrupted.
+    # result, the rest INTERRUPTED: not sent where the pacer still held them, withdrawn at the interrupt; else their
+    # outcome unknown) and a summary that says the run was interrupted. (Every row not done was said to be of unknown
+    # outcome, 30 or so paced rows never sent among them.)
     broker, child, screen = _paced_apply(quota_broker, tmp_path, "--output", "json")
     assert wait_until(lambda: len(broker.topics()) >= 6, timeout_s=30), screen.getvalue()  # some rows finished
     child.sendintr()
@@ -369,11 +371,19 @@ def test_ctrl_c_under_output_json_prints_a_record_for_every_row_as_the_interrupt
     assert created, rows
     assert set(created) <= set(on_broker), (created, sorted(on_broker))
     rest = [r for r in rows if r["status"] != "created"]
-    assert rest, rows
-    assert all(r["status"] == "failed" and r["error_name"] == "INTERRUPTED" for r in rest), rest
-    assert all("outcome was known" in r["error_message"] for r in rest)
-    assert summary == {"summary": {"created": len(created), "failed": len(rest)}, "dry_run": False, "interrupted": True}
-    said = f"{len(created)} of 40 rows done (created: {len(created)}); outcome unknown: {len(rest)}."
+    assert all(r["error_name"] == "INTERRUPTED" for r in rest), rest
+    unsent = [r["topic"] for r in rest if r["status"] == "not_sent"]
+    unknown = [r for r in rest if r["status"] != "not_sent"]
+    assert all(r["status"] == "failed" and "outcome was known" in r["error_message"] for r in unknown), unknown
+    said_unsent = [r["error_message"] for r in rest if r["status"] == "not_sent"]
+    assert all(message.startswith("interrupted before it was sent") for message in said_unsent), said_unsent
+    assert len(unsent) >= 20, rest  # paced at one row a second: most were still held, one request at most in flight
+    sent = {name for r in broker.request_log() if r.api_name == "CreateTopics" for name in r.errors}
+    assert not sent & set(unsent), sorted(sent & set(unsent))
+    counts = {"created": len(created), "not_sent": len(unsent)} | ({"failed": len(unknown)} if unknown else {})
+    assert summary == {"summary": counts, "dry_run": False, "interrupted": True}
+    said = f"40 rows done (created: {len(created)}); not sent: {len(unsent)}; outcome unknown: {len(unknown)}."
+    said = f"{len(created)} of {said}"
     assert said in screen.getvalue(), screen.getvalue()
 
 

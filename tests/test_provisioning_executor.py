@@ -33,8 +33,10 @@ from throttled_admin._errors import (
     unknown_outcome_error,
 )
 from throttled_admin.provisioning import (
+    STOPPED,
     PlanError,
     PlanRow,
+    PlanStop,
     Profile,
     Progress,
     RowResult,
@@ -389,6 +391,92 @@ def test_apply_plan_tells_each_rows_result_by_its_plan_index_as_it_is_known(quot
     assert all(results[i] is result for i, result, _ in told)
     assert all(name.startswith("provision") for _, _, name in told)  # the groups' threads, before the call returned
     assert [r.status for r in results] == ["created"] * 12 + ["failed"]
+
+
+def _sent(broker: QuotaBroker, api: str = "CreateTopics") -> set[str]:
+    """Every topic (or resource) the broker was asked to change by ``api``."""
+    return {name for record in broker.request_log() if record.api_name == api for name in record.errors}
+
+
+def test_a_stop_withdraws_what_the_pacer_holds_and_returns_the_rows_never_sent(quota_broker: BrokerFactory) -> None:
+    """``PlanStop.stop()`` (Ctrl-C in ``apply``): every row the paced client still held is withdrawn, at once, and
+    named; those end ``not_sent`` (STOPPED), none of them ever reaches the broker; the rows sent end as answered."""
+    broker = quota_broker(controller_mutation_rate=50)
+    rows = [PlanRow("east", "ensure", f"held.{i:02d}", 1) for i in range(30)]
+    stop, created = PlanStop(), threading.Semaphore(0)
+    results: list[RowResult] = []
+
+    def told(_: int, result: RowResult) -> None:
+        if result.status == "created":
+            created.release()
+
+    run = threading.Thread(
+        target=lambda: results.extend(
+            apply_plan(rows, {"east": profile_for(broker, rate=1.0)}, on_result=told, stop=stop)
+        )
+    )
+    run.start()
+    for _ in range(3):
+        assert created.acquire(timeout=60)
+    never = stop.stop()
+    run.join(timeout=60)
+    assert not run.is_alive()
+    unsent = [i for i, r in enumerate(results) if r.status == "not_sent"]
+    # A burst of 11 (the rate's quota window), then a row a second: most are still held.
+    assert never == unsent
+    assert len(unsent) >= 10, [r.status for r in results]
+    assert {results[i].error_name for i in unsent} == {STOPPED}
+    assert {r.status for r in results} == {"created", "not_sent"}
+    assert not _sent(broker) & {rows[i].topic for i in unsent}
+    assert set(broker.topics()) == {r.topic for r in results if r.status == "created"}
+    assert stop.stop() == never  # again: the same rows
+
+
+def test_a_stop_before_a_group_starts_sends_nothing_of_it(quota_broker: BrokerFactory) -> None:
+    # One entity at a time: the second group waits for the first, stopped meanwhile. It never contacts its cluster.
+    one, two = quota_broker(controller_mutation_rate=50), quota_broker(controller_mutation_rate=50)
+    rows = [PlanRow("east", "ensure", f"e.{i}", 1) for i in range(30)] + [PlanRow("west", "ensure", "w.0", 1)]
+    profiles = {"east": profile_for(one, "east", rate=1.0), "west": profile_for(two, "west")}
+    stop, first = PlanStop(), threading.Event()
+    results: list[RowResult] = []
+    run = threading.Thread(
+        target=lambda: results.extend(
+            apply_plan(rows, profiles, max_concurrent_entities=1, stop=stop, on_result=lambda i, r: first.set())
+        )
+    )
+    run.start()
+    assert first.wait(timeout=60)
+    never = stop.stop()
+    run.join(timeout=60)
+    assert not run.is_alive()
+    assert 30 in never
+    assert (results[30].status, results[30].error_name) == ("not_sent", STOPPED)
+    assert two.request_log() == []
+    stopped = PlanStop()
+    stopped.stop()
+    assert [r.status for r in execute(rows[:2], profile_for(one, "east"), stop=stopped)] == ["not_sent"] * 2
+
+
+def test_a_stop_while_a_grow_is_in_flight_leaves_its_config_change_unsent(quota_broker: BrokerFactory) -> None:
+    """A grow that sets configs sends them once it is admitted: stopped meanwhile, the grow's answer still comes
+    (grown), its config change is never sent, and the row says so (failed, STOPPED), not grown."""
+    broker = quota_broker(controller_mutation_rate=50)
+    broker.create_topic("grown", 2)
+    held = broker.hold_controller_next(1.0)
+    stop = PlanStop()
+    results: list[RowResult] = []
+    row = PlanRow("east", "ensure", "grown", 4, configs={"retention.ms": "2000"})
+    run = threading.Thread(target=lambda: results.extend(apply_plan([row], {"east": profile_for(broker)}, stop=stop)))
+    run.start()
+    assert held.wait(timeout=60)
+    assert stop.stop() == []  # in flight: sent
+    run.join(timeout=60)
+    assert not run.is_alive()
+    [result] = results
+    assert (result.status, result.error_name) == ("failed", STOPPED), result
+    assert "stopped before all of its change was sent" in (result.error_message or "")
+    assert broker.topics()["grown"] == 4
+    assert _sent(broker, "IncrementalAlterConfigs") == set()
 
 
 def test_apply_plan_rejects_an_unknown_cluster_before_sending(quota_broker: BrokerFactory) -> None:

@@ -10,7 +10,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, NoReturn
@@ -142,6 +142,17 @@ def _run_interruptibly(work: Callable[[], list[Any]]) -> list[Any]:
             continue
 
 
+def _withdraw(stop: Any) -> list[int]:
+    """``stop.stop()``: the rows never sent, withdrawn; none (all of unknown outcome) if it takes over 2 s (a group's
+    thread holding its hand-over to the client), so that Ctrl-C still ends the command at once."""
+    withdrawn: Future[list[int]] = Future()
+    threading.Thread(target=lambda: withdrawn.set_result(stop.stop()), name="throttled-admin-stop", daemon=True).start()
+    try:
+        return withdrawn.result(timeout=2.0)
+    except FutureTimeout:
+        return []
+
+
 def _interrupted(
     out: Output,
     rows: list[Any],
@@ -150,33 +161,38 @@ def _interrupted(
     sent: bool,
     dry_run: bool,
     problems: Mapping[str, Problem],
+    never_sent: Collection[int] = (),
 ) -> NoReturn:
-    """The executor's groups cannot be cancelled and its worker threads would be joined at interpreter exit,
-    so an interrupt ends the process here (exit 130), after saying what that means: the rows whose result was
-    ``known`` (plan index -> result), and the others as the interrupt left them: not sent (``sent`` False: before
-    anything was sent; or a dry run) or their outcome unknown. Under --output json, a record a row and the summary,
-    after the message (a reader that the same Ctrl-C ended, ``| jq``, takes none of them)."""
+    """The executor's worker threads would be joined at interpreter exit, so an interrupt ends the process here
+    (exit 130), after saying what that means: the rows whose result was ``known`` (plan index -> result), and the
+    others as the interrupt left them: not sent (``never_sent``, the plan's stop withdrew them or they were never
+    handed over; every row when ``sent`` is False: before anything was sent; or a dry run) or their outcome unknown.
+    Under --output json, a record a row and the summary, after the message (a reader that the same Ctrl-C ended,
+    ``| jq``, takes none of them)."""
     from throttled_admin.provisioning import RowResult, summarize
 
     nothing_sent = not sent or dry_run
-    if nothing_sent:
-        status, left = "not_sent", "interrupted before it was sent (nothing of it applied)"
-    else:
-        status, left = "failed", "interrupted before its outcome was known: its change may have been applied"
     now = time.time()
-    results = [
-        _in_cli_terms(known[i])
-        if i in known
-        else RowResult(
+
+    def left(row: Any, unsent: bool) -> Any:
+        status, message = (
+            ("not_sent", "interrupted before it was sent (nothing of it applied)")
+            if unsent
+            else ("failed", "interrupted before its outcome was known: its change may have been applied")
+        )
+        return RowResult(
             cluster=row.cluster,
             topic=str(row.topic),
             action=str(row.action),
             status=status,
             error_name="INTERRUPTED",
-            error_message=left,
+            error_message=message,
             finished_at=now,
         )
-        for i, row in enumerate(rows)
+
+    unsent = set(never_sent)
+    results = [
+        _in_cli_terms(known[i]) if i in known else left(row, nothing_sent or i in unsent) for i, row in enumerate(rows)
     ]
     done = summarize(r for i, r in enumerate(results) if i in known)
     counts = f" ({', '.join(f'{name}: {n}' for name, n in done.items())})" if done else ""
@@ -188,10 +204,11 @@ def _interrupted(
                 f"Interrupted: nothing was changed. {len(known)} of {len(rows)} rows done{counts}; {what}: {rest}."
             )
         else:
+            held = len(unsent - known.keys())
             out.error(
                 f"Interrupted: changes already sent may have been applied. {len(known)} of {len(rows)} rows "
-                f"done{counts}; outcome unknown: {rest}. Run the same plan again to finish it (rows already done come "
-                "back unchanged)."
+                f"done{counts}; not sent: {held}; outcome unknown: {rest - held}. Run the same plan again to finish it "
+                "(rows already done come back unchanged)."
             )
         if out.json_mode:
             for result in results:
@@ -225,7 +242,15 @@ def check_apply_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
 def run_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     check_apply_args(args, parser)
     try:
-        from throttled_admin.provisioning import PlanError, apply_plan, group_rows, read_plan, summarize
+        from throttled_admin.provisioning import (
+            STOPPED,
+            PlanError,
+            PlanStop,
+            apply_plan,
+            group_rows,
+            read_plan,
+            summarize,
+        )
     except ImportError as exc:  # pragma: no cover - the provisioning package ships with throttled_admin
         print(f"throttled-admin apply: provisioning is unavailable: {exc}", file=sys.stderr)
         return 1
@@ -264,6 +289,7 @@ def run_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     runnable = [rows[index] for index in in_plan]
     known: dict[int, Any] = dict(failed_early)  # plan index -> the row's result, as each is known
     display, console = _display(args, runnable, profiles, out)
+    stop = PlanStop()
     try:
         with display:  # left (the live bar stopped, the cursor restored) before an interrupt ends the process
             ran = _run_interruptibly(
@@ -275,10 +301,15 @@ def run_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                     progress=display,
                     timeout_s=args.timeout,
                     on_result=lambda index, result: known.__setitem__(in_plan[index], result),
+                    stop=stop,
                 )
             )
     except KeyboardInterrupt:
-        _interrupted(out, rows, dict(known), sent=True, dry_run=bool(args.dry_run), problems=problems)
+        never = {in_plan[index] for index in _withdraw(stop)}  # withdrawn now: certain never to be sent
+        # (rows the groups ended for the stop meanwhile are the interrupt's, as those it had not ended yet)
+        done = {index: result for index, result in dict(known).items() if result.error_name != STOPPED}
+        never.update(index for index, result in known.items() if index not in done and result.status == "not_sent")
+        _interrupted(out, rows, done, sent=True, dry_run=bool(args.dry_run), problems=problems, never_sent=never)
     except PlanError as exc:
         return _plan_error(exc, json_mode, redact)
     ran_iter = iter(ran)

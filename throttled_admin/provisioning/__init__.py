@@ -24,6 +24,7 @@ from throttled_admin.provisioning._results import (
     RowResult,
     summarize,
 )
+from throttled_admin.provisioning._stop import STOPPED, PlanStop
 
 __all__ = [
     "ACTIONS",
@@ -32,8 +33,10 @@ __all__ = [
     "PLAN_ERROR",
     "RESULT_FIELDS",
     "STATUSES",
+    "STOPPED",
     "PlanError",
     "PlanRow",
+    "PlanStop",
     "Profile",
     "Progress",
     "ProgressCallback",

@@ -12,11 +12,12 @@ from concurrent.futures import ThreadPoolExecutor
 from opentelemetry.metrics import MeterProvider
 
 from throttled_admin.provisioning._budget import check_timeout
-from throttled_admin.provisioning._executor import execute
+from throttled_admin.provisioning._executor import run_group
 from throttled_admin.provisioning._plan import PlanError, PlanRow
 from throttled_admin.provisioning._profile import Profile, ProfilesArg, as_profiles
 from throttled_admin.provisioning._progress import Progress, ProgressCallback
 from throttled_admin.provisioning._results import RowResult
+from throttled_admin.provisioning._stop import PlanStop
 
 __all__ = ["MAX_CONCURRENT_ENTITIES", "apply_plan", "check_entities", "group_rows"]
 
@@ -87,6 +88,7 @@ def apply_plan(
     meter_provider: MeterProvider | None = None,
     timeout_s: float | None = None,
     on_result: Callable[[int, RowResult], None] | None = None,
+    stop: PlanStop | None = None,
 ) -> list[RowResult]:
     """Run every group concurrently (the work is I/O: waiting on brokers and quotas) and return one
     result per row, in plan order. ``progress`` is called from the groups' threads, one call at a time.
@@ -100,7 +102,8 @@ def apply_plan(
     predicted time plus a minute, moved on by a throttle its client learns (3 times a row at most), so a debt the
     principal owes is waited out. Rows the quota would hold past the budget end ``not_sent`` (docs/pipeline.md).
     ``on_result(index, result)``: called as each row's result is known (``index`` its place in ``rows``; told again
-    if it changes, the last told is the one returned), one call at a time with ``progress``, before the call returns."""
+    if it changes, the last told is the one returned), one call at a time with ``progress``, before the call returns.
+    ``stop``: a ``PlanStop`` whose ``stop()``, from another thread, ends the plan early: nothing more is sent."""
     checked = as_profiles(profiles)
     timeout_s = check_timeout(timeout_s)
     if isinstance(max_concurrent_entities, bool) or not isinstance(max_concurrent_entities, int):
@@ -126,15 +129,16 @@ def apply_plan(
     ) as pool:
         futures = {
             pool.submit(
-                execute,
+                run_group,
                 [rows[i] for i in indexes],
                 profile,
-                allow_delete=allow_delete,
-                dry_run=dry_run,
-                progress=callback,
-                meter_provider=meter_provider,
-                timeout_s=timeout_s,
-                on_result=_in_plan(on_result, indexes, lock),
+                allow_delete,
+                dry_run,
+                callback,
+                meter_provider,
+                timeout_s,
+                _in_plan(on_result, indexes, lock),
+                None if stop is None else stop._member(indexes),
             ): indexes
             for profile, indexes in groups.values()
         }

@@ -43,8 +43,9 @@ from throttled_admin.provisioning._profile import Profile, redact
 from throttled_admin.provisioning._progress import AdmittedRate, Progress, ProgressCallback
 from throttled_admin.provisioning._results import PLAN_CONFLICT, PLAN_ERROR, RowResult
 from throttled_admin.provisioning._standing import owed_ms
+from throttled_admin.provisioning._stop import STOPPED, PlanStop, _Member
 
-__all__ = ["BURST_WINDOWS", "execute", "metric_attributes", "predicted_seconds"]
+__all__ = ["BURST_WINDOWS", "execute", "metric_attributes", "predicted_seconds", "run_group"]
 
 log = logging.getLogger("throttled_admin.provisioning")
 
@@ -110,6 +111,7 @@ class _Run:
     # result's predicted_s); None when the rate is unknown
     needed_s: float | None = None
     away: bool = False  # refused INVALID_REPLICATION_FACTOR while a node was away: waits for it (_await_brokers)
+    withdrawn: bool = False  # a change of it not sent, for the plan's stop (withdrawn, or never handed over)
 
 
 class _Group:
@@ -136,6 +138,26 @@ class _Group:
         self.ended: Counter[str] = Counter()  # the results' statuses, counted as they come (the progress reports)
         self.admitted = AdmittedRate()  # the client's mutations-admitted-total over time
         self.watch = ContactWatch()  # what librdkafka says about the connections of the group's client
+        self.runs: dict[int, _Run] = {}  # by row index, once the rows are decided
+        self.futures: dict[Future[Any], tuple[_Run, str]] = {}  # the changes handed to the client, not yet settled
+        self.lock = threading.Lock()  # a hand-over to the client against a stop (stop()), and ``futures``
+        self.stopped = False
+        self.unsent: set[int] = set()  # the rows a stop found never sent
+
+    def stop(self) -> list[int]:
+        """Hand nothing more to the client and withdraw every change it has not sent yet (``PlanStop``, from another
+        thread): the rows never sent, by index (those of an earlier stop too). Their results come as the group's
+        thread settles them."""
+        with self.lock:
+            self.stopped = True
+            withdrawn = Counter(run.index for future, (run, _) in list(self.futures.items()) if future.cancel())
+            self.unsent.update(
+                index
+                for index in range(len(self.rows))
+                if index not in self.results
+                and ((run := self.runs.get(index)) is None or run.attempts <= withdrawn[index])
+            )
+            return sorted(self.unsent)
 
     def finish(self, index: int, status: str, **fields: Any) -> None:
         row = self.rows[index]
@@ -159,13 +181,13 @@ class _Group:
         if self.on_result is not None:
             _call_user(self.on_result, index, self.results[index])
 
-    def fail_all(self, message: str, code: int | None = None, name: str | None = None) -> None:
+    def fail_all(self, message: str, code: int | None = None, name: str | None = None, status: str = "failed") -> None:
         now = time.time()
         for index in range(len(self.rows)):
             if index not in self.results:
                 self.finish(
                     index,
-                    "failed",
+                    status,
                     error_code=code,
                     error_name=name,
                     error_message=message,
@@ -296,6 +318,7 @@ def execute(
     meter_provider: MeterProvider | None = None,
     timeout_s: float | None = None,
     on_result: Callable[[int, RowResult], None] | None = None,
+    stop: PlanStop | None = None,
 ) -> list[RowResult]:
     """Apply ``rows`` (one group: they all use ``profile``) and return one result per row, in order.
 
@@ -306,11 +329,30 @@ def execute(
     ``detail`` and ``predicted_s``. ``meter_provider``: where the client's metrics go (else the global provider),
     labelled with ``metric_attributes(profile)``. ``timeout_s``: the group's time budget from its start (default:
     twice the predicted time plus a minute, moved on by a throttle the client learns, 3 times a row at most); rows
-    the quota would hold past it end ``not_sent``. ``on_result(index, result)``: as each row's result is known."""
+    the quota would hold past it end ``not_sent``. ``on_result(index, result)``: as each row's result is known.
+    ``stop``: a ``PlanStop`` that can end the group early, sending nothing more."""
+    member = None if stop is None else stop._member(range(len(rows)))
+    return run_group(rows, profile, allow_delete, dry_run, progress, meter_provider, timeout_s, on_result, member)
+
+
+def run_group(
+    rows: Sequence[PlanRow],
+    profile: Profile,
+    allow_delete: bool,
+    dry_run: bool,
+    progress: ProgressCallback | None,
+    meter_provider: MeterProvider | None,
+    timeout_s: float | None,
+    on_result: Callable[[int, RowResult], None] | None,
+    member: _Member | None,
+) -> list[RowResult]:
+    """``execute``, as one group of ``apply_plan``'s: ``member``, its place in the plan's stop."""
     group = _Group(list(rows), profile, progress, check_timeout(timeout_s), on_result)
     log.debug("group %s: %d rows (dry_run=%s, allow_delete=%s)", profile.name, len(group.rows), dry_run, allow_delete)
     candidates = _check_rows(group)
-    if candidates:
+    if member is not None and not member.join(group):
+        group.fail_all("not sent: the plan was stopped first", name=STOPPED, status="not_sent")
+    elif candidates:
         try:
             admin = _new_client(profile, group.watch, meter_provider)
         except Exception as exc:  # e.g. an invalid librdkafka setting: every row learns why
@@ -395,6 +437,7 @@ def _run_group(
                 error_name=PLAN_CONFLICT,
             )
         runs.append(_Run(index, change))
+        group.runs[index] = runs[-1]
     # Creates first, then grows, then deletes: the order the plan's new topics become usable.
     order = {"create": 0, "grow": 1, "reconfigure": 2, "delete": 3}
     runs.sort(key=lambda r: (order.get(r.change.kind, 9), r.index))
@@ -519,7 +562,7 @@ def _probe(runs: list[_Run]) -> _Run | None:
 def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None:
     budget = group.budget
     request_timeout = group.profile.request_timeout_s
-    futures: dict[Future[Any], tuple[_Run, str]] = {}
+    futures = group.futures
     if any(run.change.kind in ("create", "grow") for run in runs):
         # The count the group's first read already had (its first contact's DescribeCluster), else one read now.
         known = group.watch.brokers
@@ -536,18 +579,23 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
         if not batch:
             return []
         backoff_ms = _metric(admin.metrics(), "backoff-time-ms-total")  # one read a call, not one a topic
-        for run in batch:
-            start(run, backoff_ms)
-        try:
-            result = call(items, **kwargs)
-        except Exception as exc:  # the client's own input check: no request was sent
+        with group.lock:  # (a stop withdraws what was handed over before it, and nothing is handed over after)
+            if group.stopped:
+                for run in batch:
+                    run.withdrawn = True
+                return []
             for run in batch:
-                run.pending -= 1
-                run.error, run.error_name = _error(exc), _error_name(exc)
-            return []
-        by_name = {_name(key): value for key, value in result.items()}
-        for run in batch:
-            futures[by_name[group.rows[run.index].topic]] = (run, kind)
+                start(run, backoff_ms)
+            try:
+                result = call(items, **kwargs)
+            except Exception as exc:  # the client's own input check: no request was sent
+                for run in batch:
+                    run.pending -= 1
+                    run.error, run.error_name = _error(exc), _error_name(exc)
+                return []
+            by_name = {_name(key): value for key, value in result.items()}
+            for run in batch:
+                futures[by_name[group.rows[run.index].topic]] = (run, kind)
         return [by_name[group.rows[run.index].topic] for run in batch]
 
     def alter(batch: list[tuple[_Run, dict[str, str]]]) -> list[Future[Any]]:
@@ -590,7 +638,9 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
         budget.cover(debt_s, _rest_predicted_s(group, admin, runs), time.monotonic())
     send([(run, run.change) for run in runs if run is not first])
     while True:
-        _drain(group, admin, futures, lambda run: alter([(run, run.change.alter)]) if run.change.alter else [])
+        _drain(group, admin, lambda run: alter([(run, run.change.alter)]) if run.change.alter else [])
+        if group.stopped:  # nothing more is sent: what is left ends as the stop left it (_settle)
+            break
         retry = _verify_unknown(group, admin, [r for r in runs if r.verify])
         retry += _await_brokers(group, admin, [r for r in runs if r.away])
         retry += _held_again(group, admin, [r for r in runs if r.held_ms is not None])
@@ -708,15 +758,11 @@ def _alter_resource(topic: str, values: dict[str, str]) -> ConfigResource:
     return ConfigResource(ResourceType.TOPIC, topic, incremental_configs=entries)
 
 
-def _drain(
-    group: _Group,
-    admin: ThrottledAdminClient,
-    futures: dict[Future[Any], tuple[_Run, str]],
-    then: Callable[[_Run], list[Future[Any]]],
-) -> None:
-    """Wait for every outstanding future, settling rows as their last operation completes; a row with an
-    unknown outcome is left for ``_verify_unknown``. ``then(run)``: what a grow sends once applied (its config
-    change), the futures it added to ``futures``."""
+def _drain(group: _Group, admin: ThrottledAdminClient, then: Callable[[_Run], list[Future[Any]]]) -> None:
+    """Wait for every outstanding future (``group.futures``), settling rows as their last operation completes; a row
+    with an unknown outcome is left for ``_verify_unknown``. ``then(run)``: what a grow sends once applied (its config
+    change), the futures it added to ``group.futures``."""
+    futures = group.futures
     poll_s = PROGRESS_POLL_S if group.progress is not None else None
     # Each future says when it is done (one callback each), instead of a wait() on all of them per turn: a long
     # throttle with progress shown then costs a look at the metrics every poll, not one per pending row.
@@ -733,10 +779,14 @@ def _drain(
             done.append(finished.get_nowait())
         metrics = admin.metrics()  # once a turn, after the futures taken settled: every row settled in it reads it
         for future in done:
-            run, kind = futures.pop(future)
+            with group.lock:
+                run, kind = futures.pop(future)
             run.pending -= 1
-            exc = future.exception()
-            if exc is None and kind == "grow":
+            if future.cancelled():  # withdrawn by the plan's stop: never sent
+                run.attempts -= 1
+                run.withdrawn = True
+            exc = None if future.cancelled() else future.exception()
+            if exc is None and kind == "grow" and not run.withdrawn:
                 for follow in then(run):
                     _when_settled(follow, finished.put)
             if exc is not None:
@@ -912,6 +962,9 @@ def _settle(group: _Group, run: _Run, metrics: dict[str, float], status: str | N
         "quota_debt_ms": run.debt_ms,
         "predicted_s": run.needed_s,
     }
+    if status is None and group.stopped and (run.verify or (run.error is None and (run.withdrawn or run.held_ms))):
+        _end_stopped(group, run, common)
+        return
     if run.error is None and run.debt_ms is not None and status is None:
         message = (
             f"not sent: the plan's time budget ({group.budget.describe()}) ended while the principal's quota held it "
@@ -927,3 +980,18 @@ def _settle(group: _Group, run: _Run, metrics: dict[str, float], status: str | N
         log.debug("group %s: %s failed", group.profile.name, group.rows[run.index].topic)
         return
     group.finish(run.index, status or _STATUS[change.kind], **common)
+
+
+def _end_stopped(group: _Group, run: _Run, common: dict[str, Any]) -> None:
+    """A row the plan's stop ended before it was done: never sent, its outcome unknown, or part of it not sent."""
+    if run.attempts == 0:
+        group.finish(
+            run.index, "not_sent", error_name=STOPPED, error_message="not sent: the plan was stopped first", **common
+        )
+    elif run.verify:
+        code, message = run.unknown or (None, "outcome unknown")
+        message = f"{message} (the plan was stopped before its outcome was known)"
+        group.finish(run.index, "failed", error_code=code, error_message=message, **common)
+    else:
+        message = "the plan was stopped before all of its change was sent; run the same plan again to finish it"
+        group.finish(run.index, "failed", error_name=STOPPED, error_message=message, **common)

@@ -1,0 +1,70 @@
+"""Stopping a plan from another thread (Ctrl-C's): what was never sent is withdrawn, and said to be."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Protocol
+
+__all__ = ["STOPPED", "PlanStop"]
+
+#: ``RowResult.error_name`` of a row that a ``PlanStop`` ended: ``not_sent`` (nothing of it was sent), or ``failed``
+#: (part of it was sent: a grow whose config change was not).
+STOPPED = "STOPPED"
+
+
+class _Stoppable(Protocol):
+    def stop(self) -> list[int]:
+        """Send nothing more, withdraw what is not sent yet, and return the rows never sent (the group's indexes)."""
+
+
+class PlanStop:
+    """Stops the plans given it (``apply_plan(..., stop=)``, ``execute(..., stop=)``) from any thread: ``stop()``
+    withdraws every change not yet sent (a paced row the quota still holds), sends nothing more, and returns at once
+    the plan indexes of the rows not done and never sent: they end ``not_sent`` (``error_name`` ``STOPPED``), or
+    ``unchanged`` where the cluster already had them. Rows in flight still get their answers (a grow's config change
+    left unsent: ``failed``, STOPPED), and the call returns once they have. A group not started yet sends nothing."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._members: list[_Member] = []  # one a group
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+    def stop(self) -> list[int]:
+        with self._lock:
+            self._stopped = True
+            members = list(self._members)
+        return sorted(index for member in members for index in member.never_sent())
+
+    def _member(self, indexes: Sequence[int]) -> _Member:
+        """A group's place in this stop; ``indexes``: its rows' places in the plan."""
+        member = _Member(self, indexes)
+        with self._lock:
+            self._members.append(member)
+        return member
+
+
+class _Member:
+    """One group of a ``PlanStop``."""
+
+    def __init__(self, owner: PlanStop, indexes: Sequence[int]) -> None:
+        self._owner = owner
+        self._indexes = indexes
+        self._group: _Stoppable | None = None
+
+    def join(self, group: _Stoppable) -> bool:
+        """The group runs: False when the plan was stopped first (it is to send nothing)."""
+        with self._owner._lock:
+            if self._owner._stopped:
+                return False
+            self._group = group
+            return True
+
+    def never_sent(self) -> list[int]:
+        group = self._group  # (joined before stop() took the members, or never: join() then refuses it)
+        local = group.stop() if group is not None else range(len(self._indexes))
+        return [self._indexes[i] for i in local]
