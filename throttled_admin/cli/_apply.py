@@ -205,10 +205,11 @@ def _interrupted(
             )
         else:
             held = len(unsent - known.keys())
+            tail = "".join(f"; {what}: {n}" for what, n in (("not sent", held), ("outcome unknown", rest - held)) if n)
+            said = ": changes already sent may have been applied" if rest > held else ""  # (else every row is known)
             out.error(
-                f"Interrupted: changes already sent may have been applied. {len(known)} of {len(rows)} rows "
-                f"done{counts}; not sent: {held}; outcome unknown: {rest - held}. Run the same plan again to finish it "
-                "(rows already done come back unchanged)."
+                f"Interrupted{said}. {len(known)} of {len(rows)} rows done{counts}{tail}. Run the same plan again to "
+                "finish it (rows already done come back unchanged)."
             )
         if out.json_mode:
             for result in results:
