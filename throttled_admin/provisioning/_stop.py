@@ -22,8 +22,9 @@ class PlanStop:
     """Stops the plans given it (``apply_plan(..., stop=)``, ``execute(..., stop=)``) from any thread: ``stop()``
     withdraws every change not yet sent (a paced row the quota still holds), sends nothing more, and returns at once
     the plan indexes of the rows not done and never sent: they end ``not_sent`` (``error_name`` ``STOPPED``), or
-    ``unchanged`` where the cluster already had them. Rows in flight still get their answers (a grow's config change
-    left unsent: ``failed``, STOPPED), and the call returns once they have. A group not started yet sends nothing."""
+    ``unchanged`` where the cluster already had them (a dry run's, as planned). Rows in flight still get their answers
+    (a grow's config change left unsent: ``failed``, STOPPED), and the call returns once they have. A group not started
+    yet sends nothing."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
