@@ -518,3 +518,65 @@ def test_a_reader_gone_leaves_the_exit_code_to_what_the_command_did(
     assert _reader_gone("apply", str(ok), *server) == (0, "")
     bad = _plan(tmp_path / "bad.json", [{"cluster": "dev", "action": "delete", "topic": "seen"}])  # no --allow-delete
     assert _reader_gone("apply", str(bad), *server)[0] == 1
+
+
+def test_lines_that_stderr_cannot_take_leave_the_command_to_finish(quota_broker: BrokerFactory, tmp_path: Path) -> None:
+    """Review 114: a line for stderr that could not be written ended the command: ``--retry-on-quota-violation``'s
+    "waiting" line into ``2>&1 | head -1`` (exit 1 at once, the topic never created), a usage error into
+    ``2>/dev/full`` (exit 1, not 2), every command with stderr closed (``2>&-``: faulthandler refused to start, exit 1,
+    nothing listed). As kafka-topics.sh's log lines, they are dropped, and the command goes on."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.cli_helpers import cli_env
+
+    command = [sys.executable, "-m", "throttled_admin"]
+    broker = quota_broker(controller_mutation_rate=2, quota_window_num=2, enforcement="strict")
+    server = ("topics", "--bootstrap-server", broker.bootstrap_servers)
+    for name in ("first", "second"):  # the quota used up: the next create is refused, and waits out the throttle
+        topics(broker.bootstrap_servers, "--create", "--topic", name, "--partitions", "4")
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        retried = subprocess.run(
+            [*command, *server, "--create", "--topic", "retried", "--partitions", "4", "--retry-on-quota-violation",
+             "--timeout-ms", "60000"],
+            stdout=subprocess.PIPE, stderr=write_end, text=True, timeout=90, env=cli_env(), cwd=REPO, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert (retried.returncode, retried.stdout) == (0, "Created topic retried.\n")
+    assert broker.topics()["retried"] == 4
+    with open("/dev/full", "w") as full:
+        usage = subprocess.run(
+            [*command, *server, "--bogus"], stderr=full, env=cli_env(), cwd=REPO, timeout=90, check=False
+        )
+    assert usage.returncode == 2
+    closed = subprocess.run(
+        ["bash", "-c", '"$0" "$@" 2>&-', *command, *server, "--list"],
+        capture_output=True, text=True, env=cli_env(), cwd=REPO, timeout=90, check=False,
+    )  # fmt: skip
+    assert (closed.returncode, closed.stdout) == (0, "first\nretried\nsecond\n")
+
+
+def test_apply_output_that_cannot_be_written_is_one_line_not_a_traceback_a_progress_line(
+    quota_broker: BrokerFactory, tmp_path: Path
+) -> None:
+    """Review 114: ``apply > /dev/full`` logged a traceback for every progress line (the callback's ENOSPC, logged as a
+    raising callback) before its one line."""
+    import subprocess
+    import sys
+
+    from tests.cli_helpers import cli_env
+
+    broker = quota_broker()
+    rows = [{"cluster": "dev", "action": "create", "topic": f"full.{i}", "partitions": 1} for i in range(3)]
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "throttled_admin", "apply", str(_plan(tmp_path / "plan.json", rows)),
+             "--bootstrap-server", broker.bootstrap_servers],
+            stdout=full, stderr=subprocess.PIPE, text=True, timeout=90, env=cli_env(), cwd=REPO, check=False,
+        )  # fmt: skip
+    assert (proc.returncode, proc.stderr) == (1, "throttled-admin: cannot write the output: No space left on device\n")
+    assert len(broker.topics()) == 3

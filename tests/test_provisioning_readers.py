@@ -3,6 +3,7 @@ file, the row and the field named."""
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from pathlib import Path
@@ -170,7 +171,20 @@ def test_a_plan_that_is_not_utf8_is_a_plan_error(tmp_path: Path, name: str, text
     path.write_bytes(text)
     with pytest.raises(PlanError) as info:
         read_plan(path)
-    assert str(info.value) == f"{path}: not UTF-8 text: byte 0xe9 at {where} (save it as UTF-8)"
+    assert str(info.value) == f"{path}: not UTF-8 text at {where} (save it as UTF-8)"
+
+
+def test_a_byte_not_utf8_is_placed_in_characters_after_a_byte_order_mark(tmp_path: Path) -> None:
+    """Review 114: after a byte order mark the place was the decoder's, 3 bytes off (``byte 0x2d at ... column 17``),
+    and a column counted bytes, not the characters an editor shows."""
+    path = tmp_path / "plan.csv"
+    path.write_bytes(codecs.BOM_UTF8 + "cluster,action,topic\ndev,create,café-é".encode() + b"\xe9\n")
+    with pytest.raises(PlanError) as info:
+        read_plan(path)
+    assert str(info.value) == f"{path}: not UTF-8 text at line 2, column 18 (save it as UTF-8)"
+    path.write_bytes(codecs.BOM_UTF8 + b"\xe9cluster,action,topic\n")
+    with pytest.raises(PlanError, match="not UTF-8 text at line 1, column 1 "):
+        read_plan(path)
 
 
 def test_a_csv_plan_with_a_byte_order_mark_reads_as_without(tmp_path: Path) -> None:
@@ -203,7 +217,7 @@ def test_profiles_that_are_not_utf8_are_a_file_error_without_their_text(tmp_path
     path.write_bytes(b"dev:\n  bootstrap.servers: 127.0.0.1:9092\n  sasl.password: s\xe9cret-value\n")
     with pytest.raises(PlanError) as info:
         read_profiles(path)
-    assert str(info.value) == f"{path}: not UTF-8 text: byte 0xe9 at line 3, column 19 (save it as UTF-8)"
+    assert str(info.value) == f"{path}: not UTF-8 text at line 3, column 19 (save it as UTF-8)"  # not the byte
 
 
 PROFILES = {

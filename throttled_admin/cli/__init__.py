@@ -8,8 +8,6 @@ time reported; ``throttled-admin apply PLAN`` runs a provisioning plan paced to 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import errno
 import faulthandler
 import ssl
 import sys
@@ -19,7 +17,7 @@ from confluent_kafka import KafkaException
 
 from throttled_admin.cli._args import UsageError, build_parser, check_topics_args, read_command_config, unrecognized
 from throttled_admin.cli._conf import Redactor, build_conf
-from throttled_admin.cli._output import ErrorInfo, Output, describe_error, stdout_gone
+from throttled_admin.cli._output import WRITE_ERRORS, ErrorInfo, Output, describe_error, say, stdout_gone
 
 __all__ = ["EXIT_FAILURE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main", "run"]
 
@@ -35,8 +33,8 @@ def _usage_error(error: UsageError, fallback: argparse.ArgumentParser, *, json_m
         Output(Redactor(), json_mode=True).record(
             {"status": "failed", "error_code": None, "error_name": "USAGE", "error_message": str(error)}
         )
-    parser.print_usage(sys.stderr)
-    print(f"{parser.prog}: error: {error}", file=sys.stderr)
+    say(parser.format_usage().rstrip("\n"))
+    say(f"{parser.prog}: error: {error}")
     return EXIT_USAGE
 
 
@@ -86,7 +84,8 @@ def run() -> int:
     """The ``throttled-admin`` console script and ``python -m throttled_admin``: ``main`` with Python's fault handler
     on, so that a crash in native code (librdkafka's threads) prints every thread's Python frames to stderr instead of
     a bare exit code (a rare SIGSEGV as the process exits, seen in CI, is to be caught so)."""
-    faulthandler.enable()
+    if sys.stderr is not None:  # (``2>&-``: nowhere to print a crash)
+        faulthandler.enable()
     return main()
 
 
@@ -119,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         # (a change sent may have been applied: the command may have been waiting for every broker to show it)
         said = ": a change already sent may have been applied; see --describe" if changes else "."
-        print(f"Interrupted{said}", file=sys.stderr)
+        say(f"Interrupted{said}")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away during a write that is not the command's output (which goes on: reader_may_go), as
@@ -127,14 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         stdout_gone()
         return EXIT_FAILURE
     except OSError as exc:
-        if isinstance(exc, ssl.SSLError) or exc.errno not in _WRITE_ERRORS:  # (an SSL error's errno is its own)
+        if isinstance(exc, ssl.SSLError) or exc.errno not in WRITE_ERRORS:  # (an SSL error's errno is its own)
             raise
-        # stdout cannot be written (`> /dev/full`): said in a line, not a traceback
+        # stdout cannot be written (`> /dev/full`): said in a line, not a traceback (stderr's lines never raise: say)
         stdout_gone()
-        with contextlib.suppress(OSError):  # (stderr too: `&> /dev/full`)
-            print(f"throttled-admin: cannot write the output: {exc.strerror}", file=sys.stderr)
+        say(f"throttled-admin: cannot write the output: {exc.strerror}")  # (dropped too: `&> /dev/full`)
         return EXIT_FAILURE
-
-
-# A write to stdout that cannot be done: no space, an I/O error, a file too large
-_WRITE_ERRORS = (errno.ENOSPC, errno.EIO, errno.EFBIG)

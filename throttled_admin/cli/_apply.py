@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 from throttled_admin.cli._args import UsageError, check_bootstrap, read_command_config
 from throttled_admin.cli._conf import Redactor, build_conf
-from throttled_admin.cli._output import Output
+from throttled_admin.cli._output import Output, say
 from throttled_admin.cli._reach import Problem
 
 __all__ = ["run_apply"]
@@ -111,7 +111,7 @@ def _display(args: argparse.Namespace, rows: list[Any], profiles: Mapping[str, A
     if args.output == "json":
         return Silent(groups, clusters), None
     rich = load_rich()
-    if sys.stdout.isatty():
+    if sys.stdout is not None and sys.stdout.isatty():
         if rich is None:
             out.error(f"(for a live progress bar and tables: {CLI_EXTRA_HINT})")
             return PlainLines(groups, sys.stdout, clusters), None
@@ -218,8 +218,9 @@ def _interrupted(
             if problems:
                 summary["connection_problems"] = {name: p.message for name, p in problems.items()}
             out.record(summary)
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:  # (``>&-``)
+                stream.flush()
     except OSError:  # (the reader is gone, or the disk full: the exit code still says what happened)
         pass
     finally:
@@ -253,7 +254,7 @@ def run_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             summarize,
         )
     except ImportError as exc:  # pragma: no cover - the provisioning package ships with throttled_admin
-        print(f"throttled-admin apply: provisioning is unavailable: {exc}", file=sys.stderr)
+        say(f"throttled-admin apply: provisioning is unavailable: {exc}")
         return 1
     from throttled_admin.cli._report import (
         budget_summary,

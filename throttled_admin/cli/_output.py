@@ -7,6 +7,7 @@ profile, whatever a message happens to contain.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import sys
@@ -20,7 +21,10 @@ from throttled_admin import NotSentError, OutcomeUnknownError, ThrottlingQuotaEx
 from throttled_admin._kafka.refusals import THROTTLING_QUOTA_MESSAGE
 from throttled_admin.cli._conf import Redactor
 
-__all__ = ["ErrorInfo", "Output", "describe_error", "reader_may_go", "stdout_gone"]
+__all__ = ["WRITE_ERRORS", "ErrorInfo", "Output", "describe_error", "reader_may_go", "say", "stdout_gone"]
+
+# A write to stdout that cannot be done: no space, an I/O error, a file too large
+WRITE_ERRORS = (errno.ENOSPC, errno.EIO, errno.EFBIG)
 
 # Java's ThrottlingQuotaExceededException message when the broker sends none (error 89 never carries one).
 QUOTA_MESSAGE = THROTTLING_QUOTA_MESSAGE
@@ -103,6 +107,17 @@ def reader_may_go() -> Iterator[None]:
         stdout_gone()
 
 
+def say(text: str, stream: TextIO | None = None) -> None:
+    """A line for the person on stderr (or ``stream``): dropped when it cannot be written (stderr closed, a reader gone
+    from ``2>&1 | head -1``, ``2>/dev/full``), as kafka-topics.sh's log lines are: the command goes on, and its exit
+    code still says what it did."""
+    stream = stream or sys.stderr
+    if stream is None:  # (started with fd 2 closed: ``2>&-``)
+        return
+    with contextlib.suppress(OSError):
+        print(text, file=stream, flush=True)
+
+
 class Output:
     """Prints records (JSON mode) or lines (text mode), redacted."""
 
@@ -112,14 +127,14 @@ class Output:
         self.redact = redact
         self.json_mode = json_mode
         self._stdout = stdout or sys.stdout
-        self._stderr = stderr or sys.stderr
+        self._stderr = stderr
 
     def line(self, text: str = "") -> None:
         with reader_may_go():
             print(self.redact(text), file=self._stdout, flush=True)
 
     def error(self, text: str) -> None:
-        print(self.redact(text), file=self._stderr, flush=True)
+        say(self.redact(text), self._stderr)
 
     def record(self, value: dict[str, Any]) -> None:
         """One JSON object on one line (JSON Lines), secrets hidden in every string."""

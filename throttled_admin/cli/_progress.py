@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Any, Protocol, TextIO
 
 from throttled_admin._extras import install_hint
-from throttled_admin.cli._output import reader_may_go, stdout_gone
+from throttled_admin.cli._output import WRITE_ERRORS, reader_may_go, stdout_gone
 from throttled_admin.provisioning import Progress
 from throttled_admin.provisioning._progress import QUOTA_WINDOW_S, AdmittedRate
 
@@ -206,6 +206,7 @@ class PlainLines(_Base):
         super().__init__(rows_per_cluster, clusters)
         self._stream = stream
         self._last_line: dict[str, tuple[float, int]] = {}
+        self._unwritable = False  # (``> /dev/full``: the lines stop; the report's write then says so, exit 1)
 
     def __call__(self, progress: Progress) -> None:
         with self._lock:
@@ -219,8 +220,15 @@ class PlainLines(_Base):
                 return
             self._last_line[progress.cluster] = (now, stats.rows_done)
             line = f"[{stats.label}] {stats.rows_done}/{stats.rows_total} {stats.rows_text()}, {stats.rate_text(now)}, "
-            with reader_may_go():
-                print(line + stats.throttle_text(now), file=self._stream, flush=True)
+            if self._unwritable:
+                return
+            try:
+                with reader_may_go():
+                    print(line + stats.throttle_text(now), file=self._stream, flush=True)
+            except OSError as exc:
+                if exc.errno not in WRITE_ERRORS:
+                    raise
+                self._unwritable = True
 
 
 class LiveBar(_Base):

@@ -5,6 +5,7 @@ skipped."""
 
 from __future__ import annotations
 
+import codecs
 import csv
 import difflib
 import io
@@ -48,14 +49,15 @@ def _read_text(path: Path) -> str:
         data = path.read_bytes()
     except OSError as exc:  # (EIO on a failing disk)
         raise PlanError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    start = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:  # (its message would quote nothing of the file, but names no line)
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - data.rfind(b"\n", 0, exc.start)
-        raise PlanError(
-            f"{path}: not UTF-8 text: byte 0x{data[exc.start]:02x} at line {line}, column {column} (save it as UTF-8)"
-        ) from None
+        return data[start:].decode("utf-8")
+    except UnicodeDecodeError as exc:  # where, never what: the byte may be a profile's password's
+        at = start + exc.start
+        line_start = data.rfind(b"\n", start, at) + 1 or start
+        column = len(data[line_start:at].decode("utf-8")) + 1  # in characters, as an editor counts them
+        line = data.count(b"\n", start, at) + 1
+        raise PlanError(f"{path}: not UTF-8 text at line {line}, column {column} (save it as UTF-8)") from None
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:
