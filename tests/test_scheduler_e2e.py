@@ -128,6 +128,7 @@ def test_paced_to_a_known_quota_a_strict_broker_rejects_nothing(quota_broker: Br
     assert all(code != KafkaError.THROTTLING_QUOTA_EXCEEDED for r in log for code in r.errors.values())
     assert all(r.throttle_time_ms == 0 for r in log)
     assert metrics["mutation-rate"] == 40
+    assert type(metrics["mutation-rate"]) is float  # as every value (a new user's run: the int 40 given, helper 115)
     assert metrics["quota-violation-total"] == 0
     # The bucket never went negative: in the broker's own log, admitted mutations stay inside B + R x t.
     start = log[0].received_at

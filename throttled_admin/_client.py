@@ -697,7 +697,7 @@ class ThrottledAdminClient(AdminClient):
             raise RuntimeError(CLOSED_MESSAGE)
         out = self._metrics.snapshot()
         rate = self._scheduler.learned_rate if self._scheduler is not None else None
-        out["mutation-rate"] = float("nan") if rate is None else rate
+        out["mutation-rate"] = float("nan") if rate is None else float(rate)
         return out
 
     def _read_ahead(self, names: list[str]) -> None:
