@@ -207,10 +207,8 @@ def _interrupted(
             held = len(unsent - known.keys())
             tail = "".join(f"; {what}: {n}" for what, n in (("not sent", held), ("outcome unknown", rest - held)) if n)
             said = ": changes already sent may have been applied" if rest > held else ""  # (else every row is known)
-            out.error(
-                f"Interrupted{said}. {len(known)} of {len(rows)} rows done{counts}{tail}. Run the same plan again to "
-                "finish it (rows already done come back unchanged)."
-            )
+            again = " Run the same plan again to finish it (rows already done come back unchanged)." if rest else ""
+            out.error(f"Interrupted{said}. {len(known)} of {len(rows)} rows done{counts}{tail}.{again}")
         if out.json_mode:
             for result in results:
                 out.record(result.as_dict())
