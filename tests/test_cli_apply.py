@@ -378,7 +378,7 @@ def test_ctrl_c_under_output_json_prints_a_record_for_every_row_as_the_interrupt
     assert all(r["status"] == "failed" and "outcome was known" in r["error_message"] for r in unknown), unknown
     said_unsent = [r["error_message"] for r in rest if r["status"] == "not_sent"]
     assert all(message.startswith("interrupted before it was sent") for message in said_unsent), said_unsent
-    assert len(unsent) >= 20, rest  # paced at one row a second: most were still held, one request at most in flight
+    assert len(unsent) >= 10, rest  # paced at one row a second: most were still held, one request at most in flight
     sent = {name for r in broker.request_log() if r.api_name == "CreateTopics" for name in r.errors}
     assert not sent & set(unsent), sorted(sent & set(unsent))
     counts = {"created": len(created), "not_sent": len(unsent)} | ({"failed": len(unknown)} if unknown else {})
