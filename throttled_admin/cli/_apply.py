@@ -13,14 +13,19 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from throttled_admin.cli._args import UsageError, check_bootstrap, read_command_config
 from throttled_admin.cli._conf import Redactor, build_conf
 from throttled_admin.cli._output import Output, say
 from throttled_admin.cli._reach import Problem
 
+if TYPE_CHECKING:
+    from throttled_admin.provisioning import PlanStop
+
 __all__ = ["run_apply"]
+
+T = TypeVar("T")
 
 # The report's width in a pipe: wider than any table, which rich draws as wide as its cells (it never stretches one)
 _LOG_WIDTH = 10_000
@@ -124,9 +129,9 @@ def _display(args: argparse.Namespace, rows: list[Any], profiles: Mapping[str, A
     return PlainLines(groups, sys.stdout, clusters), new_console(file=sys.stdout, no_color=True, width=_LOG_WIDTH)
 
 
-def _run_interruptibly(work: Callable[[], list[Any]]) -> list[Any]:
-    """Run the plan on a daemon thread so that Ctrl-C is heard at once (the main thread only waits)."""
-    result: Future[list[Any]] = Future()
+def _in_background(work: Callable[[], T], name: str) -> Future[T]:
+    """``work()`` on a daemon thread of its own: its result, or what it raised, in the future returned."""
+    result: Future[T] = Future()
 
     def run() -> None:
         try:
@@ -134,7 +139,13 @@ def _run_interruptibly(work: Callable[[], list[Any]]) -> list[Any]:
         except BaseException as exc:
             result.set_exception(exc)
 
-    threading.Thread(target=run, name="throttled-admin-apply", daemon=True).start()
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return result
+
+
+def _run_interruptibly(work: Callable[[], list[Any]]) -> list[Any]:
+    """Run the plan on a daemon thread so that Ctrl-C is heard at once (the main thread only waits)."""
+    result = _in_background(work, "throttled-admin-apply")
     while True:
         try:
             return result.result(timeout=0.2)
@@ -142,13 +153,11 @@ def _run_interruptibly(work: Callable[[], list[Any]]) -> list[Any]:
             continue
 
 
-def _withdraw(stop: Any) -> list[int]:
+def _withdraw(stop: PlanStop) -> list[int]:
     """``stop.stop()``: the rows never sent, withdrawn; none (all of unknown outcome) if it takes over 2 s (a group's
     thread holding its hand-over to the client), so that Ctrl-C still ends the command at once."""
-    withdrawn: Future[list[int]] = Future()
-    threading.Thread(target=lambda: withdrawn.set_result(stop.stop()), name="throttled-admin-stop", daemon=True).start()
     try:
-        return withdrawn.result(timeout=2.0)
+        return _in_background(stop.stop, "throttled-admin-stop").result(timeout=2.0)
     except FutureTimeout:
         return []
 

@@ -219,9 +219,9 @@ class PlainLines(_Base):
             if not throttled and (stats.rows_done == last_done or (now - last_at < _PLAIN_INTERVAL_S and not finished)):
                 return
             self._last_line[progress.cluster] = (now, stats.rows_done)
-            line = f"[{stats.label}] {stats.rows_done}/{stats.rows_total} {stats.rows_text()}, {stats.rate_text(now)}, "
             if self._unwritable:
                 return
+            line = f"[{stats.label}] {stats.rows_done}/{stats.rows_total} {stats.rows_text()}, {stats.rate_text(now)}, "
             try:
                 with reader_may_go():
                     print(line + stats.throttle_text(now), file=self._stream, flush=True)

@@ -132,13 +132,13 @@ def apply_plan(
                 run_group,
                 [rows[i] for i in indexes],
                 profile,
-                allow_delete,
-                dry_run,
-                callback,
-                meter_provider,
-                timeout_s,
-                _in_plan(on_result, indexes, lock),
-                None if stop is None else stop._member(indexes),
+                allow_delete=allow_delete,
+                dry_run=dry_run,
+                progress=callback,
+                meter_provider=meter_provider,
+                timeout_s=timeout_s,
+                on_result=_in_plan(on_result, indexes, lock),
+                member=None if stop is None else stop._member(indexes),
             ): indexes
             for profile, indexes in groups.values()
         }

@@ -332,12 +332,23 @@ def execute(
     the quota would hold past it end ``not_sent``. ``on_result(index, result)``: as each row's result is known.
     ``stop``: a ``PlanStop`` that can end the group early, sending nothing more."""
     member = None if stop is None else stop._member(range(len(rows)))
-    return run_group(rows, profile, allow_delete, dry_run, progress, meter_provider, timeout_s, on_result, member)
+    return run_group(
+        rows,
+        profile,
+        allow_delete=allow_delete,
+        dry_run=dry_run,
+        progress=progress,
+        meter_provider=meter_provider,
+        timeout_s=timeout_s,
+        on_result=on_result,
+        member=member,
+    )
 
 
 def run_group(
     rows: Sequence[PlanRow],
     profile: Profile,
+    *,
     allow_delete: bool,
     dry_run: bool,
     progress: ProgressCallback | None,

@@ -31,10 +31,6 @@ class PlanStop:
         self._stopped = False
         self._members: list[_Member] = []  # one a group
 
-    @property
-    def stopped(self) -> bool:
-        return self._stopped
-
     def stop(self) -> list[int]:
         with self._lock:
             self._stopped = True
