@@ -339,7 +339,7 @@ def test_ctrl_c_ends_apply_at_once_and_a_rerun_finishes_the_plan(quota_broker: B
     assert output.rfind("\x1b[?25h") > output.rfind("\x1b[?25l") >= 0
     created_before = len(broker.topics())
     assert 3 <= created_before < 40
-    assert rows_done <= created_before  # the rows done, as it knew them
+    assert rows_done <= created_before, screen.getvalue()[-600:]  # the rows done, as it knew them
 
     rerun = run_cli(*_apply_args(tmp_path / "plan.csv", broker)[2:], "--output", "json", timeout_s=120)
     assert rerun.returncode == 0, rerun.output
@@ -375,7 +375,8 @@ def test_ctrl_c_under_output_json_prints_a_record_for_every_row_as_the_interrupt
     assert all(r["error_name"] == "INTERRUPTED" for r in rest), rest
     unsent = [r["topic"] for r in rest if r["status"] == "not_sent"]
     unknown = [r for r in rest if r["status"] != "not_sent"]
-    assert all(r["status"] == "failed" and "outcome was known" in r["error_message"] for r in unknown), unknown
+    said_unknown = [(r["topic"], r["status"], r["error_name"], r["error_message"]) for r in unknown]
+    assert all(r["status"] == "failed" and "outcome was known" in r["error_message"] for r in unknown), said_unknown
     said_unsent = [r["error_message"] for r in rest if r["status"] == "not_sent"]
     assert all(message.startswith("interrupted before it was sent") for message in said_unsent), said_unsent
     assert len(unsent) >= 10, rest  # paced at one row a second: most were still held, one request at most in flight

@@ -479,6 +479,28 @@ def test_a_stop_while_a_grow_is_in_flight_leaves_its_config_change_unsent(quota_
     assert _sent(broker, "IncrementalAlterConfigs") == set()
 
 
+def test_a_stop_leaves_rows_the_quota_refused_unsent_again_and_says_so(quota_broker: BrokerFactory) -> None:
+    """Rows the broker refused for the quota (error 89) wait in the client for its throttle; withdrawn by a stop they
+    are not sent again and end ``failed`` (STOPPED): a CLI run counted them as done, "failed: 5", with Kafka's error
+    89 as if the plan's own failure (test_ctrl_c_ends_apply_at_once_and_a_rerun_finishes_the_plan, 2 runs in 10)."""
+    broker = quota_broker(controller_mutation_rate=1, quota_window_num=1, enforcement="strict")
+    rows = [PlanRow("east", "ensure", f"q.{i}", 4) for i in range(3)]
+    stop, results = PlanStop(), []
+    profile = profile_for(broker, rate=100.0)  # the client's rate far above the broker's: its second request is refused
+    run = threading.Thread(target=lambda: results.extend(apply_plan(rows, {"east": profile}, stop=stop)))
+    run.start()
+    refused = lambda: any(89 in r.errors.values() for r in broker.request_log() if r.api_name == "CreateTopics")  # noqa: E731
+    assert wait_until(refused, timeout_s=30)
+    assert stop.stop() == []  # sent, refused: not "never sent"
+    run.join(timeout=60)
+    assert not run.is_alive()
+    assert results[0].status == "created"
+    for result in results[1:]:
+        assert (result.status, result.error_name, result.attempts) == ("failed", STOPPED, 1), result
+        assert "the plan was stopped before it was sent again" in (result.error_message or ""), result
+    assert set(broker.topics()) == {"q.0"}
+
+
 def test_apply_plan_rejects_an_unknown_cluster_before_sending(quota_broker: BrokerFactory) -> None:
     broker = quota_broker()
     rows = [PlanRow("east", "ensure", "a", 1), PlanRow("nowhere", "ensure", "b", 1)]

@@ -973,7 +973,12 @@ def _settle(group: _Group, run: _Run, metrics: dict[str, float], status: str | N
         "quota_debt_ms": run.debt_ms,
         "predicted_s": run.needed_s,
     }
-    if status is None and group.stopped and (run.verify or (run.error is None and (run.withdrawn or run.held_ms))):
+    # (held: refused by the quota, or held by the client, and not sent again for the stop)
+    if (
+        status is None
+        and group.stopped
+        and (run.verify or run.held_ms is not None or (run.withdrawn and not run.error))
+    ):
         _end_stopped(group, run, common)
         return
     if run.error is None and run.debt_ms is not None and status is None:
@@ -1004,5 +1009,11 @@ def _end_stopped(group: _Group, run: _Run, common: dict[str, Any]) -> None:
         message = f"{message} (the plan was stopped before its outcome was known)"
         group.finish(run.index, "failed", error_code=code, error_message=message, **common)
     else:
-        message = "the plan was stopped before all of its change was sent; run the same plan again to finish it"
+        # refused by the quota (nothing applied) and not sent again; or part of it (a grow's config change) not sent
+        what = (
+            f"{run.error[1]}; the plan was stopped before it was sent again"
+            if run.error
+            else "the plan was stopped before all of its change was sent"
+        )
+        message = f"{what}; run the same plan again to finish it"
         group.finish(run.index, "failed", error_name=STOPPED, error_message=message, **common)
