@@ -8,13 +8,16 @@ an unknown outcome (tests/test_provisioning_quorum.py)."""
 
 from __future__ import annotations
 
+import dataclasses
+import threading
+
 import pytest
 from confluent_kafka import KafkaError
 
-from tests.support import BrokerFactory
+from tests.support import BrokerFactory, wait_until
 from tests.test_provisioning_budget import KAFKA_44
 from tests.test_provisioning_executor import profile_for
-from throttled_admin.provisioning import PlanRow, _brokers, execute, summarize
+from throttled_admin.provisioning import STOPPED, PlanRow, PlanStop, RowResult, _brokers, execute, summarize
 from throttled_admin.provisioning._executor import MAX_ATTEMPTS
 from throttled_admin.testing import QuotaBroker, RequestRecord
 
@@ -98,3 +101,28 @@ def test_a_hedged_refusal_of_a_grow_that_was_applied_is_not_failed_when_a_node_s
     [result] = execute([GROW], profile_for(broker, rate=None), timeout_s=8)
     assert (result.status, result.error_message) == ("grown", None)
     assert broker.topics()["g"] == 4
+
+
+def test_a_stop_ends_the_wait_for_a_node_away_and_the_row_is_not_sent_again(quota_broker: BrokerFactory) -> None:
+    """A ``PlanStop`` while a row waited for a node away waited the whole budget out (stop 84's note): now it ends
+    the wait, and the row keeps Kafka's refusal, ``failed`` STOPPED, nothing of it applied. The refusal is the
+    controller's own: it holds the create while a node leaves unregistered, then counts 2 brokers of 3."""
+    broker = quota_broker(num_brokers=3)
+    held = broker.hold_controller_next(4.0)  # (the test's thread stops the node meanwhile)
+    stop, results = PlanStop(), list[RowResult]()
+    rows = [PlanRow("east", "ensure", "rolled", 2, 3)]
+    profile = dataclasses.replace(profile_for(broker, rate=None), request_timeout_s=30.0)  # the hold within it
+    run = threading.Thread(target=lambda: results.extend(execute(rows, profile, timeout_s=600, stop=stop)))
+    run.start()
+    assert held.wait(30)
+    broker.stop_node(max(broker.ports), unregister=True)  # not the controller, which Metadata names
+    assert wait_until(lambda: any(AWAY in errors.values() for errors in _creates(broker.request_log())), 30)
+    assert stop.stop() == []  # sent, refused: not "never sent"
+    run.join(timeout=60)  # (the budget is 600 s: a wait the stop does not end outlasts this)
+    assert not run.is_alive()
+    [result] = results
+    assert (result.status, result.error_name, result.attempts) == ("failed", STOPPED, 1), result
+    assert "only 2 broker(s) are registered" in (result.error_message or ""), result
+    assert "the plan was stopped before it was sent again" in (result.error_message or ""), result
+    assert _creates(broker.request_log()) == [{"rolled": AWAY}]
+    assert broker.topics() == {}

@@ -4,6 +4,7 @@ stay out of results and logs."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import logging
@@ -393,6 +394,14 @@ def test_apply_plan_tells_each_rows_result_by_its_plan_index_as_it_is_known(quot
     assert [r.status for r in results] == ["created"] * 12 + ["failed"]
 
 
+def _running(thread: threading.Thread, function: str) -> bool:
+    """Whether ``thread`` is inside ``function`` now (its stack, as ``faulthandler`` would print it)."""
+    frame = sys._current_frames().get(thread.ident or 0)
+    while frame is not None and frame.f_code.co_name != function:
+        frame = frame.f_back
+    return frame is not None
+
+
 def _sent(broker: QuotaBroker, api: str = "CreateTopics") -> set[str]:
     """Every topic (or resource) the broker was asked to change by ``api``."""
     return {name for record in broker.request_log() if record.api_name == api for name in record.errors}
@@ -499,6 +508,38 @@ def test_a_stop_leaves_rows_the_quota_refused_unsent_again_and_says_so(quota_bro
         assert (result.status, result.error_name, result.attempts) == ("failed", STOPPED, 1), result
         assert "the plan was stopped before it was sent again" in (result.error_message or ""), result
     assert set(broker.topics()) == {"q.0"}
+
+
+def test_a_stop_ends_the_wait_before_a_lost_answer_is_verified_and_the_row_says_its_outcome_is_unknown(
+    quota_broker: BrokerFactory,
+) -> None:
+    """A row whose answer was lost waits, before the cluster is read, until the client knows the request can no
+    longer be applied: its connection closed, until the controller deadline it was sent with (the profile's
+    request timeout: 60 s here). A ``PlanStop`` meanwhile waited that out (stop 84's note); now it ends the wait,
+    and the row ends ``failed``, its outcome unknown."""
+    broker = quota_broker()
+    lost = broker.blackhole_next("CreateTopics")
+    stop, results = PlanStop(), list[RowResult]()
+    rows = [PlanRow("east", "ensure", "lost", 1)]
+    profile = dataclasses.replace(profile_for(broker), request_timeout_s=60.0)
+    run = threading.Thread(target=lambda: results.extend(execute(rows, profile, timeout_s=600, stop=stop)))
+    run.start()
+    assert lost.wait(30)
+    broker.drop_connections()  # the create applied, its answer lost with its connection
+    # The group waits to verify it; a stop before the wait is taken up before it (the group sends nothing more),
+    # so the test's stop comes within it.
+    try:
+        assert wait_until(lambda: _running(run, "wait_final"), timeout_s=30)
+        assert stop.stop() == []
+        run.join(timeout=30)  # (the wait the stop does not end lasts about 60 s)
+        assert not run.is_alive()
+    finally:
+        run.join(timeout=120)  # (the broker stops after the test: not under the group's client)
+    [result] = results
+    # (Kafka's answer to the attempt it knows of: librdkafka's retry on the new connection, refused as applied)
+    assert result.status == "failed", result
+    assert (result.error_message or "").endswith("(the plan was stopped before its outcome was known)"), result
+    assert broker.topics() == {"lost": 1}  # (applied, as the row's "outcome unknown" allows)
 
 
 def test_apply_plan_rejects_an_unknown_cluster_before_sending(quota_broker: BrokerFactory) -> None:

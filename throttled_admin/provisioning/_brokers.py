@@ -10,6 +10,7 @@ its budget, until the cluster has them all again, and sends the row again."""
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Callable
 
@@ -37,13 +38,20 @@ def away_refusal(message: str, at_start: int | None) -> bool:
 
 
 def wait_for_brokers(
-    admin: ThrottledAdminClient, at_start: int, until: float, timeout_s: float, report: Callable[[], None]
+    admin: ThrottledAdminClient,
+    at_start: int,
+    until: float,
+    timeout_s: float,
+    report: Callable[[], None],
+    stopped: threading.Event,
 ) -> tuple[bool, float]:
-    """Wait until the cluster has ``at_start`` brokers again, at most until ``until`` (monotonic): (back, seconds
-    waited). ``report`` runs at every look (progress)."""
+    """Wait until the cluster has ``at_start`` brokers again, at most until ``until`` (monotonic) or until
+    ``stopped`` is set (the plan's stop): (back, seconds waited). ``report`` runs at every look (progress)."""
     started = time.monotonic()
     while True:
-        time.sleep(min(POLL_S, max(0.0, until - time.monotonic())))  # polling a remote cluster: nothing signals
+        # polling a remote cluster: nothing signals its brokers' return; the plan's stop does
+        if stopped.wait(min(POLL_S, max(0.0, until - time.monotonic()))):
+            return False, time.monotonic() - started
         count = registered_brokers(admin, min(timeout_s, max(0.1, until - time.monotonic())))
         if count is not None and count >= at_start:
             return True, time.monotonic() - started

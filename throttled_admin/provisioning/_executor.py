@@ -58,6 +58,8 @@ MAX_ATTEMPTS = 3
 READ_ATTEMPTS = 3
 #: While rows are pending, how often the group looks for mutations the broker has admitted (progress).
 PROGRESS_POLL_S = 0.1
+#: How often a wait to verify a lost answer looks for the plan's stop.
+STOP_LOOK_S = 0.2
 _UNKNOWN_CODES = (KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError.REQUEST_TIMED_OUT)
 _GROWS = ("create", "grow")  # the changes that place replicas on brokers
 
@@ -141,7 +143,7 @@ class _Group:
         self.runs: dict[int, _Run] = {}  # by row index, once the rows are decided
         self.futures: dict[Future[Any], tuple[_Run, str]] = {}  # the changes handed to the client, not yet settled
         self.lock = threading.Lock()  # a hand-over to the client against a stop (stop()), and ``futures``
-        self.stopped = False
+        self.stopping = threading.Event()  # set by a stop: the group's waits for the cluster wake on it
         self.unsent: set[int] = set()  # the rows a stop found never sent
 
     def stop(self) -> list[int]:
@@ -149,7 +151,7 @@ class _Group:
         thread): the rows never sent, by index (those of an earlier stop too). Their results come as the group's
         thread settles them."""
         with self.lock:
-            self.stopped = True
+            self.stopping.set()
             withdrawn = Counter(run.index for future, (run, _) in list(self.futures.items()) if future.cancel())
             self.unsent.update(
                 index
@@ -158,6 +160,11 @@ class _Group:
                 and ((run := self.runs.get(index)) is None or run.attempts <= withdrawn[index])
             )
             return sorted(self.unsent)
+
+    @property
+    def stopped(self) -> bool:
+        """The plan's stop came: nothing more is handed to the client."""
+        return self.stopping.is_set()
 
     def finish(self, index: int, status: str, **fields: Any) -> None:
         row = self.rows[index]
@@ -721,7 +728,8 @@ def _held_again(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) ->
 
 def _await_brokers(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> list[tuple[_Run, Change]]:
     """Rows refused INVALID_REPLICATION_FACTOR while a node was away: wait, within the budget, until the cluster has
-    the brokers it had when the group started, and send them again; at the budget's end they keep Kafka's answer."""
+    the brokers it had when the group started, and send them again; at the budget's end they keep Kafka's answer,
+    and at the plan's stop, which ends the wait, they end ``failed`` (STOPPED)."""
     if not runs:
         return []
     at_start = group.brokers_at_start
@@ -732,17 +740,24 @@ def _await_brokers(group: _Group, admin: ThrottledAdminClient, runs: list[_Run])
         group.budget.end,
         group.profile.request_timeout_s,
         lambda: group.report(admin, only_if_admitted=True),
+        group.stopping,
     )
     metrics = admin.metrics()
     waited = (
         f"waited {waited_s:.1f} s for a broker that was away (INVALID_REPLICATION_FACTOR with {at_start - 1} or fewer"
     )
+    stopped = group.stopped  # (read once: a stop may come meanwhile)
+    back = back and not stopped
     for run in runs:
-        run.away = False
-        if back:
+        if stopped:  # refused, and not sent again for the stop (_end_stopped: ``away`` still set)
+            run.notes.append(f"{waited} of {at_start} brokers registered), until the plan was stopped")
+            _settle(group, run, metrics)
+        elif back:
+            run.away = False
             run.notes.append(f"{waited} of {at_start} brokers registered)")
             run.error = None
         else:
+            run.away = False
             run.notes.append(
                 f"{waited} of {at_start} brokers registered), until its budget ({group.budget.describe()}) ended"
             )
@@ -865,6 +880,20 @@ def _final_wait_s(group: _Group) -> float:
     return socket_timeout_s + 2.0 + group.profile.request_timeout_s
 
 
+def _wait_final(group: _Group, admin: ThrottledAdminClient, timeout_s: float) -> bool:
+    """``admin.wait_until_final(timeout_s)``, ended by the plan's stop (False): looked at every ``STOP_LOOK_S``,
+    as the client's wait is woken by the client alone. Up to a minute, a request's controller deadline, that a
+    ``PlanStop`` waited out before its call returned."""
+    end = time.monotonic() + timeout_s
+    while not group.stopped:
+        left_s = end - time.monotonic()
+        if admin.wait_until_final(max(0.0, min(left_s, STOP_LOOK_S))):
+            return True
+        if left_s <= STOP_LOOK_S:
+            return False
+    return False
+
+
 def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> list[tuple[_Run, Change]]:
     """Read the cluster (topics, partitions, configs) for rows whose outcome is unknown and decide again:
     nothing left to do ends the row with what the cluster shows, a change still missing is sent again (up
@@ -877,7 +906,12 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
     reason = ""
     # A request whose answer was lost may still be applied (a controller completes what it has begun): a read
     # before the client knows it can no longer be would find the change "missing" and send it again.
-    final = admin.wait_until_final(min(_final_wait_s(group), group.budget.left_s(time.monotonic())))
+    final = _wait_final(group, admin, min(_final_wait_s(group), group.budget.left_s(time.monotonic())))
+    if group.stopped:  # the rows end with their outcome unknown (_end_stopped): nothing is read for them
+        metrics = admin.metrics()
+        for run in runs:
+            _settle(group, run, metrics)
+        return []
     timeout_s = group.budget.cap_s(timeout_s, time.monotonic())
     # Reads change nothing and cost no quota: a dropped connection is read again.
     for _ in range(READ_ATTEMPTS if final else 0):
@@ -973,11 +1007,12 @@ def _settle(group: _Group, run: _Run, metrics: dict[str, float], status: str | N
         "quota_debt_ms": run.debt_ms,
         "predicted_s": run.needed_s,
     }
-    # (held: refused by the quota, or held by the client, and not sent again for the stop)
+    # (held or away: refused by the quota, held by the client, or refused while a node was away, and not sent again
+    # for the stop)
     if (
         status is None
         and group.stopped
-        and (run.verify or run.held_ms is not None or (run.withdrawn and not run.error))
+        and (run.verify or run.away or run.held_ms is not None or (run.withdrawn and not run.error))
     ):
         _end_stopped(group, run, common)
         return
@@ -1009,7 +1044,8 @@ def _end_stopped(group: _Group, run: _Run, common: dict[str, Any]) -> None:
         message = f"{message} (the plan was stopped before its outcome was known)"
         group.finish(run.index, "failed", error_code=code, error_message=message, **common)
     else:
-        # refused by the quota (nothing applied) and not sent again; or part of it (a grow's config change) not sent
+        # refused (by the quota, or while a node was away: nothing applied) and not sent again; or part of it (a
+        # grow's config change) not sent
         what = (
             f"{run.error[1]}; the plan was stopped before it was sent again"
             if run.error
