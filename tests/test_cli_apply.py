@@ -305,7 +305,13 @@ def _paced_apply(
     command run by bash with this after it (a pipe). (broker, the terminal, what it showed)"""
     broker = quota_broker(controller_mutation_rate=10, quota_window_num=1, enforcement="strict")
     plan = _write_plan(tmp_path / "plan.csv", "main", 40, partitions=2)
-    command = [sys.executable, *_apply_args(plan, broker), "--mutation-rate", "2", *options]
+    child, screen = _spawn_apply(broker, plan, "--mutation-rate", "2", *options, shell_tail=shell_tail)
+    return broker, child, screen
+
+
+def _spawn_apply(broker: Any, plan: Path, *options: str, shell_tail: str | None = None) -> tuple[Any, io.StringIO]:
+    """``apply PLAN`` against ``broker`` in a terminal: (the terminal, what it showed)."""
+    command = [sys.executable, *_apply_args(plan, broker), *options]
     program, args = ("bash", ["-c", shlex.join(command) + shell_tail]) if shell_tail else (command[0], command[1:])
     screen = io.StringIO()
     child = pexpect.spawn(
@@ -315,7 +321,7 @@ def _paced_apply(
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     child.logfile_read = screen
-    return broker, child, screen
+    return child, screen
 
 
 def test_ctrl_c_ends_apply_at_once_and_a_rerun_finishes_the_plan(quota_broker: BrokerFactory, tmp_path: Path) -> None:
@@ -380,13 +386,46 @@ def test_ctrl_c_under_output_json_prints_a_record_for_every_row_as_the_interrupt
     said_unsent = [r["error_message"] for r in rest if r["status"] == "not_sent"]
     assert all(message.startswith("interrupted before it was sent") for message in said_unsent), said_unsent
     assert len(unsent) >= 10, rest  # paced at one row a second: most were still held, one request at most in flight
-    sent = {name for r in broker.request_log() if r.api_name == "CreateTopics" for name in r.errors}
-    assert not sent & set(unsent), sorted(sent & set(unsent))
+    # (one the broker refused for the quota, held to go again, is not sent again: nothing of it applied)
+    answers = {
+        name: code for r in broker.request_log() if r.api_name == "CreateTopics" for name, code in r.errors.items()
+    }
+    refused = {topic for topic in unsent if topic in answers}
+    assert {answers[topic] for topic in refused} <= {89}, sorted(refused)
+    said_refused = {r["error_message"] for r in rest if r["topic"] in refused}
+    assert said_refused <= {"interrupted before it was sent again (the broker had refused it: nothing of it applied)"}
     counts = {"created": len(created), "not_sent": len(unsent)} | ({"failed": len(unknown)} if unknown else {})
     assert summary == {"summary": counts, "dry_run": False, "interrupted": True}
     said = f"{len(created)} of 40 rows done (created: {len(created)}); not sent: {len(unsent)}"
     said += f"; outcome unknown: {len(unknown)}." if unknown else "."
     assert said in screen.getvalue(), screen.getvalue()
+
+
+def test_ctrl_c_while_rows_the_quota_refused_wait_to_go_again_says_nothing_of_them_was_applied(
+    quota_broker: BrokerFactory, tmp_path: Path
+) -> None:
+    """Rows the broker refused for the quota (89), held by the client to go again after the throttle: Ctrl-C then
+    says they were not sent, nothing of them applied; a run of the test above counted them done ("failed: 5")."""
+    broker = quota_broker(controller_mutation_rate=1, quota_window_num=1, enforcement="strict")
+    plan = _write_plan(tmp_path / "plan.csv", "main", 3, partitions=10)  # the first alone, then a throttle of ~9 s
+    child, screen = _spawn_apply(broker, plan, "--mutation-rate", "100", "--output", "json")
+    refused = lambda: any(89 in r.errors.values() for r in broker.request_log() if r.api_name == "CreateTopics")  # noqa: E731
+    assert wait_until(refused, timeout_s=30), screen.getvalue()
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130, screen.getvalue()
+    lines = [line.removeprefix("^C") for line in screen.getvalue().splitlines()]
+    records = [json.loads(line) for line in lines if line.startswith("{")]
+    assert [(r.get("topic"), r.get("status")) for r in records[:-1]] == [
+        ("orders.000", "created"),
+        ("orders.001", "not_sent"),
+        ("orders.002", "not_sent"),
+    ], screen.getvalue()
+    said = {r["error_message"] for r in records[1:-1]}
+    assert said == {"interrupted before it was sent again (the broker had refused it: nothing of it applied)"}
+    assert "1 of 3 rows done (created: 1); not sent: 2." in screen.getvalue(), screen.getvalue()
+    assert set(broker.topics()) == {"orders.000"}
 
 
 def test_apply_report_counts_refusals_and_throttled_apart(quota_broker: BrokerFactory, tmp_path: Path) -> None:

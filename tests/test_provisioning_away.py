@@ -105,7 +105,7 @@ def test_a_hedged_refusal_of_a_grow_that_was_applied_is_not_failed_when_a_node_s
 
 def test_a_stop_ends_the_wait_for_a_node_away_and_the_row_is_not_sent_again(quota_broker: BrokerFactory) -> None:
     """A ``PlanStop`` while a row waited for a node away waited the whole budget out (stop 84's note): now it ends
-    the wait, and the row keeps Kafka's refusal, ``failed`` STOPPED, nothing of it applied. The refusal is the
+    the wait, and the row keeps Kafka's refusal, ``not_sent`` STOPPED: nothing of it applied. The refusal is the
     controller's own: it holds the create while a node leaves unregistered, then counts 2 brokers of 3."""
     broker = quota_broker(num_brokers=3)
     held = broker.hold_controller_next(4.0)  # (the test's thread stops the node meanwhile)
@@ -121,8 +121,8 @@ def test_a_stop_ends_the_wait_for_a_node_away_and_the_row_is_not_sent_again(quot
     run.join(timeout=60)  # (the budget is 600 s: a wait the stop does not end outlasts this)
     assert not run.is_alive()
     [result] = results
-    assert (result.status, result.error_name, result.attempts) == ("failed", STOPPED, 1), result
+    assert (result.status, result.error_name, result.error_code, result.attempts) == ("not_sent", STOPPED, AWAY, 1)
     assert "only 2 broker(s) are registered" in (result.error_message or ""), result
-    assert "the plan was stopped before it was sent again" in (result.error_message or ""), result
+    assert "; not sent again: the plan was stopped first (nothing of it applied)" in (result.error_message or "")
     assert _creates(broker.request_log()) == [{"rolled": AWAY}]
     assert broker.topics() == {}

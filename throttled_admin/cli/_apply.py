@@ -4,6 +4,7 @@ paced to each cluster's quota, with live progress and a closing report."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import re
@@ -143,14 +144,24 @@ def _in_background(work: Callable[[], T], name: str) -> Future[T]:
     return result
 
 
-def _run_interruptibly(work: Callable[[], list[Any]]) -> list[Any]:
-    """Run the plan on a daemon thread so that Ctrl-C is heard at once (the main thread only waits)."""
-    result = _in_background(work, "throttled-admin-apply")
+def _run_interruptibly(job: Future[list[Any]]) -> list[Any]:
+    """The plan's results, from its daemon thread (``_in_background``), waited for in steps so that Ctrl-C is heard
+    at once (the main thread only waits)."""
     while True:
         try:
-            return result.result(timeout=0.2)
+            return job.result(timeout=0.2)
         except FutureTimeout:
             continue
+
+
+#: After Ctrl-C's stop, how long ``apply`` lets the plan end the rows the stop ended (at once: a refused row held to
+#: go again, say, is told apart from one in flight) and the rows in flight answered meanwhile.
+SETTLE_S = 1.0
+
+
+def _let_settle(job: Future[list[Any]]) -> None:
+    with contextlib.suppress(Exception):  # (its end, its error, or SETTLE_S first: the rows known by then count)
+        job.result(timeout=SETTLE_S)
 
 
 def _withdraw(stop: PlanStop) -> list[int]:
@@ -171,11 +182,13 @@ def _interrupted(
     dry_run: bool,
     problems: Mapping[str, Problem],
     never_sent: Collection[int] = (),
+    refused: Collection[int] = (),
 ) -> NoReturn:
     """The executor's worker threads would be joined at interpreter exit, so an interrupt ends the process here
     (exit 130), after saying what that means: the rows whose result was ``known`` (plan index -> result), and the
     others as the interrupt left them: not sent (``never_sent``, the plan's stop withdrew them or they were never
-    handed over; every row when ``sent`` is False: before anything was sent; or a dry run) or their outcome unknown.
+    handed over; every row when ``sent`` is False: before anything was sent; or a dry run; ``refused`` of them: sent,
+    refused, and not sent again) or their outcome unknown.
     Under --output json, a record a row and the summary, after the message (a reader that the same Ctrl-C ended,
     ``| jq``, takes none of them)."""
     from throttled_admin.provisioning import RowResult, summarize
@@ -183,12 +196,14 @@ def _interrupted(
     nothing_sent = not sent or dry_run
     now = time.time()
 
-    def left(row: Any, unsent: bool) -> Any:
+    def left(index: int, row: Any, unsent: bool) -> Any:
         status, message = (
             ("not_sent", "interrupted before it was sent (nothing of it applied)")
             if unsent
             else ("failed", "interrupted before its outcome was known: its change may have been applied")
         )
+        if unsent and index in refused:
+            message = "interrupted before it was sent again (the broker had refused it: nothing of it applied)"
         return RowResult(
             cluster=row.cluster,
             topic=str(row.topic),
@@ -201,7 +216,8 @@ def _interrupted(
 
     unsent = set(never_sent)
     results = [
-        _in_cli_terms(known[i]) if i in known else left(row, nothing_sent or i in unsent) for i, row in enumerate(rows)
+        _in_cli_terms(known[i]) if i in known else left(i, row, nothing_sent or i in unsent)
+        for i, row in enumerate(rows)
     ]
     done = summarize(r for i, r in enumerate(results) if i in known)
     counts = f" ({', '.join(f'{name}: {n}' for name, n in done.items())})" if done else ""
@@ -299,9 +315,10 @@ def run_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     known: dict[int, Any] = dict(failed_early)  # plan index -> the row's result, as each is known
     display, console = _display(args, runnable, profiles, out)
     stop = PlanStop()
+    job: Future[list[Any]] | None = None
     try:
         with display:  # left (the live bar stopped, the cursor restored) before an interrupt ends the process
-            ran = _run_interruptibly(
+            job = _in_background(
                 lambda: apply_plan(
                     runnable,
                     profiles,
@@ -311,14 +328,22 @@ def run_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                     timeout_s=args.timeout,
                     on_result=lambda index, result: known.__setitem__(in_plan[index], result),
                     stop=stop,
-                )
+                ),
+                "throttled-admin-apply",
             )
+            ran = _run_interruptibly(job)
     except KeyboardInterrupt:
         never = {in_plan[index] for index in _withdraw(stop)}  # withdrawn now: certain never to be sent
+        if job is not None:
+            _let_settle(job)
         # (rows the groups ended for the stop meanwhile are the interrupt's, as those it had not ended yet)
         done = {index: result for index, result in dict(known).items() if result.error_name != STOPPED}
-        never.update(index for index, result in known.items() if index not in done and result.status == "not_sent")
-        _interrupted(out, rows, done, sent=True, dry_run=bool(args.dry_run), problems=problems, never_sent=never)
+        stopped = {index: result for index, result in known.items() if index not in done}
+        never.update(index for index, result in stopped.items() if result.status == "not_sent")
+        refused = {index for index, result in stopped.items() if result.status == "not_sent" and result.attempts}
+        _interrupted(
+            out, rows, done, sent=True, dry_run=bool(args.dry_run), problems=problems, never_sent=never, refused=refused
+        )
     except PlanError as exc:
         return _plan_error(exc, json_mode, redact)
     ran_iter = iter(ran)

@@ -114,6 +114,8 @@ class _Run:
     needed_s: float | None = None
     away: bool = False  # refused INVALID_REPLICATION_FACTOR while a node was away: waits for it (_await_brokers)
     withdrawn: bool = False  # a change of it not sent, for the plan's stop (withdrawn, or never handed over)
+    # the refusal (quota, node away: nothing applied) of the attempt before the one sent again, until answered
+    refused: tuple[int | None, str] | None = None
 
 
 class _Group:
@@ -661,7 +663,8 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
             break
         retry = _verify_unknown(group, admin, [r for r in runs if r.verify])
         retry += _await_brokers(group, admin, [r for r in runs if r.away])
-        retry += _held_again(group, admin, [r for r in runs if r.held_ms is not None])
+        if not group.stopped:  # (a stop in the waits above: the held rows end as it left them, below)
+            retry += _held_again(group, admin, [r for r in runs if r.held_ms is not None])
         if not retry:
             break
         send(retry)
@@ -716,7 +719,7 @@ def _held_again(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) ->
         if run.budget_moves < MAX_BUDGET_MOVES and group.budget.cover(held_ms / 1000, predicted, now):
             run.budget_moves += 1
             run.held_ms = None
-            run.error = None
+            run.refused, run.error = run.error or run.refused, None
             retry.append((run, run.change))
         else:
             run.debt_ms, run.held_ms = held_ms, None
@@ -755,7 +758,7 @@ def _await_brokers(group: _Group, admin: ThrottledAdminClient, runs: list[_Run])
         elif back:
             run.away = False
             run.notes.append(f"{waited} of {at_start} brokers registered)")
-            run.error = None
+            run.refused, run.error = run.error, None
         else:
             run.away = False
             run.notes.append(
@@ -812,6 +815,8 @@ def _drain(group: _Group, admin: ThrottledAdminClient, then: Callable[[_Run], li
                 run.attempts -= 1
                 run.withdrawn = True
             exc = None if future.cancelled() else future.exception()
+            if not future.cancelled() and not isinstance(exc, ThrottlingQuotaExceededException):
+                run.refused = None  # answered, or lost: what it sent before may be applied now
             if exc is None and kind == "grow" and not run.withdrawn:
                 for follow in then(run):
                     _when_settled(follow, finished.put)
@@ -885,7 +890,7 @@ def _wait_final(group: _Group, admin: ThrottledAdminClient, timeout_s: float) ->
     as the client's wait is woken by the client alone. Up to a minute, a request's controller deadline, that a
     ``PlanStop`` waited out before its call returned."""
     end = time.monotonic() + timeout_s
-    while not group.stopped:
+    while not group.stopped and not admin.closed:
         left_s = end - time.monotonic()
         if admin.wait_until_final(max(0.0, min(left_s, STOP_LOOK_S))):
             return True
@@ -907,14 +912,11 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
     # A request whose answer was lost may still be applied (a controller completes what it has begun): a read
     # before the client knows it can no longer be would find the change "missing" and send it again.
     final = _wait_final(group, admin, min(_final_wait_s(group), group.budget.left_s(time.monotonic())))
-    if group.stopped:  # the rows end with their outcome unknown (_end_stopped): nothing is read for them
-        metrics = admin.metrics()
-        for run in runs:
-            _settle(group, run, metrics)
-        return []
     timeout_s = group.budget.cap_s(timeout_s, time.monotonic())
     # Reads change nothing and cost no quota: a dropped connection is read again.
     for _ in range(READ_ATTEMPTS if final else 0):
+        if group.stopped:
+            break
         try:
             topics = read_cluster_topics(admin, group.watch, [group.rows[r.index].topic for r in runs], timeout_s)
             names = [group.rows[r.index].topic for r in runs if group.rows[r.index].configs]
@@ -922,6 +924,11 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
             break
         except Exception as exc:
             topics, reason = None, _error(exc)[1]
+    if topics is None and group.stopped:  # their outcome unknown, as the stop left them (_end_stopped)
+        metrics = admin.metrics()
+        for run in runs:
+            _settle(group, run, metrics)
+        return []
     over = group.budget.left_s(time.monotonic()) == 0.0  # it cut the wait or the reads short
     retry: list[tuple[_Run, Change]] = []
     metrics = admin.metrics()  # once: nothing is waited for while these rows settle
@@ -1034,22 +1041,19 @@ def _settle(group: _Group, run: _Run, metrics: dict[str, float], status: str | N
 
 
 def _end_stopped(group: _Group, run: _Run, common: dict[str, Any]) -> None:
-    """A row the plan's stop ended before it was done: never sent, its outcome unknown, or part of it not sent."""
+    """A row the plan's stop ended before it was done (``error_name`` STOPPED): never sent, or refused and not sent
+    again (``not_sent``: nothing of it applied), its outcome unknown, or part of it not sent (``failed``)."""
     if run.attempts == 0:
-        group.finish(
-            run.index, "not_sent", error_name=STOPPED, error_message="not sent: the plan was stopped first", **common
-        )
+        message = "not sent: the plan was stopped first"
+        group.finish(run.index, "not_sent", error_name=STOPPED, error_message=message, **common)
     elif run.verify:
         code, message = run.unknown or (None, "outcome unknown")
         message = f"{message} (the plan was stopped before its outcome was known)"
-        group.finish(run.index, "failed", error_code=code, error_message=message, **common)
-    else:
-        # refused (by the quota, or while a node was away: nothing applied) and not sent again; or part of it (a
-        # grow's config change) not sent
-        what = (
-            f"{run.error[1]}; the plan was stopped before it was sent again"
-            if run.error
-            else "the plan was stopped before all of its change was sent"
-        )
-        message = f"{what}; run the same plan again to finish it"
+        group.finish(run.index, "failed", error_code=code, error_name=STOPPED, error_message=message, **common)
+    elif (refusal := run.error or (run.refused if run.withdrawn else None)) is not None:
+        # refused (by the quota, or while a node was away: Kafka applied nothing), and not sent again
+        message = f"{refusal[1]}; not sent again: the plan was stopped first (nothing of it applied)"
+        group.finish(run.index, "not_sent", error_code=refusal[0], error_name=STOPPED, error_message=message, **common)
+    else:  # a change sent again (or a grow's config change) withdrawn: what was sent before may have been applied
+        message = "the plan was stopped before all of its change was sent; run the same plan again to finish it"
         group.finish(run.index, "failed", error_name=STOPPED, error_message=message, **common)

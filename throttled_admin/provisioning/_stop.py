@@ -8,8 +8,8 @@ from typing import Protocol
 
 __all__ = ["STOPPED", "PlanStop"]
 
-#: ``RowResult.error_name`` of a row that a ``PlanStop`` ended: ``not_sent`` (nothing of it was sent), or ``failed``
-#: (part of it was sent: a grow whose config change was not).
+#: ``RowResult.error_name`` of a row that a ``PlanStop`` ended: ``not_sent`` (nothing of it applied: never sent, or
+#: refused and not sent again), or ``failed`` (its outcome unknown, or part of it not sent).
 STOPPED = "STOPPED"
 
 
@@ -23,9 +23,9 @@ class PlanStop:
     withdraws every change not yet sent (a paced row the quota still holds), sends nothing more, and returns at once
     the plan indexes of the rows not done and never sent: they end ``not_sent`` (``error_name`` ``STOPPED``), or
     ``unchanged`` where the cluster already had them (a dry run's, as planned). Rows in flight still get their answers
-    (a grow's config change left unsent, or a refusal by the quota or while a node was away not sent again:
-    ``failed``, STOPPED; a row waiting to be verified after a lost answer: ``failed``, its outcome unknown, the wait
-    ended), and the call returns once they have. A group not started yet sends nothing."""
+    (a row refused by the quota or while a node was away, not sent again: ``not_sent``, Kafka's code kept; a grow's
+    config change left unsent, or a row waiting to be verified after a lost answer, the wait ended: ``failed``; all
+    STOPPED), and the call returns once they have. A group not started yet sends nothing."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
