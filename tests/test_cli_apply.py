@@ -424,6 +424,7 @@ def test_ctrl_c_while_rows_the_quota_refused_wait_to_go_again_says_nothing_of_th
     ], screen.getvalue()
     said = {r["error_message"] for r in records[1:-1]}
     assert said == {"interrupted before it was sent again (the broker had refused it: nothing of it applied)"}
+    assert [(r["attempts"], r["error_code"], r["error_name"]) for r in records[1:-1]] == [(1, 89, "INTERRUPTED")] * 2
     assert "1 of 3 rows done (created: 1); not sent: 2." in screen.getvalue(), screen.getvalue()
     assert set(broker.topics()) == {"orders.000"}
 

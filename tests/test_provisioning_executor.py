@@ -510,6 +510,29 @@ def test_a_stop_leaves_rows_the_quota_refused_unsent_again_and_says_so(quota_bro
     assert set(broker.topics()) == {"q.0"}
 
 
+def test_progress_tells_a_refusal_by_the_quota_while_the_rows_wait_it_out(quota_broker: BrokerFactory) -> None:
+    """A report came only when the broker admitted mutations: while refused rows waited out the broker's throttle
+    (about 30 s here), ``apply``'s bar said "no throttle" and no refusal (a tmux run). Now a refusal, or a new
+    throttle, is reported as the client learns it."""
+    broker = quota_broker(controller_mutation_rate=1, quota_window_num=1, enforcement="strict")
+    broker.delay_next("CreateTopics", 0.5, count=2)  # the refusal comes after the first row is done and reported
+    rows = [PlanRow("east", "ensure", f"q.{i}", 30) for i in range(3)]  # the first admitted: a debt of 29 s
+    stop, results, reports = PlanStop(), list[RowResult](), list[Progress]()
+    profile = profile_for(broker, rate=100.0)  # the client's rate far above the broker's: its second request is refused
+    run = threading.Thread(
+        target=lambda: results.extend(apply_plan(rows, {"east": profile}, progress=reports.append, stop=stop))
+    )
+    run.start()
+    try:
+        told = lambda: any(r.refused_by_quota and r.throttle_time_ms > 20_000 for r in list(reports))  # noqa: E731
+        assert wait_until(told, timeout_s=20), reports[-3:]  # (the resend, after the throttle, comes at about 30 s)
+        assert set(broker.topics()) == {"q.0"}
+    finally:
+        stop.stop()
+        run.join(timeout=60)
+    assert not run.is_alive()
+
+
 def test_a_stop_ends_the_wait_before_a_lost_answer_is_verified_and_the_row_says_its_outcome_is_unknown(
     quota_broker: BrokerFactory,
 ) -> None:

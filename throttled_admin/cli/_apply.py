@@ -182,13 +182,13 @@ def _interrupted(
     dry_run: bool,
     problems: Mapping[str, Problem],
     never_sent: Collection[int] = (),
-    refused: Collection[int] = (),
+    stopped: Mapping[int, Any] | None = None,
 ) -> NoReturn:
     """The executor's worker threads would be joined at interpreter exit, so an interrupt ends the process here
     (exit 130), after saying what that means: the rows whose result was ``known`` (plan index -> result), and the
     others as the interrupt left them: not sent (``never_sent``, the plan's stop withdrew them or they were never
-    handed over; every row when ``sent`` is False: before anything was sent; or a dry run; ``refused`` of them: sent,
-    refused, and not sent again) or their outcome unknown.
+    handed over; every row when ``sent`` is False: before anything was sent; or a dry run) or their outcome unknown.
+    ``stopped``: the results the plan gave rows its stop ended (their attempts, Kafka's code of a refusal).
     Under --output json, a record a row and the summary, after the message (a reader that the same Ctrl-C ended,
     ``| jq``, takes none of them)."""
     from throttled_admin.provisioning import RowResult, summarize
@@ -202,8 +202,11 @@ def _interrupted(
             if unsent
             else ("failed", "interrupted before its outcome was known: its change may have been applied")
         )
-        if unsent and index in refused:
-            message = "interrupted before it was sent again (the broker had refused it: nothing of it applied)"
+        ended = (stopped or {}).get(index)
+        if ended is not None:  # as the plan ended it, in the interrupt's words
+            if unsent and ended.attempts:
+                message = "interrupted before it was sent again (the broker had refused it: nothing of it applied)"
+            return dataclasses.replace(ended, status=status, error_name="INTERRUPTED", error_message=message)
         return RowResult(
             cluster=row.cluster,
             topic=str(row.topic),
@@ -340,9 +343,8 @@ def run_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         done = {index: result for index, result in dict(known).items() if result.error_name != STOPPED}
         stopped = {index: result for index, result in known.items() if index not in done}
         never.update(index for index, result in stopped.items() if result.status == "not_sent")
-        refused = {index for index, result in stopped.items() if result.status == "not_sent" and result.attempts}
         _interrupted(
-            out, rows, done, sent=True, dry_run=bool(args.dry_run), problems=problems, never_sent=never, refused=refused
+            out, rows, done, sent=True, dry_run=bool(args.dry_run), problems=problems, never_sent=never, stopped=stopped
         )
     except PlanError as exc:
         return _plan_error(exc, json_mode, redact)

@@ -141,6 +141,7 @@ class _Group:
         self.results: dict[int, RowResult] = {}
         self.ended: Counter[str] = Counter()  # the results' statuses, counted as they come (the progress reports)
         self.admitted = AdmittedRate()  # the client's mutations-admitted-total over time
+        self.heard: tuple[float, ...] = ()  # the broker's throttles and refusals, as last reported (``report``)
         self.watch = ContactWatch()  # what librdkafka says about the connections of the group's client
         self.runs: dict[int, _Run] = {}  # by row index, once the rows are decided
         self.futures: dict[Future[Any], tuple[_Run, str]] = {}  # the changes handed to the client, not yet settled
@@ -214,7 +215,8 @@ class _Group:
         """Progress as the client's metrics have it: mutations the broker admitted (counted as its answers come,
         not when rows finish, which may be seconds later with ``wait_for_metadata``) and their rate over the
         quota's window. ``metrics``: the client's, when just read. ``only_if_admitted``: nothing when no mutation
-        was admitted since the last report."""
+        was admitted, and the broker throttled or refused nothing new, since the last report (refused rows wait out
+        a throttle: the report says so then, not when the wait ends)."""
         if self.progress is None:
             return
         if metrics is None:
@@ -223,8 +225,10 @@ class _Group:
         before = self.admitted.total
         if admin is not None:
             self.admitted.update(int(_metric(metrics, "mutations-admitted-total")), now)
-        if only_if_admitted and self.admitted.total == before:
+        heard = tuple(_metric(metrics, name) for name in _HEARD)
+        if only_if_admitted and self.admitted.total == before and heard == self.heard:
             return
+        self.heard = heard
         rate = metrics.get("mutation-rate")
         quota = self.profile.mutation_rate if rate is None or math.isnan(rate) else float(rate)
         _call_user(
@@ -243,6 +247,10 @@ class _Group:
                 rows_failed=self.ended["failed"],
             ),
         )
+
+
+#: The client's metrics of the broker's throttles and refusals: a change is reported even with nothing admitted.
+_HEARD = ("throttle-time-max", "throttled-response-total", "quota-violation-total")
 
 
 def _call_user(callback: Callable[..., None], *args: Any) -> None:
