@@ -14,9 +14,11 @@ from __future__ import annotations
 import contextlib
 import json
 import multiprocessing
+import os
+import signal
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -56,20 +58,24 @@ def _client(cluster: KafkaCluster, ns: KafkaNamespace, rate: float, **kwargs: An
 
 class DoneCount:
     """How many of the futures are done, and an event set once ``at`` of them are (set from done-callbacks, which
-    run on librdkafka's or the client's threads: they only count)."""
+    run on librdkafka's or the client's threads: they only count, and call ``then`` once, on that thread, the moment
+    ``at`` are: what must not wait for the test's thread to wake)."""
 
-    def __init__(self, futures: Mapping[str, Future[None]], at: int) -> None:
+    def __init__(self, futures: Mapping[str, Future[None]], at: int, then: Callable[[], None] | None = None) -> None:
         self._lock = threading.Lock()
         self.done = 0
         self.reached = threading.Event()
         self._at = at
+        self._then = then
         for future in futures.values():
             future.add_done_callback(self._one)
 
     def _one(self, _: Future[None]) -> None:
         with self._lock:
             self.done += 1
-            if self.done >= self._at:
+            if self.done >= self._at and not self.reached.is_set():
+                if self._then is not None:
+                    self._then()
                 self.reached.set()
 
 
@@ -168,10 +174,10 @@ def test_a_rolling_restart_during_a_paced_job_loses_nothing_and_a_rerun_of_the_p
 
 # A bulk call through a controller's restart (issue 40): 9,000 one-partition topics in one call (requests of 4,000,
 # 4,000 and 1,000), no quota, so the client keeps a second request in flight on a connection of its own; the active
-# controller is stopped (SIGTERM, as a rolling upgrade stops each node) as soon as a topic is done, and started
-# again. Every topic ends true, and applied or hedged. (The rest of a roll adds nothing: the call ends while the first
-# node is away.) The topics are deleted after: the quorum's later tests read every topic's Metadata, and 10,000 more
-# held a node's answer past 30 s.
+# controller is frozen as soon as a topic is done, then stopped (SIGTERM, as a rolling upgrade stops each node) and
+# started again. Every topic ends true, and applied or hedged. (The rest of a roll adds nothing: the call ends while
+# the first node is away.) The topics are deleted after: the quorum's later tests read every topic's Metadata, and
+# 10,000 more held a node's answer past 30 s.
 def test_a_bulk_call_with_a_second_request_in_flight_through_a_controllers_restart_every_outcome_true(
     kafka_quorum: KafkaCluster, kafka_ns: KafkaNamespace
 ) -> None:
@@ -185,10 +191,13 @@ def test_a_bulk_call_with_a_second_request_in_flight_through_a_controllers_resta
     with ThrottledAdminClient(conf) as admin:
         admin.list_topics(timeout=30)
         futures = admin.create_topics([NewTopic(n, 1, RF) for n in names], timeout_ms=180_000)
-        job = PacedJob(admin, names, futures, DoneCount(futures, at=1))
+        # The controller frozen (SIGSTOP) from the first topic's settling: the test's thread, woken only after,
+        # found the whole call done on a loaded machine (a CI run of 2e85521), and restarted the node after it.
+        freeze = lambda: os.kill(active.pid, signal.SIGSTOP)  # noqa: E731
+        job = PacedJob(admin, names, futures, DoneCount(futures, at=1, then=freeze))
         assert job.count.reached.wait(60), "no topic created within 60 s"
         pending_at_stop = len(names) - job.count.done
-        kafka_quorum.restart_node(active)
+        kafka_quorum.restart_node(active)  # (SIGCONT, then at once SIGTERM)
         results = job.results(180)
         assert admin._second is not None  # the second connection's handle was made and used
         after = quorum.read_quorum(10)

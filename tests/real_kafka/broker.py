@@ -409,6 +409,35 @@ class KafkaCluster:
         response = self._wire_request(MetadataRequest(version=12, topics=None), node.plaintext_port)
         return {t.name: len(t.partitions) for t in response.topics if not t.error_code and t.name}
 
+    def wait_in_sync(self, timeout_s: float = 180.0) -> None:
+        """Return once the nodes have caught up: every broker's Metadata lists the same topics, and every partition
+        has all of its replicas in sync. A node started again fetches what it missed in the background (after the
+        9,000-topic quorum test, thousands of partitions and then their deletes): a test that stops a node meanwhile
+        waits on a catch-up that is not its own (a CI run of 2e85521: a grow's node did not start within 120 s).
+        Polled: Kafka signals none of it."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            views = [self._replicas(node) for node in self.brokers]
+            lagging = sum(replicas != isr for view in views for replicas, isr in view.values())
+            if lagging == 0 and all(view.keys() == views[0].keys() for view in views):
+                return
+            if time.monotonic() > deadline:
+                counts = [len(view) for view in views]
+                raise AssertionError(f"not in sync within {timeout_s:.0f} s: {lagging} partitions; topics {counts}")
+            time.sleep(0.5)
+
+    def _replicas(self, node: Node) -> dict[tuple[str, int], tuple[frozenset[int], frozenset[int]]]:
+        """(topic, partition) -> (replicas, in-sync replicas) as ``node``'s Metadata lists them."""
+        from kafka.protocol.metadata import MetadataRequest
+
+        response = self._wire_request(MetadataRequest(version=12, topics=None), node.plaintext_port)
+        return {
+            (t.name, p.partition_index): (frozenset(p.replica_nodes), frozenset(p.isr_nodes))
+            for t in response.topics
+            if not t.error_code and t.name
+            for p in t.partitions
+        }
+
     # ------------------------------------------------------------------------------------------- quotas
 
     def set_quota(
