@@ -247,11 +247,13 @@ def _kafka_quorum_cluster() -> Iterator[KafkaCluster]:
 def kafka_quorum(_kafka_quorum_cluster: KafkaCluster) -> Iterator[KafkaCluster]:
     """The run's own Kafka 4.4 quorum: three combined broker+controller nodes (tests/real_kafka/broker.py) that a
     test may stop, kill -9, restart and roll. Every test that takes it is marked ``cluster`` and runs in ``make
-    test-cluster``, one at a time in one process; whatever nodes a test left stopped are started again after it, and
-    waited for until caught up, so the next test finds all three up and in sync. Keep tests apart with ``kafka_ns``
-    as on the shared broker."""
+    test-cluster``, one at a time in one process; whatever nodes a test left stopped or paused are started or resumed
+    after it, and waited for until caught up, so the next test finds all three up and in sync. Keep tests apart with
+    ``kafka_ns`` as on the shared broker."""
     yield _kafka_quorum_cluster
     for node in _kafka_quorum_cluster.nodes:
+        if node.pid:
+            _kafka_quorum_cluster.resume(node)  # (one a failed test left paused)
         _kafka_quorum_cluster.start_node(node)
     _kafka_quorum_cluster.wait_in_sync()
 

@@ -416,21 +416,29 @@ class KafkaCluster:
         waits on a catch-up that is not its own (a CI run of 2e85521: a grow's node did not start within 120 s).
         Polled: Kafka signals none of it."""
         deadline = time.monotonic() + timeout_s
+        said = ""
         while True:
-            views = [self._replicas(node) for node in self.brokers]
-            lagging = sum(replicas != isr for view in views for replicas, isr in view.values())
-            if lagging == 0 and all(view.keys() == views[0].keys() for view in views):
-                return
+            try:
+                left_s = max(1.0, min(30.0, deadline - time.monotonic()))
+                views = {node.node_id: self._replicas(node, left_s) for node in self.brokers}
+            except OSError as exc:  # a node not answering yet (a socket timeout, a refused connection): ask again
+                said = f"a node did not answer Metadata: {exc!r}"
+            else:
+                lagging = {node_id: sum(r != isr for r, isr in view.values()) for node_id, view in views.items()}
+                listed = {node_id: len(view) for node_id, view in views.items()}
+                if not any(lagging.values()) and len({frozenset(view) for view in views.values()}) == 1:
+                    return
+                said = f"partitions out of sync by node {lagging}; partitions listed by node {listed}"
             if time.monotonic() > deadline:
-                counts = [len(view) for view in views]
-                raise AssertionError(f"not in sync within {timeout_s:.0f} s: {lagging} partitions; topics {counts}")
+                raise AssertionError(f"the quorum was not in sync within {timeout_s:.0f} s: {said}")
             time.sleep(0.5)
 
-    def _replicas(self, node: Node) -> dict[tuple[str, int], tuple[frozenset[int], frozenset[int]]]:
+    def _replicas(self, node: Node, timeout_s: float) -> dict[tuple[str, int], tuple[frozenset[int], frozenset[int]]]:
         """(topic, partition) -> (replicas, in-sync replicas) as ``node``'s Metadata lists them."""
         from kafka.protocol.metadata import MetadataRequest
 
-        response = self._wire_request(MetadataRequest(version=12, topics=None), node.plaintext_port)
+        request = MetadataRequest(version=12, topics=None)
+        response = self._wire_request(request, node.plaintext_port, timeout_s)
         return {
             (t.name, p.partition_index): (frozenset(p.replica_nodes), frozenset(p.isr_nodes))
             for t in response.topics

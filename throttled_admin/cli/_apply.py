@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import os
 import re
+import signal
 import sys
 import threading
 import time
@@ -336,12 +337,17 @@ def run_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             )
             ran = _run_interruptibly(job)
     except KeyboardInterrupt:
+        # A second Ctrl-C would cut the report short (no records, a traceback): ignored, as the report takes 3 s at most
+        with contextlib.suppress(ValueError):  # (only the main thread sets handlers: apply run from another has none)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         never = {in_plan[index] for index in _withdraw(stop)}  # withdrawn now: certain never to be sent
         if job is not None:
             _let_settle(job)
-        # (rows the groups ended for the stop meanwhile are the interrupt's, as those it had not ended yet)
-        done = {index: result for index, result in dict(known).items() if result.error_name != STOPPED}
-        stopped = {index: result for index, result in known.items() if index not in done}
+        # (rows the groups ended for the stop meanwhile are the interrupt's, as those it had not ended yet; one copy,
+        # as the groups may still add to ``known``: a dict's copy is atomic)
+        known_now = dict(known)
+        done = {index: result for index, result in known_now.items() if result.error_name != STOPPED}
+        stopped = {index: result for index, result in known_now.items() if index not in done}
         never.update(index for index, result in stopped.items() if result.status == "not_sent")
         _interrupted(
             out, rows, done, sent=True, dry_run=bool(args.dry_run), problems=problems, never_sent=never, stopped=stopped

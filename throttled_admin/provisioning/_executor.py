@@ -250,7 +250,7 @@ class _Group:
 
 
 #: The client's metrics of the broker's throttles and refusals: a change is reported even with nothing admitted.
-_HEARD = ("throttle-time-max", "throttled-response-total", "quota-violation-total")
+_HEARD = ("throttled-response-total", "quota-violation-total")  # (throttle-time-max: a windowed max, it decays)
 
 
 def _call_user(callback: Callable[..., None], *args: Any) -> None:
@@ -740,7 +740,7 @@ def _held_again(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) ->
 def _await_brokers(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> list[tuple[_Run, Change]]:
     """Rows refused INVALID_REPLICATION_FACTOR while a node was away: wait, within the budget, until the cluster has
     the brokers it had when the group started, and send them again; at the budget's end they keep Kafka's answer,
-    and at the plan's stop, which ends the wait, they end ``failed`` (STOPPED)."""
+    and at the plan's stop, which ends the wait, they end ``not_sent`` (STOPPED, Kafka's refusal kept)."""
     if not runs:
         return []
     at_start = group.brokers_at_start
@@ -1058,7 +1058,7 @@ def _end_stopped(group: _Group, run: _Run, common: dict[str, Any]) -> None:
         code, message = run.unknown or (None, "outcome unknown")
         message = f"{message} (the plan was stopped before its outcome was known)"
         group.finish(run.index, "failed", error_code=code, error_name=STOPPED, error_message=message, **common)
-    elif (refusal := run.error or (run.refused if run.withdrawn else None)) is not None:
+    elif (refusal := run.error or run.refused) is not None:
         # refused (by the quota, or while a node was away: Kafka applied nothing), and not sent again
         message = f"{refusal[1]}; not sent again: the plan was stopped first (nothing of it applied)"
         group.finish(run.index, "not_sent", error_code=refusal[0], error_name=STOPPED, error_message=message, **common)
