@@ -378,10 +378,10 @@ def test_the_standalone_broker_echoes_its_settings() -> None:
 # -- the live bar's numbers, on simulated time ---------------------------------------------------------------
 
 
-def _progress(done: int, admitted: int, throttle_ms: int) -> Progress:
+def _progress(done: int, admitted: int, throttle_ms: int, throttled: int = 0) -> Progress:
     from throttled_admin.provisioning import Progress
 
-    return Progress("dev", done, 40, admitted, 0.0, 2.0, throttle_ms)
+    return Progress("dev", done, 40, admitted, 0.0, 2.0, throttle_ms, throttled_responses=throttled)
 
 
 def test_the_bar_rate_decays_and_the_throttle_counts_down() -> None:
@@ -391,15 +391,21 @@ def test_the_bar_rate_decays_and_the_throttle_counts_down() -> None:
     stats.update(_progress(16, 32, 0), now=1.0)
     assert stats.recent_rate(1.0) == pytest.approx(32 / 11)
     assert stats.throttle_text(1.0) == "no throttle"
-    stats.update(_progress(20, 40, 16000), now=2.0)
+    stats.update(_progress(20, 40, 16000, throttled=1), now=2.0)
     assert stats.throttle_text(2.0) == "waiting out throttle: 16 s left"
     assert stats.throttle_text(12.5) == "waiting out throttle: 6 s left"
     # The same throttle reported again (the client's metrics window) does not restart the countdown.
-    stats.update(_progress(20, 40, 16000), now=5.0)
+    stats.update(_progress(20, 40, 16000, throttled=1), now=5.0)
     assert stats.throttle_text(12.5) == "waiting out throttle: 6 s left"
     assert stats.recent_rate(12.5) == pytest.approx(8 / 11)  # the first 32 left the 11 s window
     assert stats.recent_rate(13.5) == 0.0  # nothing admitted for 11 s
     assert stats.throttle_text(18.5) == "last throttle 16000 ms"
+    # The windowed max stepping down with no new throttled answer (an older, smaller throttle left in the window) is
+    # no new throttle: it started a 1.5 s countdown (review 117).
+    stats.update(_progress(24, 48, 1500, throttled=1), now=20.0)
+    assert stats.throttle_text(20.0) == "last throttle 1500 ms"
+    stats.update(_progress(24, 48, 2500, throttled=2), now=21.0)  # a new one
+    assert stats.throttle_text(21.0) == "waiting out throttle: 3 s left"
 
 
 def test_the_plain_progress_lines_count_the_throttle_down(quota_broker: BrokerFactory, tmp_path: Path) -> None:

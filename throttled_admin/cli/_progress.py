@@ -105,9 +105,12 @@ class ClusterStats:
         self.mutations_admitted = progress.mutations_admitted
         if progress.quota_rate is not None and not math.isnan(progress.quota_rate):
             self.quota_rate = progress.quota_rate
-        if progress.throttle_time_ms > 0 and progress.throttle_time_ms != self.throttle_time_ms:
-            # A new throttle from the broker (the event repeats the largest one of the client's metrics window
-            # until it changes): nothing more is admitted until it ends.
+        new_answer = (
+            progress.throttled_responses > self.throttled_responses or progress.refused_by_quota > self.refused_by_quota
+        )
+        if progress.throttle_time_ms > 0 and new_answer:
+            # A new throttle from the broker, counted (the event repeats the largest one of the client's metrics
+            # window, which also steps down with no new answer): nothing more is admitted until it ends.
             self.throttle_until = now + progress.throttle_time_ms / 1000
         self.throttle_time_ms = progress.throttle_time_ms
         self.max_throttle_time_ms = max(self.max_throttle_time_ms, progress.throttle_time_ms)

@@ -141,7 +141,7 @@ class _Group:
         self.results: dict[int, RowResult] = {}
         self.ended: Counter[str] = Counter()  # the results' statuses, counted as they come (the progress reports)
         self.admitted = AdmittedRate()  # the client's mutations-admitted-total over time
-        self.heard: tuple[float, ...] = ()  # the broker's throttles and refusals, as last reported (``report``)
+        self.heard = (0.0,) * len(_HEARD)  # the broker's throttles and refusals, as last reported (``report``)
         self.watch = ContactWatch()  # what librdkafka says about the connections of the group's client
         self.runs: dict[int, _Run] = {}  # by row index, once the rows are decided
         self.futures: dict[Future[Any], tuple[_Run, str]] = {}  # the changes handed to the client, not yet settled
