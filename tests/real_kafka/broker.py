@@ -404,10 +404,15 @@ class KafkaCluster:
 
     def metadata(self, node: Node) -> dict[str, int]:
         """Topic -> partition count as ``node``'s own Metadata lists them now (it may trail the controller)."""
+        return {t.name: len(t.partitions) for t in self._listed(node)}
+
+    def _listed(self, node: Node, timeout_s: float = 30.0) -> list[Any]:
+        """The topics ``node``'s own Metadata lists now, each with its partitions (those it lists with an error
+        left out)."""
         from kafka.protocol.metadata import MetadataRequest
 
-        response = self._wire_request(MetadataRequest(version=12, topics=None), node.plaintext_port)
-        return {t.name: len(t.partitions) for t in response.topics if not t.error_code and t.name}
+        response = self._wire_request(MetadataRequest(version=12, topics=None), node.plaintext_port, timeout_s)
+        return [t for t in response.topics if not t.error_code and t.name]
 
     def wait_in_sync(self, timeout_s: float = 180.0) -> None:
         """Return once the nodes have caught up: every broker's Metadata lists the same topics, and every partition
@@ -435,14 +440,9 @@ class KafkaCluster:
 
     def _replicas(self, node: Node, timeout_s: float) -> dict[tuple[str, int], tuple[frozenset[int], frozenset[int]]]:
         """(topic, partition) -> (replicas, in-sync replicas) as ``node``'s Metadata lists them."""
-        from kafka.protocol.metadata import MetadataRequest
-
-        request = MetadataRequest(version=12, topics=None)
-        response = self._wire_request(request, node.plaintext_port, timeout_s)
         return {
             (t.name, p.partition_index): (frozenset(p.replica_nodes), frozenset(p.isr_nodes))
-            for t in response.topics
-            if not t.error_code and t.name
+            for t in self._listed(node, timeout_s)
             for p in t.partitions
         }
 
