@@ -608,6 +608,20 @@ def test_a_learned_quota_under_strict_enforcement(quota_broker: BrokerFactory) -
     assert learned[-1] > 0
 
 
+def test_the_last_report_keeps_the_brokers_rate_and_throttles_not_the_profiles(quota_broker: BrokerFactory) -> None:
+    """The group's last report, after its client closed, said the profile's rate (100/s) and no throttle: ``apply``'s
+    final frame and table read "quota 100/s" where its bar had said 20/s, the broker's word (a tmux run)."""
+    broker = quota_broker(controller_mutation_rate=20, quota_window_num=1, enforcement="strict")
+    rows = [PlanRow("east", "ensure", f"r.{i}", 5) for i in range(10)]
+    updates: list[Progress] = []
+    results = execute(rows, profile_for(broker, rate=100.0), progress=updates.append)
+    assert summarize(results) == {"created": 10}
+    during, last = updates[-2], updates[-1]
+    assert last.quota_rate == during.quota_rate == pytest.approx(20, rel=0.1)
+    assert last.refused_by_quota == during.refused_by_quota > 0
+    assert last.throttled_responses == during.throttled_responses
+
+
 def test_a_rerun_after_a_crash_converges(quota_broker: BrokerFactory, tmp_path: Path) -> None:
     # The first run is a real process, killed (SIGKILL) half-way through a quota-bound plan.
     broker = quota_broker(controller_mutation_rate=10)

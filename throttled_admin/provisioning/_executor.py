@@ -142,6 +142,7 @@ class _Group:
         self.ended: Counter[str] = Counter()  # the results' statuses, counted as they come (the progress reports)
         self.admitted = AdmittedRate()  # the client's mutations-admitted-total over time
         self.heard = (0.0,) * len(_HEARD)  # the broker's throttles and refusals, as last reported (``report``)
+        self.metrics: dict[str, float] = {}  # the client's, as last read: the last report's, once it is closed
         self.watch = ContactWatch()  # what librdkafka says about the connections of the group's client
         self.runs: dict[int, _Run] = {}  # by row index, once the rows are decided
         self.futures: dict[Future[Any], tuple[_Run, str]] = {}  # the changes handed to the client, not yet settled
@@ -214,13 +215,15 @@ class _Group:
     ) -> None:
         """Progress as the client's metrics have it: mutations the broker admitted (counted as its answers come,
         not when rows finish, which may be seconds later with ``wait_for_metadata``) and their rate over the
-        quota's window. ``metrics``: the client's, when just read. ``only_if_admitted``: nothing when no mutation
+        quota's window. ``metrics``: the client's, when just read; with no ``admin`` (closed), as last read.
+        ``only_if_admitted``: nothing when no mutation
         was admitted, and the broker throttled or refused nothing new, since the last report (refused rows wait out
         a throttle: the report says so then, not when the wait ends)."""
         if self.progress is None:
             return
         if metrics is None:
-            metrics = admin.metrics() if admin is not None else {}
+            metrics = admin.metrics() if admin is not None else self.metrics
+        self.metrics = metrics
         now = time.monotonic()
         before = self.admitted.total
         if admin is not None:
@@ -392,6 +395,7 @@ def run_group(
                 except Exception as exc:  # a bug of ours must still leave every row with a result
                     log.exception("group %s: unexpected error", profile.name)
                     group.fail_all(f"unexpected error while applying the plan: {_error(exc)[1]}", name=_error_name(exc))
+                group.metrics = admin.metrics()  # the last report's: the broker's rate and throttles, not the profile's
     group.report(None)
     log.debug("group %s: done", profile.name)
     return [group.results[i] for i in range(len(group.rows))]
