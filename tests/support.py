@@ -1,12 +1,14 @@
 """Helpers shared by the test files: the repository's root, free loopback ports, waiting on a condition, what a
-future failed with, the calls an OpenTelemetry reader has timed, and the types of the ``quota_broker`` fixture and of
-a confluent-kafka conf.
+future failed with, whether a thread is inside a function, the calls an OpenTelemetry reader has timed, and the types
+of the ``quota_broker`` fixture and of a confluent-kafka conf.
 
 Test files import these from here, never from conftest.py (which holds only fixtures and hooks)."""
 
 from __future__ import annotations
 
 import socket
+import sys
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -17,7 +19,17 @@ from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricR
 
 from throttled_admin.testing import QuotaBroker
 
-__all__ = ["REPO", "BrokerFactory", "Conf", "call_durations", "free_port", "port_open", "raised", "wait_until"]
+__all__ = [
+    "REPO",
+    "BrokerFactory",
+    "Conf",
+    "call_durations",
+    "free_port",
+    "port_open",
+    "raised",
+    "running",
+    "wait_until",
+]
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -41,6 +53,14 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float = 30.0, interval_
             return True
         time.sleep(interval_s)
     return predicate()
+
+
+def running(thread: threading.Thread, function: str) -> bool:
+    """Whether ``thread`` is inside ``function`` now (its stack, as ``faulthandler`` would print it)."""
+    frame = sys._current_frames().get(thread.ident or 0)
+    while frame is not None and frame.f_code.co_name != function:
+        frame = frame.f_back
+    return frame is not None
 
 
 def port_open(port: int) -> bool:

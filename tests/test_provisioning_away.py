@@ -14,7 +14,7 @@ import threading
 import pytest
 from confluent_kafka import KafkaError
 
-from tests.support import BrokerFactory, wait_until
+from tests.support import BrokerFactory, running, wait_until
 from tests.test_provisioning_budget import KAFKA_44
 from tests.test_provisioning_executor import profile_for
 from throttled_admin.provisioning import STOPPED, PlanRow, PlanStop, RowResult, _brokers, execute, summarize
@@ -125,4 +125,33 @@ def test_a_stop_ends_the_wait_for_a_node_away_and_the_row_is_not_sent_again(quot
     assert "only 2 broker(s) are registered" in (result.error_message or ""), result
     assert "; not sent again: the plan was stopped first (nothing of it applied)" in (result.error_message or "")
     assert _creates(broker.request_log()) == [{"rolled": AWAY}]
+    assert broker.topics() == {}
+
+
+def test_a_stop_ends_the_wait_for_a_node_away_while_the_cluster_is_slow_to_say_its_brokers(
+    quota_broker: BrokerFactory,
+) -> None:
+    """As above, the stop landing while the wait asks the cluster how many brokers it has (``describe_cluster``, a
+    Metadata read on QuotaBroker), which a cluster losing a node may answer late: the stop waited for that answer, up
+    to the request timeout (stop 85's note)."""
+    broker = quota_broker(num_brokers=3)
+    held = broker.hold_controller_next(4.0)
+    stop, results = PlanStop(), list[RowResult]()
+    rows = [PlanRow("east", "ensure", "rolled", 2, 3)]
+    profile = dataclasses.replace(profile_for(broker, rate=None), request_timeout_s=60.0)
+    run = threading.Thread(target=lambda: results.extend(execute(rows, profile, timeout_s=600, stop=stop)))
+    run.start()
+    assert held.wait(30)
+    broker.stop_node(max(broker.ports), unregister=True)
+    assert wait_until(lambda: any(AWAY in errors.values() for errors in _creates(broker.request_log())), 30)
+    broker.delay_next("Metadata", 120.0, count=50)  # the looks answered two minutes late
+    try:
+        assert wait_until(lambda: running(run, "registered_brokers"), timeout_s=30)
+        assert stop.stop() == []
+        run.join(timeout=30)  # (the look's answer comes after 120 s)
+        assert not run.is_alive()
+    finally:
+        run.join(timeout=180)
+    [result] = results
+    assert (result.status, result.error_name, result.error_code, result.attempts) == ("not_sent", STOPPED, AWAY, 1)
     assert broker.topics() == {}

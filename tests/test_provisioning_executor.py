@@ -20,7 +20,7 @@ from confluent_kafka import KafkaError, KafkaException
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.support import BrokerFactory, wait_until
+from tests.support import BrokerFactory, running, wait_until
 from throttled_admin import ThrottledAdminClient
 from throttled_admin._errors import (
     NotSentReason,
@@ -394,14 +394,6 @@ def test_apply_plan_tells_each_rows_result_by_its_plan_index_as_it_is_known(quot
     assert [r.status for r in results] == ["created"] * 12 + ["failed"]
 
 
-def _running(thread: threading.Thread, function: str) -> bool:
-    """Whether ``thread`` is inside ``function`` now (its stack, as ``faulthandler`` would print it)."""
-    frame = sys._current_frames().get(thread.ident or 0)
-    while frame is not None and frame.f_code.co_name != function:
-        frame = frame.f_back
-    return frame is not None
-
-
 def _sent(broker: QuotaBroker, api: str = "CreateTopics") -> set[str]:
     """Every topic (or resource) the broker was asked to change by ``api``."""
     return {name for record in broker.request_log() if record.api_name == api for name in record.errors}
@@ -552,7 +544,7 @@ def test_a_stop_ends_the_wait_before_a_lost_answer_is_verified_and_the_row_says_
     # The group waits to verify it; a stop before the wait is taken up before it (the group sends nothing more),
     # so the test's stop comes within it.
     try:
-        assert wait_until(lambda: _running(run, "wait_final"), timeout_s=30)
+        assert wait_until(lambda: running(run, "wait_final"), timeout_s=30)
         assert stop.stop() == []
         run.join(timeout=30)  # (the wait the stop does not end lasts about 60 s)
         assert not run.is_alive()

@@ -13,22 +13,38 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import wait
 
 from throttled_admin import ThrottledAdminClient
 
-__all__ = ["POLL_S", "away_refusal", "registered_brokers", "wait_for_brokers"]
+__all__ = ["POLL_S", "STOP_LOOK_S", "away_refusal", "registered_brokers", "wait_for_brokers"]
 
 #: How often a group waiting for a node that is away asks the cluster how many brokers it has.
 POLL_S = 0.5
+#: How often a look at the cluster (a read whose answer may come late) looks whether the plan was stopped meanwhile.
+STOP_LOOK_S = 0.2
 _REGISTERED = re.compile(r"only (\d+) broker\(s\) are registered")
 
 
-def registered_brokers(admin: ThrottledAdminClient, timeout_s: float) -> int | None:
-    """How many brokers the cluster has now (DescribeCluster: the live, unfenced ones), None if it cannot tell."""
+def registered_brokers(
+    admin: ThrottledAdminClient, timeout_s: float, stopped: threading.Event | None = None
+) -> int | None:
+    """How many brokers the cluster has now (DescribeCluster: the live, unfenced ones), None if it cannot tell or
+    ``stopped`` is set first: a cluster losing a node may answer late, and the plan's stop waited for it (up to the
+    request timeout). The answer is looked for every ``STOP_LOOK_S`` (the stop is an Event of its own)."""
+    end = time.monotonic() + timeout_s + 1
     try:
-        return len(admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s + 1).nodes)
+        future = admin.describe_cluster(request_timeout=timeout_s)
+        while not (stopped is not None and stopped.is_set()):
+            left_s = end - time.monotonic()
+            done, _ = wait([future], timeout=max(0.0, min(left_s, STOP_LOOK_S)))
+            if done:
+                return len(future.result().nodes)
+            if left_s <= STOP_LOOK_S:
+                return None
     except Exception:
         return None
+    return None
 
 
 def away_refusal(message: str, at_start: int | None) -> bool:
@@ -52,7 +68,7 @@ def wait_for_brokers(
         # polling a remote cluster: nothing signals its brokers' return; the plan's stop does
         if stopped.wait(min(POLL_S, max(0.0, until - time.monotonic()))):
             return False, time.monotonic() - started
-        count = registered_brokers(admin, min(timeout_s, max(0.1, until - time.monotonic())))
+        count = registered_brokers(admin, min(timeout_s, max(0.1, until - time.monotonic())), stopped)
         if count is not None and count >= at_start:
             return True, time.monotonic() - started
         if time.monotonic() >= until:

@@ -33,7 +33,7 @@ from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.metadata_read import ContactWatch, read_failure
 from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
 from throttled_admin._kafka.topic_names import collision_key
-from throttled_admin.provisioning._brokers import away_refusal, registered_brokers, wait_for_brokers
+from throttled_admin.provisioning._brokers import STOP_LOOK_S, away_refusal, registered_brokers, wait_for_brokers
 from throttled_admin.provisioning._budget import Budget, check_timeout
 from throttled_admin.provisioning._cluster_read import names_to_read, read_cluster_topics
 from throttled_admin.provisioning._configs import config_problem
@@ -58,8 +58,6 @@ MAX_ATTEMPTS = 3
 READ_ATTEMPTS = 3
 #: While rows are pending, how often the group looks for mutations the broker has admitted (progress).
 PROGRESS_POLL_S = 0.1
-#: How often a wait to verify a lost answer looks for the plan's stop.
-STOP_LOOK_S = 0.2
 _UNKNOWN_CODES = (KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError.REQUEST_TIMED_OUT)
 _GROWS = ("create", "grow")  # the changes that place replicas on brokers
 
