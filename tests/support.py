@@ -55,6 +55,11 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float = 30.0, interval_
     return predicate()
 
 
+def refused_a_create(broker: QuotaBroker) -> bool:
+    """Whether ``broker`` has refused a topic of a CreateTopics for the quota (THROTTLING_QUOTA_EXCEEDED, 89)."""
+    return any(89 in r.errors.values() for r in broker.request_log() if r.api_name == "CreateTopics")
+
+
 def running(thread: threading.Thread, function: str) -> bool:
     """Whether ``thread`` is inside ``function`` now (its stack, as ``faulthandler`` would print it)."""
     frame = sys._current_frames().get(thread.ident or 0)

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from tests.cli_helpers import REPO, cli_env, run_cli
-from tests.support import BrokerFactory, wait_until
+from tests.support import BrokerFactory, refused_a_create, wait_until
 
 SECRET = "S3cret-Pw-991"
 
@@ -409,8 +409,7 @@ def test_ctrl_c_while_rows_the_quota_refused_wait_to_go_again_says_nothing_of_th
     broker = quota_broker(controller_mutation_rate=1, quota_window_num=1, enforcement="strict")
     plan = _write_plan(tmp_path / "plan.csv", "main", 3, partitions=10)  # the first alone, then a throttle of ~9 s
     child, screen = _spawn_apply(broker, plan, "--mutation-rate", "100", "--output", "json")
-    refused = lambda: any(89 in r.errors.values() for r in broker.request_log() if r.api_name == "CreateTopics")  # noqa: E731
-    assert wait_until(refused, timeout_s=30), screen.getvalue()
+    assert wait_until(lambda: refused_a_create(broker), timeout_s=30), screen.getvalue()
     child.sendintr()
     child.expect(pexpect.EOF)
     child.close()

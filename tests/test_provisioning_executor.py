@@ -20,7 +20,7 @@ from confluent_kafka import KafkaError, KafkaException
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.support import BrokerFactory, running, wait_until
+from tests.support import BrokerFactory, refused_a_create, running, wait_until
 from throttled_admin import ThrottledAdminClient
 from throttled_admin._errors import (
     NotSentReason,
@@ -490,8 +490,7 @@ def test_a_stop_leaves_rows_the_quota_refused_unsent_again_and_says_so(quota_bro
     profile = profile_for(broker, rate=100.0)  # the client's rate far above the broker's: its second request is refused
     run = threading.Thread(target=lambda: results.extend(apply_plan(rows, {"east": profile}, stop=stop)))
     run.start()
-    refused = lambda: any(89 in r.errors.values() for r in broker.request_log() if r.api_name == "CreateTopics")  # noqa: E731
-    assert wait_until(refused, timeout_s=30)
+    assert wait_until(lambda: refused_a_create(broker), timeout_s=30)
     assert stop.stop() == []  # sent, refused: not "never sent"
     run.join(timeout=60)
     assert not run.is_alive()
