@@ -378,10 +378,14 @@ def test_the_standalone_broker_echoes_its_settings() -> None:
 # -- the live bar's numbers, on simulated time ---------------------------------------------------------------
 
 
-def _progress(done: int, admitted: int, throttle_ms: int, throttled: int = 0) -> Progress:
+def _progress(done: int, admitted: int, throttle_ms: int, throttled: int = 0, last_ms: int | None = None) -> Progress:
+    """``throttle_ms``: the largest throttle of the client's metrics window; ``last_ms`` the newest (None: the same)."""
     from throttled_admin.provisioning import Progress
 
-    return Progress("dev", done, 40, admitted, 0.0, 2.0, throttle_ms, throttled_responses=throttled)
+    last = throttle_ms if last_ms is None else last_ms
+    return Progress(
+        "dev", done, 40, admitted, 0.0, 2.0, throttle_ms, throttled_responses=throttled, last_throttle_ms=last
+    )
 
 
 def test_the_bar_rate_decays_and_the_throttle_counts_down() -> None:
@@ -402,10 +406,15 @@ def test_the_bar_rate_decays_and_the_throttle_counts_down() -> None:
     assert stats.throttle_text(18.5) == "last throttle 16000 ms"
     # The windowed max stepping down with no new throttled answer (an older, smaller throttle left in the window) is
     # no new throttle: it started a 1.5 s countdown (review 117).
-    stats.update(_progress(24, 48, 1500, throttled=1), now=20.0)
-    assert stats.throttle_text(20.0) == "last throttle 1500 ms"
+    stats.update(_progress(24, 48, 1500, throttled=1, last_ms=16000), now=20.0)
+    assert stats.throttle_text(20.0) == "last throttle 16000 ms"
     stats.update(_progress(24, 48, 2500, throttled=2), now=21.0)  # a new one
     assert stats.throttle_text(21.0) == "waiting out throttle: 3 s left"
+    # A new throttle smaller than the window's largest: its own is waited out, not the largest (a new user's tmux
+    # run: "waiting out throttle: 16 s left" after each throttle of 1 s the broker sent, helper 118).
+    stats.update(_progress(26, 52, 16000, throttled=3, last_ms=998), now=40.0)
+    assert stats.throttle_text(40.0) == "waiting out throttle: 1 s left"
+    assert stats.throttle_text(41.0) == "last throttle 998 ms"
 
 
 def test_the_plain_progress_lines_count_the_throttle_down(quota_broker: BrokerFactory, tmp_path: Path) -> None:

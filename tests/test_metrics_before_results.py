@@ -77,6 +77,7 @@ def test_counters_read_right_after_result_equal_metrics(
     creates = [r for r in broker.request_log() if r.api_name == "CreateTopics"]
     assert stats["request-total"] == len(creates)
     assert stats["throttled-response-total"] == sum(1 for r in creates if r.throttle_time_ms > 0) > 0
+    assert stats["throttle-time-last"] == [r.throttle_time_ms for r in creates if r.throttle_time_ms > 0][-1]
 
 
 @pytest.mark.usefixtures("patient_exports")

@@ -163,7 +163,7 @@ def test_the_live_bar_keeps_one_line_a_cluster_on_a_narrow_terminal(width: int) 
         bar(Progress("main", 22, 40, 44, 4.0, 4.0, throttle_ms, rows_failed=2))
         bar(Progress("west-payments", 0, 120, 0, 0.0, None, 0))
         bar.stats["main"].throttle_until = time.monotonic() + (99 if throttle_ms else 0)
-        bar.stats["main"].throttle_time_ms = throttle_ms or 3392
+        bar.stats["main"].throttle_time_ms = bar.stats["main"].last_throttle_ms = throttle_ms or 3392
         console.file = io.StringIO()
         console.print(bar._progress.get_renderable())
         lines = console.file.getvalue().splitlines()

@@ -611,6 +611,10 @@ def test_the_last_report_keeps_the_brokers_rate_and_throttles_not_the_profiles(q
     assert last.quota_rate == during.quota_rate == pytest.approx(20, rel=0.1)
     assert last.refused_by_quota == during.refused_by_quota > 0
     assert last.throttled_responses == during.throttled_responses
+    throttles = [
+        r.throttle_time_ms for r in broker.request_log() if r.api_name == "CreateTopics" and r.throttle_time_ms
+    ]
+    assert last.last_throttle_ms == throttles[-1]  # the newest throttle (the countdown's), beside the window's largest
 
 
 def test_a_rerun_after_a_crash_converges(quota_broker: BrokerFactory, tmp_path: Path) -> None:

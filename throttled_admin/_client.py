@@ -689,10 +689,11 @@ class ThrottledAdminClient(AdminClient):
     # -- metrics and lifecycle -------------------------------------------------------------------
 
     def metrics(self) -> dict[str, float]:
-        """Throttle-time avg/max (ms; client-wide and ``node-<id>-``), ``quota-violation-total``, ``retry-total``,
-        ``request-total``, ``throttled-response-total`` (responses with a throttle above 0), ``mutations-sent-total``,
-        ``mutations-admitted-total``, ``backoff-time-ms-total`` and ``mutation-rate`` (the configured or learned quota
-        in mutations/s; NaN when unknown)."""
+        """Throttle-time avg/max (ms; client-wide and ``node-<id>-``), ``throttle-time-last`` (ms: the newest throttled
+        response's), ``quota-violation-total``, ``retry-total``, ``request-total``, ``throttled-response-total``
+        (responses with a throttle above 0), ``mutations-sent-total``, ``mutations-admitted-total``,
+        ``backoff-time-ms-total`` and ``mutation-rate`` (the configured or learned quota in mutations/s; NaN when
+        unknown)."""
         if "_metrics" not in vars(self):
             raise RuntimeError(CLOSED_MESSAGE)
         out = self._metrics.snapshot()

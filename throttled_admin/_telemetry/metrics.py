@@ -266,6 +266,7 @@ class ClientMetrics:
         self._admitted = 0
         self._backoff_s = 0.0
         self._throttled = 0
+        self._last_throttle_ms = 0.0  # the newest response's throttle above 0
         self._heard: tuple[Callable[[], None], ...] = ()  # ``on_answer``'s listeners
         self._export_failed = False
         # OpenTelemetry exports run on a thread of their own, never on the scheduler's nor behind the conf callbacks:
@@ -358,6 +359,7 @@ class ClientMetrics:
         if throttle_ms > 0:
             with self._lock:
                 self._throttled += 1
+                self._last_throttle_ms = throttle_ms
             attributes = self._attributes(node_id=node_id)
             self._export(self._instruments.throttle.record, throttle_ms / 1000, attributes)
             self._export(self._instruments.throttled.add, 1, attributes)
@@ -516,6 +518,7 @@ class ClientMetrics:
             out["mutations-admitted-total"] = float(self._admitted)
             out["backoff-time-ms-total"] = self._backoff_s * 1000
             out["throttled-response-total"] = float(self._throttled)
+            out["throttle-time-last"] = float(self._last_throttle_ms)
         for node, sensor in nodes:
             out[f"node-{node}-throttle-time-avg"] = sensor.avg()
             out[f"node-{node}-throttle-time-max"] = sensor.max()

@@ -80,7 +80,8 @@ class ClusterStats:
     rows_failed: int = 0
     mutations_admitted: int = 0
     quota_rate: float | None = None
-    throttle_time_ms: int = 0
+    throttle_time_ms: int = 0  # the largest in the client's metrics window
+    last_throttle_ms: int = 0  # the newest
     max_throttle_time_ms: int = 0
     throttled_responses: int = 0
     refused_by_quota: int = 0
@@ -108,11 +109,12 @@ class ClusterStats:
         new_answer = (
             progress.throttled_responses > self.throttled_responses or progress.refused_by_quota > self.refused_by_quota
         )
-        if progress.throttle_time_ms > 0 and new_answer:
-            # A new throttle from the broker, counted (the event repeats the largest one of the client's metrics
-            # window, which also steps down with no new answer): nothing more is admitted until it ends.
-            self.throttle_until = now + progress.throttle_time_ms / 1000
+        if progress.last_throttle_ms > 0 and new_answer:
+            # A new throttle from the broker, counted: nothing more is admitted until it ends. (Not the largest of the
+            # client's metrics window, which a long throttle before kept: 16 s counted down after a 1 s throttle.)
+            self.throttle_until = now + progress.last_throttle_ms / 1000
         self.throttle_time_ms = progress.throttle_time_ms
+        self.last_throttle_ms = progress.last_throttle_ms or self.last_throttle_ms
         self.max_throttle_time_ms = max(self.max_throttle_time_ms, progress.throttle_time_ms)
         # Running totals (the group's last report, after its client closed, carries none)
         self.throttled_responses = max(self.throttled_responses, progress.throttled_responses)
@@ -145,9 +147,9 @@ class ClusterStats:
         if not self.throttle_time_ms:
             return "no throttle"
         return (
-            f"last throttle {self.throttle_time_ms / 1000:.1f} s"
+            f"last throttle {self.last_throttle_ms / 1000:.1f} s"
             if compact
-            else f"last throttle {self.throttle_time_ms} ms"
+            else f"last throttle {self.last_throttle_ms} ms"
         )
 
 

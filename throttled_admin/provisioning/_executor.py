@@ -242,6 +242,7 @@ class _Group:
                 mutations_per_s=self.admitted.rate(now),
                 quota_rate=quota,
                 throttle_time_ms=int(_metric(metrics, "throttle-time-max")),
+                last_throttle_ms=int(_metric(metrics, "throttle-time-last")),
                 throttled_responses=int(_metric(metrics, "throttled-response-total")),
                 refused_by_quota=int(_metric(metrics, "quota-violation-total")),
                 rows_not_sent=self.ended["not_sent"],

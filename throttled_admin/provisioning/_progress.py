@@ -18,10 +18,10 @@ class Progress:
     mutations of every topic its answers applied, counted when the answer came, before the row finishes),
     ``mutations_per_s`` those admitted in the last quota window (``QUOTA_WINDOW_S``) per second, ``quota_rate``
     the configured or learned rate (None while unknown), ``throttle_time_ms`` the largest throttle the broker sent
-    in the client's current metrics window; ``throttled_responses`` the responses with a throttle and
-    ``refused_by_quota`` the topic refusals (error 89), counted apart (the client's metrics). Of ``rows_done``,
-    ``rows_not_sent`` and ``rows_failed`` ended so (a bar full at the end may still hold rows that were not
-    applied)."""
+    in the client's current metrics window, ``last_throttle_ms`` the newest it sent (what the client waits out after
+    a new throttled answer); ``throttled_responses`` the responses with a throttle and ``refused_by_quota`` the topic
+    refusals (error 89), counted apart (the client's metrics). Of ``rows_done``, ``rows_not_sent`` and
+    ``rows_failed`` ended so (a bar full at the end may still hold rows that were not applied)."""
 
     cluster: str
     rows_done: int
@@ -34,6 +34,7 @@ class Progress:
     refused_by_quota: int = 0
     rows_not_sent: int = 0
     rows_failed: int = 0
+    last_throttle_ms: int = 0
 
 
 ProgressCallback = Callable[[Progress], None]
