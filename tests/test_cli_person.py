@@ -314,7 +314,7 @@ def test_usage_errors_are_json_objects_under_output_json() -> None:
             assert run.returncode == 2, run.output
             [record] = _records(run)
             assert record["error_name"] == "USAGE", record
-            assert "invalid" in record["error_message"], record
+            assert f"'{command[-1]}'" in record["error_message"], record  # the value it could not read
         last = run_cli(*command, "--output", "json", "--output", "table" if command[0] == "apply" else "text")
         assert last.returncode == 2, last.output
         assert last.stdout == "", last.output  # the last --output is the one argparse keeps

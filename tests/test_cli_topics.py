@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import run_cli, topics
-from tests.support import BrokerFactory
+from tests.support import REPO, BrokerFactory
 from throttled_admin import NewTopic, ThrottledAdminClient
+from throttled_admin.cli._args import UNSUPPORTED
 from throttled_admin.testing import QuotaBroker
 
 QUOTA_LINE = "Error while executing topic command : The throttling quota has been exceeded."
@@ -193,7 +194,17 @@ def test_retry_gives_up_at_timeout_ms_with_the_remaining_throttle(quota_broker: 
         (["--list", "--config", "a=b"], 'Option "[config]" can\'t be used with option "[list]"'),
         (["--alter", "--topic", "t", "--partitions", "2", "--config", "a=b"], "kafka-configs"),
         (["--alter", "--topic", "t"], 'Missing required argument "[partitions]"'),
-        (["--create", "--topic", "t", "--partitions", "x"], "invalid int value"),
+        (["--create", "--topic", "t", "--partitions", "x"], "Cannot parse argument 'x' of option partitions"),
+        # An adversarial run against kafka-topics.sh (helper 119): argparse kept the last of a repeated option (a
+        # delete of a, b deleted b), int() took 1_0 for 10 and ' 3', and 2**31 ended in a traceback (OverflowError).
+        (["--delete", "--topic", "a", "--topic", "b"], "Found multiple arguments for option topic, but you asked for"),
+        (["--create", "--topic", "t", "--partitions", "1", "--partitions", "2"], "option partitions, but you asked"),
+        (["--list", "--bootstrap-server", "127.0.0.1:9"], "for option bootstrap-server, but you asked for only one"),
+        (["--create", "--topic", "t", "--partitions", "1_0"], "Cannot parse argument '1_0' of option partitions"),
+        (["--create", "--topic", "t", "--partitions", " 3"], "Cannot parse argument ' 3' of option partitions"),
+        (["--create", "--topic", "t", "--replication-factor", "2147483648"], "of option replication-factor"),
+        (["--alter", "--topic", "t", "--partitions", str(10**20)], f"Cannot parse argument '{10**20}' of option"),
+        (["--list", "--timeout-ms", "2147483648"], "must be > 0 and at most 2147483647, got 2147483648"),
         (
             ["--create", "--topic", "t", "--replica-assignment", "0:1,1", "--if-not-exists"],
             "Partition 1 has different replication factor",
@@ -211,6 +222,20 @@ def test_bad_arguments_exit_2_with_usage(args: list[str], message: str) -> None:
     assert run.stderr.startswith("usage: throttled-admin topics"), run.stderr
     assert message in run.stderr
     assert run.stdout == ""
+
+
+def test_kafka_topics_options_not_supported_are_named_so_not_matched_to_a_near_one() -> None:
+    """An adversarial run against kafka-topics.sh (helper 119): --delete-config was "did you mean --delete?", an
+    option that deletes the topic. docs/cli.md's list of them is the code's."""
+    run = topics("127.0.0.1:9", "--alter", "--topic", "t", "--partitions", "3", "--delete-config", "retention.ms")
+    assert run.returncode == 2, run.output
+    said = "(--delete-config: kafka-topics.sh's, not supported by throttled-admin)"
+    assert run.stderr.splitlines()[-1].endswith(said), run.stderr
+    assert "did you mean" not in run.stderr
+    [row] = [line for line in (REPO / "docs" / "cli.md").read_text().splitlines() if line.startswith("| not supported")]
+    assert tuple(re.findall(r"`(--[\w-]+)`", row)) == UNSUPPORTED
+    typo = topics("127.0.0.1:9", "--list", "--exclude-internl")
+    assert "(did you mean --exclude-internal?)" in typo.stderr, typo.stderr
 
 
 def test_missing_bootstrap_server_and_command_exit_2() -> None:

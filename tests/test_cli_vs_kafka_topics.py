@@ -135,6 +135,17 @@ def test_bad_arguments_say_the_same_but_exit_2(
     for args, message in (
         (["--create", "--topic", "{t}", "--partitions", "0"], "The partitions must be greater than 0"),
         (["--list", "--config", "a=b"], 'Option "[config]" can\'t be used with option "[list]"'),
+        # helper 119: argparse kept the last of a repeated option (a delete of two topics deleted the second), and
+        # read 1_0 as 10 and 2**31 as a value that ended in a traceback
+        (
+            ["--delete", "--topic", "{t}", "--topic", "{t}.b"],
+            "Found multiple arguments for option topic, but you asked for only one",
+        ),
+        (["--create", "--topic", "{t}", "--partitions", "1_0"], "Cannot parse argument '1_0' of option partitions"),
+        (
+            ["--create", "--topic", "{t}", "--partitions", "2147483648"],
+            "Cannot parse argument '2147483648' of option partitions",
+        ),
     ):
         java, ours, _ = _side_by_side(kafka_tools, bootstrap, kafka_ns, *args)
         assert (java.exit_code, ours.exit_code) == (1, 2)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import difflib
 import re
-from typing import NoReturn
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from throttled_admin import __version__
 from throttled_admin.cli._conf import credentials_twice, jaas_problem, java_only
@@ -30,6 +31,18 @@ __all__ = [
 ]
 
 ACTIONS = ("create", "delete", "alter", "describe", "list")
+#: kafka-topics.sh's options that ``topics`` does not take (docs/cli.md): named so, not matched to a near one ("did you
+#: mean --delete?" for --delete-config, helper 119).
+UNSUPPORTED = (
+    "--topic-id",
+    "--under-replicated-partitions",
+    "--under-min-isr-partitions",
+    "--at-min-isr-partitions",
+    "--unavailable-partitions",
+    "--topics-with-overrides",
+    "--partition-size-limit-per-response",
+    "--delete-config",
+)
 _CONFIGS_HINT = " (To alter topic configurations, the kafka-configs tool can be used.)"
 
 
@@ -47,13 +60,16 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message, self)
 
 
+_INT32 = range(-(2**31), 2**31)  # a Java int
+
+
 def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    """Digits within 32 bits, as librdkafka's timeouts are (one beyond them timed out at once: "Local: Timed out")."""
+    if re.fullmatch(r"[+-]?\d+", text) is None:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}")
+    value = int(text)
+    if value <= 0 or value not in _INT32:
+        raise argparse.ArgumentTypeError(f"must be > 0 and at most {_INT32[-1]}, got {value}")
     return value
 
 
@@ -67,21 +83,45 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+class _Once(argparse.Action):
+    """A kafka-topics.sh option of one value (joptsimple's ``valueOf``): given twice, refused in its words (argparse
+    kept the last: ``--delete --topic a --topic b`` deleted b, where kafka-topics.sh deletes nothing). ``integer``:
+    read as Java's ``Integer.valueOf`` reads it, a sign and digits within 32 bits (``int()`` took ``1_0`` for 10 and
+    ``' 3'``, and a value beyond 32 bits ended in a traceback as it was sent)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, integer: bool = False, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, **kwargs)
+        self.integer = integer
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        name, text = self.option_strings[-1].removeprefix("--"), str(values)
+        given: set[str] = vars(namespace).setdefault("_given", set())
+        if self.dest in given:
+            raise UsageError(f"Found multiple arguments for option {name}, but you asked for only one", parser)
+        given.add(self.dest)
+        if self.integer and (re.fullmatch(r"[+-]?\d+", text) is None or int(text) not in _INT32):
+            raise UsageError(f"Cannot parse argument '{text}' of option {name}", parser)
+        setattr(namespace, self.dest, int(text) if self.integer else text)
 
 
-def _add_connection(parser: argparse.ArgumentParser, *, required_note: str) -> None:
+def _add_connection(parser: argparse.ArgumentParser, *, required_note: str, once: bool = False) -> None:
+    """``once``: kafka-topics.sh's options, each given at most once (``_Once``)."""
+    action = _Once if once else "store"
     parser.add_argument(
         "--bootstrap-server",
+        action=action,
         metavar="SERVER",
         help=f"The Kafka server(s) to connect to, host:port[,host:port]. {required_note}",
     )
     parser.add_argument(
         "--command-config",
+        action=action,
         metavar="FILE",
         help="Properties file of client settings (security.protocol, sasl.*, ...) passed to the "
         "client; Java's sasl.jaas.config with a Plain or Scram login module is understood.",
@@ -100,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
         "off unless --retry-on-quota-violation is given.",
     )
     topics.add_argument("--version", action="version", version=f"throttled-admin {__version__}")  # kafka-topics.sh's
-    _add_connection(topics, required_note="REQUIRED.")
+    _add_connection(topics, required_note="REQUIRED.", once=True)
     actions = topics.add_argument_group("actions (exactly one)")
     actions.add_argument("--create", action="store_true", help="Create a new topic.")
     actions.add_argument("--delete", action="store_true", help="Delete the topics matching --topic.")
@@ -111,25 +151,29 @@ def build_parser() -> argparse.ArgumentParser:
     actions.add_argument("--list", action="store_true", help="List all available topics.")
     topics.add_argument(
         "--topic",
+        action=_Once,
         metavar="TOPIC",
         help="The topic to create, alter, describe or delete. It also accepts a regular "
         "expression, except for --create.",
     )
     topics.add_argument(
         "--partitions",
-        type=_int,
+        action=_Once,
+        integer=True,
         metavar="N",
         help="The number of partitions for the topic being created or altered "
         "(the cluster default if not given with --create).",
     )
     topics.add_argument(
         "--replication-factor",
-        type=_int,
+        action=_Once,
+        integer=True,
         metavar="N",
         help="The replication factor for each partition of the topic being created (the cluster default if not given).",
     )
     topics.add_argument(
         "--replica-assignment",
+        action=_Once,
         metavar="ASSIGNMENT",
         help="Manual partition-to-broker assignment for the topic being created or altered: "
         "broker_id_for_part1_replica1:broker_id_for_part1_replica2,"
@@ -223,9 +267,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def unrecognized(extras: list[str], parser: argparse.ArgumentParser) -> str:
-    """argparse's "unrecognized arguments" message, with the closest option of ``parser`` for a typo."""
+    """argparse's "unrecognized arguments" message, with the closest option of ``parser`` for a typo, or saying that
+    kafka-topics.sh's option is not supported here."""
     message = f"unrecognized arguments: {' '.join(extras)}"
     options = [option for action in parser._actions for option in action.option_strings]
+    if "--topic" in options:  # (topics)
+        for extra in extras:
+            if extra.split("=", 1)[0] in UNSUPPORTED:
+                return f"{message} ({extra.split('=', 1)[0]}: kafka-topics.sh's, not supported by throttled-admin)"
     for extra in extras:
         if extra.startswith("--"):
             close = difflib.get_close_matches(extra.split("=", 1)[0], options, n=1)
