@@ -76,6 +76,11 @@ CASES = [
      "--replication-factor", "1", "--config", "retention.ms=60000", "--config", "cleanup.policy=compact"]),
     ("create again: already exists", ["--create", "--topic", "{t}"]),
     ("create --if-not-exists on an existing topic", ["--create", "--topic", "{t}", "--if-not-exists"]),
+    # kafka-topics.sh checks configs before it sends: a misspelt name was hidden by --if-not-exists (helper 119)
+    ("an unknown config, --if-not-exists, an existing topic", ["--create", "--topic", "{t}", "--if-not-exists",
+     "--config", "no.such.config=1"]),
+    ("a config value of the wrong type, an existing topic", ["--create", "--topic", "{t}", "--config",
+     "retention.ms=abc"]),
     ("create with a dotted name warns about metric names", ["--create", "--topic", "{t}.eu"]),
     ("alter --partitions", ["--alter", "--topic", "{t}", "--partitions", "5"]),
     ("alter to fewer partitions", ["--alter", "--topic", "{t}", "--partitions", "2"]),

@@ -13,17 +13,21 @@ what DescribeConfigs and CreateTopics v5+ send.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
 from throttled_admin._kafka.config_schema import (
     AnyOf,
+    ConfigError,
     ConfigKey,
     ConfigType,
     LevelRange,
     Range,
     ReplicaList,
     Synonym,
+    parse,
 )
 
-__all__ = ["TOPIC_CONFIGS", "unknown_config_message"]
+__all__ = ["TOPIC_CONFIGS", "config_problem", "unknown_config_message"]
 
 LONG_MAX = str(2**63 - 1)
 HOUR_MS = 3_600_000
@@ -485,3 +489,23 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {key.name: key for key in _CONFIGS}
 def unknown_config_message(name: str) -> str:
     """Kafka's message for a topic config name it does not know (``LogConfig.validateNames``, INVALID_CONFIG)."""
     return f"Unknown topic config name: {name}"
+
+
+def config_problem(configs: Mapping[str, str], known_names: Iterable[str] = TOPIC_CONFIGS) -> str | None:
+    """Kafka's message for the first config of ``configs`` the cluster would refuse: a name not among
+    ``known_names`` (the names the cluster's DescribeConfigs lists for a topic; by default Kafka 4.4's, as
+    kafka-topics.sh's ``LogConfig.validate`` knows its own version's), or a value its type or validator refuses.
+    None when Kafka would take them all."""
+    known = set(known_names)
+    for name in sorted(configs):
+        if name not in known:
+            return unknown_config_message(name)
+    for name in sorted(configs):
+        key = TOPIC_CONFIGS.get(name)
+        if key is None:
+            continue
+        try:
+            parse(key, configs[name])
+        except ConfigError as exc:
+            return str(exc)
+    return None

@@ -18,6 +18,7 @@ from confluent_kafka.admin._config import ConfigResource  # not re-exported unde
 
 from throttled_admin import NewPartitions, NewTopic, NotYetVisibleError, TopicValueError
 from throttled_admin._kafka.java_order import hash_map_order
+from throttled_admin._kafka.topic_configs import config_problem
 from throttled_admin.cli._args import parse_replica_assignment, parse_topic_configs, topic_pattern
 from throttled_admin.cli._output import ErrorInfo, Output, describe_error
 from throttled_admin.cli._session import AdminSession
@@ -200,12 +201,18 @@ class TopicsCommand:
 
     def create(self) -> None:
         name = self.args.topic
+        configs = parse_topic_configs(self.args.config or [])
+        problem = config_problem(configs)
+        if problem is not None:
+            # kafka-topics.sh checks them first (LogConfig.validate), so a name or value it refuses is said even of
+            # a topic that exists, and with --if-not-exists, which hid a misspelt name (helper 119)
+            info = ErrorInfo(KafkaError.INVALID_CONFIG, "INVALID_CONFIG", problem)
+            self._report([TopicResult(name, self.action, "failed", info)])
         if not self.out.json_mode and ("." in name or "_" in name):
             self.out.line(
                 "WARNING: Due to limitations in metric names, topics with a period ('.') or underscore "
                 "('_') could collide. To avoid issues it is best to use either, but not both."
             )
-        configs = parse_topic_configs(self.args.config or [])
         if self.args.replica_assignment:
             assignment = parse_replica_assignment(self.args.replica_assignment)
             topic = NewTopic(name, len(assignment), replica_assignment=assignment, config=configs)

@@ -1,4 +1,4 @@
-"""Topic config values compared as Kafka compares them, and checked as Kafka checks them.
+"""Topic config values compared as Kafka compares them (checked as Kafka checks them: ``_kafka.topic_configs``).
 
 Kafka parses a value by its config's type and shows it as ``ConfigDef.convertToString`` renders the parsed
 value: ``compact, delete`` is the LIST ``compact,delete``, ``TRUE`` the BOOLEAN ``true``, ``0.50`` the DOUBLE
@@ -9,12 +9,10 @@ a name that table does not know is compared as given.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from throttled_admin._kafka.config_schema import ConfigError, canonical
+from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
 
-from throttled_admin._kafka.config_schema import ConfigError, canonical, parse
-from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS, unknown_config_message
-
-__all__ = ["config_problem", "normalized", "same_value"]
+__all__ = ["normalized", "same_value"]
 
 
 def normalized(name: str, value: str) -> str:
@@ -31,22 +29,3 @@ def normalized(name: str, value: str) -> str:
 
 def same_value(name: str, planned: str, current: str | None) -> bool:
     return current is not None and normalized(name, planned) == normalized(name, current)
-
-
-def config_problem(configs: Mapping[str, str], known_names: Iterable[str]) -> str | None:
-    """Kafka's message for the first config of ``configs`` the cluster would refuse: a name not among
-    ``known_names`` (the names the cluster's DescribeConfigs lists for a topic), or a value its type or
-    validator refuses. None when Kafka would take them all."""
-    known = set(known_names)
-    for name in sorted(configs):
-        if name not in known:
-            return unknown_config_message(name)
-    for name in sorted(configs):
-        key = TOPIC_CONFIGS.get(name)
-        if key is None:
-            continue
-        try:
-            parse(key, configs[name])
-        except ConfigError as exc:
-            return str(exc)
-    return None

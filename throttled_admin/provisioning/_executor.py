@@ -31,12 +31,11 @@ from throttled_admin import (
 )
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.metadata_read import ContactWatch, read_failure
-from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS
+from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS, config_problem
 from throttled_admin._kafka.topic_names import collision_key
 from throttled_admin.provisioning._brokers import STOP_LOOK_S, away_refusal, registered_brokers, wait_for_brokers
 from throttled_admin.provisioning._budget import Budget, check_timeout
 from throttled_admin.provisioning._cluster_read import names_to_read, read_cluster_topics
-from throttled_admin.provisioning._configs import config_problem
 from throttled_admin.provisioning._decide import Change, TopicState, decide
 from throttled_admin.provisioning._plan import PlanRow, row_problem
 from throttled_admin.provisioning._profile import Profile, redact
