@@ -205,6 +205,13 @@ def test_retry_gives_up_at_timeout_ms_with_the_remaining_throttle(quota_broker: 
         (["--create", "--topic", "t", "--replication-factor", "2147483648"], "of option replication-factor"),
         (["--alter", "--topic", "t", "--partitions", str(10**20)], f"Cannot parse argument '{10**20}' of option"),
         (["--list", "--timeout-ms", "2147483648"], "must be > 0 and at most 2147483647, got 2147483648"),
+        # a broker id librdkafka cannot send, of the partition it is for (was "replica_assignment[0] has a broker id
+        # outside 0..2147483647", counting the new partitions of an alter only, helper 119)
+        (
+            ["--alter", "--topic", "t", "--partitions", "3", "--replica-assignment", "0,0,-5"],
+            "partition 2: broker id -5",
+        ),
+        (["--create", "--topic", "t", "--replica-assignment", "0:1_0"], "partition 0: broker ids must be integers"),
         (
             ["--create", "--topic", "t", "--replica-assignment", "0:1,1", "--if-not-exists"],
             "Partition 1 has different replication factor",

@@ -353,15 +353,22 @@ def check_bootstrap(text: str, parser: argparse.ArgumentParser | None = None) ->
 
 
 def parse_replica_assignment(text: str, parser: argparse.ArgumentParser | None = None) -> list[list[int]]:
-    """kafka-topics.sh's "0:1,1:2": partition i's replica broker ids are the i-th comma-separated group."""
+    """kafka-topics.sh's "0:1,1:2": partition i's replica broker ids are the i-th comma-separated group, each read as
+    Java's ``Integer.parseInt`` of it trimmed; one librdkafka cannot send (below 0) is said here, in the option's
+    terms and of its partition (it was "replica_assignment[0] has a broker id outside ..." of the new ones only)."""
     assignment: list[list[int]] = []
     for index, group in enumerate(text.split(",")):
-        try:
-            brokers = [int(part.strip()) for part in group.split(":")]
-        except ValueError:
+        parts = [part.strip() for part in group.split(":")]
+        if not all(re.fullmatch(r"[+-]?\d+", part) and int(part) in _INT32 for part in parts):
             raise UsageError(
                 f"--replica-assignment: partition {index}: broker ids must be integers, got {group!r}", parser
-            ) from None
+            )
+        brokers = [int(part) for part in parts]
+        if (negative := next((b for b in brokers if b < 0), None)) is not None:
+            raise UsageError(
+                f"--replica-assignment: partition {index}: broker id {negative} is below 0 (librdkafka cannot send it)",
+                parser,
+            )
         duplicates = sorted({b for b in brokers if brokers.count(b) > 1})
         if duplicates:
             raise UsageError(
