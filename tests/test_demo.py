@@ -35,6 +35,12 @@ def test_demo_provisions_every_topic_through_spark_and_plots(
     assert code == 0, out + captured.err[-3000:]
     assert "plan: 60 topics, 162 mutations, 6 quota entities" in out
     assert "result: 60 of 60 rows reported: created 60" in out
+    # the last progress lines, as the pipeline ends, say every topic came (helper 118: the last tick said 242/250)
+    last = out[: out.index("pipeline finished in")].splitlines()[-2:]
+    assert [re.sub(r"^ +[\d.]+ s ", "", line).split("mutations")[0].split() for line in last] == [
+        ["east:", "topics", "30/30"],
+        ["west:", "topics", "30/30"],
+    ], last
     assert "rerun of the same plan: unchanged 60" in out
     for entity in ("east-payments", "east-search", "east-analytics", "west-payments", "west-search", "west-analytics"):
         assert re.search(rf"^  {entity} +\d+/s +\d+ ", out, re.MULTILINE), entity
