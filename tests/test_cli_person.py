@@ -320,6 +320,27 @@ def test_usage_errors_are_json_objects_under_output_json() -> None:
         assert last.stdout == "", last.output  # the last --output is the one argparse keeps
 
 
+def test_apply_refuses_an_option_given_twice_before_reading_anything(tmp_path: Path) -> None:
+    """Review 120: ``apply plan --bootstrap-server a:1 --bootstrap-server b:1`` applied the plan to b (argparse keeps
+    the last), as ``topics --delete --topic a --topic b`` deleted b; both refuse it, in kafka-topics.sh's words."""
+    for twice in (
+        ["--bootstrap-server", "127.0.0.1:9", "--bootstrap-server", "127.0.0.1:10"],
+        ["--bootstrap-server", "127.0.0.1:9", "--mutation-rate", "5", "--mutation-rate", "50"],
+        ["--profiles", "a.yaml", "--profiles", "b.yaml"],
+        ["--bootstrap-server", "127.0.0.1:9", "--timeout", "10", "--timeout", "20"],
+    ):
+        run = run_cli("apply", str(tmp_path / "missing-plan.json"), *twice)
+        assert run.returncode == 2, run.output
+        option = twice[-2].removeprefix("--")
+        said = f"Found multiple arguments for option {option}, but you asked for only one"
+        assert run.stderr.splitlines()[-1].endswith(said), run.stderr
+    once = run_cli(
+        "apply", str(tmp_path / "missing-plan.json"), "--bootstrap-server", "127.0.0.1:9", "--timeout", "1.5"
+    )
+    assert "multiple" not in once.stderr, once.output
+    assert "missing-plan.json" in once.output, once.output  # the plan, read next
+
+
 def test_a_typo_in_a_flag_prints_the_subcommand_usage() -> None:
     run = run_cli("topics", "--bootstrap-sever", "127.0.0.1:9", "--list")
     assert run.returncode == 2

@@ -204,7 +204,9 @@ def test_retry_gives_up_at_timeout_ms_with_the_remaining_throttle(quota_broker: 
         (["--create", "--topic", "t", "--partitions", " 3"], "Cannot parse argument ' 3' of option partitions"),
         (["--create", "--topic", "t", "--replication-factor", "2147483648"], "of option replication-factor"),
         (["--alter", "--topic", "t", "--partitions", str(10**20)], f"Cannot parse argument '{10**20}' of option"),
-        (["--list", "--timeout-ms", "2147483648"], "must be > 0 and at most 2147483647, got 2147483648"),
+        (["--list", "--timeout-ms", "2147483648"], "must be > 0 and at most 3600000 (an hour), got 2147483648"),
+        (["--describe", "--timeout-ms", "3600001"], "at most 3600000 (an hour), got 3600001"),  # (describe's limit)
+        (["--create", "--topic", "t", "--replica-assignment", "0:1,-1:-1"], "may not contain duplicate entries: -1"),
         # a broker id librdkafka cannot send, of the partition it is for (was "replica_assignment[0] has a broker id
         # outside 0..2147483647", counting the new partitions of an alter only, helper 119)
         (

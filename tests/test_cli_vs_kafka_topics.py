@@ -93,6 +93,8 @@ CASES = [
     ("delete a missing topic --if-exists", ["--delete", "--topic", "{t}-missing", "--if-exists"]),
     ("alter a missing topic", ["--alter", "--topic", "{t}-missing", "--partitions", "4"]),
     ("replication factor above the brokers", ["--create", "--topic", "{t}-rf", "--replication-factor", "3"]),
+    # Java's String.split drops a trailing empty part (review 120: refused here)
+    ("a replica assignment with a trailing comma", ["--create", "--topic", "{t}-ra", "--replica-assignment", "0:,"]),
     ("a config value of the wrong type", ["--create", "--topic", "{t}-cfg", "--config", "retention.ms=abc"]),
     ("an unknown config", ["--create", "--topic", "{t}-cfg", "--config", "no.such.config=1"]),
     ("an invalid topic name", ["--create", "--topic", "bad name!"]),

@@ -269,3 +269,15 @@ def test_inert_instruments_are_called_in_place(provider: MeterProviderAPI) -> No
     metrics.flush(wait=True)
     assert runner.jobs == []
     assert runner.waits == []
+
+
+def test_the_last_throttle_is_the_brokers_whole_milliseconds() -> None:
+    """librdkafka reports a throttle in seconds, which the engine turns back into milliseconds: 1001 ms came back
+    1000.9999999999999, and ``int()`` of it 1000 (review 120). ``throttle-time-last`` is the newest throttled
+    response's, whole; a response without a throttle leaves it."""
+    metrics = ClientMetrics(client_id="last", meter_provider=NoOpMeterProvider())
+    assert metrics.snapshot()["throttle-time-last"] == 0
+    for throttle_ms in (15998, 1001 / 1000 * 1000, 0.0):
+        metrics.record_throttle(1, throttle_ms)
+    assert metrics.snapshot()["throttle-time-last"] == 1001
+    assert metrics.snapshot()["throttle-time-max"] == 15998

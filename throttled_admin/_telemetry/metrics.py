@@ -359,7 +359,7 @@ class ClientMetrics:
         if throttle_ms > 0:
             with self._lock:
                 self._throttled += 1
-                self._last_throttle_ms = throttle_ms
+                self._last_throttle_ms = round(throttle_ms)  # (librdkafka's seconds, times 1000: 1000.9999...)
             attributes = self._attributes(node_id=node_id)
             self._export(self._instruments.throttle.record, throttle_ms / 1000, attributes)
             self._export(self._instruments.throttled.add, 1, attributes)

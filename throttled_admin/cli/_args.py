@@ -63,13 +63,17 @@ class _Parser(argparse.ArgumentParser):
 _INT32 = range(-(2**31), 2**31)  # a Java int
 
 
-def _positive_int(text: str) -> int:
-    """Digits within 32 bits, as librdkafka's timeouts are (one beyond them timed out at once: "Local: Timed out")."""
+#: --timeout-ms's most: confluent-kafka's request timeouts go to an hour (``describe_topics`` refused more: "expecting
+#: integer in range 0..3600000"), and beyond 32 bits librdkafka timed out at once.
+MAX_TIMEOUT_MS = 3_600_000
+
+
+def _timeout_ms(text: str) -> int:
     if re.fullmatch(r"[+-]?\d+", text) is None:
         raise argparse.ArgumentTypeError(f"invalid int value: {text!r}")
     value = int(text)
-    if value <= 0 or value not in _INT32:
-        raise argparse.ArgumentTypeError(f"must be > 0 and at most {_INT32[-1]}, got {value}")
+    if not 0 < value <= MAX_TIMEOUT_MS:
+        raise argparse.ArgumentTypeError(f"must be > 0 and at most {MAX_TIMEOUT_MS} (an hour), got {value}")
     return value
 
 
@@ -85,7 +89,8 @@ def _positive_float(text: str) -> float:
 
 class _Once(argparse.Action):
     """A kafka-topics.sh option of one value (joptsimple's ``valueOf``): given twice, refused in its words (argparse
-    kept the last: ``--delete --topic a --topic b`` deleted b, where kafka-topics.sh deletes nothing). ``integer``:
+    kept the last: ``--delete --topic a --topic b`` deleted b, where kafka-topics.sh deletes nothing); ``apply``'s
+    alike (``--bootstrap-server a --bootstrap-server b`` applied the plan to b). ``integer``:
     read as Java's ``Integer.valueOf`` reads it, a sign and digits within 32 bits (``int()`` took ``1_0`` for 10 and
     ``' 3'``, and a value beyond 32 bits ended in a traceback as it was sent)."""
 
@@ -107,7 +112,7 @@ class _Once(argparse.Action):
         given.add(self.dest)
         if self.integer and (re.fullmatch(r"[+-]?\d+", text) is None or int(text) not in _INT32):
             raise UsageError(f"Cannot parse argument '{text}' of option {name}", parser)
-        setattr(namespace, self.dest, int(text) if self.integer else text)
+        setattr(namespace, self.dest, int(text) if self.integer else values)
 
 
 def _add_connection(parser: argparse.ArgumentParser, *, required_note: str, once: bool = False) -> None:
@@ -206,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     topics.add_argument(
         "--timeout-ms",
-        type=_positive_int,
+        type=_timeout_ms,
         default=60000,
         metavar="MS",
         help="Deadline of each admin call, quota retries included (default 60000, Kafka's default.api.timeout.ms).",
@@ -227,13 +232,15 @@ def build_parser() -> argparse.ArgumentParser:
     apply.add_argument("plan", metavar="PLAN_FILE", help="The plan: .csv, .json, .yaml or .yml.")
     apply.add_argument(
         "--profiles",
+        action=_Once,
         metavar="FILE",
         help="Cluster profiles (.json, .yaml): {cluster: {librdkafka settings..., mutation_rate: R, "
         "request_timeout_s: S}}; any other key is an error.",
     )
-    _add_connection(apply, required_note="Used for every cluster in the plan when --profiles is not given.")
+    _add_connection(apply, required_note="Used for every cluster in the plan when --profiles is not given.", once=True)
     apply.add_argument(
         "--mutation-rate",
+        action=_Once,
         type=_positive_float,
         metavar="R",
         help="Without --profiles: the principal's controller mutation quota (mutations/s) to pace "
@@ -249,6 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     apply.add_argument(
         "--timeout",
+        action=_Once,
         type=_positive_float,
         metavar="SECONDS",
         help="Each cluster's time budget. Rows the quota would hold past it are not sent (status not_sent). "
@@ -352,27 +360,38 @@ def check_bootstrap(text: str, parser: argparse.ArgumentParser | None = None) ->
             )
 
 
+_JAVA_TRIM = "".join(map(chr, range(33)))  # String.trim: every character up to ' '
+
+
+def _java_split(text: str, separator: str) -> list[str]:
+    """Java's ``String.split``: trailing empty strings dropped (kafka-topics.sh takes ``0:1,1:2,``)."""
+    parts = text.split(separator)
+    while parts and not parts[-1]:
+        parts.pop()
+    return parts
+
+
 def parse_replica_assignment(text: str, parser: argparse.ArgumentParser | None = None) -> list[list[int]]:
     """kafka-topics.sh's "0:1,1:2": partition i's replica broker ids are the i-th comma-separated group, each read as
     Java's ``Integer.parseInt`` of it trimmed; one librdkafka cannot send (below 0) is said here, in the option's
     terms and of its partition (it was "replica_assignment[0] has a broker id outside ..." of the new ones only)."""
     assignment: list[list[int]] = []
-    for index, group in enumerate(text.split(",")):
-        parts = [part.strip() for part in group.split(":")]
-        if not all(re.fullmatch(r"[+-]?\d+", part) and int(part) in _INT32 for part in parts):
+    for index, group in enumerate(_java_split(text, ",")):
+        parts = [part.strip(_JAVA_TRIM) for part in _java_split(group, ":")]
+        if not parts or not all(re.fullmatch(r"[+-]?[0-9]+", part) and int(part) in _INT32 for part in parts):
             raise UsageError(
                 f"--replica-assignment: partition {index}: broker ids must be integers, got {group!r}", parser
             )
         brokers = [int(part) for part in parts]
-        if (negative := next((b for b in brokers if b < 0), None)) is not None:
-            raise UsageError(
-                f"--replica-assignment: partition {index}: broker id {negative} is below 0 (librdkafka cannot send it)",
-                parser,
-            )
         duplicates = sorted({b for b in brokers if brokers.count(b) > 1})
         if duplicates:
             raise UsageError(
                 "Partition replica lists may not contain duplicate entries: " + ",".join(map(str, duplicates)), parser
+            )
+        if (negative := next((b for b in brokers if b < 0), None)) is not None:
+            raise UsageError(
+                f"--replica-assignment: partition {index}: broker id {negative} is below 0 (librdkafka cannot send it)",
+                parser,
             )
         if assignment and len(brokers) != len(assignment[0]):
             raise UsageError(f"Partition {index} has different replication factor: {brokers}", parser)

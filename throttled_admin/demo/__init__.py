@@ -16,6 +16,7 @@ each tenant's quota envelope. Beside it, the baseline: payments' rows on east se
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shutil
 import sys
@@ -46,6 +47,9 @@ if TYPE_CHECKING:
     from throttled_admin.testing import QuotaBroker
 
 
+log = logging.getLogger("throttled_admin.demo")
+
+
 def _every(seconds: float, report: Callable[[], None]) -> Callable[[], None]:
     """Call ``report`` every ``seconds`` on a daemon thread; returns the function that stops it and reports once more
     (the last tick of a run said 242/250 topics, and nothing said the rest came: a new user's run)."""
@@ -61,7 +65,10 @@ def _every(seconds: float, report: Callable[[], None]) -> Callable[[], None]:
     def halt() -> None:
         stop.set()
         thread.join()
-        report()
+        try:
+            report()
+        except Exception:  # (halt runs in a finally: a failing last look must not hide why the pipeline ended)
+            log.exception("the last progress report failed")
 
     return halt
 

@@ -223,7 +223,7 @@ class _Group:
         self.metrics = metrics
         now = time.monotonic()
         before = self.admitted.total
-        if admin is not None:
+        if "mutations-admitted-total" in metrics:
             self.admitted.update(int(_metric(metrics, "mutations-admitted-total")), now)
         heard = tuple(_metric(metrics, name) for name in _HEARD)
         if only_if_admitted and self.admitted.total == before and heard == self.heard:
@@ -240,8 +240,8 @@ class _Group:
                 mutations_admitted=self.admitted.total,
                 mutations_per_s=self.admitted.rate(now),
                 quota_rate=quota,
-                throttle_time_ms=int(_metric(metrics, "throttle-time-max")),
-                last_throttle_ms=int(_metric(metrics, "throttle-time-last")),
+                throttle_time_ms=round(_metric(metrics, "throttle-time-max")),
+                last_throttle_ms=round(_metric(metrics, "throttle-time-last")),
                 throttled_responses=int(_metric(metrics, "throttled-response-total")),
                 refused_by_quota=int(_metric(metrics, "quota-violation-total")),
                 rows_not_sent=self.ended["not_sent"],
@@ -596,7 +596,9 @@ def _apply(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> None
     if any(run.change.kind in ("create", "grow") for run in runs):
         # The count the group's first read already had (its first contact's DescribeCluster), else one read now.
         known = group.watch.brokers
-        group.brokers_at_start = known if known is not None else registered_brokers(admin, request_timeout)
+        group.brokers_at_start = (
+            known if known is not None else registered_brokers(admin, request_timeout, group.stopping)
+        )
 
     def start(run: _Run, backoff_ms: float) -> None:
         run.started_at = run.started_at or time.time()
