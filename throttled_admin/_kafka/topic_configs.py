@@ -27,7 +27,7 @@ from throttled_admin._kafka.config_schema import (
     parse,
 )
 
-__all__ = ["TOPIC_CONFIGS", "config_problem", "unknown_config_message"]
+__all__ = ["TOPIC_CONFIGS", "config_problem", "lags_conflict_message", "unknown_config_message"]
 
 LONG_MAX = str(2**63 - 1)
 HOUR_MS = 3_600_000
@@ -494,18 +494,26 @@ def unknown_config_message(name: str) -> str:
 def config_problem(configs: Mapping[str, str], known_names: Iterable[str] = TOPIC_CONFIGS) -> str | None:
     """Kafka's message for the first config of ``configs`` the cluster would refuse: a name not among
     ``known_names`` (the names the cluster's DescribeConfigs lists for a topic; by default Kafka 4.4's, as
-    kafka-topics.sh's ``LogConfig.validate`` knows its own version's), or a value its type or validator refuses.
-    None when Kafka would take them all."""
+    kafka-topics.sh's ``LogConfig.validate`` knows its own version's), a value its type or validator refuses (in
+    ``LogConfig``'s order, as ``ConfigDef.parse`` walks them), or a min.compaction.lag.ms above the
+    max.compaction.lag.ms (``validateValues``). None when Kafka would take them all."""
     known = set(known_names)
     for name in sorted(configs):
         if name not in known:
             return unknown_config_message(name)
-    for name in sorted(configs):
-        key = TOPIC_CONFIGS.get(name)
-        if key is None:
-            continue
-        try:
-            parse(key, configs[name])
-        except ConfigError as exc:
-            return str(exc)
+    parsed: dict[str, object] = {}
+    for name, key in TOPIC_CONFIGS.items():
+        if name in configs:
+            try:
+                parsed[name] = parse(key, configs[name])
+            except ConfigError as exc:
+                return str(exc)
+    low, high = parsed.get("min.compaction.lag.ms"), parsed.get("max.compaction.lag.ms")
+    if isinstance(low, int) and isinstance(high, int) and low > high:  # (the defaults, 0 and Long.MAX, never conflict)
+        return lags_conflict_message(low, high)
     return None
+
+
+def lags_conflict_message(low: int, high: int) -> str:
+    """``LogConfig.validateValues``'s refusal of a min.compaction.lag.ms above the max.compaction.lag.ms."""
+    return f"conflict topic config setting min.compaction.lag.ms ({low}) > max.compaction.lag.ms ({high})"

@@ -21,7 +21,7 @@ from enum import IntEnum
 
 from throttled_admin._kafka.config_schema import ConfigError, ConfigKey, ConfigType, Parsed, canonical, parse
 from throttled_admin._kafka.java_order import hash_map_order
-from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS, unknown_config_message
+from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS, lags_conflict_message, unknown_config_message
 from throttled_admin.testing._configs_broker import BROKER_CONFIGS, SYNONYM_GROUPS
 
 __all__ = [
@@ -106,9 +106,7 @@ def validate_topic_configs(configs: Mapping[str, str | None], static_broker: Map
     assert isinstance(min_lag, int)
     assert isinstance(max_lag, int)
     if min_lag > max_lag:
-        raise ConfigError(
-            f"conflict topic config setting min.compaction.lag.ms ({min_lag}) > max.compaction.lag.ms ({max_lag})"
-        )
+        raise ConfigError(lags_conflict_message(min_lag, max_lag))
     if parsed["remote.storage.enable"] is True:
         raise ConfigError(TIERED_STORAGE_DISABLED)
 
