@@ -116,7 +116,7 @@ class ClusterStats:
         self.throttle_time_ms = progress.throttle_time_ms
         self.last_throttle_ms = progress.last_throttle_ms or self.last_throttle_ms
         self.max_throttle_time_ms = max(self.max_throttle_time_ms, progress.throttle_time_ms)
-        # Running totals (the group's last report, after its client closed, carries none)
+        # Running totals, never lowered by a report
         self.throttled_responses = max(self.throttled_responses, progress.throttled_responses)
         self.refused_by_quota = max(self.refused_by_quota, progress.refused_by_quota)
 

@@ -213,9 +213,8 @@ class _Group:
         """Progress as the client's metrics have it: mutations the broker admitted (counted as its answers come,
         not when rows finish, which may be seconds later with ``wait_for_metadata``) and their rate over the
         quota's window. ``metrics``: the client's, when just read; with no ``admin`` (closed), as last read.
-        ``only_if_admitted``: nothing when no mutation
-        was admitted, and the broker throttled or refused nothing new, since the last report (refused rows wait out
-        a throttle: the report says so then, not when the wait ends)."""
+        ``only_if_admitted``: nothing when no mutation was admitted, and the broker throttled or refused nothing new,
+        since the last report (refused rows wait out a throttle: the report says so then, not when the wait ends)."""
         if self.progress is None:
             return
         if metrics is None:
@@ -393,7 +392,8 @@ def run_group(
                 except Exception as exc:  # a bug of ours must still leave every row with a result
                     log.exception("group %s: unexpected error", profile.name)
                     group.fail_all(f"unexpected error while applying the plan: {_error(exc)[1]}", name=_error_name(exc))
-                group.metrics = admin.metrics()  # the last report's: the broker's rate and throttles, not the profile's
+                if not admin.closed:  # the last report's: the broker's rate and throttles, not the profile's
+                    group.metrics = admin.metrics()
     group.report(None)
     log.debug("group %s: done", profile.name)
     return [group.results[i] for i in range(len(group.rows))]
