@@ -16,13 +16,12 @@ from collections.abc import Callable
 from concurrent.futures import wait
 
 from throttled_admin import ThrottledAdminClient
+from throttled_admin.provisioning._stop import wait_unless_stopped
 
-__all__ = ["POLL_S", "STOP_LOOK_S", "away_refusal", "registered_brokers", "wait_for_brokers"]
+__all__ = ["POLL_S", "away_refusal", "registered_brokers", "wait_for_brokers"]
 
 #: How often a group waiting for a node that is away asks the cluster how many brokers it has.
 POLL_S = 0.5
-#: How often a look at the cluster (a read whose answer may come late) looks whether the plan was stopped meanwhile.
-STOP_LOOK_S = 0.2
 _REGISTERED = re.compile(r"only (\d+) broker\(s\) are registered")
 
 
@@ -31,20 +30,17 @@ def registered_brokers(
 ) -> int | None:
     """How many brokers the cluster has now (DescribeCluster: the live, unfenced ones), None if it cannot tell or
     ``stopped`` is set first: a cluster losing a node may answer late, and the plan's stop waited for it (up to the
-    request timeout). The answer is looked for every ``STOP_LOOK_S`` (the stop is an Event of its own)."""
-    end = time.monotonic() + timeout_s + 1
+    request timeout)."""
     try:
         future = admin.describe_cluster(request_timeout=timeout_s)
-        while not (stopped is not None and stopped.is_set()):
-            left_s = end - time.monotonic()
-            done, _ = wait([future], timeout=max(0.0, min(left_s, STOP_LOOK_S)))
-            if done:
-                return len(future.result().nodes)
-            if left_s <= STOP_LOOK_S:
-                return None
+        came = wait_unless_stopped(
+            lambda look_s: bool(wait([future], timeout=look_s).done),
+            timeout_s + 1,
+            lambda: stopped is not None and stopped.is_set(),
+        )
+        return len(future.result().nodes) if came else None
     except Exception:
         return None
-    return None
 
 
 def away_refusal(message: str, at_start: int | None) -> bool:

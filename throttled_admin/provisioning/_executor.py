@@ -33,7 +33,7 @@ from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.metadata_read import ContactWatch, read_failure
 from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS, config_problem
 from throttled_admin._kafka.topic_names import collision_key
-from throttled_admin.provisioning._brokers import STOP_LOOK_S, away_refusal, registered_brokers, wait_for_brokers
+from throttled_admin.provisioning._brokers import away_refusal, registered_brokers, wait_for_brokers
 from throttled_admin.provisioning._budget import Budget, check_timeout
 from throttled_admin.provisioning._cluster_read import names_to_read, read_cluster_topics
 from throttled_admin.provisioning._decide import Change, TopicState, decide
@@ -42,7 +42,7 @@ from throttled_admin.provisioning._profile import Profile, redact
 from throttled_admin.provisioning._progress import AdmittedRate, Progress, ProgressCallback
 from throttled_admin.provisioning._results import PLAN_CONFLICT, PLAN_ERROR, RowResult
 from throttled_admin.provisioning._standing import owed_ms
-from throttled_admin.provisioning._stop import STOPPED, PlanStop, _Member
+from throttled_admin.provisioning._stop import STOPPED, PlanStop, _Member, wait_unless_stopped
 
 __all__ = ["BURST_WINDOWS", "execute", "metric_attributes", "predicted_seconds", "run_group"]
 
@@ -898,17 +898,9 @@ def _final_wait_s(group: _Group) -> float:
 
 
 def _wait_final(group: _Group, admin: ThrottledAdminClient, timeout_s: float) -> bool:
-    """``admin.wait_until_final(timeout_s)``, ended by the plan's stop (False): looked at every ``STOP_LOOK_S``,
-    as the client's wait is woken by the client alone. Up to a minute, a request's controller deadline, that a
-    ``PlanStop`` waited out before its call returned."""
-    end = time.monotonic() + timeout_s
-    while not group.stopped and not admin.closed:
-        left_s = end - time.monotonic()
-        if admin.wait_until_final(max(0.0, min(left_s, STOP_LOOK_S))):
-            return True
-        if left_s <= STOP_LOOK_S:
-            return False
-    return False
+    """``admin.wait_until_final(timeout_s)``, ended by the plan's stop (False): up to a minute, a request's
+    controller deadline, that a ``PlanStop`` waited out before its call returned."""
+    return wait_unless_stopped(admin.wait_until_final, timeout_s, lambda: group.stopped or admin.closed)
 
 
 def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]) -> list[tuple[_Run, Change]]:

@@ -3,14 +3,31 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
-__all__ = ["STOPPED", "PlanStop"]
+__all__ = ["STOPPED", "STOP_LOOK_S", "PlanStop", "wait_unless_stopped"]
 
 #: ``RowResult.error_name`` of a row that a ``PlanStop`` ended: ``not_sent`` (nothing of it applied: never sent, or
 #: refused and not sent again), or ``failed`` (its outcome unknown, or part of it not sent).
 STOPPED = "STOPPED"
+#: How often a wait that only its own event ends (the client's, a request's answer) looks whether the plan was stopped.
+STOP_LOOK_S = 0.2
+
+
+def wait_unless_stopped(look: Callable[[float], bool], timeout_s: float, stopped: Callable[[], bool]) -> bool:
+    """``look(seconds)``, a wait that says whether what it waits for came, in slices of ``STOP_LOOK_S`` until it came
+    (True), ``timeout_s`` passed or ``stopped()`` (False): a plan's stop is an event of its own, which the waits of
+    the client and of a request's answer do not wake on."""
+    end = time.monotonic() + timeout_s
+    while not stopped():
+        left_s = end - time.monotonic()
+        if look(max(0.0, min(left_s, STOP_LOOK_S))):
+            return True
+        if left_s <= STOP_LOOK_S:
+            return False
+    return False
 
 
 class _Stoppable(Protocol):
