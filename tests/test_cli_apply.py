@@ -245,6 +245,23 @@ def test_apply_with_a_command_config_librdkafka_refuses_exits_2_naming_the_setti
     assert "field 'mutation_rate': unknown key (it holds librdkafka settings only)" in ours.stderr, ours.stderr
 
 
+def test_apply_leaves_out_the_java_clients_tuning_in_a_command_config_and_names_it(
+    quota_broker: BrokerFactory, tmp_path: Path
+) -> None:
+    """A kafka-topics.sh file (helper 119): librdkafka refused default.api.timeout.ms, and apply exited 2."""
+    broker = quota_broker()
+    config = tmp_path / "client.properties"
+    config.write_text("default.api.timeout.ms=120000\nreceive.buffer.bytes=65536\n")
+    plan = _write_plan(tmp_path / "plan.csv", "main", 2)
+    run = run_cli("apply", str(plan), "--bootstrap-server", broker.bootstrap_servers, "--command-config", str(config))
+    assert run.returncode == 0, run.output
+    assert run.stderr.splitlines()[0] == (
+        f"WARNING: --command-config {config}: the Java client's settings, left out: receive.buffer.bytes (librdkafka's "
+        "is socket.receive.buffer.bytes); default.api.timeout.ms (apply's deadline is its --timeout)."
+    ), run.stderr
+    assert len(broker.topics()) == 2
+
+
 def _tmux(socket: str, *args: str) -> str:
     return subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True, check=True).stdout
 

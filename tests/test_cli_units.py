@@ -20,6 +20,7 @@ from throttled_admin._errors import after_failover_refusal
 from throttled_admin.cli import main
 from throttled_admin.cli._args import UsageError, parse_replica_assignment, parse_topic_configs, topic_pattern
 from throttled_admin.cli._conf import Redactor, build_conf, credentials_twice, jaas_problem, java_only
+from throttled_admin.cli._java_settings import notice
 from throttled_admin.cli._output import QUOTA_MESSAGE, describe_error
 from throttled_admin.cli._properties import PropertiesError, load_properties, parse_properties
 
@@ -202,6 +203,64 @@ def test_a_java_only_command_config_setting_is_a_usage_error_naming_it(
     assert code == 2, err
     assert named in err, err
     assert "s3cr3t-9d" not in err
+
+
+@pytest.mark.parametrize(
+    ("line", "named"),
+    [
+        ("bootstrap.controllers=127.0.0.1:9093", "bootstrap.controllers is the Java client's: librdkafka reaches"),
+        ("config.providers=file", "config.providers is the Java client's: librdkafka would take a ${provider"),
+        ("sasl.login.callback.handler.class=com.example.Login", "sasl.login.callback.handler.class is the Java "),
+        ("ssl.enabled.protocols=TLSv1.3", "ssl.enabled.protocols is the Java client's: librdkafka's TLS offers TLS "
+         "1.2 and 1.3 and cannot be limited to TLSv1.3"),
+        ("ssl.keystore.type=JKS", "ssl.keystore.type is the Java client's: librdkafka reads a PKCS12 keystore only"),
+        ("ssl.keystore.key=-----BEGIN PRIVATE KEY----- s3cr3t-9d", "ssl.keystore.key is the Java client's: give the "
+         "key in librdkafka's ssl.key.pem"),
+        ("default.api.timeout.ms=s3cr3t-9d", "default.api.timeout.ms: invalid int value: 's3cr3t-9d'"),
+        ("default.api.timeout.ms=0", "default.api.timeout.ms: must be > 0 and at most 3600000 (an hour), got 0"),
+    ],
+    ids=["controllers", "config-providers", "login-class", "tls-1.3-only", "jks", "pem-key", "timeout-word",
+         "timeout-0"],
+)  # fmt: skip
+def test_a_java_setting_librdkafka_cannot_honour_is_a_usage_error_naming_it_before_anything_is_sent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str, named: str
+) -> None:
+    """Leaving it out would reach another cluster, prove another identity or trust otherwise than the file asks."""
+    config = tmp_path / "client.properties"
+    config.write_text(f"security.protocol=SSL\n{line}\n")
+    code = main(["topics", "--bootstrap-server", "127.0.0.1:1", "--command-config", str(config), "--list"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"throttled-admin topics: error: --command-config {config}: {named}" in err, err
+    if "s3cr3t-9d" not in named:
+        assert "s3cr3t-9d" not in err
+
+
+def test_the_java_clients_tuning_is_left_out_of_librdkafkas_conf_and_named() -> None:
+    properties = {
+        "security.protocol": "SSL",
+        "ssl.keystore.type": "PKCS12",
+        "ssl.keystore.location": "/k.p12",
+        "ssl.enabled.protocols": "TLSv1.2",
+        "ssl.protocol": "TLSv1.3",
+        "receive.buffer.bytes": "-1",
+        "default.api.timeout.ms": "1000",
+        "request.timeout.ms": "30000",  # (librdkafka's too)
+    }
+    assert java_only(properties) is None
+    assert build_conf(properties, "b:9092") == {
+        "security.protocol": "SSL",
+        "ssl.keystore.location": "/k.p12",
+        "request.timeout.ms": "30000",
+        "bootstrap.servers": "b:9092",
+    }
+    said = notice("f.properties", properties, takes_timeout=False)
+    assert said is not None
+    assert re.findall(r"([\w.]+) \(", said) == [
+        "ssl.keystore.type", "ssl.enabled.protocols", "ssl.protocol", "receive.buffer.bytes", "default.api.timeout.ms"
+    ]  # fmt: skip
+    assert "default.api.timeout.ms" not in str(notice("f.properties", properties, takes_timeout=True))
+    assert notice("f.properties", {"security.protocol": "SSL"}, takes_timeout=True) is None
 
 
 _PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"

@@ -1,7 +1,8 @@
 """Which client settings hold secrets, and text with their values hidden: the CLI and provisioning print none.
 
 A key is secret when its name says so: a password, passphrase, secret, token or credential, a JAAS line (a password in
-it), or a private key given as PEM (``ssl.key.pem``, ``sasl.oauthbearer.assertion.private.key.pem``)."""
+it), or a private key given as PEM (``ssl.key.pem``, ``sasl.oauthbearer.assertion.private.key.pem``, Java's
+``ssl.keystore.key``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Iterable
 
 __all__ = ["SHORT_SECRET", "is_secret_key", "redact"]
 
-_SECRET_KEY = re.compile(r"password|passphrase|secret|token|credential|jaas|key\.pem$", re.IGNORECASE)
+_SECRET_KEY = re.compile(r"password|passphrase|secret|token|credential|jaas|key\.pem$|keystore\.key$", re.IGNORECASE)
 
 
 def is_secret_key(key: str) -> bool:

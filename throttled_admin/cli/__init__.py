@@ -15,8 +15,16 @@ from collections.abc import Sequence
 
 from confluent_kafka import KafkaException
 
-from throttled_admin.cli._args import UsageError, build_parser, check_topics_args, read_command_config, unrecognized
+from throttled_admin.cli._args import (
+    UsageError,
+    build_parser,
+    check_topics_args,
+    command_timeout,
+    read_command_config,
+    unrecognized,
+)
 from throttled_admin.cli._conf import Redactor, build_conf
+from throttled_admin.cli._java_settings import notice
 from throttled_admin.cli._output import WRITE_ERRORS, ErrorInfo, Output, describe_error, say, stdout_gone
 
 __all__ = ["EXIT_FAILURE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main", "run"]
@@ -58,6 +66,10 @@ def _topics_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -
 
     action = check_topics_args(args, parser)
     properties = read_command_config(args.command_config, parser)
+    args.timeout_ms, args.deadline = command_timeout(args, properties, parser)
+    warning = notice(args.command_config, properties, takes_timeout=True)
+    if warning is not None:
+        say(warning)
     redact = Redactor([properties])
     out = Output(redact, json_mode=args.output == "json")
     try:

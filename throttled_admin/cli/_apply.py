@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from throttled_admin.cli._args import UsageError, check_bootstrap, read_command_config
 from throttled_admin.cli._conf import Redactor, build_conf
+from throttled_admin.cli._java_settings import notice
 from throttled_admin.cli._output import Output, say
 from throttled_admin.cli._reach import Problem
 
@@ -40,7 +41,11 @@ def _profiles(args: argparse.Namespace, parser: argparse.ArgumentParser, cluster
     if args.profiles is not None:
         profiles = dict(read_profiles(args.profiles))
     else:
-        conf = build_conf(read_command_config(args.command_config, parser), args.bootstrap_server)
+        properties = read_command_config(args.command_config, parser)
+        warning = notice(args.command_config, properties, takes_timeout=False)
+        if warning is not None:
+            say(warning)
+        conf = build_conf(properties, args.bootstrap_server)
         if args.command_config is not None:  # a setting librdkafka refuses is the file's, as in a profiles file
             check_settings(conf, where=f"--command-config {args.command_config}", fields=())
         # One connection serves every cluster named in the plan.

@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 from throttled_admin import __version__
 from throttled_admin.cli._conf import credentials_twice, jaas_problem, java_only
+from throttled_admin.cli._java_settings import DEFAULT_API_TIMEOUT, java_refusal
 from throttled_admin.cli._properties import PropertiesError, load_properties
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "build_parser",
     "check_bootstrap",
     "check_topics_args",
+    "command_timeout",
     "parse_replica_assignment",
     "parse_topic_configs",
     "read_command_config",
@@ -66,6 +68,10 @@ _INT32 = range(-(2**31), 2**31)  # a Java int
 #: --timeout-ms's most: confluent-kafka's request timeouts go to an hour (``describe_topics`` refused more: "expecting
 #: integer in range 0..3600000"), and beyond 32 bits librdkafka timed out at once.
 MAX_TIMEOUT_MS = 3_600_000
+
+
+#: --timeout-ms when neither it nor --command-config's default.api.timeout.ms is given: Java's default
+DEFAULT_TIMEOUT_MS = 60_000
 
 
 def _timeout_ms(text: str) -> int:
@@ -212,9 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
     topics.add_argument(
         "--timeout-ms",
         type=_timeout_ms,
-        default=60000,
         metavar="MS",
-        help="Deadline of each admin call, quota retries included (default 60000, Kafka's default.api.timeout.ms).",
+        help="Deadline of each admin call, quota retries included (default: --command-config's "
+        f"default.api.timeout.ms, as kafka-topics.sh, else {DEFAULT_TIMEOUT_MS}).",
     )
     topics.add_argument(
         "--output",
@@ -426,6 +432,22 @@ def topic_pattern(text: str, parser: argparse.ArgumentParser | None = None) -> r
         raise UsageError(f"{regex} is an invalid regex.", parser) from None
 
 
+def command_timeout(
+    args: argparse.Namespace, properties: Mapping[str, str], parser: argparse.ArgumentParser
+) -> tuple[int, str]:
+    """``topics``' deadline in ms, and how its messages name it: --timeout-ms, else the file's default.api.timeout.ms
+    (Java's Admin client's, which kafka-topics.sh's calls use), else Java's default."""
+    text = properties.get(DEFAULT_API_TIMEOUT)
+    if args.timeout_ms is not None or text is None:
+        ms = DEFAULT_TIMEOUT_MS if args.timeout_ms is None else int(args.timeout_ms)
+        return ms, f"--timeout-ms {ms}"
+    try:
+        ms = _timeout_ms(text.strip())
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"--command-config {args.command_config}: {DEFAULT_API_TIMEOUT}: {exc}", parser) from None
+    return ms, f"--command-config's {DEFAULT_API_TIMEOUT} {ms}"
+
+
 def read_command_config(path: str | None, parser: argparse.ArgumentParser) -> dict[str, str]:
     """The properties of ``--command-config`` (none without it); a file that cannot be read is a usage error."""
     if path is None:
@@ -434,7 +456,7 @@ def read_command_config(path: str | None, parser: argparse.ArgumentParser) -> di
         properties = load_properties(path)
     except PropertiesError as exc:
         raise UsageError(f"--command-config {exc}", parser) from None
-    problem = java_only(properties)
+    problem = java_only(properties) or java_refusal(properties)
     if problem is not None:
         raise UsageError(f"--command-config {path}: {problem}", parser)
     jaas = properties.get("sasl.jaas.config")

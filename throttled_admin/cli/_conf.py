@@ -18,6 +18,7 @@ from throttled_admin._kafka.secrets import is_secret_key, redact
 from throttled_admin.cli._jaas import login_module as jaas_module
 from throttled_admin.cli._jaas import read as read_jaas
 from throttled_admin.cli._jaas import unescape
+from throttled_admin.cli._java_settings import DEFAULT_API_TIMEOUT, left_out
 
 __all__ = ["Redactor", "build_conf", "credentials_twice", "is_secret_key", "jaas_problem", "java_only"]
 
@@ -112,8 +113,12 @@ def java_only(properties: Mapping[str, str]) -> str | None:
 def build_conf(properties: Mapping[str, str], bootstrap_server: str | None) -> dict[str, str]:
     """The librdkafka conf: the properties, Java's sasl.jaas.config translated, bootstrap.servers on top
     (kafka-topics.sh lets --bootstrap-server override the file, as here). Java-only settings beside librdkafka's own
-    for the same thing are left out (``java_only`` refuses them alone)."""
-    conf = {key: value for key, value in properties.items() if not key.startswith("ssl.truststore.")}
+    for the same thing are left out (``java_only`` refuses them alone), as are the Java client's tuning and
+    default.api.timeout.ms (``_java_settings``: a command takes that as its own)."""
+    dropped = {*left_out(properties), DEFAULT_API_TIMEOUT}
+    conf = {
+        key: value for key, value in properties.items() if not key.startswith("ssl.truststore.") and key not in dropped
+    }
     jaas = conf.pop("sasl.jaas.config", None)
     if jaas is not None:
         credentials = _jaas_credentials(jaas)

@@ -162,7 +162,7 @@ class TopicsCommand:
         self.out.error(
             f"The broker refused the change over the principal's controller mutation quota "
             f"(THROTTLING_QUOTA_EXCEEDED): waiting {throttle_ms} ms for its throttle to end, then sending it again "
-            f"(--retry-on-quota-violation, within --timeout-ms {self.args.timeout_ms})."
+            f"(--retry-on-quota-violation, within {self.args.deadline})."
         )
 
     def _hint(self, info: ErrorInfo) -> str | None:
@@ -171,7 +171,7 @@ class TopicsCommand:
             return None
         throttle = f"{info.throttle_time_ms} ms" if info.throttle_time_ms is not None else "longer"
         return (
-            f"The broker's throttle ({throttle}) outlasts --timeout-ms {self.args.timeout_ms}: "
+            f"The broker's throttle ({throttle}) outlasts {self.args.deadline}: "
             "--retry-on-quota-violation waits out a throttle only within --timeout-ms, so it was not sent "
             "again. Retry later, or give a --timeout-ms longer than the throttle."
         )
@@ -186,7 +186,7 @@ class TopicsCommand:
                 if result.status == "created":
                     self.out.line(f"Created topic {result.topic}.")
                 if result.visible is False:
-                    self.out.line(visibility_warning(result, self.args.timeout_ms))
+                    self.out.line(visibility_warning(result, self.args.deadline))
             throttled = max((r.throttle_time_ms or 0 for r in results if r.status != "failed"), default=0)
             if throttled > 0 and self._admitted_over_quota:
                 # Admitted and throttled, never refused: without this line the throttle would go unseen.
@@ -345,8 +345,9 @@ def _not_an_increase(topic: str, current: int, requested: int) -> TopicResult:
     return TopicResult(topic, "alter", "failed", ErrorInfo(None, "INVALID_PARTITIONS", message))
 
 
-def visibility_warning(result: TopicResult, timeout_ms: int) -> str:
-    """The warning for a topic the controller created, or grew, that some broker did not show by --timeout-ms."""
+def visibility_warning(result: TopicResult, deadline: str) -> str:
+    """The warning for a topic the controller created, or grew, that some broker did not show by the command's
+    deadline (``deadline``: as messages name it, "--timeout-ms 60000")."""
     lagging, grown = result.lagging, result.operation == "alter"
     shows = "show its new partitions" if grown else "list it"
     if not lagging:
@@ -355,8 +356,8 @@ def visibility_warning(result: TopicResult, timeout_ms: int) -> str:
         brokers = f"broker{'s' if len(lagging) > 1 else ''} {', '.join(map(str, lagging))}"
         who = f"{brokers} {'does' if len(lagging) == 1 else 'do'} not {shows} yet"
     return (
-        f"WARNING: Topic {result.topic} was {'altered' if grown else 'created'}, but {who} (within --timeout-ms "
-        f"{timeout_ms}); it is usable on every broker once they {'show them' if grown else 'list it'}."
+        f"WARNING: Topic {result.topic} was {'altered' if grown else 'created'}, but {who} (within {deadline}); "
+        f"it is usable on every broker once they {'show them' if grown else 'list it'}."
     )
 
 
