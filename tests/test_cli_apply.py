@@ -314,6 +314,41 @@ def test_apply_shows_a_live_progress_bar_in_a_terminal(quota_broker: BrokerFacto
     assert final.index("Summary") > final.index("60/60 rows")
 
 
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux to read the terminal's screen")
+def test_ctrl_c_while_the_bar_waits_out_a_throttle_leaves_one_bar_on_the_screen(
+    quota_broker: BrokerFactory, tmp_path: Path
+) -> None:
+    """Helper 118 in tmux: the bar twice after Ctrl-C during a throttle, and the closing line broken within a word.
+    The bar's words then filled the terminal's line; the terminal echoes the Ctrl-C as ``^C`` after them, which
+    wrapped to the next line, and rich's last frame, drawn from the cursor's line, left the one before above it."""
+    broker = quota_broker(controller_mutation_rate=2, quota_window_num=1)  # by-version: admitted and throttled
+    plan = _write_plan(tmp_path / "plan.csv", "main", 60, partitions=2)
+    done_marker = tmp_path / "exit-code"
+    command = shlex.join([sys.executable, *_apply_args(plan, broker)])
+    socket = f"throttled-admin-test-{uuid.uuid4().hex[:8]}"
+    pythonpath = shlex.quote(cli_env()["PYTHONPATH"])
+    shell = (
+        f"cd {shlex.quote(str(REPO))} && unset COLUMNS LINES && PYTHONPATH={pythonpath} TERM=xterm-256color "
+        f"{command}; echo $? > {done_marker}; sleep 60"
+    )
+    _tmux(socket, "new-session", "-d", "-x", "100", "-y", "30", shell)
+    try:
+        assert wait_until(lambda: "waiting out throttle" in _tmux(socket, "capture-pane", "-p"), timeout_s=60), _tmux(
+            socket, "capture-pane", "-p"
+        )
+        _tmux(socket, "send-keys", "C-c")
+        assert wait_until(lambda: done_marker.exists() and bool(done_marker.read_text().strip()), timeout_s=30)
+        final = _tmux(socket, "capture-pane", "-p")
+    finally:
+        subprocess.run(["tmux", "-L", socket, "kill-server"], check=False, capture_output=True)
+    assert done_marker.read_text().strip() == "130", final
+    assert len(re.findall(r"^main\s+━", final, re.MULTILINE)) == 1, final
+    # The closing line, wider than the terminal, is broken between words (it was "... finish it (r" / "ows already").
+    interrupted = final[final.index("Interrupted") :].split("\n\n")[0]
+    assert "(rows already done come back unchanged)." in interrupted, final
+    assert all(len(line) < 100 for line in interrupted.splitlines()), final
+
+
 def _paced_apply(
     quota_broker: BrokerFactory, tmp_path: Path, *options: str, shell_tail: str | None = None
 ) -> tuple[Any, pexpect.spawn, io.StringIO]:

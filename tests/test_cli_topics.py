@@ -192,15 +192,15 @@ def test_the_command_configs_default_api_timeout_is_the_deadline_unless_timeout_
     """kafka-topics.sh's calls end at the Admin client's default.api.timeout.ms, which a --command-config file may
     set; librdkafka refused it ("No such configuration property") and the command failed before sending."""
     broker = quota_broker(enforcement="strict", controller_mutation_rate=0.5, quota_window_num=1)
-    _exhaust(broker, 11)  # -10.5 tokens: a 21 s throttle
+    _exhaust(broker, 21)  # -20.5 tokens: a 41 s throttle
     config = tmp_path / "client.properties"
-    config.write_text(f"default.api.timeout.ms={600000 if given else 2000}\n")
-    timeout = ["--timeout-ms", "2000"] if given else []
+    config.write_text(f"default.api.timeout.ms={600000 if given else 30000}\n")  # (Java's least: request.timeout.ms)
+    timeout = ["--timeout-ms", "30000"] if given else []
     run = topics(broker.bootstrap_servers, "--command-config", str(config), "--create", "--topic", "late",
                  "--partitions", "1", "--retry-on-quota-violation", *timeout)  # fmt: skip
     assert run.returncode == 1, run.output
     assert run.stdout.splitlines()[0] == QUOTA_LINE  # the throttle outlasts the deadline: not waited out
-    deadline = "--timeout-ms 2000" if given else "--command-config's default.api.timeout.ms 2000"
+    deadline = "--timeout-ms 30000" if given else "--command-config's default.api.timeout.ms 30000"
     assert re.search(rf"The broker's throttle \(\d+ ms\) outlasts {deadline}:", run.stdout), run.stdout
     assert run.stderr == ""  # nothing of the file left out
 

@@ -20,7 +20,7 @@ from throttled_admin._errors import after_failover_refusal
 from throttled_admin.cli import main
 from throttled_admin.cli._args import UsageError, parse_replica_assignment, parse_topic_configs, topic_pattern
 from throttled_admin.cli._conf import Redactor, build_conf, credentials_twice, jaas_problem, java_only
-from throttled_admin.cli._java_settings import notice
+from throttled_admin.cli._java_settings import java_refusal, left_out, notice
 from throttled_admin.cli._output import QUOTA_MESSAGE, describe_error
 from throttled_admin.cli._properties import PropertiesError, load_properties, parse_properties
 
@@ -139,7 +139,8 @@ def test_apply_without_rich_in_a_terminal_hints_at_the_extra(quota_broker: Broke
     child.close()
     screen = child.before.replace("\r\n", "\n")
     assert child.exitstatus == 0, screen
-    assert "pip install 'rich>=13' (throttled_admin's 'cli' extra; in a checkout: pip install -e '.[cli]')" in screen
+    hint = "pip install 'rich>=13' (throttled_admin's 'cli' extra; in a checkout: pip install -e '.[cli]')"
+    assert hint in " ".join(screen.split()), screen  # (a line wider than the terminal is broken between words)
     assert re.search(r"^\[k\] 3/3 rows, ", screen, re.M), screen
     assert re.search(r"^k\s+3\s+3$", screen, re.M), screen  # the plain summary table: cluster, created, rows
     assert broker.topics() == {"t0": 1, "t1": 1, "t2": 1}
@@ -206,34 +207,48 @@ def test_a_java_only_command_config_setting_is_a_usage_error_naming_it(
 
 
 @pytest.mark.parametrize(
-    ("line", "named"),
+    ("lines", "named"),
     [
         ("bootstrap.controllers=127.0.0.1:9093", "bootstrap.controllers is the Java client's: librdkafka reaches"),
         ("config.providers=file", "config.providers is the Java client's: librdkafka would take a ${provider"),
         ("sasl.login.callback.handler.class=com.example.Login", "sasl.login.callback.handler.class is the Java "),
-        ("ssl.enabled.protocols=TLSv1.3", "ssl.enabled.protocols is the Java client's: librdkafka's TLS offers TLS "
-         "1.2 and 1.3 and cannot be limited to TLSv1.3"),
-        ("ssl.keystore.type=JKS", "ssl.keystore.type is the Java client's: librdkafka reads a PKCS12 keystore only"),
+        ("ssl.enabled.protocols=TLSv1.3,\\\nssl.key.password=s3cr3t-9d", "ssl.enabled.protocols is the Java "
+         "client's: librdkafka's TLS is OpenSSL's, which offers TLS 1.2 and 1.3 and cannot be limited to a list "
+         "without TLSv1.2"),  # (a stray '\\' joins the next line, a password, to the value)
+        ("ssl.keystore.type=JKS\nssl.keystore.location=/k.jks", "ssl.keystore.type is the Java client's: librdkafka "
+         "reads a PKCS12 keystore only"),
+        ("ssl.keystore.type=PEM\nssl.keystore.location=/k.pem", "ssl.keystore.type is the Java client's: librdkafka "
+         "reads PKCS12 at ssl.keystore.location; give PEM in ssl.key.location and ssl.certificate.location"),
         ("ssl.keystore.key=-----BEGIN PRIVATE KEY----- s3cr3t-9d", "ssl.keystore.key is the Java client's: give the "
          "key in librdkafka's ssl.key.pem"),
-        ("default.api.timeout.ms=s3cr3t-9d", "default.api.timeout.ms: invalid int value: 's3cr3t-9d'"),
-        ("default.api.timeout.ms=0", "default.api.timeout.ms: must be > 0 and at most 3600000 (an hour), got 0"),
+        ("sasl.oauthbearer.header.urlencode=true", "sasl.oauthbearer.header.urlencode is the Java client's: librdkafka "
+         "does not URL-encode"),
+        ("default.api.timeout.ms=s3cr3t-9d", "default.api.timeout.ms is not a whole number of milliseconds"),
+        ("default.api.timeout.ms=20000", "default.api.timeout.ms must be no smaller than request.timeout.ms"),
+        ("default.api.timeout.ms=3600001", "default.api.timeout.ms must be > 0 and at most 3600000 (an hour)"),
     ],
-    ids=["controllers", "config-providers", "login-class", "tls-1.3-only", "jks", "pem-key", "timeout-word",
-         "timeout-0"],
+    ids=["controllers", "config-providers", "login-class", "tls-1.3-only", "jks", "pem-file", "pem-key",
+         "urlencode", "timeout-word", "timeout-below-request", "timeout-over-an-hour"],
 )  # fmt: skip
+@pytest.mark.parametrize("timeout_given", [False, True], ids=["", "--timeout-ms"])
 def test_a_java_setting_librdkafka_cannot_honour_is_a_usage_error_naming_it_before_anything_is_sent(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str, named: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], lines: str, named: str, timeout_given: bool
 ) -> None:
-    """Leaving it out would reach another cluster, prove another identity or trust otherwise than the file asks."""
+    """Leaving it out would reach another cluster, prove another identity or trust otherwise than the file asks;
+    a default.api.timeout.ms Java refuses is refused beside --timeout-ms too. No value of the file is shown."""
     config = tmp_path / "client.properties"
-    config.write_text(f"security.protocol=SSL\n{line}\n")
-    code = main(["topics", "--bootstrap-server", "127.0.0.1:1", "--command-config", str(config), "--list"])
+    config.write_text(f"security.protocol=SSL\n{lines}\n")
+    timeout = ["--timeout-ms", "5000"] if timeout_given else []
+    code = main(["topics", "--bootstrap-server", "127.0.0.1:1", "--command-config", str(config), "--list", *timeout])
     err = capsys.readouterr().err
     assert code == 2, err
     assert f"throttled-admin topics: error: --command-config {config}: {named}" in err, err
-    if "s3cr3t-9d" not in named:
-        assert "s3cr3t-9d" not in err
+    assert "s3cr3t-9d" not in err
+    assert "20000" not in err
+    assert "3600001" not in err
+
+
+_OAUTHBEARER = "org.apache.kafka.common.security.oauthbearer"
 
 
 def test_the_java_clients_tuning_is_left_out_of_librdkafkas_conf_and_named() -> None:
@@ -261,6 +276,19 @@ def test_the_java_clients_tuning_is_left_out_of_librdkafkas_conf_and_named() -> 
     ]  # fmt: skip
     assert "default.api.timeout.ms" not in str(notice("f.properties", properties, takes_timeout=True))
     assert notice("f.properties", {"security.protocol": "SSL"}, takes_timeout=True) is None
+    # Moot, or what librdkafka does anyway: left out
+    moot = {
+        "ssl.keystore.type": "JKS",  # (Java's default; no keystore to read)
+        "ssl.enabled.protocols": "TLSv1.3",  # (no TLS)
+        "sasl.oauthbearer.header.urlencode": "false",
+        "sasl.oauthbearer.method": "oidc",
+        "sasl.login.callback.handler.class": f"{_OAUTHBEARER}.OAuthBearerLoginCallbackHandler",
+    }
+    assert java_refusal(moot) is None
+    assert list(left_out(moot)) == [key for key in moot if key != "sasl.oauthbearer.method"]
+    assert java_refusal(moot | {"sasl.oauthbearer.method": "default"}) == (
+        "sasl.login.callback.handler.class is the Java client's: librdkafka cannot load a Java class"
+    )
 
 
 _PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"

@@ -83,7 +83,11 @@ def _topics_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         return EXIT_FAILURE
     except (KafkaException, ValueError, TypeError, CommandTimeout) as exc:
         # ValueError/TypeError: the client's input checks (a bad topic name, ...), before anything is sent.
-        info = describe_error(exc) if not isinstance(exc, CommandTimeout) else ErrorInfo(None, "TIMEOUT", str(exc))
+        info = (
+            describe_error(exc, args.deadline)
+            if not isinstance(exc, CommandTimeout)
+            else ErrorInfo(None, "TIMEOUT", str(exc))
+        )
         if out.json_mode:
             out.record({"topic": args.topic, "operation": action, "status": "failed", **info.as_dict()})
         else:

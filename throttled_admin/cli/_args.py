@@ -70,7 +70,8 @@ _INT32 = range(-(2**31), 2**31)  # a Java int
 MAX_TIMEOUT_MS = 3_600_000
 
 
-#: --timeout-ms when neither it nor --command-config's default.api.timeout.ms is given: Java's default
+#: --timeout-ms when neither it nor --command-config's default.api.timeout.ms is given: Java's default (and
+#: ThrottledAdminClient's ``default_api_timeout_ms``)
 DEFAULT_TIMEOUT_MS = 60_000
 
 
@@ -436,16 +437,31 @@ def command_timeout(
     args: argparse.Namespace, properties: Mapping[str, str], parser: argparse.ArgumentParser
 ) -> tuple[int, str]:
     """``topics``' deadline in ms, and how its messages name it: --timeout-ms, else the file's default.api.timeout.ms
-    (Java's Admin client's, which kafka-topics.sh's calls use), else Java's default."""
+    (Java's Admin client's, which kafka-topics.sh's calls use), else Java's default. The file's is checked as Java
+    checks it, given --timeout-ms or not; its value is never shown (``_java_settings``)."""
     text = properties.get(DEFAULT_API_TIMEOUT)
-    if args.timeout_ms is not None or text is None:
-        ms = DEFAULT_TIMEOUT_MS if args.timeout_ms is None else int(args.timeout_ms)
-        return ms, f"--timeout-ms {ms}"
-    try:
-        ms = _timeout_ms(text.strip())
-    except argparse.ArgumentTypeError as exc:
-        raise UsageError(f"--command-config {args.command_config}: {DEFAULT_API_TIMEOUT}: {exc}", parser) from None
+    ms = None if text is None else _file_timeout_ms(text, properties)
+    if isinstance(ms, str):
+        raise UsageError(f"--command-config {args.command_config}: {DEFAULT_API_TIMEOUT} {ms}", parser)
+    if args.timeout_ms is not None:
+        return args.timeout_ms, f"--timeout-ms {args.timeout_ms}"
+    if ms is None:
+        return DEFAULT_TIMEOUT_MS, f"--timeout-ms {DEFAULT_TIMEOUT_MS}"
     return ms, f"--command-config's {DEFAULT_API_TIMEOUT} {ms}"
+
+
+def _file_timeout_ms(text: str, properties: Mapping[str, str]) -> int | str:
+    """The file's default.api.timeout.ms, or what is wrong with it: Java's checks (an int, no smaller than
+    request.timeout.ms, Java's default 30000) and --timeout-ms's most."""
+    if re.fullmatch(r"\s*[+-]?\d{1,10}\s*", text) is None:
+        return "is not a whole number of milliseconds"
+    ms = int(text)
+    request = properties.get("request.timeout.ms", "30000").strip()
+    if re.fullmatch(r"[+-]?\d{1,10}", request) and ms < int(request):
+        return "must be no smaller than request.timeout.ms (Java refuses a smaller one)"
+    if not 0 < ms <= MAX_TIMEOUT_MS:
+        return f"must be > 0 and at most {MAX_TIMEOUT_MS} (an hour)"
+    return ms
 
 
 def read_command_config(path: str | None, parser: argparse.ArgumentParser) -> dict[str, str]:

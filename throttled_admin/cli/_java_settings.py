@@ -3,139 +3,182 @@
 kafka-topics.sh hands its --command-config file to Java's Admin client, so a file written for it may hold Java's
 tuning (``default.api.timeout.ms``, ``receive.buffer.bytes``, ``metrics.num.samples``, ...). librdkafka refuses
 each as "No such configuration property", which failed a command that kafka-topics.sh runs. Each such setting
-(Kafka 4.4's ``AdminClientConfig.configNames()`` that librdkafka 2.x does not know) is one of:
+(Kafka 4.4's ``AdminClientConfig.configNames()`` that librdkafka 2.16 does not know) is one of:
 
-- **left out**: it tunes only the Java client (timers, buffers, metrics, the JVM's TLS internals), so librdkafka's
-  defaults serve it; the command says so on stderr, naming it, as Java warns of a setting it does not use;
+- **left out**: it tunes only the Java client (timers, buffers, metrics, the JVM's TLS internals), or asks for what
+  librdkafka does anyway, so librdkafka's defaults serve it; the command names it on stderr, as Java warns of a
+  setting it does not use;
 - **taken**: ``default.api.timeout.ms`` is the deadline of kafka-topics.sh's calls, which ``topics --timeout-ms``
-  is; the file's value is the command's timeout unless --timeout-ms is given;
-- **refused**: it changes whom the client reaches, how it proves who it is, or what it trusts, which librdkafka
-  cannot do as Java would (a Java class, a provider, a JKS keystore, TLS 1.3 only): leaving it out would connect
-  otherwise than the file asks, so the file is refused, naming it (never its value).
+  is; the file's value is the command's deadline unless --timeout-ms is given (``_args.command_timeout``);
+- **refused**: it changes whom the client reaches, how it proves who it is, or what it trusts, in a way librdkafka
+  cannot follow (a Java class, a provider, a JKS keystore, TLS 1.3 only): leaving it out would connect otherwise
+  than the file asks, so the file is refused, naming it, never its value (a value may hold the next line of a
+  password after a stray ``\\``).
 
 ``ssl.truststore.*`` and ``sasl.jaas.config`` are read in ``_conf`` (librdkafka's equivalents beside them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 __all__ = ["DEFAULT_API_TIMEOUT", "java_refusal", "left_out", "notice"]
 
 #: Java's deadline of an Admin call: ``topics --timeout-ms`` when that is not given
 DEFAULT_API_TIMEOUT = "default.api.timeout.ms"
 
-_LIBRDKAFKA_HAS = "librdkafka has no such setting"
-# Left out, with why when librdkafka has a setting of its own for the same thing
+_NONE = "librdkafka has no such setting"
+_NO_JMX = "librdkafka reports no JMX metrics"
+_OPENSSL = "librdkafka's TLS is OpenSSL's"
+_CLASS = "librdkafka cannot load a Java class"
+# Left out, and why
 _LEFT_OUT: dict[str, str] = {
-    "bootstrap.resolve.timeout.ms": _LIBRDKAFKA_HAS,
-    "metadata.cluster.check.enable": _LIBRDKAFKA_HAS,
-    "metric.reporters": "librdkafka reports no JMX metrics",
-    "metrics.num.samples": "librdkafka reports no JMX metrics",
-    "metrics.recording.level": "librdkafka reports no JMX metrics",
-    "metrics.sample.window.ms": "librdkafka reports no JMX metrics",
+    "bootstrap.resolve.timeout.ms": _NONE,
+    "metadata.cluster.check.enable": "librdkafka does not check that a broker is of the cluster it bootstrapped from",
+    "metric.reporters": _NO_JMX,
+    "metrics.num.samples": _NO_JMX,
+    "metrics.recording.level": _NO_JMX,
+    "metrics.sample.window.ms": _NO_JMX,
     "receive.buffer.bytes": "librdkafka's is socket.receive.buffer.bytes",
     "send.buffer.bytes": "librdkafka's is socket.send.buffer.bytes",
     "socket.connection.setup.timeout.max.ms": "librdkafka's is socket.connection.setup.timeout.ms",
     "sasl.kerberos.ticket.renew.jitter": "librdkafka's is sasl.kerberos.min.time.before.relogin",
     "sasl.kerberos.ticket.renew.window.factor": "librdkafka's is sasl.kerberos.min.time.before.relogin",
-    "sasl.login.connect.timeout.ms": _LIBRDKAFKA_HAS,
-    "sasl.login.read.timeout.ms": _LIBRDKAFKA_HAS,
-    "sasl.login.refresh.buffer.seconds": _LIBRDKAFKA_HAS,
-    "sasl.login.refresh.min.period.seconds": _LIBRDKAFKA_HAS,
-    "sasl.login.refresh.window.factor": _LIBRDKAFKA_HAS,
-    "sasl.login.refresh.window.jitter": _LIBRDKAFKA_HAS,
-    "sasl.login.retry.backoff.max.ms": _LIBRDKAFKA_HAS,
-    "sasl.login.retry.backoff.ms": _LIBRDKAFKA_HAS,
-    # How a broker checks a token: the client's token is librdkafka's sasl.oauthbearer.* (``_conf`` asks for them)
-    "sasl.oauthbearer.allow.unverified.audience": _LIBRDKAFKA_HAS,
-    "sasl.oauthbearer.allow.unverified.issuer": _LIBRDKAFKA_HAS,
-    "sasl.oauthbearer.clock.skew.seconds": _LIBRDKAFKA_HAS,
-    "sasl.oauthbearer.expected.audience": _LIBRDKAFKA_HAS,
-    "sasl.oauthbearer.expected.issuer": _LIBRDKAFKA_HAS,
-    "sasl.oauthbearer.jwks.endpoint.refresh.ms": _LIBRDKAFKA_HAS,
-    "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": _LIBRDKAFKA_HAS,
-    "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms": _LIBRDKAFKA_HAS,
-    "sasl.oauthbearer.jwks.endpoint.url": _LIBRDKAFKA_HAS,
-    "sasl.oauthbearer.scope.claim.name": _LIBRDKAFKA_HAS,
-    # The JVM's TLS internals: librdkafka's TLS is OpenSSL's
-    "ssl.keymanager.algorithm": "librdkafka's TLS is OpenSSL's",
-    "ssl.trustmanager.algorithm": "librdkafka's TLS is OpenSSL's",
-    "ssl.secure.random.implementation": "librdkafka's TLS is OpenSSL's",
-    "ssl.protocol": "librdkafka's TLS is OpenSSL's, which offers TLS 1.2 and 1.3",
+    "sasl.login.connect.timeout.ms": _NONE,
+    "sasl.login.read.timeout.ms": _NONE,
+    "sasl.login.refresh.buffer.seconds": _NONE,
+    "sasl.login.refresh.min.period.seconds": _NONE,
+    "sasl.login.refresh.window.factor": _NONE,
+    "sasl.login.refresh.window.jitter": _NONE,
+    "sasl.login.retry.backoff.max.ms": _NONE,
+    "sasl.login.retry.backoff.ms": _NONE,
+    # The Java client's check of the token it fetched (with Kafka's own login callback handler, which a file gives
+    # only beside librdkafka's sasl.oauthbearer.method=oidc, which fetches the token here: ``_login_handler``)
+    "sasl.oauthbearer.allow.unverified.audience": _NONE,
+    "sasl.oauthbearer.allow.unverified.issuer": _NONE,
+    "sasl.oauthbearer.clock.skew.seconds": _NONE,
+    "sasl.oauthbearer.expected.audience": _NONE,
+    "sasl.oauthbearer.expected.issuer": _NONE,
+    "sasl.oauthbearer.jwks.endpoint.refresh.ms": _NONE,
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": _NONE,
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms": _NONE,
+    "sasl.oauthbearer.jwks.endpoint.url": _NONE,
+    "sasl.oauthbearer.scope.claim.name": _NONE,
+    # The JVM's TLS internals
+    "ssl.keymanager.algorithm": _OPENSSL,
+    "ssl.trustmanager.algorithm": _OPENSSL,
+    "ssl.secure.random.implementation": _OPENSSL,
+    "ssl.provider": _OPENSSL,
+    "ssl.protocol": f"{_OPENSSL}, which offers TLS 1.2 and 1.3",
 }
-_CLASS = "librdkafka cannot load a Java class"
-# Refused: why librdkafka cannot do what the setting asks
+# Refused, and why
 _REFUSED: dict[str, str] = {
     "bootstrap.controllers": "librdkafka reaches brokers only; give the brokers in --bootstrap-server",
     "config.providers": "librdkafka would take a ${provider:...} reference as the value itself; write the values",
     "security.providers": "librdkafka's TLS and SASL are OpenSSL's and Cyrus SASL's",
     "sasl.client.callback.handler.class": _CLASS,
-    "sasl.login.callback.handler.class": _CLASS,
     "sasl.login.class": _CLASS,
     "sasl.oauthbearer.jwt.retriever.class": _CLASS,
     "sasl.oauthbearer.jwt.validator.class": _CLASS,
     "sasl.oauthbearer.assertion.template.file": "librdkafka makes no client assertion from a template",
-    "sasl.oauthbearer.header.urlencode": _LIBRDKAFKA_HAS,
     "ssl.engine.factory.class": _CLASS,
-    "ssl.provider": "librdkafka's TLS is OpenSSL's",
     "ssl.keystore.certificate.chain": "give the chain in librdkafka's ssl.certificate.pem",
     "ssl.keystore.key": "give the key in librdkafka's ssl.key.pem",
 }
-# Left out or refused by their value (``java_refusal``), and why when left out
-_CHECKED = {
-    "ssl.enabled.protocols": "librdkafka's TLS is OpenSSL's, which offers TLS 1.2 and 1.3",
-    "ssl.keystore.type": "librdkafka reads PKCS12 at ssl.keystore.location, PEM in ssl.key.pem and ssl.certificate.pem",
+# Kafka's own login callback handler for OAUTHBEARER over OIDC (and its name before Kafka 3.4's move)
+_KAFKA_OIDC_HANDLERS = {
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+    "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerLoginCallbackHandler",
+}
+
+# A verdict: (refused, why)
+_Verdict = tuple[bool, str]
+
+
+def _protocols(value: str, properties: Mapping[str, str]) -> _Verdict:
+    """``ssl.enabled.protocols``: librdkafka offers TLS 1.2 and 1.3, so a list naming TLS 1.2 is met (and one that
+    also names older versions, which OpenSSL 3 refuses anyway), as is an empty one (Java's default); TLS 1.3 alone
+    is not. Moot where nothing is TLS."""
+    if not properties.get("security.protocol", "PLAINTEXT").strip().upper().endswith("SSL"):
+        return False, "security.protocol has no TLS"
+    protocols = {word.strip() for word in value.split(",") if word.strip()}
+    if not protocols or "TLSv1.2" in protocols:
+        return False, f"{_OPENSSL}, which offers TLS 1.2 and 1.3"
+    return True, f"{_OPENSSL}, which offers TLS 1.2 and 1.3 and cannot be limited to a list without TLSv1.2"
+
+
+def _keystore_type(value: str, properties: Mapping[str, str]) -> _Verdict:
+    """``ssl.keystore.type``: librdkafka reads a PKCS#12 keystore at ssl.keystore.location; with none there, the
+    type is moot (JKS is Java's default, given or not)."""
+    if "ssl.keystore.location" not in properties:
+        return False, "no ssl.keystore.location to read"
+    kind = value.upper()
+    if kind == "PKCS12":
+        return False, "librdkafka reads PKCS12 at ssl.keystore.location"
+    if kind == "PEM":
+        return True, "librdkafka reads PKCS12 at ssl.keystore.location; give PEM in ssl.key.location and " + (
+            "ssl.certificate.location"
+        )
+    return True, "librdkafka reads a PKCS12 keystore only (keytool -importkeystore -deststoretype PKCS12 converts one)"
+
+
+def _urlencode(value: str, properties: Mapping[str, str]) -> _Verdict:
+    """``sasl.oauthbearer.header.urlencode``: false (Java's default) is what librdkafka does."""
+    if value.lower() in ("", "false"):
+        return False, "librdkafka does not URL-encode the client's id and secret either"
+    return True, "librdkafka does not URL-encode the client's id and secret"
+
+
+def _login_handler(value: str, properties: Mapping[str, str]) -> _Verdict:
+    """``sasl.login.callback.handler.class``: Kafka's own OIDC handler beside librdkafka's
+    ``sasl.oauthbearer.method=oidc`` is the same token fetch (Java needs the line, librdkafka its method)."""
+    oidc = properties.get("sasl.oauthbearer.method", "").strip().lower() == "oidc"
+    if oidc and value in _KAFKA_OIDC_HANDLERS:
+        return False, "librdkafka's sasl.oauthbearer.method=oidc fetches the token"
+    return True, _CLASS
+
+
+_BY_VALUE: dict[str, Callable[[str, Mapping[str, str]], _Verdict]] = {
+    "ssl.enabled.protocols": _protocols,
+    "ssl.keystore.type": _keystore_type,
+    "sasl.oauthbearer.header.urlencode": _urlencode,
+    "sasl.login.callback.handler.class": _login_handler,
 }
 
 
-def _protocols_refusal(value: str) -> str | None:
-    """Why ``ssl.enabled.protocols`` cannot be left out: librdkafka offers TLS 1.2 and 1.3, so a list naming TLS
-    1.2 is met (and one that also names older versions, which OpenSSL 3 refuses anyway); TLS 1.3 alone is not."""
-    protocols = {word.strip() for word in value.split(",") if word.strip()}
-    if "TLSv1.2" in protocols:
-        return None
-    return f"librdkafka's TLS offers TLS 1.2 and 1.3 and cannot be limited to {', '.join(sorted(protocols))}"
-
-
-def _keystore_refusal(value: str) -> str | None:
-    """Why ``ssl.keystore.type`` cannot be left out: librdkafka reads a PKCS#12 keystore at ssl.keystore.location,
-    or PEM in ssl.key.pem and ssl.certificate.pem; a JKS keystore it cannot read."""
-    if value.strip().upper() in ("PKCS12", "PEM"):
-        return None
-    return "librdkafka reads a PKCS12 keystore only (keytool -importkeystore -deststoretype PKCS12 converts one)"
+def _verdict(key: str, properties: Mapping[str, str]) -> _Verdict | None:
+    """Whether a Java-only setting is refused, and why; None for a setting that is not one."""
+    if key in _LEFT_OUT:
+        return False, _LEFT_OUT[key]
+    if key in _REFUSED:
+        return True, _REFUSED[key]
+    check = _BY_VALUE.get(key)
+    return None if check is None else check(properties[key].strip(), properties)
 
 
 def java_refusal(properties: Mapping[str, str]) -> str | None:
     """Why the file cannot serve librdkafka as it serves Java: the first Java-only setting it cannot do without,
     named with the reason (never the value); None when there is none."""
-    for key, value in properties.items():
-        reason = _REFUSED.get(key)
-        if key == "ssl.enabled.protocols":
-            reason = _protocols_refusal(value)
-        elif key == "ssl.keystore.type":
-            reason = _keystore_refusal(value)
-        if reason is not None:
-            return f"{key} is the Java client's: {reason}"
+    for key in properties:
+        verdict = _verdict(key, properties)
+        if verdict is not None and verdict[0]:
+            return f"{key} is the Java client's: {verdict[1]}"
     return None
 
 
 def left_out(properties: Mapping[str, str]) -> dict[str, str]:
     """The Java-only settings librdkafka does without, each with why (in the file's order)."""
     out = {}
-    for key, value in properties.items():
-        if key in _LEFT_OUT:
-            out[key] = _LEFT_OUT[key]
-        elif key in _CHECKED and java_refusal({key: value}) is None:
-            out[key] = _CHECKED[key]
+    for key in properties:
+        verdict = _verdict(key, properties)
+        if verdict is not None and not verdict[0]:
+            out[key] = verdict[1]
     return out
 
 
 def notice(path: str | None, properties: Mapping[str, str], *, takes_timeout: bool) -> str | None:
     """The warning that names what of the file is left out (None when nothing is); ``takes_timeout``: the command
     takes default.api.timeout.ms as its own (``topics``), else it is left out too."""
-    if path is None:
-        return None
     out = left_out(properties)
     if not takes_timeout and DEFAULT_API_TIMEOUT in properties:
         out[DEFAULT_API_TIMEOUT] = "apply's deadline is its --timeout"

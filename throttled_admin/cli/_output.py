@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import json
 import os
 import sys
+import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -66,9 +68,9 @@ class ErrorInfo:
         }
 
 
-def describe_error(exc: BaseException) -> ErrorInfo:
+def describe_error(exc: BaseException, deadline: str | None = None) -> ErrorInfo:
     """Kafka's view of an exception: the message kafka-topics.sh would print after "Error while executing
-    topic command : "."""
+    topic command : ". ``deadline``: how the command names the call's deadline ("--timeout-ms 60000")."""
     if isinstance(exc, ThrottlingQuotaExceededException):
         # Our exception appends "(throttle_time_ms=N)"; kafka-topics.sh prints the bare Java message and
         # the CLI adds the throttle on its own line.
@@ -79,7 +81,7 @@ def describe_error(exc: BaseException) -> ErrorInfo:
         return _in_cli_terms(exc)
     if isinstance(exc, NotSentError) and exc.timeout_ms is not None:  # the call's deadline: --timeout-ms
         timed_out: KafkaError = exc.args[0]
-        text = f"{exc.operation} not sent within --timeout-ms {exc.timeout_ms}: {exc.reason}"
+        text = f"{exc.operation} not sent within {deadline or f'--timeout-ms {exc.timeout_ms}'}: {exc.reason}"
         return ErrorInfo(timed_out.code(), timed_out.name(), text)
     if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
         error: KafkaError = exc.args[0]
@@ -115,7 +117,20 @@ def say(text: str, stream: TextIO | None = None) -> None:
     if stream is None:  # (started with fd 2 closed: ``2>&-``)
         return
     with contextlib.suppress(OSError):
-        print(text, file=stream, flush=True)
+        print(_between_words(text, stream), file=stream, flush=True)
+
+
+def _between_words(text: str, stream: TextIO) -> str:
+    """``text`` with its lines wider than the terminal ``stream`` is broken between words (a terminal breaks them
+    where its edge falls, within a word); as it is when ``stream`` is no terminal (a pipe, a file, a log)."""
+    try:
+        if not stream.isatty():
+            return text
+        width = os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError, AttributeError):  # (no fd: a StringIO; a terminal that reports no size)
+        return text
+    fill = functools.partial(textwrap.fill, width=width, break_long_words=False, break_on_hyphens=False)
+    return "\n".join(fill(line) if len(line) > width else line for line in text.split("\n"))
 
 
 class Output:

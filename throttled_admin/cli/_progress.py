@@ -36,6 +36,9 @@ _PLAIN_INTERVAL_S = 1.0
 # time (0:00:04) with the gaps between the seven columns
 _LEAST_BAR, _LONGEST_WORDS, _ELAPSED_AND_GAPS = 10, 31 + 31, 7 + 6
 _COMPACT_AGE_S = 0.1  # how long that decision holds (a terminal resized, a row failed)
+# Columns the bars leave free at the line's end: a terminal echoes Ctrl-C there as ``^C``, which on a full line wraps
+# to the next, and rich's last frame, drawn from the line the cursor is on, would leave the one before above it
+_ECHO_ROOM = 2
 
 
 def load_rich() -> Any | None:
@@ -249,6 +252,7 @@ class LiveBar(_Base):
         clusters: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         super().__init__(rows_per_cluster, clusters)
+        from rich.constrain import Constrain
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
         from rich.table import Column
         from rich.text import Text
@@ -269,7 +273,12 @@ class LiveBar(_Base):
 
         self._console = rich_console
         self._compact_at = (-math.inf, False)  # when _compact last decided, and what
-        self._progress = Progress(
+
+        class Bars(Progress):
+            def get_renderable(self) -> Any:  # as wide as the terminal less _ECHO_ROOM, however wide the words
+                return Constrain(super().get_renderable(), width=max(1, rich_console.width - _ECHO_ROOM))
+
+        self._progress = Bars(
             TextColumn("[bold]{task.description}", table_column=Column(no_wrap=True)),
             BarColumn(),
             MofNCompleteColumn(table_column=Column(no_wrap=True)),
@@ -305,7 +314,7 @@ class LiveBar(_Base):
                 [s.rows_text() for s in stats],
             )
         )
-        compact = widest + _LONGEST_WORDS + _LEAST_BAR + _ELAPSED_AND_GAPS > int(self._console.width)
+        compact = widest + _LONGEST_WORDS + _LEAST_BAR + _ELAPSED_AND_GAPS > int(self._console.width) - _ECHO_ROOM
         self._compact_at = (now, compact)
         return compact
 

@@ -151,9 +151,11 @@ class TopicsCommand:
                     )
                 )
             elif tolerate(exc):
-                results.append(TopicResult(topic, operation, "exists", describe_error(exc), throttle_ms))
+                results.append(
+                    TopicResult(topic, operation, "exists", describe_error(exc, self.args.deadline), throttle_ms)
+                )
             else:
-                info = describe_error(exc)
+                info = describe_error(exc, self.args.deadline)
                 results.append(TopicResult(topic, operation, "failed", info, throttle_ms, self._hint(info)))
         self._report(results)
 
@@ -166,13 +168,13 @@ class TopicsCommand:
         )
 
     def _hint(self, info: ErrorInfo) -> str | None:
-        """Why --retry-on-quota-violation did not help: the throttle outlasts --timeout-ms."""
+        """Why --retry-on-quota-violation did not help: the throttle outlasts the deadline."""
         if info.code != KafkaError.THROTTLING_QUOTA_EXCEEDED or not self.args.retry_on_quota_violation:
             return None
         throttle = f"{info.throttle_time_ms} ms" if info.throttle_time_ms is not None else "longer"
         return (
             f"The broker's throttle ({throttle}) outlasts {self.args.deadline}: "
-            "--retry-on-quota-violation waits out a throttle only within --timeout-ms, so it was not sent "
+            "--retry-on-quota-violation waits out a throttle only within the deadline, so it was not sent "
             "again. Retry later, or give a --timeout-ms longer than the throttle."
         )
 
