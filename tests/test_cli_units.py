@@ -114,6 +114,27 @@ def test_main_returns_exit_codes_without_exiting(capsys: pytest.CaptureFixture[s
         assert 'Option "[partitions]" can\'t be used with option "[list]"' in capsys.readouterr().err
 
 
+def test_in_a_narrow_terminal_the_quota_warning_is_broken_between_words(quota_broker: BrokerFactory) -> None:
+    """helper 118's tmux run: long lines broke where the terminal's edge fell ("the p" / "eriod"); in a pipe they stay
+    whole (kafka-topics.sh's lines, which the side-by-side tests compare)."""
+    broker = quota_broker(controller_mutation_rate=1, quota_window_num=1)  # 3 partitions: admitted and throttled
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "throttled_admin", "topics", "--bootstrap-server", broker.bootstrap_servers, "--create", "--topic",
+         "orders.a", "--partitions", "3"],
+        env=cli_env(), cwd=str(REPO), encoding="utf-8", timeout=60, dimensions=(40, 60),
+    )  # fmt: skip
+    child.expect(pexpect.EOF)
+    child.close()
+    lines = child.before.replace("\r\n", "\n").splitlines()
+    assert child.exitstatus == 0, lines
+    assert "Created topic orders.a." in lines, lines
+    assert all(len(line) <= 60 for line in lines), lines
+    said = " ".join(lines)
+    assert "WARNING: The broker applied this change over the principal's controller mutation quota" in said, lines
+    assert "topics with a period ('.') or underscore ('_') could collide." in said, lines
+
+
 def test_apply_without_rich_in_a_terminal_hints_at_the_extra(quota_broker: BrokerFactory, tmp_path: Path) -> None:
     """A pseudo-terminal (pexpect) with rich made unimportable: the hint, then plain progress and tables."""
     broker = quota_broker()

@@ -221,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_timeout_ms,
         metavar="MS",
         help="Deadline of each admin call, quota retries included (default: --command-config's "
-        f"default.api.timeout.ms, as kafka-topics.sh, else {DEFAULT_TIMEOUT_MS}).",
+        f"default.api.timeout.ms, as kafka-topics.sh, else {DEFAULT_TIMEOUT_MS}; at most {MAX_TIMEOUT_MS}, an hour).",
     )
     topics.add_argument(
         "--output",

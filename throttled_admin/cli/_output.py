@@ -145,8 +145,11 @@ class Output:
         self._stderr = stderr
 
     def line(self, text: str = "") -> None:
+        """A line of kafka-topics.sh's output: in a terminal broken between words where wider than it (a pipe or a
+        file gets it whole, as kafka-topics.sh prints it; --describe's tab-separated lines are left whole)."""
+        text = self.redact(text)
         with reader_may_go():
-            print(self.redact(text), file=self._stdout, flush=True)
+            print(text if "\t" in text else _between_words(text, self._stdout), file=self._stdout, flush=True)
 
     def error(self, text: str) -> None:
         say(self.redact(text), self._stderr)
