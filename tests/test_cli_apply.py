@@ -256,7 +256,7 @@ def test_apply_leaves_out_the_java_clients_tuning_in_a_command_config_and_names_
     run = run_cli("apply", str(plan), "--bootstrap-server", broker.bootstrap_servers, "--command-config", str(config))
     assert run.returncode == 0, run.output
     assert run.stderr.splitlines()[0] == (
-        f"WARNING: --command-config {config}: the Java client's settings, left out: receive.buffer.bytes (librdkafka's "
+        f"WARNING: --command-config {config}: not passed to librdkafka: receive.buffer.bytes (librdkafka's "
         "is socket.receive.buffer.bytes); default.api.timeout.ms (apply's deadline is its --timeout)."
     ), run.stderr
     assert len(broker.topics()) == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -14,11 +15,18 @@ import pexpect
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from tests.cli_helpers import REPO, cli_env
+from tests.cli_helpers import REPO, cli_env, topics
 from tests.support import BrokerFactory
 from throttled_admin._errors import after_failover_refusal
 from throttled_admin.cli import main
-from throttled_admin.cli._args import UsageError, parse_replica_assignment, parse_topic_configs, topic_pattern
+from throttled_admin.cli._args import (
+    UsageError,
+    build_parser,
+    command_timeout,
+    parse_replica_assignment,
+    parse_topic_configs,
+    topic_pattern,
+)
 from throttled_admin.cli._conf import Redactor, build_conf, credentials_twice, jaas_problem, java_only
 from throttled_admin.cli._java_settings import java_refusal, left_out, notice
 from throttled_admin.cli._output import QUOTA_MESSAGE, describe_error
@@ -204,7 +212,7 @@ def test_the_command_line_prints_every_threads_python_frames_when_native_code_cr
 @pytest.mark.parametrize(
     ("properties", "named"),
     [
-        ("ssl.truststore.location=/etc/kafka/truststore.jks\n", "ssl.truststore.location"),
+        ("security.protocol=SSL\nssl.truststore.location=/etc/kafka/truststore.jks\n", "ssl.truststore.location"),
         (
             "sasl.mechanism=OAUTHBEARER\nsasl.jaas.config=org.apache.kafka.common.security.oauthbearer."
             'OAuthBearerLoginModule required clientId="c" clientSecret="s3cr3t-9d";\n',
@@ -233,9 +241,8 @@ def test_a_java_only_command_config_setting_is_a_usage_error_naming_it(
         ("bootstrap.controllers=127.0.0.1:9093", "bootstrap.controllers is the Java client's: librdkafka reaches"),
         ("config.providers=file", "config.providers is the Java client's: librdkafka would take a ${provider"),
         ("sasl.login.callback.handler.class=com.example.Login", "sasl.login.callback.handler.class is the Java "),
-        ("ssl.enabled.protocols=TLSv1.3,\\\nssl.key.password=s3cr3t-9d", "ssl.enabled.protocols is the Java "
-         "client's: librdkafka's TLS is OpenSSL's, which offers TLS 1.2 and 1.3 and cannot be limited to a list "
-         "without TLSv1.2"),  # (a stray '\\' joins the next line, a password, to the value)
+        ("ssl.enabled.protocols=TLSv1.3", "ssl.enabled.protocols is the Java client's: librdkafka's TLS is "
+         "OpenSSL's, which offers TLS 1.2 and 1.3 and cannot be limited to a list without TLSv1.2"),
         ("ssl.keystore.type=JKS\nssl.keystore.location=/k.jks", "ssl.keystore.type is the Java client's: librdkafka "
          "reads a PKCS12 keystore only"),
         ("ssl.keystore.type=PEM\nssl.keystore.location=/k.pem", "ssl.keystore.type is the Java client's: librdkafka "
@@ -244,12 +251,19 @@ def test_a_java_only_command_config_setting_is_a_usage_error_naming_it(
          "key in librdkafka's ssl.key.pem"),
         ("sasl.oauthbearer.header.urlencode=true", "sasl.oauthbearer.header.urlencode is the Java client's: librdkafka "
          "does not URL-encode"),
-        ("default.api.timeout.ms=s3cr3t-9d", "default.api.timeout.ms is not a whole number of milliseconds"),
-        ("default.api.timeout.ms=20000", "default.api.timeout.ms must be no smaller than request.timeout.ms"),
-        ("default.api.timeout.ms=3600001", "default.api.timeout.ms must be > 0 and at most 3600000 (an hour)"),
+        ("default.api.timeout.ms=s3cr3t-9d", "default.api.timeout.ms is not a whole number"),
+        ("default.api.timeout.ms=20000", "default.api.timeout.ms must be no smaller than request.timeout.ms (as the "
+         "Java client requires)"),
+        ("default.api.timeout.ms=50000\nrequest.timeout.ms=60000", "default.api.timeout.ms must be no smaller than "),
+        ("sasl.mechanism=PLAIN\\\nsasl.jaas.config=x required password=\"s3cr3t-9d\";", "3: sasl.jaas.config is "
+         "read as the end of sasl.mechanism's value, as the line before it ends with '\\' (a line continued): "
+         "remove that '\\'"),  # (helper 122: librdkafka's refusal of the mechanism showed the password)
+        ("retry.backoff.ms=0", "field 'retry.backoff.ms': librdkafka refuses it: Configuration property "
+         "\"retry.backoff.ms\" value 0 is outside allowed range"),
     ],
     ids=["controllers", "config-providers", "login-class", "tls-1.3-only", "jks", "pem-file", "pem-key",
-         "urlencode", "timeout-word", "timeout-below-request", "timeout-over-an-hour"],
+         "urlencode", "timeout-word", "timeout-below-request", "timeout-below-the-files-request", "stray-backslash",
+         "librdkafka-refuses"],
 )  # fmt: skip
 @pytest.mark.parametrize("timeout_given", [False, True], ids=["", "--timeout-ms"])
 def test_a_java_setting_librdkafka_cannot_honour_is_a_usage_error_naming_it_before_anything_is_sent(
@@ -263,10 +277,10 @@ def test_a_java_setting_librdkafka_cannot_honour_is_a_usage_error_naming_it_befo
     code = main(["topics", "--bootstrap-server", "127.0.0.1:1", "--command-config", str(config), "--list", *timeout])
     err = capsys.readouterr().err
     assert code == 2, err
-    assert f"throttled-admin topics: error: --command-config {config}: {named}" in err, err
+    assert f"throttled-admin topics: error: --command-config {config}" in err, err
+    assert named in err, err
     assert "s3cr3t-9d" not in err
     assert "20000" not in err
-    assert "3600001" not in err
 
 
 _OAUTHBEARER = "org.apache.kafka.common.security.oauthbearer"
@@ -310,6 +324,59 @@ def test_the_java_clients_tuning_is_left_out_of_librdkafkas_conf_and_named() -> 
     assert java_refusal(moot | {"sasl.oauthbearer.method": "default"}) == (
         "sasl.login.callback.handler.class is the Java client's: librdkafka cannot load a Java class"
     )
+    # helper 122: each read as kafka-topics.sh reads it
+    others = {
+        "key.serializer": "org.apache.kafka.common.serialization.StringSerializer",  # (a producer's, shared file)
+        "sasl.login.class": "org.apache.kafka.common.security.authenticator.DefaultLogin",  # (Java's default)
+        "ssl.truststore.location": "/t.jks",  # (no TLS: every ssl.* setting is moot, librdkafka's too)
+        "ssl.keystore.location": "/k.p12",
+        "ssl.keystore.key": "-----BEGIN PRIVATE KEY-----",
+    }
+    assert java_refusal(others) is None
+    assert java_only(others) is None
+    assert list(left_out(others)) == list(others)
+    assert build_conf(others, None) == {}
+    tls = {"security.protocol": "SSL", "ssl.ca.location": "/ca.pem", "ssl.endpoint.identification.algorithm": ""}
+    assert build_conf(tls, None) == tls | {"ssl.endpoint.identification.algorithm": "none"}  # (Java's "no check")
+
+
+@pytest.mark.parametrize(
+    ("file", "given", "expected"),
+    [
+        ({}, None, (60000, "--timeout-ms 60000", None)),
+        ({"request.timeout.ms": "120000"}, None, (120000, "--timeout-ms 120000", None)),  # (Java's deadline then)
+        ({"default.api.timeout.ms": "+45000"}, None, (45000, "--command-config's default.api.timeout.ms 45000", None)),
+        (
+            {"default.api.timeout.ms": "2147483647"},
+            None,
+            (3600000, "--timeout-ms 3600000", "WARNING: --command-config c.properties: default.api.timeout.ms is over "
+             "an hour, librdkafka's most: each call's deadline is --timeout-ms 3600000."),
+        ),
+        ({"default.api.timeout.ms": "2147483647"}, 5000, (5000, "--timeout-ms 5000", None)),
+    ],
+    ids=["java's", "request-timeout's", "file's", "over-an-hour", "given"],
+)  # fmt: skip
+def test_topics_deadline_is_the_option_the_files_or_javas(
+    file: dict[str, str], given: int | None, expected: tuple[int, str, str | None]
+) -> None:
+    """helper 122: a file's default.api.timeout.ms over an hour (Integer.MAX_VALUE: "as long as it takes") was refused
+    where Java runs, --timeout-ms given or not; a request.timeout.ms above 60000 is Java's deadline too."""
+    args = argparse.Namespace(timeout_ms=given, command_config="c.properties")
+    assert command_timeout(args, file, build_parser()) == expected
+
+
+def test_a_command_configs_values_are_trimmed_as_java_trims_them(quota_broker: BrokerFactory, tmp_path: Path) -> None:
+    """helper 122: ``client.id=ops `` (a trailing space) was the client "ops ", another quota entity than
+    kafka-topics.sh's "ops": created over ops's quota, unthrottled and unwarned."""
+    broker = quota_broker()
+    broker.set_quota(client_id="ops", controller_mutation_rate=1)
+    config = tmp_path / "client.properties"
+    config.write_text("client.id=ops \t\nsecurity.protocol= PLAINTEXT \n")
+    run = topics(broker.bootstrap_servers, "--command-config", str(config), "--create", "--topic", "t", "--partitions",
+                 "20")  # fmt: skip
+    assert run.returncode == 0, run.output
+    assert run.stdout.startswith("Created topic t.\nWARNING: The broker applied this change over the principal's "), run
+    assert {entry.client_id for entry in broker.request_log() if entry.api_name == "CreateTopics"} == {"ops"}
 
 
 _PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"

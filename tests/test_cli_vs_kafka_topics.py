@@ -271,5 +271,5 @@ def test_a_command_config_with_the_java_clients_tuning_works_on_both_and_we_name
     warning = ours.stderr.splitlines()
     assert len(warning) == 1, ours.stderr
     assert warning[0].startswith("WARNING: --command-config "), ours.stderr
-    assert re.findall(r"([\w.]+) \(", warning[0].split("left out: ", 1)[1]) == left_out, warning
+    assert re.findall(r"([\w.]+) \(", warning[0].split("not passed to librdkafka: ", 1)[1]) == left_out, warning
     assert kafka_broker.topics(kafka_ns.prefix) == {kafka_ns.topic("java"): 2, kafka_ns.topic("ours"): 2}

@@ -66,15 +66,24 @@ def _topics_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -
 
     action = check_topics_args(args, parser)
     properties = read_command_config(args.command_config, parser)
-    args.timeout_ms, args.deadline = command_timeout(args, properties, parser)
-    warning = notice(args.command_config, properties, takes_timeout=True)
-    if warning is not None:
-        say(warning)
+    args.timeout_ms, args.deadline, over_an_hour = command_timeout(args, properties, parser)
+    for warning in (notice(args.command_config, properties, takes_timeout=True), over_an_hour):
+        if warning is not None:
+            say(warning)
+    conf = build_conf(properties, args.bootstrap_server)
+    if args.command_config is not None:  # a setting librdkafka refuses is the file's, named, as for apply
+        from throttled_admin.provisioning import PlanError
+        from throttled_admin.provisioning._settings_check import check_settings
+
+        try:
+            check_settings(conf, where=f"--command-config {args.command_config}", fields=())
+        except PlanError as exc:
+            raise UsageError(str(exc), parser) from None
     redact = Redactor([properties])
     out = Output(redact, json_mode=args.output == "json")
     try:
         with AdminSession(
-            build_conf(properties, args.bootstrap_server),
+            conf,
             retry_on_quota_violation=args.retry_on_quota_violation,
             timeout_ms=args.timeout_ms,
         ) as session:

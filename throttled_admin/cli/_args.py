@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 from throttled_admin import __version__
 from throttled_admin.cli._conf import credentials_twice, jaas_problem, java_only
 from throttled_admin.cli._java_settings import DEFAULT_API_TIMEOUT, java_refusal
-from throttled_admin.cli._properties import PropertiesError, load_properties
+from throttled_admin.cli._properties import PropertiesError, java_trim, load_properties
 
 __all__ = [
     "ACTIONS",
@@ -117,7 +117,7 @@ class _Once(argparse.Action):
         if self.dest in given:
             raise UsageError(f"Found multiple arguments for option {name}, but you asked for only one", parser)
         given.add(self.dest)
-        if self.integer and (re.fullmatch(r"[+-]?\d+", text) is None or int(text) not in _INT32):
+        if self.integer and _java_int(text) is None:
             raise UsageError(f"Cannot parse argument '{text}' of option {name}", parser)
         setattr(namespace, self.dest, int(text) if self.integer else values)
 
@@ -367,9 +367,6 @@ def check_bootstrap(text: str, parser: argparse.ArgumentParser | None = None) ->
             )
 
 
-_JAVA_TRIM = "".join(map(chr, range(33)))  # String.trim: every character up to ' '
-
-
 def _java_split(text: str, separator: str) -> list[str]:
     """Java's ``String.split``: trailing empty strings dropped (kafka-topics.sh takes ``0:1,1:2,``)."""
     parts = text.split(separator)
@@ -384,8 +381,8 @@ def parse_replica_assignment(text: str, parser: argparse.ArgumentParser | None =
     terms and of its partition (it was "replica_assignment[0] has a broker id outside ..." of the new ones only)."""
     assignment: list[list[int]] = []
     for index, group in enumerate(_java_split(text, ",")):
-        parts = [part.strip(_JAVA_TRIM) for part in _java_split(group, ":")]
-        if not parts or not all(re.fullmatch(r"[+-]?[0-9]+", part) and int(part) in _INT32 for part in parts):
+        parts = [java_trim(part) for part in _java_split(group, ":")]
+        if not parts or not all(_java_int(part) is not None for part in parts):
             raise UsageError(
                 f"--replica-assignment: partition {index}: broker ids must be integers, got {group!r}", parser
             )
@@ -435,33 +432,45 @@ def topic_pattern(text: str, parser: argparse.ArgumentParser | None = None) -> r
 
 def command_timeout(
     args: argparse.Namespace, properties: Mapping[str, str], parser: argparse.ArgumentParser
-) -> tuple[int, str]:
-    """``topics``' deadline in ms, and how its messages name it: --timeout-ms, else the file's default.api.timeout.ms
-    (Java's Admin client's, which kafka-topics.sh's calls use), else Java's default. The file's is checked as Java
-    checks it, given --timeout-ms or not; its value is never shown (``_java_settings``)."""
+) -> tuple[int, str, str | None]:
+    """``topics``' deadline in ms, how its messages name it, and a warning to print (or None): --timeout-ms, else the
+    file's default.api.timeout.ms (Java's Admin client's, which kafka-topics.sh's calls use), else Java's default,
+    or its request.timeout.ms where that is longer (as Java takes it). The file's is checked as Java checks it, given
+    --timeout-ms or not, and never shown; one over an hour, librdkafka's most, is taken as an hour, saying so."""
     text = properties.get(DEFAULT_API_TIMEOUT)
-    ms = None if text is None else _file_timeout_ms(text, properties)
-    if isinstance(ms, str):
-        raise UsageError(f"--command-config {args.command_config}: {DEFAULT_API_TIMEOUT} {ms}", parser)
+    request_ms = _java_int(properties.get("request.timeout.ms", "30000"))
+    file_ms = None if text is None else _java_int(text)
+    if text is not None and file_ms is None:
+        raise UsageError(f"--command-config {args.command_config}: {DEFAULT_API_TIMEOUT} is not a whole number", parser)
+    if file_ms is not None and request_ms is not None and file_ms < request_ms:
+        raise UsageError(
+            f"--command-config {args.command_config}: {DEFAULT_API_TIMEOUT} must be no smaller than "
+            "request.timeout.ms (as the Java client requires)",
+            parser,
+        )
     if args.timeout_ms is not None:
-        return args.timeout_ms, f"--timeout-ms {args.timeout_ms}"
-    if ms is None:
-        return DEFAULT_TIMEOUT_MS, f"--timeout-ms {DEFAULT_TIMEOUT_MS}"
-    return ms, f"--command-config's {DEFAULT_API_TIMEOUT} {ms}"
+        return args.timeout_ms, f"--timeout-ms {args.timeout_ms}", None
+    if file_ms is None:
+        ms = max(DEFAULT_TIMEOUT_MS, min(request_ms or 0, MAX_TIMEOUT_MS))
+        return ms, f"--timeout-ms {ms}", None
+    if file_ms > MAX_TIMEOUT_MS:
+        return (
+            MAX_TIMEOUT_MS,
+            f"--timeout-ms {MAX_TIMEOUT_MS}",
+            f"WARNING: --command-config {args.command_config}: {DEFAULT_API_TIMEOUT} is over an hour, librdkafka's "
+            f"most: each call's deadline is --timeout-ms {MAX_TIMEOUT_MS}.",
+        )
+    if file_ms <= 0:
+        raise UsageError(f"--command-config {args.command_config}: {DEFAULT_API_TIMEOUT} must be > 0", parser)
+    return file_ms, f"--command-config's {DEFAULT_API_TIMEOUT} {file_ms}", None
 
 
-def _file_timeout_ms(text: str, properties: Mapping[str, str]) -> int | str:
-    """The file's default.api.timeout.ms, or what is wrong with it: Java's checks (an int, no smaller than
-    request.timeout.ms, Java's default 30000) and --timeout-ms's most."""
-    if re.fullmatch(r"\s*[+-]?\d{1,10}\s*", text) is None:
-        return "is not a whole number of milliseconds"
-    ms = int(text)
-    request = properties.get("request.timeout.ms", "30000").strip()
-    if re.fullmatch(r"[+-]?\d{1,10}", request) and ms < int(request):
-        return "must be no smaller than request.timeout.ms (Java refuses a smaller one)"
-    if not 0 < ms <= MAX_TIMEOUT_MS:
-        return f"must be > 0 and at most {MAX_TIMEOUT_MS} (an hour)"
-    return ms
+def _java_int(text: str) -> int | None:
+    """``text`` as Java's ``Integer.parseInt`` reads it, or None: a sign allowed, decimal digits of any script within
+    UTF-16's first plane (Java reads a char at a time: a digit beyond it is two, neither a digit), 32 bits."""
+    if re.fullmatch(r"[+-]?\d+", text) is None or any(ord(char) > 0xFFFF for char in text) or int(text) not in _INT32:
+        return None
+    return int(text)
 
 
 def read_command_config(path: str | None, parser: argparse.ArgumentParser) -> dict[str, str]:
@@ -469,10 +478,12 @@ def read_command_config(path: str | None, parser: argparse.ArgumentParser) -> di
     if path is None:
         return {}
     try:
-        properties = load_properties(path)
+        # each value trimmed, as the Java client reads a setting (librdkafka took ``client.id=C `` as "C ", another
+        # quota entity than kafka-topics.sh's)
+        properties = {key: java_trim(value) for key, value in load_properties(path).items()}
     except PropertiesError as exc:
         raise UsageError(f"--command-config {exc}", parser) from None
-    problem = java_only(properties) or java_refusal(properties)
+    problem = java_refusal(properties) or java_only(properties)
     if problem is not None:
         raise UsageError(f"--command-config {path}: {problem}", parser)
     jaas = properties.get("sasl.jaas.config")

@@ -18,13 +18,14 @@ from throttled_admin._kafka.secrets import is_secret_key, redact
 from throttled_admin.cli._jaas import login_module as jaas_module
 from throttled_admin.cli._jaas import read as read_jaas
 from throttled_admin.cli._jaas import unescape
-from throttled_admin.cli._java_settings import DEFAULT_API_TIMEOUT, left_out
+from throttled_admin.cli._java_settings import DEFAULT_API_TIMEOUT, has_tls, left_out
 
 __all__ = ["Redactor", "build_conf", "credentials_twice", "is_secret_key", "jaas_problem", "java_only"]
 
 _JAAS_OPTION = re.compile(r"""(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|([^\s;]+))""")
 _REDACTED = "[hidden]"
 _TRANSLATED_MODULES = ("PlainLoginModule", "ScramLoginModule")
+_HOSTNAME_CHECK = "ssl.endpoint.identification.algorithm"
 # librdkafka's own ways to trust a CA (a TrustStore's librdkafka equivalents)
 _CA_SETTINGS = ("ssl.ca.location", "ssl.ca.pem", "ssl.ca.certificate.stores")
 # A login module librdkafka has settings of its own for: those of them Java does not read too (Java reads
@@ -90,7 +91,7 @@ def credentials_twice(properties: Mapping[str, str]) -> str | None:
 def java_only(properties: Mapping[str, str]) -> str | None:
     """Why the properties cannot serve librdkafka: a Java-only setting with nothing of librdkafka's for the same thing
     beside it, named (the setting's name, never its value); None when they can."""
-    if not any(key in properties for key in _CA_SETTINGS):
+    if has_tls(properties) and not any(key in properties for key in _CA_SETTINGS):
         for key in properties:
             if key.startswith("ssl.truststore."):
                 return (
@@ -113,12 +114,15 @@ def java_only(properties: Mapping[str, str]) -> str | None:
 def build_conf(properties: Mapping[str, str], bootstrap_server: str | None) -> dict[str, str]:
     """The librdkafka conf: the properties, Java's sasl.jaas.config translated, bootstrap.servers on top
     (kafka-topics.sh lets --bootstrap-server override the file, as here). Java-only settings beside librdkafka's own
-    for the same thing are left out (``java_only`` refuses them alone), as are the Java client's tuning and
-    default.api.timeout.ms (``_java_settings``: a command takes that as its own)."""
+    for the same thing are left out (``java_only`` refuses them alone), as are the Java client's tuning, every ssl.*
+    setting without TLS, and default.api.timeout.ms (``_java_settings``: a command takes that as its own). An empty
+    ssl.endpoint.identification.algorithm, Java's "no host name check", is librdkafka's ``none``."""
     dropped = {*left_out(properties), DEFAULT_API_TIMEOUT}
     conf = {
         key: value for key, value in properties.items() if not key.startswith("ssl.truststore.") and key not in dropped
     }
+    if conf.get(_HOSTNAME_CHECK) == "":  # Java's way to turn the broker's host name check off; librdkafka's is none
+        conf[_HOSTNAME_CHECK] = "none"
     jaas = conf.pop("sasl.jaas.config", None)
     if jaas is not None:
         credentials = _jaas_credentials(jaas)

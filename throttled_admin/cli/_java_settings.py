@@ -5,9 +5,10 @@ tuning (``default.api.timeout.ms``, ``receive.buffer.bytes``, ``metrics.num.samp
 each as "No such configuration property", which failed a command that kafka-topics.sh runs. Each such setting
 (Kafka 4.4's ``AdminClientConfig.configNames()`` that librdkafka 2.16 does not know) is one of:
 
-- **left out**: it tunes only the Java client (timers, buffers, metrics, the JVM's TLS internals), or asks for what
-  librdkafka does anyway, so librdkafka's defaults serve it; the command names it on stderr, as Java warns of a
-  setting it does not use;
+- **left out**: it tunes only the Java client (timers, buffers, metrics, the JVM's TLS internals), is a Java
+  producer's or consumer's (a file shared with them), names Java's own default, asks for what librdkafka does anyway,
+  or is an ``ssl.*`` setting where the connection has no TLS (librdkafka's own too), so librdkafka's defaults serve;
+  the command names it on stderr, as Java warns of a setting it does not use;
 - **taken**: ``default.api.timeout.ms`` is the deadline of kafka-topics.sh's calls, which ``topics --timeout-ms``
   is; the file's value is the command's deadline unless --timeout-ms is given (``_args.command_timeout``);
 - **refused**: it changes whom the client reaches, how it proves who it is, or what it trusts, in a way librdkafka
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-__all__ = ["DEFAULT_API_TIMEOUT", "java_refusal", "left_out", "notice"]
+__all__ = ["DEFAULT_API_TIMEOUT", "has_tls", "java_refusal", "left_out", "notice"]
 
 #: Java's deadline of an Admin call: ``topics --timeout-ms`` when that is not given
 DEFAULT_API_TIMEOUT = "default.api.timeout.ms"
@@ -85,6 +86,24 @@ _REFUSED: dict[str, str] = {
     "ssl.keystore.certificate.chain": "give the chain in librdkafka's ssl.certificate.pem",
     "ssl.keystore.key": "give the key in librdkafka's ssl.key.pem",
 }
+# The Java producer's and consumer's own settings librdkafka does not know (a client.properties shared with them):
+# no admin client reads them, Java's included
+_PRODUCER_CONSUMER = frozenset(
+    {
+        "buffer.memory", "buffer.memory.allocation.strategy", "compression.gzip.level", "compression.lz4.level",
+        "compression.zstd.level", "exclude.internal.topics", "fetch.max.wait.ms", "interceptor.classes",
+        "internal.throw.on.fetch.stable.offset.unsupported", "key.deserializer", "key.serializer", "max.block.ms",
+        "max.request.size", "metadata.max.idle.ms", "partitioner.adaptive.partitioning.enable",
+        "partitioner.availability.timeout.ms", "partitioner.class", "partitioner.ignore.keys",
+        "partitioner.rack.aware", "share.acquire.mode", "transaction.two.phase.commit.enable", "value.deserializer",
+        "value.serializer",
+    }
+)  # fmt: skip
+# Java's own defaults for a class setting: given, they change nothing
+_JAVA_DEFAULT_CLASSES = {
+    "sasl.login.class": "org.apache.kafka.common.security.authenticator.DefaultLogin",
+    "sasl.client.callback.handler.class": "org.apache.kafka.common.security.authenticator.SaslClientCallbackHandler",
+}
 # Kafka's own login callback handler for OAUTHBEARER over OIDC (and its name before Kafka 3.4's move)
 _KAFKA_OIDC_HANDLERS = {
     "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
@@ -98,9 +117,7 @@ _Verdict = tuple[bool, str]
 def _protocols(value: str, properties: Mapping[str, str]) -> _Verdict:
     """``ssl.enabled.protocols``: librdkafka offers TLS 1.2 and 1.3, so a list naming TLS 1.2 is met (and one that
     also names older versions, which OpenSSL 3 refuses anyway), as is an empty one (Java's default); TLS 1.3 alone
-    is not. Moot where nothing is TLS."""
-    if not properties.get("security.protocol", "PLAINTEXT").strip().upper().endswith("SSL"):
-        return False, "security.protocol has no TLS"
+    is not."""
     protocols = {word.strip() for word in value.split(",") if word.strip()}
     if not protocols or "TLSv1.2" in protocols:
         return False, f"{_OPENSSL}, which offers TLS 1.2 and 1.3"
@@ -132,7 +149,7 @@ def _urlencode(value: str, properties: Mapping[str, str]) -> _Verdict:
 def _login_handler(value: str, properties: Mapping[str, str]) -> _Verdict:
     """``sasl.login.callback.handler.class``: Kafka's own OIDC handler beside librdkafka's
     ``sasl.oauthbearer.method=oidc`` is the same token fetch (Java needs the line, librdkafka its method)."""
-    oidc = properties.get("sasl.oauthbearer.method", "").strip().lower() == "oidc"
+    oidc = properties.get("sasl.oauthbearer.method", "").lower() == "oidc"
     if oidc and value in _KAFKA_OIDC_HANDLERS:
         return False, "librdkafka's sasl.oauthbearer.method=oidc fetches the token"
     return True, _CLASS
@@ -146,14 +163,27 @@ _BY_VALUE: dict[str, Callable[[str, Mapping[str, str]], _Verdict]] = {
 }
 
 
+def has_tls(properties: Mapping[str, str]) -> bool:
+    """Whether the connection is TLS (``security.protocol`` SSL or SASL_SSL; PLAINTEXT when not given)."""
+    return properties.get("security.protocol", "PLAINTEXT").upper().endswith("SSL")
+
+
 def _verdict(key: str, properties: Mapping[str, str]) -> _Verdict | None:
-    """Whether a Java-only setting is refused, and why; None for a setting that is not one."""
+    """Whether a setting is left out (False) or refused (True), and why; None for one passed to librdkafka. Without
+    TLS every ``ssl.*`` setting is moot, librdkafka's own too (Java builds no TLS context then; librdkafka checked
+    a keystore's password all the same)."""
+    if key.startswith("ssl.") and not has_tls(properties):
+        return False, "security.protocol has no TLS"
     if key in _LEFT_OUT:
         return False, _LEFT_OUT[key]
+    if key in _PRODUCER_CONSUMER:
+        return False, "a Java producer's or consumer's setting: no admin client reads it"
+    if _JAVA_DEFAULT_CLASSES.get(key) == properties[key]:
+        return False, "Java's default"
     if key in _REFUSED:
         return True, _REFUSED[key]
     check = _BY_VALUE.get(key)
-    return None if check is None else check(properties[key].strip(), properties)
+    return None if check is None else check(properties[key], properties)
 
 
 def java_refusal(properties: Mapping[str, str]) -> str | None:
@@ -185,4 +215,4 @@ def notice(path: str | None, properties: Mapping[str, str], *, takes_timeout: bo
     if not out:
         return None
     named = "; ".join(f"{key} ({why})" for key, why in out.items())
-    return f"WARNING: --command-config {path}: the Java client's settings, left out: {named}."
+    return f"WARNING: --command-config {path}: not passed to librdkafka: {named}."

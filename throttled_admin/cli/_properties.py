@@ -7,22 +7,38 @@ in an odd number of backslashes continues on the next line (whose leading whites
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-__all__ = ["PropertiesError", "load_properties", "parse_properties"]
+__all__ = ["PropertiesError", "java_trim", "load_properties", "parse_properties"]
 
 _WHITESPACE = " \t\f"
+# A line that reads as a Kafka client setting (``sasl.jaas.config=``, ``ssl.key.password ...``): continued onto from
+# the line above (a stray '\\' at its end), it is that setting's value's tail in Java's reading, not a setting
+_SETTING_LINE = re.compile(r"[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+\s*[=:]")
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+# What Java's String.trim() takes off a value's ends: every character up to ' ' (the Kafka clients trim each setting
+# they read so: ``client.id=C `` is the client C)
+_JAVA_TRIM = "".join(map(chr, range(0x21)))
+
+
+def java_trim(text: str) -> str:
+    """``text`` as Java's ``String.trim()`` leaves it (a no-break space stays)."""
+    return text.strip(_JAVA_TRIM)
 
 
 class PropertiesError(ValueError):
     """A properties file that cannot be read; the message names the file and the line."""
 
 
-def _logical_lines(text: str) -> list[tuple[int, str]]:
-    """Join continued lines; returns (first line number, logical line) without comments and blanks."""
-    lines: list[tuple[int, str]] = []
+def _logical_lines(text: str) -> list[tuple[int, str, list[int]]]:
+    """Join continued lines; returns (first line number, logical line, the numbers of its continued lines that read
+    as a setting of their own) without comments and blanks."""
+    lines: list[tuple[int, str, list[int]]] = []
     current: list[str] = []
+    suspects: list[int] = []
     start = 0
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.lstrip(_WHITESPACE)
@@ -31,15 +47,17 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
             if not line or line[0] in "#!":
                 continue
             start = number
+        elif _SETTING_LINE.match(line):
+            suspects.append(number)
         trailing = len(line) - len(line.rstrip("\\"))
         if trailing % 2 == 1:
             current.append(line[:-1])
             continue
         current.append(line)
-        lines.append((start, "".join(current)))
-        current = []
+        lines.append((start, "".join(current), suspects))
+        current, suspects = [], []
     if current:
-        lines.append((start, "".join(current)))
+        lines.append((start, "".join(current), suspects))
     return lines
 
 
@@ -83,18 +101,28 @@ def _split(line: str) -> tuple[str, str]:
     return key, rest
 
 
-def parse_properties(text: str, source: str = "<properties>") -> dict[str, str]:
-    """The key/value pairs of a properties text; a later key replaces an earlier one, as in Java."""
+def parse_properties(text: str, source: str = "<properties>", *, settings: bool = False) -> dict[str, str]:
+    """The key/value pairs of a properties text; a later key replaces an earlier one, as in Java. ``settings``: a
+    file of client settings, where a continued line that reads as a setting of its own is refused (Java joins it to
+    the value above, which then holds that setting, a password perhaps, and the setting is lost): a PropertiesError
+    naming the line and both settings, never a value."""
     result: dict[str, str] = {}
-    for number, line in _logical_lines(text):
+    for number, line, suspects in _logical_lines(text):
         where = f"{source}:{number}"
         key, value = _split(line)
+        if settings and suspects:
+            swallowed = _split(text.splitlines()[suspects[0] - 1].lstrip(_WHITESPACE))[0]
+            raise PropertiesError(
+                f"{source}:{suspects[0]}: {swallowed} is read as the end of {_unescape(key, where)}'s value, as the "
+                "line before it ends with '\\' (a line continued): remove that '\\'"
+            )
         result[_unescape(key, where)] = _unescape(value, where)
     return result
 
 
 def load_properties(path: str | Path) -> dict[str, str]:
-    """Read a properties file (UTF-8, falling back to Java's ISO-8859-1 for older files)."""
+    """Read a properties file of client settings (UTF-8, falling back to Java's ISO-8859-1 for older files); see
+    ``parse_properties``'s ``settings``."""
     file = Path(path)
     try:
         data = file.read_bytes()
@@ -104,4 +132,4 @@ def load_properties(path: str | Path) -> dict[str, str]:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         text = data.decode("iso-8859-1")
-    return parse_properties(text, str(file))
+    return parse_properties(text, str(file), settings=True)
