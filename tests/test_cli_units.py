@@ -29,8 +29,10 @@ from throttled_admin.cli._args import (
 )
 from throttled_admin.cli._conf import Redactor, build_conf, credentials_twice, jaas_problem, java_only
 from throttled_admin.cli._java_settings import java_refusal, left_out, notice
-from throttled_admin.cli._output import QUOTA_MESSAGE, describe_error
+from throttled_admin.cli._output import QUOTA_MESSAGE, _between_words, describe_error
 from throttled_admin.cli._properties import PropertiesError, load_properties, parse_properties
+from throttled_admin.provisioning import PlanError
+from throttled_admin.provisioning._settings_check import check_settings
 
 
 def test_properties_as_java_reads_them() -> None:
@@ -60,6 +62,56 @@ def test_properties_as_java_reads_them() -> None:
         "path": "C:\\dir",
         "empty": "",
     }
+
+
+def test_properties_lines_end_where_javas_do() -> None:
+    """review 123: str.splitlines() also broke at \\x85, \\f and U+2028, cutting a password in two (its tail read as
+    a key, named in an error); Java's LineReader ends a line at \\n, \\r or \\r\\n only."""
+    assert parse_properties("sasl.password=Pass\x85word\x0cTail\u2028 99\r\nb=2\rc=3") == {
+        "sasl.password": "Pass\x85word\x0cTail\u2028 99",
+        "b": "2",
+        "c": "3",
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "swallowed"),
+    [
+        ("sasl.mechanism=PLAIN\\\nsasl.jaas.config=x;\n", "3: sasl.jaas.config is read as the end of sasl.mechanism"),
+        ("sasl.mechanism=PLAIN\\\n#sasl.jaas.config=x;\n", "3: #sasl.jaas.config is read as the end of"),
+        ("sasl.mechanism=PLAIN\\\nsasl.password  secret\n", "3: sasl.password is read as the end of"),
+        ("sasl.mechanism=PLAIN\\\r\nssl.key.password: secret\r\n", "3: ssl.key.password is read as the end of"),
+        ("bootstrap.servers=a.example.com:9092,\\\n    b.example.com:9092\n", None),  # (a list continued)
+        ("sasl.jaas.config=x.LoginModule required \\\n    ssl.truststore.location=\"/t.jks\";\n", None),  # (OIDC)
+        ("sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \\\n"
+         "    username=\"alice\" \\\n    password=\"s\";\n", None),
+    ],
+    ids=["setting", "commented", "space-separated", "crlf", "host-list", "jaas-option", "jaas-lines"],
+)  # fmt: skip
+def test_a_line_continued_into_a_setting_is_refused_and_a_continued_value_is_not(
+    tmp_path: Path, text: str, swallowed: str | None
+) -> None:
+    """helper 122 and review 123: Java joins the next line to the value, which then held a password librdkafka's
+    refusal printed; a value continued as values are (a broker list, a JAAS line's options) reads as Java reads it."""
+    path = tmp_path / "client.properties"
+    path.write_text("security.protocol=SASL_PLAINTEXT\n" + text, newline="")
+    if swallowed is None:
+        load_properties(path)
+    else:
+        with pytest.raises(PropertiesError, match=re.escape(f"{path}:{swallowed}")):
+            load_properties(path)
+
+
+def test_a_refused_value_that_took_in_more_than_a_value_is_hidden() -> None:
+    """review 123: a value continued into a line no rule reads as a setting still reaches librdkafka, whose refusal
+    quotes it; a value with a space, '=', '#', ';' or a quote is hidden then (a plain one, a typo, is shown)."""
+    sasl = {"security.protocol": "SASL_PLAINTEXT"}
+    with pytest.raises(PlanError) as caught:
+        check_settings({**sasl, "sasl.mechanism": 'PLAINsasl_jaas password="S3cret-77";'}, where="f", fields=())
+    assert "S3cret-77" not in str(caught.value)
+    assert str(caught.value).startswith("f: field 'sasl.mechanism': librdkafka refuses it: "), caught.value
+    with pytest.raises(PlanError, match="PLAN"):
+        check_settings({**sasl, "sasl.mechanism": "PLAN"}, where="f", fields=())
 
 
 def test_properties_errors_name_the_file_and_line(tmp_path: Path) -> None:
@@ -122,25 +174,47 @@ def test_main_returns_exit_codes_without_exiting(capsys: pytest.CaptureFixture[s
         assert 'Option "[partitions]" can\'t be used with option "[list]"' in capsys.readouterr().err
 
 
-def test_in_a_narrow_terminal_the_quota_warning_is_broken_between_words(quota_broker: BrokerFactory) -> None:
-    """helper 118's tmux run: long lines broke where the terminal's edge fell ("the p" / "eriod"); in a pipe they stay
-    whole (kafka-topics.sh's lines, which the side-by-side tests compare)."""
+def test_in_a_narrow_terminal_stderr_breaks_between_words_and_stdout_stays_kafka_topics_lines(
+    quota_broker: BrokerFactory, tmp_path: Path
+) -> None:
+    """helper 118's tmux run: long lines broke where the terminal's edge fell ("the p" / "eriod"). A line for the
+    person (stderr) is broken between words; stdout's are kafka-topics.sh's lines, whole in a terminal too (review
+    123: what captures a terminal, as ``script`` or ``expect``, reads them)."""
     broker = quota_broker(controller_mutation_rate=1, quota_window_num=1)  # 3 partitions: admitted and throttled
+    config = tmp_path / "client.properties"
+    config.write_text("metrics.num.samples=2\nreceive.buffer.bytes=65536\n")
     child = pexpect.spawn(
         sys.executable,
-        ["-m", "throttled_admin", "topics", "--bootstrap-server", broker.bootstrap_servers, "--create", "--topic",
-         "orders.a", "--partitions", "3"],
+        ["-m", "throttled_admin", "topics", "--bootstrap-server", broker.bootstrap_servers, "--command-config",
+         str(config), "--create", "--topic", "orders.a", "--partitions", "3"],
         env=cli_env(), cwd=str(REPO), encoding="utf-8", timeout=60, dimensions=(40, 60),
     )  # fmt: skip
     child.expect(pexpect.EOF)
     child.close()
     lines = child.before.replace("\r\n", "\n").splitlines()
     assert child.exitstatus == 0, lines
-    assert "Created topic orders.a." in lines, lines
-    assert all(len(line) <= 60 for line in lines), lines
-    said = " ".join(lines)
-    assert "WARNING: The broker applied this change over the principal's controller mutation quota" in said, lines
-    assert "topics with a period ('.') or underscore ('_') could collide." in said, lines
+    stdout_from = next(i for i, line in enumerate(lines) if line.startswith("WARNING: Due to limitations"))
+    warning = lines[:stdout_from]  # stderr's line, then stdout's
+    assert warning[0].startswith("WARNING: --command-config"), lines
+    assert all(len(line) <= 60 or " " not in line for line in warning), lines  # (a word wider stays whole: a path)
+    assert lines[stdout_from].endswith("could collide. To avoid issues it is best to use either, but not both."), lines
+    assert "receive.buffer.bytes (librdkafka's is socket.receive.buffer.bytes)" in " ".join(warning), lines
+    assert any(
+        line.startswith("WARNING: The broker applied this change over the principal's controller mutation quota and "
+                        "throttled the connection: ") for line in lines
+    ), lines  # fmt: skip
+
+
+def test_a_terminal_of_no_size_takes_lines_whole() -> None:
+    """review 123: a pseudo-terminal whose size was never set reports 0 columns, and breaking lines at 0 raised."""
+    main_fd, terminal_fd = os.openpty()
+    try:
+        with os.fdopen(terminal_fd, "w", closefd=False) as terminal:
+            assert os.get_terminal_size(terminal.fileno()).columns == 0
+            assert _between_words("a line wider than nothing", terminal) == "a line wider than nothing"
+    finally:
+        os.close(main_fd)
+        os.close(terminal_fd)
 
 
 def test_apply_without_rich_in_a_terminal_hints_at_the_extra(quota_broker: BrokerFactory, tmp_path: Path) -> None:
@@ -327,6 +401,8 @@ def test_the_java_clients_tuning_is_left_out_of_librdkafkas_conf_and_named() -> 
     # helper 122: each read as kafka-topics.sh reads it
     others = {
         "key.serializer": "org.apache.kafka.common.serialization.StringSerializer",  # (a producer's, shared file)
+        "enable.idempotence": "true",  # (librdkafka's too: its admin handle would ask for a producer id)
+        "transactional.id": "tx-1",
         "sasl.login.class": "org.apache.kafka.common.security.authenticator.DefaultLogin",  # (Java's default)
         "ssl.truststore.location": "/t.jks",  # (no TLS: every ssl.* setting is moot, librdkafka's too)
         "ssl.keystore.location": "/k.p12",

@@ -23,8 +23,7 @@ from throttled_admin.cli._args import (
     read_command_config,
     unrecognized,
 )
-from throttled_admin.cli._conf import Redactor, build_conf
-from throttled_admin.cli._java_settings import notice
+from throttled_admin.cli._conf import Redactor, checked_conf
 from throttled_admin.cli._output import WRITE_ERRORS, ErrorInfo, Output, describe_error, say, stdout_gone
 
 __all__ = ["EXIT_FAILURE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main", "run"]
@@ -67,18 +66,15 @@ def _topics_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -
     action = check_topics_args(args, parser)
     properties = read_command_config(args.command_config, parser)
     args.timeout_ms, args.deadline, over_an_hour = command_timeout(args, properties, parser)
-    for warning in (notice(args.command_config, properties, takes_timeout=True), over_an_hour):
+    from throttled_admin.provisioning import PlanError
+
+    try:  # (a setting librdkafka refuses is the file's, named, as for apply)
+        conf, left_out = checked_conf(args.command_config, properties, args.bootstrap_server, takes_timeout=True)
+    except PlanError as exc:
+        raise UsageError(str(exc), parser) from None
+    for warning in (left_out, over_an_hour):  # (once every check passed)
         if warning is not None:
             say(warning)
-    conf = build_conf(properties, args.bootstrap_server)
-    if args.command_config is not None:  # a setting librdkafka refuses is the file's, named, as for apply
-        from throttled_admin.provisioning import PlanError
-        from throttled_admin.provisioning._settings_check import check_settings
-
-        try:
-            check_settings(conf, where=f"--command-config {args.command_config}", fields=())
-        except PlanError as exc:
-            raise UsageError(str(exc), parser) from None
     redact = Redactor([properties])
     out = Output(redact, json_mode=args.output == "json")
     try:

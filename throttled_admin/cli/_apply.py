@@ -18,8 +18,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from throttled_admin.cli._args import UsageError, check_bootstrap, read_command_config
-from throttled_admin.cli._conf import Redactor, build_conf
-from throttled_admin.cli._java_settings import notice
+from throttled_admin.cli._conf import Redactor, checked_conf
 from throttled_admin.cli._output import Output, say
 from throttled_admin.cli._reach import Problem
 
@@ -36,18 +35,15 @@ _LOG_WIDTH = 10_000
 
 def _profiles(args: argparse.Namespace, parser: argparse.ArgumentParser, clusters: list[str]) -> dict[str, Any]:
     from throttled_admin.provisioning import Profile, read_profiles
-    from throttled_admin.provisioning._settings_check import check_settings
 
     if args.profiles is not None:
         profiles = dict(read_profiles(args.profiles))
     else:
         properties = read_command_config(args.command_config, parser)
-        warning = notice(args.command_config, properties, takes_timeout=False)
+        # (a setting librdkafka refuses is the file's, a PlanError as in a profiles file)
+        conf, warning = checked_conf(args.command_config, properties, args.bootstrap_server, takes_timeout=False)
         if warning is not None:
             say(warning)
-        conf = build_conf(properties, args.bootstrap_server)
-        if args.command_config is not None:  # a setting librdkafka refuses is the file's, as in a profiles file
-            check_settings(conf, where=f"--command-config {args.command_config}", fields=())
         # One connection serves every cluster named in the plan.
         profiles = {name: Profile(name=name, conf=dict(conf), mutation_rate=args.mutation_rate) for name in clusters}
     # Quiet, as `topics`: librdkafka's log would repeat every failed connection attempt; the command reports

@@ -441,7 +441,9 @@ def command_timeout(
     request_ms = _java_int(properties.get("request.timeout.ms", "30000"))
     file_ms = None if text is None else _java_int(text)
     if text is not None and file_ms is None:
-        raise UsageError(f"--command-config {args.command_config}: {DEFAULT_API_TIMEOUT} is not a whole number", parser)
+        raise UsageError(
+            f"--command-config {args.command_config}: {DEFAULT_API_TIMEOUT} is not a whole number of 32 bits", parser
+        )
     if file_ms is not None and request_ms is not None and file_ms < request_ms:
         raise UsageError(
             f"--command-config {args.command_config}: {DEFAULT_API_TIMEOUT} must be no smaller than "
@@ -451,7 +453,7 @@ def command_timeout(
     if args.timeout_ms is not None:
         return args.timeout_ms, f"--timeout-ms {args.timeout_ms}", None
     if file_ms is None:
-        ms = max(DEFAULT_TIMEOUT_MS, min(request_ms or 0, MAX_TIMEOUT_MS))
+        ms = max(DEFAULT_TIMEOUT_MS, request_ms or 0)  # (librdkafka's request.timeout.ms: at most 900000)
         return ms, f"--timeout-ms {ms}", None
     if file_ms > MAX_TIMEOUT_MS:
         return (
@@ -473,14 +475,22 @@ def _java_int(text: str) -> int | None:
     return int(text)
 
 
+_LIBRDKAFKA_CREDENTIALS = ("sasl.username", "sasl.password")
+
+
 def read_command_config(path: str | None, parser: argparse.ArgumentParser) -> dict[str, str]:
-    """The properties of ``--command-config`` (none without it); a file that cannot be read is a usage error."""
+    """The properties of ``--command-config`` (none without it), each value trimmed as Java trims a setting's; a file
+    that cannot be read, or holds a Java-only setting librdkafka cannot follow (``_java_settings``, ``java_only``), is
+    a usage error."""
     if path is None:
         return {}
     try:
         # each value trimmed, as the Java client reads a setting (librdkafka took ``client.id=C `` as "C ", another
-        # quota entity than kafka-topics.sh's)
-        properties = {key: java_trim(value) for key, value in load_properties(path).items()}
+        # quota entity than kafka-topics.sh's), but librdkafka's own credentials, which Java never reads, as written
+        properties = {
+            key: value if key in _LIBRDKAFKA_CREDENTIALS else java_trim(value)
+            for key, value in load_properties(path).items()
+        }
     except PropertiesError as exc:
         raise UsageError(f"--command-config {exc}", parser) from None
     problem = java_refusal(properties) or java_only(properties)

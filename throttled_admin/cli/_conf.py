@@ -18,9 +18,17 @@ from throttled_admin._kafka.secrets import is_secret_key, redact
 from throttled_admin.cli._jaas import login_module as jaas_module
 from throttled_admin.cli._jaas import read as read_jaas
 from throttled_admin.cli._jaas import unescape
-from throttled_admin.cli._java_settings import DEFAULT_API_TIMEOUT, has_tls, left_out
+from throttled_admin.cli._java_settings import DEFAULT_API_TIMEOUT, has_tls, left_out, notice
 
-__all__ = ["Redactor", "build_conf", "credentials_twice", "is_secret_key", "jaas_problem", "java_only"]
+__all__ = [
+    "Redactor",
+    "build_conf",
+    "checked_conf",
+    "credentials_twice",
+    "is_secret_key",
+    "jaas_problem",
+    "java_only",
+]
 
 _JAAS_OPTION = re.compile(r"""(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|([^\s;]+))""")
 _REDACTED = "[hidden]"
@@ -133,6 +141,20 @@ def build_conf(properties: Mapping[str, str], bootstrap_server: str | None) -> d
     if bootstrap_server is not None:
         conf["bootstrap.servers"] = bootstrap_server
     return conf
+
+
+def checked_conf(
+    path: str | None, properties: Mapping[str, str], bootstrap_server: str | None, *, takes_timeout: bool
+) -> tuple[dict[str, str], str | None]:
+    """``build_conf``'s conf, checked by librdkafka where a --command-config file gave it (a setting it refuses:
+    a PlanError naming the file and the setting, as a profile's), and the warning to print once it passed
+    (``_java_settings.notice``): ``topics`` and ``apply`` read the file so alike."""
+    conf = build_conf(properties, bootstrap_server)
+    if path is not None:
+        from throttled_admin.provisioning._settings_check import check_settings
+
+        check_settings(conf, where=f"--command-config {path}", fields=())
+    return conf, notice(path, properties, takes_timeout=takes_timeout)
 
 
 class Redactor:

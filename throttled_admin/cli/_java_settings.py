@@ -35,7 +35,7 @@ _CLASS = "librdkafka cannot load a Java class"
 # Left out, and why
 _LEFT_OUT: dict[str, str] = {
     "bootstrap.resolve.timeout.ms": _NONE,
-    "metadata.cluster.check.enable": "librdkafka does not check that a broker is of the cluster it bootstrapped from",
+    "metadata.cluster.check.enable": "librdkafka never checks that a broker is of the cluster it bootstrapped from",
     "metric.reporters": _NO_JMX,
     "metrics.num.samples": _NO_JMX,
     "metrics.recording.level": _NO_JMX,
@@ -86,16 +86,24 @@ _REFUSED: dict[str, str] = {
     "ssl.keystore.certificate.chain": "give the chain in librdkafka's ssl.certificate.pem",
     "ssl.keystore.key": "give the key in librdkafka's ssl.key.pem",
 }
-# The Java producer's and consumer's own settings librdkafka does not know (a client.properties shared with them):
-# no admin client reads them, Java's included
+# The Java producer's and consumer's own settings (Kafka 4.4's, not the Admin client's; a client.properties shared
+# with them): no admin client reads them, Java's included, and librdkafka's admin handle would act on some
+# (enable.idempotence asks the cluster for a producer id)
 _PRODUCER_CONSUMER = frozenset(
     {
-        "buffer.memory", "buffer.memory.allocation.strategy", "compression.gzip.level", "compression.lz4.level",
-        "compression.zstd.level", "exclude.internal.topics", "fetch.max.wait.ms", "interceptor.classes",
-        "internal.throw.on.fetch.stable.offset.unsupported", "key.deserializer", "key.serializer", "max.block.ms",
-        "max.request.size", "metadata.max.idle.ms", "partitioner.adaptive.partitioning.enable",
+        "acks", "allow.auto.create.topics", "auto.commit.interval.ms", "auto.offset.reset", "batch.size",
+        "buffer.memory", "buffer.memory.allocation.strategy", "check.crcs", "client.rack", "compression.gzip.level",
+        "compression.lz4.level", "compression.type", "compression.zstd.level", "delivery.timeout.ms",
+        "enable.auto.commit", "enable.idempotence", "exclude.internal.topics", "fetch.max.bytes",
+        "fetch.max.wait.ms", "fetch.min.bytes", "group.id", "group.instance.id", "group.protocol",
+        "group.remote.assignor", "heartbeat.interval.ms", "interceptor.classes",
+        "internal.throw.on.fetch.stable.offset.unsupported", "isolation.level", "key.deserializer",
+        "key.serializer", "linger.ms", "max.block.ms", "max.in.flight.requests.per.connection",
+        "max.partition.fetch.bytes", "max.poll.interval.ms", "max.poll.records", "max.request.size",
+        "metadata.max.idle.ms", "partition.assignment.strategy", "partitioner.adaptive.partitioning.enable",
         "partitioner.availability.timeout.ms", "partitioner.class", "partitioner.ignore.keys",
-        "partitioner.rack.aware", "share.acquire.mode", "transaction.two.phase.commit.enable", "value.deserializer",
+        "partitioner.rack.aware", "session.timeout.ms", "share.acknowledgement.mode", "share.acquire.mode",
+        "transaction.timeout.ms", "transaction.two.phase.commit.enable", "transactional.id", "value.deserializer",
         "value.serializer",
     }
 )  # fmt: skip

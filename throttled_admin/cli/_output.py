@@ -129,6 +129,8 @@ def _between_words(text: str, stream: TextIO) -> str:
         width = os.get_terminal_size(stream.fileno()).columns
     except (OSError, ValueError, AttributeError):  # (no fd: a StringIO; a terminal that reports no size)
         return text
+    if width <= 0:  # (a pseudo-terminal whose size was never set)
+        return text
     fill = functools.partial(textwrap.fill, width=width, break_long_words=False, break_on_hyphens=False)
     return "\n".join(fill(line) if len(line) > width else line for line in text.split("\n"))
 
@@ -145,11 +147,10 @@ class Output:
         self._stderr = stderr
 
     def line(self, text: str = "") -> None:
-        """A line of kafka-topics.sh's output: in a terminal broken between words where wider than it (a pipe or a
-        file gets it whole, as kafka-topics.sh prints it; --describe's tab-separated lines are left whole)."""
-        text = self.redact(text)
+        """A line of output, as kafka-topics.sh prints it: whole, in a terminal too (what captures a terminal, as
+        ``script`` or ``expect`` do, reads what kafka-topics.sh would print)."""
         with reader_may_go():
-            print(text if "\t" in text else _between_words(text, self._stdout), file=self._stdout, flush=True)
+            print(self.redact(text), file=self._stdout, flush=True)
 
     def error(self, text: str) -> None:
         say(self.redact(text), self._stderr)

@@ -15,7 +15,10 @@ __all__ = ["PropertiesError", "java_trim", "load_properties", "parse_properties"
 _WHITESPACE = " \t\f"
 # A line that reads as a Kafka client setting (``sasl.jaas.config=``, ``ssl.key.password ...``): continued onto from
 # the line above (a stray '\\' at its end), it is that setting's value's tail in Java's reading, not a setting
-_SETTING_LINE = re.compile(r"[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+\s*[=:]")
+_SETTING_LINE = re.compile(r"[#!]?[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+(?:\s*=|\s*:(?!\d)|\s+\S)")
+# Java's line terminators (``LineReader``): not str.splitlines()'s \f, \v, \x1c-\x1e, \x85 or U+2028, which would cut a
+# value (a password) in two
+_LINES = re.compile(r"\r\n|\r|\n")
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
 
@@ -40,7 +43,7 @@ def _logical_lines(text: str) -> list[tuple[int, str, list[int]]]:
     current: list[str] = []
     suspects: list[int] = []
     start = 0
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(_LINES.split(text), start=1):
         line = raw.lstrip(_WHITESPACE)
         if not current:
             # Comments and blank lines only count where a logical line starts, as in Properties.load.
@@ -110,8 +113,8 @@ def parse_properties(text: str, source: str = "<properties>", *, settings: bool 
     for number, line, suspects in _logical_lines(text):
         where = f"{source}:{number}"
         key, value = _split(line)
-        if settings and suspects:
-            swallowed = _split(text.splitlines()[suspects[0] - 1].lstrip(_WHITESPACE))[0]
+        if settings and suspects and key != "sasl.jaas.config":  # (a JAAS line's options may read so)
+            swallowed = _split(_LINES.split(text)[suspects[0] - 1].lstrip(_WHITESPACE))[0]
             raise PropertiesError(
                 f"{source}:{suspects[0]}: {swallowed} is read as the end of {_unescape(key, where)}'s value, as the "
                 "line before it ends with '\\' (a line continued): remove that '\\'"

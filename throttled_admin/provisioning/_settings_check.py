@@ -91,6 +91,11 @@ def _culprit(conf: dict[str, str], message: str) -> tuple[str | None, bool]:
     return (min(mentioned)[2] if mentioned else None), False
 
 
+# What a setting's value holds only if it took in more than a value (``sasl.mechanism=PLAIN\`` continued into a
+# commented ``#sasl.jaas.config=... password="...";``): librdkafka's refusal, which quotes it, shows it hidden
+_MORE_THAN_A_VALUE = re.compile(r"[\s=#!;\"']")
+
+
 def check_settings(conf: dict[str, str], *, where: str, fields: tuple[str, ...] = PROFILE_FIELDS) -> None:
     """librdkafka's own check of a profile's settings, so a misspelt key or a value it refuses is a file error naming
     the key, with the closest known key or librdkafka's reason, and not a failure of every row. A secret's value is
@@ -113,4 +118,6 @@ def check_settings(conf: dict[str, str], *, where: str, fields: tuple[str, ...] 
         raise PlanError(f"{where}: librdkafka refuses the settings: {message}") from None
     if is_secret_key(key) and not value_free:
         raise PlanError(f"{where}: field {key!r}: librdkafka refuses its value") from None
+    if _MORE_THAN_A_VALUE.search(conf[key]):  # (a properties line continued into the next: a password, perhaps)
+        message = redact(message, [conf[key]])
     raise PlanError(f"{where}: field {key!r}: librdkafka refuses it: {message}") from None
