@@ -25,6 +25,7 @@ from throttled_admin.cli._args import (
     command_timeout,
     parse_replica_assignment,
     parse_topic_configs,
+    read_command_config,
     topic_pattern,
 )
 from throttled_admin.cli._conf import Redactor, build_conf, credentials_twice, jaas_problem, java_only
@@ -32,7 +33,7 @@ from throttled_admin.cli._java_settings import java_refusal, left_out, notice
 from throttled_admin.cli._output import QUOTA_MESSAGE, _between_words, describe_error
 from throttled_admin.cli._properties import PropertiesError, load_properties, parse_properties
 from throttled_admin.provisioning import PlanError
-from throttled_admin.provisioning._settings_check import check_settings
+from throttled_admin.provisioning._settings_check import _hidden, check_settings
 
 
 def test_properties_as_java_reads_them() -> None:
@@ -78,40 +79,58 @@ def test_properties_lines_end_where_javas_do() -> None:
     ("text", "swallowed"),
     [
         ("sasl.mechanism=PLAIN\\\nsasl.jaas.config=x;\n", "3: sasl.jaas.config is read as the end of sasl.mechanism"),
-        ("sasl.mechanism=PLAIN\\\n#sasl.jaas.config=x;\n", "3: #sasl.jaas.config is read as the end of"),
-        ("sasl.mechanism=PLAIN\\\nsasl.password  secret\n", "3: sasl.password is read as the end of"),
+        ("sasl.mechanism=PLAIN\\\n#sasl.jaas.config=x;\n", "3: sasl.jaas.config (commented out) is read as the end"),
+        ("sasl.mechanism=PLAIN\\\n  # sasl.jaas.config=x;\n", "3: sasl.jaas.config (commented out) is read as"),
         ("sasl.mechanism=PLAIN\\\r\nssl.key.password: secret\r\n", "3: ssl.key.password is read as the end of"),
-        ("bootstrap.servers=a.example.com:9092,\\\n    b.example.com:9092\n", None),  # (a list continued)
+        ("security.protocol=SASL_SSL\\\nssl.key.password:9secret\n", "3: ssl.key.password is read as the end of"),
+        ("sasl.jaas.config=x.LoginModule required;\\\nsasl.oauthbearer.method=oidc\n", "3: sasl.oauthbearer.method "
+         "is read as the end of sasl.jaas.config's value"),  # (the JAAS line ended at its ';')
+        ("bootstrap.servers=a.example.com:9092,\\\n    b.example.com:9092\\\n    ,c.example.com:9092\n", None),
         ("sasl.jaas.config=x.LoginModule required \\\n    ssl.truststore.location=\"/t.jks\";\n", None),  # (OIDC)
         ("sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \\\n"
          "    username=\"alice\" \\\n    password=\"s\";\n", None),
+        ("sasl.oauthbearer.scope=kafka.read \\\n    kafka.write kafka.admin\n", None),
+        ("sasl.mechanism=PLAIN\\\nsasl.password  secret\n", None),  # (reads as a value: its words left out, below)
     ],
-    ids=["setting", "commented", "space-separated", "crlf", "host-list", "jaas-option", "jaas-lines"],
+    ids=["setting", "commented", "commented-spaced", "crlf", "colon-digit", "jaas-ended", "host-list", "jaas-option",
+         "jaas-lines", "scope-list", "space-separated"],
 )  # fmt: skip
 def test_a_line_continued_into_a_setting_is_refused_and_a_continued_value_is_not(
     tmp_path: Path, text: str, swallowed: str | None
 ) -> None:
-    """helper 122 and review 123: Java joins the next line to the value, which then held a password librdkafka's
-    refusal printed; a value continued as values are (a broker list, a JAAS line's options) reads as Java reads it."""
+    """helper 122 and reviews 123, 124: Java joins the next line to the value, which then held a password librdkafka's
+    refusal printed; a value continued as values are (a broker list, a JAAS line's options, a scope list) reads as
+    Java reads it, and is known to be continued."""
     path = tmp_path / "client.properties"
     path.write_text("security.protocol=SASL_PLAINTEXT\n" + text, newline="")
     if swallowed is None:
-        load_properties(path)
+        assert load_properties(path).continued == {re.split(r"[=:]", text, maxsplit=1)[0]}
     else:
         with pytest.raises(PropertiesError, match=re.escape(f"{path}:{swallowed}")):
             load_properties(path)
 
 
-def test_a_refused_value_that_took_in_more_than_a_value_is_hidden() -> None:
-    """review 123: a value continued into a line no rule reads as a setting still reaches librdkafka, whose refusal
-    quotes it; a value with a space, '=', '#', ';' or a quote is hidden then (a plain one, a typo, is shown)."""
-    sasl = {"security.protocol": "SASL_PLAINTEXT"}
+def test_librdkafkas_words_are_left_out_where_they_may_quote_a_value_continued_over_a_line() -> None:
+    """reviews 123 and 124: a value continued into a line no rule reads as a setting still reaches librdkafka, whose
+    refusal quotes it (or another value, where it names no setting: a provider's name); a long one it cuts short,
+    past what a whole value's hiding finds. A refused value that went on over no line keeps librdkafka's words."""
+    sasl, tls = {"security.protocol": "SASL_PLAINTEXT"}, {"security.protocol": "SSL"}
+    swallowed = 'PLAIN# sasl_jaas password="S3cret-77";'
     with pytest.raises(PlanError) as caught:
-        check_settings({**sasl, "sasl.mechanism": 'PLAINsasl_jaas password="S3cret-77";'}, where="f", fields=())
-    assert "S3cret-77" not in str(caught.value)
-    assert str(caught.value).startswith("f: field 'sasl.mechanism': librdkafka refuses it: "), caught.value
-    with pytest.raises(PlanError, match="PLAN"):
-        check_settings({**sasl, "sasl.mechanism": "PLAN"}, where="f", fields=())
+        check_settings({**sasl, "sasl.mechanism": swallowed}, where="f", fields=(), continued={"sasl.mechanism"})
+    said = "f: field 'sasl.mechanism': librdkafka refuses its value, which goes on over a continued line"
+    assert str(caught.value) == said
+    with pytest.raises(PlanError) as caught:
+        check_settings(
+            {**tls, "ssl.providers": 'x# p="OldSecret-1";'}, where="f", fields=(), continued={"ssl.providers"}
+        )
+    assert "OldSecret-1" not in str(caught.value)
+    assert str(caught.value).startswith("f: librdkafka refuses the settings (its words left out"), caught.value
+    with pytest.raises(PlanError, match='Invalid value ""SASL_SSL"" for configuration property'):
+        check_settings({"security.protocol": '"SASL_SSL"'}, where="f", fields=())  # (the quotes shown: the mistake)
+    long_value = "S" + "3cret" * 100  # (librdkafka's words end within it, at about 256 bytes)
+    assert _hidden(f'Invalid value "{long_value[:230]}', [long_value]) == 'Invalid value "***'
+    assert _hidden("value x refused", ["x"]) == "value *** refused"
 
 
 def test_properties_errors_name_the_file_and_line(tmp_path: Path) -> None:
@@ -439,6 +458,28 @@ def test_topics_deadline_is_the_option_the_files_or_javas(
     where Java runs, --timeout-ms given or not; a request.timeout.ms above 60000 is Java's deadline too."""
     args = argparse.Namespace(timeout_ms=given, command_config="c.properties")
     assert command_timeout(args, file, build_parser()) == expected
+
+
+def test_librdkafkas_own_credentials_are_taken_as_written(tmp_path: Path) -> None:
+    """review 124: Java never reads sasl.username or sasl.password (its are in sasl.jaas.config), so no trim of
+    Java's applies to them: a password that ends with an escaped space keeps it."""
+    config = tmp_path / "client.properties"
+    config.write_text("sasl.username= alice\\ \nsasl.password=abc\\ \nclient.id= ops \n")
+    values = read_command_config(str(config), build_parser()).values
+    assert values == {"sasl.username": "alice ", "sasl.password": "abc ", "client.id": "ops"}
+
+
+def test_left_out_settings_are_named_only_once_every_check_passed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """review 124: a file refused for another setting printed its WARNING first, as if it would run."""
+    config = tmp_path / "client.properties"
+    config.write_text("security.protocol=BOGUS\nreceive.buffer.bytes=1\n")
+    code = main(["topics", "--bootstrap-server", "127.0.0.1:1", "--command-config", str(config), "--list"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "field 'security.protocol': librdkafka refuses it" in err, err
+    assert "WARNING" not in err, err
 
 
 def test_a_command_configs_values_are_trimmed_as_java_trims_them(quota_broker: BrokerFactory, tmp_path: Path) -> None:

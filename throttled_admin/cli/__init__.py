@@ -64,18 +64,18 @@ def _topics_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -
     from throttled_admin.cli._topics import TopicsFailed, run_topics
 
     action = check_topics_args(args, parser)
-    properties = read_command_config(args.command_config, parser)
-    args.timeout_ms, args.deadline, over_an_hour = command_timeout(args, properties, parser)
+    settings = read_command_config(args.command_config, parser)
+    args.timeout_ms, args.deadline, over_an_hour = command_timeout(args, settings.values, parser)
     from throttled_admin.provisioning import PlanError
 
     try:  # (a setting librdkafka refuses is the file's, named, as for apply)
-        conf, left_out = checked_conf(args.command_config, properties, args.bootstrap_server, takes_timeout=True)
+        conf, left_out = checked_conf(args.command_config, settings, args.bootstrap_server, takes_timeout=True)
     except PlanError as exc:
         raise UsageError(str(exc), parser) from None
     for warning in (left_out, over_an_hour):  # (once every check passed)
         if warning is not None:
             say(warning)
-    redact = Redactor([properties])
+    redact = Redactor([settings.values])
     out = Output(redact, json_mode=args.output == "json")
     try:
         with AdminSession(

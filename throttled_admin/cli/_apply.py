@@ -39,9 +39,9 @@ def _profiles(args: argparse.Namespace, parser: argparse.ArgumentParser, cluster
     if args.profiles is not None:
         profiles = dict(read_profiles(args.profiles))
     else:
-        properties = read_command_config(args.command_config, parser)
+        settings = read_command_config(args.command_config, parser)
         # (a setting librdkafka refuses is the file's, a PlanError as in a profiles file)
-        conf, warning = checked_conf(args.command_config, properties, args.bootstrap_server, takes_timeout=False)
+        conf, warning = checked_conf(args.command_config, settings, args.bootstrap_server, takes_timeout=False)
         if warning is not None:
             say(warning)
         # One connection serves every cluster named in the plan.

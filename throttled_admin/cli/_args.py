@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 from throttled_admin import __version__
 from throttled_admin.cli._conf import credentials_twice, jaas_problem, java_only
 from throttled_admin.cli._java_settings import DEFAULT_API_TIMEOUT, java_refusal
-from throttled_admin.cli._properties import PropertiesError, java_trim, load_properties
+from throttled_admin.cli._properties import PropertiesError, Settings, java_trim, load_properties
 
 __all__ = [
     "ACTIONS",
@@ -478,21 +478,21 @@ def _java_int(text: str) -> int | None:
 _LIBRDKAFKA_CREDENTIALS = ("sasl.username", "sasl.password")
 
 
-def read_command_config(path: str | None, parser: argparse.ArgumentParser) -> dict[str, str]:
-    """The properties of ``--command-config`` (none without it), each value trimmed as Java trims a setting's; a file
+def read_command_config(path: str | None, parser: argparse.ArgumentParser) -> Settings:
+    """The settings of ``--command-config`` (none without it), each value trimmed as Java trims a setting's; a file
     that cannot be read, or holds a Java-only setting librdkafka cannot follow (``_java_settings``, ``java_only``), is
     a usage error."""
     if path is None:
-        return {}
+        return Settings({}, frozenset())
     try:
-        # each value trimmed, as the Java client reads a setting (librdkafka took ``client.id=C `` as "C ", another
-        # quota entity than kafka-topics.sh's), but librdkafka's own credentials, which Java never reads, as written
-        properties = {
-            key: value if key in _LIBRDKAFKA_CREDENTIALS else java_trim(value)
-            for key, value in load_properties(path).items()
-        }
+        settings = load_properties(path)
     except PropertiesError as exc:
         raise UsageError(f"--command-config {exc}", parser) from None
+    # each value trimmed, as the Java client reads a setting (librdkafka took ``client.id=C `` as "C ", another quota
+    # entity than kafka-topics.sh's), but librdkafka's own credentials, which Java never reads, as written
+    properties = {
+        key: value if key in _LIBRDKAFKA_CREDENTIALS else java_trim(value) for key, value in settings.values.items()
+    }
     problem = java_refusal(properties) or java_only(properties)
     if problem is not None:
         raise UsageError(f"--command-config {path}: {problem}", parser)
@@ -503,4 +503,4 @@ def read_command_config(path: str | None, parser: argparse.ArgumentParser) -> di
     problem = credentials_twice(properties)
     if problem is not None:
         raise UsageError(f"--command-config {path}: {problem}", parser)
-    return properties
+    return Settings(properties, settings.continued)

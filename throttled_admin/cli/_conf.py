@@ -19,6 +19,7 @@ from throttled_admin.cli._jaas import login_module as jaas_module
 from throttled_admin.cli._jaas import read as read_jaas
 from throttled_admin.cli._jaas import unescape
 from throttled_admin.cli._java_settings import DEFAULT_API_TIMEOUT, has_tls, left_out, notice
+from throttled_admin.cli._properties import Settings
 
 __all__ = [
     "Redactor",
@@ -144,17 +145,18 @@ def build_conf(properties: Mapping[str, str], bootstrap_server: str | None) -> d
 
 
 def checked_conf(
-    path: str | None, properties: Mapping[str, str], bootstrap_server: str | None, *, takes_timeout: bool
+    path: str | None, settings: Settings, bootstrap_server: str | None, *, takes_timeout: bool
 ) -> tuple[dict[str, str], str | None]:
     """``build_conf``'s conf, checked by librdkafka where a --command-config file gave it (a setting it refuses:
-    a PlanError naming the file and the setting, as a profile's), and the warning to print once it passed
-    (``_java_settings.notice``): ``topics`` and ``apply`` read the file so alike."""
-    conf = build_conf(properties, bootstrap_server)
+    a PlanError naming the file and the setting, as a profile's; librdkafka's words left out where they may quote a
+    value continued over a line), and the warning to print once it passed (``_java_settings.notice``): ``topics``
+    and ``apply`` read the file so alike."""
+    conf = build_conf(settings.values, bootstrap_server)
     if path is not None:
         from throttled_admin.provisioning._settings_check import check_settings
 
-        check_settings(conf, where=f"--command-config {path}", fields=())
-    return conf, notice(path, properties, takes_timeout=takes_timeout)
+        check_settings(conf, where=f"--command-config {path}", fields=(), continued=settings.continued)
+    return conf, notice(path, settings.values, takes_timeout=takes_timeout)
 
 
 class Redactor:

@@ -8,14 +8,18 @@ in an odd number of backslashes continues on the next line (whose leading whites
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PropertiesError", "java_trim", "load_properties", "parse_properties"]
+__all__ = ["PropertiesError", "Settings", "java_trim", "load_properties", "parse_properties", "read_settings"]
 
 _WHITESPACE = " \t\f"
-# A line that reads as a Kafka client setting (``sasl.jaas.config=``, ``ssl.key.password ...``): continued onto from
-# the line above (a stray '\\' at its end), it is that setting's value's tail in Java's reading, not a setting
-_SETTING_LINE = re.compile(r"[#!]?[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+(?:\s*=|\s*:(?!\d)|\s+\S)")
+# A line that reads as a Kafka client setting, commented out or not (``sasl.jaas.config=``, ``# ssl.key.password:x``;
+# not a host:port of a broker list): continued onto from the line above (a stray '\\' at its end), it is that
+# setting's value's tail in Java's reading, not a setting
+_SETTING_LINE = re.compile(
+    r"(?P<mark>[#!][ \t\f]*)?(?P<name>[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+)[ \t\f]*(?:=|:(?![0-9]+[ \t\f]*(?:,|\\|$)))"
+)
 # Java's line terminators (``LineReader``): not str.splitlines()'s \f, \v, \x1c-\x1e, \x85 or U+2028, which would cut a
 # value (a password) in two
 _LINES = re.compile(r"\r\n|\r|\n")
@@ -36,12 +40,33 @@ class PropertiesError(ValueError):
     """A properties file that cannot be read; the message names the file and the line."""
 
 
-def _logical_lines(text: str) -> list[tuple[int, str, list[int]]]:
-    """Join continued lines; returns (first line number, logical line, the numbers of its continued lines that read
-    as a setting of their own) without comments and blanks."""
-    lines: list[tuple[int, str, list[int]]] = []
+@dataclass(frozen=True)
+class _Logical:
+    """A logical line: its first line's number, its text, whether it goes on over more than one line, and the first of
+    its continued lines that reads as a setting of its own, if any."""
+
+    number: int
+    text: str
+    continued: bool
+    suspect: _Suspect | None
+
+
+@dataclass(frozen=True)
+class _Suspect:
+    """A continued line that reads as a setting: its number, the setting it names (``# name=``: ``commented``), and
+    the logical line's text joined before it."""
+
+    number: int
+    name: str
+    commented: bool
+    before: str
+
+
+def _logical_lines(text: str) -> list[_Logical]:
+    """Join continued lines, without comments and blanks."""
+    lines: list[_Logical] = []
     current: list[str] = []
-    suspects: list[int] = []
+    suspect: _Suspect | None = None
     start = 0
     for number, raw in enumerate(_LINES.split(text), start=1):
         line = raw.lstrip(_WHITESPACE)
@@ -50,17 +75,17 @@ def _logical_lines(text: str) -> list[tuple[int, str, list[int]]]:
             if not line or line[0] in "#!":
                 continue
             start = number
-        elif _SETTING_LINE.match(line):
-            suspects.append(number)
+        elif suspect is None and (match := _SETTING_LINE.match(line)):
+            suspect = _Suspect(number, match["name"], match["mark"] is not None, "".join(current))
         trailing = len(line) - len(line.rstrip("\\"))
         if trailing % 2 == 1:
             current.append(line[:-1])
             continue
         current.append(line)
-        lines.append((start, "".join(current), suspects))
-        current, suspects = [], []
+        lines.append(_Logical(start, "".join(current), len(current) > 1, suspect))
+        current, suspect = [], None
     if current:
-        lines.append((start, "".join(current), suspects))
+        lines.append(_Logical(start, "".join(current), len(current) > 1, suspect))
     return lines
 
 
@@ -104,28 +129,49 @@ def _split(line: str) -> tuple[str, str]:
     return key, rest
 
 
-def parse_properties(text: str, source: str = "<properties>", *, settings: bool = False) -> dict[str, str]:
-    """The key/value pairs of a properties text; a later key replaces an earlier one, as in Java. ``settings``: a
-    file of client settings, where a continued line that reads as a setting of its own is refused (Java joins it to
-    the value above, which then holds that setting, a password perhaps, and the setting is lost): a PropertiesError
-    naming the line and both settings, never a value."""
-    result: dict[str, str] = {}
-    for number, line, suspects in _logical_lines(text):
-        where = f"{source}:{number}"
-        key, value = _split(line)
-        if settings and suspects and key != "sasl.jaas.config":  # (a JAAS line's options may read so)
-            swallowed = _split(_LINES.split(text)[suspects[0] - 1].lstrip(_WHITESPACE))[0]
+def parse_properties(text: str, source: str = "<properties>") -> dict[str, str]:
+    """The key/value pairs of a properties text; a later key replaces an earlier one, as in Java."""
+    return read_settings(text, source, strict=False).values
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A file's settings, and the keys whose values go on over a continued line (their tails came from other lines:
+    a message must not quote them, ``_conf.checked_conf``)."""
+
+    values: dict[str, str]
+    continued: frozenset[str]
+
+
+def read_settings(text: str, source: str = "<properties>", *, strict: bool = True) -> Settings:
+    """A properties text of client settings. ``strict``: a continued line that reads as a setting of its own is
+    refused, as a stray '\\' at the end of the line before (Java joins it to the value above, which then holds that
+    setting, a password perhaps, and the setting is lost), naming the line and both settings, never a value; but
+    within a ``sasl.jaas.config`` value before its ';', where a JAAS option may read so."""
+    values: dict[str, str] = {}
+    continued: set[str] = set()
+    for line in _logical_lines(text):
+        where = f"{source}:{line.number}"
+        raw_key, raw_value = _split(line.text)
+        key = _unescape(raw_key, where)
+        suspect = line.suspect if strict else None
+        if suspect is not None and not (key == "sasl.jaas.config" and not suspect.before.rstrip().endswith(";")):
+            what = f"{suspect.name} (commented out)" if suspect.commented else suspect.name
             raise PropertiesError(
-                f"{source}:{suspects[0]}: {swallowed} is read as the end of {_unescape(key, where)}'s value, as the "
-                "line before it ends with '\\' (a line continued): remove that '\\'"
+                f"{source}:{suspect.number}: {what} is read as the end of {key}'s value, as the line before it ends "
+                "with '\\' (a line continued): remove that '\\'"
             )
-        result[_unescape(key, where)] = _unescape(value, where)
-    return result
+        values[key] = _unescape(raw_value, where)
+        if line.continued:
+            continued.add(key)
+        else:
+            continued.discard(key)
+    return Settings(values, frozenset(continued))
 
 
-def load_properties(path: str | Path) -> dict[str, str]:
-    """Read a properties file of client settings (UTF-8, falling back to Java's ISO-8859-1 for older files); see
-    ``parse_properties``'s ``settings``."""
+def load_properties(path: str | Path) -> Settings:
+    """Read a properties file of client settings (UTF-8, falling back to Java's ISO-8859-1 for older files), as
+    ``read_settings``."""
     file = Path(path)
     try:
         data = file.read_bytes()
@@ -135,4 +181,4 @@ def load_properties(path: str | Path) -> dict[str, str]:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         text = data.decode("iso-8859-1")
-    return parse_properties(text, str(file), settings=True)
+    return read_settings(text, str(file))

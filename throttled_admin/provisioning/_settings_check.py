@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 import logging
 import re
+from collections.abc import Collection
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
@@ -91,16 +92,31 @@ def _culprit(conf: dict[str, str], message: str) -> tuple[str | None, bool]:
     return (min(mentioned)[2] if mentioned else None), False
 
 
-# What a setting's value holds only if it took in more than a value (``sasl.mechanism=PLAIN\`` continued into a
-# commented ``#sasl.jaas.config=... password="...";``): librdkafka's refusal, which quotes it, shows it hidden
-_MORE_THAN_A_VALUE = re.compile(r"[\s=#!;\"']")
+def _hidden(message: str, values: list[str]) -> str:
+    """``message`` with each of ``values`` hidden, and the start of one where librdkafka cut its words short within
+    it (at about 256 bytes: a long value's head ends them)."""
+    message = redact(message, values)
+    for value in values:
+        cut = next((n for n in range(len(value), 7, -1) if message.endswith(value[:n])), None)
+        if cut is not None:
+            message = message[:-cut] + "***"
+    return message
 
 
-def check_settings(conf: dict[str, str], *, where: str, fields: tuple[str, ...] = PROFILE_FIELDS) -> None:
+def check_settings(
+    conf: dict[str, str],
+    *,
+    where: str,
+    fields: tuple[str, ...] = PROFILE_FIELDS,
+    continued: Collection[str] = (),
+) -> None:
     """librdkafka's own check of a profile's settings, so a misspelt key or a value it refuses is a file error naming
     the key, with the closest known key or librdkafka's reason, and not a failure of every row. A secret's value is
     never shown: librdkafka's words are left out for a secret key, and any secret's value hidden in them. ``fields``:
-    the keys of ours the settings' file may hold besides librdkafka's (a profile's; none in --command-config)."""
+    the keys of ours the settings' file may hold besides librdkafka's (a profile's; none in --command-config).
+    ``continued``: keys whose values went on over a continued line of a properties file, whose tails came from other
+    lines (a commented-out JAAS line's password after a stray '\\'): while one is in ``conf``, librdkafka's words,
+    which may quote any value, are left out unless they show none."""
     check = {key: value for key, value in conf.items() if key != "bootstrap.servers"}
     message = _refusal(check)
     if message is None:
@@ -112,12 +128,14 @@ def check_settings(conf: dict[str, str], *, where: str, fields: tuple[str, ...] 
         hint = f"; did you mean {close[0]!r}?" if close else ""
         holds = f"librdkafka settings, {' and '.join(fields)}" if fields else "librdkafka settings only"
         raise PlanError(f"{where}: field {key!r}: unknown key (it holds {holds}){hint}") from None
-    message = redact(message, [value for key, value in conf.items() if is_secret_key(key) and value])
+    hidden = [value for key, value in conf.items() if (is_secret_key(key) or key in continued) and value]
+    message = _hidden(message, hidden)
     key, value_free = _culprit(check, message)
+    spliced = any(key in conf for key in continued)  # (any value may be quoted: a culprit is found by its name)
     if key is None:
-        raise PlanError(f"{where}: librdkafka refuses the settings: {message}") from None
-    if is_secret_key(key) and not value_free:
-        raise PlanError(f"{where}: field {key!r}: librdkafka refuses its value") from None
-    if _MORE_THAN_A_VALUE.search(conf[key]):  # (a properties line continued into the next: a password, perhaps)
-        message = redact(message, [conf[key]])
+        words = " (its words left out: they may quote a value continued over a line)" if spliced else f": {message}"
+        raise PlanError(f"{where}: librdkafka refuses the settings{words}") from None
+    if (is_secret_key(key) or spliced) and not value_free:
+        over = ", which goes on over a continued line" if key in continued else ""
+        raise PlanError(f"{where}: field {key!r}: librdkafka refuses its value{over}") from None
     raise PlanError(f"{where}: field {key!r}: librdkafka refuses it: {message}") from None
