@@ -65,6 +65,14 @@ def test_properties_as_java_reads_them() -> None:
     }
 
 
+def test_a_surrogate_pair_escape_is_one_character_as_in_java() -> None:
+    """helper 125: native2ascii writes a character beyond the first plane as two escapes, which stayed two halves
+    (confluent-kafka then failed with a traceback on the password); a lone half is no character."""
+    assert parse_properties("sasl.password=pw\\uD83D\\uDE00!") == {"sasl.password": "pw\U0001f600!"}
+    with pytest.raises(PropertiesError, match=r"<properties>:1: a \\uXXXX escape of half a character"):
+        parse_properties("sasl.password=pw\\uD83D!")
+
+
 def test_properties_lines_end_where_javas_do() -> None:
     """review 123: str.splitlines() also broke at \\x85, \\f and U+2028, cutting a password in two (its tail read as
     a key, named in an error); Java's LineReader ends a line at \\n, \\r or \\r\\n only."""
@@ -90,10 +98,11 @@ def test_properties_lines_end_where_javas_do() -> None:
         ("sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \\\n"
          "    username=\"alice\" \\\n    password=\"s\";\n", None),
         ("sasl.oauthbearer.scope=kafka.read \\\n    kafka.write kafka.admin\n", None),
-        ("sasl.mechanism=PLAIN\\\nsasl.password  secret\n", None),  # (reads as a value: its words left out, below)
+        ("sasl.mechanism=PLAIN\\\nsasl.password  secret\n", "3: sasl.password is read as the end of"),
+        ("debug=broker,\\\n# an old password: secret\n", "3: a comment is read as the end of the value above it"),
     ],
     ids=["setting", "commented", "commented-spaced", "crlf", "colon-digit", "jaas-ended", "host-list", "jaas-option",
-         "jaas-lines", "scope-list", "space-separated"],
+         "jaas-lines", "scope-list", "secret-space-separated", "comment"],
 )  # fmt: skip
 def test_a_line_continued_into_a_setting_is_refused_and_a_continued_value_is_not(
     tmp_path: Path, text: str, swallowed: str | None
@@ -663,3 +672,41 @@ def test_a_command_config_naming_two_principals_is_refused_naming_the_settings(
         "sasl.password differs from sasl.jaas.config's (Java reads the JAAS line, librdkafka its own settings): "
         "keep one"
     )
+
+
+# helper 125's files: a secret reached the output through each before (a password after a stray '\', on a line of its
+# own, after a no-break space or an escaped '='; a commented-out JAAS line; a comment whose words read as librdkafka's)
+_RED_TEAM = {
+    "space-separated": "retry.backoff.ms=500\\\nsasl.password Hunter2Sekr1t\n",
+    "commented-jaas": "socket.timeout.ms=30000 \\\n#sasl.jaas.config org.apache.kafka.common.security.plain."
+    'PlainLoginModule required username="bob" password="Hunter2Sekr1t";\n',
+    "own-line": "ssl.keystore.password=\nHunter2Sekr1t\n",
+    "key-continued": "ssl.key.password\\\n    Hunter2Sekr1t\n",
+    "comment-as-words": "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=alice\n"
+    "sasl.password=alicepass\ndebug=broker,\\\n# SASL mechanism PLAIN: old password Hunter2Sekr1t\n",
+    "no-break-space": "sasl.password\u00a0Hunter2Sekr1t\n",
+    "escaped-separator": "sasl.password\\=Hunter2Sekr1t\n",
+    "bare-tail": "retry.backoff.ms=500\\\n   Hunter2Sekr1t\n",
+    "truststore-no-break-space": "security.protocol=SSL\nssl.truststore.password\u00a0Hunter2Sekr1t\n",
+    "ssl-no-tls-no-break-space": "ssl.truststore.password\u00a0Hunter2Sekr1t\n",
+}
+
+
+@pytest.mark.parametrize("text", list(_RED_TEAM.values()), ids=list(_RED_TEAM))
+def test_no_secret_of_a_command_config_reaches_the_output_however_the_file_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    config = tmp_path / "client.properties"
+    config.write_text(text)
+    plan = tmp_path / "plan.csv"
+    plan.write_text("cluster,action,topic,partitions,replication_factor,configs\nmain,ensure,t1,1,1,\n")
+    for command in (
+        ["topics", "--bootstrap-server", "127.0.0.1:1", "--command-config", str(config), "--list"],
+        ["topics", "--bootstrap-server", "127.0.0.1:1", "--command-config", str(config), "--list", "--output", "json"],
+        ["apply", str(plan), "--bootstrap-server", "127.0.0.1:1", "--command-config", str(config), "--dry-run",
+         "--timeout", "5"],
+    ):  # fmt: skip
+        code = main(command)
+        out, err = capsys.readouterr()
+        assert code != 0, (command, out, err)
+        assert "Hunter2" not in out + err, (command, out, err)

@@ -9,13 +9,24 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["SHORT_SECRET", "is_secret_key", "redact"]
+__all__ = ["SHORT_SECRET", "is_secret_key", "is_setting_name", "redact"]
 
 _SECRET_KEY = re.compile(r"password|passphrase|secret|token|credential|jaas|key\.pem$|keystore\.key$", re.IGNORECASE)
 
 
 def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(key))
+
+
+# What a setting's name looks like, librdkafka's and Java's alike (``sasl.password``, ``ssl.key.pem``)
+_SETTING_NAME = re.compile(r"[a-z][a-z0-9_-]*(?:\.[a-z0-9_-]+)+")
+
+
+def is_setting_name(key: str) -> bool:
+    """Whether ``key`` reads as a setting's name: a message may name it. Another key of a file is never named: it may
+    be a value written on a line of its own (a password under ``ssl.keystore.password=``), or hold one (a password
+    after a no-break space or an escaped '=', which are no separators)."""
+    return _SETTING_NAME.fullmatch(key) is not None
 
 
 #: A secret shorter than this is hidden only where it stands alone (see ``redact``).

@@ -76,6 +76,7 @@ def _topics_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         if warning is not None:
             say(warning)
     redact = Redactor([settings.values])
+    redact.hide(settings.values[key] for key in settings.continued)
     out = Output(redact, json_mode=args.output == "json")
     try:
         with AdminSession(

@@ -33,13 +33,18 @@ T = TypeVar("T")
 _LOG_WIDTH = 10_000
 
 
-def _profiles(args: argparse.Namespace, parser: argparse.ArgumentParser, clusters: list[str]) -> dict[str, Any]:
+def _profiles(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, clusters: list[str]
+) -> tuple[dict[str, Any], list[str]]:
+    """The profiles, and the values of --command-config that went on over a continued line (output hides them)."""
     from throttled_admin.provisioning import Profile, read_profiles
 
+    continued: list[str] = []
     if args.profiles is not None:
         profiles = dict(read_profiles(args.profiles))
     else:
         settings = read_command_config(args.command_config, parser)
+        continued = [settings.values[key] for key in settings.continued]
         # (a setting librdkafka refuses is the file's, a PlanError as in a profiles file)
         conf, warning = checked_conf(args.command_config, settings, args.bootstrap_server, takes_timeout=False)
         if warning is not None:
@@ -50,7 +55,7 @@ def _profiles(args: argparse.Namespace, parser: argparse.ArgumentParser, cluster
     # what went wrong itself. A profile's own log_level turns the log back on.
     for profile in profiles.values():
         profile.conf.setdefault("log_level", "0")
-    return profiles
+    return profiles, continued
 
 
 def _in_cli_terms(result: Any) -> Any:
@@ -296,11 +301,12 @@ def run_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     try:
         rows = read_plan(args.plan)
         clusters = list(dict.fromkeys(row.cluster for row in rows))
-        profiles = _profiles(args, parser, clusters)
+        profiles, continued = _profiles(args, parser, clusters)
     except PlanError as exc:
         # A bad plan or profiles file is bad input: nothing was sent.
         return _plan_error(exc, json_mode)
     redact = Redactor([p.conf for p in profiles.values()])
+    redact.hide(continued)
     out = Output(redact, json_mode=json_mode)
     try:
         # Rows naming no profile are a plan error, before any cluster is contacted.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from throttled_admin._kafka.secrets import is_secret_key, redact
+from throttled_admin._kafka.secrets import is_secret_key, is_setting_name, redact
 from throttled_admin.cli._jaas import login_module as jaas_module
 from throttled_admin.cli._jaas import read as read_jaas
 from throttled_admin.cli._jaas import unescape
@@ -103,8 +103,9 @@ def java_only(properties: Mapping[str, str]) -> str | None:
     if has_tls(properties) and not any(key in properties for key in _CA_SETTINGS):
         for key in properties:
             if key.startswith("ssl.truststore."):
+                shown = key if is_setting_name(key) else "ssl.truststore.*"
                 return (
-                    f"{key} is the Java client's: librdkafka reads no TrustStore; give the CA certificate as a PEM "
+                    f"{shown} is the Java client's: librdkafka reads no TrustStore; give the CA certificate as a PEM "
                     "file in ssl.ca.location"
                 )
     jaas = properties.get("sasl.jaas.config")
@@ -155,7 +156,9 @@ def checked_conf(
     if path is not None:
         from throttled_admin.provisioning._settings_check import check_settings
 
-        check_settings(conf, where=f"--command-config {path}", fields=(), continued=settings.continued)
+        check_settings(
+            conf, where=f"--command-config {path}", fields=(), continued=settings.continued, properties_file=True
+        )
     return conf, notice(path, settings.values, takes_timeout=takes_timeout)
 
 
@@ -178,6 +181,11 @@ class Redactor:
                 for name, raw in _jaas_options(value):
                     if name == "password" and raw:
                         self._secrets.update({raw, unescape(raw)})
+
+    def hide(self, values: Iterable[str]) -> None:
+        """Hide ``values`` too: a properties file's values continued over a line (their tails came from other lines,
+        a password after a stray '\\', perhaps)."""
+        self._secrets.update(value for value in values if value)
 
     def __call__(self, text: str) -> str:
         return redact(text, self._secrets, _REDACTED)

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from throttled_admin._kafka.secrets import is_setting_name
+
 __all__ = ["DEFAULT_API_TIMEOUT", "has_tls", "java_refusal", "left_out", "notice"]
 
 #: Java's deadline of an Admin call: ``topics --timeout-ms`` when that is not given
@@ -205,13 +207,18 @@ def java_refusal(properties: Mapping[str, str]) -> str | None:
 
 
 def left_out(properties: Mapping[str, str]) -> dict[str, str]:
-    """The Java-only settings librdkafka does without, each with why (in the file's order)."""
+    """The settings librdkafka does without, each with why (in the file's order)."""
     out = {}
     for key in properties:
         verdict = _verdict(key, properties)
         if verdict is not None and not verdict[0]:
             out[key] = verdict[1]
     return out
+
+
+def _shown(key: str) -> str:
+    """``key`` as the warning names it: a setting's name, or not at all (it may be or hold a value)."""
+    return key if is_setting_name(key) else "a key that is no setting's name"
 
 
 def notice(path: str | None, properties: Mapping[str, str], *, takes_timeout: bool) -> str | None:
@@ -222,5 +229,5 @@ def notice(path: str | None, properties: Mapping[str, str], *, takes_timeout: bo
         out[DEFAULT_API_TIMEOUT] = "apply's deadline is its --timeout"
     if not out:
         return None
-    named = "; ".join(f"{key} ({why})" for key, why in out.items())
+    named = "; ".join(f"{_shown(key)} ({why})" for key, why in out.items())
     return f"WARNING: --command-config {path}: not passed to librdkafka: {named}."

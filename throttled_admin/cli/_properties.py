@@ -11,14 +11,17 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from throttled_admin._kafka.secrets import is_secret_key, is_setting_name
+
 __all__ = ["PropertiesError", "Settings", "java_trim", "load_properties", "parse_properties", "read_settings"]
 
 _WHITESPACE = " \t\f"
-# A line that reads as a Kafka client setting, commented out or not (``sasl.jaas.config=``, ``# ssl.key.password:x``;
-# not a host:port of a broker list): continued onto from the line above (a stray '\\' at its end), it is that
-# setting's value's tail in Java's reading, not a setting
+# A line that reads as a Kafka client setting (``sasl.jaas.config=``, ``ssl.key.password:x``, not a host:port of a
+# broker list), or a comment: continued onto from the line above (a stray '\\' at its end), it is that setting's
+# value's tail in Java's reading, not a setting (nor a comment)
 _SETTING_LINE = re.compile(
-    r"(?P<mark>[#!][ \t\f]*)?(?P<name>[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+)[ \t\f]*(?:=|:(?![0-9]+[ \t\f]*(?:,|\\|$)))"
+    r"(?P<name>[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+)[ \t\f]*(?:=|:(?![0-9]+[ \t\f]*(?:,|\\|$)))"
+    r"|(?P<secret>[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+)[ \t\f]+\S"  # (``sasl.password hunter2``: a secret's name only)
 )
 # Java's line terminators (``LineReader``): not str.splitlines()'s \f, \v, \x1c-\x1e, \x85 or U+2028, which would cut a
 # value (a password) in two
@@ -42,24 +45,36 @@ class PropertiesError(ValueError):
 
 @dataclass(frozen=True)
 class _Logical:
-    """A logical line: its first line's number, its text, whether it goes on over more than one line, and the first of
-    its continued lines that reads as a setting of its own, if any."""
+    """A logical line: its first line's number, its text, the length of its first line's part of it, whether it goes
+    on over more than one line, and the first of its continued lines that reads as a setting or a comment, if any."""
 
     number: int
     text: str
+    first: int
     continued: bool
     suspect: _Suspect | None
 
 
 @dataclass(frozen=True)
 class _Suspect:
-    """A continued line that reads as a setting: its number, the setting it names (``# name=``: ``commented``), and
-    the logical line's text joined before it."""
+    """A continued line that reads as a setting or a comment: its number, the setting it names (if any; ``# name=``:
+    ``commented``), and the logical line's text joined before it."""
 
     number: int
-    name: str
+    name: str | None
     commented: bool
     before: str
+
+
+def _suspect(number: int, line: str, before: str) -> _Suspect | None:
+    """The continued line ``line`` as a suspect, if it reads as a setting or a comment."""
+    if line[:1] in ("#", "!"):
+        match = _SETTING_LINE.match(line[1:].lstrip(_WHITESPACE))
+        return _Suspect(number, match["name"] or match["secret"] if match else None, True, before)
+    match = _SETTING_LINE.match(line)
+    if match is None or (match["secret"] and not is_secret_key(match["secret"])):
+        return None
+    return _Suspect(number, match["name"] or match["secret"], False, before)
 
 
 def _logical_lines(text: str) -> list[_Logical]:
@@ -75,17 +90,17 @@ def _logical_lines(text: str) -> list[_Logical]:
             if not line or line[0] in "#!":
                 continue
             start = number
-        elif suspect is None and (match := _SETTING_LINE.match(line)):
-            suspect = _Suspect(number, match["name"], match["mark"] is not None, "".join(current))
+        elif suspect is None:
+            suspect = _suspect(number, line, "".join(current))
         trailing = len(line) - len(line.rstrip("\\"))
         if trailing % 2 == 1:
             current.append(line[:-1])
             continue
         current.append(line)
-        lines.append(_Logical(start, "".join(current), len(current) > 1, suspect))
+        lines.append(_Logical(start, "".join(current), len(current[0]), len(current) > 1, suspect))
         current, suspect = [], None
     if current:
-        lines.append(_Logical(start, "".join(current), len(current) > 1, suspect))
+        lines.append(_Logical(start, "".join(current), len(current[0]), len(current) > 1, suspect))
     return lines
 
 
@@ -108,7 +123,18 @@ def _unescape(text: str, where: str) -> str:
             continue
         out.append(_ESCAPES.get(following, following))
         index += 2
-    return "".join(out)
+    return _utf16("".join(out), where)
+
+
+def _utf16(text: str, where: str) -> str:
+    """``text`` with its UTF-16 surrogate pairs (``\\uD83D\\uDE00``, as native2ascii writes a character beyond the
+    first plane) joined into their characters, as Java's strings hold them; a lone surrogate is no character."""
+    if not any("\ud800" <= char <= "\udfff" for char in text):
+        return text
+    try:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+    except UnicodeDecodeError:
+        raise PropertiesError(f"{where}: a \\uXXXX escape of half a character (a lone UTF-16 surrogate)") from None
 
 
 def _split(line: str) -> tuple[str, str]:
@@ -156,10 +182,17 @@ def read_settings(text: str, source: str = "<properties>", *, strict: bool = Tru
         key = _unescape(raw_key, where)
         suspect = line.suspect if strict else None
         if suspect is not None and not (key == "sasl.jaas.config" and not suspect.before.rstrip().endswith(";")):
-            what = f"{suspect.name} (commented out)" if suspect.commented else suspect.name
+            what = suspect.name or "a comment"
+            what += " (commented out)" if suspect.commented and suspect.name else ""
+            whose = f"{key}'s value" if is_setting_name(key) else "the value above it"
             raise PropertiesError(
-                f"{source}:{suspect.number}: {what} is read as the end of {key}'s value, as the line before it ends "
-                "with '\\' (a line continued): remove that '\\'"
+                f"{source}:{suspect.number}: {what} is read as the end of {whose}, as the line before it ends with "
+                "'\\' (a line continued): remove that '\\'"
+            )
+        if strict and len(raw_key) > line.first:
+            raise PropertiesError(
+                f"{source}:{line.number}: a key goes on over the next line (its line ends with '\\' before any '=', "
+                "':' or space): remove that '\\'"
             )
         values[key] = _unescape(raw_value, where)
         if line.continued:

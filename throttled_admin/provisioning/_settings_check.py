@@ -11,7 +11,7 @@ from collections.abc import Collection
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from throttled_admin._kafka.secrets import is_secret_key, redact
+from throttled_admin._kafka.secrets import is_secret_key, is_setting_name, redact
 from throttled_admin.provisioning._plan import PlanError
 
 __all__ = ["PROFILE_FIELDS", "check_settings"]
@@ -80,12 +80,8 @@ def _culprit(conf: dict[str, str], message: str) -> tuple[str | None, bool]:
     meant = next((k for words, keys in _MEANT if words in message for k in keys if k in conf), None)
     if meant is not None:
         return meant, True
-    named = _NAMED.search(message)
-    if named is not None:
-        key = named.group(1)
-        if key in conf:
-            return key, False
-        return next((k for k in conf if (alone := _refusal({k: conf[k]})) and key in alone), None), False
+    if _NAMED.search(message) is not None:
+        return _named_culprit(conf, message), False
     # the first key the message names (`max.in.flight` must be set <= 5 when `enable.idempotence` ...), the longer
     # of two at one place (sasl.mechanisms, not sasl.mechanism)
     mentioned = [(message.find(key), -len(key), key) for key in conf if key in message]
@@ -103,12 +99,23 @@ def _hidden(message: str, values: list[str]) -> str:
     return message
 
 
+def _named_culprit(conf: dict[str, str], message: str) -> str | None:
+    """The key ``message`` names as librdkafka's words name a property (``for configuration property "debug"``), if
+    the settings hold it: where a value may be quoted, no other words of it are taken as librdkafka's."""
+    named = _NAMED.search(message)
+    if named is None:
+        return None
+    key = named.group(1)  # (or the key written for it, where librdkafka names its alias: sasl.mechanisms)
+    return key if key in conf else next((k for k in conf if (alone := _refusal({k: conf[k]})) and key in alone), None)
+
+
 def check_settings(
     conf: dict[str, str],
     *,
     where: str,
     fields: tuple[str, ...] = PROFILE_FIELDS,
     continued: Collection[str] = (),
+    properties_file: bool = False,
 ) -> None:
     """librdkafka's own check of a profile's settings, so a misspelt key or a value it refuses is a file error naming
     the key, with the closest known key or librdkafka's reason, and not a failure of every row. A secret's value is
@@ -116,12 +123,22 @@ def check_settings(
     the keys of ours the settings' file may hold besides librdkafka's (a profile's; none in --command-config).
     ``continued``: keys whose values went on over a continued line of a properties file, whose tails came from other
     lines (a commented-out JAAS line's password after a stray '\\'): while one is in ``conf``, librdkafka's words,
-    which may quote any value, are left out unless they show none."""
+    which may quote any value, are left out unless they show none. ``properties_file``: the settings are a properties
+    file's, where a key that is no setting's name is never named (a password on a line of its own is a key there)."""
     check = {key: value for key, value in conf.items() if key != "bootstrap.servers"}
     message = _refusal(check)
     if message is None:
         return
     unknown = _UNKNOWN_SETTING.search(message)
+    if (
+        unknown is not None
+        and properties_file
+        and not (is_setting_name(unknown.group(1)) or unknown.group(1) in PROFILE_FIELDS)
+    ):
+        raise PlanError(
+            f"{where}: a key that is no setting's name, unknown (not shown: it may be a value on a line of its own, or "
+            "hold one after a separator Java does not take, as a no-break space)"
+        ) from None
     if unknown is not None:
         key = unknown.group(1)
         close = difflib.get_close_matches(key, [*fields, *_COMMON_SETTINGS], n=1)
@@ -130,8 +147,8 @@ def check_settings(
         raise PlanError(f"{where}: field {key!r}: unknown key (it holds {holds}){hint}") from None
     hidden = [value for key, value in conf.items() if (is_secret_key(key) or key in continued) and value]
     message = _hidden(message, hidden)
-    key, value_free = _culprit(check, message)
-    spliced = any(key in conf for key in continued)  # (any value may be quoted: a culprit is found by its name)
+    spliced = any(key in conf for key in continued)  # (any value may be quoted, and read as librdkafka's words)
+    key, value_free = _culprit(check, message) if not spliced else (_named_culprit(check, message), False)
     if key is None:
         words = " (its words left out: they may quote a value continued over a line)" if spliced else f": {message}"
         raise PlanError(f"{where}: librdkafka refuses the settings{words}") from None
