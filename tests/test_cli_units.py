@@ -113,7 +113,7 @@ def test_a_line_continued_into_a_setting_is_refused_and_a_continued_value_is_not
     path = tmp_path / "client.properties"
     path.write_text("security.protocol=SASL_PLAINTEXT\n" + text, newline="")
     if swallowed is None:
-        assert load_properties(path).continued == {re.split(r"[=:]", text, maxsplit=1)[0]}
+        assert set(load_properties(path).continued) == {re.split(r"[=:]", text, maxsplit=1)[0]}
     else:
         with pytest.raises(PropertiesError, match=re.escape(f"{path}:{swallowed}")):
             load_properties(path)
@@ -126,12 +126,17 @@ def test_librdkafkas_words_are_left_out_where_they_may_quote_a_value_continued_o
     sasl, tls = {"security.protocol": "SASL_PLAINTEXT"}, {"security.protocol": "SSL"}
     swallowed = 'PLAIN# sasl_jaas password="S3cret-77";'
     with pytest.raises(PlanError) as caught:
-        check_settings({**sasl, "sasl.mechanism": swallowed}, where="f", fields=(), continued={"sasl.mechanism"})
+        check_settings(
+            {**sasl, "sasl.mechanism": swallowed}, where="f", fields=(), continued={"sasl.mechanism": (swallowed,)}
+        )
     said = "f: field 'sasl.mechanism': librdkafka refuses its value, which goes on over a continued line"
     assert str(caught.value) == said
     with pytest.raises(PlanError) as caught:
         check_settings(
-            {**tls, "ssl.providers": 'x# p="OldSecret-1";'}, where="f", fields=(), continued={"ssl.providers"}
+            {**tls, "ssl.providers": 'x# p="OldSecret-1";'},
+            where="f",
+            fields=(),
+            continued={"ssl.providers": ('x# p="OldSecret-1";',)},
         )
     assert "OldSecret-1" not in str(caught.value)
     assert str(caught.value).startswith("f: librdkafka refuses the settings (its words left out"), caught.value
@@ -674,27 +679,43 @@ def test_a_command_config_naming_two_principals_is_refused_naming_the_settings(
     )
 
 
-# helper 125's files: a secret reached the output through each before (a password after a stray '\', on a line of its
-# own, after a no-break space or an escaped '='; a commented-out JAAS line; a comment whose words read as librdkafka's)
+# helpers 125 and 126's files: a secret reached the output through each before (a password after a stray '\', on a
+# line of its own, after a no-break space or an escaped '='; a commented-out JAAS line; a comment whose words read as
+# librdkafka's; our own message quoting a value with its '\' doubled; librdkafka's quoting a continued value's tail;
+# a passphrase of dotted words on its own line; a password equal to a word of a setting's name; an OAuth config)
 _RED_TEAM = {
-    "space-separated": "retry.backoff.ms=500\\\nsasl.password Hunter2Sekr1t\n",
-    "commented-jaas": "socket.timeout.ms=30000 \\\n#sasl.jaas.config org.apache.kafka.common.security.plain."
-    'PlainLoginModule required username="bob" password="Hunter2Sekr1t";\n',
-    "own-line": "ssl.keystore.password=\nHunter2Sekr1t\n",
-    "key-continued": "ssl.key.password\\\n    Hunter2Sekr1t\n",
-    "comment-as-words": "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=alice\n"
-    "sasl.password=alicepass\ndebug=broker,\\\n# SASL mechanism PLAIN: old password Hunter2Sekr1t\n",
-    "no-break-space": "sasl.password\u00a0Hunter2Sekr1t\n",
-    "escaped-separator": "sasl.password\\=Hunter2Sekr1t\n",
-    "bare-tail": "retry.backoff.ms=500\\\n   Hunter2Sekr1t\n",
-    "truststore-no-break-space": "security.protocol=SSL\nssl.truststore.password\u00a0Hunter2Sekr1t\n",
-    "ssl-no-tls-no-break-space": "ssl.truststore.password\u00a0Hunter2Sekr1t\n",
-}
+    "space-separated": ("retry.backoff.ms=500\\\nsasl.password Hunter2Sekr1t\n", "Hunter2"),
+    "commented-jaas": ('socket.timeout.ms=30000 \\\n#sasl.jaas.config org.apache.kafka.common.security.plain.'
+                       'PlainLoginModule required username="bob" password="Hunter2Sekr1t";\n', "Hunter2"),
+    "own-line": ("ssl.keystore.password=\nHunter2Sekr1t\n", "Hunter2"),
+    "key-continued": ("ssl.key.password\\\n    Hunter2Sekr1t\n", "Hunter2"),
+    "comment-as-words": ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=alice\n"
+                         "sasl.password=alicepass\ndebug=broker,\\\n# SASL mechanism PLAIN: old password "
+                         "Hunter2Sekr1t\n",
+                         "Hunter2"),
+    "no-break-space": ("sasl.password\u00a0Hunter2Sekr1t\n", "Hunter2"),
+    "escaped-separator": ("sasl.password\\=Hunter2Sekr1t\n", "Hunter2"),
+    "bare-tail": ("retry.backoff.ms=500\\\n   Hunter2Sekr1t\n", "Hunter2"),
+    "truststore-no-break-space": ("security.protocol=SSL\nssl.truststore.password\u00a0Hunter2Sekr1t\n", "Hunter2"),
+    "ssl-no-tls-no-break-space": ("ssl.truststore.password\u00a0Hunter2Sekr1t\n", "Hunter2"),
+    "repr-doubled": ("socket.timeout.ms=60000\\\n  Tr0ub\\\\4dor&3x\n", "Tr0ub"),
+    "colon-digits": ("retry.backoff.ms=100\\\nsasl.password:20240917\n", "20240917"),
+    "continued-tail": ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=OAUTHBEARER\n"
+                       "enable.sasl.oauthbearer.unsecure.jwt=true\nsasl.oauthbearer.config=principal=admin \\\n"
+                       "  scope=x Hunter2Sekr1t\n", "Hunter2"),
+    "dotted-passphrase": ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\nsasl.username=alice\n"
+                          "sasl.password=\ncorrect.horse.battery.staple\n", "horse"),
+    "word-of-a-name": ("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nssl.ca.location=/etc/hosts\n"
+                       "ssl.key.password=password\n", "sasl.***"),
+    "oauthbearer-config": ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=OAUTHBEARER\n"
+                           "enable.sasl.oauthbearer.unsecure.jwt=true\nsasl.oauthbearer.config=bogus=Hunter2xyz\n",
+                           "Hunter2"),
+}  # fmt: skip
 
 
-@pytest.mark.parametrize("text", list(_RED_TEAM.values()), ids=list(_RED_TEAM))
+@pytest.mark.parametrize(("text", "secret"), list(_RED_TEAM.values()), ids=list(_RED_TEAM))
 def test_no_secret_of_a_command_config_reaches_the_output_however_the_file_is_written(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, secret: str
 ) -> None:
     config = tmp_path / "client.properties"
     config.write_text(text)
@@ -709,4 +730,28 @@ def test_no_secret_of_a_command_config_reaches_the_output_however_the_file_is_wr
         code = main(command)
         out, err = capsys.readouterr()
         assert code != 0, (command, out, err)
-        assert "Hunter2" not in out + err, (command, out, err)
+        assert secret not in out + err, (command, out, err)
+
+
+def test_javas_defaults_and_shared_producer_settings_are_left_out_named_and_python_objects_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """helper 126: Java's own defaults for settings refused otherwise were refused; acks went unnamed; a key of
+    confluent-kafka's for a Python object (stats_cb) ended in a traceback."""
+    defaults = {
+        "config.providers": "",
+        "bootstrap.controllers": "",
+        "sasl.oauthbearer.jwt.retriever.class": "org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever",
+        "acks": "all",
+    }
+    assert java_refusal(defaults) is None
+    said = notice("f", defaults, takes_timeout=True)
+    assert said is not None
+    assert re.findall(r"([\w.]+) \(", said) == list(defaults), said
+    config = tmp_path / "client.properties"
+    config.write_text("stats_cb=x\n")
+    code = main(["topics", "--bootstrap-server", "127.0.0.1:1", "--command-config", str(config), "--list"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.splitlines()[-1].endswith(": stats_cb is confluent-kafka's for a Python object, which a properties "
+                                         "file cannot give"), err  # fmt: skip

@@ -50,12 +50,14 @@ def _positive_int(name: str, value: Any, *, maximum: int | None = None) -> int:
 
 def _milliseconds(conf: dict[str, Any], key: str, default: float) -> float:
     value = conf.get(key, default)
+    # (a string as given, not its repr: a redactor hides a value it knows only as written, not with '\\' doubled)
+    shown = f"'{value}'" if isinstance(value, str) else repr(value)
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"conf[{key!r}] must be a number of milliseconds, got {value!r}") from None
+        raise ValueError(f"conf[{key!r}] must be a number of milliseconds, got {shown}") from None
     if not math.isfinite(number) or number < 0:
-        raise ValueError(f"conf[{key!r}] must be a non-negative number of milliseconds, got {value!r}")
+        raise ValueError(f"conf[{key!r}] must be a non-negative number of milliseconds, got {shown}")
     return number
 
 

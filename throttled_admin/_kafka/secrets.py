@@ -2,21 +2,30 @@
 
 A key is secret when its name says so: a password, passphrase, secret, token or credential, a JAAS line (a password in
 it), or a private key given as PEM (``ssl.key.pem``, ``sasl.oauthbearer.assertion.private.key.pem``, Java's
-``ssl.keystore.key``)."""
+``ssl.keystore.key``), or librdkafka's ``sasl.oauthbearer.config`` (a client secret in it; librdkafka hides it too)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
 
-__all__ = ["SHORT_SECRET", "is_secret_key", "is_setting_name", "redact"]
+__all__ = ["SECRET_SETTINGS", "SHORT_SECRET", "is_secret_key", "is_setting_name", "redact"]
 
-_SECRET_KEY = re.compile(r"password|passphrase|secret|token|credential|jaas|key\.pem$|keystore\.key$", re.IGNORECASE)
+_SECRET_KEY = re.compile(
+    r"password|passphrase|secret|token|credential|jaas|key\.pem$|keystore\.key$|oauthbearer\.config$", re.IGNORECASE
+)
 
 
 def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(key))
 
+
+#: The settings that hold secrets, librdkafka's and Java's, by name: messages name them (``sasl.username and
+#: sasl.password must be set``), and a secret equal to a word of one must not cut it (``redact``'s ``keep``)
+SECRET_SETTINGS = (
+    "sasl.username", "sasl.password", "sasl.jaas.config", "sasl.oauthbearer.config", "sasl.oauthbearer.client.secret",
+    "ssl.key.password", "ssl.key.pem", "ssl.keystore.password", "ssl.truststore.password", "ssl.keystore.key",
+)  # fmt: skip
 
 # What a setting's name looks like, librdkafka's and Java's alike (``sasl.password``, ``ssl.key.pem``)
 _SETTING_NAME = re.compile(r"[a-z][a-z0-9_-]*(?:\.[a-z0-9_-]+)+")
@@ -37,12 +46,18 @@ SHORT_SECRET = 8
 _ALONE = r"(?<![\w.@/-]){}(?![\w/-]|[.:]\w)"
 
 
-def redact(text: str, secrets: Iterable[str], marker: str = "***") -> str:
+def redact(text: str, secrets: Iterable[str], marker: str = "***", keep: Iterable[str] = ()) -> str:
     """``text`` with every secret value replaced by ``marker``, the longest first (a secret that holds another is
     hidden whole), for messages that might echo a setting's value. A secret of fewer than ``SHORT_SECRET`` characters
     only where it stands alone, not inside a host name, an address, a number or a word: hidden wherever it occurs,
     the password ``kafka`` turned ``kafka:9092`` into ``***:9092``, and ``1`` every address into ``***27.0.0.***``,
-    mangling the text and saying what the password was."""
+    mangling the text and saying what the password was. ``keep``: names left whole (settings' names: the password
+    ``password`` made ``sasl.password`` into ``sasl.***``, which said what it was), but one a secret holds."""
+    secrets = list(secrets)
+    names = sorted({name for name in keep if name and not any(name in secret for secret in secrets)}, key=len)[::-1]
+    if names:
+        pieces = re.split("(" + "|".join(map(re.escape, names)) + ")", text)
+        return "".join(piece if index % 2 else redact(piece, secrets, marker) for index, piece in enumerate(pieces))
     for secret in sorted(secrets, key=len, reverse=True):
         if len(secret) >= SHORT_SECRET:
             text = text.replace(secret, marker)

@@ -75,8 +75,8 @@ def _topics_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -
     for warning in (left_out, over_an_hour):  # (once every check passed)
         if warning is not None:
             say(warning)
-    redact = Redactor([settings.values])
-    redact.hide(settings.values[key] for key in settings.continued)
+    redact = Redactor([settings.values, conf])  # (conf: the JAAS line's password as read, as sent)
+    redact.hide(piece for pieces in settings.continued.values() for piece in pieces)
     out = Output(redact, json_mode=args.output == "json")
     try:
         with AdminSession(

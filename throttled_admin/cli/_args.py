@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 from throttled_admin import __version__
-from throttled_admin.cli._conf import credentials_twice, jaas_problem, java_only
+from throttled_admin.cli._conf import credentials_twice, jaas_problem, java_only, python_only
 from throttled_admin.cli._java_settings import DEFAULT_API_TIMEOUT, java_refusal
 from throttled_admin.cli._properties import PropertiesError, Settings, java_trim, load_properties
 
@@ -483,7 +483,7 @@ def read_command_config(path: str | None, parser: argparse.ArgumentParser) -> Se
     that cannot be read, or holds a Java-only setting librdkafka cannot follow (``_java_settings``, ``java_only``), is
     a usage error."""
     if path is None:
-        return Settings({}, frozenset())
+        return Settings({}, {}, {})
     try:
         settings = load_properties(path)
     except PropertiesError as exc:
@@ -493,7 +493,7 @@ def read_command_config(path: str | None, parser: argparse.ArgumentParser) -> Se
     properties = {
         key: value if key in _LIBRDKAFKA_CREDENTIALS else java_trim(value) for key, value in settings.values.items()
     }
-    problem = java_refusal(properties) or java_only(properties)
+    problem = java_refusal(properties) or java_only(properties) or python_only(properties)
     if problem is not None:
         raise UsageError(f"--command-config {path}: {problem}", parser)
     jaas = properties.get("sasl.jaas.config")
@@ -503,4 +503,4 @@ def read_command_config(path: str | None, parser: argparse.ArgumentParser) -> Se
     problem = credentials_twice(properties)
     if problem is not None:
         raise UsageError(f"--command-config {path}: {problem}", parser)
-    return Settings(properties, settings.continued)
+    return Settings(properties, settings.lines, settings.continued)

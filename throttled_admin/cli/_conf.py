@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from throttled_admin._kafka.secrets import is_secret_key, is_setting_name, redact
+from throttled_admin._kafka.secrets import SECRET_SETTINGS, is_secret_key, is_setting_name, redact
 from throttled_admin.cli._jaas import login_module as jaas_module
 from throttled_admin.cli._jaas import read as read_jaas
 from throttled_admin.cli._jaas import unescape
@@ -29,6 +29,7 @@ __all__ = [
     "is_secret_key",
     "jaas_problem",
     "java_only",
+    "python_only",
 ]
 
 _JAAS_OPTION = re.compile(r"""(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|([^\s;]+))""")
@@ -97,6 +98,19 @@ def credentials_twice(properties: Mapping[str, str]) -> str | None:
     )
 
 
+# confluent-kafka's own keys, for Python objects (a callback, a dict): a properties file's string is none
+_PYTHON_OBJECTS = ("error_cb", "throttle_cb", "stats_cb", "oauth_cb", "logger", "on_delivery", "on_commit")
+
+
+def python_only(properties: Mapping[str, str]) -> str | None:
+    """Why the properties cannot serve confluent-kafka: a key of its for a Python object (it raised a TypeError, a
+    traceback), named; None when they can."""
+    key = next((key for key in properties if key in _PYTHON_OBJECTS or key == "default.topic.config"), None)
+    return (
+        None if key is None else f"{key} is confluent-kafka's for a Python object, which a properties file cannot give"
+    )
+
+
 def java_only(properties: Mapping[str, str]) -> str | None:
     """Why the properties cannot serve librdkafka: a Java-only setting with nothing of librdkafka's for the same thing
     beside it, named (the setting's name, never its value); None when they can."""
@@ -157,7 +171,7 @@ def checked_conf(
         from throttled_admin.provisioning._settings_check import check_settings
 
         check_settings(
-            conf, where=f"--command-config {path}", fields=(), continued=settings.continued, properties_file=True
+            conf, where=f"--command-config {path}", fields=(), continued=settings.continued, lines=settings.lines
         )
     return conf, notice(path, settings.values, takes_timeout=takes_timeout)
 
@@ -170,10 +184,12 @@ class Redactor:
 
     def __init__(self, settings: Iterable[Mapping[str, str]] = ()) -> None:
         self._secrets: set[str] = set()
+        self._names: set[str] = set(SECRET_SETTINGS)  # (left whole: a secret equal to a word of one)
         for mapping in settings:
             self.add(mapping)
 
     def add(self, settings: Mapping[str, str]) -> None:
+        self._names.update(key for key in settings if is_setting_name(key))
         for key, value in settings.items():
             if is_secret_key(key) and isinstance(value, str) and value:
                 self._secrets.add(value)
@@ -188,4 +204,4 @@ class Redactor:
         self._secrets.update(value for value in values if value)
 
     def __call__(self, text: str) -> str:
-        return redact(text, self._secrets, _REDACTED)
+        return redact(text, self._secrets, _REDACTED, keep=self._names)

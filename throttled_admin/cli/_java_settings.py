@@ -109,10 +109,14 @@ _PRODUCER_CONSUMER = frozenset(
         "value.serializer",
     }
 )  # fmt: skip
-# Java's own defaults for a class setting: given, they change nothing
+# Java's own defaults for a setting refused otherwise: given, they change nothing
 _JAVA_DEFAULT_CLASSES = {
     "sasl.login.class": "org.apache.kafka.common.security.authenticator.DefaultLogin",
     "sasl.client.callback.handler.class": "org.apache.kafka.common.security.authenticator.SaslClientCallbackHandler",
+    "sasl.oauthbearer.jwt.retriever.class": "org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever",
+    "sasl.oauthbearer.jwt.validator.class": "org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator",
+    "config.providers": "",
+    "bootstrap.controllers": "",
 }
 # Kafka's own login callback handler for OAUTHBEARER over OIDC (and its name before Kafka 3.4's move)
 _KAFKA_OIDC_HANDLERS = {
@@ -217,8 +221,10 @@ def left_out(properties: Mapping[str, str]) -> dict[str, str]:
 
 
 def _shown(key: str) -> str:
-    """``key`` as the warning names it: a setting's name, or not at all (it may be or hold a value)."""
-    return key if is_setting_name(key) else "a key that is no setting's name"
+    """``key`` as the warning names it: a setting's name (one of ours, ``acks`` too), or not at all (an ``ssl.*`` key
+    of another shape may be or hold a value)."""
+    known = key in _LEFT_OUT or key in _PRODUCER_CONSUMER or key in _BY_VALUE or key in _JAVA_DEFAULT_CLASSES
+    return key if known or is_setting_name(key) else "a key that is no setting's name"
 
 
 def notice(path: str | None, properties: Mapping[str, str], *, takes_timeout: bool) -> str | None:

@@ -16,16 +16,18 @@ from throttled_admin._kafka.secrets import is_secret_key, is_setting_name
 __all__ = ["PropertiesError", "Settings", "java_trim", "load_properties", "parse_properties", "read_settings"]
 
 _WHITESPACE = " \t\f"
-# A line that reads as a Kafka client setting (``sasl.jaas.config=``, ``ssl.key.password:x``, not a host:port of a
-# broker list), or a comment: continued onto from the line above (a stray '\\' at its end), it is that setting's
-# value's tail in Java's reading, not a setting (nor a comment)
-_SETTING_LINE = re.compile(
-    r"(?P<name>[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+)[ \t\f]*(?:=|:(?![0-9]+[ \t\f]*(?:,|\\|$)))"
-    r"|(?P<secret>[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+)[ \t\f]+\S"  # (``sasl.password hunter2``: a secret's name only)
-)
+# A line that reads as a Kafka client setting or a comment (``_suspect``), continued onto from the line above (a
+# stray '\\' at its end): in Java's reading it is that setting's value's tail, not a setting (nor a comment)
+_NAME_FIRST = re.compile(r"(?P<name>[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+)(?P<rest>.*)", re.DOTALL)
+# The Kafka clients' settings' first words: ``name:value`` so is a setting, whatever follows the ':'
+_CLIENT_PREFIXES = (
+    "bootstrap.", "client.", "sasl.", "security.", "ssl.", "request.", "default.", "socket.", "retry.",
+    "metadata.", "metrics.", "reconnect.", "connections.", "enable.", "api.", "log.",
+)  # fmt: skip
 # Java's line terminators (``LineReader``): not str.splitlines()'s \f, \v, \x1c-\x1e, \x85 or U+2028, which would cut a
 # value (a password) in two
 _LINES = re.compile(r"\r\n|\r|\n")
+_WORD = 6  # the least of a continued line's words hidden on its own (shorter ones: within the line's whole text)
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
 
@@ -45,14 +47,16 @@ class PropertiesError(ValueError):
 
 @dataclass(frozen=True)
 class _Logical:
-    """A logical line: its first line's number, its text, the length of its first line's part of it, whether it goes
-    on over more than one line, and the first of its continued lines that reads as a setting or a comment, if any."""
+    """A logical line: its first line's number, its lines' parts (each without the '\\' that continues it), and the
+    first of its continued lines that reads as a setting or a comment, if any."""
 
     number: int
-    text: str
-    first: int
-    continued: bool
+    parts: tuple[str, ...]
     suspect: _Suspect | None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
 
 
 @dataclass(frozen=True)
@@ -67,14 +71,21 @@ class _Suspect:
 
 
 def _suspect(number: int, line: str, before: str) -> _Suspect | None:
-    """The continued line ``line`` as a suspect, if it reads as a setting or a comment."""
-    if line[:1] in ("#", "!"):
-        match = _SETTING_LINE.match(line[1:].lstrip(_WHITESPACE))
-        return _Suspect(number, match["name"] or match["secret"] if match else None, True, before)
-    match = _SETTING_LINE.match(line)
-    if match is None or (match["secret"] and not is_secret_key(match["secret"])):
-        return None
-    return _Suspect(number, match["name"] or match["secret"], False, before)
+    """The continued line ``line`` as a suspect, if it reads as a setting or a comment: ``name=``; ``name:`` but a
+    host:port of a broker list or an OAuth scope's ``kafka.cluster:write`` (a secret's or a client setting's name
+    always); ``secret.name value``; any comment."""
+    commented = line[:1] in ("#", "!")
+    text = line[1:].lstrip(_WHITESPACE) if commented else line
+    match = _NAME_FIRST.match(text)
+    name, rest = (match["name"], match["rest"]) if match else (None, "")
+    after = rest.lstrip(_WHITESPACE)
+    if name is not None and after[:1] == "=":
+        return _Suspect(number, name, commented, before)
+    if name is not None and after[:1] == ":" and (is_secret_key(name) or name.startswith(_CLIENT_PREFIXES)):
+        return _Suspect(number, name, commented, before)
+    if name is not None and rest[:1] in tuple(_WHITESPACE) and after and is_secret_key(name):
+        return _Suspect(number, name, commented, before)
+    return _Suspect(number, None, True, before) if commented else None
 
 
 def _logical_lines(text: str) -> list[_Logical]:
@@ -97,10 +108,10 @@ def _logical_lines(text: str) -> list[_Logical]:
             current.append(line[:-1])
             continue
         current.append(line)
-        lines.append(_Logical(start, "".join(current), len(current[0]), len(current) > 1, suspect))
+        lines.append(_Logical(start, tuple(current), suspect))
         current, suspect = [], None
     if current:
-        lines.append(_Logical(start, "".join(current), len(current[0]), len(current) > 1, suspect))
+        lines.append(_Logical(start, tuple(current), suspect))
     return lines
 
 
@@ -162,44 +173,59 @@ def parse_properties(text: str, source: str = "<properties>") -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Settings:
-    """A file's settings, and the keys whose values go on over a continued line (their tails came from other lines:
-    a message must not quote them, ``_conf.checked_conf``)."""
+    """A file's settings; the line each was read from; and, for a value that goes on over a continued line, what of it
+    came from those lines (the value, its tail after its first line, each continued line's text), which messages
+    must not quote (``_conf.checked_conf``, ``Redactor.hide``): a stray '\\' may have joined a password to it."""
 
     values: dict[str, str]
-    continued: frozenset[str]
+    lines: dict[str, int]
+    continued: dict[str, tuple[str, ...]]
 
 
 def read_settings(text: str, source: str = "<properties>", *, strict: bool = True) -> Settings:
-    """A properties text of client settings. ``strict``: a continued line that reads as a setting of its own is
-    refused, as a stray '\\' at the end of the line before (Java joins it to the value above, which then holds that
-    setting, a password perhaps, and the setting is lost), naming the line and both settings, never a value; but
-    within a ``sasl.jaas.config`` value before its ';', where a JAAS option may read so."""
+    """A properties text of client settings. ``strict``: a continued line that reads as a setting or a comment
+    (``_suspect``) is refused, as a stray '\\' at the end of the line before (Java joins it to the value above, which
+    then holds that setting, a password perhaps, and the setting is lost), naming the line and both settings, never a
+    value; but within a ``sasl.jaas.config`` value before its ';', where a JAAS option may read so. So is a key that
+    goes on over a continued line."""
     values: dict[str, str] = {}
-    continued: set[str] = set()
+    lines: dict[str, int] = {}
+    continued: dict[str, tuple[str, ...]] = {}
     for line in _logical_lines(text):
         where = f"{source}:{line.number}"
         raw_key, raw_value = _split(line.text)
         key = _unescape(raw_key, where)
-        suspect = line.suspect if strict else None
-        if suspect is not None and not (key == "sasl.jaas.config" and not suspect.before.rstrip().endswith(";")):
-            what = suspect.name or "a comment"
-            what += " (commented out)" if suspect.commented and suspect.name else ""
-            whose = f"{key}'s value" if is_setting_name(key) else "the value above it"
-            raise PropertiesError(
-                f"{source}:{suspect.number}: {what} is read as the end of {whose}, as the line before it ends with "
-                "'\\' (a line continued): remove that '\\'"
-            )
-        if strict and len(raw_key) > line.first:
-            raise PropertiesError(
-                f"{source}:{line.number}: a key goes on over the next line (its line ends with '\\' before any '=', "
-                "':' or space): remove that '\\'"
-            )
+        if strict:
+            _check_continuation(line, key, raw_key, source)
         values[key] = _unescape(raw_value, where)
-        if line.continued:
-            continued.add(key)
-        else:
-            continued.discard(key)
-    return Settings(values, frozenset(continued))
+        lines[key] = line.number
+        continued.pop(key, None)
+        if len(line.parts) > 1:
+            head = _unescape(_split(line.parts[0])[1], where)
+            tail = values[key][len(head) :] if values[key].startswith(head) else values[key]
+            pieces = [_unescape(part.lstrip(_WHITESPACE), where) for part in line.parts[1:]]
+            # (and their words: a message may quote from within one, as librdkafka's "beginning at: ...")
+            words = [word for piece in pieces for word in re.split(r"[\s=:,;\"']+", piece) if len(word) >= _WORD]
+            continued[key] = tuple(dict.fromkeys(p for p in (values[key], tail, *pieces, *words) if p.strip()))
+    return Settings(values, lines, continued)
+
+
+def _check_continuation(line: _Logical, key: str, raw_key: str, source: str) -> None:
+    """A PropertiesError for a logical line continued where a stray '\\' is likelier than meant (``read_settings``)."""
+    suspect = line.suspect
+    if suspect is not None and not (key == "sasl.jaas.config" and not suspect.before.rstrip().endswith(";")):
+        what = suspect.name or "a comment"
+        what += " (commented out)" if suspect.commented and suspect.name else ""
+        whose = f"{key}'s value" if is_setting_name(key) else "the value above it"
+        raise PropertiesError(
+            f"{source}:{suspect.number}: {what} is read as the end of {whose}, as the line before it ends with '\\' "
+            "(a line continued): remove that '\\'"
+        )
+    if len(raw_key) > len(line.parts[0]):
+        raise PropertiesError(
+            f"{source}:{line.number}: a key goes on over the next line (its line ends with '\\' before any '=', ':' "
+            "or space): remove that '\\'"
+        )
 
 
 def load_properties(path: str | Path) -> Settings:

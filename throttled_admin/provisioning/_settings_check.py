@@ -7,11 +7,11 @@ from __future__ import annotations
 import difflib
 import logging
 import re
-from collections.abc import Collection
+from collections.abc import Iterable, Mapping, Sequence
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from throttled_admin._kafka.secrets import is_secret_key, is_setting_name, redact
+from throttled_admin._kafka.secrets import SECRET_SETTINGS, is_secret_key, redact
 from throttled_admin.provisioning._plan import PlanError
 
 __all__ = ["PROFILE_FIELDS", "check_settings"]
@@ -49,6 +49,7 @@ _COMMON_SETTINGS = (
     "log_level",
     "debug",
 )
+_PLAIN_KEY = re.compile(r"[a-z0-9._-]+")  # a key as settings' names are written (no '=', no-break space, capital)
 _UNKNOWN_SETTING = re.compile(r'No such configuration property: "([^"]*)"')
 _NAMED = re.compile(r'configuration property "([^"]*)"', re.IGNORECASE)  # "Invalid value for ...", "Configuration ..."
 # librdkafka's refusals that name a setting by what it is, not by its key, and show no value of it: the profile's
@@ -88,10 +89,10 @@ def _culprit(conf: dict[str, str], message: str) -> tuple[str | None, bool]:
     return (min(mentioned)[2] if mentioned else None), False
 
 
-def _hidden(message: str, values: list[str]) -> str:
-    """``message`` with each of ``values`` hidden, and the start of one where librdkafka cut its words short within
-    it (at about 256 bytes: a long value's head ends them)."""
-    message = redact(message, values)
+def _hidden(message: str, values: list[str], names: Iterable[str] = ()) -> str:
+    """``message`` with each of ``values`` hidden (``names`` left whole: ``redact``'s ``keep``), and the start of one
+    where librdkafka cut its words short within it (at about 256 bytes: a long value's head ends them)."""
+    message = redact(message, values, keep=[*names, *SECRET_SETTINGS])
     for value in values:
         cut = next((n for n in range(len(value), 7, -1) if message.endswith(value[:n])), None)
         if cut is not None:
@@ -114,39 +115,41 @@ def check_settings(
     *,
     where: str,
     fields: tuple[str, ...] = PROFILE_FIELDS,
-    continued: Collection[str] = (),
-    properties_file: bool = False,
+    continued: Mapping[str, Sequence[str]] | None = None,
+    lines: Mapping[str, int] | None = None,
 ) -> None:
     """librdkafka's own check of a profile's settings, so a misspelt key or a value it refuses is a file error naming
     the key, with the closest known key or librdkafka's reason, and not a failure of every row. A secret's value is
     never shown: librdkafka's words are left out for a secret key, and any secret's value hidden in them. ``fields``:
     the keys of ours the settings' file may hold besides librdkafka's (a profile's; none in --command-config).
-    ``continued``: keys whose values went on over a continued line of a properties file, whose tails came from other
-    lines (a commented-out JAAS line's password after a stray '\\'): while one is in ``conf``, librdkafka's words,
-    which may quote any value, are left out unless they show none. ``properties_file``: the settings are a properties
-    file's, where a key that is no setting's name is never named (a password on a line of its own is a key there)."""
+    ``continued``: the keys of a properties file whose values went on over a continued line, each with what of it
+    came from those lines (a commented-out JAAS line's password after a stray '\\'): hidden, and while one is in
+    ``conf`` librdkafka's words, which may quote any value, are left out unless they show none. ``lines``: a
+    properties file's line of each key: an unknown key is named only where it reads as a misspelt setting (a close
+    one is known), else by its line (a password written on a line of its own is a key there)."""
     check = {key: value for key, value in conf.items() if key != "bootstrap.servers"}
     message = _refusal(check)
     if message is None:
         return
+    continued = continued or {}
     unknown = _UNKNOWN_SETTING.search(message)
-    if (
-        unknown is not None
-        and properties_file
-        and not (is_setting_name(unknown.group(1)) or unknown.group(1) in PROFILE_FIELDS)
-    ):
-        raise PlanError(
-            f"{where}: a key that is no setting's name, unknown (not shown: it may be a value on a line of its own, or "
-            "hold one after a separator Java does not take, as a no-break space)"
-        ) from None
     if unknown is not None:
         key = unknown.group(1)
         close = difflib.get_close_matches(key, [*fields, *_COMMON_SETTINGS], n=1)
+        # (named where it reads as a misspelt setting given a value: a password on a line of its own has none)
+        misspelt = close and _PLAIN_KEY.fullmatch(key) and conf.get(key)
+        if lines is not None and not misspelt and key not in PROFILE_FIELDS:
+            line = f":{lines[key]}" if key in lines else ""
+            raise PlanError(
+                f"{where}{line}: a key librdkafka does not know, not shown (it may be a value written on a line of its "
+                "own, or hold one after a separator Java does not take, as a no-break space)"
+            ) from None
         hint = f"; did you mean {close[0]!r}?" if close else ""
         holds = f"librdkafka settings, {' and '.join(fields)}" if fields else "librdkafka settings only"
         raise PlanError(f"{where}: field {key!r}: unknown key (it holds {holds}){hint}") from None
-    hidden = [value for key, value in conf.items() if (is_secret_key(key) or key in continued) and value]
-    message = _hidden(message, hidden)
+    hidden = [value for key, value in conf.items() if is_secret_key(key) and value]
+    hidden += [piece for key, pieces in continued.items() if key in conf for piece in pieces]
+    message = _hidden(message, hidden, conf)
     spliced = any(key in conf for key in continued)  # (any value may be quoted, and read as librdkafka's words)
     key, value_free = _culprit(check, message) if not spliced else (_named_culprit(check, message), False)
     if key is None:
