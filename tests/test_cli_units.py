@@ -755,3 +755,21 @@ def test_javas_defaults_and_shared_producer_settings_are_left_out_named_and_pyth
     assert code == 2, err
     assert err.splitlines()[-1].endswith(": stats_cb is confluent-kafka's for a Python object, which a properties "
                                          "file cannot give"), err  # fmt: skip
+
+
+def test_an_oidc_urls_credentials_and_the_basic_header_of_the_client_secret_are_hidden() -> None:
+    """helper 127: the token endpoint's reply, quoted by librdkafka, held the URL's query and the HTTP Basic header of
+    client id and secret, pieces the whole URL's hiding does not find. A URL's host carries no credential: shown."""
+    redact = Redactor(
+        [
+            {
+                "sasl.oauthbearer.token.endpoint.url": "http://bob:UrlPassw0rd@idp.invalid/tok?k=UrlTok3nXYZ",
+                "sasl.oauthbearer.client.id": "alice",
+                "sasl.oauthbearer.client.secret": "Hunter2Sekr1t",
+            }
+        ]
+    )
+    said = redact(
+        "/tok?k=UrlTok3nXYZ Basic YWxpY2U6SHVudGVyMlNla3IxdA== UrlPassw0rd; Could not resolve host: idp.invalid"
+    )
+    assert said == "/tok?[hidden] Basic [hidden] [hidden]; Could not resolve host: idp.invalid"
