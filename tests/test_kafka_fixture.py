@@ -163,7 +163,7 @@ def test_a_cluster_that_fails_to_start_leaves_no_jvm_running(tmp_path: Path, mon
         extra=(
             (
                 "advertised.listeners",
-                f"PLAINTEXT://127.0.0.1:{real_broker.free_port()},SASL_PLAINTEXT://127.0.0.1:{real_broker.free_port()}",
+                "PLAINTEXT://127.0.0.1:{},SASL_PLAINTEXT://127.0.0.1:{}".format(*real_broker.free_ports(2)),
             ),
         )
     )
@@ -258,3 +258,11 @@ def test_the_runs_end_signals_no_process_that_took_a_dead_jvms_pid(tmp_path: Pat
     finally:
         stranger.kill()
         stranger.wait()
+
+
+def test_the_ports_of_a_cluster_are_distinct() -> None:
+    """A bulk benchmark's broker failed to start (12-07): ports taken one by one, each freed before the next was asked
+    for, gave its PLAINTEXT and SASL_PLAINTEXT listeners one port, which Kafka refuses. They are now held until all are
+    bound."""
+    ports = real_broker.free_ports(64)
+    assert len(set(ports)) == 64

@@ -117,9 +117,17 @@ def barrier_prefix() -> str:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free ports on 127.0.0.1: each socket held until all are bound (a port freed and asked for
+    again came back twice once, and Kafka refused its two listeners on one port)."""
+    with contextlib.ExitStack() as held:
+        sockets = [held.enter_context(socket.socket()) for _ in range(count)]
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
 
 
 @dataclass(frozen=True)
@@ -518,10 +526,12 @@ class KafkaCluster:
     # ---------------------------------------------------------------------------------------- internals
 
     def _choose_ports(self) -> None:
+        ports = iter(free_ports(3 * len(self.nodes)))  # (all distinct)
         for node in self.nodes:
-            node.controller_port = free_port() if node.is_controller else 0
-            node.plaintext_port = free_port() if node.is_broker else 0
-            node.sasl_port = free_port() if node.is_broker else 0
+            controller, plaintext, sasl = next(ports), next(ports), next(ports)
+            node.controller_port = controller if node.is_controller else 0
+            node.plaintext_port = plaintext if node.is_broker else 0
+            node.sasl_port = sasl if node.is_broker else 0
 
     def _voters(self) -> str:
         return ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes if n.is_controller)
