@@ -76,7 +76,7 @@ def _topics_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         if warning is not None:
             say(warning)
     redact = Redactor([settings.values, conf])  # (conf: the JAAS line's password as read, as sent)
-    redact.hide(piece for pieces in settings.continued.values() for piece in pieces)
+    redact.hide(settings.continued_text)
     out = Output(redact, json_mode=args.output == "json")
     try:
         with AdminSession(

@@ -44,7 +44,7 @@ def _profiles(
         profiles = dict(read_profiles(args.profiles))
     else:
         settings = read_command_config(args.command_config, parser)
-        continued = [piece for pieces in settings.continued.values() for piece in pieces]
+        continued = settings.continued_text
         # (a setting librdkafka refuses is the file's, a PlanError as in a profiles file)
         conf, warning = checked_conf(args.command_config, settings, args.bootstrap_server, takes_timeout=False)
         if warning is not None:

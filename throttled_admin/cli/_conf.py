@@ -101,13 +101,15 @@ def credentials_twice(properties: Mapping[str, str]) -> str | None:
 
 
 # confluent-kafka's own keys, for Python objects (a callback, a dict): a properties file's string is none
-_PYTHON_OBJECTS = ("error_cb", "throttle_cb", "stats_cb", "oauth_cb", "logger", "on_delivery", "on_commit")
+_PYTHON_OBJECTS = (
+    "error_cb", "throttle_cb", "stats_cb", "oauth_cb", "logger", "on_delivery", "on_commit", "default.topic.config",
+)  # fmt: skip
 
 
 def python_only(properties: Mapping[str, str]) -> str | None:
     """Why the properties cannot serve confluent-kafka: a key of its for a Python object (it raised a TypeError, a
     traceback), named; None when they can."""
-    key = next((key for key in properties if key in _PYTHON_OBJECTS or key == "default.topic.config"), None)
+    key = next((key for key in properties if key in _PYTHON_OBJECTS), None)
     return (
         None if key is None else f"{key} is confluent-kafka's for a Python object, which a properties file cannot give"
     )

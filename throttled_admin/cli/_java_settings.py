@@ -110,7 +110,7 @@ _PRODUCER_CONSUMER = frozenset(
     }
 )  # fmt: skip
 # Java's own defaults for a setting refused otherwise: given, they change nothing
-_JAVA_DEFAULT_CLASSES = {
+_JAVA_DEFAULTS = {
     "sasl.login.class": "org.apache.kafka.common.security.authenticator.DefaultLogin",
     "sasl.client.callback.handler.class": "org.apache.kafka.common.security.authenticator.SaslClientCallbackHandler",
     "sasl.oauthbearer.jwt.retriever.class": "org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever",
@@ -192,7 +192,7 @@ def _verdict(key: str, properties: Mapping[str, str]) -> _Verdict | None:
         return False, _LEFT_OUT[key]
     if key in _PRODUCER_CONSUMER:
         return False, "a Java producer's or consumer's setting: no admin client reads it"
-    if _JAVA_DEFAULT_CLASSES.get(key) == properties[key]:
+    if _JAVA_DEFAULTS.get(key) == properties[key]:
         return False, "Java's default"
     if key in _REFUSED:
         return True, _REFUSED[key]
@@ -223,7 +223,7 @@ def left_out(properties: Mapping[str, str]) -> dict[str, str]:
 def _shown(key: str) -> str:
     """``key`` as the warning names it: a setting's name (one of ours, ``acks`` too), or not at all (an ``ssl.*`` key
     of another shape may be or hold a value)."""
-    known = key in _LEFT_OUT or key in _PRODUCER_CONSUMER or key in _BY_VALUE or key in _JAVA_DEFAULT_CLASSES
+    known = key in _LEFT_OUT or key in _PRODUCER_CONSUMER or key in _BY_VALUE or key in _JAVA_DEFAULTS
     return key if known or is_setting_name(key) else "a key that is no setting's name"
 
 

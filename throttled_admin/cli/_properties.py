@@ -181,6 +181,11 @@ class Settings:
     lines: dict[str, int]
     continued: dict[str, tuple[str, ...]]
 
+    @property
+    def continued_text(self) -> list[str]:
+        """Every piece of ``continued``, for a redactor to hide."""
+        return [piece for pieces in self.continued.values() for piece in pieces]
+
 
 def read_settings(text: str, source: str = "<properties>", *, strict: bool = True) -> Settings:
     """A properties text of client settings. ``strict``: a continued line that reads as a setting or a comment
