@@ -12,9 +12,19 @@ import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from kafka.protocol.admin.topics import DeleteTopicsRequest
 
-from tests.support import BrokerFactory
+from tests.support import BrokerFactory, wait_until
 from tests.wire import WireClient, create_topics_request
-from throttled_admin.provisioning import PlanError, PlanRow, Profile, RowResult, apply_plan, execute, summarize
+from throttled_admin.provisioning import (
+    STOPPED,
+    PlanError,
+    PlanRow,
+    PlanStop,
+    Profile,
+    RowResult,
+    apply_plan,
+    execute,
+    summarize,
+)
 from throttled_admin.testing import QuotaBroker
 
 
@@ -305,6 +315,43 @@ def test_a_delete_someone_else_made_first_is_unchanged_not_failed(quota_broker: 
     assert broker.topics() == {}
     assert result.status in ("unchanged", "deleted"), result
     assert result.error_code is None
+
+
+def test_a_stop_before_someone_elses_topic_is_read_keeps_kafkas_already_exists(quota_broker: BrokerFactory) -> None:
+    """A create answered TOPIC_ALREADY_EXISTS (someone else's topic) waits for a read that compares the topic with the
+    plan. Was: a plan's stop before that read ended the row "outcome unknown (the plan was stopped before its outcome
+    was known)" with no code, though Kafka had said the topic exists (review 116, carried since stop 85)."""
+    broker = quota_broker()
+    broker.create_topic("g", 1)
+    broker.delay_next(
+        "CreateTopics", 2.0
+    )  # the probe's answer: someone else creates t meanwhile, after the plan's read
+    broker.delay_next("CreatePartitions", 2.0)  # g's grow is in flight when the plan is stopped
+    stop, results = PlanStop(), list[RowResult]()
+    # p goes alone first (the fewest mutations), t and g once it is answered
+    rows = [PlanRow("east", "ensure", "p", 1), PlanRow("east", "ensure", "t", 2), PlanRow("east", "ensure", "g", 4)]
+    run = threading.Thread(target=lambda: results.extend(execute(rows, profile_for(broker), stop=stop)))
+    run.start()
+    try:
+
+        def sent(api: str) -> Callable[[], bool]:
+            return lambda: any(r.api_name == api for r in broker.request_log())
+
+        assert wait_until(sent("CreateTopics"), timeout_s=30)
+        with WireClient(broker.bootstrap_servers) as wire:
+            assert wire.request(create_topics_request(7, ("t", 2))).topics[0].error_code == 0
+        assert wait_until(sent("CreatePartitions"), timeout_s=30)
+        stop.stop()
+    finally:
+        run.join(timeout=60)
+    assert not run.is_alive()
+    probe, existed, grown = results
+    assert (probe.status, grown.status) == ("created", "grown"), results  # in flight at the stop: answers taken
+    assert (existed.status, existed.error_name, existed.error_code) == ("failed", STOPPED, 36), existed
+    message = existed.error_message or ""
+    assert "already exists" in message, existed
+    assert message.endswith("(the plan was stopped before the topic was compared with the plan)"), existed
+    assert broker.topics() == {"p": 1, "t": 2, "g": 4}
 
 
 # Was (issue 27, "provisioning reads what may still change"): after an unknown outcome the executor read the cluster

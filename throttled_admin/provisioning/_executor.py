@@ -101,7 +101,8 @@ class _Run:
     unknown: tuple[int | None, str] | None = None  # the last answer that left the outcome unknown
     unknowns: int = 0  # attempts with no definite answer (lost, or PossiblyAppliedError): up to MAX_ATTEMPTS
     verify: bool = False  # an outcome is unknown: read the cluster before deciding
-    existed: bool = False  # the cluster already had the change (TOPIC_ALREADY_EXISTS, a delete's UNKNOWN_TOPIC)
+    # Kafka's answer that the cluster already had the change (TOPIC_ALREADY_EXISTS, a delete's UNKNOWN_TOPIC)
+    existed: tuple[int | None, str] | None = None
     notes: list[str] = field(default_factory=list)
     held_ms: int | None = None  # the quota held it past the budget (ThrottlingQuotaExceededException): for how long
     budget_moves: int = 0  # how often a default budget moved on for it (_held_again)
@@ -847,9 +848,9 @@ def _drain(group: _Group, admin: ThrottledAdminClient, then: Callable[[_Run], li
                     run.error = labelled
                     run.away = away_refusal(message, group.brokers_at_start)
                 elif kind == "create" and code == KafkaError.TOPIC_ALREADY_EXISTS:
-                    run.verify, run.existed = True, True  # someone's topic: is it the one planned?
+                    run.verify, run.existed = True, labelled  # someone's topic: is it the one planned?
                 elif kind == "delete" and code == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                    run.verify, run.existed = True, True  # deleted by someone else: the cluster is as planned?
+                    run.verify, run.existed = True, labelled  # deleted by someone else: the cluster is as planned?
                 elif run.error is None:
                     run.error = labelled
             if run.pending == 0 and not (run.verify or run.away or run.held_ms is not None):
@@ -959,7 +960,7 @@ def _verify_unknown(group: _Group, admin: ThrottledAdminClient, runs: list[_Run]
                 run.notes.append("verified by reading the cluster after an unknown outcome")
             _settle(group, run, metrics, status="unchanged" if run.existed else None)
         elif needed.kind == "fail":
-            code = int(KafkaError.TOPIC_ALREADY_EXISTS) if run.existed else (run.unknown or (None, ""))[0]
+            code = (run.existed or run.unknown or (None, ""))[0]
             run.error, run.error_name = (code, needed.reason or "failed"), needed.error_name
             _settle(group, run, metrics)
         elif run.error is not None:
@@ -1050,6 +1051,11 @@ def _end_stopped(group: _Group, run: _Run, common: dict[str, Any]) -> None:
     if run.attempts == 0:
         message = "not sent: the plan was stopped first"
         group.finish(run.index, "not_sent", error_name=STOPPED, error_message=message, **common)
+    elif run.verify and run.unknown is None and run.existed is not None:
+        # Kafka said the cluster had it (someone else's topic, or one already gone): not compared with the plan
+        code, message = run.existed
+        message = f"{message} (the plan was stopped before the topic was compared with the plan)"
+        group.finish(run.index, "failed", error_code=code, error_name=STOPPED, error_message=message, **common)
     elif run.verify:
         code, message = run.unknown or (None, "outcome unknown")
         message = f"{message} (the plan was stopped before its outcome was known)"

@@ -41,8 +41,9 @@ class PlanStop:
     the plan indexes of the rows not done and never sent: they end ``not_sent`` (``error_name`` ``STOPPED``), or
     ``unchanged`` where the cluster already had them (a dry run's, as planned). Rows in flight still get their answers
     (a row refused by the quota or while a node was away, not sent again: ``not_sent``, Kafka's code kept; a grow's
-    config change left unsent, or a row waiting to be verified after a lost answer, the wait ended: ``failed``; all
-    STOPPED), and the call returns once they have. A group not started yet sends nothing."""
+    config change left unsent, or a row waiting to be verified after a lost answer, the wait ended: ``failed``; one
+    whose topic Kafka said exists, not yet compared with the plan: ``failed``, Kafka's code kept; all STOPPED), and
+    the call returns once they have. A group not started yet sends nothing."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
