@@ -22,6 +22,9 @@ import yaml
 
 from tests.cli_helpers import REPO, cli_env, run_cli
 from tests.support import BrokerFactory, refused_a_create, wait_until
+from throttled_admin.cli._apply import _as_interrupted
+from throttled_admin.provisioning import STOPPED, PlanRow, RowResult
+from throttled_admin.provisioning._stop import NOT_COMPARED
 
 SECRET = "S3cret-Pw-991"
 
@@ -576,3 +579,30 @@ def test_ctrl_c_in_a_dry_run_says_nothing_was_changed_and_every_row_was_not_sent
     assert [(r["status"], r["error_name"]) for r in records[:-1]] == [("not_sent", "INTERRUPTED")] * 5, records
     assert records[-1] == {"summary": {"not_sent": 5}, "dry_run": True, "interrupted": True}
     assert broker.topics() == {}
+
+
+def test_a_row_the_interrupt_left_is_told_in_its_words_keeping_what_the_plan_knew() -> None:
+    """``apply``'s Ctrl-C reports each row not done: a topic Kafka said exists, not yet compared with the plan, keeps
+    Kafka's code and words (it was told "its change may have been applied": this run's create was refused);
+    a refused one never sent again says nothing of it applied; a lost answer, its outcome unknown."""
+    row = PlanRow("main", "ensure", "t", 2)
+
+    def ended(code: int | None, message: str, attempts: int = 1) -> RowResult:
+        return RowResult("main", "t", "ensure", "failed", code, message, attempts, error_name=STOPPED)
+
+    existed = _as_interrupted(row, ended(36, f"Topic 't' already exists. {NOT_COMPARED}"), False, 0.0)
+    assert (existed.status, existed.error_code, existed.error_name) == ("failed", 36, "INTERRUPTED")
+    assert existed.error_message == "interrupted before the topic was compared with the plan: Topic 't' already exists."
+    lost = _as_interrupted(
+        row, ended(-185, "outcome unknown (the plan was stopped before its outcome was known)"), False, 0.0
+    )
+    assert (lost.status, lost.error_code) == ("failed", -185)
+    assert lost.error_message == "interrupted before its outcome was known: its change may have been applied"
+    refused = _as_interrupted(row, ended(89, "Throttled"), True, 0.0)
+    assert (refused.status, refused.error_code, refused.attempts) == ("not_sent", 89, 1)
+    assert refused.error_message == (
+        "interrupted before it was sent again (the broker had refused it: nothing of it applied)"
+    )
+    never = _as_interrupted(row, None, True, 5.0)
+    assert (never.status, never.error_code, never.finished_at) == ("not_sent", None, 5.0)
+    assert never.error_message == "interrupted before it was sent (nothing of it applied)"

@@ -180,6 +180,36 @@ def _withdraw(stop: PlanStop) -> list[int]:
         return []
 
 
+def _as_interrupted(row: Any, ended: Any, unsent: bool, now: float) -> Any:
+    """The result ``apply`` reports for a row not done at Ctrl-C: not sent (``unsent``) or its outcome unknown,
+    ``INTERRUPTED``; ``ended``: the result the plan gave it for the stop, if any (its attempts, Kafka's code), told in
+    the interrupt's words."""
+    from throttled_admin.provisioning import RowResult
+    from throttled_admin.provisioning._stop import NOT_COMPARED
+
+    status, message = (
+        ("not_sent", "interrupted before it was sent (nothing of it applied)")
+        if unsent
+        else ("failed", "interrupted before its outcome was known: its change may have been applied")
+    )
+    if ended is not None:
+        said = ended.error_message or ""
+        if unsent and ended.attempts:
+            message = "interrupted before it was sent again (the broker had refused it: nothing of it applied)"
+        elif not unsent and said.endswith(NOT_COMPARED):  # Kafka said the topic exists (or is gone): its words
+            message = f"interrupted before the topic was compared with the plan: {said.removesuffix(NOT_COMPARED)}"
+        return dataclasses.replace(ended, status=status, error_name="INTERRUPTED", error_message=message.rstrip())
+    return RowResult(
+        cluster=row.cluster,
+        topic=str(row.topic),
+        action=str(row.action),
+        status=status,
+        error_name="INTERRUPTED",
+        error_message=message,
+        finished_at=now,
+    )
+
+
 def _interrupted(
     out: Output,
     rows: list[Any],
@@ -198,35 +228,15 @@ def _interrupted(
     ``stopped``: the results the plan gave rows its stop ended (their attempts, Kafka's code of a refusal).
     Under --output json, a record a row and the summary, after the message (a reader that the same Ctrl-C ended,
     ``| jq``, takes none of them)."""
-    from throttled_admin.provisioning import RowResult, summarize
+    from throttled_admin.provisioning import summarize
 
     nothing_sent = not sent or dry_run
     now = time.time()
-
-    def left(index: int, row: Any, unsent: bool) -> Any:
-        status, message = (
-            ("not_sent", "interrupted before it was sent (nothing of it applied)")
-            if unsent
-            else ("failed", "interrupted before its outcome was known: its change may have been applied")
-        )
-        ended = (stopped or {}).get(index)
-        if ended is not None:  # as the plan ended it, in the interrupt's words
-            if unsent and ended.attempts:
-                message = "interrupted before it was sent again (the broker had refused it: nothing of it applied)"
-            return dataclasses.replace(ended, status=status, error_name="INTERRUPTED", error_message=message)
-        return RowResult(
-            cluster=row.cluster,
-            topic=str(row.topic),
-            action=str(row.action),
-            status=status,
-            error_name="INTERRUPTED",
-            error_message=message,
-            finished_at=now,
-        )
-
     unsent = set(never_sent)
     results = [
-        _in_cli_terms(known[i]) if i in known else left(i, row, nothing_sent or i in unsent)
+        _in_cli_terms(known[i])
+        if i in known
+        else _as_interrupted(row, (stopped or {}).get(i), nothing_sent or i in unsent, now)
         for i, row in enumerate(rows)
     ]
     done = summarize(r for i, r in enumerate(results) if i in known)

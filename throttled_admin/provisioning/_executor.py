@@ -42,7 +42,7 @@ from throttled_admin.provisioning._profile import Profile, redact
 from throttled_admin.provisioning._progress import AdmittedRate, Progress, ProgressCallback
 from throttled_admin.provisioning._results import PLAN_CONFLICT, PLAN_ERROR, RowResult
 from throttled_admin.provisioning._standing import owed_ms
-from throttled_admin.provisioning._stop import STOPPED, PlanStop, _Member, wait_unless_stopped
+from throttled_admin.provisioning._stop import NOT_COMPARED, STOPPED, PlanStop, _Member, wait_unless_stopped
 
 __all__ = ["BURST_WINDOWS", "execute", "metric_attributes", "predicted_seconds", "run_group"]
 
@@ -1054,7 +1054,7 @@ def _end_stopped(group: _Group, run: _Run, common: dict[str, Any]) -> None:
     elif run.verify and run.unknown is None and run.existed is not None:
         # Kafka said the cluster had it (someone else's topic, or one already gone): not compared with the plan
         code, message = run.existed
-        message = f"{message} (the plan was stopped before the topic was compared with the plan)"
+        message = f"{message} {NOT_COMPARED}"
         group.finish(run.index, "failed", error_code=code, error_name=STOPPED, error_message=message, **common)
     elif run.verify:
         code, message = run.unknown or (None, "outcome unknown")

@@ -7,11 +7,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-__all__ = ["STOPPED", "STOP_LOOK_S", "PlanStop", "wait_unless_stopped"]
+__all__ = ["NOT_COMPARED", "STOPPED", "STOP_LOOK_S", "PlanStop", "wait_unless_stopped"]
 
 #: ``RowResult.error_name`` of a row that a ``PlanStop`` ended: ``not_sent`` (nothing of it applied: never sent, or
 #: refused and not sent again), or ``failed`` (its outcome unknown, or part of it not sent).
 STOPPED = "STOPPED"
+#: How the message of a row the stop ended ends when Kafka had said its topic exists (or, for a delete, is gone): the
+#: topic was not compared with the plan (``failed``, Kafka's code and words kept)
+NOT_COMPARED = "(the plan was stopped before the topic was compared with the plan)"
 #: How often a wait that only its own event ends (the client's, a request's answer) looks whether the plan was stopped.
 STOP_LOOK_S = 0.2
 
