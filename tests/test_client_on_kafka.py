@@ -117,6 +117,24 @@ def test_paced_to_the_known_rate_is_never_throttled(
     assert metrics["request-total"] >= 2  # the 300 mutations went out as the bucket allowed, not at once
 
 
+def test_paced_a_delete_after_this_clients_grow_of_its_topic_is_never_throttled(
+    kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace, client_for: Callable[..., ThrottledAdminClient]
+) -> None:
+    """Helper 128: the delete's cost was read with the grow's, before Kafka applied the grow (x: 2 partitions, where
+    Kafka charges 42), so the paced client sent it early and Kafka throttled it (9.9 s at 2/s)."""
+    client = client_for(mutation_quota=MutationQuota(rate=RATE))
+    x, z, w = kafka_ns.topic("x"), kafka_ns.topic("z"), kafka_ns.topic("w")
+    made = outcomes(client.create_topics([NewTopic(x, 2, 1), NewTopic(z, 1, 1), NewTopic(w, int(BURST) - 3, 1)]))
+    assert made == {x: None, z: None, w: None}  # the burst spent
+    grown = client.create_partitions([NewPartitions(x, 42)])  # +40
+    deleted = client.delete_topics([x, z])  # 42 + 1
+    assert outcomes(grown) | outcomes(deleted) == {x: None, z: None}
+    metrics = client.metrics()
+    assert metrics["throttled-response-total"] == 0
+    assert metrics["mutations-sent-total"] == BURST + 40 + 43
+    assert held(kafka_broker, kafka_ns.prefix) == {w: int(BURST) - 3}
+
+
 def test_learned_rate_comes_from_kafkas_throttles(
     kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace, client_for: Callable[..., ThrottledAdminClient]
 ) -> None:

@@ -1155,6 +1155,56 @@ def test_a_default_create_applied_after_it_was_settled_is_still_read_back() -> N
     _a_is_read_back_before_the_next_default_create(engine, 0.4)
 
 
+def test_a_delete_behind_this_clients_grow_of_its_topic_costs_what_the_grow_made() -> None:
+    """A grow of x (2 -> 22) and then a delete of x and z: the delete's cost was read with the grow's, before the grow
+    was applied, and kept (2 + 1 = 3 where Kafka charges 22 + 1: a paced client overdrew the quota, helper 128). A
+    topic held behind its name is costed once the call before it is done: from what this client's applied change
+    made, or else from a read then."""
+    engine = Engine(pacer=None, backoff=RetryBackoff())
+    engine.on_probe(True, 0.0)
+    grow = CallSpec(RequestKind(CREATE_PARTITIONS, False), 30.0, 30000, True, None, None, started_at=0.0)
+    submit_call(engine, grow, [("x", NewPartitions("x", 22), None, 21)])
+    delete = CallSpec(RequestKind(DELETE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.0)
+    submit_call(engine, delete, [("x", "x", None, 1), ("z", "z", None, 1)])
+    assert engine.step(0.0).read_metadata
+    engine.on_metadata({"x": 2, "z": 1}, 0.1)
+    grown = engine.step(0.1).send
+    assert grown is not None
+    assert grown.mutations == 20
+    engine.on_results(grown.request_id, {"x": None}, 0.2)
+    after = engine.step(0.2)
+    assert after.settle
+    deleted = after.send
+    assert deleted is not None, after
+    assert (deleted.kind.operation, deleted.mutations) == (DELETE_TOPICS, 23)
+
+
+def test_a_grow_behind_a_failed_grow_of_its_topic_is_costed_from_a_read_then() -> None:
+    """As above, when the change before it was not applied (refused): this client does not know the count, so it is
+    read once that call is done, not taken from the read before it."""
+    engine = Engine(pacer=None, backoff=RetryBackoff())
+    engine.on_probe(True, 0.0)
+    first = CallSpec(RequestKind(CREATE_PARTITIONS, False), 30.0, 30000, True, None, None, started_at=0.0)
+    submit_call(engine, first, [("x", NewPartitions("x", 1), None, 1)])
+    second = CallSpec(RequestKind(CREATE_PARTITIONS, False), 30.0, 30000, True, None, None, started_at=0.0)
+    submit_call(engine, second, [("x", NewPartitions("x", 10), None, 10)])
+    assert engine.step(0.0).read_metadata
+    engine.on_metadata({"x": 4}, 0.1)
+    refused = engine.step(0.1).send
+    assert refused is not None
+    engine.on_results(
+        refused.request_id, {"x": KafkaException(KafkaError(KafkaError.INVALID_PARTITIONS, "has 4"))}, 0.2
+    )
+    after = engine.step(0.2)
+    assert after.settle
+    assert after.send is None
+    assert after.read_metadata  # x's count now, whoever changed it
+    engine.on_metadata({"x": 6}, 0.3)  # (another client grew it meanwhile)
+    grown = engine.step(0.3).send
+    assert grown is not None
+    assert grown.mutations == 4
+
+
 def test_close_counts_the_quota_refusals_of_a_request_answered_in_part() -> None:
     """Found by the model (ENGINE_MODEL_RANDOM=1: 'rule g: 0 violations recorded, 2 quota refusals'): the broker
     refused two topics of a request with 89 and the answer for the third never came; close() then ends the request.

@@ -14,6 +14,7 @@ from typing import cast
 
 import pytest
 from confluent_kafka import KafkaError
+from confluent_kafka.admin import NewPartitions
 
 from tests.support import BrokerFactory
 from throttled_admin import (
@@ -136,6 +137,29 @@ def test_paced_to_a_known_quota_a_strict_broker_rejects_nothing(quota_broker: Br
     for record in log:
         admitted += record.mutations
         assert admitted <= 40 + 40 * (record.received_at - start) + 1e-6
+
+
+def test_paced_a_delete_after_this_clients_grow_of_its_topic_is_costed_as_grown(quota_broker: BrokerFactory) -> None:
+    """Helper 128: the delete's cost was read with the grow's, before the grow was applied (x: 2 partitions, where
+    Kafka charged the 12 the grow made), so the paced client sent it early and the strict broker refused z with 89.
+    Now a topic held behind its name is costed once the call before it is done."""
+    broker = quota_broker(controller_mutation_rate=10, quota_window_num=1, enforcement="strict")  # R = B = 10
+    broker.create_topic("x", 2)
+    broker.create_topic("z", 1)
+    with client(broker, mutation_quota=MutationQuota(rate=10, burst=10)) as admin:
+        assert outcomes(admin.create_topics([NewTopic("w", 10, 1)])) == {"w": None}  # the burst spent
+        grown = admin.create_partitions([NewPartitions("x", 12)])  # +10
+        deleted = admin.delete_topics(["x", "z"])  # 12 + 1
+        assert outcomes(grown) | outcomes(deleted) == {"x": None, "z": None}
+        metrics = admin.metrics()
+    assert metrics["quota-violation-total"] == 0
+    mutations = [r for r in broker.request_log() if r.api_name in ("CreateTopics", "CreatePartitions", "DeleteTopics")]
+    charged = {
+        name: sum(r.mutations for r in mutations if r.api_name == name) for name in ("CreatePartitions", "DeleteTopics")
+    }
+    assert charged == {"CreatePartitions": 10, "DeleteTopics": 13}
+    assert all(r.throttle_time_ms == 0 for r in mutations), mutations  # (and no 89: no violation above)
+    assert broker.topics() == {"w": 10}
 
 
 def test_the_rate_is_learned_from_throttles_within_five_percent(

@@ -128,6 +128,7 @@ from throttled_admin._engine.work import (
     TopicSpec,
     TopicSpecs,
     cost_with_default,
+    partitions_made,
 )
 from throttled_admin._errors import (
     CLOSED_MESSAGE,
@@ -455,7 +456,7 @@ class Engine:
         for call in self._queue.calls.values():
             operation = call.kind.operation
             for topic in call.queued.values():
-                if topic.cost is not None:
+                if topic.cost is not None or topic.state is _HELD:  # (held: costed once the call before it is done)
                     continue
                 if operation is CREATE_TOPICS:
                     cost_with_default(topic, default)
@@ -1054,8 +1055,26 @@ def _settle(
             error = error_of(first)
             call.error_type = error.name() if error is not None else type(first).__name__
         out += map(Settle, repeat(call.id), map(_NAME, topics), excs)
+    if queue.waiting() and not call.kind.validate_only:  # (no topic waits behind a name: a bulk call's, no call)
+        _cost_behind(call, topics, excs, queue)
     if (finished := queue.settled_all(call, topics, now)) is not None:
         out.append(finished)
+
+
+def _cost_behind(
+    call: Call, topics: Sequence[Topic], excs: Sequence[BaseException | None] | None, queue: WorkQueue
+) -> None:
+    """A later call's grow or delete of a topic of ``call``'s waits for its name (rule a), its cost (the topic's
+    partition count) not read yet (``Engine.on_metadata``): where ``call`` applied its change, the count it left is
+    known here, and costs it (a read now might predate the change on a broker); else it is read before it goes."""
+    operation = call.kind.operation
+    for topic, exc in zip(topics, repeat(None) if excs is None else excs, strict=False):  # (repeat: endless)
+        after = queue.behind(topic.name)
+        if exc is not None or after is None or after.cost is not None or after.call.kind.operation is CREATE_TOPICS:
+            continue
+        known, count = partitions_made(operation, topic.item)
+        if known:
+            after.cost = after.call.kind.operation.cost_from_metadata(after.item, count)
 
 
 def _refused_by_the_broker_at(topic: Topic, now: float) -> bool:

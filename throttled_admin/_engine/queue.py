@@ -70,6 +70,14 @@ class WorkQueue:
             if (holder := self._names.release(topic)) is not None:
                 holder.call.move(holder, TopicState.QUEUED)
 
+    def waiting(self) -> bool:
+        """Whether any topic waits behind a name (rule a)."""
+        return self._names.waiting()
+
+    def behind(self, name: str) -> Topic | None:
+        """The topic of a later call that waits for ``name`` (rule a) and holds it next, if any."""
+        return self._names.next_behind(name)
+
     def settled(self, topic: Topic, now: float) -> CallFinished | None:
         """The topic is settled or withdrawn: the earliest pending call naming it may send it now; the call's
         metric event if that was its last topic."""

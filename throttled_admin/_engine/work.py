@@ -35,6 +35,7 @@ __all__ = [
     "TopicSpecs",
     "TopicState",
     "cost_with_default",
+    "partitions_made",
 ]
 
 
@@ -414,6 +415,15 @@ class NameHolds:
                 del holders[topic.name]
         return []
 
+    def waiting(self) -> bool:
+        """Whether any topic waits behind a name (none of a bulk call's does)."""
+        return bool(self._behind)
+
+    def next_behind(self, name: str) -> Topic | None:
+        """The topic that holds ``name`` once its holder lets it go, if one waits."""
+        behind = self._behind.get(name)
+        return behind[0] if behind else None
+
     def release(self, topic: Topic) -> Topic | None:
         """The topic was settled or withdrawn: the topic that holds the name from now on, if it changed hands."""
         name = topic.name
@@ -431,6 +441,17 @@ class NameHolds:
         if not behind:
             del self._behind[name]
         return holder
+
+
+def partitions_made(operation: Operation, item: Any) -> tuple[bool, int | None]:
+    """What this client's change of a topic, applied, left it with: (whether that is known here, its partition count;
+    None: no such topic). A create of the cluster's default count is not known here."""
+    if operation is CREATE_PARTITIONS:
+        return True, item.new_total_count
+    if operation is DELETE_TOPICS:
+        return True, None
+    partitions = _partitions(item)
+    return partitions is not None, partitions
 
 
 def cost_with_default(topic: Topic, default: int | None) -> None:
