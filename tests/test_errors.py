@@ -72,7 +72,7 @@ CASES = [
         in_flight_error(AUTH, "create_topics"),
         OutcomeUnknownError,
         KafkaError._AUTHENTICATION,
-        "SASL authentication error: bad credentials This create_topics was in flight: outcome unknown, the broker "
+        "SASL authentication error: bad credentials. This create_topics was in flight: outcome unknown, the broker "
         "may or may not have applied it.",
     ),
     (
@@ -122,6 +122,19 @@ def test_each_factory_gives_its_kind_with_the_same_code_and_message(
     assert isinstance(error, KafkaError)
     assert (error.code(), error.str()) == (code, message)
     assert str(exc) == str(KafkaException(error))
+
+
+def test_a_sentence_added_to_librdkafkas_words_for_a_code_follows_a_full_stop() -> None:
+    """A DeleteTopics answer carries no message, and librdkafka's words for its code end without a full stop: the
+    library's sentence ran on ("Broker: Unknown topic or partition An earlier attempt of this DeleteTopics ...",
+    helper 128)."""
+    gone = after_unknown_attempt(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART), "DeleteTopics")
+    assert gone.args[0].str().startswith("Broker: Unknown topic or partition. An earlier attempt of this DeleteTopics")
+    blank = in_flight_error(KafkaError(KafkaError._TRANSPORT, ""), "delete_topics")
+    assert (
+        blank.args[0].str()
+        == "This delete_topics was in flight: outcome unknown, the broker may or may not have applied it."
+    )
 
 
 @pytest.mark.parametrize(("exc", "kind", "code", "message"), CASES)

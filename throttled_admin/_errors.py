@@ -346,8 +346,12 @@ def unknown_outcome_error(operation: str, reason: str, *, why: OutcomeUnknownRea
 
 
 def _amended(error: KafkaError, sentence: str) -> KafkaError:
-    """``error`` with its code, and a sentence added to its message."""
-    return KafkaError(error.code(), f"{error.str()} {sentence}")
+    """``error`` with its code, and a sentence added to its message, ended first where it has no full stop (librdkafka's
+    own words for a code have none: "Broker: Unknown topic or partition", a DeleteTopics answer carrying no message)."""
+    said = error.str().rstrip()
+    if said and not said.endswith((".", "!", "?")):
+        said += "."
+    return KafkaError(error.code(), f"{said} {sentence}" if said else sentence)
 
 
 def after_unknown_attempt(error: KafkaError, operation: str) -> PossiblyAppliedError:
