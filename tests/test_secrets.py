@@ -258,3 +258,76 @@ def test_a_short_secret_is_hidden_where_it_stands_alone_not_inside_an_address_or
         ("https://kafka.example/ and kafka.internal:9092", "https://kafka.example/ and kafka.internal:9092"),
     ):
         assert redact(said, ["kafka"]) == hidden
+
+
+_OAUTH_SECRET = "S3cr3t-Pa55-XYZ"
+
+
+@pytest.mark.parametrize(
+    ("conf", "said"),
+    [
+        # librdkafka quotes the rest of the line from the field it cannot read, or that field's value (helper 129)
+        ({"sasl.oauthbearer.config": f"principal=alice clientSecret={_OAUTH_SECRET} scope=x"}, "beginning at: {rest}"),
+        ({"sasl.oauthbearer.config": f"principal=alice lifeSeconds={_OAUTH_SECRET}"}, "'lifeSeconds=': {value}"),
+        # an identity provider echoing the token request's HTTP Basic credentials, or its URL's query
+        (
+            {"sasl.oauthbearer.client.id": "cid", "sasl.oauthbearer.client.secret": _OAUTH_SECRET},
+            "bad credentials in Basic {basic}",
+        ),
+        ({"sasl.oauthbearer.token.endpoint.url": f"https://idp/t?client_secret={_OAUTH_SECRET}"}, "{query}"),
+    ],
+)
+def test_a_profile_and_the_cli_hide_the_forms_a_secret_is_quoted_in(conf: dict[str, str], said: str) -> None:
+    """A secret quoted in part or encoded: provisioning hid only whole values, so the results said
+    ``... beginning at: clientSecret=S3cr3t-Pa55-XYZ`` (helper 129); the CLI knew the Basic and URL forms alone."""
+    import base64
+
+    from throttled_admin._kafka.secrets import redact
+    from throttled_admin.cli._conf import Redactor
+    from throttled_admin.provisioning import Profile
+
+    config = conf.get("sasl.oauthbearer.config", "")
+    message = said.format(
+        rest=config[config.find("clientSecret") :],
+        value=_OAUTH_SECRET,
+        basic=base64.b64encode(f"cid:{_OAUTH_SECRET}".encode()).decode(),
+        query=f"client_secret={_OAUTH_SECRET}",
+    )
+    profile = Profile("east", {"bootstrap.servers": "h:1", **conf})
+    for hidden in (redact(message, profile.secrets()), Redactor([conf])(message)):
+        assert "S3cr3t" not in hidden
+        assert "UzNjcjN0" not in hidden  # (the secret's own base64)
+        assert base64.b64encode(f"cid:{_OAUTH_SECRET}".encode()).decode() not in hidden
+
+
+def test_a_plans_result_never_quotes_a_secret_of_an_oauthbearer_config(quota_broker: BrokerFactory) -> None:
+    """The end to end of the above: a field librdkafka cannot read fails the group's rows with its words."""
+    from throttled_admin.provisioning import PlanRow, apply_plan
+
+    broker = quota_broker(users={"alice": "pw"})
+    conf = {
+        "bootstrap.servers": broker.bootstrap_servers,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": "OAUTHBEARER",
+        "enable.sasl.oauthbearer.unsecure.jwt": "true",
+        "sasl.oauthbearer.config": f"principal=alice clientSecret={_OAUTH_SECRET}",
+    }
+    [result] = apply_plan([PlanRow("east", "ensure", "t", 1)], {"east": conf})
+    assert result.status == "failed", result
+    assert "Unrecognized sasl.oauthbearer.config beginning at: ***" in (result.error_message or ""), result
+    assert "S3cr3t" not in repr(result)
+
+
+def test_a_profiles_repr_shows_a_callback_by_its_kind_alone() -> None:
+    """A callback bound to a credential (helper 129: ``functools.partial(fetch_token, client_secret=...)``)."""
+    import functools
+
+    from throttled_admin.provisioning import Profile
+
+    def fetch(config: str, client_secret: str) -> tuple[str, float]:
+        return "token", 0.0
+
+    bound = functools.partial(fetch, client_secret="S3cr3t")
+    profile = Profile("west", {"bootstrap.servers": "h:1", "oauth_cb": bound})  # type: ignore[dict-item]  # (as users do)
+    assert "S3cr3t" not in repr(profile)
+    assert "'oauth_cb': '<partial>'" in repr(profile)

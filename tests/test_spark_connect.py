@@ -126,11 +126,14 @@ def test_the_example_as_a_spark_connect_client(
         text=True,
         timeout=120,
         cwd=REPO,
-        env={**spark_env(), "SPARK_REMOTE": connect_server},
+        # PySpark's own switch for troubleshooting: the client logs each request, the task's pickled function in it
+        # (every profile's password showed there, helper 129)
+        env={**spark_env(), "SPARK_REMOTE": connect_server, "SPARK_CONNECT_LOG_LEVEL": "debug"},
     )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     assert "8 rows: created 8" in run.stdout
     assert broker.topics() == {f"x.{i}": 2 for i in range(8)}
+    assert "ExecuteAndFetchAsIterator. Request" in run.stderr  # (the requests were logged)
     assert PASSWORD not in run.stdout + run.stderr
 
 

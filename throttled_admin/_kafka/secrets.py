@@ -6,10 +6,12 @@ it), or a private key given as PEM (``ssl.key.pem``, ``sasl.oauthbearer.assertio
 
 from __future__ import annotations
 
+import base64
 import re
-from collections.abc import Iterable
+import urllib.parse
+from collections.abc import Iterable, Mapping
 
-__all__ = ["SECRET_SETTINGS", "SHORT_SECRET", "is_secret_key", "is_setting_name", "redact"]
+__all__ = ["SECRET_SETTINGS", "SHORT_SECRET", "is_secret_key", "is_setting_name", "redact", "secret_values"]
 
 _SECRET_KEY = re.compile(
     r"password|passphrase|secret|token|credential|jaas|key\.pem$|keystore\.key$|oauthbearer\.config$", re.IGNORECASE
@@ -64,3 +66,46 @@ def redact(text: str, secrets: Iterable[str], marker: str = "***", keep: Iterabl
         else:
             text = re.sub(_ALONE.format(re.escape(secret)), lambda _: marker, text)
     return text
+
+
+def secret_values(settings: Mapping[str, object]) -> set[str]:
+    """Every text that gives away a secret of ``settings``, to hide in messages: each secret setting's value; in a URL
+    one, the parts that carry credentials (``_url_credentials``); in ``sasl.oauthbearer.config``, each field's value
+    and the rest of the line from each field on, as librdkafka quotes them refusing one (``non-integral
+    'lifeSeconds=': <value>``, ``Unrecognized sasl.oauthbearer.config beginning at: <the rest>``); and the HTTP Basic
+    credentials an OIDC token request carries (base64 of client id:secret), which an identity provider may echo."""
+    values: set[str] = set()
+    client, secret = settings.get("sasl.oauthbearer.client.id"), settings.get("sasl.oauthbearer.client.secret")
+    if isinstance(client, str) and isinstance(secret, str) and secret:
+        values.add(base64.b64encode(f"{client}:{secret}".encode()).decode())
+    for key, value in settings.items():
+        if is_secret_key(key) and isinstance(value, str) and value:
+            values.add(value)
+            values.update(_url_credentials(value))
+            if key.endswith("oauthbearer.config"):
+                values.update(_fields(value))
+    return values
+
+
+def _fields(config: str) -> list[str]:
+    """A ``name=value ...`` line's values, and its rest from each field on."""
+    found = []
+    for field in re.finditer(r"\S+", config):
+        found.append(config[field.start() :].rstrip())
+        found.append(field.group().partition("=")[2])
+    return [value for value in found if value]
+
+
+def _url_credentials(value: str) -> list[str]:
+    """A URL's parts that carry credentials, hidden on their own (a message may quote one, as curl's do): its user's
+    password, its query and each query value. Its host and path carry none (``Could not resolve host: idp.example``
+    stays readable)."""
+    try:
+        url = urllib.parse.urlsplit(value)
+        password = url.password
+    except ValueError:
+        return []
+    if url.scheme.lower() not in ("http", "https") or not url.netloc:
+        return []
+    values = [v for _, v in urllib.parse.parse_qsl(url.query, keep_blank_values=False)]
+    return [part for part in (password, url.query, *values) if part]

@@ -11,12 +11,10 @@ name neither ("Java TrustStores are not supported, ...").
 
 from __future__ import annotations
 
-import base64
 import re
-import urllib.parse
 from collections.abc import Iterable, Mapping
 
-from throttled_admin._kafka.secrets import SECRET_SETTINGS, is_secret_key, is_setting_name, redact
+from throttled_admin._kafka.secrets import SECRET_SETTINGS, is_secret_key, is_setting_name, redact, secret_values
 from throttled_admin.cli._jaas import login_module as jaas_module
 from throttled_admin.cli._jaas import read as read_jaas
 from throttled_admin.cli._jaas import unescape
@@ -180,21 +178,6 @@ def checked_conf(
     return conf, notice(path, settings.values, takes_timeout=takes_timeout)
 
 
-def _url_credentials(value: str) -> list[str]:
-    """A URL's parts that carry credentials, hidden on their own (a message may quote one, as curl's do): its user's
-    password, its query and each query value. Its host and path carry none (``Could not resolve host: idp.example``
-    stays readable)."""
-    try:
-        url = urllib.parse.urlsplit(value)
-        password = url.password
-    except ValueError:
-        return []
-    if url.scheme.lower() not in ("http", "https") or not url.netloc:
-        return []
-    values = [v for _, v in urllib.parse.parse_qsl(url.query, keep_blank_values=False)]
-    return [part for part in (password, url.query, *values) if part]
-
-
 class Redactor:
     """Replaces every secret value of the given settings in text that is about to be printed.
 
@@ -209,13 +192,9 @@ class Redactor:
 
     def add(self, settings: Mapping[str, str]) -> None:
         self._names.update(key for key in settings if is_setting_name(key))
-        client, secret = settings.get("sasl.oauthbearer.client.id"), settings.get("sasl.oauthbearer.client.secret")
-        if isinstance(client, str) and isinstance(secret, str) and secret:  # (as OIDC sends them: HTTP Basic)
-            self._secrets.add(base64.b64encode(f"{client}:{secret}".encode()).decode())
+        self._secrets.update(secret_values(settings))
         for key, value in settings.items():
             if is_secret_key(key) and isinstance(value, str) and value:
-                self._secrets.add(value)
-                self._secrets.update(_url_credentials(value))
                 # A JAAS line's password too, both as written (escaped) and as meant.
                 for name, raw in _jaas_options(value):
                     if name == "password" and raw:

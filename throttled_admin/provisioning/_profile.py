@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from throttled_admin._kafka.secrets import is_secret_key, redact
+from throttled_admin._kafka.secrets import is_secret_key, redact, secret_values
 from throttled_admin.provisioning._plan import PlanError
 from throttled_admin.provisioning._settings_check import check_settings
 
@@ -28,7 +28,7 @@ class Profile:
     request_timeout_s: float = 30.0
 
     def __repr__(self) -> str:
-        shown = {k: ("***" if is_secret_key(k) else v) for k, v in self.conf.items()}
+        shown = {k: ("***" if is_secret_key(k) else _shown(v)) for k, v in self.conf.items()}
         return (
             f"Profile(name={self.name!r}, conf={shown!r}, mutation_rate={self.mutation_rate!r}, "
             f"request_timeout_s={self.request_timeout_s!r})"
@@ -51,7 +51,14 @@ class Profile:
         return (self.bootstrap_servers, self.principal)
 
     def secrets(self) -> list[str]:
-        return [str(v) for k, v in self.conf.items() if is_secret_key(k) and str(v)]
+        """What would give a secret of ``conf`` away in a message (``secret_values``), to hide."""
+        return sorted(secret_values(self.conf))
+
+
+def _shown(value: Any) -> Any:
+    """A setting's value as a repr shows it: a scalar as it is, anything else by its kind alone (a callback such as
+    ``oauth_cb`` may be bound to a credential: ``functools.partial(fetch, client_secret=...)``, helper 129)."""
+    return value if value is None or isinstance(value, (str, int, float, bool)) else f"<{type(value).__name__}>"
 
 
 #: What ``apply_plan`` takes: cluster name -> a ``Profile`` or a conf mapping as profiles.yaml has it.

@@ -13,6 +13,7 @@ from throttled_admin.provisioning import apply_plan as apply_rows
 from throttled_admin.provisioning._readers import parse_configs_text
 from throttled_admin.spark._reach import reachable, unreachable_message
 from throttled_admin.spark._schema import result_batch
+from throttled_admin.spark._sealed import Sealed
 
 __all__ = ["make_task"]
 
@@ -78,9 +79,12 @@ def make_task(
     """A ``mapInArrow`` function: record batches of plan rows in, one batch of result rows out.
     ``driver_reaches``: the ``bootstrap.servers`` values the driver connected to before the job (empty when
     this runs on the driver); their rows fail at once here when this process cannot connect to them.
-    ``timeout_s``: each group's time budget, from its start in the task (``provisioning.apply_plan``'s)."""
+    ``timeout_s``: each group's time budget, from its start in the task (``provisioning.apply_plan``'s). The profiles
+    are in the function ``Sealed``: shipped to executors, its pickle shows no secret of theirs."""
+    sealed = Sealed(profiles)  # (the function below refers to these only)
 
     def run_partition(batches: Iterator[Any]) -> Iterator[Any]:
+        profiles = sealed.open()
         records = [record for batch in batches for record in batch.to_pylist()]
         parsed = [_row(record) for record in records]
         results: list[RowResult | None] = [r if isinstance(r, RowResult) else None for r in parsed]

@@ -1,0 +1,46 @@
+"""A value sealed for a task's function: the profiles travel in it, and no secret of theirs shows in its pickle.
+
+PySpark logs a task's pickled function where asked to: py4j's DEBUG log of a classic session carries its bytes in
+base64, a Spark Connect client at ``SPARK_CONNECT_LOG_LEVEL=debug`` prints the request with them (helper 129 found
+every profile's password in both). Sealed, the pickle holds the value's own pickle XORed with a random pad of its
+length, and the pad: the secrets appear in no encoding of those bytes. This keeps them out of logs and dumps, not
+from whoever holds the function and this code, as the job's own credentials are its own.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from typing import Any, Generic, TypeVar
+
+__all__ = ["Sealed"]
+
+T = TypeVar("T")
+
+
+class Sealed(Generic[T]):
+    """``value`` as it is here; pickled (a task's function, shipped), sealed with a fresh pad."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: T) -> None:
+        self._value = value
+
+    def open(self) -> T:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Sealed(...)"
+
+    def __reduce__(self) -> tuple[Any, tuple[bytes, bytes]]:
+        plain = pickle.dumps(self._value, protocol=pickle.HIGHEST_PROTOCOL)
+        pad = os.urandom(len(plain))
+        return _unseal, (pad, _xor(plain, pad))
+
+
+def _unseal(pad: bytes, sealed: bytes) -> Sealed[Any]:
+    return Sealed(pickle.loads(_xor(sealed, pad)))  # (the job's own function's bytes, as the rest of its pickle)
+
+
+def _xor(data: bytes, pad: bytes) -> bytes:
+    return (int.from_bytes(data, "little") ^ int.from_bytes(pad, "little")).to_bytes(len(data), "little")
