@@ -331,3 +331,14 @@ def test_a_profiles_repr_shows_a_callback_by_its_kind_alone() -> None:
     profile = Profile("west", {"bootstrap.servers": "h:1", "oauth_cb": bound})  # type: ignore[dict-item]  # (as users do)
     assert "S3cr3t" not in repr(profile)
     assert "'oauth_cb': '<partial>'" in repr(profile)
+
+
+def test_an_oauthbearer_configs_principal_stays_readable_as_a_user_name_does() -> None:
+    """The principal is the name the broker charges and its messages give (``User:alice``), shown as ``sasl.username``
+    is; the fields after it are hidden."""
+    from throttled_admin._kafka.secrets import redact
+    from throttled_admin.provisioning import Profile
+
+    profile = Profile("east", {"sasl.oauthbearer.config": "principal=alice scope=s3cr3t-scope"})
+    said = "Principal = User:alice is not authorized; beginning at: scope=s3cr3t-scope"
+    assert redact(said, profile.secrets()) == "Principal = User:alice is not authorized; beginning at: ***"

@@ -88,11 +88,14 @@ def secret_values(settings: Mapping[str, object]) -> set[str]:
 
 
 def _fields(config: str) -> list[str]:
-    """A ``name=value ...`` line's values, and its rest from each field on."""
+    """A ``name=value ...`` line's values, and its rest from each field on; not ``principal``'s, the name the broker
+    charges and names, as ``sasl.username``'s is not hidden."""
     found = []
     for field in re.finditer(r"\S+", config):
         found.append(config[field.start() :].rstrip())
-        found.append(field.group().partition("=")[2])
+        name, _, value = field.group().partition("=")
+        if name != "principal":
+            found.append(value)
     return [value for value in found if value]
 
 
