@@ -3,8 +3,10 @@ terminal (tmux: the screen a person sees)."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
+import os
 import re
 import shlex
 import shutil
@@ -14,7 +16,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pexpect
 import pytest
@@ -606,3 +608,27 @@ def test_a_row_the_interrupt_left_is_told_in_its_words_keeping_what_the_plan_kne
     never = _as_interrupted(row, None, True, 5.0)
     assert (never.status, never.error_code, never.finished_at) == ("not_sent", None, 5.0)
     assert never.error_message == "interrupted before it was sent (nothing of it applied)"
+
+
+def test_the_interrupts_headline_counts_a_topic_kafka_said_exists_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 130: such a row was counted "outcome unknown", under "changes already sent may have been applied",
+    though this run's create of it was refused: nothing of it applied."""
+    from throttled_admin.cli._apply import _interrupted
+    from throttled_admin.cli._conf import Redactor
+    from throttled_admin.cli._output import Output
+
+    def exit_here(code: int) -> NoReturn:
+        raise SystemExit(code)
+
+    monkeypatch.setattr(os, "_exit", exit_here)
+    stderr, stdout = io.StringIO(), io.StringIO()
+    out = Output(Redactor([]), json_mode=False, stdout=stdout, stderr=stderr)
+    rows = [PlanRow("main", "ensure", "t", 2), PlanRow("main", "ensure", "u", 2)]
+    existed = RowResult("main", "t", "ensure", "failed", 36, f"Topic 't' already exists. {NOT_COMPARED}", 1)
+    stopped = {0: dataclasses.replace(existed, error_name=STOPPED)}
+    with pytest.raises(SystemExit, match="130"):
+        _interrupted(out, rows, {}, sent=True, dry_run=False, problems={}, never_sent={1}, stopped=stopped)
+    assert stderr.getvalue().strip() == (
+        "Interrupted. 0 of 2 rows done; not sent: 1; not compared with the plan: 1. Run the same plan again to "
+        "finish it (rows already done come back unchanged)."
+    )

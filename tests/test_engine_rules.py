@@ -1205,6 +1205,65 @@ def test_a_grow_behind_a_failed_grow_of_its_topic_is_costed_from_a_read_then() -
     assert grown.mutations == 4
 
 
+def test_a_grow_let_go_while_a_read_is_out_is_costed_by_a_read_after_it() -> None:
+    """Review 130: a grow of x answered NOT_CONTROLLER asks for a read (as Java does), and goes again while it is
+    out; refused then (INVALID_PARTITIONS: the first attempt had applied it), it lets the delete of x go uncosted,
+    and the read out, taken before, costed it 2 where x had 22. A read asked after the release costs it."""
+    engine = Engine(pacer=None, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
+    engine.on_probe(True, 0.0)
+    grow = CallSpec(RequestKind(CREATE_PARTITIONS, False), 30.0, 30000, True, None, None, started_at=0.0)
+    submit_call(engine, grow, [("x", NewPartitions("x", 22), None, 21)])
+    delete = CallSpec(RequestKind(DELETE_TOPICS, False), 30.0, 30000, True, None, None, started_at=0.0)
+    submit_call(engine, delete, [("x", "x", None, 1)])
+    assert engine.step(0.0).read_metadata
+    engine.on_metadata({"x": 2}, 0.01)
+    first = engine.step(0.01).send
+    assert first is not None
+    engine.on_results(first.request_id, {"x": KafkaException(KafkaError(KafkaError.NOT_CONTROLLER, "moved"))}, 0.05)
+    now, asked = 0.05, 0
+    resent = None
+    while resent is None:  # the read after NOT_CONTROLLER is asked, and (its costs known) the grow goes again
+        out = engine.step(now)
+        asked += out.read_metadata
+        resent = out.send
+        now = max(now + 0.001, out.wake_at if out.wake_at is not None and out.wake_at < 30 else now + 0.01)
+    assert asked == 1
+    refused = KafkaException(KafkaError(KafkaError.INVALID_PARTITIONS, "Topic already has 22 partitions."))
+    engine.on_results(resent.request_id, {"x": refused}, now)
+    assert engine.step(now).send is None  # the delete waits for a count
+    engine.on_metadata({"x": 2}, now + 0.01)  # the read out, taken before the grow's answer
+    again = engine.step(now + 0.01)
+    assert again.send is None
+    assert again.read_metadata  # a read after the release
+    engine.on_metadata({"x": 22}, now + 0.02)
+    deleted = engine.step(now + 0.02).send
+    assert deleted is not None
+    assert (deleted.kind.operation, deleted.mutations) == (DELETE_TOPICS, 22)
+
+
+def test_creates_of_one_name_at_the_clusters_default_count_need_one_read() -> None:
+    """Review 130: a create held behind its name was no longer costed by a read (as a grow or delete is not): four
+    calls creating ``NewTopic("x")`` made four reads of the cluster, one after another. A create's cost does not
+    depend on the call before it: the first read costs them all."""
+    engine = Engine(pacer=None, backoff=RetryBackoff())
+    engine.on_probe(True, 0.0)
+    for _ in range(4):
+        default_creates(engine, ["x"], 0.0)
+    now, reads, sends = 0.0, 0, 0
+    while sends < 4:
+        out = engine.step(now)
+        if out.read_metadata:
+            reads += 1
+            engine.on_metadata({}, now, default_partitions=3)
+        if out.send is not None:
+            sends += 1
+            assert out.send.mutations == 3
+            exists = KafkaException(KafkaError(KafkaError.TOPIC_ALREADY_EXISTS, "exists"))
+            engine.on_results(out.send.request_id, {"x": None if sends == 1 else exists}, now)
+        now += 0.01
+    assert reads == 1
+
+
 def test_close_counts_the_quota_refusals_of_a_request_answered_in_part() -> None:
     """Found by the model (ENGINE_MODEL_RANDOM=1: 'rule g: 0 violations recorded, 2 quota refusals'): the broker
     refused two topics of a request with 89 and the answer for the third never came; close() then ends the request.

@@ -333,12 +333,25 @@ def test_a_profiles_repr_shows_a_callback_by_its_kind_alone() -> None:
     assert "'oauth_cb': '<partial>'" in repr(profile)
 
 
-def test_an_oauthbearer_configs_principal_stays_readable_as_a_user_name_does() -> None:
+def test_an_oauthbearer_configs_names_scopes_and_lifetime_stay_readable() -> None:
     """The principal is the name the broker charges and its messages give (``User:alice``), shown as ``sasl.username``
-    is; the fields after it are hidden."""
+    is; a scope and a lifetime of seconds hold no secret either, and hidden they made ``Throttled for 3600 ms`` read
+    ``Throttled for *** ms`` (review 130). The rest of the line from each field is hidden, as librdkafka quotes it."""
     from throttled_admin._kafka.secrets import redact
     from throttled_admin.provisioning import Profile
 
-    profile = Profile("east", {"sasl.oauthbearer.config": "principal=alice scope=s3cr3t-scope"})
-    said = "Principal = User:alice is not authorized; beginning at: scope=s3cr3t-scope"
-    assert redact(said, profile.secrets()) == "Principal = User:alice is not authorized; beginning at: ***"
+    config = "principal=alice scope=kafka lifeSeconds=3600 principalClaimName=sub extension_x=s3cr3t-ext"
+    profile = Profile("east", {"sasl.oauthbearer.config": config})
+    said = "Principal = User:alice is not authorized; Throttled for 3600 ms; scope kafka; sub"
+    assert redact(said, profile.secrets()) == said
+    assert redact("beginning at: extension_x=s3cr3t-ext", profile.secrets()) == "beginning at: ***"
+    assert redact("value: s3cr3t-ext", profile.secrets()) == "value: ***"
+
+
+def test_a_secret_given_as_a_number_is_hidden() -> None:
+    """Review 130: a Profile made in code may hold a password of digits as an int; only strings were hidden."""
+    from throttled_admin._kafka.secrets import redact
+    from throttled_admin.provisioning import Profile
+
+    profile = Profile("east", {"sasl.password": 987654321})  # type: ignore[dict-item]  # (as code may give it)
+    assert redact("bad password 987654321", profile.secrets()) == "bad password ***"

@@ -452,11 +452,13 @@ class Engine:
     def on_metadata(self, counts: dict[str, int] | None, now: float, default_partitions: int | None = None) -> None:
         """Partition counts by topic (None: the read failed, and costs not known are taken as 1), and the cluster's
         default partition count if it was read (what a create with -1 partitions makes, and is charged)."""
-        default = self._metadata.answered(counts, default_partitions)
+        default, stale = self._metadata.answered(counts, default_partitions)
         for call in self._queue.calls.values():
             operation = call.kind.operation
             for topic in call.queued.values():
-                if topic.cost is not None or topic.state is _HELD:  # (held: costed once the call before it is done)
+                # a grow or delete held behind its name: costed once the call before it is done (``_cost_behind``),
+                # and one let go while this read was out, by a read after it
+                if topic.cost is not None or (topic.state is _HELD and operation is not CREATE_TOPICS) or stale(topic):
                     continue
                 if operation is CREATE_TOPICS:
                     cost_with_default(topic, default)
@@ -468,7 +470,8 @@ class Engine:
     def on_views(self, views: BrokerViews, now: float) -> None:
         """Every broker's Metadata for the topics asked about (a ``ReadViews`` action); see ``visibility``."""
         visible = self._views.answered(list(self._queue.calls.values()), views, now)
-        _settle_applied(_by_call(visible), (), self._views, self._queue, self._out, now)  # (their attempts booked)
+        runs = _by_call(visible)
+        _settle_applied(runs, (), self._views, self._queue, self._metadata, self._out, now)  # (attempts booked)
 
     def close(self, now: float) -> None:
         """Fail everything pending: queued topics were not sent; in-flight ones may have been applied."""
@@ -620,7 +623,7 @@ class Engine:
                 if fresh:
                     last = (topic.state, why, because, made)
                 excs.append(made)
-            _settle(call, run, excs, self._views, self._queue, self._out, now)
+            _settle(call, run, excs, self._views, self._queue, self._metadata, self._out, now)
 
     # -- a response -------------------------------------------------------------------------------
 
@@ -671,7 +674,7 @@ class Engine:
         once every broker shows it: wait_for_metadata). True when any topic is queued again (a retry)."""
         if (runs := _applied_runs(request, response)) is not None:  # every topic applied (a bulk call's answer)
             attempt = (Attempt(request.id, request.sent_at, now, Outcome.SUCCESS),)
-            _settle_applied(runs, attempt, self._views, self._queue, self._out, now)
+            _settle_applied(runs, attempt, self._views, self._queue, self._metadata, self._out, now)
             return False
         retried = False
         for topic in request.topics:
@@ -704,7 +707,7 @@ class Engine:
                 topic.call.move(topic, TopicState.AWAITING_VISIBILITY)
                 self._views.applied(now)
             else:
-                _settle(topic.call, (topic,), (None,), self._views, self._queue, self._out, now)
+                _settle(topic.call, (topic,), (None,), self._views, self._queue, self._metadata, self._out, now)
         return retried
 
     # -- the next request -------------------------------------------------------------------------
@@ -1020,6 +1023,7 @@ def _settle_applied(
     attempt: tuple[Attempt, ...],
     views: ViewReads,
     queue: WorkQueue,
+    metadata: MetadataReads,
     out: list[Action],
     now: float,
 ) -> None:
@@ -1030,7 +1034,7 @@ def _settle_applied(
         if attempt:
             for topic in topics:
                 topic.history = topic.history + attempt if topic.history else attempt
-        _settle(call, topics, None, views, queue, out, now)
+        _settle(call, topics, None, views, queue, metadata, out, now)
 
 
 def _settle(
@@ -1039,6 +1043,7 @@ def _settle(
     excs: Sequence[BaseException | None] | None,
     views: ViewReads,
     queue: WorkQueue,
+    metadata: MetadataReads,
     out: list[Action],
     now: float,
 ) -> None:
@@ -1055,26 +1060,34 @@ def _settle(
             error = error_of(first)
             call.error_type = error.name() if error is not None else type(first).__name__
         out += map(Settle, repeat(call.id), map(_NAME, topics), excs)
-    if queue.waiting() and not call.kind.validate_only:  # (no topic waits behind a name: a bulk call's, no call)
-        _cost_behind(call, topics, excs, queue)
+    if queue.waiting() and not call.kind.validate_only:  # (a topic waits behind a name: rule a; a bulk call's never)
+        _cost_behind(call, topics, excs, queue, metadata)
     if (finished := queue.settled_all(call, topics, now)) is not None:
         out.append(finished)
 
 
 def _cost_behind(
-    call: Call, topics: Sequence[Topic], excs: Sequence[BaseException | None] | None, queue: WorkQueue
+    call: Call,
+    topics: Sequence[Topic],
+    excs: Sequence[BaseException | None] | None,
+    queue: WorkQueue,
+    metadata: MetadataReads,
 ) -> None:
     """A later call's grow or delete of a topic of ``call``'s waits for its name (rule a), its cost (the topic's
     partition count) not read yet (``Engine.on_metadata``): where ``call`` applied its change, the count it left is
-    known here, and costs it (a read now might predate the change on a broker); else it is read before it goes."""
+    known here, and costs it (a read now might predate the change on a broker); else it is read before it goes, by a
+    read asked from now on (``MetadataReads.after_release``: not one out already)."""
     operation = call.kind.operation
     for topic, exc in zip(topics, repeat(None) if excs is None else excs, strict=False):  # (repeat: endless)
         after = queue.behind(topic.name)
-        if exc is not None or after is None or after.cost is not None or after.call.kind.operation is CREATE_TOPICS:
+        if after is None or after.cost is not None or after.call.kind.operation is CREATE_TOPICS:
             continue
-        known, count = partitions_made(operation, topic.item)
+        made = (False, None) if exc is not None else partitions_made(operation, topic.item, metadata.default_partitions)
+        known, count = made
         if known:
             after.cost = after.call.kind.operation.cost_from_metadata(after.item, count)
+        else:
+            metadata.after_release(after)
 
 
 def _refused_by_the_broker_at(topic: Topic, now: float) -> bool:

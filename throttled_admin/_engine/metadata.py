@@ -4,7 +4,9 @@ controller's ``num.partitions``, docs/semantics.md, rule g)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["MetadataReads"]
 
@@ -17,6 +19,9 @@ class MetadataReads:
     refresh: bool = False  # read before sending again: after NOT_CONTROLLER (as Java does), or to read a default back
     default_partitions: int | None = None  # the cluster's default partition count, once read
     default_from: str | None = None  # a topic created with a guessed count, to read back when the setting could not be
+    # topics let go behind their name (rule a) while a read was out, their count not known here: that read predates
+    # the change before them; costed by the next (``Engine.on_metadata``)
+    _released: set[Any] = field(default_factory=set)
 
     def ask(self) -> bool:
         """Whether to ask for a read now (True: one is now out)."""
@@ -31,13 +36,22 @@ class MetadataReads:
         if names and self.default_partitions is None:
             self.default_from, self.refresh = names[-1], True
 
-    def answered(self, counts: dict[str, int] | None, default_partitions: int | None) -> int | None:
+    def after_release(self, topic: Any) -> None:
+        """``topic`` was let go behind its name, its count not known: a read out now predates the change before it."""
+        if self.reading:
+            self._released.add(topic)
+
+    def answered(
+        self, counts: dict[str, int] | None, default_partitions: int | None
+    ) -> tuple[int | None, Callable[[Any], bool]]:
         """The read came back: partition counts by topic (None: the read failed) and the cluster's default if it was
-        read. Returns the default partition count as now known."""
+        read. Returns the default partition count as now known, and whether the read predates a topic's release
+        (``after_release``): it cannot cost that one."""
         self.reading = False
+        predates, self._released = self._released.__contains__, set()
         if default_partitions is None and counts is not None and self.default_from in counts:
             default_partitions = counts[self.default_from]  # a topic created with the default, read back
         if default_partitions is not None:
             self.default_partitions = default_partitions
             self.default_from = None
-        return self.default_partitions
+        return self.default_partitions, predates

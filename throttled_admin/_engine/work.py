@@ -443,14 +443,14 @@ class NameHolds:
         return holder
 
 
-def partitions_made(operation: Operation, item: Any) -> tuple[bool, int | None]:
+def partitions_made(operation: Operation, item: Any, default: int | None) -> tuple[bool, int | None]:
     """What this client's change of a topic, applied, left it with: (whether that is known here, its partition count;
-    None: no such topic). A create of the cluster's default count is not known here."""
+    None: no such topic). A create of the cluster's default count (``default``) is known once that is."""
     if operation is CREATE_PARTITIONS:
         return True, item.new_total_count
     if operation is DELETE_TOPICS:
         return True, None
-    partitions = _partitions(item)
+    partitions = _partitions(item, default)
     return partitions is not None, partitions
 
 

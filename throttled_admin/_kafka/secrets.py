@@ -78,7 +78,9 @@ def secret_values(settings: Mapping[str, object]) -> set[str]:
     client, secret = settings.get("sasl.oauthbearer.client.id"), settings.get("sasl.oauthbearer.client.secret")
     if isinstance(client, str) and isinstance(secret, str) and secret:
         values.add(base64.b64encode(f"{client}:{secret}".encode()).decode())
-    for key, value in settings.items():
+    for key, given in settings.items():
+        # (a Profile made in code may hold a number: a password of digits)
+        value = str(given) if isinstance(given, (int, float)) and not isinstance(given, bool) else given
         if is_secret_key(key) and isinstance(value, str) and value:
             values.add(value)
             values.update(_url_credentials(value))
@@ -87,14 +89,19 @@ def secret_values(settings: Mapping[str, object]) -> set[str]:
     return values
 
 
+# sasl.oauthbearer.config's fields that hold no secret: who the principal is and its scope (the name the broker
+# charges and names, shown as sasl.username's is), and a lifetime, which librdkafka quotes only when it is no number
+_NAMES_AND_SCOPES = frozenset({"principal", "principalClaimName", "scope", "scopeClaimName"})
+
+
 def _fields(config: str) -> list[str]:
-    """A ``name=value ...`` line's values, and its rest from each field on; not ``principal``'s, the name the broker
-    charges and names, as ``sasl.username``'s is not hidden."""
+    """A ``name=value ...`` line's values but those that hold no secret (a wrong one hidden all the same), and its
+    rest from each field on."""
     found = []
     for field in re.finditer(r"\S+", config):
         found.append(config[field.start() :].rstrip())
         name, _, value = field.group().partition("=")
-        if name != "principal":
+        if name not in _NAMES_AND_SCOPES and not (name == "lifeSeconds" and value.isdigit()):
             found.append(value)
     return [value for value in found if value]
 

@@ -180,6 +180,14 @@ def _withdraw(stop: PlanStop) -> list[int]:
         return []
 
 
+def _not_compared(ended: Any) -> bool:
+    """Whether the plan ended a row for the stop before comparing its topic, which Kafka said exists (or is gone), with
+    the plan (``NOT_COMPARED``): this run's change of it was refused."""
+    from throttled_admin.provisioning._stop import NOT_COMPARED
+
+    return (ended.error_message or "").endswith(NOT_COMPARED)
+
+
 def _as_interrupted(row: Any, ended: Any, unsent: bool, now: float) -> Any:
     """The result ``apply`` reports for a row not done at Ctrl-C: not sent (``unsent``) or its outcome unknown,
     ``INTERRUPTED``; ``ended``: the result the plan gave it for the stop, if any (its attempts, Kafka's code), told in
@@ -196,7 +204,7 @@ def _as_interrupted(row: Any, ended: Any, unsent: bool, now: float) -> Any:
         said = ended.error_message or ""
         if unsent and ended.attempts:
             message = "interrupted before it was sent again (the broker had refused it: nothing of it applied)"
-        elif not unsent and said.endswith(NOT_COMPARED):  # Kafka said the topic exists (or is gone): its words
+        elif not unsent and _not_compared(ended):  # Kafka said the topic exists (or is gone): its words
             message = f"interrupted before the topic was compared with the plan: {said.removesuffix(NOT_COMPARED)}"
         return dataclasses.replace(ended, status=status, error_name="INTERRUPTED", error_message=message.rstrip())
     return RowResult(
@@ -250,8 +258,12 @@ def _interrupted(
             )
         else:
             held = len(unsent - known.keys())
-            tail = "".join(f"; {what}: {n}" for what, n in (("not sent", held), ("outcome unknown", rest - held)) if n)
-            said = ": changes already sent may have been applied" if rest > held else ""  # (else every row is known)
+            # a row whose topic Kafka said exists: this run's change was refused, the topic not compared with the plan
+            kept = sum(1 for i, r in (stopped or {}).items() if i not in known and i not in unsent and _not_compared(r))
+            unknown = rest - held - kept
+            parts = (("not sent", held), ("not compared with the plan", kept), ("outcome unknown", unknown))
+            tail = "".join(f"; {what}: {n}" for what, n in parts if n)
+            said = ": changes already sent may have been applied" if unknown else ""  # (else none may be)
             again = " Run the same plan again to finish it (rows already done come back unchanged)." if rest else ""
             out.error(f"Interrupted{said}. {len(known)} of {len(rows)} rows done{counts}{tail}.{again}")
         if out.json_mode:

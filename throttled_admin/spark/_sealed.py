@@ -13,6 +13,8 @@ import os
 import pickle
 from typing import Any, Generic, TypeVar
 
+from pyspark import cloudpickle
+
 __all__ = ["Sealed"]
 
 T = TypeVar("T")
@@ -33,7 +35,9 @@ class Sealed(Generic[T]):
         return "Sealed(...)"
 
     def __reduce__(self) -> tuple[Any, tuple[bytes, bytes]]:
-        plain = pickle.dumps(self._value, protocol=pickle.HIGHEST_PROTOCOL)
+        # PySpark's cloudpickle, as Spark pickles the function: a profile's callback defined in a notebook or a
+        # script (``__main__``), or a lambda, goes by value, as it did unsealed (review 130)
+        plain: bytes = cloudpickle.dumps(self._value, protocol=pickle.HIGHEST_PROTOCOL)  # type: ignore[no-untyped-call]
         pad = os.urandom(len(plain))
         return _unseal, (pad, _xor(plain, pad))
 
