@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from collections.abc import Callable
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
@@ -1262,6 +1263,89 @@ def test_creates_of_one_name_at_the_clusters_default_count_need_one_read() -> No
             engine.on_results(out.send.request_id, {"x": None if sends == 1 else exists}, now)
         now += 0.01
     assert reads == 1
+
+
+def _grow_applied_while_a_read_is_out(engine: Engine, middle: Callable[[], object]) -> tuple[Topic, float]:
+    """A grows x 2 -> 22; ``middle`` (a call of x) and a delete of x wait behind it. A's NOT_CONTROLLER asks for a
+    read; A goes again while it is out, and is applied. Returns the delete's topic, and when."""
+    submit_call(engine, _spec(CREATE_PARTITIONS), [("x", NewPartitions("x", 22), None, 21)])
+    middle()
+    _, [delete] = submit_call(engine, _spec(DELETE_TOPICS), [("x", "x", None, 1)])
+    assert engine.step(0.0).read_metadata
+    engine.on_metadata({"x": 2}, 0.01)
+    first = engine.step(0.01).send
+    assert first is not None
+    engine.on_results(first.request_id, {"x": KafkaException(KafkaError(KafkaError.NOT_CONTROLLER, "moved"))}, 0.05)
+    now, asked, resent = 0.05, 0, None
+    while resent is None:
+        out = engine.step(now)
+        asked += out.read_metadata
+        resent = out.send
+        now += 0.01
+    assert asked == 1  # the read is out, taken while x had 2
+    engine.on_results(resent.request_id, {"x": None}, now)  # applied: x has 22
+    return delete, now
+
+
+def _spec(operation: Operation, validate_only: bool = False, deadline: float = 30.0, wait: bool = False) -> CallSpec:
+    kind = RequestKind(operation, validate_only)
+    return CallSpec(kind, deadline, int(deadline * 1000), True, None, None, started_at=0.0, wait_for_metadata=wait)
+
+
+def test_a_grow_withdrawn_between_a_grow_and_a_delete_lets_no_stale_read_cost_the_delete() -> None:
+    """Review 131: a name passed on by a withdrawal (or a validate-only call, below) did not mark the read out as
+    older than the change ahead: the delete was costed 2 where x had 22."""
+    engine = Engine(pacer=None, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
+    engine.on_probe(True, 0.0)
+    ids: list[int] = []
+
+    def middle() -> None:
+        ids.append(submit_call(engine, _spec(CREATE_PARTITIONS), [("x", NewPartitions("x", 30), None, 29)])[0].id)
+
+    delete, now = _grow_applied_while_a_read_is_out(engine, middle)
+    engine.on_throttle(1, 2.0, now)  # the grow's answer carries a throttle: the grow to 30 waits for it
+    assert engine.step(now).send is None
+    assert engine.withdraw(ids[0], "x", now)  # its caller cancels it, never sent
+    engine.on_metadata({"x": 2}, now + 0.01)  # the read out, taken before the grow applied
+    assert delete.cost in (None, 22), f"delete costed {delete.cost} from a read taken before the grow"
+
+
+def test_a_validate_only_grow_between_a_grow_and_a_delete_lets_no_stale_read_cost_the_delete() -> None:
+    engine = Engine(pacer=None, backoff=RetryBackoff(initial_ms=100, max_ms=100, jitter=0.0))
+    engine.on_probe(True, 0.0)
+    checks = lambda: submit_call(engine, _spec(CREATE_PARTITIONS, True), [("x", NewPartitions("x", 30), None, 29)])  # noqa: E731
+    delete, now = _grow_applied_while_a_read_is_out(engine, checks)
+    checked = engine.step(now).send  # the validate-only grow to 30 (costed 8 from the grow's 22)
+    assert checked is not None
+    assert checked.kind.validate_only
+    engine.on_results(checked.request_id, {"x": None}, now + 0.01)
+    engine.step(now + 0.01)
+    engine.on_metadata({"x": 2}, now + 0.02)  # the read out, taken before the grow applied
+    assert delete.cost in (None, 22), f"delete costed {delete.cost} from a read taken before the grow"
+
+
+def test_a_grow_applied_but_not_yet_visible_at_its_deadline_costs_the_delete_behind_it() -> None:
+    """Review 131: settled at its deadline not yet visible in every broker (applied), the grow left the delete to a
+    read, when brokers are known to lag (one still showed 2): it costs it from the 22 it made."""
+    engine = Engine(pacer=None, backoff=RetryBackoff())
+    engine.on_probe(True, 0.0)
+    submit_call(engine, _spec(CREATE_PARTITIONS, deadline=2.0, wait=True), [("x", NewPartitions("x", 22), None, 21)])
+    _, [delete] = submit_call(engine, _spec(DELETE_TOPICS), [("x", "x", None, 1)])
+    assert engine.step(0.0).read_metadata
+    engine.on_metadata({"x": 2}, 0.01)
+    sent = engine.step(0.01).send
+    assert sent is not None
+    engine.on_results(sent.request_id, {"x": None}, 0.05)
+    now = 0.05
+    lagging: dict[int, dict[str, TopicView] | None] = {1: {"x": TopicView(22, True)}, 2: {"x": TopicView(2, True)}}
+    while now < 2.5 and delete.cost is None:
+        out = engine.step(now)
+        if out.read_views is not None:
+            engine.on_views(lagging, now)
+        if out.read_metadata:
+            engine.on_metadata({"x": 2}, now)  # a broker that lags
+        now += 0.05
+    assert delete.cost == 22
 
 
 def test_close_counts_the_quota_refusals_of_a_request_answered_in_part() -> None:

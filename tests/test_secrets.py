@@ -12,6 +12,7 @@ The CLI's output and the pipeline's results have their own secret tests (tests/t
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -355,3 +356,6 @@ def test_a_secret_given_as_a_number_is_hidden() -> None:
 
     profile = Profile("east", {"sasl.password": 987654321})  # type: ignore[dict-item]  # (as code may give it)
     assert redact("bad password 987654321", profile.secrets()) == "bad password ***"
+    oidc = {"sasl.oauthbearer.client.id": 123456789, "sasl.oauthbearer.client.secret": "S3cr3t-Pa55-XYZ"}
+    basic = base64.b64encode(b"123456789:S3cr3t-Pa55-XYZ").decode()
+    assert redact(f"Basic {basic}", Profile("east", oidc).secrets()) == "Basic ***"  # type: ignore[arg-type]

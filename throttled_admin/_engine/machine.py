@@ -207,9 +207,10 @@ class Engine:
         # rule b: one request in flight per connection, the slot follows its connection, and a second connection
         # for bulk work (``lanes``)
         self._lanes = Lanes(socket_timeout_s, config.second_lane_from)
-        self._queue = WorkQueue(config.max_topics_per_request)  # the pending calls; rule a's name holds
-        self._contact = Contact()  # first contact: has a broker answered this client?
         self._metadata = MetadataReads()  # partition counts, and the cluster's default partition count
+        # the pending calls; rule a's name holds (a name passed on: its grow's or delete's cost read after that)
+        self._queue = WorkQueue(config.max_topics_per_request, self._metadata.let_go)
+        self._contact = Contact()  # first contact: has a broker answered this client?
         self._closed = False
         self._late = LateSettlement(config.settle_after_send_from)  # a large applied answer settled after the send
         self._out: list[Action] = []  # what to do, decided since the last step (``actions``)
@@ -1074,20 +1075,18 @@ def _cost_behind(
     metadata: MetadataReads,
 ) -> None:
     """A later call's grow or delete of a topic of ``call``'s waits for its name (rule a), its cost (the topic's
-    partition count) not read yet (``Engine.on_metadata``): where ``call`` applied its change, the count it left is
-    known here, and costs it (a read now might predate the change on a broker); else it is read before it goes, by a
-    read asked from now on (``MetadataReads.after_release``: not one out already)."""
+    partition count) not read yet (``Engine.on_metadata``): where ``call`` applied its change (answered so, even if
+    settled otherwise since: not yet visible by its deadline), the count it left is known here, and costs it (a read
+    now might predate the change on a broker); else it is read before it goes (``MetadataReads.let_go``)."""
     operation = call.kind.operation
     for topic, exc in zip(topics, repeat(None) if excs is None else excs, strict=False):  # (repeat: endless)
         after = queue.behind(topic.name)
         if after is None or after.cost is not None or after.call.kind.operation is CREATE_TOPICS:
             continue
-        made = (False, None) if exc is not None else partitions_made(operation, topic.item, metadata.default_partitions)
-        known, count = made
-        if known:
-            after.cost = after.call.kind.operation.cost_from_metadata(after.item, count)
-        else:
-            metadata.after_release(after)
+        if exc is None or (topic.history and topic.history[-1].outcome is Outcome.SUCCESS):
+            known, count = partitions_made(operation, topic.item, metadata.default_partitions)
+            if known:
+                after.cost = after.call.kind.operation.cost_from_metadata(after.item, count)
 
 
 def _refused_by_the_broker_at(topic: Topic, now: float) -> bool:

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from throttled_admin._engine.work import CREATE_TOPICS, Topic
+
 __all__ = ["MetadataReads"]
 
 
@@ -21,7 +23,7 @@ class MetadataReads:
     default_from: str | None = None  # a topic created with a guessed count, to read back when the setting could not be
     # topics let go behind their name (rule a) while a read was out, their count not known here: that read predates
     # the change before them; costed by the next (``Engine.on_metadata``)
-    _released: set[Any] = field(default_factory=set)
+    _released: set[Topic] = field(default_factory=set)
 
     def ask(self) -> bool:
         """Whether to ask for a read now (True: one is now out)."""
@@ -36,9 +38,10 @@ class MetadataReads:
         if names and self.default_partitions is None:
             self.default_from, self.refresh = names[-1], True
 
-    def after_release(self, topic: Any) -> None:
-        """``topic`` was let go behind its name, its count not known: a read out now predates the change before it."""
-        if self.reading:
+    def let_go(self, topic: Topic) -> None:
+        """A name passed to ``topic`` (rule a, ``WorkQueue``): a grow or delete whose count is not known here
+        (``machine._cost_behind``) is costed by a read asked from now on; one out now predates the change ahead."""
+        if self.reading and topic.cost is None and topic.call.kind.operation is not CREATE_TOPICS:
             self._released.add(topic)
 
     def answered(
@@ -46,7 +49,7 @@ class MetadataReads:
     ) -> tuple[int | None, Callable[[Any], bool]]:
         """The read came back: partition counts by topic (None: the read failed) and the cluster's default if it was
         read. Returns the default partition count as now known, and whether the read predates a topic's release
-        (``after_release``): it cannot cost that one."""
+        (``let_go``): it cannot cost that one."""
         self.reading = False
         predates, self._released = self._released.__contains__, set()
         if default_partitions is None and counts is not None and self.default_from in counts:

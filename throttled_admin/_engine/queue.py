@@ -27,10 +27,11 @@ Waits = Callable[[Topic], bool]
 class WorkQueue:
     """Not thread-safe: the engine's own state."""
 
-    def __init__(self, max_topics_per_request: int) -> None:
+    def __init__(self, max_topics_per_request: int, let_go: Callable[[Topic], None] = lambda topic: None) -> None:
         self.calls: dict[int, Call] = {}  # by id, in submission order, until every topic of the call is settled
         self._names = NameHolds()  # rule a: which pending topic holds each name
         self._max_topics = max_topics_per_request
+        self._let_go = let_go  # told of each topic that a name passes to: the engine's reads of costs
 
     def add(self, call: Call, topics: list[Topic], *, more: bool = False) -> None:
         """Queue the call's topics, each held behind its name while an earlier pending call names it. ``more``: the
@@ -68,7 +69,12 @@ class WorkQueue:
         sent): the names they hold go to the calls behind them, and those they wait behind no longer count them."""
         for topic in topics:
             if (holder := self._names.release(topic)) is not None:
-                holder.call.move(holder, TopicState.QUEUED)
+                self._hand_over(holder)
+
+    def _hand_over(self, holder: Topic) -> None:
+        """The name passes to ``holder``: it may be sent now."""
+        holder.call.move(holder, TopicState.QUEUED)
+        self._let_go(holder)
 
     def waiting(self) -> bool:
         """Whether any topic waits behind a name (rule a)."""
@@ -86,7 +92,7 @@ class WorkQueue:
     def settled_all(self, call: Call, topics: Sequence[Topic], now: float) -> CallFinished | None:
         """``settled`` of each of ``topics``, all of ``call``, in order."""
         for holder in self._names.release_all(topics):
-            holder.call.move(holder, TopicState.QUEUED)
+            self._hand_over(holder)
         call.unsettled -= len(topics)
         return self.finished(call, now)
 

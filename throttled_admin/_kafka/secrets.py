@@ -75,18 +75,23 @@ def secret_values(settings: Mapping[str, object]) -> set[str]:
     'lifeSeconds=': <value>``, ``Unrecognized sasl.oauthbearer.config beginning at: <the rest>``); and the HTTP Basic
     credentials an OIDC token request carries (base64 of client id:secret), which an identity provider may echo."""
     values: set[str] = set()
-    client, secret = settings.get("sasl.oauthbearer.client.id"), settings.get("sasl.oauthbearer.client.secret")
+    texts = {key: _text(value) for key, value in settings.items()}
+    client, secret = texts.get("sasl.oauthbearer.client.id"), texts.get("sasl.oauthbearer.client.secret")
     if isinstance(client, str) and isinstance(secret, str) and secret:
         values.add(base64.b64encode(f"{client}:{secret}".encode()).decode())
-    for key, given in settings.items():
-        # (a Profile made in code may hold a number: a password of digits)
-        value = str(given) if isinstance(given, (int, float)) and not isinstance(given, bool) else given
+    for key, value in texts.items():
         if is_secret_key(key) and isinstance(value, str) and value:
             values.add(value)
             values.update(_url_credentials(value))
             if key.endswith("oauthbearer.config"):
                 values.update(_fields(value))
     return values
+
+
+def _text(value: object) -> object:
+    """A setting's value as librdkafka takes it: a number as its digits (a Profile made in code may hold a password
+    of digits, or a numeric client id), anything else as it is."""
+    return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
 
 
 # sasl.oauthbearer.config's fields that hold no secret: who the principal is and its scope (the name the broker

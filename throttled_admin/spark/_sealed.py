@@ -3,8 +3,10 @@
 PySpark logs a task's pickled function where asked to: py4j's DEBUG log of a classic session carries its bytes in
 base64, a Spark Connect client at ``SPARK_CONNECT_LOG_LEVEL=debug`` prints the request with them (helper 129 found
 every profile's password in both). Sealed, the pickle holds the value's own pickle XORed with a random pad of its
-length, and the pad: the secrets appear in no encoding of those bytes. This keeps them out of logs and dumps, not
-from whoever holds the function and this code, as the job's own credentials are its own.
+length, and the pad: the secrets appear neither in clear nor in any standard encoding of those bytes (base64, hex,
+escapes), so a search of the logs or a secret scanner finds none. It is no encryption: the pad is beside the sealed
+bytes, and whoever holds a log with them can unseal them (review 131). A log of the task's pickled function is as
+secret as the job's credentials.
 """
 
 from __future__ import annotations
