@@ -7,7 +7,8 @@ slow, lost, garbled and partial answers, NOT_CONTROLLER, REQUEST_TIMED_OUT, conn
 and a cluster librdkafka never reaches (connections failing before their handshake: refused, closed in the TLS
 handshake, ApiVersions unanswered, a listener of the other protocol); Redpanda's quota refusal
 (UNKNOWN_SERVER_ERROR), Kafka 4's batch cap (a whole request refused with POLICY_VIOLATION, in Kafka 4.4's words or new
-ones) and CreateTopicPolicy refusals; three brokers whose Metadata lags (``wait_for_metadata``), topics deleted and
+ones) and CreateTopicPolicy refusals; three brokers whose Metadata lags (``wait_for_metadata``, and the reads that cost
+a paced grow or delete), topics deleted and
 created again under the same name (incarnations: topic ids); a connection that still carries a request librdkafka gave
 up on (the sentinel answered, closed or never sent), sends cut short before or after confluent-kafka's call, topics
 cancelled in flight, calls of close budgets sharing a request, creates of the cluster's default partition count; a
@@ -178,6 +179,9 @@ class Track:
     ids_asked: bool = False  # a wait_for_metadata create: a views read out asked about its name while it held it
     ids_read: bool = False  # ... and came back: every broker's ids of the name before its send are known
     ids_before: set[uuid.UUID | None] = field(default_factory=set)  # the ids that read showed
+    # a grow or delete the engine may have costed from a read that failed (as 1) or that a broker behind answered
+    cost_unsure: bool = False
+    cost_exact: bool = False  # ... or held behind a change the client was told applied: costed from it, exactly
 
 
 @dataclass(eq=False)
@@ -246,6 +250,9 @@ class EngineModel(RuleBasedStateMachine):
         self.retries_at_least = 0
         self.retries_at_most = 0
         self.metadata_wanted = False
+        # topics held behind their name (rule a) at some time while the metadata read out was: that read cannot cost
+        # one let go meanwhile (``MetadataReads.let_go``), a later one does
+        self.held_while_reading: set[int] = set()
         self.probe_wanted = False
         self.lane_answers = False  # the second lane's probe is answered as it is asked (else the rule ``lane_probe``)
         self.lane_probe_wanted = False  # the second lane's connection is to be probed before its first request
@@ -445,7 +452,11 @@ class EngineModel(RuleBasedStateMachine):
                 self.sent(action)
             elif isinstance(action, Drain):
                 self.sentinel_asked(action.request_timeout_s, action.lane)
+        if out.read_metadata and not self.metadata_wanted:
+            self.held_while_reading = set()
         self.metadata_wanted |= out.read_metadata
+        if self.metadata_wanted:
+            self.held_while_reading |= {t.order for t in self.tracks if _pending(t) and not self.holds(t)}
         if out.read_views is not None:
             self.views_asked(out.read_views)
         self.probe_wanted |= out.probe
@@ -665,13 +676,50 @@ class EngineModel(RuleBasedStateMachine):
 
     def check_charged(self, request: Send, tracks: list[Track]) -> None:
         """Broker defaults: once num.partitions is known, a create is counted as the broker charges it, -1 as the
-        cluster's num.partitions (a -1 costed before then stays counted as Kafka's default, 1)."""
-        if request.kind.operation is not CREATE_TOPICS or not self.default_told:
+        cluster's num.partitions (a -1 costed before then stays counted as Kafka's default, 1). A grow or delete is
+        counted, when paced (else it is not read), from its topic's partitions now (rule g), unless the client could not
+        know them: a read that failed (counted as 1) or that a broker behind answered, while it was queued, or a change
+        of its name applied with no answer telling the client so. Held behind a change the client was told applied,
+        it is costed from that change, whatever a read says after."""
+        operation = request.kind.operation
+        if operation is not CREATE_TOPICS:
+            if not self.paced or not all(map(self.cost_knowable, tracks)):
+                return
+            charged = sum(operation.cost_from_metadata(t.topic.item, self.cluster.get(t.topic.name)) for t in tracks)
+            assert request.mutations == charged, f"rule g: {request.mutations} mutations counted, {charged} charged"
+            return
+        if not self.default_told:
             return
         charged = sum(_made(t.topic.item) if t.counted_as is None else t.counted_as for t in tracks)
         assert request.mutations == charged, f"rule g: {request.mutations} mutations counted, {charged} charged"
         if any(_is_default_create(t.topic) for t in tracks):
             event("a create with the cluster's default partition count")
+
+    def cost_knowable(self, track: Track) -> bool:
+        """Whether the engine can know what a grow or delete is charged (``check_charged``)."""
+        if track.cost_exact:  # (no change but its own can follow the one it was held behind)
+            return not (track.accepted and not track.answered_ok)
+        return not track.cost_unsure and not self.changed_untold(track.topic.name)
+
+    def note_next_holder(self, track: Track) -> None:
+        """``track`` was settled: a grow or delete of a later call held behind it (rule a) is costed from its change,
+        if the client was told it applied and knows the partitions it left (``machine._cost_behind``)."""
+        name, call = track.topic.name, track.topic.call
+        after = next((t for t in self.tracks if t.topic.name == name and self.holds(t)), None)
+        if after is None or after.topic.call.kind.operation is CREATE_TOPICS or after.order < track.order:
+            return
+        known = not (_is_default_create(track.topic) and self.engine_default is None)
+        if track.answered_ok and not call.kind.validate_only and known:
+            after.cost_exact = True
+            event("a grow or delete costed from the change it was held behind")
+
+    def changed_untold(self, name: str) -> bool:
+        """The cluster applied a change of ``name`` that no answer told the client of (lost, garbled, refused by a
+        resigning controller, re-sent by a broker and answered "already done")."""
+        return any(
+            t.topic.name == name and t.accepted and not t.answered_ok and not t.topic.call.kind.validate_only
+            for t in self.tracks
+        )
 
     def settle(self, track: Track, exc: BaseException | None) -> None:
         """A topic's future is settled: once, never after it was withdrawn, by its deadline (rule e), with a
@@ -683,6 +731,7 @@ class EngineModel(RuleBasedStateMachine):
         assert self.now <= max(track.topic.call.spec.deadline, track.given_at) + EPSILON, "rule e: settled late"
         self.check_why(track, exc)  # before it is settled: whether an earlier call held its name, it in flight
         track.settled = (self.now, exc)
+        self.note_next_holder(track)
         self.told.append(track)
         if exc is not None:  # the call's duration metric carries its first failure's type
             error = error_of(exc)
@@ -1727,28 +1776,37 @@ class EngineModel(RuleBasedStateMachine):
         self.step()
 
     @precondition(lambda self: not self.closed and self.metadata_wanted)
-    @rule(fails=st.booleans(), default_readable=st.booleans())
-    def metadata(self, fails: bool, default_readable: bool) -> None:
-        """The cluster's partition counts (or a failed read) and, when it can be read, its num.partitions."""
+    @rule(fails=st.booleans(), default_readable=st.booleans(), lag=st.sampled_from([0, 0, 1, LAG_DEPTH]))
+    def metadata(self, fails: bool, default_readable: bool, lag: int = 0) -> None:
+        """The cluster's partition counts (or a failed read) and, when it can be read, its num.partitions, from a
+        broker ``lag`` changes behind (the cluster as it was then: a KRaft broker replays the metadata log in order)."""
         fails |= self.unreachable
         self.metadata_wanted = False
         told = default_readable and not fails
+        counts = dict(self.history[-min(lag, len(self.history))][0] if lag and self.history else self.cluster)
         event(f"metadata read, num.partitions {'told' if told else 'not told'}")
-        learned = self.read_back(fails, told)
+        for track in self.tracks:  # what a grow or delete this read costs is costed from: perhaps 1, or a count behind
+            name, costed = track.topic.name, self.queued(track) and self.holds(track)
+            behind = fails or counts.get(name) != self.cluster.get(name)
+            if costed and behind and track.order not in self.held_while_reading:
+                track.cost_unsure |= track.topic.call.kind.operation is not CREATE_TOPICS
+        if lag and counts != self.cluster and not fails:
+            event("metadata read from a broker behind")
+        learned = self.read_back(counts, fails, told)
         if told or learned is not None:
             self.engine_default = DEFAULT_PARTITIONS if told else learned
             self.default_told |= self.engine_default == DEFAULT_PARTITIONS
         for track in self.tracks:  # -1 creates not yet counted: as num.partitions if known, else as 1 for now
             if _pending(track) and _is_default_create(track.topic) and not track.costed:
                 self.count_default_create(track)
-        self.engine.on_metadata(None if fails else dict(self.cluster), self.now, DEFAULT_PARTITIONS if told else None)
+        self.engine.on_metadata(None if fails else counts, self.now, DEFAULT_PARTITIONS if told else None)
         self.step()
 
-    def read_back(self, fails: bool, told: bool) -> int | None:
+    def read_back(self, counts: dict[str, int], fails: bool, told: bool) -> int | None:
         """A read that does not tell num.partitions still shows it: the partitions of the -1 create applied last
-        while it was unknown (or whatever that name has become since)."""
+        while it was unknown (or whatever that name has become since), if the read shows that name."""
         name = self.default_from
-        learned = None if fails or told or name is None else self.cluster.get(name)
+        learned = None if fails or told or name is None else counts.get(name)
         if told or learned is not None:
             self.default_from = None
             event("num.partitions read back from a topic created with it")
@@ -2291,6 +2349,59 @@ def test_a_cancelled_topic_a_broker_refused_before_is_not_told_not_sent() -> Non
         state.withdraw(pick=0)
         state.advance(0.001)
         state.answer("no controller", applied=False, delay=0.0, quota_first=False)
+        state.what_each_topic_was_told_stays_true()
+    finally:
+        state.teardown()
+
+
+def test_the_model_states_rule_g_a_grow_held_behind_a_grow_is_costed_from_it_not_from_a_broker_behind() -> None:
+    """Rule g for a paced engine, as a pinned run of the model: ``a`` (1 partition) grown to 2, and by a second call
+    to 3, held behind the first (rule a). The first applied, the second costs 1 (3 - 2), though a broker one change
+    behind still shows 1 partition (it would cost 2): ``check_charged`` fails an engine that reads the count instead
+    of taking it from the change it was told applied (``machine._cost_behind``)."""
+    state = EngineModel()
+    try:
+        _start(state, mode="strict", paced=True, existing={"a": 1})
+        state.submit("grow", ["a"], 30.0, True, False, 1, None, None, False)
+        state.metadata(fails=False, default_readable=True)
+        state.submit("grow", ["a"], 30.0, True, False, 2, None, None, False)
+        state.answer_ok(views_after=False)
+        if state.metadata_wanted:  # (the engine that reads it)
+            state.metadata(fails=False, default_readable=True, lag=1)
+        assert state.flight is not None
+        assert state.flight.request.mutations == 1
+        state.answer_ok(views_after=False)
+        assert state.cluster == {"a": 3}
+        state.what_each_topic_was_told_stays_true()
+    finally:
+        state.teardown()
+
+
+def test_the_model_states_rule_g_a_delete_let_go_while_a_read_is_out_is_not_costed_by_that_read() -> None:
+    """Rule g for a paced engine, as a pinned run of the model: ``a`` grown from 1 to 2 partitions; a second grow of
+    ``a`` waits for a read of its cost, and a delete of ``a`` waits behind it (rule a). The grow is withdrawn while
+    the read is out, and a broker one change behind answers it (1 partition): the delete is costed 2 by a read asked
+    after, not 1 by that one (``MetadataReads.let_go``)."""
+    state = EngineModel()
+    try:
+        _start(state, mode="strict", paced=True, existing={"a": 1})
+        state.submit("grow", ["a"], 30.0, True, False, 1, None, None, False)
+        state.metadata(fails=False, default_readable=True)
+        state.answer_ok(views_after=False)
+        assert state.cluster == {"a": 2}
+        state.submit("grow", ["a"], 30.0, True, False, 1, None, None, False)
+        assert state.metadata_wanted
+        state.submit("delete", ["a"], 30.0, True, False, 1, None, None, False)
+        grow, delete = state.tracks[1:]
+        state.withdraw_track(grow)
+        state.metadata(fails=False, default_readable=True, lag=1)
+        if state.metadata_wanted:  # (the engine that does not cost it from the read that predates its release)
+            state.metadata(fails=False, default_readable=True)
+        assert state.flight is not None
+        assert state.flight.tracks == [delete]
+        assert state.flight.request.mutations == 2
+        state.answer_ok(views_after=False)
+        assert state.cluster == {}
         state.what_each_topic_was_told_stays_true()
     finally:
         state.teardown()
