@@ -8,15 +8,13 @@ and a cluster librdkafka never reaches (connections failing before their handsha
 handshake, ApiVersions unanswered, a listener of the other protocol); Redpanda's quota refusal
 (UNKNOWN_SERVER_ERROR), Kafka 4's batch cap (a whole request refused with POLICY_VIOLATION, in Kafka 4.4's words or new
 ones) and CreateTopicPolicy refusals; three brokers whose Metadata lags (``wait_for_metadata``, and the reads that cost
-a paced grow or delete), topics deleted and
-created again under the same name (incarnations: topic ids); a connection that still carries a request librdkafka gave
-up on (the sentinel answered, closed or never sent), sends cut short before or after confluent-kafka's call, topics
-cancelled in flight, calls of close budgets sharing a request, creates of the cluster's default partition count; a
-connection that carried a throttle failing (a broker restart, its debt forgiven or not) and a request in flight lost
-with its node
-(``_TRANSPORT``, ``_DESTROY_BROKER``). A simulated driver does
-what the engine's outbox says, waking it when it asks. Rules a-j of
-``throttled_admin/_engine/machine.py`` are checked after every step (and at every send and settlement), against
+a paced grow or delete), topics deleted and created again under the same name (incarnations: topic ids); a connection
+that still carries a request librdkafka gave up on (the sentinel answered, closed or never sent), sends cut short
+before or after confluent-kafka's call, topics cancelled in flight, calls of close budgets sharing a request, creates
+of the cluster's default partition count; a connection that carried a throttle failing (a broker restart, its debt
+forgiven or not) and a request in flight lost with its node (``_TRANSPORT``, ``_DESTROY_BROKER``). A simulated
+driver does what the engine's outbox says, waking it when it asks. Rules a-j of ``throttled_admin/_engine/machine.py``
+are checked after every step (and at every send and settlement), against
 what the model knows happened in the cluster, from what a driver sees (the outbox's sends and settlements, the
 errors' types and typed reasons ``.why``, the metric events), never from the engine's state or a message's words;
 each assertion names its rule ("rule b: ..."). So are the batch cap's, wait_for_metadata's and first contact's
@@ -179,9 +177,12 @@ class Track:
     ids_asked: bool = False  # a wait_for_metadata create: a views read out asked about its name while it held it
     ids_read: bool = False  # ... and came back: every broker's ids of the name before its send are known
     ids_before: set[uuid.UUID | None] = field(default_factory=set)  # the ids that read showed
-    # a grow or delete the engine may have costed from a read that failed (as 1) or that a broker behind answered
+    # a grow or delete: the read that costs it came back (the engine costs a topic once), and failed (costed 1) or
+    # came from a broker behind; or it was held behind a change the client was told applied: costed from that change,
+    # exactly, whatever a read said (``cost_exact`` outweighs ``cost_unsure``)
+    cost_read: bool = False
     cost_unsure: bool = False
-    cost_exact: bool = False  # ... or held behind a change the client was told applied: costed from it, exactly
+    cost_exact: bool = False
 
 
 @dataclass(eq=False)
@@ -250,8 +251,8 @@ class EngineModel(RuleBasedStateMachine):
         self.retries_at_least = 0
         self.retries_at_most = 0
         self.metadata_wanted = False
-        # topics held behind their name (rule a) at some time while the metadata read out was: that read cannot cost
-        # one let go meanwhile (``MetadataReads.let_go``), a later one does
+        # the topics (by ``order``) held behind their name (rule a) at some time while the metadata read out was: that
+        # read cannot cost one let go meanwhile (``MetadataReads.let_go``), a later one does
         self.held_while_reading: set[int] = set()
         self.probe_wanted = False
         self.lane_answers = False  # the second lane's probe is answered as it is asked (else the rule ``lane_probe``)
@@ -677,15 +678,15 @@ class EngineModel(RuleBasedStateMachine):
     def check_charged(self, request: Send, tracks: list[Track]) -> None:
         """Broker defaults: once num.partitions is known, a create is counted as the broker charges it, -1 as the
         cluster's num.partitions (a -1 costed before then stays counted as Kafka's default, 1). A grow or delete is
-        counted, when paced (else it is not read), from its topic's partitions now (rule g), unless the client could not
-        know them: a read that failed (counted as 1) or that a broker behind answered, while it was queued, or a change
-        of its name applied with no answer telling the client so. Held behind a change the client was told applied,
-        it is costed from that change, whatever a read says after."""
+        counted, when paced (else it is not read), from its topic's partitions now (rule g), unless the client could
+        not know them: the read that costs it failed (counted as 1) or came from a broker behind, or an attempt of its
+        own was applied with no answer telling the client so. Held behind a change the client was told applied, it is
+        costed from that change, whatever a read says after."""
         operation = request.kind.operation
         if operation is not CREATE_TOPICS:
             if not self.paced or not all(map(self.cost_knowable, tracks)):
                 return
-            charged = sum(operation.cost_from_metadata(t.topic.item, self.cluster.get(t.topic.name)) for t in tracks)
+            charged = sum(_counted(t.topic, self.cluster.get(t.topic.name)) for t in tracks)
             assert request.mutations == charged, f"rule g: {request.mutations} mutations counted, {charged} charged"
             return
         if not self.default_told:
@@ -695,11 +696,14 @@ class EngineModel(RuleBasedStateMachine):
         if any(_is_default_create(t.topic) for t in tracks):
             event("a create with the cluster's default partition count")
 
-    def cost_knowable(self, track: Track) -> bool:
-        """Whether the engine can know what a grow or delete is charged (``check_charged``)."""
-        if track.cost_exact:  # (no change but its own can follow the one it was held behind)
-            return not (track.accepted and not track.answered_ok)
-        return not track.cost_unsure and not self.changed_untold(track.topic.name)
+    @staticmethod
+    def cost_knowable(track: Track) -> bool:
+        """Whether the engine can know what a grow or delete is charged (``check_charged``): once it is costed, no
+        change of its name but its own can come before it is sent (rule a), and one the client was not told of (lost,
+        garbled, refused by a resigning controller, re-sent and answered "already done") makes it unknowable."""
+        if track.accepted and not track.answered_ok and not track.topic.call.kind.validate_only:
+            return False
+        return track.cost_exact or not track.cost_unsure
 
     def note_next_holder(self, track: Track) -> None:
         """``track`` was settled: a grow or delete of a later call held behind it (rule a) is costed from its change,
@@ -708,18 +712,15 @@ class EngineModel(RuleBasedStateMachine):
         after = next((t for t in self.tracks if t.topic.name == name and self.holds(t)), None)
         if after is None or after.topic.call.kind.operation is CREATE_TOPICS or after.order < track.order:
             return
-        known = not (_is_default_create(track.topic) and self.engine_default is None)
-        if track.answered_ok and not call.kind.validate_only and known:
-            after.cost_exact = True
-            event("a grow or delete costed from the change it was held behind")
-
-    def changed_untold(self, name: str) -> bool:
-        """The cluster applied a change of ``name`` that no answer told the client of (lost, garbled, refused by a
-        resigning controller, re-sent by a broker and answered "already done")."""
-        return any(
-            t.topic.name == name and t.accepted and not t.answered_ok and not t.topic.call.kind.validate_only
-            for t in self.tracks
-        )
+        if not track.answered_ok or call.kind.validate_only:
+            return
+        if _is_default_create(track.topic) and self.engine_default != DEFAULT_PARTITIONS:
+            # num.partitions not known (a read after costs it), or read back wrong (from a name changed since, or a
+            # broker behind): the engine costs it from what it takes num.partitions to be
+            after.cost_unsure |= self.engine_default is not None
+            return
+        after.cost_exact = True
+        event("a grow or delete costed from the change it was held behind")
 
     def settle(self, track: Track, exc: BaseException | None) -> None:
         """A topic's future is settled: once, never after it was withdrawn, by its deadline (rule e), with a
@@ -1776,20 +1777,20 @@ class EngineModel(RuleBasedStateMachine):
         self.step()
 
     @precondition(lambda self: not self.closed and self.metadata_wanted)
-    @rule(fails=st.booleans(), default_readable=st.booleans(), lag=st.sampled_from([0, 0, 1, LAG_DEPTH]))
+    @rule(
+        fails=st.sampled_from([False, False, False, True]),
+        default_readable=st.booleans(),
+        lag=st.sampled_from([0, 0, 1, LAG_DEPTH]),
+    )
     def metadata(self, fails: bool, default_readable: bool, lag: int = 0) -> None:
         """The cluster's partition counts (or a failed read) and, when it can be read, its num.partitions, from a
         broker ``lag`` changes behind (the cluster as it was then: a KRaft broker replays the metadata log in order)."""
         fails |= self.unreachable
         self.metadata_wanted = False
         told = default_readable and not fails
-        counts = dict(self.history[-min(lag, len(self.history))][0] if lag and self.history else self.cluster)
+        counts = dict(self.as_of(lag)[0])
         event(f"metadata read, num.partitions {'told' if told else 'not told'}")
-        for track in self.tracks:  # what a grow or delete this read costs is costed from: perhaps 1, or a count behind
-            name, costed = track.topic.name, self.queued(track) and self.holds(track)
-            behind = fails or counts.get(name) != self.cluster.get(name)
-            if costed and behind and track.order not in self.held_while_reading:
-                track.cost_unsure |= track.topic.call.kind.operation is not CREATE_TOPICS
+        self.note_cost_read(counts, fails)
         if lag and counts != self.cluster and not fails:
             event("metadata read from a broker behind")
         learned = self.read_back(counts, fails, told)
@@ -1801,6 +1802,16 @@ class EngineModel(RuleBasedStateMachine):
                 self.count_default_create(track)
         self.engine.on_metadata(None if fails else counts, self.now, DEFAULT_PARTITIONS if told else None)
         self.step()
+
+    def note_cost_read(self, counts: dict[str, int], fails: bool) -> None:
+        """The grows and deletes this read costs: queued, their name free, not let go while it was out, not costed
+        yet. Costed 1 (the read failed) or from a count behind, what they are charged is not known."""
+        for track in self.tracks:
+            if track.topic.call.kind.operation is CREATE_TOPICS or track.cost_read or not self.queued(track):
+                continue
+            if self.holds(track) and track.order not in self.held_while_reading:
+                track.cost_read = True
+                track.cost_unsure = fails or counts.get(track.topic.name) != self.cluster.get(track.topic.name)
 
     def read_back(self, counts: dict[str, int], fails: bool, told: bool) -> int | None:
         """A read that does not tell num.partitions still shows it: the partitions of the -1 create applied last
@@ -1853,6 +1864,10 @@ class EngineModel(RuleBasedStateMachine):
         self.engine.on_views(views, self.now)
         self.step()
 
+    def as_of(self, lag: int) -> tuple[dict[str, int], dict[str, uuid.UUID]]:
+        """The cluster (partitions, ids) as a broker ``lag`` changes behind shows it."""
+        return self.history[-min(lag, len(self.history))] if lag and self.history else (self.cluster, self.ids)
+
     def views_out(self) -> bool:
         """A read of the brokers' views is out, and the client is open."""
         return not self.closed and self.views_wanted is not None
@@ -1868,7 +1883,7 @@ class EngineModel(RuleBasedStateMachine):
             if unreadable and node == BROKERS[-1]:
                 views[node] = None
                 continue
-            seen, ids = self.history[-min(lag, len(self.history))] if lag and self.history else (self.cluster, self.ids)
+            seen, ids = self.as_of(lag)
             views[node] = {name: _view(seen[name], ids[name], offline_first) for name in names if name in seen}
         return views
 
@@ -2171,6 +2186,16 @@ def _made(item: Any) -> int:
     return item.num_partitions if item.num_partitions > 0 else DEFAULT_PARTITIONS
 
 
+def _counted(topic: Topic, current: int | None) -> int:
+    """What a paced client counts a grow or delete of a topic of ``current`` partitions as: what the broker charges
+    (the partitions a grow adds, those a delete removes); a grow the broker refuses (no such topic, no growth) as 1,
+    which a client cannot tell before, a delete of no such topic as 0 (the broker fails it first)."""
+    if topic.call.kind.operation is DELETE_TOPICS:
+        return current or 0
+    added = topic.item.new_total_count - (current or 0)
+    return added if current and added > 0 else 1
+
+
 def _is_default_create(topic: Topic) -> bool:
     return topic.call.kind.operation is CREATE_TOPICS and topic.item.num_partitions < 0
 
@@ -2403,6 +2428,96 @@ def test_the_model_states_rule_g_a_delete_let_go_while_a_read_is_out_is_not_cost
         state.answer_ok(views_after=False)
         assert state.cluster == {}
         state.what_each_topic_was_told_stays_true()
+    finally:
+        state.teardown()
+
+
+@pytest.mark.parametrize(
+    ("ahead", "validate_only", "existing", "costed"),
+    [
+        ("grows to 2", False, 1, 2),
+        ("grows to 2, validate_only", True, 1, 1),
+        ("is refused (3 partitions)", False, 3, 3),
+    ],
+)
+def test_the_model_states_rule_g_a_delete_queued_with_a_grow_before_the_read_is_costed_after_the_grow(
+    ahead: str, validate_only: bool, existing: int, costed: int
+) -> None:
+    """Rule g for a paced engine, as pinned runs of the model (review 132): a grow of ``a`` to 2 and a delete of
+    ``a`` both queued before the read that costs the grow. The delete, held behind the grow (rule a), is costed from
+    what the grow left, not from that read: 2 after a grow applied (helper 128's case: an engine that costs held
+    topics from the read counts 1), 1 after a validate_only one, 3 after one refused as no growth."""
+    state = EngineModel()
+    try:
+        _start(state, mode="strict", paced=True, existing={"a": existing})
+        state.submit("grow", ["a"], 30.0, True, validate_only, 1, None, None, False)
+        state.submit("delete", ["a"], 30.0, True, False, 1, None, None, False)
+        state.metadata(fails=False, default_readable=True)
+        state.answer_ok(views_after=False)
+        if state.metadata_wanted:  # (a grow that changed nothing, or the engine that reads it)
+            state.metadata(fails=False, default_readable=True, lag=1)
+        if state.metadata_wanted:
+            state.metadata(fails=False, default_readable=True)
+        assert state.flight is not None, ahead
+        assert state.flight.request.mutations == costed, ahead
+        state.answer_ok(views_after=False)
+        assert state.cluster == {}
+        state.what_each_topic_was_told_stays_true()
+    finally:
+        state.teardown()
+
+
+def test_the_model_states_rule_g_a_delete_behind_a_grow_not_shown_by_its_deadline_is_costed_from_the_grow() -> None:
+    """Rule g for a paced engine, as a pinned run of the model (review 132): a wait_for_metadata grow of ``a`` to 2,
+    answered applied, ends NotYetVisibleError at its deadline; the delete behind it is costed 2 from the grow's
+    change (its last attempt's answer), not 1 from a broker one change behind."""
+    state = EngineModel()
+    try:
+        _start(state, mode="strict", paced=True, existing={"a": 1})
+        state.submit("grow", ["a"], 5.0, True, False, 1, None, None, True)
+        state.submit("delete", ["a"], 30.0, True, False, 1, None, None, False)
+        state.metadata(fails=False, default_readable=True)
+        state.answer_ok(views_after=False)
+        state.advance(10.0)
+        grow, delete = state.tracks
+        assert grow.settled is not None
+        assert isinstance(grow.settled[1], NotYetVisibleError)
+        if state.metadata_wanted:  # (the engine that reads it)
+            state.metadata(fails=False, default_readable=True, lag=1)
+        if state.metadata_wanted:
+            state.metadata(fails=False, default_readable=True)
+        assert state.flight is not None
+        assert state.flight.tracks == [delete]
+        assert state.flight.request.mutations == 2
+    finally:
+        state.teardown()
+
+
+def test_the_model_knows_a_grow_behind_a_default_create_is_costed_from_the_default_the_engine_read_back() -> None:
+    """The model does not fail a correct engine (review 132): num.partitions read back from ``a``, created with it,
+    while a broker two changes behind still shows the old ``a`` (1 partition); a grow of ``b`` to 5 held behind a
+    create of ``b`` with the default is costed 4 from that (5 - 1), though the broker charges 2 (``b`` has 3)."""
+    state = EngineModel()
+    try:
+        _start(state, mode="strict", paced=True, existing={"a": 1})
+        state.submit("delete", ["a"], 30.0, True, False, 1, None, None, False)
+        state.metadata(fails=False, default_readable=False)
+        state.answer_ok(views_after=False)
+        state.submit_default_creates(["a"])
+        state.metadata(fails=False, default_readable=False)
+        state.answer_ok(views_after=False)
+        assert state.cluster == {"a": DEFAULT_PARTITIONS}
+        state.advance(1.0)
+        state.submit_default_creates(["b"])
+        state.submit("grow", ["b"], 30.0, True, False, 4, None, None, False)
+        state.metadata(fails=False, default_readable=False, lag=2)  # shows the old a: 1 partition
+        assert state.engine_default == 1
+        state.answer_ok(views_after=False)
+        grow = state.tracks[-1]
+        assert grow.cost_unsure
+        assert not grow.cost_exact
+        assert state.flight is not None
+        assert state.flight.request.mutations == 4
     finally:
         state.teardown()
 
