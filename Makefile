@@ -1,10 +1,12 @@
 # The commands of the README. They create their venvs on first use and install from this project's own files.
 PYTHON ?= python3
-# Three workers on two cores, a test file each at a time: the suite mostly waits on sockets and deadlines, not
-# on the CPU (the soak runs: git log -p docs/reliability.md). loadfile: a file's module-scoped Spark session or Spark
-# Connect server starts once (tests/test_suite_groups.py). The tests on the three-node quorum run in test-cluster,
-# without workers. (loadgroup groups nothing under pytest 9.2: pytest-xdist issue 1386.)
-PYTEST_ARGS ?= -n 3 --dist loadfile
+# Four workers on two cores, a test file each at a time: the suite mostly waits on sockets and deadlines, not
+# on the CPU (the soak runs: git log -p docs/reliability.md; `make test` used about half of two cores' time with three
+# workers). loadfile: a file's module-scoped Spark session or Spark Connect server starts once
+# (tests/test_suite_groups.py); the files that start Spark run in two groups, a worker each (tests/conftest.py). The
+# tests on the three-node quorum run in test-cluster, without workers. (loadgroup groups nothing under pytest 9.2:
+# pytest-xdist issue 1386.)
+PYTEST_ARGS ?= -n 4 --dist loadfile
 VENV := .venv
 BIN := $(VENV)/bin
 

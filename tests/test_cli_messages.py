@@ -8,14 +8,12 @@ from __future__ import annotations
 import json
 import pickle
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.cli_helpers import REPO, Run, cli_env, run_cli, topics
+from tests.cli_helpers import Run, run_cli, topics
 from tests.support import BrokerFactory
 from throttled_admin import NewPartitions, NewTopic, NotSentError, NotSentReason, ThrottledAdminClient, TopicValueError
 from throttled_admin._errors import not_sent_error
@@ -127,36 +125,6 @@ def test_a_plan_row_beyond_the_client_limit_is_a_plan_error_in_the_plan_terms(tm
     assert run.returncode == 2, run.output
     assert "field 'partitions': must be at most 100000 (librdkafka's limit), got 200000" in run.stderr
     _assert_cli_words(run)
-
-
-@pytest.mark.slow
-def test_the_spark_example_names_its_flag_for_a_refused_delete(quota_broker: BrokerFactory, tmp_path: Path) -> None:
-    pytest.importorskip("pyspark")
-    broker = quota_broker()
-    broker.create_topic("old", 1)
-    (tmp_path / "plan.csv").write_text("cluster,action,topic\ndev,delete,old\n")
-    (tmp_path / "profiles.yaml").write_text(f"dev: {{bootstrap.servers: '{broker.bootstrap_servers}'}}\n")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "examples/spark_provision.py",
-            str(tmp_path / "plan.csv"),
-            str(tmp_path / "profiles.yaml"),
-            "--output",
-            str(tmp_path / "out"),
-            "--master",
-            "local[1]",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,  # a Spark session on a loaded machine
-        cwd=REPO,
-        env=cli_env(),
-        check=False,
-    )
-    assert result.returncode == 1, result.stdout + result.stderr[-3000:]
-    assert "failed: dev/old: refused: pass --allow-delete to delete topics" in result.stdout
-    assert "allow_delete" not in result.stdout
 
 
 def test_a_create_the_controller_applied_is_created_with_a_warning_while_brokers_lag(
