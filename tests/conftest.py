@@ -248,6 +248,7 @@ _SPARK_GROUPS = {
 }
 
 
+@pytest.hookimpl(optionalhook=True)  # (make test-cluster runs without pytest-xdist: -p no:xdist)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadfile`` (the Makefile's), with the Spark files in ``_SPARK_GROUPS``' two groups."""
     if config.getoption("dist") != "loadfile":
