@@ -177,9 +177,9 @@ class Track:
     ids_asked: bool = False  # a wait_for_metadata create: a views read out asked about its name while it held it
     ids_read: bool = False  # ... and came back: every broker's ids of the name before its send are known
     ids_before: set[uuid.UUID | None] = field(default_factory=set)  # the ids that read showed
-    # a grow or delete: the read that costs it came back (the engine costs a topic once), and failed (costed 1) or
-    # came from a broker behind; or it was held behind a change the client was told applied: costed from that change,
-    # exactly, whatever a read said (``cost_exact`` outweighs ``cost_unsure``)
+    # a grow or delete: costed (by a read, or from the change it was held behind: the engine costs a topic once), from
+    # a read that failed (as 1) or came from a broker behind, or from a default read back wrong; or from a change the
+    # client was told applied, exactly, whatever a read said before (``cost_exact`` outweighs ``cost_unsure``)
     cost_read: bool = False
     cost_unsure: bool = False
     cost_exact: bool = False
@@ -716,10 +716,11 @@ class EngineModel(RuleBasedStateMachine):
             return
         if _is_default_create(track.topic) and self.engine_default != DEFAULT_PARTITIONS:
             # num.partitions not known (a read after costs it), or read back wrong (from a name changed since, or a
-            # broker behind): the engine costs it from what it takes num.partitions to be
-            after.cost_unsure |= self.engine_default is not None
+            # broker behind): the engine costs it from what it takes num.partitions to be, and no read after
+            if self.engine_default is not None:
+                after.cost_read = after.cost_unsure = True
             return
-        after.cost_exact = True
+        after.cost_read = after.cost_exact = True
         event("a grow or delete costed from the change it was held behind")
 
     def settle(self, track: Track, exc: BaseException | None) -> None:
