@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import itertools
 import os
@@ -217,6 +218,42 @@ async def test_cancelling_one_future_withdraws_that_topic_only(quota_broker: Bro
     assert futures["drop"].cancelled()
     assert broker.topics() == {"first": 3, "keep": 1}
     assert "drop" not in sent_topics(broker)
+
+
+@pytest.mark.asyncio
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="Task.cancelling is Python 3.11+")
+async def test_a_task_that_caught_a_cancel_still_withdraws_one_topic_alone(quota_broker: Broker) -> None:
+    """A cancel the task caught before the call (no ``uncancel()``: ``Task.cancelling()`` stays 1) is not the call's:
+    cancelling one of its futures withdraws that topic alone, and a cancel after the call still withdraws it whole
+    (as ``asyncio.timeout`` tells its own cancel by the count at its start). Found by an adversarial probe: 'keep' was
+    withdrawn with 'drop'."""
+    broker = throttling_broker(quota_broker)
+    async with AIOThrottledAdminClient(conf(broker)) as admin:
+        await throttle_the_broker(admin, broker)
+        called, calls = asyncio.Event(), []
+
+        async def worker() -> None:
+            with contextlib.suppress(asyncio.CancelledError):  # a shutdown the worker chose to finish its work on
+                await asyncio.Event().wait()
+            futures = await admin.create_topics([NewTopic("keep", 1, 1), NewTopic("drop", 1, 1)])
+            assert futures["drop"].cancel()
+            await futures["keep"]
+            calls.append(await admin.create_topics([NewTopic("late.1", 1, 1), NewTopic("late.2", 1, 1)]))
+            called.set()
+            await asyncio.gather(*calls[0].values())
+
+        task = asyncio.create_task(worker())
+        await asyncio.sleep(0)  # (the task starts waiting)
+        task.cancel()
+        second = asyncio.ensure_future(called.wait())
+        await asyncio.wait([task, second], return_when=asyncio.FIRST_COMPLETED)
+        assert called.is_set(), "cancelling 'drop' withdrew 'keep' too" if task.cancelled() else task
+        task.cancel()  # cancelled after its second call: that call is withdrawn whole
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert all(f.cancelled() for f in calls[0].values())
+    assert broker.topics() == {"first": 3, "keep": 1}
+    assert sent_topics(broker) == {"first", "keep"}
 
 
 @pytest.mark.asyncio

@@ -15,7 +15,8 @@ yet.
 
 A call belongs to the task that made it: when that task is cancelled (``task.cancel()``, ``asyncio.timeout()``)
 while it waits on any of the call's futures, or ends cancelled, every topic of the call not yet sent is withdrawn,
-not only the one it was waiting on. Cancelling one future yourself withdraws that topic alone.
+not only the one it was waiting on (a cancel the task caught before it made the call is not the call's). Cancelling
+one future yourself withdraws that topic alone.
 
 Every other AdminClient method is a coroutine that runs the synchronous method in an executor, as
 ``AIOConsumer`` does; the ``concurrent.futures.Future``s it returns come back as ``asyncio.Future``s.
@@ -87,6 +88,12 @@ def _loop_conf(loop: asyncio.AbstractEventLoop, conf: Mapping[str, Any]) -> dict
     return out
 
 
+def _cancel_requests(task: asyncio.Task[Any] | None) -> int:
+    """``task.cancelling()``: its cancel requests not yet taken back (0 before Python 3.11, or with no task)."""
+    cancelling = getattr(task, "cancelling", None)  # Python 3.11+
+    return cancelling() if cancelling is not None else 0
+
+
 class _CallGroup:
     """The asyncio futures of one call, tied to the task that made it (see the module docstring), and chained to
     the call's topic futures: those settle on the client's thread, which hands them to the loop in batches (one
@@ -100,6 +107,9 @@ class _CallGroup:
         self.futures = {name: _TopicAioFuture(loop, source, self) for name, source in sources.items()}
         self._pending = len(self.futures)
         self._cancelling = False
+        # the task's cancel requests when the call was made: one it caught before (and did not ``uncancel()``) is not
+        # this call's, as ``asyncio.timeout`` tells its own cancel from the count at its start
+        self._cancels_before = _cancel_requests(task)
         self._lock = threading.Lock()
         self._settled: list[tuple[_TopicAioFuture, TopicFuture]] = []
         if task is not None:
@@ -135,8 +145,7 @@ class _CallGroup:
             self.one_done(future)
 
     def _task_cancelling(self) -> bool:
-        cancelling = getattr(self._task, "cancelling", None)  # Python 3.11+
-        return cancelling is not None and cancelling() > 0
+        return _cancel_requests(self._task) > self._cancels_before
 
     def one_done(self, future: asyncio.Future[None]) -> None:
         self._pending -= 1
