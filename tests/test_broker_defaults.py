@@ -10,6 +10,7 @@ from typing import Any
 
 from tests.support import BrokerFactory
 from throttled_admin import MutationQuota, NewTopic, ThrottledAdminClient
+from throttled_admin._driver.secret_hider import SecretHider
 
 
 def _outcomes(futures: Mapping[str, Future[Any]]) -> dict[str, BaseException | None]:
@@ -58,7 +59,7 @@ def test_the_default_partitions_are_asked_of_the_broker_that_answered(quota_brok
     broker = quota_broker(num_brokers=3, broker_configs={"num.partitions": "10"})
     broker.stop_node(0, fenced_after_s=300)  # the stopped node 0 named the controller, as Kafka names one not fenced
     with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers, "log_level": 0}) as admin:
-        transport = _Transport(admin)
+        transport = _Transport(admin, SecretHider({}))
         assert transport.default_partitions(20.0) == 10  # (before: the DescribeConfigs to node 0 timed out)
 
 
@@ -73,7 +74,7 @@ def test_a_read_of_the_default_partitions_ends_when_the_reads_are_closed(quota_b
     broker = quota_broker()
     swallowed = broker.blackhole_next("DescribeConfigs")
     with ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers, "log_level": 0}) as admin:
-        transport = _Transport(admin)
+        transport = _Transport(admin, SecretHider({}))
         ended: Future[int | None] = Future()
 
         def read() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from throttled_admin._driver.librdkafka_log import tap_logs
+from throttled_admin._driver.secret_hider import SecretHider
 
 LINE = "[thrd:b:1/bootstrap]: b:1/bootstrap: Disconnected (after 0ms in state UP)"
 
@@ -22,7 +23,7 @@ def tapped(conf: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The conf with the tap installed, and the FAIL lines it passes to the client."""
     fail_lines: list[str] = []
     conf = dict(conf)
-    tap_logs(conf, fail_lines.append, run_now)
+    tap_logs(conf, fail_lines.append, run_now, SecretHider({}).text)
     return conf, fail_lines
 
 

@@ -455,6 +455,7 @@ def test_a_raising_error_cb_is_kept_for_poll_for_librdkafkas_errors_and_the_clie
     same conf error_cb; each exception it raises is kept for a poll() (one each, oldest first), and what no poll()
     collected is logged at close."""
     from throttled_admin._driver.callback_errors import CallbackErrors
+    from throttled_admin._driver.secret_hider import SecretHider
     from throttled_admin._driver.settings import install_callbacks
 
     seen: list[KafkaError] = []
@@ -464,7 +465,7 @@ def test_a_raising_error_cb_is_kept_for_poll_for_librdkafkas_errors_and_the_clie
         raise RuntimeError(f"boom {len(seen)}")
 
     errors = CallbackErrors()
-    conf, report = install_callbacks({"error_cb": error_cb}, lambda: None, lambda job: job(), errors)
+    conf, report = install_callbacks({"error_cb": error_cb}, lambda: None, lambda job: job(), errors, SecretHider({}))
     error = KafkaError(KafkaError._AUTHENTICATION, "the listener requires SASL authentication")
     conf["error_cb"](error)
     report(error)
@@ -483,9 +484,10 @@ def test_a_raising_error_cb_is_kept_for_poll_for_librdkafkas_errors_and_the_clie
 
 def test_without_an_error_cb_the_clients_own_errors_are_logged(caplog: pytest.LogCaptureFixture) -> None:
     from throttled_admin._driver.callback_errors import CallbackErrors
+    from throttled_admin._driver.secret_hider import SecretHider
     from throttled_admin._driver.settings import install_callbacks
 
-    _, report = install_callbacks({}, lambda: None, lambda job: job(), CallbackErrors())
+    _, report = install_callbacks({}, lambda: None, lambda job: job(), CallbackErrors(), SecretHider({}))
     with caplog.at_level(logging.WARNING, logger="throttled_admin"):
         report(KafkaError(KafkaError._AUTHENTICATION, "the listener requires SASL authentication"))
     assert [r.getMessage() for r in caplog.records] == ["the listener requires SASL authentication"]

@@ -12,11 +12,14 @@ from confluent_kafka import KafkaError, KafkaException
 
 from throttled_admin._client import _Answering
 from throttled_admin._driver.scheduler import Answer
+from throttled_admin._driver.secret_hider import SecretHider
+
+_NONE = SecretHider({})  # (no secret to hide)
 
 
 def test_a_result_reaches_the_scheduler_per_topic_in_the_same_call() -> None:
     answers: list[tuple[Answer, threading.Thread]] = []
-    request = _Answering(lambda answer: answers.append((answer, threading.current_thread())))
+    request = _Answering(lambda answer: answers.append((answer, threading.current_thread())), _NONE)
     assert not request.answered
     request.set_result({"a": None, "b": KafkaError(KafkaError.TOPIC_ALREADY_EXISTS)})
     assert request.answered
@@ -31,7 +34,7 @@ def test_a_result_reaches_the_scheduler_per_topic_in_the_same_call() -> None:
 
 def test_an_answer_that_applied_every_topic_hands_over_none_for_each_in_order() -> None:
     answers: list[Answer] = []
-    _Answering(answers.append).set_result({"b": None, "a": None})
+    _Answering(answers.append, _NONE).set_result({"b": None, "a": None})
     assert answers == [{"b": None, "a": None}]
     assert isinstance(answers[0], dict)
     assert list(answers[0]) == ["b", "a"]
@@ -39,7 +42,7 @@ def test_an_answer_that_applied_every_topic_hands_over_none_for_each_in_order() 
 
 def test_a_failed_request_hands_over_its_one_exception() -> None:
     answers: list[Answer] = []
-    request = _Answering(answers.append)
+    request = _Answering(answers.append, _NONE)
     failure = KafkaException(KafkaError(KafkaError._TIMED_OUT))
     request.set_exception(failure)
     assert answers == [failure]
@@ -51,5 +54,5 @@ def test_a_failing_hand_over_is_logged_not_raised_into_librdkafka(caplog: pytest
         raise RuntimeError("a bug")
 
     with caplog.at_level(logging.ERROR, logger="throttled_admin"):
-        _Answering(broken).set_result({"a": None})
+        _Answering(broken, _NONE).set_result({"a": None})
     assert "handing over a request's answer failed" in caplog.text

@@ -13,12 +13,15 @@ The CLI's output and the pipeline's results have their own secret tests (tests/t
 from __future__ import annotations
 
 import base64
+import http.server
 import logging
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
@@ -359,3 +362,128 @@ def test_a_secret_given_as_a_number_is_hidden() -> None:
     oidc = {"sasl.oauthbearer.client.id": 123456789, "sasl.oauthbearer.client.secret": "S3cr3t-Pa55-XYZ"}
     basic = base64.b64encode(b"123456789:S3cr3t-Pa55-XYZ").decode()
     assert redact(f"Basic {basic}", Profile("east", oidc).secrets()) == "Basic ***"  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def echoing_idp() -> Iterator[str]:
+    """An OIDC token endpoint that refuses every request quoting its ``Authorization`` header (HTTP Basic: base64 of
+    client id and secret), as some identity providers do; its URL."""
+
+    class Refuse(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            body = f"bad credentials for {self.headers.get('Authorization', '')}".encode()
+            self.send_response(401)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Refuse)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"127.0.0.1:{server.server_address[1]}/token"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+@pytest.mark.parametrize("where", ["client secret", "token endpoint URL"])
+def test_what_librdkafka_quotes_of_an_identity_provider_hides_the_secret(
+    quota_broker: BrokerFactory,
+    echoing_idp: str,
+    capfd: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    librdkafka_logger: logging.Logger,
+    where: str,
+) -> None:
+    """Red-team 133: librdkafka quotes an identity provider's refusal in its error (``Failed to acquire SASL
+    OAUTHBEARER token: <the body>``) and its log line (``Failed to retrieve OIDC token from "<URL>": <the body>``,
+    level 3), and the body may echo the request's HTTP Basic credentials; a URL may carry credentials of its own.
+    Neither may reach the topic's exception, ``error_cb``, the log on stderr or a ``logger`` from conf."""
+    caplog.set_level(logging.DEBUG)
+    broker = quota_broker()
+    secret, url = PASSWORD, f"http://{echoing_idp}"
+    if where == "token endpoint URL":
+        secret, url = KEY_PASSWORD, f"http://alice:{PASSWORD}@{echoing_idp}?api_key={WRONG_PASSWORD}"
+    basic = base64.b64encode(f"alice:{secret}".encode()).decode()
+    conf = {
+        "bootstrap.servers": broker.bootstrap_servers,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": "OAUTHBEARER",
+        "sasl.oauthbearer.method": "oidc",
+        "sasl.oauthbearer.client.id": "alice",
+        "sasl.oauthbearer.client.secret": secret,
+        "sasl.oauthbearer.token.endpoint.url": url,
+    }
+    errors: list[str] = []
+    seen = []
+    for logger in (None, librdkafka_logger):  # librdkafka's lines to stderr, then to a logger from conf
+        more = {} if logger is None else {"logger": logger, "error_cb": lambda error: errors.append(error.str())}
+        with ThrottledAdminClient({**conf, **more}) as admin:
+            seen.append(outcomes(admin.create_topics([NewTopic("t", 1, 1)], request_timeout=5), timeout_s=40)["t"])
+    said = capfd.readouterr().err
+    assert all(isinstance(exc, KafkaException) and "OAUTHBEARER" in str(exc) for exc in seen), seen
+    assert "Failed to retrieve OIDC token" in said  # (librdkafka's line, to stderr)
+    assert "Failed to retrieve OIDC token" in caplog.text  # (and to the logger from conf)
+    assert errors, "no error_cb event"
+    texts = {"the exceptions": repr(seen) + str(seen), "stderr": said, "logs": caplog.text, "error_cb": repr(errors)}
+    for name, text in texts.items():
+        _assert_hidden(name, text)
+        assert basic not in text, f"the HTTP Basic credentials appear in {name}"
+    assert "Basic ***" in str(seen[0]) or "Basic ***" in said  # (what the provider said stays readable)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("west: {bootstrap.servers: 'h:1', sasl.username: alice, sasl.password:%s}\n", "whose value is no string"),
+        ("west: {bootstrap.servers: 'h:1', sasl.username: alice, sasl.password=%s}\n", "whose value is no string"),
+        ("west:\n  bootstrap.servers: 'h:1'\n  sasl.username: alice\n  %s: x\n", "that librdkafka does not know"),
+    ],
+    ids=["after-a-colon-with-no-space", "after-an-equals-sign", "on-a-line-of-its-own"],
+)
+def test_a_password_read_as_a_profiles_key_is_not_named(tmp_path: Path, text: str, problem: str) -> None:
+    """Red-team 133: YAML reads ``sasl.password:pw`` in a flow map (no space after ':') as one key with no value, and
+    a password on a line of its own as a key; the file's error named the key. A key is named only where it reads as a
+    setting's name; the others beside it are, to find it by."""
+    from throttled_admin.provisioning import PlanError, read_profiles
+
+    path = tmp_path / "profiles.yaml"
+    path.write_text(text % PASSWORD)
+    with pytest.raises(PlanError) as raised:
+        read_profiles(path)
+    said = str(raised.value)
+    _assert_hidden("the profiles file's error", said)
+    assert f"profile 'west': a key that is not a setting's name {problem}" in said, said
+    assert said.endswith("the keys beside it: bootstrap.servers, sasl.username"), said
+
+
+def test_a_misspelt_profile_key_is_still_named() -> None:
+    """The other side of the above: a key written as settings' names are is named, with the closest one."""
+    from throttled_admin.provisioning import PlanError
+    from throttled_admin.provisioning._profile import profile_from_conf
+
+    with pytest.raises(PlanError, match=r"field 'sasl.passwrd': unknown key .*did you mean 'sasl.password'\?"):
+        profile_from_conf("west", {"bootstrap.servers": "h:1", "sasl.passwrd": PASSWORD})
+    with pytest.raises(PlanError, match=r"field 'sasl.username': must be a string, number or boolean"):
+        profile_from_conf("west", {"bootstrap.servers": "h:1", "sasl.username": None})
+
+
+def test_new_credentials_are_used_at_once_after_an_authentication_failure(quota_broker: BrokerFactory) -> None:
+    """Adversarial probe 134: after ``set_sasl_credentials`` put right a wrong password, every call still failed at
+    once for 5 s with the old "Invalid username or password" (the engine holds an authentication failure that long,
+    for what is submitted after it; only a broker's answer to a mutation ended it, and none could be sent). New
+    credentials end it, and reach every connection the client makes: wait_for_metadata's reads too."""
+    broker = quota_broker(users={"alice": PASSWORD})
+    with ThrottledAdminClient(_conf(broker, WRONG_PASSWORD)) as admin:
+        refused = outcomes(admin.create_topics([NewTopic("before", 1, 1)], timeout_ms=10000), timeout_s=20)["before"]
+        assert isinstance(refused, KafkaException), refused
+        assert refused.args[0].code() == KafkaError._AUTHENTICATION
+        admin.set_sasl_credentials("alice", PASSWORD)
+        options = CreateTopicsOptions(timeout_ms=20000, wait_for_metadata=True)
+        after = admin.create_topics([NewTopic("after", 1, 1)], options=options)
+        assert outcomes(after, timeout_s=30) == {"after": None}
+    assert broker.topics() == {"after": 1}

@@ -38,7 +38,8 @@ from throttled_admin._driver.handle_calls import HandleCalls, closed_twin
 from throttled_admin._driver.librdkafka_views import answered_by
 from throttled_admin._driver.quorum_wire import QuorumAnswer
 from throttled_admin._driver.scheduler import USER_CODE_WAIT_S, Answer, ClientGone, Scheduler, SendOrder
-from throttled_admin._driver.settings import USER_CALLBACKS, ClientSettings, install_callbacks
+from throttled_admin._driver.secret_hider import SecretHider
+from throttled_admin._driver.settings import USER_CALLBACKS, ClientSettings, EventSink, install_callbacks
 from throttled_admin._driver.turns import Sending
 from throttled_admin._driver.user_code import CallbackRunner, SerialRunner
 from throttled_admin._engine import (
@@ -105,8 +106,9 @@ class _Transport:
     """The scheduler's way to the librdkafka handle, through a weak reference: the scheduler (and its thread)
     never keeps the client alive, so dropping the last reference releases librdkafka."""
 
-    def __init__(self, client: ThrottledAdminClient) -> None:
+    def __init__(self, client: ThrottledAdminClient, hider: SecretHider) -> None:
         self._client = weakref.ref(client)
+        self._hider = hider  # a request's own error may quote a secret (an identity provider's refusal)
         self._views = client._broker_views  # (no reference to the client: closed by ``close_reads`` once it is gone)
         self._reads_closed: Future[None] = Future()  # done by ``close_reads``: a read waiting on an answer ends
 
@@ -133,7 +135,7 @@ class _Transport:
                 handle = client._second_lane_handle()
                 if handle is None:  # it could not be made: not handed over (the engine retires the second lane)
                     return False
-            request = _Answering(on_answer)
+            request = _Answering(on_answer, self._hider)
             held = sys.getrefcount(request)
             if not sending.begin():
                 return False
@@ -231,10 +233,11 @@ class _Answering:
     own exception for all of them). A ``concurrent.futures.Future`` there made a Condition, took its lock four times
     and ran its callbacks list on librdkafka's thread, holding the GIL the waiting caller needs (issue 39)."""
 
-    __slots__ = ("_on_answer", "answered")
+    __slots__ = ("_hider", "_on_answer", "answered")
 
-    def __init__(self, on_answer: Callable[[Answer], None]) -> None:
+    def __init__(self, on_answer: Callable[[Answer], None], hider: SecretHider) -> None:
         self._on_answer = on_answer
+        self._hider = hider
         self.answered = False
 
     def set_result(self, result: dict[str, KafkaError | None]) -> None:
@@ -244,7 +247,7 @@ class _Answering:
         self._answer({name: None if error is None else KafkaException(error) for name, error in result.items()})
 
     def set_exception(self, exc: BaseException) -> None:
-        self._answer(exc)
+        self._answer(self._hider.exception(exc))  # (the request's own: an authentication failure may quote a secret)
 
     def _answer(self, answer: Answer) -> None:
         self.answered = True
@@ -457,8 +460,9 @@ class ThrottledAdminClient(AdminClient):
         # wait_for_metadata's views and the controller quorum's epoch: connections of its own, made when first used
         self._broker_views = BrokerViewReader(conf)
         sink: list[Scheduler] = []  # filled below; the callbacks only ever see the scheduler weakly
+        hider = SecretHider(conf)
         owned_conf, report = install_callbacks(
-            conf, lambda: sink[0] if sink else None, self._user_code.submit, self._callback_errors
+            conf, lambda: sink[0] if sink else None, self._user_code.submit, self._callback_errors, hider
         )
         super().__init__(owned_conf, **kwargs)
         # The second lane's handle (``_engine/lanes``), made when a bulk call first needs it: the same settings, its
@@ -467,14 +471,21 @@ class ThrottledAdminClient(AdminClient):
         lane_conf = {key: value for key, value in conf.items() if key not in _SECOND_HANDLE_SILENT}
         run_user, errors = self._user_code.submit, self._callback_errors
 
+        def lane_events() -> EventSink | None:
+            return sink[0].second_lane if sink else None
+
         def second_conf() -> dict[str, Any]:  # (a closure: no attribute shows the conf or its secrets)
-            return install_callbacks(lane_conf, lambda: sink[0].second_lane if sink else None, run_user, errors)[0]
+            return install_callbacks(lane_conf, lane_events, run_user, errors, hider)[0]
+
+        def second_credentials(username: str, password: str) -> None:  # (the second lane's handle from now on)
+            lane_conf.update({"sasl.username": username, "sasl.password": password})
 
         self._second_conf = second_conf
+        self._second_credentials = second_credentials
         self._second: AdminClient | None = None
         self._second_lock = threading.Lock()
         scheduler = Scheduler(
-            _Transport(self),
+            _Transport(self, hider),
             self._metrics,
             pacer=Pacer(mutation_quota) if mutation_quota is not None else None,
             backoff=settings.backoff,
@@ -818,6 +829,23 @@ class ThrottledAdminClient(AdminClient):
                 except Exception as exc:  # the first handle was made with these settings: resources, most likely
                     log.warning("a second connection for bulk requests could not be made (%s)", type(exc).__name__)
             return self._second
+
+    def set_sasl_credentials(self, username: str, password: str) -> None:
+        """confluent-kafka's, for every connection the client makes: its handle's, the second lane's (made or to be
+        made) and ``wait_for_metadata``'s own; and an authentication failure the client holds (it fails what is
+        submitted within ``AUTH_ERROR_TTL_S``, 5 s, of it) is forgotten: it was the old credentials'."""
+        if "_handle_calls" not in vars(self):  # a subclass that never called __init__: confluent-kafka's own error
+            AdminClient.set_sasl_credentials(self, username, password)
+            return
+        self._check_process()
+        AdminClient.set_sasl_credentials(self, username, password)  # (closed: confluent-kafka's own error)
+        with self._second_lock:
+            self._second_credentials(username, password)
+            if self._second is not None:
+                self._second.set_sasl_credentials(username, password)
+        self._broker_views.set_sasl_credentials(username, password)
+        if self._scheduler is not None:
+            self._scheduler.credentials_changed()
 
     def _poll_second_lane(self) -> None:
         with self._second_lock:  # never beside its destruction (a caller's turn may still run as close() ends)

@@ -24,6 +24,7 @@ Reads run on the scheduler's views reader thread, one at a time; ``close()`` may
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import ssl
@@ -64,11 +65,16 @@ _QUORUM_TRANSIENT = frozenset({6, 7, 41, 15})
 
 class BrokerViewReader:
     def __init__(self, conf: dict[str, Any]) -> None:
+        conf = dict(conf)  # (its own: ``set_sasl_credentials`` changes it)
 
         def librdkafka() -> LibrdkafkaViews:  # the fallback, made when needed (no attribute shows the conf)
             return LibrdkafkaViews(conf)
 
+        def set_credentials(username: str, password: str) -> None:  # (the fallback's conf from now on)
+            conf.update({"sasl.username": username, "sasl.password": password})
+
         self._librdkafka = librdkafka
+        self._set_credentials = set_credentials
         self._bootstrap = [
             a.strip().rpartition("://")[2] for a in str(conf.get("bootstrap.servers", "")).split(",") if a.strip()
         ]
@@ -89,6 +95,16 @@ class BrokerViewReader:
     def __repr__(self) -> str:
         how = "librdkafka" if self._fallback is not None else repr(self._settings)
         return f"BrokerViewReader({how})"
+
+    def set_sasl_credentials(self, username: str, password: str) -> None:
+        """New SASL credentials for the connections opened from now on (those open have authenticated)."""
+        with self._lock:
+            self._set_credentials(username, password)
+            if self._settings is not None:
+                self._settings = dataclasses.replace(self._settings, username=username, password=password)
+            fallback = self._fallback
+        if fallback is not None:
+            fallback.set_sasl_credentials(username, password)
 
     def read_cluster(self, names: list[str], timeout_s: float = _READ_TIMEOUT_S) -> BrokerViews:
         """Every broker's view of ``names``: the brokers listed by the first that answers (or the last list)."""

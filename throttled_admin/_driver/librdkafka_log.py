@@ -10,7 +10,7 @@ therefore installs its own ``logger``: each ``FAIL`` line goes to the client (wh
 reports what it finds to ``error_cb``, as librdkafka reports its own authentication failures), and
 every line still goes where it would have gone without the client, filtered by the caller's ``log_level``: to
 the ``logger`` from conf (called on the client's user-code thread, like the other conf callbacks), or to stderr
-in librdkafka's own format.
+in librdkafka's own format. Each line's secrets are hidden first (``secret_hider``).
 
 To see level-6 lines, librdkafka's ``log_level`` is raised to 6 when it is lower (lines above the caller's level
 are dropped here). The client reads ``FAIL`` lines of levels 0-6 only. With ``log.connection.close=false``
@@ -51,7 +51,9 @@ class _Tap:
         user_logger: Any,
         run_user: Callable[[Callable[[], None]], object],
         level: int,
+        hide: Callable[[str], str],
     ) -> None:
+        self._hide = hide
         self._on_fail = on_fail
         self._user_logger = user_logger
         self._run_user = run_user
@@ -60,9 +62,11 @@ class _Tap:
 
     def log(self, level: int, fmt: str, *args: Any) -> None:
         if len(args) == 3 and args[0] == "FAIL" and level > logging.DEBUG:
-            self._on_fail(str(args[2]))  # debug also logs each failure twice, and broker teardowns
+            self._on_fail(self._hide(str(args[2])))  # debug also logs each failure twice, and broker teardowns
         if _SYSLOG.get(level, _DEBUG) > self._level:
             return
+        if len(args) == 3:  # (a line may quote a secret: a token endpoint's URL, what an identity provider echoed)
+            args = (args[0], args[1], self._hide(str(args[2])))
         if self._user_logger is None:
             _to_stderr(level, fmt, args)
         else:
@@ -93,14 +97,17 @@ def _to_stderr(level: int, fmt: str, args: tuple[Any, ...]) -> None:
 
 
 def tap_logs(
-    conf: dict[str, Any], on_fail: Callable[[str], None], run_user: Callable[[Callable[[], None]], object]
+    conf: dict[str, Any],
+    on_fail: Callable[[str], None],
+    run_user: Callable[[Callable[[], None]], object],
+    hide: Callable[[str], str],
 ) -> None:
     """Install the tap into ``conf`` (a copy the client owns); ``on_fail`` gets each FAIL line, on the thread
-    that polls."""
+    that polls; every line is passed on with ``hide``'s secrets hidden (``SecretHider.text``)."""
     try:
         level = _DEBUG if conf.get("debug") else int(conf.get("log_level", _INFO))
     except (TypeError, ValueError):
         return  # librdkafka refuses the value with its own message
     if level < _INFO:
         conf["log_level"] = _INFO
-    conf["logger"] = _Tap(on_fail, conf.get("logger"), run_user, level)
+    conf["logger"] = _Tap(on_fail, conf.get("logger"), run_user, level, hide)

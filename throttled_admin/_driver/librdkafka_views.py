@@ -46,6 +46,13 @@ class LibrdkafkaViews:
     def __repr__(self) -> str:
         return f"LibrdkafkaViews(bootstrap={self._bootstrap!r})"
 
+    def set_sasl_credentials(self, username: str, password: str) -> None:
+        """New SASL credentials for the clients made from now on and those kept."""
+        with self._lock:
+            self._conf.update({"sasl.username": username, "sasl.password": password})
+            for client in self._clients.values():
+                client.set_sasl_credentials(username, password)
+
     def read_cluster(self, names: list[str], timeout_s: float) -> BrokerViews:
         """Every broker's view of ``names``, the brokers listed by a bootstrap server (or the last list read)."""
         with self._lock:

@@ -446,6 +446,12 @@ class Scheduler:
             self._engine.read_ahead(names, self._clock())
             self._wake()
 
+    def credentials_changed(self) -> None:
+        """New SASL credentials: the engine forgets the old ones' authentication failure (``Engine``)."""
+        with self._cv:
+            self._engine.credentials_changed()
+            self._wake()
+
     def on_error(self, error: KafkaError, lane: int = FIRST) -> None:
         """librdkafka's error_cb: an authentication failure fails the work at once instead of at its deadline."""
         with self._cv:

@@ -30,6 +30,7 @@ from opentelemetry.metrics import MeterProvider
 from throttled_admin._driver.callback_errors import CallbackErrors
 from throttled_admin._driver.handshake_drops import said_plainly
 from throttled_admin._driver.librdkafka_log import tap_logs
+from throttled_admin._driver.secret_hider import SecretHider
 from throttled_admin._engine import RetryBackoff
 from throttled_admin._telemetry.metrics import check_metric_attributes
 
@@ -176,11 +177,13 @@ def install_callbacks(
     sink: Callable[[], EventSink | None],
     run_user: Callable[[Callable[[], None]], threading.Event | None],
     errors: CallbackErrors,
+    hider: SecretHider,
 ) -> tuple[dict[str, Any], Callable[[KafkaError], None]]:
     """A copy of ``conf`` whose callbacks feed ``sink()`` (None until the scheduler exists) and then the user's own,
     and where an error the client finds itself goes: where librdkafka's own go, the ``error_cb`` from conf (on the
     user-code thread), or the log when there is none. What the user's callbacks (and ``logger``) raise goes to
-    ``errors``. librdkafka's error events reach both said plainly where it says too little (``said_plainly``)."""
+    ``errors``. librdkafka's error events reach both said plainly where it says too little (``said_plainly``), and
+    its events and log lines with ``hider``'s secrets hidden."""
     conf = dict(conf)
     run_user = errors.counted(run_user)  # only conf callbacks are handed over here: poll() waits for them
     user = {key: errors.wrap(key, conf[key]) for key in USER_CALLBACKS if conf.get(key) is not None}
@@ -204,7 +207,7 @@ def install_callbacks(
             log.warning("%s", error.str())
 
     def error_cb(error: KafkaError) -> None:
-        error = said_plainly(error, conf.get("security.protocol", "plaintext"))
+        error = hider.error(said_plainly(error, conf.get("security.protocol", "plaintext")))
         _deliver(sink, "handling a librdkafka error event", lambda target: target.on_error(error))
         if user_error is not None:
             run_user(functools.partial(user_error, error))
@@ -216,7 +219,7 @@ def install_callbacks(
     conf["error_cb"] = error_cb
     if conf.get("logger") is not None:  # confluent-kafka raises what the logger raises from poll(), too
         conf["logger"] = _CollectedLogger(errors.wrap("logger", conf["logger"].log))
-    tap_logs(conf, on_fail, run_user)
+    tap_logs(conf, on_fail, run_user, hider.text)
     if user_stats is not None:
         conf["stats_cb"] = lambda stats: run_user(functools.partial(user_stats, stats))
     return conf, report

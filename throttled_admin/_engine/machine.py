@@ -334,6 +334,11 @@ class Engine:
         else:  # the response of another AdminClient method
             self._out.append(_throttle_event(node_id, throttle_s))
 
+    def credentials_changed(self) -> None:
+        """The application gave new SASL credentials (``set_sasl_credentials``): an authentication failure held
+        (``AUTH_ERROR_TTL_S``) was the old ones', and fails nothing submitted from now on."""
+        self._contact.auth = None
+
     def on_error(self, error: KafkaError, now: float, lane: int = FIRST) -> None:
         """An authentication failure fails the work at once instead of at its deadline, and what is submitted
         within ``AUTH_ERROR_TTL_S`` after it (librdkafka reports it again while it lasts). A connection that

@@ -10,7 +10,7 @@ from typing import Any
 
 from throttled_admin._kafka.secrets import is_secret_key, redact, secret_values
 from throttled_admin.provisioning._plan import PlanError
-from throttled_admin.provisioning._settings_check import check_settings
+from throttled_admin.provisioning._settings_check import check_settings, nameable_key, unnamed_key
 
 __all__ = ["Profile", "ProfilesArg", "as_profiles", "conf_value", "is_secret_key", "profile_from_conf", "redact"]
 
@@ -102,6 +102,8 @@ def profile_from_conf(name: str, raw: Mapping[str, Any], where: str = "") -> Pro
         else:
             text = conf_value(value)
             if not isinstance(key, str) or text is None:
+                if not nameable_key(key):
+                    raise PlanError(unnamed_key(label, "whose value is no string, number or boolean", raw))
                 raise PlanError(f"{label}: field {key!r}: must be a string, number or boolean")
             conf[key] = text
     check_settings(conf, where=label)

@@ -11,10 +11,10 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from throttled_admin._kafka.secrets import SECRET_SETTINGS, is_secret_key, redact
+from throttled_admin._kafka.secrets import SECRET_SETTINGS, is_secret_key, is_setting_name, redact
 from throttled_admin.provisioning._plan import PlanError
 
-__all__ = ["PROFILE_FIELDS", "check_settings"]
+__all__ = ["PROFILE_FIELDS", "check_settings", "nameable_key", "unnamed_key"]
 
 PROFILE_FIELDS = ("mutation_rate", "request_timeout_s")
 #: Candidates for "did you mean" besides PROFILE_FIELDS: the librdkafka settings a profile usually holds.
@@ -100,6 +100,22 @@ def _hidden(message: str, values: list[str], names: Iterable[str] = ()) -> str:
     return message
 
 
+def nameable_key(key: object) -> bool:
+    """Whether an error may name a profile's key: a field of ours, or words between dots as settings' names are written
+    (``is_setting_name``). Another may be a value written as a key: in a YAML flow map, ``sasl.password:pw`` with no
+    space after ':' is one key, and a password on a line of its own is a key (red-team 133)."""
+    return isinstance(key, str) and (key in PROFILE_FIELDS or is_setting_name(key))
+
+
+def unnamed_key(where: str, problem: str, keys: Iterable[object]) -> str:
+    """An error about a key ``nameable_key`` may not show: ``problem``, and the profile's keys it may show."""
+    shown = ", ".join(str(key) for key in keys if nameable_key(key)) or "none"
+    return (
+        f"{where}: a key that is not a setting's name {problem}, not shown (it may hold a value: a password written as "
+        f"a key, or after ':' with no space in a YAML map); the keys beside it: {shown}"
+    )
+
+
 def _named_culprit(conf: dict[str, str], message: str) -> str | None:
     """The key ``message`` names as librdkafka's words name a property (``for configuration property "debug"``), if
     the settings hold it: where a value may be quoted, no other words of it are taken as librdkafka's."""
@@ -145,6 +161,8 @@ def check_settings(
                 "own, or hold one after a separator Java does not take, as a no-break space)"
             ) from None
         hint = f"; did you mean {close[0]!r}?" if close else ""
+        if not nameable_key(key) and not (close and _PLAIN_KEY.fullmatch(key)):  # (not read as a misspelt setting)
+            raise PlanError(unnamed_key(where, "that librdkafka does not know", conf) + hint) from None
         holds = f"librdkafka settings, {' and '.join(fields)}" if fields else "librdkafka settings only"
         raise PlanError(f"{where}: field {key!r}: unknown key (it holds {holds}){hint}") from None
     hidden = [value for key, value in conf.items() if is_secret_key(key) and value]
