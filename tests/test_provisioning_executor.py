@@ -106,6 +106,19 @@ def test_every_row_is_accounted_for_and_a_rerun_is_unchanged(quota_broker: Broke
     assert all(r.attempts == 0 and r.error_message is None for r in rerun)
 
 
+def test_a_row_with_no_topic_or_action_keeps_them_missing_in_its_result(quota_broker: BrokerFactory) -> None:
+    """Red-team 133: a plan DataFrame's null topic or action came back as the text 'None', a topic name Kafka takes
+    (a null cluster stayed null); a number stays its digits."""
+    profile = profile_for(quota_broker())
+    rows = [PlanRow("east", "create", None, 1), PlanRow("east", None, "t", 1), PlanRow("east", "create", 7, 1)]  # type: ignore[arg-type]  # (as a DataFrame's rows may hold them)
+    results = execute(rows, profile)
+    assert [(r.topic, r.action, r.status, r.error_name) for r in results] == [
+        (None, "create", "failed", "PLAN_ERROR"),
+        ("t", None, "failed", "PLAN_ERROR"),
+        ("7", "create", "failed", "PLAN_ERROR"),
+    ]
+
+
 def test_settled_topics_reach_the_group_without_a_callback_thread_each(quota_broker: BrokerFactory) -> None:
     """A group learns of each settled topic on the thread that settles it, not through the client's pool for
     done-callbacks, which starts a thread for each callback that finds none idle: topics settle in bursts (every

@@ -193,6 +193,7 @@ def _as_interrupted(row: Any, ended: Any, unsent: bool, now: float) -> Any:
     ``INTERRUPTED``; ``ended``: the result the plan gave it for the stop, if any (its attempts, Kafka's code), told in
     the interrupt's words."""
     from throttled_admin.provisioning import RowResult
+    from throttled_admin.provisioning._results import as_given
     from throttled_admin.provisioning._stop import NOT_COMPARED
 
     status, message = (
@@ -209,8 +210,8 @@ def _as_interrupted(row: Any, ended: Any, unsent: bool, now: float) -> Any:
         return dataclasses.replace(ended, status=status, error_name="INTERRUPTED", error_message=message.rstrip())
     return RowResult(
         cluster=row.cluster,
-        topic=str(row.topic),
-        action=str(row.action),
+        topic=as_given(row.topic),
+        action=as_given(row.action),
         status=status,
         error_name="INTERRUPTED",
         error_message=message,

@@ -40,7 +40,7 @@ from throttled_admin.provisioning._decide import Change, TopicState, decide
 from throttled_admin.provisioning._plan import PlanRow, row_problem
 from throttled_admin.provisioning._profile import Profile, redact
 from throttled_admin.provisioning._progress import AdmittedRate, Progress, ProgressCallback
-from throttled_admin.provisioning._results import PLAN_CONFLICT, PLAN_ERROR, RowResult
+from throttled_admin.provisioning._results import PLAN_CONFLICT, PLAN_ERROR, RowResult, as_given
 from throttled_admin.provisioning._standing import owed_ms
 from throttled_admin.provisioning._stop import NOT_COMPARED, STOPPED, PlanStop, _Member, wait_unless_stopped
 
@@ -181,8 +181,8 @@ class _Group:
         self.ended[status] += 1
         self.results[index] = RowResult(
             cluster=row.cluster,
-            topic=str(row.topic),
-            action=str(row.action),
+            topic=as_given(row.topic),
+            action=as_given(row.action),
             status=status,
             error_message=None if message is None else redact(message, self.secrets),
             **fields,

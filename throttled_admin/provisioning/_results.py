@@ -6,7 +6,7 @@ import dataclasses
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 __all__ = [
     "DELETE_NOT_ALLOWED",
@@ -15,6 +15,7 @@ __all__ = [
     "RESULT_FIELDS",
     "STATUSES",
     "RowResult",
+    "as_given",
     "summarize",
 ]
 
@@ -26,6 +27,12 @@ STATUSES = ("created", "grown", "reconfigured", "deleted", "unchanged", "failed"
 #: these APIs cannot change (fewer partitions, another replication factor, a create of a topic that exists and
 #: differs, a grow of a topic that does not exist, a name colliding with an existing topic).
 PLAN_ERROR, DELETE_NOT_ALLOWED, PLAN_CONFLICT = "PLAN_ERROR", "DELETE_NOT_ALLOWED", "PLAN_CONFLICT"
+
+
+def as_given(value: object) -> str:
+    """A plan row's cluster, topic or action as its result shows it: a number as its digits, a missing one (null in
+    a DataFrame, JSON or YAML) missing still: ``str(None)`` made it the text 'None', a topic name Kafka takes."""
+    return cast(str, value) if value is None or isinstance(value, str) else str(value)
 
 
 @dataclass(frozen=True)

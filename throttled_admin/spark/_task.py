@@ -11,6 +11,7 @@ from typing import Any
 from throttled_admin.provisioning import PLAN_ERROR, PlanRow, Profile, RowResult
 from throttled_admin.provisioning import apply_plan as apply_rows
 from throttled_admin.provisioning._readers import parse_configs_text
+from throttled_admin.provisioning._results import as_given
 from throttled_admin.spark._reach import reachable, unreachable_message
 from throttled_admin.spark._schema import result_batch
 from throttled_admin.spark._sealed import Sealed
@@ -29,9 +30,9 @@ def _row(record: dict[str, Any]) -> PlanRow | RowResult:
             configs = parse_configs_text(configs)
         except ValueError as exc:
             return RowResult(
-                str(record["cluster"]),
-                str(record["topic"]),
-                str(record["action"]),
+                as_given(record["cluster"]),
+                as_given(record["topic"]),
+                as_given(record["action"]),
                 "failed",
                 error_message=f"{source}: field 'configs': {exc}",
                 error_name=PLAN_ERROR,
