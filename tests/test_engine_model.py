@@ -688,6 +688,7 @@ class EngineModel(RuleBasedStateMachine):
                 return
             charged = sum(_counted(t.topic, self.cluster.get(t.topic.name)) for t in tracks)
             assert request.mutations == charged, f"rule g: {request.mutations} mutations counted, {charged} charged"
+            event("rule g: a paced grow or delete counted as charged")
             return
         if not self.default_told:
             return
@@ -2264,6 +2265,53 @@ EngineModel.TestCase.settings = settings(
     database=None,
 )
 test_engine_model = EngineModel.TestCase
+
+
+class PacedEngineModel(EngineModel):
+    """The model, always paced against a quota, over topics that mostly exist: a grow's or delete's count
+    (``check_charged``, rule g) is compared in about one example in ten; in ``EngineModel``'s, one in a hundred."""
+
+    @initialize(
+        mode=st.sampled_from(["strict", "permissive", "redpanda"]),
+        paced=st.just(True),
+        seed=st.integers(0, 2**16),
+        existing=st.dictionaries(st.sampled_from(NAMES), st.integers(1, 3), min_size=2, max_size=4),
+        cap=st.sampled_from([None, None, None, 4, 7]),
+        reached=st.sampled_from([True, True, True, True, False]),
+        per_request=st.sampled_from([None, 1, 2]),
+        bulk=st.sampled_from([None, None, None, "delete", "grow"]),
+        settle_late_from=st.sampled_from([SETTLE_AFTER_SEND_FROM, 1]),
+        lanes=st.booleans(),
+        lane_answers=st.sampled_from([True, True, False]),
+        cap_probe_after=st.sampled_from([PROBE_AFTER, 1, 2]),
+    )
+    def start(
+        self,
+        mode: str,
+        paced: bool,
+        seed: int,
+        existing: dict[str, int],
+        cap: int | None,
+        reached: bool | str,
+        per_request: int | None,
+        bulk: str | None,
+        settle_late_from: int = SETTLE_AFTER_SEND_FROM,
+        lanes: bool = False,
+        lane_answers: bool = False,
+        cap_probe_after: int = PROBE_AFTER,
+    ) -> None:
+        super().start(
+            mode, paced, seed, existing, cap, reached, per_request, bulk, settle_late_from, lanes, lane_answers,
+            cap_probe_after,
+        )  # fmt: skip
+
+
+PacedEngineModel.TestCase.settings = settings(
+    EngineModel.TestCase.settings,
+    max_examples=int(os.environ.get("ENGINE_MODEL_EXAMPLES", "300")),
+    stateful_step_count=30,
+)
+test_paced_engine_model = PacedEngineModel.TestCase
 
 
 def test_closed_errors_in_flight_are_outcome_unknown_and_queued_are_not_sent() -> None:
