@@ -257,6 +257,64 @@ async def test_a_task_that_caught_a_cancel_still_withdraws_one_topic_alone(quota
 
 
 @pytest.mark.asyncio
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="Task.cancelling is Python 3.11+")
+async def test_a_task_that_catches_a_cancel_after_its_call_still_withdraws_one_topic_alone(
+    quota_broker: Broker,
+) -> None:
+    """Review 135: the same with the cancel caught after the call: the task's own cancel of one future is that
+    topic's alone, whatever its count of cancel requests says."""
+    broker = throttling_broker(quota_broker)
+    async with AIOThrottledAdminClient(conf(broker)) as admin:
+        await throttle_the_broker(admin, broker)
+        waiting = asyncio.Event()
+
+        async def worker() -> dict[str, asyncio.Future[None]]:
+            futures = await admin.create_topics([NewTopic("keep", 1, 1), NewTopic("drop", 1, 1)])
+            with contextlib.suppress(asyncio.CancelledError):  # an unrelated wait, cancelled and caught
+                waiting.set()
+                await asyncio.Event().wait()
+            assert futures["drop"].cancel()
+            await futures["keep"]
+            return futures
+
+        task = asyncio.create_task(worker())
+        await waiting.wait()
+        task.cancel()
+        futures = await task
+        assert futures["drop"].cancelled()
+    assert broker.topics() == {"first": 3, "keep": 1}
+    assert sent_topics(broker) == {"first", "keep"}
+
+
+@pytest.mark.asyncio
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="Task.cancelling is Python 3.11+")
+async def test_a_clean_up_call_made_where_a_task_caught_its_cancel_is_not_withdrawn(quota_broker: Broker) -> None:
+    """Review 135: a call made in the task's ``except CancelledError:`` before it re-raises is not withdrawn when the
+    task ends cancelled by that same cancel (one requested after the call would withdraw it)."""
+    broker = throttling_broker(quota_broker)
+    async with AIOThrottledAdminClient(conf(broker)) as admin:
+        await throttle_the_broker(admin, broker)
+        made: list[dict[str, asyncio.Future[None]]] = []
+        waiting = asyncio.Event()
+
+        async def worker() -> None:
+            try:
+                waiting.set()
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                made.append(await admin.create_topics([NewTopic("cleanup", 1, 1)]))
+                raise
+
+        task = asyncio.create_task(worker())
+        await waiting.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await made[0]["cleanup"]
+    assert broker.topics() == {"first": 3, "cleanup": 1}
+
+
+@pytest.mark.asyncio
 async def test_a_throttled_topic_waiting_to_be_resent_is_withdrawn(quota_broker: Broker) -> None:
     broker = strict_broker(quota_broker)
     async with AIOThrottledAdminClient(conf(broker)) as admin:

@@ -30,6 +30,7 @@ from throttled_admin._engine import (
     Send,
 )
 from throttled_admin._engine.lanes import SECOND
+from throttled_admin._engine.machine import NEW_CREDENTIALS_GRACE_S
 from throttled_admin._engine.work import Topic
 
 BAD_MSG = KafkaException(KafkaError(KafkaError._BAD_MSG, "Local: Bad message format"))
@@ -204,6 +205,26 @@ def test_an_authentication_failure_in_flight_is_authentication() -> None:
     sent(machine.step(0.0))
     machine.on_error(KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error"), 0.1)
     assert unknown(machine.step(0.1)) is OutcomeUnknownReason.AUTHENTICATION
+
+
+def test_new_credentials_end_an_authentication_failure_and_the_old_ones_told_after() -> None:
+    """Adversarial probe 134 and review 135: an authentication failure fails what is submitted within
+    ``AUTH_ERROR_TTL_S`` after it; new SASL credentials end that, and a failure told within
+    ``NEW_CREDENTIALS_GRACE_S`` of them (librdkafka's retries with the old ones, queued before the change) is theirs,
+    not the new ones'. One told after the grace fails the work again."""
+    failure = KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error: Invalid username or password")
+    machine = engine()
+    machine.on_error(failure, 0.0)
+    create(machine, "a", 0.1, 30.0)
+    refused = settled(machine.step(0.1))
+    assert isinstance(refused, KafkaException), refused
+    assert refused.args[0].code() == KafkaError._AUTHENTICATION
+    machine.credentials_changed(1.0)
+    machine.on_error(failure, 1.0 + NEW_CREDENTIALS_GRACE_S - 0.01)  # served after the change: the old ones'
+    create(machine, "b", 1.5, 30.0)
+    assert sent(machine.step(1.5)).names == ["b"]
+    machine.on_error(failure, 1.0 + NEW_CREDENTIALS_GRACE_S + 0.01)  # the new credentials' own
+    assert unknown(machine.step(2.1)) is OutcomeUnknownReason.AUTHENTICATION
 
 
 def test_topics_not_sent_at_a_deadline_each_get_their_own_error_with_their_own_reason() -> None:

@@ -457,10 +457,10 @@ class ThrottledAdminClient(AdminClient):
         self._callbacks = CallbackRunner()  # done-callbacks of every future this client returns
         self._inherited = _InheritedFutures(self._callbacks)
         self._handle_calls = HandleCalls()  # the inherited calls that block in librdkafka's handle (list_topics)
-        # wait_for_metadata's views and the controller quorum's epoch: connections of its own, made when first used
-        self._broker_views = BrokerViewReader(conf)
         sink: list[Scheduler] = []  # filled below; the callbacks only ever see the scheduler weakly
-        hider = SecretHider(conf)
+        self._hider = hider = SecretHider(conf)  # (its repr shows no secret)
+        # wait_for_metadata's views and the controller quorum's epoch: connections of its own, made when first used
+        self._broker_views = BrokerViewReader(conf, hider)
         owned_conf, report = install_callbacks(
             conf, lambda: sink[0] if sink else None, self._user_code.submit, self._callback_errors, hider
         )
@@ -838,7 +838,11 @@ class ThrottledAdminClient(AdminClient):
             AdminClient.set_sasl_credentials(self, username, password)
             return
         self._check_process()
+        if self._handle_calls.closed:  # (the handle may outlive the close a while: a list_topics under way)
+            AdminClient.set_sasl_credentials(closed_twin(), username, password)  # (raises confluent-kafka's error)
+            return
         AdminClient.set_sasl_credentials(self, username, password)  # (closed: confluent-kafka's own error)
+        self._hider.also(password)
         with self._second_lock:
             self._second_credentials(username, password)
             if self._second is not None:

@@ -15,8 +15,8 @@ yet.
 
 A call belongs to the task that made it: when that task is cancelled (``task.cancel()``, ``asyncio.timeout()``)
 while it waits on any of the call's futures, or ends cancelled, every topic of the call not yet sent is withdrawn,
-not only the one it was waiting on (a cancel the task caught before it made the call is not the call's). Cancelling
-one future yourself withdraws that topic alone.
+not only the one it was waiting on (a cancel requested before the call is not the call's: a clean-up call made where
+the task caught one stays). Cancelling one future yourself withdraws that topic alone.
 
 Every other AdminClient method is a coroutine that runs the synchronous method in an executor, as
 ``AIOConsumer`` does; the ``concurrent.futures.Future``s it returns come back as ``asyncio.Future``s.
@@ -145,7 +145,12 @@ class _CallGroup:
             self.one_done(future)
 
     def _task_cancelling(self) -> bool:
-        return _cancel_requests(self._task) > self._cancels_before
+        """Whether the task that made the call is being cancelled: a cancel requested since the call, and this cancel
+        not the task's own doing (asyncio cancels the future a task waits on from the canceller, or from a loop
+        callback: ``asyncio.timeout``'s). The count alone misread a cancel the task caught after the call."""
+        if _cancel_requests(self._task) <= self._cancels_before:
+            return False
+        return asyncio.current_task(self._loop) is not self._task
 
     def one_done(self, future: asyncio.Future[None]) -> None:
         self._pending -= 1
@@ -156,7 +161,8 @@ class _CallGroup:
             self._task = None
 
     def _task_done(self, task: asyncio.Task[Any]) -> None:
-        if task.cancelled():
+        # (ended by a cancel requested before the call, re-raised after it: a clean-up call made in its handler stays)
+        if task.cancelled() and (_cancel_requests(task) > self._cancels_before or not hasattr(task, "cancelling")):
             self.cancel()
 
     def cancel(self) -> None:

@@ -45,6 +45,7 @@ from throttled_admin._driver.librdkafka_views import LibrdkafkaViews
 from throttled_admin._driver.metadata_wire import MetadataAnswer
 from throttled_admin._driver.quorum_wire import QuorumAnswer
 from throttled_admin._driver.sasl_client import SaslError
+from throttled_admin._driver.secret_hider import SecretHider
 from throttled_admin._engine.visibility import BrokerViews
 
 __all__ = ["BrokerViewReader"]
@@ -64,11 +65,13 @@ _QUORUM_TRANSIENT = frozenset({6, 7, 41, 15})
 
 
 class BrokerViewReader:
-    def __init__(self, conf: dict[str, Any]) -> None:
+    def __init__(self, conf: dict[str, Any], hider: SecretHider | None = None) -> None:
+        """``hider``: the client's (``set_sasl_credentials`` adds to it); else one of ``conf``'s secrets."""
         conf = dict(conf)  # (its own: ``set_sasl_credentials`` changes it)
+        hider = hider if hider is not None else SecretHider(conf)
 
         def librdkafka() -> LibrdkafkaViews:  # the fallback, made when needed (no attribute shows the conf)
-            return LibrdkafkaViews(conf)
+            return LibrdkafkaViews(conf, hider.text)
 
         def set_credentials(username: str, password: str) -> None:  # (the fallback's conf from now on)
             conf.update({"sasl.username": username, "sasl.password": password})

@@ -17,12 +17,15 @@ topic of the cluster, and its views carry no topic ids, so a re-created topic is
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._metadata import ClusterMetadata
 
+from throttled_admin._driver.librdkafka_log import tap_logs
+from throttled_admin._driver.secret_hider import SecretHider
 from throttled_admin._engine.visibility import BrokerViews, TopicView, topic_view
 
 __all__ = ["LibrdkafkaViews", "answered_by"]
@@ -34,8 +37,12 @@ _BOOTSTRAP = (-1, "bootstrap")  # the key of the client that lists the brokers
 
 
 class LibrdkafkaViews:
-    def __init__(self, conf: dict[str, Any]) -> None:
+    def __init__(self, conf: dict[str, Any], hide: Callable[[str], str] | None = None) -> None:
         self._conf = {key: value for key, value in conf.items() if key not in _OWN_CALLBACKS}
+        # their log lines as the client's: secrets hidden (``hide``, else conf's), to the conf's logger or stderr,
+        # taken at each read's end
+        hide = hide if hide is not None else SecretHider(conf).text
+        tap_logs(self._conf, lambda line: None, lambda job: job(), hide)
         self._lock = threading.Lock()
         self._clients: dict[tuple[int, str], AdminClient] = {}
         self._closed = False
@@ -83,6 +90,8 @@ class LibrdkafkaViews:
             metadata = client.list_topics(timeout=timeout_s)
         except Exception:
             return {}, None
+        finally:
+            client.poll(0)  # (its log lines)
         brokers = {broker.id: f"{broker.host}:{broker.port}" for broker in metadata.brokers.values()}
         with self._lock:  # the bootstrap client becomes the client of the broker that answered
             answered = (metadata.orig_broker_id, brokers.get(metadata.orig_broker_id, ""))
@@ -117,6 +126,8 @@ class LibrdkafkaViews:
                 metadata = client.list_topics(timeout=timeout_s)
             except Exception:
                 return None
+            finally:
+                client.poll(0)  # (its log lines)
             if answered_by(metadata, node_id, address):
                 return _view(metadata, names)
             self._hand_over((node_id, address), _take(views, metadata, brokers, names))  # a fresh client next

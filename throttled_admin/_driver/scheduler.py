@@ -449,7 +449,7 @@ class Scheduler:
     def credentials_changed(self) -> None:
         """New SASL credentials: the engine forgets the old ones' authentication failure (``Engine``)."""
         with self._cv:
-            self._engine.credentials_changed()
+            self._engine.credentials_changed(self._clock())
             self._wake()
 
     def on_error(self, error: KafkaError, lane: int = FIRST) -> None:
@@ -1126,10 +1126,10 @@ class Scheduler:
         return self._first_probe
 
     def contact_failure(self) -> ContactFailure | None:
-        """``Engine.contact_failure``: how the last connection failed before its handshake while no broker has
+        """``Status.contact_failure``: how the last connection failed before its handshake while no broker has
         answered (None once one has)."""
         with self._cv:
-            return self._engine.contact_failure
+            return self._engine.status.contact_failure
 
     def _on_probe_done(self, future: Future[Any] | None, lane: int = FIRST) -> None:
         answered = future is not None and is_broker_answer(future.exception())

@@ -26,6 +26,11 @@ class SecretHider:
     def __repr__(self) -> str:
         return f"<SecretHider of {len(self._secrets)} value(s)>"
 
+    def also(self, secret: str) -> None:
+        """A secret given after the client was made (``set_sasl_credentials``' password): hidden too from now on."""
+        if secret and secret not in self._secrets:
+            self._secrets = sorted([*self._secrets, secret])  # (one assignment: a reader sees the old list or the new)
+
     def text(self, text: str) -> str:
         """``text`` with every secret replaced by ``***`` (settings' names kept whole: ``redact``)."""
         return redact(text, self._secrets, keep=SECRET_SETTINGS) if self._secrets else text

@@ -150,6 +150,7 @@ class Contact:
     probe: ProbeState = ProbeState.NOT_ASKED
     probe_asked_at: float = -math.inf
     auth: tuple[KafkaError, float] | None = None  # an authentication failure, and when it was reported
+    new_credentials_at: float = -math.inf  # when the application last gave new SASL credentials
 
     def answered(self) -> None:
         """A broker has answered this client: no first-contact rule, no 'cannot connect' from now on."""

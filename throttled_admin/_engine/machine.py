@@ -82,7 +82,7 @@ from throttled_admin._engine.classify import (
 )
 from throttled_admin._engine.config import MAX_RECORDS_PER_REQUEST, MAX_TOPICS_PER_REQUEST, EngineConfig
 from throttled_admin._engine.connection import Drained
-from throttled_admin._engine.contact import Contact, ContactFailure, contact_failure
+from throttled_admin._engine.contact import Contact, contact_failure
 from throttled_admin._engine.intake import take_in
 from throttled_admin._engine.lanes import FIRST, SECOND, Lanes
 from throttled_admin._engine.late_settle import LateSettlement
@@ -167,6 +167,9 @@ CONTACT_VERDICT_MARGIN_S = 0.5
 # An authentication failure fails what is pending and what is submitted this soon after it; librdkafka keeps
 # reconnecting and reports it again if it persists.
 AUTH_ERROR_TTL_S = 5.0
+# After new SASL credentials, authentication failures this soon are the old ones': librdkafka's events queued before
+# the change (it retries a failing connection every few hundred ms) and a handshake under way with them.
+NEW_CREDENTIALS_GRACE_S = 1.0
 
 
 # The states the engine checks or sets once or more per topic, as module constants: on Python 3.11, reading an Enum
@@ -234,14 +237,8 @@ class Engine:
             max_records_per_request=self._learned.cap.limit,
             second_in_flight=None if second is None else second.id,
             cap_probe=self._learned.cap.probe,
+            contact_failure=self._contact.failure,
         )
-
-    @property
-    def contact_failure(self) -> ContactFailure | None:
-        """While no broker has answered this client: how its last connection failed before its handshake (``contact``;
-        some failures librdkafka tells only in a log line), for a read that waits on its own futures
-        (``_driver.metadata_read``). None once a broker has answered."""
-        return self._contact.failure
 
     def closed_here(self, ref: TopicRef, operation: str, *, unsent: bool) -> BaseException | None:
         """The error of a topic settled by close() from a frame that cannot wait for a step (``outcome.closed_here``):
@@ -334,10 +331,12 @@ class Engine:
         else:  # the response of another AdminClient method
             self._out.append(_throttle_event(node_id, throttle_s))
 
-    def credentials_changed(self) -> None:
+    def credentials_changed(self, now: float) -> None:
         """The application gave new SASL credentials (``set_sasl_credentials``): an authentication failure held
-        (``AUTH_ERROR_TTL_S``) was the old ones', and fails nothing submitted from now on."""
+        (``AUTH_ERROR_TTL_S``), or told within ``NEW_CREDENTIALS_GRACE_S`` from now, was the old ones', and fails
+        nothing submitted from now on."""
         self._contact.auth = None
+        self._contact.new_credentials_at = now
 
     def on_error(self, error: KafkaError, now: float, lane: int = FIRST) -> None:
         """An authentication failure fails the work at once instead of at its deadline, and what is submitted
@@ -349,7 +348,8 @@ class Engine:
                 self._lanes.node_lost(now)  # a node went away for both handles: forwarded requests (``outcome``)
             self.on_log(error.str(), now, lost=error.code() != KafkaError._TIMED_OUT, lane=lane)
         elif error.code() in _AUTH_ERRORS:
-            self._contact.auth = (error, now)
+            if now - self._contact.new_credentials_at > NEW_CREDENTIALS_GRACE_S:  # (else the old credentials')
+                self._contact.auth = (error, now)
         elif error.code() == KafkaError._ALL_BROKERS_DOWN:
             self._gate.every_connection_gone()  # every connection is down: none carries a throttle
             self._lanes.node_lost(now)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from throttled_admin._engine.contact import ContactFailure
+
 __all__ = ["Status"]
 
 
@@ -25,3 +27,7 @@ class Status(NamedTuple):
     max_records_per_request: int  # the batch cap as learned so far (``batch_cap``)
     second_in_flight: int | None = None  # the id of the request in flight on the second lane's connection (``lanes``)
     cap_probe: int | None = None  # the id of the request in flight as a batch cap probe, if one is (``batch_cap``)
+    # While no broker has answered this client: how its last connection failed before its handshake (``contact``;
+    # some failures librdkafka tells only in a log line), for a read that waits on its own futures
+    # (``_driver.metadata_read``). None once a broker has answered.
+    contact_failure: ContactFailure | None = None

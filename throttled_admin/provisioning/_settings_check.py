@@ -49,6 +49,7 @@ _COMMON_SETTINGS = (
     "log_level",
     "debug",
 )
+_MISSPELT = 0.8  # how close a key with no dot is to a known one to be named as its misspelling (``mutation_rte``)
 _PLAIN_KEY = re.compile(r"[a-z0-9._-]+")  # a key as settings' names are written (no '=', no-break space, capital)
 _UNKNOWN_SETTING = re.compile(r'No such configuration property: "([^"]*)"')
 _NAMED = re.compile(r'configuration property "([^"]*)"', re.IGNORECASE)  # "Invalid value for ...", "Configuration ..."
@@ -151,7 +152,8 @@ def check_settings(
     unknown = _UNKNOWN_SETTING.search(message)
     if unknown is not None:
         key = unknown.group(1)
-        close = difflib.get_close_matches(key, [*fields, *_COMMON_SETTINGS], n=1)
+        known = [*fields, *_COMMON_SETTINGS]
+        close = difflib.get_close_matches(key.lower(), known, n=1)  # (``SASL.MECHANISM``: 'sasl.mechanism')
         # (named where it reads as a misspelt setting given a value: a password on a line of its own has none)
         misspelt = close and _PLAIN_KEY.fullmatch(key) and conf.get(key)
         if lines is not None and not misspelt and key not in PROFILE_FIELDS:
@@ -161,7 +163,10 @@ def check_settings(
                 "own, or hold one after a separator Java does not take, as a no-break space)"
             ) from None
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        if not nameable_key(key) and not (close and _PLAIN_KEY.fullmatch(key)):  # (not read as a misspelt setting)
+        # named where it reads as a setting's name, or as a misspelt one (very close: 'password1' is not), and is
+        # no secret's (``sasl.password.hunter2``, review 135)
+        misread = _PLAIN_KEY.fullmatch(key) and difflib.get_close_matches(key, known, n=1, cutoff=_MISSPELT)
+        if is_secret_key(key) or not (nameable_key(key) or misread):
             raise PlanError(unnamed_key(where, "that librdkafka does not know", conf) + hint) from None
         holds = f"librdkafka settings, {' and '.join(fields)}" if fields else "librdkafka settings only"
         raise PlanError(f"{where}: field {key!r}: unknown key (it holds {holds}){hint}") from None
