@@ -187,6 +187,29 @@ async def test_asyncio_timeout_withdraws_the_whole_call(quota_broker: Broker) ->
 
 @pytest.mark.asyncio
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="asyncio.timeout and Task.cancelling are Python 3.11+")
+async def test_a_task_timed_out_in_wait_for_withdraws_the_whole_call(quota_broker: Broker) -> None:
+    """Review 136: on Python 3.11, ``wait_for`` cancels the future it waits on from the task itself, as the task's
+    cancel unwinds: that is the task's cancel, not its own cancel of one topic (9df16f5 withdrew x1 alone)."""
+    timeout = asyncio.timeout  # type: ignore[attr-defined,unused-ignore]
+    broker = throttling_broker(quota_broker)
+    async with AIOThrottledAdminClient(conf(broker)) as admin:
+        await throttle_the_broker(admin, broker)
+        futures = await admin.create_topics([NewTopic("x1", 1, 1), NewTopic("x2", 1, 1), NewTopic("x3", 1, 1)])
+
+        async def await_one() -> None:
+            async with timeout(0.3):
+                await asyncio.wait_for(futures["x1"], 30)
+
+        with pytest.raises(TimeoutError):
+            await await_one()
+        assert all(f.cancelled() for f in futures.values()), {name: f.cancelled() for name, f in futures.items()}
+        after = await admin.create_topics([NewTopic("after", 1, 1)])
+        await after["after"]
+    assert sent_topics(broker) == {"first", "after"}
+
+
+@pytest.mark.asyncio
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="asyncio.timeout and Task.cancelling are Python 3.11+")
 async def test_a_large_call_is_withdrawn_whole_when_its_task_times_out(quota_broker: Broker) -> None:
     """Each asyncio future's cancel() reports to its call's group, which cancels the others: with thousands of
     topics that must not recurse once per topic."""

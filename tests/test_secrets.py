@@ -473,6 +473,8 @@ def test_a_misspelt_profile_key_is_still_named() -> None:
 
     with pytest.raises(PlanError, match=r"field 'sasl.passwrd': unknown key .*did you mean 'sasl.password'\?"):
         profile_from_conf("west", {"bootstrap.servers": "h:1", "sasl.passwrd": PASSWORD})
+    with pytest.raises(PlanError, match=r"field 'sasl.oauthbearer.token.endpoint.ur': unknown key"):
+        profile_from_conf("west", {"bootstrap.servers": "h:1", "sasl.oauthbearer.token.endpoint.ur": "http://h/t"})
     with pytest.raises(PlanError, match=r"did you mean 'sasl.mechanism'\?"):
         profile_from_conf("west", {"bootstrap.servers": "h:1", "SASL.MECHANISM": "PLAIN"})
     with pytest.raises(PlanError, match=r"field 'sasl.username': must be a string, number or boolean"):

@@ -14,9 +14,10 @@ batch), so cancelling it cancels the topic's future, whose ``cancel()`` withdraw
 yet.
 
 A call belongs to the task that made it: when that task is cancelled (``task.cancel()``, ``asyncio.timeout()``)
-while it waits on any of the call's futures, or ends cancelled, every topic of the call not yet sent is withdrawn,
-not only the one it was waiting on (a cancel requested before the call is not the call's: a clean-up call made where
-the task caught one stays). Cancelling one future yourself withdraws that topic alone.
+while it waits on any of the call's futures (itself, through ``gather`` or ``wait_for``; ``asyncio.wait`` cancels none
+of them), or ends cancelled by a cancel requested after the call, every topic of the call not yet sent is withdrawn,
+not only the one it was waiting on (a clean-up call made where the task caught a cancel stays). Cancelling one future
+yourself withdraws that topic alone.
 
 Every other AdminClient method is a coroutine that runs the synchronous method in an executor, as
 ``AIOConsumer`` does; the ``concurrent.futures.Future``s it returns come back as ``asyncio.Future``s.
@@ -30,6 +31,7 @@ import contextlib
 import functools
 import inspect
 import logging
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from types import TracebackType
@@ -147,10 +149,14 @@ class _CallGroup:
     def _task_cancelling(self) -> bool:
         """Whether the task that made the call is being cancelled: a cancel requested since the call, and this cancel
         not the task's own doing (asyncio cancels the future a task waits on from the canceller, or from a loop
-        callback: ``asyncio.timeout``'s). The count alone misread a cancel the task caught after the call."""
+        callback: ``asyncio.timeout``'s), unless the task is unwinding a cancel. The count alone misread a cancel the
+        task caught after the call."""
         if _cancel_requests(self._task) <= self._cancels_before:
             return False
-        return asyncio.current_task(self._loop) is not self._task
+        if asyncio.current_task(self._loop) is not self._task:
+            return True
+        # the task's own, while it unwinds its cancel: 3.11's ``wait_for`` cancels the future it waited on so
+        return isinstance(sys.exc_info()[1], asyncio.CancelledError)
 
     def one_done(self, future: asyncio.Future[None]) -> None:
         self._pending -= 1

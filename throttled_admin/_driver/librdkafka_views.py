@@ -36,12 +36,21 @@ _ATTEMPTS = 12  # fresh clients a broker: each is answered by another broker abo
 _BOOTSTRAP = (-1, "bootstrap")  # the key of the client that lists the brokers
 
 
+class _Silent:
+    """A logger that drops every line."""
+
+    def log(self, *args: Any) -> None:
+        pass
+
+
 class LibrdkafkaViews:
     def __init__(self, conf: dict[str, Any], hide: Callable[[str], str] | None = None) -> None:
         self._conf = {key: value for key, value in conf.items() if key not in _OWN_CALLBACKS}
-        # their log lines as the client's: secrets hidden (``hide``, else conf's), to the conf's logger or stderr,
-        # taken at each read's end
+        # their log lines to stderr with secrets hidden (``hide``, else conf's), taken at each read's end; never to a
+        # logger from conf, which they never reached (never polled), and whose calls belong on the client's thread
         hide = hide if hide is not None else SecretHider(conf).text
+        if self._conf.get("logger") is not None:
+            self._conf["logger"] = _Silent()
         tap_logs(self._conf, lambda line: None, lambda job: job(), hide)
         self._lock = threading.Lock()
         self._clients: dict[tuple[int, str], AdminClient] = {}

@@ -163,10 +163,12 @@ def check_settings(
                 "own, or hold one after a separator Java does not take, as a no-break space)"
             ) from None
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        # named where it reads as a setting's name, or as a misspelt one (very close: 'password1' is not), and is
-        # no secret's (``sasl.password.hunter2``, review 135)
-        misread = _PLAIN_KEY.fullmatch(key) and difflib.get_close_matches(key, known, n=1, cutoff=_MISSPELT)
-        if is_secret_key(key) or not (nameable_key(key) or misread):
+        # named where it reads as a setting's name, or as a misspelt one (very close: 'password1' is not), and not
+        # as a secret's (``sasl.password.hunter2``, review 135) unless it misspells a setting that holds none
+        # (``sasl.oauthbearer.token.endpoint.ur``: "token", review 136)
+        misread = difflib.get_close_matches(key, known, n=1, cutoff=_MISSPELT) if _PLAIN_KEY.fullmatch(key) else []
+        secret = is_secret_key(key) and not (misread and misread[0] not in SECRET_SETTINGS)
+        if secret or not (nameable_key(key) or misread):
             raise PlanError(unnamed_key(where, "that librdkafka does not know", conf) + hint) from None
         holds = f"librdkafka settings, {' and '.join(fields)}" if fields else "librdkafka settings only"
         raise PlanError(f"{where}: field {key!r}: unknown key (it holds {holds}){hint}") from None
