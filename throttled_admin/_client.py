@@ -834,14 +834,9 @@ class ThrottledAdminClient(AdminClient):
         """confluent-kafka's, for every connection the client makes: its handle's, the second lane's (made or to be
         made) and ``wait_for_metadata``'s own; and an authentication failure the client holds (it fails what is
         submitted within ``AUTH_ERROR_TTL_S``, 5 s, of it) is forgotten: it was the old credentials'."""
-        if "_handle_calls" not in vars(self):  # a subclass that never called __init__: confluent-kafka's own error
-            AdminClient.set_sasl_credentials(self, username, password)
-            return
-        self._check_process()
-        if self._handle_calls.closed:  # (the handle may outlive the close a while: a list_topics under way)
-            AdminClient.set_sasl_credentials(closed_twin(), username, password)  # (raises confluent-kafka's error)
-            return
-        AdminClient.set_sasl_credentials(self, username, password)  # (closed: confluent-kafka's own error)
+        # as every inherited method (``_checked_in_child``): the fork check, and confluent-kafka's own error closed or
+        # in a subclass that never called __init__
+        _checked_in_child("set_sasl_credentials")(self, username, password)
         self._hider.also(password)
         with self._second_lock:
             self._second_credentials(username, password)

@@ -61,12 +61,14 @@ class _Tap:
         self._failed = False
 
     def log(self, level: int, fmt: str, *args: Any) -> None:
+        line = None  # (a line may quote a secret: a token endpoint's URL, what an identity provider echoed)
         if len(args) == 3 and args[0] == "FAIL" and level > logging.DEBUG:
-            self._on_fail(self._hide(str(args[2])))  # debug also logs each failure twice, and broker teardowns
+            line = self._hide(str(args[2]))
+            self._on_fail(line)  # debug also logs each failure twice, and broker teardowns
         if _SYSLOG.get(level, _DEBUG) > self._level:
             return
-        if len(args) == 3:  # (a line may quote a secret: a token endpoint's URL, what an identity provider echoed)
-            args = (args[0], args[1], self._hide(str(args[2])))
+        if len(args) == 3:
+            args = (args[0], args[1], self._hide(str(args[2])) if line is None else line)
         if self._user_logger is None:
             _to_stderr(level, fmt, args)
         else:

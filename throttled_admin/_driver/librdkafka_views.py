@@ -48,10 +48,10 @@ class LibrdkafkaViews:
         self._conf = {key: value for key, value in conf.items() if key not in _OWN_CALLBACKS}
         # their log lines to stderr with secrets hidden (``hide``, else conf's), taken at each read's end; never to a
         # logger from conf, which they never reached (never polled), and whose calls belong on the client's thread
-        hide = hide if hide is not None else SecretHider(conf).text
         if self._conf.get("logger") is not None:
             self._conf["logger"] = _Silent()
-        tap_logs(self._conf, lambda line: None, lambda job: job(), hide)
+        else:
+            tap_logs(self._conf, lambda line: None, lambda job: job(), hide or SecretHider(conf).text)
         self._lock = threading.Lock()
         self._clients: dict[tuple[int, str], AdminClient] = {}
         self._closed = False
