@@ -6,7 +6,8 @@ ThrottledAdminClient handed it to librdkafka, librdkafka's own round trip (``deb
 last byte written to the response's last byte read, the broker's time), when its answer reached the client (after
 librdkafka's parse, quadratic in the request's size), and the gap from that answer to the next write. Variants:
 ``ours`` (the engine's defaults), ``ours-N`` (requests of at most N topics), ``ours-noquorum`` (no DescribeQuorum
-read, ``_driver/quorum_watch``: Kafka forwards it to the controller beside the call's first request), ``bare-N``
+read, ``_driver/quorum_watch``: Kafka forwards it to the controller, one request at a time with the creates; the
+client reads it as it is made, before the call), ``bare-N``
 (confluent-kafka, calls of N topics all submitted at once, as in overhead.py). The broker's CPU is shown beside
 the client's: over the client process's life, within the call, and with ``--until-quiet`` until the broker is quiet
 (Kafka goes on applying the created partitions after it answers: most of their cost comes after the call). With

@@ -159,8 +159,8 @@ def test_describe_quorum_names_the_active_controller_and_an_epoch_each_election_
 
 
 def _quorum_read(admin: ThrottledAdminClient) -> bool:
-    """The client's baseline of the quorum's epoch, read as its first call came (a test of that read: nothing else
-    says it is done)."""
+    """The client's baseline of the quorum's epoch, read as it was made (a test of that read: nothing else says it is
+    done)."""
     scheduler = admin._scheduler
     assert scheduler is not None
     return wait_until(lambda: scheduler._quorum.epoch == 1, 10)
@@ -189,6 +189,28 @@ def test_a_create_re_sent_after_a_failover_that_lost_no_connection_is_possibly_a
     assert exc.args[0].code() == TOPIC_ALREADY_EXISTS
     said = "The cluster's controller changed since the client last read it, before or while this CreateTopics was"
     assert said in str(exc)
+
+
+def test_the_quorum_is_read_as_the_client_is_made_and_its_first_create_knows_the_epoch(
+    quota_broker: BrokerFactory,
+) -> None:
+    """Issue 40: the client read the quorum's leader epoch as its first call came, and its DescribeQuorum went beside
+    that call's first request (a Kafka broker forwards its requests to the controller one at a time: a 10,000-topic
+    call took 7 % longer). It is read as the client is made, no call made, so the client's very first create, re-sent
+    after a failover that lost no connection, is told possibly applied, and the call reads nothing."""
+    broker = quota_broker(num_brokers=3)
+    conf = {"bootstrap.servers": address(broker, 1), "client.id": "made"}
+    with ThrottledAdminClient(conf) as admin:
+        assert _quorum_read(admin)  # no call made
+        held = broker.hold_controller_next(5.0)
+        future = admin.create_topics([NewTopic("t", 3, 1)])["t"]
+        assert held.wait(10)
+        assert broker.fail_over() == 1
+        exc = future.exception(30)
+    assert isinstance(exc, PossiblyAppliedError), exc
+    assert exc.args[0].code() == TOPIC_ALREADY_EXISTS
+    asked = [r.api_name for r in broker.request_log() if r.api_name in ("DescribeQuorum", "CreateTopics")]
+    assert asked == ["DescribeQuorum", "CreateTopics", "DescribeQuorum"], asked  # the baseline, the create, its check
 
 
 def test_an_already_exists_with_the_controller_unchanged_is_the_brokers_word(quota_broker: BrokerFactory) -> None:

@@ -16,11 +16,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
-from tests.real_kafka.broker import KafkaCluster
+from tests.real_kafka.broker import USERS, KafkaCluster
 from tests.real_kafka.namespace import KafkaNamespace
 from throttled_admin import (
     ClientClosedError,
+    CreateTopicsOptions,
     MutationQuota,
     NewPartitions,
     NewTopic,
@@ -158,6 +160,27 @@ def test_sasl_user_quota_and_no_secret_in_what_the_client_shows(
     assert held(kafka_broker, kafka_ns.prefix) == dict.fromkeys(names, 20)
     assert client.metrics()["throttle-time-max"] > 0  # (user bob, this client id) is the entity throttled
     assert "bob-secret" not in repr(client)
+
+
+def test_new_sasl_credentials_after_a_refused_password_are_used_at_once(
+    kafka_broker: KafkaCluster, kafka_ns: KafkaNamespace, client_for: Callable[..., ThrottledAdminClient]
+) -> None:
+    """``set_sasl_credentials`` on Kafka 4.4 (stop 90 had run it on QuotaBroker's PLAIN only): bob's SCRAM password
+    mistyped, a create fails at once with the broker's authentication failure and nothing is created; the right one
+    set, the next create, waiting for the brokers' metadata (the client's own connections), is applied. Neither
+    password shows in what the client says."""
+    wrong = "bob-mistyped"
+    client = client_for(kafka_broker.sasl_conf("bob", "SCRAM-SHA-512") | {"sasl.password": wrong, "log_level": 0})
+    before, after = kafka_ns.topic("before"), kafka_ns.topic("after")
+    refused = outcomes(client.create_topics([NewTopic(before, 1, 1)], timeout_ms=15_000), timeout_s=30)[before]
+    assert isinstance(refused, KafkaException), refused
+    assert refused.args[0].code() == KafkaError._AUTHENTICATION
+    client.set_sasl_credentials("bob", USERS["bob"])
+    options = CreateTopicsOptions(timeout_ms=30_000, wait_for_metadata=True)
+    assert outcomes(client.create_topics([NewTopic(after, 1, 1)], options=options)) == {after: None}
+    assert held(kafka_broker, kafka_ns.prefix) == {after: 1}
+    for secret in (wrong, USERS["bob"]):
+        assert secret not in f"{refused!s} {refused!r} {client!r}"
 
 
 def test_cancel_and_close_leave_every_topic_with_a_truthful_outcome(

@@ -25,6 +25,7 @@ from confluent_kafka import KafkaError, KafkaException
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
+import throttled_admin._client as client_module
 from tests.reliability_helpers import outcomes
 from tests.support import BrokerFactory
 from throttled_admin import (
@@ -34,6 +35,7 @@ from throttled_admin import (
     NewTopic,
     ThrottledAdminClient,
 )
+from throttled_admin._driver.scheduler import Scheduler
 from throttled_admin.testing import QuotaBroker
 
 PASSWORD = "Pw-7f3a9c-s3cr3t"
@@ -437,6 +439,40 @@ def test_what_librdkafka_quotes_of_an_identity_provider_hides_the_secret(
         _assert_hidden(name, text)
         assert basic not in text, f"the HTTP Basic credentials appear in {name}"
     assert "Basic ***" in str(seen[0]) or "Basic ***" in said  # (what the provider said stays readable)
+
+
+def test_an_authentication_failure_told_while_the_client_is_made_fails_its_first_call(
+    quota_broker: BrokerFactory, echoing_idp: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found as the quorum's baseline moved to the client's making (issue 40): the scheduler's first turn polled the
+    handle before the client had told librdkafka's callbacks where the engine is, and an error polled then reached
+    the application's error_cb but not the engine. An OIDC token refused at once (librdkafka fetches it as the handle
+    is made) was such an error: the first call waited for a broker's answer until its deadline ("not sent"). Here
+    the client is slow between its scheduler's making and the rest of its making, as a loaded machine makes it."""
+    told = threading.Event()
+
+    class SlowToRegister(Scheduler):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            told.wait(1.0)  # (the error polled, if a turn polls before the client is made)
+
+    monkeypatch.setattr(client_module, "Scheduler", SlowToRegister)
+    conf = {
+        "bootstrap.servers": quota_broker().bootstrap_servers,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": "OAUTHBEARER",
+        "sasl.oauthbearer.method": "oidc",
+        "sasl.oauthbearer.client.id": "alice",
+        "sasl.oauthbearer.client.secret": PASSWORD,
+        "sasl.oauthbearer.token.endpoint.url": f"http://{echoing_idp}",
+        "error_cb": lambda error: told.set(),
+        "log_level": 0,
+    }
+    with ThrottledAdminClient(conf) as admin:
+        exc = outcomes(admin.create_topics([NewTopic("t", 1, 1)], timeout_ms=8000), timeout_s=30)["t"]
+    assert type(exc) is KafkaException, repr(exc)
+    assert exc.args[0].code() == KafkaError._AUTHENTICATION
+    assert told.is_set()
 
 
 @pytest.mark.parametrize(

@@ -494,8 +494,9 @@ class ThrottledAdminClient(AdminClient):
             callbacks=self._callbacks,
             socket_timeout_s=settings.socket_timeout_s,
         )
+        sink.append(scheduler)  # librdkafka's events reach it before its first turn polls the handle
+        scheduler.start()
         self._scheduler = scheduler
-        sink.append(scheduler)
         _live.add(scheduler)
         _register_exit_hook()
         weakref.finalize(

@@ -10,17 +10,21 @@ at all: dedicated controllers (clients never connect to them), a stopping node t
 a leadership change.
 
 This watch tells it from the controller quorum's leader epoch, which grows by one at every election (DescribeQuorum,
-read on the broker-views reader's connections: ``quorum_wire``). It is read as the client's first call comes (the
-baseline), again when ``REFRESH_S`` old as calls and answers come, and when an answer with an "already done" result
-comes, before the engine is given it. Each request carries the epoch known as it was sent (``Scheduler.send``); an
-epoch read at its answer later than that says the controller changed since, perhaps while the request was in
-flight, and the engine is told so (``Engine.on_results(controller_moved=True)``). What it cannot tell:
+read on the broker-views reader's connections: ``quorum_wire``). It is read as the client is made (the baseline,
+before its first call: a broker forwards its requests to the controller one at a time, and a read beside a call's
+first request delays it), again when ``REFRESH_S`` old as calls and answers come, and when an answer with an
+"already done" result comes, before the engine is given it. Each request carries the epoch known as it was sent
+(``Scheduler.send``); an epoch read at its answer later than that says the controller changed since, perhaps while
+the request was in flight, and the engine is told so (``Engine.on_results(controller_moved=True)``). What it cannot
+tell:
 
 - a controller that changed between the last read and the request's send is taken for one that may have changed in
   flight: the answer is hedged, its code kept, in words that say "before or while" (a minute at most for a client in
   use, more for one idle since its last read);
-- a request sent before the first read ended is compared with the baseline as its check starts, read after its
-  send: a move between its send and that read is not seen, and one answered before any read ended is not checked;
+- a request sent before the first read ended (a call within the read's few milliseconds of the client's making,
+  or while no broker could answer it: a read that got nothing is asked again ``RETRY_S`` later) is compared with the
+  baseline as its check starts, read after its send: a move between its send and that read is not seen, and one
+  answered before any read ended is not checked;
 - a principal without DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED: asked once, since an authorizer logs
   each denial), brokers without DescribeQuorum (Kafka before 3.3, Redpanda, Tansu), a set-up the reader's own
   connections do not speak (``broker_views``: librdkafka's fallback), a check that cannot read the quorum within

@@ -262,13 +262,23 @@ class Scheduler:
         # served by the process's one driver thread (``driver_loop``; ``_served.finished``: its last turn is done)
         self._pid = os.getpid()
         self._loop = driver_loop()
-        self._served = served = Served(self._loop, self._serve)
+        self._served = Served(self._loop, self._serve)
+
+    def start(self) -> None:
+        """The first turn, once librdkafka's callbacks reach this scheduler: a turn polls the handle, and an event
+        polled before they do reaches only the application (an OIDC token refused as the handle is made: the first
+        call waited for an answer until its deadline). And the controller quorum's baseline, read as the client is
+        made (``quorum_watch``), off the way of its calls: read as the first call came, its DescribeQuorum went
+        beside that call's first request, and a Kafka broker forwards its requests to the controller one at a time
+        (issue 40)."""
+        served = self._served
         try:
             self._loop.add(served)
             served.wake()  # the first turn
         except BaseException:  # cut short (Ctrl-C), or no thread can start: the client is not made, nor counted
             self._loop.abandon(served)
             raise
+        self._read_quorum_if_due()
 
     # -- called by the facade and by librdkafka's callbacks (any thread) --------------------------
 
@@ -312,8 +322,8 @@ class Scheduler:
         ``rest``: the call's other topics, made ready by ``rest()`` once the turn for ``items`` has been taken, and
         queued behind them (``Engine.extend``): a bulk call's first request goes before the rest of it is ready. A
         call from another thread in between that names one of them goes first (the two calls overlap); a client
-        closed in between tells the rest "not sent". The controller quorum is read as a client's first call comes,
-        and when its read is old (``quorum_watch``). ``ended``: called once none of the call's futures is pending here
+        closed in between tells the rest "not sent". The controller quorum is read again as a call comes when its
+        read is old (``quorum_watch``). ``ended``: called once none of the call's futures is pending here
         any more (``OpenCall``: also when this raises after registering the call, which it then abandons)."""
         self._loop.ensure_thread()  # (RuntimeError when none can start: the call is refused, nothing queued)
         self._read_quorum_if_due()
@@ -1075,8 +1085,8 @@ class Scheduler:
                 self._hand_over(request, results)
 
     def _read_quorum_if_due(self) -> None:
-        """Ask for a read of the controller quorum when one is due (``QuorumWatch.due``): as a call is submitted, as
-        an answer comes."""
+        """Ask for a read of the controller quorum when one is due (``QuorumWatch.due``): as the client is made, as a
+        call is submitted, as an answer comes."""
         if self._quorum.due() and not self._views_reader.submit(self._read_quorum):
             self._quorum.read(None)  # (closed: the read ends unmade)
 
