@@ -171,8 +171,8 @@ def test_a_create_re_sent_after_a_failover_that_lost_no_connection_is_possibly_a
 ) -> None:
     """The client's own create reaches node 0 (QuotaBroker's Metadata names the controller), which applies it; the
     controller moves to node 1 before it answers (a leadership change: no node stops, no connection drops), so node 0
-    re-sends it there, and node 1 answers "already exists". The client read the quorum's leader epoch as its first
-    call came, and reads it again before it tells that answer: grown since the create was sent, so the answer may
+    re-sends it there, and node 1 answers "already exists". The client read the quorum's leader epoch as it was
+    made, and reads it again before it tells that answer: grown since the create was sent, so the answer may
     be the re-send's, and the topic's outcome unknown (``_driver/quorum_watch``)."""
     broker = quota_broker(num_brokers=3)
     conf = {"bootstrap.servers": address(broker, 1), "client.id": "failover"}

@@ -497,6 +497,36 @@ def test_close_cuts_short_a_read_of_the_brokers_views_that_no_broker_answers(
     assert future.done()
 
 
+def test_the_close_of_a_client_just_made_does_not_wait_for_its_quorum_reads_name_lookup(
+    quota_broker: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 137: the controller quorum's baseline is read as the client is made (issue 40), on the reader's own
+    connections; a close cuts their connect and handshake short, not a name lookup (a slow resolver), and a client
+    made and closed at once waited for it (5 s of a stalled lookup: 4.95 s). The close no longer waits for a quorum
+    read, whose answer is no one's once closed. Here the lookup lasts until the test ends it."""
+    monkeypatch.setattr(scheduler_module, "_METADATA_TIMEOUT_S", 600.0)
+    broker = quota_broker()
+    looking, release = threading.Event(), threading.Event()
+    lookup = socket.getaddrinfo
+
+    def stalled(*args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread().name == "throttled-admin-views":
+            looking.set()
+            release.wait(600)
+        return lookup(*args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", stalled)
+    try:
+        client = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers, "log_level": 0})
+        assert looking.wait(WAIT_S)  # the making's read, in its lookup
+        closing = threading.Thread(target=client.close, name="closing")
+        closing.start()
+        closing.join(WAIT_S)
+        assert not closing.is_alive(), "close() waited for the quorum read"
+    finally:
+        release.set()
+
+
 def test_a_create_waiting_for_its_ids_is_never_sent_by_the_close_that_cuts_the_read_short(
     quota_broker: BrokerFactory,
 ) -> None:

@@ -57,6 +57,29 @@ def test_a_first_read_that_got_nothing_is_asked_again_later(code: int | None) ->
     assert watch.due()
 
 
+def test_a_read_as_the_client_is_made_that_got_nothing_is_asked_again_as_the_first_call_comes() -> None:
+    """Review 137: the making's read that got nothing (a client made before its cluster answers) held the next one
+    ``RETRY_S`` back, and the first call's requests went with no epoch known, their "already done" answers told
+    unchecked. The first call reads it again at once; after that one, ``RETRY_S`` as before."""
+    now = [0.0]
+    watch = QuorumWatch(lambda: now[0])
+    assert watch.due(making=True)
+    assert watch.under_way
+    assert not watch.due()
+    watch.read(None)
+    assert not watch.under_way
+    now[0] += 1.0
+    assert watch.due()  # the first call
+    watch.read(None)
+    now[0] += RETRY_S - 0.1
+    assert not watch.due()
+    now[0] += 0.1
+    assert watch.due()
+    watch.read(QuorumAnswer(0, 1, 3))
+    assert not watch.due(making=True)  # (a baseline read: a minute, whoever asks)
+    assert watch.epoch == 3
+
+
 def test_a_baseline_a_minute_old_is_read_again_once() -> None:
     now = [0.0]
     watch = QuorumWatch(lambda: now[0])

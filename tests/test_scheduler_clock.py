@@ -275,6 +275,26 @@ def test_a_read_between_a_requests_send_and_its_answer_does_not_hide_the_electio
     assert isinstance(exc, PossiblyAppliedError), repr(exc)
 
 
+def test_a_read_as_the_client_is_made_that_got_nothing_is_asked_again_as_the_first_call_comes(
+    driver: Driver,
+) -> None:
+    """Review 137: the making's read of the controller quorum that got nothing (a client made before its cluster
+    answers) held the next read ``RETRY_S`` back, so the first call's request went with no epoch known, and its
+    "already done" answer was told unchecked: the broker's word, an election in its flight notwithstanding. The
+    first call reads it again, as every first call did before issue 40, and such an answer is checked."""
+    quorum = driver.scheduler._quorum
+    assert wait_until(lambda: driver.transport.quorum_reads == 1 and not quorum.under_way, SIGNAL_S)
+    driver.transport.epoch = 1  # the cluster answers now
+    driver.clock.now += 2.0  # within RETRY_S of the making's read
+    futures = driver.create(["t"], timeout_s=30.0)
+    on_answer = driver.sent()[1]
+    assert wait_until(lambda: quorum.epoch == 1, SIGNAL_S)  # read as the call came
+    driver.transport.epoch = 2  # an election while it is in flight
+    driver.answer(on_answer, {"t": EXISTS})
+    exc = futures["t"].exception(timeout=SIGNAL_S)
+    assert isinstance(exc, PossiblyAppliedError), repr(exc)
+
+
 def test_a_close_while_an_answer_waits_for_the_quorum_read_settles_its_topic(watched: Driver) -> None:
     futures = watched.create(["t"], timeout_s=30.0)
     on_answer = watched.sent()[1]

@@ -454,7 +454,7 @@ def test_an_authentication_failure_told_while_the_client_is_made_fails_its_first
     class SlowToRegister(Scheduler):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            told.wait(1.0)  # (the error polled, if a turn polls before the client is made)
+            told.wait(2.0)  # (the error polled, if a turn polls before the client is made)
 
     monkeypatch.setattr(client_module, "Scheduler", SlowToRegister)
     conf = {

@@ -495,7 +495,11 @@ class ThrottledAdminClient(AdminClient):
             socket_timeout_s=settings.socket_timeout_s,
         )
         sink.append(scheduler)  # librdkafka's events reach it before its first turn polls the handle
-        scheduler.start()
+        try:
+            scheduler.start()
+        except BaseException:  # (cut short, or no thread: the client is not made, and its events reach no one)
+            sink.clear()
+            raise
         self._scheduler = scheduler
         _live.add(scheduler)
         _register_exit_hook()

@@ -21,10 +21,11 @@ tell:
 - a controller that changed between the last read and the request's send is taken for one that may have changed in
   flight: the answer is hedged, its code kept, in words that say "before or while" (a minute at most for a client in
   use, more for one idle since its last read);
-- a request sent before the first read ended (a call within the read's few milliseconds of the client's making,
-  or while no broker could answer it: a read that got nothing is asked again ``RETRY_S`` later) is compared with the
+- a request sent before the first read ended (a call within the read's few milliseconds of the client's making, or
+  one made before its cluster answered: that read is asked again as the first call comes) is compared with the
   baseline as its check starts, read after its send: a move between its send and that read is not seen, and one
-  answered before any read ended is not checked;
+  answered before any read ended is not checked; after a first call's read that got nothing, the next is asked
+  ``RETRY_S`` later;
 - a principal without DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED: asked once, since an authorizer logs
   each denial), brokers without DescribeQuorum (Kafka before 3.3, Redpanda, Tansu), a set-up the reader's own
   connections do not speak (``broker_views``: librdkafka's fallback), a check that cannot read the quorum within
@@ -80,15 +81,24 @@ class QuorumWatch:
         self._tried_at = -float("inf")  # when the last read ended
         self._asked_at = -float("inf")  # when ``due`` last asked for one: under way while later than ``_tried_at``
         self._refused = False  # the cluster refused the read for good (``_REFUSALS``)
+        self._making = False  # the read asked for as the client was made is under way (``due(making=True)``)
 
     @property
     def epoch(self) -> int | None:
         """The baseline: the latest leader epoch read (None: none yet). A request's send takes it as its own."""
         return self._epoch
 
-    def due(self) -> bool:
-        """Whether a read is to be asked for now (a call or an answer comes): the first, one ``RETRY_S`` after a
-        first that got nothing, or one ``REFRESH_S`` after the last; True once, until that read ends (``read``)."""
+    @property
+    def under_way(self) -> bool:
+        """A read asked for (``due``) has not ended yet (``read``)."""
+        return self._asked_at > self._tried_at
+
+    def due(self, *, making: bool = False) -> bool:
+        """Whether a read is to be asked for now (``making``: the client is made; else a call or an answer comes):
+        the first, one ``RETRY_S`` after a first that got nothing, or one ``REFRESH_S`` after the last; True once,
+        until that read ends (``read``). The making's read that got nothing (a client made before its cluster
+        answers) is asked again as the first call or answer comes, as if never asked: a first call knows the epoch
+        as soon as before."""
         if self._refused:
             return False
         now = self._clock()
@@ -99,6 +109,7 @@ class QuorumWatch:
             due = self._asked_at <= self._tried_at or now - self._asked_at >= STUCK_S
             if due:
                 self._asked_at = now
+                self._making = making
         return due
 
     def read(self, answer: QuorumAnswer | None) -> int | None:
@@ -111,6 +122,9 @@ class QuorumWatch:
             if epoch is not None and (self._epoch is None or epoch > self._epoch):
                 self._epoch = epoch
             self._tried_at = self._clock()
+            if self._making and self._epoch is None:  # (the making's read: the first call asks again)
+                self._tried_at = self._asked_at = -float("inf")
+            self._making = False
             refused = (
                 not self._refused and self._epoch is None and answer is not None and answer.error_code in _REFUSALS
             )

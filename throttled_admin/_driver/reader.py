@@ -26,21 +26,23 @@ class Reader:
     def __init__(self, name: str = "throttled-admin-reader") -> None:
         self._name = name
         self._lock = threading.Condition()
-        self._jobs: deque[Callable[[], object]] = deque()
+        self._jobs: deque[tuple[Callable[[], object], bool]] = deque()  # (job, whether ``close`` waits for it)
         self._thread: threading.Thread | None = None
-        self._running = False  # a job is running
+        self._running = False  # a job that close waits for is running
         self._closed = False
 
-    def submit(self, job: Callable[[], object], *, first: bool = False) -> bool:
+    def submit(self, job: Callable[[], object], *, first: bool = False, waited: bool = True) -> bool:
         """Queue a job (``first``: ahead of those queued); False if it will not run (closed, or no thread can start:
-        the interpreter is exiting)."""
+        the interpreter is exiting). ``waited``: whether ``close`` waits for it while it runs (False: it uses nothing
+        closed under it, and what it finds is no one's once closed)."""
+        entry = (job, waited)
         with self._lock:
             if self._closed:
                 return False
             if first:
-                self._jobs.appendleft(job)
+                self._jobs.appendleft(entry)
             else:
-                self._jobs.append(job)
+                self._jobs.append(entry)
             if self._thread is not None:
                 self._lock.notify()
                 return True
@@ -53,7 +55,7 @@ class Reader:
                 if not thread.is_alive():
                     self._thread = None
                     if isinstance(exc, RuntimeError):  # interpreter shutdown: no new threads
-                        self._jobs.remove(job)
+                        self._jobs.remove(entry)
                         return False
                 raise
             return True
@@ -68,8 +70,7 @@ class Reader:
                     self._jobs.clear()
                     self._lock.notify_all()
                     return
-                job = self._jobs.popleft()
-                self._running = True
+                job, self._running = self._jobs.popleft()
             try:
                 job()
             except Exception:  # a bug in a read: the reader goes on serving the others
@@ -80,8 +81,8 @@ class Reader:
                     self._lock.notify_all()
 
     def close(self, timeout_s: float) -> bool:
-        """Run no more jobs; wait up to ``timeout_s`` for the one running (librdkafka's handle must outlive it).
-        True if none is running any more."""
+        """Run no more jobs; wait up to ``timeout_s`` for the one running if it is waited for (librdkafka's handle
+        must outlive it). True if none waited for is running any more."""
         with self._lock:
             self._closed = True
             self._jobs.clear()

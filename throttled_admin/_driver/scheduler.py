@@ -263,6 +263,7 @@ class Scheduler:
         self._pid = os.getpid()
         self._loop = driver_loop()
         self._served = Served(self._loop, self._serve)
+        self._started = False  # (``start``: the first turn asked for)
 
     def start(self) -> None:
         """The first turn, once librdkafka's callbacks reach this scheduler: a turn polls the handle, and an event
@@ -278,7 +279,8 @@ class Scheduler:
         except BaseException:  # cut short (Ctrl-C), or no thread can start: the client is not made, nor counted
             self._loop.abandon(served)
             raise
-        self._read_quorum_if_due()
+        self._started = True
+        self._read_quorum_if_due(making=True)
 
     # -- called by the facade and by librdkafka's callbacks (any thread) --------------------------
 
@@ -526,8 +528,8 @@ class Scheduler:
         thread, whichever client it is serving), it waits for nothing: every future is settled from this thread
         (rule h, from what can be known here: a topic whose send may have begun is outcome unknown), and it returns
         False; the caller then closes again from another thread (``ThrottledAdminClient.close``)."""
-        if os.getpid() != self._pid:  # a forked child: no thread of the parent's runs here, and its locks may be held
-            self._closed = True
+        if os.getpid() != self._pid or not self._started:  # a forked child: no thread of the parent's runs here, and
+            self._closed = True  # its locks may be held; or no turn ever came (``start`` never called, or raised)
             return True
         if self._holds_what_the_thread_needs():
             self._close_here()
@@ -1084,10 +1086,12 @@ class Scheduler:
                         self._moved.add(request.request_id)
                 self._hand_over(request, results)
 
-    def _read_quorum_if_due(self) -> None:
-        """Ask for a read of the controller quorum when one is due (``QuorumWatch.due``): as the client is made, as a
-        call is submitted, as an answer comes."""
-        if self._quorum.due() and not self._views_reader.submit(self._read_quorum):
+    def _read_quorum_if_due(self, *, making: bool = False) -> None:
+        """Ask for a read of the controller quorum when one is due (``QuorumWatch.due``): as the client is made
+        (``making``), as a call is submitted, as an answer comes. ``close`` does not wait for it: on connections of
+        the reader's own, which it shuts, and told to no one after; a name lookup it cannot cut short (a slow
+        resolver) held a client made and closed at once for seconds (review 137)."""
+        if self._quorum.due(making=making) and not self._views_reader.submit(self._read_quorum, waited=False):
             self._quorum.read(None)  # (closed: the read ends unmade)
 
     def _hand_over(self, request: Send, answer: Answer) -> None:
