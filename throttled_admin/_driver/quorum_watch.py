@@ -119,17 +119,7 @@ class QuorumWatch:
         if answer is not None and answer.error_code == 0 and answer.leader_epoch >= 0:
             epoch = answer.leader_epoch
         with self._lock:
-            if epoch is not None and (self._epoch is None or epoch > self._epoch):
-                self._epoch = epoch
-            self._tried_at = self._clock()
-            if self._making and self._epoch is None:  # (the making's read: the first call asks again)
-                self._tried_at = self._asked_at = -float("inf")
-            self._making = False
-            refused = (
-                not self._refused and self._epoch is None and answer is not None and answer.error_code in _REFUSALS
-            )
-            if refused:
-                self._refused = True
+            refused = self._ended(epoch, answer)
         if refused:
             assert answer is not None
             log.info(
@@ -140,6 +130,20 @@ class QuorumWatch:
         elif epoch is None:
             log.debug("DescribeQuorum was not answered (%s)", "no broker" if answer is None else answer.error_code)
         return epoch
+
+    def _ended(self, epoch: int | None, answer: QuorumAnswer | None) -> bool:
+        """A read ended (under the lock), showing ``epoch``: the baseline, and when to read next; whether the cluster
+        refused the read for good."""
+        if epoch is not None and (self._epoch is None or epoch > self._epoch):
+            self._epoch = epoch
+        self._tried_at = self._clock()
+        if self._making and self._epoch is None:  # (the making's read: the first call asks again)
+            self._tried_at = self._asked_at = -float("inf")
+        self._making = False
+        refused = not self._refused and self._epoch is None and answer is not None and answer.error_code in _REFUSALS
+        if refused:
+            self._refused = True
+        return refused
 
 
 def asks_for_a_check(request: Send, answer: dict[str, BaseException | None]) -> bool:
