@@ -471,6 +471,14 @@ def test_a_broker_whose_view_lags_the_election_leaves_the_quorum_read_to_the_nex
         reader.close()
 
 
+def closes_at_once(client: ThrottledAdminClient) -> bool:
+    """``client.close()`` on a thread of its own has returned within ``WAIT_S``."""
+    closing = threading.Thread(target=client.close, name="closing")
+    closing.start()
+    closing.join(WAIT_S)
+    return not closing.is_alive()
+
+
 def test_close_cuts_short_a_read_of_the_brokers_views_that_no_broker_answers(
     quota_broker: BrokerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -490,10 +498,7 @@ def test_close_cuts_short_a_read_of_the_brokers_views_that_no_broker_answers(
         return any(r.api_name == "ApiVersions" and r.api_version == 0 for r in broker.request_log())
 
     assert wait_until(ours_in_handshake)
-    closing = threading.Thread(target=client.close, name="closing")
-    closing.start()
-    closing.join(WAIT_S)
-    assert not closing.is_alive(), "close() waited for the read"
+    assert closes_at_once(client), "close() waited for the read"
     assert future.done()
 
 
@@ -519,10 +524,7 @@ def test_the_close_of_a_client_just_made_does_not_wait_for_its_quorum_reads_name
     try:
         client = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers, "log_level": 0})
         assert looking.wait(WAIT_S)  # the making's read, in its lookup
-        closing = threading.Thread(target=client.close, name="closing")
-        closing.start()
-        closing.join(WAIT_S)
-        assert not closing.is_alive(), "close() waited for the quorum read"
+        assert closes_at_once(client), "close() waited for the quorum read"
     finally:
         release.set()
 
@@ -546,10 +548,7 @@ def test_a_create_waiting_for_its_ids_is_never_sent_by_the_close_that_cuts_the_r
             return any(r.api_name == "Metadata" and r.api_version >= 10 for r in broker.request_log()[before:])
 
         assert wait_until(reading_ids)
-        closing = threading.Thread(target=client.close, name="closing")
-        closing.start()
-        closing.join(WAIT_S)
-        assert not closing.is_alive(), "close() waited for the read"
+        assert closes_at_once(client), "close() waited for the read"
     finally:
         client.close()
     assert isinstance(future.exception(0), NotSentError), future.exception(0)
