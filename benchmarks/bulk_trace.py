@@ -68,7 +68,7 @@ def child(variant: str, bootstrap: str, count: int) -> None:
         if variant == "ours-noquorum":  # the quorum watch never reads (``_driver/quorum_watch``)
             from throttled_admin._driver.quorum_watch import QuorumWatch
 
-            QuorumWatch.due = lambda self: False  # type: ignore[method-assign]
+            QuorumWatch.due = lambda self, making=False: False  # type: ignore[method-assign]
         elif "-" in variant:  # the size as the engine's own setting (Engine's default config, before the client)
             size = int(variant.split("-")[1])
             defaults = machine.Engine.__init__.__kwdefaults__
