@@ -65,6 +65,7 @@ from throttled_admin._engine.work import Call, Topic
 
 SIGNAL_S = 10.0  # how long a test waits for a signal that must come (only a failing test waits this long)
 REQUEST_TIMED_OUT = KafkaException(KafkaError(KafkaError.REQUEST_TIMED_OUT))  # nothing applied: retried
+TEN_SECONDS = RetryBackoff(initial_ms=10_000, max_ms=10_000, jitter=0.0)  # a back-off of 10 s exactly
 
 
 class ManualClock:
@@ -217,7 +218,7 @@ class Driver:
 
 @pytest.fixture
 def driver() -> Iterator[Driver]:
-    made = Driver(RetryBackoff(initial_ms=10_000, max_ms=10_000, jitter=0.0))  # a back-off of 10 s exactly
+    made = Driver(TEN_SECONDS)
     yield made
     made.scheduler.close()
 
@@ -228,7 +229,7 @@ EXISTS = KafkaException(KafkaError(KafkaError.TOPIC_ALREADY_EXISTS))
 @pytest.fixture
 def watched() -> Iterator[Driver]:
     """A driver whose controller quorum's leader epoch is 1, read as the scheduler was made (the baseline)."""
-    made = Driver(RetryBackoff(initial_ms=10_000, max_ms=10_000, jitter=0.0), epoch=1)
+    made = Driver(TEN_SECONDS, epoch=1)
     assert wait_until(lambda: made.scheduler._quorum.epoch == 1, SIGNAL_S)
     yield made
     made.scheduler.close()
@@ -850,7 +851,7 @@ def test_ctrl_c_at_any_bytecode_of_a_calls_own_turn_sends_nothing_twice_and_stal
     interrupt, and the next call completes (or, cut inside the engine's step, the client closed and the call is
     settled). Once, a cut just after a send returned made the next turn send the request again."""
     for offset in offsets(function):
-        driver = Driver(RetryBackoff(initial_ms=10_000, max_ms=10_000, jitter=0.0))
+        driver = Driver(TEN_SECONDS)
         driver.transport.answer_sentinels = True  # (a request cut short as it may have been sent: the slot waits)
         try:
             assert driver.answered_until_quiet_after(driver.create(["w"], timeout_s=60.0)) == ["w"]
@@ -996,7 +997,7 @@ def _second_ctrl_c_at_each_point(function: Any, armed: list[bool], rest: list[st
     landed = 0
     told = KeyboardInterrupt if handler is signal.default_int_handler else (KeyboardInterrupt, SystemExit)
     for offset in offsets(function):
-        driver = Driver(RetryBackoff(initial_ms=10_000, max_ms=10_000, jitter=0.0))
+        driver = Driver(TEN_SECONDS)
         try:
             in_flight = driver.create(["w"], timeout_s=60.0)
             driver.advance(0.0)
@@ -1055,7 +1056,7 @@ def test_ctrl_c_at_any_bytecode_of_a_wait_that_takes_the_answer_loses_nothing(fu
     thread (``assist``): afterwards the turn is free, the future is settled as the broker answered (by the next turn, if
     the cut one did not), and the next call completes (or, cut inside the engine's step, the client closed)."""
     for offset in offsets(function):
-        driver = Driver(RetryBackoff(initial_ms=10_000, max_ms=10_000, jitter=0.0))
+        driver = Driver(TEN_SECONDS)
         driver.transport.answer_sentinels = True
         try:
             futures = driver.create(["a"], timeout_s=60.0)

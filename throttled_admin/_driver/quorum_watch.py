@@ -106,7 +106,7 @@ class QuorumWatch:
             return False
         with self._lock:
             # (a read asked for that never ended, its hand-over to the reader cut short, is asked for again)
-            due = self._asked_at <= self._tried_at or now - self._asked_at >= STUCK_S
+            due = not self.under_way or now - self._asked_at >= STUCK_S
             if due:
                 self._asked_at = now
                 self._making = making
