@@ -27,6 +27,7 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 from tests.reliability_helpers import admin_for, assert_truthful, error_code, outcomes
 from tests.support import BrokerFactory
 from throttled_admin import NewPartitions, NewTopic, ThrottledAdminClient
+from throttled_admin._driver.scheduler import Scheduler
 from throttled_admin.aio import AIOThrottledAdminClient
 from throttled_admin.testing import QuotaBroker
 
@@ -65,6 +66,31 @@ def _use(broker: QuotaBroker, name: str) -> ThrottledAdminClient:
     admin = ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers})
     assert outcomes(admin.create_topics([NewTopic(name, 1, 1)], timeout_ms=20000)) == {name: None}
     return admin
+
+
+def test_a_ctrl_c_as_the_client_hands_its_quorum_read_over_leaves_no_scheduler_served(
+    quota_broker: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 137: a KeyboardInterrupt landing in ``Scheduler.start`` after the first turn (as it hands the controller
+    quorum's baseline read to the reader) left the client unmade but its scheduler served by the driver's loop
+    until the half-made client was collected (the REPL keeps the last traceback, and the client with it). The
+    scheduler is closed before the interrupt goes up."""
+    made: list[Scheduler] = []
+    read_quorum = Scheduler._read_quorum_if_due
+
+    def interrupted(scheduler: Scheduler, *, making: bool = False) -> None:
+        if making:
+            made.append(scheduler)
+            raise KeyboardInterrupt
+        read_quorum(scheduler, making=making)
+
+    monkeypatch.setattr(Scheduler, "_read_quorum_if_due", interrupted)
+    with pytest.raises(KeyboardInterrupt) as raised:  # (its traceback holds the client, as the REPL's last one does)
+        ThrottledAdminClient({"bootstrap.servers": quota_broker().bootstrap_servers})
+    [scheduler] = made
+    assert scheduler.closed
+    assert scheduler._served.finished.is_set()  # the loop serves it no more
+    assert raised.traceback  # (held until here)
 
 
 @pytest.mark.slow

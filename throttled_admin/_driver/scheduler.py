@@ -280,7 +280,11 @@ class Scheduler:
             self._loop.abandon(served)
             raise
         self._started = True
-        self._read_quorum_if_due(making=True)
+        try:
+            self._read_quorum_if_due(making=True)
+        except BaseException:  # cut short as the read is handed over: not made, so closed here (review 137)
+            self.close(0.0)
+            raise
 
     # -- called by the facade and by librdkafka's callbacks (any thread) --------------------------
 
