@@ -282,6 +282,11 @@ def test_a_python_worker_killed_mid_task_leaves_every_row_truthful(spark: Any, q
     assert len(results) == 60
     assert set(statuses.values()) <= {"created", "unchanged"}
     assert "unchanged" in statuses.values()  # what the killed attempt created, the retry found as planned
+    # ... and says it may be the killed attempt's work (the job created every topic: "unchanged" alone understated it)
+    retried = "; task attempt 2: an earlier attempt of this task may have applied it"
+    details = {r["detail"] for r in results if r["status"] == "unchanged"}
+    assert details == {"already as planned" + retried}, details
+    assert not any(r["detail"].endswith(retried) for r in results if r["status"] == "created")
     assert broker.topics() == {f"kill.{i:02d}": 5 for i in range(60)}
     creates = [r for r in broker.request_log() if r.api_name == "CreateTopics"]
     created_ok = sorted(t for r in creates for t, code in r.errors.items() if code == 0)

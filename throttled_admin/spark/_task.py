@@ -4,6 +4,7 @@ on the same Arrow records, so both modes give the same rows under the same rules
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -69,6 +70,26 @@ def _cut_off(rows: list[tuple[int, PlanRow]], profiles: dict[str, Profile], driv
     return cut
 
 
+def _attempt() -> int:
+    """This Spark task's attempt, 0 for its first (and on the driver, where no task runs)."""
+    from pyspark import TaskContext  # (imported where it runs: a task, or the driver, has pyspark)
+
+    context = TaskContext.get()
+    return context.attemptNumber() if context is not None else 0
+
+
+def _retried(results: list[RowResult], attempt: int) -> list[RowResult]:
+    """A retried task's rows found as planned may be what a lost attempt applied (it read the cluster again and
+    applied nothing twice): ``unchanged`` is true of this attempt, and ``detail`` says what it cannot tell."""
+    if attempt == 0:
+        return results
+    note = f"task attempt {attempt + 1}: an earlier attempt of this task may have applied it"
+    return [
+        dataclasses.replace(r, detail=f"{r.detail}; {note}" if r.detail else note) if r.status == "unchanged" else r
+        for r in results
+    ]
+
+
 def make_task(
     profiles: dict[str, Profile],
     allow_delete: bool,
@@ -116,7 +137,7 @@ def make_task(
         )
         for (i, _), result in zip(known, done, strict=True):
             results[i] = result
-        final = [r for r in results if r is not None]
+        final = _retried([r for r in results if r is not None], _attempt())
         if final:
             yield result_batch(final)
 
