@@ -293,6 +293,32 @@ def test_a_python_worker_killed_mid_task_leaves_every_row_truthful(spark: Any, q
     assert created_ok == sorted(statuses)  # each topic created exactly once, across both attempts
 
 
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_retried_task_says_its_unchanged_rows_may_be_an_earlier_attempts_but_not_in_a_dry_run(
+    quota_broker: BrokerFactory, monkeypatch: pytest.MonkeyPatch, dry_run: bool
+) -> None:
+    """The task's own function, as a second attempt runs it (review 138: a dry run applies nothing, so no earlier
+    attempt of it applied anything)."""
+    import pyarrow as pa
+
+    from throttled_admin.spark import _task
+
+    monkeypatch.setattr(_task, "_attempt", lambda: 1)
+    broker = quota_broker()
+    broker.create_topic("before", 3)
+    batch = pa.RecordBatch.from_pylist(
+        [{"cluster": "c", "action": "create", "topic": name, "partitions": 3} for name in ("before", "new")]
+    )
+    run = _task.make_task({"c": Profile("c", {"bootstrap.servers": broker.bootstrap_servers})}, False, dry_run, 1)
+    [out] = run(iter([batch]))
+    details = {r["topic"]: (r["status"], r["detail"]) for r in out.to_pylist()}
+    retried = "already as planned; task attempt 2: an earlier attempt of this task may have applied it"
+    assert details["before"] == ("unchanged", "already as planned" if dry_run else retried)
+    status, detail = details["new"]
+    assert status == ("planned" if dry_run else "created")
+    assert "task attempt" not in detail  # (this attempt's own change)
+
+
 def most_at_once(spans: list[tuple[float, float]]) -> int:
     """The most spans open at one moment (one that ends as another starts: not at once)."""
     events = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])  # an end first at a tie

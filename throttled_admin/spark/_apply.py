@@ -14,7 +14,7 @@ How the work is laid out with executors (docs/pipeline.md says why, and when the
   no RDD, so a Spark Connect session works as a classic one does;
 - a task Spark retries (a lost executor or Python worker) runs its entities again: what the lost attempt
   applied is then as planned, and those rows end ``unchanged`` (or ``created`` etc. when verified), their
-  ``detail`` saying an earlier attempt may have applied them (``_task``);
+  ``detail`` saying an earlier attempt may have applied them (``_task``: a retry within the stage, not a dry run);
 - profiles, credentials included, travel in the task's closure (pickled by Spark with the function), sealed
   (``_sealed``), never in a DataFrame, a column, a literal or the query plan;
 - the driver first checks which clusters it can connect to; a task that cannot connect to one of those

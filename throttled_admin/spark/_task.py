@@ -71,7 +71,8 @@ def _cut_off(rows: list[tuple[int, PlanRow]], profiles: dict[str, Profile], driv
 
 
 def _attempt() -> int:
-    """This Spark task's attempt, 0 for its first (and on the driver, where no task runs)."""
+    """This Spark task's attempt, 0 for its first (and on the driver, where no task runs). Within its stage: a stage
+    Spark runs again (its shuffle's output lost with an executor) numbers its tasks from 0 again."""
     from pyspark import TaskContext  # (imported where it runs: a task, or the driver, has pyspark)
 
     context = TaskContext.get()
@@ -80,7 +81,8 @@ def _attempt() -> int:
 
 def _retried(results: list[RowResult], attempt: int) -> list[RowResult]:
     """A retried task's rows found as planned may be what a lost attempt applied (it read the cluster again and
-    applied nothing twice): ``unchanged`` is true of this attempt, and ``detail`` says what it cannot tell."""
+    applied nothing twice), or may have been as planned before the job: ``unchanged`` is true of this attempt, and
+    ``detail`` says what it cannot tell."""
     if attempt == 0:
         return results
     note = f"task attempt {attempt + 1}: an earlier attempt of this task may have applied it"
@@ -106,6 +108,7 @@ def make_task(
     sealed = Sealed(profiles)  # (the function below refers to these only)
 
     def run_partition(batches: Iterator[Any]) -> Iterator[Any]:
+        attempt = 0 if dry_run else _attempt()  # (a dry run applies nothing: no attempt of it did)
         profiles = sealed.open()
         records = [record for batch in batches for record in batch.to_pylist()]
         parsed = [_row(record) for record in records]
@@ -137,7 +140,7 @@ def make_task(
         )
         for (i, _), result in zip(known, done, strict=True):
             results[i] = result
-        final = _retried([r for r in results if r is not None], _attempt())
+        final = _retried([r for r in results if r is not None], attempt)
         if final:
             yield result_batch(final)
 
