@@ -255,6 +255,10 @@ def python_workers() -> list[int]:
     return [pid for pid in mine if any(pid in descendants(other) for other in mine if other != pid)]
 
 
+# what a second attempt of a task adds to the detail of a row it finds as planned (``spark/_task.py``)
+RETRIED = "task attempt 2: an earlier attempt of this task may have applied it"
+
+
 def test_a_python_worker_killed_mid_task_leaves_every_row_truthful(spark: Any, quota_broker: BrokerFactory) -> None:
     # One entity, 300 mutations at 20/s with a burst of 220: its task runs >= 4 s. Once some topics exist
     # its Python worker is killed (SIGKILL); Spark retries the task, which reads the cluster and finishes.
@@ -283,10 +287,9 @@ def test_a_python_worker_killed_mid_task_leaves_every_row_truthful(spark: Any, q
     assert set(statuses.values()) <= {"created", "unchanged"}
     assert "unchanged" in statuses.values()  # what the killed attempt created, the retry found as planned
     # ... and says it may be the killed attempt's work (the job created every topic: "unchanged" alone understated it)
-    retried = "; task attempt 2: an earlier attempt of this task may have applied it"
     details = {r["detail"] for r in results if r["status"] == "unchanged"}
-    assert details == {"already as planned" + retried}, details
-    assert not any(r["detail"].endswith(retried) for r in results if r["status"] == "created")
+    assert details == {f"already as planned; {RETRIED}"}, details
+    assert not any(r["detail"].endswith(RETRIED) for r in results if r["status"] == "created")
     assert broker.topics() == {f"kill.{i:02d}": 5 for i in range(60)}
     creates = [r for r in broker.request_log() if r.api_name == "CreateTopics"]
     created_ok = sorted(t for r in creates for t, code in r.errors.items() if code == 0)
@@ -312,8 +315,7 @@ def test_a_retried_task_says_its_unchanged_rows_may_be_an_earlier_attempts_but_n
     run = _task.make_task({"c": Profile("c", {"bootstrap.servers": broker.bootstrap_servers})}, False, dry_run, 1)
     [out] = run(iter([batch]))
     details = {r["topic"]: (r["status"], r["detail"]) for r in out.to_pylist()}
-    retried = "already as planned; task attempt 2: an earlier attempt of this task may have applied it"
-    assert details["before"] == ("unchanged", "already as planned" if dry_run else retried)
+    assert details["before"] == ("unchanged", "already as planned" + ("" if dry_run else f"; {RETRIED}"))
     status, detail = details["new"]
     assert status == ("planned" if dry_run else "created")
     assert "task attempt" not in detail  # (this attempt's own change)
