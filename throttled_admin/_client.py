@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, InvalidStateError, wait
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
@@ -403,6 +403,11 @@ class ThrottledAdminClient(AdminClient):
     (KIP-219), and can pace themselves to the quota (``mutation_quota``). Every other method is AdminClient's.
     """
 
+    # The controller quorum's epoch is read as the client is made: the baseline of its first change
+    # (``_driver/quorum_watch``). A subclass that only reads (the CLI's --list and --describe) leaves it to the first
+    # change: no DescribeQuorum, which a broker forwards to the controller and an authorizer logs when it denies it.
+    _quorum_at_making: ClassVar[bool] = True
+
     def __init__(
         self,
         conf: dict[str, Any],
@@ -496,7 +501,7 @@ class ThrottledAdminClient(AdminClient):
         )
         sink.append(scheduler)  # librdkafka's events reach it before its first turn polls the handle
         try:
-            scheduler.start()
+            scheduler.start(read_quorum=self._quorum_at_making)
         except BaseException:  # (cut short, or no thread: the client is not made, and its events reach no one)
             sink.clear()
             raise

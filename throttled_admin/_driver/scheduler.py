@@ -265,13 +265,14 @@ class Scheduler:
         self._served = Served(self._loop, self._serve)
         self._started = False  # (``start``: the first turn asked for)
 
-    def start(self) -> None:
+    def start(self, *, read_quorum: bool = True) -> None:
         """The first turn, once librdkafka's callbacks reach this scheduler: a turn polls the handle, and an event
         polled before they do reaches only the application (an OIDC token refused as the handle is made: the first
         call waited for an answer until its deadline). And the controller quorum's baseline, read as the client is
         made (``quorum_watch``), off the way of its calls: read as the first call came, its DescribeQuorum went
         beside that call's first request, and a Kafka broker forwards its requests to the controller one at a time
-        (issue 40)."""
+        (issue 40). Not ``read_quorum``: a client made to read only (the CLI's --list): none is read until a call
+        comes, so a principal without DESCRIBE on the cluster draws no authorizer denial."""
         served = self._served
         try:
             self._loop.add(served)
@@ -280,6 +281,8 @@ class Scheduler:
             self._loop.abandon(served)
             raise
         self._started = True
+        if not read_quorum:
+            return
         try:
             self._read_quorum_if_due(making=True)
         except BaseException:  # cut short as the read is handed over: not made, so closed here (review 137)

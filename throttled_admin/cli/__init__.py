@@ -83,6 +83,7 @@ def _topics_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -
             conf,
             retry_on_quota_violation=args.retry_on_quota_violation,
             timeout_ms=args.timeout_ms,
+            changes=action not in ("list", "describe"),
         ) as session:
             run_topics(args, action, session, out)
     except TopicsFailed:

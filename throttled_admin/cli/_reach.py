@@ -36,7 +36,8 @@ class Problem:
 
 def _check(conf: Mapping[str, Any], timeout_s: float) -> Problem | None:
     try:
-        with AdminSession(conf, retry_on_quota_violation=False, timeout_ms=int(timeout_s * 1000)) as session:
+        timeout_ms = int(timeout_s * 1000)
+        with AdminSession(conf, retry_on_quota_violation=False, timeout_ms=timeout_ms, changes=False) as session:
             session.list_topics()
     except KafkaException as exc:  # worded and named as the provisioning executor's own reads: "cannot connect to ..."
         return Problem(*read_failure(exc), describe_error(exc).name)

@@ -36,11 +36,21 @@ class CommandTimeout(Exception):
     """A call that took longer than the command's --timeout-ms."""
 
 
+class _ReadingClient(ThrottledAdminClient):
+    """A client for a command that changes nothing (--list, --describe, a cluster's reachability): it reads no
+    controller quorum as it is made, which kafka-topics.sh never asks for (an authorizer logs a denial of it for a
+    principal without DESCRIBE on the cluster). A change made through it reads it as its call comes."""
+
+    _quorum_at_making = False
+
+
 class AdminSession:
     """``with AdminSession(conf, ...) as session:`` a ThrottledAdminClient whose waits fail fast on
-    authentication errors."""
+    authentication errors. ``changes``: False for a command that only reads (``_ReadingClient``)."""
 
-    def __init__(self, conf: Mapping[str, Any], *, retry_on_quota_violation: bool, timeout_ms: int) -> None:
+    def __init__(
+        self, conf: Mapping[str, Any], *, retry_on_quota_violation: bool, timeout_ms: int, changes: bool = True
+    ) -> None:
         settings = dict(conf)
         # Quiet by default, as kafka-topics.sh (its log4j config logs to a file); the errors that matter are
         # reported by the command itself. "log_level" in --command-config turns librdkafka's log back on.
@@ -51,7 +61,8 @@ class AdminSession:
         settings["error_cb"] = self._watch.on_error
         settings["throttle_cb"] = self._on_throttle
         self.timeout_ms = timeout_ms
-        self.admin = ThrottledAdminClient(
+        client = ThrottledAdminClient if changes else _ReadingClient
+        self.admin = client(
             settings, retry_on_quota_violation=retry_on_quota_violation, default_api_timeout_ms=timeout_ms
         )
         # The command words a throttle itself (kafka-topics.sh's lines, and its WARNING for a change admitted over the
