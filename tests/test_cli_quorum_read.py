@@ -51,6 +51,20 @@ def _reader_idle(session: AdminSession) -> None:
     assert done.wait(SIGNAL_S)
 
 
+@pytest.fixture
+def made(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Each AdminSession's ``changes``, as it is made (the real session goes on)."""
+    made: list[bool] = []
+    init = AdminSession.__init__
+
+    def recorded(self: AdminSession, *args: Any, **kwargs: Any) -> None:
+        made.append(kwargs.get("changes", True))
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(AdminSession, "__init__", recorded)
+    return made
+
+
 @pytest.mark.parametrize("changes", [False, True])
 def test_a_session_that_changes_nothing_reads_the_quorum_only_when_a_change_comes(
     quota_broker: BrokerFactory, changes: bool
@@ -74,22 +88,10 @@ def test_a_session_that_changes_nothing_reads_the_quorum_only_when_a_change_come
     [(["--list"], False), (["--describe"], False), (["--create", "--partitions", "1"], True), (["--delete"], True)],
 )
 def test_the_topics_command_reads_the_quorum_only_for_a_change(
-    quota_broker: BrokerFactory,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    action: list[str],
-    changes: bool,
+    quota_broker: BrokerFactory, made: list[bool], capsys: pytest.CaptureFixture[str], action: list[str], changes: bool
 ) -> None:
     broker = quota_broker()
     broker.create_topic("wired", 1)
-    made: list[bool] = []
-    init = AdminSession.__init__
-
-    def recorded(self: AdminSession, *args: Any, **kwargs: Any) -> None:
-        made.append(kwargs.get("changes", True))
-        init(self, *args, **kwargs)
-
-    monkeypatch.setattr(AdminSession, "__init__", recorded)
     topic = "wired" if action[0] != "--create" else "made"
     assert main(["topics", "--bootstrap-server", broker.bootstrap_servers, *action, "--topic", topic]) == 0
     assert made == [changes]
@@ -97,17 +99,9 @@ def test_the_topics_command_reads_the_quorum_only_for_a_change(
 
 
 def test_apply_checks_a_cluster_can_be_reached_without_reading_its_quorum(
-    quota_broker: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+    quota_broker: BrokerFactory, made: list[bool]
 ) -> None:
     broker = quota_broker()
-    made: list[bool] = []
-    init = AdminSession.__init__
-
-    def recorded(self: AdminSession, *args: Any, **kwargs: Any) -> None:
-        made.append(kwargs.get("changes", True))
-        init(self, *args, **kwargs)
-
-    monkeypatch.setattr(AdminSession, "__init__", recorded)
     assert _check({"bootstrap.servers": broker.bootstrap_servers}, 10.0) is None
     assert made == [False]
 
