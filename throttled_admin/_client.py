@@ -68,7 +68,7 @@ from throttled_admin._options import (
 from throttled_admin._telemetry.metrics import ClientMetrics
 from throttled_admin._validation import Checked, check_delete_topics, check_new_partitions, check_new_topics
 
-__all__ = ["ThrottledAdminClient"]
+__all__ = ["ReadingClient", "ThrottledAdminClient"]
 
 # The conf callbacks the second lane's handle does not call: all but throttle_cb (its errors are the engine's alone,
 # and it makes no statistics for the application).
@@ -404,8 +404,7 @@ class ThrottledAdminClient(AdminClient):
     """
 
     # The controller quorum's epoch is read as the client is made: the baseline of its first change
-    # (``_driver/quorum_watch``). A subclass that only reads (the CLI's --list and --describe) leaves it to the first
-    # change: no DescribeQuorum, which a broker forwards to the controller and an authorizer logs when it denies it.
+    # (``_driver/quorum_watch``). ``ReadingClient`` leaves it to the first change.
     _quorum_at_making: ClassVar[bool] = True
 
     def __init__(
@@ -914,6 +913,16 @@ def _checked_in_child(name: str) -> Callable[..., Any]:
 # The inherited calls that block in librdkafka's handle (confluent-kafka's own words for them once it is closed:
 # "Handle has been closed")
 _BLOCKING_CALLS = frozenset({"list_topics", "list_groups", "cluster_id"})
+
+
+class ReadingClient(ThrottledAdminClient):
+    """A client made to read, or to validate only (the CLI's --list and --describe, apply's reachability check, a
+    dry run): it reads no controller quorum as it is made, which kafka-topics.sh never asks for, and which a Kafka
+    broker forwards to the controller and its authorizer logs when it denies it (a principal without DESCRIBE on
+    the cluster). A change made through it reads the quorum as its call comes."""
+
+    _quorum_at_making = False
+
 
 # Set after the class body, so type checkers still see confluent-kafka's own signatures and stubs.
 for _name in dir(AdminClient):

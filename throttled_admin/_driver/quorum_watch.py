@@ -12,8 +12,9 @@ a leadership change.
 This watch tells it from the controller quorum's leader epoch, which grows by one at every election (DescribeQuorum,
 read on the broker-views reader's connections: ``quorum_wire``). It is read as the client is made (the baseline,
 before its first call: a broker forwards its requests to the controller one at a time, and a read beside a call's
-first request delays it), again when ``REFRESH_S`` old as calls and answers come, and when an answer with an
-"already done" result comes, before the engine is given it. Each request carries the epoch known as it was sent
+first request delays it; a ``ReadingClient``, made to read, leaves it to its first change), again when
+``REFRESH_S`` old as calls and answers come (not validate-only ones), and when an answer with an "already done"
+result comes, before the engine is given it. Each request carries the epoch known as it was sent
 (``Scheduler.send``); an epoch read at its answer later than that says the controller changed since, perhaps while
 the request was in flight, and the engine is told so (``Engine.on_results(controller_moved=True)``). What it cannot
 tell:

@@ -331,11 +331,13 @@ class Scheduler:
         ``rest``: the call's other topics, made ready by ``rest()`` once the turn for ``items`` has been taken, and
         queued behind them (``Engine.extend``): a bulk call's first request goes before the rest of it is ready. A
         call from another thread in between that names one of them goes first (the two calls overlap); a client
-        closed in between tells the rest "not sent". The controller quorum is read again as a call comes when its
-        read is old (``quorum_watch``). ``ended``: called once none of the call's futures is pending here
-        any more (``OpenCall``: also when this raises after registering the call, which it then abandons)."""
+        closed in between tells the rest "not sent". The controller quorum is read again as a change comes when its
+        read is old (``quorum_watch``; a validate-only call is never "already done": none). ``ended``: called once
+        none of the call's futures is pending here any more (``OpenCall``: also when this raises after registering
+        the call, which it then abandons)."""
         self._loop.ensure_thread()  # (RuntimeError when none can start: the call is refused, nothing queued)
-        self._read_quorum_if_due()
+        if not spec.kind.validate_only:
+            self._read_quorum_if_due()
         call_id = next(self._call_ids)
         names: Sequence[str] = items.names
         try:
@@ -1103,8 +1105,10 @@ class Scheduler:
 
     def _hand_over(self, request: Send, answer: Answer) -> None:
         """A request's results to the engine's next step. A caller's thread waiting for its futures takes the turn
-        itself (assist): one thread hand-off fewer. A baseline a minute old is read again meanwhile."""
-        self._read_quorum_if_due()
+        itself (assist): one thread hand-off fewer. A baseline a minute old is read again meanwhile (not for a
+        validate-only request's answer, as for its call: ``submit``)."""
+        if not request.kind.validate_only:
+            self._read_quorum_if_due()
         with self._lock:
             self._arrived.append((request, answer))
             if self._assisting:

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from confluent_kafka import KafkaException
 
 from throttled_admin.cli._args import (
+    ACTIONS,
+    READING_ACTIONS,
     UsageError,
     build_parser,
     check_topics_args,
@@ -83,7 +85,7 @@ def _topics_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -
             conf,
             retry_on_quota_violation=args.retry_on_quota_violation,
             timeout_ms=args.timeout_ms,
-            changes=action not in ("list", "describe"),
+            changes=action not in READING_ACTIONS,
         ) as session:
             run_topics(args, action, session, out)
     except TopicsFailed:
@@ -119,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     changes = False  # a topics command that changes the cluster (create, alter, delete)
     try:
         args, extras = parser.parse_known_args(words)
-        changes = args.command == "topics" and any(getattr(args, a, False) for a in ("create", "alter", "delete"))
+        changes = args.command == "topics" and any(getattr(args, a, False) for a in ACTIONS if a not in READING_ACTIONS)
         if args.command is None:
             raise UsageError("a command is required: topics or apply", parser)
         subparser: argparse.ArgumentParser = args.command_parser

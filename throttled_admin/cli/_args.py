@@ -20,6 +20,7 @@ from throttled_admin.cli._properties import PropertiesError, Settings, java_trim
 
 __all__ = [
     "ACTIONS",
+    "READING_ACTIONS",
     "UsageError",
     "build_parser",
     "check_bootstrap",
@@ -33,6 +34,7 @@ __all__ = [
 ]
 
 ACTIONS = ("create", "delete", "alter", "describe", "list")
+READING_ACTIONS = ("describe", "list")  # the actions that change nothing
 #: kafka-topics.sh's options that ``topics`` does not take (docs/cli.md): named so, not matched to a near one ("did you
 #: mean --delete?" for --delete-config, helper 119).
 UNSUPPORTED = (
@@ -313,7 +315,7 @@ def check_topics_args(args: argparse.Namespace, parser: argparse.ArgumentParser)
     if not args.bootstrap_server:
         raise UsageError("--bootstrap-server must be specified", parser)
     check_bootstrap(args.bootstrap_server, parser)
-    if action not in ("list", "describe") and args.topic is None:
+    if action not in READING_ACTIONS and args.topic is None:
         raise UsageError('Missing required argument "[topic]"', parser)
     if action == "describe" and args.if_exists and args.topic is None:
         raise UsageError("--topic is required to describe a topic", parser)

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from confluent_kafka import KafkaError
 
 from throttled_admin import ThrottledAdminClient
+from throttled_admin._client import ReadingClient
 from throttled_admin._driver.metadata_read import ContactWatch, read_metadata
 from throttled_admin._driver.throttle_notice import NOTICE_LOGGER
 
@@ -36,17 +37,9 @@ class CommandTimeout(Exception):
     """A call that took longer than the command's --timeout-ms."""
 
 
-class _ReadingClient(ThrottledAdminClient):
-    """A client for a command that changes nothing (--list, --describe, a cluster's reachability): it reads no
-    controller quorum as it is made, which kafka-topics.sh never asks for (an authorizer logs a denial of it for a
-    principal without DESCRIBE on the cluster). A change made through it reads it as its call comes."""
-
-    _quorum_at_making = False
-
-
 class AdminSession:
     """``with AdminSession(conf, ...) as session:`` a ThrottledAdminClient whose waits fail fast on
-    authentication errors. ``changes``: False for a command that only reads (``_ReadingClient``)."""
+    authentication errors. ``changes``: False for a command that only reads (``ReadingClient``)."""
 
     def __init__(
         self, conf: Mapping[str, Any], *, retry_on_quota_violation: bool, timeout_ms: int, changes: bool = True
@@ -61,7 +54,7 @@ class AdminSession:
         settings["error_cb"] = self._watch.on_error
         settings["throttle_cb"] = self._on_throttle
         self.timeout_ms = timeout_ms
-        client = ThrottledAdminClient if changes else _ReadingClient
+        client = ThrottledAdminClient if changes else ReadingClient
         self.admin = client(
             settings, retry_on_quota_violation=retry_on_quota_violation, default_api_timeout_ms=timeout_ms
         )

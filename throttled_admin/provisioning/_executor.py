@@ -29,6 +29,7 @@ from throttled_admin import (
     ThrottledAdminClient,
     ThrottlingQuotaExceededException,
 )
+from throttled_admin._client import ReadingClient
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.metadata_read import ContactWatch, read_failure
 from throttled_admin._kafka.topic_configs import TOPIC_CONFIGS, config_problem
@@ -301,9 +302,12 @@ def metric_attributes(profile: Profile) -> dict[str, str]:
     return labels
 
 
-def _new_client(profile: Profile, watch: ContactWatch, meter_provider: MeterProvider | None) -> ThrottledAdminClient:
+def _new_client(
+    profile: Profile, watch: ContactWatch, meter_provider: MeterProvider | None, dry_run: bool
+) -> ThrottledAdminClient:
     """One client per quota entity, paced to the profile's rate (learned from throttles when None), its
-    connections watched by ``watch`` so a read of the cluster fails fast (a conf's own callbacks still run)."""
+    connections watched by ``watch`` so a read of the cluster fails fast (a conf's own callbacks still run). A dry
+    run's changes nothing (``ReadingClient``)."""
     conf: dict[str, Any] = dict(profile.conf)
     theirs_error, theirs_throttle = conf.get("error_cb"), conf.get("throttle_cb")
 
@@ -318,7 +322,7 @@ def _new_client(profile: Profile, watch: ContactWatch, meter_provider: MeterProv
             theirs_throttle(event)
 
     conf["error_cb"], conf["throttle_cb"] = on_error, on_throttle
-    return ThrottledAdminClient(
+    return (ReadingClient if dry_run else ThrottledAdminClient)(
         conf,
         mutation_quota=MutationQuota(rate=profile.mutation_rate),
         meter_provider=meter_provider,
@@ -383,7 +387,7 @@ def run_group(
         group.fail_all("not sent: the plan was stopped first", name=STOPPED, status="not_sent")
     elif candidates:
         try:
-            admin = _new_client(profile, group.watch, meter_provider)
+            admin = _new_client(profile, group.watch, meter_provider, dry_run)
         except Exception as exc:  # e.g. an invalid librdkafka setting: every row learns why
             group.fail_all(f"cannot create the admin client: {_error(exc)[1]}", _error(exc)[0], _error_name(exc))
         else:

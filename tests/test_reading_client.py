@@ -1,10 +1,11 @@
-"""A CLI command that changes nothing reads no controller quorum (review 137).
+"""A client made to read or to validate reads no controller quorum (``ReadingClient``, review 137).
 
 Every client reads the KRaft quorum's leader epoch as it is made (``_driver/quorum_watch``): the baseline of its
 first change. A broker forwards that DescribeQuorum to the controller, and an authorizer logs its denial for a
 principal without DESCRIBE on the cluster. kafka-topics.sh --list and --describe never ask for it, and neither do
-ours now, nor apply's check that a cluster can be reached. Against QuotaBroker over loopback, its request log the
-witness, and against Kafka 4.4 with its authorizer on, its log."""
+ours now, nor apply's check that a cluster can be reached, nor a dry run; no client reads it for a validate-only call.
+Against QuotaBroker over loopback, its request log the witness, and against Kafka 4.4 with its authorizer on, its
+log."""
 
 from __future__ import annotations
 
@@ -23,11 +24,15 @@ from confluent_kafka.admin import (
 )
 
 from tests.real_kafka.broker import KafkaCluster
+from tests.reliability_helpers import outcomes
 from tests.support import BrokerFactory
 from throttled_admin import NewTopic
+from throttled_admin._client import ReadingClient
+from throttled_admin._driver.quorum_watch import QuorumWatch
 from throttled_admin.cli import main
 from throttled_admin.cli._reach import _check
 from throttled_admin.cli._session import AdminSession
+from throttled_admin.provisioning import PlanRow, Profile, apply_plan
 from throttled_admin.testing import QuotaBroker
 
 SIGNAL_S = 10.0
@@ -85,7 +90,13 @@ def test_a_session_that_changes_nothing_reads_the_quorum_only_when_a_change_come
 
 @pytest.mark.parametrize(
     ("action", "changes"),
-    [(["--list"], False), (["--describe"], False), (["--create", "--partitions", "1"], True), (["--delete"], True)],
+    [
+        (["--list"], False),
+        (["--describe"], False),
+        (["--create", "--partitions", "1"], True),
+        (["--alter", "--partitions", "2"], True),
+        (["--delete"], True),
+    ],
 )
 def test_the_topics_command_reads_the_quorum_only_for_a_change(
     quota_broker: BrokerFactory, made: list[bool], capsys: pytest.CaptureFixture[str], action: list[str], changes: bool
@@ -95,6 +106,8 @@ def test_the_topics_command_reads_the_quorum_only_for_a_change(
     topic = "wired" if action[0] != "--create" else "made"
     assert main(["topics", "--bootstrap-server", broker.bootstrap_servers, *action, "--topic", topic]) == 0
     assert made == [changes]
+    if not changes:  # (none asked for: a changing command's read may still be under way as it exits)
+        assert _quorum_reads(broker, "rdkafka") == 0
     capsys.readouterr()
 
 
@@ -111,13 +124,13 @@ def test_on_kafka_with_an_authorizer_only_a_session_that_changes_draws_the_quoru
     kafka_cluster_of: Callable[..., KafkaCluster],
 ) -> None:
     """The ground truth: Kafka 4.4's StandardAuthorizer logs its denial of the DescribeQuorum of a principal without
-    DESCRIBE on the cluster (alice, allowed only her topics): once for a client that may change topics, never for
-    one that only reads."""
-    cluster = kafka_cluster_of(extra=AUTHORIZER)
+    DESCRIBE on the cluster (alice, allowed to describe topics only): once for a client that may change topics,
+    never for one that only reads."""
+    cluster = kafka_cluster_of(extra=AUTHORIZER)  # (this test's alone: the denials counted are its own)
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})  # (PLAINTEXT: ANONYMOUS, a super user)
     allowed = [
         AclBinding(ResourceType.TOPIC, "*", ResourcePatternType.LITERAL, "User:alice", "*", op, AclPermissionType.ALLOW)
-        for op in (AclOperation.DESCRIBE, AclOperation.CREATE)
+        for op in (AclOperation.DESCRIBE,)
     ]
     for future in admin.create_acls(allowed).values():
         future.result(30)
@@ -136,3 +149,46 @@ def test_on_kafka_with_an_authorizer_only_a_session_that_changes_draws_the_quoru
         new = denials()[before:]
         assert len(new) == (1 if changes else 0), new
         assert all("request = DescribeQuorum" in line for line in new)
+
+
+def _quorum_asked(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Each time a client's watch said a read was due (``QuorumWatch.due``), whether it was the making's."""
+    asked: list[bool] = []
+    due = QuorumWatch.due
+
+    def recorded(self: QuorumWatch, *, making: bool = False) -> bool:
+        answer = due(self, making=making)
+        if answer:
+            asked.append(making)
+        return answer
+
+    monkeypatch.setattr(QuorumWatch, "due", recorded)
+    return asked
+
+
+def test_a_validate_only_call_and_its_answer_read_no_quorum_where_a_change_does(
+    quota_broker: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker = quota_broker()
+    asked = _quorum_asked(monkeypatch)
+    client_id = "validating"
+    with ReadingClient({"bootstrap.servers": broker.bootstrap_servers, "client.id": client_id}) as admin:
+        assert outcomes(admin.create_topics([NewTopic("checked", 1, 1)], validate_only=True)) == {"checked": None}
+        assert asked == []
+        assert outcomes(admin.create_topics([NewTopic("made", 1, 1)])) == {"made": None}
+        assert asked == [False]  # as the change came
+    assert "checked" not in broker.topics()
+
+
+def test_a_dry_run_reads_no_quorum_and_a_run_does_as_its_client_is_made(
+    quota_broker: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """apply_plan(dry_run=True) asks the cluster what it owes (a validate-only create) and changes nothing."""
+    broker = quota_broker()
+    profiles = {"local": Profile("local", {"bootstrap.servers": broker.bootstrap_servers})}
+    rows = [PlanRow("local", "create", "planned", 1, 1)]
+    asked = _quorum_asked(monkeypatch)
+    [dry] = apply_plan(rows, profiles, dry_run=True)
+    assert (dry.status, asked) == ("planned", [])
+    [real] = apply_plan(rows, profiles)
+    assert (real.status, asked) == ("created", [True])
