@@ -271,8 +271,8 @@ class Scheduler:
         call waited for an answer until its deadline). And the controller quorum's baseline, read as the client is
         made (``quorum_watch``), off the way of its calls: read as the first call came, its DescribeQuorum went
         beside that call's first request, and a Kafka broker forwards its requests to the controller one at a time
-        (issue 40). Not ``read_quorum``: a client made to read only (the CLI's --list): none is read until a call
-        comes, so a principal without DESCRIBE on the cluster draws no authorizer denial."""
+        (issue 40). Not ``read_quorum``: a client made to read or validate (``ReadingClient``): none is read until a
+        change comes, so a principal without DESCRIBE on the cluster draws no authorizer denial."""
         served = self._served
         try:
             self._loop.add(served)
