@@ -536,7 +536,7 @@ class ThrottledAdminClient(AdminClient):
             return f"<{type(self).__name__} (not initialized)>"
         state = "closed" if self.closed else "open"
         return (
-            f"ThrottledAdminClient(bootstrap.servers={self._bootstrap_servers!r}, client.id={self._client_id!r}, "
+            f"{type(self).__name__}(bootstrap.servers={self._bootstrap_servers!r}, client.id={self._client_id!r}, "
             f"retry_on_quota_violation={self.retry_on_quota_violation}, mutation_quota={self._mutation_quota!r}, "
             f"{state})"
         )
@@ -919,7 +919,9 @@ class ReadingClient(ThrottledAdminClient):
     """A client made to read, or to validate only (the CLI's --list and --describe, apply's reachability check, a
     dry run): it reads no controller quorum as it is made, which kafka-topics.sh never asks for, and which a Kafka
     broker forwards to the controller and its authorizer logs when it denies it (a principal without DESCRIBE on
-    the cluster). A change made through it reads the quorum as its call comes."""
+    the cluster). Not for changes: one made through it reads the quorum only as its call comes, and its first
+    request goes without a baseline ("already done" answered before that read ends is the broker's word,
+    ``_driver/quorum_watch``)."""
 
     _quorum_at_making = False
 

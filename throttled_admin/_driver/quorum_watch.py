@@ -20,10 +20,11 @@ the request was in flight, and the engine is told so (``Engine.on_results(contro
 tell:
 
 - a controller that changed between the last read and the request's send is taken for one that may have changed in
-  flight: the answer is hedged, its code kept, in words that say "before or while" (a minute at most for a client in
-  use, more for one idle since its last read);
-- a request sent before the first read ended (a call within the read's few milliseconds of the client's making, or
-  one made before its cluster answered: that read is asked again as the first call comes) is compared with the
+  flight: the answer is hedged, its code kept, in words that say "before or while" (a minute at most for a client
+  making changes, more for one idle, or only validating, since its last read);
+- a request sent before the first read ended (a call within the read's few milliseconds of the client's making, one
+  made before its cluster answered: that read is asked again as the first change comes, or a ``ReadingClient``'s
+  first change, whose read is asked only then) is compared with the
   baseline as its check starts, read after its send: a move between its send and that read is not seen, and one
   answered before any read ended is not checked; after a first call's read that got nothing, the next is asked
   ``RETRY_S`` later;
@@ -98,8 +99,8 @@ class QuorumWatch:
         """Whether a read is to be asked for now (``making``: the client is made; else a call or an answer comes):
         the first, one ``RETRY_S`` after a first that got nothing, or one ``REFRESH_S`` after the last; True once,
         until that read ends (``read``). The making's read that got nothing (a client made before its cluster
-        answers) is asked again as the first call or answer comes, as if never asked: a first call knows the epoch
-        as soon as before."""
+        answers) is asked again as the first change or its answer comes, as if never asked: a first change knows
+        the epoch as soon as before (a validate-only call asks for none)."""
         if self._refused:
             return False
         now = self._clock()
@@ -138,7 +139,7 @@ class QuorumWatch:
         if epoch is not None and (self._epoch is None or epoch > self._epoch):
             self._epoch = epoch
         self._tried_at = self._clock()
-        if self._making and self._epoch is None:  # (the making's read: the first call asks again)
+        if self._making and self._epoch is None:  # (the making's read: the first change asks again)
             self._tried_at = self._asked_at = -float("inf")
         self._making = False
         refused = not self._refused and self._epoch is None and answer is not None and answer.error_code in _REFUSALS

@@ -303,7 +303,7 @@ def metric_attributes(profile: Profile) -> dict[str, str]:
 
 
 def _new_client(
-    profile: Profile, watch: ContactWatch, meter_provider: MeterProvider | None, dry_run: bool
+    profile: Profile, watch: ContactWatch, meter_provider: MeterProvider | None, dry_run: bool = False
 ) -> ThrottledAdminClient:
     """One client per quota entity, paced to the profile's rate (learned from throttles when None), its
     connections watched by ``watch`` so a read of the cluster fails fast (a conf's own callbacks still run). A dry
