@@ -307,7 +307,7 @@ def _new_client(
 ) -> ThrottledAdminClient:
     """One client per quota entity, paced to the profile's rate (learned from throttles when None), its
     connections watched by ``watch`` so a read of the cluster fails fast (a conf's own callbacks still run). A dry
-    run's changes nothing (``ReadingClient``)."""
+    run's client changes nothing (``ReadingClient``)."""
     conf: dict[str, Any] = dict(profile.conf)
     theirs_error, theirs_throttle = conf.get("error_cb"), conf.get("throttle_cb")
 
