@@ -55,6 +55,11 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float = 30.0, interval_
     return predicate()
 
 
+def quorum_reads(broker: QuotaBroker, client_id: str | None = None) -> int:
+    """The DescribeQuorum requests ``broker`` has logged (of ``client_id`` only, when given)."""
+    return sum(r.api_name == "DescribeQuorum" and client_id in (None, r.client_id) for r in broker.request_log())
+
+
 def refused_a_create(broker: QuotaBroker) -> bool:
     """Whether ``broker`` has refused a topic of a CreateTopics for the quota (THROTTLING_QUOTA_EXCEEDED, 89)."""
     return any(89 in r.errors.values() for r in broker.request_log() if r.api_name == "CreateTopics")

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from tests.cli_helpers import REPO, cli_env, run_cli
-from tests.support import BrokerFactory, refused_a_create, wait_until
+from tests.support import BrokerFactory, quorum_reads, refused_a_create, wait_until
 from throttled_admin.cli._apply import _as_interrupted
 from throttled_admin.provisioning import STOPPED, PlanRow, RowResult
 from throttled_admin.provisioning._stop import NOT_COMPARED
@@ -57,10 +57,6 @@ def _records(stdout: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return records[:-1], records[-1]
 
 
-def _quorum_reads(broker: Any) -> int:
-    return sum(r.api_name == "DescribeQuorum" for r in broker.request_log())
-
-
 def test_apply_dry_run_then_real_then_unchanged(quota_broker: BrokerFactory, tmp_path: Path) -> None:
     broker = quota_broker(controller_mutation_rate=50, users={"alice": SECRET})
     plan = _write_plan(tmp_path / "plan.csv", "main", 6, partitions=2)
@@ -88,7 +84,7 @@ def test_apply_dry_run_then_real_then_unchanged(quota_broker: BrokerFactory, tmp
     assert summary["summary"] == {"planned": 6}
     assert summary["dry_run"] is True
     assert broker.topics() == {}
-    assert _quorum_reads(broker) == 0  # a dry run's clients only read (``ReadingClient``)
+    assert quorum_reads(broker) == 0  # a dry run's clients only read (``ReadingClient``)
 
     real = run_cli(*base)
     assert real.returncode == 0, real.output
@@ -98,7 +94,7 @@ def test_apply_dry_run_then_real_then_unchanged(quota_broker: BrokerFactory, tmp
     assert summary["throttle"][0]["cluster"] == "main"
     assert summary["throttle"][0]["mutations_admitted"] == 12
     assert broker.topics() == {f"orders.{i:03d}": 2 for i in range(6)}
-    assert _quorum_reads(broker) == 1  # the run's one client, as it was made: its changes' baseline
+    assert quorum_reads(broker) == 1  # the run's one client, as it was made: its changes' baseline
 
     again = run_cli(*base)
     assert again.returncode == 0, again.output

@@ -25,7 +25,7 @@ from confluent_kafka.admin import (
 
 from tests.real_kafka.broker import KafkaCluster
 from tests.reliability_helpers import outcomes
-from tests.support import BrokerFactory
+from tests.support import BrokerFactory, quorum_reads
 from throttled_admin import NewTopic
 from throttled_admin._client import ReadingClient
 from throttled_admin._driver.quorum_watch import QuorumWatch
@@ -33,7 +33,6 @@ from throttled_admin.cli import main
 from throttled_admin.cli._reach import _check
 from throttled_admin.cli._session import AdminSession
 from throttled_admin.provisioning import PlanRow, Profile, apply_plan
-from throttled_admin.testing import QuotaBroker
 
 SIGNAL_S = 10.0
 # Kafka's own authorizer, the broker's PLAINTEXT listeners (and the controller's) a super user's
@@ -41,10 +40,6 @@ AUTHORIZER = (
     ("authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"),
     ("super.users", "User:ANONYMOUS"),
 )
-
-
-def _quorum_reads(broker: QuotaBroker, client_id: str) -> int:
-    return sum(r.api_name == "DescribeQuorum" and r.client_id == client_id for r in broker.request_log())
 
 
 def _reader_idle(session: AdminSession) -> None:
@@ -80,11 +75,11 @@ def test_a_session_that_changes_nothing_reads_the_quorum_only_when_a_change_come
     with AdminSession(conf, retry_on_quota_violation=False, timeout_ms=10_000, changes=changes) as session:
         session.list_topics()
         _reader_idle(session)
-        assert _quorum_reads(broker, client_id) == (1 if changes else 0)
+        assert quorum_reads(broker, client_id) == (1 if changes else 0)
         name = f"changed-{changes}"
         session.wait(session.admin.create_topics([NewTopic(name, 1, 1)]))
         _reader_idle(session)
-        assert _quorum_reads(broker, client_id) == 1  # the first change has its baseline, either way
+        assert quorum_reads(broker, client_id) == 1  # the first change has its baseline, either way
     assert name in broker.topics()
 
 
@@ -107,7 +102,7 @@ def test_the_topics_command_reads_the_quorum_only_for_a_change(
     assert main(["topics", "--bootstrap-server", broker.bootstrap_servers, *action, "--topic", topic]) == 0
     assert made == [changes]
     if not changes:  # (none asked for: a changing command's read may still be under way as it exits)
-        assert _quorum_reads(broker, "rdkafka") == 0
+        assert quorum_reads(broker, "rdkafka") == 0
     capsys.readouterr()
 
 
