@@ -8,8 +8,10 @@ librdkafka's parse, quadratic in the request's size), and the gap from that answ
 ``ours`` (the engine's defaults), ``ours-N`` (requests of at most N topics), ``ours-noquorum`` (no DescribeQuorum
 read, ``_driver/quorum_watch``: Kafka forwards it to the controller, one request at a time with the creates; the
 client reads it as it is made, before the call), ``ours-onelane`` (no second lane, ``_engine/lanes``: one request
-at a time), ``bare-N``
-(confluent-kafka, calls of N topics all submitted at once, as in overhead.py). The broker's CPU is shown beside
+at a time), ``bare-N`` (confluent-kafka, calls of N topics all submitted at once, as in overhead.py), ``raw-N``
+(requests of N topics on two connections of the benchmark's own, used as ours' lanes, each answer decoded in
+Python: the broker's floor without librdkafka's parse) and ``mixed-N`` (the first of those connections a bare
+client's). The broker's CPU is shown beside
 the client's: over the client process's life, within the call, and with ``--until-quiet`` until the broker is quiet
 (Kafka goes on applying the created partitions after it answers: most of their cost comes after the call). With
 ``--request-log`` (Kafka only) the broker logs every request (which slows it) and each run also shows the
@@ -25,10 +27,13 @@ import itertools
 import json
 import logging
 import os
+import queue
 import re
+import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,12 +43,96 @@ from _common import interleaved, variants_parser
 from _kafka import forwarded_creates, plain_kafka
 from overhead import BULK_HEAP, _cpu_s, broker_process, submit_bulk
 
+from throttled_admin._driver.wire_codec import Writer, read_frame, request_frame, response_body
+
 _QUIET_S, _QUIET_CPU_S, _QUIET_MAX_S = 1.0, 0.3, 120.0
 _RTT = re.compile(r"Received CreateTopicsResponse .*CorrId (\d+), rtt ([\d.]+)ms")
 
 
+def _create_body(names: list[str]) -> bytes:
+    """CreateTopics v4 (librdkafka's version against Kafka 4.4): one-partition topics, replication factor 1."""
+    body = Writer().int32(len(names))
+    for name in names:
+        body.string(name).int32(1).int16(1).int32(0).int32(0)  # (no assignments, no configs)
+    return body.int32(1_800_000).int8(0).build()
+
+
+def _raw_answer(sock: socket.socket, correlation_id: int) -> dict[str, int]:
+    """The answer to a CreateTopics v4 on ``sock``, decoded in Python: each topic's error code."""
+    reader = response_body(read_frame(sock, time.monotonic() + 1800, 64 << 20), correlation_id, flexible=False)
+    reader.int32()  # throttle_time_ms
+    codes = {}
+    for _ in range(reader.array_length()):
+        name, code = reader.string(), reader.int16()
+        reader.string()  # error_message
+        codes[str(name)] = code
+    return codes
+
+
+def raw_child(variant: str, bootstrap: str, count: int) -> None:
+    """``raw-N``: requests of N topics on two connections of this process's own, used as ours' lanes (the first two
+    at once, then each next on the connection answered first), each answer decoded in Python: the broker's floor
+    without librdkafka, whose parse of an answer is quadratic in its size. ``mixed-N``: the first connection a bare
+    confluent-kafka client's instead (its calls of N topics), the second this process's own."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    kind, size = variant.split("-")
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.list_topics(timeout=30)
+    socks = [socket.create_connection((host, int(port))) for _ in range(2)]
+    for sock in socks:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    names = [f"bulk.{i:06d}" for i in range(count)]
+    parts = [names[first : first + int(size)] for first in range(0, count, int(size))]
+    answers: queue.Queue[tuple[int, int, int]] = queue.Queue()  # (lane, request, topics failed)
+    writes: dict[int, float] = {}
+    answered: dict[int, float] = {}
+
+    def send(lane: int, request: int, part: list[str]) -> None:
+        writes[request] = time.perf_counter() - started
+        if lane == 0 and kind == "mixed":
+            topics = [NewTopic(name, 1, 1) for name in part]
+            futures = admin.create_topics(topics, request_timeout=1800, operation_timeout=1800)
+        else:
+            socks[lane].sendall(request_frame(19, 4, request, "raw", _create_body(part), flexible=False))
+
+        def wait() -> None:  # (a thread each: the answers come in any order)
+            if lane == 0 and kind == "mixed":
+                answers.put((lane, request, sum(f.exception() is not None for f in futures.values())))
+            else:
+                answers.put((lane, request, sum(code != 0 for code in _raw_answer(socks[lane], request).values())))
+
+        threading.Thread(target=wait, daemon=True).start()
+
+    time.sleep(0.1)  # (the connections made, as a client's are before its call)
+    broker = int(os.environ["BULK_TRACE_BROKER_PID"])
+    broker_before = _cpu_s(broker)
+    cpu_before = time.process_time()
+    started = time.perf_counter()
+    requests, failed = itertools.count(1), 0
+    for lane in range(min(2, len(parts))):
+        send(lane, next(requests), parts.pop(0))
+    while len(answered) < len(writes):
+        lane, request, request_failed = answers.get()
+        answered[request] = time.perf_counter() - started
+        failed += request_failed
+        if parts:
+            send(lane, next(requests), parts.pop(0))
+    wall_s = time.perf_counter() - started
+    cpu_s, call_broker_cpu_s = time.process_time() - cpu_before, _cpu_s(broker) - broker_before
+    order = sorted(writes)
+    events = [("write", writes[r]) for r in order] + [("answer", answered[r]) for r in order]
+    rtts = [1000 * (answered[r] - writes[r]) for r in order]
+    out = {"wall_s": wall_s, "cpu_s": cpu_s, "failed": failed, "events": events, "rtts_ms": rtts}
+    print(json.dumps(out | {"call_broker_cpu_s": call_broker_cpu_s}), flush=True)
+
+
 def child(variant: str, bootstrap: str, count: int) -> None:
     """In the subprocess: one variant's call, timed; prints JSON on stdout."""
+    if variant.startswith(("raw-", "mixed-")):
+        raw_child(variant, bootstrap, count)
+        return
     from confluent_kafka.admin import AdminClient
 
     import throttled_admin._client as client_module

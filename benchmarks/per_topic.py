@@ -29,6 +29,7 @@ from _common import best_us, markdown_table
 from confluent_kafka.admin import AdminClient
 
 from throttled_admin import NewTopic
+from throttled_admin._driver.secret_hider import SecretHider
 
 try:
     from throttled_admin._client import _Answering
@@ -118,7 +119,7 @@ def main() -> None:
 
     def librdkafka_answer_ours() -> None:
         got: list[Any] = []
-        _Answering(got.append).set_result(dict.fromkeys(names))
+        _Answering(got.append, SecretHider({})).set_result(dict.fromkeys(names))
 
     def librdkafka_futures_ours() -> None:
         request: Future[Any] = Future()
