@@ -78,7 +78,7 @@ def raw_child(variant: str, bootstrap: str, count: int) -> None:
 
     kind, size = variant.split("-")
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # (made in both: raw-N's stays idle, as a handle would)
     admin.list_topics(timeout=30)
     socks = [socket.create_connection((host, int(port))) for _ in range(2)]
     for sock in socks:
