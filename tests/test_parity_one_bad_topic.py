@@ -7,7 +7,7 @@ bad topic; ours sends only the valid topic and fails the bad one before anything
 same code for the bad topic, and the valid topic applied.
 
 Left out, each a difference listed in docs/api.md ("Differences from confluent-kafka"): a topic twice in one call
-(bare confluent-kafka 2.16.1 crashes the process when the broker answers), a non-``str`` name to delete (it
+(bare confluent-kafka 2.16.1 and 2.16.2 can crash the process when the broker answers), a non-``str`` name to delete (it
 deletes ``str(name)`` and then fails every future of the call with a RuntimeError), a ``NewTopic.config`` set to
 something other than a dict (it sends the topic without its config). And the empty name to delete: Kafka looks
 it up and answers UNKNOWN_TOPIC_OR_PART, as ours does, where QuotaBroker answers INVALID_REQUEST (it takes the
