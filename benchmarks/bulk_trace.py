@@ -90,20 +90,21 @@ def raw_child(variant: str, bootstrap: str, count: int) -> None:
     answered: dict[int, float] = {}
 
     def send(lane: int, request: int, part: list[str]) -> None:
+        """Write the request on ``lane``; a thread of its own waits for its answer (the answers come in any order)."""
         writes[request] = time.perf_counter() - started
         if lane == 0 and kind == "mixed":
             topics = [NewTopic(name, 1, 1) for name in part]
             futures = admin.create_topics(topics, request_timeout=1800, operation_timeout=1800)
+
+            def failed() -> int:
+                return sum(f.exception() is not None for f in futures.values())
         else:
             socks[lane].sendall(request_frame(19, 4, request, "raw", _create_body(part), flexible=False))
 
-        def wait() -> None:  # (a thread each: the answers come in any order)
-            if lane == 0 and kind == "mixed":
-                answers.put((lane, request, sum(f.exception() is not None for f in futures.values())))
-            else:
-                answers.put((lane, request, sum(code != 0 for code in _raw_answer(socks[lane], request).values())))
+            def failed() -> int:
+                return sum(code != 0 for code in _raw_answer(socks[lane], request).values())
 
-        threading.Thread(target=wait, daemon=True).start()
+        threading.Thread(target=lambda: answers.put((lane, request, failed())), daemon=True).start()
 
     time.sleep(0.1)  # (the connections made, as a client's are before its call)
     broker = int(os.environ["BULK_TRACE_BROKER_PID"])
