@@ -465,3 +465,47 @@ def test_close_from_code_running_in_a_turn_returns_and_settles_everything() -> N
     assert first == "None"
     assert alive == "False"  # the rest of close() was done by another thread
     assert truthful in ("True", "not sent or unknown")
+
+
+# Was (review 138): close() waited without a bound for the scheduler's last turn, which the process's one driver
+# thread serves (``driver_loop``): while that thread was held in another client's turn by the application's code
+# (here a logging handler, which runs inside the turn that logs the first-throttle notice), close() of every other
+# client in the process hung as long, forever for a handler that never returns.
+def test_close_returns_while_the_driver_thread_is_held_in_another_clients_turn() -> None:
+    """Client A's first throttle is logged inside a turn on the driver's thread, and the application's handler holds
+    it there. Client B's close() returns all the same, within its budget, every one of its futures settled truthfully:
+    the call it had handed over is outcome unknown (its answer needs a turn the held thread cannot give)."""
+    program = PRELUDE + textwrap.dedent("""
+    import logging
+    from throttled_admin._driver.driver_loop import THREAD_NAME
+
+    entered, hold = threading.Event(), threading.Event()
+
+    class Holds(logging.Handler):
+        def emit(self, record):
+            if "throttled this client" in record.getMessage() and not entered.is_set():  # (B's own: not held)
+                print(threading.current_thread().name == THREAD_NAME, flush=True)
+                entered.set()
+                hold.wait(60)
+
+    logging.getLogger("throttled_admin").addHandler(Holds())
+    broker = QuotaBroker(controller_mutation_rate=1.0).start()  # a burst of 11 (Kafka's 11 windows of 1 s)
+    conf = {"bootstrap.servers": broker.bootstrap_servers, "log_level": 0}
+    a, b = ThrottledAdminClient(conf), ThrottledAdminClient(conf)
+    b.create_topics([NewTopic("b-warm", 1, 1)])["b-warm"].result(30)
+    a.create_topics([NewTopic(f"a{i}", 1, 1) for i in range(30)])  # not waited for: the driver's thread settles it
+    assert entered.wait(30)
+    broker.delay_next("CreateTopics", 1.0)  # answered once the driver's thread is held: settled by no turn
+    pending = b.create_topics([NewTopic("b-late", 1, 1)])["b-late"]
+    closed = threading.Event()
+    threading.Thread(target=lambda: (b.close(), closed.set()), daemon=True).start()
+    print(closed.wait(20))
+    print(isinstance(pending.exception(0), OutcomeUnknownError) if pending.done() else "pending")
+    hold.set()
+    a.close()
+    broker.stop()
+    """)
+    on_driver_thread, returned, outcome = run_child(program).strip().split("\n")
+    assert on_driver_thread == "True"
+    assert returned == "True"
+    assert outcome == "True"

@@ -765,8 +765,9 @@ class ThrottledAdminClient(AdminClient):
         try:
             if scheduler is not None and not scheduler.close():
                 # Called from a frame that holds what the scheduler's thread needs (a signal handler that
-                # interrupted a turn, a logging handler in one): every future is settled already, and the rest
-                # (the threads, librdkafka's handle) is done by a thread of ours once that frame lets go.
+                # interrupted a turn, a logging handler in one), or the driver's thread is held elsewhere past the
+                # budget (the application's code in a turn): every future is settled already, and the rest (the
+                # threads, librdkafka's handle) is done by a thread of ours once that frame lets go.
                 self._close_elsewhere()
                 return
         except Exception:
@@ -791,8 +792,8 @@ class ThrottledAdminClient(AdminClient):
             failing = _fail_inherited(self._inherited)
             scheduler = self._scheduler
             if scheduler is not None:
-                scheduler.close(USER_CODE_WAIT_S)
-                _live.discard(scheduler)
+                scheduler.close(USER_CODE_WAIT_S, last_turn_s=None)  # (on a thread of ours after a close that could not
+                _live.discard(scheduler)  # wait: its turn may be held for long, librdkafka's handle outlives it)
             self._broker_views.close()
             self._close_second_lane()
             self._metrics.close()

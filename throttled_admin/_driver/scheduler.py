@@ -526,17 +526,19 @@ class Scheduler:
 
     # -- close ------------------------------------------------------------------------------------
 
-    def close(self, budget_s: float = USER_CODE_WAIT_S) -> bool:
-        """Fail everything pending with _DESTROY and stop the threads. Waits for the scheduler's last turn (and for
-        the loop's thread to end, if this was the process's last client), a metadata read in progress (librdkafka's
-        handle must outlive it) and done-callbacks still running, these last two ``budget_s`` at the most, and returns
-        True.
+    def close(self, budget_s: float = USER_CODE_WAIT_S, last_turn_s: float | None = USER_CODE_WAIT_S) -> bool:
+        """Fail everything pending with _DESTROY and stop the threads. Waits for the scheduler's last turn,
+        ``last_turn_s`` at the most (None: as long as it takes), and for the loop's thread to end, if this was the
+        process's last client; then for a metadata read in progress (librdkafka's handle must outlive it) and
+        done-callbacks still running, these last two ``budget_s`` at the most, and returns True.
 
         Called on a thread that holds what the scheduler's thread needs to finish (the turn, the engine's lock, a
         future's lock: a signal handler that interrupted this thread, a logging handler in a turn, the loop's own
         thread, whichever client it is serving), it waits for nothing: every future is settled from this thread
         (rule h, from what can be known here: a topic whose send may have begun is outcome unknown), and it returns
-        False; the caller then closes again from another thread (``ThrottledAdminClient.close``)."""
+        False; the caller then closes again from another thread (``ThrottledAdminClient.close``). So it does when
+        the last turn has not come within ``last_turn_s``: the process's one driver thread is held elsewhere (the
+        application's code in another client's turn, or in this one's, review 138)."""
         if os.getpid() != self._pid or not self._started:  # a forked child: no thread of the parent's runs here, and
             self._closed = True  # its locks may be held; or no turn ever came (``start`` never called, or raised)
             return True
@@ -553,7 +555,9 @@ class Scheduler:
             self._closed = True
             self._wake()
             self._assisted.notify_all()
-        self._served.finished.wait()
+        if not self._served.finished.wait(last_turn_s):
+            self._close_here()
+            return False
         if self._served.ended is not None:  # the loop's thread ended with this client, the last: gone when we return
             self._served.ended.join()
         # The engine is closed: a read under way on the client's own connections (the quorum's, wait_for_metadata's)
