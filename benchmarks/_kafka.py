@@ -236,7 +236,7 @@ class KafkaBench:
 
     def _record(self, entry: dict[str, Any], controller: list[dict[str, Any]]) -> KafkaRecord:
         def started(e: dict[str, Any]) -> float:
-            return float(e["logged_at"]) - e["totalTimeMs"] / 1000
+            return float(e["logged_at"]) - float(e["totalTimeMs"]) / 1000
 
         read_at = started(entry)
         taken_up_at = read_at + entry["requestQueueTimeMs"] / 1000

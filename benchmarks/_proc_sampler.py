@@ -143,7 +143,12 @@ class _Tree:
 def main() -> None:
     tree = _Tree(int(sys.argv[1]))
     stop = threading.Event()
-    threading.Thread(target=lambda: (sys.stdin.readline(), stop.set()), daemon=True).start()
+
+    def stop_at_a_line() -> None:
+        sys.stdin.readline()
+        stop.set()
+
+    threading.Thread(target=stop_at_a_line, daemon=True).start()
     tree.sample()
     print("ready", flush=True)
     while not stop.wait(_INTERVAL_S):

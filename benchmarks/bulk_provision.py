@@ -77,7 +77,7 @@ def earliest_s(args: argparse.Namespace) -> float:
     """When the bucket (full at burst) has refilled enough to admit the last batch (K >= 0 again)."""
     last_batch = (args.topics - 1) % args.batch_size + 1
     before_last = (args.topics - last_batch) * args.partitions
-    return max(0.0, (before_last - 11 * args.rate) / args.rate)
+    return max(0.0, float((before_last - 11 * args.rate) / args.rate))
 
 
 def main() -> None:
@@ -88,7 +88,9 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=100.0, help="controller_mutation_rate (burst = 11 x rate)")
     parser.add_argument("--request-timeout", type=float, default=5.0, help="librdkafka request_timeout, seconds")
     args = parser.parse_args()
-    conf = lambda bootstrap: {"bootstrap.servers": bootstrap, "socket.timeout.ms": int(args.request_timeout * 1000)}  # noqa: E731
+
+    def conf(bootstrap: str) -> dict[str, Any]:
+        return {"bootstrap.servers": bootstrap, "socket.timeout.ms": int(args.request_timeout * 1000)}
 
     def plain(bootstrap: str) -> Any:
         admin = AdminClient(conf(bootstrap))

@@ -159,7 +159,10 @@ def child(variant: str, bootstrap: str, count: int) -> None:
         if variant == "ours-noquorum":  # the quorum watch never reads (``_driver/quorum_watch``)
             from throttled_admin._driver.quorum_watch import QuorumWatch
 
-            QuorumWatch.due = lambda self, making=False: False  # type: ignore[method-assign]
+            def never_due(self: QuorumWatch, *, making: bool = False) -> bool:
+                return False
+
+            QuorumWatch.due = never_due  # type: ignore[method-assign]
         elif variant == "ours-onelane":  # no second lane (``_engine/lanes``)
             defaults = machine.Engine.__init__.__kwdefaults__
             assert defaults is not None

@@ -64,14 +64,14 @@ def main() -> None:
     rows = []
     for n in args.topics:
         values = late[n]
-        told = ", ".join(f"{name} {count // args.runs}" for name, count in sorted(outcomes[n].items()))
+        shares = ", ".join(f"{name} {count // args.runs}" for name, count in sorted(outcomes[n].items()))
         span = f"{min(values):.3f}-{max(values):.3f}"
         rows.append(
             [
                 f"{n:,}",
                 f"{statistics.median(values):.3f} s ({span})",
                 f"{statistics.median(values) / n * 1e6:.1f} us",
-                told,
+                shares,
             ]
         )
     print(f"\ntimeout_ms={args.timeout_ms}, {args.runs} runs, load average {min(loads):.1f}-{max(loads):.1f}\n")

@@ -30,7 +30,7 @@ import os
 import queue
 import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from concurrent.futures import Future
 from itertools import pairwise
@@ -72,7 +72,8 @@ def ours(profile: Profile, rows: list[PlanRow], step: Callable[[], None], visibl
 def bare(profile: Profile, rows: list[PlanRow], step: Callable[[], None], visible: bool) -> None:
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient(profile.conf)
+    conf: dict[str, Any] = dict(profile.conf)
+    admin = AdminClient(conf)
     step()
     admin.list_topics(timeout=30)
     step()
@@ -120,7 +121,7 @@ class TurnCosts:
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
-        self.seconds: Counter[str] = Counter()
+        self.seconds: defaultdict[str, float] = defaultdict(float)
         for owner, name, label in self.PARTS:
             setattr(owner, name, self._wrapped(getattr(owner, name), label))
 
@@ -132,7 +133,7 @@ class TurnCosts:
             try:
                 return method(*args, **kwargs)
             finally:
-                seconds[label] += clock() - started  # (a Counter's += on one key: the GIL keeps it whole enough)
+                seconds[label] += clock() - started  # (a dict's += on one key: the GIL keeps it whole enough)
                 counts[label] += 1
 
         return timed
@@ -185,9 +186,12 @@ def main() -> None:
 
         barrier = threading.Barrier(len(profiles) + 1, action=mark)
 
+        def step() -> None:
+            barrier.wait()
+
         def entity(user: str) -> None:
             barrier.wait()
-            run(profiles[user], mine[user], barrier.wait, not args.no_wait_for_metadata)
+            run(profiles[user], mine[user], step, not args.no_wait_for_metadata)
             barrier.wait()
 
         threads = [threading.Thread(target=entity, args=(user,)) for user in profiles]
@@ -219,9 +223,9 @@ def main() -> None:
 def print_threads(phases: tuple[str, ...], kinds: list[tuple[dict[int, tuple[str, float]], float]]) -> None:
     """CPU by kind of thread in each phase: of the threads alive at its end (close ends the clients' own, whose
     CPU in it is missed)."""
-    rows: list[Counter[str]] = []
+    rows: list[defaultdict[str, float]] = []
     for (before, _), (after, _) in pairwise(kinds):
-        row: Counter[str] = Counter()
+        row: defaultdict[str, float] = defaultdict(float)
         for tid, (kind, seconds) in after.items():
             row[kind] += seconds - (before[tid][1] if tid in before else 0.0)
         rows.append(row)

@@ -145,7 +145,7 @@ def make_client(kind: str, bootstrap: str) -> AdminClient | AsyncClient:
 
     client = ThrottledAdminClient(conf)
     if kind == THREAD_ONLY:
-        client._scheduler.caller_turns = False  # type: ignore[attr-defined,union-attr]
+        client._scheduler.caller_turns = False  # type: ignore[union-attr]
     return client
 
 

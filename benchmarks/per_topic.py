@@ -19,6 +19,7 @@ The engine's stages are net of making the engine and the objects (timed on their
 from __future__ import annotations
 
 import argparse
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -28,22 +29,21 @@ from typing import Any
 from _common import best_us, markdown_table
 from confluent_kafka.admin import AdminClient
 
+import throttled_admin._client
 from throttled_admin import NewTopic
-from throttled_admin._driver.secret_hider import SecretHider
-
-try:
-    from throttled_admin._client import _Answering
-except ImportError:  # before issue 39: a Future per request, and a done-callback (``_answer_of``)
-    _Answering = None
-try:
-    from throttled_admin._client import _answer_of
-except ImportError:  # before issue 21 (AdminClient's futures, one per topic), or since issue 39
-    _answer_of = None
 from throttled_admin._driver.futures import TopicFuture
+from throttled_admin._driver.secret_hider import SecretHider
 from throttled_admin._driver.user_code import CallbackRunner, SerialRunner
 from throttled_admin._engine import CREATE_TOPICS, CallSpec, Engine, RequestKind, RetryBackoff, TopicSpec
 from throttled_admin._telemetry.metrics import ClientMetrics
 from throttled_admin._validation import check_new_topics
+
+try:
+    from throttled_admin._client import _Answering
+except ImportError:  # before issue 39: a Future per request, and a done-callback (``_answer_of``)
+    _Answering = None  # type: ignore[assignment,misc]
+# None before issue 21 (AdminClient's futures, one per topic), and since issue 39
+_answer_of: Any = getattr(throttled_admin._client, "_answer_of", None)
 
 
 def main() -> None:
@@ -135,7 +135,7 @@ def main() -> None:
         """What confluent-kafka's AdminClient wrapper does, with a done-callback per topic taking a lock (before)."""
         f, futmap = AdminClient._make_futures(names, None, AdminClient._make_topics_result)
         for name, future in futmap.items():
-            future.add_done_callback(lambda fut, name=name: _hand_over(lock, arrived, name, fut))
+            future.add_done_callback(functools.partial(_hand_over, lock, arrived, name))
         f.set_result(dict.fromkeys(names))
         arrived.clear()
 
@@ -195,7 +195,7 @@ def _bind(future: TopicFuture, name: str) -> None:
     try:
         future.bind_withdraw(lambda _: False, name)  # type: ignore[call-arg,arg-type,unused-ignore]
     except TypeError:  # before issue 21
-        future.bind_withdraw(lambda: False)  # type: ignore[call-arg,arg-type,unused-ignore]
+        future.bind_withdraw(lambda: False)  # type: ignore[call-arg,arg-type,misc,unused-ignore]
 
 
 def _hand_over(lock: threading.Condition, arrived: list[Any], name: str, future: Future[None]) -> None:

@@ -91,7 +91,7 @@ def t_star(rows: list[PlanRow], rates: dict[str, float]) -> dict[str, float]:
     return {user: predicted_seconds(m, rates[user]) or 0.0 for user, m in mutations.items()}
 
 
-def _bare_entity(conf: dict[str, str], rate: float, topics: list[tuple[str, int]]) -> list[tuple[str, str]]:
+def _bare_entity(conf: dict[str, Any], rate: float, topics: list[tuple[str, int]]) -> list[tuple[str, str]]:
     """One quota entity with a bare confluent-kafka AdminClient: one metadata read (as ``execute`` reads what
     exists), then ``create_topics`` calls paced by a bucket of the entity's rate and burst (B = 11 R, full at the
     start), each call's futures waited for before the next: (topic, status) for each."""

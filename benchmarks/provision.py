@@ -51,6 +51,7 @@ Java AdminClient, unless ``--strategy`` says otherwise.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import statistics
@@ -523,9 +524,8 @@ def main() -> None:
             print(f"A Kafka 4.4.0 quorum of 3 started in {quorum.start_seconds:.1f} s; load {load_average():.1f}\n")
             names = args.strategy or list(QUORUM_STRATEGIES)
             for mode in args.mode or QUORUM_MODES:
-                runs += _section(
-                    f"quorum, {mode}", names, lambda name, m=mode: run_one_quorum(name, quorum, args, m), args
-                )
+                one = functools.partial(run_one_quorum, quorum=quorum, args=args, mode=mode)
+                runs += _section(f"quorum, {mode}", names, one, args)
     elif args.broker == "kafka":
         with KafkaBench(window_num=int(burst / args.rate)) as kafka:
             print(f"Apache Kafka 4.4.0 started in {kafka.start_seconds:.1f} s; load average {load_average():.1f}\n")
@@ -537,7 +537,7 @@ def main() -> None:
             names = [name for name in names if name not in JAVA_STRATEGIES]
             print("(no Java AdminClient rows: its jars are not fetched; run `make kafka`)\n", flush=True)
         for enforcement in args.enforcement or DEFAULT_ENFORCEMENTS:
-            runs += _section(enforcement, names, lambda name, e=enforcement: run_one(name, e, args), args)
+            runs += _section(enforcement, names, functools.partial(run_one, enforcement=enforcement, args=args), args)
     if args.plot:
         plot(runs, args, args.plot)
         print(f"plot: {args.plot}", file=sys.stderr)

@@ -38,15 +38,15 @@ def main() -> None:
                 future.result()
             reader = admin._broker_views
             frames: list[bytes] = []
-            keep = broker_connection.response_body
+            keep = broker_connection.response_body  # type: ignore[attr-defined]
 
             def kept(frame: bytes, correlation_id: int, flexible: bool) -> Any:
                 frames.append(frame)
                 return keep(frame, correlation_id, flexible=flexible)
 
-            broker_connection.response_body = kept  # the answer's bytes, once
+            broker_connection.response_body = kept  # type: ignore[attr-defined]  # (the answer's bytes, once)
             reader.read_cluster(names)
-            broker_connection.response_body = keep
+            broker_connection.response_body = keep  # type: ignore[attr-defined]
             read_us = best_us(lambda: reader.read_cluster(names), args.reads, args.rounds, time.thread_time)
             frame, asked = frames[-1], set(names)
             correlation_id = int.from_bytes(frame[:4], "big")

@@ -45,10 +45,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 {"bootstrap.servers": bootstrap, "client.id": f"wait{i}", "log_level": 0},
                 mutation_quota=MutationQuota(rate=args.rate, burst=1),
             )
-            scheduler = admin._scheduler  # type: ignore[attr-defined]
-            scheduler._step = _counted(counts, "steps", scheduler._step)
+            scheduler = admin._scheduler
+            assert scheduler is not None
+            scheduler._step = _counted(counts, "steps", scheduler._step)  # type: ignore[method-assign]
             transport = scheduler._transport
-            transport.poll = _counted(counts, "polls", transport.poll)
+            transport.poll = _counted(counts, "polls", transport.poll)  # type: ignore[method-assign]
             clients.append(admin)
         calls = [
             admin.create_topics([NewTopic(f"w{i}.{j}", 1, 1) for j in range(args.topics)], timeout_ms=600_000)

@@ -105,7 +105,7 @@ def _predicted(results: Any) -> list[Any]:
 
     planned = results.filter("status = 'planned'")
     unknown = F.max(F.col("predicted_s").isNull().cast("int")) == 1
-    return (
+    rows: list[Any] = (
         planned.groupBy("cluster")
         .agg(
             F.sum("mutations").alias("mutations"),
@@ -114,6 +114,7 @@ def _predicted(results: Any) -> list[Any]:
         .orderBy("cluster")
         .collect()
     )
+    return rows
 
 
 if __name__ == "__main__":
