@@ -93,6 +93,38 @@ def test_a_ctrl_c_as_the_client_hands_its_quorum_read_over_leaves_no_scheduler_s
     assert raised.traceback  # (held until here)
 
 
+def test_a_client_not_made_releases_librdkafka_while_its_traceback_is_held(
+    quota_broker: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 138: a client cut short as it was made (Ctrl-C in ``Scheduler.start``) had its scheduler closed, but
+    its librdkafka handle (its threads, its connections to the brokers) lived as long as the traceback that holds
+    the half-made client: in a REPL, until the next exception. What was made is released before the interrupt goes
+    up."""
+    broker = quota_broker()
+    _use(broker, "warm-up").close()
+    baseline = _resources()
+    read_quorum = Scheduler._read_quorum_if_due
+
+    def interrupted(scheduler: Scheduler, *, making: bool = False) -> None:
+        if making:
+            raise KeyboardInterrupt
+        read_quorum(scheduler, making=making)
+
+    monkeypatch.setattr(Scheduler, "_read_quorum_if_due", interrupted)
+    with pytest.raises(KeyboardInterrupt) as raised:
+        ThrottledAdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    deadline = time.monotonic() + 15
+    while not _within(baseline) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _within(baseline), f"(python threads, OS threads, sockets): {_resources()} vs {baseline}"
+    assert raised.traceback  # (held until here)
+
+
+def _within(baseline: tuple[int, int, int]) -> bool:
+    """No more threads or sockets than at ``baseline`` (<=: a connection closed before it may still be closing)."""
+    return all(now <= then for now, then in zip(_resources(), baseline, strict=True))
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures("gc_disabled")
 def test_closed_and_dropped_clients_release_threads_and_sockets(quota_broker: BrokerFactory) -> None:

@@ -503,6 +503,7 @@ class ThrottledAdminClient(AdminClient):
             scheduler.start(read_quorum=self._quorum_at_making)
         except BaseException:  # (cut short, or no thread: the client is not made, and its events reach no one)
             sink.clear()
+            self._release_unmade()
             raise
         self._scheduler = scheduler
         _live.add(scheduler)
@@ -517,6 +518,19 @@ class ThrottledAdminClient(AdminClient):
             self._broker_views,
             self._callback_errors,
         )
+
+    def _release_unmade(self) -> None:
+        """``__init__`` cut short once librdkafka's handle was made: the handle (its threads, its connections) and
+        the rest are released now, not when the traceback that holds the half-made client goes (in a REPL, at the
+        next exception: review 138). Its scheduler closed itself (``Scheduler.start``)."""
+        self._closed = True
+        self._close_done.set()
+        self._broker_views.close()
+        self._metrics.close()
+        now = time.monotonic()
+        self._user_code.close(now)
+        self._exports.close(now)
+        AdminClient.__exit__(self, None, None, None)
 
     @property
     def retry_on_quota_violation(self) -> bool:
