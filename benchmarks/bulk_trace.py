@@ -274,9 +274,13 @@ def run(variant: str, count: int, kafka: bool, until_quiet: bool, request_log: b
     answers = [t for kind, t in result["events"] if kind == "answer"]
     result["first_write_ms"] = 1000 * writes[0]
     # ours: each answer's time past librdkafka's round trip (its parse, and the hand-over to Python), and the gap
-    # from an answer to the next write (bare: no answers timed; the last write has no next)
+    # from an answer to the next write (bare: no answers timed; the last write has no next). A request the client
+    # wrote on its own connection (``_driver/direct_creates``) has no librdkafka round trip: none past it then.
     rtts = result["rtts_ms"]
-    result["after_rtt_ms"] = [1000 * (a - w) - rtt for w, a, rtt in zip(writes, answers, rtts, strict=False)]
+    timed = len(rtts) == len(writes) == len(answers)
+    result["after_rtt_ms"] = (
+        [1000 * (a - w) - rtt for w, a, rtt in zip(writes, answers, rtts, strict=True)] if timed else []
+    )
     result["gap_ms"] = [1000 * (w - a) for a, w in zip(answers, writes[1:], strict=False)]
     return result
 
@@ -336,8 +340,9 @@ def main() -> None:
             line += f", round trips {statistics.median(sum(r['rtts_ms']) for r in runs):.0f} ms in all"
             line += f", past them {statistics.median(after):.0f} ms and gaps {statistics.median(gaps or [0]):.0f} ms"
             line += " a request"
-        else:  # all written at once: the last answer's round trip is the broker's time for all
-            line += f", the last round trip {statistics.median(max(r['rtts_ms']) for r in runs):.0f} ms"
+        elif any(r["rtts_ms"] for r in runs):  # all written at once: the last answer's round trip, the broker's time
+            line += f", the last round trip {statistics.median(max(r['rtts_ms'] or [0]) for r in runs):.0f} ms"
+            line += " librdkafka timed"
         if "controller_ms" in runs[0]:
             took = statistics.median(sum(r["controller_ms"]) for r in runs)
             between = statistics.median(sum(r["between_ms"]) for r in runs)

@@ -21,7 +21,7 @@ from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, InvalidS
 from types import TracebackType
 from typing import Any, ClassVar
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, ThrottleEvent
 from confluent_kafka.admin import AdminClient
 
 # The public names live in confluent_kafka.admin, which re-exports them without __all__ (mypy --strict).
@@ -33,6 +33,7 @@ from opentelemetry.metrics import MeterProvider
 from throttled_admin._driver import collector
 from throttled_admin._driver.broker_views import BrokerViewReader
 from throttled_admin._driver.callback_errors import CallbackErrors
+from throttled_admin._driver.direct_creates import DirectCreates
 from throttled_admin._driver.futures import TopicFuture
 from throttled_admin._driver.handle_calls import HandleCalls, closed_twin
 from throttled_admin._driver.librdkafka_views import answered_by
@@ -124,7 +125,12 @@ class _Transport:
         thread. False when the client closed before the call began (``Sending.begin``). Cut short (Ctrl-C), it
         tells ``sending`` whether confluent-kafka's call ran: while a request is pending, confluent-kafka holds a
         reference to its future ("we need to keep our own refcount", Admin.c), so a count that did not grow says it
-        never ran."""
+        never ran. A bulk create the engine marks ``direct`` goes on the client's own connection when it has one
+        (``_driver/direct_creates``)."""
+        if order.direct:
+            taken = self._get()._direct.send(order, on_answer, sending)
+            if taken is not None:
+                return taken
         try:
             client = self._client()
             if client is None:
@@ -155,13 +161,17 @@ class _Transport:
             client._poll_second_lane()
 
     def probe(self, timeout_s: float, lane: int = FIRST) -> Future[Any]:
-        """A DescribeCluster on ``lane``'s connection (the second lane's handle made for it, ``_engine/lanes``)."""
+        """A DescribeCluster on ``lane``'s connection (the second lane's handle made for it, ``_engine/lanes``). The
+        second lane's is done once the client's own connections for bulk creates have ended their opening too, open
+        or not (``_driver/direct_creates``): the lane's first request then finds them open."""
         client = self._get()
         handle = client if lane == FIRST else client._second_lane_handle()
         if handle is None:  # it could not be made: not answered (the engine retires the second lane)
             raise RuntimeError("the second lane's handle could not be made")
         future: Future[Any] = AdminClient.describe_cluster(handle, request_timeout=timeout_s)
-        return future
+        if lane == FIRST:
+            return future
+        return _after(future, client._direct.opening())
 
     def partition_counts(self, timeout_s: float) -> dict[str, int]:
         metadata = AdminClient.list_topics(self._get(), timeout=timeout_s)
@@ -213,6 +223,23 @@ class _Transport:
         """The controller quorum's leader and epoch, read on the same connections (``_driver/quorum_watch``)."""
         reader: BrokerViewReader = self._get()._broker_views
         return reader.read_quorum(timeout_s)
+
+
+def _after(future: Future[Any], also: Future[bool]) -> Future[Any]:
+    """``future``'s outcome, once ``also`` is done too."""
+    both: Future[Any] = Future()
+
+    def settle(_: Future[Any]) -> None:
+        if future.done() and also.done():
+            with contextlib.suppress(InvalidStateError):  # (the two callbacks may both get here)
+                if (exc := future.exception()) is not None:
+                    both.set_exception(exc)
+                else:
+                    both.set_result(future.result())
+
+    future.add_done_callback(settle)
+    also.add_done_callback(settle)
+    return both
 
 
 def _keywords(order: SendOrder) -> dict[str, Any]:
@@ -346,18 +373,20 @@ def _release(
     inherited: _InheritedFutures,
     views: BrokerViewReader,
     callback_errors: CallbackErrors,
+    direct: DirectCreates,
 ) -> None:
     """A client dropped without close(): its threads end too (librdkafka's handle is freed with the object). Collected
     on a thread that may not wait for the driver (its own: a collection there), every future is settled at once and
     the rest is done by a thread of its own."""
     if not scheduler.close(USER_CODE_WAIT_S):
-        args = (scheduler, user_code, exports, inherited, views, callback_errors)
+        args = (scheduler, user_code, exports, inherited, views, callback_errors, direct)
         with contextlib.suppress(RuntimeError):  # (the interpreter is exiting: its exit hook closes every client)
             threading.Thread(target=_release, args=args, name="throttled-admin-close", daemon=True).start()
         return
     deadline = time.monotonic() + USER_CODE_WAIT_S
     failing = _fail_inherited(inherited)
     views.close()
+    direct.close()
     user_code.close(deadline)
     exports.close(deadline)
     callback_errors.close()
@@ -486,6 +515,14 @@ class ThrottledAdminClient(AdminClient):
 
         self._second_conf = second_conf
         self._second_credentials = second_credentials
+        throttle_cbs = [owned_conf["throttle_cb"]]  # each lane's, as its handle calls it (the second's made once used)
+
+        def direct_throttle(lane: int, event: ThrottleEvent) -> None:
+            if len(throttle_cbs) <= lane:
+                throttle_cbs.append(second_conf()["throttle_cb"])
+            throttle_cbs[lane](event)
+
+        self._direct = DirectCreates(conf, direct_throttle)
         self._second: AdminClient | None = None
         self._second_lock = threading.Lock()
         scheduler = Scheduler(
@@ -517,6 +554,7 @@ class ThrottledAdminClient(AdminClient):
             self._inherited,
             self._broker_views,
             self._callback_errors,
+            self._direct,
         )
 
     def _release_unmade(self) -> None:
@@ -526,6 +564,7 @@ class ThrottledAdminClient(AdminClient):
         self._closed = True
         self._close_done.set()
         self._broker_views.close()
+        self._direct.close()
         self._metrics.close()
         now = time.monotonic()
         self._user_code.close(now)
@@ -809,6 +848,7 @@ class ThrottledAdminClient(AdminClient):
                 scheduler.close(USER_CODE_WAIT_S, last_turn_s=None)  # (on a thread of ours after a close that could not
                 _live.discard(scheduler)  # wait: its turn may be held for long, librdkafka's handle outlives it)
             self._broker_views.close()
+            self._direct.close()
             self._close_second_lane()
             self._metrics.close()
             with contextlib.suppress(Exception):
@@ -867,6 +907,7 @@ class ThrottledAdminClient(AdminClient):
             if self._second is not None:
                 self._second.set_sasl_credentials(username, password)
         self._broker_views.set_sasl_credentials(username, password)
+        self._direct.retire()  # (its connections authenticated with the old ones; librdkafka's from now on)
         if self._scheduler is not None:
             self._scheduler.credentials_changed()
 

@@ -1,5 +1,6 @@
 """A connection of the client's own to one chosen broker, with the application's security settings: PLAINTEXT,
-TLS (PEM files) and SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), for the broker-views reader (``broker_views``).
+TLS (PEM files) and SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), for the broker-views reader (``broker_views``) and
+bulk creates (``direct_creates``).
 
 confluent-kafka cannot send a request to a broker of the caller's choosing, so the reader speaks to each broker
 itself, as librdkafka would with the same settings:
@@ -208,6 +209,15 @@ class BrokerConnection:
         body = self._exchange(quorum_wire.API_KEY, version, quorum_wire.encode(version), True, deadline)
         return quorum_wire.decode(version, body)
 
+    def supports(self, api_key: int, version: int) -> bool:
+        """The broker serves ``version`` of ``api_key`` (its ApiVersions answer)."""
+        low, high = self._versions.get(api_key, (0, -1))
+        return low <= version <= high
+
+    def exchange(self, api_key: int, version: int, body: bytes, deadline: float) -> Reader:
+        """One request of a version that is not flexible, and the body of its answer (one at a time)."""
+        return self._exchange(api_key, version, body, False, deadline)
+
     def _connect(
         self, host: str, port: int, deadline: float, opened: Callable[[BrokerConnection], None] | None
     ) -> socket.socket:
@@ -229,6 +239,8 @@ class BrokerConnection:
                     raise OSError("the connection was closed")
                 sock.settimeout(_remaining(deadline))
                 sock.connect(address)
+                if family in (socket.AF_INET, socket.AF_INET6):  # (a request's last bytes go at once)
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except BaseException as exc:
                 sock.close()
                 if opened is not None or self._closed or not isinstance(exc, OSError):

@@ -50,6 +50,7 @@ class MetadataAnswer:
     brokers: dict[int, str] = field(default_factory=dict)
     topics: dict[str, TopicView] = field(default_factory=dict)
     error_code: int = 0  # v13's top-level error (e.g. REBOOTSTRAP_REQUIRED)
+    controller_id: int = -1  # the node the broker names as the controller (KRaft: any broker it believes alive)
 
 
 def encode(version: int, names: list[str]) -> bytes:
@@ -82,7 +83,8 @@ def _decode(version: int, data: bytes, pos: int, names: set[str]) -> tuple[Metad
     size = len(data)
     pos = _brokers(data, pos + 4, size, answer.brokers)  # (after throttle_time_ms)
     _, pos = _string(data, pos, size)  # cluster id
-    count, pos = _length(data, pos + 4)  # (after the controller id)
+    (answer.controller_id,) = _INT32(data, pos)
+    count, pos = _length(data, pos + 4)
     for _ in range(count):  # topics
         (error,) = _INT16(data, pos)
         length = data[pos + 2]

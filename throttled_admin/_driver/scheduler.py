@@ -135,13 +135,14 @@ class SendOrder:
     operation_timeout_s: float
     validate_only: bool | None = None  # None: the method takes no validate_only (DeleteTopics)
     lane: int = 0  # the connection (``_engine/lanes``): the client's own handle's, or the second handle's (1)
+    direct: bool = False  # the client may write and read it itself (``_driver/direct_creates``)
 
     @classmethod
     def of(cls, send: Send) -> SendOrder:
         kind = send.kind
         validate_only = kind.validate_only if kind.operation.validate_only else None
         timeouts = send.request_timeout_s, send.operation_timeout_s
-        return cls(kind.operation.method, list(send.items), *timeouts, validate_only, send.lane)
+        return cls(kind.operation.method, list(send.items), *timeouts, validate_only, send.lane, send.direct)
 
 
 class MetricsExport(MetricsSink, Protocol):

@@ -71,6 +71,7 @@ class Send:
     request_timeout_s: float  # librdkafka's own timeout for the request
     operation_timeout_s: float  # the controller's deadline (the request's timeout_ms)
     lane: int = 0  # the connection it goes on (``lanes``): 0, the client's own; 1, the driver's second handle's
+    direct: bool = False  # it may be written and read by the client itself, not librdkafka (``Lanes.direct``)
 
     @property
     def names(self) -> list[str]:

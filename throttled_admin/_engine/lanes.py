@@ -25,6 +25,11 @@ the first goes on alone. A throttle answered on the second connection mutes it; 
 all the same (the first connection's failure ends it, as for any throttle whose connection is gone: ``throttle``).
 A request librdkafka abandons there is drained by a sentinel on that same connection (``connection``), as on the
 first, before the second lane's ``final_at`` is known.
+
+While the same holds (``direct``), a bulk request on either lane may go on a connection the driver writes and reads
+itself instead of librdkafka's (``_driver/direct_creates``): an answer there is read without librdkafka's quadratic
+parse, and a request that gets none is answered as on a connection that closed (outcome unknown, final once its
+controller deadline has passed: ``slot``), so no sentinel is ever needed there.
 """
 
 from __future__ import annotations
@@ -104,6 +109,14 @@ class Lanes:
                 yield second
             elif not self.probing:  # first, its connection is asked to answer something light
                 self.probing = self.probe_asked = True
+
+    def direct(self, topics: int, paced: bool) -> bool:
+        """A request of ``topics`` may go on a connection the driver writes and reads itself, not librdkafka's, whose
+        parse of an answer is quadratic in its size (``_driver/direct_creates``): a bulk request (at least
+        ``second_from`` topics) of a client that does not pace and has never seen a throttle, as the second lane
+        asks, on either lane. A throttle there retires the lanes (``ended``), and the driver's connections with
+        them: a muted connection never carries a request again."""
+        return not self.retired and not paced and self._second_from is not None and topics >= self._second_from
 
     def probed(self, answered: bool) -> None:
         """The second connection's probe came back: answered, the lane carries full requests; not, it is retired."""

@@ -814,7 +814,8 @@ class Engine:
             self._gate.sent(request_id, probe)
         items = tuple(map(_ITEM, chosen))
         timeouts = request_timeout_s, operation_timeout_s
-        self._out.append(Send(request_id, kind, tuple(refs), items, mutations, *timeouts, slot.lane))
+        direct = self._lanes.direct(len(chosen), self._learned.pacer is not None)
+        self._out.append(Send(request_id, kind, tuple(refs), items, mutations, *timeouts, slot.lane, direct))
         operation, count = kind.operation.name, len(chosen)
         self._out.append(RequestSent(operation, count, mutations, request_id))
         return request.expires_at  # (``Slot.settles_at`` of a request with no result yet)
