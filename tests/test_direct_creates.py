@@ -5,6 +5,8 @@ Every topic ends with a truthful outcome whichever connection carried it."""
 
 from __future__ import annotations
 
+import os
+import select
 import threading
 from typing import Any
 
@@ -19,7 +21,10 @@ from tests.support import BrokerFactory
 from throttled_admin import NewTopic, ThrottledAdminClient
 from throttled_admin._driver import create_wire
 from throttled_admin._driver.direct_creates import DirectCreates
+from throttled_admin._driver.scheduler import SendOrder
+from throttled_admin._driver.turns import Sending
 from throttled_admin._driver.wire_codec import Reader
+from throttled_admin._engine import SECOND
 
 BULK = 1000  # the engine's second_lane_from: a request of this many topics may go direct
 
@@ -263,3 +268,68 @@ def test_quorum_the_node_its_own_connections_use_killed_under_a_bulk_call_leaves
         admin.close()
     kafka_quorum.start_node(target)
     assert_truthful("create", results, kafka_quorum.topics(kafka_ns.prefix), wanted=dict.fromkeys(names, 1))
+
+
+# -- review of 7b56bba -------------------------------------------------------------------------------------------
+
+
+def test_connections_the_broker_closed_while_idle_are_never_written_and_are_opened_again(
+    quota_broker: BrokerFactory,
+) -> None:
+    """Was: a connection the broker had closed (Kafka's connections.max.idle.ms, a restart) was still written: the
+    request came back _TRANSPORT, outcome unknown though the broker never read it. Now it is not taken (librdkafka
+    carries it), and the connections are opened again for the next."""
+    broker = quota_broker()
+    direct = DirectCreates({"bootstrap.servers": broker.bootstrap_servers}, lambda lane, event: None)
+    order = SendOrder("create_topics", [NewTopic(n, 1, 1) for n in _names("d", BULK)], 30.0, 25.0, False, 0, True)
+    answers: list[Any] = []
+    answered = threading.Event()
+
+    def on_answer(answer: Any) -> None:
+        answers.append(answer)
+        answered.set()
+
+    try:
+        assert direct.opening().result(10)
+        broker.drop_connections()
+        for connection in direct._connections:  # the broker's close has reached each
+            assert select.select([connection._sock], [], [], 10)[0]
+        sending = Sending(None)
+        assert direct.send(order, on_answer, sending) is None
+        assert not sending.began
+        assert "new" in repr(direct)
+        assert direct.opening().result(10)  # opened again
+        assert direct.send(order, on_answer, Sending(None)) is True
+        assert answered.wait(10)
+        assert answers == [dict.fromkeys(topic.topic for topic in order.items)]
+    finally:
+        direct.close()
+
+
+def test_new_credentials_before_the_first_bulk_call_leave_the_second_lane_usable(quota_broker: BrokerFactory) -> None:
+    """Was: ``retire()`` before any opening left ``opened`` pending for good, and the second lane's probe with it."""
+    with admin_for(quota_broker(), {"log_level": 0}) as admin:
+        admin.set_sasl_credentials("someone", "secret")
+        results = outcomes(admin.create_topics([NewTopic(n, 1, 1) for n in _names("creds", 3 * BULK)]))
+        assert set(results.values()) == {None}
+        assert admin._direct.opened.result(10) is False
+        assert admin._scheduler is not None
+        assert SECOND in admin._scheduler._engine._lanes.reached  # the probe came back
+
+
+def test_a_forked_child_closing_its_copy_leaves_the_parents_connections_open(quota_broker: BrokerFactory) -> None:
+    """Was: the child's close() shut the sockets it shares with its parent."""
+    broker = quota_broker()
+    direct = DirectCreates({"bootstrap.servers": broker.bootstrap_servers}, lambda lane, event: None)
+    try:
+        assert direct.opening().result(10)
+        pid = os.fork()
+        if pid == 0:  # the child: never return into pytest
+            try:
+                direct.close()
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        assert not any(connection.closed_by_peer() for connection in direct._connections)
+    finally:
+        direct.close()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import socket
 import ssl
 import time
@@ -250,13 +251,23 @@ class BrokerConnection:
             return sock
         raise error
 
-    def close(self) -> None:
+    def close(self, shut: bool = True) -> None:
         """Shut, then close: an exchange under way on another thread ends at once (closing alone leaves its wait for
-        the answer blocked until the deadline), a TLS handshake and a TCP connect too."""
+        the answer blocked until the deadline), a TLS handshake and a TCP connect too. Not ``shut``: only this
+        process's descriptor is closed (a forked child's copy of its parent's connection)."""
         self._closed = True
-        with contextlib.suppress(OSError):
-            self._sock.shutdown(socket.SHUT_RDWR)
+        if shut:
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)
         self._sock.close()
+
+    def closed_by_peer(self) -> bool:
+        """Between exchanges: the broker closed it, or sent what no request asked for (it reads as readable)."""
+        try:
+            readable, _, _ = select.select([self._sock], [], [], 0)
+        except (OSError, ValueError):  # (closed here)
+            return True
+        return bool(readable)
 
     def _exchange(self, api_key: int, version: int, body: bytes, flexible: bool, deadline: float) -> Reader:
         self._correlation_id += 1

@@ -10,6 +10,7 @@ the version librdkafka sends to Kafka 2.4 and later (KIP-464's -1 defaults), not
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,6 +23,8 @@ __all__ = ["API_KEY", "VERSION", "CreateAnswer", "decode", "encode"]
 
 API_KEY, VERSION = 19, 4
 _REQUEST_TIMED_OUT = 7
+_FLOAT32 = struct.Struct("f")
+_MESSAGE_BYTES = 511  # confluent-kafka formats an error's text into 512 bytes (KafkaError_new0)
 
 
 def encode(topics: Sequence[NewTopic], operation_timeout_s: float, validate_only: bool) -> bytes:
@@ -42,7 +45,16 @@ def encode(topics: Sequence[NewTopic], operation_timeout_s: float, validate_only
         body.int32(len(config))
         for name, value in config.items():
             body.string(name).string(value)
-    return body.int32(int(operation_timeout_s * 1000)).int8(1 if validate_only else 0).build()
+    return body.int32(_milliseconds(operation_timeout_s)).int8(1 if validate_only else 0).build()
+
+
+def _float32(value: float) -> float:
+    return float(_FLOAT32.unpack(_FLOAT32.pack(value))[0])
+
+
+def _milliseconds(seconds: float) -> int:
+    """confluent-kafka's ``(int)((float)seconds * 1000.0f)`` (Admin.c), in single precision as it is."""
+    return int(_float32(_float32(seconds) * 1000.0))
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,8 @@ def decode(reader: Reader, operation_timeout_s: float, asked: Sequence[str]) -> 
             raise ValueError(f"the answer names {name!r}, which was not asked for or is named twice")
         if code == _REQUEST_TIMED_OUT and operation_timeout_s <= 0:
             code = 0
+        if message and len(message) > _MESSAGE_BYTES // 4:  # (at most 4 bytes a character)
+            message = message.encode()[:_MESSAGE_BYTES].decode(errors="ignore")
         results[name] = (
             None if code == 0 else KafkaException(KafkaError(code, message) if message else KafkaError(code))
         )

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -42,6 +43,9 @@ __all__ = ["DirectCreates"]
 log = logging.getLogger(__name__)
 
 _OPEN_TIMEOUT_S = 5.0
+# Connections idle this long are opened again before their next request: half Kafka's connections.max.idle.ms default
+# (a broker's close of an idle connection is also seen as it comes: ``BrokerConnection.closed_by_peer``).
+_IDLE_S = 300.0
 _LANES = 2
 _REFUSALS = frozenset({KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT})
 
@@ -62,14 +66,18 @@ class DirectCreates:
         self._bootstrap = [
             a.strip().rpartition("://")[2] for a in str(conf.get("bootstrap.servers", "")).split(",") if a.strip()
         ]
+        protocol = str(conf.get("security.protocol", "plaintext")).strip().lower()
+        self._scheme = "" if protocol == "plaintext" else f"{protocol}://"  # (librdkafka's broker names)
+        self._pid = os.getpid()
         self._lock = threading.Lock()
         self._state = _State.NEW
         self._connections: list[BrokerConnection] = []  # one per lane, once open
         self._sockets: list[BrokerConnection] = []  # every one made, from before its connect (``close`` shuts them)
         self._busy: set[int] = set()  # the lanes with a request in flight
+        self._used_at = 0.0  # when a request on them last ended (monotonic)
         self._node = -1
         self.sent = 0  # requests handed to them
-        self.opened: Future[bool] = Future()  # once their opening has ended: open (True), or not
+        self.opened: Future[bool] = Future()  # once their latest opening has ended: open (True), or not
         try:
             self._settings: ConnectionSettings | None = ConnectionSettings.from_conf(conf)
         except Unsupported:
@@ -81,24 +89,25 @@ class DirectCreates:
 
     def send(self, order: SendOrder, on_answer: Callable[[Answer], None], sending: Sending) -> bool | None:
         """Write ``order`` on its lane's connection (True), or not, closed (False, as ``Transport.send``); None: not
-        taken, librdkafka carries it."""
+        taken, librdkafka carries it (nothing was written)."""
         if not order.direct or order.method != "create_topics" or order.operation_timeout_s <= 0:
             return None
         with self._lock:
-            self._start_opening_locked()
-            if self._state is not _State.OPEN or order.lane in self._busy:
-                return None
-            connection = self._connections[order.lane]
-            if connection.expired:  # (a KIP-368 session near its end)
-                self._retire_locked()
-                return None
-            self._busy.add(order.lane)
+            started = self._start_opening_locked()
+            connection = self._usable_locked(order.lane)
+            if connection is not None:
+                self._busy.add(order.lane)
+        if not started:
+            self._ended_opening(False)
+        if connection is None:
+            return None
         try:
             body = create_wire.encode(order.items, order.operation_timeout_s, bool(order.validate_only))
             if not sending.begin():
                 self._done(order.lane, connection, ok=True)
                 return False
-        except BaseException:
+        except BaseException:  # (cut short before its thread started: nothing was written)
+            sending.began = False
             self._done(order.lane, connection, ok=True)
             raise
         exchange = threading.Thread(
@@ -109,36 +118,67 @@ class DirectCreates:
         )
         try:
             exchange.start()
-        except RuntimeError:  # no thread could start: nothing was written
+        except RuntimeError:  # no thread could start: nothing was written, and librdkafka needs none of ours
             sending.began = False
             self._done(order.lane, connection, ok=False)
-            raise
+            return None
         self.sent += 1  # (sends come one turn at a time)
         return True
+
+    def _usable_locked(self, lane: int) -> BrokerConnection | None:
+        """The lane's connection if a request may be written on it now. One the broker has closed (it reads as
+        readable while idle: Kafka's ``connections.max.idle.ms``, a restart), idle for long, or whose KIP-368 session
+        nears its end is never written: all are dropped once neither carries a request, and opened again for the
+        next (this request goes through librdkafka)."""
+        if self._state is not _State.OPEN or lane in self._busy:
+            return None
+        connection = self._connections[lane]
+        idle_s = time.monotonic() - self._used_at
+        if not (connection.expired or idle_s > _IDLE_S or any(c.closed_by_peer() for c in self._connections)):
+            return connection
+        if not self._busy:
+            for dropped in self._connections:
+                dropped.close()
+            self._connections, self._sockets, self._state = [], [], _State.NEW
+            self.opened = Future()  # (the next opening's)
+        return None
 
     def opening(self) -> Future[bool]:
         """``opened``, their opening started if it has not (the second lane's probe waits for it: ``_client``)."""
         with self._lock:
-            self._start_opening_locked()
+            started = self._start_opening_locked()
+        if not started:
+            self._ended_opening(False)
         return self.opened
 
-    def _start_opening_locked(self) -> None:
-        if self._state is _State.NEW:
-            self._state = _State.OPENING
+    def _start_opening_locked(self) -> bool:
+        """Open them if they are not (False: no thread could start, they are retired)."""
+        if self._state is not _State.NEW:
+            return True
+        self._state = _State.OPENING
+        self._used_at = time.monotonic()
+        try:
             threading.Thread(target=self._open, name="throttled-admin-direct-open", daemon=True).start()
+        except RuntimeError:
+            self._state = _State.RETIRED
+            return False
+        return True
 
     def retire(self) -> None:
         """Never used again (new credentials, say): each connection is closed once its request in flight ends."""
         with self._lock:
             self._retire_locked()
+        self._ended_opening(False)  # (if they never opened: the second lane's probe waits no longer)
 
     def close(self) -> None:
-        """Shut every connection: a request in flight ends at once, answered ``_TRANSPORT``."""
+        """Shut every connection: a request in flight ends at once, answered ``_TRANSPORT``. In a forked child, the
+        parent's connections are only let go (shutting a socket shuts it for the parent too)."""
         with self._lock:
             self._state = _State.RETIRED
             made, self._sockets, self._connections = self._sockets, [], []
+        forked = os.getpid() != self._pid
         for connection in made:
-            connection.close()
+            connection.close(shut=not forked)
         self._ended_opening(False)
 
     # -- on threads of their own -------------------------------------------------------------------
@@ -213,14 +253,18 @@ class DirectCreates:
         self._done(order.lane, connection, ok=not (answer.throttle_ms > 0 or refused))
         if answer.throttle_ms > 0:
             node = self._node
-            event = ThrottleEvent(f"{connection.address}/{node}", node, answer.throttle_ms / 1000)
-            self._throttled(order.lane, event)
+            event = ThrottleEvent(f"{self._scheme}{connection.address}/{node}", node, answer.throttle_ms / 1000)
+            try:
+                self._throttled(order.lane, event)
+            except Exception:  # (logged: the answer is handed over all the same)
+                log.exception("handing over a response's throttle failed")
         on_answer(answer.results)
 
     def _done(self, lane: int, connection: BrokerConnection, *, ok: bool) -> None:
         """The lane's request ended; not ``ok``: the connections are retired, this one closed at once."""
         with self._lock:
             self._busy.discard(lane)
+            self._used_at = time.monotonic()
             if not ok:
                 self._retire_locked()
             close = self._state is _State.RETIRED

@@ -114,8 +114,8 @@ class Lanes:
         """A request of ``topics`` may go on a connection the driver writes and reads itself, not librdkafka's, whose
         parse of an answer is quadratic in its size (``_driver/direct_creates``): a bulk request (at least
         ``second_from`` topics) of a client that does not pace and has never seen a throttle, as the second lane
-        asks, on either lane. A throttle there retires the lanes (``ended``), and the driver's connections with
-        them: a muted connection never carries a request again."""
+        asks, on either lane. A throttle read there retires the lanes (``ended``), and the driver retires its
+        connections itself: a muted connection never carries a request again."""
         return not self.retired and not paced and self._second_from is not None and topics >= self._second_from
 
     def probed(self, answered: bool) -> None:
