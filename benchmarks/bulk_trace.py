@@ -4,7 +4,9 @@ Each run starts a fresh broker (Apache Kafka 4.4.0 as ``overhead.py --broker kaf
 quota``: a QuotaBroker process) and one client process, which times, for each CreateTopics request: when
 ThrottledAdminClient handed it to librdkafka, librdkafka's own round trip (``debug=protocol``: from the request's
 last byte written to the response's last byte read, the broker's time), when its answer reached the client (after
-librdkafka's parse, quadratic in the request's size), and the gap from that answer to the next write. Variants:
+librdkafka's parse, quadratic in the request's size), and the gap from that answer to the next write; a request ours
+writes on a connection of its own (``_driver/direct_creates``) has no librdkafka round trip, and the summary says
+how many went through librdkafka. Variants:
 ``ours`` (the engine's defaults), ``ours-N`` (requests of at most N topics), ``ours-noquorum`` (no DescribeQuorum
 read, ``_driver/quorum_watch``: Kafka forwards it to the controller, one request at a time with the creates; the
 client reads it as it is made, before the call), ``ours-onelane`` (no second lane, ``_engine/lanes``: one request
@@ -334,15 +336,19 @@ def main() -> None:
         after = [a for r in runs for a in r["after_rtt_ms"]]
         gaps = [g for r in runs for g in r["gap_ms"]]
         line = f"{variant}: wall {statistics.median(r['wall_s'] for r in runs):.2f} s (median of {len(runs)})"
+        line += f", client CPU {statistics.median(r['cpu_s'] for r in runs):.2f} s"
         line += f", broker CPU {statistics.median(r['broker_cpu_s'] for r in runs):.2f} s"
         line += f" ({statistics.median(r['call_broker_cpu_s'] for r in runs):.2f} s in the call{_quiet(runs)})"
         if after:  # one request at a time: the broker's time is the sum of the round trips
             line += f", round trips {statistics.median(sum(r['rtts_ms']) for r in runs):.0f} ms in all"
             line += f", past them {statistics.median(after):.0f} ms and gaps {statistics.median(gaps or [0]):.0f} ms"
             line += " a request"
-        elif any(r["rtts_ms"] for r in runs):  # all written at once: the last answer's round trip, the broker's time
+        elif variant.startswith("bare-"):  # all written at once: the last answer's round trip, the broker's time
             line += f", the last round trip {statistics.median(max(r['rtts_ms'] or [0]) for r in runs):.0f} ms"
-            line += " librdkafka timed"
+        elif variant.startswith("ours"):  # some written by the client itself (``_driver/direct_creates``)
+            writes = statistics.median(sum(kind == "write" for kind, _ in r["events"]) for r in runs)
+            timed = statistics.median(len(r["rtts_ms"]) for r in runs)
+            line += f", {timed:.0f} of {writes:.0f} requests through librdkafka"
         if "controller_ms" in runs[0]:
             took = statistics.median(sum(r["controller_ms"]) for r in runs)
             between = statistics.median(sum(r["between_ms"]) for r in runs)
