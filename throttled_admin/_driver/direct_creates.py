@@ -134,7 +134,9 @@ class DirectCreates:
             return None
         connection = self._connections[lane]
         idle_s = time.monotonic() - self._used_at
-        if not (connection.expired or idle_s > _IDLE_S or any(c.closed_by_peer() for c in self._connections)):
+        # (the idle ones only: one carrying a request reads as readable once its answer arrives)
+        idle = [c for other, c in enumerate(self._connections) if other not in self._busy]
+        if not (connection.expired or idle_s > _IDLE_S or any(c.closed_by_peer() for c in idle)):
             return connection
         if not self._busy:
             for dropped in self._connections:
