@@ -45,30 +45,17 @@ from _common import interleaved, variants_parser
 from _kafka import forwarded_creates, plain_kafka
 from overhead import BULK_HEAP, _cpu_s, broker_process, submit_bulk
 
-from throttled_admin._driver.wire_codec import Writer, read_frame, request_frame, response_body
+from throttled_admin._driver import create_wire
+from throttled_admin._driver.wire_codec import read_frame, request_frame, response_body
 
 _QUIET_S, _QUIET_CPU_S, _QUIET_MAX_S = 1.0, 0.3, 120.0
 _RTT = re.compile(r"Received CreateTopicsResponse .*CorrId (\d+), rtt ([\d.]+)ms")
 
 
-def _create_body(names: list[str]) -> bytes:
-    """CreateTopics v4 (librdkafka's version against Kafka 4.4): one-partition topics, replication factor 1."""
-    body = Writer().int32(len(names))
-    for name in names:
-        body.string(name).int32(1).int16(1).int32(0).int32(0)  # (no assignments, no configs)
-    return body.int32(1_800_000).int8(0).build()
-
-
-def _raw_answer(sock: socket.socket, correlation_id: int) -> dict[str, int]:
-    """The answer to a CreateTopics v4 on ``sock``, decoded in Python: each topic's error code."""
+def _raw_failed(sock: socket.socket, correlation_id: int, names: list[str]) -> int:
+    """Topics failed in the answer to a CreateTopics v4 on ``sock``, decoded as the client does (``create_wire``)."""
     reader = response_body(read_frame(sock, time.monotonic() + 1800, 64 << 20), correlation_id, flexible=False)
-    reader.int32()  # throttle_time_ms
-    codes = {}
-    for _ in range(reader.array_length()):
-        name, code = reader.string(), reader.int16()
-        reader.string()  # error_message
-        codes[str(name)] = code
-    return codes
+    return sum(result is not None for result in create_wire.decode(reader, 1800, names).results.values())
 
 
 def raw_child(variant: str, bootstrap: str, count: int) -> None:
@@ -101,10 +88,13 @@ def raw_child(variant: str, bootstrap: str, count: int) -> None:
             def failed() -> int:
                 return sum(f.exception() is not None for f in futures.values())
         else:
-            socks[lane].sendall(request_frame(19, 4, request, "raw", _create_body(part), flexible=False))
+            body = create_wire.encode([NewTopic(name, 1, 1) for name in part], 1800, validate_only=False)
+            socks[lane].sendall(
+                request_frame(create_wire.API_KEY, create_wire.VERSION, request, "raw", body, flexible=False)
+            )
 
             def failed() -> int:
-                return sum(code != 0 for code in _raw_answer(socks[lane], request).values())
+                return _raw_failed(socks[lane], request, part)
 
         threading.Thread(target=lambda: answers.put((lane, request, failed())), daemon=True).start()
 

@@ -231,11 +231,7 @@ def _after(future: Future[Any], also: Future[bool]) -> Future[Any]:
 
     def settle(_: Future[Any]) -> None:
         if future.done() and also.done():
-            with contextlib.suppress(InvalidStateError):  # (the two callbacks may both get here)
-                if (exc := future.exception()) is not None:
-                    both.set_exception(exc)
-                else:
-                    both.set_result(future.result())
+            _settle(both, future)  # (the two callbacks may both get here: settled once)
 
     future.add_done_callback(settle)
     also.add_done_callback(settle)
@@ -540,7 +536,11 @@ class ThrottledAdminClient(AdminClient):
             scheduler.start(read_quorum=self._quorum_at_making)
         except BaseException:  # (cut short, or no thread: the client is not made, and its events reach no one)
             sink.clear()
-            self._release_unmade()
+            # What was made (librdkafka's handle, its threads and connections) goes now, not when the traceback that
+            # holds the half-made client goes (in a REPL, at the next exception: review 138). Its scheduler closed
+            # itself (``Scheduler.start``) and is not the client's: the rest of a close.
+            self._closed = True
+            self._close_rest()
             raise
         self._scheduler = scheduler
         _live.add(scheduler)
@@ -556,20 +556,6 @@ class ThrottledAdminClient(AdminClient):
             self._callback_errors,
             self._direct,
         )
-
-    def _release_unmade(self) -> None:
-        """``__init__`` cut short once librdkafka's handle was made: the handle (its threads, its connections) and
-        the rest are released now, not when the traceback that holds the half-made client goes (in a REPL, at the
-        next exception: review 138). Its scheduler closed itself (``Scheduler.start``)."""
-        self._closed = True
-        self._close_done.set()
-        self._broker_views.close()
-        self._direct.close()
-        self._metrics.close()
-        now = time.monotonic()
-        self._user_code.close(now)
-        self._exports.close(now)
-        AdminClient.__exit__(self, None, None, None)
 
     @property
     def retry_on_quota_violation(self) -> bool:

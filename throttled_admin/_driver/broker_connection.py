@@ -34,7 +34,14 @@ from throttled_admin._driver import metadata_wire, quorum_wire
 from throttled_admin._driver.sasl_client import SUPPORTED_MECHANISMS, exchange_for
 from throttled_admin._driver.wire_codec import Reader, Writer, read_frame, request_frame, response_body
 
-__all__ = ["BrokerConnection", "BrokerRefused", "ConnectionSettings", "NoTopicIds", "Unsupported"]
+__all__ = [
+    "BrokerConnection",
+    "BrokerRefused",
+    "ConnectionSettings",
+    "NoTopicIds",
+    "Unsupported",
+    "bootstrap_addresses",
+]
 
 _API_VERSIONS, _SASL_HANDSHAKE, _SASL_AUTHENTICATE = 18, 17, 36
 _MAX_RESPONSE_BYTES = 64 * 1024 * 1024
@@ -132,6 +139,12 @@ class ConnectionSettings:
         if mechanism not in SUPPORTED_MECHANISMS:
             raise Unsupported(f"SASL mechanism {mechanism}")
         return cls(client_id, tls, mechanism, str(conf.get("sasl.username", "")), str(conf.get("sasl.password", "")))
+
+
+def bootstrap_addresses(conf: Mapping[str, Any]) -> list[str]:
+    """``bootstrap.servers`` as "host:port" addresses (a ``SASL_SSL://`` prefix dropped)."""
+    servers = str(conf.get("bootstrap.servers", "")).split(",")
+    return [a.strip().rpartition("://")[2] for a in servers if a.strip()]
 
 
 def _optional(conf: Mapping[str, Any], key: str) -> str | None:

@@ -40,6 +40,7 @@ from throttled_admin._driver.broker_connection import (
     ConnectionSettings,
     NoTopicIds,
     Unsupported,
+    bootstrap_addresses,
 )
 from throttled_admin._driver.librdkafka_views import LibrdkafkaViews
 from throttled_admin._driver.metadata_wire import MetadataAnswer
@@ -78,9 +79,7 @@ class BrokerViewReader:
 
         self._librdkafka = librdkafka
         self._set_credentials = set_credentials
-        self._bootstrap = [
-            a.strip().rpartition("://")[2] for a in str(conf.get("bootstrap.servers", "")).split(",") if a.strip()
-        ]
+        self._bootstrap = bootstrap_addresses(conf)
         self._lock = threading.Lock()
         self._connections: dict[str, BrokerConnection] = {}  # address -> an open connection
         self._opening: set[BrokerConnection] = set()  # connections in their handshake (``close`` shuts them too)

@@ -25,6 +25,7 @@ import contextlib
 import enum
 import logging
 import os
+import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -34,9 +35,15 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, ThrottleEvent
 
 from throttled_admin._driver import create_wire
-from throttled_admin._driver.broker_connection import BrokerConnection, ConnectionSettings, Unsupported
+from throttled_admin._driver.broker_connection import (
+    BrokerConnection,
+    ConnectionSettings,
+    Unsupported,
+    bootstrap_addresses,
+)
 from throttled_admin._driver.scheduler import Answer, SendOrder
 from throttled_admin._driver.turns import Sending
+from throttled_admin._engine.classify import Outcome, classify
 
 __all__ = ["DirectCreates"]
 
@@ -47,7 +54,6 @@ _OPEN_TIMEOUT_S = 5.0
 # (a broker's close of an idle connection is also seen as it comes: ``BrokerConnection.closed_by_peer``).
 _IDLE_S = 300.0
 _LANES = 2
-_REFUSALS = frozenset({KafkaError.NOT_CONTROLLER, KafkaError.REQUEST_TIMED_OUT})
 
 
 class _State(enum.Enum):
@@ -63,9 +69,7 @@ class DirectCreates:
     def __init__(self, conf: Mapping[str, Any], throttled: Callable[[int, ThrottleEvent], None]) -> None:
         """``throttled(lane, event)``: a response's throttle, as the lane's librdkafka handle tells its own."""
         self._throttled = throttled
-        self._bootstrap = [
-            a.strip().rpartition("://")[2] for a in str(conf.get("bootstrap.servers", "")).split(",") if a.strip()
-        ]
+        self._bootstrap = bootstrap_addresses(conf)
         protocol = str(conf.get("security.protocol", "plaintext")).strip().lower()
         self._scheme = "" if protocol == "plaintext" else f"{protocol}://"  # (librdkafka's broker names)
         self._pid = os.getpid()
@@ -188,8 +192,10 @@ class DirectCreates:
     def _open(self) -> None:
         deadline = time.monotonic() + _OPEN_TIMEOUT_S
         try:
-            address, node = self._controller(deadline)
-            connections = [self._connect(address, deadline) for _ in range(_LANES)]
+            assert self._settings is not None
+            context = self._settings.tls.context() if self._settings.tls is not None else None
+            address, node = self._controller(context, deadline)
+            connections = [self._connect(address, context, deadline) for _ in range(_LANES)]
             if not all(c.supports(create_wire.API_KEY, create_wire.VERSION) for c in connections):
                 raise Unsupported(f"CreateTopics v{create_wire.VERSION}")
         except Exception as exc:  # (unreachable, refused, a broker too old: librdkafka carries every request)
@@ -208,11 +214,11 @@ class DirectCreates:
         with contextlib.suppress(InvalidStateError):  # (ended before: closed after it opened)
             self.opened.set_result(open_)
 
-    def _controller(self, deadline: float) -> tuple[str, int]:
+    def _controller(self, context: ssl.SSLContext | None, deadline: float) -> tuple[str, int]:
         """The address and node id of the controller the first bootstrap server that answers names."""
         for address in self._bootstrap:
             try:
-                connection = self._connect(address, deadline)
+                connection = self._connect(address, context, deadline)
             except OSError:
                 continue
             try:
@@ -225,9 +231,8 @@ class DirectCreates:
             return controller, answer.controller_id
         raise OSError("no bootstrap server could be reached")
 
-    def _connect(self, address: str, deadline: float) -> BrokerConnection:
+    def _connect(self, address: str, context: ssl.SSLContext | None, deadline: float) -> BrokerConnection:
         assert self._settings is not None
-        context = self._settings.tls.context() if self._settings.tls is not None else None
         return BrokerConnection(address, self._settings, context, deadline, self._opened)
 
     def _opened(self, connection: BrokerConnection) -> None:
@@ -251,7 +256,7 @@ class DirectCreates:
             error = KafkaError(KafkaError._TRANSPORT, f"{connection.address}: {why}; the connection was closed")
             on_answer(KafkaException(error))
             return
-        refused = any(_code(result) in _REFUSALS for result in answer.results.values())
+        refused = any(classify(result) is Outcome.NOT_APPLIED for result in answer.results.values())
         self._done(order.lane, connection, ok=not (answer.throttle_ms > 0 or refused))
         if answer.throttle_ms > 0:
             node = self._node
@@ -278,9 +283,3 @@ class DirectCreates:
         idle = [c for lane, c in enumerate(self._connections) if lane not in self._busy]
         for connection in idle:
             connection.close()
-
-
-def _code(result: BaseException | None) -> int | None:
-    if isinstance(result, KafkaException) and result.args and isinstance(result.args[0], KafkaError):
-        return int(result.args[0].code())
-    return None
