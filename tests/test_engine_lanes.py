@@ -126,6 +126,22 @@ def test_a_throttle_retires_the_second_lane_for_the_clients_life() -> None:
     assert [send.lane for send in sends(engine.step(0.7))] == [FIRST]
 
 
+def test_bulk_requests_may_go_direct_on_either_lane_until_a_throttle_and_never_when_small_or_paced() -> None:
+    """``Lanes.direct``: the driver may write a request on a connection of its own (``_driver/direct_creates``)
+    while the second lane's own conditions hold, on either lane."""
+    engine, out = bulk(5 * MAX_TOPICS_PER_REQUEST)
+    first, second = sends(out)
+    assert (first.direct, second.direct) == (True, True)
+    engine.on_throttle(1, 0.5, 0.05, SECOND)
+    applied(engine, second, 0.05)
+    applied(engine, first, 0.06)
+    assert [send.direct for send in sends(engine.step(0.6))] == [False]  # a throttle: librdkafka from now on
+    _, paced = bulk(3 * MAX_TOPICS_PER_REQUEST, pacer=Pacer(MutationQuota(rate=1e6, burst=1e7)))
+    assert [send.direct for send in sends(paced)] == [False]
+    _, small = bulk(SECOND_LANE_FROM - 1)
+    assert [send.direct for send in sends(small)] == [False]
+
+
 def test_a_topic_refused_for_the_quota_retires_the_second_lane_too() -> None:
     engine, out = bulk(4 * MAX_TOPICS_PER_REQUEST)
     first, second = sends(out)

@@ -593,6 +593,11 @@ class EngineModel(RuleBasedStateMachine):
             # its handle may never connect: nothing goes there before it has answered (its probe: ``lanes``)
             assert self.second_answered, "rule b: a request on a second connection that never answered"
             event("rule b: a second request on the second lane's connection")
+        if request.direct:  # the driver may write it on a connection of its own (``Lanes.direct``)
+            assert self.second_from is not None, "rule b: a direct request the engine was given no lanes for"
+            assert len(request.topics) >= self.second_from, "rule b: a direct request that is not a bulk one"
+            assert not self.lane_retired, "rule b: a direct request after a throttle, or while pacing"
+            event("rule b: a request the client may write on its own connection")
 
     def check_probe(self, request: Send) -> None:
         """Rule b: a throttle whose connection failed closes nothing, but it ends only with a fresh answer: until
